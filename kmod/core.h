@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The kernel-independent core of hbmguard: the bad-page table with its spare
+ * pool (table.c) and the error policy (policy.c).  Written once in plain C;
+ * compiled into hbmguard.ko and into the unit tests and benchmarks.  The
+ * shim below is all that differs between the two.
+ *
+ * The core does no locking and never sleeps on its own: the caller holds the
+ * device's lock and passes the time in, which keeps tests deterministic.
+ * Allocation may sleep in the kernel (GFP_KERNEL).
+ */
+#ifndef HBM_CORE_H
+#define HBM_CORE_H
+
+#ifdef __KERNEL__
+#include <linux/types.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/bitops.h>
+#include <linux/bitmap.h>
+#include <linux/math64.h>
+#include <linux/minmax.h>
+#include <linux/hbmguard.h>
+
+#define hbm_zalloc(size)	kvzalloc(size, GFP_KERNEL)
+#define hbm_alloc(size)		kvmalloc(size, GFP_KERNEL)
+#define hbm_free(ptr)		kvfree(ptr)
+#define hbm_div_u64(n, d)	div_u64(n, d)
+#else /* userspace: unit tests and benchmarks */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <errno.h>
+#include <linux/hbmguard.h>
+
+typedef uint8_t u8;
+typedef uint16_t u16;
+typedef uint32_t u32;
+typedef uint64_t u64;
+
+/* Tests set this to make the Nth allocation from now fail (-1: never). */
+extern long hbm_test_alloc_fail_in;
+void *hbm_test_alloc(size_t size, bool zero);
+void hbm_test_free(void *ptr);
+#define hbm_zalloc(size)	hbm_test_alloc(size, true)
+#define hbm_alloc(size)		hbm_test_alloc(size, false)
+#define hbm_free(ptr)		hbm_test_free(ptr)
+#define hbm_div_u64(n, d)	((u64)(n) / (d))
+
+#define BITS_PER_LONG		(8 * (int)sizeof(unsigned long))
+#define BITS_TO_LONGS(n)	(((n) + BITS_PER_LONG - 1) / BITS_PER_LONG)
+#define min(a, b)		((a) < (b) ? (a) : (b))
+#define max(a, b)		((a) > (b) ? (a) : (b))
+#define min_t(t, a, b)		min((t)(a), (t)(b))
+#define max_t(t, a, b)		max((t)(a), (t)(b))
+#define DIV_ROUND_UP(n, d)	(((n) + (d) - 1) / (d))
+
+static inline void __set_bit(unsigned long nr, unsigned long *map)
+{
+	map[nr / BITS_PER_LONG] |= 1UL << (nr % BITS_PER_LONG);
+}
+
+static inline void __clear_bit(unsigned long nr, unsigned long *map)
+{
+	map[nr / BITS_PER_LONG] &= ~(1UL << (nr % BITS_PER_LONG));
+}
+
+static inline bool test_bit(unsigned long nr, const unsigned long *map)
+{
+	return map[nr / BITS_PER_LONG] >> (nr % BITS_PER_LONG) & 1;
+}
+
+static inline unsigned long find_next_zero_bit(const unsigned long *map,
+					       unsigned long size,
+					       unsigned long start)
+{
+	while (start < size) {
+		unsigned long word = ~map[start / BITS_PER_LONG] >>
+				     (start % BITS_PER_LONG);
+
+		if (word) {
+			start += __builtin_ctzl(word);
+			return start < size ? start : size;
+		}
+		start = (start / BITS_PER_LONG + 1) * BITS_PER_LONG;
+	}
+	return size;
+}
+#endif /* __KERNEL__ */
+
+#define HBM_NO_SPARE	0xffffffffU
+
+/*
+ * One run of bad pages sharing state and source whose spares, when RETIRED,
+ * are consecutive too.  24 bytes: page numbers are 32 bits (a device has at
+ * most 2^32 pages: 16 TiB of 4 KiB pages), times are seconds.
+ */
+struct hbm_extent {
+	u32 first;
+	u32 nr;
+	u32 spare;		/* spare index serving page `first` */
+	u8 state;		/* enum hbmguard_page_state */
+	u8 source;		/* enum hbmguard_source */
+	u16 errors;		/* saturating */
+	u32 first_seen;
+	u32 last_seen;
+};
+
+#define HBM_LEAF_CAP	170	/* a leaf fills one 4 KiB allocation */
+
+struct hbm_leaf {
+	u32 nr;
+	u32 unused;
+	struct hbm_extent ext[HBM_LEAF_CAP];
+};
+
+struct hbm_table {
+	u32 nr_pages;		/* usable pages: [0, nr_pages) */
+	u32 spare_total;
+	u32 spare_used;
+	u32 spare_hint;		/* next-fit: where the last spare came from */
+	unsigned long *spare_map;	/* bit set: spare in use */
+
+	struct hbm_leaf **leaves;	/* sorted, none empty */
+	u32 *leaf_first;	/* leaves[i]->ext[0].first, packed for search */
+	u32 nr_leaves;
+	u32 cap_leaves;
+
+	u32 nr_extents;
+	u32 pages[__HBMGUARD_STATE_MAX];	/* pages per state */
+	u64 bytes;		/* memory held by the table */
+};
+
+/* What one table operation changed, for events and health. */
+struct hbm_result {
+	u32 retired;		/* pages that became RETIRED */
+	u32 pending;		/* pages that became PENDING */
+	u32 failed;		/* pages that became FAILED */
+	u32 cleared;		/* pages that left the table */
+};
+
+enum hbm_op {
+	HBM_OP_PENDING,		/* record, do not bypass */
+	HBM_OP_RETIRE,		/* record and bypass */
+	HBM_OP_CLEAR,		/* forget, return spares */
+};
+
+int hbm_table_init(struct hbm_table *t, u32 nr_pages, u32 spare_total);
+void hbm_table_destroy(struct hbm_table *t);
+int hbm_table_apply(struct hbm_table *t, enum hbm_op op, u32 first, u32 nr,
+		    u8 source, u16 errors, u32 now, struct hbm_result *res);
+bool hbm_table_lookup(const struct hbm_table *t, u32 page,
+		      struct hbm_extent *out);
+u32 hbm_table_list(const struct hbm_table *t, u32 start, u32 end,
+		   struct hbm_extent *out, u32 max, u32 *next);
+u32 hbm_table_bad_pages(const struct hbm_table *t);
+
+/* Correctable-error leaky buckets, one per page, a bounded set per device. */
+struct hbm_ce_entry {
+	u32 page;
+	u32 last;		/* seconds of the last update */
+	u32 level;		/* errors in the bucket, 16.16 fixed point */
+};
+
+#define HBM_CE_TRACKED	512
+
+struct hbm_policy {
+	u32 ce_threshold;
+	u32 ce_window;
+	u32 retire_limit;
+};
+
+#define HBM_CE_THRESHOLD_MAX	65535
+#define HBM_CE_WINDOW_MAX	(365 * 86400)
+
+struct hbm_core {
+	struct hbm_table table;
+	struct hbm_policy policy;
+	struct hbm_ce_entry *ce;	/* sorted by page */
+	u32 ce_nr;
+	u32 health;			/* enum hbmguard_health */
+	u64 ce_events;
+	u64 ue_events;
+	u64 ce_evicted;			/* buckets dropped to make room */
+};
+
+int hbm_core_init(struct hbm_core *c, u32 nr_pages, u32 spare_total,
+		  u32 page_size);
+void hbm_core_destroy(struct hbm_core *c);
+u32 hbm_default_retire_limit(u64 hbm_bytes);
+int hbm_policy_check(const struct hbm_policy *p, u32 nr_pages);
+int hbm_core_report(struct hbm_core *c, u32 page, u32 kind, u32 count,
+		    u32 now, struct hbm_result *res);
+int hbm_core_apply(struct hbm_core *c, enum hbm_op op, u32 first, u32 nr,
+		   u8 source, u32 now, struct hbm_result *res);
+u32 hbm_core_health(const struct hbm_core *c);
+u32 hbm_ce_level(const struct hbm_core *c, u32 page, u32 now);
+
+#endif /* HBM_CORE_H */

@@ -1,0 +1,707 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The bad-page table of one device and its spare pool.
+ *
+ * A GPU loses HBM a page or a DRAM row (several pages) at a time, and keeps
+ * going for a long while with a few hundred bad pages; a failing stack or a
+ * restore of a long history can bring hundreds of thousands.  The table must
+ * answer "is this page bad, and what serves it" fast enough to sit in an
+ * allocator's path, hold 10^6 retired pages in little memory, and never lose
+ * an entry because it is full (block/badblocks.c stops at 512).
+ *
+ * Entries are extents: runs of pages that share a state and a source and,
+ * when RETIRED, have consecutive spares.  A retired row is one extent; pages
+ * retired one by one stay one extent each.  An extent takes 24 bytes.
+ *
+ * The extents live sorted in leaves of 170 (one 4 KiB allocation each); a
+ * packed array of each leaf's first page sits on top.  A lookup is a binary
+ * search of that array (48 KiB at 10^6 extents: it stays in cache) and one
+ * of a leaf: two levels, no pointer chasing beyond one leaf.  This is a
+ * B+tree of height two, which is all 10^6 entries need; a deeper tree would
+ * only add levels to every lookup.
+ *
+ * Every change goes through one path, hbm_table_apply(): the extents that
+ * overlap or touch the range are read, the replacement run is built with
+ * adjacent extents merged, and splice() writes it over them.  splice() moves
+ * entries within one leaf when they fit.  When a leaf overflows it
+ * redistributes over the leaf and its emptier neighbour, and adds a leaf
+ * only when both are full, so leaves stay about 80% full under random
+ * inserts and over 90% under ascending ones (a plain split would leave them
+ * half full).  A leaf emptied below a quarter merges into a neighbour.
+ *
+ * A change either happens whole or not at all: memory for the new leaves and
+ * the replacement run is taken first, spares allocated on the way are handed
+ * back if that fails, and spares freed by a clear are only released once the
+ * change has been written.
+ *
+ * The spare pool is a bitmap handed out next-fit, so pages retired together
+ * get consecutive spares and merge into one extent.  When the pool is empty
+ * a page is FAILED, never dropped; a later retire of the range gives FAILED
+ * pages spares that a clear has freed meanwhile.
+ *
+ * Error counts and times belong to an extent: when a run splits, both parts
+ * keep them; when runs merge, counts add and times widen.
+ */
+#include "core.h"
+
+#define LEAF_BYTES	4096	/* what one leaf costs from kmalloc */
+
+struct pos {
+	u32 leaf;
+	u32 idx;		/* idx == leaf's nr only at the very end */
+};
+
+static inline u32 ext_end(const struct hbm_extent *e)
+{
+	return e->first + e->nr;
+}
+
+static inline const struct hbm_extent *pos_ext(const struct hbm_table *t,
+					       struct pos p)
+{
+	return &t->leaves[p.leaf]->ext[p.idx];
+}
+
+static bool pos_at_end(const struct hbm_table *t, struct pos p)
+{
+	return !t->nr_leaves || p.idx == t->leaves[p.leaf]->nr;
+}
+
+static struct pos pos_normalize(const struct hbm_table *t, struct pos p)
+{
+	if (t->nr_leaves && p.idx == t->leaves[p.leaf]->nr &&
+	    p.leaf + 1 < t->nr_leaves) {
+		p.leaf++;
+		p.idx = 0;
+	}
+	return p;
+}
+
+static struct pos pos_next(const struct hbm_table *t, struct pos p)
+{
+	p.idx++;
+	return pos_normalize(t, p);
+}
+
+static bool pos_equal(struct pos a, struct pos b)
+{
+	return a.leaf == b.leaf && a.idx == b.idx;
+}
+
+/* Position of the first extent that starts above @page. */
+static struct pos pos_after(const struct hbm_table *t, u32 page)
+{
+	const struct hbm_leaf *leaf;
+	u32 lo = 0, hi = t->nr_leaves;
+	struct pos p;
+
+	while (lo < hi) {
+		u32 mid = lo + (hi - lo) / 2;
+
+		if (t->leaf_first[mid] <= page)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return (struct pos){ 0, 0 };
+
+	p.leaf = lo - 1;
+	leaf = t->leaves[p.leaf];
+	lo = 1;			/* ext[0].first <= page */
+	hi = leaf->nr;
+	while (lo < hi) {
+		u32 mid = lo + (hi - lo) / 2;
+
+		if (leaf->ext[mid].first <= page)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	p.idx = lo;
+	return pos_normalize(t, p);
+}
+
+/* Position of the last extent that starts at or below @page, if any. */
+static bool pos_at_or_below(const struct hbm_table *t, u32 page, struct pos *p)
+{
+	struct pos after = pos_after(t, page);
+
+	if (after.idx) {
+		*p = (struct pos){ after.leaf, after.idx - 1 };
+		return true;
+	}
+	if (after.leaf) {
+		*p = (struct pos){ after.leaf - 1, t->leaves[after.leaf - 1]->nr - 1 };
+		return true;
+	}
+	return false;
+}
+
+/* Position of the first extent that ends above @page. */
+static struct pos pos_end_above(const struct hbm_table *t, u32 page)
+{
+	struct pos p;
+
+	if (pos_at_or_below(t, page, &p) && ext_end(pos_ext(t, p)) > page)
+		return p;
+	return pos_after(t, page);
+}
+
+bool hbm_table_lookup(const struct hbm_table *t, u32 page,
+		      struct hbm_extent *out)
+{
+	struct pos p;
+
+	if (!pos_at_or_below(t, page, &p) || ext_end(pos_ext(t, p)) <= page)
+		return false;
+	*out = *pos_ext(t, p);
+	return true;
+}
+
+u32 hbm_table_list(const struct hbm_table *t, u32 start, u32 end,
+		   struct hbm_extent *out, u32 max, u32 *next)
+{
+	struct pos p = pos_end_above(t, start);
+	u32 n = 0;
+
+	*next = end;
+	while (!pos_at_end(t, p)) {
+		const struct hbm_extent *e = pos_ext(t, p);
+
+		if (e->first >= end)
+			break;
+		if (n == max) {
+			*next = max_t(u32, e->first, start);
+			break;
+		}
+		out[n++] = *e;
+		p = pos_next(t, p);
+	}
+	return n;
+}
+
+u32 hbm_table_bad_pages(const struct hbm_table *t)
+{
+	return t->pages[HBMGUARD_STATE_PENDING] +
+	       t->pages[HBMGUARD_STATE_RETIRED] +
+	       t->pages[HBMGUARD_STATE_FAILED];
+}
+
+/*
+ * Building the replacement run.
+ */
+struct spare_run {
+	u32 first;
+	u32 nr;
+};
+
+struct op_ctx {
+	struct hbm_table *t;
+	enum hbm_op op;
+	u8 source;
+	u16 errors;
+	u32 now;
+	int err;
+
+	struct hbm_extent *run;		/* the replacement */
+	u32 run_nr, run_cap;
+	struct spare_run *taken;	/* spares allocated: undo on failure */
+	u32 taken_nr, taken_cap;
+	struct spare_run *freed;	/* spares to free once written */
+	u32 freed_nr, freed_cap;
+	long delta[__HBMGUARD_STATE_MAX];
+	struct hbm_result res;
+};
+
+/* Grow *@arr of @size-byte elements to hold one more; on failure set ->err. */
+static bool grow(struct op_ctx *c, void **arr, u32 nr, u32 *cap, size_t size)
+{
+	u32 new_cap;
+	void *p;
+
+	if (nr < *cap)
+		return true;
+	if (c->err)
+		return false;
+	new_cap = *cap ? 2 * *cap : 16;
+	p = hbm_alloc(new_cap * size);
+	if (!p) {
+		c->err = -ENOMEM;
+		return false;
+	}
+	if (nr)
+		memcpy(p, *arr, nr * size);
+	hbm_free(*arr);
+	*arr = p;
+	*cap = new_cap;
+	return true;
+}
+
+static void log_spares(struct op_ctx *c, struct spare_run **runs, u32 *nr,
+		       u32 *cap, u32 first, u32 count)
+{
+	struct spare_run *last = *nr ? &(*runs)[*nr - 1] : NULL;
+
+	if (last && last->first + last->nr == first) {
+		last->nr += count;
+		return;
+	}
+	if (!grow(c, (void **)runs, *nr, cap, sizeof(**runs)))
+		return;
+	(*runs)[(*nr)++] = (struct spare_run){ first, count };
+}
+
+static bool mergeable(const struct hbm_extent *a, const struct hbm_extent *b)
+{
+	if (ext_end(a) != b->first || a->state != b->state ||
+	    a->source != b->source)
+		return false;
+	if (a->spare == HBM_NO_SPARE)
+		return b->spare == HBM_NO_SPARE;
+	return b->spare == a->spare + a->nr;
+}
+
+static void emit(struct op_ctx *c, const struct hbm_extent *e)
+{
+	struct hbm_extent *last = c->run_nr ? &c->run[c->run_nr - 1] : NULL;
+
+	if (last && mergeable(last, e)) {
+		last->nr += e->nr;
+		last->first_seen = min(last->first_seen, e->first_seen);
+		last->last_seen = max(last->last_seen, e->last_seen);
+		last->errors = min_t(u32, 0xffff, (u32)last->errors + e->errors);
+		return;
+	}
+	if (!grow(c, (void **)&c->run, c->run_nr, &c->run_cap, sizeof(*e)))
+		return;
+	c->run[c->run_nr++] = *e;
+}
+
+static u32 spare_take(struct op_ctx *c)
+{
+	struct hbm_table *t = c->t;
+	unsigned long s;
+
+	if (t->spare_used == t->spare_total)
+		return HBM_NO_SPARE;
+	s = find_next_zero_bit(t->spare_map, t->spare_total, t->spare_hint);
+	if (s >= t->spare_total)
+		s = find_next_zero_bit(t->spare_map, t->spare_total, 0);
+	__set_bit(s, t->spare_map);
+	t->spare_used++;
+	t->spare_hint = s + 1;
+	log_spares(c, &c->taken, &c->taken_nr, &c->taken_cap, s, 1);
+	return s;
+}
+
+static void spares_release(struct hbm_table *t, const struct spare_run *runs,
+			   u32 nr)
+{
+	u32 i, s;
+
+	for (i = 0; i < nr; i++) {
+		for (s = runs[i].first; s < runs[i].first + runs[i].nr; s++)
+			__clear_bit(s, t->spare_map);
+		t->spare_used -= runs[i].nr;
+	}
+}
+
+static void count_change(struct op_ctx *c, u8 from, u8 to, u32 nr)
+{
+	if (from == to)
+		return;
+	c->delta[from] -= nr;
+	c->delta[to] += nr;
+	if (to == HBMGUARD_STATE_RETIRED)
+		c->res.retired += nr;
+	else if (to == HBMGUARD_STATE_PENDING)
+		c->res.pending += nr;
+	else if (to == HBMGUARD_STATE_FAILED)
+		c->res.failed += nr;
+	else
+		c->res.cleared += nr;
+}
+
+/*
+ * Give each page of @tmpl a spare, or mark it FAILED.  The errors are the
+ * run's, not each page's: they go with the first page and merge from there.
+ */
+static void bypass(struct op_ctx *c, struct hbm_extent tmpl)
+{
+	u8 from = tmpl.state;
+	u32 page, end = ext_end(&tmpl);
+
+	tmpl.nr = 1;
+	for (page = tmpl.first; page < end && !c->err; page++) {
+		tmpl.first = page;
+		tmpl.spare = spare_take(c);
+		tmpl.state = tmpl.spare == HBM_NO_SPARE ?
+			     HBMGUARD_STATE_FAILED : HBMGUARD_STATE_RETIRED;
+		count_change(c, from, tmpl.state, 1);
+		emit(c, &tmpl);
+		tmpl.errors = 0;
+	}
+}
+
+/* Apply the operation to pages [first, first + nr) of @old, or to new pages. */
+static void op_piece(struct op_ctx *c, const struct hbm_extent *old,
+		     u32 first, u32 nr)
+{
+	struct hbm_extent e = {
+		.first = first, .nr = nr, .spare = HBM_NO_SPARE,
+		.state = HBMGUARD_STATE_CLEAN, .source = c->source,
+		.first_seen = c->now,
+	};
+
+	if (old) {
+		e = *old;
+		e.first = first;
+		e.nr = nr;
+		if (e.spare != HBM_NO_SPARE)
+			e.spare += first - old->first;
+	}
+
+	if (c->op == HBM_OP_CLEAR) {
+		if (!old)
+			return;
+		if (e.spare != HBM_NO_SPARE)
+			log_spares(c, &c->freed, &c->freed_nr, &c->freed_cap,
+				   e.spare, nr);
+		count_change(c, e.state, HBMGUARD_STATE_CLEAN, nr);
+		return;
+	}
+
+	e.last_seen = c->now;
+	e.errors = min_t(u32, 0xffff, (u32)e.errors + c->errors);
+	if (c->op == HBM_OP_RETIRE) {
+		bypass(c, e);
+		return;
+	}
+	count_change(c, HBMGUARD_STATE_CLEAN, HBMGUARD_STATE_PENDING, nr);
+	e.state = HBMGUARD_STATE_PENDING;
+	emit(c, &e);
+}
+
+static void keep(struct op_ctx *c, const struct hbm_extent *old, u32 first,
+		 u32 nr)
+{
+	struct hbm_extent e = *old;
+
+	e.first = first;
+	e.nr = nr;
+	if (e.spare != HBM_NO_SPARE)
+		e.spare += first - old->first;
+	emit(c, &e);
+}
+
+/* An extent the operation leaves in its state: only its record changes. */
+static bool op_keeps_state(const struct op_ctx *c, const struct hbm_extent *e)
+{
+	return c->op == HBM_OP_PENDING ||
+	       (c->op == HBM_OP_RETIRE && e->state == HBMGUARD_STATE_RETIRED);
+}
+
+/*
+ * Build the run that replaces the extents in [lo, hi) for range [a, b).
+ * Extents the operation does not change are touched whole rather than split,
+ * so a report on one page of a retired row counts once, on the row.
+ */
+static void op_build(struct op_ctx *c, struct pos lo, struct pos hi,
+		     u32 a, u32 b)
+{
+	u32 cursor = a;
+	struct pos p;
+
+	for (p = lo; !pos_equal(p, hi) && !c->err; p = pos_next(c->t, p)) {
+		const struct hbm_extent *e = pos_ext(c->t, p);
+		u32 from = max(e->first, a), to = min(ext_end(e), b);
+
+		if (cursor < from)
+			op_piece(c, NULL, cursor, from - cursor);
+		if (from >= to) {		/* a neighbour, touching */
+			emit(c, e);
+		} else if (op_keeps_state(c, e)) {
+			struct hbm_extent touched = *e;
+
+			touched.last_seen = c->now;
+			touched.errors = min_t(u32, 0xffff, (u32)e->errors + c->errors);
+			emit(c, &touched);
+		} else {
+			if (e->first < a)
+				keep(c, e, e->first, a - e->first);
+			op_piece(c, e, from, to - from);
+			if (ext_end(e) > b)
+				keep(c, e, b, ext_end(e) - b);
+		}
+		cursor = max(cursor, to);
+	}
+	if (cursor < b && !c->err)
+		op_piece(c, NULL, cursor, b - cursor);
+}
+
+/*
+ * Writing the run over the table.
+ */
+static int leaves_reserve(struct hbm_table *t, u32 want)
+{
+	struct hbm_leaf **leaves;
+	u32 *first, cap;
+
+	if (want <= t->cap_leaves)
+		return 0;
+	cap = max(want, 2 * t->cap_leaves);
+	leaves = hbm_alloc(cap * sizeof(*leaves));
+	first = hbm_alloc(cap * sizeof(*first));
+	if (!leaves || !first) {
+		hbm_free(leaves);
+		hbm_free(first);
+		return -ENOMEM;
+	}
+	if (t->nr_leaves) {
+		memcpy(leaves, t->leaves, t->nr_leaves * sizeof(*leaves));
+		memcpy(first, t->leaf_first, t->nr_leaves * sizeof(*first));
+	}
+	hbm_free(t->leaves);
+	hbm_free(t->leaf_first);
+	t->bytes += (u64)(cap - t->cap_leaves) * (sizeof(*leaves) + sizeof(*first));
+	t->leaves = leaves;
+	t->leaf_first = first;
+	t->cap_leaves = cap;
+	return 0;
+}
+
+static u32 window_count(const struct hbm_table *t, u32 w0, u32 w1)
+{
+	u32 i, n = 0;
+
+	for (i = w0; i <= w1; i++)
+		n += t->leaves[i]->nr;
+	return n;
+}
+
+/* Replace the extents in [lo, hi) by @run. */
+static int splice(struct hbm_table *t, struct pos lo, struct pos hi,
+		  const struct hbm_extent *run, u32 n)
+{
+	struct hbm_leaf *spare_leaves[4] = { NULL }, **fresh = spare_leaves;
+	u32 w0, w1, wcount, total, removed, need, i, l, done, at;
+	bool underflow, append;
+	struct hbm_extent *all;
+	struct hbm_leaf *leaf;
+
+	if (!t->nr_leaves) {
+		w0 = 0;
+		w1 = 0;
+		wcount = 0;
+		removed = 0;
+		total = n;
+	} else {
+		if (!hi.idx && hi.leaf > lo.leaf) {
+			hi.leaf--;
+			hi.idx = t->leaves[hi.leaf]->nr;
+		}
+		w0 = lo.leaf;
+		w1 = hi.leaf;
+		wcount = w1 - w0 + 1;
+		total = window_count(t, w0, w1);
+		removed = total - lo.idx - (t->leaves[w1]->nr - hi.idx);
+		total = total - removed + n;
+	}
+
+	underflow = wcount == 1 && total < HBM_LEAF_CAP / 4 && t->nr_leaves > 1;
+	append = pos_at_end(t, hi) && hi.leaf + 1 >= t->nr_leaves;
+
+	/* Within one leaf, in place. */
+	if (wcount == 1 && total && total <= HBM_LEAF_CAP && !underflow) {
+		leaf = t->leaves[w0];
+		memmove(&leaf->ext[lo.idx + n], &leaf->ext[hi.idx],
+			(leaf->nr - hi.idx) * sizeof(*run));
+		if (n)
+			memcpy(&leaf->ext[lo.idx], run, n * sizeof(*run));
+		leaf->nr = total;
+		t->leaf_first[w0] = leaf->ext[0].first;
+		t->nr_extents += n - removed;
+		return 0;
+	}
+
+	/* Overflow or underflow: take in the emptier neighbour. */
+	if (wcount && (total > wcount * HBM_LEAF_CAP || underflow)) {
+		bool left = w0 > 0, right = w1 + 1 < t->nr_leaves;
+
+		if (left && right)
+			left = t->leaves[w0 - 1]->nr <= t->leaves[w1 + 1]->nr;
+		if (left) {
+			w0--;
+			total += t->leaves[w0]->nr;
+			wcount++;
+		} else if (right) {
+			w1++;
+			total += t->leaves[w1]->nr;
+			wcount++;
+		}
+	}
+	need = DIV_ROUND_UP(total, HBM_LEAF_CAP);
+
+	/* Take every allocation before changing anything. */
+	if (need > wcount) {
+		if (need - wcount > 4) {
+			fresh = hbm_zalloc((need - wcount) * sizeof(*fresh));
+			if (!fresh)
+				return -ENOMEM;
+		}
+		for (i = 0; i < need - wcount; i++) {
+			fresh[i] = hbm_alloc(sizeof(**fresh));
+			if (!fresh[i])
+				goto nomem;
+		}
+	}
+	if (leaves_reserve(t, t->nr_leaves - wcount + need))
+		goto nomem;
+	all = hbm_alloc(max_t(u32, total, 1) * sizeof(*all));
+	if (!all)
+		goto nomem;
+
+	/* Gather the window: leaves before lo, lo's head, run, tail, after. */
+	at = 0;
+	for (l = w0; wcount && l <= lo.leaf; l++) {
+		u32 lim = l == lo.leaf ? lo.idx : t->leaves[l]->nr;
+
+		memcpy(&all[at], t->leaves[l]->ext, lim * sizeof(*all));
+		at += lim;
+	}
+	if (n)
+		memcpy(&all[at], run, n * sizeof(*run));
+	at += n;
+	for (l = hi.leaf, i = hi.idx; wcount && l <= w1; l++, i = 0) {
+		memcpy(&all[at], &t->leaves[l]->ext[i],
+		       (t->leaves[l]->nr - i) * sizeof(*all));
+		at += t->leaves[l]->nr - i;
+	}
+
+	/* ...and spread it evenly over `need` leaves. */
+	for (i = need; i < wcount; i++) {
+		hbm_free(t->leaves[w0 + i]);
+		t->bytes -= LEAF_BYTES;
+	}
+	if (need != wcount) {
+		memmove(&t->leaves[w0 + need], &t->leaves[w0 + wcount],
+			(t->nr_leaves - w0 - wcount) * sizeof(*t->leaves));
+		memmove(&t->leaf_first[w0 + need], &t->leaf_first[w0 + wcount],
+			(t->nr_leaves - w0 - wcount) * sizeof(*t->leaf_first));
+	}
+	for (i = wcount; i < need; i++) {
+		t->leaves[w0 + i] = fresh[i - wcount];
+		t->bytes += LEAF_BYTES;
+	}
+	/*
+	 * Appending at the end of the table (ascending retirements, a restore)
+	 * fills leaves whole and leaves the slack in the last one; elsewhere
+	 * slack is spread so the next inserts find room.
+	 */
+	for (i = 0, done = 0; i < need; i++) {
+		u32 cnt = append ? min_t(u32, HBM_LEAF_CAP, total - done) :
+			  total / need + (i < total % need);
+
+		leaf = t->leaves[w0 + i];
+		memcpy(leaf->ext, &all[done], cnt * sizeof(*all));
+		leaf->nr = cnt;
+		t->leaf_first[w0 + i] = leaf->ext[0].first;
+		done += cnt;
+	}
+	t->nr_leaves += need - wcount;
+	t->nr_extents += n - removed;
+	hbm_free(all);
+	if (fresh != spare_leaves)
+		hbm_free(fresh);
+	return 0;
+
+nomem:
+	if (need > wcount)
+		for (i = 0; i < need - wcount; i++)
+			hbm_free(fresh[i]);
+	if (fresh != spare_leaves)
+		hbm_free(fresh);
+	return -ENOMEM;
+}
+
+/**
+ * hbm_table_apply() - retire, mark pending or clear a range of pages
+ * @t: the table
+ * @op: what to do
+ * @first: first page
+ * @nr: pages, at least one; the range must lie in the table
+ * @source: enum hbmguard_source for pages new to the table
+ * @errors: errors to add to every extent the range touches
+ * @now: seconds since the epoch
+ * @res: what changed, added to
+ *
+ * Return: 0, -EINVAL or -ERANGE for a bad range, -ENOMEM.  On error the table
+ * is as it was.
+ */
+int hbm_table_apply(struct hbm_table *t, enum hbm_op op, u32 first, u32 nr,
+		    u8 source, u16 errors, u32 now, struct hbm_result *res)
+{
+	struct op_ctx c = {
+		.t = t, .op = op, .source = source, .errors = errors, .now = now,
+	};
+	struct pos lo, hi;
+	u32 end, i;
+	int err;
+
+	if (!nr)
+		return -EINVAL;
+	if (first >= t->nr_pages || nr > t->nr_pages - first)
+		return -ERANGE;
+	end = first + nr;
+
+	/* Extents that overlap the range or touch it, so they can merge. */
+	lo = first ? pos_end_above(t, first - 1) : pos_normalize(t, (struct pos){ 0, 0 });
+	hi = pos_after(t, end);
+	op_build(&c, lo, hi, first, end);
+	err = c.err;
+	if (!err)
+		err = splice(t, lo, hi, c.run, c.run_nr);
+	if (err) {
+		spares_release(t, c.taken, c.taken_nr);
+	} else {
+		spares_release(t, c.freed, c.freed_nr);
+		for (i = HBMGUARD_STATE_CLEAN + 1; i < __HBMGUARD_STATE_MAX; i++)
+			t->pages[i] += c.delta[i];
+		res->retired += c.res.retired;
+		res->pending += c.res.pending;
+		res->failed += c.res.failed;
+		res->cleared += c.res.cleared;
+	}
+	hbm_free(c.run);
+	hbm_free(c.taken);
+	hbm_free(c.freed);
+	return err;
+}
+
+int hbm_table_init(struct hbm_table *t, u32 nr_pages, u32 spare_total)
+{
+	memset(t, 0, sizeof(*t));
+	if (!nr_pages)
+		return -EINVAL;
+	t->nr_pages = nr_pages;
+	t->spare_total = spare_total;
+	t->spare_map = hbm_zalloc(max_t(size_t, 1, BITS_TO_LONGS(spare_total)) *
+				  sizeof(unsigned long));
+	if (!t->spare_map)
+		return -ENOMEM;
+	t->bytes = BITS_TO_LONGS(spare_total) * sizeof(unsigned long);
+	return 0;
+}
+
+void hbm_table_destroy(struct hbm_table *t)
+{
+	u32 i;
+
+	for (i = 0; i < t->nr_leaves; i++)
+		hbm_free(t->leaves[i]);
+	hbm_free(t->leaves);
+	hbm_free(t->leaf_first);
+	hbm_free(t->spare_map);
+	memset(t, 0, sizeof(*t));
+}

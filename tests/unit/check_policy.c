@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Unit tests of the error policy (kmod/policy.c). */
+#include <check.h>
+#include "core.h"
+#include "unit.h"
+
+#define NOW 1700000000u
+#define PAGES 65536u		/* 256 MiB of 4 KiB pages */
+#define SPARES 16u
+
+static struct hbm_core c;
+static struct hbm_result res;
+
+static void setup(void)
+{
+	hbm_test_alloc_fail_in = -1;
+	memset(&res, 0, sizeof(res));
+	ck_assert_int_eq(hbm_core_init(&c, PAGES, SPARES, 4096), 0);
+}
+
+static void teardown(void)
+{
+	hbm_core_destroy(&c);
+}
+
+static int report(u32 page, u32 kind, u32 count, u32 now)
+{
+	return hbm_core_report(&c, page, kind, count, now, &res);
+}
+
+static u8 state_of(u32 page)
+{
+	struct hbm_extent e;
+
+	return hbm_table_lookup(&c.table, page, &e) ? e.state : HBMGUARD_STATE_CLEAN;
+}
+
+START_TEST(defaults)
+{
+	ck_assert_uint_eq(c.policy.ce_threshold, 50);
+	ck_assert_uint_eq(c.policy.ce_window, 86400);
+	/* (65536 + 16) pages of 4 KiB = 256 MiB: 2 pages at one per 100 MiB. */
+	ck_assert_uint_eq(c.policy.retire_limit, 2);
+	ck_assert_uint_eq(hbm_default_retire_limit(80ULL << 30), 819);
+	ck_assert_uint_eq(hbm_default_retire_limit(1 << 20), 1);
+	ck_assert_uint_eq(c.health, HBMGUARD_HEALTH_OK);
+}
+END_TEST
+
+START_TEST(ue_and_poison_retire_at_once)
+{
+	ck_assert_int_eq(report(7, HBMGUARD_ERROR_UE, 1, NOW), 0);
+	ck_assert_uint_eq(res.retired, 1);
+	ck_assert_uint_eq(state_of(7), HBMGUARD_STATE_RETIRED);
+	ck_assert_int_eq(report(9, HBMGUARD_ERROR_POISON, 1, NOW), 0);
+	ck_assert_uint_eq(state_of(9), HBMGUARD_STATE_RETIRED);
+	ck_assert_uint_eq(c.ue_events, 2);
+}
+END_TEST
+
+START_TEST(ce_below_threshold_counts_only)
+{
+	ck_assert_int_eq(report(5, HBMGUARD_ERROR_CE, 49, NOW), 0);
+	ck_assert_uint_eq(state_of(5), HBMGUARD_STATE_CLEAN);
+	ck_assert_uint_eq(hbm_ce_level(&c, 5, NOW), 49);
+	ck_assert_uint_eq(c.ce_events, 49);
+	ck_assert_int_eq(report(5, HBMGUARD_ERROR_CE, 1, NOW), 0);
+	ck_assert_uint_eq(state_of(5), HBMGUARD_STATE_RETIRED);
+	ck_assert_uint_eq(res.retired, 1);
+	ck_assert_uint_eq(hbm_ce_level(&c, 5, NOW), 0);	/* bucket gone */
+	ck_assert_uint_eq(c.ce_nr, 0);
+}
+END_TEST
+
+START_TEST(ce_bucket_leaks)
+{
+	/* 40 now; half a window later 25 have leaked: 15 + 34 = 49 < 50. */
+	ck_assert_int_eq(report(5, HBMGUARD_ERROR_CE, 40, NOW), 0);
+	ck_assert_uint_eq(hbm_ce_level(&c, 5, NOW + 43200), 15);
+	ck_assert_int_eq(report(5, HBMGUARD_ERROR_CE, 34, NOW + 43200), 0);
+	ck_assert_uint_eq(state_of(5), HBMGUARD_STATE_CLEAN);
+	ck_assert_int_eq(report(5, HBMGUARD_ERROR_CE, 1, NOW + 43200), 0);
+	ck_assert_uint_eq(state_of(5), HBMGUARD_STATE_RETIRED);
+
+	/* A full window empties the bucket. */
+	ck_assert_int_eq(report(6, HBMGUARD_ERROR_CE, 49, NOW), 0);
+	ck_assert_uint_eq(hbm_ce_level(&c, 6, NOW + 86400), 0);
+	ck_assert_int_eq(report(6, HBMGUARD_ERROR_CE, 49, NOW + 86400), 0);
+	ck_assert_uint_eq(state_of(6), HBMGUARD_STATE_CLEAN);
+	/* A clock that goes back leaks nothing and breaks nothing. */
+	ck_assert_uint_eq(hbm_ce_level(&c, 6, NOW), 49);
+}
+END_TEST
+
+START_TEST(ce_tracking_is_bounded)
+{
+	u32 i;
+
+	/* Page 0 errs often; then more pages than there are buckets err once. */
+	ck_assert_int_eq(report(0, HBMGUARD_ERROR_CE, 40, NOW), 0);
+	for (i = 1; i <= 2 * HBM_CE_TRACKED; i++)
+		ck_assert_int_eq(report(i, HBMGUARD_ERROR_CE, 1, NOW), 0);
+	ck_assert_uint_eq(c.ce_nr, HBM_CE_TRACKED);
+	ck_assert_uint_eq(c.ce_evicted, HBM_CE_TRACKED + 1);
+	/* The busy page kept its bucket. */
+	ck_assert_uint_eq(hbm_ce_level(&c, 0, NOW), 40);
+	ck_assert_int_eq(report(0, HBMGUARD_ERROR_CE, 10, NOW), 0);
+	ck_assert_uint_eq(state_of(0), HBMGUARD_STATE_RETIRED);
+}
+END_TEST
+
+START_TEST(ce_on_bad_page_changes_no_state)
+{
+	struct hbm_extent e;
+
+	ck_assert_int_eq(hbm_core_apply(&c, HBM_OP_PENDING, 20, 1,
+					HBMGUARD_SOURCE_ADMIN, NOW, &res), 0);
+	ck_assert_int_eq(report(20, HBMGUARD_ERROR_CE, 100, NOW + 5), 0);
+	ck_assert(hbm_table_lookup(&c.table, 20, &e));
+	ck_assert_uint_eq(e.state, HBMGUARD_STATE_PENDING);
+	ck_assert_uint_eq(e.errors, 100);
+	ck_assert_uint_eq(e.last_seen, NOW + 5);
+	/* An uncorrectable error on it bypasses it. */
+	ck_assert_int_eq(report(20, HBMGUARD_ERROR_UE, 1, NOW + 6), 0);
+	ck_assert_uint_eq(state_of(20), HBMGUARD_STATE_RETIRED);
+}
+END_TEST
+
+START_TEST(health_follows_limit)
+{
+	struct hbm_policy p = c.policy;
+
+	p.retire_limit = 10;
+	ck_assert_int_eq(hbm_policy_check(&p, PAGES), 0);
+	c.policy = p;
+	for (u32 i = 0; i < 8; i++)
+		ck_assert_int_eq(report(i * 2, HBMGUARD_ERROR_UE, 1, NOW), 0);
+	ck_assert_uint_eq(c.health, HBMGUARD_HEALTH_OK);
+	ck_assert_int_eq(report(100, HBMGUARD_ERROR_UE, 1, NOW), 0);
+	ck_assert_uint_eq(c.health, HBMGUARD_HEALTH_DEGRADED);
+	ck_assert_int_eq(report(102, HBMGUARD_ERROR_UE, 1, NOW), 0);
+	ck_assert_uint_eq(c.health, HBMGUARD_HEALTH_RMA);
+	ck_assert_int_eq(hbm_core_apply(&c, HBM_OP_CLEAR, 0, PAGES, 0, NOW, &res), 0);
+	ck_assert_uint_eq(c.health, HBMGUARD_HEALTH_OK);
+}
+END_TEST
+
+START_TEST(bad_reports_change_nothing)
+{
+	ck_assert_int_eq(report(PAGES, HBMGUARD_ERROR_UE, 1, NOW), -ERANGE);
+	ck_assert_int_eq(report(1, 0, 1, NOW), -EINVAL);
+	ck_assert_int_eq(report(1, __HBMGUARD_ERROR_MAX, 1, NOW), -EINVAL);
+	ck_assert_int_eq(report(1, HBMGUARD_ERROR_CE, 0, NOW), -EINVAL);
+	ck_assert_int_eq(report(1, HBMGUARD_ERROR_CE, 65536, NOW), -EINVAL);
+	ck_assert_int_eq(report(1, HBMGUARD_ERROR_UE, 2, NOW), -EINVAL);
+	ck_assert_uint_eq(c.ce_events + c.ue_events + c.ce_nr, 0);
+	ck_assert_uint_eq(c.table.nr_extents, 0);
+
+	/* -ENOMEM from the table: the error is not counted, nothing retired. */
+	hbm_test_alloc_fail_in = 0;
+	ck_assert_int_eq(report(3, HBMGUARD_ERROR_UE, 1, NOW), -ENOMEM);
+	hbm_test_alloc_fail_in = -1;
+	ck_assert_uint_eq(c.ue_events, 0);
+	ck_assert_uint_eq(state_of(3), HBMGUARD_STATE_CLEAN);
+}
+END_TEST
+
+START_TEST(policy_validation)
+{
+	struct hbm_policy ok = { 50, 86400, 10 }, p;
+
+	ck_assert_int_eq(hbm_policy_check(&ok, PAGES), 0);
+	p = ok; p.ce_threshold = 0;
+	ck_assert_int_eq(hbm_policy_check(&p, PAGES), -EINVAL);
+	p = ok; p.ce_threshold = HBM_CE_THRESHOLD_MAX + 1;
+	ck_assert_int_eq(hbm_policy_check(&p, PAGES), -EINVAL);
+	p = ok; p.ce_window = 0;
+	ck_assert_int_eq(hbm_policy_check(&p, PAGES), -EINVAL);
+	p = ok; p.ce_window = HBM_CE_WINDOW_MAX + 1;
+	ck_assert_int_eq(hbm_policy_check(&p, PAGES), -EINVAL);
+	p = ok; p.retire_limit = 0;
+	ck_assert_int_eq(hbm_policy_check(&p, PAGES), -EINVAL);
+	p = ok; p.retire_limit = PAGES + 1;
+	ck_assert_int_eq(hbm_policy_check(&p, PAGES), -EINVAL);
+	/* The largest values do not overflow the leak arithmetic. */
+	p.ce_threshold = HBM_CE_THRESHOLD_MAX;
+	p.ce_window = HBM_CE_WINDOW_MAX;
+	p.retire_limit = PAGES;
+	ck_assert_int_eq(hbm_policy_check(&p, PAGES), 0);
+	c.policy = p;
+	ck_assert_int_eq(report(1, HBMGUARD_ERROR_CE, 65535, NOW), 0);
+	ck_assert_uint_eq(state_of(1), HBMGUARD_STATE_RETIRED);
+	ck_assert_int_eq(report(2, HBMGUARD_ERROR_CE, 65534, NOW), 0);
+	ck_assert_uint_eq(hbm_ce_level(&c, 2, NOW + HBM_CE_WINDOW_MAX - 1), 0);
+}
+END_TEST
+
+Suite *policy_suite(void)
+{
+	Suite *s = suite_create("policy");
+	TCase *tc = tcase_create("policy");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, defaults);
+	tcase_add_test(tc, ue_and_poison_retire_at_once);
+	tcase_add_test(tc, ce_below_threshold_counts_only);
+	tcase_add_test(tc, ce_bucket_leaks);
+	tcase_add_test(tc, ce_tracking_is_bounded);
+	tcase_add_test(tc, ce_on_bad_page_changes_no_state);
+	tcase_add_test(tc, health_follows_limit);
+	tcase_add_test(tc, bad_reports_change_nothing);
+	tcase_add_test(tc, policy_validation);
+	suite_add_tcase(s, tc);
+	return s;
+}

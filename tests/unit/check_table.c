@@ -1,0 +1,441 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Unit tests of the bad-page table (kmod/table.c).
+ *
+ * Besides the cases spelled out, a model test drives random operations
+ * against a page-by-page array and, after each, checks the whole table
+ * against it and against the structure's own invariants.
+ */
+#include <check.h>
+#include <stdlib.h>
+#include "core.h"
+#include "unit.h"
+
+#define NOW 1700000000u
+
+/* The structure's invariants; returns a description of the first broken one. */
+const char *table_invariants(const struct hbm_table *t)
+{
+	u32 pages[__HBMGUARD_STATE_MAX] = { 0 }, extents = 0, spares = 0, l, i;
+	const struct hbm_extent *prev = NULL;
+
+	for (l = 0; l < t->nr_leaves; l++) {
+		const struct hbm_leaf *leaf = t->leaves[l];
+
+		if (!leaf->nr || leaf->nr > HBM_LEAF_CAP)
+			return "leaf empty or overfull";
+		if (t->leaf_first[l] != leaf->ext[0].first)
+			return "leaf_first out of date";
+		for (i = 0; i < leaf->nr; i++) {
+			const struct hbm_extent *e = &leaf->ext[i];
+
+			if (!e->nr || e->first + e->nr > t->nr_pages ||
+			    e->first + e->nr < e->first)
+				return "extent outside the device";
+			if (e->state == HBMGUARD_STATE_CLEAN ||
+			    e->state >= __HBMGUARD_STATE_MAX)
+				return "extent with a bad state";
+			if ((e->state == HBMGUARD_STATE_RETIRED) !=
+			    (e->spare != HBM_NO_SPARE))
+				return "spare on a page not RETIRED, or none on one";
+			if (e->spare != HBM_NO_SPARE) {
+				u32 s;
+
+				if (e->spare + e->nr > t->spare_total)
+					return "spare outside the pool";
+				for (s = e->spare; s < e->spare + e->nr; s++)
+					if (!test_bit(s, t->spare_map))
+						return "spare in use but free in the map";
+				spares += e->nr;
+			}
+			if (prev && prev->first + prev->nr > e->first)
+				return "extents overlap or are out of order";
+			if (prev && prev->first + prev->nr == e->first &&
+			    prev->state == e->state && prev->source == e->source &&
+			    (e->spare == HBM_NO_SPARE ||
+			     prev->spare + prev->nr == e->spare))
+				return "mergeable neighbours left apart";
+			pages[e->state] += e->nr;
+			extents++;
+			prev = e;
+		}
+	}
+	if (extents != t->nr_extents)
+		return "nr_extents wrong";
+	for (i = 1; i < __HBMGUARD_STATE_MAX; i++)
+		if (pages[i] != t->pages[i])
+			return "per-state page count wrong";
+	if (spares != t->spare_used)
+		return "spare_used wrong";
+	for (i = 0, spares = 0; i < t->spare_total; i++)
+		spares += test_bit(i, t->spare_map);
+	if (spares != t->spare_used)
+		return "spare map and spare_used disagree";
+	return NULL;
+}
+
+#define ck_table_ok(t) do {						\
+	const char *why = table_invariants(t);				\
+	ck_assert_msg(!why, "table invariant: %s", why);		\
+} while (0)
+
+/*
+ * Check records every passing ck_assert (a write per call), which makes
+ * loops of millions of them crawl: inner loops use this instead.
+ */
+#define expect_eq(a, b) expect((a) == (b))
+#define expect(cond) do {						\
+	if (!(cond))							\
+		ck_abort_msg("%s:%d: expected %s", __FILE__, __LINE__, #cond); \
+} while (0)
+
+static struct hbm_table t;
+
+static void setup(void)
+{
+	hbm_test_alloc_fail_in = -1;
+	ck_assert_int_eq(hbm_table_init(&t, 1 << 20, 64), 0);
+}
+
+static void teardown(void)
+{
+	hbm_table_destroy(&t);
+}
+
+static int apply(enum hbm_op op, u32 first, u32 nr, struct hbm_result *res)
+{
+	struct hbm_result ignored = { 0 };
+
+	return hbm_table_apply(&t, op, first, nr, HBMGUARD_SOURCE_ADMIN, 1, NOW,
+			       res ? res : &ignored);
+}
+
+START_TEST(retire_one_page)
+{
+	struct hbm_result res = { 0 };
+	struct hbm_extent e;
+
+	ck_assert_int_eq(apply(HBM_OP_RETIRE, 100, 1, &res), 0);
+	ck_assert_uint_eq(res.retired, 1);
+	ck_assert(hbm_table_lookup(&t, 100, &e));
+	ck_assert_uint_eq(e.state, HBMGUARD_STATE_RETIRED);
+	ck_assert_uint_eq(e.spare, 0);
+	ck_assert_uint_eq(e.source, HBMGUARD_SOURCE_ADMIN);
+	ck_assert_uint_eq(e.first_seen, NOW);
+	ck_assert(!hbm_table_lookup(&t, 99, &e));
+	ck_assert(!hbm_table_lookup(&t, 101, &e));
+	ck_assert_uint_eq(t.spare_used, 1);
+	ck_table_ok(&t);
+}
+END_TEST
+
+START_TEST(adjacent_pages_merge)
+{
+	struct hbm_extent e;
+
+	ck_assert_int_eq(apply(HBM_OP_RETIRE, 10, 1, NULL), 0);
+	ck_assert_int_eq(apply(HBM_OP_RETIRE, 12, 1, NULL), 0);
+	ck_assert_uint_eq(t.nr_extents, 2);
+	/* 11 gets spare 2: 10..12 are spares 0, 2, 1: not one run. */
+	ck_assert_int_eq(apply(HBM_OP_RETIRE, 11, 1, NULL), 0);
+	ck_table_ok(&t);
+	ck_assert(hbm_table_lookup(&t, 11, &e));
+	ck_assert_uint_eq(e.spare, 2);
+
+	/* A row retired at once is one extent with consecutive spares. */
+	ck_assert_int_eq(apply(HBM_OP_RETIRE, 1000, 8, NULL), 0);
+	ck_assert(hbm_table_lookup(&t, 1004, &e));
+	ck_assert_uint_eq(e.first, 1000);
+	ck_assert_uint_eq(e.nr, 8);
+	ck_assert_uint_eq(e.spare, 3);
+	/* and the next page merges with it. */
+	ck_assert_int_eq(apply(HBM_OP_RETIRE, 1008, 1, NULL), 0);
+	ck_assert(hbm_table_lookup(&t, 1008, &e));
+	ck_assert_uint_eq(e.first, 1000);
+	ck_assert_uint_eq(e.nr, 9);
+	ck_table_ok(&t);
+}
+END_TEST
+
+START_TEST(pending_then_retire)
+{
+	struct hbm_result res = { 0 };
+	struct hbm_extent e;
+
+	ck_assert_int_eq(apply(HBM_OP_PENDING, 50, 4, &res), 0);
+	ck_assert_uint_eq(res.pending, 4);
+	ck_assert(hbm_table_lookup(&t, 52, &e));
+	ck_assert_uint_eq(e.state, HBMGUARD_STATE_PENDING);
+	ck_assert_uint_eq(e.spare, HBM_NO_SPARE);
+	ck_assert_uint_eq(t.spare_used, 0);
+
+	memset(&res, 0, sizeof(res));
+	ck_assert_int_eq(apply(HBM_OP_RETIRE, 51, 2, &res), 0);
+	ck_assert_uint_eq(res.retired, 2);
+	ck_assert_uint_eq(t.pages[HBMGUARD_STATE_PENDING], 2);
+	ck_assert_uint_eq(t.pages[HBMGUARD_STATE_RETIRED], 2);
+	ck_assert_uint_eq(t.nr_extents, 3);
+	ck_table_ok(&t);
+}
+END_TEST
+
+START_TEST(clear_splits_and_frees)
+{
+	struct hbm_result res = { 0 };
+	struct hbm_extent e;
+
+	ck_assert_int_eq(apply(HBM_OP_RETIRE, 200, 10, NULL), 0);
+	ck_assert_int_eq(apply(HBM_OP_CLEAR, 203, 2, &res), 0);
+	ck_assert_uint_eq(res.cleared, 2);
+	ck_assert_uint_eq(t.spare_used, 8);
+	ck_assert_uint_eq(t.nr_extents, 2);
+	ck_assert(hbm_table_lookup(&t, 205, &e));
+	ck_assert_uint_eq(e.first, 205);
+	ck_assert_uint_eq(e.spare, 5);	/* page 205 keeps the spare it had */
+	ck_assert(!hbm_table_lookup(&t, 204, &e));
+	ck_table_ok(&t);
+
+	/* Clearing pages that are not in the table changes nothing. */
+	memset(&res, 0, sizeof(res));
+	ck_assert_int_eq(apply(HBM_OP_CLEAR, 5000, 100, &res), 0);
+	ck_assert_uint_eq(res.cleared, 0);
+	ck_assert_int_eq(apply(HBM_OP_CLEAR, 0, 1 << 20, &res), 0);
+	ck_assert_uint_eq(res.cleared, 8);
+	ck_assert_uint_eq(t.nr_extents, 0);
+	ck_assert_uint_eq(t.nr_leaves, 0);
+	ck_assert_uint_eq(t.spare_used, 0);
+	ck_table_ok(&t);
+}
+END_TEST
+
+START_TEST(pool_exhaustion_fails_pages)
+{
+	struct hbm_result res = { 0 };
+	struct hbm_extent e;
+
+	ck_assert_int_eq(apply(HBM_OP_RETIRE, 0, 70, &res), 0);
+	ck_assert_uint_eq(res.retired, 64);
+	ck_assert_uint_eq(res.failed, 6);
+	ck_assert(hbm_table_lookup(&t, 69, &e));
+	ck_assert_uint_eq(e.state, HBMGUARD_STATE_FAILED);
+	ck_assert_uint_eq(e.first, 64);
+	ck_assert_uint_eq(e.nr, 6);
+	ck_table_ok(&t);
+
+	/* Freed spares go to FAILED pages on the next retire of them. */
+	ck_assert_int_eq(apply(HBM_OP_CLEAR, 0, 2, NULL), 0);
+	memset(&res, 0, sizeof(res));
+	ck_assert_int_eq(apply(HBM_OP_RETIRE, 64, 6, &res), 0);
+	ck_assert_uint_eq(res.retired, 2);
+	ck_assert_uint_eq(res.failed, 0);
+	ck_assert_uint_eq(t.pages[HBMGUARD_STATE_FAILED], 4);
+	ck_table_ok(&t);
+}
+END_TEST
+
+START_TEST(report_on_row_counts_once)
+{
+	struct hbm_extent e;
+
+	ck_assert_int_eq(apply(HBM_OP_RETIRE, 300, 8, NULL), 0);
+	ck_assert_int_eq(apply(HBM_OP_RETIRE, 303, 1, NULL), 0);
+	ck_assert(hbm_table_lookup(&t, 300, &e));
+	ck_assert_uint_eq(e.nr, 8);
+	ck_assert_uint_eq(e.errors, 2);
+	ck_assert_uint_eq(t.nr_extents, 1);
+}
+END_TEST
+
+START_TEST(bad_ranges)
+{
+	struct hbm_result res = { 0 };
+
+	ck_assert_int_eq(apply(HBM_OP_RETIRE, 0, 0, &res), -EINVAL);
+	ck_assert_int_eq(apply(HBM_OP_RETIRE, 1 << 20, 1, &res), -ERANGE);
+	ck_assert_int_eq(apply(HBM_OP_RETIRE, (1 << 20) - 1, 2, &res), -ERANGE);
+	ck_assert_int_eq(apply(HBM_OP_RETIRE, 5, 0xffffffff, &res), -ERANGE);
+	ck_assert_uint_eq(res.retired + res.failed + res.pending, 0);
+	ck_assert_uint_eq(t.nr_extents, 0);
+	ck_assert_int_eq(apply(HBM_OP_RETIRE, (1 << 20) - 1, 1, &res), 0);
+	ck_table_ok(&t);
+}
+END_TEST
+
+/* Every allocation an operation makes may fail: each leaves the table as it was. */
+START_TEST(enomem_changes_nothing)
+{
+	struct hbm_extent before[64], after[64];
+	u32 next, n_before, n_after, used, i;
+	long fail;
+
+	/* Enough extents for splits across leaves. */
+	for (i = 0; i < 400; i++)
+		ck_assert_int_eq(apply(i % 2 ? HBM_OP_PENDING : HBM_OP_RETIRE,
+				       i * 3, 1, NULL), 0);
+	for (fail = 0; fail < 32; fail++) {
+		n_before = hbm_table_list(&t, 0, t.nr_pages, before, 64, &next);
+		used = t.spare_used;
+		hbm_test_alloc_fail_in = fail;
+		if (apply(HBM_OP_RETIRE, 100, 200, NULL) == 0) {
+			hbm_test_alloc_fail_in = -1;
+			break;
+		}
+		hbm_test_alloc_fail_in = -1;
+		ck_table_ok(&t);
+		n_after = hbm_table_list(&t, 0, t.nr_pages, after, 64, &next);
+		ck_assert_uint_eq(n_before, n_after);
+		ck_assert_mem_eq(before, after, n_before * sizeof(before[0]));
+		ck_assert_uint_eq(used, t.spare_used);
+	}
+	ck_assert_msg(fail > 0 && fail < 32, "the retire never allocated, or never succeeded");
+	ck_table_ok(&t);
+}
+END_TEST
+
+START_TEST(list_pages_through_cursor)
+{
+	struct hbm_extent out[7];
+	u32 start = 0, next, n, total = 0, i;
+
+	for (i = 0; i < 1000; i++)
+		ck_assert_int_eq(apply(HBM_OP_PENDING, i * 10, 1 + i % 3, NULL), 0);
+	ck_table_ok(&t);
+	do {
+		n = hbm_table_list(&t, start, t.nr_pages, out, 7, &next);
+		for (i = 0; i < n; i++) {
+			ck_assert_uint_ge(out[i].first + out[i].nr, start + 1);
+			ck_assert_uint_eq(out[i].first, (total + i) * 10);
+		}
+		total += n;
+		ck_assert(next > start || n == 0);
+		start = next;
+	} while (next < t.nr_pages);
+	ck_assert_uint_eq(total, t.nr_extents);
+	ck_assert_uint_eq(total, 1000);
+
+	/* A range in the middle lists only the extents inside it. */
+	n = hbm_table_list(&t, 105, 131, out, 7, &next);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_uint_eq(out[0].first, 110);
+	ck_assert_uint_eq(out[2].first, 130);
+	ck_assert_uint_eq(next, 131);
+}
+END_TEST
+
+/* Random operations against a page-by-page model. */
+#define MODEL_PAGES 4096
+#define MODEL_SPARES 1024
+
+START_TEST(model_random_ops)
+{
+	static u8 state[MODEL_PAGES];
+	static u32 spare[MODEL_PAGES];
+	struct hbm_table m;
+	unsigned int seed = 1234 + _i;
+	int step, p;
+
+	memset(state, 0, sizeof(state));
+	expect_eq(hbm_table_init(&m, MODEL_PAGES, MODEL_SPARES), 0);
+	for (step = 0; step < 3000; step++) {
+		u32 first = rand_r(&seed) % MODEL_PAGES;
+		u32 nr = 1 + rand_r(&seed) % (rand_r(&seed) % 8 ? 4 : 300);
+		enum hbm_op op = rand_r(&seed) % 10;
+		struct hbm_result res = { 0 };
+		u32 expect_cleared = 0, expect_new = 0;
+
+		op = op < 5 ? HBM_OP_RETIRE : op < 7 ? HBM_OP_PENDING : HBM_OP_CLEAR;
+		if (first + nr > MODEL_PAGES)
+			nr = MODEL_PAGES - first;
+		for (p = first; p < (int)(first + nr); p++) {
+			expect_cleared += op == HBM_OP_CLEAR && state[p];
+			expect_new += op != HBM_OP_CLEAR && !state[p];
+		}
+		expect_eq(hbm_table_apply(&m, op, first, nr, 1, 0, NOW, &res), 0);
+		expect_eq(res.cleared, expect_cleared);
+		if (op == HBM_OP_PENDING)
+			expect_eq(res.pending, expect_new);
+		for (p = first; p < (int)(first + nr); p++) {
+			if (op == HBM_OP_CLEAR)
+				state[p] = HBMGUARD_STATE_CLEAN;
+			else if (op == HBM_OP_PENDING && !state[p])
+				state[p] = HBMGUARD_STATE_PENDING;
+		}
+		/* A retire's spares come from the table; the model checks them. */
+		for (p = 0; p < MODEL_PAGES; p++) {
+			struct hbm_extent e;
+			bool in = hbm_table_lookup(&m, p, &e);
+
+			if (op == HBM_OP_RETIRE && p >= (int)first &&
+			    p < (int)(first + nr)) {
+				expect(in);
+				expect(e.state == HBMGUARD_STATE_RETIRED ||
+					  e.state == HBMGUARD_STATE_FAILED);
+				if (state[p] == HBMGUARD_STATE_RETIRED)
+					expect_eq(e.spare + p - e.first, spare[p]);
+				state[p] = e.state;
+				spare[p] = e.spare == HBM_NO_SPARE ? HBM_NO_SPARE :
+					   e.spare + p - e.first;
+				continue;
+			}
+			expect_eq(in ? e.state : 0, state[p]);
+			if (state[p] == HBMGUARD_STATE_RETIRED)
+				expect_eq(e.spare + p - e.first, spare[p]);
+		}
+		if (step % 50 == 0 || op == HBM_OP_CLEAR) {
+			const char *why = table_invariants(&m);
+
+			ck_assert_msg(!why, "step %d: %s", step, why);
+		}
+	}
+	hbm_table_destroy(&m);
+}
+END_TEST
+
+START_TEST(million_pages)
+{
+	struct hbm_table big;
+	struct hbm_extent e;
+	unsigned int seed = 7;
+	u32 i, n = 1000000;
+
+	expect_eq(hbm_table_init(&big, 1u << 26, n + 16), 0);
+	/* Random isolated pages: the worst case, one extent each. */
+	for (i = 0; i < n; i++) {
+		u32 page = (u32)(((u64)i * 64 + rand_r(&seed) % 32) % (1u << 26));
+
+		expect_eq(hbm_table_apply(&big, HBM_OP_RETIRE, page, 1,
+						 HBMGUARD_SOURCE_UE, 1, NOW,
+						 &(struct hbm_result){ 0 }), 0);
+	}
+	expect_eq(big.pages[HBMGUARD_STATE_RETIRED], n);
+	expect_eq(big.nr_extents, n);
+	expect(hbm_table_lookup(&big, big.leaves[big.nr_leaves / 2]->ext[3].first, &e));
+	ck_assert_msg(!table_invariants(&big), "%s", table_invariants(&big));
+	hbm_table_destroy(&big);
+}
+END_TEST
+
+Suite *table_suite(void)
+{
+	Suite *s = suite_create("table");
+	TCase *tc = tcase_create("ops");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, retire_one_page);
+	tcase_add_test(tc, adjacent_pages_merge);
+	tcase_add_test(tc, pending_then_retire);
+	tcase_add_test(tc, clear_splits_and_frees);
+	tcase_add_test(tc, pool_exhaustion_fails_pages);
+	tcase_add_test(tc, report_on_row_counts_once);
+	tcase_add_test(tc, bad_ranges);
+	tcase_add_test(tc, enomem_changes_nothing);
+	tcase_add_test(tc, list_pages_through_cursor);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("model");
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, model_random_ops, 0, 4);
+	tcase_add_test(tc, million_pages);
+	suite_add_tcase(s, tc);
+	return s;
+}

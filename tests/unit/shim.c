@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The userspace side of kmod/core.h's shim: allocation with failure injection. */
+#include <stdlib.h>
+#include "core.h"
+
+long hbm_test_alloc_fail_in = -1;
+
+void *hbm_test_alloc(size_t size, bool zero)
+{
+	if (hbm_test_alloc_fail_in >= 0 && hbm_test_alloc_fail_in-- == 0)
+		return NULL;
+	return zero ? calloc(1, size) : malloc(size);
+}
+
+void hbm_test_free(void *ptr)
+{
+	free(ptr);
+}

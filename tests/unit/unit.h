@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef HBM_UNIT_H
+#define HBM_UNIT_H
+
+#include <check.h>
+#include "core.h"
+
+Suite *table_suite(void);
+Suite *policy_suite(void);
+const char *table_invariants(const struct hbm_table *t);
+
+#endif

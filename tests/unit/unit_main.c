@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Runs every unit suite; the exit status is the number of failures, capped. */
+#include <stdlib.h>
+#include "unit.h"
+
+int main(void)
+{
+	SRunner *sr = srunner_create(table_suite());
+	int failed;
+
+	srunner_add_suite(sr, policy_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,479 @@
+/* SPDX-License-Identifier: (GPL-2.0 WITH Linux-syscall-note) OR MIT */
+/*
+ * hbmguard: a per-GPU blacklist of bad HBM pages, each bypassed to a spare.
+ *
+ * DEVICES
+ * -------
+ * A device is one GPU's HBM address space, numbered by a small id that is
+ * stable while the module is loaded.  Its `identity` (a UUID or a PCI
+ * address) is stable across reboots and is what persistent state is keyed
+ * by.  The address space [0, hbm_size) ends with the spare area: the last
+ * spare_total pages.  Users address [0, usable_size); a retired page at
+ * offset O is served by the spare page at spare_offset, so
+ *
+ *	translate(O) = spare_offset + (O & (page_size - 1))
+ *
+ * All offsets and lengths in this interface are bytes.  Offsets that name
+ * pages (retire, clear, list) must be page aligned.
+ *
+ * PAGE STATES
+ * -----------
+ * PENDING	reported, not yet bypassed (retired with HBMGUARD_RETIRE_PENDING)
+ * RETIRED	bypassed: spare_offset serves it
+ * FAILED	could not be bypassed: the spare pool was exhausted
+ *
+ * An uncorrectable error or poison retires its page at once.  Correctable
+ * errors fill a per-page leaky bucket; the page is retired when the bucket
+ * holds ce_threshold errors.  The bucket leaks ce_threshold errors per
+ * ce_window seconds, so a burst of ce_threshold errors retires the page and
+ * a trickle slower than that rate never does.  Device health is OK, then
+ * DEGRADED once bad pages (any state) reach 90% of retire_limit, then RMA
+ * once they reach retire_limit.
+ *
+ * /dev/hbmguard
+ * -------------
+ * The node is 0640: its group may read (GET_*, LIST_*, TRANSLATE, read(),
+ * poll()); every ioctl that changes state needs CAP_SYS_ADMIN (EPERM).
+ *
+ * Every ioctl argument starts with `__u32 size; __u32 flags;`.  `size` is
+ * sizeof() the struct as the caller knows it; the kernel accepts any size
+ * from the first published version (HBMGUARD_*_SIZE_VER0) up to a page.  A
+ * larger struct from a newer caller is accepted if the bytes the kernel does
+ * not know are zero (else E2BIG); outputs are written up to `size` bytes.
+ * Unknown flag bits and non-zero reserved fields are EINVAL.  A call that
+ * fails changes nothing.
+ *
+ * Errors: EINVAL (malformed request), EFAULT (bad user address), ENOTTY
+ * (unknown ioctl), EPERM (needs CAP_SYS_ADMIN), ENODEV (no such device),
+ * ERANGE (offset outside the device), ENOSPC (no room for another device),
+ * EEXIST (identity already registered), EOPNOTSUPP (not a simulated
+ * device), ENOMEM.
+ *
+ * read() returns whole struct hbmguard_event records, oldest first, from a
+ * ring private to the open file.  When the ring is full new events are
+ * dropped and counted; the reader then gets an HBMGUARD_EVENT_OVERFLOW
+ * record carrying that count at the place the loss happened, and sees the
+ * gap in `seqnum`, which increases by one for every event the module makes.
+ * poll() reports EPOLLIN while records are waiting; every table change makes
+ * a record.  A buffer smaller than one record is EINVAL; an empty ring is
+ * EAGAIN with O_NONBLOCK and blocks otherwise.
+ */
+#ifndef _UAPI_LINUX_HBMGUARD_H
+#define _UAPI_LINUX_HBMGUARD_H
+
+#include <linux/types.h>
+#include <linux/ioctl.h>
+
+#define HBMGUARD_API_VERSION	1
+#define HBMGUARD_DEVICE_NAME	"hbmguard"
+
+#define HBMGUARD_NAME_LEN	32
+#define HBMGUARD_IDENTITY_LEN	64
+#define HBMGUARD_MAX_DEVICES	256
+
+#define HBMGUARD_PAGE_SIZE_MIN	4096
+#define HBMGUARD_PAGE_SIZE_MAX	(2 * 1024 * 1024)
+
+enum hbmguard_page_state {
+	HBMGUARD_STATE_CLEAN = 0,	/* not in the table (TRANSLATE only) */
+	HBMGUARD_STATE_PENDING,
+	HBMGUARD_STATE_RETIRED,
+	HBMGUARD_STATE_FAILED,
+	__HBMGUARD_STATE_MAX
+};
+
+/* Why a page is in the table. */
+enum hbmguard_source {
+	HBMGUARD_SOURCE_NONE = 0,
+	HBMGUARD_SOURCE_UE,		/* uncorrectable ECC error */
+	HBMGUARD_SOURCE_CE_THRESHOLD,	/* correctable errors crossed the threshold */
+	HBMGUARD_SOURCE_POISON,		/* memory_failure() / poison consumption */
+	HBMGUARD_SOURCE_ADMIN,		/* retired by an operator */
+	HBMGUARD_SOURCE_RESTORED,	/* reloaded from persistent state */
+	__HBMGUARD_SOURCE_MAX
+};
+
+/* Kinds of error that INJECT (and, later, the kernel's RAS paths) report. */
+enum hbmguard_error_kind {
+	HBMGUARD_ERROR_CE = 1,
+	HBMGUARD_ERROR_UE,
+	HBMGUARD_ERROR_POISON,
+	__HBMGUARD_ERROR_MAX
+};
+
+enum hbmguard_health {
+	HBMGUARD_HEALTH_OK = 0,
+	HBMGUARD_HEALTH_DEGRADED,	/* bad pages >= 90% of retire_limit */
+	HBMGUARD_HEALTH_RMA,		/* bad pages >= retire_limit */
+};
+
+enum hbmguard_device_kind {
+	HBMGUARD_KIND_SIMULATED = 1,
+	HBMGUARD_KIND_PROVIDER,		/* registered by a GPU driver */
+};
+
+/**
+ * struct hbmguard_info - HBMGUARD_IOC_GET_INFO: the module as a whole
+ * @size: sizeof(struct hbmguard_info) as the caller knows it
+ * @flags: must be zero
+ * @version: HBMGUARD_API_VERSION
+ * @nr_devices: devices registered now
+ * @generation: increases on every change of any device's table
+ * @seqnum: sequence number of the last event made (0: none yet)
+ * @max_devices: HBMGUARD_MAX_DEVICES
+ * @event_size: sizeof(struct hbmguard_event)
+ * @event_ring: records the ring of each open file holds
+ * @reserved: zero
+ */
+struct hbmguard_info {
+	__u32 size;
+	__u32 flags;
+	__u32 version;
+	__u32 nr_devices;
+	__u64 generation;
+	__u64 seqnum;
+	__u32 max_devices;
+	__u32 event_size;
+	__u32 event_ring;
+	__u32 reserved[5];
+};
+#define HBMGUARD_INFO_SIZE_VER0 64
+
+/**
+ * struct hbmguard_device_list - HBMGUARD_IOC_LIST_DEVICES
+ * @size: sizeof(struct hbmguard_device_list)
+ * @flags: must be zero
+ * @capacity: in: number of __u32 slots at @ids
+ * @count: out: number of devices; min(@count, @capacity) ids were written
+ * @ids: user address of a __u32 array, ascending device ids are written there
+ */
+struct hbmguard_device_list {
+	__u32 size;
+	__u32 flags;
+	__u32 capacity;
+	__u32 count;
+	__u64 ids;
+};
+#define HBMGUARD_DEVICE_LIST_SIZE_VER0 24
+
+/**
+ * struct hbmguard_policy_params - per-device policy
+ * @ce_threshold: correctable errors on one page that retire it (1..65535)
+ * @ce_window: seconds in which the leaky bucket drains @ce_threshold errors
+ *	(1..31536000)
+ * @retire_limit: bad pages at which the device is RMA (1..number of pages)
+ * @reserved: zero
+ */
+struct hbmguard_policy_params {
+	__u32 ce_threshold;
+	__u32 ce_window;
+	__u32 retire_limit;
+	__u32 reserved;
+};
+
+/**
+ * struct hbmguard_device_info - HBMGUARD_IOC_GET_DEVICE
+ * @size: sizeof(struct hbmguard_device_info)
+ * @flags: must be zero
+ * @device: in: device id
+ * @health: enum hbmguard_health
+ * @name: NUL-terminated short name ("sim0", "gpu3")
+ * @identity: NUL-terminated stable identity (UUID, PCI address)
+ * @hbm_size: bytes of HBM including the spare area
+ * @usable_size: bytes users may address: [0, usable_size)
+ * @page_size: retirement granule, a power of two from 4 KiB to 2 MiB
+ * @kind: enum hbmguard_device_kind
+ * @spare_total: pages in the spare pool
+ * @spare_used: spare pages serving retired pages
+ * @nr_retired: pages in state RETIRED
+ * @nr_pending: pages in state PENDING
+ * @nr_failed: pages in state FAILED
+ * @nr_extents: extents the table holds (runs of pages sharing state and
+ *	consecutive spares)
+ * @generation: increases on every change of this device's table
+ * @ce_events: correctable errors reported
+ * @ue_events: uncorrectable errors and poison reported
+ * @policy: the policy in force
+ * @table_bytes: kernel memory the bad-page table takes
+ * @reserved: zero
+ */
+struct hbmguard_device_info {
+	__u32 size;
+	__u32 flags;
+	__u32 device;
+	__u32 health;
+	char name[HBMGUARD_NAME_LEN];
+	char identity[HBMGUARD_IDENTITY_LEN];
+	__u64 hbm_size;
+	__u64 usable_size;
+	__u32 page_size;
+	__u32 kind;
+	__u32 spare_total;
+	__u32 spare_used;
+	__u32 nr_retired;
+	__u32 nr_pending;
+	__u32 nr_failed;
+	__u32 nr_extents;
+	__u64 generation;
+	__u64 ce_events;
+	__u64 ue_events;
+	struct hbmguard_policy_params policy;
+	__u64 table_bytes;
+	__u64 reserved[4];
+};
+#define HBMGUARD_DEVICE_INFO_SIZE_VER0 240
+
+/**
+ * struct hbmguard_translate - HBMGUARD_IOC_TRANSLATE: where one offset lives
+ * @size: sizeof(struct hbmguard_translate)
+ * @flags: must be zero
+ * @device: in: device id
+ * @state: out: enum hbmguard_page_state of the page holding @offset
+ * @offset: in: any byte offset below usable_size
+ * @translated: out: the byte that serves @offset: in the spare area when
+ *	RETIRED, @offset itself otherwise (PENDING and FAILED pages are not to
+ *	be used: check @state)
+ */
+struct hbmguard_translate {
+	__u32 size;
+	__u32 flags;
+	__u32 device;
+	__u32 state;
+	__u64 offset;
+	__u64 translated;
+};
+#define HBMGUARD_TRANSLATE_SIZE_VER0 32
+
+/**
+ * struct hbmguard_extent - one run of bad pages, as LIST_BAD returns them
+ * @offset: first page
+ * @length: bytes, a multiple of page_size
+ * @spare_offset: the spare serving @offset when RETIRED; page i of the run is
+ *	served by @spare_offset + i * page_size.  ~0ULL when not RETIRED.
+ * @first_seen: seconds since the epoch of the first report
+ * @last_seen: seconds since the epoch of the latest report
+ * @state: enum hbmguard_page_state
+ * @source: enum hbmguard_source of the first report
+ * @error_count: errors reported on the run (saturates at 65535)
+ * @reserved: zero
+ */
+struct hbmguard_extent {
+	__u64 offset;
+	__u64 length;
+	__u64 spare_offset;
+	__u64 first_seen;
+	__u64 last_seen;
+	__u32 state;
+	__u32 source;
+	__u32 error_count;
+	__u32 reserved;
+};
+#define HBMGUARD_EXTENT_SIZE_VER0 56
+#define HBMGUARD_NO_SPARE (~0ULL)
+
+/**
+ * struct hbmguard_extent_query - HBMGUARD_IOC_LIST_BAD: the table, in pieces
+ * @size: sizeof(struct hbmguard_extent_query)
+ * @flags: must be zero
+ * @device: in: device id
+ * @entry_size: in: sizeof(struct hbmguard_extent) as the caller knows it
+ *	(at least HBMGUARD_EXTENT_SIZE_VER0); entries are that far apart
+ * @start: in: page-aligned offset to list from (the cursor; 0 at first)
+ * @end: in: list extents that start below this offset; 0 means usable_size
+ * @entries: in: user address of @capacity entries
+ * @capacity: in: entries that fit at @entries (1..65536)
+ * @count: out: entries written
+ * @next: out: @start for the next call; equals the end of the range when
+ *	the whole range was listed.  Extents that overlap @start are listed
+ *	whole, so an extent is never split between calls.
+ *
+ * Listing a range also translates it: every remap inside [start, end) is
+ * listed with its spare.
+ */
+struct hbmguard_extent_query {
+	__u32 size;
+	__u32 flags;
+	__u32 device;
+	__u32 entry_size;
+	__u64 start;
+	__u64 end;
+	__u64 entries;
+	__u32 capacity;
+	__u32 count;
+	__u64 next;
+};
+#define HBMGUARD_EXTENT_QUERY_SIZE_VER0 56
+#define HBMGUARD_LIST_MAX 65536
+
+/**
+ * struct hbmguard_extent_op - HBMGUARD_IOC_RETIRE, HBMGUARD_IOC_CLEAR
+ * @size: sizeof(struct hbmguard_extent_op)
+ * @flags: RETIRE: HBMGUARD_RETIRE_PENDING records the pages without
+ *	bypassing them; a later RETIRE without it bypasses them.  CLEAR: zero.
+ * @device: in: device id
+ * @source: RETIRE: HBMGUARD_SOURCE_ADMIN or HBMGUARD_SOURCE_RESTORED;
+ *	CLEAR: zero
+ * @offset: in: first page, page aligned
+ * @length: in: bytes, a non-zero multiple of the page size
+ * @reserved: zero
+ *
+ * RETIRE gives each page of the range that is not yet RETIRED a spare page,
+ * or marks it FAILED when the pool is empty.  CLEAR removes the range from
+ * the table and returns its spares to the pool.
+ */
+struct hbmguard_extent_op {
+	__u32 size;
+	__u32 flags;
+	__u32 device;
+	__u32 source;
+	__u64 offset;
+	__u64 length;
+	__u64 reserved[2];
+};
+#define HBMGUARD_EXTENT_OP_SIZE_VER0 48
+#define HBMGUARD_RETIRE_PENDING	(1U << 0)
+
+/**
+ * struct hbmguard_policy - HBMGUARD_IOC_SET_POLICY
+ * @size: sizeof(struct hbmguard_policy)
+ * @flags: which fields to set, at least one: HBMGUARD_POLICY_*
+ * @device: in: device id
+ * @reserved0: zero
+ * @params: the new values of the fields named in @flags; the others must
+ *	be zero
+ * @reserved: zero
+ */
+struct hbmguard_policy {
+	__u32 size;
+	__u32 flags;
+	__u32 device;
+	__u32 reserved0;
+	struct hbmguard_policy_params params;
+	__u64 reserved[2];
+};
+#define HBMGUARD_POLICY_SIZE_VER0 48
+#define HBMGUARD_POLICY_CE_THRESHOLD	(1U << 0)
+#define HBMGUARD_POLICY_CE_WINDOW	(1U << 1)
+#define HBMGUARD_POLICY_RETIRE_LIMIT	(1U << 2)
+#define HBMGUARD_POLICY_ALL		0x7U
+
+/**
+ * struct hbmguard_inject - HBMGUARD_IOC_INJECT: report errors as a driver would
+ * @size: sizeof(struct hbmguard_inject)
+ * @flags: must be zero
+ * @device: in: device id
+ * @kind: enum hbmguard_error_kind
+ * @offset: in: any byte offset below usable_size
+ * @count: in: errors to report at @offset, 1..65535 (CE only; 1 otherwise)
+ * @reserved0: zero
+ * @reserved: zero
+ */
+struct hbmguard_inject {
+	__u32 size;
+	__u32 flags;
+	__u32 device;
+	__u32 kind;
+	__u64 offset;
+	__u32 count;
+	__u32 reserved0;
+	__u64 reserved[2];
+};
+#define HBMGUARD_INJECT_SIZE_VER0 48
+
+/**
+ * struct hbmguard_sim_create - HBMGUARD_IOC_SIM_CREATE: a device without a GPU
+ * @size: sizeof(struct hbmguard_sim_create)
+ * @flags: must be zero
+ * @device: out: the new device's id
+ * @page_size: power of two, HBMGUARD_PAGE_SIZE_MIN..HBMGUARD_PAGE_SIZE_MAX
+ * @hbm_size: bytes, a multiple of @page_size, at most 2^32 pages
+ * @spare_pages: pages of the spare pool; 0: one per 100 MiB, at least one
+ * @reserved0: zero
+ * @name: NUL-terminated, [A-Za-z0-9_.:-], non-empty
+ * @identity: NUL-terminated, printable, unique among devices; empty: "sim:" name
+ * @reserved: zero
+ */
+struct hbmguard_sim_create {
+	__u32 size;
+	__u32 flags;
+	__u32 device;
+	__u32 page_size;
+	__u64 hbm_size;
+	__u32 spare_pages;
+	__u32 reserved0;
+	char name[HBMGUARD_NAME_LEN];
+	char identity[HBMGUARD_IDENTITY_LEN];
+	__u64 reserved[2];
+};
+#define HBMGUARD_SIM_CREATE_SIZE_VER0 144
+
+/**
+ * struct hbmguard_device_ref - HBMGUARD_IOC_SIM_DESTROY
+ * @size: sizeof(struct hbmguard_device_ref)
+ * @flags: must be zero
+ * @device: in: device id of a simulated device
+ * @reserved: zero
+ */
+struct hbmguard_device_ref {
+	__u32 size;
+	__u32 flags;
+	__u32 device;
+	__u32 reserved;
+};
+#define HBMGUARD_DEVICE_REF_SIZE_VER0 16
+
+#define HBMGUARD_IOC_MAGIC 0xB7
+#define HBMGUARD_IOC_GET_INFO	  _IOWR(HBMGUARD_IOC_MAGIC, 0x00, struct hbmguard_info)
+#define HBMGUARD_IOC_LIST_DEVICES _IOWR(HBMGUARD_IOC_MAGIC, 0x01, struct hbmguard_device_list)
+#define HBMGUARD_IOC_GET_DEVICE	  _IOWR(HBMGUARD_IOC_MAGIC, 0x02, struct hbmguard_device_info)
+#define HBMGUARD_IOC_TRANSLATE	  _IOWR(HBMGUARD_IOC_MAGIC, 0x03, struct hbmguard_translate)
+#define HBMGUARD_IOC_LIST_BAD	  _IOWR(HBMGUARD_IOC_MAGIC, 0x04, struct hbmguard_extent_query)
+#define HBMGUARD_IOC_RETIRE	  _IOW(HBMGUARD_IOC_MAGIC, 0x10, struct hbmguard_extent_op)
+#define HBMGUARD_IOC_CLEAR	  _IOW(HBMGUARD_IOC_MAGIC, 0x11, struct hbmguard_extent_op)
+#define HBMGUARD_IOC_SET_POLICY	  _IOW(HBMGUARD_IOC_MAGIC, 0x12, struct hbmguard_policy)
+#define HBMGUARD_IOC_INJECT	  _IOW(HBMGUARD_IOC_MAGIC, 0x13, struct hbmguard_inject)
+#define HBMGUARD_IOC_SIM_CREATE	  _IOWR(HBMGUARD_IOC_MAGIC, 0x20, struct hbmguard_sim_create)
+#define HBMGUARD_IOC_SIM_DESTROY  _IOW(HBMGUARD_IOC_MAGIC, 0x21, struct hbmguard_device_ref)
+
+enum hbmguard_event_type {
+	HBMGUARD_EVENT_ERROR = 1,	/* an error was reported: source, count */
+	HBMGUARD_EVENT_RETIRED,		/* pages became RETIRED: count of them */
+	HBMGUARD_EVENT_PENDING,		/* pages became PENDING */
+	HBMGUARD_EVENT_FAILED,		/* pages became FAILED */
+	HBMGUARD_EVENT_CLEARED,		/* pages left the table */
+	HBMGUARD_EVENT_HEALTH,		/* state: new health, aux: old health */
+	HBMGUARD_EVENT_POLICY,		/* the device's policy changed */
+	HBMGUARD_EVENT_DEVICE_ADDED,
+	HBMGUARD_EVENT_DEVICE_REMOVED,
+	HBMGUARD_EVENT_OVERFLOW,	/* count: records this reader lost here */
+};
+
+/**
+ * struct hbmguard_event - one record of read(2)
+ * @type: enum hbmguard_event_type
+ * @device: device id
+ * @seqnum: increases by one for every event the module makes
+ * @timestamp: CLOCK_REALTIME nanoseconds
+ * @offset: first byte concerned (page aligned but for ERROR)
+ * @length: bytes concerned
+ * @source: enum hbmguard_source (RETIRED, PENDING, FAILED, ERROR)
+ * @state: ERROR: enum hbmguard_error_kind; HEALTH: new health
+ * @count: pages changed; ERROR: errors; OVERFLOW: records lost
+ * @aux: HEALTH: previous health
+ * @reserved: zero
+ */
+struct hbmguard_event {
+	__u32 type;
+	__u32 device;
+	__u64 seqnum;
+	__u64 timestamp;
+	__u64 offset;
+	__u64 length;
+	__u32 source;
+	__u32 state;
+	__u32 count;
+	__u32 aux;
+	__u64 reserved;
+};
+
+#endif /* _UAPI_LINUX_HBMGUARD_H */
