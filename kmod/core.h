@@ -22,9 +22,12 @@
 #include <linux/minmax.h>
 #include <linux/hbmguard.h>
 
-#define hbm_zalloc(size)	kvzalloc(size, GFP_KERNEL)
-#define hbm_alloc(size)		kvmalloc(size, GFP_KERNEL)
-#define hbm_free(ptr)		kvfree(ptr)
+/* Counted, so that unloading the module can prove nothing leaked. */
+void *hbm_kalloc(size_t size, bool zero);
+void hbm_kfree(const void *ptr);
+#define hbm_zalloc(size)	hbm_kalloc(size, true)
+#define hbm_alloc(size)		hbm_kalloc(size, false)
+#define hbm_free(ptr)		hbm_kfree(ptr)
 #define hbm_div_u64(n, d)	div_u64(n, d)
 #else /* userspace: unit tests and benchmarks */
 #include <stdbool.h>

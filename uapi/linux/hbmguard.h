@@ -52,8 +52,9 @@
  * read() returns whole struct hbmguard_event records, oldest first, from a
  * ring private to the open file.  When the ring is full new events are
  * dropped and counted; the reader then gets an HBMGUARD_EVENT_OVERFLOW
- * record carrying that count at the place the loss happened, and sees the
- * gap in `seqnum`, which increases by one for every event the module makes.
+ * record carrying that count and the seqnum of the last event lost, at the
+ * place the loss happened (before any newer event), and sees the gap in
+ * `seqnum`, which increases by one for every event the module makes.
  * poll() reports EPOLLIN while records are waiting; every table change makes
  * a record.  A buffer smaller than one record is EINVAL; an empty ring is
  * EAGAIN with O_NONBLOCK and blocks otherwise.

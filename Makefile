@@ -1,0 +1,107 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+#   make            the module (against KDIR) and the userspace programs
+#   make check      install what is missing, build everything, run every tier
+#   make bench      the benchmark table
+#   make demo       a qemu guest with the module and simulated HBM, faults, table
+#   make install    (DESTDIR-aware) the module into /lib/modules/<ver>/updates
+#
+# KDIR is /lib/modules/$(uname -r)/build as on any real node; where that does
+# not exist (a build machine whose own kernel has no headers) it is the
+# newest Debian headers installed.
+
+SHELL := /bin/bash
+TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+BUILD := build
+CACHE := $(TOP)/.cache
+
+# Debian's headers, newest last: the kernels `make check` tests against.
+DEB_KVERS := $(shell ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | \
+		sed 's|.*/linux-headers-||' | sort -V)
+RUNNING_KDIR := /lib/modules/$(shell uname -r)/build
+KDIR ?= $(if $(wildcard $(RUNNING_KDIR)),$(RUNNING_KDIR),$(if $(DEB_KVERS),/usr/src/linux-headers-$(lastword $(DEB_KVERS))))
+
+CC ?= cc
+CFLAGS_USER := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -g \
+	-I$(TOP)/uapi -I$(TOP)/kmod
+CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
+SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+
+CORE_SRC := kmod/table.c kmod/policy.c
+CORE_HDR := kmod/core.h uapi/linux/hbmguard.h
+UNIT_SRC := $(wildcard tests/unit/*.c)
+KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
+
+.PHONY: all module modules-all userspace check check-unit check-kernel bench demo \
+	deps install clean
+
+all: module userspace
+
+deps:
+	@$(TOP)/scripts/deps.sh
+
+# The module in the source tree, as DKMS builds it.
+module:
+	@test -n "$(KDIR)" || { echo "no kernel headers: install linux-headers-$$(uname -r) or set KDIR" >&2; exit 1; }
+	$(MAKE) -C $(KDIR) M=$(TOP) W=1 modules
+
+# One build per Debian kernel, each in its own copy of the sources so that
+# their objects do not mix: build/<kver>/hbmguard.ko.
+$(BUILD)/%/hbmguard.ko: $(KMOD_SRC)
+	@mkdir -p $(BUILD)/$*
+	@cp -p --parents $(KMOD_SRC) $(BUILD)/$*/
+	$(MAKE) -C /usr/src/linux-headers-$* M=$(TOP)/$(BUILD)/$* W=1 modules 2>&1 | \
+		tee $(BUILD)/$*/build.log
+	@! grep -E 'warning:|error:' $(BUILD)/$*/build.log || \
+		{ echo "build for $* has warnings" >&2; rm -f $@; exit 1; }
+
+modules-all: $(foreach v,$(DEB_KVERS),$(BUILD)/$(v)/hbmguard.ko)
+
+userspace: $(BUILD)/unit $(BUILD)/unit-san $(BUILD)/guest/hbmtest $(BUILD)/bench-core
+
+$(BUILD)/unit: $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_USER) $(UNIT_SRC) $(CORE_SRC) $(CHECK_LIBS) -o $@
+
+$(BUILD)/unit-san: $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_USER) -O1 $(SAN) $(UNIT_SRC) $(CORE_SRC) $(CHECK_LIBS) -o $@
+
+# The in-guest test program: static, the initramfs has no libc.
+$(BUILD)/guest/hbmtest: tests/guest/hbmtest.c tests/guest/hbmtest.h uapi/linux/hbmguard.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_USER) -static -pthread tests/guest/hbmtest.c -o $@
+
+$(BUILD)/bench-core: tests/bench/bench_core.c tests/unit/shim.c $(CORE_SRC) $(CORE_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_USER) -O2 tests/bench/bench_core.c tests/unit/shim.c $(CORE_SRC) -o $@
+
+check-unit: $(BUILD)/unit $(BUILD)/unit-san
+	@echo "== tier 1: unit tests"
+	$(BUILD)/unit
+	@echo "== tier 1: unit tests under ASan+UBSan"
+	ASAN_OPTIONS=detect_leaks=1 $(BUILD)/unit-san
+
+check-kernel: modules-all $(BUILD)/guest/hbmtest
+	@echo "== tier 2: kernel tests in qemu"
+	@for v in $(DEB_KVERS); do \
+		$(TOP)/tests/kernel/run.sh $$v || exit 1; \
+	done
+
+check: deps
+	@$(MAKE) --no-print-directory check-unit check-kernel
+
+bench: deps
+	@$(MAKE) --no-print-directory $(BUILD)/bench-core modules-all $(BUILD)/guest/hbmtest
+	@$(TOP)/tests/bench/run.sh
+
+demo: deps
+	@$(MAKE) --no-print-directory modules-all $(BUILD)/guest/hbmtest
+	@$(TOP)/scripts/demo.sh
+
+install: module
+	$(MAKE) -C $(KDIR) M=$(TOP) INSTALL_MOD_PATH=$(DESTDIR) INSTALL_MOD_DIR=updates modules_install
+
+clean:
+	rm -rf $(BUILD)
+	-$(MAKE) -C $(KDIR) M=$(TOP) clean 2>/dev/null

@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The device registry and what happens to a device's table.
+ *
+ * Devices live in an allocating xarray under small ids.  A lookup takes a
+ * reference under the xarray's lock, so a device can be destroyed while an
+ * ioctl uses it: it leaves the registry at once (new lookups get ENODEV) and
+ * is freed when its last user lets go.  Every change of a table goes through
+ * this file, which turns what the core reports changed into events.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/ctype.h>
+#include <linux/log2.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/timekeeping.h>
+#include <linux/xarray.h>
+
+#include "hbm.h"
+
+static DEFINE_XARRAY_ALLOC(hbm_devices);
+static DEFINE_MUTEX(hbm_registry_lock);	/* create/destroy: unique names */
+static atomic64_t hbm_gen = ATOMIC64_INIT(0);
+
+u64 hbm_generation(void)
+{
+	return atomic64_read(&hbm_gen);
+}
+
+struct hbm_device *hbm_device_get(u32 id)
+{
+	struct hbm_device *dev;
+
+	xa_lock(&hbm_devices);
+	dev = xa_load(&hbm_devices, id);
+	if (dev)
+		kref_get(&dev->ref);
+	xa_unlock(&hbm_devices);
+	return dev;
+}
+
+static void hbm_device_release(struct kref *ref)
+{
+	struct hbm_device *dev = container_of(ref, struct hbm_device, ref);
+
+	hbm_core_destroy(&dev->core);
+	mutex_destroy(&dev->lock);
+	hbm_kfree(dev);
+}
+
+void hbm_device_put(struct hbm_device *dev)
+{
+	kref_put(&dev->ref, hbm_device_release);
+}
+
+u32 hbm_device_ids(u32 *ids, u32 max)
+{
+	struct hbm_device *dev;
+	unsigned long id;
+	u32 n = 0;
+
+	xa_lock(&hbm_devices);
+	xa_for_each(&hbm_devices, id, dev) {
+		if (n < max)
+			ids[n] = id;
+		n++;
+	}
+	xa_unlock(&hbm_devices);
+	return n;
+}
+
+u32 hbm_device_count(void)
+{
+	return hbm_device_ids(NULL, 0);
+}
+
+static bool name_valid(const char *name)
+{
+	const char *p;
+
+	if (!*name)
+		return false;
+	for (p = name; *p; p++)
+		if (!isalnum(*p) && !strchr("_.:-", *p))
+			return false;
+	return true;
+}
+
+static bool identity_valid(const char *identity)
+{
+	const char *p;
+
+	for (p = identity; *p; p++)
+		if (*p <= ' ' || *p > '~')
+			return false;
+	return true;
+}
+
+/* Whether a registered device has this name or identity; registry lock held. */
+static bool device_clashes(const struct hbm_device *new)
+{
+	struct hbm_device *dev;
+	unsigned long id;
+
+	xa_for_each(&hbm_devices, id, dev)
+		if (!strcmp(dev->name, new->name) ||
+		    !strcmp(dev->identity, new->identity))
+			return true;
+	return false;
+}
+
+static int spec_check(const struct hbm_device_spec *spec)
+{
+	u64 pages;
+
+	if (!is_power_of_2(spec->page_size) ||
+	    spec->page_size < HBMGUARD_PAGE_SIZE_MIN ||
+	    spec->page_size > HBMGUARD_PAGE_SIZE_MAX)
+		return -EINVAL;
+	if (!spec->hbm_size || spec->hbm_size & (spec->page_size - 1))
+		return -EINVAL;
+	pages = spec->hbm_size >> ilog2(spec->page_size);
+	if (pages > U32_MAX || spec->spare_pages >= pages)
+		return -EINVAL;
+	if (!spec->name || strnlen(spec->name, HBMGUARD_NAME_LEN) == HBMGUARD_NAME_LEN ||
+	    !name_valid(spec->name))
+		return -EINVAL;
+	if (spec->identity &&
+	    (strnlen(spec->identity, HBMGUARD_IDENTITY_LEN) == HBMGUARD_IDENTITY_LEN ||
+	     !identity_valid(spec->identity)))
+		return -EINVAL;
+	return 0;
+}
+
+/**
+ * hbm_device_create() - register a device
+ * @spec: what it is
+ * @id: its id, on success
+ *
+ * Return: 0, -EINVAL for a bad @spec, -EEXIST when the name or identity is
+ * taken, -ENOSPC when HBMGUARD_MAX_DEVICES are registered, -ENOMEM.
+ */
+int hbm_device_create(const struct hbm_device_spec *spec, u32 *id)
+{
+	struct hbm_device *dev;
+	u32 pages, spares;
+	int err;
+
+	err = spec_check(spec);
+	if (err)
+		return err;
+	dev = hbm_kalloc(sizeof(*dev), true);
+	if (!dev)
+		return -ENOMEM;
+	kref_init(&dev->ref);
+	mutex_init(&dev->lock);
+	dev->kind = spec->kind;
+	dev->page_shift = ilog2(spec->page_size);
+	dev->hbm_size = spec->hbm_size;
+	strscpy(dev->name, spec->name, sizeof(dev->name));
+	if (spec->identity && *spec->identity)
+		strscpy(dev->identity, spec->identity, sizeof(dev->identity));
+	else
+		snprintf(dev->identity, sizeof(dev->identity), "sim:%s", spec->name);
+
+	pages = spec->hbm_size >> dev->page_shift;
+	spares = spec->spare_pages ?: min(pages - 1,
+					   hbm_default_retire_limit(spec->hbm_size));
+	err = hbm_core_init(&dev->core, pages - spares, spares, spec->page_size);
+	if (err)
+		goto err_free;
+
+	mutex_lock(&hbm_registry_lock);
+	if (device_clashes(dev)) {
+		err = -EEXIST;
+		goto err_unlock;
+	}
+	err = xa_alloc(&hbm_devices, &dev->id, dev,
+		       XA_LIMIT(0, HBMGUARD_MAX_DEVICES - 1), GFP_KERNEL);
+	if (err) {
+		err = err == -EBUSY ? -ENOSPC : err;
+		goto err_unlock;
+	}
+	mutex_unlock(&hbm_registry_lock);
+
+	*id = dev->id;
+	pr_info("device %u %s (%s): %llu MiB, %u KiB pages, %u spare pages\n",
+		dev->id, dev->name, dev->identity, dev->hbm_size >> 20,
+		spec->page_size >> 10, spares);
+	hbm_event(HBMGUARD_EVENT_DEVICE_ADDED, dev->id, 0, dev->hbm_size, 0,
+		  0, 0, dev->kind);
+	return 0;
+
+err_unlock:
+	mutex_unlock(&hbm_registry_lock);
+	hbm_core_destroy(&dev->core);
+err_free:
+	hbm_kfree(dev);
+	return err;
+}
+
+/**
+ * hbm_device_destroy() - unregister a device
+ * @id: its id
+ * @kind: the kind it must be (a simulated device is destroyed only as such)
+ *
+ * Users holding a reference keep it until they put it.
+ *
+ * Return: 0, -ENODEV, or -EOPNOTSUPP when the device is of another kind.
+ */
+int hbm_device_destroy(u32 id, u32 kind)
+{
+	struct hbm_device *dev;
+
+	mutex_lock(&hbm_registry_lock);
+	dev = xa_load(&hbm_devices, id);
+	if (!dev || dev->kind != kind) {
+		mutex_unlock(&hbm_registry_lock);
+		return dev ? -EOPNOTSUPP : -ENODEV;
+	}
+	xa_erase(&hbm_devices, id);
+	mutex_unlock(&hbm_registry_lock);
+
+	pr_info("device %u %s removed\n", dev->id, dev->name);
+	hbm_event(HBMGUARD_EVENT_DEVICE_REMOVED, id, 0, dev->hbm_size, 0, 0, 0,
+		  dev->kind);
+	hbm_device_put(dev);
+	return 0;
+}
+
+void hbm_devices_destroy_all(void)
+{
+	struct hbm_device *dev;
+	unsigned long id;
+
+	xa_for_each(&hbm_devices, id, dev)
+		hbm_device_destroy(id, dev->kind);
+}
+
+/* Turn what changed into events; device lock held, so they come in order. */
+static void device_changed(struct hbm_device *dev, const struct hbm_result *res,
+			   u64 offset, u64 length, u8 source, u32 old_health)
+{
+	static const struct {
+		size_t field;
+		u32 type;
+	} kinds[] = {
+		{ offsetof(struct hbm_result, retired), HBMGUARD_EVENT_RETIRED },
+		{ offsetof(struct hbm_result, pending), HBMGUARD_EVENT_PENDING },
+		{ offsetof(struct hbm_result, failed), HBMGUARD_EVENT_FAILED },
+		{ offsetof(struct hbm_result, cleared), HBMGUARD_EVENT_CLEARED },
+	};
+	bool changed = false;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(kinds); i++) {
+		u32 pages = *(const u32 *)((const char *)res + kinds[i].field);
+
+		if (!pages)
+			continue;
+		hbm_event(kinds[i].type, dev->id, offset, length, source, 0,
+			  pages, 0);
+		changed = true;
+	}
+	if (dev->core.health != old_health)
+		hbm_event(HBMGUARD_EVENT_HEALTH, dev->id, 0, 0, 0,
+			  dev->core.health, hbm_table_bad_pages(&dev->core.table),
+			  old_health);
+	if (changed) {
+		dev->generation++;
+		atomic64_inc(&hbm_gen);
+	}
+}
+
+static u32 now_seconds(void)
+{
+	return (u32)ktime_get_real_seconds();
+}
+
+/**
+ * hbm_device_report() - an error at one offset, through the policy
+ * @dev: the device
+ * @offset: byte offset, below the usable size
+ * @kind: enum hbmguard_error_kind
+ * @count: errors (CE), 1 otherwise
+ *
+ * Return: 0, -ERANGE, -EINVAL, -ENOMEM; on error nothing changed.
+ */
+int hbm_device_report(struct hbm_device *dev, u64 offset, u32 kind, u32 count)
+{
+	struct hbm_result res = {};
+	struct hbm_extent e;
+	u32 old_health, page;
+	int err;
+
+	if (offset >= hbm_usable_size(dev))
+		return -ERANGE;
+	page = offset >> dev->page_shift;
+
+	mutex_lock(&dev->lock);
+	old_health = dev->core.health;
+	err = hbm_core_report(&dev->core, page, kind, count, now_seconds(), &res);
+	if (!err) {
+		if (!hbm_table_lookup(&dev->core.table, page, &e))
+			e.source = HBMGUARD_SOURCE_NONE;
+		hbm_event(HBMGUARD_EVENT_ERROR, dev->id, offset, 1, e.source,
+			  kind, count, 0);
+		device_changed(dev, &res, (u64)page << dev->page_shift,
+			       1ULL << dev->page_shift, e.source, old_health);
+	}
+	mutex_unlock(&dev->lock);
+	return err;
+}
+
+/**
+ * hbm_device_apply() - retire, mark pending or clear a page-aligned range
+ * @dev: the device
+ * @op: what to do
+ * @offset: first byte, page aligned
+ * @length: bytes, a non-zero multiple of the page size
+ * @source: enum hbmguard_source recorded for pages new to the table
+ *
+ * Return: 0, -EINVAL for a misaligned range, -ERANGE for one outside the
+ * device, -ENOMEM; on error nothing changed.
+ */
+int hbm_device_apply(struct hbm_device *dev, enum hbm_op op, u64 offset,
+		     u64 length, u8 source)
+{
+	u64 mask = (1ULL << dev->page_shift) - 1;
+	struct hbm_result res = {};
+	u32 old_health;
+	int err;
+
+	if (!length || (offset | length) & mask)
+		return -EINVAL;
+	if (offset >= hbm_usable_size(dev) ||
+	    length > hbm_usable_size(dev) - offset)
+		return -ERANGE;
+
+	mutex_lock(&dev->lock);
+	old_health = dev->core.health;
+	err = hbm_core_apply(&dev->core, op, offset >> dev->page_shift,
+			     length >> dev->page_shift, source, now_seconds(),
+			     &res);
+	if (!err)
+		device_changed(dev, &res, offset, length, source, old_health);
+	mutex_unlock(&dev->lock);
+	return err;
+}
+
+/**
+ * hbm_device_set_policy() - change some fields of a device's policy
+ * @dev: the device
+ * @p: new values
+ * @fields: HBMGUARD_POLICY_* naming the fields of @p to take
+ *
+ * Return: 0 or -EINVAL when the resulting policy is not valid (unchanged).
+ */
+int hbm_device_set_policy(struct hbm_device *dev, const struct hbm_policy *p,
+			  u32 fields)
+{
+	struct hbm_policy new;
+	u32 old_health;
+	int err;
+
+	mutex_lock(&dev->lock);
+	new = dev->core.policy;
+	if (fields & HBMGUARD_POLICY_CE_THRESHOLD)
+		new.ce_threshold = p->ce_threshold;
+	if (fields & HBMGUARD_POLICY_CE_WINDOW)
+		new.ce_window = p->ce_window;
+	if (fields & HBMGUARD_POLICY_RETIRE_LIMIT)
+		new.retire_limit = p->retire_limit;
+	err = hbm_policy_check(&new, dev->core.table.nr_pages);
+	if (!err) {
+		old_health = dev->core.health;
+		dev->core.policy = new;
+		dev->core.health = hbm_core_health(&dev->core);
+		hbm_event(HBMGUARD_EVENT_POLICY, dev->id, 0, 0, 0, 0, fields, 0);
+		device_changed(dev, &(struct hbm_result){}, 0, 0, 0, old_health);
+	}
+	mutex_unlock(&dev->lock);
+	return err;
+}

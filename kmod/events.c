@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Events: every change the module makes, numbered, to every reader.
+ *
+ * Each open file of /dev/hbmguard has a ring of its own, so a slow reader
+ * loses only its own events and never holds up the module or another reader.
+ * Numbering and delivery happen under one spinlock, so every reader sees the
+ * events in sequence-number order and a gap always means a loss.
+ *
+ * A full ring drops the new event and counts it.  The count is delivered as
+ * an OVERFLOW record at the place of the loss: read() makes it when the
+ * reader has caught up, or the next event that finds two free slots puts it
+ * in first.  Either way it comes before any event newer than the loss.
+ */
+#include <linux/poll.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/timekeeping.h>
+#include <linux/uaccess.h>
+#include <linux/wait.h>
+
+#include "hbm.h"
+
+struct hbm_reader {
+	struct list_head node;		/* on hbm_readers, under hbm_events_lock */
+	wait_queue_head_t wait;
+	struct mutex read_lock;		/* one read() at a time moves head */
+	struct hbmguard_event *ring;
+	u32 head;			/* next to read; free-running */
+	u32 tail;			/* next to write; free-running */
+	u32 lost;			/* events dropped since the last OVERFLOW */
+	u64 lost_seqnum;		/* the last of them */
+};
+
+static LIST_HEAD(hbm_readers);
+static DEFINE_SPINLOCK(hbm_events_lock);
+static u64 hbm_seqnum;			/* under hbm_events_lock */
+
+u64 hbm_event_seqnum(void)
+{
+	u64 seq;
+
+	spin_lock_bh(&hbm_events_lock);
+	seq = hbm_seqnum;
+	spin_unlock_bh(&hbm_events_lock);
+	return seq;
+}
+
+/* The OVERFLOW record for what @r lost; events lock held. */
+static struct hbmguard_event overflow_record(struct hbm_reader *r)
+{
+	struct hbmguard_event o = {
+		.type = HBMGUARD_EVENT_OVERFLOW,
+		.seqnum = r->lost_seqnum,
+		.timestamp = ktime_get_real_ns(),
+		.count = r->lost,
+	};
+
+	r->lost = 0;
+	return o;
+}
+
+static void reader_push(struct hbm_reader *r, const struct hbmguard_event *ev)
+{
+	u32 room = hbm_event_ring - (r->tail - r->head);
+
+	if (r->lost && room >= 2) {
+		r->ring[r->tail++ % hbm_event_ring] = overflow_record(r);
+		room--;
+	}
+	if (r->lost || !room) {
+		r->lost++;
+		r->lost_seqnum = ev->seqnum;
+		return;
+	}
+	r->ring[r->tail++ % hbm_event_ring] = *ev;
+	wake_up_interruptible(&r->wait);
+}
+
+/**
+ * hbm_event() - make an event and give it to every reader
+ * @type: enum hbmguard_event_type
+ * @device: device id
+ * @offset: first byte concerned
+ * @length: bytes concerned
+ * @source: enum hbmguard_source
+ * @state: as struct hbmguard_event documents for @type
+ * @count: as struct hbmguard_event documents for @type
+ * @aux: as struct hbmguard_event documents for @type
+ *
+ * Callable from any context but hard interrupts.
+ */
+void hbm_event(u32 type, u32 device, u64 offset, u64 length, u32 source,
+	       u32 state, u32 count, u32 aux)
+{
+	struct hbmguard_event ev = {
+		.type = type, .device = device, .offset = offset,
+		.length = length, .source = source, .state = state,
+		.count = count, .aux = aux,
+		.timestamp = ktime_get_real_ns(),
+	};
+	struct hbm_reader *r;
+
+	spin_lock_bh(&hbm_events_lock);
+	ev.seqnum = ++hbm_seqnum;
+	list_for_each_entry(r, &hbm_readers, node)
+		reader_push(r, &ev);
+	spin_unlock_bh(&hbm_events_lock);
+}
+
+struct hbm_reader *hbm_reader_open(void)
+{
+	struct hbm_reader *r = hbm_kalloc(sizeof(*r), true);
+
+	if (!r)
+		return NULL;
+	r->ring = hbm_kalloc(hbm_event_ring * sizeof(*r->ring), false);
+	if (!r->ring) {
+		hbm_kfree(r);
+		return NULL;
+	}
+	init_waitqueue_head(&r->wait);
+	mutex_init(&r->read_lock);
+	spin_lock_bh(&hbm_events_lock);
+	list_add_tail(&r->node, &hbm_readers);
+	spin_unlock_bh(&hbm_events_lock);
+	return r;
+}
+
+void hbm_reader_close(struct hbm_reader *r)
+{
+	spin_lock_bh(&hbm_events_lock);
+	list_del(&r->node);
+	spin_unlock_bh(&hbm_events_lock);
+	mutex_destroy(&r->read_lock);
+	hbm_kfree(r->ring);
+	hbm_kfree(r);
+}
+
+static bool reader_empty(struct hbm_reader *r)
+{
+	bool empty;
+
+	spin_lock_bh(&hbm_events_lock);
+	empty = r->head == r->tail && !r->lost;
+	spin_unlock_bh(&hbm_events_lock);
+	return empty;
+}
+
+/* An OVERFLOW record read() could not deliver: owe it again. */
+static void hbm_event_lost_again(struct hbm_reader *r,
+				 const struct hbmguard_event *o)
+{
+	spin_lock_bh(&hbm_events_lock);
+	if (!r->lost)
+		r->lost_seqnum = o->seqnum;
+	r->lost += o->count;
+	spin_unlock_bh(&hbm_events_lock);
+}
+
+ssize_t hbm_reader_read(struct hbm_reader *r, char __user *buf, size_t len,
+			bool nonblock)
+{
+	struct hbmguard_event ev;
+	size_t done = 0;
+	int err = 0;
+
+	if (len < sizeof(ev))
+		return -EINVAL;
+	/* One read() at a time moves head; waiting holds back only its peers. */
+	if (mutex_lock_interruptible(&r->read_lock))
+		return -ERESTARTSYS;
+	while (reader_empty(r)) {
+		if (nonblock) {
+			err = -EAGAIN;
+			goto out;
+		}
+		err = wait_event_interruptible(r->wait, !reader_empty(r));
+		if (err)
+			goto out;
+	}
+
+	/* One record at a time: copy_to_user() may fault, never under the lock. */
+	while (len - done >= sizeof(ev)) {
+		bool caught_up;
+
+		spin_lock_bh(&hbm_events_lock);
+		caught_up = r->head == r->tail;
+		if (caught_up && !r->lost) {
+			spin_unlock_bh(&hbm_events_lock);
+			break;
+		}
+		ev = caught_up ? overflow_record(r) : r->ring[r->head % hbm_event_ring];
+		spin_unlock_bh(&hbm_events_lock);
+
+		if (copy_to_user(buf + done, &ev, sizeof(ev))) {
+			err = -EFAULT;
+			if (caught_up)	/* give the count back */
+				hbm_event_lost_again(r, &ev);
+			break;
+		}
+		if (!caught_up) {
+			spin_lock_bh(&hbm_events_lock);
+			r->head++;
+			spin_unlock_bh(&hbm_events_lock);
+		}
+		done += sizeof(ev);
+	}
+out:
+	mutex_unlock(&r->read_lock);
+	return done ? done : err;
+}
+
+__poll_t hbm_reader_poll(struct hbm_reader *r, struct file *file,
+			 struct poll_table_struct *pt)
+{
+	poll_wait(file, &r->wait, pt);
+	return reader_empty(r) ? 0 : EPOLLIN | EPOLLRDNORM;
+}

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * hbmguard.ko internals: devices (device.c), events (events.c), the
+ * character device (chardev.c) and the module itself (main.c).
+ */
+#ifndef HBM_H
+#define HBM_H
+
+#include <linux/kref.h>
+#include <linux/mutex.h>
+#include <linux/types.h>
+#include <linux/hbmguard.h>
+
+#include "compat.h"
+#include "core.h"
+
+/**
+ * struct hbm_device - one GPU's HBM address space
+ * @ref: held by the registry while registered and by every user
+ * @id: index in the registry, reused only after the device is gone
+ * @kind: enum hbmguard_device_kind
+ * @page_shift: log2 of the page size
+ * @hbm_size: bytes, spare area included
+ * @lock: serialises every use of @core and @generation
+ * @core: bad-page table, spare pool and policy
+ * @generation: increases on every change of @core
+ */
+struct hbm_device {
+	struct kref ref;
+	u32 id;
+	u32 kind;
+	char name[HBMGUARD_NAME_LEN];
+	char identity[HBMGUARD_IDENTITY_LEN];
+	u32 page_shift;
+	u64 hbm_size;
+
+	struct mutex lock;
+	struct hbm_core core;
+	u64 generation;
+};
+
+/* What hbm_device_create() is asked for; validated there. */
+struct hbm_device_spec {
+	u32 kind;
+	u32 page_size;
+	u64 hbm_size;
+	u32 spare_pages;	/* 0: the default */
+	const char *name;
+	const char *identity;	/* NULL or "": derived from the name */
+};
+
+static inline u64 hbm_usable_size(const struct hbm_device *dev)
+{
+	return (u64)dev->core.table.nr_pages << dev->page_shift;
+}
+
+/* device.c */
+int hbm_device_create(const struct hbm_device_spec *spec, u32 *id);
+int hbm_device_destroy(u32 id, u32 kind);
+void hbm_devices_destroy_all(void);
+struct hbm_device *hbm_device_get(u32 id);
+void hbm_device_put(struct hbm_device *dev);
+u32 hbm_device_ids(u32 *ids, u32 max);
+u32 hbm_device_count(void);
+int hbm_device_report(struct hbm_device *dev, u64 offset, u32 kind, u32 count);
+int hbm_device_apply(struct hbm_device *dev, enum hbm_op op, u64 offset,
+		     u64 length, u8 source);
+int hbm_device_set_policy(struct hbm_device *dev, const struct hbm_policy *p,
+			  u32 fields);
+u64 hbm_generation(void);
+
+/* events.c */
+struct file;
+struct poll_table_struct;
+struct hbm_reader;
+void hbm_event(u32 type, u32 device, u64 offset, u64 length, u32 source,
+	       u32 state, u32 count, u32 aux);
+u64 hbm_event_seqnum(void);
+struct hbm_reader *hbm_reader_open(void);
+void hbm_reader_close(struct hbm_reader *r);
+ssize_t hbm_reader_read(struct hbm_reader *r, char __user *buf, size_t len,
+			bool nonblock);
+__poll_t hbm_reader_poll(struct hbm_reader *r, struct file *file,
+			 struct poll_table_struct *pt);
+extern unsigned int hbm_event_ring;
+
+/* chardev.c */
+int hbm_chardev_init(void);
+void hbm_chardev_exit(void);
+
+#endif /* HBM_H */

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * hbmguard: keeps a per-GPU table of bad HBM pages, bypasses each to a spare
+ * page, and tells userspace through /dev/hbmguard.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/log2.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/slab.h>
+
+#include "hbm.h"
+
+static unsigned int sim_devices;
+module_param(sim_devices, uint, 0444);
+MODULE_PARM_DESC(sim_devices, "Simulated devices to create at load, named sim0.. (default 0, at most 256)");
+
+static unsigned int sim_hbm_mib = 1024;
+module_param(sim_hbm_mib, uint, 0444);
+MODULE_PARM_DESC(sim_hbm_mib, "HBM size of each simulated device in MiB (default 1024)");
+
+static unsigned int sim_page_size = 4096;
+module_param(sim_page_size, uint, 0444);
+MODULE_PARM_DESC(sim_page_size, "Page size of simulated devices in bytes, a power of two from 4096 to 2097152 (default 4096)");
+
+static unsigned int sim_spare_pages;
+module_param(sim_spare_pages, uint, 0444);
+MODULE_PARM_DESC(sim_spare_pages, "Spare pages of each simulated device (default 0: one per 100 MiB of HBM)");
+
+unsigned int hbm_event_ring = 1024;
+module_param_named(event_ring, hbm_event_ring, uint, 0444);
+MODULE_PARM_DESC(event_ring, "Events each open /dev/hbmguard buffers, a power of two from 16 to 65536 (default 1024)");
+
+/*
+ * Every allocation of the module is counted, so that unloading can tell a
+ * leak (the tests fail on it) without kmemleak, which distribution kernels
+ * do not enable.
+ */
+static atomic_long_t hbm_allocations = ATOMIC_LONG_INIT(0);
+
+void *hbm_kalloc(size_t size, bool zero)
+{
+	void *p = kvmalloc(size, zero ? GFP_KERNEL | __GFP_ZERO : GFP_KERNEL);
+
+	if (p)
+		atomic_long_inc(&hbm_allocations);
+	return p;
+}
+
+void hbm_kfree(const void *ptr)
+{
+	if (!ptr)
+		return;
+	atomic_long_dec(&hbm_allocations);
+	kvfree(ptr);
+}
+
+static int __init sim_devices_create(void)
+{
+	struct hbm_device_spec spec = {
+		.kind = HBMGUARD_KIND_SIMULATED,
+		.page_size = sim_page_size,
+		.hbm_size = (u64)sim_hbm_mib << 20,
+		.spare_pages = sim_spare_pages,
+	};
+	char name[HBMGUARD_NAME_LEN];
+	unsigned int i;
+	u32 id;
+	int err;
+
+	if (sim_devices > HBMGUARD_MAX_DEVICES)
+		return -EINVAL;
+	for (i = 0; i < sim_devices; i++) {
+		snprintf(name, sizeof(name), "sim%u", i);
+		spec.name = name;
+		err = hbm_device_create(&spec, &id);
+		if (err) {
+			pr_err("cannot create simulated device %s: %d\n", name, err);
+			return err;
+		}
+	}
+	return 0;
+}
+
+static int __init hbm_mod_init(void)
+{
+	int err;
+
+	if (!is_power_of_2(hbm_event_ring) || hbm_event_ring < 16 ||
+	    hbm_event_ring > 65536) {
+		pr_err("event_ring=%u: must be a power of two from 16 to 65536\n",
+		       hbm_event_ring);
+		return -EINVAL;
+	}
+	err = sim_devices_create();
+	if (err)
+		goto err_devices;
+	err = hbm_chardev_init();
+	if (err)
+		goto err_devices;
+	pr_info("loaded: API version %d, %u devices\n", HBMGUARD_API_VERSION,
+		hbm_device_count());
+	return 0;
+
+err_devices:
+	hbm_devices_destroy_all();
+	return err;
+}
+
+static void __exit hbm_mod_exit(void)
+{
+	long left;
+
+	hbm_chardev_exit();
+	hbm_devices_destroy_all();
+	left = atomic_long_read(&hbm_allocations);
+	if (left)
+		pr_err("leak: %ld allocations not freed at unload\n", left);
+	else
+		pr_info("unloaded\n");
+}
+
+module_init(hbm_mod_init);
+module_exit(hbm_mod_exit);
+MODULE_LICENSE("GPL");
+MODULE_AUTHOR("The hbmguard developers");
+MODULE_DESCRIPTION("Bad HBM page table and bypass for GPU memory");
+MODULE_VERSION("0.1");

@@ -1,0 +1,954 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * hbmtest: drives /dev/hbmguard in a qemu guest, as root and as other users.
+ *
+ * Expects the module loaded with sim_devices=2 sim_hbm_mib=1024 (the default
+ * 4 KiB pages, ten spares each).  Every test leaves the devices as it found
+ * them.  Usage: hbmtest [test...]; with no argument, all.  Prints one line
+ * per test and a closing "N passed, N failed"; exits non-zero on a failure.
+ */
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hbmtest.h"
+
+int hbm_failures;
+const char *hbm_test_name;
+
+#define PAGE 4096ULL
+#define SIM_SPARES 10
+#define DEV_NODE "/dev/" HBMGUARD_DEVICE_NAME
+
+static int ctl;		/* the test's own fd for ioctls */
+static void *volatile bad_address = (void *)8;	/* unmapped; opaque to gcc */
+
+static int open_dev(int flags)
+{
+	int fd = open(DEV_NODE, flags | O_CLOEXEC);
+
+	if (fd < 0) {
+		perror(DEV_NODE);
+		exit(2);
+	}
+	return fd;
+}
+
+static int get_info(int fd, struct hbmguard_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->size = sizeof(*info);
+	return ioctl(fd, HBMGUARD_IOC_GET_INFO, info);
+}
+
+static struct hbmguard_device_info dev_info(uint32_t id)
+{
+	struct hbmguard_device_info di = { .size = sizeof(di), .device = id };
+
+	CHECK_OK(ioctl(ctl, HBMGUARD_IOC_GET_DEVICE, &di));
+	return di;
+}
+
+static int extent_op(int fd, unsigned long cmd, uint32_t dev, uint64_t off,
+		     uint64_t len, uint32_t flags)
+{
+	struct hbmguard_extent_op x = {
+		.size = sizeof(x), .flags = flags, .device = dev,
+		.source = cmd == HBMGUARD_IOC_RETIRE ? HBMGUARD_SOURCE_ADMIN : 0,
+		.offset = off, .length = len,
+	};
+
+	return ioctl(fd, cmd, &x);
+}
+
+static int retire(uint32_t dev, uint64_t off, uint64_t len)
+{
+	return extent_op(ctl, HBMGUARD_IOC_RETIRE, dev, off, len, 0);
+}
+
+static int clear(uint32_t dev, uint64_t off, uint64_t len)
+{
+	return extent_op(ctl, HBMGUARD_IOC_CLEAR, dev, off, len, 0);
+}
+
+static int clear_all(uint32_t dev)
+{
+	return clear(dev, 0, dev_info(dev).usable_size);
+}
+
+static struct hbmguard_translate translate(uint32_t dev, uint64_t off)
+{
+	struct hbmguard_translate tr = { .size = sizeof(tr), .device = dev,
+					 .offset = off };
+
+	CHECK_OK(ioctl(ctl, HBMGUARD_IOC_TRANSLATE, &tr));
+	return tr;
+}
+
+static int inject(int fd, uint32_t dev, uint32_t kind, uint64_t off,
+		  uint32_t count)
+{
+	struct hbmguard_inject in = { .size = sizeof(in), .device = dev,
+				      .kind = kind, .offset = off,
+				      .count = count };
+
+	return ioctl(fd, HBMGUARD_IOC_INJECT, &in);
+}
+
+static int set_policy(uint32_t dev, uint32_t flags, uint32_t threshold,
+		      uint32_t window, uint32_t limit)
+{
+	struct hbmguard_policy p = {
+		.size = sizeof(p), .flags = flags, .device = dev,
+		.params = { threshold, window, limit, 0 },
+	};
+
+	return ioctl(ctl, HBMGUARD_IOC_SET_POLICY, &p);
+}
+
+static int sim_create(const char *name, uint64_t size, uint32_t page_size,
+		      uint32_t spares, uint32_t *id)
+{
+	struct hbmguard_sim_create sc = {
+		.size = sizeof(sc), .hbm_size = size, .page_size = page_size,
+		.spare_pages = spares,
+	};
+	int r;
+
+	strncpy(sc.name, name, sizeof(sc.name) - 1);
+	r = ioctl(ctl, HBMGUARD_IOC_SIM_CREATE, &sc);
+	if (!r && id)
+		*id = sc.device;
+	return r;
+}
+
+static int sim_destroy(uint32_t id)
+{
+	struct hbmguard_device_ref ref = { .size = sizeof(ref), .device = id };
+
+	return ioctl(ctl, HBMGUARD_IOC_SIM_DESTROY, &ref);
+}
+
+static int list_bad(int fd, uint32_t dev, uint64_t start, uint64_t end,
+		    struct hbmguard_extent *out, uint32_t cap,
+		    struct hbmguard_extent_query *q)
+{
+	*q = (struct hbmguard_extent_query){
+		.size = sizeof(*q), .device = dev, .entry_size = sizeof(*out),
+		.start = start, .end = end, .entries = (uintptr_t)out,
+		.capacity = cap,
+	};
+	return ioctl(fd, HBMGUARD_IOC_LIST_BAD, q);
+}
+
+/* Everything a user could observe, to prove a failed call changed nothing. */
+struct snapshot {
+	struct hbmguard_info info;
+	struct hbmguard_device_info dev[2];
+};
+
+static struct snapshot snap(void)
+{
+	struct snapshot s;
+	int i;
+
+	CHECK_OK(get_info(ctl, &s.info));
+	for (i = 0; i < 2; i++)
+		s.dev[i] = dev_info(i);
+	return s;
+}
+
+#define CHECK_UNCHANGED(before) do {					\
+	struct snapshot _now = snap();					\
+	CHECK(!memcmp(&(before), &_now, sizeof(_now)));			\
+} while (0)
+
+/* Read every waiting event from the non-blocking @fd. */
+static int drain(int fd, struct hbmguard_event *evs, int max)
+{
+	int n = 0;
+
+	for (;;) {
+		struct hbmguard_event ev;
+		ssize_t r = read(fd, &ev, sizeof(ev));
+
+		if (r < 0) {
+			CHECK_EQ(errno, EAGAIN);
+			return n;
+		}
+		CHECK_EQ(r, sizeof(ev));
+		if (n < max)
+			evs[n] = ev;
+		n++;
+	}
+}
+
+/*
+ * The tests.
+ */
+static void test_info(void)
+{
+	struct hbmguard_info info;
+	struct hbmguard_device_info di;
+
+	CHECK_OK(get_info(ctl, &info));
+	CHECK_EQ(info.version, HBMGUARD_API_VERSION);
+	CHECK_EQ(info.nr_devices, 2);
+	CHECK_EQ(info.event_size, sizeof(struct hbmguard_event));
+	CHECK_EQ(info.max_devices, HBMGUARD_MAX_DEVICES);
+
+	di = dev_info(0);
+	CHECK(!strcmp(di.name, "sim0"));
+	CHECK(!strcmp(di.identity, "sim:sim0"));
+	CHECK_EQ(di.kind, HBMGUARD_KIND_SIMULATED);
+	CHECK_EQ(di.hbm_size, 1024ULL << 20);
+	CHECK_EQ(di.page_size, PAGE);
+	CHECK_EQ(di.spare_total, SIM_SPARES);
+	CHECK_EQ(di.usable_size, di.hbm_size - SIM_SPARES * PAGE);
+	CHECK_EQ(di.health, HBMGUARD_HEALTH_OK);
+	CHECK_EQ(di.policy.ce_threshold, 50);
+	CHECK_EQ(di.policy.ce_window, 86400);
+	CHECK_EQ(di.policy.retire_limit, 10);
+	CHECK(!strcmp(dev_info(1).name, "sim1"));
+}
+
+static void test_list_devices(void)
+{
+	uint32_t ids[4] = { 99, 99, 99, 99 };
+	struct hbmguard_device_list l = { .size = sizeof(l), .capacity = 4,
+					  .ids = (uintptr_t)ids };
+
+	CHECK_OK(ioctl(ctl, HBMGUARD_IOC_LIST_DEVICES, &l));
+	CHECK_EQ(l.count, 2);
+	CHECK_EQ(ids[0], 0);
+	CHECK_EQ(ids[1], 1);
+	CHECK_EQ(ids[2], 99);
+
+	/* Capacity 0 counts; capacity 1 writes one. */
+	l.capacity = 0;
+	l.ids = 0;
+	CHECK_OK(ioctl(ctl, HBMGUARD_IOC_LIST_DEVICES, &l));
+	CHECK_EQ(l.count, 2);
+	ids[0] = ids[1] = 99;
+	l.capacity = 1;
+	l.ids = (uintptr_t)ids;
+	CHECK_OK(ioctl(ctl, HBMGUARD_IOC_LIST_DEVICES, &l));
+	CHECK_EQ(ids[0], 0);
+	CHECK_EQ(ids[1], 99);
+
+	l.capacity = 4;
+	l.ids = 8;
+	CHECK_ERRNO(ioctl(ctl, HBMGUARD_IOC_LIST_DEVICES, &l), EFAULT);
+	l.ids = (uintptr_t)ids;
+	l.flags = 1;
+	CHECK_ERRNO(ioctl(ctl, HBMGUARD_IOC_LIST_DEVICES, &l), EINVAL);
+}
+
+static void test_retire_translate_clear(void)
+{
+	struct hbmguard_device_info di = dev_info(0);
+	struct hbmguard_translate tr;
+	struct hbmguard_extent ext[8];
+	struct hbmguard_extent_query q;
+	uint64_t gen = di.generation;
+
+	tr = translate(0, 5 * PAGE + 123);
+	CHECK_EQ(tr.state, HBMGUARD_STATE_CLEAN);
+	CHECK_EQ(tr.translated, 5 * PAGE + 123);
+
+	CHECK_OK(retire(0, 5 * PAGE, PAGE));
+	tr = translate(0, 5 * PAGE + 123);
+	CHECK_EQ(tr.state, HBMGUARD_STATE_RETIRED);
+	CHECK_EQ(tr.translated, di.usable_size + 0 * PAGE + 123);
+	di = dev_info(0);
+	CHECK_EQ(di.nr_retired, 1);
+	CHECK_EQ(di.spare_used, 1);
+	CHECK(di.generation > gen);
+
+	/* A row of four pages: one extent with consecutive spares. */
+	CHECK_OK(retire(0, 100 * PAGE, 4 * PAGE));
+	CHECK_OK(list_bad(ctl, 0, 0, 0, ext, 8, &q));
+	CHECK_EQ(q.count, 2);
+	CHECK_EQ(q.next, di.usable_size);
+	CHECK_EQ(ext[1].offset, 100 * PAGE);
+	CHECK_EQ(ext[1].length, 4 * PAGE);
+	CHECK_EQ(ext[1].spare_offset, di.usable_size + PAGE);
+	CHECK_EQ(ext[1].state, HBMGUARD_STATE_RETIRED);
+	CHECK_EQ(ext[1].source, HBMGUARD_SOURCE_ADMIN);
+	CHECK(ext[1].first_seen > 1600000000);
+	tr = translate(0, 102 * PAGE);
+	CHECK_EQ(tr.translated, di.usable_size + 3 * PAGE);
+
+	/* Listing a range translates it: only the remaps inside it. */
+	CHECK_OK(list_bad(ctl, 0, 50 * PAGE, 200 * PAGE, ext, 8, &q));
+	CHECK_EQ(q.count, 1);
+	CHECK_EQ(ext[0].offset, 100 * PAGE);
+	CHECK_EQ(q.next, 200 * PAGE);
+
+	/* PENDING: recorded, no spare; a plain retire then bypasses it. */
+	CHECK_OK(extent_op(ctl, HBMGUARD_IOC_RETIRE, 0, 300 * PAGE, PAGE,
+			   HBMGUARD_RETIRE_PENDING));
+	tr = translate(0, 300 * PAGE);
+	CHECK_EQ(tr.state, HBMGUARD_STATE_PENDING);
+	CHECK_EQ(tr.translated, 300 * PAGE);
+	CHECK_EQ(dev_info(0).nr_pending, 1);
+	CHECK_OK(retire(0, 300 * PAGE, PAGE));
+	CHECK_EQ(translate(0, 300 * PAGE).state, HBMGUARD_STATE_RETIRED);
+
+	/* Clearing the middle of the row splits it and frees two spares. */
+	CHECK_OK(clear(0, 101 * PAGE, 2 * PAGE));
+	di = dev_info(0);
+	CHECK_EQ(di.nr_retired, 4);
+	CHECK_EQ(di.spare_used, 4);
+	CHECK_EQ(translate(0, 101 * PAGE).state, HBMGUARD_STATE_CLEAN);
+	CHECK_EQ(translate(0, 103 * PAGE).translated, di.usable_size + 4 * PAGE);
+
+	/* The pool is ten spares: the rest of a long range is FAILED. */
+	CHECK_OK(retire(0, 1000 * PAGE, 10 * PAGE));
+	di = dev_info(0);
+	CHECK_EQ(di.nr_retired, 10);
+	CHECK_EQ(di.nr_failed, 4);
+	CHECK_EQ(di.spare_used, SIM_SPARES);
+	CHECK_EQ(di.health, HBMGUARD_HEALTH_RMA);
+	tr = translate(0, 1009 * PAGE);
+	CHECK_EQ(tr.state, HBMGUARD_STATE_FAILED);
+
+	CHECK_OK(clear_all(0));
+	di = dev_info(0);
+	CHECK_EQ(di.nr_retired + di.nr_failed + di.nr_pending + di.spare_used, 0);
+	CHECK_EQ(di.nr_extents, 0);
+	CHECK_EQ(di.health, HBMGUARD_HEALTH_OK);
+}
+
+static void test_inject_policy(void)
+{
+	struct hbmguard_extent ext[2];
+	struct hbmguard_extent_query q;
+	struct hbmguard_device_info di;
+	int i;
+
+	/* CEs below the threshold are counted, not retired. */
+	CHECK_OK(set_policy(1, HBMGUARD_POLICY_CE_THRESHOLD, 5, 0, 0));
+	CHECK_EQ(dev_info(1).policy.ce_threshold, 5);
+	CHECK_EQ(dev_info(1).policy.ce_window, 86400);
+	for (i = 0; i < 4; i++)
+		CHECK_OK(inject(ctl, 1, HBMGUARD_ERROR_CE, 7 * PAGE + 8, 1));
+	di = dev_info(1);
+	CHECK_EQ(di.ce_events, 4);
+	CHECK_EQ(di.nr_retired, 0);
+	CHECK_OK(inject(ctl, 1, HBMGUARD_ERROR_CE, 7 * PAGE + 16, 1));
+	CHECK_EQ(translate(1, 7 * PAGE).state, HBMGUARD_STATE_RETIRED);
+	CHECK_OK(list_bad(ctl, 1, 0, 0, ext, 2, &q));
+	CHECK_EQ(q.count, 1);
+	CHECK_EQ(ext[0].source, HBMGUARD_SOURCE_CE_THRESHOLD);
+
+	/* One UE or poison retires at once. */
+	CHECK_OK(inject(ctl, 1, HBMGUARD_ERROR_UE, 9 * PAGE, 1));
+	CHECK_EQ(translate(1, 9 * PAGE).state, HBMGUARD_STATE_RETIRED);
+	CHECK_OK(inject(ctl, 1, HBMGUARD_ERROR_POISON, 11 * PAGE + 4095, 1));
+	CHECK_OK(list_bad(ctl, 1, 11 * PAGE, 0, ext, 2, &q));
+	CHECK_EQ(ext[0].source, HBMGUARD_SOURCE_POISON);
+	di = dev_info(1);
+	CHECK_EQ(di.ue_events, 2);
+	CHECK_EQ(di.nr_retired, 3);
+
+	/* Health: a limit of 4 pages makes 3 DEGRADED (>= 90%), 4 RMA. */
+	CHECK_OK(set_policy(1, HBMGUARD_POLICY_RETIRE_LIMIT, 0, 0, 3));
+	CHECK_EQ(dev_info(1).health, HBMGUARD_HEALTH_RMA);
+	CHECK_OK(set_policy(1, HBMGUARD_POLICY_RETIRE_LIMIT, 0, 0, 4));
+	CHECK_EQ(dev_info(1).health, HBMGUARD_HEALTH_OK);
+	CHECK_OK(set_policy(1, HBMGUARD_POLICY_ALL, 50, 86400, 10));
+	CHECK_EQ(dev_info(1).health, HBMGUARD_HEALTH_OK);
+	CHECK_OK(retire(1, 100 * PAGE, 6 * PAGE));	/* 9 of 10 */
+	CHECK_EQ(dev_info(1).health, HBMGUARD_HEALTH_DEGRADED);
+	CHECK_OK(clear_all(1));
+	CHECK_EQ(dev_info(1).health, HBMGUARD_HEALTH_OK);
+}
+
+/* Every ioctl with bad input: a clear errno, and nothing changes. */
+static void test_bad_input(void)
+{
+	struct snapshot before = snap();
+	uint64_t usable = before.dev[0].usable_size;
+	struct hbmguard_extent ext[2];
+	struct hbmguard_extent_query q;
+	struct hbmguard_translate tr;
+	struct hbmguard_policy p;
+	struct hbmguard_inject in;
+	struct hbmguard_extent_op x;
+	struct hbmguard_device_ref ref;
+	struct hbmguard_device_info di;
+	unsigned char big[PAGE + 64];
+	uint32_t id;
+
+	/* Unknown commands and wrong directions. */
+	CHECK_ERRNO(ioctl(ctl, _IOWR(HBMGUARD_IOC_MAGIC, 0x3f, struct hbmguard_info), &before), ENOTTY);
+	CHECK_ERRNO(ioctl(ctl, _IOWR('x', 0x00, struct hbmguard_info), &before), ENOTTY);
+	CHECK_ERRNO(ioctl(ctl, _IOR(HBMGUARD_IOC_MAGIC, 0x00, struct hbmguard_info), &before), ENOTTY);
+	CHECK_ERRNO(ioctl(ctl, _IO(HBMGUARD_IOC_MAGIC, 0x10), 0), ENOTTY);
+
+	/* The size field: too small, too large, a newer struct. */
+	memset(big, 0, sizeof(big));
+	((struct hbmguard_info *)big)->size = HBMGUARD_INFO_SIZE_VER0 - 8;
+	CHECK_ERRNO(ioctl(ctl, HBMGUARD_IOC_GET_INFO, big), EINVAL);
+	((struct hbmguard_info *)big)->size = PAGE + 8;
+	CHECK_ERRNO(ioctl(ctl, HBMGUARD_IOC_GET_INFO, big), EINVAL);
+	((struct hbmguard_info *)big)->size = sizeof(struct hbmguard_info) + 16;
+	CHECK_OK(ioctl(ctl, HBMGUARD_IOC_GET_INFO, big));
+	CHECK_EQ(((struct hbmguard_info *)big)->version, HBMGUARD_API_VERSION);
+	big[sizeof(struct hbmguard_info) + 8] = 1;	/* unknown and set */
+	CHECK_ERRNO(ioctl(ctl, HBMGUARD_IOC_GET_INFO, big), E2BIG);
+	CHECK_ERRNO(ioctl(ctl, HBMGUARD_IOC_GET_INFO, (void *)8), EFAULT);
+	CHECK_ERRNO(ioctl(ctl, HBMGUARD_IOC_RETIRE, (void *)8), EFAULT);
+
+	/* GET_DEVICE, TRANSLATE: unknown device, flags, range. */
+	di = (struct hbmguard_device_info){ .size = sizeof(di), .device = 7 };
+	CHECK_ERRNO(ioctl(ctl, HBMGUARD_IOC_GET_DEVICE, &di), ENODEV);
+	di.device = 0;
+	di.flags = 2;
+	CHECK_ERRNO(ioctl(ctl, HBMGUARD_IOC_GET_DEVICE, &di), EINVAL);
+	tr = (struct hbmguard_translate){ .size = sizeof(tr), .offset = usable };
+	CHECK_ERRNO(ioctl(ctl, HBMGUARD_IOC_TRANSLATE, &tr), ERANGE);
+	tr.offset = 0;
+	tr.device = 1000;
+	CHECK_ERRNO(ioctl(ctl, HBMGUARD_IOC_TRANSLATE, &tr), ENODEV);
+
+	/* LIST_BAD. */
+	CHECK_ERRNO(list_bad(ctl, 0, 1, 0, ext, 2, &q), EINVAL);
+	CHECK_ERRNO(list_bad(ctl, 0, usable + PAGE, 0, ext, 2, &q), ERANGE);
+	CHECK_ERRNO(list_bad(ctl, 0, 2 * PAGE, PAGE, ext, 2, &q), ERANGE);
+	CHECK_ERRNO(list_bad(ctl, 0, 0, 0, ext, 0, &q), EINVAL);
+	CHECK_ERRNO(list_bad(ctl, 0, 0, 0, ext, HBMGUARD_LIST_MAX + 1, &q), EINVAL);
+	CHECK_ERRNO(list_bad(ctl, 9, 0, 0, ext, 2, &q), ENODEV);
+	q.entry_size = 8;
+	CHECK_ERRNO(ioctl(ctl, HBMGUARD_IOC_LIST_BAD, &q), EINVAL);
+
+	/* RETIRE and CLEAR. */
+	CHECK_ERRNO(retire(0, 1, PAGE), EINVAL);
+	CHECK_ERRNO(retire(0, 0, PAGE + 1), EINVAL);
+	CHECK_ERRNO(retire(0, 0, 0), EINVAL);
+	CHECK_ERRNO(retire(0, usable, PAGE), ERANGE);
+	CHECK_ERRNO(retire(0, usable - PAGE, 2 * PAGE), ERANGE);
+	CHECK_ERRNO(retire(0, PAGE, ~0ULL & ~(PAGE - 1)), ERANGE);
+	CHECK_ERRNO(retire(5, 0, PAGE), ENODEV);
+	CHECK_ERRNO(extent_op(ctl, HBMGUARD_IOC_RETIRE, 0, 0, PAGE, 0x80), EINVAL);
+	CHECK_ERRNO(extent_op(ctl, HBMGUARD_IOC_CLEAR, 0, 0, PAGE,
+			      HBMGUARD_RETIRE_PENDING), EINVAL);
+	x = (struct hbmguard_extent_op){ .size = sizeof(x), .length = PAGE,
+					 .source = HBMGUARD_SOURCE_UE };
+	CHECK_ERRNO(ioctl(ctl, HBMGUARD_IOC_RETIRE, &x), EINVAL);
+	x.source = HBMGUARD_SOURCE_ADMIN;
+	x.reserved[1] = 1;
+	CHECK_ERRNO(ioctl(ctl, HBMGUARD_IOC_RETIRE, &x), EINVAL);
+	x.reserved[1] = 0;
+	CHECK_ERRNO(ioctl(ctl, HBMGUARD_IOC_CLEAR, &x), EINVAL);	/* source */
+
+	/* SET_POLICY. */
+	CHECK_ERRNO(set_policy(0, 0, 0, 0, 0), EINVAL);
+	CHECK_ERRNO(set_policy(0, 0x8, 0, 0, 0), EINVAL);
+	CHECK_ERRNO(set_policy(0, HBMGUARD_POLICY_CE_THRESHOLD, 0, 0, 0), EINVAL);
+	CHECK_ERRNO(set_policy(0, HBMGUARD_POLICY_CE_THRESHOLD, 65536, 0, 0), EINVAL);
+	CHECK_ERRNO(set_policy(0, HBMGUARD_POLICY_CE_THRESHOLD, 5, 60, 0), EINVAL);
+	CHECK_ERRNO(set_policy(0, HBMGUARD_POLICY_CE_WINDOW, 0, 366 * 86400, 0), EINVAL);
+	CHECK_ERRNO(set_policy(0, HBMGUARD_POLICY_RETIRE_LIMIT, 0, 0, 0), EINVAL);
+	CHECK_ERRNO(set_policy(0, HBMGUARD_POLICY_RETIRE_LIMIT, 0, 0,
+			       usable / PAGE + 1), EINVAL);
+	CHECK_ERRNO(set_policy(3, HBMGUARD_POLICY_CE_THRESHOLD, 5, 0, 0), ENODEV);
+	p = (struct hbmguard_policy){ .size = sizeof(p), .flags = 1,
+				      .params.ce_threshold = 5 };
+	p.params.reserved = 1;
+	CHECK_ERRNO(ioctl(ctl, HBMGUARD_IOC_SET_POLICY, &p), EINVAL);
+
+	/* INJECT. */
+	CHECK_ERRNO(inject(ctl, 0, 0, 0, 1), EINVAL);
+	CHECK_ERRNO(inject(ctl, 0, __HBMGUARD_ERROR_MAX, 0, 1), EINVAL);
+	CHECK_ERRNO(inject(ctl, 0, HBMGUARD_ERROR_CE, 0, 0), EINVAL);
+	CHECK_ERRNO(inject(ctl, 0, HBMGUARD_ERROR_CE, 0, 65536), EINVAL);
+	CHECK_ERRNO(inject(ctl, 0, HBMGUARD_ERROR_UE, 0, 2), EINVAL);
+	CHECK_ERRNO(inject(ctl, 0, HBMGUARD_ERROR_UE, usable, 1), ERANGE);
+	CHECK_ERRNO(inject(ctl, 0, HBMGUARD_ERROR_UE, ~0ULL, 1), ERANGE);
+	CHECK_ERRNO(inject(ctl, 2, HBMGUARD_ERROR_UE, 0, 1), ENODEV);
+	in = (struct hbmguard_inject){ .size = sizeof(in), .kind = 1, .count = 1,
+				       .reserved0 = 1 };
+	CHECK_ERRNO(ioctl(ctl, HBMGUARD_IOC_INJECT, &in), EINVAL);
+
+	/* SIM_CREATE and SIM_DESTROY. */
+	CHECK_ERRNO(sim_create("x", 1 << 30, 3000, 0, &id), EINVAL);
+	CHECK_ERRNO(sim_create("x", 1 << 30, 2048, 0, &id), EINVAL);
+	CHECK_ERRNO(sim_create("x", 1 << 30, 4 << 20, 0, &id), EINVAL);
+	CHECK_ERRNO(sim_create("x", 0, 4096, 0, &id), EINVAL);
+	CHECK_ERRNO(sim_create("x", (1 << 30) + 512, 4096, 0, &id), EINVAL);
+	CHECK_ERRNO(sim_create("x", 1ULL << 45, 4096, 0, &id), EINVAL);
+	CHECK_ERRNO(sim_create("x", 16 * PAGE, 4096, 16, &id), EINVAL);
+	CHECK_ERRNO(sim_create("", 1 << 30, 4096, 0, &id), EINVAL);
+	CHECK_ERRNO(sim_create("a b", 1 << 30, 4096, 0, &id), EINVAL);
+	CHECK_ERRNO(sim_create("a/b", 1 << 30, 4096, 0, &id), EINVAL);
+	CHECK_ERRNO(sim_create("sim0", 1 << 30, 4096, 0, &id), EEXIST);
+	{
+		struct hbmguard_sim_create sc = { .size = sizeof(sc),
+			.hbm_size = 1 << 30, .page_size = 4096 };
+
+		memset(sc.name, 'a', sizeof(sc.name));	/* no NUL */
+		CHECK_ERRNO(ioctl(ctl, HBMGUARD_IOC_SIM_CREATE, &sc), EINVAL);
+		strcpy(sc.name, "ok");
+		strcpy(sc.identity, "sim:sim1");	/* taken */
+		CHECK_ERRNO(ioctl(ctl, HBMGUARD_IOC_SIM_CREATE, &sc), EEXIST);
+		strcpy(sc.identity, "has space");
+		CHECK_ERRNO(ioctl(ctl, HBMGUARD_IOC_SIM_CREATE, &sc), EINVAL);
+		sc.identity[0] = 0;
+		sc.reserved[0] = 1;
+		CHECK_ERRNO(ioctl(ctl, HBMGUARD_IOC_SIM_CREATE, &sc), EINVAL);
+		sc.reserved[0] = 0;
+		CHECK_ERRNO(ioctl(ctl, HBMGUARD_IOC_SIM_CREATE, (void *)4096), EFAULT);
+	}
+	CHECK_ERRNO(sim_destroy(200), ENODEV);
+	CHECK_ERRNO(sim_destroy(HBMGUARD_MAX_DEVICES + 5), ENODEV);
+	ref = (struct hbmguard_device_ref){ .size = sizeof(ref), .device = 0,
+					    .reserved = 1 };
+	CHECK_ERRNO(ioctl(ctl, HBMGUARD_IOC_SIM_DESTROY, &ref), EINVAL);
+
+	CHECK_UNCHANGED(before);
+}
+
+static void test_sim_devices(void)
+{
+	struct hbmguard_device_info di;
+	uint32_t id, ids[HBMGUARD_MAX_DEVICES];
+	int i, n = 0;
+
+	CHECK_OK(sim_create("big2m", 4ULL << 30, 2 << 20, 0, &id));
+	di = dev_info(id);
+	CHECK(!strcmp(di.identity, "sim:big2m"));
+	CHECK_EQ(di.page_size, 2 << 20);
+	CHECK_EQ(di.spare_total, 40);	/* 4 GiB / 100 MiB */
+	CHECK_EQ(di.usable_size, (4ULL << 30) - 40 * (2ULL << 20));
+	CHECK_OK(retire(id, 3ULL << 21, 1ULL << 21));
+	CHECK_EQ(translate(id, (3ULL << 21) + 5).translated,
+		 di.usable_size + 5);
+	CHECK_OK(sim_destroy(id));
+	CHECK_ERRNO(sim_destroy(id), ENODEV);
+	di = (struct hbmguard_device_info){ .size = sizeof(di), .device = id };
+	CHECK_ERRNO(ioctl(ctl, HBMGUARD_IOC_GET_DEVICE, &di), ENODEV);
+
+	/* The registry holds HBMGUARD_MAX_DEVICES, then ENOSPC. */
+	for (i = 0; i < HBMGUARD_MAX_DEVICES; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "many%d", i);
+		if (sim_create(name, 1 << 20, 4096, 0, &ids[n]) == 0)
+			n++;
+		else
+			break;
+	}
+	CHECK_EQ(n, HBMGUARD_MAX_DEVICES - 2);
+	CHECK_ERRNO(sim_create("onemore", 1 << 20, 4096, 0, &id), ENOSPC);
+	for (i = 0; i < n; i++)
+		CHECK_OK(sim_destroy(ids[i]));
+	CHECK_EQ(snap().info.nr_devices, 2);
+}
+
+static void test_events(void)
+{
+	int ev_fd = open_dev(O_RDONLY | O_NONBLOCK);
+	struct hbmguard_event evs[16], ev;
+	struct hbmguard_info info;
+	struct pollfd pfd = { .fd = ev_fd, .events = POLLIN };
+	int n;
+
+	CHECK_EQ(poll(&pfd, 1, 0), 0);
+	CHECK_ERRNO(read(ev_fd, &ev, sizeof(ev)), EAGAIN);
+	CHECK_ERRNO(read(ev_fd, &ev, sizeof(ev) - 1), EINVAL);
+
+	CHECK_OK(inject(ctl, 0, HBMGUARD_ERROR_UE, 42 * PAGE + 7, 1));
+	CHECK_EQ(poll(&pfd, 1, 1000), 1);
+	CHECK(pfd.revents & POLLIN);
+	n = drain(ev_fd, evs, 16);
+	CHECK_EQ(n, 2);
+	CHECK_EQ(evs[0].type, HBMGUARD_EVENT_ERROR);
+	CHECK_EQ(evs[0].device, 0);
+	CHECK_EQ(evs[0].offset, 42 * PAGE + 7);
+	CHECK_EQ(evs[0].state, HBMGUARD_ERROR_UE);
+	CHECK_EQ(evs[0].source, HBMGUARD_SOURCE_UE);
+	CHECK_EQ(evs[1].type, HBMGUARD_EVENT_RETIRED);
+	CHECK_EQ(evs[1].offset, 42 * PAGE);
+	CHECK_EQ(evs[1].length, PAGE);
+	CHECK_EQ(evs[1].count, 1);
+	CHECK_EQ(evs[1].seqnum, evs[0].seqnum + 1);
+	CHECK_OK(get_info(ctl, &info));
+	CHECK_EQ(info.seqnum, evs[1].seqnum);
+
+	/* Several records in one read. */
+	CHECK_OK(clear(0, 42 * PAGE, PAGE));
+	CHECK_OK(set_policy(0, HBMGUARD_POLICY_CE_WINDOW, 0, 3600, 0));
+	n = read(ev_fd, evs, sizeof(evs));
+	CHECK_EQ(n, 2 * sizeof(ev));
+	CHECK_EQ(evs[0].type, HBMGUARD_EVENT_CLEARED);
+	CHECK_EQ(evs[1].type, HBMGUARD_EVENT_POLICY);
+	CHECK_EQ(evs[1].seqnum, evs[0].seqnum + 1);
+	CHECK_OK(set_policy(0, HBMGUARD_POLICY_CE_WINDOW, 0, 86400, 0));
+	drain(ev_fd, evs, 16);
+
+	/* A bad pointer is EFAULT and loses nothing. */
+	CHECK_OK(retire(0, 8 * PAGE, PAGE));
+	CHECK_ERRNO(read(ev_fd, bad_address, sizeof(ev)), EFAULT);
+	CHECK_EQ(drain(ev_fd, evs, 16), 1);
+	CHECK_EQ(evs[0].type, HBMGUARD_EVENT_RETIRED);
+	CHECK_OK(clear_all(0));
+	close(ev_fd);
+}
+
+/* A blocked reader wakes for an event made by another thread. */
+static void *retire_later(void *arg)
+{
+	(void)arg;
+	usleep(200 * 1000);
+	CHECK_OK(retire(1, 77 * PAGE, PAGE));
+	return NULL;
+}
+
+static void test_blocking_read(void)
+{
+	int ev_fd = open_dev(O_RDONLY);
+	struct hbmguard_event ev;
+	pthread_t th;
+
+	pthread_create(&th, NULL, retire_later, NULL);
+	CHECK_EQ(read(ev_fd, &ev, sizeof(ev)), sizeof(ev));
+	CHECK_EQ(ev.type, HBMGUARD_EVENT_RETIRED);
+	CHECK_EQ(ev.offset, 77 * PAGE);
+	pthread_join(th, NULL);
+	CHECK_OK(clear_all(1));
+	close(ev_fd);
+}
+
+static void test_overflow(void)
+{
+	int ev_fd = open_dev(O_RDONLY | O_NONBLOCK);
+	static struct hbmguard_event evs[4096];
+	struct hbmguard_info info;
+	uint64_t first;
+	int i, n, ring;
+
+	CHECK_OK(get_info(ctl, &info));
+	ring = info.event_ring;
+	first = info.seqnum + 1;
+	/* CEs below the threshold: one ERROR event each. */
+	for (i = 0; i < ring + 100; i++)
+		CHECK_OK(inject(ctl, 0, HBMGUARD_ERROR_CE, (i % 512) * PAGE, 1));
+	CHECK_OK(get_info(ctl, &info));
+	CHECK_EQ(info.seqnum, first + ring + 100 - 1);
+
+	/* The ring holds the oldest; catching up delivers the loss. */
+	n = drain(ev_fd, evs, 4096);
+	CHECK_EQ(n, ring + 1);
+	CHECK_EQ(evs[0].seqnum, first);
+	CHECK_EQ(evs[ring - 1].seqnum, first + ring - 1);
+	CHECK_EQ(evs[ring].type, HBMGUARD_EVENT_OVERFLOW);
+	CHECK_EQ(evs[ring].count, 100);
+	CHECK_EQ(evs[ring].seqnum, info.seqnum);
+
+	/* Later events follow, numbered on. */
+	CHECK_OK(inject(ctl, 0, HBMGUARD_ERROR_CE, 600 * PAGE, 1));
+	n = drain(ev_fd, evs, 4096);
+	CHECK_EQ(n, 1);
+	CHECK_EQ(evs[0].type, HBMGUARD_EVENT_ERROR);
+	CHECK_EQ(evs[0].seqnum, info.seqnum + 1);
+
+	/* A loss while the reader is behind: OVERFLOW comes before newer events. */
+	for (i = 0; i < ring + 5; i++)
+		CHECK_OK(inject(ctl, 0, HBMGUARD_ERROR_CE, (i % 512) * PAGE, 1));
+	n = read(ev_fd, evs, 10 * sizeof(evs[0]));
+	CHECK_EQ(n, 10 * sizeof(evs[0]));
+	CHECK_OK(inject(ctl, 0, HBMGUARD_ERROR_CE, 601 * PAGE, 1));
+	n = drain(ev_fd, evs, 4096);
+	CHECK_EQ(n, ring - 10 + 2);
+	CHECK_EQ(evs[ring - 10].type, HBMGUARD_EVENT_OVERFLOW);
+	CHECK_EQ(evs[ring - 10].count, 5);
+	CHECK_EQ(evs[ring - 9].type, HBMGUARD_EVENT_ERROR);
+	CHECK_EQ(evs[ring - 9].seqnum, evs[ring - 10].seqnum + 1);
+
+	CHECK_OK(clear_all(0));
+	close(ev_fd);
+}
+
+static void test_rmmod_with_open_file(void)
+{
+	CHECK_ERRNO(syscall(SYS_delete_module, "hbmguard", O_NONBLOCK), EWOULDBLOCK);
+}
+
+/* A device destroyed while other threads use it: they get ENODEV, nothing else. */
+struct hammer {
+	uint32_t dev;
+	volatile bool stop;
+	long ok, gone, other;
+};
+
+static void *hammer_dev(void *arg)
+{
+	struct hammer *h = arg;
+	int fd = open_dev(O_RDWR);
+	struct hbmguard_extent ext[16];
+	struct hbmguard_extent_query q;
+	long i = 0;
+
+	while (!h->stop) {
+		struct hbmguard_translate tr = { .size = sizeof(tr),
+						 .device = h->dev,
+						 .offset = (i % 64) * PAGE };
+		int r;
+
+		switch (i++ % 4) {
+		case 0:
+			r = ioctl(fd, HBMGUARD_IOC_TRANSLATE, &tr);
+			break;
+		case 1:
+			r = inject(fd, h->dev, HBMGUARD_ERROR_UE, (i % 64) * PAGE, 1);
+			break;
+		case 2:
+			r = list_bad(fd, h->dev, 0, 0, ext, 16, &q);
+			break;
+		default:
+			r = extent_op(fd, HBMGUARD_IOC_CLEAR, h->dev, 0, 64 * PAGE, 0);
+			break;
+		}
+		if (!r)
+			__atomic_add_fetch(&h->ok, 1, __ATOMIC_RELAXED);
+		else if (errno == ENODEV)
+			__atomic_add_fetch(&h->gone, 1, __ATOMIC_RELAXED);
+		else
+			__atomic_add_fetch(&h->other, 1, __ATOMIC_RELAXED);
+	}
+	close(fd);
+	return NULL;
+}
+
+static void test_destroy_in_use(void)
+{
+	int round;
+
+	for (round = 0; round < 20; round++) {
+		struct hammer h = { .stop = false };
+		pthread_t th[3];
+		int i;
+
+		CHECK_OK(sim_create("victim", 64 << 20, 4096, 64, &h.dev));
+		for (i = 0; i < 3; i++)
+			pthread_create(&th[i], NULL, hammer_dev, &h);
+		usleep(20 * 1000);
+		CHECK_OK(sim_destroy(h.dev));
+		usleep(20 * 1000);
+		h.stop = true;
+		for (i = 0; i < 3; i++)
+			pthread_join(th[i], NULL);
+		CHECK(h.gone > 0);
+		CHECK_EQ(h.other, 0);
+	}
+	CHECK_EQ(snap().info.nr_devices, 2);
+}
+
+/* Concurrent retirements of distinct pages: each gets its own spare. */
+struct retirer {
+	uint32_t dev;
+	int base;
+};
+
+static void *retire_many(void *arg)
+{
+	struct retirer *r = arg;
+	int fd = open_dev(O_RDWR), i;
+
+	for (i = 0; i < 500; i++)
+		CHECK_OK(extent_op(fd, HBMGUARD_IOC_RETIRE, r->dev,
+				   (uint64_t)(r->base + 4 * i) * PAGE, PAGE, 0));
+	close(fd);
+	return NULL;
+}
+
+static void test_concurrent(void)
+{
+	static struct hbmguard_extent ext[4096];
+	struct hbmguard_extent_query q;
+	struct retirer r[4];
+	pthread_t th[4];
+	static char used[4000];
+	uint32_t id;
+	uint64_t usable, total = 0;
+	int i, j;
+
+	CHECK_OK(sim_create("busy", 256 << 20, 4096, 4000, &id));
+	for (i = 0; i < 4; i++) {
+		r[i] = (struct retirer){ .dev = id, .base = i };
+		pthread_create(&th[i], NULL, retire_many, &r[i]);
+	}
+	for (i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	CHECK_EQ(dev_info(id).nr_retired, 2000);
+	usable = dev_info(id).usable_size;
+	CHECK_OK(list_bad(ctl, id, 0, 0, ext, 4096, &q));
+	for (i = 0; i < (int)q.count; i++) {
+		for (j = 0; j < (int)(ext[i].length / PAGE); j++) {
+			uint64_t s = (ext[i].spare_offset - usable) / PAGE + j;
+
+			CHECK(s < 4000 && !used[s]);
+			if (s < 4000)
+				used[s] = 1;
+		}
+		total += ext[i].length / PAGE;
+	}
+	CHECK_EQ(total, 2000);
+	CHECK_OK(sim_destroy(id));
+}
+
+/* A large table read back in pieces through the cursor. */
+static void test_large_table(void)
+{
+	enum { PAGES = 200000, CHUNK = 4096 };
+	static struct hbmguard_extent ext[CHUNK];
+	struct hbmguard_extent_query q;
+	struct hbmguard_device_info di;
+	uint64_t start = 0, seen = 0, expect_off = 0;
+	uint32_t id, i;
+	int calls = 0;
+
+	CHECK_OK(sim_create("large", 4ULL << 30, 4096, PAGES + 8, &id));
+	for (i = 0; i < PAGES; i++)
+		if (extent_op(ctl, HBMGUARD_IOC_RETIRE, id, (uint64_t)i * 2 * PAGE,
+			      PAGE, 0)) {
+			CHECK(!"retire failed");
+			break;
+		}
+	di = dev_info(id);
+	CHECK_EQ(di.nr_retired, PAGES);
+	CHECK_EQ(di.nr_extents, PAGES);
+	printf("  %u retired pages: %llu bytes of table, %.1f bytes/page\n",
+	       PAGES, (unsigned long long)di.table_bytes,
+	       (double)di.table_bytes / PAGES);
+	do {
+		CHECK_OK(list_bad(ctl, id, start, 0, ext, CHUNK, &q));
+		for (i = 0; i < q.count; i++, expect_off += 2 * PAGE)
+			if (ext[i].offset != expect_off) {
+				CHECK_EQ(ext[i].offset, expect_off);
+				break;
+			}
+		seen += q.count;
+		CHECK(q.next > start);
+		start = q.next;
+		calls++;
+	} while (q.count && start < di.usable_size);
+	CHECK_EQ(seen, PAGES);
+	CHECK_EQ(calls, (PAGES + CHUNK - 1) / CHUNK);
+	CHECK_OK(sim_destroy(id));
+}
+
+/* Reads for the device node's group; mutations need CAP_SYS_ADMIN. */
+static void test_unprivileged(void)
+{
+	struct snapshot before = snap();
+	pid_t pid;
+	int status;
+
+	CHECK_OK(chown(DEV_NODE, 0, 1000));
+	pid = fork();
+	if (pid == 0) {
+		struct hbmguard_info info;
+		int fd;
+
+		if (setgid(1000) || setuid(1000))
+			_exit(10);
+		fd = open(DEV_NODE, O_RDWR);
+		if (fd >= 0 || errno != EACCES)	/* 0640: no write for the group */
+			_exit(11);
+		fd = open(DEV_NODE, O_RDONLY);
+		if (fd < 0)
+			_exit(12);
+		if (get_info(fd, &info) || info.nr_devices != 2)
+			_exit(13);
+		ctl = fd;
+		if (translate(0, 0).state != HBMGUARD_STATE_CLEAN)
+			_exit(14);
+		if (extent_op(fd, HBMGUARD_IOC_RETIRE, 0, 0, PAGE, 0) != -1 ||
+		    errno != EPERM)
+			_exit(15);
+		if (inject(fd, 0, HBMGUARD_ERROR_UE, 0, 1) != -1 || errno != EPERM)
+			_exit(16);
+		if (extent_op(fd, HBMGUARD_IOC_CLEAR, 0, 0, PAGE, 0) != -1 ||
+		    errno != EPERM)
+			_exit(17);
+		if (sim_destroy(0) != -1 || errno != EPERM)
+			_exit(18);
+		_exit(0);
+	}
+	waitpid(pid, &status, 0);
+	CHECK_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status), 0);
+
+	pid = fork();
+	if (pid == 0) {	/* neither owner nor group */
+		if (setgid(2000) || setuid(2000))
+			_exit(10);
+		_exit(open(DEV_NODE, O_RDONLY) < 0 && errno == EACCES ? 0 : 1);
+	}
+	waitpid(pid, &status, 0);
+	CHECK_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : 100, 0);
+	CHECK_OK(chown(DEV_NODE, 0, 0));
+	CHECK_UNCHANGED(before);
+}
+
+static const struct {
+	const char *name;
+	void (*fn)(void);
+} tests[] = {
+	{ "info", test_info },
+	{ "list_devices", test_list_devices },
+	{ "retire_translate_clear", test_retire_translate_clear },
+	{ "inject_policy", test_inject_policy },
+	{ "bad_input", test_bad_input },
+	{ "sim_devices", test_sim_devices },
+	{ "events", test_events },
+	{ "blocking_read", test_blocking_read },
+	{ "overflow", test_overflow },
+	{ "rmmod_with_open_file", test_rmmod_with_open_file },
+	{ "destroy_in_use", test_destroy_in_use },
+	{ "concurrent", test_concurrent },
+	{ "large_table", test_large_table },
+	{ "unprivileged", test_unprivileged },
+};
+
+int main(int argc, char **argv)
+{
+	int passed = 0, failed = 0;
+	size_t i;
+	int a;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	ctl = open_dev(O_RDWR);
+	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+		int before = hbm_failures;
+
+		if (argc > 1) {
+			for (a = 1; a < argc; a++)
+				if (!strcmp(argv[a], tests[i].name))
+					break;
+			if (a == argc)
+				continue;
+		}
+		hbm_test_name = tests[i].name;
+		tests[i].fn();
+		if (hbm_failures == before) {
+			printf("ok %s\n", tests[i].name);
+			passed++;
+		} else {
+			printf("not ok %s\n", tests[i].name);
+			failed++;
+		}
+	}
+	close(ctl);
+	printf("hbmtest: %d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
