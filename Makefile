@@ -57,7 +57,17 @@ $(BUILD)/%/hbmguard.ko: $(KMOD_SRC)
 
 modules-all: $(foreach v,$(DEB_KVERS),$(BUILD)/$(v)/hbmguard.ko)
 
-userspace: $(BUILD)/unit $(BUILD)/unit-san $(BUILD)/guest/hbmtest $(BUILD)/bench-core
+userspace: $(BUILD)/hbmctl $(BUILD)/unit $(BUILD)/unit-san $(BUILD)/guest/hbmtest \
+	$(BUILD)/bench-core $(BUILD)/guest/hbmbench
+
+$(BUILD)/hbmctl: daemon/hbmctl.c uapi/linux/hbmguard.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_USER) daemon/hbmctl.c -o $@
+
+# Static copies for the busybox guests.
+$(BUILD)/guest/hbmctl: daemon/hbmctl.c uapi/linux/hbmguard.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_USER) -static daemon/hbmctl.c -o $@
 
 $(BUILD)/unit: $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p $(@D)
@@ -72,6 +82,10 @@ $(BUILD)/guest/hbmtest: tests/guest/hbmtest.c tests/guest/hbmtest.h uapi/linux/h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) -static -pthread tests/guest/hbmtest.c -o $@
 
+$(BUILD)/guest/hbmbench: tests/bench/hbmbench.c uapi/linux/hbmguard.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_USER) -static tests/bench/hbmbench.c -o $@
+
 $(BUILD)/bench-core: tests/bench/bench_core.c tests/unit/shim.c $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) -O2 tests/bench/bench_core.c tests/unit/shim.c $(CORE_SRC) -o $@
@@ -82,7 +96,7 @@ check-unit: $(BUILD)/unit $(BUILD)/unit-san
 	@echo "== tier 1: unit tests under ASan+UBSan"
 	ASAN_OPTIONS=detect_leaks=1 $(BUILD)/unit-san
 
-check-kernel: modules-all $(BUILD)/guest/hbmtest
+check-kernel: modules-all $(BUILD)/guest/hbmtest $(BUILD)/guest/hbmctl
 	@echo "== tier 2: kernel tests in qemu"
 	@for v in $(DEB_KVERS); do \
 		$(TOP)/tests/kernel/run.sh $$v || exit 1; \
@@ -92,11 +106,11 @@ check: deps
 	@$(MAKE) --no-print-directory check-unit check-kernel
 
 bench: deps
-	@$(MAKE) --no-print-directory $(BUILD)/bench-core modules-all $(BUILD)/guest/hbmtest
+	@$(MAKE) --no-print-directory $(BUILD)/bench-core modules-all $(BUILD)/guest/hbmbench
 	@$(TOP)/tests/bench/run.sh
 
 demo: deps
-	@$(MAKE) --no-print-directory modules-all $(BUILD)/guest/hbmtest
+	@$(MAKE) --no-print-directory modules-all $(BUILD)/guest/hbmctl
 	@$(TOP)/scripts/demo.sh
 
 install: module

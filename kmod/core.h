@@ -118,6 +118,12 @@ struct hbm_leaf {
 	struct hbm_extent ext[HBM_LEAF_CAP];
 };
 
+/* A copy of what a lookup needs of a leaf before it touches the leaf. */
+struct hbm_leaf_key {
+	u32 first;		/* ext[0].first */
+	u32 nr;
+};
+
 struct hbm_table {
 	u32 nr_pages;		/* usable pages: [0, nr_pages) */
 	u32 spare_total;
@@ -126,7 +132,7 @@ struct hbm_table {
 	unsigned long *spare_map;	/* bit set: spare in use */
 
 	struct hbm_leaf **leaves;	/* sorted, none empty */
-	u32 *leaf_first;	/* leaves[i]->ext[0].first, packed for search */
+	struct hbm_leaf_key *keys;	/* of each leaf, packed for search */
 	u32 nr_leaves;
 	u32 cap_leaves;
 

@@ -109,8 +109,11 @@ static void ce_evict_emptiest(struct hbm_core *c, u32 now)
 	c->ce_evicted++;
 }
 
-/* Add @count errors to @page's bucket; true when the page must be retired. */
-static bool ce_add(struct hbm_core *c, u32 page, u32 count, u32 now)
+/*
+ * Add @count errors to @page's bucket; true when the page must be retired,
+ * with the errors the bucket then holds in *@held.
+ */
+static bool ce_add(struct hbm_core *c, u32 page, u32 count, u32 now, u32 *held)
 {
 	u64 threshold = (u64)c->policy.ce_threshold * LEVEL_ONE;
 	u32 i = ce_search(c, page);
@@ -126,8 +129,10 @@ static bool ce_add(struct hbm_core *c, u32 page, u32 count, u32 now)
 		c->ce_nr++;
 	}
 	level = level_now(&c->policy, &c->ce[i], now) + (u64)count * LEVEL_ONE;
-	if (level >= threshold)
+	if (level >= threshold) {
+		*held = (u32)min_t(u64, level / LEVEL_ONE, 0xffff);
 		return true;	/* the caller forgets the bucket once retired */
+	}
 	c->ce[i].level = (u32)level;
 	c->ce[i].last = now;
 	return false;
@@ -204,6 +209,7 @@ int hbm_core_report(struct hbm_core *c, u32 page, u32 kind, u32 count,
 		    u32 now, struct hbm_result *res)
 {
 	struct hbm_extent e;
+	u32 errors = count;
 	enum hbm_op op;
 	u8 source;
 	int err;
@@ -220,7 +226,7 @@ int hbm_core_report(struct hbm_core *c, u32 page, u32 kind, u32 count,
 		if (hbm_table_lookup(&c->table, page, &e)) {
 			op = HBM_OP_PENDING;	/* keeps every state */
 			source = e.source;
-		} else if (ce_add(c, page, count, now)) {
+		} else if (ce_add(c, page, count, now, &errors)) {
 			op = HBM_OP_RETIRE;
 			source = HBMGUARD_SOURCE_CE_THRESHOLD;
 		} else {
@@ -241,7 +247,7 @@ int hbm_core_report(struct hbm_core *c, u32 page, u32 kind, u32 count,
 	}
 
 	/* On -ENOMEM the bucket keeps its level: the next error retries. */
-	err = hbm_table_apply(&c->table, op, page, 1, source, count, now, res);
+	err = hbm_table_apply(&c->table, op, page, 1, source, errors, now, res);
 	if (err)
 		return err;
 	if (kind == HBMGUARD_ERROR_CE)

@@ -14,11 +14,12 @@
  * retired one by one stay one extent each.  An extent takes 24 bytes.
  *
  * The extents live sorted in leaves of 170 (one 4 KiB allocation each); a
- * packed array of each leaf's first page sits on top.  A lookup is a binary
- * search of that array (48 KiB at 10^6 extents: it stays in cache) and one
- * of a leaf: two levels, no pointer chasing beyond one leaf.  This is a
- * B+tree of height two, which is all 10^6 entries need; a deeper tree would
- * only add levels to every lookup.
+ * packed array of each leaf's first page and count sits on top.  A lookup is
+ * a branch-free binary search of that array (48 KiB at 10^6 extents: it
+ * stays in cache) and an interpolation guess into one leaf, which with bad
+ * pages spread over the device lands on the right cache line: about one
+ * cache miss per lookup.  This is a B+tree of height two, which is all 10^6
+ * entries need; a deeper tree would only add levels to every lookup.
  *
  * Every change goes through one path, hbm_table_apply(): the extents that
  * overlap or touch the range are read, the replacement run is built with
@@ -88,28 +89,87 @@ static bool pos_equal(struct pos a, struct pos b)
 	return a.leaf == b.leaf && a.idx == b.idx;
 }
 
+/*
+ * How many of the @n leaves start at or below @page.  Branch-free: the loop runs
+ * log2(n) times whatever the keys, and the compiler turns the step into a
+ * conditional move, so a lookup pays no mispredicted branches (which cost
+ * more than the cache misses here when the top array is hot).
+ */
+static u32 count_at_or_below(const struct hbm_leaf_key *keys, u32 n, u32 page)
+{
+	const struct hbm_leaf_key *base = keys;
+
+	if (!n)
+		return 0;
+	while (n > 1) {
+		u32 half = n / 2;
+
+		base = base[half].first <= page ? base + half : base;
+		n -= half;
+	}
+	return base - keys + (base->first <= page);
+}
+
+/*
+ * Narrow [*lo, *hi), the range holding the first extent above @page, by
+ * interpolation.  Bad pages spread fairly evenly within a leaf, so the guess
+ * usually lands on the right cache line, and a lookup in a table far larger
+ * than the cache then costs about one miss in the leaf where a binary search
+ * costs eight.  Clustered pages only make the guess less useful: the binary
+ * search that follows is bounded by the range either way.
+ */
+static void leaf_narrow(const struct hbm_leaf *leaf,
+			const struct hbm_leaf_key *key, u32 next_first,
+			u32 page, u32 *lo, u32 *hi)
+{
+	u32 guess, step;
+
+	/*
+	 * Everything the guess needs comes from the top array, so the first
+	 * access to the leaf is the guessed line itself.
+	 */
+	if (key->nr < 16)
+		return;
+	guess = 1 + (u32)hbm_div_u64((u64)(page - key->first) * (key->nr - 1),
+				      next_first - key->first);
+	guess = min(guess, key->nr - 1);
+	/* Gallop from the guess until the answer is bracketed. */
+	if (leaf->ext[guess].first <= page) {
+		for (step = 1; guess + step < *hi; step *= 2) {
+			if (leaf->ext[guess + step].first > page) {
+				*hi = guess + step;
+				break;
+			}
+		}
+		*lo = guess + 1;
+	} else {
+		for (step = 1; step < guess - *lo + 1; step *= 2) {
+			if (leaf->ext[guess - step].first <= page) {
+				*lo = guess - step + 1;
+				break;
+			}
+		}
+		*hi = guess;
+	}
+}
+
 /* Position of the first extent that starts above @page. */
 static struct pos pos_after(const struct hbm_table *t, u32 page)
 {
 	const struct hbm_leaf *leaf;
-	u32 lo = 0, hi = t->nr_leaves;
+	u32 lo = count_at_or_below(t->keys, t->nr_leaves, page), hi;
 	struct pos p;
 
-	while (lo < hi) {
-		u32 mid = lo + (hi - lo) / 2;
-
-		if (t->leaf_first[mid] <= page)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (!lo)
 		return (struct pos){ 0, 0 };
 
 	p.leaf = lo - 1;
 	leaf = t->leaves[p.leaf];
 	lo = 1;			/* ext[0].first <= page */
-	hi = leaf->nr;
+	hi = t->keys[p.leaf].nr;
+	leaf_narrow(leaf, &t->keys[p.leaf],
+		    p.leaf + 1 < t->nr_leaves ? t->keys[p.leaf + 1].first : t->nr_pages,
+		    page, &lo, &hi);
 	while (lo < hi) {
 		u32 mid = lo + (hi - lo) / 2;
 
@@ -446,27 +506,28 @@ static void op_build(struct op_ctx *c, struct pos lo, struct pos hi,
 static int leaves_reserve(struct hbm_table *t, u32 want)
 {
 	struct hbm_leaf **leaves;
-	u32 *first, cap;
+	struct hbm_leaf_key *keys;
+	u32 cap;
 
 	if (want <= t->cap_leaves)
 		return 0;
 	cap = max(want, 2 * t->cap_leaves);
 	leaves = hbm_alloc(cap * sizeof(*leaves));
-	first = hbm_alloc(cap * sizeof(*first));
-	if (!leaves || !first) {
+	keys = hbm_alloc(cap * sizeof(*keys));
+	if (!leaves || !keys) {
 		hbm_free(leaves);
-		hbm_free(first);
+		hbm_free(keys);
 		return -ENOMEM;
 	}
 	if (t->nr_leaves) {
 		memcpy(leaves, t->leaves, t->nr_leaves * sizeof(*leaves));
-		memcpy(first, t->leaf_first, t->nr_leaves * sizeof(*first));
+		memcpy(keys, t->keys, t->nr_leaves * sizeof(*keys));
 	}
 	hbm_free(t->leaves);
-	hbm_free(t->leaf_first);
-	t->bytes += (u64)(cap - t->cap_leaves) * (sizeof(*leaves) + sizeof(*first));
+	hbm_free(t->keys);
+	t->bytes += (u64)(cap - t->cap_leaves) * (sizeof(*leaves) + sizeof(*keys));
 	t->leaves = leaves;
-	t->leaf_first = first;
+	t->keys = keys;
 	t->cap_leaves = cap;
 	return 0;
 }
@@ -520,7 +581,7 @@ static int splice(struct hbm_table *t, struct pos lo, struct pos hi,
 		if (n)
 			memcpy(&leaf->ext[lo.idx], run, n * sizeof(*run));
 		leaf->nr = total;
-		t->leaf_first[w0] = leaf->ext[0].first;
+		t->keys[w0] = (struct hbm_leaf_key){ leaf->ext[0].first, total };
 		t->nr_extents += n - removed;
 		return 0;
 	}
@@ -587,8 +648,8 @@ static int splice(struct hbm_table *t, struct pos lo, struct pos hi,
 	if (need != wcount) {
 		memmove(&t->leaves[w0 + need], &t->leaves[w0 + wcount],
 			(t->nr_leaves - w0 - wcount) * sizeof(*t->leaves));
-		memmove(&t->leaf_first[w0 + need], &t->leaf_first[w0 + wcount],
-			(t->nr_leaves - w0 - wcount) * sizeof(*t->leaf_first));
+		memmove(&t->keys[w0 + need], &t->keys[w0 + wcount],
+			(t->nr_leaves - w0 - wcount) * sizeof(*t->keys));
 	}
 	for (i = wcount; i < need; i++) {
 		t->leaves[w0 + i] = fresh[i - wcount];
@@ -606,7 +667,7 @@ static int splice(struct hbm_table *t, struct pos lo, struct pos hi,
 		leaf = t->leaves[w0 + i];
 		memcpy(leaf->ext, &all[done], cnt * sizeof(*all));
 		leaf->nr = cnt;
-		t->leaf_first[w0 + i] = leaf->ext[0].first;
+		t->keys[w0 + i] = (struct hbm_leaf_key){ leaf->ext[0].first, cnt };
 		done += cnt;
 	}
 	t->nr_leaves += need - wcount;
@@ -701,7 +762,7 @@ void hbm_table_destroy(struct hbm_table *t)
 	for (i = 0; i < t->nr_leaves; i++)
 		hbm_free(t->leaves[i]);
 	hbm_free(t->leaves);
-	hbm_free(t->leaf_first);
+	hbm_free(t->keys);
 	hbm_free(t->spare_map);
 	memset(t, 0, sizeof(*t));
 }

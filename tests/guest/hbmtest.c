@@ -348,6 +348,7 @@ static void test_inject_policy(void)
 	CHECK_OK(list_bad(ctl, 1, 0, 0, ext, 2, &q));
 	CHECK_EQ(q.count, 1);
 	CHECK_EQ(ext[0].source, HBMGUARD_SOURCE_CE_THRESHOLD);
+	CHECK_EQ(ext[0].error_count, 5);
 
 	/* One UE or poison retires at once. */
 	CHECK_OK(inject(ctl, 1, HBMGUARD_ERROR_UE, 9 * PAGE, 1));

@@ -18,6 +18,7 @@ start=$(date +%s)
 "$TOP/scripts/guest-run" --kernel "$kver" \
 	--file "$ko:/hbmguard.ko" \
 	--file "$TOP/build/guest/hbmtest:/bin/hbmtest" \
+	--file "$TOP/build/guest/hbmctl:/bin/hbmctl" \
 	--file "$TOP/tests/kernel/tier2.sh:/tier2.sh" \
 	--log "$TOP/build/logs/tier2-$kver.log" \
 	-- sh /tier2.sh

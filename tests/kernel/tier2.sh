@@ -20,9 +20,20 @@ hbmtest
 rc=$?
 [ $rc = 0 ] || fail=$((fail + 1))
 
+# hbmctl, as an operator uses it: output and exit statuses.
+check "hbmctl devices" 'hbmctl devices | grep -q "^0 *sim0 *sim:sim0 *1G *4096 *0 *0 *0 *10/10 *ok"'
+check "hbmctl retire" 'hbmctl retire sim1 0x5000 && hbmctl pages sim1 | grep -q "^0x5000 *1 .*retired *admin"'
+check "hbmctl translate" 'hbmctl translate 1 0x5010 | grep -q "^0x5010 -> 0x3fff6010 (retired)"'
+check "hbmctl clear" 'hbmctl clear sim1 0x5000 4K && hbmctl translate sim1 0x5000 | grep -q "(clean)"'
+check "hbmctl bad usage is 2" 'hbmctl frobnicate sim0 2>/dev/null; [ $? = 2 ]'
+check "hbmctl bad number is 2" 'hbmctl retire sim0 12Q 2>/dev/null; [ $? = 2 ]'
+check "hbmctl refused is 1" 'hbmctl retire sim0 0x10 2>&1 | grep -q "page aligned"; hbmctl retire sim0 0x10 2>/dev/null; [ $? = 1 ]'
+check "hbmctl unknown device" 'hbmctl pages gpu9 2>&1 | grep -q "no device .gpu9."'
+
 check "unload" 'rmmod hbmguard'
 check "unload clean" 'dmesg | grep -q "hbmguard: unloaded"'
 check "load again with no devices" 'insmod /hbmguard.ko && rmmod hbmguard'
+check "hbmctl without the module is 3" 'hbmctl status 2>/dev/null; [ $? = 3 ]'
 
 echo "tier2: $([ $fail = 0 ] && echo all passed || echo "$fail failed")"
 exit $fail

@@ -67,6 +67,13 @@ START_TEST(ce_below_threshold_counts_only)
 	ck_assert_int_eq(report(5, HBMGUARD_ERROR_CE, 1, NOW), 0);
 	ck_assert_uint_eq(state_of(5), HBMGUARD_STATE_RETIRED);
 	ck_assert_uint_eq(res.retired, 1);
+	{
+		struct hbm_extent e;
+
+		ck_assert(hbm_table_lookup(&c.table, 5, &e));
+		ck_assert_uint_eq(e.errors, 50);	/* the bucket's, not the last report's */
+		ck_assert_uint_eq(e.source, HBMGUARD_SOURCE_CE_THRESHOLD);
+	}
 	ck_assert_uint_eq(hbm_ce_level(&c, 5, NOW), 0);	/* bucket gone */
 	ck_assert_uint_eq(c.ce_nr, 0);
 }

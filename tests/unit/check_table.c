@@ -24,8 +24,9 @@ const char *table_invariants(const struct hbm_table *t)
 
 		if (!leaf->nr || leaf->nr > HBM_LEAF_CAP)
 			return "leaf empty or overfull";
-		if (t->leaf_first[l] != leaf->ext[0].first)
-			return "leaf_first out of date";
+		if (t->keys[l].first != leaf->ext[0].first ||
+		    t->keys[l].nr != leaf->nr)
+			return "leaf key out of date";
 		for (i = 0; i < leaf->nr; i++) {
 			const struct hbm_extent *e = &leaf->ext[i];
 

@@ -1,0 +1,501 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * hbmctl: the operator's view of hbmguard, straight from /dev/hbmguard, so
+ * that it works whether or not the daemon runs.
+ *
+ *   hbmctl status                      module and device summary
+ *   hbmctl devices                     one line per device
+ *   hbmctl pages DEV                   the bad-page table of a device
+ *   hbmctl translate DEV OFFSET        where an offset is served from
+ *   hbmctl retire DEV OFFSET [LENGTH] [--pending]
+ *   hbmctl clear DEV OFFSET LENGTH
+ *   hbmctl inject DEV ce|ue|poison OFFSET [COUNT]
+ *   hbmctl policy DEV [ce_threshold=N] [ce_window=SECONDS] [retire_limit=PAGES]
+ *   hbmctl sim-create NAME SIZE [page_size=N] [spares=N] [identity=ID]
+ *   hbmctl sim-destroy DEV
+ *   hbmctl watch [COUNT]               print events as they happen
+ *
+ * DEV is a device id or name.  Sizes and offsets take 0x and K, M, G, T.
+ * Exit status: 0 success, 1 the kernel refused (the message says why),
+ * 2 bad usage, 3 /dev/hbmguard missing (module not loaded).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/hbmguard.h>
+
+#define DEV_NODE "/dev/" HBMGUARD_DEVICE_NAME
+
+enum { EXIT_REFUSED = 1, EXIT_USAGE = 2, EXIT_NODEV = 3 };
+
+static int fd = -1;
+
+static const char *const state_names[] = {
+	[HBMGUARD_STATE_CLEAN] = "clean", [HBMGUARD_STATE_PENDING] = "pending",
+	[HBMGUARD_STATE_RETIRED] = "retired", [HBMGUARD_STATE_FAILED] = "failed",
+};
+static const char *const source_names[] = {
+	[HBMGUARD_SOURCE_NONE] = "-", [HBMGUARD_SOURCE_UE] = "ue",
+	[HBMGUARD_SOURCE_CE_THRESHOLD] = "ce-threshold",
+	[HBMGUARD_SOURCE_POISON] = "poison", [HBMGUARD_SOURCE_ADMIN] = "admin",
+	[HBMGUARD_SOURCE_RESTORED] = "restored",
+};
+static const char *const health_names[] = {
+	[HBMGUARD_HEALTH_OK] = "ok", [HBMGUARD_HEALTH_DEGRADED] = "degraded",
+	[HBMGUARD_HEALTH_RMA] = "rma",
+};
+static const char *const error_names[] = {
+	[HBMGUARD_ERROR_CE] = "ce", [HBMGUARD_ERROR_UE] = "ue",
+	[HBMGUARD_ERROR_POISON] = "poison",
+};
+
+#define NAME(table, i) \
+	((size_t)(i) < sizeof(table) / sizeof(table[0]) && table[i] ? table[i] : "?")
+
+static void usage(const char *why)
+{
+	if (why)
+		fprintf(stderr, "hbmctl: %s\n", why);
+	fprintf(stderr, "usage: hbmctl status | devices | pages DEV | translate DEV OFFSET |\n"
+		"       retire DEV OFFSET [LENGTH] [--pending] | clear DEV OFFSET LENGTH |\n"
+		"       inject DEV ce|ue|poison OFFSET [COUNT] | policy DEV [key=value...] |\n"
+		"       sim-create NAME SIZE [page_size=N] [spares=N] [identity=ID] |\n"
+		"       sim-destroy DEV | watch [COUNT]\n");
+	exit(EXIT_USAGE);
+}
+
+/* The kernel said no: say what it means for the operator. */
+static void refused(const char *what)
+{
+	const char *hint = "";
+
+	switch (errno) {
+	case EPERM:
+		hint = " (needs root: CAP_SYS_ADMIN)";
+		break;
+	case ENODEV:
+		hint = " (no such device: see 'hbmctl devices')";
+		break;
+	case ERANGE:
+		hint = " (outside the device's usable size)";
+		break;
+	case EINVAL:
+		hint = " (offsets and lengths must be page aligned; see hbmctl devices)";
+		break;
+	case EEXIST:
+		hint = " (a device with that name or identity exists)";
+		break;
+	}
+	fprintf(stderr, "hbmctl: %s: %s%s\n", what, strerror(errno), hint);
+	exit(EXIT_REFUSED);
+}
+
+static void open_node(int flags)
+{
+	fd = open(DEV_NODE, flags | O_CLOEXEC);
+	if (fd < 0 && errno == EACCES && (flags & O_ACCMODE) == O_RDWR)
+		fd = open(DEV_NODE, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "hbmctl: %s: %s%s\n", DEV_NODE, strerror(errno),
+			errno == ENOENT ? " (is the module loaded? modprobe hbmguard)" : "");
+		exit(errno == ENOENT ? EXIT_NODEV : EXIT_REFUSED);
+	}
+}
+
+static uint64_t parse_size(const char *s, const char *what)
+{
+	char *end;
+	unsigned long long v;
+	int shift = 0;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s || *s == '-')
+		goto bad;
+	switch (*end) {
+	case 'T': shift += 10; /* fall through */
+	case 'G': shift += 10; /* fall through */
+	case 'M': shift += 10; /* fall through */
+	case 'K': shift += 10; end++; break;
+	}
+	if (*end || (shift && v > (UINT64_MAX >> shift)))
+		goto bad;
+	return (uint64_t)v << shift;
+bad:
+	fprintf(stderr, "hbmctl: %s '%s' is not a number (e.g. 4096, 0x1000, 2M)\n",
+		what, s);
+	exit(EXIT_USAGE);
+}
+
+static void get_device(uint32_t id, struct hbmguard_device_info *di)
+{
+	memset(di, 0, sizeof(*di));
+	di->size = sizeof(*di);
+	di->device = id;
+	if (ioctl(fd, HBMGUARD_IOC_GET_DEVICE, di))
+		refused("get device");
+}
+
+static uint32_t list_devices(uint32_t *ids, uint32_t max)
+{
+	struct hbmguard_device_list l = { .size = sizeof(l), .capacity = max,
+					  .ids = (uintptr_t)ids };
+
+	if (ioctl(fd, HBMGUARD_IOC_LIST_DEVICES, &l))
+		refused("list devices");
+	return l.count < max ? l.count : max;
+}
+
+/* A device by id or by name. */
+static uint32_t device_arg(const char *s)
+{
+	uint32_t ids[HBMGUARD_MAX_DEVICES], n = list_devices(ids, HBMGUARD_MAX_DEVICES), i;
+	struct hbmguard_device_info di;
+	char *end;
+	unsigned long id = strtoul(s, &end, 10);
+
+	for (i = 0; i < n; i++) {
+		get_device(ids[i], &di);
+		if (!strcmp(di.name, s) || (!*end && end != s && ids[i] == id))
+			return ids[i];
+	}
+	fprintf(stderr, "hbmctl: no device '%s' (see 'hbmctl devices')\n", s);
+	exit(EXIT_REFUSED);
+}
+
+static const char *fmt_size(char *buf, size_t len, uint64_t bytes)
+{
+	static const char units[] = "KMGT";
+	int u = -1;
+
+	while (bytes >= 1024 && !(bytes % 1024) && u < 3) {
+		bytes /= 1024;
+		u++;
+	}
+	if (u < 0)
+		snprintf(buf, len, "%" PRIu64, bytes);
+	else
+		snprintf(buf, len, "%" PRIu64 "%c", bytes, units[u]);
+	return buf;
+}
+
+static int cmd_devices(void)
+{
+	uint32_t ids[HBMGUARD_MAX_DEVICES], n = list_devices(ids, HBMGUARD_MAX_DEVICES), i;
+	struct hbmguard_device_info di;
+
+	printf("%-4s %-10s %-20s %8s %6s %8s %8s %8s %7s %-8s\n", "ID", "NAME",
+	       "IDENTITY", "HBM", "PAGE", "RETIRED", "PENDING", "FAILED", "SPARES",
+	       "HEALTH");
+	for (i = 0; i < n; i++) {
+		char size[24];
+
+		get_device(ids[i], &di);
+		printf("%-4u %-10s %-20s %8s %6u %8u %8u %8u %3u/%-3u %-8s\n", ids[i],
+		       di.name, di.identity, fmt_size(size, sizeof(size), di.hbm_size),
+		       di.page_size,
+		       di.nr_retired, di.nr_pending, di.nr_failed,
+		       di.spare_total - di.spare_used, di.spare_total,
+		       NAME(health_names, di.health));
+	}
+	return 0;
+}
+
+static int cmd_status(void)
+{
+	struct hbmguard_info info = { .size = sizeof(info) };
+
+	if (ioctl(fd, HBMGUARD_IOC_GET_INFO, &info))
+		refused("get info");
+	printf("hbmguard API %u: %u devices, generation %" PRIu64
+	       ", %" PRIu64 " events\n\n", info.version, info.nr_devices,
+	       (uint64_t)info.generation, (uint64_t)info.seqnum);
+	return cmd_devices();
+}
+
+static int cmd_pages(uint32_t dev)
+{
+	static struct hbmguard_extent ext[1024];
+	struct hbmguard_extent_query q;
+	struct hbmguard_device_info di;
+	uint64_t start = 0;
+	uint32_t i;
+
+	get_device(dev, &di);
+	printf("%s (%s): %u retired, %u pending, %u failed pages of %u bytes; "
+	       "health %s\n", di.name, di.identity, di.nr_retired, di.nr_pending,
+	       di.nr_failed, di.page_size, NAME(health_names, di.health));
+	printf("%-18s %8s %-18s %-8s %-12s %6s %-20s\n", "OFFSET", "PAGES",
+	       "SPARE", "STATE", "SOURCE", "ERRORS", "LAST SEEN (UTC)");
+	do {
+		q = (struct hbmguard_extent_query){
+			.size = sizeof(q), .device = dev, .entry_size = sizeof(ext[0]),
+			.start = start, .entries = (uintptr_t)ext, .capacity = 1024,
+		};
+		if (ioctl(fd, HBMGUARD_IOC_LIST_BAD, &q))
+			refused("list bad pages");
+		for (i = 0; i < q.count; i++) {
+			time_t t = (time_t)ext[i].last_seen;
+			char when[32], spare[24] = "-";
+
+			strftime(when, sizeof(when), "%F %T", gmtime(&t));
+			if (ext[i].spare_offset != HBMGUARD_NO_SPARE)
+				snprintf(spare, sizeof(spare), "0x%" PRIx64,
+					 (uint64_t)ext[i].spare_offset);
+			printf("0x%-16" PRIx64 " %8" PRIu64 " %-18s %-8s %-12s %6u %-20s\n",
+			       (uint64_t)ext[i].offset,
+			       (uint64_t)(ext[i].length / di.page_size), spare,
+			       NAME(state_names, ext[i].state),
+			       NAME(source_names, ext[i].source), ext[i].error_count,
+			       when);
+		}
+		start = q.next;
+	} while (q.count && start < di.usable_size);
+	return 0;
+}
+
+static int cmd_translate(uint32_t dev, uint64_t offset)
+{
+	struct hbmguard_translate tr = { .size = sizeof(tr), .device = dev,
+					 .offset = offset };
+
+	if (ioctl(fd, HBMGUARD_IOC_TRANSLATE, &tr))
+		refused("translate");
+	printf("0x%" PRIx64 " -> 0x%" PRIx64 " (%s)\n", offset,
+	       (uint64_t)tr.translated, NAME(state_names, tr.state));
+	return 0;
+}
+
+static int cmd_extent(unsigned long cmd, uint32_t dev, uint64_t offset,
+		      uint64_t length, uint32_t flags)
+{
+	struct hbmguard_extent_op x = {
+		.size = sizeof(x), .flags = flags, .device = dev,
+		.source = cmd == HBMGUARD_IOC_RETIRE ? HBMGUARD_SOURCE_ADMIN : 0,
+		.offset = offset, .length = length,
+	};
+
+	if (ioctl(fd, cmd, &x))
+		refused(cmd == HBMGUARD_IOC_RETIRE ? "retire" : "clear");
+	return 0;
+}
+
+static int cmd_inject(uint32_t dev, const char *kind, uint64_t offset,
+		      uint32_t count)
+{
+	struct hbmguard_inject in = { .size = sizeof(in), .device = dev,
+				      .offset = offset, .count = count };
+
+	for (in.kind = HBMGUARD_ERROR_CE; in.kind < __HBMGUARD_ERROR_MAX; in.kind++)
+		if (!strcmp(kind, error_names[in.kind]))
+			break;
+	if (in.kind == __HBMGUARD_ERROR_MAX)
+		usage("the error kind is one of ce, ue, poison");
+	if (ioctl(fd, HBMGUARD_IOC_INJECT, &in))
+		refused("inject");
+	return 0;
+}
+
+static int cmd_policy(uint32_t dev, int argc, char **argv)
+{
+	struct hbmguard_policy p = { .size = sizeof(p), .device = dev };
+	struct hbmguard_device_info di;
+	int i;
+
+	for (i = 0; i < argc; i++) {
+		char *eq = strchr(argv[i], '=');
+		uint64_t v;
+
+		if (!eq)
+			usage("policy settings are key=value");
+		*eq = 0;
+		v = parse_size(eq + 1, argv[i]);
+		if (v > UINT32_MAX)
+			usage("policy values fit in 32 bits");
+		if (!strcmp(argv[i], "ce_threshold")) {
+			p.flags |= HBMGUARD_POLICY_CE_THRESHOLD;
+			p.params.ce_threshold = v;
+		} else if (!strcmp(argv[i], "ce_window")) {
+			p.flags |= HBMGUARD_POLICY_CE_WINDOW;
+			p.params.ce_window = v;
+		} else if (!strcmp(argv[i], "retire_limit")) {
+			p.flags |= HBMGUARD_POLICY_RETIRE_LIMIT;
+			p.params.retire_limit = v;
+		} else {
+			usage("policy keys: ce_threshold, ce_window, retire_limit");
+		}
+	}
+	if (p.flags && ioctl(fd, HBMGUARD_IOC_SET_POLICY, &p))
+		refused("set policy");
+	get_device(dev, &di);
+	printf("%s: ce_threshold=%u ce_window=%u retire_limit=%u\n", di.name,
+	       di.policy.ce_threshold, di.policy.ce_window, di.policy.retire_limit);
+	return 0;
+}
+
+static int cmd_sim_create(int argc, char **argv)
+{
+	struct hbmguard_sim_create sc = { .size = sizeof(sc), .page_size = 4096 };
+	int i;
+
+	if (argc < 2)
+		usage("sim-create NAME SIZE");
+	if (strlen(argv[0]) >= sizeof(sc.name))
+		usage("the name is at most 31 characters");
+	strcpy(sc.name, argv[0]);
+	sc.hbm_size = parse_size(argv[1], "size");
+	for (i = 2; i < argc; i++) {
+		if (!strncmp(argv[i], "page_size=", 10))
+			sc.page_size = parse_size(argv[i] + 10, "page_size");
+		else if (!strncmp(argv[i], "spares=", 7))
+			sc.spare_pages = parse_size(argv[i] + 7, "spares");
+		else if (!strncmp(argv[i], "identity=", 9) &&
+			 strlen(argv[i] + 9) < sizeof(sc.identity))
+			strcpy(sc.identity, argv[i] + 9);
+		else
+			usage("sim-create options: page_size=N spares=N identity=ID");
+	}
+	if (ioctl(fd, HBMGUARD_IOC_SIM_CREATE, &sc))
+		refused("create simulated device");
+	printf("%u\n", sc.device);
+	return 0;
+}
+
+static void print_event(const struct hbmguard_event *ev)
+{
+	static const char *const types[] = {
+		[HBMGUARD_EVENT_ERROR] = "error", [HBMGUARD_EVENT_RETIRED] = "retired",
+		[HBMGUARD_EVENT_PENDING] = "pending", [HBMGUARD_EVENT_FAILED] = "failed",
+		[HBMGUARD_EVENT_CLEARED] = "cleared", [HBMGUARD_EVENT_HEALTH] = "health",
+		[HBMGUARD_EVENT_POLICY] = "policy",
+		[HBMGUARD_EVENT_DEVICE_ADDED] = "device-added",
+		[HBMGUARD_EVENT_DEVICE_REMOVED] = "device-removed",
+		[HBMGUARD_EVENT_OVERFLOW] = "overflow",
+	};
+
+	printf("#%-6" PRIu64 " %-14s dev %u", (uint64_t)ev->seqnum,
+	       NAME(types, ev->type), ev->device);
+	switch (ev->type) {
+	case HBMGUARD_EVENT_ERROR:
+		printf(" %s x%u at 0x%" PRIx64 "\n", NAME(error_names, ev->state),
+		       ev->count, (uint64_t)ev->offset);
+		break;
+	case HBMGUARD_EVENT_RETIRED:
+	case HBMGUARD_EVENT_PENDING:
+	case HBMGUARD_EVENT_FAILED:
+	case HBMGUARD_EVENT_CLEARED:
+		printf(" %u pages in 0x%" PRIx64 "+0x%" PRIx64 " (%s)\n", ev->count,
+		       (uint64_t)ev->offset, (uint64_t)ev->length,
+		       NAME(source_names, ev->source));
+		break;
+	case HBMGUARD_EVENT_HEALTH:
+		printf(" %s -> %s (%u bad pages)\n", NAME(health_names, ev->aux),
+		       NAME(health_names, ev->state), ev->count);
+		break;
+	case HBMGUARD_EVENT_OVERFLOW:
+		printf(": %u events lost\n", ev->count);
+		break;
+	default:
+		printf("\n");
+	}
+}
+
+static int cmd_watch(long count)
+{
+	struct hbmguard_event ev[64];
+	ssize_t n;
+	long seen = 0;
+	int i;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	while (count <= 0 || seen < count) {
+		n = read(fd, ev, sizeof(ev));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			refused("read events");
+		}
+		for (i = 0; i < n / (ssize_t)sizeof(ev[0]) &&
+			    (count <= 0 || seen < count); i++, seen++)
+			print_event(&ev[i]);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd = argc > 1 ? argv[1] : "status";
+	bool reads = !strcmp(cmd, "status") || !strcmp(cmd, "devices") ||
+		     !strcmp(cmd, "pages") || !strcmp(cmd, "translate") ||
+		     !strcmp(cmd, "watch");
+
+	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help"))
+		usage(NULL);
+	open_node(reads ? O_RDONLY : O_RDWR);
+	argc -= 2;
+	argv += 2;
+
+	if (!strcmp(cmd, "status"))
+		return cmd_status();
+	if (!strcmp(cmd, "devices"))
+		return cmd_devices();
+	if (!strcmp(cmd, "watch"))
+		return cmd_watch(argc > 0 ? atol(argv[0]) : 0);
+	if (!strcmp(cmd, "sim-create"))
+		return cmd_sim_create(argc, argv);
+	if (argc < 1)
+		usage("which device?");
+	if (!strcmp(cmd, "pages"))
+		return cmd_pages(device_arg(argv[0]));
+	if (!strcmp(cmd, "policy"))
+		return cmd_policy(device_arg(argv[0]), argc - 1, argv + 1);
+	if (!strcmp(cmd, "sim-destroy")) {
+		struct hbmguard_device_ref ref = { .size = sizeof(ref),
+						   .device = device_arg(argv[0]) };
+
+		if (ioctl(fd, HBMGUARD_IOC_SIM_DESTROY, &ref))
+			refused("destroy simulated device");
+		return 0;
+	}
+	if (argc < 2)
+		usage("which offset?");
+	if (!strcmp(cmd, "translate"))
+		return cmd_translate(device_arg(argv[0]), parse_size(argv[1], "offset"));
+	if (!strcmp(cmd, "retire")) {
+		struct hbmguard_device_info di;
+		uint32_t dev = device_arg(argv[0]);
+		bool pending = argc > 2 && !strcmp(argv[argc - 1], "--pending");
+		uint64_t length;
+
+		get_device(dev, &di);
+		length = argc - pending > 2 ? parse_size(argv[2], "length") : di.page_size;
+		return cmd_extent(HBMGUARD_IOC_RETIRE, dev,
+				  parse_size(argv[1], "offset"), length,
+				  pending ? HBMGUARD_RETIRE_PENDING : 0);
+	}
+	if (!strcmp(cmd, "clear")) {
+		if (argc < 3)
+			usage("clear DEV OFFSET LENGTH");
+		return cmd_extent(HBMGUARD_IOC_CLEAR, device_arg(argv[0]),
+				  parse_size(argv[1], "offset"),
+				  parse_size(argv[2], "length"), 0);
+	}
+	if (!strcmp(cmd, "inject")) {
+		if (argc < 3)
+			usage("inject DEV ce|ue|poison OFFSET [COUNT]");
+		return cmd_inject(device_arg(argv[0]), argv[1],
+				  parse_size(argv[2], "offset"),
+				  argc > 3 ? parse_size(argv[3], "count") : 1);
+	}
+	usage("unknown command");
+	return EXIT_USAGE;
+}

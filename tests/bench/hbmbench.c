@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * In-guest benchmark of /dev/hbmguard: retire and translate through the
+ * ioctls at 10^3..10^6 retired pages, a GET_INFO ioctl as the floor of any
+ * ioctl, and the kernel memory the table takes (the module's own accounting
+ * and the change in the kernel's Slab + VmallocUsed).  Under qemu TCG the
+ * absolute times mean little: compare the rows of one run.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/hbmguard.h>
+
+static double now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static uint32_t rnd(uint64_t *state)
+{
+	*state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
+	return *state >> 33;
+}
+
+/* Slab + VmallocUsed from /proc/meminfo, in bytes. */
+static long long kernel_bytes(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	long long kb, sum = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Slab: %lld kB", &kb) == 1 ||
+		    sscanf(line, "VmallocUsed: %lld kB", &kb) == 1)
+			sum += kb;
+	if (f)
+		fclose(f);
+	return sum * 1024;
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "hbmbench: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+int main(void)
+{
+	static const uint32_t sizes[] = { 1000, 10000, 100000, 1000000 };
+	double retire_ns[4], tr_ns[4], info_ns[4], acct[4], meminfo[4];
+	int fd = open("/dev/" HBMGUARD_DEVICE_NAME, O_RDWR);
+	const uint32_t lookups = 200000;
+	unsigned int s;
+
+	if (fd < 0)
+		die("open");
+	for (s = 0; s < 4; s++) {
+		uint32_t n = sizes[s], i;
+		uint64_t state = 42, pages = (uint64_t)n * 64;
+		struct hbmguard_sim_create sc = {
+			.size = sizeof(sc), .page_size = 4096,
+			.hbm_size = (pages + n) * 4096, .spare_pages = n,
+		};
+		struct hbmguard_device_info di = { .size = sizeof(di) };
+		struct hbmguard_info info = { .size = sizeof(info) };
+		struct hbmguard_device_ref ref = { .size = sizeof(ref) };
+		long long before;
+		double t0;
+
+		snprintf(sc.name, sizeof(sc.name), "bench%u", s);
+		before = kernel_bytes();
+		if (ioctl(fd, HBMGUARD_IOC_SIM_CREATE, &sc))
+			die("SIM_CREATE");
+		t0 = now_ns();
+		for (i = 0; i < n; i++) {
+			/* Isolated pages, one extent each, in scattered order. */
+			uint64_t slot = (uint64_t)i * 2654435761u % n;
+			struct hbmguard_extent_op x = {
+				.size = sizeof(x), .device = sc.device,
+				.source = HBMGUARD_SOURCE_ADMIN,
+				.offset = (slot * 64 + rnd(&state) % 32) * 4096,
+				.length = 4096,
+			};
+
+			if (ioctl(fd, HBMGUARD_IOC_RETIRE, &x))
+				die("RETIRE");
+		}
+		retire_ns[s] = (now_ns() - t0) / n;
+		meminfo[s] = (double)(kernel_bytes() - before) / n;
+		di.device = sc.device;
+		if (ioctl(fd, HBMGUARD_IOC_GET_DEVICE, &di))
+			die("GET_DEVICE");
+		if (di.nr_retired != n) {
+			fprintf(stderr, "hbmbench: %u retired, expected %u\n",
+				di.nr_retired, n);
+			return 1;
+		}
+		acct[s] = (double)di.table_bytes / n;
+
+		t0 = now_ns();
+		for (i = 0; i < lookups; i++) {
+			struct hbmguard_translate tr = {
+				.size = sizeof(tr), .device = sc.device,
+				.offset = (uint64_t)(rnd(&state) % pages) * 4096,
+			};
+
+			if (ioctl(fd, HBMGUARD_IOC_TRANSLATE, &tr))
+				die("TRANSLATE");
+		}
+		tr_ns[s] = (now_ns() - t0) / lookups;
+		t0 = now_ns();
+		for (i = 0; i < lookups; i++)
+			if (ioctl(fd, HBMGUARD_IOC_GET_INFO, &info))
+				die("GET_INFO");
+		info_ns[s] = (now_ns() - t0) / lookups;
+
+		ref.device = sc.device;
+		if (ioctl(fd, HBMGUARD_IOC_SIM_DESTROY, &ref))
+			die("SIM_DESTROY");
+	}
+	printf("%-38s %10s %10s %10s %10s\n", "kernel (qemu TCG guest)", "10^3",
+	       "10^4", "10^5", "10^6");
+	printf("%-38s %10.0f %10.0f %10.0f %10.0f\n", "RETIRE ioctl (ns/op)",
+	       retire_ns[0], retire_ns[1], retire_ns[2], retire_ns[3]);
+	printf("%-38s %10.0f %10.0f %10.0f %10.0f\n", "TRANSLATE ioctl (ns/op)",
+	       tr_ns[0], tr_ns[1], tr_ns[2], tr_ns[3]);
+	printf("%-38s %10.0f %10.0f %10.0f %10.0f\n", "floor: GET_INFO ioctl (ns/op)",
+	       info_ns[0], info_ns[1], info_ns[2], info_ns[3]);
+	printf("%-38s %10.1f %10.1f %10.1f %10.1f\n", "table bytes/page (module accounting)",
+	       acct[0], acct[1], acct[2], acct[3]);
+	printf("%-38s %10.1f %10.1f %10.1f %10.1f\n", "Slab+Vmalloc growth/page (meminfo)",
+	       meminfo[0], meminfo[1], meminfo[2], meminfo[3]);
+	close(fd);
+	return 0;
+}
