@@ -20,6 +20,14 @@
 #include "hbm.h"
 
 static DEFINE_XARRAY_ALLOC(hbm_devices);
+
+/*
+ * Range devices by physical address, for the RAS paths.  Apart from the
+ * registry because those look up from any context: an IRQ-safe lock.
+ */
+static struct hbm_device *hbm_ranges[HBMGUARD_MAX_DEVICES];
+static unsigned int hbm_nr_ranges;
+static DEFINE_SPINLOCK(hbm_ranges_lock);
 static DEFINE_MUTEX(hbm_registry_lock);	/* create/destroy: unique names */
 static atomic64_t hbm_gen = ATOMIC64_INIT(0);
 
@@ -40,13 +48,22 @@ struct hbm_device *hbm_device_get(u32 id)
 	return dev;
 }
 
-static void hbm_device_release(struct kref *ref)
+static void hbm_device_free(struct work_struct *work)
 {
-	struct hbm_device *dev = container_of(ref, struct hbm_device, ref);
+	struct hbm_device *dev = container_of(work, struct hbm_device, free_work);
 
 	hbm_core_destroy(&dev->core);
 	mutex_destroy(&dev->lock);
 	hbm_kfree(dev);
+}
+
+/* The RAS paths drop references in atomic context: free in a worker. */
+static void hbm_device_release(struct kref *ref)
+{
+	struct hbm_device *dev = container_of(ref, struct hbm_device, ref);
+
+	INIT_WORK(&dev->free_work, hbm_device_free);
+	queue_work(hbm_wq, &dev->free_work);
 }
 
 void hbm_device_put(struct hbm_device *dev)
@@ -97,17 +114,78 @@ static bool identity_valid(const char *identity)
 	return true;
 }
 
-/* Whether a registered device has this name or identity; registry lock held. */
+/*
+ * Whether a registered device has this name, identity or (for a range) an
+ * overlapping physical range; registry lock held.
+ */
 static bool device_clashes(const struct hbm_device *new)
 {
 	struct hbm_device *dev;
 	unsigned long id;
 
-	xa_for_each(&hbm_devices, id, dev)
+	xa_for_each(&hbm_devices, id, dev) {
 		if (!strcmp(dev->name, new->name) ||
 		    !strcmp(dev->identity, new->identity))
 			return true;
+		if (dev->kind == HBMGUARD_KIND_RANGE &&
+		    new->kind == HBMGUARD_KIND_RANGE &&
+		    dev->phys_start < new->phys_start + new->hbm_size &&
+		    new->phys_start < dev->phys_start + dev->hbm_size)
+			return true;
+	}
 	return false;
+}
+
+static void ranges_add(struct hbm_device *dev)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&hbm_ranges_lock, flags);
+	hbm_ranges[hbm_nr_ranges++] = dev;
+	spin_unlock_irqrestore(&hbm_ranges_lock, flags);
+}
+
+static void ranges_remove(struct hbm_device *dev)
+{
+	unsigned long flags;
+	unsigned int i;
+
+	spin_lock_irqsave(&hbm_ranges_lock, flags);
+	for (i = 0; i < hbm_nr_ranges; i++)
+		if (hbm_ranges[i] == dev)
+			hbm_ranges[i] = hbm_ranges[--hbm_nr_ranges];
+	spin_unlock_irqrestore(&hbm_ranges_lock, flags);
+}
+
+/**
+ * hbm_device_find_phys() - the range device holding a physical address
+ * @phys: the address
+ * @offset: its offset in the device, when found
+ *
+ * Callable from any context.
+ *
+ * Return: the device with a reference the caller puts, or NULL.
+ */
+struct hbm_device *hbm_device_find_phys(u64 phys, u64 *offset)
+{
+	struct hbm_device *found = NULL;
+	unsigned long flags;
+	unsigned int i;
+
+	spin_lock_irqsave(&hbm_ranges_lock, flags);
+	for (i = 0; i < hbm_nr_ranges; i++) {
+		struct hbm_device *dev = hbm_ranges[i];
+
+		if (phys >= dev->phys_start &&
+		    phys - dev->phys_start < hbm_usable_size(dev)) {
+			*offset = phys - dev->phys_start;
+			kref_get(&dev->ref);
+			found = dev;
+			break;
+		}
+	}
+	spin_unlock_irqrestore(&hbm_ranges_lock, flags);
+	return found;
 }
 
 static int spec_check(const struct hbm_device_spec *spec)
@@ -158,11 +236,15 @@ int hbm_device_create(const struct hbm_device_spec *spec, u32 *id)
 	dev->kind = spec->kind;
 	dev->page_shift = ilog2(spec->page_size);
 	dev->hbm_size = spec->hbm_size;
+	dev->phys_start = spec->phys_start;
+	dev->numa_node = spec->kind == HBMGUARD_KIND_RANGE ? spec->numa_node : -1;
 	strscpy(dev->name, spec->name, sizeof(dev->name));
 	if (spec->identity && *spec->identity)
 		strscpy(dev->identity, spec->identity, sizeof(dev->identity));
 	else
-		snprintf(dev->identity, sizeof(dev->identity), "sim:%s", spec->name);
+		snprintf(dev->identity, sizeof(dev->identity), "%s:%s",
+			 spec->kind == HBMGUARD_KIND_SIMULATED ? "sim" : "hbm",
+			 spec->name);
 
 	pages = spec->hbm_size >> dev->page_shift;
 	spares = spec->spare_pages ?: min(pages - 1,
@@ -182,6 +264,8 @@ int hbm_device_create(const struct hbm_device_spec *spec, u32 *id)
 		err = err == -EBUSY ? -ENOSPC : err;
 		goto err_unlock;
 	}
+	if (dev->kind == HBMGUARD_KIND_RANGE)
+		ranges_add(dev);
 	mutex_unlock(&hbm_registry_lock);
 
 	*id = dev->id;
@@ -220,7 +304,13 @@ int hbm_device_destroy(u32 id, u32 kind)
 		return dev ? -EOPNOTSUPP : -ENODEV;
 	}
 	xa_erase(&hbm_devices, id);
+	if (dev->kind == HBMGUARD_KIND_RANGE)
+		ranges_remove(dev);
 	mutex_unlock(&hbm_registry_lock);
+
+	mutex_lock(&dev->lock);
+	dev->dead = true;
+	mutex_unlock(&dev->lock);
 
 	pr_info("device %u %s removed\n", dev->id, dev->name);
 	hbm_event(HBMGUARD_EVENT_DEVICE_REMOVED, id, 0, dev->hbm_size, 0, 0, 0,
@@ -284,10 +374,13 @@ static u32 now_seconds(void)
  * @offset: byte offset, below the usable size
  * @kind: enum hbmguard_error_kind
  * @count: errors (CE), 1 otherwise
+ * @path: enum hbmguard_path the error came by
  *
- * Return: 0, -ERANGE, -EINVAL, -ENOMEM; on error nothing changed.
+ * Return: 0, -ERANGE, -EINVAL, -ENODEV (unregistered meanwhile), -ENOMEM;
+ * on error nothing changed.
  */
-int hbm_device_report(struct hbm_device *dev, u64 offset, u32 kind, u32 count)
+int hbm_device_report(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
+		      u32 path)
 {
 	struct hbm_result res = {};
 	struct hbm_extent e;
@@ -300,12 +393,13 @@ int hbm_device_report(struct hbm_device *dev, u64 offset, u32 kind, u32 count)
 
 	mutex_lock(&dev->lock);
 	old_health = dev->core.health;
-	err = hbm_core_report(&dev->core, page, kind, count, now_seconds(), &res);
+	err = dev->dead ? -ENODEV :
+	      hbm_core_report(&dev->core, page, kind, count, now_seconds(), &res);
 	if (!err) {
 		if (!hbm_table_lookup(&dev->core.table, page, &e))
 			e.source = HBMGUARD_SOURCE_NONE;
 		hbm_event(HBMGUARD_EVENT_ERROR, dev->id, offset, 1, e.source,
-			  kind, count, 0);
+			  kind, count, path);
 		device_changed(dev, &res, (u64)page << dev->page_shift,
 			       1ULL << dev->page_shift, e.source, old_health);
 	}
@@ -322,7 +416,8 @@ int hbm_device_report(struct hbm_device *dev, u64 offset, u32 kind, u32 count)
  * @source: enum hbmguard_source recorded for pages new to the table
  *
  * Return: 0, -EINVAL for a misaligned range, -ERANGE for one outside the
- * device, -ENOMEM; on error nothing changed.
+ * device, -ENODEV (unregistered meanwhile), -ENOMEM; on error nothing
+ * changed.
  */
 int hbm_device_apply(struct hbm_device *dev, enum hbm_op op, u64 offset,
 		     u64 length, u8 source)
@@ -340,7 +435,8 @@ int hbm_device_apply(struct hbm_device *dev, enum hbm_op op, u64 offset,
 
 	mutex_lock(&dev->lock);
 	old_health = dev->core.health;
-	err = hbm_core_apply(&dev->core, op, offset >> dev->page_shift,
+	err = dev->dead ? -ENODEV :
+	      hbm_core_apply(&dev->core, op, offset >> dev->page_shift,
 			     length >> dev->page_shift, source, now_seconds(),
 			     &res);
 	if (!err)
@@ -382,4 +478,18 @@ int hbm_device_set_policy(struct hbm_device *dev, const struct hbm_policy *p,
 	}
 	mutex_unlock(&dev->lock);
 	return err;
+}
+
+/**
+ * hbm_device_error() - a device-level error without an address (an Xid)
+ * @dev: the device
+ * @code: what the driver called it
+ * @path: enum hbmguard_path it came by
+ *
+ * Callable from any context but hard interrupts.
+ */
+void hbm_device_error(struct hbm_device *dev, u32 code, u32 path)
+{
+	hbm_path_count(path, false);
+	hbm_event(HBMGUARD_EVENT_DEVICE_ERROR, dev->id, 0, 0, 0, code, 1, path);
 }

@@ -40,9 +40,9 @@ u64 hbm_event_seqnum(void)
 {
 	u64 seq;
 
-	spin_lock_bh(&hbm_events_lock);
+	spin_lock_irq(&hbm_events_lock);
 	seq = hbm_seqnum;
-	spin_unlock_bh(&hbm_events_lock);
+	spin_unlock_irq(&hbm_events_lock);
 	return seq;
 }
 
@@ -88,7 +88,8 @@ static void reader_push(struct hbm_reader *r, const struct hbmguard_event *ev)
  * @count: as struct hbmguard_event documents for @type
  * @aux: as struct hbmguard_event documents for @type
  *
- * Callable from any context but hard interrupts.
+ * Callable from any context but hard interrupts (netlink sends from here).
+ * Netlink listeners get the events in the same order, under the same lock.
  */
 void hbm_event(u32 type, u32 device, u64 offset, u64 length, u32 source,
 	       u32 state, u32 count, u32 aux)
@@ -100,12 +101,14 @@ void hbm_event(u32 type, u32 device, u64 offset, u64 length, u32 source,
 		.timestamp = ktime_get_real_ns(),
 	};
 	struct hbm_reader *r;
+	unsigned long flags;
 
-	spin_lock_bh(&hbm_events_lock);
+	spin_lock_irqsave(&hbm_events_lock, flags);
 	ev.seqnum = ++hbm_seqnum;
 	list_for_each_entry(r, &hbm_readers, node)
 		reader_push(r, &ev);
-	spin_unlock_bh(&hbm_events_lock);
+	hbm_netlink_event(&ev);
+	spin_unlock_irqrestore(&hbm_events_lock, flags);
 }
 
 struct hbm_reader *hbm_reader_open(void)
@@ -121,17 +124,17 @@ struct hbm_reader *hbm_reader_open(void)
 	}
 	init_waitqueue_head(&r->wait);
 	mutex_init(&r->read_lock);
-	spin_lock_bh(&hbm_events_lock);
+	spin_lock_irq(&hbm_events_lock);
 	list_add_tail(&r->node, &hbm_readers);
-	spin_unlock_bh(&hbm_events_lock);
+	spin_unlock_irq(&hbm_events_lock);
 	return r;
 }
 
 void hbm_reader_close(struct hbm_reader *r)
 {
-	spin_lock_bh(&hbm_events_lock);
+	spin_lock_irq(&hbm_events_lock);
 	list_del(&r->node);
-	spin_unlock_bh(&hbm_events_lock);
+	spin_unlock_irq(&hbm_events_lock);
 	mutex_destroy(&r->read_lock);
 	hbm_kfree(r->ring);
 	hbm_kfree(r);
@@ -141,9 +144,9 @@ static bool reader_empty(struct hbm_reader *r)
 {
 	bool empty;
 
-	spin_lock_bh(&hbm_events_lock);
+	spin_lock_irq(&hbm_events_lock);
 	empty = r->head == r->tail && !r->lost;
-	spin_unlock_bh(&hbm_events_lock);
+	spin_unlock_irq(&hbm_events_lock);
 	return empty;
 }
 
@@ -151,11 +154,11 @@ static bool reader_empty(struct hbm_reader *r)
 static void hbm_event_lost_again(struct hbm_reader *r,
 				 const struct hbmguard_event *o)
 {
-	spin_lock_bh(&hbm_events_lock);
+	spin_lock_irq(&hbm_events_lock);
 	if (!r->lost)
 		r->lost_seqnum = o->seqnum;
 	r->lost += o->count;
-	spin_unlock_bh(&hbm_events_lock);
+	spin_unlock_irq(&hbm_events_lock);
 }
 
 ssize_t hbm_reader_read(struct hbm_reader *r, char __user *buf, size_t len,
@@ -184,14 +187,14 @@ ssize_t hbm_reader_read(struct hbm_reader *r, char __user *buf, size_t len,
 	while (len - done >= sizeof(ev)) {
 		bool caught_up;
 
-		spin_lock_bh(&hbm_events_lock);
+		spin_lock_irq(&hbm_events_lock);
 		caught_up = r->head == r->tail;
 		if (caught_up && !r->lost) {
-			spin_unlock_bh(&hbm_events_lock);
+			spin_unlock_irq(&hbm_events_lock);
 			break;
 		}
 		ev = caught_up ? overflow_record(r) : r->ring[r->head % hbm_event_ring];
-		spin_unlock_bh(&hbm_events_lock);
+		spin_unlock_irq(&hbm_events_lock);
 
 		if (copy_to_user(buf + done, &ev, sizeof(ev))) {
 			err = -EFAULT;
@@ -200,9 +203,9 @@ ssize_t hbm_reader_read(struct hbm_reader *r, char __user *buf, size_t len,
 			break;
 		}
 		if (!caught_up) {
-			spin_lock_bh(&hbm_events_lock);
+			spin_lock_irq(&hbm_events_lock);
 			r->head++;
-			spin_unlock_bh(&hbm_events_lock);
+			spin_unlock_irq(&hbm_events_lock);
 		}
 		done += sizeof(ev);
 	}

@@ -9,6 +9,7 @@
 #include <linux/kref.h>
 #include <linux/mutex.h>
 #include <linux/types.h>
+#include <linux/workqueue.h>
 #include <linux/hbmguard.h>
 
 #include "compat.h"
@@ -21,7 +22,10 @@
  * @kind: enum hbmguard_device_kind
  * @page_shift: log2 of the page size
  * @hbm_size: bytes, spare area included
- * @lock: serialises every use of @core and @generation
+ * @phys_start: for a range device, the physical address of offset 0
+ * @numa_node: for a range device registered by node, the node; else -1
+ * @lock: serialises every use of @core, @generation and @dead
+ * @dead: unregistered: reports and changes are refused
  * @core: bad-page table, spare pool and policy
  * @generation: increases on every change of @core
  */
@@ -33,11 +37,18 @@ struct hbm_device {
 	char identity[HBMGUARD_IDENTITY_LEN];
 	u32 page_shift;
 	u64 hbm_size;
+	u64 phys_start;
+	int numa_node;
 
 	struct mutex lock;
 	struct hbm_core core;
 	u64 generation;
+	bool dead;
+	struct work_struct free_work;
 };
+
+/* main.c: the module's workqueue; destroying it at unload drains it. */
+extern struct workqueue_struct *hbm_wq;
 
 /* What hbm_device_create() is asked for; validated there. */
 struct hbm_device_spec {
@@ -47,6 +58,8 @@ struct hbm_device_spec {
 	u32 spare_pages;	/* 0: the default */
 	const char *name;
 	const char *identity;	/* NULL or "": derived from the name */
+	u64 phys_start;		/* HBMGUARD_KIND_RANGE */
+	int numa_node;		/* HBMGUARD_KIND_RANGE, or -1 */
 };
 
 static inline u64 hbm_usable_size(const struct hbm_device *dev)
@@ -62,7 +75,10 @@ struct hbm_device *hbm_device_get(u32 id);
 void hbm_device_put(struct hbm_device *dev);
 u32 hbm_device_ids(u32 *ids, u32 max);
 u32 hbm_device_count(void);
-int hbm_device_report(struct hbm_device *dev, u64 offset, u32 kind, u32 count);
+int hbm_device_report(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
+		      u32 path);
+struct hbm_device *hbm_device_find_phys(u64 phys, u64 *offset);
+void hbm_device_error(struct hbm_device *dev, u32 code, u32 path);
 int hbm_device_apply(struct hbm_device *dev, enum hbm_op op, u64 offset,
 		     u64 length, u8 source);
 int hbm_device_set_policy(struct hbm_device *dev, const struct hbm_policy *p,
@@ -83,6 +99,30 @@ ssize_t hbm_reader_read(struct hbm_reader *r, char __user *buf, size_t len,
 __poll_t hbm_reader_poll(struct hbm_reader *r, struct file *file,
 			 struct poll_table_struct *pt);
 extern unsigned int hbm_event_ring;
+
+/* intake.c */
+int hbm_report_async(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
+		     u32 path);
+void hbm_intake_flush(void);
+void hbm_path_count(u32 path, bool dropped);
+void hbm_path_stats(u32 path, u64 *received, u64 *dropped);
+
+/* netlink.c */
+int hbm_netlink_init(void);
+void hbm_netlink_exit(void);
+void hbm_netlink_event(const struct hbmguard_event *ev);
+u64 hbm_netlink_dropped(void);
+int hbm_device_fill(struct sk_buff *skb, struct hbm_device *dev);
+
+/* ras_memory_failure.c, ras_mce.c, ras_edac.c, nvidia.c: the kernel's paths */
+int hbm_memory_failure_init(void);
+void hbm_memory_failure_exit(void);
+int hbm_mce_init(void);
+void hbm_mce_exit(void);
+int hbm_edac_init(void);
+void hbm_edac_exit(void);
+int hbm_nvidia_init(void);
+void hbm_nvidia_exit(void);
 
 /* chardev.c */
 int hbm_chardev_init(void);

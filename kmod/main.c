@@ -28,6 +28,10 @@ static unsigned int sim_spare_pages;
 module_param(sim_spare_pages, uint, 0444);
 MODULE_PARM_DESC(sim_spare_pages, "Spare pages of each simulated device (default 0: one per 100 MiB of HBM)");
 
+static bool path_memory_failure = true;
+module_param(path_memory_failure, bool, 0444);
+MODULE_PARM_DESC(path_memory_failure, "Take poison on range devices from memory_failure() (ras:memory_failure_event) (default on)");
+
 unsigned int hbm_event_ring = 1024;
 module_param_named(event_ring, hbm_event_ring, uint, 0444);
 MODULE_PARM_DESC(event_ring, "Events each open /dev/hbmguard buffers, a power of two from 16 to 65536 (default 1024)");
@@ -38,6 +42,8 @@ MODULE_PARM_DESC(event_ring, "Events each open /dev/hbmguard buffers, a power of
  * do not enable.
  */
 static atomic_long_t hbm_allocations = ATOMIC_LONG_INIT(0);
+
+struct workqueue_struct *hbm_wq;
 
 void *hbm_kalloc(size_t size, bool zero)
 {
@@ -83,6 +89,42 @@ static int __init sim_devices_create(void)
 	return 0;
 }
 
+/* The kernel's RAS paths, each behind its own parameter. */
+static const struct {
+	const char *name;
+	bool *enabled;
+	int (*init)(void);
+	void (*exit)(void);
+} hbm_paths[] = {
+	{ "memory_failure", &path_memory_failure, hbm_memory_failure_init,
+	  hbm_memory_failure_exit },
+};
+
+static void paths_exit(unsigned int n)
+{
+	while (n--)
+		if (*hbm_paths[n].enabled)
+			hbm_paths[n].exit();
+}
+
+static int __init paths_init(void)
+{
+	unsigned int i;
+	int err;
+
+	for (i = 0; i < ARRAY_SIZE(hbm_paths); i++) {
+		if (!*hbm_paths[i].enabled)
+			continue;
+		err = hbm_paths[i].init();
+		if (err) {
+			pr_err("cannot attach to %s: %d\n", hbm_paths[i].name, err);
+			paths_exit(i);
+			return err;
+		}
+	}
+	return 0;
+}
+
 static int __init hbm_mod_init(void)
 {
 	int err;
@@ -93,18 +135,32 @@ static int __init hbm_mod_init(void)
 		       hbm_event_ring);
 		return -EINVAL;
 	}
+	hbm_wq = alloc_workqueue("hbmguard", WQ_UNBOUND, 0);
+	if (!hbm_wq)
+		return -ENOMEM;
+	err = hbm_netlink_init();
+	if (err)
+		goto err_netlink;
 	err = sim_devices_create();
 	if (err)
 		goto err_devices;
 	err = hbm_chardev_init();
 	if (err)
 		goto err_devices;
+	err = paths_init();
+	if (err)
+		goto err_paths;
 	pr_info("loaded: API version %d, %u devices\n", HBMGUARD_API_VERSION,
 		hbm_device_count());
 	return 0;
 
+err_paths:
+	hbm_chardev_exit();
 err_devices:
 	hbm_devices_destroy_all();
+	hbm_netlink_exit();
+err_netlink:
+	destroy_workqueue(hbm_wq);
 	return err;
 }
 
@@ -112,8 +168,12 @@ static void __exit hbm_mod_exit(void)
 {
 	long left;
 
+	paths_exit(ARRAY_SIZE(hbm_paths));
+	hbm_intake_flush();
 	hbm_chardev_exit();
 	hbm_devices_destroy_all();
+	hbm_netlink_exit();
+	destroy_workqueue(hbm_wq);	/* frees the last devices */
 	left = atomic_long_read(&hbm_allocations);
 	if (left)
 		pr_err("leak: %ld allocations not freed at unload\n", left);

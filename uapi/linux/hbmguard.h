@@ -111,6 +111,19 @@ enum hbmguard_health {
 enum hbmguard_device_kind {
 	HBMGUARD_KIND_SIMULATED = 1,
 	HBMGUARD_KIND_PROVIDER,		/* registered by a GPU driver */
+	HBMGUARD_KIND_RANGE,		/* a physical range: HBM as system memory */
+};
+
+/* The path an error came in by (the aux field of an ERROR event). */
+enum hbmguard_path {
+	HBMGUARD_PATH_INJECT = 0,	/* HBMGUARD_IOC_INJECT */
+	HBMGUARD_PATH_PROVIDER,		/* hbmguard_report_error() from a driver */
+	HBMGUARD_PATH_MEMORY_FAILURE,	/* ras:memory_failure_event */
+	HBMGUARD_PATH_MCE,		/* x86 machine check decode chain */
+	HBMGUARD_PATH_EDAC,		/* ras:mc_event */
+	HBMGUARD_PATH_NVIDIA_XID,	/* the NVIDIA driver's error callback */
+	HBMGUARD_PATH_NETLINK,		/* HBMGUARD_CMD_RETIRE from userspace */
+	__HBMGUARD_PATH_MAX
 };
 
 /**
@@ -447,6 +460,9 @@ enum hbmguard_event_type {
 	HBMGUARD_EVENT_DEVICE_ADDED,
 	HBMGUARD_EVENT_DEVICE_REMOVED,
 	HBMGUARD_EVENT_OVERFLOW,	/* count: records this reader lost here */
+	HBMGUARD_EVENT_DEVICE_ERROR,	/* a device-level error without an address
+					 * (NVIDIA Xid): state: the Xid */
+	HBMGUARD_EVENT_DROPPED,		/* netlink only: count events not sent */
 };
 
 /**
@@ -458,9 +474,10 @@ enum hbmguard_event_type {
  * @offset: first byte concerned (page aligned but for ERROR)
  * @length: bytes concerned
  * @source: enum hbmguard_source (RETIRED, PENDING, FAILED, ERROR)
- * @state: ERROR: enum hbmguard_error_kind; HEALTH: new health
+ * @state: ERROR: enum hbmguard_error_kind; HEALTH: new health;
+ *	DEVICE_ERROR: the Xid
  * @count: pages changed; ERROR: errors; OVERFLOW: records lost
- * @aux: HEALTH: previous health
+ * @aux: HEALTH: previous health; ERROR, DEVICE_ERROR: enum hbmguard_path
  * @reserved: zero
  */
 struct hbmguard_event {
@@ -476,5 +493,126 @@ struct hbmguard_event {
 	__u32 aux;
 	__u64 reserved;
 };
+
+/*
+ * GENERIC NETLINK
+ * ---------------
+ * Family HBMGUARD_GENL_NAME, version HBMGUARD_GENL_VERSION, described for the
+ * kernel's ynl tool by Documentation/netlink/specs/hbmguard.yaml.  Every
+ * command is strictly validated: unknown attributes, wrong types and lengths
+ * are EINVAL with an extack message.  Commands that change state need
+ * CAP_NET_ADMIN (GENL_ADMIN_PERM); so does joining the "events" group.
+ *
+ * HBMGUARD_CMD_DEVICE_GET
+ *	do: HBMGUARD_A_DEVICE_ID -> one device; dump: every device.  A device
+ *	is DEVICE_ID, NAME, IDENTITY, KIND, HBM_SIZE, USABLE_SIZE, PAGE_SIZE,
+ *	SPARE_TOTAL, SPARE_USED, NR_RETIRED, NR_PENDING, NR_FAILED, NR_EXTENTS,
+ *	HEALTH, CE_THRESHOLD, CE_WINDOW, RETIRE_LIMIT, GENERATION (and
+ *	PHYS_ADDR, NUMA_NODE for a range).
+ * HBMGUARD_CMD_PAGES_GET
+ *	dump: HBMGUARD_A_DEVICE_ID -> one message per extent, nested in
+ *	HBMGUARD_A_EXTENT: OFFSET, LENGTH, SPARE_OFFSET (when RETIRED), STATE,
+ *	SOURCE, ERRORS, FIRST_SEEN, LAST_SEEN.  Resumes where the last message
+ *	left off, so a table of 10^6 extents dumps in many rounds.
+ * HBMGUARD_CMD_RETIRE, HBMGUARD_CMD_CLEAR (admin)
+ *	DEVICE_ID, OFFSET, LENGTH (page aligned); RETIRE takes SOURCE (ADMIN by
+ *	default, or RESTORED) and FLAGS (HBMGUARD_RETIRE_PENDING).
+ * HBMGUARD_CMD_POLICY_SET (admin)
+ *	DEVICE_ID and one or more of CE_THRESHOLD, CE_WINDOW, RETIRE_LIMIT.
+ * HBMGUARD_CMD_STATS_GET
+ *	do: module-wide counters: NR_DEVICES, SEQNUM, GENERATION, and per
+ *	intake path the errors received and dropped (HBMGUARD_A_STATS nest of
+ *	HBMGUARD_A_PATH_STATS nests: PATH, RECEIVED, DROPPED), EVENTS_DROPPED.
+ * HBMGUARD_CMD_RESTORE (admin)
+ *	DEVICE_ID and HBMGUARD_A_EXTENT nests (OFFSET, LENGTH, and STATE
+ *	PENDING for pages to record without bypass): pages known bad from
+ *	persistent state, retired with source RESTORED.  Every extent is
+ *	checked before any is applied.
+ * HBMGUARD_CMD_RANGE_REGISTER (admin)
+ *	NAME, IDENTITY (optional), and NUMA_NODE, or PHYS_ADDR and HBM_SIZE;
+ *	PAGE_SIZE (optional, the CPU page size by default), SPARE_PAGES
+ *	(optional).  Registers physical memory (HBM exposed as a CPU-less NUMA
+ *	node, as on Grace Hopper and MI300A) as a device, so that
+ *	memory_failure() and machine checks on it reach its table.  Replies
+ *	with DEVICE_ID.
+ * HBMGUARD_CMD_RANGE_UNREGISTER (admin)
+ *	DEVICE_ID of a range device.
+ * HBMGUARD_CMD_EVENT
+ *	Multicast to the "events" group, one per event of struct
+ *	hbmguard_event: EVENT_TYPE, SEQNUM, TIMESTAMP, DEVICE_ID, OFFSET,
+ *	LENGTH, SOURCE, STATE, COUNT, AUX.  SEQNUM is the same sequence as
+ *	read(2) sees.  When the module could not send an event (no memory), the
+ *	next message is a DROPPED event with the count; a listener that sees a
+ *	gap, ENOBUFS or DROPPED should dump the tables again.
+ */
+#define HBMGUARD_GENL_NAME		"hbmguard"
+#define HBMGUARD_GENL_VERSION		1
+#define HBMGUARD_GENL_MCGRP_EVENTS	"events"
+
+enum hbmguard_cmd {
+	HBMGUARD_CMD_UNSPEC,
+	HBMGUARD_CMD_DEVICE_GET,
+	HBMGUARD_CMD_PAGES_GET,
+	HBMGUARD_CMD_RETIRE,
+	HBMGUARD_CMD_CLEAR,
+	HBMGUARD_CMD_POLICY_SET,
+	HBMGUARD_CMD_STATS_GET,
+	HBMGUARD_CMD_RESTORE,
+	HBMGUARD_CMD_RANGE_REGISTER,
+	HBMGUARD_CMD_RANGE_UNREGISTER,
+	HBMGUARD_CMD_EVENT,
+	__HBMGUARD_CMD_MAX
+};
+#define HBMGUARD_CMD_MAX (__HBMGUARD_CMD_MAX - 1)
+
+enum hbmguard_attr {
+	HBMGUARD_A_UNSPEC,
+	HBMGUARD_A_PAD,
+	HBMGUARD_A_DEVICE_ID,		/* u32 */
+	HBMGUARD_A_NAME,		/* string, < HBMGUARD_NAME_LEN */
+	HBMGUARD_A_IDENTITY,		/* string, < HBMGUARD_IDENTITY_LEN */
+	HBMGUARD_A_KIND,		/* u32: enum hbmguard_device_kind */
+	HBMGUARD_A_HBM_SIZE,		/* u64 */
+	HBMGUARD_A_USABLE_SIZE,		/* u64 */
+	HBMGUARD_A_PAGE_SIZE,		/* u32 */
+	HBMGUARD_A_SPARE_TOTAL,		/* u32 */
+	HBMGUARD_A_SPARE_USED,		/* u32 */
+	HBMGUARD_A_NR_RETIRED,		/* u32 */
+	HBMGUARD_A_NR_PENDING,		/* u32 */
+	HBMGUARD_A_NR_FAILED,		/* u32 */
+	HBMGUARD_A_NR_EXTENTS,		/* u32 */
+	HBMGUARD_A_HEALTH,		/* u32: enum hbmguard_health */
+	HBMGUARD_A_CE_THRESHOLD,	/* u32 */
+	HBMGUARD_A_CE_WINDOW,		/* u32, seconds */
+	HBMGUARD_A_RETIRE_LIMIT,	/* u32, pages */
+	HBMGUARD_A_GENERATION,		/* u64 */
+	HBMGUARD_A_PHYS_ADDR,		/* u64 */
+	HBMGUARD_A_NUMA_NODE,		/* u32 */
+	HBMGUARD_A_SPARE_PAGES,		/* u32 */
+	HBMGUARD_A_EXTENT,		/* nest */
+	HBMGUARD_A_OFFSET,		/* u64 */
+	HBMGUARD_A_LENGTH,		/* u64 */
+	HBMGUARD_A_SPARE_OFFSET,	/* u64 */
+	HBMGUARD_A_STATE,		/* u32 */
+	HBMGUARD_A_SOURCE,		/* u32 */
+	HBMGUARD_A_ERRORS,		/* u32 */
+	HBMGUARD_A_FIRST_SEEN,		/* u64, seconds since the epoch */
+	HBMGUARD_A_LAST_SEEN,		/* u64, seconds since the epoch */
+	HBMGUARD_A_FLAGS,		/* u32 */
+	HBMGUARD_A_EVENT_TYPE,		/* u32: enum hbmguard_event_type */
+	HBMGUARD_A_SEQNUM,		/* u64 */
+	HBMGUARD_A_TIMESTAMP,		/* u64, CLOCK_REALTIME ns */
+	HBMGUARD_A_COUNT,		/* u32 */
+	HBMGUARD_A_AUX,			/* u32 */
+	HBMGUARD_A_NR_DEVICES,		/* u32 */
+	HBMGUARD_A_STATS,		/* nest of HBMGUARD_A_PATH_STATS */
+	HBMGUARD_A_PATH_STATS,		/* nest: PATH, RECEIVED, DROPPED */
+	HBMGUARD_A_PATH,		/* u32: enum hbmguard_path */
+	HBMGUARD_A_RECEIVED,		/* u64 */
+	HBMGUARD_A_DROPPED,		/* u64 */
+	HBMGUARD_A_EVENTS_DROPPED,	/* u64 */
+	__HBMGUARD_A_MAX
+};
+#define HBMGUARD_A_MAX (__HBMGUARD_A_MAX - 1)
 
 #endif /* _UAPI_LINUX_HBMGUARD_H */

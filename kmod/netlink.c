@@ -1,0 +1,700 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The "hbmguard" generic netlink family: the daemon's view of the module.
+ * The protocol is documented in uapi/linux/hbmguard.h and, for ynl, in
+ * Documentation/netlink/specs/hbmguard.yaml.
+ *
+ * Every command is strictly validated against one attribute policy; commands
+ * that change state need CAP_NET_ADMIN, and so does joining the "events"
+ * group.  Events are built only when someone listens, under the same lock
+ * that numbers them, so listeners get them in sequence order.
+ */
+#include <linux/nodemask.h>
+#include <linux/mmzone.h>
+#include <net/genetlink.h>
+
+#include "hbm.h"
+
+static struct genl_family hbm_genl;
+
+static const struct nla_policy hbm_extent_policy[HBMGUARD_A_MAX + 1] = {
+	[HBMGUARD_A_OFFSET] = { .type = NLA_U64 },
+	[HBMGUARD_A_LENGTH] = { .type = NLA_U64 },
+	[HBMGUARD_A_STATE] = NLA_POLICY_RANGE(NLA_U32, HBMGUARD_STATE_PENDING,
+					      HBMGUARD_STATE_RETIRED),
+};
+
+/* Bounds beyond s16, which NLA_POLICY_RANGE holds on 6.1 (not const there). */
+static struct netlink_range_validation hbm_page_size_range = {
+	.min = HBMGUARD_PAGE_SIZE_MIN, .max = HBMGUARD_PAGE_SIZE_MAX,
+};
+static struct netlink_range_validation hbm_ce_threshold_range = {
+	.min = 1, .max = HBM_CE_THRESHOLD_MAX,
+};
+static struct netlink_range_validation hbm_ce_window_range = {
+	.min = 1, .max = HBM_CE_WINDOW_MAX,
+};
+
+static const struct nla_policy hbm_policy[HBMGUARD_A_MAX + 1] = {
+	[HBMGUARD_A_DEVICE_ID] = NLA_POLICY_MAX(NLA_U32, HBMGUARD_MAX_DEVICES - 1),
+	[HBMGUARD_A_NAME] = { .type = NLA_NUL_STRING, .len = HBMGUARD_NAME_LEN - 1 },
+	[HBMGUARD_A_IDENTITY] = { .type = NLA_NUL_STRING,
+				  .len = HBMGUARD_IDENTITY_LEN - 1 },
+	[HBMGUARD_A_HBM_SIZE] = { .type = NLA_U64 },
+	[HBMGUARD_A_PAGE_SIZE] = NLA_POLICY_FULL_RANGE(NLA_U32, &hbm_page_size_range),
+	[HBMGUARD_A_SPARE_PAGES] = { .type = NLA_U32 },
+	[HBMGUARD_A_CE_THRESHOLD] = NLA_POLICY_FULL_RANGE(NLA_U32, &hbm_ce_threshold_range),
+	[HBMGUARD_A_CE_WINDOW] = NLA_POLICY_FULL_RANGE(NLA_U32, &hbm_ce_window_range),
+	[HBMGUARD_A_RETIRE_LIMIT] = NLA_POLICY_MIN(NLA_U32, 1),
+	[HBMGUARD_A_PHYS_ADDR] = { .type = NLA_U64 },
+	[HBMGUARD_A_NUMA_NODE] = NLA_POLICY_MAX(NLA_U32, MAX_NUMNODES - 1),
+	[HBMGUARD_A_EXTENT] = NLA_POLICY_NESTED(hbm_extent_policy),
+	[HBMGUARD_A_OFFSET] = { .type = NLA_U64 },
+	[HBMGUARD_A_LENGTH] = { .type = NLA_U64 },
+	[HBMGUARD_A_SOURCE] = NLA_POLICY_RANGE(NLA_U32, HBMGUARD_SOURCE_ADMIN,
+					       HBMGUARD_SOURCE_RESTORED),
+	[HBMGUARD_A_FLAGS] = NLA_POLICY_MASK(NLA_U32, HBMGUARD_RETIRE_PENDING),
+};
+
+/*
+ * Replies.
+ */
+static int put_u64(struct sk_buff *skb, int type, u64 value)
+{
+	return nla_put_u64_64bit(skb, type, value, HBMGUARD_A_PAD);
+}
+
+int hbm_device_fill(struct sk_buff *skb, struct hbm_device *dev)
+{
+	const struct hbm_core *c = &dev->core;
+	int err;
+
+	mutex_lock(&dev->lock);
+	err = nla_put_u32(skb, HBMGUARD_A_DEVICE_ID, dev->id) ||
+	      nla_put_string(skb, HBMGUARD_A_NAME, dev->name) ||
+	      nla_put_string(skb, HBMGUARD_A_IDENTITY, dev->identity) ||
+	      nla_put_u32(skb, HBMGUARD_A_KIND, dev->kind) ||
+	      put_u64(skb, HBMGUARD_A_HBM_SIZE, dev->hbm_size) ||
+	      put_u64(skb, HBMGUARD_A_USABLE_SIZE, hbm_usable_size(dev)) ||
+	      nla_put_u32(skb, HBMGUARD_A_PAGE_SIZE, 1U << dev->page_shift) ||
+	      nla_put_u32(skb, HBMGUARD_A_SPARE_TOTAL, c->table.spare_total) ||
+	      nla_put_u32(skb, HBMGUARD_A_SPARE_USED, c->table.spare_used) ||
+	      nla_put_u32(skb, HBMGUARD_A_NR_RETIRED,
+			  c->table.pages[HBMGUARD_STATE_RETIRED]) ||
+	      nla_put_u32(skb, HBMGUARD_A_NR_PENDING,
+			  c->table.pages[HBMGUARD_STATE_PENDING]) ||
+	      nla_put_u32(skb, HBMGUARD_A_NR_FAILED,
+			  c->table.pages[HBMGUARD_STATE_FAILED]) ||
+	      nla_put_u32(skb, HBMGUARD_A_NR_EXTENTS, c->table.nr_extents) ||
+	      nla_put_u32(skb, HBMGUARD_A_HEALTH, c->health) ||
+	      nla_put_u32(skb, HBMGUARD_A_CE_THRESHOLD, c->policy.ce_threshold) ||
+	      nla_put_u32(skb, HBMGUARD_A_CE_WINDOW, c->policy.ce_window) ||
+	      nla_put_u32(skb, HBMGUARD_A_RETIRE_LIMIT, c->policy.retire_limit) ||
+	      put_u64(skb, HBMGUARD_A_GENERATION, dev->generation);
+	if (!err && dev->kind == HBMGUARD_KIND_RANGE)
+		err = put_u64(skb, HBMGUARD_A_PHYS_ADDR, dev->phys_start) ||
+		      (dev->numa_node >= 0 &&
+		       nla_put_u32(skb, HBMGUARD_A_NUMA_NODE, dev->numa_node));
+	mutex_unlock(&dev->lock);
+	return err ? -EMSGSIZE : 0;
+}
+
+/* The device an attribute names, with a reference, or an extack message. */
+static struct hbm_device *attr_device(struct nlattr **attrs,
+				      struct netlink_ext_ack *extack)
+{
+	struct hbm_device *dev;
+
+	if (!attrs[HBMGUARD_A_DEVICE_ID]) {
+		NL_SET_ERR_MSG(extack, "HBMGUARD_A_DEVICE_ID is required");
+		return ERR_PTR(-EINVAL);
+	}
+	dev = hbm_device_get(nla_get_u32(attrs[HBMGUARD_A_DEVICE_ID]));
+	if (!dev) {
+		NL_SET_ERR_MSG_ATTR(extack, attrs[HBMGUARD_A_DEVICE_ID],
+				    "no such device");
+		return ERR_PTR(-ENODEV);
+	}
+	return dev;
+}
+
+static int hbm_nl_device_get_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct hbm_device *dev = attr_device(info->attrs, info->extack);
+	struct sk_buff *msg;
+	void *hdr;
+	int err;
+
+	if (IS_ERR(dev))
+		return PTR_ERR(dev);
+	err = -ENOMEM;
+	msg = genlmsg_new(NLMSG_DEFAULT_SIZE, GFP_KERNEL);
+	if (!msg)
+		goto out;
+	hdr = genlmsg_put_reply(msg, info, &hbm_genl, 0, HBMGUARD_CMD_DEVICE_GET);
+	if (!hdr || hbm_device_fill(msg, dev)) {
+		nlmsg_free(msg);
+		err = -EMSGSIZE;
+		goto out;
+	}
+	genlmsg_end(msg, hdr);
+	err = genlmsg_reply(msg, info);
+out:
+	hbm_device_put(dev);
+	return err;
+}
+
+/* cb->args[0]: the next device id to dump. */
+static int hbm_nl_device_get_dumpit(struct sk_buff *skb,
+				    struct netlink_callback *cb)
+{
+	u32 id;
+
+	for (id = cb->args[0]; id < HBMGUARD_MAX_DEVICES; id++) {
+		struct hbm_device *dev = hbm_device_get(id);
+		void *hdr;
+
+		if (!dev)
+			continue;
+		hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid,
+				  cb->nlh->nlmsg_seq, &hbm_genl, NLM_F_MULTI,
+				  HBMGUARD_CMD_DEVICE_GET);
+		if (!hdr || hbm_device_fill(skb, dev)) {
+			hbm_device_put(dev);
+			if (hdr)
+				genlmsg_cancel(skb, hdr);
+			break;
+		}
+		hbm_device_put(dev);
+		genlmsg_end(skb, hdr);
+	}
+	cb->args[0] = id;
+	return skb->len;
+}
+
+static int extent_fill(struct sk_buff *skb, const struct hbm_device *dev,
+		       const struct hbm_extent *e)
+{
+	struct nlattr *nest = nla_nest_start(skb, HBMGUARD_A_EXTENT);
+
+	if (!nest)
+		return -EMSGSIZE;
+	if (put_u64(skb, HBMGUARD_A_OFFSET, (u64)e->first << dev->page_shift) ||
+	    put_u64(skb, HBMGUARD_A_LENGTH, (u64)e->nr << dev->page_shift) ||
+	    (e->spare != HBM_NO_SPARE &&
+	     put_u64(skb, HBMGUARD_A_SPARE_OFFSET, hbm_usable_size(dev) +
+		     ((u64)e->spare << dev->page_shift))) ||
+	    nla_put_u32(skb, HBMGUARD_A_STATE, e->state) ||
+	    nla_put_u32(skb, HBMGUARD_A_SOURCE, e->source) ||
+	    nla_put_u32(skb, HBMGUARD_A_ERRORS, e->errors) ||
+	    put_u64(skb, HBMGUARD_A_FIRST_SEEN, e->first_seen) ||
+	    put_u64(skb, HBMGUARD_A_LAST_SEEN, e->last_seen)) {
+		nla_nest_cancel(skb, nest);
+		return -EMSGSIZE;
+	}
+	nla_nest_end(skb, nest);
+	return 0;
+}
+
+/*
+ * cb->args[0]: device id + 1 once parsed; cb->args[1]: next page.  One
+ * message per extent; a round stops when the skb is full and the next
+ * resumes from the page after the last extent sent.
+ */
+static int hbm_nl_pages_get_dumpit(struct sk_buff *skb,
+				   struct netlink_callback *cb)
+{
+	struct hbm_extent batch[32];
+	struct hbm_device *dev;
+	u32 next, n, i;
+
+	if (!cb->args[0]) {
+		struct nlattr **attrs = hbm_dump_attrs(cb);
+
+		dev = attr_device(attrs, cb->extack);
+		if (IS_ERR(dev))
+			return PTR_ERR(dev);
+		cb->args[0] = dev->id + 1;
+	} else {
+		dev = hbm_device_get(cb->args[0] - 1);
+		if (!dev)
+			return -ENODEV;	/* removed between rounds */
+	}
+
+	for (;;) {
+		mutex_lock(&dev->lock);
+		n = hbm_table_list(&dev->core.table, cb->args[1],
+				   dev->core.table.nr_pages, batch,
+				   ARRAY_SIZE(batch), &next);
+		mutex_unlock(&dev->lock);
+		if (!n)
+			break;
+		for (i = 0; i < n; i++) {
+			void *hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid,
+						cb->nlh->nlmsg_seq, &hbm_genl,
+						NLM_F_MULTI, HBMGUARD_CMD_PAGES_GET);
+
+			if (!hdr)
+				goto full;
+			if (nla_put_u32(skb, HBMGUARD_A_DEVICE_ID, dev->id) ||
+			    extent_fill(skb, dev, &batch[i])) {
+				genlmsg_cancel(skb, hdr);
+				goto full;
+			}
+			genlmsg_end(skb, hdr);
+			cb->args[1] = batch[i].first + batch[i].nr;
+		}
+	}
+full:
+	hbm_device_put(dev);
+	return skb->len;
+}
+
+/* Offset and length of an extent operation, as the ioctl takes them. */
+static int attr_range(struct nlattr **attrs, struct netlink_ext_ack *extack,
+		      u64 *offset, u64 *length)
+{
+	if (!attrs[HBMGUARD_A_OFFSET] || !attrs[HBMGUARD_A_LENGTH]) {
+		NL_SET_ERR_MSG(extack, "HBMGUARD_A_OFFSET and HBMGUARD_A_LENGTH are required");
+		return -EINVAL;
+	}
+	*offset = nla_get_u64(attrs[HBMGUARD_A_OFFSET]);
+	*length = nla_get_u64(attrs[HBMGUARD_A_LENGTH]);
+	return 0;
+}
+
+static int range_error(struct netlink_ext_ack *extack, int err)
+{
+	if (err == -EINVAL)
+		NL_SET_ERR_MSG(extack, "offset and length must be page aligned, length non-zero");
+	else if (err == -ERANGE)
+		NL_SET_ERR_MSG(extack, "range outside the device's usable size");
+	return err;
+}
+
+static int hbm_nl_extent_op(struct genl_info *info, enum hbm_op op)
+{
+	struct nlattr **attrs = info->attrs;
+	u8 source = HBMGUARD_SOURCE_ADMIN;
+	struct hbm_device *dev;
+	u64 offset, length;
+	int err;
+
+	if (op == HBM_OP_CLEAR &&
+	    (attrs[HBMGUARD_A_SOURCE] || attrs[HBMGUARD_A_FLAGS])) {
+		NL_SET_ERR_MSG(info->extack, "CLEAR takes no source or flags");
+		return -EINVAL;
+	}
+	if (attrs[HBMGUARD_A_SOURCE])
+		source = nla_get_u32(attrs[HBMGUARD_A_SOURCE]);
+	if (attrs[HBMGUARD_A_FLAGS] &&
+	    nla_get_u32(attrs[HBMGUARD_A_FLAGS]) & HBMGUARD_RETIRE_PENDING)
+		op = HBM_OP_PENDING;
+	err = attr_range(attrs, info->extack, &offset, &length);
+	if (err)
+		return err;
+	dev = attr_device(attrs, info->extack);
+	if (IS_ERR(dev))
+		return PTR_ERR(dev);
+	if (op != HBM_OP_CLEAR)
+		hbm_path_count(HBMGUARD_PATH_NETLINK, false);
+	err = hbm_device_apply(dev, op, offset, length, source);
+	hbm_device_put(dev);
+	return range_error(info->extack, err);
+}
+
+static int hbm_nl_retire_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	return hbm_nl_extent_op(info, HBM_OP_RETIRE);
+}
+
+static int hbm_nl_clear_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	return hbm_nl_extent_op(info, HBM_OP_CLEAR);
+}
+
+static int hbm_nl_policy_set_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nlattr **attrs = info->attrs;
+	struct hbm_policy p = {};
+	struct hbm_device *dev;
+	u32 fields = 0;
+	int err;
+
+	if (attrs[HBMGUARD_A_CE_THRESHOLD]) {
+		fields |= HBMGUARD_POLICY_CE_THRESHOLD;
+		p.ce_threshold = nla_get_u32(attrs[HBMGUARD_A_CE_THRESHOLD]);
+	}
+	if (attrs[HBMGUARD_A_CE_WINDOW]) {
+		fields |= HBMGUARD_POLICY_CE_WINDOW;
+		p.ce_window = nla_get_u32(attrs[HBMGUARD_A_CE_WINDOW]);
+	}
+	if (attrs[HBMGUARD_A_RETIRE_LIMIT]) {
+		fields |= HBMGUARD_POLICY_RETIRE_LIMIT;
+		p.retire_limit = nla_get_u32(attrs[HBMGUARD_A_RETIRE_LIMIT]);
+	}
+	if (!fields) {
+		NL_SET_ERR_MSG(info->extack, "nothing to set");
+		return -EINVAL;
+	}
+	dev = attr_device(attrs, info->extack);
+	if (IS_ERR(dev))
+		return PTR_ERR(dev);
+	err = hbm_device_set_policy(dev, &p, fields);
+	if (err)
+		NL_SET_ERR_MSG_ATTR(info->extack, attrs[HBMGUARD_A_RETIRE_LIMIT],
+				    "retire limit above the device's pages");
+	hbm_device_put(dev);
+	return err;
+}
+
+static int hbm_nl_stats_get_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nlattr *stats, *path;
+	struct sk_buff *msg;
+	void *hdr;
+	u32 i;
+
+	msg = genlmsg_new(NLMSG_DEFAULT_SIZE, GFP_KERNEL);
+	if (!msg)
+		return -ENOMEM;
+	hdr = genlmsg_put_reply(msg, info, &hbm_genl, 0, HBMGUARD_CMD_STATS_GET);
+	if (!hdr)
+		goto nospace;
+	if (nla_put_u32(msg, HBMGUARD_A_NR_DEVICES, hbm_device_count()) ||
+	    put_u64(msg, HBMGUARD_A_SEQNUM, hbm_event_seqnum()) ||
+	    put_u64(msg, HBMGUARD_A_GENERATION, hbm_generation()) ||
+	    put_u64(msg, HBMGUARD_A_EVENTS_DROPPED, hbm_netlink_dropped()))
+		goto nospace;
+	stats = nla_nest_start(msg, HBMGUARD_A_STATS);
+	if (!stats)
+		goto nospace;
+	for (i = 0; i < __HBMGUARD_PATH_MAX; i++) {
+		u64 received, dropped;
+
+		hbm_path_stats(i, &received, &dropped);
+		path = nla_nest_start(msg, HBMGUARD_A_PATH_STATS);
+		if (!path || nla_put_u32(msg, HBMGUARD_A_PATH, i) ||
+		    put_u64(msg, HBMGUARD_A_RECEIVED, received) ||
+		    put_u64(msg, HBMGUARD_A_DROPPED, dropped))
+			goto nospace;
+		nla_nest_end(msg, path);
+	}
+	nla_nest_end(msg, stats);
+	genlmsg_end(msg, hdr);
+	return genlmsg_reply(msg, info);
+nospace:
+	nlmsg_free(msg);
+	return -EMSGSIZE;
+}
+
+/* Check every extent of a RESTORE before applying any. */
+static int restore_check(struct hbm_device *dev, struct genl_info *info,
+			 unsigned int *count)
+{
+	u64 mask = (1ULL << dev->page_shift) - 1, usable = hbm_usable_size(dev);
+	struct nlattr *tb[HBMGUARD_A_MAX + 1], *nest;
+	int rem, err;
+
+	*count = 0;
+	nlmsg_for_each_attr(nest, info->nlhdr, GENL_HDRLEN, rem) {
+		u64 offset, length;
+
+		if (nla_type(nest) != HBMGUARD_A_EXTENT)
+			continue;
+		err = nla_parse_nested(tb, HBMGUARD_A_MAX, nest,
+				       hbm_extent_policy, info->extack);
+		if (err)
+			return err;
+		err = attr_range(tb, info->extack, &offset, &length);
+		if (err)
+			return err;
+		if (!length || (offset | length) & mask) {
+			NL_SET_ERR_MSG_ATTR(info->extack, nest,
+					    "extent not page aligned or empty");
+			return -EINVAL;
+		}
+		if (offset >= usable || length > usable - offset) {
+			NL_SET_ERR_MSG_ATTR(info->extack, nest,
+					    "extent outside the device");
+			return -ERANGE;
+		}
+		(*count)++;
+	}
+	return 0;
+}
+
+static int hbm_nl_restore_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nlattr *tb[HBMGUARD_A_MAX + 1], *nest;
+	struct hbm_device *dev;
+	unsigned int count;
+	int rem, err;
+
+	dev = attr_device(info->attrs, info->extack);
+	if (IS_ERR(dev))
+		return PTR_ERR(dev);
+	err = restore_check(dev, info, &count);
+	if (!err && !count) {
+		NL_SET_ERR_MSG(info->extack, "no HBMGUARD_A_EXTENT to restore");
+		err = -EINVAL;
+	}
+	nlmsg_for_each_attr(nest, info->nlhdr, GENL_HDRLEN, rem) {
+		bool pending;
+
+		if (err)
+			break;
+		if (nla_type(nest) != HBMGUARD_A_EXTENT)
+			continue;
+		nla_parse_nested(tb, HBMGUARD_A_MAX, nest, hbm_extent_policy, NULL);
+		pending = tb[HBMGUARD_A_STATE] &&
+			  nla_get_u32(tb[HBMGUARD_A_STATE]) == HBMGUARD_STATE_PENDING;
+		err = hbm_device_apply(dev, pending ? HBM_OP_PENDING : HBM_OP_RETIRE,
+				       nla_get_u64(tb[HBMGUARD_A_OFFSET]),
+				       nla_get_u64(tb[HBMGUARD_A_LENGTH]),
+				       HBMGUARD_SOURCE_RESTORED);
+	}
+	hbm_device_put(dev);
+	return err;
+}
+
+static int hbm_nl_range_register_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nlattr **attrs = info->attrs;
+	struct hbm_device_spec spec = {
+		.kind = HBMGUARD_KIND_RANGE,
+		.page_size = PAGE_SIZE,
+		.numa_node = -1,
+	};
+	struct sk_buff *msg;
+	void *hdr;
+	u32 id;
+	int err;
+
+	if (!attrs[HBMGUARD_A_NAME]) {
+		NL_SET_ERR_MSG(info->extack, "HBMGUARD_A_NAME is required");
+		return -EINVAL;
+	}
+	spec.name = nla_data(attrs[HBMGUARD_A_NAME]);
+	if (attrs[HBMGUARD_A_IDENTITY])
+		spec.identity = nla_data(attrs[HBMGUARD_A_IDENTITY]);
+	if (attrs[HBMGUARD_A_PAGE_SIZE])
+		spec.page_size = nla_get_u32(attrs[HBMGUARD_A_PAGE_SIZE]);
+	if (attrs[HBMGUARD_A_SPARE_PAGES])
+		spec.spare_pages = nla_get_u32(attrs[HBMGUARD_A_SPARE_PAGES]);
+
+	if (attrs[HBMGUARD_A_NUMA_NODE]) {
+		int nid = nla_get_u32(attrs[HBMGUARD_A_NUMA_NODE]);
+
+		if (attrs[HBMGUARD_A_PHYS_ADDR] || attrs[HBMGUARD_A_HBM_SIZE]) {
+			NL_SET_ERR_MSG(info->extack, "a NUMA node or a physical range, not both");
+			return -EINVAL;
+		}
+		if (!node_online(nid) || !node_spanned_pages(nid)) {
+			NL_SET_ERR_MSG_ATTR(info->extack, attrs[HBMGUARD_A_NUMA_NODE],
+					    "no memory on that node");
+			return -ENODEV;
+		}
+		spec.numa_node = nid;
+		spec.phys_start = PFN_PHYS(node_start_pfn(nid));
+		spec.hbm_size = PFN_PHYS(node_spanned_pages(nid));
+	} else if (attrs[HBMGUARD_A_PHYS_ADDR] && attrs[HBMGUARD_A_HBM_SIZE]) {
+		spec.phys_start = nla_get_u64(attrs[HBMGUARD_A_PHYS_ADDR]);
+		spec.hbm_size = nla_get_u64(attrs[HBMGUARD_A_HBM_SIZE]);
+		if (spec.phys_start & (spec.page_size - 1) ||
+		    spec.phys_start + spec.hbm_size < spec.phys_start) {
+			NL_SET_ERR_MSG(info->extack, "physical range not page aligned or wraps");
+			return -EINVAL;
+		}
+	} else {
+		NL_SET_ERR_MSG(info->extack,
+			       "HBMGUARD_A_NUMA_NODE, or HBMGUARD_A_PHYS_ADDR and HBMGUARD_A_HBM_SIZE, are required");
+		return -EINVAL;
+	}
+
+	err = hbm_device_create(&spec, &id);
+	if (err == -EEXIST)
+		NL_SET_ERR_MSG(info->extack, "name, identity or range already registered");
+	else if (err == -EINVAL)
+		NL_SET_ERR_MSG(info->extack, "bad name, identity, size or spare pages");
+	if (err)
+		return err;
+
+	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	if (!msg)
+		goto undo;
+	hdr = genlmsg_put_reply(msg, info, &hbm_genl, 0, HBMGUARD_CMD_RANGE_REGISTER);
+	if (!hdr || nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, id)) {
+		nlmsg_free(msg);
+		goto undo;
+	}
+	genlmsg_end(msg, hdr);
+	return genlmsg_reply(msg, info);
+undo:
+	hbm_device_destroy(id, HBMGUARD_KIND_RANGE);
+	return -ENOMEM;
+}
+
+static int hbm_nl_range_unregister_doit(struct sk_buff *skb,
+					struct genl_info *info)
+{
+	int err;
+
+	if (!info->attrs[HBMGUARD_A_DEVICE_ID]) {
+		NL_SET_ERR_MSG(info->extack, "HBMGUARD_A_DEVICE_ID is required");
+		return -EINVAL;
+	}
+	err = hbm_device_destroy(nla_get_u32(info->attrs[HBMGUARD_A_DEVICE_ID]),
+				 HBMGUARD_KIND_RANGE);
+	if (err == -EOPNOTSUPP)
+		NL_SET_ERR_MSG(info->extack, "not a range device");
+	return err;
+}
+
+static const struct genl_ops hbm_genl_ops[] = {
+	{
+		.cmd = HBMGUARD_CMD_DEVICE_GET,
+		.doit = hbm_nl_device_get_doit,
+		.dumpit = hbm_nl_device_get_dumpit,
+	},
+	{
+		.cmd = HBMGUARD_CMD_PAGES_GET,
+		.dumpit = hbm_nl_pages_get_dumpit,
+	},
+	{
+		.cmd = HBMGUARD_CMD_RETIRE,
+		.doit = hbm_nl_retire_doit,
+		.flags = GENL_ADMIN_PERM,
+	},
+	{
+		.cmd = HBMGUARD_CMD_CLEAR,
+		.doit = hbm_nl_clear_doit,
+		.flags = GENL_ADMIN_PERM,
+	},
+	{
+		.cmd = HBMGUARD_CMD_POLICY_SET,
+		.doit = hbm_nl_policy_set_doit,
+		.flags = GENL_ADMIN_PERM,
+	},
+	{
+		.cmd = HBMGUARD_CMD_STATS_GET,
+		.doit = hbm_nl_stats_get_doit,
+	},
+	{
+		.cmd = HBMGUARD_CMD_RESTORE,
+		.doit = hbm_nl_restore_doit,
+		.flags = GENL_ADMIN_PERM,
+	},
+	{
+		.cmd = HBMGUARD_CMD_RANGE_REGISTER,
+		.doit = hbm_nl_range_register_doit,
+		.flags = GENL_ADMIN_PERM,
+	},
+	{
+		.cmd = HBMGUARD_CMD_RANGE_UNREGISTER,
+		.doit = hbm_nl_range_unregister_doit,
+		.flags = GENL_ADMIN_PERM,
+	},
+};
+
+enum { HBM_MCGRP_EVENTS };
+
+static const struct genl_multicast_group hbm_genl_mcgrps[] = {
+	[HBM_MCGRP_EVENTS] = {
+		.name = HBMGUARD_GENL_MCGRP_EVENTS,
+		.flags = GENL_MCAST_CAP_NET_ADMIN,
+	},
+};
+
+static struct genl_family hbm_genl __ro_after_init = {
+	.name = HBMGUARD_GENL_NAME,
+	.version = HBMGUARD_GENL_VERSION,
+	.maxattr = HBMGUARD_A_MAX,
+	.policy = hbm_policy,
+	.module = THIS_MODULE,
+	.ops = hbm_genl_ops,
+	.n_ops = ARRAY_SIZE(hbm_genl_ops),
+	.resv_start_op = HBMGUARD_CMD_DEVICE_GET,	/* every command strict */
+	.mcgrps = hbm_genl_mcgrps,
+	.n_mcgrps = ARRAY_SIZE(hbm_genl_mcgrps),
+};
+
+/*
+ * Events.
+ */
+static u64 hbm_nl_dropped;	/* under the events lock */
+static u64 hbm_nl_dropped_total;
+static bool hbm_nl_ready;
+
+u64 hbm_netlink_dropped(void)
+{
+	return READ_ONCE(hbm_nl_dropped_total);
+}
+
+static int event_send(u32 type, const struct hbmguard_event *ev, u32 count)
+{
+	struct sk_buff *msg = genlmsg_new(NLMSG_GOODSIZE, GFP_ATOMIC);
+	void *hdr;
+
+	if (!msg)
+		return -ENOMEM;
+	hdr = genlmsg_put(msg, 0, 0, &hbm_genl, 0, HBMGUARD_CMD_EVENT);
+	if (!hdr ||
+	    nla_put_u32(msg, HBMGUARD_A_EVENT_TYPE, type) ||
+	    put_u64(msg, HBMGUARD_A_SEQNUM, ev->seqnum) ||
+	    put_u64(msg, HBMGUARD_A_TIMESTAMP, ev->timestamp) ||
+	    nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, ev->device) ||
+	    put_u64(msg, HBMGUARD_A_OFFSET, ev->offset) ||
+	    put_u64(msg, HBMGUARD_A_LENGTH, ev->length) ||
+	    nla_put_u32(msg, HBMGUARD_A_SOURCE, ev->source) ||
+	    nla_put_u32(msg, HBMGUARD_A_STATE, ev->state) ||
+	    nla_put_u32(msg, HBMGUARD_A_COUNT, count) ||
+	    nla_put_u32(msg, HBMGUARD_A_AUX, ev->aux)) {
+		nlmsg_free(msg);
+		return -EMSGSIZE;
+	}
+	genlmsg_end(msg, hdr);
+	/* A listener whose buffer is full loses it and sees ENOBUFS: its affair. */
+	genlmsg_multicast(&hbm_genl, msg, 0, HBM_MCGRP_EVENTS, GFP_ATOMIC);
+	return 0;
+}
+
+/**
+ * hbm_netlink_event() - send an event to the "events" group
+ * @ev: the event, numbered
+ *
+ * Called by hbm_event() under the events lock, so events leave in order.
+ * An event the module could not send is counted and announced by a DROPPED
+ * event before the next one.
+ */
+void hbm_netlink_event(const struct hbmguard_event *ev)
+{
+	if (!READ_ONCE(hbm_nl_ready) ||
+	    !genl_has_listeners(&hbm_genl, &init_net, HBM_MCGRP_EVENTS))
+		return;
+	if (hbm_nl_dropped) {
+		if (event_send(HBMGUARD_EVENT_DROPPED, ev, hbm_nl_dropped))
+			goto drop;
+		hbm_nl_dropped = 0;
+	}
+	if (!event_send(ev->type, ev, ev->count))
+		return;
+drop:
+	hbm_nl_dropped++;
+	WRITE_ONCE(hbm_nl_dropped_total, hbm_nl_dropped_total + 1);
+}
+
+int __init hbm_netlink_init(void)
+{
+	int err = genl_register_family(&hbm_genl);
+
+	if (!err)
+		WRITE_ONCE(hbm_nl_ready, true);
+	return err;
+}
+
+void hbm_netlink_exit(void)
+{
+	WRITE_ONCE(hbm_nl_ready, false);
+	genl_unregister_family(&hbm_genl);
+}

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The provider API: how a GPU driver hands hbmguard its devices and errors.
+ * Registration sleeps; reporting does not, and may come from any context but
+ * NMI, because drivers learn of ECC errors in interrupt handlers.
+ */
+#include <linux/export.h>
+
+#include "hbm.h"
+#include "hbmguard_provider.h"
+
+/**
+ * hbmguard_register_device() - register a GPU's HBM with hbmguard
+ * @desc: the device
+ *
+ * Process context.  The device shows in /dev/hbmguard and netlink at once,
+ * and the daemon restores its known bad pages when it sees it appear.
+ *
+ * Return: the device, to pass to the other calls, or an ERR_PTR: -EINVAL for
+ * a bad @desc, -EEXIST when its name or identity is taken, -ENOSPC, -ENOMEM.
+ */
+struct hbm_device *hbmguard_register_device(const struct hbmguard_provider_device *desc)
+{
+	struct hbm_device_spec spec = {
+		.kind = HBMGUARD_KIND_PROVIDER,
+		.page_size = desc->page_size,
+		.hbm_size = desc->hbm_size,
+		.spare_pages = desc->spare_pages,
+		.name = desc->name,
+		.identity = desc->identity,
+	};
+	struct hbm_device *dev;
+	u32 id;
+	int err;
+
+	if (!desc->identity || !*desc->identity)
+		return ERR_PTR(-EINVAL);	/* persistence needs a real one */
+	err = hbm_device_create(&spec, &id);
+	if (err)
+		return ERR_PTR(err);
+	dev = hbm_device_get(id);	/* the provider's reference */
+	return dev ?: ERR_PTR(-ENODEV);
+}
+EXPORT_SYMBOL_GPL(hbmguard_register_device);
+
+/**
+ * hbmguard_unregister_device() - the GPU is going away
+ * @dev: what hbmguard_register_device() returned
+ *
+ * Process context.  Reports still queued for @dev are dropped; @dev must
+ * not be used after this returns.
+ */
+void hbmguard_unregister_device(struct hbm_device *dev)
+{
+	hbm_device_destroy(dev->id, HBMGUARD_KIND_PROVIDER);
+	hbm_device_put(dev);
+}
+EXPORT_SYMBOL_GPL(hbmguard_unregister_device);
+
+/**
+ * hbmguard_report_error() - an ECC error at an offset of a device
+ * @dev: what hbmguard_register_device() returned
+ * @offset: byte offset in the device, below its usable size
+ * @kind: HBMGUARD_ERROR_CE, HBMGUARD_ERROR_UE or HBMGUARD_ERROR_POISON
+ * @count: errors, 1..65535 for CE; 1 otherwise
+ *
+ * Any context but NMI.  The error is queued and applied by a worker:
+ * uncorrectable errors retire their page at once, correctable ones count
+ * toward the page's threshold.
+ *
+ * Return: 0; -EINVAL for a bad @kind or @count; -ENOSPC when the queue was
+ * full (correctable errors only, in practice: uncorrectable ones have slots
+ * of their own).
+ */
+int hbmguard_report_error(struct hbm_device *dev, u64 offset, u32 kind, u32 count)
+{
+	if (!kind || kind >= __HBMGUARD_ERROR_MAX || !count || count > 0xffff ||
+	    (kind != HBMGUARD_ERROR_CE && count != 1))
+		return -EINVAL;
+	return hbm_report_async(dev, offset, kind, count, HBMGUARD_PATH_PROVIDER);
+}
+EXPORT_SYMBOL_GPL(hbmguard_report_error);
+
+/**
+ * hbmguard_report_device_error() - an error of the device as a whole
+ * @dev: what hbmguard_register_device() returned
+ * @code: the driver's code for it (an NVIDIA Xid)
+ *
+ * Any context but hard interrupts.  Makes a DEVICE_ERROR event; the table
+ * does not change, there being no address.
+ */
+void hbmguard_report_device_error(struct hbm_device *dev, u32 code)
+{
+	hbm_device_error(dev, code, HBMGUARD_PATH_PROVIDER);
+}
+EXPORT_SYMBOL_GPL(hbmguard_report_device_error);
