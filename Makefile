@@ -58,7 +58,7 @@ $(BUILD)/%/hbmguard.ko: $(KMOD_SRC)
 modules-all: $(foreach v,$(DEB_KVERS),$(BUILD)/$(v)/hbmguard.ko)
 
 userspace: $(BUILD)/hbmctl $(BUILD)/unit $(BUILD)/unit-san $(BUILD)/guest/hbmtest \
-	$(BUILD)/bench-core $(BUILD)/guest/hbmbench
+	$(BUILD)/guest/hbmnl $(BUILD)/bench-core $(BUILD)/guest/hbmbench
 
 $(BUILD)/hbmctl: daemon/hbmctl.c uapi/linux/hbmguard.h
 	@mkdir -p $(@D)
@@ -82,6 +82,12 @@ $(BUILD)/guest/hbmtest: tests/guest/hbmtest.c tests/guest/hbmtest.h uapi/linux/h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) -static -pthread tests/guest/hbmtest.c -o $@
 
+# The netlink test client, static with libnl for the busybox guests.
+$(BUILD)/guest/hbmnl: tests/guest/hbmnl.c uapi/linux/hbmguard.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_USER) -static $(shell pkg-config --cflags libnl-genl-3.0) \
+		tests/guest/hbmnl.c $(shell pkg-config --libs --static libnl-genl-3.0) -o $@
+
 $(BUILD)/guest/hbmbench: tests/bench/hbmbench.c uapi/linux/hbmguard.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) -static tests/bench/hbmbench.c -o $@
@@ -96,7 +102,7 @@ check-unit: $(BUILD)/unit $(BUILD)/unit-san
 	@echo "== tier 1: unit tests under ASan+UBSan"
 	ASAN_OPTIONS=detect_leaks=1 $(BUILD)/unit-san
 
-check-kernel: modules-all $(BUILD)/guest/hbmtest $(BUILD)/guest/hbmctl
+check-kernel: modules-all $(BUILD)/guest/hbmtest $(BUILD)/guest/hbmctl $(BUILD)/guest/hbmnl
 	@echo "== tier 2: kernel tests in qemu"
 	@for v in $(DEB_KVERS); do \
 		$(TOP)/tests/kernel/run.sh $$v || exit 1; \

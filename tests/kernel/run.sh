@@ -15,11 +15,14 @@ done
 
 echo "== tier 2 on $kver"
 start=$(date +%s)
-"$TOP/scripts/guest-run" --kernel "$kver" \
+"$TOP/scripts/guest-run" --kernel "$kver" --hbm-node 256 \
+	--module hwpoison-inject --module mce-inject \
 	--file "$ko:/hbmguard.ko" \
 	--file "$TOP/build/guest/hbmtest:/bin/hbmtest" \
 	--file "$TOP/build/guest/hbmctl:/bin/hbmctl" \
+	--file "$TOP/build/guest/hbmnl:/bin/hbmnl" \
 	--file "$TOP/tests/kernel/tier2.sh:/tier2.sh" \
+	--file "$TOP/tests/kernel/ras.sh:/ras.sh" \
 	--log "$TOP/build/logs/tier2-$kver.log" \
-	-- sh /tier2.sh
+	-- 'sh /tier2.sh; a=$?; sh /ras.sh; exit $((a + $?))'
 echo "== tier 2 on $kver passed in $(($(date +%s) - start))s"

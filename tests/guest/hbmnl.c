@@ -1,0 +1,623 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * hbmnl: a small libnl client of the "hbmguard" generic netlink family, for
+ * the tests in the qemu guests.
+ *
+ *   hbmnl listen COUNT [TIMEOUT_MS]    print events; exit 0 after COUNT
+ *   hbmnl devices                      dump devices, one line each
+ *   hbmnl pages DEV                    dump extents; prints "pages: N extents M"
+ *   hbmnl range-node NAME NODE         register a NUMA node; prints the id
+ *   hbmnl range-phys NAME ADDR SIZE    register a physical range; prints the id
+ *   hbmnl range-unregister DEV
+ *   hbmnl retire|clear DEV OFFSET LENGTH
+ *   hbmnl restore DEV OFFSET LENGTH [OFFSET LENGTH...]
+ *   hbmnl stats
+ *   hbmnl badinput                     every bad request: errno, nothing changed
+ *   hbmnl unprivileged                 as a non-admin: mutations and join EPERM
+ *   hbmnl flood COUNT DEV              a listener that does not read
+ *
+ * Exit status: 0 as expected, 1 otherwise (the reason is printed).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+#include <netlink/genl/ctrl.h>
+#include <netlink/genl/genl.h>
+#include <netlink/netlink.h>
+#include <linux/hbmguard.h>
+
+static int family;
+static int failures;
+
+#define FAIL(...) do { printf("FAIL: " __VA_ARGS__); printf("\n"); failures++; } while (0)
+
+static struct nl_sock *connect_family(void)
+{
+	struct nl_sock *sk = nl_socket_alloc();
+
+	if (!sk || genl_connect(sk)) {
+		fprintf(stderr, "hbmnl: cannot open a netlink socket\n");
+		exit(1);
+	}
+	family = genl_ctrl_resolve(sk, HBMGUARD_GENL_NAME);
+	if (family < 0) {
+		fprintf(stderr, "hbmnl: family %s: %s\n", HBMGUARD_GENL_NAME,
+			nl_geterror(family));
+		exit(1);
+	}
+	return sk;
+}
+
+static struct nl_msg *request(int cmd, int flags)
+{
+	struct nl_msg *msg = nlmsg_alloc();
+
+	genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, family, 0, flags, cmd,
+		    HBMGUARD_GENL_VERSION);
+	return msg;
+}
+
+struct outcome {
+	int kerr;
+	bool done;
+};
+
+static int on_error(struct sockaddr_nl *who, struct nlmsgerr *e, void *arg)
+{
+	struct outcome *o = arg;
+
+	(void)who;
+	o->kerr = e->error;
+	o->done = true;
+	return NL_STOP;
+}
+
+static int on_end(struct nl_msg *msg, void *arg)
+{
+	(void)msg;
+	((struct outcome *)arg)->done = true;
+	return NL_STOP;
+}
+
+/*
+ * Send, take the replies until the kernel's ACK, DONE or error: 0 or the
+ * kernel's -errno.  libnl's own wait would stop after a single reply and
+ * leave its ACK for the next request.
+ */
+static int transact(struct nl_sock *sk, struct nl_msg *msg,
+		    nl_recvmsg_msg_cb_t parse, void *arg)
+{
+	struct outcome o = { 0 };
+	int err;
+
+	nl_socket_modify_err_cb(sk, NL_CB_CUSTOM, on_error, &o);
+	nl_socket_modify_cb(sk, NL_CB_ACK, NL_CB_CUSTOM, on_end, &o);
+	nl_socket_modify_cb(sk, NL_CB_FINISH, NL_CB_CUSTOM, on_end, &o);
+	if (parse)
+		nl_socket_modify_cb(sk, NL_CB_VALID, NL_CB_CUSTOM, parse, arg);
+	err = nl_send_auto(sk, msg);
+	nlmsg_free(msg);
+	while (err >= 0 && !o.done)
+		err = nl_recvmsgs_default(sk);
+	nl_socket_modify_cb(sk, NL_CB_VALID, NL_CB_DEFAULT, NULL, NULL);
+	if (o.kerr)
+		return o.kerr;
+	return err < 0 ? -EIO : 0;
+}
+
+static struct nlattr *attrs[HBMGUARD_A_MAX + 1];
+
+static int parse_attrs(struct nl_msg *msg)
+{
+	return genlmsg_parse(nlmsg_hdr(msg), 0, attrs, HBMGUARD_A_MAX, NULL);
+}
+
+static uint64_t get_u64(int type)
+{
+	return attrs[type] ? nla_get_u64(attrs[type]) : 0;
+}
+
+static uint32_t get_u32(int type)
+{
+	return attrs[type] ? nla_get_u32(attrs[type]) : 0;
+}
+
+static int print_event(struct nl_msg *msg, void *arg)
+{
+	long *left = arg;
+
+	if (parse_attrs(msg))
+		return NL_SKIP;
+	printf("event type=%u seq=%" PRIu64 " dev=%u offset=0x%" PRIx64
+	       " length=0x%" PRIx64 " source=%u state=%u count=%u aux=%u\n",
+	       get_u32(HBMGUARD_A_EVENT_TYPE), get_u64(HBMGUARD_A_SEQNUM),
+	       get_u32(HBMGUARD_A_DEVICE_ID), get_u64(HBMGUARD_A_OFFSET),
+	       get_u64(HBMGUARD_A_LENGTH), get_u32(HBMGUARD_A_SOURCE),
+	       get_u32(HBMGUARD_A_STATE), get_u32(HBMGUARD_A_COUNT),
+	       get_u32(HBMGUARD_A_AUX));
+	fflush(stdout);
+	if (*left > 0)
+		(*left)--;
+	return NL_OK;
+}
+
+static int join_events(struct nl_sock *sk)
+{
+	int grp = genl_ctrl_resolve_grp(sk, HBMGUARD_GENL_NAME,
+					HBMGUARD_GENL_MCGRP_EVENTS);
+
+	if (grp < 0)
+		return grp;
+	return nl_socket_add_membership(sk, grp);
+}
+
+static int cmd_listen(long count, int timeout_ms)
+{
+	struct nl_sock *sk = connect_family();
+	struct pollfd pfd;
+	int err;
+
+	if (join_events(sk)) {
+		fprintf(stderr, "hbmnl: cannot join the events group\n");
+		return 1;
+	}
+	nl_socket_disable_seq_check(sk);
+	nl_socket_modify_cb(sk, NL_CB_VALID, NL_CB_CUSTOM, print_event, &count);
+	printf("listening\n");
+	fflush(stdout);
+	pfd.fd = nl_socket_get_fd(sk);
+	pfd.events = POLLIN;
+	while (count > 0) {
+		if (poll(&pfd, 1, timeout_ms) <= 0) {
+			printf("timeout with %ld events to go\n", count);
+			return 1;
+		}
+		err = nl_recvmsgs_default(sk);
+		if (err < 0 && err != -NLE_NOMEM) {
+			printf("recv: %s\n", nl_geterror(err));
+			return 1;
+		}
+	}
+	nl_socket_free(sk);
+	return 0;
+}
+
+static int print_device(struct nl_msg *msg, void *arg)
+{
+	(void)arg;
+	if (parse_attrs(msg))
+		return NL_SKIP;
+	printf("device %u %s %s kind=%u size=0x%" PRIx64 " page=%u retired=%u "
+	       "pending=%u failed=%u health=%u phys=0x%" PRIx64 "\n",
+	       get_u32(HBMGUARD_A_DEVICE_ID), nla_get_string(attrs[HBMGUARD_A_NAME]),
+	       nla_get_string(attrs[HBMGUARD_A_IDENTITY]), get_u32(HBMGUARD_A_KIND),
+	       get_u64(HBMGUARD_A_HBM_SIZE), get_u32(HBMGUARD_A_PAGE_SIZE),
+	       get_u32(HBMGUARD_A_NR_RETIRED), get_u32(HBMGUARD_A_NR_PENDING),
+	       get_u32(HBMGUARD_A_NR_FAILED), get_u32(HBMGUARD_A_HEALTH),
+	       get_u64(HBMGUARD_A_PHYS_ADDR));
+	return NL_OK;
+}
+
+struct page_count {
+	uint64_t extents;
+	uint64_t pages;
+	uint64_t last_end;
+	bool sorted;
+	bool verbose;
+};
+
+static int count_page(struct nl_msg *msg, void *arg)
+{
+	struct page_count *pc = arg;
+	struct nlattr *ext[HBMGUARD_A_MAX + 1];
+	uint64_t offset, length;
+
+	if (parse_attrs(msg) || !attrs[HBMGUARD_A_EXTENT] ||
+	    nla_parse_nested(ext, HBMGUARD_A_MAX, attrs[HBMGUARD_A_EXTENT], NULL))
+		return NL_SKIP;
+	offset = nla_get_u64(ext[HBMGUARD_A_OFFSET]);
+	length = nla_get_u64(ext[HBMGUARD_A_LENGTH]);
+	if (offset < pc->last_end)
+		pc->sorted = false;
+	pc->last_end = offset + length;
+	pc->extents++;
+	pc->pages += length / 4096;
+	if (pc->verbose)
+		printf("extent 0x%" PRIx64 "+0x%" PRIx64 " state=%u source=%u\n",
+		       offset, length, nla_get_u32(ext[HBMGUARD_A_STATE]),
+		       nla_get_u32(ext[HBMGUARD_A_SOURCE]));
+	return NL_OK;
+}
+
+static int dump_pages(struct nl_sock *sk, uint32_t dev, struct page_count *pc)
+{
+	struct nl_msg *msg = request(HBMGUARD_CMD_PAGES_GET, NLM_F_DUMP);
+
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev);
+	pc->sorted = true;
+	return transact(sk, msg, count_page, pc);
+}
+
+struct stats {
+	uint64_t seqnum, generation;
+	uint32_t devices;
+};
+
+static int parse_stats(struct nl_msg *msg, void *arg)
+{
+	struct stats *st = arg;
+
+	if (parse_attrs(msg))
+		return NL_SKIP;
+	st->seqnum = get_u64(HBMGUARD_A_SEQNUM);
+	st->generation = get_u64(HBMGUARD_A_GENERATION);
+	st->devices = get_u32(HBMGUARD_A_NR_DEVICES);
+	if (attrs[HBMGUARD_A_STATS] && !st->devices)
+		st->devices = 0;
+	return NL_OK;
+}
+
+static struct stats get_stats(struct nl_sock *sk)
+{
+	struct stats st = { 0 };
+	int err = transact(sk, request(HBMGUARD_CMD_STATS_GET, 0), parse_stats, &st);
+
+	if (err)
+		FAIL("stats: %s", strerror(-err));
+	return st;
+}
+
+static int print_stats(struct nl_msg *msg, void *arg)
+{
+	struct nlattr *path, *p[HBMGUARD_A_MAX + 1];
+	int rem;
+
+	(void)arg;
+	if (parse_attrs(msg))
+		return NL_SKIP;
+	printf("devices=%u seqnum=%" PRIu64 " generation=%" PRIu64
+	       " events_dropped=%" PRIu64 "\n", get_u32(HBMGUARD_A_NR_DEVICES),
+	       get_u64(HBMGUARD_A_SEQNUM), get_u64(HBMGUARD_A_GENERATION),
+	       get_u64(HBMGUARD_A_EVENTS_DROPPED));
+	nla_for_each_nested(path, attrs[HBMGUARD_A_STATS], rem) {
+		nla_parse_nested(p, HBMGUARD_A_MAX, path, NULL);
+		printf("path %u received=%" PRIu64 " dropped=%" PRIu64 "\n",
+		       nla_get_u32(p[HBMGUARD_A_PATH]), nla_get_u64(p[HBMGUARD_A_RECEIVED]),
+		       nla_get_u64(p[HBMGUARD_A_DROPPED]));
+	}
+	return NL_OK;
+}
+
+static int reply_id(struct nl_msg *msg, void *arg)
+{
+	if (!parse_attrs(msg))
+		*(uint32_t *)arg = get_u32(HBMGUARD_A_DEVICE_ID);
+	return NL_OK;
+}
+
+static struct nl_msg *extent_request(int cmd, uint32_t dev, uint64_t offset,
+				     uint64_t length)
+{
+	struct nl_msg *msg = request(cmd, 0);
+
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev);
+	nla_put_u64(msg, HBMGUARD_A_OFFSET, offset);
+	nla_put_u64(msg, HBMGUARD_A_LENGTH, length);
+	return msg;
+}
+
+#define EXPECT_ERR(sk, msg, err, what) do {				\
+	int _r = transact(sk, msg, NULL, NULL);				\
+	if (_r != -(err))						\
+		FAIL("%s: got %s, expected %s", what, strerror(-_r), strerror(err)); \
+} while (0)
+
+/* Every kind of bad request: the right errno, and nothing changes. */
+static int cmd_badinput(void)
+{
+	struct nl_sock *sk = connect_family();
+	struct stats before = get_stats(sk), after;
+	struct nl_msg *msg;
+	char big[HBMGUARD_NAME_LEN + 8];
+
+	msg = request(__HBMGUARD_CMD_MAX + 3, 0);
+	EXPECT_ERR(sk, msg, EOPNOTSUPP, "unknown command");
+	msg = request(HBMGUARD_CMD_EVENT, 0);
+	EXPECT_ERR(sk, msg, EOPNOTSUPP, "EVENT is not a request");
+
+	msg = request(HBMGUARD_CMD_DEVICE_GET, 0);
+	EXPECT_ERR(sk, msg, EINVAL, "device get without a device");
+	msg = request(HBMGUARD_CMD_DEVICE_GET, 0);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 200);
+	EXPECT_ERR(sk, msg, ENODEV, "device get, no such device");
+	msg = request(HBMGUARD_CMD_DEVICE_GET, 0);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 4000);
+	EXPECT_ERR(sk, msg, ERANGE, "device id above the maximum");
+	msg = request(HBMGUARD_CMD_DEVICE_GET, 0);
+	nla_put_u16(msg, HBMGUARD_A_DEVICE_ID, 0);
+	EXPECT_ERR(sk, msg, EINVAL, "device id of the wrong size");
+	msg = request(HBMGUARD_CMD_DEVICE_GET, 0);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
+	nla_put_u32(msg, HBMGUARD_A_MAX + 5, 0);
+	EXPECT_ERR(sk, msg, EINVAL, "unknown attribute");
+
+	msg = extent_request(HBMGUARD_CMD_RETIRE, 0, 1, 4096);
+	EXPECT_ERR(sk, msg, EINVAL, "retire, misaligned");
+	msg = extent_request(HBMGUARD_CMD_RETIRE, 0, 0, 0);
+	EXPECT_ERR(sk, msg, EINVAL, "retire, empty");
+	msg = extent_request(HBMGUARD_CMD_RETIRE, 0, 1ULL << 40, 4096);
+	EXPECT_ERR(sk, msg, ERANGE, "retire, outside the device");
+	msg = extent_request(HBMGUARD_CMD_RETIRE, 9, 0, 4096);
+	EXPECT_ERR(sk, msg, ENODEV, "retire, no such device");
+	msg = request(HBMGUARD_CMD_RETIRE, 0);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
+	EXPECT_ERR(sk, msg, EINVAL, "retire without a range");
+	msg = extent_request(HBMGUARD_CMD_RETIRE, 0, 0, 4096);
+	nla_put_u32(msg, HBMGUARD_A_SOURCE, HBMGUARD_SOURCE_UE);
+	EXPECT_ERR(sk, msg, ERANGE, "retire with source UE");
+	msg = extent_request(HBMGUARD_CMD_RETIRE, 0, 0, 4096);
+	nla_put_u32(msg, HBMGUARD_A_FLAGS, 0x80);
+	EXPECT_ERR(sk, msg, EINVAL, "retire with unknown flags");
+	msg = extent_request(HBMGUARD_CMD_CLEAR, 0, 0, 4096);
+	nla_put_u32(msg, HBMGUARD_A_FLAGS, HBMGUARD_RETIRE_PENDING);
+	EXPECT_ERR(sk, msg, EINVAL, "clear with flags");
+
+	msg = request(HBMGUARD_CMD_POLICY_SET, 0);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
+	EXPECT_ERR(sk, msg, EINVAL, "policy with nothing to set");
+	msg = request(HBMGUARD_CMD_POLICY_SET, 0);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
+	nla_put_u32(msg, HBMGUARD_A_CE_THRESHOLD, 0);
+	EXPECT_ERR(sk, msg, ERANGE, "policy threshold 0");
+	msg = request(HBMGUARD_CMD_POLICY_SET, 0);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
+	nla_put_u32(msg, HBMGUARD_A_CE_WINDOW, 365 * 86400 + 1);
+	EXPECT_ERR(sk, msg, ERANGE, "policy window too long");
+	msg = request(HBMGUARD_CMD_POLICY_SET, 0);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
+	nla_put_u32(msg, HBMGUARD_A_RETIRE_LIMIT, 0xffffffff);
+	EXPECT_ERR(sk, msg, EINVAL, "policy limit above the pages");
+
+	msg = request(HBMGUARD_CMD_RESTORE, 0);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
+	EXPECT_ERR(sk, msg, EINVAL, "restore of nothing");
+	msg = request(HBMGUARD_CMD_RESTORE, 0);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
+	{
+		struct nlattr *n = nla_nest_start(msg, HBMGUARD_A_EXTENT);
+
+		nla_put_u64(msg, HBMGUARD_A_OFFSET, 0);
+		nla_put_u64(msg, HBMGUARD_A_LENGTH, 4096);
+		nla_nest_end(msg, n);
+		n = nla_nest_start(msg, HBMGUARD_A_EXTENT);	/* a bad one after */
+		nla_put_u64(msg, HBMGUARD_A_OFFSET, 3);
+		nla_put_u64(msg, HBMGUARD_A_LENGTH, 4096);
+		nla_nest_end(msg, n);
+	}
+	EXPECT_ERR(sk, msg, EINVAL, "restore with one bad extent");
+
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = 0;
+	msg = request(HBMGUARD_CMD_RANGE_REGISTER, 0);
+	nla_put_string(msg, HBMGUARD_A_NAME, big);
+	nla_put_u32(msg, HBMGUARD_A_NUMA_NODE, 1);
+	EXPECT_ERR(sk, msg, EINVAL, "range with a name too long");
+	msg = request(HBMGUARD_CMD_RANGE_REGISTER, 0);
+	nla_put_string(msg, HBMGUARD_A_NAME, "x");
+	EXPECT_ERR(sk, msg, EINVAL, "range without memory");
+	msg = request(HBMGUARD_CMD_RANGE_REGISTER, 0);
+	nla_put_string(msg, HBMGUARD_A_NAME, "x");
+	nla_put_u32(msg, HBMGUARD_A_NUMA_NODE, 7);
+	EXPECT_ERR(sk, msg, ENODEV, "range on a node without memory");
+	msg = request(HBMGUARD_CMD_RANGE_REGISTER, 0);
+	nla_put_string(msg, HBMGUARD_A_NAME, "x");
+	nla_put_u64(msg, HBMGUARD_A_PHYS_ADDR, 0x1001);
+	nla_put_u64(msg, HBMGUARD_A_HBM_SIZE, 1 << 20);
+	EXPECT_ERR(sk, msg, EINVAL, "range not aligned");
+	msg = request(HBMGUARD_CMD_RANGE_UNREGISTER, 0);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
+	EXPECT_ERR(sk, msg, EOPNOTSUPP, "unregister of a simulated device");
+
+	after = get_stats(sk);
+	if (before.seqnum != after.seqnum || before.generation != after.generation ||
+	    before.devices != after.devices)
+		FAIL("bad requests changed something: seqnum %" PRIu64 " -> %" PRIu64
+		     ", generation %" PRIu64 " -> %" PRIu64, before.seqnum,
+		     after.seqnum, before.generation, after.generation);
+	printf("badinput: %s\n", failures ? "FAILED" : "ok");
+	return failures != 0;
+}
+
+static int cmd_unprivileged(void)
+{
+	struct nl_sock *sk = connect_family();
+	struct stats before = get_stats(sk), after;
+	struct nl_msg *msg;
+	int err;
+
+	msg = extent_request(HBMGUARD_CMD_RETIRE, 0, 0, 4096);
+	EXPECT_ERR(sk, msg, EPERM, "unprivileged retire");
+	msg = extent_request(HBMGUARD_CMD_CLEAR, 0, 0, 4096);
+	EXPECT_ERR(sk, msg, EPERM, "unprivileged clear");
+	msg = request(HBMGUARD_CMD_POLICY_SET, 0);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
+	nla_put_u32(msg, HBMGUARD_A_CE_THRESHOLD, 3);
+	EXPECT_ERR(sk, msg, EPERM, "unprivileged policy");
+	msg = request(HBMGUARD_CMD_RANGE_REGISTER, 0);
+	nla_put_string(msg, HBMGUARD_A_NAME, "x");
+	nla_put_u32(msg, HBMGUARD_A_NUMA_NODE, 1);
+	EXPECT_ERR(sk, msg, EPERM, "unprivileged range register");
+	err = join_events(sk);
+	if (err != -NLE_PERM)
+		FAIL("unprivileged join: %s", nl_geterror(err));
+	/* Reads are open. */
+	msg = request(HBMGUARD_CMD_DEVICE_GET, NLM_F_DUMP);
+	err = transact(sk, msg, NULL, NULL);
+	if (err)
+		FAIL("unprivileged dump: %s", strerror(-err));
+	after = get_stats(sk);
+	if (before.seqnum != after.seqnum || before.generation != after.generation)
+		FAIL("refused requests changed something");
+	printf("unprivileged: %s\n", failures ? "FAILED" : "ok");
+	return failures != 0;
+}
+
+/*
+ * A listener that does not read while COUNT pages are retired through the
+ * ioctl: it must learn of its loss (ENOBUFS or a sequence gap), and a dump
+ * afterwards must show every page.
+ */
+static int cmd_flood(long count, uint32_t dev)
+{
+	struct nl_sock *sk = connect_family(), *q = connect_family();
+	int fd = open("/dev/" HBMGUARD_DEVICE_NAME, O_RDWR);
+	uint64_t expect_seq = 0, gaps = 0, seen = 0;
+	struct page_count pc = { 0 };
+	bool enobufs = false;
+	long i;
+
+	if (fd < 0 || join_events(sk)) {
+		FAIL("setup");
+		return 1;
+	}
+	nl_socket_disable_seq_check(sk);
+	nl_socket_set_nonblocking(sk);
+	for (i = 0; i < count; i++) {
+		struct hbmguard_extent_op x = {
+			.size = sizeof(x), .device = dev,
+			.source = HBMGUARD_SOURCE_ADMIN,
+			.offset = (uint64_t)i * 2 * 4096, .length = 4096,
+		};
+
+		if (ioctl(fd, HBMGUARD_IOC_RETIRE, &x)) {
+			FAIL("retire %ld: %s", i, strerror(errno));
+			return 1;
+		}
+	}
+	for (;;) {
+		char buf[65536];
+		ssize_t n = recv(nl_socket_get_fd(sk), buf, sizeof(buf), 0);
+		struct nlmsghdr *nlh;
+		int len;
+
+		if (n < 0 && errno == ENOBUFS) {
+			enobufs = true;
+			continue;
+		}
+		if (n <= 0)
+			break;
+		len = n;
+		for (nlh = (struct nlmsghdr *)buf; nlmsg_ok(nlh, len);
+		     nlh = nlmsg_next(nlh, &len)) {
+			uint64_t seq;
+
+			if (genlmsg_parse(nlh, 0, attrs, HBMGUARD_A_MAX, NULL))
+				continue;
+			seq = get_u64(HBMGUARD_A_SEQNUM);
+			if (expect_seq && seq != expect_seq)
+				gaps++;
+			expect_seq = seq + 1;
+			seen++;
+		}
+	}
+	if (dump_pages(q, dev, &pc))
+		FAIL("dump");
+	printf("flood: %ld retired, listener saw %" PRIu64 " events, %s, %" PRIu64
+	       " gaps; dump: %" PRIu64 " extents %" PRIu64 " pages%s\n", count, seen,
+	       enobufs ? "ENOBUFS" : "no ENOBUFS", gaps, pc.extents, pc.pages,
+	       pc.sorted ? " sorted" : " UNSORTED");
+	if (!enobufs && !gaps)
+		FAIL("the listener did not learn of its loss");
+	if (pc.pages != (uint64_t)count || pc.extents != (uint64_t)count || !pc.sorted)
+		FAIL("the dump does not show every page");
+	return failures != 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd = argc > 1 ? argv[1] : "";
+	struct nl_sock *sk;
+	int err = 0, i;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!strcmp(cmd, "listen"))
+		return cmd_listen(argc > 2 ? atol(argv[2]) : 1,
+				  argc > 3 ? atoi(argv[3]) : 10000);
+	if (!strcmp(cmd, "badinput"))
+		return cmd_badinput();
+	if (!strcmp(cmd, "unprivileged"))
+		return cmd_unprivileged();
+	if (!strcmp(cmd, "flood") && argc > 3)
+		return cmd_flood(atol(argv[2]), atoi(argv[3]));
+
+	sk = connect_family();
+	if (!strcmp(cmd, "devices")) {
+		err = transact(sk, request(HBMGUARD_CMD_DEVICE_GET, NLM_F_DUMP),
+			       print_device, NULL);
+	} else if (!strcmp(cmd, "stats")) {
+		err = transact(sk, request(HBMGUARD_CMD_STATS_GET, 0), print_stats, NULL);
+	} else if (!strcmp(cmd, "pages") && argc > 2) {
+		struct page_count pc = { .verbose = argc > 3 };
+
+		err = dump_pages(sk, atoi(argv[2]), &pc);
+		printf("pages: %" PRIu64 " extents %" PRIu64 "%s\n", pc.pages,
+		       pc.extents, pc.sorted ? "" : " UNSORTED");
+	} else if (!strcmp(cmd, "range-node") && argc > 3) {
+		struct nl_msg *msg = request(HBMGUARD_CMD_RANGE_REGISTER, 0);
+		uint32_t id = ~0u;
+
+		nla_put_string(msg, HBMGUARD_A_NAME, argv[2]);
+		nla_put_u32(msg, HBMGUARD_A_NUMA_NODE, atoi(argv[3]));
+		err = transact(sk, msg, reply_id, &id);
+		if (!err)
+			printf("%u\n", id);
+	} else if (!strcmp(cmd, "range-phys") && argc > 4) {
+		struct nl_msg *msg = request(HBMGUARD_CMD_RANGE_REGISTER, 0);
+		uint32_t id = ~0u;
+
+		nla_put_string(msg, HBMGUARD_A_NAME, argv[2]);
+		nla_put_u64(msg, HBMGUARD_A_PHYS_ADDR, strtoull(argv[3], NULL, 0));
+		nla_put_u64(msg, HBMGUARD_A_HBM_SIZE, strtoull(argv[4], NULL, 0));
+		err = transact(sk, msg, reply_id, &id);
+		if (!err)
+			printf("%u\n", id);
+	} else if (!strcmp(cmd, "range-unregister") && argc > 2) {
+		struct nl_msg *msg = request(HBMGUARD_CMD_RANGE_UNREGISTER, 0);
+
+		nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, atoi(argv[2]));
+		err = transact(sk, msg, NULL, NULL);
+	} else if ((!strcmp(cmd, "retire") || !strcmp(cmd, "clear")) && argc > 4) {
+		err = transact(sk, extent_request(!strcmp(cmd, "retire") ?
+						  HBMGUARD_CMD_RETIRE : HBMGUARD_CMD_CLEAR,
+						  atoi(argv[2]), strtoull(argv[3], NULL, 0),
+						  strtoull(argv[4], NULL, 0)), NULL, NULL);
+	} else if (!strcmp(cmd, "restore") && argc > 4) {
+		struct nl_msg *msg = request(HBMGUARD_CMD_RESTORE, 0);
+
+		nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, atoi(argv[2]));
+		for (i = 3; i + 1 < argc; i += 2) {
+			struct nlattr *n = nla_nest_start(msg, HBMGUARD_A_EXTENT);
+
+			nla_put_u64(msg, HBMGUARD_A_OFFSET, strtoull(argv[i], NULL, 0));
+			nla_put_u64(msg, HBMGUARD_A_LENGTH, strtoull(argv[i + 1], NULL, 0));
+			nla_nest_end(msg, n);
+		}
+		err = transact(sk, msg, NULL, NULL);
+	} else {
+		fprintf(stderr, "hbmnl: see the top of tests/guest/hbmnl.c for usage\n");
+		return 2;
+	}
+	if (err) {
+		printf("hbmnl %s: %s\n", cmd, strerror(-err));
+		return 1;
+	}
+	return 0;
+}
