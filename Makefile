@@ -27,8 +27,8 @@ CFLAGS_USER := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -g \
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
-CORE_SRC := kmod/table.c kmod/policy.c
-CORE_HDR := kmod/core.h uapi/linux/hbmguard.h
+CORE_SRC := kmod/table.c kmod/policy.c kmod/mce_decode.c
+CORE_HDR := kmod/core.h kmod/mce_decode.h uapi/linux/hbmguard.h
 UNIT_SRC := $(wildcard tests/unit/*.c)
 KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 

@@ -20,4 +20,30 @@ static inline struct nlattr **hbm_dump_attrs(struct netlink_callback *cb)
 #endif
 }
 
+/*
+ * The MCE decode chain passes a struct mce * up to 6.12; later kernels pass
+ * a struct mce_hw_err * that holds one.  Either way, what decoding needs.
+ */
+#ifdef HBM_MCE_DECODE_H
+#include <asm/mce.h>
+#include <asm/processor.h>
+
+static inline struct hbm_mce_record hbm_mce_record_of(void *data)
+{
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 13, 0)
+	const struct mce *m = data;
+#else
+	const struct mce *m = &((struct mce_hw_err *)data)->m;
+#endif
+
+	return (struct hbm_mce_record){
+		.status = m->status, .addr = m->addr, .misc = m->misc,
+		.ipid = m->ipid, .bank = m->bank,
+		.amd = m->cpuvendor == X86_VENDOR_AMD ||
+		       m->cpuvendor == X86_VENDOR_HYGON,
+		.smca = boot_cpu_has(X86_FEATURE_SMCA),
+	};
+}
+#endif
+
 #endif /* HBM_COMPAT_H */

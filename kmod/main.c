@@ -32,6 +32,10 @@ static bool path_memory_failure = true;
 module_param(path_memory_failure, bool, 0444);
 MODULE_PARM_DESC(path_memory_failure, "Take poison on range devices from memory_failure() (ras:memory_failure_event) (default on)");
 
+static bool path_mce = true;
+module_param(path_mce, bool, 0444);
+MODULE_PARM_DESC(path_mce, "Take memory errors on range devices from the x86 machine check decode chain (default on)");
+
 unsigned int hbm_event_ring = 1024;
 module_param_named(event_ring, hbm_event_ring, uint, 0444);
 MODULE_PARM_DESC(event_ring, "Events each open /dev/hbmguard buffers, a power of two from 16 to 65536 (default 1024)");
@@ -98,6 +102,7 @@ static const struct {
 } hbm_paths[] = {
 	{ "memory_failure", &path_memory_failure, hbm_memory_failure_init,
 	  hbm_memory_failure_exit },
+	{ "the MCE decode chain", &path_mce, hbm_mce_init, hbm_mce_exit },
 };
 
 static void paths_exit(unsigned int n)

@@ -7,7 +7,7 @@
  *   hbmnl devices                      dump devices, one line each
  *   hbmnl pages DEV                    dump extents; prints "pages: N extents M"
  *   hbmnl range-node NAME NODE         register a NUMA node; prints the id
- *   hbmnl range-phys NAME ADDR SIZE    register a physical range; prints the id
+ *   hbmnl range-phys NAME ADDR SIZE [SPARES]  a physical range; prints the id
  *   hbmnl range-unregister DEV
  *   hbmnl retire|clear DEV OFFSET LENGTH
  *   hbmnl restore DEV OFFSET LENGTH [OFFSET LENGTH...]
@@ -196,12 +196,14 @@ static int print_device(struct nl_msg *msg, void *arg)
 	if (parse_attrs(msg))
 		return NL_SKIP;
 	printf("device %u %s %s kind=%u size=0x%" PRIx64 " page=%u retired=%u "
-	       "pending=%u failed=%u health=%u phys=0x%" PRIx64 "\n",
+	       "pending=%u failed=%u health=%u ce=%" PRIu64 " ue=%" PRIu64
+	       " phys=0x%" PRIx64 "\n",
 	       get_u32(HBMGUARD_A_DEVICE_ID), nla_get_string(attrs[HBMGUARD_A_NAME]),
 	       nla_get_string(attrs[HBMGUARD_A_IDENTITY]), get_u32(HBMGUARD_A_KIND),
 	       get_u64(HBMGUARD_A_HBM_SIZE), get_u32(HBMGUARD_A_PAGE_SIZE),
 	       get_u32(HBMGUARD_A_NR_RETIRED), get_u32(HBMGUARD_A_NR_PENDING),
 	       get_u32(HBMGUARD_A_NR_FAILED), get_u32(HBMGUARD_A_HEALTH),
+	       get_u64(HBMGUARD_A_CE_EVENTS), get_u64(HBMGUARD_A_UE_EVENTS),
 	       get_u64(HBMGUARD_A_PHYS_ADDR));
 	return NL_OK;
 }
@@ -586,6 +588,8 @@ int main(int argc, char **argv)
 		nla_put_string(msg, HBMGUARD_A_NAME, argv[2]);
 		nla_put_u64(msg, HBMGUARD_A_PHYS_ADDR, strtoull(argv[3], NULL, 0));
 		nla_put_u64(msg, HBMGUARD_A_HBM_SIZE, strtoull(argv[4], NULL, 0));
+		if (argc > 5)
+			nla_put_u32(msg, HBMGUARD_A_SPARE_PAGES, atoi(argv[5]));
 		err = transact(sk, msg, reply_id, &id);
 		if (!err)
 			printf("%u\n", id);

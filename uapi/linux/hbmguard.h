@@ -507,7 +507,8 @@ struct hbmguard_event {
  *	do: HBMGUARD_A_DEVICE_ID -> one device; dump: every device.  A device
  *	is DEVICE_ID, NAME, IDENTITY, KIND, HBM_SIZE, USABLE_SIZE, PAGE_SIZE,
  *	SPARE_TOTAL, SPARE_USED, NR_RETIRED, NR_PENDING, NR_FAILED, NR_EXTENTS,
- *	HEALTH, CE_THRESHOLD, CE_WINDOW, RETIRE_LIMIT, GENERATION (and
+ *	HEALTH, CE_THRESHOLD, CE_WINDOW, RETIRE_LIMIT, GENERATION, CE_EVENTS,
+ *	UE_EVENTS (and
  *	PHYS_ADDR, NUMA_NODE for a range).
  * HBMGUARD_CMD_PAGES_GET
  *	dump: HBMGUARD_A_DEVICE_ID -> one message per extent, nested in
@@ -611,6 +612,8 @@ enum hbmguard_attr {
 	HBMGUARD_A_RECEIVED,		/* u64 */
 	HBMGUARD_A_DROPPED,		/* u64 */
 	HBMGUARD_A_EVENTS_DROPPED,	/* u64 */
+	HBMGUARD_A_CE_EVENTS,		/* u64: correctable errors reported */
+	HBMGUARD_A_UE_EVENTS,		/* u64: uncorrectable errors and poison */
 	__HBMGUARD_A_MAX
 };
 #define HBMGUARD_A_MAX (__HBMGUARD_A_MAX - 1)

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Which x86 machine checks are memory errors, correctable or not, and at
+ * what address.  Plain C over the raw MCA registers, so the unit tests can
+ * feed it what Intel, legacy AMD and AMD SMCA (UMC) banks report without
+ * having such hardware: in a VM the SMCA bank type is unknown, so the UMC
+ * is recognised here from MCA_IPID instead of the kernel's bank tables.
+ *
+ * The checks follow the kernel's mce_is_memory_error() and
+ * mce_usable_address().  A UMC reports a normalized (channel) address that
+ * only the data fabric can turn into a system address; such errors are
+ * classed HBM_MCE_NORMALIZED and left to paths that have the translation
+ * (EDAC's mc_event, memory_failure()).
+ */
+#include "mce_decode.h"
+
+#define MCI_VAL		(1ULL << 63)
+#define MCI_UC		(1ULL << 61)
+#define MCI_MISCV	(1ULL << 59)
+#define MCI_ADDRV	(1ULL << 58)
+#define MCI_DEFERRED	(1ULL << 44)	/* AMD: poison, data already lost */
+
+#define SMCA_HWID(ipid)		(((ipid) >> 32) & 0xfff)
+#define SMCA_MCATYPE(ipid)	(((ipid) >> 48) & 0xffff)
+#define SMCA_HWID_UMC		0x96
+#define AMD_XEC(status)		(((status) >> 16) & 0x3f)
+
+static bool intel_memory(u64 status)
+{
+	u64 mcacod = status & 0xffff;
+
+	/* Memory controller errors, memory hierarchy errors, generic memory */
+	return (mcacod & 0xef80) == 0x0080 || (mcacod & 0xef00) == 0x0100 ||
+	       (mcacod & 0xeffc) == 0x000c;
+}
+
+static bool amd_umc(const struct hbm_mce_record *r)
+{
+	return SMCA_HWID(r->ipid) == SMCA_HWID_UMC && SMCA_MCATYPE(r->ipid) == 0;
+}
+
+static bool amd_memory(const struct hbm_mce_record *r)
+{
+	if (r->smca)
+		return amd_umc(r) && AMD_XEC(r->status) == 0;
+	return r->bank == 4 && AMD_XEC(r->status) == 0x8;	/* NB DRAM ECC */
+}
+
+/**
+ * hbm_mce_decode() - class, kind and address of a machine check
+ * @r: the registers
+ * @kind: HBMGUARD_ERROR_UE or HBMGUARD_ERROR_CE, for memory errors
+ * @phys: the system physical address, for HBM_MCE_MEMORY
+ *
+ * Return: enum hbm_mce_class.
+ */
+enum hbm_mce_class hbm_mce_decode(const struct hbm_mce_record *r, u32 *kind,
+				  u64 *phys)
+{
+	unsigned int lsb = 0;
+
+	if (!(r->status & MCI_VAL))
+		return HBM_MCE_NOT_MEMORY;
+	if (r->amd ? !amd_memory(r) : !intel_memory(r->status))
+		return HBM_MCE_NOT_MEMORY;
+	*kind = r->status & (MCI_UC | (r->amd ? MCI_DEFERRED : 0)) ?
+		HBMGUARD_ERROR_UE : HBMGUARD_ERROR_CE;
+	if (!(r->status & MCI_ADDRV))
+		return HBM_MCE_NO_ADDRESS;
+	if (r->amd && r->smca)
+		return HBM_MCE_NORMALIZED;
+
+	if (r->amd) {
+		lsb = (r->addr >> 56) & 0x3f;	/* MCA_ADDR[61:56] */
+		*phys = r->addr & ((1ULL << 56) - 1);
+	} else {
+		/* Intel: MISC says the address mode; only physical is usable. */
+		if (!(r->status & MCI_MISCV) || ((r->misc >> 6) & 0x7) != 2)
+			return HBM_MCE_NO_ADDRESS;
+		lsb = r->misc & 0x3f;
+		*phys = r->addr;
+	}
+	if (lsb > 12)
+		return HBM_MCE_NO_ADDRESS;	/* coarser than a page */
+	*phys &= ~((1ULL << lsb) - 1);
+	return HBM_MCE_MEMORY;
+}

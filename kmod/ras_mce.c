@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * x86 machine checks: memory errors from the MCA banks (AMD UMC, Intel
+ * memory controllers) reach the decode chain in process context.  Those
+ * with a system address inside a range device become reports: uncorrectable
+ * ones retire the page, correctable ones count toward its threshold.
+ * Decoding is mce_decode.c's; this file only adapts the kernel's struct.
+ */
+#include <linux/notifier.h>
+#include <asm/mce.h>
+#include <asm/processor.h>
+
+#include "mce_decode.h"
+#include "hbm.h"
+
+static int hbm_mce_notify(struct notifier_block *nb, unsigned long val,
+			  void *data)
+{
+	struct hbm_mce_record r;
+	struct hbm_device *dev;
+	u64 phys, offset;
+	u32 kind;
+
+	r = hbm_mce_record_of(data);
+	if (hbm_mce_decode(&r, &kind, &phys) != HBM_MCE_MEMORY)
+		return NOTIFY_DONE;
+	dev = hbm_device_find_phys(phys, &offset);
+	if (!dev)
+		return NOTIFY_DONE;
+	hbm_report_async(dev, offset, kind, 1, HBMGUARD_PATH_MCE);
+	hbm_device_put(dev);
+	return NOTIFY_OK;	/* seen; other decoders still run */
+}
+
+static struct notifier_block hbm_mce_nb = {
+	.notifier_call = hbm_mce_notify,
+	.priority = MCE_PRIO_LOWEST,
+};
+
+int hbm_mce_init(void)
+{
+	mce_register_decode_chain(&hbm_mce_nb);
+	return 0;
+}
+
+void hbm_mce_exit(void)
+{
+	mce_unregister_decode_chain(&hbm_mce_nb);
+}

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Unit tests of the machine check decoder (kmod/mce_decode.c). */
+#include <check.h>
+#include "mce_decode.h"
+#include "unit.h"
+
+#define VAL	(1ULL << 63)
+#define UC	(1ULL << 61)
+#define EN	(1ULL << 60)
+#define MISCV	(1ULL << 59)
+#define ADDRV	(1ULL << 58)
+#define DEFERRED (1ULL << 44)
+#define MISC_PHYS(lsb) ((2ULL << 6) | (lsb))	/* address mode: physical */
+
+static enum hbm_mce_class decode(struct hbm_mce_record r, u32 *kind, u64 *phys)
+{
+	*kind = 0;
+	*phys = 0;
+	return hbm_mce_decode(&r, kind, phys);
+}
+
+START_TEST(intel_memory_controller)
+{
+	u32 kind;
+	u64 phys;
+
+	/* Memory controller read error, channel unspecified (MCACOD 0x9f). */
+	ck_assert_int_eq(decode((struct hbm_mce_record){
+		.status = VAL | UC | EN | MISCV | ADDRV | 0x9f,
+		.addr = 0x123456789a, .misc = MISC_PHYS(6) }, &kind, &phys),
+		HBM_MCE_MEMORY);
+	ck_assert_uint_eq(kind, HBMGUARD_ERROR_UE);
+	ck_assert_uint_eq(phys, 0x1234567880);	/* below 64 bytes masked */
+
+	ck_assert_int_eq(decode((struct hbm_mce_record){
+		.status = VAL | EN | MISCV | ADDRV | 0x9f,
+		.addr = 0x5000, .misc = MISC_PHYS(12) }, &kind, &phys),
+		HBM_MCE_MEMORY);
+	ck_assert_uint_eq(kind, HBMGUARD_ERROR_CE);
+	ck_assert_uint_eq(phys, 0x5000);
+}
+END_TEST
+
+START_TEST(intel_unusable_addresses)
+{
+	u32 kind;
+	u64 phys;
+
+	/* No MISC: the address mode is unknown. */
+	ck_assert_int_eq(decode((struct hbm_mce_record){
+		.status = VAL | ADDRV | 0x9f, .addr = 0x5000 }, &kind, &phys),
+		HBM_MCE_NO_ADDRESS);
+	/* A linear (not physical) address. */
+	ck_assert_int_eq(decode((struct hbm_mce_record){
+		.status = VAL | MISCV | ADDRV | 0x9f, .addr = 0x5000,
+		.misc = (1ULL << 6) | 6 }, &kind, &phys), HBM_MCE_NO_ADDRESS);
+	/* Coarser than a page. */
+	ck_assert_int_eq(decode((struct hbm_mce_record){
+		.status = VAL | MISCV | ADDRV | 0x9f, .addr = 0x5000,
+		.misc = MISC_PHYS(20) }, &kind, &phys), HBM_MCE_NO_ADDRESS);
+	/* No address at all: still a memory error, with its kind. */
+	ck_assert_int_eq(decode((struct hbm_mce_record){
+		.status = VAL | UC | 0x9f }, &kind, &phys), HBM_MCE_NO_ADDRESS);
+	ck_assert_uint_eq(kind, HBMGUARD_ERROR_UE);
+}
+END_TEST
+
+START_TEST(not_memory)
+{
+	u32 kind;
+	u64 phys;
+
+	/* Not valid. */
+	ck_assert_int_eq(decode((struct hbm_mce_record){
+		.status = UC | ADDRV | 0x9f }, &kind, &phys), HBM_MCE_NOT_MEMORY);
+	/* Intel bus/interconnect error. */
+	ck_assert_int_eq(decode((struct hbm_mce_record){
+		.status = VAL | UC | ADDRV | 0x0e0b }, &kind, &phys),
+		HBM_MCE_NOT_MEMORY);
+	/* AMD: DRAM ECC code on a bank other than the northbridge. */
+	ck_assert_int_eq(decode((struct hbm_mce_record){
+		.status = VAL | ADDRV | (8 << 16), .bank = 5, .amd = true },
+		&kind, &phys), HBM_MCE_NOT_MEMORY);
+	/* AMD SMCA: a load-store unit bank. */
+	ck_assert_int_eq(decode((struct hbm_mce_record){
+		.status = VAL | ADDRV, .ipid = 0xb0ULL << 32, .amd = true,
+		.smca = true }, &kind, &phys), HBM_MCE_NOT_MEMORY);
+}
+END_TEST
+
+START_TEST(amd_legacy_northbridge)
+{
+	u32 kind;
+	u64 phys;
+
+	ck_assert_int_eq(decode((struct hbm_mce_record){
+		.status = VAL | EN | ADDRV | (8 << 16), .bank = 4, .amd = true,
+		.addr = (6ULL << 56) | 0x40300000 }, &kind, &phys), HBM_MCE_MEMORY);
+	ck_assert_uint_eq(kind, HBMGUARD_ERROR_CE);
+	ck_assert_uint_eq(phys, 0x40300000);
+	/* Deferred: the data is poisoned, as good as uncorrected. */
+	ck_assert_int_eq(decode((struct hbm_mce_record){
+		.status = VAL | DEFERRED | ADDRV | (8 << 16), .bank = 4,
+		.amd = true, .addr = 0x1000 }, &kind, &phys), HBM_MCE_MEMORY);
+	ck_assert_uint_eq(kind, HBMGUARD_ERROR_UE);
+}
+END_TEST
+
+START_TEST(amd_smca_umc)
+{
+	u32 kind;
+	u64 phys;
+
+	/* UMC (HWID 0x96, MCATYPE 0), DRAM ECC: normalized address. */
+	ck_assert_int_eq(decode((struct hbm_mce_record){
+		.status = VAL | UC | ADDRV, .ipid = 0x96ULL << 32, .bank = 15,
+		.amd = true, .smca = true, .addr = 0x1234000 }, &kind, &phys),
+		HBM_MCE_NORMALIZED);
+	ck_assert_uint_eq(kind, HBMGUARD_ERROR_UE);
+	/* UMC, another extended error code: not a DRAM ECC error. */
+	ck_assert_int_eq(decode((struct hbm_mce_record){
+		.status = VAL | ADDRV | (5 << 16), .ipid = 0x96ULL << 32,
+		.amd = true, .smca = true }, &kind, &phys), HBM_MCE_NOT_MEMORY);
+	/* UMC of another MCATYPE. */
+	ck_assert_int_eq(decode((struct hbm_mce_record){
+		.status = VAL | ADDRV, .ipid = (1ULL << 48) | (0x96ULL << 32),
+		.amd = true, .smca = true }, &kind, &phys), HBM_MCE_NOT_MEMORY);
+}
+END_TEST
+
+Suite *mce_suite(void)
+{
+	Suite *s = suite_create("mce");
+	TCase *tc = tcase_create("decode");
+
+	tcase_add_test(tc, intel_memory_controller);
+	tcase_add_test(tc, intel_unusable_addresses);
+	tcase_add_test(tc, not_memory);
+	tcase_add_test(tc, amd_legacy_northbridge);
+	tcase_add_test(tc, amd_smca_umc);
+	suite_add_tcase(s, tc);
+	return s;
+}
