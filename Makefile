@@ -11,6 +11,7 @@
 # newest Debian headers installed.
 
 SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 BUILD := build
 CACHE := $(TOP)/.cache
@@ -52,10 +53,20 @@ $(BUILD)/%/hbmguard.ko: $(KMOD_SRC)
 	@cp -p --parents $(KMOD_SRC) $(BUILD)/$*/
 	$(MAKE) -C /usr/src/linux-headers-$* M=$(TOP)/$(BUILD)/$* W=1 modules 2>&1 | \
 		tee $(BUILD)/$*/build.log
-	@! grep -E 'warning:|error:' $(BUILD)/$*/build.log || \
+	@! grep -iE 'warning:|error:' $(BUILD)/$*/build.log || \
 		{ echo "build for $* has warnings" >&2; rm -f $@; exit 1; }
 
-modules-all: $(foreach v,$(DEB_KVERS),$(BUILD)/$(v)/hbmguard.ko)
+# The test-only modules (tests/kmod), against the hbmguard.ko just built.
+$(BUILD)/%/testmods/hbm_test_provider.ko: $(BUILD)/%/hbmguard.ko $(wildcard tests/kmod/*) kmod/hbmguard_provider.h kmod/nvidia_abi.h
+	@mkdir -p $(BUILD)/$*/testmods
+	@cp -p tests/kmod/* $(BUILD)/$*/testmods/
+	$(MAKE) -C /usr/src/linux-headers-$* M=$(TOP)/$(BUILD)/$*/testmods HBM_TOP=$(TOP) \
+		KBUILD_EXTRA_SYMBOLS=$(TOP)/$(BUILD)/$*/Module.symvers W=1 modules 2>&1 | \
+		tee $(BUILD)/$*/testmods/build.log
+	@! grep -iE 'warning:|error:' $(BUILD)/$*/testmods/build.log || \
+		{ echo "test modules for $* have warnings" >&2; rm -f $@; exit 1; }
+
+modules-all: $(foreach v,$(DEB_KVERS),$(BUILD)/$(v)/hbmguard.ko $(BUILD)/$(v)/testmods/hbm_test_provider.ko)
 
 userspace: $(BUILD)/hbmctl $(BUILD)/unit $(BUILD)/unit-san $(BUILD)/guest/hbmtest \
 	$(BUILD)/guest/hbmnl $(BUILD)/bench-core $(BUILD)/guest/hbmbench

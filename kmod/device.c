@@ -71,6 +71,29 @@ void hbm_device_put(struct hbm_device *dev)
 	kref_put(&dev->ref, hbm_device_release);
 }
 
+/**
+ * hbm_device_find_identity() - the device with an identity (a PCI address)
+ * @identity: what to look for
+ *
+ * Return: the device with a reference the caller puts, or NULL.
+ */
+struct hbm_device *hbm_device_find_identity(const char *identity)
+{
+	struct hbm_device *dev, *found = NULL;
+	unsigned long id;
+
+	xa_lock(&hbm_devices);
+	xa_for_each(&hbm_devices, id, dev) {
+		if (!strcmp(dev->identity, identity)) {
+			kref_get(&dev->ref);
+			found = dev;
+			break;
+		}
+	}
+	xa_unlock(&hbm_devices);
+	return found;
+}
+
 u32 hbm_device_ids(u32 *ids, u32 max)
 {
 	struct hbm_device *dev;

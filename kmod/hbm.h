@@ -78,6 +78,7 @@ u32 hbm_device_count(void);
 int hbm_device_report(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 		      u32 path);
 struct hbm_device *hbm_device_find_phys(u64 phys, u64 *offset);
+struct hbm_device *hbm_device_find_identity(const char *identity);
 void hbm_device_error(struct hbm_device *dev, u32 code, u32 path);
 int hbm_device_apply(struct hbm_device *dev, enum hbm_op op, u64 offset,
 		     u64 length, u8 source);

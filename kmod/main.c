@@ -36,6 +36,14 @@ static bool path_mce = true;
 module_param(path_mce, bool, 0444);
 MODULE_PARM_DESC(path_mce, "Take memory errors on range devices from the x86 machine check decode chain (default on)");
 
+static bool path_edac = true;
+module_param(path_edac, bool, 0444);
+MODULE_PARM_DESC(path_edac, "Take memory errors on range devices from EDAC drivers (ras:mc_event) (default on)");
+
+static bool path_nvidia = true;
+module_param(path_nvidia, bool, 0444);
+MODULE_PARM_DESC(path_nvidia, "Take Xids 48, 63, 64, 92, 94, 95 from the NVIDIA driver's error callback when it is loaded (default on)");
+
 unsigned int hbm_event_ring = 1024;
 module_param_named(event_ring, hbm_event_ring, uint, 0444);
 MODULE_PARM_DESC(event_ring, "Events each open /dev/hbmguard buffers, a power of two from 16 to 65536 (default 1024)");
@@ -103,6 +111,8 @@ static const struct {
 	{ "memory_failure", &path_memory_failure, hbm_memory_failure_init,
 	  hbm_memory_failure_exit },
 	{ "the MCE decode chain", &path_mce, hbm_mce_init, hbm_mce_exit },
+	{ "ras:mc_event", &path_edac, hbm_edac_init, hbm_edac_exit },
+	{ "the NVIDIA driver", &path_nvidia, hbm_nvidia_init, hbm_nvidia_exit },
 };
 
 static void paths_exit(unsigned int n)

@@ -23,6 +23,9 @@ start=$(date +%s)
 	--file "$TOP/build/guest/hbmnl:/bin/hbmnl" \
 	--file "$TOP/tests/kernel/tier2.sh:/tier2.sh" \
 	--file "$TOP/tests/kernel/ras.sh:/ras.sh" \
+	--file "$TOP/build/$kver/testmods/hbm_test_provider.ko:/hbm_test_provider.ko" \
+	--file "$TOP/build/$kver/testmods/hbm_fake_nvidia.ko:/hbm_fake_nvidia.ko" \
+	--file "$TOP/tests/kernel/providers.sh:/providers.sh" \
 	--log "$TOP/build/logs/tier2-$kver.log" \
-	-- 'sh /tier2.sh; a=$?; sh /ras.sh; exit $((a + $?))'
+	-- 'sh /tier2.sh; a=$?; sh /ras.sh; b=$?; sh /providers.sh; exit $((a + b + $?))'
 echo "== tier 2 on $kver passed in $(($(date +%s) - start))s"

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * EDAC: a memory controller driver reports each error on ras:mc_event with
+ * the physical address it decoded (page frame and offset).  Errors inside a
+ * range device become reports; a corrected error counts toward the page's
+ * threshold, an uncorrected, deferred or fatal one retires the page.  The
+ * tracepoint is exported, so this is a plain probe; it runs in the EDAC
+ * driver's context, which may be atomic, so it only queues.
+ */
+#include <linux/edac.h>
+#include <ras/ras_event.h>
+
+#include "hbm.h"
+
+static void hbm_mc_probe(void *data, const unsigned int err_type,
+			 const char *error_msg, const char *label,
+			 const int error_count, const u8 mc_index,
+			 const s8 top_layer, const s8 mid_layer,
+			 const s8 low_layer, unsigned long address,
+			 const u8 grain_bits, unsigned long syndrome,
+			 const char *driver_detail)
+{
+	struct hbm_device *dev;
+	u32 kind, count;
+	u64 offset;
+
+	if (err_type == HW_EVENT_ERR_INFO || grain_bits > PAGE_SHIFT)
+		return;		/* not an error, or not one page */
+	dev = hbm_device_find_phys(address, &offset);
+	if (!dev)
+		return;
+	kind = err_type == HW_EVENT_ERR_CORRECTED ? HBMGUARD_ERROR_CE :
+						    HBMGUARD_ERROR_UE;
+	count = kind == HBMGUARD_ERROR_CE ? clamp(error_count, 1, 0xffff) : 1;
+	hbm_report_async(dev, offset, kind, count, HBMGUARD_PATH_EDAC);
+	hbm_device_put(dev);
+}
+
+int hbm_edac_init(void)
+{
+	return register_trace_mc_event(hbm_mc_probe, NULL);
+}
+
+void hbm_edac_exit(void)
+{
+	unregister_trace_mc_event(hbm_mc_probe, NULL);
+	tracepoint_synchronize_unregister();
+}

@@ -1,0 +1,94 @@
+# SPDX-License-Identifier: GPL-2.0
+# Tier 2, inside the guest: the provider API, EDAC's mc_event and the NVIDIA
+# Xid path, driven by the test-only modules of tests/kmod.
+fail=0
+check() {
+	if eval "$2"; then
+		echo "ok $1"
+	else
+		echo "not ok $1"
+		fail=$((fail + 1))
+	fi
+}
+eventually() {
+	i=0
+	while ! eval "$2" && [ $i -lt 100 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	check "$1" "$2"
+}
+wait_for() {
+	i=0
+	while ! grep -q "$2" "$1" 2>/dev/null && [ $i -lt 100 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+prov=/sys/kernel/debug/hbm_test_provider/ctl
+nv=/sys/kernel/debug/hbm_fake_nvidia/ctl
+
+# The NVIDIA slot is taken by someone else: hbmguard says so and goes on.
+check "fake nvidia loads" 'insmod /hbm_fake_nvidia.ko'
+echo take >$nv
+check "load with the Xid slot taken" 'insmod /hbmguard.ko'
+check "slot taken is reported" 'dmesg | grep -q "NVIDIA error callback slot is taken (-16): Xid path off"'
+check "unload" 'rmmod hbmguard'
+echo release >$nv
+check "load with the slot free" 'insmod /hbmguard.ko'
+check "Xid path attached" 'dmesg | grep -q "receiving NVIDIA Xids"'
+
+# A GPU driver registers its device and reports through the provider API.
+check "provider loads" 'insmod /hbm_test_provider.ko'
+check "hbmguard pinned by its provider" '! rmmod hbmguard 2>/dev/null'
+check "provider registers gpu0" 'echo "register gpu0 0000:3b:00.0 1073741824 4096 16" >$prov'
+check "identity required to be unique" '! echo "register gpu1 0000:3b:00.0 1073741824 4096 16" >$prov 2>/dev/null'
+check "gpu0 is a provider device" 'hbmnl devices | grep -q "^device 0 gpu0 0000:3b:00.0 kind=2 "'
+hbmnl listen 6 8000 >/tmp/prov.events &
+wait_for /tmp/prov.events listening
+check "UE from process context" 'echo "report ue 0x1000 1 process" >$prov'
+check "UE from under a spinlock" 'echo "report ue 0x2000 1 spinlock" >$prov'
+check "poison from a timer" 'echo "report poison 0x3000 1 timer" >$prov'
+wait
+check "provider: three errors, three pages" '[ "$(grep -c "^event type=1 .* aux=1$" /tmp/prov.events)" = 3 ] && [ "$(grep -c "^event type=2 " /tmp/prov.events)" = 3 ]'
+eventually "provider: pages retired" '[ "$(hbmctl pages gpu0 | grep -c retired)" = 3 ]'
+check "provider: bad kind refused" '! echo "report frob 0x1000 1 process" >$prov 2>/dev/null'
+check "provider: CE count refused above 65535" '! echo "report ce 0x1000 70000 process" >$prov 2>/dev/null'
+
+# Device-level errors: Xids through the fake driver's slot, in atomic context.
+hbmnl listen 2 8000 >/tmp/xid.events &
+wait_for /tmp/xid.events listening
+echo "xid 0000:3b:00.0 13" >$nv		# not an HBM Xid: ignored
+echo "xid 0000:3b:00.0 48" >$nv
+echo "xid 0000:3b:00.0 95" >$nv
+wait
+check "Xid 48 is a device error" 'grep -q "^event type=11 .* dev=0 .* state=48 count=1 aux=5$" /tmp/xid.events'
+check "Xid 95 is a device error" 'grep -q "^event type=11 .* dev=0 .* state=95 count=1 aux=5$" /tmp/xid.events'
+check "Xid 13 is not" '! grep -q "state=13 " /tmp/xid.events'
+echo "xid 0000:99:00.0 48" >$nv
+eventually "Xid for an unknown GPU is dropped" 'hbmnl stats | grep -q "^path 5 received=2 dropped=1$"'
+
+# EDAC: ras:mc_event on a range of node 1, as a memory controller driver.
+phys=$(hbmnl range-node hbm0 1 >/dev/null; hbmnl devices | sed -n 's/^device 1 .* phys=\(0x[0-9a-f]*\)$/\1/p')
+echo "mc_event ue $((phys + 0x10000)) 1" >$prov
+eventually "EDAC: an uncorrected error retires the page" 'hbmctl pages hbm0 | grep -q "^0x10000 *1 .*retired *ue"'
+echo "mc_event ce $((phys + 0x20000)) 7" >$prov
+eventually "EDAC: corrected errors count" 'hbmnl devices | grep -q "^device 1 .* ce=7 ue=1 "'
+check "EDAC: below the threshold, not retired" '! hbmctl pages hbm0 | grep -q "^0x20000"'
+echo "mc_event ue $((phys + 0x40000000)) 1" >$prov
+check "EDAC: outside every device, nothing" 'hbmnl stats | grep -q "^path 4 received=2 dropped=0$"'
+
+# A storm of correctable errors from atomic context loses no UE.
+check "flood from atomic context" 'echo "flood 100000" >$prov'
+dmesg | grep "hbm_test_provider: flood"
+check "flood: the UE was queued" 'dmesg | grep -q "flood 100000 CE in .* UE queued"'
+eventually "flood: the UE retired its page" 'hbmctl pages gpu0 | grep -q "^0x1fff000 *1 .*retired *ue"'
+
+# Unload order: the driver may go first; its devices go with its provider.
+check "fake nvidia unloads while attached" 'rmmod hbm_fake_nvidia'
+check "Xid path detached" 'dmesg | grep -q "hbm_fake_nvidia going: Xid path detached"'
+check "provider unloads, its device goes" 'rmmod hbm_test_provider && ! hbmnl devices | grep -q gpu0'
+check "unload" 'rmmod hbmguard'
+check "unload clean" 'dmesg | tail -n 5 | grep -q "hbmguard: unloaded"'
+echo "providers: $([ $fail = 0 ] && echo all passed || echo "$fail failed")"
+exit $fail
