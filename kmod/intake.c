@@ -8,12 +8,15 @@
  * under an IRQ-safe spinlock and a worker applies them in process context.
  *
  * The ring never allocates and never blocks a reporter.  A storm of
- * correctable errors must not push out an uncorrectable one, so correctable
- * errors may fill only the ring less its last HBM_UE_RESERVE slots, and a
- * correctable error for the same offset as the newest queued one adds to its
- * count instead of taking a slot.  What does not fit is counted as dropped
- * per path (HBMGUARD_CMD_STATS_GET).
+ * correctable errors must not push out an uncorrectable one, and a failing
+ * row makes thousands a second on the same few pages.  So correctable errors
+ * first go to a small open-addressed table of pending counts keyed by device
+ * and offset, where a repeat only adds to a count; only when their probe
+ * finds no room do they take a ring slot, and of the ring only all but its
+ * last HBM_UE_RESERVE slots.  What does not fit is counted as dropped per
+ * path (HBMGUARD_CMD_STATS_GET).
  */
+#include <linux/hash.h>
 #include <linux/spinlock.h>
 #include <linux/workqueue.h>
 
@@ -30,7 +33,12 @@ struct hbm_report {
 	u32 path;
 };
 
+#define HBM_CE_PENDING		1024	/* a power of two */
+#define HBM_CE_PROBE		8
+
 static struct hbm_report hbm_intake[HBM_INTAKE_SLOTS];
+static struct hbm_report hbm_ce_pending[HBM_CE_PENDING];	/* .dev NULL: free */
+static unsigned int hbm_ce_nr;
 static u32 hbm_intake_head, hbm_intake_tail;	/* free-running */
 static DEFINE_SPINLOCK(hbm_intake_lock);
 static atomic64_t hbm_received[__HBMGUARD_PATH_MAX];
@@ -50,6 +58,34 @@ void hbm_path_count(u32 path, bool dropped)
 	atomic64_inc(dropped ? &hbm_dropped[path] : &hbm_received[path]);
 }
 
+/* Add correctable errors to a pending count; false when there is no room. */
+static bool ce_pending_add(struct hbm_device *dev, u64 offset, u32 count,
+			   u32 path)
+{
+	u32 h = hash_64(offset ^ (unsigned long)dev, 32), i;
+
+	for (i = 0; i < HBM_CE_PROBE; i++) {
+		struct hbm_report *r = &hbm_ce_pending[(h + i) % HBM_CE_PENDING];
+
+		if (!r->dev) {
+			kref_get(&dev->ref);
+			*r = (struct hbm_report){
+				.dev = dev, .offset = offset,
+				.kind = HBMGUARD_ERROR_CE, .count = count,
+				.path = path,
+			};
+			hbm_ce_nr++;
+			return true;
+		}
+		if (r->dev == dev && r->offset == offset && r->path == path &&
+		    r->count + count <= 0xffff) {
+			r->count += count;
+			return true;
+		}
+	}
+	return false;
+}
+
 /**
  * hbm_report_async() - queue an error for a device, from any context
  * @dev: the device; the queue takes its own reference
@@ -65,22 +101,13 @@ int hbm_report_async(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 {
 	u32 limit = kind == HBMGUARD_ERROR_CE ? HBM_INTAKE_SLOTS - HBM_UE_RESERVE :
 						 HBM_INTAKE_SLOTS;
-	struct hbm_report *last;
 	unsigned long flags;
-	u32 used;
 
 	hbm_path_count(path, false);
 	spin_lock_irqsave(&hbm_intake_lock, flags);
-	used = hbm_intake_tail - hbm_intake_head;
-	last = &hbm_intake[(hbm_intake_tail - 1) % HBM_INTAKE_SLOTS];
-	if (kind == HBMGUARD_ERROR_CE && used && last->dev == dev &&
-	    last->kind == kind && last->offset == offset && last->path == path &&
-	    last->count + count <= 0xffff) {
-		last->count += count;
-		spin_unlock_irqrestore(&hbm_intake_lock, flags);
-		return 0;
-	}
-	if (used >= limit) {
+	if (kind == HBMGUARD_ERROR_CE && ce_pending_add(dev, offset, count, path))
+		goto queued;
+	if (hbm_intake_tail - hbm_intake_head >= limit) {
 		spin_unlock_irqrestore(&hbm_intake_lock, flags);
 		hbm_path_count(path, true);
 		return -ENOSPC;
@@ -90,9 +117,30 @@ int hbm_report_async(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 		.dev = dev, .offset = offset, .kind = kind, .count = count,
 		.path = path,
 	};
+queued:
 	spin_unlock_irqrestore(&hbm_intake_lock, flags);
 	queue_work(hbm_wq, &hbm_intake_work);
 	return 0;
+}
+
+/* Take up to @max reports, ring first, then pending counts; lock held. */
+static u32 intake_take(struct hbm_report *batch, u32 max)
+{
+	static u32 sweep;	/* where the last sweep of the table stopped */
+	u32 n = 0, i;
+
+	while (n < max && hbm_intake_head != hbm_intake_tail)
+		batch[n++] = hbm_intake[hbm_intake_head++ % HBM_INTAKE_SLOTS];
+	for (i = 0; n < max && hbm_ce_nr && i < HBM_CE_PENDING; i++) {
+		struct hbm_report *r = &hbm_ce_pending[sweep++ % HBM_CE_PENDING];
+
+		if (!r->dev)
+			continue;
+		batch[n++] = *r;
+		r->dev = NULL;
+		hbm_ce_nr--;
+	}
+	return n;
 }
 
 static void hbm_intake_drain(struct work_struct *work)
@@ -103,9 +151,7 @@ static void hbm_intake_drain(struct work_struct *work)
 
 	do {
 		spin_lock_irqsave(&hbm_intake_lock, flags);
-		for (n = 0; n < ARRAY_SIZE(batch) &&
-			    hbm_intake_head != hbm_intake_tail; n++)
-			batch[n] = hbm_intake[hbm_intake_head++ % HBM_INTAKE_SLOTS];
+		n = intake_take(batch, ARRAY_SIZE(batch));
 		spin_unlock_irqrestore(&hbm_intake_lock, flags);
 
 		for (i = 0; i < n; i++) {

@@ -6,7 +6,8 @@
  *
  *   echo "register NAME IDENTITY SIZE PAGE_SIZE SPARES" > ctl
  *   echo "report ce|ue|poison OFFSET COUNT process|spinlock|timer" > ctl
- *   echo "flood N" > ctl       N CEs from atomic context, then one UE
+ *   echo "flood N PAGES" > ctl  N CEs over PAGES pages from atomic context,
+ *                              then one UE
  *   echo "mc_event ce|ue PHYS COUNT" > ctl   fire ras:mc_event as EDAC does
  *   echo "xid CODE" > ctl      a device-level error
  *   echo unregister > ctl
@@ -84,8 +85,8 @@ static int do_report(u32 kind, u64 offset, u32 count, const char *ctx)
 	return -EINVAL;
 }
 
-/* N correctable errors over many pages, from atomic context, then one UE. */
-static int do_flood(u32 n)
+/* N correctable errors over some pages, from atomic context, then one UE. */
+static int do_flood(u32 n, u32 pages)
 {
 	u32 i, accepted = 0;
 	unsigned long flags;
@@ -95,7 +96,7 @@ static int do_flood(u32 n)
 	t0 = ktime_get();
 	for (i = 0; i < n; i++) {
 		spin_lock_irqsave(&lock, flags);
-		accepted += !hbmguard_report_error(dev, (u64)(i % 4096) * 4096,
+		accepted += !hbmguard_report_error(dev, (u64)(i % pages) * 4096,
 						   HBMGUARD_ERROR_CE, 1);
 		spin_unlock_irqrestore(&lock, flags);
 	}
@@ -103,8 +104,8 @@ static int do_flood(u32 n)
 	spin_lock_irqsave(&lock, flags);
 	i = hbmguard_report_error(dev, 8191 * 4096ULL, HBMGUARD_ERROR_UE, 1);
 	spin_unlock_irqrestore(&lock, flags);
-	pr_info("hbm_test_provider: flood %u CE in %lld ns, %u queued, UE %s\n",
-		n, ns, accepted, i ? "LOST" : "queued");
+	pr_info("hbm_test_provider: flood %u CE over %u pages in %lld ns, %u queued, UE %s\n",
+		n, pages, ns, accepted, i ? "LOST" : "queued");
 	return i;
 }
 
@@ -138,8 +139,8 @@ static ssize_t ctl_write(struct file *file, const char __user *ubuf,
 		err = -ENODEV;
 	} else if (sscanf(buf, "report %15s %lli %u %15s", a, &x, &u, c) == 4) {
 		err = do_report(kind_of(a), x, u, c);
-	} else if (sscanf(buf, "flood %u", &u) == 1) {
-		err = do_flood(u);
+	} else if (sscanf(buf, "flood %u %u", &u, &v) == 2 && v) {
+		err = do_flood(u, v);
 	} else if (sscanf(buf, "mc_event %15s %lli %u", a, &y, &u) == 3) {
 		trace_mc_event(strcmp(a, "ce") ? HW_EVENT_ERR_UNCORRECTED :
 						 HW_EVENT_ERR_CORRECTED,
