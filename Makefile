@@ -33,7 +33,7 @@ CORE_HDR := kmod/core.h kmod/mce_decode.h uapi/linux/hbmguard.h
 UNIT_SRC := $(wildcard tests/unit/*.c)
 KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 
-.PHONY: all module modules-all userspace check check-unit check-kernel bench demo \
+.PHONY: all module modules-all userspace check check-unit check-ynl check-kernel bench demo \
 	deps install clean
 
 all: module userspace
@@ -120,10 +120,14 @@ check-kernel: modules-all $(BUILD)/guest/hbmtest $(BUILD)/guest/hbmctl $(BUILD)/
 	done
 
 # Each tier stops the run on its first failure, so reaching the end means all
-# passed: 2 unit runs and one kernel run per Debian kernel.
+# passed: 2 unit runs, the spec check and one kernel run per Debian kernel.
+check-ynl:
+	@echo "== the YNL spec, with the kernel's ynl library"
+	/usr/bin/python3 tests/ynl/check_spec.py $(CACHE)/ynl/linux-source-6.12
+
 check: deps
-	@$(MAKE) --no-print-directory check-unit check-kernel
-	@echo "check: $$((2 + $(words $(DEB_KVERS)))) passed, 0 failed"
+	@$(MAKE) --no-print-directory check-unit check-ynl check-kernel
+	@echo "check: $$((3 + $(words $(DEB_KVERS)))) passed, 0 failed"
 
 bench: deps
 	@$(MAKE) --no-print-directory $(BUILD)/bench-core modules-all $(BUILD)/guest/hbmbench

@@ -32,6 +32,10 @@ echo "operator:x:1000:1000::/:/bin/sh" >>/etc/passwd
 
 check "load" 'insmod /hbmguard.ko sim_devices=1'
 check "family registered" 'hbmnl stats | grep -q "^devices=1 "'
+genl-ctrl-list -d 2>/dev/null | grep -A14 "hbmguard version" >/tmp/genl
+check "genl-ctrl-list shows the family" 'grep -q "^0x[0-9a-f]* hbmguard version 1$" /tmp/genl'
+check "genl-ctrl-list shows the events group" 'grep -q "grp events " /tmp/genl'
+check "genl-ctrl-list: mutations admin only" '[ "$(grep -c "admin_perm" /tmp/genl)" = 6 ]'
 check "netlink bad input" 'hbmnl badinput'
 check "netlink refuses non-admins" 'su operator -c "hbmnl unprivileged"'
 

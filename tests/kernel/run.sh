@@ -21,6 +21,7 @@ start=$(date +%s)
 	--file "$TOP/build/guest/hbmtest:/bin/hbmtest" \
 	--file "$TOP/build/guest/hbmctl:/bin/hbmctl" \
 	--file "$TOP/build/guest/hbmnl:/bin/hbmnl" \
+	--bin /usr/bin/genl-ctrl-list \
 	--file "$TOP/tests/kernel/tier2.sh:/tier2.sh" \
 	--file "$TOP/tests/kernel/ras.sh:/ras.sh" \
 	--file "$TOP/build/$kver/testmods/hbm_test_provider.ko:/hbm_test_provider.ko" \
