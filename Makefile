@@ -130,7 +130,8 @@ check: deps
 	@echo "check: $$((3 + $(words $(DEB_KVERS)))) passed, 0 failed"
 
 bench: deps
-	@$(MAKE) --no-print-directory $(BUILD)/bench-core modules-all $(BUILD)/guest/hbmbench
+	@$(MAKE) --no-print-directory $(BUILD)/bench-core modules-all $(BUILD)/guest/hbmbench \
+		$(BUILD)/guest/hbmnl
 	@$(TOP)/tests/bench/run.sh
 
 demo: deps

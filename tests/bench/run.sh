@@ -9,11 +9,15 @@ echo "== hbmguard benchmarks ($(date -u +%F), $(nproc) cores)"
 echo
 "$TOP/build/bench-core"
 echo
-"$TOP/scripts/guest-run" --kernel "$kver" --mem 2048 \
+"$TOP/scripts/guest-run" --kernel "$kver" --mem 2048 --hbm-node 512 \
+	--module hwpoison-inject \
 	--file "$TOP/build/$kver/hbmguard.ko:/hbmguard.ko" \
+	--file "$TOP/build/$kver/testmods/hbm_test_provider.ko:/hbm_test_provider.ko" \
 	--file "$TOP/build/guest/hbmbench:/bin/hbmbench" \
+	--file "$TOP/build/guest/hbmnl:/bin/hbmnl" \
+	--file "$TOP/tests/bench/guest-bench.sh:/bench.sh" \
 	--log "$TOP/build/logs/bench-$kver.log" \
-	-- 'insmod /hbmguard.ko && hbmbench && rmmod hbmguard'
+	-- sh /bench.sh
 echo
 echo "Kernel $kver.  Targets: core lookup <= 100 ns at 10^6 where the table"
 echo "fits the cache (the floor row is the machine's own cost of one random"

@@ -15,6 +15,10 @@
  *   hbmnl badinput                     every bad request: errno, nothing changed
  *   hbmnl unprivileged                 as a non-admin: mutations and join EPERM
  *   hbmnl flood COUNT DEV              a listener that does not read
+ *   hbmnl latency DEV PFN COUNT        hwpoison_inject each of COUNT pfns from
+ *                                      PFN, time until "retired" is heard
+ *   hbmnl echo-latency DEV COUNT       the floor: a POLICY event made in the
+ *                                      caller's own netlink request
  *
  * Exit status: 0 as expected, 1 otherwise (the reason is printed).
  */
@@ -543,6 +547,105 @@ static int cmd_flood(long count, uint32_t dev)
 	return failures != 0;
 }
 
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Receive events until one of @type arrives; false on timeout. */
+static bool await_event(struct nl_sock *sk, uint32_t type)
+{
+	char buf[8192];
+
+	for (;;) {
+		struct pollfd pfd = { .fd = nl_socket_get_fd(sk), .events = POLLIN };
+		struct nlmsghdr *nlh;
+		ssize_t n;
+		int len;
+
+		if (poll(&pfd, 1, 5000) <= 0)
+			return false;
+		n = recv(pfd.fd, buf, sizeof(buf), 0);
+		if (n <= 0)
+			continue;
+		len = n;
+		for (nlh = (struct nlmsghdr *)buf; nlmsg_ok(nlh, len);
+		     nlh = nlmsg_next(nlh, &len))
+			if (!genlmsg_parse(nlh, 0, attrs, HBMGUARD_A_MAX, NULL) &&
+			    get_u32(HBMGUARD_A_EVENT_TYPE) == type)
+				return true;
+	}
+}
+
+static void print_latency(const char *what, double *us, long n)
+{
+	qsort(us, n, sizeof(*us), cmp_double);
+	printf("%-44s %10.0f %10.0f %8ld\n", what, us[n / 2], us[n * 99 / 100], n);
+}
+
+/* hwpoison_inject -> "retired" heard by a listener, per page. */
+static int cmd_latency(uint32_t dev, unsigned long pfn, long count)
+{
+	struct nl_sock *sk = connect_family();
+	double *us = calloc(count, sizeof(*us));
+	long i;
+
+	if (join_events(sk))
+		return 1;
+	for (i = 0; i < count; i++) {
+		FILE *f = fopen("/sys/kernel/debug/hwpoison/corrupt-pfn", "w");
+		double t0;
+
+		if (!f)
+			return 1;
+		fprintf(f, "%lu\n", pfn + i);
+		fclose(f);	/* the write happens, and returns, here */
+		t0 = now_us();
+		if (!await_event(sk, HBMGUARD_EVENT_RETIRED)) {
+			printf("latency: no event for pfn %lu\n", pfn + i);
+			return 1;
+		}
+		us[i] = now_us() - t0;
+	}
+	print_latency("hwpoison write -> 'retired' heard (us)", us, count);
+	(void)dev;
+	return 0;
+}
+
+/* The floor: an event made synchronously in a netlink request. */
+static int cmd_echo_latency(uint32_t dev, long count)
+{
+	struct nl_sock *sk = connect_family(), *req = connect_family();
+	double *us = calloc(count, sizeof(*us));
+	long i;
+
+	if (join_events(sk))
+		return 1;
+	for (i = 0; i < count; i++) {
+		struct nl_msg *msg = request(HBMGUARD_CMD_POLICY_SET, 0);
+		double t0;
+
+		nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev);
+		nla_put_u32(msg, HBMGUARD_A_CE_WINDOW, 86400 - (i % 2));
+		t0 = now_us();
+		if (transact(req, msg, NULL, NULL) || !await_event(sk, HBMGUARD_EVENT_POLICY))
+			return 1;
+		us[i] = now_us() - t0;
+	}
+	print_latency("floor: netlink request -> its event heard (us)", us, count);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : "";
@@ -559,6 +662,11 @@ int main(int argc, char **argv)
 		return cmd_unprivileged();
 	if (!strcmp(cmd, "flood") && argc > 3)
 		return cmd_flood(atol(argv[2]), atoi(argv[3]));
+	if (!strcmp(cmd, "latency") && argc > 4)
+		return cmd_latency(atoi(argv[2]), strtoul(argv[3], NULL, 0),
+				   atol(argv[4]));
+	if (!strcmp(cmd, "echo-latency") && argc > 3)
+		return cmd_echo_latency(atoi(argv[2]), atol(argv[3]));
 
 	sk = connect_family();
 	if (!strcmp(cmd, "devices")) {
