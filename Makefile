@@ -99,11 +99,11 @@ $(BUILD)/guest/hbmnl: tests/guest/hbmnl.c uapi/linux/hbmguard.h
 	$(CC) $(CFLAGS_USER) -static $(shell pkg-config --cflags libnl-genl-3.0) \
 		tests/guest/hbmnl.c $(shell pkg-config --libs --static libnl-genl-3.0) -o $@
 
-$(BUILD)/guest/hbmbench: tests/bench/hbmbench.c uapi/linux/hbmguard.h
+$(BUILD)/guest/hbmbench: tests/bench/hbmbench.c tests/bench/bench.h uapi/linux/hbmguard.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) -static tests/bench/hbmbench.c -o $@
 
-$(BUILD)/bench-core: tests/bench/bench_core.c tests/unit/shim.c $(CORE_SRC) $(CORE_HDR)
+$(BUILD)/bench-core: tests/bench/bench_core.c tests/bench/bench.h tests/unit/shim.c $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) -O2 tests/bench/bench_core.c tests/unit/shim.c $(CORE_SRC) -o $@
 

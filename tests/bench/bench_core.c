@@ -7,21 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+
+#include "bench.h"
 #include "core.h"
-
-static double now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static u32 rnd(u64 *state)
-{
-	*state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
-	return *state >> 33;
-}
 
 /*
  * The floor: one dependent load from a random place in @bytes of memory, as

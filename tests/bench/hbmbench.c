@@ -14,22 +14,10 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <time.h>
+
+#include "bench.h"
 #include <unistd.h>
 #include <linux/hbmguard.h>
-
-static double now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static uint32_t rnd(uint64_t *state)
-{
-	*state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
-	return *state >> 33;
-}
 
 /* Slab + VmallocUsed from /proc/meminfo, in bytes. */
 static long long kernel_bytes(void)

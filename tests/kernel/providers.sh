@@ -1,30 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # Tier 2, inside the guest: the provider API, EDAC's mc_event and the NVIDIA
 # Xid path, driven by the test-only modules of tests/kmod.
-fail=0
-check() {
-	if eval "$2"; then
-		echo "ok $1"
-	else
-		echo "not ok $1"
-		fail=$((fail + 1))
-	fi
-}
-eventually() {
-	i=0
-	while ! eval "$2" && [ $i -lt 100 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	check "$1" "$2"
-}
-wait_for() {
-	i=0
-	while ! grep -q "$2" "$1" 2>/dev/null && [ $i -lt 100 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-}
+. /lib.sh
 prov=/sys/kernel/debug/hbm_test_provider/ctl
 nv=/sys/kernel/debug/hbm_fake_nvidia/ctl
 
@@ -92,5 +69,4 @@ check "Xid path detached" 'dmesg | grep -q "hbm_fake_nvidia going: Xid path deta
 check "provider unloads, its device goes" 'rmmod hbm_test_provider && ! hbmnl devices | grep -q gpu0'
 check "unload" 'rmmod hbmguard'
 check "unload clean" 'dmesg | tail -n 5 | grep -q "hbmguard: unloaded"'
-echo "providers: $([ $fail = 0 ] && echo all passed || echo "$fail failed")"
-exit $fail
+finish providers

@@ -1,33 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # Tier 2, inside the guest: netlink and the kernel's own RAS paths.  The
 # guest has a CPU-less NUMA node 1 standing for HBM exposed as memory.
-fail=0
-check() {
-	if eval "$2"; then
-		echo "ok $1"
-	else
-		echo "not ok $1"
-		fail=$((fail + 1))
-	fi
-}
-# Like check, for what a worker applies: give it up to ~10 s to come true.
-eventually() {
-	i=0
-	while ! eval "$2" && [ $i -lt 100 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	check "$1" "$2"
-}
-# Wait for a file to hold a line matching a pattern, up to ~10 s.
-wait_for() {
-	i=0
-	while ! grep -q "$2" "$1" 2>/dev/null && [ $i -lt 100 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	grep -q "$2" "$1"
-}
+. /lib.sh
 echo "operator:x:1000:1000::/:/bin/sh" >>/etc/passwd
 
 check "load" 'insmod /hbmguard.ko sim_devices=1'
@@ -118,5 +92,4 @@ check "range unregister" 'hbmnl range-unregister 1 && ! hbmnl devices | grep -q 
 
 check "unload" 'rmmod hbmguard'
 check "unload clean" 'dmesg | tail -n 5 | grep -q "hbmguard: unloaded"'
-echo "ras: $([ $fail = 0 ] && echo all passed || echo "$fail failed")"
-exit $fail
+finish ras

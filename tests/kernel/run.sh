@@ -9,7 +9,8 @@ ko=$TOP/build/$kver/hbmguard.ko
 mkdir -p "$TOP/build/logs"
 
 # What modinfo shows an operator, checked on the host.
-for p in sim_devices sim_hbm_mib sim_page_size sim_spare_pages event_ring; do
+for p in sim_devices sim_hbm_mib sim_page_size sim_spare_pages event_ring \
+	path_memory_failure path_mce path_edac path_nvidia; do
 	modinfo -p "$ko" | grep -q "^$p:" || { echo "modinfo: no $p parameter" >&2; exit 1; }
 done
 
@@ -22,6 +23,7 @@ start=$(date +%s)
 	--file "$TOP/build/guest/hbmctl:/bin/hbmctl" \
 	--file "$TOP/build/guest/hbmnl:/bin/hbmnl" \
 	--bin /usr/bin/genl-ctrl-list \
+	--file "$TOP/tests/kernel/lib.sh:/lib.sh" \
 	--file "$TOP/tests/kernel/tier2.sh:/tier2.sh" \
 	--file "$TOP/tests/kernel/ras.sh:/ras.sh" \
 	--file "$TOP/build/$kver/testmods/hbm_test_provider.ko:/hbm_test_provider.ko" \

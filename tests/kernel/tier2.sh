@@ -1,14 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 # Tier 2, inside the guest (busybox sh): load, test, unload.
-fail=0
-check() {
-	if eval "$2"; then
-		echo "ok $1"
-	else
-		echo "not ok $1"
-		fail=$((fail + 1))
-	fi
-}
+. /lib.sh
 
 check "bad parameter refused" '! insmod /hbmguard.ko event_ring=1000 2>/dev/null'
 check "bad parameter explained" 'dmesg | grep -q "event_ring=1000: must be a power of two"'
@@ -35,5 +27,4 @@ check "unload clean" 'dmesg | grep -q "hbmguard: unloaded"'
 check "load again with no devices" 'insmod /hbmguard.ko && rmmod hbmguard'
 check "hbmctl without the module is 3" 'hbmctl status 2>/dev/null; [ $? = 3 ]'
 
-echo "tier2: $([ $fail = 0 ] && echo all passed || echo "$fail failed")"
-exit $fail
+finish tier2

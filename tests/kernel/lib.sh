@@ -1,0 +1,38 @@
+# SPDX-License-Identifier: GPL-2.0
+# Helpers of the tier 2 guest scripts (busybox sh), sourced by each.
+fail=0
+
+# check NAME CONDITION: one test line, counted in $fail when false.
+check() {
+	if eval "$2"; then
+		echo "ok $1"
+	else
+		echo "not ok $1"
+		fail=$((fail + 1))
+	fi
+}
+
+# Like check, for what a worker applies: up to ~10 s to come true.
+eventually() {
+	i=0
+	while ! eval "$2" && [ $i -lt 100 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	check "$1" "$2"
+}
+
+# Wait, up to ~10 s, for a file to hold a line matching a pattern.
+wait_for() {
+	i=0
+	while ! grep -q "$2" "$1" 2>/dev/null && [ $i -lt 100 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+
+# The closing line of a script: its name, and what failed.
+finish() {
+	echo "$1: $([ $fail = 0 ] && echo all passed || echo "$fail failed")"
+	exit $fail
+}
