@@ -68,7 +68,25 @@ $(BUILD)/%/testmods/hbm_test_provider.ko: $(BUILD)/%/hbmguard.ko $(wildcard test
 
 modules-all: $(foreach v,$(DEB_KVERS),$(BUILD)/$(v)/hbmguard.ko $(BUILD)/$(v)/testmods/hbm_test_provider.ko)
 
-userspace: $(BUILD)/hbmctl $(BUILD)/unit $(BUILD)/unit-san $(BUILD)/guest/hbmtest \
+LIB_SRC := daemon/libhbmguard/table.c
+LIB_HDR := daemon/libhbmguard/hbmguard.h uapi/linux/hbmguard.h
+PREFIX ?= /usr/local
+
+$(BUILD)/libhbmguard.a: $(LIB_SRC) $(LIB_HDR)
+	@mkdir -p $(BUILD)/lib
+	$(CC) $(CFLAGS_USER) -c $(LIB_SRC) -o $(BUILD)/lib/table.o
+	$(AR) rcs $@ $(BUILD)/lib/table.o
+
+$(BUILD)/libhbmguard.so: $(LIB_SRC) $(LIB_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_USER) -fPIC -shared -Wl,-soname,libhbmguard.so.0 $(LIB_SRC) -o $@
+
+$(BUILD)/hbmguard.pc: daemon/libhbmguard/hbmguard.pc.in
+	@mkdir -p $(@D)
+	sed 's|@PREFIX@|$(PREFIX)|' $< >$@
+
+userspace: $(BUILD)/libhbmguard.a $(BUILD)/libhbmguard.so $(BUILD)/hbmguard.pc \
+	$(BUILD)/hbmctl $(BUILD)/unit $(BUILD)/unit-san $(BUILD)/guest/hbmtest \
 	$(BUILD)/guest/hbmnl $(BUILD)/bench-core $(BUILD)/guest/hbmbench
 
 $(BUILD)/hbmctl: daemon/hbmctl.c uapi/linux/hbmguard.h
@@ -89,9 +107,10 @@ $(BUILD)/unit-san: $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR)
 	$(CC) $(CFLAGS_USER) -O1 $(SAN) $(UNIT_SRC) $(CORE_SRC) $(CHECK_LIBS) -o $@
 
 # The in-guest test program: static, the initramfs has no libc.
-$(BUILD)/guest/hbmtest: tests/guest/hbmtest.c tests/guest/hbmtest.h uapi/linux/hbmguard.h
+$(BUILD)/guest/hbmtest: tests/guest/hbmtest.c tests/guest/hbmtest.h $(BUILD)/libhbmguard.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_USER) -static -pthread tests/guest/hbmtest.c -o $@
+	$(CC) $(CFLAGS_USER) -Idaemon/libhbmguard -static -pthread tests/guest/hbmtest.c \
+		$(BUILD)/libhbmguard.a -o $@
 
 # The netlink test client, static with libnl for the busybox guests.
 $(BUILD)/guest/hbmnl: tests/guest/hbmnl.c uapi/linux/hbmguard.h
@@ -99,9 +118,10 @@ $(BUILD)/guest/hbmnl: tests/guest/hbmnl.c uapi/linux/hbmguard.h
 	$(CC) $(CFLAGS_USER) -static $(shell pkg-config --cflags libnl-genl-3.0) \
 		tests/guest/hbmnl.c $(shell pkg-config --libs --static libnl-genl-3.0) -o $@
 
-$(BUILD)/guest/hbmbench: tests/bench/hbmbench.c tests/bench/bench.h uapi/linux/hbmguard.h
+$(BUILD)/guest/hbmbench: tests/bench/hbmbench.c tests/bench/bench.h $(BUILD)/libhbmguard.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_USER) -static tests/bench/hbmbench.c -o $@
+	$(CC) $(CFLAGS_USER) -Idaemon/libhbmguard -static tests/bench/hbmbench.c \
+		$(BUILD)/libhbmguard.a -o $@
 
 $(BUILD)/bench-core: tests/bench/bench_core.c tests/bench/bench.h tests/unit/shim.c $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p $(@D)

@@ -462,12 +462,18 @@ static __poll_t hbm_poll(struct file *file, struct poll_table_struct *pt)
 	return hbm_reader_poll(file->private_data, file, pt);
 }
 
+static int hbm_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	return hbm_map_mmap(vma);
+}
+
 static const struct file_operations hbm_fops = {
 	.owner = THIS_MODULE,	/* an open file pins the module: rmmod is EBUSY */
 	.open = hbm_open,
 	.release = hbm_release,
 	.read = hbm_read,
 	.poll = hbm_poll,
+	.mmap = hbm_mmap,
 	.unlocked_ioctl = hbm_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
 };

@@ -7,8 +7,20 @@
 #ifndef HBM_COMPAT_H
 #define HBM_COMPAT_H
 
+#include <linux/mm.h>
 #include <linux/version.h>
 #include <net/genetlink.h>
+
+/* 6.3 made vm_flags writable only through helpers. */
+static inline void hbm_vm_flags_clear(struct vm_area_struct *vma,
+				      unsigned long flags)
+{
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 3, 0)
+	vma->vm_flags &= ~flags;
+#else
+	vm_flags_clear(vma, flags);
+#endif
+}
 
 /* 6.2 moved a dump's parsed attributes into a struct genl_info. */
 static inline struct nlattr **hbm_dump_attrs(struct netlink_callback *cb)

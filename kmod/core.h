@@ -164,6 +164,8 @@ bool hbm_table_lookup(const struct hbm_table *t, u32 page,
 u32 hbm_table_list(const struct hbm_table *t, u32 start, u32 end,
 		   struct hbm_extent *out, u32 max, u32 *next);
 u32 hbm_table_bad_pages(const struct hbm_table *t);
+void hbm_table_walk(const struct hbm_table *t,
+		    void (*fn)(const struct hbm_extent *e, void *arg), void *arg);
 
 /* Correctable-error leaky buckets, one per page, a bounded set per device. */
 struct hbm_ce_entry {

@@ -52,6 +52,7 @@ static void hbm_device_free(struct work_struct *work)
 {
 	struct hbm_device *dev = container_of(work, struct hbm_device, free_work);
 
+	hbm_map_destroy(dev);
 	hbm_core_destroy(&dev->core);
 	mutex_destroy(&dev->lock);
 	hbm_kfree(dev);
@@ -275,6 +276,9 @@ int hbm_device_create(const struct hbm_device_spec *spec, u32 *id)
 	err = hbm_core_init(&dev->core, pages - spares, spares, spec->page_size);
 	if (err)
 		goto err_free;
+	err = hbm_map_create(dev);
+	if (err)
+		goto err_core;
 
 	mutex_lock(&hbm_registry_lock);
 	if (device_clashes(dev)) {
@@ -301,6 +305,8 @@ int hbm_device_create(const struct hbm_device_spec *spec, u32 *id)
 
 err_unlock:
 	mutex_unlock(&hbm_registry_lock);
+	hbm_map_destroy(dev);
+err_core:
 	hbm_core_destroy(&dev->core);
 err_free:
 	hbm_kfree(dev);
@@ -333,6 +339,7 @@ int hbm_device_destroy(u32 id, u32 kind)
 
 	mutex_lock(&dev->lock);
 	dev->dead = true;
+	hbm_map_removed(dev);
 	mutex_unlock(&dev->lock);
 
 	pr_info("device %u %s removed\n", dev->id, dev->name);
@@ -383,6 +390,7 @@ static void device_changed(struct hbm_device *dev, const struct hbm_result *res,
 	if (changed) {
 		dev->generation++;
 		atomic64_inc(&hbm_gen);
+		hbm_map_changed(dev);
 	}
 }
 

@@ -45,6 +45,9 @@ struct hbm_device {
 	u64 generation;
 	bool dead;
 	struct work_struct free_work;
+	struct hbm_map *map;
+	struct delayed_work map_work;
+	bool map_dirty;
 };
 
 /* main.c: the module's workqueue; destroying it at unload drains it. */
@@ -124,6 +127,14 @@ int hbm_edac_init(void);
 void hbm_edac_exit(void);
 int hbm_nvidia_init(void);
 void hbm_nvidia_exit(void);
+
+/* map.c */
+struct vm_area_struct;
+int hbm_map_create(struct hbm_device *dev);
+void hbm_map_destroy(struct hbm_device *dev);
+void hbm_map_changed(struct hbm_device *dev);
+void hbm_map_removed(struct hbm_device *dev);
+int hbm_map_mmap(struct vm_area_struct *vma);
 
 /* chardev.c */
 int hbm_chardev_init(void);

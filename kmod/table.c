@@ -241,6 +241,17 @@ u32 hbm_table_list(const struct hbm_table *t, u32 start, u32 end,
 	return n;
 }
 
+/* Call @fn on every extent, in order. */
+void hbm_table_walk(const struct hbm_table *t,
+		    void (*fn)(const struct hbm_extent *e, void *arg), void *arg)
+{
+	u32 l, i;
+
+	for (l = 0; l < t->nr_leaves; l++)
+		for (i = 0; i < t->leaves[l]->nr; i++)
+			fn(&t->leaves[l]->ext[i], arg);
+}
+
 u32 hbm_table_bad_pages(const struct hbm_table *t)
 {
 	return t->pages[HBMGUARD_STATE_PENDING] +

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "hbmtest.h"
+#include "hbmguard.h"
 
 int hbm_failures;
 const char *hbm_test_name;
@@ -901,6 +902,205 @@ static void test_unprivileged(void)
 	CHECK_UNCHANGED(before);
 }
 
+/* The mapped table answers as the ioctl does, and follows changes. */
+static void test_mapped_table(void)
+{
+	struct hbmguard_table *t;
+	uint64_t served, usable = dev_info(0).usable_size;
+	uint32_t state;
+	int fd = hbmguard_open();
+	pid_t pid;
+	int status;
+
+	CHECK(fd >= 0);
+	CHECK_OK(hbmguard_table_open(fd, 0, &t));
+	CHECK_OK(hbmguard_translate(t, 5 * PAGE + 7, &served, &state));
+	CHECK_EQ(state, HBMGUARD_STATE_CLEAN);
+	CHECK_EQ(served, 5 * PAGE + 7);
+	CHECK_EQ(hbmguard_range_is_clean(t, 0, 64 * PAGE), 1);
+
+	CHECK_OK(retire(0, 5 * PAGE, PAGE));
+	CHECK_OK(hbmguard_translate(t, 5 * PAGE + 7, &served, &state));
+	CHECK_EQ(state, HBMGUARD_STATE_RETIRED);
+	CHECK_EQ(served, translate(0, 5 * PAGE + 7).translated);
+	CHECK_EQ(hbmguard_range_is_clean(t, 0, 64 * PAGE), 0);
+	CHECK_EQ(hbmguard_range_is_clean(t, 6 * PAGE, 64 * PAGE), 1);
+	CHECK_EQ(hbmguard_range_is_clean(t, 4 * PAGE, PAGE + 1), 0);
+	CHECK_EQ(hbmguard_range_is_clean(t, 4 * PAGE, PAGE), 1);
+	CHECK_EQ(hbmguard_table_generation(t), dev_info(0).generation);
+	CHECK_OK(extent_op(ctl, HBMGUARD_IOC_RETIRE, 0, 9 * PAGE, PAGE,
+			   HBMGUARD_RETIRE_PENDING));
+	CHECK_OK(hbmguard_translate(t, 9 * PAGE, &served, &state));
+	CHECK_EQ(state, HBMGUARD_STATE_PENDING);
+	CHECK_EQ(hbmguard_translate(t, usable, &served, &state), -ERANGE);
+	CHECK_EQ(hbmguard_range_is_clean(t, usable - PAGE, 2 * PAGE), -ERANGE);
+	CHECK_EQ(hbmguard_range_is_clean(t, 0, 0), -ERANGE);
+
+	/* A forked child reads the same mapping. */
+	pid = fork();
+	if (pid == 0) {
+		_exit(hbmguard_translate(t, 5 * PAGE, &served, &state) ||
+		      state != HBMGUARD_STATE_RETIRED);
+	}
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+	CHECK_OK(clear_all(0));
+	CHECK_OK(hbmguard_translate(t, 5 * PAGE, &served, &state));
+	CHECK_EQ(state, HBMGUARD_STATE_CLEAN);
+	hbmguard_table_close(t);
+	close(fd);
+}
+
+/* mmap with bad arguments: a clear errno, never a kernel warning. */
+static void test_map_bad_input(void)
+{
+	struct hbmguard_table *t;
+	uint64_t served;
+	uint32_t state, id;
+	int fd = hbmguard_open(), rw = open_dev(O_RDWR);
+	void *p;
+
+	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, HBMGUARD_MMAP_TABLE(0) + 4096);
+	CHECK(p == MAP_FAILED && errno == EINVAL);
+	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, HBMGUARD_MMAP_TABLE(77));
+	CHECK(p == MAP_FAILED && errno == ENODEV);
+	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, HBMGUARD_MMAP_TABLE(100000));
+	CHECK(p == MAP_FAILED && errno == EINVAL);
+	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, rw, HBMGUARD_MMAP_TABLE(0));
+	CHECK(p == MAP_FAILED && errno == EACCES);
+	p = mmap(NULL, 1 << 30, PROT_READ, MAP_SHARED, fd, HBMGUARD_MMAP_TABLE(0));
+	CHECK(p == MAP_FAILED && errno == EINVAL);
+	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, rw, HBMGUARD_MMAP_TABLE(0));
+	CHECK(p != MAP_FAILED);
+	if (p != MAP_FAILED) {
+		CHECK(mprotect(p, 4096, PROT_READ | PROT_WRITE) && errno == EACCES);
+		CHECK_EQ(((struct hbmguard_map_header *)p)->magic, HBMGUARD_MAP_MAGIC);
+		munmap(p, 4096);
+	}
+
+	/* A mapping outlives its device; a new one cannot be made. */
+	CHECK_OK(sim_create("mapped", 64 << 20, 4096, 64, &id));
+	CHECK_OK(retire(id, 3 * PAGE, PAGE));
+	CHECK_OK(hbmguard_table_open(fd, id, &t));
+	CHECK(!hbmguard_table_removed(t));
+	CHECK_OK(sim_destroy(id));
+	CHECK(hbmguard_table_removed(t));
+	CHECK_OK(hbmguard_translate(t, 3 * PAGE, &served, &state));
+	CHECK_EQ(state, HBMGUARD_STATE_RETIRED);
+	hbmguard_table_close(t);
+	CHECK_EQ(hbmguard_table_open(fd, id, &t), -ENODEV);
+	close(rw);
+	close(fd);
+}
+
+/*
+ * Readers of the mapped table while 10^5 pages are retired: every answer is
+ * the old mapping (clean) or the new one, checked against the final table.
+ */
+#define MAP_PAGES 100000
+#define SAMPLES 20000
+
+struct map_reader {
+	struct hbmguard_table *t;
+	uint32_t page[SAMPLES], state[SAMPLES];
+	uint64_t served[SAMPLES];
+	long n, lookups;
+	volatile bool *stop;
+};
+
+static void *read_map(void *arg)
+{
+	struct map_reader *r = arg;
+	uint64_t seed = (uintptr_t)arg;
+
+	while (!*r->stop) {
+		uint32_t page = (seed = seed * 6364136223846793005ULL + 1) >> 33;
+		uint64_t served;
+		uint32_t state;
+
+		page %= 2 * MAP_PAGES;
+		if (hbmguard_translate(r->t, page * PAGE, &served, &state)) {
+			r->state[r->n % SAMPLES] = 99;	/* an error: recorded */
+			r->page[r->n++ % SAMPLES] = page;
+			continue;
+		}
+		r->lookups++;
+		if (r->lookups % 97 == 0 && r->n < SAMPLES) {
+			r->page[r->n] = page;
+			r->served[r->n] = served;
+			r->state[r->n++] = state;
+		}
+	}
+	return NULL;
+}
+
+static void test_map_concurrent(void)
+{
+	static struct map_reader readers[2];
+	volatile bool stop = false;
+	pthread_t th[2];
+	uint64_t usable;
+	long bad = 0, retired_seen = 0, lookups = 0;
+	uint32_t id, i;
+	int fd = hbmguard_open(), k;
+
+	CHECK_OK(sim_create("racing", 2ULL << 30, 4096, MAP_PAGES, &id));
+	usable = dev_info(id).usable_size;
+	for (k = 0; k < 2; k++) {
+		readers[k] = (struct map_reader){ .stop = &stop };
+		CHECK_OK(hbmguard_table_open(fd, id, &readers[k].t));
+		pthread_create(&th[k], NULL, read_map, &readers[k]);
+	}
+	/* Scattered, so that each publication moves most entries. */
+	for (i = 0; i < MAP_PAGES; i++)
+		if (extent_op(ctl, HBMGUARD_IOC_RETIRE, id,
+			      (uint64_t)(i * 7919ULL % MAP_PAGES) * 2 * PAGE, PAGE, 0)) {
+			CHECK(!"retire failed");
+			break;
+		}
+	usleep(100 * 1000);	/* the deferred publication lands */
+	stop = true;
+	for (k = 0; k < 2; k++) {
+		struct map_reader *r = &readers[k];
+		long j;
+
+		pthread_join(th[k], NULL);
+		lookups += r->lookups;
+		for (j = 0; j < r->n && j < SAMPLES; j++) {
+			uint64_t off = (uint64_t)r->page[j] * PAGE;
+
+			if (r->state[j] == HBMGUARD_STATE_CLEAN) {
+				bad += r->served[j] != off;
+			} else if (r->state[j] == HBMGUARD_STATE_RETIRED) {
+				retired_seen++;
+				bad += r->page[j] % 2 ||
+				       r->served[j] != translate(id, off).translated ||
+				       r->served[j] < usable;
+			} else {
+				bad++;
+			}
+		}
+		/* After the last publication the table is the final one. */
+		{
+			uint64_t served;
+			uint32_t state;
+
+			CHECK_OK(hbmguard_translate(r->t, 2 * PAGE * (MAP_PAGES - 1),
+						    &served, &state));
+			CHECK_EQ(state, HBMGUARD_STATE_RETIRED);
+			CHECK_EQ(hbmguard_table_generation(r->t), dev_info(id).generation);
+		}
+		hbmguard_table_close(r->t);
+	}
+	printf("  %ld lookups by 2 readers during %d retirements, %ld retired seen, %ld wrong\n",
+	       lookups, MAP_PAGES, retired_seen, bad);
+	CHECK_EQ(bad, 0);
+	CHECK(retired_seen > 0);
+	CHECK_OK(sim_destroy(id));
+	close(fd);
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(void);
@@ -919,6 +1119,9 @@ static const struct {
 	{ "concurrent", test_concurrent },
 	{ "large_table", test_large_table },
 	{ "unprivileged", test_unprivileged },
+	{ "mapped_table", test_mapped_table },
+	{ "map_bad_input", test_map_bad_input },
+	{ "map_concurrent", test_map_concurrent },
 };
 
 int main(int argc, char **argv)

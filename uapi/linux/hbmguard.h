@@ -495,6 +495,85 @@ struct hbmguard_event {
 };
 
 /*
+ * THE MAPPED TRANSLATION TABLE
+ * ----------------------------
+ * mmap(NULL, len, PROT_READ, MAP_SHARED, fd, HBMGUARD_MMAP_TABLE(dev))
+ * maps device dev's bad-page table, so that an allocator can translate
+ * without a syscall.  Map one page first to read the header: the whole
+ * mapping is map_size bytes.  The mapping is read-only (PROT_WRITE: EACCES),
+ * must start at the table's offset (EINVAL) and not exceed map_size
+ * (EINVAL); a device that does not exist is ENODEV.  A mapping outlives its
+ * device: then `removed` is set and the table stays as it was.
+ *
+ * The table is published in one of two buffers of sorted entries.  The
+ * kernel fills the buffer readers are not directed to, then, inside `seq`
+ * (odd while it writes), switches `active`; it never waits for readers.  A
+ * reader loads `seq` (acquire) and retries while it is odd, reads `active`,
+ * the entry count and the entries it needs, then loads `seq` again (after
+ * an acquire fence) and retries if it changed: it then saw one consistent
+ * table, old or new.  A reader must bound every index it reads by
+ * `capacity`: a torn read is only detected after it.
+ *
+ * Small tables are published within the change that makes them; larger ones
+ * (above 1024 extents) by a worker a jiffy or two later, so a lookup may
+ * briefly see the table before the latest change.  When the table holds more extents
+ * than `capacity`, `overflow` is set and readers must use
+ * HBMGUARD_IOC_TRANSLATE.  poll() on the file says when anything changed.
+ */
+#define HBMGUARD_MMAP_TABLE(dev)	((__u64)(dev) << 32)
+#define HBMGUARD_MAP_MAGIC		0x48424d54	/* "HBMT" */
+#define HBMGUARD_MAP_VERSION		1
+
+/**
+ * struct hbmguard_map_header - the first bytes of a mapped table
+ * @magic: HBMGUARD_MAP_MAGIC
+ * @version: HBMGUARD_MAP_VERSION
+ * @seq: sequence count, odd while the kernel switches tables
+ * @active: which buffer (0 or 1) is the table
+ * @generation: the device generation the active buffer shows
+ * @nr: entries in each buffer
+ * @capacity: entries a buffer holds
+ * @page_shift: log2 of the device's page size
+ * @usable_size: bytes users address; spares lie above it
+ * @buffer_offset: byte offset of each buffer from the start of the mapping
+ * @map_size: bytes of the whole mapping
+ * @overflow: the table does not fit: use HBMGUARD_IOC_TRANSLATE
+ * @removed: the device is gone; the table is its last one
+ * @reserved: zero
+ */
+struct hbmguard_map_header {
+	__u32 magic;
+	__u32 version;
+	__u32 seq;
+	__u32 active;
+	__u64 generation;
+	__u32 nr[2];
+	__u32 capacity;
+	__u32 page_shift;
+	__u64 usable_size;
+	__u64 buffer_offset[2];
+	__u64 map_size;
+	__u32 overflow;
+	__u32 removed;
+	__u64 reserved[4];
+};
+
+/**
+ * struct hbmguard_map_entry - one extent of a mapped table, sorted by @first
+ * @first: first page (offset >> page_shift)
+ * @nr: pages
+ * @spare: when RETIRED, the spare page serving @first (page i of the
+ *	extent is served by usable_size + ((spare + i) << page_shift))
+ * @state: enum hbmguard_page_state
+ */
+struct hbmguard_map_entry {
+	__u32 first;
+	__u32 nr;
+	__u32 spare;
+	__u32 state;
+};
+
+/*
  * GENERIC NETLINK
  * ---------------
  * Family HBMGUARD_GENL_NAME, version HBMGUARD_GENL_VERSION, described for the
