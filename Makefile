@@ -59,6 +59,8 @@ $(BUILD)/%/hbmguard.ko: $(KMOD_SRC)
 # The test-only modules (tests/kmod), against the hbmguard.ko just built.
 $(BUILD)/%/testmods/hbm_test_provider.ko: $(BUILD)/%/hbmguard.ko $(wildcard tests/kmod/*) kmod/hbmguard_provider.h kmod/nvidia_abi.h
 	@mkdir -p $(BUILD)/$*/testmods
+	@# Kbuild does not notice hbmguard's symbol CRCs changing: start afresh.
+	@rm -rf $(BUILD)/$*/testmods/*
 	@cp -p tests/kmod/* $(BUILD)/$*/testmods/
 	$(MAKE) -C /usr/src/linux-headers-$* M=$(TOP)/$(BUILD)/$*/testmods HBM_TOP=$(TOP) \
 		KBUILD_EXTRA_SYMBOLS=$(TOP)/$(BUILD)/$*/Module.symvers W=1 modules 2>&1 | \

@@ -353,7 +353,7 @@ static int ioc_sim_create(void __user *uarg)
 
 	if (err)
 		return err;
-	if (sc.flags || sc.reserved0 ||
+	if (sc.flags & ~HBMGUARD_SIM_BACKED || sc.reserved0 ||
 	    !all_zero(sc.reserved, sizeof(sc.reserved)))
 		return -EINVAL;
 	if (!memchr(sc.name, 0, sizeof(sc.name)) ||
@@ -366,6 +366,7 @@ static int ioc_sim_create(void __user *uarg)
 		.spare_pages = sc.spare_pages,
 		.name = sc.name,
 		.identity = sc.identity,
+		.backed = sc.flags & HBMGUARD_SIM_BACKED,
 	};
 	err = hbm_device_create(&spec, &sc.device);
 	if (err)
@@ -386,6 +387,24 @@ static int ioc_sim_destroy(void __user *uarg)
 	if (ref.flags || ref.reserved)
 		return -EINVAL;
 	return hbm_device_destroy(ref.device, HBMGUARD_KIND_SIMULATED);
+}
+
+static int ioc_restored(void __user *uarg)
+{
+	struct hbmguard_extent_op x;
+	struct hbm_device *dev;
+	int err = ARG_IN(x, HBMGUARD_EXTENT_OP_SIZE_VER0, uarg);
+
+	if (err)
+		return err;
+	if (x.flags || x.source || !all_zero(x.reserved, sizeof(x.reserved)))
+		return -EINVAL;
+	dev = arg_device(x.device);
+	if (IS_ERR(dev))
+		return PTR_ERR(dev);
+	err = hbm_aperture_restored(dev, x.offset, x.length);
+	hbm_device_put(dev);
+	return err;
 }
 
 static int ioc_retire(void __user *uarg)
@@ -412,6 +431,7 @@ static const struct {
 	{ HBMGUARD_IOC_CLEAR, true, ioc_clear },
 	{ HBMGUARD_IOC_SET_POLICY, true, ioc_set_policy },
 	{ HBMGUARD_IOC_INJECT, true, ioc_inject },
+	{ HBMGUARD_IOC_RESTORED, true, ioc_restored },
 	{ HBMGUARD_IOC_SIM_CREATE, true, ioc_sim_create },
 	{ HBMGUARD_IOC_SIM_DESTROY, true, ioc_sim_destroy },
 };
@@ -441,6 +461,7 @@ static int hbm_open(struct inode *inode, struct file *file)
 	if (!r)
 		return -ENOMEM;
 	file->private_data = r;
+	hbm_aperture_open(file);
 	return stream_open(inode, file);
 }
 
@@ -464,6 +485,8 @@ static __poll_t hbm_poll(struct file *file, struct poll_table_struct *pt)
 
 static int hbm_mmap(struct file *file, struct vm_area_struct *vma)
 {
+	if (vma->vm_pgoff & (HBMGUARD_MMAP_APERTURE(0) >> PAGE_SHIFT))
+		return hbm_aperture_mmap(vma);
 	return hbm_map_mmap(vma);
 }
 

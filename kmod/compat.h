@@ -12,6 +12,16 @@
 #include <net/genetlink.h>
 
 /* 6.3 made vm_flags writable only through helpers. */
+static inline void hbm_vm_flags_set(struct vm_area_struct *vma,
+				    unsigned long flags)
+{
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 3, 0)
+	vma->vm_flags |= flags;
+#else
+	vm_flags_set(vma, flags);
+#endif
+}
+
 static inline void hbm_vm_flags_clear(struct vm_area_struct *vma,
 				      unsigned long flags)
 {

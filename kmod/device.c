@@ -53,6 +53,7 @@ static void hbm_device_free(struct work_struct *work)
 	struct hbm_device *dev = container_of(work, struct hbm_device, free_work);
 
 	hbm_map_destroy(dev);
+	hbm_aperture_free(dev);
 	hbm_core_destroy(&dev->core);
 	mutex_destroy(&dev->lock);
 	hbm_kfree(dev);
@@ -225,6 +226,8 @@ static int spec_check(const struct hbm_device_spec *spec)
 	pages = spec->hbm_size >> ilog2(spec->page_size);
 	if (pages > U32_MAX || spec->spare_pages >= pages)
 		return -EINVAL;
+	if (spec->backed && spec->hbm_size > HBMGUARD_SIM_BACKED_MAX)
+		return -EINVAL;
 	if (!spec->name || strnlen(spec->name, HBMGUARD_NAME_LEN) == HBMGUARD_NAME_LEN ||
 	    !name_valid(spec->name))
 		return -EINVAL;
@@ -262,6 +265,10 @@ int hbm_device_create(const struct hbm_device_spec *spec, u32 *id)
 	dev->hbm_size = spec->hbm_size;
 	dev->phys_start = spec->phys_start;
 	dev->numa_node = spec->kind == HBMGUARD_KIND_RANGE ? spec->numa_node : -1;
+	dev->backed = spec->backed;
+	xa_init(&dev->backing);
+	xa_init(&dev->lost);
+	xa_init(&dev->spare_owner);
 	strscpy(dev->name, spec->name, sizeof(dev->name));
 	if (spec->identity && *spec->identity)
 		strscpy(dev->identity, spec->identity, sizeof(dev->identity));
@@ -340,6 +347,7 @@ int hbm_device_destroy(u32 id, u32 kind)
 	mutex_lock(&dev->lock);
 	dev->dead = true;
 	hbm_map_removed(dev);
+	hbm_aperture_removed(dev);
 	mutex_unlock(&dev->lock);
 
 	pr_info("device %u %s removed\n", dev->id, dev->name);
@@ -391,6 +399,7 @@ static void device_changed(struct hbm_device *dev, const struct hbm_result *res,
 		dev->generation++;
 		atomic64_inc(&hbm_gen);
 		hbm_map_changed(dev);
+		hbm_aperture_changed(dev, offset, length);
 	}
 }
 

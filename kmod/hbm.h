@@ -28,6 +28,14 @@
  * @dead: unregistered: reports and changes are refused
  * @core: bad-page table, spare pool and policy
  * @generation: increases on every change of @core
+ * @free_work: frees the device, so the last reference may go in any context
+ * @map: the table as userspace maps it (map.c)
+ * @map_work: publishes @map when changes were deferred
+ * @map_dirty: @map is behind @core; under @lock
+ * @backed: the device has memory, for the aperture (aperture.c)
+ * @backing: CPU page index -> struct page, allocated on first touch
+ * @lost: device pages whose data is lost until restored
+ * @spare_owner: spare -> 1 + the device page whose data it holds
  */
 struct hbm_device {
 	struct kref ref;
@@ -48,6 +56,10 @@ struct hbm_device {
 	struct hbm_map *map;
 	struct delayed_work map_work;
 	bool map_dirty;
+	bool backed;
+	struct xarray backing;
+	struct xarray lost;
+	struct xarray spare_owner;
 };
 
 /* main.c: the module's workqueue; destroying it at unload drains it. */
@@ -63,6 +75,7 @@ struct hbm_device_spec {
 	const char *identity;	/* NULL or "": derived from the name */
 	u64 phys_start;		/* HBMGUARD_KIND_RANGE */
 	int numa_node;		/* HBMGUARD_KIND_RANGE, or -1 */
+	bool backed;		/* memory for the aperture */
 };
 
 static inline u64 hbm_usable_size(const struct hbm_device *dev)
@@ -135,6 +148,14 @@ void hbm_map_destroy(struct hbm_device *dev);
 void hbm_map_changed(struct hbm_device *dev);
 void hbm_map_removed(struct hbm_device *dev);
 int hbm_map_mmap(struct vm_area_struct *vma);
+
+/* aperture.c */
+void hbm_aperture_open(struct file *file);
+int hbm_aperture_mmap(struct vm_area_struct *vma);
+void hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length);
+int hbm_aperture_restored(struct hbm_device *dev, u64 offset, u64 length);
+void hbm_aperture_removed(struct hbm_device *dev);
+void hbm_aperture_free(struct hbm_device *dev);
 
 /* chardev.c */
 int hbm_chardev_init(void);

@@ -9,12 +9,14 @@
  */
 #include <poll.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <inttypes.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1101,6 +1103,162 @@ static void test_map_concurrent(void)
 	close(fd);
 }
 
+/*
+ * The aperture.  A SIGBUS handler records what the kernel said and jumps
+ * back to the test.
+ */
+static sigjmp_buf bus_jump;
+static void *volatile bus_addr;
+static volatile int bus_code;
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	bus_addr = si->si_addr;
+	bus_code = si->si_code;
+	siglongjmp(bus_jump, 1);
+}
+
+/* Read a word; true and the word, or false after a SIGBUS. */
+static bool read_word(volatile uint64_t *w, uint64_t *out)
+{
+	if (sigsetjmp(bus_jump, 1))
+		return false;
+	*out = *w;
+	return true;
+}
+
+static uint32_t backed_device(const char *name, uint32_t spares)
+{
+	struct hbmguard_sim_create sc = {
+		.size = sizeof(sc), .flags = HBMGUARD_SIM_BACKED,
+		.hbm_size = 64 << 20, .page_size = 4096, .spare_pages = spares,
+	};
+
+	strcpy(sc.name, name);
+	CHECK_OK(ioctl(ctl, HBMGUARD_IOC_SIM_CREATE, &sc));
+	return sc.device;
+}
+
+static void test_aperture(void)
+{
+	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
+	uint32_t id = backed_device("aperture", 64);
+	uint64_t usable = dev_info(id).usable_size, w, i;
+	struct hbmguard_extent_op x = { .size = sizeof(x), .device = id,
+					.offset = 10 * PAGE, .length = PAGE };
+	uint8_t *p;
+	bool ok = true;
+
+	sigaction(SIGBUS, &sa, NULL);
+	p = mmap(NULL, usable, PROT_READ | PROT_WRITE, MAP_SHARED, ctl,
+		 HBMGUARD_MMAP_APERTURE(id));
+	CHECK(p != MAP_FAILED);
+	if (p == MAP_FAILED)
+		return;
+	for (i = 0; i < 64 * PAGE / 8; i++)
+		((uint64_t *)p)[i] = i ^ 0xabcdef;
+
+	/* A UE: the page's data is gone, and touching it says so, as poison. */
+	CHECK_OK(inject(ctl, id, HBMGUARD_ERROR_UE, 10 * PAGE + 8, 1));
+	CHECK(!read_word((uint64_t *)(p + 10 * PAGE + 24), &w));
+	CHECK_EQ(bus_code, BUS_MCEERR_AR);
+	CHECK(bus_addr == p + 10 * PAGE + 24);
+	for (i = 0; i < 64 * PAGE / 8; i++) {
+		if (i / (PAGE / 8) == 10)
+			continue;
+		ok &= read_word((uint64_t *)p + i, &w) && w == (i ^ 0xabcdef);
+	}
+	CHECK(ok);	/* every other page as it was */
+	CHECK_EQ(translate(id, 10 * PAGE).state, HBMGUARD_STATE_RETIRED);
+	CHECK(translate(id, 10 * PAGE).translated >= usable);
+
+	/* Restored by its owner: the spare, zeroed, then what the owner writes. */
+	CHECK_OK(ioctl(ctl, HBMGUARD_IOC_RESTORED, &x));
+	CHECK(read_word((uint64_t *)(p + 10 * PAGE + 24), &w) && w == 0);
+	((uint64_t *)(p + 10 * PAGE))[3] = 0x1234;
+	CHECK(read_word((uint64_t *)(p + 10 * PAGE + 24), &w) && w == 0x1234);
+
+	/* Bad input. */
+	x.device = 0;
+	CHECK_ERRNO(ioctl(ctl, HBMGUARD_IOC_RESTORED, &x), EINVAL);	/* no memory */
+	x.device = id;
+	x.offset = usable;
+	CHECK_ERRNO(ioctl(ctl, HBMGUARD_IOC_RESTORED, &x), ERANGE);
+	x.offset = 1;
+	CHECK_ERRNO(ioctl(ctl, HBMGUARD_IOC_RESTORED, &x), EINVAL);
+	CHECK(mmap(NULL, PAGE, PROT_READ, MAP_SHARED, ctl, HBMGUARD_MMAP_APERTURE(0)) == MAP_FAILED &&
+	      errno == EINVAL);
+	CHECK(mmap(NULL, 2 * PAGE, PROT_READ, MAP_SHARED, ctl,
+		   HBMGUARD_MMAP_APERTURE(id) + usable - PAGE) == MAP_FAILED && errno == EINVAL);
+	CHECK(mmap(NULL, PAGE, PROT_READ, MAP_SHARED, ctl, HBMGUARD_MMAP_APERTURE(200)) == MAP_FAILED &&
+	      errno == ENODEV);
+
+	/* The device goes: its mapping faults, and nothing else happens. */
+	CHECK_OK(sim_destroy(id));
+	CHECK(!read_word((uint64_t *)p, &w));
+	CHECK_EQ(bus_code, BUS_ADRERR);
+	munmap(p, usable);
+	signal(SIGBUS, SIG_DFL);
+}
+
+/* A CE-threshold retirement under a writer: its data moves, unseen. */
+struct writer {
+	volatile uint64_t *word;
+	volatile bool stop;
+	uint64_t last;
+	long mismatches;
+};
+
+static void *write_loop(void *arg)
+{
+	struct writer *wr = arg;
+
+	while (!wr->stop) {
+		*wr->word = ++wr->last;
+		if (*wr->word != wr->last)
+			wr->mismatches++;
+	}
+	return NULL;
+}
+
+static void test_aperture_ce(void)
+{
+	uint32_t id = backed_device("moving", 64);
+	uint64_t usable = dev_info(id).usable_size, i, w;
+	struct writer wr = { .stop = false };
+	pthread_t th;
+	uint8_t *p;
+	bool ok = true;
+
+	p = mmap(NULL, usable, PROT_READ | PROT_WRITE, MAP_SHARED, ctl,
+		 HBMGUARD_MMAP_APERTURE(id));
+	CHECK(p != MAP_FAILED);
+	if (p == MAP_FAILED)
+		return;
+	for (i = 0; i < PAGE / 8; i++)
+		((uint64_t *)(p + 20 * PAGE))[i] = i * 3;
+	wr.word = (uint64_t *)(p + 20 * PAGE + 8 * 100);
+	CHECK_OK(set_policy(id, HBMGUARD_POLICY_CE_THRESHOLD, 5, 0, 0));
+	pthread_create(&th, NULL, write_loop, &wr);
+	usleep(50 * 1000);
+	CHECK_OK(inject(ctl, id, HBMGUARD_ERROR_CE, 20 * PAGE, 5));
+	usleep(200 * 1000);
+	wr.stop = true;
+	pthread_join(th, NULL);
+	CHECK_EQ(translate(id, 20 * PAGE).state, HBMGUARD_STATE_RETIRED);
+	CHECK_EQ(wr.mismatches, 0);
+	CHECK(read_word(wr.word, &w) && w == wr.last);
+	for (i = 0; i < PAGE / 8; i++)
+		if (i != 100)
+			ok &= ((uint64_t *)(p + 20 * PAGE))[i] == i * 3;
+	CHECK(ok);	/* the rest of the page moved with it */
+	printf("  %" PRIu64 " writes across the retirement, none lost\n", wr.last);
+	munmap(p, usable);
+	CHECK_OK(sim_destroy(id));
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(void);
@@ -1122,6 +1280,8 @@ static const struct {
 	{ "mapped_table", test_mapped_table },
 	{ "map_bad_input", test_map_bad_input },
 	{ "map_concurrent", test_map_concurrent },
+	{ "aperture", test_aperture },
+	{ "aperture_ce", test_aperture_ce },
 };
 
 int main(int argc, char **argv)

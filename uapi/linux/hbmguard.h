@@ -397,7 +397,8 @@ struct hbmguard_inject {
 /**
  * struct hbmguard_sim_create - HBMGUARD_IOC_SIM_CREATE: a device without a GPU
  * @size: sizeof(struct hbmguard_sim_create)
- * @flags: must be zero
+ * @flags: HBMGUARD_SIM_BACKED: back the device with memory (allocated on
+ *	first touch, at most HBMGUARD_SIM_BACKED_MAX bytes) for the aperture
  * @device: out: the new device's id
  * @page_size: power of two, HBMGUARD_PAGE_SIZE_MIN..HBMGUARD_PAGE_SIZE_MAX
  * @hbm_size: bytes, a multiple of @page_size, at most 2^32 pages
@@ -420,6 +421,8 @@ struct hbmguard_sim_create {
 	__u64 reserved[2];
 };
 #define HBMGUARD_SIM_CREATE_SIZE_VER0 144
+#define HBMGUARD_SIM_BACKED	(1U << 0)
+#define HBMGUARD_SIM_BACKED_MAX	(1ULL << 30)
 
 /**
  * struct hbmguard_device_ref - HBMGUARD_IOC_SIM_DESTROY
@@ -446,6 +449,9 @@ struct hbmguard_device_ref {
 #define HBMGUARD_IOC_CLEAR	  _IOW(HBMGUARD_IOC_MAGIC, 0x11, struct hbmguard_extent_op)
 #define HBMGUARD_IOC_SET_POLICY	  _IOW(HBMGUARD_IOC_MAGIC, 0x12, struct hbmguard_policy)
 #define HBMGUARD_IOC_INJECT	  _IOW(HBMGUARD_IOC_MAGIC, 0x13, struct hbmguard_inject)
+/* The owner of lost pages has restored them (struct hbmguard_extent_op,
+ * flags and source zero): their spares are mapped again, zeroed. */
+#define HBMGUARD_IOC_RESTORED	  _IOW(HBMGUARD_IOC_MAGIC, 0x14, struct hbmguard_extent_op)
 #define HBMGUARD_IOC_SIM_CREATE	  _IOWR(HBMGUARD_IOC_MAGIC, 0x20, struct hbmguard_sim_create)
 #define HBMGUARD_IOC_SIM_DESTROY  _IOW(HBMGUARD_IOC_MAGIC, 0x21, struct hbmguard_device_ref)
 
@@ -521,6 +527,25 @@ struct hbmguard_event {
  * HBMGUARD_IOC_TRANSLATE.  poll() on the file says when anything changed.
  */
 #define HBMGUARD_MMAP_TABLE(dev)	((__u64)(dev) << 32)
+
+/*
+ * THE APERTURE
+ * ------------
+ * mmap(NULL, len, prot, MAP_SHARED, fd, HBMGUARD_MMAP_APERTURE(dev) + off)
+ * maps a memory-backed device (a simulated one created with
+ * HBMGUARD_SIM_BACKED) from device offset off, page aligned, within
+ * [0, usable_size).  Every retired page is served by its spare.  A page
+ * retired because its correctable errors crossed the threshold (or by an
+ * operator) keeps its data: it is copied to the spare before the switch, so
+ * the application sees no change.  A page retired for an uncorrectable error
+ * or poison has lost its data: touching it raises SIGBUS with BUS_MCEERR_AR
+ * and the address in si_addr, as real poison does, until its owner declares
+ * it restored (HBMGUARD_IOC_RESTORED); the spare then reads zero until the
+ * owner writes it.  A FAILED page raises the same SIGBUS.  Once the device is
+ * gone, its mappings raise SIGBUS.  Errors: ENODEV (no such device), EINVAL
+ * (not memory-backed, or outside the device).
+ */
+#define HBMGUARD_MMAP_APERTURE(dev)	((1ULL << 62) | ((__u64)(dev) << 44))
 #define HBMGUARD_MAP_MAGIC		0x48424d54	/* "HBMT" */
 #define HBMGUARD_MAP_VERSION		1
 
