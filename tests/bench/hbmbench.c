@@ -44,6 +44,56 @@ static void die(const char *what)
 	exit(1);
 }
 
+/* The aperture: first touch, and the refault after a page is retired. */
+static double ap_first, ap_retire, ap_refault;
+
+static void aperture_bench(int fd)
+{
+	const uint32_t n = 2000;
+	struct hbmguard_sim_create sc = {
+		.size = sizeof(sc), .flags = HBMGUARD_SIM_BACKED, .page_size = 4096,
+		.hbm_size = 64 << 20, .spare_pages = n,
+	};
+	struct hbmguard_device_ref ref = { .size = sizeof(ref) };
+	volatile uint8_t *p;
+	double t0, retire = 0, refault = 0;
+	uint32_t i;
+
+	strcpy(sc.name, "apbench");
+	if (ioctl(fd, HBMGUARD_IOC_SIM_CREATE, &sc))
+		die("SIM_CREATE backed");
+	p = mmap(NULL, (size_t)n * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		 HBMGUARD_MMAP_APERTURE(sc.device));
+	if (p == MAP_FAILED)
+		die("mmap aperture");
+	t0 = now_ns();
+	for (i = 0; i < n; i++)
+		p[(size_t)i * 4096] = i;
+	ap_first = (now_ns() - t0) / n;
+	for (i = 0; i < n; i++) {
+		struct hbmguard_extent_op x = {
+			.size = sizeof(x), .device = sc.device,
+			.source = HBMGUARD_SOURCE_ADMIN,
+			.offset = (uint64_t)i * 4096, .length = 4096,
+		};
+
+		t0 = now_ns();
+		if (ioctl(fd, HBMGUARD_IOC_RETIRE, &x))
+			die("RETIRE mapped");
+		retire += now_ns() - t0;
+		t0 = now_ns();
+		if (p[(size_t)i * 4096] != (uint8_t)i)
+			die("data lost across retirement");
+		refault += now_ns() - t0;
+	}
+	ap_retire = retire / n;
+	ap_refault = refault / n;
+	munmap((void *)p, (size_t)n * 4096);
+	ref.device = sc.device;
+	if (ioctl(fd, HBMGUARD_IOC_SIM_DESTROY, &ref))
+		die("SIM_DESTROY");
+}
+
 int main(void)
 {
 	static const uint32_t sizes[] = { 1000, 10000, 100000, 1000000 };
@@ -168,6 +218,7 @@ int main(void)
 		if (ioctl(fd, HBMGUARD_IOC_SIM_DESTROY, &ref))
 			die("SIM_DESTROY");
 	}
+	aperture_bench(fd);
 	printf("%-38s %10s %10s %10s %10s\n", "kernel (qemu TCG guest)", "10^3",
 	       "10^4", "10^5", "10^6");
 	printf("%-38s %10.0f %10.0f %10.0f %10.0f\n", "RETIRE ioctl (ns/op)",
@@ -184,6 +235,10 @@ int main(void)
 	       acct[0], acct[1], acct[2], acct[3]);
 	printf("%-38s %10.1f %10.1f %10.1f %10.1f\n", "Slab+Vmalloc growth/page (meminfo)",
 	       meminfo[0], meminfo[1], meminfo[2], meminfo[3]);
+	printf("\n%-38s %10s\n", "aperture (qemu TCG guest)", "ns/page");
+	printf("%-38s %10.0f\n", "first touch (fault, page allocated)", ap_first);
+	printf("%-38s %10.0f\n", "RETIRE of a mapped page (zap, copy)", ap_retire);
+	printf("%-38s %10.0f\n", "next touch (refault to the spare)", ap_refault);
 	close(fd);
 	return 0;
 }

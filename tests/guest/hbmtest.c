@@ -1259,6 +1259,72 @@ static void test_aperture_ce(void)
 	CHECK_OK(sim_destroy(id));
 }
 
+/* fork, a second process with its own fd, partial munmap, mremap. */
+static void test_aperture_vm(void)
+{
+	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
+	uint32_t id = backed_device("shared", 64);
+	uint64_t w;
+	uint8_t *p, *q;
+	pid_t pid;
+	int status;
+
+	sigaction(SIGBUS, &sa, NULL);
+	p = mmap(NULL, 16 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, ctl,
+		 HBMGUARD_MMAP_APERTURE(id));
+	CHECK(p != MAP_FAILED);
+	if (p == MAP_FAILED)
+		return;
+	((uint64_t *)(p + 3 * PAGE))[0] = 0x5151;
+
+	/* A forked child shares the pages, and its writes are seen. */
+	pid = fork();
+	if (pid == 0) {
+		int ok = ((uint64_t *)(p + 3 * PAGE))[0] == 0x5151;
+
+		((uint64_t *)(p + 4 * PAGE))[0] = 0x4242;
+		_exit(!ok);
+	}
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK_EQ(((uint64_t *)(p + 4 * PAGE))[0], 0x4242);
+
+	/* Another process, its own open and mapping, at an offset. */
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(DEV_NODE, O_RDWR);
+		uint8_t *r = mmap(NULL, PAGE, PROT_READ, MAP_SHARED, fd,
+				  HBMGUARD_MMAP_APERTURE(id) + 3 * PAGE);
+
+		_exit(r == MAP_FAILED || ((uint64_t *)r)[0] != 0x5151);
+	}
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+	/* Retirement reaches every mapping, the other process's too. */
+	CHECK_OK(retire(id, 3 * PAGE, PAGE));
+	CHECK_EQ(((uint64_t *)(p + 3 * PAGE))[0], 0x5151);
+	CHECK(translate(id, 3 * PAGE).translated >= dev_info(id).usable_size);
+
+	/* Partial munmap: the rest still works; the hole is a hole. */
+	CHECK_OK(munmap(p + 8 * PAGE, 4 * PAGE));
+	CHECK_EQ(((uint64_t *)(p + 4 * PAGE))[0], 0x4242);
+	CHECK(read_word((uint64_t *)(p + 12 * PAGE), &w) && w == 0);
+
+	/* mremap: moving works, growing is refused (VM_DONTEXPAND). */
+	q = mremap(p, 8 * PAGE, 8 * PAGE, MREMAP_MAYMOVE | MREMAP_FIXED,
+		   p + 32 * PAGE);
+	CHECK(q != MAP_FAILED);
+	if (q != MAP_FAILED) {
+		CHECK_EQ(((uint64_t *)(q + 3 * PAGE))[0], 0x5151);
+		CHECK(mremap(q, 8 * PAGE, 64 * PAGE, 0) == MAP_FAILED);
+		munmap(q, 8 * PAGE);
+	}
+	munmap(p + 12 * PAGE, 4 * PAGE);
+	CHECK_OK(sim_destroy(id));
+	signal(SIGBUS, SIG_DFL);
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(void);
@@ -1282,6 +1348,7 @@ static const struct {
 	{ "map_concurrent", test_map_concurrent },
 	{ "aperture", test_aperture },
 	{ "aperture_ce", test_aperture_ce },
+	{ "aperture_vm", test_aperture_vm },
 };
 
 int main(int argc, char **argv)
