@@ -1320,6 +1320,18 @@ static void test_aperture_vm(void)
 		CHECK(mremap(q, 8 * PAGE, 64 * PAGE, 0) == MAP_FAILED);
 		munmap(q, 8 * PAGE);
 	}
+	/* A mapping whose fd is closed still holds the module. */
+	{
+		int fd = open_dev(O_RDWR);
+		void *m = mmap(NULL, PAGE, PROT_READ, MAP_SHARED, fd,
+			       HBMGUARD_MMAP_APERTURE(id));
+
+		close(fd);
+		CHECK(m != MAP_FAILED);
+		CHECK_ERRNO(syscall(SYS_delete_module, "hbmguard", O_NONBLOCK),
+			    EWOULDBLOCK);
+		munmap(m, PAGE);
+	}
 	munmap(p + 12 * PAGE, 4 * PAGE);
 	CHECK_OK(sim_destroy(id));
 	signal(SIGBUS, SIG_DFL);

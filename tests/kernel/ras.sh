@@ -49,12 +49,17 @@ check "stats count the paths" 'hbmnl stats | grep -q "^path 2 received=1 dropped
 # Machine checks through mce-inject (software injection into the decode
 # chain), as a legacy AMD northbridge DRAM ECC error (the guest CPU is
 # AMD without SMCA): bank 4, extended error code 8.
+# The kernel squeezes identical records out of one batch of its MCE pool (a
+# shared bank logs the same error on every core), so each injection gets a
+# MISC of its own: two real errors on one page differ, in time at least.
+mce_seq=0
 mce_inject() {	# $1: status bits beyond VAL|EN|ADDRV|XEC=8, $2: address
 	d=/sys/kernel/debug/mce-inject
+	mce_seq=$((mce_seq + 1))
 	echo sw >$d/flags
 	printf '0x%x\n' $(( (1 << 63) | (1 << 60) | (1 << 58) | (8 << 16) | $1 )) >$d/status
 	printf '0x%x\n' $2 >$d/addr
-	echo 0 >$d/misc
+	echo $mce_seq >$d/misc
 	echo 4 >$d/bank
 }
 hbmnl listen 1 5000 >/tmp/mce.events &
