@@ -24,13 +24,15 @@ KDIR ?= $(if $(wildcard $(RUNNING_KDIR)),$(RUNNING_KDIR),$(if $(DEB_KVERS),/usr/
 
 CC ?= cc
 CFLAGS_USER := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -g \
-	-I$(TOP)/uapi -I$(TOP)/kmod
+	-I$(TOP)/uapi -I$(TOP)/kmod -I$(TOP)/daemon
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
 CORE_SRC := kmod/table.c kmod/policy.c kmod/mce_decode.c
 CORE_HDR := kmod/core.h kmod/mce_decode.h uapi/linux/hbmguard.h
 UNIT_SRC := $(wildcard tests/unit/*.c)
+DAEMON_SRC := daemon/state.c
+DAEMON_HDR := daemon/state.h
 KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 
 .PHONY: all module modules-all userspace check check-unit check-ynl check-kernel bench demo \
@@ -100,13 +102,13 @@ $(BUILD)/guest/hbmctl: daemon/hbmctl.c uapi/linux/hbmguard.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) -static daemon/hbmctl.c -o $@
 
-$(BUILD)/unit: $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR)
+$(BUILD)/unit: $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_USER) $(UNIT_SRC) $(CORE_SRC) $(CHECK_LIBS) -o $@
+	$(CC) $(CFLAGS_USER) $(UNIT_SRC) $(CORE_SRC) $(DAEMON_SRC) $(CHECK_LIBS) -o $@
 
-$(BUILD)/unit-san: $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR)
+$(BUILD)/unit-san: $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_USER) -O1 $(SAN) $(UNIT_SRC) $(CORE_SRC) $(CHECK_LIBS) -o $@
+	$(CC) $(CFLAGS_USER) -O1 $(SAN) $(UNIT_SRC) $(CORE_SRC) $(DAEMON_SRC) $(CHECK_LIBS) -o $@
 
 # The in-guest test program: static, the initramfs has no libc.
 $(BUILD)/guest/hbmtest: tests/guest/hbmtest.c tests/guest/hbmtest.h $(BUILD)/libhbmguard.a
