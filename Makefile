@@ -31,8 +31,8 @@ SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-po
 CORE_SRC := kmod/table.c kmod/policy.c kmod/mce_decode.c
 CORE_HDR := kmod/core.h kmod/mce_decode.h uapi/linux/hbmguard.h
 UNIT_SRC := $(wildcard tests/unit/*.c)
-DAEMON_SRC := daemon/state.c
-DAEMON_HDR := daemon/state.h
+DAEMON_SRC := daemon/state.c daemon/config.c
+DAEMON_HDR := daemon/state.h daemon/config.h
 KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 
 .PHONY: all module modules-all userspace check check-unit check-ynl check-kernel bench demo \

@@ -9,6 +9,7 @@ Suite *table_suite(void);
 Suite *policy_suite(void);
 Suite *mce_suite(void);
 Suite *state_suite(void);
+Suite *config_suite(void);
 const char *table_invariants(const struct hbm_table *t);
 
 #endif

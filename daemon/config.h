@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * hbmguardd's configuration, /etc/hbmguard/hbmguardd.conf, in the format of
+ * systemd's unit files:
+ *
+ *	[Daemon]
+ *	StateDirectory=/var/lib/hbmguard
+ *	ControlSocket=/run/hbmguard/control.sock
+ *
+ *	[Policy]			# every device
+ *	CEThreshold=50			# 1..65535
+ *	CEWindow=24h			# seconds, or with s, m, h, d; up to 365d
+ *	RetireLimit=1000		# pages; unset: one per 100 MiB
+ *
+ *	[Device "0000:3b:00.0"]		# one device, by identity: the same keys
+ *	CEThreshold=10			# as [Policy], which it overrides
+ *
+ * Blank lines and lines starting with # or ; are ignored; a key set twice
+ * takes the last value.  Anything else wrong is an error naming the file,
+ * the line and the key, and the whole file is refused.
+ */
+#ifndef HBM_CONFIG_H
+#define HBM_CONFIG_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define HBM_CONFIG_PATH		"/etc/hbmguard/hbmguardd.conf"
+#define HBM_CONFIG_MAX_DEVICES	256
+
+/* Which fields of a policy are set. */
+#define HBM_SET_CE_THRESHOLD	(1U << 0)
+#define HBM_SET_CE_WINDOW	(1U << 1)
+#define HBM_SET_RETIRE_LIMIT	(1U << 2)
+
+struct hbm_policy_config {
+	uint32_t set;
+	uint32_t ce_threshold;
+	uint32_t ce_window;
+	uint32_t retire_limit;
+};
+
+struct hbm_device_config {
+	char identity[64];
+	struct hbm_policy_config policy;
+};
+
+struct hbm_config {
+	char state_dir[PATH_MAX];
+	char control_socket[PATH_MAX];
+	struct hbm_policy_config policy;
+	struct hbm_device_config devices[HBM_CONFIG_MAX_DEVICES];
+	size_t nr_devices;
+};
+
+void hbm_config_defaults(struct hbm_config *c);
+int hbm_config_parse(const char *text, const char *file, struct hbm_config *c,
+		     char *err, size_t errlen);
+int hbm_config_load(const char *path, struct hbm_config *c, char *err,
+		    size_t errlen);
+struct hbm_policy_config hbm_config_policy_for(const struct hbm_config *c,
+					       const char *identity);
+
+#endif /* HBM_CONFIG_H */

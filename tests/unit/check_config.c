@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Unit tests of hbmguardd's configuration parser (daemon/config.c). */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "unit.h"
+
+static struct hbm_config c;
+static char err[512];
+
+static int parse(const char *text)
+{
+	err[0] = 0;
+	return hbm_config_parse(text, "test.conf", &c, err, sizeof(err));
+}
+
+START_TEST(defaults_and_full_file)
+{
+	struct hbm_policy_config p;
+
+	ck_assert_int_eq(parse(""), 0);
+	ck_assert_str_eq(c.state_dir, "/var/lib/hbmguard");
+	ck_assert_uint_eq(c.policy.set, 0);
+
+	ck_assert_int_eq(parse("# hbmguardd\n"
+			       "[Daemon]\n"
+			       "StateDirectory = /srv/hbm\n"
+			       "ControlSocket=/run/x.sock\n"
+			       "\n"
+			       "; per device below\n"
+			       "[Policy]\n"
+			       "CEThreshold=40\n"
+			       "CEWindow=12h\n"
+			       "[Device \"0000:3b:00.0\"]\n"
+			       "CEThreshold=10\n"
+			       "[Device \"GPU-7\"]\n"
+			       "RetireLimit=500\n"
+			       "CEThreshold=60\n"
+			       "CEThreshold=61\n"), 0);
+	ck_assert_str_eq(c.state_dir, "/srv/hbm");
+	ck_assert_str_eq(c.control_socket, "/run/x.sock");
+	ck_assert_uint_eq(c.policy.ce_threshold, 40);
+	ck_assert_uint_eq(c.policy.ce_window, 43200);
+	ck_assert_uint_eq(c.nr_devices, 2);
+	p = hbm_config_policy_for(&c, "0000:3b:00.0");
+	ck_assert_uint_eq(p.ce_threshold, 10);
+	ck_assert_uint_eq(p.ce_window, 43200);
+	ck_assert(!(p.set & HBM_SET_RETIRE_LIMIT));
+	p = hbm_config_policy_for(&c, "GPU-7");
+	ck_assert_uint_eq(p.ce_threshold, 61);	/* the last one wins */
+	ck_assert_uint_eq(p.retire_limit, 500);
+	p = hbm_config_policy_for(&c, "other");
+	ck_assert_uint_eq(p.ce_threshold, 40);
+}
+END_TEST
+
+START_TEST(time_units)
+{
+	ck_assert_int_eq(parse("[Policy]\nCEWindow=90\n"), 0);
+	ck_assert_uint_eq(c.policy.ce_window, 90);
+	ck_assert_int_eq(parse("[Policy]\nCEWindow=30m\n"), 0);
+	ck_assert_uint_eq(c.policy.ce_window, 1800);
+	ck_assert_int_eq(parse("[Policy]\nCEWindow=365d\n"), 0);
+	ck_assert_uint_eq(c.policy.ce_window, 365 * 86400);
+}
+END_TEST
+
+/* Every key with a bad value, and every malformed line: file, line, key. */
+START_TEST(bad_input)
+{
+	static const struct {
+		const char *text;
+		const char *message;
+	} bad[] = {
+		{ "[Policy]\nCEThreshold=0\n", "test.conf:2: CEThreshold: 0 is out of range (1..65535)" },
+		{ "[Policy]\nCEThreshold=65536\n", "test.conf:2: CEThreshold: 65536 is out of range" },
+		{ "[Policy]\nCEThreshold=-1\n", "test.conf:2: CEThreshold: '-1' is not a number" },
+		{ "[Policy]\nCEThreshold=12x\n", "test.conf:2: CEThreshold: '12x' is not a number" },
+		{ "[Policy]\nCEThreshold=\n", "test.conf:2: CEThreshold: '' is not a number" },
+		{ "[Policy]\nCEThreshold=99999999999999999999999\n", "is not a number" },
+		{ "[Policy]\nCEWindow=0\n", "test.conf:2: CEWindow: 0 is out of range" },
+		{ "[Policy]\nCEWindow=366d\n", "test.conf:2: CEWindow: 366d is out of range (1..31536000 seconds)" },
+		{ "[Policy]\nCEWindow=5w\n", "test.conf:2: CEWindow: '5w': the unit is one of s, m, h, d" },
+		{ "[Policy]\nRetireLimit=0\n", "test.conf:2: RetireLimit: 0 is out of range" },
+		{ "[Policy]\nRetireLimit=4294967296\n", "test.conf:2: RetireLimit: 4294967296 is out of range" },
+		{ "[Policy]\nFrobnicate=1\n", "test.conf:2: Frobnicate: unknown key" },
+		{ "[Daemon]\nStateDirectory=relative\n", "test.conf:2: StateDirectory: 'relative' is not an absolute path" },
+		{ "[Daemon]\nControlSocket=\n", "test.conf:2: ControlSocket: '' is not an absolute path" },
+		{ "[Daemon]\nCEThreshold=5\n", "test.conf:2: CEThreshold: unknown key (StateDirectory, ControlSocket)" },
+		{ "CEThreshold=5\n", "test.conf:1: CEThreshold: outside any section" },
+		{ "[Policy]\njust words\n", "test.conf:2: 'just words' is not KEY=VALUE" },
+		{ "[Policy]\n=5\n", "test.conf:2: a value without a key" },
+		{ "[Nope]\n", "test.conf:1: unknown section [Nope]" },
+		{ "[Policy\n", "test.conf:1: '[Policy': a section is" },
+		{ "[Device]\n", "test.conf:1: unknown section [Device]" },
+		{ "[Device gpu0]\n", "test.conf:1: [Device ...] takes a quoted identity" },
+		{ "[Device \"\"]\n", "test.conf:1: [Device ...] takes a quoted identity" },
+		{ "[Device \"a b\"]\n", "test.conf:1: 'a b' is not a device identity" },
+		{ "\n\n# c\n[Policy]\nCEThreshold=1\n\nCEWindow=x\n", "test.conf:7: CEWindow: 'x' is not a number" },
+	};
+	struct hbm_config before;
+	size_t i;
+
+	ck_assert_int_eq(parse("[Daemon]\nStateDirectory=/keep\n[Policy]\nCEThreshold=7\n"), 0);
+	before = c;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_msg(parse(bad[i].text) == -EINVAL, "accepted: %s", bad[i].text);
+		ck_assert_msg(strstr(err, bad[i].message), "for %s: got '%s', expected '%s'",
+			      bad[i].text, err, bad[i].message);
+		/* A refused file changes nothing. */
+		ck_assert_msg(!memcmp(&c, &before, sizeof(c)), "changed by: %s", bad[i].text);
+	}
+}
+END_TEST
+
+START_TEST(too_many_devices)
+{
+	size_t len = 0, i;
+	char *text = malloc(64 * 1024);
+
+	for (i = 0; i <= HBM_CONFIG_MAX_DEVICES; i++)
+		len += sprintf(text + len, "[Device \"gpu%zu\"]\nCEThreshold=5\n", i);
+	ck_assert_int_eq(parse(text), -EINVAL);
+	ck_assert(strstr(err, "more than 256 [Device] sections"));
+	free(text);
+}
+END_TEST
+
+START_TEST(load_from_file)
+{
+	char path[] = "/tmp/hbmconf.XXXXXX";
+	int fd = mkstemp(path);
+	const char text[] = "[Policy]\nCEThreshold=33\n";
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, sizeof(text) - 1), sizeof(text) - 1);
+	close(fd);
+	ck_assert_int_eq(hbm_config_load(path, &c, err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.policy.ce_threshold, 33);
+	fd = open(path, O_WRONLY | O_TRUNC);
+	ck_assert_int_eq(write(fd, "[Policy]\0x", 10), 10);
+	close(fd);
+	ck_assert_int_eq(hbm_config_load(path, &c, err, sizeof(err)), -EINVAL);
+	ck_assert(strstr(err, "not a text file"));
+	unlink(path);
+	ck_assert_int_eq(hbm_config_load(path, &c, err, sizeof(err)), -ENOENT);
+	ck_assert(strstr(err, "No such file"));
+}
+END_TEST
+
+Suite *config_suite(void)
+{
+	Suite *s = suite_create("config");
+	TCase *tc = tcase_create("parse");
+
+	tcase_add_test(tc, defaults_and_full_file);
+	tcase_add_test(tc, time_units);
+	tcase_add_test(tc, bad_input);
+	tcase_add_test(tc, too_many_devices);
+	tcase_add_test(tc, load_from_file);
+	suite_add_tcase(s, tc);
+	return s;
+}
