@@ -90,8 +90,14 @@ $(BUILD)/hbmguard.pc: daemon/libhbmguard/hbmguard.pc.in
 	sed 's|@PREFIX@|$(PREFIX)|' $< >$@
 
 userspace: $(BUILD)/libhbmguard.a $(BUILD)/libhbmguard.so $(BUILD)/hbmguard.pc \
-	$(BUILD)/hbmctl $(BUILD)/unit $(BUILD)/unit-san $(BUILD)/guest/hbmtest \
+	$(BUILD)/hbmguardd $(BUILD)/hbmctl $(BUILD)/unit $(BUILD)/unit-san $(BUILD)/guest/hbmtest \
 	$(BUILD)/guest/hbmnl $(BUILD)/bench-core $(BUILD)/guest/hbmbench
+
+$(BUILD)/hbmguardd: daemon/hbmguardd.c $(DAEMON_SRC) $(DAEMON_HDR) uapi/linux/hbmguard.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_USER) $(shell pkg-config --cflags libnl-genl-3.0 libsystemd) \
+		daemon/hbmguardd.c $(DAEMON_SRC) \
+		$(shell pkg-config --libs libnl-genl-3.0 libsystemd) -o $@
 
 $(BUILD)/hbmctl: daemon/hbmctl.c uapi/linux/hbmguard.h
 	@mkdir -p $(@D)
@@ -137,7 +143,8 @@ check-unit: $(BUILD)/unit $(BUILD)/unit-san
 	@echo "== tier 1: unit tests under ASan+UBSan"
 	ASAN_OPTIONS=detect_leaks=1 $(BUILD)/unit-san
 
-check-kernel: modules-all $(BUILD)/guest/hbmtest $(BUILD)/guest/hbmctl $(BUILD)/guest/hbmnl
+check-kernel: modules-all $(BUILD)/guest/hbmtest $(BUILD)/guest/hbmctl $(BUILD)/guest/hbmnl \
+	$(BUILD)/hbmguardd
 	@echo "== tier 2: kernel tests in qemu"
 	@for v in $(DEB_KVERS); do \
 		$(TOP)/tests/kernel/run.sh $$v || exit 1; \

@@ -23,6 +23,8 @@ start=$(date +%s)
 	--file "$TOP/build/guest/hbmctl:/bin/hbmctl" \
 	--file "$TOP/build/guest/hbmnl:/bin/hbmnl" \
 	--bin /usr/bin/genl-ctrl-list \
+	--bin "$TOP/build/hbmguardd:/bin/hbmguardd" \
+	--file "$TOP/tests/kernel/daemon.sh:/daemon.sh" \
 	--file "$TOP/tests/kernel/lib.sh:/lib.sh" \
 	--file "$TOP/tests/kernel/tier2.sh:/tier2.sh" \
 	--file "$TOP/tests/kernel/ras.sh:/ras.sh" \
@@ -30,5 +32,5 @@ start=$(date +%s)
 	--file "$TOP/build/$kver/testmods/hbm_fake_nvidia.ko:/hbm_fake_nvidia.ko" \
 	--file "$TOP/tests/kernel/providers.sh:/providers.sh" \
 	--log "$TOP/build/logs/tier2-$kver.log" \
-	-- 'sh /tier2.sh; a=$?; sh /ras.sh; b=$?; sh /providers.sh; exit $((a + b + $?))'
+	-- 'sh /tier2.sh; a=$?; sh /ras.sh; b=$?; sh /providers.sh; c=$?; sh /daemon.sh; exit $((a + b + c + $?))'
 echo "== tier 2 on $kver passed in $(($(date +%s) - start))s"

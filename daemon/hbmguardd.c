@@ -1,0 +1,523 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * hbmguardd: keeps hbmguard's bad-page tables across reboots and module
+ * reloads.
+ *
+ * The kernel is the authority on what is bad now; the state files are the
+ * memory of what was bad before.  So the daemon only ever adds: when a
+ * device appears (at start, or announced by the module after a reload or a
+ * GPU re-enumeration) its stored pages go back into the kernel as RESTORED,
+ * and whenever a device's table changes the daemon dumps it from the kernel
+ * and writes the union of what it dumped and what it had stored.  Nothing is
+ * dropped on the daemon's word: kill -9 at any moment leaves the last file
+ * whole (state.c writes atomically), and the next start restores it.
+ *
+ * Events come over the "hbmguard" netlink group; on a sequence gap or
+ * ENOBUFS the daemon has missed some and dumps every device again.  A module
+ * reload registers the family anew: the controller's "notify" group says so,
+ * and the daemon joins the new group and restores every device.  The main
+ * loop is sd-event; READY=1 is sent once the family is resolved, the group
+ * joined and every device restored.
+ *
+ * This is the persistence core of the daemon.  Journal fields, the control
+ * socket, SIGHUP reload and the recovery of training ranks build on it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <netlink/genl/ctrl.h>
+#include <netlink/genl/genl.h>
+#include <netlink/netlink.h>
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-event.h>
+#include <linux/hbmguard.h>
+
+#include "config.h"
+#include "state.h"
+
+struct daemon {
+	struct hbm_config cfg;
+	int state_dir;
+	int family;
+	struct nl_sock *req;		/* requests and dumps */
+	struct nl_sock *events;		/* the multicast group */
+	uint64_t next_seq;		/* the event seqnum expected next */
+	sd_event *loop;
+};
+
+/*
+ * Requests.
+ */
+struct outcome {
+	int kerr;
+	bool done;
+};
+
+static int on_error(struct sockaddr_nl *who, struct nlmsgerr *e, void *arg)
+{
+	struct outcome *o = arg;
+
+	(void)who;
+	o->kerr = e->error;
+	o->done = true;
+	return NL_STOP;
+}
+
+static int on_end(struct nl_msg *msg, void *arg)
+{
+	(void)msg;
+	((struct outcome *)arg)->done = true;
+	return NL_STOP;
+}
+
+/* Send, take the replies until the end: 0 or the kernel's -errno. */
+static int transact(struct daemon *d, struct nl_msg *msg,
+		    nl_recvmsg_msg_cb_t parse, void *arg)
+{
+	struct outcome o = { 0 };
+	int err;
+
+	nl_socket_modify_err_cb(d->req, NL_CB_CUSTOM, on_error, &o);
+	nl_socket_modify_cb(d->req, NL_CB_ACK, NL_CB_CUSTOM, on_end, &o);
+	nl_socket_modify_cb(d->req, NL_CB_FINISH, NL_CB_CUSTOM, on_end, &o);
+	nl_socket_modify_cb(d->req, NL_CB_VALID, parse ? NL_CB_CUSTOM : NL_CB_DEFAULT,
+			    parse, arg);
+	err = nl_send_auto(d->req, msg);
+	nlmsg_free(msg);
+	while (err >= 0 && !o.done)
+		err = nl_recvmsgs_default(d->req);
+	if (o.kerr)
+		return o.kerr;
+	return err < 0 ? -EIO : 0;
+}
+
+static struct nl_msg *request(struct daemon *d, int cmd, int flags)
+{
+	struct nl_msg *msg = nlmsg_alloc();
+
+	genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, d->family, 0, flags, cmd,
+		    HBMGUARD_GENL_VERSION);
+	return msg;
+}
+
+/*
+ * Devices and their tables, as the kernel has them.
+ */
+struct device {
+	uint32_t id;
+	char identity[HBMGUARD_IDENTITY_LEN];
+	uint32_t page_size;
+};
+
+struct device_list {
+	struct device dev[HBMGUARD_MAX_DEVICES];
+	size_t nr;
+};
+
+static int parse_device(struct nl_msg *msg, void *arg)
+{
+	struct nlattr *a[HBMGUARD_A_MAX + 1];
+	struct device_list *l = arg;
+	struct device *dev;
+
+	if (genlmsg_parse(nlmsg_hdr(msg), 0, a, HBMGUARD_A_MAX, NULL) ||
+	    !a[HBMGUARD_A_DEVICE_ID] || !a[HBMGUARD_A_IDENTITY] ||
+	    !a[HBMGUARD_A_PAGE_SIZE] || l->nr == HBMGUARD_MAX_DEVICES)
+		return NL_SKIP;
+	dev = &l->dev[l->nr++];
+	dev->id = nla_get_u32(a[HBMGUARD_A_DEVICE_ID]);
+	snprintf(dev->identity, sizeof(dev->identity), "%s",
+		 nla_get_string(a[HBMGUARD_A_IDENTITY]));
+	dev->page_size = nla_get_u32(a[HBMGUARD_A_PAGE_SIZE]);
+	return NL_OK;
+}
+
+struct extents {
+	struct hbm_state_record *r;
+	size_t nr, cap;
+};
+
+static int parse_extent(struct nl_msg *msg, void *arg)
+{
+	struct nlattr *a[HBMGUARD_A_MAX + 1], *e[HBMGUARD_A_MAX + 1];
+	struct extents *x = arg;
+
+	if (genlmsg_parse(nlmsg_hdr(msg), 0, a, HBMGUARD_A_MAX, NULL) ||
+	    !a[HBMGUARD_A_EXTENT] ||
+	    nla_parse_nested(e, HBMGUARD_A_MAX, a[HBMGUARD_A_EXTENT], NULL) ||
+	    !e[HBMGUARD_A_OFFSET] || !e[HBMGUARD_A_LENGTH] || !e[HBMGUARD_A_STATE])
+		return NL_SKIP;
+	if (x->nr == x->cap) {
+		size_t cap = x->cap ? 2 * x->cap : 256;
+		void *p = realloc(x->r, cap * sizeof(*x->r));
+
+		if (!p)
+			return NL_STOP;
+		x->r = p;
+		x->cap = cap;
+	}
+	x->r[x->nr++] = (struct hbm_state_record){
+		.offset = nla_get_u64(e[HBMGUARD_A_OFFSET]),
+		.length = nla_get_u64(e[HBMGUARD_A_LENGTH]),
+		.first_seen = e[HBMGUARD_A_FIRST_SEEN] ? nla_get_u64(e[HBMGUARD_A_FIRST_SEEN]) : 0,
+		.last_seen = e[HBMGUARD_A_LAST_SEEN] ? nla_get_u64(e[HBMGUARD_A_LAST_SEEN]) : 0,
+		.state = nla_get_u32(e[HBMGUARD_A_STATE]),
+		.source = e[HBMGUARD_A_SOURCE] ? nla_get_u32(e[HBMGUARD_A_SOURCE]) : 0,
+		.errors = e[HBMGUARD_A_ERRORS] ? nla_get_u32(e[HBMGUARD_A_ERRORS]) : 0,
+	};
+	return NL_OK;
+}
+
+static int dump_pages(struct daemon *d, uint32_t id, struct extents *x)
+{
+	struct nl_msg *msg = request(d, HBMGUARD_CMD_PAGES_GET, NLM_F_DUMP);
+
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, id);
+	return transact(d, msg, parse_extent, x);
+}
+
+/* Put stored pages back into the kernel, as RESTORED: raises no recovery. */
+static int restore(struct daemon *d, const struct device *dev,
+		   const struct hbm_state *s)
+{
+	size_t i = 0;
+	int err = 0;
+
+	while (i < s->nr && !err) {
+		struct nl_msg *msg = request(d, HBMGUARD_CMD_RESTORE, 0);
+		size_t batch;
+
+		nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev->id);
+		for (batch = 0; i < s->nr && batch < 256; i++, batch++) {
+			struct nlattr *n = nla_nest_start(msg, HBMGUARD_A_EXTENT);
+
+			nla_put_u64(msg, HBMGUARD_A_OFFSET, s->records[i].offset);
+			nla_put_u64(msg, HBMGUARD_A_LENGTH, s->records[i].length);
+			if (s->records[i].state == HBMGUARD_STATE_PENDING)
+				nla_put_u32(msg, HBMGUARD_A_STATE, HBMGUARD_STATE_PENDING);
+			nla_nest_end(msg, n);
+		}
+		err = transact(d, msg, NULL, NULL);
+	}
+	return err;
+}
+
+static int cmp_offset(const void *a, const void *b)
+{
+	const struct hbm_state_record *x = a, *y = b;
+
+	return (x->offset > y->offset) - (x->offset < y->offset);
+}
+
+/*
+ * The union of the kernel's extents and the stored ones, as records that do
+ * not overlap: a stored extent the kernel also holds (in whole or in part)
+ * is the kernel's business now; one it lacks (a restore refused, say) stays.
+ */
+static void merge(struct extents *k, const struct hbm_state *stored)
+{
+	size_t i, j, n;
+
+	for (i = 0; i < stored->nr; i++) {
+		const struct hbm_state_record *s = &stored->records[i];
+		bool covered = false;
+
+		for (j = 0; j < k->nr && !covered; j++)
+			covered = k->r[j].offset < s->offset + s->length &&
+				  s->offset < k->r[j].offset + k->r[j].length;
+		if (covered)
+			continue;
+		if (k->nr == k->cap) {
+			size_t cap = k->cap ? 2 * k->cap : 256;
+			void *p = realloc(k->r, cap * sizeof(*k->r));
+
+			if (!p)
+				return;
+			k->r = p;
+			k->cap = cap;
+		}
+		k->r[k->nr++] = *s;
+	}
+	qsort(k->r, k->nr, sizeof(*k->r), cmp_offset);
+	for (i = 1, n = 1; i < k->nr; i++)	/* drop any overlap left */
+		if (k->r[i].offset >= k->r[n - 1].offset + k->r[n - 1].length)
+			k->r[n++] = k->r[i];
+	k->nr = k->nr ? n : 0;
+}
+
+static void load_stored(struct daemon *d, const struct device *dev,
+			struct hbm_state *s)
+{
+	struct hbm_state_damage damage;
+	char moved[300];
+	int err = hbm_state_read(d->state_dir, dev->identity, s, &damage);
+
+	if (err == -ENOENT) {
+		memset(s, 0, sizeof(*s));
+		return;
+	}
+	if (err || damage.bad_records || damage.missing_records) {
+		fprintf(stderr, "<3>hbmguardd: state of %s damaged (%s; %zu bad, %zu missing records): moving it aside\n",
+			dev->identity, damage.header ? damage.header : "records",
+			damage.bad_records, damage.missing_records);
+		if (!hbm_state_quarantine(d->state_dir, dev->identity, moved, sizeof(moved)))
+			fprintf(stderr, "<3>hbmguardd: kept as %s\n", moved);
+	}
+	if (err)
+		memset(s, 0, sizeof(*s));	/* nothing of it to trust */
+}
+
+/* Make the stored state of a device the union with the kernel's table. */
+static int save(struct daemon *d, const struct device *dev, bool restore_first)
+{
+	struct hbm_state stored, out = { .page_size = dev->page_size };
+	struct extents k = { 0 };
+	int err;
+
+	load_stored(d, dev, &stored);
+	if (restore_first && stored.nr) {
+		err = restore(d, dev, &stored);
+		if (err)
+			fprintf(stderr, "<4>hbmguardd: restoring %zu extents into %s: %s\n",
+				stored.nr, dev->identity, strerror(-err));
+		else
+			fprintf(stderr, "<5>hbmguardd: restored %zu extents into %s\n",
+				stored.nr, dev->identity);
+	}
+	err = dump_pages(d, dev->id, &k);
+	if (!err) {
+		merge(&k, &stored);
+		snprintf(out.identity, sizeof(out.identity), "%s", dev->identity);
+		out.serial = stored.serial + 1;
+		out.records = k.r;
+		out.nr = k.nr;
+		if (k.nr || stored.nr)
+			err = hbm_state_write(d->state_dir, &out);
+	}
+	if (err)
+		fprintf(stderr, "<3>hbmguardd: saving the state of %s: %s\n",
+			dev->identity, strerror(-err));
+	free(k.r);
+	hbm_state_free(&stored);
+	return err;
+}
+
+static int list_devices(struct daemon *d, struct device_list *l)
+{
+	l->nr = 0;
+	return transact(d, request(d, HBMGUARD_CMD_DEVICE_GET, NLM_F_DUMP),
+			parse_device, l);
+}
+
+/* Every device: restore (at start) and save. */
+static int sync_all(struct daemon *d, bool restore_first)
+{
+	struct device_list *l = calloc(1, sizeof(*l));
+	size_t i;
+	int err;
+
+	if (!l)
+		return -ENOMEM;
+	err = list_devices(d, l);
+	for (i = 0; !err && i < l->nr; i++)
+		save(d, &l->dev[i], restore_first);
+	free(l);
+	return err;
+}
+
+static int sync_device(struct daemon *d, uint32_t id, bool restore_first)
+{
+	struct device_list *l = calloc(1, sizeof(*l));
+	size_t i;
+	int err;
+
+	if (!l)
+		return -ENOMEM;
+	err = list_devices(d, l);
+	for (i = 0; !err && i < l->nr; i++)
+		if (l->dev[i].id == id)
+			save(d, &l->dev[i], restore_first);
+	free(l);
+	return err;
+}
+
+/*
+ * Events.
+ */
+static int join_family(struct daemon *d);
+
+/* The genl controller: our family registered anew (the module reloaded). */
+static void on_ctrl(struct daemon *d, struct nl_msg *msg)
+{
+	struct nlattr *a[CTRL_ATTR_MAX + 1];
+	struct genlmsghdr *g = nlmsg_data(nlmsg_hdr(msg));
+
+	if (g->cmd != CTRL_CMD_NEWFAMILY ||
+	    genlmsg_parse(nlmsg_hdr(msg), 0, a, CTRL_ATTR_MAX, NULL) ||
+	    !a[CTRL_ATTR_FAMILY_NAME] ||
+	    strcmp(nla_get_string(a[CTRL_ATTR_FAMILY_NAME]), HBMGUARD_GENL_NAME))
+		return;
+	fprintf(stderr, "<5>hbmguardd: the hbmguard module is back: restoring\n");
+	if (join_family(d))
+		fprintf(stderr, "<3>hbmguardd: cannot join the new family\n");
+	d->next_seq = 0;
+	sync_all(d, true);
+}
+
+static int on_event(struct nl_msg *msg, void *arg)
+{
+	struct nlattr *a[HBMGUARD_A_MAX + 1];
+	struct daemon *d = arg;
+	uint64_t seq;
+	uint32_t type, id;
+
+	if (nlmsg_hdr(msg)->nlmsg_type == GENL_ID_CTRL) {
+		on_ctrl(d, msg);
+		return NL_OK;
+	}
+	if (genlmsg_parse(nlmsg_hdr(msg), 0, a, HBMGUARD_A_MAX, NULL) ||
+	    !a[HBMGUARD_A_SEQNUM] || !a[HBMGUARD_A_EVENT_TYPE])
+		return NL_SKIP;
+	seq = nla_get_u64(a[HBMGUARD_A_SEQNUM]);
+	type = nla_get_u32(a[HBMGUARD_A_EVENT_TYPE]);
+	id = a[HBMGUARD_A_DEVICE_ID] ? nla_get_u32(a[HBMGUARD_A_DEVICE_ID]) : 0;
+	if ((d->next_seq && seq != d->next_seq) || type == HBMGUARD_EVENT_DROPPED) {
+		fprintf(stderr, "<4>hbmguardd: events lost before #%" PRIu64 ": resyncing\n", seq);
+		sync_all(d, false);
+	}
+	d->next_seq = seq + 1;
+
+	switch (type) {
+	case HBMGUARD_EVENT_DEVICE_ADDED:
+		sync_device(d, id, true);
+		break;
+	case HBMGUARD_EVENT_RETIRED:
+	case HBMGUARD_EVENT_PENDING:
+	case HBMGUARD_EVENT_FAILED:
+		sync_device(d, id, false);
+		break;
+	}
+	return NL_OK;
+}
+
+static int on_readable(sd_event_source *s, int fd, uint32_t revents, void *arg)
+{
+	struct daemon *d = arg;
+	int err;
+
+	(void)s;
+	(void)fd;
+	(void)revents;
+	err = nl_recvmsgs_default(d->events);
+	if (err == -NLE_NOMEM) {	/* ENOBUFS: the socket overflowed */
+		fprintf(stderr, "<4>hbmguardd: event socket overflowed: resyncing\n");
+		d->next_seq = 0;
+		sync_all(d, false);
+	}
+	return 0;
+}
+
+/* Resolve the family and join its events group. */
+static int join_family(struct daemon *d)
+{
+	int grp;
+
+	d->family = genl_ctrl_resolve(d->req, HBMGUARD_GENL_NAME);
+	if (d->family < 0)
+		return -ENOENT;
+	grp = genl_ctrl_resolve_grp(d->req, HBMGUARD_GENL_NAME,
+				    HBMGUARD_GENL_MCGRP_EVENTS);
+	if (grp < 0 || nl_socket_add_membership(d->events, grp))
+		return -EPERM;
+	return 0;
+}
+
+static int setup_netlink(struct daemon *d)
+{
+	int notify, err;
+
+	d->req = nl_socket_alloc();
+	d->events = nl_socket_alloc();
+	if (!d->req || !d->events || genl_connect(d->req) || genl_connect(d->events))
+		return -ENOMEM;
+	notify = genl_ctrl_resolve_grp(d->req, "nlctrl", "notify");
+	if (notify < 0 || nl_socket_add_membership(d->events, notify))
+		return -EPERM;
+	err = join_family(d);
+	if (err)
+		return err;
+	nl_socket_disable_seq_check(d->events);
+	nl_socket_set_nonblocking(d->events);
+	nl_socket_set_buffer_size(d->events, 4 << 20, 0);
+	nl_socket_modify_cb(d->events, NL_CB_VALID, NL_CB_CUSTOM, on_event, d);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static struct daemon d;
+	const char *config = HBM_CONFIG_PATH;
+	char err_msg[512];
+	sigset_t mask;
+	int opt, err;
+
+	while ((opt = getopt(argc, argv, "c:")) != -1) {
+		if (opt != 'c') {
+			fprintf(stderr, "usage: hbmguardd [-c CONFIG]\n");
+			return 2;
+		}
+		config = optarg;
+	}
+	hbm_config_defaults(&d.cfg);
+	err = hbm_config_load(config, &d.cfg, err_msg, sizeof(err_msg));
+	if (err && !(err == -ENOENT && config == (const char *)HBM_CONFIG_PATH)) {
+		fprintf(stderr, "<3>hbmguardd: %s\n", err_msg);
+		return 1;
+	}
+	mkdir(d.cfg.state_dir, 0700);
+	d.state_dir = open(d.cfg.state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (d.state_dir < 0) {
+		fprintf(stderr, "<3>hbmguardd: %s: %s\n", d.cfg.state_dir, strerror(errno));
+		return 1;
+	}
+	err = setup_netlink(&d);
+	if (err) {
+		fprintf(stderr, "<3>hbmguardd: the hbmguard netlink family: %s%s\n",
+			strerror(-err), err == -ENOENT ? " (is the module loaded?)" : "");
+		return 1;
+	}
+	if (sync_all(&d, true)) {
+		fprintf(stderr, "<3>hbmguardd: cannot read the devices\n");
+		return 1;
+	}
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigprocmask(SIG_BLOCK, &mask, NULL);	/* sd-event takes them as events */
+	if (sd_event_default(&d.loop) < 0 ||
+	    sd_event_add_io(d.loop, NULL, nl_socket_get_fd(d.events), EPOLLIN,
+			    on_readable, &d) < 0 ||
+	    sd_event_add_signal(d.loop, NULL, SIGTERM, NULL, NULL) < 0 ||
+	    sd_event_add_signal(d.loop, NULL, SIGINT, NULL, NULL) < 0) {
+		fprintf(stderr, "<3>hbmguardd: cannot set up the event loop\n");
+		return 1;
+	}
+	sd_notify(0, "READY=1\nSTATUS=Keeping the bad-page tables");
+	fprintf(stderr, "<6>hbmguardd: ready, state in %s\n", d.cfg.state_dir);
+	err = sd_event_loop(d.loop);
+	sd_notify(0, "STOPPING=1");
+	sd_event_unref(d.loop);
+	nl_socket_free(d.events);
+	nl_socket_free(d.req);
+	close(d.state_dir);
+	return err < 0 ? 1 : 0;
+}
