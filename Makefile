@@ -35,7 +35,8 @@ DAEMON_SRC := daemon/state.c daemon/config.c
 DAEMON_HDR := daemon/state.h daemon/config.h
 KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 
-.PHONY: all module modules-all userspace check check-unit check-ynl check-kernel bench demo \
+.PHONY: all module modules-all userspace check check-unit check-ynl check-unitfile check-kernel \
+	bench demo \
 	deps install clean
 
 all: module userspace
@@ -151,14 +152,18 @@ check-kernel: modules-all $(BUILD)/guest/hbmtest $(BUILD)/guest/hbmctl $(BUILD)/
 	done
 
 # Each tier stops the run on its first failure, so reaching the end means all
-# passed: 2 unit runs, the spec check and one kernel run per Debian kernel.
+# passed: 2 unit runs, the spec and unit file checks, one kernel run per kernel.
 check-ynl:
 	@echo "== the YNL spec, with the kernel's ynl library"
 	/usr/bin/python3 tests/ynl/check_spec.py $(CACHE)/ynl/linux-source-6.12
 
+check-unitfile: $(BUILD)/hbmguardd
+	@echo "== the systemd unit"
+	tests/unitfile/check.sh
+
 check: deps
-	@$(MAKE) --no-print-directory check-unit check-ynl check-kernel
-	@echo "check: $$((3 + $(words $(DEB_KVERS)))) passed, 0 failed"
+	@$(MAKE) --no-print-directory check-unit check-ynl check-unitfile check-kernel
+	@echo "check: $$((4 + $(words $(DEB_KVERS)))) passed, 0 failed"
 
 bench: deps
 	@$(MAKE) --no-print-directory $(BUILD)/bench-core modules-all $(BUILD)/guest/hbmbench \
