@@ -31,8 +31,8 @@ SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-po
 CORE_SRC := kmod/table.c kmod/policy.c kmod/mce_decode.c
 CORE_HDR := kmod/core.h kmod/mce_decode.h uapi/linux/hbmguard.h
 UNIT_SRC := $(wildcard tests/unit/*.c)
-DAEMON_SRC := daemon/state.c daemon/config.c
-DAEMON_HDR := daemon/state.h daemon/config.h
+DAEMON_SRC := daemon/state.c daemon/config.c daemon/journal.c
+DAEMON_HDR := daemon/state.h daemon/config.h daemon/journal.h daemon/systemd/hbmguard.catalog
 KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 
 .PHONY: all module modules-all userspace check check-unit check-ynl check-unitfile check-kernel \
@@ -111,11 +111,13 @@ $(BUILD)/guest/hbmctl: daemon/hbmctl.c uapi/linux/hbmguard.h
 
 $(BUILD)/unit: $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_USER) $(UNIT_SRC) $(CORE_SRC) $(DAEMON_SRC) $(CHECK_LIBS) -o $@
+	$(CC) $(CFLAGS_USER) -DHBM_CATALOG='"$(TOP)/daemon/systemd/hbmguard.catalog"' \
+		$(UNIT_SRC) $(CORE_SRC) $(DAEMON_SRC) $(CHECK_LIBS) -o $@
 
 $(BUILD)/unit-san: $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_USER) -O1 $(SAN) $(UNIT_SRC) $(CORE_SRC) $(DAEMON_SRC) $(CHECK_LIBS) -o $@
+	$(CC) $(CFLAGS_USER) -DHBM_CATALOG='"$(TOP)/daemon/systemd/hbmguard.catalog"' \
+		-O1 $(SAN) $(UNIT_SRC) $(CORE_SRC) $(DAEMON_SRC) $(CHECK_LIBS) -o $@
 
 # The in-guest test program: static, the initramfs has no libc.
 $(BUILD)/guest/hbmtest: tests/guest/hbmtest.c tests/guest/hbmtest.h $(BUILD)/libhbmguard.a

@@ -39,9 +39,11 @@
 #include <netlink/netlink.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
+#include <systemd/sd-journal.h>
 #include <linux/hbmguard.h>
 
 #include "config.h"
+#include "journal.h"
 #include "state.h"
 
 struct daemon {
@@ -52,6 +54,7 @@ struct daemon {
 	struct nl_sock *events;		/* the multicast group */
 	uint64_t next_seq;		/* the event seqnum expected next */
 	sd_event *loop;
+	char identity[HBMGUARD_MAX_DEVICES][HBMGUARD_IDENTITY_LEN];	/* by id */
 };
 
 /*
@@ -313,9 +316,16 @@ static int save(struct daemon *d, const struct device *dev, bool restore_first)
 
 static int list_devices(struct daemon *d, struct device_list *l)
 {
+	size_t i;
+	int err;
+
 	l->nr = 0;
-	return transact(d, request(d, HBMGUARD_CMD_DEVICE_GET, NLM_F_DUMP),
-			parse_device, l);
+	err = transact(d, request(d, HBMGUARD_CMD_DEVICE_GET, NLM_F_DUMP),
+		       parse_device, l);
+	for (i = 0; !err && i < l->nr; i++)	/* remembered for the journal */
+		if (l->dev[i].id < HBMGUARD_MAX_DEVICES)
+			strcpy(d->identity[l->dev[i].id], l->dev[i].identity);
+	return err;
 }
 
 /* Every device: restore (at start) and save. */
@@ -354,6 +364,58 @@ static int sync_device(struct daemon *d, uint32_t id, bool restore_first)
  * Events.
  */
 static int join_family(struct daemon *d);
+
+static uint64_t attr_u64(struct nlattr **a, int type)
+{
+	return a[type] ? nla_get_u64(a[type]) : 0;
+}
+
+static uint32_t attr_u32(struct nlattr **a, int type)
+{
+	return a[type] ? nla_get_u32(a[type]) : 0;
+}
+
+/* One structured journal entry per event; journalctl -x explains it. */
+static void journal(struct daemon *d, struct nlattr **a)
+{
+	struct hbm_event_view ev = {
+		.type = attr_u32(a, HBMGUARD_A_EVENT_TYPE),
+		.seqnum = attr_u64(a, HBMGUARD_A_SEQNUM),
+		.device = attr_u32(a, HBMGUARD_A_DEVICE_ID),
+		.offset = attr_u64(a, HBMGUARD_A_OFFSET),
+		.length = attr_u64(a, HBMGUARD_A_LENGTH),
+		.source = attr_u32(a, HBMGUARD_A_SOURCE),
+		.state = attr_u32(a, HBMGUARD_A_STATE),
+		.count = attr_u32(a, HBMGUARD_A_COUNT),
+		.aux = attr_u32(a, HBMGUARD_A_AUX),
+	};
+	const char *identity = ev.device < HBMGUARD_MAX_DEVICES &&
+			       d->identity[ev.device][0] ? d->identity[ev.device] : "?";
+	struct hbm_journal_entry e;
+
+	if (hbm_journal_describe(&ev, identity, &e)) {
+		fprintf(stderr, "<4>hbmguardd: event #%llu of unknown type %u\n",
+			(unsigned long long)ev.seqnum, ev.type);
+		return;
+	}
+	/*
+	 * Without a journal (an initramfs, a container) sd_journal_send()
+	 * succeeds silently: say it on stderr then.
+	 */
+	if (access("/run/systemd/journal/socket", F_OK))
+		fprintf(stderr, "<%d>hbmguardd: %s\n", e.priority, e.message);
+	else
+		sd_journal_send("MESSAGE=%s", e.message, "MESSAGE_ID=%s", e.message_id,
+				"PRIORITY=%d", e.priority,
+				"HBMGUARD_DEVICE=%u", ev.device,
+				"HBMGUARD_IDENTITY=%s", identity,
+				"HBMGUARD_OFFSET=0x%llx", (unsigned long long)ev.offset,
+				"HBMGUARD_LENGTH=0x%llx", (unsigned long long)ev.length,
+				"HBMGUARD_SOURCE=%s", hbm_journal_source_name(ev.source),
+				"HBMGUARD_COUNT=%u", ev.count,
+				"HBMGUARD_SEQNUM=%llu", (unsigned long long)ev.seqnum,
+				NULL);
+}
 
 /* The genl controller: our family registered anew (the module reloaded). */
 static void on_ctrl(struct daemon *d, struct nl_msg *msg)
@@ -398,7 +460,7 @@ static int on_event(struct nl_msg *msg, void *arg)
 
 	switch (type) {
 	case HBMGUARD_EVENT_DEVICE_ADDED:
-		sync_device(d, id, true);
+		sync_device(d, id, true);	/* learns its identity too */
 		break;
 	case HBMGUARD_EVENT_RETIRED:
 	case HBMGUARD_EVENT_PENDING:
@@ -406,6 +468,7 @@ static int on_event(struct nl_msg *msg, void *arg)
 		sync_device(d, id, false);
 		break;
 	}
+	journal(d, a);
 	return NL_OK;
 }
 

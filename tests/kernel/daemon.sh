@@ -27,6 +27,7 @@ check "daemon ready" 'grep -q "hbmguardd: ready" /tmp/daemon.log'
 hbmctl retire sim0 0x5000
 hbmctl inject sim0 ue 0x9000
 hbmctl retire sim0 0x20000 16K --pending
+eventually "events journaled (stderr without journald)" 'grep -q "^<3>hbmguardd: sim:sim0: 1 uncorrectable error at 0x9000$" /tmp/daemon.log'
 eventually "state written on change" '[ -s $state ] && [ $(stat -c %s $state) = $((128 + 3 * 48)) ]'
 
 # kill -9, the module reloaded while the daemon is down, a new daemon.

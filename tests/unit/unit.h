@@ -10,6 +10,7 @@ Suite *policy_suite(void);
 Suite *mce_suite(void);
 Suite *state_suite(void);
 Suite *config_suite(void);
+Suite *journal_suite(void);
 const char *table_invariants(const struct hbm_table *t);
 
 #endif

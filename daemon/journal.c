@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Module events as journal entries (journal.h).  Priorities follow what an
+ * operator must do: a lost page of data is an error, a page bypassed before
+ * it failed a warning, a device to send back critical.
+ */
+#include <stdio.h>
+#include <syslog.h>
+#include <linux/hbmguard.h>
+
+#include "journal.h"
+
+static const char *const sources[] = {
+	[HBMGUARD_SOURCE_NONE] = "none", [HBMGUARD_SOURCE_UE] = "ue",
+	[HBMGUARD_SOURCE_CE_THRESHOLD] = "ce-threshold",
+	[HBMGUARD_SOURCE_POISON] = "poison", [HBMGUARD_SOURCE_ADMIN] = "admin",
+	[HBMGUARD_SOURCE_RESTORED] = "restored",
+};
+static const char *const healths[] = { "ok", "degraded", "rma" };
+static const char *const kinds[] = { "?", "correctable", "uncorrectable", "poison" };
+
+const char *hbm_journal_source_name(uint32_t source)
+{
+	return source < sizeof(sources) / sizeof(sources[0]) ? sources[source] : "?";
+}
+
+#define ID_ERROR	"e0b864666f4249d4802621cef30eff56"
+#define ID_RETIRED	"f0f62b7532f845fdbddd739c151d2a8e"
+#define ID_PENDING	"769d101019bd4609be1bbc4134cdd054"
+#define ID_FAILED	"13b2ab3b6b1a4d6081d293e76da7ba80"
+#define ID_CLEARED	"0d8dc96f2c5d45bfbb24954085c406f8"
+#define ID_HEALTH	"3f807bcd56eb46069223ed7542a677a7"
+#define ID_POLICY	"f5429e2dddec4fcbb7d7ce9f4773f7ca"
+#define ID_ADDED	"84ecff02990047f5972fb2f2532c20fd"
+#define ID_REMOVED	"2f8cbdc5a1b74dd88b270bd2f88ba1eb"
+#define ID_LOST		"5af0be58c6d345f193055676d28ee595"
+#define ID_DEVICE_ERROR	"09b4885a1b09471ab1d74e68df0da658"
+
+/**
+ * hbm_journal_describe() - the journal entry of an event
+ * @ev: the event
+ * @identity: its device's identity
+ * @out: the entry
+ *
+ * Return: 0, or -1 for an event type this daemon does not know (logged by
+ * the caller as such, never dropped silently).
+ */
+int hbm_journal_describe(const struct hbm_event_view *ev, const char *identity,
+			 struct hbm_journal_entry *out)
+{
+	const char *src = hbm_journal_source_name(ev->source);
+	unsigned long long off = ev->offset, len = ev->length;
+
+	switch (ev->type) {
+	case HBMGUARD_EVENT_ERROR:
+		out->message_id = ID_ERROR;
+		out->priority = ev->state == HBMGUARD_ERROR_CE ? LOG_NOTICE : LOG_ERR;
+		snprintf(out->message, sizeof(out->message),
+			 "%s: %u %s error%s at 0x%llx",
+			 identity, ev->count, ev->state < 4 ? kinds[ev->state] : "?",
+			 ev->count == 1 ? "" : "s", off);
+		return 0;
+	case HBMGUARD_EVENT_RETIRED:
+		out->message_id = ID_RETIRED;
+		out->priority = ev->source == HBMGUARD_SOURCE_RESTORED ? LOG_INFO : LOG_WARNING;
+		snprintf(out->message, sizeof(out->message),
+			 "%s: %u page%s retired in 0x%llx+0x%llx (%s)", identity,
+			 ev->count, ev->count == 1 ? "" : "s", off, len, src);
+		return 0;
+	case HBMGUARD_EVENT_PENDING:
+		out->message_id = ID_PENDING;
+		out->priority = LOG_WARNING;
+		snprintf(out->message, sizeof(out->message),
+			 "%s: %u page%s pending retirement in 0x%llx+0x%llx (%s)",
+			 identity, ev->count, ev->count == 1 ? "" : "s", off, len, src);
+		return 0;
+	case HBMGUARD_EVENT_FAILED:
+		out->message_id = ID_FAILED;
+		out->priority = LOG_ERR;
+		snprintf(out->message, sizeof(out->message),
+			 "%s: %u page%s could not be bypassed in 0x%llx+0x%llx: no spare left",
+			 identity, ev->count, ev->count == 1 ? "" : "s", off, len);
+		return 0;
+	case HBMGUARD_EVENT_CLEARED:
+		out->message_id = ID_CLEARED;
+		out->priority = LOG_NOTICE;
+		snprintf(out->message, sizeof(out->message),
+			 "%s: %u page%s cleared from the table in 0x%llx+0x%llx",
+			 identity, ev->count, ev->count == 1 ? "" : "s", off, len);
+		return 0;
+	case HBMGUARD_EVENT_HEALTH:
+		out->message_id = ID_HEALTH;
+		out->priority = ev->state == HBMGUARD_HEALTH_RMA ? LOG_CRIT :
+				ev->state == HBMGUARD_HEALTH_DEGRADED ? LOG_WARNING :
+				LOG_NOTICE;
+		snprintf(out->message, sizeof(out->message),
+			 "%s: health %s -> %s, %u bad pages", identity,
+			 ev->aux < 3 ? healths[ev->aux] : "?",
+			 ev->state < 3 ? healths[ev->state] : "?", ev->count);
+		return 0;
+	case HBMGUARD_EVENT_POLICY:
+		out->message_id = ID_POLICY;
+		out->priority = LOG_NOTICE;
+		snprintf(out->message, sizeof(out->message), "%s: policy changed", identity);
+		return 0;
+	case HBMGUARD_EVENT_DEVICE_ADDED:
+		out->message_id = ID_ADDED;
+		out->priority = LOG_INFO;
+		snprintf(out->message, sizeof(out->message), "%s: device added", identity);
+		return 0;
+	case HBMGUARD_EVENT_DEVICE_REMOVED:
+		out->message_id = ID_REMOVED;
+		out->priority = LOG_INFO;
+		snprintf(out->message, sizeof(out->message), "%s: device removed", identity);
+		return 0;
+	case HBMGUARD_EVENT_DROPPED:
+	case HBMGUARD_EVENT_OVERFLOW:
+		out->message_id = ID_LOST;
+		out->priority = LOG_WARNING;
+		snprintf(out->message, sizeof(out->message),
+			 "%u events lost: tables read again", ev->count);
+		return 0;
+	case HBMGUARD_EVENT_DEVICE_ERROR:
+		out->message_id = ID_DEVICE_ERROR;
+		out->priority = LOG_ERR;
+		snprintf(out->message, sizeof(out->message), "%s: Xid %u", identity,
+			 ev->state);
+		return 0;
+	}
+	return -1;
+}
