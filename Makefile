@@ -35,8 +35,8 @@ DAEMON_SRC := daemon/state.c daemon/config.c daemon/journal.c
 DAEMON_HDR := daemon/state.h daemon/config.h daemon/journal.h daemon/systemd/hbmguard.catalog
 KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 
-.PHONY: all module modules-all userspace check check-unit check-ynl check-unitfile check-kernel \
-	bench demo \
+.PHONY: all module modules-all userspace check check-unit check-ynl check-unitfile check-install \
+	check-kernel bench demo clean-module \
 	deps install clean
 
 all: module userspace
@@ -154,7 +154,8 @@ check-kernel: modules-all $(BUILD)/guest/hbmtest $(BUILD)/guest/hbmctl $(BUILD)/
 	done
 
 # Each tier stops the run on its first failure, so reaching the end means all
-# passed: 2 unit runs, the spec and unit file checks, one kernel run per kernel.
+# passed: 2 unit runs, the spec, unit file and install checks, one kernel run
+# per kernel.
 check-ynl:
 	@echo "== the YNL spec, with the kernel's ynl library"
 	/usr/bin/python3 tests/ynl/check_spec.py $(CACHE)/ynl/linux-source-6.12
@@ -164,8 +165,9 @@ check-unitfile: $(BUILD)/hbmguardd
 	tests/unitfile/check.sh
 
 check: deps
-	@$(MAKE) --no-print-directory check-unit check-ynl check-unitfile check-kernel
-	@echo "check: $$((4 + $(words $(DEB_KVERS)))) passed, 0 failed"
+	@$(MAKE) --no-print-directory check-unit check-ynl check-unitfile check-install \
+		check-kernel
+	@echo "check: $$((5 + $(words $(DEB_KVERS)))) passed, 0 failed"
 
 bench: deps
 	@$(MAKE) --no-print-directory $(BUILD)/bench-core modules-all $(BUILD)/guest/hbmbench \
@@ -176,9 +178,42 @@ demo: deps
 	@$(MAKE) --no-print-directory modules-all $(BUILD)/guest/hbmctl
 	@$(TOP)/scripts/demo.sh
 
-install: module
-	$(MAKE) -C $(KDIR) M=$(TOP) INSTALL_MOD_PATH=$(DESTDIR) INSTALL_MOD_DIR=updates modules_install
+# DESTDIR-aware.  depmod runs only when installing into the running system.
+install: module userspace
+	$(MAKE) -C $(KDIR) M=$(TOP) INSTALL_MOD_PATH=$(DESTDIR) INSTALL_MOD_DIR=updates \
+		DEPMOD=/bin/true modules_install
+	[ -n "$(DESTDIR)" ] || depmod -a $$($(MAKE) -s -C $(KDIR) kernelrelease)
+	install -D -m 0755 $(BUILD)/hbmguardd $(DESTDIR)/usr/sbin/hbmguardd
+	install -D -m 0755 $(BUILD)/hbmctl $(DESTDIR)/usr/sbin/hbmctl
+	install -D -m 0644 daemon/systemd/hbmguardd.service \
+		$(DESTDIR)/usr/lib/systemd/system/hbmguardd.service
+	install -D -m 0644 daemon/systemd/hbmguard.catalog \
+		$(DESTDIR)/usr/lib/systemd/catalog/hbmguard.catalog
+	install -D -m 0644 daemon/systemd/60-hbmguard.rules \
+		$(DESTDIR)/usr/lib/udev/rules.d/60-hbmguard.rules
+	install -D -m 0644 daemon/systemd/hbmguard.sysusers \
+		$(DESTDIR)/usr/lib/sysusers.d/hbmguard.conf
+	install -D -m 0644 daemon/systemd/hbmguard-modules-load.conf \
+		$(DESTDIR)/usr/lib/modules-load.d/hbmguard.conf
+	install -D -m 0644 daemon/systemd/hbmguard-modprobe.conf \
+		$(DESTDIR)/etc/modprobe.d/hbmguard.conf
+	install -D -m 0644 uapi/linux/hbmguard.h $(DESTDIR)$(PREFIX)/include/linux/hbmguard.h
+	install -D -m 0644 daemon/libhbmguard/hbmguard.h $(DESTDIR)$(PREFIX)/include/hbmguard.h
+	install -D -m 0644 $(BUILD)/libhbmguard.a $(DESTDIR)$(PREFIX)/lib/libhbmguard.a
+	install -D -m 0755 $(BUILD)/libhbmguard.so $(DESTDIR)$(PREFIX)/lib/libhbmguard.so.0
+	ln -sf libhbmguard.so.0 $(DESTDIR)$(PREFIX)/lib/libhbmguard.so
+	mkdir -p $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	sed 's|@PREFIX@|$(PREFIX)|' daemon/libhbmguard/hbmguard.pc.in \
+		>$(DESTDIR)$(PREFIX)/lib/pkgconfig/hbmguard.pc
 
-clean:
-	rm -rf $(BUILD)
+# What make install lays down, into a scratch DESTDIR.
+check-install:
+	@echo "== make install into a scratch DESTDIR"
+	tests/install/check.sh
+
+# The in-tree objects of `make module`, which the per-kernel builds never make.
+clean-module:
 	-$(MAKE) -C $(KDIR) M=$(TOP) clean 2>/dev/null
+
+clean: clean-module
+	rm -rf $(BUILD)

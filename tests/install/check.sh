@@ -1,0 +1,28 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# make install DESTDIR=...: every file an operator's node needs, in place,
+# the module built for the kernel KDIR names, and modinfo reading it.
+set -euo pipefail
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+dest=$(mktemp -d)
+trap 'rm -rf "$dest"; make -s -C "$TOP" clean-module >/dev/null 2>&1 || true' EXIT
+make -s -C "$TOP" install DESTDIR="$dest" PREFIX=/usr >/dev/null
+fail=0
+for f in usr/sbin/hbmguardd usr/sbin/hbmctl \
+	usr/lib/systemd/system/hbmguardd.service \
+	usr/lib/systemd/catalog/hbmguard.catalog \
+	usr/lib/udev/rules.d/60-hbmguard.rules \
+	usr/lib/sysusers.d/hbmguard.conf \
+	usr/lib/modules-load.d/hbmguard.conf \
+	etc/modprobe.d/hbmguard.conf \
+	usr/include/linux/hbmguard.h usr/include/hbmguard.h \
+	usr/lib/libhbmguard.a usr/lib/libhbmguard.so.0 usr/lib/libhbmguard.so \
+	usr/lib/pkgconfig/hbmguard.pc; do
+	[ -e "$dest/$f" ] || { echo "missing: /$f" >&2; fail=1; }
+done
+ko=$(find "$dest/lib/modules" -path '*/updates/hbmguard.ko*' | head -n 1)
+[ -n "$ko" ] || { echo "missing: /lib/modules/*/updates/hbmguard.ko" >&2; fail=1; }
+[ -z "$ko" ] || modinfo -F name "$ko" | grep -qx hbmguard || { echo "modinfo cannot read $ko" >&2; fail=1; }
+grep -q '^prefix=/usr$' "$dest/usr/lib/pkgconfig/hbmguard.pc" || { echo "hbmguard.pc prefix" >&2; fail=1; }
+[ $fail = 0 ] && echo "install: $(find "$dest" -type f | wc -l) files in place, module $(basename "$(dirname "$(dirname "$ko")")")"
+exit $fail
