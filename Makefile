@@ -94,10 +94,11 @@ userspace: $(BUILD)/libhbmguard.a $(BUILD)/libhbmguard.so $(BUILD)/hbmguard.pc \
 	$(BUILD)/hbmguardd $(BUILD)/hbmctl $(BUILD)/unit $(BUILD)/unit-san $(BUILD)/guest/hbmtest \
 	$(BUILD)/guest/hbmnl $(BUILD)/bench-core $(BUILD)/guest/hbmbench
 
-$(BUILD)/hbmguardd: daemon/hbmguardd.c $(DAEMON_SRC) $(DAEMON_HDR) uapi/linux/hbmguard.h
+$(BUILD)/hbmguardd: daemon/hbmguardd.c daemon/genl.c daemon/genl.h $(DAEMON_SRC) $(DAEMON_HDR) \
+		uapi/linux/hbmguard.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) $(shell pkg-config --cflags libnl-genl-3.0 libsystemd) \
-		daemon/hbmguardd.c $(DAEMON_SRC) \
+		daemon/hbmguardd.c daemon/genl.c $(DAEMON_SRC) \
 		$(shell pkg-config --libs libnl-genl-3.0 libsystemd) -o $@
 
 $(BUILD)/hbmctl: daemon/hbmctl.c uapi/linux/hbmguard.h
@@ -126,10 +127,11 @@ $(BUILD)/guest/hbmtest: tests/guest/hbmtest.c tests/guest/hbmtest.h $(BUILD)/lib
 		$(BUILD)/libhbmguard.a -o $@
 
 # The netlink test client, static with libnl for the busybox guests.
-$(BUILD)/guest/hbmnl: tests/guest/hbmnl.c uapi/linux/hbmguard.h
+$(BUILD)/guest/hbmnl: tests/guest/hbmnl.c daemon/genl.c daemon/genl.h uapi/linux/hbmguard.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) -static $(shell pkg-config --cflags libnl-genl-3.0) \
-		tests/guest/hbmnl.c $(shell pkg-config --libs --static libnl-genl-3.0) -o $@
+		tests/guest/hbmnl.c daemon/genl.c \
+		$(shell pkg-config --libs --static libnl-genl-3.0) -o $@
 
 $(BUILD)/guest/hbmbench: tests/bench/hbmbench.c tests/bench/bench.h $(BUILD)/libhbmguard.a
 	@mkdir -p $(@D)
@@ -211,9 +213,12 @@ check-install:
 	@echo "== make install into a scratch DESTDIR"
 	tests/install/check.sh
 
-# The in-tree objects of `make module`, which the per-kernel builds never make.
+# The in-tree objects of `make module`.  Not kbuild's clean: that would reach
+# into build/ and delete the per-kernel modules too.
 clean-module:
-	-$(MAKE) -C $(KDIR) M=$(TOP) clean 2>/dev/null
+	rm -f hbmguard.ko hbmguard.mod hbmguard.mod.c hbmguard.mod.o hbmguard.o \
+		Module.symvers modules.order .*.cmd .module-common.o kmod/*.o \
+		kmod/.*.cmd kmod/.*.d
 
 clean: clean-module
 	rm -rf $(BUILD)

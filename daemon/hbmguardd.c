@@ -43,6 +43,7 @@
 #include <linux/hbmguard.h>
 
 #include "config.h"
+#include "genl.h"
 #include "journal.h"
 #include "state.h"
 
@@ -57,59 +58,15 @@ struct daemon {
 	char identity[HBMGUARD_MAX_DEVICES][HBMGUARD_IDENTITY_LEN];	/* by id */
 };
 
-/*
- * Requests.
- */
-struct outcome {
-	int kerr;
-	bool done;
-};
-
-static int on_error(struct sockaddr_nl *who, struct nlmsgerr *e, void *arg)
-{
-	struct outcome *o = arg;
-
-	(void)who;
-	o->kerr = e->error;
-	o->done = true;
-	return NL_STOP;
-}
-
-static int on_end(struct nl_msg *msg, void *arg)
-{
-	(void)msg;
-	((struct outcome *)arg)->done = true;
-	return NL_STOP;
-}
-
-/* Send, take the replies until the end: 0 or the kernel's -errno. */
 static int transact(struct daemon *d, struct nl_msg *msg,
 		    nl_recvmsg_msg_cb_t parse, void *arg)
 {
-	struct outcome o = { 0 };
-	int err;
-
-	nl_socket_modify_err_cb(d->req, NL_CB_CUSTOM, on_error, &o);
-	nl_socket_modify_cb(d->req, NL_CB_ACK, NL_CB_CUSTOM, on_end, &o);
-	nl_socket_modify_cb(d->req, NL_CB_FINISH, NL_CB_CUSTOM, on_end, &o);
-	nl_socket_modify_cb(d->req, NL_CB_VALID, parse ? NL_CB_CUSTOM : NL_CB_DEFAULT,
-			    parse, arg);
-	err = nl_send_auto(d->req, msg);
-	nlmsg_free(msg);
-	while (err >= 0 && !o.done)
-		err = nl_recvmsgs_default(d->req);
-	if (o.kerr)
-		return o.kerr;
-	return err < 0 ? -EIO : 0;
+	return hbm_genl_transact(d->req, msg, parse, arg);
 }
 
 static struct nl_msg *request(struct daemon *d, int cmd, int flags)
 {
-	struct nl_msg *msg = nlmsg_alloc();
-
-	genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, d->family, 0, flags, cmd,
-		    HBMGUARD_GENL_VERSION);
-	return msg;
+	return hbm_genl_request(d->family, cmd, flags);
 }
 
 /*
@@ -328,8 +285,10 @@ static int list_devices(struct daemon *d, struct device_list *l)
 	return err;
 }
 
-/* Every device: restore (at start) and save. */
-static int sync_all(struct daemon *d, bool restore_first)
+#define ALL_DEVICES UINT32_MAX
+
+/* Device @id, or every device: restore (at start, or when it appears), save. */
+static int sync_devices(struct daemon *d, uint32_t id, bool restore_first)
 {
 	struct device_list *l = calloc(1, sizeof(*l));
 	size_t i;
@@ -339,22 +298,7 @@ static int sync_all(struct daemon *d, bool restore_first)
 		return -ENOMEM;
 	err = list_devices(d, l);
 	for (i = 0; !err && i < l->nr; i++)
-		save(d, &l->dev[i], restore_first);
-	free(l);
-	return err;
-}
-
-static int sync_device(struct daemon *d, uint32_t id, bool restore_first)
-{
-	struct device_list *l = calloc(1, sizeof(*l));
-	size_t i;
-	int err;
-
-	if (!l)
-		return -ENOMEM;
-	err = list_devices(d, l);
-	for (i = 0; !err && i < l->nr; i++)
-		if (l->dev[i].id == id)
+		if (id == ALL_DEVICES || l->dev[i].id == id)
 			save(d, &l->dev[i], restore_first);
 	free(l);
 	return err;
@@ -432,7 +376,7 @@ static void on_ctrl(struct daemon *d, struct nl_msg *msg)
 	if (join_family(d))
 		fprintf(stderr, "<3>hbmguardd: cannot join the new family\n");
 	d->next_seq = 0;
-	sync_all(d, true);
+	sync_devices(d, ALL_DEVICES, true);
 }
 
 static int on_event(struct nl_msg *msg, void *arg)
@@ -454,18 +398,18 @@ static int on_event(struct nl_msg *msg, void *arg)
 	id = a[HBMGUARD_A_DEVICE_ID] ? nla_get_u32(a[HBMGUARD_A_DEVICE_ID]) : 0;
 	if ((d->next_seq && seq != d->next_seq) || type == HBMGUARD_EVENT_DROPPED) {
 		fprintf(stderr, "<4>hbmguardd: events lost before #%" PRIu64 ": resyncing\n", seq);
-		sync_all(d, false);
+		sync_devices(d, ALL_DEVICES, false);
 	}
 	d->next_seq = seq + 1;
 
 	switch (type) {
 	case HBMGUARD_EVENT_DEVICE_ADDED:
-		sync_device(d, id, true);	/* learns its identity too */
+		sync_devices(d, id, true);	/* learns its identity too */
 		break;
 	case HBMGUARD_EVENT_RETIRED:
 	case HBMGUARD_EVENT_PENDING:
 	case HBMGUARD_EVENT_FAILED:
-		sync_device(d, id, false);
+		sync_devices(d, id, false);
 		break;
 	}
 	journal(d, a);
@@ -484,7 +428,7 @@ static int on_readable(sd_event_source *s, int fd, uint32_t revents, void *arg)
 	if (err == -NLE_NOMEM) {	/* ENOBUFS: the socket overflowed */
 		fprintf(stderr, "<4>hbmguardd: event socket overflowed: resyncing\n");
 		d->next_seq = 0;
-		sync_all(d, false);
+		sync_devices(d, ALL_DEVICES, false);
 	}
 	return 0;
 }
@@ -558,7 +502,7 @@ int main(int argc, char **argv)
 			strerror(-err), err == -ENOENT ? " (is the module loaded?)" : "");
 		return 1;
 	}
-	if (sync_all(&d, true)) {
+	if (sync_devices(&d, ALL_DEVICES, true)) {
 		fprintf(stderr, "<3>hbmguardd: cannot read the devices\n");
 		return 1;
 	}

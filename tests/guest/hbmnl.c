@@ -38,6 +38,8 @@
 #include <netlink/netlink.h>
 #include <linux/hbmguard.h>
 
+#include "genl.h"
+
 static int family;
 static int failures;
 
@@ -62,59 +64,13 @@ static struct nl_sock *connect_family(void)
 
 static struct nl_msg *request(int cmd, int flags)
 {
-	struct nl_msg *msg = nlmsg_alloc();
-
-	genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, family, 0, flags, cmd,
-		    HBMGUARD_GENL_VERSION);
-	return msg;
+	return hbm_genl_request(family, cmd, flags);
 }
 
-struct outcome {
-	int kerr;
-	bool done;
-};
-
-static int on_error(struct sockaddr_nl *who, struct nlmsgerr *e, void *arg)
-{
-	struct outcome *o = arg;
-
-	(void)who;
-	o->kerr = e->error;
-	o->done = true;
-	return NL_STOP;
-}
-
-static int on_end(struct nl_msg *msg, void *arg)
-{
-	(void)msg;
-	((struct outcome *)arg)->done = true;
-	return NL_STOP;
-}
-
-/*
- * Send, take the replies until the kernel's ACK, DONE or error: 0 or the
- * kernel's -errno.  libnl's own wait would stop after a single reply and
- * leave its ACK for the next request.
- */
 static int transact(struct nl_sock *sk, struct nl_msg *msg,
 		    nl_recvmsg_msg_cb_t parse, void *arg)
 {
-	struct outcome o = { 0 };
-	int err;
-
-	nl_socket_modify_err_cb(sk, NL_CB_CUSTOM, on_error, &o);
-	nl_socket_modify_cb(sk, NL_CB_ACK, NL_CB_CUSTOM, on_end, &o);
-	nl_socket_modify_cb(sk, NL_CB_FINISH, NL_CB_CUSTOM, on_end, &o);
-	if (parse)
-		nl_socket_modify_cb(sk, NL_CB_VALID, NL_CB_CUSTOM, parse, arg);
-	err = nl_send_auto(sk, msg);
-	nlmsg_free(msg);
-	while (err >= 0 && !o.done)
-		err = nl_recvmsgs_default(sk);
-	nl_socket_modify_cb(sk, NL_CB_VALID, NL_CB_DEFAULT, NULL, NULL);
-	if (o.kerr)
-		return o.kerr;
-	return err < 0 ? -EIO : 0;
+	return hbm_genl_transact(sk, msg, parse, arg);
 }
 
 static struct nlattr *attrs[HBMGUARD_A_MAX + 1];

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * One request to the hbmguard family and everything it answers.  libnl's own
+ * nl_wait_for_ack() stops after a single reply and leaves the ACK that
+ * follows it for the next request, so this takes replies until the kernel's
+ * ACK, DONE or error, whichever the request brings.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <linux/hbmguard.h>
+
+#include "genl.h"
+
+struct outcome {
+	int kerr;
+	bool done;
+};
+
+static int on_error(struct sockaddr_nl *who, struct nlmsgerr *e, void *arg)
+{
+	struct outcome *o = arg;
+
+	(void)who;
+	o->kerr = e->error;
+	o->done = true;
+	return NL_STOP;
+}
+
+static int on_end(struct nl_msg *msg, void *arg)
+{
+	(void)msg;
+	((struct outcome *)arg)->done = true;
+	return NL_STOP;
+}
+
+struct nl_msg *hbm_genl_request(int family, int cmd, int flags)
+{
+	struct nl_msg *msg = nlmsg_alloc();
+
+	if (msg)
+		genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, family, 0, flags, cmd,
+			    HBMGUARD_GENL_VERSION);
+	return msg;
+}
+
+/**
+ * hbm_genl_transact() - send @msg, hand each reply to @parse
+ * @sk: the socket
+ * @msg: the request, freed here
+ * @parse: called for each reply, or NULL
+ * @arg: for @parse
+ *
+ * Return: 0, the kernel's -errno, or -EIO when the socket failed.
+ */
+int hbm_genl_transact(struct nl_sock *sk, struct nl_msg *msg,
+		      nl_recvmsg_msg_cb_t parse, void *arg)
+{
+	struct outcome o = { 0 };
+	int err;
+
+	if (!msg)
+		return -ENOMEM;
+	nl_socket_modify_err_cb(sk, NL_CB_CUSTOM, on_error, &o);
+	nl_socket_modify_cb(sk, NL_CB_ACK, NL_CB_CUSTOM, on_end, &o);
+	nl_socket_modify_cb(sk, NL_CB_FINISH, NL_CB_CUSTOM, on_end, &o);
+	nl_socket_modify_cb(sk, NL_CB_VALID, parse ? NL_CB_CUSTOM : NL_CB_DEFAULT,
+			    parse, arg);
+	err = nl_send_auto(sk, msg);
+	nlmsg_free(msg);
+	while (err >= 0 && !o.done)
+		err = nl_recvmsgs_default(sk);
+	nl_socket_modify_cb(sk, NL_CB_VALID, NL_CB_DEFAULT, NULL, NULL);
+	if (o.kerr)
+		return o.kerr;
+	return err < 0 ? -EIO : 0;
+}

@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Requests to the hbmguard generic netlink family, over libnl. */
+#ifndef HBM_GENL_H
+#define HBM_GENL_H
+
+#include <netlink/genl/genl.h>
+#include <netlink/netlink.h>
+
+struct nl_msg *hbm_genl_request(int family, int cmd, int flags);
+int hbm_genl_transact(struct nl_sock *sk, struct nl_msg *msg,
+		      nl_recvmsg_msg_cb_t parse, void *arg);
+
+#endif /* HBM_GENL_H */
