@@ -1194,6 +1194,20 @@ static void test_aperture(void)
 		   HBMGUARD_MMAP_APERTURE(id) + usable - PAGE) == MAP_FAILED && errno == EINVAL);
 	CHECK(mmap(NULL, PAGE, PROT_READ, MAP_SHARED, ctl, HBMGUARD_MMAP_APERTURE(200)) == MAP_FAILED &&
 	      errno == ENODEV);
+	{
+		struct hbmguard_sim_create sc = {
+			.size = sizeof(sc), .flags = HBMGUARD_SIM_BACKED,
+			.hbm_size = HBMGUARD_SIM_BACKED_MAX * 2, .page_size = 4096,
+		};
+		uint32_t before = snap().info.nr_devices;
+
+		strcpy(sc.name, "toobig");
+		CHECK_ERRNO(ioctl(ctl, HBMGUARD_IOC_SIM_CREATE, &sc), EINVAL);
+		sc.hbm_size = 64 << 20;
+		sc.flags = 0x2;		/* unknown */
+		CHECK_ERRNO(ioctl(ctl, HBMGUARD_IOC_SIM_CREATE, &sc), EINVAL);
+		CHECK_EQ(snap().info.nr_devices, before);
+	}
 
 	/* The device goes: its mapping faults, and nothing else happens. */
 	CHECK_OK(sim_destroy(id));
