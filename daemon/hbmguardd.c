@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <netlink/genl/ctrl.h>
@@ -49,6 +50,7 @@
 
 struct daemon {
 	struct hbm_config cfg;
+	const char *config_path;
 	int state_dir;
 	int family;
 	struct nl_sock *req;		/* requests and dumps */
@@ -214,6 +216,29 @@ static void merge(struct extents *k, const struct hbm_state *stored)
 	k->nr = k->nr ? n : 0;
 }
 
+/* The configured policy of a device, into the kernel. */
+static void apply_policy(struct daemon *d, const struct device *dev)
+{
+	struct hbm_policy_config p = hbm_config_policy_for(&d->cfg, dev->identity);
+	struct nl_msg *msg;
+	int err;
+
+	if (!p.set)
+		return;
+	msg = request(d, HBMGUARD_CMD_POLICY_SET, 0);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev->id);
+	if (p.set & HBM_SET_CE_THRESHOLD)
+		nla_put_u32(msg, HBMGUARD_A_CE_THRESHOLD, p.ce_threshold);
+	if (p.set & HBM_SET_CE_WINDOW)
+		nla_put_u32(msg, HBMGUARD_A_CE_WINDOW, p.ce_window);
+	if (p.set & HBM_SET_RETIRE_LIMIT)
+		nla_put_u32(msg, HBMGUARD_A_RETIRE_LIMIT, p.retire_limit);
+	err = transact(d, msg, NULL, NULL);
+	if (err)
+		fprintf(stderr, "<3>hbmguardd: policy of %s refused by the kernel: %s\n",
+			dev->identity, strerror(-err));
+}
+
 static void load_stored(struct daemon *d, const struct device *dev,
 			struct hbm_state *s)
 {
@@ -244,6 +269,8 @@ static int save(struct daemon *d, const struct device *dev, bool restore_first)
 	int err;
 
 	load_stored(d, dev, &stored);
+	if (restore_first)
+		apply_policy(d, dev);
 	if (restore_first && stored.nr) {
 		err = restore(d, dev, &stored);
 		if (err)
@@ -302,6 +329,15 @@ static int sync_devices(struct daemon *d, uint32_t id, bool restore_first)
 			save(d, &l->dev[i], restore_first);
 	free(l);
 	return err;
+}
+
+static size_t count_devices(struct daemon *d)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < HBMGUARD_MAX_DEVICES; i++)
+		n += d->identity[i][0] != 0;
+	return n;
 }
 
 /*
@@ -416,6 +452,41 @@ static int on_event(struct nl_msg *msg, void *arg)
 	return NL_OK;
 }
 
+/* SIGHUP, systemctl reload: a new configuration, or the old one kept. */
+static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si,
+		     void *arg)
+{
+	struct daemon *d = arg;
+	struct hbm_config *next = malloc(sizeof(*next));
+	char err[512];
+
+	(void)s;
+	(void)si;
+	if (!next)
+		return 0;
+	sd_notify(0, "RELOADING=1");
+	if (hbm_config_load(d->config_path, next, err, sizeof(err))) {
+		fprintf(stderr, "<3>hbmguardd: reload refused, keeping the configuration: %s\n",
+			err);
+	} else if (strcmp(next->state_dir, d->cfg.state_dir)) {
+		fprintf(stderr, "<3>hbmguardd: reload refused: StateDirectory changes need a restart\n");
+	} else {
+		struct device_list *l = calloc(1, sizeof(*l));
+		size_t i;
+
+		d->cfg = *next;
+		if (l && !list_devices(d, l))
+			for (i = 0; i < l->nr; i++)
+				apply_policy(d, &l->dev[i]);
+		free(l);
+		fprintf(stderr, "<6>hbmguardd: configuration reloaded from %s\n",
+			d->config_path);
+	}
+	free(next);
+	sd_notify(0, "READY=1");
+	return 0;
+}
+
 static int on_readable(sd_event_source *s, int fd, uint32_t revents, void *arg)
 {
 	struct daemon *d = arg;
@@ -473,6 +544,7 @@ int main(int argc, char **argv)
 {
 	static struct daemon d;
 	const char *config = HBM_CONFIG_PATH;
+	bool config_given = false;
 	char err_msg[512];
 	sigset_t mask;
 	int opt, err;
@@ -483,10 +555,12 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		config = optarg;
+		config_given = true;
 	}
+	d.config_path = config;
 	hbm_config_defaults(&d.cfg);
 	err = hbm_config_load(config, &d.cfg, err_msg, sizeof(err_msg));
-	if (err && !(err == -ENOENT && config == (const char *)HBM_CONFIG_PATH)) {
+	if (err && (err != -ENOENT || config_given)) {
 		fprintf(stderr, "<3>hbmguardd: %s\n", err_msg);
 		return 1;
 	}
@@ -509,16 +583,21 @@ int main(int argc, char **argv)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, NULL);	/* sd-event takes them as events */
 	if (sd_event_default(&d.loop) < 0 ||
 	    sd_event_add_io(d.loop, NULL, nl_socket_get_fd(d.events), EPOLLIN,
 			    on_readable, &d) < 0 ||
 	    sd_event_add_signal(d.loop, NULL, SIGTERM, NULL, NULL) < 0 ||
-	    sd_event_add_signal(d.loop, NULL, SIGINT, NULL, NULL) < 0) {
+	    sd_event_add_signal(d.loop, NULL, SIGINT, NULL, NULL) < 0 ||
+	    sd_event_add_signal(d.loop, NULL, SIGHUP, on_reload, &d) < 0 ||
+	    /* WATCHDOG=1 from the loop itself, when the unit asks for it */
+	    sd_event_set_watchdog(d.loop, true) < 0) {
 		fprintf(stderr, "<3>hbmguardd: cannot set up the event loop\n");
 		return 1;
 	}
-	sd_notify(0, "READY=1\nSTATUS=Keeping the bad-page tables");
+	sd_notifyf(0, "READY=1\nSTATUS=Keeping the bad-page tables of %zu devices",
+		   count_devices(&d));
 	fprintf(stderr, "<6>hbmguardd: ready, state in %s\n", d.cfg.state_dir);
 	err = sd_event_loop(d.loop);
 	sd_notify(0, "STOPPING=1");

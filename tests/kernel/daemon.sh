@@ -22,7 +22,10 @@ check "bad config explained" 'hbmguardd -c /tmp/bad.conf 2>&1 | grep -q "/tmp/ba
 check "without the module it says so" 'hbmguardd -c /tmp/hbmguardd.conf 2>&1 | grep -q "is the module loaded"'
 
 check "load" 'insmod /hbmguard.ko sim_devices=1'
+printf '[Daemon]\nStateDirectory=/tmp/state\n[Device "sim:sim0"]\nCEWindow=1h\n' >/tmp/hbmguardd.conf
 start_daemon
+check "configured policy applied at start" 'hbmctl policy sim0 | grep -q "ce_window=3600 "'
+printf '[Daemon]\nStateDirectory=/tmp/state\n' >/tmp/hbmguardd.conf
 check "daemon ready" 'grep -q "hbmguardd: ready" /tmp/daemon.log'
 hbmctl retire sim0 0x5000
 hbmctl inject sim0 ue 0x9000
@@ -42,6 +45,19 @@ eventually "restored by a new daemon" restored
 check "reload under the daemon" 'rmmod hbmguard && insmod /hbmguard.ko sim_devices=1'
 eventually "restored after the reload" restored
 check "no recovery raised: restored pages make no UE" '! hbmctl pages sim0 | grep -q " ue "'
+
+# SIGHUP: a good file is taken, a bad one refused with the old kept.
+printf '[Daemon]\nStateDirectory=/tmp/state\n[Policy]\nCEThreshold=0\n' >/tmp/hbmguardd.conf
+kill -HUP $daemon
+wait_for /tmp/daemon.log "reload refused"
+check "bad reload refused, named" 'grep -q "reload refused, keeping the configuration: /tmp/hbmguardd.conf:4: CEThreshold: 0 is out of range" /tmp/daemon.log'
+check "daemon alive after a bad reload" 'kill -0 $daemon'
+printf '[Daemon]\nStateDirectory=/tmp/state\n[Policy]\nCEThreshold=9\n' >/tmp/hbmguardd.conf
+kill -HUP $daemon
+wait_for /tmp/daemon.log "configuration reloaded"
+check "good reload taken" 'grep -q "configuration reloaded from /tmp/hbmguardd.conf" /tmp/daemon.log'
+check "reloaded policy in the kernel" 'hbmctl policy sim0 | grep -q "ce_threshold=9 "'
+printf '[Daemon]\nStateDirectory=/tmp/state\n' >/tmp/hbmguardd.conf
 
 # A damaged state file: moved aside, said at error priority, daemon goes on.
 kill $daemon
