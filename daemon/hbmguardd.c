@@ -58,6 +58,8 @@ struct daemon {
 	uint64_t next_seq;		/* the event seqnum expected next */
 	sd_event *loop;
 	char identity[HBMGUARD_MAX_DEVICES][HBMGUARD_IDENTITY_LEN];	/* by id */
+	bool journald;			/* a journal to send entries to */
+	bool dirty[HBMGUARD_MAX_DEVICES];	/* changed since last saved */
 };
 
 static int transact(struct daemon *d, struct nl_msg *msg,
@@ -108,26 +110,33 @@ struct extents {
 	size_t nr, cap;
 };
 
+static bool extents_push(struct extents *x, const struct hbm_state_record *r)
+{
+	if (x->nr == x->cap) {
+		size_t cap = x->cap ? 2 * x->cap : 256;
+		void *p = realloc(x->r, cap * sizeof(*x->r));
+
+		if (!p)
+			return false;
+		x->r = p;
+		x->cap = cap;
+	}
+	x->r[x->nr++] = *r;
+	return true;
+}
+
 static int parse_extent(struct nl_msg *msg, void *arg)
 {
 	struct nlattr *a[HBMGUARD_A_MAX + 1], *e[HBMGUARD_A_MAX + 1];
 	struct extents *x = arg;
+	struct hbm_state_record r;
 
 	if (genlmsg_parse(nlmsg_hdr(msg), 0, a, HBMGUARD_A_MAX, NULL) ||
 	    !a[HBMGUARD_A_EXTENT] ||
 	    nla_parse_nested(e, HBMGUARD_A_MAX, a[HBMGUARD_A_EXTENT], NULL) ||
 	    !e[HBMGUARD_A_OFFSET] || !e[HBMGUARD_A_LENGTH] || !e[HBMGUARD_A_STATE])
 		return NL_SKIP;
-	if (x->nr == x->cap) {
-		size_t cap = x->cap ? 2 * x->cap : 256;
-		void *p = realloc(x->r, cap * sizeof(*x->r));
-
-		if (!p)
-			return NL_STOP;
-		x->r = p;
-		x->cap = cap;
-	}
-	x->r[x->nr++] = (struct hbm_state_record){
+	r = (struct hbm_state_record){
 		.offset = nla_get_u64(e[HBMGUARD_A_OFFSET]),
 		.length = nla_get_u64(e[HBMGUARD_A_LENGTH]),
 		.first_seen = e[HBMGUARD_A_FIRST_SEEN] ? nla_get_u64(e[HBMGUARD_A_FIRST_SEEN]) : 0,
@@ -136,7 +145,7 @@ static int parse_extent(struct nl_msg *msg, void *arg)
 		.source = e[HBMGUARD_A_SOURCE] ? nla_get_u32(e[HBMGUARD_A_SOURCE]) : 0,
 		.errors = e[HBMGUARD_A_ERRORS] ? nla_get_u32(e[HBMGUARD_A_ERRORS]) : 0,
 	};
-	return NL_OK;
+	return extents_push(x, &r) ? NL_OK : NL_STOP;
 }
 
 static int dump_pages(struct daemon *d, uint32_t id, struct extents *x)
@@ -187,27 +196,18 @@ static int cmp_offset(const void *a, const void *b)
  */
 static void merge(struct extents *k, const struct hbm_state *stored)
 {
-	size_t i, j, n;
+	size_t kernel = k->nr, i, j = 0, n;
 
+	/* Both are sorted: one walk finds each stored extent's overlap. */
 	for (i = 0; i < stored->nr; i++) {
 		const struct hbm_state_record *s = &stored->records[i];
-		bool covered = false;
 
-		for (j = 0; j < k->nr && !covered; j++)
-			covered = k->r[j].offset < s->offset + s->length &&
-				  s->offset < k->r[j].offset + k->r[j].length;
-		if (covered)
-			continue;
-		if (k->nr == k->cap) {
-			size_t cap = k->cap ? 2 * k->cap : 256;
-			void *p = realloc(k->r, cap * sizeof(*k->r));
-
-			if (!p)
-				return;
-			k->r = p;
-			k->cap = cap;
-		}
-		k->r[k->nr++] = *s;
+		while (j < kernel && k->r[j].offset + k->r[j].length <= s->offset)
+			j++;
+		if (j < kernel && k->r[j].offset < s->offset + s->length)
+			continue;	/* the kernel holds (part of) it */
+		if (!extents_push(k, s))
+			return;
 	}
 	qsort(k->r, k->nr, sizeof(*k->r), cmp_offset);
 	for (i = 1, n = 1; i < k->nr; i++)	/* drop any overlap left */
@@ -378,11 +378,7 @@ static void journal(struct daemon *d, struct nlattr **a)
 			(unsigned long long)ev.seqnum, ev.type);
 		return;
 	}
-	/*
-	 * Without a journal (an initramfs, a container) sd_journal_send()
-	 * succeeds silently: say it on stderr then.
-	 */
-	if (access("/run/systemd/journal/socket", F_OK))
+	if (!d->journald)
 		fprintf(stderr, "<%d>hbmguardd: %s\n", e.priority, e.message);
 	else
 		sd_journal_send("MESSAGE=%s", e.message, "MESSAGE_ID=%s", e.message_id,
@@ -445,11 +441,41 @@ static int on_event(struct nl_msg *msg, void *arg)
 	case HBMGUARD_EVENT_RETIRED:
 	case HBMGUARD_EVENT_PENDING:
 	case HBMGUARD_EVENT_FAILED:
-		sync_devices(d, id, false);
+		if (id < HBMGUARD_MAX_DEVICES)
+			d->dirty[id] = true;	/* saved once the burst is read */
 		break;
 	}
 	journal(d, a);
 	return NL_OK;
+}
+
+/*
+ * After each turn of the loop: save the devices whose tables changed.  A
+ * burst of retirements read in one turn costs one dump and one write per
+ * device, not one per event.
+ */
+static int on_post(sd_event_source *s, void *arg)
+{
+	struct daemon *d = arg;
+	struct device_list *l;
+	size_t i;
+
+	(void)s;
+	for (i = 0; i < HBMGUARD_MAX_DEVICES && !d->dirty[i]; i++)
+		;
+	if (i == HBMGUARD_MAX_DEVICES)
+		return 0;
+	l = calloc(1, sizeof(*l));
+	if (!l || list_devices(d, l)) {
+		free(l);
+		return 0;	/* dirty stays: the next turn tries again */
+	}
+	for (i = 0; i < l->nr; i++)
+		if (l->dev[i].id < HBMGUARD_MAX_DEVICES && d->dirty[l->dev[i].id])
+			save(d, &l->dev[i], false);
+	memset(d->dirty, 0, sizeof(d->dirty));
+	free(l);
+	return 0;
 }
 
 /* SIGHUP, systemctl reload: a new configuration, or the old one kept. */
@@ -591,11 +617,17 @@ int main(int argc, char **argv)
 	    sd_event_add_signal(d.loop, NULL, SIGTERM, NULL, NULL) < 0 ||
 	    sd_event_add_signal(d.loop, NULL, SIGINT, NULL, NULL) < 0 ||
 	    sd_event_add_signal(d.loop, NULL, SIGHUP, on_reload, &d) < 0 ||
+	    sd_event_add_post(d.loop, NULL, on_post, &d) < 0 ||
 	    /* WATCHDOG=1 from the loop itself, when the unit asks for it */
 	    sd_event_set_watchdog(d.loop, true) < 0) {
 		fprintf(stderr, "<3>hbmguardd: cannot set up the event loop\n");
 		return 1;
 	}
+	/*
+	 * Without a journal (an initramfs, a container) sd_journal_send()
+	 * succeeds silently: entries go to stderr then.
+	 */
+	d.journald = !access("/run/systemd/journal/socket", F_OK);
 	sd_notifyf(0, "READY=1\nSTATUS=Keeping the bad-page tables of %zu devices",
 		   count_devices(&d));
 	fprintf(stderr, "<6>hbmguardd: ready, state in %s\n", d.cfg.state_dir);
