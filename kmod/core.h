@@ -170,8 +170,8 @@ void hbm_table_walk(const struct hbm_table *t,
 /* Correctable-error leaky buckets, one per page, a bounded set per device. */
 struct hbm_ce_entry {
 	u32 page;
-	u32 last;		/* seconds of the last update */
-	u32 level;		/* errors in the bucket, 16.16 fixed point */
+	u32 last;		/* seconds from which draining counts */
+	u32 level;		/* errors in the bucket at @last */
 };
 
 #define HBM_CE_TRACKED	512

@@ -6,8 +6,11 @@
  * more: it is retired at once.  A correctable error means the page still
  * works; one in a while is noise, a stream of them predicts an uncorrectable
  * one.  Each page with correctable errors gets a leaky bucket: every error
- * adds one, the bucket drains ce_threshold errors per ce_window seconds, and
- * the page is retired when the bucket holds ce_threshold.  The defaults,
+ * adds one, the bucket drains one whole error every ce_window / ce_threshold
+ * seconds, and the page is retired when the bucket holds ce_threshold.
+ * Draining whole errors, not a fraction of one every second, is what lets a
+ * burst of ce_threshold errors retire the page even when it straddles a
+ * second boundary.  The defaults,
  * 50 in 24 hours, are rasdaemon's page-isolation defaults.  A bucket (rather
  * than a count in a fixed window) needs one timestamp per page and no timer,
  * and forgets old errors smoothly.
@@ -24,8 +27,6 @@
  * DEGRADED at 90%, RMA at 100%.
  */
 #include "core.h"
-
-#define LEVEL_ONE	(1U << 16)	/* one error in the bucket */
 
 u32 hbm_default_retire_limit(u64 hbm_bytes)
 {
@@ -46,18 +47,43 @@ int hbm_policy_check(const struct hbm_policy *p, u32 nr_pages)
 	return 0;
 }
 
-/* The bucket's level at @now: what it held, less what leaked since. */
+/* Whole errors drained from a bucket in @elapsed seconds. */
+static u32 drained(const struct hbm_policy *p, u32 elapsed)
+{
+	if (elapsed >= p->ce_window)
+		return 0xffffffff;
+	return (u32)hbm_div_u64((u64)elapsed * p->ce_threshold, p->ce_window);
+}
+
+static u32 elapsed_since(const struct hbm_ce_entry *e, u32 now)
+{
+	return now > e->last ? now - e->last : 0;	/* a clock going back: none */
+}
+
+/* The bucket's level at @now: what it held, less what drained since. */
 static u32 level_now(const struct hbm_policy *p, const struct hbm_ce_entry *e,
 		     u32 now)
 {
-	u32 elapsed = now > e->last ? now - e->last : 0;
-	u64 leaked;
+	u32 d = drained(p, elapsed_since(e, now));
 
-	if (elapsed >= p->ce_window)
-		return 0;
-	leaked = hbm_div_u64((u64)elapsed * p->ce_threshold * LEVEL_ONE,
-			     p->ce_window);
-	return leaked >= e->level ? 0 : e->level - (u32)leaked;
+	return d >= e->level ? 0 : e->level - d;
+}
+
+/*
+ * Bring a bucket to @now: drain it, and move its reference time on by the
+ * time the drained errors took, so a partly spent interval still counts.
+ */
+static void drain(const struct hbm_policy *p, struct hbm_ce_entry *e, u32 now)
+{
+	u32 d = drained(p, elapsed_since(e, now));
+
+	if (d >= e->level) {
+		e->level = 0;
+		e->last = now;
+	} else if (d) {
+		e->level -= d;
+		e->last += (u32)hbm_div_u64((u64)d * p->ce_window, p->ce_threshold);
+	}
 }
 
 /* Index of the first bucket at or above @page. */
@@ -115,7 +141,6 @@ static void ce_evict_emptiest(struct hbm_core *c, u32 now)
  */
 static bool ce_add(struct hbm_core *c, u32 page, u32 count, u32 now, u32 *held)
 {
-	u64 threshold = (u64)c->policy.ce_threshold * LEVEL_ONE;
 	u32 i = ce_search(c, page);
 	u64 level;
 
@@ -128,13 +153,13 @@ static bool ce_add(struct hbm_core *c, u32 page, u32 count, u32 now, u32 *held)
 		c->ce[i] = (struct hbm_ce_entry){ .page = page, .last = now };
 		c->ce_nr++;
 	}
-	level = level_now(&c->policy, &c->ce[i], now) + (u64)count * LEVEL_ONE;
-	if (level >= threshold) {
-		*held = (u32)min_t(u64, level / LEVEL_ONE, 0xffff);
+	drain(&c->policy, &c->ce[i], now);
+	level = (u64)c->ce[i].level + count;
+	if (level >= c->policy.ce_threshold) {
+		*held = (u32)min_t(u64, level, 0xffff);
 		return true;	/* the caller forgets the bucket once retired */
 	}
 	c->ce[i].level = (u32)level;
-	c->ce[i].last = now;
 	return false;
 }
 
@@ -152,7 +177,7 @@ u32 hbm_ce_level(const struct hbm_core *c, u32 page, u32 now)
 
 	if (i == c->ce_nr || c->ce[i].page != page)
 		return 0;
-	return level_now(&c->policy, &c->ce[i], now) / LEVEL_ONE;
+	return level_now(&c->policy, &c->ce[i], now);
 }
 
 u32 hbm_core_health(const struct hbm_core *c)

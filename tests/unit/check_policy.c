@@ -99,6 +99,28 @@ START_TEST(ce_bucket_leaks)
 }
 END_TEST
 
+/* A burst that straddles a second boundary still reaches the threshold. */
+START_TEST(ce_burst_across_seconds)
+{
+	struct hbm_policy p = c.policy;
+
+	p.ce_threshold = 3;
+	c.policy = p;
+	ck_assert_int_eq(report(8, HBMGUARD_ERROR_CE, 2, NOW), 0);
+	ck_assert_int_eq(report(8, HBMGUARD_ERROR_CE, 1, NOW + 1), 0);
+	ck_assert_uint_eq(state_of(8), HBMGUARD_STATE_RETIRED);
+	/* One error drains per window / threshold = 28800 s. */
+	ck_assert_int_eq(report(9, HBMGUARD_ERROR_CE, 2, NOW), 0);
+	ck_assert_uint_eq(hbm_ce_level(&c, 9, NOW + 28799), 2);
+	ck_assert_uint_eq(hbm_ce_level(&c, 9, NOW + 28800), 1);
+	ck_assert_int_eq(report(9, HBMGUARD_ERROR_CE, 1, NOW + 28800), 0);
+	ck_assert_uint_eq(state_of(9), HBMGUARD_STATE_CLEAN);
+	/* The part of a drain interval already spent is not lost. */
+	ck_assert_uint_eq(hbm_ce_level(&c, 9, NOW + 57599), 2);
+	ck_assert_uint_eq(hbm_ce_level(&c, 9, NOW + 57600), 1);
+}
+END_TEST
+
 START_TEST(ce_tracking_is_bounded)
 {
 	u32 i;
@@ -212,6 +234,7 @@ Suite *policy_suite(void)
 	tcase_add_test(tc, ue_and_poison_retire_at_once);
 	tcase_add_test(tc, ce_below_threshold_counts_only);
 	tcase_add_test(tc, ce_bucket_leaks);
+	tcase_add_test(tc, ce_burst_across_seconds);
 	tcase_add_test(tc, ce_tracking_is_bounded);
 	tcase_add_test(tc, ce_on_bad_page_changes_no_state);
 	tcase_add_test(tc, health_follows_limit);

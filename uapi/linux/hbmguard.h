@@ -24,9 +24,9 @@
  *
  * An uncorrectable error or poison retires its page at once.  Correctable
  * errors fill a per-page leaky bucket; the page is retired when the bucket
- * holds ce_threshold errors.  The bucket leaks ce_threshold errors per
- * ce_window seconds, so a burst of ce_threshold errors retires the page and
- * a trickle slower than that rate never does.  Device health is OK, then
+ * holds ce_threshold errors.  The bucket drains one whole error every
+ * ce_window / ce_threshold seconds, so a burst of ce_threshold errors
+ * retires the page and a trickle slower than that rate never does.  Device health is OK, then
  * DEGRADED once bad pages (any state) reach 90% of retire_limit, then RMA
  * once they reach retire_limit.
  *
