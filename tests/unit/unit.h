@@ -11,6 +11,7 @@ Suite *mce_suite(void);
 Suite *state_suite(void);
 Suite *config_suite(void);
 Suite *journal_suite(void);
+Suite *ctl_suite(void);
 const char *table_invariants(const struct hbm_table *t);
 
 #endif
