@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "ctl.h"
 
 #define CE_THRESHOLD_MAX	65535
 #define CE_WINDOW_MAX		(365 * 86400)
@@ -21,7 +22,7 @@ void hbm_config_defaults(struct hbm_config *c)
 {
 	memset(c, 0, sizeof(*c));
 	strcpy(c->state_dir, "/var/lib/hbmguard");
-	strcpy(c->control_socket, "/run/hbmguard/control.sock");
+	strcpy(c->control_socket, HBM_CTL_SOCKET);
 }
 
 struct parser {

@@ -1,23 +1,28 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * hbmctl: the operator's view of hbmguard, straight from /dev/hbmguard, so
- * that it works whether or not the daemon runs.
+ * hbmctl: the operator's view of hbmguard.  Reads go straight to
+ * /dev/hbmguard, so they work whether or not the daemon runs; retire and
+ * clear go through hbmguardd's control socket when it runs, so that they
+ * are on disk before hbmctl says done, and to the kernel directly when not.
  *
- *   hbmctl status                      module and device summary
- *   hbmctl devices                     one line per device
- *   hbmctl pages DEV                   the bad-page table of a device
- *   hbmctl translate DEV OFFSET        where an offset is served from
+ *   hbmctl [--json] status             module, daemon and device summary
+ *   hbmctl [--json] devices            one line per device
+ *   hbmctl [--json] pages DEV          the bad-page table of a device
+ *   hbmctl [--json] translate DEV OFFSET
  *   hbmctl retire DEV OFFSET [LENGTH] [--pending]
  *   hbmctl clear DEV OFFSET LENGTH
  *   hbmctl inject DEV ce|ue|poison OFFSET [COUNT]
  *   hbmctl policy DEV [ce_threshold=N] [ce_window=SECONDS] [retire_limit=PAGES]
  *   hbmctl sim-create NAME SIZE [page_size=N] [spares=N] [identity=ID]
  *   hbmctl sim-destroy DEV
- *   hbmctl watch [COUNT]               print events as they happen
+ *   hbmctl [--json] watch [COUNT]      print events as they happen
+ *   hbmctl export                      every device and its table, as JSON
  *
- * DEV is a device id or name.  Sizes and offsets take 0x and K, M, G, T.
- * Exit status: 0 success, 1 the kernel refused (the message says why),
- * 2 bad usage, 3 /dev/hbmguard missing (module not loaded).
+ * --socket PATH names hbmguardd's control socket (default
+ * /run/hbmguard/control.sock).  DEV is a device id or name.  Sizes and
+ * offsets take 0x and K, M, G, T.
+ * Exit status: 0 success, 1 the kernel or the daemon refused (the message
+ * says why), 2 bad usage, 3 /dev/hbmguard missing (module not loaded).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,16 +33,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdalign.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/hbmguard.h>
+
+#include "ctl.h"
 
 #define DEV_NODE "/dev/" HBMGUARD_DEVICE_NAME
 
 enum { EXIT_REFUSED = 1, EXIT_USAGE = 2, EXIT_NODEV = 3 };
 
 static int fd = -1;
+static bool json;
+static const char *control_socket = HBM_CTL_SOCKET;
 
 static const char *const state_names[] = {
 	[HBMGUARD_STATE_CLEAN] = "clean", [HBMGUARD_STATE_PENDING] = "pending",
@@ -65,11 +77,12 @@ static void usage(const char *why)
 {
 	if (why)
 		fprintf(stderr, "hbmctl: %s\n", why);
-	fprintf(stderr, "usage: hbmctl status | devices | pages DEV | translate DEV OFFSET |\n"
-		"       retire DEV OFFSET [LENGTH] [--pending] | clear DEV OFFSET LENGTH |\n"
-		"       inject DEV ce|ue|poison OFFSET [COUNT] | policy DEV [key=value...] |\n"
-		"       sim-create NAME SIZE [page_size=N] [spares=N] [identity=ID] |\n"
-		"       sim-destroy DEV | watch [COUNT]\n");
+	fprintf(stderr, "usage: hbmctl [--json] [--socket PATH] COMMAND\n"
+		"  status | devices | pages DEV | translate DEV OFFSET | watch [COUNT] | export\n"
+		"  retire DEV OFFSET [LENGTH] [--pending] | clear DEV OFFSET LENGTH\n"
+		"  inject DEV ce|ue|poison OFFSET [COUNT] | policy DEV [key=value...]\n"
+		"  sim-create NAME SIZE [page_size=N] [spares=N] [identity=ID] | sim-destroy DEV\n"
+		"See hbmctl(8).\n");
 	exit(EXIT_USAGE);
 }
 
@@ -106,7 +119,8 @@ static void open_node(int flags)
 		fd = open(DEV_NODE, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		fprintf(stderr, "hbmctl: %s: %s%s\n", DEV_NODE, strerror(errno),
-			errno == ENOENT ? " (is the module loaded? modprobe hbmguard)" : "");
+			errno == ENOENT ? " (is the module loaded? modprobe hbmguard)" :
+			errno == EACCES ? " (needs root or the hbmguard group)" : "");
 		exit(errno == ENOENT ? EXIT_NODEV : EXIT_REFUSED);
 	}
 }
@@ -188,11 +202,67 @@ static const char *fmt_size(char *buf, size_t len, uint64_t bytes)
 	return buf;
 }
 
+/*
+ * JSON output: objects of numbers and strings, one document per command
+ * (one per line for watch), for jq and scripts.
+ */
+static void json_str(const char *key, const char *v, bool more)
+{
+	printf("\"%s\":\"", key);
+	for (; *v; v++) {
+		unsigned char c = *v;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	printf("\"%s", more ? "," : "");
+}
+
+static void json_u64(const char *key, uint64_t v, bool more)
+{
+	printf("\"%s\":%" PRIu64 "%s", key, v, more ? "," : "");
+}
+
+static void device_json(uint32_t id, const struct hbmguard_device_info *di)
+{
+	printf("{");
+	json_u64("id", id, true);
+	json_str("name", di->name, true);
+	json_str("identity", di->identity, true);
+	json_u64("hbm_size", di->hbm_size, true);
+	json_u64("usable_size", di->usable_size, true);
+	json_u64("page_size", di->page_size, true);
+	json_u64("retired", di->nr_retired, true);
+	json_u64("pending", di->nr_pending, true);
+	json_u64("failed", di->nr_failed, true);
+	json_u64("spare_total", di->spare_total, true);
+	json_u64("spare_used", di->spare_used, true);
+	json_str("health", NAME(health_names, di->health), true);
+	json_u64("ce_threshold", di->policy.ce_threshold, true);
+	json_u64("ce_window", di->policy.ce_window, true);
+	json_u64("retire_limit", di->policy.retire_limit, false);
+	printf("}");
+}
+
 static int cmd_devices(void)
 {
 	uint32_t ids[HBMGUARD_MAX_DEVICES], n = list_devices(ids, HBMGUARD_MAX_DEVICES), i;
 	struct hbmguard_device_info di;
 
+	if (json) {
+		printf("[");
+		for (i = 0; i < n; i++) {
+			get_device(ids[i], &di);
+			device_json(ids[i], &di);
+			printf("%s", i + 1 < n ? "," : "");
+		}
+		printf("]\n");
+		return 0;
+	}
 	printf("%-4s %-10s %-20s %8s %6s %8s %8s %8s %7s %-8s\n", "ID", "NAME",
 	       "IDENTITY", "HBM", "PAGE", "RETIRED", "PENDING", "FAILED", "SPARES",
 	       "HEALTH");
@@ -210,32 +280,155 @@ static int cmd_devices(void)
 	return 0;
 }
 
+/*
+ * hbmguardd's control socket: one request, one reply.  Returns the reply's
+ * error (0 or a negative errno), or 1 when no daemon answers.
+ */
+static int ask_daemon(uint16_t type, const void *body, void *reply_body)
+{
+	alignas(8) unsigned char pkt[HBM_CTL_MAX_PACKET];
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct hbm_ctl_header h;
+	const void *rbody;
+	ssize_t n;
+	size_t len;
+	int s, err;
+
+	if (strlen(control_socket) >= sizeof(sa.sun_path))
+		usage("the control socket path is too long");
+	strcpy(sa.sun_path, control_socket);
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa))) {
+		if (s >= 0)
+			close(s);
+		return 1;
+	}
+	len = hbm_ctl_encode(pkt, sizeof(pkt), type, 1, 0, body);
+	if (send(s, pkt, len, MSG_NOSIGNAL) != (ssize_t)len)
+		n = -1;
+	else
+		n = recv(s, pkt, sizeof(pkt), 0);
+	close(s);
+	if (n < 0) {
+		fprintf(stderr, "hbmctl: hbmguardd at %s: %s\n", control_socket,
+			strerror(errno));
+		exit(EXIT_REFUSED);
+	}
+	err = hbm_ctl_decode(pkt, n, true, &h, &rbody);
+	if (err || h.type != (type | HBM_CTL_REPLY) || h.seq != 1) {
+		fprintf(stderr, "hbmctl: hbmguardd at %s answered a bad packet (%s): is it the same version?\n",
+			control_socket, strerror(err ? -err : EBADMSG));
+		exit(EXIT_REFUSED);
+	}
+	if (!h.error && reply_body)
+		memcpy(reply_body, rbody, hbm_ctl_body_size(h.type));
+	return h.error;
+}
+
+static void print_daemon_status(void)
+{
+	struct hbm_ctl_status st;
+	char started[32];
+	time_t t;
+	int err = ask_daemon(HBM_CTL_STATUS, NULL, &st);
+
+	if (err) {
+		if (json)
+			printf("\"daemon\":null,");
+		else
+			printf("hbmguardd: not running (%s): the tables are not being saved\n",
+			       err == 1 ? "no answer on the control socket" : strerror(-err));
+		return;
+	}
+	if (json) {
+		printf("\"daemon\":{");
+		json_u64("pid", st.pid, true);
+		json_u64("started", st.started, true);
+		json_u64("events", st.events, true);
+		json_u64("resyncs", st.resyncs, true);
+		json_u64("stored_extents", st.stored_extents, true);
+		json_u64("stored_pages", st.stored_pages, true);
+		json_u64("last_save", st.last_save, true);
+		printf("\"last_save_error\":%d,", st.last_save_error);
+		json_str("state_dir", st.state_dir, false);
+		printf("},");
+		return;
+	}
+	t = (time_t)st.started;
+	strftime(started, sizeof(started), "%F %T", gmtime(&t));
+	printf("hbmguardd: running, pid %u since %s UTC; %" PRIu64 " bad pages kept in %"
+	       PRIu64 " extents in %s; %" PRIu64 " events, %" PRIu64 " resyncs%s%s\n",
+	       st.pid, started, st.stored_pages, st.stored_extents, st.state_dir,
+	       st.events, st.resyncs, st.last_save_error ? "; LAST SAVE FAILED: " : "",
+	       st.last_save_error ? strerror(-st.last_save_error) : "");
+}
+
 static int cmd_status(void)
 {
 	struct hbmguard_info info = { .size = sizeof(info) };
 
 	if (ioctl(fd, HBMGUARD_IOC_GET_INFO, &info))
 		refused("get info");
+	if (json) {
+		printf("{\"module\":{");
+		json_u64("api", info.version, true);
+		json_u64("devices", info.nr_devices, true);
+		json_u64("generation", info.generation, true);
+		json_u64("seqnum", info.seqnum, false);
+		printf("},");
+		print_daemon_status();
+		printf("\"devices\":");
+		cmd_devices();
+		printf("}\n");
+		return 0;
+	}
 	printf("hbmguard API %u: %u devices, generation %" PRIu64
-	       ", %" PRIu64 " events\n\n", info.version, info.nr_devices,
+	       ", %" PRIu64 " events\n", info.version, info.nr_devices,
 	       (uint64_t)info.generation, (uint64_t)info.seqnum);
+	print_daemon_status();
+	printf("\n");
 	return cmd_devices();
 }
 
-static int cmd_pages(uint32_t dev)
+static void extent_json(const struct hbmguard_extent *e, bool more)
+{
+	printf("{");
+	json_u64("offset", e->offset, true);
+	json_u64("length", e->length, true);
+	if (e->spare_offset != HBMGUARD_NO_SPARE)
+		json_u64("spare_offset", e->spare_offset, true);
+	json_str("state", NAME(state_names, e->state), true);
+	json_str("source", NAME(source_names, e->source), true);
+	json_u64("errors", e->error_count, true);
+	json_u64("first_seen", e->first_seen, true);
+	json_u64("last_seen", e->last_seen, false);
+	printf("}%s", more ? "," : "");
+}
+
+static void extent_line(const struct hbmguard_extent *e, uint32_t page_size)
+{
+	time_t t = (time_t)e->last_seen;
+	char when[32], spare[24] = "-";
+
+	strftime(when, sizeof(when), "%F %T", gmtime(&t));
+	if (e->spare_offset != HBMGUARD_NO_SPARE)
+		snprintf(spare, sizeof(spare), "0x%" PRIx64, (uint64_t)e->spare_offset);
+	printf("0x%-16" PRIx64 " %8" PRIu64 " %-18s %-8s %-12s %6u %-20s\n",
+	       (uint64_t)e->offset, (uint64_t)(e->length / page_size), spare,
+	       NAME(state_names, e->state), NAME(source_names, e->source),
+	       e->error_count, when);
+}
+
+/* Every extent of a device, in rounds of 1024, to @each. */
+static void walk_extents(uint32_t dev, const struct hbmguard_device_info *di,
+			 void (*each)(const struct hbmguard_extent *, uint32_t, bool))
 {
 	static struct hbmguard_extent ext[1024];
 	struct hbmguard_extent_query q;
-	struct hbmguard_device_info di;
 	uint64_t start = 0;
 	uint32_t i;
+	bool first = true;
 
-	get_device(dev, &di);
-	printf("%s (%s): %u retired, %u pending, %u failed pages of %u bytes; "
-	       "health %s\n", di.name, di.identity, di.nr_retired, di.nr_pending,
-	       di.nr_failed, di.page_size, NAME(health_names, di.health));
-	printf("%-18s %8s %-18s %-8s %-12s %6s %-20s\n", "OFFSET", "PAGES",
-	       "SPARE", "STATE", "SOURCE", "ERRORS", "LAST SEEN (UTC)");
 	do {
 		q = (struct hbmguard_extent_query){
 			.size = sizeof(q), .device = dev, .entry_size = sizeof(ext[0]),
@@ -243,23 +436,64 @@ static int cmd_pages(uint32_t dev)
 		};
 		if (ioctl(fd, HBMGUARD_IOC_LIST_BAD, &q))
 			refused("list bad pages");
-		for (i = 0; i < q.count; i++) {
-			time_t t = (time_t)ext[i].last_seen;
-			char when[32], spare[24] = "-";
-
-			strftime(when, sizeof(when), "%F %T", gmtime(&t));
-			if (ext[i].spare_offset != HBMGUARD_NO_SPARE)
-				snprintf(spare, sizeof(spare), "0x%" PRIx64,
-					 (uint64_t)ext[i].spare_offset);
-			printf("0x%-16" PRIx64 " %8" PRIu64 " %-18s %-8s %-12s %6u %-20s\n",
-			       (uint64_t)ext[i].offset,
-			       (uint64_t)(ext[i].length / di.page_size), spare,
-			       NAME(state_names, ext[i].state),
-			       NAME(source_names, ext[i].source), ext[i].error_count,
-			       when);
-		}
+		for (i = 0; i < q.count; i++, first = false)
+			each(&ext[i], di->page_size, first);
 		start = q.next;
-	} while (q.count && start < di.usable_size);
+	} while (q.count && start < di->usable_size);
+}
+
+static void each_line(const struct hbmguard_extent *e, uint32_t page_size, bool first)
+{
+	(void)first;
+	extent_line(e, page_size);
+}
+
+static void each_json(const struct hbmguard_extent *e, uint32_t page_size, bool first)
+{
+	(void)page_size;
+	if (!first)
+		printf(",");
+	extent_json(e, false);
+}
+
+static int cmd_pages(uint32_t dev)
+{
+	struct hbmguard_device_info di;
+
+	get_device(dev, &di);
+	if (json) {
+		printf("{\"device\":");
+		device_json(dev, &di);
+		printf(",\"extents\":[");
+		walk_extents(dev, &di, each_json);
+		printf("]}\n");
+		return 0;
+	}
+	printf("%s (%s): %u retired, %u pending, %u failed pages of %u bytes; "
+	       "health %s\n", di.name, di.identity, di.nr_retired, di.nr_pending,
+	       di.nr_failed, di.page_size, NAME(health_names, di.health));
+	printf("%-18s %8s %-18s %-8s %-12s %6s %-20s\n", "OFFSET", "PAGES",
+	       "SPARE", "STATE", "SOURCE", "ERRORS", "LAST SEEN (UTC)");
+	walk_extents(dev, &di, each_line);
+	return 0;
+}
+
+/* Every device with its table: what an RMA ticket or an audit wants. */
+static int cmd_export(void)
+{
+	uint32_t ids[HBMGUARD_MAX_DEVICES], n = list_devices(ids, HBMGUARD_MAX_DEVICES), i;
+	struct hbmguard_device_info di;
+
+	printf("{\"exported\":%lld,\"devices\":[", (long long)time(NULL));
+	for (i = 0; i < n; i++) {
+		get_device(ids[i], &di);
+		printf("{\"device\":");
+		device_json(ids[i], &di);
+		printf(",\"extents\":[");
+		walk_extents(ids[i], &di, each_json);
+		printf("]}%s", i + 1 < n ? "," : "");
+	}
+	printf("]}\n");
 	return 0;
 }
 
@@ -270,22 +504,56 @@ static int cmd_translate(uint32_t dev, uint64_t offset)
 
 	if (ioctl(fd, HBMGUARD_IOC_TRANSLATE, &tr))
 		refused("translate");
+	if (json) {
+		printf("{");
+		json_u64("offset", offset, true);
+		json_u64("translated", tr.translated, true);
+		json_str("state", NAME(state_names, tr.state), false);
+		printf("}\n");
+		return 0;
+	}
 	printf("0x%" PRIx64 " -> 0x%" PRIx64 " (%s)\n", offset,
 	       (uint64_t)tr.translated, NAME(state_names, tr.state));
 	return 0;
 }
 
+/*
+ * Retire or clear: through hbmguardd when it runs, which answers once the
+ * change is on disk; into the kernel directly when it does not (hbmguardd
+ * takes the kernel's table into its files when it starts).  A clear made
+ * without the daemon is not forgotten by its files: it says so.
+ */
 static int cmd_extent(unsigned long cmd, uint32_t dev, uint64_t offset,
 		      uint64_t length, uint32_t flags)
 {
+	bool retire = cmd == HBMGUARD_IOC_RETIRE;
 	struct hbmguard_extent_op x = {
 		.size = sizeof(x), .flags = flags, .device = dev,
-		.source = cmd == HBMGUARD_IOC_RETIRE ? HBMGUARD_SOURCE_ADMIN : 0,
+		.source = retire ? HBMGUARD_SOURCE_ADMIN : 0,
 		.offset = offset, .length = length,
 	};
+	struct hbm_ctl_extent req = {
+		.offset = offset, .length = length,
+		.flags = flags & HBMGUARD_RETIRE_PENDING ? HBM_CTL_PENDING : 0,
+	};
+	struct hbmguard_device_info di;
+	int err;
 
+	get_device(dev, &di);
+	strcpy(req.identity, di.identity);
+	err = ask_daemon(retire ? HBM_CTL_RETIRE : HBM_CTL_CLEAR, &req, NULL);
+	if (err == 0)
+		return 0;
+	if (err != 1) {
+		errno = -err;
+		refused(retire ? "retire (hbmguardd)" : "clear (hbmguardd)");
+	}
 	if (ioctl(fd, cmd, &x))
-		refused(cmd == HBMGUARD_IOC_RETIRE ? "retire" : "clear");
+		refused(retire ? "retire" : "clear");
+	fprintf(stderr, "hbmctl: hbmguardd is not running: %s\n", retire ?
+		"done in the kernel; it is saved when the daemon starts" :
+		"done in the kernel only; the daemon's files still hold these pages "
+		"and restore them at its next start");
 	return 0;
 }
 
@@ -382,6 +650,21 @@ static void print_event(const struct hbmguard_event *ev)
 		[HBMGUARD_EVENT_OVERFLOW] = "overflow",
 	};
 
+	if (json) {
+		printf("{");
+		json_u64("seqnum", ev->seqnum, true);
+		json_str("type", NAME(types, ev->type), true);
+		json_u64("timestamp_ns", ev->timestamp, true);
+		json_u64("device", ev->device, true);
+		json_u64("offset", ev->offset, true);
+		json_u64("length", ev->length, true);
+		json_u64("source", ev->source, true);
+		json_u64("state", ev->state, true);
+		json_u64("count", ev->count, true);
+		json_u64("aux", ev->aux, false);
+		printf("}\n");
+		return;
+	}
 	printf("#%-6" PRIu64 " %-14s dev %u", (uint64_t)ev->seqnum,
 	       NAME(types, ev->type), ev->device);
 	switch (ev->type) {
@@ -433,19 +716,36 @@ static int cmd_watch(long count)
 
 int main(int argc, char **argv)
 {
-	const char *cmd = argc > 1 ? argv[1] : "status";
-	bool reads = !strcmp(cmd, "status") || !strcmp(cmd, "devices") ||
-		     !strcmp(cmd, "pages") || !strcmp(cmd, "translate") ||
-		     !strcmp(cmd, "watch");
+	const char *cmd;
+	bool reads;
 
-	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help"))
+	for (argc--, argv++; argc > 0 && argv[0][0] == '-' && argv[0][1] == '-'; argc--, argv++) {
+		if (!strcmp(argv[0], "--json")) {
+			json = true;
+		} else if (!strcmp(argv[0], "--socket") && argc > 1) {
+			control_socket = argv[1];
+			argc--;
+			argv++;
+		} else if (!strcmp(argv[0], "--help")) {
+			usage(NULL);
+		} else {
+			usage("unknown option");
+		}
+	}
+	cmd = argc > 0 ? argv[0] : "status";
+	if (!strcmp(cmd, "-h"))
 		usage(NULL);
+	reads = !strcmp(cmd, "status") || !strcmp(cmd, "devices") ||
+		!strcmp(cmd, "pages") || !strcmp(cmd, "translate") ||
+		!strcmp(cmd, "watch") || !strcmp(cmd, "export");
 	open_node(reads ? O_RDONLY : O_RDWR);
-	argc -= 2;
-	argv += 2;
+	argc--;
+	argv++;
 
 	if (!strcmp(cmd, "status"))
 		return cmd_status();
+	if (!strcmp(cmd, "export"))
+		return cmd_export();
 	if (!strcmp(cmd, "devices"))
 		return cmd_devices();
 	if (!strcmp(cmd, "watch"))

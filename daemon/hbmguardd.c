@@ -34,6 +34,7 @@
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sysexits.h>
 #include <unistd.h>
 #include <netlink/genl/ctrl.h>
 #include <netlink/genl/genl.h>
@@ -44,23 +45,12 @@
 #include <linux/hbmguard.h>
 
 #include "config.h"
+#include "ctl.h"
 #include "genl.h"
+#include "hbmguardd.h"
 #include "journal.h"
 #include "state.h"
 
-struct daemon {
-	struct hbm_config cfg;
-	const char *config_path;
-	int state_dir;
-	int family;
-	struct nl_sock *req;		/* requests and dumps */
-	struct nl_sock *events;		/* the multicast group */
-	uint64_t next_seq;		/* the event seqnum expected next */
-	sd_event *loop;
-	char identity[HBMGUARD_MAX_DEVICES][HBMGUARD_IDENTITY_LEN];	/* by id */
-	bool journald;			/* a journal to send entries to */
-	bool dirty[HBMGUARD_MAX_DEVICES];	/* changed since last saved */
-};
 
 static int transact(struct daemon *d, struct nl_msg *msg,
 		    nl_recvmsg_msg_cb_t parse, void *arg)
@@ -76,16 +66,6 @@ static struct nl_msg *request(struct daemon *d, int cmd, int flags)
 /*
  * Devices and their tables, as the kernel has them.
  */
-struct device {
-	uint32_t id;
-	char identity[HBMGUARD_IDENTITY_LEN];
-	uint32_t page_size;
-};
-
-struct device_list {
-	struct device dev[HBMGUARD_MAX_DEVICES];
-	size_t nr;
-};
 
 static int parse_device(struct nl_msg *msg, void *arg)
 {
@@ -261,14 +241,84 @@ static void load_stored(struct daemon *d, const struct device *dev,
 		memset(s, 0, sizeof(*s));	/* nothing of it to trust */
 }
 
-/* Make the stored state of a device the union with the kernel's table. */
-static int save(struct daemon *d, const struct device *dev, bool restore_first)
+/*
+ * Take [offset, offset + length) out of the stored records: pages an
+ * operator cleared must not come back at the next boot.  A record that
+ * straddles an end keeps its part outside.
+ */
+static int forget_range(struct hbm_state *s, uint64_t offset, uint64_t length)
+{
+	struct hbm_state_record *r = calloc(2 * s->nr + 1, sizeof(*r));
+	uint64_t end = offset + length;
+	size_t i, n = 0;
+
+	if (!r)
+		return -ENOMEM;
+	for (i = 0; i < s->nr; i++) {
+		struct hbm_state_record x = s->records[i];
+		uint64_t x_end = x.offset + x.length;
+
+		if (x_end <= offset || x.offset >= end) {
+			r[n++] = x;
+			continue;
+		}
+		if (x.offset < offset) {
+			r[n] = x;
+			r[n++].length = offset - x.offset;
+		}
+		if (x_end > end) {
+			r[n] = x;
+			r[n].offset = end;
+			r[n++].length = x_end - end;
+		}
+	}
+	free(s->records);
+	s->records = r;
+	s->nr = n;
+	return 0;
+}
+
+static void count_stored(struct daemon *d, const struct device *dev,
+			 const struct hbm_state *s)
+{
+	uint64_t pages = 0;
+	size_t i;
+
+	if (dev->id >= HBMGUARD_MAX_DEVICES)
+		return;
+	for (i = 0; i < s->nr; i++)
+		pages += s->records[i].length / dev->page_size;
+	d->stored_extents[dev->id] = s->nr;
+	d->stored_pages[dev->id] = pages;
+}
+
+static void notify_status(struct daemon *d)
+{
+	struct hbm_ctl_status st;
+
+	daemon_status(d, &st);
+	sd_notifyf(0, "STATUS=%u devices, %" PRIu64 " bad pages kept in %" PRIu64
+		   " extents; %" PRIu64 " events%s", st.devices, st.stored_pages,
+		   st.stored_extents, st.events,
+		   st.last_save_error ? "; the last save FAILED" : "");
+}
+
+/*
+ * Make the stored state of a device the union with the kernel's table, less
+ * @forget (cleared pages) when given.
+ */
+static int save(struct daemon *d, const struct device *dev, bool restore_first,
+		const struct hbm_state_record *forget)
 {
 	struct hbm_state stored, out = { .page_size = dev->page_size };
 	struct extents k = { 0 };
 	int err;
 
 	load_stored(d, dev, &stored);
+	if (forget && forget_range(&stored, forget->offset, forget->length)) {
+		hbm_state_free(&stored);
+		return -ENOMEM;
+	}
 	if (restore_first)
 		apply_policy(d, dev);
 	if (restore_first && stored.nr) {
@@ -287,9 +337,13 @@ static int save(struct daemon *d, const struct device *dev, bool restore_first)
 		out.serial = stored.serial + 1;
 		out.records = k.r;
 		out.nr = k.nr;
-		if (k.nr || stored.nr)
+		if (k.nr || stored.nr || forget)
 			err = hbm_state_write(d->state_dir, &out);
+		if (!err)
+			count_stored(d, dev, &out);
 	}
+	d->last_save = time(NULL);
+	d->last_save_error = err;
 	if (err)
 		fprintf(stderr, "<3>hbmguardd: saving the state of %s: %s\n",
 			dev->identity, strerror(-err));
@@ -306,10 +360,17 @@ static int list_devices(struct daemon *d, struct device_list *l)
 	l->nr = 0;
 	err = transact(d, request(d, HBMGUARD_CMD_DEVICE_GET, NLM_F_DUMP),
 		       parse_device, l);
-	for (i = 0; !err && i < l->nr; i++)	/* remembered for the journal */
+	if (err)
+		return err;
+	/* Remembered for the journal and the status; gone devices forgotten. */
+	memset(d->identity, 0, sizeof(d->identity));
+	for (i = 0; i < l->nr; i++)
 		if (l->dev[i].id < HBMGUARD_MAX_DEVICES)
 			strcpy(d->identity[l->dev[i].id], l->dev[i].identity);
-	return err;
+	for (i = 0; i < HBMGUARD_MAX_DEVICES; i++)
+		if (!d->identity[i][0])
+			d->stored_extents[i] = d->stored_pages[i] = 0;
+	return 0;
 }
 
 #define ALL_DEVICES UINT32_MAX
@@ -326,8 +387,9 @@ static int sync_devices(struct daemon *d, uint32_t id, bool restore_first)
 	err = list_devices(d, l);
 	for (i = 0; !err && i < l->nr; i++)
 		if (id == ALL_DEVICES || l->dev[i].id == id)
-			save(d, &l->dev[i], restore_first);
+			save(d, &l->dev[i], restore_first, NULL);
 	free(l);
+	notify_status(d);
 	return err;
 }
 
@@ -338,6 +400,76 @@ static size_t count_devices(struct daemon *d)
 	for (i = 0; i < HBMGUARD_MAX_DEVICES; i++)
 		n += d->identity[i][0] != 0;
 	return n;
+}
+
+/**
+ * daemon_apply() - retire or clear pages for the control socket
+ * @d: the daemon
+ * @type: HBM_CTL_RETIRE or HBM_CTL_CLEAR
+ * @x: the device, by identity, and the extent (checked by hbm_ctl_decode())
+ *
+ * The kernel first, then the state file, fsync'd before this returns: a
+ * reply sent after it is an acknowledgement that survives a power cut.
+ * Cleared pages leave the state file too, so they do not come back at boot.
+ *
+ * Return: 0, or the negative errno of the kernel or of the save.
+ */
+int daemon_apply(struct daemon *d, uint16_t type, const struct hbm_ctl_extent *x)
+{
+	struct hbm_state_record forget = { .offset = x->offset, .length = x->length };
+	struct device_list *l = calloc(1, sizeof(*l));
+	const struct device *dev = NULL;
+	struct nl_msg *msg;
+	size_t i;
+	int err;
+
+	if (!l)
+		return -ENOMEM;
+	err = list_devices(d, l);
+	for (i = 0; !err && i < l->nr && !dev; i++)
+		if (!strcmp(l->dev[i].identity, x->identity))
+			dev = &l->dev[i];
+	if (!err && !dev)
+		err = -ENODEV;
+	if (!err) {
+		msg = request(d, type == HBM_CTL_RETIRE ? HBMGUARD_CMD_RETIRE :
+			      HBMGUARD_CMD_CLEAR, 0);
+		nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev->id);
+		nla_put_u64(msg, HBMGUARD_A_OFFSET, x->offset);
+		nla_put_u64(msg, HBMGUARD_A_LENGTH, x->length);
+		if (x->flags & HBM_CTL_PENDING)
+			nla_put_u32(msg, HBMGUARD_A_FLAGS, HBMGUARD_RETIRE_PENDING);
+		err = transact(d, msg, NULL, NULL);
+	}
+	if (!err)
+		err = save(d, dev, false, type == HBM_CTL_CLEAR ? &forget : NULL);
+	free(l);
+	notify_status(d);
+	return err;
+}
+
+/**
+ * daemon_status() - how the daemon stands, for STATUS= and hbmctl status
+ * @d: the daemon
+ * @st: filled in
+ */
+void daemon_status(struct daemon *d, struct hbm_ctl_status *st)
+{
+	size_t i;
+
+	memset(st, 0, sizeof(*st));
+	st->started = d->started;
+	st->events = d->events_seen;
+	st->resyncs = d->resyncs;
+	st->last_save = d->last_save;
+	st->last_save_error = d->last_save_error;
+	st->devices = count_devices(d);
+	st->pid = getpid();
+	for (i = 0; i < HBMGUARD_MAX_DEVICES; i++) {
+		st->stored_extents += d->stored_extents[i];
+		st->stored_pages += d->stored_pages[i];
+	}
+	snprintf(st->state_dir, sizeof(st->state_dir), "%.255s", d->cfg.state_dir);
 }
 
 /*
@@ -430,9 +562,11 @@ static int on_event(struct nl_msg *msg, void *arg)
 	id = a[HBMGUARD_A_DEVICE_ID] ? nla_get_u32(a[HBMGUARD_A_DEVICE_ID]) : 0;
 	if ((d->next_seq && seq != d->next_seq) || type == HBMGUARD_EVENT_DROPPED) {
 		fprintf(stderr, "<4>hbmguardd: events lost before #%" PRIu64 ": resyncing\n", seq);
+		d->resyncs++;
 		sync_devices(d, ALL_DEVICES, false);
 	}
 	d->next_seq = seq + 1;
+	d->events_seen++;
 
 	switch (type) {
 	case HBMGUARD_EVENT_DEVICE_ADDED:
@@ -472,9 +606,10 @@ static int on_post(sd_event_source *s, void *arg)
 	}
 	for (i = 0; i < l->nr; i++)
 		if (l->dev[i].id < HBMGUARD_MAX_DEVICES && d->dirty[l->dev[i].id])
-			save(d, &l->dev[i], false);
+			save(d, &l->dev[i], false, NULL);
 	memset(d->dirty, 0, sizeof(d->dirty));
 	free(l);
+	notify_status(d);
 	return 0;
 }
 
@@ -494,8 +629,9 @@ static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si,
 	if (hbm_config_load(d->config_path, next, err, sizeof(err))) {
 		fprintf(stderr, "<3>hbmguardd: reload refused, keeping the configuration: %s\n",
 			err);
-	} else if (strcmp(next->state_dir, d->cfg.state_dir)) {
-		fprintf(stderr, "<3>hbmguardd: reload refused: StateDirectory changes need a restart\n");
+	} else if (strcmp(next->state_dir, d->cfg.state_dir) ||
+		   strcmp(next->control_socket, d->cfg.control_socket)) {
+		fprintf(stderr, "<3>hbmguardd: reload refused: StateDirectory and ControlSocket changes need a restart\n");
 	} else {
 		struct device_list *l = calloc(1, sizeof(*l));
 		size_t i;
@@ -525,6 +661,7 @@ static int on_readable(sd_event_source *s, int fd, uint32_t revents, void *arg)
 	if (err == -NLE_NOMEM) {	/* ENOBUFS: the socket overflowed */
 		fprintf(stderr, "<4>hbmguardd: event socket overflowed: resyncing\n");
 		d->next_seq = 0;
+		d->resyncs++;
 		sync_devices(d, ALL_DEVICES, false);
 	}
 	return 0;
@@ -584,11 +721,13 @@ int main(int argc, char **argv)
 		config_given = true;
 	}
 	d.config_path = config;
+	d.started = time(NULL);
+	d.control = -1;
 	hbm_config_defaults(&d.cfg);
 	err = hbm_config_load(config, &d.cfg, err_msg, sizeof(err_msg));
 	if (err && (err != -ENOENT || config_given)) {
 		fprintf(stderr, "<3>hbmguardd: %s\n", err_msg);
-		return 1;
+		return EX_CONFIG;	/* the unit does not restart on it */
 	}
 	mkdir(d.cfg.state_dir, 0700);
 	d.state_dir = open(d.cfg.state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -628,11 +767,19 @@ int main(int argc, char **argv)
 	 * succeeds silently: entries go to stderr then.
 	 */
 	d.journald = !access("/run/systemd/journal/socket", F_OK);
-	sd_notifyf(0, "READY=1\nSTATUS=Keeping the bad-page tables of %zu devices",
-		   count_devices(&d));
-	fprintf(stderr, "<6>hbmguardd: ready, state in %s\n", d.cfg.state_dir);
+	err = control_setup(&d);
+	if (err) {
+		fprintf(stderr, "<3>hbmguardd: control socket %s: %s\n",
+			d.cfg.control_socket, strerror(-err));
+		return 1;
+	}
+	notify_status(&d);
+	sd_notify(0, "READY=1");
+	fprintf(stderr, "<6>hbmguardd: ready, state in %s, control socket %s\n",
+		d.cfg.state_dir, d.cfg.control_socket);
 	err = sd_event_loop(d.loop);
 	sd_notify(0, "STOPPING=1");
+	control_close(&d);
 	sd_event_unref(d.loop);
 	nl_socket_free(d.events);
 	nl_socket_free(d.req);

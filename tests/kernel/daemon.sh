@@ -2,8 +2,10 @@
 # Tier 2, inside the guest: hbmguardd keeps the tables across kill -9,
 # module reloads and restarts, and moves a damaged state file aside.
 . /lib.sh
-printf '[Daemon]\nStateDirectory=/tmp/state\n' >/tmp/hbmguardd.conf
+conf='[Daemon]\nStateDirectory=/tmp/state\nControlSocket=/tmp/control.sock\n'
+printf "$conf" >/tmp/hbmguardd.conf
 state=/tmp/state/sim:sim0.state
+ctl() { hbmctl --socket /tmp/control.sock "$@"; }
 start_daemon() {
 	: >/tmp/daemon.log
 	hbmguardd -c /tmp/hbmguardd.conf 2>>/tmp/daemon.log &
@@ -22,16 +24,25 @@ check "bad config explained" 'hbmguardd -c /tmp/bad.conf 2>&1 | grep -q "/tmp/ba
 check "without the module it says so" 'hbmguardd -c /tmp/hbmguardd.conf 2>&1 | grep -q "is the module loaded"'
 
 check "load" 'insmod /hbmguard.ko sim_devices=1'
-printf '[Daemon]\nStateDirectory=/tmp/state\n[Device "sim:sim0"]\nCEWindow=1h\n' >/tmp/hbmguardd.conf
+printf "$conf"'[Device "sim:sim0"]\nCEWindow=1h\n' >/tmp/hbmguardd.conf
 start_daemon
 check "configured policy applied at start" 'hbmctl policy sim0 | grep -q "ce_window=3600 "'
-printf '[Daemon]\nStateDirectory=/tmp/state\n' >/tmp/hbmguardd.conf
+printf "$conf" >/tmp/hbmguardd.conf
 check "daemon ready" 'grep -q "hbmguardd: ready" /tmp/daemon.log'
-hbmctl retire sim0 0x5000
+# Through the control socket, a retire is on disk when hbmctl returns.
+check "retire through the daemon" 'ctl retire sim0 0x5000 2>/tmp/err && [ ! -s /tmp/err ]'
+check "saved before the answer" '[ $(stat -c %s $state) = $((128 + 1 * 48)) ]'
+check "status from the daemon" 'ctl status | grep -q "^hbmguardd: running, pid $daemon .* 1 bad pages kept in 1 extents in /tmp/state"'
+check "status as JSON" 'ctl --json status | grep -q "\"daemon\":{\"pid\":$daemon,.*\"stored_pages\":1,"'
 hbmctl inject sim0 ue 0x9000
-hbmctl retire sim0 0x20000 16K --pending
+check "pending through the daemon" 'ctl retire sim0 0x20000 16K --pending'
 eventually "events journaled (stderr without journald)" 'grep -q "^<3>hbmguardd: sim:sim0: 1 uncorrectable error at 0x9000$" /tmp/daemon.log'
 eventually "state written on change" '[ -s $state ] && [ $(stat -c %s $state) = $((128 + 3 * 48)) ]'
+check "a clear through the daemon leaves the file" 'ctl retire sim0 0x40000 && ctl clear sim0 0x40000 4K && [ $(stat -c %s $state) = $((128 + 3 * 48)) ]'
+check "a refusal from the kernel, through the daemon" '! ctl retire sim0 0x40001 2>/tmp/err && grep -q "retire (hbmguardd): Invalid argument" /tmp/err'
+check "an unknown device, through the daemon" '! ctl retire sim9 0x4000 2>/dev/null'
+check "without the daemon: a warning" 'hbmctl --socket /tmp/none retire sim0 0x50000 2>&1 | grep -q "hbmguardd is not running: done in the kernel"'
+check "... and the daemon takes it" 'ctl clear sim0 0x50000 4K && ! hbmctl pages sim0 | grep -q "^0x50000 "'
 
 # kill -9, the module reloaded while the daemon is down, a new daemon.
 kill -9 $daemon
@@ -47,17 +58,17 @@ eventually "restored after the reload" restored
 check "no recovery raised: restored pages make no UE" '! hbmctl pages sim0 | grep -q " ue "'
 
 # SIGHUP: a good file is taken, a bad one refused with the old kept.
-printf '[Daemon]\nStateDirectory=/tmp/state\n[Policy]\nCEThreshold=0\n' >/tmp/hbmguardd.conf
+printf "$conf"'[Policy]\nCEThreshold=0\n' >/tmp/hbmguardd.conf
 kill -HUP $daemon
 wait_for /tmp/daemon.log "reload refused"
-check "bad reload refused, named" 'grep -q "reload refused, keeping the configuration: /tmp/hbmguardd.conf:4: CEThreshold: 0 is out of range" /tmp/daemon.log'
+check "bad reload refused, named" 'grep -q "reload refused, keeping the configuration: /tmp/hbmguardd.conf:5: CEThreshold: 0 is out of range" /tmp/daemon.log'
 check "daemon alive after a bad reload" 'kill -0 $daemon'
-printf '[Daemon]\nStateDirectory=/tmp/state\n[Policy]\nCEThreshold=9\n' >/tmp/hbmguardd.conf
+printf "$conf"'[Policy]\nCEThreshold=9\n' >/tmp/hbmguardd.conf
 kill -HUP $daemon
 wait_for /tmp/daemon.log "configuration reloaded"
 check "good reload taken" 'grep -q "configuration reloaded from /tmp/hbmguardd.conf" /tmp/daemon.log'
 check "reloaded policy in the kernel" 'hbmctl policy sim0 | grep -q "ce_threshold=9 "'
-printf '[Daemon]\nStateDirectory=/tmp/state\n' >/tmp/hbmguardd.conf
+printf "$conf" >/tmp/hbmguardd.conf
 
 # A damaged state file: moved aside, said at error priority, daemon goes on.
 kill $daemon
