@@ -31,13 +31,13 @@ SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-po
 CORE_SRC := kmod/table.c kmod/policy.c kmod/mce_decode.c
 CORE_HDR := kmod/core.h kmod/mce_decode.h uapi/linux/hbmguard.h
 UNIT_SRC := $(wildcard tests/unit/*.c)
-DAEMON_SRC := daemon/state.c daemon/config.c daemon/journal.c
-DAEMON_HDR := daemon/state.h daemon/config.h daemon/journal.h daemon/systemd/hbmguard.catalog
+DAEMON_SRC := daemon/state.c daemon/config.c daemon/journal.c daemon/ctl.c
+DAEMON_HDR := daemon/state.h daemon/config.h daemon/journal.h daemon/ctl.h daemon/systemd/hbmguard.catalog
 KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 
 .PHONY: all module modules-all userspace check check-unit check-ynl check-unitfile check-install \
-	check-kernel bench demo clean-module \
-	deps install clean
+	check-kernel check-system bench demo clean-module \
+	deps install install-dkms clean
 
 all: module userspace
 
@@ -94,21 +94,21 @@ userspace: $(BUILD)/libhbmguard.a $(BUILD)/libhbmguard.so $(BUILD)/hbmguard.pc \
 	$(BUILD)/hbmguardd $(BUILD)/hbmctl $(BUILD)/unit $(BUILD)/unit-san $(BUILD)/guest/hbmtest \
 	$(BUILD)/guest/hbmnl $(BUILD)/bench-core $(BUILD)/guest/hbmbench
 
-$(BUILD)/hbmguardd: daemon/hbmguardd.c daemon/genl.c daemon/genl.h $(DAEMON_SRC) $(DAEMON_HDR) \
+$(BUILD)/hbmguardd: daemon/hbmguardd.c daemon/hbmguardd.h daemon/control.c daemon/genl.c daemon/genl.h $(DAEMON_SRC) $(DAEMON_HDR) \
 		uapi/linux/hbmguard.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) $(shell pkg-config --cflags libnl-genl-3.0 libsystemd) \
-		daemon/hbmguardd.c daemon/genl.c $(DAEMON_SRC) \
+		daemon/hbmguardd.c daemon/control.c daemon/genl.c $(DAEMON_SRC) \
 		$(shell pkg-config --libs libnl-genl-3.0 libsystemd) -o $@
 
-$(BUILD)/hbmctl: daemon/hbmctl.c uapi/linux/hbmguard.h
+$(BUILD)/hbmctl: daemon/hbmctl.c daemon/ctl.c daemon/ctl.h uapi/linux/hbmguard.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_USER) daemon/hbmctl.c -o $@
+	$(CC) $(CFLAGS_USER) daemon/hbmctl.c daemon/ctl.c -o $@
 
 # Static copies for the busybox guests.
-$(BUILD)/guest/hbmctl: daemon/hbmctl.c uapi/linux/hbmguard.h
+$(BUILD)/guest/hbmctl: daemon/hbmctl.c daemon/ctl.c daemon/ctl.h uapi/linux/hbmguard.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_USER) -static daemon/hbmctl.c -o $@
+	$(CC) $(CFLAGS_USER) -static daemon/hbmctl.c daemon/ctl.c -o $@
 
 $(BUILD)/unit: $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR)
 	@mkdir -p $(@D)
@@ -155,6 +155,12 @@ check-kernel: modules-all $(BUILD)/guest/hbmtest $(BUILD)/guest/hbmctl $(BUILD)/
 		$(TOP)/tests/kernel/run.sh $$v || exit 1; \
 	done
 
+# Tier 3 boots bookworm's own kernel, the one a node of this release runs.
+SYSTEM_KVER := $(firstword $(DEB_KVERS))
+check-system: $(BUILD)/guest/hbmnl
+	@echo "== tier 3: system tests in a systemd guest"
+	$(TOP)/tests/system/run.sh $(SYSTEM_KVER)
+
 # Each tier stops the run on its first failure, so reaching the end means all
 # passed: 2 unit runs, the spec, unit file and install checks, one kernel run
 # per kernel.
@@ -168,8 +174,8 @@ check-unitfile: $(BUILD)/hbmguardd
 
 check: deps
 	@$(MAKE) --no-print-directory check-unit check-ynl check-unitfile check-install \
-		check-kernel
-	@echo "check: $$((5 + $(words $(DEB_KVERS)))) passed, 0 failed"
+		check-kernel check-system
+	@echo "check: $$((6 + $(words $(DEB_KVERS)))) passed, 0 failed"
 
 bench: deps
 	@$(MAKE) --no-print-directory $(BUILD)/bench-core modules-all $(BUILD)/guest/hbmbench \
@@ -207,6 +213,17 @@ install: module userspace
 	mkdir -p $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	sed 's|@PREFIX@|$(PREFIX)|' daemon/libhbmguard/hbmguard.pc.in \
 		>$(DESTDIR)$(PREFIX)/lib/pkgconfig/hbmguard.pc
+	install -D -m 0644 daemon/man/hbmctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/hbmctl.8
+	install -D -m 0644 daemon/man/hbmguardd.8 $(DESTDIR)$(PREFIX)/share/man/man8/hbmguardd.8
+	install -D -m 0644 daemon/man/hbmguard.4 $(DESTDIR)$(PREFIX)/share/man/man4/hbmguard.4
+
+# The module's sources where DKMS takes them: dkms add/build/install then
+# rebuild hbmguard.ko for each kernel installed later.
+VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' $(TOP)/dkms.conf)
+install-dkms:
+	rm -rf $(DESTDIR)/usr/src/hbmguard-$(VERSION)
+	mkdir -p $(DESTDIR)/usr/src/hbmguard-$(VERSION)
+	cp -p --parents $(KMOD_SRC) dkms.conf $(DESTDIR)/usr/src/hbmguard-$(VERSION)/
 
 # What make install lays down, into a scratch DESTDIR.
 check-install:

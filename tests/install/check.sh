@@ -17,8 +17,14 @@ for f in usr/sbin/hbmguardd usr/sbin/hbmctl \
 	etc/modprobe.d/hbmguard.conf \
 	usr/include/linux/hbmguard.h usr/include/hbmguard.h \
 	usr/lib/libhbmguard.a usr/lib/libhbmguard.so.0 usr/lib/libhbmguard.so \
-	usr/lib/pkgconfig/hbmguard.pc; do
+	usr/lib/pkgconfig/hbmguard.pc \
+	usr/share/man/man8/hbmctl.8 usr/share/man/man8/hbmguardd.8 \
+	usr/share/man/man4/hbmguard.4; do
 	[ -e "$dest/$f" ] || { echo "missing: /$f" >&2; fail=1; }
+done
+# The pages read without a warning.
+for m in "$dest"/usr/share/man/man*/*; do
+	[ -z "$(groff -man -Tutf8 -ww -z "$m" 2>&1)" ] || { echo "man page warnings: $m" >&2; fail=1; }
 done
 ko=$(find "$dest/lib/modules" -path '*/updates/hbmguard.ko*' | head -n 1)
 [ -n "$ko" ] || { echo "missing: /lib/modules/*/updates/hbmguard.ko" >&2; fail=1; }
