@@ -22,3 +22,8 @@ echo
 echo "Kernel $kver.  Targets: core lookup <= 100 ns at 10^6 where the table"
 echo "fits the cache (the floor row is the machine's own cost of one random"
 echo "load from memory the size of the table); <= 32 bytes per retired page."
+echo
+echo "hbmguardd beside rasdaemon in a systemd guest ($(ls -d /usr/src/linux-headers-*-amd64 | sed 's|.*/linux-headers-||' | sort -V | head -n 1)):"
+echo "injection (hwpoison_inject on the HBM node) -> entry in the journal; RSS"
+echo "and idle wake-ups.  Targets: RSS <= 10 MiB; no wake-up beyond the watchdog's."
+"$TOP/tests/system/run.sh" "$(ls -d /usr/src/linux-headers-*-amd64 | sed 's|.*/linux-headers-||' | sort -V | head -n 1)" bench

@@ -1,0 +1,35 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# rootfs.sh KVER: the Debian bookworm root filesystem the system tests (tier
+# 3) boot, as a tarball in .cache/rootfs/; built with mmdebstrap when missing
+# and reused while its recipe below stays the same.  Prints its path.
+#
+# systemd as init, Debian's kernel KVER with its headers and DKMS (so that
+# `dkms install` can rebuild hbmguard in the guest), the libraries hbmguardd
+# links, python3 for the checks that read JSON.  hbmguard itself is not in
+# it: each run installs the tree under test with `make install DESTDIR=`.
+set -euo pipefail
+
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+kver=${1:?usage: rootfs.sh KVER}
+PKGS="systemd systemd-sysv udev kmod procps passwd util-linux python3 man-db rasdaemon
+libnl-3-200 libnl-genl-3-200 dkms make linux-image-$kver linux-headers-$kver"
+
+# Bump when what goes into the tarball changes other than through PKGS.
+RECIPE=1
+key=$(echo "$RECIPE $PKGS" | sha256sum | cut -c1-16)
+out=$TOP/.cache/rootfs/bookworm-$kver-$key.tar
+if [ -s "$out" ]; then
+	echo "$out"
+	exit 0
+fi
+mkdir -p "$(dirname "$out")"
+rm -f "$TOP"/.cache/rootfs/bookworm-"$kver"-*.tar	# older versions of it
+echo "rootfs.sh: building $out with mmdebstrap" >&2
+# The kernel's postinst builds the initramfs the guest boots with.
+mmdebstrap --quiet --mode=root --variant=minbase --format=tar \
+	--include="$(echo $PKGS | tr ' ' ,)" \
+	bookworm "$out.tmp" >&2
+mv "$out.tmp" "$out"
+echo "$out"

@@ -1,0 +1,245 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Tier 3, inside the guest: run by hbmguard-test.service at every boot; the
+# phase to run is kept on the root disk.  Prints "ok"/"not ok" lines and
+# "@@PHASE N done@@" on the serial console for tests/system/run.sh.
+exec >/dev/ttyS0 2>&1
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+dir=/var/lib/hbmguard-test
+mkdir -p $dir
+phase=$(cat $dir/phase 2>/dev/null || echo 1)
+state=/var/lib/hbmguard/sim:sim0.state
+kver=$(uname -r)
+
+# check NAME CONDITION; a failure shows the end of what CONDITION printed.
+check() {
+	if eval "$2" >/tmp/check.out 2>&1; then
+		echo "ok $phase $1"
+	else
+		echo "not ok $phase $1"
+		tail -n 15 /tmp/check.out | sed 's/^/#   /'
+	fi
+}
+
+# Up to $3 seconds (default 20) for CONDITION to come true.
+eventually() {
+	local i=0 limit=$((${3:-20} * 5))
+	while ! eval "$2" >/dev/null 2>&1 && [ $i -lt $limit ]; do
+		sleep 0.2
+		i=$((i + 1))
+	done
+	check "$1" "$2"
+}
+
+active() {
+	[ "$(systemctl show -P ActiveState hbmguardd)" = active ] &&
+	[ "$(systemctl show -P SubState hbmguardd)" = running ]
+}
+
+# The page at offset $1 of sim0 is in the kernel's table with source $2
+# (extents of one state and source merge: look for the one that covers it).
+has_page() {
+	hbmctl --json pages sim0 | python3 -c '
+import json, sys
+off, src = int(sys.argv[1], 0), sys.argv[2]
+ext = json.load(sys.stdin)["extents"]
+sys.exit(not any(e["offset"] <= off < e["offset"] + e["length"] and
+                 e["source"] == src for e in ext))' "$1" "$2"
+}
+
+# The journal holds an entry of hbmguardd with these FIELD=value pairs.
+journal_has() {
+	journalctl -b -o json _SYSTEMD_UNIT=hbmguardd.service | python3 -c '
+import json, sys
+want = dict(a.split("=", 1) for a in sys.argv[1:] if "=" in a)
+present = [a for a in sys.argv[1:] if "=" not in a]
+for line in sys.stdin:
+    e = json.loads(line)
+    if all(e.get(k) == v for k, v in want.items()) and all(k in e for k in present):
+        sys.exit(0)
+sys.exit(1)' "$@"
+}
+
+kernel_clean() {
+	! dmesg | grep -E -A5 'WARNING:|BUG[: ]|Oops|general protection|Call Trace|[Ll]eak|refcount_t|UBSAN'
+}
+
+done_phase() {
+	check "kernel log clean" kernel_clean
+	echo "@@PHASE $phase done@@"
+}
+
+phase1() {
+	echo "# phase 1: first boot of a node with hbmguard installed"
+	check "loaded by systemd-modules-load" 'lsmod | grep -q "^hbmguard " &&
+		journalctl -b -o cat | grep -q "Inserted module .hbmguard."'
+	check "options from modprobe.d" '[ "$(cat /sys/module/hbmguard/parameters/sim_devices)" = 2 ]'
+	check "/dev/hbmguard: root:hbmguard 0640 (udev, sysusers)" \
+		'[ "$(stat -c "%a %U %G" /dev/hbmguard)" = "640 root hbmguard" ]'
+	check "hbmguardd active after READY=1" active
+	check "STATUS= says what it keeps" \
+		'systemctl show -P StatusText hbmguardd | grep -q "^2 devices, 0 bad pages"'
+	check "unit verifies" 'systemd-analyze verify hbmguardd.service'
+	check "exposure at most 2.0" '[ "$(systemd-analyze security hbmguardd.service --no-pager |
+		sed -n "s/.*Overall exposure level for hbmguardd.service: \([0-9.]*\).*/\1/p" |
+		tr -d .)" -le 20 ]'
+
+	# Errors from the module's own inject ioctl, and from the kernel's
+	# memory_failure() on a CPU-less NUMA node registered as a device.
+	hbmctl inject sim0 ue 0x9000
+	eventually "UE journaled with its fields" 'journal_has MESSAGE_ID=e0b864666f4249d4802621cef30eff56 \
+		PRIORITY=3 HBMGUARD_DEVICE=0 HBMGUARD_IDENTITY=sim:sim0 HBMGUARD_OFFSET=0x9000 \
+		HBMGUARD_SEQNUM'
+	eventually "retirement journaled" 'journal_has MESSAGE_ID=f0f62b7532f845fdbddd739c151d2a8e \
+		HBMGUARD_IDENTITY=sim:sim0 HBMGUARD_OFFSET=0x9000 HBMGUARD_SOURCE=ue'
+	check "journalctl -x explains it" \
+		'journalctl -b -x -u hbmguardd | grep -q "Pages of sim:sim0 at 0x9000 were retired"'
+	id=$(hbmnl range-node hbm0 1)
+	phys=$(hbmnl devices | sed -n "s/^device $id .* phys=\(0x[0-9a-f]*\)$/\1/p")
+	modprobe hwpoison-inject
+	echo $((phys / 4096 + 0x100)) >/sys/kernel/debug/hwpoison/corrupt-pfn
+	eventually "poison from memory_failure() journaled" 'journal_has \
+		MESSAGE_ID=f0f62b7532f845fdbddd739c151d2a8e HBMGUARD_IDENTITY=hbm:hbm0 \
+		HBMGUARD_OFFSET=0x100000 HBMGUARD_SOURCE=poison'
+	eventually "... and saved" '[ -s "/var/lib/hbmguard/hbm:hbm0.state" ]'
+
+	check "retire through the daemon, saved on return" 'hbmctl retire sim0 0x5000 &&
+		[ $(stat -c %s $state) = $((128 + 2 * 48)) ]'
+	check "hbmctl --json agrees with the kernel" 'hbmctl --json pages sim0 >/tmp/p.json &&
+		hbmnl pages 0 >/tmp/p.nl && python3 -c "
+import json, re
+p = json.load(open(\"/tmp/p.json\"))
+n, m = map(int, re.search(r\"pages: (\d+) extents (\d+)\", open(\"/tmp/p.nl\").read()).groups())
+ext = p[\"extents\"]
+assert sum(e[\"length\"] for e in ext) // p[\"device\"][\"page_size\"] == n, (n, ext)
+assert len(ext) == m == 2, (m, ext)
+assert [e[\"offset\"] for e in ext] == [0x5000, 0x9000], ext
+assert p[\"device\"][\"retired\"] == 2, p[\"device\"]"'
+	check "hbmctl --json status names the daemon" 'hbmctl --json status | python3 -c "
+import json, sys, subprocess
+s = json.load(sys.stdin)
+pid = int(subprocess.check_output([\"systemctl\", \"show\", \"-P\", \"MainPID\", \"hbmguardd\"]))
+assert s[\"daemon\"][\"pid\"] == pid and s[\"daemon\"][\"stored_pages\"] == 3, s
+assert len(s[\"devices\"]) == 3"'
+
+	# kill -9: systemd restarts it, nothing lost.
+	pid=$(systemctl show -P MainPID hbmguardd)
+	kill -9 "$pid"
+	eventually "kill -9: restarted by systemd" '[ "$(systemctl show -P MainPID hbmguardd)" != "$pid" ] && active'
+	check "kill -9: nothing lost" 'has_page 0x5000 admin && has_page 0x9000 ue'
+	hbmctl inject sim0 ue 0xc000
+	eventually "the new daemon saves" '[ $(stat -c %s $state) = $((128 + 3 * 48)) ]'
+
+	# SIGSTOP: the watchdog (5 s in this test's drop-in) restarts it.
+	pid=$(systemctl show -P MainPID hbmguardd)
+	kill -STOP "$pid"
+	eventually "SIGSTOP: the watchdog restarts it" '[ "$(systemctl show -P MainPID hbmguardd)" != "$pid" ] && active' 60
+	check "watchdog said so" 'journalctl -b -u hbmguardd | grep -q "Watchdog timeout"'
+
+	# The module reloaded under the daemon: the table comes back.
+	check "rmmod" 'rmmod hbmguard'
+	check "modprobe" 'modprobe hbmguard'
+	eventually "table restored after the reload" 'has_page 0x5000 restored && has_page 0x9000 restored &&
+		has_page 0xc000 restored'
+	check "STATUS= after the reload" \
+		'systemctl show -P StatusText hbmguardd | grep -q "^2 devices, 3 bad pages"'
+
+	# A bad configuration: reload refused and the old one kept; a restart
+	# fails with the file, line and key, and is not retried.
+	mkdir -p /etc/hbmguard
+	printf '[Policy]\nCEThreshold=20\n' >/etc/hbmguard/hbmguardd.conf
+	check "reload" 'systemctl reload hbmguardd'
+	eventually "reloaded policy in the kernel" 'hbmctl policy sim0 | grep -q "ce_threshold=20 "'
+	pid=$(systemctl show -P MainPID hbmguardd)
+	printf '[Policy]\nCEThreshold=20\nCEWindow=soon\n' >/etc/hbmguard/hbmguardd.conf
+	systemctl reload hbmguardd
+	eventually "bad reload refused, named" 'journalctl -b -u hbmguardd |
+		grep -q "reload refused, keeping the configuration: /etc/hbmguard/hbmguardd.conf:3: CEWindow"'
+	check "same daemon, old policy" '[ "$(systemctl show -P MainPID hbmguardd)" = "$pid" ] && active &&
+		hbmctl policy sim0 | grep -q "ce_threshold=20 "'
+	check "restart with a bad config fails" '! systemctl restart hbmguardd'
+	check "... and stays failed (EX_CONFIG)" '[ "$(systemctl show -P ActiveState hbmguardd)" = failed ] &&
+		[ "$(systemctl show -P ExecMainStatus hbmguardd)" = 78 ]'
+	check "... saying why" 'journalctl -b -u hbmguardd -p err |
+		grep -q "/etc/hbmguard/hbmguardd.conf:3: CEWindow"'
+	check "the table untouched meanwhile" 'has_page 0x5000 restored && has_page 0xc000 restored'
+	rm /etc/hbmguard/hbmguardd.conf
+	systemctl reset-failed hbmguardd
+	check "a good config: starts" 'systemctl start hbmguardd && active'
+
+	# A damaged state file: moved aside at error priority, the records
+	# that check out restored, the daemon goes on.
+	systemctl stop hbmguardd
+	rmmod hbmguard && modprobe hbmguard
+	# The second record (0x9000) loses a bit.
+	python3 -c "
+f = open('$state', 'r+b'); f.seek(128 + 48 + 3); b = f.read(1); f.seek(128 + 48 + 3)
+f.write(bytes([b[0] ^ 4])); f.close()"
+	check "start on a damaged file" 'systemctl start hbmguardd && active'
+	check "damage reported at error priority" 'journalctl -b -u hbmguardd -p err |
+		grep -q "state of sim:sim0 damaged (records; 1 bad, 0 missing records)"'
+	check "damaged file kept aside" 'ls /var/lib/hbmguard | grep -q "^sim:sim0.state.corrupt-"'
+	check "what checks out restored" 'has_page 0x5000 restored && has_page 0xc000 restored &&
+		! has_page 0x9000 restored'
+
+	# Unprivileged users: reads for the hbmguard group, no mutations.
+	useradd -M -G hbmguard hbmops
+	before=$(hbmctl --json pages sim0)
+	check "no group: refused, explained" '! setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		hbmctl retire sim0 0x7000 2>/tmp/err && grep -q "Permission denied (needs root or the hbmguard group)" /tmp/err'
+	check "group member reads" 'runuser -u hbmops -- hbmctl pages sim0 | grep -q "^0x5000 "'
+	check "group member cannot retire (daemon)" '! runuser -u hbmops -- hbmctl retire sim0 0x7000 2>/tmp/err &&
+		grep -q "retire (hbmguardd): Operation not permitted" /tmp/err'
+	check "group member cannot clear (daemon)" '! runuser -u hbmops -- hbmctl clear sim0 0x5000 4K'
+	check "group member cannot inject (kernel)" '! runuser -u hbmops -- hbmctl inject sim0 ue 0x7000'
+	check "refusal journaled" 'journalctl -b -u hbmguardd | grep -q "retire of sim:sim0 refused: uid $(id -u hbmops)"'
+	check "bad packets on the control socket" 'python3 /usr/local/lib/hbmguard-test/ctl_badinput.py sim:sim0'
+	check "... and as a user" 'runuser -u hbmops -- python3 /usr/local/lib/hbmguard-test/ctl_badinput.py sim:sim0 user'
+	check "nothing changed by any of it" '[ "$(hbmctl --json pages sim0)" = "$before" ] && active'
+
+	# Acknowledged, then a reboot.
+	check "retire before the reboot" 'hbmctl retire sim0 0xa000'
+	echo 2 >$dir/phase
+	done_phase
+	systemctl reboot
+}
+
+phase2() {
+	echo "# phase 2: after a reboot"
+	check "hbmguardd active" active
+	check "the table is back" 'has_page 0x5000 restored && has_page 0xa000 restored &&
+		has_page 0xc000 restored'
+	echo 3 >$dir/phase
+	sync
+	# Only hbmguardd's fsync can save this one: the host cuts the power as
+	# soon as hbmctl returns, before ext4's 5 s commit.
+	check "retire before the power cut, through the daemon" \
+		'hbmctl retire sim0 0xb000 2>&1 | tee /dev/stderr | (! grep .)'
+	done_phase
+	echo "@@POWERCUT@@"
+	sleep infinity
+}
+
+phase3() {
+	echo "# phase 3: after a power cut"
+	check "hbmguardd active" active
+	check "the acknowledged retire survived" 'has_page 0xb000 restored ||
+		{ hbmctl pages sim0; ls -l /var/lib/hbmguard; journalctl -b -1 -u hbmguardd | tail; false; }'
+	check "and the rest" 'has_page 0x5000 restored && has_page 0xa000 restored'
+
+	# DKMS rebuilds the module from /usr/src (make install-dkms).
+	rm -f /lib/modules/$kver/updates/hbmguard.ko
+	check "dkms add" 'dkms add hbmguard/0.1'
+	check "dkms install" 'dkms install hbmguard/0.1 -k $kver'
+	check "dkms status" 'dkms status | grep -q "^hbmguard/0.1, $kver, x86_64: installed"'
+	check "modprobe finds the dkms module" \
+		'modinfo -n hbmguard | grep -q "^/lib/modules/$kver/updates/dkms/hbmguard.ko"'
+	check "reload into the dkms module" 'rmmod hbmguard && modprobe hbmguard'
+	eventually "restored into it" 'has_page 0xb000 restored && has_page 0x5000 restored'
+	done_phase
+	systemctl poweroff
+}
+
+[ "$phase" = bench ] && exec /usr/local/lib/hbmguard-test/bench.sh
+phase$phase

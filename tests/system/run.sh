@@ -1,0 +1,139 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Tier 3: hbmguard installed into a Debian bookworm system the way an
+# operator installs it (make install DESTDIR=, make install-dkms), booted in
+# qemu with systemd as init and a CPU-less NUMA node standing for HBM.
+#
+#   tests/system/run.sh KVER          the tests
+#   tests/system/run.sh KVER bench    make bench's part: tests/system/bench.sh
+#
+# tests/system/guest.sh runs at each boot as a systemd service and prints
+# TAP-like lines on the serial console.  The boots, on one disk image:
+#   1. modules-load, the unit, the journal, restarts, reloads, bad input;
+#      then a retire, acknowledged, and `systemctl reboot`
+#   2. the table is back after the reboot; a retire is acknowledged and the
+#      host kills qemu at once: a power cut
+#   3. the table is back after the power cut; dkms install; poweroff
+# Any "not ok", a kernel WARN/BUG/Oops/leak, or a boot that does not reach
+# its end fails the run.
+set -euo pipefail
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+kver=${1:?usage: run.sh KVER [bench]}
+mode=${2:-test}
+mkdir -p "$TOP/build/logs"
+log=$TOP/build/logs/tier3-$mode-$kver.log
+: >"$log"
+
+tarball=$("$TOP/scripts/rootfs.sh" "$kver")
+work=$(mktemp -d "$TOP/build/system.XXXXXX")
+# KEEP=1 keeps the disk image and the consoles for a look afterwards.
+trap '[ -n "${KEEP:-}" ] && echo "tier 3: kept $work" || rm -rf "$work"' EXIT
+root=$work/root
+mkdir "$root"
+start=$(date +%s)
+tar -xf "$tarball" -C "$root"
+
+# hbmguard, as an operator installs it.
+if ! { make -s -C "$TOP" install DESTDIR="$root" PREFIX=/usr \
+		KDIR="/usr/src/linux-headers-$kver" &&
+	make -s -C "$TOP" install-dkms DESTDIR="$root"; } >"$work/install.log" 2>&1; then
+	cat "$work/install.log" >&2
+	exit 1
+fi
+make -s -C "$TOP" clean-module >/dev/null
+depmod -b "$root" "$kver"	# as a package's postinst would
+systemctl --root="$root" enable hbmguardd.service >/dev/null 2>&1
+# The console is the test's: a getty there would hang it up.
+systemctl --root="$root" mask serial-getty@ttyS0.service >/dev/null 2>&1
+journalctl --root="$root" --update-catalog
+
+# What the node's administrator would add: simulated devices (no GPU here),
+# and the test itself.
+echo "options hbmguard sim_devices=2 sim_hbm_mib=64 sim_spare_pages=64" >"$root/etc/modprobe.d/hbmguard.conf"
+echo "/dev/vda / ext4 rw,errors=remount-ro 0 1" >"$root/etc/fstab"
+echo hbmguard-test >"$root/etc/hostname"
+mkdir -p "$root/var/log/journal"	# kept across boots, to look back
+install -D -m 0755 "$TOP/tests/system/guest.sh" "$root/usr/local/lib/hbmguard-test/guest.sh"
+install -D -m 0755 "$TOP/build/guest/hbmnl" "$root/usr/local/bin/hbmnl"
+install -D -m 0755 "$TOP/tests/system/bench.sh" "$root/usr/local/lib/hbmguard-test/bench.sh"
+install -D -m 0644 "$TOP/tests/system/ctl_badinput.py" "$root/usr/local/lib/hbmguard-test/ctl_badinput.py"
+install -D -m 0644 "$TOP/tests/system/hbmguard-test.service" \
+	"$root/etc/systemd/system/hbmguard-test.service"
+mkdir -p "$root/etc/systemd/system/multi-user.target.wants"
+ln -sf /etc/systemd/system/hbmguard-test.service \
+	"$root/etc/systemd/system/multi-user.target.wants/hbmguard-test.service"
+if [ "$mode" = bench ]; then
+	# The unit as shipped; rasdaemon started by the bench itself.
+	mkdir -p "$root/var/lib/hbmguard-test"
+	echo bench >"$root/var/lib/hbmguard-test/phase"
+	systemctl --root="$root" disable rasdaemon.service >/dev/null 2>&1
+else
+	systemctl --root="$root" mask rasdaemon.service >/dev/null 2>&1
+	# A watchdog the test can wait out: the unit's own is 30 s.
+	mkdir -p "$root/etc/systemd/system/hbmguardd.service.d"
+	printf '[Service]\nWatchdogSec=5s\n' >"$root/etc/systemd/system/hbmguardd.service.d/test.conf"
+fi
+
+disk=$work/disk.img
+mke2fs -q -t ext4 -L root -d "$root" "$disk" 4G
+kernel=$root/boot/vmlinuz-$kver
+initrd=$root/boot/initrd.img-$kver
+cp "$kernel" "$initrd" "$work/"
+rm -rf "$root"
+echo "tier 3: image ready in $(($(date +%s) - start))s"
+
+# boot PHASE MARKER: boot the disk until the console shows MARKER (then
+# kill qemu: a power cut) or qemu exits (a poweroff), within 600 s.
+boot() {
+	local phase=$1 marker=$2 console=$work/console-$1.log pid i=0
+	: >"$console"
+	qemu-system-x86_64 -machine q35 -accel tcg -cpu max -smp 2 \
+		-m 1536 -object memory-backend-ram,id=sysmem,size=1280M \
+		-object memory-backend-ram,id=hbmmem,size=256M \
+		-numa node,nodeid=0,cpus=0-1,memdev=sysmem \
+		-numa node,nodeid=1,memdev=hbmmem \
+		-kernel "$work/vmlinuz-$kver" -initrd "$work/initrd.img-$kver" \
+		-append "console=ttyS0 root=/dev/vda rw loglevel=5 panic=-1" \
+		-drive "file=$disk,format=raw,if=virtio,cache=writeback" \
+		-nographic -monitor none -serial "file:$console" </dev/null >/dev/null 2>&1 &
+	pid=$!
+	while kill -0 $pid 2>/dev/null; do
+		if [ -n "$marker" ] && grep -q "$marker" "$console"; then
+			kill -9 $pid
+			break
+		fi
+		sleep 0.2
+		i=$((i + 1))
+		if [ $i -gt 3000 ]; then
+			kill -9 $pid
+			echo "tier 3: boot $phase timed out" >&2
+			break
+		fi
+	done
+	wait $pid 2>/dev/null || true
+	tr -d '\r' <"$console" >>"$log"
+	tr -d '\r' <"$console" | grep -E '^(ok|not ok|#|\|) |@@PHASE' || true
+}
+
+if [ "$mode" = bench ]; then
+	boot bench ""
+	grep -q '^@@PHASE bench done@@' "$log" || { echo "tier 3 bench: did not finish (see $log)" >&2; exit 1; }
+	exit 0
+fi
+
+boot 1 "@@POWERCUT@@"	# phase 1 reboots into phase 2, which is cut
+boot 2 ""			# phase 3 powers off
+
+fails=$(grep -c '^not ok ' "$log" || true)
+phases=$(grep -c '^@@PHASE [0-9] done@@' "$log" || true)
+bad='WARNING:|BUG[: ]|Oops|general protection|Kernel panic|Call Trace|[Ll]eak|refcount_t|UBSAN|KASAN'
+if grep -E '^\[ *[0-9]+\.[0-9]+\] ' "$log" | grep -E "$bad"; then
+	echo "tier 3: the kernel log shows a problem (see $log)" >&2
+	exit 1
+fi
+if [ "$fails" != 0 ] || [ "$phases" != 3 ]; then
+	echo "tier 3: $fails failed, $phases of 3 phases finished (see $log)" >&2
+	exit 1
+fi
+echo "== tier 3 passed in $(($(date +%s) - start))s"
