@@ -25,11 +25,17 @@ if [ -s "$out" ]; then
 	exit 0
 fi
 mkdir -p "$(dirname "$out")"
-rm -f "$TOP"/.cache/rootfs/bookworm-"$kver"-*.tar	# older versions of it
+rm -f "$TOP"/.cache/rootfs/bookworm-"$kver"-*.tar*	# older versions of it
 echo "rootfs.sh: building $out with mmdebstrap" >&2
 # The kernel's postinst builds the initramfs the guest boots with.
-mmdebstrap --quiet --mode=root --variant=minbase --format=tar \
+# Its whole output goes to a log, shown when it fails.
+if ! mmdebstrap --mode=root --variant=minbase --format=tar \
 	--include="$(echo $PKGS | tr ' ' ,)" \
-	bookworm "$out.tmp" >&2
+	bookworm "$out.tmp" >"$out.log" 2>&1; then
+	tail -n 40 "$out.log" >&2
+	echo "rootfs.sh: mmdebstrap failed; its log: $out.log" >&2
+	rm -f "$out.tmp"
+	exit 1
+fi
 mv "$out.tmp" "$out"
 echo "$out"
