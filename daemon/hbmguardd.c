@@ -19,8 +19,9 @@
  * loop is sd-event; READY=1 is sent once the family is resolved, the group
  * joined and every device restored.
  *
- * This is the persistence core of the daemon.  Journal fields, the control
- * socket, SIGHUP reload and the recovery of training ranks build on it.
+ * This file is the persistence core and the main loop; control.c serves
+ * hbmctl's socket (ctl.h), journal.c words the entries, state.c and
+ * config.c are the file formats.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,7 +52,6 @@
 #include "journal.h"
 #include "state.h"
 
-
 static int transact(struct daemon *d, struct nl_msg *msg,
 		    nl_recvmsg_msg_cb_t parse, void *arg)
 {
@@ -66,7 +66,6 @@ static struct nl_msg *request(struct daemon *d, int cmd, int flags)
 /*
  * Devices and their tables, as the kernel has them.
  */
-
 static int parse_device(struct nl_msg *msg, void *arg)
 {
 	struct nlattr *a[HBMGUARD_A_MAX + 1];
