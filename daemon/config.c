@@ -23,6 +23,9 @@ void hbm_config_defaults(struct hbm_config *c)
 	memset(c, 0, sizeof(*c));
 	strcpy(c->state_dir, "/var/lib/hbmguard");
 	strcpy(c->control_socket, HBM_CTL_SOCKET);
+	c->recovery.pause_timeout = 30;
+	c->recovery.restore_timeout = 120;
+	c->recovery.kill_timeout = 10;
 }
 
 struct parser {
@@ -122,6 +125,19 @@ static int policy_key(struct parser *p, const char *key, const char *v,
 	return err;
 }
 
+/* Deadlines of a rank recovery's steps, in seconds. */
+static int recovery_key(struct parser *p, const char *key, const char *v,
+			struct hbm_recovery_config *r)
+{
+	if (!strcmp(key, "PauseTimeout"))
+		return number(p, key, v, true, 1, 3600, &r->pause_timeout);
+	if (!strcmp(key, "RestoreTimeout"))
+		return number(p, key, v, true, 1, 3600, &r->restore_timeout);
+	if (!strcmp(key, "KillTimeout"))
+		return number(p, key, v, true, 1, 600, &r->kill_timeout);
+	return fail(p, key, "unknown key (PauseTimeout, RestoreTimeout, KillTimeout)");
+}
+
 static struct hbm_device_config *device_section(struct hbm_config *c,
 						 const char *identity)
 {
@@ -136,7 +152,7 @@ static struct hbm_device_config *device_section(struct hbm_config *c,
 	return &c->devices[c->nr_devices++];
 }
 
-enum section { NONE, DAEMON, POLICY, DEVICE };
+enum section { NONE, DAEMON, POLICY, RECOVERY, DEVICE };
 
 static int section(struct parser *p, char *s, struct hbm_config *c,
 		   enum section *sec, struct hbm_device_config **dev)
@@ -145,7 +161,7 @@ static int section(struct parser *p, char *s, struct hbm_config *c,
 	char *id;
 
 	if (s[len - 1] != ']')
-		return fail(p, NULL, "'%s': a section is [Daemon], [Policy] or [Device \"identity\"]", s);
+		return fail(p, NULL, "'%s': a section is [Daemon], [Policy], [Recovery] or [Device \"identity\"]", s);
 	s[len - 1] = 0;
 	s = trim(s + 1);
 	if (!strcmp(s, "Daemon")) {
@@ -154,6 +170,10 @@ static int section(struct parser *p, char *s, struct hbm_config *c,
 	}
 	if (!strcmp(s, "Policy")) {
 		*sec = POLICY;
+		return 0;
+	}
+	if (!strcmp(s, "Recovery")) {
+		*sec = RECOVERY;
 		return 0;
 	}
 	if (strncmp(s, "Device", 6) || !isspace((unsigned char)s[6]))
@@ -223,6 +243,8 @@ int hbm_config_parse(const char *text, const char *file, struct hbm_config *out,
 				ret = path(&p, key, value, c->control_socket);
 			else
 				ret = fail(&p, key, "unknown key (StateDirectory, ControlSocket)");
+		} else if (sec == RECOVERY) {
+			ret = recovery_key(&p, key, value, &c->recovery);
 		} else {
 			ret = policy_key(&p, key, value,
 					 sec == POLICY ? &c->policy : &dev->policy);

@@ -15,6 +15,11 @@
  *	[Device "0000:3b:00.0"]		# one device, by identity: the same keys
  *	CEThreshold=10			# as [Policy], which it overrides
  *
+ *	[Recovery]			# deadlines of a rank recovery's steps
+ *	PauseTimeout=30s		# every rank paused at a step boundary
+ *	RestoreTimeout=2m		# the lost state restored from a peer
+ *	KillTimeout=10s			# SIGTERM to SIGKILL of a failed rank
+ *
  * Blank lines and lines starting with # or ; are ignored; a key set twice
  * takes the last value.  Anything else wrong is an error naming the file,
  * the line and the key, and the whole file is refused.
@@ -46,10 +51,17 @@ struct hbm_device_config {
 	struct hbm_policy_config policy;
 };
 
+struct hbm_recovery_config {
+	uint32_t pause_timeout;		/* seconds */
+	uint32_t restore_timeout;
+	uint32_t kill_timeout;
+};
+
 struct hbm_config {
 	char state_dir[PATH_MAX];
 	char control_socket[PATH_MAX];
 	struct hbm_policy_config policy;
+	struct hbm_recovery_config recovery;
 	struct hbm_device_config devices[HBM_CONFIG_MAX_DEVICES];
 	size_t nr_devices;
 };

@@ -10,12 +10,24 @@
 
 size_t hbm_ctl_body_size(uint16_t type)
 {
+	bool reply = type & HBM_CTL_REPLY;
+
 	switch (type & ~HBM_CTL_REPLY) {
 	case HBM_CTL_STATUS:
-		return type & HBM_CTL_REPLY ? sizeof(struct hbm_ctl_status) : 0;
+		return reply ? sizeof(struct hbm_ctl_status) : 0;
 	case HBM_CTL_RETIRE:
 	case HBM_CTL_CLEAR:
 		return sizeof(struct hbm_ctl_extent);
+	case HBM_CTL_RANK_REGISTER:
+		return sizeof(struct hbm_ctl_rank);
+	case HBM_CTL_RANK_ANSWER:
+		return sizeof(struct hbm_ctl_answer);
+	case HBM_CTL_RANK_GET:
+		return reply ? sizeof(struct hbm_ctl_rank_info) : sizeof(struct hbm_ctl_index);
+	case HBM_CTL_INCIDENT_GET:
+		return reply ? sizeof(struct hbm_ctl_incident) : sizeof(struct hbm_ctl_index);
+	case HBM_CTL_RECOVERY:
+		return sizeof(struct hbm_ctl_recovery);
 	}
 	return 0;
 }
@@ -71,6 +83,69 @@ static int check_status(const struct hbm_ctl_status *s)
 	return 0;
 }
 
+static bool name_ok(const char *s)
+{
+	return terminated(s, HBM_CTL_NAME_LEN) && s[0];
+}
+
+static int check_rank(const struct hbm_ctl_rank *r)
+{
+	static const struct hbm_ctl_range none;
+	uint32_t i;
+
+	if (!name_ok(r->job) || !name_ok(r->device) || !r->world_size ||
+	    r->rank >= r->world_size || r->local_rank >= r->world_size ||
+	    r->nr_ranges > HBM_CTL_MAX_RANGES)
+		return -EBADMSG;
+	for (i = 0; i < HBM_CTL_MAX_RANGES; i++) {
+		const struct hbm_ctl_range *x = &r->ranges[i];
+
+		if (i >= r->nr_ranges ? memcmp(x, &none, sizeof(none)) :
+		    !x->length || x->offset + x->length < x->offset)
+			return -EBADMSG;
+	}
+	return 0;
+}
+
+static int check_body(uint16_t type, const void *body)
+{
+	const struct hbm_ctl_answer *a = body;
+	const struct hbm_ctl_index *ix = body;
+	const struct hbm_ctl_recovery *rc = body;
+	const struct hbm_ctl_rank_info *ri = body;
+	const struct hbm_ctl_incident *in = body;
+
+	switch (type) {
+	case HBM_CTL_STATUS | HBM_CTL_REPLY:
+		return check_status(body);
+	case HBM_CTL_RETIRE:
+	case HBM_CTL_CLEAR:
+	case HBM_CTL_RETIRE | HBM_CTL_REPLY:
+	case HBM_CTL_CLEAR | HBM_CTL_REPLY:
+		return check_extent(type, body);
+	case HBM_CTL_RANK_REGISTER:
+	case HBM_CTL_RANK_REGISTER | HBM_CTL_REPLY:
+		return check_rank(body);
+	case HBM_CTL_RANK_ANSWER:
+	case HBM_CTL_RANK_ANSWER | HBM_CTL_REPLY:
+		return a->incident && a->answer && a->answer < __HBM_ANSWER_MAX &&
+		       !a->reserved ? 0 : -EBADMSG;
+	case HBM_CTL_RANK_GET:
+	case HBM_CTL_INCIDENT_GET:
+		return ix->reserved ? -EBADMSG : 0;
+	case HBM_CTL_RANK_GET | HBM_CTL_REPLY:
+		return ri->reserved || ri->index >= ri->total ? -EBADMSG : check_rank(&ri->rank);
+	case HBM_CTL_INCIDENT_GET | HBM_CTL_REPLY:
+		return in->index < in->total && name_ok(in->job) && name_ok(in->device) &&
+		       terminated(in->reason, sizeof(in->reason)) && in->state &&
+		       in->state < __HBM_INCIDENT_MAX ? 0 : -EBADMSG;
+	case HBM_CTL_RECOVERY:
+		return rc->action && rc->action < __HBM_RECOVERY_MAX &&
+		       name_ok(rc->device) ? 0 : -EBADMSG;
+	}
+	return 0;
+}
+
 /**
  * hbm_ctl_decode() - check a received packet against every rule of ctl.h
  * @buf: the packet
@@ -87,6 +162,7 @@ static int check_status(const struct hbm_ctl_status *s)
 int hbm_ctl_decode(const void *buf, size_t len, bool reply,
 		   struct hbm_ctl_header *h, const void **body)
 {
+	bool from_daemon;
 	uint16_t base;
 	size_t want;
 
@@ -99,8 +175,11 @@ int hbm_ctl_decode(const void *buf, size_t len, bool reply,
 		return -EBADMSG;
 	if (h->version != HBM_CTL_VERSION)
 		return -EPROTONOSUPPORT;
-	if (h->reserved || h->size != len || !(h->type & HBM_CTL_REPLY) != !reply ||
-	    (!reply && h->error) || h->error > 0)
+	/* From the daemon: replies, and RECOVERY; from a client, neither. */
+	from_daemon = (h->type & HBM_CTL_REPLY) || h->type == HBM_CTL_RECOVERY;
+	if (h->reserved || h->size != len || from_daemon != reply ||
+	    (!(h->type & HBM_CTL_REPLY) && h->error) || h->error > 0 ||
+	    h->type == (HBM_CTL_RECOVERY | HBM_CTL_REPLY))
 		return -EBADMSG;
 	base = h->type & ~HBM_CTL_REPLY;
 	if (base < HBM_CTL_STATUS || base >= __HBM_CTL_TYPE_MAX)
@@ -111,10 +190,5 @@ int hbm_ctl_decode(const void *buf, size_t len, bool reply,
 	if (!want)
 		return 0;
 	*body = (const char *)buf + sizeof(*h);
-	switch (base) {
-	case HBM_CTL_STATUS:
-		return check_status(*body);
-	default:
-		return check_extent(h->type, *body);
-	}
+	return check_body(h->type, *body);
 }

@@ -15,6 +15,25 @@
  *	STATUS		none			struct hbm_ctl_status
  *	RETIRE		struct hbm_ctl_extent	struct hbm_ctl_extent
  *	CLEAR		struct hbm_ctl_extent	struct hbm_ctl_extent
+ *	RANK_REGISTER	struct hbm_ctl_rank	struct hbm_ctl_rank
+ *	RANK_ANSWER	struct hbm_ctl_answer	struct hbm_ctl_answer
+ *	RANK_GET	struct hbm_ctl_index	struct hbm_ctl_rank_info
+ *	INCIDENT_GET	struct hbm_ctl_index	struct hbm_ctl_incident
+ *	RECOVERY	(from the daemon, unasked, to a registered rank:
+ *			 struct hbm_ctl_recovery; never answered by a reply)
+ *
+ * Training ranks: a process registers once (RANK_REGISTER) and keeps the
+ * connection open; the daemon takes its pid and uid from SO_PEERCRED, and
+ * its closing the socket (or exiting) as its leaving.  A (job, rank) pair
+ * is held by one live process, and every rank of a job by one uid.  When
+ * an uncorrectable error or poison hits a device a rank uses, the daemon
+ * opens an incident and sends RECOVERY packets: PAUSE to every rank of the
+ * job, which answers PAUSED at its next step boundary; RESTORE, once the
+ * kernel has bypassed the page, to every rank, naming the rank whose state
+ * was lost, which answers RESTORED once the state is back from a peer (its
+ * peers answer RESTORED once they have helped); then RESUME.  ABORT says the
+ * incident escalated: the job falls back to its launcher's restart.  A
+ * RECOVERY may arrive between a request and its reply.
  *
  * A reply has HBM_CTL_REPLY added to the request's type and the request's
  * seq.  error is 0, or a negative errno saying why nothing was done; an
@@ -46,6 +65,11 @@ enum hbm_ctl_type {
 	HBM_CTL_STATUS = 1,
 	HBM_CTL_RETIRE,
 	HBM_CTL_CLEAR,
+	HBM_CTL_RANK_REGISTER,
+	HBM_CTL_RANK_ANSWER,
+	HBM_CTL_RANK_GET,
+	HBM_CTL_INCIDENT_GET,
+	HBM_CTL_RECOVERY,
 	__HBM_CTL_TYPE_MAX
 };
 
@@ -79,8 +103,104 @@ struct hbm_ctl_status {
 	int32_t last_save_error;	/* 0 or a negative errno */
 	uint32_t devices;
 	uint32_t pid;
+	uint32_t open_incidents;	/* rank recoveries under way */
+	uint32_t incidents;		/* kept, open or not */
+	uint32_t ranks;			/* registered */
 	uint32_t reserved;
 	char state_dir[256];
+};
+
+#define HBM_CTL_NAME_LEN	64
+#define HBM_CTL_MAX_RANGES	8
+
+struct hbm_ctl_range {
+	uint64_t offset;
+	uint64_t length;
+};
+
+struct hbm_ctl_rank {
+	char job[HBM_CTL_NAME_LEN];	/* the job's id, the same on every node */
+	char device[HBM_CTL_NAME_LEN];	/* identity of the rank's device */
+	uint32_t rank;			/* < world_size */
+	uint32_t world_size;
+	uint32_t local_rank;
+	uint32_t nr_ranges;		/* <= HBM_CTL_MAX_RANGES; 0: all of it */
+	struct hbm_ctl_range ranges[HBM_CTL_MAX_RANGES];	/* the rank's */
+};
+
+enum hbm_recovery_action {
+	HBM_RECOVERY_PAUSE = 1,
+	HBM_RECOVERY_RESTORE,
+	HBM_RECOVERY_RESUME,
+	HBM_RECOVERY_ABORT,
+	__HBM_RECOVERY_MAX
+};
+
+struct hbm_ctl_recovery {
+	uint64_t incident;
+	uint32_t action;		/* enum hbm_recovery_action */
+	uint32_t failed_rank;		/* whose state was lost */
+	char device[HBM_CTL_NAME_LEN];
+	uint64_t offset;		/* what was lost */
+	uint64_t length;
+};
+
+enum hbm_rank_answer {
+	HBM_ANSWER_PAUSED = 1,
+	HBM_ANSWER_RESTORED,
+	HBM_ANSWER_FAILED,
+	__HBM_ANSWER_MAX
+};
+
+struct hbm_ctl_answer {
+	uint64_t incident;
+	uint32_t answer;		/* enum hbm_rank_answer */
+	uint32_t reserved;
+};
+
+struct hbm_ctl_index {
+	uint32_t index;
+	uint32_t reserved;
+};
+
+enum hbm_rank_state {
+	HBM_RANK_RUNNING = 1,
+	HBM_RANK_PAUSED,
+	HBM_RANK_RESTORED,
+};
+
+struct hbm_ctl_rank_info {
+	uint32_t index;			/* of total */
+	uint32_t total;
+	uint32_t pid;
+	uint32_t uid;
+	uint32_t state;			/* enum hbm_rank_state */
+	uint32_t reserved;
+	struct hbm_ctl_rank rank;
+};
+
+enum hbm_incident_state {
+	HBM_INCIDENT_DETECTED = 1,
+	HBM_INCIDENT_PAUSING,
+	HBM_INCIDENT_ISOLATED,
+	HBM_INCIDENT_RESTORING,
+	HBM_INCIDENT_RESUMED,
+	HBM_INCIDENT_ESCALATED,
+	__HBM_INCIDENT_MAX
+};
+
+struct hbm_ctl_incident {
+	uint32_t index;			/* of total, the newest last */
+	uint32_t total;
+	uint64_t id;
+	char job[HBM_CTL_NAME_LEN];
+	char device[HBM_CTL_NAME_LEN];
+	uint64_t offset;
+	uint64_t length;
+	uint32_t state;			/* enum hbm_incident_state */
+	uint32_t failed_rank;
+	uint64_t at[__HBM_INCIDENT_MAX];	/* us since the epoch each state began */
+	char reason[HBM_CTL_NAME_LEN];	/* why it escalated */
 };
 
 size_t hbm_ctl_body_size(uint16_t type);

@@ -236,33 +236,28 @@ static int write_all(int fd, const uint8_t *buf, size_t len)
 }
 
 /**
- * hbm_state_write() - replace a device's state file, atomically and durably
- * @dirfd: the state directory
- * @s: the state
+ * hbm_atomic_write() - replace a file of a directory, atomically and durably
+ * @dirfd: the directory
+ * @name: the file
+ * @buf: its new content
+ * @len: its length
  *
- * A crash at any moment leaves either the old file or the new one.
+ * Temporary file, fsync, rename, fsync of the directory: a crash at any
+ * moment leaves either the old file or the new one, and a return means the
+ * new one is on disk.
  *
  * Return: 0 or a negative errno.
  */
-int hbm_state_write(int dirfd, const struct hbm_state *s)
+int hbm_atomic_write(int dirfd, const char *name, const void *buf, size_t len)
 {
-	char name[256], tmp[272];
-	size_t len = hbm_state_encode_size(s);
-	uint8_t *buf = malloc(len);
+	char tmp[300];
 	int fd, err;
 
-	if (!buf)
-		return -ENOMEM;
-	err = hbm_state_file_name(s->identity, name, sizeof(name));
-	if (err)
-		goto out;
-	snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
-	hbm_state_encode(s, buf);
+	if (snprintf(tmp, sizeof(tmp), ".%s.tmp", name) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
 	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		err = -errno;
-		goto out;
-	}
+	if (fd < 0)
+		return -errno;
 	err = write_all(fd, buf, len);
 	if (!err && fsync(fd))
 		err = -errno;
@@ -274,7 +269,62 @@ int hbm_state_write(int dirfd, const struct hbm_state *s)
 		err = -errno;
 	if (err)
 		unlinkat(dirfd, tmp, 0);
-out:
+	return err;
+}
+
+/**
+ * hbm_read_file() - a whole file of a directory, up to 64 MiB
+ * @dirfd: the directory
+ * @name: the file
+ * @buf: its content, to free()
+ * @len: its length
+ *
+ * Return: 0 or a negative errno (-ENOENT: no such file).
+ */
+int hbm_read_file(int dirfd, const char *name, uint8_t **buf, size_t *len)
+{
+	struct stat st;
+	ssize_t n;
+	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || st.st_size > (64 << 20)) {
+		close(fd);
+		return -EFBIG;
+	}
+	*buf = malloc(st.st_size ? st.st_size : 1);
+	n = *buf ? pread(fd, *buf, st.st_size, 0) : -1;
+	close(fd);
+	if (n != st.st_size) {
+		free(*buf);
+		return -EIO;
+	}
+	*len = n;
+	return 0;
+}
+
+/**
+ * hbm_state_write() - replace a device's state file, atomically and durably
+ * @dirfd: the state directory
+ * @s: the state
+ *
+ * Return: 0 or a negative errno.
+ */
+int hbm_state_write(int dirfd, const struct hbm_state *s)
+{
+	char name[256];
+	size_t len = hbm_state_encode_size(s);
+	uint8_t *buf = malloc(len);
+	int err;
+
+	if (!buf)
+		return -ENOMEM;
+	err = hbm_state_file_name(s->identity, name, sizeof(name));
+	if (!err) {
+		hbm_state_encode(s, buf);
+		err = hbm_atomic_write(dirfd, name, buf, len);
+	}
 	free(buf);
 	return err;
 }
@@ -293,28 +343,16 @@ int hbm_state_read(int dirfd, const char *identity, struct hbm_state *out,
 		   struct hbm_state_damage *damage)
 {
 	char name[256];
-	struct stat st;
 	uint8_t *buf;
-	ssize_t n;
-	int fd, err;
+	size_t n;
+	int err;
 
 	err = hbm_state_file_name(identity, name, sizeof(name));
 	if (err)
 		return err;
-	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) || st.st_size > (64 << 20)) {
-		close(fd);
-		return -EFBIG;
-	}
-	buf = malloc(st.st_size ? st.st_size : 1);
-	n = buf ? pread(fd, buf, st.st_size, 0) : -1;
-	close(fd);
-	if (n != st.st_size) {
-		free(buf);
-		return -EIO;
-	}
+	err = hbm_read_file(dirfd, name, &buf, &n);
+	if (err)
+		return err;
 	err = hbm_state_decode(buf, n, out, damage);
 	free(buf);
 	if (!err && strcmp(out->identity, identity)) {

@@ -80,6 +80,9 @@ int hbm_state_decode(const uint8_t *buf, size_t len, struct hbm_state *out,
 		     struct hbm_state_damage *damage);
 void hbm_state_free(struct hbm_state *s);
 
+int hbm_atomic_write(int dirfd, const char *name, const void *buf, size_t len);
+int hbm_read_file(int dirfd, const char *name, uint8_t **buf, size_t *len);
+
 int hbm_state_file_name(const char *identity, char *name, size_t len);
 int hbm_state_write(int dirfd, const struct hbm_state *s);
 int hbm_state_read(int dirfd, const char *identity, struct hbm_state *out,

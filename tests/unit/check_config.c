@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Unit tests of hbmguardd's configuration parser (daemon/config.c). */
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,27 @@ START_TEST(defaults_and_full_file)
 	ck_assert_uint_eq(p.retire_limit, 500);
 	p = hbm_config_policy_for(&c, "other");
 	ck_assert_uint_eq(p.ce_threshold, 40);
+}
+END_TEST
+
+START_TEST(recovery_deadlines)
+{
+	ck_assert_int_eq(parse(""), 0);
+	ck_assert_uint_eq(c.recovery.pause_timeout, 30);
+	ck_assert_uint_eq(c.recovery.restore_timeout, 120);
+	ck_assert_uint_eq(c.recovery.kill_timeout, 10);
+	ck_assert_int_eq(parse("[Recovery]\nPauseTimeout=5\nRestoreTimeout=1m\nKillTimeout=2s\n"), 0);
+	ck_assert_uint_eq(c.recovery.pause_timeout, 5);
+	ck_assert_uint_eq(c.recovery.restore_timeout, 60);
+	ck_assert_uint_eq(c.recovery.kill_timeout, 2);
+	ck_assert_int_eq(parse("[Recovery]\nPauseTimeout=0\n"), -EINVAL);
+	ck_assert_str_eq(err, "test.conf:2: PauseTimeout: 0 is out of range (1..3600 seconds)");
+	ck_assert_int_eq(parse("[Recovery]\nRestoreTimeout=2h\n"), -EINVAL);
+	ck_assert_str_eq(err, "test.conf:2: RestoreTimeout: 2h is out of range (1..3600 seconds)");
+	ck_assert_int_eq(parse("[Recovery]\nKillTimeout=soon\n"), -EINVAL);
+	ck_assert_str_eq(err, "test.conf:2: KillTimeout: 'soon' is not a number");
+	ck_assert_int_eq(parse("[Recovery]\nCEThreshold=5\n"), -EINVAL);
+	ck_assert_str_eq(err, "test.conf:2: CEThreshold: unknown key (PauseTimeout, RestoreTimeout, KillTimeout)");
 }
 END_TEST
 
@@ -160,6 +182,7 @@ Suite *config_suite(void)
 
 	tcase_add_test(tc, defaults_and_full_file);
 	tcase_add_test(tc, time_units);
+	tcase_add_test(tc, recovery_deadlines);
 	tcase_add_test(tc, bad_input);
 	tcase_add_test(tc, too_many_devices);
 	tcase_add_test(tc, load_from_file);

@@ -160,6 +160,73 @@ START_TEST(bad_headers)
 }
 END_TEST
 
+static int rank_decode(const struct hbm_ctl_rank *r)
+{
+	struct hbm_ctl_header h;
+	const void *body;
+	size_t len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_RANK_REGISTER, 1, 0, r);
+
+	return hbm_ctl_decode(buf, len, false, &h, &body);
+}
+
+START_TEST(rank_messages)
+{
+	struct hbm_ctl_rank r = { .job = "llama-70b", .device = "pci:0000:3b:00.0",
+				  .rank = 2, .world_size = 4, .local_rank = 2,
+				  .nr_ranges = 1, .ranges = { { 0x100000, 0x200000 } } };
+	struct hbm_ctl_recovery rc = { .incident = 1, .action = HBM_RECOVERY_PAUSE,
+				       .device = "pci:0000:3b:00.0" };
+	struct hbm_ctl_answer a = { .incident = 1, .answer = HBM_ANSWER_PAUSED };
+	struct hbm_ctl_header h;
+	const void *body;
+	size_t len;
+
+	ck_assert_int_eq(rank_decode(&r), 0);
+	r.rank = 4;
+	ck_assert_int_eq(rank_decode(&r), -EBADMSG);		/* >= world size */
+	r.rank = 2;
+	r.world_size = 0;
+	ck_assert_int_eq(rank_decode(&r), -EBADMSG);
+	r.world_size = 4;
+	r.nr_ranges = HBM_CTL_MAX_RANGES + 1;
+	ck_assert_int_eq(rank_decode(&r), -EBADMSG);
+	r.nr_ranges = 0;
+	ck_assert_int_eq(rank_decode(&r), -EBADMSG);		/* a range beyond the count */
+	r.nr_ranges = 1;
+	r.ranges[0].length = 0;
+	ck_assert_int_eq(rank_decode(&r), -EBADMSG);
+	r.ranges[0] = (struct hbm_ctl_range){ UINT64_MAX - 10, 100 };
+	ck_assert_int_eq(rank_decode(&r), -EBADMSG);		/* wraps */
+	r.ranges[0] = (struct hbm_ctl_range){ 0, 4096 };
+	r.job[0] = 0;
+	ck_assert_int_eq(rank_decode(&r), -EBADMSG);
+	memset(r.job, 'j', sizeof(r.job));
+	ck_assert_int_eq(rank_decode(&r), -EBADMSG);
+
+	/* RECOVERY comes from the daemon only, and is never a reply. */
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_RECOVERY, 0, 0, &rc);
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), 0);
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, false, &h, &body), -EBADMSG);
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_RECOVERY | HBM_CTL_REPLY, 0, 0, &rc);
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), -EBADMSG);
+	rc.action = __HBM_RECOVERY_MAX;
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_RECOVERY, 0, 0, &rc);
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), -EBADMSG);
+
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_RANK_ANSWER, 3, 0, &a);
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, false, &h, &body), 0);
+	a.answer = 0;
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_RANK_ANSWER, 3, 0, &a);
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, false, &h, &body), -EBADMSG);
+	a.answer = __HBM_ANSWER_MAX;
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_RANK_ANSWER, 3, 0, &a);
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, false, &h, &body), -EBADMSG);
+	a = (struct hbm_ctl_answer){ .incident = 0, .answer = HBM_ANSWER_PAUSED };
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_RANK_ANSWER, 3, 0, &a);
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, false, &h, &body), -EBADMSG);
+}
+END_TEST
+
 Suite *ctl_suite(void)
 {
 	Suite *s = suite_create("ctl");
@@ -170,6 +237,7 @@ Suite *ctl_suite(void)
 	tcase_add_test(tc, every_header_bit);
 	tcase_add_test(tc, bad_bodies);
 	tcase_add_test(tc, bad_headers);
+	tcase_add_test(tc, rank_messages);
 	suite_add_tcase(s, tc);
 	return s;
 }
