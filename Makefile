@@ -73,18 +73,19 @@ $(BUILD)/%/testmods/hbm_test_provider.ko: $(BUILD)/%/hbmguard.ko $(wildcard test
 
 modules-all: $(foreach v,$(DEB_KVERS),$(BUILD)/$(v)/hbmguard.ko $(BUILD)/$(v)/testmods/hbm_test_provider.ko)
 
-LIB_SRC := daemon/libhbmguard/table.c
-LIB_HDR := daemon/libhbmguard/hbmguard.h uapi/linux/hbmguard.h
+LIB_SRC := daemon/libhbmguard/table.c daemon/libhbmguard/rank.c daemon/ctl.c
+LIB_HDR := daemon/libhbmguard/hbmguard.h uapi/linux/hbmguard.h daemon/ctl.h
 PREFIX ?= /usr/local
 
 $(BUILD)/libhbmguard.a: $(LIB_SRC) $(LIB_HDR)
 	@mkdir -p $(BUILD)/lib
-	$(CC) $(CFLAGS_USER) -c $(LIB_SRC) -o $(BUILD)/lib/table.o
-	$(AR) rcs $@ $(BUILD)/lib/table.o
+	cd $(BUILD)/lib && $(CC) $(CFLAGS_USER) -c $(addprefix $(TOP)/,$(LIB_SRC))
+	$(AR) rcs $@ $(patsubst %.c,$(BUILD)/lib/%.o,$(notdir $(LIB_SRC)))
 
-$(BUILD)/libhbmguard.so: $(LIB_SRC) $(LIB_HDR)
+$(BUILD)/libhbmguard.so: $(LIB_SRC) $(LIB_HDR) daemon/libhbmguard/libhbmguard.map
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_USER) -fPIC -shared -Wl,-soname,libhbmguard.so.0 $(LIB_SRC) -o $@
+	$(CC) $(CFLAGS_USER) -fPIC -shared -Wl,-soname,libhbmguard.so.0 \
+		-Wl,--version-script=daemon/libhbmguard/libhbmguard.map $(LIB_SRC) -o $@
 
 $(BUILD)/hbmguard.pc: daemon/libhbmguard/hbmguard.pc.in
 	@mkdir -p $(@D)
@@ -92,13 +93,13 @@ $(BUILD)/hbmguard.pc: daemon/libhbmguard/hbmguard.pc.in
 
 userspace: $(BUILD)/libhbmguard.a $(BUILD)/libhbmguard.so $(BUILD)/hbmguard.pc \
 	$(BUILD)/hbmguardd $(BUILD)/hbmctl $(BUILD)/unit $(BUILD)/unit-san $(BUILD)/guest/hbmtest \
-	$(BUILD)/guest/hbmnl $(BUILD)/bench-core $(BUILD)/guest/hbmbench
+	$(BUILD)/guest/hbmnl $(BUILD)/guest/hbmrank $(BUILD)/bench-core $(BUILD)/guest/hbmbench
 
-$(BUILD)/hbmguardd: daemon/hbmguardd.c daemon/hbmguardd.h daemon/control.c daemon/genl.c daemon/genl.h $(DAEMON_SRC) $(DAEMON_HDR) \
+$(BUILD)/hbmguardd: daemon/hbmguardd.c daemon/hbmguardd.h daemon/control.c daemon/recovery.c daemon/genl.c daemon/genl.h $(DAEMON_SRC) $(DAEMON_HDR) \
 		uapi/linux/hbmguard.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) $(shell pkg-config --cflags libnl-genl-3.0 libsystemd) \
-		daemon/hbmguardd.c daemon/control.c daemon/genl.c $(DAEMON_SRC) \
+		daemon/hbmguardd.c daemon/control.c daemon/recovery.c daemon/genl.c $(DAEMON_SRC) \
 		$(shell pkg-config --libs libnl-genl-3.0 libsystemd) -o $@
 
 $(BUILD)/hbmctl: daemon/hbmctl.c daemon/ctl.c daemon/ctl.h uapi/linux/hbmguard.h
@@ -126,6 +127,12 @@ $(BUILD)/guest/hbmtest: tests/guest/hbmtest.c tests/guest/hbmtest.h $(BUILD)/lib
 	$(CC) $(CFLAGS_USER) -Idaemon/libhbmguard -static -pthread tests/guest/hbmtest.c \
 		$(BUILD)/libhbmguard.a -o $@
 
+# A training rank's side of the recovery, static for the busybox guests.
+$(BUILD)/guest/hbmrank: tests/guest/hbmrank.c $(BUILD)/libhbmguard.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_USER) -Idaemon/libhbmguard -static tests/guest/hbmrank.c \
+		$(BUILD)/libhbmguard.a -o $@
+
 # The netlink test client, static with libnl for the busybox guests.
 $(BUILD)/guest/hbmnl: tests/guest/hbmnl.c daemon/genl.c daemon/genl.h uapi/linux/hbmguard.h
 	@mkdir -p $(@D)
@@ -149,6 +156,7 @@ check-unit: $(BUILD)/unit $(BUILD)/unit-san
 	ASAN_OPTIONS=detect_leaks=1 $(BUILD)/unit-san
 
 check-kernel: modules-all $(BUILD)/guest/hbmtest $(BUILD)/guest/hbmctl $(BUILD)/guest/hbmnl \
+	$(BUILD)/guest/hbmrank \
 	$(BUILD)/hbmguardd
 	@echo "== tier 2: kernel tests in qemu"
 	@for v in $(DEB_KVERS); do \

@@ -28,15 +28,9 @@
 
 #define MAX_CLIENTS 64
 
-struct client {
-	struct daemon *d;
-	int fd;
-	struct ucred cred;
-	sd_event_source *source;
-};
-
 static void client_close(struct client *c)
 {
+	recovery_client_gone(c->d, c);
 	sd_event_source_disable_unref(c->source);
 	close(c->fd);
 	c->d->clients--;
@@ -72,6 +66,10 @@ static int mutate(struct client *c, uint16_t type, const struct hbm_ctl_extent *
 static bool serve(struct client *c, const void *pkt, size_t len)
 {
 	alignas(8) unsigned char out[HBM_CTL_MAX_PACKET];
+	union {
+		struct hbm_ctl_rank_info rank;
+		struct hbm_ctl_incident incident;
+	} info;
 	struct hbm_ctl_status st;
 	struct hbm_ctl_header h;
 	const void *body, *reply = NULL;
@@ -91,6 +89,24 @@ static bool serve(struct client *c, const void *pkt, size_t len)
 			err = mutate(c, type, body);
 			reply = body;
 			break;
+		case HBM_CTL_RANK_REGISTER:
+			err = recovery_register(c->d, c, body);
+			reply = body;
+			break;
+		case HBM_CTL_RANK_ANSWER:
+			err = recovery_answer(c->d, c, body);
+			reply = body;
+			break;
+		case HBM_CTL_RANK_GET:
+			err = recovery_rank_get(c->d, ((const struct hbm_ctl_index *)body)->index,
+						&info.rank);
+			reply = &info.rank;
+			break;
+		case HBM_CTL_INCIDENT_GET:
+			err = recovery_incident_get(c->d, ((const struct hbm_ctl_index *)body)->index,
+						    &info.incident);
+			reply = &info.incident;
+			break;
 		}
 	} else {
 		fprintf(stderr, "<4>hbmguardd: control: a bad packet from pid %d: %s\n",
@@ -100,6 +116,25 @@ static bool serve(struct client *c, const void *pkt, size_t len)
 	if (send(c->fd, out, len, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)len)
 		return false;
 	return err != -EBADMSG && err != -EPROTONOSUPPORT && err != -EOPNOTSUPP;
+}
+
+/**
+ * control_send() - a packet to a client, unasked (RECOVERY to a rank)
+ * @c: the client
+ * @type: its type
+ * @body: its body
+ *
+ * Never blocks the loop: a rank whose socket is full misses the packet, and
+ * its job's incident escalates at the step's deadline.
+ */
+void control_send(struct client *c, uint16_t type, const void *body)
+{
+	alignas(8) unsigned char out[HBM_CTL_MAX_PACKET];
+	size_t len = hbm_ctl_encode(out, sizeof(out), type, 0, 0, body);
+
+	if (send(c->fd, out, len, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)len)
+		fprintf(stderr, "<4>hbmguardd: pid %d missed a packet: %s\n",
+			c->cred.pid, strerror(errno));
 }
 
 static int on_client(sd_event_source *s, int fd, uint32_t revents, void *arg)

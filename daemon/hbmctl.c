@@ -17,6 +17,8 @@
  *   hbmctl sim-destroy DEV
  *   hbmctl [--json] watch [COUNT]      print events as they happen
  *   hbmctl export                      every device and its table, as JSON
+ *   hbmctl [--json] ranks              training ranks registered with hbmguardd
+ *   hbmctl [--json] incidents          rank recoveries, each step with its time
  *
  * --socket PATH names hbmguardd's control socket (default
  * /run/hbmguard/control.sock).  DEV is a device id or name.  Sizes and
@@ -79,6 +81,7 @@ static void usage(const char *why)
 		fprintf(stderr, "hbmctl: %s\n", why);
 	fprintf(stderr, "usage: hbmctl [--json] [--socket PATH] COMMAND\n"
 		"  status | devices | pages DEV | translate DEV OFFSET | watch [COUNT] | export\n"
+		"  ranks | incidents\n"
 		"  retire DEV OFFSET [LENGTH] [--pending] | clear DEV OFFSET LENGTH\n"
 		"  inject DEV ce|ue|poison OFFSET [COUNT] | policy DEV [key=value...]\n"
 		"  sim-create NAME SIZE [page_size=N] [spares=N] [identity=ID] | sim-destroy DEV\n"
@@ -478,6 +481,115 @@ static int cmd_pages(uint32_t dev)
 	return 0;
 }
 
+static void no_daemon(int err)
+{
+	fprintf(stderr, "hbmctl: hbmguardd at %s: %s\n", control_socket,
+		err == 1 ? "not running (systemctl start hbmguardd)" : strerror(-err));
+	exit(EXIT_REFUSED);
+}
+
+/* The training ranks registered with the daemon. */
+static int cmd_ranks(void)
+{
+	static const char *const states[] = { "?", "running", "paused", "restored" };
+	struct hbm_ctl_index ix = { 0 };
+	struct hbm_ctl_rank_info ri;
+	int err;
+
+	if (json)
+		printf("[");
+	else
+		printf("%-20s %6s %6s %8s %6s %-20s %-8s\n", "JOB", "RANK", "WORLD",
+		       "PID", "UID", "DEVICE", "STATE");
+	for (;; ix.index++) {
+		err = ask_daemon(HBM_CTL_RANK_GET, &ix, &ri);
+		if (err == -ENOENT)
+			break;
+		if (err)
+			no_daemon(err);
+		if (json) {
+			printf("%s{", ix.index ? "," : "");
+			json_str("job", ri.rank.job, true);
+			json_u64("rank", ri.rank.rank, true);
+			json_u64("world_size", ri.rank.world_size, true);
+			json_u64("local_rank", ri.rank.local_rank, true);
+			json_u64("pid", ri.pid, true);
+			json_u64("uid", ri.uid, true);
+			json_str("device", ri.rank.device, true);
+			json_str("state", NAME(states, ri.state), false);
+			printf("}");
+		} else {
+			printf("%-20s %6u %6u %8u %6u %-20s %-8s\n", ri.rank.job, ri.rank.rank,
+			       ri.rank.world_size, ri.pid, ri.uid, ri.rank.device,
+			       NAME(states, ri.state));
+		}
+	}
+	if (json)
+		printf("]\n");
+	return 0;
+}
+
+/* The incidents the daemon keeps, each transition with its time. */
+static int cmd_incidents(void)
+{
+	static const char *const states[] = {
+		"?", "detected", "pausing", "isolated", "restoring", "resumed", "escalated",
+	};
+	struct hbm_ctl_index ix = { 0 };
+	struct hbm_ctl_incident in;
+	bool first;
+	uint32_t st;
+	int err;
+
+	if (json)
+		printf("[");
+	for (;; ix.index++) {
+		err = ask_daemon(HBM_CTL_INCIDENT_GET, &ix, &in);
+		if (err == -ENOENT)
+			break;
+		if (err)
+			no_daemon(err);
+		if (json) {
+			printf("%s{", ix.index ? "," : "");
+			json_u64("id", in.id, true);
+			json_str("job", in.job, true);
+			json_u64("failed_rank", in.failed_rank, true);
+			json_str("device", in.device, true);
+			json_u64("offset", in.offset, true);
+			json_u64("length", in.length, true);
+			json_str("state", NAME(states, in.state), true);
+			json_str("reason", in.reason, true);
+			printf("\"at_us\":{");
+			for (st = 1, first = true; st < __HBM_INCIDENT_MAX; st++)
+				if (in.at[st]) {
+					printf("%s\"%s\":%" PRIu64, first ? "" : ",",
+					       states[st], in.at[st]);
+					first = false;
+				}
+			printf("}}");
+			continue;
+		}
+		printf("incident %" PRIu64 ": job %s, rank %u, %s at 0x%" PRIx64 "+0x%" PRIx64
+		       ": %s%s%s%s\n", in.id, in.job, in.failed_rank, in.device, in.offset,
+		       in.length, NAME(states, in.state), in.reason[0] ? " (" : "",
+		       in.reason, in.reason[0] ? ")" : "");
+		for (st = 1; st < __HBM_INCIDENT_MAX; st++) {
+			time_t t = in.at[st] / 1000000;
+			char when[32];
+
+			if (!in.at[st])
+				continue;
+			strftime(when, sizeof(when), "%F %T", gmtime(&t));
+			printf("  %-10s %s.%06u UTC  +%.3f s\n", states[st], when,
+			       (unsigned int)(in.at[st] % 1000000),
+			       (in.at[st] - in.at[1]) / 1e6);
+		}
+	}
+	if (json)
+		printf("]\n");
+	return 0;
+}
+
 /* Every device with its table: what an RMA ticket or an audit wants. */
 static int cmd_export(void)
 {
@@ -735,6 +847,11 @@ int main(int argc, char **argv)
 	cmd = argc > 0 ? argv[0] : "status";
 	if (!strcmp(cmd, "-h"))
 		usage(NULL);
+	/* These ask the daemon only: they work without the module. */
+	if (!strcmp(cmd, "ranks"))
+		return cmd_ranks();
+	if (!strcmp(cmd, "incidents"))
+		return cmd_incidents();
 	reads = !strcmp(cmd, "status") || !strcmp(cmd, "devices") ||
 		!strcmp(cmd, "pages") || !strcmp(cmd, "translate") ||
 		!strcmp(cmd, "watch") || !strcmp(cmd, "export");

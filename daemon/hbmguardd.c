@@ -291,14 +291,15 @@ static void count_stored(struct daemon *d, const struct device *dev,
 	d->stored_pages[dev->id] = pages;
 }
 
-static void notify_status(struct daemon *d)
+void daemon_notify_status(struct daemon *d)
 {
 	struct hbm_ctl_status st;
 
 	daemon_status(d, &st);
 	sd_notifyf(0, "STATUS=%u devices, %" PRIu64 " bad pages kept in %" PRIu64
-		   " extents; %" PRIu64 " events%s", st.devices, st.stored_pages,
-		   st.stored_extents, st.events,
+		   " extents; %u ranks, %u incidents open; %" PRIu64 " events%s",
+		   st.devices, st.stored_pages, st.stored_extents, st.ranks,
+		   st.open_incidents, st.events,
 		   st.last_save_error ? "; the last save FAILED" : "");
 }
 
@@ -388,7 +389,7 @@ static int sync_devices(struct daemon *d, uint32_t id, bool restore_first)
 		if (id == ALL_DEVICES || l->dev[i].id == id)
 			save(d, &l->dev[i], restore_first, NULL);
 	free(l);
-	notify_status(d);
+	daemon_notify_status(d);
 	return err;
 }
 
@@ -443,8 +444,41 @@ int daemon_apply(struct daemon *d, uint16_t type, const struct hbm_ctl_extent *x
 	if (!err)
 		err = save(d, dev, false, type == HBM_CTL_CLEAR ? &forget : NULL);
 	free(l);
-	notify_status(d);
+	daemon_notify_status(d);
 	return err;
+}
+
+/**
+ * daemon_is_bypassed() - whether the kernel serves pages from spares now
+ * @d: the daemon
+ * @identity: the device
+ * @offset: the pages
+ * @length: their length
+ *
+ * Return: true if every page of the range is RETIRED in the kernel's table.
+ */
+bool daemon_is_bypassed(struct daemon *d, const char *identity, uint64_t offset,
+			uint64_t length)
+{
+	struct device_list *l = calloc(1, sizeof(*l));
+	struct extents k = { 0 };
+	uint64_t at = offset;
+	size_t i;
+
+	if (!l || list_devices(d, l))
+		goto out;
+	for (i = 0; i < l->nr && strcmp(l->dev[i].identity, identity); i++)
+		;
+	if (i == l->nr || dump_pages(d, l->dev[i].id, &k))
+		goto out;
+	for (i = 0; i < k.nr && at < offset + length; i++)
+		if (k.r[i].offset <= at && at < k.r[i].offset + k.r[i].length &&
+		    k.r[i].state == HBMGUARD_STATE_RETIRED)
+			at = k.r[i].offset + k.r[i].length;
+out:
+	free(k.r);
+	free(l);
+	return at >= offset + length;
 }
 
 /**
@@ -468,6 +502,10 @@ void daemon_status(struct daemon *d, struct hbm_ctl_status *st)
 		st->stored_extents += d->stored_extents[i];
 		st->stored_pages += d->stored_pages[i];
 	}
+	st->open_incidents = recovery_open_incidents(d);
+	st->incidents = d->nr_incidents;
+	for (struct client *c = d->ranks; c; c = c->next_rank)
+		st->ranks++;
 	snprintf(st->state_dir, sizeof(st->state_dir), "%.255s", d->cfg.state_dir);
 }
 
@@ -579,6 +617,15 @@ static int on_event(struct nl_msg *msg, void *arg)
 		break;
 	}
 	journal(d, a);
+	/* Data lost under a rank: its job's recovery starts. */
+	if ((type == HBMGUARD_EVENT_RETIRED || type == HBMGUARD_EVENT_FAILED) &&
+	    id < HBMGUARD_MAX_DEVICES && d->identity[id][0]) {
+		uint32_t source = attr_u32(a, HBMGUARD_A_SOURCE);
+
+		if (source == HBMGUARD_SOURCE_UE || source == HBMGUARD_SOURCE_POISON)
+			recovery_on_lost_data(d, d->identity[id], attr_u64(a, HBMGUARD_A_OFFSET),
+					      attr_u64(a, HBMGUARD_A_LENGTH));
+	}
 	return NL_OK;
 }
 
@@ -608,7 +655,7 @@ static int on_post(sd_event_source *s, void *arg)
 			save(d, &l->dev[i], false, NULL);
 	memset(d->dirty, 0, sizeof(d->dirty));
 	free(l);
-	notify_status(d);
+	daemon_notify_status(d);
 	return 0;
 }
 
@@ -766,13 +813,14 @@ int main(int argc, char **argv)
 	 * succeeds silently: entries go to stderr then.
 	 */
 	d.journald = !access("/run/systemd/journal/socket", F_OK);
+	recovery_load(&d);
 	err = control_setup(&d);
 	if (err) {
 		fprintf(stderr, "<3>hbmguardd: control socket %s: %s\n",
 			d.cfg.control_socket, strerror(-err));
 		return 1;
 	}
-	notify_status(&d);
+	daemon_notify_status(&d);
 	sd_notify(0, "READY=1");
 	fprintf(stderr, "<6>hbmguardd: ready, state in %s, control socket %s\n",
 		d.cfg.state_dir, d.cfg.control_socket);

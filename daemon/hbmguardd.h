@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
+#include <sys/socket.h>
 #include <netlink/netlink.h>
 #include <systemd/sd-event.h>
 #include <linux/hbmguard.h>
@@ -23,6 +24,29 @@ struct device_list {
 	struct device dev[HBMGUARD_MAX_DEVICES];
 	size_t nr;
 };
+
+/* A connection to the control socket; a training rank once registered. */
+struct client {
+	struct daemon *d;
+	int fd;
+	struct ucred cred;		/* from SO_PEERCRED, at accept */
+	sd_event_source *source;
+	bool is_rank;
+	struct hbm_ctl_rank reg;	/* what it registered as */
+	uint32_t answer;		/* to the current step of its job's incident */
+	struct client *next_rank;
+};
+
+/* An incident (recovery.c): what hbmctl sees, and what drives it. */
+struct incident {
+	struct hbm_ctl_incident info;
+	struct daemon *d;
+	sd_event_source *timer;		/* the current step's deadline */
+	int pidfd;			/* the failed rank's process */
+	pid_t pid;
+};
+
+#define HBM_INCIDENTS_KEPT	64
 
 struct daemon {
 	struct hbm_config cfg;
@@ -48,14 +72,34 @@ struct daemon {
 
 	int control;			/* the listening control socket */
 	unsigned int clients;		/* connected to it */
+
+	struct client *ranks;		/* registered training ranks */
+	struct incident incidents[HBM_INCIDENTS_KEPT];	/* oldest first */
+	size_t nr_incidents;
+	uint64_t last_incident;		/* the id of the newest */
 };
 
 /* hbmguardd.c */
 int daemon_apply(struct daemon *d, uint16_t type, const struct hbm_ctl_extent *x);
 void daemon_status(struct daemon *d, struct hbm_ctl_status *st);
+void daemon_notify_status(struct daemon *d);
+bool daemon_is_bypassed(struct daemon *d, const char *identity, uint64_t offset,
+			uint64_t length);
 
 /* control.c */
 int control_setup(struct daemon *d);
 void control_close(struct daemon *d);
+void control_send(struct client *c, uint16_t type, const void *body);
+
+/* recovery.c */
+void recovery_load(struct daemon *d);
+void recovery_on_lost_data(struct daemon *d, const char *identity,
+			   uint64_t offset, uint64_t length);
+int recovery_register(struct daemon *d, struct client *c, const struct hbm_ctl_rank *r);
+int recovery_answer(struct daemon *d, struct client *c, const struct hbm_ctl_answer *a);
+void recovery_client_gone(struct daemon *d, struct client *c);
+int recovery_rank_get(struct daemon *d, uint32_t index, struct hbm_ctl_rank_info *out);
+int recovery_incident_get(struct daemon *d, uint32_t index, struct hbm_ctl_incident *out);
+size_t recovery_open_incidents(struct daemon *d);
 
 #endif /* HBM_HBMGUARDD_H */

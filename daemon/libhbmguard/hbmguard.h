@@ -56,6 +56,78 @@ int hbmguard_range_is_clean(struct hbmguard_table *t, uint64_t offset,
 uint64_t hbmguard_table_generation(struct hbmguard_table *t);
 bool hbmguard_table_removed(struct hbmguard_table *t);
 
+/*
+ * Training ranks: register with hbmguardd, then watch a pollable fd for
+ * recovery requests and answer them.
+ *
+ *	struct hbmguard_rank_info info = { .job = "run-42", .device = identity,
+ *					   .rank = 2, .world_size = 4 };
+ *	struct hbmguard_rank *r;
+ *	hbmguard_rank_register(NULL, &info, &r);
+ *	... poll(hbmguard_rank_fd(r)) with the training loop ...
+ *	struct hbmguard_recovery req;
+ *	if (hbmguard_rank_next(r, &req) == 0)	// at a step boundary
+ *		switch (req.action) {
+ *		case HBMGUARD_RECOVERY_PAUSE:	// stop; answer PAUSED
+ *		case HBMGUARD_RECOVERY_RESTORE:	// req.failed_rank's state is
+ *						// lost: it loads it from a
+ *						// peer, the peers send; answer
+ *						// RESTORED
+ *		case HBMGUARD_RECOVERY_RESUME:	// carry on
+ *		case HBMGUARD_RECOVERY_ABORT:	// exit: the launcher restarts
+ *		}
+ *	hbmguard_rank_answer(r, req.incident, HBMGUARD_ANSWER_PAUSED);
+ *
+ * The daemon knows the rank by its process (the socket's credentials): a
+ * rank registered twice, or claimed by two processes, is refused.  Closing
+ * (or exiting) is leaving; leaving during a recovery escalates it.
+ */
+#define HBMGUARD_RANK_SOCKET	"/run/hbmguard/control.sock"
+#define HBMGUARD_RANK_MAX_RANGES	8
+
+struct hbmguard_rank_info {
+	char job[64];			/* the job's id, the same on every node */
+	char device[64];		/* identity of the rank's device */
+	uint32_t rank, world_size, local_rank;
+	uint32_t nr_ranges;		/* 0: the rank uses all of the device */
+	struct { uint64_t offset, length; } ranges[HBMGUARD_RANK_MAX_RANGES];
+};
+
+enum hbmguard_recovery_action {
+	HBMGUARD_RECOVERY_PAUSE = 1,
+	HBMGUARD_RECOVERY_RESTORE,
+	HBMGUARD_RECOVERY_RESUME,
+	HBMGUARD_RECOVERY_ABORT,
+};
+
+enum hbmguard_answer {
+	HBMGUARD_ANSWER_PAUSED = 1,
+	HBMGUARD_ANSWER_RESTORED,
+	HBMGUARD_ANSWER_FAILED,
+};
+
+struct hbmguard_recovery {
+	uint64_t incident;
+	uint32_t action;		/* enum hbmguard_recovery_action */
+	uint32_t failed_rank;		/* whose state was lost */
+	char device[64];
+	uint64_t offset, length;	/* what was lost */
+};
+
+struct hbmguard_rank;
+
+/* Register with the daemon at @socket_path (NULL: the default). */
+int hbmguard_rank_register(const char *socket_path, const struct hbmguard_rank_info *info,
+			   struct hbmguard_rank **out);
+/* Readable when a request may be waiting. */
+int hbmguard_rank_fd(const struct hbmguard_rank *r);
+/* The next request: 0, -EAGAIN when none is waiting, -ECONNRESET when the
+ * daemon went away. */
+int hbmguard_rank_next(struct hbmguard_rank *r, struct hbmguard_recovery *out);
+/* Answer a request; the daemon's refusal as -errno. */
+int hbmguard_rank_answer(struct hbmguard_rank *r, uint64_t incident, uint32_t answer);
+void hbmguard_rank_close(struct hbmguard_rank *r);
+
 #ifdef __cplusplus
 }
 #endif

@@ -22,6 +22,8 @@ start=$(date +%s)
 	--file "$TOP/build/guest/hbmtest:/bin/hbmtest" \
 	--file "$TOP/build/guest/hbmctl:/bin/hbmctl" \
 	--file "$TOP/build/guest/hbmnl:/bin/hbmnl" \
+	--file "$TOP/build/guest/hbmrank:/bin/hbmrank" \
+	--file "$TOP/tests/kernel/recovery.sh:/recovery.sh" \
 	--bin /usr/bin/genl-ctrl-list \
 	--bin "$TOP/build/hbmguardd:/bin/hbmguardd" \
 	--file "$TOP/tests/kernel/daemon.sh:/daemon.sh" \
@@ -32,5 +34,5 @@ start=$(date +%s)
 	--file "$TOP/build/$kver/testmods/hbm_fake_nvidia.ko:/hbm_fake_nvidia.ko" \
 	--file "$TOP/tests/kernel/providers.sh:/providers.sh" \
 	--log "$TOP/build/logs/tier2-$kver.log" \
-	-- 'sh /tier2.sh; a=$?; sh /ras.sh; b=$?; sh /providers.sh; c=$?; sh /daemon.sh; exit $((a + b + c + $?))'
+	-- 'sh /tier2.sh; a=$?; sh /ras.sh; b=$?; sh /providers.sh; c=$?; sh /daemon.sh; d=$?; sh /recovery.sh; exit $((a + b + c + d + $?))'
 echo "== tier 2 on $kver passed in $(($(date +%s) - start))s"

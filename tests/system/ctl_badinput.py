@@ -10,6 +10,7 @@ import errno
 import socket
 import struct
 import sys
+import time
 
 PATH = "/run/hbmguard/control.sock"
 MAGIC, VERSION, REPLY = 0x434D4248, 1, 0x8000
@@ -86,6 +87,48 @@ else:
     expect("unknown device", packet(RETIRE, extent(ident=b"nope")), errno.ENODEV, False)
     expect("misaligned", packet(RETIRE, extent(offset=0x7001)), errno.EINVAL, False)
     expect("beyond the device", packet(RETIRE, extent(offset=2**40)), errno.ERANGE, False)
+
+# Training ranks: the registration and answers, out of order or claimed.
+REGISTER, ANSWER, RANK_GET, INCIDENT_GET = 4, 5, 6, 7
+RANK = struct.Struct("<64s64sIIII" + "QQ" * 8)
+
+
+def rank_body(job=b"badinput", rank=0, world=2, device=identity, nr=0, ranges=()):
+    flat = [v for r in ranges for v in r] + [0] * (16 - 2 * len(ranges))
+    return RANK.pack(job, device, rank, world, rank, nr, *flat)
+
+
+def answer_body(incident=1, answer=1, reserved=0):
+    return struct.pack("<QII", incident, answer, reserved)
+
+
+job = b"badinput-user" if user else b"badinput-root"
+expect("answer before registering", packet(ANSWER, answer_body()), errno.ENOTCONN, False)
+expect("rank beyond the world", packet(REGISTER, rank_body(job, rank=2)), EBADMSG, True)
+expect("ranges beyond the count", packet(REGISTER, rank_body(job, ranges=[(0, 4096)])),
+       EBADMSG, True)
+expect("empty job", packet(REGISTER, rank_body(b"")), EBADMSG, True)
+expect("answer out of range", packet(ANSWER, answer_body(answer=9)), EBADMSG, True)
+expect("answer with reserved bits", packet(ANSWER, answer_body(reserved=1)), EBADMSG, True)
+held = connect()
+assert ask(held, packet(REGISTER, rank_body(job)))[2] == 0
+assert ask(held, packet(REGISTER, rank_body(job, rank=1)))[2] == -errno.EALREADY
+assert ask(held, packet(ANSWER, answer_body(incident=77)))[2] == -errno.ESRCH
+expect("a rank another connection holds", packet(REGISTER, rank_body(job)), errno.EEXIST, False)
+ptype, seq, err, body = ask(held, packet(RANK_GET, struct.pack("<II", 0, 0)))
+assert err == 0 and body[:4] == b"\0\0\0\0", (err, body[:8])
+assert ask(held, packet(RANK_GET, struct.pack("<II", 999, 0)))[2] == -errno.ENOENT
+assert ask(held, packet(INCIDENT_GET, struct.pack("<II", 999, 0)))[2] == -errno.ENOENT
+held.close()
+# Gone with its connection: the rank can be taken again.
+for _ in range(50):     # once the daemon has seen the close
+    again = connect()
+    err = ask(again, packet(REGISTER, rank_body(job)))[2]
+    again.close()
+    if err != -errno.EEXIST:
+        break
+    time.sleep(0.1)
+assert err == 0, err
 
 # More connections than the daemon holds: the extra ones are closed, and
 # the daemon answers once they are gone.

@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * libhbmguard's rank client: hbmguardd's control protocol (daemon/ctl.h)
+ * seen from a training process.  Requests may arrive while the client waits
+ * for the reply to its answer: they are queued, in order, for
+ * hbmguard_rank_next().
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdalign.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "ctl.h"
+#include "hbmguard.h"
+
+#define QUEUED 8
+
+_Static_assert(sizeof(struct hbmguard_rank_info) == sizeof(struct hbm_ctl_rank),
+	       "the library's rank info is the protocol's");
+_Static_assert(sizeof(struct hbmguard_recovery) == sizeof(struct hbm_ctl_recovery),
+	       "the library's request is the protocol's");
+
+struct hbmguard_rank {
+	int fd;
+	uint32_t seq;
+	struct hbmguard_recovery queue[QUEUED];
+	unsigned int head, count;
+};
+
+/* One packet from the daemon: a RECOVERY is queued, a reply returned. */
+static int receive(struct hbmguard_rank *r, int flags, struct hbm_ctl_header *h,
+		   void *reply_body, size_t reply_size)
+{
+	alignas(8) unsigned char pkt[HBM_CTL_MAX_PACKET];
+	const void *body;
+	ssize_t n = recv(r->fd, pkt, sizeof(pkt), flags);
+	int err;
+
+	if (n == 0)
+		return -ECONNRESET;
+	if (n < 0)
+		return -errno;
+	err = hbm_ctl_decode(pkt, n, true, h, &body);
+	if (err)
+		return err;
+	if (h->type == HBM_CTL_RECOVERY) {
+		if (r->count == QUEUED)
+			return -ENOBUFS;
+		memcpy(&r->queue[(r->head + r->count++) % QUEUED], body,
+		       sizeof(struct hbmguard_recovery));
+		return 1;
+	}
+	if (body && reply_body)
+		memcpy(reply_body, body, reply_size);
+	return 0;
+}
+
+static int transact(struct hbmguard_rank *r, uint16_t type, const void *body,
+		    void *reply_body, size_t reply_size)
+{
+	alignas(8) unsigned char pkt[HBM_CTL_MAX_PACKET];
+	struct hbm_ctl_header h;
+	size_t len = hbm_ctl_encode(pkt, sizeof(pkt), type, ++r->seq, 0, body);
+	int err;
+
+	if (send(r->fd, pkt, len, MSG_NOSIGNAL) != (ssize_t)len)
+		return -errno;
+	do
+		err = receive(r, 0, &h, reply_body, reply_size);
+	while (err == 1);
+	if (err)
+		return err;
+	if (h.type != (type | HBM_CTL_REPLY) || h.seq != r->seq)
+		return -EPROTO;
+	return h.error;
+}
+
+int hbmguard_rank_register(const char *socket_path, const struct hbmguard_rank_info *info,
+			   struct hbmguard_rank **out)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct hbm_ctl_rank reg;
+	struct hbmguard_rank *r;
+	int err;
+
+	if (!socket_path)
+		socket_path = HBMGUARD_RANK_SOCKET;
+	if (strlen(socket_path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, socket_path);
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (r->fd < 0 || connect(r->fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		err = -errno;
+		goto fail;
+	}
+	memcpy(&reg, info, sizeof(reg));
+	err = transact(r, HBM_CTL_RANK_REGISTER, &reg, NULL, 0);
+	if (err)
+		goto fail;
+	*out = r;
+	return 0;
+fail:
+	if (r->fd >= 0)
+		close(r->fd);
+	free(r);
+	return err;
+}
+
+int hbmguard_rank_fd(const struct hbmguard_rank *r)
+{
+	return r->fd;
+}
+
+int hbmguard_rank_next(struct hbmguard_rank *r, struct hbmguard_recovery *out)
+{
+	struct hbm_ctl_header h;
+	int err;
+
+	while (!r->count) {
+		err = receive(r, MSG_DONTWAIT, &h, NULL, 0);
+		if (err == -EAGAIN || err < 0)
+			return err;
+		if (err == 0)
+			return -EPROTO;	/* a reply nobody asked for */
+	}
+	*out = r->queue[r->head];
+	r->head = (r->head + 1) % QUEUED;
+	r->count--;
+	return 0;
+}
+
+int hbmguard_rank_answer(struct hbmguard_rank *r, uint64_t incident, uint32_t answer)
+{
+	struct hbm_ctl_answer a = { .incident = incident, .answer = answer };
+
+	return transact(r, HBM_CTL_RANK_ANSWER, &a, NULL, 0);
+}
+
+void hbmguard_rank_close(struct hbmguard_rank *r)
+{
+	if (!r)
+		return;
+	close(r->fd);
+	free(r);
+}

@@ -1,0 +1,130 @@
+# SPDX-License-Identifier: GPL-2.0
+# Tier 2, inside the guest: hbmguardd drives the recovery of training ranks
+# (hbmrank, through libhbmguard) when a UE hits a device one of them uses,
+# and escalates when a step cannot finish.
+. /lib.sh
+S=/tmp/rctl.sock
+printf '[Daemon]\nStateDirectory=/tmp/rstate\nControlSocket=%s\n[Recovery]\nPauseTimeout=2s\nRestoreTimeout=2s\nKillTimeout=1s\n' $S >/tmp/r.conf
+start_daemon() {
+	: >/tmp/rd.log
+	hbmguardd -c /tmp/r.conf 2>>/tmp/rd.log &
+	daemon=$!
+	wait_for /tmp/rd.log "hbmguardd: ready"
+}
+ctl() { hbmctl --socket $S "$@"; }
+# rank JOB RANK WORLD DEVICE [BEHAVIOUR]: a rank in the background, as $rpid,
+# its output in /tmp/JOB.RANK once it registered.
+rank() {
+	hbmrank $S "$@" >/tmp/$1.$2 &
+	rpid=$!
+	wait_for /tmp/$1.$2 "registered\|register:"
+}
+# exited PID: the exit status of a background rank, in $st.
+exited() { wait $1; st=$?; }
+incident() { ctl incidents | grep "^incident $1: "; }
+
+check "load" 'insmod /hbmguard.ko sim_devices=2'
+start_daemon
+
+# A job of four ranks; rank 2's device takes a UE.
+for r in 0 1 2 3; do
+	dev=sim:sim1
+	[ $r = 2 ] && dev=sim:sim0
+	rank job1 $r 4 $dev
+	eval p$r=$rpid
+done
+check "four ranks registered" '[ $(ctl ranks | grep -c "^job1 ") = 4 ]'
+check "ranks as JSON" 'ctl --json ranks | grep -q "{\"job\":\"job1\",\"rank\":2,\"world_size\":4,\"local_rank\":2,\"pid\":$p2,"'
+check "a rank held by another process is refused" 'hbmrank $S job1 2 4 sim:sim0 | grep -q "^register: File exists$"'
+check "a rank beyond the world is refused" 'hbmrank $S job9 4 4 sim:sim0 | grep -q "^register: Bad message$"'
+check "STATUS= counts the ranks" 'ctl status | grep -q "hbmguardd: running"'
+# A page retired for correctable errors kept its data: no recovery.
+hbmctl policy sim0 ce_threshold=1 >/dev/null
+hbmctl inject sim0 ce 0x3000
+eventually "a CE retirement" 'hbmctl pages sim0 | grep -q "^0x3000 .*ce-threshold"'
+check "... opens no incident" '[ -z "$(ctl incidents)" ]'
+hbmctl inject sim0 ue 0x9000
+for r in 0 1 2 3; do
+	eval exited \$p$r
+	check "rank $r resumed" '[ $st = 0 ]'
+	check "rank $r was paused, restored, resumed, told it was rank 2" '[ "$(cat /tmp/job1.$r)" = "registered
+request pause incident 1 failed_rank 2
+request restore incident 1 failed_rank 2
+request resume incident 1 failed_rank 2" ]'
+done
+check "incident 1 resumed" 'incident 1 | grep -q "job job1, rank 2, sim:sim0 at 0x9000+0x1000: resumed$"'
+check "every step timed" '[ $(ctl incidents | grep -cE "^  (detected|pausing|isolated|restoring|resumed) ") = 5 ]'
+check "incidents as JSON" 'ctl --json incidents | grep -q "\"id\":1,\"job\":\"job1\",\"failed_rank\":2,.*\"state\":\"resumed\",\"reason\":\"\",\"at_us\":{\"detected\":[0-9]*,\"pausing\""'
+check "journaled" 'grep -q "incident 1: job job1, rank 2 on sim:sim0 at 0x9000: resumed" /tmp/rd.log'
+check "no ranks left" '[ -z "$(ctl ranks | grep -v ^JOB)" ]'
+hbmctl inject sim1 ue 0x9000
+sleep 1
+check "a UE under no rank opens nothing" '! incident 2'
+
+# A rank that never answers: the pause deadline escalates; the others are
+# told to abort, the failed rank's process is ended.
+rank job2 0 2 sim:sim1
+a=$rpid
+rank job2 1 2 sim:sim0 silent
+b=$rpid
+hbmctl inject sim0 ue 0xa000
+exited $a
+check "silent: the others abort" '[ $st = 3 ]'
+check "silent: escalated at the deadline" 'incident 2 | grep -q ": escalated (ranks did not pause in time)$"'
+exited $b
+check "silent: the failed rank is gone" '[ $st != 0 ] && ! kill -0 $b 2>/dev/null'
+
+# A rank that dies mid-recovery.
+rank job3 0 2 sim:sim1
+a=$rpid
+rank job3 1 2 sim:sim0 die
+b=$rpid
+hbmctl inject sim0 ue 0xb000
+exited $a
+check "dies: the others abort" '[ $st = 3 ]'
+check "dies: escalated" 'incident 3 | grep -q ": escalated (a rank left during recovery)$"'
+exited $b
+
+# A rank that cannot restore.
+rank job4 0 2 sim:sim1
+a=$rpid
+rank job4 1 2 sim:sim0 fail
+b=$rpid
+hbmctl inject sim0 ue 0xc000
+exited $a
+check "fails: the others abort" '[ $st = 3 ]'
+check "fails: escalated" 'incident 4 | grep -q ": escalated (a rank failed to recover)$"'
+exited $b
+
+# Two errors on two devices of one job, the second while the first is
+# being recovered (rank 1 is slow to pause).
+rank job5 0 2 sim:sim0
+a=$rpid
+rank job5 1 2 sim:sim1 silent
+b=$rpid
+hbmctl inject sim0 ue 0xd000
+hbmctl inject sim1 ue 0xd000
+exited $a
+sa=$st
+exited $b
+check "two at once: both end (the failed rank maybe by SIGTERM)" '[ $sa != 0 ] && [ $st = 3 ]'
+check "two at once: escalated" 'incident 5 | grep -q ": escalated (a second error during recovery)$"'
+check "two at once: the daemon is fine" 'kill -0 $daemon'
+
+# The daemon killed mid-incident: its successor escalates it.
+rank job6 0 1 sim:sim0 silent
+a=$rpid
+hbmctl inject sim0 ue 0xe000
+eventually "pausing" 'incident 6 | grep -q ": pausing$"'
+kill -9 $daemon
+wait $daemon 2>/dev/null
+exited $a
+check "the rank sees the daemon go" '[ $st = 1 ]'
+start_daemon
+check "restarted mid-incident: escalated" 'incident 6 | grep -q ": escalated (hbmguardd restarted during recovery)$"'
+check "the history kept" '[ $(ctl incidents | grep -c "^incident ") = 6 ]'
+
+kill $daemon
+wait $daemon 2>/dev/null
+check "unload" 'rmmod hbmguard'
+finish recovery
