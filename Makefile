@@ -221,6 +221,8 @@ install: module userspace
 	mkdir -p $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	sed 's|@PREFIX@|$(PREFIX)|' daemon/libhbmguard/hbmguard.pc.in \
 		>$(DESTDIR)$(PREFIX)/lib/pkgconfig/hbmguard.pc
+	install -D -m 0644 daemon/libhbmguard/python/hbmguard/__init__.py \
+		$(DESTDIR)$(PREFIX)/lib/python3/dist-packages/hbmguard/__init__.py
 	install -D -m 0644 daemon/man/hbmctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/hbmctl.8
 	install -D -m 0644 daemon/man/hbmguardd.8 $(DESTDIR)$(PREFIX)/share/man/man8/hbmguardd.8
 	install -D -m 0644 daemon/man/hbmguard.4 $(DESTDIR)$(PREFIX)/share/man/man4/hbmguard.4

@@ -1,0 +1,128 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""hbmguard for training processes: register a rank with hbmguardd and
+follow its recovery requests, over libhbmguard (ctypes: nothing to compile).
+
+    import hbmguard
+    with hbmguard.Rank(job="run-42", rank=2, world_size=4,
+                       device="pci:0000:3b:00.0") as r:
+        ...
+        req = r.next()                  # None, or a Recovery, at a step boundary
+        if req and req.action == hbmguard.PAUSE:
+            r.answer(req.incident, hbmguard.PAUSED)
+
+Rank.fileno() makes a Rank usable with select/poll/selectors.  Errors from
+the library or the daemon are OSError with the errno it gave.
+"""
+import ctypes
+import ctypes.util
+import errno
+import os
+from collections import namedtuple
+
+__all__ = ["Rank", "Recovery", "PAUSE", "RESTORE", "RESUME", "ABORT",
+           "PAUSED", "RESTORED", "FAILED", "ACTIONS"]
+
+PAUSE, RESTORE, RESUME, ABORT = 1, 2, 3, 4
+PAUSED, RESTORED, FAILED = 1, 2, 3
+ACTIONS = {PAUSE: "pause", RESTORE: "restore", RESUME: "resume", ABORT: "abort"}
+MAX_RANGES = 8
+
+
+class _Range(ctypes.Structure):
+    _fields_ = [("offset", ctypes.c_uint64), ("length", ctypes.c_uint64)]
+
+
+class _RankInfo(ctypes.Structure):         # struct hbmguard_rank_info
+    _fields_ = [("job", ctypes.c_char * 64), ("device", ctypes.c_char * 64),
+                ("rank", ctypes.c_uint32), ("world_size", ctypes.c_uint32),
+                ("local_rank", ctypes.c_uint32), ("nr_ranges", ctypes.c_uint32),
+                ("ranges", _Range * MAX_RANGES)]
+
+
+class _Recovery(ctypes.Structure):         # struct hbmguard_recovery
+    _fields_ = [("incident", ctypes.c_uint64), ("action", ctypes.c_uint32),
+                ("failed_rank", ctypes.c_uint32), ("device", ctypes.c_char * 64),
+                ("offset", ctypes.c_uint64), ("length", ctypes.c_uint64)]
+
+
+Recovery = namedtuple("Recovery", "incident action failed_rank device offset length")
+
+
+def _load():
+    name = os.environ.get("HBMGUARD_LIBRARY") or ctypes.util.find_library("hbmguard") \
+        or "libhbmguard.so.0"
+    lib = ctypes.CDLL(name, use_errno=True)
+    lib.hbmguard_rank_register.argtypes = [ctypes.c_char_p, ctypes.POINTER(_RankInfo),
+                                           ctypes.POINTER(ctypes.c_void_p)]
+    lib.hbmguard_rank_fd.argtypes = [ctypes.c_void_p]
+    lib.hbmguard_rank_next.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Recovery)]
+    lib.hbmguard_rank_answer.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32]
+    lib.hbmguard_rank_close.argtypes = [ctypes.c_void_p]
+    lib.hbmguard_rank_close.restype = None
+    return lib
+
+
+_lib = None
+
+
+def _check(ret, what):
+    if ret < 0:
+        raise OSError(-ret, "%s: %s" % (what, os.strerror(-ret)))
+    return ret
+
+
+class Rank:
+    """One training rank, registered with hbmguardd until close()."""
+
+    _handle = None
+
+    def __init__(self, job, rank, world_size, device, local_rank=None, ranges=(),
+                 socket=None):
+        global _lib
+        if _lib is None:
+            _lib = _load()
+        if len(ranges) > MAX_RANGES:
+            raise ValueError("at most %d ranges" % MAX_RANGES)
+        info = _RankInfo(job=job.encode(), device=device.encode(), rank=rank,
+                         world_size=world_size,
+                         local_rank=rank if local_rank is None else local_rank,
+                         nr_ranges=len(ranges))
+        for i, (offset, length) in enumerate(ranges):
+            info.ranges[i] = _Range(offset, length)
+        handle = ctypes.c_void_p()
+        _check(_lib.hbmguard_rank_register(socket.encode() if socket else None,
+                                           ctypes.byref(info), ctypes.byref(handle)),
+               "registering rank %d of %s" % (rank, job))
+        self._handle = handle
+        self.job, self.rank, self.world_size = job, rank, world_size
+
+    def fileno(self):
+        return _lib.hbmguard_rank_fd(self._handle)
+
+    def next(self):
+        """The next recovery request, or None when none is waiting."""
+        req = _Recovery()
+        ret = _lib.hbmguard_rank_next(self._handle, ctypes.byref(req))
+        if ret == -errno.EAGAIN:
+            return None
+        _check(ret, "reading hbmguardd's requests")
+        return Recovery(req.incident, req.action, req.failed_rank,
+                        req.device.decode(), req.offset, req.length)
+
+    def answer(self, incident, answer):
+        _check(_lib.hbmguard_rank_answer(self._handle, incident, answer),
+               "answering incident %d" % incident)
+
+    def close(self):
+        if self._handle:
+            _lib.hbmguard_rank_close(self._handle)
+            self._handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
