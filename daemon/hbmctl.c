@@ -488,27 +488,34 @@ static void no_daemon(int err)
 	exit(EXIT_REFUSED);
 }
 
+/* The index-th entry of one of the daemon's lists; false past its end. */
+static bool daemon_entry(uint16_t type, uint32_t index, void *out)
+{
+	struct hbm_ctl_index ix = { .index = index };
+	int err = ask_daemon(type, &ix, out);
+
+	if (err == -ENOENT)
+		return false;
+	if (err)
+		no_daemon(err);
+	return true;
+}
+
 /* The training ranks registered with the daemon. */
 static int cmd_ranks(void)
 {
 	static const char *const states[] = { "?", "running", "paused", "restored" };
-	struct hbm_ctl_index ix = { 0 };
 	struct hbm_ctl_rank_info ri;
-	int err;
+	uint32_t i;
 
 	if (json)
 		printf("[");
 	else
 		printf("%-20s %6s %6s %8s %6s %-20s %-8s\n", "JOB", "RANK", "WORLD",
 		       "PID", "UID", "DEVICE", "STATE");
-	for (;; ix.index++) {
-		err = ask_daemon(HBM_CTL_RANK_GET, &ix, &ri);
-		if (err == -ENOENT)
-			break;
-		if (err)
-			no_daemon(err);
+	for (i = 0; daemon_entry(HBM_CTL_RANK_GET, i, &ri); i++) {
 		if (json) {
-			printf("%s{", ix.index ? "," : "");
+			printf("%s{", i ? "," : "");
 			json_str("job", ri.rank.job, true);
 			json_u64("rank", ri.rank.rank, true);
 			json_u64("world_size", ri.rank.world_size, true);
@@ -535,22 +542,15 @@ static int cmd_incidents(void)
 	static const char *const states[] = {
 		"?", "detected", "pausing", "isolated", "restoring", "resumed", "escalated",
 	};
-	struct hbm_ctl_index ix = { 0 };
 	struct hbm_ctl_incident in;
+	uint32_t i, st;
 	bool first;
-	uint32_t st;
-	int err;
 
 	if (json)
 		printf("[");
-	for (;; ix.index++) {
-		err = ask_daemon(HBM_CTL_INCIDENT_GET, &ix, &in);
-		if (err == -ENOENT)
-			break;
-		if (err)
-			no_daemon(err);
+	for (i = 0; daemon_entry(HBM_CTL_INCIDENT_GET, i, &in); i++) {
 		if (json) {
-			printf("%s{", ix.index ? "," : "");
+			printf("%s{", i ? "," : "");
 			json_u64("id", in.id, true);
 			json_str("job", in.job, true);
 			json_u64("failed_rank", in.failed_rank, true);

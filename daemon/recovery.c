@@ -360,6 +360,7 @@ int recovery_register(struct daemon *d, struct client *c, const struct hbm_ctl_r
 	d->ranks = c;
 	fprintf(stderr, "<6>hbmguardd: rank %u/%u of job %s registered, pid %d on %s\n",
 		r->rank, r->world_size, r->job, c->cred.pid, r->device);
+	daemon_notify_status(d);
 	return 0;
 }
 
@@ -416,6 +417,7 @@ void recovery_client_gone(struct daemon *d, struct client *c)
 	x = open_incident_of(d, c->reg.job);
 	if (x)
 		escalate(d, x, "a rank left during recovery");
+	daemon_notify_status(d);
 }
 
 /* For hbmctl ranks: the index-th registered rank. */

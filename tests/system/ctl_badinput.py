@@ -17,7 +17,7 @@ MAGIC, VERSION, REPLY = 0x434D4248, 1, 0x8000
 STATUS, RETIRE, CLEAR = 1, 2, 3
 HEADER = struct.Struct("<IHHIIiI")
 EXTENT = struct.Struct("<64sQQII")
-STATUS_BODY = 6 * 8 + 4 * 4 + 256
+STATUS_BODY = 6 * 8 + 7 * 4 + 256 + 4    # struct hbm_ctl_status, padded to 8
 
 identity = sys.argv[1].encode()
 user = len(sys.argv) > 2

@@ -198,6 +198,37 @@ f.write(bytes([b[0] ^ 4])); f.close()"
 	check "... and as a user" 'runuser -u hbmops -- python3 /usr/local/lib/hbmguard-test/ctl_badinput.py sim:sim0 user'
 	check "nothing changed by any of it" '[ "$(hbmctl --json pages sim0)" = "$before" ] && active'
 
+	# Training ranks through the Python package, as an unprivileged user:
+	# a UE under rank 1 is recovered, with no process restarted.
+	for r in 0 1; do
+		dev=sim:sim1
+		[ $r = 1 ] && dev=sim:sim0
+		runuser -u hbmops -- python3 /usr/local/lib/hbmguard-test/pyrank.py \
+			py $r 2 $dev >/tmp/py.$r 2>&1 &
+		eval py$r=\$!
+	done
+	eventually "python ranks registered" '[ $(hbmctl ranks | grep -c "^py ") = 2 ]'
+	check "STATUS= counts them" 'systemctl show -P StatusText hbmguardd | grep -q "; 2 ranks, 0 incidents open;"'
+	hbmctl inject sim0 ue 0x20000
+	wait $py0
+	s0=$?
+	wait $py1
+	check "python ranks resumed, the same processes" '[ $s0 = 0 ] && [ $? = 0 ]'
+	for r in 0 1; do
+		check "python rank $r paused, restored, resumed" '[ "$(cat /tmp/py.$r)" = "registered
+request pause incident 1 failed_rank 1
+request restore incident 1 failed_rank 1
+request resume incident 1 failed_rank 1" ] || { cat /tmp/py.$r; false; }'
+	done
+	check "incident journaled with its fields" 'journal_has MESSAGE_ID=7b4d2f0c9a8e4d61b3f5a2c1e0d9f8a7 \
+		HBMGUARD_JOB=py HBMGUARD_RANK=1 HBMGUARD_INCIDENT=1 HBMGUARD_INCIDENT_STATE=resumed \
+		HBMGUARD_IDENTITY=sim:sim0 HBMGUARD_OFFSET=0x20000'
+	check "hbmctl --json incidents" 'hbmctl --json incidents | python3 -c "
+import json, sys
+i = json.load(sys.stdin)[0]
+assert i[\"state\"] == \"resumed\" and i[\"failed_rank\"] == 1, i
+assert list(i[\"at_us\"]) == [\"detected\", \"pausing\", \"isolated\", \"restoring\", \"resumed\"], i"'
+
 	# Acknowledged, then a reboot.
 	check "retire before the reboot" 'hbmctl retire sim0 0xa000'
 	echo 2 >$dir/phase

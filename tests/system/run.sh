@@ -57,6 +57,7 @@ mkdir -p "$root/var/log/journal"	# kept across boots, to look back
 install -D -m 0755 "$TOP/tests/system/guest.sh" "$root/usr/local/lib/hbmguard-test/guest.sh"
 install -D -m 0755 "$TOP/build/guest/hbmnl" "$root/usr/local/bin/hbmnl"
 install -D -m 0755 "$TOP/tests/system/bench.sh" "$root/usr/local/lib/hbmguard-test/bench.sh"
+install -D -m 0644 "$TOP/tests/system/pyrank.py" "$root/usr/local/lib/hbmguard-test/pyrank.py"
 install -D -m 0644 "$TOP/tests/system/ctl_badinput.py" "$root/usr/local/lib/hbmguard-test/ctl_badinput.py"
 install -D -m 0644 "$TOP/tests/system/hbmguard-test.service" \
 	"$root/etc/systemd/system/hbmguard-test.service"
