@@ -11,6 +11,7 @@
  *   silent   never answers; exits 3 on ABORT
  *   fail     PAUSE -> PAUSED, RESTORE -> FAILED; exits 3 on ABORT
  *   die      exits 4 on PAUSE, without a word
+ *   stubborn never answers, ignores ABORT and SIGTERM: only SIGKILL ends it
  *
  * It prints "registered" once the daemon took it, and one line per request:
  * "request ACTION incident N failed_rank R".  Registration refused: the
@@ -19,6 +20,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,10 +38,12 @@ int main(int argc, char **argv)
 	int err;
 
 	if (argc < 6) {
-		fprintf(stderr, "usage: hbmrank SOCKET JOB RANK WORLD DEVICE [obey|silent|fail|die]\n");
+		fprintf(stderr, "usage: hbmrank SOCKET JOB RANK WORLD DEVICE [obey|silent|fail|die|stubborn]\n");
 		return 1;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!strcmp(behaviour, "stubborn"))
+		signal(SIGTERM, SIG_IGN);
 	snprintf(info.job, sizeof(info.job), "%s", argv[2]);
 	snprintf(info.device, sizeof(info.device), "%s", argv[5]);
 	info.rank = atoi(argv[3]);
@@ -67,6 +71,8 @@ int main(int argc, char **argv)
 		printf("request %s incident %" PRIu64 " failed_rank %u\n",
 		       req.action < 5 ? actions[req.action] : "?", req.incident,
 		       req.failed_rank);
+		if (!strcmp(behaviour, "stubborn"))
+			continue;
 		if (req.action == HBMGUARD_RECOVERY_ABORT)
 			return 3;
 		if (req.action == HBMGUARD_RECOVERY_RESUME)

@@ -111,18 +111,36 @@ check "two at once: both end (the failed rank maybe by SIGTERM)" '[ $sa != 0 ] &
 check "two at once: escalated" 'incident 5 | grep -q ": escalated (a second error during recovery)$"'
 check "two at once: the daemon is fine" 'kill -0 $daemon'
 
+# A failed rank that ignores ABORT and SIGTERM: SIGKILL, KillTimeout later.
+rank job7 0 1 sim:sim0 stubborn
+a=$rpid
+hbmctl inject sim0 ue 0xf000
+exited $a
+check "stubborn: killed by SIGKILL" '[ $st = 137 ]'
+check "stubborn: escalated" 'incident 6 | grep -q ": escalated (ranks did not pause in time)$"'
+check "stubborn: SIGTERM, then SIGKILL" 'grep -q "incident 6: SIGTERM to rank 0 (pid $a)" /tmp/rd.log &&
+	grep -q "incident 6: SIGKILL to rank 0 (pid $a)" /tmp/rd.log'
+
+# Every rank of a job belongs to one user.
+echo "operator:x:1000:1000::/:/bin/sh" >>/etc/passwd
+rank job8 0 2 sim:sim1 silent
+a=$rpid
+check "another user cannot join the job" 'su operator -c "hbmrank $S job8 1 2 sim:sim0" | grep -q "^register: Operation not permitted$"'
+kill $a
+exited $a
+
 # The daemon killed mid-incident: its successor escalates it.
 rank job6 0 1 sim:sim0 silent
 a=$rpid
 hbmctl inject sim0 ue 0xe000
-eventually "pausing" 'incident 6 | grep -q ": pausing$"'
+eventually "pausing" 'incident 7 | grep -q ": pausing$"'
 kill -9 $daemon
 wait $daemon 2>/dev/null
 exited $a
 check "the rank sees the daemon go" '[ $st = 1 ]'
 start_daemon
-check "restarted mid-incident: escalated" 'incident 6 | grep -q ": escalated (hbmguardd restarted during recovery)$"'
-check "the history kept" '[ $(ctl incidents | grep -c "^incident ") = 6 ]'
+check "restarted mid-incident: escalated" 'incident 7 | grep -q ": escalated (hbmguardd restarted during recovery)$"'
+check "the history kept" '[ $(ctl incidents | grep -c "^incident ") = 7 ]'
 
 kill $daemon
 wait $daemon 2>/dev/null
