@@ -93,7 +93,8 @@ $(BUILD)/hbmguard.pc: daemon/libhbmguard/hbmguard.pc.in
 
 userspace: $(BUILD)/libhbmguard.a $(BUILD)/libhbmguard.so $(BUILD)/hbmguard.pc \
 	$(BUILD)/hbmguardd $(BUILD)/hbmctl $(BUILD)/unit $(BUILD)/unit-san $(BUILD)/guest/hbmtest \
-	$(BUILD)/guest/hbmnl $(BUILD)/guest/hbmrank $(BUILD)/bench-core $(BUILD)/guest/hbmbench
+	$(BUILD)/guest/hbmnl $(BUILD)/guest/hbmrank $(BUILD)/bench-core $(BUILD)/guest/hbmbench \
+	$(BUILD)/guest/hbmrankbench
 
 $(BUILD)/hbmguardd: daemon/hbmguardd.c daemon/hbmguardd.h daemon/control.c daemon/recovery.c daemon/genl.c daemon/genl.h $(DAEMON_SRC) $(DAEMON_HDR) \
 		uapi/linux/hbmguard.h
@@ -145,6 +146,11 @@ $(BUILD)/guest/hbmbench: tests/bench/hbmbench.c tests/bench/bench.h $(BUILD)/lib
 	$(CC) $(CFLAGS_USER) -Idaemon/libhbmguard -static tests/bench/hbmbench.c \
 		$(BUILD)/libhbmguard.a -o $@
 
+$(BUILD)/guest/hbmrankbench: tests/bench/rankbench.c tests/bench/bench.h $(BUILD)/libhbmguard.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_USER) -Idaemon/libhbmguard -static tests/bench/rankbench.c \
+		$(BUILD)/libhbmguard.a -o $@
+
 $(BUILD)/bench-core: tests/bench/bench_core.c tests/bench/bench.h tests/unit/shim.c $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) -O2 tests/bench/bench_core.c tests/unit/shim.c $(CORE_SRC) -o $@
@@ -187,7 +193,7 @@ check: deps
 
 bench: deps
 	@$(MAKE) --no-print-directory $(BUILD)/bench-core modules-all $(BUILD)/guest/hbmbench \
-		$(BUILD)/guest/hbmnl
+		$(BUILD)/guest/hbmnl $(BUILD)/guest/hbmrankbench $(BUILD)/guest/hbmctl $(BUILD)/hbmguardd
 	@$(TOP)/tests/bench/run.sh
 
 demo: deps

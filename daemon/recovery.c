@@ -23,7 +23,8 @@
  *
  * Incidents are kept, newest last, in the state directory ("incidents", as
  * struct hbm_ctl_incident records after a small header, each with its
- * CRC-32C), rewritten atomically at every transition.  After a restart the
+ * CRC-32C), rewritten atomically at every transition, just after the ranks
+ * were told of it: the ranks do not wait for the fsync.  After a restart the
  * ranks' connections are gone, so an incident found open is escalated.
  */
 #include <errno.h>
@@ -93,17 +94,19 @@ static void save_incidents(struct daemon *d)
 	free(buf);
 }
 
-static void journal_transition(struct daemon *d, const struct incident *x)
+static void journal_transition(struct daemon *d, const struct incident *x,
+			       uint32_t state)
 {
 	const struct hbm_ctl_incident *in = &x->info;
+	bool last = state == in->state;
 	char msg[256];
-	int prio = in->state == HBM_INCIDENT_ESCALATED ? 2 :
-		   in->state == HBM_INCIDENT_DETECTED ? 3 : 5;
+	int prio = state == HBM_INCIDENT_ESCALATED ? 2 :
+		   state == HBM_INCIDENT_DETECTED ? 3 : 5;
 
 	snprintf(msg, sizeof(msg), "incident %" PRIu64 ": job %s, rank %u on %s at 0x%"
 		 PRIx64 ": %s%s%s", in->id, in->job, in->failed_rank, in->device,
-		 in->offset, state_names[in->state], in->reason[0] ? ": " : "",
-		 in->reason);
+		 in->offset, state_names[state], last && in->reason[0] ? ": " : "",
+		 last ? in->reason : "");
 	if (!d->journald) {
 		fprintf(stderr, "<%d>hbmguardd: %s\n", prio, msg);
 		return;
@@ -113,20 +116,33 @@ static void journal_transition(struct daemon *d, const struct incident *x)
 			"HBMGUARD_JOB=%s", in->job, "HBMGUARD_RANK=%u", in->failed_rank,
 			"HBMGUARD_IDENTITY=%s", in->device,
 			"HBMGUARD_OFFSET=0x%" PRIx64, in->offset,
-			"HBMGUARD_INCIDENT_STATE=%s", state_names[in->state], NULL);
+			"HBMGUARD_INCIDENT_STATE=%s", state_names[state], NULL);
 }
 
-static void enter(struct daemon *d, struct incident *x, uint32_t state,
-		  const char *reason)
+/* A step begins: timed now, told to the ranks by the caller. */
+static void mark(struct incident *x, uint32_t state, const char *reason)
 {
 	x->info.state = state;
 	x->info.at[state] = now_us();
 	if (reason)
 		snprintf(x->info.reason, sizeof(x->info.reason), "%s", reason);
-	journal_transition(d, x);
+}
+
+/*
+ * The steps from @from on, into the journal and the incidents file: once
+ * the ranks have been told, so that the fsync is not in their way.
+ */
+static void record(struct daemon *d, struct incident *x, uint32_t from)
+{
+	uint32_t st;
+
+	for (st = from; st <= x->info.state; st++)
+		if (x->info.at[st])
+			journal_transition(d, x, st);
 	save_incidents(d);
 	daemon_notify_status(d);
 }
+
 
 /* Every registered rank of a job, in turn. */
 #define for_each_rank_of(dmn, c, of_job) \
@@ -178,10 +194,11 @@ static void escalate(struct daemon *d, struct incident *x, const char *reason)
 {
 	if (!open_state(x->info.state))
 		return;
-	enter(d, x, HBM_INCIDENT_ESCALATED, reason);
+	mark(x, HBM_INCIDENT_ESCALATED, reason);
 	tell(d, x, HBM_RECOVERY_ABORT);
 	kill_failed_rank(x, SIGTERM);
 	arm(d, x, x->pidfd >= 0 ? d->cfg.recovery.kill_timeout : 0);
+	record(d, x, HBM_INCIDENT_ESCALATED);
 }
 
 static int on_deadline(sd_event_source *s, uint64_t usec, void *arg)
@@ -219,15 +236,17 @@ static void advance(struct daemon *d, struct incident *x)
 			escalate(d, x, "the page has no spare: not bypassed");
 			return;
 		}
-		enter(d, x, HBM_INCIDENT_ISOLATED, NULL);
-		enter(d, x, HBM_INCIDENT_RESTORING, NULL);
+		mark(x, HBM_INCIDENT_ISOLATED, NULL);
+		mark(x, HBM_INCIDENT_RESTORING, NULL);
 		tell(d, x, HBM_RECOVERY_RESTORE);
 		arm(d, x, d->cfg.recovery.restore_timeout);
+		record(d, x, HBM_INCIDENT_ISOLATED);
 	} else if (x->info.state == HBM_INCIDENT_RESTORING &&
 		   all_answered(d, x, HBM_ANSWER_RESTORED)) {
-		enter(d, x, HBM_INCIDENT_RESUMED, NULL);
+		mark(x, HBM_INCIDENT_RESUMED, NULL);
 		tell(d, x, HBM_RECOVERY_RESUME);
 		arm(d, x, 0);
+		record(d, x, HBM_INCIDENT_RESUMED);
 	}
 }
 
@@ -322,10 +341,11 @@ void recovery_on_lost_data(struct daemon *d, const char *identity,
 		x->info.failed_rank = c->reg.rank;
 		x->pid = c->cred.pid;
 		x->pidfd = syscall(SYS_pidfd_open, c->cred.pid, 0);
-		enter(d, x, HBM_INCIDENT_DETECTED, NULL);
-		enter(d, x, HBM_INCIDENT_PAUSING, NULL);
+		mark(x, HBM_INCIDENT_DETECTED, NULL);
+		mark(x, HBM_INCIDENT_PAUSING, NULL);
 		tell(d, x, HBM_RECOVERY_PAUSE);
 		arm(d, x, d->cfg.recovery.pause_timeout);
+		record(d, x, HBM_INCIDENT_DETECTED);
 	}
 }
 

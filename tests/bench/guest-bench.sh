@@ -13,6 +13,19 @@ hbmnl latency $dev $(( phys / 4096 + 4096 )) 1000 || exit 1
 hbmnl echo-latency $dev 1000 || exit 1
 echo
 
+# Rank recovery through hbmguardd: UE -> rank told, UE -> rank resumed.
+id=$(hbmctl sim-create rbench 1G spares=4096 identity=sim:rbench) || exit 1
+printf '[Daemon]\nStateDirectory=/tmp/bstate\nControlSocket=/tmp/b.sock\n' >/tmp/b.conf
+hbmguardd -c /tmp/b.conf 2>/tmp/bd.log &
+daemon=$!
+i=0
+while ! grep -q "hbmguardd: ready" /tmp/bd.log && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+hbmrankbench /tmp/b.sock $id sim:rbench 200 || { tail /tmp/bd.log; exit 1; }
+kill $daemon
+wait $daemon
+hbmctl sim-destroy rbench || exit 1
+echo
+
 # Provider API: CEs from atomic context; none of the UEs may be lost.
 insmod /hbm_test_provider.ko || exit 1
 prov=/sys/kernel/debug/hbm_test_provider/ctl
