@@ -316,6 +316,7 @@ static bool overlaps(const struct hbm_ctl_rank *r, uint64_t offset, uint64_t len
 void recovery_on_lost_data(struct daemon *d, const char *identity,
 			   uint64_t offset, uint64_t length)
 {
+	uint64_t first_new = d->last_incident + 1;
 	struct client *c;
 
 	for (c = d->ranks; c; c = c->next_rank) {
@@ -324,6 +325,8 @@ void recovery_on_lost_data(struct daemon *d, const char *identity,
 		if (strcmp(c->reg.device, identity) || !overlaps(&c->reg, offset, length))
 			continue;
 		x = open_incident_of(d, c->reg.job);
+		if (x && x->info.id >= first_new)
+			continue;	/* another rank of the job, the same error */
 		if (x) {
 			escalate(d, x, "a second error during recovery");
 			continue;

@@ -61,6 +61,19 @@ hbmctl inject sim1 ue 0x9000
 sleep 1
 check "a UE under no rank opens nothing" '! incident 2'
 
+# Two ranks of a job on one device: one error, one incident.
+rank jobS 0 2 sim:sim0
+a=$rpid
+rank jobS 1 2 sim:sim0
+b=$rpid
+hbmctl inject sim0 ue 0x6000
+exited $a
+sa=$st
+exited $b
+check "one device, two ranks: both resumed" '[ $sa = 0 ] && [ $st = 0 ]'
+check "... as one incident" 'incident 2 | grep -q "job jobS, rank 1, sim:sim0 at 0x6000+0x1000: resumed$" && ! incident 3'
+hbmctl inject sim1 ue 0x6000
+
 # A rank that never answers: the pause deadline escalates; the others are
 # told to abort, the failed rank's process is ended.
 rank job2 0 2 sim:sim1
@@ -70,7 +83,7 @@ b=$rpid
 hbmctl inject sim0 ue 0xa000
 exited $a
 check "silent: the others abort" '[ $st = 3 ]'
-check "silent: escalated at the deadline" 'incident 2 | grep -q ": escalated (ranks did not pause in time)$"'
+check "silent: escalated at the deadline" 'incident 3 | grep -q ": escalated (ranks did not pause in time)$"'
 exited $b
 check "silent: the failed rank is gone" '[ $st != 0 ] && ! kill -0 $b 2>/dev/null'
 
@@ -82,7 +95,7 @@ b=$rpid
 hbmctl inject sim0 ue 0xb000
 exited $a
 check "dies: the others abort" '[ $st = 3 ]'
-check "dies: escalated" 'incident 3 | grep -q ": escalated (a rank left during recovery)$"'
+check "dies: escalated" 'incident 4 | grep -q ": escalated (a rank left during recovery)$"'
 exited $b
 
 # A rank that cannot restore.
@@ -93,7 +106,7 @@ b=$rpid
 hbmctl inject sim0 ue 0xc000
 exited $a
 check "fails: the others abort" '[ $st = 3 ]'
-check "fails: escalated" 'incident 4 | grep -q ": escalated (a rank failed to recover)$"'
+check "fails: escalated" 'incident 5 | grep -q ": escalated (a rank failed to recover)$"'
 exited $b
 
 # Two errors on two devices of one job, the second while the first is
@@ -108,7 +121,7 @@ exited $a
 sa=$st
 exited $b
 check "two at once: both end (the failed rank maybe by SIGTERM)" '[ $sa != 0 ] && [ $st = 3 ]'
-check "two at once: escalated" 'incident 5 | grep -q ": escalated (a second error during recovery)$"'
+check "two at once: escalated" 'incident 6 | grep -q ": escalated (a second error during recovery)$"'
 check "two at once: the daemon is fine" 'kill -0 $daemon'
 
 # A failed rank that ignores ABORT and SIGTERM: SIGKILL, KillTimeout later.
@@ -117,9 +130,9 @@ a=$rpid
 hbmctl inject sim0 ue 0xf000
 exited $a
 check "stubborn: killed by SIGKILL" '[ $st = 137 ]'
-check "stubborn: escalated" 'incident 6 | grep -q ": escalated (ranks did not pause in time)$"'
-check "stubborn: SIGTERM, then SIGKILL" 'grep -q "incident 6: SIGTERM to rank 0 (pid $a)" /tmp/rd.log &&
-	grep -q "incident 6: SIGKILL to rank 0 (pid $a)" /tmp/rd.log'
+check "stubborn: escalated" 'incident 7 | grep -q ": escalated (ranks did not pause in time)$"'
+check "stubborn: SIGTERM, then SIGKILL" 'grep -q "incident 7: SIGTERM to rank 0 (pid $a)" /tmp/rd.log &&
+	grep -q "incident 7: SIGKILL to rank 0 (pid $a)" /tmp/rd.log'
 
 # Every rank of a job belongs to one user.
 echo "operator:x:1000:1000::/:/bin/sh" >>/etc/passwd
@@ -133,14 +146,14 @@ exited $a
 rank job6 0 1 sim:sim0 silent
 a=$rpid
 hbmctl inject sim0 ue 0xe000
-eventually "pausing" 'incident 7 | grep -q ": pausing$"'
+eventually "pausing" 'incident 8 | grep -q ": pausing$"'
 kill -9 $daemon
 wait $daemon 2>/dev/null
 exited $a
 check "the rank sees the daemon go" '[ $st = 1 ]'
 start_daemon
-check "restarted mid-incident: escalated" 'incident 7 | grep -q ": escalated (hbmguardd restarted during recovery)$"'
-check "the history kept" '[ $(ctl incidents | grep -c "^incident ") = 7 ]'
+check "restarted mid-incident: escalated" 'incident 8 | grep -q ": escalated (hbmguardd restarted during recovery)$"'
+check "the history kept" '[ $(ctl incidents | grep -c "^incident ") = 8 ]'
 
 kill $daemon
 wait $daemon 2>/dev/null
