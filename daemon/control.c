@@ -62,10 +62,19 @@ static int mutate(struct client *c, uint16_t type, const struct hbm_ctl_extent *
 	return err;
 }
 
+/* Never blocks the loop: a peer whose socket is full misses the packet. */
+static bool send_packet(struct client *c, uint16_t type, uint32_t seq, int32_t err,
+			const void *body)
+{
+	alignas(8) unsigned char out[HBM_CTL_MAX_PACKET];
+	size_t len = hbm_ctl_encode(out, sizeof(out), type, seq, err, body);
+
+	return send(c->fd, out, len, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)len;
+}
+
 /* One request in, one reply out.  Returns false to drop the peer. */
 static bool serve(struct client *c, const void *pkt, size_t len)
 {
-	alignas(8) unsigned char out[HBM_CTL_MAX_PACKET];
 	union {
 		struct hbm_ctl_rank_info rank;
 		struct hbm_ctl_incident incident;
@@ -112,8 +121,7 @@ static bool serve(struct client *c, const void *pkt, size_t len)
 		fprintf(stderr, "<4>hbmguardd: control: a bad packet from pid %d: %s\n",
 			c->cred.pid, strerror(-err));
 	}
-	len = hbm_ctl_encode(out, sizeof(out), type | HBM_CTL_REPLY, h.seq, err, reply);
-	if (send(c->fd, out, len, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)len)
+	if (!send_packet(c, type | HBM_CTL_REPLY, h.seq, err, reply))
 		return false;
 	return err != -EBADMSG && err != -EPROTONOSUPPORT && err != -EOPNOTSUPP;
 }
@@ -124,15 +132,12 @@ static bool serve(struct client *c, const void *pkt, size_t len)
  * @type: its type
  * @body: its body
  *
- * Never blocks the loop: a rank whose socket is full misses the packet, and
- * its job's incident escalates at the step's deadline.
+ * A rank that misses one is not waited for: its job's incident escalates
+ * at the step's deadline.
  */
 void control_send(struct client *c, uint16_t type, const void *body)
 {
-	alignas(8) unsigned char out[HBM_CTL_MAX_PACKET];
-	size_t len = hbm_ctl_encode(out, sizeof(out), type, 0, 0, body);
-
-	if (send(c->fd, out, len, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)len)
+	if (!send_packet(c, type, 0, 0, body))
 		fprintf(stderr, "<4>hbmguardd: pid %d missed a packet: %s\n",
 			c->cred.pid, strerror(errno));
 }
@@ -191,13 +196,13 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *arg)
  */
 int control_setup(struct daemon *d)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	const char *path = d->cfg.control_socket;
+	struct sockaddr_un sa;
 	struct stat st;
+	int err = hbm_ctl_address(path, &sa);
 
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
+	if (err)
+		return err;
 	if (!lstat(path, &st)) {
 		if (!S_ISSOCK(st.st_mode))
 			return -EEXIST;
@@ -210,8 +215,7 @@ int control_setup(struct daemon *d)
 	if (bind(d->control, (struct sockaddr *)&sa, sizeof(sa)) ||
 	    chmod(path, 0666) || listen(d->control, 16) ||
 	    sd_event_add_io(d->loop, NULL, d->control, EPOLLIN, on_accept, d) < 0) {
-		int err = -errno;
-
+		err = -errno;
 		close(d->control);
 		d->control = -1;
 		return err ? err : -ENOMEM;

@@ -5,8 +5,52 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "ctl.h"
+
+/**
+ * hbm_ctl_address() - the sockaddr of a control socket path
+ * @path: the socket's path
+ * @sa: filled in
+ *
+ * Return: 0, or -ENAMETOOLONG when @path does not fit.
+ */
+int hbm_ctl_address(const char *path, struct sockaddr_un *sa)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sa->sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa->sun_path, path);
+	return 0;
+}
+
+/**
+ * hbm_ctl_connect() - a client's connection to hbmguardd
+ * @path: the control socket
+ *
+ * Return: a blocking, close-on-exec SOCK_SEQPACKET fd, or a negative errno.
+ */
+int hbm_ctl_connect(const char *path)
+{
+	struct sockaddr_un sa;
+	int fd, err = hbm_ctl_address(path, &sa);
+
+	if (err)
+		return err;
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
 
 size_t hbm_ctl_body_size(uint16_t type)
 {

@@ -203,6 +203,10 @@ struct hbm_ctl_incident {
 	char reason[HBM_CTL_NAME_LEN];	/* why it escalated */
 };
 
+struct sockaddr_un;
+
+int hbm_ctl_address(const char *path, struct sockaddr_un *sa);
+int hbm_ctl_connect(const char *path);
 size_t hbm_ctl_body_size(uint16_t type);
 size_t hbm_ctl_encode(void *buf, size_t cap, uint16_t type, uint32_t seq,
 		      int32_t error, const void *body);

@@ -38,7 +38,6 @@
 #include <stdalign.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/hbmguard.h>
@@ -290,22 +289,16 @@ static int cmd_devices(void)
 static int ask_daemon(uint16_t type, const void *body, void *reply_body)
 {
 	alignas(8) unsigned char pkt[HBM_CTL_MAX_PACKET];
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct hbm_ctl_header h;
 	const void *rbody;
 	ssize_t n;
 	size_t len;
-	int s, err;
+	int s = hbm_ctl_connect(control_socket), err;
 
-	if (strlen(control_socket) >= sizeof(sa.sun_path))
+	if (s == -ENAMETOOLONG)
 		usage("the control socket path is too long");
-	strcpy(sa.sun_path, control_socket);
-	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa))) {
-		if (s >= 0)
-			close(s);
+	if (s < 0)
 		return 1;
-	}
 	len = hbm_ctl_encode(pkt, sizeof(pkt), type, 1, 0, body);
 	if (send(s, pkt, len, MSG_NOSIGNAL) != (ssize_t)len)
 		n = -1;

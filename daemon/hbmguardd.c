@@ -402,6 +402,17 @@ static size_t count_devices(struct daemon *d)
 	return n;
 }
 
+static const struct device *find_device(const struct device_list *l,
+				       const char *identity)
+{
+	size_t i;
+
+	for (i = 0; i < l->nr; i++)
+		if (!strcmp(l->dev[i].identity, identity))
+			return &l->dev[i];
+	return NULL;
+}
+
 /**
  * daemon_apply() - retire or clear pages for the control socket
  * @d: the daemon
@@ -420,15 +431,13 @@ int daemon_apply(struct daemon *d, uint16_t type, const struct hbm_ctl_extent *x
 	struct device_list *l = calloc(1, sizeof(*l));
 	const struct device *dev = NULL;
 	struct nl_msg *msg;
-	size_t i;
 	int err;
 
 	if (!l)
 		return -ENOMEM;
 	err = list_devices(d, l);
-	for (i = 0; !err && i < l->nr && !dev; i++)
-		if (!strcmp(l->dev[i].identity, x->identity))
-			dev = &l->dev[i];
+	if (!err)
+		dev = find_device(l, x->identity);
 	if (!err && !dev)
 		err = -ENODEV;
 	if (!err) {
@@ -462,14 +471,14 @@ bool daemon_is_bypassed(struct daemon *d, const char *identity, uint64_t offset,
 {
 	struct device_list *l = calloc(1, sizeof(*l));
 	struct extents k = { 0 };
+	const struct device *dev;
 	uint64_t at = offset;
 	size_t i;
 
 	if (!l || list_devices(d, l))
 		goto out;
-	for (i = 0; i < l->nr && strcmp(l->dev[i].identity, identity); i++)
-		;
-	if (i == l->nr || dump_pages(d, l->dev[i].id, &k))
+	dev = find_device(l, identity);
+	if (!dev || dump_pages(d, dev->id, &k))
 		goto out;
 	for (i = 0; i < k.nr && at < offset + length; i++)
 		if (k.r[i].offset <= at && at < k.r[i].offset + k.r[i].length &&

@@ -43,7 +43,6 @@
 
 #define INCIDENTS_FILE		"incidents"
 #define INCIDENTS_MAGIC		"HBMGINCI"
-#define INCIDENTS_KEPT		HBM_INCIDENTS_KEPT
 #define ID_INCIDENT		"7b4d2f0c9a8e4d61b3f5a2c1e0d9f8a7"
 
 struct incident_record {
@@ -265,7 +264,7 @@ static struct incident *new_incident(struct daemon *d)
 {
 	struct incident *x;
 
-	if (d->nr_incidents == INCIDENTS_KEPT) {	/* the oldest closed one goes */
+	if (d->nr_incidents == HBM_INCIDENTS_KEPT) {	/* the oldest closed one goes */
 		size_t i;
 
 		for (i = 0; i < d->nr_incidents && open_state(d->incidents[i].info.state); i++)
@@ -334,7 +333,7 @@ void recovery_on_lost_data(struct daemon *d, const char *identity,
 		x = new_incident(d);
 		if (!x) {
 			fprintf(stderr, "<2>hbmguardd: %d incidents open: cannot open another\n",
-				INCIDENTS_KEPT);
+				HBM_INCIDENTS_KEPT);
 			return;
 		}
 		strcpy(x->info.job, c->reg.job);
@@ -511,7 +510,7 @@ void recovery_load(struct daemon *d)
 		return;
 	}
 	n = (len - 16) / sizeof(r);
-	for (i = 0; i < n && d->nr_incidents < INCIDENTS_KEPT; i++) {
+	for (i = 0; i < n && d->nr_incidents < HBM_INCIDENTS_KEPT; i++) {
 		struct incident *x;
 
 		memcpy(&r, buf + 16 + i * sizeof(r), sizeof(r));

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "ctl.h"
@@ -82,22 +81,16 @@ static int transact(struct hbmguard_rank *r, uint16_t type, const void *body,
 int hbmguard_rank_register(const char *socket_path, const struct hbmguard_rank_info *info,
 			   struct hbmguard_rank **out)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct hbm_ctl_rank reg;
 	struct hbmguard_rank *r;
 	int err;
 
-	if (!socket_path)
-		socket_path = HBMGUARD_RANK_SOCKET;
-	if (strlen(socket_path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, socket_path);
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	r->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (r->fd < 0 || connect(r->fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		err = -errno;
+	r->fd = hbm_ctl_connect(socket_path ? socket_path : HBMGUARD_RANK_SOCKET);
+	if (r->fd < 0) {
+		err = r->fd;
 		goto fail;
 	}
 	memcpy(&reg, info, sizeof(reg));
