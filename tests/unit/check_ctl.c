@@ -224,6 +224,14 @@ START_TEST(rank_messages)
 	a = (struct hbm_ctl_answer){ .incident = 0, .answer = HBM_ANSWER_PAUSED };
 	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_RANK_ANSWER, 3, 0, &a);
 	ck_assert_int_eq(hbm_ctl_decode(buf, len, false, &h, &body), -EBADMSG);
+
+	/* The list requests: an index, its reserved word zero. */
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_INCIDENT_GET, 4, 0,
+			     &(struct hbm_ctl_index){ .index = 9 });
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, false, &h, &body), 0);
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_RANK_GET, 4, 0,
+			     &(struct hbm_ctl_index){ .index = 0, .reserved = 1 });
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, false, &h, &body), -EBADMSG);
 }
 END_TEST
 
