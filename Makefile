@@ -73,7 +73,8 @@ $(BUILD)/%/testmods/hbm_test_provider.ko: $(BUILD)/%/hbmguard.ko $(wildcard test
 
 modules-all: $(foreach v,$(DEB_KVERS),$(BUILD)/$(v)/hbmguard.ko $(BUILD)/$(v)/testmods/hbm_test_provider.ko)
 
-LIB_SRC := daemon/libhbmguard/table.c daemon/libhbmguard/rank.c daemon/ctl.c
+LIB_SRC := daemon/libhbmguard/table.c daemon/libhbmguard/rank.c daemon/libhbmguard/aperture.c \
+	daemon/ctl.c
 LIB_HDR := daemon/libhbmguard/hbmguard.h uapi/linux/hbmguard.h daemon/ctl.h
 PREFIX ?= /usr/local
 
@@ -103,14 +104,14 @@ $(BUILD)/hbmguardd: daemon/hbmguardd.c daemon/hbmguardd.h daemon/control.c daemo
 		daemon/hbmguardd.c daemon/control.c daemon/recovery.c daemon/genl.c $(DAEMON_SRC) \
 		$(shell pkg-config --libs libnl-genl-3.0 libsystemd) -o $@
 
-$(BUILD)/hbmctl: daemon/hbmctl.c daemon/ctl.c daemon/ctl.h uapi/linux/hbmguard.h
+$(BUILD)/hbmctl: daemon/hbmctl.c $(BUILD)/libhbmguard.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_USER) daemon/hbmctl.c daemon/ctl.c -o $@
+	$(CC) $(CFLAGS_USER) -Idaemon/libhbmguard daemon/hbmctl.c $(BUILD)/libhbmguard.a -o $@
 
 # Static copies for the busybox guests.
-$(BUILD)/guest/hbmctl: daemon/hbmctl.c daemon/ctl.c daemon/ctl.h uapi/linux/hbmguard.h
+$(BUILD)/guest/hbmctl: daemon/hbmctl.c $(BUILD)/libhbmguard.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_USER) -static daemon/hbmctl.c daemon/ctl.c -o $@
+	$(CC) $(CFLAGS_USER) -Idaemon/libhbmguard -static daemon/hbmctl.c $(BUILD)/libhbmguard.a -o $@
 
 $(BUILD)/unit: $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR)
 	@mkdir -p $(@D)
@@ -227,8 +228,9 @@ install: module userspace
 	mkdir -p $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	sed 's|@PREFIX@|$(PREFIX)|' daemon/libhbmguard/hbmguard.pc.in \
 		>$(DESTDIR)$(PREFIX)/lib/pkgconfig/hbmguard.pc
-	install -D -m 0644 daemon/libhbmguard/python/hbmguard/__init__.py \
-		$(DESTDIR)$(PREFIX)/lib/python3/dist-packages/hbmguard/__init__.py
+	install -D -m 0644 -t $(DESTDIR)$(PREFIX)/lib/python3/dist-packages/hbmguard \
+		daemon/libhbmguard/python/hbmguard/__init__.py \
+		daemon/libhbmguard/python/hbmguard/torch.py
 	install -D -m 0644 daemon/man/hbmctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/hbmctl.8
 	install -D -m 0644 daemon/man/hbmguardd.8 $(DESTDIR)$(PREFIX)/share/man/man8/hbmguardd.8
 	install -D -m 0644 daemon/man/hbmguard.4 $(DESTDIR)$(PREFIX)/share/man/man4/hbmguard.4

@@ -43,6 +43,7 @@
 #include <linux/hbmguard.h>
 
 #include "ctl.h"
+#include "hbmguard.h"
 
 #define DEV_NODE "/dev/" HBMGUARD_DEVICE_NAME
 
@@ -171,19 +172,19 @@ static uint32_t list_devices(uint32_t *ids, uint32_t max)
 	return l.count < max ? l.count : max;
 }
 
-/* A device by id or by name. */
+/* A device by name, identity or id. */
 static uint32_t device_arg(const char *s)
 {
-	uint32_t ids[HBMGUARD_MAX_DEVICES], n = list_devices(ids, HBMGUARD_MAX_DEVICES), i;
-	struct hbmguard_device_info di;
+	struct hbmguard_device_info di = { .size = sizeof(di) };
 	char *end;
 	unsigned long id = strtoul(s, &end, 10);
+	uint32_t found;
 
-	for (i = 0; i < n; i++) {
-		get_device(ids[i], &di);
-		if (!strcmp(di.name, s) || (!*end && end != s && ids[i] == id))
-			return ids[i];
-	}
+	if (!hbmguard_device_find(fd, s, &found))
+		return found;
+	di.device = id;
+	if (*s && !*end && id <= UINT32_MAX && !ioctl(fd, HBMGUARD_IOC_GET_DEVICE, &di))
+		return id;
 	fprintf(stderr, "hbmctl: no device '%s' (see 'hbmctl devices')\n", s);
 	exit(EXIT_REFUSED);
 }

@@ -417,23 +417,31 @@ static int ioc_clear(void __user *uarg)
 	return ioc_extent_op(uarg, HBM_OP_CLEAR);
 }
 
+/*
+ * Who may issue an ioctl: anyone who could open the node reads; declaring
+ * lost aperture pages restored is for whoever may write that memory (the
+ * file opened for writing, as a writable mapping needs); changing the table
+ * or the devices is for the administrator.
+ */
+enum hbm_ioctl_access { HBM_IOC_READ, HBM_IOC_WRITE, HBM_IOC_ADMIN };
+
 static const struct {
 	unsigned int cmd;
-	bool admin;
+	enum hbm_ioctl_access access;
 	int (*handler)(void __user *uarg);
 } hbm_ioctls[] = {
-	{ HBMGUARD_IOC_GET_INFO, false, ioc_get_info },
-	{ HBMGUARD_IOC_LIST_DEVICES, false, ioc_list_devices },
-	{ HBMGUARD_IOC_GET_DEVICE, false, ioc_get_device },
-	{ HBMGUARD_IOC_TRANSLATE, false, ioc_translate },
-	{ HBMGUARD_IOC_LIST_BAD, false, ioc_list_bad },
-	{ HBMGUARD_IOC_RETIRE, true, ioc_retire },
-	{ HBMGUARD_IOC_CLEAR, true, ioc_clear },
-	{ HBMGUARD_IOC_SET_POLICY, true, ioc_set_policy },
-	{ HBMGUARD_IOC_INJECT, true, ioc_inject },
-	{ HBMGUARD_IOC_RESTORED, true, ioc_restored },
-	{ HBMGUARD_IOC_SIM_CREATE, true, ioc_sim_create },
-	{ HBMGUARD_IOC_SIM_DESTROY, true, ioc_sim_destroy },
+	{ HBMGUARD_IOC_GET_INFO, HBM_IOC_READ, ioc_get_info },
+	{ HBMGUARD_IOC_LIST_DEVICES, HBM_IOC_READ, ioc_list_devices },
+	{ HBMGUARD_IOC_GET_DEVICE, HBM_IOC_READ, ioc_get_device },
+	{ HBMGUARD_IOC_TRANSLATE, HBM_IOC_READ, ioc_translate },
+	{ HBMGUARD_IOC_LIST_BAD, HBM_IOC_READ, ioc_list_bad },
+	{ HBMGUARD_IOC_RETIRE, HBM_IOC_ADMIN, ioc_retire },
+	{ HBMGUARD_IOC_CLEAR, HBM_IOC_ADMIN, ioc_clear },
+	{ HBMGUARD_IOC_SET_POLICY, HBM_IOC_ADMIN, ioc_set_policy },
+	{ HBMGUARD_IOC_INJECT, HBM_IOC_ADMIN, ioc_inject },
+	{ HBMGUARD_IOC_RESTORED, HBM_IOC_WRITE, ioc_restored },
+	{ HBMGUARD_IOC_SIM_CREATE, HBM_IOC_ADMIN, ioc_sim_create },
+	{ HBMGUARD_IOC_SIM_DESTROY, HBM_IOC_ADMIN, ioc_sim_destroy },
 };
 
 static long hbm_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
@@ -447,8 +455,10 @@ static long hbm_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 
 		if (_IOC_NR(cmd) != _IOC_NR(known) || _IOC_DIR(cmd) != _IOC_DIR(known))
 			continue;
-		if (hbm_ioctls[i].admin && !capable(CAP_SYS_ADMIN))
+		if (hbm_ioctls[i].access == HBM_IOC_ADMIN && !capable(CAP_SYS_ADMIN))
 			return -EPERM;
+		if (hbm_ioctls[i].access == HBM_IOC_WRITE && !(file->f_mode & FMODE_WRITE))
+			return -EBADF;
 		return hbm_ioctls[i].handler((void __user *)arg);
 	}
 	return -ENOTTY;

@@ -28,6 +28,10 @@ static unsigned int sim_spare_pages;
 module_param(sim_spare_pages, uint, 0444);
 MODULE_PARM_DESC(sim_spare_pages, "Spare pages of each simulated device (default 0: one per 100 MiB of HBM)");
 
+static bool sim_backed;
+module_param(sim_backed, bool, 0444);
+MODULE_PARM_DESC(sim_backed, "Back the simulated devices with memory, allocated on first touch, so that they can be mapped (the aperture; default no, at most 1024 MiB each)");
+
 static bool path_memory_failure = true;
 module_param(path_memory_failure, bool, 0444);
 MODULE_PARM_DESC(path_memory_failure, "Take poison on range devices from memory_failure() (ras:memory_failure_event) (default on)");
@@ -81,6 +85,7 @@ static int __init sim_devices_create(void)
 		.page_size = sim_page_size,
 		.hbm_size = (u64)sim_hbm_mib << 20,
 		.spare_pages = sim_spare_pages,
+		.backed = sim_backed,
 	};
 	char name[HBMGUARD_NAME_LEN];
 	unsigned int i;

@@ -128,6 +128,47 @@ int hbmguard_rank_next(struct hbmguard_rank *r, struct hbmguard_recovery *out);
 int hbmguard_rank_answer(struct hbmguard_rank *r, uint64_t incident, uint32_t answer);
 void hbmguard_rank_close(struct hbmguard_rank *r);
 
+/*
+ * The aperture of a memory-backed device (uapi/linux/hbmguard.h, MMAP): its
+ * bytes [offset, offset + length) mapped read-write, for a rank to keep
+ * state in device memory.  Needs /dev/hbmguard writable.
+ *
+ *	struct hbmguard_aperture *a;
+ *	hbmguard_aperture_open("sim2", 0, 1 << 20, &a);
+ *	hbmguard_aperture_guard();		// once per process
+ *	float *w = hbmguard_aperture_addr(a);
+ *	... train; at each step boundary:
+ *	if (hbmguard_aperture_lost(a))		// this step read lost memory
+ *		... discard the step; once the daemon says RESTORE:
+ *		hbmguard_aperture_restore(a, req.offset, req.length);
+ *		... write the state back from a peer, re-run the step
+ *
+ * Unguarded, a touch of a page lost to an uncorrectable error kills the
+ * process with SIGBUS, as real poison does.  Guarded, the touch reads zero
+ * and writes go nowhere, so the step goes on to its boundary; the loss is
+ * counted per aperture.  The guard is a SIGBUS handler: other SIGBUSes go
+ * to the handler installed before it, or kill.
+ */
+struct hbmguard_aperture;
+
+/* The device by name or identity, from an fd of /dev/hbmguard: 0 and *@id,
+ * or -ENODEV. */
+int hbmguard_device_find(int fd, const char *name, uint32_t *id);
+/* Map bytes [@offset, @offset + @length) of @device (name or identity), page
+ * aligned; -EMFILE past 64 apertures. */
+int hbmguard_aperture_open(const char *device, uint64_t offset, uint64_t length,
+			   struct hbmguard_aperture **out);
+void *hbmguard_aperture_addr(const struct hbmguard_aperture *a);
+/* Install the guard (process-wide, idempotent). */
+int hbmguard_aperture_guard(void);
+/* Pages of @a lost and touched since it was mapped or last restored. */
+uint64_t hbmguard_aperture_lost(const struct hbmguard_aperture *a);
+/* The owner rewrites device bytes [@offset, @offset + @length): the kernel
+ * maps their spares, zeroed, and so does this mapping.  -ERANGE outside the
+ * aperture. */
+int hbmguard_aperture_restore(struct hbmguard_aperture *a, uint64_t offset, uint64_t length);
+void hbmguard_aperture_close(struct hbmguard_aperture *a);
+
 #ifdef __cplusplus
 }
 #endif

@@ -887,6 +887,9 @@ static void test_unprivileged(void)
 			_exit(17);
 		if (sim_destroy(0) != -1 || errno != EPERM)
 			_exit(18);
+		if (extent_op(fd, HBMGUARD_IOC_RESTORED, 0, 0, PAGE, 0) != -1 ||
+		    errno != EBADF)	/* the aperture's writers only */
+			_exit(19);
 		_exit(0);
 	}
 	waitpid(pid, &status, 0);
@@ -1150,6 +1153,8 @@ static void test_aperture(void)
 					.offset = 10 * PAGE, .length = PAGE };
 	uint8_t *p;
 	bool ok = true;
+	int status;
+	pid_t pid;
 
 	sigaction(SIGBUS, &sa, NULL);
 	p = mmap(NULL, usable, PROT_READ | PROT_WRITE, MAP_SHARED, ctl,
@@ -1174,8 +1179,15 @@ static void test_aperture(void)
 	CHECK_EQ(translate(id, 10 * PAGE).state, HBMGUARD_STATE_RETIRED);
 	CHECK(translate(id, 10 * PAGE).translated >= usable);
 
-	/* Restored by its owner: the spare, zeroed, then what the owner writes. */
-	CHECK_OK(ioctl(ctl, HBMGUARD_IOC_RESTORED, &x));
+	/*
+	 * Restored by its owner, who needs no privilege beyond writing the
+	 * memory: the spare, zeroed, then what the owner writes.
+	 */
+	pid = fork();
+	if (pid == 0)
+		_exit(setuid(1000) || ioctl(ctl, HBMGUARD_IOC_RESTORED, &x) ? 1 : 0);
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	CHECK(read_word((uint64_t *)(p + 10 * PAGE + 24), &w) && w == 0);
 	((uint64_t *)(p + 10 * PAGE))[3] = 0x1234;
 	CHECK(read_word((uint64_t *)(p + 10 * PAGE + 24), &w) && w == 0x1234);
@@ -1214,6 +1226,69 @@ static void test_aperture(void)
 	CHECK(!read_word((uint64_t *)p, &w));
 	CHECK_EQ(bus_code, BUS_ADRERR);
 	munmap(p, usable);
+	signal(SIGBUS, SIG_DFL);
+}
+
+/*
+ * libhbmguard's guarded aperture: a lost page reads zero and is counted
+ * instead of killing, other SIGBUSes reach the handler installed before,
+ * and a restore brings the device's memory back under the same address.
+ */
+static void test_aperture_guard(void)
+{
+	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
+	uint32_t id = backed_device("guarded", 64), found;
+	struct hbmguard_aperture *a, *other;
+	uint64_t *p, *raw, w, i;
+	bool ok = true;
+
+	CHECK_EQ(hbmguard_aperture_open("no-such-device", 0, PAGE, &a), -ENODEV);
+	CHECK_EQ(hbmguard_aperture_open("guarded", 0, 128 << 20, &a), -EINVAL);
+	CHECK_OK(hbmguard_device_find(ctl, "guarded", &found));
+	CHECK_EQ(found, id);
+	CHECK_OK(hbmguard_aperture_open("guarded", 32 * PAGE, PAGE, &other));
+	if (hbmguard_aperture_open("guarded", 0, 16 * PAGE, &a)) {
+		CHECK(!"aperture_open");
+		return;
+	}
+	p = hbmguard_aperture_addr(a);
+	raw = mmap(NULL, 16 * PAGE, PROT_READ, MAP_SHARED, ctl, HBMGUARD_MMAP_APERTURE(id));
+	CHECK(raw != MAP_FAILED);
+	for (i = 0; i < 16 * PAGE / 8; i++)
+		p[i] = i * 3;
+	sigaction(SIGBUS, &sa, NULL);
+	CHECK_OK(hbmguard_aperture_guard());
+	CHECK_OK(hbmguard_aperture_guard());	/* once is enough */
+
+	CHECK_OK(inject(ctl, id, HBMGUARD_ERROR_UE, 5 * PAGE, 1));
+	bus_code = 0;
+	CHECK(read_word(p + 5 * PAGE / 8 + 7, &w) && w == 0);	/* absorbed */
+	CHECK_EQ(bus_code, 0);
+	p[5 * PAGE / 8 + 1] = 42;				/* goes nowhere */
+	CHECK_EQ(hbmguard_aperture_lost(a), 1);
+	CHECK_EQ(hbmguard_aperture_lost(other), 0);
+	CHECK(!read_word(raw + 5 * PAGE / 8, &w));		/* unguarded */
+	CHECK_EQ(bus_code, BUS_MCEERR_AR);
+	for (i = 0; i < 16 * PAGE / 8; i++)
+		ok &= i / (PAGE / 8) == 5 || p[i] == i * 3;
+	CHECK(ok);
+
+	CHECK_EQ(hbmguard_aperture_restore(a, 15 * PAGE, 2 * PAGE), -ERANGE);
+	CHECK_EQ(hbmguard_aperture_restore(a, 5 * PAGE + 8, PAGE), -EINVAL);
+	CHECK_OK(hbmguard_aperture_restore(a, 5 * PAGE, PAGE));
+	CHECK_EQ(hbmguard_aperture_lost(a), 0);
+	CHECK_EQ(p[5 * PAGE / 8 + 1], 0);			/* the spare, zeroed */
+	p[5 * PAGE / 8 + 1] = 4242;
+	CHECK(read_word(raw + 5 * PAGE / 8 + 1, &w) && w == 4242);	/* the device's */
+
+	/* Not a lost page: the handler that was there before gets it. */
+	CHECK_OK(sim_destroy(id));
+	bus_code = 0;
+	CHECK(!read_word(p, &w));
+	CHECK_EQ(bus_code, BUS_ADRERR);
+	hbmguard_aperture_close(other);
+	hbmguard_aperture_close(a);
+	munmap(raw, 16 * PAGE);
 	signal(SIGBUS, SIG_DFL);
 }
 
@@ -1373,6 +1448,7 @@ static const struct {
 	{ "map_bad_input", test_map_bad_input },
 	{ "map_concurrent", test_map_concurrent },
 	{ "aperture", test_aperture },
+	{ "aperture_guard", test_aperture_guard },
 	{ "aperture_ce", test_aperture_ce },
 	{ "aperture_vm", test_aperture_vm },
 };

@@ -33,7 +33,8 @@
  * /dev/hbmguard
  * -------------
  * The node is 0640: its group may read (GET_*, LIST_*, TRANSLATE, read(),
- * poll()); every ioctl that changes state needs CAP_SYS_ADMIN (EPERM).
+ * poll()); every ioctl that changes the table or the devices needs
+ * CAP_SYS_ADMIN (EPERM), and RESTORED a file open for writing (EBADF).
  *
  * Every ioctl argument starts with `__u32 size; __u32 flags;`.  `size` is
  * sizeof() the struct as the caller knows it; the kernel accepts any size
@@ -44,7 +45,8 @@
  * fails changes nothing.
  *
  * Errors: EINVAL (malformed request), EFAULT (bad user address), ENOTTY
- * (unknown ioctl), EPERM (needs CAP_SYS_ADMIN), ENODEV (no such device),
+ * (unknown ioctl), EPERM (needs CAP_SYS_ADMIN), EBADF (needs a file open
+ * for writing), ENODEV (no such device),
  * ERANGE (offset outside the device), ENOSPC (no room for another device),
  * EEXIST (identity already registered), EOPNOTSUPP (not a simulated
  * device), ENOMEM.
@@ -449,8 +451,10 @@ struct hbmguard_device_ref {
 #define HBMGUARD_IOC_CLEAR	  _IOW(HBMGUARD_IOC_MAGIC, 0x11, struct hbmguard_extent_op)
 #define HBMGUARD_IOC_SET_POLICY	  _IOW(HBMGUARD_IOC_MAGIC, 0x12, struct hbmguard_policy)
 #define HBMGUARD_IOC_INJECT	  _IOW(HBMGUARD_IOC_MAGIC, 0x13, struct hbmguard_inject)
-/* The owner of lost pages has restored them (struct hbmguard_extent_op,
- * flags and source zero): their spares are mapped again, zeroed. */
+/* The owner of lost aperture pages will restore them (struct
+ * hbmguard_extent_op, flags and source zero): their spares are mapped again,
+ * zeroed, for the owner to write.  Needs the file open for writing (EBADF),
+ * not CAP_SYS_ADMIN: whoever may write the memory may say it is rewritten. */
 #define HBMGUARD_IOC_RESTORED	  _IOW(HBMGUARD_IOC_MAGIC, 0x14, struct hbmguard_extent_op)
 #define HBMGUARD_IOC_SIM_CREATE	  _IOWR(HBMGUARD_IOC_MAGIC, 0x20, struct hbmguard_sim_create)
 #define HBMGUARD_IOC_SIM_DESTROY  _IOW(HBMGUARD_IOC_MAGIC, 0x21, struct hbmguard_device_ref)

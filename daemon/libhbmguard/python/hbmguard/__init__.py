@@ -12,6 +12,18 @@ follow its recovery requests, over libhbmguard (ctypes: nothing to compile).
 
 Rank.fileno() makes a Rank usable with select/poll/selectors.  Errors from
 the library or the daemon are OSError with the errno it gave.
+
+State kept in device memory lives in an Aperture; guarded, a page of it lost
+to an uncorrectable error reads zero instead of killing the process, and
+lost() says so at the next step boundary:
+
+    ap = hbmguard.Aperture("sim2", 0, 1 << 20, guard=True)
+    weights = memoryview(ap.buffer).cast("B").cast("f")
+    ...
+    if ap.lost():                       # discard the step, restore, re-run
+        ap.restore(req.offset, req.length)
+
+hbmguard.torch drives all of it for a PyTorch data-parallel job.
 """
 import ctypes
 import ctypes.util
@@ -19,7 +31,7 @@ import errno
 import os
 from collections import namedtuple
 
-__all__ = ["Rank", "Recovery", "PAUSE", "RESTORE", "RESUME", "ABORT",
+__all__ = ["Rank", "Recovery", "Aperture", "PAUSE", "RESTORE", "RESUME", "ABORT",
            "PAUSED", "RESTORED", "FAILED", "ACTIONS"]
 
 PAUSE, RESTORE, RESUME, ABORT = 1, 2, 3, 4
@@ -59,10 +71,27 @@ def _load():
     lib.hbmguard_rank_answer.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32]
     lib.hbmguard_rank_close.argtypes = [ctypes.c_void_p]
     lib.hbmguard_rank_close.restype = None
+    lib.hbmguard_aperture_open.argtypes = [ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64,
+                                           ctypes.POINTER(ctypes.c_void_p)]
+    lib.hbmguard_aperture_addr.argtypes = [ctypes.c_void_p]
+    lib.hbmguard_aperture_addr.restype = ctypes.c_void_p
+    lib.hbmguard_aperture_lost.argtypes = [ctypes.c_void_p]
+    lib.hbmguard_aperture_lost.restype = ctypes.c_uint64
+    lib.hbmguard_aperture_restore.argtypes = [ctypes.c_void_p, ctypes.c_uint64,
+                                              ctypes.c_uint64]
+    lib.hbmguard_aperture_close.argtypes = [ctypes.c_void_p]
+    lib.hbmguard_aperture_close.restype = None
     return lib
 
 
 _lib = None
+
+
+def _library():
+    global _lib
+    if _lib is None:
+        _lib = _load()
+    return _lib
 
 
 def _check(ret, what):
@@ -78,9 +107,7 @@ class Rank:
 
     def __init__(self, job, rank, world_size, device, local_rank=None, ranges=(),
                  socket=None):
-        global _lib
-        if _lib is None:
-            _lib = _load()
+        _library()
         if len(ranges) > MAX_RANGES:
             raise ValueError("at most %d ranges" % MAX_RANGES)
         info = _RankInfo(job=job.encode(), device=device.encode(), rank=rank,
@@ -116,6 +143,62 @@ class Rank:
     def close(self):
         if self._handle:
             _lib.hbmguard_rank_close(self._handle)
+            self._handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+
+class Aperture:
+    """Bytes [offset, offset + length) of a memory-backed device, mapped
+    read-write, as .buffer (memoryview(ap.buffer), torch.frombuffer).  With
+    guard=True a lost page reads zero and is counted instead of raising
+    SIGBUS (the guard is process-wide)."""
+
+    _handle = None
+
+    def __init__(self, device, offset, length, guard=False):
+        lib = _library()
+        handle = ctypes.c_void_p()
+        _check(lib.hbmguard_aperture_open(device.encode(), offset, length,
+                                          ctypes.byref(handle)),
+               "mapping %s's aperture" % device)
+        self._handle = handle
+        self.device, self.offset, self.length = device, offset, length
+        self._bytes = (ctypes.c_char * length).from_address(lib.hbmguard_aperture_addr(handle))
+        if guard:
+            self.guard()
+
+    @staticmethod
+    def guard():
+        """Guard every aperture of the process: a lost page reads zero."""
+        _check(_library().hbmguard_aperture_guard(), "guarding apertures")
+
+    @property
+    def buffer(self):
+        """The mapped bytes, as a ctypes array (a writable buffer)."""
+        return self._bytes
+
+    def lost(self):
+        """Pages lost and touched since the mapping or the last restore()."""
+        return _lib.hbmguard_aperture_lost(self._handle)
+
+    def restore(self, offset, length):
+        """Device bytes [offset, offset + length) are to be rewritten: they
+        read zero until then."""
+        _check(_lib.hbmguard_aperture_restore(self._handle, offset, length),
+               "restoring %s at %#x" % (self.device, offset))
+
+    def close(self):
+        if self._handle:
+            self._bytes = None
+            _lib.hbmguard_aperture_close(self._handle)
             self._handle = None
 
     def __enter__(self):
