@@ -14,7 +14,7 @@ set -euo pipefail
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 kver=${1:?usage: rootfs.sh KVER}
 PKGS="systemd systemd-sysv udev kmod procps passwd util-linux python3 man-db rasdaemon
-libnl-3-200 libnl-genl-3-200 dkms make linux-image-$kver linux-headers-$kver"
+libnl-3-200 libnl-genl-3-200 dkms make python3-torch linux-image-$kver linux-headers-$kver"
 
 # Bump when what goes into the tarball changes other than through PKGS.
 RECIPE=1

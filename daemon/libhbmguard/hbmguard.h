@@ -119,7 +119,10 @@ struct hbmguard_rank;
 /* Register with the daemon at @socket_path (NULL: the default). */
 int hbmguard_rank_register(const char *socket_path, const struct hbmguard_rank_info *info,
 			   struct hbmguard_rank **out);
-/* Readable when a request may be waiting. */
+/* Readable when a request waits on the socket.  Requests that came while
+ * hbmguard_rank_answer() waited for its reply are queued in the library,
+ * where the fd does not show them: call hbmguard_rank_next() until -EAGAIN
+ * before waiting on the fd. */
 int hbmguard_rank_fd(const struct hbmguard_rank *r);
 /* The next request: 0, -EAGAIN when none is waiting, -ECONNRESET when the
  * daemon went away. */

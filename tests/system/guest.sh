@@ -74,7 +74,7 @@ phase1() {
 	echo "# phase 1: first boot of a node with hbmguard installed"
 	check "loaded by systemd-modules-load" 'lsmod | grep -q "^hbmguard " &&
 		journalctl -b -o cat | grep -q "Inserted module .hbmguard."'
-	check "options from modprobe.d" '[ "$(cat /sys/module/hbmguard/parameters/sim_devices)" = 2 ]'
+	check "options from modprobe.d" '[ "$(cat /sys/module/hbmguard/parameters/sim_devices)" = 4 ]'
 	check "/dev/hbmguard: root:hbmguard 0640 (udev, sysusers)" \
 		'[ "$(stat -c "%a %U %G" /dev/hbmguard)" = "640 root hbmguard" ]'
 	check "hbmguardd active after READY=1" active
@@ -252,6 +252,27 @@ phase2() {
 	sleep infinity
 }
 
+# The job that proves it (train.py): 4 DDP ranks, each with its weights in
+# its own device's aperture; a UE under rank 2 mid-training, with hbmguardd
+# and without.  ddp_verdict.py says what a user would check.
+ddp() {
+	local t=/usr/local/lib/hbmguard-test out=/var/tmp/ddp
+	rm -rf $out
+	check "DDP: fault-free run" "python3 $t/train.py hbmguard $out/clean"
+	check "DDP: run with a UE under rank 2" \
+		"python3 $t/train.py hbmguard $out/guarded --fault-step 15 --fault sim2:0x20000"
+	systemctl stop hbmguardd
+	python3 $t/train.py hbmguard $out/unguarded --fault-step 15 --fault sim2:0x21000 \
+		>/tmp/unguarded.log 2>&1
+	systemctl start hbmguardd
+	for r in clean guarded unguarded; do
+		python3 -c 'import json, sys; print("# DDP %s run: %.0f s" % (sys.argv[1],
+			json.load(open(sys.argv[2]))["wall"]))' $r $out/$r/result.json
+	done
+	python3 $t/ddp_verdict.py $phase $out
+	check "hbmguardd active again" active
+}
+
 phase3() {
 	echo "# phase 3: after a power cut"
 	check "hbmguardd active" active
@@ -268,6 +289,14 @@ phase3() {
 		'modinfo -n hbmguard | grep -q "^/lib/modules/$kver/updates/dkms/hbmguard.ko"'
 	check "reload into the dkms module" 'rmmod hbmguard && modprobe hbmguard'
 	eventually "restored into it" 'has_page 0xb000 restored && has_page 0x5000 restored'
+	ddp
+	done_phase
+	systemctl poweroff
+}
+
+# The DDP proof alone (run.sh KVER ddp).
+phaseddp() {
+	ddp
 	done_phase
 	systemctl poweroff
 }

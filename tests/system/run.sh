@@ -7,6 +7,7 @@
 #
 #   tests/system/run.sh KVER          the tests
 #   tests/system/run.sh KVER bench    make bench's part: tests/system/bench.sh
+#   tests/system/run.sh KVER ddp      the DDP job's checks alone (boot 3's end)
 #
 # tests/system/guest.sh runs at each boot as a systemd service and prints
 # TAP-like lines on the serial console.  The boots, on one disk image:
@@ -50,7 +51,7 @@ journalctl --root="$root" --update-catalog
 
 # What the node's administrator would add: simulated devices (no GPU here),
 # and the test itself.
-echo "options hbmguard sim_devices=2 sim_hbm_mib=64 sim_spare_pages=64" >"$root/etc/modprobe.d/hbmguard.conf"
+echo "options hbmguard sim_devices=4 sim_backed=1 sim_hbm_mib=64 sim_spare_pages=64" >"$root/etc/modprobe.d/hbmguard.conf"
 echo "/dev/vda / ext4 rw,errors=remount-ro 0 1" >"$root/etc/fstab"
 echo hbmguard-test >"$root/etc/hostname"
 mkdir -p "$root/var/log/journal"	# kept across boots, to look back
@@ -58,12 +59,18 @@ install -D -m 0755 "$TOP/tests/system/guest.sh" "$root/usr/local/lib/hbmguard-te
 install -D -m 0755 "$TOP/build/guest/hbmnl" "$root/usr/local/bin/hbmnl"
 install -D -m 0755 "$TOP/tests/system/bench.sh" "$root/usr/local/lib/hbmguard-test/bench.sh"
 install -D -m 0644 "$TOP/tests/system/pyrank.py" "$root/usr/local/lib/hbmguard-test/pyrank.py"
-install -D -m 0644 "$TOP/tests/system/ctl_badinput.py" "$root/usr/local/lib/hbmguard-test/ctl_badinput.py"
+for f in ctl_badinput.py train.py ddp_verdict.py; do
+	install -D -m 0644 "$TOP/tests/system/$f" "$root/usr/local/lib/hbmguard-test/$f"
+done
 install -D -m 0644 "$TOP/tests/system/hbmguard-test.service" \
 	"$root/etc/systemd/system/hbmguard-test.service"
 mkdir -p "$root/etc/systemd/system/multi-user.target.wants"
 ln -sf /etc/systemd/system/hbmguard-test.service \
 	"$root/etc/systemd/system/multi-user.target.wants/hbmguard-test.service"
+if [ "$mode" = ddp ]; then
+	mkdir -p "$root/var/lib/hbmguard-test"
+	echo ddp >"$root/var/lib/hbmguard-test/phase"
+fi
 if [ "$mode" = bench ]; then
 	# The unit as shipped; rasdaemon started by the bench itself.
 	mkdir -p "$root/var/lib/hbmguard-test"
@@ -120,6 +127,13 @@ boot() {
 if [ "$mode" = bench ]; then
 	boot bench ""
 	grep -q '^@@PHASE bench done@@' "$log" || { echo "tier 3 bench: did not finish (see $log)" >&2; exit 1; }
+	exit 0
+fi
+
+if [ "$mode" = ddp ]; then
+	boot ddp ""
+	grep -q '^@@PHASE ddp done@@' "$log" && ! grep -q '^not ok ' "$log" ||
+		{ echo "tier 3 ddp: failed (see $log)" >&2; exit 1; }
 	exit 0
 fi
 

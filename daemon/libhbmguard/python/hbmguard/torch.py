@@ -114,19 +114,20 @@ class Guard:
             self._rank.close()
             self._rank = None
 
-    def _poll(self, timeout=0.0):
-        """Take the daemon's waiting requests into _pending."""
-        while select.select([self._rank], [], [], timeout)[0]:
+    def _drain(self):
+        """Take the daemon's waiting requests into _pending.  Some may sit in
+        the library's queue (they came while it waited for a reply), where
+        the fd does not show them: ask the library, not just the fd."""
+        while True:
             req = self._rank.next()
             if req is None:
-                break
+                return
             self._pending.append(req)
-            timeout = 0.0
 
     def _must_recover(self):
         if not self._rank:
             return False
-        self._poll()
+        self._drain()
         lost = any(a.lost() for a in self.apertures)
         flag = torch.tensor([1 if lost or self._pending else 0], dtype=torch.int32)
         dist.all_reduce(flag, op=dist.ReduceOp.MAX)
@@ -135,6 +136,7 @@ class Guard:
     def _expect(self, action):
         deadline = time.monotonic() + self.timeout
         while True:
+            self._drain()
             while self._pending:
                 req = self._pending.pop(0)
                 if req.action == hbmguard.ABORT:
@@ -145,7 +147,7 @@ class Guard:
             if left <= 0:
                 raise Aborted("hbmguardd asked for no %s in %.0f s"
                               % (hbmguard.ACTIONS[action], self.timeout))
-            self._poll(left)
+            select.select([self._rank], [], [], left)
 
     def _recover(self):
         began = time.monotonic()

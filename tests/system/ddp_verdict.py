@@ -1,0 +1,78 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Tier 3's verdict on the DDP job (train.py): what a user of hbmguard
+would check, as "ok"/"not ok" lines.
+
+    python3 ddp_verdict.py PHASE DIR
+
+DIR holds three runs of the same job: clean/ (no fault), guarded/ (a UE
+under rank 2, hbmguardd running) and unguarded/ (the same fault, hbmguardd
+stopped).
+"""
+import json
+import os
+import subprocess
+import sys
+
+phase, top = sys.argv[1], sys.argv[2]
+
+
+def load(run):
+    d = os.path.join(top, run)
+    with open(os.path.join(d, "result.json")) as f:
+        result = json.load(f)
+    ranks = []
+    for i in range(4):
+        try:
+            with open(os.path.join(d, "rank%d.json" % i)) as f:
+                ranks.append(json.load(f))
+        except OSError:
+            ranks.append(None)
+    try:
+        with open(os.path.join(d, "progress.csv")) as f:
+            steps = [int(line.split(",")[1]) for line in f.read().split()]
+    except OSError:
+        steps = []
+    return result, ranks, steps
+
+
+def check(name, ok, *show):
+    print("%s %s %s" % ("ok" if ok else "not ok", phase, name))
+    if not ok:
+        for s in show:
+            print("#   %s" % json.dumps(s)[:400])
+
+
+clean, clean_ranks, clean_steps = load("clean")
+res, ranks, steps = load("guarded")
+bad, bad_ranks, _ = load("unguarded")
+n = clean["steps"]
+finished = ["exit 0"] * 4
+
+check("DDP: the fault-free run finished", clean["exits"] == [finished] and
+      None not in clean_ranks, clean)
+check("DDP: with the fault, every rank finished", res["exits"] == [finished] and
+      None not in ranks, res)
+check("DDP: no process restarted (same 4 PIDs)", len(res["started"]) == 1 and
+      None not in ranks and [r["pid"] for r in ranks] == res["started"][0], res, ranks)
+check("DDP: rank 2's weights were really lost (touches absorbed)",
+      ranks[2] is not None and ranks[2]["lost_pages"] >= 1, ranks[2])
+check("DDP: one incident, recovered, the interrupted step run again",
+      None not in ranks and all(len(r["incidents"]) == 1 and r["incidents"][0][1] == 2 and
+                                r["rerun"] == 1 for r in ranks), ranks)
+check("DDP: no step lost (every step committed once, in order)",
+      steps == list(range(1, n + 1)), steps)
+check("DDP: final weights bitwise equal to the fault-free run",
+      None not in ranks and None not in clean_ranks and
+      len({r["weights"] for r in ranks + clean_ranks}) == 1,
+      [r and r["weights"] for r in ranks + clean_ranks])
+
+incidents = json.loads(subprocess.run(["hbmctl", "--json", "incidents"], check=True,
+                                      capture_output=True, text=True).stdout)
+mine = [i for i in incidents if i["job"] == "ddp-demo"]
+check("DDP: hbmctl incidents shows it resumed",
+      len(mine) == 1 and mine[0]["state"] == "resumed" and mine[0]["failed_rank"] == 2 and
+      mine[0]["device"] == "sim:sim2", incidents)
+
+check("DDP: without hbmguardd the same fault kills rank 2 (SIGBUS)",
+      bad["exits"] and bad["exits"][-1][2] == "signal SIGBUS" and bad_ranks[2] is None, bad)
+check("... and the job does not finish", bad["exits"][-1] != finished, bad)

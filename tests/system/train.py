@@ -1,0 +1,236 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The job that proves hbmguard: 4-rank PyTorch DDP (gloo, CPU), each rank's
+weights in the aperture of its own simulated GPU (simN), and a launcher that
+injects an uncorrectable error into one rank's weights mid-training.
+
+    python3 train.py MODE OUTDIR [--steps N] [--fault-step K] [--fault DEV:OFFSET]
+
+MODE is how the job meets the fault:
+  hbmguard    hbmguard.torch.Guard: recover in place, the step runs again
+  unguarded   no hbmguard: the rank whose memory was lost dies of SIGBUS
+  checkpoint  checkpoint to disk every --every steps; when a rank dies, the
+              launcher kills all ranks and starts them again from it
+
+The launcher writes OUTDIR/result.json (what it saw: processes started,
+exit statuses, fault time, restarts) and rank 0 OUTDIR/progress.csv (one
+row per committed step: wall time, step, loss, recoveries so far); each rank
+OUTDIR/rankN.json (pid, sha256 of its final weights, steps re-run, memory
+lost under it).  Exit status 0 when every rank finished.
+
+The launcher imports torch once and forks the ranks from it, as a warm
+launcher would: under TCG each import takes tens of seconds, and sparing
+checkpoint-restart those makes its restarts as fast as they can be.
+"""
+import argparse
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import traceback
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+import torch                                    # noqa: E402
+import torch.distributed as dist                # noqa: E402
+import torch.nn.functional as F                 # noqa: E402
+from torch.nn.parallel import DistributedDataParallel  # noqa: E402
+
+import hbmguard                                 # noqa: E402
+import hbmguard.torch                           # noqa: E402
+
+WORLD = 4
+APERTURE = 512 << 10            # bytes of each device the rank's weights take
+JOB = "ddp-demo"
+
+
+def parse():
+    p = argparse.ArgumentParser()
+    p.add_argument("mode", choices=["hbmguard", "unguarded", "checkpoint"])
+    p.add_argument("out")
+    p.add_argument("--steps", type=int, default=40)
+    p.add_argument("--fault-step", type=int, default=0, help="0: no fault")
+    p.add_argument("--fault", default="sim2:0x20000")
+    p.add_argument("--every", type=int, default=10, help="checkpoint period")
+    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--port", type=int, default=29500)
+    return p.parse_args()
+
+
+# ---- a rank -------------------------------------------------------------
+
+def worker(args, rank, attempt):
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % (args.port + attempt),
+                            rank=rank, world_size=WORLD)
+    torch.manual_seed(args.seed)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(),
+                                torch.nn.Linear(256, 256), torch.nn.ReLU(),
+                                torch.nn.Linear(256, 10))
+    teacher = torch.nn.Linear(64, 10)
+    device = "sim:sim%d" % rank
+    ap = hbmguard.Aperture(device, 0, APERTURE)
+    ap.restore(0, APERTURE)     # a fresh start writes all of it
+    hbmguard.torch.place_parameters(model, ap)
+    ddp = DistributedDataParallel(model)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
+
+    first = 0
+    ckpt = os.path.join(args.out, "checkpoint.pt")
+    if args.mode == "checkpoint" and attempt and os.path.exists(ckpt):
+        saved = torch.load(ckpt)
+        with torch.no_grad():
+            for p, v in zip(model.parameters(), saved["params"]):
+                p.copy_(v)
+        opt.load_state_dict(saved["opt"])
+        first = saved["step"]
+
+    guard = None
+    if args.mode == "hbmguard":
+        guard = hbmguard.torch.Guard(ddp, opt, job=JOB, device=device, apertures=[ap])
+    progress = open(os.path.join(args.out, "progress.csv"), "a") if rank == 0 else None
+
+    for step in range(first, args.steps):
+        g = torch.Generator().manual_seed((args.seed * 1000 + step) * WORLD + rank)
+        x = torch.randn(32, 64, generator=g)
+        with torch.no_grad():
+            y = teacher(x)
+
+        def closure():
+            opt.zero_grad()
+            loss = F.mse_loss(ddp(x), y)
+            loss.backward()
+            return loss
+
+        if guard:
+            loss = guard.step(closure)
+        else:
+            loss = closure()
+            opt.step()
+        if progress:
+            progress.write("%.6f,%d,%.6f,%d\n" % (time.time(), step + 1, loss.item(),
+                                                  (guard.rerun if guard else 0) + attempt))
+            progress.flush()
+        if args.mode == "checkpoint" and (step + 1) % args.every == 0 and rank == 0:
+            torch.save({"step": step + 1, "params": [p.detach().clone() for p in model.parameters()],
+                        "opt": opt.state_dict()}, ckpt + ".tmp")
+            os.replace(ckpt + ".tmp", ckpt)
+
+    digest = hashlib.sha256()
+    for p in model.parameters():
+        digest.update(p.detach().numpy().tobytes())
+    report = {"pid": os.getpid(), "weights": digest.hexdigest(), "steps": args.steps,
+              "rerun": guard.rerun if guard else 0, "lost_pages": guard.lost_pages if guard else ap.lost(),
+              "protected": bool(guard and guard.protected),
+              "incidents": guard.incidents if guard else []}
+    with open(os.path.join(args.out, "rank%d.json" % rank), "w") as f:
+        json.dump(report, f)
+    dist.destroy_process_group()
+    if guard:
+        guard.close()
+
+
+# ---- the launcher -------------------------------------------------------
+
+class Rank:
+    """A forked rank, as much of subprocess.Popen as the launcher uses."""
+
+    def __init__(self, args, rank, attempt):
+        self.returncode = None
+        self.pid = os.fork()
+        if self.pid == 0:
+            code = 0
+            try:
+                worker(args, rank, attempt)
+            except BaseException:
+                traceback.print_exc()
+                code = 1
+            sys.stderr.flush()
+            os._exit(code)
+
+    def poll(self):
+        if self.returncode is None:
+            pid, st = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(st)
+        return self.returncode
+
+    def wait(self):
+        if self.returncode is None:
+            self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+        return self.returncode
+
+    def kill(self):
+        os.kill(self.pid, signal.SIGKILL)
+
+
+def spawn(args, attempt):
+    return [Rank(args, rank, attempt) for rank in range(WORLD)]
+
+
+def committed(out):
+    try:
+        with open(os.path.join(out, "progress.csv")) as f:
+            rows = f.read().split("\n")
+        return int(rows[-2].split(",")[1]) if len(rows) > 1 else 0
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def status(rc):
+    return "signal %s" % signal.Signals(-rc).name if rc < 0 else "exit %d" % rc
+
+
+def launch(args):
+    os.makedirs(args.out, exist_ok=True)
+    for name in os.listdir(args.out):
+        os.unlink(os.path.join(args.out, name))
+    result = {"mode": args.mode, "steps": args.steps, "started": [], "exits": [],
+              "fault_time": None, "fault_step": None, "restarts": []}
+    t0 = time.time()
+    attempt = 0
+    procs = spawn(args, attempt)
+    result["started"].append([p.pid for p in procs])
+    while True:
+        if args.fault_step and result["fault_time"] is None and committed(args.out) >= args.fault_step:
+            dev, offset = args.fault.split(":")
+            subprocess.run(["hbmctl", "inject", dev, "ue", offset], check=True)
+            result["fault_time"] = time.time()
+            result["fault_step"] = committed(args.out)
+        codes = [p.poll() for p in procs]
+        if all(c is not None for c in codes):
+            break
+        failed = [c for c in codes if c not in (None, 0)]
+        if failed and args.mode == "checkpoint" and attempt < 2:
+            for p in procs:             # what a launcher does: all or none
+                if p.poll() is None:
+                    p.kill()
+            codes = [p.wait() for p in procs]
+            result["exits"].append([status(c) for c in codes])
+            attempt += 1
+            result["restarts"].append({"time": time.time(), "after_step": committed(args.out)})
+            procs = spawn(args, attempt)
+            result["started"].append([p.pid for p in procs])
+            continue
+        if failed:                      # one rank died: the others would hang
+            time.sleep(2)
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+        time.sleep(0.01)
+    result["exits"].append([status(p.returncode) for p in procs])
+    result["wall"] = time.time() - t0
+    result["start_time"] = t0
+    with open(os.path.join(args.out, "result.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    return 0 if all(p.returncode == 0 for p in procs) else 1
+
+
+def main():
+    sys.exit(launch(parse()))
+
+
+if __name__ == "__main__":
+    main()
