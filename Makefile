@@ -197,8 +197,9 @@ bench: deps
 		$(BUILD)/guest/hbmnl $(BUILD)/guest/hbmrankbench $(BUILD)/guest/hbmctl $(BUILD)/hbmguardd
 	@$(TOP)/tests/bench/run.sh
 
-demo: deps
-	@$(MAKE) --no-print-directory modules-all $(BUILD)/guest/hbmctl
+demo:
+	@$(TOP)/scripts/deps.sh demo
+	@$(MAKE) --no-print-directory $(BUILD)/guest/hbmnl
 	@$(TOP)/scripts/demo.sh
 
 # DESTDIR-aware.  depmod runs only when installing into the running system.

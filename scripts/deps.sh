@@ -2,6 +2,9 @@
 # Install everything hbmguard needs to build and test on Debian bookworm.
 # The one place where packages are installed; every make target that needs
 # something calls this first.  Idempotent: a warm machine costs one dpkg query.
+#
+#   deps.sh         build and test
+#   deps.sh demo    and what make demo draws its plot with
 set -eu
 
 # Kernels the tests boot.  The headers build the module; the images give the
@@ -12,6 +15,7 @@ libsystemd-dev qemu-system-x86 busybox-static cpio kmod xz-utils
 python3-yaml python3-jsonschema systemd mmdebstrap e2fsprogs groff-base
 linux-headers-amd64 linux-image-amd64
 linux-headers-6.12-amd64 linux-image-6.12-amd64"
+[ "${1:-}" = demo ] && PKGS="$PKGS python3-matplotlib"
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 

@@ -294,6 +294,14 @@ phase3() {
 	systemctl poweroff
 }
 
+# make demo: the DDP job through a fault, hbmguard beside checkpoint-restart.
+phasedemo() {
+	echo "# demo: 4 DDP ranks, each with its weights on its own simulated GPU"
+	/usr/local/lib/hbmguard-test/ddp_compare.sh /var/tmp/ddp
+	echo "@@PHASE demo done@@"
+	systemctl poweroff
+}
+
 # The DDP proof alone (run.sh KVER ddp).
 phaseddp() {
 	ddp

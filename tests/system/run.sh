@@ -8,6 +8,8 @@
 #   tests/system/run.sh KVER          the tests
 #   tests/system/run.sh KVER bench    make bench's part: tests/system/bench.sh
 #   tests/system/run.sh KVER ddp      the DDP job's checks alone (boot 3's end)
+#   tests/system/run.sh KVER demo     make demo's guest: tests/system/ddp_compare.sh;
+#                                     its results land in build/demo/
 #
 # tests/system/guest.sh runs at each boot as a systemd service and prints
 # TAP-like lines on the serial console.  The boots, on one disk image:
@@ -59,17 +61,18 @@ install -D -m 0755 "$TOP/tests/system/guest.sh" "$root/usr/local/lib/hbmguard-te
 install -D -m 0755 "$TOP/build/guest/hbmnl" "$root/usr/local/bin/hbmnl"
 install -D -m 0755 "$TOP/tests/system/bench.sh" "$root/usr/local/lib/hbmguard-test/bench.sh"
 install -D -m 0644 "$TOP/tests/system/pyrank.py" "$root/usr/local/lib/hbmguard-test/pyrank.py"
-for f in ctl_badinput.py train.py ddp_verdict.py; do
+for f in ctl_badinput.py train.py ddp_verdict.py ddp_report.py; do
 	install -D -m 0644 "$TOP/tests/system/$f" "$root/usr/local/lib/hbmguard-test/$f"
 done
+install -D -m 0755 "$TOP/tests/system/ddp_compare.sh" "$root/usr/local/lib/hbmguard-test/ddp_compare.sh"
 install -D -m 0644 "$TOP/tests/system/hbmguard-test.service" \
 	"$root/etc/systemd/system/hbmguard-test.service"
 mkdir -p "$root/etc/systemd/system/multi-user.target.wants"
 ln -sf /etc/systemd/system/hbmguard-test.service \
 	"$root/etc/systemd/system/multi-user.target.wants/hbmguard-test.service"
-if [ "$mode" = ddp ]; then
+if [ "$mode" = ddp ] || [ "$mode" = demo ]; then
 	mkdir -p "$root/var/lib/hbmguard-test"
-	echo ddp >"$root/var/lib/hbmguard-test/phase"
+	echo "$mode" >"$root/var/lib/hbmguard-test/phase"
 fi
 if [ "$mode" = bench ]; then
 	# The unit as shipped; rasdaemon started by the bench itself.
@@ -130,6 +133,14 @@ if [ "$mode" = bench ]; then
 	exit 0
 fi
 
+if [ "$mode" = demo ]; then
+	boot demo ""
+	grep -q '^@@PHASE demo done@@' "$log" || { echo "demo: the guest did not finish (see $log)" >&2; exit 1; }
+	rm -rf "$TOP/build/demo"
+	mkdir -p "$TOP/build/demo"
+	debugfs -R "rdump /var/tmp/ddp $TOP/build/demo" "$disk" >/dev/null 2>&1
+	exit 0
+fi
 if [ "$mode" = ddp ]; then
 	boot ddp ""
 	grep -q '^@@PHASE ddp done@@' "$log" && ! grep -q '^not ok ' "$log" ||

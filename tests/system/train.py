@@ -9,7 +9,10 @@ MODE is how the job meets the fault:
   hbmguard    hbmguard.torch.Guard: recover in place, the step runs again
   unguarded   no hbmguard: the rank whose memory was lost dies of SIGBUS
   checkpoint  checkpoint to disk every --every steps; when a rank dies, the
-              launcher kills all ranks and starts them again from it
+              launcher kills all ranks and starts them again from it: as
+              fresh processes (--restart cold, what torchrun does), or
+              forked from the launcher, torch already imported (warm: the
+              least a restart can cost)
 
 The launcher writes OUTDIR/result.json (what it saw: processes started,
 exit statuses, fault time, restarts) and rank 0 OUTDIR/progress.csv (one
@@ -17,9 +20,8 @@ row per committed step: wall time, step, loss, recoveries so far); each rank
 OUTDIR/rankN.json (pid, sha256 of its final weights, steps re-run, memory
 lost under it).  Exit status 0 when every rank finished.
 
-The launcher imports torch once and forks the ranks from it, as a warm
-launcher would: under TCG each import takes tens of seconds, and sparing
-checkpoint-restart those makes its restarts as fast as they can be.
+The launcher imports torch once and forks the ranks from it: under TCG an
+import takes tens of seconds, which the first start need not pay four times.
 """
 import argparse
 import hashlib
@@ -55,7 +57,10 @@ def parse():
     p.add_argument("--fault", default="sim2:0x20000")
     p.add_argument("--every", type=int, default=10, help="checkpoint period")
     p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--restart", choices=["cold", "warm"], default="cold")
     p.add_argument("--port", type=int, default=29500)
+    p.add_argument("--rank", type=int, help=argparse.SUPPRESS)     # a cold restart's rank
+    p.add_argument("--attempt", type=int, default=0, help=argparse.SUPPRESS)
     return p.parse_args()
 
 
@@ -139,6 +144,13 @@ class Rank:
 
     def __init__(self, args, rank, attempt):
         self.returncode = None
+        self.cold = None
+        if attempt and args.restart == "cold":
+            self.cold = subprocess.Popen(
+                [sys.executable, os.path.abspath(__file__)] +
+                [a for a in sys.argv[1:]] + ["--rank", str(rank), "--attempt", str(attempt)])
+            self.pid = self.cold.pid
+            return
         self.pid = os.fork()
         if self.pid == 0:
             code = 0
@@ -151,14 +163,18 @@ class Rank:
             os._exit(code)
 
     def poll(self):
-        if self.returncode is None:
+        if self.cold:
+            self.returncode = self.cold.poll()
+        elif self.returncode is None:
             pid, st = os.waitpid(self.pid, os.WNOHANG)
             if pid:
                 self.returncode = os.waitstatus_to_exitcode(st)
         return self.returncode
 
     def wait(self):
-        if self.returncode is None:
+        if self.cold:
+            self.returncode = self.cold.wait()
+        elif self.returncode is None:
             self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
         return self.returncode
 
@@ -229,7 +245,11 @@ def launch(args):
 
 
 def main():
-    sys.exit(launch(parse()))
+    args = parse()
+    if args.rank is not None:
+        worker(args, args.rank, args.attempt)
+        return
+    sys.exit(launch(args))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,98 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The DDP job's fault, met by hbmguard and by checkpoint-restart: the
+incident's timeline and the comparison, from runs of train.py.
+
+    python3 ddp_report.py DIR
+
+DIR holds clean/ (no fault) and any of hbmguard/, ckpt-warm/, ckpt-cold/
+(the same UE under rank 2 mid-training).  Prints the report and writes
+DIR/summary.json.
+"""
+import json
+import os
+import subprocess
+import sys
+
+top = sys.argv[1]
+RUNS = [("hbmguard", "hbmguard"), ("ckpt-cold", "checkpoint-restart (cold)"),
+        ("ckpt-warm", "checkpoint-restart (warm)")]
+
+
+def load(run):
+    d = os.path.join(top, run)
+    with open(os.path.join(d, "result.json")) as f:
+        result = json.load(f)
+    with open(os.path.join(d, "progress.csv")) as f:
+        rows = [line.split(",") for line in f.read().split()]
+    result["rows"] = [(float(t), int(step), float(loss), int(rec)) for t, step, loss, rec in rows]
+    result["weights"] = set()
+    for i in range(4):
+        try:
+            with open(os.path.join(d, "rank%d.json" % i)) as f:
+                result["weights"].add(json.load(f)["weights"])
+        except OSError:
+            result["weights"].add(None)
+    return result
+
+
+def measure(r, reference):
+    """Fault -> the first step committed after the recovery; steps re-run."""
+    after = [row for row in r["rows"] if row[3] > 0]
+    before = [row for row in r["rows"] if row[3] == 0]
+    resumed = after[0][0] - r["fault_time"] if after else None
+    if r["mode"] == "hbmguard":
+        rerun = after[0][3] if after else None
+    else:                       # committed before the restart, done again after it
+        rerun = before[-1][1] - (after[0][1] - 1) if after and before else None
+    return {"resumed_s": resumed, "steps_rerun": rerun,
+            "restarted": sum(len(s) for s in r["started"][1:]),
+            "wall_s": r["wall"], "finished": r["exits"][-1] == ["exit 0"] * 4,
+            "bitwise_equal": r["weights"] == reference}
+
+
+clean = load("clean")
+summary = {}
+for run, _ in RUNS:
+    if os.path.isdir(os.path.join(top, run)):
+        summary[run] = measure(load(run), clean["weights"])
+
+if "hbmguard" in summary:
+    hg = load("hbmguard")
+    incidents = json.loads(subprocess.run(["hbmctl", "--json", "incidents"], check=True,
+                                          capture_output=True, text=True).stdout)
+    x = [i for i in incidents if i["job"] == "ddp-demo"][-1]
+    fault = hg["fault_time"]
+    print("Incident %d: UE at %s offset %#x, under rank %d's weights (step %d)"
+          % (x["id"], x["device"], x["offset"], x["failed_rank"], hg["fault_step"]))
+    print("  %-26s %+9.3f s" % ("hbmctl inject returned", 0))
+    for state, us in x["at_us"].items():
+        print("  %-26s %+9.3f s" % (state, us / 1e6 - fault))
+    first = [row for row in hg["rows"] if row[3] > 0][0]
+    print("  %-26s %+9.3f s" % ("step %d committed" % first[1], first[0] - fault))
+    summary["incident"] = {k: v / 1e6 - fault for k, v in x["at_us"].items()}
+    print()
+
+cols = [(run, name) for run, name in RUNS if run in summary]
+print("%-30s" % "" + "".join("%-28s" % name for _, name in cols))
+
+
+def row(label, fmt):
+    print("%-30s" % label + "".join("%-28s" % fmt(summary[run]) for run, _ in cols))
+
+
+row("fault -> training resumed", lambda m: "%.2f s" % m["resumed_s"] if m["resumed_s"] else "-")
+row("steps run again", lambda m: "%s" % m["steps_rerun"])
+row("processes restarted", lambda m: "%d" % m["restarted"])
+row("job finished", lambda m: "yes" if m["finished"] else "NO")
+row("final weights == fault-free", lambda m: "bitwise" if m["bitwise_equal"] else "last bits differ (*)")
+row("job wall time", lambda m: "%.1f s" % m["wall_s"])
+if any(not summary[run]["bitwise_equal"] for run, _ in cols if run != "hbmguard"):
+    print("(*) a fresh DDP's first step reduces its gradients in another order than")
+    print("    a running one's: training continues, but not bit for bit")
+if "hbmguard" in summary and summary["hbmguard"]["resumed_s"]:
+    for run, name in cols[1:]:
+        if summary[run]["resumed_s"]:
+            print("hbmguard resumes %.0fx faster than %s"
+                  % (summary[run]["resumed_s"] / summary["hbmguard"]["resumed_s"], name))
+with open(os.path.join(top, "summary.json"), "w") as f:
+    json.dump(summary, f, indent=1)
