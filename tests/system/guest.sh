@@ -79,7 +79,7 @@ phase1() {
 		'[ "$(stat -c "%a %U %G" /dev/hbmguard)" = "640 root hbmguard" ]'
 	check "hbmguardd active after READY=1" active
 	check "STATUS= says what it keeps" \
-		'systemctl show -P StatusText hbmguardd | grep -q "^2 devices, 0 bad pages"'
+		'systemctl show -P StatusText hbmguardd | grep -q "^4 devices, 0 bad pages"'
 	check "unit verifies" 'systemd-analyze verify hbmguardd.service'
 	check "exposure at most 2.0" '[ "$(systemd-analyze security hbmguardd.service --no-pager |
 		sed -n "s/.*Overall exposure level for hbmguardd.service: \([0-9.]*\).*/\1/p" |
@@ -121,7 +121,7 @@ import json, sys, subprocess
 s = json.load(sys.stdin)
 pid = int(subprocess.check_output([\"systemctl\", \"show\", \"-P\", \"MainPID\", \"hbmguardd\"]))
 assert s[\"daemon\"][\"pid\"] == pid and s[\"daemon\"][\"stored_pages\"] == 3, s
-assert len(s[\"devices\"]) == 3"'
+assert len(s[\"devices\"]) == 5"'
 
 	# kill -9: systemd restarts it, nothing lost.
 	pid=$(systemctl show -P MainPID hbmguardd)
@@ -143,7 +143,7 @@ assert len(s[\"devices\"]) == 3"'
 	eventually "table restored after the reload" 'has_page 0x5000 restored && has_page 0x9000 restored &&
 		has_page 0xc000 restored'
 	check "STATUS= after the reload" \
-		'systemctl show -P StatusText hbmguardd | grep -q "^2 devices, 3 bad pages"'
+		'systemctl show -P StatusText hbmguardd | grep -q "^4 devices, 3 bad pages"'
 
 	# A bad configuration: reload refused and the old one kept; a restart
 	# fails with the file, line and key, and is not retried.
