@@ -15,11 +15,19 @@
  * again); spare_owner remembers whose data each spare holds, so a retirement
  * copies (or marks lost) exactly when a spare takes a new page.
  *
- * Backing pages are allocated on first touch, zeroed, and freed with the
- * device; a device going away zaps every mapping of it first.
+ * A simulated device's backing pages are allocated on first touch, zeroed,
+ * and freed with the device.  A range device registered with CLAIM is backed
+ * by the range itself: alloc_contig_range() takes it from the page allocator
+ * (migrating its users away), so that a poisoned frame is a page of the
+ * aperture, as on a node of real HBM; memory_failure() finds the frames
+ * owned and leaves them to us.  free_contig_range() gives them back, and the
+ * page allocator keeps the poisoned ones.  A device going away zaps every
+ * mapping of it first.
  */
+#include <linux/gfp.h>
 #include <linux/highmem.h>
 #include <linux/mm.h>
+#include <linux/pfn.h>
 #include <linux/xarray.h>
 
 #include "hbm.h"
@@ -52,11 +60,19 @@ static void zap(struct hbm_device *dev, u64 offset, u64 length)
 				    aperture_file_offset(dev, offset), length, 1);
 }
 
+/* The CPU page at @offset of the backing store, or NULL if never touched. */
+static struct page *backing_peek(struct hbm_device *dev, u64 offset)
+{
+	if (dev->claimed)
+		return pfn_to_page(PHYS_PFN(dev->phys_start + offset));
+	return xa_load(&dev->backing, offset >> PAGE_SHIFT);
+}
+
 /* The CPU page at @offset of the backing store, allocated on first use. */
 static struct page *backing(struct hbm_device *dev, u64 offset)
 {
 	unsigned long idx = offset >> PAGE_SHIFT;
-	struct page *page = xa_load(&dev->backing, idx);
+	struct page *page = backing_peek(dev, offset);
 
 	if (page)
 		return page;
@@ -113,8 +129,7 @@ void hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length)
 		if (e.source == HBMGUARD_SOURCE_UE || e.source == HBMGUARD_SOURCE_POISON) {
 			xa_store(&dev->lost, page, xa_mk_value(1), GFP_KERNEL);
 			for (i = 0; i < ppd; i++) {
-				struct page *p = xa_load(&dev->backing,
-							 (to >> PAGE_SHIFT) + i);
+				struct page *p = backing_peek(dev, to + ((u64)i << PAGE_SHIFT));
 
 				if (p)
 					clear_highpage(p);
@@ -122,7 +137,7 @@ void hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length)
 			continue;
 		}
 		for (i = 0; i < ppd; i++) {
-			struct page *src = xa_load(&dev->backing, (from >> PAGE_SHIFT) + i);
+			struct page *src = backing_peek(dev, from + ((u64)i << PAGE_SHIFT));
 			struct page *dst = backing(dev, to + ((u64)i << PAGE_SHIFT));
 
 			if (dst && src)
@@ -244,10 +259,42 @@ void hbm_aperture_removed(struct hbm_device *dev)
 		zap(dev, 0, hbm_usable_size(dev));
 }
 
+/**
+ * hbm_aperture_claim() - take a range device's memory for its aperture
+ * @dev: a range device, not yet registered
+ *
+ * Return: 0, -EBUSY when part of the range cannot be taken (kernel memory,
+ * poisoned pages), -EOPNOTSUPP on a kernel without CONFIG_CONTIG_ALLOC,
+ * another errno of alloc_contig_range().
+ */
+int hbm_aperture_claim(struct hbm_device *dev)
+{
+#ifdef CONFIG_CONTIG_ALLOC
+	unsigned long pfn = PHYS_PFN(dev->phys_start), nr = dev->hbm_size >> PAGE_SHIFT, i;
+	int err;
+
+	err = alloc_contig_range(pfn, pfn + nr, MIGRATE_MOVABLE, GFP_KERNEL | __GFP_NOWARN);
+	if (err)
+		return err;
+	for (i = 0; i < nr; i++) {	/* whatever its last users left there */
+		clear_highpage(pfn_to_page(pfn + i));
+		cond_resched();
+	}
+	dev->claimed = true;
+	dev->backed = true;
+	return 0;
+#else
+	return -EOPNOTSUPP;
+#endif
+}
+
 void hbm_aperture_free(struct hbm_device *dev)
 {
 	struct page *page;
 	unsigned long idx;
+
+	if (dev->claimed)
+		free_contig_range(PHYS_PFN(dev->phys_start), dev->hbm_size >> PAGE_SHIFT);
 
 	xa_for_each(&dev->backing, idx, page)
 		__free_page(page);

@@ -228,6 +228,9 @@ static int spec_check(const struct hbm_device_spec *spec)
 		return -EINVAL;
 	if (spec->backed && spec->hbm_size > HBMGUARD_SIM_BACKED_MAX)
 		return -EINVAL;
+	if (spec->claim && (spec->kind != HBMGUARD_KIND_RANGE ||
+			    spec->phys_start & ~PAGE_MASK || spec->hbm_size & ~PAGE_MASK))
+		return -EINVAL;
 	if (!spec->name || strnlen(spec->name, HBMGUARD_NAME_LEN) == HBMGUARD_NAME_LEN ||
 	    !name_valid(spec->name))
 		return -EINVAL;
@@ -244,7 +247,8 @@ static int spec_check(const struct hbm_device_spec *spec)
  * @id: its id, on success
  *
  * Return: 0, -EINVAL for a bad @spec, -EEXIST when the name or identity is
- * taken, -ENOSPC when HBMGUARD_MAX_DEVICES are registered, -ENOMEM.
+ * taken, -ENOSPC when HBMGUARD_MAX_DEVICES are registered, -ENOMEM, or
+ * hbm_aperture_claim()'s error.
  */
 int hbm_device_create(const struct hbm_device_spec *spec, u32 *id)
 {
@@ -286,6 +290,11 @@ int hbm_device_create(const struct hbm_device_spec *spec, u32 *id)
 	err = hbm_map_create(dev);
 	if (err)
 		goto err_core;
+	if (spec->claim) {
+		err = hbm_aperture_claim(dev);
+		if (err)
+			goto err_map;
+	}
 
 	mutex_lock(&hbm_registry_lock);
 	if (device_clashes(dev)) {
@@ -312,6 +321,8 @@ int hbm_device_create(const struct hbm_device_spec *spec, u32 *id)
 
 err_unlock:
 	mutex_unlock(&hbm_registry_lock);
+	hbm_aperture_free(dev);
+err_map:
 	hbm_map_destroy(dev);
 err_core:
 	hbm_core_destroy(&dev->core);

@@ -57,6 +57,7 @@ struct hbm_device {
 	struct delayed_work map_work;
 	bool map_dirty;
 	bool backed;
+	bool claimed;		/* the range's own pages back the aperture */
 	struct xarray backing;
 	struct xarray lost;
 	struct xarray spare_owner;
@@ -76,6 +77,7 @@ struct hbm_device_spec {
 	u64 phys_start;		/* HBMGUARD_KIND_RANGE */
 	int numa_node;		/* HBMGUARD_KIND_RANGE, or -1 */
 	bool backed;		/* memory for the aperture */
+	bool claim;		/* HBMGUARD_KIND_RANGE: the range is the memory */
 };
 
 static inline u64 hbm_usable_size(const struct hbm_device *dev)
@@ -155,6 +157,7 @@ int hbm_aperture_mmap(struct vm_area_struct *vma);
 void hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length);
 int hbm_aperture_restored(struct hbm_device *dev, u64 offset, u64 length);
 void hbm_aperture_removed(struct hbm_device *dev);
+int hbm_aperture_claim(struct hbm_device *dev);
 void hbm_aperture_free(struct hbm_device *dev);
 
 /* chardev.c */

@@ -54,6 +54,7 @@ static const struct nla_policy hbm_policy[HBMGUARD_A_MAX + 1] = {
 	[HBMGUARD_A_SOURCE] = NLA_POLICY_RANGE(NLA_U32, HBMGUARD_SOURCE_ADMIN,
 					       HBMGUARD_SOURCE_RESTORED),
 	[HBMGUARD_A_FLAGS] = NLA_POLICY_MASK(NLA_U32, HBMGUARD_RETIRE_PENDING),
+	[HBMGUARD_A_CLAIM] = { .type = NLA_FLAG },
 };
 
 /*
@@ -484,6 +485,7 @@ static int hbm_nl_range_register_doit(struct sk_buff *skb, struct genl_info *inf
 		spec.page_size = nla_get_u32(attrs[HBMGUARD_A_PAGE_SIZE]);
 	if (attrs[HBMGUARD_A_SPARE_PAGES])
 		spec.spare_pages = nla_get_u32(attrs[HBMGUARD_A_SPARE_PAGES]);
+	spec.claim = nla_get_flag(attrs[HBMGUARD_A_CLAIM]);
 
 	if (attrs[HBMGUARD_A_NUMA_NODE]) {
 		int nid = nla_get_u32(attrs[HBMGUARD_A_NUMA_NODE]);
@@ -519,6 +521,11 @@ static int hbm_nl_range_register_doit(struct sk_buff *skb, struct genl_info *inf
 		NL_SET_ERR_MSG(info->extack, "name, identity or range already registered");
 	else if (err == -EINVAL)
 		NL_SET_ERR_MSG(info->extack, "bad name, identity, size or spare pages");
+	else if (spec.claim && err == -EBUSY)
+		NL_SET_ERR_MSG(info->extack,
+			       "the range's memory cannot be claimed: kernel memory or poisoned pages in it");
+	else if (err == -EOPNOTSUPP)
+		NL_SET_ERR_MSG(info->extack, "this kernel cannot claim memory (no CONFIG_CONTIG_ALLOC)");
 	if (err)
 		return err;
 

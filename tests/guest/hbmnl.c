@@ -8,6 +8,8 @@
  *   hbmnl pages DEV                    dump extents; prints "pages: N extents M"
  *   hbmnl range-node NAME NODE         register a NUMA node; prints the id
  *   hbmnl range-phys NAME ADDR SIZE [SPARES]  a physical range; prints the id
+ *   hbmnl range-claim NAME ADDR SIZE [SPARES] the same, its memory claimed
+ *                                      for the aperture
  *   hbmnl range-unregister DEV
  *   hbmnl retire|clear DEV OFFSET LENGTH
  *   hbmnl restore DEV OFFSET LENGTH [OFFSET LENGTH...]
@@ -645,10 +647,12 @@ int main(int argc, char **argv)
 		err = transact(sk, msg, reply_id, &id);
 		if (!err)
 			printf("%u\n", id);
-	} else if (!strcmp(cmd, "range-phys") && argc > 4) {
+	} else if ((!strcmp(cmd, "range-phys") || !strcmp(cmd, "range-claim")) && argc > 4) {
 		struct nl_msg *msg = request(HBMGUARD_CMD_RANGE_REGISTER, 0);
 		uint32_t id = ~0u;
 
+		if (!strcmp(cmd, "range-claim"))
+			nla_put_flag(msg, HBMGUARD_A_CLAIM);
 		nla_put_string(msg, HBMGUARD_A_NAME, argv[2]);
 		nla_put_u64(msg, HBMGUARD_A_PHYS_ADDR, strtoull(argv[3], NULL, 0));
 		nla_put_u64(msg, HBMGUARD_A_HBM_SIZE, strtoull(argv[4], NULL, 0));

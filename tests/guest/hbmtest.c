@@ -1292,6 +1292,60 @@ static void test_aperture_guard(void)
 	signal(SIGBUS, SIG_DFL);
 }
 
+/*
+ * The aperture of a range device registered with CLAIM (ras.sh registers it
+ * over netlink): its own frames back it, and memory_failure() on one of them,
+ * as hwpoison_inject makes it, retires the page under the mapping.
+ */
+static void test_aperture_range(uint32_t id, uint64_t phys)
+{
+	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
+	struct hbmguard_extent_op x = { .size = sizeof(x), .device = id,
+					.offset = 7 * PAGE, .length = PAGE };
+	uint64_t usable = dev_info(id).usable_size, *p, w, i;
+	bool zero = true, ok = true;
+	char pfn[32];
+	int fd, tries;
+
+	sigaction(SIGBUS, &sa, NULL);
+	p = mmap(NULL, 32 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, ctl,
+		 HBMGUARD_MMAP_APERTURE(id));
+	CHECK(p != MAP_FAILED);
+	if (p == MAP_FAILED)
+		return;
+	for (i = 0; i < 32 * PAGE / 8; i++)
+		zero &= p[i] == 0;
+	CHECK(zero);		/* whatever the frames held before, gone */
+	for (i = 0; i < 32 * PAGE / 8; i++)
+		p[i] = i ^ 0x5a5a;
+
+	fd = open("/sys/kernel/debug/hwpoison/corrupt-pfn", O_WRONLY);
+	CHECK(fd >= 0);
+	snprintf(pfn, sizeof(pfn), "%llu\n", (unsigned long long)(phys / PAGE + 7));
+	/* EBUSY: memory_failure() cannot handle a page it does not own, and says so */
+	CHECK(write(fd, pfn, strlen(pfn)) == (ssize_t)strlen(pfn) || errno == EBUSY);
+	close(fd);
+	for (tries = 0; tries < 100 && translate(id, 7 * PAGE).state != HBMGUARD_STATE_RETIRED;
+	     tries++)
+		usleep(50000);
+	CHECK_EQ(translate(id, 7 * PAGE).state, HBMGUARD_STATE_RETIRED);
+	CHECK(translate(id, 7 * PAGE).translated >= usable);	/* a spare of the range */
+
+	CHECK(!read_word(p + 7 * PAGE / 8 + 3, &w));
+	CHECK_EQ(bus_code, BUS_MCEERR_AR);
+	CHECK(bus_addr == p + 7 * PAGE / 8 + 3);
+	for (i = 0; i < 32 * PAGE / 8; i++)
+		ok &= i / (PAGE / 8) == 7 || (read_word(p + i, &w) && w == (i ^ 0x5a5a));
+	CHECK(ok);
+
+	CHECK_OK(ioctl(ctl, HBMGUARD_IOC_RESTORED, &x));
+	CHECK(read_word(p + 7 * PAGE / 8 + 3, &w) && w == 0);
+	p[7 * PAGE / 8 + 3] = 0xfeed;
+	CHECK(read_word(p + 7 * PAGE / 8 + 3, &w) && w == 0xfeed);
+	munmap(p, 32 * PAGE);
+	signal(SIGBUS, SIG_DFL);
+}
+
 /* A CE-threshold retirement under a writer: its data moves, unseen. */
 struct writer {
 	volatile uint64_t *word;
@@ -1461,6 +1515,12 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	ctl = open_dev(O_RDWR);
+	if (argc == 4 && !strcmp(argv[1], "aperture-range")) {	/* ras.sh's */
+		hbm_test_name = argv[1];
+		test_aperture_range(strtoul(argv[2], NULL, 0), strtoull(argv[3], NULL, 0));
+		printf("%s %s\n", hbm_failures ? "not ok" : "ok", argv[1]);
+		return hbm_failures ? 1 : 0;
+	}
 	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
 		int before = hbm_failures;
 

@@ -83,6 +83,24 @@ sleep 0.2
 check "mce: outside every device, nothing" '! hbmctl pages hbm1 | grep -q "^0x8000000"'
 check "mce: counted in stats" 'hbmnl stats | grep -q "^path 3 received=4 dropped=0$"'
 
+# A range claimed for the aperture: its frames leave the page allocator
+# while it is registered, back the mapping, and a poisoned one is steered
+# around.  A range holding a poisoned frame cannot be claimed.
+node1_free() { sed -n 's/^Node 1 MemFree: *\([0-9]*\) kB$/\1/p' /sys/devices/system/node/node1/meminfo; }
+free0=$(node1_free)
+cid=$(hbmnl range-claim hbm2 $((phys + 0x9000000)) 0x1000000 16)
+check "claim a range of node 1" '[ -n "$cid" ]'
+check "its memory left the allocator" '[ $((free0 - $(node1_free))) -ge 16000 ]'
+check "aperture over the claimed range" "hbmtest aperture-range $cid $((phys + 0x9000000))"
+check "claim over a poisoned frame refused" '! hbmnl range-claim hbm3 $((phys + 0x8000000)) 0x100000 >/tmp/err &&
+	grep -q "Device or resource busy" /tmp/err'
+check "claim of a range taken refused" '! hbmnl range-claim hbm3 $((phys + 0x9800000)) 0x100000'
+# Given back to the allocator at unregistration, poisoned frame excepted:
+# the rest of the range can be claimed again.
+check "unregister gives it back" "hbmnl range-unregister $cid &&
+	cid=\$(hbmnl range-claim hbm2 $((phys + 0x9000000 + 0x8000)) 0xff8000 8) &&
+	hbmnl range-unregister \$cid"
+
 # Netlink changes, as the daemon will make them.
 check "netlink retire" 'hbmnl retire 0 0x5000 0x2000 && hbmctl pages sim0 | grep -q "^0x5000 *2 .*admin"'
 check "netlink restore" 'hbmnl restore 0 0x10000 0x1000 0x20000 0x3000 && [ "$(hbmctl pages sim0 | grep -c restored)" = 2 ]'

@@ -537,7 +537,8 @@ struct hbmguard_event {
  * ------------
  * mmap(NULL, len, prot, MAP_SHARED, fd, HBMGUARD_MMAP_APERTURE(dev) + off)
  * maps a memory-backed device (a simulated one created with
- * HBMGUARD_SIM_BACKED) from device offset off, page aligned, within
+ * HBMGUARD_SIM_BACKED, or a range registered with HBMGUARD_A_CLAIM) from
+ * device offset off, page aligned, within
  * [0, usable_size).  Every retired page is served by its spare.  A page
  * retired because its correctable errors crossed the threshold (or by an
  * operator) keeps its data: it is copied to the spare before the switch, so
@@ -640,10 +641,15 @@ struct hbmguard_map_entry {
  * HBMGUARD_CMD_RANGE_REGISTER (admin)
  *	NAME, IDENTITY (optional), and NUMA_NODE, or PHYS_ADDR and HBM_SIZE;
  *	PAGE_SIZE (optional, the CPU page size by default), SPARE_PAGES
- *	(optional).  Registers physical memory (HBM exposed as a CPU-less NUMA
- *	node, as on Grace Hopper and MI300A) as a device, so that
- *	memory_failure() and machine checks on it reach its table.  Replies
- *	with DEVICE_ID.
+ *	(optional), CLAIM (optional).  Registers physical memory (HBM exposed
+ *	as a CPU-less NUMA node, as on Grace Hopper and MI300A) as a device, so
+ *	that memory_failure() and machine checks on it reach its table.  With
+ *	CLAIM the module takes the range from the page allocator (migrating
+ *	what was there; EBUSY when it cannot, e.g. kernel memory or poisoned
+ *	pages in it), zeroes it and offers it as the device's aperture, every
+ *	retired page steered to a spare at the top of the range; it is given
+ *	back at unregistration, poisoned pages excepted.  Replies with
+ *	DEVICE_ID.
  * HBMGUARD_CMD_RANGE_UNREGISTER (admin)
  *	DEVICE_ID of a range device.
  * HBMGUARD_CMD_EVENT
@@ -722,6 +728,7 @@ enum hbmguard_attr {
 	HBMGUARD_A_EVENTS_DROPPED,	/* u64 */
 	HBMGUARD_A_CE_EVENTS,		/* u64: correctable errors reported */
 	HBMGUARD_A_UE_EVENTS,		/* u64: uncorrectable errors and poison */
+	HBMGUARD_A_CLAIM,		/* flag: RANGE_REGISTER claims the memory */
 	__HBMGUARD_A_MAX
 };
 #define HBMGUARD_A_MAX (__HBMGUARD_A_MAX - 1)
