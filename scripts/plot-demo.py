@@ -31,6 +31,7 @@ for run, label, colour in RUNS:
     t0 = result["start_time"]
     points = [(float(r[0]) - t0, int(r[1]), int(r[3])) for r in rows]
     # A restart starts a new line from its checkpoint; dashed: the fall back.
+    prev = None
     for attempt in sorted({p[2] for p in points}) if run != "hbmguard" else [None]:
         seg = [p for p in points if attempt is None or p[2] == attempt]
         if attempt and prev:

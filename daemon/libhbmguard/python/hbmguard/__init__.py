@@ -100,10 +100,32 @@ def _check(ret, what):
     return ret
 
 
-class Rank:
-    """One training rank, registered with hbmguardd until close()."""
+class _Handle:
+    """An object of the library, released once: by close(), at the end of
+    a with block, or when collected."""
 
     _handle = None
+
+    def _release(self):
+        raise NotImplementedError
+
+    def close(self):
+        if self._handle:
+            self._release()
+            self._handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+
+class Rank(_Handle):
+    """One training rank, registered with hbmguardd until close()."""
 
     def __init__(self, job, rank, world_size, device, local_rank=None, ranges=(),
                  socket=None):
@@ -140,28 +162,17 @@ class Rank:
         _check(_lib.hbmguard_rank_answer(self._handle, incident, answer),
                "answering incident %d" % incident)
 
-    def close(self):
-        if self._handle:
-            _lib.hbmguard_rank_close(self._handle)
-            self._handle = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
+    def _release(self):
+        _lib.hbmguard_rank_close(self._handle)
 
 
-class Aperture:
+class Aperture(_Handle):
     """Bytes [offset, offset + length) of a memory-backed device, mapped
     read-write, as .buffer (memoryview(ap.buffer), torch.frombuffer).  With
     guard=True a lost page reads zero and is counted instead of raising
-    SIGBUS (the guard is process-wide)."""
-
-    _handle = None
+    SIGBUS (the guard is process-wide).  The buffer keeps the mapping: an
+    Aperture goes only when nothing uses its memory any more, or at close(),
+    after which its memory must not be touched."""
 
     def __init__(self, device, offset, length, guard=False):
         lib = _library()
@@ -172,6 +183,7 @@ class Aperture:
         self._handle = handle
         self.device, self.offset, self.length = device, offset, length
         self._bytes = (ctypes.c_char * length).from_address(lib.hbmguard_aperture_addr(handle))
+        self._bytes.aperture = self     # what views of the buffer keep alive
         if guard:
             self.guard()
 
@@ -195,17 +207,7 @@ class Aperture:
         _check(_lib.hbmguard_aperture_restore(self._handle, offset, length),
                "restoring %s at %#x" % (self.device, offset))
 
-    def close(self):
-        if self._handle:
-            self._bytes = None
-            _lib.hbmguard_aperture_close(self._handle)
-            self._handle = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
+    def _release(self):
+        self._bytes.aperture = None
+        self._bytes = None
+        _lib.hbmguard_aperture_close(self._handle)
