@@ -26,6 +26,8 @@
  */
 #include <linux/gfp.h>
 #include <linux/highmem.h>
+#include <linux/ioport.h>
+#include <linux/memory_hotplug.h>
 #include <linux/mm.h>
 #include <linux/pfn.h>
 #include <linux/xarray.h>
@@ -263,16 +265,28 @@ void hbm_aperture_removed(struct hbm_device *dev)
  * hbm_aperture_claim() - take a range device's memory for its aperture
  * @dev: a range device, not yet registered
  *
- * Return: 0, -EBUSY when part of the range cannot be taken (kernel memory,
- * poisoned pages), -EOPNOTSUPP on a kernel without CONFIG_CONTIG_ALLOC,
- * another errno of alloc_contig_range().
+ * Return: 0, -EINVAL when the range is not all online RAM of one zone,
+ * -EBUSY when part of it cannot be taken (kernel memory, poisoned pages),
+ * -EOPNOTSUPP on a kernel without CONFIG_CONTIG_ALLOC, another errno of
+ * alloc_contig_range().
  */
 int hbm_aperture_claim(struct hbm_device *dev)
 {
 #ifdef CONFIG_CONTIG_ALLOC
 	unsigned long pfn = PHYS_PFN(dev->phys_start), nr = dev->hbm_size >> PAGE_SHIFT, i;
+	struct page *first = pfn_to_online_page(pfn);
 	int err;
 
+	/* Only memory the page allocator manages can be taken from it. */
+	if (!first || region_intersects(dev->phys_start, dev->hbm_size, IORESOURCE_SYSTEM_RAM,
+					IORES_DESC_NONE) != REGION_INTERSECTS)
+		return -EINVAL;
+	for (i = 1; i < nr; i++) {
+		struct page *page = pfn_to_online_page(pfn + i);
+
+		if (!page || page_zone(page) != page_zone(first))
+			return -EINVAL;
+	}
 	err = alloc_contig_range(pfn, pfn + nr, MIGRATE_MOVABLE, GFP_KERNEL | __GFP_NOWARN);
 	if (err)
 		return err;

@@ -519,6 +519,9 @@ static int hbm_nl_range_register_doit(struct sk_buff *skb, struct genl_info *inf
 	err = hbm_device_create(&spec, &id);
 	if (err == -EEXIST)
 		NL_SET_ERR_MSG(info->extack, "name, identity or range already registered");
+	else if (err == -EINVAL && spec.claim)
+		NL_SET_ERR_MSG(info->extack,
+			       "bad name, identity, size or spare pages, or a range to claim that is not all online RAM of one zone");
 	else if (err == -EINVAL)
 		NL_SET_ERR_MSG(info->extack, "bad name, identity, size or spare pages");
 	else if (spec.claim && err == -EBUSY)

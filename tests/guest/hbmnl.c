@@ -386,6 +386,18 @@ static int cmd_badinput(void)
 	nla_put_u64(msg, HBMGUARD_A_PHYS_ADDR, 0x1001);
 	nla_put_u64(msg, HBMGUARD_A_HBM_SIZE, 1 << 20);
 	EXPECT_ERR(sk, msg, EINVAL, "range not aligned");
+	msg = request(HBMGUARD_CMD_RANGE_REGISTER, 0);
+	nla_put_string(msg, HBMGUARD_A_NAME, "x");
+	nla_put_u64(msg, HBMGUARD_A_PHYS_ADDR, 0xfee00000);	/* the local APIC */
+	nla_put_u64(msg, HBMGUARD_A_HBM_SIZE, 1 << 20);
+	nla_put_flag(msg, HBMGUARD_A_CLAIM);
+	EXPECT_ERR(sk, msg, EINVAL, "claim of a range that is not RAM");
+	msg = request(HBMGUARD_CMD_RANGE_REGISTER, 0);
+	nla_put_string(msg, HBMGUARD_A_NAME, "x");
+	nla_put_u64(msg, HBMGUARD_A_PHYS_ADDR, 0xfee00000);
+	nla_put_u64(msg, HBMGUARD_A_HBM_SIZE, 1 << 20);
+	nla_put_u32(msg, HBMGUARD_A_CLAIM, 1);
+	EXPECT_ERR(sk, msg, ERANGE, "claim flag with a payload");
 	msg = request(HBMGUARD_CMD_RANGE_UNREGISTER, 0);
 	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
 	EXPECT_ERR(sk, msg, EOPNOTSUPP, "unregister of a simulated device");
