@@ -26,7 +26,6 @@
  */
 #include <linux/gfp.h>
 #include <linux/highmem.h>
-#include <linux/ioport.h>
 #include <linux/memory_hotplug.h>
 #include <linux/mm.h>
 #include <linux/pfn.h>
@@ -278,8 +277,7 @@ int hbm_aperture_claim(struct hbm_device *dev)
 	int err;
 
 	/* Only memory the page allocator manages can be taken from it. */
-	if (!first || region_intersects(dev->phys_start, dev->hbm_size, IORESOURCE_SYSTEM_RAM,
-					IORES_DESC_NONE) != REGION_INTERSECTS)
+	if (!first)
 		return -EINVAL;
 	for (i = 1; i < nr; i++) {
 		struct page *page = pfn_to_online_page(pfn + i);
