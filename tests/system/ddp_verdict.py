@@ -4,9 +4,9 @@ would check, as "ok"/"not ok" lines.
 
     python3 ddp_verdict.py PHASE DIR
 
-DIR holds three runs of the same job: clean/ (no fault), guarded/ (a UE
-under rank 2, hbmguardd running) and unguarded/ (the same fault, hbmguardd
-stopped).
+DIR holds three runs of the same job: clean/ (no fault; hbmguardd restarted
+under it), guarded/ (a UE under rank 2, hbmguardd running) and unguarded/
+(the same fault, hbmguardd stopped).
 """
 import json
 import os
@@ -50,6 +50,9 @@ finished = ["exit 0"] * 4
 
 check("DDP: the fault-free run finished", clean["exits"] == [finished] and
       None not in clean_ranks, clean)
+check("DDP: hbmguardd restarted mid-job: every rank registered again",
+      None not in clean_ranks and "daemon_restart" in clean and
+      all(r["reconnects"] == 1 and r["protected"] for r in clean_ranks), clean, clean_ranks)
 check("DDP: with the fault, every rank finished", res["exits"] == [finished] and
       None not in ranks, res)
 check("DDP: no process restarted (same 4 PIDs)", len(res["started"]) == 1 and

@@ -258,7 +258,8 @@ phase2() {
 ddp() {
 	local t=/usr/local/lib/hbmguard-test out=/var/tmp/ddp
 	rm -rf $out
-	check "DDP: fault-free run" "python3 $t/train.py hbmguard $out/clean"
+	check "DDP: fault-free run, hbmguardd restarted under it" \
+		"python3 $t/train.py hbmguard $out/clean --restart-daemon-step 10"
 	check "DDP: run with a UE under rank 2" \
 		"python3 $t/train.py hbmguard $out/guarded --fault-step 15 --fault sim2:0x20000"
 	systemctl stop hbmguardd

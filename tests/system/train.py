@@ -55,6 +55,8 @@ def parse():
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--fault-step", type=int, default=0, help="0: no fault")
     p.add_argument("--fault", default="sim2:0x20000")
+    p.add_argument("--restart-daemon-step", type=int, default=0,
+                   help="systemctl restart hbmguardd at this step (0: never)")
     p.add_argument("--every", type=int, default=10, help="checkpoint period")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--restart", choices=["cold", "warm"], default="cold")
@@ -129,7 +131,8 @@ def worker(args, rank, attempt):
     report = {"pid": os.getpid(), "weights": digest.hexdigest(), "steps": args.steps,
               "rerun": guard.rerun if guard else 0, "lost_pages": guard.lost_pages if guard else ap.lost(),
               "protected": bool(guard and guard.protected),
-              "incidents": guard.incidents if guard else []}
+              "incidents": guard.incidents if guard else [],
+              "reconnects": guard.reconnects if guard else 0}
     with open(os.path.join(args.out, "rank%d.json" % rank), "w") as f:
         json.dump(report, f)
     dist.destroy_process_group()
@@ -215,6 +218,10 @@ def launch(args):
             subprocess.run(["hbmctl", "inject", dev, "ue", offset], check=True)
             result["fault_time"] = time.time()
             result["fault_step"] = committed(args.out)
+        if args.restart_daemon_step and "daemon_restart" not in result and \
+                committed(args.out) >= args.restart_daemon_step:
+            subprocess.run(["systemctl", "restart", "hbmguardd"], check=True)
+            result["daemon_restart"] = time.time()
         codes = [p.poll() for p in procs]
         if all(c is not None for c in codes):
             break

@@ -29,8 +29,11 @@ equal; RESTORED; on RESUME the step runs again from the same state and random
 generator, so the job computes what it would have without the fault.  ABORT
 (the daemon escalated) raises Aborted: the launcher restarts the job.
 
-Without hbmguardd (registration fails), Guard warns and leaves memory
-unguarded: a lost page kills the rank with SIGBUS, as it would have.
+Without hbmguardd (registration fails on any rank), Guard warns and leaves
+memory unguarded: a lost page kills the rank with SIGBUS, as it would have.
+When hbmguardd restarts under a running job, every rank registers again at
+the next step boundary; if that fails, the job goes on unprotected, and a
+rank that loses memory then stops at its step boundary (Aborted).
 
 The collective steps use the default process group; every rank in it must be
 one this daemon drives (a single node).
@@ -45,6 +48,8 @@ import torch.distributed as dist
 import hbmguard
 
 __all__ = ["Guard", "Aborted", "place_parameters"]
+
+RECONNECT_WAIT = 10.0   # seconds for systemd to bring hbmguardd back
 
 
 class Aborted(RuntimeError):
@@ -80,13 +85,34 @@ class Guard:
         self.rerun = 0          # steps thrown away and run again
         self.lost_pages = 0     # touches of lost memory the guard absorbed
         self.incidents = []     # (incident, failed rank, seconds paused)
+        self.reconnects = 0     # registrations again after hbmguardd restarted
         self._pending = []
-        ranges = [(a.offset, a.length) for a in self.apertures]
-        try:
-            self._rank = hbmguard.Rank(job=job, rank=self.rank, world_size=self.world_size,
-                                       device=device, ranges=ranges, socket=socket)
-        except OSError as e:
-            print("hbmguard: rank %d not protected: %s" % (self.rank, e), file=sys.stderr)
+        self._identity = dict(job=job, rank=self.rank, world_size=self.world_size,
+                              device=device, socket=socket,
+                              ranges=[(a.offset, a.length) for a in self.apertures])
+        self._rank = None
+        self._connect()
+
+    def _connect(self, wait=0.0):
+        """Register with hbmguardd, all ranks or none: the per-step check is
+        a collective, and a rank alone without it would hang the others.
+        wait: seconds to give a restarting daemon."""
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                self._rank = hbmguard.Rank(**self._identity)
+                break
+            except OSError as e:
+                if time.monotonic() >= deadline:
+                    print("hbmguard: rank %d not protected: %s" % (self.rank, e),
+                          file=sys.stderr)
+                    break
+                time.sleep(0.1)
+        everyone = torch.tensor([1 if self._rank else 0], dtype=torch.int32)
+        dist.all_reduce(everyone, op=dist.ReduceOp.MIN)
+        if not everyone.item() and self._rank:
+            print("hbmguard: rank %d not protected: a peer is not" % self.rank, file=sys.stderr)
+            self._rank.close()
             self._rank = None
         if self._rank and self.apertures:
             hbmguard.Aperture.guard()
@@ -125,13 +151,27 @@ class Guard:
             self._pending.append(req)
 
     def _must_recover(self):
-        if not self._rank:
-            return False
-        self._drain()
         lost = any(a.lost() for a in self.apertures)
-        flag = torch.tensor([1 if lost or self._pending else 0], dtype=torch.int32)
-        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-        return bool(flag.item())
+        if not self._rank:
+            if lost:            # guarded once, the daemon gone since
+                raise Aborted("rank %d lost memory and hbmguardd is gone" % self.rank)
+            return False
+        try:
+            self._drain()
+            gone = False
+        except OSError:         # hbmguardd restarted: register again
+            gone = True
+        flags = torch.tensor([1 if lost or self._pending else 0, 1 if gone else 0],
+                             dtype=torch.int32)
+        dist.all_reduce(flags, op=dist.ReduceOp.MAX)
+        if flags[1].item():
+            self._rank.close()
+            self._rank = None
+            self._pending = []
+            self._connect(wait=RECONNECT_WAIT)
+            self.reconnects += 1
+            return self._must_recover()
+        return bool(flags[0].item())
 
     def _expect(self, action):
         deadline = time.monotonic() + self.timeout
