@@ -3,11 +3,16 @@
  * One request to the hbmguard family and everything it answers.  libnl's own
  * nl_wait_for_ack() stops after a single reply and leaves the ACK that
  * follows it for the next request, so this takes replies until the kernel's
- * ACK, DONE or error, whichever the request brings.
+ * ACK, DONE or error, whichever the request brings; and keeps the kernel's
+ * reason (the extended ACK's message) for the caller to print.
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <linux/hbmguard.h>
+#include <linux/netlink.h>
 
 #include "genl.h"
 
@@ -16,6 +21,42 @@ struct outcome {
 	bool done;
 };
 
+static char reason[256];
+
+/**
+ * hbm_genl_strerror() - what a failed request's -errno means
+ * @err: hbm_genl_transact()'s return
+ *
+ * Return: strerror(-@err), with the kernel's reason when it gave one, in a
+ * buffer the next call reuses.
+ */
+const char *hbm_genl_strerror(int err)
+{
+	static char buf[sizeof(reason) + 64];
+
+	snprintf(buf, sizeof(buf), "%s%s%s", strerror(-err), *reason ? ": " : "", reason);
+	return buf;
+}
+
+/* NLMSGERR_ATTR_MSG of an error carrying extended ACK TLVs. */
+static void take_reason(const struct nlmsgerr *e)
+{
+	const struct nlmsghdr *nlh = (const void *)((const char *)e - NLMSG_HDRLEN);
+	struct nlattr *tb[NLMSGERR_ATTR_MAX + 1];
+	size_t off = sizeof(*e);
+
+	if (!(nlh->nlmsg_flags & NLM_F_ACK_TLVS))
+		return;
+	if (!(nlh->nlmsg_flags & NLM_F_CAPPED))
+		off += e->msg.nlmsg_len - NLMSG_HDRLEN;
+	if (NLMSG_HDRLEN + off >= nlh->nlmsg_len ||
+	    nla_parse(tb, NLMSGERR_ATTR_MAX, (struct nlattr *)((char *)e + off),
+		      nlh->nlmsg_len - NLMSG_HDRLEN - off, NULL) || !tb[NLMSGERR_ATTR_MSG])
+		return;
+	snprintf(reason, sizeof(reason), "%.*s", nla_len(tb[NLMSGERR_ATTR_MSG]),
+		 (const char *)nla_data(tb[NLMSGERR_ATTR_MSG]));
+}
+
 static int on_error(struct sockaddr_nl *who, struct nlmsgerr *e, void *arg)
 {
 	struct outcome *o = arg;
@@ -23,6 +64,7 @@ static int on_error(struct sockaddr_nl *who, struct nlmsgerr *e, void *arg)
 	(void)who;
 	o->kerr = e->error;
 	o->done = true;
+	take_reason(e);
 	return NL_STOP;
 }
 
@@ -50,7 +92,8 @@ struct nl_msg *hbm_genl_request(int family, int cmd, int flags)
  * @parse: called for each reply, or NULL
  * @arg: for @parse
  *
- * Return: 0, the kernel's -errno, or -EIO when the socket failed.
+ * Return: 0, the kernel's -errno, or -EIO when the socket failed; after a
+ * -errno, hbm_genl_strerror() says why.
  */
 int hbm_genl_transact(struct nl_sock *sk, struct nl_msg *msg,
 		      nl_recvmsg_msg_cb_t parse, void *arg)
@@ -60,6 +103,9 @@ int hbm_genl_transact(struct nl_sock *sk, struct nl_msg *msg,
 
 	if (!msg)
 		return -ENOMEM;
+	reason[0] = 0;
+	/* libnl 3.7 has no nl_socket_set_ext_ack() */
+	setsockopt(nl_socket_get_fd(sk), SOL_NETLINK, NETLINK_EXT_ACK, &(int){ 1 }, sizeof(int));
 	nl_socket_modify_err_cb(sk, NL_CB_CUSTOM, on_error, &o);
 	nl_socket_modify_cb(sk, NL_CB_ACK, NL_CB_CUSTOM, on_end, &o);
 	nl_socket_modify_cb(sk, NL_CB_FINISH, NL_CB_CUSTOM, on_end, &o);

@@ -9,5 +9,6 @@
 struct nl_msg *hbm_genl_request(int family, int cmd, int flags);
 int hbm_genl_transact(struct nl_sock *sk, struct nl_msg *msg,
 		      nl_recvmsg_msg_cb_t parse, void *arg);
+const char *hbm_genl_strerror(int err);
 
 #endif /* HBM_GENL_H */

@@ -215,7 +215,7 @@ static void apply_policy(struct daemon *d, const struct device *dev)
 	err = transact(d, msg, NULL, NULL);
 	if (err)
 		fprintf(stderr, "<3>hbmguardd: policy of %s refused by the kernel: %s\n",
-			dev->identity, strerror(-err));
+			dev->identity, hbm_genl_strerror(err));
 }
 
 static void load_stored(struct daemon *d, const struct device *dev,
@@ -325,7 +325,7 @@ static int save(struct daemon *d, const struct device *dev, bool restore_first,
 		err = restore(d, dev, &stored);
 		if (err)
 			fprintf(stderr, "<4>hbmguardd: restoring %zu extents into %s: %s\n",
-				stored.nr, dev->identity, strerror(-err));
+				stored.nr, dev->identity, hbm_genl_strerror(err));
 		else
 			fprintf(stderr, "<5>hbmguardd: restored %zu extents into %s\n",
 				stored.nr, dev->identity);

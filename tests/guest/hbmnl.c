@@ -700,7 +700,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (err) {
-		printf("hbmnl %s: %s\n", cmd, strerror(-err));
+		printf("hbmnl %s: %s\n", cmd, hbm_genl_strerror(err));
 		return 1;
 	}
 	return 0;
