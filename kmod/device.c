@@ -291,7 +291,12 @@ int hbm_device_create(const struct hbm_device_spec *spec, u32 *id)
 	if (err)
 		goto err_core;
 	if (spec->claim) {
-		err = hbm_aperture_claim(dev);
+		/* Not the memory of a device registered already: that is EEXIST. */
+		mutex_lock(&hbm_registry_lock);
+		err = device_clashes(dev) ? -EEXIST : 0;
+		mutex_unlock(&hbm_registry_lock);
+		if (!err)
+			err = hbm_aperture_claim(dev);
 		if (err)
 			goto err_map;
 	}

@@ -94,7 +94,8 @@ check "its memory left the allocator" '[ $((free0 - $(node1_free))) -ge 16000 ]'
 check "aperture over the claimed range" "hbmtest aperture-range $cid $((phys + 0x9000000))"
 check "claim over a poisoned frame refused" '! hbmnl range-claim hbm3 $((phys + 0x8000000)) 0x100000 >/tmp/err &&
 	grep -q "Device or resource busy: the range.s memory cannot be claimed" /tmp/err'
-check "claim of a range taken refused" '! hbmnl range-claim hbm3 $((phys + 0x9800000)) 0x100000'
+check "claim of a range taken refused" '! hbmnl range-claim hbm3 $((phys + 0x9800000)) 0x100000 >/tmp/err &&
+	grep -q "File exists" /tmp/err'
 # Given back to the allocator at unregistration, poisoned frame excepted:
 # the rest of the range can be claimed again.
 check "unregister gives it back" "hbmnl range-unregister $cid &&
