@@ -95,6 +95,42 @@ static int number(struct parser *p, const char *key, const char *v, bool time,
 	return 0;
 }
 
+/* Bytes: a whole number (0x for hex), optionally with K, M, G or T. */
+static int bytes(struct parser *p, const char *key, const char *v, uint64_t *out)
+{
+	static const char units[] = "KMGT";
+	unsigned long long n;
+	const char *u;
+	char *end;
+	int shift = 0;
+
+	if (!isdigit((unsigned char)*v))
+		return fail(p, key, "'%s' is not a number of bytes", v);
+	errno = 0;
+	n = strtoull(v, &end, 0);
+	if (*end && !end[1] && (u = strchr(units, *end))) {
+		shift = 10 * (u - units + 1);
+		end++;
+	}
+	if (errno || *end || (shift && n > UINT64_MAX >> shift))
+		return fail(p, key, "'%s' is not a number of bytes (e.g. 4096, 0x1000, 96G)", v);
+	*out = (uint64_t)n << shift;
+	return 0;
+}
+
+static int yes_no(struct parser *p, const char *key, const char *v, bool *out)
+{
+	if (!strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "1")) {
+		*out = true;
+		return 0;
+	}
+	if (!strcmp(v, "no") || !strcmp(v, "false") || !strcmp(v, "0")) {
+		*out = false;
+		return 0;
+	}
+	return fail(p, key, "'%s' is not yes or no", v);
+}
+
 static int path(struct parser *p, const char *key, const char *v, char *out)
 {
 	if (*v != '/')
@@ -125,6 +161,48 @@ static int policy_key(struct parser *p, const char *key, const char *v,
 	return err;
 }
 
+static int range_key(struct parser *p, const char *key, const char *v,
+		     struct hbm_range_config *r)
+{
+	uint32_t node;
+	int err;
+
+	if (!strcmp(key, "NumaNode")) {
+		err = number(p, key, v, false, 0, 1023, &node);
+		r->numa_node = err ? r->numa_node : (int)node;
+		return err;
+	}
+	if (!strcmp(key, "Address")) {
+		err = bytes(p, key, v, &r->address);
+		if (!err && r->address % 4096)
+			err = fail(p, key, "'%s' is not page aligned", v);
+		return err;
+	}
+	if (!strcmp(key, "Size")) {
+		err = bytes(p, key, v, &r->size);
+		if (!err && (!r->size || r->size % 4096))
+			err = fail(p, key, "'%s' is not a whole number of pages", v);
+		return err;
+	}
+	if (!strcmp(key, "SparePages"))
+		return number(p, key, v, false, 1, UINT32_MAX, &r->spare_pages);
+	if (!strcmp(key, "Claim"))
+		return yes_no(p, key, v, &r->claim);
+	return fail(p, key, "unknown key (NumaNode, Address, Size, SparePages, Claim)");
+}
+
+/* A range is a node, or an address and a size: said once the file is read. */
+static int range_check(struct parser *p, const struct hbm_range_config *r)
+{
+	bool by_node = r->numa_node >= 0, by_address = r->address || r->size;
+
+	p->line = r->line;
+	if (by_node == by_address || (by_address && (!r->address || !r->size)))
+		return fail(p, NULL, "[Range \"%s\"] takes NumaNode=, or Address= and Size=",
+			    r->name);
+	return 0;
+}
+
 /* Deadlines of a rank recovery's steps, in seconds. */
 static int recovery_key(struct parser *p, const char *key, const char *v,
 			struct hbm_recovery_config *r)
@@ -152,7 +230,47 @@ static struct hbm_device_config *device_section(struct hbm_config *c,
 	return &c->devices[c->nr_devices++];
 }
 
-enum section { NONE, DAEMON, POLICY, RECOVERY, DEVICE };
+enum section { NONE, DAEMON, POLICY, RECOVERY, DEVICE, RANGE };
+
+/* The quoted argument of [@what "..."], or NULL. */
+static char *quoted(char *s, const char *what)
+{
+	size_t len = strlen(what), n;
+
+	if (strncmp(s, what, len) || !isspace((unsigned char)s[len]))
+		return NULL;
+	s = trim(s + len);
+	n = strlen(s);
+	if (n < 3 || s[0] != '"' || s[n - 1] != '"')
+		return NULL;
+	s[n - 1] = 0;
+	return s + 1;
+}
+
+static int range_section(struct parser *p, struct hbm_config *c, const char *name)
+{
+	struct hbm_range_config *r;
+	const char *q;
+	size_t i;
+
+	if (!*name || strlen(name) >= sizeof(r->name))
+		return fail(p, NULL, "'%s' is not a range name", name);
+	for (q = name; *q; q++)
+		if (!isalnum((unsigned char)*q) && !strchr("_.:-", *q))
+			return fail(p, NULL, "'%s' is not a range name (letters, digits, _.:-)",
+				    name);
+	for (i = 0; i < c->nr_ranges; i++)
+		if (!strcmp(c->ranges[i].name, name))
+			return fail(p, NULL, "[Range \"%s\"] twice", name);
+	if (c->nr_ranges == HBM_CONFIG_MAX_RANGES)
+		return fail(p, NULL, "more than %d [Range] sections", HBM_CONFIG_MAX_RANGES);
+	r = &c->ranges[c->nr_ranges++];
+	memset(r, 0, sizeof(*r));
+	strcpy(r->name, name);
+	r->numa_node = -1;
+	r->line = p->line;
+	return 0;
+}
 
 static int section(struct parser *p, char *s, struct hbm_config *c,
 		   enum section *sec, struct hbm_device_config **dev)
@@ -161,7 +279,7 @@ static int section(struct parser *p, char *s, struct hbm_config *c,
 	char *id;
 
 	if (s[len - 1] != ']')
-		return fail(p, NULL, "'%s': a section is [Daemon], [Policy], [Recovery] or [Device \"identity\"]", s);
+		return fail(p, NULL, "'%s': a section is [Daemon], [Policy], [Recovery], [Device \"identity\"] or [Range \"name\"]", s);
 	s[len - 1] = 0;
 	s = trim(s + 1);
 	if (!strcmp(s, "Daemon")) {
@@ -176,14 +294,18 @@ static int section(struct parser *p, char *s, struct hbm_config *c,
 		*sec = RECOVERY;
 		return 0;
 	}
+	id = quoted(s, "Range");
+	if (id) {
+		*sec = RANGE;
+		return range_section(p, c, id);
+	}
+	if (!strncmp(s, "Range", 5) && (!s[5] || isspace((unsigned char)s[5])))
+		return fail(p, NULL, "[Range ...] takes a quoted name");
 	if (strncmp(s, "Device", 6) || !isspace((unsigned char)s[6]))
 		return fail(p, NULL, "unknown section [%s]", s);
-	id = trim(s + 7);
-	len = strlen(id);
-	if (len < 3 || id[0] != '"' || id[len - 1] != '"')
+	id = quoted(s, "Device");
+	if (!id)
 		return fail(p, NULL, "[Device ...] takes a quoted identity");
-	id[len - 1] = 0;
-	id++;
 	if (!*id || strlen(id) >= sizeof((*dev)->identity) || strpbrk(id, "\" \t"))
 		return fail(p, NULL, "'%s' is not a device identity", id);
 	*dev = device_section(c, id);
@@ -245,11 +367,15 @@ int hbm_config_parse(const char *text, const char *file, struct hbm_config *out,
 				ret = fail(&p, key, "unknown key (StateDirectory, ControlSocket)");
 		} else if (sec == RECOVERY) {
 			ret = recovery_key(&p, key, value, &c->recovery);
+		} else if (sec == RANGE) {
+			ret = range_key(&p, key, value, &c->ranges[c->nr_ranges - 1]);
 		} else {
 			ret = policy_key(&p, key, value,
 					 sec == POLICY ? &c->policy : &dev->policy);
 		}
 	}
+	for (size_t i = 0; !ret && i < c->nr_ranges; i++)
+		ret = range_check(&p, &c->ranges[i]);
 	if (!ret)
 		*out = *c;
 	free(c);

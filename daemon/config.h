@@ -15,6 +15,13 @@
  *	[Device "0000:3b:00.0"]		# one device, by identity: the same keys
  *	CEThreshold=10			# as [Policy], which it overrides
  *
+ *	[Range "hbm0"]			# physical memory to register as a device
+ *	NumaNode=1			# HBM as a CPU-less node, or:
+ *	Address=0x4000000000		#   a physical range, page aligned,
+ *	Size=96G			#   bytes, or with K, M, G, T
+ *	SparePages=512			# unset: the module's default
+ *	Claim=yes			# take the memory for the aperture (no)
+ *
  *	[Recovery]			# deadlines of a rank recovery's steps
  *	PauseTimeout=30s		# every rank paused at a step boundary
  *	RestoreTimeout=2m		# the lost state restored from a peer
@@ -28,11 +35,13 @@
 #define HBM_CONFIG_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define HBM_CONFIG_PATH		"/etc/hbmguard/hbmguardd.conf"
 #define HBM_CONFIG_MAX_DEVICES	256
+#define HBM_CONFIG_MAX_RANGES	16
 
 /* Which fields of a policy are set. */
 #define HBM_SET_CE_THRESHOLD	(1U << 0)
@@ -51,6 +60,17 @@ struct hbm_device_config {
 	struct hbm_policy_config policy;
 };
 
+/* Registered at start, and again when the module comes back. */
+struct hbm_range_config {
+	char name[32];			/* the device's name; identity "hbm:NAME" */
+	int numa_node;			/* -1: Address= and Size= */
+	uint64_t address;
+	uint64_t size;
+	uint32_t spare_pages;		/* 0: the module's default */
+	bool claim;
+	unsigned int line;		/* of the section, for errors */
+};
+
 struct hbm_recovery_config {
 	uint32_t pause_timeout;		/* seconds */
 	uint32_t restore_timeout;
@@ -64,6 +84,8 @@ struct hbm_config {
 	struct hbm_recovery_config recovery;
 	struct hbm_device_config devices[HBM_CONFIG_MAX_DEVICES];
 	size_t nr_devices;
+	struct hbm_range_config ranges[HBM_CONFIG_MAX_RANGES];
+	size_t nr_ranges;
 };
 
 void hbm_config_defaults(struct hbm_config *c);

@@ -376,6 +376,44 @@ static int list_devices(struct daemon *d, struct device_list *l)
 #define ALL_DEVICES UINT32_MAX
 
 /* Device @id, or every device: restore (at start, or when it appears), save. */
+/*
+ * The configuration's [Range] sections, registered with the module: at
+ * start, after a reload and when the module comes back.  One registered
+ * already (the daemon restarted) is EEXIST, and fine.  A range the
+ * configuration no longer names stays registered: unregistering takes its
+ * table with it.
+ */
+static void register_ranges(struct daemon *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->cfg.nr_ranges; i++) {
+		const struct hbm_range_config *r = &d->cfg.ranges[i];
+		struct nl_msg *msg = request(d, HBMGUARD_CMD_RANGE_REGISTER, 0);
+		int err;
+
+		if (!msg)
+			return;
+		nla_put_string(msg, HBMGUARD_A_NAME, r->name);
+		if (r->numa_node >= 0) {
+			nla_put_u32(msg, HBMGUARD_A_NUMA_NODE, r->numa_node);
+		} else {
+			nla_put_u64(msg, HBMGUARD_A_PHYS_ADDR, r->address);
+			nla_put_u64(msg, HBMGUARD_A_HBM_SIZE, r->size);
+		}
+		if (r->spare_pages)
+			nla_put_u32(msg, HBMGUARD_A_SPARE_PAGES, r->spare_pages);
+		if (r->claim)
+			nla_put_flag(msg, HBMGUARD_A_CLAIM);
+		err = transact(d, msg, NULL, NULL);
+		if (err && err != -EEXIST)
+			fprintf(stderr, "<3>hbmguardd: range %s not registered: %s\n", r->name,
+				hbm_genl_strerror(err));
+		else if (!err)
+			fprintf(stderr, "<6>hbmguardd: range %s registered\n", r->name);
+	}
+}
+
 static int sync_devices(struct daemon *d, uint32_t id, bool restore_first)
 {
 	struct device_list *l = calloc(1, sizeof(*l));
@@ -586,6 +624,7 @@ static void on_ctrl(struct daemon *d, struct nl_msg *msg)
 	if (join_family(d))
 		fprintf(stderr, "<3>hbmguardd: cannot join the new family\n");
 	d->next_seq = 0;
+	register_ranges(d);
 	sync_devices(d, ALL_DEVICES, true);
 }
 
@@ -692,6 +731,7 @@ static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si,
 		size_t i;
 
 		d->cfg = *next;
+		register_ranges(d);
 		if (l && !list_devices(d, l))
 			for (i = 0; i < l->nr; i++)
 				apply_policy(d, &l->dev[i]);
@@ -796,6 +836,7 @@ int main(int argc, char **argv)
 			strerror(-err), err == -ENOENT ? " (is the module loaded?)" : "");
 		return 1;
 	}
+	register_ranges(&d);
 	if (sync_devices(&d, ALL_DEVICES, true)) {
 		fprintf(stderr, "<3>hbmguardd: cannot read the devices\n");
 		return 1;

@@ -15,7 +15,7 @@ exec >/dev/ttyS0 2>&1
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 N=${N:-50}
 echo "# bench: $N corrected memory errors through mce-inject"
-id=$(hbmnl range-node hbm0 1)
+id=$(hbmnl devices | sed -n "s/^device \([0-9]*\) hbm0 .*/\1/p")	# from hbmguardd.conf
 phys=$(hbmnl devices | sed -n "s/^device $id .* phys=\(0x[0-9a-f]*\)$/\1/p")
 modprobe mce-inject
 systemctl start rasdaemon

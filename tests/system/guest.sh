@@ -37,10 +37,11 @@ active() {
 	[ "$(systemctl show -P SubState hbmguardd)" = running ]
 }
 
-# The page at offset $1 of sim0 is in the kernel's table with source $2
-# (extents of one state and source merge: look for the one that covers it).
+# The page at offset $1 of device $3 (sim0) is in the kernel's table with
+# source $2 (extents of one state and source merge: look for the one that
+# covers it).
 has_page() {
-	hbmctl --json pages sim0 | python3 -c '
+	hbmctl --json pages "${3:-sim0}" | python3 -c '
 import json, sys
 off, src = int(sys.argv[1], 0), sys.argv[2]
 ext = json.load(sys.stdin)["extents"]
@@ -79,7 +80,7 @@ phase1() {
 		'[ "$(stat -c "%a %U %G" /dev/hbmguard)" = "640 root hbmguard" ]'
 	check "hbmguardd active after READY=1" active
 	check "STATUS= says what it keeps" \
-		'systemctl show -P StatusText hbmguardd | grep -q "^4 devices, 0 bad pages"'
+		'systemctl show -P StatusText hbmguardd | grep -q "^5 devices, 0 bad pages"'
 	check "unit verifies" 'systemd-analyze verify hbmguardd.service'
 	check "exposure at most 2.0" '[ "$(systemd-analyze security hbmguardd.service --no-pager |
 		sed -n "s/.*Overall exposure level for hbmguardd.service: \([0-9.]*\).*/\1/p" |
@@ -95,7 +96,9 @@ phase1() {
 		HBMGUARD_IDENTITY=sim:sim0 HBMGUARD_OFFSET=0x9000 HBMGUARD_SOURCE=ue'
 	check "journalctl -x explains it" \
 		'journalctl -b -x -u hbmguardd | grep -q "Pages of sim:sim0 at 0x9000 were retired"'
-	id=$(hbmnl range-node hbm0 1)
+	id=$(hbmnl devices | sed -n "s/^device \([0-9]*\) hbm0 .*/\1/p")
+	check "the configuration's range registered" '[ -n "$id" ] &&
+		journalctl -b -u hbmguardd | grep -q "range hbm0 registered"'
 	phys=$(hbmnl devices | sed -n "s/^device $id .* phys=\(0x[0-9a-f]*\)$/\1/p")
 	modprobe hwpoison-inject
 	echo $((phys / 4096 + 0x100)) >/sys/kernel/debug/hwpoison/corrupt-pfn
@@ -142,29 +145,32 @@ assert len(s[\"devices\"]) == 5"'
 	check "modprobe" 'modprobe hbmguard'
 	eventually "table restored after the reload" 'has_page 0x5000 restored && has_page 0x9000 restored &&
 		has_page 0xc000 restored'
+	eventually "the configuration's range registered again, its table back" \
+		'has_page 0x100000 restored hbm0'
 	check "STATUS= after the reload" \
-		'systemctl show -P StatusText hbmguardd | grep -q "^4 devices, 3 bad pages"'
+		'systemctl show -P StatusText hbmguardd | grep -q "^5 devices, 4 bad pages"'
 
 	# A bad configuration: reload refused and the old one kept; a restart
 	# fails with the file, line and key, and is not retried.
 	mkdir -p /etc/hbmguard
-	printf '[Policy]\nCEThreshold=20\n' >/etc/hbmguard/hbmguardd.conf
+	cp /etc/hbmguard/hbmguardd.conf /tmp/base.conf
+	printf '[Policy]\nCEThreshold=20\n' >>/etc/hbmguard/hbmguardd.conf
 	check "reload" 'systemctl reload hbmguardd'
 	eventually "reloaded policy in the kernel" 'hbmctl policy sim0 | grep -q "ce_threshold=20 "'
 	pid=$(systemctl show -P MainPID hbmguardd)
-	printf '[Policy]\nCEThreshold=20\nCEWindow=soon\n' >/etc/hbmguard/hbmguardd.conf
+	echo CEWindow=soon >>/etc/hbmguard/hbmguardd.conf
 	systemctl reload hbmguardd
 	eventually "bad reload refused, named" 'journalctl -b -u hbmguardd |
-		grep -q "reload refused, keeping the configuration: /etc/hbmguard/hbmguardd.conf:3: CEWindow"'
+		grep -q "reload refused, keeping the configuration: /etc/hbmguard/hbmguardd.conf:5: CEWindow"'
 	check "same daemon, old policy" '[ "$(systemctl show -P MainPID hbmguardd)" = "$pid" ] && active &&
 		hbmctl policy sim0 | grep -q "ce_threshold=20 "'
 	check "restart with a bad config fails" '! systemctl restart hbmguardd'
 	check "... and stays failed (EX_CONFIG)" '[ "$(systemctl show -P ActiveState hbmguardd)" = failed ] &&
 		[ "$(systemctl show -P ExecMainStatus hbmguardd)" = 78 ]'
 	check "... saying why" 'journalctl -b -u hbmguardd -p err |
-		grep -q "/etc/hbmguard/hbmguardd.conf:3: CEWindow"'
+		grep -q "/etc/hbmguard/hbmguardd.conf:5: CEWindow"'
 	check "the table untouched meanwhile" 'has_page 0x5000 restored && has_page 0xc000 restored'
-	rm /etc/hbmguard/hbmguardd.conf
+	cp /tmp/base.conf /etc/hbmguard/hbmguardd.conf
 	systemctl reset-failed hbmguardd
 	check "a good config: starts" 'systemctl start hbmguardd && active'
 
@@ -241,6 +247,7 @@ phase2() {
 	check "hbmguardd active" active
 	check "the table is back" 'has_page 0x5000 restored && has_page 0xa000 restored &&
 		has_page 0xc000 restored'
+	check "the configuration's range is back, with its table" 'has_page 0x100000 restored hbm0'
 	echo 3 >$dir/phase
 	sync
 	# Only hbmguardd's fsync can save this one: the host cuts the power as

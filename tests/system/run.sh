@@ -54,6 +54,9 @@ journalctl --root="$root" --update-catalog
 # What the node's administrator would add: simulated devices (no GPU here),
 # and the test itself.
 echo "options hbmguard sim_devices=4 sim_backed=1 sim_hbm_mib=64 sim_spare_pages=64" >"$root/etc/modprobe.d/hbmguard.conf"
+# HBM exposed as memory: node 1 registered by hbmguardd from its configuration.
+mkdir -p "$root/etc/hbmguard"
+printf '[Range "hbm0"]\nNumaNode=1\n' >"$root/etc/hbmguard/hbmguardd.conf"
 echo "/dev/vda / ext4 rw,errors=remount-ro 0 1" >"$root/etc/fstab"
 echo hbmguard-test >"$root/etc/hostname"
 mkdir -p "$root/var/log/journal"	# kept across boots, to look back

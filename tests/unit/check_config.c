@@ -124,6 +124,23 @@ START_TEST(bad_input)
 		{ "[Device \"\"]\n", "test.conf:1: [Device ...] takes a quoted identity" },
 		{ "[Device \"a b\"]\n", "test.conf:1: 'a b' is not a device identity" },
 		{ "\n\n# c\n[Policy]\nCEThreshold=1\n\nCEWindow=x\n", "test.conf:7: CEWindow: 'x' is not a number" },
+		{ "[Range]\n", "test.conf:1: [Range ...] takes a quoted name" },
+		{ "[Range hbm0]\n", "test.conf:1: [Range ...] takes a quoted name" },
+		{ "[Range \"a b\"]\nNumaNode=1\n", "test.conf:1: 'a b' is not a range name" },
+		{ "[Range \"0123456789012345678901234567890123\"]\n", "is not a range name" },
+		{ "[Range \"h\"]\nNumaNode=1\n[Range \"h\"]\n", "test.conf:3: [Range \"h\"] twice" },
+		{ "[Range \"h\"]\n", "test.conf:1: [Range \"h\"] takes NumaNode=, or Address= and Size=" },
+		{ "[Range \"h\"]\nNumaNode=1\nAddress=0x1000\nSize=4K\n", "test.conf:1: [Range \"h\"] takes" },
+		{ "[Policy]\n[Range \"h\"]\nAddress=0x1000\n", "test.conf:2: [Range \"h\"] takes" },
+		{ "[Range \"h\"]\nNumaNode=1024\n", "test.conf:2: NumaNode: 1024 is out of range (0..1023)" },
+		{ "[Range \"h\"]\nAddress=0x1001\nSize=4K\n", "test.conf:2: Address: '0x1001' is not page aligned" },
+		{ "[Range \"h\"]\nAddress=4096\nSize=5000\n", "test.conf:3: Size: '5000' is not a whole number of pages" },
+		{ "[Range \"h\"]\nAddress=4096\nSize=0\n", "test.conf:3: Size: '0' is not a whole number of pages" },
+		{ "[Range \"h\"]\nAddress=4096\nSize=4X\n", "test.conf:3: Size: '4X' is not a number of bytes" },
+		{ "[Range \"h\"]\nAddress=4096\nSize=99999999999T\n", "Size: '99999999999T' is not a number of bytes" },
+		{ "[Range \"h\"]\nNumaNode=1\nClaim=maybe\n", "test.conf:3: Claim: 'maybe' is not yes or no" },
+		{ "[Range \"h\"]\nNumaNode=1\nSparePages=0\n", "test.conf:3: SparePages: 0 is out of range" },
+		{ "[Range \"h\"]\nNumaNode=1\nCEThreshold=5\n", "test.conf:3: CEThreshold: unknown key (NumaNode, Address, Size, SparePages, Claim)" },
 	};
 	struct hbm_config before;
 	size_t i;
@@ -137,6 +154,36 @@ START_TEST(bad_input)
 		/* A refused file changes nothing. */
 		ck_assert_msg(!memcmp(&c, &before, sizeof(c)), "changed by: %s", bad[i].text);
 	}
+}
+END_TEST
+
+START_TEST(ranges)
+{
+	ck_assert_int_eq(parse("[Range \"hbm0\"]\nNumaNode=1\nClaim=yes\n"
+			       "[Range \"gh:1\"]\nAddress=0x4000000000\nSize=96G\nSparePages=512\n"), 0);
+	ck_assert_uint_eq(c.nr_ranges, 2);
+	ck_assert_str_eq(c.ranges[0].name, "hbm0");
+	ck_assert_int_eq(c.ranges[0].numa_node, 1);
+	ck_assert(c.ranges[0].claim);
+	ck_assert_uint_eq(c.ranges[0].spare_pages, 0);
+	ck_assert_str_eq(c.ranges[1].name, "gh:1");
+	ck_assert_int_eq(c.ranges[1].numa_node, -1);
+	ck_assert_uint_eq(c.ranges[1].address, 0x4000000000ULL);
+	ck_assert_uint_eq(c.ranges[1].size, 96ULL << 30);
+	ck_assert_uint_eq(c.ranges[1].spare_pages, 512);
+	ck_assert(!c.ranges[1].claim);
+}
+END_TEST
+
+START_TEST(too_many_ranges)
+{
+	size_t len = 0, i;
+	char text[4096];
+
+	for (i = 0; i <= HBM_CONFIG_MAX_RANGES; i++)
+		len += sprintf(text + len, "[Range \"r%zu\"]\nNumaNode=%zu\n", i, i);
+	ck_assert_int_eq(parse(text), -EINVAL);
+	ck_assert(strstr(err, "more than 16 [Range] sections"));
 }
 END_TEST
 
@@ -185,6 +232,8 @@ Suite *config_suite(void)
 	tcase_add_test(tc, recovery_deadlines);
 	tcase_add_test(tc, bad_input);
 	tcase_add_test(tc, too_many_devices);
+	tcase_add_test(tc, ranges);
+	tcase_add_test(tc, too_many_ranges);
 	tcase_add_test(tc, load_from_file);
 	suite_add_tcase(s, tc);
 	return s;
