@@ -76,14 +76,15 @@ static void chain(int sig, siginfo_t *si, void *uc)
 {
 	if (previous.sa_flags & SA_SIGINFO) {
 		previous.sa_sigaction(sig, si, uc);
-	} else if (previous.sa_handler == SIG_IGN) {
-		return;
-	} else if (previous.sa_handler != SIG_DFL) {
+	} else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN) {
 		previous.sa_handler(sig);
 	} else {
 		struct sigaction dfl = { .sa_handler = SIG_DFL };
 
-		/* Returning re-runs the touch, which now kills as it would have. */
+		/*
+		 * Returning re-runs the touch, which now kills as it would have
+		 * (the kernel does not let a fault's SIGBUS be ignored either).
+		 */
 		sigaction(sig, &dfl, NULL);
 	}
 }
