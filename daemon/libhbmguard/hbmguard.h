@@ -150,7 +150,9 @@ void hbmguard_rank_close(struct hbmguard_rank *r);
  * process with SIGBUS, as real poison does.  Guarded, the touch reads zero
  * and writes go nowhere, so the step goes on to its boundary; the loss is
  * counted per aperture.  The guard is a SIGBUS handler: other SIGBUSes go
- * to the handler installed before it, or kill.
+ * to the handler installed before it, or kill.  A handler of the
+ * application's own belongs before the guard: one installed after it
+ * replaces it.
  */
 struct hbmguard_aperture;
 
