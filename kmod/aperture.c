@@ -284,6 +284,8 @@ int hbm_aperture_claim(struct hbm_device *dev)
 
 		if (!page || page_zone(page) != page_zone(first))
 			return -EINVAL;
+		if (!(i % 4096))	/* a range may be a whole HBM stack */
+			cond_resched();
 	}
 	err = alloc_contig_range(pfn, pfn + nr, MIGRATE_MOVABLE, GFP_KERNEL | __GFP_NOWARN);
 	if (err)
