@@ -6,13 +6,15 @@ without a fault and through one, met by hbmguard and by checkpoint-restart.
 
 DIR is what tests/system/ddp_compare.sh left (clean/, hbmguard/, ...).
 """
-import json
 import os
 import sys
 
 import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../tests/system"))
+import ddp_runs  # noqa: E402
 
 top, png = sys.argv[1], sys.argv[2]
 RUNS = [("clean", "no fault", "0.6"), ("hbmguard", "UE, hbmguard", "tab:green"),
@@ -21,15 +23,11 @@ RUNS = [("clean", "no fault", "0.6"), ("hbmguard", "UE, hbmguard", "tab:green"),
 
 fig, ax = plt.subplots(figsize=(9, 5), dpi=110)
 for run, label, colour in RUNS:
-    d = os.path.join(top, run)
-    if not os.path.isdir(d):
+    if not os.path.isdir(os.path.join(top, run)):
         continue
-    with open(os.path.join(d, "result.json")) as f:
-        result = json.load(f)
-    with open(os.path.join(d, "progress.csv")) as f:
-        rows = [line.split(",") for line in f.read().split()]
+    result, _, rows = ddp_runs.load(top, run)
     t0 = result["start_time"]
-    points = [(float(r[0]) - t0, int(r[1]), int(r[3])) for r in rows]
+    points = [(t - t0, step, rec) for t, step, _, rec in rows]
     # A restart starts a new line from its checkpoint; dashed: the fall back.
     prev = None
     for attempt in sorted({p[2] for p in points}) if run != "hbmguard" else [None]:

@@ -13,26 +13,18 @@ import os
 import subprocess
 import sys
 
+import ddp_runs
+
 top = sys.argv[1]
 RUNS = [("hbmguard", "hbmguard"), ("ckpt-cold", "checkpoint-restart (cold)"),
         ("ckpt-warm", "checkpoint-restart (warm)")]
 
 
-def load(run):
-    d = os.path.join(top, run)
-    with open(os.path.join(d, "result.json")) as f:
-        result = json.load(f)
-    with open(os.path.join(d, "progress.csv")) as f:
-        rows = [line.split(",") for line in f.read().split()]
-    result["rows"] = [(float(t), int(step), float(loss), int(rec)) for t, step, loss, rec in rows]
-    result["weights"] = set()
-    for i in range(4):
-        try:
-            with open(os.path.join(d, "rank%d.json" % i)) as f:
-                result["weights"].add(json.load(f)["weights"])
-        except OSError:
-            result["weights"].add(None)
-    return result
+def load(name):
+    run = ddp_runs.load(top, name)
+    run.result["rows"] = run.rows
+    run.result["weights"] = {r and r["weights"] for r in run.ranks}
+    return run.result
 
 
 def measure(r, reference):

@@ -9,30 +9,12 @@ under it), guarded/ (a UE under rank 2, hbmguardd running) and unguarded/
 (the same fault, hbmguardd stopped).
 """
 import json
-import os
 import subprocess
 import sys
 
+import ddp_runs
+
 phase, top = sys.argv[1], sys.argv[2]
-
-
-def load(run):
-    d = os.path.join(top, run)
-    with open(os.path.join(d, "result.json")) as f:
-        result = json.load(f)
-    ranks = []
-    for i in range(4):
-        try:
-            with open(os.path.join(d, "rank%d.json" % i)) as f:
-                ranks.append(json.load(f))
-        except OSError:
-            ranks.append(None)
-    try:
-        with open(os.path.join(d, "progress.csv")) as f:
-            steps = [int(line.split(",")[1]) for line in f.read().split()]
-    except OSError:
-        steps = []
-    return result, ranks, steps
 
 
 def check(name, ok, *show):
@@ -40,6 +22,11 @@ def check(name, ok, *show):
     if not ok:
         for s in show:
             print("#   %s" % json.dumps(s)[:400])
+
+
+def load(name):
+    run = ddp_runs.load(top, name)
+    return run.result, run.ranks, [row[1] for row in run.rows]
 
 
 clean, clean_ranks, clean_steps = load("clean")

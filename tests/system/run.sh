@@ -64,7 +64,7 @@ install -D -m 0755 "$TOP/tests/system/guest.sh" "$root/usr/local/lib/hbmguard-te
 install -D -m 0755 "$TOP/build/guest/hbmnl" "$root/usr/local/bin/hbmnl"
 install -D -m 0755 "$TOP/tests/system/bench.sh" "$root/usr/local/lib/hbmguard-test/bench.sh"
 install -D -m 0644 "$TOP/tests/system/pyrank.py" "$root/usr/local/lib/hbmguard-test/pyrank.py"
-for f in ctl_badinput.py train.py ddp_verdict.py ddp_report.py; do
+for f in ctl_badinput.py train.py ddp_runs.py ddp_verdict.py ddp_report.py; do
 	install -D -m 0644 "$TOP/tests/system/$f" "$root/usr/local/lib/hbmguard-test/$f"
 done
 install -D -m 0755 "$TOP/tests/system/ddp_compare.sh" "$root/usr/local/lib/hbmguard-test/ddp_compare.sh"

@@ -1,0 +1,32 @@
+# SPDX-License-Identifier: GPL-2.0
+"""What a run of train.py left in its directory, read one way for the
+verdict (ddp_verdict.py), the report (ddp_report.py) and the plot
+(scripts/plot-demo.py)."""
+import json
+import os
+from collections import namedtuple
+
+# result: the launcher's result.json; ranks: each rankN.json, or None for a
+# rank that did not finish; rows: (wall time, step, loss, recoveries so
+# far) per committed step.
+Run = namedtuple("Run", "result ranks rows")
+
+
+def load(top, name, world=4):
+    d = os.path.join(top, name)
+    with open(os.path.join(d, "result.json")) as f:
+        result = json.load(f)
+    ranks = []
+    for i in range(world):
+        try:
+            with open(os.path.join(d, "rank%d.json" % i)) as f:
+                ranks.append(json.load(f))
+        except OSError:
+            ranks.append(None)
+    try:
+        with open(os.path.join(d, "progress.csv")) as f:
+            rows = [(float(t), int(step), float(loss), int(rec))
+                    for t, step, loss, rec in (line.split(",") for line in f.read().split())]
+    except OSError:
+        rows = []
+    return Run(result, ranks, rows)
