@@ -7,18 +7,22 @@
 #
 # systemd as init, Debian's kernel KVER with its headers and DKMS (so that
 # `dkms install` can rebuild hbmguard in the guest), the libraries hbmguardd
-# links, python3 for the checks that read JSON.  hbmguard itself is not in
-# it: each run installs the tree under test with `make install DESTDIR=`.
+# links, python3 for the checks that read JSON, and rasdaemon for make
+# bench to compare with: bookworm-backports' (0.8.1), as bookworm's own
+# (0.6.8) is built without memory_failure support.  hbmguard itself is not
+# in it: each run installs the tree under test with `make install DESTDIR=`.
 set -euo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 kver=${1:?usage: rootfs.sh KVER}
-PKGS="systemd systemd-sysv udev kmod procps passwd util-linux python3 man-db rasdaemon
-libnl-3-200 libnl-genl-3-200 dkms make python3-torch linux-image-$kver linux-headers-$kver"
+PKGS="systemd systemd-sysv udev kmod procps passwd util-linux python3 man-db
+rasdaemon/bookworm-backports libnl-3-200 libnl-genl-3-200 dkms make python3-torch linux-image-$kver linux-headers-$kver"
+
+MIRROR=http://deb.debian.org/debian
 
 # Bump when what goes into the tarball changes other than through PKGS.
 RECIPE=1
-key=$(echo "$RECIPE $PKGS" | sha256sum | cut -c1-16)
+key=$(echo "$RECIPE $MIRROR $PKGS" | sha256sum | cut -c1-16)
 out=$TOP/.cache/rootfs/bookworm-$kver-$key.tar
 if [ -s "$out" ]; then
 	echo "$out"
@@ -31,7 +35,10 @@ echo "rootfs.sh: building $out with mmdebstrap" >&2
 # Its whole output goes to a log, shown when it fails.
 if ! mmdebstrap --mode=root --variant=minbase --format=tar \
 	--include="$(echo $PKGS | tr ' ' ,)" \
-	bookworm "$out.tmp" >"$out.log" 2>&1; then
+	bookworm "$out.tmp" "deb $MIRROR bookworm main" \
+	"deb $MIRROR bookworm-updates main" "deb $MIRROR bookworm-backports main" \
+	"deb http://security.debian.org/debian-security bookworm-security main" \
+	>"$out.log" 2>&1; then
 	tail -n 40 "$out.log" >&2
 	echo "rootfs.sh: mmdebstrap failed; its log: $out.log" >&2
 	rm -f "$out.tmp"
