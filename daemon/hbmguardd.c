@@ -373,9 +373,6 @@ static int list_devices(struct daemon *d, struct device_list *l)
 	return 0;
 }
 
-#define ALL_DEVICES UINT32_MAX
-
-/* Device @id, or every device: restore (at start, or when it appears), save. */
 /*
  * The configuration's [Range] sections, registered with the module: at
  * start, after a reload and when the module comes back.  One registered
@@ -414,6 +411,9 @@ static void register_ranges(struct daemon *d)
 	}
 }
 
+#define ALL_DEVICES UINT32_MAX
+
+/* Device @id, or every device: restore (at start, or when it appears), save. */
 static int sync_devices(struct daemon *d, uint32_t id, bool restore_first)
 {
 	struct device_list *l = calloc(1, sizeof(*l));

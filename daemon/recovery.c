@@ -142,7 +142,6 @@ static void record(struct daemon *d, struct incident *x, uint32_t from)
 	daemon_notify_status(d);
 }
 
-
 /* Every registered rank of a job, in turn. */
 #define for_each_rank_of(dmn, c, of_job) \
 	for (c = (dmn)->ranks; c; c = c->next_rank) \
