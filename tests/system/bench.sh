@@ -27,13 +27,12 @@ done
 # free (KPF_BUDDY in /proc/kpageflags): poisoning a page in use could
 # kill whatever uses it, and would measure that instead.
 python3 - "$N" "$phys" <<'PY'
-import struct, sys, time
+import os, struct, sys, time
 n, phys = int(sys.argv[1]), int(sys.argv[2], 0)
 KPF_BUDDY = 1 << 10
+kpageflags = open("/proc/kpageflags", "rb", buffering=0)
 def free(pfn):
-    with open("/proc/kpageflags", "rb") as f:
-        f.seek(pfn * 8)
-        return struct.unpack("<Q", f.read(8))[0] & KPF_BUDDY
+    return struct.unpack("<Q", os.pread(kpageflags.fileno(), 8, pfn * 8))[0] & KPF_BUDDY
 pfn = phys // 4096 + 0x200
 with open("/tmp/injected", "w") as out:
     for i in range(n):
