@@ -12,26 +12,56 @@
  * at its next step boundary (hbmguard_aperture_lost()), throw the step away
  * and restore the state from a peer.  hbmguard_aperture_restore() tells the
  * kernel the owner rewrites the pages and maps the aperture back over the
- * zero pages.  A SIGBUS anywhere else goes to the handler that was there
- * before, or kills the process as it would have.
+ * zero pages.
  *
- * The handler reads the list of mappings without a lock: a slot is filled
- * before it is published (release) and unpublished before its memory goes.
+ * The guard is a SIGBUS handler, so it runs anywhere, on any thread, in the
+ * middle of anything: it calls only async-signal-safe functions, takes no
+ * lock and saves errno.  It absorbs exactly what the kernel raises for a
+ * touch of a lost page, BUS_MCEERR_AR at an address of a guarded aperture:
+ * the module's fault handler answers VM_FAULT_HWPOISON for a lost page, which
+ * x86's do_sigbus() turns into force_sig_mceerr(BUS_MCEERR_AR)
+ * (arch/x86/mm/fault.c, 6.1 and 6.12), as memory_failure()'s kill_proc() does
+ * for the consumer of real poison (mm/memory-failure.c).  A device gone is
+ * VM_FAULT_SIGBUS, BUS_ADRERR, not a loss.  Everything else (kill -BUS,
+ * raise(), sigqueue(), the early warning BUS_MCEERR_AO, an address outside
+ * every aperture) goes on as if the guard were not there: to the action it
+ * replaced, that action's mask, flags and errno included, or to the default
+ * action, which kills with a core.
+ *
+ * The handler reads the table of apertures without a lock: a slot is filled
+ * before it is published (release), and a handler marks itself busy on a
+ * slot before it reads it; hbmguard_aperture_close() unpublishes the slot,
+ * waits until no handler is busy on it and unmaps before the slot can be
+ * reused, so a handler never maps a zero page over memory that is no longer
+ * the aperture's.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "hbmguard.h"
 
 #define MAX_APERTURES 64
+
+/* Only tests/unit/check_aperture.c, which includes this file, defines them. */
+#ifndef HBMGUARD_TEST_ABSORBING
+#define HBMGUARD_TEST_ABSORBING()	do { } while (0)
+#define HBMGUARD_TEST_CLOSE_WAITS()	do { } while (0)
+#endif
+
+/* What a signal handler may touch: lock-free, never a hidden lock. */
+_Static_assert(ATOMIC_LONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2 &&
+	       ATOMIC_BOOL_LOCK_FREE == 2 && sizeof(uintptr_t) == sizeof(long),
+	       "the SIGBUS handler needs lock-free atomics");
 
 struct hbmguard_aperture {
 	int fd;
@@ -42,12 +72,15 @@ struct hbmguard_aperture {
 };
 
 static struct {
-	_Atomic(uintptr_t) start;	/* 0: free */
+	_Atomic(uintptr_t) start;	/* 0: not published */
 	uintptr_t end;
 	atomic_ulong lost;
+	atomic_uint busy;		/* handlers reading the slot */
+	bool used;			/* under slots_lock */
 } slots[MAX_APERTURES];
 static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct sigaction previous;
+static struct sigaction previous;	/* written before the guard is installed */
+static atomic_bool previous_reset;	/* its SA_RESETHAND took effect */
 static bool guarded;
 static uintptr_t page_mask;
 
@@ -72,59 +105,185 @@ int hbmguard_device_find(int fd, const char *name, uint32_t *id)
 	return -ENODEV;
 }
 
-static void chain(int sig, siginfo_t *si, void *uc)
+/*
+ * The kernel forces a fault's SIGBUS through SIG_IGN and a blocked mask
+ * (force_sig_info_to_task(), kernel/signal.c); a signal sent by a process,
+ * or BUS_MCEERR_AO (send_sig_mceerr()), it delivers as the action says.
+ */
+static bool forced(const siginfo_t *si)
 {
-	if (previous.sa_flags & SA_SIGINFO) {
-		previous.sa_sigaction(sig, si, uc);
-	} else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN) {
-		previous.sa_handler(sig);
-	} else {
-		struct sigaction dfl = { .sa_handler = SIG_DFL };
+	return si->si_code > 0 && si->si_code != BUS_MCEERR_AO;
+}
 
-		/*
-		 * Returning re-runs the touch, which now kills as it would have
-		 * (the kernel does not let a fault's SIGBUS be ignored either).
-		 */
-		sigaction(sig, &dfl, NULL);
+/*
+ * The default action, as the kernel would have taken it: the signal again,
+ * its siginfo unchanged, pending until the handler returns, then fatal with a
+ * core.  For a fault, the registers in the core are the faulting touch's.  A
+ * process may queue any si_code to its own threads (do_rt_tgsigqueueinfo(),
+ * kernel/signal.c).
+ */
+static void die(int sig, siginfo_t *si)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+
+	sigemptyset(&dfl.sa_mask);
+	sigaction(sig, &dfl, NULL);
+	if (syscall(SYS_rt_tgsigqueueinfo, getpid(), gettid(), sig, si))
+		raise(sig);
+}
+
+/* Give the signal to the action the guard replaced, as the kernel would. */
+static void chain(int sig, siginfo_t *si, void *uc, int err)
+{
+	int flags = previous.sa_flags;
+	void (*handler)(int) = previous.sa_handler;
+	sigset_t mask, old;
+
+	if (atomic_load(&previous_reset)) {
+		handler = SIG_DFL;
+		flags = 0;
 	}
+	if (handler == SIG_IGN) {
+		if (!forced(si))
+			return;
+		handler = SIG_DFL;
+	}
+	if (handler == SIG_DFL) {
+		die(sig, si);
+		return;
+	}
+	if (flags & SA_RESETHAND)
+		atomic_store(&previous_reset, true);
+	mask = previous.sa_mask;
+	if (!(flags & SA_NODEFER))
+		sigaddset(&mask, sig);
+	pthread_sigmask(SIG_BLOCK, &mask, &old);
+	if (flags & SA_NODEFER) {
+		sigemptyset(&mask);
+		sigaddset(&mask, sig);
+		pthread_sigmask(SIG_UNBLOCK, &mask, NULL);
+	}
+	errno = err;
+	if (flags & SA_SIGINFO)
+		previous.sa_sigaction(sig, si, uc);
+	else
+		handler(sig);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* A lost page of a guarded aperture: a zero page over it, counted. */
+static bool absorb(const siginfo_t *si)
+{
+	uintptr_t addr = (uintptr_t)si->si_addr;
+	bool done = false;
+	unsigned int i;
+
+	if (si->si_code != BUS_MCEERR_AR)
+		return false;
+	for (i = 0; i < MAX_APERTURES; i++) {
+		uintptr_t start;
+		bool hit;
+
+		/* busy before start: close() sees one or we see its 0 */
+		atomic_fetch_add(&slots[i].busy, 1);
+		start = atomic_load(&slots[i].start);
+		hit = start && addr >= start && addr < slots[i].end;
+		if (hit) {
+			HBMGUARD_TEST_ABSORBING();
+			done = mmap((void *)(addr & page_mask), ~page_mask + 1,
+				    PROT_READ | PROT_WRITE,
+				    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED;
+			if (done)
+				atomic_fetch_add(&slots[i].lost, 1);
+		}
+		atomic_fetch_sub(&slots[i].busy, 1);
+		if (hit)
+			break;
+	}
+	return done;
 }
 
 static void on_sigbus(int sig, siginfo_t *si, void *uc)
 {
-	uintptr_t addr = (uintptr_t)si->si_addr;
-	unsigned int i;
+	int err = errno;
 
-	if (si->si_code == BUS_MCEERR_AR)
-		for (i = 0; i < MAX_APERTURES; i++) {
-			uintptr_t start = atomic_load_explicit(&slots[i].start,
-							       memory_order_acquire);
+	if (!absorb(si))
+		chain(sig, si, uc, err);
+	errno = err;
+}
 
-			if (!start || addr < start || addr >= slots[i].end)
-				continue;
-			if (mmap((void *)(addr & page_mask), ~page_mask + 1,
-				 PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
-				break;
-			atomic_fetch_add(&slots[i].lost, 1);
-			return;
-		}
-	chain(sig, si, uc);
+static bool is_guard(const struct sigaction *sa)
+{
+	return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == on_sigbus;
 }
 
 int hbmguard_aperture_guard(void)
 {
-	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO | SA_RESTART };
+	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO | SA_RESTART },
+			 cur;
 	int err = 0;
 
 	sigemptyset(&sa.sa_mask);
-	page_mask = ~((uintptr_t)sysconf(_SC_PAGESIZE) - 1);
 	pthread_mutex_lock(&slots_lock);
-	if (!guarded && sigaction(SIGBUS, &sa, &previous))
+	if (guarded) {
+		/* A handler installed since replaced the guard: say so. */
+		if (sigaction(SIGBUS, NULL, &cur))
+			err = -errno;
+		else if (!is_guard(&cur))
+			err = -EBUSY;
+		goto out;
+	}
+	page_mask = ~((uintptr_t)sysconf(_SC_PAGESIZE) - 1);
+	/*
+	 * previous is complete before the handler can run: sigaction() copies
+	 * the old action out only after the new one is in place.  Unless
+	 * another thread changed it in between, what was replaced is that.
+	 */
+	if (sigaction(SIGBUS, NULL, &previous) || sigaction(SIGBUS, &sa, &cur)) {
 		err = -errno;
-	else
-		guarded = true;
+		goto out;
+	}
+	if (cur.sa_handler != previous.sa_handler || cur.sa_flags != previous.sa_flags)
+		previous = cur;
+	guarded = true;
+out:
 	pthread_mutex_unlock(&slots_lock);
 	return err;
+}
+
+/* Into a free slot, for the handler to see; -EMFILE when none is free. */
+static int publish(struct hbmguard_aperture *a)
+{
+	int err = -EMFILE;
+
+	pthread_mutex_lock(&slots_lock);
+	for (a->slot = 0; a->slot < MAX_APERTURES; a->slot++) {
+		if (slots[a->slot].used)
+			continue;
+		slots[a->slot].used = true;
+		slots[a->slot].end = (uintptr_t)a->addr + a->length;
+		atomic_store(&slots[a->slot].lost, 0);
+		atomic_store_explicit(&slots[a->slot].start, (uintptr_t)a->addr,
+				      memory_order_release);
+		err = 0;
+		break;
+	}
+	pthread_mutex_unlock(&slots_lock);
+	return err;
+}
+
+/* Out of the handler's sight, and unmapped before its slot is free again. */
+static void unpublish_unmap(struct hbmguard_aperture *a)
+{
+	pthread_mutex_lock(&slots_lock);
+	atomic_store(&slots[a->slot].start, 0);
+	while (atomic_load(&slots[a->slot].busy)) {
+		HBMGUARD_TEST_CLOSE_WAITS();
+		sched_yield();
+	}
+	munmap(a->addr, a->length);
+	slots[a->slot].used = false;
+	pthread_mutex_unlock(&slots_lock);
 }
 
 int hbmguard_aperture_open(const char *device, uint64_t offset, uint64_t length,
@@ -151,20 +310,9 @@ int hbmguard_aperture_open(const char *device, uint64_t offset, uint64_t length,
 	}
 	a->offset = offset;
 	a->length = length;
-	pthread_mutex_lock(&slots_lock);
-	for (a->slot = 0; a->slot < MAX_APERTURES && slots[a->slot].start; a->slot++)
-		;
-	if (a->slot < MAX_APERTURES) {
-		slots[a->slot].end = (uintptr_t)a->addr + length;
-		atomic_store(&slots[a->slot].lost, 0);
-		atomic_store_explicit(&slots[a->slot].start, (uintptr_t)a->addr,
-				      memory_order_release);
-	}
-	pthread_mutex_unlock(&slots_lock);
-	if (a->slot == MAX_APERTURES) {
-		err = -EMFILE;
+	err = publish(a);
+	if (err)
 		goto err_unmap;
-	}
 	*out = a;
 	return 0;
 
@@ -210,8 +358,7 @@ void hbmguard_aperture_close(struct hbmguard_aperture *a)
 {
 	if (!a)
 		return;
-	atomic_store_explicit(&slots[a->slot].start, 0, memory_order_release);
-	munmap(a->addr, a->length);
+	unpublish_unmap(a);
 	close(a->fd);
 	free(a);
 }

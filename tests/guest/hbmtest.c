@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <inttypes.h>
@@ -1290,6 +1291,163 @@ static void test_aperture_guard(void)
 	hbmguard_aperture_close(a);
 	munmap(raw, 16 * PAGE);
 	signal(SIGBUS, SIG_DFL);
+	CHECK_EQ(hbmguard_aperture_guard(), -EBUSY);	/* replaced, and says so */
+}
+
+/*
+ * The guard and the SIGBUSes that are not a touch of a lost page, each in a
+ * child of its own (the guard is for the life of a process): they go on as if
+ * the guard were not there.
+ */
+enum bus_how { BUS_KILL, BUS_RAISE, BUS_QUEUE, BUS_AO };
+
+static void send_bus(enum bus_how how, void *addr)
+{
+	siginfo_t si = { .si_signo = SIGBUS, .si_code = BUS_MCEERR_AO };
+
+	si.si_addr = addr;
+	switch (how) {
+	case BUS_KILL:
+		kill(getpid(), SIGBUS);
+		break;
+	case BUS_RAISE:
+		raise(SIGBUS);
+		break;
+	case BUS_QUEUE:
+		sigqueue(getpid(), SIGBUS, (union sigval){ .sival_int = 1 });
+		break;
+	case BUS_AO:	/* as memory_failure() sends it: one's own thread only */
+		syscall(SYS_rt_tgsigqueueinfo, getpid(), gettid(), SIGBUS, &si);
+		break;
+	}
+}
+
+/* A child's exit status: 0 when its checks passed. */
+static int child_done(void)
+{
+	_exit(hbm_failures ? 1 : 0);
+}
+
+static int wait_child(pid_t pid)
+{
+	int status = -1;
+
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	return status;
+}
+
+static int read_sysctl(const char *path)
+{
+	char buf[32] = "";
+	int fd = open(path, O_RDONLY);
+
+	CHECK(fd >= 0 && read(fd, buf, sizeof(buf) - 1) > 0);
+	close(fd);
+	return atoi(buf);
+}
+
+static void write_sysctl(const char *path, int value)
+{
+	char buf[32];
+	int fd = open(path, O_WRONLY), n = snprintf(buf, sizeof(buf), "%d\n", value);
+
+	CHECK(fd >= 0 && write(fd, buf, n) == n);
+	close(fd);
+}
+
+#define MAX_MAP_COUNT "/proc/sys/vm/max_map_count"
+
+static void test_aperture_guard_signals(void)
+{
+	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
+	uint32_t id = backed_device("guardsig", 64);
+	int map_count = read_sysctl(MAX_MAP_COUNT), status, ready[2];
+	struct hbmguard_aperture *a;
+	enum bus_how how;
+	uint64_t *p, w;
+	bool absorbed;
+	pid_t pid;
+
+	/* With no handler before the guard: killed, with a core, as unguarded. */
+	for (how = BUS_KILL; how <= BUS_AO; how++) {
+		CHECK_OK(pipe(ready));
+		pid = fork();
+		if (!pid) {
+			struct rlimit core = { RLIM_INFINITY, RLIM_INFINITY };
+
+			setrlimit(RLIMIT_CORE, &core);
+			CHECK_OK(chdir("/tmp"));
+			signal(SIGBUS, SIG_DFL);
+			CHECK_OK(hbmguard_aperture_open("guardsig", 0, 4 * PAGE, &a));
+			CHECK_OK(hbmguard_aperture_guard());
+			if (how == BUS_KILL) {	/* kill -BUS from another process */
+				CHECK_EQ(write(ready[1], "r", 1), 1);
+				pause();
+			} else {
+				send_bus(how, (char *)hbmguard_aperture_addr(a) + PAGE);
+			}
+			child_done();
+		}
+		if (how == BUS_KILL) {
+			CHECK_EQ(read(ready[0], &w, 1), 1);
+			kill(pid, SIGBUS);
+		}
+		close(ready[0]);
+		close(ready[1]);
+		status = wait_child(pid);
+		CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS && WCOREDUMP(status));
+		unlink("/tmp/core");
+	}
+
+	/* Ignored, they stay ignored, and the guard stays. */
+	pid = fork();
+	if (!pid) {
+		signal(SIGBUS, SIG_IGN);
+		CHECK_OK(hbmguard_aperture_open("guardsig", 0, 4 * PAGE, &a));
+		p = hbmguard_aperture_addr(a);
+		p[2 * PAGE / 8] = 7;
+		CHECK_OK(hbmguard_aperture_guard());
+		for (how = BUS_KILL; how <= BUS_AO; how++)
+			send_bus(how, p + PAGE / 8);
+		CHECK_OK(hbmguard_aperture_guard());
+		CHECK_OK(inject(ctl, id, HBMGUARD_ERROR_UE, 2 * PAGE, 1));
+		CHECK_EQ(p[2 * PAGE / 8 + 1], 0);	/* absorbed */
+		CHECK_EQ(hbmguard_aperture_lost(a), 1);
+		child_done();
+	}
+	CHECK_EQ(wait_child(pid), 0);
+
+	/*
+	 * errno, across a guarded fault and across one the guard cannot absorb
+	 * (no map may be split: the zero page cannot go in), which goes on to
+	 * the handler before the guard.
+	 */
+	pid = fork();
+	if (!pid) {
+		sigaction(SIGBUS, &sa, NULL);
+		CHECK_OK(hbmguard_aperture_open("guardsig", 0, 16 * PAGE, &a));
+		p = hbmguard_aperture_addr(a);
+		CHECK_OK(hbmguard_aperture_guard());
+		CHECK_OK(inject(ctl, id, HBMGUARD_ERROR_UE, 5 * PAGE, 1));
+		CHECK_OK(inject(ctl, id, HBMGUARD_ERROR_UE, 9 * PAGE, 1));
+		errno = EDOM;
+		CHECK(read_word(p + 5 * PAGE / 8, &w) && w == 0);
+		CHECK_EQ(errno, EDOM);
+		write_sysctl(MAX_MAP_COUNT, 1);
+		errno = EDOM;
+		bus_code = 0;
+		absorbed = read_word(p + 9 * PAGE / 8, &w);
+		CHECK_EQ(errno, EDOM);
+		write_sysctl(MAX_MAP_COUNT, map_count);
+		CHECK(!absorbed);
+		CHECK_EQ(bus_code, BUS_MCEERR_AR);
+		CHECK_EQ(hbmguard_aperture_lost(a), 1);
+		child_done();
+	}
+	CHECK_EQ(wait_child(pid), 0);
+	write_sysctl(MAX_MAP_COUNT, map_count);
+
+	CHECK_OK(sim_destroy(id));
 }
 
 /*
@@ -1502,6 +1660,7 @@ static const struct {
 	{ "map_bad_input", test_map_bad_input },
 	{ "map_concurrent", test_map_concurrent },
 	{ "aperture", test_aperture },
+	{ "aperture_guard_signals", test_aperture_guard_signals },
 	{ "aperture_guard", test_aperture_guard },
 	{ "aperture_ce", test_aperture_ce },
 	{ "aperture_vm", test_aperture_vm },
