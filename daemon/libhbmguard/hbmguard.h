@@ -149,10 +149,16 @@ void hbmguard_rank_close(struct hbmguard_rank *r);
  * Unguarded, a touch of a page lost to an uncorrectable error kills the
  * process with SIGBUS, as real poison does.  Guarded, the touch reads zero
  * and writes go nowhere, so the step goes on to its boundary; the loss is
- * counted per aperture.  The guard is a SIGBUS handler: other SIGBUSes go
- * to the handler installed before it, or kill.  A handler of the
- * application's own belongs before the guard: one installed after it
- * replaces it.
+ * counted per aperture.  The guard is a SIGBUS handler; it absorbs only a
+ * touch of a lost page (BUS_MCEERR_AR inside an aperture).  Every other
+ * SIGBUS (kill -BUS, raise(), sigqueue(), BUS_MCEERR_AO, a fault elsewhere)
+ * goes on as if the guard were not there: to the action installed before
+ * it, with that action's mask and flags, or ignored, or killing with a core
+ * as the default action does.  The handler is async-signal-safe and leaves
+ * errno as it found it.  A handler of the application's own belongs before
+ * the guard: one installed after it replaces it, and the guard is off until
+ * that one is removed (its old action put back); hbmguard_aperture_guard()
+ * then returns -EBUSY, so calling it at each step boundary tells.
  */
 struct hbmguard_aperture;
 
@@ -164,7 +170,8 @@ int hbmguard_device_find(int fd, const char *name, uint32_t *id);
 int hbmguard_aperture_open(const char *device, uint64_t offset, uint64_t length,
 			   struct hbmguard_aperture **out);
 void *hbmguard_aperture_addr(const struct hbmguard_aperture *a);
-/* Install the guard (process-wide, idempotent). */
+/* Install the guard (process-wide, idempotent): 0 while it is installed,
+ * -EBUSY once a handler installed after it has replaced it. */
 int hbmguard_aperture_guard(void);
 /* Pages of @a lost and touched since it was mapped or last restored. */
 uint64_t hbmguard_aperture_lost(const struct hbmguard_aperture *a);
@@ -172,6 +179,8 @@ uint64_t hbmguard_aperture_lost(const struct hbmguard_aperture *a);
  * maps their spares, zeroed, and so does this mapping.  -ERANGE outside the
  * aperture. */
 int hbmguard_aperture_restore(struct hbmguard_aperture *a, uint64_t offset, uint64_t length);
+/* Unmap @a; safe while other threads take SIGBUS: it waits for a handler
+ * busy with @a, which never maps over memory reused after the unmap. */
 void hbmguard_aperture_close(struct hbmguard_aperture *a);
 
 #ifdef __cplusplus

@@ -189,7 +189,10 @@ class Aperture(_Handle):
 
     @staticmethod
     def guard():
-        """Guard every aperture of the process: a lost page reads zero."""
+        """Guard every aperture of the process: a lost page reads zero.
+        Idempotent; OSError(EBUSY) once a SIGBUS handler installed after
+        the guard (faulthandler.enable(), for one) has replaced it: install
+        such handlers before the guard."""
         _check(_library().hbmguard_aperture_guard(), "guarding apertures")
 
     @property
