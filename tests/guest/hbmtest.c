@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -1357,6 +1358,118 @@ static void write_sysctl(const char *path, int value)
 
 #define MAX_MAP_COUNT "/proc/sys/vm/max_map_count"
 
+/*
+ * hbmguard_aperture_close() racing a thread whose touch of a lost page the
+ * guard is absorbing: while the handler is between finding the aperture and
+ * mapping its zero page, close must not unmap (the range could be reused, and
+ * the zero page would land on someone else's memory).  ptrace holds the
+ * handler at its mmap() and watches what close does meanwhile: wait for it
+ * (sched_yield()) or unmap.
+ */
+struct race {
+	volatile uint64_t *lost;
+	int go, tid;
+};
+
+static void *touch_lost(void *arg)
+{
+	struct race *r = arg;
+	pid_t tid = gettid();
+	char c;
+
+	if (write(r->tid, &tid, sizeof(tid)) == sizeof(tid) && read(r->go, &c, 1) == 1)
+		(void)*r->lost;
+	return NULL;
+}
+
+/* Resume @tid (delivering @sig) to its next stop; its syscall's number at a
+ * syscall entry, -1 at another stop, -2 when it is not stopped. */
+static long trace_step(pid_t tid, int sig, int *status)
+{
+	struct __ptrace_syscall_info info;
+
+	if (ptrace(PTRACE_SYSCALL, tid, 0, sig) || waitpid(tid, status, __WALL) != tid ||
+	    !WIFSTOPPED(*status))
+		return -2;
+	if (WSTOPSIG(*status) != (SIGTRAP | 0x80))
+		return -1;
+	if (ptrace(PTRACE_GET_SYSCALL_INFO, tid, sizeof(info), &info) <= 0 ||
+	    info.op != PTRACE_SYSCALL_INFO_ENTRY)
+		return -1;
+	return info.entry.nr;
+}
+
+static void test_aperture_guard_close_race(void)
+{
+	uint32_t id = backed_device("guardrace", 64);
+	int go_b[2], go_main[2], tids[2], status, i;
+	struct hbmguard_aperture *a;
+	pid_t pid, tid = 0;
+	long nr = -1;
+	char c = 'g';
+
+	CHECK_OK(pipe(go_b));
+	CHECK_OK(pipe(go_main));
+	CHECK_OK(pipe(tids));
+	pid = fork();
+	if (!pid) {
+		struct race r = { .go = go_b[0], .tid = tids[1] };
+		pthread_t b;
+
+		signal(SIGBUS, SIG_DFL);
+		if (hbmguard_aperture_open("guardrace", 0, 4 * PAGE, &a) ||
+		    hbmguard_aperture_guard() || inject(ctl, id, HBMGUARD_ERROR_UE, PAGE, 1))
+			_exit(2);
+		r.lost = (uint64_t *)hbmguard_aperture_addr(a) + PAGE / 8;
+		if (pthread_create(&b, NULL, touch_lost, &r) || read(go_main[0], &c, 1) != 1)
+			_exit(3);
+		hbmguard_aperture_close(a);
+		pthread_join(b, NULL);
+		_exit(0);
+	}
+	close(tids[1]);
+	CHECK_EQ(read(tids[0], &tid, sizeof(tid)), sizeof(tid));
+	if (tid <= 0) {		/* the child failed before its thread ran */
+		kill(pid, SIGKILL);
+		tid = pid;
+	}
+	CHECK_OK(ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_TRACESYSGOOD));
+	CHECK_OK(ptrace(PTRACE_SEIZE, tid, 0, PTRACE_O_TRACESYSGOOD));
+	CHECK_OK(ptrace(PTRACE_INTERRUPT, pid, 0, 0));
+	CHECK_OK(ptrace(PTRACE_INTERRUPT, tid, 0, 0));
+	CHECK_EQ(waitpid(pid, &status, __WALL), pid);
+	CHECK_EQ(waitpid(tid, &status, __WALL), tid);
+
+	/* The thread touches the lost page; its handler is held at mmap(). */
+	CHECK_EQ(write(go_b[1], &c, 1), 1);
+	for (i = 0; i < 100 && nr != -2; i++)
+		if ((nr = trace_step(tid, 0, &status)) == -1 && WSTOPSIG(status) == SIGBUS)
+			break;
+	CHECK(nr == -1 && WSTOPSIG(status) == SIGBUS);
+	for (i = 0, nr = trace_step(tid, SIGBUS, &status); i < 100 && nr != SYS_mmap && nr != -2;
+	     i++)
+		nr = trace_step(tid, 0, &status);
+	CHECK_EQ(nr, SYS_mmap);
+
+	/* Meanwhile, close(): it must wait, not unmap. */
+	CHECK_EQ(write(go_main[1], &c, 1), 1);
+	for (i = 0, nr = -1; i < 1000 && nr != SYS_sched_yield && nr != SYS_munmap && nr != -2;
+	     i++)
+		nr = trace_step(pid, 0, &status);
+	CHECK_EQ(nr, SYS_sched_yield);
+
+	CHECK_OK(ptrace(PTRACE_DETACH, tid, 0, 0));
+	CHECK_OK(ptrace(PTRACE_DETACH, pid, 0, 0));
+	status = wait_child(pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(tids[0]);
+	close(go_b[0]);
+	close(go_b[1]);
+	close(go_main[0]);
+	close(go_main[1]);
+	CHECK_OK(sim_destroy(id));
+}
+
 static void test_aperture_guard_signals(void)
 {
 	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
@@ -1661,6 +1774,7 @@ static const struct {
 	{ "map_concurrent", test_map_concurrent },
 	{ "aperture", test_aperture },
 	{ "aperture_guard_signals", test_aperture_guard_signals },
+	{ "aperture_guard_close_race", test_aperture_guard_close_race },
 	{ "aperture_guard", test_aperture_guard },
 	{ "aperture_ce", test_aperture_ce },
 	{ "aperture_vm", test_aperture_vm },
