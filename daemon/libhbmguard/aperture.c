@@ -15,7 +15,8 @@
  * zero pages.
  *
  * The guard is a SIGBUS handler, so it runs anywhere, on any thread, in the
- * middle of anything: it calls only async-signal-safe functions, takes no
+ * middle of anything: it calls only async-signal-safe functions (and mmap(),
+ * which POSIX does not list but glibc makes a bare system call), takes no
  * lock and saves errno.  It absorbs exactly what the kernel raises for a
  * touch of a lost page, BUS_MCEERR_AR at an address of a guarded aperture:
  * the module's fault handler answers VM_FAULT_HWPOISON for a lost page, which
@@ -25,8 +26,9 @@
  * VM_FAULT_SIGBUS, BUS_ADRERR, not a loss.  Everything else (kill -BUS,
  * raise(), sigqueue(), the early warning BUS_MCEERR_AO, an address outside
  * every aperture) goes on as if the guard were not there: to the action it
- * replaced, that action's mask, flags and errno included, or to the default
- * action, which kills with a core.
+ * replaced, that action's mask, flags and errno included; ignored if it was
+ * SIG_IGN, but for a fault's, which the kernel forces through SIG_IGN; or to
+ * the default action, which kills with a core.
  *
  * The handler reads the table of apertures without a lock: a slot is filled
  * before it is published (release), and a handler marks itself busy on a
