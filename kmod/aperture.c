@@ -386,6 +386,7 @@ int hbm_aperture_mmap(struct vm_area_struct *vma)
 	dev = hbm_device_get(offset >> APERTURE_SHIFT);
 	if (!dev)
 		return -ENODEV;
+	BUILD_BUG_ON(HBMGUARD_SIM_BACKED_MAX > 1ULL << APERTURE_SHIFT);
 	if (!dev->backed || dev_off >= hbm_usable_size(dev) ||
 	    len > hbm_usable_size(dev) - dev_off) {
 		hbm_device_put(dev);
@@ -408,7 +409,8 @@ void hbm_aperture_removed(struct hbm_device *dev)
  * hbm_aperture_claim() - take a range device's memory for its aperture
  * @dev: a range device, not yet registered
  *
- * Return: 0, -EINVAL when the range is not all online RAM of one zone,
+ * Return: 0, -EFBIG when its usable size exceeds the aperture window of a
+ * device (16 TiB), -EINVAL when the range is not all online RAM of one zone,
  * -EBUSY when part of it cannot be taken (kernel memory, poisoned pages),
  * -EOPNOTSUPP on a kernel without CONFIG_CONTIG_ALLOC or without
  * CONFIG_MEMORY_FAILURE (which keeps bad frames out at the end), another errno of
@@ -421,6 +423,9 @@ int hbm_aperture_claim(struct hbm_device *dev)
 	struct page *first = pfn_to_online_page(pfn);
 	int err;
 
+	/* Its every page needs an offset in the device's aperture window. */
+	if (hbm_usable_size(dev) > 1ULL << APERTURE_SHIFT)
+		return -EFBIG;
 	/* Only memory the page allocator manages can be taken from it. */
 	if (!first)
 		return -EINVAL;

@@ -96,6 +96,9 @@ check "a poisoned frame is neither mapped nor copied" \
 	"hbmtest aperture-range-poison $cid $((phys + 0x9000000))"
 check "claim over a poisoned frame refused" '! hbmnl range-claim hbm3 $((phys + 0x8000000)) 0x100000 >/tmp/err &&
 	grep -q "Device or resource busy: the range.s memory cannot be claimed" /tmp/err'
+check "claim beyond the aperture window refused" \
+	'! hbmnl range-claim hbm3 $((phys + 0x10000000)) $(( (1 << 44) + 0x4000000 )) 16 0x200000 >/tmp/err &&
+	grep -q "File too large" /tmp/err'
 check "claim of a range taken refused" '! hbmnl range-claim hbm3 $((phys + 0x9800000)) 0x100000 >/tmp/err &&
 	grep -q "File exists" /tmp/err'
 # Given back to the allocator at unregistration, poisoned frame excepted:

@@ -659,8 +659,9 @@ struct hbmguard_map_entry {
  *	back at unregistration, bad frames excepted: every page in the table
  *	(retired, pending or failed, whatever the cause), lost or poisoned is
  *	marked HWPoison and stays out of the page allocator until reboot, and
- *	a later CLAIM over one is EBUSY.  Replies with
- *	DEVICE_ID.
+ *	a later CLAIM over one is EBUSY.  A range to claim may have at most
+ *	16 TiB of usable pages, the aperture window of a device (EFBIG).
+ *	Replies with DEVICE_ID.
  * HBMGUARD_CMD_RANGE_UNREGISTER (admin)
  *	DEVICE_ID of a range device.
  * HBMGUARD_CMD_EVENT
