@@ -138,7 +138,13 @@ static struct page *backing(struct hbm_device *dev, u64 offset)
 
 	if (page)
 		return page;
-	page = alloc_page(GFP_HIGHUSER | __GFP_ZERO);
+	/*
+	 * Charged to whoever makes the device use memory (a fault, a
+	 * retirement), and failing rather than invoking the OOM killer: a
+	 * retirement under the device lock that gets nothing loses the page.
+	 */
+	page = alloc_page(GFP_HIGHUSER | __GFP_ZERO | __GFP_ACCOUNT | __GFP_RETRY_MAYFAIL |
+			  __GFP_NOWARN);
 	if (!page)
 		return NULL;
 	if (xa_err(xa_store(&dev->backing, idx, page, GFP_KERNEL))) {

@@ -1787,6 +1787,63 @@ static void test_aperture_clear(void)
 }
 
 /*
+ * A retirement that cannot get memory for the spare loses the page (SIGBUS)
+ * rather than serve zeroes.  The spare's memory is charged to the process
+ * that retires, here one in a memory cgroup allowed nothing.
+ */
+static void test_aperture_nomem(void)
+{
+	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
+	const char *cg = "/sys/fs/cgroup/hbmtest";
+	uint32_t id = backed_device("nomem", 8);
+	struct hbmguard_inject in = { .size = sizeof(in), .device = id,
+				      .kind = HBMGUARD_ERROR_CE, .offset = 6 * PAGE,
+				      .count = 2 };
+	uint64_t *p, w;
+	char path[64];
+	int procs, fd, status;
+	pid_t pid;
+
+	sigaction(SIGBUS, &sa, NULL);
+	mount("cgroup2", "/sys/fs/cgroup", "cgroup2", 0, NULL);	/* EBUSY: mounted */
+	fd = open("/sys/fs/cgroup/cgroup.subtree_control", O_WRONLY);
+	CHECK(fd >= 0 && write(fd, "+memory", 7) == 7);
+	close(fd);
+	CHECK(!mkdir(cg, 0755) || errno == EEXIST);
+	snprintf(path, sizeof(path), "%s/memory.max", cg);
+	fd = open(path, O_WRONLY);
+	CHECK(fd >= 0 && write(fd, "0", 1) == 1);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+	procs = open(path, O_WRONLY);
+	CHECK(procs >= 0);
+
+	p = mmap(NULL, 16 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, ctl,
+		 HBMGUARD_MMAP_APERTURE(id));
+	CHECK(p != MAP_FAILED);
+	if (p == MAP_FAILED || procs < 0)
+		return;
+	p[6 * PAGE / 8] = 0x6666;	/* the page has memory, its spare none yet */
+	CHECK_OK(set_policy(id, HBMGUARD_POLICY_CE_THRESHOLD, 2, 0, 0));
+	pid = fork();
+	if (pid == 0)	/* into the cgroup, then retire: nothing else touched */
+		_exit(write(procs, "0", 1) != 1 ? 2 : ioctl(ctl, HBMGUARD_IOC_INJECT, &in) ? 3 : 0);
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(procs);
+	CHECK_EQ(translate(id, 6 * PAGE).state, HBMGUARD_STATE_RETIRED);
+	bus_code = 0;
+	CHECK(!read_word(p + 6 * PAGE / 8, &w));
+	CHECK_EQ(bus_code, BUS_MCEERR_AR);
+	CHECK_OK(extent_op(ctl, HBMGUARD_IOC_RESTORED, id, 6 * PAGE, PAGE, 0));
+	CHECK(read_word(p + 6 * PAGE / 8, &w) && w == 0);
+	munmap(p, 16 * PAGE);
+	CHECK_OK(rmdir(cg));
+	CHECK_OK(sim_destroy(id));
+	signal(SIGBUS, SIG_DFL);
+}
+
+/*
  * A claimed range's frame poisoned (hwpoison_inject) under the aperture:
  * retired as poison, then cleared by an operator, it is still poison: the
  * fault path does not map it, and a retirement for correctable errors does
@@ -1871,6 +1928,7 @@ static const struct {
 	{ "mmap_variants", test_mmap_variants },
 	{ "aperture_nodes", test_aperture_nodes },
 	{ "aperture_clear", test_aperture_clear },
+	{ "aperture_nomem", test_aperture_nomem },
 };
 
 int main(int argc, char **argv)
