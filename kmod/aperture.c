@@ -332,8 +332,13 @@ static vm_fault_t hbm_aperture_fault(struct vm_fault *vmf)
 		ret = VM_FAULT_SIGBUS;
 		goto out;
 	}
+	/* A page is lost while retired, or when its data could not come home. */
+	if (lost(dev, page)) {
+		ret = VM_FAULT_HWPOISON;
+		goto out;
+	}
 	if (hbm_table_lookup(&dev->core.table, page, &e)) {
-		if (e.state == HBMGUARD_STATE_FAILED || lost(dev, page)) {
+		if (e.state == HBMGUARD_STATE_FAILED) {
 			ret = VM_FAULT_HWPOISON;
 			goto out;
 		}

@@ -1788,8 +1788,10 @@ static void test_aperture_clear(void)
 
 /*
  * A retirement that cannot get memory for the spare loses the page (SIGBUS)
- * rather than serve zeroes.  The spare's memory is charged to the process
- * that retires, here one in a memory cgroup allowed nothing.
+ * rather than serve zeroes, and so does a CLEAR that cannot get memory for
+ * the page its spare's data goes back to.  The memory is charged to the
+ * process that retires or clears, here one in a memory cgroup allowed
+ * nothing.
  */
 static void test_aperture_nomem(void)
 {
@@ -1799,6 +1801,8 @@ static void test_aperture_nomem(void)
 	struct hbmguard_inject in = { .size = sizeof(in), .device = id,
 				      .kind = HBMGUARD_ERROR_CE, .offset = 6 * PAGE,
 				      .count = 2 };
+	struct hbmguard_extent_op x = { .size = sizeof(x), .device = id,
+					.offset = 3 * PAGE, .length = PAGE };
 	uint64_t *p, w;
 	char path[64];
 	int procs, fd, status;
@@ -1824,10 +1828,13 @@ static void test_aperture_nomem(void)
 	if (p == MAP_FAILED || procs < 0)
 		return;
 	p[6 * PAGE / 8] = 0x6666;	/* the page has memory, its spare none yet */
+	CHECK_OK(retire(id, 3 * PAGE, PAGE));
+	p[3 * PAGE / 8] = 0x3333;	/* its spare has memory, the page none */
 	CHECK_OK(set_policy(id, HBMGUARD_POLICY_CE_THRESHOLD, 2, 0, 0));
 	pid = fork();
-	if (pid == 0)	/* into the cgroup, then retire: nothing else touched */
-		_exit(write(procs, "0", 1) != 1 ? 2 : ioctl(ctl, HBMGUARD_IOC_INJECT, &in) ? 3 : 0);
+	if (pid == 0)	/* into the cgroup, then retire and clear: nothing else touched */
+		_exit(write(procs, "0", 1) != 1 ? 2 : ioctl(ctl, HBMGUARD_IOC_INJECT, &in) ? 3 :
+		      ioctl(ctl, HBMGUARD_IOC_CLEAR, &x) ? 4 : 0);
 	waitpid(pid, &status, 0);
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	close(procs);
@@ -1837,6 +1844,12 @@ static void test_aperture_nomem(void)
 	CHECK_EQ(bus_code, BUS_MCEERR_AR);
 	CHECK_OK(extent_op(ctl, HBMGUARD_IOC_RESTORED, id, 6 * PAGE, PAGE, 0));
 	CHECK(read_word(p + 6 * PAGE / 8, &w) && w == 0);
+	CHECK_EQ(translate(id, 3 * PAGE).state, HBMGUARD_STATE_CLEAN);
+	bus_code = 0;
+	CHECK(!read_word(p + 3 * PAGE / 8, &w));
+	CHECK_EQ(bus_code, BUS_MCEERR_AR);
+	CHECK_OK(extent_op(ctl, HBMGUARD_IOC_RESTORED, id, 3 * PAGE, PAGE, 0));
+	CHECK(read_word(p + 3 * PAGE / 8, &w) && w == 0);
 	munmap(p, 16 * PAGE);
 	CHECK_OK(rmdir(cg));
 	CHECK_OK(sim_destroy(id));
