@@ -553,7 +553,8 @@ struct hbmguard_event {
  * gets back its own memory with the data its spare held (a lost page: what
  * it held when it was lost).  Once the device is gone, its mappings raise
  * SIGBUS.  The mapping must be shared (MAP_PRIVATE: EINVAL), is never
- * executable (PROT_EXEC, or mprotect() to it: EACCES), is writable only
+ * executable (PROT_EXEC, or mprotect() to it: EACCES; EPERM from mmap()
+ * itself when the node is on a noexec filesystem), is writable only
  * through a file open for writing, and cannot grow (mremap(): EFAULT).
  * Errors: ENODEV (no such device), EINVAL (not memory-backed, outside the
  * device, or an offset that is no device's).
