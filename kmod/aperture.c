@@ -11,42 +11,104 @@
  * so a fault waits for a copy: a thread that writes a page while it is being
  * retired has its write either copied or made to the spare, never lost.
  *
- * A spare may serve several pages over time (retired, cleared, retired
- * again); spare_owner remembers whose data each spare holds, so a retirement
- * copies (or marks lost) exactly when a spare takes a new page.
+ * Every open file's f_mapping is the address_space of one inode the module
+ * owns, on an internal pseudo mount (as DRM does, drivers/gpu/drm/drm_drv.c):
+ * one zap finds every mapping, whichever device node was opened, and the
+ * mapping lives exactly as long as the module, not as long as some node.
+ *
+ * A mapping must be shared and never executable: a private one would be
+ * copy-on-write, which a PFN map cannot be (vmf_insert_pfn_prot() BUG()s on
+ * it, mm/memory.c in 6.1 and 6.12).  Growing it is refused by VM_DONTEXPAND.
+ *
+ * @served remembers which spare holds each retired page's data: a page whose
+ * spare changes (retired, cleared, moved) has its data copied from where it
+ * was to where it goes, or is marked lost.  The copies read memory that is
+ * degrading, so they are machine-check safe (copy_mc_to_kernel()) and skip
+ * a frame memory_failure() poisoned; a copy that cannot be made, for either
+ * reason or for want of memory, loses the page: its owner gets SIGBUS, never
+ * silently different data.
  *
  * A simulated device's backing pages are allocated on first touch, zeroed,
  * and freed with the device.  A range device registered with CLAIM is backed
  * by the range itself: alloc_contig_range() takes it from the page allocator
  * (migrating its users away), so that a poisoned frame is a page of the
  * aperture, as on a node of real HBM; memory_failure() finds the frames
- * owned and leaves them to us.  free_contig_range() gives them back, and the
- * page allocator keeps the poisoned ones.  A device going away zaps every
- * mapping of it first.
+ * owned and leaves them to us.  At unregistration the good frames go back;
+ * every bad one (a page the table lists, a lost page, a poisoned frame) is
+ * kept out of the page allocator until reboot, marked HWPoison.  A device
+ * going away zaps every mapping of it first.
  */
+#include <linux/fs.h>
+#include <linux/fs_context.h>
 #include <linux/gfp.h>
 #include <linux/highmem.h>
 #include <linux/memory_hotplug.h>
 #include <linux/mm.h>
+#include <linux/mount.h>
 #include <linux/pfn.h>
+#include <linux/pseudo_fs.h>
+#include <linux/uaccess.h>
 #include <linux/xarray.h>
 
 #include "hbm.h"
 
 #define APERTURE_BASE	(1ULL << 62)
 #define APERTURE_SHIFT	44
+#define APERTURE_FS_MAGIC	0x48424d41	/* "HBMA" */
 
-/* All opens of /dev/hbmguard share one address_space, so one zap finds all. */
-static struct address_space *hbm_aperture_mapping;
-static DEFINE_SPINLOCK(hbm_aperture_mapping_lock);
+static int aperture_fs_init_fs_context(struct fs_context *fc)
+{
+	return init_pseudo(fc, APERTURE_FS_MAGIC) ? 0 : -ENOMEM;
+}
+
+/*
+ * No .owner: the mount is pinned from module init to module exit, and an
+ * owner would make that pin hold the module against its own unload.
+ */
+static struct file_system_type aperture_fs_type = {
+	.name = "hbmguard_aperture",
+	.init_fs_context = aperture_fs_init_fs_context,
+	.kill_sb = kill_anon_super,
+};
+
+static struct vfsmount *aperture_mnt;
+static int aperture_mnt_count;
+static struct inode *aperture_inode;
+
+/**
+ * hbm_aperture_init() - the address_space every aperture mapping is in
+ *
+ * Before any file can be opened or any device changed.
+ *
+ * Return: 0 or a negative errno.
+ */
+int hbm_aperture_init(void)
+{
+	int err;
+
+	err = simple_pin_fs(&aperture_fs_type, &aperture_mnt, &aperture_mnt_count);
+	if (err)
+		return err;
+	aperture_inode = alloc_anon_inode(aperture_mnt->mnt_sb);
+	if (IS_ERR(aperture_inode)) {
+		err = PTR_ERR(aperture_inode);
+		aperture_inode = NULL;
+		simple_release_fs(&aperture_mnt, &aperture_mnt_count);
+	}
+	return err;
+}
+
+/* After the last device and the last open file are gone. */
+void hbm_aperture_exit(void)
+{
+	iput(aperture_inode);
+	aperture_inode = NULL;
+	simple_release_fs(&aperture_mnt, &aperture_mnt_count);
+}
 
 void hbm_aperture_open(struct file *file)
 {
-	spin_lock(&hbm_aperture_mapping_lock);
-	if (!hbm_aperture_mapping)
-		hbm_aperture_mapping = file->f_mapping;
-	file->f_mapping = hbm_aperture_mapping;
-	spin_unlock(&hbm_aperture_mapping_lock);
+	file->f_mapping = aperture_inode->i_mapping;
 }
 
 static u64 aperture_file_offset(const struct hbm_device *dev, u64 offset)
@@ -56,9 +118,8 @@ static u64 aperture_file_offset(const struct hbm_device *dev, u64 offset)
 
 static void zap(struct hbm_device *dev, u64 offset, u64 length)
 {
-	if (hbm_aperture_mapping)
-		unmap_mapping_range(hbm_aperture_mapping,
-				    aperture_file_offset(dev, offset), length, 1);
+	unmap_mapping_range(aperture_inode->i_mapping,
+			    aperture_file_offset(dev, offset), length, 1);
 }
 
 /* The CPU page at @offset of the backing store, or NULL if never touched. */
@@ -77,7 +138,13 @@ static struct page *backing(struct hbm_device *dev, u64 offset)
 
 	if (page)
 		return page;
-	page = alloc_page(GFP_HIGHUSER | __GFP_ZERO);
+	/*
+	 * Charged to whoever makes the device use memory (a fault, a
+	 * retirement), and failing rather than invoking the OOM killer: a
+	 * retirement under the device lock that gets nothing loses the page.
+	 */
+	page = alloc_page(GFP_HIGHUSER | __GFP_ZERO | __GFP_ACCOUNT | __GFP_RETRY_MAYFAIL |
+			  __GFP_NOWARN);
 	if (!page)
 		return NULL;
 	if (xa_err(xa_store(&dev->backing, idx, page, GFP_KERNEL))) {
@@ -92,59 +159,134 @@ static bool lost(struct hbm_device *dev, u32 page)
 	return xa_load(&dev->lost, page);
 }
 
-/* The spare of page @page of extent @e as a device offset. */
-static u64 spare_offset(struct hbm_device *dev, const struct hbm_extent *e,
-			u32 page)
+/*
+ * The records below must not fail for want of memory: a page whose loss or
+ * whose spare is forgotten would be served the wrong data without a word.
+ * An xarray node is one small slab object.
+ */
+static void lose(struct hbm_device *dev, u32 page)
 {
-	return hbm_usable_size(dev) + ((u64)(e->spare + page - e->first) << dev->page_shift);
+	xa_store(&dev->lost, page, xa_mk_value(1), GFP_KERNEL | __GFP_NOFAIL);
+}
+
+static u64 page_offset_of(struct hbm_device *dev, u32 page)
+{
+	return (u64)page << dev->page_shift;
+}
+
+/* Spare @spare as a device offset: the spares follow the usable pages. */
+static u64 spare_offset(struct hbm_device *dev, u32 spare)
+{
+	return hbm_usable_size(dev) + ((u64)spare << dev->page_shift);
+}
+
+/* Zero what is there of the device page at @to: a lost page's new home. */
+static void clear_dev_page(struct hbm_device *dev, u64 to)
+{
+	u32 ppd = 1U << (dev->page_shift - PAGE_SHIFT), i;
+
+	for (i = 0; i < ppd; i++) {
+		struct page *p = backing_peek(dev, to + ((u64)i << PAGE_SHIFT));
+
+		if (p && !PageHWPoison(p))
+			clear_highpage(p);
+	}
+}
+
+/*
+ * Copy the device page at @from to @to.  The source is memory that is
+ * failing: a poisoned frame is not read, and a machine check on the way is
+ * survived (copy_mc_to_kernel(), include/linux/uaccess.h, 6.1 and 6.12).
+ *
+ * Return: 0; -EIO when a frame is poisoned or the copy hit a machine check;
+ * -ENOMEM when the destination has no memory.
+ */
+static int copy_dev_page(struct hbm_device *dev, u64 from, u64 to)
+{
+	u32 ppd = 1U << (dev->page_shift - PAGE_SHIFT), i;
+
+	for (i = 0; i < ppd; i++) {
+		u64 step = (u64)i << PAGE_SHIFT;
+		struct page *src = backing_peek(dev, from + step);
+		struct page *dst = src ? backing(dev, to + step) : backing_peek(dev, to + step);
+		unsigned long left;
+		void *d, *s;
+
+		if (!dst && src)
+			return -ENOMEM;
+		if (!dst)
+			continue;	/* both never touched: both zero */
+		if (PageHWPoison(dst) || (src && PageHWPoison(src)))
+			return -EIO;
+		if (!src) {
+			clear_highpage(dst);
+			continue;
+		}
+		d = kmap_local_page(dst);
+		s = kmap_local_page(src);
+		left = copy_mc_to_kernel(d, s, PAGE_SIZE);
+		kunmap_local(s);
+		kunmap_local(d);
+		if (left)
+			return -EIO;
+	}
+	return 0;
 }
 
 /*
  * Pages of [offset, offset + length) were retired, cleared or changed:
- * zap their mappings, and give each spare that took a new page its data,
- * or mark the page lost.  Device lock held.
+ * zap their mappings, and move the data of each page whose server changed
+ * (itself or a spare) to the new one, or mark the page lost.  A lost page
+ * cleared goes home to its own frame, which holds what it held when it was
+ * lost (nothing could write it since).  Device lock held.
  */
 void hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length)
 {
 	u32 first = offset >> dev->page_shift, end = (offset + length) >> dev->page_shift;
-	u32 ppd = 1U << (dev->page_shift - PAGE_SHIFT);	/* CPU pages a page */
-	u32 page, i;
+	u32 page;
 
 	if (!dev->backed)
 		return;
 	zap(dev, offset, length);
 	for (page = first; page < end; page++) {
+		void *was = xa_load(&dev->served, page);
 		struct hbm_extent e;
+		bool retired;
+		u32 spare = 0;
 		u64 from, to;
-		u32 spare;
 
-		if (!hbm_table_lookup(&dev->core.table, page, &e) ||
-		    e.state != HBMGUARD_STATE_RETIRED)
+		if (!((page - first) % 1024))
+			cond_resched();	/* a CLEAR may span the device */
+		retired = hbm_table_lookup(&dev->core.table, page, &e) &&
+			  e.state == HBMGUARD_STATE_RETIRED;
+		if (retired)
+			spare = e.spare + page - e.first;
+		if (!retired && !was)
 			continue;
-		spare = e.spare + page - e.first;
-		if (xa_to_value(xa_load(&dev->spare_owner, spare)) == page + 1)
-			continue;	/* it serves this page already */
-		xa_store(&dev->spare_owner, spare, xa_mk_value(page + 1), GFP_KERNEL);
-		from = (u64)page << dev->page_shift;
-		to = spare_offset(dev, &e, page);
-		if (e.source == HBMGUARD_SOURCE_UE || e.source == HBMGUARD_SOURCE_POISON) {
-			xa_store(&dev->lost, page, xa_mk_value(1), GFP_KERNEL);
-			for (i = 0; i < ppd; i++) {
-				struct page *p = backing_peek(dev, to + ((u64)i << PAGE_SHIFT));
+		if (retired && was && xa_to_value(was) == spare)
+			continue;	/* its spare serves it already */
+		from = was ? spare_offset(dev, xa_to_value(was)) : page_offset_of(dev, page);
+		to = retired ? spare_offset(dev, spare) : page_offset_of(dev, page);
+		if (retired)
+			xa_store(&dev->served, page, xa_mk_value(spare),
+				 GFP_KERNEL | __GFP_NOFAIL);
+		else
+			xa_erase(&dev->served, page);
 
-				if (p)
-					clear_highpage(p);
-			}
+		if (retired && !was && (e.source == HBMGUARD_SOURCE_UE ||
+					e.source == HBMGUARD_SOURCE_POISON))
+			lose(dev, page);
+		if (lost(dev, page)) {
+			if (retired)
+				clear_dev_page(dev, to);
+			else
+				xa_erase(&dev->lost, page);
 			continue;
 		}
-		for (i = 0; i < ppd; i++) {
-			struct page *src = backing_peek(dev, from + ((u64)i << PAGE_SHIFT));
-			struct page *dst = backing(dev, to + ((u64)i << PAGE_SHIFT));
-
-			if (dst && src)
-				copy_highpage(dst, src);
-			else if (dst)
-				clear_highpage(dst);
+		if (copy_dev_page(dev, from, to)) {
+			lose(dev, page);
+			if (retired)
+				clear_dev_page(dev, to);
 		}
 	}
 }
@@ -190,18 +332,27 @@ static vm_fault_t hbm_aperture_fault(struct vm_fault *vmf)
 		ret = VM_FAULT_SIGBUS;
 		goto out;
 	}
+	/* A page is lost while retired, or when its data could not come home. */
+	if (lost(dev, page)) {
+		ret = VM_FAULT_HWPOISON;
+		goto out;
+	}
 	if (hbm_table_lookup(&dev->core.table, page, &e)) {
-		if (e.state == HBMGUARD_STATE_FAILED || lost(dev, page)) {
+		if (e.state == HBMGUARD_STATE_FAILED) {
 			ret = VM_FAULT_HWPOISON;
 			goto out;
 		}
 		if (e.state == HBMGUARD_STATE_RETIRED)
-			offset = spare_offset(dev, &e, page) +
+			offset = spare_offset(dev, e.spare + page - e.first) +
 				 (offset & ((1ULL << dev->page_shift) - 1));
 	}
 	p = backing(dev, offset);
-	ret = p ? vmf_insert_pfn(vmf->vma, vmf->address, page_to_pfn(p)) :
-		  VM_FAULT_OOM;
+	if (!p)
+		ret = VM_FAULT_OOM;
+	else if (PageHWPoison(p))	/* poisoned before we were told */
+		ret = VM_FAULT_HWPOISON;
+	else
+		ret = vmf_insert_pfn(vmf->vma, vmf->address, page_to_pfn(p));
 out:
 	mutex_unlock(&dev->lock);
 	return ret;
@@ -229,8 +380,10 @@ static const struct vm_operations_struct hbm_aperture_vm_ops = {
  * hbm_aperture_mmap() - mmap() of a device's aperture
  * @vma: the mapping asked for, its offset in the aperture range
  *
- * Return: 0, -ENODEV for no such device, -EINVAL for a device without
- * memory or a range outside it.
+ * hbm_mmap() has refused private and executable mappings.
+ *
+ * Return: 0, -ENODEV for no such device, -EINVAL for an offset that is no
+ * device's, a device without memory or a range outside it.
  */
 int hbm_aperture_mmap(struct vm_area_struct *vma)
 {
@@ -239,9 +392,12 @@ int hbm_aperture_mmap(struct vm_area_struct *vma)
 	u64 dev_off = offset & ((1ULL << APERTURE_SHIFT) - 1);
 	struct hbm_device *dev;
 
+	if (offset >> APERTURE_SHIFT >= HBMGUARD_MAX_DEVICES)
+		return -EINVAL;
 	dev = hbm_device_get(offset >> APERTURE_SHIFT);
 	if (!dev)
 		return -ENODEV;
+	BUILD_BUG_ON(HBMGUARD_SIM_BACKED_MAX > 1ULL << APERTURE_SHIFT);
 	if (!dev->backed || dev_off >= hbm_usable_size(dev) ||
 	    len > hbm_usable_size(dev) - dev_off) {
 		hbm_device_put(dev);
@@ -264,18 +420,23 @@ void hbm_aperture_removed(struct hbm_device *dev)
  * hbm_aperture_claim() - take a range device's memory for its aperture
  * @dev: a range device, not yet registered
  *
- * Return: 0, -EINVAL when the range is not all online RAM of one zone,
+ * Return: 0, -EFBIG when its usable size exceeds the aperture window of a
+ * device (16 TiB), -EINVAL when the range is not all online RAM of one zone,
  * -EBUSY when part of it cannot be taken (kernel memory, poisoned pages),
- * -EOPNOTSUPP on a kernel without CONFIG_CONTIG_ALLOC, another errno of
+ * -EOPNOTSUPP on a kernel without CONFIG_CONTIG_ALLOC or without
+ * CONFIG_MEMORY_FAILURE (which keeps bad frames out at the end), another errno of
  * alloc_contig_range().
  */
 int hbm_aperture_claim(struct hbm_device *dev)
 {
-#ifdef CONFIG_CONTIG_ALLOC
+#if defined(CONFIG_CONTIG_ALLOC) && defined(CONFIG_MEMORY_FAILURE)
 	unsigned long pfn = PHYS_PFN(dev->phys_start), nr = dev->hbm_size >> PAGE_SHIFT, i;
 	struct page *first = pfn_to_online_page(pfn);
 	int err;
 
+	/* Its every page needs an offset in the device's aperture window. */
+	if (hbm_usable_size(dev) > 1ULL << APERTURE_SHIFT)
+		return -EFBIG;
 	/* Only memory the page allocator manages can be taken from it. */
 	if (!first)
 		return -EINVAL;
@@ -302,17 +463,59 @@ int hbm_aperture_claim(struct hbm_device *dev)
 #endif
 }
 
+/* The frame at @offset of a claimed range must never be handed out again. */
+static bool frame_bad(struct hbm_device *dev, u64 offset)
+{
+	u32 page = offset >> dev->page_shift;
+	struct hbm_extent e;
+
+	if (offset >= hbm_usable_size(dev))
+		return false;	/* a spare: only poison tells */
+	return lost(dev, page) || hbm_table_lookup(&dev->core.table, page, &e);
+}
+
+/*
+ * Give a claimed range back to the page allocator, but for its bad frames.
+ * Those are marked HWPoison, as memory_failure() marks a frame it takes
+ * out: the allocator never takes such a frame back (free_pages_prepare(),
+ * mm/page_alloc.c in 6.1 and 6.12), the rest of its pageblock can still be
+ * claimed or offlined (has_unmovable_pages() skips a free frame, and
+ * test_pages_isolated() a poisoned one when offlining, mm/page_isolation.c),
+ * and /proc/kpageflags shows it.  Kept frames are not counted in
+ * HardwareCorrupted: the counter is not the module's to change.
+ */
+static void give_back(struct hbm_device *dev)
+{
+	unsigned long pfn = PHYS_PFN(dev->phys_start), nr = dev->hbm_size >> PAGE_SHIFT;
+	unsigned long i, kept = 0;
+
+	for (i = 0; i < nr; i++) {
+		struct page *frame = pfn_to_page(pfn + i);
+
+		if (!(i % 4096))
+			cond_resched();
+		if (PageHWPoison(frame) || !frame_bad(dev, (u64)i << PAGE_SHIFT))
+			continue;
+		SetPageHWPoison(frame);
+		kept++;
+	}
+	free_contig_range(pfn, nr);
+	if (kept)
+		pr_info("device %u: %lu bad frames marked HWPoison, kept from the page allocator\n",
+			dev->id, kept);
+}
+
 void hbm_aperture_free(struct hbm_device *dev)
 {
 	struct page *page;
 	unsigned long idx;
 
 	if (dev->claimed)
-		free_contig_range(PHYS_PFN(dev->phys_start), dev->hbm_size >> PAGE_SHIFT);
+		give_back(dev);
 
 	xa_for_each(&dev->backing, idx, page)
 		__free_page(page);
 	xa_destroy(&dev->backing);
 	xa_destroy(&dev->lost);
-	xa_destroy(&dev->spare_owner);
+	xa_destroy(&dev->served);
 }

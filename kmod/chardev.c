@@ -493,8 +493,21 @@ static __poll_t hbm_poll(struct file *file, struct poll_table_struct *pt)
 	return hbm_reader_poll(file->private_data, file, pt);
 }
 
+/*
+ * Both regions must be mapped shared and not executable.  A private mapping
+ * is copy-on-write: the aperture, a PFN map, cannot be (the first fault
+ * would BUG() in vmf_insert_pfn_prot(), mm/memory.c in 6.1 and 6.12), and a
+ * copy of the table would be a table no longer published.  Neither holds
+ * code.  A read-only file's shared mapping has VM_MAYWRITE cleared by
+ * do_mmap() already, so mprotect() cannot make it writable.
+ */
 static int hbm_mmap(struct file *file, struct vm_area_struct *vma)
 {
+	if (!(vma->vm_flags & VM_MAYSHARE))
+		return -EINVAL;
+	if (vma->vm_flags & VM_EXEC)
+		return -EACCES;
+	hbm_vm_flags_clear(vma, VM_MAYEXEC);
 	if (vma->vm_pgoff & (HBMGUARD_MMAP_APERTURE(0) >> PAGE_SHIFT))
 		return hbm_aperture_mmap(vma);
 	return hbm_map_mmap(vma);

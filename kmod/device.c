@@ -272,7 +272,7 @@ int hbm_device_create(const struct hbm_device_spec *spec, u32 *id)
 	dev->backed = spec->backed;
 	xa_init(&dev->backing);
 	xa_init(&dev->lost);
-	xa_init(&dev->spare_owner);
+	xa_init(&dev->served);
 	strscpy(dev->name, spec->name, sizeof(dev->name));
 	if (spec->identity && *spec->identity)
 		strscpy(dev->identity, spec->identity, sizeof(dev->identity));

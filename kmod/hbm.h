@@ -35,7 +35,7 @@
  * @backed: the device has memory, for the aperture (aperture.c)
  * @backing: CPU page index -> struct page, allocated on first touch
  * @lost: device pages whose data is lost until restored
- * @spare_owner: spare -> 1 + the device page whose data it holds
+ * @served: retired device page -> the spare that holds its data (xa_mk_value)
  */
 struct hbm_device {
 	struct kref ref;
@@ -60,7 +60,7 @@ struct hbm_device {
 	bool claimed;		/* the range's own pages back the aperture */
 	struct xarray backing;
 	struct xarray lost;
-	struct xarray spare_owner;
+	struct xarray served;
 };
 
 /* main.c: the module's workqueue; destroying it at unload drains it. */
@@ -152,6 +152,8 @@ void hbm_map_removed(struct hbm_device *dev);
 int hbm_map_mmap(struct vm_area_struct *vma);
 
 /* aperture.c */
+int hbm_aperture_init(void);
+void hbm_aperture_exit(void);
 void hbm_aperture_open(struct file *file);
 int hbm_aperture_mmap(struct vm_area_struct *vma);
 void hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length);

@@ -155,9 +155,14 @@ static int __init hbm_mod_init(void)
 		       hbm_event_ring);
 		return -EINVAL;
 	}
+	err = hbm_aperture_init();
+	if (err)
+		return err;
 	hbm_wq = alloc_workqueue("hbmguard", WQ_UNBOUND, 0);
-	if (!hbm_wq)
+	if (!hbm_wq) {
+		hbm_aperture_exit();
 		return -ENOMEM;
+	}
 	err = hbm_netlink_init();
 	if (err)
 		goto err_netlink;
@@ -181,6 +186,7 @@ err_devices:
 	hbm_netlink_exit();
 err_netlink:
 	destroy_workqueue(hbm_wq);
+	hbm_aperture_exit();
 	return err;
 }
 
@@ -194,6 +200,7 @@ static void __exit hbm_mod_exit(void)
 	hbm_devices_destroy_all();
 	hbm_netlink_exit();
 	destroy_workqueue(hbm_wq);	/* frees the last devices */
+	hbm_aperture_exit();
 	left = atomic_long_read(&hbm_allocations);
 	if (left)
 		pr_err("leak: %ld allocations not freed at unload\n", left);

@@ -7,8 +7,8 @@
  *   hbmnl devices                      dump devices, one line each
  *   hbmnl pages DEV                    dump extents; prints "pages: N extents M"
  *   hbmnl range-node NAME NODE         register a NUMA node; prints the id
- *   hbmnl range-phys NAME ADDR SIZE [SPARES]  a physical range; prints the id
- *   hbmnl range-claim NAME ADDR SIZE [SPARES] the same, its memory claimed
+ *   hbmnl range-phys NAME ADDR SIZE [SPARES [PAGE_SIZE]]  a physical range; prints the id
+ *   hbmnl range-claim NAME ADDR SIZE [SPARES [PAGE_SIZE]] the same, its memory claimed
  *                                      for the aperture
  *   hbmnl range-unregister DEV
  *   hbmnl retire|clear DEV OFFSET LENGTH
@@ -670,6 +670,8 @@ int main(int argc, char **argv)
 		nla_put_u64(msg, HBMGUARD_A_HBM_SIZE, strtoull(argv[4], NULL, 0));
 		if (argc > 5)
 			nla_put_u32(msg, HBMGUARD_A_SPARE_PAGES, atoi(argv[5]));
+		if (argc > 6)
+			nla_put_u32(msg, HBMGUARD_A_PAGE_SIZE, strtoul(argv[6], NULL, 0));
 		err = transact(sk, msg, reply_id, &id);
 		if (!err)
 			printf("%u\n", id);

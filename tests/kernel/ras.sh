@@ -92,8 +92,13 @@ cid=$(hbmnl range-claim hbm2 $((phys + 0x9000000)) 0x1000000 16)
 check "claim a range of node 1" '[ "$cid" -ge 0 ] 2>/dev/null'
 check "its memory left the allocator" '[ $((free0 - $(node1_free))) -ge 16000 ]'
 check "aperture over the claimed range" "hbmtest aperture-range $cid $((phys + 0x9000000))"
+check "a poisoned frame is neither mapped nor copied" \
+	"hbmtest aperture-range-poison $cid $((phys + 0x9000000))"
 check "claim over a poisoned frame refused" '! hbmnl range-claim hbm3 $((phys + 0x8000000)) 0x100000 >/tmp/err &&
 	grep -q "Device or resource busy: the range.s memory cannot be claimed" /tmp/err'
+check "claim beyond the aperture window refused" \
+	'! hbmnl range-claim hbm3 $((phys + 0x10000000)) $(( (1 << 44) + 0x4000000 )) 16 0x200000 >/tmp/err &&
+	grep -q "File too large" /tmp/err'
 check "claim of a range taken refused" '! hbmnl range-claim hbm3 $((phys + 0x9800000)) 0x100000 >/tmp/err &&
 	grep -q "File exists" /tmp/err'
 # Given back to the allocator at unregistration, poisoned frame excepted:
@@ -101,6 +106,29 @@ check "claim of a range taken refused" '! hbmnl range-claim hbm3 $((phys + 0x980
 check "unregister gives it back" "hbmnl range-unregister $cid &&
 	cid=\$(hbmnl range-claim hbm2 $((phys + 0x9000000 + 0x8000)) 0xff8000 8) &&
 	hbmnl range-unregister \$cid"
+
+# Bad frames stay out of the page allocator after unregistration, not only
+# poisoned ones: a page retired by an operator, one retired for correctable
+# errors and one FAILED (no spare left).  /proc/kpageflags shows them
+# KPF_HWPOISON (bit 19), never KPF_BUDDY (bit 10); a range holding one cannot
+# be claimed again, the good frames around can.
+kpf() { dd if=/proc/kpageflags bs=8 skip=$1 count=1 2>/dev/null | od -An -tu8 | tr -d ' '; }
+base=$((phys + 0xa000000))
+bid=$(hbmnl range-claim hbm4 $base 0x400000 2)
+check "claim a range for bad pages" '[ "$bid" -ge 0 ] 2>/dev/null'
+check "bad pages: admin, ce-threshold, failed" 'hbmctl retire hbm4 0 && hbmctl policy hbm4 ce_threshold=2 >/dev/null &&
+	hbmctl inject hbm4 ce 0x8000 2 && hbmctl inject hbm4 ue 0x10000 &&
+	hbmctl pages hbm4 | grep -q "^0x10000 *1 .*failed"'
+check "unregister a range with bad pages" "hbmnl range-unregister $bid"
+for off in 0 0x8000 0x10000; do
+	eventually "bad frame $off kept from the allocator" \
+		"f=\$(kpf $(( (base + off) / 4096 ))) && [ -n \"\$f\" ] &&
+		 [ \$(( f >> 10 & 1 )) = 0 ] && [ \$(( f >> 19 & 1 )) = 1 ]"
+done
+check "a range of bad frames cannot be claimed again" \
+	"! hbmnl range-claim hbm4 $base 0x400000 2 >/tmp/err && grep -q 'Device or resource busy' /tmp/err"
+check "the good frames can" \
+	"bid=\$(hbmnl range-claim hbm4 $((base + 0x11000)) $((0x400000 - 0x11000)) 2) && hbmnl range-unregister \$bid"
 
 # Netlink changes, as the daemon will make them.
 check "netlink retire" 'hbmnl retire 0 0x5000 0x2000 && hbmctl pages sim0 | grep -q "^0x5000 *2 .*admin"'

@@ -510,10 +510,12 @@ struct hbmguard_event {
  * mmap(NULL, len, PROT_READ, MAP_SHARED, fd, HBMGUARD_MMAP_TABLE(dev))
  * maps device dev's bad-page table, so that an allocator can translate
  * without a syscall.  Map one page first to read the header: the whole
- * mapping is map_size bytes.  The mapping is read-only (PROT_WRITE: EACCES),
+ * mapping is map_size bytes.  The mapping is shared (MAP_PRIVATE: EINVAL)
+ * and read-only (PROT_WRITE, PROT_EXEC, or either by mprotect(): EACCES),
  * must start at the table's offset (EINVAL) and not exceed map_size
- * (EINVAL); a device that does not exist is ENODEV.  A mapping outlives its
- * device: then `removed` is set and the table stays as it was.
+ * (EINVAL); a device that does not exist is ENODEV.  It cannot grow
+ * (mremap(): EFAULT).  A mapping outlives its device: then `removed` is set
+ * and the table stays as it was.
  *
  * The table is published in one of two buffers of sorted entries.  The
  * kernel fills the buffer readers are not directed to, then, inside `seq`
@@ -546,9 +548,16 @@ struct hbmguard_event {
  * or poison has lost its data: touching it raises SIGBUS with BUS_MCEERR_AR
  * and the address in si_addr, as real poison does, until its owner declares
  * it restored (HBMGUARD_IOC_RESTORED); the spare then reads zero until the
- * owner writes it.  A FAILED page raises the same SIGBUS.  Once the device is
- * gone, its mappings raise SIGBUS.  Errors: ENODEV (no such device), EINVAL
- * (not memory-backed, or outside the device).
+ * owner writes it.  A FAILED page, and a page whose frame is poisoned or
+ * whose data could not be copied, raises the same SIGBUS.  A page cleared
+ * gets back its own memory with the data its spare held (a lost page: what
+ * it held when it was lost).  Once the device is gone, its mappings raise
+ * SIGBUS.  The mapping must be shared (MAP_PRIVATE: EINVAL), is never
+ * executable (PROT_EXEC, or mprotect() to it: EACCES; EPERM from mmap()
+ * itself when the node is on a noexec filesystem), is writable only
+ * through a file open for writing, and cannot grow (mremap(): EFAULT).
+ * Errors: ENODEV (no such device), EINVAL (not memory-backed, outside the
+ * device, or an offset that is no device's).
  */
 #define HBMGUARD_MMAP_APERTURE(dev)	((1ULL << 62) | ((__u64)(dev) << 44))
 #define HBMGUARD_MAP_MAGIC		0x48424d54	/* "HBMT" */
@@ -648,8 +657,12 @@ struct hbmguard_map_entry {
  *	what was there; EBUSY when it cannot, e.g. kernel memory or poisoned
  *	pages in it), zeroes it and offers it as the device's aperture, every
  *	retired page steered to a spare at the top of the range; it is given
- *	back at unregistration, poisoned pages excepted.  Replies with
- *	DEVICE_ID.
+ *	back at unregistration, bad frames excepted: every page in the table
+ *	(retired, pending or failed, whatever the cause), lost or poisoned is
+ *	marked HWPoison and stays out of the page allocator until reboot, and
+ *	a later CLAIM over one is EBUSY.  A range to claim may have at most
+ *	16 TiB of usable pages, the aperture window of a device (EFBIG).
+ *	Replies with DEVICE_ID.
  * HBMGUARD_CMD_RANGE_UNREGISTER (admin)
  *	DEVICE_ID of a range device.
  * HBMGUARD_CMD_EVENT
