@@ -5,6 +5,17 @@
  * with a system address inside a range device become reports: uncorrectable
  * ones retire the page, correctable ones count toward its threshold.
  * Decoding is mce_decode.c's; this file only adapts the kernel's struct.
+ *
+ * One error must count once.  Where an EDAC driver owns the memory
+ * controller (sb_edac, skx_common, i10nm, igen6, pnd2, i7core; mce_amd on
+ * AMD), its decode-chain notifier runs at MCE_PRIO_EDAC, before ours at
+ * MCE_PRIO_LOWEST (arch/x86/include/asm/mce.h, 6.1 and 6.12: the chain runs
+ * in descending priority), reports the error on ras:mc_event, which
+ * ras_edac.c counts, and sets MCE_HANDLED_EDAC in the record's kflags.
+ * Such records are left to that path.  On AMD, mce_amd sets the flag even
+ * when no DRAM decoder (amd64_edac) is loaded to emit mc_event: there the
+ * error is counted by neither path, which is the lesser harm than halving
+ * every threshold where both are loaded, as they are together.
  */
 #include <linux/notifier.h>
 #include <asm/mce.h>
