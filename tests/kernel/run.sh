@@ -32,6 +32,7 @@ start=$(date +%s)
 	--file "$TOP/tests/kernel/ras.sh:/ras.sh" \
 	--file "$TOP/build/$kver/testmods/hbm_test_provider.ko:/hbm_test_provider.ko" \
 	--file "$TOP/build/$kver/testmods/hbm_fake_nvidia.ko:/hbm_fake_nvidia.ko" \
+	--file "$TOP/build/$kver/testmods/hbm_fake_edac.ko:/hbm_fake_edac.ko" \
 	--file "$TOP/tests/kernel/providers.sh:/providers.sh" \
 	--log "$TOP/build/logs/tier2-$kver.log" \
 	-- 'sh /tier2.sh; a=$?; sh /ras.sh; b=$?; sh /providers.sh; c=$?; sh /daemon.sh; d=$?; sh /recovery.sh; exit $((a + b + c + d + $?))'
