@@ -178,4 +178,14 @@ check "range unregister" 'hbmnl range-unregister 1 && ! hbmnl devices | grep -q 
 
 check "unload" 'rmmod hbmguard'
 check "unload clean" 'dmesg | tail -n 5 | grep -q "hbmguard: unloaded"'
+
+# With the EDAC path off, the MCE path takes what an EDAC driver decoded.
+check "load without the EDAC path" 'insmod /hbmguard.ko path_edac=0 && insmod /hbm_fake_edac.ko'
+id=$(hbmnl range-node hbm0 1)
+mce_inject 0 $((phys + 0x100000))
+mce_inject 0 $((phys + 0x8300000))
+wait_for_dmesg "hbm_fake_edac: handled $(printf %x $((phys + 0x8300000)))"
+eventually "path_edac=0: the MCE path counts it" 'hbmnl devices | grep -q "^device $id .* ce=1 "'
+check "path_edac=0: once" 'hbmnl stats | grep -q "^path 3 received=1 dropped=0$"'
+check "unload again" 'rmmod hbm_fake_edac && rmmod hbmguard'
 finish ras
