@@ -442,9 +442,15 @@ static u32 now_seconds(void)
 int hbm_device_report(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 		      u32 path)
 {
+	static const u8 source_of[__HBMGUARD_ERROR_MAX] = {
+		[HBMGUARD_ERROR_CE] = HBMGUARD_SOURCE_CE_THRESHOLD,
+		[HBMGUARD_ERROR_UE] = HBMGUARD_SOURCE_UE,
+		[HBMGUARD_ERROR_POISON] = HBMGUARD_SOURCE_POISON,
+	};
 	struct hbm_result res = {};
 	struct hbm_extent e;
 	u32 old_health, page, served;
+	u8 why;
 	int err;
 
 	if (offset >= dev->hbm_size)
@@ -460,18 +466,24 @@ int hbm_device_report(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 		if (served == HBM_NO_SPARE ||
 		    !hbm_table_lookup(&dev->core.table, served, &e))
 			e.source = HBMGUARD_SOURCE_NONE;
-		/*
-		 * The spare that served a page held its data: whatever the
-		 * error, the copy on the new spare is not to be trusted.
-		 */
-		if (served != page && served != HBM_NO_SPARE && dev->backed)
-			xa_store(&dev->lost, served, xa_mk_value(1), GFP_KERNEL);
 		hbm_event(HBMGUARD_EVENT_ERROR, dev->id, offset, 1, e.source,
 			  kind, count, path);
-		if (served == HBM_NO_SPARE)
+		why = e.source;
+		if (served == HBM_NO_SPARE) {
 			served = page;	/* a free spare: no page changed */
+		} else if (served != page) {
+			/*
+			 * The failed spare held the page's data: it is lost
+			 * whatever the error (the aperture would refill the
+			 * new spare from the page retired long ago), and the
+			 * page's event says why, so that recovery starts.
+			 */
+			if (dev->backed)
+				xa_store(&dev->lost, served, xa_mk_value(1), GFP_KERNEL);
+			why = source_of[kind];
+		}
 		device_changed(dev, &res, (u64)served << dev->page_shift,
-			       1ULL << dev->page_shift, e.source, old_health);
+			       1ULL << dev->page_shift, why, old_health);
 	}
 	mutex_unlock(&dev->lock);
 	return err;

@@ -132,7 +132,14 @@ check "memory_failure in the spare area: the spare is not handed out" \
 sid=$(hbmctl sim-create spr 64M spares=4)
 check "spares: a page on spare 0" \
 	'hbmctl retire spr 0x1000 4K && hbmctl translate spr 0x1000 | grep -q "^0x1000 -> 0x3ffc000 (retired)"'
+hbmnl listen 2 5000 >/tmp/spare.events &
+wait_for /tmp/spare.events listening
 check "spares: uncorrectable error in spare 0" 'hbmctl inject spr ue 0x3ffc000'
+wait
+check "spares: the error event names the spare" \
+	"grep -q \"^event type=1 .* dev=$sid offset=0x3ffc000 .*state=2 count=1 aux=0$\" /tmp/spare.events"
+check "spares: the page is retired again, for a UE" \
+	"grep -q \"^event type=2 .* dev=$sid offset=0x1000 length=0x1000 source=1 .*count=1 \" /tmp/spare.events"
 check "spares: its page moved to spare 1" 'hbmctl translate spr 0x1000 | grep -q "^0x1000 -> 0x3ffd000 (retired)"'
 check "spares: poison in free spare 2" 'hbmctl inject spr poison 0x3ffe010'
 check "spares: the next retirement skips it" \
@@ -181,7 +188,7 @@ check "unload clean" 'dmesg | tail -n 5 | grep -q "hbmguard: unloaded"'
 
 # With the EDAC path off, the MCE path takes what an EDAC driver decoded.
 check "load without the EDAC path" 'insmod /hbmguard.ko path_edac=0 && insmod /hbm_fake_edac.ko'
-id=$(hbmnl range-node hbm0 1)
+id=$(hbmnl range-phys hbm1 $phys 0x4000000 16)
 mce_inject 0 $((phys + 0x100000))
 mce_inject 0 $((phys + 0x8300000))
 wait_for_dmesg "hbm_fake_edac: handled $(printf %x $((phys + 0x8300000)))"
