@@ -10,10 +10,13 @@
  * mce_usable_address(), narrowed to what HBM can be charged with: the
  * kernel's test also takes Intel cache-hierarchy errors (a bad line of L1,
  * L2 or LLC that happens to log a physical address), which say nothing about
- * the memory behind the address, so only memory-controller errors count.  A UMC reports a normalized (channel) address that
- * only the data fabric can turn into a system address; such errors are
- * classed HBM_MCE_NORMALIZED and left to paths that have the translation
- * (EDAC's mc_event, memory_failure()).
+ * the memory behind the address, so only memory-controller errors count.
+ *
+ * A UMC reports a normalized (channel) address that only the data fabric
+ * can turn into a system address; such errors are classed
+ * HBM_MCE_NORMALIZED and left to paths that have the translation (EDAC's
+ * mc_event, memory_failure()).  So are records an EDAC driver decoded
+ * (HBM_MCE_EDAC): it reports them on mc_event itself.
  */
 #include "mce_decode.h"
 
