@@ -267,6 +267,31 @@ START_TEST(poisoned_spare_leaves_pool)
 }
 END_TEST
 
+/* A spare failure that cannot allocate changes nothing and is not counted. */
+START_TEST(spare_report_enomem_changes_nothing)
+{
+	ck_assert_int_eq(report(7, HBMGUARD_ERROR_UE, 1, NOW), 0);	/* spare 0 */
+	memset(&res, 0, sizeof(res));
+	hbm_test_alloc_fail_in = 0;
+	ck_assert_int_eq(report(PAGES + 0, HBMGUARD_ERROR_POISON, 1, NOW), -ENOMEM);
+	hbm_test_alloc_fail_in = -1;
+	ck_assert_uint_eq(c.ue_events, 1);
+	ck_assert_uint_eq(c.table.spare_bad, 0);
+	ck_assert_uint_eq(c.table.spare_used, 1);
+	ck_assert_uint_eq(res.retired + res.spares_failed, 0);
+	/* A spare at the threshold keeps its bucket: the next error retries. */
+	ck_assert_int_eq(report(PAGES + 0, HBMGUARD_ERROR_CE, 49, NOW), 0);
+	hbm_test_alloc_fail_in = 0;
+	ck_assert_int_eq(report(PAGES + 0, HBMGUARD_ERROR_CE, 1, NOW), -ENOMEM);
+	hbm_test_alloc_fail_in = -1;
+	ck_assert_uint_eq(hbm_ce_level(&c, PAGES + 0, NOW), 49);
+	ck_assert_uint_eq(c.ce_events, 49);
+	ck_assert_int_eq(report(PAGES + 0, HBMGUARD_ERROR_CE, 1, NOW), 0);
+	ck_assert_uint_eq(c.table.spare_bad, 1);
+	ck_assert_uint_eq(served, 7);
+}
+END_TEST
+
 /* Correctable errors in a spare fill a bucket of its own, as a page's do. */
 START_TEST(spare_ce_threshold)
 {
@@ -322,6 +347,7 @@ Suite *policy_suite(void)
 	tcase_add_test(tc, policy_validation);
 	tcase_add_test(tc, poisoned_spare_leaves_pool);
 	tcase_add_test(tc, spare_ce_threshold);
+	tcase_add_test(tc, spare_report_enomem_changes_nothing);
 	tcase_add_test(tc, failed_spares_count_toward_health);
 	suite_add_tcase(s, tc);
 	return s;
