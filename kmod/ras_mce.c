@@ -14,7 +14,7 @@
  * ras:mc_event, which ras_edac.c counts, and sets MCE_HANDLED_EDAC in the
  * record's kflags.  Such records are left to that path while it is on.
  * (A corrected error the kernel's collector took first, MCE_HANDLED_CEC at
- * MCE_PRIO_CEC, is skipped by skx_common and so stays ours.)
+ * MCE_PRIO_CEC, is skipped by every one of those drivers and so stays ours.)
  * mce_amd sets the flag even when no DRAM decoder (amd64_edac) is loaded to
  * report on mc_event.  It is loaded as amd64_edac's dependency; loaded
  * alone, it leaves legacy AMD DRAM errors counted by neither path (SMCA UMC
