@@ -244,6 +244,7 @@ static void device_json(uint32_t id, const struct hbmguard_device_info *di)
 	json_u64("failed", di->nr_failed, true);
 	json_u64("spare_total", di->spare_total, true);
 	json_u64("spare_used", di->spare_used, true);
+	json_u64("spare_bad", di->spare_bad, true);
 	json_str("health", NAME(health_names, di->health), true);
 	json_u64("ce_threshold", di->policy.ce_threshold, true);
 	json_u64("ce_window", di->policy.ce_window, true);
@@ -277,7 +278,7 @@ static int cmd_devices(void)
 		       di.name, di.identity, fmt_size(size, sizeof(size), di.hbm_size),
 		       di.page_size,
 		       di.nr_retired, di.nr_pending, di.nr_failed,
-		       di.spare_total - di.spare_used, di.spare_total,
+		       di.spare_total - di.spare_used - di.spare_bad, di.spare_total,
 		       NAME(health_names, di.health));
 	}
 	return 0;

@@ -107,6 +107,7 @@ static void fill_device_info(struct hbm_device *dev,
 	info->health = c->health;
 	info->spare_total = c->table.spare_total;
 	info->spare_used = c->table.spare_used;
+	info->spare_bad = c->table.spare_bad;
 	info->nr_retired = c->table.pages[HBMGUARD_STATE_RETIRED];
 	info->nr_pending = c->table.pages[HBMGUARD_STATE_PENDING];
 	info->nr_failed = c->table.pages[HBMGUARD_STATE_FAILED];

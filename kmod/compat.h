@@ -64,6 +64,7 @@ static inline struct hbm_mce_record hbm_mce_record_of(void *data)
 		.amd = m->cpuvendor == X86_VENDOR_AMD ||
 		       m->cpuvendor == X86_VENDOR_HYGON,
 		.smca = boot_cpu_has(X86_FEATURE_SMCA),
+		.edac_handled = m->kflags & MCE_HANDLED_EDAC,
 	};
 }
 #endif

@@ -129,7 +129,9 @@ struct hbm_table {
 	u32 spare_total;
 	u32 spare_used;
 	u32 spare_hint;		/* next-fit: where the last spare came from */
-	unsigned long *spare_map;	/* bit set: spare in use */
+	u32 spare_bad;		/* spares that failed: out of the pool for good */
+	unsigned long *spare_map;	/* bit set: spare in use, or failed */
+	unsigned long *spare_bad_map;	/* bit set: spare failed */
 
 	struct hbm_leaf **leaves;	/* sorted, none empty */
 	struct hbm_leaf_key *keys;	/* of each leaf, packed for search */
@@ -147,18 +149,22 @@ struct hbm_result {
 	u32 pending;		/* pages that became PENDING */
 	u32 failed;		/* pages that became FAILED */
 	u32 cleared;		/* pages that left the table */
+	u32 spares_failed;	/* spares that left the pool */
 };
 
 enum hbm_op {
 	HBM_OP_PENDING,		/* record, do not bypass */
 	HBM_OP_RETIRE,		/* record and bypass */
 	HBM_OP_CLEAR,		/* forget, return spares */
+	HBM_OP_RESPARE,		/* internal: hbm_table_spare_fail() */
 };
 
 int hbm_table_init(struct hbm_table *t, u32 nr_pages, u32 spare_total);
 void hbm_table_destroy(struct hbm_table *t);
 int hbm_table_apply(struct hbm_table *t, enum hbm_op op, u32 first, u32 nr,
 		    u8 source, u16 errors, u32 now, struct hbm_result *res);
+int hbm_table_spare_fail(struct hbm_table *t, u32 spare, u16 errors, u32 now,
+			 struct hbm_result *res, u32 *page);
 bool hbm_table_lookup(const struct hbm_table *t, u32 page,
 		      struct hbm_extent *out);
 u32 hbm_table_list(const struct hbm_table *t, u32 start, u32 end,
@@ -202,7 +208,7 @@ void hbm_core_destroy(struct hbm_core *c);
 u32 hbm_default_retire_limit(u64 hbm_bytes);
 int hbm_policy_check(const struct hbm_policy *p, u32 nr_pages);
 int hbm_core_report(struct hbm_core *c, u32 page, u32 kind, u32 count,
-		    u32 now, struct hbm_result *res);
+		    u32 now, struct hbm_result *res, u32 *served);
 int hbm_core_apply(struct hbm_core *c, enum hbm_op op, u32 first, u32 nr,
 		   u8 source, u32 now, struct hbm_result *res);
 u32 hbm_core_health(const struct hbm_core *c);

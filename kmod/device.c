@@ -187,6 +187,7 @@ static void ranges_remove(struct hbm_device *dev)
  * @phys: the address
  * @offset: its offset in the device, when found
  *
+ * The spare area is part of the device: an error there is the device's.
  * Callable from any context.
  *
  * Return: the device with a reference the caller puts, or NULL.
@@ -202,7 +203,7 @@ struct hbm_device *hbm_device_find_phys(u64 phys, u64 *offset)
 		struct hbm_device *dev = hbm_ranges[i];
 
 		if (phys >= dev->phys_start &&
-		    phys - dev->phys_start < hbm_usable_size(dev)) {
+		    phys - dev->phys_start < dev->hbm_size) {
 			*offset = phys - dev->phys_start;
 			kref_get(&dev->ref);
 			found = dev;
@@ -407,6 +408,7 @@ static void device_changed(struct hbm_device *dev, const struct hbm_result *res,
 			  pages, 0);
 		changed = true;
 	}
+	changed |= res->spares_failed;
 	if (dev->core.health != old_health)
 		hbm_event(HBMGUARD_EVENT_HEALTH, dev->id, 0, 0, 0,
 			  dev->core.health, hbm_table_bad_pages(&dev->core.table),
@@ -427,7 +429,9 @@ static u32 now_seconds(void)
 /**
  * hbm_device_report() - an error at one offset, through the policy
  * @dev: the device
- * @offset: byte offset, below the usable size
+ * @offset: byte offset, below hbm_size: in the spare area, the error is the
+ *	spare's (a spare that fails leaves the pool; the page it served moves
+ *	to another, and its data is lost)
  * @kind: enum hbmguard_error_kind
  * @count: errors (CE), 1 otherwise
  * @path: enum hbmguard_path the error came by
@@ -438,26 +442,48 @@ static u32 now_seconds(void)
 int hbm_device_report(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 		      u32 path)
 {
+	static const u8 source_of[__HBMGUARD_ERROR_MAX] = {
+		[HBMGUARD_ERROR_CE] = HBMGUARD_SOURCE_CE_THRESHOLD,
+		[HBMGUARD_ERROR_UE] = HBMGUARD_SOURCE_UE,
+		[HBMGUARD_ERROR_POISON] = HBMGUARD_SOURCE_POISON,
+	};
 	struct hbm_result res = {};
 	struct hbm_extent e;
-	u32 old_health, page;
+	u32 old_health, page, served;
+	u8 why;
 	int err;
 
-	if (offset >= hbm_usable_size(dev))
+	if (offset >= dev->hbm_size)
 		return -ERANGE;
 	page = offset >> dev->page_shift;
 
 	mutex_lock(&dev->lock);
 	old_health = dev->core.health;
 	err = dev->dead ? -ENODEV :
-	      hbm_core_report(&dev->core, page, kind, count, now_seconds(), &res);
+	      hbm_core_report(&dev->core, page, kind, count, now_seconds(), &res,
+			      &served);
 	if (!err) {
-		if (!hbm_table_lookup(&dev->core.table, page, &e))
+		if (served == HBM_NO_SPARE ||
+		    !hbm_table_lookup(&dev->core.table, served, &e))
 			e.source = HBMGUARD_SOURCE_NONE;
 		hbm_event(HBMGUARD_EVENT_ERROR, dev->id, offset, 1, e.source,
 			  kind, count, path);
-		device_changed(dev, &res, (u64)page << dev->page_shift,
-			       1ULL << dev->page_shift, e.source, old_health);
+		why = e.source;
+		if (served == HBM_NO_SPARE) {
+			served = page;	/* a free spare: no page changed */
+		} else if (served != page) {
+			/*
+			 * The failed spare held the page's data: it is lost
+			 * whatever the error (the aperture would refill the
+			 * new spare from the page retired long ago), and the
+			 * page's event says why, so that recovery starts.
+			 */
+			if (dev->backed)
+				xa_store(&dev->lost, served, xa_mk_value(1), GFP_KERNEL);
+			why = source_of[kind];
+		}
+		device_changed(dev, &res, (u64)served << dev->page_shift,
+			       1ULL << dev->page_shift, why, old_health);
 	}
 	mutex_unlock(&dev->lock);
 	return err;

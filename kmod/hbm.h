@@ -140,6 +140,7 @@ int hbm_mce_init(void);
 void hbm_mce_exit(void);
 int hbm_edac_init(void);
 void hbm_edac_exit(void);
+extern bool hbm_edac_on;
 int hbm_nvidia_init(void);
 void hbm_nvidia_exit(void);
 

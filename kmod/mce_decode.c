@@ -7,10 +7,16 @@
  * is recognised here from MCA_IPID instead of the kernel's bank tables.
  *
  * The checks follow the kernel's mce_is_memory_error() and
- * mce_usable_address().  A UMC reports a normalized (channel) address that
- * only the data fabric can turn into a system address; such errors are
- * classed HBM_MCE_NORMALIZED and left to paths that have the translation
- * (EDAC's mc_event, memory_failure()).
+ * mce_usable_address(), narrowed to what HBM can be charged with: the
+ * kernel's test also takes Intel cache-hierarchy errors (a bad line of L1,
+ * L2 or LLC that happens to log a physical address), which say nothing about
+ * the memory behind the address, so only memory-controller errors count.
+ *
+ * A UMC reports a normalized (channel) address that only the data fabric
+ * can turn into a system address; such errors are classed
+ * HBM_MCE_NORMALIZED and left to paths that have the translation (EDAC's
+ * mc_event, memory_failure()).  So are records an EDAC driver decoded
+ * (HBM_MCE_EDAC): it reports them on mc_event itself.
  */
 #include "mce_decode.h"
 
@@ -25,13 +31,17 @@
 #define SMCA_HWID_UMC		0x96
 #define AMD_XEC(status)		(((status) >> 16) & 0x3f)
 
+/*
+ * Intel SDM Vol. 3B, "Compound Error Codes" (16.9.2 in current editions,
+ * 15.9.2 in older ones, which the kernel's mce_is_memory_error() cites):
+ * memory controller errors are 0000_0000_1MMM_CCCC.  Bit 12 is the
+ * correction-report filtering bit and may be set; bits 11 (bus and
+ * interconnect), 8 (cache hierarchy, 0000_0001_RRRR_TTLL), 4 (TLB) and the
+ * generic cache hierarchy code 0000_0000_0000_11LL are other units' errors.
+ */
 static bool intel_memory(u64 status)
 {
-	u64 mcacod = status & 0xffff;
-
-	/* Memory controller errors, memory hierarchy errors, generic memory */
-	return (mcacod & 0xef80) == 0x0080 || (mcacod & 0xef00) == 0x0100 ||
-	       (mcacod & 0xeffc) == 0x000c;
+	return (status & 0xef80) == 0x0080;
 }
 
 static bool amd_umc(const struct hbm_mce_record *r)
@@ -39,6 +49,14 @@ static bool amd_umc(const struct hbm_mce_record *r)
 	return SMCA_HWID(r->ipid) == SMCA_HWID_UMC && SMCA_MCATYPE(r->ipid) == 0;
 }
 
+/*
+ * AMD's memory-controller errors, as the kernel's amd_mce_is_memory_error()
+ * (arch/x86/kernel/cpu/mce/amd.c, 6.1 and 6.12) has them: on SMCA a UMC bank
+ * with extended error code 0 (DRAM ECC); before SMCA the northbridge, bank 4,
+ * with extended error code 8 (DRAM ECC; BKDG for Family 10h-16h, MC4_STATUS).
+ * Cache errors come from other banks (DC, IC, BU/L2, L3) and fail the test
+ * whatever their error code.
+ */
 static bool amd_memory(const struct hbm_mce_record *r)
 {
 	if (r->smca)
@@ -65,6 +83,8 @@ enum hbm_mce_class hbm_mce_decode(const struct hbm_mce_record *r, u32 *kind,
 		return HBM_MCE_NOT_MEMORY;
 	*kind = r->status & (MCI_UC | (r->amd ? MCI_DEFERRED : 0)) ?
 		HBMGUARD_ERROR_UE : HBMGUARD_ERROR_CE;
+	if (r->edac_handled)
+		return HBM_MCE_EDAC;
 	if (!(r->status & MCI_ADDRV))
 		return HBM_MCE_NO_ADDRESS;
 	if (r->amd && r->smca)

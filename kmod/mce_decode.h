@@ -13,12 +13,14 @@ struct hbm_mce_record {
 	u8 bank;
 	bool amd;	/* AMD or Hygon */
 	bool smca;	/* Scalable MCA */
+	bool edac_handled;	/* an EDAC driver decoded it (MCE_HANDLED_EDAC) */
 };
 
 enum hbm_mce_class {
 	HBM_MCE_NOT_MEMORY,	/* not a DRAM/HBM error */
 	HBM_MCE_NO_ADDRESS,	/* memory, but no usable system address */
 	HBM_MCE_NORMALIZED,	/* SMCA UMC: a normalized address, not a system one */
+	HBM_MCE_EDAC,		/* memory, decoded by EDAC, which reports it on mc_event */
 	HBM_MCE_MEMORY,		/* memory, *phys is the system physical address */
 };
 

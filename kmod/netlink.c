@@ -80,6 +80,7 @@ int hbm_device_fill(struct sk_buff *skb, struct hbm_device *dev)
 	      nla_put_u32(skb, HBMGUARD_A_PAGE_SIZE, 1U << dev->page_shift) ||
 	      nla_put_u32(skb, HBMGUARD_A_SPARE_TOTAL, c->table.spare_total) ||
 	      nla_put_u32(skb, HBMGUARD_A_SPARE_USED, c->table.spare_used) ||
+	      nla_put_u32(skb, HBMGUARD_A_SPARE_BAD, c->table.spare_bad) ||
 	      nla_put_u32(skb, HBMGUARD_A_NR_RETIRED,
 			  c->table.pages[HBMGUARD_STATE_RETIRED]) ||
 	      nla_put_u32(skb, HBMGUARD_A_NR_PENDING,

@@ -22,9 +22,16 @@
  * spread over more pages than that, faster than the threshold rate, loses
  * buckets; ce_evicted counts them so an operator can see it.
  *
- * Health follows the number of bad pages (any state) against retire_limit,
- * by default one page per 100 MiB of HBM as amdgpu's bad_page_threshold:
- * DEGRADED at 90%, RMA at 100%.
+ * Errors in the spare area follow the same policy, page by page: device
+ * page nr_pages + i is spare i, with a bucket of its own.  A spare that
+ * would be retired fails instead: it leaves the pool, and a page it served
+ * moves to another spare (table.c).  The errors count in ce_events and
+ * ue_events like any others.
+ *
+ * Health follows the number of bad pages (any state, failed spares
+ * included: both are HBM gone bad) against retire_limit, by default one page
+ * per 100 MiB of HBM as amdgpu's bad_page_threshold: DEGRADED at 90%, RMA at
+ * 100%.
  */
 #include "core.h"
 
@@ -182,7 +189,7 @@ u32 hbm_ce_level(const struct hbm_core *c, u32 page, u32 now)
 
 u32 hbm_core_health(const struct hbm_core *c)
 {
-	u64 bad = hbm_table_bad_pages(&c->table);
+	u64 bad = (u64)hbm_table_bad_pages(&c->table) + c->table.spare_bad;
 	u64 limit = c->policy.retire_limit;
 
 	if (bad >= limit)
@@ -218,20 +225,51 @@ int hbm_core_apply(struct hbm_core *c, enum hbm_op op, u32 first, u32 nr,
 	return err;
 }
 
+/* An error in spare @spare: see hbm_core_report(). */
+static int spare_report(struct hbm_core *c, u32 spare, u32 kind, u32 count,
+			u32 now, struct hbm_result *res, u32 *served)
+{
+	u32 page = c->table.nr_pages + spare, errors = count;
+	int err;
+
+	*served = HBM_NO_SPARE;
+	if (test_bit(spare, c->table.spare_bad_map)) {
+		/* Out of the pool already: counted, nothing more to do. */
+	} else if (kind == HBMGUARD_ERROR_CE &&
+		   !ce_add(c, page, count, now, &errors)) {
+		/* Below the threshold: the bucket holds it. */
+	} else {
+		err = hbm_table_spare_fail(&c->table, spare, errors, now, res,
+					   served);
+		if (err)
+			return err;
+		ce_forget(c, page, 1);
+		c->health = hbm_core_health(c);
+	}
+	if (kind == HBMGUARD_ERROR_CE)
+		c->ce_events += count;
+	else
+		c->ue_events++;
+	return 0;
+}
+
 /**
  * hbm_core_report() - apply the policy to errors reported at one page
  * @c: the device core
- * @page: the page
+ * @page: the page: below nr_pages a usable page, above it spare
+ *	@page - nr_pages
  * @kind: enum hbmguard_error_kind
  * @count: errors (CE); 1 for the others
  * @now: seconds since the epoch
  * @res: what changed, added to
+ * @served: out: the usable page whose data lives in @page (@page itself, or
+ *	for a failed spare the page it served, or HBM_NO_SPARE for none)
  *
  * Return: 0, -EINVAL for a bad @kind or @count, -ERANGE for a page outside
  * the device, -ENOMEM.  On error nothing changed.
  */
 int hbm_core_report(struct hbm_core *c, u32 page, u32 kind, u32 count,
-		    u32 now, struct hbm_result *res)
+		    u32 now, struct hbm_result *res, u32 *served)
 {
 	struct hbm_extent e;
 	u32 errors = count;
@@ -239,11 +277,18 @@ int hbm_core_report(struct hbm_core *c, u32 page, u32 kind, u32 count,
 	u8 source;
 	int err;
 
-	if (page >= c->table.nr_pages)
+	*served = HBM_NO_SPARE;
+	if (page >= c->table.nr_pages &&
+	    page - c->table.nr_pages >= c->table.spare_total)
 		return -ERANGE;
 	if (!count || count > 0xffff ||
+	    !kind || kind >= __HBMGUARD_ERROR_MAX ||
 	    (kind != HBMGUARD_ERROR_CE && count != 1))
 		return -EINVAL;
+	if (page >= c->table.nr_pages)
+		return spare_report(c, page - c->table.nr_pages, kind, count,
+				    now, res, served);
+	*served = page;
 
 	switch (kind) {
 	case HBMGUARD_ERROR_CE:

@@ -60,7 +60,8 @@ EXPORT_SYMBOL_GPL(hbmguard_unregister_device);
 /**
  * hbmguard_report_error() - an ECC error at an offset of a device
  * @dev: what hbmguard_register_device() returned
- * @offset: byte offset in the device, below its usable size
+ * @offset: byte offset in the device, below its HBM size: an error in the
+ *	spare area is the spare's (a spare that fails leaves the pool)
  * @kind: HBMGUARD_ERROR_CE, HBMGUARD_ERROR_UE or HBMGUARD_ERROR_POISON
  * @count: errors, 1..65535 for CE; 1 otherwise
  *

@@ -40,6 +40,12 @@
  * a page is FAILED, never dropped; a later retire of the range gives FAILED
  * pages spares that a clear has freed meanwhile.
  *
+ * Spares are HBM too and fail like any page.  A failed spare leaves the pool
+ * for good: its bit stays set in spare_map, as if in use, and spare_bad_map
+ * says why.  If it served a page, that page moves to another spare (or
+ * becomes FAILED when none is left) in one change of the table, keeping its
+ * record: the spare no extent names any more is never freed by a clear.
+ *
  * Error counts and times belong to an extent: when a run splits, both parts
  * keep them; when runs merge, counts add and times widen.
  */
@@ -281,6 +287,7 @@ struct op_ctx {
 	u32 taken_nr, taken_cap;
 	struct spare_run *freed;	/* spares to free once written */
 	u32 freed_nr, freed_cap;
+	u32 failed_spare;		/* HBM_OP_RESPARE: the spare that failed */
 	long delta[__HBMGUARD_STATE_MAX];
 	struct hbm_result res;
 };
@@ -354,15 +361,18 @@ static u32 spare_take(struct op_ctx *c)
 	struct hbm_table *t = c->t;
 	unsigned long s;
 
-	if (t->spare_used == t->spare_total)
+	if (t->spare_used + t->spare_bad == t->spare_total)
 		return HBM_NO_SPARE;
 	s = find_next_zero_bit(t->spare_map, t->spare_total, t->spare_hint);
 	if (s >= t->spare_total)
 		s = find_next_zero_bit(t->spare_map, t->spare_total, 0);
+	/* Logged first: a spare the undo log does not hold would leak. */
+	log_spares(c, &c->taken, &c->taken_nr, &c->taken_cap, s, 1);
+	if (c->err)
+		return HBM_NO_SPARE;
 	__set_bit(s, t->spare_map);
 	t->spare_used++;
 	t->spare_hint = s + 1;
-	log_spares(c, &c->taken, &c->taken_nr, &c->taken_cap, s, 1);
 	return s;
 }
 
@@ -433,9 +443,11 @@ static void op_piece(struct op_ctx *c, const struct hbm_extent *old,
 			e.spare += first - old->first;
 	}
 
-	if (c->op == HBM_OP_CLEAR) {
+	if (c->op == HBM_OP_CLEAR || c->op == HBM_OP_RESPARE) {
 		if (!old)
 			return;
+	}
+	if (c->op == HBM_OP_CLEAR) {
 		if (e.spare != HBM_NO_SPARE)
 			log_spares(c, &c->freed, &c->freed_nr, &c->freed_cap,
 				   e.spare, nr);
@@ -447,6 +459,18 @@ static void op_piece(struct op_ctx *c, const struct hbm_extent *old,
 	e.errors = min_t(u32, 0xffff, (u32)e.errors + c->errors);
 	if (c->op == HBM_OP_RETIRE) {
 		bypass(c, e);
+		return;
+	}
+	if (c->op == HBM_OP_RESPARE) {
+		/* Not RETIRED, or not served by the failed spare: the record only. */
+		if (e.spare != c->failed_spare) {
+			emit(c, &e);
+			return;
+		}
+		bypass(c, e);
+		/* Another spare, even a RETIRED -> RETIRED move, is news. */
+		if (c->run_nr && c->run[c->run_nr - 1].state == HBMGUARD_STATE_RETIRED)
+			c->res.retired++;
 		return;
 	}
 	count_change(c, HBMGUARD_STATE_CLEAN, HBMGUARD_STATE_PENDING, nr);
@@ -469,6 +493,9 @@ static void keep(struct op_ctx *c, const struct hbm_extent *old, u32 first,
 /* An extent the operation leaves in its state: only its record changes. */
 static bool op_keeps_state(const struct op_ctx *c, const struct hbm_extent *e)
 {
+	if (c->op == HBM_OP_RESPARE)
+		return e->spare == HBM_NO_SPARE ||
+		       c->failed_spare - e->spare >= e->nr;
 	return c->op == HBM_OP_PENDING ||
 	       (c->op == HBM_OP_RETIRE && e->state == HBMGUARD_STATE_RETIRED);
 }
@@ -697,35 +724,18 @@ nomem:
 	return -ENOMEM;
 }
 
-/**
- * hbm_table_apply() - retire, mark pending or clear a range of pages
- * @t: the table
- * @op: what to do
- * @first: first page
- * @nr: pages, at least one; the range must lie in the table
- * @source: enum hbmguard_source for pages new to the table
- * @errors: errors to add to every extent the range touches
- * @now: seconds since the epoch
- * @res: what changed, added to
- *
- * Return: 0, -EINVAL or -ERANGE for a bad range, -ENOMEM.  On error the table
- * is as it was.
- */
-int hbm_table_apply(struct hbm_table *t, enum hbm_op op, u32 first, u32 nr,
-		    u8 source, u16 errors, u32 now, struct hbm_result *res)
+/* hbm_table_apply(), and HBM_OP_RESPARE of @failed_spare for hbm_table_spare_fail(). */
+static int table_apply(struct hbm_table *t, enum hbm_op op, u32 first, u32 nr,
+		       u8 source, u16 errors, u32 now, u32 failed_spare,
+		       struct hbm_result *res)
 {
 	struct op_ctx c = {
 		.t = t, .op = op, .source = source, .errors = errors, .now = now,
+		.failed_spare = failed_spare,
 	};
 	struct pos lo, hi;
-	u32 end, i;
+	u32 end = first + nr, i;
 	int err;
-
-	if (!nr)
-		return -EINVAL;
-	if (first >= t->nr_pages || nr > t->nr_pages - first)
-		return -ERANGE;
-	end = first + nr;
 
 	/* Extents that overlap the range or touch it, so they can merge. */
 	lo = first ? pos_end_above(t, first - 1) : pos_normalize(t, (struct pos){ 0, 0 });
@@ -751,6 +761,89 @@ int hbm_table_apply(struct hbm_table *t, enum hbm_op op, u32 first, u32 nr,
 	return err;
 }
 
+/**
+ * hbm_table_apply() - retire, mark pending or clear a range of pages
+ * @t: the table
+ * @op: what to do
+ * @first: first page
+ * @nr: pages, at least one; the range must lie in the table
+ * @source: enum hbmguard_source for pages new to the table
+ * @errors: errors to add to every extent the range touches
+ * @now: seconds since the epoch
+ * @res: what changed, added to
+ *
+ * Return: 0, -EINVAL or -ERANGE for a bad range, -ENOMEM.  On error the table
+ * is as it was.
+ */
+int hbm_table_apply(struct hbm_table *t, enum hbm_op op, u32 first, u32 nr,
+		    u8 source, u16 errors, u32 now, struct hbm_result *res)
+{
+	if (!nr || op == HBM_OP_RESPARE)
+		return -EINVAL;
+	if (first >= t->nr_pages || nr > t->nr_pages - first)
+		return -ERANGE;
+	return table_apply(t, op, first, nr, source, errors, now, HBM_NO_SPARE, res);
+}
+
+struct spare_user {
+	u32 spare;
+	u32 page;	/* out: the page it serves, or HBM_NO_SPARE */
+};
+
+static void find_spare_user(const struct hbm_extent *e, void *arg)
+{
+	struct spare_user *u = arg;
+
+	if (e->spare != HBM_NO_SPARE && u->spare - e->spare < e->nr)
+		u->page = e->first + (u->spare - e->spare);
+}
+
+/**
+ * hbm_table_spare_fail() - a spare went bad: take it out of the pool
+ * @t: the table
+ * @spare: the spare, below spare_total
+ * @errors: errors to add to the record of the page it served
+ * @now: seconds since the epoch
+ * @res: what changed, added to: the page it served counts as retired when it
+ *	moved to another spare, as failed when none was left
+ * @page: out: the page it served, or HBM_NO_SPARE when it served none
+ *
+ * A spare failed already changes nothing.  The page a failed spare served
+ * is found by a walk of the table: spares fail rarely, and a reverse index
+ * would cost memory on every retirement.
+ *
+ * Return: 0, -ERANGE for a spare outside the pool, -ENOMEM, -EINVAL for a
+ * table that is not consistent; on error nothing changed.
+ */
+int hbm_table_spare_fail(struct hbm_table *t, u32 spare, u16 errors, u32 now,
+			 struct hbm_result *res, u32 *page)
+{
+	struct spare_user u = { .spare = spare, .page = HBM_NO_SPARE };
+	int err;
+
+	*page = HBM_NO_SPARE;
+	if (spare >= t->spare_total)
+		return -ERANGE;
+	if (test_bit(spare, t->spare_bad_map))
+		return 0;
+	if (test_bit(spare, t->spare_map)) {
+		hbm_table_walk(t, find_spare_user, &u);
+		if (u.page == HBM_NO_SPARE)
+			return -EINVAL;	/* in use, so an extent names it */
+		err = table_apply(t, HBM_OP_RESPARE, u.page, 1, 0, errors, now,
+				  spare, res);
+		if (err)
+			return err;
+		t->spare_used--;
+	}
+	__set_bit(spare, t->spare_map);
+	__set_bit(spare, t->spare_bad_map);
+	t->spare_bad++;
+	res->spares_failed++;
+	*page = u.page;
+	return 0;
+}
+
 int hbm_table_init(struct hbm_table *t, u32 nr_pages, u32 spare_total)
 {
 	memset(t, 0, sizeof(*t));
@@ -760,9 +853,16 @@ int hbm_table_init(struct hbm_table *t, u32 nr_pages, u32 spare_total)
 	t->spare_total = spare_total;
 	t->spare_map = hbm_zalloc(max_t(size_t, 1, BITS_TO_LONGS(spare_total)) *
 				  sizeof(unsigned long));
-	if (!t->spare_map)
+	t->spare_bad_map = hbm_zalloc(max_t(size_t, 1, BITS_TO_LONGS(spare_total)) *
+				      sizeof(unsigned long));
+	if (!t->spare_map || !t->spare_bad_map) {
+		hbm_free(t->spare_map);
+		hbm_free(t->spare_bad_map);
+		t->spare_map = NULL;
+		t->spare_bad_map = NULL;
 		return -ENOMEM;
-	t->bytes = BITS_TO_LONGS(spare_total) * sizeof(unsigned long);
+	}
+	t->bytes = 2 * BITS_TO_LONGS(spare_total) * sizeof(unsigned long);
 	return 0;
 }
 
@@ -775,5 +875,6 @@ void hbm_table_destroy(struct hbm_table *t)
 	hbm_free(t->leaves);
 	hbm_free(t->keys);
 	hbm_free(t->spare_map);
+	hbm_free(t->spare_bad_map);
 	memset(t, 0, sizeof(*t));
 }

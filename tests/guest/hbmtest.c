@@ -480,7 +480,7 @@ static void test_bad_input(void)
 	CHECK_ERRNO(inject(ctl, 0, HBMGUARD_ERROR_CE, 0, 0), EINVAL);
 	CHECK_ERRNO(inject(ctl, 0, HBMGUARD_ERROR_CE, 0, 65536), EINVAL);
 	CHECK_ERRNO(inject(ctl, 0, HBMGUARD_ERROR_UE, 0, 2), EINVAL);
-	CHECK_ERRNO(inject(ctl, 0, HBMGUARD_ERROR_UE, usable, 1), ERANGE);
+	CHECK_ERRNO(inject(ctl, 0, HBMGUARD_ERROR_UE, before.dev[0].hbm_size, 1), ERANGE);
 	CHECK_ERRNO(inject(ctl, 0, HBMGUARD_ERROR_UE, ~0ULL, 1), ERANGE);
 	CHECK_ERRNO(inject(ctl, 2, HBMGUARD_ERROR_UE, 0, 1), ENODEV);
 	in = (struct hbmguard_inject){ .size = sizeof(in), .kind = 1, .count = 1,

@@ -53,14 +53,30 @@ check "stats count the paths" 'hbmnl stats | grep -q "^path 2 received=1 dropped
 # shared bank logs the same error on every core), so each injection gets a
 # MISC of its own: two real errors on one page differ, in time at least.
 mce_seq=0
-mce_inject() {	# $1: status bits beyond VAL|EN|ADDRV|XEC=8, $2: address
+mce_raw() {	# $1: bank, $2: status, $3: address
 	d=/sys/kernel/debug/mce-inject
 	mce_seq=$((mce_seq + 1))
 	echo sw >$d/flags
-	printf '0x%x\n' $(( (1 << 63) | (1 << 60) | (1 << 58) | (8 << 16) | $1 )) >$d/status
-	printf '0x%x\n' $2 >$d/addr
+	printf '0x%x\n' $2 >$d/status
+	printf '0x%x\n' $3 >$d/addr
 	echo $mce_seq >$d/misc
-	echo 4 >$d/bank
+	echo $1 >$d/bank
+}
+mce_inject() {	# $1: status bits beyond VAL|EN|ADDRV|XEC=8, $2: address
+	mce_raw 4 $(( (1 << 63) | (1 << 60) | (1 << 58) | (8 << 16) | $1 )) $2
+}
+# Records go through the chain one after another, ours last.  A record's
+# own line in the log comes before our notifier sees it, and corrected
+# memory errors may not be logged at all (RAS_CEC, on in 6.12, takes them);
+# so a marker follows: a cache error outside every device, which the
+# default notifier always logs.  When its line shows, every record before
+# it has been through our notifier.
+CACHE_ERR=$(( (1 << 63) | (1 << 60) | (1 << 58) | 0x0136 ))
+wait_for_dmesg() { i=0; while ! dmesg | grep -q "$1" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done; }
+mce_mark() {
+	mark=$((phys + 0x8100000 + mce_seq * 0x1000))
+	mce_raw 2 $CACHE_ERR $mark
+	wait_for_dmesg "ADDR $(printf %x $mark) "
 }
 hbmnl listen 1 5000 >/tmp/mce.events &
 wait_for /tmp/mce.events listening
@@ -76,12 +92,65 @@ check "mce: corrected errors below the threshold count only" '! hbmctl pages hbm
 mce_inject 0 $((phys + 0x300000))
 eventually "mce: at the threshold the page is retired" 'hbmctl pages hbm1 | grep -q "^0x300000 *1 .*retired *ce-threshold *3 "'
 mce_inject 0 $((phys + 0x8000000))
-# The chain logs it before our decoder runs: wait for that, then a moment.
-wait_for_dmesg() { i=0; while ! dmesg | grep -q "$1" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done; }
-wait_for_dmesg "ADDR $(printf %x $((phys + 0x8000000)))"
-sleep 0.2
+mce_mark
 check "mce: outside every device, nothing" '! hbmctl pages hbm1 | grep -q "^0x8000000"'
 check "mce: counted in stats" 'hbmnl stats | grep -q "^path 3 received=4 dropped=0$"'
+
+# A cache error is not an HBM error, even with an address inside a device:
+# the L2 (bank 2 of the legacy AMD layout, which the guest's CPU has) with
+# the memory error code 0000_0001_RRRR_TTLL, data read of L2 data (0x0136).
+mce_raw 2 $CACHE_ERR $((phys + 0x500000))
+mce_mark
+check "mce: a cache error is not charged" \
+	'hbmnl stats | grep -q "^path 3 received=4 dropped=0$" && ! hbmctl pages hbm1 | grep -q "^0x500000"'
+
+# With an EDAC driver decoding memory errors (reporting each on
+# ras:mc_event and marking it MCE_HANDLED_EDAC), one corrected error counts
+# once, by the EDAC path.  hbm_fake_edac logs each record it handled: when
+# the second shows, the first has been through the whole chain.
+check "fake EDAC driver loaded" 'insmod /hbm_fake_edac.ko'
+mce_inject 0 $((phys + 0x400000))
+mce_inject 0 $((phys + 0x8200000))
+wait_for_dmesg "hbm_fake_edac: handled $(printf %x $((phys + 0x8200000)))"
+eventually "mce+edac: counted by EDAC" 'hbmnl stats | grep -q "^path 4 received=1 dropped=0$"'
+check "mce+edac: not again by the MCE path" 'hbmnl stats | grep -q "^path 3 received=4 dropped=0$"'
+check "mce+edac: one corrected error counted once" 'hbmnl devices | grep -q "^device 1 .* ce=4 ue=1 "'
+check "fake EDAC driver unloaded" 'rmmod hbm_fake_edac'
+
+# The spare area fails like any HBM.  hbm1's 16 spares are its top 64 KiB:
+# 0x200000 and 0x300000 hold spares 0 and 1.  A poisoned free spare (2)
+# leaves the pool: the next retirement gets spare 3, and the error counts.
+echo $(( (phys + 0x3ff2000) / 4096 )) >/sys/kernel/debug/hwpoison/corrupt-pfn
+eventually "memory_failure in the spare area: counted" \
+	'hbmnl devices | grep -q "^device 1 .* ue=2 spare_bad=1 "'
+check "memory_failure in the spare area: the spare is not handed out" \
+	'hbmctl retire hbm1 0x600000 4K && hbmctl translate hbm1 0x600000 | grep -q "^0x600000 -> 0x3ff3000 (retired)"'
+
+# Errors injected in a simulated device's spare area: a bad spare that
+# served a page moves the page to another; a bad free one is skipped; with
+# none left, the next page is FAILED.  The counts show everywhere.
+sid=$(hbmctl sim-create spr 64M spares=4)
+check "spares: a page on spare 0" \
+	'hbmctl retire spr 0x1000 4K && hbmctl translate spr 0x1000 | grep -q "^0x1000 -> 0x3ffc000 (retired)"'
+hbmnl listen 2 5000 >/tmp/spare.events &
+wait_for /tmp/spare.events listening
+check "spares: uncorrectable error in spare 0" 'hbmctl inject spr ue 0x3ffc000'
+wait
+check "spares: the error event names the spare" \
+	"grep -q \"^event type=1 .* dev=$sid offset=0x3ffc000 .*state=2 count=1 aux=0$\" /tmp/spare.events"
+check "spares: the page is retired again, for a UE" \
+	"grep -q \"^event type=2 .* dev=$sid offset=0x1000 length=0x1000 source=1 .*count=1 \" /tmp/spare.events"
+check "spares: its page moved to spare 1" 'hbmctl translate spr 0x1000 | grep -q "^0x1000 -> 0x3ffd000 (retired)"'
+check "spares: poison in free spare 2" 'hbmctl inject spr poison 0x3ffe010'
+check "spares: the next retirement skips it" \
+	'hbmctl retire spr 0x2000 4K && hbmctl translate spr 0x2000 | grep -q "^0x2000 -> 0x3fff000 (retired)"'
+check "spares: then none is left" 'hbmctl retire spr 0x3000 4K && hbmctl pages spr | grep -q "^0x3000 *1 .*failed"'
+check "spares: a bad spare's errors still count" 'hbmctl inject spr ce 0x3ffe000 7'
+check "spares: netlink counts" "hbmnl devices | grep -q \"^device $sid spr .* failed=1 .* ce=7 ue=2 spare_bad=2 \""
+check "spares: hbmctl shows none free" 'hbmctl devices | grep -q "^$sid *spr .* 0/4 "'
+check "spares: GET_DEVICE counts" 'hbmctl --json devices | grep -q "\"name\":\"spr\".*\"spare_used\":2,\"spare_bad\":2,"'
+check "spares: beyond the device refused" '! hbmctl inject spr ue 0x4000000 2>/dev/null'
+check "spares: device destroyed" "hbmctl sim-destroy spr"
 
 # A range claimed for the aperture: its frames leave the page allocator
 # while it is registered, back the mapping, and a poisoned one is steered
@@ -144,4 +213,14 @@ check "range unregister" 'hbmnl range-unregister 1 && ! hbmnl devices | grep -q 
 
 check "unload" 'rmmod hbmguard'
 check "unload clean" 'dmesg | tail -n 5 | grep -q "hbmguard: unloaded"'
+
+# With the EDAC path off, the MCE path takes what an EDAC driver decoded.
+check "load without the EDAC path" 'insmod /hbmguard.ko path_edac=0 && insmod /hbm_fake_edac.ko'
+id=$(hbmnl range-phys hbm1 $phys 0x4000000 16)
+mce_inject 0 $((phys + 0x100000))
+mce_inject 0 $((phys + 0x8300000))
+wait_for_dmesg "hbm_fake_edac: handled $(printf %x $((phys + 0x8300000)))"
+eventually "path_edac=0: the MCE path counts it" 'hbmnl devices | grep -q "^device $id .* ce=1 "'
+check "path_edac=0: once" 'hbmnl stats | grep -q "^path 3 received=1 dropped=0$"'
+check "unload again" 'rmmod hbm_fake_edac && rmmod hbmguard'
 finish ras

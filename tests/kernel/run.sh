@@ -32,7 +32,18 @@ start=$(date +%s)
 	--file "$TOP/tests/kernel/ras.sh:/ras.sh" \
 	--file "$TOP/build/$kver/testmods/hbm_test_provider.ko:/hbm_test_provider.ko" \
 	--file "$TOP/build/$kver/testmods/hbm_fake_nvidia.ko:/hbm_fake_nvidia.ko" \
+	--file "$TOP/build/$kver/testmods/hbm_fake_edac.ko:/hbm_fake_edac.ko" \
 	--file "$TOP/tests/kernel/providers.sh:/providers.sh" \
 	--log "$TOP/build/logs/tier2-$kver.log" \
 	-- 'sh /tier2.sh; a=$?; sh /ras.sh; b=$?; sh /providers.sh; c=$?; sh /daemon.sh; d=$?; sh /recovery.sh; exit $((a + b + c + d + $?))'
+# Intel's machine check encodings, in a guest whose CPU says GenuineIntel.
+"$TOP/scripts/guest-run" --kernel "$kver" --cpu max,vendor=GenuineIntel --hbm-node 256 \
+	--module mce-inject \
+	--file "$ko:/hbmguard.ko" \
+	--file "$TOP/build/guest/hbmctl:/bin/hbmctl" \
+	--file "$TOP/build/guest/hbmnl:/bin/hbmnl" \
+	--file "$TOP/tests/kernel/lib.sh:/lib.sh" \
+	--file "$TOP/tests/kernel/mce_intel.sh:/mce_intel.sh" \
+	--log "$TOP/build/logs/tier2-intel-$kver.log" \
+	-- 'sh /mce_intel.sh'
 echo "== tier 2 on $kver passed in $(($(date +%s) - start))s"

@@ -128,6 +128,101 @@ START_TEST(amd_smca_umc)
 }
 END_TEST
 
+/*
+ * Intel SDM Vol. 3B, "Compound Error Codes" (16.9.2; 15.9.2 in older
+ * editions): cache hierarchy 0000_0001_RRRR_TTLL (RRRR 0011 data read,
+ * TT 01 data, LL 01 L1 / 10 L2 / 11 generic, i.e. the LLC), generic cache
+ * hierarchy 0000_0000_0000_11LL, TLB 0000_0000_0001_TTLL, bus and
+ * interconnect 0000_1PPT_RRRR_IILL; memory controller 0000_0000_1MMM_CCCC
+ * (MMM 001 read, 100 scrub; CCCC the channel, 1111 unspecified).  Bit 12 is
+ * the filtering bit of corrected errors and may be set on any of them.
+ */
+START_TEST(intel_only_memory_controller_errors)
+{
+	static const u16 others[] = {
+		0x0135,		/* L1 data cache, data read */
+		0x0136,		/* L2, data read */
+		0x0137,		/* LLC, data read */
+		0x1137,		/* LLC, data read, filtered */
+		0x0117,		/* LLC, generic, read */
+		0x000e,		/* generic cache hierarchy, L2 */
+		0x000f,		/* generic cache hierarchy, LLC */
+		0x0014,		/* instruction TLB, L0 */
+		0x0e0f,		/* bus: generic, timeout, memory access */
+		0x0405,		/* internal unclassified */
+	};
+	static const u16 memory[] = { 0x009f, 0x0091, 0x00c1, 0x10c1, 0x00a3 };
+	unsigned int i;
+	u32 kind;
+	u64 phys;
+
+	for (i = 0; i < sizeof(others) / sizeof(others[0]); i++)
+		ck_assert_msg(decode((struct hbm_mce_record){
+			.status = VAL | EN | MISCV | ADDRV | others[i],
+			.addr = 0x5000, .misc = MISC_PHYS(6) }, &kind, &phys) ==
+			HBM_MCE_NOT_MEMORY, "MCACOD 0x%04x charged", others[i]);
+	for (i = 0; i < sizeof(memory) / sizeof(memory[0]); i++)
+		ck_assert_msg(decode((struct hbm_mce_record){
+			.status = VAL | EN | MISCV | ADDRV | memory[i],
+			.addr = 0x5000, .misc = MISC_PHYS(6) }, &kind, &phys) ==
+			HBM_MCE_MEMORY, "MCACOD 0x%04x not charged", memory[i]);
+}
+END_TEST
+
+/*
+ * AMD: cache errors carry the memory error code 0000_0001_RRRR_TTLL (AMD64
+ * APM Vol. 2, "Error Codes") from the DC, IC and BU (L2) banks 0-2 of the
+ * legacy layout, or from SMCA L2/L3 banks; only the northbridge's DRAM ECC
+ * (bank 4, XEC 8) and the UMC's (XEC 0) are memory errors.
+ */
+START_TEST(amd_cache_errors)
+{
+	u32 kind;
+	u64 phys;
+	u8 bank;
+
+	for (bank = 0; bank < 3; bank++)
+		ck_assert_int_eq(decode((struct hbm_mce_record){
+			.status = VAL | EN | ADDRV | 0x0135, .bank = bank,
+			.amd = true, .addr = 0x1000 }, &kind, &phys),
+			HBM_MCE_NOT_MEMORY);
+	/* The northbridge with another extended error code (GART, 5). */
+	ck_assert_int_eq(decode((struct hbm_mce_record){
+		.status = VAL | EN | ADDRV | (5 << 16) | 0x0135, .bank = 4,
+		.amd = true, .addr = 0x1000 }, &kind, &phys), HBM_MCE_NOT_MEMORY);
+	/* SMCA L3 cache: HWID 0x07, MCATYPE 0 (smca_hwid_mcatypes, mce/amd.c). */
+	ck_assert_int_eq(decode((struct hbm_mce_record){
+		.status = VAL | ADDRV | 0x0137, .ipid = 0x07ULL << 32,
+		.amd = true, .smca = true }, &kind, &phys), HBM_MCE_NOT_MEMORY);
+}
+END_TEST
+
+/*
+ * A record an EDAC driver decoded (MCE_HANDLED_EDAC) is a memory error
+ * that driver reports on ras:mc_event: not a second report here.
+ */
+START_TEST(edac_handled)
+{
+	u32 kind;
+	u64 phys;
+
+	ck_assert_int_eq(decode((struct hbm_mce_record){
+		.status = VAL | EN | MISCV | ADDRV | 0x9f, .addr = 0x5000,
+		.misc = MISC_PHYS(6), .edac_handled = true }, &kind, &phys),
+		HBM_MCE_EDAC);
+	ck_assert_uint_eq(kind, HBMGUARD_ERROR_CE);
+	ck_assert_int_eq(decode((struct hbm_mce_record){
+		.status = VAL | EN | ADDRV | (8 << 16), .bank = 4, .amd = true,
+		.addr = 0x1000, .edac_handled = true }, &kind, &phys),
+		HBM_MCE_EDAC);
+	/* Not memory stays not memory, whoever decoded it. */
+	ck_assert_int_eq(decode((struct hbm_mce_record){
+		.status = VAL | EN | MISCV | ADDRV | 0x0136, .addr = 0x5000,
+		.misc = MISC_PHYS(6), .edac_handled = true }, &kind, &phys),
+		HBM_MCE_NOT_MEMORY);
+}
+END_TEST
+
 Suite *mce_suite(void)
 {
 	Suite *s = suite_create("mce");
@@ -138,6 +233,9 @@ Suite *mce_suite(void)
 	tcase_add_test(tc, not_memory);
 	tcase_add_test(tc, amd_legacy_northbridge);
 	tcase_add_test(tc, amd_smca_umc);
+	tcase_add_test(tc, intel_only_memory_controller_errors);
+	tcase_add_test(tc, amd_cache_errors);
+	tcase_add_test(tc, edac_handled);
 	suite_add_tcase(s, tc);
 	return s;
 }

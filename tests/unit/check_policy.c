@@ -10,6 +10,7 @@
 
 static struct hbm_core c;
 static struct hbm_result res;
+static u32 served;
 
 static void setup(void)
 {
@@ -25,7 +26,7 @@ static void teardown(void)
 
 static int report(u32 page, u32 kind, u32 count, u32 now)
 {
-	return hbm_core_report(&c, page, kind, count, now, &res);
+	return hbm_core_report(&c, page, kind, count, now, &res, &served);
 }
 
 static u8 state_of(u32 page)
@@ -176,7 +177,10 @@ END_TEST
 
 START_TEST(bad_reports_change_nothing)
 {
-	ck_assert_int_eq(report(PAGES, HBMGUARD_ERROR_UE, 1, NOW), -ERANGE);
+	ck_assert_int_eq(report(PAGES + SPARES, HBMGUARD_ERROR_UE, 1, NOW), -ERANGE);
+	ck_assert_int_eq(report(0xffffffff, HBMGUARD_ERROR_UE, 1, NOW), -ERANGE);
+	ck_assert_int_eq(report(PAGES, 0, 1, NOW), -EINVAL);
+	ck_assert_int_eq(report(PAGES, HBMGUARD_ERROR_UE, 2, NOW), -EINVAL);
 	ck_assert_int_eq(report(1, 0, 1, NOW), -EINVAL);
 	ck_assert_int_eq(report(1, __HBMGUARD_ERROR_MAX, 1, NOW), -EINVAL);
 	ck_assert_int_eq(report(1, HBMGUARD_ERROR_CE, 0, NOW), -EINVAL);
@@ -224,6 +228,107 @@ START_TEST(policy_validation)
 }
 END_TEST
 
+/*
+ * The spare area: device page PAGES + i is spare i.  An error there is
+ * counted, and a spare that goes bad leaves the pool and is never handed out.
+ */
+START_TEST(poisoned_spare_leaves_pool)
+{
+	struct hbm_extent e;
+
+	ck_assert_int_eq(report(7, HBMGUARD_ERROR_UE, 1, NOW), 0);	/* spare 0 */
+	memset(&res, 0, sizeof(res));
+	ck_assert_int_eq(report(PAGES + 1, HBMGUARD_ERROR_POISON, 1, NOW), 0);
+	ck_assert_uint_eq(served, HBM_NO_SPARE);
+	ck_assert_uint_eq(res.spares_failed, 1);
+	ck_assert_uint_eq(c.ue_events, 2);
+	ck_assert_uint_eq(c.table.spare_bad, 1);
+	/* The next retirement does not get spare 1. */
+	ck_assert_int_eq(report(9, HBMGUARD_ERROR_UE, 1, NOW), 0);
+	ck_assert(hbm_table_lookup(&c.table, 9, &e));
+	ck_assert_uint_eq(e.spare, 2);
+	/* A spare serving a page: the page moves to another. */
+	memset(&res, 0, sizeof(res));
+	ck_assert_int_eq(report(PAGES + 0, HBMGUARD_ERROR_UE, 1, NOW + 1), 0);
+	ck_assert_uint_eq(served, 7);
+	ck_assert_uint_eq(res.retired, 1);
+	ck_assert(hbm_table_lookup(&c.table, 7, &e));
+	ck_assert_uint_eq(e.state, HBMGUARD_STATE_RETIRED);
+	ck_assert_uint_eq(e.spare, 3);
+	ck_assert_uint_eq(e.errors, 2);
+	ck_assert_uint_eq(c.table.spare_bad, 2);
+	ck_assert_uint_eq(c.table.spare_used, 2);
+	/* Once out, a spare's errors still count, and change nothing else. */
+	memset(&res, 0, sizeof(res));
+	ck_assert_int_eq(report(PAGES + 0, HBMGUARD_ERROR_CE, 5, NOW + 2), 0);
+	ck_assert_uint_eq(c.ce_events, 5);
+	ck_assert_uint_eq(res.retired + res.spares_failed, 0);
+	ck_assert_uint_eq(c.table.spare_bad, 2);
+}
+END_TEST
+
+/* A spare failure that cannot allocate changes nothing and is not counted. */
+START_TEST(spare_report_enomem_changes_nothing)
+{
+	ck_assert_int_eq(report(7, HBMGUARD_ERROR_UE, 1, NOW), 0);	/* spare 0 */
+	memset(&res, 0, sizeof(res));
+	hbm_test_alloc_fail_in = 0;
+	ck_assert_int_eq(report(PAGES + 0, HBMGUARD_ERROR_POISON, 1, NOW), -ENOMEM);
+	hbm_test_alloc_fail_in = -1;
+	ck_assert_uint_eq(c.ue_events, 1);
+	ck_assert_uint_eq(c.table.spare_bad, 0);
+	ck_assert_uint_eq(c.table.spare_used, 1);
+	ck_assert_uint_eq(res.retired + res.spares_failed, 0);
+	/* A spare at the threshold keeps its bucket: the next error retries. */
+	ck_assert_int_eq(report(PAGES + 0, HBMGUARD_ERROR_CE, 49, NOW), 0);
+	hbm_test_alloc_fail_in = 0;
+	ck_assert_int_eq(report(PAGES + 0, HBMGUARD_ERROR_CE, 1, NOW), -ENOMEM);
+	hbm_test_alloc_fail_in = -1;
+	ck_assert_uint_eq(hbm_ce_level(&c, PAGES + 0, NOW), 49);
+	ck_assert_uint_eq(c.ce_events, 49);
+	ck_assert_int_eq(report(PAGES + 0, HBMGUARD_ERROR_CE, 1, NOW), 0);
+	ck_assert_uint_eq(c.table.spare_bad, 1);
+	ck_assert_uint_eq(served, 7);
+}
+END_TEST
+
+/* Correctable errors in a spare fill a bucket of its own, as a page's do. */
+START_TEST(spare_ce_threshold)
+{
+	ck_assert_int_eq(report(PAGES + 4, HBMGUARD_ERROR_CE, 49, NOW), 0);
+	ck_assert_uint_eq(c.ce_events, 49);
+	ck_assert_uint_eq(hbm_ce_level(&c, PAGES + 4, NOW), 49);
+	ck_assert_uint_eq(c.table.spare_bad, 0);
+	ck_assert_uint_eq(res.spares_failed, 0);
+	ck_assert_int_eq(report(PAGES + 4, HBMGUARD_ERROR_CE, 1, NOW), 0);
+	ck_assert_uint_eq(c.table.spare_bad, 1);
+	ck_assert_uint_eq(res.spares_failed, 1);
+	ck_assert_uint_eq(hbm_ce_level(&c, PAGES + 4, NOW), 0);	/* bucket gone */
+	ck_assert_uint_eq(c.ce_nr, 0);
+}
+END_TEST
+
+/* Failed spares are HBM gone bad: they count toward health. */
+START_TEST(failed_spares_count_toward_health)
+{
+	u32 i;
+
+	/* retire_limit is 2 here: one failed spare is 50% of it, two RMA. */
+	ck_assert_int_eq(report(PAGES + 3, HBMGUARD_ERROR_UE, 1, NOW), 0);
+	ck_assert_uint_eq(c.health, HBMGUARD_HEALTH_OK);
+	ck_assert_int_eq(report(PAGES + 5, HBMGUARD_ERROR_UE, 1, NOW), 0);
+	ck_assert_uint_eq(c.health, HBMGUARD_HEALTH_RMA);
+	/* With every spare failed, a UE page is FAILED. */
+	for (i = 0; i < SPARES; i++)
+		ck_assert_int_eq(report(PAGES + i, HBMGUARD_ERROR_POISON, 1, NOW), 0);
+	ck_assert_uint_eq(c.table.spare_bad, SPARES);
+	memset(&res, 0, sizeof(res));
+	ck_assert_int_eq(report(11, HBMGUARD_ERROR_UE, 1, NOW), 0);
+	ck_assert_uint_eq(res.failed, 1);
+	ck_assert_uint_eq(state_of(11), HBMGUARD_STATE_FAILED);
+}
+END_TEST
+
 Suite *policy_suite(void)
 {
 	Suite *s = suite_create("policy");
@@ -240,6 +345,10 @@ Suite *policy_suite(void)
 	tcase_add_test(tc, health_follows_limit);
 	tcase_add_test(tc, bad_reports_change_nothing);
 	tcase_add_test(tc, policy_validation);
+	tcase_add_test(tc, poisoned_spare_leaves_pool);
+	tcase_add_test(tc, spare_ce_threshold);
+	tcase_add_test(tc, spare_report_enomem_changes_nothing);
+	tcase_add_test(tc, failed_spares_count_toward_health);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -44,9 +44,12 @@ const char *table_invariants(const struct hbm_table *t)
 
 				if (e->spare + e->nr > t->spare_total)
 					return "spare outside the pool";
-				for (s = e->spare; s < e->spare + e->nr; s++)
+				for (s = e->spare; s < e->spare + e->nr; s++) {
 					if (!test_bit(s, t->spare_map))
 						return "spare in use but free in the map";
+					if (test_bit(s, t->spare_bad_map))
+						return "a failed spare serves a page";
+				}
 				spares += e->nr;
 			}
 			if (prev && prev->first + prev->nr > e->first)
@@ -68,10 +71,16 @@ const char *table_invariants(const struct hbm_table *t)
 			return "per-state page count wrong";
 	if (spares != t->spare_used)
 		return "spare_used wrong";
-	for (i = 0, spares = 0; i < t->spare_total; i++)
+	for (i = 0, spares = 0, extents = 0; i < t->spare_total; i++) {
+		if (test_bit(i, t->spare_bad_map) && !test_bit(i, t->spare_map))
+			return "a failed spare free in the map";
 		spares += test_bit(i, t->spare_map);
-	if (spares != t->spare_used)
-		return "spare map and spare_used disagree";
+		extents += test_bit(i, t->spare_bad_map);
+	}
+	if (extents != t->spare_bad)
+		return "spare_bad and the map of failed spares disagree";
+	if (spares != t->spare_used + t->spare_bad)
+		return "spare map and spare_used + spare_bad disagree";
 	return NULL;
 }
 
@@ -234,6 +243,115 @@ START_TEST(pool_exhaustion_fails_pages)
 }
 END_TEST
 
+/* A failed spare leaves the pool: never handed out again, not even after a clear. */
+START_TEST(failed_spare_leaves_pool)
+{
+	struct hbm_result res = { 0 };
+	struct hbm_extent e;
+	u32 page, i;
+
+	/* A free spare: out of the pool, nothing else changes. */
+	ck_assert_int_eq(hbm_table_spare_fail(&t, 0, 1, NOW, &res, &page), 0);
+	ck_assert_uint_eq(page, HBM_NO_SPARE);
+	ck_assert_uint_eq(res.spares_failed, 1);
+	ck_assert_uint_eq(res.retired + res.failed, 0);
+	ck_assert_uint_eq(t.spare_bad, 1);
+	ck_assert_uint_eq(t.spare_used, 0);
+	ck_table_ok(&t);
+	/* The next retirement gets another. */
+	ck_assert_int_eq(apply(HBM_OP_RETIRE, 100, 2, NULL), 0);
+	ck_assert(hbm_table_lookup(&t, 100, &e));
+	ck_assert_uint_eq(e.spare, 1);
+
+	/* A spare in use: its page moves, keeping its record. */
+	memset(&res, 0, sizeof(res));
+	ck_assert_int_eq(hbm_table_spare_fail(&t, 1, 3, NOW + 9, &res, &page), 0);
+	ck_assert_uint_eq(page, 100);
+	ck_assert_uint_eq(res.retired, 1);
+	ck_assert_uint_eq(res.spares_failed, 1);
+	ck_assert(hbm_table_lookup(&t, 100, &e));
+	ck_assert_uint_eq(e.state, HBMGUARD_STATE_RETIRED);
+	ck_assert_uint_eq(e.spare, 3);
+	ck_assert_uint_eq(e.nr, 1);
+	ck_assert_uint_eq(e.source, HBMGUARD_SOURCE_ADMIN);
+	ck_assert_uint_eq(e.first_seen, NOW);
+	ck_assert_uint_eq(e.last_seen, NOW + 9);
+	ck_assert_uint_eq(e.errors, 1 + 3);
+	ck_assert(hbm_table_lookup(&t, 101, &e));
+	ck_assert_uint_eq(e.spare, 2);	/* the other page keeps its own */
+	ck_assert_uint_eq(t.spare_used, 2);
+	ck_assert_uint_eq(t.spare_bad, 2);
+	ck_table_ok(&t);
+
+	/* Failing again changes nothing. */
+	memset(&res, 0, sizeof(res));
+	ck_assert_int_eq(hbm_table_spare_fail(&t, 1, 1, NOW, &res, &page), 0);
+	ck_assert_uint_eq(page, HBM_NO_SPARE);
+	ck_assert_uint_eq(res.retired + res.failed + res.spares_failed, 0);
+	ck_assert_int_eq(hbm_table_spare_fail(&t, 64, 1, NOW, &res, &page), -ERANGE);
+
+	/* A clear does not give them back: 62 spares are left, not 64. */
+	ck_assert_int_eq(apply(HBM_OP_CLEAR, 0, 1 << 20, NULL), 0);
+	ck_assert_uint_eq(t.spare_used, 0);
+	memset(&res, 0, sizeof(res));
+	ck_assert_int_eq(apply(HBM_OP_RETIRE, 0, 64, &res), 0);
+	ck_assert_uint_eq(res.retired, 62);
+	ck_assert_uint_eq(res.failed, 2);
+	for (i = 0; i < 62; i++) {
+		ck_assert(hbm_table_lookup(&t, i, &e));
+		ck_assert_uint_ne(e.spare + i - e.first, 0);
+		ck_assert_uint_ne(e.spare + i - e.first, 1);
+	}
+	ck_table_ok(&t);
+
+	/* With the pool empty, the page of a failing spare is FAILED. */
+	memset(&res, 0, sizeof(res));
+	ck_assert_int_eq(hbm_table_spare_fail(&t, 40, 1, NOW, &res, &page), 0);
+	ck_assert(hbm_table_lookup(&t, page, &e));
+	ck_assert_uint_eq(e.state, HBMGUARD_STATE_FAILED);
+	ck_assert_uint_eq(res.failed, 1);
+	ck_assert_uint_eq(t.spare_used, 61);
+	ck_assert_uint_eq(t.spare_bad, 3);
+	ck_table_ok(&t);
+
+	/* Operators cannot ask for the internal operation. */
+	ck_assert_int_eq(apply(HBM_OP_RESPARE, 5, 1, NULL), -EINVAL);
+}
+END_TEST
+
+/* Every allocation a spare failure makes may fail: each leaves all as it was. */
+START_TEST(spare_fail_enomem_changes_nothing)
+{
+	struct hbm_extent before[64], after[64];
+	struct hbm_result res;
+	u32 next, n_before, page;
+	long fail;
+
+	ck_assert_int_eq(apply(HBM_OP_RETIRE, 10, 20, NULL), 0);
+	n_before = hbm_table_list(&t, 0, t.nr_pages, before, 64, &next);
+	for (fail = 0; fail < 16; fail++) {
+		memset(&res, 0, sizeof(res));
+		hbm_test_alloc_fail_in = fail;
+		if (!hbm_table_spare_fail(&t, 5, 1, NOW, &res, &page)) {
+			hbm_test_alloc_fail_in = -1;
+			break;
+		}
+		hbm_test_alloc_fail_in = -1;
+		ck_table_ok(&t);
+		ck_assert_uint_eq(hbm_table_list(&t, 0, t.nr_pages, after, 64, &next),
+				  n_before);
+		ck_assert_mem_eq(before, after, n_before * sizeof(before[0]));
+		ck_assert_uint_eq(t.spare_used, 20);
+		ck_assert_uint_eq(t.spare_bad, 0);
+		ck_assert_uint_eq(res.retired + res.spares_failed, 0);
+	}
+	ck_assert_msg(fail > 0 && fail < 16, "never allocated, or never succeeded");
+	ck_assert_uint_eq(page, 15);
+	ck_assert_uint_eq(t.spare_bad, 1);
+	ck_table_ok(&t);
+}
+END_TEST
+
 START_TEST(report_on_row_counts_once)
 {
 	struct hbm_extent e;
@@ -331,13 +449,42 @@ START_TEST(model_random_ops)
 {
 	static u8 state[MODEL_PAGES];
 	static u32 spare[MODEL_PAGES];
+	static bool bad[MODEL_SPARES];
 	struct hbm_table m;
 	unsigned int seed = 1234 + _i;
 	int step, p;
+	u32 nr_bad = 0;
 
 	memset(state, 0, sizeof(state));
+	memset(bad, 0, sizeof(bad));
 	expect_eq(hbm_table_init(&m, MODEL_PAGES, MODEL_SPARES), 0);
 	for (step = 0; step < 3000; step++) {
+		/* Now and then a spare fails, free or serving a page. */
+		if (rand_r(&seed) % 8 == 0) {
+			u32 s = rand_r(&seed) % MODEL_SPARES, user = HBM_NO_SPARE, got;
+			u32 avail = MODEL_SPARES - m.spare_used - m.spare_bad;
+			struct hbm_result res = { 0 };
+			struct hbm_extent e;
+
+			for (p = 0; p < MODEL_PAGES; p++)
+				if (state[p] == HBMGUARD_STATE_RETIRED && spare[p] == s)
+					user = p;
+			expect_eq(hbm_table_spare_fail(&m, s, 1, NOW, &res, &got), 0);
+			expect_eq(got, bad[s] ? HBM_NO_SPARE : user);
+			expect_eq(res.spares_failed, !bad[s]);
+			if (!bad[s] && user != HBM_NO_SPARE) {
+				expect(hbm_table_lookup(&m, user, &e));
+				expect_eq(e.state, avail ? HBMGUARD_STATE_RETIRED :
+					  HBMGUARD_STATE_FAILED);
+				expect_eq(res.retired, avail ? 1u : 0u);
+				expect_eq(res.failed, avail ? 0u : 1u);
+				state[user] = e.state;
+				spare[user] = avail ? e.spare + user - e.first : HBM_NO_SPARE;
+			}
+			nr_bad += !bad[s];
+			bad[s] = true;
+			expect_eq(m.spare_bad, nr_bad);
+		}
 		u32 first = rand_r(&seed) % MODEL_PAGES;
 		u32 nr = 1 + rand_r(&seed) % (rand_r(&seed) % 8 ? 4 : 300);
 		enum hbm_op op = rand_r(&seed) % 10;
@@ -379,8 +526,10 @@ START_TEST(model_random_ops)
 				continue;
 			}
 			expect_eq(in ? e.state : 0, state[p]);
-			if (state[p] == HBMGUARD_STATE_RETIRED)
+			if (state[p] == HBMGUARD_STATE_RETIRED) {
 				expect_eq(e.spare + p - e.first, spare[p]);
+				expect(!bad[spare[p]]);
+			}
 		}
 		if (step % 50 == 0 || op == HBM_OP_CLEAR) {
 			const char *why = table_invariants(&m);
@@ -428,6 +577,8 @@ Suite *table_suite(void)
 	tcase_add_test(tc, clear_splits_and_frees);
 	tcase_add_test(tc, pool_exhaustion_fails_pages);
 	tcase_add_test(tc, report_on_row_counts_once);
+	tcase_add_test(tc, failed_spare_leaves_pool);
+	tcase_add_test(tc, spare_fail_enomem_changes_nothing);
 	tcase_add_test(tc, bad_ranges);
 	tcase_add_test(tc, enomem_changes_nothing);
 	tcase_add_test(tc, list_pages_through_cursor);

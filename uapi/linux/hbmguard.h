@@ -211,6 +211,11 @@ struct hbmguard_policy_params {
  * @ue_events: uncorrectable errors and poison reported
  * @policy: the policy in force
  * @table_bytes: kernel memory the bad-page table takes
+ * @spare_bad: spare pages that failed (an uncorrectable error or poison, or
+ *	correctable errors at the threshold): out of the pool for good.  Spares
+ *	left: spare_total - spare_used - spare_bad.  Errors in the spare area
+ *	count in @ce_events and @ue_events.
+ * @reserved0: zero
  * @reserved: zero
  */
 struct hbmguard_device_info {
@@ -235,7 +240,9 @@ struct hbmguard_device_info {
 	__u64 ue_events;
 	struct hbmguard_policy_params policy;
 	__u64 table_bytes;
-	__u64 reserved[4];
+	__u32 spare_bad;
+	__u32 reserved0;
+	__u64 reserved[3];
 };
 #define HBMGUARD_DEVICE_INFO_SIZE_VER0 240
 
@@ -379,7 +386,10 @@ struct hbmguard_policy {
  * @flags: must be zero
  * @device: in: device id
  * @kind: enum hbmguard_error_kind
- * @offset: in: any byte offset below usable_size
+ * @offset: in: any byte offset below hbm_size; in the spare area the error
+ *	is the spare's: a spare that fails leaves the pool, and a page it
+ *	served moves to another spare (a RETIRED event, FAILED when none is
+ *	left) with its data lost, as after an uncorrectable error
  * @count: in: errors to report at @offset, 1..65535 (CE only; 1 otherwise)
  * @reserved0: zero
  * @reserved: zero
@@ -742,6 +752,7 @@ enum hbmguard_attr {
 	HBMGUARD_A_CE_EVENTS,		/* u64: correctable errors reported */
 	HBMGUARD_A_UE_EVENTS,		/* u64: uncorrectable errors and poison */
 	HBMGUARD_A_CLAIM,		/* flag: RANGE_REGISTER claims the memory */
+	HBMGUARD_A_SPARE_BAD,		/* u32: spares failed, out of the pool */
 	__HBMGUARD_A_MAX
 };
 #define HBMGUARD_A_MAX (__HBMGUARD_A_MAX - 1)
