@@ -33,6 +33,7 @@ start=$(date +%s)
 	--file "$TOP/build/$kver/testmods/hbm_test_provider.ko:/hbm_test_provider.ko" \
 	--file "$TOP/build/$kver/testmods/hbm_fake_nvidia.ko:/hbm_fake_nvidia.ko" \
 	--file "$TOP/tests/kernel/providers.sh:/providers.sh" \
+	--file "$TOP/tests/kernel/lifetime.sh:/lifetime.sh" \
 	--log "$TOP/build/logs/tier2-$kver.log" \
-	-- 'sh /tier2.sh; a=$?; sh /ras.sh; b=$?; sh /providers.sh; c=$?; sh /daemon.sh; d=$?; sh /recovery.sh; exit $((a + b + c + d + $?))'
+	-- 'sh /tier2.sh; a=$?; sh /ras.sh; b=$?; sh /providers.sh; c=$?; sh /daemon.sh; d=$?; sh /recovery.sh; e=$?; sh /lifetime.sh; exit $((a + b + c + d + e + $?))'
 echo "== tier 2 on $kver passed in $(($(date +%s) - start))s"
