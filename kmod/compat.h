@@ -44,9 +44,9 @@ static inline struct nlattr **hbm_dump_attrs(struct netlink_callback *cb)
 
 /* 6.2 gave pre_doit the split form of an operation (include/net/genetlink.h). */
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0)
-typedef struct genl_ops hbm_genl_pre_ops;
+#define hbm_genl_pre_ops genl_ops
 #else
-typedef struct genl_split_ops hbm_genl_pre_ops;
+#define hbm_genl_pre_ops genl_split_ops
 #endif
 
 /*

@@ -108,7 +108,7 @@ int hbm_device_fill(struct sk_buff *skb, struct hbm_device *dev)
 }
 
 /* Every command: CAP_SYS_ADMIN, of the socket's opener and of the sender. */
-static int hbm_nl_pre_doit(const hbm_genl_pre_ops *ops, struct sk_buff *skb,
+static int hbm_nl_pre_doit(const struct hbm_genl_pre_ops *ops, struct sk_buff *skb,
 			   struct genl_info *info)
 {
 	if (netlink_capable(skb, CAP_SYS_ADMIN))
