@@ -124,7 +124,8 @@ $(BUILD)/unit-san: $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HD
 		-O1 $(SAN) $(UNIT_SRC) $(CORE_SRC) $(DAEMON_SRC) $(CHECK_LIBS) -o $@
 
 # The in-guest test program: static, the initramfs has no libc.
-$(BUILD)/guest/hbmtest: tests/guest/hbmtest.c tests/guest/hbmtest.h $(BUILD)/libhbmguard.a
+$(BUILD)/guest/hbmtest: tests/guest/hbmtest.c tests/guest/hbmtest.h tests/guest/caps.h \
+		$(BUILD)/libhbmguard.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) -Idaemon/libhbmguard -static -pthread tests/guest/hbmtest.c \
 		$(BUILD)/libhbmguard.a -o $@
@@ -136,7 +137,8 @@ $(BUILD)/guest/hbmrank: tests/guest/hbmrank.c $(BUILD)/libhbmguard.a
 		$(BUILD)/libhbmguard.a -o $@
 
 # The netlink test client, static with libnl for the busybox guests.
-$(BUILD)/guest/hbmnl: tests/guest/hbmnl.c daemon/genl.c daemon/genl.h uapi/linux/hbmguard.h
+$(BUILD)/guest/hbmnl: tests/guest/hbmnl.c tests/guest/caps.h daemon/genl.c daemon/genl.h \
+		uapi/linux/hbmguard.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) -static $(shell pkg-config --cflags libnl-genl-3.0) \
 		tests/guest/hbmnl.c daemon/genl.c \

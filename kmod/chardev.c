@@ -422,7 +422,8 @@ static int ioc_clear(void __user *uarg)
  * Who may issue an ioctl: anyone who could open the node reads; declaring
  * lost aperture pages restored is for whoever may write that memory (the
  * file opened for writing, as a writable mapping needs); changing the table
- * or the devices is for the administrator.
+ * or the devices is for the administrator: CAP_SYS_ADMIN in the initial user
+ * namespace, as every netlink command needs (netlink.c).
  */
 enum hbm_ioctl_access { HBM_IOC_READ, HBM_IOC_WRITE, HBM_IOC_ADMIN };
 
@@ -467,10 +468,11 @@ static long hbm_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 
 static int hbm_open(struct inode *inode, struct file *file)
 {
-	struct hbm_reader *r = hbm_reader_open();
+	/* The administrator always gets in; others share HBMGUARD_MAX_OPENS. */
+	struct hbm_reader *r = hbm_reader_open(capable(CAP_SYS_ADMIN));
 
-	if (!r)
-		return -ENOMEM;
+	if (IS_ERR(r))
+		return PTR_ERR(r);
 	file->private_data = r;
 	hbm_aperture_open(file);
 	return stream_open(inode, file);

@@ -42,6 +42,24 @@ static inline struct nlattr **hbm_dump_attrs(struct netlink_callback *cb)
 #endif
 }
 
+/* 6.2 gave pre_doit the split form of an operation (include/net/genetlink.h). */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0)
+#define hbm_genl_pre_ops genl_ops
+#else
+#define hbm_genl_pre_ops genl_split_ops
+#endif
+
+/*
+ * Joining a multicast group is checked by the group's GENL_MCAST_CAP_* flags
+ * (genl_bind(), net/netlink/genetlink.c of 6.1.192 and 6.12.117), added in
+ * 6.7 and backported to the 6.1 and 6.6 stable series.  Older kernels have
+ * no hook for it at all: anyone could join the events group, which carries
+ * physical addresses, so the module does not build there.
+ */
+#ifndef GENL_MCAST_CAP_SYS_ADMIN
+#error "hbmguard needs GENL_MCAST_CAP_SYS_ADMIN (Linux 6.7, or a 6.1/6.6 stable release with it)"
+#endif
+
 /*
  * The MCE decode chain passes a struct mce * up to 6.12; later kernels pass
  * a struct mce_hw_err * that holds one.  Either way, what decoding needs.

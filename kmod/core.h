@@ -20,6 +20,7 @@
 #include <linux/bitmap.h>
 #include <linux/math64.h>
 #include <linux/minmax.h>
+#include <linux/sched.h>
 #include <linux/hbmguard.h>
 
 /* Counted, so that unloading the module can prove nothing leaked. */
@@ -29,6 +30,8 @@ void hbm_kfree(const void *ptr);
 #define hbm_alloc(size)		hbm_kalloc(size, false)
 #define hbm_free(ptr)		hbm_kfree(ptr)
 #define hbm_div_u64(n, d)	div_u64(n, d)
+/* Loops over a range's pages: the caller holds a mutex, never a spinlock. */
+#define hbm_cond_resched()	cond_resched()
 #else /* userspace: unit tests and benchmarks */
 #include <stdbool.h>
 #include <stddef.h>
@@ -50,6 +53,7 @@ void hbm_test_free(void *ptr);
 #define hbm_alloc(size)		hbm_test_alloc(size, false)
 #define hbm_free(ptr)		hbm_test_free(ptr)
 #define hbm_div_u64(n, d)	((u64)(n) / (d))
+#define hbm_cond_resched()	do { } while (0)
 
 #define BITS_PER_LONG		(8 * (int)sizeof(unsigned long))
 #define BITS_TO_LONGS(n)	(((n) + BITS_PER_LONG - 1) / BITS_PER_LONG)

@@ -7,6 +7,10 @@
  * ioctl uses it: it leaves the registry at once (new lookups get ENODEV) and
  * is freed when its last user lets go.  Every change of a table goes through
  * this file, which turns what the core reports changed into events.
+ *
+ * A device's events are made under its lock, DEVICE_ADDED included: it is
+ * published with the lock held, so no event of a device comes before its
+ * DEVICE_ADDED, and none after its DEVICE_REMOVED (dead is set first).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -225,7 +229,11 @@ static int spec_check(const struct hbm_device_spec *spec)
 	if (!spec->hbm_size || spec->hbm_size & (spec->page_size - 1))
 		return -EINVAL;
 	pages = spec->hbm_size >> ilog2(spec->page_size);
-	if (pages > U32_MAX || spec->spare_pages >= pages)
+	if (pages > U32_MAX || spec->spare_pages >= pages ||
+	    spec->spare_pages > HBMGUARD_SPARE_PAGES_MAX)
+		return -EINVAL;
+	/* The aperture maps CPU pages: a device page must hold whole ones. */
+	if ((spec->backed || spec->claim) && spec->page_size < PAGE_SIZE)
 		return -EINVAL;
 	if (spec->backed && spec->hbm_size > HBMGUARD_SIM_BACKED_MAX)
 		return -EINVAL;
@@ -250,6 +258,9 @@ static int spec_check(const struct hbm_device_spec *spec)
  * Return: 0, -EINVAL for a bad @spec, -EEXIST when the name or identity is
  * taken, -ENOSPC when HBMGUARD_MAX_DEVICES are registered, -ENOMEM, or
  * hbm_aperture_claim()'s error.
+ *
+ * Spare pages: @spec's, or one per 100 MiB; never above
+ * HBMGUARD_SPARE_PAGES_MAX, which bounds the mapped table (map.c).
  */
 int hbm_device_create(const struct hbm_device_spec *spec, u32 *id)
 {
@@ -283,8 +294,9 @@ int hbm_device_create(const struct hbm_device_spec *spec, u32 *id)
 			 spec->name);
 
 	pages = spec->hbm_size >> dev->page_shift;
-	spares = spec->spare_pages ?: min(pages - 1,
-					   hbm_default_retire_limit(spec->hbm_size));
+	spares = spec->spare_pages ?: min3(pages - 1,
+					    hbm_default_retire_limit(spec->hbm_size),
+					    (u32)HBMGUARD_SPARE_PAGES_MAX);
 	err = hbm_core_init(&dev->core, pages - spares, spares, spec->page_size);
 	if (err)
 		goto err_free;
@@ -302,6 +314,13 @@ int hbm_device_create(const struct hbm_device_spec *spec, u32 *id)
 			goto err_map;
 	}
 
+	/*
+	 * Once published, the device may be destroyed and freed by anyone who
+	 * finds it: ours is a reference of our own.  Its lock, held from before
+	 * publication to after DEVICE_ADDED, keeps its other events behind that.
+	 */
+	kref_get(&dev->ref);
+	mutex_lock(&dev->lock);
 	mutex_lock(&hbm_registry_lock);
 	if (device_clashes(dev)) {
 		err = -EEXIST;
@@ -323,18 +342,49 @@ int hbm_device_create(const struct hbm_device_spec *spec, u32 *id)
 		spec->page_size >> 10, spares);
 	hbm_event(HBMGUARD_EVENT_DEVICE_ADDED, dev->id, 0, dev->hbm_size, 0,
 		  0, 0, dev->kind);
+	mutex_unlock(&dev->lock);
+	hbm_device_put(dev);
 	return 0;
 
 err_unlock:
 	mutex_unlock(&hbm_registry_lock);
+	mutex_unlock(&dev->lock);
 	hbm_aperture_free(dev);
 err_map:
 	hbm_map_destroy(dev);
 err_core:
 	hbm_core_destroy(&dev->core);
 err_free:
+	mutex_destroy(&dev->lock);
 	hbm_kfree(dev);
 	return err;
+}
+
+/* Take @dev out of the registry, keeping the registry's reference; lock held. */
+static void device_unpublish(struct hbm_device *dev)
+{
+	xa_erase(&hbm_devices, dev->id);
+	if (dev->kind == HBMGUARD_KIND_RANGE)
+		ranges_remove(dev);
+}
+
+/*
+ * Stop an unpublished device: no change, report or deferred work of it runs
+ * after this; then drop the registry's reference.
+ */
+static void device_stop(struct hbm_device *dev)
+{
+	mutex_lock(&dev->lock);
+	dev->dead = true;
+	hbm_map_removed(dev);
+	hbm_aperture_removed(dev);
+	pr_info("device %u %s removed\n", dev->id, dev->name);
+	hbm_event(HBMGUARD_EVENT_DEVICE_REMOVED, dev->id, 0, dev->hbm_size, 0,
+		  0, 0, dev->kind);
+	mutex_unlock(&dev->lock);
+	/* Not before unload's destroy_workqueue(): a timer into a draining queue. */
+	hbm_map_stop(dev);
+	hbm_device_put(dev);
 }
 
 /**
@@ -356,31 +406,28 @@ int hbm_device_destroy(u32 id, u32 kind)
 		mutex_unlock(&hbm_registry_lock);
 		return dev ? -EOPNOTSUPP : -ENODEV;
 	}
-	xa_erase(&hbm_devices, id);
-	if (dev->kind == HBMGUARD_KIND_RANGE)
-		ranges_remove(dev);
+	device_unpublish(dev);
 	mutex_unlock(&hbm_registry_lock);
-
-	mutex_lock(&dev->lock);
-	dev->dead = true;
-	hbm_map_removed(dev);
-	hbm_aperture_removed(dev);
-	mutex_unlock(&dev->lock);
-
-	pr_info("device %u %s removed\n", dev->id, dev->name);
-	hbm_event(HBMGUARD_EVENT_DEVICE_REMOVED, id, 0, dev->hbm_size, 0, 0, 0,
-		  dev->kind);
-	hbm_device_put(dev);
+	device_stop(dev);
 	return 0;
 }
 
+/* Unload: every device, found and taken out under the registry's lock. */
 void hbm_devices_destroy_all(void)
 {
 	struct hbm_device *dev;
-	unsigned long id;
+	unsigned long id = 0;
 
-	xa_for_each(&hbm_devices, id, dev)
-		hbm_device_destroy(id, dev->kind);
+	for (;;) {
+		mutex_lock(&hbm_registry_lock);
+		dev = xa_find(&hbm_devices, &id, ULONG_MAX, XA_PRESENT);
+		if (dev)
+			device_unpublish(dev);
+		mutex_unlock(&hbm_registry_lock);
+		if (!dev)
+			return;
+		device_stop(dev);
+	}
 }
 
 /* Turn what changed into events; device lock held, so they come in order. */
@@ -533,7 +580,8 @@ int hbm_device_apply(struct hbm_device *dev, enum hbm_op op, u64 offset,
  * @p: new values
  * @fields: HBMGUARD_POLICY_* naming the fields of @p to take
  *
- * Return: 0 or -EINVAL when the resulting policy is not valid (unchanged).
+ * Return: 0, -EINVAL when the resulting policy is not valid (unchanged), or
+ * -ENODEV (unregistered meanwhile).
  */
 int hbm_device_set_policy(struct hbm_device *dev, const struct hbm_policy *p,
 			  u32 fields)
@@ -543,6 +591,10 @@ int hbm_device_set_policy(struct hbm_device *dev, const struct hbm_policy *p,
 	int err;
 
 	mutex_lock(&dev->lock);
+	if (dev->dead) {
+		mutex_unlock(&dev->lock);
+		return -ENODEV;
+	}
 	new = dev->core.policy;
 	if (fields & HBMGUARD_POLICY_CE_THRESHOLD)
 		new.ce_threshold = p->ce_threshold;
@@ -568,10 +620,19 @@ int hbm_device_set_policy(struct hbm_device *dev, const struct hbm_policy *p,
  * @code: what the driver called it
  * @path: enum hbmguard_path it came by
  *
- * Callable from any context but hard interrupts.
+ * Callable from any context but NMI: queued, as reports are (intake.c).
  */
 void hbm_device_error(struct hbm_device *dev, u32 code, u32 path)
 {
-	hbm_path_count(path, false);
-	hbm_event(HBMGUARD_EVENT_DEVICE_ERROR, dev->id, 0, 0, 0, code, 1, path);
+	hbm_report_async(dev, code, HBM_INTAKE_DEVICE_ERROR, 1, path);
+}
+
+/* The DEVICE_ERROR event of a queued device error; process context. */
+void hbm_device_error_event(struct hbm_device *dev, u32 code, u32 path)
+{
+	mutex_lock(&dev->lock);
+	if (!dev->dead)
+		hbm_event(HBMGUARD_EVENT_DEVICE_ERROR, dev->id, 0, 0, 0, code, 1,
+			  path);
+	mutex_unlock(&dev->lock);
 }

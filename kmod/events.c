@@ -4,8 +4,16 @@
  *
  * Each open file of /dev/hbmguard has a ring of its own, so a slow reader
  * loses only its own events and never holds up the module or another reader.
- * Numbering and delivery happen under one spinlock, so every reader sees the
- * events in sequence-number order and a gap always means a loss.
+ * Numbering and delivery happen under one mutex, so every reader and every
+ * netlink listener sees the events in sequence-number order and a gap always
+ * means a loss.  Events are made in process context only (reports from atomic
+ * context come through intake.c's worker): netlink allocates and sends with
+ * GFP_KERNEL, and the walk over the readers may reschedule.  Each ring has
+ * its own spinlock, held for one record at a time.
+ *
+ * A ring is memory an opener makes the kernel hold, so it is charged to the
+ * opener's memory cgroup, and openers without CAP_SYS_ADMIN share at most
+ * HBMGUARD_MAX_OPENS rings (ENFILE beyond).
  *
  * A full ring drops the new event and counts it.  The count is delivered as
  * an OVERFLOW record at the place of the loss: read() makes it when the
@@ -22,7 +30,9 @@
 #include "hbm.h"
 
 struct hbm_reader {
-	struct list_head node;		/* on hbm_readers, under hbm_events_lock */
+	struct list_head node;		/* on hbm_readers, under hbm_events_mutex */
+	spinlock_t lock;		/* head, tail, lost, lost_seqnum */
+	bool counted;			/* one of hbm_nr_limited */
 	wait_queue_head_t wait;
 	struct mutex read_lock;		/* one read() at a time moves head */
 	struct hbmguard_event *ring;
@@ -33,20 +43,22 @@ struct hbm_reader {
 };
 
 static LIST_HEAD(hbm_readers);
-static DEFINE_SPINLOCK(hbm_events_lock);
-static u64 hbm_seqnum;			/* under hbm_events_lock */
+static DEFINE_MUTEX(hbm_events_mutex);
+static u64 hbm_seqnum;			/* under hbm_events_mutex */
+static unsigned int hbm_nr_limited;	/* rings of non-admins; under the mutex */
 
+/* The last event made, delivered to every reader and listener already. */
 u64 hbm_event_seqnum(void)
 {
 	u64 seq;
 
-	spin_lock_irq(&hbm_events_lock);
+	mutex_lock(&hbm_events_mutex);
 	seq = hbm_seqnum;
-	spin_unlock_irq(&hbm_events_lock);
+	mutex_unlock(&hbm_events_mutex);
 	return seq;
 }
 
-/* The OVERFLOW record for what @r lost; events lock held. */
+/* The OVERFLOW record for what @r lost; its lock held. */
 static struct hbmguard_event overflow_record(struct hbm_reader *r)
 {
 	struct hbmguard_event o = {
@@ -62,8 +74,10 @@ static struct hbmguard_event overflow_record(struct hbm_reader *r)
 
 static void reader_push(struct hbm_reader *r, const struct hbmguard_event *ev)
 {
-	u32 room = hbm_event_ring - (r->tail - r->head);
+	u32 room;
 
+	spin_lock(&r->lock);
+	room = hbm_event_ring - (r->tail - r->head);
 	if (r->lost && room >= 2) {
 		r->ring[r->tail++ % hbm_event_ring] = overflow_record(r);
 		room--;
@@ -71,9 +85,11 @@ static void reader_push(struct hbm_reader *r, const struct hbmguard_event *ev)
 	if (r->lost || !room) {
 		r->lost++;
 		r->lost_seqnum = ev->seqnum;
+		spin_unlock(&r->lock);
 		return;
 	}
 	r->ring[r->tail++ % hbm_event_ring] = *ev;
+	spin_unlock(&r->lock);
 	wake_up_interruptible(&r->wait);
 }
 
@@ -88,8 +104,8 @@ static void reader_push(struct hbm_reader *r, const struct hbmguard_event *ev)
  * @count: as struct hbmguard_event documents for @type
  * @aux: as struct hbmguard_event documents for @type
  *
- * Callable from any context but hard interrupts (netlink sends from here).
- * Netlink listeners get the events in the same order, under the same lock.
+ * Process context only: netlink sends from here, with GFP_KERNEL.  Netlink
+ * listeners get the events in the same order, under the same mutex.
  */
 void hbm_event(u32 type, u32 device, u64 offset, u64 length, u32 source,
 	       u32 state, u32 count, u32 aux)
@@ -101,40 +117,61 @@ void hbm_event(u32 type, u32 device, u64 offset, u64 length, u32 source,
 		.timestamp = ktime_get_real_ns(),
 	};
 	struct hbm_reader *r;
-	unsigned long flags;
 
-	spin_lock_irqsave(&hbm_events_lock, flags);
+	might_sleep();
+	mutex_lock(&hbm_events_mutex);
 	ev.seqnum = ++hbm_seqnum;
-	list_for_each_entry(r, &hbm_readers, node)
+	list_for_each_entry(r, &hbm_readers, node) {
 		reader_push(r, &ev);
+		cond_resched();
+	}
 	hbm_netlink_event(&ev);
-	spin_unlock_irqrestore(&hbm_events_lock, flags);
+	mutex_unlock(&hbm_events_mutex);
 }
 
-struct hbm_reader *hbm_reader_open(void)
+/**
+ * hbm_reader_open() - a ring of events for an open file
+ * @admin: the opener has CAP_SYS_ADMIN: not counted against the limit
+ *
+ * Return: the reader, ERR_PTR(-ENFILE) when HBMGUARD_MAX_OPENS rings of
+ * non-admins exist, or ERR_PTR(-ENOMEM) (also when the opener's memory cgroup
+ * is at its limit).
+ */
+struct hbm_reader *hbm_reader_open(bool admin)
 {
-	struct hbm_reader *r = hbm_kalloc(sizeof(*r), true);
+	struct hbm_reader *r = hbm_kalloc_user(sizeof(*r));
 
 	if (!r)
-		return NULL;
-	r->ring = hbm_kalloc(hbm_event_ring * sizeof(*r->ring), false);
+		return ERR_PTR(-ENOMEM);
+	r->ring = hbm_kalloc_user(hbm_event_ring * sizeof(*r->ring));
 	if (!r->ring) {
 		hbm_kfree(r);
-		return NULL;
+		return ERR_PTR(-ENOMEM);
 	}
+	spin_lock_init(&r->lock);
 	init_waitqueue_head(&r->wait);
 	mutex_init(&r->read_lock);
-	spin_lock_irq(&hbm_events_lock);
+	mutex_lock(&hbm_events_mutex);
+	if (!admin && hbm_nr_limited >= HBMGUARD_MAX_OPENS) {
+		mutex_unlock(&hbm_events_mutex);
+		mutex_destroy(&r->read_lock);
+		hbm_kfree(r->ring);
+		hbm_kfree(r);
+		return ERR_PTR(-ENFILE);
+	}
+	r->counted = !admin;
+	hbm_nr_limited += r->counted;
 	list_add_tail(&r->node, &hbm_readers);
-	spin_unlock_irq(&hbm_events_lock);
+	mutex_unlock(&hbm_events_mutex);
 	return r;
 }
 
 void hbm_reader_close(struct hbm_reader *r)
 {
-	spin_lock_irq(&hbm_events_lock);
+	mutex_lock(&hbm_events_mutex);
 	list_del(&r->node);
-	spin_unlock_irq(&hbm_events_lock);
+	hbm_nr_limited -= r->counted;
+	mutex_unlock(&hbm_events_mutex);
 	mutex_destroy(&r->read_lock);
 	hbm_kfree(r->ring);
 	hbm_kfree(r);
@@ -144,9 +181,9 @@ static bool reader_empty(struct hbm_reader *r)
 {
 	bool empty;
 
-	spin_lock_irq(&hbm_events_lock);
+	spin_lock(&r->lock);
 	empty = r->head == r->tail && !r->lost;
-	spin_unlock_irq(&hbm_events_lock);
+	spin_unlock(&r->lock);
 	return empty;
 }
 
@@ -154,11 +191,11 @@ static bool reader_empty(struct hbm_reader *r)
 static void hbm_event_lost_again(struct hbm_reader *r,
 				 const struct hbmguard_event *o)
 {
-	spin_lock_irq(&hbm_events_lock);
+	spin_lock(&r->lock);
 	if (!r->lost)
 		r->lost_seqnum = o->seqnum;
 	r->lost += o->count;
-	spin_unlock_irq(&hbm_events_lock);
+	spin_unlock(&r->lock);
 }
 
 ssize_t hbm_reader_read(struct hbm_reader *r, char __user *buf, size_t len,
@@ -187,14 +224,14 @@ ssize_t hbm_reader_read(struct hbm_reader *r, char __user *buf, size_t len,
 	while (len - done >= sizeof(ev)) {
 		bool caught_up;
 
-		spin_lock_irq(&hbm_events_lock);
+		spin_lock(&r->lock);
 		caught_up = r->head == r->tail;
 		if (caught_up && !r->lost) {
-			spin_unlock_irq(&hbm_events_lock);
+			spin_unlock(&r->lock);
 			break;
 		}
 		ev = caught_up ? overflow_record(r) : r->ring[r->head % hbm_event_ring];
-		spin_unlock_irq(&hbm_events_lock);
+		spin_unlock(&r->lock);
 
 		if (copy_to_user(buf + done, &ev, sizeof(ev))) {
 			err = -EFAULT;
@@ -203,9 +240,9 @@ ssize_t hbm_reader_read(struct hbm_reader *r, char __user *buf, size_t len,
 			break;
 		}
 		if (!caught_up) {
-			spin_lock_irq(&hbm_events_lock);
+			spin_lock(&r->lock);
 			r->head++;
-			spin_unlock_irq(&hbm_events_lock);
+			spin_unlock(&r->lock);
 		}
 		done += sizeof(ev);
 	}

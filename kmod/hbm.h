@@ -65,6 +65,8 @@ struct hbm_device {
 
 /* main.c: the module's workqueue; destroying it at unload drains it. */
 extern struct workqueue_struct *hbm_wq;
+/* main.c: zeroed, counted as hbm_kalloc(), charged to the caller's memcg. */
+void *hbm_kalloc_user(size_t size);
 
 /* What hbm_device_create() is asked for; validated there. */
 struct hbm_device_spec {
@@ -98,6 +100,7 @@ int hbm_device_report(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 struct hbm_device *hbm_device_find_phys(u64 phys, u64 *offset);
 struct hbm_device *hbm_device_find_identity(const char *identity);
 void hbm_device_error(struct hbm_device *dev, u32 code, u32 path);
+void hbm_device_error_event(struct hbm_device *dev, u32 code, u32 path);
 int hbm_device_apply(struct hbm_device *dev, enum hbm_op op, u64 offset,
 		     u64 length, u8 source);
 int hbm_device_set_policy(struct hbm_device *dev, const struct hbm_policy *p,
@@ -111,7 +114,7 @@ struct hbm_reader;
 void hbm_event(u32 type, u32 device, u64 offset, u64 length, u32 source,
 	       u32 state, u32 count, u32 aux);
 u64 hbm_event_seqnum(void);
-struct hbm_reader *hbm_reader_open(void);
+struct hbm_reader *hbm_reader_open(bool admin);
 void hbm_reader_close(struct hbm_reader *r);
 ssize_t hbm_reader_read(struct hbm_reader *r, char __user *buf, size_t len,
 			bool nonblock);
@@ -119,7 +122,8 @@ __poll_t hbm_reader_poll(struct hbm_reader *r, struct file *file,
 			 struct poll_table_struct *pt);
 extern unsigned int hbm_event_ring;
 
-/* intake.c */
+/* intake.c; a queued report of this kind is a device error, its code in offset */
+#define HBM_INTAKE_DEVICE_ERROR	0
 int hbm_report_async(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 		     u32 path);
 void hbm_intake_flush(void);
@@ -150,6 +154,7 @@ int hbm_map_create(struct hbm_device *dev);
 void hbm_map_destroy(struct hbm_device *dev);
 void hbm_map_changed(struct hbm_device *dev);
 void hbm_map_removed(struct hbm_device *dev);
+void hbm_map_stop(struct hbm_device *dev);
 int hbm_map_mmap(struct vm_area_struct *vma);
 
 /* aperture.c */

@@ -4,8 +4,10 @@
  *
  * A tracepoint probe, a GPU driver's interrupt handler or the NVIDIA error
  * callback may run in atomic context, but applying an error to a table takes
- * the device's mutex and may allocate.  Such reports go into a fixed ring
- * under an IRQ-safe spinlock and a worker applies them in process context.
+ * the device's mutex and may allocate, and every event is made in process
+ * context (events.c).  Such reports, and device errors without an address
+ * (HBM_INTAKE_DEVICE_ERROR), go into a fixed ring under an IRQ-safe spinlock
+ * and a worker applies them in process context.
  *
  * The ring never allocates and never blocks a reporter.  A storm of
  * correctable errors must not push out an uncorrectable one, and a failing
@@ -90,7 +92,7 @@ static bool ce_pending_add(struct hbm_device *dev, u64 offset, u32 count,
  * hbm_report_async() - queue an error for a device, from any context
  * @dev: the device; the queue takes its own reference
  * @offset: byte offset in the device
- * @kind: enum hbmguard_error_kind
+ * @kind: enum hbmguard_error_kind, or HBM_INTAKE_DEVICE_ERROR (@offset: code)
  * @count: errors, 1..65535
  * @path: enum hbmguard_path it came by
  *
@@ -99,8 +101,8 @@ static bool ce_pending_add(struct hbm_device *dev, u64 offset, u32 count,
 int hbm_report_async(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 		     u32 path)
 {
-	u32 limit = kind == HBMGUARD_ERROR_CE ? HBM_INTAKE_SLOTS - HBM_UE_RESERVE :
-						 HBM_INTAKE_SLOTS;
+	bool reserved = kind == HBMGUARD_ERROR_UE || kind == HBMGUARD_ERROR_POISON;
+	u32 limit = reserved ? HBM_INTAKE_SLOTS : HBM_INTAKE_SLOTS - HBM_UE_RESERVE;
 	unsigned long flags;
 
 	hbm_path_count(path, false);
@@ -157,8 +159,10 @@ static void hbm_intake_drain(struct work_struct *work)
 		for (i = 0; i < n; i++) {
 			struct hbm_report *r = &batch[i];
 
-			if (hbm_device_report(r->dev, r->offset, r->kind,
-					      r->count, r->path))
+			if (r->kind == HBM_INTAKE_DEVICE_ERROR)
+				hbm_device_error_event(r->dev, r->offset, r->path);
+			else if (hbm_device_report(r->dev, r->offset, r->kind,
+						   r->count, r->path))
 				hbm_path_count(r->path, true);
 			hbm_device_put(r->dev);
 		}

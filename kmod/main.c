@@ -70,6 +70,16 @@ void *hbm_kalloc(size_t size, bool zero)
 	return p;
 }
 
+/* What a user makes the module hold (an open file's ring) is charged to them. */
+void *hbm_kalloc_user(size_t size)
+{
+	void *p = kvmalloc(size, GFP_KERNEL_ACCOUNT | __GFP_ZERO);
+
+	if (p)
+		atomic_long_inc(&hbm_allocations);
+	return p;
+}
+
 void hbm_kfree(const void *ptr)
 {
 	if (!ptr)
@@ -160,18 +170,19 @@ static int __init hbm_mod_init(void)
 		return err;
 	hbm_wq = alloc_workqueue("hbmguard", WQ_UNBOUND, 0);
 	if (!hbm_wq) {
-		hbm_aperture_exit();
-		return -ENOMEM;
+		err = -ENOMEM;
+		goto err_wq;
 	}
-	err = hbm_netlink_init();
-	if (err)
-		goto err_netlink;
+	/* Devices first, then the interfaces that reach them, then the paths. */
 	err = sim_devices_create();
 	if (err)
 		goto err_devices;
 	err = hbm_chardev_init();
 	if (err)
 		goto err_devices;
+	err = hbm_netlink_init();
+	if (err)
+		goto err_netlink;
 	err = paths_init();
 	if (err)
 		goto err_paths;
@@ -180,25 +191,32 @@ static int __init hbm_mod_init(void)
 	return 0;
 
 err_paths:
+	hbm_netlink_exit();
+err_netlink:
 	hbm_chardev_exit();
 err_devices:
 	hbm_devices_destroy_all();
-	hbm_netlink_exit();
-err_netlink:
 	destroy_workqueue(hbm_wq);
+err_wq:
 	hbm_aperture_exit();
 	return err;
 }
 
+/*
+ * The reverse: nothing may reach a device while they are destroyed.  The
+ * paths stop reporting; unregistering the family waits for the commands
+ * running (dumps and open files pin the module: none is); then what was
+ * queued is applied, the devices go, and the workqueue drains their frees.
+ */
 static void __exit hbm_mod_exit(void)
 {
 	long left;
 
 	paths_exit(ARRAY_SIZE(hbm_paths));
-	hbm_intake_flush();
-	hbm_chardev_exit();
-	hbm_devices_destroy_all();
 	hbm_netlink_exit();
+	hbm_chardev_exit();
+	hbm_intake_flush();
+	hbm_devices_destroy_all();
 	destroy_workqueue(hbm_wq);	/* frees the last devices */
 	hbm_aperture_exit();
 	left = atomic_long_read(&hbm_allocations);

@@ -120,10 +120,22 @@ void hbm_map_changed(struct hbm_device *dev)
 	queue_delayed_work(hbm_wq, &dev->map_work, 1);	/* no-op when queued */
 }
 
-/* The device goes: its mappings keep the last table, marked. */
+/* The device goes: its mappings keep the last table, marked; its lock held. */
 void hbm_map_removed(struct hbm_device *dev)
 {
+	if (dev->map_dirty)
+		hbm_map_publish(dev);
 	WRITE_ONCE(dev->map->hdr->removed, 1);
+}
+
+/*
+ * The device is dead (nothing queues its publication any more): wait for a
+ * publication queued before, so that none is pending when unload destroys
+ * the workqueue.  Its lock not held: the work takes it.
+ */
+void hbm_map_stop(struct hbm_device *dev)
+{
+	cancel_delayed_work_sync(&dev->map_work);
 }
 
 /**
@@ -131,16 +143,22 @@ void hbm_map_removed(struct hbm_device *dev)
  * @dev: the device, its table initialised
  *
  * Capacity: every spare serving its own extent, and 1024 extents more for
- * pending and failed pages, but at least 4096.
+ * pending and failed pages, but at least 4096.  hbm_device_create() keeps
+ * spares at most HBMGUARD_SPARE_PAGES_MAX, so a map is at most about 32 MiB.
  *
  * Return: 0 or -ENOMEM.
  */
 int hbm_map_create(struct hbm_device *dev)
 {
-	u32 capacity = max_t(u32, dev->core.table.spare_total + 1024, 4096);
-	size_t buf = PAGE_ALIGN((size_t)capacity * sizeof(struct hbmguard_map_entry));
-	struct hbm_map *map = hbm_kalloc(sizeof(*map), true);
+	u32 spares = dev->core.table.spare_total, capacity;
+	struct hbm_map *map;
+	size_t buf;
 
+	if (WARN_ON_ONCE(spares > HBMGUARD_SPARE_PAGES_MAX))
+		return -EINVAL;
+	capacity = max_t(u32, spares + 1024, 4096);
+	buf = PAGE_ALIGN((size_t)capacity * sizeof(struct hbmguard_map_entry));
+	map = hbm_kalloc(sizeof(*map), true);
 	if (!map)
 		return -ENOMEM;
 	map->size = PAGE_SIZE + 2 * buf;

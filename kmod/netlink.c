@@ -4,10 +4,15 @@
  * The protocol is documented in uapi/linux/hbmguard.h and, for ynl, in
  * Documentation/netlink/specs/hbmguard.yaml.
  *
- * Every command is strictly validated against one attribute policy; commands
- * that change state need CAP_NET_ADMIN, and so does joining the "events"
- * group.  Events are built only when someone listens, under the same lock
- * that numbers them, so listeners get them in sequence order.
+ * Every command is strictly validated against one attribute policy.  Every
+ * command, reads included, and joining the "events" group need CAP_SYS_ADMIN
+ * in the initial user namespace: changes take physical memory (CLAIM) or
+ * decide which memory the system trusts, and reads and events carry physical
+ * addresses.  A socket has no file mode to give reads to a group, as
+ * /dev/hbmguard does; CAP_NET_ADMIN, which host-network containers commonly
+ * hold, is not enough.  netlink_capable() asks it of both the socket's opener
+ * and the sender.  Events are built only when someone listens, under the
+ * same mutex that numbers them, so listeners get them in sequence order.
  */
 #include <linux/nodemask.h>
 #include <linux/mmzone.h>
@@ -101,6 +106,25 @@ int hbm_device_fill(struct sk_buff *skb, struct hbm_device *dev)
 		       nla_put_u32(skb, HBMGUARD_A_NUMA_NODE, dev->numa_node));
 	mutex_unlock(&dev->lock);
 	return err ? -EMSGSIZE : 0;
+}
+
+/* Every command: CAP_SYS_ADMIN, of the socket's opener and of the sender. */
+static int hbm_nl_pre_doit(const struct hbm_genl_pre_ops *ops, struct sk_buff *skb,
+			   struct genl_info *info)
+{
+	if (netlink_capable(skb, CAP_SYS_ADMIN))
+		return 0;
+	NL_SET_ERR_MSG(info->extack, "needs CAP_SYS_ADMIN");
+	return -EPERM;
+}
+
+/* The same for dumps, which pre_doit does not see. */
+static int hbm_nl_dump_start(struct netlink_callback *cb)
+{
+	if (netlink_capable(cb->skb, CAP_SYS_ADMIN))
+		return 0;
+	NL_SET_ERR_MSG(cb->extack, "needs CAP_SYS_ADMIN");
+	return -EPERM;
 }
 
 /* The device an attribute names, with a reference, or an extack message. */
@@ -568,26 +592,25 @@ static const struct genl_ops hbm_genl_ops[] = {
 	{
 		.cmd = HBMGUARD_CMD_DEVICE_GET,
 		.doit = hbm_nl_device_get_doit,
+		.start = hbm_nl_dump_start,
 		.dumpit = hbm_nl_device_get_dumpit,
 	},
 	{
 		.cmd = HBMGUARD_CMD_PAGES_GET,
+		.start = hbm_nl_dump_start,
 		.dumpit = hbm_nl_pages_get_dumpit,
 	},
 	{
 		.cmd = HBMGUARD_CMD_RETIRE,
 		.doit = hbm_nl_retire_doit,
-		.flags = GENL_ADMIN_PERM,
 	},
 	{
 		.cmd = HBMGUARD_CMD_CLEAR,
 		.doit = hbm_nl_clear_doit,
-		.flags = GENL_ADMIN_PERM,
 	},
 	{
 		.cmd = HBMGUARD_CMD_POLICY_SET,
 		.doit = hbm_nl_policy_set_doit,
-		.flags = GENL_ADMIN_PERM,
 	},
 	{
 		.cmd = HBMGUARD_CMD_STATS_GET,
@@ -596,17 +619,14 @@ static const struct genl_ops hbm_genl_ops[] = {
 	{
 		.cmd = HBMGUARD_CMD_RESTORE,
 		.doit = hbm_nl_restore_doit,
-		.flags = GENL_ADMIN_PERM,
 	},
 	{
 		.cmd = HBMGUARD_CMD_RANGE_REGISTER,
 		.doit = hbm_nl_range_register_doit,
-		.flags = GENL_ADMIN_PERM,
 	},
 	{
 		.cmd = HBMGUARD_CMD_RANGE_UNREGISTER,
 		.doit = hbm_nl_range_unregister_doit,
-		.flags = GENL_ADMIN_PERM,
 	},
 };
 
@@ -615,7 +635,7 @@ enum { HBM_MCGRP_EVENTS };
 static const struct genl_multicast_group hbm_genl_mcgrps[] = {
 	[HBM_MCGRP_EVENTS] = {
 		.name = HBMGUARD_GENL_MCGRP_EVENTS,
-		.flags = GENL_MCAST_CAP_NET_ADMIN,
+		.flags = GENL_MCAST_CAP_SYS_ADMIN,	/* see compat.h */
 	},
 };
 
@@ -624,6 +644,7 @@ static struct genl_family hbm_genl __ro_after_init = {
 	.version = HBMGUARD_GENL_VERSION,
 	.maxattr = HBMGUARD_A_MAX,
 	.policy = hbm_policy,
+	.pre_doit = hbm_nl_pre_doit,
 	.module = THIS_MODULE,
 	.ops = hbm_genl_ops,
 	.n_ops = ARRAY_SIZE(hbm_genl_ops),
@@ -635,7 +656,7 @@ static struct genl_family hbm_genl __ro_after_init = {
 /*
  * Events.
  */
-static u64 hbm_nl_dropped;	/* under the events lock */
+static u64 hbm_nl_dropped;	/* under the events mutex */
 static u64 hbm_nl_dropped_total;
 static bool hbm_nl_ready;
 
@@ -646,7 +667,7 @@ u64 hbm_netlink_dropped(void)
 
 static int event_send(u32 type, const struct hbmguard_event *ev, u32 count)
 {
-	struct sk_buff *msg = genlmsg_new(NLMSG_GOODSIZE, GFP_ATOMIC);
+	struct sk_buff *msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
 	void *hdr;
 
 	if (!msg)
@@ -668,7 +689,7 @@ static int event_send(u32 type, const struct hbmguard_event *ev, u32 count)
 	}
 	genlmsg_end(msg, hdr);
 	/* A listener whose buffer is full loses it and sees ENOBUFS: its affair. */
-	genlmsg_multicast(&hbm_genl, msg, 0, HBM_MCGRP_EVENTS, GFP_ATOMIC);
+	genlmsg_multicast(&hbm_genl, msg, 0, HBM_MCGRP_EVENTS, GFP_KERNEL);
 	return 0;
 }
 
@@ -676,7 +697,8 @@ static int event_send(u32 type, const struct hbmguard_event *ev, u32 count)
  * hbm_netlink_event() - send an event to the "events" group
  * @ev: the event, numbered
  *
- * Called by hbm_event() under the events lock, so events leave in order.
+ * Called by hbm_event() under the events mutex, in process context, so
+ * events leave in order.
  * An event the module could not send is counted and announced by a DROPPED
  * event before the next one.
  */

@@ -87,8 +87,8 @@ EXPORT_SYMBOL_GPL(hbmguard_report_error);
  * @dev: what hbmguard_register_device() returned
  * @code: the driver's code for it (an NVIDIA Xid)
  *
- * Any context but hard interrupts.  Makes a DEVICE_ERROR event; the table
- * does not change, there being no address.
+ * Any context but NMI.  Queued; a worker makes the DEVICE_ERROR event.  The
+ * table does not change, there being no address.
  */
 void hbmguard_report_device_error(struct hbm_device *dev, u32 code)
 {

@@ -422,6 +422,8 @@ static void bypass(struct op_ctx *c, struct hbm_extent tmpl)
 		count_change(c, from, tmpl.state, 1);
 		emit(c, &tmpl);
 		tmpl.errors = 0;
+		if (!(page % 1024))
+			hbm_cond_resched();	/* a range may have 2^32 pages */
 	}
 }
 

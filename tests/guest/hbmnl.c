@@ -15,7 +15,10 @@
  *   hbmnl restore DEV OFFSET LENGTH [OFFSET LENGTH...]
  *   hbmnl stats
  *   hbmnl badinput                     every bad request: errno, nothing changed
- *   hbmnl unprivileged                 as a non-admin: mutations and join EPERM
+ *   hbmnl unprivileged                 as root: every command and the join
+ *                                      EPERM for a CAP_NET_ADMIN-only root, a
+ *                                      group member, a stranger and a user
+ *                                      namespace's root; nothing changed
  *   hbmnl flood COUNT DEV              a listener that does not read
  *   hbmnl latency DEV PFN COUNT        hwpoison_inject each of COUNT pfns from
  *                                      PFN, time until "retired" is heard
@@ -33,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <netlink/genl/ctrl.h>
@@ -41,6 +45,7 @@
 #include <linux/hbmguard.h>
 
 #include "genl.h"
+#include "caps.h"
 
 static int family;
 static int failures;
@@ -401,6 +406,12 @@ static int cmd_badinput(void)
 	msg = request(HBMGUARD_CMD_RANGE_UNREGISTER, 0);
 	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
 	EXPECT_ERR(sk, msg, EOPNOTSUPP, "unregister of a simulated device");
+	msg = request(HBMGUARD_CMD_RANGE_REGISTER, 0);
+	nla_put_string(msg, HBMGUARD_A_NAME, "x");
+	nla_put_u64(msg, HBMGUARD_A_PHYS_ADDR, 1ULL << 40);
+	nla_put_u64(msg, HBMGUARD_A_HBM_SIZE, 8ULL << 30);
+	nla_put_u32(msg, HBMGUARD_A_SPARE_PAGES, HBMGUARD_SPARE_PAGES_MAX + 1);
+	EXPECT_ERR(sk, msg, EINVAL, "range with more spares than a table maps");
 
 	after = get_stats(sk);
 	if (before.seqnum != after.seqnum || before.generation != after.generation ||
@@ -412,35 +423,111 @@ static int cmd_badinput(void)
 	return failures != 0;
 }
 
-static int cmd_unprivileged(void)
+/* Everything refused with EPERM, as whoever this process is now. */
+static int refused_everything(void)
 {
 	struct nl_sock *sk = connect_family();
-	struct stats before = get_stats(sk), after;
 	struct nl_msg *msg;
+	struct nlattr *n;
 	int err;
 
-	msg = extent_request(HBMGUARD_CMD_RETIRE, 0, 0, 4096);
-	EXPECT_ERR(sk, msg, EPERM, "unprivileged retire");
-	msg = extent_request(HBMGUARD_CMD_CLEAR, 0, 0, 4096);
-	EXPECT_ERR(sk, msg, EPERM, "unprivileged clear");
+	msg = request(HBMGUARD_CMD_DEVICE_GET, 0);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
+	EXPECT_ERR(sk, msg, EPERM, "device get");
+	EXPECT_ERR(sk, request(HBMGUARD_CMD_DEVICE_GET, NLM_F_DUMP), EPERM,
+		   "device dump");
+	msg = request(HBMGUARD_CMD_PAGES_GET, NLM_F_DUMP);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
+	EXPECT_ERR(sk, msg, EPERM, "pages dump");
+	EXPECT_ERR(sk, request(HBMGUARD_CMD_STATS_GET, 0), EPERM, "stats");
+	EXPECT_ERR(sk, extent_request(HBMGUARD_CMD_RETIRE, 0, 0, 4096), EPERM,
+		   "retire");
+	EXPECT_ERR(sk, extent_request(HBMGUARD_CMD_CLEAR, 0, 0, 4096), EPERM,
+		   "clear");
 	msg = request(HBMGUARD_CMD_POLICY_SET, 0);
 	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
 	nla_put_u32(msg, HBMGUARD_A_CE_THRESHOLD, 3);
-	EXPECT_ERR(sk, msg, EPERM, "unprivileged policy");
+	EXPECT_ERR(sk, msg, EPERM, "policy");
+	msg = request(HBMGUARD_CMD_RESTORE, 0);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
+	n = nla_nest_start(msg, HBMGUARD_A_EXTENT);
+	nla_put_u64(msg, HBMGUARD_A_OFFSET, 0);
+	nla_put_u64(msg, HBMGUARD_A_LENGTH, 4096);
+	nla_nest_end(msg, n);
+	EXPECT_ERR(sk, msg, EPERM, "restore");
 	msg = request(HBMGUARD_CMD_RANGE_REGISTER, 0);
 	nla_put_string(msg, HBMGUARD_A_NAME, "x");
 	nla_put_u32(msg, HBMGUARD_A_NUMA_NODE, 1);
-	EXPECT_ERR(sk, msg, EPERM, "unprivileged range register");
+	EXPECT_ERR(sk, msg, EPERM, "range register");
+	msg = request(HBMGUARD_CMD_RANGE_REGISTER, 0);
+	nla_put_string(msg, HBMGUARD_A_NAME, "x");
+	nla_put_u64(msg, HBMGUARD_A_PHYS_ADDR, 1ULL << 32);
+	nla_put_u64(msg, HBMGUARD_A_HBM_SIZE, 1 << 20);
+	nla_put_flag(msg, HBMGUARD_A_CLAIM);
+	EXPECT_ERR(sk, msg, EPERM, "range register with CLAIM");
+	msg = request(HBMGUARD_CMD_RANGE_UNREGISTER, 0);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
+	EXPECT_ERR(sk, msg, EPERM, "range unregister");
 	err = join_events(sk);
 	if (err != -NLE_PERM)
-		FAIL("unprivileged join: %s", nl_geterror(err));
-	/* Reads are open. */
-	msg = request(HBMGUARD_CMD_DEVICE_GET, NLM_F_DUMP);
-	err = transact(sk, msg, NULL, NULL);
-	if (err)
-		FAIL("unprivileged dump: %s", strerror(-err));
+		FAIL("join the events group: %s", nl_geterror(err));
+	nl_socket_free(sk);
+	return failures;
+}
+
+/*
+ * One privilege model (uapi/linux/hbmguard.h, PRIVILEGES): every command and
+ * the events group need CAP_SYS_ADMIN in the initial user namespace.  Run as
+ * root; each identity is a child.
+ */
+static int cmd_unprivileged(void)
+{
+	static const struct {
+		const char *name;
+		uid_t uid;		/* 0: stays root */
+		uint64_t caps;		/* for root: what it keeps */
+		bool userns;
+	} who[] = {
+		{ "root with CAP_NET_ADMIN only", 0, 1ULL << CAP_NET_ADMIN, false },
+		{ "root without CAP_SYS_ADMIN", 0,
+		  ~(1ULL << CAP_SYS_ADMIN) & ((1ULL << (CAP_LAST_CAP + 1)) - 1), false },
+		{ "the node's group (uid 1000)", 1000, 0, false },
+		{ "a stranger (uid 2000)", 2000, 0, false },
+		{ "root of a user namespace", 0, 0, true },
+	};
+	struct nl_sock *sk = connect_family(), *lis = connect_family();
+	struct stats before = get_stats(sk), after;
+	unsigned int i;
+	int status;
+
+	for (i = 0; i < sizeof(who) / sizeof(who[0]); i++) {
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			int r = who[i].userns ? become_userns_root() :
+				who[i].uid ? (setgid(who[i].uid) || setuid(who[i].uid)) :
+				caps_keep_only(who[i].caps);
+
+			if (r) {
+				printf("cannot become %s\n", who[i].name);
+				_exit(2);
+			}
+			_exit(refused_everything() ? 1 : 0);
+		}
+		waitpid(pid, &status, 0);
+		if (!WIFEXITED(status) || WEXITSTATUS(status))
+			FAIL("as %s: not everything refused (above)", who[i].name);
+		else
+			printf("as %s: everything refused\n", who[i].name);
+	}
+	/* The administrator: reads and the events group. */
+	if (transact(sk, request(HBMGUARD_CMD_DEVICE_GET, NLM_F_DUMP), NULL, NULL))
+		FAIL("root's dump refused");
+	if (join_events(lis))
+		FAIL("root's join refused");
 	after = get_stats(sk);
-	if (before.seqnum != after.seqnum || before.generation != after.generation)
+	if (before.seqnum != after.seqnum || before.generation != after.generation ||
+	    before.devices != after.devices)
 		FAIL("refused requests changed something");
 	printf("unprivileged: %s\n", failures ? "FAILED" : "ok");
 	return failures != 0;

@@ -18,14 +18,17 @@
 #include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <inttypes.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/mempolicy.h>
 
 #include "hbmtest.h"
 #include "hbmguard.h"
+#include "caps.h"
 
 int hbm_failures;
 const char *hbm_test_name;
@@ -909,6 +912,153 @@ static void test_unprivileged(void)
 	CHECK_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : 100, 0);
 	CHECK_OK(chown(DEV_NODE, 0, 0));
 	CHECK_UNCHANGED(before);
+}
+
+/*
+ * Root that is not the administrator (uapi PRIVILEGES): with CAP_NET_ADMIN
+ * only, with every capability but CAP_SYS_ADMIN, and root of a user
+ * namespace.  Each reads; each is refused every change with EPERM.
+ */
+static int refused_changes(int fd)
+{
+	struct hbmguard_info info;
+	uint32_t id;
+
+	ctl = fd;
+	if (get_info(fd, &info) || info.nr_devices != 2)
+		return 20;
+	if (translate(0, 0).state != HBMGUARD_STATE_CLEAN)
+		return 21;
+	if (extent_op(fd, HBMGUARD_IOC_RETIRE, 0, 0, PAGE, 0) != -1 || errno != EPERM)
+		return 22;
+	if (extent_op(fd, HBMGUARD_IOC_CLEAR, 0, 0, PAGE, 0) != -1 || errno != EPERM)
+		return 23;
+	if (set_policy(0, HBMGUARD_POLICY_CE_THRESHOLD, 3, 0, 0) != -1 || errno != EPERM)
+		return 24;
+	if (inject(fd, 0, HBMGUARD_ERROR_UE, 0, 1) != -1 || errno != EPERM)
+		return 25;
+	if (sim_create("intruder", 1 << 30, 4096, 0, &id) != -1 || errno != EPERM)
+		return 26;
+	if (sim_destroy(0) != -1 || errno != EPERM)
+		return 27;
+	return 0;
+}
+
+static void test_privileges(void)
+{
+	static const struct {
+		uint64_t keep;		/* capabilities root keeps */
+		bool userns;
+	} who[] = {
+		{ 1ULL << CAP_NET_ADMIN, false },
+		{ ~(1ULL << CAP_SYS_ADMIN) & ((1ULL << (CAP_LAST_CAP + 1)) - 1), false },
+		{ 0, true },
+	};
+	struct snapshot before = snap();
+	unsigned int i;
+	int status;
+
+	for (i = 0; i < sizeof(who) / sizeof(who[0]); i++) {
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			int fd = open(DEV_NODE, O_RDWR);	/* root's, before */
+
+			if (fd < 0)
+				_exit(10);
+			if (who[i].userns ? become_userns_root() : caps_keep_only(who[i].keep))
+				_exit(11);
+			_exit(refused_changes(fd));
+		}
+		waitpid(pid, &status, 0);
+		CHECK_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status), 0);
+	}
+	CHECK_UNCHANGED(before);
+}
+
+/*
+ * Non-admins share HBMGUARD_MAX_OPENS event rings: one more is ENFILE, and
+ * the administrator still gets in.
+ */
+static void test_open_limit(void)
+{
+	int up[2], down[2], status, fd;
+	pid_t pid;
+	char c;
+
+	CHECK_OK(pipe(up));
+	CHECK_OK(pipe(down));
+	pid = fork();
+	if (pid == 0) {
+		struct rlimit rl = { HBMGUARD_MAX_OPENS + 64, HBMGUARD_MAX_OPENS + 64 };
+		int n = 0, err = 0;
+
+		/*
+		 * Node 1 stands for HBM that ras.sh claims later: a thousand
+		 * files' slab pages left there would make it unclaimable.
+		 */
+		unsigned long node0 = 1;
+
+		if (syscall(SYS_set_mempolicy, MPOL_BIND, &node0, 2) ||
+		    setrlimit(RLIMIT_NOFILE, &rl) || caps_keep_only(1ULL << CAP_NET_ADMIN))
+			_exit(10);
+		while (n <= HBMGUARD_MAX_OPENS) {
+			if (open(DEV_NODE, O_RDONLY) < 0) {
+				err = errno;
+				break;
+			}
+			n++;
+		}
+		printf("  a non-admin opened %d, then %s\n", n, strerror(err));
+		c = n == HBMGUARD_MAX_OPENS && err == ENFILE;
+		if (write(up[1], &c, 1) != 1 || read(down[0], &c, 1) != 1)
+			_exit(12);
+		_exit(0);	/* closes them all */
+	}
+	CHECK_EQ(read(up[0], &c, 1), 1);
+	CHECK_EQ(c, 1);
+	fd = open(DEV_NODE, O_RDONLY);	/* the administrator, at the limit */
+	CHECK(fd >= 0);
+	close(fd);
+	CHECK_EQ(write(down[1], &c, 1), 1);
+	waitpid(pid, &status, 0);
+	CHECK_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : 100, 0);
+	close(up[0]), close(up[1]), close(down[0]), close(down[1]);
+
+	pid = fork();	/* the rings were given back */
+	if (pid == 0)
+		_exit(caps_keep_only(0) || open(DEV_NODE, O_RDONLY) < 0);
+	waitpid(pid, &status, 0);
+	CHECK_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : 100, 0);
+}
+
+/*
+ * Spare pools bounded by HBMGUARD_SPARE_PAGES_MAX: the mapped table follows
+ * them (two entries of 16 bytes a spare).  Too many is EINVAL; a default
+ * pool is clamped to it.
+ */
+static void test_spare_bounds(void)
+{
+	struct snapshot before = snap();
+	struct hbmguard_device_info di;
+	uint32_t id;
+
+	CHECK_ERRNO(sim_create("x", 8ULL << 30, 4096, HBMGUARD_SPARE_PAGES_MAX + 1, &id),
+		    EINVAL);
+	/* 2^32 - 1 pages, all but one spare: spare_total + 1024 wrapped. */
+	CHECK_ERRNO(sim_create("x", 0xffffffffULL * PAGE, 4096, 0xfffffffeU, &id), EINVAL);
+	CHECK_UNCHANGED(before);
+
+	/* One spare per 100 MiB of 4 PiB would be 43 million. */
+	if (sim_create("huge", 1ULL << 52, 2 << 20, 0, &id)) {
+		CHECK(!"sim_create of a 4 PiB device");
+		return;
+	}
+	di = dev_info(id);
+	CHECK_EQ(di.spare_total, HBMGUARD_SPARE_PAGES_MAX);
+	CHECK_OK(sim_destroy(id));
+	CHECK_OK(sim_create("most", 8ULL << 30, 4096, HBMGUARD_SPARE_PAGES_MAX, &id));
+	CHECK_OK(sim_destroy(id));
 }
 
 /* The mapped table answers as the ioctl does, and follows changes. */
@@ -2184,6 +2334,48 @@ static void test_aperture_range_poison(uint32_t id, uint64_t phys)
 	signal(SIGBUS, SIG_DFL);
 }
 
+/* memory.current of this process's cgroup (v2), in KiB; -1 without one. */
+static long long cgroup_kib(void)
+{
+	char line[256], path[512] = "";
+	long long bytes = -1;
+	FILE *f = fopen("/proc/self/cgroup", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "0::", 3)) {
+			line[strcspn(line, "\n")] = 0;
+			snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.current",
+				 line + 3);
+		}
+	fclose(f);
+	f = *path ? fopen(path, "r") : NULL;
+	if (f && fscanf(f, "%lld", &bytes) != 1)
+		bytes = -1;
+	if (f)
+		fclose(f);
+	return bytes < 0 ? -1 : bytes / 1024;
+}
+
+/* Open the node @n times: how many opened, and what they cost this cgroup. */
+static int open_many(long n)
+{
+	long long before = cgroup_kib(), after;
+	int err = 0;
+	long i;
+
+	for (i = 0; i < n; i++)
+		if (open(DEV_NODE, O_RDONLY) < 0) {
+			err = errno;
+			break;
+		}
+	after = cgroup_kib();
+	printf("opened %ld%s%s, charged %lld KiB\n", i, err ? ", then " : "",
+	       err ? strerror(err) : "", before < 0 || after < 0 ? -1 : after - before);
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(void);
@@ -2202,6 +2394,9 @@ static const struct {
 	{ "concurrent", test_concurrent },
 	{ "large_table", test_large_table },
 	{ "unprivileged", test_unprivileged },
+	{ "privileges", test_privileges },
+	{ "open_limit", test_open_limit },
+	{ "spare_bounds", test_spare_bounds },
 	{ "mapped_table", test_mapped_table },
 	{ "map_bad_input", test_map_bad_input },
 	{ "map_concurrent", test_map_concurrent },
@@ -2225,6 +2420,8 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	ctl = open_dev(O_RDWR);
+	if (argc == 3 && !strcmp(argv[1], "open-many"))	/* lifetime.sh's */
+		return open_many(strtol(argv[2], NULL, 0));
 	if (argc == 4 && !strcmp(argv[1], "aperture-range")) {	/* ras.sh's */
 		hbm_test_name = argv[1];
 		test_aperture_range(strtoul(argv[2], NULL, 0), strtoull(argv[3], NULL, 0));

@@ -34,8 +34,9 @@ start=$(date +%s)
 	--file "$TOP/build/$kver/testmods/hbm_fake_nvidia.ko:/hbm_fake_nvidia.ko" \
 	--file "$TOP/build/$kver/testmods/hbm_fake_edac.ko:/hbm_fake_edac.ko" \
 	--file "$TOP/tests/kernel/providers.sh:/providers.sh" \
+	--file "$TOP/tests/kernel/lifetime.sh:/lifetime.sh" \
 	--log "$TOP/build/logs/tier2-$kver.log" \
-	-- 'sh /tier2.sh; a=$?; sh /ras.sh; b=$?; sh /providers.sh; c=$?; sh /daemon.sh; d=$?; sh /recovery.sh; exit $((a + b + c + d + $?))'
+	-- 'sh /tier2.sh; a=$?; sh /ras.sh; b=$?; sh /providers.sh; c=$?; sh /daemon.sh; d=$?; sh /recovery.sh; e=$?; sh /lifetime.sh; exit $((a + b + c + d + e + $?))'
 # Intel's machine check encodings, in a guest whose CPU says GenuineIntel.
 "$TOP/scripts/guest-run" --kernel "$kver" --cpu max,vendor=GenuineIntel --hbm-node 256 \
 	--module mce-inject \

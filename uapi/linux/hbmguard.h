@@ -30,6 +30,31 @@
  * DEGRADED once bad pages (any state) reach 90% of retire_limit, then RMA
  * once they reach retire_limit.
  *
+ * PRIVILEGES
+ * ----------
+ * One model for both interfaces.  "Admin" is CAP_SYS_ADMIN in the initial
+ * user namespace (a container's root is not an admin):
+ *
+ *	what				needs
+ *	/dev/hbmguard: open, GET_*,	the node's mode (0640: owner and group)
+ *	  LIST_*, TRANSLATE, read(),
+ *	  poll(), mmap of the table
+ *	RESTORED			the file open for writing (EBADF)
+ *	every other ioctl (changes)	admin (EPERM)
+ *	every netlink command, reads	admin, of the socket's opener and of the
+ *	  included			sender (EPERM)
+ *	joining the "events" group	admin (EPERM)
+ *
+ * Netlink reads need admin too: a socket has no file mode to give them to a
+ * group, and they carry physical addresses (PHYS_ADDR); /dev/hbmguard is the
+ * group's read interface.  CAP_NET_ADMIN, common in containers with the
+ * host's network, grants nothing here.
+ *
+ * Opens of /dev/hbmguard by non-admins hold at most HBMGUARD_MAX_OPENS event
+ * rings between them; one more is ENFILE.  A ring (event_ring records) is
+ * charged to the opener's memory cgroup (ENOMEM at its limit).  An admin's
+ * open is not counted.
+ *
  * /dev/hbmguard
  * -------------
  * The node is 0640: its group may read (GET_*, LIST_*, TRANSLATE, read(),
@@ -46,7 +71,8 @@
  *
  * Errors: EINVAL (malformed request), EFAULT (bad user address), ENOTTY
  * (unknown ioctl), EPERM (needs CAP_SYS_ADMIN), EBADF (needs a file open
- * for writing), ENODEV (no such device),
+ * for writing), ENFILE (open: HBMGUARD_MAX_OPENS reached), ENODEV (no such
+ * device),
  * ERANGE (offset outside the device), ENOSPC (no room for another device),
  * EEXIST (identity already registered), EOPNOTSUPP (not a simulated
  * device), ENOMEM.
@@ -76,6 +102,15 @@
 
 #define HBMGUARD_PAGE_SIZE_MIN	4096
 #define HBMGUARD_PAGE_SIZE_MAX	(2 * 1024 * 1024)
+
+/*
+ * Spare pages of one device at most (SIM_CREATE, RANGE_REGISTER; more is
+ * EINVAL): the mapped table holds one entry per spare, 16 bytes, twice, so
+ * it stays near 32 MiB.  A default spare pool is clamped to it.
+ */
+#define HBMGUARD_SPARE_PAGES_MAX	(1U << 20)
+/* Open files of /dev/hbmguard of non-admins at once (ENFILE beyond). */
+#define HBMGUARD_MAX_OPENS		1024
 
 enum hbmguard_page_state {
 	HBMGUARD_STATE_CLEAN = 0,	/* not in the table (TRANSLATE only) */
@@ -412,9 +447,11 @@ struct hbmguard_inject {
  * @flags: HBMGUARD_SIM_BACKED: back the device with memory (allocated on
  *	first touch, at most HBMGUARD_SIM_BACKED_MAX bytes) for the aperture
  * @device: out: the new device's id
- * @page_size: power of two, HBMGUARD_PAGE_SIZE_MIN..HBMGUARD_PAGE_SIZE_MAX
+ * @page_size: power of two, HBMGUARD_PAGE_SIZE_MIN..HBMGUARD_PAGE_SIZE_MAX;
+ *	with HBMGUARD_SIM_BACKED at least the CPU's page size
  * @hbm_size: bytes, a multiple of @page_size, at most 2^32 pages
- * @spare_pages: pages of the spare pool; 0: one per 100 MiB, at least one
+ * @spare_pages: pages of the spare pool, at most HBMGUARD_SPARE_PAGES_MAX
+ *	and fewer than the device's pages; 0: one per 100 MiB, at least one
  * @reserved0: zero
  * @name: NUL-terminated, [A-Za-z0-9_.:-], non-empty
  * @identity: NUL-terminated, printable, unique among devices; empty: "sim:" name
@@ -628,8 +665,9 @@ struct hbmguard_map_entry {
  * Family HBMGUARD_GENL_NAME, version HBMGUARD_GENL_VERSION, described for the
  * kernel's ynl tool by Documentation/netlink/specs/hbmguard.yaml.  Every
  * command is strictly validated: unknown attributes, wrong types and lengths
- * are EINVAL with an extack message.  Commands that change state need
- * CAP_NET_ADMIN (GENL_ADMIN_PERM); so does joining the "events" group.
+ * are EINVAL with an extack message.  Every command, reads included, and
+ * joining the "events" group need CAP_SYS_ADMIN in the initial user
+ * namespace (EPERM; see PRIVILEGES above).
  *
  * HBMGUARD_CMD_DEVICE_GET
  *	do: HBMGUARD_A_DEVICE_ID -> one device; dump: every device.  A device
@@ -659,8 +697,9 @@ struct hbmguard_map_entry {
  *	checked before any is applied.
  * HBMGUARD_CMD_RANGE_REGISTER (admin)
  *	NAME, IDENTITY (optional), and NUMA_NODE, or PHYS_ADDR and HBM_SIZE;
- *	PAGE_SIZE (optional, the CPU page size by default), SPARE_PAGES
- *	(optional), CLAIM (optional).  Registers physical memory (HBM exposed
+ *	PAGE_SIZE (optional, the CPU page size by default; with CLAIM at least
+ *	the CPU page size), SPARE_PAGES (optional, at most
+ *	HBMGUARD_SPARE_PAGES_MAX), CLAIM (optional).  Registers physical memory (HBM exposed
  *	as a CPU-less NUMA node, as on Grace Hopper and MI300A) as a device, so
  *	that memory_failure() and machine checks on it reach its table.  With
  *	CLAIM the module takes the range from the page allocator (migrating

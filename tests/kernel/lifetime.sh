@@ -1,0 +1,85 @@
+# SPDX-License-Identifier: GPL-2.0
+# Tier 2, inside the guest: the module's lifetime under load, what an open
+# costs its opener, and long operations.  The kernel log is checked by
+# guest-run: any WARN (a delayed work queued into the draining workqueue at
+# unload), leak (a device created while unloading) or soft lockup fails.
+. /lib.sh
+
+# rmmod while several processes hammer netlink and the ioctls.  Open files
+# pin the module, so rmmod is retried until it lands between two of them;
+# netlink requests do not: the family must be gone before the devices are.
+check "load for the node's address" 'insmod /hbmguard.ko sim_devices=2'
+phys=$(hbmnl range-node probe 1 >/dev/null && hbmnl devices |
+	sed -n 's/^device 2 .* phys=\(0x[0-9a-f]*\)$/\1/p')
+check "node 1 found" '[ -n "$phys" ] && hbmnl range-unregister 2'
+check "unload" 'rmmod hbmguard'
+i=0; pids=""
+for w in 1 2 3; do
+	( while :; do
+		id=$(hbmnl range-phys r$w $((phys + w * 0x1000000)) 0x1000000 2>/dev/null)
+		[ -n "$id" ] && hbmnl range-unregister $id >/dev/null 2>&1
+		hbmnl devices >/dev/null 2>&1
+		hbmnl retire 0 $((w * 0x10000)) 0x1000 >/dev/null 2>&1
+		hbmnl pages 0 >/dev/null 2>&1
+	done ) &
+	pids="$pids $!"
+done
+( while :; do
+	hbmctl retire sim1 0x20000 >/dev/null 2>&1
+	hbmctl clear sim1 0x20000 4K >/dev/null 2>&1
+done ) &
+pids="$pids $!"
+loaded=0; unloaded=0
+while [ $i -lt 30 ]; do
+	insmod /hbmguard.ko sim_devices=2 && loaded=$((loaded + 1))
+	sleep 0.2
+	n=0
+	until rmmod hbmguard 2>/dev/null || [ $n -ge 500 ]; do n=$((n + 1)); done
+	[ -d /sys/module/hbmguard ] || unloaded=$((unloaded + 1))
+	i=$((i + 1))
+done
+kill $pids 2>/dev/null; wait 2>/dev/null
+echo "loaded $loaded, unloaded $unloaded times under load"
+check "every load unloaded under load" '[ $loaded = 30 ] && [ $unloaded = 30 ]'
+check "every unload clean" '[ "$(dmesg | grep -c "hbmguard: unloaded")" -ge 31 ] && ! dmesg | grep -q "hbmguard: leak"'
+
+# Devices created and destroyed while they are dumped, over both interfaces.
+check "load" 'insmod /hbmguard.ko sim_devices=2'
+( while :; do hbmnl devices >/dev/null; hbmnl pages 2 >/dev/null 2>&1; done ) &
+d1=$!
+( while :; do hbmctl devices >/dev/null; hbmctl pages 2 >/dev/null 2>&1; done ) &
+d2=$!
+ok=0
+for i in $(seq 1 40); do
+	id=$(hbmctl sim-create churn 64M spares=64) && hbmctl retire "$id" 0x1000 2>/dev/null &&
+		hbmctl sim-destroy "$id" && ok=$((ok + 1))
+done
+kill $d1 $d2; wait 2>/dev/null
+check "create, retire, destroy 40 times while dumped" '[ $ok = 40 ]'
+check "the dumps still work" 'hbmnl devices | grep -c "^device" | grep -qx 2'
+
+# A retirement of 2^26 pages takes seconds: it must reschedule.  With
+# watchdog_thresh=1 the soft-lockup detector fires after 2 s without it.
+thresh=$(cat /proc/sys/kernel/watchdog_thresh)
+echo 1 >/proc/sys/kernel/watchdog_thresh
+big=$(hbmctl sim-create big 256G spares=16)
+check "retire a 256 GiB range" "hbmctl retire $big 0 0x3fffff0000 2>/dev/null"
+echo "$thresh" >/proc/sys/kernel/watchdog_thresh
+check "no soft lockup" '! dmesg | grep -q "soft lockup"'
+check "clear it" "hbmctl clear $big 0 0x3fffff0000 2>/dev/null && hbmctl sim-destroy $big"
+check "unload" 'rmmod hbmguard'
+
+# Each open's event ring (1024 records of 64 bytes) is charged to the
+# opener's memory cgroup.
+check "load with 64 KiB rings" 'insmod /hbmguard.ko sim_devices=2 event_ring=1024'
+mkdir -p /sys/fs/cgroup && mount -t cgroup2 none /sys/fs/cgroup 2>/dev/null
+echo +memory >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
+mkdir -p /sys/fs/cgroup/opener
+out=$(sh -c 'echo $$ >/sys/fs/cgroup/opener/cgroup.procs && exec hbmtest open-many 200')
+echo "in a cgroup of its own: $out"
+kib=$(echo "$out" | sed -n 's/^opened 200, charged \([0-9]*\) KiB$/\1/p')
+check "200 rings charged to the opener's cgroup" '[ -n "$kib" ] && [ "$kib" -ge $((200 * 64)) ]'
+rmdir /sys/fs/cgroup/opener
+check "unload" 'rmmod hbmguard'
+
+finish lifetime
