@@ -60,7 +60,7 @@ $(BUILD)/%/hbmguard.ko: $(KMOD_SRC)
 		{ echo "build for $* has warnings" >&2; rm -f $@; exit 1; }
 
 # The test-only modules (tests/kmod), against the hbmguard.ko just built.
-$(BUILD)/%/testmods/hbm_test_provider.ko: $(BUILD)/%/hbmguard.ko $(wildcard tests/kmod/*) kmod/hbmguard_provider.h kmod/nvidia_abi.h
+$(BUILD)/%/testmods/hbm_test_provider.ko: $(BUILD)/%/hbmguard.ko $(wildcard tests/kmod/*) kmod/hbmguard_provider.h kmod/nvidia_xid.h
 	@mkdir -p $(BUILD)/$*/testmods
 	@# Kbuild does not notice hbmguard's symbol CRCs changing: start afresh.
 	@rm -rf $(BUILD)/$*/testmods/*

@@ -61,6 +61,16 @@ static inline struct nlattr **hbm_dump_attrs(struct netlink_callback *cb)
 #endif
 
 /*
+ * 6.10 dropped __assign_str()'s source argument (TP_fast_assign() of a trace
+ * event); NVIDIA's conftest.sh calls this NV_ASSIGN_STR_ARGUMENT_COUNT.
+ */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 10, 0)
+#define HBM_ASSIGN_STR_ARGUMENT_COUNT 2
+#else
+#define HBM_ASSIGN_STR_ARGUMENT_COUNT 1
+#endif
+
+/*
  * The MCE decode chain passes a struct mce * up to 6.12; later kernels pass
  * a struct mce_hw_err * that holds one.  Either way, what decoding needs.
  */

@@ -137,6 +137,12 @@ void hbm_netlink_event(const struct hbmguard_event *ev);
 u64 hbm_netlink_dropped(void);
 int hbm_device_fill(struct sk_buff *skb, struct hbm_device *dev);
 
+/* tracepoint.c */
+struct module;
+struct tracepoint;
+struct tracepoint *hbm_kernel_tracepoint(const char *name);
+struct tracepoint *hbm_module_tracepoint(struct module *mod, const char *name);
+
 /* ras_memory_failure.c, ras_mce.c, ras_edac.c, nvidia.c: the kernel's paths */
 int hbm_memory_failure_init(void);
 void hbm_memory_failure_exit(void);

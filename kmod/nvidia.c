@@ -1,30 +1,47 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * NVIDIA Xid: the NVIDIA kernel module reports every Xid through one
- * callback slot.  The HBM ones become DEVICE_ERROR events of the device whose
- * identity is the GPU's PCI address; the daemon then asks NVML which page.
+ * NVIDIA Xid: the open NVIDIA kernel modules fire the tracepoint
+ * nvidia:nvidia_dev_xid for every Xid they report (nvidia_xid.h says where
+ * and since which release; a driver running on an NVIDIA H200 with 580.159.04
+ * open modules, taint "O", lists its trace_event_raw_event_nvidia_dev_xid in
+ * /proc/kallsyms).  The HBM ones become DEVICE_ERROR events of the device
+ * whose identity is the GPU's PCI address; what each means is the daemon's
+ * to say (it asks NVML which page, and whether a reset or an RMA is due):
  *
- *   48  double-bit ECC error          92  high single-bit ECC error rate
- *   63  row remapping pending         94  contained ECC error
- *   64  row remapping failure         95  uncontained ECC error
+ *   48  double-bit ECC error		 94  contained ECC error
+ *   63  page retirement / row remap	 95  uncontained ECC error
+ *   64  retirement / remap failure	140  unrecovered ECC error
+ *   92  high single-bit ECC error rate
  *
- * The driver may load before or after hbmguard, so a module notifier
- * attaches whenever a module offering the registration function comes and
- * forgets it when that module goes.  No reference is kept on the driver:
- * hbmguard must not stop an operator from unloading it.  The slot holds one
- * callback; when another user has it, hbmguard says so and goes on without
- * this path.  The callback may run in atomic context: it copies the Xid into
- * a small ring and a worker makes the event.
+ * Drivers older than 575, and the proprietary modules (the kernel hides the
+ * tracepoints of a module that taints it "P": trace_module_has_bad_taint() in
+ * kernel/tracepoint.c), are heard by the daemon from the kernel log instead.
+ * Their other interface, nvidia_register_error_cb() in
+ * kernel-open/nvidia/nv-report-err.c, is no use here: one global slot,
+ * unregistration not synchronised with callers, and exported with plain
+ * EXPORT_SYMBOL, which __symbol_get() refuses since 6.6, backported to the
+ * 6.1 series ("failing symbol_get of non-GPLONLY symbol", kernel/module/main.c
+ * of Debian's 6.1.192 and 6.12 both).
  *
- * The interface as this file expects it is stated in nvidia_abi.h.
+ * The driver may load before or after hbmguard, and go at any time: a
+ * tracepoint module notifier (register_tracepoint_module_notifier(), which
+ * also replays the modules already loaded) probes the tracepoint when a module
+ * offering it comes and unregisters when it goes.  No reference is kept on
+ * the driver: hbmguard must not stop an operator from unloading it.  Every
+ * notifier call holds the kernel's tracepoint_module_list_mutex, which
+ * serialises nv_tp and nv_mod.
+ *
+ * The probe runs in the driver's context, which may be atomic: it copies the
+ * PCI address and the Xid into a small ring and a worker makes the event.
  */
 #include <linux/module.h>
-#include <linux/mutex.h>
+#include <linux/pci.h>
 #include <linux/spinlock.h>
+#include <linux/tracepoint.h>
 #include <linux/workqueue.h>
 
 #include "hbm.h"
-#include "nvidia_abi.h"
+#include "nvidia_xid.h"
 
 #define XID_RING 64
 
@@ -37,15 +54,13 @@ static struct xid_report xid_ring[XID_RING];
 static u32 xid_head, xid_tail;
 static DEFINE_SPINLOCK(xid_lock);
 
-static DEFINE_MUTEX(nv_lock);		/* attach state */
-static unsigned long nv_reg_addr;	/* the registration function: its
-					 * module is the driver; 0: detached */
-static bool nv_legacy;			/* attached through nv_*() */
+static struct tracepoint *nv_tp;	/* probed; NULL: detached */
+static struct module *nv_mod;		/* nv_tp's module */
 
 static bool xid_is_hbm(u32 xid)
 {
 	return xid == 48 || xid == 63 || xid == 64 || xid == 92 || xid == 94 ||
-	       xid == 95;
+	       xid == 95 || xid == 140;
 }
 
 static void xid_work_fn(struct work_struct *work)
@@ -67,8 +82,8 @@ static void xid_work_fn(struct work_struct *work)
 		dev = hbm_device_find_identity(r.bdf);
 		if (!dev) {
 			hbm_path_count(HBMGUARD_PATH_NVIDIA_XID, true);
-			pr_info("hbmguard: Xid %u on %s: no such device registered\n",
-				r.xid, r.bdf);
+			pr_info_ratelimited("hbmguard: Xid %u on %s: no such device registered\n",
+					    r.xid, r.bdf);
 			continue;
 		}
 		hbm_device_error(dev, r.xid, HBMGUARD_PATH_NVIDIA_XID);
@@ -78,19 +93,20 @@ static void xid_work_fn(struct work_struct *work)
 
 static DECLARE_WORK(xid_work, xid_work_fn);
 
-static void hbm_nv_error(void *ctx, const char *pci_bdf, u32 xid)
+static void hbm_nv_xid(void *data, const struct pci_dev *pdev, u32 error_code,
+		       const char *msg)
 {
 	unsigned long flags;
 	bool queued = false;
 
-	if (!xid_is_hbm(xid) || !pci_bdf)
+	if (!xid_is_hbm(error_code) || !pdev)
 		return;
 	spin_lock_irqsave(&xid_lock, flags);
 	if (xid_tail - xid_head < XID_RING) {
 		struct xid_report *r = &xid_ring[xid_tail++ % XID_RING];
 
-		strscpy(r->bdf, pci_bdf, sizeof(r->bdf));
-		r->xid = xid;
+		strscpy(r->bdf, pci_name(pdev), sizeof(r->bdf));
+		r->xid = error_code;
 		queued = true;
 	}
 	spin_unlock_irqrestore(&xid_lock, flags);
@@ -100,89 +116,68 @@ static void hbm_nv_error(void *ctx, const char *pci_bdf, u32 xid)
 		hbm_path_count(HBMGUARD_PATH_NVIDIA_XID, true);
 }
 
-/* Try to take the slot; nv_lock held. */
-static void nv_attach(void)
+/* tracepoint_probe_register() takes any pointer: hold the probe to its type. */
+static const hbm_nv_xid_probe_t hbm_nv_probe = hbm_nv_xid;
+
+static void nv_attach(struct module *mod)
 {
-	int (*reg)(hbm_nv_error_cb cb, void *ctx);
-	bool legacy = false;
+	struct tracepoint *tp = hbm_module_tracepoint(mod, HBM_NV_XID_TRACEPOINT);
 	int err;
 
-	if (nv_reg_addr)
+	if (!tp)
 		return;
-	reg = symbol_get(nvidia_register_error_cb);
-	if (!reg) {
-		reg = symbol_get(nv_register_error_cb);
-		legacy = true;
+	if (nv_tp) {
+		pr_warn("hbmguard: %s also offers nvidia:%s: only %s's is probed\n",
+			mod->name, HBM_NV_XID_TRACEPOINT, nv_mod->name);
+		return;
 	}
-	if (!reg)
-		return;
-	err = reg(hbm_nv_error, NULL);
+	err = tracepoint_probe_register(tp, hbm_nv_probe, NULL);
 	if (err) {
-		pr_warn("hbmguard: the NVIDIA error callback slot is taken (%d): Xid path off\n",
-			err);
-	} else {
-		nv_reg_addr = (unsigned long)reg;
-		nv_legacy = legacy;
-		pr_info("hbmguard: receiving NVIDIA Xids\n");
+		pr_warn("hbmguard: cannot probe nvidia:%s of %s (%d): Xid path off\n",
+			HBM_NV_XID_TRACEPOINT, mod->name, err);
+		return;
 	}
-	if (legacy)
-		symbol_put(nv_register_error_cb);
-	else
-		symbol_put(nvidia_register_error_cb);
+	nv_tp = tp;
+	nv_mod = mod;
+	pr_info("hbmguard: receiving NVIDIA Xids from nvidia:%s of %s\n",
+		HBM_NV_XID_TRACEPOINT, mod->name);
 }
 
-static int hbm_nv_module_event(struct notifier_block *nb, unsigned long state,
-			       void *data)
+static void nv_detach(void)
 {
-	struct module *mod = data;
+	tracepoint_probe_unregister(nv_tp, hbm_nv_probe, NULL);
+	/* No probe still running when hbmguard or the driver goes. */
+	tracepoint_synchronize_unregister();
+	pr_info("hbmguard: Xid path detached from %s\n", nv_mod->name);
+	nv_tp = NULL;
+	nv_mod = NULL;
+}
 
-	mutex_lock(&nv_lock);
-	if (state == MODULE_STATE_LIVE) {
-		nv_attach();
-	} else if (state == MODULE_STATE_GOING && nv_reg_addr &&
-		   within_module(nv_reg_addr, mod)) {
-		/* It drops its callbacks as it goes; nothing to undo. */
-		pr_info("hbmguard: %s going: Xid path detached\n", mod->name);
-		nv_reg_addr = 0;
-	}
-	mutex_unlock(&nv_lock);
+static int hbm_nv_tp_module(struct notifier_block *nb, unsigned long state,
+			    void *data)
+{
+	struct tp_module *tp_mod = data;
+
+	if (state == MODULE_STATE_COMING)
+		nv_attach(tp_mod->mod);
+	else if (state == MODULE_STATE_GOING && nv_mod == tp_mod->mod)
+		nv_detach();
 	return NOTIFY_DONE;
 }
 
 static struct notifier_block hbm_nv_nb = {
-	.notifier_call = hbm_nv_module_event,
+	.notifier_call = hbm_nv_tp_module,
 };
 
 int hbm_nvidia_init(void)
 {
-	int err = register_module_notifier(&hbm_nv_nb);
-
-	if (err)
-		return err;
-	mutex_lock(&nv_lock);
-	nv_attach();
-	mutex_unlock(&nv_lock);
-	return 0;
+	/* Calls hbm_nv_tp_module() for the modules already loaded, too. */
+	return register_tracepoint_module_notifier(&hbm_nv_nb);
 }
 
 void hbm_nvidia_exit(void)
 {
-	unregister_module_notifier(&hbm_nv_nb);
-	mutex_lock(&nv_lock);
-	if (nv_reg_addr) {
-		void (*unreg)(hbm_nv_error_cb cb);
-
-		unreg = nv_legacy ? symbol_get(nv_unregister_error_cb) :
-				    symbol_get(nvidia_unregister_error_cb);
-		if (unreg) {
-			unreg(hbm_nv_error);
-			if (nv_legacy)
-				symbol_put(nv_unregister_error_cb);
-			else
-				symbol_put(nvidia_unregister_error_cb);
-		}
-		nv_reg_addr = 0;
-	}
-	mutex_unlock(&nv_lock);
+	/* Calls hbm_nv_tp_module(GOING) for every module loaded. */
+	unregister_tracepoint_module_notifier(&hbm_nv_nb);
 	flush_work(&xid_work);
 }

@@ -8,7 +8,6 @@
  * it only maps the pfn to a range device and queues the report.
  */
 #include <linux/pfn.h>
-#include <linux/string.h>
 #include <linux/tracepoint.h>
 
 #include "hbm.h"
@@ -28,17 +27,11 @@ static void hbm_mf_probe(void *data, unsigned long pfn, int type, int result)
 	hbm_device_put(dev);
 }
 
-static void hbm_mf_find(struct tracepoint *tp, void *priv)
-{
-	if (!strcmp(tp->name, "memory_failure_event"))
-		*(struct tracepoint **)priv = tp;
-}
-
 int hbm_memory_failure_init(void)
 {
 	int err;
 
-	for_each_kernel_tracepoint(hbm_mf_find, &hbm_mf_tp);
+	hbm_mf_tp = hbm_kernel_tracepoint("memory_failure_event");
 	if (!hbm_mf_tp) {
 		pr_info("hbmguard: no memory_failure_event tracepoint (CONFIG_MEMORY_FAILURE off?): path off\n");
 		return 0;

@@ -158,7 +158,7 @@ enum hbmguard_path {
 	HBMGUARD_PATH_MEMORY_FAILURE,	/* ras:memory_failure_event */
 	HBMGUARD_PATH_MCE,		/* x86 machine check decode chain */
 	HBMGUARD_PATH_EDAC,		/* ras:mc_event */
-	HBMGUARD_PATH_NVIDIA_XID,	/* the NVIDIA driver's error callback */
+	HBMGUARD_PATH_NVIDIA_XID,	/* nvidia:nvidia_dev_xid tracepoint */
 	HBMGUARD_PATH_NETLINK,		/* HBMGUARD_CMD_RETIRE from userspace */
 	__HBMGUARD_PATH_MAX
 };
