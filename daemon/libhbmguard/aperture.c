@@ -288,6 +288,36 @@ static void unpublish_unmap(struct hbmguard_aperture *a)
 	pthread_mutex_unlock(&slots_lock);
 }
 
+/*
+ * fork() copies the table as it is: a handler busy on a thread the child does
+ * not have would keep the child's close() waiting forever, and slots_lock
+ * could be held by such a thread.  So fork() takes the lock, and the child,
+ * alone, has no handler busy.
+ */
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&slots_lock);
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&slots_lock);
+}
+
+static void fork_child(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < MAX_APERTURES; i++)
+		atomic_store(&slots[i].busy, 0);
+	pthread_mutex_init(&slots_lock, NULL);
+}
+
+__attribute__((constructor)) static void register_fork(void)
+{
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
 int hbmguard_aperture_open(const char *device, uint64_t offset, uint64_t length,
 			   struct hbmguard_aperture **out)
 {

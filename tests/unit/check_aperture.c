@@ -326,8 +326,12 @@ static void test_absorbing(void)
 		;
 }
 
+static atomic_bool in_child;
+
 static void test_close_waits(void)
 {
+	if (atomic_load(&in_child))
+		_exit(3);	/* waits for a thread the child does not have */
 	if (!atomic_exchange(&waiting, true))
 		sem_post(&progress);
 }
@@ -381,6 +385,39 @@ START_TEST(test_close_waits_for_handler)
 }
 END_TEST
 
+/*
+ * fork() while another thread's handler is absorbing: the child has no such
+ * thread, so its close() has nothing to wait for.
+ */
+START_TEST(test_fork_while_absorbing)
+{
+	struct hbmguard_aperture *a = fake_aperture(NULL, 4);
+	pthread_t faulter;
+	pid_t pid;
+	int status;
+
+	sem_init(&in_handler, 0, 0);
+	sem_init(&go, 0, 0);
+	set_action(NULL, SIG_DFL, 0);
+	ck_assert_int_eq(hbmguard_aperture_guard(), 0);
+	atomic_store(&armed, true);
+	ck_assert_int_eq(pthread_create(&faulter, NULL, fault_thread, a), 0);
+	sem_wait(&in_handler);
+	pid = fork();
+	if (!pid) {
+		atomic_store(&in_child, true);
+		hbmguard_aperture_close(a);
+		_exit(0);
+	}
+	sem_post(&go);
+	pthread_join(faulter, NULL);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child: status %#x", status);
+	ck_assert_int_eq(hbmguard_aperture_lost(a), 1);
+	hbmguard_aperture_close(a);
+}
+END_TEST
+
 Suite *aperture_suite(void)
 {
 	Suite *s = suite_create("aperture");
@@ -395,6 +432,7 @@ Suite *aperture_suite(void)
 	tcase_add_test(tc, test_errno_saved);
 	tcase_add_test(tc, test_replaced);
 	tcase_add_test(tc, test_close_waits_for_handler);
+	tcase_add_test(tc, test_fork_while_absorbing);
 	suite_add_tcase(s, tc);
 	return s;
 }
