@@ -26,9 +26,10 @@
  * VM_FAULT_SIGBUS, BUS_ADRERR, not a loss.  Everything else (kill -BUS,
  * raise(), sigqueue(), the early warning BUS_MCEERR_AO, an address outside
  * every aperture) goes on as if the guard were not there: to the action it
- * replaced, that action's mask, flags and errno included; ignored if it was
- * SIG_IGN, but for a fault's, which the kernel forces through SIG_IGN; or to
- * the default action, which kills with a core.
+ * replaced, that action's mask, flags (its stack and SA_RESTART the guard's
+ * own) and errno included; ignored if it was SIG_IGN, but for a fault's,
+ * which the kernel forces through SIG_IGN; or to the default action, which
+ * kills with a core.
  *
  * The handler reads the table of apertures without a lock: a slot is filled
  * before it is published (release), and a handler marks itself busy on a
@@ -219,10 +220,22 @@ static bool is_guard(const struct sigaction *sa)
 	return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == on_sigbus;
 }
 
+/*
+ * The flags of the action replaced that the kernel reads from the guard's
+ * instead: on which stack the handler runs, and whether the system call the
+ * signal interrupted restarts or fails with EINTR.  Ignored or killing, the
+ * signal would have interrupted nothing, so that restarts.
+ */
+static int kernel_flags(const struct sigaction *sa)
+{
+	if (sa->sa_handler == SIG_DFL || sa->sa_handler == SIG_IGN)
+		return SA_RESTART;
+	return sa->sa_flags & (SA_ONSTACK | SA_RESTART);
+}
+
 int hbmguard_aperture_guard(void)
 {
-	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO | SA_RESTART },
-			 cur;
+	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO }, cur;
 	int err = 0;
 
 	sigemptyset(&sa.sa_mask);
@@ -241,7 +254,12 @@ int hbmguard_aperture_guard(void)
 	 * the old action out only after the new one is in place.  Unless
 	 * another thread changed it in between, what was replaced is that.
 	 */
-	if (sigaction(SIGBUS, NULL, &previous) || sigaction(SIGBUS, &sa, &cur)) {
+	if (sigaction(SIGBUS, NULL, &previous)) {
+		err = -errno;
+		goto out;
+	}
+	sa.sa_flags |= kernel_flags(&previous);
+	if (sigaction(SIGBUS, &sa, &cur)) {
 		err = -errno;
 		goto out;
 	}
