@@ -59,6 +59,7 @@
 #ifndef HBMGUARD_TEST_ABSORBING
 #define HBMGUARD_TEST_ABSORBING()	do { } while (0)
 #define HBMGUARD_TEST_CLOSE_WAITS()	do { } while (0)
+#define HBMGUARD_TEST_INSTALLING()	do { } while (0)
 #endif
 
 /* What a signal handler may touch: lock-free, never a hidden lock. */
@@ -82,7 +83,14 @@ static struct {
 	bool used;			/* under slots_lock */
 } slots[MAX_APERTURES];
 static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct sigaction previous;	/* written before the guard is installed */
+/*
+ * The action the guard replaced: as read before the guard went in ([0]), or
+ * as its sigaction() replaced it when another thread changed it meanwhile
+ * ([1]).  Each is written once, before the handler may read it, so a handler
+ * never reads one half written.
+ */
+static struct sigaction replaced[2];
+static atomic_uint replaced_at;
 static atomic_bool previous_reset;	/* its SA_RESETHAND took effect */
 static bool guarded;
 static uintptr_t page_mask;
@@ -138,8 +146,9 @@ static void die(int sig, siginfo_t *si)
 /* Give the signal to the action the guard replaced, as the kernel would. */
 static void chain(int sig, siginfo_t *si, void *uc, int err)
 {
-	int flags = previous.sa_flags;
-	void (*handler)(int) = previous.sa_handler;
+	const struct sigaction *previous = &replaced[atomic_load(&replaced_at)];
+	int flags = previous->sa_flags;
+	void (*handler)(int) = previous->sa_handler;
 	sigset_t mask, old;
 
 	if (atomic_load(&previous_reset)) {
@@ -157,7 +166,7 @@ static void chain(int sig, siginfo_t *si, void *uc, int err)
 	}
 	if (flags & SA_RESETHAND)
 		atomic_store(&previous_reset, true);
-	mask = previous.sa_mask;
+	mask = previous->sa_mask;
 	if (!(flags & SA_NODEFER))
 		sigaddset(&mask, sig);
 	pthread_sigmask(SIG_BLOCK, &mask, &old);
@@ -168,7 +177,7 @@ static void chain(int sig, siginfo_t *si, void *uc, int err)
 	}
 	errno = err;
 	if (flags & SA_SIGINFO)
-		previous.sa_sigaction(sig, si, uc);
+		previous->sa_sigaction(sig, si, uc);
 	else
 		handler(sig);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -250,21 +259,25 @@ int hbmguard_aperture_guard(void)
 	}
 	page_mask = ~((uintptr_t)sysconf(_SC_PAGESIZE) - 1);
 	/*
-	 * previous is complete before the handler can run: sigaction() copies
-	 * the old action out only after the new one is in place.  Unless
-	 * another thread changed it in between, what was replaced is that.
+	 * replaced[0] is complete before the handler can run: sigaction()
+	 * copies the old action out only after the new one is in place.
+	 * Unless another thread changed it in between, what was replaced is
+	 * that.
 	 */
-	if (sigaction(SIGBUS, NULL, &previous)) {
+	if (sigaction(SIGBUS, NULL, &replaced[0])) {
 		err = -errno;
 		goto out;
 	}
-	sa.sa_flags |= kernel_flags(&previous);
+	sa.sa_flags |= kernel_flags(&replaced[0]);
+	HBMGUARD_TEST_INSTALLING();
 	if (sigaction(SIGBUS, &sa, &cur)) {
 		err = -errno;
 		goto out;
 	}
-	if (cur.sa_handler != previous.sa_handler || cur.sa_flags != previous.sa_flags)
-		previous = cur;
+	if (cur.sa_handler != replaced[0].sa_handler || cur.sa_flags != replaced[0].sa_flags) {
+		replaced[1] = cur;
+		atomic_store(&replaced_at, 1);
+	}
 	guarded = true;
 out:
 	pthread_mutex_unlock(&slots_lock);

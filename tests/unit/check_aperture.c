@@ -20,8 +20,10 @@
 
 static void test_absorbing(void);
 static void test_close_waits(void);
+static void test_installing(void);
 #define HBMGUARD_TEST_ABSORBING()	test_absorbing()
 #define HBMGUARD_TEST_CLOSE_WAITS()	test_close_waits()
+#define HBMGUARD_TEST_INSTALLING()	test_installing()
 #include "libhbmguard/aperture.c"
 
 #include <check.h>
@@ -394,6 +396,34 @@ START_TEST(test_previous_restart)
 }
 END_TEST
 
+/*
+ * Another thread installs a handler between the guard's reading of the
+ * action and its replacing it: what the guard replaced is that handler.
+ */
+static void (*install_meanwhile)(int, siginfo_t *, void *);
+
+static void test_installing(void)
+{
+	if (install_meanwhile)
+		set_action(install_meanwhile, NULL, SA_SIGINFO);
+}
+
+START_TEST(test_replaced_meanwhile)
+{
+	struct hbmguard_aperture *a = fake_aperture(NULL, 4);
+
+	set_action(NULL, SIG_DFL, 0);
+	install_meanwhile = recorder;
+	ck_assert_int_eq(hbmguard_aperture_guard(), 0);
+	got = 0;
+	send_other(KILL, a);
+	ck_assert_int_eq(got, 1);
+	send_other(AO_INSIDE, a);
+	ck_assert_int_eq(got, 2);
+	hbmguard_aperture_close(a);
+}
+END_TEST
+
 /* A handler installed after the guard replaces it: the guard says so. */
 START_TEST(test_replaced)
 {
@@ -534,6 +564,7 @@ Suite *aperture_suite(void)
 	tcase_add_test(tc, test_ignored);
 	tcase_add_test(tc, test_errno_saved);
 	tcase_add_test(tc, test_replaced);
+	tcase_add_test(tc, test_replaced_meanwhile);
 	tcase_add_test(tc, test_previous_stack);
 	tcase_add_loop_test(tc, test_previous_restart, 0, 2);
 	tcase_add_test(tc, test_close_waits_for_handler);
