@@ -151,21 +151,18 @@ static void chain(int sig, siginfo_t *si, void *uc, int err)
 	void (*handler)(int) = previous->sa_handler;
 	sigset_t mask, old;
 
-	if (atomic_load(&previous_reset)) {
-		handler = SIG_DFL;
-		flags = 0;
-	}
 	if (handler == SIG_IGN) {
 		if (!forced(si))
 			return;
 		handler = SIG_DFL;
 	}
+	/* One-shot: the kernel gives one signal, of all threads', the handler. */
+	if (handler != SIG_DFL && (flags & SA_RESETHAND) && atomic_exchange(&previous_reset, true))
+		handler = SIG_DFL;
 	if (handler == SIG_DFL) {
 		die(sig, si);
 		return;
 	}
-	if (flags & SA_RESETHAND)
-		atomic_store(&previous_reset, true);
 	mask = previous->sa_mask;
 	if (!(flags & SA_NODEFER))
 		sigaddset(&mask, sig);
