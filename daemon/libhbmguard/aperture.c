@@ -399,6 +399,7 @@ int hbmguard_aperture_restore(struct hbmguard_aperture *a, uint64_t offset, uint
 {
 	struct hbmguard_extent_op x = { .size = sizeof(x), .device = a->device,
 					.offset = offset, .length = length };
+	unsigned long seen = atomic_load(&slots[a->slot].lost);
 
 	if (offset < a->offset || length > a->length ||
 	    offset - a->offset > a->length - length)
@@ -410,7 +411,11 @@ int hbmguard_aperture_restore(struct hbmguard_aperture *a, uint64_t offset, uint
 		 MAP_SHARED | MAP_FIXED, a->fd,
 		 HBMGUARD_MMAP_APERTURE(a->device) + offset) == MAP_FAILED)
 		return -errno;
-	atomic_store(&slots[a->slot].lost, 0);
+	/*
+	 * The losses counted before: a handler on another thread may have put
+	 * its zero page over the mapping just made, and counted it since.
+	 */
+	atomic_fetch_sub(&slots[a->slot].lost, seen);
 	return 0;
 }
 
