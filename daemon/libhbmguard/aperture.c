@@ -399,7 +399,7 @@ int hbmguard_aperture_restore(struct hbmguard_aperture *a, uint64_t offset, uint
 {
 	struct hbmguard_extent_op x = { .size = sizeof(x), .device = a->device,
 					.offset = offset, .length = length };
-	unsigned long seen = atomic_load(&slots[a->slot].lost);
+	unsigned long seen = atomic_load(&slots[a->slot].lost), left;
 
 	if (offset < a->offset || length > a->length ||
 	    offset - a->offset > a->length - length)
@@ -414,8 +414,12 @@ int hbmguard_aperture_restore(struct hbmguard_aperture *a, uint64_t offset, uint
 	/*
 	 * The losses counted before: a handler on another thread may have put
 	 * its zero page over the mapping just made, and counted it since.
+	 * Another restore() may have taken them away already.
 	 */
-	atomic_fetch_sub(&slots[a->slot].lost, seen);
+	left = atomic_load(&slots[a->slot].lost);
+	while (!atomic_compare_exchange_weak(&slots[a->slot].lost, &left,
+					     left > seen ? left - seen : 0))
+		;
 	return 0;
 }
 
