@@ -113,12 +113,14 @@ $(BUILD)/guest/hbmctl: daemon/hbmctl.c $(BUILD)/libhbmguard.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) -Idaemon/libhbmguard -static daemon/hbmctl.c $(BUILD)/libhbmguard.a -o $@
 
-$(BUILD)/unit: $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR)
+$(BUILD)/unit: $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR) \
+		daemon/libhbmguard/aperture.c daemon/libhbmguard/hbmguard.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) -DHBM_CATALOG='"$(TOP)/daemon/systemd/hbmguard.catalog"' \
 		$(UNIT_SRC) $(CORE_SRC) $(DAEMON_SRC) $(CHECK_LIBS) -o $@
 
-$(BUILD)/unit-san: $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR)
+$(BUILD)/unit-san: $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR) \
+		daemon/libhbmguard/aperture.c daemon/libhbmguard/hbmguard.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) -DHBM_CATALOG='"$(TOP)/daemon/systemd/hbmguard.catalog"' \
 		-O1 $(SAN) $(UNIT_SRC) $(CORE_SRC) $(DAEMON_SRC) $(CHECK_LIBS) -o $@

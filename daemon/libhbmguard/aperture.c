@@ -26,9 +26,10 @@
  * VM_FAULT_SIGBUS, BUS_ADRERR, not a loss.  Everything else (kill -BUS,
  * raise(), sigqueue(), the early warning BUS_MCEERR_AO, an address outside
  * every aperture) goes on as if the guard were not there: to the action it
- * replaced, that action's mask, flags and errno included; ignored if it was
- * SIG_IGN, but for a fault's, which the kernel forces through SIG_IGN; or to
- * the default action, which kills with a core.
+ * replaced, that action's mask, flags (its stack and SA_RESTART the guard's
+ * own) and errno included; ignored if it was SIG_IGN, but for a fault's,
+ * which the kernel forces through SIG_IGN; or to the default action, which
+ * kills with a core.
  *
  * The handler reads the table of apertures without a lock: a slot is filled
  * before it is published (release), and a handler marks itself busy on a
@@ -58,6 +59,7 @@
 #ifndef HBMGUARD_TEST_ABSORBING
 #define HBMGUARD_TEST_ABSORBING()	do { } while (0)
 #define HBMGUARD_TEST_CLOSE_WAITS()	do { } while (0)
+#define HBMGUARD_TEST_INSTALLING()	do { } while (0)
 #endif
 
 /* What a signal handler may touch: lock-free, never a hidden lock. */
@@ -81,7 +83,14 @@ static struct {
 	bool used;			/* under slots_lock */
 } slots[MAX_APERTURES];
 static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct sigaction previous;	/* written before the guard is installed */
+/*
+ * The action the guard replaced: as read before the guard went in ([0]), or
+ * as its sigaction() replaced it when another thread changed it meanwhile
+ * ([1]).  Each is written once, before the handler may read it, so a handler
+ * never reads one half written.
+ */
+static struct sigaction replaced[2];
+static atomic_uint replaced_at;
 static atomic_bool previous_reset;	/* its SA_RESETHAND took effect */
 static bool guarded;
 static uintptr_t page_mask;
@@ -137,26 +146,24 @@ static void die(int sig, siginfo_t *si)
 /* Give the signal to the action the guard replaced, as the kernel would. */
 static void chain(int sig, siginfo_t *si, void *uc, int err)
 {
-	int flags = previous.sa_flags;
-	void (*handler)(int) = previous.sa_handler;
+	const struct sigaction *previous = &replaced[atomic_load(&replaced_at)];
+	int flags = previous->sa_flags;
+	void (*handler)(int) = previous->sa_handler;
 	sigset_t mask, old;
 
-	if (atomic_load(&previous_reset)) {
-		handler = SIG_DFL;
-		flags = 0;
-	}
 	if (handler == SIG_IGN) {
 		if (!forced(si))
 			return;
 		handler = SIG_DFL;
 	}
+	/* One-shot: the kernel gives one signal, of all threads', the handler. */
+	if (handler != SIG_DFL && (flags & SA_RESETHAND) && atomic_exchange(&previous_reset, true))
+		handler = SIG_DFL;
 	if (handler == SIG_DFL) {
 		die(sig, si);
 		return;
 	}
-	if (flags & SA_RESETHAND)
-		atomic_store(&previous_reset, true);
-	mask = previous.sa_mask;
+	mask = previous->sa_mask;
 	if (!(flags & SA_NODEFER))
 		sigaddset(&mask, sig);
 	pthread_sigmask(SIG_BLOCK, &mask, &old);
@@ -167,7 +174,7 @@ static void chain(int sig, siginfo_t *si, void *uc, int err)
 	}
 	errno = err;
 	if (flags & SA_SIGINFO)
-		previous.sa_sigaction(sig, si, uc);
+		previous->sa_sigaction(sig, si, uc);
 	else
 		handler(sig);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -219,10 +226,22 @@ static bool is_guard(const struct sigaction *sa)
 	return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == on_sigbus;
 }
 
+/*
+ * The flags of the action replaced that the kernel reads from the guard's
+ * instead: on which stack the handler runs, and whether the system call the
+ * signal interrupted restarts or fails with EINTR.  Ignored or killing, the
+ * signal would have interrupted nothing, so that restarts.
+ */
+static int kernel_flags(const struct sigaction *sa)
+{
+	if (sa->sa_handler == SIG_DFL || sa->sa_handler == SIG_IGN)
+		return SA_RESTART;
+	return sa->sa_flags & (SA_ONSTACK | SA_RESTART);
+}
+
 int hbmguard_aperture_guard(void)
 {
-	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO | SA_RESTART },
-			 cur;
+	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO }, cur;
 	int err = 0;
 
 	sigemptyset(&sa.sa_mask);
@@ -237,16 +256,25 @@ int hbmguard_aperture_guard(void)
 	}
 	page_mask = ~((uintptr_t)sysconf(_SC_PAGESIZE) - 1);
 	/*
-	 * previous is complete before the handler can run: sigaction() copies
-	 * the old action out only after the new one is in place.  Unless
-	 * another thread changed it in between, what was replaced is that.
+	 * replaced[0] is complete before the handler can run: sigaction()
+	 * copies the old action out only after the new one is in place.
+	 * Unless another thread changed it in between, what was replaced is
+	 * that.
 	 */
-	if (sigaction(SIGBUS, NULL, &previous) || sigaction(SIGBUS, &sa, &cur)) {
+	if (sigaction(SIGBUS, NULL, &replaced[0])) {
 		err = -errno;
 		goto out;
 	}
-	if (cur.sa_handler != previous.sa_handler || cur.sa_flags != previous.sa_flags)
-		previous = cur;
+	sa.sa_flags |= kernel_flags(&replaced[0]);
+	HBMGUARD_TEST_INSTALLING();
+	if (sigaction(SIGBUS, &sa, &cur)) {
+		err = -errno;
+		goto out;
+	}
+	if (cur.sa_handler != replaced[0].sa_handler || cur.sa_flags != replaced[0].sa_flags) {
+		replaced[1] = cur;
+		atomic_store(&replaced_at, 1);
+	}
 	guarded = true;
 out:
 	pthread_mutex_unlock(&slots_lock);
@@ -286,6 +314,36 @@ static void unpublish_unmap(struct hbmguard_aperture *a)
 	munmap(a->addr, a->length);
 	slots[a->slot].used = false;
 	pthread_mutex_unlock(&slots_lock);
+}
+
+/*
+ * fork() copies the table as it is: a handler busy on a thread the child does
+ * not have would keep the child's close() waiting forever, and slots_lock
+ * could be held by such a thread.  So fork() takes the lock, and the child,
+ * alone, has no handler busy.
+ */
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&slots_lock);
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&slots_lock);
+}
+
+static void fork_child(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < MAX_APERTURES; i++)
+		atomic_store(&slots[i].busy, 0);
+	pthread_mutex_init(&slots_lock, NULL);
+}
+
+__attribute__((constructor)) static void register_fork(void)
+{
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
 int hbmguard_aperture_open(const char *device, uint64_t offset, uint64_t length,
@@ -341,6 +399,7 @@ int hbmguard_aperture_restore(struct hbmguard_aperture *a, uint64_t offset, uint
 {
 	struct hbmguard_extent_op x = { .size = sizeof(x), .device = a->device,
 					.offset = offset, .length = length };
+	unsigned long seen = atomic_load(&slots[a->slot].lost), left;
 
 	if (offset < a->offset || length > a->length ||
 	    offset - a->offset > a->length - length)
@@ -352,7 +411,15 @@ int hbmguard_aperture_restore(struct hbmguard_aperture *a, uint64_t offset, uint
 		 MAP_SHARED | MAP_FIXED, a->fd,
 		 HBMGUARD_MMAP_APERTURE(a->device) + offset) == MAP_FAILED)
 		return -errno;
-	atomic_store(&slots[a->slot].lost, 0);
+	/*
+	 * The losses counted before: a handler on another thread may have put
+	 * its zero page over the mapping just made, and counted it since.
+	 * Another restore() may have taken them away already.
+	 */
+	left = atomic_load(&slots[a->slot].lost);
+	while (!atomic_compare_exchange_weak(&slots[a->slot].lost, &left,
+					     left > seen ? left - seen : 0))
+		;
 	return 0;
 }
 

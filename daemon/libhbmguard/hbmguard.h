@@ -158,7 +158,10 @@ void hbmguard_rank_close(struct hbmguard_rank *r);
  * errno as it found it.  A handler of the application's own belongs before
  * the guard: one installed after it replaces it, and the guard is off until
  * that one is removed (its old action put back); hbmguard_aperture_guard()
- * then returns -EBUSY, so calling it at each step boundary tells.
+ * then returns -EBUSY, so calling it at each step boundary tells.  A
+ * thread that touches a lost page with SIGBUS blocked (or from a handler
+ * that blocks it) is killed whatever the guard: the kernel forces a fault's
+ * SIGBUS to the default action then (force_sig_info_to_task(), kernel/signal.c).
  */
 struct hbmguard_aperture;
 
@@ -180,7 +183,9 @@ uint64_t hbmguard_aperture_lost(const struct hbmguard_aperture *a);
  * aperture. */
 int hbmguard_aperture_restore(struct hbmguard_aperture *a, uint64_t offset, uint64_t length);
 /* Unmap @a; safe while other threads take SIGBUS: it waits for a handler
- * busy with @a, which never maps over memory reused after the unmap. */
+ * busy with @a, which never maps over memory reused after the unmap.  Not
+ * async-signal-safe: never from a signal handler, which could have
+ * interrupted the guard on its own thread and would wait for it forever. */
 void hbmguard_aperture_close(struct hbmguard_aperture *a);
 
 #ifdef __cplusplus

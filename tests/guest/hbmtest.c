@@ -1529,8 +1529,11 @@ static void *touch_lost(void *arg)
 	pid_t tid = gettid();
 	char c;
 
+	uint64_t w;
+
+	/* Its touch goes on after the handler, maybe after close(): SIGSEGV. */
 	if (write(r->tid, &tid, sizeof(tid)) == sizeof(tid) && read(r->go, &c, 1) == 1)
-		(void)*r->lost;
+		(void)read_word(r->lost, &w);
 	return NULL;
 }
 
@@ -1565,10 +1568,12 @@ static void test_aperture_guard_close_race(void)
 	CHECK_OK(pipe(tids));
 	pid = fork();
 	if (!pid) {
+		struct sigaction segv = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
 		struct race r = { .go = go_b[0], .tid = tids[1] };
 		pthread_t b;
 
 		signal(SIGBUS, SIG_DFL);
+		sigaction(SIGSEGV, &segv, NULL);
 		if (hbmguard_aperture_open("guardrace", 0, 4 * PAGE, &a) ||
 		    hbmguard_aperture_guard() || inject(ctl, id, HBMGUARD_ERROR_UE, PAGE, 1))
 			_exit(2);
@@ -1614,6 +1619,90 @@ static void test_aperture_guard_close_race(void)
 	CHECK_OK(ptrace(PTRACE_DETACH, pid, 0, 0));
 	status = wait_child(pid);
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(tids[0]);
+	close(go_b[0]);
+	close(go_b[1]);
+	close(go_main[0]);
+	close(go_main[1]);
+	CHECK_OK(sim_destroy(id));
+}
+
+/*
+ * hbmguard_aperture_restore() racing a thread whose touch of the lost page
+ * the guard is absorbing: ptrace lets restore map the aperture back, then
+ * the handler put its zero page over it and count it, then restore finish.
+ * A zero page hides the restored page, so the aperture still counts a loss.
+ */
+static void test_aperture_guard_restore_race(void)
+{
+	uint32_t id = backed_device("guardrestore", 64);
+	int go_b[2], go_main[2], tids[2], status, i;
+	struct hbmguard_aperture *a;
+	pid_t pid, tid = 0;
+	long nr = -1;
+	char c = 'g';
+
+	CHECK_OK(pipe(go_b));
+	CHECK_OK(pipe(go_main));
+	CHECK_OK(pipe(tids));
+	pid = fork();
+	if (!pid) {
+		struct race r = { .go = go_b[0], .tid = tids[1] };
+		pthread_t b;
+
+		signal(SIGBUS, SIG_DFL);
+		if (hbmguard_aperture_open("guardrestore", 0, 4 * PAGE, &a) ||
+		    hbmguard_aperture_guard() || inject(ctl, id, HBMGUARD_ERROR_UE, PAGE, 1))
+			_exit(2);
+		r.lost = (uint64_t *)hbmguard_aperture_addr(a) + PAGE / 8;
+		if (pthread_create(&b, NULL, touch_lost, &r) || read(go_main[0], &c, 1) != 1)
+			_exit(3);
+		if (hbmguard_aperture_restore(a, PAGE, PAGE))
+			_exit(4);
+		pthread_join(b, NULL);
+		_exit(hbmguard_aperture_lost(a) ? 0 : 5);
+	}
+	close(tids[1]);
+	CHECK_EQ(read(tids[0], &tid, sizeof(tid)), sizeof(tid));
+	if (tid <= 0) {		/* the child failed before its thread ran */
+		kill(pid, SIGKILL);
+		tid = pid;
+	}
+	CHECK_OK(ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_TRACESYSGOOD));
+	CHECK_OK(ptrace(PTRACE_SEIZE, tid, 0, PTRACE_O_TRACESYSGOOD));
+	CHECK_OK(ptrace(PTRACE_INTERRUPT, pid, 0, 0));
+	CHECK_OK(ptrace(PTRACE_INTERRUPT, tid, 0, 0));
+	CHECK_EQ(waitpid(pid, &status, __WALL), pid);
+	CHECK_EQ(waitpid(tid, &status, __WALL), tid);
+
+	/* The thread touches the lost page; its handler is held at mmap(). */
+	CHECK_EQ(write(go_b[1], &c, 1), 1);
+	for (i = 0; i < 100 && nr != -2; i++)
+		if ((nr = trace_step(tid, 0, &status)) == -1 && WSTOPSIG(status) == SIGBUS)
+			break;
+	CHECK(nr == -1 && WSTOPSIG(status) == SIGBUS);
+	for (i = 0, nr = trace_step(tid, SIGBUS, &status); i < 100 && nr != SYS_mmap && nr != -2;
+	     i++)
+		nr = trace_step(tid, 0, &status);
+	CHECK_EQ(nr, SYS_mmap);
+
+	/* restore() maps the aperture back, to the return of its mmap(). */
+	CHECK_EQ(write(go_main[1], &c, 1), 1);
+	for (i = 0, nr = -1; i < 1000 && nr != SYS_mmap && nr != -2; i++)
+		nr = trace_step(pid, 0, &status);
+	CHECK_EQ(nr, SYS_mmap);
+	CHECK_EQ(trace_step(pid, 0, &status), -1);
+
+	/* The handler's zero page goes over it, counted, up to its return. */
+	for (i = 0, nr = -1; i < 100 && nr != SYS_rt_sigreturn && nr != -2; i++)
+		nr = trace_step(tid, 0, &status);
+	CHECK_EQ(nr, SYS_rt_sigreturn);
+
+	CHECK_OK(ptrace(PTRACE_DETACH, tid, 0, 0));
+	CHECK_OK(ptrace(PTRACE_DETACH, pid, 0, 0));
+	status = wait_child(pid);
+	/* 5: no loss counted, a zero page over the restored one */
+	CHECK_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : 256 + WTERMSIG(status), 0);
 	close(tids[0]);
 	close(go_b[0]);
 	close(go_b[1]);
@@ -2403,6 +2492,7 @@ static const struct {
 	{ "aperture", test_aperture },
 	{ "aperture_guard_signals", test_aperture_guard_signals },
 	{ "aperture_guard_close_race", test_aperture_guard_close_race },
+	{ "aperture_guard_restore_race", test_aperture_guard_restore_race },
 	{ "aperture_guard", test_aperture_guard },
 	{ "aperture_ce", test_aperture_ce },
 	{ "aperture_vm", test_aperture_vm },

@@ -11,6 +11,7 @@
 #include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -19,8 +20,10 @@
 
 static void test_absorbing(void);
 static void test_close_waits(void);
+static void test_installing(void);
 #define HBMGUARD_TEST_ABSORBING()	test_absorbing()
 #define HBMGUARD_TEST_CLOSE_WAITS()	test_close_waits()
+#define HBMGUARD_TEST_INSTALLING()	test_installing()
 #include "libhbmguard/aperture.c"
 
 #include <check.h>
@@ -291,6 +294,136 @@ START_TEST(test_errno_saved)
 }
 END_TEST
 
+/*
+ * The kernel runs a handler where its flags say: on the alternate stack
+ * (SA_ONSTACK), restarting the system call it interrupted (SA_RESTART) or
+ * failing it with EINTR.  The guard's flags are what the kernel sees.
+ */
+static char *volatile got_stack;
+
+static void stack_recorder(int sig, siginfo_t *si, void *uc)
+{
+	char here;
+
+	got_stack = &here;
+	recorder(sig, si, uc);
+}
+
+START_TEST(test_previous_stack)
+{
+	static char alt[64 << 10];
+	stack_t ss = { .ss_sp = alt, .ss_size = sizeof(alt) };
+	struct hbmguard_aperture *a = fake_aperture(NULL, 4);
+
+	ck_assert_int_eq(sigaltstack(&ss, NULL), 0);
+	set_action(stack_recorder, NULL, SA_SIGINFO | SA_ONSTACK);
+	ck_assert_int_eq(hbmguard_aperture_guard(), 0);
+	got = 0;
+	send_other(KILL, a);
+	ck_assert_int_eq(got, 1);
+	ck_assert_msg(got_stack >= alt && got_stack < alt + sizeof(alt),
+		      "the handler ran at %p, not on its stack", (void *)got_stack);
+	hbmguard_aperture_close(a);
+}
+END_TEST
+
+struct reader {
+	int fd;
+	pid_t tid;
+	ssize_t ret;
+	int err;
+};
+
+static void *blocking_read(void *arg)
+{
+	struct reader *r = arg;
+	char c;
+
+	__atomic_store_n(&r->tid, gettid(), __ATOMIC_RELEASE);
+	r->ret = read(r->fd, &c, 1);
+	r->err = errno;
+	return NULL;
+}
+
+/* Until @tid sleeps in read(): /proc shows a sleeping task's system call. */
+static void wait_in_read(pid_t tid)
+{
+	char path[64], buf[64] = "";
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
+	for (;;) {
+		fd = open(path, O_RDONLY);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_gt(read(fd, buf, sizeof(buf) - 1), 0);
+		close(fd);
+		if (!strncmp(buf, "0 ", 2))	/* SYS_read */
+			return;
+		sched_yield();
+	}
+}
+
+START_TEST(test_previous_restart)
+{
+	struct hbmguard_aperture *a = fake_aperture(NULL, 4);
+	int restart = _i ? SA_RESTART : 0, p[2];
+	struct reader r = { .tid = 0 };
+	pthread_t t;
+
+	set_action(recorder, NULL, SA_SIGINFO | restart);
+	ck_assert_int_eq(hbmguard_aperture_guard(), 0);
+	ck_assert_int_eq(pipe(p), 0);
+	r.fd = p[0];
+	got = 0;
+	ck_assert_int_eq(pthread_create(&t, NULL, blocking_read, &r), 0);
+	while (!__atomic_load_n(&r.tid, __ATOMIC_ACQUIRE))
+		sched_yield();
+	wait_in_read(r.tid);
+	ck_assert_int_eq(pthread_kill(t, SIGBUS), 0);
+	while (!got)
+		sched_yield();
+	ck_assert_int_eq(write(p[1], "x", 1), 1);	/* for a read() restarted */
+	pthread_join(t, NULL);
+	if (restart)
+		ck_assert_int_eq(r.ret, 1);
+	else
+		ck_assert_msg(r.ret == -1 && r.err == EINTR,
+			      "read() under a handler without SA_RESTART: %zd, errno %d",
+			      r.ret, r.err);
+	close(p[0]);
+	close(p[1]);
+	hbmguard_aperture_close(a);
+}
+END_TEST
+
+/*
+ * Another thread installs a handler between the guard's reading of the
+ * action and its replacing it: what the guard replaced is that handler.
+ */
+static void (*install_meanwhile)(int, siginfo_t *, void *);
+
+static void test_installing(void)
+{
+	if (install_meanwhile)
+		set_action(install_meanwhile, NULL, SA_SIGINFO);
+}
+
+START_TEST(test_replaced_meanwhile)
+{
+	struct hbmguard_aperture *a = fake_aperture(NULL, 4);
+
+	set_action(NULL, SIG_DFL, 0);
+	install_meanwhile = recorder;
+	ck_assert_int_eq(hbmguard_aperture_guard(), 0);
+	got = 0;
+	send_other(KILL, a);
+	ck_assert_int_eq(got, 1);
+	send_other(AO_INSIDE, a);
+	ck_assert_int_eq(got, 2);
+	hbmguard_aperture_close(a);
+}
+END_TEST
+
 /* A handler installed after the guard replaces it: the guard says so. */
 START_TEST(test_replaced)
 {
@@ -326,8 +459,12 @@ static void test_absorbing(void)
 		;
 }
 
+static atomic_bool in_child;
+
 static void test_close_waits(void)
 {
+	if (atomic_load(&in_child))
+		_exit(3);	/* waits for a thread the child does not have */
 	if (!atomic_exchange(&waiting, true))
 		sem_post(&progress);
 }
@@ -381,6 +518,39 @@ START_TEST(test_close_waits_for_handler)
 }
 END_TEST
 
+/*
+ * fork() while another thread's handler is absorbing: the child has no such
+ * thread, so its close() has nothing to wait for.
+ */
+START_TEST(test_fork_while_absorbing)
+{
+	struct hbmguard_aperture *a = fake_aperture(NULL, 4);
+	pthread_t faulter;
+	pid_t pid;
+	int status;
+
+	sem_init(&in_handler, 0, 0);
+	sem_init(&go, 0, 0);
+	set_action(NULL, SIG_DFL, 0);
+	ck_assert_int_eq(hbmguard_aperture_guard(), 0);
+	atomic_store(&armed, true);
+	ck_assert_int_eq(pthread_create(&faulter, NULL, fault_thread, a), 0);
+	sem_wait(&in_handler);
+	pid = fork();
+	if (!pid) {
+		atomic_store(&in_child, true);
+		hbmguard_aperture_close(a);
+		_exit(0);
+	}
+	sem_post(&go);
+	pthread_join(faulter, NULL);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child: status %#x", status);
+	ck_assert_int_eq(hbmguard_aperture_lost(a), 1);
+	hbmguard_aperture_close(a);
+}
+END_TEST
+
 Suite *aperture_suite(void)
 {
 	Suite *s = suite_create("aperture");
@@ -394,7 +564,11 @@ Suite *aperture_suite(void)
 	tcase_add_test(tc, test_ignored);
 	tcase_add_test(tc, test_errno_saved);
 	tcase_add_test(tc, test_replaced);
+	tcase_add_test(tc, test_replaced_meanwhile);
+	tcase_add_test(tc, test_previous_stack);
+	tcase_add_loop_test(tc, test_previous_restart, 0, 2);
 	tcase_add_test(tc, test_close_waits_for_handler);
+	tcase_add_test(tc, test_fork_while_absorbing);
 	suite_add_tcase(s, tc);
 	return s;
 }
