@@ -194,6 +194,37 @@ exited $q
 check "... resumed, told nothing of the other's ranks" '[ $st = 0 ]'
 check "... the user's rank untouched" '[ "$(cat /tmp/opQ)" = "registered" ]'
 
+# The attack itself: a rank's process exits while a child holds its
+# connection, and a root process takes its pid.  An error on the rank's
+# device must not end that process (before, the escalation's SIGTERM did).
+while [ "$(sh -c 'echo $$')" -lt 400 ]; do :; done	# past the pids kept for the kernel
+hbmrank --handoff $S jobR 0 1 sim:sim0 >/tmp/jobR &
+h=$!
+wait $h
+child=$(sed -n 's/^child //p' /tmp/jobR)
+max=$(cat /proc/sys/kernel/pid_max)
+echo $((h + 1)) >/proc/sys/kernel/pid_max	# the next pids wrap round to it
+victim=
+i=0
+while [ $i -lt 3000 ] && [ -z "$victim" ]; do
+	sleep 1000 &
+	if [ $! = $h ]; then
+		victim=$!
+	else
+		kill $!
+		wait $! 2>/dev/null
+	fi
+	i=$((i + 1))
+done
+echo $max >/proc/sys/kernel/pid_max
+check "a root process took the pid of the rank's exited process" '[ -n "$victim" ]'
+hbmctl inject sim0 ue 0x12000
+wait_for /tmp/rd.log "uncorrectable error at 0x12000"
+sleep 4		# the pause deadline (2 s) would have passed, SIGTERM sent
+check "... and is not signalled" 'kill -0 $victim'
+check "... no incident for a rank that is gone" '! incident 10'
+kill $victim $child
+
 kill $daemon
 wait $daemon 2>/dev/null
 check "unload" 'rmmod hbmguard'
