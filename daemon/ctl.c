@@ -170,8 +170,8 @@ static int check_extent(uint16_t type, const struct hbm_ctl_extent *x)
 {
 	uint32_t flags = (type & ~HBM_CTL_REPLY) == HBM_CTL_RETIRE ? HBM_CTL_PENDING : 0;
 
-	if (!hbm_ctl_name_valid(x->identity, sizeof(x->identity)) || x->reserved || (x->flags & ~flags) || !x->length ||
-	    x->offset + x->length < x->offset)
+	if (!hbm_ctl_name_valid(x->identity, sizeof(x->identity)) || x->reserved ||
+	    (x->flags & ~flags) || !x->length || x->offset + x->length < x->offset)
 		return -EBADMSG;
 	return 0;
 }
