@@ -14,7 +14,8 @@
  * namespace (scm_check_creds(), net/core/scm.c, 6.1 and 6.12), and the
  * daemon sees pid 1 only when the sender shares its (the initial) pid
  * namespace, whose owner is the initial user namespace.  uid 0 alone, as in
- * a container without that capability, is not enough.
+ * a container without that capability, is not enough.  A rank's requests
+ * go without the proof: the daemon knows a rank by its sender's pid.
  *
  * Connections are limited per uid and in all; one that has not registered
  * a rank is closed after a while without a request.  Over a limit, a
