@@ -2,52 +2,220 @@
 /*
  * hbmguardd's control socket (the protocol is in ctl.h).
  *
- * The asker is who the kernel says it is (SO_PEERCRED at accept): anyone
- * may read the status, only root may retire or clear.  A mutation is
- * answered after daemon_apply() has it in the kernel and on disk, so that
- * hbmctl's "done" means durable.  The work is short (one netlink request,
- * one state file written) and done in the loop itself, one request at a
- * time: requests from several operators are serialised for free.
+ * The asker is who the kernel says it is: SO_PEERCRED at accept, and the
+ * SCM_CREDENTIALS of each packet.  Anyone may read the status; only an
+ * administrator (CAP_SYS_ADMIN in the initial user namespace, proved per
+ * request as ctl.h says) may retire or clear.  A mutation is answered after
+ * daemon_apply() has it in the kernel and on disk, so that hbmctl's "done"
+ * means durable.  The work is short (one netlink request, one state file
+ * written) and done in the loop itself, one request at a time: requests
+ * from several operators are serialised for free.
  *
- * A peer that sends a malformed packet is told why and disconnected; at
- * most MAX_CLIENTS connections are held, so a local user cannot exhaust the
- * daemon's descriptors.
+ * A peer that sends a malformed packet is told why and disconnected.  No
+ * local user can lock the others out: each uid holds at most MAX_PER_UID
+ * connections, all of them together MAX_CLIENTS, and a connection that is
+ * not a registered rank is closed after IDLE_TIMEOUT_S without a request.
+ * A connection over a limit is held for one request (at most MAX_OVERFLOW
+ * such, the oldest dropped first): an administrator's is served and no
+ * longer counted, anyone else's is answered -EUSERS and closed.
+ *
+ * The connecting process is pinned at accept (a pidfd): the one that may
+ * register on the connection, and the one recovery may signal (see
+ * recovery.c), so that a pid recycled after it exited is never mistaken
+ * for it.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdalign.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "hbmguardd.h"
 
-#define MAX_CLIENTS 64
+#define MAX_CLIENTS	256
+#define MAX_PER_UID	32
+#define MAX_OVERFLOW	16
+#define IDLE_TIMEOUT_S	10
 
-static void client_close(struct client *c)
+/* Not in 6.1's headers: include/uapi/asm-generic/socket.h of 6.5 and later. */
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD	77
+#endif
+
+/**
+ * control_owned_by() - whether a pinned process is still a uid's to signal
+ * @pidfd: the process
+ * @pid: its pid, in the daemon's pid namespace
+ * @uid: the uid it registered as
+ *
+ * True when @uid could signal it with kill(2) itself (@uid is its real or
+ * saved uid, as kill_ok_by_cred() checks): the daemon ends a process on a
+ * uid's behalf only when that uid could.  /proc/@pid is read, then the
+ * pidfd is checked alive: a live process keeps its pid, so what was read
+ * was that process's.
+ *
+ * Return: whether it is.
+ */
+bool control_owned_by(int pidfd, pid_t pid, uid_t uid)
 {
+	unsigned int real, eff, saved;
+	char path[64], line[256];
+	bool found = false;
+	FILE *f;
+
+	if (pidfd < 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "Uid: %u %u %u", &real, &eff, &saved) == 3;
+	fclose(f);
+	return found && (uid == real || uid == saved) &&
+	       syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0;
+}
+
+/*
+ * The connecting process as a pidfd: from the socket itself where the
+ * kernel can (SO_PEERPIDFD, 6.5), else by its pid, checked to still be
+ * that uid's; -1 when it is gone.  The fallback can pin a process of the
+ * same uid that took a recycled pid: it can harm nobody but that uid.
+ */
+static int pin_peer(int fd, const struct ucred *cred)
+{
+	socklen_t len = sizeof(int);
+	int pidfd;
+
+	if (!getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len))
+		return pidfd;
+	if (errno != ENOPROTOOPT)
+		return -1;
+	pidfd = syscall(SYS_pidfd_open, cred->pid, 0);
+	if (pidfd >= 0 && !control_owned_by(pidfd, cred->pid, cred->uid)) {
+		close(pidfd);
+		pidfd = -1;
+	}
+	return pidfd;
+}
+
+/* The connections that count against the limits: of one uid, or all. */
+static unsigned int counted(struct daemon *d, const uid_t *uid, unsigned int *overflow)
+{
+	struct client *c;
+	unsigned int n = 0;
+
+	*overflow = 0;
+	for (c = d->clients; c; c = c->next) {
+		*overflow += c->overflow;
+		if (!c->overflow && !c->admin && (!uid || c->cred.uid == *uid))
+			n++;
+	}
+	return n;
+}
+
+/**
+ * control_close_client() - end a connection
+ * @c: the connection, a rank or not
+ */
+void control_close_client(struct client *c)
+{
+	struct client **p;
+
 	recovery_client_gone(c->d, c);
+	for (p = &c->d->clients; *p; p = &(*p)->next)
+		if (*p == c) {
+			*p = c->next;
+			break;
+		}
 	sd_event_source_disable_unref(c->source);
+	sd_event_source_disable_unref(c->idle);
+	sd_event_source_disable_unref(c->exited);
+	if (c->pidfd >= 0)
+		close(c->pidfd);
 	close(c->fd);
-	c->d->clients--;
 	free(c);
+}
+
+static int on_idle(sd_event_source *s, uint64_t usec, void *arg)
+{
+	(void)s;
+	(void)usec;
+	control_close_client(arg);
+	return 0;
+}
+
+/* Silence is allowed to a registered rank only. */
+static void arm_idle(struct client *c)
+{
+	sd_event_source_disable_unref(c->idle);
+	c->idle = NULL;
+	if (!c->is_rank)
+		sd_event_add_time_relative(c->d->loop, &c->idle, CLOCK_MONOTONIC,
+					   IDLE_TIMEOUT_S * 1000000ULL, 0, on_idle, c);
+}
+
+static int on_exited(sd_event_source *s, int fd, uint32_t revents, void *arg)
+{
+	struct client *c = arg;
+
+	struct pollfd p = { .fd = c->fd };
+
+	(void)s;
+	(void)fd;
+	(void)revents;
+	if (poll(&p, 1, 0) == 0)	/* not hung up: children hold it */
+		fprintf(stderr, "<5>hbmguardd: rank %u of job %s: its process %d ended, "
+			"its connection still open in another: dropped\n",
+			c->reg.rank, c->reg.job, c->cred.pid);
+	control_close_client(c);
+	return 0;
+}
+
+/*
+ * Only the connecting process may register on its connection, and the rank
+ * leaves when that process ends, even if children it forked (data loader
+ * workers) still hold the connection.  -ESRCH: that process is gone;
+ * -EPERM: another one sent the request.
+ */
+static int register_rank(struct client *c, const struct ucred *sender,
+			 const struct hbm_ctl_rank *r)
+{
+	int err;
+
+	if (c->pidfd < 0 || syscall(SYS_pidfd_send_signal, c->pidfd, 0, NULL, 0))
+		return -ESRCH;
+	if (sender->pid != c->cred.pid)
+		return -EPERM;
+	err = recovery_register(c->d, c, r);
+	if (err)
+		return err;
+	/* A pidfd polls readable once its process has ended. */
+	if (sd_event_add_io(c->d->loop, &c->exited, c->pidfd, EPOLLIN, on_exited, c) < 0)
+		fprintf(stderr, "<4>hbmguardd: pid %d: its exit cannot be watched\n",
+			c->cred.pid);
+	return 0;
 }
 
 static const char *const verbs[] = {
 	[HBM_CTL_RETIRE] = "retire", [HBM_CTL_CLEAR] = "clear",
 };
 
-static int mutate(struct client *c, uint16_t type, const struct hbm_ctl_extent *x)
+/* @admin: the request came with the proof of CAP_SYS_ADMIN (ctl.h). */
+static int mutate(struct client *c, bool admin, uint16_t type, const struct hbm_ctl_extent *x)
 {
 	int err;
 
-	if (c->cred.uid != 0) {
-		fprintf(stderr, "<4>hbmguardd: %s of %s refused: uid %u (pid %d) is not root\n",
-			verbs[type], x->identity, c->cred.uid, c->cred.pid);
+	if (!admin) {
+		fprintf(stderr, "<4>hbmguardd: %s of %s refused: uid %u (pid %d) did not show "
+			"CAP_SYS_ADMIN\n", verbs[type], x->identity, c->cred.uid, c->cred.pid);
 		return -EPERM;
 	}
 	err = daemon_apply(c->d, type, x);
@@ -73,12 +241,13 @@ static bool send_packet(struct client *c, uint16_t type, uint32_t seq, int32_t e
 }
 
 /* One request in, one reply out.  Returns false to drop the peer. */
-static bool serve(struct client *c, const void *pkt, size_t len)
+static bool serve(struct client *c, const void *pkt, size_t len, const struct ucred *sender)
 {
 	union {
 		struct hbm_ctl_rank_info rank;
 		struct hbm_ctl_incident incident;
 	} info;
+	bool admin = hbm_ctl_sender_is_admin(sender);
 	struct hbm_ctl_status st;
 	struct hbm_ctl_header h;
 	const void *body, *reply = NULL;
@@ -87,7 +256,13 @@ static bool serve(struct client *c, const void *pkt, size_t len)
 
 	err = hbm_ctl_decode(pkt, len, false, &h, &body);
 	type = h.type & ~HBM_CTL_REPLY;
-	if (!err) {
+	if (admin) {	/* served whatever the limits, and no longer counted */
+		c->admin = true;
+		c->overflow = false;
+	}
+	if (!err && c->overflow) {
+		err = -EUSERS;
+	} else if (!err) {
 		switch (type) {
 		case HBM_CTL_STATUS:
 			daemon_status(c->d, &st);
@@ -95,15 +270,15 @@ static bool serve(struct client *c, const void *pkt, size_t len)
 			break;
 		case HBM_CTL_RETIRE:
 		case HBM_CTL_CLEAR:
-			err = mutate(c, type, body);
+			err = mutate(c, admin, type, body);
 			reply = body;
 			break;
 		case HBM_CTL_RANK_REGISTER:
-			err = recovery_register(c->d, c, body);
+			err = register_rank(c, sender, body);
 			reply = body;
 			break;
 		case HBM_CTL_RANK_ANSWER:
-			err = recovery_answer(c->d, c, body);
+			err = sender->pid == c->cred.pid ? recovery_answer(c->d, c, body) : -EPERM;
 			reply = body;
 			break;
 		case HBM_CTL_RANK_GET:
@@ -123,7 +298,9 @@ static bool serve(struct client *c, const void *pkt, size_t len)
 	}
 	if (!send_packet(c, type | HBM_CTL_REPLY, h.seq, err, reply))
 		return false;
-	return err != -EBADMSG && err != -EPROTONOSUPPORT && err != -EOPNOTSUPP;
+	arm_idle(c);
+	return err != -EBADMSG && err != -EPROTONOSUPPORT && err != -EOPNOTSUPP &&
+	       err != -EUSERS;
 }
 
 /**
@@ -146,25 +323,45 @@ static int on_client(sd_event_source *s, int fd, uint32_t revents, void *arg)
 {
 	alignas(8) unsigned char pkt[HBM_CTL_MAX_PACKET];
 	struct client *c = arg;
+	struct ucred sender;
 	ssize_t n;
 
 	(void)s;
 	(void)revents;
-	n = recv(fd, pkt, sizeof(pkt), MSG_DONTWAIT | MSG_TRUNC);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+	n = hbm_ctl_recv(fd, pkt, sizeof(pkt), &sender);
+	if (n == -EAGAIN || n == -EINTR)
 		return 0;
 	/* An oversized packet is cut short by recv(): never a valid one. */
-	if (n <= 0 || !serve(c, pkt, (size_t)n > sizeof(pkt) ? 0 : (size_t)n))
-		client_close(c);
+	if (n <= 0 || !serve(c, pkt, (size_t)n > sizeof(pkt) ? 0 : (size_t)n, &sender))
+		control_close_client(c);
 	return 0;
+}
+
+/*
+ * Over a limit, a connection is held for one request, in case it comes
+ * from an administrator; the oldest such goes when too many wait.
+ */
+static void make_room_for_overflow(struct daemon *d)
+{
+	struct client *c, *oldest = NULL;
+	unsigned int waiting;
+
+	counted(d, NULL, &waiting);
+	if (waiting < MAX_OVERFLOW)
+		return;
+	for (c = d->clients; c; c = c->next)	/* newest first */
+		if (c->overflow)
+			oldest = c;
+	control_close_client(oldest);
 }
 
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *arg)
 {
 	struct daemon *d = arg;
 	socklen_t len = sizeof(struct ucred);
+	unsigned int waiting;
 	struct client *c;
-	int cfd;
+	int cfd, one = 1;
 
 	(void)s;
 	(void)revents;
@@ -172,8 +369,9 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *arg)
 	if (cfd < 0)
 		return 0;
 	c = calloc(1, sizeof(*c));
-	if (!c || d->clients >= MAX_CLIENTS ||
-	    getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len) ||
+	/* SO_PASSCRED: every packet then carries its sender's credentials. */
+	if (!c || getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len) ||
+	    setsockopt(cfd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) ||
 	    sd_event_add_io(d->loop, &c->source, cfd, EPOLLIN, on_client, c) < 0) {
 		free(c);
 		close(cfd);
@@ -181,7 +379,14 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *arg)
 	}
 	c->d = d;
 	c->fd = cfd;
-	d->clients++;
+	c->overflow = counted(d, NULL, &waiting) >= MAX_CLIENTS ||
+		      counted(d, &c->cred.uid, &waiting) >= MAX_PER_UID;
+	if (c->overflow)
+		make_room_for_overflow(d);
+	c->pidfd = c->overflow ? -1 : pin_peer(cfd, &c->cred);
+	c->next = d->clients;
+	d->clients = c;
+	arm_idle(c);
 	return 0;
 }
 

@@ -4,6 +4,7 @@
  * for hbmguardd and hbmctl both.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -109,13 +110,68 @@ static bool terminated(const char *s, size_t len)
 	return memchr(s, 0, len) != NULL;
 }
 
+/**
+ * hbm_ctl_name_valid() - whether a name field follows the rule of ctl.h
+ * @s: the field
+ * @size: its size
+ *
+ * Return: true for a non-empty string of printable ASCII without spaces,
+ * NUL-terminated within @size.
+ */
+bool hbm_ctl_name_valid(const char *s, size_t size)
+{
+	size_t i;
+
+	for (i = 0; i < size && s[i]; i++)
+		if (s[i] <= ' ' || s[i] > '~')
+			return false;
+	return i > 0 && i < size;
+}
+
+/**
+ * hbm_ctl_escape() - a string made safe to print
+ * @out: where
+ * @cap: its size, at least 1
+ * @s: the string, as received
+ * @json: for the inside of a JSON string (\uXXXX), else for a terminal (\xXX)
+ *
+ * Every byte outside printable ASCII is escaped, and so are the escape
+ * character and, for JSON, the quote: the result is one line of ASCII that
+ * says exactly which bytes @s held, cut short (never mid-escape) when @cap
+ * is too small.
+ *
+ * Return: @out.
+ */
+const char *hbm_ctl_escape(char *out, size_t cap, const char *s, bool json)
+{
+	size_t n = 0;
+
+	for (; *s; s++) {
+		unsigned char c = *s;
+		char one[8];
+		size_t len;
+
+		if (c == '\\' || (json && c == '"'))
+			len = snprintf(one, sizeof(one), "\\%c", c);
+		else if (c < ' ' || c > '~')
+			len = snprintf(one, sizeof(one), json ? "\\u%04x" : "\\x%02x", c);
+		else
+			len = snprintf(one, sizeof(one), "%c", c);
+		if (n + len >= cap)
+			break;
+		memcpy(out + n, one, len);
+		n += len;
+	}
+	out[n] = 0;
+	return out;
+}
+
 static int check_extent(uint16_t type, const struct hbm_ctl_extent *x)
 {
 	uint32_t flags = (type & ~HBM_CTL_REPLY) == HBM_CTL_RETIRE ? HBM_CTL_PENDING : 0;
 
-	if (!terminated(x->identity, sizeof(x->identity)) || !x->identity[0] ||
-	    x->reserved || (x->flags & ~flags) || !x->length ||
-	    x->offset + x->length < x->offset)
+	if (!hbm_ctl_name_valid(x->identity, sizeof(x->identity)) || x->reserved ||
+	    (x->flags & ~flags) || !x->length || x->offset + x->length < x->offset)
 		return -EBADMSG;
 	return 0;
 }
@@ -129,7 +185,7 @@ static int check_status(const struct hbm_ctl_status *s)
 
 static bool name_ok(const char *s)
 {
-	return terminated(s, HBM_CTL_NAME_LEN) && s[0];
+	return hbm_ctl_name_valid(s, HBM_CTL_NAME_LEN);
 }
 
 static int check_rank(const struct hbm_ctl_rank *r)
@@ -235,4 +291,111 @@ int hbm_ctl_decode(const void *buf, size_t len, bool reply,
 		return 0;
 	*body = (const char *)buf + sizeof(*h);
 	return check_body(h->type, *body);
+}
+
+/**
+ * hbm_ctl_send() - send a packet, as an administrator when one can
+ * @fd: the connection
+ * @pkt: the packet
+ * @len: its length
+ * @as_admin: prove CAP_SYS_ADMIN (ctl.h) if the caller has it
+ *
+ * The proof is SCM_CREDENTIALS naming pid 1, which the kernel refuses
+ * (EPERM) to a sender without the capability: the packet is then sent
+ * without it, and the daemon treats the sender as anyone.
+ *
+ * Return: 0, or a negative errno.
+ */
+int hbm_ctl_send(int fd, const void *pkt, size_t len, bool as_admin)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(struct ucred))];
+	} ctl;
+	struct iovec iov = { .iov_base = (void *)pkt, .iov_len = len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct ucred *cred;
+	ssize_t n = -1;
+
+	if (as_admin) {
+		memset(&ctl, 0, sizeof(ctl));
+		msg.msg_control = ctl.buf;
+		msg.msg_controllen = sizeof(ctl.buf);
+		ctl.h.cmsg_level = SOL_SOCKET;
+		ctl.h.cmsg_type = SCM_CREDENTIALS;
+		ctl.h.cmsg_len = CMSG_LEN(sizeof(*cred));
+		cred = (struct ucred *)CMSG_DATA(&ctl.h);
+		*cred = (struct ucred){ .pid = 1, .uid = getuid(), .gid = getgid() };
+		n = sendmsg(fd, &msg, MSG_NOSIGNAL);
+		if (n < 0 && errno != EPERM)
+			return -errno;
+		msg.msg_control = NULL;
+		msg.msg_controllen = 0;
+	}
+	if (n < 0)
+		n = sendmsg(fd, &msg, MSG_NOSIGNAL);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EMSGSIZE;
+}
+
+/**
+ * hbm_ctl_recv() - receive a packet and who sent it
+ * @fd: a non-blocking connection with SO_PASSCRED set
+ * @buf: where
+ * @cap: its size
+ * @sender: the sender's credentials as the kernel gives them (pid 0 when
+ *	it gave none)
+ *
+ * Descriptors a peer passed along are closed: the daemon takes none.
+ *
+ * Return: the packet's whole length (more than @cap when it was cut short),
+ * 0 at the end of the connection, or a negative errno.
+ */
+ssize_t hbm_ctl_recv(int fd, void *buf, size_t cap, struct ucred *sender)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(16 * sizeof(int))];
+	} ctl;
+	struct iovec iov = { .iov_base = buf, .iov_len = cap };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+			      .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf) };
+	struct cmsghdr *c;
+	ssize_t n = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_TRUNC | MSG_CMSG_CLOEXEC);
+
+	memset(sender, 0, sizeof(*sender));
+	if (n < 0)
+		return -errno;
+	for (c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET)
+			continue;
+		if (c->cmsg_type == SCM_CREDENTIALS &&
+		    c->cmsg_len == CMSG_LEN(sizeof(*sender))) {
+			memcpy(sender, CMSG_DATA(c), sizeof(*sender));
+		} else if (c->cmsg_type == SCM_RIGHTS) {
+			size_t i, nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+			for (i = 0; i < nfd; i++) {
+				int passed;
+
+				memcpy(&passed, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+				close(passed);
+			}
+		}
+	}
+	return n;
+}
+
+/**
+ * hbm_ctl_sender_is_admin() - whether a packet came with the proof of ctl.h
+ * @sender: its credentials from hbm_ctl_recv()
+ *
+ * Return: true when the kernel vouched for pid 1 of the receiver's pid
+ * namespace: only a process of that namespace with CAP_SYS_ADMIN over it
+ * (or its init itself) can send that.
+ */
+bool hbm_ctl_sender_is_admin(const struct ucred *sender)
+{
+	return sender->pid == 1;
 }

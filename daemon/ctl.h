@@ -4,8 +4,29 @@
  *
  * A SOCK_SEQPACKET Unix socket, ControlSocket= in the configuration
  * (default /run/hbmguard/control.sock), mode 0666: anyone on the node may
- * ask how things stand; the daemon takes the asker's identity from
- * SO_PEERCRED, never from the packet, and only root may change anything.
+ * ask how things stand; the daemon takes the asker's identity from the
+ * kernel (SO_PEERCRED at connect, SCM_CREDENTIALS on every packet), never
+ * from the packet's body.  Only an administrator may change anything: a
+ * process with CAP_SYS_ADMIN in the initial user namespace, the kernel's
+ * own rule for its ioctls.  It proves it on each request by sending it with
+ * SCM_CREDENTIALS naming pid 1 (hbm_ctl_send()): the kernel lets a process
+ * name a pid other than its own only with CAP_SYS_ADMIN over its pid
+ * namespace (scm_check_creds(), net/core/scm.c, 6.1 and 6.12), and the
+ * daemon sees pid 1 only when the sender shares its (the initial) pid
+ * namespace, whose owner is the initial user namespace.  uid 0 alone, as in
+ * a container without that capability, is not enough.  A rank's requests
+ * go without the proof: the daemon knows a rank by its sender's pid.
+ *
+ * Connections are limited per uid and in all; one that has not registered
+ * a rank is closed after a while without a request.  Over a limit, a
+ * connection is held for one request only: an administrator's is served,
+ * any other is answered -EUSERS and closed (hbmctl then goes to the kernel
+ * directly).
+ *
+ * Names (identities, jobs, devices) are printable ASCII without spaces, the
+ * kernel's rule for device identities (identity_valid(), kmod/device.c):
+ * they go into logs and onto terminals, and a peer must not be able to
+ * forge a log line, a terminal escape or invalid UTF-8 with them.
  *
  * One request per packet; one reply per request, in order.  Every packet is
  * a struct hbm_ctl_header followed by the body of its type, in the host's
@@ -23,9 +44,14 @@
  *			 struct hbm_ctl_recovery; never answered by a reply)
  *
  * Training ranks: a process registers once (RANK_REGISTER) and keeps the
- * connection open; the daemon takes its pid and uid from SO_PEERCRED, and
- * its closing the socket (or exiting) as its leaving.  A (job, rank) pair
- * is held by one live process, and every rank of a job by one uid.  When
+ * connection open; the daemon takes its pid and uid from SO_PEERCRED and
+ * pins that process (a pidfd) when it accepts the connection.  Only the
+ * process that connected may register on it, and its exit, or its closing
+ * the socket, is its leaving: children that inherited the socket (data
+ * loader workers) neither keep the rank nor act for it.  A job is named by
+ * its owner and its name: two uids' jobs of the same name are two jobs, so
+ * no user can take or join another's job.  A (uid, job, rank) is held by
+ * one live process.  When
  * an uncorrectable error or poison hits a device a rank uses, the daemon
  * opens an incident and sends RECOVERY packets: PAUSE to every rank of the
  * job, which answers PAUSED at its next step boundary; RESTORE, once the
@@ -54,6 +80,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define HBM_CTL_SOCKET		"/run/hbmguard/control.sock"
 #define HBM_CTL_MAGIC		0x434d4248	/* "HBMC" */
@@ -204,6 +231,7 @@ struct hbm_ctl_incident {
 };
 
 struct sockaddr_un;
+struct ucred;
 
 int hbm_ctl_address(const char *path, struct sockaddr_un *sa);
 int hbm_ctl_connect(const char *path);
@@ -212,5 +240,10 @@ size_t hbm_ctl_encode(void *buf, size_t cap, uint16_t type, uint32_t seq,
 		      int32_t error, const void *body);
 int hbm_ctl_decode(const void *buf, size_t len, bool reply,
 		   struct hbm_ctl_header *h, const void **body);
+bool hbm_ctl_name_valid(const char *s, size_t size);
+const char *hbm_ctl_escape(char *out, size_t cap, const char *s, bool json);
+int hbm_ctl_send(int fd, const void *pkt, size_t len, bool as_admin);
+ssize_t hbm_ctl_recv(int fd, void *buf, size_t cap, struct ucred *sender);
+bool hbm_ctl_sender_is_admin(const struct ucred *sender);
 
 #endif /* HBM_CTL_H */

@@ -211,18 +211,23 @@ static const char *fmt_size(char *buf, size_t len, uint64_t bytes)
  */
 static void json_str(const char *key, const char *v, bool more)
 {
-	printf("\"%s\":\"", key);
-	for (; *v; v++) {
-		unsigned char c = *v;
+	char out[2048];
 
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	printf("\"%s", more ? "," : "");
+	printf("\"%s\":\"%s\"%s", key, hbm_ctl_escape(out, sizeof(out), v, true),
+	       more ? "," : "");
+}
+
+/*
+ * A name for the terminal: names come from the kernel and from whoever
+ * talks to the daemon, and are shown escaped (see hbm_ctl_escape()).  Up
+ * to four at once, for one printf().
+ */
+static const char *esc(const char *s)
+{
+	static char out[4][512];
+	static unsigned int next;
+
+	return hbm_ctl_escape(out[next++ % 4], sizeof(out[0]), s, false);
 }
 
 static void json_u64(const char *key, uint64_t v, bool more)
@@ -275,7 +280,7 @@ static int cmd_devices(void)
 
 		get_device(ids[i], &di);
 		printf("%-4u %-10s %-20s %8s %6u %8u %8u %8u %3u/%-3u %-8s\n", ids[i],
-		       di.name, di.identity, fmt_size(size, sizeof(size), di.hbm_size),
+		       esc(di.name), esc(di.identity), fmt_size(size, sizeof(size), di.hbm_size),
 		       di.page_size,
 		       di.nr_retired, di.nr_pending, di.nr_failed,
 		       di.spare_total - di.spare_used - di.spare_bad, di.spare_total,
@@ -285,8 +290,12 @@ static int cmd_devices(void)
 }
 
 /*
- * hbmguardd's control socket: one request, one reply.  Returns the reply's
- * error (0 or a negative errno), or 1 when no daemon answers.
+ * hbmguardd's control socket: one request, one reply, sent with the proof
+ * of CAP_SYS_ADMIN when hbmctl has it (ctl.h), so that an administrator
+ * gets through however many connections others hold.  Returns the reply's
+ * error (0 or a negative errno), 1 when no daemon listens, or -EUSERS when
+ * the daemon turned the connection away for capacity (its answer, or the
+ * connection closed without one).
  */
 static int ask_daemon(uint16_t type, const void *body, void *reply_body)
 {
@@ -302,11 +311,16 @@ static int ask_daemon(uint16_t type, const void *body, void *reply_body)
 	if (s < 0)
 		return 1;
 	len = hbm_ctl_encode(pkt, sizeof(pkt), type, 1, 0, body);
-	if (send(s, pkt, len, MSG_NOSIGNAL) != (ssize_t)len)
+	err = hbm_ctl_send(s, pkt, len, true);
+	if (err) {
+		errno = -err;
 		n = -1;
-	else
+	} else {
 		n = recv(s, pkt, sizeof(pkt), 0);
+	}
 	close(s);
+	if (n == 0 || (n < 0 && (errno == ECONNRESET || errno == EPIPE)))
+		return -EUSERS;
 	if (n < 0) {
 		fprintf(stderr, "hbmctl: hbmguardd at %s: %s\n", control_socket,
 			strerror(errno));
@@ -333,6 +347,9 @@ static void print_daemon_status(void)
 	if (err) {
 		if (json)
 			printf("\"daemon\":null,");
+		else if (err == -EUSERS)
+			printf("hbmguardd: running, but it turned this request away "
+			       "(too many connections)\n");
 		else
 			printf("hbmguardd: not running (%s): the tables are not being saved\n",
 			       err == 1 ? "no answer on the control socket" : strerror(-err));
@@ -356,7 +373,7 @@ static void print_daemon_status(void)
 	strftime(started, sizeof(started), "%F %T", gmtime(&t));
 	printf("hbmguardd: running, pid %u since %s UTC; %" PRIu64 " bad pages kept in %"
 	       PRIu64 " extents in %s; %" PRIu64 " events, %" PRIu64 " resyncs%s%s\n",
-	       st.pid, started, st.stored_pages, st.stored_extents, st.state_dir,
+	       st.pid, started, st.stored_pages, st.stored_extents, esc(st.state_dir),
 	       st.events, st.resyncs, st.last_save_error ? "; LAST SAVE FAILED: " : "",
 	       st.last_save_error ? strerror(-st.last_save_error) : "");
 }
@@ -468,7 +485,7 @@ static int cmd_pages(uint32_t dev)
 		return 0;
 	}
 	printf("%s (%s): %u retired, %u pending, %u failed pages of %u bytes; "
-	       "health %s\n", di.name, di.identity, di.nr_retired, di.nr_pending,
+	       "health %s\n", esc(di.name), esc(di.identity), di.nr_retired, di.nr_pending,
 	       di.nr_failed, di.page_size, NAME(health_names, di.health));
 	printf("%-18s %8s %-18s %-8s %-12s %6s %-20s\n", "OFFSET", "PAGES",
 	       "SPARE", "STATE", "SOURCE", "ERRORS", "LAST SEEN (UTC)");
@@ -521,8 +538,9 @@ static int cmd_ranks(void)
 			json_str("state", NAME(states, ri.state), false);
 			printf("}");
 		} else {
-			printf("%-20s %6u %6u %8u %6u %-20s %-8s\n", ri.rank.job, ri.rank.rank,
-			       ri.rank.world_size, ri.pid, ri.uid, ri.rank.device,
+			printf("%-20s %6u %6u %8u %6u %-20s %-8s\n", esc(ri.rank.job),
+			       ri.rank.rank, ri.rank.world_size, ri.pid, ri.uid,
+			       esc(ri.rank.device),
 			       NAME(states, ri.state));
 		}
 	}
@@ -565,9 +583,9 @@ static int cmd_incidents(void)
 			continue;
 		}
 		printf("incident %" PRIu64 ": job %s, rank %u, %s at 0x%" PRIx64 "+0x%" PRIx64
-		       ": %s%s%s%s\n", in.id, in.job, in.failed_rank, in.device, in.offset,
-		       in.length, NAME(states, in.state), in.reason[0] ? " (" : "",
-		       in.reason, in.reason[0] ? ")" : "");
+		       ": %s%s%s%s\n", in.id, esc(in.job), in.failed_rank, esc(in.device),
+		       in.offset, in.length, NAME(states, in.state), in.reason[0] ? " (" : "",
+		       esc(in.reason), in.reason[0] ? ")" : "");
 		for (st = 1; st < __HBM_INCIDENT_MAX; st++) {
 			time_t t = in.at[st] / 1000000;
 			char when[32];
@@ -651,16 +669,21 @@ static int cmd_extent(unsigned long cmd, uint32_t dev, uint64_t offset,
 	err = ask_daemon(retire ? HBM_CTL_RETIRE : HBM_CTL_CLEAR, &req, NULL);
 	if (err == 0)
 		return 0;
-	if (err != 1) {
+	if (err != 1 && err != -EUSERS) {
 		errno = -err;
 		refused(retire ? "retire (hbmguardd)" : "clear (hbmguardd)");
 	}
 	if (ioctl(fd, cmd, &x))
 		refused(retire ? "retire" : "clear");
-	fprintf(stderr, "hbmctl: hbmguardd is not running: %s\n", retire ?
-		"done in the kernel; it is saved when the daemon starts" :
-		"done in the kernel only; the daemon's files still hold these pages "
-		"and restore them at its next start");
+	if (err == -EUSERS)	/* it runs, and takes the kernel's event */
+		fprintf(stderr, "hbmctl: hbmguardd is busy (too many connections): %s\n",
+			retire ? "done in the kernel; the daemon saves it from the kernel's event" :
+			"done in the kernel directly");
+	else
+		fprintf(stderr, "hbmctl: hbmguardd is not running: %s\n", retire ?
+			"done in the kernel; it is saved when the daemon starts" :
+			"done in the kernel only; the daemon's files still hold these pages "
+			"and restore them at its next start");
 	return 0;
 }
 
@@ -712,7 +735,7 @@ static int cmd_policy(uint32_t dev, int argc, char **argv)
 	if (p.flags && ioctl(fd, HBMGUARD_IOC_SET_POLICY, &p))
 		refused("set policy");
 	get_device(dev, &di);
-	printf("%s: ce_threshold=%u ce_window=%u retire_limit=%u\n", di.name,
+	printf("%s: ce_threshold=%u ce_window=%u retire_limit=%u\n", esc(di.name),
 	       di.policy.ce_threshold, di.policy.ce_window, di.policy.retire_limit);
 	return 0;
 }

@@ -30,7 +30,13 @@ struct client {
 	struct daemon *d;
 	int fd;
 	struct ucred cred;		/* from SO_PEERCRED, at accept */
+	int pidfd;			/* that process, pinned at accept; -1: none */
 	sd_event_source *source;
+	sd_event_source *idle;		/* closes it when it stays silent */
+	sd_event_source *exited;	/* a rank's process ending */
+	bool overflow;			/* over a limit: held for one request */
+	bool admin;			/* proved CAP_SYS_ADMIN: not counted */
+	struct client *next;		/* every connection */
 	bool is_rank;
 	struct hbm_ctl_rank reg;	/* what it registered as */
 	uint32_t answer;		/* to the current step of its job's incident */
@@ -44,6 +50,7 @@ struct incident {
 	sd_event_source *timer;		/* the current step's deadline */
 	int pidfd;			/* the failed rank's process */
 	pid_t pid;
+	uid_t uid;			/* the job's owner */
 };
 
 #define HBM_INCIDENTS_KEPT	64
@@ -71,7 +78,7 @@ struct daemon {
 	uint64_t stored_pages[HBMGUARD_MAX_DEVICES];
 
 	int control;			/* the listening control socket */
-	unsigned int clients;		/* connected to it */
+	struct client *clients;		/* connected to it */
 
 	struct client *ranks;		/* registered training ranks */
 	struct incident incidents[HBM_INCIDENTS_KEPT];	/* oldest first */
@@ -90,6 +97,8 @@ bool daemon_is_bypassed(struct daemon *d, const char *identity, uint64_t offset,
 int control_setup(struct daemon *d);
 void control_close(struct daemon *d);
 void control_send(struct client *c, uint16_t type, const void *body);
+void control_close_client(struct client *c);
+bool control_owned_by(int pidfd, pid_t pid, uid_t uid);
 
 /* recovery.c */
 void recovery_load(struct daemon *d);

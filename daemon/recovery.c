@@ -12,8 +12,14 @@
  * deadline ([Recovery] in the configuration).  A deadline passed, a rank
  * answering FAILED, or a rank of the job leaving mid-incident ESCALATES it:
  * the ranks are told to ABORT (their launcher restarts the job), the failed
- * rank's process gets SIGTERM and, KillTimeout later, SIGKILL, through a
- * pidfd taken when it registered, so a recycled pid is never hit.
+ * rank's process gets SIGTERM and, KillTimeout later, SIGKILL, through the
+ * pidfd control.c took when it accepted the rank's connection, so a
+ * recycled pid is never hit; and only while that process is still one its
+ * owner could signal itself (control_owned_by()).
+ *
+ * A job is its owner's: ranks, incidents and answers are matched by uid
+ * and job name together, so that one user cannot join, take or squat
+ * another's job, however its name was learnt.
  *
  * Only errors that destroyed data open incidents (UE, poison); a page
  * retired for correctable errors was copied before the switch (see the
@@ -28,6 +34,7 @@
  * ranks' connections are gone, so an incident found open is escalated.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -142,10 +149,10 @@ static void record(struct daemon *d, struct incident *x, uint32_t from)
 	daemon_notify_status(d);
 }
 
-/* Every registered rank of a job, in turn. */
-#define for_each_rank_of(dmn, c, of_job) \
+/* Every registered rank of a job (its owner, its name), in turn. */
+#define for_each_rank_of(dmn, c, of_uid, of_job) \
 	for (c = (dmn)->ranks; c; c = c->next_rank) \
-		if (!strcmp(c->reg.job, of_job))
+		if (c->cred.uid == (of_uid) && !strcmp(c->reg.job, of_job))
 
 static void tell(struct daemon *d, struct incident *x, uint32_t action)
 {
@@ -157,7 +164,7 @@ static void tell(struct daemon *d, struct incident *x, uint32_t action)
 	struct client *c;
 
 	strcpy(rc.device, x->info.device);
-	for_each_rank_of(d, c, x->info.job) {
+	for_each_rank_of(d, c, x->uid, x->info.job) {
 		c->answer = 0;
 		control_send(c, HBM_CTL_RECOVERY, &rc);
 	}
@@ -178,6 +185,14 @@ static void kill_failed_rank(struct incident *x, int sig)
 {
 	if (x->pidfd < 0)
 		return;
+	if (!control_owned_by(x->pidfd, x->pid, x->uid)) {
+		fprintf(stderr, "<4>hbmguardd: incident %" PRIu64 ": rank %u (pid %d) is gone "
+			"or no longer uid %u's: not signalled\n", x->info.id,
+			x->info.failed_rank, x->pid, (unsigned int)x->uid);
+		close(x->pidfd);
+		x->pidfd = -1;
+		return;
+	}
 	if (syscall(SYS_pidfd_send_signal, x->pidfd, sig, NULL, 0) == 0)
 		fprintf(stderr, "<4>hbmguardd: incident %" PRIu64 ": %s to rank %u (pid %d)\n",
 			x->info.id, sig == SIGKILL ? "SIGKILL" : "SIGTERM",
@@ -221,7 +236,7 @@ static bool all_answered(struct daemon *d, const struct incident *x, uint32_t an
 {
 	struct client *c;
 
-	for_each_rank_of(d, c, x->info.job)
+	for_each_rank_of(d, c, x->uid, x->info.job)
 		if (c->answer != answer)
 			return false;
 	return true;
@@ -248,12 +263,12 @@ static void advance(struct daemon *d, struct incident *x)
 	}
 }
 
-static struct incident *open_incident_of(struct daemon *d, const char *job)
+static struct incident *open_incident_of(struct daemon *d, uid_t uid, const char *job)
 {
 	size_t i;
 
 	for (i = 0; i < d->nr_incidents; i++)
-		if (open_state(d->incidents[i].info.state) &&
+		if (open_state(d->incidents[i].info.state) && d->incidents[i].uid == uid &&
 		    !strcmp(d->incidents[i].info.job, job))
 			return &d->incidents[i];
 	return NULL;
@@ -322,7 +337,7 @@ void recovery_on_lost_data(struct daemon *d, const char *identity,
 
 		if (strcmp(c->reg.device, identity) || !overlaps(&c->reg, offset, length))
 			continue;
-		x = open_incident_of(d, c->reg.job);
+		x = open_incident_of(d, c->cred.uid, c->reg.job);
 		if (x && x->info.id >= first_new)
 			continue;	/* another rank of the job, the same error */
 		if (x) {
@@ -341,7 +356,8 @@ void recovery_on_lost_data(struct daemon *d, const char *identity,
 		x->info.length = length;
 		x->info.failed_rank = c->reg.rank;
 		x->pid = c->cred.pid;
-		x->pidfd = syscall(SYS_pidfd_open, c->cred.pid, 0);
+		x->uid = c->cred.uid;
+		x->pidfd = c->pidfd >= 0 ? fcntl(c->pidfd, F_DUPFD_CLOEXEC, 3) : -1;
 		mark(x, HBM_INCIDENT_DETECTED, NULL);
 		mark(x, HBM_INCIDENT_PAUSING, NULL);
 		tell(d, x, HBM_RECOVERY_PAUSE);
@@ -356,9 +372,11 @@ void recovery_on_lost_data(struct daemon *d, const char *identity,
  * @c: its connection
  * @r: what it says it is (checked by hbm_ctl_decode())
  *
+ * The job is the one of that name owned by the connection's uid.
+ *
  * Return: 0; -EALREADY if this connection registered before, -EEXIST if a
- * live process holds that rank of that job, -EPERM if the job belongs to
- * another uid, -EBUSY if the job is under recovery.
+ * live process holds that rank of that job, -EBUSY if the job is under
+ * recovery.
  */
 int recovery_register(struct daemon *d, struct client *c, const struct hbm_ctl_rank *r)
 {
@@ -366,13 +384,10 @@ int recovery_register(struct daemon *d, struct client *c, const struct hbm_ctl_r
 
 	if (c->is_rank)
 		return -EALREADY;
-	for_each_rank_of(d, o, r->job) {
-		if (o->cred.uid != c->cred.uid)
-			return -EPERM;
+	for_each_rank_of(d, o, c->cred.uid, r->job)
 		if (o->reg.rank == r->rank)
 			return -EEXIST;
-	}
-	if (open_incident_of(d, r->job))
+	if (open_incident_of(d, c->cred.uid, r->job))
 		return -EBUSY;
 	c->reg = *r;
 	c->is_rank = true;
@@ -400,7 +415,7 @@ int recovery_answer(struct daemon *d, struct client *c, const struct hbm_ctl_ans
 
 	if (!c->is_rank)
 		return -ENOTCONN;
-	x = open_incident_of(d, c->reg.job);
+	x = open_incident_of(d, c->cred.uid, c->reg.job);
 	if (!x || x->info.id != a->incident)
 		return -ESRCH;
 	if (a->answer == HBM_ANSWER_FAILED) {
@@ -435,7 +450,7 @@ void recovery_client_gone(struct daemon *d, struct client *c)
 		}
 	fprintf(stderr, "<5>hbmguardd: rank %u of job %s left (pid %d)\n",
 		c->reg.rank, c->reg.job, c->cred.pid);
-	x = open_incident_of(d, c->reg.job);
+	x = open_incident_of(d, c->cred.uid, c->reg.job);
 	if (x)
 		escalate(d, x, "a rank left during recovery");
 	daemon_notify_status(d);

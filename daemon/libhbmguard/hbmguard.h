@@ -80,7 +80,11 @@ bool hbmguard_table_removed(struct hbmguard_table *t);
  *
  * The daemon knows the rank by its process (the socket's credentials): a
  * rank registered twice, or claimed by two processes, is refused.  Closing
- * (or exiting) is leaving; leaving during a recovery escalates it.
+ * (or exiting) is leaving; leaving during a recovery escalates it.  Register
+ * from the process that is the rank: children forked later (data loader
+ * workers) inherit the connection but not the rank, which ends with the
+ * registering process, and the daemon refuses requests they send on it.
+ * A job is its user's: another user's job of the same name is another job.
  */
 #define HBMGUARD_RANK_SOCKET	"/run/hbmguard/control.sock"
 #define HBMGUARD_RANK_MAX_RANGES	8

@@ -44,6 +44,38 @@ check "an unknown device, through the daemon" '! ctl retire sim9 0x4000 2>/dev/n
 check "without the daemon: a warning" 'hbmctl --socket /tmp/none retire sim0 0x50000 2>&1 | grep -q "hbmguardd is not running: done in the kernel"'
 check "... and the daemon takes it" 'ctl clear sim0 0x50000 4K && ! hbmctl pages sim0 | grep -q "^0x50000 "'
 
+# Only CAP_SYS_ADMIN changes the table through the daemon, as in the
+# kernel: uid 0 without it (a container's root) is refused, nothing changed.
+check "uid 0 without CAP_SYS_ADMIN cannot clear through the daemon" '! hbmrank --nocap hbmctl --socket /tmp/control.sock clear sim0 0x5000 4K 2>/tmp/err &&
+	grep -q "clear (hbmguardd): Operation not permitted" /tmp/err && hbmctl pages sim0 | grep -q "^0x5000 "'
+check "... nor retire" '! hbmrank --nocap hbmctl --socket /tmp/control.sock retire sim0 0x60000 2>/dev/null &&
+	! hbmctl pages sim0 | grep -q "^0x60000 "'
+
+# The daemon at its connection limit: hbmctl goes to the kernel itself.
+hbmrank --busy /tmp/busy.sock >/tmp/busy &
+wait_for /tmp/busy listening
+check "a daemon turning hbmctl away for capacity: done in the kernel" 'hbmctl --socket /tmp/busy.sock retire sim0 0x70000 2>/tmp/err &&
+	grep -q "hbmguardd is busy (too many connections): done in the kernel" /tmp/err &&
+	hbmctl pages sim0 | grep -q "^0x70000 "'
+ctl clear sim0 0x70000 4K
+
+# A user holding a hundred connections locks nobody out: root's requests
+# and other users get through, and the idle ones are closed.
+grep -q "^operator:" /etc/passwd || echo "operator:x:1000:1000::/:/bin/sh" >>/etc/passwd
+grep -q "^other:" /etc/passwd || echo "other:x:1001:1001::/:/bin/sh" >>/etc/passwd
+su operator -c "hbmrank --flood /tmp/control.sock 100" >/tmp/flood &
+wait_for /tmp/flood "held"
+check "a user's flood: all its connections were made" 'grep -q "^held 100$" /tmp/flood'
+check "... root's retire goes through the daemon" 'ctl retire sim0 0x60000 2>/tmp/err && [ ! -s /tmp/err ]'
+check "... another user is answered" 'su other -c "hbmctl --socket /tmp/control.sock ranks >/dev/null"'
+i=0
+while ! grep -q "^closed$" /tmp/flood && [ $i -lt 600 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+check "... and its idle connections are closed" 'grep -q "^closed$" /tmp/flood'
+ctl clear sim0 0x60000 4K
+
 # kill -9, the module reloaded while the daemon is down, a new daemon.
 kill -9 $daemon
 wait $daemon 2>/dev/null

@@ -134,11 +134,15 @@ check "stubborn: escalated" 'incident 7 | grep -q ": escalated (ranks did not pa
 check "stubborn: SIGTERM, then SIGKILL" 'grep -q "incident 7: SIGTERM to rank 0 (pid $a)" /tmp/rd.log &&
 	grep -q "incident 7: SIGKILL to rank 0 (pid $a)" /tmp/rd.log'
 
-# Every rank of a job belongs to one user.
+# Every rank of a job belongs to one user: another user's rank of that
+# name is in another job, and waits alone (world 2, rank 1 of its own job).
 echo "operator:x:1000:1000::/:/bin/sh" >>/etc/passwd
 rank job8 0 2 sim:sim1 silent
 a=$rpid
-check "another user cannot join the job" 'su operator -c "hbmrank $S job8 1 2 sim:sim0" | grep -q "^register: Operation not permitted$"'
+su operator -c "hbmrank $S job8 1 2 sim:sim1 silent" >/tmp/op8 &
+wait_for /tmp/op8 "registered\|register:"
+check "another user cannot join the job: its rank is in its own" 'grep -q "^registered$" /tmp/op8 &&
+	ctl ranks | grep "^job8  *0 " | grep -qv " 1000 " && ctl ranks | grep "^job8  *1 " | grep -q " 1000 "'
 kill $a
 exited $a
 
@@ -154,6 +158,72 @@ check "the rank sees the daemon go" '[ $st = 1 ]'
 start_daemon
 check "restarted mid-incident: escalated" 'incident 8 | grep -q ": escalated (hbmguardd restarted during recovery)$"'
 check "the history kept" '[ $(ctl incidents | grep -c "^incident ") = 8 ]'
+
+# The process that connected is the rank.  A child still holding the
+# connection after it exited (a data loader worker) keeps nothing, so the
+# daemon never signals a pid that may since be another's; and no other
+# process registers on a connection it was handed.
+hbmrank --handoff $S jobH 0 1 sim:sim0 >/tmp/jobH
+child=$(sed -n 's/^child //p' /tmp/jobH)
+eventually "a rank whose process ended is dropped, though a child holds its socket" \
+	'! ctl ranks | grep -q "^jobH "'
+rank jobH 0 1 sim:sim0 silent
+check "... and its rank is free again" 'grep -q "^registered$" /tmp/jobH.0'
+kill $rpid $child
+exited $rpid
+check "a child cannot register on its parent's connection" \
+	'hbmrank --childreg $S jobC 0 1 sim:sim0 | grep -q "^register: Operation not permitted$"'
+hbmrank --orphanreg $S jobO 0 1 sim:sim0 >/tmp/jobO
+wait_for /tmp/jobO "register:"
+check "... nor once the process that connected is gone" \
+	'grep -qE "^register: (No such process|Operation not permitted)$" /tmp/jobO'
+check "none of them registered" '! ctl ranks | grep -qE "^job(H|C|O) "'
+
+# A job is its owner's: a user who takes a job's name first squats nothing,
+# and cannot join or answer for the job of that name of another user.
+su operator -c "hbmrank $S jobQ 0 2 sim:sim1 silent" >/tmp/opQ &
+wait_for /tmp/opQ "registered\|register:"
+check "a user registers a name first" 'grep -q "^registered$" /tmp/opQ'
+rank jobQ 0 2 sim:sim0
+q=$rpid
+check "... root's job of that name is its own, rank 0 too" 'grep -q "^registered$" /tmp/jobQ.0'
+check "... listed apart" '[ $(ctl ranks | grep -c "^jobQ  *0 ") = 2 ]'
+hbmctl inject sim0 ue 0x11000
+eventually "an error under root's rank: root's job recovers alone" 'incident 9 | grep -q "job jobQ, rank 0, sim:sim0 at 0x11000+0x1000: resumed$"'
+exited $q
+check "... resumed, told nothing of the other's ranks" '[ $st = 0 ]'
+check "... the user's rank untouched" '[ "$(cat /tmp/opQ)" = "registered" ]'
+
+# The attack itself: a rank's process exits while a child holds its
+# connection, and a root process takes its pid.  An error on the rank's
+# device must not end that process (before, the escalation's SIGTERM did).
+while [ "$(sh -c 'echo $$')" -lt 400 ]; do :; done	# past the pids kept for the kernel
+hbmrank --handoff $S jobR 0 1 sim:sim0 >/tmp/jobR &
+h=$!
+wait $h
+child=$(sed -n 's/^child //p' /tmp/jobR)
+max=$(cat /proc/sys/kernel/pid_max)
+echo $((h + 1)) >/proc/sys/kernel/pid_max	# the next pids wrap round to it
+victim=
+i=0
+while [ $i -lt 3000 ] && [ -z "$victim" ]; do
+	sleep 1000 &
+	if [ $! = $h ]; then
+		victim=$!
+	else
+		kill $!
+		wait $! 2>/dev/null
+	fi
+	i=$((i + 1))
+done
+echo $max >/proc/sys/kernel/pid_max
+check "a root process took the pid of the rank's exited process" '[ -n "$victim" ]'
+hbmctl inject sim0 ue 0x12000
+wait_for /tmp/rd.log "uncorrectable error at 0x12000"
+sleep 4		# the pause deadline (2 s) would have passed, SIGTERM sent
+check "... and is not signalled" 'kill -0 $victim'
+check "... no incident for a rank that is gone" '! incident 10'
+kill $victim $child
 
 kill $daemon
 wait $daemon 2>/dev/null

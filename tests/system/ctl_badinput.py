@@ -1,12 +1,16 @@
 # SPDX-License-Identifier: GPL-2.0
 """Bad packets on hbmguardd's control socket (daemon/ctl.h): each gets the
 errno ctl.h promises, a malformed one ends the connection, and the daemon
-keeps answering.  As root, and with "user" as an unprivileged user, whose
-well-formed mutations are refused with EPERM.
+keeps answering.  As root, and with "user" as an unprivileged user or uid 0
+without CAP_SYS_ADMIN, whose well-formed mutations are refused with EPERM
+and who cannot claim to be an administrator.  Hostile peers too: names that
+would forge log lines or terminal escapes, descriptors passed along, more
+connections than a uid may hold, silence.
 
     python3 ctl_badinput.py IDENTITY [user]
 """
 import errno
+import os
 import socket
 import struct
 import sys
@@ -40,8 +44,21 @@ def extent(ident=identity, offset=0x7000, length=0x1000, flags=0, reserved=0):
     return EXTENT.pack(ident, offset, length, flags, reserved)
 
 
-def ask(s, data):
-    s.send(data)
+def send_as_admin(s, data):
+    """With the proof of CAP_SYS_ADMIN of ctl.h: SCM_CREDENTIALS naming pid 1."""
+    cred = struct.pack("iII", 1, os.getuid(), os.getgid())
+    s.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, cred)])
+
+
+def ask(s, data, admin=None):
+    """A request, and its reply; as root, mutations with the proof."""
+    if admin is None:
+        admin = not user and struct.unpack_from("<H", data, 6)[0] in (RETIRE, CLEAR) \
+            if len(data) >= 8 else False
+    if admin:
+        send_as_admin(s, data)
+    else:
+        s.send(data)
     r = s.recv(2048)
     magic, version, ptype, size, seq, err, res = HEADER.unpack(r[:HEADER.size])
     assert magic == MAGIC and version == VERSION and size == len(r), r
@@ -80,10 +97,17 @@ expect("pending on a clear", packet(CLEAR, extent(flags=1)), EBADMSG, True)
 expect("zero length", packet(CLEAR, extent(length=0)), EBADMSG, True)
 expect("wrapping extent", packet(RETIRE, extent(offset=2**64 - 4096, length=8192)),
        EBADMSG, True)
+expect("identity with a terminal escape", packet(RETIRE, extent(ident=b"\x1b[2Jsim")),
+       EBADMSG, True)
+expect("identity with a newline", packet(CLEAR, extent(ident=b"sim\n<0>forged")),
+       EBADMSG, True)
 if user:
     expect("retire as a user", packet(RETIRE, extent()), errno.EPERM, False)
     expect("clear as a user", packet(CLEAR, extent(offset=0x5000)), errno.EPERM, False)
 else:
+    s = connect()   # root, but without the proof of CAP_SYS_ADMIN: refused
+    assert ask(s, packet(RETIRE, extent()), admin=False)[2] == -errno.EPERM
+    s.close()
     expect("unknown device", packet(RETIRE, extent(ident=b"nope")), errno.ENODEV, False)
     expect("misaligned", packet(RETIRE, extent(offset=0x7001)), errno.EINVAL, False)
     expect("beyond the device", packet(RETIRE, extent(offset=2**40)), errno.ERANGE, False)
@@ -108,6 +132,11 @@ expect("rank beyond the world", packet(REGISTER, rank_body(job, rank=2)), EBADMS
 expect("ranges beyond the count", packet(REGISTER, rank_body(job, ranges=[(0, 4096)])),
        EBADMSG, True)
 expect("empty job", packet(REGISTER, rank_body(b"")), EBADMSG, True)
+expect("job forging a log line", packet(REGISTER, rank_body(b"x\n<0>hbmguardd: forged")),
+       EBADMSG, True)
+expect("device not UTF-8", packet(REGISTER, rank_body(job, device=b"\xff\xfe")),
+       EBADMSG, True)
+expect("job with a space", packet(REGISTER, rank_body(b"two words")), EBADMSG, True)
 expect("answer out of range", packet(ANSWER, answer_body(answer=9)), EBADMSG, True)
 expect("answer with reserved bits", packet(ANSWER, answer_body(reserved=1)), EBADMSG, True)
 held = connect()
@@ -130,20 +159,70 @@ for _ in range(50):     # once the daemon has seen the close
     time.sleep(0.1)
 assert err == 0, err
 
-# More connections than the daemon holds: the extra ones are closed, and
-# the daemon answers once they are gone.
+def status_pid():
+    s = connect()
+    ptype, seq, err, body = ask(s, packet(STATUS))
+    s.close()
+    assert err == 0, err
+    return struct.unpack_from("<I", body, 6 * 8 + 2 * 4)[0]
+
+
+# Descriptors passed along are not kept by the daemon.
+if not user:
+    fds = f"/proc/{status_pid()}/fd"
+    before = len(os.listdir(fds))
+s = connect()
+for _ in range(20):
+    s.sendmsg([packet(STATUS)], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                                  struct.pack("10i", *[0] * 10))])
+    assert HEADER.unpack(s.recv(2048)[:HEADER.size])[5] == 0
+if not user:
+    after = len(os.listdir(fds))
+    assert after < before + 20, (before, after)
+s.close()
+
+# Silence: a connection that is not a rank is closed before long.
+s = connect()
+s.settimeout(60)
+assert s.recv(2048) == b"", "an idle connection kept"
+s.close()
+
+# More connections than one uid may hold (32): the extra ones are answered
+# EUSERS or closed, never served; an administrator gets through meanwhile,
+# and nobody else can claim to be one.
 many = [connect() for _ in range(80)]
-dropped = 0
+served = turned = 0
 for s in many:
     try:
         s.send(packet(STATUS))
-        dropped += s.recv(2048) == b""
+        r = s.recv(2048)
+        err = HEADER.unpack(r[:HEADER.size])[5] if r else -errno.EUSERS
     except OSError:
-        dropped += 1
-assert dropped >= 80 - 64, dropped
+        err = -errno.EUSERS
+    assert err in (0, -errno.EUSERS), err
+    served += err == 0
+    turned += err == -errno.EUSERS
+assert served <= 32 and turned >= 80 - 32, (served, turned)
+s = connect()
+if user:
+    try:
+        send_as_admin(s, packet(STATUS))
+        assert False, "claimed to be an administrator"
+    except PermissionError:
+        pass
+else:
+    send_as_admin(s, packet(STATUS, seq=43))
+    r = s.recv(2048)
+    assert HEADER.unpack(r[:HEADER.size])[4:6] == (43, 0), r[:HEADER.size]
+s.close()
 for s in many:
     s.close()
-s = connect()
-ptype, seq, err, body = ask(s, packet(STATUS, seq=42))
+for _ in range(50):     # once the daemon has seen them close
+    s = connect()
+    ptype, seq, err, body = ask(s, packet(STATUS, seq=42))
+    s.close()
+    if err != -errno.EUSERS:
+        break
+    time.sleep(0.1)
 assert ptype == STATUS | REPLY and seq == 42 and err == 0 and len(body) == STATUS_BODY
 print("control socket: every bad packet refused")

@@ -202,6 +202,11 @@ f.write(bytes([b[0] ^ 4])); f.close()"
 	check "refusal journaled" 'journalctl -b -u hbmguardd | grep -q "retire of sim:sim0 refused: uid $(id -u hbmops)"'
 	check "bad packets on the control socket" 'python3 /usr/local/lib/hbmguard-test/ctl_badinput.py sim:sim0'
 	check "... and as a user" 'runuser -u hbmops -- python3 /usr/local/lib/hbmguard-test/ctl_badinput.py sim:sim0 user'
+	# uid 0 is not enough: the daemon wants CAP_SYS_ADMIN, as the kernel does.
+	check "uid 0 without CAP_SYS_ADMIN cannot clear (daemon)" '! setpriv --bounding-set=-sys_admin \
+		hbmctl clear sim0 0x5000 4K 2>/tmp/err && grep -q "clear (hbmguardd): Operation not permitted" /tmp/err'
+	check "... nor with bad packets" 'setpriv --bounding-set=-sys_admin \
+		python3 /usr/local/lib/hbmguard-test/ctl_badinput.py sim:sim0 user'
 	check "nothing changed by any of it" '[ "$(hbmctl --json pages sim0)" = "$before" ] && active'
 
 	# Training ranks through the Python package, as an unprivileged user:

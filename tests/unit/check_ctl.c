@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <stdalign.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "ctl.h"
 #include "unit.h"
@@ -235,6 +237,122 @@ START_TEST(rank_messages)
 }
 END_TEST
 
+/*
+ * Names from peers end up in logs and on terminals: a newline (a forged
+ * journal line, "<0>" an emergency), a terminal escape, bytes that are not
+ * UTF-8 or a space is refused in every name field, whatever the type.
+ */
+START_TEST(unsafe_names)
+{
+	static const char *const bad[] = {
+		"x\n<0>hbmguardd: forged", "\x1b]0;owned\a", "caf\xc3\xa9", "\xff",
+		"two words", "tab\there", "del\x7f",
+	};
+	struct hbm_ctl_rank r = { .job = "run-42", .device = "pci:0000:3b:00.0",
+				  .world_size = 1 };
+	struct hbm_ctl_extent x = { .identity = "sim:sim0", .length = 4096 };
+	struct hbm_ctl_recovery rc = { .incident = 1, .action = HBM_RECOVERY_PAUSE,
+				       .device = "sim:sim0" };
+	struct hbm_ctl_header h;
+	const void *body;
+	size_t i, len;
+
+	ck_assert_int_eq(rank_decode(&r), 0);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct hbm_ctl_rank rr = r;
+		struct hbm_ctl_extent xx = x;
+		struct hbm_ctl_recovery rcc = rc;
+
+		strcpy(rr.job, bad[i]);
+		ck_assert_msg(rank_decode(&rr) == -EBADMSG, "job %zu taken", i);
+		rr = r;
+		strcpy(rr.device, bad[i]);
+		ck_assert_msg(rank_decode(&rr) == -EBADMSG, "device %zu taken", i);
+		strcpy(xx.identity, bad[i]);
+		len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_CLEAR, 1, 0, &xx);
+		ck_assert_msg(hbm_ctl_decode(buf, len, false, &h, &body) == -EBADMSG,
+			      "identity %zu taken", i);
+		strcpy(rcc.device, bad[i]);
+		len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_RECOVERY, 0, 0, &rcc);
+		ck_assert_msg(hbm_ctl_decode(buf, len, true, &h, &body) == -EBADMSG,
+			      "recovery device %zu taken", i);
+	}
+	/* What real identities and job ids look like passes. */
+	ck_assert(hbm_ctl_name_valid("pci:0000:3b:00.0", 64));
+	ck_assert(hbm_ctl_name_valid("GPU-3f0e1b2c-aaaa-bbbb-cccc-0123456789ab", 64));
+	ck_assert(hbm_ctl_name_valid("slurm-1234.0_run@node7", 64));
+	ck_assert(!hbm_ctl_name_valid("", 64));
+	ck_assert(!hbm_ctl_name_valid("abcd", 4));		/* not terminated */
+}
+END_TEST
+
+/* Output: every byte outside printable ASCII shown as an escape. */
+START_TEST(escaped_output)
+{
+	char out[64];
+
+	ck_assert_str_eq(hbm_ctl_escape(out, sizeof(out), "sim:sim0", false), "sim:sim0");
+	ck_assert_str_eq(hbm_ctl_escape(out, sizeof(out), "a\n<0>b", false), "a\\x0a<0>b");
+	ck_assert_str_eq(hbm_ctl_escape(out, sizeof(out), "\x1b[2J\\", false),
+			 "\\x1b[2J\\\\");
+	ck_assert_str_eq(hbm_ctl_escape(out, sizeof(out), "caf\xc3\xa9\"", false),
+			 "caf\\xc3\\xa9\"");
+	ck_assert_str_eq(hbm_ctl_escape(out, sizeof(out), "caf\xc3\xa9\"\\\n", true),
+			 "caf\\u00c3\\u00a9\\\"\\\\\\u000a");
+	/* Cut short between escapes, never in one. */
+	ck_assert_str_eq(hbm_ctl_escape(out, 8, "ab\x01\x02", false), "ab\\x01");
+	ck_assert_str_eq(hbm_ctl_escape(out, 1, "ab", false), "");
+}
+END_TEST
+
+/*
+ * The sender as the kernel says it: its own pid without the proof of
+ * CAP_SYS_ADMIN (never pid 1, so never an administrator, whoever runs the
+ * test), and descriptors it passed are not left open in the receiver.
+ */
+START_TEST(sender_credentials)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctl = { 0 };
+	struct iovec iov = { .iov_base = "fd", .iov_len = 2 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+			      .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf) };
+	int sv[2], one = 1, pass, nfd;
+	struct ucred who;
+	char in[16];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	ck_assert_int_eq(setsockopt(sv[1], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)), 0);
+	ck_assert_int_eq(hbm_ctl_send(sv[0], "ping", 4, true), 0);
+	ck_assert_int_eq(hbm_ctl_recv(sv[1], in, sizeof(in), &who), 4);
+	ck_assert_int_eq(who.uid, getuid());
+	if (who.pid != 1) {	/* a capable tester proves it; anyone else is not */
+		ck_assert_int_eq(who.pid, getpid());
+		ck_assert(!hbm_ctl_sender_is_admin(&who));
+	}
+	/* A passed descriptor is closed on arrival: the next fd number is free. */
+	pass = dup(0);
+	ctl.h.cmsg_level = SOL_SOCKET;
+	ctl.h.cmsg_type = SCM_RIGHTS;
+	ctl.h.cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(&ctl.h), &pass, sizeof(int));
+	ck_assert_int_eq(sendmsg(sv[0], &msg, 0), 2);
+	close(pass);
+	ck_assert_int_eq(hbm_ctl_recv(sv[1], in, sizeof(in), &who), 2);
+	nfd = dup(0);
+	ck_assert_int_eq(nfd, pass);
+	close(nfd);
+	/* Oversized: its whole length said, so the caller can refuse it. */
+	ck_assert_int_eq(hbm_ctl_send(sv[0], "0123456789abcdefXYZ", 19, false), 0);
+	ck_assert_int_eq(hbm_ctl_recv(sv[1], in, sizeof(in), &who), 19);
+	ck_assert_int_eq(hbm_ctl_recv(sv[1], in, sizeof(in), &who), -EAGAIN);
+	close(sv[0]);
+	close(sv[1]);
+}
+END_TEST
+
 Suite *ctl_suite(void)
 {
 	Suite *s = suite_create("ctl");
@@ -246,6 +364,9 @@ Suite *ctl_suite(void)
 	tcase_add_test(tc, bad_bodies);
 	tcase_add_test(tc, bad_headers);
 	tcase_add_test(tc, rank_messages);
+	tcase_add_test(tc, unsafe_names);
+	tcase_add_test(tc, escaped_output);
+	tcase_add_test(tc, sender_credentials);
 	suite_add_tcase(s, tc);
 	return s;
 }
