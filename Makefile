@@ -31,8 +31,8 @@ SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-po
 CORE_SRC := kmod/table.c kmod/policy.c kmod/mce_decode.c
 CORE_HDR := kmod/core.h kmod/mce_decode.h uapi/linux/hbmguard.h
 UNIT_SRC := $(wildcard tests/unit/*.c)
-DAEMON_SRC := daemon/state.c daemon/config.c daemon/journal.c daemon/ctl.c daemon/incidents.c
-DAEMON_HDR := daemon/incidents.h daemon/state.h daemon/config.h daemon/journal.h daemon/ctl.h daemon/systemd/hbmguard.catalog
+DAEMON_SRC := daemon/state.c daemon/config.c daemon/journal.c daemon/ctl.c daemon/seen.c daemon/incidents.c
+DAEMON_HDR := daemon/seen.h daemon/incidents.h daemon/state.h daemon/config.h daemon/journal.h daemon/ctl.h daemon/systemd/hbmguard.catalog
 KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 
 .PHONY: all module modules-all userspace check check-unit check-ynl check-unitfile check-install \

@@ -12,6 +12,7 @@ Suite *state_suite(void);
 Suite *config_suite(void);
 Suite *journal_suite(void);
 Suite *ctl_suite(void);
+Suite *seen_suite(void);
 Suite *incidents_suite(void);
 const char *table_invariants(const struct hbm_table *t);
 
