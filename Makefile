@@ -113,15 +113,19 @@ $(BUILD)/guest/hbmctl: daemon/hbmctl.c $(BUILD)/libhbmguard.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) -Idaemon/libhbmguard -static daemon/hbmctl.c $(BUILD)/libhbmguard.a -o $@
 
-$(BUILD)/unit: $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR)
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_USER) -DHBM_CATALOG='"$(TOP)/daemon/systemd/hbmguard.catalog"' \
-		$(UNIT_SRC) $(CORE_SRC) $(DAEMON_SRC) $(CHECK_LIBS) -o $@
+# recovery.c too, its neighbours stubbed (tests/unit/check_recovery.c).
+UNIT_DAEMON := $(DAEMON_SRC) daemon/recovery.c $(shell pkg-config --cflags libnl-genl-3.0 libsystemd)
+UNIT_LIBS := $(CHECK_LIBS) $(shell pkg-config --libs libsystemd)
 
-$(BUILD)/unit-san: $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR)
+$(BUILD)/unit: $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR) daemon/recovery.c daemon/hbmguardd.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) -DHBM_CATALOG='"$(TOP)/daemon/systemd/hbmguard.catalog"' \
-		-O1 $(SAN) $(UNIT_SRC) $(CORE_SRC) $(DAEMON_SRC) $(CHECK_LIBS) -o $@
+		$(UNIT_SRC) $(CORE_SRC) $(UNIT_DAEMON) $(UNIT_LIBS) -o $@
+
+$(BUILD)/unit-san: $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR) daemon/recovery.c daemon/hbmguardd.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_USER) -DHBM_CATALOG='"$(TOP)/daemon/systemd/hbmguard.catalog"' \
+		-O1 $(SAN) $(UNIT_SRC) $(CORE_SRC) $(UNIT_DAEMON) $(UNIT_LIBS) -o $@
 
 # The in-guest test program: static, the initramfs has no libc.
 $(BUILD)/guest/hbmtest: tests/guest/hbmtest.c tests/guest/hbmtest.h $(BUILD)/libhbmguard.a
