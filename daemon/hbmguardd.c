@@ -1021,14 +1021,27 @@ static int on_readable(sd_event_source *s, int fd, uint32_t revents, void *arg)
 	(void)revents;
 	/*
 	 * One message per read: what is queued (up to a bound, for the control
-	 * socket's sake) is read before on_post() saves.
+	 * socket's sake) is read before on_post() saves; -NLE_AGAIN once it
+	 * is all read.
 	 */
 	for (i = 0; i < 1024 && n > 0; i++)
 		n = nl_recvmsgs_report(d->events, cb);
 	nl_cb_put(cb);
 	if (n == -NLE_NOMEM) {	/* ENOBUFS: the socket overflowed */
 		d->next_seq = 0;
+		d->overflowed = true;
 		resync(d, "event socket overflowed");
+	} else if ((!n || n == -NLE_AGAIN) && d->overflowed) {
+		/*
+		 * Until its queue is empty again a congested socket is sent
+		 * nothing, and told nothing more (netlink_overrun(),
+		 * netlink_rcv_wake(), net/netlink/af_netlink.c, 6.1 and
+		 * 6.12): what came while the backlog was read is news only
+		 * to a second look.
+		 */
+		d->overflowed = false;
+		d->next_seq = 0;
+		resync(d, "event socket drained after an overflow");
 	}
 	return 0;
 }

@@ -63,6 +63,7 @@ struct daemon {
 	struct nl_sock *req;		/* requests and dumps */
 	struct nl_sock *events;		/* the multicast group */
 	uint64_t next_seq;		/* the event seqnum expected next */
+	bool overflowed;		/* the event socket, its backlog not read yet */
 	sd_event *loop;
 	char identity[HBMGUARD_MAX_DEVICES][HBMGUARD_IDENTITY_LEN];	/* by id */
 	bool journald;			/* a journal to send entries to */

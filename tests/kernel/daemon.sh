@@ -60,6 +60,7 @@ check "no recovery raised: restored pages make no UE" '! hbmctl pages sim0 | gre
 # A burst of events while the daemon cannot read: its 4 MiB buffer is real
 # (SO_RCVBUFFORCE past net.core.rmem_max), so nothing is lost.
 bid=$(hbmctl sim-create burst 1G spares=4096)
+wait_for /tmp/daemon.log "sim:burst: device added"
 resyncs() { ctl status | sed -n 's/.* \([0-9]*\) resyncs$/\1/p'; }
 r0=$(resyncs)
 kill -STOP $daemon
@@ -73,6 +74,7 @@ hbmctl sim-destroy $bid
 # overflowed: the family's re-announcement is lost; the daemon finds the
 # new family all the same, and restores.
 fid=$(hbmctl sim-create flood 1G spares=20000)
+wait_for /tmp/daemon.log "sim:flood: device added"
 kill -STOP $daemon
 hbmnl flood 16000 $fid >/dev/null
 check "reload unheard" 'rmmod hbmguard && insmod /hbmguard.ko sim_devices=1'

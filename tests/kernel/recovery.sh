@@ -180,6 +180,7 @@ check "... and no fresh incident" '! incident 10'
 # A UE whose event is lost (the daemon stopped, its socket overflowing) is
 # found when the daemon resyncs: its incident opens all the same.
 fid=$(hbmctl sim-create lossy 1G spares=20000)
+wait_for /tmp/rd.log "sim:lossy: device added"
 rank jobL 0 1 sim:lossy
 a=$rpid
 kill -STOP $daemon
