@@ -886,6 +886,8 @@ static int on_event(struct nl_msg *msg, void *arg)
 
 		snprintf(why, sizeof(why), "events lost before #%" PRIu64, seq);
 		resync(d, why);
+		if (nlmsg_hdr(msg)->nlmsg_type != d->family)
+			return NL_SKIP;	/* the module was reloaded since */
 	}
 	d->events_seen++;
 
