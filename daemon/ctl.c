@@ -178,7 +178,7 @@ static int check_extent(uint16_t type, const struct hbm_ctl_extent *x)
 
 static int check_status(const struct hbm_ctl_status *s)
 {
-	if (s->reserved || !terminated(s->state_dir, sizeof(s->state_dir)))
+	if (!terminated(s->state_dir, sizeof(s->state_dir)))
 		return -EBADMSG;
 	return 0;
 }

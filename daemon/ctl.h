@@ -127,13 +127,13 @@ struct hbm_ctl_status {
 	uint64_t stored_extents;	/* in the state files, all devices */
 	uint64_t stored_pages;
 	uint64_t last_save;		/* seconds since the epoch, 0: never */
-	int32_t last_save_error;	/* 0 or a negative errno */
+	int32_t last_save_error;	/* of one of the unsaved, or 0 */
 	uint32_t devices;
 	uint32_t pid;
 	uint32_t open_incidents;	/* rank recoveries under way */
 	uint32_t incidents;		/* kept, open or not */
 	uint32_t ranks;			/* registered */
-	uint32_t reserved;
+	uint32_t unsaved;		/* state files not on disk yet, retried */
 	char state_dir[256];
 };
 

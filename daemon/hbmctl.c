@@ -24,7 +24,8 @@
  * /run/hbmguard/control.sock).  DEV is a device id or name.  Sizes and
  * offsets take 0x and K, M, G, T.
  * Exit status: 0 success, 1 the kernel or the daemon refused (the message
- * says why), 2 bad usage, 3 /dev/hbmguard missing (module not loaded).
+ * says why; status: some state is not on disk yet), 2 bad usage,
+ * 3 /dev/hbmguard missing (module not loaded).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -337,7 +338,8 @@ static int ask_daemon(uint16_t type, const void *body, void *reply_body)
 	return h.error;
 }
 
-static void print_daemon_status(void)
+/* Return: 1 when some state is not on disk yet, else 0. */
+static int print_daemon_status(void)
 {
 	struct hbm_ctl_status st;
 	char started[32];
@@ -353,7 +355,7 @@ static void print_daemon_status(void)
 		else
 			printf("hbmguardd: not running (%s): the tables are not being saved\n",
 			       err == 1 ? "no answer on the control socket" : strerror(-err));
-		return;
+		return 0;
 	}
 	if (json) {
 		printf("\"daemon\":{");
@@ -365,22 +367,28 @@ static void print_daemon_status(void)
 		json_u64("stored_pages", st.stored_pages, true);
 		json_u64("last_save", st.last_save, true);
 		printf("\"last_save_error\":%d,", st.last_save_error);
+		json_u64("unsaved", st.unsaved, true);
 		json_str("state_dir", st.state_dir, false);
 		printf("},");
-		return;
+		return st.unsaved != 0;
 	}
 	t = (time_t)st.started;
 	strftime(started, sizeof(started), "%F %T", gmtime(&t));
 	printf("hbmguardd: running, pid %u since %s UTC; %" PRIu64 " bad pages kept in %"
-	       PRIu64 " extents in %s; %" PRIu64 " events, %" PRIu64 " resyncs%s%s\n",
+	       PRIu64 " extents in %s; %" PRIu64 " events, %" PRIu64 " resyncs\n",
 	       st.pid, started, st.stored_pages, st.stored_extents, esc(st.state_dir),
-	       st.events, st.resyncs, st.last_save_error ? "; LAST SAVE FAILED: " : "",
-	       st.last_save_error ? strerror(-st.last_save_error) : "");
+	       st.events, st.resyncs);
+	if (st.unsaved)
+		printf("hbmguardd: %u state files NOT SAVED (%s): retrying\n", st.unsaved,
+		       strerror(-st.last_save_error));
+	return st.unsaved != 0;
 }
 
+/* Exit status 1 while some state is not durable. */
 static int cmd_status(void)
 {
 	struct hbmguard_info info = { .size = sizeof(info) };
+	int unsaved;
 
 	if (ioctl(fd, HBMGUARD_IOC_GET_INFO, &info))
 		refused("get info");
@@ -391,18 +399,18 @@ static int cmd_status(void)
 		json_u64("generation", info.generation, true);
 		json_u64("seqnum", info.seqnum, false);
 		printf("},");
-		print_daemon_status();
+		unsaved = print_daemon_status();
 		printf("\"devices\":");
 		cmd_devices();
 		printf("}\n");
-		return 0;
+		return unsaved;
 	}
 	printf("hbmguard API %u: %u devices, generation %" PRIu64
 	       ", %" PRIu64 " events\n", info.version, info.nr_devices,
 	       (uint64_t)info.generation, (uint64_t)info.seqnum);
-	print_daemon_status();
+	unsaved = print_daemon_status();
 	printf("\n");
-	return cmd_devices();
+	return cmd_devices() || unsaved;
 }
 
 static void extent_json(const struct hbmguard_extent *e, bool more)

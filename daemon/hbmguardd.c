@@ -169,6 +169,18 @@ static int cmp_offset(const void *a, const void *b)
 }
 
 /*
+ * Whether the first @kernel of the kernel's extents hold (a part of) @s.
+ * Both are sorted: *@j walks the kernel's along the stored records' walk.
+ */
+static bool kernel_holds(const struct extents *k, size_t kernel, size_t *j,
+			 const struct hbm_state_record *s)
+{
+	while (*j < kernel && k->r[*j].offset + k->r[*j].length <= s->offset)
+		(*j)++;
+	return *j < kernel && k->r[*j].offset < s->offset + s->length;
+}
+
+/*
  * The union of the kernel's extents and the stored ones, as records that do
  * not overlap: a stored extent the kernel also holds (in whole or in part)
  * is the kernel's business now; one it lacks (a restore refused, say) stays.
@@ -177,17 +189,10 @@ static void merge(struct extents *k, const struct hbm_state *stored)
 {
 	size_t kernel = k->nr, i, j = 0, n;
 
-	/* Both are sorted: one walk finds each stored extent's overlap. */
-	for (i = 0; i < stored->nr; i++) {
-		const struct hbm_state_record *s = &stored->records[i];
-
-		while (j < kernel && k->r[j].offset + k->r[j].length <= s->offset)
-			j++;
-		if (j < kernel && k->r[j].offset < s->offset + s->length)
-			continue;	/* the kernel holds (part of) it */
-		if (!extents_push(k, s))
+	for (i = 0; i < stored->nr; i++)
+		if (!kernel_holds(k, kernel, &j, &stored->records[i]) &&
+		    !extents_push(k, &stored->records[i]))
 			return;
-	}
 	qsort(k->r, k->nr, sizeof(*k->r), cmp_offset);
 	for (i = 1, n = 1; i < k->nr; i++)	/* drop any overlap left */
 		if (k->r[i].offset >= k->r[n - 1].offset + k->r[n - 1].length)
@@ -291,23 +296,177 @@ static void count_stored(struct daemon *d, const struct device *dev,
 	d->stored_pages[dev->id] = pages;
 }
 
+static unsigned int count_unsaved(struct daemon *d)
+{
+	unsigned int i, n = d->incidents_error != 0;
+
+	for (i = 0; i < HBMGUARD_MAX_DEVICES; i++)
+		n += d->saves[i].error != 0;
+	return n;
+}
+
+/* The state files not on disk, for STATUS=: "" when every one is. */
+static void describe_unsaved(struct daemon *d, char *buf, size_t len)
+{
+	size_t i, n = 0;
+
+	buf[0] = 0;
+	for (i = 0; i <= HBMGUARD_MAX_DEVICES && n < len; i++) {
+		int err = i < HBMGUARD_MAX_DEVICES ? d->saves[i].error : d->incidents_error;
+
+		if (err)
+			n += snprintf(buf + n, len - n, "%s %s (%s)",
+				      n ? "," : "; NOT SAVED, retrying:",
+				      i == HBMGUARD_MAX_DEVICES ? "the incidents" :
+				      d->identity[i][0] ? d->identity[i] : "?", strerror(-err));
+	}
+}
+
 void daemon_notify_status(struct daemon *d)
 {
 	struct hbm_ctl_status st;
+	char unsaved[512];
 
 	daemon_status(d, &st);
+	describe_unsaved(d, unsaved, sizeof(unsaved));
 	sd_notifyf(0, "STATUS=%u devices, %" PRIu64 " bad pages kept in %" PRIu64
 		   " extents; %u ranks, %u incidents open; %" PRIu64 " events%s",
 		   st.devices, st.stored_pages, st.stored_extents, st.ranks,
-		   st.open_incidents, st.events,
-		   st.last_save_error ? "; the last save FAILED" : "");
+		   st.open_incidents, st.events, unsaved);
+}
+
+#define RETRY_MAX_S	60
+
+static int on_retry(sd_event_source *s, uint64_t usec, void *arg);
+
+/**
+ * daemon_save_failed() - a state file did not reach the disk: try again
+ * @d: the daemon
+ *
+ * A second later, then twice as long each time up to a minute, with no
+ * event needed: the device's data stays marked not durable until then.
+ */
+void daemon_save_failed(struct daemon *d)
+{
+	if (d->retry || !d->loop)
+		return;		/* armed, or main() arms it once the loop exists */
+	d->retry_s = !d->retry_s ? 1 : d->retry_s * 2 > RETRY_MAX_S ? RETRY_MAX_S :
+		     d->retry_s * 2;
+	if (sd_event_add_time_relative(d->loop, &d->retry, CLOCK_MONOTONIC,
+				       (uint64_t)d->retry_s * 1000000, 0, on_retry, d) < 0)
+		fprintf(stderr, "<3>hbmguardd: cannot arm the retry of the saves\n");
+}
+
+/* A device's save went to disk, or did not: remembered until the next. */
+static void save_done(struct daemon *d, const struct device *dev, int err)
+{
+	struct device_save *s;
+
+	d->last_save = time(NULL);
+	if (dev->id >= HBMGUARD_MAX_DEVICES)
+		return;
+	s = &d->saves[dev->id];
+	if (err && err != s->error)
+		fprintf(stderr, "<3>hbmguardd: saving the state of %s: %s: retrying\n",
+			dev->identity, strerror(-err));
+	else if (!err && s->error)
+		fprintf(stderr, "<5>hbmguardd: the state of %s is saved\n", dev->identity);
+	s->dirty = err != 0;
+	s->error = err;
+	if (err)
+		daemon_save_failed(d);
+}
+
+static bool destroys_data(uint32_t state, uint32_t source)
+{
+	return (state == HBMGUARD_STATE_RETIRED || state == HBMGUARD_STATE_FAILED) &&
+	       (source == HBMGUARD_SOURCE_UE || source == HBMGUARD_SOURCE_POISON);
 }
 
 /*
- * Make the stored state of a device the union with the kernel's table, less
- * @forget (cleared pages) when given.
+ * Pages of device @id lost their data: each part not seen before opens the
+ * recovery of the jobs on it, once, whether an event told of it or a dump
+ * after events were lost (@unheard).
  */
-static int save(struct daemon *d, const struct device *dev, bool restore_first,
+static void lost_pages(struct daemon *d, uint32_t id, uint64_t offset,
+		       uint64_t length, bool unheard)
+{
+	struct hbm_ranges fresh = { 0 };
+	size_t i;
+
+	if (id >= HBMGUARD_MAX_DEVICES || !d->identity[id][0])
+		return;
+	if (hbm_ranges_add(&d->seen[id], offset, length, &fresh)) {
+		recovery_on_lost_data(d, d->identity[id], offset, length);
+		return;
+	}
+	for (i = 0; i < fresh.nr; i++) {
+		if (unheard)
+			fprintf(stderr, "<4>hbmguardd: %s: data lost at 0x%" PRIx64 "+0x%" PRIx64
+				" while events were lost\n", d->identity[id],
+				fresh.r[i].offset, fresh.r[i].length);
+		recovery_on_lost_data(d, d->identity[id], fresh.r[i].offset,
+				      fresh.r[i].length);
+	}
+	hbm_ranges_free(&fresh);
+}
+
+/* The lost data in a table: acted upon (@act) or only taken as seen. */
+static void take_lost_data(struct daemon *d, const struct device *dev,
+			   const struct extents *k, bool act)
+{
+	size_t i;
+
+	for (i = 0; i < k->nr && dev->id < HBMGUARD_MAX_DEVICES; i++) {
+		if (!destroys_data(k->r[i].state, k->r[i].source))
+			continue;
+		if (act)
+			lost_pages(d, dev->id, k->r[i].offset, k->r[i].length, true);
+		else
+			hbm_ranges_add(&d->seen[dev->id], k->r[i].offset, k->r[i].length, NULL);
+	}
+}
+
+/* Whether some stored extent is missing from the kernel's table. */
+static bool kernel_lacks(const struct extents *k, const struct hbm_state *stored)
+{
+	size_t i, j = 0;
+
+	for (i = 0; i < stored->nr; i++)
+		if (!kernel_holds(k, k->nr, &j, &stored->records[i]))
+			return true;
+	return false;
+}
+
+static void restore_stored(struct daemon *d, const struct device *dev,
+			   const struct hbm_state *stored)
+{
+	int err;
+
+	apply_policy(d, dev);
+	if (!stored->nr)
+		return;
+	err = restore(d, dev, stored);
+	if (err)
+		fprintf(stderr, "<4>hbmguardd: restoring %zu extents into %s: %s\n",
+			stored->nr, dev->identity, hbm_genl_strerror(err));
+	else
+		fprintf(stderr, "<5>hbmguardd: restored %zu extents into %s\n",
+			stored->nr, dev->identity);
+}
+
+enum sync_mode {
+	SYNC_SAVE,	/* its table changed */
+	SYNC_START,	/* the daemon starts: restore; lost data there is old news */
+	SYNC_ADDED,	/* a new table: restore; lost data there is news */
+	SYNC_RESYNC,	/* events were lost: lost data and a device back, unheard */
+};
+
+/*
+ * Make the stored state of a device the union with the kernel's table, less
+ * @forget (cleared pages) when given; first, what @mode asks.
+ */
+static int save(struct daemon *d, const struct device *dev, enum sync_mode mode,
 		const struct hbm_state_record *forget)
 {
 	struct hbm_state stored, out = { .page_size = dev->page_size };
@@ -319,18 +478,18 @@ static int save(struct daemon *d, const struct device *dev, bool restore_first,
 		hbm_state_free(&stored);
 		return -ENOMEM;
 	}
-	if (restore_first)
-		apply_policy(d, dev);
-	if (restore_first && stored.nr) {
-		err = restore(d, dev, &stored);
-		if (err)
-			fprintf(stderr, "<4>hbmguardd: restoring %zu extents into %s: %s\n",
-				stored.nr, dev->identity, hbm_genl_strerror(err));
-		else
-			fprintf(stderr, "<5>hbmguardd: restored %zu extents into %s\n",
-				stored.nr, dev->identity);
-	}
+	if (mode == SYNC_START || mode == SYNC_ADDED)
+		restore_stored(d, dev, &stored);
 	err = dump_pages(d, dev->id, &k);
+	if (!err && mode != SYNC_SAVE)
+		take_lost_data(d, dev, &k, mode != SYNC_START);
+	if (!err && mode == SYNC_RESYNC && kernel_lacks(&k, &stored)) {
+		fprintf(stderr, "<4>hbmguardd: %s lacks stored pages: it came back unheard\n",
+			dev->identity);
+		restore_stored(d, dev, &stored);
+		k.nr = 0;
+		err = dump_pages(d, dev->id, &k);
+	}
 	if (!err) {
 		merge(&k, &stored);
 		snprintf(out.identity, sizeof(out.identity), "%s", dev->identity);
@@ -342,14 +501,31 @@ static int save(struct daemon *d, const struct device *dev, bool restore_first,
 		if (!err)
 			count_stored(d, dev, &out);
 	}
-	d->last_save = time(NULL);
-	d->last_save_error = err;
-	if (err)
-		fprintf(stderr, "<3>hbmguardd: saving the state of %s: %s\n",
-			dev->identity, strerror(-err));
+	save_done(d, dev, err);
 	free(k.r);
 	hbm_state_free(&stored);
 	return err;
+}
+
+static bool listed(const struct device_list *l, uint32_t id)
+{
+	size_t i;
+
+	for (i = 0; i < l->nr; i++)
+		if (l->dev[i].id == id)
+			return true;
+	return false;
+}
+
+/* A device is gone: so is what the daemon kept of it. */
+static void forget_device(struct daemon *d, uint32_t id)
+{
+	if (d->saves[id].error)
+		fprintf(stderr, "<3>hbmguardd: %s is gone before its state could be saved\n",
+			d->identity[id]);
+	d->saves[id] = (struct device_save){ 0 };
+	hbm_ranges_free(&d->seen[id]);
+	d->stored_extents[id] = d->stored_pages[id] = 0;
 }
 
 static int list_devices(struct daemon *d, struct device_list *l)
@@ -363,13 +539,13 @@ static int list_devices(struct daemon *d, struct device_list *l)
 	if (err)
 		return err;
 	/* Remembered for the journal and the status; gone devices forgotten. */
+	for (i = 0; i < HBMGUARD_MAX_DEVICES; i++)
+		if (d->identity[i][0] && !listed(l, i))
+			forget_device(d, i);
 	memset(d->identity, 0, sizeof(d->identity));
 	for (i = 0; i < l->nr; i++)
 		if (l->dev[i].id < HBMGUARD_MAX_DEVICES)
 			strcpy(d->identity[l->dev[i].id], l->dev[i].identity);
-	for (i = 0; i < HBMGUARD_MAX_DEVICES; i++)
-		if (!d->identity[i][0])
-			d->stored_extents[i] = d->stored_pages[i] = 0;
 	return 0;
 }
 
@@ -413,19 +589,35 @@ static void register_ranges(struct daemon *d)
 
 #define ALL_DEVICES UINT32_MAX
 
-/* Device @id, or every device: restore (at start, or when it appears), save. */
-static int sync_devices(struct daemon *d, uint32_t id, bool restore_first)
+/*
+ * Device @id, or every device: what @mode asks, then save.  A resync finds
+ * a device under an id that named another as new.
+ */
+static int sync_devices(struct daemon *d, uint32_t id, enum sync_mode mode)
 {
 	struct device_list *l = calloc(1, sizeof(*l));
+	char (*was)[HBMGUARD_IDENTITY_LEN] = malloc(sizeof(d->identity));
 	size_t i;
-	int err;
+	int err = -ENOMEM;
 
-	if (!l)
-		return -ENOMEM;
-	err = list_devices(d, l);
-	for (i = 0; !err && i < l->nr; i++)
-		if (id == ALL_DEVICES || l->dev[i].id == id)
-			save(d, &l->dev[i], restore_first, NULL);
+	if (l && was) {
+		memcpy(was, d->identity, sizeof(d->identity));
+		err = list_devices(d, l);
+	}
+	for (i = 0; !err && i < l->nr; i++) {
+		const struct device *dev = &l->dev[i];
+		enum sync_mode m = mode;
+
+		if (id != ALL_DEVICES && dev->id != id)
+			continue;
+		if (mode == SYNC_RESYNC && dev->id < HBMGUARD_MAX_DEVICES &&
+		    strcmp(was[dev->id], dev->identity)) {
+			hbm_ranges_free(&d->seen[dev->id]);
+			m = SYNC_ADDED;
+		}
+		save(d, dev, m, NULL);
+	}
+	free(was);
 	free(l);
 	daemon_notify_status(d);
 	return err;
@@ -489,7 +681,7 @@ int daemon_apply(struct daemon *d, uint16_t type, const struct hbm_ctl_extent *x
 		err = transact(d, msg, NULL, NULL);
 	}
 	if (!err)
-		err = save(d, dev, false, type == HBM_CTL_CLEAR ? &forget : NULL);
+		err = save(d, dev, SYNC_SAVE, type == HBM_CTL_CLEAR ? &forget : NULL);
 	free(l);
 	daemon_notify_status(d);
 	return err;
@@ -542,7 +734,10 @@ void daemon_status(struct daemon *d, struct hbm_ctl_status *st)
 	st->events = d->events_seen;
 	st->resyncs = d->resyncs;
 	st->last_save = d->last_save;
-	st->last_save_error = d->last_save_error;
+	st->unsaved = count_unsaved(d);
+	for (i = 0; i <= HBMGUARD_MAX_DEVICES && !st->last_save_error; i++)
+		st->last_save_error = i < HBMGUARD_MAX_DEVICES ? d->saves[i].error :
+				      d->incidents_error;
 	st->devices = count_devices(d);
 	st->pid = getpid();
 	for (i = 0; i < HBMGUARD_MAX_DEVICES; i++) {
@@ -609,6 +804,49 @@ static void journal(struct daemon *d, struct nlattr **a)
 				NULL);
 }
 
+/*
+ * The family registered anew (the module reloaded): new tables, and no
+ * event of what happened before the group was joined again.
+ */
+static void reloaded(struct daemon *d)
+{
+	size_t i;
+
+	if (join_family(d))
+		fprintf(stderr, "<3>hbmguardd: cannot join the new family\n");
+	d->next_seq = 0;
+	for (i = 0; i < HBMGUARD_MAX_DEVICES; i++)
+		hbm_ranges_free(&d->seen[i]);
+	register_ranges(d);
+	sync_devices(d, ALL_DEVICES, SYNC_ADDED);
+}
+
+/*
+ * Events were lost: what they said is read from the kernel instead.  The
+ * family may have been registered anew unheard (its id changed: ids are
+ * handed out cyclically, idr_alloc_cyclic() in genl_register_family(),
+ * net/netlink/genetlink.c, 6.1 and 6.12), a device added unheard (its
+ * table lacks its stored pages), data lost unheard (a UE or poison not in
+ * d->seen).
+ */
+static void resync(struct daemon *d, const char *why)
+{
+	int family = d->family;
+
+	fprintf(stderr, "<4>hbmguardd: %s: resyncing\n", why);
+	d->resyncs++;
+	if (join_family(d)) {
+		fprintf(stderr, "<3>hbmguardd: the hbmguard family is gone\n");
+		return;
+	}
+	if (d->family != family) {
+		fprintf(stderr, "<5>hbmguardd: the hbmguard module was reloaded unheard: restoring\n");
+		reloaded(d);
+		return;
+	}
+	sync_devices(d, ALL_DEVICES, SYNC_RESYNC);
+}
+
 /* The genl controller: our family registered anew (the module reloaded). */
 static void on_ctrl(struct daemon *d, struct nl_msg *msg)
 {
@@ -621,11 +859,7 @@ static void on_ctrl(struct daemon *d, struct nl_msg *msg)
 	    strcmp(nla_get_string(a[CTRL_ATTR_FAMILY_NAME]), HBMGUARD_GENL_NAME))
 		return;
 	fprintf(stderr, "<5>hbmguardd: the hbmguard module is back: restoring\n");
-	if (join_family(d))
-		fprintf(stderr, "<3>hbmguardd: cannot join the new family\n");
-	d->next_seq = 0;
-	register_ranges(d);
-	sync_devices(d, ALL_DEVICES, true);
+	reloaded(d);
 }
 
 static int on_event(struct nl_msg *msg, void *arg)
@@ -639,70 +873,104 @@ static int on_event(struct nl_msg *msg, void *arg)
 		on_ctrl(d, msg);
 		return NL_OK;
 	}
+	if (nlmsg_hdr(msg)->nlmsg_type != d->family)
+		return NL_SKIP;	/* queued before the family was registered anew */
 	if (genlmsg_parse(nlmsg_hdr(msg), 0, a, HBMGUARD_A_MAX, NULL) ||
 	    !a[HBMGUARD_A_SEQNUM] || !a[HBMGUARD_A_EVENT_TYPE])
 		return NL_SKIP;
 	seq = nla_get_u64(a[HBMGUARD_A_SEQNUM]);
 	type = nla_get_u32(a[HBMGUARD_A_EVENT_TYPE]);
 	id = a[HBMGUARD_A_DEVICE_ID] ? nla_get_u32(a[HBMGUARD_A_DEVICE_ID]) : 0;
-	if ((d->next_seq && seq != d->next_seq) || type == HBMGUARD_EVENT_DROPPED) {
-		fprintf(stderr, "<4>hbmguardd: events lost before #%" PRIu64 ": resyncing\n", seq);
-		d->resyncs++;
-		sync_devices(d, ALL_DEVICES, false);
+	if (hbm_seq_lost(&d->next_seq, seq, type)) {
+		char why[64];
+
+		snprintf(why, sizeof(why), "events lost before #%" PRIu64, seq);
+		resync(d, why);
+		if (nlmsg_hdr(msg)->nlmsg_type != d->family)
+			return NL_SKIP;	/* the module was reloaded since */
 	}
-	d->next_seq = seq + 1;
 	d->events_seen++;
 
 	switch (type) {
 	case HBMGUARD_EVENT_DEVICE_ADDED:
-		sync_devices(d, id, true);	/* learns its identity too */
+		if (id < HBMGUARD_MAX_DEVICES)
+			hbm_ranges_free(&d->seen[id]);
+		sync_devices(d, id, SYNC_ADDED);	/* learns its identity too */
 		break;
 	case HBMGUARD_EVENT_RETIRED:
 	case HBMGUARD_EVENT_PENDING:
 	case HBMGUARD_EVENT_FAILED:
 		if (id < HBMGUARD_MAX_DEVICES)
-			d->dirty[id] = true;	/* saved once the burst is read */
+			d->saves[id].dirty = true;	/* saved once the burst is read */
+		break;
+	case HBMGUARD_EVENT_CLEARED:
+		if (id < HBMGUARD_MAX_DEVICES)	/* a new error there is news */
+			hbm_ranges_remove(&d->seen[id], attr_u64(a, HBMGUARD_A_OFFSET),
+					  attr_u64(a, HBMGUARD_A_LENGTH));
 		break;
 	}
 	journal(d, a);
 	/* Data lost under a rank: its job's recovery starts. */
-	if ((type == HBMGUARD_EVENT_RETIRED || type == HBMGUARD_EVENT_FAILED) &&
-	    id < HBMGUARD_MAX_DEVICES && d->identity[id][0]) {
-		uint32_t source = attr_u32(a, HBMGUARD_A_SOURCE);
-
-		if (source == HBMGUARD_SOURCE_UE || source == HBMGUARD_SOURCE_POISON)
-			recovery_on_lost_data(d, d->identity[id], attr_u64(a, HBMGUARD_A_OFFSET),
-					      attr_u64(a, HBMGUARD_A_LENGTH));
-	}
+	if (destroys_data(type == HBMGUARD_EVENT_RETIRED ? HBMGUARD_STATE_RETIRED :
+			  type == HBMGUARD_EVENT_FAILED ? HBMGUARD_STATE_FAILED : 0,
+			  attr_u32(a, HBMGUARD_A_SOURCE)))
+		lost_pages(d, id, attr_u64(a, HBMGUARD_A_OFFSET), attr_u64(a, HBMGUARD_A_LENGTH),
+			   false);
 	return NL_OK;
+}
+
+/* The devices whose tables changed; those whose last save failed too (@failed). */
+static void save_dirty(struct daemon *d, bool failed)
+{
+	struct device_list *l;
+	size_t i;
+
+	for (i = 0; i < HBMGUARD_MAX_DEVICES; i++)
+		if (d->saves[i].dirty && (failed || !d->saves[i].error))
+			break;
+	if (i == HBMGUARD_MAX_DEVICES)
+		return;
+	l = calloc(1, sizeof(*l));
+	if (!l || list_devices(d, l)) {
+		free(l);
+		return;	/* dirty stays: the next turn tries again */
+	}
+	for (i = 0; i < l->nr; i++) {
+		const struct device_save *s = l->dev[i].id < HBMGUARD_MAX_DEVICES ?
+					      &d->saves[l->dev[i].id] : NULL;
+
+		if (s && s->dirty && (failed || !s->error))
+			save(d, &l->dev[i], SYNC_SAVE, NULL);
+	}
+	free(l);
+	daemon_notify_status(d);
 }
 
 /*
  * After each turn of the loop: save the devices whose tables changed.  A
  * burst of retirements read in one turn costs one dump and one write per
- * device, not one per event.
+ * device, not one per event.  Those whose save failed wait for on_retry().
  */
 static int on_post(sd_event_source *s, void *arg)
 {
-	struct daemon *d = arg;
-	struct device_list *l;
-	size_t i;
-
 	(void)s;
-	for (i = 0; i < HBMGUARD_MAX_DEVICES && !d->dirty[i]; i++)
-		;
-	if (i == HBMGUARD_MAX_DEVICES)
-		return 0;
-	l = calloc(1, sizeof(*l));
-	if (!l || list_devices(d, l)) {
-		free(l);
-		return 0;	/* dirty stays: the next turn tries again */
-	}
-	for (i = 0; i < l->nr; i++)
-		if (l->dev[i].id < HBMGUARD_MAX_DEVICES && d->dirty[l->dev[i].id])
-			save(d, &l->dev[i], false, NULL);
-	memset(d->dirty, 0, sizeof(d->dirty));
-	free(l);
+	save_dirty(arg, false);
+	return 0;
+}
+
+static int on_retry(sd_event_source *s, uint64_t usec, void *arg)
+{
+	struct daemon *d = arg;
+
+	(void)usec;
+	sd_event_source_unref(s);
+	d->retry = NULL;
+	save_dirty(d, true);
+	recovery_save_again(d);
+	if (!count_unsaved(d))
+		d->retry_s = 0;
+	else
+		daemon_save_failed(d);	/* when no save could even be tried */
 	daemon_notify_status(d);
 	return 0;
 }
@@ -747,17 +1015,35 @@ static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si,
 static int on_readable(sd_event_source *s, int fd, uint32_t revents, void *arg)
 {
 	struct daemon *d = arg;
-	int err;
+	struct nl_cb *cb = nl_socket_get_cb(d->events);
+	int n = 1, i;
 
 	(void)s;
 	(void)fd;
 	(void)revents;
-	err = nl_recvmsgs_default(d->events);
-	if (err == -NLE_NOMEM) {	/* ENOBUFS: the socket overflowed */
-		fprintf(stderr, "<4>hbmguardd: event socket overflowed: resyncing\n");
+	/*
+	 * One message per read: what is queued (up to a bound, for the control
+	 * socket's sake) is read before on_post() saves; -NLE_AGAIN once it
+	 * is all read.
+	 */
+	for (i = 0; i < 1024 && n > 0; i++)
+		n = nl_recvmsgs_report(d->events, cb);
+	nl_cb_put(cb);
+	if (n == -NLE_NOMEM) {	/* ENOBUFS: the socket overflowed */
 		d->next_seq = 0;
-		d->resyncs++;
-		sync_devices(d, ALL_DEVICES, false);
+		d->overflowed = true;
+		resync(d, "event socket overflowed");
+	} else if ((!n || n == -NLE_AGAIN) && d->overflowed) {
+		/*
+		 * Until its queue is empty again a congested socket is sent
+		 * nothing, and told nothing more (netlink_overrun(),
+		 * netlink_rcv_wake(), net/netlink/af_netlink.c, 6.1 and
+		 * 6.12): what came while the backlog was read is news only
+		 * to a second look.
+		 */
+		d->overflowed = false;
+		d->next_seq = 0;
+		resync(d, "event socket drained after an overflow");
 	}
 	return 0;
 }
@@ -777,6 +1063,24 @@ static int join_family(struct daemon *d)
 	return 0;
 }
 
+/*
+ * 4 MiB for bursts of events.  SO_RCVBUF is capped by net.core.rmem_max
+ * (208 KiB by default); SO_RCVBUFFORCE is not, given CAP_NET_ADMIN, which
+ * joining the group needs anyway (net/core/sock.c, sk_setsockopt(), 6.1
+ * and 6.12).
+ */
+static void set_event_buffer(struct daemon *d)
+{
+	int size = 4 << 20;
+
+	if (!setsockopt(nl_socket_get_fd(d->events), SOL_SOCKET, SO_RCVBUFFORCE, &size,
+			sizeof(size)))
+		return;
+	fprintf(stderr, "<4>hbmguardd: SO_RCVBUFFORCE: %s: the event buffer is capped by net.core.rmem_max\n",
+		strerror(errno));
+	nl_socket_set_buffer_size(d->events, size, 0);
+}
+
 static int setup_netlink(struct daemon *d)
 {
 	int notify, err;
@@ -793,7 +1097,7 @@ static int setup_netlink(struct daemon *d)
 		return err;
 	nl_socket_disable_seq_check(d->events);
 	nl_socket_set_nonblocking(d->events);
-	nl_socket_set_buffer_size(d->events, 4 << 20, 0);
+	set_event_buffer(d);
 	nl_socket_modify_cb(d->events, NL_CB_VALID, NL_CB_CUSTOM, on_event, d);
 	return 0;
 }
@@ -837,7 +1141,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	register_ranges(&d);
-	if (sync_devices(&d, ALL_DEVICES, true)) {
+	if (sync_devices(&d, ALL_DEVICES, SYNC_START)) {
 		fprintf(stderr, "<3>hbmguardd: cannot read the devices\n");
 		return 1;
 	}
@@ -870,6 +1174,8 @@ int main(int argc, char **argv)
 			d.cfg.control_socket, strerror(-err));
 		return 1;
 	}
+	if (count_unsaved(&d))
+		daemon_save_failed(&d);
 	daemon_notify_status(&d);
 	sd_notify(0, "READY=1");
 	fprintf(stderr, "<6>hbmguardd: ready, state in %s, control socket %s\n",
@@ -877,6 +1183,7 @@ int main(int argc, char **argv)
 	err = sd_event_loop(d.loop);
 	sd_notify(0, "STOPPING=1");
 	control_close(&d);
+	sd_event_source_unref(d.retry);
 	sd_event_unref(d.loop);
 	nl_socket_free(d.events);
 	nl_socket_free(d.req);

@@ -13,6 +13,7 @@
 
 #include "config.h"
 #include "ctl.h"
+#include "seen.h"
 
 struct device {
 	uint32_t id;
@@ -55,6 +56,12 @@ struct incident {
 
 #define HBM_INCIDENTS_KEPT	64
 
+/* A device's state file, as far as the disk has it (by device id). */
+struct device_save {
+	bool dirty;		/* the kernel's table changed since the last good save */
+	int error;		/* of the last save, 0 when it went to disk */
+};
+
 struct daemon {
 	struct hbm_config cfg;
 	const char *config_path;
@@ -63,17 +70,21 @@ struct daemon {
 	struct nl_sock *req;		/* requests and dumps */
 	struct nl_sock *events;		/* the multicast group */
 	uint64_t next_seq;		/* the event seqnum expected next */
+	bool overflowed;		/* the event socket, its backlog not read yet */
 	sd_event *loop;
 	char identity[HBMGUARD_MAX_DEVICES][HBMGUARD_IDENTITY_LEN];	/* by id */
 	bool journald;			/* a journal to send entries to */
-	bool dirty[HBMGUARD_MAX_DEVICES];	/* changed since last saved */
+	struct device_save saves[HBMGUARD_MAX_DEVICES];	/* by id */
+	int incidents_error;		/* of the last save of the incidents */
+	sd_event_source *retry;		/* the next try of the saves that failed */
+	unsigned int retry_s;		/* its delay, doubled at each failure */
+	struct hbm_ranges seen[HBMGUARD_MAX_DEVICES];	/* lost data acted upon */
 
 	/* For STATUS= and the control socket's STATUS. */
 	time_t started;
 	uint64_t events_seen;
 	uint64_t resyncs;
 	time_t last_save;
-	int last_save_error;
 	uint64_t stored_extents[HBMGUARD_MAX_DEVICES];	/* by id */
 	uint64_t stored_pages[HBMGUARD_MAX_DEVICES];
 
@@ -81,8 +92,8 @@ struct daemon {
 	struct client *clients;		/* connected to it */
 
 	struct client *ranks;		/* registered training ranks */
-	struct incident incidents[HBM_INCIDENTS_KEPT];	/* oldest first */
-	size_t nr_incidents;
+	struct incident *incidents;	/* oldest first */
+	size_t nr_incidents, incidents_cap;
 	uint64_t last_incident;		/* the id of the newest */
 };
 
@@ -90,6 +101,7 @@ struct daemon {
 int daemon_apply(struct daemon *d, uint16_t type, const struct hbm_ctl_extent *x);
 void daemon_status(struct daemon *d, struct hbm_ctl_status *st);
 void daemon_notify_status(struct daemon *d);
+void daemon_save_failed(struct daemon *d);
 bool daemon_is_bypassed(struct daemon *d, const char *identity, uint64_t offset,
 			uint64_t length);
 
@@ -102,6 +114,7 @@ bool control_owned_by(int pidfd, pid_t pid, uid_t uid);
 
 /* recovery.c */
 void recovery_load(struct daemon *d);
+void recovery_save_again(struct daemon *d);
 void recovery_on_lost_data(struct daemon *d, const char *identity,
 			   uint64_t offset, uint64_t length);
 int recovery_register(struct daemon *d, struct client *c, const struct hbm_ctl_rank *r);

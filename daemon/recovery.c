@@ -27,11 +27,14 @@
  * a second error in a job under recovery escalates it, since its ranks are
  * no longer a consistent set to restore from.
  *
- * Incidents are kept, newest last, in the state directory ("incidents", as
- * struct hbm_ctl_incident records after a small header, each with its
- * CRC-32C), rewritten atomically at every transition, just after the ranks
- * were told of it: the ranks do not wait for the fsync.  After a restart the
- * ranks' connections are gone, so an incident found open is escalated.
+ * Incidents are kept, newest last, in the state directory ("incidents",
+ * incidents.h), rewritten atomically at every transition, just after the
+ * ranks were told of it: the ranks do not wait for the fsync; a write that
+ * fails is retried (daemon_save_failed()).  After a restart the ranks'
+ * connections are gone, so an incident found open is escalated.  The
+ * history keeps the newest HBM_INCIDENTS_KEPT closed ones; open incidents,
+ * and escalated ones whose SIGKILL is still to come, are kept whatever
+ * their number.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -46,17 +49,11 @@
 #include <systemd/sd-journal.h>
 
 #include "hbmguardd.h"
+#include "incidents.h"
 #include "state.h"
 
 #define INCIDENTS_FILE		"incidents"
-#define INCIDENTS_MAGIC		"HBMGINCI"
 #define ID_INCIDENT		"7b4d2f0c9a8e4d61b3f5a2c1e0d9f8a7"
-
-struct incident_record {
-	struct hbm_ctl_incident in;
-	uint32_t crc;
-	uint32_t reserved;
-};
 
 static const char *const state_names[] = {
 	[HBM_INCIDENT_DETECTED] = "detected", [HBM_INCIDENT_PAUSING] = "pausing",
@@ -79,25 +76,32 @@ static bool open_state(uint32_t state)
 
 static void save_incidents(struct daemon *d)
 {
-	size_t len = 16 + d->nr_incidents * sizeof(struct incident_record), i;
+	size_t len = hbm_incidents_encode_size(d->nr_incidents), i;
 	uint8_t *buf = calloc(1, len);
-	int err;
+	int err = -ENOMEM;
 
-	if (!buf)
-		return;
-	memcpy(buf, INCIDENTS_MAGIC, 8);
-	memcpy(buf + 8, &(uint32_t){ 1 }, 4);
-	memcpy(buf + 12, &(uint32_t){ d->nr_incidents }, 4);
-	for (i = 0; i < d->nr_incidents; i++) {
-		struct incident_record r = { .in = d->incidents[i].info };
-
-		r.crc = hbm_crc32c(0, &r.in, sizeof(r.in));
-		memcpy(buf + 16 + i * sizeof(r), &r, sizeof(r));
+	if (buf) {
+		hbm_incidents_encode_header(buf, d->nr_incidents);
+		for (i = 0; i < d->nr_incidents; i++)
+			hbm_incidents_encode_record(buf, i, &d->incidents[i].info);
+		err = hbm_atomic_write(d->state_dir, INCIDENTS_FILE, buf, len);
 	}
-	err = hbm_atomic_write(d->state_dir, INCIDENTS_FILE, buf, len);
+	if (err && err != d->incidents_error)
+		fprintf(stderr, "<3>hbmguardd: saving the incidents: %s: retrying\n",
+			strerror(-err));
+	else if (!err && d->incidents_error)
+		fprintf(stderr, "<5>hbmguardd: the incidents are saved\n");
+	d->incidents_error = err;
 	if (err)
-		fprintf(stderr, "<3>hbmguardd: saving the incidents: %s\n", strerror(-err));
+		daemon_save_failed(d);
 	free(buf);
+}
+
+/* The retry of a failed save of the incidents. */
+void recovery_save_again(struct daemon *d)
+{
+	if (d->incidents_error)
+		save_incidents(d);
 }
 
 static void journal_transition(struct daemon *d, const struct incident *x,
@@ -274,33 +278,64 @@ static struct incident *open_incident_of(struct daemon *d, uid_t uid, const char
 	return NULL;
 }
 
-static struct incident *new_incident(struct daemon *d)
+/* Timers point at the incidents from @from on, which have moved. */
+static void repoint_timers(struct daemon *d, size_t from)
+{
+	for (; from < d->nr_incidents; from++)
+		if (d->incidents[from].timer)
+			sd_event_source_set_userdata(d->incidents[from].timer,
+						     &d->incidents[from]);
+}
+
+/* A blank incident at the end of the history, or NULL without memory. */
+static struct incident *append_incident(struct daemon *d)
 {
 	struct incident *x;
 
-	if (d->nr_incidents == HBM_INCIDENTS_KEPT) {	/* the oldest closed one goes */
-		size_t i;
+	if (d->nr_incidents == d->incidents_cap) {
+		size_t cap = d->incidents_cap ? 2 * d->incidents_cap : HBM_INCIDENTS_KEPT;
 
-		for (i = 0; i < d->nr_incidents && open_state(d->incidents[i].info.state); i++)
-			;
-		if (i == d->nr_incidents)
+		x = realloc(d->incidents, cap * sizeof(*x));
+		if (!x)
 			return NULL;
-		arm(d, &d->incidents[i], 0);
-		if (d->incidents[i].pidfd >= 0)
-			close(d->incidents[i].pidfd);
-		memmove(&d->incidents[i], &d->incidents[i + 1],
-			(d->nr_incidents - i - 1) * sizeof(*x));
-		d->nr_incidents--;
-		for (; i < d->nr_incidents; i++)	/* timers point at them */
-			if (d->incidents[i].timer)
-				sd_event_source_set_userdata(d->incidents[i].timer,
-							     &d->incidents[i]);
+		d->incidents = x;
+		d->incidents_cap = cap;
+		repoint_timers(d, 0);
 	}
 	x = &d->incidents[d->nr_incidents++];
 	memset(x, 0, sizeof(*x));
 	x->d = d;
 	x->pidfd = -1;
-	x->info.id = ++d->last_incident;
+	return x;
+}
+
+/* Whether an incident may leave the history: closed, nothing to come. */
+static bool evictable(const struct incident *x)
+{
+	return !open_state(x->info.state) && !x->timer;
+}
+
+static struct incident *new_incident(struct daemon *d)
+{
+	struct incident *x;
+
+	if (d->nr_incidents >= HBM_INCIDENTS_KEPT) {	/* the oldest done with goes */
+		size_t i;
+
+		for (i = 0; i < d->nr_incidents && !evictable(&d->incidents[i]); i++)
+			;
+		if (i < d->nr_incidents) {
+			if (d->incidents[i].pidfd >= 0)
+				close(d->incidents[i].pidfd);
+			memmove(&d->incidents[i], &d->incidents[i + 1],
+				(d->nr_incidents - i - 1) * sizeof(*x));
+			d->nr_incidents--;
+			repoint_timers(d, i);
+		}
+	}
+	x = append_incident(d);
+	if (x)
+		x->info.id = ++d->last_incident;
 	return x;
 }
 
@@ -317,6 +352,28 @@ static bool overlaps(const struct hbm_ctl_rank *r, uint64_t offset, uint64_t len
 	return false;
 }
 
+static bool hits(const struct client *c, const char *identity, uint64_t offset,
+		 uint64_t length)
+{
+	return !strcmp(c->reg.device, identity) && overlaps(&c->reg, offset, length);
+}
+
+/*
+ * Whether a rank of @c's job (its owner's: jobs are per uid) listed before @c
+ * was hit: the job's turn was then.
+ */
+static bool job_hit_before(struct daemon *d, const struct client *c,
+			   const char *identity, uint64_t offset, uint64_t length)
+{
+	const struct client *o;
+
+	for (o = d->ranks; o != c; o = o->next_rank)
+		if (o->cred.uid == c->cred.uid && !strcmp(o->reg.job, c->reg.job) &&
+		    hits(o, identity, offset, length))
+			return true;
+	return false;
+}
+
 /**
  * recovery_on_lost_data() - pages of a device lost their data
  * @d: the daemon
@@ -324,31 +381,31 @@ static bool overlaps(const struct hbm_ctl_rank *r, uint64_t offset, uint64_t len
  * @offset: the pages
  * @length: their length
  *
- * Opens an incident for each job with a rank on those pages.
+ * Opens an incident for each job with a rank on those pages, once per job
+ * (the first of its ranks hit is the failed one), or escalates the job's
+ * open incident.
  */
 void recovery_on_lost_data(struct daemon *d, const char *identity,
 			   uint64_t offset, uint64_t length)
 {
-	uint64_t first_new = d->last_incident + 1;
 	struct client *c;
 
 	for (c = d->ranks; c; c = c->next_rank) {
 		struct incident *x;
 
-		if (strcmp(c->reg.device, identity) || !overlaps(&c->reg, offset, length))
+		if (!hits(c, identity, offset, length) ||
+		    job_hit_before(d, c, identity, offset, length))
 			continue;
 		x = open_incident_of(d, c->cred.uid, c->reg.job);
-		if (x && x->info.id >= first_new)
-			continue;	/* another rank of the job, the same error */
 		if (x) {
 			escalate(d, x, "a second error during recovery");
 			continue;
 		}
 		x = new_incident(d);
 		if (!x) {
-			fprintf(stderr, "<2>hbmguardd: %d incidents open: cannot open another\n",
-				HBM_INCIDENTS_KEPT);
-			return;
+			fprintf(stderr, "<2>hbmguardd: no memory for an incident of job %s\n",
+				c->reg.job);
+			continue;
 		}
 		strcpy(x->info.job, c->reg.job);
 		strcpy(x->info.device, identity);
@@ -499,49 +556,54 @@ size_t recovery_open_incidents(struct daemon *d)
 	return n;
 }
 
+/* The incidents file damaged: kept aside for a look, the history afresh. */
+static void set_aside(struct daemon *d, const char *why, size_t bad, size_t missing)
+{
+	char moved[300];
+
+	fprintf(stderr, "<3>hbmguardd: the incidents file is damaged (%s; %zu bad, %zu missing records): moving it aside\n",
+		why, bad, missing);
+	if (!hbm_file_quarantine(d->state_dir, INCIDENTS_FILE, moved, sizeof(moved)))
+		fprintf(stderr, "<3>hbmguardd: kept as %s\n", moved);
+}
+
 /**
  * recovery_load() - the kept incidents, at start
  * @d: the daemon, its state directory open
  *
- * Records that fail their CRC are dropped with a warning; an incident left
+ * Only records that check out are taken (incidents.h), the newest
+ * HBM_INCIDENTS_KEPT; a damaged file is moved aside.  An incident left
  * open by the previous daemon is escalated: its ranks' connections are gone.
  */
 void recovery_load(struct daemon *d)
 {
-	struct incident_record r;
+	struct hbm_ctl_incident *in = calloc(HBM_INCIDENTS_KEPT, sizeof(*in));
+	struct hbm_incidents_damage damage;
 	uint8_t *buf;
-	size_t len, i, n;
+	size_t len, i, n = 0;
 	int err = hbm_read_file(d->state_dir, INCIDENTS_FILE, &buf, &len);
 
 	if (err) {
 		if (err != -ENOENT)
 			fprintf(stderr, "<3>hbmguardd: reading the incidents: %s\n", strerror(-err));
+		free(in);
 		return;
 	}
-	if (len < 16 || memcmp(buf, INCIDENTS_MAGIC, 8)) {
-		fprintf(stderr, "<3>hbmguardd: the incidents file is damaged: starting afresh\n");
-		free(buf);
-		return;
-	}
-	n = (len - 16) / sizeof(r);
-	for (i = 0; i < n && d->nr_incidents < HBM_INCIDENTS_KEPT; i++) {
-		struct incident *x;
-
-		memcpy(&r, buf + 16 + i * sizeof(r), sizeof(r));
-		if (r.crc != hbm_crc32c(0, &r.in, sizeof(r.in)) || !r.in.state ||
-		    r.in.state >= __HBM_INCIDENT_MAX) {
-			fprintf(stderr, "<4>hbmguardd: incident record %zu damaged: dropped\n", i);
-			continue;
-		}
-		x = &d->incidents[d->nr_incidents++];
-		memset(x, 0, sizeof(*x));
-		x->d = d;
-		x->pidfd = -1;
-		x->info = r.in;
-		if (r.in.id > d->last_incident)
-			d->last_incident = r.in.id;
-	}
+	err = in ? hbm_incidents_decode(buf, len, in, HBM_INCIDENTS_KEPT, &n, &damage) : -ENOMEM;
 	free(buf);
+	if (err == -EBADMSG || (!err && (damage.bad_records || damage.missing_records)))
+		set_aside(d, damage.header ? damage.header : "records",
+			  damage.bad_records, damage.missing_records);
+	for (i = 0; i < n; i++) {
+		struct incident *x = append_incident(d);
+
+		if (!x)
+			break;
+		x->info = in[i];
+		if (in[i].id > d->last_incident)
+			d->last_incident = in[i].id;
+	}
+	free(in);
 	for (i = 0; i < d->nr_incidents; i++)
 		escalate(d, &d->incidents[i], "hbmguardd restarted during recovery");
 }

@@ -364,6 +364,23 @@ int hbm_state_read(int dirfd, const char *identity, struct hbm_state *out,
 }
 
 /**
+ * hbm_file_quarantine() - move a damaged file of a directory aside
+ * @dirfd: the directory
+ * @name: the file
+ * @moved_to: the new name, for the journal
+ * @len: its size
+ *
+ * Return: 0 or a negative errno.
+ */
+int hbm_file_quarantine(int dirfd, const char *name, char *moved_to, size_t len)
+{
+	snprintf(moved_to, len, "%s.corrupt-%lld", name, (long long)time(NULL));
+	if (renameat(dirfd, name, dirfd, moved_to))
+		return -errno;
+	return fsync(dirfd) ? -errno : 0;
+}
+
+/**
  * hbm_state_quarantine() - move a damaged state file aside
  * @dirfd: the state directory
  * @identity: the device
@@ -378,10 +395,5 @@ int hbm_state_quarantine(int dirfd, const char *identity, char *moved_to,
 	char name[256];
 	int err = hbm_state_file_name(identity, name, sizeof(name));
 
-	if (err)
-		return err;
-	snprintf(moved_to, len, "%s.corrupt-%lld", name, (long long)time(NULL));
-	if (renameat(dirfd, name, dirfd, moved_to))
-		return -errno;
-	return fsync(dirfd) ? -errno : 0;
+	return err ? err : hbm_file_quarantine(dirfd, name, moved_to, len);
 }

@@ -82,6 +82,7 @@ void hbm_state_free(struct hbm_state *s);
 
 int hbm_atomic_write(int dirfd, const char *name, const void *buf, size_t len);
 int hbm_read_file(int dirfd, const char *name, uint8_t **buf, size_t *len);
+int hbm_file_quarantine(int dirfd, const char *name, char *moved_to, size_t len);
 
 int hbm_state_file_name(const char *identity, char *name, size_t len);
 int hbm_state_write(int dirfd, const struct hbm_state *s);

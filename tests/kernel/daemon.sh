@@ -89,6 +89,34 @@ check "reload under the daemon" 'rmmod hbmguard && insmod /hbmguard.ko sim_devic
 eventually "restored after the reload" restored
 check "no recovery raised: restored pages make no UE" '! hbmctl pages sim0 | grep -q " ue "'
 
+# A burst of events while the daemon cannot read: its 4 MiB buffer is real
+# (SO_RCVBUFFORCE past net.core.rmem_max), so nothing is lost.
+bid=$(hbmctl sim-create burst 1G spares=4096)
+wait_for /tmp/daemon.log "sim:burst: device added"
+resyncs() { ctl status | sed -n 's/.* \([0-9]*\) resyncs$/\1/p'; }
+r0=$(resyncs)
+kill -STOP $daemon
+hbmnl flood 2000 $bid >/dev/null
+kill -CONT $daemon
+eventually "a burst of 2000 events saved" '[ "$(stat -c %s /tmp/state/sim:burst.state 2>/dev/null)" = $((128 + 2000 * 48)) ]' 60
+check "... with no loss" '[ "$(resyncs)" = "$r0" ] && ! grep -q "overflowed" /tmp/daemon.log'
+hbmctl sim-destroy $bid
+
+# The module reloaded while the daemon could not read and its socket
+# overflowed: the family's re-announcement is lost; the daemon finds the
+# new family all the same, and restores.
+fid=$(hbmctl sim-create flood 1G spares=20000)
+wait_for /tmp/daemon.log "sim:flood: device added"
+kill -STOP $daemon
+hbmnl flood 16000 $fid >/dev/null
+check "reload unheard" 'rmmod hbmguard && insmod /hbmguard.ko sim_devices=1'
+kill -CONT $daemon
+eventually "restored after a reload it did not hear of" restored 60
+check "... said so" 'grep -q "hbmguard module was reloaded unheard: restoring" /tmp/daemon.log'
+hbmctl retire sim0 0x3000 2>/dev/null
+eventually "... and hears again" '[ $(stat -c %s $state) = $((128 + 4 * 48)) ]' 60
+check "clear" 'ctl clear sim0 0x3000 4K'
+
 # SIGHUP: a good file is taken, a bad one refused with the old kept.
 printf "$conf"'[Policy]\nCEThreshold=0\n' >/tmp/hbmguardd.conf
 kill -HUP $daemon
@@ -113,5 +141,31 @@ check "damaged file kept aside" 'ls /tmp/state | grep -q "^sim:sim0.state.corrup
 check "daemon goes on" 'kill -0 $daemon'
 kill $daemon
 wait $daemon 2>/dev/null
+
+# A state directory that fills up: the save fails, hbmctl status says so
+# (and exits 1) until a retry, with no further event, gets it to disk.
+mkdir -p /tmp/fstate
+mount -t tmpfs -o size=64k tmpfs /tmp/fstate
+printf '[Daemon]\nStateDirectory=/tmp/fstate\nControlSocket=/tmp/control.sock\n' >/tmp/hbmguardd.conf
+start_daemon
+fstate=/tmp/fstate/sim:sim0.state
+check "a retire saved" 'ctl retire sim0 0x4000 && [ -s $fstate ]'
+size=$(stat -c %s $fstate)
+dd if=/dev/zero of=/tmp/fstate/fill bs=4k 2>/dev/null
+hbmctl retire sim0 0x7000 2>/dev/null
+eventually "a failed save in hbmctl status" 'ctl status | grep -q "^hbmguardd: 1 state files NOT SAVED (No space left on device): retrying$"'
+check "... which exits 1 then" 'ctl status >/dev/null; [ $? = 1 ]'
+check "... and in its JSON" 'ctl --json status | grep -q "\"unsaved\":1,"'
+check "... said at error priority" 'grep -q "^<3>hbmguardd: saving the state of sim:sim0: No space left on device: retrying$" /tmp/daemon.log'
+check "... the old file kept" '[ $(stat -c %s $fstate) = $size ]'
+rm /tmp/fstate/fill
+# Retries back off up to a minute apart.
+eventually "saved by a retry, no event needed" '[ $(stat -c %s $fstate) = $((size + 48)) ]' 150
+check "hbmctl status clean again" 'ctl status >/dev/null && ! ctl status | grep -q "NOT SAVED"'
+check "... said" 'grep -q "^<5>hbmguardd: the state of sim:sim0 is saved$" /tmp/daemon.log'
+kill $daemon
+wait $daemon 2>/dev/null
+umount /tmp/fstate
+printf "$conf" >/tmp/hbmguardd.conf
 check "unload" 'rmmod hbmguard'
 finish daemon

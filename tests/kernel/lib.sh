@@ -12,10 +12,10 @@ check() {
 	fi
 }
 
-# Like check, for what a worker applies: up to ~10 s to come true.
+# Like check, for what a worker applies: up to ~10 s (or $3 s) to come true.
 eventually() {
 	i=0
-	while ! eval "$2" && [ $i -lt 100 ]; do
+	while ! eval "$2" && [ $i -lt $((${3:-10} * 10)) ]; do
 		sleep 0.1
 		i=$((i + 1))
 	done

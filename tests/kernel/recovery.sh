@@ -225,6 +225,50 @@ check "... and is not signalled" 'kill -0 $victim'
 check "... no incident for a rank that is gone" '! incident 10'
 kill $victim $child
 
+# Deadlines that what follows cannot race.
+kill $daemon
+wait $daemon 2>/dev/null
+sed -i 's/^PauseTimeout=2s$/PauseTimeout=600s/; s/^RestoreTimeout=2s$/RestoreTimeout=600s/' /tmp/r.conf
+start_daemon
+
+# Two ranks of a job on one device, and a second error while the first is
+# recovered: the incident escalates, and no second one opens.
+rank jobT 0 2 sim:sim0 silent
+a=$rpid
+rank jobT 1 2 sim:sim0 silent
+b=$rpid
+hbmctl inject sim0 ue 0x13000
+eventually "two ranks on one device: pausing" 'incident 10 | grep -q ": pausing$"'
+hbmctl inject sim0 ue 0x14000
+exited $a
+sa=$st
+exited $b
+check "a second error: the ranks abort" '[ $sa = 3 ] && [ $st != 0 ]'
+check "... the incident escalated" 'incident 10 | grep -q "job jobT, rank 1, sim:sim0 at 0x13000+0x1000: escalated (a second error during recovery)$"'
+check "... and no fresh incident" '! incident 11'
+
+# A UE whose event is lost (the daemon stopped, its socket overflowing) is
+# found when the daemon resyncs: its incident opens all the same.
+fid=$(hbmctl sim-create lossy 1G spares=20000)
+wait_for /tmp/rd.log "sim:lossy: device added"
+rank jobL 0 1 sim:lossy
+a=$rpid
+kill -STOP $daemon
+hbmnl flood 16000 $fid >/dev/null
+hbmctl inject lossy ue 0x1000
+kill -CONT $daemon
+eventually "a UE unheard: its incident opened and resumed" 'incident 11 |
+	grep -q "job jobL, rank 0, sim:lossy at 0x1000+0x1000: resumed$"' 120
+check "... said so" 'grep -q "sim:lossy: data lost at 0x1000+0x1000 while events were lost" /tmp/rd.log'
+wait_for /tmp/jobL.0 "^request resume"
+check "... the rank paused, restored, resumed" '[ "$(cat /tmp/jobL.0)" = "registered
+request pause incident 11 failed_rank 0
+request restore incident 11 failed_rank 0
+request resume incident 11 failed_rank 0" ]'
+kill $a 2>/dev/null
+wait $a
+hbmctl sim-destroy $fid
+
 kill $daemon
 wait $daemon 2>/dev/null
 check "unload" 'rmmod hbmguard'

@@ -209,6 +209,22 @@ f.write(bytes([b[0] ^ 4])); f.close()"
 		python3 /usr/local/lib/hbmguard-test/ctl_badinput.py sim:sim0 user'
 	check "nothing changed by any of it" '[ "$(hbmctl --json pages sim0)" = "$before" ] && active'
 
+	# The state directory unwritable (the daemon has no CAP_DAC_OVERRIDE):
+	# STATUS= and hbmctl status say so until a retry, with no event needed,
+	# gets the state to disk.
+	chmod 0500 /var/lib/hbmguard
+	check "a retire whose save fails is refused" '! hbmctl retire sim0 0x3f000 2>/tmp/err &&
+		grep -q "Permission denied" /tmp/err'
+	check "STATUS= says what is not saved" 'systemctl show -P StatusText hbmguardd |
+		grep -q "; NOT SAVED, retrying: sim:sim0 (Permission denied)$"'
+	check "hbmctl status says so, and exits 1" '! hbmctl status >/tmp/st &&
+		grep -q "^hbmguardd: 1 state files NOT SAVED (Permission denied): retrying$" /tmp/st'
+	chmod 0700 /var/lib/hbmguard
+	eventually "saved by a retry" 'hbmctl status' 150
+	check "... STATUS= clean again" '! systemctl show -P StatusText hbmguardd | grep -q "NOT SAVED"'
+	check "... said in the journal" 'journalctl -b -u hbmguardd | grep -q "the state of sim:sim0 is saved"'
+	check "clear it again" 'hbmctl clear sim0 0x3f000 4K'
+
 	# Training ranks through the Python package, as an unprivileged user:
 	# a UE under rank 1 is recovered, with no process restarted.
 	for r in 0 1; do

@@ -13,6 +13,9 @@ Suite *config_suite(void);
 Suite *journal_suite(void);
 Suite *ctl_suite(void);
 Suite *aperture_suite(void);
+Suite *seen_suite(void);
+Suite *incidents_suite(void);
+Suite *recovery_suite(void);
 const char *table_invariants(const struct hbm_table *t);
 
 #endif

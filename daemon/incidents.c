@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The incidents file format (incidents.h).  Pure functions over a buffer, so
+ * that the unit tests can damage a file every way there is.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "incidents.h"
+#include "state.h"
+
+size_t hbm_incidents_encode_size(size_t nr)
+{
+	return HBM_INCIDENTS_HEADER + nr * HBM_INCIDENTS_RECORD;
+}
+
+void hbm_incidents_encode_header(uint8_t *buf, size_t nr)
+{
+	uint32_t version = HBM_INCIDENTS_VERSION, count = nr;
+
+	memcpy(buf, HBM_INCIDENTS_MAGIC, 8);
+	memcpy(buf + 8, &version, 4);
+	memcpy(buf + 12, &count, 4);
+}
+
+void hbm_incidents_encode_record(uint8_t *buf, size_t i, const struct hbm_ctl_incident *in)
+{
+	uint8_t *p = buf + hbm_incidents_encode_size(i);
+	struct hbm_ctl_incident x = *in;
+	uint32_t crc, zero = 0;
+
+	x.index = x.total = 0;
+	crc = hbm_crc32c(0, &x, sizeof(x));
+	memcpy(p, &x, sizeof(x));
+	memcpy(p + sizeof(x), &crc, 4);
+	memcpy(p + sizeof(x) + 4, &zero, 4);
+}
+
+/* A name as the journal and hbmctl show it: NUL-terminated, printable ASCII. */
+static bool text_ok(const char *s, size_t size, bool empty_ok)
+{
+	size_t i;
+
+	for (i = 0; i < size && s[i]; i++)
+		if (s[i] < 0x20 || s[i] > 0x7e)
+			return false;
+	return i < size && (empty_ok || i);
+}
+
+/* A record that checks out, newer than @prev_id. */
+static bool record_ok(const uint8_t *p, uint64_t prev_id, struct hbm_ctl_incident *x)
+{
+	uint32_t crc, reserved;
+
+	memcpy(x, p, sizeof(*x));
+	memcpy(&crc, p + sizeof(*x), 4);
+	memcpy(&reserved, p + sizeof(*x) + 4, 4);
+	if (crc != hbm_crc32c(0, x, sizeof(*x)) || reserved)
+		return false;
+	return x->id > prev_id && !x->index && !x->total &&
+	       text_ok(x->job, sizeof(x->job), false) &&
+	       text_ok(x->device, sizeof(x->device), false) &&
+	       text_ok(x->reason, sizeof(x->reason), true) &&
+	       x->state >= HBM_INCIDENT_DETECTED && x->state < __HBM_INCIDENT_MAX &&
+	       x->at[HBM_INCIDENT_DETECTED] && x->at[x->state] &&
+	       x->length && x->offset + x->length > x->offset;
+}
+
+/**
+ * hbm_incidents_decode() - what an incidents file holds that can be trusted
+ * @buf: the file
+ * @len: its length
+ * @out: room for @max incidents
+ * @max: how many to keep: the newest
+ * @nr: how many were kept
+ * @damage: what was wrong
+ *
+ * Return: 0, with the good records in @out and the bad counted in @damage
+ * (the file was whole when every @damage field is 0); -EBADMSG when the
+ * header is not to be trusted (@damage->header says why, @nr is 0).
+ */
+int hbm_incidents_decode(const uint8_t *buf, size_t len, struct hbm_ctl_incident *out,
+			 size_t max, size_t *nr, struct hbm_incidents_damage *damage)
+{
+	uint32_t version, count;
+	uint64_t prev_id = 0;
+	size_t present, i;
+
+	memset(damage, 0, sizeof(*damage));
+	*nr = 0;
+	if (len < HBM_INCIDENTS_HEADER)
+		damage->header = "shorter than a header";
+	else if (memcmp(buf, HBM_INCIDENTS_MAGIC, 8))
+		damage->header = "not an hbmguard incidents file";
+	if (damage->header)
+		return -EBADMSG;
+	memcpy(&version, buf + 8, 4);
+	memcpy(&count, buf + 12, 4);
+	present = (len - HBM_INCIDENTS_HEADER) / HBM_INCIDENTS_RECORD;
+	if (version != HBM_INCIDENTS_VERSION)
+		damage->header = "unknown version";
+	else if ((len - HBM_INCIDENTS_HEADER) % HBM_INCIDENTS_RECORD || present > count)
+		damage->header = "its size does not match its count";
+	if (damage->header)
+		return -EBADMSG;
+	damage->missing_records = count - present;
+	for (i = 0; i < present; i++) {
+		struct hbm_ctl_incident x;
+
+		if (!record_ok(buf + hbm_incidents_encode_size(i), prev_id, &x)) {
+			damage->bad_records++;
+			continue;
+		}
+		prev_id = x.id;
+		if (!max)
+			continue;
+		if (*nr == max) {	/* the oldest kept makes room */
+			memmove(out, out + 1, (max - 1) * sizeof(*out));
+			(*nr)--;
+		}
+		out[(*nr)++] = x;
+	}
+	return 0;
+}

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * What hbmguardd has seen of the kernel's events (seen.h).  Pure functions,
+ * for the unit tests.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/hbmguard.h>
+
+#include "seen.h"
+
+/**
+ * hbm_seq_lost() - whether events were lost before this one
+ * @next: the seqnum expected next, 0 for any (after a resync); updated
+ * @seq: the message's seqnum
+ * @type: its enum hbmguard_event_type
+ *
+ * A DROPPED message carries the seqnum of the event the module sends right
+ * after it (uapi/linux/hbmguard.h, HBMGUARD_CMD_EVENT): that event is the
+ * one expected next, not a second gap.
+ *
+ * Return: true when the listener must dump the tables again.
+ */
+bool hbm_seq_lost(uint64_t *next, uint64_t seq, uint32_t type)
+{
+	bool lost = (*next && seq != *next) || type == HBMGUARD_EVENT_DROPPED;
+
+	*next = type == HBMGUARD_EVENT_DROPPED ? seq : seq + 1;
+	return lost;
+}
+
+static int push(struct hbm_ranges *s, uint64_t offset, uint64_t length)
+{
+	struct hbm_range *r;
+
+	if (!length)
+		return 0;
+	if (s->nr && s->r[s->nr - 1].offset + s->r[s->nr - 1].length == offset) {
+		s->r[s->nr - 1].length += length;
+		return 0;
+	}
+	r = realloc(s->r, (s->nr + 1) * sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	s->r = r;
+	s->r[s->nr++] = (struct hbm_range){ offset, length };
+	return 0;
+}
+
+/* Replace @s by @out, or drop @out when @err. */
+static int settle(struct hbm_ranges *s, struct hbm_ranges *out, int err)
+{
+	if (err) {
+		hbm_ranges_free(out);
+		return err;
+	}
+	free(s->r);
+	*s = *out;
+	return 0;
+}
+
+/**
+ * hbm_ranges_add() - add a range to a set
+ * @s: the set
+ * @offset: the range
+ * @length: its length
+ * @fresh: what of the range @s did not hold, appended (may be NULL)
+ *
+ * Return: 0, -ERANGE when the range wraps, or -ENOMEM (@s unchanged).
+ */
+int hbm_ranges_add(struct hbm_ranges *s, uint64_t offset, uint64_t length,
+		   struct hbm_ranges *fresh)
+{
+	struct hbm_ranges out = { 0 };
+	uint64_t end = offset + length, at = offset;
+	size_t i;
+	int err = 0;
+
+	if (end < offset)
+		return -ERANGE;
+	for (i = 0; i < s->nr && !err; i++) {
+		uint64_t a = s->r[i].offset, b = a + s->r[i].length;
+
+		if (at < end && a > at) {	/* a part of the range not in @s */
+			uint64_t upto = a < end ? a : end;
+
+			err = push(&out, at, upto - at);
+			if (!err && fresh)
+				err = push(fresh, at, upto - at);
+			at = upto;
+		}
+		if (!err)
+			err = push(&out, a, b - a);
+		if (b > at)
+			at = b;
+	}
+	if (!err && at < end) {
+		err = push(&out, at, end - at);
+		if (!err && fresh)
+			err = push(fresh, at, end - at);
+	}
+	return settle(s, &out, err);
+}
+
+/**
+ * hbm_ranges_remove() - take a range out of a set
+ * @s: the set
+ * @offset: the range
+ * @length: its length
+ *
+ * Return: 0, -ERANGE when the range wraps, or -ENOMEM (@s unchanged).
+ */
+int hbm_ranges_remove(struct hbm_ranges *s, uint64_t offset, uint64_t length)
+{
+	struct hbm_ranges out = { 0 };
+	uint64_t end = offset + length;
+	size_t i;
+	int err = 0;
+
+	if (end < offset)
+		return -ERANGE;
+	for (i = 0; i < s->nr && !err; i++) {
+		uint64_t a = s->r[i].offset, b = a + s->r[i].length;
+
+		if (b <= offset || a >= end) {
+			err = push(&out, a, b - a);
+			continue;
+		}
+		if (a < offset)
+			err = push(&out, a, offset - a);
+		if (!err && b > end)
+			err = push(&out, end, b - end);
+	}
+	return settle(s, &out, err);
+}
+
+void hbm_ranges_free(struct hbm_ranges *s)
+{
+	free(s->r);
+	s->r = NULL;
+	s->nr = 0;
+}

@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Unit tests of the incident table of hbmguardd (daemon/recovery.c): its
+ * limits, its eviction, one incident per job and error, and a damaged
+ * incidents file at start.  The daemon's other files are stubbed.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "hbmguardd.h"
+#include "incidents.h"
+#include "state.h"
+#include "unit.h"
+
+void control_send(struct client *c, uint16_t type, const void *body)
+{
+	(void)c;
+	(void)type;
+	(void)body;
+}
+
+bool daemon_is_bypassed(struct daemon *d, const char *identity, uint64_t offset,
+			uint64_t length)
+{
+	(void)d;
+	(void)identity;
+	(void)offset;
+	(void)length;
+	return true;
+}
+
+/* The ranks here are this test's own children: still theirs to signal. */
+bool control_owned_by(int pidfd, pid_t pid, uid_t uid)
+{
+	(void)pid;
+	(void)uid;
+	return pidfd >= 0;
+}
+
+void daemon_notify_status(struct daemon *d)
+{
+	(void)d;
+}
+
+void daemon_save_failed(struct daemon *d)
+{
+	(void)d;
+}
+
+static struct daemon *d;
+static char dir[64];
+
+static void setup(void)
+{
+	d = calloc(1, sizeof(*d));
+	strcpy(dir, "/tmp/hbm-recovery-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	d->state_dir = open(dir, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(d->state_dir, 0);
+	ck_assert_int_ge(sd_event_new(&d->loop), 0);
+	d->cfg.recovery.pause_timeout = 60;
+	d->cfg.recovery.restore_timeout = 60;
+	d->cfg.recovery.kill_timeout = 60;
+	freopen("/dev/null", "w", stderr);	/* the journal lines */
+}
+
+/* The state directory goes; the rest dies with the test's process. */
+static void cleanup(void)
+{
+	DIR *dp = opendir(dir);
+	struct dirent *e;
+
+	while (dp && (e = readdir(dp)))
+		if (e->d_name[0] != '.' || e->d_name[1] == 'i')
+			unlinkat(d->state_dir, e->d_name, 0);
+	if (dp)
+		closedir(dp);
+	rmdir(dir);
+}
+
+/* A rank of job @job on device "dev", its pages [@offset, +4K), of @pid. */
+static struct client *rank(const char *job, uint32_t r, uint64_t offset, pid_t pid)
+{
+	struct client *c = calloc(1, sizeof(*c));
+	struct hbm_ctl_rank reg = { .rank = r, .world_size = 2, .nr_ranges = 1,
+				    .ranges = { { offset, 0x1000 } } };
+
+	c->d = d;
+	c->fd = -1;
+	c->cred.pid = pid;
+	c->cred.uid = getuid();
+	c->pidfd = pid ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+	snprintf(reg.job, sizeof(reg.job), "%s", job);
+	strcpy(reg.device, "dev");
+	ck_assert_int_eq(recovery_register(d, c, &reg), 0);
+	return c;
+}
+
+static void answer_failed(struct client *c, uint64_t incident)
+{
+	struct hbm_ctl_answer a = { .incident = incident, .answer = HBM_ANSWER_FAILED };
+
+	ck_assert_int_eq(recovery_answer(d, c, &a), 0);
+}
+
+/* More incidents open than the history keeps: each still opens. */
+START_TEST(more_open_than_kept)
+{
+	char job[16];
+	size_t i;
+
+	setup();
+	for (i = 0; i <= HBM_INCIDENTS_KEPT; i++) {
+		snprintf(job, sizeof(job), "j%zu", i);
+		rank(job, 0, i * 0x1000, 0);
+	}
+	/* One error over the first 64 jobs' pages, one over the 65th's. */
+	recovery_on_lost_data(d, "dev", 0, HBM_INCIDENTS_KEPT * 0x1000);
+	recovery_on_lost_data(d, "dev", HBM_INCIDENTS_KEPT * 0x1000, 0x1000);
+	ck_assert_uint_eq(recovery_open_incidents(d), HBM_INCIDENTS_KEPT + 1);
+	cleanup();
+}
+END_TEST
+
+/*
+ * The history full: the oldest incident done with leaves it, not an
+ * escalated one whose SIGKILL is still to come.
+ */
+START_TEST(eviction_spares_a_pending_kill)
+{
+	struct client *c;
+	char job[16];
+	pid_t child;
+	size_t i;
+	int st;
+
+	setup();
+	child = fork();
+	if (!child) {
+		signal(SIGTERM, SIG_DFL);	/* not check's handler */
+		pause();
+		_exit(0);
+	}
+	c = rank("victim", 0, 0, child);
+	recovery_on_lost_data(d, "dev", 0, 0x1000);
+	answer_failed(c, 1);	/* escalated: SIGTERM now, SIGKILL to come */
+	ck_assert_ptr_nonnull(d->incidents[0].timer);
+	for (i = 1; i <= HBM_INCIDENTS_KEPT; i++) {
+		snprintf(job, sizeof(job), "j%zu", i);
+		c = rank(job, 0, i * 0x1000, 0);
+		recovery_on_lost_data(d, "dev", i * 0x1000, 0x1000);
+		answer_failed(c, i + 1);
+	}
+	ck_assert_uint_eq(d->nr_incidents, HBM_INCIDENTS_KEPT);
+	ck_assert_uint_eq(d->incidents[0].info.id, 1);
+	ck_assert_ptr_nonnull(d->incidents[0].timer);
+	ck_assert_ptr_eq(sd_event_source_get_userdata(d->incidents[0].timer), &d->incidents[0]);
+	ck_assert_uint_eq(d->incidents[1].info.id, 3);	/* 2 went */
+	kill(child, SIGKILL);
+	waitpid(child, &st, 0);
+	cleanup();
+}
+END_TEST
+
+/* Two ranks of a job on one device, a second error: one escalation. */
+START_TEST(two_ranks_one_device)
+{
+	setup();
+	rank("job", 0, 0, 0);
+	rank("job", 1, 0, 0);
+	recovery_on_lost_data(d, "dev", 0, 0x1000);
+	ck_assert_uint_eq(d->nr_incidents, 1);
+	ck_assert_uint_eq(recovery_open_incidents(d), 1);
+	recovery_on_lost_data(d, "dev", 0, 0x1000);
+	ck_assert_uint_eq(d->nr_incidents, 1);
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_ESCALATED);
+	ck_assert_str_eq(d->incidents[0].info.reason, "a second error during recovery");
+	cleanup();
+}
+END_TEST
+
+static bool set_aside(void)
+{
+	DIR *dp = opendir(dir);
+	struct dirent *e;
+	bool found = false;
+
+	while (dp && (e = readdir(dp)))
+		found |= !strncmp(e->d_name, "incidents.corrupt-", 18);
+	if (dp)
+		closedir(dp);
+	return found;
+}
+
+/* A file of another version: nothing of it taken, the file kept aside. */
+START_TEST(load_refuses_another_version)
+{
+	uint8_t buf[HBM_INCIDENTS_HEADER + HBM_INCIDENTS_RECORD] = { 0 };
+	struct hbm_ctl_incident x = { .id = 7, .length = 0x1000,
+				      .state = HBM_INCIDENT_RESUMED };
+	uint32_t v = 2;
+
+	setup();
+	strcpy(x.job, "job");
+	strcpy(x.device, "dev");
+	x.at[HBM_INCIDENT_DETECTED] = x.at[HBM_INCIDENT_RESUMED] = 1;
+	hbm_incidents_encode_header(buf, 1);
+	hbm_incidents_encode_record(buf, 0, &x);
+	ck_assert_int_eq(hbm_atomic_write(d->state_dir, "incidents", buf, sizeof(buf)), 0);
+	recovery_load(d);
+	ck_assert_uint_eq(d->nr_incidents, 1);	/* the same file, version 1: taken */
+	free(d->incidents);
+	d->incidents = NULL;
+	d->nr_incidents = d->incidents_cap = 0;
+	memcpy(buf + 8, &v, 4);
+	ck_assert_int_eq(hbm_atomic_write(d->state_dir, "incidents", buf, sizeof(buf)), 0);
+	recovery_load(d);
+	ck_assert_uint_eq(d->nr_incidents, 0);
+	ck_assert(set_aside());
+	cleanup();
+}
+END_TEST
+
+Suite *recovery_suite(void)
+{
+	Suite *s = suite_create("recovery");
+	TCase *tc = tcase_create("incidents");
+
+	tcase_add_test(tc, more_open_than_kept);
+	tcase_add_test(tc, eviction_spares_a_pending_kill);
+	tcase_add_test(tc, two_ranks_one_device);
+	tcase_add_test(tc, load_refuses_another_version);
+	suite_add_tcase(s, tc);
+	return s;
+}
