@@ -130,24 +130,33 @@ static struct page *backing_peek(struct hbm_device *dev, u64 offset)
 	return xa_load(&dev->backing, offset >> PAGE_SHIFT);
 }
 
+/*
+ * A page for the backing store, charged to whoever makes the device use
+ * memory (a fault, a retirement), and failing rather than invoking the OOM
+ * killer: a retirement under the device lock that gets nothing loses the
+ * page, a fault that gets nothing is SIGBUS.
+ */
+static struct page *backing_alloc(void)
+{
+	return alloc_page(GFP_HIGHUSER | __GFP_ZERO | __GFP_ACCOUNT | __GFP_RETRY_MAYFAIL |
+			  __GFP_NOWARN);
+}
+
+/* Make @page (from backing_alloc()) the one at @offset; false if it cannot. */
+static bool backing_add(struct hbm_device *dev, u64 offset, struct page *page)
+{
+	return !xa_err(xa_store(&dev->backing, offset >> PAGE_SHIFT, page, GFP_KERNEL));
+}
+
 /* The CPU page at @offset of the backing store, allocated on first use. */
 static struct page *backing(struct hbm_device *dev, u64 offset)
 {
-	unsigned long idx = offset >> PAGE_SHIFT;
 	struct page *page = backing_peek(dev, offset);
 
 	if (page)
 		return page;
-	/*
-	 * Charged to whoever makes the device use memory (a fault, a
-	 * retirement), and failing rather than invoking the OOM killer: a
-	 * retirement under the device lock that gets nothing loses the page.
-	 */
-	page = alloc_page(GFP_HIGHUSER | __GFP_ZERO | __GFP_ACCOUNT | __GFP_RETRY_MAYFAIL |
-			  __GFP_NOWARN);
-	if (!page)
-		return NULL;
-	if (xa_err(xa_store(&dev->backing, idx, page, GFP_KERNEL))) {
+	page = backing_alloc();
+	if (page && !backing_add(dev, offset, page)) {
 		__free_page(page);
 		return NULL;
 	}
@@ -318,15 +327,25 @@ int hbm_aperture_restored(struct hbm_device *dev, u64 offset, u64 length)
 	return 0;
 }
 
+/*
+ * A page touched for the first time gets its memory outside the device lock,
+ * which retirements need, and fails with SIGBUS, as hugetlb's does at the
+ * limit of its cgroup: VM_FAULT_OOM from a fault that did not invoke the OOM
+ * killer is retried for ever by pagefault_out_of_memory() (mm/oom_kill.c,
+ * 6.1 and 6.12).
+ */
 static vm_fault_t hbm_aperture_fault(struct vm_fault *vmf)
 {
 	struct hbm_device *dev = vmf->vma->vm_private_data;
-	u64 offset = ((u64)vmf->pgoff << PAGE_SHIFT) & ((1ULL << APERTURE_SHIFT) - 1);
-	u32 page = offset >> dev->page_shift;
+	u64 dev_off = ((u64)vmf->pgoff << PAGE_SHIFT) & ((1ULL << APERTURE_SHIFT) - 1);
+	u32 page = dev_off >> dev->page_shift;
+	struct page *p, *fresh = NULL;
 	struct hbm_extent e;
-	struct page *p = NULL;
 	vm_fault_t ret;
+	u64 offset;
 
+again:
+	offset = dev_off;
 	mutex_lock(&dev->lock);
 	if (dev->dead || offset >= hbm_usable_size(dev)) {
 		ret = VM_FAULT_SIGBUS;
@@ -346,15 +365,30 @@ static vm_fault_t hbm_aperture_fault(struct vm_fault *vmf)
 			offset = spare_offset(dev, e.spare + page - e.first) +
 				 (offset & ((1ULL << dev->page_shift) - 1));
 	}
-	p = backing(dev, offset);
-	if (!p)
-		ret = VM_FAULT_OOM;
-	else if (PageHWPoison(p))	/* poisoned before we were told */
+	p = backing_peek(dev, offset);
+	if (!p && !fresh) {
+		mutex_unlock(&dev->lock);
+		fresh = backing_alloc();
+		if (!fresh)
+			return VM_FAULT_SIGBUS;
+		goto again;	/* the page may have been retired meanwhile */
+	}
+	if (!p) {
+		if (!backing_add(dev, offset, fresh)) {
+			ret = VM_FAULT_SIGBUS;
+			goto out;
+		}
+		p = fresh;
+		fresh = NULL;
+	}
+	if (PageHWPoison(p))	/* poisoned before we were told */
 		ret = VM_FAULT_HWPOISON;
 	else
 		ret = vmf_insert_pfn(vmf->vma, vmf->address, page_to_pfn(p));
 out:
 	mutex_unlock(&dev->lock);
+	if (fresh)
+		__free_page(fresh);
 	return ret;
 }
 

@@ -2303,10 +2303,33 @@ static void test_aperture_clear(void)
  * process that retires or clears, here one in a memory cgroup allowed
  * nothing.
  */
+#define NOMEM_CGROUP "/sys/fs/cgroup/hbmtest"
+
+/* A memory cgroup allowed nothing: its cgroup.procs open for writing. */
+static int cgroup_without_memory(void)
+{
+	char path[64];
+	int fd;
+
+	mount("cgroup2", "/sys/fs/cgroup", "cgroup2", 0, NULL);	/* EBUSY: mounted */
+	fd = open("/sys/fs/cgroup/cgroup.subtree_control", O_WRONLY);
+	CHECK(fd >= 0 && write(fd, "+memory", 7) == 7);
+	close(fd);
+	CHECK(!mkdir(NOMEM_CGROUP, 0755) || errno == EEXIST);
+	snprintf(path, sizeof(path), "%s/memory.max", NOMEM_CGROUP);
+	fd = open(path, O_WRONLY);
+	CHECK(fd >= 0 && write(fd, "0", 1) == 1);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/cgroup.procs", NOMEM_CGROUP);
+	fd = open(path, O_WRONLY);
+	CHECK(fd >= 0);
+	return fd;
+}
+
 static void test_aperture_nomem(void)
 {
 	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
-	const char *cg = "/sys/fs/cgroup/hbmtest";
+	const char *cg = NOMEM_CGROUP;
 	uint32_t id = backed_device("nomem", 8);
 	struct hbmguard_inject in = { .size = sizeof(in), .device = id,
 				      .kind = HBMGUARD_ERROR_CE, .offset = 6 * PAGE,
@@ -2314,23 +2337,11 @@ static void test_aperture_nomem(void)
 	struct hbmguard_extent_op x = { .size = sizeof(x), .device = id,
 					.offset = 3 * PAGE, .length = PAGE };
 	uint64_t *p, w;
-	char path[64];
-	int procs, fd, status;
+	int procs, status;
 	pid_t pid;
 
 	sigaction(SIGBUS, &sa, NULL);
-	mount("cgroup2", "/sys/fs/cgroup", "cgroup2", 0, NULL);	/* EBUSY: mounted */
-	fd = open("/sys/fs/cgroup/cgroup.subtree_control", O_WRONLY);
-	CHECK(fd >= 0 && write(fd, "+memory", 7) == 7);
-	close(fd);
-	CHECK(!mkdir(cg, 0755) || errno == EEXIST);
-	snprintf(path, sizeof(path), "%s/memory.max", cg);
-	fd = open(path, O_WRONLY);
-	CHECK(fd >= 0 && write(fd, "0", 1) == 1);
-	close(fd);
-	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
-	procs = open(path, O_WRONLY);
-	CHECK(procs >= 0);
+	procs = cgroup_without_memory();
 
 	p = mmap(NULL, 16 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, ctl,
 		 HBMGUARD_MMAP_APERTURE(id));
@@ -2364,6 +2375,47 @@ static void test_aperture_nomem(void)
 	CHECK_OK(rmdir(cg));
 	CHECK_OK(sim_destroy(id));
 	signal(SIGBUS, SIG_DFL);
+}
+
+/*
+ * A first touch from a process whose memory cgroup cannot pay for the page
+ * is SIGBUS at the access, not VM_FAULT_OOM: with no OOM kill behind it,
+ * the fault would be retried for ever ("Huh VM_FAULT_OOM leaked out").  The
+ * child moves into the cgroup having written all the stack it uses, with
+ * the page tables of the mapping in place (page 0 touched), and no core
+ * dump; the alarm only bounds the test when it would hang.
+ */
+static void test_aperture_nomem_fault(void)
+{
+	uint32_t id = backed_device("nomemf", 8);
+	struct rlimit nocore = { 0, 0 };
+	volatile uint64_t *p;
+	uint64_t w;
+	int procs, status;
+	pid_t pid;
+
+	procs = cgroup_without_memory();
+	p = mmap(NULL, 16 * PAGE, PROT_READ, MAP_SHARED, ctl, HBMGUARD_MMAP_APERTURE(id));
+	CHECK(p != MAP_FAILED);
+	if (p == MAP_FAILED || procs < 0)
+		return;
+	w = p[0];
+	pid = fork();
+	if (pid == 0) {
+		setrlimit(RLIMIT_CORE, &nocore);
+		alarm(60);
+		if (write(procs, "0", 1) != 1)
+			_exit(2);
+		(void)p[PAGE / 8];
+		_exit(0);
+	}
+	CHECK(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS);
+	close(procs);
+	CHECK(!p[PAGE / 8] && !w);	/* out of the cgroup, the page has memory */
+	munmap((void *)p, 16 * PAGE);
+	CHECK_OK(rmdir(NOMEM_CGROUP));
+	CHECK_OK(sim_destroy(id));
 }
 
 /*
@@ -2500,6 +2552,7 @@ static const struct {
 	{ "aperture_nodes", test_aperture_nodes },
 	{ "aperture_clear", test_aperture_clear },
 	{ "aperture_nomem", test_aperture_nomem },
+	{ "aperture_nomem_fault", test_aperture_nomem_fault },
 };
 
 int main(int argc, char **argv)

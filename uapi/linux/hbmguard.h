@@ -599,7 +599,10 @@ struct hbmguard_event {
  * whose data could not be copied, raises the same SIGBUS.  A page cleared
  * gets back its own memory with the data its spare held (a lost page: what
  * it held when it was lost).  Once the device is gone, its mappings raise
- * SIGBUS.  The mapping must be shared (MAP_PRIVATE: EINVAL), is never
+ * SIGBUS.  A simulated device's page gets its memory when first touched,
+ * charged to the memory cgroup of the process that touches it: where that
+ * cgroup cannot pay, the touch raises SIGBUS (BUS_ADRERR), as a hugetlb
+ * page does.  The mapping must be shared (MAP_PRIVATE: EINVAL), is never
  * executable (PROT_EXEC, or mprotect() to it: EACCES; EPERM from mmap()
  * itself when the node is on a noexec filesystem), is writable only
  * through a file open for writing, and cannot grow (mremap(): EFAULT).
