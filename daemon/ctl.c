@@ -347,7 +347,12 @@ int hbm_ctl_send(int fd, const void *pkt, size_t len, bool as_admin)
  * @sender: the sender's credentials as the kernel gives them (pid 0 when
  *	it gave none)
  *
- * Descriptors a peer passed along are closed: the daemon takes none.
+ * Descriptors a peer passed along are never taken: the control buffer has
+ * room for the credentials only, so the kernel drops them (MSG_CTRUNC;
+ * scm_detach_fds() in net/core/scm.c of 6.1 and 6.12 installs none when no
+ * room is left after SCM_CREDENTIALS, which scm_recv() puts first).  Taking
+ * and close()ing them would run each file's ->flush in the daemon (a FUSE
+ * server can hold that forever) and drop the daemon's POSIX locks on it.
  *
  * Return: the packet's whole length (more than @cap when it was cut short),
  * 0 at the end of the connection, or a negative errno.
@@ -356,7 +361,7 @@ ssize_t hbm_ctl_recv(int fd, void *buf, size_t cap, struct ucred *sender)
 {
 	union {
 		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(16 * sizeof(int))];
+		char buf[CMSG_SPACE(sizeof(struct ucred))];
 	} ctl;
 	struct iovec iov = { .iov_base = buf, .iov_len = cap };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
@@ -367,23 +372,10 @@ ssize_t hbm_ctl_recv(int fd, void *buf, size_t cap, struct ucred *sender)
 	memset(sender, 0, sizeof(*sender));
 	if (n < 0)
 		return -errno;
-	for (c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-		if (c->cmsg_level != SOL_SOCKET)
-			continue;
-		if (c->cmsg_type == SCM_CREDENTIALS &&
-		    c->cmsg_len == CMSG_LEN(sizeof(*sender))) {
+	for (c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS &&
+		    c->cmsg_len == CMSG_LEN(sizeof(*sender)))
 			memcpy(sender, CMSG_DATA(c), sizeof(*sender));
-		} else if (c->cmsg_type == SCM_RIGHTS) {
-			size_t i, nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-
-			for (i = 0; i < nfd; i++) {
-				int passed;
-
-				memcpy(&passed, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-				close(passed);
-			}
-		}
-	}
 	return n;
 }
 

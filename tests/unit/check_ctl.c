@@ -3,8 +3,11 @@
 #include <check.h>
 #include <errno.h>
 #include <stdalign.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ctl.h"
@@ -353,6 +356,58 @@ START_TEST(sender_credentials)
 }
 END_TEST
 
+/*
+ * A descriptor a peer passes is never installed in the daemon, so never
+ * close()d there: close() runs the file's ->flush, which a FUSE server can
+ * hold forever, and drops the closer's POSIX locks on the file.  The lock
+ * is what shows it here: held by this process, seen from a child.
+ */
+START_TEST(passed_fds_never_installed)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctl = { 0 };
+	struct iovec iov = { .iov_base = "fd", .iov_len = 2 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+			      .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf) };
+	struct flock lk = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	char path[] = "/tmp/hbm-ctl-lock-XXXXXX", in[16];
+	int sv[2], one = 1, fd, pass, status;
+	struct ucred who;
+	pid_t child;
+
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	unlink(path);
+	ck_assert_int_eq(fcntl(fd, F_SETLK, &lk), 0);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	ck_assert_int_eq(setsockopt(sv[1], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)), 0);
+	pass = dup(fd);
+	ctl.h.cmsg_level = SOL_SOCKET;
+	ctl.h.cmsg_type = SCM_RIGHTS;
+	ctl.h.cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(&ctl.h), &pass, sizeof(int));
+	ck_assert_int_eq(sendmsg(sv[0], &msg, 0), 2);
+	ck_assert_int_eq(hbm_ctl_recv(sv[1], in, sizeof(in), &who), 2);
+	ck_assert_int_eq(who.pid, getpid());	/* the credentials still come */
+	child = fork();
+	ck_assert_int_ge(child, 0);
+	if (!child) {
+		struct flock q = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+
+		_exit(fcntl(fd, F_GETLK, &q) || q.l_type == F_UNLCK);
+	}
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	ck_assert_msg(WIFEXITED(status) && !WEXITSTATUS(status),
+		      "the receiver closed a passed descriptor: its lock went");
+	close(pass);
+	close(fd);
+	close(sv[0]);
+	close(sv[1]);
+}
+END_TEST
+
 Suite *ctl_suite(void)
 {
 	Suite *s = suite_create("ctl");
@@ -367,6 +422,7 @@ Suite *ctl_suite(void)
 	tcase_add_test(tc, unsafe_names);
 	tcase_add_test(tc, escaped_output);
 	tcase_add_test(tc, sender_credentials);
+	tcase_add_test(tc, passed_fds_never_installed);
 	suite_add_tcase(s, tc);
 	return s;
 }
