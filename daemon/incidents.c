@@ -37,7 +37,11 @@ void hbm_incidents_encode_record(uint8_t *buf, size_t i, const struct hbm_ctl_in
 	memcpy(p + sizeof(x) + 4, &zero, 4);
 }
 
-/* A name as the journal and hbmctl show it: NUL-terminated, printable ASCII. */
+/*
+ * A reason as the journal and hbmctl show it: NUL-terminated, printable
+ * ASCII.  Job and device names follow the protocol's stricter rule, or
+ * hbmctl would refuse the daemon's reply that carries them.
+ */
 static bool text_ok(const char *s, size_t size, bool empty_ok)
 {
 	size_t i;
@@ -59,8 +63,8 @@ static bool record_ok(const uint8_t *p, uint64_t prev_id, struct hbm_ctl_inciden
 	if (crc != hbm_crc32c(0, x, sizeof(*x)) || reserved)
 		return false;
 	return x->id > prev_id && !x->index && !x->total &&
-	       text_ok(x->job, sizeof(x->job), false) &&
-	       text_ok(x->device, sizeof(x->device), false) &&
+	       hbm_ctl_name_valid(x->job, sizeof(x->job)) &&
+	       hbm_ctl_name_valid(x->device, sizeof(x->device)) &&
 	       text_ok(x->reason, sizeof(x->reason), true) &&
 	       x->state >= HBM_INCIDENT_DETECTED && x->state < __HBM_INCIDENT_MAX &&
 	       x->at[HBM_INCIDENT_DETECTED] && x->at[x->state] &&

@@ -160,13 +160,16 @@ static void no_length(struct hbm_ctl_incident *x) { x->length = 0; }
 static void wraps(struct hbm_ctl_incident *x) { x->offset = UINT64_MAX - 0xfff; }
 static void same_id(struct hbm_ctl_incident *x) { x->id = 10; }
 static void index_set(struct hbm_ctl_incident *x) { x->index = 1; }
+/* Names the protocol (ctl.h) refuses: hbmctl would refuse the daemon's reply. */
+static void space_in_job(struct hbm_ctl_incident *x) { strcpy(x->job, "my job"); }
+static void space_in_device(struct hbm_ctl_incident *x) { strcpy(x->device, "sim sim0"); }
 
 START_TEST(bad_records)
 {
 	static void (*const change[])(struct hbm_ctl_incident *) = {
 		unterminated_job, empty_device, escape_in_job, terminal_in_reason,
 		unterminated_reason, state_zero, state_past, state_untimed, no_length,
-		wraps, same_id, index_set,
+		wraps, same_id, index_set, space_in_job, space_in_device,
 	};
 	struct hbm_incidents_damage d;
 	size_t len, i;
