@@ -361,7 +361,7 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *arg)
 	socklen_t len = sizeof(struct ucred);
 	unsigned int waiting;
 	struct client *c;
-	int cfd, one = 1;
+	int cfd;
 
 	(void)s;
 	(void)revents;
@@ -369,9 +369,8 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *arg)
 	if (cfd < 0)
 		return 0;
 	c = calloc(1, sizeof(*c));
-	/* SO_PASSCRED: every packet then carries its sender's credentials. */
+	/* SO_PASSCRED is the listener's (hbm_ctl_listen()): every packet has its sender. */
 	if (!c || getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len) ||
-	    setsockopt(cfd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) ||
 	    sd_event_add_io(d->loop, &c->source, cfd, EPOLLIN, on_client, c) < 0) {
 		free(c);
 		close(cfd);
@@ -413,17 +412,16 @@ int control_setup(struct daemon *d)
 			return -EEXIST;
 		unlink(path);
 	}
-	d->control = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (d->control < 0)
-		return -errno;
-	/* Mode 0666: anyone may ask; what they may do is checked per request. */
-	if (bind(d->control, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    chmod(path, 0666) || listen(d->control, 16) ||
-	    sd_event_add_io(d->loop, NULL, d->control, EPOLLIN, on_accept, d) < 0) {
-		err = -errno;
+	d->control = hbm_ctl_listen(path);
+	if (d->control < 0) {
+		err = d->control;
+		d->control = -1;
+		return err;
+	}
+	if (sd_event_add_io(d->loop, NULL, d->control, EPOLLIN, on_accept, d) < 0) {
 		close(d->control);
 		d->control = -1;
-		return err ? err : -ENOMEM;
+		return -ENOMEM;
 	}
 	return 0;
 }

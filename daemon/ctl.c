@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -46,6 +47,41 @@ int hbm_ctl_connect(const char *path)
 	if (fd < 0)
 		return -errno;
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/**
+ * hbm_ctl_listen() - hbmguardd's listening socket, mode 0666
+ * @path: where, not there yet
+ *
+ * SO_PASSCRED is set on the listener, not on each accepted connection: an
+ * accepted socket inherits it (unix_sock_inherit_flags() in unix_accept(),
+ * net/unix/af_unix.c of 6.1 and 6.12), so no packet arrives without its
+ * sender's credentials.  Set after accept(), a packet sent in between came
+ * without them (maybe_add_creds() adds them only while the receiver has the
+ * flag or is not accepted yet) and read as pid 0: a rank's registration then
+ * failed as sent by another process.
+ *
+ * Return: a non-blocking, close-on-exec SOCK_SEQPACKET fd, or a negative errno.
+ */
+int hbm_ctl_listen(const char *path)
+{
+	struct sockaddr_un sa;
+	int fd, one = 1, err = hbm_ctl_address(path, &sa);
+
+	if (err)
+		return err;
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	/* Mode 0666: anyone may ask; what they may do is checked per request. */
+	if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) ||
+	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || chmod(path, 0666) ||
+	    listen(fd, 16)) {
 		err = -errno;
 		close(fd);
 		return err;

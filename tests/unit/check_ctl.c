@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdalign.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -408,6 +409,40 @@ START_TEST(passed_fds_never_installed)
 }
 END_TEST
 
+/*
+ * A connection's first packet, sent as soon as it is accepted (a rank
+ * registers right after connect()), carries its sender: the accepted socket
+ * has SO_PASSCRED from the listener, with no window before it is set.
+ */
+START_TEST(accepted_has_credentials)
+{
+	char dir[] = "/tmp/hbm-ctl-XXXXXX", path[64], in[16];
+	int lfd, cfd, afd, on = 0;
+	socklen_t len = sizeof(on);
+	struct ucred who;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/control.sock", dir);
+	lfd = hbm_ctl_listen(path);
+	ck_assert_int_ge(lfd, 0);
+	cfd = hbm_ctl_connect(path);
+	ck_assert_int_ge(cfd, 0);
+	afd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	ck_assert_int_ge(afd, 0);
+	ck_assert_int_eq(getsockopt(afd, SOL_SOCKET, SO_PASSCRED, &on, &len), 0);
+	ck_assert_int_eq(on, 1);
+	ck_assert_int_eq(hbm_ctl_send(cfd, "ping", 4, false), 0);
+	ck_assert_int_eq(hbm_ctl_recv(afd, in, sizeof(in), &who), 4);
+	ck_assert_int_eq(who.pid, getpid());
+	ck_assert_int_eq(who.uid, getuid());
+	close(afd);
+	close(cfd);
+	close(lfd);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
 Suite *ctl_suite(void)
 {
 	Suite *s = suite_create("ctl");
@@ -423,6 +458,7 @@ Suite *ctl_suite(void)
 	tcase_add_test(tc, escaped_output);
 	tcase_add_test(tc, sender_credentials);
 	tcase_add_test(tc, passed_fds_never_installed);
+	tcase_add_test(tc, accepted_has_credentials);
 	suite_add_tcase(s, tc);
 	return s;
 }
