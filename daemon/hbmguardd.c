@@ -1081,6 +1081,20 @@ static void set_event_buffer(struct daemon *d)
 	nl_socket_set_buffer_size(d->events, size, 0);
 }
 
+/*
+ * Only the kernel (port 0) speaks to the daemon's netlink sockets.  Anyone
+ * with CAP_NET_ADMIN can unicast to a generic netlink socket or multicast to
+ * its groups (netlink_sendmsg() and netlink_allowed() in
+ * net/netlink/af_netlink.c of 6.1 and 6.12: genetlink has no
+ * NL_CFG_F_NONROOT_SEND): a forged UE event would open incidents and end
+ * other users' ranks, a forged dump put made-up pages into the state files.
+ */
+static int from_kernel(struct nl_msg *msg, void *arg)
+{
+	(void)arg;
+	return nlmsg_get_src(msg)->nl_pid ? NL_SKIP : NL_OK;
+}
+
 static int setup_netlink(struct daemon *d)
 {
 	int notify, err;
@@ -1089,6 +1103,8 @@ static int setup_netlink(struct daemon *d)
 	d->events = nl_socket_alloc();
 	if (!d->req || !d->events || genl_connect(d->req) || genl_connect(d->events))
 		return -ENOMEM;
+	nl_socket_modify_cb(d->req, NL_CB_MSG_IN, NL_CB_CUSTOM, from_kernel, NULL);
+	nl_socket_modify_cb(d->events, NL_CB_MSG_IN, NL_CB_CUSTOM, from_kernel, NULL);
 	notify = genl_ctrl_resolve_grp(d->req, "nlctrl", "notify");
 	if (notify < 0 || nl_socket_add_membership(d->events, notify))
 		return -EPERM;

@@ -24,6 +24,9 @@
  *                                      PFN, time until "retired" is heard
  *   hbmnl echo-latency DEV COUNT       the floor: a POLICY event made in the
  *                                      caller's own netlink request
+ *   hbmnl forge DEV OFFSET             multicast a forged UE retirement event to
+ *                                      the "events" group, as a CAP_NET_ADMIN
+ *                                      process can
  *
  * Exit status: 0 as expected, 1 otherwise (the reason is printed).
  */
@@ -703,6 +706,35 @@ static int cmd_echo_latency(uint32_t dev, long count)
 	return 0;
 }
 
+/* A UE retirement the kernel never sent: what a CAP_NET_ADMIN process can multicast. */
+static int cmd_forge(uint32_t dev, uint64_t offset)
+{
+	struct nl_sock *sk = connect_family();
+	int grp = genl_ctrl_resolve_grp(sk, HBMGUARD_GENL_NAME, HBMGUARD_GENL_MCGRP_EVENTS);
+	struct nl_msg *msg = request(HBMGUARD_CMD_EVENT, 0);
+	int err;
+
+	if (grp <= 0 || grp > 32 || !msg) {
+		fprintf(stderr, "hbmnl: forge: events group %d\n", grp);
+		return 1;
+	}
+	nla_put_u64(msg, HBMGUARD_A_SEQNUM, 1000000);
+	nla_put_u32(msg, HBMGUARD_A_EVENT_TYPE, HBMGUARD_EVENT_RETIRED);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev);
+	nla_put_u64(msg, HBMGUARD_A_OFFSET, offset);
+	nla_put_u64(msg, HBMGUARD_A_LENGTH, 0x1000);
+	nla_put_u32(msg, HBMGUARD_A_SOURCE, HBMGUARD_SOURCE_UE);
+	nla_put_u32(msg, HBMGUARD_A_STATE, HBMGUARD_STATE_RETIRED);
+	nl_socket_set_peer_groups(sk, 1u << (grp - 1));
+	err = nl_send_auto(sk, msg);
+	nlmsg_free(msg);
+	if (err < 0) {
+		fprintf(stderr, "hbmnl: forge: %s\n", nl_geterror(err));
+		return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : "";
@@ -724,6 +756,8 @@ int main(int argc, char **argv)
 				   atol(argv[4]));
 	if (!strcmp(cmd, "echo-latency") && argc > 3)
 		return cmd_echo_latency(atoi(argv[2]), atol(argv[3]));
+	if (!strcmp(cmd, "forge") && argc > 3)
+		return cmd_forge(atoi(argv[2]), strtoull(argv[3], NULL, 0));
 
 	sk = connect_family();
 	if (!strcmp(cmd, "devices")) {

@@ -26,6 +26,18 @@ incident() { ctl incidents | grep "^incident $1: "; }
 check "load" 'insmod /hbmguard.ko sim_devices=2'
 start_daemon
 
+# An event the kernel did not send (a CAP_NET_ADMIN process can multicast to
+# the group) is not taken: no incident, nobody paused.
+rank jobF 0 1 sim:sim0
+a=$rpid
+id=$(hbmctl devices | awk '$2 == "sim0" { print $1 }')
+check "a forged UE event is sent" "hbmnl forge $id 0xa000"
+sleep 1
+check "... and ignored: no incident" '[ -z "$(ctl incidents)" ]'
+check "... the rank not paused" '[ "$(cat /tmp/jobF.0)" = registered ]'
+kill $a
+wait $a
+
 # A job of four ranks; rank 2's device takes a UE.
 for r in 0 1 2 3; do
 	dev=sim:sim1
