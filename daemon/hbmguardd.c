@@ -556,29 +556,47 @@ static int list_devices(struct daemon *d, struct device_list *l)
  * configuration no longer names stays registered: unregistering takes its
  * table with it.
  */
+static int register_range(struct daemon *d, const struct hbm_range_config *r, bool claim)
+{
+	struct nl_msg *msg = request(d, HBMGUARD_CMD_RANGE_REGISTER, 0);
+
+	if (!msg)
+		return -ENOMEM;
+	nla_put_string(msg, HBMGUARD_A_NAME, r->name);
+	if (r->numa_node >= 0) {
+		nla_put_u32(msg, HBMGUARD_A_NUMA_NODE, r->numa_node);
+	} else {
+		nla_put_u64(msg, HBMGUARD_A_PHYS_ADDR, r->address);
+		nla_put_u64(msg, HBMGUARD_A_HBM_SIZE, r->size);
+	}
+	if (r->spare_pages)
+		nla_put_u32(msg, HBMGUARD_A_SPARE_PAGES, r->spare_pages);
+	if (claim)
+		nla_put_flag(msg, HBMGUARD_A_CLAIM);
+	return transact(d, msg, NULL, NULL);
+}
+
+/*
+ * The configuration's ranges.  A claimed range whose memory cannot be taken
+ * (EBUSY: its bad frames stay out of the page allocator until reboot once
+ * it was unregistered, at a module reload among others) is registered
+ * without its aperture: its table, and the errors the kernel reports on
+ * it, matter more than the mapping.
+ */
 static void register_ranges(struct daemon *d)
 {
 	size_t i;
 
 	for (i = 0; i < d->cfg.nr_ranges; i++) {
 		const struct hbm_range_config *r = &d->cfg.ranges[i];
-		struct nl_msg *msg = request(d, HBMGUARD_CMD_RANGE_REGISTER, 0);
-		int err;
+		int err = register_range(d, r, r->claim);
 
-		if (!msg)
-			return;
-		nla_put_string(msg, HBMGUARD_A_NAME, r->name);
-		if (r->numa_node >= 0) {
-			nla_put_u32(msg, HBMGUARD_A_NUMA_NODE, r->numa_node);
-		} else {
-			nla_put_u64(msg, HBMGUARD_A_PHYS_ADDR, r->address);
-			nla_put_u64(msg, HBMGUARD_A_HBM_SIZE, r->size);
+		if (err == -EBUSY && r->claim) {
+			fprintf(stderr, "<4>hbmguardd: range %s: its memory cannot be claimed "
+				"(%s): registered without an aperture\n", r->name,
+				hbm_genl_strerror(err));
+			err = register_range(d, r, false);
 		}
-		if (r->spare_pages)
-			nla_put_u32(msg, HBMGUARD_A_SPARE_PAGES, r->spare_pages);
-		if (r->claim)
-			nla_put_flag(msg, HBMGUARD_A_CLAIM);
-		err = transact(d, msg, NULL, NULL);
 		if (err && err != -EEXIST)
 			fprintf(stderr, "<3>hbmguardd: range %s not registered: %s\n", r->name,
 				hbm_genl_strerror(err));

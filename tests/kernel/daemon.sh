@@ -167,5 +167,27 @@ kill $daemon
 wait $daemon 2>/dev/null
 umount /tmp/fstate
 printf "$conf" >/tmp/hbmguardd.conf
+
+# A claimed [Range] across a module reload: its bad frames stay out of the
+# page allocator, so its memory cannot be claimed again; the range comes back
+# without its aperture, and with its table.
+pid=$(hbmnl range-node probe 1)
+phys=$(hbmnl devices | sed -n "s/^device $pid .* phys=\\(0x[0-9a-f]*\\)\$/\\1/p")
+hbmnl range-unregister $pid
+printf "$conf"'[Range "hbmc"]\nAddress=0x%x\nSize=0x400000\nSparePages=2\nClaim=yes\n' \
+	$((phys + 0xc000000)) >/tmp/hbmguardd.conf
+start_daemon
+check "a claimed range registered" 'grep -q "^<6>hbmguardd: range hbmc registered$" /tmp/daemon.log'
+check "... a page of it retired through the daemon" 'ctl retire hbmc 0x3000'
+kill $daemon
+wait $daemon 2>/dev/null
+check "reload the module" 'rmmod hbmguard && insmod /hbmguard.ko sim_devices=1'
+start_daemon
+check "the range back, without its aperture" 'grep -q "^<4>hbmguardd: range hbmc: its memory cannot be claimed (Device or resource busy.*): registered without an aperture$" /tmp/daemon.log &&
+	grep -q "^<6>hbmguardd: range hbmc registered$" /tmp/daemon.log'
+eventually "... with its table" 'hbmctl pages hbmc | grep -q "^0x3000 *1 .*retired *restored"'
+kill $daemon
+wait $daemon 2>/dev/null
+printf "$conf" >/tmp/hbmguardd.conf
 check "unload" 'rmmod hbmguard'
 finish daemon
