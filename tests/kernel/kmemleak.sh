@@ -14,6 +14,8 @@ check "kmemleak: no hbm module left loaded" "! grep -q '^hbm' /proc/modules"
 echo scan >$f
 sleep 6
 echo scan >$f
-check "kmemleak: no unreferenced object" "[ ! -s $f ]"
-cat $f
+# A debugfs file's size is 0 whatever it holds: read it.
+cat $f >/tmp/kmemleak
+cat /tmp/kmemleak
+check "kmemleak: no unreferenced object" "! grep -q unreferenced /tmp/kmemleak"
 finish kmemleak
