@@ -2,6 +2,7 @@
 #
 #   make            the module (against KDIR) and the userspace programs
 #   make check      install what is missing, build everything, run every tier
+#   make check-debug tier 2 again on a debug kernel (KASAN, lockdep, kmemleak...)
 #   make bench      the benchmark table
 #   make demo       a qemu guest with the module and simulated HBM, faults, table
 #   make install    (DESTDIR-aware) the module into /lib/modules/<ver>/updates
@@ -36,7 +37,7 @@ DAEMON_HDR := daemon/seen.h daemon/incidents.h daemon/state.h daemon/config.h da
 KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 
 .PHONY: all module modules-all userspace check check-unit check-ynl check-unitfile check-install \
-	check-kernel check-system bench demo clean-module \
+	check-kernel check-debug check-system bench demo clean-module FORCE \
 	deps install install-dkms clean
 
 all: module userspace
@@ -49,12 +50,16 @@ module:
 	@test -n "$(KDIR)" || { echo "no kernel headers: install linux-headers-$$(uname -r) or set KDIR" >&2; exit 1; }
 	$(MAKE) -C $(KDIR) M=$(TOP) W=1 modules
 
-# One build per Debian kernel, each in its own copy of the sources so that
-# their objects do not mix: build/<kver>/hbmguard.ko.
+# One build per kernel, each in its own copy of the sources so that their
+# objects do not mix: build/<kver>/hbmguard.ko.  A kver is one of Debian's
+# (its installed headers) or "debug", the debug kernel's own tree
+# (scripts/debug-kernel.sh, found through build/debug/kernel).
+kdir = $(if $(filter debug,$(1)),$(shell cat $(TOP)/$(BUILD)/debug/kernel)/build,/usr/src/linux-headers-$(1))
+
 $(BUILD)/%/hbmguard.ko: $(KMOD_SRC)
 	@mkdir -p $(BUILD)/$*
 	@cp -p --parents $(KMOD_SRC) $(BUILD)/$*/
-	$(MAKE) -C /usr/src/linux-headers-$* M=$(TOP)/$(BUILD)/$* W=1 modules 2>&1 | \
+	$(MAKE) -C $(call kdir,$*) M=$(TOP)/$(BUILD)/$* W=1 modules 2>&1 | \
 		tee $(BUILD)/$*/build.log
 	@! grep -iE 'warning:|error:' $(BUILD)/$*/build.log || \
 		{ echo "build for $* has warnings" >&2; rm -f $@; exit 1; }
@@ -65,11 +70,20 @@ $(BUILD)/%/testmods/hbm_test_provider.ko: $(BUILD)/%/hbmguard.ko $(wildcard test
 	@# Kbuild does not notice hbmguard's symbol CRCs changing: start afresh.
 	@rm -rf $(BUILD)/$*/testmods/*
 	@cp -p tests/kmod/* $(BUILD)/$*/testmods/
-	$(MAKE) -C /usr/src/linux-headers-$* M=$(TOP)/$(BUILD)/$*/testmods HBM_TOP=$(TOP) \
+	$(MAKE) -C $(call kdir,$*) M=$(TOP)/$(BUILD)/$*/testmods HBM_TOP=$(TOP) \
 		KBUILD_EXTRA_SYMBOLS=$(TOP)/$(BUILD)/$*/Module.symvers W=1 modules 2>&1 | \
 		tee $(BUILD)/$*/testmods/build.log
 	@! grep -iE 'warning:|error:' $(BUILD)/$*/testmods/build.log || \
 		{ echo "test modules for $* have warnings" >&2; rm -f $@; exit 1; }
+
+# The debug kernel, built once per machine into .cache/; its directory is
+# rewritten only when it changes, so that the modules follow a new kernel.
+$(BUILD)/debug/kernel: FORCE
+	@mkdir -p $(@D)
+	@$(TOP)/scripts/debug-kernel.sh >$@.new
+	@if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; fi
+$(BUILD)/debug/hbmguard.ko: $(BUILD)/debug/kernel
+FORCE:
 
 modules-all: $(foreach v,$(DEB_KVERS),$(BUILD)/$(v)/hbmguard.ko $(BUILD)/$(v)/testmods/hbm_test_provider.ko)
 
@@ -179,6 +193,13 @@ check-kernel: modules-all $(BUILD)/guest/hbmtest $(BUILD)/guest/hbmctl $(BUILD)/
 		$(TOP)/tests/kernel/run.sh $$v || exit 1; \
 	done
 
+# Tier 2 again, on a kernel that reports what the stock ones let pass.
+check-debug: $(BUILD)/debug/hbmguard.ko $(BUILD)/debug/testmods/hbm_test_provider.ko \
+	$(BUILD)/guest/hbmtest $(BUILD)/guest/hbmctl $(BUILD)/guest/hbmnl $(BUILD)/guest/hbmrank \
+	$(BUILD)/hbmguardd
+	@echo "== tier 2 on the debug kernel (KASAN, lockdep, kmemleak, UBSAN, KFENCE)"
+	$(TOP)/tests/kernel/run.sh debug
+
 # Tier 3 boots bookworm's own kernel, the one a node of this release runs.
 SYSTEM_KVER := $(firstword $(DEB_KVERS))
 check-system: $(BUILD)/guest/hbmnl
@@ -187,7 +208,7 @@ check-system: $(BUILD)/guest/hbmnl
 
 # Each tier stops the run on its first failure, so reaching the end means all
 # passed: 2 unit runs, the spec, unit file and install checks, one kernel run
-# per kernel.
+# per kernel, one on the debug kernel.
 check-ynl:
 	@echo "== the YNL spec, with the kernel's ynl library"
 	/usr/bin/python3 tests/ynl/check_spec.py $(CACHE)/ynl/linux-source-6.12

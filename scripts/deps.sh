@@ -5,6 +5,9 @@
 #
 #   deps.sh         build and test
 #   deps.sh demo    and what make demo draws its plot with
+#   deps.sh linux-source
+#                   and print the path of Debian's linux-source-6.12 package,
+#                   fetched into .cache/ once (the debug kernel's source)
 set -eu
 
 # Kernels the tests boot.  The headers build the module; the images give the
@@ -14,24 +17,48 @@ PKGS="build-essential pkg-config check libnl-3-dev libnl-genl-3-dev libnl-utils
 libsystemd-dev qemu-system-x86 busybox-static cpio kmod xz-utils
 python3-yaml python3-jsonschema systemd mmdebstrap e2fsprogs groff-base
 linux-headers-amd64 linux-image-amd64
-linux-headers-6.12-amd64 linux-image-6.12-amd64"
+linux-headers-6.12-amd64 linux-image-6.12-amd64
+flex bison bc libelf-dev"
 [ "${1:-}" = demo ] && PKGS="$PKGS python3-matplotlib"
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 
-# The kernel's own ynl library and netlink schemas, to check our YNL spec
-# with: taken from Debian's linux-source-6.12 into .cache/, not installed.
+# Debian's linux-source-6.12, kept in .cache/linux-source/ (not installed):
+# the kernel's own ynl library and netlink schemas check our YNL spec, and
+# tier 4 builds its debug kernel from it.  Prints the package's path.
+linux_source() {
+	dir=$TOP/.cache/linux-source
+	deb=$(ls "$dir"/linux-source-6.12_*_all.deb 2>/dev/null | tail -n 1)
+	if [ -z "$deb" ]; then
+		# Into a private directory first: .cache is shared with other trees.
+		mkdir -p "$dir"
+		tmp=$(mktemp -d "$dir/.fetch.XXXXXX")
+		(cd "$tmp" && apt-get download -q linux-source-6.12 >/dev/null) ||
+			{ rm -rf "$tmp"; return 1; }
+		mv "$tmp"/linux-source-6.12_*_all.deb "$dir/"
+		rmdir "$tmp"
+		deb=$(ls "$dir"/linux-source-6.12_*_all.deb | tail -n 1)
+	fi
+	echo "$deb"
+}
+
 ynl_fetch() {
 	dir=$TOP/.cache/ynl
 	[ -f "$dir/linux-source-6.12/tools/net/ynl/lib/nlspec.py" ] && return 0
+	deb=$(linux_source)
 	mkdir -p "$dir"
-	(cd "$dir" && rm -f linux-source-6.12_*.deb &&
-	 apt-get download -q linux-source-6.12 >/dev/null &&
-	 dpkg-deb --fsys-tarfile linux-source-6.12_*.deb |
+	dpkg-deb --fsys-tarfile "$deb" |
 		tar -xO --wildcards '*/linux-source-6.12.tar.xz' |
-		tar -xJ --wildcards 'linux-source-6.12/tools/net/ynl/*' \
-			'linux-source-6.12/Documentation/netlink/*' &&
-	 rm -f linux-source-6.12_*.deb)
+		tar -xJ -C "$dir" --wildcards 'linux-source-6.12/tools/net/ynl/*' \
+			'linux-source-6.12/Documentation/netlink/*'
+}
+
+# What the caller asked for, once every package is there.
+finish() {
+	ynl_fetch
+	if [ "${1:-}" = linux-source ]; then
+		linux_source
+	fi
 }
 
 missing=""
@@ -40,7 +67,7 @@ for p in $PKGS; do
 		missing="$missing $p"
 done
 if [ -z "$missing" ]; then
-	ynl_fetch
+	finish "${1:-}"
 	exit 0
 fi
 
@@ -48,11 +75,11 @@ if [ "$(id -u)" != 0 ]; then
 	echo "deps.sh: missing packages:$missing; run as root to install them" >&2
 	exit 1
 fi
-echo "deps.sh: installing$missing"
+echo "deps.sh: installing$missing" >&2
 export DEBIAN_FRONTEND=noninteractive
 # The guests boot their own initramfs: skip building one for the host.
 export INITRD=No
 apt-get update -qq
 # shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends $missing >/dev/null
-ynl_fetch
+finish "${1:-}"

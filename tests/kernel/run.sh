@@ -2,6 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # Tier 2: hbmguard.ko in a qemu guest booting Debian's kernel KVER.
 #   tests/kernel/run.sh KVER
+# With KVER "debug" (make check-debug), the same on the debug kernel of
+# scripts/debug-kernel.sh, whose directory the Makefile left in
+# build/debug/kernel.
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 kver=$1
@@ -14,9 +17,15 @@ for p in sim_devices sim_hbm_mib sim_page_size sim_spare_pages event_ring \
 	modinfo -p "$ko" | grep -q "^$p:" || { echo "modinfo: no $p parameter" >&2; exit 1; }
 done
 
+# KASAN, lockdep and kmemleak under TCG make that kernel several times slower.
+kernel=(--kernel "$kver") timeout=600
+if [ -f "$TOP/build/$kver/kernel" ]; then
+	kernel=(--kernel-dir "$(cat "$TOP/build/$kver/kernel")") timeout=3000
+fi
+
 echo "== tier 2 on $kver"
 start=$(date +%s)
-"$TOP/scripts/guest-run" --kernel "$kver" --hbm-node 256 \
+"$TOP/scripts/guest-run" "${kernel[@]}" --timeout $timeout --hbm-node 256 \
 	--module hwpoison-inject --module mce-inject \
 	--file "$ko:/hbmguard.ko" \
 	--file "$TOP/build/guest/hbmtest:/bin/hbmtest" \
@@ -35,11 +44,12 @@ start=$(date +%s)
 	--file "$TOP/build/$kver/testmods/hbm_fake_edac.ko:/hbm_fake_edac.ko" \
 	--file "$TOP/tests/kernel/providers.sh:/providers.sh" \
 	--file "$TOP/tests/kernel/lifetime.sh:/lifetime.sh" \
+	--file "$TOP/tests/kernel/kmemleak.sh:/kmemleak.sh" \
 	--log "$TOP/build/logs/tier2-$kver.log" \
-	-- 'sh /tier2.sh; a=$?; sh /ras.sh; b=$?; sh /providers.sh; c=$?; sh /daemon.sh; d=$?; sh /recovery.sh; e=$?; sh /lifetime.sh; exit $((a + b + c + d + e + $?))'
+	-- 'sh /tier2.sh; a=$?; sh /ras.sh; b=$?; sh /providers.sh; c=$?; sh /daemon.sh; d=$?; sh /recovery.sh; e=$?; sh /lifetime.sh; f=$?; sh /kmemleak.sh; exit $((a + b + c + d + e + f + $?))'
 # Intel's machine check encodings, in a guest whose CPU says GenuineIntel.
-"$TOP/scripts/guest-run" --kernel "$kver" --cpu max,vendor=GenuineIntel --hbm-node 256 \
-	--module mce-inject \
+"$TOP/scripts/guest-run" "${kernel[@]}" --timeout $timeout --cpu max,vendor=GenuineIntel \
+	--hbm-node 256 --module mce-inject \
 	--file "$ko:/hbmguard.ko" \
 	--file "$TOP/build/guest/hbmctl:/bin/hbmctl" \
 	--file "$TOP/build/guest/hbmnl:/bin/hbmnl" \
