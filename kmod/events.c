@@ -12,27 +12,33 @@
  * its own spinlock, held for one record at a time.
  *
  * A ring is memory an opener makes the kernel hold, so it is charged to the
- * opener's memory cgroup, and openers without CAP_SYS_ADMIN share at most
- * HBMGUARD_MAX_OPENS rings (ENFILE beyond).
+ * opener's memory cgroup, and each user without CAP_SYS_ADMIN holds at most
+ * HBMGUARD_MAX_OPENS rings (ENFILE beyond).  The limit is per user, as
+ * inotify's instances are (fs/notify/inotify/inotify_user.c, by euid, 6.1
+ * and 6.12): a limit all the node's group shared would let one member lock
+ * every other one, another job's Guard included, out of the device.
  *
  * A full ring drops the new event and counts it.  The count is delivered as
  * an OVERFLOW record at the place of the loss: read() makes it when the
  * reader has caught up, or the next event that finds two free slots puts it
  * in first.  Either way it comes before any event newer than the loss.
  */
+#include <linux/cred.h>
 #include <linux/poll.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
 #include <linux/wait.h>
+#include <linux/xarray.h>
 
 #include "hbm.h"
 
 struct hbm_reader {
 	struct list_head node;		/* on hbm_readers, under hbm_events_mutex */
 	spinlock_t lock;		/* head, tail, lost, lost_seqnum */
-	bool counted;			/* one of hbm_nr_limited */
+	bool counted;			/* one of its user's hbm_opens */
+	kuid_t uid;			/* the opener's euid */
 	wait_queue_head_t wait;
 	struct mutex read_lock;		/* one read() at a time moves head */
 	struct hbmguard_event *ring;
@@ -45,7 +51,8 @@ struct hbm_reader {
 static LIST_HEAD(hbm_readers);
 static DEFINE_MUTEX(hbm_events_mutex);
 static u64 hbm_seqnum;			/* under hbm_events_mutex */
-static unsigned int hbm_nr_limited;	/* rings of non-admins; under the mutex */
+/* Rings of each non-admin user: euid -> xa_mk_value(count); under the mutex. */
+static DEFINE_XARRAY(hbm_opens);
 
 /* The last event made, delivered to every reader and listener already. */
 u64 hbm_event_seqnum(void)
@@ -129,17 +136,40 @@ void hbm_event(u32 type, u32 device, u64 offset, u64 length, u32 source,
 	mutex_unlock(&hbm_events_mutex);
 }
 
+/* Count a ring to @r's user; events mutex held. */
+static int opens_charge(struct hbm_reader *r)
+{
+	unsigned long n = xa_to_value(xa_load(&hbm_opens, __kuid_val(r->uid)));
+
+	if (n >= HBMGUARD_MAX_OPENS)
+		return -ENFILE;
+	return xa_err(xa_store(&hbm_opens, __kuid_val(r->uid), xa_mk_value(n + 1),
+			       GFP_KERNEL));
+}
+
+/* Give the ring back; events mutex held.  Replacing an entry never allocates. */
+static void opens_uncharge(struct hbm_reader *r)
+{
+	unsigned long n = xa_to_value(xa_load(&hbm_opens, __kuid_val(r->uid)));
+
+	if (n > 1)
+		xa_store(&hbm_opens, __kuid_val(r->uid), xa_mk_value(n - 1), GFP_KERNEL);
+	else
+		xa_erase(&hbm_opens, __kuid_val(r->uid));
+}
+
 /**
  * hbm_reader_open() - a ring of events for an open file
  * @admin: the opener has CAP_SYS_ADMIN: not counted against the limit
  *
- * Return: the reader, ERR_PTR(-ENFILE) when HBMGUARD_MAX_OPENS rings of
- * non-admins exist, or ERR_PTR(-ENOMEM) (also when the opener's memory cgroup
- * is at its limit).
+ * Return: the reader, ERR_PTR(-ENFILE) when the opener, not an admin, holds
+ * HBMGUARD_MAX_OPENS rings, or ERR_PTR(-ENOMEM) (also when the opener's
+ * memory cgroup is at its limit).
  */
 struct hbm_reader *hbm_reader_open(bool admin)
 {
 	struct hbm_reader *r = hbm_kalloc_user(sizeof(*r));
+	int err;
 
 	if (!r)
 		return ERR_PTR(-ENOMEM);
@@ -151,16 +181,17 @@ struct hbm_reader *hbm_reader_open(bool admin)
 	spin_lock_init(&r->lock);
 	init_waitqueue_head(&r->wait);
 	mutex_init(&r->read_lock);
+	r->uid = current_euid();
 	mutex_lock(&hbm_events_mutex);
-	if (!admin && hbm_nr_limited >= HBMGUARD_MAX_OPENS) {
+	err = admin ? 0 : opens_charge(r);
+	if (err) {
 		mutex_unlock(&hbm_events_mutex);
 		mutex_destroy(&r->read_lock);
 		hbm_kfree(r->ring);
 		hbm_kfree(r);
-		return ERR_PTR(-ENFILE);
+		return ERR_PTR(err);
 	}
 	r->counted = !admin;
-	hbm_nr_limited += r->counted;
 	list_add_tail(&r->node, &hbm_readers);
 	mutex_unlock(&hbm_events_mutex);
 	return r;
@@ -170,7 +201,8 @@ void hbm_reader_close(struct hbm_reader *r)
 {
 	mutex_lock(&hbm_events_mutex);
 	list_del(&r->node);
-	hbm_nr_limited -= r->counted;
+	if (r->counted)
+		opens_uncharge(r);
 	mutex_unlock(&hbm_events_mutex);
 	mutex_destroy(&r->read_lock);
 	hbm_kfree(r->ring);

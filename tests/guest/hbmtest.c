@@ -977,7 +977,7 @@ static void test_privileges(void)
 }
 
 /*
- * Non-admins share HBMGUARD_MAX_OPENS event rings: one more is ENFILE, and
+ * A non-admin holds at most HBMGUARD_MAX_OPENS event rings: one more is ENFILE, and
  * the administrator still gets in.
  */
 static void test_open_limit(void)
@@ -1030,6 +1030,51 @@ static void test_open_limit(void)
 		_exit(caps_keep_only(0) || open(DEV_NODE, O_RDONLY) < 0);
 	waitpid(pid, &status, 0);
 	CHECK_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : 100, 0);
+}
+
+/*
+ * The limit is each user's: one member of the node's group holding all its
+ * opens does not lock another member (another job's Guard) out.
+ */
+static void test_open_limit_per_user(void)
+{
+	int up[2], down[2], status;
+	pid_t pid, other;
+	char c;
+
+	CHECK_OK(chown(DEV_NODE, 0, 1000));
+	CHECK_OK(pipe(up));
+	CHECK_OK(pipe(down));
+	pid = fork();
+	if (pid == 0) {
+		struct rlimit rl = { HBMGUARD_MAX_OPENS + 64, HBMGUARD_MAX_OPENS + 64 };
+		unsigned long node0 = 1;	/* as test_open_limit() */
+		int n = 0;
+
+		if (syscall(SYS_set_mempolicy, MPOL_BIND, &node0, 2) ||
+		    setrlimit(RLIMIT_NOFILE, &rl) || setgid(1000) || setuid(1000))
+			_exit(10);
+		while (n <= HBMGUARD_MAX_OPENS && open(DEV_NODE, O_RDONLY) >= 0)
+			n++;
+		c = n == HBMGUARD_MAX_OPENS && errno == ENFILE;
+		if (write(up[1], &c, 1) != 1 || read(down[0], &c, 1) != 1)
+			_exit(12);
+		_exit(0);
+	}
+	CHECK_EQ(read(up[0], &c, 1), 1);
+	CHECK_EQ(c, 1);
+	other = fork();
+	if (other == 0)
+		_exit(setgid(1000) || setuid(1001) || open(DEV_NODE, O_RDONLY) < 0);
+	waitpid(other, &status, 0);
+	printf("  another group member, while the first is at the limit: %s\n",
+	       WIFEXITED(status) && !WEXITSTATUS(status) ? "opens" : "refused");
+	CHECK_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : 100, 0);
+	CHECK_EQ(write(down[1], &c, 1), 1);
+	waitpid(pid, &status, 0);
+	CHECK_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : 100, 0);
+	close(up[0]), close(up[1]), close(down[0]), close(down[1]);
+	CHECK_OK(chown(DEV_NODE, 0, 0));
 }
 
 /*
@@ -2537,6 +2582,7 @@ static const struct {
 	{ "unprivileged", test_unprivileged },
 	{ "privileges", test_privileges },
 	{ "open_limit", test_open_limit },
+	{ "open_limit_per_user", test_open_limit_per_user },
 	{ "spare_bounds", test_spare_bounds },
 	{ "mapped_table", test_mapped_table },
 	{ "map_bad_input", test_map_bad_input },

@@ -50,8 +50,8 @@
  * group's read interface.  CAP_NET_ADMIN, common in containers with the
  * host's network, grants nothing here.
  *
- * Opens of /dev/hbmguard by non-admins hold at most HBMGUARD_MAX_OPENS event
- * rings between them; one more is ENFILE.  A ring (event_ring records) is
+ * Opens of /dev/hbmguard by one non-admin user (euid) hold at most
+ * HBMGUARD_MAX_OPENS event rings; one more is ENFILE, for that user only.  A ring (event_ring records) is
  * charged to the opener's memory cgroup (ENOMEM at its limit).  An admin's
  * open is not counted.
  *
@@ -109,7 +109,7 @@
  * it stays near 32 MiB.  A default spare pool is clamped to it.
  */
 #define HBMGUARD_SPARE_PAGES_MAX	(1U << 20)
-/* Open files of /dev/hbmguard of non-admins at once (ENFILE beyond). */
+/* Open files of /dev/hbmguard of one non-admin user at once (ENFILE beyond). */
 #define HBMGUARD_MAX_OPENS		1024
 
 enum hbmguard_page_state {
