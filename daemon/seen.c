@@ -60,6 +60,17 @@ static int settle(struct hbm_ranges *s, struct hbm_ranges *out, int err)
 	return 0;
 }
 
+/* A part of the range added that the set did not hold: into both. */
+static int push_fresh(struct hbm_ranges *out, struct hbm_ranges *fresh, uint64_t offset,
+		      uint64_t length)
+{
+	int err = push(out, offset, length);
+
+	if (!err && fresh)
+		err = push(fresh, offset, length);
+	return err;
+}
+
 /**
  * hbm_ranges_add() - add a range to a set
  * @s: the set
@@ -85,9 +96,7 @@ int hbm_ranges_add(struct hbm_ranges *s, uint64_t offset, uint64_t length,
 		if (at < end && a > at) {	/* a part of the range not in @s */
 			uint64_t upto = a < end ? a : end;
 
-			err = push(&out, at, upto - at);
-			if (!err && fresh)
-				err = push(fresh, at, upto - at);
+			err = push_fresh(&out, fresh, at, upto - at);
 			at = upto;
 		}
 		if (!err)
@@ -95,11 +104,8 @@ int hbm_ranges_add(struct hbm_ranges *s, uint64_t offset, uint64_t length,
 		if (b > at)
 			at = b;
 	}
-	if (!err && at < end) {
-		err = push(&out, at, end - at);
-		if (!err && fresh)
-			err = push(fresh, at, end - at);
-	}
+	if (!err && at < end)
+		err = push_fresh(&out, fresh, at, end - at);
 	return settle(s, &out, err);
 }
 
