@@ -136,6 +136,7 @@ END_TEST
  */
 START_TEST(eviction_spares_a_pending_kill)
 {
+	sigset_t term, old;
 	struct client *c;
 	char job[16];
 	pid_t child;
@@ -143,12 +144,21 @@ START_TEST(eviction_spares_a_pending_kill)
 	int st;
 
 	setup();
+	/*
+	 * SIGTERM blocked across fork(): the escalation below may signal the
+	 * child before it has left check's handler for the default action.
+	 */
+	sigemptyset(&term);
+	sigaddset(&term, SIGTERM);
+	sigprocmask(SIG_BLOCK, &term, &old);
 	child = fork();
 	if (!child) {
 		signal(SIGTERM, SIG_DFL);	/* not check's handler */
-		pause();
-		_exit(0);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		for (;;)
+			pause();
 	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	c = rank("victim", 0, 0, child);
 	recovery_on_lost_data(d, "dev", 0, 0x1000);
 	answer_failed(c, 1);	/* escalated: SIGTERM now, SIGKILL to come */
