@@ -6,13 +6,13 @@
  *   each: start, stop, its fd in sd-event                  (core.c)   each: one callback
  *
  * A source turns what it hears into facts, one struct hbm_fact each, and
- * hands each to the function given to it at start (core_fact() once wired;
- * a source includes this header for the types only and never calls a sink).
- * The core takes each fact once, in order, keeps the device list and the
+ * hands each to the function given to it at start (struct hbm_source_link,
+ * from core_link(): a source includes this header for the types only, and
+ * never calls a sink).  The core takes each fact once, in order, keeps the device list and the
  * counters, and hands the fact to every registered sink, in the order they
  * were added, through the sink's one callback.  A sink must not block,
- * must not allocate per fact, and must not call back up (no core_fact()
- * from a sink): what it needs to know it asks the core through the
+ * must not allocate per fact, and must not call back up (no fact from a
+ * sink): what it needs to know it asks the core through the
  * functions below (core_devices(), core_dump(), ...), which reach the
  * source that owns the device through its struct hbm_source_ops.
  *
@@ -41,8 +41,9 @@
  * event for a fact leaves it 0.
  *
  * Not kmod/core.h (the module's table): daemon files include this one by
- * their own directory.  Other sources: read this header with `git show s4-shape:daemon/core.h`.
- * Its members are settled; new ones may be added at the end of a struct.
+ * their own directory.  Other sources: read this header with
+ * `git show s4-shape:daemon/core.h`.  Its members are settled; new ones may
+ * be added at the end of a struct.
  */
 #ifndef HBMGUARDD_CORE_H
 #define HBMGUARDD_CORE_H
@@ -123,7 +124,7 @@ struct hbm_fact {
 	uint32_t aux;			/* HEALTH: the old health; else the module's aux */
 	uint32_t severity;		/* ERROR: enum hbm_severity */
 	uint32_t xid;			/* ERROR: an NVIDIA Xid, 0 none */
-	char path[32];			/* ERROR: how heard: "tracepoint", "nvml", "kmsg"... */
+	char path[32];			/* ERROR: how heard: "tracepoint", "nvml"... */
 	char text[128];			/* ERROR: the driver's own words */
 };
 
@@ -159,6 +160,7 @@ bool hbm_extents_push(struct hbm_extents *x, const struct hbm_state_record *r);
  * cannot.  Called from the loop, synchronously: each must be short.
  */
 struct hbm_source_ops {
+	uint32_t origin;		/* enum hbm_fact_origin */
 	int (*list)(void *ctx, struct device_list *l);
 	int (*dump)(void *ctx, const struct device *dev, struct hbm_extents *x);
 	/* its stored pages, back in, as RESTORED; and its configured policy */
@@ -168,9 +170,21 @@ struct hbm_source_ops {
 		      const struct hbm_ctl_extent *x);
 };
 
+/*
+ * What a source is given at start, its only way to the core: a fact in,
+ * and the device list (read from the source that numbers the devices,
+ * through its .list; the devices gone since the last read leave, as
+ * DEVICE_GONE facts to the sinks).
+ */
+struct hbm_source_link {
+	void (*fact)(void *core, const struct hbm_fact *f);
+	int (*devices)(void *core, struct device_list *l);
+	void *core;
+};
+
 #define HBM_MAX_SINKS	8
 
-struct hbm_core {
+struct hbmd_core {
 	const struct hbm_source_ops *ops;	/* the source that numbers devices */
 	void *ops_ctx;
 	struct hbm_sink sinks[HBM_MAX_SINKS];
@@ -180,19 +194,19 @@ struct hbm_core {
 	uint64_t resyncs;
 };
 
-void core_init(struct hbm_core *c, const struct hbm_source_ops *ops, void *ctx);
-int core_add_sink(struct hbm_core *c, const struct hbm_sink *s);
-void core_fact(void *core, const struct hbm_fact *f);
+void core_init(struct hbmd_core *c, const struct hbm_source_ops *ops, void *ctx);
+int core_add_sink(struct hbmd_core *c, const struct hbm_sink *s);
+struct hbm_source_link core_link(struct hbmd_core *c);
 
-int core_devices(struct hbm_core *c, struct device_list *l);
+int core_devices(struct hbmd_core *c, struct device_list *l);
 const struct device *core_find(const struct device_list *l, const char *identity);
-const char *core_identity(const struct hbm_core *c, uint32_t id);
-size_t core_count_devices(const struct hbm_core *c);
-int core_dump(struct hbm_core *c, const struct device *dev, struct hbm_extents *x);
-void core_restore(struct hbm_core *c, const struct device *dev, const struct hbm_state *stored);
-int core_change(struct hbm_core *c, const struct device *dev, uint16_t type,
+const char *core_identity(const struct hbmd_core *c, uint32_t id);
+size_t core_count_devices(const struct hbmd_core *c);
+int core_dump(struct hbmd_core *c, const struct device *dev, struct hbm_extents *x);
+void core_restore(struct hbmd_core *c, const struct device *dev, const struct hbm_state *stored);
+int core_change(struct hbmd_core *c, const struct device *dev, uint16_t type,
 		const struct hbm_ctl_extent *x);
-bool core_is_bypassed(struct hbm_core *c, const char *identity, uint64_t offset,
+bool core_is_bypassed(struct hbmd_core *c, const char *identity, uint64_t offset,
 		      uint64_t length);
 
 #endif /* HBMGUARDD_CORE_H */
