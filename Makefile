@@ -111,11 +111,12 @@ userspace: $(BUILD)/libhbmguard.a $(BUILD)/libhbmguard.so $(BUILD)/hbmguard.pc \
 	$(BUILD)/guest/hbmnl $(BUILD)/guest/hbmrank $(BUILD)/bench-core $(BUILD)/guest/hbmbench \
 	$(BUILD)/guest/hbmrankbench
 
-$(BUILD)/hbmguardd: daemon/hbmguardd.c daemon/hbmguardd.h daemon/control.c daemon/recovery.c daemon/genl.c daemon/genl.h $(DAEMON_SRC) $(DAEMON_HDR) \
+$(BUILD)/hbmguardd: daemon/hbmguardd.c daemon/hbmguardd.h daemon/control.c daemon/recovery.c daemon/genl.c daemon/genl.h \
+		daemon/client.c daemon/client.h $(DAEMON_SRC) $(DAEMON_HDR) \
 		uapi/linux/hbmguard.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) $(shell pkg-config --cflags libnl-genl-3.0 libsystemd) \
-		daemon/hbmguardd.c daemon/control.c daemon/recovery.c daemon/genl.c $(DAEMON_SRC) \
+		daemon/hbmguardd.c daemon/control.c daemon/client.c daemon/recovery.c daemon/genl.c $(DAEMON_SRC) \
 		$(shell pkg-config --libs libnl-genl-3.0 libsystemd) -o $@
 
 $(BUILD)/hbmctl: daemon/hbmctl.c $(BUILD)/libhbmguard.a
@@ -132,7 +133,7 @@ $(BUILD)/guest/hbmctl: daemon/hbmctl.c $(BUILD)/libhbmguard.a
 UNIT_DAEMON := $(DAEMON_SRC) daemon/recovery.c $(shell pkg-config --cflags libnl-genl-3.0 libsystemd)
 UNIT_LIBS := $(CHECK_LIBS) $(shell pkg-config --libs libsystemd)
 UNIT_DEPS := $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR) daemon/recovery.c \
-	daemon/hbmguardd.h daemon/libhbmguard/aperture.c daemon/libhbmguard/hbmguard.h
+	daemon/hbmguardd.h daemon/client.h daemon/libhbmguard/aperture.c daemon/libhbmguard/hbmguard.h
 
 $(BUILD)/unit: $(UNIT_DEPS)
 	@mkdir -p $(@D)

@@ -49,40 +49,6 @@
 #define SO_PEERPIDFD	77
 #endif
 
-/**
- * control_owned_by() - whether a pinned process is still a uid's to signal
- * @pidfd: the process
- * @pid: its pid, in the daemon's pid namespace
- * @uid: the uid it registered as
- *
- * True when @uid could signal it with kill(2) itself (@uid is its real or
- * saved uid, as kill_ok_by_cred() checks): the daemon ends a process on a
- * uid's behalf only when that uid could.  /proc/@pid is read, then the
- * pidfd is checked alive: a live process keeps its pid, so what was read
- * was that process's.
- *
- * Return: whether it is.
- */
-bool control_owned_by(int pidfd, pid_t pid, uid_t uid)
-{
-	unsigned int real, eff, saved;
-	char path[64], line[256];
-	bool found = false;
-	FILE *f;
-
-	if (pidfd < 0)
-		return false;
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f))
-		found = sscanf(line, "Uid: %u %u %u", &real, &eff, &saved) == 3;
-	fclose(f);
-	return found && (uid == real || uid == saved) &&
-	       syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0;
-}
-
 /*
  * The connecting process as a pidfd: from the socket itself where the
  * kernel can (SO_PEERPIDFD, 6.5), else by its pid, checked to still be
@@ -230,16 +196,6 @@ static int mutate(struct client *c, bool admin, uint16_t type, const struct hbm_
 	return err;
 }
 
-/* Never blocks the loop: a peer whose socket is full misses the packet. */
-static bool send_packet(struct client *c, uint16_t type, uint32_t seq, int32_t err,
-			const void *body)
-{
-	alignas(8) unsigned char out[HBM_CTL_MAX_PACKET];
-	size_t len = hbm_ctl_encode(out, sizeof(out), type, seq, err, body);
-
-	return send(c->fd, out, len, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)len;
-}
-
 /* One request in, one reply out.  Returns false to drop the peer. */
 static bool serve(struct client *c, const void *pkt, size_t len, const struct ucred *sender)
 {
@@ -296,27 +252,11 @@ static bool serve(struct client *c, const void *pkt, size_t len, const struct uc
 		fprintf(stderr, "<4>hbmguardd: control: a bad packet from pid %d: %s\n",
 			c->cred.pid, strerror(-err));
 	}
-	if (!send_packet(c, type | HBM_CTL_REPLY, h.seq, err, reply))
+	if (!client_send_packet(c, type | HBM_CTL_REPLY, h.seq, err, reply))
 		return false;
 	arm_idle(c);
 	return err != -EBADMSG && err != -EPROTONOSUPPORT && err != -EOPNOTSUPP &&
 	       err != -EUSERS;
-}
-
-/**
- * control_send() - a packet to a client, unasked (RECOVERY to a rank)
- * @c: the client
- * @type: its type
- * @body: its body
- *
- * A rank that misses one is not waited for: its job's incident escalates
- * at the step's deadline.
- */
-void control_send(struct client *c, uint16_t type, const void *body)
-{
-	if (!send_packet(c, type, 0, 0, body))
-		fprintf(stderr, "<4>hbmguardd: pid %d missed a packet: %s\n",
-			c->cred.pid, strerror(errno));
 }
 
 static int on_client(sd_event_source *s, int fd, uint32_t revents, void *arg)

@@ -11,6 +11,7 @@
 #include <systemd/sd-event.h>
 #include <linux/hbmguard.h>
 
+#include "client.h"
 #include "config.h"
 #include "ctl.h"
 #include "seen.h"
@@ -24,24 +25,6 @@ struct device {
 struct device_list {
 	struct device dev[HBMGUARD_MAX_DEVICES];
 	size_t nr;
-};
-
-/* A connection to the control socket; a training rank once registered. */
-struct client {
-	struct daemon *d;
-	int fd;
-	struct ucred cred;		/* from SO_PEERCRED, at accept */
-	int pidfd;			/* that process, pinned at accept; -1: none */
-	sd_event_source *source;
-	sd_event_source *idle;		/* closes it when it stays silent */
-	sd_event_source *exited;	/* a rank's process ending */
-	bool overflow;			/* over a limit: held for one request */
-	bool admin;			/* proved CAP_SYS_ADMIN: not counted */
-	struct client *next;		/* every connection */
-	bool is_rank;
-	struct hbm_ctl_rank reg;	/* what it registered as */
-	uint32_t answer;		/* to the current step of its job's incident */
-	struct client *next_rank;
 };
 
 /* An incident (recovery.c): what hbmctl sees, and what drives it. */
@@ -108,9 +91,7 @@ bool daemon_is_bypassed(struct daemon *d, const char *identity, uint64_t offset,
 /* control.c */
 int control_setup(struct daemon *d);
 void control_close(struct daemon *d);
-void control_send(struct client *c, uint16_t type, const void *body);
 void control_close_client(struct client *c);
-bool control_owned_by(int pidfd, pid_t pid, uid_t uid);
 
 /* recovery.c */
 void recovery_load(struct daemon *d);
