@@ -33,7 +33,13 @@ CORE_SRC := kmod/table.c kmod/policy.c kmod/mce_decode.c
 CORE_HDR := kmod/core.h kmod/mce_decode.h uapi/linux/hbmguard.h
 UNIT_SRC := $(wildcard tests/unit/*.c)
 DAEMON_SRC := daemon/state.c daemon/config.c daemon/journal.c daemon/ctl.c daemon/seen.c daemon/incidents.c
-DAEMON_HDR := daemon/seen.h daemon/incidents.h daemon/state.h daemon/config.h daemon/journal.h daemon/ctl.h daemon/systemd/hbmguard.catalog
+DAEMON_HDR := daemon/seen.h daemon/incidents.h daemon/state.h daemon/config.h daemon/journal.h daemon/ctl.h daemon/systemd/hbmguard.catalog \
+	daemon/core.h daemon/daemon.h daemon/client.h daemon/recovery.h
+# hbmguardd's source, core and sinks (daemon/hbmguardd.c says how they fit).
+DAEMON_MAIN := daemon/hbmguardd.c daemon/daemon.c daemon/core.c daemon/kernel.c daemon/store.c \
+	daemon/status.c daemon/client.c daemon/control.c daemon/recovery.c daemon/genl.c
+DAEMON_MAIN_HDR := daemon/hbmguardd.h daemon/kernel.h daemon/store.h daemon/status.h \
+	daemon/control.h daemon/genl.h
 KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 
 .PHONY: all module modules-all userspace check check-unit check-ynl check-unitfile check-install \
@@ -111,12 +117,11 @@ userspace: $(BUILD)/libhbmguard.a $(BUILD)/libhbmguard.so $(BUILD)/hbmguard.pc \
 	$(BUILD)/guest/hbmnl $(BUILD)/guest/hbmrank $(BUILD)/bench-core $(BUILD)/guest/hbmbench \
 	$(BUILD)/guest/hbmrankbench
 
-$(BUILD)/hbmguardd: daemon/hbmguardd.c daemon/hbmguardd.h daemon/control.c daemon/recovery.c daemon/genl.c daemon/genl.h \
-		daemon/client.c daemon/client.h $(DAEMON_SRC) $(DAEMON_HDR) \
+$(BUILD)/hbmguardd: $(DAEMON_MAIN) $(DAEMON_MAIN_HDR) $(DAEMON_SRC) $(DAEMON_HDR) \
 		uapi/linux/hbmguard.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) $(shell pkg-config --cflags libnl-genl-3.0 libsystemd) \
-		daemon/hbmguardd.c daemon/control.c daemon/client.c daemon/recovery.c daemon/genl.c $(DAEMON_SRC) \
+		$(DAEMON_MAIN) $(DAEMON_SRC) \
 		$(shell pkg-config --libs libnl-genl-3.0 libsystemd) -o $@
 
 $(BUILD)/hbmctl: daemon/hbmctl.c $(BUILD)/libhbmguard.a
@@ -132,8 +137,8 @@ $(BUILD)/guest/hbmctl: daemon/hbmctl.c $(BUILD)/libhbmguard.a
 # SIGBUS guard, included by tests/unit/check_aperture.c.
 UNIT_DAEMON := $(DAEMON_SRC) daemon/recovery.c $(shell pkg-config --cflags libnl-genl-3.0 libsystemd)
 UNIT_LIBS := $(CHECK_LIBS) $(shell pkg-config --libs libsystemd)
-UNIT_DEPS := $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR) daemon/recovery.c \
-	daemon/hbmguardd.h daemon/client.h daemon/libhbmguard/aperture.c daemon/libhbmguard/hbmguard.h
+UNIT_DEPS := $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR) daemon/recovery.c $(DAEMON_MAIN_HDR) \
+	daemon/hbmguardd.h daemon/libhbmguard/aperture.c daemon/libhbmguard/hbmguard.h
 
 $(BUILD)/unit: $(UNIT_DEPS)
 	@mkdir -p $(@D)

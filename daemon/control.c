@@ -6,7 +6,7 @@
  * SCM_CREDENTIALS of each packet.  Anyone may read the status; only an
  * administrator (CAP_SYS_ADMIN in the initial user namespace, proved per
  * request as ctl.h says) may retire or clear.  A mutation is answered after
- * daemon_apply() has it in the kernel and on disk, so that hbmctl's "done"
+ * store_apply() has it in the kernel and on disk, so that hbmctl's "done"
  * means durable.  The work is short (one netlink request, one state file
  * written) and done in the loop itself, one request at a time: requests
  * from several operators are serialised for free.
@@ -23,6 +23,11 @@
  * register on the connection, and the one recovery may signal (see
  * recovery.c), so that a pid recycled after it exited is never mistaken
  * for it.
+ *
+ * It asks: the status (status.c), the store (a retire or clear), recovery
+ * (ranks and incidents), each through its header; none of them calls back
+ * into it (a rank is told through client.c).  It must not block: every
+ * socket is non-blocking and a reply that does not fit is dropped.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -37,7 +42,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "hbmguardd.h"
+#include "client.h"
+#include "control.h"
+#include "daemon.h"
+#include "recovery.h"
+#include "status.h"
+#include "store.h"
 
 #define MAX_CLIENTS	256
 #define MAX_PER_UID	32
@@ -184,7 +194,7 @@ static int mutate(struct client *c, bool admin, uint16_t type, const struct hbm_
 			"CAP_SYS_ADMIN\n", verbs[type], x->identity, c->cred.uid, c->cred.pid);
 		return -EPERM;
 	}
-	err = daemon_apply(c->d, type, x);
+	err = store_apply(c->d->store, type, x);
 	if (err)
 		fprintf(stderr, "<4>hbmguardd: %s of %s 0x%" PRIx64 "+0x%" PRIx64
 			" for pid %d failed: %s\n", verbs[type], x->identity,
@@ -221,7 +231,7 @@ static bool serve(struct client *c, const void *pkt, size_t len, const struct uc
 	} else if (!err) {
 		switch (type) {
 		case HBM_CTL_STATUS:
-			daemon_status(c->d, &st);
+			status_get(c->d, &st);
 			reply = &st;
 			break;
 		case HBM_CTL_RETIRE:
