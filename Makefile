@@ -43,7 +43,7 @@ DAEMON_MAIN_HDR := daemon/hbmguardd.h daemon/kernel.h daemon/store.h daemon/stat
 KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 
 .PHONY: all module modules-all userspace check check-unit check-ynl check-unitfile check-install \
-	check-kernel check-debug check-system bench demo clean-module FORCE \
+	check-shape check-kernel check-debug check-system bench demo clean-module FORCE \
 	deps install install-dkms clean
 
 all: module userspace
@@ -213,8 +213,8 @@ check-system: $(BUILD)/guest/hbmnl
 	$(TOP)/tests/system/run.sh $(SYSTEM_KVER)
 
 # Each tier stops the run on its first failure, so reaching the end means all
-# passed: 2 unit runs, the spec, unit file and install checks, one kernel run
-# per kernel, one on the debug kernel.
+# passed: 2 unit runs, the spec, unit file, install and shape checks, one
+# kernel run per kernel, one on the debug kernel.
 check-ynl:
 	@echo "== the YNL spec, with the kernel's ynl library"
 	/usr/bin/python3 tests/ynl/check_spec.py $(CACHE)/ynl/linux-source-6.12
@@ -223,10 +223,17 @@ check-unitfile: $(BUILD)/hbmguardd
 	@echo "== the systemd unit"
 	tests/unitfile/check.sh
 
+# hbmguardd's files import no one in a circle; hbmguardd.c stays short.  The
+# check must see the circle of a fixture shaped as hbmguardd.c once was.
+check-shape:
+	@echo "== the shape of hbmguardd"
+	! /usr/bin/python3 tests/shape/check.py tests/shape/circle >/dev/null
+	/usr/bin/python3 tests/shape/check.py
+
 check: deps
 	@$(MAKE) --no-print-directory check-unit check-ynl check-unitfile check-install \
-		check-kernel check-system
-	@echo "check: $$((6 + $(words $(DEB_KVERS)))) passed, 0 failed"
+		check-shape check-kernel check-system
+	@echo "check: $$((7 + $(words $(DEB_KVERS)))) passed, 0 failed"
 
 bench: deps
 	@$(MAKE) --no-print-directory $(BUILD)/bench-core modules-all $(BUILD)/guest/hbmbench \
