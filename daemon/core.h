@@ -7,14 +7,22 @@
  *
  * A source turns what it hears into facts, one struct hbm_fact each, and
  * hands each to the function given to it at start (struct hbm_source_link,
- * from core_link(): a source includes this header for the types only, and
- * never calls a sink).  The core takes each fact once, in order, keeps the device list and the
- * counters, and hands the fact to every registered sink, in the order they
- * were added, through the sink's one callback.  A sink must not block,
- * must not allocate per fact, and must not call back up (no fact from a
- * sink): what it needs to know it asks the core through the
- * functions below (core_devices(), core_dump(), ...), which reach the
- * source that owns the device through its struct hbm_source_ops.
+ * from core_link()): a source includes this header for the types, and
+ * never calls a sink.  The core takes each fact once, in order, keeps the
+ * device list (core_devices()) and the counters, names the device where
+ * the source gave only its id, and hands the fact to every sink, in the
+ * order they were added, through the sink's one callback.  A sink must not
+ * block, must not allocate per fact, and must not call back up (no fact
+ * from a sink): what it needs to know it asks the core (core_devices(),
+ * core_dump(), ...), which asks the source that numbers the devices
+ * through its struct hbm_source_ops.
+ *
+ * A fact counts as an event (STATUS=, hbmctl status) when .event is set
+ * and it was heard (no HBM_FACT_UNHEARD); a RESYNC counts as a resync.
+ * What a table read after a loss holds comes as PAGES facts marked
+ * HBM_FACT_UNHEARD, .sync saying why it was read: sinks that act on lost
+ * data (recovery.c) take them, sinks that record what was heard
+ * (journal.c) do not.
  *
  * The fact is one fixed-size struct, filled by value, no pointer into the
  * source's buffers: a sink may copy it whole.  It carries more than the
