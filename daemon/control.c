@@ -6,7 +6,7 @@
  * SCM_CREDENTIALS of each packet.  Anyone may read the status; only an
  * administrator (CAP_SYS_ADMIN in the initial user namespace, proved per
  * request as ctl.h says) may retire or clear.  A mutation is answered after
- * daemon_apply() has it in the kernel and on disk, so that hbmctl's "done"
+ * store_apply() has it in the kernel and on disk, so that hbmctl's "done"
  * means durable.  The work is short (one netlink request, one state file
  * written) and done in the loop itself, one request at a time: requests
  * from several operators are serialised for free.
@@ -23,6 +23,11 @@
  * register on the connection, and the one recovery may signal (see
  * recovery.c), so that a pid recycled after it exited is never mistaken
  * for it.
+ *
+ * It asks: the status (status.c), the store (a retire or clear), recovery
+ * (ranks and incidents), each through its header; none of them calls back
+ * into it (a rank is told through client.c).  It must not block: every
+ * socket is non-blocking and a reply that does not fit is dropped.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -37,7 +42,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "hbmguardd.h"
+#include "client.h"
+#include "control.h"
+#include "daemon.h"
+#include "recovery.h"
+#include "status.h"
+#include "store.h"
 
 #define MAX_CLIENTS	256
 #define MAX_PER_UID	32
@@ -48,40 +58,6 @@
 #ifndef SO_PEERPIDFD
 #define SO_PEERPIDFD	77
 #endif
-
-/**
- * control_owned_by() - whether a pinned process is still a uid's to signal
- * @pidfd: the process
- * @pid: its pid, in the daemon's pid namespace
- * @uid: the uid it registered as
- *
- * True when @uid could signal it with kill(2) itself (@uid is its real or
- * saved uid, as kill_ok_by_cred() checks): the daemon ends a process on a
- * uid's behalf only when that uid could.  /proc/@pid is read, then the
- * pidfd is checked alive: a live process keeps its pid, so what was read
- * was that process's.
- *
- * Return: whether it is.
- */
-bool control_owned_by(int pidfd, pid_t pid, uid_t uid)
-{
-	unsigned int real, eff, saved;
-	char path[64], line[256];
-	bool found = false;
-	FILE *f;
-
-	if (pidfd < 0)
-		return false;
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f))
-		found = sscanf(line, "Uid: %u %u %u", &real, &eff, &saved) == 3;
-	fclose(f);
-	return found && (uid == real || uid == saved) &&
-	       syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0;
-}
 
 /*
  * The connecting process as a pidfd: from the socket itself where the
@@ -218,7 +194,7 @@ static int mutate(struct client *c, bool admin, uint16_t type, const struct hbm_
 			"CAP_SYS_ADMIN\n", verbs[type], x->identity, c->cred.uid, c->cred.pid);
 		return -EPERM;
 	}
-	err = daemon_apply(c->d, type, x);
+	err = store_apply(c->d->store, type, x);
 	if (err)
 		fprintf(stderr, "<4>hbmguardd: %s of %s 0x%" PRIx64 "+0x%" PRIx64
 			" for pid %d failed: %s\n", verbs[type], x->identity,
@@ -228,16 +204,6 @@ static int mutate(struct client *c, bool admin, uint16_t type, const struct hbm_
 			" %s for pid %d, saved\n", x->identity, x->offset, x->length,
 			type == HBM_CTL_RETIRE ? "retired" : "cleared", c->cred.pid);
 	return err;
-}
-
-/* Never blocks the loop: a peer whose socket is full misses the packet. */
-static bool send_packet(struct client *c, uint16_t type, uint32_t seq, int32_t err,
-			const void *body)
-{
-	alignas(8) unsigned char out[HBM_CTL_MAX_PACKET];
-	size_t len = hbm_ctl_encode(out, sizeof(out), type, seq, err, body);
-
-	return send(c->fd, out, len, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)len;
 }
 
 /* One request in, one reply out.  Returns false to drop the peer. */
@@ -265,7 +231,7 @@ static bool serve(struct client *c, const void *pkt, size_t len, const struct uc
 	} else if (!err) {
 		switch (type) {
 		case HBM_CTL_STATUS:
-			daemon_status(c->d, &st);
+			status_get(c->d, &st);
 			reply = &st;
 			break;
 		case HBM_CTL_RETIRE:
@@ -296,27 +262,11 @@ static bool serve(struct client *c, const void *pkt, size_t len, const struct uc
 		fprintf(stderr, "<4>hbmguardd: control: a bad packet from pid %d: %s\n",
 			c->cred.pid, strerror(-err));
 	}
-	if (!send_packet(c, type | HBM_CTL_REPLY, h.seq, err, reply))
+	if (!client_send_packet(c, type | HBM_CTL_REPLY, h.seq, err, reply))
 		return false;
 	arm_idle(c);
 	return err != -EBADMSG && err != -EPROTONOSUPPORT && err != -EOPNOTSUPP &&
 	       err != -EUSERS;
-}
-
-/**
- * control_send() - a packet to a client, unasked (RECOVERY to a rank)
- * @c: the client
- * @type: its type
- * @body: its body
- *
- * A rank that misses one is not waited for: its job's incident escalates
- * at the step's deadline.
- */
-void control_send(struct client *c, uint16_t type, const void *body)
-{
-	if (!send_packet(c, type, 0, 0, body))
-		fprintf(stderr, "<4>hbmguardd: pid %d missed a packet: %s\n",
-			c->cred.pid, strerror(errno));
 }
 
 static int on_client(sd_event_source *s, int fd, uint32_t revents, void *arg)

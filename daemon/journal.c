@@ -3,11 +3,19 @@
  * Module events as journal entries (journal.h).  Priorities follow what an
  * operator must do: a lost page of data is an error, a page bypassed before
  * it failed a warning, a device to send back critical.
+ *
+ * Also a sink of hbmguardd's core (hbm_journal_fact()): one entry per
+ * event a source heard, to the journal or, without one, to stderr.  It
+ * must not block (sd_journal_send() is one datagram), allocates nothing,
+ * and calls nothing but the journal.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <syslog.h>
+#include <systemd/sd-journal.h>
 #include <linux/hbmguard.h>
 
+#include "core.h"
 #include "journal.h"
 
 static const char *const sources[] = {
@@ -128,4 +136,50 @@ int hbm_journal_describe(const struct hbm_event_view *ev, const char *identity,
 		return 0;
 	}
 	return -1;
+}
+
+/**
+ * hbm_journal_fact() - the journal as a sink of the core
+ * @journald: a bool: whether a journal is there to send entries to
+ * @f: the fact
+ *
+ * One structured journal entry per event heard; journalctl -x explains it.
+ * What was read from a table unheard, or is no event, is no entry.
+ */
+void hbm_journal_fact(void *journald, const struct hbm_fact *f)
+{
+	struct hbm_event_view ev = {
+		.type = f->event,
+		.seqnum = f->seqnum,
+		.device = f->dev.id,
+		.offset = f->offset,
+		.length = f->length,
+		.source = f->source,
+		.state = f->state,
+		.count = f->count,
+		.aux = f->aux,
+	};
+	const char *identity = f->dev.identity[0] ? f->dev.identity : "?";
+	struct hbm_journal_entry e;
+
+	if (!f->event || (f->flags & HBM_FACT_UNHEARD))
+		return;
+	if (hbm_journal_describe(&ev, identity, &e)) {
+		fprintf(stderr, "<4>hbmguardd: event #%llu of unknown type %u\n",
+			(unsigned long long)ev.seqnum, ev.type);
+		return;
+	}
+	if (!*(const bool *)journald)
+		fprintf(stderr, "<%d>hbmguardd: %s\n", e.priority, e.message);
+	else
+		sd_journal_send("MESSAGE=%s", e.message, "MESSAGE_ID=%s", e.message_id,
+				"PRIORITY=%d", e.priority,
+				"HBMGUARD_DEVICE=%u", ev.device,
+				"HBMGUARD_IDENTITY=%s", identity,
+				"HBMGUARD_OFFSET=0x%llx", (unsigned long long)ev.offset,
+				"HBMGUARD_LENGTH=0x%llx", (unsigned long long)ev.length,
+				"HBMGUARD_SOURCE=%s", hbm_journal_source_name(ev.source),
+				"HBMGUARD_COUNT=%u", ev.count,
+				"HBMGUARD_SEQNUM=%llu", (unsigned long long)ev.seqnum,
+				NULL);
 }

@@ -33,4 +33,7 @@ int hbm_journal_describe(const struct hbm_event_view *ev, const char *identity,
 			 struct hbm_journal_entry *out);
 const char *hbm_journal_source_name(uint32_t source);
 
+struct hbm_fact;
+void hbm_journal_fact(void *journald, const struct hbm_fact *f);
+
 #endif /* HBM_JOURNAL_H */

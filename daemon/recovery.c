@@ -35,6 +35,13 @@
  * history keeps the newest HBM_INCIDENTS_KEPT closed ones; open incidents,
  * and escalated ones whose SIGKILL is still to come, are kept whatever
  * their number.
+ *
+ * A sink of the core (recovery_fact()): pages whose data was lost, heard or
+ * found unheard in a table read after a loss, open incidents; a device new
+ * or gone forgets what was acted upon there.  It must not block (signals,
+ * non-blocking sends through client.c, one atomic write per transition)
+ * and calls nothing above it: the status and the retry of a failed save
+ * through daemon.c, the kernel's table through daemon_is_bypassed().
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -48,8 +55,11 @@
 #include <unistd.h>
 #include <systemd/sd-journal.h>
 
-#include "hbmguardd.h"
+#include "client.h"
+#include "core.h"
+#include "daemon.h"
 #include "incidents.h"
+#include "recovery.h"
 #include "state.h"
 
 #define INCIDENTS_FILE		"incidents"
@@ -606,4 +616,101 @@ void recovery_load(struct daemon *d)
 	free(in);
 	for (i = 0; i < d->nr_incidents; i++)
 		escalate(d, &d->incidents[i], "hbmguardd restarted during recovery");
+}
+
+/**
+ * recovery_ranks() - how many ranks are registered
+ * @d: the daemon
+ *
+ * Return: their number.
+ */
+size_t recovery_ranks(struct daemon *d)
+{
+	size_t n = 0;
+
+	for (struct client *c = d->ranks; c; c = c->next_rank)
+		n++;
+	return n;
+}
+
+static bool destroys_data(uint32_t state, uint32_t source)
+{
+	return (state == HBMGUARD_STATE_RETIRED || state == HBMGUARD_STATE_FAILED) &&
+	       (source == HBMGUARD_SOURCE_UE || source == HBMGUARD_SOURCE_POISON);
+}
+
+/* The state pages of a module event are in. */
+static uint32_t event_state(uint32_t event)
+{
+	return event == HBMGUARD_EVENT_RETIRED ? HBMGUARD_STATE_RETIRED :
+	       event == HBMGUARD_EVENT_FAILED ? HBMGUARD_STATE_FAILED : 0;
+}
+
+/*
+ * Pages of device @id lost their data: each part not seen before opens the
+ * recovery of the jobs on it, once, whether an event told of it or a dump
+ * after events were lost (@unheard).
+ */
+static void lost_pages(struct daemon *d, uint32_t id, const char *identity,
+		       uint64_t offset, uint64_t length, bool unheard)
+{
+	struct hbm_ranges fresh = { 0 };
+	size_t i;
+
+	if (id >= HBMGUARD_MAX_DEVICES || !identity[0])
+		return;
+	if (hbm_ranges_add(&d->seen[id], offset, length, &fresh)) {
+		recovery_on_lost_data(d, identity, offset, length);
+		return;
+	}
+	for (i = 0; i < fresh.nr; i++) {
+		if (unheard)
+			fprintf(stderr, "<4>hbmguardd: %s: data lost at 0x%" PRIx64 "+0x%" PRIx64
+				" while events were lost\n", identity,
+				fresh.r[i].offset, fresh.r[i].length);
+		recovery_on_lost_data(d, identity, fresh.r[i].offset, fresh.r[i].length);
+	}
+	hbm_ranges_free(&fresh);
+}
+
+/**
+ * recovery_fact() - recovery as a sink of the core
+ * @arg: the daemon
+ * @f: the fact
+ *
+ * Data lost under a rank starts its job's recovery: heard in an event, or
+ * read from a table unheard (at start only taken as seen: old news).
+ */
+void recovery_fact(void *arg, const struct hbm_fact *f)
+{
+	struct daemon *d = arg;
+	uint32_t id = f->dev.id;
+
+	if (id >= HBMGUARD_MAX_DEVICES)
+		return;
+	switch (f->type) {
+	case HBM_FACT_DEVICE_SEEN:
+		if (f->sync == HBM_SYNC_ADDED)	/* a new table: an error there is news */
+			hbm_ranges_free(&d->seen[id]);
+		break;
+	case HBM_FACT_DEVICE_GONE:
+		hbm_ranges_free(&d->seen[id]);
+		break;
+	case HBM_FACT_PAGES:
+		if (f->flags & HBM_FACT_UNHEARD) {
+			if (!destroys_data(f->state, f->source))
+				break;
+			if (f->sync == HBM_SYNC_START)
+				hbm_ranges_add(&d->seen[id], f->offset, f->length, NULL);
+			else
+				lost_pages(d, id, f->dev.identity, f->offset, f->length, true);
+		} else if (f->event == HBMGUARD_EVENT_CLEARED) {
+			/* a new error there is news */
+			hbm_ranges_remove(&d->seen[id], f->offset, f->length);
+		} else if (destroys_data(event_state(f->event), f->source)) {
+			/* Data lost under a rank: its job's recovery starts. */
+			lost_pages(d, id, f->dev.identity, f->offset, f->length, false);
+		}
+		break;
+	}
 }

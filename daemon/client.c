@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A connection to the control socket, and the process at its other end
+ * (client.h): a packet sent without blocking, and whether a pinned process
+ * is still its owner's to signal.  Used by control.c, which serves the
+ * connections, and by recovery.c, which tells ranks what to do; calls
+ * neither.
+ */
+#include <errno.h>
+#include <stdalign.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "client.h"
+
+/**
+ * control_owned_by() - whether a pinned process is still a uid's to signal
+ * @pidfd: the process
+ * @pid: its pid, in the daemon's pid namespace
+ * @uid: the uid it registered as
+ *
+ * True when @uid could signal it with kill(2) itself (@uid is its real or
+ * saved uid, as kill_ok_by_cred() checks): the daemon ends a process on a
+ * uid's behalf only when that uid could.  /proc/@pid is read, then the
+ * pidfd is checked alive: a live process keeps its pid, so what was read
+ * was that process's.
+ *
+ * Return: whether it is.
+ */
+bool control_owned_by(int pidfd, pid_t pid, uid_t uid)
+{
+	unsigned int real, eff, saved;
+	char path[64], line[256];
+	bool found = false;
+	FILE *f;
+
+	if (pidfd < 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "Uid: %u %u %u", &real, &eff, &saved) == 3;
+	fclose(f);
+	return found && (uid == real || uid == saved) &&
+	       syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0;
+}
+
+/* Never blocks the loop: a peer whose socket is full misses the packet. */
+bool client_send_packet(struct client *c, uint16_t type, uint32_t seq, int32_t err,
+			const void *body)
+{
+	alignas(8) unsigned char out[HBM_CTL_MAX_PACKET];
+	size_t len = hbm_ctl_encode(out, sizeof(out), type, seq, err, body);
+
+	return send(c->fd, out, len, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)len;
+}
+
+/**
+ * control_send() - a packet to a client, unasked (RECOVERY to a rank)
+ * @c: the client
+ * @type: its type
+ * @body: its body
+ *
+ * A rank that misses one is not waited for: its job's incident escalates
+ * at the step's deadline.
+ */
+void control_send(struct client *c, uint16_t type, const void *body)
+{
+	if (!client_send_packet(c, type, 0, 0, body))
+		fprintf(stderr, "<4>hbmguardd: pid %d missed a packet: %s\n",
+			c->cred.pid, strerror(errno));
+}

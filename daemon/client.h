@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A connection to hbmguardd's control socket, and the process at its other
+ * end: what control.c accepts and recovery.c speaks to (a rank), neither
+ * knowing the other.
+ */
+#ifndef HBM_CLIENT_H
+#define HBM_CLIENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#include "ctl.h"
+
+struct daemon;
+
+/* A connection to the control socket; a training rank once registered. */
+struct client {
+	struct daemon *d;
+	int fd;
+	struct ucred cred;		/* from SO_PEERCRED, at accept */
+	int pidfd;			/* that process, pinned at accept; -1: none */
+	sd_event_source *source;
+	sd_event_source *idle;		/* closes it when it stays silent */
+	sd_event_source *exited;	/* a rank's process ending */
+	bool overflow;			/* over a limit: held for one request */
+	bool admin;			/* proved CAP_SYS_ADMIN: not counted */
+	struct client *next;		/* every connection */
+	bool is_rank;
+	struct hbm_ctl_rank reg;	/* what it registered as */
+	uint32_t answer;		/* to the current step of its job's incident */
+	struct client *next_rank;
+};
+
+bool client_send_packet(struct client *c, uint16_t type, uint32_t seq, int32_t err,
+			const void *body);
+void control_send(struct client *c, uint16_t type, const void *body);
+bool control_owned_by(int pidfd, pid_t pid, uid_t uid);
+
+#endif /* HBM_CLIENT_H */

@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * hbmguardd's core (core.h): takes each fact from a source once, in order,
+ * and hands it to every sink; keeps the device list (by the module's ids)
+ * and the counters STATUS= shows; answers what the sinks and the control
+ * socket ask of the devices by asking the source that numbers them.
+ *
+ * It must not block beyond the source's own short requests, allocates
+ * nothing per fact (a fact is copied on the stack), and calls no sink
+ * but through its callback: it includes no source's or sink's header.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+
+/**
+ * hbm_extents_push() - add a record to a table being read
+ * @x: the table
+ * @r: the record
+ *
+ * Return: false when out of memory.
+ */
+bool hbm_extents_push(struct hbm_extents *x, const struct hbm_state_record *r)
+{
+	if (x->nr == x->cap) {
+		size_t cap = x->cap ? 2 * x->cap : 256;
+		void *p = realloc(x->r, cap * sizeof(*x->r));
+
+		if (!p)
+			return false;
+		x->r = p;
+		x->cap = cap;
+	}
+	x->r[x->nr++] = *r;
+	return true;
+}
+
+/**
+ * core_init() - a core with no sink yet
+ * @c: the core
+ * @ops: what the source that numbers the devices can be asked
+ * @ctx: its context
+ */
+void core_init(struct hbmd_core *c, const struct hbm_source_ops *ops, void *ctx)
+{
+	memset(c, 0, sizeof(*c));
+	c->ops = ops;
+	c->ops_ctx = ctx;
+}
+
+/**
+ * core_add_sink() - facts to @s from now on, after the sinks added before
+ * @c: the core
+ * @s: the sink (copied)
+ *
+ * Return: 0, or -ENOSPC past HBM_MAX_SINKS.
+ */
+int core_add_sink(struct hbmd_core *c, const struct hbm_sink *s)
+{
+	if (c->nr_sinks == HBM_MAX_SINKS)
+		return -ENOSPC;
+	c->sinks[c->nr_sinks++] = *s;
+	return 0;
+}
+
+/* A fact to every sink, its device named where the source left it out. */
+static void core_fact(void *core, const struct hbm_fact *fact)
+{
+	struct hbmd_core *c = core;
+	struct hbm_fact f = *fact;
+	size_t i;
+
+	if (!f.dev.identity[0] && f.dev.id < HBMGUARD_MAX_DEVICES)
+		memcpy(f.dev.identity, c->identity[f.dev.id], sizeof(f.dev.identity));
+	if (f.type == HBM_FACT_RESYNC)
+		c->resyncs++;
+	else if (f.event && !(f.flags & HBM_FACT_UNHEARD))
+		c->events_seen++;
+	for (i = 0; i < c->nr_sinks; i++)
+		c->sinks[i].fact(c->sinks[i].ctx, &f);
+}
+
+static bool listed(const struct device_list *l, uint32_t id)
+{
+	size_t i;
+
+	for (i = 0; i < l->nr; i++)
+		if (l->dev[i].id == id)
+			return true;
+	return false;
+}
+
+/**
+ * core_devices() - the devices, as their source has them now
+ * @c: the core
+ * @l: filled in
+ *
+ * Those gone since the last read leave (a DEVICE_GONE fact each); every
+ * one listed is remembered for the journal and the status.
+ *
+ * Return: 0, or the source's negative errno.
+ */
+int core_devices(struct hbmd_core *c, struct device_list *l)
+{
+	size_t i;
+	int err;
+
+	l->nr = 0;
+	err = c->ops->list(c->ops_ctx, l);
+	if (err)
+		return err;
+	for (i = 0; i < HBMGUARD_MAX_DEVICES; i++)
+		if (c->identity[i][0] && !listed(l, i)) {
+			struct hbm_fact f = { .type = HBM_FACT_DEVICE_GONE,
+					      .origin = c->ops->origin, .dev.id = i };
+
+			core_fact(c, &f);
+		}
+	memset(c->identity, 0, sizeof(c->identity));
+	for (i = 0; i < l->nr; i++)
+		if (l->dev[i].id < HBMGUARD_MAX_DEVICES)
+			strcpy(c->identity[l->dev[i].id], l->dev[i].identity);
+	return 0;
+}
+
+static int link_devices(void *core, struct device_list *l)
+{
+	return core_devices(core, l);
+}
+
+/**
+ * core_link() - what a source is given at start
+ * @c: the core
+ *
+ * Return: the source's way in.
+ */
+struct hbm_source_link core_link(struct hbmd_core *c)
+{
+	return (struct hbm_source_link){ .fact = core_fact, .devices = link_devices,
+					 .core = c };
+}
+
+/**
+ * core_find() - a device of a list, by identity
+ * @l: the list
+ * @identity: the device's
+ *
+ * Return: the device, or NULL.
+ */
+const struct device *core_find(const struct device_list *l, const char *identity)
+{
+	size_t i;
+
+	for (i = 0; i < l->nr; i++)
+		if (!strcmp(l->dev[i].identity, identity))
+			return &l->dev[i];
+	return NULL;
+}
+
+/**
+ * core_identity() - a device's identity, as last listed
+ * @c: the core
+ * @id: its id
+ *
+ * Return: the identity, "" for none.
+ */
+const char *core_identity(const struct hbmd_core *c, uint32_t id)
+{
+	return id < HBMGUARD_MAX_DEVICES ? c->identity[id] : "";
+}
+
+/**
+ * core_count_devices() - how many devices were last listed
+ * @c: the core
+ *
+ * Return: their number.
+ */
+size_t core_count_devices(const struct hbmd_core *c)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < HBMGUARD_MAX_DEVICES; i++)
+		n += c->identity[i][0] != 0;
+	return n;
+}
+
+/**
+ * core_dump() - a device's table, from its source
+ * @c: the core
+ * @dev: the device
+ * @x: appended to
+ *
+ * Return: 0, or a negative errno.
+ */
+int core_dump(struct hbmd_core *c, const struct device *dev, struct hbm_extents *x)
+{
+	return c->ops->dump(c->ops_ctx, dev, x);
+}
+
+/**
+ * core_restore() - a device's stored pages, back into its source's table
+ * @c: the core
+ * @dev: the device
+ * @stored: its state file's records
+ */
+void core_restore(struct hbmd_core *c, const struct device *dev, const struct hbm_state *stored)
+{
+	c->ops->restore(c->ops_ctx, dev, stored);
+}
+
+/**
+ * core_change() - retire or clear pages of a device in its source's table
+ * @c: the core
+ * @dev: the device
+ * @type: HBM_CTL_RETIRE or HBM_CTL_CLEAR
+ * @x: the extent
+ *
+ * Return: 0, or the source's negative errno.
+ */
+int core_change(struct hbmd_core *c, const struct device *dev, uint16_t type,
+		const struct hbm_ctl_extent *x)
+{
+	return c->ops->change(c->ops_ctx, dev, type, x);
+}
+
+/**
+ * core_is_bypassed() - whether the kernel serves pages from spares now
+ * @c: the core
+ * @identity: the device
+ * @offset: the pages
+ * @length: their length
+ *
+ * Return: true if every page of the range is RETIRED in the kernel's table.
+ */
+bool core_is_bypassed(struct hbmd_core *c, const char *identity, uint64_t offset,
+		      uint64_t length)
+{
+	struct device_list *l = calloc(1, sizeof(*l));
+	struct hbm_extents k = { 0 };
+	const struct device *dev;
+	uint64_t at = offset;
+	size_t i;
+
+	if (!l || core_devices(c, l))
+		goto out;
+	dev = core_find(l, identity);
+	if (!dev || core_dump(c, dev, &k))
+		goto out;
+	for (i = 0; i < k.nr && at < offset + length; i++)
+		if (k.r[i].offset <= at && at < k.r[i].offset + k.r[i].length &&
+		    k.r[i].state == HBMGUARD_STATE_RETIRED)
+			at = k.r[i].offset + k.r[i].length;
+out:
+	free(k.r);
+	free(l);
+	return at >= offset + length;
+}

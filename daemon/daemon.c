@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * What a part of hbmguardd tells the daemon, or asks it, without knowing
+ * who answers: recovery.c and store.c call these; main() wired who listens
+ * (status.c for the status, store.c for the retry of the saves).  So no
+ * part calls back up into the one that wired it.
+ *
+ * Not linked into the unit tests, which stub these (check_recovery.c).
+ */
+#include "core.h"
+#include "daemon.h"
+
+/**
+ * daemon_notify_status() - something STATUS= shows has changed
+ * @d: the daemon
+ */
+void daemon_notify_status(struct daemon *d)
+{
+	if (d->on_status)
+		d->on_status(d);
+}
+
+/**
+ * daemon_save_failed() - a state file did not reach the disk: try again
+ * @d: the daemon
+ */
+void daemon_save_failed(struct daemon *d)
+{
+	if (d->on_save_failed)
+		d->on_save_failed(d);
+}
+
+/**
+ * daemon_is_bypassed() - whether the kernel serves pages from spares now
+ * @d: the daemon
+ * @identity: the device
+ * @offset: the pages
+ * @length: their length
+ *
+ * Return: true if every page of the range is RETIRED in the device's table.
+ */
+bool daemon_is_bypassed(struct daemon *d, const char *identity, uint64_t offset,
+			uint64_t length)
+{
+	return core_is_bypassed(d->core, identity, offset, length);
+}

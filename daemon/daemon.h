@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What every part of hbmguardd shares: the configuration, the loop, the
+ * state directory, and the few things a part may tell the daemon without
+ * knowing who listens (daemon.c forwards them to what main() wired).
+ *
+ * Each part keeps its own state in its own file (kernel.c, core.c,
+ * store.c); what is here besides is recovery.c's and control.c's, kept in
+ * this struct where tests/unit/check_recovery.c reads it.
+ */
+#ifndef HBM_DAEMON_H
+#define HBM_DAEMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+#include <systemd/sd-event.h>
+#include <linux/hbmguard.h>
+
+#include "config.h"
+#include "seen.h"
+
+struct client;
+struct incident;
+struct hbmd_core;
+struct hbm_store;
+
+struct daemon {
+	struct hbm_config cfg;
+	const char *config_path;
+	int state_dir;
+	sd_event *loop;
+	bool journald;			/* a journal to send entries to */
+	time_t started;
+	struct hbmd_core *core;		/* the devices, and what can be asked of them */
+	struct hbm_store *store;	/* the state files (store.c) */
+
+	/* Wired by main(); daemon.c calls them (NULL: nobody listens). */
+	void (*on_status)(struct daemon *d);	/* something STATUS= shows changed */
+	void (*on_save_failed)(struct daemon *d);	/* a file did not reach the disk */
+
+	/* recovery.c's */
+	int incidents_error;		/* of the last save of the incidents */
+	struct hbm_ranges seen[HBMGUARD_MAX_DEVICES];	/* lost data acted upon */
+	struct client *ranks;		/* registered training ranks */
+	struct incident *incidents;	/* oldest first */
+	size_t nr_incidents, incidents_cap;
+	uint64_t last_incident;		/* the id of the newest */
+
+	/* control.c's */
+	int control;			/* the listening control socket */
+	struct client *clients;		/* connected to it */
+};
+
+void daemon_notify_status(struct daemon *d);
+void daemon_save_failed(struct daemon *d);
+bool daemon_is_bypassed(struct daemon *d, const char *identity, uint64_t offset,
+			uint64_t length);
+
+#endif /* HBM_DAEMON_H */

@@ -1,0 +1,650 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The kernel link, hbmguardd's source of facts from hbmguard.ko: the
+ * "hbmguard" generic netlink family, its events group, its dumps.
+ *
+ * Each event of the module becomes one fact to the core (core.h), in the
+ * module's order.  On a sequence gap or ENOBUFS events were missed: the
+ * link says so (RESYNC) and reads every device again, each a DEVICE_SEEN
+ * and what its table holds as unheard PAGES facts.  A module reload
+ * registers the family anew: the controller's "notify" group says so, and
+ * the link joins the new group and reads every device as added.  The
+ * sequence numbers are the module's own, so their gaps are mended here,
+ * before the event that showed one is passed on.  The link also answers
+ * what the core asks of the module's devices (struct hbm_source_ops:
+ * list, dump, restore, retire or clear) and registers the configured
+ * ranges and policies.
+ *
+ * It must not block the loop longer than one request to the module, must
+ * not allocate per event (a dump's table is allocated per read), and calls
+ * no sink: facts go out through the link the core gave at start.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <netlink/genl/ctrl.h>
+#include <netlink/genl/genl.h>
+#include <netlink/netlink.h>
+#include <linux/hbmguard.h>
+
+#include "config.h"
+#include "core.h"
+#include "daemon.h"
+#include "genl.h"
+#include "kernel.h"
+#include "seen.h"
+
+#define ALL_DEVICES UINT32_MAX
+
+static int transact(struct hbm_kernel *k, struct nl_msg *msg,
+		    nl_recvmsg_msg_cb_t parse, void *arg)
+{
+	return hbm_genl_transact(k->req, msg, parse, arg);
+}
+
+static struct nl_msg *request(struct hbm_kernel *k, int cmd, int flags)
+{
+	return hbm_genl_request(k->family, cmd, flags);
+}
+
+/* Devices and their tables, as the kernel has them. */
+static int parse_device(struct nl_msg *msg, void *arg)
+{
+	struct nlattr *a[HBMGUARD_A_MAX + 1];
+	struct device_list *l = arg;
+	struct device *dev;
+
+	if (genlmsg_parse(nlmsg_hdr(msg), 0, a, HBMGUARD_A_MAX, NULL) ||
+	    !a[HBMGUARD_A_DEVICE_ID] || !a[HBMGUARD_A_IDENTITY] ||
+	    !a[HBMGUARD_A_PAGE_SIZE] || l->nr == HBMGUARD_MAX_DEVICES)
+		return NL_SKIP;
+	dev = &l->dev[l->nr++];
+	dev->id = nla_get_u32(a[HBMGUARD_A_DEVICE_ID]);
+	snprintf(dev->identity, sizeof(dev->identity), "%s",
+		 nla_get_string(a[HBMGUARD_A_IDENTITY]));
+	dev->page_size = nla_get_u32(a[HBMGUARD_A_PAGE_SIZE]);
+	return NL_OK;
+}
+
+static int parse_extent(struct nl_msg *msg, void *arg)
+{
+	struct nlattr *a[HBMGUARD_A_MAX + 1], *e[HBMGUARD_A_MAX + 1];
+	struct hbm_extents *x = arg;
+	struct hbm_state_record r;
+
+	if (genlmsg_parse(nlmsg_hdr(msg), 0, a, HBMGUARD_A_MAX, NULL) ||
+	    !a[HBMGUARD_A_EXTENT] ||
+	    nla_parse_nested(e, HBMGUARD_A_MAX, a[HBMGUARD_A_EXTENT], NULL) ||
+	    !e[HBMGUARD_A_OFFSET] || !e[HBMGUARD_A_LENGTH] || !e[HBMGUARD_A_STATE])
+		return NL_SKIP;
+	r = (struct hbm_state_record){
+		.offset = nla_get_u64(e[HBMGUARD_A_OFFSET]),
+		.length = nla_get_u64(e[HBMGUARD_A_LENGTH]),
+		.first_seen = e[HBMGUARD_A_FIRST_SEEN] ? nla_get_u64(e[HBMGUARD_A_FIRST_SEEN]) : 0,
+		.last_seen = e[HBMGUARD_A_LAST_SEEN] ? nla_get_u64(e[HBMGUARD_A_LAST_SEEN]) : 0,
+		.state = nla_get_u32(e[HBMGUARD_A_STATE]),
+		.source = e[HBMGUARD_A_SOURCE] ? nla_get_u32(e[HBMGUARD_A_SOURCE]) : 0,
+		.errors = e[HBMGUARD_A_ERRORS] ? nla_get_u32(e[HBMGUARD_A_ERRORS]) : 0,
+	};
+	return hbm_extents_push(x, &r) ? NL_OK : NL_STOP;
+}
+
+static int dump_pages(void *ctx, const struct device *dev, struct hbm_extents *x)
+{
+	struct hbm_kernel *k = ctx;
+	struct nl_msg *msg = request(k, HBMGUARD_CMD_PAGES_GET, NLM_F_DUMP);
+
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev->id);
+	return transact(k, msg, parse_extent, x);
+}
+
+/* Put stored pages back into the kernel, as RESTORED: raises no recovery. */
+static int restore(struct hbm_kernel *k, const struct device *dev,
+		   const struct hbm_state *s)
+{
+	size_t i = 0;
+	int err = 0;
+
+	while (i < s->nr && !err) {
+		struct nl_msg *msg = request(k, HBMGUARD_CMD_RESTORE, 0);
+		size_t batch;
+
+		nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev->id);
+		for (batch = 0; i < s->nr && batch < 256; i++, batch++) {
+			struct nlattr *n = nla_nest_start(msg, HBMGUARD_A_EXTENT);
+
+			nla_put_u64(msg, HBMGUARD_A_OFFSET, s->records[i].offset);
+			nla_put_u64(msg, HBMGUARD_A_LENGTH, s->records[i].length);
+			if (s->records[i].state == HBMGUARD_STATE_PENDING)
+				nla_put_u32(msg, HBMGUARD_A_STATE, HBMGUARD_STATE_PENDING);
+			nla_nest_end(msg, n);
+		}
+		err = transact(k, msg, NULL, NULL);
+	}
+	return err;
+}
+
+/* The configured policy of a device, into the kernel. */
+static void apply_policy(struct hbm_kernel *k, const struct device *dev)
+{
+	struct hbm_policy_config p = hbm_config_policy_for(&k->d->cfg, dev->identity);
+	struct nl_msg *msg;
+	int err;
+
+	if (!p.set)
+		return;
+	msg = request(k, HBMGUARD_CMD_POLICY_SET, 0);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev->id);
+	if (p.set & HBM_SET_CE_THRESHOLD)
+		nla_put_u32(msg, HBMGUARD_A_CE_THRESHOLD, p.ce_threshold);
+	if (p.set & HBM_SET_CE_WINDOW)
+		nla_put_u32(msg, HBMGUARD_A_CE_WINDOW, p.ce_window);
+	if (p.set & HBM_SET_RETIRE_LIMIT)
+		nla_put_u32(msg, HBMGUARD_A_RETIRE_LIMIT, p.retire_limit);
+	err = transact(k, msg, NULL, NULL);
+	if (err)
+		fprintf(stderr, "<3>hbmguardd: policy of %s refused by the kernel: %s\n",
+			dev->identity, hbm_genl_strerror(err));
+}
+
+/* The configured policy, then the stored pages: the core's restore. */
+static void restore_stored(void *ctx, const struct device *dev,
+			   const struct hbm_state *stored)
+{
+	struct hbm_kernel *k = ctx;
+	int err;
+
+	apply_policy(k, dev);
+	if (!stored->nr)
+		return;
+	err = restore(k, dev, stored);
+	if (err)
+		fprintf(stderr, "<4>hbmguardd: restoring %zu extents into %s: %s\n",
+			stored->nr, dev->identity, hbm_genl_strerror(err));
+	else
+		fprintf(stderr, "<5>hbmguardd: restored %zu extents into %s\n",
+			stored->nr, dev->identity);
+}
+
+/*
+ * The configuration's [Range] sections, registered with the module: at
+ * start, after a reload and when the module comes back.  One registered
+ * already (the daemon restarted) is EEXIST, and fine.  A range the
+ * configuration no longer names stays registered: unregistering takes its
+ * table with it.
+ */
+static int register_range(struct hbm_kernel *k, const struct hbm_range_config *r, bool claim)
+{
+	struct nl_msg *msg = request(k, HBMGUARD_CMD_RANGE_REGISTER, 0);
+
+	if (!msg)
+		return -ENOMEM;
+	nla_put_string(msg, HBMGUARD_A_NAME, r->name);
+	if (r->numa_node >= 0) {
+		nla_put_u32(msg, HBMGUARD_A_NUMA_NODE, r->numa_node);
+	} else {
+		nla_put_u64(msg, HBMGUARD_A_PHYS_ADDR, r->address);
+		nla_put_u64(msg, HBMGUARD_A_HBM_SIZE, r->size);
+	}
+	if (r->spare_pages)
+		nla_put_u32(msg, HBMGUARD_A_SPARE_PAGES, r->spare_pages);
+	if (claim)
+		nla_put_flag(msg, HBMGUARD_A_CLAIM);
+	return transact(k, msg, NULL, NULL);
+}
+
+/*
+ * The configuration's ranges.  A claimed range whose memory cannot be taken
+ * (EBUSY: its bad frames stay out of the page allocator until reboot once
+ * it was unregistered, at a module reload among others) is registered
+ * without its aperture: its table, and the errors the kernel reports on
+ * it, matter more than the mapping.
+ */
+static void register_ranges(struct hbm_kernel *k)
+{
+	size_t i;
+
+	for (i = 0; i < k->d->cfg.nr_ranges; i++) {
+		const struct hbm_range_config *r = &k->d->cfg.ranges[i];
+		int err = register_range(k, r, r->claim);
+
+		if (err == -EBUSY && r->claim) {
+			fprintf(stderr, "<4>hbmguardd: range %s: its memory cannot be claimed "
+				"(%s): registered without an aperture\n", r->name,
+				hbm_genl_strerror(err));
+			err = register_range(k, r, false);
+		}
+		if (err && err != -EEXIST)
+			fprintf(stderr, "<3>hbmguardd: range %s not registered: %s\n", r->name,
+				hbm_genl_strerror(err));
+		else if (!err)
+			fprintf(stderr, "<6>hbmguardd: range %s registered\n", r->name);
+	}
+}
+
+static uint64_t attr_u64(struct nlattr **a, int type)
+{
+	return a[type] ? nla_get_u64(a[type]) : 0;
+}
+
+static uint32_t attr_u32(struct nlattr **a, int type)
+{
+	return a[type] ? nla_get_u32(a[type]) : 0;
+}
+
+/* HBM_CTL_RETIRE or HBM_CTL_CLEAR, into the kernel's table: the core's change. */
+static int change(void *ctx, const struct device *dev, uint16_t type,
+		  const struct hbm_ctl_extent *x)
+{
+	struct hbm_kernel *k = ctx;
+	struct nl_msg *msg = request(k, type == HBM_CTL_RETIRE ? HBMGUARD_CMD_RETIRE :
+				     HBMGUARD_CMD_CLEAR, 0);
+
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev->id);
+	nla_put_u64(msg, HBMGUARD_A_OFFSET, x->offset);
+	nla_put_u64(msg, HBMGUARD_A_LENGTH, x->length);
+	if (x->flags & HBM_CTL_PENDING)
+		nla_put_u32(msg, HBMGUARD_A_FLAGS, HBMGUARD_RETIRE_PENDING);
+	return transact(k, msg, NULL, NULL);
+}
+
+/* The module's devices: the core's list. */
+static int list_devices(void *ctx, struct device_list *l)
+{
+	struct hbm_kernel *k = ctx;
+	size_t i;
+	int err;
+
+	err = transact(k, request(k, HBMGUARD_CMD_DEVICE_GET, NLM_F_DUMP), parse_device, l);
+	if (err)
+		return err;
+	memset(k->listed, 0, sizeof(k->listed));
+	for (i = 0; i < l->nr; i++)
+		if (l->dev[i].id < HBMGUARD_MAX_DEVICES)
+			strcpy(k->listed[l->dev[i].id], l->dev[i].identity);
+	return 0;
+}
+
+const struct hbm_source_ops kernel_ops = {
+	.origin = HBM_FROM_KERNEL,
+	.list = list_devices,
+	.dump = dump_pages,
+	.restore = restore_stored,
+	.change = change,
+};
+
+static int join_family(struct hbm_kernel *k);
+
+/*
+ * What a device's table holds, read after it was (re)found: PAGES facts,
+ * unheard, for the sinks to take what they did not hear (lost data).
+ */
+static void table_facts(struct hbm_kernel *k, const struct device *dev, enum hbm_sync why)
+{
+	struct hbm_extents x = { 0 };
+	size_t i;
+
+	if (!dump_pages(k, dev, &x))
+		for (i = 0; i < x.nr; i++) {
+			struct hbm_fact f = {
+				.type = HBM_FACT_PAGES, .origin = HBM_FROM_KERNEL,
+				.flags = HBM_FACT_UNHEARD, .sync = why,
+				.dev = { .id = dev->id, .kind = HBM_DEVICE_RANGE,
+					 .page_size = dev->page_size },
+				.offset = x.r[i].offset, .length = x.r[i].length,
+				.state = x.r[i].state, .source = x.r[i].source,
+				.count = x.r[i].errors,
+			};
+
+			k->link.fact(k->link.core, &f);
+		}
+	free(x.r);
+}
+
+/*
+ * Device @id, or every device: each read as @mode says, its table's lost
+ * data given unheard.  A resync finds a device under an id that named
+ * another as new.  @event, when given, is the module's event that asked
+ * for it: the device's DEVICE_SEEN carries it, or it goes alone.
+ */
+static int sync_devices(struct hbm_kernel *k, uint32_t id, enum hbm_sync mode,
+			const struct hbm_fact *event)
+{
+	struct device_list *l = calloc(1, sizeof(*l));
+	char (*was)[HBMGUARD_IDENTITY_LEN] = malloc(sizeof(k->listed));
+	size_t i;
+	int err = -ENOMEM;
+
+	if (l && was) {
+		memcpy(was, k->listed, sizeof(k->listed));
+		err = k->link.devices(k->link.core, l);
+	}
+	for (i = 0; !err && i < l->nr; i++) {
+		const struct device *dev = &l->dev[i];
+		struct hbm_fact f = { .origin = HBM_FROM_KERNEL };
+
+		if (id != ALL_DEVICES && dev->id != id)
+			continue;
+		if (event) {
+			f = *event;
+			event = NULL;
+		}
+		f.type = HBM_FACT_DEVICE_SEEN;
+		f.sync = mode;
+		if (mode == HBM_SYNC_RESYNC && dev->id < HBMGUARD_MAX_DEVICES &&
+		    strcmp(was[dev->id], dev->identity))
+			f.sync = HBM_SYNC_ADDED;
+		f.dev.id = dev->id;
+		f.dev.kind = HBM_DEVICE_RANGE;
+		snprintf(f.dev.identity, sizeof(f.dev.identity), "%s", dev->identity);
+		f.dev.page_size = dev->page_size;
+		k->link.fact(k->link.core, &f);
+		table_facts(k, dev, f.sync);
+	}
+	if (event)
+		k->link.fact(k->link.core, event);
+	free(was);
+	free(l);
+	daemon_notify_status(k->d);
+	return err;
+}
+
+/*
+ * The family registered anew (the module reloaded): new tables, and no
+ * event of what happened before the group was joined again.
+ */
+static void reloaded(struct hbm_kernel *k)
+{
+	if (join_family(k))
+		fprintf(stderr, "<3>hbmguardd: cannot join the new family\n");
+	k->next_seq = 0;	/* what was seen goes with each device's DEVICE_SEEN */
+	register_ranges(k);
+	sync_devices(k, ALL_DEVICES, HBM_SYNC_ADDED, NULL);
+}
+
+/*
+ * Events were lost: what they said is read from the kernel instead.  The
+ * family may have been registered anew unheard (its id changed: ids are
+ * handed out cyclically, idr_alloc_cyclic() in genl_register_family(),
+ * net/netlink/genetlink.c, 6.1 and 6.12), a device added unheard (its
+ * table lacks its stored pages), data lost unheard (a UE or poison not
+ * acted upon: recovery.c tells).
+ */
+static void resync(struct hbm_kernel *k, const char *why)
+{
+	int family = k->family;
+
+	fprintf(stderr, "<4>hbmguardd: %s: resyncing\n", why);
+	k->link.fact(k->link.core, &(struct hbm_fact){ .type = HBM_FACT_RESYNC,
+						      .origin = HBM_FROM_KERNEL });
+	if (join_family(k)) {
+		fprintf(stderr, "<3>hbmguardd: the hbmguard family is gone\n");
+		return;
+	}
+	if (k->family != family) {
+		fprintf(stderr, "<5>hbmguardd: the hbmguard module was reloaded unheard: restoring\n");
+		reloaded(k);
+		return;
+	}
+	sync_devices(k, ALL_DEVICES, HBM_SYNC_RESYNC, NULL);
+}
+
+/* The genl controller: our family registered anew (the module reloaded). */
+static void on_ctrl(struct hbm_kernel *k, struct nl_msg *msg)
+{
+	struct nlattr *a[CTRL_ATTR_MAX + 1];
+	struct genlmsghdr *g = nlmsg_data(nlmsg_hdr(msg));
+
+	if (g->cmd != CTRL_CMD_NEWFAMILY ||
+	    genlmsg_parse(nlmsg_hdr(msg), 0, a, CTRL_ATTR_MAX, NULL) ||
+	    !a[CTRL_ATTR_FAMILY_NAME] ||
+	    strcmp(nla_get_string(a[CTRL_ATTR_FAMILY_NAME]), HBMGUARD_GENL_NAME))
+		return;
+	fprintf(stderr, "<5>hbmguardd: the hbmguard module is back: restoring\n");
+	reloaded(k);
+}
+
+static int on_event(struct nl_msg *msg, void *arg)
+{
+	struct nlattr *a[HBMGUARD_A_MAX + 1];
+	struct hbm_kernel *k = arg;
+	struct hbm_fact f;
+	uint64_t seq;
+	uint32_t type;
+
+	if (nlmsg_hdr(msg)->nlmsg_type == GENL_ID_CTRL) {
+		on_ctrl(k, msg);
+		return NL_OK;
+	}
+	if (nlmsg_hdr(msg)->nlmsg_type != k->family)
+		return NL_SKIP;	/* queued before the family was registered anew */
+	if (genlmsg_parse(nlmsg_hdr(msg), 0, a, HBMGUARD_A_MAX, NULL) ||
+	    !a[HBMGUARD_A_SEQNUM] || !a[HBMGUARD_A_EVENT_TYPE])
+		return NL_SKIP;
+	seq = nla_get_u64(a[HBMGUARD_A_SEQNUM]);
+	type = nla_get_u32(a[HBMGUARD_A_EVENT_TYPE]);
+	if (hbm_seq_lost(&k->next_seq, seq, type)) {
+		char why[64];
+
+		snprintf(why, sizeof(why), "events lost before #%" PRIu64, seq);
+		resync(k, why);
+		if (nlmsg_hdr(msg)->nlmsg_type != k->family)
+			return NL_SKIP;	/* the module was reloaded since */
+	}
+	f = (struct hbm_fact){
+		.origin = HBM_FROM_KERNEL, .event = type, .seqnum = seq,
+		.dev = { .id = attr_u32(a, HBMGUARD_A_DEVICE_ID), .kind = HBM_DEVICE_RANGE },
+		.offset = attr_u64(a, HBMGUARD_A_OFFSET),
+		.length = attr_u64(a, HBMGUARD_A_LENGTH),
+		.source = attr_u32(a, HBMGUARD_A_SOURCE),
+		.state = attr_u32(a, HBMGUARD_A_STATE),
+		.count = attr_u32(a, HBMGUARD_A_COUNT),
+		.aux = attr_u32(a, HBMGUARD_A_AUX),
+	};
+	switch (type) {
+	case HBMGUARD_EVENT_DEVICE_ADDED:	/* its DEVICE_SEEN carries the event */
+		f.type = HBM_FACT_EVENT;
+		sync_devices(k, f.dev.id, HBM_SYNC_ADDED, &f);	/* learns its identity too */
+		return NL_OK;
+	case HBMGUARD_EVENT_RETIRED:
+	case HBMGUARD_EVENT_PENDING:
+	case HBMGUARD_EVENT_FAILED:
+	case HBMGUARD_EVENT_CLEARED:
+		f.type = HBM_FACT_PAGES;
+		break;
+	case HBMGUARD_EVENT_ERROR:
+	case HBMGUARD_EVENT_DEVICE_ERROR:
+		f.type = HBM_FACT_ERROR;
+		f.severity = f.source == HBMGUARD_SOURCE_UE || f.source == HBMGUARD_SOURCE_POISON ?
+			     HBM_SEVERITY_UE : HBM_SEVERITY_CE;
+		snprintf(f.path, sizeof(f.path), "hbmguard");
+		break;
+	case HBMGUARD_EVENT_HEALTH:
+		f.type = HBM_FACT_HEALTH;
+		break;
+	default:
+		f.type = HBM_FACT_EVENT;
+		break;
+	}
+	k->link.fact(k->link.core, &f);
+	return NL_OK;
+}
+
+static int on_readable(sd_event_source *s, int fd, uint32_t revents, void *arg)
+{
+	struct hbm_kernel *k = arg;
+	struct nl_cb *cb = nl_socket_get_cb(k->events);
+	int n = 1, i;
+
+	(void)s;
+	(void)fd;
+	(void)revents;
+	/*
+	 * One message per read: what is queued (up to a bound, for the control
+	 * socket's sake) is read before on_post() saves; -NLE_AGAIN once it
+	 * is all read.
+	 */
+	for (i = 0; i < 1024 && n > 0; i++)
+		n = nl_recvmsgs_report(k->events, cb);
+	nl_cb_put(cb);
+	if (n == -NLE_NOMEM) {	/* ENOBUFS: the socket overflowed */
+		k->next_seq = 0;
+		k->overflowed = true;
+		resync(k, "event socket overflowed");
+	} else if ((!n || n == -NLE_AGAIN) && k->overflowed) {
+		/*
+		 * Until its queue is empty again a congested socket is sent
+		 * nothing, and told nothing more (netlink_overrun(),
+		 * netlink_rcv_wake(), net/netlink/af_netlink.c, 6.1 and
+		 * 6.12): what came while the backlog was read is news only
+		 * to a second look.
+		 */
+		k->overflowed = false;
+		k->next_seq = 0;
+		resync(k, "event socket drained after an overflow");
+	}
+	return 0;
+}
+
+/* Resolve the family and join its events group. */
+static int join_family(struct hbm_kernel *k)
+{
+	int grp;
+
+	k->family = genl_ctrl_resolve(k->req, HBMGUARD_GENL_NAME);
+	if (k->family < 0)
+		return -ENOENT;
+	grp = genl_ctrl_resolve_grp(k->req, HBMGUARD_GENL_NAME,
+				    HBMGUARD_GENL_MCGRP_EVENTS);
+	if (grp < 0 || nl_socket_add_membership(k->events, grp))
+		return -EPERM;
+	return 0;
+}
+
+/*
+ * 4 MiB for bursts of events.  SO_RCVBUF is capped by net.core.rmem_max
+ * (208 KiB by default); SO_RCVBUFFORCE is not, given CAP_NET_ADMIN, which
+ * joining the group needs anyway (net/core/sock.c, sk_setsockopt(), 6.1
+ * and 6.12).
+ */
+static void set_event_buffer(struct hbm_kernel *k)
+{
+	int size = 4 << 20;
+
+	if (!setsockopt(nl_socket_get_fd(k->events), SOL_SOCKET, SO_RCVBUFFORCE, &size,
+			sizeof(size)))
+		return;
+	fprintf(stderr, "<4>hbmguardd: SO_RCVBUFFORCE: %s: the event buffer is capped by net.core.rmem_max\n",
+		strerror(errno));
+	nl_socket_set_buffer_size(k->events, size, 0);
+}
+
+/*
+ * Only the kernel (port 0) speaks to the daemon's netlink sockets.  Anyone
+ * with CAP_NET_ADMIN can unicast to a generic netlink socket or multicast to
+ * its groups (netlink_sendmsg() and netlink_allowed() in
+ * net/netlink/af_netlink.c of 6.1 and 6.12: genetlink has no
+ * NL_CFG_F_NONROOT_SEND): a forged UE event would open incidents and end
+ * other users' ranks, a forged dump put made-up pages into the state files.
+ */
+static int from_kernel(struct nl_msg *msg, void *arg)
+{
+	(void)arg;
+	return nlmsg_get_src(msg)->nl_pid ? NL_SKIP : NL_OK;
+}
+
+static int setup_netlink(struct hbm_kernel *k)
+{
+	int notify, err;
+
+	k->req = nl_socket_alloc();
+	k->events = nl_socket_alloc();
+	if (!k->req || !k->events || genl_connect(k->req) || genl_connect(k->events))
+		return -ENOMEM;
+	nl_socket_modify_cb(k->req, NL_CB_MSG_IN, NL_CB_CUSTOM, from_kernel, NULL);
+	nl_socket_modify_cb(k->events, NL_CB_MSG_IN, NL_CB_CUSTOM, from_kernel, NULL);
+	notify = genl_ctrl_resolve_grp(k->req, "nlctrl", "notify");
+	if (notify < 0 || nl_socket_add_membership(k->events, notify))
+		return -EPERM;
+	err = join_family(k);
+	if (err)
+		return err;
+	nl_socket_disable_seq_check(k->events);
+	nl_socket_set_nonblocking(k->events);
+	set_event_buffer(k);
+	nl_socket_modify_cb(k->events, NL_CB_VALID, NL_CB_CUSTOM, on_event, k);
+	return 0;
+}
+
+/**
+ * kernel_start() - join the module's family, register the ranges, read
+ * every device
+ * @k: the link
+ * @d: the daemon (its configuration)
+ * @link: the core's way in
+ *
+ * What fails is said on stderr.
+ *
+ * Return: 0, or -1.
+ */
+int kernel_start(struct hbm_kernel *k, struct daemon *d, struct hbm_source_link link)
+{
+	int err;
+
+	k->d = d;
+	k->link = link;
+	err = setup_netlink(k);
+	if (err) {
+		fprintf(stderr, "<3>hbmguardd: the hbmguard netlink family: %s%s\n",
+			strerror(-err), err == -ENOENT ? " (is the module loaded?)" : "");
+		return -1;
+	}
+	register_ranges(k);
+	if (sync_devices(k, ALL_DEVICES, HBM_SYNC_START, NULL)) {
+		fprintf(stderr, "<3>hbmguardd: cannot read the devices\n");
+		return -1;
+	}
+	return 0;
+}
+
+/**
+ * kernel_watch() - the event socket, into the loop
+ * @k: the link, started
+ *
+ * Return: 0, or a negative errno.
+ */
+int kernel_watch(struct hbm_kernel *k)
+{
+	return sd_event_add_io(k->d->loop, &k->io, nl_socket_get_fd(k->events), EPOLLIN,
+			       on_readable, k);
+}
+
+/**
+ * kernel_reconfigure() - the configuration changed: ranges and policies again
+ * @k: the link
+ */
+void kernel_reconfigure(struct hbm_kernel *k)
+{
+	struct device_list *l = calloc(1, sizeof(*l));
+	size_t i;
+
+	register_ranges(k);
+	if (l && !k->link.devices(k->link.core, l))
+		for (i = 0; i < l->nr; i++)
+			apply_policy(k, &l->dev[i]);
+	free(l);
+}
+
+/**
+ * kernel_stop() - leave the loop, close the sockets
+ * @k: the link
+ */
+void kernel_stop(struct hbm_kernel *k)
+{
+	sd_event_source_disable_unref(k->io);
+	nl_socket_free(k->events);
+	nl_socket_free(k->req);
+}

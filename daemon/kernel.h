@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The kernel link (kernel.c): hbmguard.ko's netlink family, a source of facts. */
+#ifndef HBM_KERNEL_H
+#define HBM_KERNEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <netlink/netlink.h>
+#include <systemd/sd-event.h>
+#include <linux/hbmguard.h>
+
+#include "core.h"
+
+struct daemon;
+
+struct hbm_kernel {
+	struct daemon *d;
+	struct hbm_source_link link;	/* to the core */
+	int family;
+	struct nl_sock *req;		/* requests and dumps */
+	struct nl_sock *events;		/* the multicast group */
+	sd_event_source *io;
+	uint64_t next_seq;		/* the event seqnum expected next */
+	bool overflowed;		/* the event socket, its backlog not read yet */
+	char listed[HBMGUARD_MAX_DEVICES][HBMGUARD_IDENTITY_LEN];	/* last listed, by id */
+};
+
+extern const struct hbm_source_ops kernel_ops;
+
+int kernel_start(struct hbm_kernel *k, struct daemon *d, struct hbm_source_link link);
+int kernel_watch(struct hbm_kernel *k);
+void kernel_reconfigure(struct hbm_kernel *k);
+void kernel_stop(struct hbm_kernel *k);
+
+#endif /* HBM_KERNEL_H */

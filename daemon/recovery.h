@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Rank recovery (recovery.c): the ranks, their incidents; a sink of facts. */
+#ifndef HBM_RECOVERY_H
+#define HBM_RECOVERY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#include "client.h"
+#include "ctl.h"
+#include "daemon.h"
+
+struct hbm_fact;
+
+/* An incident: what hbmctl sees, and what drives it. */
+struct incident {
+	struct hbm_ctl_incident info;
+	struct daemon *d;
+	sd_event_source *timer;		/* the current step's deadline */
+	int pidfd;			/* the failed rank's process */
+	pid_t pid;
+	uid_t uid;			/* the job's owner */
+};
+
+#define HBM_INCIDENTS_KEPT	64
+
+void recovery_fact(void *d, const struct hbm_fact *f);
+void recovery_load(struct daemon *d);
+void recovery_save_again(struct daemon *d);
+void recovery_on_lost_data(struct daemon *d, const char *identity,
+			   uint64_t offset, uint64_t length);
+int recovery_register(struct daemon *d, struct client *c, const struct hbm_ctl_rank *r);
+int recovery_answer(struct daemon *d, struct client *c, const struct hbm_ctl_answer *a);
+void recovery_client_gone(struct daemon *d, struct client *c);
+int recovery_rank_get(struct daemon *d, uint32_t index, struct hbm_ctl_rank_info *out);
+int recovery_incident_get(struct daemon *d, uint32_t index, struct hbm_ctl_incident *out);
+size_t recovery_open_incidents(struct daemon *d);
+size_t recovery_ranks(struct daemon *d);
+
+#endif /* HBM_RECOVERY_H */

@@ -1,0 +1,464 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The store, a sink of hbmguardd's core: the state files, the memory of
+ * what was bad before a reboot or a module reload.
+ *
+ * The kernel is the authority on what is bad now; the state files are the
+ * memory of what was bad before.  So the store only ever adds: when a
+ * device is seen (at start, or announced by the module after a reload or a
+ * GPU re-enumeration) its stored pages go back into the kernel as RESTORED,
+ * and whenever a device's table changes the store dumps it and writes the
+ * union of what it dumped and what it had stored.  Nothing is dropped on
+ * the daemon's word: kill -9 at any moment leaves the last file whole
+ * (state.c writes atomically), and the next start restores it.  Saves are
+ * made after each turn of the loop; one that fails is retried, a second
+ * later, then twice as long each time up to a minute, and stays "unsaved"
+ * in the status until it reached the disk.
+ *
+ * It takes facts through store_fact() and asks the core (core.h) for the
+ * devices and their tables; it must not block beyond one dump and one
+ * fsync'd write per device, allocates per save (never per fact), and calls
+ * nothing above it: the status and the other files' retry (the incidents)
+ * through daemon.c and the hook main() gave.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core.h"
+#include "daemon.h"
+#include "state.h"
+#include "store.h"
+
+#define SYNC_SAVE	0	/* its table changed; else an enum hbm_sync */
+
+static int cmp_offset(const void *a, const void *b)
+{
+	const struct hbm_state_record *x = a, *y = b;
+
+	return (x->offset > y->offset) - (x->offset < y->offset);
+}
+
+/*
+ * Whether the first @kernel of the kernel's extents hold (a part of) @s.
+ * Both are sorted: *@j walks the kernel's along the stored records' walk.
+ */
+static bool kernel_holds(const struct hbm_extents *k, size_t kernel, size_t *j,
+			 const struct hbm_state_record *s)
+{
+	while (*j < kernel && k->r[*j].offset + k->r[*j].length <= s->offset)
+		(*j)++;
+	return *j < kernel && k->r[*j].offset < s->offset + s->length;
+}
+
+/*
+ * The union of the kernel's extents and the stored ones, as records that do
+ * not overlap: a stored extent the kernel also holds (in whole or in part)
+ * is the kernel's business now; one it lacks (a restore refused, say) stays.
+ */
+static void merge(struct hbm_extents *k, const struct hbm_state *stored)
+{
+	size_t kernel = k->nr, i, j = 0, n;
+
+	for (i = 0; i < stored->nr; i++)
+		if (!kernel_holds(k, kernel, &j, &stored->records[i]) &&
+		    !hbm_extents_push(k, &stored->records[i]))
+			return;
+	qsort(k->r, k->nr, sizeof(*k->r), cmp_offset);
+	for (i = 1, n = 1; i < k->nr; i++)	/* drop any overlap left */
+		if (k->r[i].offset >= k->r[n - 1].offset + k->r[n - 1].length)
+			k->r[n++] = k->r[i];
+	k->nr = k->nr ? n : 0;
+}
+
+static void load_stored(struct hbm_store *store, const struct device *dev,
+			struct hbm_state *s)
+{
+	struct hbm_state_damage damage;
+	char moved[300];
+	int err = hbm_state_read(store->d->state_dir, dev->identity, s, &damage);
+
+	if (err == -ENOENT) {
+		memset(s, 0, sizeof(*s));
+		return;
+	}
+	if (err || damage.bad_records || damage.missing_records) {
+		fprintf(stderr, "<3>hbmguardd: state of %s damaged (%s; %zu bad, %zu missing records): moving it aside\n",
+			dev->identity, damage.header ? damage.header : "records",
+			damage.bad_records, damage.missing_records);
+		if (!hbm_state_quarantine(store->d->state_dir, dev->identity, moved, sizeof(moved)))
+			fprintf(stderr, "<3>hbmguardd: kept as %s\n", moved);
+	}
+	if (err)
+		memset(s, 0, sizeof(*s));	/* nothing of it to trust */
+}
+
+/*
+ * Take [offset, offset + length) out of the stored records: pages an
+ * operator cleared must not come back at the next boot.  A record that
+ * straddles an end keeps its part outside.
+ */
+static int forget_range(struct hbm_state *s, uint64_t offset, uint64_t length)
+{
+	struct hbm_state_record *r = calloc(2 * s->nr + 1, sizeof(*r));
+	uint64_t end = offset + length;
+	size_t i, n = 0;
+
+	if (!r)
+		return -ENOMEM;
+	for (i = 0; i < s->nr; i++) {
+		struct hbm_state_record x = s->records[i];
+		uint64_t x_end = x.offset + x.length;
+
+		if (x_end <= offset || x.offset >= end) {
+			r[n++] = x;
+			continue;
+		}
+		if (x.offset < offset) {
+			r[n] = x;
+			r[n++].length = offset - x.offset;
+		}
+		if (x_end > end) {
+			r[n] = x;
+			r[n].offset = end;
+			r[n++].length = x_end - end;
+		}
+	}
+	free(s->records);
+	s->records = r;
+	s->nr = n;
+	return 0;
+}
+
+static void count_stored(struct hbm_store *store, const struct device *dev,
+			 const struct hbm_state *s)
+{
+	uint64_t pages = 0;
+	size_t i;
+
+	if (dev->id >= HBMGUARD_MAX_DEVICES)
+		return;
+	for (i = 0; i < s->nr; i++)
+		pages += s->records[i].length / dev->page_size;
+	store->stored_extents[dev->id] = s->nr;
+	store->stored_pages[dev->id] = pages;
+}
+
+/**
+ * store_unsaved() - how many files are not on disk
+ * @s: the store
+ *
+ * Return: the state files and the incidents whose last save failed.
+ */
+unsigned int store_unsaved(const struct hbm_store *s)
+{
+	unsigned int i, n = s->d->incidents_error != 0;
+
+	for (i = 0; i < HBMGUARD_MAX_DEVICES; i++)
+		n += s->saves[i].error != 0;
+	return n;
+}
+
+/**
+ * store_describe_unsaved() - the state files not on disk, for STATUS=
+ * @s: the store
+ * @buf: filled in: "" when every one is
+ * @len: its size
+ */
+void store_describe_unsaved(const struct hbm_store *s, char *buf, size_t len)
+{
+	size_t i, n = 0;
+
+	buf[0] = 0;
+	for (i = 0; i <= HBMGUARD_MAX_DEVICES && n < len; i++) {
+		int err = i < HBMGUARD_MAX_DEVICES ? s->saves[i].error : s->d->incidents_error;
+
+		if (err)
+			n += snprintf(buf + n, len - n, "%s %s (%s)",
+				      n ? "," : "; NOT SAVED, retrying:",
+				      i == HBMGUARD_MAX_DEVICES ? "the incidents" :
+				      core_identity(s->core, i)[0] ?
+				      core_identity(s->core, i) : "?", strerror(-err));
+	}
+}
+
+#define RETRY_MAX_S	60
+
+static int on_retry(sd_event_source *src, uint64_t usec, void *arg);
+
+/*
+ * A file did not reach the disk: try again a second later, then twice as
+ * long each time up to a minute, with no event needed: the device's data
+ * stays marked not durable until then.
+ */
+static void arm_retry(struct hbm_store *s)
+{
+	if (s->retry || !s->d->loop)
+		return;		/* armed, or main() arms it once the loop exists */
+	s->retry_s = !s->retry_s ? 1 : s->retry_s * 2 > RETRY_MAX_S ? RETRY_MAX_S :
+		     s->retry_s * 2;
+	if (sd_event_add_time_relative(s->d->loop, &s->retry, CLOCK_MONOTONIC,
+				       (uint64_t)s->retry_s * 1000000, 0, on_retry, s) < 0)
+		fprintf(stderr, "<3>hbmguardd: cannot arm the retry of the saves\n");
+}
+
+/**
+ * store_save_failed() - a file did not reach the disk: try again
+ * @d: the daemon
+ *
+ * What main() wires daemon_save_failed() to, for recovery.c's incidents.
+ */
+void store_save_failed(struct daemon *d)
+{
+	arm_retry(d->store);
+}
+
+/* A device's save went to disk, or did not: remembered until the next. */
+static void save_done(struct hbm_store *s, const struct device *dev, int err)
+{
+	struct device_save *sv;
+
+	s->last_save = time(NULL);
+	if (dev->id >= HBMGUARD_MAX_DEVICES)
+		return;
+	sv = &s->saves[dev->id];
+	if (err && err != sv->error)
+		fprintf(stderr, "<3>hbmguardd: saving the state of %s: %s: retrying\n",
+			dev->identity, strerror(-err));
+	else if (!err && sv->error)
+		fprintf(stderr, "<5>hbmguardd: the state of %s is saved\n", dev->identity);
+	sv->dirty = err != 0;
+	sv->error = err;
+	if (err)
+		arm_retry(s);
+}
+
+/* Whether some stored extent is missing from the kernel's table. */
+static bool kernel_lacks(const struct hbm_extents *k, const struct hbm_state *stored)
+{
+	size_t i, j = 0;
+
+	for (i = 0; i < stored->nr; i++)
+		if (!kernel_holds(k, k->nr, &j, &stored->records[i]))
+			return true;
+	return false;
+}
+
+/*
+ * Make the stored state of a device the union with the kernel's table, less
+ * @forget (cleared pages) when given; first, what @mode (an enum hbm_sync, or
+ * SYNC_SAVE) asks.
+ */
+static int save(struct hbm_store *s, const struct device *dev, int mode,
+		const struct hbm_state_record *forget)
+{
+	struct hbm_state stored, out = { .page_size = dev->page_size };
+	struct hbm_extents k = { 0 };
+	int err;
+
+	load_stored(s, dev, &stored);
+	if (forget && forget_range(&stored, forget->offset, forget->length)) {
+		hbm_state_free(&stored);
+		return -ENOMEM;
+	}
+	if (mode == HBM_SYNC_START || mode == HBM_SYNC_ADDED)
+		core_restore(s->core, dev, &stored);
+	err = core_dump(s->core, dev, &k);
+	if (!err && mode == HBM_SYNC_RESYNC && kernel_lacks(&k, &stored)) {
+		fprintf(stderr, "<4>hbmguardd: %s lacks stored pages: it came back unheard\n",
+			dev->identity);
+		core_restore(s->core, dev, &stored);
+		k.nr = 0;
+		err = core_dump(s->core, dev, &k);
+	}
+	if (!err) {
+		merge(&k, &stored);
+		snprintf(out.identity, sizeof(out.identity), "%s", dev->identity);
+		out.serial = stored.serial + 1;
+		out.records = k.r;
+		out.nr = k.nr;
+		if (k.nr || stored.nr || forget)
+			err = hbm_state_write(s->d->state_dir, &out);
+		if (!err)
+			count_stored(s, dev, &out);
+	}
+	save_done(s, dev, err);
+	free(k.r);
+	hbm_state_free(&stored);
+	return err;
+}
+
+/* A device is gone: so is what the daemon kept of it. */
+static void forget_device(struct hbm_store *s, uint32_t id, const char *identity)
+{
+	if (s->saves[id].error)
+		fprintf(stderr, "<3>hbmguardd: %s is gone before its state could be saved\n",
+			identity);
+	s->saves[id] = (struct device_save){ 0 };
+	s->stored_extents[id] = s->stored_pages[id] = 0;
+}
+
+/* The devices whose tables changed; those whose last save failed too (@failed). */
+static void save_dirty(struct hbm_store *s, bool failed)
+{
+	struct device_list *l;
+	size_t i;
+
+	for (i = 0; i < HBMGUARD_MAX_DEVICES; i++)
+		if (s->saves[i].dirty && (failed || !s->saves[i].error))
+			break;
+	if (i == HBMGUARD_MAX_DEVICES)
+		return;
+	l = calloc(1, sizeof(*l));
+	if (!l || core_devices(s->core, l)) {
+		free(l);
+		return;	/* dirty stays: the next turn tries again */
+	}
+	for (i = 0; i < l->nr; i++) {
+		const struct device_save *sv = l->dev[i].id < HBMGUARD_MAX_DEVICES ?
+					      &s->saves[l->dev[i].id] : NULL;
+
+		if (sv && sv->dirty && (failed || !sv->error))
+			save(s, &l->dev[i], SYNC_SAVE, NULL);
+	}
+	free(l);
+	daemon_notify_status(s->d);
+}
+
+/*
+ * After each turn of the loop: save the devices whose tables changed.  A
+ * burst of retirements read in one turn costs one dump and one write per
+ * device, not one per event.  Those whose save failed wait for on_retry().
+ */
+static int on_post(sd_event_source *src, void *arg)
+{
+	(void)src;
+	save_dirty(arg, false);
+	return 0;
+}
+
+static int on_retry(sd_event_source *src, uint64_t usec, void *arg)
+{
+	struct hbm_store *s = arg;
+
+	(void)usec;
+	sd_event_source_unref(src);
+	s->retry = NULL;
+	save_dirty(s, true);
+	if (s->save_again)
+		s->save_again(s->d);
+	if (!store_unsaved(s))
+		s->retry_s = 0;
+	else
+		arm_retry(s);	/* when no save could even be tried */
+	daemon_notify_status(s->d);
+	return 0;
+}
+
+/**
+ * store_apply() - retire or clear pages for the control socket
+ * @s: the store
+ * @type: HBM_CTL_RETIRE or HBM_CTL_CLEAR
+ * @x: the device, by identity, and the extent (checked by hbm_ctl_decode())
+ *
+ * The kernel first, then the state file, fsync'd before this returns: a
+ * reply sent after it is an acknowledgement that survives a power cut.
+ * Cleared pages leave the state file too, so they do not come back at boot.
+ *
+ * Return: 0, or the negative errno of the kernel or of the save.
+ */
+int store_apply(struct hbm_store *s, uint16_t type, const struct hbm_ctl_extent *x)
+{
+	struct hbm_state_record forget = { .offset = x->offset, .length = x->length };
+	struct device_list *l = calloc(1, sizeof(*l));
+	const struct device *dev = NULL;
+	int err;
+
+	if (!l)
+		return -ENOMEM;
+	err = core_devices(s->core, l);
+	if (!err)
+		dev = core_find(l, x->identity);
+	if (!err && !dev)
+		err = -ENODEV;
+	if (!err)
+		err = core_change(s->core, dev, type, x);
+	if (!err)
+		err = save(s, dev, SYNC_SAVE, type == HBM_CTL_CLEAR ? &forget : NULL);
+	free(l);
+	daemon_notify_status(s->d);
+	return err;
+}
+
+/**
+ * store_fact() - the store as a sink of the core
+ * @arg: the store
+ * @f: the fact
+ *
+ * A device seen is restored and saved as its DEVICE_SEEN says; one gone is
+ * forgotten; a heard change of its table makes it dirty, saved once the
+ * burst is read (on_post()).
+ */
+void store_fact(void *arg, const struct hbm_fact *f)
+{
+	struct hbm_store *s = arg;
+	struct device dev = { .id = f->dev.id, .page_size = f->dev.page_size };
+
+	if (f->dev.id >= HBMGUARD_MAX_DEVICES)
+		return;
+	switch (f->type) {
+	case HBM_FACT_DEVICE_SEEN:
+		snprintf(dev.identity, sizeof(dev.identity), "%s", f->dev.identity);
+		save(s, &dev, f->sync, NULL);
+		break;
+	case HBM_FACT_DEVICE_GONE:
+		forget_device(s, f->dev.id, f->dev.identity);
+		break;
+	case HBM_FACT_PAGES:
+		if (!(f->flags & HBM_FACT_UNHEARD) && f->event != HBMGUARD_EVENT_CLEARED)
+			s->saves[f->dev.id].dirty = true;	/* saved once the burst is read */
+		break;
+	}
+}
+
+/**
+ * store_start() - the store, its saves after each turn of the loop
+ * @s: the store
+ * @d: the daemon, its loop set up
+ * @core: the core
+ * @save_again: the other files to retry with the state files (the incidents)
+ *
+ * Return: 0, or a negative errno.
+ */
+int store_start(struct hbm_store *s, struct daemon *d, struct hbmd_core *core,
+		void (*save_again)(struct daemon *d))
+{
+	s->d = d;
+	s->core = core;
+	s->save_again = save_again;
+	return 0;
+}
+
+/**
+ * store_watch() - save after each turn of the loop
+ * @s: the store
+ *
+ * Return: 0, or a negative errno.
+ */
+int store_watch(struct hbm_store *s)
+{
+	return sd_event_add_post(s->d->loop, &s->post, on_post, s);
+}
+
+/**
+ * store_stop() - no more saves, no more retries
+ * @s: the store
+ */
+void store_stop(struct hbm_store *s)
+{
+	sd_event_source_disable_unref(s->post);
+	sd_event_source_unref(s->retry);
+}
