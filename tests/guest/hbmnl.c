@@ -174,17 +174,16 @@ static int print_device(struct nl_msg *msg, void *arg)
 		return NL_SKIP;
 	printf("device %u %s %s kind=%u size=0x%" PRIx64 " page=%u retired=%u "
 	       "pending=%u failed=%u health=%u ce=%" PRIu64 " ue=%" PRIu64
-	       " spare_bad=%u phys=0x%" PRIx64 " spares=%u pci=%s driver_health=%u\n",
+	       " spare_bad=%u spares=%u pci=%s driver_health=%u phys=0x%" PRIx64 "\n",
 	       get_u32(HBMGUARD_A_DEVICE_ID), nla_get_string(attrs[HBMGUARD_A_NAME]),
 	       nla_get_string(attrs[HBMGUARD_A_IDENTITY]), get_u32(HBMGUARD_A_KIND),
 	       get_u64(HBMGUARD_A_HBM_SIZE), get_u32(HBMGUARD_A_PAGE_SIZE),
 	       get_u32(HBMGUARD_A_NR_RETIRED), get_u32(HBMGUARD_A_NR_PENDING),
 	       get_u32(HBMGUARD_A_NR_FAILED), get_u32(HBMGUARD_A_HEALTH),
 	       get_u64(HBMGUARD_A_CE_EVENTS), get_u64(HBMGUARD_A_UE_EVENTS),
-	       get_u32(HBMGUARD_A_SPARE_BAD), get_u64(HBMGUARD_A_PHYS_ADDR),
-	       get_u32(HBMGUARD_A_SPARE_TOTAL),
+	       get_u32(HBMGUARD_A_SPARE_BAD), get_u32(HBMGUARD_A_SPARE_TOTAL),
 	       attrs[HBMGUARD_A_PCI_ADDR] ? nla_get_string(attrs[HBMGUARD_A_PCI_ADDR]) : "-",
-	       get_u32(HBMGUARD_A_DRIVER_HEALTH));
+	       get_u32(HBMGUARD_A_DRIVER_HEALTH), get_u64(HBMGUARD_A_PHYS_ADDR));
 	return NL_OK;
 }
 

@@ -14,7 +14,7 @@ check "GPU commands: admin only" 'hbmnl unprivileged'
 check "fake nvidia loads" 'insmod /hbm_fake_nvidia.ko'
 id=$(hbmnl gpu-register gpu0 $uuid 0000:00:1f.0 1073741824 4096)
 check "GPU registered at 0000:00:1f.0" '[ "$id" = 1 ]'
-check "listed with its PCI address and no spares" 'hbmnl devices | grep -q "^device 1 gpu0 $uuid kind=4 .* spares=0 pci=0000:00:1f.0 driver_health=0$"'
+check "listed with its PCI address and no spares" 'hbmnl devices | grep -q "^device 1 gpu0 $uuid kind=4 .* spares=0 pci=0000:00:1f.0 driver_health=0 phys=0x0$"'
 check "provider loads" 'insmod /hbm_test_provider.ko'
 check "a provider cannot take the same PCI address" '! echo "register gpux 0000:00:1f.0 1073741824 4096 16" >/sys/kernel/debug/hbm_test_provider/ctl 2>/dev/null'
 check "provider unloads" 'rmmod hbm_test_provider'
