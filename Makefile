@@ -34,6 +34,9 @@ CORE_HDR := kmod/core.h kmod/mce_decode.h uapi/linux/hbmguard.h
 UNIT_SRC := $(wildcard tests/unit/*.c)
 DAEMON_SRC := daemon/state.c daemon/config.c daemon/journal.c daemon/ctl.c daemon/seen.c daemon/incidents.c
 DAEMON_HDR := daemon/seen.h daemon/incidents.h daemon/state.h daemon/config.h daemon/journal.h daemon/ctl.h daemon/systemd/hbmguard.catalog
+# The GPU sources' parsers (issue 13): pure code, unit-tested before their wiring.
+DAEMON_SRC += daemon/nvlog.c daemon/amdgpu_ras.c
+DAEMON_HDR += daemon/nvlog.h daemon/amdgpu_ras.h
 KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 
 .PHONY: all module modules-all userspace check check-unit check-ynl check-unitfile check-install \
@@ -130,6 +133,7 @@ $(BUILD)/guest/hbmctl: daemon/hbmctl.c $(BUILD)/libhbmguard.a
 # recovery.c too, its neighbours stubbed (tests/unit/check_recovery.c); the
 # SIGBUS guard, included by tests/unit/check_aperture.c.
 UNIT_DAEMON := $(DAEMON_SRC) daemon/recovery.c $(shell pkg-config --cflags libnl-genl-3.0 libsystemd)
+UNIT_DAEMON += -DHBM_FIXTURES='"$(TOP)/tests/unit/fixtures"'
 UNIT_LIBS := $(CHECK_LIBS) $(shell pkg-config --libs libsystemd)
 UNIT_DEPS := $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR) daemon/recovery.c \
 	daemon/hbmguardd.h daemon/libhbmguard/aperture.c daemon/libhbmguard/hbmguard.h
