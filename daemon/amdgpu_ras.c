@@ -187,10 +187,18 @@ int amdgpu_ras_parse_err_count(const char *buf, size_t len,
 	return 0;
 }
 
-/* A whole file, NUL-terminated, of at most @max bytes (-EFBIG beyond). */
+/*
+ * A whole file, NUL-terminated, of at most @max bytes (-EFBIG beyond).
+ * Every read() asks for at least READ_ROOM bytes: the bad-page list's read
+ * (amdgpu_ras_sysfs_badpages_read()) returns only the lines that end
+ * within the bytes asked for, so a read of fewer than 29 bytes would
+ * return 0 and look like the end of the list.
+ */
+#define READ_ROOM	4096
+
 static int read_all(int dirfd, const char *name, size_t max, char **buf, size_t *len)
 {
-	size_t cap = 4096, n = 0;
+	size_t cap = 2 * READ_ROOM, n = 0;
 	char *b = malloc(cap + 1), *nb;
 	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC), err = 0;
 	ssize_t r;
@@ -200,8 +208,8 @@ static int read_all(int dirfd, const char *name, size_t max, char **buf, size_t 
 		goto out;
 	}
 	for (;;) {
-		if (n == cap) {
-			if (cap >= max) {
+		if (cap - n < READ_ROOM) {
+			if (cap >= max + READ_ROOM) {
 				err = -EFBIG;
 				goto out;
 			}
