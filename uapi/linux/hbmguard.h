@@ -146,21 +146,20 @@ enum hbmguard_health {
 	HBMGUARD_HEALTH_OK = 0,
 	HBMGUARD_HEALTH_DEGRADED,	/* bad pages >= 90% of retire_limit */
 	HBMGUARD_HEALTH_RMA,		/* bad pages >= retire_limit */
-	HBMGUARD_HEALTH_RESET_REQUIRED,	/* the GPU's driver needs a reset to
-					 * finish a retirement or row remap */
+	HBMGUARD_HEALTH_RESET_REQUIRED,	/* its driver needs a GPU reset */
 };
 /*
- * Health by severity, worst last: OK, DEGRADED, RESET_REQUIRED, RMA.  A GPU
- * device (HBMGUARD_KIND_GPU) has the worse of its table's health and the
- * one its driver's facts give (HBMGUARD_CMD_GPU_HEALTH_SET).
+ * Health by severity, worst last: OK, DEGRADED, RESET_REQUIRED (a retirement
+ * or row remap waits for a GPU reset), RMA.  A GPU device (HBMGUARD_KIND_GPU)
+ * has the worse of its table's health and the one its driver's facts give
+ * (HBMGUARD_CMD_GPU_HEALTH_SET).
  */
 
 enum hbmguard_device_kind {
 	HBMGUARD_KIND_SIMULATED = 1,
 	HBMGUARD_KIND_PROVIDER,		/* registered by a GPU driver */
 	HBMGUARD_KIND_RANGE,		/* a physical range: HBM as system memory */
-	HBMGUARD_KIND_GPU,		/* a discrete GPU whose driver bypasses
-					 * bad pages itself (GPU_REGISTER) */
+	HBMGUARD_KIND_GPU,		/* a GPU bypassed by its driver */
 };
 
 /* The path an error came in by (the aux field of an ERROR event). */
