@@ -31,7 +31,12 @@ check "nothing dropped" 'hbmnl stats | grep -q "^path 5 received=2 dropped=0$"'
 check "driver retirement recorded" 'hbmnl retire 1 0x200000 0x1000'
 check "RETIRED, no spare used" 'hbmnl devices | grep -q "^device 1 .* retired=1 pending=0 failed=0 health=0 .* spares=0 "'
 check "source driver" 'hbmctl pages gpu0 | grep -q "retired.*driver"'
+hbmnl listen 1 8000 >/tmp/health.events &
+wait_for /tmp/health.events listening
 check "remap pending: reset required" 'hbmnl gpu-health 1 3 && hbmctl devices | grep gpu0 | grep -q reset-required'
+wait
+check "a HEALTH event, ok -> reset-required" 'grep -q "^event type=6 .* dev=1 .* state=3 count=1 aux=0$" /tmp/health.events'
+check "the same health again: no change" 'hbmnl gpu-health 1 3'
 check "remap failure: RMA" 'hbmnl gpu-health 1 2 && hbmctl devices | grep gpu0 | grep -q rma'
 
 check "GPU unregistered" 'hbmnl gpu-unregister 1'
