@@ -163,10 +163,10 @@ $(BUILD)/guest/hbmrank: tests/guest/hbmrank.c $(BUILD)/libhbmguard.a
 
 # The netlink test client, static with libnl for the busybox guests.
 $(BUILD)/guest/hbmnl: tests/guest/hbmnl.c tests/guest/caps.h daemon/genl.c daemon/genl.h \
-		uapi/linux/hbmguard.h
+		uapi/linux/hbmguard.h $(BUILD)/libhbmguard.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_USER) -static $(shell pkg-config --cflags libnl-genl-3.0) \
-		tests/guest/hbmnl.c daemon/genl.c \
+	$(CC) $(CFLAGS_USER) -Idaemon/libhbmguard -static $(shell pkg-config --cflags libnl-genl-3.0) \
+		tests/guest/hbmnl.c daemon/genl.c $(BUILD)/libhbmguard.a \
 		$(shell pkg-config --libs --static libnl-genl-3.0) -o $@
 
 $(BUILD)/guest/hbmbench: tests/bench/hbmbench.c tests/bench/bench.h $(BUILD)/libhbmguard.a

@@ -56,6 +56,7 @@
 
 #include "genl.h"
 #include "caps.h"
+#include "hbmguard.h"
 
 static int family;
 static int failures;
@@ -1041,10 +1042,24 @@ static int cmd_gpu(uint32_t sim)
 			.size = sizeof(tr), .device = id, .offset = 0x11008,
 		};
 
+		struct hbmguard_table *t;
+		uint64_t served = 0;
+		uint32_t state = 0;
+
 		if (ioctl(fd, HBMGUARD_IOC_TRANSLATE, &tr) ||
 		    tr.state != HBMGUARD_STATE_RETIRED || tr.translated != 0x11008)
 			FAIL("translate on a GPU: state %u translated 0x%llx", tr.state,
 			     (unsigned long long)tr.translated);
+		/* The mapped table (libhbmguard) too: HBMGUARD_MAP_NO_SPARE is no spare. */
+		if (hbmguard_table_open(fd, id, &t)) {
+			FAIL("map a GPU's table");
+		} else {
+			if (hbmguard_translate(t, 0x11008, &served, &state) ||
+			    state != HBMGUARD_STATE_RETIRED || served != 0x11008)
+				FAIL("mapped translate on a GPU: state %u served 0x%" PRIx64,
+				     state, served);
+			hbmguard_table_close(t);
+		}
 	} else {
 		FAIL("open /dev/hbmguard");
 	}
