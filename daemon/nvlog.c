@@ -167,6 +167,7 @@ int kmsg_parse(const char *buf, size_t len, struct kmsg_record *r, const char **
 	r->seq = seq;
 	r->ts_usec = ts;
 	r->cont = cont;
+	r->from_kernel = !(prio >> 3);	/* a write to /dev/kmsg never has 0 */
 	for (n = 0; p < nl; n++) {
 		if (*p == '\\') {
 			r->text[n] = hexval(p[2]) << 4 | hexval(p[3]);
@@ -285,7 +286,9 @@ static int parse_gpu(const char *p, const char *end, struct nv_log_record *x,
 
 /**
  * nv_log_parse() - what a kernel log line of the NVIDIA driver says
- * @text: the record's text (struct kmsg_record's), without the newline
+ * @text: the record's text (struct kmsg_record's), without the newline; only
+ *	a record from_kernel can be the driver's (userspace can write any text
+ *	to /dev/kmsg)
  * @len: its length, at most KMSG_TEXT_MAX
  * @x: the record, on success; for a line that is not the driver's, only
  *	its type, NV_LOG_OTHER

@@ -35,6 +35,12 @@
  *	as records lost
  * @ts_usec: CLOCK_MONOTONIC microseconds when it was logged
  * @cont: the 'c' flag: a fragment of a line
+ * @from_kernel: the facility (@prio >> 3) is the kernel's, 0.  Any process
+ *	allowed to open /dev/kmsg for writing (root; a container it is bound
+ *	into) can write a record, text and all, but devkmsg_write() in
+ *	kernel/printk/printk.c (6.1 and 6.12) never gives one facility 0:
+ *	LOG_USER unless the writer names another.  A line not from the kernel
+ *	is not the NVIDIA driver's, whatever it says: trust only these.
  * @text: the message, its \xNN escapes undone, NUL-terminated
  * @text_len: bytes of @text
  */
@@ -43,6 +49,7 @@ struct kmsg_record {
 	uint64_t seq;
 	uint64_t ts_usec;
 	bool cont;
+	bool from_kernel;
 	char text[KMSG_TEXT_MAX + 1];
 	size_t text_len;
 };

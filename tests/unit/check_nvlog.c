@@ -78,6 +78,19 @@ START_TEST(kmsg_records)
 	ck_assert(!r.cont);
 	ck_assert_str_eq(r.text, "NVRM: hello");
 	ck_assert_uint_eq(r.text_len, 11);
+	ck_assert(r.from_kernel);
+
+	/*
+	 * What userspace writes to /dev/kmsg: devkmsg_write() gives it LOG_USER
+	 * (8) without a "<N>" prefix, the prefix's facility with one, never the
+	 * kernel's 0.  The same text is then no driver's.
+	 */
+	n = record(line, 8 | 4, 1234568, 89012346, '-', "", "NVRM: hello", 11, "");
+	ck_assert_int_eq(kmsg_parse(line, n, &r, &why), 0);
+	ck_assert(!r.from_kernel);
+	n = record(line, 23 << 3 | 4, 1234569, 89012347, '-', "", "NVRM: hello", 11, "");
+	ck_assert_int_eq(kmsg_parse(line, n, &r, &why), 0);
+	ck_assert(!r.from_kernel);
 
 	/* CONFIG_PRINTK_CALLER's field, and a fragment. */
 	n = record(line, 6, 18446744073709551615ULL, 0, 'c', ",caller=T42", "x", 1, "");
@@ -289,6 +302,7 @@ START_TEST(kmsg_to_xid)
 	n = record(line, 3, 9001, 5, '-', "", text, strlen(text), " SUBSYSTEM=pci\n");
 	ck_assert(strstr(line, "name=rank\\x5c3, "));
 	ck_assert_int_eq(kmsg_parse(line, n, &r, &why), 0);
+	ck_assert(r.from_kernel);
 	ck_assert_int_eq(nv_log_parse(r.text, r.text_len, &x, &why), 0);
 	ck_assert_uint_eq(r.seq, 9001);
 	ck_assert_uint_eq(x.xid, 95);
