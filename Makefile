@@ -40,6 +40,9 @@ DAEMON_MAIN := daemon/hbmguardd.c daemon/daemon.c daemon/core.c daemon/kernel.c 
 	daemon/status.c daemon/client.c daemon/control.c daemon/recovery.c daemon/genl.c
 DAEMON_MAIN_HDR := daemon/hbmguardd.h daemon/kernel.h daemon/store.h daemon/status.h \
 	daemon/control.h daemon/genl.h
+# The GPU sources' parsers (issue 13): pure code, unit-tested before their wiring.
+DAEMON_SRC += daemon/nvlog.c daemon/amdgpu_ras.c
+DAEMON_HDR += daemon/nvlog.h daemon/amdgpu_ras.h
 KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 
 .PHONY: all module modules-all userspace check check-unit check-ynl check-unitfile check-install \
@@ -136,6 +139,7 @@ $(BUILD)/guest/hbmctl: daemon/hbmctl.c $(BUILD)/libhbmguard.a
 # recovery.c too, its neighbours stubbed (tests/unit/check_recovery.c); the
 # SIGBUS guard, included by tests/unit/check_aperture.c.
 UNIT_DAEMON := $(DAEMON_SRC) daemon/recovery.c $(shell pkg-config --cflags libnl-genl-3.0 libsystemd)
+UNIT_DAEMON += -DHBM_FIXTURES='"$(TOP)/tests/unit/fixtures"'
 UNIT_LIBS := $(CHECK_LIBS) $(shell pkg-config --libs libsystemd)
 UNIT_DEPS := $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR) daemon/recovery.c $(DAEMON_MAIN_HDR) \
 	daemon/hbmguardd.h daemon/libhbmguard/aperture.c daemon/libhbmguard/hbmguard.h
@@ -165,10 +169,10 @@ $(BUILD)/guest/hbmrank: tests/guest/hbmrank.c $(BUILD)/libhbmguard.a
 
 # The netlink test client, static with libnl for the busybox guests.
 $(BUILD)/guest/hbmnl: tests/guest/hbmnl.c tests/guest/caps.h daemon/genl.c daemon/genl.h \
-		uapi/linux/hbmguard.h
+		uapi/linux/hbmguard.h $(BUILD)/libhbmguard.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_USER) -static $(shell pkg-config --cflags libnl-genl-3.0) \
-		tests/guest/hbmnl.c daemon/genl.c \
+	$(CC) $(CFLAGS_USER) -Idaemon/libhbmguard -static $(shell pkg-config --cflags libnl-genl-3.0) \
+		tests/guest/hbmnl.c daemon/genl.c $(BUILD)/libhbmguard.a \
 		$(shell pkg-config --libs --static libnl-genl-3.0) -o $@
 
 $(BUILD)/guest/hbmbench: tests/bench/hbmbench.c tests/bench/bench.h $(BUILD)/libhbmguard.a

@@ -62,11 +62,11 @@ static const char *const source_names[] = {
 	[HBMGUARD_SOURCE_NONE] = "-", [HBMGUARD_SOURCE_UE] = "ue",
 	[HBMGUARD_SOURCE_CE_THRESHOLD] = "ce-threshold",
 	[HBMGUARD_SOURCE_POISON] = "poison", [HBMGUARD_SOURCE_ADMIN] = "admin",
-	[HBMGUARD_SOURCE_RESTORED] = "restored",
+	[HBMGUARD_SOURCE_RESTORED] = "restored", [HBMGUARD_SOURCE_DRIVER] = "driver",
 };
 static const char *const health_names[] = {
 	[HBMGUARD_HEALTH_OK] = "ok", [HBMGUARD_HEALTH_DEGRADED] = "degraded",
-	[HBMGUARD_HEALTH_RMA] = "rma",
+	[HBMGUARD_HEALTH_RMA] = "rma", [HBMGUARD_HEALTH_RESET_REQUIRED] = "reset-required",
 };
 static const char *const error_names[] = {
 	[HBMGUARD_ERROR_CE] = "ce", [HBMGUARD_ERROR_UE] = "ue",

@@ -22,9 +22,13 @@ static const char *const sources[] = {
 	[HBMGUARD_SOURCE_NONE] = "none", [HBMGUARD_SOURCE_UE] = "ue",
 	[HBMGUARD_SOURCE_CE_THRESHOLD] = "ce-threshold",
 	[HBMGUARD_SOURCE_POISON] = "poison", [HBMGUARD_SOURCE_ADMIN] = "admin",
-	[HBMGUARD_SOURCE_RESTORED] = "restored",
+	[HBMGUARD_SOURCE_RESTORED] = "restored", [HBMGUARD_SOURCE_DRIVER] = "driver",
 };
-static const char *const healths[] = { "ok", "degraded", "rma" };
+static const char *const healths[] = {
+	[HBMGUARD_HEALTH_OK] = "ok", [HBMGUARD_HEALTH_DEGRADED] = "degraded",
+	[HBMGUARD_HEALTH_RMA] = "rma", [HBMGUARD_HEALTH_RESET_REQUIRED] = "reset-required",
+};
+#define NR_HEALTHS (sizeof(healths) / sizeof(healths[0]))
 static const char *const kinds[] = { "?", "correctable", "uncorrectable", "poison" };
 
 const char *hbm_journal_source_name(uint32_t source)
@@ -98,13 +102,15 @@ int hbm_journal_describe(const struct hbm_event_view *ev, const char *identity,
 		return 0;
 	case HBMGUARD_EVENT_HEALTH:
 		out->message_id = ID_HEALTH;
+		/* A GPU waiting for a reset needs an operator, as a degraded one. */
 		out->priority = ev->state == HBMGUARD_HEALTH_RMA ? LOG_CRIT :
-				ev->state == HBMGUARD_HEALTH_DEGRADED ? LOG_WARNING :
+				ev->state == HBMGUARD_HEALTH_DEGRADED ||
+				ev->state == HBMGUARD_HEALTH_RESET_REQUIRED ? LOG_WARNING :
 				LOG_NOTICE;
 		snprintf(out->message, sizeof(out->message),
 			 "%s: health %s -> %s, %u bad pages", identity,
-			 ev->aux < 3 ? healths[ev->aux] : "?",
-			 ev->state < 3 ? healths[ev->state] : "?", ev->count);
+			 ev->aux < NR_HEALTHS ? healths[ev->aux] : "?",
+			 ev->state < NR_HEALTHS ? healths[ev->state] : "?", ev->count);
 		return 0;
 	case HBMGUARD_EVENT_POLICY:
 		out->message_id = ID_POLICY;

@@ -171,7 +171,8 @@ static int ioc_translate(void __user *uarg)
 
 	tr.state = bad ? e.state : HBMGUARD_STATE_CLEAN;
 	tr.translated = tr.offset;
-	if (bad && e.state == HBMGUARD_STATE_RETIRED)
+	/* A GPU's driver bypasses its retired pages itself: no spare of ours. */
+	if (bad && e.state == HBMGUARD_STATE_RETIRED && e.spare != HBM_NO_SPARE)
 		tr.translated = hbm_usable_size(dev) +
 			(((u64)e.spare + (tr.offset >> dev->page_shift) - e.first)
 			 << dev->page_shift) +

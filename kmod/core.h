@@ -145,6 +145,12 @@ struct hbm_table {
 	u32 nr_extents;
 	u32 pages[__HBMGUARD_STATE_MAX];	/* pages per state */
 	u64 bytes;		/* memory held by the table */
+	/*
+	 * The device's driver bypasses bad pages itself (a discrete GPU): a
+	 * page retired is RETIRED without a spare, and the pool (empty) is
+	 * never asked.
+	 */
+	bool driver_bypass;
 };
 
 /* What one table operation changed, for events and health. */
@@ -201,6 +207,7 @@ struct hbm_core {
 	struct hbm_ce_entry *ce;	/* sorted by page */
 	u32 ce_nr;
 	u32 health;			/* enum hbmguard_health */
+	u32 driver_health;		/* the driver's facts: enum hbmguard_health */
 	u64 ce_events;
 	u64 ue_events;
 	u64 ce_evicted;			/* buckets dropped to make room */

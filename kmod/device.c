@@ -78,19 +78,24 @@ void hbm_device_put(struct hbm_device *dev)
 }
 
 /**
- * hbm_device_find_identity() - the device with an identity (a PCI address)
- * @identity: what to look for
+ * hbm_device_find_pci() - the device of a GPU at a PCI address
+ * @pci_addr: the address, as pci_name() gives it
+ *
+ * A GPU device (HBMGUARD_KIND_GPU) has its PCI address as an attribute; a
+ * provider's device may have it as its identity.  Registration keeps the
+ * two from naming the same address twice (device_clashes()).
  *
  * Return: the device with a reference the caller puts, or NULL.
  */
-struct hbm_device *hbm_device_find_identity(const char *identity)
+struct hbm_device *hbm_device_find_pci(const char *pci_addr)
 {
 	struct hbm_device *dev, *found = NULL;
 	unsigned long id;
 
 	xa_lock(&hbm_devices);
 	xa_for_each(&hbm_devices, id, dev) {
-		if (!strcmp(dev->identity, identity)) {
+		if (!strcmp(dev->pci_addr, pci_addr) ||
+		    !strcmp(dev->identity, pci_addr)) {
 			kref_get(&dev->ref);
 			found = dev;
 			break;
@@ -143,9 +148,50 @@ static bool identity_valid(const char *identity)
 	return true;
 }
 
+/**
+ * hbm_pci_addr_valid() - whether @s is a PCI address as the kernel names one
+ * @s: NUL-terminated
+ *
+ * pci_setup_device() in drivers/pci/probe.c (6.1 and 6.12) names a PCI
+ * device "%04x:%02x:%02x.%d": domain, bus, slot (0..1f), function (0..7),
+ * hex digits in lower case.  Only that spelling is accepted, so that the
+ * Xid path's pci_name() finds the device by comparing strings.
+ *
+ * Return: true when it is one.
+ */
+bool hbm_pci_addr_valid(const char *s)
+{
+	size_t len = strnlen(s, HBMGUARD_PCI_ADDR_LEN), dom, i;
+
+	if (len < 12 || len >= HBMGUARD_PCI_ADDR_LEN)
+		return false;
+	dom = len - 8;			/* "bb:ss.f" and its colon follow */
+	if (dom > 8 || (dom > 4 && s[0] == '0'))
+		return false;		/* %04x pads to four digits, no more */
+	for (i = 0; i < len; i++) {
+		char c = s[i];
+		bool sep = i == dom || i == dom + 3 || i == dom + 6;
+
+		if (sep && c != (i == dom + 6 ? '.' : ':'))
+			return false;
+		if (!sep && !isdigit(c) && !(c >= 'a' && c <= 'f'))
+			return false;
+	}
+	/* Slot: five bits; function: three. */
+	return s[dom + 4] <= '1' && s[dom + 7] <= '7';
+}
+
+/* Whether two devices name the same PCI address, as attribute or identity. */
+static bool same_pci(const struct hbm_device *a, const struct hbm_device *b)
+{
+	return (*a->pci_addr && (!strcmp(a->pci_addr, b->pci_addr) ||
+				 !strcmp(a->pci_addr, b->identity))) ||
+	       (*b->pci_addr && !strcmp(b->pci_addr, a->identity));
+}
+
 /*
- * Whether a registered device has this name, identity or (for a range) an
- * overlapping physical range; registry lock held.
+ * Whether a registered device has this name, identity, PCI address or (for
+ * a range) an overlapping physical range; registry lock held.
  */
 static bool device_clashes(const struct hbm_device *new)
 {
@@ -154,7 +200,7 @@ static bool device_clashes(const struct hbm_device *new)
 
 	xa_for_each(&hbm_devices, id, dev) {
 		if (!strcmp(dev->name, new->name) ||
-		    !strcmp(dev->identity, new->identity))
+		    !strcmp(dev->identity, new->identity) || same_pci(dev, new))
 			return true;
 		if (dev->kind == HBMGUARD_KIND_RANGE &&
 		    new->kind == HBMGUARD_KIND_RANGE &&
@@ -247,6 +293,14 @@ static int spec_check(const struct hbm_device_spec *spec)
 	    (strnlen(spec->identity, HBMGUARD_IDENTITY_LEN) == HBMGUARD_IDENTITY_LEN ||
 	     !identity_valid(spec->identity)))
 		return -EINVAL;
+	/* A GPU: its identity (UUID) and address given, no spares, no memory. */
+	if (spec->kind == HBMGUARD_KIND_GPU &&
+	    (!spec->identity || !*spec->identity || !spec->pci_addr ||
+	     !hbm_pci_addr_valid(spec->pci_addr) || spec->spare_pages ||
+	     spec->backed || spec->claim))
+		return -EINVAL;
+	if (spec->kind != HBMGUARD_KIND_GPU && spec->pci_addr)
+		return -EINVAL;
 	return 0;
 }
 
@@ -286,6 +340,8 @@ int hbm_device_create(const struct hbm_device_spec *spec, u32 *id)
 	xa_init(&dev->lost);
 	xa_init(&dev->served);
 	strscpy(dev->name, spec->name, sizeof(dev->name));
+	if (spec->pci_addr)
+		strscpy(dev->pci_addr, spec->pci_addr, sizeof(dev->pci_addr));
 	if (spec->identity && *spec->identity)
 		strscpy(dev->identity, spec->identity, sizeof(dev->identity));
 	else
@@ -297,9 +353,12 @@ int hbm_device_create(const struct hbm_device_spec *spec, u32 *id)
 	spares = spec->spare_pages ?: min3(pages - 1,
 					    hbm_default_retire_limit(spec->hbm_size),
 					    (u32)HBMGUARD_SPARE_PAGES_MAX);
+	if (spec->kind == HBMGUARD_KIND_GPU)
+		spares = 0;	/* the driver's own bypass: no pool of ours */
 	err = hbm_core_init(&dev->core, pages - spares, spares, spec->page_size);
 	if (err)
 		goto err_free;
+	dev->core.table.driver_bypass = spec->kind == HBMGUARD_KIND_GPU;
 	err = hbm_map_create(dev);
 	if (err)
 		goto err_core;
@@ -558,6 +617,14 @@ int hbm_device_apply(struct hbm_device *dev, enum hbm_op op, u64 offset,
 
 	if (!length || (offset | length) & mask)
 		return -EINVAL;
+	/*
+	 * A GPU's pages are retired by its driver, which the record says; the
+	 * driver's word is only a GPU's.
+	 */
+	if (op != HBM_OP_CLEAR &&
+	    (dev->kind == HBMGUARD_KIND_GPU ? source == HBMGUARD_SOURCE_ADMIN :
+					      source == HBMGUARD_SOURCE_DRIVER))
+		return -EINVAL;
 	if (offset >= hbm_usable_size(dev) ||
 	    length > hbm_usable_size(dev) - offset)
 		return -ERANGE;
@@ -608,6 +675,40 @@ int hbm_device_set_policy(struct hbm_device *dev, const struct hbm_policy *p,
 		dev->core.policy = new;
 		dev->core.health = hbm_core_health(&dev->core);
 		hbm_event(HBMGUARD_EVENT_POLICY, dev->id, 0, 0, 0, 0, fields, 0);
+		device_changed(dev, &(struct hbm_result){}, 0, 0, 0, old_health);
+	}
+	mutex_unlock(&dev->lock);
+	return err;
+}
+
+/**
+ * hbm_device_driver_health() - what a GPU's driver says of its health
+ * @dev: a GPU device
+ * @health: enum hbmguard_health, from the driver's facts (a row remap
+ *	pending: RESET_REQUIRED; a remap or retirement failed: RMA)
+ *
+ * The device's health becomes the worse of this and its table's; a change
+ * is a HEALTH event.
+ *
+ * Return: 0, -EOPNOTSUPP for a device that is not a GPU, -EINVAL for a
+ * value that is not a health, -ENODEV (unregistered meanwhile).
+ */
+int hbm_device_driver_health(struct hbm_device *dev, u32 health)
+{
+	u32 old_health;
+	int err = 0;
+
+	if (dev->kind != HBMGUARD_KIND_GPU)
+		return -EOPNOTSUPP;
+	if (health > HBMGUARD_HEALTH_RESET_REQUIRED)
+		return -EINVAL;
+	mutex_lock(&dev->lock);
+	if (dev->dead) {
+		err = -ENODEV;
+	} else {
+		old_health = dev->core.health;
+		dev->core.driver_health = health;
+		dev->core.health = hbm_core_health(&dev->core);
 		device_changed(dev, &(struct hbm_result){}, 0, 0, 0, old_health);
 	}
 	mutex_unlock(&dev->lock);

@@ -43,6 +43,7 @@ struct hbm_device {
 	u32 kind;
 	char name[HBMGUARD_NAME_LEN];
 	char identity[HBMGUARD_IDENTITY_LEN];
+	char pci_addr[HBMGUARD_PCI_ADDR_LEN];	/* HBMGUARD_KIND_GPU; else "" */
 	u32 page_shift;
 	u64 hbm_size;
 	u64 phys_start;
@@ -76,6 +77,7 @@ struct hbm_device_spec {
 	u32 spare_pages;	/* 0: the default */
 	const char *name;
 	const char *identity;	/* NULL or "": derived from the name */
+	const char *pci_addr;	/* HBMGUARD_KIND_GPU: required, as pci_name() */
 	u64 phys_start;		/* HBMGUARD_KIND_RANGE */
 	int numa_node;		/* HBMGUARD_KIND_RANGE, or -1 */
 	bool backed;		/* memory for the aperture */
@@ -98,7 +100,9 @@ u32 hbm_device_count(void);
 int hbm_device_report(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 		      u32 path);
 struct hbm_device *hbm_device_find_phys(u64 phys, u64 *offset);
-struct hbm_device *hbm_device_find_identity(const char *identity);
+struct hbm_device *hbm_device_find_pci(const char *pci_addr);
+bool hbm_pci_addr_valid(const char *s);
+int hbm_device_driver_health(struct hbm_device *dev, u32 health);
 void hbm_device_error(struct hbm_device *dev, u32 code, u32 path);
 void hbm_device_error_event(struct hbm_device *dev, u32 code, u32 path);
 int hbm_device_apply(struct hbm_device *dev, enum hbm_op op, u64 offset,

@@ -57,9 +57,13 @@ static const struct nla_policy hbm_policy[HBMGUARD_A_MAX + 1] = {
 	[HBMGUARD_A_OFFSET] = { .type = NLA_U64 },
 	[HBMGUARD_A_LENGTH] = { .type = NLA_U64 },
 	[HBMGUARD_A_SOURCE] = NLA_POLICY_RANGE(NLA_U32, HBMGUARD_SOURCE_ADMIN,
-					       HBMGUARD_SOURCE_RESTORED),
+					       HBMGUARD_SOURCE_DRIVER),
 	[HBMGUARD_A_FLAGS] = NLA_POLICY_MASK(NLA_U32, HBMGUARD_RETIRE_PENDING),
 	[HBMGUARD_A_CLAIM] = { .type = NLA_FLAG },
+	[HBMGUARD_A_PCI_ADDR] = { .type = NLA_NUL_STRING,
+				  .len = HBMGUARD_PCI_ADDR_LEN - 1 },
+	[HBMGUARD_A_DRIVER_HEALTH] = NLA_POLICY_MAX(NLA_U32,
+						    HBMGUARD_HEALTH_RESET_REQUIRED),
 };
 
 /*
@@ -104,6 +108,9 @@ int hbm_device_fill(struct sk_buff *skb, struct hbm_device *dev)
 		err = put_u64(skb, HBMGUARD_A_PHYS_ADDR, dev->phys_start) ||
 		      (dev->numa_node >= 0 &&
 		       nla_put_u32(skb, HBMGUARD_A_NUMA_NODE, dev->numa_node));
+	if (!err && dev->kind == HBMGUARD_KIND_GPU)
+		err = nla_put_string(skb, HBMGUARD_A_PCI_ADDR, dev->pci_addr) ||
+		      nla_put_u32(skb, HBMGUARD_A_DRIVER_HEALTH, c->driver_health);
 	mutex_unlock(&dev->lock);
 	return err ? -EMSGSIZE : 0;
 }
@@ -303,9 +310,9 @@ static int range_error(struct netlink_ext_ack *extack, int err)
 static int hbm_nl_extent_op(struct genl_info *info, enum hbm_op op)
 {
 	struct nlattr **attrs = info->attrs;
-	u8 source = HBMGUARD_SOURCE_ADMIN;
 	struct hbm_device *dev;
 	u64 offset, length;
+	u8 source;
 	int err;
 
 	if (op == HBM_OP_CLEAR &&
@@ -313,8 +320,6 @@ static int hbm_nl_extent_op(struct genl_info *info, enum hbm_op op)
 		NL_SET_ERR_MSG(info->extack, "CLEAR takes no source or flags");
 		return -EINVAL;
 	}
-	if (attrs[HBMGUARD_A_SOURCE])
-		source = nla_get_u32(attrs[HBMGUARD_A_SOURCE]);
 	if (attrs[HBMGUARD_A_FLAGS] &&
 	    nla_get_u32(attrs[HBMGUARD_A_FLAGS]) & HBMGUARD_RETIRE_PENDING)
 		op = HBM_OP_PENDING;
@@ -324,6 +329,23 @@ static int hbm_nl_extent_op(struct genl_info *info, enum hbm_op op)
 	dev = attr_device(attrs, info->extack);
 	if (IS_ERR(dev))
 		return PTR_ERR(dev);
+	/* A GPU's pages are the driver's to retire: DRIVER by default there. */
+	source = dev->kind == HBMGUARD_KIND_GPU ? HBMGUARD_SOURCE_DRIVER :
+						 HBMGUARD_SOURCE_ADMIN;
+	if (attrs[HBMGUARD_A_SOURCE])
+		source = nla_get_u32(attrs[HBMGUARD_A_SOURCE]);
+	if (op != HBM_OP_CLEAR &&
+	    (dev->kind == HBMGUARD_KIND_GPU) != (source == HBMGUARD_SOURCE_DRIVER) &&
+	    source != HBMGUARD_SOURCE_RESTORED) {
+		if (dev->kind == HBMGUARD_KIND_GPU)
+			NL_SET_ERR_MSG_ATTR(info->extack, attrs[HBMGUARD_A_SOURCE],
+					    "a GPU's pages are retired by its driver: source DRIVER or RESTORED");
+		else
+			NL_SET_ERR_MSG_ATTR(info->extack, attrs[HBMGUARD_A_SOURCE],
+					    "source DRIVER is only a GPU device's");
+		hbm_device_put(dev);
+		return -EINVAL;
+	}
 	if (op != HBM_OP_CLEAR)
 		hbm_path_count(HBMGUARD_PATH_NETLINK, false);
 	err = hbm_device_apply(dev, op, offset, length, source);
@@ -588,6 +610,120 @@ static int hbm_nl_range_unregister_doit(struct sk_buff *skb,
 	return err;
 }
 
+static int hbm_nl_gpu_register_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nlattr **attrs = info->attrs;
+	struct hbm_device_spec spec = {
+		.kind = HBMGUARD_KIND_GPU,
+		.numa_node = -1,
+	};
+	static const int required[] = {
+		HBMGUARD_A_NAME, HBMGUARD_A_IDENTITY, HBMGUARD_A_PCI_ADDR,
+		HBMGUARD_A_HBM_SIZE, HBMGUARD_A_PAGE_SIZE,
+	};
+	static const int refused[] = {
+		HBMGUARD_A_SPARE_PAGES, HBMGUARD_A_CLAIM, HBMGUARD_A_PHYS_ADDR,
+		HBMGUARD_A_NUMA_NODE,
+	};
+	struct sk_buff *msg;
+	unsigned int i;
+	void *hdr;
+	u32 id;
+	int err;
+
+	for (i = 0; i < ARRAY_SIZE(required); i++) {
+		if (!attrs[required[i]]) {
+			NL_SET_ERR_MSG(info->extack,
+				       "NAME, IDENTITY, PCI_ADDR, HBM_SIZE and PAGE_SIZE are required");
+			return -EINVAL;
+		}
+	}
+	for (i = 0; i < ARRAY_SIZE(refused); i++) {
+		if (attrs[refused[i]]) {
+			NL_SET_ERR_MSG_ATTR(info->extack, attrs[refused[i]],
+					    "a GPU has no spares or memory of ours: its driver bypasses bad pages");
+			return -EINVAL;
+		}
+	}
+	spec.name = nla_data(attrs[HBMGUARD_A_NAME]);
+	spec.identity = nla_data(attrs[HBMGUARD_A_IDENTITY]);
+	spec.pci_addr = nla_data(attrs[HBMGUARD_A_PCI_ADDR]);
+	spec.hbm_size = nla_get_u64(attrs[HBMGUARD_A_HBM_SIZE]);
+	spec.page_size = nla_get_u32(attrs[HBMGUARD_A_PAGE_SIZE]);
+	if (!hbm_pci_addr_valid(spec.pci_addr)) {
+		NL_SET_ERR_MSG_ATTR(info->extack, attrs[HBMGUARD_A_PCI_ADDR],
+				    "not a PCI address as the kernel names it (0000:3b:00.0)");
+		return -EINVAL;
+	}
+	if (!*spec.identity) {
+		NL_SET_ERR_MSG_ATTR(info->extack, attrs[HBMGUARD_A_IDENTITY],
+				    "a GPU's identity (its UUID) is required");
+		return -EINVAL;
+	}
+
+	err = hbm_device_create(&spec, &id);
+	if (err == -EEXIST)
+		NL_SET_ERR_MSG(info->extack, "name, identity or PCI address already registered");
+	else if (err == -EINVAL)
+		NL_SET_ERR_MSG(info->extack,
+			       "bad name or identity, or a size that is not a non-zero multiple of the page size below 2^32 pages");
+	if (err)
+		return err;
+
+	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	if (!msg)
+		goto undo;
+	hdr = genlmsg_put_reply(msg, info, &hbm_genl, 0, HBMGUARD_CMD_GPU_REGISTER);
+	if (!hdr || nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, id)) {
+		nlmsg_free(msg);
+		goto undo;
+	}
+	genlmsg_end(msg, hdr);
+	return genlmsg_reply(msg, info);
+undo:
+	hbm_device_destroy(id, HBMGUARD_KIND_GPU);
+	return -ENOMEM;
+}
+
+static int hbm_nl_gpu_unregister_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	int err;
+
+	if (!info->attrs[HBMGUARD_A_DEVICE_ID]) {
+		NL_SET_ERR_MSG(info->extack, "HBMGUARD_A_DEVICE_ID is required");
+		return -EINVAL;
+	}
+	err = hbm_device_destroy(nla_get_u32(info->attrs[HBMGUARD_A_DEVICE_ID]),
+				 HBMGUARD_KIND_GPU);
+	if (err == -EOPNOTSUPP)
+		NL_SET_ERR_MSG(info->extack, "not a GPU device");
+	else if (err == -ENODEV)
+		NL_SET_ERR_MSG_ATTR(info->extack, info->attrs[HBMGUARD_A_DEVICE_ID],
+				    "no such device");
+	return err;
+}
+
+static int hbm_nl_gpu_health_set_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct hbm_device *dev;
+	int err;
+
+	if (!info->attrs[HBMGUARD_A_DRIVER_HEALTH]) {
+		NL_SET_ERR_MSG(info->extack, "HBMGUARD_A_DRIVER_HEALTH is required");
+		return -EINVAL;
+	}
+	dev = attr_device(info->attrs, info->extack);
+	if (IS_ERR(dev))
+		return PTR_ERR(dev);
+	err = hbm_device_driver_health(dev,
+				       nla_get_u32(info->attrs[HBMGUARD_A_DRIVER_HEALTH]));
+	if (err == -EOPNOTSUPP)
+		NL_SET_ERR_MSG_ATTR(info->extack, info->attrs[HBMGUARD_A_DEVICE_ID],
+				    "not a GPU device: its health is its table's");
+	hbm_device_put(dev);
+	return err;
+}
+
 static const struct genl_ops hbm_genl_ops[] = {
 	{
 		.cmd = HBMGUARD_CMD_DEVICE_GET,
@@ -627,6 +763,18 @@ static const struct genl_ops hbm_genl_ops[] = {
 	{
 		.cmd = HBMGUARD_CMD_RANGE_UNREGISTER,
 		.doit = hbm_nl_range_unregister_doit,
+	},
+	{
+		.cmd = HBMGUARD_CMD_GPU_REGISTER,
+		.doit = hbm_nl_gpu_register_doit,
+	},
+	{
+		.cmd = HBMGUARD_CMD_GPU_UNREGISTER,
+		.doit = hbm_nl_gpu_unregister_doit,
+	},
+	{
+		.cmd = HBMGUARD_CMD_GPU_HEALTH_SET,
+		.doit = hbm_nl_gpu_health_set_doit,
 	},
 };
 

@@ -5,7 +5,8 @@
  * and since which release; a driver running on an NVIDIA H200 with 580.159.04
  * open modules, taint "O", lists its trace_event_raw_event_nvidia_dev_xid in
  * /proc/kallsyms).  The HBM ones become DEVICE_ERROR events of the device
- * whose identity is the GPU's PCI address; what each means is the daemon's
+ * of the GPU's PCI address (a GPU device's PCI_ADDR attribute, or a
+ * provider's identity: hbm_device_find_pci()); what each means is the daemon's
  * to say (it asks NVML which page, and whether a reset or an RMA is due):
  *
  *   48  double-bit ECC error		 94  contained ECC error
@@ -46,7 +47,7 @@
 #define XID_RING 64
 
 struct xid_report {
-	char bdf[16];		/* "0000:3b:00.0" */
+	char bdf[HBMGUARD_PCI_ADDR_LEN];	/* "0000:3b:00.0" */
 	u32 xid;
 };
 
@@ -79,7 +80,7 @@ static void xid_work_fn(struct work_struct *work)
 		r = xid_ring[xid_head++ % XID_RING];
 		spin_unlock_irqrestore(&xid_lock, flags);
 
-		dev = hbm_device_find_identity(r.bdf);
+		dev = hbm_device_find_pci(r.bdf);
 		if (!dev) {
 			hbm_path_count(HBMGUARD_PATH_NVIDIA_XID, true);
 			pr_info_ratelimited("hbmguard: Xid %u on %s: no such device registered\n",

@@ -187,16 +187,34 @@ u32 hbm_ce_level(const struct hbm_core *c, u32 page, u32 now)
 	return level_now(&c->policy, &c->ce[i], now);
 }
 
+/* Severity of each health, for the worse of two: RESET_REQUIRED came last. */
+static u32 health_rank(u32 health)
+{
+	static const u8 rank[] = {
+		[HBMGUARD_HEALTH_OK] = 0, [HBMGUARD_HEALTH_DEGRADED] = 1,
+		[HBMGUARD_HEALTH_RESET_REQUIRED] = 2, [HBMGUARD_HEALTH_RMA] = 3,
+	};
+
+	return health < sizeof(rank) ? rank[health] : 0;
+}
+
+/*
+ * The table's health, or the driver's (a GPU device's facts: a remap pending
+ * needs a reset, a failed one an RMA) when that is worse.
+ */
 u32 hbm_core_health(const struct hbm_core *c)
 {
 	u64 bad = (u64)hbm_table_bad_pages(&c->table) + c->table.spare_bad;
 	u64 limit = c->policy.retire_limit;
+	u32 health = HBMGUARD_HEALTH_OK;
 
 	if (bad >= limit)
-		return HBMGUARD_HEALTH_RMA;
-	if (bad * 10 >= limit * 9)
-		return HBMGUARD_HEALTH_DEGRADED;
-	return HBMGUARD_HEALTH_OK;
+		health = HBMGUARD_HEALTH_RMA;
+	else if (bad * 10 >= limit * 9)
+		health = HBMGUARD_HEALTH_DEGRADED;
+	if (health_rank(c->driver_health) > health_rank(health))
+		health = c->driver_health;
+	return health;
 }
 
 /**

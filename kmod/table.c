@@ -416,8 +416,8 @@ static void bypass(struct op_ctx *c, struct hbm_extent tmpl)
 	tmpl.nr = 1;
 	for (page = tmpl.first; page < end && !c->err; page++) {
 		tmpl.first = page;
-		tmpl.spare = spare_take(c);
-		tmpl.state = tmpl.spare == HBM_NO_SPARE ?
+		tmpl.spare = c->t->driver_bypass ? HBM_NO_SPARE : spare_take(c);
+		tmpl.state = tmpl.spare == HBM_NO_SPARE && !c->t->driver_bypass ?
 			     HBMGUARD_STATE_FAILED : HBMGUARD_STATE_RETIRED;
 		count_change(c, from, tmpl.state, 1);
 		emit(c, &tmpl);

@@ -139,7 +139,9 @@ int hbmguard_translate(struct hbmguard_table *t, uint64_t offset,
 		i = e ? search(e, nr, page) : -1;
 		if (i >= 0 && page - e[i].first < e[i].nr) {
 			st = e[i].state;
-			if (st == HBMGUARD_STATE_RETIRED)
+			/* A GPU's driver bypasses its retired pages: no spare. */
+			if (st == HBMGUARD_STATE_RETIRED &&
+			    e[i].spare != HBMGUARD_MAP_NO_SPARE)
 				out = h->usable_size +
 				      ((uint64_t)(e[i].spare + page - e[i].first) << shift) +
 				      (offset & ((1ULL << shift) - 1));

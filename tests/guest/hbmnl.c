@@ -27,6 +27,13 @@
  *   hbmnl forge DEV OFFSET             multicast a forged UE retirement event to
  *                                      the "events" group, as a CAP_NET_ADMIN
  *                                      process can
+ *   hbmnl gpu-register NAME UUID PCI SIZE PAGE_SIZE  a discrete GPU; prints the id
+ *   hbmnl gpu-unregister DEV
+ *   hbmnl gpu-health DEV HEALTH        the health its driver's facts give
+ *   hbmnl gpu SIMDEV                   GPU devices: register, duplicates, every bad
+ *                                      value, driver retirements without spares,
+ *                                      driver health, unregister (SIMDEV: a
+ *                                      simulated device, for what is a GPU's only)
  *
  * Exit status: 0 as expected, 1 otherwise (the reason is printed).
  */
@@ -49,6 +56,7 @@
 
 #include "genl.h"
 #include "caps.h"
+#include "hbmguard.h"
 
 static int family;
 static int failures;
@@ -167,14 +175,16 @@ static int print_device(struct nl_msg *msg, void *arg)
 		return NL_SKIP;
 	printf("device %u %s %s kind=%u size=0x%" PRIx64 " page=%u retired=%u "
 	       "pending=%u failed=%u health=%u ce=%" PRIu64 " ue=%" PRIu64
-	       " spare_bad=%u phys=0x%" PRIx64 "\n",
+	       " spare_bad=%u spares=%u pci=%s driver_health=%u phys=0x%" PRIx64 "\n",
 	       get_u32(HBMGUARD_A_DEVICE_ID), nla_get_string(attrs[HBMGUARD_A_NAME]),
 	       nla_get_string(attrs[HBMGUARD_A_IDENTITY]), get_u32(HBMGUARD_A_KIND),
 	       get_u64(HBMGUARD_A_HBM_SIZE), get_u32(HBMGUARD_A_PAGE_SIZE),
 	       get_u32(HBMGUARD_A_NR_RETIRED), get_u32(HBMGUARD_A_NR_PENDING),
 	       get_u32(HBMGUARD_A_NR_FAILED), get_u32(HBMGUARD_A_HEALTH),
 	       get_u64(HBMGUARD_A_CE_EVENTS), get_u64(HBMGUARD_A_UE_EVENTS),
-	       get_u32(HBMGUARD_A_SPARE_BAD), get_u64(HBMGUARD_A_PHYS_ADDR));
+	       get_u32(HBMGUARD_A_SPARE_BAD), get_u32(HBMGUARD_A_SPARE_TOTAL),
+	       attrs[HBMGUARD_A_PCI_ADDR] ? nla_get_string(attrs[HBMGUARD_A_PCI_ADDR]) : "-",
+	       get_u32(HBMGUARD_A_DRIVER_HEALTH), get_u64(HBMGUARD_A_PHYS_ADDR));
 	return NL_OK;
 }
 
@@ -291,6 +301,33 @@ static struct nl_msg *extent_request(int cmd, uint32_t dev, uint64_t offset,
 	if (_r != -(err))						\
 		FAIL("%s: got %s, expected %s", what, strerror(-_r), strerror(err)); \
 } while (0)
+
+static struct nl_msg *gpu_health_msg(uint32_t dev, uint32_t health)
+{
+	struct nl_msg *msg = request(HBMGUARD_CMD_GPU_HEALTH_SET, 0);
+
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev);
+	nla_put_u32(msg, HBMGUARD_A_DRIVER_HEALTH, health);
+	return msg;
+}
+
+static struct nl_msg *gpu_request(const char *name, const char *uuid,
+				  const char *pci, uint64_t size, uint32_t page)
+{
+	struct nl_msg *msg = request(HBMGUARD_CMD_GPU_REGISTER, 0);
+
+	if (name)
+		nla_put_string(msg, HBMGUARD_A_NAME, name);
+	if (uuid)
+		nla_put_string(msg, HBMGUARD_A_IDENTITY, uuid);
+	if (pci)
+		nla_put_string(msg, HBMGUARD_A_PCI_ADDR, pci);
+	if (size)
+		nla_put_u64(msg, HBMGUARD_A_HBM_SIZE, size);
+	if (page)
+		nla_put_u32(msg, HBMGUARD_A_PAGE_SIZE, page);
+	return msg;
+}
 
 /* Every kind of bad request: the right errno, and nothing changes. */
 static int cmd_badinput(void)
@@ -471,6 +508,15 @@ static int refused_everything(void)
 	msg = request(HBMGUARD_CMD_RANGE_UNREGISTER, 0);
 	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
 	EXPECT_ERR(sk, msg, EPERM, "range unregister");
+	EXPECT_ERR(sk, gpu_request("gpux", "GPU-x", "0000:00:02.0", 1 << 20, 4096),
+		   EPERM, "gpu register");
+	msg = request(HBMGUARD_CMD_GPU_UNREGISTER, 0);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
+	EXPECT_ERR(sk, msg, EPERM, "gpu unregister");
+	msg = request(HBMGUARD_CMD_GPU_HEALTH_SET, 0);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
+	nla_put_u32(msg, HBMGUARD_A_DRIVER_HEALTH, HBMGUARD_HEALTH_RMA);
+	EXPECT_ERR(sk, msg, EPERM, "gpu health set");
 	err = join_events(sk);
 	if (err != -NLE_PERM)
 		FAIL("join the events group: %s", nl_geterror(err));
@@ -735,6 +781,330 @@ static int cmd_forge(uint32_t dev, uint64_t offset)
 	return 0;
 }
 
+/* One device's attributes, as DEVICE_GET gives them. */
+struct gpu_info {
+	uint32_t kind, health, driver_health, spare_total, spare_used;
+	uint32_t retired, pending, failed;
+	uint64_t hbm_size, usable_size;
+	char pci[HBMGUARD_PCI_ADDR_LEN + 8], identity[HBMGUARD_IDENTITY_LEN];
+};
+
+static int parse_gpu(struct nl_msg *msg, void *arg)
+{
+	struct gpu_info *g = arg;
+
+	if (parse_attrs(msg))
+		return NL_SKIP;
+	g->kind = get_u32(HBMGUARD_A_KIND);
+	g->health = get_u32(HBMGUARD_A_HEALTH);
+	g->driver_health = attrs[HBMGUARD_A_DRIVER_HEALTH] ?
+			   get_u32(HBMGUARD_A_DRIVER_HEALTH) : ~0u;
+	g->spare_total = get_u32(HBMGUARD_A_SPARE_TOTAL);
+	g->spare_used = get_u32(HBMGUARD_A_SPARE_USED);
+	g->retired = get_u32(HBMGUARD_A_NR_RETIRED);
+	g->pending = get_u32(HBMGUARD_A_NR_PENDING);
+	g->failed = get_u32(HBMGUARD_A_NR_FAILED);
+	g->hbm_size = get_u64(HBMGUARD_A_HBM_SIZE);
+	g->usable_size = get_u64(HBMGUARD_A_USABLE_SIZE);
+	snprintf(g->pci, sizeof(g->pci), "%s", attrs[HBMGUARD_A_PCI_ADDR] ?
+		 nla_get_string(attrs[HBMGUARD_A_PCI_ADDR]) : "");
+	snprintf(g->identity, sizeof(g->identity), "%s",
+		 nla_get_string(attrs[HBMGUARD_A_IDENTITY]));
+	return NL_OK;
+}
+
+static struct gpu_info gpu_get(struct nl_sock *sk, uint32_t dev)
+{
+	struct nl_msg *msg = request(HBMGUARD_CMD_DEVICE_GET, 0);
+	struct gpu_info g = { 0 };
+
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev);
+	if (transact(sk, msg, parse_gpu, &g))
+		FAIL("device get %u", dev);
+	return g;
+}
+
+static int gpu_health(struct nl_sock *sk, uint32_t dev, uint32_t health)
+{
+	return transact(sk, gpu_health_msg(dev, health), NULL, NULL);
+}
+
+static int dump_pages_cb(struct nl_sock *sk, uint32_t dev, nl_recvmsg_msg_cb_t cb,
+			 void *arg)
+{
+	struct nl_msg *msg = request(HBMGUARD_CMD_PAGES_GET, NLM_F_DUMP);
+
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev);
+	return transact(sk, msg, cb, arg);
+}
+
+/* Extents of a dump: each one's source and whether it has a spare. */
+struct gpu_pages {
+	unsigned int extents, driver, restored, with_spare;
+};
+
+static int gpu_page(struct nl_msg *msg, void *arg)
+{
+	struct gpu_pages *gp = arg;
+	struct nlattr *ext[HBMGUARD_A_MAX + 1];
+
+	if (parse_attrs(msg) || !attrs[HBMGUARD_A_EXTENT] ||
+	    nla_parse_nested(ext, HBMGUARD_A_MAX, attrs[HBMGUARD_A_EXTENT], NULL))
+		return NL_SKIP;
+	gp->extents++;
+	gp->driver += nla_get_u32(ext[HBMGUARD_A_SOURCE]) == HBMGUARD_SOURCE_DRIVER;
+	gp->restored += nla_get_u32(ext[HBMGUARD_A_SOURCE]) == HBMGUARD_SOURCE_RESTORED;
+	gp->with_spare += ext[HBMGUARD_A_SPARE_OFFSET] != NULL;
+	return NL_OK;
+}
+
+#define GPU_UUID "GPU-7f3c9a2e-1b4d-4e8f-9c6a-2d5b8e1f0a3c"
+#define GPU_PCI "0000:00:02.0"
+#define GPU_SIZE (1ULL << 30)
+
+/*
+ * GPU devices (HBMGUARD_CMD_GPU_*): what registers, what clashes, every bad
+ * value refused with nothing changed, pages the driver retired recorded
+ * without a spare, the driver's health, and unregistration.  @sim: a
+ * simulated device, where what is a GPU's alone must be refused.
+ */
+static int cmd_gpu(uint32_t sim)
+{
+	static const char *const bad_pci[] = {
+		"0000:00:02.0 ", "0000:00:1F.0", "0000:00:20.0", "0000:00:02.8",
+		"000:00:02.0", "00000:00:02.0", "0000-00-02.0", "0000:00:02:0",
+		"0000:0:02.0", "0000:00:2.0", "", "3b:00.0", "0000:00:0g.0",
+	};
+	struct nl_sock *sk = connect_family();
+	int fd = open("/dev/" HBMGUARD_DEVICE_NAME, O_RDONLY);
+	struct stats before, after;
+	struct gpu_pages gp = { 0 };
+	struct gpu_info g;
+	struct nl_msg *msg;
+	uint32_t id = ~0u, id2 = ~0u;
+	char big[HBMGUARD_PCI_ADDR_LEN + 4];
+	unsigned int i;
+	int err;
+
+	before = get_stats(sk);
+	err = transact(sk, gpu_request("gpu0", GPU_UUID, GPU_PCI, GPU_SIZE, 4096),
+		       reply_id, &id);
+	if (err) {
+		FAIL("register: %s", strerror(-err));
+		return 1;
+	}
+	g = gpu_get(sk, id);
+	if (g.kind != HBMGUARD_KIND_GPU || g.spare_total || g.usable_size != GPU_SIZE ||
+	    g.hbm_size != GPU_SIZE || strcmp(g.pci, GPU_PCI) || strcmp(g.identity, GPU_UUID) ||
+	    g.driver_health != HBMGUARD_HEALTH_OK || g.health != HBMGUARD_HEALTH_OK)
+		FAIL("registered: kind %u spares %u usable 0x%" PRIx64 " pci '%s' identity '%s'",
+		     g.kind, g.spare_total, g.usable_size, g.pci, g.identity);
+	before = get_stats(sk);
+
+	/* Clashes: the same UUID, PCI address or name. */
+	EXPECT_ERR(sk, gpu_request("gpu1", GPU_UUID, "0000:00:03.0", GPU_SIZE, 4096),
+		   EEXIST, "the same UUID again");
+	EXPECT_ERR(sk, gpu_request("gpu1", "GPU-other", GPU_PCI, GPU_SIZE, 4096),
+		   EEXIST, "the same PCI address again");
+	EXPECT_ERR(sk, gpu_request("gpu0", "GPU-other", "0000:00:03.0", GPU_SIZE, 4096),
+		   EEXIST, "the same name again");
+	EXPECT_ERR(sk, gpu_request("gpu1", GPU_PCI, "0000:00:03.0", GPU_SIZE, 4096),
+		   EEXIST, "an identity that is a GPU's PCI address");
+
+	/* Each required attribute missing. */
+	EXPECT_ERR(sk, gpu_request(NULL, "GPU-b", "0000:00:03.0", GPU_SIZE, 4096),
+		   EINVAL, "no name");
+	EXPECT_ERR(sk, gpu_request("gpu1", NULL, "0000:00:03.0", GPU_SIZE, 4096),
+		   EINVAL, "no identity");
+	EXPECT_ERR(sk, gpu_request("gpu1", "GPU-b", NULL, GPU_SIZE, 4096),
+		   EINVAL, "no PCI address");
+	EXPECT_ERR(sk, gpu_request("gpu1", "GPU-b", "0000:00:03.0", 0, 4096),
+		   EINVAL, "no size");
+	EXPECT_ERR(sk, gpu_request("gpu1", "GPU-b", "0000:00:03.0", GPU_SIZE, 0),
+		   EINVAL, "no page size");
+	/* Bad values. */
+	for (i = 0; i < sizeof(bad_pci) / sizeof(bad_pci[0]); i++) {
+		char what[64];
+
+		snprintf(what, sizeof(what), "PCI address '%s'", bad_pci[i]);
+		EXPECT_ERR(sk, gpu_request("gpu1", "GPU-b", bad_pci[i], GPU_SIZE, 4096),
+			   EINVAL, what);
+	}
+	memset(big, '0', sizeof(big) - 1);
+	big[sizeof(big) - 1] = 0;
+	EXPECT_ERR(sk, gpu_request("gpu1", "GPU-b", big, GPU_SIZE, 4096), EINVAL,
+		   "PCI address too long");
+	msg = request(HBMGUARD_CMD_GPU_REGISTER, 0);
+	nla_put_string(msg, HBMGUARD_A_NAME, "gpu1");
+	nla_put_string(msg, HBMGUARD_A_IDENTITY, "GPU-b");
+	nla_put_u32(msg, HBMGUARD_A_PCI_ADDR, 0x3b00);
+	nla_put_u64(msg, HBMGUARD_A_HBM_SIZE, GPU_SIZE);
+	nla_put_u32(msg, HBMGUARD_A_PAGE_SIZE, 4096);
+	EXPECT_ERR(sk, msg, EINVAL, "PCI address not a string");
+	EXPECT_ERR(sk, gpu_request("gpu1", "", "0000:00:03.0", GPU_SIZE, 4096),
+		   EINVAL, "empty identity");
+	EXPECT_ERR(sk, gpu_request("gpu1", "GPU b", "0000:00:03.0", GPU_SIZE, 4096),
+		   EINVAL, "identity with a space");
+	EXPECT_ERR(sk, gpu_request("gpu 1", "GPU-b", "0000:00:03.0", GPU_SIZE, 4096),
+		   EINVAL, "name with a space");
+	EXPECT_ERR(sk, gpu_request("gpu1", "GPU-b", "0000:00:03.0", GPU_SIZE + 512, 4096),
+		   EINVAL, "size not a multiple of the page size");
+	EXPECT_ERR(sk, gpu_request("gpu1", "GPU-b", "0000:00:03.0", 1ULL << 45, 4096),
+		   EINVAL, "2^33 pages");
+	EXPECT_ERR(sk, gpu_request("gpu1", "GPU-b", "0000:00:03.0", GPU_SIZE, 12288),
+		   EINVAL, "page size not a power of two");
+	EXPECT_ERR(sk, gpu_request("gpu1", "GPU-b", "0000:00:03.0", GPU_SIZE, 1024),
+		   ERANGE, "page size below 4 KiB");
+	EXPECT_ERR(sk, gpu_request("gpu1", "GPU-b", "0000:00:03.0", GPU_SIZE, 4U << 20),
+		   ERANGE, "page size above 2 MiB");
+	msg = gpu_request("gpu1", "GPU-b", "0000:00:03.0", GPU_SIZE, 4096);
+	nla_put_u32(msg, HBMGUARD_A_SPARE_PAGES, 16);
+	EXPECT_ERR(sk, msg, EINVAL, "a GPU with spares");
+	msg = gpu_request("gpu1", "GPU-b", "0000:00:03.0", GPU_SIZE, 4096);
+	nla_put_flag(msg, HBMGUARD_A_CLAIM);
+	EXPECT_ERR(sk, msg, EINVAL, "a GPU with CLAIM");
+	msg = gpu_request("gpu1", "GPU-b", "0000:00:03.0", GPU_SIZE, 4096);
+	nla_put_u64(msg, HBMGUARD_A_PHYS_ADDR, 1ULL << 32);
+	EXPECT_ERR(sk, msg, EINVAL, "a GPU with a physical address");
+	msg = gpu_request("gpu1", "GPU-b", "0000:00:03.0", GPU_SIZE, 4096);
+	nla_put_u32(msg, HBMGUARD_A_NUMA_NODE, 0);
+	EXPECT_ERR(sk, msg, EINVAL, "a GPU with a NUMA node");
+
+	/* What is a GPU's alone, on another device; another kind's, on a GPU. */
+	EXPECT_ERR(sk, gpu_health_msg(sim, HBMGUARD_HEALTH_RMA), EOPNOTSUPP,
+		   "driver health of a simulated device");
+	EXPECT_ERR(sk, gpu_health_msg(id, HBMGUARD_HEALTH_RESET_REQUIRED + 1), ERANGE,
+		   "driver health not a health");
+	msg = request(HBMGUARD_CMD_GPU_HEALTH_SET, 0);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, id);
+	EXPECT_ERR(sk, msg, EINVAL, "driver health missing");
+	EXPECT_ERR(sk, gpu_health_msg(200, HBMGUARD_HEALTH_RMA), ENODEV,
+		   "driver health of no device");
+	msg = request(HBMGUARD_CMD_GPU_UNREGISTER, 0);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, sim);
+	EXPECT_ERR(sk, msg, EOPNOTSUPP, "gpu unregister of a simulated device");
+	msg = request(HBMGUARD_CMD_RANGE_UNREGISTER, 0);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, id);
+	EXPECT_ERR(sk, msg, EOPNOTSUPP, "range unregister of a GPU");
+	msg = extent_request(HBMGUARD_CMD_RETIRE, id, 0, 4096);
+	nla_put_u32(msg, HBMGUARD_A_SOURCE, HBMGUARD_SOURCE_ADMIN);
+	EXPECT_ERR(sk, msg, EINVAL, "retire on a GPU as ADMIN");
+	msg = extent_request(HBMGUARD_CMD_RETIRE, sim, 0, 4096);
+	nla_put_u32(msg, HBMGUARD_A_SOURCE, HBMGUARD_SOURCE_DRIVER);
+	EXPECT_ERR(sk, msg, EINVAL, "retire as DRIVER on a simulated device");
+	msg = extent_request(HBMGUARD_CMD_RETIRE, id, 0, 4096);
+	nla_put_u32(msg, HBMGUARD_A_SOURCE, HBMGUARD_SOURCE_DRIVER + 1);
+	EXPECT_ERR(sk, msg, ERANGE, "retire with a source past DRIVER");
+	if (fd >= 0) {
+		struct hbmguard_extent_op x = {
+			.size = sizeof(x), .device = id, .source = HBMGUARD_SOURCE_ADMIN,
+			.offset = 0, .length = 4096,
+		};
+
+		if (ioctl(fd, HBMGUARD_IOC_RETIRE, &x) != -1 || errno != EINVAL)
+			FAIL("ioctl retire on a GPU as ADMIN: not EINVAL");
+	}
+	after = get_stats(sk);
+	if (before.seqnum != after.seqnum || before.generation != after.generation ||
+	    before.devices != after.devices)
+		FAIL("bad GPU requests changed something: seqnum %" PRIu64 " -> %" PRIu64
+		     ", devices %u -> %u", before.seqnum, after.seqnum, before.devices,
+		     after.devices);
+
+	/* The driver's retirements: RETIRED, source DRIVER, no spare. */
+	if (transact(sk, extent_request(HBMGUARD_CMD_RETIRE, id, 0x10000, 0x2000), NULL, NULL))
+		FAIL("retire on a GPU");
+	msg = extent_request(HBMGUARD_CMD_RETIRE, id, 0x40000, 0x1000);
+	nla_put_u32(msg, HBMGUARD_A_FLAGS, HBMGUARD_RETIRE_PENDING);
+	if (transact(sk, msg, NULL, NULL))
+		FAIL("pending retirement on a GPU");
+	msg = request(HBMGUARD_CMD_RESTORE, 0);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, id);
+	{
+		struct nlattr *n = nla_nest_start(msg, HBMGUARD_A_EXTENT);
+
+		nla_put_u64(msg, HBMGUARD_A_OFFSET, 0x80000);
+		nla_put_u64(msg, HBMGUARD_A_LENGTH, 0x1000);
+		nla_nest_end(msg, n);
+	}
+	if (transact(sk, msg, NULL, NULL))
+		FAIL("restore on a GPU");
+	g = gpu_get(sk, id);
+	if (g.retired != 3 || g.pending != 1 || g.failed || g.spare_used || g.spare_total)
+		FAIL("after retirements: retired %u pending %u failed %u spares %u/%u",
+		     g.retired, g.pending, g.failed, g.spare_used, g.spare_total);
+	dump_pages_cb(sk, id, gpu_page, &gp);
+	if (gp.extents != 3 || gp.driver != 2 || gp.restored != 1 || gp.with_spare)
+		FAIL("pages: %u extents, %u driver, %u restored, %u with a spare",
+		     gp.extents, gp.driver, gp.restored, gp.with_spare);
+	if (fd >= 0) {
+		struct hbmguard_translate tr = {
+			.size = sizeof(tr), .device = id, .offset = 0x11008,
+		};
+
+		struct hbmguard_table *t;
+		uint64_t served = 0;
+		uint32_t state = 0;
+
+		if (ioctl(fd, HBMGUARD_IOC_TRANSLATE, &tr) ||
+		    tr.state != HBMGUARD_STATE_RETIRED || tr.translated != 0x11008)
+			FAIL("translate on a GPU: state %u translated 0x%llx", tr.state,
+			     (unsigned long long)tr.translated);
+		/* The mapped table (libhbmguard) too: HBMGUARD_MAP_NO_SPARE is no spare. */
+		if (hbmguard_table_open(fd, id, &t)) {
+			FAIL("map a GPU's table");
+		} else {
+			if (hbmguard_translate(t, 0x11008, &served, &state) ||
+			    state != HBMGUARD_STATE_RETIRED || served != 0x11008)
+				FAIL("mapped translate on a GPU: state %u served 0x%" PRIx64,
+				     state, served);
+			hbmguard_table_close(t);
+		}
+	} else {
+		FAIL("open /dev/hbmguard");
+	}
+
+	/* Health: the worse of the table's and the driver's. */
+	if (gpu_health(sk, id, HBMGUARD_HEALTH_RESET_REQUIRED))
+		FAIL("driver health RESET_REQUIRED");
+	g = gpu_get(sk, id);
+	if (g.health != HBMGUARD_HEALTH_RESET_REQUIRED ||
+	    g.driver_health != HBMGUARD_HEALTH_RESET_REQUIRED)
+		FAIL("reset required: health %u driver %u", g.health, g.driver_health);
+	if (gpu_health(sk, id, HBMGUARD_HEALTH_RMA) ||
+	    gpu_get(sk, id).health != HBMGUARD_HEALTH_RMA)
+		FAIL("driver health RMA");
+	if (gpu_health(sk, id, HBMGUARD_HEALTH_OK) ||
+	    gpu_get(sk, id).health != HBMGUARD_HEALTH_OK)
+		FAIL("driver health back to OK");
+
+	/* A second GPU, then both gone. */
+	if (transact(sk, gpu_request("gpu1", "GPU-b", "10000:c1:1f.7", GPU_SIZE, 2 << 20),
+		     reply_id, &id2))
+		FAIL("a second GPU, domain 10000, 2 MiB pages");
+	before = get_stats(sk);
+	msg = request(HBMGUARD_CMD_GPU_UNREGISTER, 0);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, id);
+	if (transact(sk, msg, NULL, NULL))
+		FAIL("unregister");
+	msg = request(HBMGUARD_CMD_GPU_UNREGISTER, 0);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, id);
+	EXPECT_ERR(sk, msg, ENODEV, "unregister twice");
+	msg = request(HBMGUARD_CMD_GPU_UNREGISTER, 0);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, id2);
+	if (transact(sk, msg, NULL, NULL))
+		FAIL("unregister the second");
+	after = get_stats(sk);
+	if (after.devices + 2 != before.devices)
+		FAIL("devices %u -> %u after two unregistrations", before.devices,
+		     after.devices);
+	if (fd >= 0)
+		close(fd);
+	nl_socket_free(sk);
+	printf("gpu: %s\n", failures ? "FAILED" : "ok");
+	return failures != 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : "";
@@ -758,6 +1128,8 @@ int main(int argc, char **argv)
 		return cmd_echo_latency(atoi(argv[2]), atol(argv[3]));
 	if (!strcmp(cmd, "forge") && argc > 3)
 		return cmd_forge(atoi(argv[2]), strtoull(argv[3], NULL, 0));
+	if (!strcmp(cmd, "gpu") && argc > 2)
+		return cmd_gpu(atoi(argv[2]));
 
 	sk = connect_family();
 	if (!strcmp(cmd, "devices")) {
@@ -796,6 +1168,21 @@ int main(int argc, char **argv)
 		err = transact(sk, msg, reply_id, &id);
 		if (!err)
 			printf("%u\n", id);
+	} else if (!strcmp(cmd, "gpu-register") && argc > 6) {
+		uint32_t id = ~0u;
+
+		err = transact(sk, gpu_request(argv[2], argv[3], argv[4],
+					       strtoull(argv[5], NULL, 0),
+					       strtoul(argv[6], NULL, 0)), reply_id, &id);
+		if (!err)
+			printf("%u\n", id);
+	} else if (!strcmp(cmd, "gpu-unregister") && argc > 2) {
+		struct nl_msg *msg = request(HBMGUARD_CMD_GPU_UNREGISTER, 0);
+
+		nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, atoi(argv[2]));
+		err = transact(sk, msg, NULL, NULL);
+	} else if (!strcmp(cmd, "gpu-health") && argc > 3) {
+		err = transact(sk, gpu_health_msg(atoi(argv[2]), atoi(argv[3])), NULL, NULL);
 	} else if (!strcmp(cmd, "range-unregister") && argc > 2) {
 		struct nl_msg *msg = request(HBMGUARD_CMD_RANGE_UNREGISTER, 0);
 

@@ -78,6 +78,21 @@ START_TEST(priorities_and_text)
 	ck_assert_int_eq(e.priority, LOG_INFO);	/* a restore is no news */
 	ck_assert_str_eq(e.message, "g: 2 pages retired in 0x1000+0x2000 (restored)");
 
+	/*
+	 * A GPU device's values (issue 13): a reset its driver waits for is
+	 * named and is no mere notice, and its driver's retirements say so.
+	 */
+	ev = (struct hbm_event_view){ .type = HBMGUARD_EVENT_HEALTH,
+		.state = HBMGUARD_HEALTH_RESET_REQUIRED, .aux = HBMGUARD_HEALTH_OK };
+	hbm_journal_describe(&ev, "g", &e);
+	ck_assert_int_eq(e.priority, LOG_WARNING);
+	ck_assert_str_eq(e.message, "g: health ok -> reset-required, 0 bad pages");
+	ev.state = HBMGUARD_HEALTH_RMA;
+	ev.aux = HBMGUARD_HEALTH_RESET_REQUIRED;
+	hbm_journal_describe(&ev, "g", &e);
+	ck_assert_str_eq(e.message, "g: health reset-required -> rma, 0 bad pages");
+	ck_assert_str_eq(hbm_journal_source_name(HBMGUARD_SOURCE_DRIVER), "driver");
+
 	/* Values from a newer module never index out of the tables. */
 	ev = (struct hbm_event_view){ .type = HBMGUARD_EVENT_HEALTH, .state = 77, .aux = 99 };
 	ck_assert_int_eq(hbm_journal_describe(&ev, "g", &e), 0);

@@ -329,6 +329,84 @@ START_TEST(failed_spares_count_toward_health)
 }
 END_TEST
 
+/*
+ * A discrete GPU's device (HBMGUARD_KIND_GPU): no pool, its driver bypasses.
+ * Retired pages are RETIRED without a spare, merge into one extent, leave
+ * the pool untouched, and clear as any others.
+ */
+START_TEST(driver_bypass_uses_no_spare)
+{
+	struct hbm_core g;
+	struct hbm_extent e;
+
+	ck_assert_int_eq(hbm_core_init(&g, PAGES, 0, 4096), 0);
+	g.table.driver_bypass = true;
+	ck_assert_int_eq(hbm_core_apply(&g, HBM_OP_RETIRE, 10, 3,
+					HBMGUARD_SOURCE_DRIVER, NOW, &res), 0);
+	ck_assert_uint_eq(res.retired, 3);
+	ck_assert_uint_eq(res.failed, 0);
+	ck_assert_uint_eq(g.table.spare_used, 0);
+	ck_assert(hbm_table_lookup(&g.table, 11, &e));
+	ck_assert_uint_eq(e.state, HBMGUARD_STATE_RETIRED);
+	ck_assert_uint_eq(e.source, HBMGUARD_SOURCE_DRIVER);
+	ck_assert_uint_eq(e.spare, HBM_NO_SPARE);
+	ck_assert_uint_eq(e.first, 10);
+	ck_assert_uint_eq(e.nr, 3);
+	/* A UE on the GPU: the driver retires that page too. */
+	memset(&res, 0, sizeof(res));
+	ck_assert_int_eq(hbm_core_report(&g, 13, HBMGUARD_ERROR_UE, 1, NOW, &res,
+					 &served), 0);
+	ck_assert_uint_eq(res.retired, 1);
+	ck_assert_uint_eq(g.table.pages[HBMGUARD_STATE_RETIRED], 4);
+	ck_assert_uint_eq(g.table.pages[HBMGUARD_STATE_FAILED], 0);
+	ck_assert_ptr_null(table_invariants(&g.table));
+	/* Pending first, then the driver's retirement: no spare either. */
+	ck_assert_int_eq(hbm_core_apply(&g, HBM_OP_PENDING, 100, 1,
+					HBMGUARD_SOURCE_DRIVER, NOW, &res), 0);
+	ck_assert_int_eq(hbm_core_apply(&g, HBM_OP_RETIRE, 100, 1,
+					HBMGUARD_SOURCE_DRIVER, NOW, &res), 0);
+	ck_assert(hbm_table_lookup(&g.table, 100, &e));
+	ck_assert_uint_eq(e.state, HBMGUARD_STATE_RETIRED);
+	ck_assert_uint_eq(e.spare, HBM_NO_SPARE);
+	ck_assert_int_eq(hbm_core_apply(&g, HBM_OP_CLEAR, 0, PAGES, 0, NOW, &res), 0);
+	ck_assert_uint_eq(hbm_table_bad_pages(&g.table), 0);
+	ck_assert_uint_eq(g.table.spare_used, 0);
+	ck_assert_ptr_null(table_invariants(&g.table));
+	hbm_core_destroy(&g);
+
+	/* Without it, an empty pool makes the same retirement FAILED. */
+	ck_assert_int_eq(hbm_core_init(&g, PAGES, 0, 4096), 0);
+	memset(&res, 0, sizeof(res));
+	ck_assert_int_eq(hbm_core_apply(&g, HBM_OP_RETIRE, 10, 3,
+					HBMGUARD_SOURCE_ADMIN, NOW, &res), 0);
+	ck_assert_uint_eq(res.failed, 3);
+	hbm_core_destroy(&g);
+}
+END_TEST
+
+/* Health is the worse of the table's and the driver's, by severity. */
+START_TEST(driver_health_worse_of_two)
+{
+	ck_assert_uint_eq(hbm_core_health(&c), HBMGUARD_HEALTH_OK);
+	c.driver_health = HBMGUARD_HEALTH_RESET_REQUIRED;
+	ck_assert_uint_eq(hbm_core_health(&c), HBMGUARD_HEALTH_RESET_REQUIRED);
+	/* One bad page of a limit of 2: DEGRADED, milder than a reset. */
+	ck_assert_int_eq(report(7, HBMGUARD_ERROR_UE, 1, NOW), 0);
+	ck_assert_uint_eq(c.health, HBMGUARD_HEALTH_RESET_REQUIRED);
+	/* Two: RMA, worse than a reset (though its value is smaller). */
+	ck_assert_int_eq(report(8, HBMGUARD_ERROR_UE, 1, NOW), 0);
+	ck_assert_uint_eq(c.health, HBMGUARD_HEALTH_RMA);
+	c.driver_health = HBMGUARD_HEALTH_OK;
+	ck_assert_uint_eq(hbm_core_health(&c), HBMGUARD_HEALTH_RMA);
+	ck_assert_int_eq(hbm_core_apply(&c, HBM_OP_CLEAR, 0, PAGES, 0, NOW, &res), 0);
+	ck_assert_uint_eq(c.health, HBMGUARD_HEALTH_OK);
+	c.driver_health = HBMGUARD_HEALTH_RMA;
+	ck_assert_uint_eq(hbm_core_health(&c), HBMGUARD_HEALTH_RMA);
+	c.driver_health = HBMGUARD_HEALTH_DEGRADED;
+	ck_assert_uint_eq(hbm_core_health(&c), HBMGUARD_HEALTH_DEGRADED);
+}
+END_TEST
+
 Suite *policy_suite(void)
 {
 	Suite *s = suite_create("policy");
@@ -349,6 +427,8 @@ Suite *policy_suite(void)
 	tcase_add_test(tc, spare_ce_threshold);
 	tcase_add_test(tc, spare_report_enomem_changes_nothing);
 	tcase_add_test(tc, failed_spares_count_toward_health);
+	tcase_add_test(tc, driver_bypass_uses_no_spare);
+	tcase_add_test(tc, driver_health_worse_of_two);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -36,7 +36,8 @@ const char *table_invariants(const struct hbm_table *t)
 			if (e->state == HBMGUARD_STATE_CLEAN ||
 			    e->state >= __HBMGUARD_STATE_MAX)
 				return "extent with a bad state";
-			if ((e->state == HBMGUARD_STATE_RETIRED) !=
+			/* A driver's bypass (a GPU) uses no spare of ours. */
+			if ((e->state == HBMGUARD_STATE_RETIRED && !t->driver_bypass) !=
 			    (e->spare != HBM_NO_SPARE))
 				return "spare on a page not RETIRED, or none on one";
 			if (e->spare != HBM_NO_SPARE) {

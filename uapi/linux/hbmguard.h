@@ -98,6 +98,8 @@
 
 #define HBMGUARD_NAME_LEN	32
 #define HBMGUARD_IDENTITY_LEN	64
+/* A PCI address as the kernel names the device: "0000:3b:00.0" (pci_name()) */
+#define HBMGUARD_PCI_ADDR_LEN	20
 #define HBMGUARD_MAX_DEVICES	256
 
 #define HBMGUARD_PAGE_SIZE_MIN	4096
@@ -128,6 +130,7 @@ enum hbmguard_source {
 	HBMGUARD_SOURCE_POISON,		/* memory_failure() / poison consumption */
 	HBMGUARD_SOURCE_ADMIN,		/* retired by an operator */
 	HBMGUARD_SOURCE_RESTORED,	/* reloaded from persistent state */
+	HBMGUARD_SOURCE_DRIVER,		/* retired by a GPU's own driver (KIND_GPU) */
 	__HBMGUARD_SOURCE_MAX
 };
 
@@ -143,12 +146,20 @@ enum hbmguard_health {
 	HBMGUARD_HEALTH_OK = 0,
 	HBMGUARD_HEALTH_DEGRADED,	/* bad pages >= 90% of retire_limit */
 	HBMGUARD_HEALTH_RMA,		/* bad pages >= retire_limit */
+	HBMGUARD_HEALTH_RESET_REQUIRED,	/* its driver needs a GPU reset */
 };
+/*
+ * Health by severity, worst last: OK, DEGRADED, RESET_REQUIRED (a retirement
+ * or row remap waits for a GPU reset), RMA.  A GPU device (HBMGUARD_KIND_GPU)
+ * has the worse of its table's health and the one its driver's facts give
+ * (HBMGUARD_CMD_GPU_HEALTH_SET).
+ */
 
 enum hbmguard_device_kind {
 	HBMGUARD_KIND_SIMULATED = 1,
 	HBMGUARD_KIND_PROVIDER,		/* registered by a GPU driver */
 	HBMGUARD_KIND_RANGE,		/* a physical range: HBM as system memory */
+	HBMGUARD_KIND_GPU,		/* a GPU bypassed by its driver */
 };
 
 /* The path an error came in by (the aux field of an ERROR event). */
@@ -290,7 +301,8 @@ struct hbmguard_device_info {
  * @offset: in: any byte offset below usable_size
  * @translated: out: the byte that serves @offset: in the spare area when
  *	RETIRED, @offset itself otherwise (PENDING and FAILED pages are not to
- *	be used: check @state)
+ *	be used: check @state).  On a GPU device a RETIRED page has no spare:
+ *	its driver keeps it out of use, and @translated is @offset.
  */
 struct hbmguard_translate {
 	__u32 size;
@@ -307,7 +319,8 @@ struct hbmguard_translate {
  * @offset: first page
  * @length: bytes, a multiple of page_size
  * @spare_offset: the spare serving @offset when RETIRED; page i of the run is
- *	served by @spare_offset + i * page_size.  ~0ULL when not RETIRED.
+ *	served by @spare_offset + i * page_size.  ~0ULL when not RETIRED, and
+ *	on a GPU device (its driver bypasses the page).
  * @first_seen: seconds since the epoch of the first report
  * @last_seen: seconds since the epoch of the latest report
  * @state: enum hbmguard_page_state
@@ -369,8 +382,9 @@ struct hbmguard_extent_query {
  * @flags: RETIRE: HBMGUARD_RETIRE_PENDING records the pages without
  *	bypassing them; a later RETIRE without it bypasses them.  CLEAR: zero.
  * @device: in: device id
- * @source: RETIRE: HBMGUARD_SOURCE_ADMIN or HBMGUARD_SOURCE_RESTORED;
- *	CLEAR: zero
+ * @source: RETIRE: HBMGUARD_SOURCE_ADMIN or HBMGUARD_SOURCE_RESTORED (on a
+ *	GPU device, whose driver retires its pages, RESTORED only: ADMIN is
+ *	EINVAL); CLEAR: zero
  * @offset: in: first page, page aligned
  * @length: in: bytes, a non-zero multiple of the page size
  * @reserved: zero
@@ -612,6 +626,7 @@ struct hbmguard_event {
 #define HBMGUARD_MMAP_APERTURE(dev)	((1ULL << 62) | ((__u64)(dev) << 44))
 #define HBMGUARD_MAP_MAGIC		0x48424d54	/* "HBMT" */
 #define HBMGUARD_MAP_VERSION		1
+#define HBMGUARD_MAP_NO_SPARE		0xffffffffU
 
 /**
  * struct hbmguard_map_header - the first bytes of a mapped table
@@ -652,7 +667,8 @@ struct hbmguard_map_header {
  * @first: first page (offset >> page_shift)
  * @nr: pages
  * @spare: when RETIRED, the spare page serving @first (page i of the
- *	extent is served by usable_size + ((spare + i) << page_shift))
+ *	extent is served by usable_size + ((spare + i) << page_shift));
+ *	HBMGUARD_MAP_NO_SPARE on a GPU device, whose driver bypasses the page
  * @state: enum hbmguard_page_state
  */
 struct hbmguard_map_entry {
@@ -678,7 +694,7 @@ struct hbmguard_map_entry {
  *	SPARE_TOTAL, SPARE_USED, NR_RETIRED, NR_PENDING, NR_FAILED, NR_EXTENTS,
  *	HEALTH, CE_THRESHOLD, CE_WINDOW, RETIRE_LIMIT, GENERATION, CE_EVENTS,
  *	UE_EVENTS (and
- *	PHYS_ADDR, NUMA_NODE for a range).
+ *	PHYS_ADDR, NUMA_NODE for a range; PCI_ADDR, DRIVER_HEALTH for a GPU).
  * HBMGUARD_CMD_PAGES_GET
  *	dump: HBMGUARD_A_DEVICE_ID -> one message per extent, nested in
  *	HBMGUARD_A_EXTENT: OFFSET, LENGTH, SPARE_OFFSET (when RETIRED), STATE,
@@ -686,7 +702,8 @@ struct hbmguard_map_entry {
  *	left off, so a table of 10^6 extents dumps in many rounds.
  * HBMGUARD_CMD_RETIRE, HBMGUARD_CMD_CLEAR (admin)
  *	DEVICE_ID, OFFSET, LENGTH (page aligned); RETIRE takes SOURCE (ADMIN by
- *	default, or RESTORED) and FLAGS (HBMGUARD_RETIRE_PENDING).
+ *	default, or RESTORED; on a GPU device DRIVER by default, or RESTORED)
+ *	and FLAGS (HBMGUARD_RETIRE_PENDING).
  * HBMGUARD_CMD_POLICY_SET (admin)
  *	DEVICE_ID and one or more of CE_THRESHOLD, CE_WINDOW, RETIRE_LIMIT.
  * HBMGUARD_CMD_STATS_GET
@@ -717,6 +734,31 @@ struct hbmguard_map_entry {
  *	Replies with DEVICE_ID.
  * HBMGUARD_CMD_RANGE_UNREGISTER (admin)
  *	DEVICE_ID of a range device.
+ * HBMGUARD_CMD_GPU_REGISTER (admin)
+ *	NAME, IDENTITY (the GPU's UUID, non-empty), PCI_ADDR, HBM_SIZE and
+ *	PAGE_SIZE, all required; SPARE_PAGES, CLAIM, PHYS_ADDR and NUMA_NODE are
+ *	EINVAL.  Registers a discrete GPU as a device of kind
+ *	HBMGUARD_KIND_GPU: its driver bypasses bad pages itself (NVIDIA page
+ *	retirement and row remapping, amdgpu's bad-page reservation), so it
+ *	has no spare pool and no aperture, and usable_size is hbm_size.
+ *	PCI_ADDR is the address exactly as the kernel names the device
+ *	("%04x:%02x:%02x.%d", lower case: "0000:3b:00.0"); the NVIDIA Xid
+ *	tracepoint reaches the device by it.  A name, identity or PCI address
+ *	already registered (a provider's identity included) is EEXIST.  On such
+ *	a device RETIRE records pages the driver retired: RETIRED without a
+ *	spare (spare_used stays 0), source DRIVER (the default there) or
+ *	RESTORED, ADMIN being EINVAL; with HBMGUARD_RETIRE_PENDING, a
+ *	retirement the driver has pending.  RESTORE works as on any device.
+ *	Source DRIVER on any other device is EINVAL.  DEVICE_GET adds PCI_ADDR
+ *	and DRIVER_HEALTH.  Replies with DEVICE_ID.
+ * HBMGUARD_CMD_GPU_UNREGISTER (admin)
+ *	DEVICE_ID of a GPU device (another kind: EOPNOTSUPP).
+ * HBMGUARD_CMD_GPU_HEALTH_SET (admin)
+ *	DEVICE_ID of a GPU device and DRIVER_HEALTH: the health its driver's
+ *	facts give (a row remap or retirement pending: RESET_REQUIRED; a remap
+ *	or retirement failure: RMA; OK when they clear).  The device's HEALTH
+ *	is the worse of it and the table's (see enum hbmguard_health); a
+ *	change is a HEALTH event.
  * HBMGUARD_CMD_EVENT
  *	Multicast to the "events" group, one per event of struct
  *	hbmguard_event: EVENT_TYPE, SEQNUM, TIMESTAMP, DEVICE_ID, OFFSET,
@@ -741,6 +783,9 @@ enum hbmguard_cmd {
 	HBMGUARD_CMD_RANGE_REGISTER,
 	HBMGUARD_CMD_RANGE_UNREGISTER,
 	HBMGUARD_CMD_EVENT,
+	HBMGUARD_CMD_GPU_REGISTER,
+	HBMGUARD_CMD_GPU_UNREGISTER,
+	HBMGUARD_CMD_GPU_HEALTH_SET,
 	__HBMGUARD_CMD_MAX
 };
 #define HBMGUARD_CMD_MAX (__HBMGUARD_CMD_MAX - 1)
@@ -795,6 +840,8 @@ enum hbmguard_attr {
 	HBMGUARD_A_UE_EVENTS,		/* u64: uncorrectable errors and poison */
 	HBMGUARD_A_CLAIM,		/* flag: RANGE_REGISTER claims the memory */
 	HBMGUARD_A_SPARE_BAD,		/* u32: spares failed, out of the pool */
+	HBMGUARD_A_PCI_ADDR,		/* string, < HBMGUARD_PCI_ADDR_LEN */
+	HBMGUARD_A_DRIVER_HEALTH,	/* u32: enum hbmguard_health */
 	__HBMGUARD_A_MAX
 };
 #define HBMGUARD_A_MAX (__HBMGUARD_A_MAX - 1)

@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Unit tests of daemon/amdgpu_ras.c against the fixture tree
+ * tests/unit/fixtures/amdgpu (its README says what each card is).  What is
+ * parsed is printed back with amdgpu_ras.c's own format strings (Linux
+ * 6.12, drivers/gpu/drm/amd/amdgpu/amdgpu_ras.c) and must give the
+ * fixture's bytes: the fixture cannot drift from the driver's format, nor
+ * the parser from the fixture.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <check.h>
+#include "amdgpu_ras.h"
+#include "unit.h"
+
+/* amdgpu_ras_sysfs_badpages_read() and amdgpu_ras_sysfs_read(). */
+#define BAD_PAGE_FMT	"0x%08x : 0x%08x : %1s\n"
+#define COUNT_FMT	"%s: %lu\n%s: %lu\n"
+#define COUNT_UMC_FMT	"%s: %lu\n%s: %lu\n%s: %lu\n"
+#define BUSY		"Query currently inaccessible\n"
+
+static const char *why;
+static size_t line;
+static char file[256];
+
+static char *slurp(const char *path, size_t *len)
+{
+	static char buf[65536];
+	int fd = open(path, O_RDONLY);
+	ssize_t n;
+
+	ck_assert_int_ge(fd, 0);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	ck_assert_int_ge(n, 0);
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+}
+
+static const char *card(int n)
+{
+	static char dir[512];
+
+	snprintf(dir, sizeof(dir), "%s/amdgpu/card%d/device", HBM_FIXTURES, n);
+	return dir;
+}
+
+/* Every file of a card, printed back from what was parsed. */
+static void round_trip(int n, const struct amdgpu_ras *r)
+{
+	static const char *const flag[] = { "R", "P", "F" };
+	char path[600], out[65536];
+	size_t i, o = 0, len;
+	const char *in;
+
+	for (i = 0; i < r->nr_pages; i++)
+		o += sprintf(out + o, BAD_PAGE_FMT, r->pages[i].pfn, r->pages[i].size,
+			     flag[r->pages[i].state]);
+	snprintf(path, sizeof(path), "%s/ras/gpu_vram_bad_pages", card(n));
+	if (access(path, F_OK) == 0) {
+		in = slurp(path, &len);
+		ck_assert_uint_eq(len, o);
+		ck_assert_uint_eq(len % AMDGPU_BAD_PAGE_LINE, 0);
+		ck_assert(!memcmp(in, out, len));
+	}
+	for (i = 0; i < r->nr_blocks; i++) {
+		const struct amdgpu_err_count *c = &r->block[i].count;
+
+		if (c->inaccessible)
+			o = sprintf(out, BUSY);
+		else if (c->has_de)
+			o = sprintf(out, COUNT_UMC_FMT, "ue", (unsigned long)c->ue,
+				    "ce", (unsigned long)c->ce, "de", (unsigned long)c->de);
+		else
+			o = sprintf(out, COUNT_FMT, "ue", (unsigned long)c->ue, "ce",
+				    (unsigned long)c->ce);
+		snprintf(path, sizeof(path), "%s/ras/%s_err_count", card(n), r->block[i].name);
+		in = slurp(path, &len);
+		ck_assert_uint_eq(len, o);
+		ck_assert(!memcmp(in, out, len));
+	}
+}
+
+START_TEST(fixture_cards)
+{
+	struct amdgpu_ras r;
+
+	/* 6.12, with bad pages of every state and UMC's deferred errors. */
+	ck_assert_int_eq(amdgpu_ras_read(card(0), &r, &why, file, sizeof(file), &line), 0);
+	ck_assert_uint_eq(r.nr_pages, 4);
+	ck_assert_uint_eq(r.pages[0].pfn, 0x12345);
+	ck_assert_uint_eq(r.pages[0].size, 4096);
+	ck_assert_int_eq(r.pages[0].state, AMDGPU_PAGE_RESERVED);
+	ck_assert_int_eq(r.pages[2].state, AMDGPU_PAGE_PENDING);
+	ck_assert_uint_eq(r.pages[2].pfn, 0x7fffe);
+	ck_assert_int_eq(r.pages[3].state, AMDGPU_PAGE_FAILED);
+	ck_assert_uint_eq(r.nr_blocks, 3);
+	ck_assert_str_eq(r.block[0].name, "gfx");
+	ck_assert_str_eq(r.block[1].name, "sdma");
+	ck_assert_str_eq(r.block[2].name, "umc");
+	ck_assert_uint_eq(r.block[2].count.ue, 2);
+	ck_assert_uint_eq(r.block[2].count.ce, 17);
+	ck_assert(r.block[2].count.has_de);
+	ck_assert_uint_eq(r.block[2].count.de, 1);
+	ck_assert(!r.block[0].count.has_de);
+	ck_assert_uint_eq(r.block[0].count.ce, 3);
+	round_trip(0, &r);
+	amdgpu_ras_free(&r);
+
+	/* 6.1: no bad page, no "de:". */
+	ck_assert_int_eq(amdgpu_ras_read(card(1), &r, &why, file, sizeof(file), &line), 0);
+	ck_assert_uint_eq(r.nr_pages, 0);
+	ck_assert_uint_eq(r.nr_blocks, 1);
+	ck_assert(!r.block[0].count.has_de);
+	ck_assert_uint_eq(r.block[0].count.ue, 1);
+	round_trip(1, &r);
+	amdgpu_ras_free(&r);
+
+	/* In reset: counters inaccessible; no bad-page list. */
+	ck_assert_int_eq(amdgpu_ras_read(card(2), &r, &why, file, sizeof(file), &line), 0);
+	ck_assert_uint_eq(r.nr_pages, 0);
+	ck_assert(r.block[0].count.inaccessible);
+	round_trip(2, &r);
+	amdgpu_ras_free(&r);
+
+	/* No ras/ at all. */
+	ck_assert_int_eq(amdgpu_ras_read(card(3), &r, &why, file, sizeof(file), &line),
+			 -ENOENT);
+	ck_assert_str_eq(why, "no ras directory");
+}
+END_TEST
+
+START_TEST(bad_pages_malformed)
+{
+	static const struct {
+		const char *text;
+		size_t len;	/* 0: strlen */
+		size_t line;
+	} bad[] = {
+		{ "0x0001234A : 0x00001000 : R\n", 0, 1 },	/* upper case */
+		{ "0x00012345 : 0x00001000 : R", 0, 1 },	/* no newline */
+		{ "0x00012345 : 0x00001000 : X\n", 0, 1 },	/* flag */
+		{ "0x00012345 : 0x00000000 : R\n", 0, 1 },	/* size 0 */
+		{ "0x00012345 : 0x00001000 : R\n0x1 : 0x1000 : R\n", 0, 2 },
+		{ "0x00012345 : 0x00001000 : RR\n", 0, 1 },
+		{ "0x00012345: 0x00001000 : R\n", 0, 1 },
+		{ "0x000123456 : 0x0001000 : R\n", 0, 1 },	/* %08x of more */
+		{ "00x0012345 : 0x00001000 : R\n", 0, 1 },
+		{ "0x00012345 : 0x00001000 : \0\n", 28, 1 },	/* a NUL */
+		{ "0x00012345 : 0x00001000 : R\n\0", 29, 2 },
+		{ "\n", 0, 1 },
+	};
+	struct amdgpu_bad_page p[4], before[4];
+	size_t count = 99, i;
+
+	memset(p, 0x5a, sizeof(p));
+	memcpy(before, p, sizeof(p));
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		size_t len = bad[i].len ? bad[i].len : strlen(bad[i].text);
+
+		why = NULL;
+		ck_assert_msg(amdgpu_ras_parse_bad_pages(bad[i].text, len, p, 4, &count,
+							 &why, &line) == -EINVAL,
+			      "accepted %zu", i);
+		ck_assert_ptr_nonnull(why);
+		ck_assert_msg(line == bad[i].line, "case %zu: line %zu", i, line);
+		ck_assert(!memcmp(p, before, sizeof(p)));
+		ck_assert_uint_eq(count, 99);
+	}
+	/* Two pages where one fits. */
+	ck_assert_int_eq(amdgpu_ras_parse_bad_pages(
+		"0x00000001 : 0x00001000 : R\n0x00000002 : 0x00001000 : P\n", 56, p, 1,
+		&count, &why, &line), -E2BIG);
+	ck_assert(!memcmp(p, before, sizeof(p)));
+	/* An empty list: no page. */
+	ck_assert_int_eq(amdgpu_ras_parse_bad_pages("", 0, p, 4, &count, &why, &line), 0);
+	ck_assert_uint_eq(count, 0);
+}
+END_TEST
+
+START_TEST(err_count_malformed)
+{
+	static const char *const bad[] = {
+		"ue: -1\nce: 0\n", "ue: 01\nce: 0\n", "ue: 1\n", "ue: 1\nce: 0\nde: 0\nxe: 0\n",
+		"ue:1\nce: 0\n", "ce: 0\nue: 1\n", "ue: 18446744073709551616\nce: 0\n",
+		"ue: 1\nce: 0", "ue: 1\nce: 0\nde: \n", "ue: 1 \nce: 0\n", "",
+		"Query currently inaccessible", "query currently inaccessible\n",
+		"ue: 1\nce: 0\n\n",
+	};
+	struct amdgpu_err_count c, before;
+	size_t i;
+
+	memset(&c, 0x5a, sizeof(c));
+	before = c;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		why = NULL;
+		ck_assert_msg(amdgpu_ras_parse_err_count(bad[i], strlen(bad[i]), &c, &why,
+							 &line) == -EINVAL,
+			      "accepted: %s", bad[i]);
+		ck_assert_ptr_nonnull(why);
+		ck_assert(!memcmp(&c, &before, sizeof(c)));
+	}
+	ck_assert_int_eq(amdgpu_ras_parse_err_count("ue: 1\n\0ce: 0\n", 13, &c, &why, &line),
+			 -EINVAL);
+	ck_assert_int_eq(amdgpu_ras_parse_err_count("ue: 18446744073709551615\nce: 0\n", 31,
+						    &c, &why, &line), 0);
+	ck_assert_uint_eq(c.ue, 18446744073709551615ULL);
+}
+END_TEST
+
+/* A card whose file is malformed: the error names the file and the line. */
+START_TEST(read_names_the_file)
+{
+	char dir[] = "/tmp/hbm-amdgpu-XXXXXX", path[128];
+	struct amdgpu_ras r;
+	FILE *f;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/ras", dir);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/ras/gpu_vram_bad_pages", dir);
+	f = fopen(path, "w");
+	fputs("0x00000001 : 0x00001000 : R\n0x00000002 : 0x00001000 : Q\n", f);
+	fclose(f);
+	ck_assert_int_eq(amdgpu_ras_read(dir, &r, &why, file, sizeof(file), &line), -EINVAL);
+	ck_assert_str_eq(file, "ras/gpu_vram_bad_pages");
+	ck_assert_uint_eq(line, 2);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/ras/umc_err_count", dir);
+	f = fopen(path, "w");
+	fputs("ue: 0\nce: x\n", f);
+	fclose(f);
+	ck_assert_int_eq(amdgpu_ras_read(dir, &r, &why, file, sizeof(file), &line), -EINVAL);
+	ck_assert_str_eq(file, "ras/umc_err_count");
+	ck_assert_uint_eq(line, 2);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/ras", dir);
+	rmdir(path);
+	rmdir(dir);
+}
+END_TEST
+
+Suite *amdgpu_suite(void)
+{
+	Suite *s = suite_create("amdgpu");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, fixture_cards);
+	tcase_add_test(tc, bad_pages_malformed);
+	tcase_add_test(tc, err_count_malformed);
+	tcase_add_test(tc, read_names_the_file);
+	suite_add_tcase(s, tc);
+	return s;
+}
