@@ -36,7 +36,7 @@ DAEMON_SRC := daemon/state.c daemon/config.c daemon/journal.c daemon/ctl.c daemo
 DAEMON_HDR := daemon/seen.h daemon/incidents.h daemon/state.h daemon/config.h daemon/journal.h daemon/ctl.h daemon/systemd/hbmguard.catalog
 KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 
-.PHONY: all module modules-all userspace check check-unit check-ynl check-unitfile check-install \
+.PHONY: gpu-bundle all module modules-all userspace check check-unit check-ynl check-unitfile check-install \
 	check-kernel check-debug check-system bench demo clean-module FORCE \
 	deps install install-dkms clean
 
@@ -107,7 +107,7 @@ $(BUILD)/hbmguard.pc: daemon/libhbmguard/hbmguard.pc.in
 	sed 's|@PREFIX@|$(PREFIX)|' $< >$@
 
 userspace: $(BUILD)/libhbmguard.a $(BUILD)/libhbmguard.so $(BUILD)/hbmguard.pc \
-	$(BUILD)/hbmguardd $(BUILD)/hbmctl $(BUILD)/unit $(BUILD)/unit-san $(BUILD)/guest/hbmtest \
+	$(BUILD)/hbmguardd $(BUILD)/hbmctl $(BUILD)/hbmnvml $(BUILD)/unit $(BUILD)/unit-san $(BUILD)/guest/hbmtest \
 	$(BUILD)/guest/hbmnl $(BUILD)/guest/hbmrank $(BUILD)/bench-core $(BUILD)/guest/hbmbench \
 	$(BUILD)/guest/hbmrankbench
 
@@ -122,6 +122,38 @@ $(BUILD)/hbmctl: daemon/hbmctl.c $(BUILD)/libhbmguard.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) -Idaemon/libhbmguard daemon/hbmctl.c $(BUILD)/libhbmguard.a -o $@
 
+# NVIDIA's nvml.h from Debian's libnvidia-ml-dev (scripts/deps.sh nvml, not
+# installed): the NVML source, hbmnvml and the fake library are built against it.
+NVML_INC := $(CACHE)/nvml/include
+NVML_H := $(NVML_INC)/nvml.h
+NVML_SRC := daemon/nvml_source.c daemon/nvml_source.h
+$(NVML_H):
+	$(TOP)/scripts/deps.sh nvml
+
+$(BUILD)/hbmnvml: daemon/hbmnvml.c $(NVML_SRC) $(NVML_H) daemon/ctl.c daemon/ctl.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_USER) -I$(NVML_INC) -pthread daemon/hbmnvml.c daemon/nvml_source.c \
+		daemon/ctl.c -o $@
+
+# The test double of libnvidia-ml.so.1 (tests/nvml/fake_nvml.c), and an older
+# driver's library, without nvmlDeviceGetRemappedRows.
+FAKE_NVML := $(BUILD)/nvml/libnvidia-ml.so.1 $(BUILD)/nvml/old/libnvidia-ml.so.1
+$(BUILD)/nvml/libnvidia-ml.so.1 $(BUILD)/nvml/old/libnvidia-ml.so.1: tests/nvml/fake_nvml.c $(NVML_H)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_USER) -I$(NVML_INC) -fPIC -shared -fvisibility=hidden \
+		-Wl,-soname,libnvidia-ml.so.1 $(if $(findstring /old/,$@),-DFAKE_OLD) $< -o $@
+
+# hbmnvml with its loader and libraries, for a GPU node whose libc is not
+# bookworm's or whose loader is elsewhere (scripts/gpu-check.sh runs it).
+gpu-bundle: $(BUILD)/hbmnvml
+	@rm -rf $(BUILD)/gpu-bundle
+	@mkdir -p $(BUILD)/gpu-bundle
+	cp $(BUILD)/hbmnvml $(BUILD)/gpu-bundle/
+	ldd $(BUILD)/hbmnvml | awk '$$(NF-1) ~ /^\// { print $$(NF-1) } $$1 ~ /^\// { print $$1 }' | \
+		sort -u | xargs -I{} cp -L {} $(BUILD)/gpu-bundle/
+	@cp -L /lib64/ld-linux-x86-64.so.2 $(BUILD)/gpu-bundle/ld-linux-x86-64.so.2
+	@ls $(BUILD)/gpu-bundle
+
 # Static copies for the busybox guests.
 $(BUILD)/guest/hbmctl: daemon/hbmctl.c $(BUILD)/libhbmguard.a
 	@mkdir -p $(@D)
@@ -129,10 +161,13 @@ $(BUILD)/guest/hbmctl: daemon/hbmctl.c $(BUILD)/libhbmguard.a
 
 # recovery.c too, its neighbours stubbed (tests/unit/check_recovery.c); the
 # SIGBUS guard, included by tests/unit/check_aperture.c.
-UNIT_DAEMON := $(DAEMON_SRC) daemon/recovery.c $(shell pkg-config --cflags libnl-genl-3.0 libsystemd)
+UNIT_DAEMON := $(DAEMON_SRC) daemon/recovery.c $(shell pkg-config --cflags libnl-genl-3.0 libsystemd) \
+	daemon/nvml_source.c -I$(NVML_INC) -pthread -DHBM_FAKE_NVML_DIR='"$(TOP)/$(BUILD)/nvml"' \
+	-DHBM_NVML_SCENARIOS='"$(TOP)/tests/nvml"'
 UNIT_LIBS := $(CHECK_LIBS) $(shell pkg-config --libs libsystemd)
 UNIT_DEPS := $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR) daemon/recovery.c \
-	daemon/hbmguardd.h daemon/libhbmguard/aperture.c daemon/libhbmguard/hbmguard.h
+	daemon/hbmguardd.h daemon/libhbmguard/aperture.c daemon/libhbmguard/hbmguard.h \
+	$(NVML_SRC) $(NVML_H) $(FAKE_NVML) $(wildcard tests/nvml/*.scn)
 
 $(BUILD)/unit: $(UNIT_DEPS)
 	@mkdir -p $(@D)
@@ -239,6 +274,7 @@ install: module userspace
 	[ -n "$(DESTDIR)" ] || depmod -a $$($(MAKE) -s -C $(KDIR) kernelrelease)
 	install -D -m 0755 $(BUILD)/hbmguardd $(DESTDIR)/usr/sbin/hbmguardd
 	install -D -m 0755 $(BUILD)/hbmctl $(DESTDIR)/usr/sbin/hbmctl
+	install -D -m 0755 $(BUILD)/hbmnvml $(DESTDIR)/usr/sbin/hbmnvml
 	install -D -m 0644 daemon/systemd/hbmguardd.service \
 		$(DESTDIR)/usr/lib/systemd/system/hbmguardd.service
 	install -D -m 0644 daemon/systemd/hbmguard.catalog \
@@ -263,6 +299,7 @@ install: module userspace
 		daemon/libhbmguard/python/hbmguard/__init__.py \
 		daemon/libhbmguard/python/hbmguard/torch.py
 	install -D -m 0644 daemon/man/hbmctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/hbmctl.8
+	install -D -m 0644 daemon/man/hbmnvml.8 $(DESTDIR)$(PREFIX)/share/man/man8/hbmnvml.8
 	install -D -m 0644 daemon/man/hbmguardd.8 $(DESTDIR)$(PREFIX)/share/man/man8/hbmguardd.8
 	install -D -m 0644 daemon/man/hbmguard.4 $(DESTDIR)$(PREFIX)/share/man/man4/hbmguard.4
 

@@ -16,6 +16,7 @@ Suite *aperture_suite(void);
 Suite *seen_suite(void);
 Suite *incidents_suite(void);
 Suite *recovery_suite(void);
+Suite *nvml_suite(void);
 const char *table_invariants(const struct hbm_table *t);
 
 #endif

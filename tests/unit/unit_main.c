@@ -18,6 +18,7 @@ int main(void)
 	srunner_add_suite(sr, seen_suite());
 	srunner_add_suite(sr, incidents_suite());
 	srunner_add_suite(sr, recovery_suite());
+	srunner_add_suite(sr, nvml_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
