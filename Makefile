@@ -143,16 +143,18 @@ $(BUILD)/nvml/libnvidia-ml.so.1 $(BUILD)/nvml/old/libnvidia-ml.so.1: tests/nvml/
 	$(CC) $(CFLAGS_USER) -I$(NVML_INC) -fPIC -shared -fvisibility=hidden \
 		-Wl,-soname,libnvidia-ml.so.1 $(if $(findstring /old/,$@),-DFAKE_OLD) $< -o $@
 
-# hbmnvml with its loader and libraries, for a GPU node whose libc is not
+# hbmnvml with bookworm's loader and libc, for a GPU node whose libc is not
 # bookworm's or whose loader is elsewhere (scripts/gpu-check.sh runs it).
+# libpthread, libdl, libm and librt too: the driver's libnvidia-ml.so.1 names
+# them, and they must come from the same glibc as the libc already loaded.
+GLIBC_LIBS := libc.so.6 libpthread.so.0 libdl.so.2 libm.so.6 librt.so.1
 gpu-bundle: $(BUILD)/hbmnvml
 	@rm -rf $(BUILD)/gpu-bundle
 	@mkdir -p $(BUILD)/gpu-bundle
 	cp $(BUILD)/hbmnvml $(BUILD)/gpu-bundle/
-	ldd $(BUILD)/hbmnvml | awk '$$(NF-1) ~ /^\// { print $$(NF-1) } $$1 ~ /^\// { print $$1 }' | \
-		sort -u | xargs -I{} cp -L {} $(BUILD)/gpu-bundle/
-	@cp -L /lib64/ld-linux-x86-64.so.2 $(BUILD)/gpu-bundle/ld-linux-x86-64.so.2
-	@ls $(BUILD)/gpu-bundle
+	libdir=$$(dirname "$$(ldd $(BUILD)/hbmnvml | awk '$$1 == "libc.so.6" { print $$3 }')") && \
+		for l in $(GLIBC_LIBS); do cp -L "$$libdir/$$l" $(BUILD)/gpu-bundle/ || exit 1; done
+	cp -L /lib64/ld-linux-x86-64.so.2 $(BUILD)/gpu-bundle/ld-linux-x86-64.so.2
 
 # Static copies for the busybox guests.
 $(BUILD)/guest/hbmctl: daemon/hbmctl.c $(BUILD)/libhbmguard.a
