@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * hbmguardd's core: what every source gives and every sink takes.
+ *
+ *   sources (kernel.c; later nvml.c, kmsg.c, amdgpu.c)  ->  core  ->  sinks
+ *   each: start, stop, its fd in sd-event                  (core.c)   each: one callback
+ *
+ * A source turns what it hears into facts, one struct hbm_fact each, and
+ * hands each to the function given to it at start (struct hbm_source_link,
+ * from core_link(): a source includes this header for the types only, and
+ * never calls a sink).  The core takes each fact once, in order, keeps the device list and the
+ * counters, and hands the fact to every registered sink, in the order they
+ * were added, through the sink's one callback.  A sink must not block,
+ * must not allocate per fact, and must not call back up (no fact from a
+ * sink): what it needs to know it asks the core through the
+ * functions below (core_devices(), core_dump(), ...), which reach the
+ * source that owns the device through its struct hbm_source_ops.
+ *
+ * The fact is one fixed-size struct, filled by value, no pointer into the
+ * source's buffers: a sink may copy it whole.  It carries more than the
+ * kernel link fills today, for the sources to come (issue 13):
+ *
+ *   DEVICE_SEEN   .dev (kind, identity: a range name or a GPU UUID; name,
+ *                 PCI address, page size, size), .sync: why it is (re)read
+ *   DEVICE_GONE   .dev: the source no longer has it
+ *   PAGES         pages changed state: .event RETIRED, PENDING, FAILED or
+ *                 CLEARED; .offset, .length, .state, .source (UE, CE
+ *                 threshold, poison, admin, restored), .count
+ *   ERROR         an error was reported: .severity (CE/UE), .xid (NVIDIA
+ *                 Xid; 0 none), .path (how it was heard), .text; .offset
+ *                 and .length where the error has an address
+ *   HEALTH        .state: the new health, .aux: the old one
+ *   RESYNC        events of this source were lost; what it says next was
+ *                 read back from its tables, not heard
+ *   EVENT         any other event of the module, passed on as is (policy
+ *                 changed, device removed, overflow, dropped)
+ *
+ * .event is always the module's vocabulary (HBMGUARD_EVENT_* of
+ * uapi/linux/hbmguard.h), whatever the source: a sink that words entries
+ * (journal.c) words every source's facts alike.  A source with no such
+ * event for a fact leaves it 0.
+ *
+ * Not kmod/core.h (the module's table): daemon files include this one by
+ * their own directory.  Other sources: read this header with
+ * `git show s4-shape:daemon/core.h`.  Its members are settled; new ones may
+ * be added at the end of a struct.
+ */
+#ifndef HBMGUARDD_CORE_H
+#define HBMGUARDD_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/hbmguard.h>
+
+#include "ctl.h"
+#include "state.h"
+
+enum hbm_fact_type {
+	HBM_FACT_DEVICE_SEEN = 1,
+	HBM_FACT_DEVICE_GONE,
+	HBM_FACT_PAGES,
+	HBM_FACT_ERROR,
+	HBM_FACT_HEALTH,
+	HBM_FACT_RESYNC,
+	HBM_FACT_EVENT,
+};
+
+/* Who heard it. */
+enum hbm_fact_origin {
+	HBM_FROM_KERNEL = 1,	/* hbmguard.ko, over netlink (kernel.c) */
+	HBM_FROM_NVML,		/* libnvidia-ml */
+	HBM_FROM_KMSG,		/* the kernel log: "NVRM: Xid" lines */
+	HBM_FROM_AMDGPU,	/* amdgpu's sysfs */
+};
+
+enum hbm_device_kind {
+	HBM_DEVICE_RANGE = 1,	/* a range of HBM registered with the module */
+	HBM_DEVICE_NVIDIA,	/* an NVIDIA GPU */
+	HBM_DEVICE_AMDGPU,	/* an AMD GPU */
+};
+
+/* DEVICE_SEEN: why the device is read. */
+enum hbm_sync {
+	HBM_SYNC_START = 1,	/* the daemon starts: lost data there is old news */
+	HBM_SYNC_ADDED,		/* a new table: lost data there is news */
+	HBM_SYNC_RESYNC,	/* events were lost: lost data there was unheard */
+};
+
+enum hbm_severity {
+	HBM_SEVERITY_CE = 1,	/* corrected */
+	HBM_SEVERITY_UE,	/* uncorrected: data lost */
+};
+
+/* .flags */
+#define HBM_FACT_UNHEARD	0x1	/* read from a table after events were lost */
+
+#define HBM_NO_DEVICE_ID	UINT32_MAX	/* a device the module does not number */
+
+struct hbm_fact_device {
+	uint32_t id;			/* the module's device id, or HBM_NO_DEVICE_ID */
+	uint32_t kind;			/* enum hbm_device_kind */
+	char identity[HBMGUARD_IDENTITY_LEN];	/* the stable key: range name, GPU UUID */
+	char name[32];			/* for people: "GPU 0 H100"; "" none */
+	char pci[16];			/* "0000:3b:00.0"; "" none */
+	uint32_t page_size;		/* bytes; 0 unknown */
+	uint64_t size;			/* bytes of memory; 0 unknown */
+};
+
+struct hbm_fact {
+	uint32_t type;			/* enum hbm_fact_type */
+	uint32_t origin;		/* enum hbm_fact_origin */
+	uint32_t flags;			/* HBM_FACT_* */
+	uint32_t event;			/* HBMGUARD_EVENT_*, 0 none */
+	uint64_t seqnum;		/* the source's own numbering, 0 none */
+	uint64_t time;			/* when it happened, CLOCK_REALTIME ns; 0 unknown */
+	struct hbm_fact_device dev;
+	uint32_t sync;			/* DEVICE_SEEN: enum hbm_sync */
+	uint64_t offset;		/* bytes into the device */
+	uint64_t length;		/* bytes; 0: no address */
+	uint32_t state;			/* HBMGUARD_STATE_*; HEALTH: the new health */
+	uint32_t source;		/* HBMGUARD_SOURCE_* */
+	uint32_t count;
+	uint32_t aux;			/* HEALTH: the old health; else the module's aux */
+	uint32_t severity;		/* ERROR: enum hbm_severity */
+	uint32_t xid;			/* ERROR: an NVIDIA Xid, 0 none */
+	char path[32];			/* ERROR: how heard: "tracepoint", "nvml"... */
+	char text[128];			/* ERROR: the driver's own words */
+};
+
+/* A sink: one callback, called for every fact, in order. */
+struct hbm_sink {
+	const char *name;
+	void (*fact)(void *ctx, const struct hbm_fact *f);
+	void *ctx;
+};
+
+/* A device as the core lists it (by its source's id). */
+struct device {
+	uint32_t id;
+	char identity[HBMGUARD_IDENTITY_LEN];
+	uint32_t page_size;
+};
+
+struct device_list {
+	struct device dev[HBMGUARD_MAX_DEVICES];
+	size_t nr;
+};
+
+/* A device's table, as its source dumps it: sorted by offset. */
+struct hbm_extents {
+	struct hbm_state_record *r;
+	size_t nr, cap;
+};
+
+bool hbm_extents_push(struct hbm_extents *x, const struct hbm_state_record *r);
+
+/*
+ * What the core may ask of a source about its devices; NULL where it
+ * cannot.  Called from the loop, synchronously: each must be short.
+ */
+struct hbm_source_ops {
+	uint32_t origin;		/* enum hbm_fact_origin */
+	int (*list)(void *ctx, struct device_list *l);
+	int (*dump)(void *ctx, const struct device *dev, struct hbm_extents *x);
+	/* its stored pages, back in, as RESTORED; and its configured policy */
+	void (*restore)(void *ctx, const struct device *dev, const struct hbm_state *stored);
+	/* HBM_CTL_RETIRE or HBM_CTL_CLEAR of @x, on @dev */
+	int (*change)(void *ctx, const struct device *dev, uint16_t type,
+		      const struct hbm_ctl_extent *x);
+};
+
+/*
+ * What a source is given at start, its only way to the core: a fact in,
+ * and the device list (read from the source that numbers the devices,
+ * through its .list; the devices gone since the last read leave, as
+ * DEVICE_GONE facts to the sinks).
+ */
+struct hbm_source_link {
+	void (*fact)(void *core, const struct hbm_fact *f);
+	int (*devices)(void *core, struct device_list *l);
+	void *core;
+};
+
+#define HBM_MAX_SINKS	8
+
+struct hbmd_core {
+	const struct hbm_source_ops *ops;	/* the source that numbers devices */
+	void *ops_ctx;
+	struct hbm_sink sinks[HBM_MAX_SINKS];
+	size_t nr_sinks;
+	char identity[HBMGUARD_MAX_DEVICES][HBMGUARD_IDENTITY_LEN];	/* by id */
+	uint64_t events_seen;
+	uint64_t resyncs;
+};
+
+void core_init(struct hbmd_core *c, const struct hbm_source_ops *ops, void *ctx);
+int core_add_sink(struct hbmd_core *c, const struct hbm_sink *s);
+struct hbm_source_link core_link(struct hbmd_core *c);
+
+int core_devices(struct hbmd_core *c, struct device_list *l);
+const struct device *core_find(const struct device_list *l, const char *identity);
+const char *core_identity(const struct hbmd_core *c, uint32_t id);
+size_t core_count_devices(const struct hbmd_core *c);
+int core_dump(struct hbmd_core *c, const struct device *dev, struct hbm_extents *x);
+void core_restore(struct hbmd_core *c, const struct device *dev, const struct hbm_state *stored);
+int core_change(struct hbmd_core *c, const struct device *dev, uint16_t type,
+		const struct hbm_ctl_extent *x);
+bool core_is_bypassed(struct hbmd_core *c, const char *identity, uint64_t offset,
+		      uint64_t length);
+
+#endif /* HBMGUARDD_CORE_H */
