@@ -126,7 +126,7 @@ $(BUILD)/hbmctl: daemon/hbmctl.c $(BUILD)/libhbmguard.a
 # installed): the NVML source, hbmnvml and the fake library are built against it.
 NVML_INC := $(CACHE)/nvml/include
 NVML_H := $(NVML_INC)/nvml.h
-NVML_SRC := daemon/nvml_source.c daemon/nvml_source.h
+NVML_SRC := daemon/nvml_source.c daemon/nvml_source.h daemon/nvml_facts.c daemon/nvml_facts.h
 $(NVML_H):
 	$(TOP)/scripts/deps.sh nvml
 
@@ -164,7 +164,7 @@ $(BUILD)/guest/hbmctl: daemon/hbmctl.c $(BUILD)/libhbmguard.a
 # recovery.c too, its neighbours stubbed (tests/unit/check_recovery.c); the
 # SIGBUS guard, included by tests/unit/check_aperture.c.
 UNIT_DAEMON := $(DAEMON_SRC) daemon/recovery.c $(shell pkg-config --cflags libnl-genl-3.0 libsystemd) \
-	daemon/nvml_source.c -I$(NVML_INC) -pthread -DHBM_FAKE_NVML_DIR='"$(TOP)/$(BUILD)/nvml"' \
+	daemon/nvml_source.c daemon/nvml_facts.c -I$(NVML_INC) -pthread -DHBM_FAKE_NVML_DIR='"$(TOP)/$(BUILD)/nvml"' \
 	-DHBM_NVML_SCENARIOS='"$(TOP)/tests/nvml"'
 UNIT_LIBS := $(CHECK_LIBS) $(shell pkg-config --libs libsystemd)
 UNIT_DEPS := $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR) daemon/recovery.c \

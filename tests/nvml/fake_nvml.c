@@ -21,7 +21,11 @@
  *   events GPU MASK                 nvmlDeviceGetSupportedEventTypes (default 0xb)
  *   fail FUNCTION RETURN [GPU]      FUNCTION returns RETURN (nvmlReturn_t)
  *   event MS GPU xid N | sbe | dbe  MS after nvmlInit_v2, delivered in file order
- *   lost MS GPU                     MS after nvmlInit_v2 the GPU falls off the bus
+ *   lost MS GPU                     the GPU falls off the bus: at once for MS 0,
+ *                                   else when nvmlEventSetWait_v2 reaches the line
+ *
+ * The times only pace the events: what happens, and in which order, is the
+ * file's order, however slowly the caller runs.
  *
  * A line the fake does not understand aborts it: a test cannot pass on a
  * scenario it did not mean.
@@ -54,7 +58,7 @@ struct nvmlDevice_st {
 	unsigned long long ecc[2][2];
 	bool no_retired, no_pending, no_remap, no_ecc;
 	unsigned long long events;
-	long lost_ms;		/* -1: never */
+	bool lost;		/* fallen off the bus: every call says so */
 };
 
 struct nvmlEventSet_st {
@@ -121,7 +125,6 @@ static void parse_line(char *line)
 			 strstr(copy, tok[4]) : tok[4]);
 		g->name[strcspn(g->name, "\n")] = '\0';
 		g->events = 0xb;
-		g->lost_ms = -1;
 	} else if (!strcmp(tok[0], "retired") && n == 5) {
 		int c = !strcmp(tok[2], "sbe") ? 0 : !strcmp(tok[2], "dbe") ? 1 : -1;
 
@@ -171,8 +174,8 @@ static void parse_line(char *line)
 		s->gpu = gpu_arg(tok[2], copy)->index;
 		s->lost = tok[0][0] == 'l';
 		if (s->lost) {
-			if (gpus[s->gpu].lost_ms < 0)
-				gpus[s->gpu].lost_ms = s->ms;
+			if (!s->ms)
+				gpus[s->gpu].lost = true;
 		} else if (!strcmp(tok[3], "xid") && n == 5) {
 			s->type = nvmlEventTypeXidCriticalError;
 			s->data = strtoull(tok[4], NULL, 0);
@@ -233,9 +236,10 @@ static nvmlReturn_t failing(const char *fn, const struct nvmlDevice_st *g)
 	return NVML_SUCCESS;
 }
 
+/* The event thread sets it, the caller's thread reads it. */
 static bool is_lost(const struct nvmlDevice_st *g)
 {
-	return g->lost_ms >= 0 && now_ms() >= g->lost_ms;
+	return __atomic_load_n(&g->lost, __ATOMIC_SEQ_CST);
 }
 
 /* The checks every device function starts with, in the header's order. */
@@ -508,6 +512,8 @@ EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *dat
 		}
 		sleep_ms(wait);
 		next_step++;
+		if (s->lost)
+			__atomic_store_n(&gpus[s->gpu].lost, true, __ATOMIC_SEQ_CST);
 		if (!set->mask[s->gpu])
 			continue;
 		if (s->lost)

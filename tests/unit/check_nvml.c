@@ -14,6 +14,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "nvml_facts.h"
 #include "nvml_source.h"
 #include "unit.h"
 
@@ -464,6 +465,97 @@ START_TEST(old_library)
 }
 END_TEST
 
+/* The facts the core would get (core.h), through the source's link. */
+static struct hbm_fact facts[64];
+static int nr_facts;
+
+static void on_fact(void *core, const struct hbm_fact *f)
+{
+	ck_assert_ptr_eq(core, &nr_facts);
+	ck_assert_int_lt(nr_facts, 64);
+	facts[nr_facts++] = *f;
+}
+
+static const struct hbm_source_link nvml_link = { .fact = on_fact, .core = &nr_facts };
+
+static void fact_is(int i, uint32_t type, const char *uuid)
+{
+	ck_assert_int_lt(i, nr_facts);
+	ck_assert_uint_eq(facts[i].type, type);
+	ck_assert_uint_eq(facts[i].origin, HBM_FROM_NVML);
+	ck_assert_uint_eq(facts[i].dev.kind, HBM_DEVICE_NVIDIA);
+	ck_assert_uint_eq(facts[i].dev.id, HBM_NO_DEVICE_ID);
+	ck_assert_str_eq(facts[i].dev.identity, uuid);
+	ck_assert_str_eq(facts[i].path, "nvml");
+}
+
+START_TEST(as_facts)
+{
+	struct nvml_facts *s;
+	int i, fd, start;
+
+	scenario("remap 1 0 2 1 1\n"	/* the H200's remapping failed: RMA */
+		 "event 0 0 xid 48\nevent 0 0 dbe\nevent 0 1 sbe\nevent 0 1 xid 999\n"
+		 "lost 5 1\n", true);
+	nr_facts = 0;
+	s = nvml_facts_start(FAKE, &nvml_link);
+	ck_assert_ptr_nonnull(s);
+	fact_is(0, HBM_FACT_DEVICE_SEEN, UUID0);
+	ck_assert_str_eq(facts[0].dev.pci, "0000:3b:00.0");
+	ck_assert_str_eq(facts[0].dev.name, "NVIDIA A100-SXM4-80GB");
+	ck_assert_uint_eq(facts[0].dev.size, 85899345920ULL);
+	ck_assert_uint_eq(facts[0].sync, HBM_SYNC_START);
+	fact_is(1, HBM_FACT_DEVICE_SEEN, UUID1);
+	ck_assert_str_eq(facts[1].dev.pci, "0000:86:00.0");
+	ck_assert_uint_eq(facts[1].dev.size, 150754820096ULL);
+	for (i = 2; i < 5; i++) {
+		fact_is(i, HBM_FACT_PAGES, UUID0);
+		ck_assert_uint_eq(facts[i].event, HBMGUARD_EVENT_RETIRED);
+		ck_assert_uint_eq(facts[i].state, HBMGUARD_STATE_RETIRED);
+		ck_assert_uint_eq(facts[i].length, 4096);
+		ck_assert_uint_eq(facts[i].count, 1);
+	}
+	ck_assert_uint_eq(facts[2].offset, 0x1a2b000);
+	ck_assert_uint_eq(facts[2].source, HBMGUARD_SOURCE_CE_THRESHOLD);
+	ck_assert_uint_eq(facts[4].offset, 0x3f00000);
+	ck_assert_uint_eq(facts[4].source, HBMGUARD_SOURCE_UE);
+	fact_is(5, HBM_FACT_HEALTH, UUID1);
+	ck_assert_uint_eq(facts[5].state, HBMGUARD_HEALTH_RMA);
+	ck_assert_int_eq(nr_facts, 6);
+
+	fd = nvml_facts_fd(s);
+	ck_assert_int_ge(fd, 0);
+	start = nr_facts;
+	while (nr_facts < start + 5) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+
+		ck_assert_msg(poll(&p, 1, 20000) == 1, "%d facts", nr_facts - start);
+		ck_assert_int_eq(nvml_facts_dispatch(s), 0);
+	}
+	fact_is(start, HBM_FACT_ERROR, UUID0);
+	ck_assert_uint_eq(facts[start].xid, 48);
+	ck_assert_uint_eq(facts[start].severity, 0);
+	fact_is(start + 1, HBM_FACT_ERROR, UUID0);
+	ck_assert_uint_eq(facts[start + 1].severity, HBM_SEVERITY_UE);
+	ck_assert_uint_eq(facts[start + 1].xid, 0);
+	fact_is(start + 2, HBM_FACT_ERROR, UUID1);
+	ck_assert_uint_eq(facts[start + 2].severity, HBM_SEVERITY_CE);
+	fact_is(start + 3, HBM_FACT_ERROR, UUID1);
+	ck_assert_uint_eq(facts[start + 3].xid, 999);
+	fact_is(start + 4, HBM_FACT_DEVICE_GONE, UUID1);
+	nvml_facts_stop(s);
+	unlink(scn_path);
+}
+END_TEST
+
+START_TEST(as_facts_no_library)
+{
+	nr_facts = 0;
+	ck_assert_ptr_null(nvml_facts_start(HBM_FAKE_NVML_DIR "/none/libnvidia-ml.so.1", &nvml_link));
+	ck_assert_int_eq(nr_facts, 0);
+}
+END_TEST
+
 Suite *nvml_suite(void)
 {
 	Suite *s = suite_create("nvml");
@@ -479,6 +571,8 @@ Suite *nvml_suite(void)
 	tcase_add_test(tc, wait_fails);
 	tcase_add_test(tc, no_library);
 	tcase_add_test(tc, old_library);
+	tcase_add_test(tc, as_facts);
+	tcase_add_test(tc, as_facts_no_library);
 	suite_add_tcase(s, tc);
 	return s;
 }
