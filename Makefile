@@ -216,11 +216,13 @@ $(BUILD)/bench-core: tests/bench/bench_core.c tests/bench/bench.h tests/unit/shi
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) -O2 tests/bench/bench_core.c tests/unit/shim.c $(CORE_SRC) -o $@
 
-check-unit: $(BUILD)/unit $(BUILD)/unit-san
+check-unit: $(BUILD)/unit $(BUILD)/unit-san gpu-bundle
 	@echo "== tier 1: unit tests"
 	$(BUILD)/unit
 	@echo "== tier 1: unit tests under ASan+UBSan"
 	ASAN_OPTIONS=detect_leaks=1 $(BUILD)/unit-san
+	@echo "== tier 1: hbmnvml through gpu-check.sh's bundled loader, on the fake NVML"
+	tests/nvml/gpu-check-view.sh
 
 check-kernel: modules-all $(BUILD)/guest/hbmtest $(BUILD)/guest/hbmctl $(BUILD)/guest/hbmnl \
 	$(BUILD)/guest/hbmrank \

@@ -45,7 +45,7 @@ find_nvml() {
 find_smi() {
 	local f
 	if [ -n "${NVIDIA_SMI:-}" ]; then
-		echo "$NVIDIA_SMI"
+		[ -x "$NVIDIA_SMI" ] && echo "$NVIDIA_SMI"
 		return
 	fi
 	f=$(command -v nvidia-smi) && { echo "$f"; return; }
