@@ -135,18 +135,22 @@ $(BUILD)/hbmnvml: daemon/hbmnvml.c $(NVML_SRC) $(NVML_H) daemon/ctl.c daemon/ctl
 	$(CC) $(CFLAGS_USER) -I$(NVML_INC) -pthread daemon/hbmnvml.c daemon/nvml_source.c \
 		daemon/ctl.c -o $@
 
-# The test double of libnvidia-ml.so.1 (tests/nvml/fake_nvml.c), and an older
-# driver's library, without nvmlDeviceGetRemappedRows.
-FAKE_NVML := $(BUILD)/nvml/libnvidia-ml.so.1 $(BUILD)/nvml/old/libnvidia-ml.so.1
-$(BUILD)/nvml/libnvidia-ml.so.1 $(BUILD)/nvml/old/libnvidia-ml.so.1: tests/nvml/fake_nvml.c $(NVML_H)
+# The test double of libnvidia-ml.so.1 (tests/nvml/fake_nvml.c); an older
+# driver's library, without nvmlDeviceGetRemappedRows; and one without a
+# function NVML cannot be used without.
+FAKE_NVML := $(BUILD)/nvml/libnvidia-ml.so.1 $(BUILD)/nvml/old/libnvidia-ml.so.1 \
+	$(BUILD)/nvml/ancient/libnvidia-ml.so.1
+$(FAKE_NVML): tests/nvml/fake_nvml.c $(NVML_H)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) -I$(NVML_INC) -fPIC -shared -fvisibility=hidden \
-		-Wl,-soname,libnvidia-ml.so.1 $(if $(findstring /old/,$@),-DFAKE_OLD) $< -o $@
+		-Wl,-soname,libnvidia-ml.so.1 $(if $(findstring /old/,$@),-DFAKE_OLD) \
+		$(if $(findstring /ancient/,$@),-DFAKE_ANCIENT) $< -o $@
 
 # hbmnvml with bookworm's loader and libc, for a GPU node whose libc is not
 # bookworm's or whose loader is elsewhere (scripts/gpu-check.sh runs it).
 # libpthread, libdl, libm and librt too: the driver's libnvidia-ml.so.1 names
 # them, and they must come from the same glibc as the libc already loaded.
+# And busybox-static, for the script's tools where a node lacks them.
 GLIBC_LIBS := libc.so.6 libpthread.so.0 libdl.so.2 libm.so.6 librt.so.1
 gpu-bundle: $(BUILD)/hbmnvml
 	@rm -rf $(BUILD)/gpu-bundle
@@ -155,6 +159,7 @@ gpu-bundle: $(BUILD)/hbmnvml
 	libdir=$$(dirname "$$(ldd $(BUILD)/hbmnvml | awk '$$1 == "libc.so.6" { print $$3 }')") && \
 		for l in $(GLIBC_LIBS); do cp -L "$$libdir/$$l" $(BUILD)/gpu-bundle/ || exit 1; done
 	cp -L /lib64/ld-linux-x86-64.so.2 $(BUILD)/gpu-bundle/ld-linux-x86-64.so.2
+	cp /bin/busybox $(BUILD)/gpu-bundle/busybox
 
 # Static copies for the busybox guests.
 $(BUILD)/guest/hbmctl: daemon/hbmctl.c $(BUILD)/libhbmguard.a

@@ -17,12 +17,28 @@
 # Exit status: 0 every compared field agrees, 1 some field differs,
 # 2 hbmnvml or nvidia-smi could not run (nothing compared).
 set -uo pipefail
-TOP=$(cd "$(dirname "$0")/.." && pwd)
+TOP=$(cd "${0%/*}/.." && pwd)
 BUNDLE=${HBM_GPU_BUNDLE:-$TOP/build/gpu-bundle}
-tmp=$(mktemp -d)
+# A node may lack the tools below (a minimal NixOS environment): the bundle's
+# static busybox stands in for each missing one, after the node's own.
+BB=$BUNDLE/busybox
+tmp=$(mktemp -d 2>/dev/null || "$BB" mktemp -d) || { echo "gpu-check: no mktemp"; exit 2; }
 trap 'rm -rf "$tmp"' EXIT
+if [ -x "$BB" ]; then
+	"$BB" mkdir -p "$tmp/bin" && "$BB" --install -s "$tmp/bin"
+	PATH=$PATH:$tmp/bin
+fi
+# The running driver's version: a library or nvidia-smi of another version
+# (an older one left in the Nix store) would not talk to it.
+driver=$(cat /sys/module/nvidia/version 2>/dev/null)
 
 say() { printf '%s\n' "$*"; }
+
+# The Nix store's match for the running driver's version, else the first.
+in_store() {
+	timeout 30 find /nix/store -maxdepth 3 "$@" 2>/dev/null >"$tmp/store"
+	{ [ -n "$driver" ] && grep -F -- "-$driver" "$tmp/store"; cat "$tmp/store"; } | head -n 1
+}
 
 # (a) libnvidia-ml.so.1: the loader's cache, NixOS's driver links, the usual
 # directories, then (bounded in time) the Nix store.
@@ -38,8 +54,7 @@ find_nvml() {
 		/usr/lib64 /usr/lib /usr/local/nvidia/lib64; do
 		[ -e "$d/libnvidia-ml.so.1" ] && { echo "$d/libnvidia-ml.so.1"; return; }
 	done
-	[ -d /nix/store ] &&
-		timeout 30 find /nix/store -maxdepth 3 -name libnvidia-ml.so.1 2>/dev/null | head -n 1
+	[ -d /nix/store ] && in_store -name libnvidia-ml.so.1
 }
 
 find_smi() {
@@ -52,8 +67,7 @@ find_smi() {
 	for f in /run/current-system/sw/bin/nvidia-smi /usr/bin/nvidia-smi; do
 		[ -x "$f" ] && { echo "$f"; return; }
 	done
-	[ -d /nix/store ] &&
-		timeout 30 find /nix/store -maxdepth 3 -path '*/bin/nvidia-smi' 2>/dev/null | head -n 1
+	[ -d /nix/store ] && in_store -path '*/bin/nvidia-smi'
 }
 
 lib=$(find_nvml)
@@ -61,8 +75,10 @@ if [ -z "$lib" ]; then
 	say "gpu-check: no libnvidia-ml.so.1 found (set NVML_LIB)"
 	exit 2
 fi
-libdir=$(dirname "$(readlink -f "$lib")")
+libdir=$(readlink -f "$lib")
+libdir=${libdir%/*}
 say "== NVML library: $lib ($(readlink -f "$lib"))"
+say "running driver: ${driver:-unknown} (/sys/module/nvidia/version), taint $(cat /sys/module/nvidia/taint 2>/dev/null), kernel $(uname -r 2>/dev/null)"
 
 # (b) the view: through the bundled loader when there is a bundle, with the
 # bundle's glibc first and the driver's directory for what the library needs.

@@ -7,7 +7,8 @@
  * header documents (NULL arguments, INSUFFICIENT_SIZE with the needed count,
  * UNINITIALIZED before nvmlInit_v2, NOT_SUPPORTED, GPU_IS_LOST) and nothing
  * more.  Built with -DFAKE_OLD it lacks nvmlDeviceGetRemappedRows (450 and
- * later), as an older driver's library does.
+ * later), as an older driver's library does; with -DFAKE_ANCIENT it lacks
+ * nvmlDeviceGetPciInfo_v3 too, without which NVML cannot be used.
  *
  * The scenario is the file named by $HBM_FAKE_NVML, read at nvmlInit_v2; one
  * fact a line, '#' comments, GPU = index in the order of the gpu lines:
@@ -357,6 +358,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned 
 	return copy_out(name, length, device->name);
 }
 
+#ifndef FAKE_ANCIENT
 EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci)
 {
 	DEVICE_CALL(device);
@@ -367,6 +369,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *
 	sscanf(device->pci, "%x:%x:%x", &pci->domain, &pci->bus, &pci->device);
 	return NVML_SUCCESS;
 }
+#endif
 
 EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
 {
@@ -420,7 +423,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device,
 	return NVML_SUCCESS;
 }
 
-#ifndef FAKE_OLD
+#if !defined(FAKE_OLD) && !defined(FAKE_ANCIENT)
 EXPORT nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int *corrRows,
 					      unsigned int *uncRows, unsigned int *isPending,
 					      unsigned int *failureOccurred)

@@ -20,6 +20,7 @@
 
 #define FAKE HBM_FAKE_NVML_DIR "/libnvidia-ml.so.1"
 #define FAKE_OLD HBM_FAKE_NVML_DIR "/old/libnvidia-ml.so.1"
+#define FAKE_ANCIENT HBM_FAKE_NVML_DIR "/ancient/libnvidia-ml.so.1"
 #define NODE HBM_NVML_SCENARIOS "/node.scn"
 #define UUID0 "GPU-a1a1a1a1-0000-4000-8000-000000000001"
 #define UUID1 "GPU-h200h200-0000-4000-8000-000000000002"
@@ -556,6 +557,18 @@ START_TEST(as_facts_no_library)
 }
 END_TEST
 
+/* A library without a function NVML cannot be used without: one line. */
+START_TEST(ancient_library)
+{
+	scenario("", true);
+	ck_assert_ptr_null(hbm_nvml_open(FAKE_ANCIENT, &ops, NULL));
+	one_line(LOG_ERR, (const char *const[]){ "has no nvmlDeviceGetPciInfo_v3",
+		 "NVML not used", NULL });
+	ck_assert_int_eq(heard.nr_seen, 0);
+	unlink(scn_path);
+}
+END_TEST
+
 Suite *nvml_suite(void)
 {
 	Suite *s = suite_create("nvml");
@@ -571,6 +584,7 @@ Suite *nvml_suite(void)
 	tcase_add_test(tc, wait_fails);
 	tcase_add_test(tc, no_library);
 	tcase_add_test(tc, old_library);
+	tcase_add_test(tc, ancient_library);
 	tcase_add_test(tc, as_facts);
 	tcase_add_test(tc, as_facts_no_library);
 	suite_add_tcase(s, tc);
