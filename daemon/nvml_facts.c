@@ -21,7 +21,10 @@
  *                          it), severity 0: what an Xid means is the core's
  *                          to say, once for every source that hears it
  *
- * Every fact has origin NVML, path "nvml".  Pending retirements and pending
+ * What reconciliation reads (PAGES, HEALTH) was not heard as it happened:
+ * it is marked HBM_FACT_UNHEARD, .sync START (core.h: old news to the
+ * sinks that act on lost data, no event to those that record what was
+ * heard).  Every fact has origin NVML, path "nvml".  Pending retirements and pending
  * remaps (a reboot or a GPU reset is needed) have no fact in core.h yet:
  * they are logged, once per GPU at start, at notice priority.
  */
@@ -104,6 +107,8 @@ static void on_page(void *ctx, const struct hbm_nvml_gpu *g, enum hbm_nvml_cause
 	f.event = HBMGUARD_EVENT_RETIRED;
 	f.state = HBMGUARD_STATE_RETIRED;
 	f.source = cause == HBM_NVML_CAUSE_DBE ? HBMGUARD_SOURCE_UE : HBMGUARD_SOURCE_CE_THRESHOLD;
+	f.flags = HBM_FACT_UNHEARD;
+	f.sync = HBM_SYNC_START;
 	f.offset = addr & ~(uint64_t)(NVIDIA_RETIRED_PAGE - 1);
 	f.length = NVIDIA_RETIRED_PAGE;
 	f.count = 1;
@@ -140,6 +145,8 @@ static void on_counts(void *ctx, const struct hbm_nvml_gpu *g, const struct hbm_
 		return;
 	fill_device(&f, HBM_FACT_HEALTH, g);
 	f.event = HBMGUARD_EVENT_HEALTH;
+	f.flags = HBM_FACT_UNHEARD;
+	f.sync = HBM_SYNC_START;
 	f.state = HBMGUARD_HEALTH_RMA;
 	f.aux = HBMGUARD_HEALTH_OK;
 	snprintf(f.text, sizeof(f.text), "row remapping failed");

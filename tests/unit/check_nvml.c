@@ -515,6 +515,9 @@ START_TEST(as_facts)
 		ck_assert_uint_eq(facts[i].state, HBMGUARD_STATE_RETIRED);
 		ck_assert_uint_eq(facts[i].length, 4096);
 		ck_assert_uint_eq(facts[i].count, 1);
+		/* read at start, not heard: old news */
+		ck_assert_uint_eq(facts[i].flags, HBM_FACT_UNHEARD);
+		ck_assert_uint_eq(facts[i].sync, HBM_SYNC_START);
 	}
 	ck_assert_uint_eq(facts[2].offset, 0x1a2b000);
 	ck_assert_uint_eq(facts[2].source, HBMGUARD_SOURCE_CE_THRESHOLD);
@@ -522,6 +525,7 @@ START_TEST(as_facts)
 	ck_assert_uint_eq(facts[4].source, HBMGUARD_SOURCE_UE);
 	fact_is(5, HBM_FACT_HEALTH, UUID1);
 	ck_assert_uint_eq(facts[5].state, HBMGUARD_HEALTH_RMA);
+	ck_assert_uint_eq(facts[5].flags, HBM_FACT_UNHEARD);
 	ck_assert_int_eq(nr_facts, 6);
 
 	fd = nvml_facts_fd(s);
@@ -534,6 +538,7 @@ START_TEST(as_facts)
 		ck_assert_int_eq(nvml_facts_dispatch(s), 0);
 	}
 	fact_is(start, HBM_FACT_ERROR, UUID0);
+	ck_assert_uint_eq(facts[start].flags, 0);	/* heard */
 	ck_assert_uint_eq(facts[start].xid, 48);
 	ck_assert_uint_eq(facts[start].severity, 0);
 	fact_is(start + 1, HBM_FACT_ERROR, UUID0);
