@@ -36,7 +36,7 @@ DAEMON_SRC := daemon/state.c daemon/config.c daemon/journal.c daemon/ctl.c daemo
 DAEMON_HDR := daemon/seen.h daemon/incidents.h daemon/state.h daemon/config.h daemon/journal.h daemon/ctl.h daemon/systemd/hbmguard.catalog
 KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 
-.PHONY: gpu-bundle all module modules-all userspace check check-unit check-ynl check-unitfile check-install \
+.PHONY: all module modules-all userspace check check-unit check-ynl check-unitfile check-install \
 	check-kernel check-debug check-system bench demo clean-module FORCE \
 	deps install install-dkms clean
 
@@ -107,7 +107,7 @@ $(BUILD)/hbmguard.pc: daemon/libhbmguard/hbmguard.pc.in
 	sed 's|@PREFIX@|$(PREFIX)|' $< >$@
 
 userspace: $(BUILD)/libhbmguard.a $(BUILD)/libhbmguard.so $(BUILD)/hbmguard.pc \
-	$(BUILD)/hbmguardd $(BUILD)/hbmctl $(BUILD)/hbmnvml $(BUILD)/unit $(BUILD)/unit-san $(BUILD)/guest/hbmtest \
+	$(BUILD)/hbmguardd $(BUILD)/hbmctl $(BUILD)/unit $(BUILD)/unit-san $(BUILD)/guest/hbmtest \
 	$(BUILD)/guest/hbmnl $(BUILD)/guest/hbmrank $(BUILD)/bench-core $(BUILD)/guest/hbmbench \
 	$(BUILD)/guest/hbmrankbench
 
@@ -122,11 +122,35 @@ $(BUILD)/hbmctl: daemon/hbmctl.c $(BUILD)/libhbmguard.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) -Idaemon/libhbmguard daemon/hbmctl.c $(BUILD)/libhbmguard.a -o $@
 
+# Static copies for the busybox guests.
+$(BUILD)/guest/hbmctl: daemon/hbmctl.c $(BUILD)/libhbmguard.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_USER) -Idaemon/libhbmguard -static daemon/hbmctl.c $(BUILD)/libhbmguard.a -o $@
+
+# recovery.c too, its neighbours stubbed (tests/unit/check_recovery.c); the
+# SIGBUS guard, included by tests/unit/check_aperture.c.
+UNIT_DAEMON := $(DAEMON_SRC) daemon/recovery.c $(shell pkg-config --cflags libnl-genl-3.0 libsystemd)
+UNIT_LIBS := $(CHECK_LIBS) $(shell pkg-config --libs libsystemd)
+UNIT_DEPS := $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR) daemon/recovery.c \
+	daemon/hbmguardd.h daemon/libhbmguard/aperture.c daemon/libhbmguard/hbmguard.h
+
+$(BUILD)/unit: $(UNIT_DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_USER) -DHBM_CATALOG='"$(TOP)/daemon/systemd/hbmguard.catalog"' \
+		$(UNIT_SRC) $(CORE_SRC) $(UNIT_DAEMON) $(UNIT_LIBS) -o $@
+
+$(BUILD)/unit-san: $(UNIT_DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_USER) -DHBM_CATALOG='"$(TOP)/daemon/systemd/hbmguard.catalog"' \
+		-O1 $(SAN) $(UNIT_SRC) $(CORE_SRC) $(UNIT_DAEMON) $(UNIT_LIBS) -o $@
+
 # NVIDIA's nvml.h from Debian's libnvidia-ml-dev (scripts/deps.sh nvml, not
 # installed): the NVML source, hbmnvml and the fake library are built against it.
 NVML_INC := $(CACHE)/nvml/include
 NVML_H := $(NVML_INC)/nvml.h
 NVML_SRC := daemon/nvml_source.c daemon/nvml_source.h daemon/nvml_facts.c daemon/nvml_facts.h
+.PHONY: gpu-bundle check-nvml-view
+userspace: $(BUILD)/hbmnvml
 $(NVML_H):
 	$(TOP)/scripts/deps.sh nvml
 
@@ -161,30 +185,15 @@ gpu-bundle: $(BUILD)/hbmnvml
 	cp -L /lib64/ld-linux-x86-64.so.2 $(BUILD)/gpu-bundle/ld-linux-x86-64.so.2
 	cp /bin/busybox $(BUILD)/gpu-bundle/busybox
 
-# Static copies for the busybox guests.
-$(BUILD)/guest/hbmctl: daemon/hbmctl.c $(BUILD)/libhbmguard.a
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_USER) -Idaemon/libhbmguard -static daemon/hbmctl.c $(BUILD)/libhbmguard.a -o $@
-
-# recovery.c too, its neighbours stubbed (tests/unit/check_recovery.c); the
-# SIGBUS guard, included by tests/unit/check_aperture.c.
-UNIT_DAEMON := $(DAEMON_SRC) daemon/recovery.c $(shell pkg-config --cflags libnl-genl-3.0 libsystemd) \
-	daemon/nvml_source.c daemon/nvml_facts.c -I$(NVML_INC) -pthread -DHBM_FAKE_NVML_DIR='"$(TOP)/$(BUILD)/nvml"' \
-	-DHBM_NVML_SCENARIOS='"$(TOP)/tests/nvml"'
-UNIT_LIBS := $(CHECK_LIBS) $(shell pkg-config --libs libsystemd)
-UNIT_DEPS := $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR) daemon/recovery.c \
-	daemon/hbmguardd.h daemon/libhbmguard/aperture.c daemon/libhbmguard/hbmguard.h \
-	$(NVML_SRC) $(NVML_H) $(FAKE_NVML) $(wildcard tests/nvml/*.scn)
-
-$(BUILD)/unit: $(UNIT_DEPS)
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_USER) -DHBM_CATALOG='"$(TOP)/daemon/systemd/hbmguard.catalog"' \
-		$(UNIT_SRC) $(CORE_SRC) $(UNIT_DAEMON) $(UNIT_LIBS) -o $@
-
-$(BUILD)/unit-san: $(UNIT_DEPS)
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_USER) -DHBM_CATALOG='"$(TOP)/daemon/systemd/hbmguard.catalog"' \
-		-O1 $(SAN) $(UNIT_SRC) $(CORE_SRC) $(UNIT_DAEMON) $(UNIT_LIBS) -o $@
+# The unit tests load the fake by path (tests/unit/check_nvml.c); before
+# them, hbmnvml through gpu-check.sh's bundled loader, on the fake.
+UNIT_DAEMON += daemon/nvml_source.c daemon/nvml_facts.c -I$(NVML_INC) -pthread \
+	-DHBM_FAKE_NVML_DIR='"$(TOP)/$(BUILD)/nvml"' -DHBM_NVML_SCENARIOS='"$(TOP)/tests/nvml"'
+$(BUILD)/unit $(BUILD)/unit-san: $(NVML_SRC) $(NVML_H) $(FAKE_NVML) $(wildcard tests/nvml/*.scn)
+check-nvml-view: gpu-bundle $(FAKE_NVML)
+	@echo "== tier 1: hbmnvml through gpu-check.sh's bundled loader, on the fake NVML"
+	tests/nvml/gpu-check-view.sh
+check-unit: check-nvml-view
 
 # The in-guest test program: static, the initramfs has no libc.
 $(BUILD)/guest/hbmtest: tests/guest/hbmtest.c tests/guest/hbmtest.h tests/guest/caps.h \
@@ -221,13 +230,11 @@ $(BUILD)/bench-core: tests/bench/bench_core.c tests/bench/bench.h tests/unit/shi
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) -O2 tests/bench/bench_core.c tests/unit/shim.c $(CORE_SRC) -o $@
 
-check-unit: $(BUILD)/unit $(BUILD)/unit-san gpu-bundle
+check-unit: $(BUILD)/unit $(BUILD)/unit-san
 	@echo "== tier 1: unit tests"
 	$(BUILD)/unit
 	@echo "== tier 1: unit tests under ASan+UBSan"
 	ASAN_OPTIONS=detect_leaks=1 $(BUILD)/unit-san
-	@echo "== tier 1: hbmnvml through gpu-check.sh's bundled loader, on the fake NVML"
-	tests/nvml/gpu-check-view.sh
 
 check-kernel: modules-all $(BUILD)/guest/hbmtest $(BUILD)/guest/hbmctl $(BUILD)/guest/hbmnl \
 	$(BUILD)/guest/hbmrank \

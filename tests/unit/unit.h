@@ -8,6 +8,7 @@
 Suite *table_suite(void);
 Suite *policy_suite(void);
 Suite *mce_suite(void);
+Suite *nvml_suite(void);
 Suite *state_suite(void);
 Suite *config_suite(void);
 Suite *journal_suite(void);
@@ -16,7 +17,6 @@ Suite *aperture_suite(void);
 Suite *seen_suite(void);
 Suite *incidents_suite(void);
 Suite *recovery_suite(void);
-Suite *nvml_suite(void);
 const char *table_invariants(const struct hbm_table *t);
 
 #endif

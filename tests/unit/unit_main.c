@@ -10,6 +10,7 @@ int main(void)
 
 	srunner_add_suite(sr, policy_suite());
 	srunner_add_suite(sr, mce_suite());
+	srunner_add_suite(sr, nvml_suite());
 	srunner_add_suite(sr, state_suite());
 	srunner_add_suite(sr, config_suite());
 	srunner_add_suite(sr, journal_suite());
@@ -18,7 +19,6 @@ int main(void)
 	srunner_add_suite(sr, seen_suite());
 	srunner_add_suite(sr, incidents_suite());
 	srunner_add_suite(sr, recovery_suite());
-	srunner_add_suite(sr, nvml_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
