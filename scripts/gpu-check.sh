@@ -19,6 +19,12 @@
 set -uo pipefail
 TOP=$(cd "${0%/*}/.." && pwd)
 BUNDLE=${HBM_GPU_BUNDLE:-$TOP/build/gpu-bundle}
+# A copy that lost its modes (carried to another machine): executable again,
+# beside it rather than in /tmp, which may be mounted noexec.
+if [ -f "$BUNDLE/ld-linux-x86-64.so.2" ] && ! [ -x "$BUNDLE/ld-linux-x86-64.so.2" ]; then
+	rm -rf "$BUNDLE.exec" && cp -r "$BUNDLE" "$BUNDLE.exec" && chmod 0755 "$BUNDLE.exec"/* &&
+		BUNDLE=$BUNDLE.exec
+fi
 # A node may lack the tools below (a minimal NixOS environment): the bundle's
 # static busybox stands in for each missing one, after the node's own.
 BB=$BUNDLE/busybox
@@ -186,6 +192,7 @@ for uuid in $(awk '$1 == "GPU" { print $2 }' "$tmp/view"); do
 	say "GPU $uuid ($pci)"
 	check "$uuid" uuid "$uuid" "$(smi_get "$uuid" uuid)"
 	check "$uuid" pci "$pci" "$(smi_get "$uuid" pci.bus_id)"
+	check "$uuid" name "$(view_get "$uuid" name)" "$(smi_get "$uuid" name)"
 	mem=$(view_get "$uuid" memory)
 	check "$uuid" "memory (MiB)" "$((mem / 1048576))" "$(smi_get "$uuid" memory.total)"
 	check "$uuid" retired.multiple-sbe "$(view_get "$uuid" retired.multiple-sbe)" \
