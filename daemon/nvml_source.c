@@ -110,6 +110,7 @@ struct rec {
 struct gpu {
 	struct hbm_nvml_gpu pub;
 	nvmlDevice_t dev;
+	bool no_events;		/* its registration spoiled a set: not asked again */
 };
 
 struct hbm_nvml {
@@ -337,7 +338,21 @@ const struct hbm_nvml_gpu *hbm_nvml_gpu(const struct hbm_nvml *h, size_t i)
 	return i < h->nr ? &h->gpus[i].pub : NULL;
 }
 
-/* One cause's retired pages; the list may grow between the two calls. */
+/*
+ * The most retired pages one cause's list is read with.  Not NVIDIA's limit
+ * (nvml.h gives none): a bound on what a broken library's count can make
+ * this process allocate (2 x 8 bytes a page: 16 MiB), far above what a GPU
+ * that retires a page per error would reach.
+ */
+#define MAX_RETIRED_PAGES (1U << 20)
+
+/*
+ * One cause's retired pages; the list may grow between the two calls.
+ * nvml.h: *pageCount in, the buffers' size; out, the number of pages, or
+ * with INSUFFICIENT_SIZE the size needed.  A count the buffers cannot hold
+ * after SUCCESS, or one above MAX_RETIRED_PAGES, is a broken library's:
+ * the pages are not read, in one line.
+ */
 static enum hbm_nvml_status read_pages(struct hbm_nvml *h, struct gpu *g,
 				       nvmlPageRetirementCause_t cause, struct hbm_nvml_pages *p)
 {
@@ -369,9 +384,19 @@ static enum hbm_nvml_status read_pages(struct hbm_nvml *h, struct gpu *g,
 		}
 		free(addr);
 		free(time);
-		if (ret != NVML_ERROR_INSUFFICIENT_SIZE)
+		if (ret != NVML_SUCCESS && ret != NVML_ERROR_INSUFFICIENT_SIZE)
 			return outcome(h, g, "nvmlDeviceGetRetiredPages_v2", ret);
+		if (ret == NVML_SUCCESS || n > MAX_RETIRED_PAGES) {
+			say(h, LOG_ERR, "nvml: nvmlDeviceGetRetiredPages_v2 on GPU %s (%s) answered "
+			    "%s with a count of %u for a buffer of %u (at most %u read): retired "
+			    "pages not read", g->pub.uuid, g->pub.pci, nvml_err(h, ret), n, cap,
+			    MAX_RETIRED_PAGES);
+			return HBM_NVML_FAILED;
+		}
+		/* n <= MAX_RETIRED_PAGES: no overflow */
 		cap = n > cap ? n + 16 : cap * 2;
+		if (cap > MAX_RETIRED_PAGES)
+			cap = MAX_RETIRED_PAGES;
 	}
 	say(h, LOG_ERR, "nvml: nvmlDeviceGetRetiredPages_v2 on GPU %s (%s) kept growing: "
 	    "retired pages not read", g->pub.uuid, g->pub.pci);
@@ -542,14 +567,22 @@ static void events_join(struct hbm_nvml *h)
 	}
 }
 
-/* The set of every present GPU that can report one of EVENT_MASK, and its thread. */
+/*
+ * The set of every present GPU that can report one of EVENT_MASK, and its
+ * thread.  nvml.h, nvmlDeviceRegisterEvents: "If function reports
+ * NVML_ERROR_UNKNOWN, event set is in undefined state and should be freed";
+ * NOT_SUPPORTED leaves it usable.  So a GPU whose registration fails
+ * otherwise (said once, by outcome()) is left out and the set built anew.
+ */
 static int events_run(struct hbm_nvml *h)
 {
 	sigset_t all, old;
 	nvmlReturn_t ret;
-	size_t i, registered = 0;
+	size_t i, registered;
 	int err;
 
+again:
+	registered = 0;
 	ret = h->fn.nvmlEventSetCreate(&h->set);
 	if (ret != NVML_SUCCESS) {
 		say(h, LOG_ERR, "nvml: nvmlEventSetCreate failed: %s: no live NVML events",
@@ -561,7 +594,7 @@ static int events_run(struct hbm_nvml *h)
 		struct gpu *g = &h->gpus[i];
 		unsigned long long mask = EVENT_MASK, supported;
 
-		if (!g->pub.present)
+		if (!g->pub.present || g->no_events)
 			continue;
 		if (h->fn.nvmlDeviceGetSupportedEventTypes) {
 			if (outcome(h, g, "nvmlDeviceGetSupportedEventTypes",
@@ -572,9 +605,19 @@ static int events_run(struct hbm_nvml *h)
 		}
 		if (!mask)
 			continue;
-		if (outcome(h, g, "nvmlDeviceRegisterEvents",
-			    h->fn.nvmlDeviceRegisterEvents(g->dev, mask, h->set)) == HBM_NVML_OK)
+		ret = h->fn.nvmlDeviceRegisterEvents(g->dev, mask, h->set);
+		switch (outcome(h, g, "nvmlDeviceRegisterEvents", ret)) {
+		case HBM_NVML_OK:
 			registered++;
+			break;
+		case HBM_NVML_UNSUPPORTED:
+			break;
+		default:
+			g->no_events = true;
+			h->fn.nvmlEventSetFree(h->set);
+			h->set = NULL;
+			goto again;	/* one GPU fewer each time */
+		}
 	}
 	if (!registered) {
 		say(h, LOG_INFO, "nvml: no GPU reports ECC or Xid events: no live NVML events");

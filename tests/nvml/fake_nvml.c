@@ -24,12 +24,20 @@
  *   event MS GPU xid N | sbe | dbe  MS after nvmlInit_v2, delivered in file order
  *   lost MS GPU                     the GPU falls off the bus: at once for MS 0,
  *                                   else when nvmlEventSetWait_v2 reaches the line
+ *   broken GPU insufficient|success N
+ *                                   a broken library, not NVML:
+ *                                   nvmlDeviceGetRetiredPages_v2 answers
+ *                                   INSUFFICIENT_SIZE, or SUCCESS without
+ *                                   writing, with *pageCount = N whatever the
+ *                                   buffer's size (what the caller must survive)
  *
  * The times only pace the events: what happens, and in which order, is the
  * file's order, however slowly the caller runs.
  *
  * A line the fake does not understand aborts it: a test cannot pass on a
- * scenario it did not mean.
+ * scenario it did not mean.  So does using an event set after
+ * nvmlDeviceRegisterEvents failed with NVML_ERROR_UNKNOWN on it: nvml.h says
+ * the set "is in undefined state and should be freed".
  */
 #define NVML_NO_UNVERSIONED_FUNC_DEFS
 #include <nvml.h>
@@ -59,11 +67,14 @@ struct nvmlDevice_st {
 	unsigned long long ecc[2][2];
 	bool no_retired, no_pending, no_remap, no_ecc;
 	unsigned long long events;
+	int broken;		/* 0, else the broken answer's nvmlReturn_t */
+	unsigned int broken_count;
 	bool lost;		/* fallen off the bus: every call says so */
 };
 
 struct nvmlEventSet_st {
 	unsigned long long mask[MAX_GPUS];
+	bool undefined;		/* nvmlDeviceRegisterEvents said UNKNOWN */
 };
 
 struct fail {
@@ -158,6 +169,15 @@ static void parse_line(char *line)
 			g->no_ecc = true;
 		else
 			bad("unsupported what?", copy);
+	} else if (!strcmp(tok[0], "broken") && n == 4) {
+		g = gpu_arg(tok[1], copy);
+		if (!strcmp(tok[2], "insufficient"))
+			g->broken = NVML_ERROR_INSUFFICIENT_SIZE;
+		else if (!strcmp(tok[2], "success"))
+			g->broken = NVML_SUCCESS + 1000;	/* told apart from 0 */
+		else
+			bad("broken how?", copy);
+		g->broken_count = strtoul(tok[3], NULL, 0);
 	} else if (!strcmp(tok[0], "events") && n == 3) {
 		gpu_arg(tok[1], copy)->events = strtoull(tok[2], NULL, 0);
 	} else if (!strcmp(tok[0], "fail") && (n == 3 || n == 4) && nr_fails < MAX_LINES) {
@@ -395,6 +415,11 @@ EXPORT nvmlReturn_t nvmlDeviceGetRetiredPages_v2(nvmlDevice_t device,
 		return NVML_ERROR_INVALID_ARGUMENT;
 	if (device->no_retired)
 		return NVML_ERROR_NOT_SUPPORTED;
+	if (device->broken) {
+		*pageCount = device->broken_count;
+		return device->broken == NVML_ERROR_INSUFFICIENT_SIZE ?
+		       NVML_ERROR_INSUFFICIENT_SIZE : NVML_SUCCESS;
+	}
 	n = device->nr[cause];
 	if (*pageCount < n) {
 		*pageCount = n;
@@ -483,9 +508,21 @@ EXPORT nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set)
 EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long eventTypes,
 					     nvmlEventSet_t set)
 {
-	DEVICE_CALL(device);
+	nvmlReturn_t r = NVML_ERROR_INVALID_ARGUMENT;
+
+	if (!initialized)
+		return NVML_ERROR_UNINITIALIZED;
 	if (!set)
 		return NVML_ERROR_INVALID_ARGUMENT;
+	if (set->undefined)
+		bad("nvmlDeviceRegisterEvents", "on a set in undefined state");
+	if (device >= gpus && device < gpus + nr_gpus)
+		r = is_lost(device) ? NVML_ERROR_GPU_IS_LOST : failing(__func__, device);
+	/* "If function reports NVML_ERROR_UNKNOWN, event set is in undefined state" */
+	if (r == NVML_ERROR_UNKNOWN)
+		set->undefined = true;
+	if (r != NVML_SUCCESS)
+		return r;
 	/* "NOT_SUPPORTED if ... some of requested event types" are not */
 	if (eventTypes & ~device->events)
 		return NVML_ERROR_NOT_SUPPORTED;
@@ -502,6 +539,8 @@ EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *dat
 		return NVML_ERROR_UNINITIALIZED;
 	if (!set || !data)
 		return NVML_ERROR_INVALID_ARGUMENT;
+	if (set->undefined)
+		bad("nvmlEventSetWait_v2", "on a set in undefined state");
 	r = failing(__func__, NULL);
 	if (r != NVML_SUCCESS)
 		return r;

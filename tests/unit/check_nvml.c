@@ -435,6 +435,69 @@ START_TEST(wait_fails)
 }
 END_TEST
 
+/*
+ * A broken library's page counts (fake_nvml.c "broken"): a SUCCESS whose
+ * count exceeds the buffer given, an INSUFFICIENT_SIZE asking for more pages
+ * than a buffer can be sized for.  Each: the pages are not read (FAILED, not
+ * "ok, none"), in one line that names the count, and nothing else.
+ */
+static const struct {
+	const char *scenario;
+	const char *want[4];
+} broken[] = {
+	{ "broken 0 success 1000\n", { "nvmlDeviceGetRetiredPages_v2", UUID0, "1000" } },
+	{ "broken 0 insufficient 4294967280\n",
+	  { "nvmlDeviceGetRetiredPages_v2", UUID0, "4294967280" } },
+	{ "broken 0 insufficient 16777216\n",
+	  { "nvmlDeviceGetRetiredPages_v2", UUID0, "16777216" } },
+};
+
+START_TEST(broken_counts)
+{
+	struct hbm_nvml_report r;
+	struct hbm_nvml *h;
+
+	scenario(broken[_i].scenario, true);
+	h = hbm_nvml_open(FAKE, &ops, NULL);
+	ck_assert_ptr_nonnull(h);
+	ck_assert_int_eq(hbm_nvml_query(h, 0, &r), 0);
+	ck_assert_int_eq(r.retired[HBM_NVML_CAUSE_SBE].status, HBM_NVML_FAILED);
+	ck_assert_int_eq(r.retired[HBM_NVML_CAUSE_DBE].status, HBM_NVML_FAILED);
+	ck_assert_uint_eq(r.retired[HBM_NVML_CAUSE_SBE].nr, 0);
+	ck_assert_ptr_null(r.retired[HBM_NVML_CAUSE_SBE].addr);
+	ck_assert_int_eq(r.remap_status, HBM_NVML_OK);	/* the other facts stand */
+	one_line(LOG_ERR, broken[_i].want);
+	hbm_nvml_report_free(&r);
+	done(h);
+}
+END_TEST
+
+/*
+ * nvmlDeviceRegisterEvents fails with NVML_ERROR_UNKNOWN on GPU 0: nvml.h
+ * says the set is then undefined and must be freed (the fake aborts on its
+ * use).  GPU 1's events are heard on a new set; GPU 0's are not; one line.
+ */
+START_TEST(register_unknown)
+{
+	struct hbm_nvml *h;
+	int fd;
+
+	scenario("fail nvmlDeviceRegisterEvents 999 0\n"
+		 "event 0 0 xid 48\nevent 0 1 xid 79\n", true);
+	h = hbm_nvml_open(FAKE, &ops, NULL);
+	ck_assert_ptr_nonnull(h);
+	fd = hbm_nvml_events_start(h);
+	ck_assert_int_ge(fd, 0);
+	collect(h, fd, 1, 0);
+	ck_assert_int_eq(heard.nr_ev, 1);
+	ck_assert_str_eq(heard.ev[0].uuid, UUID1);
+	ck_assert_uint_eq(heard.ev[0].data, 79);
+	one_line(LOG_ERR, (const char *const[]){ "nvmlDeviceRegisterEvents", UUID0,
+		 "Unknown Error", NULL });
+	done(h);
+}
+END_TEST
+
 START_TEST(no_library)
 {
 	scenario("", true);
@@ -586,6 +649,8 @@ Suite *nvml_suite(void)
 	tcase_add_test(tc, events);
 	tcase_add_test(tc, events_subset);
 	tcase_add_loop_test(tc, error_paths, 0, sizeof(errors) / sizeof(errors[0]));
+	tcase_add_loop_test(tc, broken_counts, 0, sizeof(broken) / sizeof(broken[0]));
+	tcase_add_test(tc, register_unknown);
 	tcase_add_test(tc, wait_fails);
 	tcase_add_test(tc, no_library);
 	tcase_add_test(tc, old_library);
