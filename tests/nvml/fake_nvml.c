@@ -37,7 +37,10 @@
  * A line the fake does not understand aborts it: a test cannot pass on a
  * scenario it did not mean.  So does using an event set after
  * nvmlDeviceRegisterEvents failed with NVML_ERROR_UNKNOWN on it: nvml.h says
- * the set "is in undefined state and should be freed".
+ * the set "is in undefined state and should be freed".  And so does
+ * nvmlShutdown while an event set is alive or a thread waits on one, or a
+ * set freed after it: "releasing all GPU resources previously allocated with
+ * nvmlInit_v2()" under a waiting thread is no order a caller can rely on.
  */
 #define NVML_NO_UNVERSIONED_FUNC_DEFS
 #include <nvml.h>
@@ -97,6 +100,7 @@ static unsigned int nr_fails;
 static struct step steps[MAX_LINES];
 static unsigned int nr_steps, next_step;
 static int initialized;
+static int live_sets, waiting;	/* waiting: atomic, set by the event thread */
 static struct timespec t0;
 
 static void bad(const char *why, const char *line)
@@ -299,6 +303,8 @@ EXPORT nvmlReturn_t nvmlShutdown(void)
 {
 	if (!initialized)
 		return NVML_ERROR_UNINITIALIZED;
+	if (initialized == 1 && (live_sets || __atomic_load_n(&waiting, __ATOMIC_SEQ_CST)))
+		bad("nvmlShutdown", "with an event set alive or a thread waiting on one");
 	initialized--;
 	return NVML_SUCCESS;
 }
@@ -502,7 +508,10 @@ EXPORT nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set)
 	if (r != NVML_SUCCESS)
 		return r;
 	*set = calloc(1, sizeof(**set));
-	return *set ? NVML_SUCCESS : NVML_ERROR_MEMORY;
+	if (!*set)
+		return NVML_ERROR_MEMORY;
+	live_sets++;
+	return NVML_SUCCESS;
 }
 
 EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long eventTypes,
@@ -530,7 +539,7 @@ EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long 
 	return NVML_SUCCESS;
 }
 
-EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data,
+static nvmlReturn_t event_wait(nvmlEventSet_t set, nvmlEventData_t *data,
 					unsigned int timeoutms)
 {
 	nvmlReturn_t r;
@@ -541,7 +550,7 @@ EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *dat
 		return NVML_ERROR_INVALID_ARGUMENT;
 	if (set->undefined)
 		bad("nvmlEventSetWait_v2", "on a set in undefined state");
-	r = failing(__func__, NULL);
+	r = failing("nvmlEventSetWait_v2", NULL);
 	if (r != NVML_SUCCESS)
 		return r;
 	while (next_step < nr_steps) {
@@ -574,10 +583,24 @@ EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *dat
 	return NVML_ERROR_TIMEOUT;
 }
 
+EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data,
+					unsigned int timeoutms)
+{
+	nvmlReturn_t r;
+
+	__atomic_add_fetch(&waiting, 1, __ATOMIC_SEQ_CST);
+	r = event_wait(set, data, timeoutms);
+	__atomic_sub_fetch(&waiting, 1, __ATOMIC_SEQ_CST);
+	return r;
+}
+
 EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set)
 {
 	if (!initialized)
-		return NVML_ERROR_UNINITIALIZED;
-	free(set);
+		bad("nvmlEventSetFree", "after nvmlShutdown");
+	if (set) {
+		live_sets--;
+		free(set);
+	}
 	return NVML_SUCCESS;
 }
