@@ -111,6 +111,7 @@ struct gpu {
 	struct hbm_nvml_gpu pub;
 	nvmlDevice_t dev;
 	bool no_events;		/* its registration spoiled a set: not asked again */
+	bool in_set;		/* registered in h->set */
 };
 
 struct hbm_nvml {
@@ -583,6 +584,8 @@ static int events_run(struct hbm_nvml *h)
 
 again:
 	registered = 0;
+	for (i = 0; i < h->nr; i++)
+		h->gpus[i].in_set = false;
 	ret = h->fn.nvmlEventSetCreate(&h->set);
 	if (ret != NVML_SUCCESS) {
 		say(h, LOG_ERR, "nvml: nvmlEventSetCreate failed: %s: no live NVML events",
@@ -608,6 +611,7 @@ again:
 		ret = h->fn.nvmlDeviceRegisterEvents(g->dev, mask, h->set);
 		switch (outcome(h, g, "nvmlDeviceRegisterEvents", ret)) {
 		case HBM_NVML_OK:
+			g->in_set = true;
 			registered++;
 			break;
 		case HBM_NVML_UNSUPPORTED:
@@ -684,7 +688,11 @@ static void deliver(struct hbm_nvml *h, const struct rec *rec)
 		h->ops.event(h->ctx, g, kind, rec->data);
 }
 
-/* The wait said a GPU is lost: find it, then wait again on the others. */
+/*
+ * The wait said a GPU is lost: find it, then wait again on the others.  A
+ * GPU of the set that the loop's own calls already found gone (while the
+ * thread waited) is one such GPU too.
+ */
 static int lost(struct hbm_nvml *h)
 {
 	size_t i, found = 0;
@@ -694,8 +702,13 @@ static int lost(struct hbm_nvml *h)
 		struct gpu *g = &h->gpus[i];
 		nvmlPciInfo_t pci;
 
-		if (g->pub.present &&
-		    h->fn.nvmlDeviceGetPciInfo_v3(g->dev, &pci) == NVML_ERROR_GPU_IS_LOST) {
+		if (!g->in_set)
+			continue;
+		if (!g->pub.present) {
+			found++;
+			continue;
+		}
+		if (h->fn.nvmlDeviceGetPciInfo_v3(g->dev, &pci) == NVML_ERROR_GPU_IS_LOST) {
 			gone(h, g);
 			found++;
 		}

@@ -325,6 +325,34 @@ START_TEST(events)
 }
 END_TEST
 
+/*
+ * GPU 1 is found gone by reconciliation (its ECC query answers GPU_IS_LOST)
+ * while it is still in the event set; then the wait reports GPU_IS_LOST.
+ * That is GPU 1, already gone, not "every GPU answers": GPU 0's events go on.
+ * (Should the wait report first, the GPU is found there: the same outcome.)
+ */
+START_TEST(lost_after_reconcile)
+{
+	struct hbm_nvml *h;
+	int fd;
+
+	scenario("fail nvmlDeviceGetTotalEccErrors 15 1\n"
+		 "lost 3000 1\nevent 3000 0 xid 48\n", true);
+	h = hbm_nvml_open(FAKE, &ops, NULL);
+	ck_assert_ptr_nonnull(h);
+	fd = hbm_nvml_events_start(h);
+	ck_assert_int_ge(fd, 0);
+	hbm_nvml_reconcile(h);
+	collect(h, fd, 1, 1);
+	ck_assert_int_eq(heard.nr_ev, 1);
+	ck_assert_str_eq(heard.ev[0].uuid, UUID0);
+	ck_assert_uint_eq(heard.ev[0].data, 48);
+	ck_assert_int_eq(heard.nr_gone, 1);
+	one_line(LOG_WARNING, (const char *const[]){ UUID1, "fallen off the bus", NULL });
+	done(h);
+}
+END_TEST
+
 /* A GPU without ECC events (a consumer board): Xids only, no error. */
 START_TEST(events_subset)
 {
@@ -648,6 +676,7 @@ Suite *nvml_suite(void)
 	tcase_add_test(tc, many_pages);
 	tcase_add_test(tc, events);
 	tcase_add_test(tc, events_subset);
+	tcase_add_test(tc, lost_after_reconcile);
 	tcase_add_loop_test(tc, error_paths, 0, sizeof(errors) / sizeof(errors[0]));
 	tcase_add_loop_test(tc, broken_counts, 0, sizeof(broken) / sizeof(broken[0]));
 	tcase_add_test(tc, register_unknown);
