@@ -53,7 +53,7 @@
 
 #define MAX_GPUS 8
 #define MAX_PAGES 256
-#define MAX_LINES 64
+#define MAX_LINES 1024
 #define EXPORT __attribute__((visibility("default")))
 
 struct nvmlDevice_st {

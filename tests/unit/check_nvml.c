@@ -13,6 +13,8 @@
 #include <string.h>
 #include <syslog.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
 
 #include "nvml_facts.h"
 #include "nvml_source.h"
@@ -353,6 +355,37 @@ START_TEST(lost_after_reconcile)
 }
 END_TEST
 
+/*
+ * More events than the socket holds, none dispatched: the thread blocks in
+ * send().  Closing must wake it (shutdown() of the loop's end) and return,
+ * not hang in pthread_join() (Check's timeout would fail the test).
+ */
+START_TEST(close_while_full)
+{
+	char extra[1000 * 16] = "";
+	struct hbm_nvml *h;
+	struct pollfd p;
+	int fd, i, inq = 0;
+
+	for (i = 0; i < 1000; i++)
+		strcat(extra, "event 0 0 sbe\n");
+	scenario(extra, true);
+	h = hbm_nvml_open(FAKE, &ops, NULL);
+	ck_assert_ptr_nonnull(h);
+	fd = hbm_nvml_events_start(h);
+	ck_assert_int_ge(fd, 0);
+	p = (struct pollfd){ .fd = fd, .events = POLLIN };
+	ck_assert_int_eq(poll(&p, 1, 20000), 1);
+	/* Bytes queued (SIOCINQ sums a SEQPACKET queue): a hundred records and more. */
+	while (inq < 100 * 40) {
+		ck_assert_int_eq(ioctl(fd, SIOCINQ, &inq), 0);
+		usleep(1000);
+	}
+	done(h);
+	ck_assert_int_eq(heard.nr_ev, 0);
+}
+END_TEST
+
 /* A GPU without ECC events (a consumer board): Xids only, no error. */
 START_TEST(events_subset)
 {
@@ -677,6 +710,7 @@ Suite *nvml_suite(void)
 	tcase_add_test(tc, events);
 	tcase_add_test(tc, events_subset);
 	tcase_add_test(tc, lost_after_reconcile);
+	tcase_add_test(tc, close_while_full);
 	tcase_add_loop_test(tc, error_paths, 0, sizeof(errors) / sizeof(errors[0]));
 	tcase_add_loop_test(tc, broken_counts, 0, sizeof(broken) / sizeof(broken[0]));
 	tcase_add_test(tc, register_unknown);
