@@ -724,14 +724,23 @@ static int lost(struct hbm_nvml *h)
 	return -ENODEV;		/* every GPU is gone, and each was said */
 }
 
+/*
+ * The most records one dispatch hands over: the thread refills the socket as
+ * fast as the loop empties it, so without a bound an event storm would hold
+ * the loop for as long as it lasts.  The fd stays readable for the rest.
+ */
+#define DISPATCH_BATCH 64
+
 int hbm_nvml_dispatch(struct hbm_nvml *h)
 {
 	struct rec rec;
+	int budget = DISPATCH_BATCH;
 	ssize_t n;
 
 	if (h->pair[0] < 0 || h->events_over)
 		return 0;
-	while ((n = recv(h->pair[0], &rec, sizeof(rec), MSG_DONTWAIT)) == sizeof(rec)) {
+	while (budget-- > 0 &&
+	       (n = recv(h->pair[0], &rec, sizeof(rec), MSG_DONTWAIT)) == sizeof(rec)) {
 		if (rec.kind == REC_EVENT) {
 			deliver(h, &rec);
 			continue;

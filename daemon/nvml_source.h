@@ -126,8 +126,9 @@ void hbm_nvml_reconcile(struct hbm_nvml *h);
  */
 int hbm_nvml_events_start(struct hbm_nvml *h);
 /*
- * Hands what the thread heard to the callbacks; 0, or -errno once the
- * events stopped for good (logged once; the fd stays open, and quiet).
+ * Hands what the thread heard to the callbacks, at most a batch a call (the
+ * fd stays readable while more wait: watch it level-triggered); 0, or -errno
+ * once the events stopped for good (logged once; the fd stays open, and quiet).
  * The fd stays the same for the handle's life, also when the thread is
  * restarted without a GPU that fell off the bus.
  */
