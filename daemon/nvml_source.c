@@ -650,6 +650,9 @@ int hbm_nvml_events_start(struct hbm_nvml *h)
 	if (!h->fn.nvmlEventSetCreate || !h->fn.nvmlDeviceRegisterEvents ||
 	    !h->fn.nvmlEventSetWait_v2 || !h->fn.nvmlEventSetFree)
 		return -ENOTSUP;	/* said at open */
+	/* A second thread on a second set would outlive close(): one only. */
+	if (h->running || h->events_over)
+		return -EALREADY;
 	if (h->pair[0] < 0 &&
 	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, h->pair) < 0) {
 		err = -errno;

@@ -122,7 +122,7 @@ void hbm_nvml_reconcile(struct hbm_nvml *h);
 /*
  * Starts the event thread for every present GPU: returns the fd to watch
  * for input (call hbm_nvml_dispatch() when it is readable), or -errno
- * (-ENOTSUP: no GPU has an event NVML can report, logged).
+ * (-ENOTSUP: no GPU has an event NVML can report, logged; -EALREADY: started).
  */
 int hbm_nvml_events_start(struct hbm_nvml *h);
 /*

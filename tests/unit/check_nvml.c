@@ -422,6 +422,24 @@ START_TEST(dispatch_batch)
 }
 END_TEST
 
+/* A second start while the thread runs is refused, not a second thread. */
+START_TEST(events_start_twice)
+{
+	struct hbm_nvml *h;
+	int fd;
+
+	scenario("event 0 0 xid 48\n", true);
+	h = hbm_nvml_open(FAKE, &ops, NULL);
+	ck_assert_ptr_nonnull(h);
+	fd = hbm_nvml_events_start(h);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(hbm_nvml_events_start(h), -EALREADY);
+	collect(h, fd, 1, 0);
+	ck_assert_int_eq(heard.nr_ev, 1);
+	done(h);
+}
+END_TEST
+
 /* A GPU without ECC events (a consumer board): Xids only, no error. */
 START_TEST(events_subset)
 {
@@ -748,6 +766,7 @@ Suite *nvml_suite(void)
 	tcase_add_test(tc, lost_after_reconcile);
 	tcase_add_test(tc, close_while_full);
 	tcase_add_test(tc, dispatch_batch);
+	tcase_add_test(tc, events_start_twice);
 	tcase_add_loop_test(tc, error_paths, 0, sizeof(errors) / sizeof(errors[0]));
 	tcase_add_loop_test(tc, broken_counts, 0, sizeof(broken) / sizeof(broken[0]));
 	tcase_add_test(tc, register_unknown);
