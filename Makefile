@@ -154,6 +154,57 @@ $(BUILD)/unit-san: $(UNIT_DEPS)
 	$(CC) $(CFLAGS_USER) -DHBM_CATALOG='"$(TOP)/daemon/systemd/hbmguard.catalog"' \
 		-O1 $(SAN) $(UNIT_SRC) $(CORE_SRC) $(UNIT_DAEMON) $(UNIT_LIBS) -o $@
 
+# NVIDIA's nvml.h from Debian's libnvidia-ml-dev (scripts/deps.sh nvml, not
+# installed): the NVML source, hbmnvml and the fake library are built against it.
+NVML_INC := $(CACHE)/nvml/include
+NVML_H := $(NVML_INC)/nvml.h
+NVML_SRC := daemon/nvml_source.c daemon/nvml_source.h daemon/nvml_facts.c daemon/nvml_facts.h
+.PHONY: gpu-bundle check-nvml-view
+userspace: $(BUILD)/hbmnvml
+$(NVML_H):
+	$(TOP)/scripts/deps.sh nvml
+
+$(BUILD)/hbmnvml: daemon/hbmnvml.c $(NVML_SRC) $(NVML_H) daemon/ctl.c daemon/ctl.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_USER) -I$(NVML_INC) -pthread daemon/hbmnvml.c daemon/nvml_source.c \
+		daemon/ctl.c -o $@
+
+# The test double of libnvidia-ml.so.1 (tests/nvml/fake_nvml.c); an older
+# driver's library, without nvmlDeviceGetRemappedRows; and one without a
+# function NVML cannot be used without.
+FAKE_NVML := $(BUILD)/nvml/libnvidia-ml.so.1 $(BUILD)/nvml/old/libnvidia-ml.so.1 \
+	$(BUILD)/nvml/ancient/libnvidia-ml.so.1
+$(FAKE_NVML): tests/nvml/fake_nvml.c $(NVML_H)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_USER) -I$(NVML_INC) -fPIC -shared -fvisibility=hidden \
+		-Wl,-soname,libnvidia-ml.so.1 $(if $(findstring /old/,$@),-DFAKE_OLD) \
+		$(if $(findstring /ancient/,$@),-DFAKE_ANCIENT) $< -o $@
+
+# hbmnvml with bookworm's loader and libc, for a GPU node whose libc is not
+# bookworm's or whose loader is elsewhere (scripts/gpu-check.sh runs it).
+# libpthread, libdl, libm and librt too: the driver's libnvidia-ml.so.1 names
+# them, and they must come from the same glibc as the libc already loaded.
+# And busybox-static, for the script's tools where a node lacks them.
+GLIBC_LIBS := libc.so.6 libpthread.so.0 libdl.so.2 libm.so.6 librt.so.1
+gpu-bundle: $(BUILD)/hbmnvml
+	@rm -rf $(BUILD)/gpu-bundle
+	@mkdir -p $(BUILD)/gpu-bundle
+	cp $(BUILD)/hbmnvml $(BUILD)/gpu-bundle/
+	libdir=$$(dirname "$$(ldd $(BUILD)/hbmnvml | awk '$$1 == "libc.so.6" { print $$3 }')") && \
+		for l in $(GLIBC_LIBS); do cp -L "$$libdir/$$l" $(BUILD)/gpu-bundle/ || exit 1; done
+	cp -L /lib64/ld-linux-x86-64.so.2 $(BUILD)/gpu-bundle/ld-linux-x86-64.so.2
+	cp /bin/busybox $(BUILD)/gpu-bundle/busybox
+
+# The unit tests load the fake by path (tests/unit/check_nvml.c); before
+# them, hbmnvml through gpu-check.sh's bundled loader, on the fake.
+UNIT_DAEMON += daemon/nvml_source.c daemon/nvml_facts.c -I$(NVML_INC) -pthread \
+	-DHBM_FAKE_NVML_DIR='"$(TOP)/$(BUILD)/nvml"' -DHBM_NVML_SCENARIOS='"$(TOP)/tests/nvml"'
+$(BUILD)/unit $(BUILD)/unit-san: $(NVML_SRC) $(NVML_H) $(FAKE_NVML) $(wildcard tests/nvml/*.scn)
+check-nvml-view: gpu-bundle $(FAKE_NVML)
+	@echo "== tier 1: hbmnvml through gpu-check.sh's bundled loader, on the fake NVML"
+	tests/nvml/gpu-check-view.sh
+check-unit: check-nvml-view
+
 # The in-guest test program: static, the initramfs has no libc.
 $(BUILD)/guest/hbmtest: tests/guest/hbmtest.c tests/guest/hbmtest.h tests/guest/caps.h \
 		$(BUILD)/libhbmguard.a
@@ -256,6 +307,7 @@ install: module userspace
 	[ -n "$(DESTDIR)" ] || depmod -a $$($(MAKE) -s -C $(KDIR) kernelrelease)
 	install -D -m 0755 $(BUILD)/hbmguardd $(DESTDIR)/usr/sbin/hbmguardd
 	install -D -m 0755 $(BUILD)/hbmctl $(DESTDIR)/usr/sbin/hbmctl
+	install -D -m 0755 $(BUILD)/hbmnvml $(DESTDIR)/usr/sbin/hbmnvml
 	install -D -m 0644 daemon/systemd/hbmguardd.service \
 		$(DESTDIR)/usr/lib/systemd/system/hbmguardd.service
 	install -D -m 0644 daemon/systemd/hbmguard.catalog \
@@ -280,6 +332,7 @@ install: module userspace
 		daemon/libhbmguard/python/hbmguard/__init__.py \
 		daemon/libhbmguard/python/hbmguard/torch.py
 	install -D -m 0644 daemon/man/hbmctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/hbmctl.8
+	install -D -m 0644 daemon/man/hbmnvml.8 $(DESTDIR)$(PREFIX)/share/man/man8/hbmnvml.8
 	install -D -m 0644 daemon/man/hbmguardd.8 $(DESTDIR)$(PREFIX)/share/man/man8/hbmguardd.8
 	install -D -m 0644 daemon/man/hbmguard.4 $(DESTDIR)$(PREFIX)/share/man/man4/hbmguard.4
 

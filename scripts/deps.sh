@@ -8,6 +8,7 @@
 #   deps.sh linux-source
 #                   and print the path of Debian's linux-source-6.12 package,
 #                   fetched into .cache/ once (the debug kernel's source)
+#   deps.sh nvml    only NVIDIA's nvml.h, into .cache/nvml/include (no root needed)
 set -eu
 
 # Kernels the tests boot.  The headers build the module; the images give the
@@ -53,13 +54,52 @@ ynl_fetch() {
 			'linux-source-6.12/Documentation/netlink/*'
 }
 
+# NVIDIA's nvml.h, the header the NVML source and its test double are built
+# against: Debian bookworm non-free's libnvidia-ml-dev (11.8.86, header only)
+# into .cache/nvml/include.  Not installed, and the system's apt sources are
+# left alone: a private sources list, index and archive under .cache/nvml/apt.
+# apt verifies the index against Debian's keys in the system's trusted.gpg.d
+# and the .deb against the sha256 in that index; nothing else is trusted.
+NVML_SOURCES="deb http://deb.debian.org/debian bookworm non-free"
+nvml_header() {
+	dir=$TOP/.cache/nvml
+	[ -f "$dir/include/nvml.h" ] && return 0
+	mkdir -p "$dir"
+	# A private directory first: .cache is shared with other trees.
+	tmp=$(mktemp -d "$dir/.fetch.XXXXXX")
+	mkdir -p "$tmp/lists/partial" "$tmp/cache/archives/partial" "$tmp/deb"
+	echo "$NVML_SOURCES" >"$tmp/sources.list"
+	set -- -q -o Dir::Etc::SourceList="$tmp/sources.list" \
+		-o Dir::Etc::SourceParts=/dev/null -o Dir::State::Lists="$tmp/lists" \
+		-o Dir::Cache="$tmp/cache" -o APT::Sandbox::User="$(id -un)"
+	if ! apt-get "$@" update >"$tmp/log" 2>&1 ||
+	   ! (cd "$tmp/deb" && apt-get "$@" download libnvidia-ml-dev) >>"$tmp/log" 2>&1 ||
+	   ! dpkg-deb -x "$tmp"/deb/libnvidia-ml-dev_*_amd64.deb "$tmp/x" ||
+	   ! [ -f "$tmp/x/usr/include/nvml.h" ]; then
+		cat "$tmp/log" >&2
+		echo "deps.sh: could not fetch nvml.h from Debian's libnvidia-ml-dev" >&2
+		rm -rf "$tmp"
+		return 1
+	fi
+	basename "$tmp"/deb/libnvidia-ml-dev_*_amd64.deb >"$tmp/x/usr/include/nvml.h.from"
+	rm -rf "$dir/include"
+	mv "$tmp/x/usr/include" "$dir/include"
+	rm -rf "$tmp"
+}
+
 # What the caller asked for, once every package is there.
 finish() {
 	ynl_fetch
+	nvml_header
 	if [ "${1:-}" = linux-source ]; then
 		linux_source
 	fi
 }
+
+if [ "${1:-}" = nvml ]; then
+	nvml_header
+	exit
+fi
 
 missing=""
 for p in $PKGS; do

@@ -8,6 +8,7 @@
 Suite *table_suite(void);
 Suite *policy_suite(void);
 Suite *mce_suite(void);
+Suite *nvml_suite(void);
 Suite *state_suite(void);
 Suite *config_suite(void);
 Suite *journal_suite(void);

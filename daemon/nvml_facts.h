@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The NVML source as hbmguardd's core sees it: what nvml_source.c reads,
+ * turned into struct hbm_fact (core.h) and handed to the core's link.
+ * nvml_facts.c says which fact each NVML answer becomes.
+ */
+#ifndef HBM_NVML_FACTS_H
+#define HBM_NVML_FACTS_H
+
+#include "core.h"
+
+struct nvml_facts;
+
+/*
+ * Loads @library (HBM_NVML_LIBRARY on a node), tells the core every GPU
+ * (DEVICE_SEEN, sync START) and what the driver already retired and
+ * remapped, and starts the live events.  NULL when NVML is not there or
+ * not usable (one line said why): the daemon runs on without it.
+ */
+struct nvml_facts *nvml_facts_start(const char *library, const struct hbm_source_link *link);
+/* The fd to watch for input, -1 when there are no live events. */
+int nvml_facts_fd(const struct nvml_facts *s);
+/* On input: the events, as facts.  0, or -errno once they ended (logged). */
+int nvml_facts_dispatch(struct nvml_facts *s);
+void nvml_facts_stop(struct nvml_facts *s);
+
+#endif /* HBM_NVML_FACTS_H */

@@ -1,0 +1,781 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Unit tests of the NVML source (daemon/nvml_source.c) against the fake
+ * libnvidia-ml.so.1 (tests/nvml/fake_nvml.c, built from the real nvml.h),
+ * loaded by path and driven by a scenario ($HBM_FAKE_NVML).  Check runs each
+ * test in its own process, so each loads the library afresh.
+ */
+#include <check.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
+
+#include "nvml_facts.h"
+#include "nvml_source.h"
+#include "unit.h"
+
+#define FAKE HBM_FAKE_NVML_DIR "/libnvidia-ml.so.1"
+#define FAKE_OLD HBM_FAKE_NVML_DIR "/old/libnvidia-ml.so.1"
+#define FAKE_ANCIENT HBM_FAKE_NVML_DIR "/ancient/libnvidia-ml.so.1"
+#define NODE HBM_NVML_SCENARIOS "/node.scn"
+#define UUID0 "GPU-a1a1a1a1-0000-4000-8000-000000000001"
+#define UUID1 "GPU-h200h200-0000-4000-8000-000000000002"
+
+/* Everything the source handed over, in order. */
+struct heard {
+	char lines[16][512];
+	int prio[16];
+	int nr_lines;
+	char seen[8][96];
+	int nr_seen;
+	char gone[8][96];
+	int nr_gone;
+	struct { char uuid[96]; int cause; uint64_t addr, time; } pages[256];
+	int nr_pages;
+	struct { char uuid[96]; bool pending; } pend[8];
+	int nr_pend;
+	struct { char uuid[96]; struct hbm_nvml_report r; } counts[8];
+	int nr_counts;
+	struct { char uuid[96]; int kind; uint64_t data; } ev[32];
+	int nr_ev;
+};
+
+static struct heard heard;
+
+static void on_log(void *ctx, int prio, const char *msg)
+{
+	(void)ctx;
+	ck_assert_int_lt(heard.nr_lines, 16);
+	heard.prio[heard.nr_lines] = prio;
+	snprintf(heard.lines[heard.nr_lines++], sizeof(heard.lines[0]), "%s", msg);
+}
+
+static void on_seen(void *ctx, const struct hbm_nvml_gpu *g)
+{
+	(void)ctx;
+	snprintf(heard.seen[heard.nr_seen++], 96, "%s", g->uuid);
+}
+
+static void on_gone(void *ctx, const struct hbm_nvml_gpu *g)
+{
+	(void)ctx;
+	ck_assert(!g->present);
+	snprintf(heard.gone[heard.nr_gone++], 96, "%s", g->uuid);
+}
+
+static void on_page(void *ctx, const struct hbm_nvml_gpu *g, enum hbm_nvml_cause cause,
+		    uint64_t addr, uint64_t time)
+{
+	(void)ctx;
+	snprintf(heard.pages[heard.nr_pages].uuid, 96, "%s", g->uuid);
+	heard.pages[heard.nr_pages].cause = cause;
+	heard.pages[heard.nr_pages].addr = addr;
+	heard.pages[heard.nr_pages++].time = time;
+}
+
+static void on_pending(void *ctx, const struct hbm_nvml_gpu *g, bool pending)
+{
+	(void)ctx;
+	snprintf(heard.pend[heard.nr_pend].uuid, 96, "%s", g->uuid);
+	heard.pend[heard.nr_pend++].pending = pending;
+}
+
+static void on_counts(void *ctx, const struct hbm_nvml_gpu *g, const struct hbm_nvml_report *r)
+{
+	(void)ctx;
+	snprintf(heard.counts[heard.nr_counts].uuid, 96, "%s", g->uuid);
+	heard.counts[heard.nr_counts].r = *r;
+	/* The pages are freed after the call: keep the statuses and counts. */
+	for (int c = 0; c < HBM_NVML_CAUSES; c++)
+		heard.counts[heard.nr_counts].r.retired[c].addr =
+			heard.counts[heard.nr_counts].r.retired[c].time = NULL;
+	heard.nr_counts++;
+}
+
+static void on_event(void *ctx, const struct hbm_nvml_gpu *g, enum hbm_nvml_event_kind kind,
+		     uint64_t data)
+{
+	(void)ctx;
+	/* A storm (dispatch_batch) is counted, its first events kept. */
+	if (heard.nr_ev < 32) {
+		snprintf(heard.ev[heard.nr_ev].uuid, 96, "%s", g->uuid);
+		heard.ev[heard.nr_ev].kind = kind;
+		heard.ev[heard.nr_ev].data = data;
+	}
+	heard.nr_ev++;
+}
+
+static const struct hbm_nvml_ops ops = {
+	.gpu_seen = on_seen, .gpu_gone = on_gone, .page_retired = on_page,
+	.pending = on_pending, .counts = on_counts, .event = on_event, .log = on_log,
+};
+
+static char scn_path[64];
+
+/* The scenario: node.scn, then @extra lines, in a file of this test's own. */
+static void scenario(const char *extra, bool with_node)
+{
+	char line[512];
+	FILE *in, *out;
+	int fd;
+
+	snprintf(scn_path, sizeof(scn_path), "/tmp/hbm-nvml-XXXXXX");
+	fd = mkstemp(scn_path);
+	ck_assert_int_ge(fd, 0);
+	out = fdopen(fd, "w");
+	ck_assert_ptr_nonnull(out);
+	if (with_node) {
+		in = fopen(NODE, "r");
+		ck_assert_ptr_nonnull(in);
+		while (fgets(line, sizeof(line), in))
+			fputs(line, out);
+		fclose(in);
+	}
+	fputs(extra, out);
+	fclose(out);
+	setenv("HBM_FAKE_NVML", scn_path, 1);
+	memset(&heard, 0, sizeof(heard));
+}
+
+static void done(struct hbm_nvml *h)
+{
+	hbm_nvml_close(h);
+	unlink(scn_path);
+}
+
+/* Exactly one line was logged, and it holds each of @want (NULL-ended). */
+static void one_line(int prio, const char *const *want)
+{
+	ck_assert_msg(heard.nr_lines == 1, "%d lines, first: %s", heard.nr_lines,
+		      heard.lines[0]);
+	ck_assert_int_eq(heard.prio[0], prio);
+	for (; *want; want++)
+		ck_assert_msg(strstr(heard.lines[0], *want), "'%s' not in: %s", *want,
+			      heard.lines[0]);
+}
+
+START_TEST(discovery)
+{
+	struct hbm_nvml *h;
+	const struct hbm_nvml_gpu *g;
+
+	scenario("", true);
+	h = hbm_nvml_open(FAKE, &ops, NULL);
+	ck_assert_ptr_nonnull(h);
+	ck_assert_str_eq(hbm_nvml_driver_version(h), "580.159.04");
+	ck_assert_uint_eq(hbm_nvml_count(h), 2);
+	ck_assert_int_eq(heard.nr_seen, 2);
+	ck_assert_str_eq(heard.seen[0], UUID0);
+	ck_assert_str_eq(heard.seen[1], UUID1);
+	g = hbm_nvml_gpu(h, 1);
+	ck_assert_str_eq(g->uuid, UUID1);
+	ck_assert_str_eq(g->pci, "00000000:86:00.0");
+	ck_assert_str_eq(g->name, "NVIDIA H200");
+	ck_assert_uint_eq(g->memory, 150754820096ULL);
+	ck_assert(g->present);
+	ck_assert_str_eq(hbm_nvml_gpu(h, 0)->name, "NVIDIA A100-SXM4-80GB");
+	ck_assert_ptr_null(hbm_nvml_gpu(h, 2));
+	ck_assert_int_eq(heard.nr_lines, 0);
+	done(h);
+}
+END_TEST
+
+START_TEST(reconcile)
+{
+	struct hbm_nvml *h;
+	const struct hbm_nvml_report *r;
+
+	scenario("", true);
+	h = hbm_nvml_open(FAKE, &ops, NULL);
+	ck_assert_ptr_nonnull(h);
+	hbm_nvml_reconcile(h);
+	/* Both causes of the A100, in NVML's order, with their times. */
+	ck_assert_int_eq(heard.nr_pages, 3);
+	ck_assert_str_eq(heard.pages[0].uuid, UUID0);
+	ck_assert_int_eq(heard.pages[0].cause, HBM_NVML_CAUSE_SBE);
+	ck_assert_uint_eq(heard.pages[0].addr, 0x1a2b000);
+	ck_assert_uint_eq(heard.pages[0].time, 1700000000);
+	ck_assert_int_eq(heard.pages[1].cause, HBM_NVML_CAUSE_SBE);
+	ck_assert_uint_eq(heard.pages[1].addr, 0x1a2c000);
+	ck_assert_uint_eq(heard.pages[1].time, 1700000100);
+	ck_assert_int_eq(heard.pages[2].cause, HBM_NVML_CAUSE_DBE);
+	ck_assert_uint_eq(heard.pages[2].addr, 0x3f00000);
+	ck_assert_uint_eq(heard.pages[2].time, 1700000200);
+	/* The H200 has no page retirement: a fact, not a pending flag. */
+	ck_assert_int_eq(heard.nr_pend, 1);
+	ck_assert_str_eq(heard.pend[0].uuid, UUID0);
+	ck_assert(heard.pend[0].pending);
+	ck_assert_int_eq(heard.nr_counts, 2);
+	r = &heard.counts[0].r;
+	ck_assert_int_eq(r->remap_status, HBM_NVML_OK);
+	ck_assert_uint_eq(r->remap_corrected, 3);
+	ck_assert_uint_eq(r->remap_uncorrected, 1);
+	ck_assert(!r->remap_pending && !r->remap_failure);
+	ck_assert_int_eq(r->ecc_status, HBM_NVML_OK);
+	ck_assert_uint_eq(r->ecc[HBM_NVML_CORRECTED][HBM_NVML_VOLATILE], 12);
+	ck_assert_uint_eq(r->ecc[HBM_NVML_UNCORRECTED][HBM_NVML_VOLATILE], 1);
+	ck_assert_uint_eq(r->ecc[HBM_NVML_CORRECTED][HBM_NVML_AGGREGATE], 40);
+	ck_assert_uint_eq(r->ecc[HBM_NVML_UNCORRECTED][HBM_NVML_AGGREGATE], 2);
+	r = &heard.counts[1].r;
+	ck_assert_str_eq(heard.counts[1].uuid, UUID1);
+	ck_assert_int_eq(r->retired[HBM_NVML_CAUSE_SBE].status, HBM_NVML_UNSUPPORTED);
+	ck_assert_int_eq(r->retired[HBM_NVML_CAUSE_DBE].status, HBM_NVML_UNSUPPORTED);
+	ck_assert_int_eq(r->pending_status, HBM_NVML_UNSUPPORTED);
+	ck_assert_uint_eq(r->remap_uncorrected, 2);
+	ck_assert(r->remap_pending && !r->remap_failure);
+	ck_assert_int_eq(heard.nr_lines, 0);	/* NOT_SUPPORTED is no error */
+	done(h);
+}
+END_TEST
+
+/* More pages than the first buffer: NVML's INSUFFICIENT_SIZE, then all. */
+START_TEST(many_pages)
+{
+	char extra[200 * 48] = "";
+	struct hbm_nvml_report r;
+	struct hbm_nvml *h;
+	int i;
+
+	for (i = 0; i < 200; i++)
+		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
+			 "retired 1 dbe 0x%x %d\n", 0x100000 + i * 0x1000, 1000 + i);
+	scenario("gpu GPU-x 00000000:01:00.0 1073741824 NVIDIA X\n"
+		 "gpu GPU-y 00000000:02:00.0 1073741824 NVIDIA Y\n", false);
+	{
+		FILE *f = fopen(scn_path, "a");
+
+		fputs(extra, f);
+		fclose(f);
+	}
+	h = hbm_nvml_open(FAKE, &ops, NULL);
+	ck_assert_ptr_nonnull(h);
+	ck_assert_int_eq(hbm_nvml_query(h, 1, &r), 0);
+	ck_assert_int_eq(r.retired[HBM_NVML_CAUSE_DBE].status, HBM_NVML_OK);
+	ck_assert_uint_eq(r.retired[HBM_NVML_CAUSE_DBE].nr, 200);
+	ck_assert_uint_eq(r.retired[HBM_NVML_CAUSE_DBE].addr[199], 0x100000 + 199 * 0x1000);
+	ck_assert_uint_eq(r.retired[HBM_NVML_CAUSE_DBE].time[199], 1199);
+	ck_assert_uint_eq(r.retired[HBM_NVML_CAUSE_SBE].nr, 0);
+	hbm_nvml_report_free(&r);
+	ck_assert_int_eq(hbm_nvml_query(h, 2, &r), -ENODEV);
+	ck_assert_int_eq(heard.nr_lines, 0);
+	done(h);
+}
+END_TEST
+
+/* Wait (the fake's timeline, not a clock) until @nr events and @gone GPUs. */
+static void collect(struct hbm_nvml *h, int fd, int nr, int gone)
+{
+	while (heard.nr_ev < nr || heard.nr_gone < gone) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+
+		/* Only a bound against a hang, never a timing assertion. */
+		ck_assert_msg(poll(&p, 1, 20000) == 1, "%d of %d events, %d of %d gone",
+			      heard.nr_ev, nr, heard.nr_gone, gone);
+		ck_assert_int_eq(hbm_nvml_dispatch(h), 0);
+	}
+}
+
+START_TEST(events)
+{
+	static const struct { const char *uuid; int kind; uint64_t data; } want[] = {
+		{ UUID0, HBM_NVML_EVENT_XID, 48 }, { UUID0, HBM_NVML_EVENT_DBE, 0 },
+		{ UUID0, HBM_NVML_EVENT_XID, 63 }, { UUID1, HBM_NVML_EVENT_XID, 64 },
+		{ UUID1, HBM_NVML_EVENT_XID, 94 }, { UUID0, HBM_NVML_EVENT_SBE, 0 },
+		{ UUID0, HBM_NVML_EVENT_XID, 95 },
+		/* after GPU 1 fell off the bus: a new set, GPU 0 alone */
+		{ UUID0, HBM_NVML_EVENT_XID, 48 },
+	};
+	struct hbm_nvml *h;
+	size_t i;
+	int fd;
+
+	scenario("event 0 0 xid 48\n"
+		 "event 0 0 dbe\n"
+		 "event 5 0 xid 63\n"
+		 "event 5 1 xid 64\n"
+		 "event 10 1 xid 94\n"
+		 "event 10 0 sbe\n"
+		 "event 10 0 xid 95\n"
+		 "lost 20 1\n"
+		 "event 30 1 xid 79\n"
+		 "event 40 0 xid 48\n", true);
+	h = hbm_nvml_open(FAKE, &ops, NULL);
+	ck_assert_ptr_nonnull(h);
+	fd = hbm_nvml_events_start(h);
+	ck_assert_int_ge(fd, 0);
+	collect(h, fd, 8, 1);
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		ck_assert_str_eq(heard.ev[i].uuid, want[i].uuid);
+		ck_assert_int_eq(heard.ev[i].kind, want[i].kind);
+		ck_assert_uint_eq(heard.ev[i].data, want[i].data);
+	}
+	ck_assert_int_eq(heard.nr_ev, 8);
+	ck_assert_int_eq(heard.nr_gone, 1);
+	ck_assert_str_eq(heard.gone[0], UUID1);
+	ck_assert(!hbm_nvml_gpu(h, 1)->present);
+	/* Gone is a fact told in one line; its handle is not used again. */
+	one_line(LOG_WARNING, (const char *const[]){ UUID1, "00000000:86:00.0",
+		 "fallen off the bus", NULL });
+	heard.nr_lines = 0;
+	hbm_nvml_reconcile(h);
+	ck_assert_int_eq(heard.nr_counts, 1);
+	ck_assert_str_eq(heard.counts[0].uuid, UUID0);
+	ck_assert_int_eq(heard.nr_lines, 0);
+	done(h);
+}
+END_TEST
+
+/*
+ * GPU 1 is found gone by reconciliation (its ECC query answers GPU_IS_LOST)
+ * while it is still in the event set; then the wait reports GPU_IS_LOST.
+ * That is GPU 1, already gone, not "every GPU answers": GPU 0's events go on.
+ * (Should the wait report first, the GPU is found there: the same outcome.)
+ */
+START_TEST(lost_after_reconcile)
+{
+	struct hbm_nvml *h;
+	int fd;
+
+	scenario("fail nvmlDeviceGetTotalEccErrors 15 1\n"
+		 "lost 3000 1\nevent 3000 0 xid 48\n", true);
+	h = hbm_nvml_open(FAKE, &ops, NULL);
+	ck_assert_ptr_nonnull(h);
+	fd = hbm_nvml_events_start(h);
+	ck_assert_int_ge(fd, 0);
+	hbm_nvml_reconcile(h);
+	collect(h, fd, 1, 1);
+	ck_assert_int_eq(heard.nr_ev, 1);
+	ck_assert_str_eq(heard.ev[0].uuid, UUID0);
+	ck_assert_uint_eq(heard.ev[0].data, 48);
+	ck_assert_int_eq(heard.nr_gone, 1);
+	one_line(LOG_WARNING, (const char *const[]){ UUID1, "fallen off the bus", NULL });
+	done(h);
+}
+END_TEST
+
+/*
+ * More events than the socket holds, none dispatched: the thread blocks in
+ * send().  Closing must wake it (shutdown() of the loop's end) and return,
+ * not hang in pthread_join() (Check's timeout would fail the test).
+ */
+START_TEST(close_while_full)
+{
+	char extra[1000 * 16] = "";
+	struct hbm_nvml *h;
+	struct pollfd p;
+	int fd, i, inq = 0;
+
+	for (i = 0; i < 1000; i++)
+		strcat(extra, "event 0 0 sbe\n");
+	scenario(extra, true);
+	h = hbm_nvml_open(FAKE, &ops, NULL);
+	ck_assert_ptr_nonnull(h);
+	fd = hbm_nvml_events_start(h);
+	ck_assert_int_ge(fd, 0);
+	p = (struct pollfd){ .fd = fd, .events = POLLIN };
+	ck_assert_int_eq(poll(&p, 1, 20000), 1);
+	/* Bytes queued (SIOCINQ sums a SEQPACKET queue): a hundred records and more. */
+	while (inq < 100 * 40) {
+		ck_assert_int_eq(ioctl(fd, SIOCINQ, &inq), 0);
+		usleep(1000);
+	}
+	done(h);
+	ck_assert_int_eq(heard.nr_ev, 0);
+}
+END_TEST
+
+/*
+ * A storm the thread keeps feeding does not hold the loop: one dispatch
+ * hands over at most a batch (64 records) and returns, the fd still
+ * readable for the rest.
+ */
+START_TEST(dispatch_batch)
+{
+	char extra[1000 * 16] = "";
+	struct hbm_nvml *h;
+	struct pollfd p;
+	int fd, i, inq = 0;
+
+	for (i = 0; i < 1000; i++)
+		strcat(extra, "event 0 0 sbe\n");
+	scenario(extra, true);
+	h = hbm_nvml_open(FAKE, &ops, NULL);
+	ck_assert_ptr_nonnull(h);
+	fd = hbm_nvml_events_start(h);
+	ck_assert_int_ge(fd, 0);
+	p = (struct pollfd){ .fd = fd, .events = POLLIN };
+	ck_assert_int_eq(poll(&p, 1, 20000), 1);
+	while (inq < 100 * 40) {
+		ck_assert_int_eq(ioctl(fd, SIOCINQ, &inq), 0);
+		usleep(1000);
+	}
+	ck_assert_int_eq(hbm_nvml_dispatch(h), 0);
+	ck_assert_int_eq(heard.nr_ev, 64);
+	ck_assert_int_eq(poll(&p, 1, 0), 1);
+	done(h);
+}
+END_TEST
+
+/* A second start while the thread runs is refused, not a second thread. */
+START_TEST(events_start_twice)
+{
+	struct hbm_nvml *h;
+	int fd;
+
+	scenario("event 0 0 xid 48\n", true);
+	h = hbm_nvml_open(FAKE, &ops, NULL);
+	ck_assert_ptr_nonnull(h);
+	fd = hbm_nvml_events_start(h);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(hbm_nvml_events_start(h), -EALREADY);
+	collect(h, fd, 1, 0);
+	ck_assert_int_eq(heard.nr_ev, 1);
+	done(h);
+}
+END_TEST
+
+/* A GPU without ECC events (a consumer board): Xids only, no error. */
+START_TEST(events_subset)
+{
+	struct hbm_nvml *h;
+	int fd;
+
+	scenario("events 0 0x8\nunsupported 1 ecc\nevents 1 0x8\n"
+		 "event 0 0 dbe\nevent 0 0 xid 92\n", true);
+	h = hbm_nvml_open(FAKE, &ops, NULL);
+	ck_assert_ptr_nonnull(h);
+	fd = hbm_nvml_events_start(h);
+	ck_assert_int_ge(fd, 0);
+	collect(h, fd, 1, 0);
+	ck_assert_int_eq(heard.ev[0].kind, HBM_NVML_EVENT_XID);
+	ck_assert_uint_eq(heard.ev[0].data, 92);
+	ck_assert_int_eq(heard.nr_lines, 0);
+	done(h);
+}
+END_TEST
+
+/* Each failure: what the source does, and exactly one line naming it. */
+static const struct {
+	const char *scenario;	/* after node.scn */
+	int gpus;		/* GPUs discovered; -1: no handle at all */
+	int prio;
+	const char *want[5];
+} errors[] = {
+	{ "fail nvmlInit_v2 9\n", -1, LOG_ERR, { "nvmlInit_v2", "Driver Not Loaded" } },
+	{ "fail nvmlDeviceGetCount_v2 999\n", -1, LOG_ERR,
+	  { "nvmlDeviceGetCount_v2", "Unknown Error" } },
+	{ "fail nvmlDeviceGetHandleByIndex_v2 999 0\n", 1, LOG_ERR,
+	  { "nvmlDeviceGetHandleByIndex_v2(0)", "Unknown Error", "skipped" } },
+	{ "fail nvmlDeviceGetUUID 999 1\n", 1, LOG_ERR,
+	  { "nvmlDeviceGetUUID", "GPU 1", "Unknown Error", "skipped" } },
+	{ "fail nvmlDeviceGetPciInfo_v3 999 0\n", 1, LOG_ERR,
+	  { "nvmlDeviceGetPciInfo_v3", "GPU 0", "skipped" } },
+	{ "fail nvmlDeviceGetMemoryInfo 999 1\n", 1, LOG_ERR,
+	  { "nvmlDeviceGetMemoryInfo", "GPU 1", "skipped" } },
+	{ "lost 0 1\n", 1, LOG_WARNING, { "GPU 1", "fallen off the bus", "skipped" } },
+	{ "fail nvmlDeviceGetRetiredPages_v2 999 0\n", 2, LOG_ERR,
+	  { "nvmlDeviceGetRetiredPages_v2", UUID0, "00000000:3B:00.0", "Unknown Error" } },
+	{ "fail nvmlDeviceGetRetiredPagesPendingStatus 999 0\n", 2, LOG_ERR,
+	  { "nvmlDeviceGetRetiredPagesPendingStatus", UUID0, "Unknown Error" } },
+	{ "fail nvmlDeviceGetRemappedRows 999 1\n", 2, LOG_ERR,
+	  { "nvmlDeviceGetRemappedRows", UUID1, "00000000:86:00.0", "Unknown Error" } },
+	{ "fail nvmlDeviceGetTotalEccErrors 999 0\n", 2, LOG_ERR,
+	  { "nvmlDeviceGetTotalEccErrors", UUID0, "Unknown Error" } },
+	/* NVML_ERROR_GPU_IS_LOST (15) in the middle of reconciliation */
+	{ "fail nvmlDeviceGetTotalEccErrors 15 1\n", 2, LOG_WARNING,
+	  { UUID1, "fallen off the bus", "gone" } },
+};
+
+START_TEST(error_paths)
+{
+	struct hbm_nvml *h;
+	size_t k;
+
+	scenario(errors[_i].scenario, true);
+	h = hbm_nvml_open(FAKE, &ops, NULL);
+	if (errors[_i].gpus < 0) {
+		ck_assert_ptr_null(h);
+		one_line(errors[_i].prio, errors[_i].want);
+		unlink(scn_path);
+		return;
+	}
+	ck_assert_ptr_nonnull(h);
+	ck_assert_uint_eq(hbm_nvml_count(h), errors[_i].gpus);
+	hbm_nvml_reconcile(h);
+	one_line(errors[_i].prio, errors[_i].want);
+	/* Nothing else: the facts that could be read were, the failed one not. */
+	if (strstr(errors[_i].scenario, "RetiredPages_v2"))
+		ck_assert_int_eq(heard.nr_pages, 0);
+	else if (errors[_i].gpus == 2)
+		ck_assert_int_eq(heard.nr_pages, 3);
+	if (strstr(errors[_i].scenario, " 15 1")) {
+		ck_assert_int_eq(heard.nr_gone, 1);
+		ck_assert_int_eq(heard.nr_counts, 1);	/* the lost GPU's are not */
+	} else {
+		ck_assert_int_eq(heard.nr_gone, 0);
+	}
+	for (k = 0; k < (size_t)heard.nr_counts && strstr(errors[_i].scenario, "RemappedRows");
+	     k++)
+		ck_assert_int_eq(heard.counts[k].r.remap_status,
+				 k == 1 ? HBM_NVML_FAILED : HBM_NVML_OK);
+	done(h);
+}
+END_TEST
+
+START_TEST(wait_fails)
+{
+	struct hbm_nvml *h;
+	struct pollfd p;
+	int fd;
+
+	scenario("fail nvmlEventSetWait_v2 999\n", true);
+	h = hbm_nvml_open(FAKE, &ops, NULL);
+	ck_assert_ptr_nonnull(h);
+	fd = hbm_nvml_events_start(h);
+	ck_assert_int_ge(fd, 0);
+	p = (struct pollfd){ .fd = fd, .events = POLLIN };
+	ck_assert_int_eq(poll(&p, 1, 20000), 1);
+	ck_assert_int_eq(hbm_nvml_dispatch(h), -EIO);
+	one_line(LOG_ERR, (const char *const[]){ "nvmlEventSetWait_v2", "Unknown Error",
+		 "no more live NVML events", NULL });
+	ck_assert_int_eq(hbm_nvml_dispatch(h), 0);	/* said once */
+	ck_assert_int_eq(heard.nr_lines, 1);
+	done(h);
+}
+END_TEST
+
+/*
+ * A broken library's page counts (fake_nvml.c "broken"): a SUCCESS whose
+ * count exceeds the buffer given, an INSUFFICIENT_SIZE asking for more pages
+ * than a buffer can be sized for.  Each: the pages are not read (FAILED, not
+ * "ok, none"), in one line that names the count, and nothing else.
+ */
+static const struct {
+	const char *scenario;
+	const char *want[4];
+} broken[] = {
+	{ "broken 0 success 1000\n", { "nvmlDeviceGetRetiredPages_v2", UUID0, "1000" } },
+	{ "broken 0 insufficient 4294967280\n",
+	  { "nvmlDeviceGetRetiredPages_v2", UUID0, "4294967280" } },
+	{ "broken 0 insufficient 16777216\n",
+	  { "nvmlDeviceGetRetiredPages_v2", UUID0, "16777216" } },
+};
+
+START_TEST(broken_counts)
+{
+	struct hbm_nvml_report r;
+	struct hbm_nvml *h;
+
+	scenario(broken[_i].scenario, true);
+	h = hbm_nvml_open(FAKE, &ops, NULL);
+	ck_assert_ptr_nonnull(h);
+	ck_assert_int_eq(hbm_nvml_query(h, 0, &r), 0);
+	ck_assert_int_eq(r.retired[HBM_NVML_CAUSE_SBE].status, HBM_NVML_FAILED);
+	ck_assert_int_eq(r.retired[HBM_NVML_CAUSE_DBE].status, HBM_NVML_FAILED);
+	ck_assert_uint_eq(r.retired[HBM_NVML_CAUSE_SBE].nr, 0);
+	ck_assert_ptr_null(r.retired[HBM_NVML_CAUSE_SBE].addr);
+	ck_assert_int_eq(r.remap_status, HBM_NVML_OK);	/* the other facts stand */
+	one_line(LOG_ERR, broken[_i].want);
+	hbm_nvml_report_free(&r);
+	done(h);
+}
+END_TEST
+
+/*
+ * nvmlDeviceRegisterEvents fails with NVML_ERROR_UNKNOWN on GPU 0: nvml.h
+ * says the set is then undefined and must be freed (the fake aborts on its
+ * use).  GPU 1's events are heard on a new set; GPU 0's are not; one line.
+ */
+START_TEST(register_unknown)
+{
+	struct hbm_nvml *h;
+	int fd;
+
+	scenario("fail nvmlDeviceRegisterEvents 999 0\n"
+		 "event 0 0 xid 48\nevent 0 1 xid 79\n", true);
+	h = hbm_nvml_open(FAKE, &ops, NULL);
+	ck_assert_ptr_nonnull(h);
+	fd = hbm_nvml_events_start(h);
+	ck_assert_int_ge(fd, 0);
+	collect(h, fd, 1, 0);
+	ck_assert_int_eq(heard.nr_ev, 1);
+	ck_assert_str_eq(heard.ev[0].uuid, UUID1);
+	ck_assert_uint_eq(heard.ev[0].data, 79);
+	one_line(LOG_ERR, (const char *const[]){ "nvmlDeviceRegisterEvents", UUID0,
+		 "Unknown Error", NULL });
+	done(h);
+}
+END_TEST
+
+START_TEST(no_library)
+{
+	scenario("", true);
+	ck_assert_ptr_null(hbm_nvml_open(HBM_FAKE_NVML_DIR "/none/libnvidia-ml.so.1", &ops,
+					 NULL));
+	one_line(LOG_INFO, (const char *const[]){ "no NVIDIA management library",
+		 "libnvidia-ml.so.1", NULL });
+	ck_assert_int_eq(heard.nr_seen, 0);
+	unlink(scn_path);
+}
+END_TEST
+
+/* An older library without nvmlDeviceGetRemappedRows: that fact is missing. */
+START_TEST(old_library)
+{
+	struct hbm_nvml *h;
+
+	scenario("", true);
+	h = hbm_nvml_open(FAKE_OLD, &ops, NULL);
+	ck_assert_ptr_nonnull(h);
+	one_line(LOG_INFO, (const char *const[]){ "lacks: nvmlDeviceGetRemappedRows;", NULL });
+	hbm_nvml_reconcile(h);
+	ck_assert_int_eq(heard.nr_lines, 1);
+	ck_assert_int_eq(heard.nr_pages, 3);
+	ck_assert_int_eq(heard.nr_counts, 2);
+	ck_assert_int_eq(heard.counts[0].r.remap_status, HBM_NVML_MISSING);
+	ck_assert_int_eq(heard.counts[0].r.ecc_status, HBM_NVML_OK);
+	done(h);
+}
+END_TEST
+
+/* The facts the core would get (core.h), through the source's link. */
+static struct hbm_fact facts[64];
+static int nr_facts;
+
+static void on_fact(void *core, const struct hbm_fact *f)
+{
+	ck_assert_ptr_eq(core, &nr_facts);
+	ck_assert_int_lt(nr_facts, 64);
+	facts[nr_facts++] = *f;
+}
+
+static const struct hbm_source_link nvml_link = { .fact = on_fact, .core = &nr_facts };
+
+static void fact_is(int i, uint32_t type, const char *uuid)
+{
+	ck_assert_int_lt(i, nr_facts);
+	ck_assert_uint_eq(facts[i].type, type);
+	ck_assert_uint_eq(facts[i].origin, HBM_FROM_NVML);
+	ck_assert_uint_eq(facts[i].dev.kind, HBM_DEVICE_NVIDIA);
+	ck_assert_uint_eq(facts[i].dev.id, HBM_NO_DEVICE_ID);
+	ck_assert_str_eq(facts[i].dev.identity, uuid);
+	ck_assert_str_eq(facts[i].path, "nvml");
+}
+
+START_TEST(as_facts)
+{
+	struct nvml_facts *s;
+	int i, fd, start;
+
+	scenario("remap 1 0 2 1 1\n"	/* the H200's remapping failed: RMA */
+		 "event 0 0 xid 48\nevent 0 0 dbe\nevent 0 1 sbe\nevent 0 1 xid 999\n"
+		 "lost 5 1\n", true);
+	nr_facts = 0;
+	s = nvml_facts_start(FAKE, &nvml_link);
+	ck_assert_ptr_nonnull(s);
+	fact_is(0, HBM_FACT_DEVICE_SEEN, UUID0);
+	ck_assert_str_eq(facts[0].dev.pci, "0000:3b:00.0");
+	ck_assert_str_eq(facts[0].dev.name, "NVIDIA A100-SXM4-80GB");
+	ck_assert_uint_eq(facts[0].dev.size, 85899345920ULL);
+	ck_assert_uint_eq(facts[0].sync, HBM_SYNC_START);
+	fact_is(1, HBM_FACT_DEVICE_SEEN, UUID1);
+	ck_assert_str_eq(facts[1].dev.pci, "0000:86:00.0");
+	ck_assert_uint_eq(facts[1].dev.size, 150754820096ULL);
+	for (i = 2; i < 5; i++) {
+		fact_is(i, HBM_FACT_PAGES, UUID0);
+		ck_assert_uint_eq(facts[i].event, HBMGUARD_EVENT_RETIRED);
+		ck_assert_uint_eq(facts[i].state, HBMGUARD_STATE_RETIRED);
+		ck_assert_uint_eq(facts[i].length, 4096);
+		ck_assert_uint_eq(facts[i].count, 1);
+		/* read at start, not heard: old news */
+		ck_assert_uint_eq(facts[i].flags, HBM_FACT_UNHEARD);
+		ck_assert_uint_eq(facts[i].sync, HBM_SYNC_START);
+	}
+	ck_assert_uint_eq(facts[2].offset, 0x1a2b000);
+	ck_assert_uint_eq(facts[2].source, HBMGUARD_SOURCE_CE_THRESHOLD);
+	ck_assert_uint_eq(facts[4].offset, 0x3f00000);
+	ck_assert_uint_eq(facts[4].source, HBMGUARD_SOURCE_UE);
+	fact_is(5, HBM_FACT_HEALTH, UUID1);
+	ck_assert_uint_eq(facts[5].state, HBMGUARD_HEALTH_RMA);
+	ck_assert_uint_eq(facts[5].flags, HBM_FACT_UNHEARD);
+	ck_assert_int_eq(nr_facts, 6);
+
+	fd = nvml_facts_fd(s);
+	ck_assert_int_ge(fd, 0);
+	start = nr_facts;
+	while (nr_facts < start + 5) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+
+		ck_assert_msg(poll(&p, 1, 20000) == 1, "%d facts", nr_facts - start);
+		ck_assert_int_eq(nvml_facts_dispatch(s), 0);
+	}
+	fact_is(start, HBM_FACT_ERROR, UUID0);
+	ck_assert_uint_eq(facts[start].flags, 0);	/* heard */
+	ck_assert_uint_eq(facts[start].xid, 48);
+	ck_assert_uint_eq(facts[start].severity, 0);
+	fact_is(start + 1, HBM_FACT_ERROR, UUID0);
+	ck_assert_uint_eq(facts[start + 1].severity, HBM_SEVERITY_UE);
+	ck_assert_uint_eq(facts[start + 1].xid, 0);
+	fact_is(start + 2, HBM_FACT_ERROR, UUID1);
+	ck_assert_uint_eq(facts[start + 2].severity, HBM_SEVERITY_CE);
+	fact_is(start + 3, HBM_FACT_ERROR, UUID1);
+	ck_assert_uint_eq(facts[start + 3].xid, 999);
+	fact_is(start + 4, HBM_FACT_DEVICE_GONE, UUID1);
+	nvml_facts_stop(s);
+	unlink(scn_path);
+}
+END_TEST
+
+START_TEST(as_facts_no_library)
+{
+	nr_facts = 0;
+	ck_assert_ptr_null(nvml_facts_start(HBM_FAKE_NVML_DIR "/none/libnvidia-ml.so.1", &nvml_link));
+	ck_assert_int_eq(nr_facts, 0);
+}
+END_TEST
+
+/* A library without a function NVML cannot be used without: one line. */
+START_TEST(ancient_library)
+{
+	scenario("", true);
+	ck_assert_ptr_null(hbm_nvml_open(FAKE_ANCIENT, &ops, NULL));
+	one_line(LOG_ERR, (const char *const[]){ "has no nvmlDeviceGetPciInfo_v3",
+		 "NVML not used", NULL });
+	ck_assert_int_eq(heard.nr_seen, 0);
+	unlink(scn_path);
+}
+END_TEST
+
+Suite *nvml_suite(void)
+{
+	Suite *s = suite_create("nvml");
+	TCase *tc = tcase_create("fake libnvidia-ml");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, discovery);
+	tcase_add_test(tc, reconcile);
+	tcase_add_test(tc, many_pages);
+	tcase_add_test(tc, events);
+	tcase_add_test(tc, events_subset);
+	tcase_add_test(tc, lost_after_reconcile);
+	tcase_add_test(tc, close_while_full);
+	tcase_add_test(tc, dispatch_batch);
+	tcase_add_test(tc, events_start_twice);
+	tcase_add_loop_test(tc, error_paths, 0, sizeof(errors) / sizeof(errors[0]));
+	tcase_add_loop_test(tc, broken_counts, 0, sizeof(broken) / sizeof(broken[0]));
+	tcase_add_test(tc, register_unknown);
+	tcase_add_test(tc, wait_fails);
+	tcase_add_test(tc, no_library);
+	tcase_add_test(tc, old_library);
+	tcase_add_test(tc, ancient_library);
+	tcase_add_test(tc, as_facts);
+	tcase_add_test(tc, as_facts_no_library);
+	suite_add_tcase(s, tc);
+	return s;
+}
