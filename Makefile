@@ -2,7 +2,8 @@
 #
 #   make            the module (against KDIR) and the userspace programs
 #   make check      install what is missing, build everything, run every tier
-#   make check-debug tier 2 again on a debug kernel (KASAN, lockdep, kmemleak...)
+#   make check-debug tier 2 again on a debug kernel (KASAN, lockdep, kmemleak...),
+#                   alone (make check runs it after check-kernel)
 #   make bench      the benchmark table
 #   make demo       a qemu guest with the module and simulated HBM, faults, table
 #   make install    (DESTDIR-aware) the module into /lib/modules/<ver>/updates
@@ -269,7 +270,7 @@ check-system: $(BUILD)/guest/hbmnl
 
 # Each tier stops the run on its first failure, so reaching the end means all
 # passed: 2 unit runs, the spec, unit file, install and shape checks, one
-# kernel run per kernel, one on the debug kernel.
+# kernel run per kernel, one on the debug kernel, the system tests.
 check-ynl:
 	@echo "== the YNL spec, with the kernel's ynl library"
 	/usr/bin/python3 tests/ynl/check_spec.py $(CACHE)/ynl/linux-source-6.12
@@ -287,8 +288,8 @@ check-shape:
 
 check: deps
 	@$(MAKE) --no-print-directory check-unit check-ynl check-unitfile check-install \
-		check-shape check-kernel check-system
-	@echo "check: $$((7 + $(words $(DEB_KVERS)))) passed, 0 failed"
+		check-shape check-kernel check-debug check-system
+	@echo "check: $$((8 + $(words $(DEB_KVERS)))) passed, 0 failed"
 
 bench: deps
 	@$(MAKE) --no-print-directory $(BUILD)/bench-core modules-all $(BUILD)/guest/hbmbench \

@@ -90,7 +90,10 @@ make -s -C "$tmp/build" kernelrelease >"$tmp/kernelrelease.new"
 echo "debug-kernel: built in $(($(date +%s) - start))s with -j$jobs" | tee -a "$log" >&2
 # The modules' build symlink points into the temporary directory: drop it.
 rm -f "$tmp"/lib/modules/*/build
-# kernelrelease last: it marks the directory complete.
+# kernelrelease last: it marks the directory complete.  A directory without
+# it is what an interrupted run left between these two moves: replace it
+# (mv would put the new one inside it).
+rm -rf "$dir"
 mv "$tmp" "$dir"
 mv "$dir/kernelrelease.new" "$dir/kernelrelease"
 echo "$dir"

@@ -89,6 +89,10 @@ check "reload under the daemon" 'rmmod hbmguard && insmod /hbmguard.ko sim_devic
 eventually "restored after the reload" restored
 check "no recovery raised: restored pages make no UE" '! hbmctl pages sim0 | grep -q " ue "'
 
+# The daemon's socket buffer under 2000 and 16000 events: the kernel's part
+# (a listener overflowing) is ras.sh's flood, so the debug kernel, where each
+# retirement takes ~10 ms, skips these two (not indented: a small diff).
+if [ "${HBM_DEBUG_KERNEL:-}" != 1 ]; then
 # A burst of events while the daemon cannot read: its 4 MiB buffer is real
 # (SO_RCVBUFFORCE past net.core.rmem_max), so nothing is lost.
 bid=$(hbmctl sim-create burst 1G spares=4096)
@@ -116,6 +120,7 @@ check "... said so" 'grep -q "hbmguard module was reloaded unheard: restoring" /
 hbmctl retire sim0 0x3000 2>/dev/null
 eventually "... and hears again" '[ $(stat -c %s $state) = $((128 + 4 * 48)) ]' 60
 check "clear" 'ctl clear sim0 0x3000 4K'
+fi
 
 # SIGHUP: a good file is taken, a bad one refused with the old kept.
 printf "$conf"'[Policy]\nCEThreshold=0\n' >/tmp/hbmguardd.conf

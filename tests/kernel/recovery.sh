@@ -260,7 +260,10 @@ check "... the incident escalated" 'incident 10 | grep -q "job jobT, rank 1, sim
 check "... and no fresh incident" '! incident 11'
 
 # A UE whose event is lost (the daemon stopped, its socket overflowing) is
-# found when the daemon resyncs: its incident opens all the same.
+# found when the daemon resyncs: its incident opens all the same.  Not on the
+# debug kernel: 16000 retirements take minutes there, and a listener's
+# overflow is ras.sh's flood (not indented: a small diff).
+if [ "${HBM_DEBUG_KERNEL:-}" != 1 ]; then
 fid=$(hbmctl sim-create lossy 1G spares=20000)
 wait_for /tmp/rd.log "sim:lossy: device added"
 rank jobL 0 1 sim:lossy
@@ -280,6 +283,7 @@ request resume incident 11 failed_rank 0" ]'
 kill $a 2>/dev/null
 wait $a
 hbmctl sim-destroy $fid
+fi
 
 kill $daemon
 wait $daemon 2>/dev/null
