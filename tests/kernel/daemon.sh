@@ -155,6 +155,12 @@ printf '[Daemon]\nStateDirectory=/tmp/fstate\nControlSocket=/tmp/control.sock\n'
 start_daemon
 fstate=/tmp/fstate/sim:sim0.state
 check "a retire saved" 'ctl retire sim0 0x4000 && [ -s $fstate ]'
+# The module's event of that retire comes after the answer and saves the
+# file once more, at the end of the loop's turn: let it, before filling the
+# disk, or that save's freed page takes the next retire.  The status is
+# answered a turn later.
+wait_for /tmp/daemon.log "1 page retired in 0x4000+0x1000 (admin)"
+ctl status >/dev/null
 size=$(stat -c %s $fstate)
 dd if=/dev/zero of=/tmp/fstate/fill bs=4k 2>/dev/null
 hbmctl retire sim0 0x7000 2>/dev/null
