@@ -26,8 +26,11 @@ cache=$TOP/.cache/debug-kernel
 deb=$("$TOP/scripts/deps.sh" linux-source)
 srcver=$(dpkg-deb -f "$deb" Version)
 # The fragment's settings, not its comments: rewording one rebuilds nothing.
+# This script is an input too (its recipe and its checks), and the compiler
+# Kbuild calls, gcc whatever CC says.
 key=$( { grep -E '^(CONFIG_|# CONFIG_.* is not set$)' "$frag"; echo "$srcver"
-	${CC:-cc} --version | head -n 1; } | sha256sum | cut -c1-16)
+	gcc --version | head -n 1; grep -v '^[[:space:]]*#' "$0"; } |
+	sha256sum | cut -c1-16)
 dir=$cache/$key
 if [ "${1:-}" = dir ] || [ -f "$dir/kernelrelease" ]; then
 	echo "$dir"
@@ -49,6 +52,9 @@ mkdir -p "$tmp"
 log=$tmp/build.log
 start=$(date +%s)
 echo "debug-kernel: building $key from linux-source $srcver (log: $dir/build.log)" >&2
+# set -e holds inside the groups below only while nothing tests their status
+# (an `|| ...` after one would turn it off): a failure exits through this.
+trap 'tail -n 30 "$log" >&2' ERR
 {
 	dpkg-deb --fsys-tarfile "$deb" |
 		tar -xO --wildcards '*/linux-source-6.12.tar.xz' | tar -xJ -C "$tmp"
@@ -58,11 +64,11 @@ echo "debug-kernel: building $key from linux-source $srcver (log: $dir/build.log
 	make ARCH=x86_64 tinyconfig
 	scripts/kconfig/merge_config.sh -m .config "$frag"
 	make ARCH=x86_64 olddefconfig
-} >"$log" 2>&1 || { tail -n 30 "$log" >&2; exit 1; }
+} >"$log" 2>&1
 
 # Kconfig drops what it cannot satisfy without a word: refuse such a config.
 lost=0
-while read -r line; do
+while read -r line || [ -n "$line" ]; do
 	case "$line" in
 	CONFIG_*=*) want=$line ;;
 	"# CONFIG_"*" is not set") want=$line ;;
@@ -72,7 +78,7 @@ while read -r line; do
 	if [[ $want == \#* ]]; then
 		grep -q "^$name=" "$tmp/build/.config" || continue
 	else
-		grep -qx "$want" "$tmp/build/.config" && continue
+		grep -qxF "$want" "$tmp/build/.config" && continue
 	fi
 	echo "debug-kernel: $want did not survive olddefconfig:" \
 		"$(grep "${name}[= ]" "$tmp/build/.config" || echo unset)" >&2
@@ -84,7 +90,8 @@ jobs=${DEBUG_KERNEL_JOBS:-$(nproc)}
 {
 	make -C "$tmp/build" ARCH=x86_64 -j"$jobs" bzImage modules
 	make -C "$tmp/build" ARCH=x86_64 INSTALL_MOD_PATH="$tmp" modules_install
-} >>"$log" 2>&1 || { tail -n 30 "$log" >&2; exit 1; }
+} >>"$log" 2>&1
+trap - ERR
 cp "$tmp/build/arch/x86/boot/bzImage" "$tmp/vmlinuz"
 make -s -C "$tmp/build" kernelrelease >"$tmp/kernelrelease.new"
 echo "debug-kernel: built in $(($(date +%s) - start))s with -j$jobs" | tee -a "$log" >&2

@@ -34,5 +34,6 @@ wait_for() {
 # The closing line of a script: its name, and what failed.
 finish() {
 	echo "$1: $([ $fail = 0 ] && echo all passed || echo "$fail failed")"
-	exit $fail
+	# A status, not a count: exit codes wrap at 256.
+	exit $((fail != 0))
 }

@@ -50,7 +50,7 @@ start=$(date +%s)
 	--file "$TOP/tests/kernel/lifetime.sh:/lifetime.sh" \
 	--file "$TOP/tests/kernel/kmemleak.sh:/kmemleak.sh" \
 	--log "$TOP/build/logs/tier2-$kver.log" \
-	-- "$env"'sh /tier2.sh; a=$?; sh /ras.sh; b=$?; sh /providers.sh; c=$?; sh /gpu.sh; c=$((c + $?)); sh /daemon.sh; d=$?; sh /recovery.sh; e=$?; sh /lifetime.sh; f=$?; sh /kmemleak.sh; exit $((a + b + c + d + e + f + $?))'
+	-- "$env"'sh /tier2.sh; a=$?; sh /ras.sh; b=$?; sh /providers.sh; c=$?; sh /gpu.sh; c=$((c + $?)); sh /daemon.sh; d=$?; sh /recovery.sh; e=$?; sh /lifetime.sh; f=$?; sh /kmemleak.sh; g=$?; exit $(( (a | b | c | d | e | f | g) != 0 ))'
 # Intel's machine check encodings, in a guest whose CPU says GenuineIntel.
 "$TOP/scripts/guest-run" "${kernel[@]}" --timeout $timeout --cpu max,vendor=GenuineIntel \
 	--hbm-node 256 --module mce-inject \
@@ -59,6 +59,7 @@ start=$(date +%s)
 	--file "$TOP/build/guest/hbmnl:/bin/hbmnl" \
 	--file "$TOP/tests/kernel/lib.sh:/lib.sh" \
 	--file "$TOP/tests/kernel/mce_intel.sh:/mce_intel.sh" \
+	--file "$TOP/tests/kernel/kmemleak.sh:/kmemleak.sh" \
 	--log "$TOP/build/logs/tier2-intel-$kver.log" \
-	-- "$env"'sh /mce_intel.sh'
+	-- "$env"'sh /mce_intel.sh; a=$?; sh /kmemleak.sh; exit $(( (a | $?) != 0 ))'
 echo "== tier 2 on $kver passed in $(($(date +%s) - start))s"
