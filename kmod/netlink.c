@@ -508,6 +508,30 @@ static int hbm_nl_restore_doit(struct sk_buff *skb, struct genl_info *info)
 	return err;
 }
 
+/*
+ * The reply to a command that created a device: its id.  A device whose id
+ * cannot be told is destroyed again, so that a failed reply leaves nothing.
+ */
+static int hbm_nl_reply_created(struct genl_info *info, u8 cmd, u32 id, u32 kind)
+{
+	struct sk_buff *msg;
+	void *hdr;
+
+	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	if (!msg)
+		goto undo;
+	hdr = genlmsg_put_reply(msg, info, &hbm_genl, 0, cmd);
+	if (!hdr || nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, id)) {
+		nlmsg_free(msg);
+		goto undo;
+	}
+	genlmsg_end(msg, hdr);
+	return genlmsg_reply(msg, info);
+undo:
+	hbm_device_destroy(id, kind);
+	return -ENOMEM;
+}
+
 static int hbm_nl_range_register_doit(struct sk_buff *skb, struct genl_info *info)
 {
 	struct nlattr **attrs = info->attrs;
@@ -516,8 +540,6 @@ static int hbm_nl_range_register_doit(struct sk_buff *skb, struct genl_info *inf
 		.page_size = PAGE_SIZE,
 		.numa_node = -1,
 	};
-	struct sk_buff *msg;
-	void *hdr;
 	u32 id;
 	int err;
 
@@ -579,19 +601,8 @@ static int hbm_nl_range_register_doit(struct sk_buff *skb, struct genl_info *inf
 	if (err)
 		return err;
 
-	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
-	if (!msg)
-		goto undo;
-	hdr = genlmsg_put_reply(msg, info, &hbm_genl, 0, HBMGUARD_CMD_RANGE_REGISTER);
-	if (!hdr || nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, id)) {
-		nlmsg_free(msg);
-		goto undo;
-	}
-	genlmsg_end(msg, hdr);
-	return genlmsg_reply(msg, info);
-undo:
-	hbm_device_destroy(id, HBMGUARD_KIND_RANGE);
-	return -ENOMEM;
+	return hbm_nl_reply_created(info, HBMGUARD_CMD_RANGE_REGISTER, id,
+				    HBMGUARD_KIND_RANGE);
 }
 
 static int hbm_nl_range_unregister_doit(struct sk_buff *skb,
@@ -625,9 +636,7 @@ static int hbm_nl_gpu_register_doit(struct sk_buff *skb, struct genl_info *info)
 		HBMGUARD_A_SPARE_PAGES, HBMGUARD_A_CLAIM, HBMGUARD_A_PHYS_ADDR,
 		HBMGUARD_A_NUMA_NODE,
 	};
-	struct sk_buff *msg;
 	unsigned int i;
-	void *hdr;
 	u32 id;
 	int err;
 
@@ -670,19 +679,8 @@ static int hbm_nl_gpu_register_doit(struct sk_buff *skb, struct genl_info *info)
 	if (err)
 		return err;
 
-	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
-	if (!msg)
-		goto undo;
-	hdr = genlmsg_put_reply(msg, info, &hbm_genl, 0, HBMGUARD_CMD_GPU_REGISTER);
-	if (!hdr || nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, id)) {
-		nlmsg_free(msg);
-		goto undo;
-	}
-	genlmsg_end(msg, hdr);
-	return genlmsg_reply(msg, info);
-undo:
-	hbm_device_destroy(id, HBMGUARD_KIND_GPU);
-	return -ENOMEM;
+	return hbm_nl_reply_created(info, HBMGUARD_CMD_GPU_REGISTER, id,
+				    HBMGUARD_KIND_GPU);
 }
 
 static int hbm_nl_gpu_unregister_doit(struct sk_buff *skb, struct genl_info *info)
