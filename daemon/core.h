@@ -86,6 +86,8 @@ enum hbm_device_kind {
 	HBM_DEVICE_RANGE = 1,	/* a range of HBM registered with the module */
 	HBM_DEVICE_NVIDIA,	/* an NVIDIA GPU */
 	HBM_DEVICE_AMDGPU,	/* an AMD GPU */
+	HBM_DEVICE_GPU,		/* a GPU the module numbers (HBMGUARD_KIND_GPU),
+				 * its vendor known to the source that found it */
 };
 
 /* DEVICE_SEEN: why the device is read. */
@@ -110,7 +112,7 @@ struct hbm_fact_device {
 	uint32_t kind;			/* enum hbm_device_kind */
 	char identity[HBMGUARD_IDENTITY_LEN];	/* the stable key: range name, GPU UUID */
 	char name[32];			/* for people: "GPU 0 H100"; "" none */
-	char pci[16];			/* "0000:3b:00.0"; "" none */
+	char pci[HBMGUARD_PCI_ADDR_LEN];	/* "0000:3b:00.0", lower case; "" none */
 	uint32_t page_size;		/* bytes; 0 unknown */
 	uint64_t size;			/* bytes of memory; 0 unknown */
 };
@@ -148,6 +150,9 @@ struct device {
 	uint32_t id;
 	char identity[HBMGUARD_IDENTITY_LEN];
 	uint32_t page_size;
+	uint32_t kind;			/* the module's HBMGUARD_KIND_* */
+	char pci[HBMGUARD_PCI_ADDR_LEN];	/* HBMGUARD_KIND_GPU: as pci_name(); else "" */
+	uint64_t size;			/* bytes of HBM */
 };
 
 struct device_list {

@@ -66,6 +66,10 @@ static int parse_device(struct nl_msg *msg, void *arg)
 	snprintf(dev->identity, sizeof(dev->identity), "%s",
 		 nla_get_string(a[HBMGUARD_A_IDENTITY]));
 	dev->page_size = nla_get_u32(a[HBMGUARD_A_PAGE_SIZE]);
+	dev->kind = a[HBMGUARD_A_KIND] ? nla_get_u32(a[HBMGUARD_A_KIND]) : 0;
+	snprintf(dev->pci, sizeof(dev->pci), "%s",
+		 a[HBMGUARD_A_PCI_ADDR] ? nla_get_string(a[HBMGUARD_A_PCI_ADDR]) : "");
+	dev->size = a[HBMGUARD_A_HBM_SIZE] ? nla_get_u64(a[HBMGUARD_A_HBM_SIZE]) : 0;
 	return NL_OK;
 }
 
@@ -278,6 +282,12 @@ const struct hbm_source_ops kernel_ops = {
 
 static int join_family(struct hbm_kernel *k);
 
+/* What the module numbers: a GPU (its vendor is its finder's business), or HBM. */
+static uint32_t device_kind(const struct device *dev)
+{
+	return dev->kind == HBMGUARD_KIND_GPU ? HBM_DEVICE_GPU : HBM_DEVICE_RANGE;
+}
+
 /*
  * What a device's table holds, read after it was (re)found: PAGES facts,
  * unheard, for the sinks to take what they did not hear (lost data).
@@ -292,7 +302,7 @@ static void table_facts(struct hbm_kernel *k, const struct device *dev, enum hbm
 			struct hbm_fact f = {
 				.type = HBM_FACT_PAGES, .origin = HBM_FROM_KERNEL,
 				.flags = HBM_FACT_UNHEARD, .sync = why,
-				.dev = { .id = dev->id, .kind = HBM_DEVICE_RANGE,
+				.dev = { .id = dev->id, .kind = device_kind(dev),
 					 .page_size = dev->page_size },
 				.offset = x.r[i].offset, .length = x.r[i].length,
 				.state = x.r[i].state, .source = x.r[i].source,
@@ -338,9 +348,11 @@ static int sync_devices(struct hbm_kernel *k, uint32_t id, enum hbm_sync mode,
 		    strcmp(was[dev->id], dev->identity))
 			f.sync = HBM_SYNC_ADDED;
 		f.dev.id = dev->id;
-		f.dev.kind = HBM_DEVICE_RANGE;
+		f.dev.kind = device_kind(dev);
 		snprintf(f.dev.identity, sizeof(f.dev.identity), "%s", dev->identity);
+		snprintf(f.dev.pci, sizeof(f.dev.pci), "%s", dev->pci);
 		f.dev.page_size = dev->page_size;
+		f.dev.size = dev->size;
 		k->link.fact(k->link.core, &f);
 		table_facts(k, dev, f.sync);
 	}
