@@ -6,10 +6,12 @@
  * socket ask of the devices by asking the source that numbers them.
  *
  * It must not block beyond the source's own short requests, allocates
- * nothing per fact (a fact is copied on the stack), and calls no sink
- * but through its callback: it includes no source's or sink's header.
+ * nothing per fact (a fact is copied on the stack; a device list is
+ * allocated per question that needs one), and calls no sink but through
+ * its callback: it includes no source's or sink's header.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,30 +67,45 @@ int core_add_sink(struct hbmd_core *c, const struct hbm_sink *s)
 	return 0;
 }
 
-/* A fact to every sink, its device named where the source left it out. */
+/*
+ * A fact to every sink, its device named where the source left it out.  One
+ * from inside a sink's callback would reach the sinks before them out of
+ * order (the store would save a device the journal has not named yet): it
+ * is a bug, said and dropped.
+ */
 static void core_fact(void *core, const struct hbm_fact *fact)
 {
 	struct hbmd_core *c = core;
 	struct hbm_fact f = *fact;
 	size_t i;
 
+	if (c->in_fact) {
+		fprintf(stderr, "<3>hbmguardd: a fact (type %u) from inside a sink: dropped\n",
+			f.type);
+		return;
+	}
 	if (!f.dev.identity[0] && f.dev.id < HBMGUARD_MAX_DEVICES)
 		memcpy(f.dev.identity, c->identity[f.dev.id], sizeof(f.dev.identity));
 	if (f.type == HBM_FACT_RESYNC)
 		c->resyncs++;
 	else if (f.event && !(f.flags & HBM_FACT_UNHEARD))
 		c->events_seen++;
+	c->in_fact = true;
 	for (i = 0; i < c->nr_sinks; i++)
 		c->sinks[i].fact(c->sinks[i].ctx, &f);
+	c->in_fact = false;
+	if (f.type == HBM_FACT_DEVICE_GONE && f.dev.id < HBMGUARD_MAX_DEVICES)
+		c->identity[f.dev.id][0] = 0;
 }
 
-static bool listed(const struct device_list *l, uint32_t id)
+/* Whether @l has device @id as @identity: not when it is another now. */
+static bool listed(const struct device_list *l, uint32_t id, const char *identity)
 {
 	size_t i;
 
 	for (i = 0; i < l->nr; i++)
 		if (l->dev[i].id == id)
-			return true;
+			return !strcmp(l->dev[i].identity, identity);
 	return false;
 }
 
@@ -97,37 +114,43 @@ static bool listed(const struct device_list *l, uint32_t id)
  * @c: the core
  * @l: filled in
  *
- * Those gone since the last read leave (a DEVICE_GONE fact each); every
- * one listed is remembered for the journal and the status.
+ * A read, for the sinks and the control socket: what it finds changes
+ * nothing here (the source tells what went away).
  *
  * Return: 0, or the source's negative errno.
  */
 int core_devices(struct hbmd_core *c, struct device_list *l)
 {
+	l->nr = 0;
+	return c->ops->list(c->ops_ctx, l);
+}
+
+/*
+ * The source's read of its devices: those gone since its last read leave
+ * (a DEVICE_GONE fact each; an id that names another device now too), and
+ * every one listed is remembered for the journal and the status.
+ */
+static int link_devices(void *core, struct device_list *l)
+{
+	struct hbmd_core *c = core;
 	size_t i;
 	int err;
 
-	l->nr = 0;
-	err = c->ops->list(c->ops_ctx, l);
+	err = core_devices(c, l);
 	if (err)
 		return err;
 	for (i = 0; i < HBMGUARD_MAX_DEVICES; i++)
-		if (c->identity[i][0] && !listed(l, i)) {
+		if (c->identity[i][0] && !listed(l, i, c->identity[i])) {
 			struct hbm_fact f = { .type = HBM_FACT_DEVICE_GONE,
 					      .origin = c->ops->origin, .dev.id = i };
 
-			core_fact(c, &f);
+			core_fact(c, &f);	/* named by c->identity[i] */
 		}
 	memset(c->identity, 0, sizeof(c->identity));
 	for (i = 0; i < l->nr; i++)
 		if (l->dev[i].id < HBMGUARD_MAX_DEVICES)
 			strcpy(c->identity[l->dev[i].id], l->dev[i].identity);
 	return 0;
-}
-
-static int link_devices(void *core, struct device_list *l)
-{
-	return core_devices(core, l);
 }
 
 /**

@@ -9,31 +9,48 @@
  * hands each to the function given to it at start (struct hbm_source_link,
  * from core_link()): a source includes this header for the types, and
  * never calls a sink.  The core takes each fact once, in order, keeps the
- * device list (core_devices()) and the counters, names the device where
- * the source gave only its id, and hands the fact to every sink, in the
- * order they were added, through the sink's one callback.  A sink must not
- * block, must not allocate per fact, and must not call back up (no fact
- * from a sink): what it needs to know it asks the core (core_devices(),
- * core_dump(), ...), which asks the source that numbers the devices
- * through its struct hbm_source_ops.
+ * device list and the counters, names the device where the source gave
+ * only its id, and hands the fact to every sink, in the order they were
+ * added, through the sink's one callback.  A sink must not block and must
+ * not call back up: no fact comes from a sink (the core refuses one that
+ * would nest), and what a sink needs to know it asks the core
+ * (core_devices(), core_dump(), ...), which asks the source that numbers
+ * the devices through its struct hbm_source_ops.  Those questions are
+ * reads: only the source says that a device went away (DEVICE_GONE),
+ * itself or through its link's .devices.  Allocation follows the work,
+ * not the facts: a table read or a save allocates its table, a fact
+ * nothing.
  *
  * A fact counts as an event (STATUS=, hbmctl status) when .event is set
  * and it was heard (no HBM_FACT_UNHEARD); a RESYNC counts as a resync.
- * What a table read after a loss holds comes as PAGES facts marked
- * HBM_FACT_UNHEARD, .sync saying why it was read: sinks that act on lost
- * data (recovery.c) take them, sinks that record what was heard
- * (journal.c) do not.
+ * What a table read holds comes as PAGES facts marked HBM_FACT_UNHEARD,
+ * between the device's DEVICE_SEEN and its TABLE_READ, .sync saying why it
+ * was read: the store takes them all (the one dump it saves from), sinks
+ * that act on lost data (recovery.c) take what is news to them, sinks that
+ * record what was heard (journal.c) none.
+ *
+ * The sinks keep what they know of a device by the module's id, the
+ * number of its table: a fact with dev.id HBM_NO_DEVICE_ID is about a
+ * device the module does not number (yet), a GPU its finder has still to
+ * register; the table, the state files and the incidents are the
+ * module's devices'.
  *
  * The fact is one fixed-size struct, filled by value, no pointer into the
  * source's buffers: a sink may copy it whole.  It carries more than the
  * kernel link fills today, for the sources to come (issue 13):
  *
  *   DEVICE_SEEN   .dev (kind, identity: a range name or a GPU UUID; name,
- *                 PCI address, page size, size), .sync: why it is (re)read
- *   DEVICE_GONE   .dev: the source no longer has it
+ *                 PCI address, page size, size), .sync: why it is (re)read;
+ *                 its table's PAGES follow, then TABLE_READ
+ *   TABLE_READ    .dev's table was read whole: the unheard PAGES since its
+ *                 DEVICE_SEEN are all of it; HBM_FACT_INCOMPLETE when the
+ *                 read failed (they are not)
+ *   DEVICE_GONE   .dev: the source no longer has it (the module reloaded:
+ *                 every device it had)
  *   PAGES         pages changed state: .event RETIRED, PENDING, FAILED or
  *                 CLEARED; .offset, .length, .state, .source (UE, CE
- *                 threshold, poison, admin, restored), .count
+ *                 threshold, poison, admin, restored), .count; read from a
+ *                 table, also .first_seen and .last_seen
  *   ERROR         an error was reported: .severity (CE/UE), .xid (NVIDIA
  *                 Xid; 0 none), .path (how it was heard), .text; .offset
  *                 and .length where the error has an address
@@ -49,9 +66,8 @@
  * event for a fact leaves it 0.
  *
  * Not kmod/core.h (the module's table): daemon files include this one by
- * their own directory.  Other sources: read this header with
- * `git show s4-shape:daemon/core.h`.  Its members are settled; new ones may
- * be added at the end of a struct.
+ * their own directory.  Its members are settled; new ones may be added at
+ * the end of a struct.
  */
 #ifndef HBMGUARDD_CORE_H
 #define HBMGUARDD_CORE_H
@@ -72,6 +88,7 @@ enum hbm_fact_type {
 	HBM_FACT_HEALTH,
 	HBM_FACT_RESYNC,
 	HBM_FACT_EVENT,
+	HBM_FACT_TABLE_READ,
 };
 
 /* Who heard it. */
@@ -103,7 +120,8 @@ enum hbm_severity {
 };
 
 /* .flags */
-#define HBM_FACT_UNHEARD	0x1	/* read from a table after events were lost */
+#define HBM_FACT_UNHEARD	0x1	/* read from a table, not heard as an event */
+#define HBM_FACT_INCOMPLETE	0x2	/* TABLE_READ: the read failed part way */
 
 #define HBM_NO_DEVICE_ID	UINT32_MAX	/* a device the module does not number */
 
@@ -136,6 +154,8 @@ struct hbm_fact {
 	uint32_t xid;			/* ERROR: an NVIDIA Xid, 0 none */
 	char path[32];			/* ERROR: how heard: "tracepoint", "nvml"... */
 	char text[128];			/* ERROR: the driver's own words */
+	uint64_t first_seen;		/* PAGES read from a table: seconds since */
+	uint64_t last_seen;		/* the epoch, as the table has them */
 };
 
 /* A sink: one callback, called for every fact, in order. */
@@ -186,8 +206,8 @@ struct hbm_source_ops {
 /*
  * What a source is given at start, its only way to the core: a fact in,
  * and the device list (read from the source that numbers the devices,
- * through its .list; the devices gone since the last read leave, as
- * DEVICE_GONE facts to the sinks).
+ * through its .list; the devices gone since the source's last read leave,
+ * as DEVICE_GONE facts to the sinks).
  */
 struct hbm_source_link {
 	void (*fact)(void *core, const struct hbm_fact *f);
@@ -205,6 +225,7 @@ struct hbmd_core {
 	char identity[HBMGUARD_MAX_DEVICES][HBMGUARD_IDENTITY_LEN];	/* by id */
 	uint64_t events_seen;
 	uint64_t resyncs;
+	bool in_fact;			/* handing a fact to the sinks */
 };
 
 void core_init(struct hbmd_core *c, const struct hbm_source_ops *ops, void *ctx);

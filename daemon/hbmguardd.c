@@ -97,7 +97,8 @@ static int wire(struct hbmguardd *g)
 	d->store = &g->store;
 	d->on_status = status_notify;
 	d->on_save_failed = store_save_failed;
-	store_start(&g->store, d, &g->core, recovery_save_again);
+	if (store_start(&g->store, d, &g->core, recovery_save_again))
+		return -1;
 	for (i = 0; i < sizeof(sinks) / sizeof(sinks[0]); i++)
 		if (core_add_sink(&g->core, &sinks[i]))
 			return -1;

@@ -15,9 +15,9 @@
  * list, dump, restore, retire or clear) and registers the configured
  * ranges and policies.
  *
- * It must not block the loop longer than one request to the module, must
- * not allocate per event (a dump's table is allocated per read), and calls
- * no sink: facts go out through the link the core gave at start.
+ * It must not block the loop longer than one request to the module,
+ * allocates per read of the devices or a table (never per page event),
+ * and calls no sink: facts go out through the link the core gave at start.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -259,10 +259,20 @@ static int change(void *ctx, const struct device *dev, uint16_t type,
 static int list_devices(void *ctx, struct device_list *l)
 {
 	struct hbm_kernel *k = ctx;
-	size_t i;
-	int err;
 
-	err = transact(k, request(k, HBMGUARD_CMD_DEVICE_GET, NLM_F_DUMP), parse_device, l);
+	return transact(k, request(k, HBMGUARD_CMD_DEVICE_GET, NLM_F_DUMP), parse_device, l);
+}
+
+/*
+ * The devices, read for the link itself (not for a sink's question): what
+ * it reads next is compared with them, to tell a device new under an old
+ * id, or one gone.
+ */
+static int read_devices(struct hbm_kernel *k, struct device_list *l)
+{
+	size_t i;
+	int err = k->link.devices(k->link.core, l);
+
 	if (err)
 		return err;
 	memset(k->listed, 0, sizeof(k->listed));
@@ -289,29 +299,41 @@ static uint32_t device_kind(const struct device *dev)
 }
 
 /*
- * What a device's table holds, read after it was (re)found: PAGES facts,
- * unheard, for the sinks to take what they did not hear (lost data).
+ * What a device's table holds, read once after it was (re)found: PAGES
+ * facts, unheard, then TABLE_READ.  The store saves from them, the sinks
+ * that act on lost data take what they did not hear.
  */
 static void table_facts(struct hbm_kernel *k, const struct device *dev, enum hbm_sync why)
 {
+	struct hbm_fact f = {
+		.type = HBM_FACT_PAGES, .origin = HBM_FROM_KERNEL,
+		.flags = HBM_FACT_UNHEARD, .sync = why,
+		.dev = { .id = dev->id, .kind = device_kind(dev), .page_size = dev->page_size },
+	};
 	struct hbm_extents x = { 0 };
 	size_t i;
+	int err = dump_pages(k, dev, &x);
 
-	if (!dump_pages(k, dev, &x))
-		for (i = 0; i < x.nr; i++) {
-			struct hbm_fact f = {
-				.type = HBM_FACT_PAGES, .origin = HBM_FROM_KERNEL,
-				.flags = HBM_FACT_UNHEARD, .sync = why,
-				.dev = { .id = dev->id, .kind = device_kind(dev),
-					 .page_size = dev->page_size },
-				.offset = x.r[i].offset, .length = x.r[i].length,
-				.state = x.r[i].state, .source = x.r[i].source,
-				.count = x.r[i].errors,
-			};
-
-			k->link.fact(k->link.core, &f);
-		}
+	for (i = 0; !err && i < x.nr; i++) {
+		f.offset = x.r[i].offset;
+		f.length = x.r[i].length;
+		f.state = x.r[i].state;
+		f.source = x.r[i].source;
+		f.count = x.r[i].errors;
+		f.first_seen = x.r[i].first_seen;
+		f.last_seen = x.r[i].last_seen;
+		k->link.fact(k->link.core, &f);
+	}
 	free(x.r);
+	if (err)
+		fprintf(stderr, "<3>hbmguardd: reading the table of %s: %s\n", dev->identity,
+			hbm_genl_strerror(err));
+	f = (struct hbm_fact){
+		.type = HBM_FACT_TABLE_READ, .origin = HBM_FROM_KERNEL, .sync = why,
+		.flags = err ? HBM_FACT_INCOMPLETE : 0,
+		.dev = { .id = dev->id, .kind = device_kind(dev), .page_size = dev->page_size },
+	};
+	k->link.fact(k->link.core, &f);
 }
 
 /*
@@ -330,7 +352,7 @@ static int sync_devices(struct hbm_kernel *k, uint32_t id, enum hbm_sync mode,
 
 	if (l && was) {
 		memcpy(was, k->listed, sizeof(k->listed));
-		err = k->link.devices(k->link.core, l);
+		err = read_devices(k, l);
 	}
 	for (i = 0; !err && i < l->nr; i++) {
 		const struct device *dev = &l->dev[i];
@@ -364,12 +386,29 @@ static int sync_devices(struct hbm_kernel *k, uint32_t id, enum hbm_sync mode,
 	return err;
 }
 
+/* Device @id is no longer the module's: said once, whoever asks next. */
+static void device_gone(struct hbm_kernel *k, uint32_t id)
+{
+	struct hbm_fact f = { .type = HBM_FACT_DEVICE_GONE, .origin = HBM_FROM_KERNEL,
+			      .dev.id = id };
+
+	if (id >= HBMGUARD_MAX_DEVICES || !k->listed[id][0])
+		return;
+	snprintf(f.dev.identity, sizeof(f.dev.identity), "%s", k->listed[id]);
+	k->listed[id][0] = 0;
+	k->link.fact(k->link.core, &f);
+}
+
 /*
  * The family registered anew (the module reloaded): new tables, and no
  * event of what happened before the group was joined again.
  */
 static void reloaded(struct hbm_kernel *k)
 {
+	uint32_t id;
+
+	for (id = 0; id < HBMGUARD_MAX_DEVICES; id++)
+		device_gone(k, id);
 	if (join_family(k))
 		fprintf(stderr, "<3>hbmguardd: cannot join the new family\n");
 	k->next_seq = 0;	/* what was seen goes with each device's DEVICE_SEEN */
@@ -482,6 +521,8 @@ static int on_event(struct nl_msg *msg, void *arg)
 		break;
 	}
 	k->link.fact(k->link.core, &f);
+	if (type == HBMGUARD_EVENT_DEVICE_REMOVED)
+		device_gone(k, f.dev.id);
 	return NL_OK;
 }
 
@@ -644,7 +685,7 @@ void kernel_reconfigure(struct hbm_kernel *k)
 	size_t i;
 
 	register_ranges(k);
-	if (l && !k->link.devices(k->link.core, l))
+	if (l && !read_devices(k, l))
 		for (i = 0; i < l->nr; i++)
 			apply_policy(k, &l->dev[i]);
 	free(l);

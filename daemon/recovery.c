@@ -38,10 +38,14 @@
  *
  * A sink of the core (recovery_fact()): pages whose data was lost, heard or
  * found unheard in a table read after a loss, open incidents; a device new
- * or gone forgets what was acted upon there.  It must not block (signals,
- * non-blocking sends through client.c, one atomic write per transition)
- * and calls nothing above it: the status and the retry of a failed save
- * through daemon.c, the kernel's table through daemon_is_bypassed().
+ * or gone forgets what was acted upon there.  What it keeps of a device is
+ * by the module's id: a fact about a device the module does not number
+ * (HBM_NO_DEVICE_ID) has no table, and no rank can be on it.  It must not
+ * block (signals, non-blocking sends through client.c, one atomic write
+ * per transition), allocates per incident and per range of lost data it
+ * records (never per correctable event), and calls nothing above it: the
+ * status and the retry of a failed save through daemon.c, the kernel's
+ * table through daemon_is_bypassed(), a read.
  */
 #include <errno.h>
 #include <fcntl.h>

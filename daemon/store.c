@@ -17,9 +17,9 @@
  *
  * It takes facts through store_fact() and asks the core (core.h) for the
  * devices and their tables; it must not block beyond one dump and one
- * fsync'd write per device, allocates per save (never per fact), and calls
- * nothing above it: the status and the other files' retry (the incidents)
- * through daemon.c and the hook main() gave.
+ * fsync'd write per device, allocates per save or table read (never per
+ * page event), and calls nothing above it: the status and the other files'
+ * retry (the incidents) through daemon.c and the hook main() gave.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -32,8 +32,6 @@
 #include "daemon.h"
 #include "state.h"
 #include "store.h"
-
-#define SYNC_SAVE	0	/* its table changed; else an enum hbm_sync */
 
 static int cmp_offset(const void *a, const void *b)
 {
@@ -141,7 +139,7 @@ static void count_stored(struct hbm_store *store, const struct device *dev,
 
 	if (dev->id >= HBMGUARD_MAX_DEVICES)
 		return;
-	for (i = 0; i < s->nr; i++)
+	for (i = 0; i < s->nr && dev->page_size; i++)
 		pages += s->records[i].length / dev->page_size;
 	store->stored_extents[dev->id] = s->nr;
 	store->stored_pages[dev->id] = pages;
@@ -248,14 +246,37 @@ static bool kernel_lacks(const struct hbm_extents *k, const struct hbm_state *st
 }
 
 /*
- * Make the stored state of a device the union with the kernel's table, less
- * @forget (cleared pages) when given; first, what @mode (an enum hbm_sync, or
- * SYNC_SAVE) asks.
+ * Write the union of @k (the kernel's table, sorted; merged into) and
+ * @stored as the device's state file, when there is anything to write or
+ * @forget took something out.
  */
-static int save(struct hbm_store *s, const struct device *dev, int mode,
+static int write_union(struct hbm_store *s, const struct device *dev, struct hbm_extents *k,
+		       const struct hbm_state *stored, bool forget)
+{
+	struct hbm_state out = { .page_size = dev->page_size };
+	int err = 0;
+
+	merge(k, stored);
+	snprintf(out.identity, sizeof(out.identity), "%s", dev->identity);
+	out.serial = stored->serial + 1;
+	out.records = k->r;
+	out.nr = k->nr;
+	if (k->nr || stored->nr || forget)
+		err = hbm_state_write(s->d->state_dir, &out);
+	if (!err)
+		count_stored(s, dev, &out);
+	save_done(s, dev, err);
+	return err;
+}
+
+/*
+ * Make the stored state of a device the union with the kernel's table, less
+ * @forget (cleared pages) when given.
+ */
+static int save(struct hbm_store *s, const struct device *dev,
 		const struct hbm_state_record *forget)
 {
-	struct hbm_state stored, out = { .page_size = dev->page_size };
+	struct hbm_state stored;
 	struct hbm_extents k = { 0 };
 	int err;
 
@@ -264,31 +285,72 @@ static int save(struct hbm_store *s, const struct device *dev, int mode,
 		hbm_state_free(&stored);
 		return -ENOMEM;
 	}
-	if (mode == HBM_SYNC_START || mode == HBM_SYNC_ADDED)
-		core_restore(s->core, dev, &stored);
 	err = core_dump(s->core, dev, &k);
-	if (!err && mode == HBM_SYNC_RESYNC && kernel_lacks(&k, &stored)) {
-		fprintf(stderr, "<4>hbmguardd: %s lacks stored pages: it came back unheard\n",
-			dev->identity);
-		core_restore(s->core, dev, &stored);
-		k.nr = 0;
-		err = core_dump(s->core, dev, &k);
-	}
-	if (!err) {
-		merge(&k, &stored);
-		snprintf(out.identity, sizeof(out.identity), "%s", dev->identity);
-		out.serial = stored.serial + 1;
-		out.records = k.r;
-		out.nr = k.nr;
-		if (k.nr || stored.nr || forget)
-			err = hbm_state_write(s->d->state_dir, &out);
-		if (!err)
-			count_stored(s, dev, &out);
-	}
-	save_done(s, dev, err);
+	if (err)
+		save_done(s, dev, err);
+	else
+		err = write_union(s, dev, &k, &stored, forget);
 	free(k.r);
 	hbm_state_free(&stored);
 	return err;
+}
+
+/*
+ * A device seen: its stored pages back into the kernel (when the daemon
+ * starts, or the table is new), then its table as its source reads it,
+ * PAGES by PAGES, saved as one at its TABLE_READ.
+ */
+static void read_begin(struct hbm_store *s, const struct hbm_fact *f)
+{
+	struct table_read *r = &s->reading;
+
+	*r = (struct table_read){ .active = true, .sync = f->sync,
+				  .dev = { .id = f->dev.id, .page_size = f->dev.page_size } };
+	snprintf(r->dev.identity, sizeof(r->dev.identity), "%s", f->dev.identity);
+	load_stored(s, &r->dev, &r->stored);
+	if (f->sync == HBM_SYNC_START || f->sync == HBM_SYNC_ADDED)
+		core_restore(s->core, &r->dev, &r->stored);
+}
+
+static void read_page(struct hbm_store *s, const struct hbm_fact *f)
+{
+	struct table_read *r = &s->reading;
+	struct hbm_state_record rec = {
+		.offset = f->offset, .length = f->length,
+		.first_seen = f->first_seen, .last_seen = f->last_seen,
+		.state = f->state, .source = f->source, .errors = f->count,
+	};
+
+	if (r->active && r->dev.id == f->dev.id && !r->failed &&
+	    !hbm_extents_push(&r->table, &rec))
+		r->failed = true;
+}
+
+/*
+ * The table read whole: saved with what was stored.  A table the kernel
+ * lacks stored pages of, after a resync, came back unheard: they go back
+ * in first.  One not read whole is saved after the turn, from a dump of
+ * its own.
+ */
+static void read_end(struct hbm_store *s, const struct hbm_fact *f)
+{
+	struct table_read *r = &s->reading;
+
+	if (!r->active || r->dev.id != f->dev.id)
+		return;
+	if (r->failed || (f->flags & HBM_FACT_INCOMPLETE)) {
+		s->saves[r->dev.id].dirty = true;
+	} else {
+		if (r->sync == HBM_SYNC_RESYNC && kernel_lacks(&r->table, &r->stored)) {
+			fprintf(stderr, "<4>hbmguardd: %s lacks stored pages: it came back unheard\n",
+				r->dev.identity);
+			core_restore(s->core, &r->dev, &r->stored);
+		}
+		write_union(s, &r->dev, &r->table, &r->stored, false);
+	}
+	free(r->table.r);
+	hbm_state_free(&r->stored);
+	*r = (struct table_read){ 0 };
 }
 
 /* A device is gone: so is what the daemon kept of it. */
@@ -322,7 +384,7 @@ static void save_dirty(struct hbm_store *s, bool failed)
 					      &s->saves[l->dev[i].id] : NULL;
 
 		if (sv && sv->dirty && (failed || !sv->error))
-			save(s, &l->dev[i], SYNC_SAVE, NULL);
+			save(s, &l->dev[i], NULL);
 	}
 	free(l);
 	daemon_notify_status(s->d);
@@ -387,7 +449,7 @@ int store_apply(struct hbm_store *s, uint16_t type, const struct hbm_ctl_extent 
 	if (!err)
 		err = core_change(s->core, dev, type, x);
 	if (!err)
-		err = save(s, dev, SYNC_SAVE, type == HBM_CTL_CLEAR ? &forget : NULL);
+		err = save(s, dev, type == HBM_CTL_CLEAR ? &forget : NULL);
 	free(l);
 	daemon_notify_status(s->d);
 	return err;
@@ -398,27 +460,37 @@ int store_apply(struct hbm_store *s, uint16_t type, const struct hbm_ctl_extent 
  * @arg: the store
  * @f: the fact
  *
- * A device seen is restored and saved as its DEVICE_SEEN says; one gone is
- * forgotten; a heard change of its table makes it dirty, saved once the
- * burst is read (on_post()).
+ * A device seen is restored, and saved from the table read that follows;
+ * one gone is forgotten; a heard change of its table makes it dirty, saved
+ * once the burst is read (on_post()).  Facts about a device the module
+ * does not number have no table here.
  */
 void store_fact(void *arg, const struct hbm_fact *f)
 {
 	struct hbm_store *s = arg;
-	struct device dev = { .id = f->dev.id, .page_size = f->dev.page_size };
 
 	if (f->dev.id >= HBMGUARD_MAX_DEVICES)
 		return;
 	switch (f->type) {
 	case HBM_FACT_DEVICE_SEEN:
-		snprintf(dev.identity, sizeof(dev.identity), "%s", f->dev.identity);
-		save(s, &dev, f->sync, NULL);
+		if (s->reading.active)	/* a read left unfinished: not expected */
+			read_end(s, &(struct hbm_fact){ .dev.id = s->reading.dev.id,
+							 .flags = HBM_FACT_INCOMPLETE });
+		read_begin(s, f);
+		break;
+	case HBM_FACT_TABLE_READ:
+		read_end(s, f);
 		break;
 	case HBM_FACT_DEVICE_GONE:
+		if (s->reading.active && s->reading.dev.id == f->dev.id)
+			read_end(s, &(struct hbm_fact){ .dev.id = f->dev.id,
+							 .flags = HBM_FACT_INCOMPLETE });
 		forget_device(s, f->dev.id, f->dev.identity);
 		break;
 	case HBM_FACT_PAGES:
-		if (!(f->flags & HBM_FACT_UNHEARD) && f->event != HBMGUARD_EVENT_CLEARED)
+		if (f->flags & HBM_FACT_UNHEARD)
+			read_page(s, f);
+		else if (f->event != HBMGUARD_EVENT_CLEARED)
 			s->saves[f->dev.id].dirty = true;	/* saved once the burst is read */
 		break;
 	}
@@ -461,4 +533,6 @@ void store_stop(struct hbm_store *s)
 {
 	sd_event_source_disable_unref(s->post);
 	sd_event_source_unref(s->retry);
+	free(s->reading.table.r);
+	hbm_state_free(&s->reading.stored);
 }

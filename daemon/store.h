@@ -20,6 +20,16 @@ struct device_save {
 	int error;		/* of the last save, 0 when it went to disk */
 };
 
+/* A device's table as its source reads it, between DEVICE_SEEN and TABLE_READ. */
+struct table_read {
+	bool active;
+	bool failed;			/* out of memory: saved from a dump of its own */
+	int sync;			/* enum hbm_sync */
+	struct device dev;
+	struct hbm_state stored;	/* its state file */
+	struct hbm_extents table;	/* the PAGES read so far */
+};
+
 struct hbm_store {
 	struct daemon *d;
 	struct hbmd_core *core;
@@ -31,6 +41,7 @@ struct hbm_store {
 	time_t last_save;
 	uint64_t stored_extents[HBMGUARD_MAX_DEVICES];	/* by id */
 	uint64_t stored_pages[HBMGUARD_MAX_DEVICES];
+	struct table_read reading;
 };
 
 int store_start(struct hbm_store *s, struct daemon *d, struct hbmd_core *core,

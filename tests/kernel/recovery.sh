@@ -275,6 +275,7 @@ kill -CONT $daemon
 eventually "a UE unheard: its incident opened and resumed" 'incident 11 |
 	grep -q "job jobL, rank 0, sim:lossy at 0x1000+0x1000: resumed$"' 120
 check "... said so" 'grep -q "sim:lossy: data lost at 0x1000+0x1000 while events were lost" /tmp/rd.log'
+check "... once: the dumps and the backlog open no second" '! incident 12'
 wait_for /tmp/jobL.0 "^request resume"
 check "... the rank paused, restored, resumed" '[ "$(cat /tmp/jobL.0)" = "registered
 request pause incident 11 failed_rank 0

@@ -8,8 +8,14 @@ The graph is of modules: daemon/x.c and daemon/x.h are module x.  A file of
 module a that includes "y.h" (a header of daemon/) makes a depend on y, and
 on every module whose .c defines a function y.h declares: a header shared by
 several files (as hbmguardd.h once was) links its includer to each of them.
-A cycle is printed and fails the check, as does a hbmguardd.c of
-MAX_MAIN_LINES lines or more.
+An object a header declares extern links the same way as a function (a
+table of function pointers, as kernel.h's kernel_ops).  An include is
+found however it is spelt ("./x.h", "../daemon/x.h"): by the file it
+names.  A call through a function pointer main() set (daemon.c's hooks,
+a sink's callback) is not an import: it is how a part tells without
+knowing who listens, and what this check leaves to the reader.  A cycle is
+printed and fails the check, as does a hbmguardd.c of MAX_MAIN_LINES lines
+or more.
 
     tests/shape/check.py [DAEMON_DIR]      (default: daemon/ of this tree)
 """
@@ -18,7 +24,7 @@ import re
 import sys
 
 MAX_MAIN_LINES = 300
-INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"/]+)\.h"', re.M)
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+\.h)"', re.M)
 
 
 # A function's name where a line starts with its type: kernel style puts
@@ -26,6 +32,20 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"/]+)\.h"', re.M)
 FUNCTION = re.compile(r'^(?!static\b|typedef\b|struct\s+\w+\s*\{|#)'
                       r'[A-Za-z_][\w \t*]*?\b([A-Za-z_]\w*)\s*\(', re.M)
 COMMENT = re.compile(r'/\*.*?\*/|//[^\n]*', re.S)
+# An object: declared "extern T name;" in a header, defined at file scope,
+# not static, in a .c ("T name = ...;", "T name[...];").
+EXTERN = re.compile(r'^\s*extern\b[^;(]*?\b([A-Za-z_]\w*)\s*(?:\[[^]]*\]\s*)*;', re.M)
+OBJECT = re.compile(r'^(?!static\b|extern\b|typedef\b|return\b|#|\s)'
+                    r'[A-Za-z_][\w \t*]*?\b([A-Za-z_]\w*)\s*(?:\[[^]]*\]\s*)*(?:=|;)', re.M)
+
+
+def included(root, f, inc):
+    """The daemon header file @f names by @inc, or None."""
+    path = os.path.normpath(os.path.join(root, inc))
+    if os.path.dirname(path) != os.path.normpath(root):
+        return None
+    name = os.path.basename(path)
+    return name[:-2] if os.path.isfile(path) else None
 
 
 def graph(root):
@@ -35,17 +55,22 @@ def graph(root):
         with open(os.path.join(root, f), encoding='utf-8') as src:
             text[f] = src.read()
     headers = {f[:-2] for f in files if f.endswith('.h')}
-    declared = {h: set(FUNCTION.findall(COMMENT.sub('', text[h + '.h']))) for h in headers}
+    declared = {}
+    for h in headers:
+        code = COMMENT.sub('', text[h + '.h'])
+        declared[h] = set(FUNCTION.findall(code)) | set(EXTERN.findall(code))
     defined = {}
     for f in files:
         if f.endswith('.c'):
-            for name in FUNCTION.findall(COMMENT.sub('', text[f])):
+            code = COMMENT.sub('', text[f])
+            for name in FUNCTION.findall(code) + OBJECT.findall(code):
                 defined.setdefault(name, set()).add(f[:-2])
     deps = {}
     for f in files:
         mod = f[:-2]
         deps.setdefault(mod, set())
-        for inc in INCLUDE.findall(COMMENT.sub('', text[f])):
+        for spelt in INCLUDE.findall(COMMENT.sub('', text[f])):
+            inc = included(root, f, spelt)
             if inc not in headers:
                 continue
             deps[mod].add(inc)

@@ -11,6 +11,7 @@ int main(void)
 	srunner_add_suite(sr, policy_suite());
 	srunner_add_suite(sr, mce_suite());
 	srunner_add_suite(sr, nvml_suite());
+	srunner_add_suite(sr, core_suite());
 	srunner_add_suite(sr, state_suite());
 	srunner_add_suite(sr, config_suite());
 	srunner_add_suite(sr, journal_suite());

@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Unit tests of hbmguardd's core (daemon/core.c) and the store's read of a
+ * table (daemon/store.c): only the source says a device went away, a fact
+ * from inside a sink is refused, and a device seen is saved from the one
+ * read of its table that follows its DEVICE_SEEN.  The source is a table
+ * in this file, behind the same struct hbm_source_ops the kernel link fills.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core.h"
+#include "daemon.h"
+#include "state.h"
+#include "store.h"
+#include "unit.h"
+
+/* The source: its devices, one table, and what was asked of it. */
+static struct device_list listed;
+static struct hbm_state_record table[4];
+static size_t table_nr;
+static int dumps, restores, dump_err;
+
+static int fake_list(void *ctx, struct device_list *l)
+{
+	(void)ctx;
+	*l = listed;
+	return 0;
+}
+
+static int fake_dump(void *ctx, const struct device *dev, struct hbm_extents *x)
+{
+	size_t i;
+
+	(void)ctx;
+	(void)dev;
+	dumps++;
+	for (i = 0; i < table_nr; i++)
+		hbm_extents_push(x, &table[i]);
+	return dump_err;
+}
+
+static void fake_restore(void *ctx, const struct device *dev, const struct hbm_state *stored)
+{
+	(void)ctx;
+	(void)dev;
+	restores += stored->nr != 0;
+}
+
+static const struct hbm_source_ops fake_ops = {
+	.origin = HBM_FROM_KERNEL, .list = fake_list, .dump = fake_dump,
+	.restore = fake_restore,
+};
+
+/* A sink that keeps what it was given, and may try to speak itself. */
+static struct hbm_fact got[16];
+static size_t nr_got;
+static struct hbm_source_link src_link;
+static bool sink_speaks;
+
+static void recorder(void *ctx, const struct hbm_fact *f)
+{
+	(void)ctx;
+	if (nr_got < 16)
+		got[nr_got++] = *f;
+	if (sink_speaks)
+		src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_RESYNC });
+}
+
+static struct hbmd_core core;
+
+static void add_device(uint32_t id, const char *identity)
+{
+	struct device *dev = &listed.dev[listed.nr++];
+
+	*dev = (struct device){ .id = id, .page_size = 4096 };
+	snprintf(dev->identity, sizeof(dev->identity), "%s", identity);
+}
+
+static void setup(void)
+{
+	memset(&listed, 0, sizeof(listed));
+	table_nr = 0;
+	dumps = restores = dump_err = 0;
+	nr_got = 0;
+	sink_speaks = false;
+	core_init(&core, &fake_ops, NULL);
+	ck_assert_int_eq(core_add_sink(&core, &(struct hbm_sink){ .name = "recorder",
+								.fact = recorder }), 0);
+	src_link = core_link(&core);
+}
+
+START_TEST(only_the_source_says_gone)
+{
+	struct device_list l;
+
+	add_device(0, "sim:a");
+	add_device(1, "sim:b");
+	ck_assert_int_eq(src_link.devices(src_link.core, &l), 0);
+	ck_assert_uint_eq(core_count_devices(&core), 2);
+	listed.nr = 1;				/* sim:b went away */
+	ck_assert_int_eq(core_devices(&core, &l), 0);
+	ck_assert_uint_eq(l.nr, 1);
+	ck_assert_uint_eq(nr_got, 0);		/* a sink's question is a read */
+	ck_assert_uint_eq(core_count_devices(&core), 2);
+	ck_assert_int_eq(src_link.devices(src_link.core, &l), 0);
+	ck_assert_uint_eq(nr_got, 1);
+	ck_assert_uint_eq(got[0].type, HBM_FACT_DEVICE_GONE);
+	ck_assert_uint_eq(got[0].dev.id, 1);
+	ck_assert_str_eq(got[0].dev.identity, "sim:b");
+	ck_assert_str_eq(core_identity(&core, 1), "");
+}
+END_TEST
+
+START_TEST(an_id_naming_another_device_is_a_device_gone)
+{
+	struct device_list l;
+
+	add_device(3, "sim:old");
+	ck_assert_int_eq(src_link.devices(src_link.core, &l), 0);
+	snprintf(listed.dev[0].identity, sizeof(listed.dev[0].identity), "sim:new");
+	ck_assert_int_eq(src_link.devices(src_link.core, &l), 0);
+	ck_assert_uint_eq(nr_got, 1);
+	ck_assert_uint_eq(got[0].type, HBM_FACT_DEVICE_GONE);
+	ck_assert_str_eq(got[0].dev.identity, "sim:old");
+	ck_assert_str_eq(core_identity(&core, 3), "sim:new");
+}
+END_TEST
+
+START_TEST(a_gone_fact_forgets_the_name)
+{
+	struct device_list l;
+
+	add_device(2, "sim:c");
+	ck_assert_int_eq(src_link.devices(src_link.core, &l), 0);
+	src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_DEVICE_GONE, .dev.id = 2 });
+	ck_assert_uint_eq(nr_got, 1);
+	ck_assert_str_eq(got[0].dev.identity, "sim:c");	/* named for the sinks */
+	ck_assert_str_eq(core_identity(&core, 2), "");
+	ck_assert_int_eq(src_link.devices(src_link.core, &l), 0);
+	ck_assert_uint_eq(nr_got, 1);			/* not said twice */
+}
+END_TEST
+
+START_TEST(a_fact_from_a_sink_is_refused)
+{
+	sink_speaks = true;
+	src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_EVENT,
+						  .event = HBMGUARD_EVENT_POLICY });
+	ck_assert_uint_eq(nr_got, 1);
+	ck_assert_uint_eq(got[0].type, HBM_FACT_EVENT);
+	ck_assert_uint_eq(core.resyncs, 0);
+	sink_speaks = false;
+	src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_RESYNC });
+	ck_assert_uint_eq(core.resyncs, 1);	/* the core took facts again */
+}
+END_TEST
+
+/* The store, its state files in a directory of this test's own. */
+static struct daemon d;
+static struct hbm_store store;
+static char dir[64];
+
+static void store_setup(void)
+{
+	setup();
+	memset(&d, 0, sizeof(d));
+	memset(&store, 0, sizeof(store));
+	strcpy(dir, "/tmp/hbm-core-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	d.state_dir = open(dir, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(d.state_dir, 0);
+	d.store = &store;
+	store_start(&store, &d, &core, NULL);
+	ck_assert_int_eq(core_add_sink(&core, &(struct hbm_sink){ .name = "store",
+								.fact = store_fact,
+								.ctx = &store }), 0);
+}
+
+static void store_teardown(void)
+{
+	char cmd[96];
+
+	store_stop(&store);
+	close(d.state_dir);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static const struct hbm_state_record bad_page = {
+	.offset = 0x9000, .length = 0x1000, .first_seen = 111, .last_seen = 222,
+	.state = HBMGUARD_STATE_RETIRED, .source = HBMGUARD_SOURCE_UE, .errors = 1,
+};
+
+static void seen(enum hbm_sync why, size_t pages, uint32_t flags)
+{
+	struct hbm_fact f = { .type = HBM_FACT_DEVICE_SEEN, .sync = why,
+			      .dev = { .id = 0, .identity = "sim:s", .page_size = 4096 } };
+	size_t i;
+
+	src_link.fact(src_link.core, &f);
+	f.type = HBM_FACT_PAGES;
+	f.flags = HBM_FACT_UNHEARD;
+	for (i = 0; i < pages; i++) {
+		f.offset = table[i].offset;
+		f.length = table[i].length;
+		f.state = table[i].state;
+		f.source = table[i].source;
+		f.count = table[i].errors;
+		f.first_seen = table[i].first_seen;
+		f.last_seen = table[i].last_seen;
+		src_link.fact(src_link.core, &f);
+	}
+	f = (struct hbm_fact){ .type = HBM_FACT_TABLE_READ, .flags = flags, .sync = why,
+			       .dev = { .id = 0, .identity = "sim:s" } };
+	src_link.fact(src_link.core, &f);
+}
+
+START_TEST(a_device_seen_is_saved_from_its_one_read)
+{
+	struct hbm_state_damage damage;
+	struct hbm_state s;
+
+	add_device(0, "sim:s");
+	table[table_nr++] = bad_page;
+	seen(HBM_SYNC_START, 1, 0);
+	ck_assert_int_eq(dumps, 0);		/* the facts were the read */
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", &s, &damage), 0);
+	ck_assert_uint_eq(s.nr, 1);
+	ck_assert_uint_eq(s.records[0].offset, 0x9000);
+	ck_assert_uint_eq(s.records[0].first_seen, 111);
+	ck_assert_uint_eq(s.records[0].last_seen, 222);
+	ck_assert_uint_eq(s.records[0].source, HBMGUARD_SOURCE_UE);
+	ck_assert_uint_eq(s.serial, 1);
+	ck_assert_uint_eq(store.stored_pages[0], 1);
+	hbm_state_free(&s);
+
+	/* Seen again (the module came back): what was stored goes back in. */
+	seen(HBM_SYNC_ADDED, 0, 0);
+	ck_assert_int_eq(restores, 1);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", &s, &damage), 0);
+	ck_assert_uint_eq(s.nr, 1);		/* kept: only ever added to */
+	ck_assert_uint_eq(s.serial, 2);
+	hbm_state_free(&s);
+	ck_assert_uint_eq(store_unsaved(&store), 0);
+}
+END_TEST
+
+START_TEST(a_read_that_failed_is_saved_from_a_dump)
+{
+	struct hbm_state_damage damage;
+	struct hbm_state s;
+
+	add_device(0, "sim:s");
+	table[table_nr++] = bad_page;
+	seen(HBM_SYNC_START, 0, HBM_FACT_INCOMPLETE);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", &s, &damage), -ENOENT);
+	ck_assert(store.saves[0].dirty);
+	ck_assert_int_eq(dumps, 0);
+}
+END_TEST
+
+START_TEST(a_resync_puts_back_what_the_kernel_lacks)
+{
+	add_device(0, "sim:s");
+	table[table_nr++] = bad_page;
+	seen(HBM_SYNC_START, 1, 0);
+	ck_assert_int_eq(restores, 0);		/* nothing stored yet */
+	seen(HBM_SYNC_RESYNC, 0, 0);		/* its table came back empty */
+	ck_assert_int_eq(restores, 1);
+	seen(HBM_SYNC_RESYNC, 1, 0);		/* whole: nothing to put back */
+	ck_assert_int_eq(restores, 1);
+}
+END_TEST
+
+Suite *core_suite(void)
+{
+	Suite *s = suite_create("core");
+	TCase *tc = tcase_create("core");
+	TCase *st = tcase_create("store");
+
+	tcase_add_checked_fixture(tc, setup, NULL);
+	tcase_add_test(tc, only_the_source_says_gone);
+	tcase_add_test(tc, an_id_naming_another_device_is_a_device_gone);
+	tcase_add_test(tc, a_gone_fact_forgets_the_name);
+	tcase_add_test(tc, a_fact_from_a_sink_is_refused);
+	suite_add_tcase(s, tc);
+	tcase_add_checked_fixture(st, store_setup, store_teardown);
+	tcase_add_test(st, a_device_seen_is_saved_from_its_one_read);
+	tcase_add_test(st, a_read_that_failed_is_saved_from_a_dump);
+	tcase_add_test(st, a_resync_puts_back_what_the_kernel_lacks);
+	suite_add_tcase(s, st);
+	return s;
+}
