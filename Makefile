@@ -140,11 +140,11 @@ $(BUILD)/guest/hbmctl: daemon/hbmctl.c $(BUILD)/libhbmguard.a
 # recovery.c too, its neighbours stubbed (tests/unit/check_recovery.c); the
 # core and the store, behind a source of the test's own (check_core.c); the
 # SIGBUS guard, included by tests/unit/check_aperture.c.
-UNIT_DAEMON := $(DAEMON_SRC) daemon/recovery.c daemon/core.c daemon/store.c $(shell pkg-config --cflags libnl-genl-3.0 libsystemd)
+UNIT_DAEMON := $(DAEMON_SRC) daemon/recovery.c daemon/core.c daemon/store.c daemon/amdgpu.c $(shell pkg-config --cflags libnl-genl-3.0 libsystemd)
 UNIT_DAEMON += -DHBM_FIXTURES='"$(TOP)/tests/unit/fixtures"'
 UNIT_LIBS := $(CHECK_LIBS) $(shell pkg-config --libs libsystemd)
 UNIT_DEPS := $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR) daemon/recovery.c \
-	daemon/core.c daemon/store.c $(DAEMON_MAIN_HDR) \
+	daemon/core.c daemon/store.c daemon/amdgpu.c daemon/amdgpu.h $(DAEMON_MAIN_HDR) \
 	daemon/hbmguardd.h daemon/libhbmguard/aperture.c daemon/libhbmguard/hbmguard.h
 
 $(BUILD)/unit: $(UNIT_DEPS)

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <check.h>
+#include "amdgpu.h"
 #include "amdgpu_ras.h"
 #include "unit.h"
 
@@ -246,15 +247,198 @@ START_TEST(read_names_the_file)
 }
 END_TEST
 
+/*
+ * The source (amdgpu.c) over a copy of the fixture tree: what it tells the
+ * core at start, and what a later read finds changed.
+ */
+static struct hbm_fact told[32];
+static size_t nr_told;
+
+static void tell(void *core, const struct hbm_fact *f)
+{
+	(void)core;
+	if (nr_told < 32)
+		told[nr_told++] = *f;
+}
+
+static char tree[64];
+
+static void tree_setup(void)
+{
+	char cmd[256];
+
+	nr_told = 0;
+	strcpy(tree, "/tmp/hbm-drm-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tree));
+	snprintf(cmd, sizeof(cmd), "cp -r %s/amdgpu/card* %s/", HBM_FIXTURES, tree);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static void tree_teardown(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tree);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static void tree_write(const char *card_file, const char *text)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", tree, card_file);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static const struct hbm_fact *told_of(uint32_t type, const char *identity, size_t nth)
+{
+	size_t i;
+
+	for (i = 0; i < nr_told; i++)
+		if (told[i].type == type && !strcmp(told[i].dev.identity, identity) && !nth--)
+			return &told[i];
+	return NULL;
+}
+
+#define CARD0 "amdgpu-3f2e1d0c4b5a6978"
+#define CARD1 "amdgpu-pci-0000:03:00.0"	/* 6.1's card has no unique_id */
+#define CARD2 "amdgpu-0a1b2c3d4e5f6071"
+
+static struct amdgpu_facts *start(void)
+{
+	struct hbm_source_link link = { .fact = tell };
+	struct amdgpu_facts *s = amdgpu_facts_start(tree, &link);
+
+	ck_assert_ptr_nonnull(s);
+	return s;
+}
+
+START_TEST(source_at_start)
+{
+	struct amdgpu_facts *s = start();
+	const struct hbm_fact *f;
+
+	/* cards 0, 1, 2; not 3 (RAS off), 4 (nvidia's), card0-DP-1 (a connector) */
+	ck_assert_uint_eq(nr_told, 3 + 4);
+	f = told_of(HBM_FACT_DEVICE_SEEN, CARD0, 0);
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(f->origin, HBM_FROM_AMDGPU);
+	ck_assert_uint_eq(f->dev.id, HBM_NO_DEVICE_ID);
+	ck_assert_uint_eq(f->dev.kind, HBM_DEVICE_AMDGPU);
+	ck_assert_str_eq(f->dev.pci, "0000:c1:00.0");
+	ck_assert_uint_eq(f->dev.size, 68702699520ULL);
+	ck_assert_uint_eq(f->dev.page_size, 4096);
+	ck_assert_uint_eq(f->sync, HBM_SYNC_START);
+	ck_assert_ptr_nonnull(told_of(HBM_FACT_DEVICE_SEEN, CARD1, 0));
+	ck_assert_ptr_nonnull(told_of(HBM_FACT_DEVICE_SEEN, CARD2, 0));
+	/* card0's list, old news: R, R, P, F */
+	f = told_of(HBM_FACT_PAGES, CARD0, 2);
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(f->offset, 0x7fffeULL * 4096);
+	ck_assert_uint_eq(f->length, 4096);
+	ck_assert_uint_eq(f->state, HBMGUARD_STATE_PENDING);
+	ck_assert_uint_eq(f->flags, HBM_FACT_UNHEARD);
+	ck_assert_uint_eq(f->sync, HBM_SYNC_START);
+	ck_assert_uint_eq(told_of(HBM_FACT_PAGES, CARD0, 3)->state, HBMGUARD_STATE_FAILED);
+	ck_assert_ptr_null(told_of(HBM_FACT_ERROR, CARD0, 0));	/* counts are a baseline */
+	nr_told = 0;
+	ck_assert_int_eq(amdgpu_facts_poll(s), 0);
+	ck_assert_uint_eq(nr_told, 0);		/* nothing changed, nothing told */
+	amdgpu_facts_stop(s);
+}
+END_TEST
+
+START_TEST(source_hears_what_changed)
+{
+	struct amdgpu_facts *s = start();
+	const struct hbm_fact *f;
+	char cmd[128];
+
+	nr_told = 0;
+	tree_write("card0/device/ras/gpu_vram_bad_pages",
+		   "0x00012345 : 0x00001000 : R\n0x00012346 : 0x00001000 : R\n"
+		   "0x0007fffe : 0x00001000 : R\n0x00000001 : 0x00001000 : F\n"
+		   "0x00020000 : 0x00001000 : P\n");
+	tree_write("card0/device/ras/umc_err_count", "ue: 3\nce: 20\nde: 1\n");
+	snprintf(cmd, sizeof(cmd), "rm -rf %s/card1", tree);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(amdgpu_facts_poll(s), 0);
+	ck_assert_uint_eq(nr_told, 5);
+	f = told_of(HBM_FACT_PAGES, CARD0, 0);	/* pending, now reserved */
+	ck_assert_uint_eq(f->offset, 0x7fffeULL * 4096);
+	ck_assert_uint_eq(f->event, HBMGUARD_EVENT_RETIRED);
+	ck_assert_uint_eq(f->flags, 0);
+	ck_assert_uint_eq(f->source, HBMGUARD_SOURCE_UE);
+	f = told_of(HBM_FACT_PAGES, CARD0, 1);	/* new */
+	ck_assert_uint_eq(f->offset, 0x20000ULL * 4096);
+	ck_assert_uint_eq(f->event, HBMGUARD_EVENT_PENDING);
+	f = told_of(HBM_FACT_ERROR, CARD0, 0);
+	ck_assert_uint_eq(f->severity, HBM_SEVERITY_UE);
+	ck_assert_uint_eq(f->count, 1);
+	ck_assert_str_eq(f->text, "umc: 1 new uncorrectable error");
+	f = told_of(HBM_FACT_ERROR, CARD0, 1);
+	ck_assert_uint_eq(f->severity, HBM_SEVERITY_CE);
+	ck_assert_uint_eq(f->count, 3);
+	ck_assert_ptr_nonnull(told_of(HBM_FACT_DEVICE_GONE, CARD1, 0));
+
+	/* A reset: counts inaccessible, then cleared; no error told. */
+	nr_told = 0;
+	tree_write("card0/device/ras/umc_err_count", "Query currently inaccessible\n");
+	ck_assert_int_eq(amdgpu_facts_poll(s), 0);
+	tree_write("card0/device/ras/umc_err_count", "ue: 0\nce: 0\nde: 0\n");
+	ck_assert_int_eq(amdgpu_facts_poll(s), 0);
+	tree_write("card0/device/ras/umc_err_count", "ue: 1\nce: 0\nde: 0\n");
+	ck_assert_int_eq(amdgpu_facts_poll(s), 0);
+	ck_assert_uint_eq(nr_told, 1);		/* counted from the reset on */
+	ck_assert_uint_eq(told[0].count, 1);
+	amdgpu_facts_stop(s);
+}
+END_TEST
+
+START_TEST(source_malformed_tells_nothing)
+{
+	struct amdgpu_facts *s = start();
+
+	nr_told = 0;
+	tree_write("card0/device/ras/gpu_vram_bad_pages",
+		   "0x00012345 : 0x00001000 : R\n0x00099999 : 0x00001000 : Z\n");
+	ck_assert_int_eq(amdgpu_facts_poll(s), 0);
+	ck_assert_int_eq(amdgpu_facts_poll(s), 0);
+	ck_assert_uint_eq(nr_told, 0);		/* not gone either: still there */
+	tree_write("card0/device/ras/gpu_vram_bad_pages",
+		   "0x00012345 : 0x00001000 : R\n0x00012346 : 0x00001000 : R\n"
+		   "0x0007fffe : 0x00001000 : P\n0x00000001 : 0x00001000 : F\n");
+	ck_assert_int_eq(amdgpu_facts_poll(s), 0);
+	ck_assert_uint_eq(nr_told, 0);
+	/* another GPU under card2's name: the old one is gone, the new one seen */
+	tree_write("card2/device/unique_id", "00000000000000aa\n");
+	ck_assert_int_eq(amdgpu_facts_poll(s), 0);
+	ck_assert_ptr_nonnull(told_of(HBM_FACT_DEVICE_GONE, CARD2, 0));
+	ck_assert_uint_eq(told_of(HBM_FACT_DEVICE_SEEN, "amdgpu-00000000000000aa", 0)->sync,
+			  HBM_SYNC_ADDED);
+	amdgpu_facts_stop(s);
+}
+END_TEST
+
 Suite *amdgpu_suite(void)
 {
 	Suite *s = suite_create("amdgpu");
 	TCase *tc = tcase_create("core");
+	TCase *src = tcase_create("source");
 
 	tcase_add_test(tc, fixture_cards);
 	tcase_add_test(tc, bad_pages_malformed);
 	tcase_add_test(tc, err_count_malformed);
 	tcase_add_test(tc, read_names_the_file);
 	suite_add_tcase(s, tc);
+	tcase_add_checked_fixture(src, tree_setup, tree_teardown);
+	tcase_add_test(src, source_at_start);
+	tcase_add_test(src, source_hears_what_changed);
+	tcase_add_test(src, source_malformed_tells_nothing);
+	suite_add_tcase(s, src);
 	return s;
 }

@@ -1,0 +1,453 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The amdgpu source of hbmguardd: every card bound to amdgpu, its RAS files
+ * in sysfs read every HBM_AMDGPU_PERIOD_S seconds (amdgpu_ras.c parses
+ * them), what changed given to the core as facts (core.h):
+ *
+ *   a card bound to amdgpu   DEVICE_SEEN: kind AMDGPU, identity
+ *   with a ras/ directory    "amdgpu-" + its unique_id (else "amdgpu-pci-" +
+ *                            its PCI address, which follows the slot), pci
+ *                            from its uevent, size = mem_info_vram_total,
+ *                            page size 4096; sync START at the first read,
+ *                            ADDED for a card that comes later
+ *   its bad-page list        PAGES, unheard, as DEVICE_SEEN's sync: what
+ *                            amdgpu reserved before it was read
+ *   a page new to the list,  PAGES, heard: RETIRED (R), PENDING (P) or
+ *   or changed state         FAILED (F), source UE (amdgpu retires a page
+ *                            for an uncorrectable or deferred UMC error:
+ *                            amdgpu_umc_do_page_retirement(),
+ *                            drivers/gpu/drm/amd/amdgpu/amdgpu_umc.c, 6.1
+ *                            and 6.12), offset pfn * page size
+ *   a block's count grew     ERROR: severity UE for ue: and de: (deferred:
+ *                            the data is bad, its consumer not yet hit), CE
+ *                            for ce:, .count the growth
+ *   a card gone              DEVICE_GONE
+ *
+ * Counts that fall (a GPU reset clears them) start again from where they
+ * are; a card in reset ("Query currently inaccessible") keeps its last.
+ * The files are sysfs attributes amdgpu writes whole on each read: a poll
+ * reads a few KiB per card.  The device's identity and PCI address come
+ * from files of the PCI core and amdgpu:
+ *   uevent               "DRIVER=%s" (dev_uevent(), drivers/base/core.c),
+ *                        "PCI_SLOT_NAME=%s" with pci_name() (pci_uevent(),
+ *                        drivers/pci/pci-driver.c)
+ *   unique_id            "%016llx\n" (amdgpu_get_unique_id(),
+ *                        drivers/gpu/drm/amd/pm/amdgpu_pm.c), on ASICs
+ *                        that have one
+ *   mem_info_vram_total  "%llu\n" (amdgpu_mem_info_vram_total_show(),
+ *                        drivers/gpu/drm/amd/amdgpu/amdgpu_vram_mgr.c)
+ * all as in Linux 6.1 and 6.12.
+ *
+ * It must not block beyond reading these files, allocates per read of a
+ * card (its bad-page list), never per fact, and calls no sink: facts go
+ * through the link the core gave at start.  A file it cannot read or parse
+ * is said once, until it reads again.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "amdgpu.h"
+#include "amdgpu_ras.h"
+#include "core.h"
+
+#define AMDGPU_MAX_CARDS	64
+#define AMDGPU_PAGE_SIZE	4096	/* AMDGPU_GPU_PAGE_SIZE, amdgpu.h */
+
+struct card {
+	char name[16];			/* "card0", under the DRM directory */
+	bool present;			/* found by this poll */
+	int error;			/* of its last read, said once */
+	struct hbm_fact_device dev;
+	struct amdgpu_ras last;		/* what the last good read said */
+};
+
+struct amdgpu_facts {
+	char drm_dir[PATH_MAX];
+	struct hbm_source_link link;
+	struct card card[AMDGPU_MAX_CARDS];
+	size_t nr;
+	bool polled;			/* after the first poll a new card is news */
+	bool full_said;
+	sd_event_source *timer;
+};
+
+/* A small file of @dir, NUL-terminated, without its trailing newline. */
+static int read_small(const char *dir, const char *name, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+	ssize_t n;
+	int fd;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	return 0;
+}
+
+/* A KEY=value line of a uevent file, into @out. */
+static bool uevent_value(const char *uevent, const char *key, char *out, size_t len)
+{
+	size_t klen = strlen(key);
+	const char *p = uevent;
+
+	while (*p) {
+		size_t line = strcspn(p, "\n");
+
+		if (line > klen && !strncmp(p, key, klen) && p[klen] == '=') {
+			snprintf(out, len, "%.*s", (int)(line - klen - 1), p + klen + 1);
+			return true;
+		}
+		p += line + (p[line] == '\n');
+	}
+	return false;
+}
+
+static int read_uevent(const char *dir, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+	ssize_t n;
+	int fd;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/uevent", dir) >= sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	return 0;
+}
+
+static void fill(struct hbm_fact *f, uint32_t type, const struct card *c)
+{
+	memset(f, 0, sizeof(*f));
+	f->type = type;
+	f->origin = HBM_FROM_AMDGPU;
+	f->dev = c->dev;
+	snprintf(f->path, sizeof(f->path), "amdgpu");
+}
+
+static uint32_t page_state(enum amdgpu_page_state st)
+{
+	return st == AMDGPU_PAGE_RESERVED ? HBMGUARD_STATE_RETIRED :
+	       st == AMDGPU_PAGE_PENDING ? HBMGUARD_STATE_PENDING : HBMGUARD_STATE_FAILED;
+}
+
+static uint32_t page_event(enum amdgpu_page_state st)
+{
+	return st == AMDGPU_PAGE_RESERVED ? HBMGUARD_EVENT_RETIRED :
+	       st == AMDGPU_PAGE_PENDING ? HBMGUARD_EVENT_PENDING : HBMGUARD_EVENT_FAILED;
+}
+
+static void page_fact(struct amdgpu_facts *s, const struct card *c,
+		      const struct amdgpu_bad_page *p, int sync)
+{
+	struct hbm_fact f;
+
+	fill(&f, HBM_FACT_PAGES, c);
+	f.event = page_event(p->state);
+	f.state = page_state(p->state);
+	f.source = HBMGUARD_SOURCE_UE;
+	f.offset = (uint64_t)p->pfn * p->size;
+	f.length = p->size;
+	f.count = 1;
+	if (sync) {
+		f.flags = HBM_FACT_UNHEARD;
+		f.sync = sync;
+	}
+	s->link.fact(s->link.core, &f);
+}
+
+static void error_fact(struct amdgpu_facts *s, const struct card *c, const char *block,
+		       uint32_t severity, const char *what, uint64_t grew)
+{
+	struct hbm_fact f;
+
+	fill(&f, HBM_FACT_ERROR, c);
+	f.event = HBMGUARD_EVENT_DEVICE_ERROR;
+	f.severity = severity;
+	f.count = grew > UINT32_MAX ? UINT32_MAX : (uint32_t)grew;
+	snprintf(f.text, sizeof(f.text), "%s: %" PRIu64 " new %s error%s", block, grew, what,
+		 grew == 1 ? "" : "s");
+	s->link.fact(s->link.core, &f);
+}
+
+/* The pages of @now that @was did not have, or had in another state. */
+static void new_pages(struct amdgpu_facts *s, const struct card *c,
+		      const struct amdgpu_ras *was, const struct amdgpu_ras *now)
+{
+	size_t i, j;
+
+	for (i = 0; i < now->nr_pages; i++) {
+		const struct amdgpu_bad_page *p = &now->pages[i];
+
+		for (j = 0; j < was->nr_pages; j++)
+			if (was->pages[j].pfn == p->pfn && was->pages[j].size == p->size)
+				break;
+		if (j == was->nr_pages || was->pages[j].state != p->state)
+			page_fact(s, c, p, 0);
+	}
+}
+
+/* What each block's counts grew by since the last read. */
+static void new_errors(struct amdgpu_facts *s, const struct card *c,
+		       const struct amdgpu_ras *was, struct amdgpu_ras *now)
+{
+	size_t i, j;
+
+	for (i = 0; i < now->nr_blocks; i++) {
+		struct amdgpu_err_count *n = &now->block[i].count;
+		const struct amdgpu_err_count *o = NULL;
+
+		for (j = 0; j < was->nr_blocks; j++)
+			if (!strcmp(was->block[j].name, now->block[i].name))
+				o = &was->block[j].count;
+		if (n->inaccessible) {		/* in reset: keep the last counts */
+			if (o)
+				*n = *o;
+			continue;
+		}
+		if (!o || o->inaccessible)
+			continue;		/* nothing to compare with yet */
+		if (n->ue > o->ue)
+			error_fact(s, c, now->block[i].name, HBM_SEVERITY_UE, "uncorrectable",
+				   n->ue - o->ue);
+		if (n->de > o->de)
+			error_fact(s, c, now->block[i].name, HBM_SEVERITY_UE, "deferred",
+				   n->de - o->de);
+		if (n->ce > o->ce)
+			error_fact(s, c, now->block[i].name, HBM_SEVERITY_CE, "correctable",
+				   n->ce - o->ce);
+	}
+}
+
+/* A card's device: its identity, PCI address and size; false when not amdgpu's. */
+static bool describe(const char *dir, const char *name, struct hbm_fact_device *dev)
+{
+	char uevent[4096], driver[64], buf[64];
+
+	if (read_uevent(dir, uevent, sizeof(uevent)) ||
+	    !uevent_value(uevent, "DRIVER", driver, sizeof(driver)) || strcmp(driver, "amdgpu"))
+		return false;
+	memset(dev, 0, sizeof(*dev));
+	dev->id = HBM_NO_DEVICE_ID;
+	dev->kind = HBM_DEVICE_AMDGPU;
+	dev->page_size = AMDGPU_PAGE_SIZE;
+	if (!uevent_value(uevent, "PCI_SLOT_NAME", dev->pci, sizeof(dev->pci)))
+		dev->pci[0] = 0;
+	if (!read_small(dir, "unique_id", buf, sizeof(buf)) && buf[0])
+		snprintf(dev->identity, sizeof(dev->identity), "amdgpu-%.24s", buf);
+	else if (dev->pci[0])
+		snprintf(dev->identity, sizeof(dev->identity), "amdgpu-pci-%s", dev->pci);
+	else
+		return false;
+	snprintf(dev->name, sizeof(dev->name), "%s", name);
+	if (!read_small(dir, "mem_info_vram_total", buf, sizeof(buf)))
+		dev->size = strtoull(buf, NULL, 10);
+	return true;
+}
+
+static struct card *find_card(struct amdgpu_facts *s, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < s->nr; i++)
+		if (!strcmp(s->card[i].name, name))
+			return &s->card[i];
+	return NULL;
+}
+
+static void gone(struct amdgpu_facts *s, struct card *c)
+{
+	struct hbm_fact f;
+
+	fill(&f, HBM_FACT_DEVICE_GONE, c);
+	s->link.fact(s->link.core, &f);
+	amdgpu_ras_free(&c->last);
+	*c = s->card[--s->nr];
+}
+
+/* A card not seen before: the device, then what its list already holds. */
+static void seen(struct amdgpu_facts *s, const char *name, const struct hbm_fact_device *dev,
+		 struct amdgpu_ras *ras)
+{
+	struct card *c;
+	struct hbm_fact f;
+	size_t i;
+
+	if (s->nr == AMDGPU_MAX_CARDS) {
+		if (!s->full_said)
+			fprintf(stderr, "<3>hbmguardd: amdgpu: more than %d cards: %s not watched\n",
+				AMDGPU_MAX_CARDS, name);
+		s->full_said = true;
+		amdgpu_ras_free(ras);
+		return;
+	}
+	c = &s->card[s->nr++];
+	memset(c, 0, sizeof(*c));
+	snprintf(c->name, sizeof(c->name), "%s", name);
+	c->present = true;
+	c->dev = *dev;
+	c->last = *ras;
+	if (strncmp(dev->identity, "amdgpu-pci-", 11) == 0)
+		fprintf(stderr, "<5>hbmguardd: amdgpu: %s has no unique_id: its identity "
+			"follows its PCI slot, %s\n", name, dev->pci);
+	fill(&f, HBM_FACT_DEVICE_SEEN, c);
+	f.sync = s->polled ? HBM_SYNC_ADDED : HBM_SYNC_START;
+	s->link.fact(s->link.core, &f);
+	for (i = 0; i < ras->nr_pages; i++)
+		page_fact(s, c, &ras->pages[i], f.sync);
+}
+
+static void poll_card(struct amdgpu_facts *s, const char *name)
+{
+	struct hbm_fact_device dev;
+	struct amdgpu_ras ras;
+	struct card *c = find_card(s, name);
+	char dir[PATH_MAX], file[64];
+	const char *why = NULL;
+	size_t line;
+	int err;
+
+	if ((size_t)snprintf(dir, sizeof(dir), "%s/%s/device", s->drm_dir, name) >= sizeof(dir) ||
+	    !describe(dir, name, &dev))
+		return;
+	if (c && strcmp(c->dev.identity, dev.identity)) {
+		gone(s, c);		/* another GPU under the card's name */
+		c = NULL;
+	}
+	err = amdgpu_ras_read(dir, &ras, &why, file, sizeof(file), &line);
+	if (err == -ENOENT && !strcmp(why, "no ras directory"))
+		return;			/* RAS off: nothing to watch */
+	if (c)
+		c->present = true;
+	if (err) {
+		if ((!c || c->error != err) && line)
+			fprintf(stderr, "<3>hbmguardd: amdgpu: %s: %s:%zu: %s\n", name, file, line,
+				why);
+		else if (!c || c->error != err)
+			fprintf(stderr, "<3>hbmguardd: amdgpu: %s: %s: %s\n", name, file, why);
+		if (c)
+			c->error = err;
+		return;
+	}
+	if (!c) {
+		seen(s, name, &dev, &ras);
+		return;
+	}
+	c->error = 0;
+	new_pages(s, c, &c->last, &ras);
+	new_errors(s, c, &c->last, &ras);
+	amdgpu_ras_free(&c->last);
+	c->last = ras;
+}
+
+/**
+ * amdgpu_facts_poll() - read every card's files, tell the core what changed
+ * @s: the source
+ *
+ * Return: 0, or the negative errno of reading the DRM directory.
+ */
+int amdgpu_facts_poll(struct amdgpu_facts *s)
+{
+	DIR *dir = opendir(s->drm_dir);
+	struct dirent *de;
+	size_t i;
+
+	if (!dir)
+		return -errno;
+	for (i = 0; i < s->nr; i++)
+		s->card[i].present = false;
+	while ((de = readdir(dir))) {
+		unsigned int n;
+		char tail;
+
+		/* "card0", not its connectors ("card0-DP-1") */
+		if (sscanf(de->d_name, "card%u%c", &n, &tail) == 1 &&
+		    strlen(de->d_name) < sizeof(s->card[0].name))
+			poll_card(s, de->d_name);
+	}
+	closedir(dir);
+	for (i = s->nr; i-- > 0;)
+		if (!s->card[i].present)
+			gone(s, &s->card[i]);
+	s->polled = true;
+	return 0;
+}
+
+/**
+ * amdgpu_facts_start() - the cards as they are now, told to the core
+ * @drm_dir: HBM_AMDGPU_DRM_DIR, or a fixture tree
+ * @link: the core's way in
+ *
+ * Return: the source, or NULL when out of memory (said).
+ */
+struct amdgpu_facts *amdgpu_facts_start(const char *drm_dir, const struct hbm_source_link *link)
+{
+	struct amdgpu_facts *s = calloc(1, sizeof(*s));
+
+	if (!s) {
+		fprintf(stderr, "<3>hbmguardd: amdgpu: out of memory\n");
+		return NULL;
+	}
+	snprintf(s->drm_dir, sizeof(s->drm_dir), "%s", drm_dir);
+	s->link = *link;
+	amdgpu_facts_poll(s);		/* no DRM directory: no card, no line */
+	return s;
+}
+
+static int on_timer(sd_event_source *src, uint64_t usec, void *arg)
+{
+	(void)usec;
+	amdgpu_facts_poll(arg);
+	sd_event_source_set_time_relative(src, (uint64_t)HBM_AMDGPU_PERIOD_S * 1000000);
+	sd_event_source_set_enabled(src, SD_EVENT_ONESHOT);
+	return 0;
+}
+
+/**
+ * amdgpu_facts_watch() - a read every HBM_AMDGPU_PERIOD_S seconds, from @loop
+ * @s: the source
+ * @loop: the daemon's loop
+ *
+ * Return: 0, or a negative errno.
+ */
+int amdgpu_facts_watch(struct amdgpu_facts *s, sd_event *loop)
+{
+	return sd_event_add_time_relative(loop, &s->timer, CLOCK_MONOTONIC,
+					  (uint64_t)HBM_AMDGPU_PERIOD_S * 1000000, 0, on_timer, s);
+}
+
+/**
+ * amdgpu_facts_stop() - no more reads
+ * @s: the source, or NULL
+ */
+void amdgpu_facts_stop(struct amdgpu_facts *s)
+{
+	size_t i;
+
+	if (!s)
+		return;
+	sd_event_source_disable_unref(s->timer);
+	for (i = 0; i < s->nr; i++)
+		amdgpu_ras_free(&s->card[i].last);
+	free(s);
+}
