@@ -38,7 +38,7 @@ struct heard {
 	int nr_gone;
 	struct { char uuid[96]; int cause; uint64_t addr, time; } pages[256];
 	int nr_pages;
-	struct { char uuid[96]; bool pending; } pend[8];
+	struct { char uuid[96]; bool pending; int pages_before; } pend[8];
 	int nr_pend;
 	struct { char uuid[96]; struct hbm_nvml_report r; } counts[8];
 	int nr_counts;
@@ -83,6 +83,7 @@ static void on_pending(void *ctx, const struct hbm_nvml_gpu *g, bool pending)
 {
 	(void)ctx;
 	snprintf(heard.pend[heard.nr_pend].uuid, 96, "%s", g->uuid);
+	heard.pend[heard.nr_pend].pages_before = heard.nr_pages;
 	heard.pend[heard.nr_pend++].pending = pending;
 }
 
@@ -211,6 +212,8 @@ START_TEST(reconcile)
 	ck_assert_int_eq(heard.nr_pend, 1);
 	ck_assert_str_eq(heard.pend[0].uuid, UUID0);
 	ck_assert(heard.pend[0].pending);
+	/* said before its pages, which it may concern (nvml_source.h) */
+	ck_assert_int_eq(heard.pend[0].pages_before, 0);
 	ck_assert_int_eq(heard.nr_counts, 2);
 	r = &heard.counts[0].r;
 	ck_assert_int_eq(r->remap_status, HBM_NVML_OK);
@@ -687,10 +690,12 @@ START_TEST(as_facts)
 	fact_is(1, HBM_FACT_DEVICE_SEEN, UUID1);
 	ck_assert_str_eq(facts[1].dev.pci, "0000:86:00.0");
 	ck_assert_uint_eq(facts[1].dev.size, 150754820096ULL);
+	ck_assert_uint_eq(facts[0].dev.page_size, 4096);
 	for (i = 2; i < 5; i++) {
 		fact_is(i, HBM_FACT_PAGES, UUID0);
-		ck_assert_uint_eq(facts[i].event, HBMGUARD_EVENT_RETIRED);
-		ck_assert_uint_eq(facts[i].state, HBMGUARD_STATE_RETIRED);
+		/* node.scn: the A100 has retirements pending, NVML does not say which */
+		ck_assert_uint_eq(facts[i].event, HBMGUARD_EVENT_PENDING);
+		ck_assert_uint_eq(facts[i].state, HBMGUARD_STATE_PENDING);
 		ck_assert_uint_eq(facts[i].length, 4096);
 		ck_assert_uint_eq(facts[i].count, 1);
 		/* read at start, not heard: old news */
@@ -701,10 +706,14 @@ START_TEST(as_facts)
 	ck_assert_uint_eq(facts[2].source, HBMGUARD_SOURCE_CE_THRESHOLD);
 	ck_assert_uint_eq(facts[4].offset, 0x3f00000);
 	ck_assert_uint_eq(facts[4].source, HBMGUARD_SOURCE_UE);
-	fact_is(5, HBM_FACT_HEALTH, UUID1);
-	ck_assert_uint_eq(facts[5].state, HBMGUARD_HEALTH_RMA);
+	/* Each GPU's last fact: the health its driver's facts give. */
+	fact_is(5, HBM_FACT_HEALTH, UUID0);
+	ck_assert_uint_eq(facts[5].state, HBMGUARD_HEALTH_RESET_REQUIRED);
 	ck_assert_uint_eq(facts[5].flags, HBM_FACT_UNHEARD);
-	ck_assert_int_eq(nr_facts, 6);
+	fact_is(6, HBM_FACT_HEALTH, UUID1);
+	ck_assert_uint_eq(facts[6].state, HBMGUARD_HEALTH_RMA);
+	ck_assert_uint_eq(facts[6].flags, HBM_FACT_UNHEARD);
+	ck_assert_int_eq(nr_facts, 7);
 
 	fd = nvml_facts_fd(s);
 	ck_assert_int_ge(fd, 0);
@@ -719,11 +728,18 @@ START_TEST(as_facts)
 	ck_assert_uint_eq(facts[start].flags, 0);	/* heard */
 	ck_assert_uint_eq(facts[start].xid, 48);
 	ck_assert_uint_eq(facts[start].severity, 0);
+	/* in the module's words, which the journal speaks: DEVICE_ERROR, state the Xid */
+	ck_assert_uint_eq(facts[start].event, HBMGUARD_EVENT_DEVICE_ERROR);
+	ck_assert_uint_eq(facts[start].state, 48);
 	fact_is(start + 1, HBM_FACT_ERROR, UUID0);
 	ck_assert_uint_eq(facts[start + 1].severity, HBM_SEVERITY_UE);
 	ck_assert_uint_eq(facts[start + 1].xid, 0);
+	ck_assert_uint_eq(facts[start + 1].event, HBMGUARD_EVENT_ERROR);
+	ck_assert_uint_eq(facts[start + 1].state, HBMGUARD_ERROR_UE);
+	ck_assert_uint_eq(facts[start + 1].length, 0);	/* NVML gives no address */
 	fact_is(start + 2, HBM_FACT_ERROR, UUID1);
 	ck_assert_uint_eq(facts[start + 2].severity, HBM_SEVERITY_CE);
+	ck_assert_uint_eq(facts[start + 2].state, HBMGUARD_ERROR_CE);
 	fact_is(start + 3, HBM_FACT_ERROR, UUID1);
 	ck_assert_uint_eq(facts[start + 3].xid, 999);
 	fact_is(start + 4, HBM_FACT_DEVICE_GONE, UUID1);
