@@ -121,11 +121,14 @@ userspace: $(BUILD)/libhbmguard.a $(BUILD)/libhbmguard.so $(BUILD)/hbmguard.pc \
 	$(BUILD)/guest/hbmnl $(BUILD)/guest/hbmrank $(BUILD)/bench-core $(BUILD)/guest/hbmbench \
 	$(BUILD)/guest/hbmrankbench
 
+# The NVML source and the GPU registrar (issue 13), against the real nvml.h.
+DAEMON_NVML := daemon/nvml_source.c daemon/nvml_facts.c daemon/gpus.c
 $(BUILD)/hbmguardd: $(DAEMON_MAIN) $(DAEMON_MAIN_HDR) $(DAEMON_SRC) $(DAEMON_HDR) \
-		uapi/linux/hbmguard.h
+		uapi/linux/hbmguard.h $(DAEMON_NVML) daemon/gpus.h daemon/nvml_source.h daemon/nvml_facts.h $(CACHE)/nvml/include/nvml.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_USER) $(shell pkg-config --cflags libnl-genl-3.0 libsystemd) \
-		$(DAEMON_MAIN) $(DAEMON_SRC) \
+	$(CC) $(CFLAGS_USER) -I$(CACHE)/nvml/include -pthread \
+		$(shell pkg-config --cflags libnl-genl-3.0 libsystemd) \
+		$(DAEMON_MAIN) $(DAEMON_SRC) $(DAEMON_NVML) \
 		$(shell pkg-config --libs libnl-genl-3.0 libsystemd) -o $@
 
 $(BUILD)/hbmctl: daemon/hbmctl.c $(BUILD)/libhbmguard.a
@@ -198,9 +201,11 @@ gpu-bundle: $(BUILD)/hbmnvml
 
 # The unit tests load the fake by path (tests/unit/check_nvml.c); before
 # them, hbmnvml through gpu-check.sh's bundled loader, on the fake.
-UNIT_DAEMON += daemon/nvml_source.c daemon/nvml_facts.c -I$(NVML_INC) -pthread \
+UNIT_DAEMON += daemon/nvml_source.c daemon/nvml_facts.c daemon/gpus.c daemon/core.c \
+	-I$(NVML_INC) -pthread \
 	-DHBM_FAKE_NVML_DIR='"$(TOP)/$(BUILD)/nvml"' -DHBM_NVML_SCENARIOS='"$(TOP)/tests/nvml"'
-$(BUILD)/unit $(BUILD)/unit-san: $(NVML_SRC) $(NVML_H) $(FAKE_NVML) $(wildcard tests/nvml/*.scn)
+$(BUILD)/unit $(BUILD)/unit-san: $(NVML_SRC) $(NVML_H) $(FAKE_NVML) $(wildcard tests/nvml/*.scn) \
+	daemon/gpus.c daemon/gpus.h daemon/core.c
 check-nvml-view: gpu-bundle $(FAKE_NVML)
 	@echo "== tier 1: hbmnvml through gpu-check.sh's bundled loader, on the fake NVML"
 	tests/nvml/gpu-check-view.sh
