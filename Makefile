@@ -254,7 +254,7 @@ check-unit: $(BUILD)/unit $(BUILD)/unit-san
 
 check-kernel: modules-all $(BUILD)/guest/hbmtest $(BUILD)/guest/hbmctl $(BUILD)/guest/hbmnl \
 	$(BUILD)/guest/hbmrank \
-	$(BUILD)/hbmguardd
+	$(BUILD)/hbmguardd $(BUILD)/nvml/libnvidia-ml.so.1
 	@echo "== tier 2: kernel tests in qemu"
 	@for v in $(DEB_KVERS); do \
 		$(TOP)/tests/kernel/run.sh $$v || exit 1; \
@@ -263,7 +263,7 @@ check-kernel: modules-all $(BUILD)/guest/hbmtest $(BUILD)/guest/hbmctl $(BUILD)/
 # Tier 2 again, on a kernel that reports what the stock ones let pass.
 check-debug: $(BUILD)/debug/hbmguard.ko $(BUILD)/debug/testmods/hbm_test_provider.ko \
 	$(BUILD)/guest/hbmtest $(BUILD)/guest/hbmctl $(BUILD)/guest/hbmnl $(BUILD)/guest/hbmrank \
-	$(BUILD)/hbmguardd
+	$(BUILD)/hbmguardd $(BUILD)/nvml/libnvidia-ml.so.1
 	@echo "== tier 2 on the debug kernel (KASAN, lockdep, kmemleak, UBSAN, KFENCE)"
 	$(TOP)/tests/kernel/run.sh debug
 
