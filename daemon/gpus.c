@@ -32,9 +32,9 @@
  *
  * The module's device is sized from the GPU's memory (NVML's
  * nvmlMemory_t.total) rounded up to the page, or up to the end of the
- * highest retired page when that lies beyond: the driver's addresses are the
- * hardware's, and what NVML counts as total may leave out what the driver
- * reserves.  The retired pages' own times are not kept: the module's RETIRE
+ * highest retired page when that lies beyond (up to twice the total): the
+ * driver's addresses are the hardware's, and what NVML counts as total may
+ * leave out what the driver reserves.  The retired pages' own times are not kept: the module's RETIRE
  * takes none (first_seen is when hbmguard learnt of the page).
  *
  * It must not block beyond its requests to the module, register anything
@@ -149,7 +149,8 @@ static void reconcile(struct hbm_gpus *r, struct hbm_gpu *g)
 		};
 		uint32_t now = state_at(&x, e.offset);
 
-		e.length = (p->offset + p->length - e.offset + ps - 1) & ~(ps - 1);
+		/* a driver's page within one of the device's: aligned, not crossing */
+		e.length = p->length > ps ? (p->length + ps - 1) & ~(ps - 1) : ps;
 		if (now == HBMGUARD_STATE_RETIRED || now == HBMGUARD_STATE_FAILED ||
 		    (now == HBMGUARD_STATE_PENDING && p->pending))
 			continue;
@@ -179,7 +180,7 @@ static void reconcile(struct hbm_gpus *r, struct hbm_gpu *g)
 static void register_gpu(struct hbm_gpus *r, struct hbm_gpu *g)
 {
 	struct hbm_fact_device d = g->found;
-	uint64_t ps = d.page_size ? d.page_size : 4096;
+	uint64_t ps = d.page_size ? d.page_size : 4096, limit;
 	size_t i;
 	int err;
 
@@ -193,9 +194,18 @@ static void register_gpu(struct hbm_gpus *r, struct hbm_gpu *g)
 		 d.kind == HBM_DEVICE_AMDGPU ? "amdgpu" : "nvidia", d.pci);
 	d.page_size = ps;
 	d.size = (d.size + ps - 1) & ~(ps - 1);
-	for (i = 0; i < g->nr; i++)
-		if (g->pages[i].offset + g->pages[i].length > d.size)
-			d.size = (g->pages[i].offset + g->pages[i].length + ps - 1) & ~(ps - 1);
+	/*
+	 * Up to twice what NVML counts, no further: a page beyond that is no
+	 * page of this GPU's memory but a broken library's (nor can it make
+	 * the size overflow); reconcile() says so (ERANGE) and goes on.
+	 */
+	limit = d.size <= UINT64_MAX / 2 ? 2 * d.size : d.size;
+	for (i = 0; i < g->nr; i++) {
+		uint64_t end = g->pages[i].offset + g->pages[i].length;
+
+		if (end > d.size && end <= limit)
+			d.size = (end + ps - 1) & ~(ps - 1);
+	}
 	err = core_gpu_register(r->core, &d);
 	if (!err)
 		fprintf(stderr, "<6>hbmguardd: GPU %s at %s registered as %s\n", d.identity,

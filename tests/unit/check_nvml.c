@@ -849,6 +849,8 @@ static int mod_change(void *ctx, const struct device *dev, uint16_t type,
 	ck_assert_uint_eq(type, HBM_CTL_RETIRE);
 	ck_assert_str_eq(x->identity, dev->identity);
 	ck_assert_uint_eq(x->length, 4096);
+	if (x->offset >= dev->size || x->length > dev->size - x->offset)
+		return -ERANGE;		/* as hbm_device_apply() */
 	mod.retires++;
 	mod.pending_retires += !!(x->flags & HBM_CTL_PENDING);
 	mod_put(g, x->offset, x->flags & HBM_CTL_PENDING ? HBMGUARD_STATE_PENDING :
@@ -1046,16 +1048,24 @@ START_TEST(registrar_restored_pages_stay)
 }
 END_TEST
 
-/* A retired page above what NVML counts as memory: the device covers it. */
+/*
+ * A retired page above what NVML counts as memory: the device covers it; one
+ * far beyond (a broken library's) is refused alone, the others recorded.
+ */
 START_TEST(registrar_sizes_to_the_pages)
 {
 	struct nvml_facts *s;
 
 	memset(&mod, 0, sizeof(mod));
-	scenario("retired 0 dbe 0x1500000000 1700000300\n", true);
+	scenario("retired 0 dbe 0x1500000000 1700000300\n"
+		 "retired 0 dbe 0x7000000000000000 1700000400\n", true);
 	s = daemon_start(false);
 	ck_assert_uint_eq(mod.gpu[0].dev.size, 0x1500001000ULL);
 	ck_assert_uint_eq(mod.gpu[1].dev.size, 150754820096ULL);
+	all_seen();
+	ck_assert_int_eq(mod.retires, 4);
+	ck_assert_uint_eq(mod.gpu[0].nr, 4);
+	ck_assert_uint_eq(mod.gpu[0].r[3].offset, 0x1500000000ULL);
 	daemon_stop(s);
 	unlink(scn_path);
 }
