@@ -16,6 +16,8 @@
  *   source's DEVICE_GONE (off the bus)    health RESET_REQUIRED, one line
  *   the module's DEVICE_SEEN of a GPU     reconciled (its stored pages were
  *     (after the store, which restores)   restored just before, by the store)
+ *   the module's DEVICE_GONE of one, or   registered again (a module reload)
+ *     its id another device's
  *
  * To reconcile is to dump the device's table (core_dump()) and retire there,
  * through the core (core_change(): HBMGUARD_CMD_RETIRE, source DRIVER, the
@@ -256,17 +258,31 @@ static void from_source(struct hbm_gpus *r, const struct hbm_fact *f)
 	}
 }
 
+/*
+ * The module no longer has GPU @g under its id (reloaded, or unregistered by
+ * hand): one its source still reports is registered again, GPUs being
+ * devices without configuration; its DEVICE_SEEN follows.
+ */
+static void left_module(struct hbm_gpus *r, struct hbm_gpu *g)
+{
+	g->in_module = false;
+	if (g->reconciled && !g->lost)
+		register_gpu(r, g);
+}
+
 static void from_module(struct hbm_gpus *r, const struct hbm_fact *f)
 {
 	struct hbm_gpu *g;
 	size_t i;
 
-	if (f->type == HBM_FACT_DEVICE_GONE) {
-		for (i = 0; i < r->nr; i++)
-			if (r->gpu[i].in_module && r->gpu[i].dev.id == f->dev.id)
-				r->gpu[i].in_module = false;
+	if (f->type != HBM_FACT_DEVICE_SEEN && f->type != HBM_FACT_DEVICE_GONE)
 		return;
-	}
+	/* Gone, or its id another device's now (a reload the list did not tell) */
+	for (i = 0; i < r->nr; i++)
+		if (r->gpu[i].in_module && r->gpu[i].dev.id == f->dev.id &&
+		    (f->type == HBM_FACT_DEVICE_GONE ||
+		     strcmp(r->gpu[i].dev.identity, f->dev.identity)))
+			left_module(r, &r->gpu[i]);
 	if (f->type != HBM_FACT_DEVICE_SEEN || f->dev.kind != HBM_DEVICE_GPU)
 		return;
 	g = find_or_add(r, f->dev.identity);

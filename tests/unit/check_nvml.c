@@ -1071,6 +1071,53 @@ START_TEST(registrar_sizes_to_the_pages)
 }
 END_TEST
 
+/*
+ * The module reloaded under the daemon: its GPUs registered again and
+ * recorded, whether the core says their ids are gone or another device's.
+ */
+START_TEST(registrar_module_reloaded)
+{
+	struct hbm_fact f = { .type = HBM_FACT_DEVICE_SEEN, .origin = HBM_FROM_KERNEL,
+			      .sync = HBM_SYNC_ADDED, .dev = { .id = 0, .kind = HBM_DEVICE_RANGE,
+							       .identity = "sim:x" } };
+	struct hbm_source_link link;
+	struct nvml_facts *s;
+
+	memset(&mod, 0, sizeof(mod));
+	scenario("", true);
+	s = daemon_start(false);
+	all_seen();
+	ck_assert_int_eq(mod.registers, 2);
+	ck_assert_int_eq(mod.retires, 3);
+	/* A new module, a simulated device first: id 0, the A100's */
+	memset(&mod.gpu, 0, sizeof(mod.gpu));
+	snprintf(mod.gpu[0].dev.identity, sizeof(mod.gpu[0].dev.identity), "sim:x");
+	mod.nr = 1;
+	link = core_link(&reg_core);
+	link.fact(link.core, &f);
+	ck_assert_int_eq(mod.registers, 3);
+	ck_assert_str_eq(mod.gpu[1].dev.identity, UUID0);
+	/* the A100 at 1, the H200's: it goes again too */
+	module_sees(&link, 1, HBM_SYNC_ADDED);
+	ck_assert_int_eq(mod.registers, 4);
+	ck_assert_str_eq(mod.gpu[2].dev.identity, UUID1);
+	ck_assert_int_eq(mod.retires, 6);
+	ck_assert_uint_eq(mod.gpu[1].nr, 3);
+	module_sees(&link, 2, HBM_SYNC_ADDED);
+	ck_assert_uint_eq(mod.gpu[2].health, HBMGUARD_HEALTH_RESET_REQUIRED);
+	/* ...and the core's DEVICE_GONE of an id */
+	f.type = HBM_FACT_DEVICE_GONE;
+	f.dev.id = 2;
+	mod.nr = 2;
+	link.fact(link.core, &f);
+	ck_assert_int_eq(mod.registers, 5);
+	ck_assert_str_eq(mod.gpu[2].dev.identity, UUID1);
+	ck_assert_int_eq(mod.eexist, 0);
+	daemon_stop(s);
+	unlink(scn_path);
+}
+END_TEST
+
 /* A GPU that falls off the bus: reset required, and nothing more. */
 START_TEST(registrar_gpu_lost)
 {
@@ -1127,6 +1174,7 @@ Suite *nvml_suite(void)
 	tcase_add_test(tc, registrar_imports_once);
 	tcase_add_test(tc, registrar_restored_pages_stay);
 	tcase_add_test(tc, registrar_sizes_to_the_pages);
+	tcase_add_test(tc, registrar_module_reloaded);
 	tcase_add_test(tc, registrar_gpu_lost);
 	suite_add_tcase(s, tc);
 	return s;
