@@ -27,8 +27,10 @@
  * A page the table has already, whatever the source (RESTORED after a
  * reboot, DRIVER after a daemon restart), is left alone: the module would
  * make no event of it, but would move its last_seen, which the state file
- * keeps.  So a restart that reads the same facts again changes no table,
- * file or journal.  Then the driver's health goes in
+ * keeps.  So a restart that reads the same facts again makes no event, no
+ * journal entry and no change of a page in the table or the state file
+ * (the store's own RESTORE at start moves each stored page's last_seen,
+ * with or without GPUs).  Then the driver's health goes in
  * (HBMGUARD_CMD_GPU_HEALTH_SET: the module makes a HEALTH event only when
  * it changes).
  *
@@ -36,8 +38,9 @@
  * nvmlMemory_t.total) rounded up to the page, or up to the end of the
  * highest retired page when that lies beyond (up to twice the total): the
  * driver's addresses are the hardware's, and what NVML counts as total may
- * leave out what the driver reserves.  The retired pages' own times are not kept: the module's RETIRE
- * takes none (first_seen is when hbmguard learnt of the page).
+ * leave out what the driver reserves.  The retired pages' own times are not
+ * kept: the module's RETIRE takes none (first_seen is when hbmguard learnt
+ * of the page).
  *
  * It must not block beyond its requests to the module, register anything
  * but through the core, call a source or another sink, or make a fact.  It
@@ -132,7 +135,7 @@ static void reconcile(struct hbm_gpus *r, struct hbm_gpu *g)
 {
 	uint64_t ps = g->dev.page_size ? g->dev.page_size : 4096;
 	struct hbm_extents x = { 0 };
-	size_t i, added = 0;
+	size_t i, added = 0, refused = 0;
 	int err;
 
 	if (!g->in_module || !(g->reconciled || g->lost))
@@ -158,14 +161,17 @@ static void reconcile(struct hbm_gpus *r, struct hbm_gpu *g)
 			continue;
 		snprintf(e.identity, sizeof(e.identity), "%s", g->dev.identity);
 		err = core_change(r->core, &g->dev, HBM_CTL_RETIRE, &e);
-		if (err)
+		if (err && !refused++)	/* the first said; a broken library's many counted */
 			fprintf(stderr, "<3>hbmguardd: GPU %s: the page its driver retired at "
 				"0x%llx is not recorded: %s\n", g->found.identity,
 				(unsigned long long)e.offset, strerror(-err));
-		else
+		else if (!err)
 			added++;
 	}
 	free(x.r);
+	if (refused > 1)
+		fprintf(stderr, "<3>hbmguardd: GPU %s: %zu more of its driver's pages not recorded\n",
+			g->found.identity, refused - 1);
 	if (added)
 		fprintf(stderr, "<6>hbmguardd: GPU %s: %zu page%s its driver retired or has "
 			"pending recorded\n", g->found.identity, added, added == 1 ? "" : "s");
