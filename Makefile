@@ -121,11 +121,14 @@ userspace: $(BUILD)/libhbmguard.a $(BUILD)/libhbmguard.so $(BUILD)/hbmguard.pc \
 	$(BUILD)/guest/hbmnl $(BUILD)/guest/hbmrank $(BUILD)/bench-core $(BUILD)/guest/hbmbench \
 	$(BUILD)/guest/hbmrankbench
 
+# The NVML source and the GPU registrar (issue 13), against the real nvml.h.
+DAEMON_NVML := daemon/nvml_source.c daemon/nvml_facts.c daemon/gpus.c
 $(BUILD)/hbmguardd: $(DAEMON_MAIN) $(DAEMON_MAIN_HDR) $(DAEMON_SRC) $(DAEMON_HDR) \
-		uapi/linux/hbmguard.h
+		uapi/linux/hbmguard.h $(DAEMON_NVML) daemon/gpus.h daemon/nvml_source.h daemon/nvml_facts.h $(CACHE)/nvml/include/nvml.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_USER) $(shell pkg-config --cflags libnl-genl-3.0 libsystemd) \
-		$(DAEMON_MAIN) $(DAEMON_SRC) \
+	$(CC) $(CFLAGS_USER) -I$(CACHE)/nvml/include -pthread \
+		$(shell pkg-config --cflags libnl-genl-3.0 libsystemd) \
+		$(DAEMON_MAIN) $(DAEMON_SRC) $(DAEMON_NVML) \
 		$(shell pkg-config --libs libnl-genl-3.0 libsystemd) -o $@
 
 $(BUILD)/hbmctl: daemon/hbmctl.c $(BUILD)/libhbmguard.a
@@ -200,9 +203,11 @@ gpu-bundle: $(BUILD)/hbmnvml
 
 # The unit tests load the fake by path (tests/unit/check_nvml.c); before
 # them, hbmnvml through gpu-check.sh's bundled loader, on the fake.
-UNIT_DAEMON += daemon/nvml_source.c daemon/nvml_facts.c -I$(NVML_INC) -pthread \
+UNIT_DAEMON += daemon/nvml_source.c daemon/nvml_facts.c daemon/gpus.c \
+	-I$(NVML_INC) -pthread \
 	-DHBM_FAKE_NVML_DIR='"$(TOP)/$(BUILD)/nvml"' -DHBM_NVML_SCENARIOS='"$(TOP)/tests/nvml"'
-$(BUILD)/unit $(BUILD)/unit-san: $(NVML_SRC) $(NVML_H) $(FAKE_NVML) $(wildcard tests/nvml/*.scn)
+$(BUILD)/unit $(BUILD)/unit-san: $(NVML_SRC) $(NVML_H) $(FAKE_NVML) $(wildcard tests/nvml/*.scn) \
+	daemon/gpus.c daemon/gpus.h daemon/core.c
 check-nvml-view: gpu-bundle $(FAKE_NVML)
 	@echo "== tier 1: hbmnvml through gpu-check.sh's bundled loader, on the fake NVML"
 	tests/nvml/gpu-check-view.sh
@@ -251,7 +256,7 @@ check-unit: $(BUILD)/unit $(BUILD)/unit-san
 
 check-kernel: modules-all $(BUILD)/guest/hbmtest $(BUILD)/guest/hbmctl $(BUILD)/guest/hbmnl \
 	$(BUILD)/guest/hbmrank \
-	$(BUILD)/hbmguardd
+	$(BUILD)/hbmguardd $(BUILD)/nvml/libnvidia-ml.so.1
 	@echo "== tier 2: kernel tests in qemu"
 	@for v in $(DEB_KVERS); do \
 		$(TOP)/tests/kernel/run.sh $$v || exit 1; \
@@ -260,7 +265,7 @@ check-kernel: modules-all $(BUILD)/guest/hbmtest $(BUILD)/guest/hbmctl $(BUILD)/
 # Tier 2 again, on a kernel that reports what the stock ones let pass.
 check-debug: $(BUILD)/debug/hbmguard.ko $(BUILD)/debug/testmods/hbm_test_provider.ko \
 	$(BUILD)/guest/hbmtest $(BUILD)/guest/hbmctl $(BUILD)/guest/hbmnl $(BUILD)/guest/hbmrank \
-	$(BUILD)/hbmguardd
+	$(BUILD)/hbmguardd $(BUILD)/nvml/libnvidia-ml.so.1
 	@echo "== tier 2 on the debug kernel (KASAN, lockdep, kmemleak, UBSAN, KFENCE)"
 	$(TOP)/tests/kernel/run.sh debug
 

@@ -280,3 +280,30 @@ out:
 	free(l);
 	return at >= offset + length;
 }
+
+/**
+ * core_gpu_register() - a GPU its driver bypasses, registered with the
+ * source that numbers devices
+ * @c: the core
+ * @gpu: the GPU: name, identity, pci, size, page_size
+ *
+ * Return: 0, -EEXIST when it is registered already, -EOPNOTSUPP where the
+ * source cannot, or its negative errno.
+ */
+int core_gpu_register(struct hbmd_core *c, const struct hbm_fact_device *gpu)
+{
+	return c->ops->gpu_register ? c->ops->gpu_register(c->ops_ctx, gpu) : -EOPNOTSUPP;
+}
+
+/**
+ * core_gpu_health() - the health a GPU's driver gives it
+ * @c: the core
+ * @dev: the GPU's device
+ * @health: HBMGUARD_HEALTH_*
+ *
+ * Return: 0, -EOPNOTSUPP where the source cannot, or its negative errno.
+ */
+int core_gpu_health(struct hbmd_core *c, const struct device *dev, uint32_t health)
+{
+	return c->ops->gpu_health ? c->ops->gpu_health(c->ops_ctx, dev, health) : -EOPNOTSUPP;
+}

@@ -122,6 +122,8 @@ enum hbm_severity {
 /* .flags */
 #define HBM_FACT_UNHEARD	0x1	/* read from a table, not heard as an event */
 #define HBM_FACT_INCOMPLETE	0x2	/* TABLE_READ: the read failed part way */
+#define HBM_FACT_PARTIAL	0x4	/* HEALTH: some of the driver's facts could not be
+					 * read: it tells worse, never better */
 
 #define HBM_NO_DEVICE_ID	UINT32_MAX	/* a device the module does not number */
 
@@ -201,6 +203,15 @@ struct hbm_source_ops {
 	/* HBM_CTL_RETIRE or HBM_CTL_CLEAR of @x, on @dev */
 	int (*change)(void *ctx, const struct device *dev, uint16_t type,
 		      const struct hbm_ctl_extent *x);
+	/*
+	 * A GPU its driver bypasses (a DEVICE_SEEN's .dev: name, identity,
+	 * pci, size, page_size), registered with the source that numbers
+	 * devices; -EEXIST when it is already (a restart).  Its device comes
+	 * back as that source's DEVICE_SEEN.
+	 */
+	int (*gpu_register)(void *ctx, const struct hbm_fact_device *gpu);
+	/* the health a GPU's driver gives it (HBMGUARD_HEALTH_*) */
+	int (*gpu_health)(void *ctx, const struct device *dev, uint32_t health);
 };
 
 /*
@@ -242,5 +253,7 @@ int core_change(struct hbmd_core *c, const struct device *dev, uint16_t type,
 		const struct hbm_ctl_extent *x);
 bool core_is_bypassed(struct hbmd_core *c, const char *identity, uint64_t offset,
 		      uint64_t length);
+int core_gpu_register(struct hbmd_core *c, const struct hbm_fact_device *gpu);
+int core_gpu_health(struct hbmd_core *c, const struct device *dev, uint32_t health);
 
 #endif /* HBMGUARDD_CORE_H */

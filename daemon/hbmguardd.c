@@ -4,10 +4,11 @@
  * reloads, and drives the recovery of the training ranks an error hits.
  * This file is main(): the configuration, and the wiring of the parts.
  *
- *   source                       core                sinks, in this order
+ *   sources                      core                sinks, in this order
  *   kernel.c  hbmguard.ko's  ->  core.c: each   ->   store.c     state files
  *             netlink family     fact once, in       journal.c   journal entries
- *                                order; devices      recovery.c  incidents, ranks
+ *   nvml_facts.c  NVML       ->  order; devices      recovery.c  incidents, ranks
+ *                                                    gpus.c      GPUs, into the module
  *
  * A source turns what it hears into facts (core.h) and gives each to the
  * core, which hands it to every sink through the sink's one callback.
@@ -37,6 +38,9 @@
 #include <systemd/sd-event.h>
 
 #include "hbmguardd.h"
+#include "gpus.h"
+#include "nvml_facts.h"
+#include "nvml_source.h"
 
 /* The daemon and its parts: one of each. */
 struct hbmguardd {
@@ -44,6 +48,8 @@ struct hbmguardd {
 	struct hbmd_core core;
 	struct hbm_kernel kernel;
 	struct hbm_store store;
+	struct hbm_gpus gpus;
+	struct nvml_facts *nvml;	/* NULL: no NVML on this node */
 };
 
 /* SIGHUP, systemctl reload: a new configuration, or the old one kept. */
@@ -89,6 +95,7 @@ static int wire(struct hbmguardd *g)
 		{ .name = "store", .fact = store_fact, .ctx = &g->store },
 		{ .name = "journal", .fact = hbm_journal_fact, .ctx = &d->journald },
 		{ .name = "recovery", .fact = recovery_fact, .ctx = d },
+		{ .name = "gpus", .fact = gpus_fact, .ctx = &g->gpus },
 	};
 	size_t i;
 
@@ -99,6 +106,7 @@ static int wire(struct hbmguardd *g)
 	d->on_save_failed = store_save_failed;
 	if (store_start(&g->store, d, &g->core, recovery_save_again))
 		return -1;
+	gpus_start(&g->gpus, &g->core);
 	for (i = 0; i < sizeof(sinks) / sizeof(sinks[0]); i++)
 		if (core_add_sink(&g->core, &sinks[i]))
 			return -1;
@@ -109,6 +117,7 @@ int main(int argc, char **argv)
 {
 	static struct hbmguardd g;
 	struct daemon *d = &g.d;
+	struct hbm_source_link link;
 	const char *config = HBM_CONFIG_PATH;
 	bool config_given = false;
 	char err_msg[512];
@@ -156,6 +165,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "<3>hbmguardd: cannot set up the event loop\n");
 		return 1;
 	}
+	/* NVIDIA's GPUs, where NVML is: the library's soname only (nvml_facts.c) */
+	link = core_link(&g.core);
+	g.nvml = nvml_facts_start(HBM_NVML_LIBRARY, &link);
+	if (g.nvml && nvml_facts_watch(g.nvml, d->loop) < 0)
+		fprintf(stderr, "<3>hbmguardd: NVML's events cannot be watched\n");
 	/*
 	 * Without a journal (an initramfs, a container) sd_journal_send()
 	 * succeeds silently: entries go to stderr then.
@@ -178,6 +192,8 @@ int main(int argc, char **argv)
 	sd_notify(0, "STOPPING=1");
 	control_close(d);
 	store_stop(&g.store);
+	nvml_facts_stop(g.nvml);
+	gpus_stop(&g.gpus);
 	kernel_stop(&g.kernel);
 	sd_event_unref(d->loop);
 	close(d->state_dir);

@@ -71,6 +71,10 @@ int hbm_journal_describe(const struct hbm_event_view *ev, const char *identity,
 			 "%s: %u %s error%s at 0x%llx",
 			 identity, ev->count, ev->state < 4 ? kinds[ev->state] : "?",
 			 ev->count == 1 ? "" : "s", off);
+		if (!len)	/* a driver's report without an address (NVML's ECC events) */
+			snprintf(out->message, sizeof(out->message), "%s: %u %s error%s",
+				 identity, ev->count, ev->state < 4 ? kinds[ev->state] : "?",
+				 ev->count == 1 ? "" : "s");
 		return 0;
 	case HBMGUARD_EVENT_RETIRED:
 		out->message_id = ID_RETIRED;

@@ -282,12 +282,53 @@ static int read_devices(struct hbm_kernel *k, struct device_list *l)
 	return 0;
 }
 
+/*
+ * A GPU its driver bypasses, as HBMGUARD_CMD_GPU_REGISTER takes it
+ * (uapi/linux/hbmguard.h): the core's gpu_register.  Its DEVICE_ADDED
+ * event brings it back as a DEVICE_SEEN; one registered already is EEXIST.
+ */
+static int gpu_register(void *ctx, const struct hbm_fact_device *gpu)
+{
+	struct hbm_kernel *k = ctx;
+	struct nl_msg *msg = request(k, HBMGUARD_CMD_GPU_REGISTER, 0);
+
+	if (!msg)
+		return -ENOMEM;
+	if (nla_put_string(msg, HBMGUARD_A_NAME, gpu->name) ||
+	    nla_put_string(msg, HBMGUARD_A_IDENTITY, gpu->identity) ||
+	    nla_put_string(msg, HBMGUARD_A_PCI_ADDR, gpu->pci) ||
+	    nla_put_u64(msg, HBMGUARD_A_HBM_SIZE, gpu->size) ||
+	    nla_put_u32(msg, HBMGUARD_A_PAGE_SIZE, gpu->page_size)) {
+		nlmsg_free(msg);
+		return -EMSGSIZE;
+	}
+	return transact(k, msg, NULL, NULL);
+}
+
+/* What a GPU's driver says of its health: the core's gpu_health. */
+static int gpu_health(void *ctx, const struct device *dev, uint32_t health)
+{
+	struct hbm_kernel *k = ctx;
+	struct nl_msg *msg = request(k, HBMGUARD_CMD_GPU_HEALTH_SET, 0);
+
+	if (!msg)
+		return -ENOMEM;
+	if (nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev->id) ||
+	    nla_put_u32(msg, HBMGUARD_A_DRIVER_HEALTH, health)) {
+		nlmsg_free(msg);
+		return -EMSGSIZE;
+	}
+	return transact(k, msg, NULL, NULL);
+}
+
 const struct hbm_source_ops kernel_ops = {
 	.origin = HBM_FROM_KERNEL,
 	.list = list_devices,
 	.dump = dump_pages,
 	.restore = restore_stored,
 	.change = change,
+	.gpu_register = gpu_register,
+	.gpu_health = gpu_health,
 };
 
 static int join_family(struct hbm_kernel *k);
@@ -407,11 +448,12 @@ static void reloaded(struct hbm_kernel *k)
 {
 	uint32_t id;
 
-	for (id = 0; id < HBMGUARD_MAX_DEVICES; id++)
-		device_gone(k, id);
 	if (join_family(k))
 		fprintf(stderr, "<3>hbmguardd: cannot join the new family\n");
 	k->next_seq = 0;	/* what was seen goes with each device's DEVICE_SEEN */
+	/* after the join: a sink may ask the new family at once (gpus.c) */
+	for (id = 0; id < HBMGUARD_MAX_DEVICES; id++)
+		device_gone(k, id);
 	register_ranges(k);
 	sync_devices(k, ALL_DEVICES, HBM_SYNC_ADDED, NULL);
 }

@@ -1,37 +1,77 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * NVML's answers as the core's facts (core.h).  Which fact each becomes:
+ * hbmguardd's NVML source: what NVIDIA's management library says about the
+ * node's GPUs (nvml_source.c reads it), as the core's facts (core.h), and
+ * its live events' fd in the daemon's sd-event loop.
+ *
+ * What it does: at start, loads the library (none: one info line, and the
+ * daemon runs on as before), tells the core every GPU and what its driver
+ * already retired and remapped; then hands the live ECC and Xid events to
+ * the core as they come.  What it must not do: change anything on a GPU
+ * (nvml_source.c makes read-only calls only), block the loop (the one
+ * blocking wait is nvml_source.c's thread), stop the daemon because a GPU or
+ * the library misbehaves (a failing call is one line, a GPU lost one line
+ * and a DEVICE_GONE), call a sink, or register anything with the module:
+ * that is the registrar's (gpus.c), a sink, through the core.
+ *
+ * The library: hbmguardd always loads HBM_NVML_LIBRARY, the soname the
+ * driver installs, through the dynamic loader's own search; there is no
+ * configuration key, option or environment variable of ours that names
+ * another file, so nobody but who may write the system's library
+ * directories chooses the code this root daemon runs.  (The loader itself
+ * honours LD_LIBRARY_PATH, which a systemd unit gets only from its own
+ * file.)  Tests choose the library by the path they pass to
+ * nvml_facts_start(): the unit tests the fake's build path, the tier 2
+ * guest the fake installed under the soname (tests/kernel/nvml.sh).
+ *
+ * Which fact each NVML answer becomes:
  *
  *   a GPU NVML lists       DEVICE_SEEN: kind NVIDIA, identity = its UUID,
  *                          pci = NVML's bus id in the kernel's form
  *                          ("0000:3b:00.0"), size = nvmlMemory_t.total,
- *                          page_size 0 (NVML does not say), sync START
+ *                          page_size NVIDIA_RETIRED_PAGE (below), sync START
  *   a GPU fallen off       DEVICE_GONE
- *   a retired page         PAGES, event RETIRED, state RETIRED, the driver's
- *                          hardware address as offset, 4 KiB long (the
- *                          driver blacklists RM pages: address >> RM_PAGE_SHIFT
- *                          in memmgrGetBlackListPagesForHeap_GM107(),
+ *   a retired page         PAGES, the driver's hardware address as offset,
+ *                          4 KiB long (the driver blacklists RM pages:
+ *                          address >> RM_PAGE_SHIFT in
+ *                          memmgrGetBlackListPagesForHeap_GM107(),
  *                          open-gpu-kernel-modules src/nvidia/src/kernel/gpu/
  *                          mem_mgr/arch/maxwell/mem_mgr_gm107.c), source UE
- *                          for a DBE, CE_THRESHOLD for multiple SBEs; time 0:
- *                          nvml.h does not give the timestamps' unit
- *   a remap failure        HEALTH RMA (as operators treat Xid 64)
- *   an ECC event           ERROR, severity CE (SingleBitEcc) or UE (DoubleBitEcc)
- *   an Xid event           ERROR, .xid = the Xid (999: NVML did not know
- *                          it), severity 0: what an Xid means is the core's
- *                          to say, once for every source that hears it
+ *                          for a DBE, CE_THRESHOLD for multiple SBEs; event
+ *                          and state RETIRED, or PENDING while the GPU has
+ *                          retirements pending (nvml.h's
+ *                          nvmlDeviceGetRetiredPagesPendingStatus says only
+ *                          whether some page waits for a reboot, not which:
+ *                          each of its pages may be one); time 0: nvml.h does
+ *                          not give the timestamps' unit
+ *   the GPU's end of       HEALTH, the health its driver's facts give: RMA
+ *   reconciliation         for a failed row remap (as operators treat Xid
+ *                          64), RESET_REQUIRED for a remap or a retirement
+ *                          pending, else OK; HBM_FACT_PARTIAL when one of
+ *                          those could not be read (then it can only tell
+ *                          worse, never better).  Always the GPU's last
+ *                          fact at start: what it retired has all been said.
+ *   an ECC event           ERROR, event ERROR, severity and state CE
+ *                          (SingleBitEcc) or UE (DoubleBitEcc), no address
+ *                          (length 0): NVML's event carries none
+ *   an Xid event           ERROR, event DEVICE_ERROR, .xid and .state = the
+ *                          Xid (999: NVML did not know it), severity 0: what
+ *                          an Xid means is the core's to say, once for every
+ *                          source that hears it
  *
  * What reconciliation reads (PAGES, HEALTH) was not heard as it happened:
  * it is marked HBM_FACT_UNHEARD, .sync START (core.h: old news to the
  * sinks that act on lost data, no event to those that record what was
- * heard).  Every fact has origin NVML, path "nvml".  Pending retirements and pending
- * remaps (a reboot or a GPU reset is needed) have no fact in core.h yet:
- * they are logged, once per GPU at start, at notice priority.
+ * heard).  Every fact has origin NVML, path "nvml", dev.id HBM_NO_DEVICE_ID:
+ * the module numbers a GPU only once the registrar registered it.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <syslog.h>
+#include <systemd/sd-event.h>
 
 #include "nvml_facts.h"
 #include "nvml_source.h"
@@ -43,6 +83,8 @@ struct nvml_facts {
 	struct hbm_nvml *h;
 	struct hbm_source_link link;
 	int fd;
+	sd_event_source *io;
+	bool pending;		/* the GPU being reconciled has retirements pending */
 };
 
 static void log_line(void *ctx, int priority, const char *msg)
@@ -69,6 +111,7 @@ static void fill_device(struct hbm_fact *f, uint32_t type, const struct hbm_nvml
 		snprintf(f->dev.pci, sizeof(f->dev.pci), "%04x:%02x:%02x.%x", domain, bus, dev,
 			 fn);
 	f->dev.size = g->memory;
+	f->dev.page_size = NVIDIA_RETIRED_PAGE;
 	snprintf(f->path, sizeof(f->path), "nvml");
 }
 
@@ -104,8 +147,8 @@ static void on_page(void *ctx, const struct hbm_nvml_gpu *g, enum hbm_nvml_cause
 
 	(void)time;	/* unit not in nvml.h: see above */
 	fill_device(&f, HBM_FACT_PAGES, g);
-	f.event = HBMGUARD_EVENT_RETIRED;
-	f.state = HBMGUARD_STATE_RETIRED;
+	f.event = s->pending ? HBMGUARD_EVENT_PENDING : HBMGUARD_EVENT_RETIRED;
+	f.state = s->pending ? HBMGUARD_STATE_PENDING : HBMGUARD_STATE_RETIRED;
 	f.source = cause == HBM_NVML_CAUSE_DBE ? HBMGUARD_SOURCE_UE : HBMGUARD_SOURCE_CE_THRESHOLD;
 	f.flags = HBM_FACT_UNHEARD;
 	f.sync = HBM_SYNC_START;
@@ -115,11 +158,13 @@ static void on_page(void *ctx, const struct hbm_nvml_gpu *g, enum hbm_nvml_cause
 	s->link.fact(s->link.core, &f);
 }
 
+/* Called before the GPU's pages (nvml_source.h), when it could be read. */
 static void on_pending(void *ctx, const struct hbm_nvml_gpu *g, bool pending)
 {
+	struct nvml_facts *s = ctx;
 	char msg[256];
 
-	(void)ctx;
+	s->pending = pending;
 	if (!pending)
 		return;
 	snprintf(msg, sizeof(msg), "nvml: GPU %s (%s) has pages pending retirement: a reboot "
@@ -127,29 +172,35 @@ static void on_pending(void *ctx, const struct hbm_nvml_gpu *g, bool pending)
 	log_line(NULL, LOG_NOTICE, msg);
 }
 
+/* The last call of a GPU's reconciliation: the health its driver's facts give. */
 static void on_counts(void *ctx, const struct hbm_nvml_gpu *g, const struct hbm_nvml_report *r)
 {
 	struct nvml_facts *s = ctx;
 	struct hbm_fact f;
+	char msg[256];
 
-	if (r->remap_status != HBM_NVML_OK)
-		return;
-	if (r->remap_pending) {
-		char msg[256];
-
-		snprintf(msg, sizeof(msg), "nvml: GPU %s (%s) has row remaps pending: a GPU "
-			 "reset completes them", g->uuid, g->pci);
-		log_line(NULL, LOG_NOTICE, msg);
-	}
-	if (!r->remap_failure)
-		return;
 	fill_device(&f, HBM_FACT_HEALTH, g);
 	f.event = HBMGUARD_EVENT_HEALTH;
 	f.flags = HBM_FACT_UNHEARD;
 	f.sync = HBM_SYNC_START;
-	f.state = HBMGUARD_HEALTH_RMA;
+	f.state = HBMGUARD_HEALTH_OK;
 	f.aux = HBMGUARD_HEALTH_OK;
-	snprintf(f.text, sizeof(f.text), "row remapping failed");
+	if (r->remap_status == HBM_NVML_OK && r->remap_pending) {
+		snprintf(msg, sizeof(msg), "nvml: GPU %s (%s) has row remaps pending: a GPU "
+			 "reset completes them", g->uuid, g->pci);
+		log_line(NULL, LOG_NOTICE, msg);
+	}
+	if (r->remap_status == HBM_NVML_OK && r->remap_failure) {
+		f.state = HBMGUARD_HEALTH_RMA;
+		snprintf(f.text, sizeof(f.text), "row remapping failed");
+	} else if ((r->remap_status == HBM_NVML_OK && r->remap_pending) || s->pending) {
+		f.state = HBMGUARD_HEALTH_RESET_REQUIRED;
+		snprintf(f.text, sizeof(f.text), "%s pending",
+			 s->pending ? "page retirement" : "row remapping");
+	}
+	if (r->remap_status == HBM_NVML_FAILED || r->pending_status == HBM_NVML_FAILED)
+		f.flags |= HBM_FACT_PARTIAL;	/* said by nvml_source.c */
+	s->pending = false;	/* the next GPU's is its own */
 	s->link.fact(s->link.core, &f);
 }
 
@@ -160,16 +211,21 @@ static void on_event(void *ctx, const struct hbm_nvml_gpu *g, enum hbm_nvml_even
 	struct hbm_fact f;
 
 	fill_device(&f, HBM_FACT_ERROR, g);
-	f.event = HBMGUARD_EVENT_DEVICE_ERROR;
 	switch (kind) {
 	case HBM_NVML_EVENT_SBE:
+		f.event = HBMGUARD_EVENT_ERROR;
 		f.severity = HBM_SEVERITY_CE;
+		f.state = HBMGUARD_ERROR_CE;
 		break;
 	case HBM_NVML_EVENT_DBE:
+		f.event = HBMGUARD_EVENT_ERROR;
 		f.severity = HBM_SEVERITY_UE;
+		f.state = HBMGUARD_ERROR_UE;
 		break;
 	case HBM_NVML_EVENT_XID:
+		f.event = HBMGUARD_EVENT_DEVICE_ERROR;
 		f.xid = data > UINT32_MAX ? UINT32_MAX : (uint32_t)data;
+		f.state = f.xid;	/* the module's DEVICE_ERROR says it there */
 		break;
 	}
 	f.count = 1;
@@ -213,10 +269,30 @@ int nvml_facts_dispatch(struct nvml_facts *s)
 	return hbm_nvml_dispatch(s->h);
 }
 
+/* Level-triggered (sd-event's default): a batch a turn, the rest next turn. */
+static int on_readable(sd_event_source *src, int fd, uint32_t revents, void *arg)
+{
+	struct nvml_facts *s = arg;
+
+	(void)fd;
+	(void)revents;
+	if (nvml_facts_dispatch(s))	/* over for good, said why: the fd stays quiet */
+		sd_event_source_set_enabled(src, SD_EVENT_OFF);
+	return 0;
+}
+
+int nvml_facts_watch(struct nvml_facts *s, sd_event *loop)
+{
+	if (s->fd < 0)
+		return 0;
+	return sd_event_add_io(loop, &s->io, s->fd, EPOLLIN, on_readable, s);
+}
+
 void nvml_facts_stop(struct nvml_facts *s)
 {
 	if (!s)
 		return;
+	sd_event_source_disable_unref(s->io);
 	hbm_nvml_close(s->h);
 	free(s);
 }

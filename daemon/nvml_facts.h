@@ -7,6 +7,8 @@
 #ifndef HBM_NVML_FACTS_H
 #define HBM_NVML_FACTS_H
 
+#include <systemd/sd-event.h>
+
 #include "core.h"
 
 struct nvml_facts;
@@ -22,6 +24,8 @@ struct nvml_facts *nvml_facts_start(const char *library, const struct hbm_source
 int nvml_facts_fd(const struct nvml_facts *s);
 /* On input: the events, as facts.  0, or -errno once they ended (logged). */
 int nvml_facts_dispatch(struct nvml_facts *s);
+/* The live events' fd into @loop (none: nothing).  0, or a negative errno. */
+int nvml_facts_watch(struct nvml_facts *s, sd_event *loop);
 void nvml_facts_stop(struct nvml_facts *s);
 
 #endif /* HBM_NVML_FACTS_H */

@@ -503,12 +503,13 @@ void hbm_nvml_reconcile(struct hbm_nvml *h)
 
 		if (hbm_nvml_query(h, i, &r))
 			continue;
+		/* First: whether the pages that follow may be pending (nvml_source.h). */
+		if (r.pending_status == HBM_NVML_OK && h->ops.pending)
+			h->ops.pending(h->ctx, g, r.pending);
 		for (c = 0; c < HBM_NVML_CAUSES; c++)
 			for (k = 0; h->ops.page_retired && k < r.retired[c].nr; k++)
 				h->ops.page_retired(h->ctx, g, (enum hbm_nvml_cause)c,
 						    r.retired[c].addr[k], r.retired[c].time[k]);
-		if (r.pending_status == HBM_NVML_OK && h->ops.pending)
-			h->ops.pending(h->ctx, g, r.pending);
 		if (h->ops.counts)
 			h->ops.counts(h->ctx, g, &r);
 		hbm_nvml_report_free(&r);

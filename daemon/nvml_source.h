@@ -86,8 +86,16 @@ struct hbm_nvml_ops {
 	void (*gpu_gone)(void *ctx, const struct hbm_nvml_gpu *gpu);
 	void (*page_retired)(void *ctx, const struct hbm_nvml_gpu *gpu,
 			     enum hbm_nvml_cause cause, uint64_t addr, uint64_t time);
+	/*
+	 * Whether some of its retired pages wait for a reboot; called before
+	 * its page_retired calls (NVML does not say which pages), and not at
+	 * all when that could not be read.
+	 */
 	void (*pending)(void *ctx, const struct hbm_nvml_gpu *gpu, bool pending);
-	/* The counts: r's remap_* and ecc_* (its pages went to page_retired). */
+	/*
+	 * The counts: r's remap_* and ecc_* (its pages went to page_retired):
+	 * the last call of a GPU's reconciliation.
+	 */
 	void (*counts)(void *ctx, const struct hbm_nvml_gpu *gpu,
 		       const struct hbm_nvml_report *r);
 	void (*event)(void *ctx, const struct hbm_nvml_gpu *gpu,

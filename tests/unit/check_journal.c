@@ -54,7 +54,7 @@ START_TEST(priorities_and_text)
 	struct hbm_journal_entry e;
 	struct hbm_event_view ev = {
 		.type = HBMGUARD_EVENT_ERROR, .state = HBMGUARD_ERROR_UE,
-		.offset = 0x12345678, .count = 1,
+		.offset = 0x12345678, .length = 1, .count = 1,	/* the module's: one byte */
 	};
 
 	ck_assert_int_eq(hbm_journal_describe(&ev, "0000:3b:00.0", &e), 0);
@@ -65,6 +65,10 @@ START_TEST(priorities_and_text)
 	hbm_journal_describe(&ev, "g", &e);
 	ck_assert_int_eq(e.priority, LOG_NOTICE);
 	ck_assert_str_eq(e.message, "g: 7 correctable errors at 0x12345678");
+	ev.length = 0;	/* a driver's report without an address: none made up */
+	ev.count = 1;
+	hbm_journal_describe(&ev, "g", &e);
+	ck_assert_str_eq(e.message, "g: 1 correctable error");
 
 	ev = (struct hbm_event_view){ .type = HBMGUARD_EVENT_HEALTH,
 		.state = HBMGUARD_HEALTH_RMA, .aux = HBMGUARD_HEALTH_DEGRADED, .count = 163 };

@@ -16,6 +16,8 @@
 #include <sys/ioctl.h>
 #include <linux/sockios.h>
 
+#include "core.h"
+#include "gpus.h"
 #include "nvml_facts.h"
 #include "nvml_source.h"
 #include "unit.h"
@@ -38,7 +40,7 @@ struct heard {
 	int nr_gone;
 	struct { char uuid[96]; int cause; uint64_t addr, time; } pages[256];
 	int nr_pages;
-	struct { char uuid[96]; bool pending; } pend[8];
+	struct { char uuid[96]; bool pending; int pages_before; } pend[8];
 	int nr_pend;
 	struct { char uuid[96]; struct hbm_nvml_report r; } counts[8];
 	int nr_counts;
@@ -83,6 +85,7 @@ static void on_pending(void *ctx, const struct hbm_nvml_gpu *g, bool pending)
 {
 	(void)ctx;
 	snprintf(heard.pend[heard.nr_pend].uuid, 96, "%s", g->uuid);
+	heard.pend[heard.nr_pend].pages_before = heard.nr_pages;
 	heard.pend[heard.nr_pend++].pending = pending;
 }
 
@@ -211,6 +214,8 @@ START_TEST(reconcile)
 	ck_assert_int_eq(heard.nr_pend, 1);
 	ck_assert_str_eq(heard.pend[0].uuid, UUID0);
 	ck_assert(heard.pend[0].pending);
+	/* said before its pages, which it may concern (nvml_source.h) */
+	ck_assert_int_eq(heard.pend[0].pages_before, 0);
 	ck_assert_int_eq(heard.nr_counts, 2);
 	r = &heard.counts[0].r;
 	ck_assert_int_eq(r->remap_status, HBM_NVML_OK);
@@ -687,10 +692,12 @@ START_TEST(as_facts)
 	fact_is(1, HBM_FACT_DEVICE_SEEN, UUID1);
 	ck_assert_str_eq(facts[1].dev.pci, "0000:86:00.0");
 	ck_assert_uint_eq(facts[1].dev.size, 150754820096ULL);
+	ck_assert_uint_eq(facts[0].dev.page_size, 4096);
 	for (i = 2; i < 5; i++) {
 		fact_is(i, HBM_FACT_PAGES, UUID0);
-		ck_assert_uint_eq(facts[i].event, HBMGUARD_EVENT_RETIRED);
-		ck_assert_uint_eq(facts[i].state, HBMGUARD_STATE_RETIRED);
+		/* node.scn: the A100 has retirements pending, NVML does not say which */
+		ck_assert_uint_eq(facts[i].event, HBMGUARD_EVENT_PENDING);
+		ck_assert_uint_eq(facts[i].state, HBMGUARD_STATE_PENDING);
 		ck_assert_uint_eq(facts[i].length, 4096);
 		ck_assert_uint_eq(facts[i].count, 1);
 		/* read at start, not heard: old news */
@@ -701,10 +708,14 @@ START_TEST(as_facts)
 	ck_assert_uint_eq(facts[2].source, HBMGUARD_SOURCE_CE_THRESHOLD);
 	ck_assert_uint_eq(facts[4].offset, 0x3f00000);
 	ck_assert_uint_eq(facts[4].source, HBMGUARD_SOURCE_UE);
-	fact_is(5, HBM_FACT_HEALTH, UUID1);
-	ck_assert_uint_eq(facts[5].state, HBMGUARD_HEALTH_RMA);
+	/* Each GPU's last fact: the health its driver's facts give. */
+	fact_is(5, HBM_FACT_HEALTH, UUID0);
+	ck_assert_uint_eq(facts[5].state, HBMGUARD_HEALTH_RESET_REQUIRED);
 	ck_assert_uint_eq(facts[5].flags, HBM_FACT_UNHEARD);
-	ck_assert_int_eq(nr_facts, 6);
+	fact_is(6, HBM_FACT_HEALTH, UUID1);
+	ck_assert_uint_eq(facts[6].state, HBMGUARD_HEALTH_RMA);
+	ck_assert_uint_eq(facts[6].flags, HBM_FACT_UNHEARD);
+	ck_assert_int_eq(nr_facts, 7);
 
 	fd = nvml_facts_fd(s);
 	ck_assert_int_ge(fd, 0);
@@ -719,11 +730,18 @@ START_TEST(as_facts)
 	ck_assert_uint_eq(facts[start].flags, 0);	/* heard */
 	ck_assert_uint_eq(facts[start].xid, 48);
 	ck_assert_uint_eq(facts[start].severity, 0);
+	/* in the module's words, which the journal speaks: DEVICE_ERROR, state the Xid */
+	ck_assert_uint_eq(facts[start].event, HBMGUARD_EVENT_DEVICE_ERROR);
+	ck_assert_uint_eq(facts[start].state, 48);
 	fact_is(start + 1, HBM_FACT_ERROR, UUID0);
 	ck_assert_uint_eq(facts[start + 1].severity, HBM_SEVERITY_UE);
 	ck_assert_uint_eq(facts[start + 1].xid, 0);
+	ck_assert_uint_eq(facts[start + 1].event, HBMGUARD_EVENT_ERROR);
+	ck_assert_uint_eq(facts[start + 1].state, HBMGUARD_ERROR_UE);
+	ck_assert_uint_eq(facts[start + 1].length, 0);	/* NVML gives no address */
 	fact_is(start + 2, HBM_FACT_ERROR, UUID1);
 	ck_assert_uint_eq(facts[start + 2].severity, HBM_SEVERITY_CE);
+	ck_assert_uint_eq(facts[start + 2].state, HBMGUARD_ERROR_CE);
 	fact_is(start + 3, HBM_FACT_ERROR, UUID1);
 	ck_assert_uint_eq(facts[start + 3].xid, 999);
 	fact_is(start + 4, HBM_FACT_DEVICE_GONE, UUID1);
@@ -752,6 +770,383 @@ START_TEST(ancient_library)
 }
 END_TEST
 
+/*
+ * The registrar (daemon/gpus.c) between the NVML source and a module, through
+ * the real core (daemon/core.c): a module that keeps its GPUs' tables as
+ * hbmguard.ko does, as far as the registrar can tell (a RETIRE of a page
+ * the table has moves its last_seen, as hbm_table_apply() does).
+ */
+struct fake_gpu {
+	struct device dev;
+	struct hbm_state_record r[16];
+	size_t nr;
+	uint32_t health;
+};
+
+static struct {
+	struct fake_gpu gpu[4];
+	size_t nr;
+	int registers, eexist, retires, pending_retires, health_sets, health_changes;
+	struct hbm_fact_device reg;	/* the last registration */
+} mod;
+
+static int mod_list(void *ctx, struct device_list *l)
+{
+	size_t i;
+
+	(void)ctx;
+	for (i = 0; i < mod.nr; i++)
+		l->dev[l->nr++] = mod.gpu[i].dev;
+	return 0;
+}
+
+static struct fake_gpu *mod_gpu(const struct device *dev)
+{
+	ck_assert_uint_lt(dev->id, mod.nr);
+	ck_assert_str_eq(mod.gpu[dev->id].dev.identity, dev->identity);
+	return &mod.gpu[dev->id];
+}
+
+static int mod_dump(void *ctx, const struct device *dev, struct hbm_extents *x)
+{
+	struct fake_gpu *g = mod_gpu(dev);
+	size_t i;
+
+	(void)ctx;
+	for (i = 0; i < g->nr; i++)
+		ck_assert(hbm_extents_push(x, &g->r[i]));
+	return 0;
+}
+
+/* A page into the table, sorted; the source of a page new to it. */
+static void mod_put(struct fake_gpu *g, uint64_t offset, uint8_t state, uint8_t source)
+{
+	size_t i, at = 0;
+
+	for (i = 0; i < g->nr; i++) {
+		if (g->r[i].offset == offset) {
+			g->r[i].last_seen++;
+			if (g->r[i].state == HBMGUARD_STATE_PENDING)
+				g->r[i].state = state;
+			return;
+		}
+		if (g->r[i].offset < offset)
+			at = i + 1;
+	}
+	ck_assert_uint_lt(g->nr, 16);
+	memmove(&g->r[at + 1], &g->r[at], (g->nr - at) * sizeof(g->r[0]));
+	g->r[at] = (struct hbm_state_record){ .offset = offset, .length = 4096, .state = state,
+					      .source = source, .first_seen = 1, .last_seen = 1 };
+	g->nr++;
+}
+
+static int mod_change(void *ctx, const struct device *dev, uint16_t type,
+		      const struct hbm_ctl_extent *x)
+{
+	struct fake_gpu *g = mod_gpu(dev);
+
+	(void)ctx;
+	ck_assert_uint_eq(type, HBM_CTL_RETIRE);
+	ck_assert_str_eq(x->identity, dev->identity);
+	ck_assert_uint_eq(x->length, 4096);
+	if (x->offset >= dev->size || x->length > dev->size - x->offset)
+		return -ERANGE;		/* as hbm_device_apply() */
+	mod.retires++;
+	mod.pending_retires += !!(x->flags & HBM_CTL_PENDING);
+	mod_put(g, x->offset, x->flags & HBM_CTL_PENDING ? HBMGUARD_STATE_PENDING :
+			      HBMGUARD_STATE_RETIRED, HBMGUARD_SOURCE_DRIVER);
+	return 0;
+}
+
+static void mod_restore(void *ctx, const struct device *dev, const struct hbm_state *stored)
+{
+	(void)ctx;
+	(void)dev;
+	(void)stored;
+}
+
+static int mod_register(void *ctx, const struct hbm_fact_device *gpu)
+{
+	struct fake_gpu *g;
+	size_t i;
+
+	(void)ctx;
+	mod.registers++;
+	mod.reg = *gpu;
+	for (i = 0; i < mod.nr; i++)
+		if (!strcmp(mod.gpu[i].dev.identity, gpu->identity)) {
+			mod.eexist++;
+			return -EEXIST;
+		}
+	ck_assert_uint_lt(mod.nr, 4);
+	g = &mod.gpu[mod.nr];
+	memset(g, 0, sizeof(*g));
+	g->dev = (struct device){ .id = mod.nr, .page_size = gpu->page_size,
+				  .kind = HBMGUARD_KIND_GPU, .size = gpu->size };
+	snprintf(g->dev.identity, sizeof(g->dev.identity), "%s", gpu->identity);
+	snprintf(g->dev.pci, sizeof(g->dev.pci), "%s", gpu->pci);
+	mod.nr++;
+	return 0;
+}
+
+static int mod_health(void *ctx, const struct device *dev, uint32_t health)
+{
+	struct fake_gpu *g = mod_gpu(dev);
+
+	(void)ctx;
+	mod.health_sets++;
+	mod.health_changes += g->health != health;
+	g->health = health;
+	return 0;
+}
+
+static const struct hbm_source_ops mod_ops = {
+	.origin = HBM_FROM_KERNEL, .list = mod_list, .dump = mod_dump, .restore = mod_restore,
+	.change = mod_change, .gpu_register = mod_register, .gpu_health = mod_health,
+};
+
+static struct hbmd_core reg_core;
+static struct hbm_gpus registrar;
+
+static void module_sees(const struct hbm_source_link *link, size_t i, enum hbm_sync why);
+
+/* A daemon's start: the core, its registrar, and the module's GPUs as kernel.c says them. */
+static struct nvml_facts *daemon_start(bool module_first)
+{
+	const struct hbm_sink sink = { .name = "gpus", .fact = gpus_fact, .ctx = &registrar };
+	struct hbm_source_link link;
+	struct nvml_facts *s;
+	size_t i;
+
+	core_init(&reg_core, &mod_ops, &mod);
+	ck_assert_int_eq(core_add_sink(&reg_core, &sink), 0);
+	gpus_start(&registrar, &reg_core);
+	link = core_link(&reg_core);
+	for (i = 0; module_first && i < mod.nr; i++)
+		module_sees(&link, i, HBM_SYNC_START);
+	s = nvml_facts_start(FAKE, &link);
+	ck_assert_ptr_nonnull(s);
+	return s;
+}
+
+static void daemon_stop(struct nvml_facts *s)
+{
+	nvml_facts_stop(s);
+	gpus_stop(&registrar);
+}
+
+/* The module's DEVICE_SEEN of its GPU @i (kernel.c's sync_devices()). */
+static void module_sees(const struct hbm_source_link *link, size_t i, enum hbm_sync why)
+{
+	struct hbm_fact f = { .type = HBM_FACT_DEVICE_SEEN, .origin = HBM_FROM_KERNEL,
+			      .sync = why };
+
+	f.dev.id = mod.gpu[i].dev.id;
+	f.dev.kind = HBM_DEVICE_GPU;
+	snprintf(f.dev.identity, sizeof(f.dev.identity), "%s", mod.gpu[i].dev.identity);
+	snprintf(f.dev.pci, sizeof(f.dev.pci), "%s", mod.gpu[i].dev.pci);
+	f.dev.page_size = mod.gpu[i].dev.page_size;
+	f.dev.size = mod.gpu[i].dev.size;
+	link->fact(link->core, &f);
+}
+
+static void all_seen(void)
+{
+	struct hbm_source_link link = core_link(&reg_core);
+	size_t i;
+
+	for (i = 0; i < mod.nr; i++)
+		module_sees(&link, i, HBM_SYNC_ADDED);
+}
+
+START_TEST(registrar_imports_once)
+{
+	struct hbm_state_record before[16];
+	struct nvml_facts *s;
+	size_t i;
+
+	memset(&mod, 0, sizeof(mod));
+	scenario("", true);
+	s = daemon_start(false);
+	/* Both registered as the kernel names them; nothing retired before the
+	 * module announced them (the store restores first). */
+	ck_assert_int_eq(mod.registers, 2);
+	ck_assert_str_eq(mod.gpu[0].dev.identity, UUID0);
+	ck_assert_str_eq(mod.gpu[0].dev.pci, "0000:3b:00.0");
+	ck_assert_uint_eq(mod.gpu[0].dev.size, 85899345920ULL);
+	ck_assert_uint_eq(mod.gpu[0].dev.page_size, 4096);
+	ck_assert_str_eq(mod.gpu[1].dev.pci, "0000:86:00.0");
+	ck_assert_str_eq(mod.reg.name, "nvidia-0000:86:00.0");
+	ck_assert_int_eq(mod.retires, 0);
+	all_seen();
+	/* The A100's three pages, pending as NVML says some are; both GPUs
+	 * wait for a reset (a retirement, a row remap pending). */
+	ck_assert_int_eq(mod.retires, 3);
+	ck_assert_int_eq(mod.pending_retires, 3);
+	ck_assert_uint_eq(mod.gpu[0].nr, 3);
+	ck_assert_uint_eq(mod.gpu[0].r[0].offset, 0x1a2b000);
+	ck_assert_uint_eq(mod.gpu[0].r[2].offset, 0x3f00000);
+	ck_assert_uint_eq(mod.gpu[1].nr, 0);
+	ck_assert_uint_eq(mod.gpu[0].health, HBMGUARD_HEALTH_RESET_REQUIRED);
+	ck_assert_uint_eq(mod.gpu[1].health, HBMGUARD_HEALTH_RESET_REQUIRED);
+	ck_assert_int_eq(mod.health_changes, 2);
+	daemon_stop(s);
+
+	/* A restart: the module has them, the same facts again change nothing. */
+	memcpy(before, mod.gpu[0].r, sizeof(before));
+	s = daemon_start(true);
+	ck_assert_int_eq(mod.registers, 4);
+	ck_assert_int_eq(mod.eexist, 2);
+	ck_assert_int_eq(mod.retires, 3);
+	ck_assert_int_eq(mod.health_changes, 2);
+	ck_assert_mem_eq(before, mod.gpu[0].r, sizeof(before));
+	daemon_stop(s);
+	unlink(scn_path);
+
+	/* The driver completed them (a reboot, after which the store restored
+	 * them as they were), and the remap: RETIRED, ok. */
+	scenario("pending 0 0\nremap 1 0 2 0 0\n", true);
+	s = daemon_start(true);
+	ck_assert_int_eq(mod.retires, 6);
+	ck_assert_int_eq(mod.pending_retires, 3);
+	for (i = 0; i < 3; i++) {
+		ck_assert_uint_eq(mod.gpu[0].r[i].state, HBMGUARD_STATE_RETIRED);
+		ck_assert_uint_eq(mod.gpu[0].r[i].source, HBMGUARD_SOURCE_DRIVER);
+	}
+	ck_assert_uint_eq(mod.gpu[0].health, HBMGUARD_HEALTH_OK);
+	ck_assert_uint_eq(mod.gpu[1].health, HBMGUARD_HEALTH_OK);
+	daemon_stop(s);
+	memcpy(before, mod.gpu[0].r, sizeof(before));
+	s = daemon_start(true);
+	ck_assert_int_eq(mod.retires, 6);
+	ck_assert_mem_eq(before, mod.gpu[0].r, sizeof(before));
+	daemon_stop(s);
+	unlink(scn_path);
+}
+END_TEST
+
+/* After a reboot the store restored the pages before the registrar looks. */
+START_TEST(registrar_restored_pages_stay)
+{
+	struct nvml_facts *s;
+
+	memset(&mod, 0, sizeof(mod));
+	scenario("pending 0 0\n", true);
+	s = daemon_start(false);
+	mod_put(&mod.gpu[0], 0x1a2b000, HBMGUARD_STATE_RETIRED, HBMGUARD_SOURCE_RESTORED);
+	mod_put(&mod.gpu[0], 0x3f00000, HBMGUARD_STATE_PENDING, HBMGUARD_SOURCE_RESTORED);
+	all_seen();
+	/* 0x1a2c000 new, 0x3f00000 from pending to retired; 0x1a2b000 left alone */
+	ck_assert_int_eq(mod.retires, 2);
+	ck_assert_int_eq(mod.pending_retires, 0);
+	ck_assert_uint_eq(mod.gpu[0].r[0].last_seen, 1);
+	ck_assert_uint_eq(mod.gpu[0].r[0].source, HBMGUARD_SOURCE_RESTORED);
+	ck_assert_uint_eq(mod.gpu[0].r[1].source, HBMGUARD_SOURCE_DRIVER);
+	ck_assert_uint_eq(mod.gpu[0].r[2].state, HBMGUARD_STATE_RETIRED);
+	daemon_stop(s);
+	unlink(scn_path);
+}
+END_TEST
+
+/*
+ * A retired page above what NVML counts as memory: the device covers it; one
+ * far beyond (a broken library's) is refused alone, the others recorded.
+ */
+START_TEST(registrar_sizes_to_the_pages)
+{
+	struct nvml_facts *s;
+
+	memset(&mod, 0, sizeof(mod));
+	scenario("retired 0 dbe 0x1500000000 1700000300\n"
+		 "retired 0 dbe 0x7000000000000000 1700000400\n", true);
+	s = daemon_start(false);
+	ck_assert_uint_eq(mod.gpu[0].dev.size, 0x1500001000ULL);
+	ck_assert_uint_eq(mod.gpu[1].dev.size, 150754820096ULL);
+	all_seen();
+	ck_assert_int_eq(mod.retires, 4);
+	ck_assert_uint_eq(mod.gpu[0].nr, 4);
+	ck_assert_uint_eq(mod.gpu[0].r[3].offset, 0x1500000000ULL);
+	daemon_stop(s);
+	unlink(scn_path);
+}
+END_TEST
+
+/*
+ * The module reloaded under the daemon: its GPUs registered again and
+ * recorded, whether the core says their ids are gone or another device's.
+ */
+START_TEST(registrar_module_reloaded)
+{
+	struct hbm_fact f = { .type = HBM_FACT_DEVICE_SEEN, .origin = HBM_FROM_KERNEL,
+			      .sync = HBM_SYNC_ADDED, .dev = { .id = 0, .kind = HBM_DEVICE_RANGE,
+							       .identity = "sim:x" } };
+	struct hbm_source_link link;
+	struct nvml_facts *s;
+
+	memset(&mod, 0, sizeof(mod));
+	scenario("", true);
+	s = daemon_start(false);
+	all_seen();
+	ck_assert_int_eq(mod.registers, 2);
+	ck_assert_int_eq(mod.retires, 3);
+	/* A new module, a simulated device first: id 0, the A100's */
+	memset(&mod.gpu, 0, sizeof(mod.gpu));
+	snprintf(mod.gpu[0].dev.identity, sizeof(mod.gpu[0].dev.identity), "sim:x");
+	mod.nr = 1;
+	link = core_link(&reg_core);
+	link.fact(link.core, &f);
+	ck_assert_int_eq(mod.registers, 3);
+	ck_assert_str_eq(mod.gpu[1].dev.identity, UUID0);
+	/* the A100 at 1, the H200's: it goes again too */
+	module_sees(&link, 1, HBM_SYNC_ADDED);
+	ck_assert_int_eq(mod.registers, 4);
+	ck_assert_str_eq(mod.gpu[2].dev.identity, UUID1);
+	ck_assert_int_eq(mod.retires, 6);
+	ck_assert_uint_eq(mod.gpu[1].nr, 3);
+	module_sees(&link, 2, HBM_SYNC_ADDED);
+	ck_assert_uint_eq(mod.gpu[2].health, HBMGUARD_HEALTH_RESET_REQUIRED);
+	/* ...and the core's DEVICE_GONE of an id */
+	f.type = HBM_FACT_DEVICE_GONE;
+	f.dev.id = 2;
+	mod.nr = 2;
+	link.fact(link.core, &f);
+	ck_assert_int_eq(mod.registers, 5);
+	ck_assert_str_eq(mod.gpu[2].dev.identity, UUID1);
+	ck_assert_int_eq(mod.eexist, 0);
+	daemon_stop(s);
+	unlink(scn_path);
+}
+END_TEST
+
+/* A GPU that falls off the bus: reset required, and nothing more. */
+START_TEST(registrar_gpu_lost)
+{
+	struct nvml_facts *s;
+	int fd, changes;
+
+	memset(&mod, 0, sizeof(mod));
+	scenario("remap 1 0 2 0 0\nlost 5 1\n", true);
+	s = daemon_start(false);
+	all_seen();
+	ck_assert_uint_eq(mod.gpu[1].health, HBMGUARD_HEALTH_OK);
+	changes = mod.health_changes;
+	fd = nvml_facts_fd(s);
+	ck_assert_int_ge(fd, 0);
+	while (mod.gpu[1].health == HBMGUARD_HEALTH_OK) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+
+		ck_assert_msg(poll(&p, 1, 20000) == 1, "no loss heard");
+		nvml_facts_dispatch(s);
+	}
+	ck_assert_uint_eq(mod.gpu[1].health, HBMGUARD_HEALTH_RESET_REQUIRED);
+	ck_assert_int_eq(mod.health_changes, changes + 1);
+	ck_assert_uint_eq(mod.gpu[0].health, HBMGUARD_HEALTH_RESET_REQUIRED);
+	ck_assert_int_eq(mod.retires, 3);
+	daemon_stop(s);
+	unlink(scn_path);
+}
+END_TEST
+
 Suite *nvml_suite(void)
 {
 	Suite *s = suite_create("nvml");
@@ -776,6 +1171,11 @@ Suite *nvml_suite(void)
 	tcase_add_test(tc, ancient_library);
 	tcase_add_test(tc, as_facts);
 	tcase_add_test(tc, as_facts_no_library);
+	tcase_add_test(tc, registrar_imports_once);
+	tcase_add_test(tc, registrar_restored_pages_stay);
+	tcase_add_test(tc, registrar_sizes_to_the_pages);
+	tcase_add_test(tc, registrar_module_reloaded);
+	tcase_add_test(tc, registrar_gpu_lost);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,158 @@
+# SPDX-License-Identifier: GPL-2.0
+# Tier 2, inside the guest: NVIDIA GPUs that NVML reports become devices of the
+# module, through hbmguardd, with what their driver retired and their health;
+# once, however often the daemon starts.  NVML is the fake libnvidia-ml.so.1
+# (tests/nvml/fake_nvml.c, built from the real nvml.h), put where the driver
+# puts the library, under its soname: hbmguardd loads nothing else
+# (daemon/nvml_facts.c).  It reads its scenario from $HBM_FAKE_NVML.
+. /lib.sh
+lib=/lib/x86_64-linux-gnu/libnvidia-ml.so.1
+uuid0=GPU-a1a1a1a1-0000-4000-8000-000000000001	# the A100 of node.scn
+uuid1=GPU-h200h200-0000-4000-8000-000000000002	# the H200
+gpu0=nvidia-0000:3b:00.0
+state=/tmp/nvstate/$uuid0.state
+printf '[Daemon]\nStateDirectory=/tmp/nvstate\nControlSocket=/tmp/nv.sock\n' >/tmp/nv.conf
+n=0
+start_daemon() {	# SCENARIO: the daemon's log is /tmp/nv.log, afresh
+	: >/tmp/nv.log
+	HBM_FAKE_NVML=$1 hbmguardd -c /tmp/nv.conf 2>>/tmp/nv.log &
+	daemon=$!
+	wait_for /tmp/nv.log "hbmguardd: ready"
+}
+stop_daemon() {
+	kill $daemon
+	wait $daemon
+	cat /tmp/nv.log >>/tmp/nv.logs
+}
+# The daemon has read what it asked the module for before the mark: one more
+# device, and its lines.  (What it asked for on reading the GPUs' own
+# DEVICE_ADDED may come after the mark: those checks are "eventually".)
+settled() {
+	n=$((n + 1))
+	hbmctl sim-destroy "$(hbmctl sim-create mark$n 1G)"
+	wait_for /tmp/nv.log "sim:mark$n: device removed"
+}
+scenario() {	# FILE LINES...: node.scn, then the lines
+	f=$1
+	shift
+	cp /nvml/node.scn "$f"
+	for l in "$@"; do
+		echo "$l" >>"$f"
+	done
+}
+seqnum() { hbmnl stats | sed -n 's/.* seqnum=\([0-9]*\) .*/\1/p'; }
+lines() { grep -c "$1" /tmp/nv.log; }
+
+check "load" 'insmod /hbmguard.ko'
+
+# No library: one line, the daemon as before.
+rm -f $lib
+start_daemon /nonexistent
+check "no NVML: one info line" '[ "$(lines "nvml")" = 1 ] && grep -q "^<6>hbmguardd: nvml: no NVIDIA management library" /tmp/nv.log'
+check "... and the daemon runs" 'kill -0 $daemon'
+stop_daemon
+
+cp /nvml/libnvidia-ml.so.1 $lib
+
+# NVML that cannot start: one line, nothing registered.
+scenario /tmp/init.scn "fail nvmlInit_v2 999"
+start_daemon /tmp/init.scn
+check "nvmlInit failing: one error line" '[ "$(lines "nvml")" = 1 ] && grep -q "^<3>hbmguardd: nvml: nvmlInit_v2 failed: .*: NVML not used" /tmp/nv.log'
+check "... no GPU registered" '! hbmnl devices | grep -q "kind=4"'
+stop_daemon
+
+# Every call for a GPU's facts failing: a line each, the GPUs registered with
+# nothing more (no page, no health said).
+scenario /tmp/fail.scn "fail nvmlDeviceGetRetiredPages_v2 999" \
+	"fail nvmlDeviceGetRetiredPagesPendingStatus 999" "fail nvmlDeviceGetRemappedRows 999" \
+	"fail nvmlDeviceGetTotalEccErrors 999"
+start_daemon /tmp/fail.scn
+settled
+each_said() {
+	for c in nvmlDeviceGetRetiredPages_v2 nvmlDeviceGetRetiredPagesPendingStatus \
+		nvmlDeviceGetRemappedRows nvmlDeviceGetTotalEccErrors; do
+		grep -q "^<3>hbmguardd: nvml: $c on GPU $uuid0 (00000000:3B:00.0) failed: " \
+			/tmp/nv.log || return 1
+	done
+}
+check "failing calls: a line naming each" each_said
+check "... the GPUs registered, nothing recorded" 'hbmnl devices | grep -q " $gpu0 $uuid0 kind=4 .* retired=0 pending=0 .* driver_health=0 " &&
+	! grep -q ": 1 page \|: health " /tmp/nv.log'
+stop_daemon
+check "a fresh module" 'rmmod hbmguard && insmod /hbmguard.ko'
+
+# node.scn: the A100 retired 2 pages for SBEs and 1 for a DBE, some pending
+# a reboot; the H200 retires no pages and has a row remap pending.
+start_daemon /nvml/node.scn
+settled
+check "both GPUs registered" 'grep -q "GPU $uuid0 at 0000:3b:00.0 registered as $gpu0" /tmp/nv.log &&
+	grep -q "GPU $uuid1 at 0000:86:00.0 registered as nvidia-0000:86:00.0" /tmp/nv.log'
+check "listed as GPUs with UUID and PCI address, sized from NVML" 'hbmnl devices | grep -q "^device [0-9]* $gpu0 $uuid0 kind=4 size=0x1400000000 page=4096 .* spares=0 pci=0000:3b:00.0 " &&
+	hbmnl devices | grep -q "^device [0-9]* nvidia-0000:86:00.0 $uuid1 kind=4 size=0x2319b00000 page=4096 .* spares=0 pci=0000:86:00.0 "'
+# (0x1a2b000 and 0x1a2c000 are neighbours: one extent of 2 pages in the table)
+check "the driver's pages, pending, source driver" 'hbmctl pages $gpu0 | grep -q "^0x1a2b000 *2 .*pending *driver" &&
+	hbmctl pages $gpu0 | grep -q "^0x3f00000 *1 .*pending *driver" && [ "$(hbmctl pages $gpu0 | grep -c "^0x")" = 2 ]'
+check "both need a reset: a retirement, a row remap pending" 'hbmnl devices | grep " $uuid0 " | grep -q " driver_health=3 " &&
+	hbmnl devices | grep " $uuid1 " | grep -q " driver_health=3 " &&
+	[ "$(hbmctl devices | grep -c "reset-required")" = 2 ]'
+eventually "journaled: each page, each health" '[ "$(lines "^<4>hbmguardd: $uuid0: 1 page pending retirement in 0x[0-9a-f]*+0x1000 (driver)$")" = 3 ] &&
+	grep -q "^<4>hbmguardd: $uuid0: health ok -> reset-required" /tmp/nv.log &&
+	grep -q "^<4>hbmguardd: $uuid1: health ok -> reset-required" /tmp/nv.log'
+eventually "kept in the state file" '[ "$(stat -c %s $state 2>/dev/null)" = $((128 + 2 * 48)) ]'
+stop_daemon
+
+# A restart reads the same facts: nothing imported twice.  A record's
+# last_seen (and its CRC, and the file's serial) move at every start whatever
+# the GPUs: the store's RESTORE touches each stored page (hbm_table_apply()).
+# The rest of each record (state.h: offset, length, first_seen; state,
+# source, errors) must not.
+records() { od -An -v -tx1 -w48 -j128 $state | cut -c1-72,97-108; }
+records >/tmp/records.before
+seq0=$(seqnum)
+start_daemon /nvml/node.scn
+settled
+check "restart: no event of the module but the mark's" '[ "$(seqnum)" = $((seq0 + 2)) ]'
+check "... no journal entry of a page or a health" '! grep -q ": 1 page \|: health \|registered as" /tmp/nv.log'
+check "... the state file's records unchanged" 'records | cmp -s - /tmp/records.before && [ -s /tmp/records.before ]'
+stop_daemon
+
+# The module reloaded (a reboot, for the module): the GPUs registered anew,
+# their stored pages restored first (source RESTORED from then on), the
+# driver's then found there.
+check "reload the module" 'rmmod hbmguard && insmod /hbmguard.ko'
+start_daemon /nvml/node.scn
+settled
+check "reload: registered anew" '[ "$(lines "registered as")" = 2 ]'
+eventually "... the pages restored from the state file, not imported again" 'grep -q "^<4>hbmguardd: $uuid0: 2 pages pending retirement in 0x1a2b000+0x2000 (restored)$" /tmp/nv.log &&
+	grep -q "^<4>hbmguardd: $uuid0: 1 page pending retirement in 0x3f00000+0x1000 (restored)$" /tmp/nv.log &&
+	! grep -q "(driver)" /tmp/nv.log && [ "$(stat -c %s $state)" = $((128 + 2 * 48)) ]'
+check "... the health from the driver again" 'hbmnl devices | grep " $uuid0 " | grep -q " driver_health=3 "'
+# The module reloaded under the running daemon: the same, without a restart.
+check "reload under the daemon" 'rmmod hbmguard && insmod /hbmguard.ko'
+eventually "... the GPUs registered again" '[ "$(lines "registered as")" = 4 ] &&
+	[ "$(hbmnl devices | grep -c " kind=4 ")" = 2 ]'
+eventually "... their pages restored, not imported again" '[ "$(lines "^<4>hbmguardd: $uuid0: 2 pages pending retirement in 0x1a2b000+0x2000 (restored)$")" = 2 ] &&
+	! grep -q "(driver)" /tmp/nv.log && hbmctl pages $gpu0 | grep -q "^0x3f00000 *1 .*pending *restored"'
+check "... and their health" 'hbmnl devices | grep " $uuid1 " | grep -q " driver_health=3 "'
+stop_daemon
+
+# Rebooted: the driver completed the retirements, the H200's remap too; then
+# live events: an Xid 48, a DBE, and the H200 falls off the bus.
+scenario /tmp/live.scn "pending 0 0" "remap 1 0 2 0 0" "event 500 0 xid 48" "event 500 0 dbe" "lost 1000 1"
+start_daemon /tmp/live.scn
+eventually "retirements completed: RETIRED, journaled" '[ "$(lines "^<4>hbmguardd: $uuid0: 1 page retired in 0x[0-9a-f]*+0x1000 (driver)$")" = 3 ] &&
+	[ "$(hbmctl pages $gpu0 | grep -c "retired *restored")" = 2 ]'
+eventually "... health back to ok" 'grep -q "^<5>hbmguardd: $uuid0: health reset-required -> ok" /tmp/nv.log &&
+	grep -q "^<5>hbmguardd: $uuid1: health reset-required -> ok" /tmp/nv.log'
+eventually "Xid 48 journaled" 'grep -q "^<3>hbmguardd: $uuid0: Xid 48$" /tmp/nv.log'
+eventually "the DBE journaled" 'grep -q "^<3>hbmguardd: $uuid0: 1 uncorrectable error$" /tmp/nv.log'
+eventually "GPU lost: said" 'grep -q "^<4>hbmguardd: nvml: GPU $uuid1 (00000000:86:00.0) has fallen off the bus: gone" /tmp/nv.log &&
+	grep -q "^<3>hbmguardd: GPU $uuid1 (0000:86:00.0) is lost to its driver: health reset-required" /tmp/nv.log'
+eventually "... and its health changed" 'grep -q "^<4>hbmguardd: $uuid1: health ok -> reset-required" /tmp/nv.log &&
+	hbmnl devices | grep " $uuid1 " | grep -q " driver_health=3 "'
+check "... the daemon runs on" 'kill -0 $daemon && hbmctl --socket /tmp/nv.sock status >/dev/null'
+stop_daemon
+
+rm -f $lib
+check "unload" 'rmmod hbmguard'
+finish nvml.sh
