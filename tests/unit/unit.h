@@ -19,6 +19,7 @@ Suite *incidents_suite(void);
 Suite *recovery_suite(void);
 Suite *nvlog_suite(void);
 Suite *amdgpu_suite(void);
+Suite *core_suite(void);
 const char *table_invariants(const struct hbm_table *t);
 
 #endif
