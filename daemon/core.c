@@ -45,7 +45,12 @@ bool hbm_extents_push(struct hbm_extents *x, const struct hbm_state_record *r)
  * @ops: what the source that numbers the devices can be asked
  * @ctx: its context
  */
-static uint64_t monotonic_ns(void)
+/**
+ * hbm_monotonic_ns() - now, CLOCK_MONOTONIC nanoseconds
+ *
+ * Return: the time; the clock of the windows the core and the sources keep.
+ */
+uint64_t hbm_monotonic_ns(void)
 {
 	struct timespec ts;
 
@@ -58,7 +63,7 @@ void core_init(struct hbmd_core *c, const struct hbm_source_ops *ops, void *ctx)
 	memset(c, 0, sizeof(*c));
 	c->ops = ops;
 	c->ops_ctx = ctx;
-	c->now = monotonic_ns;
+	c->now = hbm_monotonic_ns;
 }
 
 /**

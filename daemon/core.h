@@ -252,5 +252,6 @@ int core_change(struct hbmd_core *c, const struct device *dev, uint16_t type,
 		const struct hbm_ctl_extent *x);
 bool core_is_bypassed(struct hbmd_core *c, const char *identity, uint64_t offset,
 		      uint64_t length);
+uint64_t hbm_monotonic_ns(void);
 
 #endif /* HBMGUARDD_CORE_H */

@@ -4,10 +4,10 @@
  * reloads, and drives the recovery of the training ranks an error hits.
  * This file is main(): the configuration, and the wiring of the parts.
  *
- *   source                       core                sinks, in this order
+ *   sources                      core                sinks, in this order
  *   kernel.c  hbmguard.ko's  ->  core.c: each   ->   store.c     state files
  *             netlink family     fact once, in       journal.c   journal entries
- *                                order; devices      recovery.c  incidents, ranks
+ *   kmsg.c    NVRM Xid lines     order; devices      recovery.c  incidents, ranks
  *
  * A source turns what it hears into facts (core.h) and gives each to the
  * core, which hands it to every sink through the sink's one callback.
@@ -44,6 +44,7 @@ struct hbmguardd {
 	struct hbmd_core core;
 	struct hbm_kernel kernel;
 	struct hbm_store store;
+	struct hbm_kmsg kmsg;		/* "NVRM: Xid" lines of the kernel log */
 };
 
 /* SIGHUP, systemctl reload: a new configuration, or the old one kept. */
@@ -155,6 +156,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "<3>hbmguardd: cannot set up the event loop\n");
 		return 1;
 	}
+	kmsg_start(&g.kmsg, d->loop, core_link(&g.core), "/dev/kmsg");	/* or said why not */
 	/*
 	 * Without a journal (an initramfs, a container) sd_journal_send()
 	 * succeeds silently: entries go to stderr then.
@@ -177,6 +179,7 @@ int main(int argc, char **argv)
 	sd_notify(0, "STOPPING=1");
 	control_close(d);
 	store_stop(&g.store);
+	kmsg_stop(&g.kmsg);
 	kernel_stop(&g.kernel);
 	sd_event_unref(d->loop);
 	close(d->state_dir);

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The kernel log (kmsg.c): the NVIDIA driver's "NVRM: Xid" lines read from
+ * /dev/kmsg, a source of facts.
+ */
+#ifndef HBM_KMSG_H
+#define HBM_KMSG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+#include <linux/hbmguard.h>
+
+#include "core.h"
+#include "nvlog.h"
+
+/*
+ * A read of /dev/kmsg needs room for the whole record or fails (-EINVAL):
+ * CONSOLE_EXT_LOG_MAX of include/linux/printk.h (6.1), the size of the
+ * buffer devkmsg_read() formats into (struct printk_buffers' outbuf, 6.12).
+ */
+#define KMSG_READ_MAX		8192
+
+/* Log lines of one kind: at most KMSG_LINES_BURST per KMSG_LINES_PERIOD_NS. */
+#define KMSG_LINES_BURST	10
+#define KMSG_LINES_PERIOD_NS	(60 * 1000000000ULL)
+/* The device list kept is read again when older (a GPU replaced at an address). */
+#define KMSG_LIST_FRESH_NS	(1000000000ULL)
+
+struct kmsg_lines {
+	uint64_t since;			/* the current period began; 0: none yet */
+	unsigned int told;		/* lines in it */
+	unsigned int untold;		/* lines kept back in it */
+};
+
+struct hbm_kmsg {
+	struct hbm_source_link link;	/* to the core */
+	int fd;
+	sd_event_source *io;
+	uint64_t next_seq;		/* the record expected next; 0: none read yet */
+	struct device_list *devices;	/* as last listed */
+	char pci[HBMGUARD_MAX_DEVICES][HBMGUARD_PCI_ADDR_LEN];	/* their addresses */
+	uint64_t listed_at;		/* CLOCK_MONOTONIC ns; 0: never */
+	struct kmsg_lines refused;	/* lines about records not from the kernel */
+	struct kmsg_lines skipped;	/* lines about the driver's records not taken */
+	uint64_t (*now)(void);		/* CLOCK_MONOTONIC ns; a test's own clock */
+	char buf[KMSG_READ_MAX];
+	struct kmsg_record rec;
+	struct nv_log_record nv;
+};
+
+int kmsg_start(struct hbm_kmsg *k, sd_event *loop, struct hbm_source_link link,
+	       const char *path);
+void kmsg_record(struct hbm_kmsg *k, const char *buf, size_t len);
+void kmsg_stop(struct hbm_kmsg *k);
+
+#endif /* HBM_KMSG_H */
