@@ -53,6 +53,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "kmsg.h"
@@ -226,6 +228,32 @@ static int on_readable(sd_event_source *s, int fd, uint32_t revents, void *arg)
 	return 0;
 }
 
+/*
+ * The log as the unit gives it: standard input, opened read-only by the
+ * service manager before the sandbox that keeps the daemon from opening it
+ * (StandardInput=file:/dev/kmsg, ProtectKernelLogs=yes).  /dev/kmsg is
+ * character device 1:11 (devlist[] of drivers/char/mem.c, 6.1 and 6.12).
+ *
+ * Return: a non-blocking copy of it, or -1 when standard input is not it.
+ */
+static int given_log(const char **how)
+{
+	struct stat st;
+	int fl = fcntl(STDIN_FILENO, F_GETFL), fd;
+
+	if (fl < 0 || (fl & O_ACCMODE) == O_WRONLY || fstat(STDIN_FILENO, &st) ||
+	    !S_ISCHR(st.st_mode) || major(st.st_rdev) != 1 || minor(st.st_rdev) != 11)
+		return -1;
+	fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+	if (fd < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK)) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	*how = " (standard input)";
+	return fd;
+}
+
 /**
  * kmsg_start() - read the kernel log from its end on, in the loop
  * @k: the source
@@ -233,6 +261,7 @@ static int on_readable(sd_event_source *s, int fd, uint32_t revents, void *arg)
  * @link: the core's way in
  * @path: "/dev/kmsg"
  *
+ * Standard input when it is the log (the unit opens it there), else @path.
  * Without the log (no permission, a container) the daemon goes on without
  * this source: said on stderr.
  *
@@ -241,6 +270,7 @@ static int on_readable(sd_event_source *s, int fd, uint32_t revents, void *arg)
 int kmsg_start(struct hbm_kmsg *k, sd_event *loop, struct hbm_source_link link,
 	       const char *path)
 {
+	const char *how = "";
 	int err;
 
 	memset(k, 0, sizeof(*k));
@@ -252,8 +282,10 @@ int kmsg_start(struct hbm_kmsg *k, sd_event *loop, struct hbm_source_link link,
 		err = -ENOMEM;
 		goto fail;
 	}
+	k->fd = given_log(&how);
+	if (k->fd < 0)
+		k->fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	/* SEEK_END: the next record logged (devkmsg_llseek(), 6.1 and 6.12). */
-	k->fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (k->fd < 0 || lseek(k->fd, 0, SEEK_END) < 0) {
 		err = -errno;
 		goto fail;
@@ -261,7 +293,8 @@ int kmsg_start(struct hbm_kmsg *k, sd_event *loop, struct hbm_source_link link,
 	err = sd_event_add_io(loop, &k->io, k->fd, EPOLLIN, on_readable, k);
 	if (err < 0)
 		goto fail;
-	fprintf(stderr, "<6>hbmguardd: kernel log: listening for NVIDIA Xids in %s\n", path);
+	fprintf(stderr, "<6>hbmguardd: kernel log: listening for NVIDIA Xids in %s%s\n", path,
+		how);
 	return 0;
 fail:
 	fprintf(stderr, "<4>hbmguardd: kernel log: %s: %s: NVIDIA Xids are not heard from it\n",
