@@ -37,9 +37,9 @@
  * kernel's format, an NVRM line not written by the kernel (refused), a
  * malformed Xid line, an Xid not about HBM, an Xid on an address where no
  * GPU is registered.  At most KMSG_LINES_BURST lines per
- * KMSG_LINES_PERIOD_NS of each of two kinds, the refused and the rest, so
- * that a process flooding /dev/kmsg with forged lines can neither flood the
- * journal nor hide the driver's own lines; then how many were kept back.
+ * KMSG_LINES_PERIOD_NS of each kind (kmsg.h), so that a process flooding
+ * /dev/kmsg with forged lines can neither flood the journal nor hide the
+ * driver's own lines; then how many were kept back.
  *
  * It must not block (the fd is O_NONBLOCK; at most KMSG_BATCH records per
  * turn of the loop), allocates only its device list, at start, and calls
@@ -61,10 +61,11 @@
 
 #define KMSG_BATCH		256
 
-/* A line of kind @l, unless its period had its share. */
+/* A line of kind @kind, unless its period had its share. */
 __attribute__((format(printf, 3, 4)))
-static void tell(struct hbm_kmsg *k, struct kmsg_lines *l, const char *fmt, ...)
+static void tell(struct hbm_kmsg *k, enum kmsg_line_kind kind, const char *fmt, ...)
 {
+	struct kmsg_lines *l = &k->lines[kind];
 	uint64_t now = k->now();
 	va_list ap;
 
@@ -116,7 +117,7 @@ static const struct device *gpu_at(struct hbm_kmsg *k, const char *bdf)
 		int err = list_devices(k);
 
 		if (err) {
-			tell(k, &k->skipped, "<4>hbmguardd: kernel log: the devices cannot be listed (%s)\n",
+			tell(k, KMSG_NO_GPU, "<4>hbmguardd: kernel log: the devices cannot be listed (%s)\n",
 			     strerror(-err));
 			return NULL;
 		}
@@ -138,13 +139,13 @@ static void xid_line(struct hbm_kmsg *k, const struct kmsg_record *r,
 	};
 
 	if (!meaning) {
-		tell(k, &k->skipped, "<6>hbmguardd: kernel log: record #%" PRIu64 ": Xid %u on %s is not about HBM: not taken\n",
+		tell(k, KMSG_NOT_HBM, "<6>hbmguardd: kernel log: record #%" PRIu64 ": Xid %u on %s is not about HBM: not taken\n",
 		     r->seq, x->xid, x->bdf);
 		return;
 	}
 	dev = gpu_at(k, x->bdf);
 	if (!dev) {
-		tell(k, &k->skipped, "<4>hbmguardd: kernel log: record #%" PRIu64 ": Xid %u on %s: no GPU is registered at that address: not taken\n",
+		tell(k, KMSG_NO_GPU, "<4>hbmguardd: kernel log: record #%" PRIu64 ": Xid %u on %s: no GPU is registered at that address: not taken\n",
 		     r->seq, x->xid, x->bdf);
 		return;
 	}
@@ -173,23 +174,23 @@ void kmsg_record(struct hbm_kmsg *k, const char *buf, size_t len)
 	const char *why;
 
 	if (kmsg_parse(buf, len, r, &why)) {
-		tell(k, &k->skipped, "<4>hbmguardd: kernel log: a record not in the kernel's format (%s): skipped\n",
+		tell(k, KMSG_MALFORMED, "<4>hbmguardd: kernel log: a record not in the kernel's format (%s): skipped\n",
 		     why);
 		return;
 	}
 	if (k->next_seq && r->seq > k->next_seq)
-		tell(k, &k->skipped, "<4>hbmguardd: kernel log: %" PRIu64 " records lost before they were read (overwritten): an Xid among them is not heard here\n",
+		tell(k, KMSG_LOST, "<4>hbmguardd: kernel log: %" PRIu64 " records lost before they were read (overwritten): an Xid among them is not heard here\n",
 		     r->seq - k->next_seq);
 	k->next_seq = r->seq + 1;
 	if (r->text_len < 6 || memcmp(r->text, "NVRM: ", 6))
 		return;		/* not the NVIDIA driver's */
 	if (!r->from_kernel) {
-		tell(k, &k->refused, "<4>hbmguardd: kernel log: record #%" PRIu64 " refused: an NVRM line written by a process (facility %u), not by the driver\n",
+		tell(k, KMSG_REFUSED, "<4>hbmguardd: kernel log: record #%" PRIu64 " refused: an NVRM line written by a process (facility %u), not by the driver\n",
 		     r->seq, r->prio >> 3);
 		return;
 	}
 	if (nv_log_parse(r->text, r->text_len, &k->nv, &why)) {
-		tell(k, &k->skipped, "<4>hbmguardd: kernel log: record #%" PRIu64 ": %s: not taken\n",
+		tell(k, KMSG_MALFORMED, "<4>hbmguardd: kernel log: record #%" PRIu64 ": %s: not taken\n",
 		     r->seq, why);
 		return;
 	}

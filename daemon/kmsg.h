@@ -22,11 +22,25 @@
  */
 #define KMSG_READ_MAX		8192
 
-/* Log lines of one kind: at most KMSG_LINES_BURST per KMSG_LINES_PERIOD_NS. */
+/* Lines of one kind: at most KMSG_LINES_BURST per KMSG_LINES_PERIOD_NS. */
 #define KMSG_LINES_BURST	10
 #define KMSG_LINES_PERIOD_NS	(60 * 1000000000ULL)
 /* The device list kept is read again when older (a GPU replaced at an address). */
 #define KMSG_LIST_FRESH_NS	(1000000000ULL)
+
+/*
+ * The kinds of lines, each with its own share: what one party can cause
+ * (a process writing /dev/kmsg, a CUDA program whose faults the driver
+ * logs as Xids not about HBM) does not hide the others.
+ */
+enum kmsg_line_kind {
+	KMSG_REFUSED,		/* an NVRM line not from the kernel */
+	KMSG_MALFORMED,		/* a record or an NVRM line not in its format */
+	KMSG_NOT_HBM,		/* an Xid not about HBM */
+	KMSG_NO_GPU,		/* an Xid at an address of no GPU; no device list */
+	KMSG_LOST,		/* records overwritten before they were read */
+	__KMSG_LINES
+};
 
 struct kmsg_lines {
 	uint64_t since;			/* the current period began; 0: none yet */
@@ -42,8 +56,7 @@ struct hbm_kmsg {
 	struct device_list *devices;	/* as last listed */
 	char pci[HBMGUARD_MAX_DEVICES][HBMGUARD_PCI_ADDR_LEN];	/* their addresses */
 	uint64_t listed_at;		/* CLOCK_MONOTONIC ns; 0: never */
-	struct kmsg_lines refused;	/* lines about records not from the kernel */
-	struct kmsg_lines skipped;	/* lines about the driver's records not taken */
+	struct kmsg_lines lines[__KMSG_LINES];	/* by kind */
 	uint64_t (*now)(void);		/* CLOCK_MONOTONIC ns; a test's own clock */
 	char buf[KMSG_READ_MAX];
 	struct kmsg_record rec;

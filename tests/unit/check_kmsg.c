@@ -196,6 +196,27 @@ START_TEST(forged)
 }
 END_TEST
 
+/*
+ * A CUDA program whose faults the driver logs (Xid 13, not about HBM) takes
+ * only its own share of lines: an Xid on an address of no GPU is still told.
+ */
+START_TEST(kinds_apart)
+{
+	unsigned int i;
+
+	setup();
+	for (i = 0; i < 50; i++)
+		xid_record(4, 0x3b, 13);
+	ck_assert_uint_eq(told("is not about HBM"), KMSG_LINES_BURST);
+	xid_record(4, 0x3c, 48);
+	ck_assert_uint_eq(told("no GPU is registered at that address"), 1);
+	record(4, "NVRM: Xid (PCI:0000:3b:00): forty-eight, pid=1, name=x, y");
+	ck_assert_uint_eq(told("an Xid line without a decimal Xid"), 1);
+	ck_assert_uint_eq(nr_facts, 0);
+	cleanup();
+}
+END_TEST
+
 /* Records overwritten before they were read: how many, said. */
 START_TEST(records_lost)
 {
@@ -218,6 +239,7 @@ Suite *kmsg_suite(void)
 	tcase_add_test(tc, xid_on_a_gpu);
 	tcase_add_test(tc, not_taken);
 	tcase_add_test(tc, forged);
+	tcase_add_test(tc, kinds_apart);
 	tcase_add_test(tc, records_lost);
 	suite_add_tcase(s, tc);
 	return s;
