@@ -101,6 +101,20 @@ check "... the rank left alone" '[ "$(cat /tmp/jobD)" = registered ]'
 kill $d
 wait $d
 
+# A restart reads on from the end of the log: nothing said twice.  The
+# records come in order, so once a new Xid is journaled every older record
+# would have been read before it.
+kill $daemon
+wait $daemon
+: >/tmp/xd.log
+hbmguardd -c /tmp/x.conf </dev/kmsg 2>>/tmp/xd.log &
+daemon=$!
+wait_for /tmp/xd.log "hbmguardd: ready"
+echo "report 0000:00:1f.0 92" >$nv
+wait_for /tmp/xd.log "Xid 92 heard again"
+check "after a restart: a new Xid journaled" '[ $(( $(journaled 92 kmsg) + $(journaled 92 tracepoint) )) = 1 ]'
+check "... and none of before" '[ $(grep -c "hbmguardd: $uuid: Xid \(48\|63\|94\|95\)" /tmp/xd.log) = 0 ] &&
+	! grep -q "kernel log: record" /tmp/xd.log'
 kill $daemon
 wait $daemon
 check "fake nvidia unloads" 'rmmod hbm_fake_nvidia'
