@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * hbmguardd's core (core.h): takes each fact from a source once, in order,
- * and hands it to every sink (an Xid two sources heard, once: core.h); keeps the device list (by the module's ids)
- * and the counters STATUS= shows; answers what the sinks and the control
- * socket ask of the devices by asking the source that numbers them.
+ * hbmguardd's core (core.h): takes each fact from a source once, in order
+ * (an Xid two sources heard, once: core.h), and hands it to every sink;
+ * keeps the device list (by the module's ids) and the counters STATUS=
+ * shows; answers what the sinks and the control socket ask of the devices
+ * by asking the source that numbers them.
  *
  * It must not block beyond the source's own short requests, allocates
  * nothing per fact (a fact is copied on the stack), and calls no sink
@@ -40,12 +41,6 @@ bool hbm_extents_push(struct hbm_extents *x, const struct hbm_state_record *r)
 }
 
 /**
- * core_init() - a core with no sink yet
- * @c: the core
- * @ops: what the source that numbers the devices can be asked
- * @ctx: its context
- */
-/**
  * hbm_monotonic_ns() - now, CLOCK_MONOTONIC nanoseconds
  *
  * Return: the time; the clock of the windows the core and the sources keep.
@@ -58,6 +53,12 @@ uint64_t hbm_monotonic_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/**
+ * core_init() - a core with no sink yet
+ * @c: the core
+ * @ops: what the source that numbers the devices can be asked
+ * @ctx: its context
+ */
 void core_init(struct hbmd_core *c, const struct hbm_source_ops *ops, void *ctx)
 {
 	memset(c, 0, sizeof(*c));
