@@ -61,6 +61,12 @@
 
 #define KMSG_BATCH		256
 
+static const char *const kinds[__KMSG_LINES] = {
+	[KMSG_REFUSED] = "refused", [KMSG_MALFORMED] = "malformed",
+	[KMSG_NOT_HBM] = "not about HBM", [KMSG_NO_GPU] = "of no GPU",
+	[KMSG_LOST] = "lost",
+};
+
 /* A line of kind @kind, unless its period had its share. */
 __attribute__((format(printf, 3, 4)))
 static void tell(struct hbm_kmsg *k, enum kmsg_line_kind kind, const char *fmt, ...)
@@ -71,8 +77,8 @@ static void tell(struct hbm_kmsg *k, enum kmsg_line_kind kind, const char *fmt, 
 
 	if (!l->since || now - l->since >= KMSG_LINES_PERIOD_NS) {
 		if (l->untold)
-			fprintf(stderr, "<4>hbmguardd: kernel log: %u more such lines were not told\n",
-				l->untold);
+			fprintf(stderr, "<4>hbmguardd: kernel log: %u more lines of records %s were not told\n",
+				l->untold, kinds[kind]);
 		l->since = now ? now : 1;
 		l->told = l->untold = 0;
 	}
