@@ -42,8 +42,8 @@ DAEMON_MAIN := daemon/hbmguardd.c daemon/daemon.c daemon/core.c daemon/kernel.c 
 DAEMON_MAIN_HDR := daemon/hbmguardd.h daemon/kernel.h daemon/store.h daemon/status.h \
 	daemon/control.h daemon/genl.h
 # The GPU sources' parsers (issue 13): pure code, unit-tested before their wiring.
-DAEMON_SRC += daemon/nvlog.c daemon/amdgpu_ras.c
-DAEMON_HDR += daemon/nvlog.h daemon/amdgpu_ras.h
+DAEMON_SRC += daemon/nvlog.c daemon/amdgpu_ras.c daemon/kmsg.c
+DAEMON_HDR += daemon/nvlog.h daemon/amdgpu_ras.h daemon/kmsg.h
 KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 
 .PHONY: all module modules-all userspace check check-unit check-ynl check-unitfile check-install \

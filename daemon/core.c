@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * hbmguardd's core (core.h): takes each fact from a source once, in order,
- * and hands it to every sink; keeps the device list (by the module's ids)
- * and the counters STATUS= shows; answers what the sinks and the control
- * socket ask of the devices by asking the source that numbers them.
+ * hbmguardd's core (core.h): takes each fact from a source once, in order
+ * (an Xid two sources heard, once: core.h), and hands it to every sink;
+ * keeps the device list (by the module's ids) and the counters STATUS=
+ * shows; answers what the sinks and the control socket ask of the devices
+ * by asking the source that numbers them.
  *
  * It must not block beyond the source's own short requests, allocates
  * nothing per fact (a fact is copied on the stack; a device list is
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core.h"
 
@@ -40,6 +42,19 @@ bool hbm_extents_push(struct hbm_extents *x, const struct hbm_state_record *r)
 }
 
 /**
+ * hbm_monotonic_ns() - now, CLOCK_MONOTONIC nanoseconds
+ *
+ * Return: the time; the clock of the windows the core and the sources keep.
+ */
+uint64_t hbm_monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/**
  * core_init() - a core with no sink yet
  * @c: the core
  * @ops: what the source that numbers the devices can be asked
@@ -50,6 +65,7 @@ void core_init(struct hbmd_core *c, const struct hbm_source_ops *ops, void *ctx)
 	memset(c, 0, sizeof(*c));
 	c->ops = ops;
 	c->ops_ctx = ctx;
+	c->now = hbm_monotonic_ns;
 }
 
 /**
@@ -65,6 +81,44 @@ int core_add_sink(struct hbmd_core *c, const struct hbm_sink *s)
 		return -ENOSPC;
 	c->sinks[c->nr_sinks++] = *s;
 	return 0;
+}
+
+/*
+ * Whether @f is an Xid another source already gave (core.h, HBM_XID_WINDOW_NS):
+ * if so it is marked as given by @f's origin too; if not it is remembered,
+ * in a free place or the oldest's.
+ */
+static bool xid_heard_before(struct hbmd_core *c, const struct hbm_fact *f)
+{
+	struct hbm_xid_heard *e, *twin = NULL, *slot = NULL;
+	uint32_t me = f->origin < 32 ? 1u << f->origin : 0;
+	uint64_t now = c->now();
+	size_t i;
+
+	for (i = 0; i < HBM_XID_HEARD; i++) {
+		e = &c->xids[i];
+		if (e->at && now - e->at >= HBM_XID_WINDOW_NS)
+			e->at = 0;
+		if (!e->at) {
+			if (!slot || slot->at)
+				slot = e;
+			continue;
+		}
+		if (!slot || (slot->at && e->at < slot->at))
+			slot = e;
+		if (e->xid == f->xid && !(e->origins & me) &&
+		    !strcmp(e->identity, f->dev.identity) && (!twin || e->at < twin->at))
+			twin = e;
+	}
+	if (twin) {
+		twin->origins |= me;
+		return true;
+	}
+	memcpy(slot->identity, f->dev.identity, sizeof(slot->identity));
+	slot->xid = f->xid;
+	slot->origins = me;
+	slot->at = now ? now : 1;
+	return false;
 }
 
 /*
@@ -86,6 +140,12 @@ static void core_fact(void *core, const struct hbm_fact *fact)
 	}
 	if (!f.dev.identity[0] && f.dev.id < HBMGUARD_MAX_DEVICES)
 		memcpy(f.dev.identity, c->identity[f.dev.id], sizeof(f.dev.identity));
+	if (f.type == HBM_FACT_ERROR && f.xid && f.dev.identity[0] &&
+	    xid_heard_before(c, &f)) {
+		fprintf(stderr, "<7>hbmguardd: %s: Xid %u heard again (%s): one event\n",
+			f.dev.identity, f.xid, f.path[0] ? f.path : "?");
+		return;
+	}
 	if (f.type == HBM_FACT_RESYNC)
 		c->resyncs++;
 	else if (f.event && !(f.flags & HBM_FACT_UNHEARD))

@@ -228,6 +228,35 @@ struct hbm_source_link {
 
 #define HBM_MAX_SINKS	8
 
+/*
+ * One Xid heard twice is one event.  The NVIDIA driver reports each Xid
+ * both ways from one call, nvErrorLog2() in src/nvidia/src/kernel/os/
+ * os_init.c of open-gpu-kernel-modules (570 .. 595.45.04): krcReportXid()
+ * prints the "NVRM: Xid" line (kernel_rc.c), then osErrorLogV() ->
+ * nv_log_error() -> nv_report_error() fires nvidia:nvidia_dev_xid
+ * (kernel-open/nvidia/nv-report-err.c), which hbmguard.ko turns into a
+ * DEVICE_ERROR event.  The core takes an ERROR fact with an Xid as a new
+ * event unless a source of another origin gave the same Xid on the same
+ * device (identity) less than HBM_XID_WINDOW_NS before, and that one was not
+ * matched by this origin yet: each event heard absorbs at most one report
+ * per other source, so two Xids both sources heard stay two, in any order.
+ * The window is wide enough for the slower path under load (the module's
+ * workqueue and netlink, the daemon's loop reading /dev/kmsg), milliseconds
+ * when idle.  Its price: when each source misses a different one of two
+ * identical Xids within it (a /dev/kmsg overwrite, the module's ring full),
+ * they count once.  HBM_XID_HEARD Xids are remembered; past that the oldest
+ * is forgotten, and its twin, should it still come, counts again.
+ */
+#define HBM_XID_WINDOW_NS	(10 * 1000000000ULL)
+#define HBM_XID_HEARD		32
+
+struct hbm_xid_heard {
+	char identity[HBMGUARD_IDENTITY_LEN];
+	uint32_t xid;
+	uint32_t origins;		/* 1 << enum hbm_fact_origin, each that gave it */
+	uint64_t at;			/* CLOCK_MONOTONIC ns of the first; 0: free */
+};
+
 struct hbmd_core {
 	const struct hbm_source_ops *ops;	/* the source that numbers devices */
 	void *ops_ctx;
@@ -237,6 +266,8 @@ struct hbmd_core {
 	uint64_t events_seen;
 	uint64_t resyncs;
 	bool in_fact;			/* handing a fact to the sinks */
+	struct hbm_xid_heard xids[HBM_XID_HEARD];	/* one Xid heard twice */
+	uint64_t (*now)(void);		/* CLOCK_MONOTONIC ns; a test's own clock */
 };
 
 void core_init(struct hbmd_core *c, const struct hbm_source_ops *ops, void *ctx);
@@ -255,5 +286,6 @@ bool core_is_bypassed(struct hbmd_core *c, const char *identity, uint64_t offset
 		      uint64_t length);
 int core_gpu_register(struct hbmd_core *c, const struct hbm_fact_device *gpu);
 int core_gpu_health(struct hbmd_core *c, const struct device *dev, uint32_t health);
+uint64_t hbm_monotonic_ns(void);
 
 #endif /* HBMGUARDD_CORE_H */

@@ -169,8 +169,14 @@ struct hbm_ctl_recovery {
 	uint32_t failed_rank;		/* whose state was lost */
 	char device[HBM_CTL_NAME_LEN];
 	uint64_t offset;		/* what was lost */
-	uint64_t length;
+	uint64_t length;		/* HBM_CTL_WHOLE_DEVICE from offset 0: all of it */
 };
+
+/*
+ * An incident's length when the error had no address (an NVIDIA Xid such as
+ * 48, 94, 95): the whole device, every rank on it hit.
+ */
+#define HBM_CTL_WHOLE_DEVICE	UINT64_MAX
 
 enum hbm_rank_answer {
 	HBM_ANSWER_PAUSED = 1,

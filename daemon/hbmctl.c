@@ -590,9 +590,14 @@ static int cmd_incidents(void)
 			printf("}}");
 			continue;
 		}
-		printf("incident %" PRIu64 ": job %s, rank %u, %s at 0x%" PRIx64 "+0x%" PRIx64
-		       ": %s%s%s%s\n", in.id, esc(in.job), in.failed_rank, esc(in.device),
-		       in.offset, in.length, NAME(states, in.state), in.reason[0] ? " (" : "",
+		if (in.length == HBM_CTL_WHOLE_DEVICE)	/* an error without an address */
+			printf("incident %" PRIu64 ": job %s, rank %u, %s, whole device",
+			       in.id, esc(in.job), in.failed_rank, esc(in.device));
+		else
+			printf("incident %" PRIu64 ": job %s, rank %u, %s at 0x%" PRIx64 "+0x%"
+			       PRIx64, in.id, esc(in.job), in.failed_rank, esc(in.device),
+			       in.offset, in.length);
+		printf(": %s%s%s%s\n", NAME(states, in.state), in.reason[0] ? " (" : "",
 		       esc(in.reason), in.reason[0] ? ")" : "");
 		for (st = 1; st < __HBM_INCIDENT_MAX; st++) {
 			time_t t = in.at[st] / 1000000;

@@ -7,8 +7,10 @@
  *   sources                      core                sinks, in this order
  *   kernel.c  hbmguard.ko's  ->  core.c: each   ->   store.c     state files
  *             netlink family     fact once, in       journal.c   journal entries
- *   nvml_facts.c  NVML       ->  order; devices      recovery.c  incidents, ranks
- *                                                    gpus.c      GPUs, into the module
+ *   nvml_facts.c  NVML's ->      order; devices      recovery.c  incidents, ranks
+ *             GPUs, events                           gpus.c      GPUs, into the module
+ *   kmsg.c    the kernel log:
+ *             NVRM Xid lines
  *
  * A source turns what it hears into facts (core.h) and gives each to the
  * core, which hands it to every sink through the sink's one callback.
@@ -50,6 +52,7 @@ struct hbmguardd {
 	struct hbm_store store;
 	struct hbm_gpus gpus;
 	struct nvml_facts *nvml;	/* NULL: no NVML on this node */
+	struct hbm_kmsg kmsg;		/* "NVRM: Xid" lines of the kernel log */
 };
 
 /* SIGHUP, systemctl reload: a new configuration, or the old one kept. */
@@ -170,6 +173,7 @@ int main(int argc, char **argv)
 	g.nvml = nvml_facts_start(HBM_NVML_LIBRARY, &link);
 	if (g.nvml && nvml_facts_watch(g.nvml, d->loop) < 0)
 		fprintf(stderr, "<3>hbmguardd: NVML's events cannot be watched\n");
+	kmsg_start(&g.kmsg, d->loop, core_link(&g.core), "/dev/kmsg");	/* or said why not */
 	/*
 	 * Without a journal (an initramfs, a container) sd_journal_send()
 	 * succeeds silently: entries go to stderr then.
@@ -194,6 +198,7 @@ int main(int argc, char **argv)
 	store_stop(&g.store);
 	nvml_facts_stop(g.nvml);
 	gpus_stop(&g.gpus);
+	kmsg_stop(&g.kmsg);
 	kernel_stop(&g.kernel);
 	sd_event_unref(d->loop);
 	close(d->state_dir);

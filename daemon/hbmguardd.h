@@ -16,6 +16,7 @@
 #include "daemon.h"
 #include "journal.h"
 #include "kernel.h"
+#include "kmsg.h"
 #include "recovery.h"
 #include "seen.h"
 #include "status.h"

@@ -179,6 +179,11 @@ void hbm_journal_fact(void *journald, const struct hbm_fact *f)
 			(unsigned long long)ev.seqnum, ev.type);
 		return;
 	}
+	if (f->type == HBM_FACT_ERROR && f->xid) {	/* what it means, who heard it */
+		e.priority = f->severity == HBM_SEVERITY_UE ? LOG_ERR : LOG_WARNING;
+		snprintf(e.message, sizeof(e.message), "%s: Xid %u: %s (%s)", identity,
+			 f->xid, f->text[0] ? f->text : "?", f->path[0] ? f->path : "?");
+	}
 	if (!*(const bool *)journald)
 		fprintf(stderr, "<%d>hbmguardd: %s\n", e.priority, e.message);
 	else

@@ -35,6 +35,7 @@
 #include "daemon.h"
 #include "genl.h"
 #include "kernel.h"
+#include "nvlog.h"
 #include "seen.h"
 
 #define ALL_DEVICES UINT32_MAX
@@ -500,6 +501,20 @@ static void on_ctrl(struct hbm_kernel *k, struct nl_msg *msg)
 	reloaded(k);
 }
 
+/*
+ * An NVIDIA Xid the module heard on the driver's tracepoint (kmod/nvidia.c):
+ * what it means, from the daemon's one table of Xids (nv_xid_hbm()).
+ */
+static void xid_fact(struct hbm_fact *f)
+{
+	const struct nv_xid_hbm *x = nv_xid_hbm(f->state);
+
+	f->xid = f->state;
+	f->severity = x && x->lost_data ? HBM_SEVERITY_UE : HBM_SEVERITY_CE;
+	snprintf(f->path, sizeof(f->path), "tracepoint");
+	snprintf(f->text, sizeof(f->text), "%s", x ? x->meaning : "not about HBM");
+}
+
 static int on_event(struct nl_msg *msg, void *arg)
 {
 	struct nlattr *a[HBMGUARD_A_MAX + 1];
@@ -554,6 +569,8 @@ static int on_event(struct nl_msg *msg, void *arg)
 		f.severity = f.source == HBMGUARD_SOURCE_UE || f.source == HBMGUARD_SOURCE_POISON ?
 			     HBM_SEVERITY_UE : HBM_SEVERITY_CE;
 		snprintf(f.path, sizeof(f.path), "hbmguard");
+		if (type == HBMGUARD_EVENT_DEVICE_ERROR && f.aux == HBMGUARD_PATH_NVIDIA_XID)
+			xid_fact(&f);
 		break;
 	case HBMGUARD_EVENT_HEALTH:
 		f.type = HBM_FACT_HEALTH;

@@ -326,27 +326,53 @@ int nv_log_parse(const char *text, size_t len, struct nv_log_record *x,
 	return err;
 }
 
-/* nverror.h (src/common/sdk/nvidia/inc, 595.45.04): the Xids about HBM. */
+/*
+ * The Xids about HBM, the one table of them in hbmguardd.  Numbers and names:
+ * src/common/sdk/nvidia/inc/nverror.h of NVIDIA's open-gpu-kernel-modules
+ * (595.45.04); what each means: NVIDIA's Xid catalog
+ * (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html).  "Data
+ * lost" is whether the error itself destroyed data some process held: a
+ * double-bit error, contained (94: the driver ended the processes that
+ * used the memory) or not (95: every process on the GPU, which needs a
+ * reset), or one the driver could not even retire the page for (140).  A
+ * retirement or remap (63), its failure (64: the GPU is for RMA) and too
+ * many single-bit errors (92) say what happened to the memory, not to
+ * anyone's data.
+ */
+static const struct nv_xid_hbm xid_hbm[] = {
+	{ 48, "double-bit ECC error", true },		/* ROBUST_CHANNEL_GPU_ECC_DBE */
+	{ 63, "page retirement or row remap event", false },
+							/* INFOROM_PAGE_RETIREMENT_EVENT */
+	{ 64, "page retirement or row remap failure", false },
+							/* INFOROM_PAGE_RETIREMENT_FAILURE */
+	{ 92, "excessive single-bit ECC errors", false },	/* EXCESSIVE_SBE_INTERRUPTS */
+	{ 94, "contained ECC error", true },		/* ROBUST_CHANNEL_CONTAINED_ERROR */
+	{ 95, "uncontained ECC error", true },		/* ROBUST_CHANNEL_UNCONTAINED_ERROR */
+	{ 140, "unrecovered ECC error", true },		/* UNRECOVERABLE_ECC_ERROR_ESCAPE */
+};
+
+/**
+ * nv_xid_hbm() - what an Xid means for HBM
+ * @xid: the Xid
+ *
+ * Return: its entry, or NULL for an Xid that is not about HBM.
+ */
+const struct nv_xid_hbm *nv_xid_hbm(uint32_t xid)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(xid_hbm) / sizeof(xid_hbm[0]); i++)
+		if (xid_hbm[i].xid == xid)
+			return &xid_hbm[i];
+	return NULL;
+}
+
+/* What an Xid means for HBM, or NULL when it is none of those (not HBM). */
 const char *nv_xid_hbm_meaning(uint32_t xid)
 {
-	switch (xid) {
-	case 48:
-		return "double-bit ECC error";
-	case 63:
-		return "page retirement or row remap event";
-	case 64:
-		return "page retirement or row remap failure";
-	case 92:
-		return "excessive single-bit ECC errors";
-	case 94:
-		return "contained ECC error";
-	case 95:
-		return "uncontained ECC error";
-	case 140:
-		return "unrecovered ECC error";
-	default:
-		return NULL;
-	}
+	const struct nv_xid_hbm *x = nv_xid_hbm(xid);
+
+	return x ? x->meaning : NULL;
 }
 
 /**

@@ -94,6 +94,19 @@ struct nv_log_record {
 int nv_log_parse(const char *text, size_t len, struct nv_log_record *x,
 		 const char **why);
 
+/**
+ * struct nv_xid_hbm - an Xid about HBM
+ * @xid: its number
+ * @meaning: in words
+ * @lost_data: whether the error destroyed data (uncorrectable)
+ */
+struct nv_xid_hbm {
+	uint32_t xid;
+	const char *meaning;
+	bool lost_data;
+};
+
+const struct nv_xid_hbm *nv_xid_hbm(uint32_t xid);
 /* What an Xid means for HBM, or NULL when it is none of those (not HBM). */
 const char *nv_xid_hbm_meaning(uint32_t xid);
 

@@ -23,7 +23,14 @@
  *
  * Only errors that destroyed data open incidents (UE, poison); a page
  * retired for correctable errors was copied before the switch (see the
- * aperture), which costs the ranks nothing.  One incident per job at a time:
+ * aperture), which costs the ranks nothing.  A GPU's uncorrectable error
+ * without an address (an NVIDIA Xid 48, 94, 95 or 140: an ERROR fact of
+ * severity UE and no length) hits the whole device, every rank on it
+ * (HBM_CTL_WHOLE_DEVICE).  Its bypass is the driver's own (NVIDIA retires the
+ * page or remaps the row; a reset it needs shows in the device's health), so
+ * the kernel's table is not read back for it before the restore.  It marks
+ * nothing as seen: the seen sets are of pages, and the core already took
+ * the same Xid heard by two sources once (core.h).  One incident per job at a time:
  * a second error in a job under recovery escalates it, since its ranks are
  * no longer a consistent set to restore from.
  *
@@ -127,10 +134,13 @@ static void journal_transition(struct daemon *d, const struct incident *x,
 	int prio = state == HBM_INCIDENT_ESCALATED ? 2 :
 		   state == HBM_INCIDENT_DETECTED ? 3 : 5;
 
-	snprintf(msg, sizeof(msg), "incident %" PRIu64 ": job %s, rank %u on %s at 0x%"
-		 PRIx64 ": %s%s%s", in->id, in->job, in->failed_rank, in->device,
-		 in->offset, state_names[state], last && in->reason[0] ? ": " : "",
-		 last ? in->reason : "");
+	char where[32] = ", whole device";
+
+	if (in->length != HBM_CTL_WHOLE_DEVICE)
+		snprintf(where, sizeof(where), " at 0x%" PRIx64, in->offset);
+	snprintf(msg, sizeof(msg), "incident %" PRIu64 ": job %s, rank %u on %s%s: %s%s%s",
+		 in->id, in->job, in->failed_rank, in->device, where, state_names[state],
+		 last && in->reason[0] ? ": " : "", last ? in->reason : "");
 	if (!d->journald) {
 		fprintf(stderr, "<%d>hbmguardd: %s\n", prio, msg);
 		return;
@@ -263,7 +273,8 @@ static bool all_answered(struct daemon *d, const struct incident *x, uint32_t an
 static void advance(struct daemon *d, struct incident *x)
 {
 	if (x->info.state == HBM_INCIDENT_PAUSING && all_answered(d, x, HBM_ANSWER_PAUSED)) {
-		if (!daemon_is_bypassed(d, x->info.device, x->info.offset, x->info.length)) {
+		if (x->info.length != HBM_CTL_WHOLE_DEVICE &&	/* the driver's bypass */
+		    !daemon_is_bypassed(d, x->info.device, x->info.offset, x->info.length)) {
 			escalate(d, x, "the page has no spare: not bypassed");
 			return;
 		}
@@ -715,6 +726,12 @@ void recovery_fact(void *arg, const struct hbm_fact *f)
 			/* Data lost under a rank: its job's recovery starts. */
 			lost_pages(d, id, f->dev.identity, f->offset, f->length, false);
 		}
+		break;
+	case HBM_FACT_ERROR:
+		/* A device's UE without an address: every rank on it. */
+		if (f->severity == HBM_SEVERITY_UE && !f->length &&
+		    !(f->flags & HBM_FACT_UNHEARD) && f->dev.identity[0])
+			recovery_on_lost_data(d, f->dev.identity, 0, HBM_CTL_WHOLE_DEVICE);
 		break;
 	}
 }

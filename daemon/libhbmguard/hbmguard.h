@@ -115,7 +115,9 @@ struct hbmguard_recovery {
 	uint32_t action;		/* enum hbmguard_recovery_action */
 	uint32_t failed_rank;		/* whose state was lost */
 	char device[64];
-	uint64_t offset, length;	/* what was lost */
+	uint64_t offset, length;	/* what was lost; offset 0, length UINT64_MAX:
+					 * the whole device (a GPU's error without an
+					 * address, such as an NVIDIA Xid 48, 94, 95) */
 };
 
 struct hbmguard_rank;

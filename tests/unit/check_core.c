@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core.h"
+#include "../../daemon/core.h"	/* "core.h" alone is the module's table */
 #include "daemon.h"
 #include "state.h"
 #include "store.h"

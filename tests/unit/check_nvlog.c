@@ -313,6 +313,22 @@ START_TEST(kmsg_to_xid)
 }
 END_TEST
 
+/* Which Xids lost data: the errors themselves, not what became of the page. */
+START_TEST(xid_table)
+{
+	static const uint32_t lost[] = { 48, 94, 95, 140 }, kept[] = { 63, 64, 92 };
+	size_t i;
+
+	for (i = 0; i < sizeof(lost) / sizeof(lost[0]); i++)
+		ck_assert(nv_xid_hbm(lost[i]) && nv_xid_hbm(lost[i])->lost_data);
+	for (i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
+		ck_assert(nv_xid_hbm(kept[i]) && !nv_xid_hbm(kept[i])->lost_data);
+	ck_assert_ptr_null(nv_xid_hbm(79));	/* fallen off the bus: not HBM */
+	ck_assert_ptr_null(nv_xid_hbm(0));
+	ck_assert_str_eq(nv_xid_hbm_meaning(95), "uncontained ECC error");
+}
+END_TEST
+
 Suite *nvlog_suite(void)
 {
 	Suite *s = suite_create("nvlog");
@@ -323,6 +339,7 @@ Suite *nvlog_suite(void)
 	tcase_add_test(tc, nv_xid_lines);
 	tcase_add_test(tc, nv_malformed);
 	tcase_add_test(tc, kmsg_to_xid);
+	tcase_add_test(tc, xid_table);
 	suite_add_tcase(s, tc);
 	return s;
 }

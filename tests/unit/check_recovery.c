@@ -27,6 +27,8 @@ void control_send(struct client *c, uint16_t type, const void *body)
 	(void)body;
 }
 
+static bool bypassed = true;	/* what the kernel's table says */
+
 bool daemon_is_bypassed(struct daemon *d, const char *identity, uint64_t offset,
 			uint64_t length)
 {
@@ -34,7 +36,7 @@ bool daemon_is_bypassed(struct daemon *d, const char *identity, uint64_t offset,
 	(void)identity;
 	(void)offset;
 	(void)length;
-	return true;
+	return bypassed;
 }
 
 /* The ranks here are this test's own children: still theirs to signal. */
@@ -239,6 +241,92 @@ START_TEST(load_refuses_another_version)
 }
 END_TEST
 
+/* An Xid of GPU @identity (device 1), no address, as a source gives it. */
+static void xid_fact(uint32_t xid, uint32_t severity, const char *identity)
+{
+	struct hbm_fact f = { .type = HBM_FACT_ERROR, .origin = HBM_FROM_KMSG,
+			      .event = HBMGUARD_EVENT_DEVICE_ERROR, .state = xid, .xid = xid,
+			      .severity = severity, .dev.id = 1 };
+
+	strcpy(f.dev.identity, identity);
+	strcpy(f.path, "kmsg");
+	recovery_fact(d, &f);
+}
+
+static void answer(struct client *c, uint64_t incident, uint32_t a)
+{
+	struct hbm_ctl_answer x = { .incident = incident, .answer = a };
+
+	ck_assert_int_eq(recovery_answer(d, c, &x), 0);
+}
+
+/*
+ * A GPU's UE without an address: an incident for every job with a rank on
+ * that GPU, whatever pages the rank named; a correctable Xid, or one of
+ * another GPU, opens nothing; a second one escalates.
+ */
+START_TEST(device_error_hits_every_rank_on_it)
+{
+	size_t i;
+
+	setup();
+	rank("jobA", 0, 0x1000, 0);
+	rank("jobB", 0, 0x900000, 0);
+	xid_fact(63, HBM_SEVERITY_CE, "dev");
+	xid_fact(48, HBM_SEVERITY_UE, "other");
+	ck_assert_uint_eq(d->nr_incidents, 0);
+	xid_fact(48, HBM_SEVERITY_UE, "dev");
+	ck_assert_uint_eq(d->nr_incidents, 2);
+	for (i = 0; i < 2; i++) {
+		ck_assert_str_eq(d->incidents[i].info.device, "dev");
+		ck_assert_uint_eq(d->incidents[i].info.offset, 0);
+		ck_assert_uint_eq(d->incidents[i].info.length, HBM_CTL_WHOLE_DEVICE);
+		ck_assert_uint_eq(d->incidents[i].info.state, HBM_INCIDENT_PAUSING);
+	}
+	ck_assert_uint_eq(d->seen[1].nr, 0);	/* no page taken as seen */
+	xid_fact(94, HBM_SEVERITY_UE, "dev");
+	ck_assert_uint_eq(d->nr_incidents, 2);
+	for (i = 0; i < 2; i++) {
+		ck_assert_uint_eq(d->incidents[i].info.state, HBM_INCIDENT_ESCALATED);
+		ck_assert_str_eq(d->incidents[i].info.reason, "a second error during recovery");
+	}
+	cleanup();
+}
+END_TEST
+
+/*
+ * Its bypass is the driver's: the restore goes on without the kernel's
+ * table; and the device is not seen for good: a page's UE later is news.
+ */
+START_TEST(device_error_restores_and_forgets)
+{
+	struct client *a, *b;
+	struct hbm_fact page = { .type = HBM_FACT_PAGES, .origin = HBM_FROM_KERNEL,
+				 .event = HBMGUARD_EVENT_RETIRED, .source = HBMGUARD_SOURCE_UE,
+				 .dev = { .id = 1, .identity = "dev" },
+				 .offset = 0x1000, .length = 0x1000, .count = 1 };
+
+	setup();
+	bypassed = false;
+	a = rank("job", 0, 0x1000, 0);
+	b = rank("job", 1, 0x2000, 0);
+	xid_fact(95, HBM_SEVERITY_UE, "dev");
+	ck_assert_uint_eq(d->nr_incidents, 1);
+	answer(a, 1, HBM_ANSWER_PAUSED);
+	answer(b, 1, HBM_ANSWER_PAUSED);
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_RESTORING);
+	answer(a, 1, HBM_ANSWER_RESTORED);
+	answer(b, 1, HBM_ANSWER_RESTORED);
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_RESUMED);
+	bypassed = true;
+	recovery_fact(d, &page);
+	ck_assert_uint_eq(d->nr_incidents, 2);
+	ck_assert_uint_eq(d->incidents[1].info.offset, 0x1000);
+	ck_assert_uint_eq(d->incidents[1].info.failed_rank, 0);
+	cleanup();
+}
+END_TEST
+
 Suite *recovery_suite(void)
 {
 	Suite *s = suite_create("recovery");
@@ -248,6 +336,8 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, eviction_spares_a_pending_kill);
 	tcase_add_test(tc, two_ranks_one_device);
 	tcase_add_test(tc, load_refuses_another_version);
+	tcase_add_test(tc, device_error_hits_every_rank_on_it);
+	tcase_add_test(tc, device_error_restores_and_forgets);
 	suite_add_tcase(s, tc);
 	return s;
 }

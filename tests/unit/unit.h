@@ -20,6 +20,8 @@ Suite *recovery_suite(void);
 Suite *nvlog_suite(void);
 Suite *amdgpu_suite(void);
 Suite *core_suite(void);
+Suite *xid_suite(void);
+Suite *kmsg_suite(void);
 const char *table_invariants(const struct hbm_table *t);
 
 #endif

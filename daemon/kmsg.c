@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The kernel log, a source of hbmguardd's facts: the NVIDIA driver's
+ * "NVRM: Xid" lines, read from /dev/kmsg (the format, and the driver's
+ * line: nvlog.c).  This is how Xids are heard from the drivers that have no
+ * nvidia:nvidia_dev_xid tracepoint (older than 575, or the proprietary
+ * modules, whose tracepoints the kernel hides); with the open modules >= 575
+ * the driver reports each Xid both ways, and the core takes the two as one
+ * event (core.h).
+ *
+ * Each record is one read() of /dev/kmsg, non-blocking, from the loop.  Only
+ * a record of the kernel's facility (0) can be the driver's: anyone allowed
+ * to write /dev/kmsg can put any text in it, but devkmsg_write() never
+ * gives it facility 0 (nvlog.h).  An "NVRM: Xid" line of an Xid about HBM
+ * (nv_xid_hbm()), on the GPU registered at the line's PCI address, becomes
+ * an ERROR fact on that device: .xid, its severity from that table, .path
+ * "kmsg", .seqnum the record's own.  The GPUs are the core's device list,
+ * read again only when a line names an address not in the copy kept, or
+ * the copy is older than KMSG_LIST_FRESH_NS (a GPU replaced at the same
+ * address): never for a line that is not an Xid about HBM.
+ *
+ * Where reading starts: at the end of the log, when the daemon starts.
+ * An Xid logged before then has no rank to act on (a rank registers with a
+ * running daemon, and its connection dies with it), what it did to the
+ * memory reaches the table from the driver's own records (NVML's retired
+ * pages and remapped rows), and the line itself is in the system journal,
+ * which reads the same log.  Reading from the beginning instead would give
+ * every restart the Xids of the whole boot again, as new journal entries:
+ * a restart must not journal an Xid twice, and without a record of the
+ * last one acted on kept across restarts, only the end guarantees it.
+ *
+ * Records overwritten before they were read (EPIPE, or a gap in the
+ * sequence numbers; a record too long for a read is skipped by the kernel
+ * too) are said, with how many: an Xid among them is not heard here.
+ *
+ * What is not taken is said on stderr, one line each: a record not in the
+ * kernel's format, an NVRM line not written by the kernel (refused), a
+ * malformed Xid line, an Xid not about HBM, an Xid on an address where no
+ * GPU is registered.  At most KMSG_LINES_BURST lines per
+ * KMSG_LINES_PERIOD_NS of each kind (kmsg.h), so that a process flooding
+ * /dev/kmsg with forged lines can neither flood the journal nor hide the
+ * driver's own lines; then how many were kept back.
+ *
+ * It must not block (the fd is O_NONBLOCK; at most KMSG_BATCH records per
+ * turn of the loop), allocates only its device list, at start, and calls
+ * no sink: facts go out through the link the core gave at start.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "kmsg.h"
+
+#define KMSG_BATCH		256
+
+static const char *const kinds[__KMSG_LINES] = {
+	[KMSG_REFUSED] = "refused", [KMSG_MALFORMED] = "malformed",
+	[KMSG_NOT_HBM] = "not about HBM", [KMSG_NO_GPU] = "of no GPU",
+	[KMSG_LOST] = "lost",
+};
+
+/* A line of kind @kind, unless its period had its share. */
+__attribute__((format(printf, 3, 4)))
+static void tell(struct hbm_kmsg *k, enum kmsg_line_kind kind, const char *fmt, ...)
+{
+	struct kmsg_lines *l = &k->lines[kind];
+	uint64_t now = k->now();
+	va_list ap;
+
+	if (!l->since || now - l->since >= KMSG_LINES_PERIOD_NS) {
+		if (l->untold)
+			fprintf(stderr, "<4>hbmguardd: kernel log: %u more lines of records %s were not told\n",
+				l->untold, kinds[kind]);
+		l->since = now ? now : 1;
+		l->told = l->untold = 0;
+	}
+	if (l->told == KMSG_LINES_BURST) {
+		l->untold++;
+		return;
+	}
+	l->told++;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+}
+
+/* The core's devices, and their PCI addresses for nv_bdf_find(). */
+static int list_devices(struct hbm_kmsg *k)
+{
+	size_t i;
+	int err;
+
+	k->listed_at = 0;
+	err = k->link.devices(k->link.core, k->devices);
+	if (err) {
+		k->devices->nr = 0;
+		return err;
+	}
+	for (i = 0; i < k->devices->nr; i++)
+		memcpy(k->pci[i], k->devices->dev[i].pci, sizeof(k->pci[i]));
+	k->listed_at = k->now();
+	if (!k->listed_at)
+		k->listed_at = 1;
+	return 0;
+}
+
+/* The GPU registered at @bdf, or NULL. */
+static const struct device *gpu_at(struct hbm_kmsg *k, const char *bdf)
+{
+	int i = -ENODEV;
+
+	if (k->listed_at && k->now() - k->listed_at < KMSG_LIST_FRESH_NS)
+		i = nv_bdf_find(bdf, k->pci, k->devices->nr);
+	if (i < 0) {
+		int err = list_devices(k);
+
+		if (err) {
+			tell(k, KMSG_NO_GPU, "<4>hbmguardd: kernel log: the devices cannot be listed (%s)\n",
+			     strerror(-err));
+			return NULL;
+		}
+		i = nv_bdf_find(bdf, k->pci, k->devices->nr);
+	}
+	return i < 0 ? NULL : &k->devices->dev[i];
+}
+
+/* An Xid line of the driver's: a fact, or a line saying why not. */
+static void xid_line(struct hbm_kmsg *k, const struct kmsg_record *r,
+		     const struct nv_log_record *x)
+{
+	const struct nv_xid_hbm *meaning = nv_xid_hbm(x->xid);
+	const struct device *dev;
+	struct hbm_fact f = {
+		.type = HBM_FACT_ERROR, .origin = HBM_FROM_KMSG,
+		.event = HBMGUARD_EVENT_DEVICE_ERROR, .seqnum = r->seq,
+		.state = x->xid, .xid = x->xid, .count = 1,
+	};
+
+	if (!meaning) {
+		tell(k, KMSG_NOT_HBM, "<6>hbmguardd: kernel log: record #%" PRIu64 ": Xid %u on %s is not about HBM: not taken\n",
+		     r->seq, x->xid, x->bdf);
+		return;
+	}
+	dev = gpu_at(k, x->bdf);
+	if (!dev) {
+		tell(k, KMSG_NO_GPU, "<4>hbmguardd: kernel log: record #%" PRIu64 ": Xid %u on %s: no GPU is registered at that address: not taken\n",
+		     r->seq, x->xid, x->bdf);
+		return;
+	}
+	f.dev = (struct hbm_fact_device){ .id = dev->id, .kind = HBM_DEVICE_GPU,
+					  .page_size = dev->page_size, .size = dev->size };
+	memcpy(f.dev.identity, dev->identity, sizeof(f.dev.identity));
+	memcpy(f.dev.pci, dev->pci, sizeof(f.dev.pci));
+	f.severity = meaning->lost_data ? HBM_SEVERITY_UE : HBM_SEVERITY_CE;
+	snprintf(f.path, sizeof(f.path), "kmsg");
+	snprintf(f.text, sizeof(f.text), "%s", meaning->meaning);
+	k->link.fact(k->link.core, &f);
+}
+
+/**
+ * kmsg_record() - one record of /dev/kmsg, as read() returned it
+ * @k: the source
+ * @buf: the record
+ * @len: its length
+ *
+ * An Xid of the driver's becomes a fact; anything else of the driver's that
+ * is not taken, or not the driver's though it says so, a line on stderr.
+ */
+void kmsg_record(struct hbm_kmsg *k, const char *buf, size_t len)
+{
+	struct kmsg_record *r = &k->rec;
+	const char *why;
+
+	if (kmsg_parse(buf, len, r, &why)) {
+		tell(k, KMSG_MALFORMED, "<4>hbmguardd: kernel log: a record not in the kernel's format (%s): skipped\n",
+		     why);
+		return;
+	}
+	if (k->next_seq && r->seq > k->next_seq)
+		tell(k, KMSG_LOST, "<4>hbmguardd: kernel log: %" PRIu64 " records lost before they were read (overwritten): an Xid among them is not heard here\n",
+		     r->seq - k->next_seq);
+	k->next_seq = r->seq + 1;
+	if (r->text_len < 6 || memcmp(r->text, "NVRM: ", 6))
+		return;		/* not the NVIDIA driver's */
+	if (!r->from_kernel) {
+		tell(k, KMSG_REFUSED, "<4>hbmguardd: kernel log: record #%" PRIu64 " refused: an NVRM line written by a process (facility %u), not by the driver\n",
+		     r->seq, r->prio >> 3);
+		return;
+	}
+	if (nv_log_parse(r->text, r->text_len, &k->nv, &why)) {
+		tell(k, KMSG_MALFORMED, "<4>hbmguardd: kernel log: record #%" PRIu64 ": %s: not taken\n",
+		     r->seq, why);
+		return;
+	}
+	if (k->nv.type == NV_LOG_XID)
+		xid_line(k, r, &k->nv);
+}
+
+static int on_readable(sd_event_source *s, int fd, uint32_t revents, void *arg)
+{
+	struct hbm_kmsg *k = arg;
+	int i;
+
+	(void)revents;
+	for (i = 0; i < KMSG_BATCH; i++) {
+		ssize_t n = read(fd, k->buf, sizeof(k->buf));
+
+		if (n > 0) {
+			kmsg_record(k, k->buf, n);
+			continue;
+		}
+		/*
+		 * EPIPE: records were overwritten, the next read gives the
+		 * oldest left (devkmsg_read(), kernel/printk/printk.c, 6.1 and
+		 * 6.12), whose sequence number tells how many went.  EINVAL: a
+		 * record longer than the read, skipped by the kernel likewise.
+		 */
+		if (n < 0 && (errno == EPIPE || errno == EINVAL || errno == EINTR))
+			continue;
+		if (n < 0 && errno != EAGAIN) {
+			fprintf(stderr, "<3>hbmguardd: kernel log: %s: NVIDIA Xids are no longer heard from it\n",
+				strerror(errno));
+			sd_event_source_set_enabled(s, SD_EVENT_OFF);
+		}
+		break;
+	}
+	return 0;
+}
+
+/*
+ * The log as the unit gives it: standard input, opened read-only by the
+ * service manager before the sandbox that keeps the daemon from opening it
+ * (StandardInput=file:/dev/kmsg, ProtectKernelLogs=yes).  /dev/kmsg is
+ * character device 1:11 (devlist[] of drivers/char/mem.c, 6.1 and 6.12).
+ *
+ * Return: a non-blocking copy of it, or -1 when standard input is not it.
+ */
+static int given_log(const char **how)
+{
+	struct stat st;
+	int fl = fcntl(STDIN_FILENO, F_GETFL), fd;
+
+	if (fl < 0 || (fl & O_ACCMODE) == O_WRONLY || fstat(STDIN_FILENO, &st) ||
+	    !S_ISCHR(st.st_mode) || major(st.st_rdev) != 1 || minor(st.st_rdev) != 11)
+		return -1;
+	fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+	if (fd < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK)) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	*how = " (standard input)";
+	return fd;
+}
+
+/**
+ * kmsg_start() - read the kernel log from its end on, in the loop
+ * @k: the source
+ * @loop: the loop
+ * @link: the core's way in
+ * @path: "/dev/kmsg"
+ *
+ * Standard input when it is the log (the unit opens it there), else @path.
+ * Without the log (no permission, a container) the daemon goes on without
+ * this source: said on stderr.
+ *
+ * Return: 0, or a negative errno.
+ */
+int kmsg_start(struct hbm_kmsg *k, sd_event *loop, struct hbm_source_link link,
+	       const char *path)
+{
+	const char *how = "";
+	int err;
+
+	memset(k, 0, sizeof(*k));
+	k->link = link;
+	k->now = hbm_monotonic_ns;
+	k->fd = -1;
+	k->devices = calloc(1, sizeof(*k->devices));
+	if (!k->devices) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	k->fd = given_log(&how);
+	if (k->fd < 0)
+		k->fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	/* SEEK_END: the next record logged (devkmsg_llseek(), 6.1 and 6.12). */
+	if (k->fd < 0 || lseek(k->fd, 0, SEEK_END) < 0) {
+		err = -errno;
+		goto fail;
+	}
+	err = sd_event_add_io(loop, &k->io, k->fd, EPOLLIN, on_readable, k);
+	if (err < 0)
+		goto fail;
+	fprintf(stderr, "<6>hbmguardd: kernel log: listening for NVIDIA Xids in %s%s\n", path,
+		how);
+	return 0;
+fail:
+	fprintf(stderr, "<4>hbmguardd: kernel log: %s: %s: NVIDIA Xids are not heard from it\n",
+		path, strerror(-err));
+	kmsg_stop(k);
+	return err;
+}
+
+/**
+ * kmsg_stop() - leave the loop, close the log
+ * @k: the source, started or not
+ */
+void kmsg_stop(struct hbm_kmsg *k)
+{
+	k->io = sd_event_source_disable_unref(k->io);
+	if (k->fd >= 0)
+		close(k->fd);
+	k->fd = -1;
+	free(k->devices);
+	k->devices = NULL;
+}

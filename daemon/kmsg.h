@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The kernel log (kmsg.c): the NVIDIA driver's "NVRM: Xid" lines read from
+ * /dev/kmsg, a source of facts.
+ */
+#ifndef HBM_KMSG_H
+#define HBM_KMSG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+#include <linux/hbmguard.h>
+
+#include "core.h"
+#include "nvlog.h"
+
+/*
+ * A read of /dev/kmsg needs room for the whole record or fails (-EINVAL):
+ * CONSOLE_EXT_LOG_MAX of include/linux/printk.h (6.1), the size of the
+ * buffer devkmsg_read() formats into (struct printk_buffers' outbuf, 6.12).
+ */
+#define KMSG_READ_MAX		8192
+
+/* Lines of one kind: at most KMSG_LINES_BURST per KMSG_LINES_PERIOD_NS. */
+#define KMSG_LINES_BURST	10
+#define KMSG_LINES_PERIOD_NS	(60 * 1000000000ULL)
+/* The device list kept is read again when older (a GPU replaced at an address). */
+#define KMSG_LIST_FRESH_NS	(1000000000ULL)
+
+/*
+ * The kinds of lines, each with its own share: what one party can cause
+ * (a process writing /dev/kmsg, a CUDA program whose faults the driver
+ * logs as Xids not about HBM) does not hide the others.
+ */
+enum kmsg_line_kind {
+	KMSG_REFUSED,		/* an NVRM line not from the kernel */
+	KMSG_MALFORMED,		/* a record or an NVRM line not in its format */
+	KMSG_NOT_HBM,		/* an Xid not about HBM */
+	KMSG_NO_GPU,		/* an Xid at an address of no GPU; no device list */
+	KMSG_LOST,		/* records overwritten before they were read */
+	__KMSG_LINES
+};
+
+struct kmsg_lines {
+	uint64_t since;			/* the current period began; 0: none yet */
+	unsigned int told;		/* lines in it */
+	unsigned int untold;		/* lines kept back in it */
+};
+
+struct hbm_kmsg {
+	struct hbm_source_link link;	/* to the core */
+	int fd;
+	sd_event_source *io;
+	uint64_t next_seq;		/* the record expected next; 0: none read yet */
+	struct device_list *devices;	/* as last listed */
+	char pci[HBMGUARD_MAX_DEVICES][HBMGUARD_PCI_ADDR_LEN];	/* their addresses */
+	uint64_t listed_at;		/* CLOCK_MONOTONIC ns; 0: never */
+	struct kmsg_lines lines[__KMSG_LINES];	/* by kind */
+	uint64_t (*now)(void);		/* CLOCK_MONOTONIC ns; a test's own clock */
+	char buf[KMSG_READ_MAX];
+	struct kmsg_record rec;
+	struct nv_log_record nv;
+};
+
+int kmsg_start(struct hbm_kmsg *k, sd_event *loop, struct hbm_source_link link,
+	       const char *path);
+void kmsg_record(struct hbm_kmsg *k, const char *buf, size_t len);
+void kmsg_stop(struct hbm_kmsg *k);
+
+#endif /* HBM_KMSG_H */
