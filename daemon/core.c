@@ -83,6 +83,17 @@ int core_add_sink(struct hbmd_core *c, const struct hbm_sink *s)
 	return 0;
 }
 
+/* The module's id of the device @identity names, HBM_NO_DEVICE_ID for none. */
+static uint32_t module_id(const struct hbmd_core *c, const char *identity)
+{
+	uint32_t id;
+
+	for (id = 0; id < HBMGUARD_MAX_DEVICES; id++)
+		if (!strcmp(c->identity[id], identity))
+			return id;
+	return HBM_NO_DEVICE_ID;
+}
+
 /*
  * Whether @f is an Xid another source already gave (core.h, HBM_XID_WINDOW_NS):
  * if so it is marked as given by @f's origin too; if not it is remembered,
@@ -140,6 +151,8 @@ static void core_fact(void *core, const struct hbm_fact *fact)
 	}
 	if (!f.dev.identity[0] && f.dev.id < HBMGUARD_MAX_DEVICES)
 		memcpy(f.dev.identity, c->identity[f.dev.id], sizeof(f.dev.identity));
+	if (f.type == HBM_FACT_ERROR && f.dev.id == HBM_NO_DEVICE_ID && f.dev.identity[0])
+		f.dev.id = module_id(c, f.dev.identity);	/* a GPU's, heard by its driver's source */
 	if (f.type == HBM_FACT_ERROR && f.xid && f.dev.identity[0] &&
 	    xid_heard_before(c, &f)) {
 		fprintf(stderr, "<7>hbmguardd: %s: Xid %u heard again (%s): one event\n",

@@ -55,9 +55,10 @@
  *                          (SingleBitEcc) or UE (DoubleBitEcc), no address
  *                          (length 0): NVML's event carries none
  *   an Xid event           ERROR, event DEVICE_ERROR, .xid and .state = the
- *                          Xid (999: NVML did not know it), severity 0: what
- *                          an Xid means is the core's to say, once for every
- *                          source that hears it
+ *                          Xid, its severity and words from the daemon's one
+ *                          table (nv_xid_hbm(), nvlog.c); an Xid not about
+ *                          HBM (a program's fault, 999: NVML did not know
+ *                          it) is no fact, as the kernel log's is not
  *
  * What reconciliation reads (PAGES, HEALTH) was not heard as it happened:
  * it is marked HBM_FACT_UNHEARD, .sync START (core.h: old news to the
@@ -73,6 +74,7 @@
 #include <syslog.h>
 #include <systemd/sd-event.h>
 
+#include "nvlog.h"
 #include "nvml_facts.h"
 #include "nvml_source.h"
 
@@ -207,6 +209,7 @@ static void on_counts(void *ctx, const struct hbm_nvml_gpu *g, const struct hbm_
 static void on_event(void *ctx, const struct hbm_nvml_gpu *g, enum hbm_nvml_event_kind kind,
 		     uint64_t data)
 {
+	const struct nv_xid_hbm *meaning;
 	struct nvml_facts *s = ctx;
 	struct hbm_fact f;
 
@@ -223,9 +226,14 @@ static void on_event(void *ctx, const struct hbm_nvml_gpu *g, enum hbm_nvml_even
 		f.state = HBMGUARD_ERROR_UE;
 		break;
 	case HBM_NVML_EVENT_XID:
+		meaning = nv_xid_hbm(data > UINT32_MAX ? UINT32_MAX : (uint32_t)data);
+		if (!meaning)
+			return;		/* not about HBM: a program's, the driver's */
 		f.event = HBMGUARD_EVENT_DEVICE_ERROR;
-		f.xid = data > UINT32_MAX ? UINT32_MAX : (uint32_t)data;
+		f.xid = meaning->xid;
 		f.state = f.xid;	/* the module's DEVICE_ERROR says it there */
+		f.severity = meaning->lost_data ? HBM_SEVERITY_UE : HBM_SEVERITY_CE;
+		snprintf(f.text, sizeof(f.text), "%s", meaning->meaning);
 		break;
 	}
 	f.count = 1;

@@ -422,6 +422,17 @@ void recovery_on_lost_data(struct daemon *d, const char *identity,
 		    job_hit_before(d, c, identity, offset, length))
 			continue;
 		x = open_incident_of(d, c->cred.uid, c->reg.job);
+		if (x && length == HBM_CTL_WHOLE_DEVICE && x->info.length == HBM_CTL_WHOLE_DEVICE &&
+		    !strcmp(x->info.device, identity)) {
+			/*
+			 * The GPU's error in another source's words (NVML's
+			 * DoubleBitEcc event beside Xid 48): the incident has
+			 * the whole device already.
+			 */
+			fprintf(stderr, "<6>hbmguardd: %s: its error again, within incident %" PRIu64
+				"\n", identity, x->info.id);
+			continue;
+		}
 		if (x) {
 			escalate(d, x, "a second error during recovery");
 			continue;

@@ -144,7 +144,7 @@ eventually "retirements completed: RETIRED, journaled" '[ "$(lines "^<4>hbmguard
 	[ "$(hbmctl pages $gpu0 | grep -c "retired *restored")" = 2 ]'
 eventually "... health back to ok" 'grep -q "^<5>hbmguardd: $uuid0: health reset-required -> ok" /tmp/nv.log &&
 	grep -q "^<5>hbmguardd: $uuid1: health reset-required -> ok" /tmp/nv.log'
-eventually "Xid 48 journaled" 'grep -q "^<3>hbmguardd: $uuid0: Xid 48$" /tmp/nv.log'
+eventually "Xid 48 journaled, with what it means" 'grep -q "^<3>hbmguardd: $uuid0: Xid 48: double-bit ECC error (nvml)$" /tmp/nv.log'
 eventually "the DBE journaled" 'grep -q "^<3>hbmguardd: $uuid0: 1 uncorrectable error$" /tmp/nv.log'
 eventually "GPU lost: said" 'grep -q "^<4>hbmguardd: nvml: GPU $uuid1 (00000000:86:00.0) has fallen off the bus: gone" /tmp/nv.log &&
 	grep -q "^<3>hbmguardd: GPU $uuid1 (0000:86:00.0) is lost to its driver: health reset-required" /tmp/nv.log'

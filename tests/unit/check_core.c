@@ -147,6 +147,32 @@ START_TEST(a_gone_fact_forgets_the_name)
 }
 END_TEST
 
+/* A GPU's error heard by its driver's source reaches its module device. */
+START_TEST(an_error_by_identity_is_the_module_devices)
+{
+	struct device_list l;
+
+	add_device(4, "GPU-a");
+	ck_assert_int_eq(src_link.devices(src_link.core, &l), 0);
+	src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_ERROR,
+						      .origin = HBM_FROM_NVML,
+						      .dev = { .id = HBM_NO_DEVICE_ID,
+							       .identity = "GPU-a" } });
+	src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_ERROR,
+						      .origin = HBM_FROM_NVML,
+						      .dev = { .id = HBM_NO_DEVICE_ID,
+							       .identity = "GPU-b" } });
+	src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_PAGES,
+						      .origin = HBM_FROM_NVML,
+						      .dev = { .id = HBM_NO_DEVICE_ID,
+							       .identity = "GPU-a" } });
+	ck_assert_uint_eq(nr_got, 3);
+	ck_assert_uint_eq(got[0].dev.id, 4);
+	ck_assert_uint_eq(got[1].dev.id, HBM_NO_DEVICE_ID);	/* not the module's */
+	ck_assert_uint_eq(got[2].dev.id, HBM_NO_DEVICE_ID);	/* the registrar's to record */
+}
+END_TEST
+
 START_TEST(a_fact_from_a_sink_is_refused)
 {
 	sink_speaks = true;
@@ -289,6 +315,7 @@ Suite *core_suite(void)
 	tcase_add_test(tc, an_id_naming_another_device_is_a_device_gone);
 	tcase_add_test(tc, a_gone_fact_forgets_the_name);
 	tcase_add_test(tc, a_fact_from_a_sink_is_refused);
+	tcase_add_test(tc, an_error_by_identity_is_the_module_devices);
 	suite_add_tcase(s, tc);
 	tcase_add_checked_fixture(st, store_setup, store_teardown);
 	tcase_add_test(st, a_device_seen_is_saved_from_its_one_read);

@@ -263,7 +263,7 @@ static void answer(struct client *c, uint64_t incident, uint32_t a)
 /*
  * A GPU's UE without an address: an incident for every job with a rank on
  * that GPU, whatever pages the rank named; a correctable Xid, or one of
- * another GPU, opens nothing; a second one escalates.
+ * another GPU, opens nothing; another of the GPU's is the same error.
  */
 START_TEST(device_error_hits_every_rank_on_it)
 {
@@ -284,12 +284,14 @@ START_TEST(device_error_hits_every_rank_on_it)
 		ck_assert_uint_eq(d->incidents[i].info.state, HBM_INCIDENT_PAUSING);
 	}
 	ck_assert_uint_eq(d->seen[1].nr, 0);	/* no page taken as seen */
+	/*
+	 * One DBE is Xid 48 and 94 (or 95) on A100 and later, and NVML's
+	 * DoubleBitEcc event: the incident has the whole GPU already.
+	 */
 	xid_fact(94, HBM_SEVERITY_UE, "dev");
 	ck_assert_uint_eq(d->nr_incidents, 2);
-	for (i = 0; i < 2; i++) {
-		ck_assert_uint_eq(d->incidents[i].info.state, HBM_INCIDENT_ESCALATED);
-		ck_assert_str_eq(d->incidents[i].info.reason, "a second error during recovery");
-	}
+	for (i = 0; i < 2; i++)
+		ck_assert_uint_eq(d->incidents[i].info.state, HBM_INCIDENT_PAUSING);
 	cleanup();
 }
 END_TEST
