@@ -288,13 +288,15 @@ check-unitfile: $(BUILD)/hbmguardd
 
 # hbmguardd's files import no one in a circle; hbmguardd.c stays short.  The
 # check must see the circle of a fixture shaped as hbmguardd.c once was, and
-# the same circle hidden behind "./" or an extern object.
+# the same circle hidden behind "./", <x.h> or an extern object.
 check-shape:
 	@echo "== the shape of hbmguardd"; mkdir -p $(BUILD)
 	! /usr/bin/python3 tests/shape/check.py tests/shape/circle >$(BUILD)/shape-circle.out
 	grep -qx "circle of imports: control -> hbmguardd -> control" $(BUILD)/shape-circle.out
 	! /usr/bin/python3 tests/shape/check.py tests/shape/dotslash >$(BUILD)/shape-dotslash.out
 	grep -qx "circle of imports: control -> hbmguardd -> control" $(BUILD)/shape-dotslash.out
+	! /usr/bin/python3 tests/shape/check.py tests/shape/angle >$(BUILD)/shape-angle.out
+	grep -qx "circle of imports: control -> hbmguardd -> control" $(BUILD)/shape-angle.out
 	! /usr/bin/python3 tests/shape/check.py tests/shape/extern >$(BUILD)/shape-extern.out
 	grep -qx "circle of imports: hbmguardd -> kernel -> hbmguardd" $(BUILD)/shape-extern.out
 	/usr/bin/python3 tests/shape/check.py

@@ -24,7 +24,7 @@
  * @x: the table
  * @r: the record
  *
- * Return: false when out of memory.
+ * Return: false when out of memory (and @x->failed set).
  */
 bool hbm_extents_push(struct hbm_extents *x, const struct hbm_state_record *r)
 {
@@ -32,8 +32,10 @@ bool hbm_extents_push(struct hbm_extents *x, const struct hbm_state_record *r)
 		size_t cap = x->cap ? 2 * x->cap : 256;
 		void *p = realloc(x->r, cap * sizeof(*x->r));
 
-		if (!p)
+		if (!p) {
+			x->failed = true;
 			return false;
+		}
 		x->r = p;
 		x->cap = cap;
 	}
@@ -134,23 +136,20 @@ static bool xid_heard_before(struct hbmd_core *c, const struct hbm_fact *f)
 
 /*
  * A fact to every sink, its device named where the source left it out.  One
- * from inside a sink's callback would reach the sinks before them out of
- * order (the store would save a device the journal has not named yet): it
- * is a bug, said and dropped.
+ * given from inside a sink's callback would reach the sinks after it before
+ * those before it (the store would save a device the journal has not named
+ * yet): it waits until the sinks are done with this one.
  */
-static void core_fact(void *core, const struct hbm_fact *fact)
+static void deliver(struct hbmd_core *c, const struct hbm_fact *fact)
 {
-	struct hbmd_core *c = core;
 	struct hbm_fact f = *fact;
 	size_t i;
 
-	if (c->in_fact) {
-		fprintf(stderr, "<3>hbmguardd: a fact (type %u) from inside a sink: dropped\n",
-			f.type);
-		return;
-	}
-	if (!f.dev.identity[0] && f.dev.id < HBMGUARD_MAX_DEVICES)
+	if (!f.dev.identity[0] && f.dev.id < HBMGUARD_MAX_DEVICES) {
 		memcpy(f.dev.identity, c->identity[f.dev.id], sizeof(f.dev.identity));
+		if (f.dev.identity[0] && !strcmp(c->seen[f.dev.id].identity, f.dev.identity))
+			f.dev = c->seen[f.dev.id];	/* as its DEVICE_SEEN said */
+	}
 	if (f.type == HBM_FACT_ERROR && f.dev.id == HBM_NO_DEVICE_ID && f.dev.identity[0])
 		f.dev.id = module_id(c, f.dev.identity);	/* a GPU's, heard by its driver's source */
 	if (f.type == HBM_FACT_ERROR && f.xid && f.dev.identity[0] &&
@@ -159,6 +158,9 @@ static void core_fact(void *core, const struct hbm_fact *fact)
 			f.dev.identity, f.xid, f.path[0] ? f.path : "?");
 		return;
 	}
+	if (f.type == HBM_FACT_DEVICE_SEEN && f.origin == c->ops->origin &&
+	    f.dev.id < HBMGUARD_MAX_DEVICES)
+		c->seen[f.dev.id] = f.dev;
 	if (f.type == HBM_FACT_RESYNC)
 		c->resyncs++;
 	else if (f.event && !(f.flags & HBM_FACT_UNHEARD))
@@ -167,8 +169,29 @@ static void core_fact(void *core, const struct hbm_fact *fact)
 	for (i = 0; i < c->nr_sinks; i++)
 		c->sinks[i].fact(c->sinks[i].ctx, &f);
 	c->in_fact = false;
-	if (f.type == HBM_FACT_DEVICE_GONE && f.dev.id < HBMGUARD_MAX_DEVICES)
+	if (f.type == HBM_FACT_DEVICE_GONE && f.dev.id < HBMGUARD_MAX_DEVICES) {
 		c->identity[f.dev.id][0] = 0;
+		c->seen[f.dev.id].identity[0] = 0;
+	}
+}
+
+static void core_fact(void *core, const struct hbm_fact *fact)
+{
+	struct hbmd_core *c = core;
+	size_t i;
+
+	if (c->in_fact) {
+		if (c->nr_queued < HBM_QUEUED_FACTS)
+			c->queued[c->nr_queued++] = *fact;
+		else
+			fprintf(stderr, "<3>hbmguardd: facts (type %u) from inside the sinks, "
+				"more than %d: dropped\n", fact->type, HBM_QUEUED_FACTS);
+		return;
+	}
+	deliver(c, fact);
+	for (i = 0; i < c->nr_queued; i++)	/* what the sinks gave meanwhile, may grow */
+		deliver(c, &c->queued[i]);
+	c->nr_queued = 0;
 }
 
 /* Whether @l has device @id as @identity: not when it is another now. */

@@ -11,13 +11,17 @@
  * never calls a sink.  The core takes each fact once, in order, keeps the
  * device list and the counters, names the device where the source gave
  * only its id, and hands the fact to every sink, in the order they were
- * added, through the sink's one callback.  A sink must not block and must
- * not call back up: no fact comes from a sink (the core refuses one that
- * would nest), and what a sink needs to know it asks the core
- * (core_devices(), core_dump(), ...), which asks the source that numbers
- * the devices through its struct hbm_source_ops.  Those questions are
- * reads: only the source says that a device went away (DEVICE_GONE),
- * itself or through its link's .devices.  Allocation follows the work,
+ * added, through the sink's one callback.  A sink must not block the loop
+ * beyond its own requests, and must not call back up: what it needs it
+ * asks the core (core_devices(), core_dump(), core_change(), ...), which
+ * asks the source that numbers the devices through its struct
+ * hbm_source_ops; those requests make no fact.  A fact given while the
+ * sinks take another (none is, today) waits until they are done with it,
+ * so that every sink takes the facts in one order; past HBM_QUEUED_FACTS
+ * such facts it is dropped, and said.  core_devices() is a read: only the
+ * source says that a device went away (DEVICE_GONE), itself or through
+ * its link's .devices.  A fact the source names by id only is given the
+ * device as its DEVICE_SEEN described it (kind, PCI address, sizes).  Allocation follows the work,
  * not the facts: a table read or a save allocates its table, a fact
  * nothing.
  *
@@ -43,8 +47,8 @@
  *                 PCI address, page size, size), .sync: why it is (re)read;
  *                 its table's PAGES follow, then TABLE_READ
  *   TABLE_READ    .dev's table was read whole: the unheard PAGES since its
- *                 DEVICE_SEEN are all of it; HBM_FACT_INCOMPLETE when the
- *                 read failed (they are not)
+ *                 DEVICE_SEEN are all of it; HBM_FACT_INCOMPLETE and
+ *                 .error when the read failed (they are not)
  *   DEVICE_GONE   .dev: the source no longer has it (the module reloaded:
  *                 every device it had)
  *   PAGES         pages changed state: .event RETIRED, PENDING, FAILED or
@@ -158,6 +162,7 @@ struct hbm_fact {
 	char text[128];			/* ERROR: the driver's own words */
 	uint64_t first_seen;		/* PAGES read from a table: seconds since */
 	uint64_t last_seen;		/* the epoch, as the table has them */
+	int32_t error;			/* TABLE_READ: the read's negative errno, 0 */
 };
 
 /* A sink: one callback, called for every fact, in order. */
@@ -186,6 +191,7 @@ struct device_list {
 struct hbm_extents {
 	struct hbm_state_record *r;
 	size_t nr, cap;
+	bool failed;			/* a record did not fit: out of memory */
 };
 
 bool hbm_extents_push(struct hbm_extents *x, const struct hbm_state_record *r);
@@ -227,6 +233,7 @@ struct hbm_source_link {
 };
 
 #define HBM_MAX_SINKS	8
+#define HBM_QUEUED_FACTS	8
 
 /*
  * One Xid heard twice is one event.  The NVIDIA driver reports each Xid
@@ -266,6 +273,9 @@ struct hbmd_core {
 	uint64_t events_seen;
 	uint64_t resyncs;
 	bool in_fact;			/* handing a fact to the sinks */
+	struct hbm_fact queued[HBM_QUEUED_FACTS];	/* given meanwhile: next, in order */
+	size_t nr_queued;
+	struct hbm_fact_device seen[HBMGUARD_MAX_DEVICES];	/* by id, as last seen */
 	struct hbm_xid_heard xids[HBM_XID_HEARD];	/* one Xid heard twice */
 	uint64_t (*now)(void);		/* CLOCK_MONOTONIC ns; a test's own clock */
 };

@@ -88,8 +88,10 @@ static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si,
 
 /*
  * The core and its sinks, in the order they take each fact: the store
- * first (a device's table saved before its entry is journaled), recovery
- * last (an incident's entries after the event's).
+ * first (a device seen has its stored pages back in the kernel before any
+ * other sink reads its table), recovery after the journal (an incident's
+ * entries after the event's), the registrar last (what it records of a
+ * GPU's driver goes into a table the store has restored).
  */
 static int wire(struct hbmguardd *g)
 {

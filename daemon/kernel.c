@@ -15,8 +15,9 @@
  * list, dump, restore, retire or clear) and registers the configured
  * ranges and policies.
  *
- * It must not block the loop longer than one request to the module,
- * allocates per read of the devices or a table (never per page event),
+ * It must not block the loop longer than one read of the devices and
+ * their tables, allocates per read of the devices or a table (never per
+ * page event),
  * and calls no sink: facts go out through the link the core gave at start.
  */
 #include <errno.h>
@@ -102,8 +103,11 @@ static int dump_pages(void *ctx, const struct device *dev, struct hbm_extents *x
 	struct hbm_kernel *k = ctx;
 	struct nl_msg *msg = request(k, HBMGUARD_CMD_PAGES_GET, NLM_F_DUMP);
 
+	int err;
+
 	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev->id);
-	return transact(k, msg, parse_extent, x);
+	err = transact(k, msg, parse_extent, x);
+	return err ? err : x->failed ? -ENOMEM : 0;	/* a table with holes is none */
 }
 
 /* Put stored pages back into the kernel, as RESTORED: raises no recovery. */
@@ -372,7 +376,7 @@ static void table_facts(struct hbm_kernel *k, const struct device *dev, enum hbm
 			hbm_genl_strerror(err));
 	f = (struct hbm_fact){
 		.type = HBM_FACT_TABLE_READ, .origin = HBM_FROM_KERNEL, .sync = why,
-		.flags = err ? HBM_FACT_INCOMPLETE : 0,
+		.flags = err ? HBM_FACT_INCOMPLETE : 0, .error = err,
 		.dev = { .id = dev->id, .kind = device_kind(dev), .page_size = dev->page_size },
 	};
 	k->link.fact(k->link.core, &f);
@@ -442,6 +446,20 @@ static void device_gone(struct hbm_kernel *k, uint32_t id)
 }
 
 /*
+ * The module removed device @id.  It frees the id before it says so
+ * (kmod/device.c), and another device may hold it by now, its DEVICE_ADDED
+ * read already: a new list says which device is gone, if any.
+ */
+static void removed(struct hbm_kernel *k, uint32_t id)
+{
+	struct device_list *l = calloc(1, sizeof(*l));
+
+	if (!l || read_devices(k, l))
+		device_gone(k, id);	/* cannot tell: the id's device, as listed */
+	free(l);
+}
+
+/*
  * The family registered anew (the module reloaded): new tables, and no
  * event of what happened before the group was joined again.
  */
@@ -496,6 +514,9 @@ static void on_ctrl(struct hbm_kernel *k, struct nl_msg *msg)
 	    genlmsg_parse(nlmsg_hdr(msg), 0, a, CTRL_ATTR_MAX, NULL) ||
 	    !a[CTRL_ATTR_FAMILY_NAME] ||
 	    strcmp(nla_get_string(a[CTRL_ATTR_FAMILY_NAME]), HBMGUARD_GENL_NAME))
+		return;
+	/* the family a resync already found (its news queued behind the overflow) */
+	if (a[CTRL_ATTR_FAMILY_ID] && nla_get_u16(a[CTRL_ATTR_FAMILY_ID]) == k->family)
 		return;
 	fprintf(stderr, "<5>hbmguardd: the hbmguard module is back: restoring\n");
 	reloaded(k);
@@ -581,7 +602,7 @@ static int on_event(struct nl_msg *msg, void *arg)
 	}
 	k->link.fact(k->link.core, &f);
 	if (type == HBMGUARD_EVENT_DEVICE_REMOVED)
-		device_gone(k, f.dev.id);
+		removed(k, f.dev.id);
 	return NL_OK;
 }
 
@@ -744,7 +765,7 @@ void kernel_reconfigure(struct hbm_kernel *k)
 	size_t i;
 
 	register_ranges(k);
-	if (l && !read_devices(k, l))
+	if (l && !list_devices(k, l))	/* a read: names change in event order only */
 		for (i = 0; i < l->nr; i++)
 			apply_policy(k, &l->dev[i]);
 	free(l);

@@ -329,8 +329,8 @@ static void read_page(struct hbm_store *s, const struct hbm_fact *f)
 /*
  * The table read whole: saved with what was stored.  A table the kernel
  * lacks stored pages of, after a resync, came back unheard: they go back
- * in first.  One not read whole is saved after the turn, from a dump of
- * its own.
+ * in first.  One not read whole is a save that failed: retried (save())
+ * from a dump of its own, unsaved in the status until then.
  */
 static void read_end(struct hbm_store *s, const struct hbm_fact *f)
 {
@@ -339,7 +339,8 @@ static void read_end(struct hbm_store *s, const struct hbm_fact *f)
 	if (!r->active || r->dev.id != f->dev.id)
 		return;
 	if (r->failed || (f->flags & HBM_FACT_INCOMPLETE)) {
-		s->saves[r->dev.id].dirty = true;
+		/* not saved: said in the status, tried again from a dump of its own */
+		save_done(s, &r->dev, r->failed ? -ENOMEM : f->error < 0 ? f->error : -EIO);
 	} else {
 		if (r->sync == HBM_SYNC_RESYNC && kernel_lacks(&r->table, &r->stored)) {
 			fprintf(stderr, "<4>hbmguardd: %s lacks stored pages: it came back unheard\n",

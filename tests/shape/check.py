@@ -10,8 +10,11 @@ on every module whose .c defines a function y.h declares: a header shared by
 several files (as hbmguardd.h once was) links its includer to each of them.
 An object a header declares extern links the same way as a function (a
 table of function pointers, as kernel.h's kernel_ops).  An include is
-found however it is spelt ("./x.h", "../daemon/x.h"): by the file it
-names.  A call through a function pointer main() set (daemon.c's hooks,
+found however it is spelt ("./x.h", "../daemon/x.h", <x.h> through
+-I daemon/): by the file it names.  A prototype written into a .c instead
+of included, or a declaration the patterns do not read (an attribute
+before the name, the type on a line of its own) is not seen: the daemon's
+files have none, and review keeps it so.  A call through a function pointer main() set (daemon.c's hooks,
 a sink's callback) is not an import: it is how a part tells without
 knowing who listens, and what this check leaves to the reader.  A cycle is
 printed and fails the check, as does a hbmguardd.c of MAX_MAIN_LINES lines
@@ -24,7 +27,7 @@ import re
 import sys
 
 MAX_MAIN_LINES = 300
-INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+\.h)"', re.M)
+INCLUDE = re.compile(r'^\s*#\s*include\s+["<]([^">]+\.h)[">]', re.M)
 
 
 # A function's name where a line starts with its type: kernel style puts

@@ -61,14 +61,14 @@ static const struct hbm_source_ops fake_ops = {
 static struct hbm_fact got[16];
 static size_t nr_got;
 static struct hbm_source_link src_link;
-static bool sink_speaks;
+static int sink_speaks;		/* how many more facts the sink gives */
 
 static void recorder(void *ctx, const struct hbm_fact *f)
 {
 	(void)ctx;
 	if (nr_got < 16)
 		got[nr_got++] = *f;
-	if (sink_speaks)
+	if (sink_speaks && sink_speaks--)
 		src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_RESYNC });
 }
 
@@ -88,7 +88,7 @@ static void setup(void)
 	table_nr = 0;
 	dumps = restores = dump_err = 0;
 	nr_got = 0;
-	sink_speaks = false;
+	sink_speaks = 0;
 	core_init(&core, &fake_ops, NULL);
 	ck_assert_int_eq(core_add_sink(&core, &(struct hbm_sink){ .name = "recorder",
 								.fact = recorder }), 0);
@@ -173,17 +173,25 @@ START_TEST(an_error_by_identity_is_the_module_devices)
 }
 END_TEST
 
-START_TEST(a_fact_from_a_sink_is_refused)
+/* A fact given by a sink comes after the one the sinks take, to all in order. */
+START_TEST(a_fact_from_a_sink_comes_after)
 {
-	sink_speaks = true;
+	sink_speaks = 1;
 	src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_EVENT,
 						  .event = HBMGUARD_EVENT_POLICY });
-	ck_assert_uint_eq(nr_got, 1);
+	ck_assert_uint_eq(nr_got, 2);
 	ck_assert_uint_eq(got[0].type, HBM_FACT_EVENT);
-	ck_assert_uint_eq(core.resyncs, 0);
-	sink_speaks = false;
-	src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_RESYNC });
-	ck_assert_uint_eq(core.resyncs, 1);	/* the core took facts again */
+	ck_assert_uint_eq(got[1].type, HBM_FACT_RESYNC);
+	ck_assert_uint_eq(core.resyncs, 1);
+	ck_assert_uint_eq(core.nr_queued, 0);
+
+	/* one that speaks at every fact: bounded */
+	nr_got = 0;
+	sink_speaks = 100;
+	src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_EVENT,
+						  .event = HBMGUARD_EVENT_POLICY });
+	ck_assert_uint_eq(nr_got, 1 + HBM_QUEUED_FACTS);
+	ck_assert_uint_eq(core.nr_queued, 0);
 }
 END_TEST
 
@@ -243,6 +251,7 @@ static void seen(enum hbm_sync why, size_t pages, uint32_t flags)
 		src_link.fact(src_link.core, &f);
 	}
 	f = (struct hbm_fact){ .type = HBM_FACT_TABLE_READ, .flags = flags, .sync = why,
+			       .error = flags & HBM_FACT_INCOMPLETE ? -ENOBUFS : 0,
 			       .dev = { .id = 0, .identity = "sim:s" } };
 	src_link.fact(src_link.core, &f);
 }
@@ -287,6 +296,8 @@ START_TEST(a_read_that_failed_is_saved_from_a_dump)
 	seen(HBM_SYNC_START, 0, HBM_FACT_INCOMPLETE);
 	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", &s, &damage), -ENOENT);
 	ck_assert(store.saves[0].dirty);
+	ck_assert_int_eq(store.saves[0].error, -ENOBUFS);	/* the read's */
+	ck_assert_uint_eq(store_unsaved(&store), 1);	/* NOT SAVED in the status */
 	ck_assert_int_eq(dumps, 0);
 }
 END_TEST
@@ -314,7 +325,7 @@ Suite *core_suite(void)
 	tcase_add_test(tc, only_the_source_says_gone);
 	tcase_add_test(tc, an_id_naming_another_device_is_a_device_gone);
 	tcase_add_test(tc, a_gone_fact_forgets_the_name);
-	tcase_add_test(tc, a_fact_from_a_sink_is_refused);
+	tcase_add_test(tc, a_fact_from_a_sink_comes_after);
 	tcase_add_test(tc, an_error_by_identity_is_the_module_devices);
 	suite_add_tcase(s, tc);
 	tcase_add_checked_fixture(st, store_setup, store_teardown);
