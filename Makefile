@@ -37,9 +37,9 @@ DAEMON_SRC := daemon/state.c daemon/config.c daemon/journal.c daemon/ctl.c daemo
 DAEMON_HDR := daemon/seen.h daemon/incidents.h daemon/state.h daemon/config.h daemon/journal.h daemon/ctl.h daemon/systemd/hbmguard.catalog \
 	daemon/core.h daemon/daemon.h daemon/client.h daemon/recovery.h
 # hbmguardd's source, core and sinks (daemon/hbmguardd.c says how they fit).
-DAEMON_MAIN := daemon/hbmguardd.c daemon/daemon.c daemon/core.c daemon/kernel.c daemon/store.c \
+DAEMON_MAIN := daemon/hbmguardd.c daemon/daemon.c daemon/core.c daemon/kernel.c daemon/store.c daemon/amdgpu.c \
 	daemon/status.c daemon/client.c daemon/control.c daemon/recovery.c daemon/genl.c
-DAEMON_MAIN_HDR := daemon/hbmguardd.h daemon/kernel.h daemon/store.h daemon/status.h \
+DAEMON_MAIN_HDR := daemon/hbmguardd.h daemon/kernel.h daemon/store.h daemon/status.h daemon/amdgpu.h \
 	daemon/control.h daemon/genl.h
 # The GPU sources' parsers (issue 13): pure code, unit-tested before their wiring.
 DAEMON_SRC += daemon/nvlog.c daemon/amdgpu_ras.c daemon/kmsg.c
@@ -254,9 +254,15 @@ check-unit: $(BUILD)/unit $(BUILD)/unit-san
 	@echo "== tier 1: unit tests under ASan+UBSan"
 	ASAN_OPTIONS=detect_leaks=1 $(BUILD)/unit-san
 
+# amdgpu's sysfs as the fixtures have it, for tests/kernel/amdgpu.sh.
+AMDGPU_FIXTURE := $(shell find tests/unit/fixtures/amdgpu -type f 2>/dev/null)
+$(BUILD)/amdgpu.tar: $(AMDGPU_FIXTURE)
+	@mkdir -p $(@D)
+	tar -C tests/unit/fixtures/amdgpu --exclude=README -cf $@ .
+
 check-kernel: modules-all $(BUILD)/guest/hbmtest $(BUILD)/guest/hbmctl $(BUILD)/guest/hbmnl \
 	$(BUILD)/guest/hbmrank \
-	$(BUILD)/hbmguardd $(BUILD)/nvml/libnvidia-ml.so.1
+	$(BUILD)/hbmguardd $(BUILD)/nvml/libnvidia-ml.so.1 $(BUILD)/amdgpu.tar
 	@echo "== tier 2: kernel tests in qemu"
 	@for v in $(DEB_KVERS); do \
 		$(TOP)/tests/kernel/run.sh $$v || exit 1; \
@@ -265,7 +271,7 @@ check-kernel: modules-all $(BUILD)/guest/hbmtest $(BUILD)/guest/hbmctl $(BUILD)/
 # Tier 2 again, on a kernel that reports what the stock ones let pass.
 check-debug: $(BUILD)/debug/hbmguard.ko $(BUILD)/debug/testmods/hbm_test_provider.ko \
 	$(BUILD)/guest/hbmtest $(BUILD)/guest/hbmctl $(BUILD)/guest/hbmnl $(BUILD)/guest/hbmrank \
-	$(BUILD)/hbmguardd $(BUILD)/nvml/libnvidia-ml.so.1
+	$(BUILD)/hbmguardd $(BUILD)/nvml/libnvidia-ml.so.1 $(BUILD)/amdgpu.tar
 	@echo "== tier 2 on the debug kernel (KASAN, lockdep, kmemleak, UBSAN, KFENCE)"
 	$(TOP)/tests/kernel/run.sh debug
 

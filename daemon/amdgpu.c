@@ -11,13 +11,18 @@
  *                            page size 4096; sync START at the first read,
  *                            ADDED for a card that comes later
  *   its bad-page list        PAGES, unheard, as DEVICE_SEEN's sync: what
- *                            amdgpu reserved before it was read
+ *                            amdgpu reserved before it was read; then its
+ *                            HEALTH, unheard, the card's last fact: RMA
+ *                            when a page could not be reserved (F: bad
+ *                            memory still in use), else OK
  *   a page new to the list,  PAGES, heard: RETIRED (R), PENDING (P) or
  *   or changed state         FAILED (F), source UE (amdgpu retires a page
  *                            for an uncorrectable or deferred UMC error:
  *                            amdgpu_umc_do_page_retirement(),
  *                            drivers/gpu/drm/amd/amdgpu/amdgpu_umc.c, 6.1
  *                            and 6.12), offset pfn * page size
+ *   a page that could not    HEALTH RMA, heard
+ *     be reserved, later
  *   a block's count grew     ERROR: severity UE for ue: and de: (deferred:
  *                            the data is bad, its consumer not yet hit), CE
  *                            for ce:, .count the growth
@@ -64,6 +69,7 @@ struct card {
 	char name[16];			/* "card0", under the DRM directory */
 	bool present;			/* found by this poll */
 	int error;			/* of its last read, said once */
+	uint32_t health;		/* HBMGUARD_HEALTH_*, as its list gives it */
 	struct hbm_fact_device dev;
 	struct amdgpu_ras last;		/* what the last good read said */
 };
@@ -157,6 +163,12 @@ static uint32_t page_event(enum amdgpu_page_state st)
 	       st == AMDGPU_PAGE_PENDING ? HBMGUARD_EVENT_PENDING : HBMGUARD_EVENT_FAILED;
 }
 
+/*
+ * A line of amdgpu's list, read at start (@sync) or polled later: always
+ * a table read, never an event heard (core.h).  The registrar records the
+ * page into the module, whose event is the one journaled and acted on:
+ * one entry for one page.
+ */
 static void page_fact(struct amdgpu_facts *s, const struct card *c,
 		      const struct amdgpu_bad_page *p, int sync)
 {
@@ -169,10 +181,8 @@ static void page_fact(struct amdgpu_facts *s, const struct card *c,
 	f.offset = (uint64_t)p->pfn * p->size;
 	f.length = p->size;
 	f.count = 1;
-	if (sync) {
-		f.flags = HBM_FACT_UNHEARD;
-		f.sync = sync;
-	}
+	f.flags = HBM_FACT_UNHEARD;
+	f.sync = sync;
 	s->link.fact(s->link.core, &f);
 }
 
@@ -182,7 +192,8 @@ static void error_fact(struct amdgpu_facts *s, const struct card *c, const char 
 	struct hbm_fact f;
 
 	fill(&f, HBM_FACT_ERROR, c);
-	f.event = HBMGUARD_EVENT_DEVICE_ERROR;
+	f.event = HBMGUARD_EVENT_ERROR;	/* in the module's words: an error, no address */
+	f.state = severity == HBM_SEVERITY_UE ? HBMGUARD_ERROR_UE : HBMGUARD_ERROR_CE;
 	f.severity = severity;
 	f.count = grew > UINT32_MAX ? UINT32_MAX : (uint32_t)grew;
 	snprintf(f.text, sizeof(f.text), "%s: %" PRIu64 " new %s error%s", block, grew, what,
@@ -285,7 +296,42 @@ static void gone(struct amdgpu_facts *s, struct card *c)
 	*c = s->card[--s->nr];
 }
 
-/* A card not seen before: the device, then what its list already holds. */
+/*
+ * A card's health as its list gives it: a page amdgpu could not reserve
+ * ('F') stays in use, bad: RMA; else OK (amdgpu's files say no more).
+ */
+static uint32_t list_health(const struct amdgpu_ras *ras)
+{
+	size_t i;
+
+	for (i = 0; i < ras->nr_pages; i++)
+		if (ras->pages[i].state == AMDGPU_PAGE_FAILED)
+			return HBMGUARD_HEALTH_RMA;
+	return HBMGUARD_HEALTH_OK;
+}
+
+/* Its health, when it changed or @sync (read, not heard): its last fact. */
+static void health_fact(struct amdgpu_facts *s, struct card *c, uint32_t health, int sync)
+{
+	struct hbm_fact f;
+
+	if (!sync && health == c->health)
+		return;
+	fill(&f, HBM_FACT_HEALTH, c);
+	f.event = HBMGUARD_EVENT_HEALTH;
+	f.state = health;
+	f.aux = c->health;
+	if (sync) {
+		f.flags = HBM_FACT_UNHEARD;
+		f.sync = sync;
+	}
+	if (health == HBMGUARD_HEALTH_RMA)
+		snprintf(f.text, sizeof(f.text), "a bad page amdgpu could not reserve");
+	c->health = health;
+	s->link.fact(s->link.core, &f);
+}
+
+/* A card not seen before: the device, what its list already holds, its health. */
 static void seen(struct amdgpu_facts *s, const char *name, const struct hbm_fact_device *dev,
 		 struct amdgpu_ras *ras)
 {
@@ -315,6 +361,7 @@ static void seen(struct amdgpu_facts *s, const char *name, const struct hbm_fact
 	s->link.fact(s->link.core, &f);
 	for (i = 0; i < ras->nr_pages; i++)
 		page_fact(s, c, &ras->pages[i], f.sync);
+	health_fact(s, c, list_health(ras), f.sync);
 }
 
 static void poll_card(struct amdgpu_facts *s, const char *name)
@@ -356,6 +403,7 @@ static void poll_card(struct amdgpu_facts *s, const char *name)
 	c->error = 0;
 	new_pages(s, c, &c->last, &ras);
 	new_errors(s, c, &c->last, &ras);
+	health_fact(s, c, list_health(&ras), 0);
 	amdgpu_ras_free(&c->last);
 	c->last = ras;
 }

@@ -8,11 +8,13 @@
  *
  *   source's DEVICE_SEEN (no device id)   remembered: name, UUID, PCI address,
  *                                         memory, page size
- *   source's PAGES                        the driver's retired pages, kept
+ *   source's PAGES                        the driver's retired pages, kept;
+ *                                         one heard later recorded then
  *   source's HEALTH (its GPU's last fact  the GPU registered with the module
  *     at start: all retired pages said)   (HBMGUARD_CMD_GPU_REGISTER through
  *                                         the core; EEXIST, a daemon restart,
  *                                         is fine), then reconciled
+ *   source's HEALTH heard later           recorded then
  *   source's DEVICE_GONE (off the bus)    health RESET_REQUIRED, one line
  *   the module's DEVICE_SEEN of a GPU     reconciled (its stored pages were
  *     (after the store, which restores)   restored just before, by the store)
@@ -238,12 +240,18 @@ static void from_source(struct hbm_gpus *r, const struct hbm_fact *f)
 		g->reconciled = g->partial = g->lost = false;
 		break;
 	case HBM_FACT_PAGES:
-		if (f->length && !g->reconciled)
-			keep_page(g, f);
+		if (!f->length || f->state == HBMGUARD_STATE_FAILED)
+			break;	/* not retired: the driver's HEALTH says what it means */
+		keep_page(g, f);
+		if (g->reconciled)	/* heard later (amdgpu's list, polled) */
+			reconcile(r, g);
 		break;
 	case HBM_FACT_HEALTH:
-		if (g->reconciled)
+		if (g->reconciled) {	/* heard later: the driver's new word */
+			g->health = f->state;
+			reconcile(r, g);
 			break;
+		}
 		g->health = f->state;
 		g->partial = f->flags & HBM_FACT_PARTIAL;
 		g->reconciled = true;

@@ -11,6 +11,8 @@
  *             GPUs, events                           gpus.c      GPUs, into the module
  *   kmsg.c    the kernel log:
  *             NVRM Xid lines
+ *   amdgpu.c  amdgpu's RAS
+ *             files, polled
  *
  * A source turns what it hears into facts (core.h) and gives each to the
  * core, which hands it to every sink through the sink's one callback.
@@ -53,6 +55,7 @@ struct hbmguardd {
 	struct hbm_gpus gpus;
 	struct nvml_facts *nvml;	/* NULL: no NVML on this node */
 	struct hbm_kmsg kmsg;		/* "NVRM: Xid" lines of the kernel log */
+	struct amdgpu_facts *amdgpu;	/* amdgpu's RAS files */
 };
 
 /* SIGHUP, systemctl reload: a new configuration, or the old one kept. */
@@ -170,12 +173,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "<3>hbmguardd: cannot set up the event loop\n");
 		return 1;
 	}
+	/* the log first: what a slow NVML start logs is read */
+	kmsg_start(&g.kmsg, d->loop, core_link(&g.core), "/dev/kmsg");	/* or said why not */
 	/* NVIDIA's GPUs, where NVML is: the library's soname only (nvml_facts.c) */
 	link = core_link(&g.core);
 	g.nvml = nvml_facts_start(HBM_NVML_LIBRARY, &link);
 	if (g.nvml && nvml_facts_watch(g.nvml, d->loop) < 0)
 		fprintf(stderr, "<3>hbmguardd: NVML's events cannot be watched\n");
-	kmsg_start(&g.kmsg, d->loop, core_link(&g.core), "/dev/kmsg");	/* or said why not */
+	/* amdgpu's cards, their RAS files polled (amdgpu.c) */
+	g.amdgpu = amdgpu_facts_start(HBM_AMDGPU_DRM_DIR, &link);
+	if (g.amdgpu && amdgpu_facts_watch(g.amdgpu, d->loop) < 0)
+		fprintf(stderr, "<3>hbmguardd: amdgpu's files cannot be polled\n");
 	/*
 	 * Without a journal (an initramfs, a container) sd_journal_send()
 	 * succeeds silently: entries go to stderr then.
@@ -199,6 +207,7 @@ int main(int argc, char **argv)
 	control_close(d);
 	store_stop(&g.store);
 	nvml_facts_stop(g.nvml);
+	amdgpu_facts_stop(g.amdgpu);
 	gpus_stop(&g.gpus);
 	kmsg_stop(&g.kmsg);
 	kernel_stop(&g.kernel);

@@ -8,6 +8,7 @@
 #ifndef HBM_HBMGUARDD_H
 #define HBM_HBMGUARDD_H
 
+#include "amdgpu.h"
 #include "client.h"
 #include "config.h"
 #include "control.h"

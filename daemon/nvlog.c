@@ -337,7 +337,11 @@ int nv_log_parse(const char *text, size_t len, struct nv_log_record *x,
  * reset), or one the driver could not even retire the page for (140).  A
  * retirement or remap (63), its failure (64: the GPU is for RMA) and too
  * many single-bit errors (92) say what happened to the memory, not to
- * anyone's data.
+ * anyone's data; so do their successors on Blackwell (156, 157), a changed
+ * recovery action (154: a reset may be needed) and memory lost to
+ * retirement (168).  171 names HBM (DRAM) as the place of an uncorrectable
+ * error that 48 reported; 172 (SRAM) is not HBM.  kmod/nvidia.c's
+ * xid_is_hbm() passes the same Xids from the tracepoint.
  */
 static const struct nv_xid_hbm xid_hbm[] = {
 	{ 48, "double-bit ECC error", true },		/* ROBUST_CHANNEL_GPU_ECC_DBE */
@@ -349,6 +353,11 @@ static const struct nv_xid_hbm xid_hbm[] = {
 	{ 94, "contained ECC error", true },		/* ROBUST_CHANNEL_CONTAINED_ERROR */
 	{ 95, "uncontained ECC error", true },		/* ROBUST_CHANNEL_UNCONTAINED_ERROR */
 	{ 140, "unrecovered ECC error", true },		/* UNRECOVERABLE_ECC_ERROR_ESCAPE */
+	{ 154, "GPU recovery action changed", false },	/* GPU_RECOVERY_ACTION_CHANGED */
+	{ 156, "resource retirement event", false },	/* RESOURCE_RETIREMENT_EVENT */
+	{ 157, "resource retirement failure", false },	/* RESOURCE_RETIREMENT_FAILURE */
+	{ 168, "reduced GPU memory capacity", false },	/* REDUCED_GPU_MEMORY_CAPACITY */
+	{ 171, "uncorrectable DRAM error", true },	/* UNCORRECTABLE_DRAM_ERROR */
 };
 
 /**

@@ -32,11 +32,14 @@
  *                          page_size NVIDIA_RETIRED_PAGE (below), sync START
  *   a GPU fallen off       DEVICE_GONE
  *   a retired page         PAGES, the driver's hardware address as offset,
- *                          4 KiB long (the driver blacklists RM pages:
- *                          address >> RM_PAGE_SHIFT in
- *                          memmgrGetBlackListPagesForHeap_GM107(),
+ *                          4 KiB long (the driver keeps RM page numbers and
+ *                          gives addresses as number << RM_PAGE_SHIFT (12)
+ *                          in memmgrGetBlackListPagesForHeap_GM107(),
  *                          open-gpu-kernel-modules src/nvidia/src/kernel/gpu/
- *                          mem_mgr/arch/maxwell/mem_mgr_gm107.c), source UE
+ *                          mem_mgr/arch/maxwell/mem_mgr_gm107.c, 595.45.04;
+ *                          nvml.h says only that the address is Xid 63's):
+ *                          an address that is no page's is refused, said,
+ *                          not rounded (it may be a page number), source UE
  *                          for a DBE, CE_THRESHOLD for multiple SBEs; event
  *                          and state RETIRED, or PENDING while the GPU has
  *                          retirements pending (nvml.h's
@@ -117,6 +120,12 @@ static void fill_device(struct hbm_fact *f, uint32_t type, const struct hbm_nvml
 	snprintf(f->path, sizeof(f->path), "nvml");
 }
 
+/* A GPU whose UUID an identity cannot hold (on_seen() skipped it): no fact of it. */
+static bool skipped(const struct hbm_nvml_gpu *g)
+{
+	return strlen(g->uuid) >= HBMGUARD_IDENTITY_LEN;
+}
+
 static void on_seen(void *ctx, const struct hbm_nvml_gpu *g)
 {
 	struct nvml_facts *s = ctx;
@@ -137,6 +146,8 @@ static void on_gone(void *ctx, const struct hbm_nvml_gpu *g)
 	struct nvml_facts *s = ctx;
 	struct hbm_fact f;
 
+	if (skipped(g))
+		return;
 	fill_device(&f, HBM_FACT_DEVICE_GONE, g);
 	s->link.fact(s->link.core, &f);
 }
@@ -148,13 +159,23 @@ static void on_page(void *ctx, const struct hbm_nvml_gpu *g, enum hbm_nvml_cause
 	struct hbm_fact f;
 
 	(void)time;	/* unit not in nvml.h: see above */
+	if (addr & (NVIDIA_RETIRED_PAGE - 1)) {
+		char msg[256];
+
+		snprintf(msg, sizeof(msg), "nvml: GPU %s: a retired page at 0x%llx, not a 4 KiB "
+			 "page's address: not recorded", g->uuid, (unsigned long long)addr);
+		log_line(NULL, LOG_ERR, msg);
+		return;
+	}
+	if (skipped(g))
+		return;
 	fill_device(&f, HBM_FACT_PAGES, g);
 	f.event = s->pending ? HBMGUARD_EVENT_PENDING : HBMGUARD_EVENT_RETIRED;
 	f.state = s->pending ? HBMGUARD_STATE_PENDING : HBMGUARD_STATE_RETIRED;
 	f.source = cause == HBM_NVML_CAUSE_DBE ? HBMGUARD_SOURCE_UE : HBMGUARD_SOURCE_CE_THRESHOLD;
 	f.flags = HBM_FACT_UNHEARD;
 	f.sync = HBM_SYNC_START;
-	f.offset = addr & ~(uint64_t)(NVIDIA_RETIRED_PAGE - 1);
+	f.offset = addr;
 	f.length = NVIDIA_RETIRED_PAGE;
 	f.count = 1;
 	s->link.fact(s->link.core, &f);
@@ -181,6 +202,8 @@ static void on_counts(void *ctx, const struct hbm_nvml_gpu *g, const struct hbm_
 	struct hbm_fact f;
 	char msg[256];
 
+	if (skipped(g))
+		return;
 	fill_device(&f, HBM_FACT_HEALTH, g);
 	f.event = HBMGUARD_EVENT_HEALTH;
 	f.flags = HBM_FACT_UNHEARD;
@@ -213,6 +236,8 @@ static void on_event(void *ctx, const struct hbm_nvml_gpu *g, enum hbm_nvml_even
 	struct nvml_facts *s = ctx;
 	struct hbm_fact f;
 
+	if (skipped(g))
+		return;
 	fill_device(&f, HBM_FACT_ERROR, g);
 	switch (kind) {
 	case HBM_NVML_EVENT_SBE:

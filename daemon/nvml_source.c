@@ -340,12 +340,15 @@ const struct hbm_nvml_gpu *hbm_nvml_gpu(const struct hbm_nvml *h, size_t i)
 }
 
 /*
- * The most retired pages one cause's list is read with.  Not NVIDIA's limit
- * (nvml.h gives none): a bound on what a broken library's count can make
- * this process allocate (2 x 8 bytes a page: 16 MiB), far above what a GPU
- * that retires a page per error would reach.
+ * The most retired pages one cause's list is read with.  nvml.h gives no
+ * limit; the driver answers from a list of at most
+ * NV2080_CTRL_FB_OFFLINED_PAGES_MAX_PAGES (64) pages
+ * (src/common/sdk/nvidia/inc/ctrl/ctrl2080/ctrl2080fb.h, open-gpu-kernel-
+ * modules 595.45.04).  Sixteen times that leaves room for a driver that
+ * keeps more, and bounds what a broken library's count costs: 16 KiB here,
+ * 2048 RETIREs into the module at start.
  */
-#define MAX_RETIRED_PAGES (1U << 20)
+#define MAX_RETIRED_PAGES 1024U
 
 /*
  * One cause's retired pages; the list may grow between the two calls.

@@ -58,10 +58,12 @@ static DEFINE_SPINLOCK(xid_lock);
 static struct tracepoint *nv_tp;	/* probed; NULL: detached */
 static struct module *nv_mod;		/* nv_tp's module */
 
+/* The Xids about HBM: those of nv_xid_hbm()'s table in daemon/nvlog.c. */
 static bool xid_is_hbm(u32 xid)
 {
 	return xid == 48 || xid == 63 || xid == 64 || xid == 92 || xid == 94 ||
-	       xid == 95 || xid == 140;
+	       xid == 95 || xid == 140 || xid == 154 || xid == 156 || xid == 157 ||
+	       xid == 168 || xid == 171;
 }
 
 static void xid_work_fn(struct work_struct *work)

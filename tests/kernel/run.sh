@@ -48,13 +48,15 @@ start=$(date +%s)
 	--file "$TOP/tests/kernel/providers.sh:/providers.sh" \
 	--file "$TOP/tests/kernel/gpu.sh:/gpu.sh" \
 	--file "$TOP/tests/kernel/xid.sh:/xid.sh" \
+	--file "$TOP/tests/kernel/amdgpu.sh:/amdgpu.sh" \
+	--file "$TOP/build/amdgpu.tar:/amdgpu.tar" \
 	--file "$TOP/tests/kernel/lifetime.sh:/lifetime.sh" \
 	--file "$TOP/tests/kernel/kmemleak.sh:/kmemleak.sh" \
 	--file "$TOP/tests/kernel/nvml.sh:/nvml.sh" \
 	--file "$TOP/build/nvml/libnvidia-ml.so.1:/nvml/libnvidia-ml.so.1" \
 	--file "$TOP/tests/nvml/node.scn:/nvml/node.scn" \
 	--log "$TOP/build/logs/tier2-$kver.log" \
-	-- "$env"'sh /tier2.sh; a=$?; sh /ras.sh; b=$?; sh /providers.sh; c=$?; sh /gpu.sh; c=$((c + $?)); sh /xid.sh; c=$((c + $?)); sh /daemon.sh; d=$?; sh /nvml.sh; d=$((d + $?)); sh /recovery.sh; e=$?; sh /lifetime.sh; f=$?; sh /kmemleak.sh; g=$?; exit $(( (a | b | c | d | e | f | g) != 0 ))'
+	-- "$env"'sh /tier2.sh; a=$?; sh /ras.sh; b=$?; sh /providers.sh; c=$?; sh /gpu.sh; c=$((c + $?)); sh /xid.sh; c=$((c + $?)); sh /daemon.sh; d=$?; sh /nvml.sh; d=$((d + $?)); sh /amdgpu.sh; d=$((d + $?)); sh /recovery.sh; e=$?; sh /lifetime.sh; f=$?; sh /kmemleak.sh; g=$?; exit $(( (a | b | c | d | e | f | g) != 0 ))'
 # Intel's machine check encodings, in a guest whose CPU says GenuineIntel.
 "$TOP/scripts/guest-run" "${kernel[@]}" --timeout $timeout --cpu max,vendor=GenuineIntel \
 	--hbm-node 256 --module mce-inject \

@@ -323,7 +323,7 @@ START_TEST(source_at_start)
 	const struct hbm_fact *f;
 
 	/* cards 0, 1, 2; not 3 (RAS off), 4 (nvidia's), card0-DP-1 (a connector) */
-	ck_assert_uint_eq(nr_told, 3 + 4);
+	ck_assert_uint_eq(nr_told, 3 + 4 + 3);
 	f = told_of(HBM_FACT_DEVICE_SEEN, CARD0, 0);
 	ck_assert_ptr_nonnull(f);
 	ck_assert_uint_eq(f->origin, HBM_FROM_AMDGPU);
@@ -345,6 +345,12 @@ START_TEST(source_at_start)
 	ck_assert_uint_eq(f->sync, HBM_SYNC_START);
 	ck_assert_uint_eq(told_of(HBM_FACT_PAGES, CARD0, 3)->state, HBMGUARD_STATE_FAILED);
 	ck_assert_ptr_null(told_of(HBM_FACT_ERROR, CARD0, 0));	/* counts are a baseline */
+	/* each card's last fact, its health: card0's F page is in use, bad */
+	f = told_of(HBM_FACT_HEALTH, CARD0, 0);
+	ck_assert(f > told_of(HBM_FACT_PAGES, CARD0, 3));	/* after its pages */
+	ck_assert_uint_eq(f->state, HBMGUARD_HEALTH_RMA);
+	ck_assert_uint_eq(f->flags, HBM_FACT_UNHEARD);
+	ck_assert_uint_eq(told_of(HBM_FACT_HEALTH, CARD1, 0)->state, HBMGUARD_HEALTH_OK);
 	nr_told = 0;
 	ck_assert_int_eq(amdgpu_facts_poll(s), 0);
 	ck_assert_uint_eq(nr_told, 0);		/* nothing changed, nothing told */
@@ -371,7 +377,8 @@ START_TEST(source_hears_what_changed)
 	f = told_of(HBM_FACT_PAGES, CARD0, 0);	/* pending, now reserved */
 	ck_assert_uint_eq(f->offset, 0x7fffeULL * 4096);
 	ck_assert_uint_eq(f->event, HBMGUARD_EVENT_RETIRED);
-	ck_assert_uint_eq(f->flags, 0);
+	ck_assert_uint_eq(f->flags, HBM_FACT_UNHEARD);	/* the module's event is journaled */
+	ck_assert_uint_eq(f->sync, 0);
 	ck_assert_uint_eq(f->source, HBMGUARD_SOURCE_UE);
 	f = told_of(HBM_FACT_PAGES, CARD0, 1);	/* new */
 	ck_assert_uint_eq(f->offset, 0x20000ULL * 4096);
