@@ -450,6 +450,8 @@ void hbm_aperture_removed(struct hbm_device *dev)
 		zap(dev, 0, hbm_usable_size(dev));
 }
 
+#define CLAIM_TRIES	5	/* alloc_contig_range() calls for a claim */
+
 /**
  * hbm_aperture_claim() - take a range device's memory for its aperture
  * @dev: a range device, not yet registered
@@ -482,7 +484,19 @@ int hbm_aperture_claim(struct hbm_device *dev)
 		if (!(i % 4096))	/* a range may be a whole HBM stack */
 			cond_resched();
 	}
-	err = alloc_contig_range(pfn, pfn + nr, MIGRATE_MOVABLE, GFP_KERNEL | __GFP_NOWARN);
+	/*
+	 * -EBUSY may be passing: a page being migrated, freed or pinned for a
+	 * moment.  Tried a few times, as virtio_mem_fake_offline() does
+	 * (drivers/virtio/virtio_mem.c, 6.1 and 6.12); kernel memory or a
+	 * poisoned frame stays busy.
+	 */
+	for (i = 0; i < CLAIM_TRIES; i++) {
+		err = alloc_contig_range(pfn, pfn + nr, MIGRATE_MOVABLE,
+					 GFP_KERNEL | __GFP_NOWARN);
+		if (err != -EBUSY)
+			break;
+		cond_resched();
+	}
 	if (err)
 		return err;
 	for (i = 0; i < nr; i++) {	/* whatever its last users left there */

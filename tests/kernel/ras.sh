@@ -158,8 +158,18 @@ check "spares: device destroyed" "hbmctl sim-destroy spr"
 # around.  A range holding a poisoned frame cannot be claimed.
 node1_free() { sed -n 's/^Node 1 MemFree: *\([0-9]*\) kB$/\1/p' /sys/devices/system/node/node1/meminfo; }
 free0=$(node1_free)
+# Which page kept it busy, should the claim fail (the kernel's tracepoint).
+isolated=/sys/kernel/debug/tracing/events/page_isolation/test_pages_isolated/enable
+[ -f $isolated ] && echo 1 >$isolated
 cid=$(hbmnl range-claim hbm2 $((phys + 0x9000000)) 0x1000000 16)
 check "claim a range of node 1" '[ "$cid" -ge 0 ] 2>/dev/null'
+case $cid in
+''|*[!0-9]*)	# its error, not an id: said, and the checks below fail cleanly
+	echo "# $cid"
+	grep test_pages_isolated /sys/kernel/debug/tracing/trace | tail -5
+	cid=-1 ;;
+esac
+[ -f $isolated ] && echo 0 >$isolated
 check "its memory left the allocator" '[ $((free0 - $(node1_free))) -ge 16000 ]'
 check "aperture over the claimed range" "hbmtest aperture-range $cid $((phys + 0x9000000))"
 check "a poisoned frame is neither mapped nor copied" \
