@@ -16,9 +16,11 @@
 #include "nvlog.h"
 
 /*
- * A read of /dev/kmsg needs room for the whole record or fails (-EINVAL):
- * CONSOLE_EXT_LOG_MAX of include/linux/printk.h (6.1), the size of the
- * buffer devkmsg_read() formats into (struct printk_buffers' outbuf, 6.12).
+ * A read of /dev/kmsg needs room for the whole record or fails (-EINVAL).
+ * devkmsg_read() formats a record into CONSOLE_EXT_LOG_MAX (8192) bytes in
+ * 6.1 (include/linux/printk.h), into struct printk_buffers' outbuf,
+ * PRINTK_MESSAGE_MAX (2048) bytes, in 6.12 (kernel/printk/internal.h):
+ * the larger of the two.
  */
 #define KMSG_READ_MAX		8192
 

@@ -21,9 +21,11 @@
 #include <linux/hbmguard.h>
 
 /*
- * The longest text a record carries, unescaped: the kernel's own bound on
- * a record's text (PRINTK_MESSAGE_MAX in kernel/printk/internal.h of 6.12 is
- * 2048; 6.1 keeps less).  A longer one is refused, never cut.
+ * Room for the longest text a record carries, unescaped: the kernel keeps
+ * at most PRINTKRB_RECORD_MAX (1024) bytes of a record's text
+ * (kernel/printk/internal.h, 6.12), LOG_LINE_MAX (1024 less the prefix) in
+ * 6.1 (kernel/printk/printk.c).  Twice that here: a longer one is refused,
+ * never cut.
  */
 #define KMSG_TEXT_MAX		2048
 

@@ -111,8 +111,13 @@ static void fill_device(struct hbm_fact *f, uint32_t type, const struct hbm_nvml
 	snprintf(f->dev.identity, sizeof(f->dev.identity), "%.*s",
 		 (int)sizeof(f->dev.identity) - 1, g->uuid);
 	snprintf(f->dev.name, sizeof(f->dev.name), "%.*s", (int)sizeof(f->dev.name) - 1, g->name);
-	/* NVML_DEVICE_PCI_BUS_ID_FMT "%08X:%02X:%02X.0" (nvml.h), in sysfs' form */
-	if (sscanf(g->pci, "%x:%x:%x.%x", &domain, &bus, &dev, &fn) == 4 && domain <= 0xffff)
+	/*
+	 * NVML_DEVICE_PCI_BUS_ID_FMT "%08X:%02X:%02X.0" (nvml.h), in the
+	 * kernel's form: pci_setup_device() names a function "%04x:%02x:%02x.%d"
+	 * (drivers/pci/probe.c, 6.1 and 6.12), a domain past 0xffff (VMD) wider.
+	 */
+	if (sscanf(g->pci, "%x:%x:%x.%x", &domain, &bus, &dev, &fn) == 4 && bus <= 0xff &&
+	    dev <= 0x1f && fn <= 7)
 		snprintf(f->dev.pci, sizeof(f->dev.pci), "%04x:%02x:%02x.%x", domain, bus, dev,
 			 fn);
 	f->dev.size = g->memory;

@@ -759,6 +759,22 @@ START_TEST(as_facts_no_library)
 }
 END_TEST
 
+/* A PCI domain past 0xffff (VMD's): named as the kernel names it, pci_name(). */
+START_TEST(as_facts_wide_domain)
+{
+	struct nvml_facts *s;
+
+	scenario("gpu GPU-v 00010000:01:00.0 1073741824 NVIDIA V\n", false);
+	nr_facts = 0;
+	s = nvml_facts_start(FAKE, &nvml_link);
+	ck_assert_ptr_nonnull(s);
+	fact_is(0, HBM_FACT_DEVICE_SEEN, "GPU-v");
+	ck_assert_str_eq(facts[0].dev.pci, "10000:01:00.0");
+	nvml_facts_stop(s);
+	unlink(scn_path);
+}
+END_TEST
+
 /* A library without a function NVML cannot be used without: one line. */
 START_TEST(ancient_library)
 {
@@ -1172,6 +1188,7 @@ Suite *nvml_suite(void)
 	tcase_add_test(tc, ancient_library);
 	tcase_add_test(tc, as_facts);
 	tcase_add_test(tc, as_facts_no_library);
+	tcase_add_test(tc, as_facts_wide_domain);
 	tcase_add_test(tc, registrar_imports_once);
 	tcase_add_test(tc, registrar_restored_pages_stay);
 	tcase_add_test(tc, registrar_sizes_to_the_pages);
