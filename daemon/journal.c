@@ -195,6 +195,9 @@ void hbm_journal_fact(void *journald, const struct hbm_fact *f)
 				"HBMGUARD_LENGTH=0x%llx", (unsigned long long)ev.length,
 				"HBMGUARD_SOURCE=%s", hbm_journal_source_name(ev.source),
 				"HBMGUARD_COUNT=%u", ev.count,
-				"HBMGUARD_SEQNUM=%llu", (unsigned long long)ev.seqnum,
+				/* whose numbering: the module's, or the kernel log's */
+				"%s=%llu", f->origin == HBM_FROM_KERNEL ? "HBMGUARD_SEQNUM" :
+				"HBMGUARD_HEARD_SEQNUM", (unsigned long long)ev.seqnum,
+				"HBMGUARD_HEARD_BY=%s", f->path[0] ? f->path : "?",
 				NULL);
 }

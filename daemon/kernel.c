@@ -573,6 +573,7 @@ static int on_event(struct nl_msg *msg, void *arg)
 		.count = attr_u32(a, HBMGUARD_A_COUNT),
 		.aux = attr_u32(a, HBMGUARD_A_AUX),
 	};
+	snprintf(f.path, sizeof(f.path), "hbmguard");	/* heard from the module */
 	switch (type) {
 	case HBMGUARD_EVENT_DEVICE_ADDED:	/* its DEVICE_SEEN carries the event */
 		f.type = HBM_FACT_EVENT;
@@ -589,7 +590,6 @@ static int on_event(struct nl_msg *msg, void *arg)
 		f.type = HBM_FACT_ERROR;
 		f.severity = f.source == HBMGUARD_SOURCE_UE || f.source == HBMGUARD_SOURCE_POISON ?
 			     HBM_SEVERITY_UE : HBM_SEVERITY_CE;
-		snprintf(f.path, sizeof(f.path), "hbmguard");
 		if (type == HBMGUARD_EVENT_DEVICE_ERROR && f.aux == HBMGUARD_PATH_NVIDIA_XID)
 			xid_fact(&f);
 		break;

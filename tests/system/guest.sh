@@ -91,7 +91,7 @@ phase1() {
 	hbmctl inject sim0 ue 0x9000
 	eventually "UE journaled with its fields" 'journal_has MESSAGE_ID=e0b864666f4249d4802621cef30eff56 \
 		PRIORITY=3 HBMGUARD_DEVICE=0 HBMGUARD_IDENTITY=sim:sim0 HBMGUARD_OFFSET=0x9000 \
-		HBMGUARD_SEQNUM'
+		HBMGUARD_SEQNUM HBMGUARD_HEARD_BY=hbmguard'
 	eventually "retirement journaled" 'journal_has MESSAGE_ID=f0f62b7532f845fdbddd739c151d2a8e \
 		HBMGUARD_IDENTITY=sim:sim0 HBMGUARD_OFFSET=0x9000 HBMGUARD_SOURCE=ue'
 	check "journalctl -x explains it" \
