@@ -93,8 +93,26 @@ static struct hbm_gpu *find_or_add(struct hbm_gpus *r, const char *identity)
 	return g;
 }
 
-static void keep_page(struct hbm_gpu *g, const struct hbm_fact *f)
+/*
+ * Keeps a page the driver retired or has pending; true when it is news: a
+ * page not kept yet, or one pending before and retired now.  A driver's
+ * list read again (NVML's after an Xid 63) tells its old pages again.
+ */
+static bool keep_page(struct hbm_gpu *g, const struct hbm_fact *f)
 {
+	bool pending = f->state == HBMGUARD_STATE_PENDING;
+	size_t i;
+
+	for (i = 0; i < g->nr; i++) {
+		struct hbm_gpu_page *p = &g->pages[i];
+
+		if (p->offset != f->offset || p->length != f->length)
+			continue;
+		if (!p->pending || pending)
+			return false;
+		p->pending = false;
+		return true;
+	}
 	if (g->nr == g->cap) {
 		size_t cap = g->cap ? 2 * g->cap : 64;
 		void *p = realloc(g->pages, cap * sizeof(*g->pages));
@@ -102,15 +120,15 @@ static void keep_page(struct hbm_gpu *g, const struct hbm_fact *f)
 		if (!p) {
 			fprintf(stderr, "<3>hbmguardd: GPU %s: out of memory for its retired pages\n",
 				g->found.identity);
-			return;
+			return false;
 		}
 		g->pages = p;
 		g->cap = cap;
 	}
 	g->pages[g->nr++] = (struct hbm_gpu_page){
-		.offset = f->offset, .length = f->length,
-		.pending = f->state == HBMGUARD_STATE_PENDING,
+		.offset = f->offset, .length = f->length, .pending = pending,
 	};
+	return true;
 }
 
 /* The state of the table's page at @offset: its dump is sorted, not overlapping. */
@@ -242,12 +260,15 @@ static void from_source(struct hbm_gpus *r, const struct hbm_fact *f)
 	case HBM_FACT_PAGES:
 		if (!f->length || f->state == HBMGUARD_STATE_FAILED)
 			break;	/* not retired: the driver's HEALTH says what it means */
-		keep_page(g, f);
-		if (g->reconciled)	/* heard later (amdgpu's list, polled) */
+		/* heard later (amdgpu's list polled, NVML's read again): news recorded */
+		if (keep_page(g, f) && g->reconciled)
 			reconcile(r, g);
 		break;
 	case HBM_FACT_HEALTH:
-		if (g->reconciled) {	/* heard later: the driver's new word */
+		if (g->reconciled) {	/* heard later: the driver's new word, if new */
+			if (f->state == g->health ||
+			    ((f->flags & HBM_FACT_PARTIAL) && f->state == HBMGUARD_HEALTH_OK))
+				break;	/* read in part, it tells worse, never better */
 			g->health = f->state;
 			reconcile(r, g);
 			break;

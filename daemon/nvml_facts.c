@@ -66,7 +66,8 @@
  * What reconciliation reads (PAGES, HEALTH) was not heard as it happened:
  * it is marked HBM_FACT_UNHEARD, .sync START (core.h: old news to the
  * sinks that act on lost data, no event to those that record what was
- * heard).  Every fact has origin NVML, path "nvml", dev.id HBM_NO_DEVICE_ID:
+ * heard); read again after a GPU's DBE or HBM Xid (nvml_facts_dispatch()),
+ * .sync 0: the registrar records what is new, the module's event says it.  Every fact has origin NVML, path "nvml", dev.id HBM_NO_DEVICE_ID:
  * the module numbers a GPU only once the registrar registered it.
  */
 #include <errno.h>
@@ -90,6 +91,8 @@ struct nvml_facts {
 	int fd;
 	sd_event_source *io;
 	bool pending;		/* the GPU being reconciled has retirements pending */
+	int sync;		/* HBM_SYNC_START at start; 0 when read again later */
+	bool *stale;		/* by hbm_nvml_gpu()'s i: an event changed what NVML says */
 };
 
 static void log_line(void *ctx, int priority, const char *msg)
@@ -179,7 +182,7 @@ static void on_page(void *ctx, const struct hbm_nvml_gpu *g, enum hbm_nvml_cause
 	f.state = s->pending ? HBMGUARD_STATE_PENDING : HBMGUARD_STATE_RETIRED;
 	f.source = cause == HBM_NVML_CAUSE_DBE ? HBMGUARD_SOURCE_UE : HBMGUARD_SOURCE_CE_THRESHOLD;
 	f.flags = HBM_FACT_UNHEARD;
-	f.sync = HBM_SYNC_START;
+	f.sync = s->sync;
 	f.offset = addr;
 	f.length = NVIDIA_RETIRED_PAGE;
 	f.count = 1;
@@ -212,7 +215,7 @@ static void on_counts(void *ctx, const struct hbm_nvml_gpu *g, const struct hbm_
 	fill_device(&f, HBM_FACT_HEALTH, g);
 	f.event = HBMGUARD_EVENT_HEALTH;
 	f.flags = HBM_FACT_UNHEARD;
-	f.sync = HBM_SYNC_START;
+	f.sync = s->sync;
 	f.state = HBMGUARD_HEALTH_OK;
 	f.aux = HBMGUARD_HEALTH_OK;
 	if (r->remap_status == HBM_NVML_OK && r->remap_pending) {
@@ -232,6 +235,15 @@ static void on_counts(void *ctx, const struct hbm_nvml_gpu *g, const struct hbm_
 		f.flags |= HBM_FACT_PARTIAL;	/* said by nvml_source.c */
 	s->pending = false;	/* the next GPU's is its own */
 	s->link.fact(s->link.core, &f);
+}
+
+static void mark_stale(struct nvml_facts *s, const struct hbm_nvml_gpu *g)
+{
+	size_t i;
+
+	for (i = 0; i < hbm_nvml_count(s->h); i++)
+		if (hbm_nvml_gpu(s->h, i) == g)
+			s->stale[i] = true;
 }
 
 static void on_event(void *ctx, const struct hbm_nvml_gpu *g, enum hbm_nvml_event_kind kind,
@@ -268,6 +280,9 @@ static void on_event(void *ctx, const struct hbm_nvml_gpu *g, enum hbm_nvml_even
 	}
 	f.count = 1;
 	s->link.fact(s->link.core, &f);
+	/* What the driver retired, remapped or has pending may have changed. */
+	if (f.severity == HBM_SEVERITY_UE || f.xid)
+		mark_stale(s, g);
 }
 
 static const struct hbm_nvml_ops facts_ops = {
@@ -285,12 +300,21 @@ struct nvml_facts *nvml_facts_start(const char *library, const struct hbm_source
 	}
 	s->link = *link;
 	s->fd = -1;
+	s->sync = HBM_SYNC_START;
 	s->h = hbm_nvml_open(library, &facts_ops, s);
 	if (!s->h) {
 		free(s);
 		return NULL;
 	}
+	s->stale = calloc(hbm_nvml_count(s->h) + 1, sizeof(*s->stale));
+	if (!s->stale) {
+		log_line(NULL, LOG_ERR, "nvml: out of memory");
+		hbm_nvml_close(s->h);
+		free(s);
+		return NULL;
+	}
 	hbm_nvml_reconcile(s->h);
+	s->sync = 0;
 	s->fd = hbm_nvml_events_start(s->h);
 	if (s->fd < 0)
 		s->fd = -1;	/* said why; discovery and reconciliation stand */
@@ -302,9 +326,25 @@ int nvml_facts_fd(const struct nvml_facts *s)
 	return s->fd;
 }
 
+/*
+ * A GPU's DBE or HBM Xid (48, 63, 64, 154...) means the driver may have
+ * retired a page, has one pending, remapped a row or failed to: its tables
+ * are read again, once per batch of events, after the batch's facts.
+ * What is new there reaches the registrar as at start, but with .sync 0:
+ * read later, still no event of its own (the module's is journaled).
+ */
 int nvml_facts_dispatch(struct nvml_facts *s)
 {
-	return hbm_nvml_dispatch(s->h);
+	int err = hbm_nvml_dispatch(s->h);
+	size_t i;
+
+	for (i = 0; i < hbm_nvml_count(s->h); i++) {
+		if (!s->stale[i])
+			continue;
+		s->stale[i] = false;
+		hbm_nvml_reconcile_gpu(s->h, i);
+	}
+	return err;
 }
 
 /* Level-triggered (sd-event's default): a batch a turn, the rest next turn. */
@@ -332,5 +372,6 @@ void nvml_facts_stop(struct nvml_facts *s)
 		return;
 	sd_event_source_disable_unref(s->io);
 	hbm_nvml_close(s->h);
+	free(s->stale);
 	free(s);
 }

@@ -494,29 +494,34 @@ int hbm_nvml_query(struct hbm_nvml *h, size_t i, struct hbm_nvml_report *r)
 	return 0;
 }
 
-void hbm_nvml_reconcile(struct hbm_nvml *h)
+void hbm_nvml_reconcile_gpu(struct hbm_nvml *h, size_t i)
 {
+	const struct hbm_nvml_gpu *g;
 	struct hbm_nvml_report r;
 	uint32_t k;
-	size_t i;
 	int c;
 
-	for (i = 0; i < h->nr; i++) {
-		const struct hbm_nvml_gpu *g = &h->gpus[i].pub;
+	if (hbm_nvml_query(h, i, &r))	/* -ENODEV for an index past the GPUs too */
+		return;
+	g = &h->gpus[i].pub;
+	/* First: whether the pages that follow may be pending (nvml_source.h). */
+	if (r.pending_status == HBM_NVML_OK && h->ops.pending)
+		h->ops.pending(h->ctx, g, r.pending);
+	for (c = 0; c < HBM_NVML_CAUSES; c++)
+		for (k = 0; h->ops.page_retired && k < r.retired[c].nr; k++)
+			h->ops.page_retired(h->ctx, g, (enum hbm_nvml_cause)c,
+					    r.retired[c].addr[k], r.retired[c].time[k]);
+	if (h->ops.counts)
+		h->ops.counts(h->ctx, g, &r);
+	hbm_nvml_report_free(&r);
+}
 
-		if (hbm_nvml_query(h, i, &r))
-			continue;
-		/* First: whether the pages that follow may be pending (nvml_source.h). */
-		if (r.pending_status == HBM_NVML_OK && h->ops.pending)
-			h->ops.pending(h->ctx, g, r.pending);
-		for (c = 0; c < HBM_NVML_CAUSES; c++)
-			for (k = 0; h->ops.page_retired && k < r.retired[c].nr; k++)
-				h->ops.page_retired(h->ctx, g, (enum hbm_nvml_cause)c,
-						    r.retired[c].addr[k], r.retired[c].time[k]);
-		if (h->ops.counts)
-			h->ops.counts(h->ctx, g, &r);
-		hbm_nvml_report_free(&r);
-	}
+void hbm_nvml_reconcile(struct hbm_nvml *h)
+{
+	size_t i;
+
+	for (i = 0; i < h->nr; i++)
+		hbm_nvml_reconcile_gpu(h, i);
 }
 
 static int gpu_of(const struct hbm_nvml *h, nvmlDevice_t dev)

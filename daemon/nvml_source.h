@@ -126,6 +126,8 @@ void hbm_nvml_report_free(struct hbm_nvml_report *r);
 
 /* Queries every present GPU and hands each fact to the callbacks. */
 void hbm_nvml_reconcile(struct hbm_nvml *h);
+/* The same for GPU @i alone (a GPU fallen off the bus: ops->gpu_gone). */
+void hbm_nvml_reconcile_gpu(struct hbm_nvml *h, size_t i);
 
 /*
  * Starts the event thread for every present GPU: returns the fd to watch

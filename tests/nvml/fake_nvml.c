@@ -22,6 +22,10 @@
  *   events GPU MASK                 nvmlDeviceGetSupportedEventTypes (default 0xb)
  *   fail FUNCTION RETURN [GPU]      FUNCTION returns RETURN (nvmlReturn_t)
  *   event MS GPU xid N | sbe | dbe  MS after nvmlInit_v2, delivered in file order
+ *   event MS GPU xid N retire sbe|dbe ADDRESS TIMESTAMP
+ *                                   the driver retires that page, then reports
+ *                                   the Xid (63): nvmlDeviceGetRetiredPages_v2
+ *                                   lists it from then on
  *   lost MS GPU                     the GPU falls off the bus: at once for MS 0,
  *                                   else when nvmlEventSetWait_v2 reaches the line
  *   broken GPU insufficient|success N
@@ -91,6 +95,8 @@ struct step {
 	bool lost;
 	unsigned int gpu;
 	unsigned long long type, data;
+	int retire;		/* a cause whose list the page joins; -1 none */
+	unsigned long long addr, time;
 };
 
 static struct nvmlDevice_st gpus[MAX_GPUS];
@@ -121,12 +127,12 @@ static struct nvmlDevice_st *gpu_arg(const char *s, const char *line)
 
 static void parse_line(char *line)
 {
-	char copy[512], *tok[8], *save = NULL, *rest;
+	char copy[512], *tok[10], *save = NULL, *rest;
 	struct nvmlDevice_st *g;
 	int n = 0;
 
 	snprintf(copy, sizeof(copy), "%s", line);
-	for (rest = line; n < 8 && (tok[n] = strtok_r(n ? NULL : rest, " \t\n", &save)); n++)
+	for (rest = line; n < 10 && (tok[n] = strtok_r(n ? NULL : rest, " \t\n", &save)); n++)
 		;
 	if (!n || tok[0][0] == '#')
 		return;
@@ -198,12 +204,21 @@ static void parse_line(char *line)
 		s->ms = strtol(tok[1], NULL, 0);
 		s->gpu = gpu_arg(tok[2], copy)->index;
 		s->lost = tok[0][0] == 'l';
+		s->retire = -1;
 		if (s->lost) {
 			if (!s->ms)
 				gpus[s->gpu].lost = true;
-		} else if (!strcmp(tok[3], "xid") && n == 5) {
+		} else if (!strcmp(tok[3], "xid") && (n == 5 || (n == 9 &&
+							       !strcmp(tok[5], "retire")))) {
 			s->type = nvmlEventTypeXidCriticalError;
 			s->data = strtoull(tok[4], NULL, 0);
+			if (n == 9) {
+				s->retire = !strcmp(tok[6], "sbe") ? 0 : !strcmp(tok[6], "dbe") ? 1 : -1;
+				if (s->retire < 0)
+					bad("retire sbe or dbe?", copy);
+				s->addr = strtoull(tok[7], NULL, 0);
+				s->time = strtoull(tok[8], NULL, 0);
+			}
 		} else if (!strcmp(tok[3], "sbe") && n == 4) {
 			s->type = nvmlEventTypeSingleBitEccError;
 		} else if (!strcmp(tok[3], "dbe") && n == 4) {
@@ -426,7 +441,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetRetiredPages_v2(nvmlDevice_t device,
 		return device->broken == NVML_ERROR_INSUFFICIENT_SIZE ?
 		       NVML_ERROR_INSUFFICIENT_SIZE : NVML_SUCCESS;
 	}
-	n = device->nr[cause];
+	n = __atomic_load_n(&device->nr[cause], __ATOMIC_ACQUIRE);	/* retire() */
 	if (*pageCount < n) {
 		*pageCount = n;
 		return NVML_ERROR_INSUFFICIENT_SIZE;
@@ -539,6 +554,22 @@ EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long 
 	return NVML_SUCCESS;
 }
 
+/*
+ * The event thread adds, the caller's thread lists: the count is published
+ * after the page (release), read before it (acquire, in the getter).
+ */
+static void retire(struct nvmlDevice_st *g, int cause, unsigned long long addr,
+		   unsigned long long time)
+{
+	unsigned int n = g->nr[cause];
+
+	if (n >= MAX_PAGES)
+		bad("too many pages", "retire");
+	g->addr[cause][n] = addr;
+	g->time[cause][n] = time;
+	__atomic_store_n(&g->nr[cause], n + 1, __ATOMIC_RELEASE);
+}
+
 static nvmlReturn_t event_wait(nvmlEventSet_t set, nvmlEventData_t *data,
 					unsigned int timeoutms)
 {
@@ -563,6 +594,8 @@ static nvmlReturn_t event_wait(nvmlEventSet_t set, nvmlEventData_t *data,
 		}
 		sleep_ms(wait);
 		next_step++;
+		if (s->retire >= 0)
+			retire(&gpus[s->gpu], s->retire, s->addr, s->time);
 		if (s->lost)
 			__atomic_store_n(&gpus[s->gpu].lost, true, __ATOMIC_SEQ_CST);
 		if (!set->mask[s->gpu])

@@ -673,10 +673,23 @@ static void fact_is(int i, uint32_t type, const char *uuid)
 	ck_assert_str_eq(facts[i].path, "nvml");
 }
 
+/* The facts heard since @start, not read again (PAGES, HEALTH), into @out. */
+static int heard_since(int start, struct hbm_fact *out)
+{
+	int i, n = 0;
+
+	for (i = start; i < nr_facts; i++)
+		if (facts[i].type != HBM_FACT_PAGES && facts[i].type != HBM_FACT_HEALTH &&
+		    n < 8)
+			out[n++] = facts[i];
+	return n;
+}
+
 START_TEST(as_facts)
 {
+	struct hbm_fact live[8];
 	struct nvml_facts *s;
-	int i, fd, start;
+	int i, fd, start, reread;
 
 	scenario("remap 1 0 2 1 1\n"	/* the H200's remapping failed: RMA */
 		 "event 0 0 xid 48\nevent 0 0 dbe\nevent 0 1 sbe\nevent 0 1 xid 999\n"
@@ -720,12 +733,29 @@ START_TEST(as_facts)
 	fd = nvml_facts_fd(s);
 	ck_assert_int_ge(fd, 0);
 	start = nr_facts;
-	while (nr_facts < start + 4) {
+	while (heard_since(start, live) < 4) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 
 		ck_assert_msg(poll(&p, 1, 20000) == 1, "%d facts", nr_facts - start);
 		ck_assert_int_eq(nvml_facts_dispatch(s), 0);
 	}
+	/*
+	 * After a batch with the A100's DBE and Xid 48, NVML is read again for
+	 * it: its pages and health, read, later (.sync 0), not events.
+	 */
+	for (i = start, reread = 0; i < nr_facts; i++) {
+		if (facts[i].type != HBM_FACT_PAGES && facts[i].type != HBM_FACT_HEALTH)
+			continue;
+		ck_assert_str_eq(facts[i].dev.identity, UUID0);
+		ck_assert_uint_eq(facts[i].flags, HBM_FACT_UNHEARD);
+		ck_assert_uint_eq(facts[i].sync, 0);
+		reread++;
+	}
+	/* once per batch: the DBE and the Xid in one batch or in two */
+	ck_assert(reread == 4 || reread == 8);
+	start = 0;	/* the heard ones, in their order */
+	memcpy(facts, live, sizeof(live));
+	nr_facts = 4;
 	fact_is(start, HBM_FACT_ERROR, UUID0);
 	ck_assert_uint_eq(facts[start].flags, 0);	/* heard */
 	ck_assert_uint_eq(facts[start].xid, 48);
@@ -1043,6 +1073,42 @@ START_TEST(registrar_imports_once)
 END_TEST
 
 /* After a reboot the store restored the pages before the registrar looks. */
+/*
+ * A page the driver retires while the daemon runs: its Xid 63 makes the
+ * source read the GPU again, and the registrar records that page, and only
+ * that one.
+ */
+START_TEST(registrar_follows_xid63)
+{
+	struct nvml_facts *s;
+	int fd, i, changes;
+
+	memset(&mod, 0, sizeof(mod));
+	scenario("pending 0 0\nevent 50 0 xid 63 retire dbe 0x4000000 1700000300\n", true);
+	s = daemon_start(false);
+	all_seen();
+	ck_assert_int_eq(mod.retires, 3);
+	changes = mod.health_changes;
+	fd = nvml_facts_fd(s);
+	ck_assert_int_ge(fd, 0);
+	for (i = 0; i < 100 && mod.retires == 3; i++) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+
+		ck_assert_int_eq(poll(&p, 1, 20000), 1);
+		ck_assert_int_eq(nvml_facts_dispatch(s), 0);
+	}
+	ck_assert_int_eq(mod.retires, 4);
+	ck_assert_int_eq(mod.pending_retires, 0);
+	ck_assert_uint_eq(mod.gpu[0].nr, 4);
+	ck_assert_uint_eq(mod.gpu[0].r[3].offset, 0x4000000);
+	ck_assert_uint_eq(mod.gpu[0].r[3].state, HBMGUARD_STATE_RETIRED);
+	/* the health the driver's facts give has not changed: not set again */
+	ck_assert_int_eq(mod.health_changes, changes);
+	daemon_stop(s);
+	unlink(scn_path);
+}
+END_TEST
+
 START_TEST(registrar_restored_pages_stay)
 {
 	struct nvml_facts *s;
@@ -1190,6 +1256,7 @@ Suite *nvml_suite(void)
 	tcase_add_test(tc, as_facts_no_library);
 	tcase_add_test(tc, as_facts_wide_domain);
 	tcase_add_test(tc, registrar_imports_once);
+	tcase_add_test(tc, registrar_follows_xid63);
 	tcase_add_test(tc, registrar_restored_pages_stay);
 	tcase_add_test(tc, registrar_sizes_to_the_pages);
 	tcase_add_test(tc, registrar_module_reloaded);
