@@ -20,6 +20,12 @@
  *     (after the store, which restores)   restored just before, by the store)
  *   the module's DEVICE_GONE of one, or   registered again (a module reload)
  *     its id another device's
+ *   an ERROR on a GPU, any source         who heard it, its last Xid; its own
+ *                                         source's error counts grown
+ *
+ * What it keeps of each GPU is also what hbmctl gpus shows (gpus_get(),
+ * asked by control.c): the source's identity and counts, the driver's
+ * pages by cause and state, the health derived, beside the module's device.
  *
  * To reconcile is to dump the device's table (core_dump()) and retire there,
  * through the core (core_change(): HBMGUARD_CMD_RETIRE, source DRIVER, the
@@ -53,6 +59,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gpus.h"
 
@@ -95,6 +102,14 @@ static struct hbm_gpu *find_or_add(struct hbm_gpus *r, const char *identity)
 
 static void keep_page(struct hbm_gpu *g, const struct hbm_fact *f)
 {
+	size_t i;
+
+	/* One heard later may be one kept, in a new state (amdgpu's P, then R). */
+	for (i = 0; g->reconciled && i < g->nr; i++)
+		if (g->pages[i].offset == f->offset && g->pages[i].length == f->length) {
+			g->pages[i].pending = f->state == HBMGUARD_STATE_PENDING;
+			return;
+		}
 	if (g->nr == g->cap) {
 		size_t cap = g->cap ? 2 * g->cap : 64;
 		void *p = realloc(g->pages, cap * sizeof(*g->pages));
@@ -109,7 +124,7 @@ static void keep_page(struct hbm_gpu *g, const struct hbm_fact *f)
 	}
 	g->pages[g->nr++] = (struct hbm_gpu_page){
 		.offset = f->offset, .length = f->length,
-		.pending = f->state == HBMGUARD_STATE_PENDING,
+		.pending = f->state == HBMGUARD_STATE_PENDING, .source = f->source,
 	};
 }
 
@@ -186,6 +201,13 @@ static void reconcile(struct hbm_gpus *r, struct hbm_gpu *g)
 			g->found.identity, health_name(g->health), strerror(-err));
 }
 
+/* A name for people, unique as the PCI address is: "nvidia-0000:3b:00.0". */
+static void module_name(const struct hbm_gpu *g, char *out, size_t len)
+{
+	snprintf(out, len, "%s-%s", g->found.kind == HBM_DEVICE_AMDGPU ? "amdgpu" : "nvidia",
+		 g->found.pci);
+}
+
 /* Into the module, once its source said everything it knows at start. */
 static void register_gpu(struct hbm_gpus *r, struct hbm_gpu *g)
 {
@@ -199,9 +221,7 @@ static void register_gpu(struct hbm_gpus *r, struct hbm_gpu *g)
 			d.identity);
 		return;
 	}
-	/* A name for people, unique as the PCI address is: "nvidia-0000:3b:00.0". */
-	snprintf(d.name, sizeof(d.name), "%s-%s",
-		 d.kind == HBM_DEVICE_AMDGPU ? "amdgpu" : "nvidia", d.pci);
+	module_name(g, d.name, sizeof(d.name));
 	d.page_size = ps;
 	d.size = (d.size + ps - 1) & ~(ps - 1);
 	/*
@@ -238,8 +258,14 @@ static void from_source(struct hbm_gpus *r, const struct hbm_fact *f)
 		g->found = f->dev;
 		g->nr = 0;
 		g->reconciled = g->partial = g->lost = false;
+		g->sources |= f->dev.kind == HBM_DEVICE_AMDGPU ? HBM_CTL_GPU_AMDGPU :
+			      HBM_CTL_GPU_NVML;
+		g->driver = (struct hbm_fact_driver){ 0 };
+		g->failed = 0;
 		break;
 	case HBM_FACT_PAGES:
+		if (f->length && f->state == HBMGUARD_STATE_FAILED)
+			g->failed++;
 		if (!f->length || f->state == HBMGUARD_STATE_FAILED)
 			break;	/* not retired: the driver's HEALTH says what it means */
 		keep_page(g, f);
@@ -254,6 +280,7 @@ static void from_source(struct hbm_gpus *r, const struct hbm_fact *f)
 		}
 		g->health = f->state;
 		g->partial = f->flags & HBM_FACT_PARTIAL;
+		g->driver = f->driver;
 		g->reconciled = true;
 		register_gpu(r, g);
 		reconcile(r, g);	/* the module has it already: a restart */
@@ -312,6 +339,91 @@ static void from_module(struct hbm_gpus *r, const struct hbm_fact *f)
 	reconcile(r, g);
 }
 
+/*
+ * An error heard on a GPU, by any source (its device named by identity):
+ * who heard it, its last Xid, and the driver's error counts grown.  The same
+ * Xid heard by a second source is no fact (core.h): the first names it.
+ */
+static void heard(struct hbm_gpus *r, const struct hbm_fact *f)
+{
+	struct hbm_gpu *g = find(r, f->dev.identity);
+	struct timespec now;
+
+	if (!g)
+		return;
+	if (f->origin == HBM_FROM_KMSG)
+		g->sources |= HBM_CTL_GPU_KMSG;
+	else if (f->origin == HBM_FROM_KERNEL && f->xid)	/* kernel.c's xid_fact() */
+		g->sources |= HBM_CTL_GPU_TRACEPOINT;
+	if (f->xid) {
+		g->last_xid = f->xid;
+		g->last_xid_at = f->time;
+		if (!g->last_xid_at && !clock_gettime(CLOCK_REALTIME, &now))
+			g->last_xid_at = (uint64_t)now.tv_sec * 1000000000ULL + now.tv_nsec;
+		return;
+	}
+	/* its own source's count grew (amdgpu's blocks, NVML's ECC events) */
+	if ((f->origin == HBM_FROM_NVML || f->origin == HBM_FROM_AMDGPU) &&
+	    (g->driver.have & HBM_DRIVER_ECC)) {
+		if (f->severity == HBM_SEVERITY_UE)
+			g->driver.ue += f->count;
+		else
+			g->driver.ce += f->count;
+	}
+}
+
+/**
+ * gpus_get() - the @index-th GPU the registrar knows, for hbmctl gpus
+ * @r: the registrar
+ * @index: from 0
+ * @out: filled in
+ *
+ * Return: 0, or -ENOENT past the last.
+ */
+int gpus_get(const struct hbm_gpus *r, uint32_t index, struct hbm_ctl_gpu *out)
+{
+	const struct hbm_gpu *g;
+	size_t i;
+
+	if (index >= r->nr)
+		return -ENOENT;
+	g = &r->gpu[index];
+	memset(out, 0, sizeof(*out));
+	out->index = index;
+	out->total = r->nr;
+	snprintf(out->identity, sizeof(out->identity), "%s", g->found.identity);
+	snprintf(out->pci, sizeof(out->pci), "%s", g->found.pci);
+	if (g->found.kind == HBM_DEVICE_NVIDIA)	/* NVML's model; amdgpu's name is its own */
+		snprintf(out->model, sizeof(out->model), "%s", g->found.name);
+	out->vendor = g->found.kind == HBM_DEVICE_AMDGPU ? HBM_CTL_GPU_AMDGPU : HBM_CTL_GPU_NVML;
+	out->device = g->in_module ? g->dev.id : HBM_CTL_NO_DEVICE;
+	if (g->in_module)
+		module_name(g, out->name, sizeof(out->name));
+	out->sources = g->sources;
+	out->flags = (g->lost ? HBM_CTL_GPU_LOST : 0) | (g->partial ? HBM_CTL_GPU_PARTIAL : 0) |
+		     (g->driver.have & HBM_DRIVER_REMAP ? HBM_CTL_GPU_REMAP : 0) |
+		     (g->driver.have & HBM_DRIVER_ECC ? HBM_CTL_GPU_ECC : 0);
+	out->health = g->health;
+	out->last_xid = g->last_xid;
+	out->last_xid_at = g->last_xid_at / 1000;
+	for (i = 0; i < g->nr; i++)
+		if (g->pages[i].pending)
+			out->pending++;
+		else if (g->pages[i].source == HBMGUARD_SOURCE_CE_THRESHOLD)
+			out->retired_ce++;
+		else
+			out->retired_ue++;
+	out->failed = g->failed;
+	out->remap_corrected = g->driver.remap_corrected;
+	out->remap_uncorrected = g->driver.remap_uncorrected;
+	out->remap_pending = g->driver.remap_pending;
+	out->remap_failure = g->driver.remap_failure;
+	out->ue = g->driver.ue;
+	out->ce = g->driver.ce;
+	out->size = g->found.size;
+	return 0;
+}
+
 /**
  * gpus_fact() - the registrar as a sink of the core
  * @arg: the registrar
@@ -325,7 +437,9 @@ void gpus_fact(void *arg, const struct hbm_fact *f)
 {
 	struct hbm_gpus *r = arg;
 
-	if (f->origin == HBM_FROM_KERNEL)
+	if (f->type == HBM_FACT_ERROR)
+		heard(r, f);
+	else if (f->origin == HBM_FROM_KERNEL)
 		from_module(r, f);
 	else if (f->dev.id == HBM_NO_DEVICE_ID &&
 		 (f->dev.kind == HBM_DEVICE_NVIDIA || f->dev.kind == HBM_DEVICE_AMDGPU))
