@@ -251,7 +251,7 @@ static int check_gpu(const struct hbm_ctl_gpu *g)
 	if (g->index >= g->total || !g->identity[0] ||
 	    !terminated(g->identity, sizeof(g->identity)) || !terminated(g->pci, sizeof(g->pci)) ||
 	    !terminated(g->model, sizeof(g->model)) || !terminated(g->name, sizeof(g->name)) ||
-	    (g->vendor != HBM_CTL_GPU_NVML && g->vendor != HBM_CTL_GPU_AMDGPU))
+	    (g->vendor && g->vendor != HBM_CTL_GPU_NVML && g->vendor != HBM_CTL_GPU_AMDGPU))
 		return -EBADMSG;
 	return 0;
 }

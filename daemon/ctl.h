@@ -270,7 +270,9 @@ struct hbm_ctl_gpu {
 	char pci[32];			/* "0000:3b:00.0" */
 	char model[32];			/* as NVML names it; "" none */
 	char name[32];			/* the module's device's; "" none */
-	uint32_t vendor;		/* HBM_CTL_GPU_NVML or HBM_CTL_GPU_AMDGPU */
+	uint32_t vendor;		/* HBM_CTL_GPU_NVML or _AMDGPU; 0: no source found it
+					 * (the module has it: registered by hand, a
+					 * restart without its driver) */
 	uint32_t device;		/* the module's id, or HBM_CTL_NO_DEVICE */
 	uint32_t sources;		/* HBM_CTL_GPU_* */
 	uint32_t flags;			/* HBM_CTL_GPU_LOST... */

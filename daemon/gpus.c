@@ -392,12 +392,14 @@ int gpus_get(const struct hbm_gpus *r, uint32_t index, struct hbm_ctl_gpu *out)
 	out->index = index;
 	out->total = r->nr;
 	snprintf(out->identity, sizeof(out->identity), "%s", g->found.identity);
-	snprintf(out->pci, sizeof(out->pci), "%s", g->found.pci);
+	/* one the module has and no source found (yet): what the module says */
+	snprintf(out->pci, sizeof(out->pci), "%s", g->found.pci[0] ? g->found.pci : g->dev.pci);
 	if (g->found.kind == HBM_DEVICE_NVIDIA)	/* NVML's model; amdgpu's name is its own */
 		snprintf(out->model, sizeof(out->model), "%s", g->found.name);
-	out->vendor = g->found.kind == HBM_DEVICE_AMDGPU ? HBM_CTL_GPU_AMDGPU : HBM_CTL_GPU_NVML;
+	out->vendor = g->found.kind == HBM_DEVICE_AMDGPU ? HBM_CTL_GPU_AMDGPU :
+		      g->found.kind == HBM_DEVICE_NVIDIA ? HBM_CTL_GPU_NVML : 0;
 	out->device = g->in_module ? g->dev.id : HBM_CTL_NO_DEVICE;
-	if (g->in_module)
+	if (g->in_module && out->vendor)	/* the name register_gpu() gave it */
 		module_name(g, out->name, sizeof(out->name));
 	out->sources = g->sources;
 	out->flags = (g->lost ? HBM_CTL_GPU_LOST : 0) | (g->partial ? HBM_CTL_GPU_PARTIAL : 0) |

@@ -660,7 +660,8 @@ static void gpu_json(const struct hbm_ctl_gpu *g, const struct hbmguard_device_i
 	printf("{");
 	json_str("identity", g->identity, true);
 	json_str("pci", g->pci, true);
-	json_str("vendor", g->vendor == HBM_CTL_GPU_AMDGPU ? "amdgpu" : "nvidia", true);
+	json_str("vendor", g->vendor == HBM_CTL_GPU_AMDGPU ? "amdgpu" :
+		 g->vendor == HBM_CTL_GPU_NVML ? "nvidia" : "", true);
 	json_str("model", g->model, true);
 	json_u64("size", g->size, true);
 	if (g->device == HBM_CTL_NO_DEVICE)
@@ -707,6 +708,8 @@ static void gpu_line(const struct hbm_ctl_gpu *g, const struct hbmguard_device_i
 
 	if (g->device == HBM_CTL_NO_DEVICE)
 		snprintf(dev, sizeof(dev), "-");
+	else if (!g->name[0])	/* no source found it: 'hbmctl devices' names it */
+		snprintf(dev, sizeof(dev), "%u", g->device);
 	else
 		snprintf(dev, sizeof(dev), "%u %s", g->device, esc(g->name));
 	if (g->flags & HBM_CTL_GPU_REMAP)

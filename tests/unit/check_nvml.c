@@ -1228,6 +1228,22 @@ START_TEST(registrar_lists)
 	ck_assert_uint_eq(g.last_xid_at, 1700000000123456ULL);
 	ck_assert_uint_eq(g.ue, 3);
 	ck_assert_uint_eq(g.ce, 7);
+	/* a GPU the module has and no source found (registered by hand): as the module says */
+	mod.gpu[2].dev = (struct device){ .id = 2, .identity = "GPU-by-hand", .page_size = 4096,
+					  .kind = HBMGUARD_KIND_GPU, .pci = "0000:99:00.0",
+					  .size = 1 << 30 };
+	mod.nr = 3;
+	module_sees(&link, 2, HBM_SYNC_ADDED);
+	ck_assert_int_eq(gpus_get(&registrar, 2, &g), 0);
+	ck_assert_uint_eq(g.total, 3);
+	ck_assert_str_eq(g.identity, "GPU-by-hand");
+	ck_assert_str_eq(g.pci, "0000:99:00.0");
+	ck_assert_uint_eq(g.vendor, 0);
+	ck_assert_uint_eq(g.device, 2);
+	ck_assert_str_eq(g.name, "");
+	ck_assert_uint_eq(g.sources, 0);
+	ck_assert_int_eq(mod.registers, 2);
+	ck_assert_int_eq(gpus_get(&registrar, 1, &g), 0);
 	/* as the control socket sends it: a reply hbmctl takes */
 	len = hbm_ctl_encode(pkt, sizeof(pkt), HBM_CTL_GPU_GET | HBM_CTL_REPLY, 1, 0, &g);
 	ck_assert_uint_gt(len, 0);
