@@ -670,7 +670,10 @@ static void gpu_json(const struct hbm_ctl_gpu *g, const struct hbmguard_device_i
 		json_u64("device", g->device, true);
 	json_str("name", g->name, true);
 	json_str("sources", gpu_sources(g->sources, src, sizeof(src)), true);
-	json_str("health", NAME(health_names, g->health), true);
+	if (g->vendor)
+		json_str("health", NAME(health_names, g->health), true);
+	else	/* no driver's facts to derive it from */
+		printf("\"health\":null,");
 	printf("\"lost\":%s,\"partial\":%s,", g->flags & HBM_CTL_GPU_LOST ? "true" : "false",
 	       g->flags & HBM_CTL_GPU_PARTIAL ? "true" : "false");
 	printf("\"driver\":{");
@@ -738,7 +741,8 @@ static void gpu_line(const struct hbm_ctl_gpu *g, const struct hbmguard_device_i
 	printf("%s %s device %s sources %s health %s%s%s | driver: retired %u ue %u ce, "
 	       "pending %u, failed %u, rows remapped %s, errors %s | table: %s | last xid %s\n",
 	       esc(g->identity), esc(g->pci), dev, gpu_sources(g->sources, src, sizeof(src)),
-	       NAME(health_names, g->health), g->flags & HBM_CTL_GPU_LOST ? " lost" : "",
+	       g->vendor ? NAME(health_names, g->health) : "-",
+	       g->flags & HBM_CTL_GPU_LOST ? " lost" : "",
 	       g->flags & HBM_CTL_GPU_PARTIAL ? " partial" : "", g->retired_ue, g->retired_ce,
 	       g->pending, g->failed, remap, errors, tab, xid);
 }
