@@ -289,7 +289,7 @@ struct hbm_ctl_gpu {
 	uint32_t remap_failure;
 	uint64_t ue;			/* its driver's error counts */
 	uint64_t ce;
-	uint64_t size;			/* bytes of memory, as its source said */
+	uint64_t size;			/* bytes of memory, as its source said (else the module) */
 };
 
 struct sockaddr_un;

@@ -422,7 +422,7 @@ int gpus_get(const struct hbm_gpus *r, uint32_t index, struct hbm_ctl_gpu *out)
 	out->remap_failure = g->driver.remap_failure;
 	out->ue = g->driver.ue;
 	out->ce = g->driver.ce;
-	out->size = g->found.size;
+	out->size = g->found.size ? g->found.size : g->dev.size;
 	return 0;
 }
 

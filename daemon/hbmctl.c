@@ -640,22 +640,24 @@ static bool gpu_table(const struct hbm_ctl_gpu *g, struct hbmguard_device_info *
 	return ok;
 }
 
+/* struct hbm_ctl_gpu's .sources, bit by bit */
+static const char *const source_words[] = { "nvml", "amdgpu", "kmsg", "tracepoint" };
+
 static const char *gpu_sources(uint32_t sources, char *buf, size_t len)
 {
-	static const char *const names[] = { "nvml", "amdgpu", "kmsg", "tracepoint" };
 	size_t i, n = 0;
 
 	buf[0] = 0;
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+	for (i = 0; i < sizeof(source_words) / sizeof(source_words[0]); i++)
 		if (sources & (1U << i))
-			n += snprintf(buf + n, len - n, "%s%s", n ? "," : "", names[i]);
+			n += snprintf(buf + n, len - n, "%s%s", n ? "," : "", source_words[i]);
 	return n ? buf : "-";
 }
 
 static void gpu_json(const struct hbm_ctl_gpu *g, const struct hbmguard_device_info *di,
 		     bool table)
 {
-	char src[64];
+	size_t i;
 
 	printf("{");
 	json_str("identity", g->identity, true);
@@ -669,7 +671,11 @@ static void gpu_json(const struct hbm_ctl_gpu *g, const struct hbmguard_device_i
 	else
 		json_u64("device", g->device, true);
 	json_str("name", g->name, true);
-	json_str("sources", gpu_sources(g->sources, src, sizeof(src)), true);
+	printf("\"sources\":[");
+	for (i = 0; i < sizeof(source_words) / sizeof(source_words[0]); i++)
+		if (g->sources & (1U << i))
+			printf("%s\"%s\"", g->sources & ((1U << i) - 1) ? "," : "", source_words[i]);
+	printf("],");
 	if (g->vendor)
 		json_str("health", NAME(health_names, g->health), true);
 	else	/* no driver's facts to derive it from */

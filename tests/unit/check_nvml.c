@@ -1242,6 +1242,7 @@ START_TEST(registrar_lists)
 	ck_assert_uint_eq(g.device, 2);
 	ck_assert_str_eq(g.name, "");
 	ck_assert_uint_eq(g.sources, 0);
+	ck_assert_uint_eq(g.size, 1 << 30);
 	ck_assert_int_eq(mod.registers, 2);
 	ck_assert_int_eq(gpus_get(&registrar, 1, &g), 0);
 	/* as the control socket sends it: a reply hbmctl takes */
