@@ -712,7 +712,7 @@ static void gpu_json(const struct hbm_ctl_gpu *g, const struct hbmguard_device_i
 static void gpu_line(const struct hbm_ctl_gpu *g, const struct hbmguard_device_info *di,
 		     bool table)
 {
-	char src[64], dev[48], remap[96], errors[64], tab[64], xid[64];
+	char src[64], dev[160], remap[96], errors[64], tab[64], xid[64];
 	time_t t = g->last_xid_at / 1000000;
 
 	if (g->device == HBM_CTL_NO_DEVICE)
