@@ -14,7 +14,8 @@
  *                            amdgpu reserved before it was read; then its
  *                            HEALTH, unheard, the card's last fact: RMA
  *                            when a page could not be reserved (F: bad
- *                            memory still in use), else OK
+ *                            memory still in use), else OK; .driver its
+ *                            blocks' ue/ce counts (driver_counts())
  *   a page new to the list,  PAGES, heard: RETIRED (R), PENDING (P) or
  *   or changed state         FAILED (F), source UE (amdgpu retires a page
  *                            for an uncorrectable or deferred UMC error:
@@ -310,6 +311,27 @@ static uint32_t list_health(const struct amdgpu_ras *ras)
 	return HBMGUARD_HEALTH_OK;
 }
 
+/*
+ * What its blocks count, all of them, de: as ue (as error_fact() says it):
+ * the base that its ERROR facts' growth adds to.  None while one is in reset.
+ */
+static void driver_counts(const struct amdgpu_ras *ras, struct hbm_fact_driver *d)
+{
+	size_t i;
+
+	for (i = 0; i < ras->nr_blocks; i++) {
+		const struct amdgpu_err_count *n = &ras->block[i].count;
+
+		if (n->inaccessible) {
+			d->ue = d->ce = 0;
+			return;
+		}
+		d->ue += n->ue + n->de;
+		d->ce += n->ce;
+	}
+	d->have = HBM_DRIVER_ECC;
+}
+
 /* Its health, when it changed or @sync (read, not heard): its last fact. */
 static void health_fact(struct amdgpu_facts *s, struct card *c, uint32_t health, int sync)
 {
@@ -324,6 +346,7 @@ static void health_fact(struct amdgpu_facts *s, struct card *c, uint32_t health,
 	if (sync) {
 		f.flags = HBM_FACT_UNHEARD;
 		f.sync = sync;
+		driver_counts(&c->last, &f.driver);
 	}
 	if (health == HBMGUARD_HEALTH_RMA)
 		snprintf(f.text, sizeof(f.text), "a bad page amdgpu could not reserve");

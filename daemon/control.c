@@ -25,9 +25,10 @@
  * for it.
  *
  * It asks: the status (status.c), the store (a retire or clear), recovery
- * (ranks and incidents), each through its header; none of them calls back
- * into it (a rank is told through client.c).  It must not block: every
- * socket is non-blocking and a reply that does not fit is dropped.
+ * (ranks and incidents), the GPU registrar (gpus.c: the GPUs), each through
+ * its header; none of them calls back into it (a rank is told through
+ * client.c).  It must not block: every socket is non-blocking and a reply
+ * that does not fit is dropped.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -45,6 +46,7 @@
 #include "client.h"
 #include "control.h"
 #include "daemon.h"
+#include "gpus.h"
 #include "recovery.h"
 #include "status.h"
 #include "store.h"
@@ -212,6 +214,7 @@ static bool serve(struct client *c, const void *pkt, size_t len, const struct uc
 	union {
 		struct hbm_ctl_rank_info rank;
 		struct hbm_ctl_incident incident;
+		struct hbm_ctl_gpu gpu;
 	} info;
 	bool admin = hbm_ctl_sender_is_admin(sender);
 	struct hbm_ctl_status st;
@@ -256,6 +259,11 @@ static bool serve(struct client *c, const void *pkt, size_t len, const struct uc
 			err = recovery_incident_get(c->d, ((const struct hbm_ctl_index *)body)->index,
 						    &info.incident);
 			reply = &info.incident;
+			break;
+		case HBM_CTL_GPU_GET:
+			err = gpus_get(c->d->gpus, ((const struct hbm_ctl_index *)body)->index,
+				       &info.gpu);
+			reply = &info.gpu;
 			break;
 		}
 	} else {

@@ -58,7 +58,8 @@
  *   ERROR         an error was reported: .severity (CE/UE), .xid (NVIDIA
  *                 Xid; 0 none), .path (how it was heard), .text; .offset
  *                 and .length where the error has an address
- *   HEALTH        .state: the new health, .aux: the old one
+ *   HEALTH        .state: the new health, .aux: the old one; a GPU
+ *                 source's at reconciliation also .driver: its counts
  *   RESYNC        events of this source were lost; what it says next was
  *                 read back from its tables, not heard
  *   EVENT         any other event of the module, passed on as is (policy
@@ -141,6 +142,27 @@ struct hbm_fact_device {
 	uint64_t size;			/* bytes of memory; 0 unknown */
 };
 
+/*
+ * What a GPU's driver itself counts, as its source read it with the GPU's
+ * other facts (its HEALTH at reconciliation): for hbmctl gpus, beside what
+ * hbmguard made of it.  .have says which were read; the rest is 0.
+ */
+#define HBM_DRIVER_REMAP	0x1	/* NVML's remapped rows (nvmlDeviceGetRemappedRows) */
+#define HBM_DRIVER_ECC		0x2	/* error counts: NVML's aggregate ECC counters
+					 * (nvmlDeviceGetTotalEccErrors); amdgpu's
+					 * ras/<block>_err_count, every block, de: as ue */
+
+struct hbm_fact_driver {
+	uint32_t have;			/* HBM_DRIVER_* */
+	uint32_t remap_corrected;	/* rows remapped for corrected errors */
+	uint32_t remap_uncorrected;	/* ... for uncorrected ones */
+	uint32_t remap_pending;		/* 1: a GPU reset completes a remap */
+	uint32_t remap_failure;		/* 1: a remap failed */
+	uint32_t reserved;
+	uint64_t ue;			/* uncorrected errors */
+	uint64_t ce;			/* corrected errors */
+};
+
 struct hbm_fact {
 	uint32_t type;			/* enum hbm_fact_type */
 	uint32_t origin;		/* enum hbm_fact_origin */
@@ -163,6 +185,7 @@ struct hbm_fact {
 	uint64_t first_seen;		/* PAGES read from a table: seconds since */
 	uint64_t last_seen;		/* the epoch, as the table has them */
 	int32_t error;			/* TABLE_READ: the read's negative errno, 0 */
+	struct hbm_fact_driver driver;	/* HEALTH of a GPU's source, at its reconciliation */
 };
 
 /* A sink: one callback, called for every fact, in order. */

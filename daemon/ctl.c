@@ -109,6 +109,8 @@ size_t hbm_ctl_body_size(uint16_t type)
 		return reply ? sizeof(struct hbm_ctl_incident) : sizeof(struct hbm_ctl_index);
 	case HBM_CTL_RECOVERY:
 		return sizeof(struct hbm_ctl_recovery);
+	case HBM_CTL_GPU_GET:
+		return reply ? sizeof(struct hbm_ctl_gpu) : sizeof(struct hbm_ctl_index);
 	}
 	return 0;
 }
@@ -243,6 +245,17 @@ static int check_rank(const struct hbm_ctl_rank *r)
 	return 0;
 }
 
+/* The driver's strings may be anything but unterminated: hbmctl escapes them. */
+static int check_gpu(const struct hbm_ctl_gpu *g)
+{
+	if (g->index >= g->total || !g->identity[0] ||
+	    !terminated(g->identity, sizeof(g->identity)) || !terminated(g->pci, sizeof(g->pci)) ||
+	    !terminated(g->model, sizeof(g->model)) || !terminated(g->name, sizeof(g->name)) ||
+	    (g->vendor && g->vendor != HBM_CTL_GPU_NVML && g->vendor != HBM_CTL_GPU_AMDGPU))
+		return -EBADMSG;
+	return 0;
+}
+
 static int check_body(uint16_t type, const void *body)
 {
 	const struct hbm_ctl_answer *a = body;
@@ -268,7 +281,10 @@ static int check_body(uint16_t type, const void *body)
 		       !a->reserved ? 0 : -EBADMSG;
 	case HBM_CTL_RANK_GET:
 	case HBM_CTL_INCIDENT_GET:
+	case HBM_CTL_GPU_GET:
 		return ix->reserved ? -EBADMSG : 0;
+	case HBM_CTL_GPU_GET | HBM_CTL_REPLY:
+		return check_gpu(body);
 	case HBM_CTL_RANK_GET | HBM_CTL_REPLY:
 		return ri->reserved || ri->index >= ri->total ? -EBADMSG : check_rank(&ri->rank);
 	case HBM_CTL_INCIDENT_GET | HBM_CTL_REPLY:

@@ -42,6 +42,11 @@
  *	INCIDENT_GET	struct hbm_ctl_index	struct hbm_ctl_incident
  *	RECOVERY	(from the daemon, unasked, to a registered rank:
  *			 struct hbm_ctl_recovery; never answered by a reply)
+ *	GPU_GET		struct hbm_ctl_index	struct hbm_ctl_gpu
+ *
+ * A list (RANK_GET, INCIDENT_GET, GPU_GET) is read an entry a request, by
+ * index from 0, each reply saying how many there are; -ENOENT past the end.
+ * Anyone may read them: they change nothing.
  *
  * Training ranks: a process registers once (RANK_REGISTER) and keeps the
  * connection open; the daemon takes its pid and uid from SO_PEERCRED and
@@ -97,6 +102,7 @@ enum hbm_ctl_type {
 	HBM_CTL_RANK_GET,
 	HBM_CTL_INCIDENT_GET,
 	HBM_CTL_RECOVERY,
+	HBM_CTL_GPU_GET,
 	__HBM_CTL_TYPE_MAX
 };
 
@@ -234,6 +240,56 @@ struct hbm_ctl_incident {
 	uint32_t failed_rank;
 	uint64_t at[__HBM_INCIDENT_MAX];	/* us since the epoch each state began */
 	char reason[HBM_CTL_NAME_LEN];	/* why it escalated */
+};
+
+/* struct hbm_ctl_gpu's .sources: who found or heard the GPU */
+#define HBM_CTL_GPU_NVML	(1U << 0)	/* NVML found it */
+#define HBM_CTL_GPU_AMDGPU	(1U << 1)	/* amdgpu's sysfs found it */
+#define HBM_CTL_GPU_KMSG	(1U << 2)	/* an "NVRM: Xid" line of the kernel log */
+#define HBM_CTL_GPU_TRACEPOINT	(1U << 3)	/* nvidia:nvidia_dev_xid, through the module */
+
+/* .flags */
+#define HBM_CTL_GPU_LOST	(1U << 0)	/* fallen off the bus, to its driver */
+#define HBM_CTL_GPU_PARTIAL	(1U << 1)	/* some of its driver's facts could not be read */
+#define HBM_CTL_GPU_REMAP	(1U << 2)	/* .remap_* read */
+#define HBM_CTL_GPU_ECC		(1U << 3)	/* .ue and .ce read */
+
+#define HBM_CTL_NO_DEVICE	UINT32_MAX	/* .device: the module has it not (yet) */
+
+/*
+ * A GPU as hbmguardd's registrar knows it (gpus.c): its identity and the
+ * driver's own report (as its source last read it, and what it heard
+ * since), beside what hbmguard made of it (.health, .device: the module's
+ * device, whose table hbmctl reads itself).  The strings are the driver's
+ * (a UUID, a unique_id, a model): NUL-terminated, shown escaped.
+ */
+struct hbm_ctl_gpu {
+	uint32_t index;			/* of total */
+	uint32_t total;
+	char identity[64];		/* NVML's UUID, "amdgpu-" + unique_id or PCI slot */
+	char pci[32];			/* "0000:3b:00.0" */
+	char model[32];			/* as NVML names it; "" none */
+	char name[32];			/* the module's device's; "" none */
+	uint32_t vendor;		/* HBM_CTL_GPU_NVML or _AMDGPU; 0: no source found it
+					 * (the module has it: registered by hand, a
+					 * restart without its driver) */
+	uint32_t device;		/* the module's id, or HBM_CTL_NO_DEVICE */
+	uint32_t sources;		/* HBM_CTL_GPU_* */
+	uint32_t flags;			/* HBM_CTL_GPU_LOST... */
+	uint32_t health;		/* HBMGUARD_HEALTH_*, as hbmguard derived it */
+	uint32_t last_xid;		/* 0: none heard */
+	uint64_t last_xid_at;		/* us since the epoch */
+	uint32_t retired_ue;		/* pages its driver retired (not pending) for */
+	uint32_t retired_ce;		/* ... uncorrected, and repeated corrected errors */
+	uint32_t pending;		/* pages its driver has pending */
+	uint32_t failed;		/* pages its driver could not retire (amdgpu F) */
+	uint32_t remap_corrected;	/* NVML's remapped rows */
+	uint32_t remap_uncorrected;
+	uint32_t remap_pending;
+	uint32_t remap_failure;
+	uint64_t ue;			/* its driver's error counts */
+	uint64_t ce;
+	uint64_t size;			/* bytes of memory, as its source said (else the module) */
 };
 
 struct sockaddr_un;

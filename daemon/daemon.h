@@ -25,6 +25,7 @@ struct client;
 struct incident;
 struct hbmd_core;
 struct hbm_store;
+struct hbm_gpus;
 
 struct daemon {
 	struct hbm_config cfg;
@@ -35,6 +36,7 @@ struct daemon {
 	time_t started;
 	struct hbmd_core *core;		/* the devices, and what can be asked of them */
 	struct hbm_store *store;	/* the state files (store.c) */
+	struct hbm_gpus *gpus;		/* the GPU registrar (gpus.c), for hbmctl gpus */
 
 	/* Wired by main(); daemon.c calls them (NULL: nobody listens). */
 	void (*on_status)(struct daemon *d);	/* something STATUS= shows changed */

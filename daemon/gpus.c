@@ -20,6 +20,12 @@
  *     (after the store, which restores)   restored just before, by the store)
  *   the module's DEVICE_GONE of one, or   registered again (a module reload)
  *     its id another device's
+ *   an ERROR on a GPU, any source         who heard it, its last Xid; its own
+ *                                         source's error counts grown
+ *
+ * What it keeps of each GPU is also what hbmctl gpus shows (gpus_get(),
+ * asked by control.c): the source's identity and counts, the driver's
+ * pages by cause and state, the health derived, beside the module's device.
  *
  * To reconcile is to dump the device's table (core_dump()) and retire there,
  * through the core (core_change(): HBMGUARD_CMD_RETIRE, source DRIVER, the
@@ -53,6 +59,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gpus.h"
 
@@ -126,7 +133,7 @@ static bool keep_page(struct hbm_gpu *g, const struct hbm_fact *f)
 		g->cap = cap;
 	}
 	g->pages[g->nr++] = (struct hbm_gpu_page){
-		.offset = f->offset, .length = f->length, .pending = pending,
+		.offset = f->offset, .length = f->length, .pending = pending, .source = f->source,
 	};
 	return true;
 }
@@ -204,6 +211,13 @@ static void reconcile(struct hbm_gpus *r, struct hbm_gpu *g)
 			g->found.identity, health_name(g->health), strerror(-err));
 }
 
+/* A name for people, unique as the PCI address is: "nvidia-0000:3b:00.0". */
+static void module_name(const struct hbm_gpu *g, char *out, size_t len)
+{
+	snprintf(out, len, "%s-%s", g->found.kind == HBM_DEVICE_AMDGPU ? "amdgpu" : "nvidia",
+		 g->found.pci);
+}
+
 /* Into the module, once its source said everything it knows at start. */
 static void register_gpu(struct hbm_gpus *r, struct hbm_gpu *g)
 {
@@ -217,9 +231,7 @@ static void register_gpu(struct hbm_gpus *r, struct hbm_gpu *g)
 			d.identity);
 		return;
 	}
-	/* A name for people, unique as the PCI address is: "nvidia-0000:3b:00.0". */
-	snprintf(d.name, sizeof(d.name), "%s-%s",
-		 d.kind == HBM_DEVICE_AMDGPU ? "amdgpu" : "nvidia", d.pci);
+	module_name(g, d.name, sizeof(d.name));
 	d.page_size = ps;
 	d.size = (d.size + ps - 1) & ~(ps - 1);
 	/*
@@ -256,8 +268,14 @@ static void from_source(struct hbm_gpus *r, const struct hbm_fact *f)
 		g->found = f->dev;
 		g->nr = 0;
 		g->reconciled = g->partial = g->lost = false;
+		g->sources |= f->dev.kind == HBM_DEVICE_AMDGPU ? HBM_CTL_GPU_AMDGPU :
+			      HBM_CTL_GPU_NVML;
+		g->driver = (struct hbm_fact_driver){ 0 };
+		g->failed = 0;
 		break;
 	case HBM_FACT_PAGES:
+		if (f->length && f->state == HBMGUARD_STATE_FAILED)
+			g->failed++;
 		if (!f->length || f->state == HBMGUARD_STATE_FAILED)
 			break;	/* not retired: the driver's HEALTH says what it means */
 		/* heard later (amdgpu's list polled, NVML's read again): news recorded */
@@ -266,6 +284,8 @@ static void from_source(struct hbm_gpus *r, const struct hbm_fact *f)
 		break;
 	case HBM_FACT_HEALTH:
 		if (g->reconciled) {	/* heard later: the driver's new word, if new */
+			if (f->driver.have)	/* its counts read again: they are the truth */
+				g->driver = f->driver;
 			if (f->state == g->health ||
 			    ((f->flags & HBM_FACT_PARTIAL) && f->state == HBMGUARD_HEALTH_OK))
 				break;	/* read in part, it tells worse, never better */
@@ -275,6 +295,7 @@ static void from_source(struct hbm_gpus *r, const struct hbm_fact *f)
 		}
 		g->health = f->state;
 		g->partial = f->flags & HBM_FACT_PARTIAL;
+		g->driver = f->driver;
 		g->reconciled = true;
 		register_gpu(r, g);
 		reconcile(r, g);	/* the module has it already: a restart */
@@ -333,6 +354,93 @@ static void from_module(struct hbm_gpus *r, const struct hbm_fact *f)
 	reconcile(r, g);
 }
 
+/*
+ * An error heard on a GPU, by any source (its device named by identity):
+ * who heard it, its last Xid, and the driver's error counts grown.  The same
+ * Xid heard by a second source is no fact (core.h): the first names it.
+ */
+static void heard(struct hbm_gpus *r, const struct hbm_fact *f)
+{
+	struct hbm_gpu *g = find(r, f->dev.identity);
+	struct timespec now;
+
+	if (!g)
+		return;
+	if (f->origin == HBM_FROM_KMSG)
+		g->sources |= HBM_CTL_GPU_KMSG;
+	else if (f->origin == HBM_FROM_KERNEL && f->xid)	/* kernel.c's xid_fact() */
+		g->sources |= HBM_CTL_GPU_TRACEPOINT;
+	if (f->xid) {
+		g->last_xid = f->xid;
+		g->last_xid_at = f->time;
+		if (!g->last_xid_at && !clock_gettime(CLOCK_REALTIME, &now))
+			g->last_xid_at = (uint64_t)now.tv_sec * 1000000000ULL + now.tv_nsec;
+		return;
+	}
+	/* its own source's count grew (amdgpu's blocks, NVML's ECC events) */
+	if ((f->origin == HBM_FROM_NVML || f->origin == HBM_FROM_AMDGPU) &&
+	    (g->driver.have & HBM_DRIVER_ECC)) {
+		if (f->severity == HBM_SEVERITY_UE)
+			g->driver.ue += f->count;
+		else
+			g->driver.ce += f->count;
+	}
+}
+
+/**
+ * gpus_get() - the @index-th GPU the registrar knows, for hbmctl gpus
+ * @r: the registrar
+ * @index: from 0
+ * @out: filled in
+ *
+ * Return: 0, or -ENOENT past the last.
+ */
+int gpus_get(const struct hbm_gpus *r, uint32_t index, struct hbm_ctl_gpu *out)
+{
+	const struct hbm_gpu *g;
+	size_t i;
+
+	if (index >= r->nr)
+		return -ENOENT;
+	g = &r->gpu[index];
+	memset(out, 0, sizeof(*out));
+	out->index = index;
+	out->total = r->nr;
+	snprintf(out->identity, sizeof(out->identity), "%s", g->found.identity);
+	/* one the module has and no source found (yet): what the module says */
+	snprintf(out->pci, sizeof(out->pci), "%s", g->found.pci[0] ? g->found.pci : g->dev.pci);
+	if (g->found.kind == HBM_DEVICE_NVIDIA)	/* NVML's model; amdgpu's name is its own */
+		snprintf(out->model, sizeof(out->model), "%s", g->found.name);
+	out->vendor = g->found.kind == HBM_DEVICE_AMDGPU ? HBM_CTL_GPU_AMDGPU :
+		      g->found.kind == HBM_DEVICE_NVIDIA ? HBM_CTL_GPU_NVML : 0;
+	out->device = g->in_module ? g->dev.id : HBM_CTL_NO_DEVICE;
+	if (g->in_module && out->vendor)	/* the name register_gpu() gave it */
+		module_name(g, out->name, sizeof(out->name));
+	out->sources = g->sources;
+	out->flags = (g->lost ? HBM_CTL_GPU_LOST : 0) | (g->partial ? HBM_CTL_GPU_PARTIAL : 0) |
+		     (g->driver.have & HBM_DRIVER_REMAP ? HBM_CTL_GPU_REMAP : 0) |
+		     (g->driver.have & HBM_DRIVER_ECC ? HBM_CTL_GPU_ECC : 0);
+	out->health = g->health;
+	out->last_xid = g->last_xid;
+	out->last_xid_at = g->last_xid_at / 1000;
+	for (i = 0; i < g->nr; i++)
+		if (g->pages[i].pending)
+			out->pending++;
+		else if (g->pages[i].source == HBMGUARD_SOURCE_CE_THRESHOLD)
+			out->retired_ce++;
+		else
+			out->retired_ue++;
+	out->failed = g->failed;
+	out->remap_corrected = g->driver.remap_corrected;
+	out->remap_uncorrected = g->driver.remap_uncorrected;
+	out->remap_pending = g->driver.remap_pending;
+	out->remap_failure = g->driver.remap_failure;
+	out->ue = g->driver.ue;
+	out->ce = g->driver.ce;
+	out->size = g->found.size ? g->found.size : g->dev.size;
+	return 0;
+}
+
 /**
  * gpus_fact() - the registrar as a sink of the core
  * @arg: the registrar
@@ -346,7 +454,9 @@ void gpus_fact(void *arg, const struct hbm_fact *f)
 {
 	struct hbm_gpus *r = arg;
 
-	if (f->origin == HBM_FROM_KERNEL)
+	if (f->type == HBM_FACT_ERROR)
+		heard(r, f);
+	else if (f->origin == HBM_FROM_KERNEL)
 		from_module(r, f);
 	else if (f->dev.id == HBM_NO_DEVICE_ID &&
 		 (f->dev.kind == HBM_DEVICE_NVIDIA || f->dev.kind == HBM_DEVICE_AMDGPU))

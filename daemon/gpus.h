@@ -17,6 +17,7 @@ struct hbm_gpu_page {
 	uint64_t offset;
 	uint64_t length;
 	bool pending;		/* the driver has it pending: a reboot completes it */
+	uint32_t source;	/* HBMGUARD_SOURCE_UE or _CE_THRESHOLD: why it retired it */
 };
 
 struct hbm_gpu {
@@ -29,6 +30,12 @@ struct hbm_gpu {
 	size_t nr, cap;
 	bool in_module;		/* the module has it: @dev, from its DEVICE_SEEN */
 	struct device dev;
+	/* for hbmctl gpus (gpus_get()) */
+	uint32_t sources;	/* HBM_CTL_GPU_*: who found or heard it */
+	struct hbm_fact_driver driver;	/* its driver's counts, and errors heard since */
+	uint32_t failed;	/* pages its driver could not retire */
+	uint32_t last_xid;	/* 0: none heard */
+	uint64_t last_xid_at;	/* CLOCK_REALTIME ns */
 };
 
 struct hbm_gpus {
@@ -40,5 +47,6 @@ struct hbm_gpus {
 void gpus_start(struct hbm_gpus *r, struct hbmd_core *core);
 void gpus_fact(void *r, const struct hbm_fact *f);
 void gpus_stop(struct hbm_gpus *r);
+int gpus_get(const struct hbm_gpus *r, uint32_t index, struct hbm_ctl_gpu *out);
 
 #endif /* HBM_GPUS_H */

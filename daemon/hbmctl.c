@@ -19,6 +19,7 @@
  *   hbmctl export                      every device and its table, as JSON
  *   hbmctl [--json] ranks              training ranks registered with hbmguardd
  *   hbmctl [--json] incidents          rank recoveries, each step with its time
+ *   hbmctl [--json] gpus               GPUs: the driver's report beside hbmguard's
  *
  * --socket PATH names hbmguardd's control socket (default
  * /run/hbmguard/control.sock).  DEV is a device id or name.  Sizes and
@@ -82,7 +83,7 @@ static void usage(const char *why)
 		fprintf(stderr, "hbmctl: %s\n", why);
 	fprintf(stderr, "usage: hbmctl [--json] [--socket PATH] COMMAND\n"
 		"  status | devices | pages DEV | translate DEV OFFSET | watch [COUNT] | export\n"
-		"  ranks | incidents\n"
+		"  ranks | incidents | gpus\n"
 		"  retire DEV OFFSET [LENGTH] [--pending] | clear DEV OFFSET LENGTH\n"
 		"  inject DEV ce|ue|poison OFFSET [COUNT] | policy DEV [key=value...]\n"
 		"  sim-create NAME SIZE [page_size=N] [spares=N] [identity=ID] | sim-destroy DEV\n"
@@ -616,6 +617,177 @@ static int cmd_incidents(void)
 	return 0;
 }
 
+/*
+ * The module's table of GPU @g's device: retired and pending, when this
+ * user may read /dev/hbmguard and the device is still @g's; else false.
+ */
+static bool gpu_table(const struct hbm_ctl_gpu *g, struct hbmguard_device_info *di)
+{
+	int node;
+	bool ok;
+
+	if (g->device == HBM_CTL_NO_DEVICE)
+		return false;
+	node = open(DEV_NODE, O_RDONLY | O_CLOEXEC);
+	if (node < 0)
+		return false;
+	memset(di, 0, sizeof(*di));
+	di->size = sizeof(*di);
+	di->device = g->device;
+	ok = !ioctl(node, HBMGUARD_IOC_GET_DEVICE, di) &&
+	     !strncmp(di->identity, g->identity, sizeof(di->identity));
+	close(node);
+	return ok;
+}
+
+/* struct hbm_ctl_gpu's .sources, bit by bit */
+static const char *const source_words[] = { "nvml", "amdgpu", "kmsg", "tracepoint" };
+
+static const char *gpu_sources(uint32_t sources, char *buf, size_t len)
+{
+	size_t i, n = 0;
+
+	buf[0] = 0;
+	for (i = 0; i < sizeof(source_words) / sizeof(source_words[0]); i++)
+		if (sources & (1U << i))
+			n += snprintf(buf + n, len - n, "%s%s", n ? "," : "", source_words[i]);
+	return n ? buf : "-";
+}
+
+static void gpu_json(const struct hbm_ctl_gpu *g, const struct hbmguard_device_info *di,
+		     bool table)
+{
+	size_t i;
+
+	printf("{");
+	json_str("identity", g->identity, true);
+	json_str("pci", g->pci, true);
+	json_str("vendor", g->vendor == HBM_CTL_GPU_AMDGPU ? "amdgpu" :
+		 g->vendor == HBM_CTL_GPU_NVML ? "nvidia" : "", true);
+	json_str("model", g->model, true);
+	json_u64("size", g->size, true);
+	if (g->device == HBM_CTL_NO_DEVICE)
+		printf("\"device\":null,");
+	else
+		json_u64("device", g->device, true);
+	json_str("name", g->name, true);
+	printf("\"sources\":[");
+	for (i = 0; i < sizeof(source_words) / sizeof(source_words[0]); i++)
+		if (g->sources & (1U << i))
+			printf("%s\"%s\"", g->sources & ((1U << i) - 1) ? "," : "", source_words[i]);
+	printf("],");
+	if (g->vendor)
+		json_str("health", NAME(health_names, g->health), true);
+	else	/* no driver's facts to derive it from */
+		printf("\"health\":null,");
+	printf("\"lost\":%s,\"partial\":%s,", g->flags & HBM_CTL_GPU_LOST ? "true" : "false",
+	       g->flags & HBM_CTL_GPU_PARTIAL ? "true" : "false");
+	printf("\"driver\":{");
+	json_u64("retired_ue", g->retired_ue, true);
+	json_u64("retired_ce", g->retired_ce, true);
+	json_u64("pending", g->pending, true);
+	json_u64("failed", g->failed, true);
+	if (g->flags & HBM_CTL_GPU_REMAP)
+		printf("\"remapped\":{\"corrected\":%u,\"uncorrected\":%u,\"pending\":%s,"
+		       "\"failure\":%s},", g->remap_corrected, g->remap_uncorrected,
+		       g->remap_pending ? "true" : "false", g->remap_failure ? "true" : "false");
+	else
+		printf("\"remapped\":null,");
+	if (g->flags & HBM_CTL_GPU_ECC)
+		printf("\"errors\":{\"ue\":%" PRIu64 ",\"ce\":%" PRIu64 "}},", g->ue, g->ce);
+	else
+		printf("\"errors\":null},");
+	if (table)
+		printf("\"table\":{\"retired\":%u,\"pending\":%u,\"failed\":%u},",
+		       di->nr_retired, di->nr_pending, di->nr_failed);
+	else
+		printf("\"table\":null,");
+	if (g->last_xid)
+		printf("\"last_xid\":{\"xid\":%u,\"at_us\":%" PRIu64 "}}", g->last_xid,
+		       g->last_xid_at);
+	else
+		printf("\"last_xid\":null}");
+}
+
+static void gpu_line(const struct hbm_ctl_gpu *g, const struct hbmguard_device_info *di,
+		     bool table)
+{
+	char src[64], dev[160], remap[96], errors[64], tab[64], xid[64];
+	time_t t = g->last_xid_at / 1000000;
+
+	if (g->device == HBM_CTL_NO_DEVICE)
+		snprintf(dev, sizeof(dev), "-");
+	else if (!g->name[0])	/* no source found it: 'hbmctl devices' names it */
+		snprintf(dev, sizeof(dev), "%u", g->device);
+	else
+		snprintf(dev, sizeof(dev), "%u %s", g->device, esc(g->name));
+	if (g->flags & HBM_CTL_GPU_REMAP)
+		snprintf(remap, sizeof(remap), "%u ce %u ue, remap pending %s, remap failed %s",
+			 g->remap_corrected, g->remap_uncorrected, g->remap_pending ? "yes" : "no",
+			 g->remap_failure ? "yes" : "no");
+	else
+		snprintf(remap, sizeof(remap), "-");
+	if (g->flags & HBM_CTL_GPU_ECC)
+		snprintf(errors, sizeof(errors), "%" PRIu64 " ue %" PRIu64 " ce", g->ue, g->ce);
+	else
+		snprintf(errors, sizeof(errors), "-");
+	if (table)
+		snprintf(tab, sizeof(tab), "retired %u, pending %u, failed %u", di->nr_retired,
+			 di->nr_pending, di->nr_failed);
+	else
+		snprintf(tab, sizeof(tab), "-");
+	if (g->last_xid) {
+		char when[32];
+
+		strftime(when, sizeof(when), "%F %T", gmtime(&t));
+		snprintf(xid, sizeof(xid), "%u at %s UTC", g->last_xid, when);
+	} else {
+		snprintf(xid, sizeof(xid), "none");
+	}
+	printf("%s %s device %s sources %s health %s%s%s | driver: retired %u ue %u ce, "
+	       "pending %u, failed %u, rows remapped %s, errors %s | table: %s | last xid %s\n",
+	       esc(g->identity), esc(g->pci), dev, gpu_sources(g->sources, src, sizeof(src)),
+	       g->vendor ? NAME(health_names, g->health) : "-",
+	       g->flags & HBM_CTL_GPU_LOST ? " lost" : "",
+	       g->flags & HBM_CTL_GPU_PARTIAL ? " partial" : "", g->retired_ue, g->retired_ce,
+	       g->pending, g->failed, remap, errors, tab, xid);
+}
+
+/*
+ * The GPUs the daemon found, each with its driver's report beside what
+ * hbmguard made of it and the module's table of it (read here, as
+ * 'hbmctl devices' does).  They are the daemon's: without it, no list.
+ */
+static int cmd_gpus(void)
+{
+	struct hbm_ctl_index ix = { 0 };
+	struct hbmguard_device_info di;
+	struct hbm_ctl_gpu g;
+	int err;
+
+	for (; (err = ask_daemon(HBM_CTL_GPU_GET, &ix, &g)) == 0; ix.index++) {
+		bool table = gpu_table(&g, &di);
+
+		if (json) {
+			printf("%s", ix.index ? "," : "[");
+			gpu_json(&g, &di, table);
+		} else {
+			gpu_line(&g, &di, table);
+		}
+	}
+	if (err == 1) {
+		fflush(stdout);
+		fprintf(stderr, "hbmctl: the GPUs are hbmguardd's to list, and it does not "
+			"answer at %s (systemctl start hbmguardd)\n", control_socket);
+		exit(EXIT_REFUSED);
+	}
+	if (err != -ENOENT)
+		no_daemon(err);
+	if (json)
+		printf("%s]\n", ix.index ? "" : "[");
+	return 0;
+}
+
 /* Every device with its table: what an RMA ticket or an audit wants. */
 static int cmd_export(void)
 {
@@ -883,6 +1055,11 @@ int main(int argc, char **argv)
 		return cmd_ranks();
 	if (!strcmp(cmd, "incidents"))
 		return cmd_incidents();
+	if (!strcmp(cmd, "gpus")) {
+		if (argc > 1)
+			usage("gpus takes no argument");
+		return cmd_gpus();
+	}
 	reads = !strcmp(cmd, "status") || !strcmp(cmd, "devices") ||
 		!strcmp(cmd, "pages") || !strcmp(cmd, "translate") ||
 		!strcmp(cmd, "watch") || !strcmp(cmd, "export");

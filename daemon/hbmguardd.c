@@ -110,6 +110,7 @@ static int wire(struct hbmguardd *g)
 	core_init(&g->core, &kernel_ops, &g->kernel);
 	d->core = &g->core;
 	d->store = &g->store;
+	d->gpus = &g->gpus;
 	d->on_status = status_notify;
 	d->on_save_failed = store_save_failed;
 	if (store_start(&g->store, d, &g->core, recovery_save_again))

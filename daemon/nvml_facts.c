@@ -54,6 +54,8 @@
  *                          those could not be read (then it can only tell
  *                          worse, never better).  Always the GPU's last
  *                          fact at start: what it retired has all been said.
+ *                          .driver: its remapped rows and aggregate ECC
+ *                          counts, those that could be read
  *   an ECC event           ERROR, event ERROR, severity and state CE
  *                          (SingleBitEcc) or UE (DoubleBitEcc), no address
  *                          (length 0): NVML's event carries none
@@ -233,6 +235,19 @@ static void on_counts(void *ctx, const struct hbm_nvml_gpu *g, const struct hbm_
 	}
 	if (r->remap_status == HBM_NVML_FAILED || r->pending_status == HBM_NVML_FAILED)
 		f.flags |= HBM_FACT_PARTIAL;	/* said by nvml_source.c */
+	/* the driver's own counts, for hbmctl gpus: what was read, no more */
+	if (r->remap_status == HBM_NVML_OK) {
+		f.driver.have |= HBM_DRIVER_REMAP;
+		f.driver.remap_corrected = r->remap_corrected;
+		f.driver.remap_uncorrected = r->remap_uncorrected;
+		f.driver.remap_pending = r->remap_pending;
+		f.driver.remap_failure = r->remap_failure;
+	}
+	if (r->ecc_status == HBM_NVML_OK) {
+		f.driver.have |= HBM_DRIVER_ECC;
+		f.driver.ue = r->ecc[HBM_NVML_UNCORRECTED][HBM_NVML_AGGREGATE];
+		f.driver.ce = r->ecc[HBM_NVML_CORRECTED][HBM_NVML_AGGREGATE];
+	}
 	s->pending = false;	/* the next GPU's is its own */
 	s->link.fact(s->link.core, &f);
 }

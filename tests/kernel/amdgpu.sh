@@ -33,6 +33,15 @@ eventually "its reserved pages retired, the driver's" 'hbmctl pages amdgpu-0000:
 check "its pending one pending" 'hbmctl pages amdgpu-0000:c1:00.0 | grep -q "^0x7fffe000 .*pending"'
 check "a page it could not reserve: RMA" 'hbmnl devices | grep " $card0 " | grep -q "driver_health=2 "'
 check "card1: nothing, health ok" 'hbmnl devices | grep " amdgpu-pci-0000:03:00.0 " | grep -q "retired=0 pending=0 .* driver_health=0 "'
+# hbmctl gpus: the fixture's cards, amdgpu's list (R R P F) and its blocks'
+# counts (card0: umc ue 2 de 1 ce 17, gfx ce 3; card1: umc ue 1; card2 in
+# reset: none), beside the module's table (the F page is not in it).
+devid() { hbmnl devices | sed -n "s/^device \([0-9]*\) $1 .*/\1/p"; }
+check "hbmctl gpus: card0 as the fixture has it" 'ctl gpus | grep -qxF "$card0 0000:c1:00.0 device $(devid amdgpu-0000:c1:00.0) amdgpu-0000:c1:00.0 sources amdgpu health rma | driver: retired 2 ue 0 ce, pending 1, failed 1, rows remapped -, errors 3 ue 20 ce | table: retired 2, pending 1, failed 0 | last xid none"'
+check "... card1" 'ctl gpus | grep -qxF "amdgpu-pci-0000:03:00.0 0000:03:00.0 device $(devid amdgpu-0000:03:00.0) amdgpu-0000:03:00.0 sources amdgpu health ok | driver: retired 0 ue 0 ce, pending 0, failed 0, rows remapped -, errors 1 ue 0 ce | table: retired 0, pending 0, failed 0 | last xid none"'
+check "... card2, in reset: no counts" 'ctl gpus | grep -qxF "amdgpu-0a1b2c3d4e5f6071 0000:45:00.0 device $(devid amdgpu-0000:45:00.0) amdgpu-0000:45:00.0 sources amdgpu health ok | driver: retired 0 ue 0 ce, pending 0, failed 0, rows remapped -, errors - | table: retired 0, pending 0, failed 0 | last xid none"'
+check "... and no other" '[ "$(ctl gpus | wc -l)" = 3 ]'
+check "... as JSON" 'ctl --json gpus | grep -qF "{\"identity\":\"$card0\",\"pci\":\"0000:c1:00.0\",\"vendor\":\"amdgpu\",\"model\":\"\",\"size\":68702699520,\"device\":$(devid amdgpu-0000:c1:00.0),\"name\":\"amdgpu-0000:c1:00.0\",\"sources\":[\"amdgpu\"],\"health\":\"rma\",\"lost\":false,\"partial\":false,\"driver\":{\"retired_ue\":2,\"retired_ce\":0,\"pending\":1,\"failed\":1,\"remapped\":null,\"errors\":{\"ue\":3,\"ce\":20}},\"table\":{\"retired\":2,\"pending\":1,\"failed\":0},\"last_xid\":null}"'
 
 # A restart reads the same files: nothing recorded twice.
 kill $daemon
@@ -63,12 +72,14 @@ request restore incident 1 failed_rank 0
 request resume incident 1 failed_rank 0" ]'
 check "... one incident, the whole card" 'ctl incidents | grep -q "^incident 1: job jobA, rank 0, $card0, whole device: resumed$"'
 check "... journaled" 'grep -q "^<3>hbmguardd: $card0: 1 uncorrectable error$" /tmp/ad.log'
+check "hbmctl gpus: card0's new pages and its UE counted" 'ctl gpus | grep -qxF "$card0 0000:c1:00.0 device $(devid amdgpu-0000:c1:00.0) amdgpu-0000:c1:00.0 sources amdgpu health rma | driver: retired 4 ue 0 ce, pending 0, failed 1, rows remapped -, errors 4 ue 20 ce | table: retired 4, pending 0, failed 0 | last xid none"'
 
 # A card in reset keeps its counts; the card gone is said.
 printf 'Query currently inaccessible\n' >$drm/card0/device/ras/umc_err_count
 rm -r $drm/card1
 eventually "card1 gone: said" 'grep -q "GPU amdgpu-pci-0000:03:00.0 (0000:03:00.0) is lost to its driver" /tmp/ad.log' 30
 check "nothing more taken for card0" '[ $(ctl incidents | grep -c "^incident ") = 1 ]'
+check "hbmctl gpus: card1 lost" 'ctl gpus | grep -q "^amdgpu-pci-0000:03:00.0 0000:03:00.0 device [0-9]* amdgpu-0000:03:00.0 sources amdgpu health reset-required lost | "'
 
 kill $daemon
 wait $daemon 2>/dev/null

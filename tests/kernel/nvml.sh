@@ -99,7 +99,24 @@ eventually "journaled: each page, each health" '[ "$(lines "^<4>hbmguardd: $uuid
 	grep -q "^<4>hbmguardd: $uuid0: health ok -> reset-required" /tmp/nv.log &&
 	grep -q "^<4>hbmguardd: $uuid1: health ok -> reset-required" /tmp/nv.log'
 eventually "kept in the state file" '[ "$(stat -c %s $state 2>/dev/null)" = $((128 + 2 * 48)) ]'
+# hbmctl gpus: node.scn's GPUs as NVML reports them (its "retired", "pending",
+# "remap" and "ecc" lines: aggregate counts), beside the module's table.
+gctl() { hbmctl --socket /tmp/nv.sock "$@"; }
+devid() { hbmnl devices | sed -n "s/^device \([0-9]*\) $1 .*/\1/p"; }
+check "hbmctl gpus: the A100, its driver's report beside the table" 'gctl gpus | grep -qxF "$uuid0 0000:3b:00.0 device $(devid $gpu0) $gpu0 sources nvml health reset-required | driver: retired 0 ue 0 ce, pending 3, failed 0, rows remapped 3 ce 1 ue, remap pending no, remap failed no, errors 2 ue 40 ce | table: retired 0, pending 3, failed 0 | last xid none"'
+check "... the H200: no page, a row remap pending" 'gctl gpus | grep -qxF "$uuid1 0000:86:00.0 device $(devid nvidia-0000:86:00.0) nvidia-0000:86:00.0 sources nvml health reset-required | driver: retired 0 ue 0 ce, pending 0, failed 0, rows remapped 0 ce 2 ue, remap pending yes, remap failed no, errors 2 ue 7 ce | table: retired 0, pending 0, failed 0 | last xid none"'
+check "... one line each" '[ "$(gctl gpus | wc -l)" = 2 ]'
+check "... as JSON, one object each" 'gctl --json gpus >/tmp/gpus.json &&
+	grep -qF "[{\"identity\":\"$uuid0\",\"pci\":\"0000:3b:00.0\",\"vendor\":\"nvidia\",\"model\":\"NVIDIA A100-SXM4-80GB\",\"size\":85899345920,\"device\":$(devid $gpu0),\"name\":\"$gpu0\",\"sources\":[\"nvml\"],\"health\":\"reset-required\",\"lost\":false,\"partial\":false,\"driver\":{\"retired_ue\":0,\"retired_ce\":0,\"pending\":3,\"failed\":0,\"remapped\":{\"corrected\":3,\"uncorrected\":1,\"pending\":false,\"failure\":false},\"errors\":{\"ue\":2,\"ce\":40}},\"table\":{\"retired\":0,\"pending\":3,\"failed\":0},\"last_xid\":null},{\"identity\":\"$uuid1\"" /tmp/gpus.json &&
+	[ "$(tail -c 3 /tmp/gpus.json)" = "}]" ] && [ "$(wc -l </tmp/gpus.json)" = 1 ]'
+grep -q "^operator:" /etc/passwd || echo "operator:x:1000:1000::/:/bin/sh" >>/etc/passwd
+check "... a user reads them too (read-only)" 'su operator -c "hbmctl --socket /tmp/nv.sock gpus" |
+	grep -q "^$uuid0 0000:3b:00.0 device [0-9]* $gpu0 sources nvml health reset-required | driver: retired 0 ue 0 ce, pending 3, "'
+check "... an argument it does not take: usage, nothing asked" '! gctl gpus extra 2>/tmp/gerr && grep -q "^hbmctl: gpus takes no argument$" /tmp/gerr'
 stop_daemon
+check "without the daemon: the GPUs are its to list, said, non-zero" '! gctl gpus >/tmp/gout 2>/tmp/gerr && [ ! -s /tmp/gout ] &&
+	grep -q "^hbmctl: the GPUs are hbmguardd.s to list, and it does not answer at /tmp/nv.sock" /tmp/gerr &&
+	! gctl --json gpus >/tmp/gout 2>/dev/null && [ ! -s /tmp/gout ]'
 
 # A restart reads the same facts: nothing imported twice.  A record's
 # last_seen (and its CRC, and the file's serial) move at every start whatever
@@ -151,6 +168,8 @@ eventually "GPU lost: said" 'grep -q "^<4>hbmguardd: nvml: GPU $uuid1 (00000000:
 eventually "... and its health changed" 'grep -q "^<4>hbmguardd: $uuid1: health ok -> reset-required" /tmp/nv.log &&
 	hbmnl devices | grep " $uuid1 " | grep -q " driver_health=3 "'
 check "... the daemon runs on" 'kill -0 $daemon && hbmctl --socket /tmp/nv.sock status >/dev/null'
+eventually "hbmctl gpus: the A100's pages retired, its Xid and DBE heard" 'gctl gpus | grep -q "^$uuid0 0000:3b:00.0 device [0-9]* $gpu0 sources nvml health ok | driver: retired 1 ue 2 ce, pending 0, failed 0, rows remapped 3 ce 1 ue, remap pending no, remap failed no, errors 3 ue 40 ce | table: retired 3, pending 0, failed 0 | last xid 48 at 20[0-9-]* [0-9:]* UTC$"'
+check "... the H200 lost" 'gctl gpus | grep -q "^$uuid1 0000:86:00.0 device [0-9]* nvidia-0000:86:00.0 sources nvml health reset-required lost | driver: retired 0 ue 0 ce, pending 0, failed 0, rows remapped 0 ce 2 ue, remap pending no, "'
 stop_daemon
 
 rm -f $lib

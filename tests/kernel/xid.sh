@@ -66,6 +66,9 @@ echo "xid 0000:00:1f.0 94" >$nv
 wait $c
 check "the tracepoint alone: an event" '[ $(journaled 94 tracepoint) = 1 ] && [ $(journaled 94 kmsg) = 0 ]'
 check "... and an incident" 'ctl incidents | grep -q "^incident 3: job jobC, rank 0, $uuid, whole device: resumed$"'
+check "hbmctl gpus: heard by both, its last Xid; no driver's source" 'ctl gpus | grep -q "^$uuid 0000:00:1f.0 device $id sources kmsg,tracepoint health - | driver: retired 0 ue 0 ce, pending 0, failed 0, rows remapped -, errors - | table: retired 0, pending 0, failed 0 | last xid 94 at 20[0-9-]* [0-9:]* UTC$"'
+check "... as JSON" 'ctl --json gpus | grep -qF "{\"identity\":\"$uuid\",\"pci\":\"0000:00:1f.0\",\"vendor\":\"\",\"model\":\"\",\"size\":1073741824,\"device\":$id,\"name\":\"\",\"sources\":[\"kmsg\",\"tracepoint\"],\"health\":null," &&
+	ctl --json gpus | grep -q "\"last_xid\":{\"xid\":94,\"at_us\":[1-9][0-9]*}}]$"'
 
 # What is not taken leaves the rank alone.
 rank jobD

@@ -81,7 +81,7 @@ EBADMSG, PROTO, NOTSUP = errno.EBADMSG, errno.EPROTONOSUPPORT, errno.EOPNOTSUPP
 expect("garbage", b"hello", EBADMSG, True)
 expect("wrong magic", packet(STATUS, magic=0x12345678), EBADMSG, True)
 expect("another version", packet(STATUS, version=2), PROTO, True)
-expect("unknown type", packet(9), NOTSUP, True)
+expect("unknown type", packet(0x7fff), NOTSUP, True)
 expect("a reply sent as a request", packet(STATUS | REPLY), EBADMSG, True)
 expect("a request carrying an error", packet(STATUS, error=-5), EBADMSG, True)
 expect("reserved header field", packet(STATUS, reserved=1), EBADMSG, True)
@@ -148,6 +148,13 @@ ptype, seq, err, body = ask(held, packet(RANK_GET, struct.pack("<II", 0, 0)))
 assert err == 0 and body[:4] == b"\0\0\0\0", (err, body[:8])
 assert ask(held, packet(RANK_GET, struct.pack("<II", 999, 0)))[2] == -errno.ENOENT
 assert ask(held, packet(INCIDENT_GET, struct.pack("<II", 999, 0)))[2] == -errno.ENOENT
+# hbmctl gpus' list, read by anyone: past its end ENOENT, a bad request refused.
+GPU_GET = 9
+assert ask(held, packet(GPU_GET, struct.pack("<II", 999, 0)))[2] == -errno.ENOENT
+expect("GPU_GET without its index", packet(GPU_GET), EBADMSG, True)
+expect("GPU_GET reserved field", packet(GPU_GET, struct.pack("<II", 0, 1)), EBADMSG, True)
+expect("GPU_GET oversized", packet(GPU_GET, struct.pack("<II", 0, 0) + b"\0" * 2000),
+       EBADMSG, True)
 held.close()
 # Gone with its connection: the rank can be taken again.
 for _ in range(50):     # once the daemon has seen the close

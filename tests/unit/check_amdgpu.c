@@ -351,6 +351,17 @@ START_TEST(source_at_start)
 	ck_assert_uint_eq(f->state, HBMGUARD_HEALTH_RMA);
 	ck_assert_uint_eq(f->flags, HBM_FACT_UNHEARD);
 	ck_assert_uint_eq(told_of(HBM_FACT_HEALTH, CARD1, 0)->state, HBMGUARD_HEALTH_OK);
+	/* with the driver's counts, every block's, de: as ue (hbmctl gpus) */
+	ck_assert_uint_eq(f->driver.have, HBM_DRIVER_ECC);
+	ck_assert_uint_eq(f->driver.ue, 2 + 1);		/* umc ue, de */
+	ck_assert_uint_eq(f->driver.ce, 17 + 3);	/* umc, gfx */
+	f = told_of(HBM_FACT_HEALTH, CARD1, 0);
+	ck_assert_uint_eq(f->driver.have, HBM_DRIVER_ECC);
+	ck_assert_uint_eq(f->driver.ue, 1);
+	ck_assert_uint_eq(f->driver.ce, 0);
+	f = told_of(HBM_FACT_HEALTH, CARD2, 0);		/* in reset: none */
+	ck_assert_uint_eq(f->driver.have, 0);
+	ck_assert_uint_eq(f->driver.ue, 0);
 	nr_told = 0;
 	ck_assert_int_eq(amdgpu_facts_poll(s), 0);
 	ck_assert_uint_eq(nr_told, 0);		/* nothing changed, nothing told */

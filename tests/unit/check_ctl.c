@@ -443,6 +443,68 @@ START_TEST(accepted_has_credentials)
 }
 END_TEST
 
+/*
+ * hbmctl gpus' packets: a request is an index and nothing else; a reply
+ * carries the driver's strings as they were (a UUID with a quote, a
+ * newline, a byte past ASCII), terminated, and hbmctl escapes them.
+ */
+START_TEST(gpu_messages)
+{
+	struct hbm_ctl_index ix = { .index = 3 };
+	struct hbm_ctl_gpu g = { .index = 0, .total = 1, .vendor = HBM_CTL_GPU_NVML,
+				 .device = HBM_CTL_NO_DEVICE };
+	struct hbm_ctl_header h;
+	const void *body;
+	char out[256];
+	size_t len;
+
+	ck_assert_uint_le(sizeof(struct hbm_ctl_header) + sizeof(g), HBM_CTL_MAX_PACKET);
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_GPU_GET, 1, 0, &ix);
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, false, &h, &body), 0);
+	ck_assert_uint_eq(((const struct hbm_ctl_index *)body)->index, 3);
+	ix.reserved = 1;
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_GPU_GET, 1, 0, &ix);
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, false, &h, &body), -EBADMSG);
+	/* one byte more than an index: refused, as every other oversized request */
+	ix.reserved = 0;
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_GPU_GET, 1, 0, &ix);
+	((struct hbm_ctl_header *)buf)->size++;
+	ck_assert_int_eq(hbm_ctl_decode(buf, len + 1, false, &h, &body), -EBADMSG);
+
+	strcpy(g.identity, "GPU-\"x\"\n\xff");
+	strcpy(g.pci, "0000:3b:00.0");
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_GPU_GET | HBM_CTL_REPLY, 1, 0, &g);
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), 0);
+	ck_assert_str_eq(hbm_ctl_escape(out, sizeof(out),
+					((const struct hbm_ctl_gpu *)body)->identity, true),
+			 "GPU-\\\"x\\\"\\u000a\\u00ff");
+	ck_assert_str_eq(hbm_ctl_escape(out, sizeof(out), g.identity, false),
+			 "GPU-\"x\"\\x0a\\xff");
+	/* a request's type from the daemon, an entry past the total, no identity,
+	 * an unterminated string, an unknown vendor */
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, false, &h, &body), -EBADMSG);
+	g.index = 1;
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_GPU_GET | HBM_CTL_REPLY, 1, 0, &g);
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), -EBADMSG);
+	g.index = 0;
+	memset(g.model, 'm', sizeof(g.model));
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_GPU_GET | HBM_CTL_REPLY, 1, 0, &g);
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), -EBADMSG);
+	g.model[0] = 0;
+	g.vendor = 4;
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_GPU_GET | HBM_CTL_REPLY, 1, 0, &g);
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), -EBADMSG);
+	g.vendor = HBM_CTL_GPU_AMDGPU;
+	g.identity[0] = 0;
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_GPU_GET | HBM_CTL_REPLY, 1, 0, &g);
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), -EBADMSG);
+	/* past the end: an error reply, no body */
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_GPU_GET | HBM_CTL_REPLY, 1, -ENOENT, &g);
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), 0);
+	ck_assert_int_eq(h.error, -ENOENT);
+}
+END_TEST
+
 Suite *ctl_suite(void)
 {
 	Suite *s = suite_create("ctl");
@@ -454,6 +516,7 @@ Suite *ctl_suite(void)
 	tcase_add_test(tc, bad_bodies);
 	tcase_add_test(tc, bad_headers);
 	tcase_add_test(tc, rank_messages);
+	tcase_add_test(tc, gpu_messages);
 	tcase_add_test(tc, unsafe_names);
 	tcase_add_test(tc, escaped_output);
 	tcase_add_test(tc, sender_credentials);

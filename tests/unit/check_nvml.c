@@ -1230,6 +1230,113 @@ START_TEST(registrar_gpu_lost)
 }
 END_TEST
 
+/*
+ * What hbmctl gpus shows (gpus_get()): node.scn's GPUs as NVML reports them,
+ * beside the module's device; an Xid heard, an ECC event counted on top.
+ */
+START_TEST(registrar_lists)
+{
+	struct hbm_source_link link;
+	struct hbm_ctl_gpu g;
+	struct nvml_facts *s;
+	struct hbm_fact f = { .type = HBM_FACT_ERROR, .origin = HBM_FROM_KMSG, .xid = 48,
+			      .severity = HBM_SEVERITY_UE, .count = 1, .time = 1700000000123456789ULL,
+			      .path = "kmsg" };
+	uint64_t pkt[HBM_CTL_MAX_PACKET / 8];
+	struct hbm_ctl_header h;
+	const void *body;
+	size_t len;
+
+	memset(&mod, 0, sizeof(mod));
+	scenario("", true);
+	s = daemon_start(false);
+	/* found, not numbered by the module yet */
+	ck_assert_int_eq(gpus_get(&registrar, 0, &g), 0);
+	ck_assert_uint_eq(g.device, HBM_CTL_NO_DEVICE);
+	ck_assert_str_eq(g.name, "");
+	all_seen();
+	ck_assert_int_eq(gpus_get(&registrar, 0, &g), 0);
+	ck_assert_uint_eq(g.index, 0);
+	ck_assert_uint_eq(g.total, 2);
+	ck_assert_str_eq(g.identity, UUID0);
+	ck_assert_str_eq(g.pci, "0000:3b:00.0");
+	ck_assert_str_eq(g.model, "NVIDIA A100-SXM4-80GB");
+	ck_assert_uint_eq(g.vendor, HBM_CTL_GPU_NVML);
+	ck_assert_uint_eq(g.device, 0);
+	ck_assert_str_eq(g.name, "nvidia-0000:3b:00.0");
+	ck_assert_uint_eq(g.sources, HBM_CTL_GPU_NVML);
+	ck_assert_uint_eq(g.health, HBMGUARD_HEALTH_RESET_REQUIRED);
+	ck_assert_uint_eq(g.flags, HBM_CTL_GPU_REMAP | HBM_CTL_GPU_ECC);
+	/* "retired 0 sbe" twice, "dbe" once, "pending 0 1": all three pending */
+	ck_assert_uint_eq(g.pending, 3);
+	ck_assert_uint_eq(g.retired_ue, 0);
+	ck_assert_uint_eq(g.retired_ce, 0);
+	/* "remap 0 3 1 0 0", "ecc 0 12 1 40 2": the aggregate counts */
+	ck_assert_uint_eq(g.remap_corrected, 3);
+	ck_assert_uint_eq(g.remap_uncorrected, 1);
+	ck_assert_uint_eq(g.remap_pending, 0);
+	ck_assert_uint_eq(g.remap_failure, 0);
+	ck_assert_uint_eq(g.ue, 2);
+	ck_assert_uint_eq(g.ce, 40);
+	ck_assert_uint_eq(g.last_xid, 0);
+	ck_assert_uint_eq(g.size, 85899345920ULL);
+	ck_assert_int_eq(gpus_get(&registrar, 1, &g), 0);
+	ck_assert_str_eq(g.identity, UUID1);
+	ck_assert_str_eq(g.model, "NVIDIA H200");
+	ck_assert_uint_eq(g.device, 1);
+	ck_assert_uint_eq(g.pending + g.retired_ue + g.retired_ce + g.failed, 0);
+	ck_assert_uint_eq(g.remap_uncorrected, 2);
+	ck_assert_uint_eq(g.remap_pending, 1);
+	ck_assert_uint_eq(g.ue, 2);
+	ck_assert_uint_eq(g.ce, 7);
+	ck_assert_uint_eq(g.health, HBMGUARD_HEALTH_RESET_REQUIRED);
+	ck_assert_int_eq(gpus_get(&registrar, 2, &g), -ENOENT);
+	ck_assert_int_eq(gpus_get(&registrar, UINT32_MAX, &g), -ENOENT);
+
+	/* an Xid from the kernel log, then a DBE event of NVML's own */
+	link = core_link(&reg_core);
+	snprintf(f.dev.identity, sizeof(f.dev.identity), "%s", UUID1);
+	f.dev.id = 1;
+	f.dev.kind = HBM_DEVICE_GPU;
+	link.fact(link.core, &f);
+	f = (struct hbm_fact){ .type = HBM_FACT_ERROR, .origin = HBM_FROM_NVML, .count = 1,
+			       .severity = HBM_SEVERITY_UE, .dev.id = HBM_NO_DEVICE_ID,
+			       .dev.kind = HBM_DEVICE_NVIDIA };
+	snprintf(f.dev.identity, sizeof(f.dev.identity), "%s", UUID1);
+	link.fact(link.core, &f);
+	ck_assert_int_eq(gpus_get(&registrar, 1, &g), 0);
+	ck_assert_uint_eq(g.sources, HBM_CTL_GPU_NVML | HBM_CTL_GPU_KMSG);
+	ck_assert_uint_eq(g.last_xid, 48);
+	ck_assert_uint_eq(g.last_xid_at, 1700000000123456ULL);
+	ck_assert_uint_eq(g.ue, 3);
+	ck_assert_uint_eq(g.ce, 7);
+	/* a GPU the module has and no source found (registered by hand): as the module says */
+	mod.gpu[2].dev = (struct device){ .id = 2, .identity = "GPU-by-hand", .page_size = 4096,
+					  .kind = HBMGUARD_KIND_GPU, .pci = "0000:99:00.0",
+					  .size = 1 << 30 };
+	mod.nr = 3;
+	module_sees(&link, 2, HBM_SYNC_ADDED);
+	ck_assert_int_eq(gpus_get(&registrar, 2, &g), 0);
+	ck_assert_uint_eq(g.total, 3);
+	ck_assert_str_eq(g.identity, "GPU-by-hand");
+	ck_assert_str_eq(g.pci, "0000:99:00.0");
+	ck_assert_uint_eq(g.vendor, 0);
+	ck_assert_uint_eq(g.device, 2);
+	ck_assert_str_eq(g.name, "");
+	ck_assert_uint_eq(g.sources, 0);
+	ck_assert_uint_eq(g.size, 1 << 30);
+	ck_assert_int_eq(mod.registers, 2);
+	ck_assert_int_eq(gpus_get(&registrar, 1, &g), 0);
+	/* as the control socket sends it: a reply hbmctl takes */
+	len = hbm_ctl_encode(pkt, sizeof(pkt), HBM_CTL_GPU_GET | HBM_CTL_REPLY, 1, 0, &g);
+	ck_assert_uint_gt(len, 0);
+	ck_assert_int_eq(hbm_ctl_decode(pkt, len, true, &h, &body), 0);
+	ck_assert_mem_eq(body, &g, sizeof(g));
+	daemon_stop(s);
+	unlink(scn_path);
+}
+END_TEST
+
 Suite *nvml_suite(void)
 {
 	Suite *s = suite_create("nvml");
@@ -1261,6 +1368,7 @@ Suite *nvml_suite(void)
 	tcase_add_test(tc, registrar_sizes_to_the_pages);
 	tcase_add_test(tc, registrar_module_reloaded);
 	tcase_add_test(tc, registrar_gpu_lost);
+	tcase_add_test(tc, registrar_lists);
 	suite_add_tcase(s, tc);
 	return s;
 }
