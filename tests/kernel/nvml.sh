@@ -154,10 +154,12 @@ check "... and their health" 'hbmnl devices | grep " $uuid1 " | grep -q " driver
 stop_daemon
 
 # Rebooted: the driver completed the retirements, the H200's remap too; then
-# live events: an Xid 48, a DBE, and the H200 falls off the bus.
-scenario /tmp/live.scn "pending 0 0" "remap 1 0 2 0 0" "event 500 0 xid 48" "event 500 0 dbe" "lost 1000 1"
+# live events: an Xid 48, a DBE, the H200 falls off the bus, and the A100
+# retires a page (its Xid 63: NVML is read again).
+scenario /tmp/live.scn "pending 0 0" "remap 1 0 2 0 0" "event 500 0 xid 48" "event 500 0 dbe" "lost 1000 1" \
+	"event 1500 0 xid 63 retire dbe 0x5000000 1700000400"
 start_daemon /tmp/live.scn
-eventually "retirements completed: RETIRED, journaled" '[ "$(lines "^<4>hbmguardd: $uuid0: 1 page retired in 0x[0-9a-f]*+0x1000 (driver)$")" = 3 ] &&
+eventually "retirements completed: RETIRED, journaled" '[ "$(lines "^<4>hbmguardd: $uuid0: 1 page retired in 0x[1-3][0-9a-f]*+0x1000 (driver)$")" = 3 ] &&
 	[ "$(hbmctl pages $gpu0 | grep -c "retired *restored")" = 2 ]'
 eventually "... health back to ok" 'grep -q "^<5>hbmguardd: $uuid0: health reset-required -> ok" /tmp/nv.log &&
 	grep -q "^<5>hbmguardd: $uuid1: health reset-required -> ok" /tmp/nv.log'
@@ -168,7 +170,10 @@ eventually "GPU lost: said" 'grep -q "^<4>hbmguardd: nvml: GPU $uuid1 (00000000:
 eventually "... and its health changed" 'grep -q "^<4>hbmguardd: $uuid1: health ok -> reset-required" /tmp/nv.log &&
 	hbmnl devices | grep " $uuid1 " | grep -q " driver_health=3 "'
 check "... the daemon runs on" 'kill -0 $daemon && hbmctl --socket /tmp/nv.sock status >/dev/null'
-eventually "hbmctl gpus: the A100's pages retired, its Xid and DBE heard" 'gctl gpus | grep -q "^$uuid0 0000:3b:00.0 device [0-9]* $gpu0 sources nvml health ok | driver: retired 1 ue 2 ce, pending 0, failed 0, rows remapped 3 ce 1 ue, remap pending no, remap failed no, errors 3 ue 40 ce | table: retired 3, pending 0, failed 0 | last xid 48 at 20[0-9-]* [0-9:]* UTC$"'
+eventually "a page retired live (Xid 63): recorded, journaled once" 'hbmctl pages $gpu0 | grep -q "^0x5000000 *1 .*retired *driver" &&
+	[ "$(lines "^<4>hbmguardd: $uuid0: 1 page retired in 0x5000000+0x1000 (driver)$")" = 1 ] &&
+	grep -q "^<4>hbmguardd: $uuid0: Xid 63: page retirement or row remap event (nvml)$" /tmp/nv.log'
+eventually "hbmctl gpus: the A100's pages retired, its Xids and DBE heard" 'gctl gpus | grep -q "^$uuid0 0000:3b:00.0 device [0-9]* $gpu0 sources nvml health ok | driver: retired 2 ue 2 ce, pending 0, failed 0, rows remapped 3 ce 1 ue, remap pending no, remap failed no, errors 3 ue 40 ce | table: retired 4, pending 0, failed 0 | last xid 63 at 20[0-9-]* [0-9:]* UTC$"'
 check "... the H200 lost" 'gctl gpus | grep -q "^$uuid1 0000:86:00.0 device [0-9]* nvidia-0000:86:00.0 sources nvml health reset-required lost | driver: retired 0 ue 0 ce, pending 0, failed 0, rows remapped 0 ce 2 ue, remap pending no, "'
 stop_daemon
 

@@ -21,7 +21,9 @@
  *   unsupported GPU retired|pending|remap|ecc     NVML_ERROR_NOT_SUPPORTED
  *   events GPU MASK                 nvmlDeviceGetSupportedEventTypes (default 0xb)
  *   fail FUNCTION RETURN [GPU]      FUNCTION returns RETURN (nvmlReturn_t)
- *   event MS GPU xid N | sbe | dbe  MS after nvmlInit_v2, delivered in file order
+ *   event MS GPU xid N | sbe | dbe  MS after nvmlInit_v2, delivered in file order;
+ *                                   sbe and dbe count one error more (volatile
+ *                                   and aggregate), as the driver's counters do
  *   event MS GPU xid N retire sbe|dbe ADDRESS TIMESTAMP
  *                                   the driver retires that page, then reports
  *                                   the Xid (63): nvmlDeviceGetRetiredPages_v2
@@ -497,7 +499,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device,
 		return NVML_ERROR_INVALID_ARGUMENT;
 	if (device->no_ecc)
 		return NVML_ERROR_NOT_SUPPORTED;
-	*eccCounts = device->ecc[errorType][counterType];
+	*eccCounts = __atomic_load_n(&device->ecc[errorType][counterType], __ATOMIC_ACQUIRE);
 	return NVML_SUCCESS;
 }
 
@@ -570,6 +572,13 @@ static void retire(struct nvmlDevice_st *g, int cause, unsigned long long addr,
 	__atomic_store_n(&g->nr[cause], n + 1, __ATOMIC_RELEASE);
 }
 
+/* An ECC event is the driver's counters growing: both counters, by one. */
+static void count_error(struct nvmlDevice_st *g, bool uncorrected)
+{
+	__atomic_add_fetch(&g->ecc[uncorrected][0], 1, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&g->ecc[uncorrected][1], 1, __ATOMIC_RELEASE);
+}
+
 static nvmlReturn_t event_wait(nvmlEventSet_t set, nvmlEventData_t *data,
 					unsigned int timeoutms)
 {
@@ -596,6 +605,9 @@ static nvmlReturn_t event_wait(nvmlEventSet_t set, nvmlEventData_t *data,
 		next_step++;
 		if (s->retire >= 0)
 			retire(&gpus[s->gpu], s->retire, s->addr, s->time);
+		if (s->type == nvmlEventTypeSingleBitEccError ||
+		    s->type == nvmlEventTypeDoubleBitEccError)
+			count_error(&gpus[s->gpu], s->type == nvmlEventTypeDoubleBitEccError);
 		if (s->lost)
 			__atomic_store_n(&gpus[s->gpu].lost, true, __ATOMIC_SEQ_CST);
 		if (!set->mask[s->gpu])
