@@ -177,14 +177,16 @@ $(BUILD)/hbmnvml: daemon/hbmnvml.c $(NVML_SRC) $(NVML_H) daemon/ctl.c daemon/ctl
 
 # The test double of libnvidia-ml.so.1 (tests/nvml/fake_nvml.c); an older
 # driver's library, without nvmlDeviceGetRemappedRows; and one without a
-# function NVML cannot be used without.
+# function NVML cannot be used without.  The guests' (nodes/) also opens the
+# driver's device nodes, as the real one does: tier 1 runs without them.
 FAKE_NVML := $(BUILD)/nvml/libnvidia-ml.so.1 $(BUILD)/nvml/old/libnvidia-ml.so.1 \
-	$(BUILD)/nvml/ancient/libnvidia-ml.so.1
+	$(BUILD)/nvml/ancient/libnvidia-ml.so.1 $(BUILD)/nvml/nodes/libnvidia-ml.so.1
 $(FAKE_NVML): tests/nvml/fake_nvml.c $(NVML_H)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) -I$(NVML_INC) -fPIC -shared -fvisibility=hidden \
 		-Wl,-soname,libnvidia-ml.so.1 $(if $(findstring /old/,$@),-DFAKE_OLD) \
-		$(if $(findstring /ancient/,$@),-DFAKE_ANCIENT) $< -o $@
+		$(if $(findstring /ancient/,$@),-DFAKE_ANCIENT) \
+		$(if $(findstring /nodes/,$@),-DFAKE_NODES) $< -o $@
 
 # hbmnvml with bookworm's loader and libc, for a GPU node whose libc is not
 # bookworm's or whose loader is elsewhere (scripts/gpu-check.sh runs it).
@@ -262,7 +264,7 @@ $(BUILD)/amdgpu.tar: $(AMDGPU_FIXTURE)
 
 check-kernel: modules-all $(BUILD)/guest/hbmtest $(BUILD)/guest/hbmctl $(BUILD)/guest/hbmnl \
 	$(BUILD)/guest/hbmrank \
-	$(BUILD)/hbmguardd $(BUILD)/nvml/libnvidia-ml.so.1 $(BUILD)/amdgpu.tar
+	$(BUILD)/hbmguardd $(BUILD)/nvml/nodes/libnvidia-ml.so.1 $(BUILD)/amdgpu.tar
 	@echo "== tier 2: kernel tests in qemu"
 	@for v in $(DEB_KVERS); do \
 		$(TOP)/tests/kernel/run.sh $$v || exit 1; \
@@ -271,13 +273,14 @@ check-kernel: modules-all $(BUILD)/guest/hbmtest $(BUILD)/guest/hbmctl $(BUILD)/
 # Tier 2 again, on a kernel that reports what the stock ones let pass.
 check-debug: $(BUILD)/debug/hbmguard.ko $(BUILD)/debug/testmods/hbm_test_provider.ko \
 	$(BUILD)/guest/hbmtest $(BUILD)/guest/hbmctl $(BUILD)/guest/hbmnl $(BUILD)/guest/hbmrank \
-	$(BUILD)/hbmguardd $(BUILD)/nvml/libnvidia-ml.so.1 $(BUILD)/amdgpu.tar
+	$(BUILD)/hbmguardd $(BUILD)/nvml/nodes/libnvidia-ml.so.1 $(BUILD)/amdgpu.tar
 	@echo "== tier 2 on the debug kernel (KASAN, lockdep, kmemleak, UBSAN, KFENCE)"
 	$(TOP)/tests/kernel/run.sh debug
 
 # Tier 3 boots bookworm's own kernel, the one a node of this release runs.
 SYSTEM_KVER := $(firstword $(DEB_KVERS))
-check-system: $(BUILD)/guest/hbmnl
+check-system: $(BUILD)/guest/hbmnl $(BUILD)/$(SYSTEM_KVER)/testmods/hbm_test_provider.ko \
+	$(BUILD)/nvml/nodes/libnvidia-ml.so.1
 	@echo "== tier 3: system tests in a systemd guest"
 	$(TOP)/tests/system/run.sh $(SYSTEM_KVER)
 

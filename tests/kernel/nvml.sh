@@ -54,6 +54,30 @@ stop_daemon
 
 cp /nvml/libnvidia-ml.so.1 $lib
 
+# The library opens the driver's nodes (fake_nvml.c, FAKE_NODES): without
+# them nvmlInit_v2 fails as nvml.h says, one line, nothing registered.
+start_daemon /nvml/node.scn
+check "no /dev/nvidiactl: nvmlInit fails, driver not loaded" '[ "$(lines "nvml")" = 1 ] &&
+	grep -q "^<3>hbmguardd: nvml: nvmlInit_v2 failed: Driver Not Loaded: NVML not used" /tmp/nv.log &&
+	! hbmnl devices | grep -q "kind=4"'
+stop_daemon
+# The driver's character devices (tests/kmod/hbm_fake_nvdev.c: major 195,
+# "nvidia" and "nvidiactl" as nv.c registers them) and their nodes, made as
+# nvidia-modprobe makes them (0666).
+check "the driver's character devices" 'insmod /hbm_fake_nvdev.ko gpus=2 &&
+	grep -q "^195 nvidia$" /proc/devices && grep -q "^195 nvidiactl$" /proc/devices'
+mknod -m 666 /dev/nvidiactl c 195 255
+mknod -m 666 /dev/nvidia0 c 195 0
+mknod -m 666 /dev/nvidia1 c 195 1
+nodes_open() {	# the daemon holds the control node and each GPU's open
+	for n in nvidiactl nvidia0 nvidia1; do
+		for f in /proc/$daemon/fd/*; do
+			[ "$(readlink $f)" = /dev/$n ] && continue 2
+		done
+		return 1
+	done
+}
+
 # NVML that cannot start: one line, nothing registered.
 scenario /tmp/init.scn "fail nvmlInit_v2 999"
 start_daemon /tmp/init.scn
@@ -87,6 +111,7 @@ start_daemon /nvml/node.scn
 settled
 check "both GPUs registered" 'grep -q "GPU $uuid0 at 0000:3b:00.0 registered as $gpu0" /tmp/nv.log &&
 	grep -q "GPU $uuid1 at 0000:86:00.0 registered as nvidia-0000:86:00.0" /tmp/nv.log'
+check "... through the driver's nodes, held open" nodes_open
 check "listed as GPUs with UUID and PCI address, sized from NVML" 'hbmnl devices | grep -q "^device [0-9]* $gpu0 $uuid0 kind=4 size=0x1400000000 page=4096 .* spares=0 pci=0000:3b:00.0 " &&
 	hbmnl devices | grep -q "^device [0-9]* nvidia-0000:86:00.0 $uuid1 kind=4 size=0x2319b00000 page=4096 .* spares=0 pci=0000:86:00.0 "'
 # (0x1a2b000 and 0x1a2c000 are neighbours: one extent of 2 pages in the table)
@@ -177,6 +202,6 @@ eventually "hbmctl gpus: the A100's pages retired, its Xids and DBE heard" 'gctl
 check "... the H200 lost" 'gctl gpus | grep -q "^$uuid1 0000:86:00.0 device [0-9]* nvidia-0000:86:00.0 sources nvml health reset-required lost | driver: retired 0 ue 0 ce, pending 0, failed 0, rows remapped 0 ce 2 ue, remap pending no, "'
 stop_daemon
 
-rm -f $lib
-check "unload" 'rmmod hbmguard'
+rm -f $lib /dev/nvidiactl /dev/nvidia0 /dev/nvidia1
+check "unload" 'rmmod hbm_fake_nvdev && rmmod hbmguard'
 finish nvml.sh

@@ -53,7 +53,8 @@ start=$(date +%s)
 	--file "$TOP/tests/kernel/lifetime.sh:/lifetime.sh" \
 	--file "$TOP/tests/kernel/kmemleak.sh:/kmemleak.sh" \
 	--file "$TOP/tests/kernel/nvml.sh:/nvml.sh" \
-	--file "$TOP/build/nvml/libnvidia-ml.so.1:/nvml/libnvidia-ml.so.1" \
+	--file "$TOP/build/nvml/nodes/libnvidia-ml.so.1:/nvml/libnvidia-ml.so.1" \
+	--file "$TOP/build/$kver/testmods/hbm_fake_nvdev.ko:/hbm_fake_nvdev.ko" \
 	--file "$TOP/tests/nvml/node.scn:/nvml/node.scn" \
 	--log "$TOP/build/logs/tier2-$kver.log" \
 	-- "$env"'sh /tier2.sh; a=$?; sh /ras.sh; b=$?; sh /providers.sh; c=$?; sh /gpu.sh; c=$((c + $?)); sh /xid.sh; c=$((c + $?)); sh /daemon.sh; d=$?; sh /nvml.sh; d=$((d + $?)); sh /amdgpu.sh; d=$((d + $?)); sh /recovery.sh; e=$?; sh /lifetime.sh; f=$?; sh /kmemleak.sh; g=$?; exit $(( (a | b | c | d | e | f | g) != 0 ))'

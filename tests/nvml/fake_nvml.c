@@ -40,6 +40,27 @@
  * The times only pace the events: what happens, and in which order, is the
  * file's order, however slowly the caller runs.
  *
+ * Built with -DFAKE_NODES (the library the test guests get; tier 1 runs where
+ * no driver is) it also opens the driver's device nodes, as the real library
+ * must to talk to the driver.  NVML is closed: which nodes a management
+ * client needs is taken from NVIDIA's own code that gives containers NVML
+ * (the "utility" capability), libnvidia-container: src/nvc_info.c
+ * lookup_devices() always lists NV_CTL_DEVICE_PATH (/dev/nvidiactl) and
+ * init_nvc_device() each GPU's NV_DEVICE_PATH (/dev/nvidia<minor>);
+ * src/nvc_mount.c nvc_driver_mount() mounts, for a container without the
+ * compute capability, only the nodes of the driver's major (UVM is for
+ * compute) and nvc_device_mount() the GPU's own.  nvmlInit_v2 opens the
+ * control node; a GPU's handle opens the GPU's node (nvml.h: the handle
+ * "causes NVML to initialize the target GPU"); both stay open until the last
+ * nvmlShutdown.  The errors are nvml.h's: nvmlInit_v2 NO_PERMISSION "if NVML
+ * does not have permission to talk to the driver" (EACCES; EPERM, what a
+ * device cgroup answers), else DRIVER_NOT_LOADED "if NVIDIA driver is not
+ * running" (no node, or no driver behind it); nvmlDeviceGetHandleByIndex_v2
+ * NO_PERMISSION "if the user doesn't have permission to talk to this device",
+ * else UNKNOWN (the header has no closer one).  The GPU of index i is minor i:
+ * the driver numbers GPUs as they probe, NVML in PCI order, the same order on
+ * a node whose GPUs all probed at boot.
+ *
  * A line the fake does not understand aborts it: a test cannot pass on a
  * scenario it did not mean.  So does using an event set after
  * nvmlDeviceRegisterEvents failed with NVML_ERROR_UNKNOWN on it: nvml.h says
@@ -51,11 +72,14 @@
 #define NVML_NO_UNVERSIONED_FUNC_DEFS
 #include <nvml.h>
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MAX_GPUS 8
 #define MAX_PAGES 256
@@ -79,6 +103,7 @@ struct nvmlDevice_st {
 	int broken;		/* 0, else the broken answer's nvmlReturn_t */
 	unsigned int broken_count;
 	bool lost;		/* fallen off the bus: every call says so */
+	int node;		/* /dev/nvidiaN while a handle opened it, else -1 */
 };
 
 struct nvmlEventSet_st {
@@ -110,6 +135,7 @@ static unsigned int nr_steps, next_step;
 static int initialized;
 static int live_sets, waiting;	/* waiting: atomic, set by the event thread */
 static struct timespec t0;
+static int ctl_node = -1;	/* /dev/nvidiactl from nvmlInit_v2 to nvmlShutdown */
 
 static void bad(const char *why, const char *line)
 {
@@ -149,6 +175,7 @@ static void parse_line(char *line)
 			 strstr(copy, tok[4]) : tok[4]);
 		g->name[strcspn(g->name, "\n")] = '\0';
 		g->events = 0xb;
+		g->node = -1;
 	} else if (!strcmp(tok[0], "retired") && n == 5) {
 		int c = !strcmp(tok[2], "sbe") ? 0 : !strcmp(tok[2], "dbe") ? 1 : -1;
 
@@ -299,6 +326,31 @@ static bool is_lost(const struct nvmlDevice_st *g)
 			return r_;						\
 	} while (0)
 
+/* Open a device node of the driver into *@fd; @other: the error but EACCES/EPERM's. */
+static nvmlReturn_t open_node(const char *path, int *fd, nvmlReturn_t other)
+{
+#ifdef FAKE_NODES
+	if (*fd >= 0)
+		return NVML_SUCCESS;
+	*fd = open(path, O_RDWR | O_CLOEXEC);
+	if (*fd >= 0)
+		return NVML_SUCCESS;
+	return errno == EACCES || errno == EPERM ? NVML_ERROR_NO_PERMISSION : other;
+#else
+	(void)path;
+	(void)fd;
+	(void)other;
+	return NVML_SUCCESS;
+#endif
+}
+
+static void close_node(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
 EXPORT nvmlReturn_t nvmlInit_v2(void)
 {
 	nvmlReturn_t r;
@@ -308,21 +360,33 @@ EXPORT nvmlReturn_t nvmlInit_v2(void)
 		nr_gpus = nr_fails = nr_steps = next_step = 0;
 		load();
 		clock_gettime(CLOCK_MONOTONIC, &t0);
+		r = open_node("/dev/nvidiactl", &ctl_node, NVML_ERROR_DRIVER_NOT_LOADED);
+		if (r != NVML_SUCCESS)
+			return r;
 	}
 	r = failing(__func__, NULL);
-	if (r != NVML_SUCCESS)
+	if (r != NVML_SUCCESS) {
+		if (!initialized)
+			close_node(&ctl_node);
 		return r;
+	}
 	initialized++;
 	return NVML_SUCCESS;
 }
 
 EXPORT nvmlReturn_t nvmlShutdown(void)
 {
+	unsigned int i;
+
 	if (!initialized)
 		return NVML_ERROR_UNINITIALIZED;
 	if (initialized == 1 && (live_sets || __atomic_load_n(&waiting, __ATOMIC_SEQ_CST)))
 		bad("nvmlShutdown", "with an event set alive or a thread waiting on one");
-	initialized--;
+	if (--initialized)
+		return NVML_SUCCESS;
+	for (i = 0; i < nr_gpus; i++)
+		close_node(&gpus[i].node);
+	close_node(&ctl_node);
 	return NVML_SUCCESS;
 }
 
@@ -332,6 +396,7 @@ EXPORT const char *nvmlErrorString(nvmlReturn_t result)
 	case NVML_SUCCESS: return "Success";
 	case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
 	case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
+	case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions";
 	case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
 	case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
 	case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
@@ -370,11 +435,18 @@ EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount)
 
 EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device)
 {
+	char node[32];
+	nvmlReturn_t r;
+
 	if (!initialized)
 		return NVML_ERROR_UNINITIALIZED;
 	if (index >= nr_gpus || !device)
 		return NVML_ERROR_INVALID_ARGUMENT;
 	DEVICE_CALL(&gpus[index]);
+	snprintf(node, sizeof(node), "/dev/nvidia%u", index);
+	r = open_node(node, &gpus[index].node, NVML_ERROR_UNKNOWN);
+	if (r != NVML_SUCCESS)
+		return r;
 	*device = &gpus[index];
 	return NVML_SUCCESS;
 }

@@ -302,6 +302,72 @@ ddp() {
 	check "hbmguardd active again" active
 }
 
+# NVIDIA GPUs under the unit as shipped: the daemon opens NVML's device nodes,
+# registers the GPUs NVML reports, and still opens no other device.  The
+# driver is the test module of its character devices (hbm_fake_nvdev.ko:
+# major 195 as "nvidia" and "nvidiactl" in /proc/devices, where systemd
+# resolves the unit's DeviceAllow=char-nvidia), its nodes made as
+# nvidia-modprobe makes them; NVML is the fake libnvidia-ml.so.1 that opens
+# them (FAKE_NODES), where the driver's package puts the library, driven by
+# node.scn, named to it through the manager's environment (the unit itself
+# stays as shipped).  What an operator checks: hbmctl/hbmnl devices, the
+# journal; what the sandbox keeps: the daemon's /dev and its device cgroup.
+nvml() {
+	local t=/usr/local/lib/hbmguard-test/nvml lib=/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1
+	local uuid0=GPU-a1a1a1a1-0000-4000-8000-000000000001 pid inv
+	local uuid1=GPU-h200h200-0000-4000-8000-000000000002
+	echo "# NVIDIA GPUs through NVML, under the unit as shipped"
+	check "the driver's character devices" "insmod $t/hbm_fake_nvdev.ko gpus=2 &&
+		grep -q '^195 nvidia\$' /proc/devices && grep -q '^195 nvidiactl\$' /proc/devices"
+	mknod -m 666 /dev/nvidiactl c 195 255
+	mknod -m 666 /dev/nvidia0 c 195 0
+	mknod -m 666 /dev/nvidia1 c 195 1
+	systemctl set-environment HBM_FAKE_NVML=$t/node.scn
+	cp $t/libnvidia-ml.so.1 $lib
+	ldconfig
+	check "restarted with NVML" 'systemctl restart hbmguardd && active'
+	pid=$(systemctl show -P MainPID hbmguardd)
+	inv=$(systemctl show -P InvocationID hbmguardd)
+	eventually "hbmnl devices: both GPUs, as GPUs, by UUID" 'hbmnl devices |
+		grep -q "^device [0-9]* nvidia-0000:3b:00.0 $uuid0 kind=4 " &&
+		hbmnl devices | grep -q "^device [0-9]* nvidia-0000:86:00.0 $uuid1 kind=4 "'
+	check "hbmctl devices lists them" 'hbmctl devices | grep -q " nvidia-0000:3b:00.0 *$uuid0 " &&
+		hbmctl devices | grep -q " nvidia-0000:86:00.0 *$uuid1 "'
+	check "journal: registered, no NVML failure" 'journalctl _SYSTEMD_INVOCATION_ID=$inv -o cat >/tmp/nv.j &&
+		grep -q "GPU $uuid0 at 0000:3b:00.0 registered as nvidia-0000:3b:00.0" /tmp/nv.j &&
+		! grep -q "nvml: nvmlInit_v2 failed\|nvmlDeviceGetHandleByIndex_v2.* failed" /tmp/nv.j ||
+		{ cat /tmp/nv.j; false; }'
+	check "the daemon holds the driver's nodes open" 'ls -l /proc/$pid/fd >/tmp/nv.fd &&
+		grep -q " -> /dev/nvidiactl\$" /tmp/nv.fd && grep -q " -> /dev/nvidia0\$" /tmp/nv.fd &&
+		grep -q " -> /dev/nvidia1\$" /tmp/nv.fd'
+	# The sandbox kept: its /dev (PrivateDevices=) has the driver's nodes and
+	# no disk or memory, read-only; its device cgroup (DevicePolicy=closed)
+	# lets a process in it open the driver's nodes and not the host's disk
+	# or /dev/mem.
+	check "its /dev: the nodes, no disk, no memory" 'ls /proc/$pid/root/dev >/tmp/nv.dev &&
+		grep -qx nvidiactl /tmp/nv.dev && grep -qx nvidia0 /tmp/nv.dev &&
+		! grep -qx vda /tmp/nv.dev && ! grep -qx mem /tmp/nv.dev && ! grep -qx kmsg /tmp/nv.dev'
+	check "... read-only" 'awk "\$5 == \"/dev\" { print \$6 }" /proc/$pid/mountinfo | tail -n1 | grep -q "^ro,"'
+	check "its device cgroup: the driver's nodes, not /dev/vda or /dev/mem" 'python3 -c "
+import os, sys
+cg = open(\"/proc/%s/cgroup\" % sys.argv[1]).read().split(\"::\")[1].strip()
+open(\"/sys/fs/cgroup\" + cg + \"/cgroup.procs\", \"w\").write(str(os.getpid()))
+for p in (\"/dev/nvidiactl\", \"/dev/nvidia0\"):
+    os.close(os.open(p, os.O_RDWR))
+for p in (\"/dev/vda\", \"/dev/mem\"):
+    try:
+        os.close(os.open(p, os.O_RDONLY))
+    except PermissionError:
+        continue
+    sys.exit(p + \" opened\")
+" $pid'
+	# As before: no NVML, no driver.
+	rm -f $lib /dev/nvidiactl /dev/nvidia0 /dev/nvidia1
+	ldconfig
+	systemctl unset-environment HBM_FAKE_NVML
+	check "without NVML again" 'systemctl restart hbmguardd && active && rmmod hbm_fake_nvdev'
+}
+
 phase3() {
 	echo "# phase 3: after a power cut"
 	check "hbmguardd active" active
@@ -319,6 +385,7 @@ phase3() {
 	check "reload into the dkms module" 'rmmod hbmguard && modprobe hbmguard'
 	eventually "restored into it" 'has_page 0xb000 restored && has_page 0x5000 restored'
 	ddp
+	nvml
 	done_phase
 	systemctl poweroff
 }
@@ -334,6 +401,13 @@ phasedemo() {
 # The DDP proof alone (run.sh KVER ddp).
 phaseddp() {
 	ddp
+	done_phase
+	systemctl poweroff
+}
+
+# The NVIDIA GPUs' checks alone (run.sh KVER nvml).
+phasenvml() {
+	nvml
 	done_phase
 	systemctl poweroff
 }

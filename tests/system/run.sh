@@ -10,6 +10,7 @@
 #   tests/system/run.sh KVER ddp      the DDP job's checks alone (boot 3's end)
 #   tests/system/run.sh KVER demo     make demo's guest: tests/system/ddp_compare.sh;
 #                                     its results land in build/demo/
+#   tests/system/run.sh KVER nvml     the NVIDIA GPUs' checks alone (boot 3's end)
 #
 # tests/system/guest.sh runs at each boot as a systemd service and prints
 # TAP-like lines on the serial console.  The boots, on one disk image:
@@ -68,12 +69,21 @@ for f in ctl_badinput.py train.py ddp_runs.py ddp_verdict.py ddp_report.py; do
 	install -D -m 0644 "$TOP/tests/system/$f" "$root/usr/local/lib/hbmguard-test/$f"
 done
 install -D -m 0755 "$TOP/tests/system/ddp_compare.sh" "$root/usr/local/lib/hbmguard-test/ddp_compare.sh"
+# NVIDIA GPUs without one (guest.sh nvml): the driver's character devices
+# (tests/kmod/hbm_fake_nvdev.c) and the fake libnvidia-ml.so.1 that opens
+# their nodes, with its scenario; put in place by the test, not here, so
+# that the boots before it run as on a node without NVIDIA.
+install -D -m 0644 "$TOP/build/$kver/testmods/hbm_fake_nvdev.ko" \
+	"$root/usr/local/lib/hbmguard-test/nvml/hbm_fake_nvdev.ko"
+install -D -m 0644 "$TOP/build/nvml/nodes/libnvidia-ml.so.1" \
+	"$root/usr/local/lib/hbmguard-test/nvml/libnvidia-ml.so.1"
+install -D -m 0644 "$TOP/tests/nvml/node.scn" "$root/usr/local/lib/hbmguard-test/nvml/node.scn"
 install -D -m 0644 "$TOP/tests/system/hbmguard-test.service" \
 	"$root/etc/systemd/system/hbmguard-test.service"
 mkdir -p "$root/etc/systemd/system/multi-user.target.wants"
 ln -sf /etc/systemd/system/hbmguard-test.service \
 	"$root/etc/systemd/system/multi-user.target.wants/hbmguard-test.service"
-if [ "$mode" = ddp ] || [ "$mode" = demo ]; then
+if [ "$mode" = ddp ] || [ "$mode" = demo ] || [ "$mode" = nvml ]; then
 	mkdir -p "$root/var/lib/hbmguard-test"
 	echo "$mode" >"$root/var/lib/hbmguard-test/phase"
 fi
@@ -148,6 +158,12 @@ if [ "$mode" = ddp ]; then
 	boot ddp ""
 	grep -q '^@@PHASE ddp done@@' "$log" && ! grep -q '^not ok ' "$log" ||
 		{ echo "tier 3 ddp: failed (see $log)" >&2; exit 1; }
+	exit 0
+fi
+if [ "$mode" = nvml ]; then
+	boot nvml ""
+	grep -q '^@@PHASE nvml done@@' "$log" && ! grep -q '^not ok ' "$log" ||
+		{ echo "tier 3 nvml: failed (see $log)" >&2; exit 1; }
 	exit 0
 fi
 
