@@ -343,11 +343,10 @@ static void health_fact(struct amdgpu_facts *s, struct card *c, uint32_t health,
 	f.event = HBMGUARD_EVENT_HEALTH;
 	f.state = health;
 	f.aux = c->health;
-	if (sync) {
-		f.flags = HBM_FACT_UNHEARD;
-		f.sync = sync;
+	f.flags = HBM_FACT_UNHEARD;	/* read, as its pages are: the module's event says it */
+	f.sync = sync;
+	if (sync)
 		driver_counts(&c->last, &f.driver);
-	}
 	if (health == HBMGUARD_HEALTH_RMA)
 		snprintf(f.text, sizeof(f.text), "a bad page amdgpu could not reserve");
 	c->health = health;

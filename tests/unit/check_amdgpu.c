@@ -413,6 +413,16 @@ START_TEST(source_hears_what_changed)
 	ck_assert_int_eq(amdgpu_facts_poll(s), 0);
 	ck_assert_uint_eq(nr_told, 1);		/* counted from the reset on */
 	ck_assert_uint_eq(told[0].count, 1);
+
+	/* Its health read anew: a table read too, no event of its own. */
+	nr_told = 0;
+	tree_write("card0/device/ras/gpu_vram_bad_pages", "0x00012345 : 0x00001000 : R\n");
+	ck_assert_int_eq(amdgpu_facts_poll(s), 0);
+	f = told_of(HBM_FACT_HEALTH, CARD0, 0);
+	ck_assert_uint_eq(f->state, HBMGUARD_HEALTH_OK);
+	ck_assert_uint_eq(f->aux, HBMGUARD_HEALTH_RMA);
+	ck_assert_uint_eq(f->flags, HBM_FACT_UNHEARD);
+	ck_assert_uint_eq(f->sync, 0);
 	amdgpu_facts_stop(s);
 }
 END_TEST
