@@ -341,23 +341,26 @@ int nv_log_parse(const char *text, size_t len, struct nv_log_record *x,
  * recovery action (154: a reset may be needed) and memory lost to
  * retirement (168).  171 names HBM (DRAM) as the place of an uncorrectable
  * error that 48 reported; 172 (SRAM) is not HBM.  kmod/nvidia.c's
- * xid_is_hbm() passes the same Xids from the tracepoint.
+ * xid_is_hbm() passes the same Xids from the tracepoint.  "Tables": after
+ * it, the driver's retired pages, remapped rows or recovery action may
+ * have changed (nvml_facts.c reads them again); 92 only counts errors, and
+ * it comes in storms.
  */
 static const struct nv_xid_hbm xid_hbm[] = {
-	{ 48, "double-bit ECC error", true },		/* ROBUST_CHANNEL_GPU_ECC_DBE */
-	{ 63, "page retirement or row remap event", false },
+	{ 48, "double-bit ECC error", true, true },		/* ROBUST_CHANNEL_GPU_ECC_DBE */
+	{ 63, "page retirement or row remap event", false, true },
 							/* INFOROM_PAGE_RETIREMENT_EVENT */
-	{ 64, "page retirement or row remap failure", false },
+	{ 64, "page retirement or row remap failure", false, true },
 							/* INFOROM_PAGE_RETIREMENT_FAILURE */
-	{ 92, "excessive single-bit ECC errors", false },	/* EXCESSIVE_SBE_INTERRUPTS */
-	{ 94, "contained ECC error", true },		/* ROBUST_CHANNEL_CONTAINED_ERROR */
-	{ 95, "uncontained ECC error", true },		/* ROBUST_CHANNEL_UNCONTAINED_ERROR */
-	{ 140, "unrecovered ECC error", true },		/* UNRECOVERABLE_ECC_ERROR_ESCAPE */
-	{ 154, "GPU recovery action changed", false },	/* GPU_RECOVERY_ACTION_CHANGED */
-	{ 156, "resource retirement event", false },	/* RESOURCE_RETIREMENT_EVENT */
-	{ 157, "resource retirement failure", false },	/* RESOURCE_RETIREMENT_FAILURE */
-	{ 168, "reduced GPU memory capacity", false },	/* REDUCED_GPU_MEMORY_CAPACITY */
-	{ 171, "uncorrectable DRAM error", true },	/* UNCORRECTABLE_DRAM_ERROR */
+	{ 92, "excessive single-bit ECC errors", false, false },	/* EXCESSIVE_SBE_INTERRUPTS */
+	{ 94, "contained ECC error", true, true },		/* ROBUST_CHANNEL_CONTAINED_ERROR */
+	{ 95, "uncontained ECC error", true, true },		/* ROBUST_CHANNEL_UNCONTAINED_ERROR */
+	{ 140, "unrecovered ECC error", true, true },		/* UNRECOVERABLE_ECC_ERROR_ESCAPE */
+	{ 154, "GPU recovery action changed", false, true },	/* GPU_RECOVERY_ACTION_CHANGED */
+	{ 156, "resource retirement event", false, true },	/* RESOURCE_RETIREMENT_EVENT */
+	{ 157, "resource retirement failure", false, true },	/* RESOURCE_RETIREMENT_FAILURE */
+	{ 168, "reduced GPU memory capacity", false, true },	/* REDUCED_GPU_MEMORY_CAPACITY */
+	{ 171, "uncorrectable DRAM error", true, true },	/* UNCORRECTABLE_DRAM_ERROR */
 };
 
 /**

@@ -106,6 +106,7 @@ struct nv_xid_hbm {
 	uint32_t xid;
 	const char *meaning;
 	bool lost_data;
+	bool tables;		/* what the driver retired, remapped or needs may change */
 };
 
 const struct nv_xid_hbm *nv_xid_hbm(uint32_t xid);

@@ -296,7 +296,7 @@ static void on_event(void *ctx, const struct hbm_nvml_gpu *g, enum hbm_nvml_even
 	f.count = 1;
 	s->link.fact(s->link.core, &f);
 	/* What the driver retired, remapped or has pending may have changed. */
-	if (f.severity == HBM_SEVERITY_UE || f.xid)
+	if (kind == HBM_NVML_EVENT_DBE || (kind == HBM_NVML_EVENT_XID && meaning->tables))
 		mark_stale(s, g);
 }
 
