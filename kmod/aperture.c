@@ -486,16 +486,18 @@ int hbm_aperture_claim(struct hbm_device *dev)
 	}
 	/*
 	 * -EBUSY may be passing: a page being migrated, freed or pinned for a
-	 * moment.  Tried a few times, as virtio_mem_fake_offline() does
-	 * (drivers/virtio/virtio_mem.c, 6.1 and 6.12); kernel memory or a
-	 * poisoned frame stays busy.
+	 * moment, tried a few times as virtio_mem_fake_offline() does
+	 * (drivers/virtio/virtio_mem.c, 6.1 and 6.12); or the frames of a
+	 * range unregistered a moment ago, given back by hbm_wq's worker once
+	 * its last reference went (hbm_device_release()): waited for.  Kernel
+	 * memory, a poisoned frame or a range still mapped stays busy.
 	 */
 	for (i = 0; i < CLAIM_TRIES; i++) {
 		err = alloc_contig_range(pfn, pfn + nr, MIGRATE_MOVABLE,
 					 GFP_KERNEL | __GFP_NOWARN);
 		if (err != -EBUSY)
 			break;
-		cond_resched();
+		flush_workqueue(hbm_wq);
 	}
 	if (err)
 		return err;
