@@ -138,6 +138,15 @@ static bool keep_page(struct hbm_gpu *g, const struct hbm_fact *f)
 	return true;
 }
 
+/*
+ * Whether a health read in part may replace @was: it can tell worse, never
+ * better.  A driver's source says ok, reset-required or rma, in that order.
+ */
+static bool partial_tells(uint32_t was, uint32_t health)
+{
+	return was == HBMGUARD_HEALTH_OK || health == HBMGUARD_HEALTH_RMA;
+}
+
 /* The state of the table's page at @offset: its dump is sorted, not overlapping. */
 static uint32_t state_at(const struct hbm_extents *x, uint64_t offset)
 {
@@ -286,10 +295,11 @@ static void from_source(struct hbm_gpus *r, const struct hbm_fact *f)
 		if (g->reconciled) {	/* heard later: the driver's new word, if new */
 			if (f->driver.have)	/* its counts read again: they are the truth */
 				g->driver = f->driver;
-			if (f->state == g->health ||
-			    ((f->flags & HBM_FACT_PARTIAL) && f->state == HBMGUARD_HEALTH_OK))
-				break;	/* read in part, it tells worse, never better */
+			if (f->state == g->health || ((f->flags & HBM_FACT_PARTIAL) &&
+						      !partial_tells(g->health, f->state)))
+				break;
 			g->health = f->state;
+			g->partial = f->flags & HBM_FACT_PARTIAL;
 			reconcile(r, g);
 			break;
 		}

@@ -760,31 +760,23 @@ static void gpu_line(const struct hbm_ctl_gpu *g, const struct hbmguard_device_i
  */
 static int cmd_gpus(void)
 {
-	struct hbm_ctl_index ix = { 0 };
 	struct hbmguard_device_info di;
 	struct hbm_ctl_gpu g;
-	int err;
+	uint32_t i;
 
-	for (; (err = ask_daemon(HBM_CTL_GPU_GET, &ix, &g)) == 0; ix.index++) {
+	/* Nothing printed before the daemon answered: no half list without it. */
+	for (i = 0; daemon_entry(HBM_CTL_GPU_GET, i, &g); i++) {
 		bool table = gpu_table(&g, &di);
 
 		if (json) {
-			printf("%s", ix.index ? "," : "[");
+			printf("%s", i ? "," : "[");
 			gpu_json(&g, &di, table);
 		} else {
 			gpu_line(&g, &di, table);
 		}
 	}
-	if (err == 1) {
-		fflush(stdout);
-		fprintf(stderr, "hbmctl: the GPUs are hbmguardd's to list, and it does not "
-			"answer at %s (systemctl start hbmguardd)\n", control_socket);
-		exit(EXIT_REFUSED);
-	}
-	if (err != -ENOENT)
-		no_daemon(err);
 	if (json)
-		printf("%s]\n", ix.index ? "" : "[");
+		printf("%s]\n", i ? "" : "[");
 	return 0;
 }
 

@@ -68,9 +68,10 @@
  * What reconciliation reads (PAGES, HEALTH) was not heard as it happened:
  * it is marked HBM_FACT_UNHEARD, .sync START (core.h: old news to the
  * sinks that act on lost data, no event to those that record what was
- * heard); read again after a GPU's DBE or HBM Xid (nvml_facts_dispatch()),
- * .sync 0: the registrar records what is new, the module's event says it.  Every fact has origin NVML, path "nvml", dev.id HBM_NO_DEVICE_ID:
- * the module numbers a GPU only once the registrar registered it.
+ * heard); read again after a GPU's DBE or HBM Xid (reread_stale()), .sync
+ * 0: the registrar records what is new, the module's event says it.  Every
+ * fact has origin NVML, path "nvml", dev.id HBM_NO_DEVICE_ID: the module
+ * numbers a GPU only once the registrar registered it.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -87,6 +88,9 @@
 /* RM_PAGE_SHIFT 12 (see above). */
 #define NVIDIA_RETIRED_PAGE 4096
 
+/* A GPU's tables are read again at most once in this long (reread_stale()). */
+#define NVML_REREAD_NS	(1000000000ULL)
+
 struct nvml_facts {
 	struct hbm_nvml *h;
 	struct hbm_source_link link;
@@ -95,6 +99,9 @@ struct nvml_facts {
 	bool pending;		/* the GPU being reconciled has retirements pending */
 	int sync;		/* HBM_SYNC_START at start; 0 when read again later */
 	bool *stale;		/* by hbm_nvml_gpu()'s i: an event changed what NVML says */
+	uint64_t *read_at;	/* ... when last read again, CLOCK_MONOTONIC ns; 0 never */
+	sd_event *loop;		/* for the timer of a read put off; NULL: none */
+	sd_event_source *timer;
 };
 
 static void log_line(void *ctx, int priority, const char *msg)
@@ -322,7 +329,10 @@ struct nvml_facts *nvml_facts_start(const char *library, const struct hbm_source
 		return NULL;
 	}
 	s->stale = calloc(hbm_nvml_count(s->h) + 1, sizeof(*s->stale));
-	if (!s->stale) {
+	s->read_at = calloc(hbm_nvml_count(s->h) + 1, sizeof(*s->read_at));
+	if (!s->stale || !s->read_at) {
+		free(s->stale);
+		free(s->read_at);
 		log_line(NULL, LOG_ERR, "nvml: out of memory");
 		hbm_nvml_close(s->h);
 		free(s);
@@ -341,24 +351,60 @@ int nvml_facts_fd(const struct nvml_facts *s)
 	return s->fd;
 }
 
+static int on_reread_timer(sd_event_source *src, uint64_t usec, void *arg);
+
 /*
  * A GPU's DBE or HBM Xid (48, 63, 64, 154...) means the driver may have
  * retired a page, has one pending, remapped a row or failed to: its tables
- * are read again, once per batch of events, after the batch's facts.
- * What is new there reaches the registrar as at start, but with .sync 0:
- * read later, still no event of its own (the module's is journaled).
+ * are read again, after the batch of events that said so.  What is new
+ * there reaches the registrar as at start, but with .sync 0: read later,
+ * still no event of its own (the module's is journaled).  Each read is a
+ * dozen NVML calls on the loop, and a DBE storm must not make one per
+ * event: a GPU is read at most once per NVML_REREAD_NS, a read put off
+ * is done by a timer when its time comes (without a loop, at a later
+ * dispatch).
  */
-int nvml_facts_dispatch(struct nvml_facts *s)
+static void reread_stale(struct nvml_facts *s)
 {
-	int err = hbm_nvml_dispatch(s->h);
+	uint64_t now = hbm_monotonic_ns(), next = 0;
 	size_t i;
 
 	for (i = 0; i < hbm_nvml_count(s->h); i++) {
 		if (!s->stale[i])
 			continue;
+		if (s->read_at[i] && now - s->read_at[i] < NVML_REREAD_NS) {
+			if (!next || s->read_at[i] + NVML_REREAD_NS < next)
+				next = s->read_at[i] + NVML_REREAD_NS;
+			continue;
+		}
 		s->stale[i] = false;
+		s->read_at[i] = now;
 		hbm_nvml_reconcile_gpu(s->h, i);
 	}
+	if (!next || !s->loop)
+		return;
+	if (s->timer) {
+		sd_event_source_set_time(s->timer, next / 1000);
+		sd_event_source_set_enabled(s->timer, SD_EVENT_ONESHOT);
+	} else if (sd_event_add_time(s->loop, &s->timer, CLOCK_MONOTONIC, next / 1000, 0,
+				     on_reread_timer, s) < 0) {
+		log_line(NULL, LOG_ERR, "nvml: no timer for a GPU's tables: read at its next event");
+	}
+}
+
+static int on_reread_timer(sd_event_source *src, uint64_t usec, void *arg)
+{
+	(void)src;
+	(void)usec;
+	reread_stale(arg);
+	return 0;
+}
+
+int nvml_facts_dispatch(struct nvml_facts *s)
+{
+	int err = hbm_nvml_dispatch(s->h);
+
+	reread_stale(s);
 	return err;
 }
 
@@ -378,6 +424,7 @@ int nvml_facts_watch(struct nvml_facts *s, sd_event *loop)
 {
 	if (s->fd < 0)
 		return 0;
+	s->loop = loop;
 	return sd_event_add_io(loop, &s->io, s->fd, EPOLLIN, on_readable, s);
 }
 
@@ -386,7 +433,9 @@ void nvml_facts_stop(struct nvml_facts *s)
 	if (!s)
 		return;
 	sd_event_source_disable_unref(s->io);
+	sd_event_source_disable_unref(s->timer);
 	hbm_nvml_close(s->h);
+	free(s->read_at);
 	free(s->stale);
 	free(s);
 }

@@ -495,7 +495,7 @@ int hbm_aperture_claim(struct hbm_device *dev)
 	for (i = 0; i < CLAIM_TRIES; i++) {
 		err = alloc_contig_range(pfn, pfn + nr, MIGRATE_MOVABLE,
 					 GFP_KERNEL | __GFP_NOWARN);
-		if (err != -EBUSY)
+		if (err != -EBUSY || fatal_signal_pending(current))
 			break;
 		flush_workqueue(hbm_wq);
 	}

@@ -140,7 +140,7 @@ check "... a user reads them too (read-only)" 'su operator -c "hbmctl --socket /
 check "... an argument it does not take: usage, nothing asked" '! gctl gpus extra 2>/tmp/gerr && grep -q "^hbmctl: gpus takes no argument$" /tmp/gerr'
 stop_daemon
 check "without the daemon: the GPUs are its to list, said, non-zero" '! gctl gpus >/tmp/gout 2>/tmp/gerr && [ ! -s /tmp/gout ] &&
-	grep -q "^hbmctl: the GPUs are hbmguardd.s to list, and it does not answer at /tmp/nv.sock" /tmp/gerr &&
+	grep -q "^hbmctl: hbmguardd at /tmp/nv.sock: not running (systemctl start hbmguardd)$" /tmp/gerr &&
 	! gctl --json gpus >/tmp/gout 2>/dev/null && [ ! -s /tmp/gout ]'
 
 # A restart reads the same facts: nothing imported twice.  A record's

@@ -348,6 +348,9 @@ nvml() {
 		grep -qx nvidiactl /tmp/nv.dev && grep -qx nvidia0 /tmp/nv.dev &&
 		! grep -qx vda /tmp/nv.dev && ! grep -qx mem /tmp/nv.dev && ! grep -qx kmsg /tmp/nv.dev'
 	check "... read-only" 'awk "\$5 == \"/dev\" { print \$6 }" /proc/$pid/mountinfo | tail -n1 | grep -q "^ro,"'
+	check "... the nodes bound read-only: the host's cannot be chmodded from it" \
+		'[ "$(awk "\$5 == \"/dev/nvidia0\" { print substr(\$6, 1, 3) }" /proc/$pid/mountinfo | tail -n1)" = "ro," ] &&
+		[ "$(awk "\$5 == \"/dev/nvidiactl\" { print substr(\$6, 1, 3) }" /proc/$pid/mountinfo | tail -n1)" = "ro," ]'
 	check "its device cgroup: the driver's nodes, not /dev/vda or /dev/mem" 'python3 -c "
 import os, sys
 cg = open(\"/proc/%s/cgroup\" % sys.argv[1]).read().split(\"::\")[1].strip()
