@@ -57,6 +57,20 @@ uint64_t hbm_monotonic_ns(void)
 }
 
 /**
+ * hbm_realtime_ns() - now, CLOCK_REALTIME nanoseconds
+ *
+ * Return: the time; the clock of what is shown to people (struct hbm_fact's
+ * .time, incidents' steps).
+ */
+uint64_t hbm_realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/**
  * core_init() - a core with no sink yet
  * @c: the core
  * @ops: what the source that numbers the devices can be asked

@@ -320,5 +320,6 @@ bool core_is_bypassed(struct hbmd_core *c, const char *identity, uint64_t offset
 int core_gpu_register(struct hbmd_core *c, const struct hbm_fact_device *gpu);
 int core_gpu_health(struct hbmd_core *c, const struct device *dev, uint32_t health);
 uint64_t hbm_monotonic_ns(void);
+uint64_t hbm_realtime_ns(void);
 
 #endif /* HBMGUARDD_CORE_H */

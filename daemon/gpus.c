@@ -59,7 +59,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "gpus.h"
 
@@ -372,7 +371,6 @@ static void from_module(struct hbm_gpus *r, const struct hbm_fact *f)
 static void heard(struct hbm_gpus *r, const struct hbm_fact *f)
 {
 	struct hbm_gpu *g = find(r, f->dev.identity);
-	struct timespec now;
 
 	if (!g)
 		return;
@@ -382,9 +380,7 @@ static void heard(struct hbm_gpus *r, const struct hbm_fact *f)
 		g->sources |= HBM_CTL_GPU_TRACEPOINT;
 	if (f->xid) {
 		g->last_xid = f->xid;
-		g->last_xid_at = f->time;
-		if (!g->last_xid_at && !clock_gettime(CLOCK_REALTIME, &now))
-			g->last_xid_at = (uint64_t)now.tv_sec * 1000000000ULL + now.tv_nsec;
+		g->last_xid_at = f->time ? f->time : hbm_realtime_ns();
 		return;
 	}
 	/* its own source's count grew (amdgpu's blocks, NVML's ECC events) */

@@ -84,10 +84,7 @@ static const char *const state_names[] = {
 
 static uint64_t now_us(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	return hbm_realtime_ns() / 1000;
 }
 
 static bool open_state(uint32_t state)

@@ -31,6 +31,15 @@ wait_for() {
 	done
 }
 
+# Whether hbmrank's transcript FILE is one recovery of its rank 0, as
+# incident 1 (registered, then pause, restore, resume).
+recovered_once() {
+	[ "$(cat "$1")" = "registered
+request pause incident 1 failed_rank 0
+request restore incident 1 failed_rank 0
+request resume incident 1 failed_rank 0" ]
+}
+
 # The closing line of a script: its name, and what failed.
 finish() {
 	echo "$1: $([ $fail = 0 ] && echo all passed || echo "$fail failed")"
