@@ -3,7 +3,8 @@
 #
 # Tier 3: hbmguard installed into a Debian bookworm system the way an
 # operator installs it (make install DESTDIR=, make install-dkms), booted in
-# qemu with systemd as init and a CPU-less NUMA node standing for HBM.
+# qemu with systemd as init and a CPU-less NUMA node standing for HBM (its
+# memory hot-added and onlined movable, as scripts/guest-run says why).
 #
 #   tests/system/run.sh KVER          the tests
 #   tests/system/run.sh KVER bench    make bench's part: tests/system/bench.sh
@@ -113,12 +114,13 @@ boot() {
 	local phase=$1 marker=$2 console=$work/console-$1.log pid i=0
 	: >"$console"
 	qemu-system-x86_64 -machine q35 -accel tcg -cpu max -smp 2 \
-		-m 1536 -object memory-backend-ram,id=sysmem,size=1280M \
+		-m 1280,slots=1,maxmem=1536M \
+		-object memory-backend-ram,id=sysmem,size=1280M \
 		-object memory-backend-ram,id=hbmmem,size=256M \
-		-numa node,nodeid=0,cpus=0-1,memdev=sysmem \
-		-numa node,nodeid=1,memdev=hbmmem \
+		-numa node,nodeid=0,cpus=0-1,memdev=sysmem -numa node,nodeid=1 \
+		-device pc-dimm,id=hbm,memdev=hbmmem,node=1 \
 		-kernel "$work/vmlinuz-$kver" -initrd "$work/initrd.img-$kver" \
-		-append "console=ttyS0 root=/dev/vda rw loglevel=5 panic=-1" \
+		-append "console=ttyS0 root=/dev/vda rw loglevel=5 panic=-1 memhp_default_state=online_movable" \
 		-drive "file=$disk,format=raw,if=virtio,cache=writeback" \
 		-nographic -monitor none -serial "file:$console" </dev/null >/dev/null 2>&1 &
 	pid=$!
