@@ -38,6 +38,8 @@
  * kept out of the page allocator until reboot, marked HWPoison.  A device
  * going away zaps every mapping of it first.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/fs.h>
 #include <linux/fs_context.h>
 #include <linux/gfp.h>

@@ -149,6 +149,7 @@ struct tracepoint *hbm_module_tracepoint(struct module *mod, const char *name);
 
 /* ras_memory_failure.c, ras_mce.c, ras_edac.c, nvidia.c: the kernel's paths */
 int hbm_memory_failure_init(void);
+long hbm_memory_failure_import(struct hbm_device *dev);
 void hbm_memory_failure_exit(void);
 int hbm_mce_init(void);
 void hbm_mce_exit(void);

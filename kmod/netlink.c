@@ -14,6 +14,8 @@
  * and the sender.  Events are built only when someone listens, under the
  * same mutex that numbers them, so listeners get them in sequence order.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/nodemask.h>
 #include <linux/mmzone.h>
 #include <net/genetlink.h>
@@ -532,6 +534,22 @@ undo:
 	return -ENOMEM;
 }
 
+/* Pages memory_failure() took before the range was registered. */
+static int range_import_poisoned(u32 id)
+{
+	struct hbm_device *dev = hbm_device_get(id);
+	long found;
+
+	if (!dev)
+		return 0;	/* unregistered already: nothing to read in */
+	found = hbm_memory_failure_import(dev);
+	if (found > 0)
+		pr_info("device %u %s: %ld pages poisoned before registration, retired\n",
+			dev->id, dev->name, found);
+	hbm_device_put(dev);
+	return found < 0 ? found : 0;
+}
+
 static int hbm_nl_range_register_doit(struct sk_buff *skb, struct genl_info *info)
 {
 	struct nlattr **attrs = info->attrs;
@@ -600,7 +618,13 @@ static int hbm_nl_range_register_doit(struct sk_buff *skb, struct genl_info *inf
 		NL_SET_ERR_MSG(info->extack, "this kernel cannot claim memory (no CONFIG_CONTIG_ALLOC)");
 	if (err)
 		return err;
-
+	err = range_import_poisoned(id);
+	if (err) {
+		NL_SET_ERR_MSG(info->extack,
+			       "the range's poisoned pages could not be read in: not registered");
+		hbm_device_destroy(id, HBMGUARD_KIND_RANGE);
+		return err;
+	}
 	return hbm_nl_reply_created(info, HBMGUARD_CMD_RANGE_REGISTER, id,
 				    HBMGUARD_KIND_RANGE);
 }

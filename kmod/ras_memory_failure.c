@@ -6,8 +6,20 @@
  * exported to modules, so it is found by name among the kernel's tracepoints
  * (as LTTng does) and probed.  The probe runs in memory_failure()'s context:
  * it only maps the pfn to a range device and queues the report.
+ *
+ * What memory_failure() handled before a range was registered is not heard
+ * again: on Grace Hopper the GPU driver offlines the pages it retired from
+ * its own records when it onlines the GPU's memory (memory_failure_queue() in
+ * os_offline_page_at_address(), kernel-open/nvidia/os-interface.c,
+ * open-gpu-kernel-modules 595.45.04), most often before hbmguardd starts,
+ * and the list it shows (/proc/driver/nvidia/gpus/.../offline_pages) prints
+ * each address with "%p", hashed.  The kernel's own record is the page's
+ * HWPoison flag: registration reads it for every frame of the range.
  */
+#include <linux/memory_hotplug.h>
+#include <linux/page-flags.h>
 #include <linux/pfn.h>
+#include <linux/sched/signal.h>
 #include <linux/tracepoint.h>
 
 #include "hbm.h"
@@ -25,6 +37,68 @@ static void hbm_mf_probe(void *data, unsigned long pfn, int type, int result)
 	hbm_report_async(dev, offset, HBMGUARD_ERROR_POISON, 1,
 			 HBMGUARD_PATH_MEMORY_FAILURE);
 	hbm_device_put(dev);
+}
+
+/* One frame found poisoned: its page retired, or its spare marked bad. */
+static int import_poisoned(struct hbm_device *dev, u64 offset)
+{
+	u64 page_bytes = 1ULL << dev->page_shift;
+
+	if (offset < hbm_usable_size(dev))
+		return hbm_device_apply(dev, HBM_OP_RETIRE,
+					offset & ~(page_bytes - 1), page_bytes,
+					HBMGUARD_SOURCE_POISON);
+	return hbm_device_report(dev, offset, HBMGUARD_ERROR_POISON, 1,
+				 HBMGUARD_PATH_MEMORY_FAILURE);
+}
+
+/**
+ * hbm_memory_failure_import() - take in a range's frames poisoned already
+ * @dev: a range device, published (so that what is poisoned from now on is
+ *	heard by the probe: between the two, nothing is missed)
+ *
+ * Each device page holding a frame with PageHWPoison is retired with source
+ * POISON (a page retired already is left as it is); a poisoned spare is
+ * counted bad.  Frames that are not online memory are skipped.
+ *
+ * Return: the number of device pages found poisoned, -EINTR on a fatal
+ * signal, or the first error of the table (-ENOMEM, -ENODEV).
+ */
+long hbm_memory_failure_import(struct hbm_device *dev)
+{
+	unsigned long pfn = PHYS_PFN(dev->phys_start);
+	unsigned long end = pfn + PHYS_PFN(dev->hbm_size);
+	u64 page_bytes = 1ULL << dev->page_shift, offset;
+	long found = 0;
+	int err;
+
+	for (; pfn < end; pfn++) {
+		struct page *page = pfn_to_online_page(pfn);
+		unsigned long section = pfn_to_section_nr(pfn);
+
+		if (!(pfn & 0xfff)) {
+			if (fatal_signal_pending(current))
+				return -EINTR;
+			cond_resched();
+		}
+		if (!page) {
+			/* A range is mostly not RAM, or all RAM: skip by section. */
+			if (!online_section_nr(section))
+				pfn = section_nr_to_pfn(section + 1) - 1;
+			continue;
+		}
+		if (!PageHWPoison(page))
+			continue;
+		offset = PFN_PHYS(pfn) - dev->phys_start;
+		err = import_poisoned(dev, offset);
+		if (err)
+			return err;
+		found++;
+		/* The rest of that device page: its first bad frame told it. */
+		pfn = PHYS_PFN(dev->phys_start + round_down(offset, page_bytes) +
+			       page_bytes) - 1;
+	}
+	return found;
 }
 
 int hbm_memory_failure_init(void)

@@ -6,7 +6,7 @@
  *   hbmnl listen COUNT [TIMEOUT_MS]    print events; exit 0 after COUNT
  *   hbmnl devices                      dump devices, one line each
  *   hbmnl pages DEV                    dump extents; prints "pages: N extents M"
- *   hbmnl range-node NAME NODE         register a NUMA node; prints the id
+ *   hbmnl range-node NAME NODE [SPARES]  register a NUMA node; prints the id
  *   hbmnl range-phys NAME ADDR SIZE [SPARES [PAGE_SIZE]]  a physical range; prints the id
  *   hbmnl range-claim NAME ADDR SIZE [SPARES [PAGE_SIZE]] the same, its memory claimed
  *                                      for the aperture
@@ -1149,6 +1149,8 @@ int main(int argc, char **argv)
 
 		nla_put_string(msg, HBMGUARD_A_NAME, argv[2]);
 		nla_put_u32(msg, HBMGUARD_A_NUMA_NODE, atoi(argv[3]));
+		if (argc > 4)
+			nla_put_u32(msg, HBMGUARD_A_SPARE_PAGES, atoi(argv[4]));
 		err = transact(sk, msg, reply_id, &id);
 		if (!err)
 			printf("%u\n", id);

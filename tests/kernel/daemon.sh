@@ -181,7 +181,8 @@ printf "$conf" >/tmp/hbmguardd.conf
 
 # A claimed [Range] across a module reload: its bad frames stay out of the
 # page allocator, so its memory cannot be claimed again; the range comes back
-# without its aperture, and with its table.
+# without its aperture, and with its table: the page the kernel kept poisoned
+# is read in at registration, before the daemon's restore, for poison.
 pid=$(hbmnl range-node probe 1)
 phys=$(hbmnl devices | sed -n "s/^device $pid .* phys=\\(0x[0-9a-f]*\\)\$/\\1/p")
 hbmnl range-unregister $pid
@@ -196,7 +197,7 @@ check "reload the module" 'rmmod hbmguard && insmod /hbmguard.ko sim_devices=1'
 start_daemon
 check "the range back, without its aperture" 'grep -q "^<4>hbmguardd: range hbmc: its memory cannot be claimed (Device or resource busy.*): registered without an aperture$" /tmp/daemon.log &&
 	grep -q "^<6>hbmguardd: range hbmc registered$" /tmp/daemon.log'
-eventually "... with its table" 'hbmctl pages hbmc | grep -q "^0x3000 *1 .*retired *restored"'
+eventually "... with its table" 'hbmctl pages hbmc | grep -q "^0x3000 *1 .*retired *poison"'
 kill $daemon
 wait $daemon 2>/dev/null
 printf "$conf" >/tmp/hbmguardd.conf

@@ -14,9 +14,19 @@ check "genl-ctrl-list: no command left to CAP_NET_ADMIN" '! grep -q "admin_perm"
 check "netlink bad input" 'hbmnl badinput'
 check "netlink refuses all but CAP_SYS_ADMIN" 'hbmnl unprivileged'
 
+# A frame memory_failure() took before node 1 was registered, as the GPU
+# driver offlines the pages it retired when it onlines Grace Hopper's memory:
+# the registration reads it in, retired for poison, no error counted.
+block=$(( 0x$(cat /sys/devices/system/memory/block_size_bytes) ))
+first=$(ls -d /sys/devices/system/node/node1/memory[0-9]* | sed 's/.*memory//' | sort -n | head -n 1)
+echo $(( first * block / 4096 + 0x155 )) >/sys/kernel/debug/hwpoison/corrupt-pfn
+
 # HBM as NUMA node 1, registered as a device over netlink.
 id=$(hbmnl range-node hbm0 1)
 check "node 1 registered" '[ "$id" = 1 ]'
+check "a frame poisoned before: retired at registration" \
+	'hbmctl pages hbm0 | grep -q "^0x155000 *1 .*retired *poison *0 " &&
+	dmesg | grep -q "hbmguard: device 1 hbm0: 1 pages poisoned before registration, retired"'
 check "range device dumped" 'hbmnl devices | grep -q "^device 1 hbm0 hbm:hbm0 kind=3 "'
 check "node 1 twice refused" '! hbmnl range-node hbm1 1 >/dev/null'
 phys=$(hbmnl devices | sed -n 's/^device 1 .* phys=\(0x[0-9a-f]*\)$/\1/p')
@@ -40,6 +50,8 @@ eventually "memory_failure: page retired" 'hbmctl pages hbm0 | grep -q "^0x64000
 # belongs to no device: nothing changes.
 check "node 1 unregistered" 'hbmnl range-unregister 1'
 check "range by address" '[ "$(hbmnl range-phys hbm1 $phys 0x4000000 16)" = 1 ]'
+check "range by address: the node's poisoned frames read in" \
+	'[ "$(hbmctl pages hbm1 | grep -c "^0x\(64\|155\)000 *1 .*retired *poison *0 ")" = 2 ]'
 gen=$(hbmnl stats | sed -n 's/.* generation=\([0-9]*\) .*/\1/p')
 # memory_failure() runs the probe before the write returns: no wait needed.
 echo $(( phys / 4096 + 0x8000 )) >/sys/kernel/debug/hwpoison/corrupt-pfn
@@ -119,13 +131,14 @@ check "mce+edac: one corrected error counted once" 'hbmnl devices | grep -q "^de
 check "fake EDAC driver unloaded" 'rmmod hbm_fake_edac'
 
 # The spare area fails like any HBM.  hbm1's 16 spares are its top 64 KiB:
-# 0x200000 and 0x300000 hold spares 0 and 1.  A poisoned free spare (2)
-# leaves the pool: the next retirement gets spare 3, and the error counts.
-echo $(( (phys + 0x3ff2000) / 4096 )) >/sys/kernel/debug/hwpoison/corrupt-pfn
+# 0x64000 and 0x155000, read in, hold spares 0 and 1, 0x200000 and 0x300000
+# spares 2 and 3.  A poisoned free spare (4) leaves the pool: the next
+# retirement gets spare 5, and the error counts.
+echo $(( (phys + 0x3ff4000) / 4096 )) >/sys/kernel/debug/hwpoison/corrupt-pfn
 eventually "memory_failure in the spare area: counted" \
 	'hbmnl devices | grep -q "^device 1 .* ue=2 spare_bad=1 "'
 check "memory_failure in the spare area: the spare is not handed out" \
-	'hbmctl retire hbm1 0x600000 4K && hbmctl translate hbm1 0x600000 | grep -q "^0x600000 -> 0x3ff3000 (retired)"'
+	'hbmctl retire hbm1 0x600000 4K && hbmctl translate hbm1 0x600000 | grep -q "^0x600000 -> 0x3ff5000 (retired)"'
 
 # Errors injected in a simulated device's spare area: a bad spare that
 # served a page moves the page to another; a bad free one is skipped; with

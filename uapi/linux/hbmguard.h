@@ -721,7 +721,12 @@ struct hbmguard_map_entry {
  *	the CPU page size), SPARE_PAGES (optional, at most
  *	HBMGUARD_SPARE_PAGES_MAX), CLAIM (optional).  Registers physical memory (HBM exposed
  *	as a CPU-less NUMA node, as on Grace Hopper and MI300A) as a device, so
- *	that memory_failure() and machine checks on it reach its table.  With
+ *	that memory_failure() and machine checks on it reach its table.  Frames
+ *	of it the kernel has poisoned already (memory_failure() before the
+ *	registration: a Grace Hopper driver offlines the pages it retired when
+ *	it onlines the GPU's memory) are read in: their pages retired with
+ *	source POISON (RETIRED events, no error counted), a poisoned spare
+ *	counted bad.  With
  *	CLAIM the module takes the range from the page allocator (migrating
  *	what was there; EBUSY when it cannot, e.g. kernel memory or poisoned
  *	pages in it), zeroes it and offers it as the device's aperture, every
