@@ -113,14 +113,15 @@ static uint32_t module_id(const struct hbmd_core *c, const char *identity)
 /*
  * Whether @f is an Xid another source already gave (core.h, HBM_XID_WINDOW_NS):
  * if so it is marked as given by @f's origin too; if not it is remembered,
- * in a free place or the oldest's.
+ * in the place of its GPU's oldest when that GPU holds HBM_XID_PER_GPU
+ * already, else in a free place or the oldest's.
  */
 static bool xid_heard_before(struct hbmd_core *c, const struct hbm_fact *f)
 {
-	struct hbm_xid_heard *e, *twin = NULL, *slot = NULL;
+	struct hbm_xid_heard *e, *twin = NULL, *slot = NULL, *own = NULL;
 	uint32_t me = f->origin < 32 ? 1u << f->origin : 0;
 	uint64_t now = c->now();
-	size_t i;
+	size_t i, owned = 0;
 
 	for (i = 0; i < HBM_XID_HEARD; i++) {
 		e = &c->xids[i];
@@ -133,14 +134,20 @@ static bool xid_heard_before(struct hbmd_core *c, const struct hbm_fact *f)
 		}
 		if (!slot || (slot->at && e->at < slot->at))
 			slot = e;
-		if (e->xid == f->xid && !(e->origins & me) &&
-		    !strcmp(e->identity, f->dev.identity) && (!twin || e->at < twin->at))
+		if (strcmp(e->identity, f->dev.identity))
+			continue;
+		owned++;
+		if (!own || e->at < own->at)
+			own = e;
+		if (e->xid == f->xid && !(e->origins & me) && (!twin || e->at < twin->at))
 			twin = e;
 	}
 	if (twin) {
 		twin->origins |= me;
 		return true;
 	}
+	if (owned >= HBM_XID_PER_GPU)
+		slot = own;	/* a storm on one GPU forgets only its own */
 	memcpy(slot->identity, f->dev.identity, sizeof(slot->identity));
 	slot->xid = f->xid;
 	slot->origins = me;

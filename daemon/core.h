@@ -274,11 +274,15 @@ struct hbm_source_link {
  * workqueue and netlink, the daemon's loop reading /dev/kmsg), milliseconds
  * when idle.  Its price: when each source misses a different one of two
  * identical Xids within it (a /dev/kmsg overwrite, the module's ring full),
- * they count once.  HBM_XID_HEARD Xids are remembered; past that the oldest
- * is forgotten, and its twin, should it still come, counts again.
+ * they count once.  HBM_XID_HEARD Xids are remembered, at most
+ * HBM_XID_PER_GPU of one GPU, so that a storm on one GPU cannot push out the
+ * Xid of another, whose twin would then count again (and a second UE makes
+ * its ranks abort instead of recover).  Past that the oldest (of that GPU)
+ * is forgotten.
  */
 #define HBM_XID_WINDOW_NS	(10 * 1000000000ULL)
-#define HBM_XID_HEARD		32
+#define HBM_XID_HEARD		64
+#define HBM_XID_PER_GPU		8
 
 struct hbm_xid_heard {
 	char identity[HBMGUARD_IDENTITY_LEN];

@@ -137,6 +137,28 @@ START_TEST(table_full)
 }
 END_TEST
 
+/* A storm of Xids on one GPU forgets only that GPU's own. */
+START_TEST(storm_on_one_gpu)
+{
+	unsigned int i;
+
+	setup();
+	xid(HBM_FROM_KERNEL, "GPU-quiet", 48);
+	for (i = 0; i < 10 * HBM_XID_HEARD; i++) {
+		clock_ns++;
+		xid(HBM_FROM_KERNEL, GPU, 63);
+	}
+	ck_assert_uint_eq(taken, 10 * HBM_XID_HEARD + 1);
+	xid(HBM_FROM_KMSG, "GPU-quiet", 48);	/* its twin: still remembered */
+	ck_assert_uint_eq(taken, 10 * HBM_XID_HEARD + 1);
+	for (i = 0; i < HBM_XID_PER_GPU; i++)	/* the storm's last ones are too */
+		xid(HBM_FROM_KMSG, GPU, 63);
+	ck_assert_uint_eq(taken, 10 * HBM_XID_HEARD + 1);
+	xid(HBM_FROM_KMSG, GPU, 63);		/* older ones are forgotten */
+	ck_assert_uint_eq(taken, 10 * HBM_XID_HEARD + 2);
+}
+END_TEST
+
 /* Errors without an Xid are never taken for twins. */
 START_TEST(no_xid_no_twin)
 {
@@ -156,6 +178,7 @@ Suite *xid_suite(void)
 	tcase_add_test(tc, two_xids_two_sources);
 	tcase_add_test(tc, what_is_not_a_twin);
 	tcase_add_test(tc, table_full);
+	tcase_add_test(tc, storm_on_one_gpu);
 	tcase_add_test(tc, no_xid_no_twin);
 	suite_add_tcase(s, tc);
 	return s;
