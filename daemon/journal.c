@@ -195,9 +195,14 @@ void hbm_journal_fact(void *journald, const struct hbm_fact *f)
 				"HBMGUARD_LENGTH=0x%llx", (unsigned long long)ev.length,
 				"HBMGUARD_SOURCE=%s", hbm_journal_source_name(ev.source),
 				"HBMGUARD_COUNT=%u", ev.count,
-				/* whose numbering: the module's, or the kernel log's */
-				"%s=%llu", f->origin == HBM_FROM_KERNEL ? "HBMGUARD_SEQNUM" :
-				"HBMGUARD_HEARD_SEQNUM", (unsigned long long)ev.seqnum,
 				"HBMGUARD_HEARD_BY=%s", f->path[0] ? f->path : "?",
-				NULL);
+				/*
+				 * Whose numbering: the module's, or the kernel
+				 * log's; none for a source that numbers nothing
+				 * (NVML, amdgpu), whose 0 would read as a number:
+				 * a NULL format ends the fields there.
+				 */
+				f->origin == HBM_FROM_KERNEL ? "HBMGUARD_SEQNUM=%llu" :
+				ev.seqnum ? "HBMGUARD_HEARD_SEQNUM=%llu" : NULL,
+				(unsigned long long)ev.seqnum, NULL);
 }
