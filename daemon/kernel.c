@@ -40,6 +40,8 @@
 #include "seen.h"
 
 #define ALL_DEVICES UINT32_MAX
+/* A failed resync is tried again a second later, then twice as long, up to a minute. */
+#define RESYNC_RETRY_MAX_S 60
 
 static int transact(struct hbm_kernel *k, struct nl_msg *msg,
 		    nl_recvmsg_msg_cb_t parse, void *arg)
@@ -349,7 +351,7 @@ static uint32_t device_kind(const struct device *dev)
  * facts, unheard, then TABLE_READ.  The store saves from them, the sinks
  * that act on lost data take what they did not hear.
  */
-static void table_facts(struct hbm_kernel *k, const struct device *dev, enum hbm_sync why)
+static int table_facts(struct hbm_kernel *k, const struct device *dev, enum hbm_sync why)
 {
 	struct hbm_fact f = {
 		.type = HBM_FACT_PAGES, .origin = HBM_FROM_KERNEL,
@@ -380,13 +382,15 @@ static void table_facts(struct hbm_kernel *k, const struct device *dev, enum hbm
 		.dev = { .id = dev->id, .kind = device_kind(dev), .page_size = dev->page_size },
 	};
 	k->link.fact(k->link.core, &f);
+	return err;
 }
 
 /*
  * Device @id, or every device: each read as @mode says, its table's lost
  * data given unheard.  A resync finds a device under an id that named
  * another as new.  @event, when given, is the module's event that asked
- * for it: the device's DEVICE_SEEN carries it, or it goes alone.
+ * for it: the device's DEVICE_SEEN carries it, or it goes alone.  Returns
+ * the first error: of the list, or of a table (the others still read).
  */
 static int sync_devices(struct hbm_kernel *k, uint32_t id, enum hbm_sync mode,
 			const struct hbm_fact *event)
@@ -394,7 +398,7 @@ static int sync_devices(struct hbm_kernel *k, uint32_t id, enum hbm_sync mode,
 	struct device_list *l = calloc(1, sizeof(*l));
 	char (*was)[HBMGUARD_IDENTITY_LEN] = malloc(sizeof(k->listed));
 	size_t i;
-	int err = -ENOMEM;
+	int err = -ENOMEM, table_err = 0, read_err;
 
 	if (l && was) {
 		memcpy(was, k->listed, sizeof(k->listed));
@@ -422,14 +426,15 @@ static int sync_devices(struct hbm_kernel *k, uint32_t id, enum hbm_sync mode,
 		f.dev.page_size = dev->page_size;
 		f.dev.size = dev->size;
 		k->link.fact(k->link.core, &f);
-		table_facts(k, dev, f.sync);
+		read_err = table_facts(k, dev, f.sync);
+		table_err = table_err ?: read_err;
 	}
 	if (event)
 		k->link.fact(k->link.core, event);
 	free(was);
 	free(l);
 	daemon_notify_status(k->d);
-	return err;
+	return err ?: table_err;
 }
 
 /* Device @id is no longer the module's: said once, whoever asks next. */
@@ -485,6 +490,8 @@ static void reloaded(struct hbm_kernel *k)
  * table lacks its stored pages), data lost unheard (a UE or poison not
  * acted upon: recovery.c tells).
  */
+static int on_resync_retry(sd_event_source *src, uint64_t usec, void *arg);
+
 static void resync(struct hbm_kernel *k, const char *why)
 {
 	int family = k->family;
@@ -501,7 +508,33 @@ static void resync(struct hbm_kernel *k, const char *why)
 		reloaded(k);
 		return;
 	}
-	sync_devices(k, ALL_DEVICES, HBM_SYNC_RESYNC, NULL);
+	if (!sync_devices(k, ALL_DEVICES, HBM_SYNC_RESYNC, NULL)) {
+		k->resync_delay_s = 0;
+		return;
+	}
+	k->resync_delay_s = k->resync_delay_s ? k->resync_delay_s * 2 : 1;
+	if (k->resync_delay_s > RESYNC_RETRY_MAX_S)
+		k->resync_delay_s = RESYNC_RETRY_MAX_S;
+	if (!k->resync_retry &&
+	    sd_event_add_time_relative(k->d->loop, &k->resync_retry, CLOCK_MONOTONIC,
+				       k->resync_delay_s * 1000000ULL, 0, on_resync_retry, k) < 0)
+		fprintf(stderr, "<3>hbmguardd: cannot retry the resync: lost events may stay unheard\n");
+}
+
+/*
+ * A resync that could not read every table (the module short of memory, a
+ * dump cut short): what the lost events said is still unknown, so it is
+ * tried again until it reads all.
+ */
+static int on_resync_retry(sd_event_source *src, uint64_t usec, void *arg)
+{
+	struct hbm_kernel *k = arg;
+
+	(void)usec;
+	sd_event_source_unref(src);
+	k->resync_retry = NULL;
+	resync(k, "the last resync could not read every table");
+	return 0;
 }
 
 /* The genl controller: our family registered anew (the module reloaded). */
@@ -777,6 +810,7 @@ void kernel_reconfigure(struct hbm_kernel *k)
  */
 void kernel_stop(struct hbm_kernel *k)
 {
+	k->resync_retry = sd_event_source_disable_unref(k->resync_retry);
 	sd_event_source_disable_unref(k->io);
 	nl_socket_free(k->events);
 	nl_socket_free(k->req);

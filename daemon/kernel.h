@@ -22,6 +22,8 @@ struct hbm_kernel {
 	sd_event_source *io;
 	uint64_t next_seq;		/* the event seqnum expected next */
 	bool overflowed;		/* the event socket, its backlog not read yet */
+	sd_event_source *resync_retry;	/* a resync that failed, tried again */
+	unsigned int resync_delay_s;	/* ... after this long; 0: the last one read all */
 	char listed[HBMGUARD_MAX_DEVICES][HBMGUARD_IDENTITY_LEN];	/* last listed, by id */
 };
 
