@@ -306,6 +306,7 @@ static void read_begin(struct hbm_store *s, const struct hbm_fact *f)
 
 	*r = (struct table_read){ .active = true, .sync = f->sync,
 				  .dev = { .id = f->dev.id, .page_size = f->dev.page_size } };
+	s->saves[f->dev.id].page_size = f->dev.page_size;
 	snprintf(r->dev.identity, sizeof(r->dev.identity), "%s", f->dev.identity);
 	load_stored(s, &r->dev, &r->stored);
 	if (f->sync == HBM_SYNC_START || f->sync == HBM_SYNC_ADDED)
@@ -354,12 +355,62 @@ static void read_end(struct hbm_store *s, const struct hbm_fact *f)
 	*r = (struct table_read){ 0 };
 }
 
-/* A device is gone: so is what the daemon kept of it. */
-static void forget_device(struct hbm_store *s, uint32_t id, const char *identity)
+/* A change heard: saved after this turn, from a dump or, gone by then, from this. */
+static void heard(struct hbm_store *s, const struct hbm_fact *f)
 {
-	if (s->saves[id].error)
+	time_t now = time(NULL);
+
+	s->saves[f->dev.id].dirty = true;
+	if (s->nr_turn == STORE_TURN_HEARD) {
+		s->turn_overflowed = true;
+		return;
+	}
+	s->turn[s->nr_turn++] = (struct turn_heard){
+		.id = f->dev.id,
+		.rec = { .offset = f->offset, .length = f->length,
+			 .first_seen = f->first_seen ?: (uint64_t)now,
+			 .last_seen = f->last_seen ?: (uint64_t)now,
+			 .state = f->state, .source = f->source, .errors = f->count },
+	};
+}
+
+/*
+ * A device removed with changes heard and not saved (a RETIRED then its
+ * REMOVED read in one turn): what this turn heard of it is saved without a
+ * dump.  What an earlier save that failed left unsaved is lost with it.
+ */
+static void save_gone(struct hbm_store *s, uint32_t id, const char *identity)
+{
+	struct device dev = { .id = id, .page_size = s->saves[id].page_size };
+	struct hbm_extents k = { 0 };
+	struct hbm_state stored;
+	size_t i;
+	bool lost = s->saves[id].error || s->turn_overflowed;
+
+	snprintf(dev.identity, sizeof(dev.identity), "%s", identity);
+	for (i = 0; i < s->nr_turn; i++)
+		if (s->turn[i].id == id && !hbm_extents_push(&k, &s->turn[i].rec))
+			lost = true;
+	if (k.nr && dev.page_size) {
+		load_stored(s, &dev, &stored);
+		qsort(k.r, k.nr, sizeof(*k.r), cmp_offset);
+		if (write_union(s, &dev, &k, &stored, false))
+			lost = true;
+		hbm_state_free(&stored);
+	} else if (k.nr) {
+		lost = true;	/* never seen whole: no page size to write with */
+	}
+	free(k.r);
+	if (lost)
 		fprintf(stderr, "<3>hbmguardd: %s is gone before its state could be saved\n",
 			identity);
+}
+
+/* A device is gone: so is what the daemon kept of it, once saved. */
+static void forget_device(struct hbm_store *s, uint32_t id, const char *identity)
+{
+	if (s->saves[id].dirty)
+		save_gone(s, id, identity);
 	s->saves[id] = (struct device_save){ 0 };
 	s->stored_extents[id] = s->stored_pages[id] = 0;
 }
@@ -398,8 +449,12 @@ static void save_dirty(struct hbm_store *s, bool failed)
  */
 static int on_post(sd_event_source *src, void *arg)
 {
+	struct hbm_store *s = arg;
+
 	(void)src;
-	save_dirty(arg, false);
+	save_dirty(s, false);
+	s->nr_turn = 0;
+	s->turn_overflowed = false;
 	return 0;
 }
 
@@ -492,7 +547,7 @@ void store_fact(void *arg, const struct hbm_fact *f)
 		if (f->flags & HBM_FACT_UNHEARD)
 			read_page(s, f);
 		else if (f->event != HBMGUARD_EVENT_CLEARED)
-			s->saves[f->dev.id].dirty = true;	/* saved once the burst is read */
+			heard(s, f);	/* saved once the burst is read */
 		break;
 	}
 }

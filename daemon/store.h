@@ -18,6 +18,18 @@ struct daemon;
 struct device_save {
 	bool dirty;		/* the kernel's table changed since the last good save */
 	int error;		/* of the last save, 0 when it went to disk */
+	uint32_t page_size;	/* as its DEVICE_SEEN said: a file written once it is gone */
+};
+
+/*
+ * Changes heard in this turn of the loop, saved after it (on_post()) from a
+ * dump; kept so that a device removed in the same turn, which can no longer
+ * be dumped, still has them saved.
+ */
+#define STORE_TURN_HEARD	64
+struct turn_heard {
+	uint32_t id;
+	struct hbm_state_record rec;
 };
 
 /* A device's table as its source reads it, between DEVICE_SEEN and TABLE_READ. */
@@ -42,6 +54,9 @@ struct hbm_store {
 	uint64_t stored_extents[HBMGUARD_MAX_DEVICES];	/* by id */
 	uint64_t stored_pages[HBMGUARD_MAX_DEVICES];
 	struct table_read reading;
+	struct turn_heard turn[STORE_TURN_HEARD];
+	size_t nr_turn;
+	bool turn_overflowed;		/* more than STORE_TURN_HEARD this turn */
 };
 
 int store_start(struct hbm_store *s, struct daemon *d, struct hbmd_core *core,

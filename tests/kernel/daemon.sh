@@ -106,6 +106,19 @@ eventually "a burst of 2000 events saved" '[ "$(stat -c %s /tmp/state/sim:burst.
 check "... with no loss" '[ "$(resyncs)" = "$r0" ] && ! grep -q "overflowed" /tmp/daemon.log'
 hbmctl sim-destroy $bid
 
+# A page retired and its device removed, both read in one turn of the loop:
+# the device can no longer be dumped when the turn's saves come, and the
+# page reaches its state file all the same.
+gid=$(hbmctl sim-create gone 64M)
+wait_for /tmp/daemon.log "sim:gone: device added"
+kill -STOP $daemon
+hbmctl inject gone ue 0x7000
+hbmctl sim-destroy $gid
+kill -CONT $daemon
+eventually "retired then removed in one turn: saved" \
+	'[ "$(stat -c %s /tmp/state/sim:gone.state 2>/dev/null)" = $((128 + 48)) ]'
+check "... not said lost" '! grep -q "sim:gone is gone before" /tmp/daemon.log'
+
 # The module reloaded while the daemon could not read and its socket
 # overflowed: the family's re-announcement is lost; the daemon finds the
 # new family all the same, and restores.
