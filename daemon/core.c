@@ -111,43 +111,64 @@ static uint32_t module_id(const struct hbmd_core *c, const char *identity)
 }
 
 /*
+ * The place of the Xid to forget when none is free: the oldest of the GPU
+ * that holds the most, so that a storm on one GPU forgets its own.
+ */
+static struct hbm_xid_heard *xid_to_forget(struct hbmd_core *c)
+{
+	struct hbm_xid_heard *victim = NULL;
+	size_t i, j, most = 0;
+
+	for (i = 0; i < HBM_XID_HEARD; i++) {
+		struct hbm_xid_heard *oldest = &c->xids[i];
+		size_t held = 0;
+
+		for (j = 0; j < HBM_XID_HEARD; j++) {
+			struct hbm_xid_heard *e = &c->xids[j];
+
+			if (strcmp(e->identity, oldest->identity))
+				continue;
+			held++;
+			if (e->at < oldest->at)
+				oldest = e;
+		}
+		if (held > most || (held == most && oldest->at < victim->at)) {
+			most = held;
+			victim = oldest;
+		}
+	}
+	return victim;
+}
+
+/*
  * Whether @f is an Xid another source already gave (core.h, HBM_XID_WINDOW_NS):
  * if so it is marked as given by @f's origin too; if not it is remembered,
- * in the place of its GPU's oldest when that GPU holds HBM_XID_PER_GPU
- * already, else in a free place or the oldest's.
+ * in a free place, or in xid_to_forget()'s.
  */
 static bool xid_heard_before(struct hbmd_core *c, const struct hbm_fact *f)
 {
-	struct hbm_xid_heard *e, *twin = NULL, *slot = NULL, *own = NULL;
+	struct hbm_xid_heard *e, *twin = NULL, *slot = NULL;
 	uint32_t me = f->origin < 32 ? 1u << f->origin : 0;
 	uint64_t now = c->now();
-	size_t i, owned = 0;
+	size_t i;
 
 	for (i = 0; i < HBM_XID_HEARD; i++) {
 		e = &c->xids[i];
 		if (e->at && now - e->at >= HBM_XID_WINDOW_NS)
 			e->at = 0;
 		if (!e->at) {
-			if (!slot || slot->at)
-				slot = e;
+			slot = slot ?: e;
 			continue;
 		}
-		if (!slot || (slot->at && e->at < slot->at))
-			slot = e;
-		if (strcmp(e->identity, f->dev.identity))
-			continue;
-		owned++;
-		if (!own || e->at < own->at)
-			own = e;
-		if (e->xid == f->xid && !(e->origins & me) && (!twin || e->at < twin->at))
+		if (e->xid == f->xid && !(e->origins & me) &&
+		    !strcmp(e->identity, f->dev.identity) && (!twin || e->at < twin->at))
 			twin = e;
 	}
 	if (twin) {
 		twin->origins |= me;
 		return true;
 	}
-	if (owned >= HBM_XID_PER_GPU)
-		slot = own;	/* a storm on one GPU forgets only its own */
+	slot = slot ?: xid_to_forget(c);
 	memcpy(slot->identity, f->dev.identity, sizeof(slot->identity));
 	slot->xid = f->xid;
 	slot->origins = me;

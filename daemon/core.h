@@ -188,6 +188,17 @@ struct hbm_fact {
 	struct hbm_fact_driver driver;	/* HEALTH of a GPU's source, at its reconciliation */
 };
 
+/*
+ * The state a module's page event left its pages in (its STATE attribute is
+ * 0: HBMGUARD_EVENT_RETIRED and the like name it); 0 for CLEARED and others.
+ */
+static inline uint32_t hbm_event_page_state(uint32_t event)
+{
+	return event == HBMGUARD_EVENT_RETIRED ? HBMGUARD_STATE_RETIRED :
+	       event == HBMGUARD_EVENT_PENDING ? HBMGUARD_STATE_PENDING :
+	       event == HBMGUARD_EVENT_FAILED ? HBMGUARD_STATE_FAILED : 0;
+}
+
 /* A sink: one callback, called for every fact, in order. */
 struct hbm_sink {
 	const char *name;
@@ -274,15 +285,13 @@ struct hbm_source_link {
  * workqueue and netlink, the daemon's loop reading /dev/kmsg), milliseconds
  * when idle.  Its price: when each source misses a different one of two
  * identical Xids within it (a /dev/kmsg overwrite, the module's ring full),
- * they count once.  HBM_XID_HEARD Xids are remembered, at most
- * HBM_XID_PER_GPU of one GPU, so that a storm on one GPU cannot push out the
- * Xid of another, whose twin would then count again (and a second UE makes
- * its ranks abort instead of recover).  Past that the oldest (of that GPU)
- * is forgotten.
+ * they count once.  HBM_XID_HEARD Xids are remembered; past that the
+ * oldest of the GPU holding the most is forgotten, so that a storm on one GPU
+ * cannot push out the Xid of another, whose twin would then count again (a
+ * second UE: its ranks abort instead of recovering).
  */
 #define HBM_XID_WINDOW_NS	(10 * 1000000000ULL)
 #define HBM_XID_HEARD		64
-#define HBM_XID_PER_GPU		8
 
 struct hbm_xid_heard {
 	char identity[HBMGUARD_IDENTITY_LEN];

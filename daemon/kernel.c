@@ -509,7 +509,8 @@ static void resync(struct hbm_kernel *k, const char *why)
 		return;
 	}
 	if (!sync_devices(k, ALL_DEVICES, HBM_SYNC_RESYNC, NULL)) {
-		k->resync_delay_s = 0;
+		k->resync_delay_s = 0;	/* read all: a retry armed before is moot */
+		k->resync_retry = sd_event_source_disable_unref(k->resync_retry);
 		return;
 	}
 	k->resync_delay_s = k->resync_delay_s ? k->resync_delay_s * 2 : 1;

@@ -662,13 +662,6 @@ static bool destroys_data(uint32_t state, uint32_t source)
 	       (source == HBMGUARD_SOURCE_UE || source == HBMGUARD_SOURCE_POISON);
 }
 
-/* The state pages of a module event are in. */
-static uint32_t event_state(uint32_t event)
-{
-	return event == HBMGUARD_EVENT_RETIRED ? HBMGUARD_STATE_RETIRED :
-	       event == HBMGUARD_EVENT_FAILED ? HBMGUARD_STATE_FAILED : 0;
-}
-
 /*
  * Pages of device @id lost their data: each part not seen before opens the
  * recovery of the jobs on it, once, whether an event told of it or a dump
@@ -730,7 +723,7 @@ void recovery_fact(void *arg, const struct hbm_fact *f)
 		} else if (f->event == HBMGUARD_EVENT_CLEARED) {
 			/* a new error there is news */
 			hbm_ranges_remove(&d->seen[id], f->offset, f->length);
-		} else if (destroys_data(event_state(f->event), f->source)) {
+		} else if (destroys_data(hbm_event_page_state(f->event), f->source)) {
 			/* Data lost under a rank: its job's recovery starts. */
 			lost_pages(d, id, f->dev.identity, f->offset, f->length, false);
 		}

@@ -358,49 +358,70 @@ static void read_end(struct hbm_store *s, const struct hbm_fact *f)
 /* A change heard: saved after this turn, from a dump or, gone by then, from this. */
 static void heard(struct hbm_store *s, const struct hbm_fact *f)
 {
-	time_t now = time(NULL);
+	uint64_t now = (uint64_t)time(NULL);
 
 	s->saves[f->dev.id].dirty = true;
 	if (s->nr_turn == STORE_TURN_HEARD) {
-		s->turn_overflowed = true;
+		s->saves[f->dev.id].turn_overflowed = true;
 		return;
 	}
 	s->turn[s->nr_turn++] = (struct turn_heard){
 		.id = f->dev.id,
 		.rec = { .offset = f->offset, .length = f->length,
-			 .first_seen = f->first_seen ?: (uint64_t)now,
-			 .last_seen = f->last_seen ?: (uint64_t)now,
-			 .state = f->state, .source = f->source, .errors = f->count },
+			 .first_seen = now, .last_seen = now,
+			 .state = hbm_event_page_state(f->event), .source = f->source },
 	};
+}
+
+/* @r into @st in the place of whatever it overlaps: the later word wins. */
+static int state_put(struct hbm_state *st, const struct hbm_state_record *r)
+{
+	struct hbm_state_record *grown;
+
+	if (forget_range(st, r->offset, r->length))
+		return -ENOMEM;
+	grown = realloc(st->records, (st->nr + 1) * sizeof(*grown));
+	if (!grown)
+		return -ENOMEM;
+	st->records = grown;
+	st->records[st->nr++] = *r;
+	return 0;
 }
 
 /*
  * A device removed with changes heard and not saved (a RETIRED then its
- * REMOVED read in one turn): what this turn heard of it is saved without a
- * dump.  What an earlier save that failed left unsaved is lost with it.
+ * REMOVED read in one turn): what this turn heard of it goes into its file
+ * over what was stored, without a dump.  What an earlier save that failed
+ * left unsaved is lost with it, as what did not fit in the turn's list.
  */
 static void save_gone(struct hbm_store *s, uint32_t id, const char *identity)
 {
 	struct device dev = { .id = id, .page_size = s->saves[id].page_size };
-	struct hbm_extents k = { 0 };
+	struct hbm_extents none = { 0 };
 	struct hbm_state stored;
-	size_t i;
-	bool lost = s->saves[id].error || s->turn_overflowed;
+	bool lost = s->saves[id].error || s->saves[id].turn_overflowed;
+	size_t i, n = 0;
 
 	snprintf(dev.identity, sizeof(dev.identity), "%s", identity);
 	for (i = 0; i < s->nr_turn; i++)
-		if (s->turn[i].id == id && !hbm_extents_push(&k, &s->turn[i].rec))
-			lost = true;
-	if (k.nr && dev.page_size) {
-		load_stored(s, &dev, &stored);
-		qsort(k.r, k.nr, sizeof(*k.r), cmp_offset);
-		if (write_union(s, &dev, &k, &stored, false))
-			lost = true;
-		hbm_state_free(&stored);
-	} else if (k.nr) {
+		n += s->turn[i].id == id;
+	if (n && !dev.page_size) {
 		lost = true;	/* never seen whole: no page size to write with */
+	} else if (n) {
+		load_stored(s, &dev, &stored);
+		for (i = 0; i < s->nr_turn && !lost; i++)
+			if (s->turn[i].id == id && s->turn[i].rec.state &&
+			    state_put(&stored, &s->turn[i].rec))
+				lost = true;
+		if (!lost && write_union(s, &dev, &none, &stored, false))
+			lost = true;
+		free(none.r);
+		hbm_state_free(&stored);
 	}
-	free(k.r);
+	for (i = 0, n = 0; i < s->nr_turn; i++)	/* its id may be another's next */
+		if (s->turn[i].id != id)
+			s->turn[n++] = s->turn[i];
+	s->nr_turn = n;
 	if (lost)
 		fprintf(stderr, "<3>hbmguardd: %s is gone before its state could be saved\n",
 			identity);
@@ -450,11 +471,13 @@ static void save_dirty(struct hbm_store *s, bool failed)
 static int on_post(sd_event_source *src, void *arg)
 {
 	struct hbm_store *s = arg;
+	size_t i;
 
 	(void)src;
 	save_dirty(s, false);
 	s->nr_turn = 0;
-	s->turn_overflowed = false;
+	for (i = 0; i < HBMGUARD_MAX_DEVICES; i++)
+		s->saves[i].turn_overflowed = false;
 	return 0;
 }
 

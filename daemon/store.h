@@ -19,6 +19,7 @@ struct device_save {
 	bool dirty;		/* the kernel's table changed since the last good save */
 	int error;		/* of the last save, 0 when it went to disk */
 	uint32_t page_size;	/* as its DEVICE_SEEN said: a file written once it is gone */
+	bool turn_overflowed;	/* changes heard this turn beyond STORE_TURN_HEARD */
 };
 
 /*
@@ -56,7 +57,6 @@ struct hbm_store {
 	struct table_read reading;
 	struct turn_heard turn[STORE_TURN_HEARD];
 	size_t nr_turn;
-	bool turn_overflowed;		/* more than STORE_TURN_HEARD this turn */
 };
 
 int store_start(struct hbm_store *s, struct daemon *d, struct hbmd_core *core,

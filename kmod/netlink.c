@@ -534,20 +534,26 @@ undo:
 	return -ENOMEM;
 }
 
-/* Pages memory_failure() took before the range was registered. */
-static int range_import_poisoned(u32 id)
+/*
+ * Frames memory_failure() took before the range was registered.  Should the
+ * table refuse them (out of memory), the range stays registered: they are
+ * still kept from the allocator, only its table lacks them, as it says.
+ */
+static void range_import_poisoned(u32 id)
 {
 	struct hbm_device *dev = hbm_device_get(id);
 	long found;
 
 	if (!dev)
-		return 0;	/* unregistered already: nothing to read in */
+		return;	/* unregistered already: nothing to read in */
 	found = hbm_memory_failure_import(dev);
 	if (found > 0)
-		pr_info("device %u %s: %ld pages poisoned before registration, retired\n",
+		pr_info("device %u %s: %ld frames poisoned before its registration read in\n",
+			dev->id, dev->name, found);
+	else if (found < 0)
+		pr_warn("device %u %s: reading in its frames poisoned before: %ld: its table may lack some\n",
 			dev->id, dev->name, found);
 	hbm_device_put(dev);
-	return found < 0 ? found : 0;
 }
 
 static int hbm_nl_range_register_doit(struct sk_buff *skb, struct genl_info *info)
@@ -618,13 +624,7 @@ static int hbm_nl_range_register_doit(struct sk_buff *skb, struct genl_info *inf
 		NL_SET_ERR_MSG(info->extack, "this kernel cannot claim memory (no CONFIG_CONTIG_ALLOC)");
 	if (err)
 		return err;
-	err = range_import_poisoned(id);
-	if (err) {
-		NL_SET_ERR_MSG(info->extack,
-			       "the range's poisoned pages could not be read in: not registered");
-		hbm_device_destroy(id, HBMGUARD_KIND_RANGE);
-		return err;
-	}
+	range_import_poisoned(id);
 	return hbm_nl_reply_created(info, HBMGUARD_CMD_RANGE_REGISTER, id,
 				    HBMGUARD_KIND_RANGE);
 }

@@ -16,6 +16,9 @@
  * each address with "%p", hashed.  The kernel's own record is the page's
  * HWPoison flag: registration reads it for every frame of the range.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/hugetlb.h>
 #include <linux/memory_hotplug.h>
 #include <linux/page-flags.h>
 #include <linux/pfn.h>
@@ -39,17 +42,26 @@ static void hbm_mf_probe(void *data, unsigned long pfn, int type, int result)
 	hbm_device_put(dev);
 }
 
-/* One frame found poisoned: its page retired, or its spare marked bad. */
-static int import_poisoned(struct hbm_device *dev, u64 offset)
+/*
+ * The device pages of a poisoned frame at @offset: retired as known bad from
+ * before, or their spares counted bad.  Returns the end of the last one.
+ */
+static int import_frame(struct hbm_device *dev, u64 offset, u64 *next)
 {
 	u64 page_bytes = 1ULL << dev->page_shift;
+	u64 first = round_down(offset, page_bytes);
+	u64 end = min(round_up(offset + PAGE_SIZE, page_bytes), dev->hbm_size);
+	u64 usable = min(end, hbm_usable_size(dev)), at;
+	int err = 0;
 
-	if (offset < hbm_usable_size(dev))
-		return hbm_device_apply(dev, HBM_OP_RETIRE,
-					offset & ~(page_bytes - 1), page_bytes,
-					HBMGUARD_SOURCE_POISON);
-	return hbm_device_report(dev, offset, HBMGUARD_ERROR_POISON, 1,
-				 HBMGUARD_PATH_MEMORY_FAILURE);
+	*next = end;
+	if (first < usable)
+		err = hbm_device_apply(dev, HBM_OP_RETIRE, first, usable - first,
+				       HBMGUARD_SOURCE_RESTORED);
+	for (at = max(first, usable); !err && at < end; at += page_bytes)
+		err = hbm_device_report(dev, at, HBMGUARD_ERROR_POISON, 1,
+					HBMGUARD_PATH_MEMORY_FAILURE);
+	return err;
 }
 
 /**
@@ -57,19 +69,25 @@ static int import_poisoned(struct hbm_device *dev, u64 offset)
  * @dev: a range device, published (so that what is poisoned from now on is
  *	heard by the probe: between the two, nothing is missed)
  *
- * Each device page holding a frame with PageHWPoison is retired with source
- * POISON (a page retired already is left as it is); a poisoned spare is
- * counted bad.  Frames that are not online memory are skipped.
+ * The device pages of each frame with PageHWPoison are retired with source
+ * RESTORED, pages known bad from before: the frame may be one the driver
+ * offlined at boot for an error of long ago, or one hbmguard kept from the
+ * allocator when the range was last unregistered, whatever retired it then;
+ * no data is lost now, and the daemon's state file says more of it.  A
+ * poisoned spare is counted bad (an error of the spare area, as any).  A
+ * poisoned huge page is skipped: memory_failure() marks its head and keeps
+ * which frame is bad to itself (hugetlb_set_page_hwpoison(),
+ * mm/memory-failure.c, 6.1 and 6.12).  Sections not online are skipped.
  *
- * Return: the number of device pages found poisoned, -EINTR on a fatal
- * signal, or the first error of the table (-ENOMEM, -ENODEV).
+ * Return: the number of poisoned frames read in, -EINTR on a fatal signal,
+ * or the first error of the table (-ENOMEM, -ENODEV).
  */
 long hbm_memory_failure_import(struct hbm_device *dev)
 {
 	unsigned long pfn = PHYS_PFN(dev->phys_start);
 	unsigned long end = pfn + PHYS_PFN(dev->hbm_size);
-	u64 page_bytes = 1ULL << dev->page_shift, offset;
 	long found = 0;
+	u64 next;
 	int err;
 
 	for (; pfn < end; pfn++) {
@@ -89,14 +107,20 @@ long hbm_memory_failure_import(struct hbm_device *dev)
 		}
 		if (!PageHWPoison(page))
 			continue;
-		offset = PFN_PHYS(pfn) - dev->phys_start;
-		err = import_poisoned(dev, offset);
+		if (PageHuge(page)) {
+			struct page *head = compound_head(page);
+
+			pr_warn("device %u %s: a poisoned huge page at pfn %#lx: which frame is bad is not known: not read in\n",
+				dev->id, dev->name, page_to_pfn(head));
+			pfn = max(pfn, page_to_pfn(head) + compound_nr(head) - 1);
+			continue;
+		}
+		err = import_frame(dev, PFN_PHYS(pfn) - dev->phys_start, &next);
 		if (err)
 			return err;
 		found++;
-		/* The rest of that device page: its first bad frame told it. */
-		pfn = PHYS_PFN(dev->phys_start + round_down(offset, page_bytes) +
-			       page_bytes) - 1;
+		/* A device page larger than a frame: its first bad frame told it. */
+		pfn = max(pfn, (unsigned long)PHYS_PFN(dev->phys_start + next) - 1);
 	}
 	return found;
 }
@@ -107,7 +131,7 @@ int hbm_memory_failure_init(void)
 
 	hbm_mf_tp = hbm_kernel_tracepoint("memory_failure_event");
 	if (!hbm_mf_tp) {
-		pr_info("hbmguard: no memory_failure_event tracepoint (CONFIG_MEMORY_FAILURE off?): path off\n");
+		pr_info("no memory_failure_event tracepoint (CONFIG_MEMORY_FAILURE off?): path off\n");
 		return 0;
 	}
 	err = tracepoint_probe_register(hbm_mf_tp, hbm_mf_probe, NULL);

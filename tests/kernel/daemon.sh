@@ -106,18 +106,29 @@ eventually "a burst of 2000 events saved" '[ "$(stat -c %s /tmp/state/sim:burst.
 check "... with no loss" '[ "$(resyncs)" = "$r0" ] && ! grep -q "overflowed" /tmp/daemon.log'
 hbmctl sim-destroy $bid
 
-# A page retired and its device removed, both read in one turn of the loop:
-# the device can no longer be dumped when the turn's saves come, and the
-# page reaches its state file all the same.
-gid=$(hbmctl sim-create gone 64M)
+# Pages retired and their device removed, all read in one turn of the loop:
+# the device can no longer be dumped when the turn's saves come; the pages
+# reach its state file all the same, over what it held (a pending extent,
+# one page of it now retired), and come back when the device does.
+gid=$(hbmctl sim-create gone 64M spares=8)
 wait_for /tmp/daemon.log "sim:gone: device added"
+check "a pending extent saved" 'ctl retire gone 0x10000 0x4000 --pending'
 kill -STOP $daemon
 hbmctl inject gone ue 0x7000
+hbmctl inject gone ue 0x11000
 hbmctl sim-destroy $gid
 kill -CONT $daemon
 eventually "retired then removed in one turn: saved" \
-	'[ "$(stat -c %s /tmp/state/sim:gone.state 2>/dev/null)" = $((128 + 48)) ]'
+	'[ "$(stat -c %s /tmp/state/sim:gone.state 2>/dev/null)" = $((128 + 4 * 48)) ]'
 check "... not said lost" '! grep -q "sim:gone is gone before" /tmp/daemon.log'
+gid=$(hbmctl sim-create gone 64M spares=8)
+eventually "... restored with the device, the pending pages around kept" \
+	'hbmctl pages gone >/tmp/gone && grep -q "^0x7000 *1 .*retired *restored" /tmp/gone &&
+	grep -q "^0x10000 *1 .*pending *restored" /tmp/gone &&
+	grep -q "^0x11000 *1 .*retired *restored" /tmp/gone &&
+	grep -q "^0x12000 *2 .*pending *restored" /tmp/gone'
+check "... its file whole" '! grep -q "state of sim:gone damaged" /tmp/daemon.log'
+hbmctl sim-destroy $gid
 
 # The module reloaded while the daemon could not read and its socket
 # overflowed: the family's re-announcement is lost; the daemon finds the
@@ -194,8 +205,8 @@ printf "$conf" >/tmp/hbmguardd.conf
 
 # A claimed [Range] across a module reload: its bad frames stay out of the
 # page allocator, so its memory cannot be claimed again; the range comes back
-# without its aperture, and with its table: the page the kernel kept poisoned
-# is read in at registration, before the daemon's restore, for poison.
+# without its aperture, and with its table (the page the kernel kept poisoned
+# is read in at registration as restored, as the daemon's restore has it).
 pid=$(hbmnl range-node probe 1)
 phys=$(hbmnl devices | sed -n "s/^device $pid .* phys=\\(0x[0-9a-f]*\\)\$/\\1/p")
 hbmnl range-unregister $pid
@@ -210,7 +221,7 @@ check "reload the module" 'rmmod hbmguard && insmod /hbmguard.ko sim_devices=1'
 start_daemon
 check "the range back, without its aperture" 'grep -q "^<4>hbmguardd: range hbmc: its memory cannot be claimed (Device or resource busy.*): registered without an aperture$" /tmp/daemon.log &&
 	grep -q "^<6>hbmguardd: range hbmc registered$" /tmp/daemon.log'
-eventually "... with its table" 'hbmctl pages hbmc | grep -q "^0x3000 *1 .*retired *poison"'
+eventually "... with its table" 'hbmctl pages hbmc | grep -q "^0x3000 *1 .*retired *restored"'
 kill $daemon
 wait $daemon 2>/dev/null
 printf "$conf" >/tmp/hbmguardd.conf

@@ -16,7 +16,8 @@ check "netlink refuses all but CAP_SYS_ADMIN" 'hbmnl unprivileged'
 
 # A frame memory_failure() took before node 1 was registered, as the GPU
 # driver offlines the pages it retired when it onlines Grace Hopper's memory:
-# the registration reads it in, retired for poison, no error counted.
+# the registration reads it in, retired as known bad before (restored), no
+# error counted.
 block=$(( 0x$(cat /sys/devices/system/memory/block_size_bytes) ))
 first=$(ls -d /sys/devices/system/node/node1/memory[0-9]* | sed 's/.*memory//' | sort -n | head -n 1)
 echo $(( first * block / 4096 + 0x155 )) >/sys/kernel/debug/hwpoison/corrupt-pfn
@@ -25,8 +26,9 @@ echo $(( first * block / 4096 + 0x155 )) >/sys/kernel/debug/hwpoison/corrupt-pfn
 id=$(hbmnl range-node hbm0 1)
 check "node 1 registered" '[ "$id" = 1 ]'
 check "a frame poisoned before: retired at registration" \
-	'hbmctl pages hbm0 | grep -q "^0x155000 *1 .*retired *poison *0 " &&
-	dmesg | grep -q "hbmguard: device 1 hbm0: 1 pages poisoned before registration, retired"'
+	'hbmctl pages hbm0 | grep -q "^0x155000 *1 .*retired *restored *0 " &&
+	hbmnl devices | grep -q "^device 1 .* ce=0 ue=0 " &&
+	dmesg | grep -q "hbmguard: device 1 hbm0: 1 frames poisoned before its registration read in"'
 check "range device dumped" 'hbmnl devices | grep -q "^device 1 hbm0 hbm:hbm0 kind=3 "'
 check "node 1 twice refused" '! hbmnl range-node hbm1 1 >/dev/null'
 phys=$(hbmnl devices | sed -n 's/^device 1 .* phys=\(0x[0-9a-f]*\)$/\1/p')
@@ -49,9 +51,14 @@ eventually "memory_failure: page retired" 'hbmctl pages hbm0 | grep -q "^0x64000
 # A physical range registered by address; a pfn of node 1 outside it
 # belongs to no device: nothing changes.
 check "node 1 unregistered" 'hbmnl range-unregister 1'
+# Device pages larger than a frame: the page holding a poisoned frame.
+big=$(hbmnl range-phys big $phys 0x1000000 16 0x10000)
+check "64 KiB device pages: the pages of the poisoned frames read in" \
+	'[ "$(hbmctl pages big | grep -c "^0x\(6\|15\)0000 *1 .*retired *restored *0 ")" = 2 ] &&
+	hbmnl range-unregister $big'
 check "range by address" '[ "$(hbmnl range-phys hbm1 $phys 0x4000000 16)" = 1 ]'
 check "range by address: the node's poisoned frames read in" \
-	'[ "$(hbmctl pages hbm1 | grep -c "^0x\(64\|155\)000 *1 .*retired *poison *0 ")" = 2 ]'
+	'[ "$(hbmctl pages hbm1 | grep -c "^0x\(64\|155\)000 *1 .*retired *restored *0 ")" = 2 ]'
 gen=$(hbmnl stats | sed -n 's/.* generation=\([0-9]*\) .*/\1/p')
 # memory_failure() runs the probe before the write returns: no wait needed.
 echo $(( phys / 4096 + 0x8000 )) >/sys/kernel/debug/hwpoison/corrupt-pfn

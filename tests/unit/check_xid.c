@@ -151,11 +151,27 @@ START_TEST(storm_on_one_gpu)
 	ck_assert_uint_eq(taken, 10 * HBM_XID_HEARD + 1);
 	xid(HBM_FROM_KMSG, "GPU-quiet", 48);	/* its twin: still remembered */
 	ck_assert_uint_eq(taken, 10 * HBM_XID_HEARD + 1);
-	for (i = 0; i < HBM_XID_PER_GPU; i++)	/* the storm's last ones are too */
+	for (i = 0; i < HBM_XID_HEARD - 1; i++)	/* the storm's last ones are too */
 		xid(HBM_FROM_KMSG, GPU, 63);
 	ck_assert_uint_eq(taken, 10 * HBM_XID_HEARD + 1);
 	xid(HBM_FROM_KMSG, GPU, 63);		/* older ones are forgotten */
 	ck_assert_uint_eq(taken, 10 * HBM_XID_HEARD + 2);
+}
+END_TEST
+
+/* A burst on one GPU, one source's copies all before the other's: one each. */
+START_TEST(burst_on_one_gpu)
+{
+	unsigned int i;
+
+	setup();
+	for (i = 0; i < HBM_XID_HEARD / 2; i++) {
+		clock_ns++;
+		xid(HBM_FROM_KERNEL, GPU, 94);
+	}
+	for (i = 0; i < HBM_XID_HEARD / 2; i++)
+		xid(HBM_FROM_KMSG, GPU, 94);
+	ck_assert_uint_eq(taken, HBM_XID_HEARD / 2);
 }
 END_TEST
 
@@ -179,6 +195,7 @@ Suite *xid_suite(void)
 	tcase_add_test(tc, what_is_not_a_twin);
 	tcase_add_test(tc, table_full);
 	tcase_add_test(tc, storm_on_one_gpu);
+	tcase_add_test(tc, burst_on_one_gpu);
 	tcase_add_test(tc, no_xid_no_twin);
 	suite_add_tcase(s, tc);
 	return s;

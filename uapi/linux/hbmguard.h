@@ -724,9 +724,11 @@ struct hbmguard_map_entry {
  *	that memory_failure() and machine checks on it reach its table.  Frames
  *	of it the kernel has poisoned already (memory_failure() before the
  *	registration: a Grace Hopper driver offlines the pages it retired when
- *	it onlines the GPU's memory) are read in: their pages retired with
- *	source POISON (RETIRED events, no error counted), a poisoned spare
- *	counted bad.  With
+ *	it onlines the GPU's memory; frames kept at an earlier unregistration)
+ *	are read in: their pages retired with source RESTORED, known bad from
+ *	before (RETIRED events, no error counted), a poisoned spare counted
+ *	bad; a poisoned huge page is skipped (which frame is bad is the
+ *	kernel's secret).  With
  *	CLAIM the module takes the range from the page allocator (migrating
  *	what was there; EBUSY when it cannot, e.g. kernel memory or poisoned
  *	pages in it), zeroes it and offers it as the device's aperture, every
