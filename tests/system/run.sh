@@ -113,7 +113,8 @@ echo "tier 3: image ready in $(($(date +%s) - start))s"
 boot() {
 	local phase=$1 marker=$2 console=$work/console-$1.log pid i=0
 	: >"$console"
-	qemu-system-x86_64 -machine q35 -accel tcg -cpu max -smp 2 \
+	# (thread=single: scripts/guest-run says why)
+	qemu-system-x86_64 -machine q35 -accel tcg,thread=single -cpu max -smp 2 \
 		-m 1280,slots=1,maxmem=1536M \
 		-object memory-backend-ram,id=sysmem,size=1280M \
 		-object memory-backend-ram,id=hbmmem,size=256M \
