@@ -9,10 +9,11 @@
  * already retired and remapped; then hands the live ECC and Xid events to
  * the core as they come.  What it must not do: change anything on a GPU
  * (nvml_source.c makes read-only calls only), block the loop (the one
- * blocking wait is nvml_source.c's thread), stop the daemon because a GPU or
- * the library misbehaves (a failing call is one line, a GPU lost one line
- * and a DEVICE_GONE), call a sink, or register anything with the module:
- * that is the registrar's (gpus.c), a sink, through the core.
+ * blocking wait and the reads after start are nvml_source.c's threads'),
+ * stop the daemon because a GPU or the library misbehaves (a failing call
+ * is one line, a GPU lost one line and a DEVICE_GONE), call a sink, or
+ * register anything with the module: that is the registrar's (gpus.c), a
+ * sink, through the core.
  *
  * Reads after start are nvml_source.c's reader thread's (reread_stale()):
  * the loop never waits on a GPU.  A read out longer than

@@ -61,6 +61,10 @@
  * GPU at a time, so the others' reads wait behind a hung one (the events
  * do not: their thread is another).  The reads at start
  * (hbm_nvml_reconcile()) stay in the caller's thread: see nvml_facts.c.
+ * Still on the loop after start: the few calls that follow a wait's
+ * GPU_IS_LOST (lost(): which GPU answers it, the event set built anew).
+ * They read no GPU's tables, but a GPU wedged at that moment would hold
+ * the loop there too.
  *
  * Closing joins both threads with a bound (JOIN_MS): a thread stuck in an
  * NVML call is not cancelled (NVML is closed code that documents no
