@@ -9,10 +9,24 @@
  * already retired and remapped; then hands the live ECC and Xid events to
  * the core as they come.  What it must not do: change anything on a GPU
  * (nvml_source.c makes read-only calls only), block the loop (the one
- * blocking wait is nvml_source.c's thread), stop the daemon because a GPU or
- * the library misbehaves (a failing call is one line, a GPU lost one line
- * and a DEVICE_GONE), call a sink, or register anything with the module:
- * that is the registrar's (gpus.c), a sink, through the core.
+ * blocking wait and the reads after start are nvml_source.c's threads'),
+ * stop the daemon because a GPU or the library misbehaves (a failing call
+ * is one line, a GPU lost one line and a DEVICE_GONE), call a sink, or
+ * register anything with the module: that is the registrar's (gpus.c), a
+ * sink, through the core.
+ *
+ * Reads after start are nvml_source.c's reader thread's (reread_stale()):
+ * the loop never waits on a GPU.  A read out longer than
+ * NVML_READ_SLOW_NS is said once, a warning naming the GPU; the others'
+ * reads wait behind it, the events and the rest of the daemon do not.
+ * The reads at start stay in the loop's thread, before READY=1: the facts
+ * from before the daemon ran must be in the table, with .sync START, before
+ * it says it is ready (what restores and registers GPUs relies on that
+ * order); a GPU that hangs then hangs NVML's discovery in the same thread
+ * anyway (nvmlInit_v2, the handles, identities); and systemd's watchdog
+ * counts only once the start is complete ("the watchdog is activated when
+ * the start-up is completed", systemd.service(5), WatchdogSec=), so what
+ * bounds a hung start is TimeoutStartSec=, which restarts the daemon.
  *
  * The library: hbmguardd always loads HBM_NVML_LIBRARY, the soname the
  * driver installs, through the dynamic loader's own search; there is no
@@ -90,6 +104,16 @@
 
 /* A GPU's tables are read again at most once in this long (reread_stale()). */
 #define NVML_REREAD_NS	(1000000000ULL)
+/*
+ * A read of a GPU's tables out this long is said, once, naming the GPU.  A
+ * healthy GPU answers in milliseconds (a dozen calls into its driver); a
+ * read this long is a wedged GPU's.  Below the unit's WatchdogSec=30s
+ * (daemon/systemd/hbmguardd.service) on purpose: a read that would have had
+ * the daemon killed, had it run on the loop, is said while the daemon runs
+ * on (the watchdog no longer sees it: the loop keeps pinging), so the
+ * journal, not a kill, tells the operator the GPU hangs.
+ */
+#define NVML_READ_SLOW_NS (20ULL * 1000000000ULL)
 
 struct nvml_facts {
 	struct hbm_nvml *h;
@@ -102,6 +126,11 @@ struct nvml_facts {
 	uint64_t *read_at;	/* ... when last read again, CLOCK_MONOTONIC ns; 0 never */
 	sd_event *loop;		/* for the timer of a read put off; NULL: none */
 	sd_event_source *timer;
+	/* the read out (nvml_facts_check_reads()) */
+	uint64_t read_serial;	/* the reader's serial of the read last seen out */
+	uint64_t read_since;	/* ... since when, CLOCK_MONOTONIC ns */
+	bool read_said;		/* ... said to be slow */
+	sd_event_source *slow_timer;
 };
 
 static void log_line(void *ctx, int priority, const char *msg)
@@ -353,16 +382,33 @@ int nvml_facts_fd(const struct nvml_facts *s)
 
 static int on_reread_timer(sd_event_source *src, uint64_t usec, void *arg);
 
+/* A one-shot timer of the loop at @at (CLOCK_MONOTONIC ns), made or moved. */
+static void arm(struct nvml_facts *s, sd_event_source **timer, uint64_t at,
+		sd_event_time_handler_t fn, const char *what)
+{
+	if (!s->loop)
+		return;
+	if (*timer) {
+		sd_event_source_set_time(*timer, at / 1000);
+		sd_event_source_set_enabled(*timer, SD_EVENT_ONESHOT);
+	} else if (sd_event_add_time(s->loop, timer, CLOCK_MONOTONIC, at / 1000, 0, fn, s) < 0) {
+		char msg[256];
+
+		snprintf(msg, sizeof(msg), "nvml: no timer for %s", what);
+		log_line(NULL, LOG_ERR, msg);
+	}
+}
+
 /*
  * A GPU's DBE or HBM Xid (48, 63, 64, 154...) means the driver may have
  * retired a page, has one pending, remapped a row or failed to: its tables
  * are read again, after the batch of events that said so.  What is new
  * there reaches the registrar as at start, but with .sync 0: read later,
  * still no event of its own (the module's is journaled).  Each read is a
- * dozen NVML calls on the loop, and a DBE storm must not make one per
- * event: a GPU is read at most once per NVML_REREAD_NS, a read put off
- * is done by a timer when its time comes (without a loop, at a later
- * dispatch).
+ * dozen NVML calls, made by nvml_source.c's reader thread and handed back
+ * through the events' fd; a DBE storm must not make one per event: a GPU
+ * is read at most once per NVML_REREAD_NS, a read put off is asked for by
+ * a timer when its time comes (without a loop, at a later dispatch).
  */
 static void reread_stale(struct nvml_facts *s)
 {
@@ -379,17 +425,10 @@ static void reread_stale(struct nvml_facts *s)
 		}
 		s->stale[i] = false;
 		s->read_at[i] = now;
-		hbm_nvml_reconcile_gpu(s->h, i);
+		hbm_nvml_reread(s->h, i);	/* a GPU gone: not read, nothing to say */
 	}
-	if (!next || !s->loop)
-		return;
-	if (s->timer) {
-		sd_event_source_set_time(s->timer, next / 1000);
-		sd_event_source_set_enabled(s->timer, SD_EVENT_ONESHOT);
-	} else if (sd_event_add_time(s->loop, &s->timer, CLOCK_MONOTONIC, next / 1000, 0,
-				     on_reread_timer, s) < 0) {
-		log_line(NULL, LOG_ERR, "nvml: no timer for a GPU's tables: read at its next event");
-	}
+	if (next)
+		arm(s, &s->timer, next, on_reread_timer, "a GPU's tables: read at its next event");
 }
 
 static int on_reread_timer(sd_event_source *src, uint64_t usec, void *arg)
@@ -400,23 +439,64 @@ static int on_reread_timer(sd_event_source *src, uint64_t usec, void *arg)
 	return 0;
 }
 
+static int on_slow_timer(sd_event_source *src, uint64_t usec, void *arg)
+{
+	(void)src;
+	(void)usec;
+	nvml_facts_check_reads(arg, hbm_monotonic_ns());
+	return 0;
+}
+
+int nvml_facts_check_reads(struct nvml_facts *s, uint64_t now)
+{
+	const struct hbm_nvml_gpu *g;
+	uint64_t serial;
+	size_t i;
+	char msg[512];
+
+	if (!hbm_nvml_read_outstanding(s->h, &i, &serial))
+		return -1;
+	if (serial != s->read_serial) {		/* another read: seen out from now */
+		s->read_serial = serial;
+		s->read_since = now;
+		s->read_said = false;
+	}
+	if (s->read_said)
+		return (int)i;
+	if (now - s->read_since < NVML_READ_SLOW_NS) {
+		arm(s, &s->slow_timer, s->read_since + NVML_READ_SLOW_NS, on_slow_timer,
+		    "a slow GPU read: said at the next event");
+		return (int)i;
+	}
+	g = hbm_nvml_gpu(s->h, i);
+	snprintf(msg, sizeof(msg), "nvml: GPU %s (%s) has not answered the read of its tables "
+		 "for %llu s: its facts, and the other GPUs' reads, wait for it; the daemon runs on",
+		 g->uuid, g->pci, NVML_READ_SLOW_NS / 1000000000ULL);
+	log_line(NULL, LOG_WARNING, msg);
+	s->read_said = true;
+	return (int)i;
+}
+
 int nvml_facts_dispatch(struct nvml_facts *s)
 {
 	int err = hbm_nvml_dispatch(s->h);
 
 	reread_stale(s);
+	nvml_facts_check_reads(s, hbm_monotonic_ns());
 	return err;
 }
 
-/* Level-triggered (sd-event's default): a batch a turn, the rest next turn. */
+/*
+ * Level-triggered (sd-event's default): a batch a turn, the rest next turn.
+ * Events over for good (said why) leave the fd watched: the reads still
+ * come back on it, and nothing else does.
+ */
 static int on_readable(sd_event_source *src, int fd, uint32_t revents, void *arg)
 {
-	struct nvml_facts *s = arg;
-
+	(void)src;
 	(void)fd;
 	(void)revents;
-	if (nvml_facts_dispatch(s))	/* over for good, said why: the fd stays quiet */
-		sd_event_source_set_enabled(src, SD_EVENT_OFF);
+	nvml_facts_dispatch(arg);
 	return 0;
 }
 
@@ -434,6 +514,7 @@ void nvml_facts_stop(struct nvml_facts *s)
 		return;
 	sd_event_source_disable_unref(s->io);
 	sd_event_source_disable_unref(s->timer);
+	sd_event_source_disable_unref(s->slow_timer);
 	hbm_nvml_close(s->h);
 	free(s->read_at);
 	free(s->stale);

@@ -22,8 +22,19 @@ struct nvml_facts;
 struct nvml_facts *nvml_facts_start(const char *library, const struct hbm_source_link *link);
 /* The fd to watch for input, -1 when there are no live events. */
 int nvml_facts_fd(const struct nvml_facts *s);
-/* On input: the events, as facts.  0, or -errno once they ended (logged). */
+/*
+ * On input: the events, and the reads of GPUs' tables come back, as facts.
+ * 0, or -errno once the events ended (logged; the reads still come).
+ */
 int nvml_facts_dispatch(struct nvml_facts *s);
+/*
+ * The read of a GPU's tables that is out at @now (CLOCK_MONOTONIC ns): said
+ * once, a warning naming the GPU, when it has been out NVML_READ_SLOW_NS
+ * (nvml_facts.c); else, with a loop, a timer for then.  The GPU's index
+ * (hbm_nvml_gpu()'s), or -1 when no read is out.  Dispatch and the timer
+ * call it; tests with a @now of their own.
+ */
+int nvml_facts_check_reads(struct nvml_facts *s, uint64_t now);
 /* The live events' fd into @loop (none: nothing).  0, or a negative errno. */
 int nvml_facts_watch(struct nvml_facts *s, sd_event *loop);
 void nvml_facts_stop(struct nvml_facts *s);

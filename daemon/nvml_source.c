@@ -38,6 +38,44 @@
  * gone and starts the thread again on a new set without it.  Any other
  * failure of the wait ends live NVML events for good, with one line.
  *
+ * Reads after start: a GPU's tables read again after its DBE or HBM Xid
+ * (hbm_nvml_reread(), from nvml_facts.c) are a dozen NVML calls, and on a
+ * wedged GPU one of them can block for as long as the driver waits on the
+ * GPU; on the loop that would stop everything the daemon does (kernel
+ * events, rank recovery, the control socket) until systemd's watchdog
+ * kills it.  So the loop makes no NVML read after start: one reader thread
+ * (never one per request) takes the GPUs from a queue (a GPU waiting there
+ * is not queued twice), one at a time, and hands each read over the same
+ * socketpair as the events: first a record that it began (the loop then
+ * knows which GPU's read is outstanding: hbm_nvml_read_outstanding()),
+ * then the struct reading it filled (the report with its malloc'd pages,
+ * the lines to log, whether the GPU answered GPU_IS_LOST), whose pointer
+ * the loop takes over.  The thread reads only what is immutable while it
+ * runs (the library's functions, the GPU list, each GPU's handle, UUID and
+ * bus id) and each GPU's atomic "gone" flag (a GPU found gone is never
+ * asked again); the queue is under a mutex; every callback, the logging and
+ * gpu_gone included, runs in the loop's thread in hbm_nvml_dispatch().
+ * nvml.h says only that "NVML is thread-safe so it is safe to make
+ * simultaneous NVML calls from multiple threads" (11.8, its introduction),
+ * not that calls on one GPU do not wait for another's; the reader reads one
+ * GPU at a time, so the others' reads wait behind a hung one (the events
+ * do not: their thread is another).  The reads at start
+ * (hbm_nvml_reconcile()) stay in the caller's thread: see nvml_facts.c.
+ * Still on the loop after start: the few calls that follow a wait's
+ * GPU_IS_LOST (lost(): which GPU answers it, the event set built anew).
+ * They read no GPU's tables, but a GPU wedged at that moment would hold
+ * the loop there too.
+ *
+ * Closing joins both threads with a bound (JOIN_MS): a thread stuck in an
+ * NVML call is not cancelled (NVML is closed code that documents no
+ * cancellation point and no cleanup: a thread cancelled inside it could
+ * leave the library's locks held and the driver's request half done, and
+ * nvmlShutdown() would then hang or worse), so it is left where it is,
+ * said in one line, and the handle, the library and its socket are left
+ * too (freeing them under the thread would be a use after free): the
+ * process exits next, which ends the thread and releases the driver's
+ * files.
+ *
  * The interface, from nvml.h of Debian bookworm non-free's libnvidia-ml-dev
  * 11.8.86 (scripts/deps.sh), built with NVML_NO_UNVERSIONED_FUNC_DEFS so that
  * every name below is the exported symbol itself.  Each pointer's type is
@@ -73,6 +111,15 @@
 
 /* How long the event thread waits before it looks for a stop request. */
 #define WAIT_MS 1000
+/*
+ * How long closing waits for each thread to end: the event thread sees the
+ * stop within WAIT_MS, the reader at the end of its read; a read longer
+ * than this is a stuck GPU's, and the process exits without it.  Well
+ * within systemd's default TimeoutStopSec (90 s, systemd-system.conf(5)).
+ */
+#define JOIN_MS 5000
+/* The most lines one read logs: each of its calls fails once at most (5). */
+#define READ_LINES 8
 /* The events hbmguard wants (nvml.h, nvmlEventType). */
 #define EVENT_MASK (nvmlEventTypeSingleBitEccError | nvmlEventTypeDoubleBitEccError | \
 		    nvmlEventTypeXidCriticalError)
@@ -97,19 +144,37 @@ struct nvml_fns {
 #undef FN_FIELD
 };
 
-/* What the event thread hands to the loop. */
-enum { REC_EVENT, REC_LOST, REC_FAILED };
+/*
+ * One read of a GPU's facts, as the reader (or, at start, the caller) made
+ * it: nothing in it is said or handed to a callback until apply() does, in
+ * the loop's thread.
+ */
+struct reading {
+	size_t gpu;
+	bool lost;		/* a call answered GPU_IS_LOST: the GPU is gone */
+	struct hbm_nvml_report r;
+	int nr_lines;
+	struct {
+		int prio;
+		char msg[256];
+	} lines[READ_LINES];
+};
+
+/* What the threads hand to the loop. */
+enum { REC_EVENT, REC_LOST, REC_FAILED, REC_READING, REC_READ };
 struct rec {
 	int32_t kind;
 	int32_t gpu;		/* index into h->gpus, -1 if NVML named another device */
 	uint32_t ret;		/* nvmlReturn_t of a failed wait */
 	uint64_t type;
 	uint64_t data;
+	struct reading *rd;	/* REC_READ: the loop's from then on */
 };
 
 struct gpu {
 	struct hbm_nvml_gpu pub;
 	nvmlDevice_t dev;
+	atomic_bool gone;	/* !pub.present, for the reader: not asked again */
 	bool no_events;		/* its registration spoiled a set: not asked again */
 	bool in_set;		/* registered in h->set */
 };
@@ -130,6 +195,18 @@ struct hbm_nvml {
 	bool running;		/* a thread was started and not joined */
 	bool events_over;
 	atomic_bool stop;
+	/* the reader: its queue under lock, a GPU in it once (queued[]) */
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	size_t *queue, head, len;
+	bool *queued;
+	bool reader_stop;
+	pthread_t reader;
+	bool reader_running;
+	/* the loop's view: the GPU whose read began and did not come back, or -1 */
+	long reading;
+	uint64_t reads_begun;
+	bool stuck;		/* close left a thread in NVML: see above */
 };
 
 static void say(const struct hbm_nvml *h, int prio, const char *fmt, ...)
@@ -161,18 +238,35 @@ static void gone(struct hbm_nvml *h, struct gpu *g)
 	if (!g->pub.present)
 		return;
 	g->pub.present = false;
+	atomic_store(&g->gone, true);
 	say(h, LOG_WARNING, "nvml: GPU %s (%s) has fallen off the bus: gone",
 	    g->pub.uuid, g->pub.pci);
 	if (h->ops.gpu_gone)
 		h->ops.gpu_gone(h->ctx, &g->pub);
 }
 
+/* A line of a reading, said when the loop applies it (any thread). */
+static void note(struct reading *rd, int prio, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void note(struct reading *rd, int prio, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (rd->nr_lines >= READ_LINES)
+		return;		/* cannot be: each call fails once */
+	rd->lines[rd->nr_lines].prio = prio;
+	va_start(ap, fmt);
+	vsnprintf(rd->lines[rd->nr_lines++].msg, sizeof(rd->lines[0].msg), fmt, ap);
+	va_end(ap);
+}
+
 /*
- * One call's result as a fact.  GPU_IS_LOST is returned to the caller,
- * which stops asking this GPU anything; other failures are one line.
+ * One call's result as a fact, in @rd (any thread).  GPU_IS_LOST marks the
+ * reading lost, and its caller stops asking this GPU anything; other
+ * failures are one line.
  */
-static enum hbm_nvml_status outcome(struct hbm_nvml *h, struct gpu *g, const char *call,
-				    nvmlReturn_t ret)
+static enum hbm_nvml_status status_of(const struct hbm_nvml *h, const struct gpu *g,
+				      const char *call, nvmlReturn_t ret, struct reading *rd)
 {
 	switch (ret) {
 	case NVML_SUCCESS:
@@ -180,13 +274,35 @@ static enum hbm_nvml_status outcome(struct hbm_nvml *h, struct gpu *g, const cha
 	case NVML_ERROR_NOT_SUPPORTED:
 		return HBM_NVML_UNSUPPORTED;
 	case NVML_ERROR_GPU_IS_LOST:
-		gone(h, g);
+		rd->lost = true;
 		return HBM_NVML_FAILED;
 	default:
-		say(h, LOG_ERR, "nvml: %s on GPU %s (%s) failed: %s", call, g->pub.uuid,
-		    g->pub.pci, nvml_err(h, ret));
+		note(rd, LOG_ERR, "nvml: %s on GPU %s (%s) failed: %s", call, g->pub.uuid,
+		     g->pub.pci, nvml_err(h, ret));
 		return HBM_NVML_FAILED;
 	}
+}
+
+/* What @rd found out besides its report, said (the loop's thread). */
+static void tell(struct hbm_nvml *h, const struct reading *rd)
+{
+	int k;
+
+	for (k = 0; k < rd->nr_lines; k++)
+		say(h, rd->lines[k].prio, "%s", rd->lines[k].msg);
+	if (rd->lost)
+		gone(h, &h->gpus[rd->gpu]);
+}
+
+/* status_of() for a call the loop's thread makes, told at once. */
+static enum hbm_nvml_status outcome(struct hbm_nvml *h, struct gpu *g, const char *call,
+				    nvmlReturn_t ret)
+{
+	struct reading rd = { .gpu = (size_t)(g - h->gpus) };
+	enum hbm_nvml_status st = status_of(h, g, call, ret, &rd);
+
+	tell(h, &rd);
+	return st;
 }
 
 static bool resolve(struct hbm_nvml *h)
@@ -278,6 +394,9 @@ struct hbm_nvml *hbm_nvml_open(const char *library, const struct hbm_nvml_ops *o
 	h->ops = *ops;
 	h->ctx = ctx;
 	h->pair[0] = h->pair[1] = -1;
+	h->reading = -1;
+	pthread_mutex_init(&h->lock, NULL);
+	pthread_cond_init(&h->wake, NULL);
 	h->lib = dlopen(library, RTLD_NOW | RTLD_LOCAL);
 	if (!h->lib) {
 		say(h, LOG_INFO, "nvml: no NVIDIA management library (%s): NVIDIA GPUs are not "
@@ -303,7 +422,9 @@ struct hbm_nvml *hbm_nvml_open(const char *library, const struct hbm_nvml_ops *o
 		goto shutdown;
 	}
 	h->gpus = calloc(count ? count : 1, sizeof(*h->gpus));
-	if (!h->gpus) {
+	h->queue = calloc(count ? count : 1, sizeof(*h->queue));
+	h->queued = calloc(count ? count : 1, sizeof(*h->queued));
+	if (!h->gpus || !h->queue || !h->queued) {
 		say(h, LOG_ERR, "nvml: out of memory for %u GPUs", count);
 		goto shutdown;
 	}
@@ -320,6 +441,9 @@ shutdown:
 	h->fn.nvmlShutdown();
 close_lib:
 	dlclose(h->lib);
+	free(h->queued);
+	free(h->queue);
+	free(h->gpus);
 	free(h);
 	return NULL;
 }
@@ -357,8 +481,9 @@ const struct hbm_nvml_gpu *hbm_nvml_gpu(const struct hbm_nvml *h, size_t i)
  * after SUCCESS, or one above MAX_RETIRED_PAGES, is a broken library's:
  * the pages are not read, in one line.
  */
-static enum hbm_nvml_status read_pages(struct hbm_nvml *h, struct gpu *g,
-				       nvmlPageRetirementCause_t cause, struct hbm_nvml_pages *p)
+static enum hbm_nvml_status read_pages(const struct hbm_nvml *h, const struct gpu *g,
+				       nvmlPageRetirementCause_t cause, struct hbm_nvml_pages *p,
+				       struct reading *rd)
 {
 	unsigned int cap = 64, n;
 	nvmlReturn_t ret;
@@ -373,7 +498,7 @@ static enum hbm_nvml_status read_pages(struct hbm_nvml *h, struct gpu *g,
 		if (!addr || !time) {
 			free(addr);
 			free(time);
-			say(h, LOG_ERR, "nvml: out of memory for %u retired pages", cap);
+			note(rd, LOG_ERR, "nvml: out of memory for %u retired pages", cap);
 			return HBM_NVML_FAILED;
 		}
 		n = cap;
@@ -389,12 +514,12 @@ static enum hbm_nvml_status read_pages(struct hbm_nvml *h, struct gpu *g,
 		free(addr);
 		free(time);
 		if (ret != NVML_SUCCESS && ret != NVML_ERROR_INSUFFICIENT_SIZE)
-			return outcome(h, g, "nvmlDeviceGetRetiredPages_v2", ret);
+			return status_of(h, g, "nvmlDeviceGetRetiredPages_v2", ret, rd);
 		if (ret == NVML_SUCCESS || n > MAX_RETIRED_PAGES) {
-			say(h, LOG_ERR, "nvml: nvmlDeviceGetRetiredPages_v2 on GPU %s (%s) answered "
-			    "%s with a count of %u for a buffer of %u (at most %u read): retired "
-			    "pages not read", g->pub.uuid, g->pub.pci, nvml_err(h, ret), n, cap,
-			    MAX_RETIRED_PAGES);
+			note(rd, LOG_ERR, "nvml: nvmlDeviceGetRetiredPages_v2 on GPU %s (%s) "
+			     "answered %s with a count of %u for a buffer of %u (at most %u read): "
+			     "retired pages not read", g->pub.uuid, g->pub.pci, nvml_err(h, ret), n,
+			     cap, MAX_RETIRED_PAGES);
 			return HBM_NVML_FAILED;
 		}
 		/* n <= MAX_RETIRED_PAGES: no overflow */
@@ -402,8 +527,8 @@ static enum hbm_nvml_status read_pages(struct hbm_nvml *h, struct gpu *g,
 		if (cap > MAX_RETIRED_PAGES)
 			cap = MAX_RETIRED_PAGES;
 	}
-	say(h, LOG_ERR, "nvml: nvmlDeviceGetRetiredPages_v2 on GPU %s (%s) kept growing: "
-	    "retired pages not read", g->pub.uuid, g->pub.pci);
+	note(rd, LOG_ERR, "nvml: nvmlDeviceGetRetiredPages_v2 on GPU %s (%s) kept growing: "
+	     "retired pages not read", g->pub.uuid, g->pub.pci);
 	return HBM_NVML_FAILED;
 }
 
@@ -418,8 +543,9 @@ void hbm_nvml_report_free(struct hbm_nvml_report *r)
 	memset(r, 0, sizeof(*r));
 }
 
-static void read_ecc(struct hbm_nvml *h, struct gpu *g, struct hbm_nvml_report *r)
+static void read_ecc(const struct hbm_nvml *h, const struct gpu *g, struct reading *rd)
 {
+	struct hbm_nvml_report *r = &rd->r;
 	static const nvmlMemoryErrorType_t type[2] = {
 		[HBM_NVML_CORRECTED] = NVML_MEMORY_ERROR_TYPE_CORRECTED,
 		[HBM_NVML_UNCORRECTED] = NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
@@ -436,47 +562,49 @@ static void read_ecc(struct hbm_nvml *h, struct gpu *g, struct hbm_nvml_report *
 		for (c = 0; c < 2; c++) {
 			unsigned long long v = 0;
 
-			r->ecc_status = outcome(h, g, "nvmlDeviceGetTotalEccErrors",
-						h->fn.nvmlDeviceGetTotalEccErrors(g->dev, type[t],
-										  counter[c], &v));
+			r->ecc_status = status_of(h, g, "nvmlDeviceGetTotalEccErrors",
+						  h->fn.nvmlDeviceGetTotalEccErrors(g->dev, type[t],
+										    counter[c], &v),
+						  rd);
 			if (r->ecc_status != HBM_NVML_OK)
 				return;
 			r->ecc[t][c] = v;
 		}
 }
 
-int hbm_nvml_query(struct hbm_nvml *h, size_t i, struct hbm_nvml_report *r)
+/*
+ * Every fact of GPU @g into @rd, said nowhere (any thread: the reader's, or
+ * the caller's at start).  A lost GPU is asked nothing more, its report freed.
+ */
+static void read_gpu(const struct hbm_nvml *h, const struct gpu *g, struct reading *rd)
 {
-	nvmlEnableState_t pending;
+	struct hbm_nvml_report *r = &rd->r;
 	unsigned int corr, unc, rpending, failure;
-	struct gpu *g;
+	nvmlEnableState_t pending;
 	int c;
 
-	memset(r, 0, sizeof(*r));
-	if (i >= h->nr || !h->gpus[i].pub.present)
-		return -ENODEV;
-	g = &h->gpus[i];
-	for (c = 0; c < HBM_NVML_CAUSES && g->pub.present; c++) {
+	for (c = 0; c < HBM_NVML_CAUSES && !rd->lost; c++) {
 		/* A call that failed for one cause is not tried (nor said) again. */
 		if (c && r->retired[0].status == HBM_NVML_FAILED) {
 			r->retired[c].status = HBM_NVML_FAILED;
 			continue;
 		}
 		r->retired[c].status = read_pages(h, g, (nvmlPageRetirementCause_t)c,
-						  &r->retired[c]);
+						  &r->retired[c], rd);
 	}
 
 	r->pending_status = HBM_NVML_MISSING;
-	if (g->pub.present && h->fn.nvmlDeviceGetRetiredPagesPendingStatus) {
-		r->pending_status = outcome(h, g, "nvmlDeviceGetRetiredPagesPendingStatus",
-			h->fn.nvmlDeviceGetRetiredPagesPendingStatus(g->dev, &pending));
+	if (!rd->lost && h->fn.nvmlDeviceGetRetiredPagesPendingStatus) {
+		r->pending_status = status_of(h, g, "nvmlDeviceGetRetiredPagesPendingStatus",
+			h->fn.nvmlDeviceGetRetiredPagesPendingStatus(g->dev, &pending), rd);
 		r->pending = r->pending_status == HBM_NVML_OK && pending == NVML_FEATURE_ENABLED;
 	}
 
 	r->remap_status = HBM_NVML_MISSING;
-	if (g->pub.present && h->fn.nvmlDeviceGetRemappedRows) {
-		r->remap_status = outcome(h, g, "nvmlDeviceGetRemappedRows",
-			h->fn.nvmlDeviceGetRemappedRows(g->dev, &corr, &unc, &rpending, &failure));
+	if (!rd->lost && h->fn.nvmlDeviceGetRemappedRows) {
+		r->remap_status = status_of(h, g, "nvmlDeviceGetRemappedRows",
+			h->fn.nvmlDeviceGetRemappedRows(g->dev, &corr, &unc, &rpending, &failure),
+			rd);
 		if (r->remap_status == HBM_NVML_OK) {
 			r->remap_corrected = corr;
 			r->remap_uncorrected = unc;
@@ -485,35 +613,52 @@ int hbm_nvml_query(struct hbm_nvml *h, size_t i, struct hbm_nvml_report *r)
 		}
 	}
 
-	if (g->pub.present)
-		read_ecc(h, g, r);
-	if (!g->pub.present) {
+	if (!rd->lost)
+		read_ecc(h, g, rd);
+	if (rd->lost)
 		hbm_nvml_report_free(r);
+}
+
+int hbm_nvml_query(struct hbm_nvml *h, size_t i, struct hbm_nvml_report *r)
+{
+	struct reading rd = { .gpu = i };
+
+	memset(r, 0, sizeof(*r));
+	if (i >= h->nr || !h->gpus[i].pub.present)
 		return -ENODEV;
-	}
+	read_gpu(h, &h->gpus[i], &rd);
+	tell(h, &rd);
+	if (rd.lost)
+		return -ENODEV;
+	*r = rd.r;
 	return 0;
+}
+
+/* A GPU's facts to the callbacks, in the order nvml_source.h gives; @r freed. */
+static void hand_over(struct hbm_nvml *h, size_t i, struct hbm_nvml_report *r)
+{
+	const struct hbm_nvml_gpu *g = &h->gpus[i].pub;
+	uint32_t k;
+	int c;
+
+	/* First: whether the pages that follow may be pending (nvml_source.h). */
+	if (r->pending_status == HBM_NVML_OK && h->ops.pending)
+		h->ops.pending(h->ctx, g, r->pending);
+	for (c = 0; c < HBM_NVML_CAUSES; c++)
+		for (k = 0; h->ops.page_retired && k < r->retired[c].nr; k++)
+			h->ops.page_retired(h->ctx, g, (enum hbm_nvml_cause)c,
+					    r->retired[c].addr[k], r->retired[c].time[k]);
+	if (h->ops.counts)
+		h->ops.counts(h->ctx, g, r);
+	hbm_nvml_report_free(r);
 }
 
 void hbm_nvml_reconcile_gpu(struct hbm_nvml *h, size_t i)
 {
-	const struct hbm_nvml_gpu *g;
 	struct hbm_nvml_report r;
-	uint32_t k;
-	int c;
 
-	if (hbm_nvml_query(h, i, &r))	/* -ENODEV for an index past the GPUs too */
-		return;
-	g = &h->gpus[i].pub;
-	/* First: whether the pages that follow may be pending (nvml_source.h). */
-	if (r.pending_status == HBM_NVML_OK && h->ops.pending)
-		h->ops.pending(h->ctx, g, r.pending);
-	for (c = 0; c < HBM_NVML_CAUSES; c++)
-		for (k = 0; h->ops.page_retired && k < r.retired[c].nr; k++)
-			h->ops.page_retired(h->ctx, g, (enum hbm_nvml_cause)c,
-					    r.retired[c].addr[k], r.retired[c].time[k]);
-	if (h->ops.counts)
-		h->ops.counts(h->ctx, g, &r);
-	hbm_nvml_report_free(&r);
+	if (!hbm_nvml_query(h, i, &r))	/* -ENODEV for an index past the GPUs too */
+		hand_over(h, i, &r);
 }
 
 void hbm_nvml_reconcile(struct hbm_nvml *h)
@@ -564,6 +709,21 @@ static void *waiter(void *arg)
 	return NULL;
 }
 
+/* A thread of @h's with no signal (they stay with the loop's signalfd). */
+static int start_thread(struct hbm_nvml *h, pthread_t *t, void *(*fn)(void *), const char *what)
+{
+	sigset_t all, old;
+	int err;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(t, NULL, fn, h);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err)
+		say(h, LOG_ERR, "nvml: cannot start the %s thread: %s", what, strerror(err));
+	return -err;
+}
+
 static void events_join(struct hbm_nvml *h)
 {
 	if (h->running) {
@@ -586,7 +746,6 @@ static void events_join(struct hbm_nvml *h)
  */
 static int events_run(struct hbm_nvml *h)
 {
-	sigset_t all, old;
 	nvmlReturn_t ret;
 	size_t i, registered;
 	int err;
@@ -638,15 +797,10 @@ again:
 		return -ENOTSUP;
 	}
 	atomic_store(&h->stop, false);
-	/* Signals stay with the loop (sd-event's signalfd): none for the thread. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&h->thread, NULL, waiter, h);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	err = start_thread(h, &h->thread, waiter, "event");
 	if (err) {
-		say(h, LOG_ERR, "nvml: cannot start the event thread: %s", strerror(err));
 		events_join(h);
-		return -err;
+		return err;
 	}
 	h->running = true;
 	return 0;
@@ -671,6 +825,102 @@ int hbm_nvml_events_start(struct hbm_nvml *h)
 	}
 	err = events_run(h);
 	return err ? err : h->pair[0];
+}
+
+/*
+ * The one reader: a queued GPU at a time, read and handed to the loop
+ * (see the top of this file).  Ends when told to, or when the loop's end
+ * of the socket is shut (close).
+ */
+static void *reader(void *arg)
+{
+	struct hbm_nvml *h = arg;
+
+	for (;;) {
+		struct rec rec = { .kind = REC_READING };
+		struct reading *rd;
+		size_t i;
+
+		pthread_mutex_lock(&h->lock);
+		while (!h->reader_stop && !h->len)
+			pthread_cond_wait(&h->wake, &h->lock);
+		if (h->reader_stop) {
+			pthread_mutex_unlock(&h->lock);
+			break;
+		}
+		i = h->queue[h->head];
+		h->head = (h->head + 1) % h->nr;
+		h->len--;
+		h->queued[i] = false;	/* an event from now on queues it again */
+		pthread_mutex_unlock(&h->lock);
+		rec.gpu = (int32_t)i;
+		if (send(h->pair[1], &rec, sizeof(rec), MSG_NOSIGNAL) != sizeof(rec))
+			break;
+		rd = calloc(1, sizeof(*rd));	/* NULL: the loop says so */
+		if (rd) {
+			rd->gpu = i;
+			/* found gone since it was queued: its handle is not used again */
+			if (atomic_load(&h->gpus[i].gone))
+				rd->lost = true;
+			else
+				read_gpu(h, &h->gpus[i], rd);
+		}
+		rec.kind = REC_READ;
+		rec.rd = rd;
+		if (send(h->pair[1], &rec, sizeof(rec), MSG_NOSIGNAL) != sizeof(rec)) {
+			if (rd)
+				hbm_nvml_report_free(&rd->r);
+			free(rd);
+			break;
+		}
+	}
+	return NULL;
+}
+
+int hbm_nvml_reread(struct hbm_nvml *h, size_t i)
+{
+	bool queued;
+	int err;
+
+	if (i >= h->nr || !h->gpus[i].pub.present)
+		return -ENODEV;
+	if (h->pair[0] < 0)
+		return -ENOTCONN;	/* no fd to answer on: no events started */
+	if (!h->reader_running) {
+		err = start_thread(h, &h->reader, reader, "NVML reader");
+		if (err)
+			return err;
+		h->reader_running = true;
+	}
+	pthread_mutex_lock(&h->lock);
+	queued = h->queued[i];
+	if (!queued) {
+		h->queue[(h->head + h->len) % h->nr] = i;
+		h->len++;
+		h->queued[i] = true;
+		pthread_cond_signal(&h->wake);
+	}
+	pthread_mutex_unlock(&h->lock);
+	return !queued;
+}
+
+bool hbm_nvml_read_outstanding(const struct hbm_nvml *h, size_t *gpu, uint64_t *serial)
+{
+	if (h->reading < 0)
+		return false;
+	*gpu = (size_t)h->reading;
+	*serial = h->reads_begun;
+	return true;
+}
+
+/* A read come back, in the loop's thread: said, then to the callbacks. */
+static void apply(struct hbm_nvml *h, struct reading *rd)
+{
+	tell(h, rd);	/* GPU_IS_LOST: gone, said once */
+	if (!rd->lost && h->gpus[rd->gpu].pub.present)
+		hand_over(h, rd->gpu, &rd->r);
+	hbm_nvml_report_free(&rd->r);	/* a GPU gone meanwhile: nobody's facts */
+	free(rd);
 }
 
 static void deliver(struct hbm_nvml *h, const struct rec *rec)
@@ -749,12 +999,26 @@ int hbm_nvml_dispatch(struct hbm_nvml *h)
 	int budget = DISPATCH_BATCH;
 	ssize_t n;
 
-	if (h->pair[0] < 0 || h->events_over)
+	if (h->pair[0] < 0)
 		return 0;
 	while (budget-- > 0 &&
 	       (n = recv(h->pair[0], &rec, sizeof(rec), MSG_DONTWAIT)) == sizeof(rec)) {
 		if (rec.kind == REC_EVENT) {
 			deliver(h, &rec);
+			continue;
+		}
+		if (rec.kind == REC_READING) {
+			h->reading = rec.gpu;
+			h->reads_begun++;
+			continue;
+		}
+		if (rec.kind == REC_READ) {
+			h->reading = -1;
+			if (rec.rd)
+				apply(h, rec.rd);
+			else
+				say(h, LOG_ERR, "nvml: out of memory for a read of GPU %s: not read",
+				    h->gpus[rec.gpu].pub.uuid);
 			continue;
 		}
 		if (rec.kind == REC_LOST && !lost(h))
@@ -770,8 +1034,37 @@ int hbm_nvml_dispatch(struct hbm_nvml *h)
 	return 0;
 }
 
+/* Whether thread @t ended within JOIN_MS (joined), or is left where it is. */
+static bool join_bounded(pthread_t t)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);	/* pthread_timedjoin_np(3)'s clock */
+	until.tv_sec += JOIN_MS / 1000;
+	return !pthread_timedjoin_np(t, NULL, &until);
+}
+
+/* What the threads sent and the loop did not take: freed, and the reading noted. */
+static void drain(struct hbm_nvml *h)
+{
+	struct rec rec;
+
+	while (recv(h->pair[0], &rec, sizeof(rec), MSG_DONTWAIT) == sizeof(rec)) {
+		if (rec.kind == REC_READING)
+			h->reading = rec.gpu;
+		if (rec.kind != REC_READ)
+			continue;
+		h->reading = -1;
+		if (rec.rd)
+			hbm_nvml_report_free(&rec.rd->r);
+		free(rec.rd);
+	}
+}
+
 void hbm_nvml_close(struct hbm_nvml *h)
 {
+	bool left = false;
+
 	if (!h)
 		return;
 	if (h->pair[0] >= 0) {
@@ -779,13 +1072,41 @@ void hbm_nvml_close(struct hbm_nvml *h)
 		/* Wakes a thread blocked on a full socket: its send fails. */
 		shutdown(h->pair[0], SHUT_RDWR);
 	}
+	pthread_mutex_lock(&h->lock);
+	h->reader_stop = true;
+	pthread_cond_signal(&h->wake);
+	pthread_mutex_unlock(&h->lock);
+	/* A thread stuck in NVML: not cancelled, left (see the top of this file). */
+	if (h->reader_running && !join_bounded(h->reader))
+		left = true;
+	else if (h->running && !join_bounded(h->thread))
+		left = true;
+	if (h->pair[0] >= 0)
+		drain(h);	/* nothing more comes: the socket is shut */
+	if (left) {
+		if (h->reading >= 0)
+			say(h, LOG_WARNING, "nvml: GPU %s (%s) has not answered its read %d s after "
+			    "the stop: NVML is left to end with the process",
+			    h->gpus[h->reading].pub.uuid, h->gpus[h->reading].pub.pci,
+			    JOIN_MS / 1000);
+		else
+			say(h, LOG_WARNING, "nvml: a call into NVML has not returned %d s after "
+			    "the stop: NVML is left to end with the process", JOIN_MS / 1000);
+		return;
+	}
+	h->reader_running = false;
+	h->running = false;	/* joined */
 	events_join(h);
 	if (h->pair[0] >= 0) {
 		close(h->pair[0]);
 		close(h->pair[1]);
 	}
+	pthread_cond_destroy(&h->wake);
+	pthread_mutex_destroy(&h->lock);
 	h->fn.nvmlShutdown();
 	dlclose(h->lib);
+	free(h->queued);
+	free(h->queue);
 	free(h->gpus);
 	free(h);
 }

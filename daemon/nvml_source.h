@@ -9,7 +9,8 @@
  * Until the daemon's fact API exists (daemon/core.h, issue #18) the source
  * hands its facts to the narrow callbacks below; every callback is optional.
  * Callbacks run in the caller's thread: inside hbm_nvml_open(),
- * hbm_nvml_reconcile() and hbm_nvml_dispatch(), never in the event thread.
+ * hbm_nvml_reconcile() and hbm_nvml_dispatch(), never in the event thread
+ * nor in the reader (hbm_nvml_reread()).
  */
 #ifndef HBM_NVML_SOURCE_H
 #define HBM_NVML_SOURCE_H
@@ -136,13 +137,29 @@ void hbm_nvml_reconcile_gpu(struct hbm_nvml *h, size_t i);
  */
 int hbm_nvml_events_start(struct hbm_nvml *h);
 /*
- * Hands what the thread heard to the callbacks, at most a batch a call (the
- * fd stays readable while more wait: watch it level-triggered); 0, or -errno
- * once the events stopped for good (logged once; the fd stays open, and quiet).
- * The fd stays the same for the handle's life, also when the thread is
- * restarted without a GPU that fell off the bus.
+ * Hands what the threads heard and read to the callbacks, at most a batch a
+ * call (the fd stays readable while more wait: watch it level-triggered);
+ * 0, or -errno once the events stopped for good (logged once; the fd stays
+ * open: the reads still come back on it).  The fd stays the same for the
+ * handle's life, also when the thread is restarted without a GPU that fell
+ * off the bus.
  */
 int hbm_nvml_dispatch(struct hbm_nvml *h);
+/*
+ * Queues GPU @i to be read again by the reader thread, off the caller's
+ * thread: its facts come back through hbm_nvml_dispatch() on the events' fd
+ * as hbm_nvml_reconcile_gpu() hands them (pending, page_retired, counts; or
+ * gpu_gone).  1 queued, 0 already waiting in the queue (once is enough),
+ * -ENODEV a GPU gone or unknown, -ENOTCONN no events' fd (events not
+ * started), or -errno of a reader that cannot start (logged).
+ */
+int hbm_nvml_reread(struct hbm_nvml *h, size_t i);
+/*
+ * Whether the reader has begun a GPU's read that has not come back (as far
+ * as hbm_nvml_dispatch() has heard): then its GPU's index and the read's
+ * serial number, which each read begun moves on by one.
+ */
+bool hbm_nvml_read_outstanding(const struct hbm_nvml *h, size_t *gpu, uint64_t *serial);
 
 const char *hbm_nvml_cause_name(enum hbm_nvml_cause cause);
 const char *hbm_nvml_status_name(enum hbm_nvml_status st);

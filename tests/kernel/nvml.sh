@@ -202,6 +202,36 @@ eventually "hbmctl gpus: the A100's pages retired, its Xids and DBE heard" 'gctl
 check "... the H200 lost" 'gctl gpus | grep -q "^$uuid1 0000:86:00.0 device [0-9]* nvidia-0000:86:00.0 sources nvml health reset-required lost | driver: retired 0 ue 0 ce, pending 0, failed 0, rows remapped 0 ce 2 ue, remap pending no, "'
 stop_daemon
 
+# A wedged GPU (the fake's "hang"): the A100's table reads block 45 s from
+# just before its Xid 63 retires a page; the H200's Xid 48 comes meanwhile,
+# and its own read (queued behind the A100's) hangs for good.  NVML is read
+# again off the daemon's loop (nvml_source.c's reader): the daemon answers,
+# the H200's event is journaled, the A100's read is said once to be slow
+# (after nvml_facts.c's NVML_READ_SLOW_NS, 20 s), and applied when it comes
+# back.  Each "meanwhile" is ordered against the page: with the read on the
+# loop, nothing is answered or journaled before the page is in the table.
+scenario /tmp/hang.scn "pending 0 0" "remap 1 0 2 0 0" "hang 500 0 45000" \
+	"event 1000 0 xid 63 retire dbe 0x6000000 1700000500" "hang 3000 1 600000" \
+	"event 5000 1 xid 48"
+start_daemon /tmp/hang.scn
+slow="^<4>hbmguardd: nvml: GPU $uuid0 (00000000:3B:00.0) has not answered the read of its tables for 20 s"
+eventually "a GPU's read hangs: said, a warning naming it" '[ "$(lines "$slow")" = 1 ]' 40
+check "... meanwhile the daemon answers, the page not yet read" 'gctl status >/dev/null &&
+	! hbmctl pages $gpu0 | grep -q "^0x6000000"'
+check "... and the other GPU's event is journaled" 'grep -q "^<3>hbmguardd: $uuid1: Xid 48: double-bit ECC error (nvml)$" /tmp/nv.log &&
+	! hbmctl pages $gpu0 | grep -q "^0x6000000"'
+eventually "... the read come back: its page recorded" 'hbmctl pages $gpu0 | grep -q "^0x6000000 *1 .*retired *driver"' 60
+check "... the slow read said once" '[ "$(lines "$slow")" = 1 ]'
+# The H200's read, next in the queue, now hangs for good: a stop does not
+# wait for it (nvml_source.c: a bounded join, the thread left to the exit).
+kill $daemon
+ended() { ! grep -q "^State:.*[RSD]" /proc/$daemon/status 2>/dev/null; }
+eventually "stopped while a read hangs: the daemon ends" ended 30
+check "... and says which GPU it left" 'grep -q "^<4>hbmguardd: nvml: GPU $uuid1 (00000000:86:00.0) has not answered its read 5 s after the stop: NVML is left to end with the process$" /tmp/nv.log'
+ended || kill -9 $daemon
+wait $daemon
+cat /tmp/nv.log >>/tmp/nv.logs
+
 rm -f $lib /dev/nvidiactl /dev/nvidia0 /dev/nvidia1
 check "unload" 'rmmod hbm_fake_nvdev && rmmod hbmguard'
 finish nvml.sh

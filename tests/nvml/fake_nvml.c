@@ -30,6 +30,14 @@
  *                                   lists it from then on
  *   lost MS GPU                     the GPU falls off the bus: at once for MS 0,
  *                                   else when nvmlEventSetWait_v2 reaches the line
+ *   hang MS GPU DURATION            the GPU wedges, from MS (at once for MS 0,
+ *                                   else when nvmlEventSetWait_v2 reaches the
+ *                                   line) for DURATION ms: a call of its that
+ *                                   reads its tables (nvmlDeviceGetRetiredPages_v2,
+ *                                   ..PendingStatus, nvmlDeviceGetRemappedRows,
+ *                                   nvmlDeviceGetTotalEccErrors) blocks until
+ *                                   then, and answers as it would have; its
+ *                                   other calls and the events do not block
  *   broken GPU insufficient|success N
  *                                   a broken library, not NVML:
  *                                   nvmlDeviceGetRetiredPages_v2 answers
@@ -103,6 +111,7 @@ struct nvmlDevice_st {
 	int broken;		/* 0, else the broken answer's nvmlReturn_t */
 	unsigned int broken_count;
 	bool lost;		/* fallen off the bus: every call says so */
+	long hang_until;	/* ms after nvmlInit_v2 its table reads block until */
 	int node;		/* /dev/nvidiaN while a handle opened it, else -1 */
 };
 
@@ -120,6 +129,7 @@ struct fail {
 struct step {
 	long ms;
 	bool lost;
+	long hang;		/* a hang of this many ms; 0 none */
 	unsigned int gpu;
 	unsigned long long type, data;
 	int retire;		/* a cause whose list the page joins; -1 none */
@@ -225,6 +235,21 @@ static void parse_line(char *line)
 		snprintf(f->fn, sizeof(f->fn), "%s", tok[1]);
 		f->ret = (nvmlReturn_t)strtol(tok[2], NULL, 0);
 		f->gpu = n == 4 ? (int)gpu_arg(tok[3], copy)->index : -1;
+	} else if (!strcmp(tok[0], "hang") && n == 4) {
+		struct step *s = &steps[nr_steps];
+		char *end;
+
+		if (nr_steps >= MAX_LINES)
+			bad("too many steps", copy);
+		s->ms = strtol(tok[1], NULL, 0);
+		s->gpu = gpu_arg(tok[2], copy)->index;
+		s->hang = strtol(tok[3], &end, 0);
+		if (*end || s->hang <= 0)
+			bad("hang for how long?", copy);
+		s->retire = -1;
+		if (!s->ms)
+			gpus[s->gpu].hang_until = s->hang;	/* from nvmlInit_v2 */
+		nr_steps++;
 	} else if ((!strcmp(tok[0], "event") && n >= 4) || (!strcmp(tok[0], "lost") && n == 3)) {
 		struct step *s = &steps[nr_steps];
 
@@ -309,6 +334,12 @@ static nvmlReturn_t failing(const char *fn, const struct nvmlDevice_st *g)
 static bool is_lost(const struct nvmlDevice_st *g)
 {
 	return __atomic_load_n(&g->lost, __ATOMIC_SEQ_CST);
+}
+
+/* A call reading a wedged GPU's tables: blocks until its hang is over. */
+static void hang(const struct nvmlDevice_st *g)
+{
+	sleep_ms(__atomic_load_n(&g->hang_until, __ATOMIC_SEQ_CST) - now_ms());
 }
 
 /* The checks every device function starts with, in the header's order. */
@@ -506,6 +537,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetRetiredPages_v2(nvmlDevice_t device,
 	unsigned int i, n;
 
 	DEVICE_CALL(device);
+	hang(device);
 	if (!pageCount || (unsigned int)cause >= NVML_PAGE_RETIREMENT_CAUSE_COUNT)
 		return NVML_ERROR_INVALID_ARGUMENT;
 	if (device->no_retired)
@@ -535,6 +567,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device,
 							   nvmlEnableState_t *isPending)
 {
 	DEVICE_CALL(device);
+	hang(device);
 	if (!isPending)
 		return NVML_ERROR_INVALID_ARGUMENT;
 	if (device->no_pending)
@@ -549,6 +582,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int 
 					      unsigned int *failureOccurred)
 {
 	DEVICE_CALL(device);
+	hang(device);
 	if (!corrRows || !uncRows || !isPending || !failureOccurred)
 		return NVML_ERROR_INVALID_ARGUMENT;
 	if (device->no_remap)
@@ -567,6 +601,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device,
 						unsigned long long *eccCounts)
 {
 	DEVICE_CALL(device);
+	hang(device);
 	if (!eccCounts || (unsigned int)errorType > 1 || (unsigned int)counterType > 1)
 		return NVML_ERROR_INVALID_ARGUMENT;
 	if (device->no_ecc)
@@ -682,6 +717,11 @@ static nvmlReturn_t event_wait(nvmlEventSet_t set, nvmlEventData_t *data,
 			count_error(&gpus[s->gpu], s->type == nvmlEventTypeDoubleBitEccError);
 		if (s->lost)
 			__atomic_store_n(&gpus[s->gpu].lost, true, __ATOMIC_SEQ_CST);
+		if (s->hang) {
+			__atomic_store_n(&gpus[s->gpu].hang_until, now_ms() + s->hang,
+					 __ATOMIC_SEQ_CST);
+			continue;	/* no event: NVML has none for a wedged GPU */
+		}
 		if (!set->mask[s->gpu])
 			continue;
 		if (s->lost)

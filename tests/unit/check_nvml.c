@@ -8,6 +8,7 @@
 #include <check.h>
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,9 +50,15 @@ struct heard {
 };
 
 static struct heard heard;
+/* The test's own thread: every callback runs in it, never in the source's threads. */
+static pthread_t caller;
+
+#define IN_CALLER() ck_assert_msg(pthread_equal(pthread_self(), caller), \
+				  "a callback outside the caller's thread")
 
 static void on_log(void *ctx, int prio, const char *msg)
 {
+	IN_CALLER();
 	(void)ctx;
 	ck_assert_int_lt(heard.nr_lines, 16);
 	heard.prio[heard.nr_lines] = prio;
@@ -60,12 +67,14 @@ static void on_log(void *ctx, int prio, const char *msg)
 
 static void on_seen(void *ctx, const struct hbm_nvml_gpu *g)
 {
+	IN_CALLER();
 	(void)ctx;
 	snprintf(heard.seen[heard.nr_seen++], 96, "%s", g->uuid);
 }
 
 static void on_gone(void *ctx, const struct hbm_nvml_gpu *g)
 {
+	IN_CALLER();
 	(void)ctx;
 	ck_assert(!g->present);
 	snprintf(heard.gone[heard.nr_gone++], 96, "%s", g->uuid);
@@ -74,6 +83,7 @@ static void on_gone(void *ctx, const struct hbm_nvml_gpu *g)
 static void on_page(void *ctx, const struct hbm_nvml_gpu *g, enum hbm_nvml_cause cause,
 		    uint64_t addr, uint64_t time)
 {
+	IN_CALLER();
 	(void)ctx;
 	snprintf(heard.pages[heard.nr_pages].uuid, 96, "%s", g->uuid);
 	heard.pages[heard.nr_pages].cause = cause;
@@ -83,6 +93,7 @@ static void on_page(void *ctx, const struct hbm_nvml_gpu *g, enum hbm_nvml_cause
 
 static void on_pending(void *ctx, const struct hbm_nvml_gpu *g, bool pending)
 {
+	IN_CALLER();
 	(void)ctx;
 	snprintf(heard.pend[heard.nr_pend].uuid, 96, "%s", g->uuid);
 	heard.pend[heard.nr_pend].pages_before = heard.nr_pages;
@@ -91,6 +102,7 @@ static void on_pending(void *ctx, const struct hbm_nvml_gpu *g, bool pending)
 
 static void on_counts(void *ctx, const struct hbm_nvml_gpu *g, const struct hbm_nvml_report *r)
 {
+	IN_CALLER();
 	(void)ctx;
 	snprintf(heard.counts[heard.nr_counts].uuid, 96, "%s", g->uuid);
 	heard.counts[heard.nr_counts].r = *r;
@@ -104,6 +116,7 @@ static void on_counts(void *ctx, const struct hbm_nvml_gpu *g, const struct hbm_
 static void on_event(void *ctx, const struct hbm_nvml_gpu *g, enum hbm_nvml_event_kind kind,
 		     uint64_t data)
 {
+	IN_CALLER();
 	(void)ctx;
 	/* A storm (dispatch_batch) is counted, its first events kept. */
 	if (heard.nr_ev < 32) {
@@ -144,6 +157,7 @@ static void scenario(const char *extra, bool with_node)
 	fclose(out);
 	setenv("HBM_FAKE_NVML", scn_path, 1);
 	memset(&heard, 0, sizeof(heard));
+	caller = pthread_self();
 }
 
 static void done(struct hbm_nvml *h)
@@ -649,12 +663,140 @@ START_TEST(old_library)
 }
 END_TEST
 
+/* Dispatches @fd until @cond holds (20 s without a record: failed). */
+#define DISPATCH_UNTIL(fd, dispatch, cond)						\
+	while (!(cond)) {								\
+		struct pollfd p_ = { .fd = (fd), .events = POLLIN };			\
+											\
+		ck_assert_msg(poll(&p_, 1, 20000) == 1, "not yet: %s", #cond);		\
+		dispatch;								\
+	}
+
+static bool outstanding(struct hbm_nvml *h, size_t want)
+{
+	uint64_t serial;
+	size_t gpu;
+
+	return hbm_nvml_read_outstanding(h, &gpu, &serial) && gpu == want;
+}
+
+/*
+ * A GPU's read again is the reader's: while the H200 hangs (the fake's
+ * "hang"), the loop goes on dispatching (the A100's SBE comes through), the
+ * A100's read waits behind it, queued once however often asked; the facts
+ * come back to the callbacks in the caller's thread (IN_CALLER()), with the
+ * DBE counted.  (The hang is long enough for the steps between to fit:
+ * what is asserted is the order, not the time.)
+ */
+START_TEST(reread_by_the_reader)
+{
+	struct hbm_nvml *h;
+	uint64_t serial;
+	size_t gpu;
+	int fd;
+
+	scenario("hang 10 1 4000\nevent 20 1 dbe\nevent 30 0 sbe\n", true);
+	h = hbm_nvml_open(FAKE, &ops, NULL);
+	ck_assert_ptr_nonnull(h);
+	hbm_nvml_reconcile(h);	/* at start: in this thread, no hang yet */
+	ck_assert_int_eq(heard.nr_counts, 2);
+	heard.nr_counts = heard.nr_pages = heard.nr_pend = 0;
+	ck_assert_int_eq(hbm_nvml_reread(h, 1), -ENOTCONN);	/* no fd yet to answer on */
+	fd = hbm_nvml_events_start(h);
+	ck_assert_int_ge(fd, 0);
+	DISPATCH_UNTIL(fd, ck_assert_int_eq(hbm_nvml_dispatch(h), 0), heard.nr_ev >= 1);
+	ck_assert_str_eq(heard.ev[0].uuid, UUID1);
+	ck_assert_int_eq(hbm_nvml_reread(h, 1), 1);
+	DISPATCH_UNTIL(fd, ck_assert_int_eq(hbm_nvml_dispatch(h), 0), outstanding(h, 1));
+	ck_assert(hbm_nvml_read_outstanding(h, &gpu, &serial));
+	ck_assert_uint_eq(serial, 1);
+	/* the A100 queued once behind it; the H200 again, as its read is out already */
+	ck_assert_int_eq(hbm_nvml_reread(h, 0), 1);
+	ck_assert_int_eq(hbm_nvml_reread(h, 0), 0);
+	ck_assert_int_eq(hbm_nvml_reread(h, 1), 1);
+	ck_assert_int_eq(hbm_nvml_reread(h, 1), 0);
+	ck_assert_int_eq(hbm_nvml_reread(h, 2), -ENODEV);
+	DISPATCH_UNTIL(fd, ck_assert_int_eq(hbm_nvml_dispatch(h), 0), heard.nr_ev >= 2);
+	ck_assert_str_eq(heard.ev[1].uuid, UUID0);
+	ck_assert_int_eq(heard.ev[1].kind, HBM_NVML_EVENT_SBE);
+	/* the A100's event came through while the H200's read was out */
+	ck_assert(outstanding(h, 1));
+	ck_assert_int_eq(heard.nr_counts, 0);
+	DISPATCH_UNTIL(fd, ck_assert_int_eq(hbm_nvml_dispatch(h), 0), heard.nr_counts == 3);
+	ck_assert(!hbm_nvml_read_outstanding(h, &gpu, &serial));
+	/* in queue order, each GPU's facts as at start, the DBE counted */
+	ck_assert_str_eq(heard.counts[0].uuid, UUID1);
+	ck_assert_uint_eq(heard.counts[0].r.ecc[HBM_NVML_UNCORRECTED][HBM_NVML_AGGREGATE], 3);
+	ck_assert_int_eq(heard.counts[0].r.remap_status, HBM_NVML_OK);
+	ck_assert_str_eq(heard.counts[1].uuid, UUID0);
+	ck_assert_uint_eq(heard.counts[1].r.ecc[HBM_NVML_CORRECTED][HBM_NVML_AGGREGATE], 41);
+	ck_assert_int_eq(heard.nr_pages, 3);
+	ck_assert_int_eq(heard.nr_pend, 1);	/* the H200 has no pending status */
+	ck_assert_str_eq(heard.counts[2].uuid, UUID1);
+	ck_assert_int_eq(heard.nr_lines, 0);
+	done(h);
+}
+END_TEST
+
+/*
+ * GPU_IS_LOST found by the reader: the GPU is gone, said once, in the
+ * caller's thread (IN_CALLER()), and not read again.  The H200 reports no
+ * event ("events 1 0"), so the event thread does not see it go.
+ */
+START_TEST(reread_finds_lost)
+{
+	struct hbm_nvml *h;
+	int fd;
+
+	scenario("events 1 0\nlost 10 1\nevent 20 0 sbe\n", true);
+	h = hbm_nvml_open(FAKE, &ops, NULL);
+	ck_assert_ptr_nonnull(h);
+	fd = hbm_nvml_events_start(h);
+	ck_assert_int_ge(fd, 0);
+	DISPATCH_UNTIL(fd, ck_assert_int_eq(hbm_nvml_dispatch(h), 0), heard.nr_ev >= 1);
+	ck_assert_int_eq(heard.nr_gone, 0);
+	ck_assert_int_eq(hbm_nvml_reread(h, 1), 1);
+	DISPATCH_UNTIL(fd, ck_assert_int_eq(hbm_nvml_dispatch(h), 0), heard.nr_gone == 1);
+	ck_assert_str_eq(heard.gone[0], UUID1);
+	ck_assert_int_eq(heard.nr_counts, 0);
+	one_line(LOG_WARNING, (const char *const[]){ UUID1, "fallen off the bus", NULL });
+	ck_assert_int_eq(hbm_nvml_reread(h, 1), -ENODEV);
+	done(h);
+}
+END_TEST
+
+/*
+ * Closing while a read hangs in NVML: the join is bounded, the thread left
+ * in NVML (not cancelled), one line naming the GPU; close returns (a hang
+ * would be Check's timeout).  The hang outlasts the timeout on purpose.
+ */
+START_TEST(close_while_reading)
+{
+	struct hbm_nvml *h;
+	int fd;
+
+	scenario("hang 10 1 600000\nevent 20 1 dbe\n", true);
+	h = hbm_nvml_open(FAKE, &ops, NULL);
+	ck_assert_ptr_nonnull(h);
+	fd = hbm_nvml_events_start(h);
+	ck_assert_int_ge(fd, 0);
+	DISPATCH_UNTIL(fd, ck_assert_int_eq(hbm_nvml_dispatch(h), 0), heard.nr_ev >= 1);
+	ck_assert_int_eq(hbm_nvml_reread(h, 1), 1);
+	DISPATCH_UNTIL(fd, ck_assert_int_eq(hbm_nvml_dispatch(h), 0), outstanding(h, 1));
+	done(h);
+	one_line(LOG_WARNING, (const char *const[]){ UUID1, "has not answered its read",
+						     "left to end with the process", NULL });
+	ck_assert_int_eq(heard.nr_counts, 0);
+}
+END_TEST
+
 /* The facts the core would get (core.h), through the source's link. */
 static struct hbm_fact facts[64];
 static int nr_facts;
 
 static void on_fact(void *core, const struct hbm_fact *f)
 {
+	IN_CALLER();
 	ck_assert_ptr_eq(core, &nr_facts);
 	ck_assert_int_lt(nr_facts, 64);
 	facts[nr_facts++] = *f;
@@ -733,7 +875,8 @@ START_TEST(as_facts)
 	fd = nvml_facts_fd(s);
 	ck_assert_int_ge(fd, 0);
 	start = nr_facts;
-	while (heard_since(start, live) < 4) {
+	/* the four heard, and the A100's read again (the reader's: it comes when it comes) */
+	while (heard_since(start, live) < 4 || nr_facts - start < 4 + 4) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 
 		ck_assert_msg(poll(&p, 1, 20000) == 1, "%d facts", nr_facts - start);
@@ -790,6 +933,63 @@ START_TEST(as_facts_no_library)
 END_TEST
 
 /* A PCI domain past 0xffff (VMD's): named as the kernel names it, pci_name(). */
+/*
+ * A read out NVML_READ_SLOW_NS (20 s) is said once, a warning naming the
+ * GPU (the test gives the time), and its facts are applied when it comes
+ * back: the H200's health again, .sync 0, its DBE counted.
+ */
+START_TEST(as_facts_slow_read)
+{
+	char log_path[] = "/tmp/hbm-nvml-log-XXXXXX", line[512];
+	struct nvml_facts *s;
+	uint64_t now;
+	int fd, said = 0, start;
+	FILE *f;
+
+	fd = mkstemp(log_path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	scenario("hang 10 1 3000\nevent 20 1 dbe\n", true);
+	nr_facts = 0;
+	s = nvml_facts_start(FAKE, &nvml_link);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_ptr_nonnull(freopen(log_path, "w", stderr));
+	fd = nvml_facts_fd(s);
+	ck_assert_int_ge(fd, 0);
+	start = nr_facts;
+	ck_assert_int_eq(nvml_facts_check_reads(s, hbm_monotonic_ns()), -1);
+	DISPATCH_UNTIL(fd, ck_assert_int_eq(nvml_facts_dispatch(s), 0),
+		       nvml_facts_check_reads(s, hbm_monotonic_ns()) == 1);
+	now = hbm_monotonic_ns();
+	ck_assert_int_eq(nvml_facts_check_reads(s, now + 19000000000ULL), 1);
+	ck_assert_int_eq(nvml_facts_check_reads(s, now + 21000000000ULL), 1);
+	ck_assert_int_eq(nvml_facts_check_reads(s, now + 60000000000ULL), 1);
+	DISPATCH_UNTIL(fd, ck_assert_int_eq(nvml_facts_dispatch(s), 0),
+		       facts[nr_facts - 1].type == HBM_FACT_HEALTH);
+	ck_assert_int_eq(nvml_facts_check_reads(s, hbm_monotonic_ns()), -1);
+	fact_is(start, HBM_FACT_ERROR, UUID1);
+	fact_is(nr_facts - 1, HBM_FACT_HEALTH, UUID1);
+	ck_assert_uint_eq(facts[nr_facts - 1].sync, 0);
+	ck_assert_uint_eq(facts[nr_facts - 1].driver.ue, 3);
+	fflush(stderr);
+	f = fopen(log_path, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "has not answered the read of its tables")) {
+			said++;
+			ck_assert_msg(strstr(line, "<4>hbmguardd: nvml: GPU " UUID1
+					      " (00000000:86:00.0) has not answered the read of "
+					      "its tables for 20 s"), "%s", line);
+		}
+	fclose(f);
+	ck_assert_int_eq(said, 1);
+	freopen("/dev/null", "w", stderr);
+	unlink(log_path);
+	nvml_facts_stop(s);
+	unlink(scn_path);
+}
+END_TEST
+
 START_TEST(as_facts_wide_domain)
 {
 	struct nvml_facts *s;
@@ -1396,6 +1596,9 @@ Suite *nvml_suite(void)
 	tcase_add_test(tc, close_while_full);
 	tcase_add_test(tc, dispatch_batch);
 	tcase_add_test(tc, events_start_twice);
+	tcase_add_test(tc, reread_by_the_reader);
+	tcase_add_test(tc, reread_finds_lost);
+	tcase_add_test(tc, close_while_reading);
 	tcase_add_loop_test(tc, error_paths, 0, sizeof(errors) / sizeof(errors[0]));
 	tcase_add_loop_test(tc, broken_counts, 0, sizeof(broken) / sizeof(broken[0]));
 	tcase_add_test(tc, register_unknown);
@@ -1405,6 +1608,7 @@ Suite *nvml_suite(void)
 	tcase_add_test(tc, ancient_library);
 	tcase_add_test(tc, as_facts);
 	tcase_add_test(tc, as_facts_no_library);
+	tcase_add_test(tc, as_facts_slow_read);
 	tcase_add_test(tc, as_facts_wide_domain);
 	tcase_add_test(tc, registrar_imports_once);
 	tcase_add_test(tc, registrar_follows_xid63);
