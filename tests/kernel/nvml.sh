@@ -202,7 +202,7 @@ eventually "hbmctl gpus: the A100's pages retired, its Xids and DBE heard" 'gctl
 check "... the H200 lost" 'gctl gpus | grep -q "^$uuid1 0000:86:00.0 device [0-9]* nvidia-0000:86:00.0 sources nvml health reset-required lost | driver: retired 0 ue 0 ce, pending 0, failed 0, rows remapped 0 ce 2 ue, remap pending no, "'
 stop_daemon
 
-# A wedged GPU (the fake's "hang"): the A100's table reads block 45 s from
+# A wedged GPU (the fake's "hang"): the A100's table reads block 30 s from
 # just before its Xid 63 retires a page; the H200's Xid 48 comes meanwhile,
 # and its own read (queued behind the A100's) hangs for good.  NVML is read
 # again off the daemon's loop (nvml_source.c's reader): the daemon answers,
@@ -210,7 +210,7 @@ stop_daemon
 # (after nvml_facts.c's NVML_READ_SLOW_NS, 20 s), and applied when it comes
 # back.  Each "meanwhile" is ordered against the page: with the read on the
 # loop, nothing is answered or journaled before the page is in the table.
-scenario /tmp/hang.scn "pending 0 0" "remap 1 0 2 0 0" "hang 500 0 45000" \
+scenario /tmp/hang.scn "pending 0 0" "remap 1 0 2 0 0" "hang 500 0 30000" \
 	"event 1000 0 xid 63 retire dbe 0x6000000 1700000500" "hang 3000 1 600000" \
 	"event 5000 1 xid 48"
 start_daemon /tmp/hang.scn
