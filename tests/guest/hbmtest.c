@@ -1281,7 +1281,10 @@ static void test_map_concurrent(void)
 			CHECK(!"retire failed");
 			break;
 		}
-	usleep(100 * 1000);	/* the deferred publication lands */
+	/* The publication is deferred (map.c): wait for the last to land, 10 s at most. */
+	for (k = 0; k < 1000 && hbmguard_table_generation(readers[0].t) !=
+				dev_info(id).generation; k++)
+		usleep(10 * 1000);
 	stop = true;
 	for (k = 0; k < 2; k++) {
 		struct map_reader *r = &readers[k];
