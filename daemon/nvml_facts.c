@@ -508,15 +508,18 @@ int nvml_facts_watch(struct nvml_facts *s, sd_event *loop)
 	return sd_event_add_io(loop, &s->io, s->fd, EPOLLIN, on_readable, s);
 }
 
-void nvml_facts_stop(struct nvml_facts *s)
+bool nvml_facts_stop(struct nvml_facts *s)
 {
+	bool left;
+
 	if (!s)
-		return;
+		return false;
 	sd_event_source_disable_unref(s->io);
 	sd_event_source_disable_unref(s->timer);
 	sd_event_source_disable_unref(s->slow_timer);
-	hbm_nvml_close(s->h);
+	left = hbm_nvml_close(s->h);
 	free(s->read_at);
 	free(s->stale);
 	free(s);
+	return left;
 }

@@ -74,7 +74,9 @@
  * said in one line, and the handle, the library and its socket are left
  * too (freeing them under the thread would be a use after free): the
  * process exits next, which ends the thread and releases the driver's
- * files.
+ * files.  Close then returns true, and the process must end with _exit():
+ * exit() would run the atexit handlers and the library's ELF destructors
+ * (it is still loaded: no dlclose()) while the thread runs inside it.
  *
  * The interface, from nvml.h of Debian bookworm non-free's libnvidia-ml-dev
  * 11.8.86 (scripts/deps.sh), built with NVML_NO_UNVERSIONED_FUNC_DEFS so that
@@ -1061,12 +1063,12 @@ static void drain(struct hbm_nvml *h)
 	}
 }
 
-void hbm_nvml_close(struct hbm_nvml *h)
+bool hbm_nvml_close(struct hbm_nvml *h)
 {
 	bool left = false;
 
 	if (!h)
-		return;
+		return false;
 	if (h->pair[0] >= 0) {
 		atomic_store(&h->stop, true);
 		/* Wakes a thread blocked on a full socket: its send fails. */
@@ -1092,7 +1094,7 @@ void hbm_nvml_close(struct hbm_nvml *h)
 		else
 			say(h, LOG_WARNING, "nvml: a call into NVML has not returned %d s after "
 			    "the stop: NVML is left to end with the process", JOIN_MS / 1000);
-		return;
+		return true;
 	}
 	h->reader_running = false;
 	h->running = false;	/* joined */
@@ -1109,6 +1111,7 @@ void hbm_nvml_close(struct hbm_nvml *h)
 	free(h->queue);
 	free(h->gpus);
 	free(h);
+	return false;
 }
 
 const char *hbm_nvml_cause_name(enum hbm_nvml_cause cause)

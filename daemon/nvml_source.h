@@ -112,7 +112,13 @@ struct hbm_nvml_ops {
  * required function or a failing nvmlInit one error line.
  */
 struct hbm_nvml *hbm_nvml_open(const char *library, const struct hbm_nvml_ops *ops, void *ctx);
-void hbm_nvml_close(struct hbm_nvml *h);
+/*
+ * Ends the threads and closes NVML.  True when a thread stuck inside NVML
+ * was left there (said in one line; the library stays loaded, the handle
+ * with it): the process must then end with _exit(), not exit(), see
+ * nvml_source.c.
+ */
+bool hbm_nvml_close(struct hbm_nvml *h);
 
 const char *hbm_nvml_driver_version(const struct hbm_nvml *h);
 size_t hbm_nvml_count(const struct hbm_nvml *h);
