@@ -1081,7 +1081,7 @@ bool hbm_nvml_close(struct hbm_nvml *h)
 	/* A thread stuck in NVML: not cancelled, left (see the top of this file). */
 	if (h->reader_running && !join_bounded(h->reader))
 		left = true;
-	else if (h->running && !join_bounded(h->thread))
+	if (h->running && !join_bounded(h->thread))	/* also when the reader was left */
 		left = true;
 	if (h->pair[0] >= 0)
 		drain(h);	/* nothing more comes: the socket is shut */
