@@ -1036,14 +1036,19 @@ int hbm_nvml_dispatch(struct hbm_nvml *h)
 	return 0;
 }
 
-/* Whether thread @t ended within JOIN_MS (joined), or is left where it is. */
+/*
+ * Whether thread @t ended within JOIN_MS (joined), or is left where it is.
+ * On CLOCK_MONOTONIC, so that a clock set at stop neither cuts the wait
+ * short nor stretches it: pthread_clockjoin_np(), glibc 2.31 and later
+ * (<pthread.h>, glibc 2.36 of Debian bookworm).
+ */
 static bool join_bounded(pthread_t t)
 {
 	struct timespec until;
 
-	clock_gettime(CLOCK_REALTIME, &until);	/* pthread_timedjoin_np(3)'s clock */
+	clock_gettime(CLOCK_MONOTONIC, &until);
 	until.tv_sec += JOIN_MS / 1000;
-	return !pthread_timedjoin_np(t, NULL, &until);
+	return !pthread_clockjoin_np(t, NULL, CLOCK_MONOTONIC, &until);
 }
 
 /* What the threads sent and the loop did not take: freed, and the reading noted. */
