@@ -168,6 +168,7 @@ struct rec {
 	int32_t kind;
 	int32_t gpu;		/* index into h->gpus, -1 if NVML named another device */
 	uint32_t ret;		/* nvmlReturn_t of a failed wait */
+	uint32_t gen;		/* REC_READING, REC_READ: the reader's h->reader_gen */
 	uint64_t type;
 	uint64_t data;
 	struct reading *rd;	/* REC_READ: the loop's from then on */
@@ -205,6 +206,8 @@ struct hbm_nvml {
 	bool reader_stop;
 	pthread_t reader;
 	bool reader_running;
+	uint32_t reader_gen;	/* the reader's: moves on when one ended unasked */
+	atomic_int reader_ended;	/* its errno when it ended unasked: reader_gone() */
 	/* the loop's view: the GPU whose read began and did not come back, or -1 */
 	long reading;
 	uint64_t reads_begun;
@@ -831,17 +834,20 @@ int hbm_nvml_events_start(struct hbm_nvml *h)
 
 /*
  * The one reader: a queued GPU at a time, read and handed to the loop
- * (see the top of this file).  Ends when told to, or when the loop's end
- * of the socket is shut (close).
+ * (see the top of this file).  Ends when told to, or when a record cannot
+ * be sent: the loop's end of the socket shut (close), or the socket out of
+ * buffers (then reader_gone(), in the loop).
  */
 static void *reader(void *arg)
 {
 	struct hbm_nvml *h = arg;
+	uint32_t gen = h->reader_gen;	/* the loop's, set before it started */
+	size_t i;
+	int err;
 
 	for (;;) {
-		struct rec rec = { .kind = REC_READING };
+		struct rec rec = { .kind = REC_READING, .gen = gen };
 		struct reading *rd;
-		size_t i;
 
 		pthread_mutex_lock(&h->lock);
 		while (!h->reader_stop && !h->len)
@@ -856,8 +862,10 @@ static void *reader(void *arg)
 		h->queued[i] = false;	/* an event from now on queues it again */
 		pthread_mutex_unlock(&h->lock);
 		rec.gpu = (int32_t)i;
-		if (send(h->pair[1], &rec, sizeof(rec), MSG_NOSIGNAL) != sizeof(rec))
-			break;
+		if (send(h->pair[1], &rec, sizeof(rec), MSG_NOSIGNAL) != sizeof(rec)) {
+			err = errno;
+			goto ended;
+		}
 		rd = calloc(1, sizeof(*rd));	/* NULL: the loop says so */
 		if (rd) {
 			rd->gpu = i;
@@ -870,13 +878,55 @@ static void *reader(void *arg)
 		rec.kind = REC_READ;
 		rec.rd = rd;
 		if (send(h->pair[1], &rec, sizeof(rec), MSG_NOSIGNAL) != sizeof(rec)) {
+			err = errno;	/* a datagram is sent whole or not at all */
 			if (rd)
 				hbm_nvml_report_free(&rd->r);
 			free(rd);
-			break;
+			goto ended;
 		}
 	}
 	return NULL;
+ended:
+	/*
+	 * Its record could not be sent: at close (the socket shut), or
+	 * ENOBUFS, ENOMEM.  The GPU goes back to the queue, for the next
+	 * reader; the loop learns of it from the flag (reader_gone()), the
+	 * last thing this thread does.
+	 */
+	pthread_mutex_lock(&h->lock);
+	if (!h->queued[i]) {
+		h->queue[(h->head + h->len) % h->nr] = i;
+		h->len++;
+		h->queued[i] = true;
+	}
+	pthread_mutex_unlock(&h->lock);
+	atomic_store(&h->reader_ended, err ? err : EIO);
+	return NULL;
+}
+
+/*
+ * A reader that ended unasked (above): said once, joined, and what the loop
+ * knew of it cleared (its read out, if any: it will not come back), so that
+ * the next hbm_nvml_reread() starts a new one, which reads what is queued.
+ * Its records still in the socket are told apart by their generation.
+ * Only a reread starts a reader, so a reader that cannot send does not
+ * make this spin.
+ */
+static void reader_gone(struct hbm_nvml *h)
+{
+	int err;
+
+	if (!h->reader_running)
+		return;
+	err = atomic_exchange(&h->reader_ended, 0);
+	if (!err)
+		return;
+	pthread_join(h->reader, NULL);	/* it ends right after the flag */
+	h->reader_running = false;
+	h->reader_gen++;
+	h->reading = -1;
+	say(h, LOG_ERR, "nvml: the reader thread could not hand a GPU's read over (%s) and "
+	    "ended: the next read starts a new one", strerror(err));
 }
 
 int hbm_nvml_reread(struct hbm_nvml *h, size_t i)
@@ -888,6 +938,7 @@ int hbm_nvml_reread(struct hbm_nvml *h, size_t i)
 		return -ENODEV;
 	if (h->pair[0] < 0)
 		return -ENOTCONN;	/* no fd to answer on: no events started */
+	reader_gone(h);
 	if (!h->reader_running) {
 		err = start_thread(h, &h->reader, reader, "NVML reader");
 		if (err)
@@ -906,8 +957,9 @@ int hbm_nvml_reread(struct hbm_nvml *h, size_t i)
 	return !queued;
 }
 
-bool hbm_nvml_read_outstanding(const struct hbm_nvml *h, size_t *gpu, uint64_t *serial)
+bool hbm_nvml_read_outstanding(struct hbm_nvml *h, size_t *gpu, uint64_t *serial)
 {
+	reader_gone(h);
 	if (h->reading < 0)
 		return false;
 	*gpu = (size_t)h->reading;
@@ -1003,6 +1055,7 @@ int hbm_nvml_dispatch(struct hbm_nvml *h)
 
 	if (h->pair[0] < 0)
 		return 0;
+	reader_gone(h);
 	while (budget-- > 0 &&
 	       (n = recv(h->pair[0], &rec, sizeof(rec), MSG_DONTWAIT)) == sizeof(rec)) {
 		if (rec.kind == REC_EVENT) {
@@ -1010,12 +1063,15 @@ int hbm_nvml_dispatch(struct hbm_nvml *h)
 			continue;
 		}
 		if (rec.kind == REC_READING) {
+			if (rec.gen != h->reader_gen)
+				continue;	/* an ended reader's: its read never comes */
 			h->reading = rec.gpu;
 			h->reads_begun++;
 			continue;
 		}
 		if (rec.kind == REC_READ) {
-			h->reading = -1;
+			if (rec.gen == h->reader_gen)
+				h->reading = -1;
 			if (rec.rd)
 				apply(h, rec.rd);
 			else

@@ -163,9 +163,11 @@ int hbm_nvml_reread(struct hbm_nvml *h, size_t i);
 /*
  * Whether the reader has begun a GPU's read that has not come back (as far
  * as hbm_nvml_dispatch() has heard): then its GPU's index and the read's
- * serial number, which each read begun moves on by one.
+ * serial number, which each read begun moves on by one.  A reader that
+ * ended unasked (its record could not be sent) is said here, or at the next
+ * dispatch or reread, once, at LOG_ERR: its read is not out any more.
  */
-bool hbm_nvml_read_outstanding(const struct hbm_nvml *h, size_t *gpu, uint64_t *serial);
+bool hbm_nvml_read_outstanding(struct hbm_nvml *h, size_t *gpu, uint64_t *serial);
 
 const char *hbm_nvml_cause_name(enum hbm_nvml_cause cause);
 const char *hbm_nvml_status_name(enum hbm_nvml_status st);

@@ -15,6 +15,7 @@
 #include <syslog.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <linux/sockios.h>
 
 #include "core.h"
@@ -761,6 +762,47 @@ START_TEST(reread_finds_lost)
 	ck_assert_int_eq(heard.nr_counts, 0);
 	one_line(LOG_WARNING, (const char *const[]){ UUID1, "fallen off the bus", NULL });
 	ck_assert_int_eq(hbm_nvml_reread(h, 1), -ENODEV);
+	done(h);
+}
+END_TEST
+
+/*
+ * A reader whose read cannot be handed over (its send fails, as on ENOBUFS;
+ * here the loop's end shut for reading, so the send fails EPIPE) ends: the
+ * loop says it once, at LOG_ERR, its read is no longer out (no false slow
+ * warning), and the next reread starts a new reader (the GPU waits in the
+ * queue again).  The poll bound is only against a hang.
+ */
+START_TEST(reader_send_fails)
+{
+	struct hbm_nvml *h;
+	int fd, k;
+
+	scenario("hang 10 1 2000\nevent 20 1 dbe\n", true);
+	h = hbm_nvml_open(FAKE, &ops, NULL);
+	ck_assert_ptr_nonnull(h);
+	fd = hbm_nvml_events_start(h);
+	ck_assert_int_ge(fd, 0);
+	DISPATCH_UNTIL(fd, ck_assert_int_eq(hbm_nvml_dispatch(h), 0), heard.nr_ev >= 1);
+	ck_assert_int_eq(hbm_nvml_reread(h, 1), 1);
+	DISPATCH_UNTIL(fd, ck_assert_int_eq(hbm_nvml_dispatch(h), 0), outstanding(h, 1));
+	ck_assert_int_eq(shutdown(fd, SHUT_RD), 0);	/* the threads' sends fail from now */
+	for (k = 0; k < 2000 && !heard.nr_lines; k++) {
+		usleep(10000);
+		ck_assert_int_eq(hbm_nvml_dispatch(h), 0);
+	}
+	one_line(LOG_ERR, (const char *const[]){ "reader thread", strerror(EPIPE),
+						 "the next read starts a new one", NULL });
+	ck_assert(!outstanding(h, 1));
+	ck_assert_int_eq(heard.nr_counts, 0);
+	/* queued again by the reader that ended; a new one takes it, and ends too */
+	ck_assert_int_eq(hbm_nvml_reread(h, 1), 0);
+	for (k = 0; k < 2000 && heard.nr_lines < 2; k++) {
+		usleep(10000);
+		ck_assert_int_eq(hbm_nvml_dispatch(h), 0);
+	}
+	ck_assert_int_eq(heard.nr_lines, 2);
+	ck_assert_int_eq(heard.prio[1], LOG_ERR);
 	done(h);
 }
 END_TEST
@@ -1599,6 +1641,7 @@ Suite *nvml_suite(void)
 	tcase_add_test(tc, events_start_twice);
 	tcase_add_test(tc, reread_by_the_reader);
 	tcase_add_test(tc, reread_finds_lost);
+	tcase_add_test(tc, reader_send_fails);
 	tcase_add_test(tc, close_while_reading);
 	tcase_add_loop_test(tc, error_paths, 0, sizeof(errors) / sizeof(errors[0]));
 	tcase_add_loop_test(tc, broken_counts, 0, sizeof(broken) / sizeof(broken[0]));
