@@ -382,16 +382,22 @@ int nvml_facts_fd(const struct nvml_facts *s)
 
 static int on_reread_timer(sd_event_source *src, uint64_t usec, void *arg);
 
-/* A one-shot timer of the loop at @at (CLOCK_MONOTONIC ns), made or moved. */
+/*
+ * A one-shot timer of the loop at @at (CLOCK_MONOTONIC ns), made or moved;
+ * sd-event counts in us, rounded up: a timer early would find its time not
+ * yet come and only arm itself again.
+ */
 static void arm(struct nvml_facts *s, sd_event_source **timer, uint64_t at,
 		sd_event_time_handler_t fn, const char *what)
 {
+	uint64_t usec = (at + 999) / 1000;
+
 	if (!s->loop)
 		return;
 	if (*timer) {
-		sd_event_source_set_time(*timer, at / 1000);
+		sd_event_source_set_time(*timer, usec);
 		sd_event_source_set_enabled(*timer, SD_EVENT_ONESHOT);
-	} else if (sd_event_add_time(s->loop, timer, CLOCK_MONOTONIC, at / 1000, 0, fn, s) < 0) {
+	} else if (sd_event_add_time(s->loop, timer, CLOCK_MONOTONIC, usec, 0, fn, s) < 0) {
 		char msg[256];
 
 		snprintf(msg, sizeof(msg), "nvml: no timer for %s", what);
