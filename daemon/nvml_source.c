@@ -122,6 +122,8 @@
 #define JOIN_MS 5000
 /* The most lines one read logs: each of its calls fails once at most (5). */
 #define READ_LINES 8
+/* One line, said (say()) or noted by a thread for the loop to say (note()). */
+#define LINE_LEN 512
 /* The events hbmguard wants (nvml.h, nvmlEventType). */
 #define EVENT_MASK (nvmlEventTypeSingleBitEccError | nvmlEventTypeDoubleBitEccError | \
 		    nvmlEventTypeXidCriticalError)
@@ -158,7 +160,7 @@ struct reading {
 	int nr_lines;
 	struct {
 		int prio;
-		char msg[256];
+		char msg[LINE_LEN];
 	} lines[READ_LINES];
 };
 
@@ -206,6 +208,7 @@ struct hbm_nvml {
 	bool reader_stop;
 	pthread_t reader;
 	bool reader_running;
+	bool reader_start_said;	/* it could not be started, and that was said */
 	uint32_t reader_gen;	/* the reader's: moves on when one ended unasked */
 	atomic_int reader_ended;	/* its errno when it ended unasked: reader_gone() */
 	/* the loop's view: the GPU whose read began and did not come back, or -1 */
@@ -218,7 +221,7 @@ static void say(const struct hbm_nvml *h, int prio, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static void say(const struct hbm_nvml *h, int prio, const char *fmt, ...)
 {
-	char msg[512];
+	char msg[LINE_LEN];
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -714,8 +717,13 @@ static void *waiter(void *arg)
 	return NULL;
 }
 
-/* A thread of @h's with no signal (they stay with the loop's signalfd). */
-static int start_thread(struct hbm_nvml *h, pthread_t *t, void *(*fn)(void *), const char *what)
+/*
+ * A thread of @h's with no signal (they stay with the loop's signalfd),
+ * named @name (at most 15 characters, pthread_setname_np(3)) for ps and
+ * gdb.  A failure is said unless *@said; then *@said (NULL: always said).
+ */
+static int start_thread(struct hbm_nvml *h, pthread_t *t, void *(*fn)(void *), const char *name,
+			bool *said)
 {
 	sigset_t all, old;
 	int err;
@@ -724,8 +732,12 @@ static int start_thread(struct hbm_nvml *h, pthread_t *t, void *(*fn)(void *), c
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	err = pthread_create(t, NULL, fn, h);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (err)
-		say(h, LOG_ERR, "nvml: cannot start the %s thread: %s", what, strerror(err));
+	if (!err)
+		pthread_setname_np(*t, name);	/* only a name: its failure changes nothing */
+	else if (!said || !*said)
+		say(h, LOG_ERR, "nvml: cannot start the thread %s: %s", name, strerror(err));
+	if (said)
+		*said = err != 0;
 	return -err;
 }
 
@@ -802,7 +814,7 @@ again:
 		return -ENOTSUP;
 	}
 	atomic_store(&h->stop, false);
-	err = start_thread(h, &h->thread, waiter, "event");
+	err = start_thread(h, &h->thread, waiter, "hbm-nvml-events", NULL);
 	if (err) {
 		events_join(h);
 		return err;
@@ -940,7 +952,8 @@ int hbm_nvml_reread(struct hbm_nvml *h, size_t i)
 		return -ENOTCONN;	/* no fd to answer on: no events started */
 	reader_gone(h);
 	if (!h->reader_running) {
-		err = start_thread(h, &h->reader, reader, "NVML reader");
+		/* tried again at each reread, said once until it starts */
+		err = start_thread(h, &h->reader, reader, "hbm-nvml-read", &h->reader_start_said);
 		if (err)
 			return err;
 		h->reader_running = true;

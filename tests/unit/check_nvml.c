@@ -6,6 +6,7 @@
  * test in its own process, so each loads the library afresh.
  */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -673,6 +674,31 @@ END_TEST
 		dispatch;								\
 	}
 
+/* Whether a thread of this process is named @name (/proc/self/task/N/comm). */
+static bool has_thread(const char *name)
+{
+	char path[64], comm[32];
+	struct dirent *e;
+	bool found = false;
+	DIR *d = opendir("/proc/self/task");
+	FILE *f;
+
+	ck_assert_ptr_nonnull(d);
+	while (!found && (e = readdir(d))) {
+		snprintf(path, sizeof(path), "/proc/self/task/%.16s/comm", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;	/* . and .. */
+		if (fgets(comm, sizeof(comm), f)) {
+			comm[strcspn(comm, "\n")] = '\0';
+			found = !strcmp(comm, name);
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return found;
+}
+
 static bool outstanding(struct hbm_nvml *h, size_t want)
 {
 	uint64_t serial;
@@ -711,6 +737,9 @@ START_TEST(reread_by_the_reader)
 	DISPATCH_UNTIL(fd, ck_assert_int_eq(hbm_nvml_dispatch(h), 0), outstanding(h, 1));
 	ck_assert(hbm_nvml_read_outstanding(h, &gpu, &serial));
 	ck_assert_uint_eq(serial, 1);
+	/* the threads named, for ps and gdb */
+	ck_assert(has_thread("hbm-nvml-read"));
+	ck_assert(has_thread("hbm-nvml-events"));
 	/* the A100 queued once behind it; the H200 again, as its read is out already */
 	ck_assert_int_eq(hbm_nvml_reread(h, 0), 1);
 	ck_assert_int_eq(hbm_nvml_reread(h, 0), 0);
@@ -810,7 +839,8 @@ END_TEST
 /*
  * Closing while a read hangs in NVML: the join is bounded, the thread left
  * in NVML (not cancelled), one line naming the GPU; close returns (a hang
- * would be Check's timeout) and says that it left a thread.  The hang outlasts the timeout on purpose.
+ * would be Check's timeout) and says that it left a thread.  The hang
+ * outlasts the timeout on purpose.
  */
 START_TEST(close_while_reading)
 {
@@ -975,7 +1005,6 @@ START_TEST(as_facts_no_library)
 }
 END_TEST
 
-/* A PCI domain past 0xffff (VMD's): named as the kernel names it, pci_name(). */
 /*
  * A read out NVML_READ_SLOW_NS (20 s) is said once, a warning naming the
  * GPU (the test gives the time), and its facts are applied when it comes
@@ -1033,6 +1062,7 @@ START_TEST(as_facts_slow_read)
 }
 END_TEST
 
+/* A PCI domain past 0xffff (VMD's): named as the kernel names it, pci_name(). */
 START_TEST(as_facts_wide_domain)
 {
 	struct nvml_facts *s;
