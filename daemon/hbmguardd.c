@@ -131,6 +131,7 @@ int main(int argc, char **argv)
 	bool config_given = false;
 	char err_msg[512];
 	sigset_t mask;
+	bool nvml_left;
 	int opt, err;
 
 	while ((opt = getopt(argc, argv, "c:")) != -1) {
@@ -207,12 +208,17 @@ int main(int argc, char **argv)
 	sd_notify(0, "STOPPING=1");
 	control_close(d);
 	store_stop(&g.store);
-	nvml_facts_stop(g.nvml);
+	nvml_left = nvml_facts_stop(g.nvml);
 	amdgpu_facts_stop(g.amdgpu);
 	gpus_stop(&g.gpus);
 	kmsg_stop(&g.kmsg);
 	kernel_stop(&g.kernel);
 	sd_event_unref(d->loop);
 	close(d->state_dir);
+	/* A thread left inside NVML: exit()'s handlers and NVML's destructors would run under it */
+	if (nvml_left) {
+		fflush(NULL);
+		_exit(err < 0 ? 1 : 0);
+	}
 	return err < 0 ? 1 : 0;
 }

@@ -382,16 +382,22 @@ int nvml_facts_fd(const struct nvml_facts *s)
 
 static int on_reread_timer(sd_event_source *src, uint64_t usec, void *arg);
 
-/* A one-shot timer of the loop at @at (CLOCK_MONOTONIC ns), made or moved. */
+/*
+ * A one-shot timer of the loop at @at (CLOCK_MONOTONIC ns), made or moved;
+ * sd-event counts in us, rounded up: a timer early would find its time not
+ * yet come and only arm itself again.
+ */
 static void arm(struct nvml_facts *s, sd_event_source **timer, uint64_t at,
 		sd_event_time_handler_t fn, const char *what)
 {
+	uint64_t usec = (at + 999) / 1000;
+
 	if (!s->loop)
 		return;
 	if (*timer) {
-		sd_event_source_set_time(*timer, at / 1000);
+		sd_event_source_set_time(*timer, usec);
 		sd_event_source_set_enabled(*timer, SD_EVENT_ONESHOT);
-	} else if (sd_event_add_time(s->loop, timer, CLOCK_MONOTONIC, at / 1000, 0, fn, s) < 0) {
+	} else if (sd_event_add_time(s->loop, timer, CLOCK_MONOTONIC, usec, 0, fn, s) < 0) {
 		char msg[256];
 
 		snprintf(msg, sizeof(msg), "nvml: no timer for %s", what);
@@ -508,15 +514,18 @@ int nvml_facts_watch(struct nvml_facts *s, sd_event *loop)
 	return sd_event_add_io(loop, &s->io, s->fd, EPOLLIN, on_readable, s);
 }
 
-void nvml_facts_stop(struct nvml_facts *s)
+bool nvml_facts_stop(struct nvml_facts *s)
 {
+	bool left;
+
 	if (!s)
-		return;
+		return false;
 	sd_event_source_disable_unref(s->io);
 	sd_event_source_disable_unref(s->timer);
 	sd_event_source_disable_unref(s->slow_timer);
-	hbm_nvml_close(s->h);
+	left = hbm_nvml_close(s->h);
 	free(s->read_at);
 	free(s->stale);
 	free(s);
+	return left;
 }

@@ -7,6 +7,7 @@
 #ifndef HBM_NVML_FACTS_H
 #define HBM_NVML_FACTS_H
 
+#include <stdbool.h>
 #include <systemd/sd-event.h>
 
 #include "core.h"
@@ -37,6 +38,7 @@ int nvml_facts_dispatch(struct nvml_facts *s);
 int nvml_facts_check_reads(struct nvml_facts *s, uint64_t now);
 /* The live events' fd into @loop (none: nothing).  0, or a negative errno. */
 int nvml_facts_watch(struct nvml_facts *s, sd_event *loop);
-void nvml_facts_stop(struct nvml_facts *s);
+/* True: a thread was left inside NVML, end with _exit() (hbm_nvml_close()). */
+bool nvml_facts_stop(struct nvml_facts *s);
 
 #endif /* HBM_NVML_FACTS_H */

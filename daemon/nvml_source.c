@@ -74,7 +74,9 @@
  * said in one line, and the handle, the library and its socket are left
  * too (freeing them under the thread would be a use after free): the
  * process exits next, which ends the thread and releases the driver's
- * files.
+ * files.  Close then returns true, and the process must end with _exit():
+ * exit() would run the atexit handlers and the library's ELF destructors
+ * (it is still loaded: no dlclose()) while the thread runs inside it.
  *
  * The interface, from nvml.h of Debian bookworm non-free's libnvidia-ml-dev
  * 11.8.86 (scripts/deps.sh), built with NVML_NO_UNVERSIONED_FUNC_DEFS so that
@@ -120,6 +122,8 @@
 #define JOIN_MS 5000
 /* The most lines one read logs: each of its calls fails once at most (5). */
 #define READ_LINES 8
+/* One line, said (say()) or noted by a thread for the loop to say (note()). */
+#define LINE_LEN 512
 /* The events hbmguard wants (nvml.h, nvmlEventType). */
 #define EVENT_MASK (nvmlEventTypeSingleBitEccError | nvmlEventTypeDoubleBitEccError | \
 		    nvmlEventTypeXidCriticalError)
@@ -156,7 +160,7 @@ struct reading {
 	int nr_lines;
 	struct {
 		int prio;
-		char msg[256];
+		char msg[LINE_LEN];
 	} lines[READ_LINES];
 };
 
@@ -166,6 +170,7 @@ struct rec {
 	int32_t kind;
 	int32_t gpu;		/* index into h->gpus, -1 if NVML named another device */
 	uint32_t ret;		/* nvmlReturn_t of a failed wait */
+	uint32_t gen;		/* REC_READING, REC_READ: the reader's h->reader_gen */
 	uint64_t type;
 	uint64_t data;
 	struct reading *rd;	/* REC_READ: the loop's from then on */
@@ -203,6 +208,9 @@ struct hbm_nvml {
 	bool reader_stop;
 	pthread_t reader;
 	bool reader_running;
+	bool reader_start_said;	/* it could not be started, and that was said */
+	uint32_t reader_gen;	/* the reader's: moves on when one ended unasked */
+	atomic_int reader_ended;	/* its errno when it ended unasked: reader_gone() */
 	/* the loop's view: the GPU whose read began and did not come back, or -1 */
 	long reading;
 	uint64_t reads_begun;
@@ -213,7 +221,7 @@ static void say(const struct hbm_nvml *h, int prio, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static void say(const struct hbm_nvml *h, int prio, const char *fmt, ...)
 {
-	char msg[512];
+	char msg[LINE_LEN];
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -709,8 +717,13 @@ static void *waiter(void *arg)
 	return NULL;
 }
 
-/* A thread of @h's with no signal (they stay with the loop's signalfd). */
-static int start_thread(struct hbm_nvml *h, pthread_t *t, void *(*fn)(void *), const char *what)
+/*
+ * A thread of @h's with no signal (they stay with the loop's signalfd),
+ * named @name (at most 15 characters, pthread_setname_np(3)) for ps and
+ * gdb.  A failure is said unless *@said; then *@said (NULL: always said).
+ */
+static int start_thread(struct hbm_nvml *h, pthread_t *t, void *(*fn)(void *), const char *name,
+			bool *said)
 {
 	sigset_t all, old;
 	int err;
@@ -719,8 +732,12 @@ static int start_thread(struct hbm_nvml *h, pthread_t *t, void *(*fn)(void *), c
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	err = pthread_create(t, NULL, fn, h);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (err)
-		say(h, LOG_ERR, "nvml: cannot start the %s thread: %s", what, strerror(err));
+	if (!err)
+		pthread_setname_np(*t, name);	/* only a name: its failure changes nothing */
+	else if (!said || !*said)
+		say(h, LOG_ERR, "nvml: cannot start the thread %s: %s", name, strerror(err));
+	if (said)
+		*said = err != 0;
 	return -err;
 }
 
@@ -797,7 +814,7 @@ again:
 		return -ENOTSUP;
 	}
 	atomic_store(&h->stop, false);
-	err = start_thread(h, &h->thread, waiter, "event");
+	err = start_thread(h, &h->thread, waiter, "hbm-nvml-events", NULL);
 	if (err) {
 		events_join(h);
 		return err;
@@ -829,17 +846,20 @@ int hbm_nvml_events_start(struct hbm_nvml *h)
 
 /*
  * The one reader: a queued GPU at a time, read and handed to the loop
- * (see the top of this file).  Ends when told to, or when the loop's end
- * of the socket is shut (close).
+ * (see the top of this file).  Ends when told to, or when a record cannot
+ * be sent: the loop's end of the socket shut (close), or the socket out of
+ * buffers (then reader_gone(), in the loop).
  */
 static void *reader(void *arg)
 {
 	struct hbm_nvml *h = arg;
+	uint32_t gen = h->reader_gen;	/* the loop's, set before it started */
+	size_t i;
+	int err;
 
 	for (;;) {
-		struct rec rec = { .kind = REC_READING };
+		struct rec rec = { .kind = REC_READING, .gen = gen };
 		struct reading *rd;
-		size_t i;
 
 		pthread_mutex_lock(&h->lock);
 		while (!h->reader_stop && !h->len)
@@ -854,8 +874,10 @@ static void *reader(void *arg)
 		h->queued[i] = false;	/* an event from now on queues it again */
 		pthread_mutex_unlock(&h->lock);
 		rec.gpu = (int32_t)i;
-		if (send(h->pair[1], &rec, sizeof(rec), MSG_NOSIGNAL) != sizeof(rec))
-			break;
+		if (send(h->pair[1], &rec, sizeof(rec), MSG_NOSIGNAL) != sizeof(rec)) {
+			err = errno;
+			goto ended;
+		}
 		rd = calloc(1, sizeof(*rd));	/* NULL: the loop says so */
 		if (rd) {
 			rd->gpu = i;
@@ -868,13 +890,55 @@ static void *reader(void *arg)
 		rec.kind = REC_READ;
 		rec.rd = rd;
 		if (send(h->pair[1], &rec, sizeof(rec), MSG_NOSIGNAL) != sizeof(rec)) {
+			err = errno;	/* a datagram is sent whole or not at all */
 			if (rd)
 				hbm_nvml_report_free(&rd->r);
 			free(rd);
-			break;
+			goto ended;
 		}
 	}
 	return NULL;
+ended:
+	/*
+	 * Its record could not be sent: at close (the socket shut), or
+	 * ENOBUFS, ENOMEM.  The GPU goes back to the queue, for the next
+	 * reader; the loop learns of it from the flag (reader_gone()), the
+	 * last thing this thread does.
+	 */
+	pthread_mutex_lock(&h->lock);
+	if (!h->queued[i]) {
+		h->queue[(h->head + h->len) % h->nr] = i;
+		h->len++;
+		h->queued[i] = true;
+	}
+	pthread_mutex_unlock(&h->lock);
+	atomic_store(&h->reader_ended, err ? err : EIO);
+	return NULL;
+}
+
+/*
+ * A reader that ended unasked (above): said once, joined, and what the loop
+ * knew of it cleared (its read out, if any: it will not come back), so that
+ * the next hbm_nvml_reread() starts a new one, which reads what is queued.
+ * Its records still in the socket are told apart by their generation.
+ * Only a reread starts a reader, so a reader that cannot send does not
+ * make this spin.
+ */
+static void reader_gone(struct hbm_nvml *h)
+{
+	int err;
+
+	if (!h->reader_running)
+		return;
+	err = atomic_exchange(&h->reader_ended, 0);
+	if (!err)
+		return;
+	pthread_join(h->reader, NULL);	/* it ends right after the flag */
+	h->reader_running = false;
+	h->reader_gen++;
+	h->reading = -1;
+	say(h, LOG_ERR, "nvml: the reader thread could not hand a GPU's read over (%s) and "
+	    "ended: the next read starts a new one", strerror(err));
 }
 
 int hbm_nvml_reread(struct hbm_nvml *h, size_t i)
@@ -886,8 +950,10 @@ int hbm_nvml_reread(struct hbm_nvml *h, size_t i)
 		return -ENODEV;
 	if (h->pair[0] < 0)
 		return -ENOTCONN;	/* no fd to answer on: no events started */
+	reader_gone(h);
 	if (!h->reader_running) {
-		err = start_thread(h, &h->reader, reader, "NVML reader");
+		/* tried again at each reread, said once until it starts */
+		err = start_thread(h, &h->reader, reader, "hbm-nvml-read", &h->reader_start_said);
 		if (err)
 			return err;
 		h->reader_running = true;
@@ -904,8 +970,9 @@ int hbm_nvml_reread(struct hbm_nvml *h, size_t i)
 	return !queued;
 }
 
-bool hbm_nvml_read_outstanding(const struct hbm_nvml *h, size_t *gpu, uint64_t *serial)
+bool hbm_nvml_read_outstanding(struct hbm_nvml *h, size_t *gpu, uint64_t *serial)
 {
+	reader_gone(h);
 	if (h->reading < 0)
 		return false;
 	*gpu = (size_t)h->reading;
@@ -1001,6 +1068,7 @@ int hbm_nvml_dispatch(struct hbm_nvml *h)
 
 	if (h->pair[0] < 0)
 		return 0;
+	reader_gone(h);
 	while (budget-- > 0 &&
 	       (n = recv(h->pair[0], &rec, sizeof(rec), MSG_DONTWAIT)) == sizeof(rec)) {
 		if (rec.kind == REC_EVENT) {
@@ -1008,12 +1076,15 @@ int hbm_nvml_dispatch(struct hbm_nvml *h)
 			continue;
 		}
 		if (rec.kind == REC_READING) {
+			if (rec.gen != h->reader_gen)
+				continue;	/* an ended reader's: its read never comes */
 			h->reading = rec.gpu;
 			h->reads_begun++;
 			continue;
 		}
 		if (rec.kind == REC_READ) {
-			h->reading = -1;
+			if (rec.gen == h->reader_gen)
+				h->reading = -1;
 			if (rec.rd)
 				apply(h, rec.rd);
 			else
@@ -1034,14 +1105,19 @@ int hbm_nvml_dispatch(struct hbm_nvml *h)
 	return 0;
 }
 
-/* Whether thread @t ended within JOIN_MS (joined), or is left where it is. */
+/*
+ * Whether thread @t ended within JOIN_MS (joined), or is left where it is.
+ * On CLOCK_MONOTONIC, so that a clock set at stop neither cuts the wait
+ * short nor stretches it: pthread_clockjoin_np(), glibc 2.31 and later
+ * (<pthread.h>, glibc 2.36 of Debian bookworm).
+ */
 static bool join_bounded(pthread_t t)
 {
 	struct timespec until;
 
-	clock_gettime(CLOCK_REALTIME, &until);	/* pthread_timedjoin_np(3)'s clock */
+	clock_gettime(CLOCK_MONOTONIC, &until);
 	until.tv_sec += JOIN_MS / 1000;
-	return !pthread_timedjoin_np(t, NULL, &until);
+	return !pthread_clockjoin_np(t, NULL, CLOCK_MONOTONIC, &until);
 }
 
 /* What the threads sent and the loop did not take: freed, and the reading noted. */
@@ -1061,12 +1137,12 @@ static void drain(struct hbm_nvml *h)
 	}
 }
 
-void hbm_nvml_close(struct hbm_nvml *h)
+bool hbm_nvml_close(struct hbm_nvml *h)
 {
 	bool left = false;
 
 	if (!h)
-		return;
+		return false;
 	if (h->pair[0] >= 0) {
 		atomic_store(&h->stop, true);
 		/* Wakes a thread blocked on a full socket: its send fails. */
@@ -1079,7 +1155,7 @@ void hbm_nvml_close(struct hbm_nvml *h)
 	/* A thread stuck in NVML: not cancelled, left (see the top of this file). */
 	if (h->reader_running && !join_bounded(h->reader))
 		left = true;
-	else if (h->running && !join_bounded(h->thread))
+	if (h->running && !join_bounded(h->thread))	/* also when the reader was left */
 		left = true;
 	if (h->pair[0] >= 0)
 		drain(h);	/* nothing more comes: the socket is shut */
@@ -1092,7 +1168,7 @@ void hbm_nvml_close(struct hbm_nvml *h)
 		else
 			say(h, LOG_WARNING, "nvml: a call into NVML has not returned %d s after "
 			    "the stop: NVML is left to end with the process", JOIN_MS / 1000);
-		return;
+		return true;
 	}
 	h->reader_running = false;
 	h->running = false;	/* joined */
@@ -1109,6 +1185,7 @@ void hbm_nvml_close(struct hbm_nvml *h)
 	free(h->queue);
 	free(h->gpus);
 	free(h);
+	return false;
 }
 
 const char *hbm_nvml_cause_name(enum hbm_nvml_cause cause)

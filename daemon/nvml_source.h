@@ -112,7 +112,13 @@ struct hbm_nvml_ops {
  * required function or a failing nvmlInit one error line.
  */
 struct hbm_nvml *hbm_nvml_open(const char *library, const struct hbm_nvml_ops *ops, void *ctx);
-void hbm_nvml_close(struct hbm_nvml *h);
+/*
+ * Ends the threads and closes NVML.  True when a thread stuck inside NVML
+ * was left there (said in one line; the library stays loaded, the handle
+ * with it): the process must then end with _exit(), not exit(), see
+ * nvml_source.c.
+ */
+bool hbm_nvml_close(struct hbm_nvml *h);
 
 const char *hbm_nvml_driver_version(const struct hbm_nvml *h);
 size_t hbm_nvml_count(const struct hbm_nvml *h);
@@ -157,9 +163,11 @@ int hbm_nvml_reread(struct hbm_nvml *h, size_t i);
 /*
  * Whether the reader has begun a GPU's read that has not come back (as far
  * as hbm_nvml_dispatch() has heard): then its GPU's index and the read's
- * serial number, which each read begun moves on by one.
+ * serial number, which each read begun moves on by one.  A reader that
+ * ended unasked (its record could not be sent) is said here, or at the next
+ * dispatch or reread, once, at LOG_ERR: its read is not out any more.
  */
-bool hbm_nvml_read_outstanding(const struct hbm_nvml *h, size_t *gpu, uint64_t *serial);
+bool hbm_nvml_read_outstanding(struct hbm_nvml *h, size_t *gpu, uint64_t *serial);
 
 const char *hbm_nvml_cause_name(enum hbm_nvml_cause cause);
 const char *hbm_nvml_status_name(enum hbm_nvml_status st);

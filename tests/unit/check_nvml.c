@@ -6,6 +6,7 @@
  * test in its own process, so each loads the library afresh.
  */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -15,6 +16,7 @@
 #include <syslog.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <linux/sockios.h>
 
 #include "core.h"
@@ -162,7 +164,7 @@ static void scenario(const char *extra, bool with_node)
 
 static void done(struct hbm_nvml *h)
 {
-	hbm_nvml_close(h);
+	ck_assert(!hbm_nvml_close(h));	/* every thread joined */
 	unlink(scn_path);
 }
 
@@ -672,6 +674,31 @@ END_TEST
 		dispatch;								\
 	}
 
+/* Whether a thread of this process is named @name (/proc/self/task/N/comm). */
+static bool has_thread(const char *name)
+{
+	char path[64], comm[32];
+	struct dirent *e;
+	bool found = false;
+	DIR *d = opendir("/proc/self/task");
+	FILE *f;
+
+	ck_assert_ptr_nonnull(d);
+	while (!found && (e = readdir(d))) {
+		snprintf(path, sizeof(path), "/proc/self/task/%.16s/comm", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;	/* . and .. */
+		if (fgets(comm, sizeof(comm), f)) {
+			comm[strcspn(comm, "\n")] = '\0';
+			found = !strcmp(comm, name);
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return found;
+}
+
 static bool outstanding(struct hbm_nvml *h, size_t want)
 {
 	uint64_t serial;
@@ -710,6 +737,9 @@ START_TEST(reread_by_the_reader)
 	DISPATCH_UNTIL(fd, ck_assert_int_eq(hbm_nvml_dispatch(h), 0), outstanding(h, 1));
 	ck_assert(hbm_nvml_read_outstanding(h, &gpu, &serial));
 	ck_assert_uint_eq(serial, 1);
+	/* the threads named, for ps and gdb */
+	ck_assert(has_thread("hbm-nvml-read"));
+	ck_assert(has_thread("hbm-nvml-events"));
 	/* the A100 queued once behind it; the H200 again, as its read is out already */
 	ck_assert_int_eq(hbm_nvml_reread(h, 0), 1);
 	ck_assert_int_eq(hbm_nvml_reread(h, 0), 0);
@@ -766,9 +796,80 @@ START_TEST(reread_finds_lost)
 END_TEST
 
 /*
+ * Closing while reads sit in the socket, not yet taken by the loop: their
+ * readings (a malloc'd struct each, its pages malloc'd) are freed by close,
+ * handed to no callback (the ASan build's leak check sees the rest).
+ */
+START_TEST(close_with_reads_unread)
+{
+	struct hbm_nvml *h;
+	int fd, inq = 0;
+
+	scenario("", true);
+	h = hbm_nvml_open(FAKE, &ops, NULL);
+	ck_assert_ptr_nonnull(h);
+	fd = hbm_nvml_events_start(h);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(hbm_nvml_reread(h, 0), 1);
+	ck_assert_int_eq(hbm_nvml_reread(h, 1), 1);
+	/* Both reads whole in the socket: begun and done, 40 bytes a record. */
+	while (inq < 4 * 40) {
+		ck_assert_int_eq(ioctl(fd, SIOCINQ, &inq), 0);
+		usleep(1000);
+	}
+	done(h);
+	ck_assert_int_eq(heard.nr_counts, 0);
+	ck_assert_int_eq(heard.nr_pages, 0);
+	ck_assert_int_eq(heard.nr_lines, 0);
+}
+END_TEST
+
+/*
+ * A reader whose read cannot be handed over (its send fails, as on ENOBUFS;
+ * here the loop's end shut for reading, so the send fails EPIPE) ends: the
+ * loop says it once, at LOG_ERR, its read is no longer out (no false slow
+ * warning), and the next reread starts a new reader (the GPU waits in the
+ * queue again).  The poll bound is only against a hang.
+ */
+START_TEST(reader_send_fails)
+{
+	struct hbm_nvml *h;
+	int fd, k;
+
+	scenario("hang 10 1 2000\nevent 20 1 dbe\n", true);
+	h = hbm_nvml_open(FAKE, &ops, NULL);
+	ck_assert_ptr_nonnull(h);
+	fd = hbm_nvml_events_start(h);
+	ck_assert_int_ge(fd, 0);
+	DISPATCH_UNTIL(fd, ck_assert_int_eq(hbm_nvml_dispatch(h), 0), heard.nr_ev >= 1);
+	ck_assert_int_eq(hbm_nvml_reread(h, 1), 1);
+	DISPATCH_UNTIL(fd, ck_assert_int_eq(hbm_nvml_dispatch(h), 0), outstanding(h, 1));
+	ck_assert_int_eq(shutdown(fd, SHUT_RD), 0);	/* the threads' sends fail from now */
+	for (k = 0; k < 2000 && !heard.nr_lines; k++) {
+		usleep(10000);
+		ck_assert_int_eq(hbm_nvml_dispatch(h), 0);
+	}
+	one_line(LOG_ERR, (const char *const[]){ "reader thread", strerror(EPIPE),
+						 "the next read starts a new one", NULL });
+	ck_assert(!outstanding(h, 1));
+	ck_assert_int_eq(heard.nr_counts, 0);
+	/* queued again by the reader that ended; a new one takes it, and ends too */
+	ck_assert_int_eq(hbm_nvml_reread(h, 1), 0);
+	for (k = 0; k < 2000 && heard.nr_lines < 2; k++) {
+		usleep(10000);
+		ck_assert_int_eq(hbm_nvml_dispatch(h), 0);
+	}
+	ck_assert_int_eq(heard.nr_lines, 2);
+	ck_assert_int_eq(heard.prio[1], LOG_ERR);
+	done(h);
+}
+END_TEST
+
+/*
  * Closing while a read hangs in NVML: the join is bounded, the thread left
  * in NVML (not cancelled), one line naming the GPU; close returns (a hang
- * would be Check's timeout).  The hang outlasts the timeout on purpose.
+ * would be Check's timeout) and says that it left a thread.  The hang
+ * outlasts the timeout on purpose.
  */
 START_TEST(close_while_reading)
 {
@@ -783,7 +884,8 @@ START_TEST(close_while_reading)
 	DISPATCH_UNTIL(fd, ck_assert_int_eq(hbm_nvml_dispatch(h), 0), heard.nr_ev >= 1);
 	ck_assert_int_eq(hbm_nvml_reread(h, 1), 1);
 	DISPATCH_UNTIL(fd, ck_assert_int_eq(hbm_nvml_dispatch(h), 0), outstanding(h, 1));
-	done(h);
+	ck_assert(hbm_nvml_close(h));	/* left: the caller must _exit() */
+	unlink(scn_path);
 	one_line(LOG_WARNING, (const char *const[]){ UUID1, "has not answered its read",
 						     "left to end with the process", NULL });
 	ck_assert_int_eq(heard.nr_counts, 0);
@@ -932,7 +1034,6 @@ START_TEST(as_facts_no_library)
 }
 END_TEST
 
-/* A PCI domain past 0xffff (VMD's): named as the kernel names it, pci_name(). */
 /*
  * A read out NVML_READ_SLOW_NS (20 s) is said once, a warning naming the
  * GPU (the test gives the time), and its facts are applied when it comes
@@ -990,6 +1091,7 @@ START_TEST(as_facts_slow_read)
 }
 END_TEST
 
+/* A PCI domain past 0xffff (VMD's): named as the kernel names it, pci_name(). */
 START_TEST(as_facts_wide_domain)
 {
 	struct nvml_facts *s;
@@ -1598,6 +1700,8 @@ Suite *nvml_suite(void)
 	tcase_add_test(tc, events_start_twice);
 	tcase_add_test(tc, reread_by_the_reader);
 	tcase_add_test(tc, reread_finds_lost);
+	tcase_add_test(tc, reader_send_fails);
+	tcase_add_test(tc, close_with_reads_unread);
 	tcase_add_test(tc, close_while_reading);
 	tcase_add_loop_test(tc, error_paths, 0, sizeof(errors) / sizeof(errors[0]));
 	tcase_add_loop_test(tc, broken_counts, 0, sizeof(broken) / sizeof(broken[0]));
