@@ -21,6 +21,13 @@
 #include "config.h"
 #include "seen.h"
 
+/* A retry backing off: a second after the first failure, then twice as long up to a minute. */
+#define HBM_RETRY_MAX_S	60
+static inline unsigned int hbm_retry_after_s(unsigned int last)
+{
+	return !last ? 1 : last >= HBM_RETRY_MAX_S / 2 ? HBM_RETRY_MAX_S : 2 * last;
+}
+
 struct client;
 struct incident;
 struct hbmd_core;

@@ -40,8 +40,6 @@
 #include "seen.h"
 
 #define ALL_DEVICES UINT32_MAX
-/* A failed resync is tried again a second later, then twice as long, up to a minute. */
-#define RESYNC_RETRY_MAX_S 60
 
 static int transact(struct hbm_kernel *k, struct nl_msg *msg,
 		    nl_recvmsg_msg_cb_t parse, void *arg)
@@ -513,9 +511,7 @@ static void resync(struct hbm_kernel *k, const char *why)
 		k->resync_retry = sd_event_source_disable_unref(k->resync_retry);
 		return;
 	}
-	k->resync_delay_s = k->resync_delay_s ? k->resync_delay_s * 2 : 1;
-	if (k->resync_delay_s > RESYNC_RETRY_MAX_S)
-		k->resync_delay_s = RESYNC_RETRY_MAX_S;
+	k->resync_delay_s = hbm_retry_after_s(k->resync_delay_s);
 	if (!k->resync_retry &&
 	    sd_event_add_time_relative(k->d->loop, &k->resync_retry, CLOCK_MONOTONIC,
 				       k->resync_delay_s * 1000000ULL, 0, on_resync_retry, k) < 0)

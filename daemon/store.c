@@ -183,8 +183,6 @@ void store_describe_unsaved(const struct hbm_store *s, char *buf, size_t len)
 	}
 }
 
-#define RETRY_MAX_S	60
-
 static int on_retry(sd_event_source *src, uint64_t usec, void *arg);
 
 /*
@@ -196,8 +194,7 @@ static void arm_retry(struct hbm_store *s)
 {
 	if (s->retry || !s->d->loop)
 		return;		/* armed, or main() arms it once the loop exists */
-	s->retry_s = !s->retry_s ? 1 : s->retry_s * 2 > RETRY_MAX_S ? RETRY_MAX_S :
-		     s->retry_s * 2;
+	s->retry_s = hbm_retry_after_s(s->retry_s);
 	if (sd_event_add_time_relative(s->d->loop, &s->retry, CLOCK_MONOTONIC,
 				       (uint64_t)s->retry_s * 1000000, 0, on_retry, s) < 0)
 		fprintf(stderr, "<3>hbmguardd: cannot arm the retry of the saves\n");

@@ -162,6 +162,17 @@ static void scenario(const char *extra, bool with_node)
 	caller = pthread_self();
 }
 
+/* The fake opened, its events started: the handle, and the fd to poll in @fd. */
+static struct hbm_nvml *open_listening(int *fd)
+{
+	struct hbm_nvml *h = hbm_nvml_open(FAKE, &ops, NULL);
+
+	ck_assert_ptr_nonnull(h);
+	*fd = hbm_nvml_events_start(h);
+	ck_assert_int_ge(*fd, 0);
+	return h;
+}
+
 static void done(struct hbm_nvml *h)
 {
 	ck_assert(!hbm_nvml_close(h));	/* every thread joined */
@@ -326,10 +337,7 @@ START_TEST(events)
 		 "lost 20 1\n"
 		 "event 30 1 xid 79\n"
 		 "event 40 0 xid 48\n", true);
-	h = hbm_nvml_open(FAKE, &ops, NULL);
-	ck_assert_ptr_nonnull(h);
-	fd = hbm_nvml_events_start(h);
-	ck_assert_int_ge(fd, 0);
+	h = open_listening(&fd);
 	collect(h, fd, 8, 1);
 	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		ck_assert_str_eq(heard.ev[i].uuid, want[i].uuid);
@@ -365,10 +373,7 @@ START_TEST(lost_after_reconcile)
 
 	scenario("fail nvmlDeviceGetTotalEccErrors 15 1\n"
 		 "lost 3000 1\nevent 3000 0 xid 48\n", true);
-	h = hbm_nvml_open(FAKE, &ops, NULL);
-	ck_assert_ptr_nonnull(h);
-	fd = hbm_nvml_events_start(h);
-	ck_assert_int_ge(fd, 0);
+	h = open_listening(&fd);
 	hbm_nvml_reconcile(h);
 	collect(h, fd, 1, 1);
 	ck_assert_int_eq(heard.nr_ev, 1);
@@ -395,10 +400,7 @@ START_TEST(close_while_full)
 	for (i = 0; i < 1000; i++)
 		strcat(extra, "event 0 0 sbe\n");
 	scenario(extra, true);
-	h = hbm_nvml_open(FAKE, &ops, NULL);
-	ck_assert_ptr_nonnull(h);
-	fd = hbm_nvml_events_start(h);
-	ck_assert_int_ge(fd, 0);
+	h = open_listening(&fd);
 	p = (struct pollfd){ .fd = fd, .events = POLLIN };
 	ck_assert_int_eq(poll(&p, 1, 20000), 1);
 	/* Bytes queued (SIOCINQ sums a SEQPACKET queue): a hundred records and more. */
@@ -426,10 +428,7 @@ START_TEST(dispatch_batch)
 	for (i = 0; i < 1000; i++)
 		strcat(extra, "event 0 0 sbe\n");
 	scenario(extra, true);
-	h = hbm_nvml_open(FAKE, &ops, NULL);
-	ck_assert_ptr_nonnull(h);
-	fd = hbm_nvml_events_start(h);
-	ck_assert_int_ge(fd, 0);
+	h = open_listening(&fd);
 	p = (struct pollfd){ .fd = fd, .events = POLLIN };
 	ck_assert_int_eq(poll(&p, 1, 20000), 1);
 	while (inq < 100 * 40) {
@@ -450,10 +449,7 @@ START_TEST(events_start_twice)
 	int fd;
 
 	scenario("event 0 0 xid 48\n", true);
-	h = hbm_nvml_open(FAKE, &ops, NULL);
-	ck_assert_ptr_nonnull(h);
-	fd = hbm_nvml_events_start(h);
-	ck_assert_int_ge(fd, 0);
+	h = open_listening(&fd);
 	ck_assert_int_eq(hbm_nvml_events_start(h), -EALREADY);
 	collect(h, fd, 1, 0);
 	ck_assert_int_eq(heard.nr_ev, 1);
@@ -469,10 +465,7 @@ START_TEST(events_subset)
 
 	scenario("events 0 0x8\nunsupported 1 ecc\nevents 1 0x8\n"
 		 "event 0 0 dbe\nevent 0 0 xid 92\n", true);
-	h = hbm_nvml_open(FAKE, &ops, NULL);
-	ck_assert_ptr_nonnull(h);
-	fd = hbm_nvml_events_start(h);
-	ck_assert_int_ge(fd, 0);
+	h = open_listening(&fd);
 	collect(h, fd, 1, 0);
 	ck_assert_int_eq(heard.ev[0].kind, HBM_NVML_EVENT_XID);
 	ck_assert_uint_eq(heard.ev[0].data, 92);
@@ -556,10 +549,7 @@ START_TEST(wait_fails)
 	int fd;
 
 	scenario("fail nvmlEventSetWait_v2 999\n", true);
-	h = hbm_nvml_open(FAKE, &ops, NULL);
-	ck_assert_ptr_nonnull(h);
-	fd = hbm_nvml_events_start(h);
-	ck_assert_int_ge(fd, 0);
+	h = open_listening(&fd);
 	p = (struct pollfd){ .fd = fd, .events = POLLIN };
 	ck_assert_int_eq(poll(&p, 1, 20000), 1);
 	ck_assert_int_eq(hbm_nvml_dispatch(h), -EIO);
@@ -620,10 +610,7 @@ START_TEST(register_unknown)
 
 	scenario("fail nvmlDeviceRegisterEvents 999 0\n"
 		 "event 0 0 xid 48\nevent 0 1 xid 79\n", true);
-	h = hbm_nvml_open(FAKE, &ops, NULL);
-	ck_assert_ptr_nonnull(h);
-	fd = hbm_nvml_events_start(h);
-	ck_assert_int_ge(fd, 0);
+	h = open_listening(&fd);
 	collect(h, fd, 1, 0);
 	ck_assert_int_eq(heard.nr_ev, 1);
 	ck_assert_str_eq(heard.ev[0].uuid, UUID1);
@@ -779,10 +766,7 @@ START_TEST(reread_finds_lost)
 	int fd;
 
 	scenario("events 1 0\nlost 10 1\nevent 20 0 sbe\n", true);
-	h = hbm_nvml_open(FAKE, &ops, NULL);
-	ck_assert_ptr_nonnull(h);
-	fd = hbm_nvml_events_start(h);
-	ck_assert_int_ge(fd, 0);
+	h = open_listening(&fd);
 	DISPATCH_UNTIL(fd, ck_assert_int_eq(hbm_nvml_dispatch(h), 0), heard.nr_ev >= 1);
 	ck_assert_int_eq(heard.nr_gone, 0);
 	ck_assert_int_eq(hbm_nvml_reread(h, 1), 1);
@@ -806,10 +790,7 @@ START_TEST(close_with_reads_unread)
 	int fd, inq = 0;
 
 	scenario("", true);
-	h = hbm_nvml_open(FAKE, &ops, NULL);
-	ck_assert_ptr_nonnull(h);
-	fd = hbm_nvml_events_start(h);
-	ck_assert_int_ge(fd, 0);
+	h = open_listening(&fd);
 	ck_assert_int_eq(hbm_nvml_reread(h, 0), 1);
 	ck_assert_int_eq(hbm_nvml_reread(h, 1), 1);
 	/* Both reads whole in the socket: begun and done, 40 bytes a record. */
@@ -837,10 +818,7 @@ START_TEST(reader_send_fails)
 	int fd, k;
 
 	scenario("hang 10 1 2000\nevent 20 1 dbe\n", true);
-	h = hbm_nvml_open(FAKE, &ops, NULL);
-	ck_assert_ptr_nonnull(h);
-	fd = hbm_nvml_events_start(h);
-	ck_assert_int_ge(fd, 0);
+	h = open_listening(&fd);
 	DISPATCH_UNTIL(fd, ck_assert_int_eq(hbm_nvml_dispatch(h), 0), heard.nr_ev >= 1);
 	ck_assert_int_eq(hbm_nvml_reread(h, 1), 1);
 	DISPATCH_UNTIL(fd, ck_assert_int_eq(hbm_nvml_dispatch(h), 0), outstanding(h, 1));
@@ -877,10 +855,7 @@ START_TEST(close_while_reading)
 	int fd;
 
 	scenario("hang 10 1 600000\nevent 20 1 dbe\n", true);
-	h = hbm_nvml_open(FAKE, &ops, NULL);
-	ck_assert_ptr_nonnull(h);
-	fd = hbm_nvml_events_start(h);
-	ck_assert_int_ge(fd, 0);
+	h = open_listening(&fd);
 	DISPATCH_UNTIL(fd, ck_assert_int_eq(hbm_nvml_dispatch(h), 0), heard.nr_ev >= 1);
 	ck_assert_int_eq(hbm_nvml_reread(h, 1), 1);
 	DISPATCH_UNTIL(fd, ck_assert_int_eq(hbm_nvml_dispatch(h), 0), outstanding(h, 1));
