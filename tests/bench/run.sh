@@ -1,36 +1,47 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# make bench: the core in userspace, then the module in a qemu guest.
+# make bench: the core in userspace, the module in a qemu guest, the daemon
+# in a systemd guest; then one table of every figure beside its anchor
+# (tests/bench/table.py), also written to build/bench.json.
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 kver=$(ls -d /usr/src/linux-headers-*-amd64 | sed 's|.*/linux-headers-||' | sort -V | tail -n 1)
+system_kver=$(ls -d /usr/src/linux-headers-*-amd64 | sed 's|.*/linux-headers-||' | sort -V | head -n 1)
 
-echo "== hbmguard benchmarks ($(date -u +%F), $(nproc) cores)"
+run() {
+	echo "== hbmguard benchmarks ($(date -u +%F), $(nproc) cores)"
+	echo
+	"$TOP/build/bench-core"
+	echo
+	"$TOP/scripts/guest-run" --kernel "$kver" --mem 2048 --hbm-node 512 \
+		--module hwpoison-inject \
+		--file "$TOP/build/$kver/hbmguard.ko:/hbmguard.ko" \
+		--file "$TOP/build/$kver/testmods/hbm_test_provider.ko:/hbm_test_provider.ko" \
+		--file "$TOP/build/guest/hbmbench:/bin/hbmbench" \
+		--file "$TOP/build/guest/hbmnl:/bin/hbmnl" \
+		--file "$TOP/build/guest/hbmctl:/bin/hbmctl" \
+		--file "$TOP/build/guest/hbmrankbench:/bin/hbmrankbench" \
+		--bin "$TOP/build/hbmguardd:/bin/hbmguardd" \
+		--file "$TOP/tests/bench/guest-bench.sh:/bench.sh" \
+		--log "$TOP/build/logs/bench-$kver.log" \
+		-- sh /bench.sh
+	echo
+	echo "Kernel $kver.  Targets: core lookup <= 100 ns at 10^6 where the table"
+	echo "fits the cache (the floor row is the machine's own cost of one random"
+	echo "load from memory the size of the table); <= 32 bytes per retired page."
+	echo
+	echo "hbmguardd beside rasdaemon in a systemd guest ($system_kver):"
+	echo "memory_failure() on a page of the HBM node (hwpoison_inject) -> the daemon's"
+	echo "entry in the journal; RSS and idle wake-ups.  Targets: RSS <= 10 MiB; no"
+	echo "wake-up beyond the watchdog's.  rasdaemon is bookworm-backports' 0.8.1."
+	echo "Then the 4-rank DDP job of make demo: fault -> training resumed, hbmguard"
+	echo "beside checkpoint-restart.  Targets: hbmguard under 1 s and >= 20x faster than"
+	echo "a (cold) restart; the warm restart is a restart's floor, its imports spared."
+	"$TOP/tests/system/run.sh" "$system_kver" bench
+}
+
+mkdir -p "$TOP/build/logs"
+run 2>&1 | tee "$TOP/build/bench.log"
 echo
-"$TOP/build/bench-core"
-echo
-"$TOP/scripts/guest-run" --kernel "$kver" --mem 2048 --hbm-node 512 \
-	--module hwpoison-inject \
-	--file "$TOP/build/$kver/hbmguard.ko:/hbmguard.ko" \
-	--file "$TOP/build/$kver/testmods/hbm_test_provider.ko:/hbm_test_provider.ko" \
-	--file "$TOP/build/guest/hbmbench:/bin/hbmbench" \
-	--file "$TOP/build/guest/hbmnl:/bin/hbmnl" \
-	--file "$TOP/build/guest/hbmctl:/bin/hbmctl" \
-	--file "$TOP/build/guest/hbmrankbench:/bin/hbmrankbench" \
-	--bin "$TOP/build/hbmguardd:/bin/hbmguardd" \
-	--file "$TOP/tests/bench/guest-bench.sh:/bench.sh" \
-	--log "$TOP/build/logs/bench-$kver.log" \
-	-- sh /bench.sh
-echo
-echo "Kernel $kver.  Targets: core lookup <= 100 ns at 10^6 where the table"
-echo "fits the cache (the floor row is the machine's own cost of one random"
-echo "load from memory the size of the table); <= 32 bytes per retired page."
-echo
-echo "hbmguardd beside rasdaemon in a systemd guest ($(ls -d /usr/src/linux-headers-*-amd64 | sed 's|.*/linux-headers-||' | sort -V | head -n 1)):"
-echo "memory_failure() on a page of the HBM node (hwpoison_inject) -> the daemon's"
-echo "entry in the journal; RSS and idle wake-ups.  Targets: RSS <= 10 MiB; no"
-echo "wake-up beyond the watchdog's.  rasdaemon is bookworm-backports' 0.8.1."
-echo "Then the 4-rank DDP job of make demo: fault -> training resumed, hbmguard"
-echo "beside checkpoint-restart.  Targets: hbmguard under 1 s and >= 20x faster than"
-echo "a (cold) restart; the warm restart is a restart's floor, its imports spared."
-"$TOP/tests/system/run.sh" "$(ls -d /usr/src/linux-headers-*-amd64 | sed 's|.*/linux-headers-||' | sort -V | head -n 1)" bench
+echo "== Every figure beside its anchor, measured in this run"
+/usr/bin/python3 "$TOP/tests/bench/table.py" "$TOP/build/bench.log" "$TOP/build/bench.json"

@@ -4,6 +4,8 @@
  * the tests in the qemu guests.
  *
  *   hbmnl listen COUNT [TIMEOUT_MS]    print events; exit 0 after COUNT
+ *   hbmnl listen-times COUNT TIMEOUT_MS  the same, each line ending in
+ *                                      heard_us=CLOCK_REALTIME when it was read
  *   hbmnl devices                      dump devices, one line each
  *   hbmnl pages DEV                    dump extents; prints "pages: N extents M"
  *   hbmnl range-node NAME NODE [SPARES]  register a NUMA node; prints the id
@@ -108,22 +110,32 @@ static uint32_t get_u32(int type)
 	return attrs[type] ? nla_get_u32(attrs[type]) : 0;
 }
 
+struct listening {
+	long left;
+	bool times;	/* when each was read, for make bench */
+};
+
 static int print_event(struct nl_msg *msg, void *arg)
 {
-	long *left = arg;
+	struct listening *l = arg;
+	struct timespec heard;
 
+	clock_gettime(CLOCK_REALTIME, &heard);
 	if (parse_attrs(msg))
 		return NL_SKIP;
 	printf("event type=%u seq=%" PRIu64 " dev=%u offset=0x%" PRIx64
-	       " length=0x%" PRIx64 " source=%u state=%u count=%u aux=%u\n",
+	       " length=0x%" PRIx64 " source=%u state=%u count=%u aux=%u",
 	       get_u32(HBMGUARD_A_EVENT_TYPE), get_u64(HBMGUARD_A_SEQNUM),
 	       get_u32(HBMGUARD_A_DEVICE_ID), get_u64(HBMGUARD_A_OFFSET),
 	       get_u64(HBMGUARD_A_LENGTH), get_u32(HBMGUARD_A_SOURCE),
 	       get_u32(HBMGUARD_A_STATE), get_u32(HBMGUARD_A_COUNT),
 	       get_u32(HBMGUARD_A_AUX));
+	if (l->times)
+		printf(" heard_us=%lld", heard.tv_sec * 1000000LL + heard.tv_nsec / 1000);
+	printf("\n");
 	fflush(stdout);
-	if (*left > 0)
-		(*left)--;
+	if (l->left > 0)
+		l->left--;
 	return NL_OK;
 }
 
@@ -137,8 +149,9 @@ static int join_events(struct nl_sock *sk)
 	return nl_socket_add_membership(sk, grp);
 }
 
-static int cmd_listen(long count, int timeout_ms)
+static int cmd_listen(long count, int timeout_ms, bool times)
 {
+	struct listening l = { .left = count, .times = times };
 	struct nl_sock *sk = connect_family();
 	struct pollfd pfd;
 	int err;
@@ -148,14 +161,14 @@ static int cmd_listen(long count, int timeout_ms)
 		return 1;
 	}
 	nl_socket_disable_seq_check(sk);
-	nl_socket_modify_cb(sk, NL_CB_VALID, NL_CB_CUSTOM, print_event, &count);
+	nl_socket_modify_cb(sk, NL_CB_VALID, NL_CB_CUSTOM, print_event, &l);
 	printf("listening\n");
 	fflush(stdout);
 	pfd.fd = nl_socket_get_fd(sk);
 	pfd.events = POLLIN;
-	while (count > 0) {
+	while (l.left > 0) {
 		if (poll(&pfd, 1, timeout_ms) <= 0) {
-			printf("timeout with %ld events to go\n", count);
+			printf("timeout with %ld events to go\n", l.left);
 			return 1;
 		}
 		err = nl_recvmsgs_default(sk);
@@ -1114,7 +1127,9 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!strcmp(cmd, "listen"))
 		return cmd_listen(argc > 2 ? atol(argv[2]) : 1,
-				  argc > 3 ? atoi(argv[3]) : 10000);
+				  argc > 3 ? atoi(argv[3]) : 10000, false);
+	if (!strcmp(cmd, "listen-times") && argc > 3)
+		return cmd_listen(atol(argv[2]), atoi(argv[3]), true);
 	if (!strcmp(cmd, "badinput"))
 		return cmd_badinput();
 	if (!strcmp(cmd, "unprivileged"))

@@ -23,6 +23,11 @@ for i in $(seq 100); do		# rasdaemon opens its tracefs instance
 	journalctl -b -u rasdaemon | grep -q "Recording memory_failure_event events" && break
 	sleep 0.1
 done
+# A bare netlink listener hears the same events as the daemons: the floor
+# of any netlink consumer (the kernel's path and the socket's delivery).
+hbmnl listen-times $((2 * N)) 20000 >/tmp/heard &
+listener=$!
+sleep 1
 # One error every 200 ms, each on a page of the node the allocator holds
 # free (KPF_BUDDY in /proc/kpageflags): poisoning a page in use could
 # kill whatever uses it, and would measure that instead.
@@ -45,8 +50,23 @@ with open("/tmp/injected", "w") as out:
         pfn += 1
         time.sleep(0.2)
 PY
+# journald's own cost: entries sent over its native protocol (datagrams of
+# FIELD=value lines to /run/systemd/journal/socket, as sd_journal_send()
+# does: systemd v252 docs/JOURNAL_NATIVE_PROTOCOL.md), each carrying the
+# time it was sent, at the same pace; journald stamps each on receipt.
+python3 - "$N" <<'PY'
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+for i in range(int(sys.argv[1])):
+    sent = time.time_ns() // 1000
+    s.sendto(b"MESSAGE=journald latency probe\nSYSLOG_IDENTIFIER=hbmbench\n"
+             b"HBMBENCH_SENT_USEC=%d\n" % sent, "/run/systemd/journal/socket")
+    time.sleep(0.2)
+PY
 sleep 5
+kill $listener 2>/dev/null
 journalctl -b -o json -u hbmguardd -u rasdaemon >/tmp/journal.json
+journalctl -b -o json SYSLOG_IDENTIFIER=hbmbench >/tmp/probe.json
 python3 - "$phys" <<'PY'
 import json, re, sys
 base = int(sys.argv[1], 0)
@@ -54,7 +74,11 @@ injected = {}
 for line in open("/tmp/injected"):
     pfn, t = line.split()
     injected[int(pfn)] = int(t)
-seen = {"hbmguardd": {}, "rasdaemon": {}}
+seen = {"hbmguardd": {}, "rasdaemon": {}, "netlink": {}}
+for line in open("/tmp/heard"):
+    m = re.match(r"event type=1 .* offset=(0x[0-9a-f]+) .* heard_us=(\d+)$", line)
+    if m:
+        seen["netlink"].setdefault((base + int(m.group(1), 16)) // 4096, int(m.group(2)))
 for line in open("/tmp/journal.json"):
     e = json.loads(line)
     t = int(e["__REALTIME_TIMESTAMP"])
@@ -69,15 +93,42 @@ for line in open("/tmp/journal.json"):
     m = re.search(r"memory_failure_event.* pfn=(0x[0-9a-f]+)", msg)
     if unit == "rasdaemon.service" and m:
         seen["rasdaemon"].setdefault(int(m.group(1), 16), t)
-print("| %-10s | %8s | %10s | %10s |" % ("daemon", "errors", "p50 (us)", "p99 (us)"))
-for name, got in seen.items():
-    lat = sorted(got[p] - injected[p] for p in got if p in injected)
+journald = [int(e["__REALTIME_TIMESTAMP"]) - int(e["HBMBENCH_SENT_USEC"])
+            for e in map(json.loads, open("/tmp/probe.json"))]
+
+def pct(lat):
+    lat = sorted(lat)
     if not lat:
-        print("| %-10s | %8d | %10s | %10s |" % (name, 0, "-", "-"))
-        continue
-    p50 = lat[len(lat) // 2]
-    p99 = lat[min(len(lat) - 1, (len(lat) * 99) // 100)]
-    print("| %-10s | %8d | %10d | %10d |" % (name, len(lat), p50, p99))
+        return None, None
+    return lat[len(lat) // 2], lat[min(len(lat) - 1, (len(lat) * 99) // 100)]
+
+stats = {}
+print("| %-10s | %8s | %10s | %10s |" % ("daemon", "errors", "p50 (us)", "p99 (us)"))
+for name in ("hbmguardd", "rasdaemon"):
+    got = seen[name]
+    lat = [got[p] - injected[p] for p in got if p in injected]
+    stats[name] = pct(lat)
+    p50, p99 = stats[name]
+    print("| %-10s | %8d | %10s | %10s |" % (name, len(lat), "-" if p50 is None else p50,
+                                             "-" if p99 is None else p99))
+stats["netlink"] = pct([seen["netlink"][p] - injected[p] for p in seen["netlink"] if p in injected])
+stats["journald"] = pct(journald)
+# The daemon's own share: from the event heard by a bare listener to its
+# entry received by journald, less what journald takes for any entry.
+own = [seen["hbmguardd"][p] - seen["netlink"][p] for p in seen["hbmguardd"] if p in seen["netlink"]]
+stats["own"] = pct(own)
+
+def row(figure, value, anchor, anchor_value, goal):
+    print("@bench\t%s\t%s\tus\t%s\t%s\t%s" % (figure, "-" if value is None else value,
+                                            anchor, "-" if anchor_value is None else anchor_value, goal))
+
+for i, p in enumerate(("p50", "p99")):
+    row("memory_failure() -> hbmguardd journal entry, " + p, stats["hbmguardd"][i],
+        "rasdaemon, same events, " + p, stats["rasdaemon"][i], "<= 0.1x")
+    row("  of it: memory_failure() -> event heard, bare netlink, " + p, stats["netlink"][i],
+        "-", "-", "-")
+    row("  of it: event heard -> hbmguardd entry in the journal, " + p, stats["own"][i],
+        "journald's own write latency, " + p, stats["journald"][i], "-")
 PY
 
 # At rest: memory, and wake-ups (context switches) over 30 s of nothing.

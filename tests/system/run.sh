@@ -140,7 +140,7 @@ boot() {
 	done
 	wait $pid 2>/dev/null || true
 	tr -d '\r' <"$console" >>"$log"
-	tr -d '\r' <"$console" | grep -E '^(ok|not ok|#|\|) |@@PHASE' || true
+	tr -d '\r' <"$console" | grep -E '^(ok|not ok|#|\|) |@@PHASE|^@bench' || true
 }
 
 if [ "$mode" = bench ]; then

@@ -1,0 +1,87 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""make bench's summary: one table of the figures the benchmarks measured,
+each beside its anchor from the same run, and the same as JSON.
+
+Every benchmark (in this machine, in the tier 2 guest, in the tier 3 guest)
+prints its figures as lines
+
+    @bench<TAB>figure<TAB>value<TAB>unit<TAB>anchor<TAB>anchor_value<TAB>goal
+
+anchor and anchor_value are "-" where a figure has none.  The ratio is
+value / anchor_value: goals are ratios within one run, because absolute
+times in a TCG guest say little (see README, Performance).  A goal of the
+form "<= Nx" or ">= Nx" is judged here; any other goal is printed for the
+reader to judge.  Nothing here fails the build: make bench measures, make
+check asserts.
+
+usage: table.py LOG JSON
+"""
+import json
+import re
+import sys
+
+
+def number(text):
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def judge(goal, ratio):
+    m = re.fullmatch(r"\s*(<=|>=)\s*([0-9.]+)x\s*", goal)
+    if not m or ratio is None:
+        return "-"
+    limit = float(m.group(2))
+    ok = ratio <= limit if m.group(1) == "<=" else ratio >= limit
+    return "met" if ok else "NOT met"
+
+
+def rows(log):
+    for line in log:
+        at = line.find("@bench\t")
+        if at < 0:
+            continue
+        fields = line[at:].rstrip("\r\n").split("\t")[1:]
+        if len(fields) != 6:
+            print("table.py: malformed row: %r" % line, file=sys.stderr)
+            continue
+        figure, value, unit, anchor, anchor_value, goal = fields
+        v, a = number(value), number(anchor_value)
+        ratio = v / a if v is not None and a else None
+        yield {
+            "figure": figure, "value": v, "unit": unit,
+            "anchor": None if anchor == "-" else anchor, "anchor_value": a,
+            "ratio": ratio, "goal": None if goal == "-" else goal,
+            "verdict": judge(goal, ratio),
+        }
+
+
+def fmt(v):
+    if v is None:
+        return "-"
+    return "%.3g" % v if abs(v) < 100 else "%.0f" % v
+
+
+def main():
+    with open(sys.argv[1], errors="replace") as f:
+        table = list(rows(f))
+    w = max([len(r["figure"]) for r in table] + [6])
+    aw = max([len(r["anchor"] or "-") for r in table] + [6])
+    print("%-*s %10s %-8s  %-*s %10s %8s  %-14s %s" % (
+        w, "figure", "value", "unit", aw, "anchor", "anchor", "ratio", "goal", ""))
+    for r in table:
+        print("%-*s %10s %-8s  %-*s %10s %8s  %-14s %s" % (
+            w, r["figure"], fmt(r["value"]), r["unit"], aw, r["anchor"] or "-",
+            fmt(r["anchor_value"]),
+            "-" if r["ratio"] is None else "%.2fx" % r["ratio"],
+            r["goal"] or "-", "" if r["verdict"] == "-" else r["verdict"]))
+    with open(sys.argv[2], "w") as f:
+        json.dump({"rows": table}, f, indent=1)
+        f.write("\n")
+    print("\n%d figures; the same in %s" % (len(table), sys.argv[2]))
+
+
+if __name__ == "__main__":
+    main()
