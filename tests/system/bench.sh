@@ -151,10 +151,14 @@ printf '| %-10s | %10s | %14s | %s\n' hbmguardd "$(rss $pid)" \
 	"$(systemctl show -P WatchdogUSec hbmguardd)"
 printf '| %-10s | %10s | %14s | %s\n' rasdaemon "$(rss $rpid)" \
 	"$(awk "BEGIN { printf \"%.2f\", $b / 30 }")" "-"
+printf '@bench\thbmguardd RSS at rest\t%s\tKiB\trasdaemon RSS at rest\t%s\t-\n' \
+	"$(rss $pid)" "$(rss $rpid)"
+printf '@bench\thbmguardd wake-ups/s at rest\t%s\t/s\trasdaemon wake-ups/s at rest\t%s\t-\n' \
+	"$(awk "BEGIN { printf \"%.2f\", $a / 30 }")" "$(awk "BEGIN { printf \"%.2f\", $b / 30 }")"
 
 # The DDP job through a UE under rank 2: fault -> training resumed and steps
 # run again, hbmguard beside checkpoint-restart (make demo's runs).
 echo "| "
-/usr/local/lib/hbmguard-test/ddp_compare.sh /var/tmp/ddp
+HBMGUARD_BENCH_ROWS=1 /usr/local/lib/hbmguard-test/ddp_compare.sh /var/tmp/ddp
 echo "@@PHASE bench done@@"
 systemctl poweroff
