@@ -77,7 +77,25 @@ static int on_end(struct nl_msg *msg, void *arg)
 
 struct nl_msg *hbm_genl_request(int family, int cmd, int flags)
 {
-	struct nl_msg *msg = nlmsg_alloc();
+	return hbm_genl_request_sized(family, cmd, flags, 0);
+}
+
+/**
+ * hbm_genl_request_sized() - a request with room for @size bytes
+ * @family: the family's id
+ * @cmd: the command
+ * @flags: NLM_F_* beyond NLM_F_REQUEST
+ * @size: bytes of the whole message, or 0 for libnl's default (a page)
+ *
+ * A libnl message never grows: a put past its size fails and leaves the
+ * message as it was (nlmsg_reserve(), lib/msg.c, libnl 3.7), so whoever
+ * fills one with a variable number of attributes checks every put.
+ *
+ * Return: the message, or NULL without memory.
+ */
+struct nl_msg *hbm_genl_request_sized(int family, int cmd, int flags, size_t size)
+{
+	struct nl_msg *msg = size ? nlmsg_alloc_size(size) : nlmsg_alloc();
 
 	if (msg)
 		genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, family, 0, flags, cmd,
@@ -104,8 +122,14 @@ int hbm_genl_transact(struct nl_sock *sk, struct nl_msg *msg,
 	if (!msg)
 		return -ENOMEM;
 	reason[0] = 0;
-	/* libnl 3.7 has no nl_socket_set_ext_ack() */
+	/*
+	 * libnl 3.7 has no nl_socket_set_ext_ack().  CAP_ACK: an error's ack
+	 * does not echo the request (netlink_ack(), net/netlink/af_netlink.c),
+	 * which can be larger than a page (a RESTORE) and so larger than what
+	 * libnl reads at once.
+	 */
 	setsockopt(nl_socket_get_fd(sk), SOL_NETLINK, NETLINK_EXT_ACK, &(int){ 1 }, sizeof(int));
+	setsockopt(nl_socket_get_fd(sk), SOL_NETLINK, NETLINK_CAP_ACK, &(int){ 1 }, sizeof(int));
 	nl_socket_modify_err_cb(sk, NL_CB_CUSTOM, on_error, &o);
 	nl_socket_modify_cb(sk, NL_CB_ACK, NL_CB_CUSTOM, on_end, &o);
 	nl_socket_modify_cb(sk, NL_CB_FINISH, NL_CB_CUSTOM, on_end, &o);

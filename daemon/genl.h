@@ -7,6 +7,7 @@
 #include <netlink/netlink.h>
 
 struct nl_msg *hbm_genl_request(int family, int cmd, int flags);
+struct nl_msg *hbm_genl_request_sized(int family, int cmd, int flags, size_t size);
 int hbm_genl_transact(struct nl_sock *sk, struct nl_msg *msg,
 		      nl_recvmsg_msg_cb_t parse, void *arg);
 const char *hbm_genl_strerror(int err);

@@ -110,6 +110,31 @@ static int dump_pages(void *ctx, const struct device *dev, struct hbm_extents *x
 	return err ? err : x->failed ? -ENOMEM : 0;	/* a table with holes is none */
 }
 
+/*
+ * A request holds as many extents as fit in 64 KiB (some 2300): far below
+ * the socket's send buffer (net.core.wmem_default), and a restart with 10^6
+ * stored pages takes some 430 requests, not 10^6.
+ */
+#define RESTORE_REQUEST_BYTES	(64 * 1024)
+
+/* One stored extent into a RESTORE; false, the message as it was, if full. */
+static bool put_extent(struct nl_msg *msg, const struct hbm_state_record *r)
+{
+	struct nlattr *n = nla_nest_start(msg, HBMGUARD_A_EXTENT);
+
+	if (!n)
+		return false;
+	if (nla_put_u64(msg, HBMGUARD_A_OFFSET, r->offset) ||
+	    nla_put_u64(msg, HBMGUARD_A_LENGTH, r->length) ||
+	    (r->state == HBMGUARD_STATE_PENDING &&
+	     nla_put_u32(msg, HBMGUARD_A_STATE, HBMGUARD_STATE_PENDING))) {
+		nla_nest_cancel(msg, n);
+		return false;
+	}
+	nla_nest_end(msg, n);
+	return true;
+}
+
 /* Put stored pages back into the kernel, as RESTORED: raises no recovery. */
 static int restore(struct hbm_kernel *k, const struct device *dev,
 		   const struct hbm_state *s)
@@ -118,18 +143,19 @@ static int restore(struct hbm_kernel *k, const struct device *dev,
 	int err = 0;
 
 	while (i < s->nr && !err) {
-		struct nl_msg *msg = request(k, HBMGUARD_CMD_RESTORE, 0);
-		size_t batch;
+		struct nl_msg *msg = hbm_genl_request_sized(k->family, HBMGUARD_CMD_RESTORE, 0,
+							    RESTORE_REQUEST_BYTES);
+		size_t first = i;
 
-		nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev->id);
-		for (batch = 0; i < s->nr && batch < 256; i++, batch++) {
-			struct nlattr *n = nla_nest_start(msg, HBMGUARD_A_EXTENT);
-
-			nla_put_u64(msg, HBMGUARD_A_OFFSET, s->records[i].offset);
-			nla_put_u64(msg, HBMGUARD_A_LENGTH, s->records[i].length);
-			if (s->records[i].state == HBMGUARD_STATE_PENDING)
-				nla_put_u32(msg, HBMGUARD_A_STATE, HBMGUARD_STATE_PENDING);
-			nla_nest_end(msg, n);
+		if (!msg || nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev->id)) {
+			nlmsg_free(msg);
+			return -ENOMEM;
+		}
+		while (i < s->nr && put_extent(msg, &s->records[i]))
+			i++;
+		if (i == first) {	/* cannot be: one extent is some 40 bytes */
+			nlmsg_free(msg);
+			return -EMSGSIZE;
 		}
 		err = transact(k, msg, NULL, NULL);
 	}
