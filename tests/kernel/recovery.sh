@@ -214,11 +214,12 @@ hbmrank --handoff $S jobR 0 1 sim:sim0 >/tmp/jobR &
 h=$!
 wait $h
 child=$(sed -n 's/^child //p' /tmp/jobR)
+[ -n "$child" ] || echo "# hbmrank --handoff said: $(cat /tmp/jobR)"
 max=$(cat /proc/sys/kernel/pid_max)
 echo $((h + 1)) >/proc/sys/kernel/pid_max	# the next pids wrap round to it
 victim=
 i=0
-while [ $i -lt 3000 ] && [ -z "$victim" ]; do
+while [ $i -lt $((h + 100)) ] && [ -z "$victim" ]; do	# each pid from 300 up once
 	sleep 1000 &
 	if [ $! = $h ]; then
 		victim=$!
