@@ -642,6 +642,52 @@ int hbm_device_apply(struct hbm_device *dev, enum hbm_op op, u64 offset,
 }
 
 /**
+ * hbm_device_restore() - pages known bad from persistent state, in one change
+ * @dev: the device
+ * @x: the extents, sorted or not, each checked by the caller to be page
+ *	aligned, non-empty and inside the device
+ * @n: how many
+ *
+ * A restart with 10^6 stored pages must not cost 10^6 changes: the extents
+ * are applied under one hold of the device's lock, with source RESTORED,
+ * and announced as one change: one RETIRED and one PENDING event (for the
+ * pages that became so) spanning the lowest to the highest extent, one
+ * publication of the mapped table.
+ *
+ * Return: 0, -ENODEV (unregistered meanwhile), or the first extent's error
+ * (-ENOMEM); the extents before it stay applied, and are announced.
+ */
+int hbm_device_restore(struct hbm_device *dev,
+		       const struct hbm_restore_extent *x, u32 n)
+{
+	u64 lo = U64_MAX, hi = 0;
+	struct hbm_result res = {};
+	u32 old_health, i;
+	int err = 0;
+
+	mutex_lock(&dev->lock);
+	old_health = dev->core.health;
+	if (dev->dead)
+		err = -ENODEV;
+	for (i = 0; i < n && !err; i++) {
+		err = hbm_core_apply(&dev->core,
+				     x[i].pending ? HBM_OP_PENDING : HBM_OP_RETIRE,
+				     x[i].offset >> dev->page_shift,
+				     x[i].length >> dev->page_shift,
+				     HBMGUARD_SOURCE_RESTORED, now_seconds(), &res);
+		if (err)
+			break;
+		lo = min(lo, x[i].offset);
+		hi = max(hi, x[i].offset + x[i].length);
+	}
+	if (lo < hi)
+		device_changed(dev, &res, lo, hi - lo, HBMGUARD_SOURCE_RESTORED,
+			       old_health);
+	mutex_unlock(&dev->lock);
+	return err;
+}
+
+/**
  * hbm_device_set_policy() - change some fields of a device's policy
  * @dev: the device
  * @p: new values

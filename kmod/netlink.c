@@ -479,8 +479,9 @@ static int restore_check(struct hbm_device *dev, struct genl_info *info,
 static int hbm_nl_restore_doit(struct sk_buff *skb, struct genl_info *info)
 {
 	struct nlattr *tb[HBMGUARD_A_MAX + 1], *nest;
+	struct hbm_restore_extent *x = NULL;
 	struct hbm_device *dev;
-	unsigned int count;
+	unsigned int count, n = 0;
 	int rem, err;
 
 	dev = attr_device(info->attrs, info->extack);
@@ -491,21 +492,26 @@ static int hbm_nl_restore_doit(struct sk_buff *skb, struct genl_info *info)
 		NL_SET_ERR_MSG(info->extack, "no HBMGUARD_A_EXTENT to restore");
 		err = -EINVAL;
 	}
+	if (!err) {	/* bounded by the message: some 28 bytes an extent */
+		x = hbm_kalloc(array_size(count, sizeof(*x)), false);
+		err = x ? 0 : -ENOMEM;
+	}
 	nlmsg_for_each_attr(nest, info->nlhdr, GENL_HDRLEN, rem) {
-		bool pending;
-
 		if (err)
 			break;
 		if (nla_type(nest) != HBMGUARD_A_EXTENT)
 			continue;
 		nla_parse_nested(tb, HBMGUARD_A_MAX, nest, hbm_extent_policy, NULL);
-		pending = tb[HBMGUARD_A_STATE] &&
-			  nla_get_u32(tb[HBMGUARD_A_STATE]) == HBMGUARD_STATE_PENDING;
-		err = hbm_device_apply(dev, pending ? HBM_OP_PENDING : HBM_OP_RETIRE,
-				       nla_get_u64(tb[HBMGUARD_A_OFFSET]),
-				       nla_get_u64(tb[HBMGUARD_A_LENGTH]),
-				       HBMGUARD_SOURCE_RESTORED);
+		x[n++] = (struct hbm_restore_extent){
+			.offset = nla_get_u64(tb[HBMGUARD_A_OFFSET]),
+			.length = nla_get_u64(tb[HBMGUARD_A_LENGTH]),
+			.pending = tb[HBMGUARD_A_STATE] &&
+				   nla_get_u32(tb[HBMGUARD_A_STATE]) == HBMGUARD_STATE_PENDING,
+		};
 	}
+	if (!err)
+		err = hbm_device_restore(dev, x, n);
+	hbm_kfree(x);
 	hbm_device_put(dev);
 	return err;
 }

@@ -714,7 +714,13 @@ struct hbmguard_map_entry {
  *	DEVICE_ID and HBMGUARD_A_EXTENT nests (OFFSET, LENGTH, and STATE
  *	PENDING for pages to record without bypass): pages known bad from
  *	persistent state, retired with source RESTORED.  Every extent is
- *	checked before any is applied.
+ *	checked before any is applied.  The request is one change: one
+ *	RETIRED and one PENDING event (each only if pages became so; COUNT:
+ *	pages, OFFSET and LENGTH: from the lowest extent's start to the
+ *	highest's end, holes included), one publication of the mapped table.
+ *	As many extents as the message holds (the daemon sends 64 KiB
+ *	requests: some 2300 extents).  Should one fail (ENOMEM) the ones
+ *	before it stay, and are announced.
  * HBMGUARD_CMD_RANGE_REGISTER (admin)
  *	NAME, IDENTITY (optional), and NUMA_NODE, or PHYS_ADDR and HBM_SIZE;
  *	PAGE_SIZE (optional, the CPU page size by default; with CLAIM at least
