@@ -955,6 +955,8 @@ static void print_event(const struct hbmguard_event *ev)
 		[HBMGUARD_EVENT_DEVICE_ADDED] = "device-added",
 		[HBMGUARD_EVENT_DEVICE_REMOVED] = "device-removed",
 		[HBMGUARD_EVENT_OVERFLOW] = "overflow",
+		[HBMGUARD_EVENT_DEVICE_ERROR] = "device-error",
+		[HBMGUARD_EVENT_RESTORED] = "restored",
 	};
 
 	if (json) {
@@ -993,6 +995,9 @@ static void print_event(const struct hbmguard_event *ev)
 		break;
 	case HBMGUARD_EVENT_OVERFLOW:
 		printf(": %u events lost\n", ev->count);
+		break;
+	case HBMGUARD_EVENT_RESTORED:
+		printf(" %u pages known bad from before (%u extents)\n", ev->count, ev->aux);
 		break;
 	default:
 		printf("\n");

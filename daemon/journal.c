@@ -47,6 +47,7 @@ const char *hbm_journal_source_name(uint32_t source)
 #define ID_REMOVED	"2f8cbdc5a1b74dd88b270bd2f88ba1eb"
 #define ID_LOST		"5af0be58c6d345f193055676d28ee595"
 #define ID_DEVICE_ERROR	"09b4885a1b09471ab1d74e68df0da658"
+#define ID_RESTORED	"263def5f9a8d4310b72d22643ee3e16a"
 
 /**
  * hbm_journal_describe() - the journal entry of an event
@@ -137,6 +138,14 @@ int hbm_journal_describe(const struct hbm_event_view *ev, const char *identity,
 		out->priority = LOG_WARNING;
 		snprintf(out->message, sizeof(out->message),
 			 "%u events lost: tables read again", ev->count);
+		return 0;
+	case HBMGUARD_EVENT_RESTORED:
+		out->message_id = ID_RESTORED;
+		out->priority = LOG_INFO;
+		snprintf(out->message, sizeof(out->message),
+			 "%s: %u page%s known bad from before restored (%u extent%s)",
+			 identity, ev->count, ev->count == 1 ? "" : "s", ev->aux,
+			 ev->aux == 1 ? "" : "s");
 		return 0;
 	case HBMGUARD_EVENT_DEVICE_ERROR:
 		out->message_id = ID_DEVICE_ERROR;

@@ -569,6 +569,14 @@ void store_fact(void *arg, const struct hbm_fact *f)
 		else if (f->event != HBMGUARD_EVENT_CLEARED)
 			heard(s, f);	/* saved once the burst is read */
 		break;
+	case HBM_FACT_EVENT:
+		/*
+		 * A RESTORE names no range: the table says which pages, read
+		 * at the save.  Mostly this store's own, from its files.
+		 */
+		if (f->event == HBMGUARD_EVENT_RESTORED)
+			s->saves[f->dev.id].dirty = true;
+		break;
 	}
 }
 

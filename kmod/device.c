@@ -489,6 +489,25 @@ void hbm_devices_destroy_all(void)
 	}
 }
 
+/*
+ * After a change over [@offset, @offset + @length): the health's event, and
+ * the table published (@changed); device lock held.
+ */
+static void device_published(struct hbm_device *dev, bool changed, u64 offset,
+			     u64 length, u32 old_health)
+{
+	if (dev->core.health != old_health)
+		hbm_event(HBMGUARD_EVENT_HEALTH, dev->id, 0, 0, 0,
+			  dev->core.health, hbm_table_bad_pages(&dev->core.table),
+			  old_health);
+	if (changed) {
+		dev->generation++;
+		atomic64_inc(&hbm_gen);
+		hbm_map_changed(dev);
+		hbm_aperture_changed(dev, offset, length);
+	}
+}
+
 /* Turn what changed into events; device lock held, so they come in order. */
 static void device_changed(struct hbm_device *dev, const struct hbm_result *res,
 			   u64 offset, u64 length, u8 source, u32 old_health)
@@ -514,17 +533,8 @@ static void device_changed(struct hbm_device *dev, const struct hbm_result *res,
 			  pages, 0);
 		changed = true;
 	}
-	changed |= res->spares_failed;
-	if (dev->core.health != old_health)
-		hbm_event(HBMGUARD_EVENT_HEALTH, dev->id, 0, 0, 0,
-			  dev->core.health, hbm_table_bad_pages(&dev->core.table),
-			  old_health);
-	if (changed) {
-		dev->generation++;
-		atomic64_inc(&hbm_gen);
-		hbm_map_changed(dev);
-		hbm_aperture_changed(dev, offset, length);
-	}
+	device_published(dev, changed || res->spares_failed, offset, length,
+			 old_health);
 }
 
 static u32 now_seconds(void)
@@ -650,9 +660,8 @@ int hbm_device_apply(struct hbm_device *dev, enum hbm_op op, u64 offset,
  *
  * A restart with 10^6 stored pages must not cost 10^6 changes: the extents
  * are applied under one hold of the device's lock, with source RESTORED,
- * and announced as one change: one RETIRED and one PENDING event (for the
- * pages that became so) spanning the lowest to the highest extent, one
- * publication of the mapped table.
+ * published once and announced by one RESTORED event, which names no range
+ * (the extents need not be contiguous: the table says which they are).
  *
  * Return: 0, -ENODEV (unregistered meanwhile), or the first extent's error
  * (-ENOMEM); the extents before it stay applied, and are announced.
@@ -662,7 +671,7 @@ int hbm_device_restore(struct hbm_device *dev,
 {
 	u64 lo = U64_MAX, hi = 0;
 	struct hbm_result res = {};
-	u32 old_health, i;
+	u32 old_health, i, pages;
 	int err = 0;
 
 	mutex_lock(&dev->lock);
@@ -680,9 +689,13 @@ int hbm_device_restore(struct hbm_device *dev,
 		lo = min(lo, x[i].offset);
 		hi = max(hi, x[i].offset + x[i].length);
 	}
+	pages = res.retired + res.pending + res.failed;
+	if (pages)
+		hbm_event(HBMGUARD_EVENT_RESTORED, dev->id, 0, 0,
+			  HBMGUARD_SOURCE_RESTORED, 0, pages, i);
 	if (lo < hi)
-		device_changed(dev, &res, lo, hi - lo, HBMGUARD_SOURCE_RESTORED,
-			       old_health);
+		device_published(dev, pages || res.spares_failed, lo, hi - lo,
+				 old_health);
 	mutex_unlock(&dev->lock);
 	return err;
 }

@@ -165,15 +165,16 @@ check "reload the module" 'rmmod hbmguard && insmod /hbmguard.ko'
 start_daemon /nvml/node.scn
 settled
 check "reload: registered anew" '[ "$(lines "registered as")" = 2 ]'
-# One restore, one change: its event spans both extents.
-eventually "... the pages restored from the state file, not imported again" 'grep -q "^<4>hbmguardd: $uuid0: 3 pages pending retirement in 0x1a2b000+0x24d6000 (restored)$" /tmp/nv.log &&
+# One restore, one change, one event.
+eventually "... the pages restored from the state file, not imported again" 'grep -q "^<6>hbmguardd: $uuid0: 3 pages known bad from before restored (2 extents)$" /tmp/nv.log &&
+	hbmctl pages $gpu0 | grep -q "^0x1a2b000 *2 .*pending *restored" &&
 	! grep -q "(driver)" /tmp/nv.log && [ "$(stat -c %s $state)" = $((128 + 2 * 48)) ]'
 check "... the health from the driver again" 'hbmnl devices | grep " $uuid0 " | grep -q " driver_health=3 "'
 # The module reloaded under the running daemon: the same, without a restart.
 check "reload under the daemon" 'rmmod hbmguard && insmod /hbmguard.ko'
 eventually "... the GPUs registered again" '[ "$(lines "registered as")" = 4 ] &&
 	[ "$(hbmnl devices | grep -c " kind=4 ")" = 2 ]'
-eventually "... their pages restored, not imported again" '[ "$(lines "^<4>hbmguardd: $uuid0: 3 pages pending retirement in 0x1a2b000+0x24d6000 (restored)$")" = 2 ] &&
+eventually "... their pages restored, not imported again" '[ "$(lines "^<6>hbmguardd: $uuid0: 3 pages known bad from before restored (2 extents)$")" = 2 ] &&
 	! grep -q "(driver)" /tmp/nv.log && hbmctl pages $gpu0 | grep -q "^0x3f00000 *1 .*pending *restored"'
 check "... and their health" 'hbmnl devices | grep " $uuid1 " | grep -q " driver_health=3 "'
 stop_daemon

@@ -241,9 +241,9 @@ hbmnl listen 2 2000 >/tmp/restore.events &
 wait_for /tmp/restore.events listening
 check "netlink restore" 'hbmnl restore 0 0x10000 0x1000 0x20000 0x3000 && [ "$(hbmctl pages sim0 | grep -c restored)" = 2 ]'
 wait
-check "... one change: one event for both extents, holes included" \
+check "... one change: one RESTORED event for both extents" \
 	'[ "$(grep -c "^event " /tmp/restore.events)" = 1 ] &&
-	grep -q "^event type=2 .* dev=0 offset=0x10000 length=0x13000 source=5 state=0 count=4 " /tmp/restore.events'
+	grep -q "^event type=13 .* dev=0 offset=0x0 length=0x0 source=5 state=0 count=4 aux=2$" /tmp/restore.events'
 check "netlink pages dump" 'hbmnl pages 0 | grep -q "^pages: 6 extents 3$"'
 check "netlink clear beyond the device" '! hbmnl clear 0 0 0x40000000'
 check "netlink clear" 'hbmnl clear 0 0 0x3fff6000 && hbmnl pages 0 | grep -q "^pages: 0 extents 0$"'

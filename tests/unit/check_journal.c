@@ -28,7 +28,7 @@ START_TEST(every_type_described)
 	char *text = catalog(), needle[64];
 	uint32_t type, i;
 
-	for (type = HBMGUARD_EVENT_ERROR; type <= HBMGUARD_EVENT_DROPPED; type++) {
+	for (type = HBMGUARD_EVENT_ERROR; type <= HBMGUARD_EVENT_RESTORED; type++) {
 		struct hbm_event_view ev = { .type = type, .count = 1, .state = 1 };
 		struct hbm_journal_entry e;
 

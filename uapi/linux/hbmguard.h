@@ -534,6 +534,10 @@ enum hbmguard_event_type {
 	HBMGUARD_EVENT_DEVICE_ERROR,	/* a device-level error without an address
 					 * (NVIDIA Xid): state: the Xid */
 	HBMGUARD_EVENT_DROPPED,		/* netlink only: count events not sent */
+	HBMGUARD_EVENT_RESTORED,	/* a RESTORE: count: pages it recorded
+					 * (RETIRED, PENDING or FAILED), aux:
+					 * its extents; no range: the table
+					 * tells which pages */
 };
 
 /**
@@ -715,9 +719,8 @@ struct hbmguard_map_entry {
  *	PENDING for pages to record without bypass): pages known bad from
  *	persistent state, retired with source RESTORED.  Every extent is
  *	checked before any is applied.  The request is one change: one
- *	RETIRED and one PENDING event (each only if pages became so; COUNT:
- *	pages, OFFSET and LENGTH: from the lowest extent's start to the
- *	highest's end, holes included), one publication of the mapped table.
+ *	HBMGUARD_EVENT_RESTORED event (COUNT: pages recorded, AUX: extents;
+ *	none when no page was new), one publication of the mapped table.
  *	As many extents as the message holds (the daemon sends 64 KiB
  *	requests: some 2300 extents).  Should one fail (ENOMEM) the ones
  *	before it stay, and are announced.
