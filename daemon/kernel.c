@@ -135,17 +135,24 @@ static bool put_extent(struct nl_msg *msg, const struct hbm_state_record *r)
 	return true;
 }
 
-/* Put stored pages back into the kernel, as RESTORED: raises no recovery. */
+/*
+ * Put stored pages back into the kernel, as RESTORED: raises no recovery.
+ * A request refused (a record the device no longer holds, say) costs its
+ * own extents, not the requests after it.
+ *
+ * Return: 0, or the first request's error.
+ */
 static int restore(struct hbm_kernel *k, const struct device *dev,
 		   const struct hbm_state *s)
 {
 	size_t i = 0;
-	int err = 0;
+	int first_err = 0;
 
-	while (i < s->nr && !err) {
+	while (i < s->nr) {
 		struct nl_msg *msg = hbm_genl_request_sized(k->family, HBMGUARD_CMD_RESTORE, 0,
 							    RESTORE_REQUEST_BYTES);
 		size_t first = i;
+		int err;
 
 		if (!msg || nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev->id)) {
 			nlmsg_free(msg);
@@ -158,8 +165,10 @@ static int restore(struct hbm_kernel *k, const struct device *dev,
 			return -EMSGSIZE;
 		}
 		err = transact(k, msg, NULL, NULL);
+		if (err && !first_err)
+			first_err = err;
 	}
-	return err;
+	return first_err;
 }
 
 /* The configured policy of a device, into the kernel. */

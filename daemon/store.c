@@ -572,10 +572,14 @@ void store_fact(void *arg, const struct hbm_fact *f)
 	case HBM_FACT_EVENT:
 		/*
 		 * A RESTORE names no range: the table says which pages, read
-		 * at the save.  Mostly this store's own, from its files.
+		 * at the save.  Mostly this store's own, from its files; one
+		 * of another's, its device gone before the save, is lost, and
+		 * said so, as a turn's list that overflowed.
 		 */
-		if (f->event == HBMGUARD_EVENT_RESTORED)
+		if (f->event == HBMGUARD_EVENT_RESTORED) {
 			s->saves[f->dev.id].dirty = true;
+			s->saves[f->dev.id].turn_overflowed = true;
+		}
 		break;
 	}
 }

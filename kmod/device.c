@@ -504,7 +504,8 @@ static void device_published(struct hbm_device *dev, bool changed, u64 offset,
 		dev->generation++;
 		atomic64_inc(&hbm_gen);
 		hbm_map_changed(dev);
-		hbm_aperture_changed(dev, offset, length);
+		if (length)
+			hbm_aperture_changed(dev, offset, length);
 	}
 }
 
@@ -669,9 +670,8 @@ int hbm_device_apply(struct hbm_device *dev, enum hbm_op op, u64 offset,
 int hbm_device_restore(struct hbm_device *dev,
 		       const struct hbm_restore_extent *x, u32 n)
 {
-	u64 lo = U64_MAX, hi = 0;
 	struct hbm_result res = {};
-	u32 old_health, i, pages;
+	u32 old_health, i, j, pages;
 	int err = 0;
 
 	mutex_lock(&dev->lock);
@@ -686,16 +686,16 @@ int hbm_device_restore(struct hbm_device *dev,
 				     HBMGUARD_SOURCE_RESTORED, now_seconds(), &res);
 		if (err)
 			break;
-		lo = min(lo, x[i].offset);
-		hi = max(hi, x[i].offset + x[i].length);
 	}
 	pages = res.retired + res.pending + res.failed;
 	if (pages)
 		hbm_event(HBMGUARD_EVENT_RESTORED, dev->id, 0, 0,
 			  HBMGUARD_SOURCE_RESTORED, 0, pages, i);
-	if (lo < hi)
-		device_published(dev, pages || res.spares_failed, lo, hi - lo,
-				 old_health);
+	device_published(dev, pages || res.spares_failed, 0, 0, old_health);
+	/* Mappings changed extent by extent: a sparse request is no span. */
+	if (pages || res.spares_failed)
+		for (j = 0; j < i; j++)
+			hbm_aperture_changed(dev, x[j].offset, x[j].length);
 	mutex_unlock(&dev->lock);
 	return err;
 }

@@ -440,6 +440,13 @@ nospace:
 	return -EMSGSIZE;
 }
 
+/*
+ * Extents of one RESTORE: the daemon's 64 KiB requests carry some 2300; the
+ * bound keeps one request's allocation and its hold of the device's lock
+ * small whatever socket buffer the sender forced.
+ */
+#define HBM_RESTORE_MAX		16384
+
 /* Check every extent of a RESTORE before applying any. */
 static int restore_check(struct hbm_device *dev, struct genl_info *info,
 			 unsigned int *count)
@@ -492,8 +499,13 @@ static int hbm_nl_restore_doit(struct sk_buff *skb, struct genl_info *info)
 		NL_SET_ERR_MSG(info->extack, "no HBMGUARD_A_EXTENT to restore");
 		err = -EINVAL;
 	}
-	if (!err) {	/* bounded by the message: some 28 bytes an extent */
-		x = hbm_kalloc(array_size(count, sizeof(*x)), false);
+	if (!err && count > HBM_RESTORE_MAX) {
+		NL_SET_ERR_MSG(info->extack, "more than " __stringify(HBM_RESTORE_MAX)
+			       " extents in one request");
+		err = -E2BIG;
+	}
+	if (!err) {	/* charged to the sender, as an open file's ring */
+		x = hbm_kalloc_user(array_size(count, sizeof(*x)));
 		err = x ? 0 : -ENOMEM;
 	}
 	nlmsg_for_each_attr(nest, info->nlhdr, GENL_HDRLEN, rem) {

@@ -425,6 +425,24 @@ static int cmd_badinput(void)
 		nla_nest_end(msg, n);
 	}
 	EXPECT_ERR(sk, msg, EINVAL, "restore with one bad extent");
+	{
+		/* Past the bound, through a send buffer forced large enough. */
+		int sndbuf = 2 << 20, i;
+
+		setsockopt(nl_socket_get_fd(sk), SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf,
+			   sizeof(sndbuf));
+		msg = hbm_genl_request_sized(family, HBMGUARD_CMD_RESTORE, 0, 1 << 20);
+		nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
+		for (i = 0; i < 16385; i++) {
+			struct nlattr *n = nla_nest_start(msg, HBMGUARD_A_EXTENT);
+
+			if (!n || nla_put_u64(msg, HBMGUARD_A_OFFSET, (uint64_t)i * 4096) ||
+			    nla_put_u64(msg, HBMGUARD_A_LENGTH, 4096))
+				FAIL("a RESTORE of 16385 extents does not fit in 1 MiB");
+			nla_nest_end(msg, n);
+		}
+		EXPECT_ERR(sk, msg, E2BIG, "restore of more than 16384 extents");
+	}
 
 	memset(big, 'a', sizeof(big) - 1);
 	big[sizeof(big) - 1] = 0;

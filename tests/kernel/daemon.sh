@@ -112,6 +112,19 @@ eventually "... and all 2000 back with the device" \
 	'[ "$(hbmnl pages $bid | sed -n "s/^pages: \([0-9]*\) .*/\1/p")" = 2000 ] &&
 	grep -q "restored 2000 extents into sim:burst" /tmp/daemon.log' 60
 hbmctl sim-destroy $bid
+# More than one 64 KiB request holds (some 2300 extents): the requests
+# after the first, each filled until a put fails.
+kept() { ctl status | sed -n 's/.* bad pages kept in \([0-9]*\) extents.*/\1/p'; }
+k0=$(kept)
+mid=$(hbmctl sim-create many 1G spares=6000)
+hbmnl flood 5000 $mid >/dev/null
+eventually "5000 retirements saved" '[ "$(kept)" = $((k0 + 5000)) ]' 60
+hbmctl sim-destroy $mid
+mid=$(hbmctl sim-create many 1G spares=6000)
+eventually "... all 5000 back with the device, in three requests" \
+	'[ "$(hbmnl pages $mid | sed -n "s/^pages: \([0-9]*\) .*/\1/p")" = 5000 ] &&
+	grep -q "restored 5000 extents into sim:many" /tmp/daemon.log' 60
+hbmctl sim-destroy $mid
 
 # Pages retired and their device removed, all read in one turn of the loop:
 # the device can no longer be dumped when the turn's saves come; the pages

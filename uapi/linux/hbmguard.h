@@ -721,9 +721,9 @@ struct hbmguard_map_entry {
  *	checked before any is applied.  The request is one change: one
  *	HBMGUARD_EVENT_RESTORED event (COUNT: pages recorded, AUX: extents;
  *	none when no page was new), one publication of the mapped table.
- *	As many extents as the message holds (the daemon sends 64 KiB
- *	requests: some 2300 extents).  Should one fail (ENOMEM) the ones
- *	before it stay, and are announced.
+ *	At most 16384 extents (E2BIG; the daemon sends 64 KiB requests:
+ *	some 2300 extents).  Should one fail (ENOMEM) the ones before it
+ *	stay, and are announced.
  * HBMGUARD_CMD_RANGE_REGISTER (admin)
  *	NAME, IDENTITY (optional), and NUMA_NODE, or PHYS_ADDR and HBM_SIZE;
  *	PAGE_SIZE (optional, the CPU page size by default; with CLAIM at least
