@@ -111,11 +111,14 @@ static int dump_pages(void *ctx, const struct device *dev, struct hbm_extents *x
 }
 
 /*
- * A request holds as many extents as fit in 64 KiB (some 2300): far below
- * the socket's send buffer (net.core.wmem_default), and a restart with 10^6
- * stored pages takes some 430 requests, not 10^6.
+ * A request holds as many extents as fit in 32 KiB (some 1150), so that a
+ * restart with 10^6 stored pages takes some 870 requests, not 10^6.  The
+ * bound is the socket's: nl_connect() sets a 32 KiB send buffer, which the
+ * kernel doubles, and a message must fit in it less 32 bytes, or sendmsg()
+ * fails (EMSGSIZE: nl_socket_set_buffer_size(), lib/socket.c, libnl 3.7;
+ * netlink_sendmsg(), net/netlink/af_netlink.c).
  */
-#define RESTORE_REQUEST_BYTES	(64 * 1024)
+#define RESTORE_REQUEST_BYTES	(32 * 1024)
 
 /* One stored extent into a RESTORE; false, the message as it was, if full. */
 static bool put_extent(struct nl_msg *msg, const struct hbm_state_record *r)

@@ -441,7 +441,7 @@ nospace:
 }
 
 /*
- * Extents of one RESTORE: the daemon's 64 KiB requests carry some 2300; the
+ * Extents of one RESTORE: the daemon's 32 KiB requests carry some 1150; the
  * bound keeps one request's allocation and its hold of the device's lock
  * small whatever socket buffer the sender forced.
  */

@@ -106,13 +106,14 @@ eventually "a burst of 2000 events saved" '[ "$(stat -c %s /tmp/state/sim:burst.
 check "... with no loss" '[ "$(resyncs)" = "$r0" ] && ! grep -q "overflowed" /tmp/daemon.log'
 hbmctl sim-destroy $bid
 # The device back: its 2000 extents restored, more than one page-sized
-# netlink message holds (a request filled past it once lost the rest).
+# netlink message holds (a request filled past it once lost the rest) and
+# more than one request.
 bid=$(hbmctl sim-create burst 1G spares=4096)
 eventually "... and all 2000 back with the device" \
 	'[ "$(hbmnl pages $bid | sed -n "s/^pages: \([0-9]*\) .*/\1/p")" = 2000 ] &&
 	grep -q "restored 2000 extents into sim:burst" /tmp/daemon.log' 60
 hbmctl sim-destroy $bid
-# More than one 64 KiB request holds (some 2300 extents): the requests
+# More than one 32 KiB request holds (some 1150 extents): the requests
 # after the first, each filled until a put fails.
 kept() { ctl status | sed -n 's/.* bad pages kept in \([0-9]*\) extents.*/\1/p'; }
 k0=$(kept)
@@ -121,7 +122,7 @@ hbmnl flood 5000 $mid >/dev/null
 eventually "5000 retirements saved" '[ "$(kept)" = $((k0 + 5000)) ]' 60
 hbmctl sim-destroy $mid
 mid=$(hbmctl sim-create many 1G spares=6000)
-eventually "... all 5000 back with the device, in three requests" \
+eventually "... all 5000 back with the device, in five requests" \
 	'[ "$(hbmnl pages $mid | sed -n "s/^pages: \([0-9]*\) .*/\1/p")" = 5000 ] &&
 	grep -q "restored 5000 extents into sim:many" /tmp/daemon.log' 60
 hbmctl sim-destroy $mid

@@ -721,8 +721,8 @@ struct hbmguard_map_entry {
  *	checked before any is applied.  The request is one change: one
  *	HBMGUARD_EVENT_RESTORED event (COUNT: pages recorded, AUX: extents;
  *	none when no page was new), one publication of the mapped table.
- *	At most 16384 extents (E2BIG; the daemon sends 64 KiB requests:
- *	some 2300 extents).  Should one fail (ENOMEM) the ones before it
+ *	At most 16384 extents (E2BIG; the daemon sends 32 KiB requests:
+ *	some 1150 extents).  Should one fail (ENOMEM) the ones before it
  *	stay, and are announced.
  * HBMGUARD_CMD_RANGE_REGISTER (admin)
  *	NAME, IDENTITY (optional), and NUMA_NODE, or PHYS_ADDR and HBM_SIZE;
