@@ -441,8 +441,6 @@ static void device_stop(struct hbm_device *dev)
 	hbm_event(HBMGUARD_EVENT_DEVICE_REMOVED, dev->id, 0, dev->hbm_size, 0,
 		  0, 0, dev->kind);
 	mutex_unlock(&dev->lock);
-	/* Not before unload's destroy_workqueue(): a timer into a draining queue. */
-	hbm_map_stop(dev);
 	hbm_device_put(dev);
 }
 
@@ -522,7 +520,8 @@ static void device_changed(struct hbm_device *dev, const struct hbm_result *res,
 	if (changed) {
 		dev->generation++;
 		atomic64_inc(&hbm_gen);
-		hbm_map_changed(dev);
+		hbm_map_changed(dev, min_t(u64, offset >> dev->page_shift, U32_MAX),
+				min_t(u64, length >> dev->page_shift, U32_MAX));
 		hbm_aperture_changed(dev, offset, length);
 	}
 }
