@@ -246,7 +246,7 @@ $(BUILD)/guest/hbmrankbench: tests/bench/rankbench.c tests/bench/bench.h $(BUILD
 	$(CC) $(CFLAGS_USER) -Idaemon/libhbmguard -static tests/bench/rankbench.c \
 		$(BUILD)/libhbmguard.a -o $@
 
-$(BUILD)/bench-core: tests/bench/bench_core.c tests/bench/bench.h tests/unit/shim.c $(CORE_SRC) $(CORE_HDR)
+$(BUILD)/bench-core: tests/bench/bench_core.c tests/bench/bench.h tests/unit/shim.c $(CORE_SRC) $(CORE_HDR) daemon/libhbmguard/table.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) -O2 tests/bench/bench_core.c tests/unit/shim.c $(CORE_SRC) -o $@
 

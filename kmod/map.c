@@ -94,18 +94,17 @@ static void hbm_map_put(struct hbm_map *map)
 }
 
 /*
- * Back the nodes an insertion may need, in both copies alike (they are the
- * same tree, so they need the same), and say so to readers: an index the
- * copy they read may use is below `nodes`.
+ * Back the nodes an insertion may need, as many in both copies, and say so
+ * to readers: every index either copy may use is below `nodes`.
  */
 static int reserve(struct hbm_map *map)
 {
-	int err = hbm_mtree_reserve(&map->copy[0], 1) ?:
-		  hbm_mtree_reserve(&map->copy[1], 1);
-	u32 nodes;
+	struct hbm_mtree *c = map->copy;
+	int err = hbm_mtree_reserve(&c[0], 1) ?: hbm_mtree_reserve(&c[1], 1) ?:
+		  hbm_mtree_grow(&c[0], c[1].nr_chunks) ?:
+		  hbm_mtree_grow(&c[1], c[0].nr_chunks);
+	u32 nodes = min(c[0].nr_chunks, c[1].nr_chunks) * HBM_MNODES_PER_CHUNK;
 
-	nodes = min(map->copy[0].nr_chunks, map->copy[1].nr_chunks) *
-		HBM_MNODES_PER_CHUNK;
 	if (nodes != map->hdr->nodes)
 		smp_store_release(&map->hdr->nodes, nodes);
 	return err;
@@ -116,10 +115,16 @@ static int reserve_cb(void *arg)
 	return reserve(arg);
 }
 
-static int apply_span(struct hbm_map *map, u32 c, const struct hbm_table *t,
-		      u32 lo, u32 hi)
+static int apply_change(struct hbm_map *map, u32 c, const struct hbm_table *t,
+			u32 *lo, u32 *hi)
 {
-	return hbm_mtree_sync(&map->copy[c], t, lo, hi, &map->scratch, reserve_cb, map);
+	return hbm_mtree_change(&map->copy[c], t, lo, hi, &map->scratch, reserve_cb, map);
+}
+
+static int follow_span(struct hbm_map *map, u32 c, const struct hbm_table *t,
+		       u32 lo, u32 hi)
+{
+	return hbm_mtree_follow(&map->copy[c], t, lo, hi, &map->scratch, reserve_cb, map);
 }
 
 static int rebuild(struct hbm_map *map, u32 c, const struct hbm_table *t)
@@ -190,9 +195,7 @@ void hbm_map_changed(struct hbm_device *dev, u32 first, u32 nr)
 	}
 	lo = first ? first - 1 : 0;
 	hi = min_t(u64, (u64)first + nr + 1, t->nr_pages);
-	hbm_mtree_span(&map->copy[next], t, &lo, &hi);
-
-	err = apply_span(map, next, t, lo, hi);
+	err = apply_change(map, next, t, &lo, &hi);
 	header_copy(map, next);
 	if (err) {
 		map->stale = true;
@@ -200,7 +203,7 @@ void hbm_map_changed(struct hbm_device *dev, u32 first, u32 nr)
 		return;
 	}
 	switch_to(dev, next, false);
-	err = apply_span(map, !next, t, lo, hi);
+	err = follow_span(map, !next, t, lo, hi);
 	header_copy(map, !next);
 	if (err) {
 		/* Readers see @next, whole; the next change rebuilds. */

@@ -54,10 +54,18 @@ static u32 key(const struct hbmguard_map_node *n, u32 i)
 	return n->level ? n->in.first[i] : n->ext[i].first;
 }
 
-/* Slots of @n whose key is at or below @page. */
+/*
+ * Slots of @n whose key is at or below @page.  The node's cache lines are
+ * asked for at once: a search of a node that is not in cache then waits
+ * for one miss, not for one per probe.
+ */
 static u32 count_le(const struct hbmguard_map_node *n, u32 page)
 {
-	u32 lo = 0, hi = n->nr;
+	u32 lo = 0, hi, off;
+
+	for (off = 64; off < sizeof(*n); off += 64)
+		hbm_prefetch((const char *)n + off);
+	hi = n->nr;
 
 	if (n->level) {
 		while (lo < hi) {
@@ -228,39 +236,15 @@ static u32 node_insert(struct hbm_mtree *t, const struct path *p, u32 l, u32 pos
 	return ri;
 }
 
-/**
- * hbm_mtree_insert() - add an extent
- * @t: the copy
- * @e: the extent; none may start at e->first
- *
- * Return: 0; -EEXIST; -ENOSPC when fewer nodes are backed than a split
- * could need (hbm_mtree_reserve() first).  On error nothing changed.
- */
-int hbm_mtree_insert(struct hbm_mtree *t, const struct hbmguard_map_entry *e)
+/* Insert @e where @p, a descent to e->first, found no extent starting there. */
+static void insert_at(struct hbm_mtree *t, struct path *p,
+		      const struct hbmguard_map_entry *e)
 {
-	struct hbmguard_map_node *n;
-	struct path p;
-	u32 l, pos, right;
+	u32 l, pos = p->slot[0], right;
 
-	if (available(t) < t->height + 1 || t->height >= HBMGUARD_MAP_HEIGHT_MAX)
-		return -ENOSPC;
-	if (!t->height) {
-		t->root = node_alloc(t, 0);
-		n = NODE(t, t->root);
-		n->ext[0] = *e;
-		n->nr = 1;
-		t->height = 1;
-		t->nr = 1;
-		return 0;
-	}
-	descend(t, e->first, &p);
-	n = NODE(t, p.node[0]);
-	pos = p.slot[0];
-	if (pos && n->ext[pos - 1].first == e->first)
-		return -EEXIST;
-	right = node_insert(t, &p, 0, pos, e, 0, 0);
+	right = node_insert(t, p, 0, pos, e, 0, 0);
 	if (!pos)
-		fix_min(t, &p, 0);	/* below every extent: the path's keys */
+		fix_min(t, p, 0);	/* below every extent: the path's keys */
 	for (l = 0; right != HBM_MNODE_NONE; l++) {
 		u32 k = key(NODE(t, right), 0);
 
@@ -277,32 +261,77 @@ int hbm_mtree_insert(struct hbm_mtree *t, const struct hbmguard_map_entry *e)
 			t->height++;
 			break;
 		}
-		right = node_insert(t, &p, l + 1, p.slot[l + 1] + 1, NULL, k, right);
+		right = node_insert(t, p, l + 1, p->slot[l + 1] + 1, NULL, k, right);
 	}
 	t->nr++;
-	return 0;
 }
 
-/**
- * hbm_mtree_update() - change an extent in place
- * @t: the copy
- * @e: the extent's new fields; one must start at e->first
- *
- * Return: 0 or -ENOENT.
+/*
+ * Insert, or with @update overwrite, the extent at e->first.  Return: as
+ * hbm_mtree_upsert().
  */
-int hbm_mtree_update(struct hbm_mtree *t, const struct hbmguard_map_entry *e)
+static int put(struct hbm_mtree *t, const struct hbmguard_map_entry *e, bool update)
 {
 	struct hbmguard_map_node *n;
 	struct path p;
 
-	if (!t->height)
-		return -ENOENT;
-	descend(t, e->first, &p);
-	n = NODE(t, p.node[0]);
-	if (!p.slot[0] || n->ext[p.slot[0] - 1].first != e->first)
-		return -ENOENT;
-	n->ext[p.slot[0] - 1] = *e;
-	return 0;
+	if (t->height) {
+		descend(t, e->first, &p);
+		n = NODE(t, p.node[0]);
+		if (p.slot[0] && n->ext[p.slot[0] - 1].first == e->first) {
+			struct hbmguard_map_entry *was = &n->ext[p.slot[0] - 1];
+
+			if (!update)
+				return -EEXIST;
+			if (!memcmp(was, e, sizeof(*e)))
+				return 0;
+			*was = *e;
+			return 1;
+		}
+	}
+	if (available(t) < t->height + 1 || t->height >= HBMGUARD_MAP_HEIGHT_MAX)
+		return -ENOSPC;
+	if (!t->height) {
+		t->root = node_alloc(t, 0);
+		n = NODE(t, t->root);
+		n->ext[0] = *e;
+		n->nr = 1;
+		t->height = 1;
+		t->nr = 1;
+		return 2;
+	}
+	insert_at(t, &p, e);
+	return 2;
+}
+
+/**
+ * hbm_mtree_insert() - add an extent
+ * @t: the copy
+ * @e: the extent; none may start at e->first
+ *
+ * Return: 0; -EEXIST; -ENOSPC when fewer nodes are backed than a split
+ * could need (hbm_mtree_reserve() first).  On error nothing changed.
+ */
+int hbm_mtree_insert(struct hbm_mtree *t, const struct hbmguard_map_entry *e)
+{
+	int ret = put(t, e, false);
+
+	return ret < 0 ? ret : 0;
+}
+
+/**
+ * hbm_mtree_upsert() - add an extent, or overwrite the one at its first page
+ * @t: the copy
+ * @e: the extent
+ *
+ * One descent either way.
+ *
+ * Return: 0 when the copy held @e already, 1 when it was overwritten, 2
+ * when added; -ENOSPC as hbm_mtree_insert().
+ */
+int hbm_mtree_upsert(struct hbm_mtree *t, const struct hbmguard_map_entry *e)
+{
+	return put(t, e, true);
 }
 
 /* The node at level @l of @p is below its minimum: refill it from a neighbour. */
@@ -440,6 +469,46 @@ static bool next_leaf(const struct hbm_mtree *t, struct path *p)
 	return false;
 }
 
+/*
+ * The extents that start in [@start, @end), or with @overlap that overlap
+ * it; with @overlap, *@at is the descent to @start.
+ */
+static u32 list(const struct hbm_mtree *t, u32 start, u32 end,
+		struct hbmguard_map_entry *out, u32 max, bool overlap,
+		struct path *at)
+{
+	const struct hbmguard_map_node *n;
+	struct path p;
+	u32 pos, got = 0;
+
+	if (!t->height || start >= end)
+		return 0;
+	if (overlap) {
+		descend(t, start, &p);
+		n = NODE(t, p.node[0]);
+		pos = p.slot[0];
+		*at = p;
+		if (pos && n->ext[pos - 1].first + n->ext[pos - 1].nr > start)
+			pos--;
+	} else {
+		descend(t, start ? start - 1 : 0, &p);
+		pos = start ? p.slot[0] : 0;
+		n = NODE(t, p.node[0]);
+	}
+	while (got < max) {
+		if (pos == n->nr) {
+			if (!next_leaf(t, &p))
+				break;
+			n = NODE(t, p.node[0]);
+			pos = 0;
+		}
+		if (n->ext[pos].first >= end)
+			break;
+		out[got++] = n->ext[pos++];
+	}
+	return got;
+}
+
 /**
  * hbm_mtree_list() - the extents that start in [@start, @end), in order
  * @t: the copy
@@ -453,27 +522,7 @@ static bool next_leaf(const struct hbm_mtree *t, struct path *p)
 u32 hbm_mtree_list(const struct hbm_mtree *t, u32 start, u32 end,
 		   struct hbmguard_map_entry *out, u32 max)
 {
-	const struct hbmguard_map_node *n;
-	struct path p;
-	u32 pos, got = 0;
-
-	if (!t->height || start >= end)
-		return 0;
-	descend(t, start ? start - 1 : 0, &p);
-	pos = start ? p.slot[0] : 0;
-	n = NODE(t, p.node[0]);
-	while (got < max) {
-		if (pos == n->nr) {
-			if (!next_leaf(t, &p))
-				break;
-			n = NODE(t, p.node[0]);
-			pos = 0;
-		}
-		if (n->ext[pos].first >= end)
-			break;
-		out[got++] = n->ext[pos++];
-	}
-	return got;
+	return list(t, start, end, out, max, false, NULL);
 }
 
 /**
@@ -506,6 +555,24 @@ int hbm_mtree_reserve(struct hbm_mtree *t, u32 inserts)
 	u64 want = (u64)inserts * (t->height + 2);
 
 	while (available(t) < want && t->nr_chunks < t->max_chunks) {
+		int err = hbm_mtree_grow(t, t->nr_chunks + 1);
+
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/**
+ * hbm_mtree_grow() - back at least @chunks chunks of nodes
+ * @t: the copy
+ * @chunks: at most t->max_chunks
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int hbm_mtree_grow(struct hbm_mtree *t, u32 chunks)
+{
+	while (t->nr_chunks < chunks && t->nr_chunks < t->max_chunks) {
 		void *c = hbm_mchunk_alloc();
 
 		if (!c)
@@ -588,19 +655,27 @@ void hbm_mtree_span(const struct hbm_mtree *m, const struct hbm_table *t,
 	} while (wider);
 }
 
+static void log_op(struct hbm_mscratch *s, bool del,
+		   const struct hbmguard_map_entry *e)
+{
+	if (s->nr_log < HBM_MSYNC_LOG)
+		s->log[s->nr_log] = (struct hbm_mop){ .del = del, .e = *e };
+	s->nr_log++;
+}
+
 /**
  * hbm_mtree_sync() - make a copy hold the table's extents in a span
  * @m: the copy
  * @t: the table
  * @lo: first page of the span (from hbm_mtree_span())
  * @hi: the page past it
- * @s: scratch room
+ * @s: scratch room; records what was done, for hbm_mtree_follow()
  * @reserve: called before each insertion: backs the nodes it may need
  * @arg: for @reserve
  *
  * The copy's extents the table no longer has are deleted, the table's are
- * inserted or updated in place: O(log n) for each extent that changed, and
- * a lookup for each that did not.
+ * inserted or overwritten in place: a descent of the copy for each extent
+ * in the span, a lookup in the table for each the copy had there.
  *
  * Return: 0, or what @reserve or an insertion returned: the copy is then
  * part way and must be rebuilt.
@@ -613,6 +688,7 @@ int hbm_mtree_sync(struct hbm_mtree *m, const struct hbm_table *t, u32 lo,
 	u32 cursor, n, i, next;
 	int err;
 
+	s->nr_log = 0;
 	for (cursor = lo; cursor < hi; cursor = s->old[n - 1].first + 1) {
 		n = hbm_mtree_list(m, cursor, hi, s->old, HBM_MSYNC_BATCH);
 		for (i = 0; i < n; i++) {
@@ -620,6 +696,7 @@ int hbm_mtree_sync(struct hbm_mtree *m, const struct hbm_table *t, u32 lo,
 			    x.first == s->old[i].first)
 				continue;
 			hbm_mtree_delete(m, s->old[i].first);
+			log_op(s, true, &s->old[i]);
 		}
 		if (n < HBM_MSYNC_BATCH)
 			break;
@@ -627,21 +704,152 @@ int hbm_mtree_sync(struct hbm_mtree *m, const struct hbm_table *t, u32 lo,
 	for (cursor = lo; cursor < hi; cursor = next) {
 		n = hbm_table_list(t, cursor, hi, s->cur, HBM_MSYNC_BATCH, &next);
 		for (i = 0; i < n; i++) {
-			struct hbmguard_map_entry e = map_entry(&s->cur[i]), was;
+			struct hbmguard_map_entry e = map_entry(&s->cur[i]);
 
-			if (hbm_mtree_find(m, e.first, &was) && was.first == e.first) {
-				if (memcmp(&was, &e, sizeof(e)))
-					hbm_mtree_update(m, &e);
-				continue;
-			}
 			err = reserve(arg);
 			if (!err)
-				err = hbm_mtree_insert(m, &e);
-			if (err)
+				err = hbm_mtree_upsert(m, &e);
+			if (err < 0)
 				return err;
+			if (err)
+				log_op(s, false, &e);
 		}
 		if (!n)
 			break;
+	}
+	return 0;
+}
+
+/**
+ * hbm_mtree_change() - make a copy follow a change of the table
+ * @m: the copy, as the table was before the change
+ * @t: the table, changed
+ * @lo: in: first page of the range changed, less one; out: of the span
+ * @hi: in: the page past the range, plus one; out: of the span
+ * @s: scratch room; records what was done, for hbm_mtree_follow()
+ * @reserve: as hbm_mtree_sync()'s
+ * @arg: for @reserve
+ *
+ * hbm_mtree_span() and hbm_mtree_sync() in one: the copy's and the table's
+ * extents over the range are listed once, widened until neither crosses its
+ * edges, and compared; only what differs is written.  A retirement costs
+ * the copy two descents, where the two functions take five.  A change of
+ * more than a batch of extents goes through them.
+ *
+ * Return: as hbm_mtree_sync().
+ */
+int hbm_mtree_change(struct hbm_mtree *m, const struct hbm_table *t, u32 *lo,
+		     u32 *hi, struct hbm_mscratch *s, int (*reserve)(void *arg),
+		     void *arg)
+{
+	u32 n_old, n_new, i, j, next;
+	struct path at;
+	bool wider;
+	int err;
+
+	do {
+		n_old = list(m, *lo, *hi, s->old, HBM_MSYNC_BATCH, true, &at);
+		n_new = hbm_table_list(t, *lo, *hi, s->cur, HBM_MSYNC_BATCH, &next);
+		if (n_old == HBM_MSYNC_BATCH || n_new == HBM_MSYNC_BATCH) {
+			hbm_mtree_span(m, t, lo, hi);
+			return hbm_mtree_sync(m, t, *lo, *hi, s, reserve, arg);
+		}
+		wider = false;
+		if (n_old && s->old[0].first < *lo) {
+			*lo = s->old[0].first;
+			wider = true;
+		}
+		if (n_old && s->old[n_old - 1].first + s->old[n_old - 1].nr > *hi) {
+			*hi = s->old[n_old - 1].first + s->old[n_old - 1].nr;
+			wider = true;
+		}
+		if (n_new && s->cur[0].first < *lo) {
+			*lo = s->cur[0].first;
+			wider = true;
+		}
+		if (n_new && s->cur[n_new - 1].first + s->cur[n_new - 1].nr > *hi) {
+			*hi = s->cur[n_new - 1].first + s->cur[n_new - 1].nr;
+			wider = true;
+		}
+	} while (wider);
+
+	s->nr_log = 0;
+	/*
+	 * A page retired alone, away from others: the copy had nothing in the
+	 * span, so the descent to its start is the descent to the new extent
+	 * (inner keys are extents' first pages, and none lies in the span).
+	 */
+	if (!n_old && n_new == 1 && m->height) {
+		struct hbmguard_map_entry e = map_entry(&s->cur[0]);
+
+		err = reserve(arg);
+		if (!err && (available(m) < m->height + 1 ||
+			     m->height >= HBMGUARD_MAP_HEIGHT_MAX))
+			err = -ENOSPC;
+		if (err)
+			return err;
+		insert_at(m, &at, &e);
+		log_op(s, false, &e);
+		return 0;
+	}
+
+	/* Both lists are sorted: merge them by first page. */
+	for (i = 0, j = 0; i < n_old || j < n_new;) {
+		struct hbmguard_map_entry e;
+
+		if (j == n_new || (i < n_old && s->old[i].first < s->cur[j].first)) {
+			hbm_mtree_delete(m, s->old[i].first);
+			log_op(s, true, &s->old[i++]);
+			continue;
+		}
+		e = map_entry(&s->cur[j++]);
+		if (i < n_old && s->old[i].first == e.first &&
+		    !memcmp(&s->old[i++], &e, sizeof(e)))
+			continue;
+		err = reserve(arg);
+		if (!err)
+			err = hbm_mtree_upsert(m, &e);
+		if (err < 0)
+			return err;
+		log_op(s, false, &e);
+	}
+	return 0;
+}
+
+/**
+ * hbm_mtree_follow() - do to a copy what hbm_mtree_sync() did to the other
+ * @m: the copy, as the other was before
+ * @t: the table
+ * @lo: as given to hbm_mtree_sync()
+ * @hi: as given to hbm_mtree_sync()
+ * @s: the scratch room hbm_mtree_sync() filled
+ * @reserve: as hbm_mtree_sync()'s
+ * @arg: for @reserve
+ *
+ * The same operations in the same order, without the lookups that chose
+ * them; a change too large for the record is synced again.
+ *
+ * Return: as hbm_mtree_sync().
+ */
+int hbm_mtree_follow(struct hbm_mtree *m, const struct hbm_table *t, u32 lo,
+		     u32 hi, struct hbm_mscratch *s, int (*reserve)(void *arg),
+		     void *arg)
+{
+	u32 i;
+	int err;
+
+	if (s->nr_log > HBM_MSYNC_LOG)
+		return hbm_mtree_sync(m, t, lo, hi, s, reserve, arg);
+	for (i = 0; i < s->nr_log; i++) {
+		if (s->log[i].del) {
+			hbm_mtree_delete(m, s->log[i].e.first);
+			continue;
+		}
+		err = reserve(arg);
+		if (!err)
+			err = hbm_mtree_upsert(m, &s->log[i].e);
+		if (err < 0)
+			return err;
 	}
 	return 0;
 }

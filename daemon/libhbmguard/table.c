@@ -117,10 +117,13 @@ static int lookup(const struct hbmguard_table *t, uint32_t page,
 	base = (const void *)((const char *)h + off);
 	while (height--) {
 		const struct hbmguard_map_node *node = &base[n];
-		uint32_t cnt, i;
+		uint32_t cnt, i, off;
 
 		if (n >= nodes)
 			return -1;
+		/* Every line of the node at once: one miss per level, not one per probe. */
+		for (off = 64; off < sizeof(*node); off += 64)
+			__builtin_prefetch((const char *)node + off);
 		cnt = node->nr;
 		if (node->level != height || !cnt ||
 		    cnt > (height ? HBMGUARD_MAP_INNER_MAX : HBMGUARD_MAP_LEAF_MAX))

@@ -1403,7 +1403,7 @@ static void *read_generations(void *arg)
 {
 	struct gen_reader *r = arg;
 	const struct hbmguard_map_header *h = r->h;
-	uint64_t seed = (uintptr_t)arg, last = 0;
+	uint64_t seed = (uintptr_t)arg, last = 0, kept = 0;
 
 	while (!*r->stop) {
 		struct gen_sample s[4];
@@ -1439,9 +1439,11 @@ static void *read_generations(void *arg)
 		}
 		r->bad_checks += failed;	/* consistent, yet a check failed */
 		r->went_back += s[0].gen < last;
+		/* Each generation's first snapshot, and one in 64 of the rest. */
+		if (s[0].gen != last || !(++kept % 64))
+			for (i = 0; i < 4 && r->n < GEN_SAMPLES; i++)
+				r->s[r->n++] = s[i];
 		last = s[0].gen;
-		for (i = 0; i < 4 && r->n < GEN_SAMPLES; i++)
-			r->s[r->n++] = s[i];
 	}
 	return NULL;
 }

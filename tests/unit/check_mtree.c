@@ -9,8 +9,9 @@
  * extents compared with the model, and lookups through the reader compared
  * with the model's answer, on a mapping assembled as the kernel lays it out.
  * Then random operations of the real table (table.c) are followed by
- * hbm_mtree_span() + hbm_mtree_sync() on two copies, as map.c does, and each
- * copy must equal the table, node for node the same as the other.
+ * hbm_mtree_span(), hbm_mtree_sync() on one copy and hbm_mtree_follow() on
+ * the other, as map.c does, and each copy must equal the table, node for
+ * node the same as the other.
  */
 #include "libhbmguard/table.c"
 
@@ -170,9 +171,13 @@ START_TEST(random_against_model)
 				nr++;
 			}
 		} else if (r < ins + 10) {
-			ck_assert_int_eq(hbm_mtree_update(&t, &e), present[k] ? 0 : -ENOENT);
-			if (present[k])
-				model[k] = e;
+			ck_assert_int_eq(hbm_mtree_reserve(&t, 1), 0);
+			err = hbm_mtree_upsert(&t, &e);
+			ck_assert_int_eq(err, !present[k] ? 2 :
+					 memcmp(&model[k], &e, sizeof(e)) ? 1 : 0);
+			nr += !present[k];
+			present[k] = true;
+			model[k] = e;
 		} else {
 			ck_assert_int_eq(hbm_mtree_delete(&t, k), present[k] ? 0 : -ENOENT);
 			if (present[k]) {
@@ -337,7 +342,7 @@ START_TEST(sync_follows_table)
 	struct two two = { { &c[0], &c[1] } };
 	struct hbm_mscratch scratch;
 	struct hbm_table t;
-	u32 op, k;
+	u32 op, k, logged = 0;
 
 	rnd_state = 777 + _i;
 	ck_assert_int_eq(hbm_table_init(&t, PAGES, SPARES), 0);
@@ -371,11 +376,19 @@ START_TEST(sync_follows_table)
 			continue;
 		lo = first ? first - 1 : 0;
 		hi = first + nr + 1 < PAGES ? first + nr + 1 : PAGES;
-		hbm_mtree_span(&c[op % 2], &t, &lo, &hi);
-		ck_assert_uint_le(lo, first);
-		for (k = 0; k < 2; k++)
-			ck_assert_int_eq(hbm_mtree_sync(&c[(op + k) % 2], &t, lo, hi, &scratch,
+		/* Both ways: the one map.c takes, and its fallback for large changes. */
+		if (op % 3) {
+			ck_assert_int_eq(hbm_mtree_change(&c[op % 2], &t, &lo, &hi, &scratch,
+							  reserve_both, &two), 0);
+		} else {
+			hbm_mtree_span(&c[op % 2], &t, &lo, &hi);
+			ck_assert_int_eq(hbm_mtree_sync(&c[op % 2], &t, lo, hi, &scratch,
 							reserve_both, &two), 0);
+		}
+		ck_assert_uint_le(lo, first);
+		logged += scratch.nr_log <= HBM_MSYNC_LOG;
+		ck_assert_int_eq(hbm_mtree_follow(&c[(op + 1) % 2], &t, lo, hi, &scratch,
+						  reserve_both, &two), 0);
 
 		hbm_table_walk(&t, table_one, &w);
 		for (k = 0; k < 2; k++) {
@@ -398,6 +411,9 @@ START_TEST(sync_follows_table)
 			ck_assert_int_eq(memcmp(got, want, w.n * sizeof(want[0])), 0);
 		}
 	}
+	/* Both ways of following were taken. */
+	ck_assert_uint_gt(logged, 100);
+	ck_assert_uint_lt(logged, op - 10);
 	for (k = 0; k < 2; k++)
 		hbm_mtree_destroy(&c[k]);
 	hbm_table_destroy(&t);
