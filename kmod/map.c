@@ -39,9 +39,14 @@
  * the extents, old (the copy's) and new (the table's), that cross its
  * edges, until none does.  Within the span, extents of the copy the table
  * no longer has are deleted, and the table's are inserted or updated in
- * place: O(log n) per extent changed, each moving at most one node of
- * bytes (usually tens), twice.  Nothing waits for a worker: the change is
- * published before the call that made it returns.
+ * place: O(log n) per extent changed (hbm_mtree_change()), and the other
+ * copy replays what was done (hbm_mtree_follow()).  Bytes written per
+ * change: a retirement of a lone page descends copy I once and inserts on
+ * that descent, moving half a leaf's extents on average (~170 bytes at 70%
+ * fill), and copy O the same; one insert in 16 splits a leaf (256 bytes to
+ * a new node and a key in its parent); a merge or an update rewrites one
+ * 16-byte entry.  Nothing waits for a worker: the change is published
+ * before the call that made it returns.
  *
  * Memory.  The mapping's address space is sized for `capacity` extents at
  * the tree's worst fill (hbm_mtree_max_nodes(), about 35 bytes per extent

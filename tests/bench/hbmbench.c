@@ -358,6 +358,12 @@ int main(void)
 	bench_row("translate through the map, bad offsets, 10^6 pages (TCG guest)",
 		  on[3].bad_ns, "ns/op", "one random load from a table-sized buffer",
 		  on[3].load_ns, "<= 1.5x");
+	/*
+	 * The anchor: amdgpu keeps a retired page as a 24-byte record in its
+	 * EEPROM (RAS_TABLE_RECORD_SIZE, drivers/gpu/drm/amd/amdgpu/
+	 * amdgpu_ras_eeprom.c, Linux 6.12.117); in memory, struct
+	 * eeprom_table_record (amdgpu_ras_eeprom.h) is 31 bytes, packed.
+	 */
 	bench_row("kernel bytes per retired page, 10^6 pages: table + mapped table",
 		  on[3].acct + on[3].map_bytes, "B", "amdgpu's 24-byte record", 24, "<= 32 B");
 	bench_row("kernel bytes per retired page, 10^6 pages: table alone (map off)",
