@@ -36,6 +36,13 @@ struct path {
 	u32 slot[HBMGUARD_MAP_HEIGHT_MAX];	/* the child taken; the leaf's: count <= page */
 };
 
+/**
+ * hbm_mtree_node() - node @i of a copy
+ * @t: the copy
+ * @i: the index, below t->used
+ *
+ * Return: its address in the chunk that backs it.
+ */
 struct hbmguard_map_node *hbm_mtree_node(const struct hbm_mtree *t, u32 i)
 {
 	return (void *)((char *)t->chunk[i / HBM_MNODES_PER_CHUNK] +
@@ -582,7 +589,10 @@ int hbm_mtree_grow(struct hbm_mtree *t, u32 chunks)
 	return 0;
 }
 
-/* Forget every extent; the nodes stay backed. */
+/**
+ * hbm_mtree_clear() - forget every extent; the nodes stay backed
+ * @t: the copy
+ */
 void hbm_mtree_clear(struct hbm_mtree *t)
 {
 	t->used = 0;
@@ -593,6 +603,13 @@ void hbm_mtree_clear(struct hbm_mtree *t)
 	t->nr = 0;
 }
 
+/**
+ * hbm_mtree_init() - an empty copy, no node backed yet
+ * @t: the copy
+ * @max_nodes: nodes it may ever back (hbm_mtree_max_nodes())
+ *
+ * Return: 0 or -ENOMEM.
+ */
 int hbm_mtree_init(struct hbm_mtree *t, u32 max_nodes)
 {
 	memset(t, 0, sizeof(*t));
@@ -601,6 +618,10 @@ int hbm_mtree_init(struct hbm_mtree *t, u32 max_nodes)
 	return t->chunk ? 0 : -ENOMEM;
 }
 
+/**
+ * hbm_mtree_destroy() - free a copy's chunks; readers must be gone
+ * @t: the copy
+ */
 void hbm_mtree_destroy(struct hbm_mtree *t)
 {
 	u32 i;
