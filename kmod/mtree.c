@@ -721,6 +721,7 @@ int hbm_mtree_sync(struct hbm_mtree *m, const struct hbm_table *t, u32 lo,
 		}
 		if (n < HBM_MSYNC_BATCH)
 			break;
+		hbm_cond_resched();
 	}
 	for (cursor = lo; cursor < hi; cursor = next) {
 		n = hbm_table_list(t, cursor, hi, s->cur, HBM_MSYNC_BATCH, &next);
@@ -737,6 +738,7 @@ int hbm_mtree_sync(struct hbm_mtree *m, const struct hbm_table *t, u32 lo,
 		}
 		if (!n)
 			break;
+		hbm_cond_resched();
 	}
 	return 0;
 }
@@ -879,6 +881,7 @@ struct rebuild {
 	struct hbm_mtree *m;
 	int (*reserve)(void *arg);
 	void *arg;
+	u32 n;
 	int err;
 };
 
@@ -886,6 +889,9 @@ static void rebuild_one(const struct hbm_extent *e, void *arg)
 {
 	struct rebuild *r = arg;
 	struct hbmguard_map_entry me = map_entry(e);
+
+	if (!(++r->n % 1024))
+		hbm_cond_resched();	/* a table may have 10^6 extents */
 
 	if (!r->err)
 		r->err = r->reserve(r->arg);

@@ -1601,6 +1601,54 @@ static void test_map_generations(void)
 }
 
 /*
+ * Past capacity the map says overflow and readers go to the ioctl; once the
+ * table is back within it, the next change rebuilds both copies and the
+ * map answers as TRANSLATE does again.
+ */
+static void test_map_overflow(void)
+{
+	struct hbmguard_table *t;
+	uint64_t served;
+	uint32_t id, cap, i, state;
+	int fd = hbmguard_open();
+	struct hbmguard_map_header *h;
+
+	CHECK_OK(sim_create("overflow", 64ULL << 20, 4096, 16, &id));
+	CHECK_OK(hbmguard_table_open(fd, id, &t));
+	h = mmap(NULL, PAGE, PROT_READ, MAP_SHARED, fd, HBMGUARD_MMAP_TABLE(id));
+	CHECK(h != MAP_FAILED);
+	if (h == MAP_FAILED)
+		return;
+	cap = h->capacity;
+	/* Pending pages two apart: an extent each, capacity + 1 of them. */
+	for (i = 0; i <= cap; i++)
+		if (extent_op(ctl, HBMGUARD_IOC_RETIRE, id, 2ULL * i * PAGE, PAGE,
+			      HBMGUARD_RETIRE_PENDING)) {
+			CHECK(!"pending failed");
+			break;
+		}
+	CHECK_EQ(h->overflow, 1);
+	CHECK_EQ(hbmguard_translate(t, 0, &served, &state), -EOVERFLOW);
+	CHECK_EQ(h->generation, dev_info(id).generation);
+	/* Two fewer: within capacity, rebuilt. */
+	CHECK_OK(clear(id, 0, 4 * PAGE));
+	CHECK_EQ(h->overflow, 0);
+	CHECK_EQ(h->nr[h->active], cap - 1);
+	CHECK_EQ(h->nr[!h->active], cap - 1);
+	for (i = 0; i < 2 * cap + 4; i += 1 + i % 7) {
+		CHECK_OK(hbmguard_translate(t, (uint64_t)i * PAGE, &served, &state));
+		if (state != translate(id, (uint64_t)i * PAGE).state) {
+			CHECK(!"the rebuilt map disagrees with TRANSLATE");
+			break;
+		}
+	}
+	munmap(h, PAGE);
+	hbmguard_table_close(t);
+	CHECK_OK(sim_destroy(id));
+	close(fd);
+}
+
+/*
  * map=0: devices created then have no mapped table (EOPNOTSUPP), TRANSLATE
  * still answers; the parameter takes only booleans; devices keep what they
  * were created with.
@@ -2921,6 +2969,7 @@ static const struct {
 	{ "map_concurrent", test_map_concurrent },
 	{ "map_generations", test_map_generations },
 	{ "map_off", test_map_off },
+	{ "map_overflow", test_map_overflow },
 	{ "aperture", test_aperture },
 	{ "aperture_guard_signals", test_aperture_guard_signals },
 	{ "aperture_guard_close_race", test_aperture_guard_close_race },
