@@ -30,8 +30,8 @@ CFLAGS_USER := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -g \
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
-CORE_SRC := kmod/table.c kmod/policy.c kmod/mce_decode.c
-CORE_HDR := kmod/core.h kmod/mce_decode.h uapi/linux/hbmguard.h
+CORE_SRC := kmod/table.c kmod/policy.c kmod/mce_decode.c kmod/mtree.c
+CORE_HDR := kmod/core.h kmod/mce_decode.h kmod/mtree.h uapi/linux/hbmguard.h
 UNIT_SRC := $(wildcard tests/unit/*.c)
 DAEMON_SRC := daemon/state.c daemon/config.c daemon/journal.c daemon/ctl.c daemon/seen.c daemon/incidents.c
 DAEMON_HDR := daemon/seen.h daemon/incidents.h daemon/state.h daemon/config.h daemon/journal.h daemon/ctl.h daemon/systemd/hbmguard.catalog \
@@ -246,7 +246,7 @@ $(BUILD)/guest/hbmrankbench: tests/bench/rankbench.c tests/bench/bench.h $(BUILD
 	$(CC) $(CFLAGS_USER) -Idaemon/libhbmguard -static tests/bench/rankbench.c \
 		$(BUILD)/libhbmguard.a -o $@
 
-$(BUILD)/bench-core: tests/bench/bench_core.c tests/bench/bench.h tests/unit/shim.c $(CORE_SRC) $(CORE_HDR)
+$(BUILD)/bench-core: tests/bench/bench_core.c tests/bench/bench.h tests/unit/shim.c $(CORE_SRC) $(CORE_HDR) daemon/libhbmguard/table.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) -O2 tests/bench/bench_core.c tests/unit/shim.c $(CORE_SRC) -o $@
 

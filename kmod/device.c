@@ -441,8 +441,6 @@ static void device_stop(struct hbm_device *dev)
 	hbm_event(HBMGUARD_EVENT_DEVICE_REMOVED, dev->id, 0, dev->hbm_size, 0,
 		  0, 0, dev->kind);
 	mutex_unlock(&dev->lock);
-	/* Not before unload's destroy_workqueue(): a timer into a draining queue. */
-	hbm_map_stop(dev);
 	hbm_device_put(dev);
 }
 
@@ -490,8 +488,9 @@ void hbm_devices_destroy_all(void)
 }
 
 /*
- * After a change over [@offset, @offset + @length): the health's event, and
- * the table published (@changed); device lock held.
+ * After a change within [@offset, @offset + @length): the health's event,
+ * and the mapped table published (@changed) over that range; device lock
+ * held.  The aperture is the caller's.
  */
 static void device_published(struct hbm_device *dev, bool changed, u64 offset,
 			     u64 length, u32 old_health)
@@ -503,9 +502,8 @@ static void device_published(struct hbm_device *dev, bool changed, u64 offset,
 	if (changed) {
 		dev->generation++;
 		atomic64_inc(&hbm_gen);
-		hbm_map_changed(dev);
-		if (length)
-			hbm_aperture_changed(dev, offset, length);
+		hbm_map_changed(dev, min_t(u64, offset >> dev->page_shift, U32_MAX),
+				min_t(u64, length >> dev->page_shift, U32_MAX));
 	}
 }
 
@@ -534,8 +532,10 @@ static void device_changed(struct hbm_device *dev, const struct hbm_result *res,
 			  pages, 0);
 		changed = true;
 	}
-	device_published(dev, changed || res->spares_failed, offset, length,
-			 old_health);
+	changed |= res->spares_failed;
+	device_published(dev, changed, offset, length, old_health);
+	if (changed)
+		hbm_aperture_changed(dev, offset, length);
 }
 
 static u32 now_seconds(void)
@@ -670,8 +670,10 @@ int hbm_device_apply(struct hbm_device *dev, enum hbm_op op, u64 offset,
 int hbm_device_restore(struct hbm_device *dev,
 		       const struct hbm_restore_extent *x, u32 n)
 {
+	u64 lo = U64_MAX, hi = 0;
 	struct hbm_result res = {};
 	u32 old_health, i, j, pages;
+	bool changed;
 	int err = 0;
 
 	mutex_lock(&dev->lock);
@@ -686,14 +688,22 @@ int hbm_device_restore(struct hbm_device *dev,
 				     HBMGUARD_SOURCE_RESTORED, now_seconds(), &res);
 		if (err)
 			break;
+		lo = min(lo, x[i].offset);
+		hi = max(hi, x[i].offset + x[i].length);
 	}
 	pages = res.retired + res.pending + res.failed;
+	changed = pages || res.spares_failed;
 	if (pages)
 		hbm_event(HBMGUARD_EVENT_RESTORED, dev->id, 0, 0,
 			  HBMGUARD_SOURCE_RESTORED, 0, pages, i);
-	device_published(dev, pages || res.spares_failed, 0, 0, old_health);
-	/* Mappings changed extent by extent: a sparse request is no span. */
-	if (pages || res.spares_failed)
+	/*
+	 * The mapped table over the span: what lies between the extents is
+	 * listed, not rewritten.  Mappings extent by extent: the aperture
+	 * visits every page of what it is given.
+	 */
+	if (lo < hi)
+		device_published(dev, changed, lo, hi - lo, old_health);
+	if (changed)
 		for (j = 0; j < i; j++)
 			hbm_aperture_changed(dev, x[j].offset, x[j].length);
 	mutex_unlock(&dev->lock);

@@ -29,9 +29,7 @@
  * @core: bad-page table, spare pool and policy
  * @generation: increases on every change of @core
  * @free_work: frees the device, so the last reference may go in any context
- * @map: the table as userspace maps it (map.c)
- * @map_work: publishes @map when changes were deferred
- * @map_dirty: @map is behind @core; under @lock
+ * @map: the table as userspace maps it (map.c); NULL when maps were off
  * @backed: the device has memory, for the aperture (aperture.c)
  * @backing: CPU page index -> struct page, allocated on first touch
  * @lost: device pages whose data is lost until restored
@@ -55,8 +53,6 @@ struct hbm_device {
 	bool dead;
 	struct work_struct free_work;
 	struct hbm_map *map;
-	struct delayed_work map_work;
-	bool map_dirty;
 	bool backed;
 	bool claimed;		/* the range's own pages back the aperture */
 	struct xarray backing;
@@ -173,9 +169,8 @@ void hbm_nvidia_exit(void);
 struct vm_area_struct;
 int hbm_map_create(struct hbm_device *dev);
 void hbm_map_destroy(struct hbm_device *dev);
-void hbm_map_changed(struct hbm_device *dev);
+void hbm_map_changed(struct hbm_device *dev, u32 first, u32 nr);
 void hbm_map_removed(struct hbm_device *dev);
-void hbm_map_stop(struct hbm_device *dev);
 int hbm_map_mmap(struct vm_area_struct *vma);
 
 /* aperture.c */

@@ -33,7 +33,11 @@ struct hbmguard_table;
 /* open("/dev/hbmguard") read-only, close-on-exec: an fd, or -errno. */
 int hbmguard_open(void);
 
-/* Map device @device's table; *@out until hbmguard_table_close(). */
+/*
+ * Map device @device's table; *@out until hbmguard_table_close().  -EPROTO
+ * for a layout this library does not read (another HBMGUARD_MAP_VERSION),
+ * -EOPNOTSUPP for a device created without one (hbmguard's map=0).
+ */
 int hbmguard_table_open(int fd, uint32_t device, struct hbmguard_table **out);
 void hbmguard_table_close(struct hbmguard_table *t);
 
@@ -42,7 +46,7 @@ void hbmguard_table_close(struct hbmguard_table *t);
  * in the spare area for a RETIRED page, @offset itself otherwise; *@state is
  * enum hbmguard_page_state (PENDING and FAILED pages are not to be used).
  * -ERANGE outside the device; -EOVERFLOW when the table outgrew its mapping
- * (use HBMGUARD_IOC_TRANSLATE).
+ * or the kernel could not keep it (use HBMGUARD_IOC_TRANSLATE).
  */
 int hbmguard_translate(struct hbmguard_table *t, uint64_t offset,
 		       uint64_t *served, uint32_t *state);

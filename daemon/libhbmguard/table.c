@@ -79,36 +79,71 @@ static bool seq_retry(const struct hbmguard_map_header *h, uint32_t s)
 	return __atomic_load_n(&h->seq, __ATOMIC_RELAXED) != s;
 }
 
-/* Entries of the active buffer, bounded; NULL if the header is torn. */
-static const struct hbmguard_map_entry *entries(const struct hbmguard_table *t,
-						uint32_t *nr)
+/* Slots of the @n keys at @keys, @stride bytes apart, at or below @page; branch-free. */
+static uint32_t count_le(const void *keys, size_t stride, uint32_t n, uint32_t page)
 {
-	const struct hbmguard_map_header *h = t->hdr;
-	uint32_t a = __atomic_load_n(&h->active, __ATOMIC_RELAXED) & 1;
-	uint64_t off = h->buffer_offset[a];
-	uint32_t cap = h->capacity;
+	const char *base = keys;
 
-	*nr = h->nr[a];
-	if (*nr > cap || off > t->size ||
-	    (uint64_t)cap * sizeof(struct hbmguard_map_entry) > t->size - off)
-		return NULL;
-	return (const void *)((const char *)h + off);
-}
-
-/* Index of the last entry starting at or below @page, or -1; branch-free. */
-static long search(const struct hbmguard_map_entry *e, uint32_t n, uint32_t page)
-{
-	const struct hbmguard_map_entry *base = e;
-
-	if (!n || e[0].first > page)
-		return -1;
 	while (n > 1) {
 		uint32_t half = n / 2;
 
-		base = base[half].first <= page ? base + half : base;
+		base = *(const uint32_t *)(base + half * stride) <= page ?
+		       base + half * stride : base;
 		n -= half;
 	}
-	return base - e;
+	return (base - (const char *)keys) / stride + (*(const uint32_t *)base <= page);
+}
+
+/*
+ * The lookup of uapi/linux/hbmguard.h in the active copy: 1 and the extent
+ * that starts last at or below @page in *@out, 0 for none, -1 when a check
+ * failed (a torn read, unless seq is unchanged).
+ */
+static int lookup(const struct hbmguard_table *t, uint32_t page,
+		  struct hbmguard_map_entry *out)
+{
+	const struct hbmguard_map_header *h = t->hdr;
+	uint32_t c = __atomic_load_n(&h->active, __ATOMIC_RELAXED) & 1;
+	uint32_t n = h->root[c], height = h->height[c];
+	uint32_t nodes = __atomic_load_n(&h->nodes, __ATOMIC_ACQUIRE);
+	uint64_t off = h->buffer_offset[c];
+	const struct hbmguard_map_node *base;
+
+	if (!height)
+		return 0;
+	if (height > HBMGUARD_MAP_HEIGHT_MAX || off > t->size ||
+	    (uint64_t)nodes * sizeof(*base) > t->size - off)
+		return -1;
+	base = (const void *)((const char *)h + off);
+	while (height--) {
+		const struct hbmguard_map_node *node = &base[n];
+		uint32_t cnt, i, off;
+
+		if (n >= nodes)
+			return -1;
+		/* Every line of the node at once: one miss per level, not one per probe. */
+		for (off = 64; off < sizeof(*node); off += 64)
+			__builtin_prefetch((const char *)node + off);
+		cnt = node->nr;
+		if (node->level != height || !cnt ||
+		    cnt > (height ? HBMGUARD_MAP_INNER_MAX : HBMGUARD_MAP_LEAF_MAX))
+			return -1;
+		if (!height)
+			break;
+		i = count_le(node->in.first, sizeof(uint32_t), cnt, page);
+		if (!i)
+			return 0;
+		n = node->in.child[i - 1];
+	}
+	{
+		const struct hbmguard_map_node *leaf = &base[n];
+		uint32_t i = count_le(leaf->ext, sizeof(leaf->ext[0]), leaf->nr, page);
+
+		if (!i)
+			return 0;
+		*out = leaf->ext[i - 1];
+	}
+	return 1;
 }
 
 int hbmguard_translate(struct hbmguard_table *t, uint64_t offset,
@@ -119,9 +154,9 @@ int hbmguard_translate(struct hbmguard_table *t, uint64_t offset,
 	uint32_t st = 0, s;
 
 	do {
-		const struct hbmguard_map_entry *e;
-		uint32_t nr, shift, page;
-		long i;
+		struct hbmguard_map_entry e;
+		uint32_t shift, page;
+		int found;
 
 		s = seq_begin(h);
 		if (h->overflow)
@@ -133,20 +168,18 @@ int hbmguard_translate(struct hbmguard_table *t, uint64_t offset,
 			return -ERANGE;
 		}
 		page = offset >> shift;
-		e = entries(t, &nr);
+		found = lookup(t, page, &e);
 		st = HBMGUARD_STATE_CLEAN;
 		out = offset;
-		i = e ? search(e, nr, page) : -1;
-		if (i >= 0 && page - e[i].first < e[i].nr) {
-			st = e[i].state;
+		if (found > 0 && page - e.first < e.nr) {
+			st = e.state;
 			/* A GPU's driver bypasses its retired pages: no spare. */
-			if (st == HBMGUARD_STATE_RETIRED &&
-			    e[i].spare != HBMGUARD_MAP_NO_SPARE)
+			if (st == HBMGUARD_STATE_RETIRED && e.spare != HBMGUARD_MAP_NO_SPARE)
 				out = h->usable_size +
-				      ((uint64_t)(e[i].spare + page - e[i].first) << shift) +
+				      ((uint64_t)(e.spare + page - e.first) << shift) +
 				      (offset & ((1ULL << shift) - 1));
 		}
-		if (!e && !seq_retry(h, s))
+		if (found < 0 && !seq_retry(h, s))
 			return -EPROTO;	/* consistent and still bad */
 	} while (seq_retry(h, s));
 	*served = out;
@@ -162,10 +195,10 @@ int hbmguard_range_is_clean(struct hbmguard_table *t, uint64_t offset,
 	uint32_t s;
 
 	do {
-		const struct hbmguard_map_entry *e;
-		uint32_t nr, shift;
+		struct hbmguard_map_entry e;
 		uint64_t first, last;
-		long i;
+		uint32_t shift;
+		int found;
 
 		s = seq_begin(h);
 		if (h->overflow)
@@ -179,14 +212,13 @@ int hbmguard_range_is_clean(struct hbmguard_table *t, uint64_t offset,
 		shift = h->page_shift & 63;
 		first = offset >> shift;
 		last = (offset + length - 1) >> shift;
-		e = entries(t, &nr);
-		if (!e) {
+		/* The extent at or below the last page decides: any overlap. */
+		found = lookup(t, (uint32_t)last, &e);
+		if (found < 0) {
 			clean = -EPROTO;
 			continue;
 		}
-		/* The extent at or below the last page decides: any overlap. */
-		i = search(e, nr, (uint32_t)last);
-		clean = !(i >= 0 && e[i].first + (uint64_t)e[i].nr > first);
+		clean = !(found > 0 && e.first + (uint64_t)e.nr > first);
 	} while (seq_retry(h, s));
 	return clean;
 }

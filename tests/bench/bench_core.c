@@ -3,13 +3,19 @@
  * Benchmark of the table core (kmod/table.c) in userspace: insert and lookup
  * cost and memory per retired page at 10^3..10^6 retired pages.  Pages are
  * isolated (one extent each, the worst case) and inserted in random order.
+ * Then the mapped table (kmod/mtree.c as map.c drives it, read by
+ * libhbmguard's hbmguard_translate(), included): a retirement with and
+ * without the map kept, and a lookup beside a random load.
  */
+#include "libhbmguard/table.c"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "bench.h"
 #include "core.h"
+#include "mtree.h"
 
 /*
  * The floor: one dependent load from a random place in @bytes of memory, as
@@ -35,6 +41,126 @@ static double random_load_ns(size_t bytes)
 	ns = (now_ns() - t0) / loads;
 	free(a);
 	return ns + (p == (u64)-1);
+}
+
+static int reserve_both(void *arg)
+{
+	struct hbm_mtree *c = arg;
+
+	return hbm_mtree_reserve(&c[0], 1) ?: hbm_mtree_reserve(&c[1], 1);
+}
+
+struct map_run {
+	double plain_ns, map_ns, clean_ns, bad_ns, load_ns, bytes;
+};
+
+/*
+ * @n isolated pages retired in random order into two tables, one of them
+ * followed by two copies of the map as map.c follows it, a thousand at a
+ * time in turn so that both see the same machine; then lookups through the
+ * map laid out as the kernel maps it.
+ */
+static int map_bench(u32 n, struct map_run *out)
+{
+	u32 nr_pages = n * 64, *pages = malloc(n * sizeof(u32)), i, j;
+	const u32 lookups = 2000000;
+	static struct hbm_mscratch scratch;
+	struct hbm_table plain, t;
+	struct hbm_mtree c[2];
+	struct hbmguard_map_header *h;
+	struct hbmguard_table tab;
+	double plain_ns = 0, map_ns = 0, t0;
+	u64 state = 43, served, sink = 0;
+	size_t nodes, k;
+	u32 st;
+	char *buf;
+
+	for (i = 0; i < n; i++)
+		pages[i] = i * 64 + rnd(&state) % 32;
+	for (i = n - 1; i > 0; i--) {
+		u32 x = rnd(&state) % (i + 1), tmp = pages[i];
+
+		pages[i] = pages[x];
+		pages[x] = tmp;
+	}
+	if (hbm_table_init(&plain, nr_pages, n) || hbm_table_init(&t, nr_pages, n) ||
+	    hbm_mtree_init(&c[0], hbm_mtree_max_nodes(n + 1024)) ||
+	    hbm_mtree_init(&c[1], hbm_mtree_max_nodes(n + 1024)))
+		return 1;
+	for (i = 0; i < n; i += 1000) {
+		u32 end = i + 1000 < n ? i + 1000 : n;
+
+		t0 = now_ns();
+		for (j = i; j < end; j++) {
+			struct hbm_result res = { 0 };
+
+			if (hbm_table_apply(&plain, HBM_OP_RETIRE, pages[j], 1,
+					    HBMGUARD_SOURCE_UE, 1, 0, &res))
+				return 1;
+		}
+		plain_ns += now_ns() - t0;
+		t0 = now_ns();
+		for (j = i; j < end; j++) {
+			struct hbm_result res = { 0 };
+			u32 lo = pages[j] ? pages[j] - 1 : 0, hi = pages[j] + 2;
+
+			if (hbm_table_apply(&t, HBM_OP_RETIRE, pages[j], 1,
+					    HBMGUARD_SOURCE_UE, 1, 0, &res))
+				return 1;
+			hbm_mtree_span(&c[j % 2], &t, &lo, &hi);
+			if (hbm_mtree_sync(&c[j % 2], &t, lo, hi, &scratch, reserve_both, c) ||
+			    hbm_mtree_follow(&c[!(j % 2)], &t, lo, hi, &scratch, reserve_both, c))
+				return 1;
+		}
+		map_ns += now_ns() - t0;
+	}
+	out->plain_ns = plain_ns / n;
+	out->map_ns = map_ns / n;
+
+	/* The mapping: a header page, then copy 0's nodes. */
+	nodes = c[0].nr_chunks * HBM_MNODES_PER_CHUNK;
+	buf = aligned_alloc(4096, 4096 + nodes * HBMGUARD_MAP_NODE_SIZE);
+	h = memset(buf, 0, 4096);
+	*h = (struct hbmguard_map_header){
+		.magic = HBMGUARD_MAP_MAGIC, .version = HBMGUARD_MAP_VERSION,
+		.page_shift = 12, .usable_size = (u64)nr_pages << 12,
+		.buffer_offset = { 4096, 4096 }, .root = { c[0].root, c[0].root },
+		.height = { c[0].height, c[0].height }, .nodes = nodes,
+		.node_size = HBMGUARD_MAP_NODE_SIZE,
+	};
+	for (k = 0; k < c[0].nr_chunks; k++)
+		memcpy(buf + 4096 + k * HBM_MCHUNK_BYTES, c[0].chunk[k], HBM_MCHUNK_BYTES);
+	tab.hdr = h;
+	tab.size = 4096 + nodes * HBMGUARD_MAP_NODE_SIZE;
+	t0 = now_ns();
+	for (i = 0; i < lookups; i++) {
+		u64 page = (u64)(rnd(&state) % n) * 64 + 32 + rnd(&state) % 32;
+
+		if (hbmguard_translate(&tab, page << 12, &served, &st) || st)
+			return 1;
+		sink += served;
+	}
+	out->clean_ns = (now_ns() - t0) / lookups;
+	t0 = now_ns();
+	for (i = 0; i < lookups; i++) {
+		u64 page = pages[rnd(&state) % n];
+
+		rnd(&state);
+		if (hbmguard_translate(&tab, page << 12, &served, &st) ||
+		    st != HBMGUARD_STATE_RETIRED)
+			return 1;
+		sink += served;
+	}
+	out->bad_ns = (now_ns() - t0) / lookups;
+	out->load_ns = random_load_ns((size_t)c[0].used * HBMGUARD_MAP_NODE_SIZE);
+	out->bytes = 2.0 * c[0].used * HBMGUARD_MAP_NODE_SIZE / n;
+	free(buf);
+	free(pages);
+	hbm_mtree_destroy(&c[0]);
+	hbm_mtree_destroy(&c[1]);
+	hbm_table_destroy(&t);
+	hbm_table_destroy(&plain);
+	return sink == 1;
 }
 
 int main(void)
@@ -100,5 +226,36 @@ int main(void)
 	       "one random load, table-sized buffer\t%.0f\t<= 1.5x\n", look[3], floor_ns[3]);
 	printf("@bench\tcore table bytes per retired page at 10^6\t%.1f\tB\t"
 	       "amdgpu's 24-byte record\t24\t<= 1.33x\n", bytes[3]);
+
+	{
+		struct map_run m[4];
+
+		for (s = 0; s < 4; s++)
+			if (map_bench(sizes[s], &m[s]))
+				return 1;
+		printf("\n%-34s %10s %10s %10s %10s\n", "mapped table (userspace, -O2)",
+		       "10^3", "10^4", "10^5", "10^6");
+		printf("%-34s %10.0f %10.0f %10.0f %10.0f\n", "retire, map kept (ns/op)",
+		       m[0].map_ns, m[1].map_ns, m[2].map_ns, m[3].map_ns);
+		printf("%-34s %10.0f %10.0f %10.0f %10.0f\n", "retire, no map (ns/op)",
+		       m[0].plain_ns, m[1].plain_ns, m[2].plain_ns, m[3].plain_ns);
+		printf("%-34s %10.0f %10.0f %10.0f %10.0f\n", "translate, clean (ns/op)",
+		       m[0].clean_ns, m[1].clean_ns, m[2].clean_ns, m[3].clean_ns);
+		printf("%-34s %10.0f %10.0f %10.0f %10.0f\n", "translate, bad (ns/op)",
+		       m[0].bad_ns, m[1].bad_ns, m[2].bad_ns, m[3].bad_ns);
+		printf("%-34s %10.0f %10.0f %10.0f %10.0f\n", "floor: 1 random load, one copy",
+		       m[0].load_ns, m[1].load_ns, m[2].load_ns, m[3].load_ns);
+		printf("%-34s %10.1f %10.1f %10.1f %10.1f\n", "map bytes per page (both copies)",
+		       m[0].bytes, m[1].bytes, m[2].bytes, m[3].bytes);
+		printf("@bench\tcore: retire at 10^6 pages, map kept (userspace)\t%.1f\tns/op\t"
+		       "core: retire at 10^6 pages, no map\t%.1f\t<= 1.5x\n",
+		       m[3].map_ns, m[3].plain_ns);
+		printf("@bench\tcore: translate through the map, clean offsets, 10^6 pages (userspace)"
+		       "\t%.1f\tns/op\tone random load from a table-sized buffer\t%.1f\t<= 1.5x\n",
+		       m[3].clean_ns, m[3].load_ns);
+		printf("@bench\tcore: translate through the map, bad offsets, 10^6 pages (userspace)"
+		       "\t%.1f\tns/op\tone random load from a table-sized buffer\t%.1f\t<= 1.5x\n",
+		       m[3].bad_ns, m[3].load_ns);
+	}
 	return sink == 0xffffffff;
 }

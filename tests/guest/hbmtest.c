@@ -1281,10 +1281,8 @@ static void test_map_concurrent(void)
 			CHECK(!"retire failed");
 			break;
 		}
-	/* The publication is deferred (map.c): wait for the last to land, 10 s at most. */
-	for (k = 0; k < 1000 && hbmguard_table_generation(readers[0].t) !=
-				dev_info(id).generation; k++)
-		usleep(10 * 1000);
+	/* Published within the change (map.c): the last one is there already. */
+	CHECK_EQ(hbmguard_table_generation(readers[0].t), dev_info(id).generation);
 	stop = true;
 	for (k = 0; k < 2; k++) {
 		struct map_reader *r = &readers[k];
@@ -1323,6 +1321,367 @@ static void test_map_concurrent(void)
 	CHECK_EQ(bad, 0);
 	CHECK(retired_seen > 0);
 	CHECK_OK(sim_destroy(id));
+	close(fd);
+}
+
+/*
+ * Every publication is the table of its generation.  One thread retires and
+ * clears pages and rows in a known order (isolated pages, neighbours that
+ * merge, clears that split), each change one generation, and records what
+ * TRANSLATE says of each page it changed.  Readers take snapshots through a
+ * reader written again from the uapi's text (libhbmguard has its own): the
+ * generation and four pages inside one seq section.  Afterwards every
+ * snapshot is checked against the table replayed to its generation: a torn
+ * publication, one whose generation runs ahead of its table or one whose
+ * second copy fell behind shows as a page in the wrong state or served by
+ * the wrong spare.
+ */
+#define GEN_PAGES 3000
+#define GEN_SAMPLES 200000
+
+struct gen_change {
+	uint32_t page, state;
+	uint64_t served;
+};
+
+struct gen_sample {
+	uint64_t gen, served;
+	uint32_t page, state;
+};
+
+struct gen_reader {
+	const struct hbmguard_map_header *h;
+	size_t size;
+	struct gen_sample *s;
+	long n, torn, bad_checks, went_back;
+	volatile bool *stop;
+};
+
+/* The uapi's lookup: 1 (and *@out), 0 for none, -1 for a failed check. */
+static int map_find(const struct hbmguard_map_header *h, size_t size, uint32_t page,
+		    struct hbmguard_map_entry *out)
+{
+	uint32_t c = h->active & 1, n = h->root[c], level = h->height[c];
+	uint32_t nodes = __atomic_load_n(&h->nodes, __ATOMIC_ACQUIRE);
+	const struct hbmguard_map_node *base;
+
+	if (!level)
+		return 0;
+	if (level > HBMGUARD_MAP_HEIGHT_MAX || h->buffer_offset[c] > size ||
+	    (uint64_t)nodes * sizeof(*base) > size - h->buffer_offset[c])
+		return -1;
+	base = (const void *)((const char *)h + h->buffer_offset[c]);
+	for (;;) {
+		const struct hbmguard_map_node *node = &base[n];
+		uint32_t i, nr;
+
+		if (n >= nodes)
+			return -1;
+		nr = node->nr;
+		level--;
+		if (node->level != level || !nr ||
+		    nr > (level ? HBMGUARD_MAP_INNER_MAX : HBMGUARD_MAP_LEAF_MAX))
+			return -1;
+		/* From the end, where libhbmguard bisects: a second opinion. */
+		if (!level) {
+			for (i = nr; i > 0 && node->ext[i - 1].first > page; i--)
+				;
+			if (!i)
+				return 0;
+			*out = node->ext[i - 1];
+			return 1;
+		}
+		for (i = nr; i > 0 && node->in.first[i - 1] > page; i--)
+			;
+		if (!i)
+			return 0;
+		n = node->in.child[i - 1];
+	}
+}
+
+static void *read_generations(void *arg)
+{
+	struct gen_reader *r = arg;
+	const struct hbmguard_map_header *h = r->h;
+	uint64_t seed = (uintptr_t)arg, last = 0, kept = 0;
+
+	while (!*r->stop) {
+		struct gen_sample s[4];
+		uint32_t seq = __atomic_load_n(&h->seq, __ATOMIC_ACQUIRE), i;
+		bool failed = false;
+
+		if (seq & 1)
+			continue;
+		s[0].gen = h->generation;
+		for (i = 0; i < 4; i++) {
+			struct hbmguard_map_entry e;
+			uint32_t page = (seed = seed * 6364136223846793005ULL + 1) >> 33;
+			int found;
+
+			page %= GEN_PAGES + 2;
+			found = map_find(h, r->size, page, &e);
+			failed |= found < 0 || h->overflow;
+			s[i].gen = s[0].gen;
+			s[i].page = page;
+			s[i].state = HBMGUARD_STATE_CLEAN;
+			s[i].served = (uint64_t)page * PAGE;
+			if (found > 0 && page - e.first < e.nr) {
+				s[i].state = e.state;
+				if (e.state == HBMGUARD_STATE_RETIRED)
+					s[i].served = h->usable_size +
+						      (uint64_t)(e.spare + page - e.first) * PAGE;
+			}
+		}
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&h->seq, __ATOMIC_RELAXED) != seq) {
+			r->torn++;
+			continue;
+		}
+		r->bad_checks += failed;	/* consistent, yet a check failed */
+		r->went_back += s[0].gen < last;
+		/* Each generation's first snapshot, and one in 64 of the rest. */
+		if (s[0].gen != last || !(++kept % 64))
+			for (i = 0; i < 4 && r->n < GEN_SAMPLES; i++)
+				r->s[r->n++] = s[i];
+		last = s[0].gen;
+	}
+	return NULL;
+}
+
+static int gen_cmp(const void *a, const void *b)
+{
+	const struct gen_sample *x = a, *y = b;
+
+	return x->gen < y->gen ? -1 : x->gen > y->gen;
+}
+
+static void test_map_generations(void)
+{
+	static struct gen_reader readers[2];
+	static uint32_t cur[GEN_PAGES], op_first[20001], op_nr[20001];
+	static uint64_t served[GEN_PAGES];
+	uint32_t ops = debug_kernel() ? 1500 : 20000, id, k, i, last = 0, spans = 0;
+	struct gen_change *changes = calloc(4 * (size_t)ops, sizeof(*changes));
+	struct gen_sample *all;
+	volatile bool stop = false;
+	uint64_t g0, seed = 99, usable, gens_seen = 0;
+	long n = 0, bad = 0;
+	size_t size;
+	pthread_t th[2];
+	int fd = hbmguard_open();
+	struct hbmguard_map_header *h;
+
+	CHECK_OK(sim_create("gens", 64ULL << 20, 4096, 4096, &id));
+	usable = dev_info(id).usable_size;
+	g0 = dev_info(id).generation;
+	h = mmap(NULL, PAGE, PROT_READ, MAP_SHARED, fd, HBMGUARD_MMAP_TABLE(id));
+	CHECK(h != MAP_FAILED);
+	if (h == MAP_FAILED || !changes)
+		return;
+	size = h->map_size;
+	munmap(h, PAGE);
+	h = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, HBMGUARD_MMAP_TABLE(id));
+	CHECK(h != MAP_FAILED);
+	for (k = 0; k < 2; k++) {
+		readers[k] = (struct gen_reader){ .h = h, .size = size, .stop = &stop,
+						  .s = calloc(GEN_SAMPLES, sizeof(struct gen_sample)) };
+		pthread_create(&th[k], NULL, read_generations, &readers[k]);
+	}
+	for (k = 1; k <= ops; k++) {
+		uint32_t r = (seed = seed * 6364136223846793005ULL + 1) >> 33, p, len = 1;
+		bool any_clean = false, any_bad = false, do_retire;
+
+		p = r % 3 == 0 && last + 1 < GEN_PAGES ? last + 1 : (r >> 4) % GEN_PAGES;
+		if (r % 8 == 1)
+			len = 1 + (r >> 20) % 4;
+		if (p + len > GEN_PAGES)
+			p = GEN_PAGES - len;
+		for (i = p; i < p + len; i++) {
+			any_clean |= cur[i] == HBMGUARD_STATE_CLEAN;
+			any_bad |= cur[i] != HBMGUARD_STATE_CLEAN;
+		}
+		do_retire = any_clean && (!any_bad || (r >> 12) & 1);
+		spans += len > 1;
+		if (extent_op(ctl, do_retire ? HBMGUARD_IOC_RETIRE : HBMGUARD_IOC_CLEAR, id,
+			      (uint64_t)p * PAGE, len * PAGE, 0)) {
+			CHECK(!"retire or clear failed");
+			break;
+		}
+		if (dev_info(id).generation != g0 + k) {
+			CHECK(!"a change that is not one generation");
+			break;
+		}
+		op_first[k] = n;
+		op_nr[k] = len;
+		for (i = p; i < p + len; i++) {
+			struct hbmguard_translate tr = translate(id, (uint64_t)i * PAGE);
+
+			changes[n++] = (struct gen_change){ i, tr.state, tr.translated };
+			cur[i] = tr.state;
+		}
+		last = p + len - 1;
+	}
+	stop = true;
+	for (k = 0; k < 2; k++)
+		pthread_join(th[k], NULL);
+
+	/* Replay the changes in order of generation beside the sorted snapshots. */
+	all = calloc(2 * GEN_SAMPLES, sizeof(*all));
+	n = 0;
+	for (k = 0; k < 2; k++) {
+		memcpy(all + n, readers[k].s, readers[k].n * sizeof(*all));
+		n += readers[k].n;
+	}
+	qsort(all, n, sizeof(*all), gen_cmp);
+	for (i = 0; i < GEN_PAGES; i++) {
+		cur[i] = HBMGUARD_STATE_CLEAN;
+		served[i] = (uint64_t)i * PAGE;
+	}
+	k = 0;
+	for (long j = 0; j < n; j++) {
+		const struct gen_sample *s = &all[j];
+		uint32_t want_state = HBMGUARD_STATE_CLEAN;
+		uint64_t want_served = (uint64_t)s->page * PAGE;
+
+		if (s->gen < g0 || s->gen > g0 + ops) {
+			bad++;
+			continue;
+		}
+		gens_seen += j == 0 || s->gen != all[j - 1].gen;
+		for (; g0 + k < s->gen; k++)
+			for (i = 0; i < op_nr[k + 1]; i++) {
+				const struct gen_change *c = &changes[op_first[k + 1] + i];
+
+				cur[c->page] = c->state;
+				served[c->page] = c->served;
+			}
+		if (s->page < GEN_PAGES) {
+			want_state = cur[s->page];
+			want_served = served[s->page];
+		}
+		if (s->state != want_state || s->served != want_served) {
+			if (bad < 5)
+				printf("  generation %" PRIu64 " page %u: state %u served %#" PRIx64
+				       ", the table had %u %#" PRIx64 "\n", s->gen, s->page,
+				       s->state, s->served, want_state, want_served);
+			bad++;
+		}
+	}
+	printf("  %u changes (%u rows), %ld snapshots of %" PRIu64 " generations, "
+	       "%ld + %ld torn, %ld wrong\n", ops, spans, n, gens_seen,
+	       readers[0].torn, readers[1].torn, bad);
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(readers[0].bad_checks + readers[1].bad_checks, 0);
+	CHECK_EQ(readers[0].went_back + readers[1].went_back, 0);
+	CHECK(gens_seen > 1);
+	/* Within the change: the last generation is published, and every page agrees. */
+	CHECK_EQ(h->generation, dev_info(id).generation);
+	for (i = 0; i < GEN_PAGES + 2; i++) {
+		struct hbmguard_map_entry e;
+		struct hbmguard_translate tr = translate(id, (uint64_t)i * PAGE);
+		int found = map_find(h, size, i, &e);
+		bool in = found > 0 && i - e.first < e.nr;
+
+		CHECK(found >= 0);
+		if (in != (tr.state != HBMGUARD_STATE_CLEAN) ||
+		    (in && (e.state != tr.state ||
+			    (e.state == HBMGUARD_STATE_RETIRED &&
+			     usable + (uint64_t)(e.spare + i - e.first) * PAGE != tr.translated)))) {
+			CHECK(!"the mapped table disagrees with TRANSLATE");
+			break;
+		}
+	}
+	munmap(h, size);
+	for (k = 0; k < 2; k++)
+		free(readers[k].s);
+	free(all);
+	free(changes);
+	CHECK_OK(sim_destroy(id));
+	close(fd);
+}
+
+/*
+ * Past capacity the map says overflow and readers go to the ioctl; once the
+ * table is back within it, the next change rebuilds both copies and the
+ * map answers as TRANSLATE does again.
+ */
+static void test_map_overflow(void)
+{
+	struct hbmguard_table *t;
+	uint64_t served;
+	uint32_t id, cap, i, state;
+	int fd = hbmguard_open();
+	struct hbmguard_map_header *h;
+
+	CHECK_OK(sim_create("overflow", 64ULL << 20, 4096, 16, &id));
+	CHECK_OK(hbmguard_table_open(fd, id, &t));
+	h = mmap(NULL, PAGE, PROT_READ, MAP_SHARED, fd, HBMGUARD_MMAP_TABLE(id));
+	CHECK(h != MAP_FAILED);
+	if (h == MAP_FAILED)
+		return;
+	cap = h->capacity;
+	/* Pending pages two apart: an extent each, capacity + 1 of them. */
+	for (i = 0; i <= cap; i++)
+		if (extent_op(ctl, HBMGUARD_IOC_RETIRE, id, 2ULL * i * PAGE, PAGE,
+			      HBMGUARD_RETIRE_PENDING)) {
+			CHECK(!"pending failed");
+			break;
+		}
+	CHECK_EQ(h->overflow, 1);
+	CHECK_EQ(hbmguard_translate(t, 0, &served, &state), -EOVERFLOW);
+	CHECK_EQ(h->generation, dev_info(id).generation);
+	/* Two fewer: within capacity, rebuilt. */
+	CHECK_OK(clear(id, 0, 4 * PAGE));
+	CHECK_EQ(h->overflow, 0);
+	CHECK_EQ(h->nr[h->active], cap - 1);
+	CHECK_EQ(h->nr[!h->active], cap - 1);
+	for (i = 0; i < 2 * cap + 4; i += 1 + i % 7) {
+		CHECK_OK(hbmguard_translate(t, (uint64_t)i * PAGE, &served, &state));
+		if (state != translate(id, (uint64_t)i * PAGE).state) {
+			CHECK(!"the rebuilt map disagrees with TRANSLATE");
+			break;
+		}
+	}
+	munmap(h, PAGE);
+	hbmguard_table_close(t);
+	CHECK_OK(sim_destroy(id));
+	close(fd);
+}
+
+/*
+ * map=0: devices created then have no mapped table (EOPNOTSUPP), TRANSLATE
+ * still answers; the parameter takes only booleans; devices keep what they
+ * were created with.
+ */
+static void test_map_off(void)
+{
+	const char *param = "/sys/module/hbmguard/parameters/map";
+	struct hbmguard_table *t;
+	uint32_t on, off;
+	int fd = hbmguard_open(), p;
+	void *m;
+
+	CHECK_OK(sim_create("mapon", 64 << 20, 4096, 64, &on));
+	p = open(param, O_WRONLY);
+	CHECK(p >= 0);
+	if (p < 0)
+		return;
+	CHECK(write(p, "maybe", 5) < 0 && errno == EINVAL);
+	CHECK_EQ(write(p, "0", 1), 1);
+	CHECK_OK(sim_create("mapoff", 64 << 20, 4096, 64, &off));
+	CHECK_EQ(write(p, "1", 1), 1);
+	close(p);
+
+	m = mmap(NULL, PAGE, PROT_READ, MAP_SHARED, fd, HBMGUARD_MMAP_TABLE(off));
+	CHECK(m == MAP_FAILED && errno == EOPNOTSUPP);
+	CHECK_EQ(hbmguard_table_open(fd, off, &t), -EOPNOTSUPP);
+	CHECK_OK(retire(off, 3 * PAGE, PAGE));
+	CHECK_EQ(translate(off, 3 * PAGE).state, HBMGUARD_STATE_RETIRED);
+	/* The device created before keeps its map. */
+	CHECK_OK(hbmguard_table_open(fd, on, &t));
+	hbmguard_table_close(t);
+	CHECK_OK(sim_destroy(off));
+	CHECK_OK(sim_destroy(on));
 	close(fd);
 }
 
@@ -2608,6 +2967,9 @@ static const struct {
 	{ "mapped_table", test_mapped_table },
 	{ "map_bad_input", test_map_bad_input },
 	{ "map_concurrent", test_map_concurrent },
+	{ "map_generations", test_map_generations },
+	{ "map_off", test_map_off },
+	{ "map_overflow", test_map_overflow },
 	{ "aperture", test_aperture },
 	{ "aperture_guard_signals", test_aperture_guard_signals },
 	{ "aperture_guard_close_race", test_aperture_guard_close_race },

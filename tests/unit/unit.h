@@ -6,6 +6,7 @@
 #include "core.h"
 
 Suite *table_suite(void);
+Suite *mtree_suite(void);
 Suite *policy_suite(void);
 Suite *mce_suite(void);
 Suite *nvml_suite(void);

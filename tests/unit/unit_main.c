@@ -8,6 +8,7 @@ int main(void)
 	SRunner *sr = srunner_create(table_suite());
 	int failed;
 
+	srunner_add_suite(sr, mtree_suite());
 	srunner_add_suite(sr, policy_suite());
 	srunner_add_suite(sr, mce_suite());
 	srunner_add_suite(sr, nvml_suite());

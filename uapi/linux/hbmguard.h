@@ -107,8 +107,9 @@
 
 /*
  * Spare pages of one device at most (SIM_CREATE, RANGE_REGISTER; more is
- * EINVAL): the mapped table holds one entry per spare, 16 bytes, twice, so
- * it stays near 32 MiB.  A default spare pool is clamped to it.
+ * EINVAL): the mapped table's address space holds one entry per spare, in
+ * two copies (map.c), backed by memory only as the table grows.  A default
+ * spare pool is clamped to it.
  */
 #define HBMGUARD_SPARE_PAGES_MAX	(1U << 20)
 /* Open files of /dev/hbmguard of one non-admin user at once (ENFILE beyond). */
@@ -582,20 +583,54 @@ struct hbmguard_event {
  * (mremap(): EFAULT).  A mapping outlives its device: then `removed` is set
  * and the table stays as it was.
  *
- * The table is published in one of two buffers of sorted entries.  The
- * kernel fills the buffer readers are not directed to, then, inside `seq`
- * (odd while it writes), switches `active`; it never waits for readers.  A
- * reader loads `seq` (acquire) and retries while it is odd, reads `active`,
- * the entry count and the entries it needs, then loads `seq` again (after
- * an acquire fence) and retries if it changed: it then saw one consistent
- * table, old or new.  A reader must bound every index it reads by
- * `capacity`: a torn read is only detected after it.
+ * The table is a B+tree of fixed-size nodes (struct hbmguard_map_node), kept
+ * twice: copy 0 and copy 1, each an array of nodes at buffer_offset[c],
+ * addressed by index, never by pointer.  A change is applied to the copy
+ * readers are not directed to, then, inside `seq` (odd while it switches),
+ * `active` is switched to it; then the same change is applied to the other
+ * copy, which readers were directed away from, so both copies are again the
+ * same.  The kernel never waits for readers, and publishes every change
+ * within the call that makes it, whatever the size of the table (a change
+ * costs the kernel what the change is: O(log n) per extent it touches).
  *
- * Small tables are published within the change that makes them; larger ones
- * (above 1024 extents) by a worker a jiffy or two later, so a lookup may
- * briefly see the table before the latest change.  When the table holds more extents
- * than `capacity`, `overflow` is set and readers must use
- * HBMGUARD_IOC_TRANSLATE.  poll() on the file says when anything changed.
+ * A lookup of page p (page = offset >> page_shift):
+ *
+ *	s = seq (acquire); retry while s is odd
+ *	c = active & 1; n = root[c]; h = height[c]; nodes (acquire)
+ *	h == 0: the table is empty
+ *	for each level from the root down (h - 1 levels of inner nodes):
+ *		node = node n of copy c; i = last slot with in.first[i] <= p
+ *		none: p is below every extent: clean;  n = in.child[i]
+ *	the leaf: i = last slot with ext[i].first <= p
+ *	p is bad if such an ext[i] exists and p - first < nr
+ *	acquire fence; retry if seq != s
+ *
+ * An inner node's in.first[i] is the smallest page of its child i's
+ * subtree, so the descent finds the last extent starting at or below p.
+ * Nodes are checked as they are read: a node's level is the level the
+ * descent is at (leaves 0), 1 <= nr <= HBMGUARD_MAP_LEAF_MAX (a leaf) or
+ * HBMGUARD_MAP_INNER_MAX (an inner node), every index below `nodes`,
+ * height <= HBMGUARD_MAP_HEIGHT_MAX.  A read torn by a change can break any
+ * of them, and is only detected by the second load of `seq`: a reader
+ * bounds every index it follows and retries when a check fails and seq
+ * moved.  A failed check with seq unchanged is a bug: EPROTO.  Nodes are
+ * backed by memory as the table grows: node indices at or above `nodes` may
+ * not be (touching them is SIGBUS); nodes not reachable from a root hold
+ * anything.
+ *
+ * When the table holds more extents than `capacity`, or the kernel could
+ * not get memory for a change, `overflow` is set and readers must use
+ * HBMGUARD_IOC_TRANSLATE; the copies are rebuilt once a change brings the
+ * table back within `capacity`.  poll() on the file says when anything
+ * changed.
+ *
+ * A device created while the module parameter `map` was 0 has no mapped
+ * table: its mmap is EOPNOTSUPP (use HBMGUARD_IOC_TRANSLATE).  The
+ * parameter (/sys/module/hbmguard/parameters/map, default 1) is read when a
+ * device is created.
+ *
+ * Version 1 (hbmguard before the B+tree) published sorted arrays of
+ * struct hbmguard_map_entry; a reader of it finds version 2 and refuses.
  */
 #define HBMGUARD_MMAP_TABLE(dev)	((__u64)(dev) << 32)
 
@@ -629,24 +664,34 @@ struct hbmguard_event {
  */
 #define HBMGUARD_MMAP_APERTURE(dev)	((1ULL << 62) | ((__u64)(dev) << 44))
 #define HBMGUARD_MAP_MAGIC		0x48424d54	/* "HBMT" */
-#define HBMGUARD_MAP_VERSION		1
+#define HBMGUARD_MAP_VERSION		2
 #define HBMGUARD_MAP_NO_SPARE		0xffffffffU
+#define HBMGUARD_MAP_NODE_SIZE		512
+#define HBMGUARD_MAP_LEAF_MAX		31
+#define HBMGUARD_MAP_INNER_MAX		63
+#define HBMGUARD_MAP_HEIGHT_MAX		8
 
 /**
  * struct hbmguard_map_header - the first bytes of a mapped table
  * @magic: HBMGUARD_MAP_MAGIC
  * @version: HBMGUARD_MAP_VERSION
- * @seq: sequence count, odd while the kernel switches tables
- * @active: which buffer (0 or 1) is the table
- * @generation: the device generation the active buffer shows
- * @nr: entries in each buffer
- * @capacity: entries a buffer holds
+ * @seq: sequence count, odd while the kernel switches copies
+ * @active: which copy (0 or 1) is the table
+ * @generation: the device generation the active copy shows
+ * @nr: extents in each copy
+ * @capacity: extents the table may hold before it overflows
  * @page_shift: log2 of the device's page size
  * @usable_size: bytes users address; spares lie above it
- * @buffer_offset: byte offset of each buffer from the start of the mapping
+ * @buffer_offset: byte offset of each copy's node 0 from the start of the
+ *	mapping; node n of copy c is at buffer_offset[c] + n * node_size
  * @map_size: bytes of the whole mapping
  * @overflow: the table does not fit: use HBMGUARD_IOC_TRANSLATE
  * @removed: the device is gone; the table is its last one
+ * @root: node index of each copy's root
+ * @height: levels of each copy's tree: 0 empty, 1 the root is a leaf
+ * @nodes: nodes of each copy backed by memory: every index read is below
+ *	it; it only grows
+ * @node_size: HBMGUARD_MAP_NODE_SIZE
  * @reserved: zero
  */
 struct hbmguard_map_header {
@@ -663,11 +708,15 @@ struct hbmguard_map_header {
 	__u64 map_size;
 	__u32 overflow;
 	__u32 removed;
-	__u64 reserved[4];
+	__u32 root[2];
+	__u32 height[2];
+	__u32 nodes;
+	__u32 node_size;
+	__u64 reserved;
 };
 
 /**
- * struct hbmguard_map_entry - one extent of a mapped table, sorted by @first
+ * struct hbmguard_map_entry - one extent of a mapped table
  * @first: first page (offset >> page_shift)
  * @nr: pages
  * @spare: when RETIRED, the spare page serving @first (page i of the
@@ -680,6 +729,28 @@ struct hbmguard_map_entry {
 	__u32 nr;
 	__u32 spare;
 	__u32 state;
+};
+
+/**
+ * struct hbmguard_map_node - one node of a mapped table's B+tree
+ * @nr: slots in use
+ * @level: 0 for a leaf; an inner node is one above its children
+ * @reserved: zero
+ * @ext: a leaf's extents, sorted by first, disjoint
+ * @in: an inner node's children, sorted: @in.first[i] is the smallest page
+ *	of child @in.child[i]'s subtree, @in.child[i] its node index
+ */
+struct hbmguard_map_node {
+	__u16 nr;
+	__u16 level;
+	__u32 reserved;
+	union {
+		struct hbmguard_map_entry ext[HBMGUARD_MAP_LEAF_MAX];
+		struct {
+			__u32 first[HBMGUARD_MAP_INNER_MAX];
+			__u32 child[HBMGUARD_MAP_INNER_MAX];
+		} in;
+	};
 };
 
 /*

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * One copy of the mapped table's B+tree (mtree.c), plain C like table.c:
+ * compiled into hbmguard.ko and into the unit tests.  Nodes live in 4 KiB
+ * chunks that the caller backs (map.c maps them to userspace); the layout
+ * is uapi/linux/hbmguard.h's struct hbmguard_map_node.
+ */
+#ifndef HBM_MTREE_H
+#define HBM_MTREE_H
+
+#include "core.h"
+
+#define HBM_MCHUNK_BYTES	4096
+#define HBM_MNODES_PER_CHUNK	(HBM_MCHUNK_BYTES / HBMGUARD_MAP_NODE_SIZE)
+#define HBM_MNODE_NONE		0xffffffffU
+
+#ifdef __KERNEL__
+#include <linux/gfp.h>
+#include <linux/prefetch.h>
+#define hbm_mchunk_alloc()	((void *)get_zeroed_page(GFP_KERNEL))
+#define hbm_mchunk_free(p)	free_page((unsigned long)(p))
+#define hbm_prefetch(p)		prefetch(p)
+#else
+#define hbm_mchunk_alloc()	hbm_test_alloc(HBM_MCHUNK_BYTES, true)
+#define hbm_mchunk_free(p)	hbm_test_free(p)
+#define hbm_prefetch(p)		__builtin_prefetch(p)
+#endif
+
+struct hbm_mtree {
+	void **chunk;		/* chunk[i] holds nodes i * 8 .. i * 8 + 7 */
+	u32 max_chunks;
+	u32 nr_chunks;		/* backed: nodes below nr_chunks * 8 */
+	u32 used;		/* nodes handed out, freed ones included */
+	u32 free;		/* freed nodes, linked through in.first[0] */
+	u32 nr_free;
+	u32 root;
+	u32 height;		/* 0: empty */
+	u32 nr;			/* extents */
+};
+
+/*
+ * Room for hbm_mtree_sync() to list extents a batch at a time, and its
+ * record of what it did, for hbm_mtree_follow().
+ */
+#define HBM_MSYNC_BATCH		32
+#define HBM_MSYNC_LOG		(2 * HBM_MSYNC_BATCH)	/* hbm_mtree_change()'s most */
+struct hbm_mop {
+	bool del;
+	struct hbmguard_map_entry e;
+};
+
+struct hbm_mscratch {
+	struct hbmguard_map_entry old[HBM_MSYNC_BATCH];
+	struct hbm_extent cur[HBM_MSYNC_BATCH];
+	struct hbm_mop log[HBM_MSYNC_LOG];
+	u32 nr_log;		/* beyond HBM_MSYNC_LOG: the record is short */
+};
+
+u32 hbm_mtree_max_nodes(u32 capacity);
+int hbm_mtree_init(struct hbm_mtree *t, u32 max_nodes);
+void hbm_mtree_destroy(struct hbm_mtree *t);
+int hbm_mtree_reserve(struct hbm_mtree *t, u32 inserts);
+int hbm_mtree_grow(struct hbm_mtree *t, u32 chunks);
+void hbm_mtree_clear(struct hbm_mtree *t);
+int hbm_mtree_insert(struct hbm_mtree *t, const struct hbmguard_map_entry *e);
+int hbm_mtree_upsert(struct hbm_mtree *t, const struct hbmguard_map_entry *e);
+int hbm_mtree_delete(struct hbm_mtree *t, u32 first);
+bool hbm_mtree_find(const struct hbm_mtree *t, u32 page,
+		    struct hbmguard_map_entry *out);
+u32 hbm_mtree_list(const struct hbm_mtree *t, u32 start, u32 end,
+		   struct hbmguard_map_entry *out, u32 max);
+struct hbmguard_map_node *hbm_mtree_node(const struct hbm_mtree *t, u32 i);
+void hbm_mtree_span(const struct hbm_mtree *m, const struct hbm_table *t,
+		    u32 *lo, u32 *hi);
+int hbm_mtree_sync(struct hbm_mtree *m, const struct hbm_table *t, u32 lo,
+		   u32 hi, struct hbm_mscratch *s, int (*reserve)(void *arg),
+		   void *arg);
+int hbm_mtree_change(struct hbm_mtree *m, const struct hbm_table *t, u32 *lo,
+		     u32 *hi, struct hbm_mscratch *s, int (*reserve)(void *arg),
+		     void *arg);
+int hbm_mtree_follow(struct hbm_mtree *m, const struct hbm_table *t, u32 lo,
+		     u32 hi, struct hbm_mscratch *s, int (*reserve)(void *arg),
+		     void *arg);
+int hbm_mtree_rebuild(struct hbm_mtree *m, const struct hbm_table *t,
+		      int (*reserve)(void *arg), void *arg);
+
+#endif /* HBM_MTREE_H */

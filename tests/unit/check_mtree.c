@@ -1,0 +1,435 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Unit tests of the mapped table's B+tree (kmod/mtree.c) and of
+ * libhbmguard's reader of it (daemon/libhbmguard/table.c, included for its
+ * static lookup()).
+ *
+ * Random insertions, deletions and updates run against a model (an array
+ * indexed by key); after each, the tree's invariants are checked, its
+ * extents compared with the model, and lookups through the reader compared
+ * with the model's answer, on a mapping assembled as the kernel lays it out.
+ * Then random operations of the real table (table.c) are followed by
+ * hbm_mtree_span(), hbm_mtree_sync() on one copy and hbm_mtree_follow() on
+ * the other, as map.c does, and each copy must equal the table, node for
+ * node the same as the other.
+ */
+#include "libhbmguard/table.c"
+
+#include <check.h>
+#include <stdlib.h>
+#include "mtree.h"
+#include "unit.h"
+
+#define NOW 1700000000u
+
+static u32 rnd_state = 1;
+
+static u32 rnd(void)
+{
+	rnd_state ^= rnd_state << 13;
+	rnd_state ^= rnd_state >> 17;
+	rnd_state ^= rnd_state << 5;
+	return rnd_state;
+}
+
+struct walk {
+	const struct hbm_mtree *t;
+	struct hbmguard_map_entry *out;
+	u32 n, nodes;
+	u8 *seen;
+	const char *err;
+};
+
+/* Check the subtree at @i, at @level; return its smallest key. */
+static u32 walk_node(struct walk *w, u32 i, u32 level, bool last)
+{
+	const struct hbmguard_map_node *n;
+	u32 j, min;
+
+	if (i >= w->t->used) {
+		w->err = "index past the nodes handed out";
+		return 0;
+	}
+	if (w->seen[i]++) {
+		w->err = "node reachable twice";
+		return 0;
+	}
+	w->nodes++;
+	n = hbm_mtree_node(w->t, i);
+	if (n->level != level || n->reserved)
+		w->err = "level or reserved wrong";
+	if (!n->nr || n->nr > (level ? HBMGUARD_MAP_INNER_MAX : HBMGUARD_MAP_LEAF_MAX))
+		w->err = "node empty or overfull";
+	/* Half full but the root, and the last leaf after an append. */
+	if (i != w->t->root && !(level == 0 && last) &&
+	    n->nr < (level ? HBMGUARD_MAP_INNER_MAX : HBMGUARD_MAP_LEAF_MAX) / 2)
+		w->err = "node below half full";
+	if (w->err)
+		return 0;
+	if (!level) {
+		for (j = 0; j < n->nr; j++) {
+			if (w->n && w->out[w->n - 1].first >= n->ext[j].first)
+				w->err = "extents out of order";
+			w->out[w->n++] = n->ext[j];
+		}
+		return n->ext[0].first;
+	}
+	min = n->in.first[0];
+	for (j = 0; j < n->nr && !w->err; j++) {
+		u32 m = walk_node(w, n->in.child[j], level - 1, last && j == n->nr - 1u);
+
+		if (!w->err && m != n->in.first[j])
+			w->err = "inner key is not its subtree's smallest";
+	}
+	return min;
+}
+
+/* The tree's invariants; its extents in @out (room for t->nr). */
+static const char *mtree_check(const struct hbm_mtree *t, struct hbmguard_map_entry *out)
+{
+	struct walk w = { .t = t, .out = out };
+	u32 f, k;
+
+	w.seen = calloc(t->used + 1, 1);
+	if (t->height)
+		walk_node(&w, t->root, t->height - 1, true);
+	for (f = t->free, k = 0; !w.err && k < t->nr_free; k++, f = hbm_mtree_node(t, f)->in.first[0])
+		if (f >= t->used || w.seen[f]++)
+			w.err = "free list broken";
+	free(w.seen);
+	if (w.err)
+		return w.err;
+	if (w.n != t->nr)
+		return "extent count wrong";
+	if (w.nodes + t->nr_free != t->used)
+		return "nodes lost";
+	if (t->used > t->nr_chunks * HBM_MNODES_PER_CHUNK)
+		return "node not backed";
+	if (w.nodes > hbm_mtree_max_nodes(t->nr))
+		return "more nodes than hbm_mtree_max_nodes() allows";
+	return NULL;
+}
+
+/* A mapping of copy @t as the kernel lays it out, for libhbmguard's lookup(). */
+struct fake_map {
+	struct hbmguard_table tab;
+	char *buf;
+};
+
+static void fake_map(struct fake_map *f, const struct hbm_mtree *t)
+{
+	struct hbmguard_map_header *h;
+	size_t nodes = t->nr_chunks * HBM_MNODES_PER_CHUNK, i;
+
+	f->buf = calloc(1, 4096 + nodes * HBMGUARD_MAP_NODE_SIZE + 1);
+	h = (void *)f->buf;
+	h->buffer_offset[1] = 4096;
+	h->active = 1;
+	h->root[1] = t->root;
+	h->height[1] = t->height;
+	h->nodes = nodes;
+	for (i = 0; i < t->nr_chunks; i++)
+		memcpy(f->buf + 4096 + i * HBM_MCHUNK_BYTES, t->chunk[i], HBM_MCHUNK_BYTES);
+	f->tab.hdr = h;
+	f->tab.size = 4096 + nodes * HBMGUARD_MAP_NODE_SIZE;
+}
+
+static int reserve_one(void *arg)
+{
+	return hbm_mtree_reserve(arg, 1);
+}
+
+#define KEYS 3000
+
+START_TEST(random_against_model)
+{
+	static struct hbmguard_map_entry model[KEYS], got[KEYS];
+	static bool present[KEYS];
+	struct hbm_mtree t;
+	struct fake_map fm;
+	u32 op, i, nr = 0;
+
+	rnd_state = 12345 + _i;
+	memset(present, 0, sizeof(present));
+	ck_assert_int_eq(hbm_mtree_init(&t, hbm_mtree_max_nodes(KEYS)), 0);
+	for (op = 0; op < 20000; op++) {
+		u32 k = rnd() % KEYS, r = rnd() % 100;
+		/* Phases: mostly inserts, then mostly deletes, then mixed. */
+		u32 ins = op < 6000 ? 80 : op < 12000 ? 20 : 50;
+		struct hbmguard_map_entry e = {
+			.first = k, .nr = 1 + rnd() % 3, .spare = rnd(), .state = 1 + rnd() % 3,
+		}, found;
+		int err;
+
+		if (r < ins) {
+			ck_assert_int_eq(hbm_mtree_reserve(&t, 1), 0);
+			err = hbm_mtree_insert(&t, &e);
+			ck_assert_int_eq(err, present[k] ? -EEXIST : 0);
+			if (!present[k]) {
+				present[k] = true;
+				model[k] = e;
+				nr++;
+			}
+		} else if (r < ins + 10) {
+			ck_assert_int_eq(hbm_mtree_reserve(&t, 1), 0);
+			err = hbm_mtree_upsert(&t, &e);
+			ck_assert_int_eq(err, !present[k] ? 2 :
+					 memcmp(&model[k], &e, sizeof(e)) ? 1 : 0);
+			nr += !present[k];
+			present[k] = true;
+			model[k] = e;
+		} else {
+			ck_assert_int_eq(hbm_mtree_delete(&t, k), present[k] ? 0 : -ENOENT);
+			if (present[k]) {
+				present[k] = false;
+				nr--;
+			}
+		}
+		/* The predecessor of a random page, by the writer's lookup. */
+		k = rnd() % KEYS;
+		for (i = k + 1; i-- > 0 && !present[i];)
+			;
+		ck_assert_int_eq(hbm_mtree_find(&t, k, &found), i != (u32)-1);
+		if (i != (u32)-1)
+			ck_assert_int_eq(found.first, i);
+		if (op % 97 && op > 200)
+			continue;
+
+		{
+			const char *why = mtree_check(&t, got);
+			u32 n = 0;
+
+			ck_assert_msg(!why, "op %u: %s", op, why);
+			ck_assert_uint_eq(t.nr, nr);
+			for (i = 0; i < KEYS; i++)
+				if (present[i]) {
+					ck_assert_int_eq(memcmp(&got[n], &model[i], sizeof(model[i])), 0);
+					n++;
+				}
+		}
+		/* The reader agrees, at every key and between. */
+		fake_map(&fm, &t);
+		for (i = 0; i < 50; i++) {
+			struct hbmguard_map_entry e2;
+			u32 page = rnd() % (KEYS + 5), p;
+			int r2 = lookup(&fm.tab, page, &e2);
+
+			for (p = (page < KEYS ? page : KEYS - 1) + 1; p-- > 0 && !present[p];)
+				;
+			ck_assert_int_eq(r2, p != (u32)-1);
+			if (r2 > 0)
+				ck_assert_int_eq(memcmp(&e2, &model[p], sizeof(e2)), 0);
+		}
+		free(fm.buf);
+		/* And a listing of a random range. */
+		{
+			u32 a = rnd() % KEYS, b = a + rnd() % 200, n, want = 0;
+
+			n = hbm_mtree_list(&t, a, b, got, KEYS);
+			for (i = a; i < b && i < KEYS; i++)
+				if (present[i]) {
+					ck_assert_uint_lt(want, n);
+					ck_assert_uint_eq(got[want].first, i);
+					want++;
+				}
+			ck_assert_uint_eq(n, want);
+		}
+	}
+	hbm_mtree_destroy(&t);
+}
+END_TEST
+
+/* Ascending insertions (a restore) fill leaves whole; the reader finds each. */
+START_TEST(ascending_fills_leaves)
+{
+	static struct hbmguard_map_entry got[20000];
+	struct hbm_mtree t;
+	struct fake_map fm;
+	u32 i, leaves;
+
+	ck_assert_int_eq(hbm_mtree_init(&t, hbm_mtree_max_nodes(20000)), 0);
+	for (i = 0; i < 20000; i++) {
+		struct hbmguard_map_entry e = { .first = 3 * i, .nr = 2, .spare = i, .state = 2 };
+
+		ck_assert_int_eq(hbm_mtree_reserve(&t, 1), 0);
+		ck_assert_int_eq(hbm_mtree_insert(&t, &e), 0);
+	}
+	ck_assert_ptr_null(mtree_check(&t, got));
+	leaves = (20000 + HBMGUARD_MAP_LEAF_MAX - 1) / HBMGUARD_MAP_LEAF_MAX;
+	/* Inner nodes split evenly: a level above the leaves is half full. */
+	ck_assert_uint_le(t.used, leaves + 2 * leaves / HBMGUARD_MAP_INNER_MAX + 8);
+	fake_map(&fm, &t);
+	for (i = 0; i < 60000; i++) {
+		struct hbmguard_map_entry e;
+
+		ck_assert_int_eq(lookup(&fm.tab, i, &e), 1);
+		ck_assert_uint_eq(e.first, i / 3 * 3);
+		ck_assert_uint_eq(e.spare, i / 3);
+	}
+	free(fm.buf);
+	hbm_mtree_destroy(&t);
+}
+END_TEST
+
+/* Without backed nodes an insertion fails whole; a failed allocation too. */
+START_TEST(no_room_changes_nothing)
+{
+	static struct hbmguard_map_entry got[64];
+	struct hbmguard_map_entry e = { .first = 7, .nr = 1, .state = 1 };
+	struct hbm_mtree t;
+	u32 i;
+
+	ck_assert_int_eq(hbm_mtree_init(&t, 100), 0);
+	ck_assert_int_eq(hbm_mtree_insert(&t, &e), -ENOSPC);
+	ck_assert_uint_eq(t.nr, 0);
+	hbm_test_alloc_fail_in = 0;
+	ck_assert_int_eq(hbm_mtree_reserve(&t, 1), -ENOMEM);
+	hbm_test_alloc_fail_in = -1;
+	ck_assert_int_eq(hbm_mtree_insert(&t, &e), -ENOSPC);
+	for (i = 0; i < HBMGUARD_MAP_LEAF_MAX; i++) {
+		e.first = i;
+		ck_assert_int_eq(hbm_mtree_reserve(&t, 1), 0);
+		ck_assert_int_eq(hbm_mtree_insert(&t, &e), 0);
+	}
+	/* The leaf is full; its split needs 3 nodes: take the rest away. */
+	t.used = t.nr_chunks * HBM_MNODES_PER_CHUNK;
+	e.first = 100;
+	ck_assert_int_eq(hbm_mtree_insert(&t, &e), -ENOSPC);
+	t.used = 1;
+	ck_assert_ptr_null(mtree_check(&t, got));
+	ck_assert_uint_eq(t.nr, HBMGUARD_MAP_LEAF_MAX);
+	/* The bound holds the largest capacity in a handful of levels. */
+	ck_assert_uint_lt(hbm_mtree_max_nodes(HBMGUARD_SPARE_PAGES_MAX + 1024),
+			  (HBMGUARD_SPARE_PAGES_MAX + 1024) / 15 * 21 / 20);
+	hbm_mtree_destroy(&t);
+}
+END_TEST
+
+struct table_walk {
+	struct hbmguard_map_entry *out;
+	u32 n;
+};
+
+static void table_one(const struct hbm_extent *e, void *arg)
+{
+	struct table_walk *w = arg;
+
+	w->out[w->n++] = (struct hbmguard_map_entry){ e->first, e->nr, e->spare, e->state };
+}
+
+struct two {
+	struct hbm_mtree *c[2];
+};
+
+static int reserve_both(void *arg)
+{
+	struct two *two = arg;
+
+	return hbm_mtree_reserve(two->c[0], 1) ?: hbm_mtree_reserve(two->c[1], 1);
+}
+
+#define PAGES 4000
+#define SPARES 600
+
+/*
+ * The table's own operations, followed as map.c follows them: the span of
+ * each change, synced into one copy then the other.
+ */
+START_TEST(sync_follows_table)
+{
+	static struct hbmguard_map_entry want[PAGES], got[PAGES];
+	struct hbm_mtree c[2];
+	struct two two = { { &c[0], &c[1] } };
+	struct hbm_mscratch scratch;
+	struct hbm_table t;
+	u32 op, k, logged = 0;
+
+	rnd_state = 777 + _i;
+	ck_assert_int_eq(hbm_table_init(&t, PAGES, SPARES), 0);
+	for (k = 0; k < 2; k++)
+		ck_assert_int_eq(hbm_mtree_init(&c[k], hbm_mtree_max_nodes(SPARES + 1024)), 0);
+	for (op = 0; op < 6000; op++) {
+		struct hbm_result res = { 0 };
+		u32 r = rnd() % 100, first, nr, lo, hi;
+		struct table_walk w = { .out = want };
+		const char *why;
+		int err;
+
+		/* Mostly single pages, some rows and wide clears. */
+		nr = r < 70 ? 1 : r < 90 ? 1 + rnd() % 8 : 1 + rnd() % 300;
+		first = rnd() % (PAGES - nr);
+		r = rnd() % 100;
+		if (r < 3 && t.spare_used) {
+			u32 page, spare = rnd() % SPARES;
+
+			err = hbm_table_spare_fail(&t, spare, 1, NOW, &res, &page);
+			ck_assert_int_eq(err, 0);
+			first = page == HBM_NO_SPARE ? PAGES : page;
+			nr = 1;
+		} else {
+			err = hbm_table_apply(&t, r < 55 ? HBM_OP_RETIRE :
+						  r < 70 ? HBM_OP_PENDING : HBM_OP_CLEAR,
+					      first, nr, HBMGUARD_SOURCE_UE, 1, NOW, &res);
+			ck_assert_int_eq(err, 0);
+		}
+		if (first >= PAGES)
+			continue;
+		lo = first ? first - 1 : 0;
+		hi = first + nr + 1 < PAGES ? first + nr + 1 : PAGES;
+		/* Both ways: the one map.c takes, and its fallback for large changes. */
+		if (op % 3) {
+			ck_assert_int_eq(hbm_mtree_change(&c[op % 2], &t, &lo, &hi, &scratch,
+							  reserve_both, &two), 0);
+		} else {
+			hbm_mtree_span(&c[op % 2], &t, &lo, &hi);
+			ck_assert_int_eq(hbm_mtree_sync(&c[op % 2], &t, lo, hi, &scratch,
+							reserve_both, &two), 0);
+		}
+		ck_assert_uint_le(lo, first);
+		logged += scratch.nr_log <= HBM_MSYNC_LOG;
+		ck_assert_int_eq(hbm_mtree_follow(&c[(op + 1) % 2], &t, lo, hi, &scratch,
+						  reserve_both, &two), 0);
+
+		hbm_table_walk(&t, table_one, &w);
+		for (k = 0; k < 2; k++) {
+			why = mtree_check(&c[k], got);
+			ck_assert_msg(!why, "op %u copy %u: %s", op, k, why);
+			ck_assert_uint_eq(c[k].nr, w.n);
+			ck_assert_int_eq(memcmp(got, want, w.n * sizeof(want[0])), 0);
+		}
+		/* The same operations in the same order: the same bytes. */
+		ck_assert_uint_eq(c[0].used, c[1].used);
+		ck_assert_uint_eq(c[0].root, c[1].root);
+		for (k = 0; k < c[0].used; k++)
+			ck_assert_int_eq(memcmp(hbm_mtree_node(&c[0], k), hbm_mtree_node(&c[1], k),
+						HBMGUARD_MAP_NODE_SIZE), 0);
+		if (op % 500 == 499) {
+			/* A rebuild gives the same table, fuller. */
+			ck_assert_int_eq(hbm_mtree_rebuild(&c[0], &t, reserve_one, &c[0]), 0);
+			ck_assert_int_eq(hbm_mtree_rebuild(&c[1], &t, reserve_one, &c[1]), 0);
+			ck_assert_ptr_null(mtree_check(&c[0], got));
+			ck_assert_int_eq(memcmp(got, want, w.n * sizeof(want[0])), 0);
+		}
+	}
+	/* Both ways of following were taken. */
+	ck_assert_uint_gt(logged, 100);
+	ck_assert_uint_lt(logged, op - 10);
+	for (k = 0; k < 2; k++)
+		hbm_mtree_destroy(&c[k]);
+	hbm_table_destroy(&t);
+}
+END_TEST
+
+Suite *mtree_suite(void)
+{
+	Suite *s = suite_create("mtree");
+	TCase *tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, random_against_model, 0, 3);
+	tcase_add_test(tc, ascending_fills_leaves);
+	tcase_add_test(tc, no_room_changes_nothing);
+	tcase_add_loop_test(tc, sync_follows_table, 0, 3);
+	suite_add_tcase(s, tc);
+	return s;
+}
