@@ -25,7 +25,8 @@
  * storm would cost 256 times the memory to hold the same storm.
  *
  * The table is open-addressed with linear probing over HBM_CE_SLOTS slots of
- * 16 bytes (3 MiB, kvmalloc'd at load), at most half full (10^5 of 196608):
+ * 16 bytes and a bit each (3 MiB and 24 KiB, kvmalloc'd at load), at most
+ * half full (10^5 of 196608):
  * a probe then looks at 2.6 slots on average for a new page and the longest
  * runs stay in the tens of slots, which bounds the time a reporter holds
  * the lock with interrupts off.  Entries leave by backward shift, never by
@@ -41,11 +42,13 @@
  * device's HBMGUARD_A_ERRORS_DROPPED, GET_DEVICE's errors_dropped), as are
  * reports the worker could not apply.
  *
- * The worker takes bounded batches (half from the ring, the rest from the
- * table, so neither starves the other), sweeping the table in slot order
- * from where it stopped: a page added behind the sweep waits at most one
- * turn.  The lock is dropped and cond_resched() called between batches,
- * and a batch looks at no more than HBM_SWEEP_SLOTS slots.
+ * The worker takes batches of HBM_BATCH (half from the ring, the rest from
+ * the table, so neither starves the other), sweeping the table in slot
+ * order from where it stopped: a page added behind the sweep waits at most
+ * one turn.  The slots' bits find the next one in a word a time, so that a
+ * sparse table costs a reporter waiting on the lock little (a whole turn is
+ * 3072 words).  The lock is dropped and cond_resched() called between
+ * batches.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -61,7 +64,6 @@
 #define HBM_CE_SLOTS		(3 << 16)
 #define HBM_CE_COUNT_MAX	((1U << 24) - 1)
 #define HBM_BATCH		32
-#define HBM_SWEEP_SLOTS		1024
 
 struct hbm_report {
 	struct hbm_device *dev;		/* holds a reference */
@@ -81,6 +83,7 @@ struct hbm_ce_slot {
 
 static struct hbm_report hbm_intake[HBM_INTAKE_SLOTS];
 static struct hbm_ce_slot *hbm_ce;	/* HBM_CE_SLOTS */
+static unsigned long *hbm_ce_used;	/* a bit per slot: the sweep's index */
 static u32 hbm_ce_nr, hbm_ce_sweep;
 static u32 hbm_intake_head, hbm_intake_tail;	/* free-running */
 static DEFINE_SPINLOCK(hbm_intake_lock);
@@ -141,6 +144,7 @@ static bool ce_add(struct hbm_device *dev, u32 page, u32 count, u32 path)
 	hbm_ce[i] = (struct hbm_ce_slot){
 		.dev = dev, .page = page, .count = count, .path = path,
 	};
+	__set_bit(i, hbm_ce_used);
 	hbm_ce_nr++;
 	return true;
 }
@@ -167,6 +171,7 @@ static void ce_remove(u32 i)
 		i = j;
 	}
 	hbm_ce[i].dev = NULL;
+	__clear_bit(i, hbm_ce_used);
 	hbm_ce_nr--;
 }
 
@@ -187,6 +192,7 @@ int hbm_report_async(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 	bool reserved = kind == HBMGUARD_ERROR_UE || kind == HBMGUARD_ERROR_POISON;
 	u32 limit = reserved ? HBM_INTAKE_SLOTS : HBM_INTAKE_SLOTS - HBM_UE_RESERVE;
 	unsigned long flags;
+	bool was_empty;
 
 	hbm_path_count(path, false);
 	if (kind != HBM_INTAKE_DEVICE_ERROR && offset >= dev->hbm_size) {
@@ -194,6 +200,7 @@ int hbm_report_async(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 		return -ERANGE;
 	}
 	spin_lock_irqsave(&hbm_intake_lock, flags);
+	was_empty = !hbm_ce_nr && hbm_intake_head == hbm_intake_tail;
 	if (kind == HBMGUARD_ERROR_CE &&
 	    ce_add(dev, offset >> dev->page_shift, count, path))
 		goto queued;
@@ -209,7 +216,12 @@ int hbm_report_async(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 	};
 queued:
 	spin_unlock_irqrestore(&hbm_intake_lock, flags);
-	queue_work(hbm_wq, &hbm_intake_work);
+	/*
+	 * The worker stops only on finding the queue empty under the lock: a
+	 * report added to a queue that was not is one it will take.
+	 */
+	if (was_empty)
+		queue_work(hbm_wq, &hbm_intake_work);
 	return 0;
 }
 
@@ -226,15 +238,15 @@ static u32 ring_take(struct hbm_report *batch, u32 n, u32 max)
  */
 static u32 intake_take(struct hbm_report *batch, u32 max)
 {
-	u32 n = ring_take(batch, 0, max / 2), looked;
+	u32 n = ring_take(batch, 0, max / 2);
 
-	for (looked = 0; n < max && hbm_ce_nr && looked < HBM_SWEEP_SLOTS; looked++) {
-		struct hbm_ce_slot *s = &hbm_ce[hbm_ce_sweep];
+	while (n < max && hbm_ce_nr) {
+		struct hbm_ce_slot *s;
 
-		if (!s->dev) {
-			hbm_ce_sweep = ce_next(hbm_ce_sweep);
-			continue;
-		}
+		hbm_ce_sweep = find_next_bit(hbm_ce_used, HBM_CE_SLOTS, hbm_ce_sweep);
+		if (hbm_ce_sweep == HBM_CE_SLOTS)
+			hbm_ce_sweep = find_first_bit(hbm_ce_used, HBM_CE_SLOTS);
+		s = &hbm_ce[hbm_ce_sweep];
 		batch[n++] = (struct hbm_report){
 			.dev = s->dev, .offset = (u64)s->page << s->dev->page_shift,
 			.kind = HBMGUARD_ERROR_CE, .count = s->count,
@@ -293,7 +305,7 @@ static void hbm_intake_drain(struct work_struct *work)
 			hbm_device_put(batch[i].dev);
 		}
 		cond_resched();
-	} while (n || !intake_empty());
+	} while (n);	/* empty: the next report queues the work again */
 }
 
 /* Apply everything queued so far; for unload and for tests. */
@@ -311,12 +323,16 @@ void hbm_intake_flush(void)
  */
 int hbm_intake_init(void)
 {
-	hbm_ce = hbm_zalloc(HBM_CE_SLOTS * sizeof(*hbm_ce));
+	size_t table = HBM_CE_SLOTS * sizeof(*hbm_ce);
+	size_t map = BITS_TO_LONGS(HBM_CE_SLOTS) * sizeof(long);
+
+	hbm_ce = hbm_zalloc(table + map);
 	if (!hbm_ce)
 		return -ENOMEM;
+	hbm_ce_used = (unsigned long *)(hbm_ce + HBM_CE_SLOTS);
 	pr_info("intake: %zu bytes for %u pending pages and %u reports\n",
-		HBM_CE_SLOTS * sizeof(*hbm_ce) + sizeof(hbm_intake),
-		HBM_CE_PAGES_MAX, HBM_INTAKE_SLOTS);
+		table + map + sizeof(hbm_intake), HBM_CE_PAGES_MAX,
+		HBM_INTAKE_SLOTS);
 	return 0;
 }
 

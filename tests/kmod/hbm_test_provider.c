@@ -8,6 +8,7 @@
  *   echo "report ce|ue|poison OFFSET COUNT process|spinlock|timer" > ctl
  *   echo "flood N PAGES" > ctl  N CEs over PAGES pages from atomic context,
  *                              then one UE
+ *   echo "loop N PAGES" > ctl   flood's loop with no report: its own cost
  *   echo "storm PAGES ROUNDS STRIDE UES COUNT" > ctl
  *                              ROUNDS rounds of one report of COUNT CEs on
  *                              each of PAGES pages (page STRIDE * i), from
@@ -123,6 +124,30 @@ static int do_flood(u32 n, u32 pages)
 	return i;
 }
 
+/* What flood's loop costs without hbmguard: the floor of its rate. */
+static noinline int report_none(u64 page)
+{
+	return page == U64_MAX;
+}
+
+static void do_loop(u32 n, u32 pages)
+{
+	u32 i, accepted = 0;
+	unsigned long flags;
+	ktime_t t0;
+	s64 ns;
+
+	t0 = ktime_get();
+	for (i = 0; i < n; i++) {
+		spin_lock_irqsave(&lock, flags);
+		accepted += !report_none(i % pages);
+		spin_unlock_irqrestore(&lock, flags);
+	}
+	ns = ktime_to_ns(ktime_sub(ktime_get(), t0));
+	pr_info("hbm_test_provider: loop %u over %u pages in %lld ns, %u\n", n,
+		pages, ns, accepted);
+}
+
 /*
  * A storm: every page's errors come in ROUNDS reports, so that the queue
  * must add them up; the UEs come in the middle of it.  Says how many
@@ -190,6 +215,9 @@ static ssize_t ctl_write(struct file *file, const char __user *ubuf,
 		err = do_report(kind_of(a), x, u, c);
 	} else if (sscanf(buf, "flood %u %u", &u, &v) == 2 && v) {
 		err = do_flood(u, v);
+	} else if (sscanf(buf, "loop %u %u", &u, &v) == 2 && v) {
+		do_loop(u, v);
+		err = 0;
 	} else if (sscanf(buf, "storm %u %u %u %u %u", &u, &v, &w[0], &w[1],
 			  &w[2]) == 5) {
 		err = do_storm(u, v, w[0], w[1], w[2]);
