@@ -25,9 +25,9 @@
  * storm would cost 256 times the memory to hold the same storm.
  *
  * The table is open-addressed with linear probing over HBM_CE_SLOTS slots of
- * 16 bytes and a bit each (3 MiB and 24 KiB, kvmalloc'd at load), at most
- * half full (10^5 of 196608):
- * a probe then looks at 2.6 slots on average for a new page and the longest
+ * 16 bytes and a bit each (3 MiB and 24 KiB, kvmalloc'd at load), about
+ * half full at most (10^5 of 196608, a load of 0.51): a probe then looks
+ * at 2.6 slots on average for a new page, 1.5 for a repeat, and the longest
  * runs stay in the tens of slots, which bounds the time a reporter holds
  * the lock with interrupts off.  Entries leave by backward shift, never by
  * tombstone, so the table does not decay under churn.  A slot's count is 24
@@ -326,6 +326,9 @@ int hbm_intake_init(void)
 	size_t table = HBM_CE_SLOTS * sizeof(*hbm_ce);
 	size_t map = BITS_TO_LONGS(HBM_CE_SLOTS) * sizeof(long);
 
+	/* The memory and the load factor the top of this file states. */
+	BUILD_BUG_ON(sizeof(struct hbm_ce_slot) != 16);
+	BUILD_BUG_ON(100ULL * HBM_CE_PAGES_MAX > 52ULL * HBM_CE_SLOTS);
 	hbm_ce = hbm_zalloc(table + map);
 	if (!hbm_ce)
 		return -ENOMEM;

@@ -34,6 +34,9 @@ check "provider: three errors, three pages" '[ "$(grep -c "^event type=1 .* aux=
 eventually "provider: pages retired" '[ "$(hbmctl pages gpu0 | grep -c retired)" = 3 ]'
 check "provider: bad kind refused" '! echo "report frob 0x1000 1 process" >$prov 2>/dev/null'
 check "provider: CE count refused above 65535" '! echo "report ce 0x1000 70000 process" >$prov 2>/dev/null'
+check "provider: no CE dropped yet" 'hbmnl devices | grep -q "^device 0 gpu0 .* dropped=0 "'
+check "provider: CE beyond the device refused" '! echo "report ce 0x40000000 5 spinlock" >$prov 2>/dev/null'
+check "... and counted as dropped on the device" 'hbmnl devices | grep -q "^device 0 gpu0 .* dropped=5 "'
 
 # Device-level errors: Xids on the tracepoint, fired in atomic context.
 hbmnl listen 3 8000 >/tmp/xid.events &
@@ -101,9 +104,7 @@ check "storm: each UE retired its page" 'awk '\''
 check "storm: 19660500 CEs on one page" 'echo "storm 1 300 2 0 65535" >$prov'
 eventually "storm: all counted" 'hbmnl devices | grep -q "^device $sid storm .* dropped=0 .* ce=$((pages * 3 + 19660500)) ue=64 "' 60
 # Beyond 10^5 pages pending some may be dropped: counted on the device, and
-# exactly what the reporter was refused.  The default threshold again: most
-# pages only fill a bucket.
-check "storm: threshold 50" 'hbmctl policy storm ce_threshold=50 >/dev/null'
+# exactly what the reporter was refused.
 check "storm over 200000 pages" 'echo "storm 200000 1 2 16 1" >$prov'
 taken=$(dmesg | sed -n 's/.*storm 200000 pages x 1 rounds of 1 CEs in [0-9]* ns: \([0-9]*\) CEs taken of 200000, 16 UEs taken of 16$/\1/p')
 echo "# storm over 200000 pages: $((200000 - ${taken:-0})) CEs dropped"
