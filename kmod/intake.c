@@ -89,13 +89,15 @@ static u32 hbm_intake_head, hbm_intake_tail;	/* free-running */
 static DEFINE_SPINLOCK(hbm_intake_lock);
 static atomic64_t hbm_received[__HBMGUARD_PATH_MAX];
 static atomic64_t hbm_dropped[__HBMGUARD_PATH_MAX];
+/* Reports queued, under the lock: no atomic of its own in a storm. */
+static u64 hbm_queued[__HBMGUARD_PATH_MAX];
 
 static void hbm_intake_drain(struct work_struct *work);
 static DECLARE_WORK(hbm_intake_work, hbm_intake_drain);
 
 void hbm_path_stats(u32 path, u64 *received, u64 *dropped)
 {
-	*received = atomic64_read(&hbm_received[path]);
+	*received = atomic64_read(&hbm_received[path]) + READ_ONCE(hbm_queued[path]);
 	*dropped = atomic64_read(&hbm_dropped[path]);
 }
 
@@ -194,12 +196,13 @@ int hbm_report_async(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 	unsigned long flags;
 	bool was_empty;
 
-	hbm_path_count(path, false);
 	if (kind != HBM_INTAKE_DEVICE_ERROR && offset >= dev->hbm_size) {
+		hbm_path_count(path, false);
 		intake_dropped(dev, path, count);
 		return -ERANGE;
 	}
 	spin_lock_irqsave(&hbm_intake_lock, flags);
+	WRITE_ONCE(hbm_queued[path], hbm_queued[path] + 1);
 	was_empty = !hbm_ce_nr && hbm_intake_head == hbm_intake_tail;
 	if (kind == HBMGUARD_ERROR_CE &&
 	    ce_add(dev, offset >> dev->page_shift, count, path))
