@@ -255,7 +255,8 @@ static void device_json(uint32_t id, const struct hbmguard_device_info *di)
 	json_str("health", NAME(health_names, di->health), true);
 	json_u64("ce_threshold", di->policy.ce_threshold, true);
 	json_u64("ce_window", di->policy.ce_window, true);
-	json_u64("retire_limit", di->policy.retire_limit, false);
+	json_u64("retire_limit", di->policy.retire_limit, true);
+	json_u64("errors_dropped", di->errors_dropped, false);
 	printf("}");
 }
 
@@ -274,19 +275,19 @@ static int cmd_devices(void)
 		printf("]\n");
 		return 0;
 	}
-	printf("%-4s %-10s %-20s %8s %6s %8s %8s %8s %7s %-8s\n", "ID", "NAME",
+	printf("%-4s %-10s %-20s %8s %6s %8s %8s %8s %7s %-8s %s\n", "ID", "NAME",
 	       "IDENTITY", "HBM", "PAGE", "RETIRED", "PENDING", "FAILED", "SPARES",
-	       "HEALTH");
+	       "HEALTH", "DROPPED");
 	for (i = 0; i < n; i++) {
 		char size[24];
 
 		get_device(ids[i], &di);
-		printf("%-4u %-10s %-20s %8s %6u %8u %8u %8u %3u/%-3u %-8s\n", ids[i],
-		       esc(di.name), esc(di.identity), fmt_size(size, sizeof(size), di.hbm_size),
-		       di.page_size,
+		printf("%-4u %-10s %-20s %8s %6u %8u %8u %8u %3u/%-3u %-8s %" PRIu64 "\n",
+		       ids[i], esc(di.name), esc(di.identity),
+		       fmt_size(size, sizeof(size), di.hbm_size), di.page_size,
 		       di.nr_retired, di.nr_pending, di.nr_failed,
 		       di.spare_total - di.spare_used - di.spare_bad, di.spare_total,
-		       NAME(health_names, di.health));
+		       NAME(health_names, di.health), (uint64_t)di.errors_dropped);
 	}
 	return 0;
 }

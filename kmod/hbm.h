@@ -34,6 +34,8 @@
  * @backing: CPU page index -> struct page, allocated on first touch
  * @lost: device pages whose data is lost until restored
  * @served: retired device page -> the spare that holds its data (xa_mk_value)
+ * @errors_dropped: errors reported for the device that were never applied:
+ *	no room in the intake (intake.c), or refused when applied
  */
 struct hbm_device {
 	struct kref ref;
@@ -58,6 +60,7 @@ struct hbm_device {
 	struct xarray backing;
 	struct xarray lost;
 	struct xarray served;
+	atomic64_t errors_dropped;
 };
 
 /* main.c: the module's workqueue; destroying it at unload drains it. */
@@ -137,6 +140,8 @@ extern unsigned int hbm_event_ring;
 int hbm_report_async(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 		     u32 path);
 void hbm_intake_flush(void);
+int hbm_intake_init(void);
+void hbm_intake_exit(void);
 void hbm_path_count(u32 path, bool dropped);
 void hbm_path_stats(u32 path, u64 *received, u64 *dropped);
 

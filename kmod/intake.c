@@ -2,22 +2,56 @@
 /*
  * Intake: errors reported from contexts that cannot sleep.
  *
- * A tracepoint probe, a GPU driver's interrupt handler or the NVIDIA error
- * callback may run in atomic context, but applying an error to a table takes
- * the device's mutex and may allocate, and every event is made in process
- * context (events.c).  Such reports, and device errors without an address
- * (HBM_INTAKE_DEVICE_ERROR), go into a fixed ring under an IRQ-safe spinlock
- * and a worker applies them in process context.
+ * A tracepoint probe, a GPU driver's interrupt handler or an EDAC driver
+ * (ras:mc_event, from its interrupt or an irq_work of GHES) may run in
+ * atomic context; the provider API is callable from any context but NMI.
+ * Applying an error to a table takes the device's mutex and may allocate,
+ * and every event is made in process context (events.c).  So reports, and
+ * device errors without an address (HBM_INTAKE_DEVICE_ERROR), are queued
+ * under an IRQ-safe spinlock and a worker applies them in process context.
+ * A reporter never allocates and never blocks.
  *
- * The ring never allocates and never blocks a reporter.  A storm of
- * correctable errors must not push out an uncorrectable one, and a failing
- * row makes thousands a second on the same few pages.  So correctable errors
- * first go to a small open-addressed table of pending counts keyed by device
- * and offset, where a repeat only adds to a count; only when their probe
- * finds no room do they take a ring slot, and of the ring only all but its
- * last HBM_UE_RESERVE slots.  What does not fit is counted as dropped per
- * path (HBMGUARD_CMD_STATS_GET).
+ * A failing row makes thousands of correctable errors a second on the same
+ * few pages, and a failing stack or channel errs on many thousands of
+ * pages.  Every one of them counts toward its page's threshold: a CE lost
+ * is an undercount that can keep a failing page in service.  So correctable
+ * errors are coalesced per page: a table of pending counts keyed by device
+ * and page, where a repeat only adds to a count.  It holds
+ * HBM_CE_PAGES_MAX (10^5) distinct pages at once without loss however
+ * slowly the worker drains it, and the worker takes a page's whole count
+ * at once.  The table is module-wide, allocated once at load: what bounds
+ * the pending pages is how fast errors come, not how many devices there
+ * are, and a table per device (up to HBMGUARD_MAX_DEVICES) sized for a
+ * storm would cost 256 times the memory to hold the same storm.
+ *
+ * The table is open-addressed with linear probing over HBM_CE_SLOTS slots of
+ * 16 bytes and a bit each (3 MiB and 24 KiB, kvmalloc'd at load), about
+ * half full at most (10^5 of 196608, a load of 0.51): a probe then looks
+ * at 2.6 slots on average for a new page, 1.5 for a repeat, and the longest
+ * runs stay in the tens of slots, which bounds the time a reporter holds
+ * the lock with interrupts off.  Entries leave by backward shift, never by
+ * tombstone, so the table does not decay under churn.  A slot's count is 24
+ * bits: a repeat that would overflow it is not merged but queued as a
+ * report of its own, like a CE that finds the table full.
+ *
+ * Everything else, and CEs beyond the table, goes into a ring of
+ * HBM_INTAKE_SLOTS reports, of which CEs and device errors may use all but
+ * the last HBM_UE_RESERVE: a storm of correctable errors never costs an
+ * uncorrectable one.  What does not fit is dropped and counted, per intake
+ * path (HBMGUARD_CMD_STATS_GET: reports) and per device (errors: the
+ * device's HBMGUARD_A_ERRORS_DROPPED, GET_DEVICE's errors_dropped), as are
+ * reports the worker could not apply.
+ *
+ * The worker takes batches of HBM_BATCH (half from the ring, the rest from
+ * the table, so neither starves the other), sweeping the table in slot
+ * order from where it stopped: a page added behind the sweep waits at most
+ * one turn.  The slots' bits find the next one in a word a time, so that a
+ * sparse table costs a reporter waiting on the lock little (a whole turn is
+ * 3072 words).  The lock is dropped and cond_resched() called between
+ * batches.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/hash.h>
 #include <linux/spinlock.h>
 #include <linux/workqueue.h>
@@ -26,6 +60,10 @@
 
 #define HBM_INTAKE_SLOTS	4096
 #define HBM_UE_RESERVE		256
+#define HBM_CE_PAGES_MAX	100000
+#define HBM_CE_SLOTS		(3 << 16)
+#define HBM_CE_COUNT_MAX	((1U << 24) - 1)
+#define HBM_BATCH		32
 
 struct hbm_report {
 	struct hbm_device *dev;		/* holds a reference */
@@ -35,23 +73,31 @@ struct hbm_report {
 	u32 path;
 };
 
-#define HBM_CE_PENDING		1024	/* a power of two */
-#define HBM_CE_PROBE		8
+/* Correctable errors pending on one page. */
+struct hbm_ce_slot {
+	struct hbm_device *dev;		/* holds a reference; NULL: free */
+	u32 page;
+	u32 count : 24;
+	u32 path : 8;
+};
 
 static struct hbm_report hbm_intake[HBM_INTAKE_SLOTS];
-static struct hbm_report hbm_ce_pending[HBM_CE_PENDING];	/* .dev NULL: free */
-static unsigned int hbm_ce_nr;
+static struct hbm_ce_slot *hbm_ce;	/* HBM_CE_SLOTS */
+static unsigned long *hbm_ce_used;	/* a bit per slot: the sweep's index */
+static u32 hbm_ce_nr, hbm_ce_sweep;
 static u32 hbm_intake_head, hbm_intake_tail;	/* free-running */
 static DEFINE_SPINLOCK(hbm_intake_lock);
 static atomic64_t hbm_received[__HBMGUARD_PATH_MAX];
 static atomic64_t hbm_dropped[__HBMGUARD_PATH_MAX];
+/* Reports queued, under the lock: no atomic of its own in a storm. */
+static u64 hbm_queued[__HBMGUARD_PATH_MAX];
 
 static void hbm_intake_drain(struct work_struct *work);
 static DECLARE_WORK(hbm_intake_work, hbm_intake_drain);
 
 void hbm_path_stats(u32 path, u64 *received, u64 *dropped)
 {
-	*received = atomic64_read(&hbm_received[path]);
+	*received = atomic64_read(&hbm_received[path]) + READ_ONCE(hbm_queued[path]);
 	*dropped = atomic64_read(&hbm_dropped[path]);
 }
 
@@ -60,43 +106,87 @@ void hbm_path_count(u32 path, bool dropped)
 	atomic64_inc(dropped ? &hbm_dropped[path] : &hbm_received[path]);
 }
 
-/* Add correctable errors to a pending count; false when there is no room. */
-static bool ce_pending_add(struct hbm_device *dev, u64 offset, u32 count,
-			   u32 path)
+/* @count errors of @dev that will never be applied. */
+static void intake_dropped(struct hbm_device *dev, u32 path, u32 count)
 {
-	u32 h = hash_64(offset ^ (unsigned long)dev, 32), i;
+	hbm_path_count(path, true);
+	atomic64_add(count, &dev->errors_dropped);
+}
 
-	for (i = 0; i < HBM_CE_PROBE; i++) {
-		struct hbm_report *r = &hbm_ce_pending[(h + i) % HBM_CE_PENDING];
+static u32 ce_home(const struct hbm_device *dev, u32 page)
+{
+	u64 key = (unsigned long)dev ^ ((u64)page << 32 | page);
 
-		if (!r->dev) {
-			kref_get(&dev->ref);
-			*r = (struct hbm_report){
-				.dev = dev, .offset = offset,
-				.kind = HBMGUARD_ERROR_CE, .count = count,
-				.path = path,
-			};
-			hbm_ce_nr++;
-			return true;
-		}
-		if (r->dev == dev && r->offset == offset && r->path == path &&
-		    r->count + count <= 0xffff) {
-			r->count += count;
-			return true;
-		}
+	return reciprocal_scale(hash_64(key, 32), HBM_CE_SLOTS);
+}
+
+static u32 ce_next(u32 i)
+{
+	return i + 1 == HBM_CE_SLOTS ? 0 : i + 1;
+}
+
+/* Add correctable errors to a page's pending count; false when they do not fit. */
+static bool ce_add(struct hbm_device *dev, u32 page, u32 count, u32 path)
+{
+	u32 i;
+
+	for (i = ce_home(dev, page); hbm_ce[i].dev; i = ce_next(i)) {
+		struct hbm_ce_slot *s = &hbm_ce[i];
+
+		if (s->dev != dev || s->page != page || s->path != path)
+			continue;
+		if (count > HBM_CE_COUNT_MAX - s->count)
+			return false;	/* queued on its own instead */
+		s->count += count;
+		return true;
 	}
-	return false;
+	if (hbm_ce_nr == HBM_CE_PAGES_MAX)
+		return false;
+	kref_get(&dev->ref);
+	hbm_ce[i] = (struct hbm_ce_slot){
+		.dev = dev, .page = page, .count = count, .path = path,
+	};
+	__set_bit(i, hbm_ce_used);
+	hbm_ce_nr++;
+	return true;
+}
+
+/*
+ * Empty slot @i, moving back into it each later entry of its run that may
+ * live there, so that no probe stops short of an entry (no tombstones).
+ */
+static void ce_remove(u32 i)
+{
+	u32 j = i;
+
+	for (;;) {
+		u32 home;
+
+		j = ce_next(j);
+		if (!hbm_ce[j].dev)
+			break;
+		home = ce_home(hbm_ce[j].dev, hbm_ce[j].page);
+		/* Stays when its home lies cyclically in (i, j]. */
+		if (i <= j ? i < home && home <= j : i < home || home <= j)
+			continue;
+		hbm_ce[i] = hbm_ce[j];
+		i = j;
+	}
+	hbm_ce[i].dev = NULL;
+	__clear_bit(i, hbm_ce_used);
+	hbm_ce_nr--;
 }
 
 /**
- * hbm_report_async() - queue an error for a device, from any context
+ * hbm_report_async() - queue an error for a device, from any context but NMI
  * @dev: the device; the queue takes its own reference
  * @offset: byte offset in the device
  * @kind: enum hbmguard_error_kind, or HBM_INTAKE_DEVICE_ERROR (@offset: code)
  * @count: errors, 1..65535
  * @path: enum hbmguard_path it came by
  *
- * Return: 0, or -ENOSPC when the queue had no room (counted as dropped).
+ * Return: 0, -ERANGE for an error outside the device, or -ENOSPC when the
+ * queue had no room; either is counted as dropped.
  */
 int hbm_report_async(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 		     u32 path)
@@ -104,14 +194,22 @@ int hbm_report_async(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 	bool reserved = kind == HBMGUARD_ERROR_UE || kind == HBMGUARD_ERROR_POISON;
 	u32 limit = reserved ? HBM_INTAKE_SLOTS : HBM_INTAKE_SLOTS - HBM_UE_RESERVE;
 	unsigned long flags;
+	bool was_empty;
 
-	hbm_path_count(path, false);
+	if (kind != HBM_INTAKE_DEVICE_ERROR && offset >= dev->hbm_size) {
+		hbm_path_count(path, false);
+		intake_dropped(dev, path, count);
+		return -ERANGE;
+	}
 	spin_lock_irqsave(&hbm_intake_lock, flags);
-	if (kind == HBMGUARD_ERROR_CE && ce_pending_add(dev, offset, count, path))
+	WRITE_ONCE(hbm_queued[path], hbm_queued[path] + 1);
+	was_empty = !hbm_ce_nr && hbm_intake_head == hbm_intake_tail;
+	if (kind == HBMGUARD_ERROR_CE &&
+	    ce_add(dev, offset >> dev->page_shift, count, path))
 		goto queued;
 	if (hbm_intake_tail - hbm_intake_head >= limit) {
 		spin_unlock_irqrestore(&hbm_intake_lock, flags);
-		hbm_path_count(path, true);
+		intake_dropped(dev, path, count);
 		return -ENOSPC;
 	}
 	kref_get(&dev->ref);
@@ -121,33 +219,82 @@ int hbm_report_async(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 	};
 queued:
 	spin_unlock_irqrestore(&hbm_intake_lock, flags);
-	queue_work(hbm_wq, &hbm_intake_work);
+	/*
+	 * The worker stops only on finding the queue empty under the lock: a
+	 * report added to a queue that was not is one it will take.
+	 */
+	if (was_empty)
+		queue_work(hbm_wq, &hbm_intake_work);
 	return 0;
 }
 
-/* Take up to @max reports, ring first, then pending counts; lock held. */
-static u32 intake_take(struct hbm_report *batch, u32 max)
+static u32 ring_take(struct hbm_report *batch, u32 n, u32 max)
 {
-	static u32 sweep;	/* where the last sweep of the table stopped */
-	u32 n = 0, i;
-
 	while (n < max && hbm_intake_head != hbm_intake_tail)
 		batch[n++] = hbm_intake[hbm_intake_head++ % HBM_INTAKE_SLOTS];
-	for (i = 0; n < max && hbm_ce_nr && i < HBM_CE_PENDING; i++) {
-		struct hbm_report *r = &hbm_ce_pending[sweep++ % HBM_CE_PENDING];
-
-		if (!r->dev)
-			continue;
-		batch[n++] = *r;
-		r->dev = NULL;
-		hbm_ce_nr--;
-	}
 	return n;
+}
+
+/*
+ * Up to @max reports: half of them from the ring, then pending pages from
+ * where the last sweep stopped, then the ring again; lock held.
+ */
+static u32 intake_take(struct hbm_report *batch, u32 max)
+{
+	u32 n = ring_take(batch, 0, max / 2);
+
+	while (n < max && hbm_ce_nr) {
+		struct hbm_ce_slot *s;
+
+		hbm_ce_sweep = find_next_bit(hbm_ce_used, HBM_CE_SLOTS, hbm_ce_sweep);
+		if (hbm_ce_sweep == HBM_CE_SLOTS)
+			hbm_ce_sweep = find_first_bit(hbm_ce_used, HBM_CE_SLOTS);
+		s = &hbm_ce[hbm_ce_sweep];
+		batch[n++] = (struct hbm_report){
+			.dev = s->dev, .offset = (u64)s->page << s->dev->page_shift,
+			.kind = HBMGUARD_ERROR_CE, .count = s->count,
+			.path = s->path,
+		};
+		/* What moves into the slot is looked at next: the sweep stays. */
+		ce_remove(hbm_ce_sweep);
+	}
+	return ring_take(batch, n, max);
+}
+
+static bool intake_empty(void)
+{
+	unsigned long flags;
+	bool empty;
+
+	spin_lock_irqsave(&hbm_intake_lock, flags);
+	empty = !hbm_ce_nr && hbm_intake_head == hbm_intake_tail;
+	spin_unlock_irqrestore(&hbm_intake_lock, flags);
+	return empty;
+}
+
+/* Apply one report; a page's pending count may exceed what one report holds. */
+static void intake_apply(struct hbm_report *r)
+{
+	u32 left = r->count;
+
+	if (r->kind == HBM_INTAKE_DEVICE_ERROR) {
+		hbm_device_error_event(r->dev, r->offset, r->path);
+		return;
+	}
+	while (left) {
+		u32 n = min_t(u32, left, 0xffff);
+
+		if (hbm_device_report(r->dev, r->offset, r->kind, n, r->path)) {
+			intake_dropped(r->dev, r->path, left);
+			return;
+		}
+		left -= n;
+	}
 }
 
 static void hbm_intake_drain(struct work_struct *work)
 {
-	struct hbm_report batch[32];
+	struct hbm_report batch[HBM_BATCH];
 	unsigned long flags;
 	u32 n, i;
 
@@ -157,21 +304,47 @@ static void hbm_intake_drain(struct work_struct *work)
 		spin_unlock_irqrestore(&hbm_intake_lock, flags);
 
 		for (i = 0; i < n; i++) {
-			struct hbm_report *r = &batch[i];
-
-			if (r->kind == HBM_INTAKE_DEVICE_ERROR)
-				hbm_device_error_event(r->dev, r->offset, r->path);
-			else if (hbm_device_report(r->dev, r->offset, r->kind,
-						   r->count, r->path))
-				hbm_path_count(r->path, true);
-			hbm_device_put(r->dev);
+			intake_apply(&batch[i]);
+			hbm_device_put(batch[i].dev);
 		}
 		cond_resched();
-	} while (n);
+	} while (n);	/* empty: the next report queues the work again */
 }
 
 /* Apply everything queued so far; for unload and for tests. */
 void hbm_intake_flush(void)
 {
-	flush_work(&hbm_intake_work);
+	do
+		flush_work(&hbm_intake_work);
+	while (!intake_empty());
+}
+
+/**
+ * hbm_intake_init() - allocate the table of pending correctable errors
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int hbm_intake_init(void)
+{
+	size_t table = HBM_CE_SLOTS * sizeof(*hbm_ce);
+	size_t map = BITS_TO_LONGS(HBM_CE_SLOTS) * sizeof(long);
+
+	/* The memory and the load factor the top of this file states. */
+	BUILD_BUG_ON(sizeof(struct hbm_ce_slot) != 16);
+	BUILD_BUG_ON(100ULL * HBM_CE_PAGES_MAX > 52ULL * HBM_CE_SLOTS);
+	hbm_ce = hbm_zalloc(table + map);
+	if (!hbm_ce)
+		return -ENOMEM;
+	hbm_ce_used = (unsigned long *)(hbm_ce + HBM_CE_SLOTS);
+	pr_info("intake: %zu bytes for %u pending pages and %u reports\n",
+		table + map + sizeof(hbm_intake), HBM_CE_PAGES_MAX,
+		HBM_INTAKE_SLOTS);
+	return 0;
+}
+
+/* After every reporter is gone and the queue is flushed. */
+void hbm_intake_exit(void)
+{
+	hbm_free(hbm_ce);
+	hbm_ce = NULL;
 }

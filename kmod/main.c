@@ -168,6 +168,9 @@ static int __init hbm_mod_init(void)
 	err = hbm_aperture_init();
 	if (err)
 		return err;
+	err = hbm_intake_init();
+	if (err)
+		goto err_intake;
 	hbm_wq = alloc_workqueue("hbmguard", WQ_UNBOUND, 0);
 	if (!hbm_wq) {
 		err = -ENOMEM;
@@ -198,6 +201,8 @@ err_devices:
 	hbm_devices_destroy_all();
 	destroy_workqueue(hbm_wq);
 err_wq:
+	hbm_intake_exit();
+err_intake:
 	hbm_aperture_exit();
 	return err;
 }
@@ -218,6 +223,7 @@ static void __exit hbm_mod_exit(void)
 	hbm_intake_flush();
 	hbm_devices_destroy_all();
 	destroy_workqueue(hbm_wq);	/* frees the last devices */
+	hbm_intake_exit();
 	hbm_aperture_exit();
 	left = atomic_long_read(&hbm_allocations);
 	if (left)

@@ -105,7 +105,9 @@ int hbm_device_fill(struct sk_buff *skb, struct hbm_device *dev)
 	      nla_put_u32(skb, HBMGUARD_A_RETIRE_LIMIT, c->policy.retire_limit) ||
 	      put_u64(skb, HBMGUARD_A_GENERATION, dev->generation) ||
 	      put_u64(skb, HBMGUARD_A_CE_EVENTS, c->ce_events) ||
-	      put_u64(skb, HBMGUARD_A_UE_EVENTS, c->ue_events);
+	      put_u64(skb, HBMGUARD_A_UE_EVENTS, c->ue_events) ||
+	      put_u64(skb, HBMGUARD_A_ERRORS_DROPPED,
+		      atomic64_read(&dev->errors_dropped));
 	if (!err && dev->kind == HBMGUARD_KIND_RANGE)
 		err = put_u64(skb, HBMGUARD_A_PHYS_ADDR, dev->phys_start) ||
 		      (dev->numa_node >= 0 &&

@@ -69,9 +69,12 @@ EXPORT_SYMBOL_GPL(hbmguard_unregister_device);
  * uncorrectable errors retire their page at once, correctable ones count
  * toward the page's threshold.
  *
- * Return: 0; -EINVAL for a bad @kind or @count; -ENOSPC when the queue was
- * full (correctable errors only, in practice: uncorrectable ones have slots
- * of their own).
+ * Return: 0; -EINVAL for a bad @kind or @count; -ERANGE for an @offset
+ * beyond the device; -ENOSPC when the queue was full (correctable errors
+ * only, in practice, and only with more than 10^5 pages pending at once:
+ * they coalesce per page, and uncorrectable ones have slots of their own).
+ * Errors refused for -ERANGE or -ENOSPC count in the device's
+ * errors_dropped.
  */
 int hbmguard_report_error(struct hbm_device *dev, u64 offset, u32 kind, u32 count)
 {

@@ -8,6 +8,12 @@
  *   echo "report ce|ue|poison OFFSET COUNT process|spinlock|timer" > ctl
  *   echo "flood N PAGES" > ctl  N CEs over PAGES pages from atomic context,
  *                              then one UE
+ *   echo "loop N PAGES" > ctl   flood's loop with no report: its own cost
+ *   echo "storm PAGES ROUNDS STRIDE UES COUNT" > ctl
+ *                              ROUNDS rounds of one report of COUNT CEs on
+ *                              each of PAGES pages (page STRIDE * i), from
+ *                              atomic context, with UES UEs spread through
+ *                              them (page STRIDE * j + 1)
  *   echo "mc_event ce|ue PHYS COUNT" > ctl   fire ras:mc_event as EDAC does
  *   echo "xid CODE" > ctl      a device-level error
  *   echo unregister > ctl
@@ -28,6 +34,7 @@
 
 static struct dentry *dir;
 static struct hbm_device *dev;
+static u32 dev_page_size;		/* dev's */
 static DEFINE_SPINLOCK(lock);
 
 struct timed_report {
@@ -85,6 +92,18 @@ static int do_report(u32 kind, u64 offset, u32 count, const char *ctx)
 	return -EINVAL;
 }
 
+/* One error from atomic context, as an interrupt handler reports it. */
+static int report_atomic(u64 page, u32 kind, u32 count)
+{
+	unsigned long flags;
+	int err;
+
+	spin_lock_irqsave(&lock, flags);
+	err = hbmguard_report_error(dev, page * dev_page_size, kind, count);
+	spin_unlock_irqrestore(&lock, flags);
+	return err;
+}
+
 /* N correctable errors over some pages, from atomic context, then one UE. */
 static int do_flood(u32 n, u32 pages)
 {
@@ -94,12 +113,8 @@ static int do_flood(u32 n, u32 pages)
 	s64 ns;
 
 	t0 = ktime_get();
-	for (i = 0; i < n; i++) {
-		spin_lock_irqsave(&lock, flags);
-		accepted += !hbmguard_report_error(dev, (u64)(i % pages) * 4096,
-						   HBMGUARD_ERROR_CE, 1);
-		spin_unlock_irqrestore(&lock, flags);
-	}
+	for (i = 0; i < n; i++)
+		accepted += !report_atomic(i % pages, HBMGUARD_ERROR_CE, 1);
 	ns = ktime_to_ns(ktime_sub(ktime_get(), t0));
 	spin_lock_irqsave(&lock, flags);
 	i = hbmguard_report_error(dev, 8191 * 4096ULL, HBMGUARD_ERROR_UE, 1);
@@ -109,12 +124,70 @@ static int do_flood(u32 n, u32 pages)
 	return i;
 }
 
+/* What flood's loop costs without hbmguard: the floor of its rate. */
+static noinline int report_none(u64 page)
+{
+	return page == U64_MAX;
+}
+
+static void do_loop(u32 n, u32 pages)
+{
+	u32 i, accepted = 0;
+	unsigned long flags;
+	ktime_t t0;
+	s64 ns;
+
+	t0 = ktime_get();
+	for (i = 0; i < n; i++) {
+		spin_lock_irqsave(&lock, flags);
+		accepted += !report_none(i % pages);
+		spin_unlock_irqrestore(&lock, flags);
+	}
+	ns = ktime_to_ns(ktime_sub(ktime_get(), t0));
+	pr_info("hbm_test_provider: loop %u over %u pages in %lld ns, %u\n", n,
+		pages, ns, accepted);
+}
+
+/*
+ * A storm: every page's errors come in ROUNDS reports, so that the queue
+ * must add them up; the UEs come in the middle of it.  Says how many
+ * errors the queue took (hbmguard_report_error() returned 0) and how many
+ * UEs, which the test compares with what the table counted.
+ */
+static int do_storm(u32 pages, u32 rounds, u32 stride, u32 ues, u32 count)
+{
+	u64 total = (u64)pages * rounds, n = 0, ce_taken = 0;
+	u32 r, i, ue = 0, ue_taken = 0;
+	ktime_t t0;
+	s64 ns;
+
+	if (!pages || !rounds || !stride || ues > pages || (ues && stride < 2) ||
+	    ((u64)pages * stride + 1) * dev_page_size > 1ULL << 52)
+		return -EINVAL;
+	t0 = ktime_get();
+	for (r = 0; r < rounds; r++) {
+		for (i = 0; i < pages; i++, n++) {
+			ce_taken += report_atomic((u64)i * stride, HBMGUARD_ERROR_CE,
+						  count) ? 0 : count;
+			/* UE j after CE j * total / ues: spread evenly. */
+			while (ue < ues && (u64)ue * total <= n * ues)
+				ue_taken += !report_atomic((u64)ue++ * stride + 1,
+							   HBMGUARD_ERROR_UE, 1);
+		}
+		cond_resched();
+	}
+	ns = ktime_to_ns(ktime_sub(ktime_get(), t0));
+	pr_info("hbm_test_provider: storm %u pages x %u rounds of %u CEs in %lld ns: %llu CEs taken of %llu, %u UEs taken of %u\n",
+		pages, rounds, count, ns, ce_taken, total * count, ue_taken, ues);
+	return 0;
+}
+
 static ssize_t ctl_write(struct file *file, const char __user *ubuf,
 			 size_t len, loff_t *ppos)
 {
 	char buf[160], a[40], b[64], c[16];
 	long long x, y;
-	unsigned int u, v;
+	unsigned int u, v, w[3];
 	int err = -EINVAL;
 
 	if (len >= sizeof(buf))
@@ -135,12 +208,19 @@ static ssize_t ctl_write(struct file *file, const char __user *ubuf,
 		err = IS_ERR(dev) ? PTR_ERR(dev) : 0;
 		if (err)
 			dev = NULL;
+		dev_page_size = u;
 	} else if (!dev) {
 		err = -ENODEV;
 	} else if (sscanf(buf, "report %15s %lli %u %15s", a, &x, &u, c) == 4) {
 		err = do_report(kind_of(a), x, u, c);
 	} else if (sscanf(buf, "flood %u %u", &u, &v) == 2 && v) {
 		err = do_flood(u, v);
+	} else if (sscanf(buf, "loop %u %u", &u, &v) == 2 && v) {
+		do_loop(u, v);
+		err = 0;
+	} else if (sscanf(buf, "storm %u %u %u %u %u", &u, &v, &w[0], &w[1],
+			  &w[2]) == 5) {
+		err = do_storm(u, v, w[0], w[1], w[2]);
 	} else if (sscanf(buf, "mc_event %15s %lli %u", a, &y, &u) == 3) {
 		trace_mc_event(strcmp(a, "ce") ? HW_EVENT_ERR_UNCORRECTED :
 						 HW_EVENT_ERR_CORRECTED,

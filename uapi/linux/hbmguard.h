@@ -263,6 +263,12 @@ struct hbmguard_policy_params {
  *	left: spare_total - spare_used - spare_bad.  Errors in the spare area
  *	count in @ce_events and @ue_events.
  * @reserved0: zero
+ * @errors_dropped: errors reported for the device that were never applied
+ *	(not in @ce_events or @ue_events): the module's intake queue had no
+ *	room (correctable errors coalesce per page, up to 10^5 pages pending
+ *	in the whole module; uncorrectable ones have slots of their own), or
+ *	applying them failed (ENOMEM).  Non-zero means the counts are low.
+ *	Written by kernels that know it; zero (reserved) before.
  * @reserved: zero
  */
 struct hbmguard_device_info {
@@ -289,7 +295,8 @@ struct hbmguard_device_info {
 	__u64 table_bytes;
 	__u32 spare_bad;
 	__u32 reserved0;
-	__u64 reserved[3];
+	__u64 errors_dropped;
+	__u64 reserved[2];
 };
 #define HBMGUARD_DEVICE_INFO_SIZE_VER0 240
 
@@ -768,8 +775,11 @@ struct hbmguard_map_node {
  *	is DEVICE_ID, NAME, IDENTITY, KIND, HBM_SIZE, USABLE_SIZE, PAGE_SIZE,
  *	SPARE_TOTAL, SPARE_USED, NR_RETIRED, NR_PENDING, NR_FAILED, NR_EXTENTS,
  *	HEALTH, CE_THRESHOLD, CE_WINDOW, RETIRE_LIMIT, GENERATION, CE_EVENTS,
- *	UE_EVENTS (and
+ *	UE_EVENTS, ERRORS_DROPPED (and
  *	PHYS_ADDR, NUMA_NODE for a range; PCI_ADDR, DRIVER_HEALTH for a GPU).
+ *	ERRORS_DROPPED: the device's errors that were reported but never
+ *	applied (struct hbmguard_device_info's errors_dropped); a reader that
+ *	does not know it ignores it.
  * HBMGUARD_CMD_PAGES_GET
  *	dump: HBMGUARD_A_DEVICE_ID -> one message per extent, nested in
  *	HBMGUARD_A_EXTENT: OFFSET, LENGTH, SPARE_OFFSET (when RETIRED), STATE,
@@ -929,6 +939,7 @@ enum hbmguard_attr {
 	HBMGUARD_A_SPARE_BAD,		/* u32: spares failed, out of the pool */
 	HBMGUARD_A_PCI_ADDR,		/* string, < HBMGUARD_PCI_ADDR_LEN */
 	HBMGUARD_A_DRIVER_HEALTH,	/* u32: enum hbmguard_health */
+	HBMGUARD_A_ERRORS_DROPPED,	/* u64: errors reported, never applied */
 	__HBMGUARD_A_MAX
 };
 #define HBMGUARD_A_MAX (__HBMGUARD_A_MAX - 1)
