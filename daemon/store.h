@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
+#include <sys/types.h>
 #include <systemd/sd-event.h>
 #include <linux/hbmguard.h>
 
@@ -20,6 +21,28 @@ struct device_save {
 	int error;		/* of the last save, 0 when it went to disk */
 	uint32_t page_size;	/* as its DEVICE_SEEN said: a file written once it is gone */
 	bool turn_overflowed;	/* changes heard this turn beyond STORE_TURN_HEARD */
+	bool no_compact;	/* its compaction failed: none until its next snapshot */
+	struct hbm_state_log log;	/* its file, open to append to since its last snapshot */
+	char identity[HBMGUARD_IDENTITY_LEN];	/* the log's */
+};
+
+/* The compaction under way (one at a time), in a child of its own. */
+struct compaction {
+	pid_t pid;			/* 0: none */
+	int fd;				/* the child's word: its error */
+	sd_event_source *src;
+	uint32_t id;			/* the device */
+	char identity[HBMGUARD_IDENTITY_LEN];
+	uint64_t upto;			/* the file's length at the fork */
+	bool abandoned;			/* the file was replaced meanwhile */
+};
+
+/* What the store did, for the bench (SIGUSR1, and at exit, to the journal). */
+struct store_counters {
+	uint64_t logged;		/* changes appended to the logs */
+	uint64_t appends;		/* appends: one write and one fdatasync each */
+	uint64_t snapshots;		/* full saves: a dump and an atomic rewrite */
+	uint64_t compactions;
 };
 
 /*
@@ -57,6 +80,9 @@ struct hbm_store {
 	struct table_read reading;
 	struct turn_heard turn[STORE_TURN_HEARD];
 	size_t nr_turn;
+	struct compaction compacting;
+	uint64_t compact_min;		/* bytes of log below which none is compacted */
+	struct store_counters counters;
 };
 
 int store_start(struct hbm_store *s, struct daemon *d, struct hbmd_core *core,
@@ -68,5 +94,6 @@ int store_apply(struct hbm_store *s, uint16_t type, const struct hbm_ctl_extent 
 void store_save_failed(struct daemon *d);
 unsigned int store_unsaved(const struct hbm_store *s);
 void store_describe_unsaved(const struct hbm_store *s, char *buf, size_t len);
+void store_report(const struct hbm_store *s);
 
 #endif /* HBM_STORE_H */
