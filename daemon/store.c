@@ -301,20 +301,23 @@ static void log_reopen(struct hbm_store *s, const struct device *dev, const stru
  */
 static int log_turn(struct hbm_store *s, uint32_t id)
 {
-	struct hbm_state_record r[STORE_TURN_HEARD];
 	struct device_save *sv = &s->saves[id];
+	struct hbm_state_record *r = malloc(s->nr_turn * sizeof(*r) + 1);
 	uint64_t pages = 0;
 	size_t i, n = 0;
 	int err;
 
+	if (!r)
+		return -ENOMEM;
 	for (i = 0; i < s->nr_turn; i++)
 		if (s->turn[i].id == id && s->turn[i].rec.state) {
 			r[n++] = s->turn[i].rec;
 			pages += sv->page_size ? s->turn[i].rec.length / sv->page_size : 0;
 		}
+	err = n ? hbm_state_append(&sv->log, r, n) : 0;
+	free(r);
 	if (!n)
 		return 0;
-	err = hbm_state_append(&sv->log, r, n);
 	if (err) {
 		hbm_state_log_close(&sv->log);
 		return err;

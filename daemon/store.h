@@ -46,11 +46,12 @@ struct store_counters {
 };
 
 /*
- * Changes heard in this turn of the loop, saved after it (on_post()) from a
- * dump; kept so that a device removed in the same turn, which can no longer
- * be dumped, still has them saved.
+ * Changes heard in this turn of the loop, appended to the logs after it
+ * (on_post()); a device removed in the same turn still has them saved.  As
+ * many as kernel.c's on_readable() reads in one turn: a burst of events
+ * costs its records, not a dump (a turn beyond it makes a snapshot).
  */
-#define STORE_TURN_HEARD	64
+#define STORE_TURN_HEARD	1024
 struct turn_heard {
 	uint32_t id;
 	struct hbm_state_record rec;
