@@ -280,6 +280,7 @@ static void log_reopen(struct hbm_store *s, const struct device *dev, const stru
 	int err;
 
 	s->counters.snapshots++;
+	s->counters.bytes += hbm_state_encode_size(st);
 	if (dev->id >= HBMGUARD_MAX_DEVICES)
 		return;
 	sv = &s->saves[dev->id];
@@ -324,6 +325,7 @@ static int log_turn(struct hbm_store *s, uint32_t id)
 	}
 	s->counters.logged += n;
 	s->counters.appends++;
+	s->counters.bytes += n * HBM_STATE_RECORD_SIZE;
 	/* an extent logged again (PENDING, then RETIRED) counts again until the next snapshot */
 	s->stored_extents[id] += n;
 	s->stored_pages[id] += pages;
@@ -650,6 +652,7 @@ static int on_compacted(sd_event_source *src, int fd, uint32_t revents, void *ar
 		err = hbm_state_compact_finish(s->d->state_dir, c->identity, &sv->log, c->upto);
 		if (!err) {
 			s->counters.compactions++;
+			s->counters.bytes += sv->log.length;
 			fprintf(stderr, "<6>hbmguardd: state of %s compacted: %" PRIu64 " bytes, now %" PRIu64 "\n",
 				c->identity, before, sv->log.length);
 		} else if (sv->log.serial != serial) {
@@ -824,9 +827,10 @@ int store_start(struct hbm_store *s, struct daemon *d, struct hbmd_core *core,
 void store_report(const struct hbm_store *s)
 {
 	fprintf(stderr, "<6>hbmguardd: store: %" PRIu64 " changes logged in %" PRIu64
-		" appends, %" PRIu64 " snapshots, %" PRIu64 " compactions, %" PRIu64 " fsyncs\n",
+		" appends, %" PRIu64 " snapshots, %" PRIu64 " compactions, %" PRIu64
+		" bytes, %" PRIu64 " fsyncs\n",
 		s->counters.logged, s->counters.appends, s->counters.snapshots,
-		s->counters.compactions, hbm_state_fsyncs);
+		s->counters.compactions, s->counters.bytes, hbm_state_fsyncs);
 }
 
 /**

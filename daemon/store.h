@@ -43,6 +43,7 @@ struct store_counters {
 	uint64_t appends;		/* appends: one write and one fdatasync each */
 	uint64_t snapshots;		/* full saves: a dump and an atomic rewrite */
 	uint64_t compactions;
+	uint64_t bytes;			/* written to the state files, by all of these */
 };
 
 /*

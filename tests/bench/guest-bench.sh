@@ -26,6 +26,91 @@ wait $daemon
 hbmctl sim-destroy rbench || exit 1
 echo
 
+# ---- persistence (issue 17, branch persist; keep this block whole) --------
+# hbmguardd's cost per retirement with 10^3 and with $PERSIST_PAGES (10^6)
+# pages stored: CPU of the daemon (its main thread, and its compaction
+# children), bytes it wrote (wchar: what it handed to write(2)), fsyncs (its
+# own count, SIGUSR1); and its start with them: restored into the kernel,
+# read back, saved, until "ready", beside reading the state file alone.
+persist_pages=${PERSIST_PAGES:-1000000}
+persist_n=2000
+printf '[Daemon]\nStateDirectory=/tmp/pstate\nControlSocket=/tmp/p.sock\n' >/tmp/p.conf
+# The daemon's counters line (SIGUSR1): "N changes logged in ... M fsyncs".
+persist_report() {
+	n=$(grep -c "hbmguardd: store:" /tmp/pd.log)
+	kill -USR1 $1
+	i=0
+	while [ "$(grep -c "hbmguardd: store:" /tmp/pd.log)" -le "$n" ] && [ $i -lt 200 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	grep "hbmguardd: store:" /tmp/pd.log | tail -n 1
+}
+persist_label() {
+	case $1 in 1000) echo "10^3" ;; 10000) echo "10^4" ;; 100000) echo "10^5" ;;
+	1000000) echo "10^6" ;; *) echo "$1" ;; esac
+}
+for pages in 1000 $persist_pages; do
+	rm -rf /tmp/pstate
+	mkdir -p /tmp/pstate
+	pid=$(hbmctl sim-create pbench 16G spares=1048576 identity=sim:pbench) || exit 1
+	hbmstatebench write /tmp/pstate sim:pbench $pages || exit 1
+	t0=$(hbmstatebench now)
+	hbmguardd -c /tmp/p.conf 2>/tmp/pd.log &
+	pd=$!
+	i=0
+	while ! grep -q "hbmguardd: ready" /tmp/pd.log && [ $i -lt 12000 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	t1=$(hbmstatebench now)
+	grep -q "hbmguardd: ready" /tmp/pd.log || { tail /tmp/pd.log; exit 1; }
+	read_ns=$(hbmstatebench read /tmp/pstate sim:pbench | cut -d' ' -f1)
+	c0=$(persist_report $pd)
+	p0=$(hbmstatebench proc $pd)
+	hbmstatebench inject $pid $persist_n 0x1000 || exit 1	# odd pages: new ones
+	i=0
+	while [ "$(persist_report $pd | sed 's/.*store: \([0-9]*\) changes.*/\1/')" -lt $persist_n ] &&
+	      [ $i -lt 600 ]; do
+		sleep 0.2
+		i=$((i + 1))
+	done
+	p1=$(hbmstatebench proc $pd)
+	c1=$(persist_report $pd)
+	kill $pd
+	wait $pd
+	hbmctl sim-destroy pbench >/dev/null || exit 1
+	echo "$pages $persist_n $((t1 - t0)) $read_ns $p0 $p1 $(echo "$c0" | sed 's/.* \([0-9]*\) bytes, \([0-9]*\) fsyncs/\1 \2/') $(echo "$c1" | sed 's/.*: \([0-9]*\) changes logged.* \([0-9]*\) snapshots.* \([0-9]*\) bytes, \([0-9]*\) fsyncs/\1 \2 \3 \4/')" >>/tmp/persist.txt
+	echo "# $(persist_label $pages) pages: $(echo "$c1" | sed 's/^<6>//')"
+done
+awk -v lo="$(persist_label 1000)" -v hi="$(persist_label $persist_pages)" '
+NR == 1 { for (i = 1; i <= NF; i++) a[i] = $i }
+NR == 2 { for (i = 1; i <= NF; i++) b[i] = $i }
+END {
+	# pages n start_ns read_ns, cpu wchar write_bytes rss hwm before and after,
+	# bytes0 fsyncs0, logged snapshots bytes1 fsyncs1
+	cpu_a = (a[10] - a[5]) / a[2] / 1000; cpu_b = (b[10] - b[5]) / b[2] / 1000
+	wc_a = (a[11] - a[6]) / a[2]; wc_b = (b[11] - b[6]) / b[2]
+	w_a = (a[19] - a[15]) / a[2]; w_b = (b[19] - b[15]) / b[2]
+	f_a = (a[20] - a[16]) / a[2]; f_b = (b[20] - b[16]) / b[2]
+	printf "%-52s %10s %10s\n", "hbmguardd per retirement (qemu TCG guest)", lo " pages", hi " pages"
+	printf "%-52s %10.1f %10.1f\n", "CPU, us (daemon and its compaction children)", cpu_a, cpu_b
+	printf "%-52s %10.1f %10.1f\n", "bytes written to the state files", w_a, w_b
+	printf "%-52s %10.1f %10.1f\n", "bytes written in all (wchar: and its log lines)", wc_a, wc_b
+	printf "%-52s %10.3f %10.3f\n", "fsyncs", f_a, f_b
+	printf "%-52s %10.1f %10.1f\n", "start until ready, ms", a[3] / 1e6, b[3] / 1e6
+	printf "%-52s %10.1f %10.1f\n", "reading the state file alone, ms", a[4] / 1e6, b[4] / 1e6
+	printf "%-52s %10.1f %10.1f\n", "RSS after the retirements, MiB", a[13] / 1024, b[13] / 1024
+	printf "%-52s %10.1f %10.1f\n", "RSS peak (VmHWM), MiB", a[14] / 1024, b[14] / 1024
+	printf "@bench\thbmguardd CPU per retirement, %s pages stored\t%.1f\tus\tat %s pages\t%.1f\tflat (<= 2x)\n", hi, cpu_b, lo, cpu_a
+	printf "@bench\thbmguardd bytes written to its state files per retirement, %s pages stored\t%.0f\tB\tat %s pages\t%.0f\tflat (<= 2x)\n", hi, w_b, lo, w_a
+	printf "@bench\thbmguardd fsyncs per retirement, %s pages stored\t%.3f\t-\tat %s pages\t%.3f\tflat (<= 2x)\n", hi, f_b, lo, f_a
+	printf "@bench\tdaemon restart -> %s pages back in the kernel\t%.0f\tms\treading the state file alone\t%.0f\t<= 2x\n", hi, b[3] / 1e6, b[4] / 1e6
+	printf "@bench\thbmguardd RSS, %s pages stored (peak %.1f MiB)\t%.1f\tMiB\t-\t-\t<= 64 MiB\n", hi, b[14] / 1024, b[13] / 1024
+}' /tmp/persist.txt
+echo
+# ---- end of persistence ----------------------------------------------------
+
 # Provider API: CEs from atomic context; none of the UEs may be lost.
 insmod /hbm_test_provider.ko || exit 1
 prov=/sys/kernel/debug/hbm_test_provider/ctl

@@ -17,6 +17,7 @@ echo
 	--file "$TOP/build/guest/hbmnl:/bin/hbmnl" \
 	--file "$TOP/build/guest/hbmctl:/bin/hbmctl" \
 	--file "$TOP/build/guest/hbmrankbench:/bin/hbmrankbench" \
+	--file "$TOP/build/guest/hbmstatebench:/bin/hbmstatebench" \
 	--bin "$TOP/build/hbmguardd:/bin/hbmguardd" \
 	--file "$TOP/tests/bench/guest-bench.sh:/bench.sh" \
 	--log "$TOP/build/logs/bench-$kver.log" \
