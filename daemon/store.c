@@ -474,21 +474,6 @@ static void heard(struct hbm_store *s, const struct hbm_fact *f)
 	};
 }
 
-/* @r into @st in the place of whatever it overlaps: the later word wins. */
-static int state_put(struct hbm_state *st, const struct hbm_state_record *r)
-{
-	struct hbm_state_record *grown;
-
-	if (forget_range(st, r->offset, r->length))
-		return -ENOMEM;
-	grown = realloc(st->records, (st->nr + 1) * sizeof(*grown));
-	if (!grown)
-		return -ENOMEM;
-	st->records = grown;
-	st->records[st->nr++] = *r;
-	return 0;
-}
-
 /*
  * A device removed with changes heard and not saved (a RETIRED then its
  * REMOVED read in one turn): what this turn heard of it goes into its file
@@ -510,14 +495,24 @@ static void save_gone(struct hbm_store *s, uint32_t id, const char *identity)
 		lost = log_turn(s, id) != 0;	/* its file needs no device: appended to */
 	} else if (n && !dev.page_size) {
 		lost = true;	/* never seen whole: no page size to write with */
-	} else if (n) {
+	} else if (n && !lost) {
+		struct hbm_state_record *heard = calloc(n, sizeof(*heard)), *r;
+		size_t m = 0, nr;
+
 		load_stored(s, &dev, &stored);
-		for (i = 0; i < s->nr_turn && !lost; i++)
-			if (s->turn[i].id == id && s->turn[i].rec.state &&
-			    state_put(&stored, &s->turn[i].rec))
-				lost = true;
-		if (!lost && write_union(s, &dev, &none, &stored, false))
+		for (i = 0; heard && i < s->nr_turn; i++)
+			if (s->turn[i].id == id && s->turn[i].rec.state)
+				heard[m++] = s->turn[i].rec;
+		/* over what was stored, as a replay of its log would put them */
+		if (!heard || hbm_state_replay(stored.records, stored.nr, heard, m, &r, &nr)) {
 			lost = true;
+		} else {
+			free(stored.records);
+			stored.records = r;
+			stored.nr = nr;
+			lost = write_union(s, &dev, &none, &stored, false) != 0;
+		}
+		free(heard);
 		free(none.r);
 		hbm_state_free(&stored);
 	}

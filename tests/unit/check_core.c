@@ -415,6 +415,44 @@ START_TEST(heard_changes_are_logged_and_compacted)
 }
 END_TEST
 
+static void gone(void)
+{
+	src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_DEVICE_GONE,
+		.dev = { .id = 0, .identity = "sim:s" } });
+}
+
+/* A device gone in the turn that heard its changes: saved with no dump to make. */
+START_TEST(a_device_gone_keeps_what_its_last_turn_heard)
+{
+	struct hbm_state_damage damage;
+	struct hbm_state s;
+
+	add_device(0, "sim:s");
+	seen(HBM_SYNC_START, 0, 0);		/* empty: no file, nothing to log to */
+	heard_retired(0x5000);
+	heard_retired(0x5000);			/* twice: one record */
+	heard_retired(0x3000);
+	gone();
+	ck_assert_int_eq(dumps, 0);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", &s, &damage), 0);
+	ck_assert_uint_eq(s.nr, 2);
+	ck_assert_uint_eq(s.records[0].offset, 0x3000);
+	ck_assert_uint_eq(s.records[1].offset, 0x5000);
+	hbm_state_free(&s);
+
+	/* seen again, its file open to log to: appended */
+	seen(HBM_SYNC_ADDED, 0, 0);
+	heard_retired(0x9000);
+	gone();
+	ck_assert_int_eq(dumps, 0);
+	ck_assert_uint_eq(store.counters.logged, 1);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", &s, &damage), 0);
+	ck_assert_uint_eq(s.log_nr, 1);
+	ck_assert_uint_eq(s.nr, 3);
+	hbm_state_free(&s);
+}
+END_TEST
+
 Suite *core_suite(void)
 {
 	Suite *s = suite_create("core");
@@ -433,6 +471,7 @@ Suite *core_suite(void)
 	tcase_add_test(st, a_read_that_failed_is_saved_from_a_dump);
 	tcase_add_test(st, a_resync_puts_back_what_the_kernel_lacks);
 	tcase_add_test(st, heard_changes_are_logged_and_compacted);
+	tcase_add_test(st, a_device_gone_keeps_what_its_last_turn_heard);
 	suite_add_tcase(s, st);
 	return s;
 }
