@@ -391,6 +391,8 @@ static int save(struct hbm_store *s, const struct device *dev,
 		save_done(s, dev, err);
 	else
 		err = write_union(s, dev, &k, &stored, forget);
+	if (!err && dev->id < HBMGUARD_MAX_DEVICES)
+		s->saves[dev->id].covered = k.seqnum;
 	free(k.r);
 	hbm_state_free(&stored);
 	return err;
@@ -449,17 +451,26 @@ static void read_end(struct hbm_store *s, const struct hbm_fact *f)
 				r->dev.identity);
 			core_restore(s->core, &r->dev, &r->stored);
 		}
-		write_union(s, &r->dev, &r->table, &r->stored, false);
+		if (!write_union(s, &r->dev, &r->table, &r->stored, false))
+			s->saves[r->dev.id].covered = f->seqnum;
 	}
 	free(r->table.r);
 	hbm_state_free(&r->stored);
 	*r = (struct table_read){ 0 };
 }
 
-/* A change heard: saved after this turn, from a dump or, gone by then, from this. */
+/* A change heard: logged after this turn (on_post()), or saved from a dump. */
 static void heard(struct hbm_store *s, const struct hbm_fact *f)
 {
 	uint64_t now = (uint64_t)time(NULL);
+
+	/*
+	 * Made before the dump of the last snapshot began, so in it: the
+	 * events of a restore, or of a change the control socket just saved.
+	 */
+	if (f->origin == HBM_FROM_KERNEL && f->seqnum &&
+	    f->seqnum <= s->saves[f->dev.id].covered)
+		return;
 
 	s->saves[f->dev.id].dirty = true;
 	if (s->nr_turn == STORE_TURN_HEARD) {

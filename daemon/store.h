@@ -24,6 +24,7 @@ struct device_save {
 	bool no_compact;	/* its compaction failed: none until its next snapshot */
 	struct hbm_state_log log;	/* its file, open to append to since its last snapshot */
 	char identity[HBMGUARD_IDENTITY_LEN];	/* the log's */
+	uint64_t covered;	/* the kernel's events up to this one are in its snapshot */
 };
 
 /* The compaction under way (one at a time), in a child of its own. */

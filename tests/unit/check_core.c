@@ -335,12 +335,18 @@ static void one_turn(sd_event *loop)
 	sd_event_source_unref(kick);
 }
 
-static void heard_retired(uint64_t offset)
+static void heard_numbered(uint64_t offset, uint64_t seqnum)
 {
 	src_link.fact(src_link.core, &(struct hbm_fact){
 		.type = HBM_FACT_PAGES, .event = HBMGUARD_EVENT_RETIRED,
+		.origin = HBM_FROM_KERNEL, .seqnum = seqnum,
 		.dev = { .id = 0, .identity = "sim:s" }, .offset = offset,
 		.length = 0x1000, .source = HBMGUARD_SOURCE_UE, .count = 1 });
+}
+
+static void heard_retired(uint64_t offset)
+{
+	heard_numbered(offset, 0);
 }
 
 /*
@@ -421,6 +427,43 @@ static void gone(void)
 		.dev = { .id = 0, .identity = "sim:s" } });
 }
 
+/*
+ * The events made before the table read began (a restore's) are in the
+ * snapshot made from it: not logged again; those after it are.
+ */
+START_TEST(events_before_the_read_are_not_logged_again)
+{
+	struct hbm_state_damage damage;
+	struct hbm_state s;
+	sd_event *loop;
+
+	ck_assert_int_ge(sd_event_new(&loop), 0);
+	d.loop = loop;
+	ck_assert_int_ge(store_watch(&store), 0);
+	add_device(0, "sim:s");
+	table[table_nr++] = bad_page;
+	seen(HBM_SYNC_START, 1, 0);
+	src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_DEVICE_SEEN,
+		.sync = HBM_SYNC_RESYNC,
+		.dev = { .id = 0, .identity = "sim:s", .page_size = 4096 } });
+	src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_TABLE_READ,
+		.origin = HBM_FROM_KERNEL, .seqnum = 10, .sync = HBM_SYNC_RESYNC,
+		.dev = { .id = 0, .identity = "sim:s" } });	/* read again, at #10 */
+	heard_numbered(0x9000, 9);
+	heard_numbered(0x9000, 10);
+	heard_numbered(0xa000, 11);
+	one_turn(loop);
+	ck_assert_uint_eq(store.counters.logged, 1);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", &s, &damage), 0);
+	ck_assert_uint_eq(s.log_nr, 1);
+	ck_assert_uint_eq(s.nr, 2);
+	hbm_state_free(&s);
+	store_stop(&store);
+	memset(&store, 0, sizeof(store));
+	d.loop = sd_event_unref(loop);
+}
+END_TEST
+
 /* A device gone in the turn that heard its changes: saved with no dump to make. */
 START_TEST(a_device_gone_keeps_what_its_last_turn_heard)
 {
@@ -472,6 +515,7 @@ Suite *core_suite(void)
 	tcase_add_test(st, a_resync_puts_back_what_the_kernel_lacks);
 	tcase_add_test(st, heard_changes_are_logged_and_compacted);
 	tcase_add_test(st, a_device_gone_keeps_what_its_last_turn_heard);
+	tcase_add_test(st, events_before_the_read_are_not_logged_again);
 	suite_add_tcase(s, st);
 	return s;
 }
