@@ -93,11 +93,13 @@ static void merge(struct hbm_extents *k, const struct hbm_state *stored)
 		if (!kernel_holds(k, kernel, &j, &stored->records[i]) &&
 		    !hbm_extents_push(k, &stored->records[i]))
 			return;
+	if (!k->nr)
+		return;		/* nothing, not even an array to sort */
 	qsort(k->r, k->nr, sizeof(*k->r), cmp_offset);
 	for (i = 1, n = 1; i < k->nr; i++)	/* drop any overlap left */
 		if (k->r[i].offset >= k->r[n - 1].offset + k->r[n - 1].length)
 			k->r[n++] = k->r[i];
-	k->nr = k->nr ? n : 0;
+	k->nr = n;
 }
 
 static void load_stored(struct hbm_store *store, const struct device *dev,
