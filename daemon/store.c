@@ -17,10 +17,18 @@
  * log records, one write and one fdatasync per device and turn (on_post()),
  * what the event said (offset, length, state, source: all a restore needs;
  * first_seen is when it was heard, errors 0 until the next snapshot takes
- * the kernel's).  A turn that heard more than STORE_TURN_HEARD changes, a
- * save that failed, and the control socket's RETIRE and CLEAR (an
- * operator's: a clear is the one way pages leave a file, and its reply
- * must say the directory took it) make a snapshot instead, from a dump.
+ * the kernel's).  One operation whose pages end differently (some
+ * RETIRED, some FAILED) makes an event per outcome, each naming the whole
+ * range (device_changed(), kmod/device.c): the last logged wins over the
+ * range until the next snapshot takes the kernel's own table.  Events the
+ * last snapshot's dump already held (a restore's, the trailing event of a
+ * change the control socket saved) are not logged again: the module
+ * numbers an event after its change, so those numbered up to its seqnum
+ * when the dump began are in it.  A turn that heard more than
+ * STORE_TURN_HEARD changes, a save that failed, and the control socket's
+ * RETIRE and CLEAR (an operator's: a clear is the one way pages leave a
+ * file, and its reply must say the directory took it) make a snapshot
+ * instead, from a dump.
  * Saves that fail are retried, a second later, then twice as long each
  * time up to a minute, and stay "unsaved" in the status until on disk.
  *
