@@ -42,11 +42,12 @@ persist_n=2000
 printf '[Daemon]\nStateDirectory=/tmp/pstate\nControlSocket=/tmp/p.sock\n' >/tmp/p.conf
 # The daemon's counters (SIGUSR1): "N changes logged in A appends, S snapshots,
 # C compactions, B bytes, F fsyncs", as "N S B F".
-persist_report() {
+persist_report() {	# waits for a busy daemon (a table read of 10^6 takes minutes)
 	n=$(grep -c "hbmguardd: store:" /tmp/pd.log)
 	kill -USR1 $1
 	i=0
-	while [ "$(grep -c "hbmguardd: store:" /tmp/pd.log)" -le "$n" ] && [ $i -lt 200 ]; do
+	while [ "$(grep -c "hbmguardd: store:" /tmp/pd.log)" -le "$n" ] && [ $i -lt 12000 ] &&
+	      kill -0 $1 2>/dev/null; do
 		sleep 0.05
 		i=$((i + 1))
 	done
@@ -76,9 +77,9 @@ for pages in 1000 $persist_pages; do
 	read_ns=$(hbmstatebench read /tmp/pstate sim:pbench | cut -d' ' -f1)
 	last=
 	i=0
-	while [ $i -lt 600 ]; do	# quiet: its counters still for 2 s
+	while [ $i -lt 600 ] && kill -0 $pd; do	# quiet: its counters still for 2 s
 		c0=$(persist_report $pd)
-		[ "$c0" = "$last" ] && break
+		[ -n "$c0" ] && [ "$c0" = "$last" ] && break
 		last=$c0
 		sleep 2
 		i=$((i + 1))
@@ -90,7 +91,7 @@ for pages in 1000 $persist_pages; do
 		hbmstatebench inject $pid 50 $((0x1000 + 2 * k * 4096)) || exit 1
 		k=$((k + 50))
 		i=0
-		while [ "$(persist_report $pd | cut -d' ' -f1)" -lt $((${c0%% *} + k)) ] &&
+		while [ "$(persist_report $pd | cut -d' ' -f1)" -lt $((${c0%% *} + k)) ] 2>/dev/null &&
 		      [ $i -lt 100 ]; do
 			sleep 0.05
 			i=$((i + 1))
