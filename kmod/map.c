@@ -151,6 +151,8 @@ static void switch_to(struct hbm_device *dev, u32 next, bool overflow)
 {
 	struct hbmguard_map_header *h = dev->map->hdr;
 
+	/* Readers spin while seq is odd: the writer is not preempted there. */
+	preempt_disable();
 	WRITE_ONCE(h->seq, h->seq + 1);
 	smp_wmb();
 	WRITE_ONCE(h->overflow, overflow);
@@ -158,6 +160,7 @@ static void switch_to(struct hbm_device *dev, u32 next, bool overflow)
 	WRITE_ONCE(h->active, next);
 	smp_wmb();
 	WRITE_ONCE(h->seq, h->seq + 1);
+	preempt_enable();
 }
 
 /**

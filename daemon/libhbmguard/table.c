@@ -108,6 +108,7 @@ static int lookup(const struct hbmguard_table *t, uint32_t page,
 	uint32_t nodes = __atomic_load_n(&h->nodes, __ATOMIC_ACQUIRE);
 	uint64_t off = h->buffer_offset[c];
 	const struct hbmguard_map_node *base;
+	uint32_t cnt = 0;
 
 	if (!height)
 		return 0;
@@ -115,9 +116,14 @@ static int lookup(const struct hbmguard_table *t, uint32_t page,
 	    (uint64_t)nodes * sizeof(*base) > t->size - off)
 		return -1;
 	base = (const void *)((const char *)h + off);
+	/*
+	 * A node's count is read once: the node may be rewritten under a
+	 * slow reader (seq says so after), and a count read again could be
+	 * an inner node's, past a leaf's entries.
+	 */
 	while (height--) {
 		const struct hbmguard_map_node *node = &base[n];
-		uint32_t cnt, i, off;
+		uint32_t i, off;
 
 		if (n >= nodes)
 			return -1;
@@ -137,7 +143,7 @@ static int lookup(const struct hbmguard_table *t, uint32_t page,
 	}
 	{
 		const struct hbmguard_map_node *leaf = &base[n];
-		uint32_t i = count_le(leaf->ext, sizeof(leaf->ext[0]), leaf->nr, page);
+		uint32_t i = count_le(leaf->ext, sizeof(leaf->ext[0]), cnt, page);
 
 		if (!i)
 			return 0;
