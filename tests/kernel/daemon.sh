@@ -105,13 +105,16 @@ kill -CONT $daemon
 eventually "a burst of 2000 events saved" '[ "$(stat -c %s /tmp/state/sim:burst.state 2>/dev/null)" = $((128 + 2000 * 48)) ]' 60
 check "... with no loss" '[ "$(resyncs)" = "$r0" ] && ! grep -q "overflowed" /tmp/daemon.log'
 hbmctl sim-destroy $bid
+back_whole() {	# DEV IDENTITY N: N extents in the kernel, all N said restored
+	[ "$(hbmnl pages $1 | sed -n "s/^pages: \([0-9]*\) .*/\1/p")" = $3 ] &&
+	grep -q "restored $3 extents into $2" /tmp/daemon.log
+}
 # The device back: its 2000 extents restored, more than one page-sized
 # netlink message holds (a request filled past it once lost the rest) and
 # more than one request.
 bid=$(hbmctl sim-create burst 1G spares=4096)
 eventually "... and all 2000 back with the device" \
-	'[ "$(hbmnl pages $bid | sed -n "s/^pages: \([0-9]*\) .*/\1/p")" = 2000 ] &&
-	grep -q "restored 2000 extents into sim:burst" /tmp/daemon.log' 60
+	'back_whole $bid sim:burst 2000' 60
 hbmctl sim-destroy $bid
 # More than one 32 KiB request holds (some 1150 extents): the requests
 # after the first, each filled until a put fails.
@@ -123,8 +126,7 @@ eventually "5000 retirements saved" '[ "$(kept)" = $((k0 + 5000)) ]' 60
 hbmctl sim-destroy $mid
 mid=$(hbmctl sim-create many 1G spares=6000)
 eventually "... all 5000 back with the device, in five requests" \
-	'[ "$(hbmnl pages $mid | sed -n "s/^pages: \([0-9]*\) .*/\1/p")" = 5000 ] &&
-	grep -q "restored 5000 extents into sim:many" /tmp/daemon.log' 60
+	'back_whole $mid sim:many 5000' 60
 hbmctl sim-destroy $mid
 
 # Pages retired and their device removed, all read in one turn of the loop:
