@@ -5,9 +5,10 @@
 . /lib.sh
 S=/tmp/rctl.sock
 printf '[Daemon]\nStateDirectory=/tmp/rstate\nControlSocket=%s\n[Recovery]\nPauseTimeout=2s\nRestoreTimeout=2s\nKillTimeout=1s\n' $S >/tmp/r.conf
+# start_daemon [CONFIG]: hbmguardd in the background, as $daemon.
 start_daemon() {
 	: >/tmp/rd.log
-	hbmguardd -c /tmp/r.conf 2>>/tmp/rd.log &
+	hbmguardd -c ${1:-/tmp/r.conf} 2>>/tmp/rd.log &
 	daemon=$!
 	wait_for /tmp/rd.log "hbmguardd: ready"
 }
@@ -158,7 +159,13 @@ check "another user cannot join the job: its rank is in its own" 'grep -q "^regi
 kill $a
 exited $a
 
-# The daemon killed mid-incident: its successor escalates it.
+# The daemon killed mid-incident: its successor escalates it.  The killed
+# one must still be waiting for the pause when it goes, however slow the
+# guest (the 2 s deadline passed between the two on a debug kernel in CI).
+sed 's/^PauseTimeout=.*/PauseTimeout=10m/' /tmp/r.conf >/tmp/r-slow.conf
+kill $daemon
+wait $daemon
+start_daemon /tmp/r-slow.conf
 rank job6 0 1 sim:sim0 silent
 a=$rpid
 hbmctl inject sim0 ue 0xe000
