@@ -6,12 +6,14 @@
  *
  * Also a sink of hbmguardd's core (hbm_journal_fact()): one entry per
  * event a source heard, to the journal or, without one, to stderr.  It
- * must not block (sd_journal_send() is one datagram), allocates nothing,
+ * must not block (sd_journal_sendv() is one datagram), allocates nothing,
  * and calls nothing but the journal.
  */
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <syslog.h>
+#include <sys/uio.h>
 #include <systemd/sd-journal.h>
 #include <linux/hbmguard.h>
 
@@ -157,6 +159,63 @@ int hbm_journal_describe(const struct hbm_event_view *ev, const char *identity,
 	return -1;
 }
 
+/* The fields of an entry, formatted on the stack: the sink allocates nothing. */
+struct journal_fields {
+	struct iovec iov[12];
+	char text[12][sizeof(((struct hbm_journal_entry *)0)->message) + 32];
+	int n;
+};
+
+static void __attribute__((format(printf, 2, 3)))
+journal_field(struct journal_fields *j, const char *fmt, ...)
+{
+	va_list ap;
+	int len;
+
+	if (j->n == (int)(sizeof(j->iov) / sizeof(j->iov[0])))
+		return;
+	va_start(ap, fmt);
+	len = vsnprintf(j->text[j->n], sizeof(j->text[j->n]), fmt, ap);
+	va_end(ap);
+	if (len < 0)
+		return;
+	if ((size_t)len >= sizeof(j->text[j->n]))
+		len = sizeof(j->text[j->n]) - 1;
+	j->iov[j->n] = (struct iovec){ .iov_base = j->text[j->n], .iov_len = len };
+	j->n++;
+}
+
+static void journal_send_event(const struct hbm_journal_entry *e,
+			       const struct hbm_event_view *ev, const char *identity,
+			       const struct hbm_fact *f)
+{
+	struct journal_fields j = { .n = 0 };
+
+	journal_field(&j, "MESSAGE=%s", e->message);
+	journal_field(&j, "MESSAGE_ID=%s", e->message_id);
+	journal_field(&j, "PRIORITY=%d", e->priority);
+	journal_field(&j, "HBMGUARD_DEVICE=%u", ev->device);
+	journal_field(&j, "HBMGUARD_IDENTITY=%s", identity);
+	/* A RESTORED event stands for many extents: it has no range of its own. */
+	if (ev->length) {
+		journal_field(&j, "HBMGUARD_OFFSET=0x%llx", (unsigned long long)ev->offset);
+		journal_field(&j, "HBMGUARD_LENGTH=0x%llx", (unsigned long long)ev->length);
+	}
+	journal_field(&j, "HBMGUARD_SOURCE=%s", hbm_journal_source_name(ev->source));
+	journal_field(&j, "HBMGUARD_COUNT=%u", ev->count);
+	journal_field(&j, "HBMGUARD_HEARD_BY=%s", f->path[0] ? f->path : "?");
+	/*
+	 * Whose numbering: the module's, or the kernel log's; none for a
+	 * source that numbers nothing (NVML, amdgpu), whose 0 would read as
+	 * a number.
+	 */
+	if (f->origin == HBM_FROM_KERNEL)
+		journal_field(&j, "HBMGUARD_SEQNUM=%llu", (unsigned long long)ev->seqnum);
+	else if (ev->seqnum)
+		journal_field(&j, "HBMGUARD_HEARD_SEQNUM=%llu", (unsigned long long)ev->seqnum);
+	sd_journal_sendv(j.iov, j.n);
+}
+
 /**
  * hbm_journal_fact() - the journal as a sink of the core
  * @journald: a bool: whether a journal is there to send entries to
@@ -196,22 +255,5 @@ void hbm_journal_fact(void *journald, const struct hbm_fact *f)
 	if (!*(const bool *)journald)
 		fprintf(stderr, "<%d>hbmguardd: %s\n", e.priority, e.message);
 	else
-		sd_journal_send("MESSAGE=%s", e.message, "MESSAGE_ID=%s", e.message_id,
-				"PRIORITY=%d", e.priority,
-				"HBMGUARD_DEVICE=%u", ev.device,
-				"HBMGUARD_IDENTITY=%s", identity,
-				"HBMGUARD_OFFSET=0x%llx", (unsigned long long)ev.offset,
-				"HBMGUARD_LENGTH=0x%llx", (unsigned long long)ev.length,
-				"HBMGUARD_SOURCE=%s", hbm_journal_source_name(ev.source),
-				"HBMGUARD_COUNT=%u", ev.count,
-				"HBMGUARD_HEARD_BY=%s", f->path[0] ? f->path : "?",
-				/*
-				 * Whose numbering: the module's, or the kernel
-				 * log's; none for a source that numbers nothing
-				 * (NVML, amdgpu), whose 0 would read as a number:
-				 * a NULL format ends the fields there.
-				 */
-				f->origin == HBM_FROM_KERNEL ? "HBMGUARD_SEQNUM=%llu" :
-				ev.seqnum ? "HBMGUARD_HEARD_SEQNUM=%llu" : NULL,
-				(unsigned long long)ev.seqnum, NULL);
+		journal_send_event(&e, &ev, identity, f);
 }

@@ -49,15 +49,18 @@ sys.exit(not any(e["offset"] <= off < e["offset"] + e["length"] and
                  e["source"] == src for e in ext))' "$1" "$2"
 }
 
-# The journal holds an entry of hbmguardd with these FIELD=value pairs.
+# The journal holds an entry of hbmguardd with these FIELD=value pairs (a
+# FIELD alone: present; !FIELD: absent).
 journal_has() {
 	journalctl -b -o json _SYSTEMD_UNIT=hbmguardd.service | python3 -c '
 import json, sys
 want = dict(a.split("=", 1) for a in sys.argv[1:] if "=" in a)
-present = [a for a in sys.argv[1:] if "=" not in a]
+present = [a for a in sys.argv[1:] if "=" not in a and a[0] != "!"]
+absent = [a[1:] for a in sys.argv[1:] if a[0] == "!"]
 for line in sys.stdin:
     e = json.loads(line)
-    if all(e.get(k) == v for k, v in want.items()) and all(k in e for k in present):
+    if all(e.get(k) == v for k, v in want.items()) and all(k in e for k in present) \
+            and not any(k in e for k in absent):
         sys.exit(0)
 sys.exit(1)' "$@"
 }
@@ -145,6 +148,9 @@ assert len(s[\"devices\"]) == 5"'
 	check "modprobe" 'modprobe hbmguard'
 	eventually "table restored after the reload" 'has_page 0x5000 restored && has_page 0x9000 restored &&
 		has_page 0xc000 restored'
+	eventually "... journaled as one entry of many extents, with no range" \
+		'journal_has MESSAGE_ID=263def5f9a8d4310b72d22643ee3e16a HBMGUARD_IDENTITY=sim:sim0 \
+		HBMGUARD_COUNT !HBMGUARD_OFFSET !HBMGUARD_LENGTH'
 	eventually "the configuration's range registered again, its table back" \
 		'has_page 0x100000 restored hbm0'
 	check "STATUS= after the reload" \
