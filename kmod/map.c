@@ -243,7 +243,6 @@ int hbm_map_create(struct hbm_device *dev)
 	struct hbm_map *map;
 	int err = -ENOMEM;
 
-	BUILD_BUG_ON(HBM_MCHUNK_BYTES != PAGE_SIZE);
 	BUILD_BUG_ON(sizeof(struct hbmguard_map_node) != HBMGUARD_MAP_NODE_SIZE);
 	dev->map = NULL;
 	if (!READ_ONCE(map_on))
@@ -311,7 +310,9 @@ static void hbm_vma_close(struct vm_area_struct *vma)
  * Page 0 is the header, then each copy's pages.  A page not backed yet is
  * one no reader that bounds its indices by `nodes` touches: SIGBUS.  The
  * writer stores a chunk before it raises `nodes` (release), and readers
- * load `nodes` with acquire, so a page they may touch is found here.
+ * load `nodes` with acquire, so a page they may touch is found here.  A
+ * reader that does not wait for `nodes` finds a chunk zeroed or none: its
+ * pointer is stored with release, loaded here with acquire.
  */
 static vm_fault_t hbm_map_fault(struct vm_fault *vmf)
 {
@@ -324,7 +325,7 @@ static vm_fault_t hbm_map_fault(struct vm_fault *vmf)
 	} else if (pg - 1 < 2 * (pgoff_t)map->chunks_per_copy) {
 		const struct hbm_mtree *m = &map->copy[(pg - 1) / map->chunks_per_copy];
 
-		addr = READ_ONCE(m->chunk[(pg - 1) % map->chunks_per_copy]);
+		addr = smp_load_acquire(&m->chunk[(pg - 1) % map->chunks_per_copy]);
 	}
 	if (!addr)
 		return VM_FAULT_SIGBUS;

@@ -584,7 +584,8 @@ int hbm_mtree_grow(struct hbm_mtree *t, u32 chunks)
 
 		if (!c)
 			return -ENOMEM;
-		t->chunk[t->nr_chunks++] = c;
+		hbm_mchunk_publish(&t->chunk[t->nr_chunks], c);
+		t->nr_chunks++;
 	}
 	return 0;
 }
