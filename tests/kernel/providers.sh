@@ -104,13 +104,16 @@ check "storm: each UE retired its page" 'awk '\''
 check "storm: 19660500 CEs on one page" 'echo "storm 1 300 2 0 65535" >$prov'
 eventually "storm: all counted" 'hbmnl devices | grep -q "^device $sid storm .* dropped=0 .* ce=$((pages * 3 + 19660500)) ue=64 "' 60
 # Beyond 10^5 pages pending some may be dropped: counted on the device, and
-# exactly what the reporter was refused.
-check "storm over 200000 pages" 'echo "storm 200000 1 2 16 1" >$prov'
-taken=$(dmesg | sed -n 's/.*storm 200000 pages x 1 rounds of 1 CEs in [0-9]* ns: \([0-9]*\) CEs taken of 200000, 16 UEs taken of 16$/\1/p')
-echo "# storm over 200000 pages: $((200000 - ${taken:-0})) CEs dropped"
-eventually "storm: dropped is what was refused, the rest counted" '[ -n "$taken" ] && hbmnl devices | grep -q "^device $sid storm .* dropped=$((200000 - taken)) .* ce=$((pages * 3 + 19660500 + taken)) ue=80 "' 300
-check "storm: GET_DEVICE and hbmctl say so" 'hbmctl --json devices | grep -q "\"name\":\"storm\".*\"errors_dropped\":$((200000 - taken))}" &&
-	hbmctl devices | grep -q "^$sid *storm .* $((200000 - taken))$"'
+# exactly what the reporter was refused.  Not on the debug kernel, where the
+# 10^5 pages that do enter the table take minutes; both other kernels run it.
+if [ "${HBM_DEBUG_KERNEL:-}" != 1 ]; then
+	check "storm over 200000 pages" 'echo "storm 200000 1 2 16 1" >$prov'
+	taken=$(dmesg | sed -n 's/.*storm 200000 pages x 1 rounds of 1 CEs in [0-9]* ns: \([0-9]*\) CEs taken of 200000, 16 UEs taken of 16$/\1/p')
+	echo "# storm over 200000 pages: $((200000 - ${taken:-0})) CEs dropped"
+	eventually "storm: dropped is what was refused, the rest counted" '[ -n "$taken" ] && hbmnl devices | grep -q "^device $sid storm .* dropped=$((200000 - taken)) .* ce=$((pages * 3 + 19660500 + taken)) ue=80 "' 300
+	check "storm: GET_DEVICE and hbmctl say so" 'hbmctl --json devices | grep -q "\"name\":\"storm\".*\"errors_dropped\":$((200000 - taken))}" &&
+		hbmctl devices | grep -q "^$sid *storm .* $((200000 - taken))$"'
+fi
 check "storm: device goes" 'echo unregister >$prov'
 check "provider registers gpu0 again" 'echo "register gpu0 0000:00:1f.0 1073741824 4096 16" >$prov'
 

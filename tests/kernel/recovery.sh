@@ -216,13 +216,18 @@ check "... the user's rank untouched" '[ "$(cat /tmp/opQ)" = "registered" ]'
 # The attack itself: a rank's process exits while a child holds its
 # connection, and a root process takes its pid.  An error on the rank's
 # device must not end that process (before, the escalation's SIGTERM did).
+# Pids wrap round below pid_max to 300 (idr_alloc_cyclic() in alloc_pid(),
+# kernel/pid.c): with it low, the rank's pid is low, and so the pids the loop
+# below goes through to reach it again (tens of thousands after a whole
+# tier 2 run, minutes of forks on the debug kernel).
+max=$(cat /proc/sys/kernel/pid_max)
+echo 4096 >/proc/sys/kernel/pid_max
 while [ "$(sh -c 'echo $$')" -lt 400 ]; do :; done	# past the pids kept for the kernel
 hbmrank --handoff $S jobR 0 1 sim:sim0 >/tmp/jobR &
 h=$!
 wait $h
 child=$(sed -n 's/^child //p' /tmp/jobR)
 [ -n "$child" ] || echo "# hbmrank --handoff said: $(cat /tmp/jobR)"
-max=$(cat /proc/sys/kernel/pid_max)
 echo $((h + 1)) >/proc/sys/kernel/pid_max	# the next pids wrap round to it
 victim=
 i=0
