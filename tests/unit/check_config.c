@@ -75,20 +75,117 @@ START_TEST(recovery_deadlines)
 	ck_assert_int_eq(parse("[Recovery]\nRestoreTimeout=2h\n"), -EINVAL);
 	ck_assert_str_eq(err, "test.conf:2: RestoreTimeout: 2h is out of range (1..3600 seconds)");
 	ck_assert_int_eq(parse("[Recovery]\nKillTimeout=soon\n"), -EINVAL);
-	ck_assert_str_eq(err, "test.conf:2: KillTimeout: 'soon' is not a number");
+	ck_assert_str_eq(err, "test.conf:2: KillTimeout: 'soon' is not a time span (e.g. 90, 30s, 2min, 1h 30min)");
 	ck_assert_int_eq(parse("[Recovery]\nCEThreshold=5\n"), -EINVAL);
 	ck_assert_str_eq(err, "test.conf:2: CEThreshold: unknown key (PauseTimeout, RestoreTimeout, KillTimeout)");
 }
 END_TEST
 
+/*
+ * Every form of systemd.time(7)'s time spans, each unit by each of its
+ * names; what was accepted before (a number, or one of s, m, h, d) still is.
+ */
 START_TEST(time_units)
 {
-	ck_assert_int_eq(parse("[Policy]\nCEWindow=90\n"), 0);
-	ck_assert_uint_eq(c.policy.ce_window, 90);
-	ck_assert_int_eq(parse("[Policy]\nCEWindow=30m\n"), 0);
-	ck_assert_uint_eq(c.policy.ce_window, 1800);
-	ck_assert_int_eq(parse("[Policy]\nCEWindow=365d\n"), 0);
-	ck_assert_uint_eq(c.policy.ce_window, 365 * 86400);
+	static const struct {
+		const char *value;
+		uint32_t seconds;
+	} good[] = {
+		{ "90", 90 }, { "30m", 1800 }, { "12h", 43200 }, { "365d", 365 * 86400 },
+		{ "1", 1 }, { "007", 7 },
+		{ "30s", 30 }, { "30sec", 30 }, { "30second", 30 }, { "30seconds", 30 },
+		{ "2min", 120 }, { "2minute", 120 }, { "2minutes", 120 },
+		{ "1hr", 3600 }, { "1hour", 3600 }, { "1hours", 3600 },
+		{ "2day", 172800 }, { "2days", 172800 },
+		{ "1w", 604800 }, { "1week", 604800 }, { "2weeks", 1209600 },
+		{ "1M", 2629800 }, { "1month", 2629800 }, { "2months", 5259600 },
+		{ "0.5y", 15778800 }, { "0.5year", 15778800 }, { "0.5years", 15778800 },
+		{ "2000ms", 2 }, { "2000msec", 2 },
+		{ "3000000us", 3 }, { "3000000usec", 3 },
+		{ "1000000\xc2\xb5s", 1 }, { "1000000\xce\xbcs", 1 },	/* micro sign, mu */
+		{ "1h 30min", 5400 }, { "1h30min", 5400 }, { "1.5h", 5400 },
+		{ "2 h", 7200 }, { "1d 2h 3m 4s", 93784 }, { "1d2h3m4s", 93784 },
+		{ "700ms300ms 1s", 2 }, { "1.25min", 75 }, { "5 5", 10 },
+		{ "1m 1ms 999ms", 61 }, { "  2min  ", 120 }, { "1 \t s", 1 },
+		{ "59s 1min", 119 }, { "0d 1s", 1 }, { ".5min", 30 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		char text[128];
+
+		snprintf(text, sizeof(text), "[Policy]\nCEWindow=%s\n", good[i].value);
+		ck_assert_msg(parse(text) == 0, "refused '%s': %s", good[i].value, err);
+		ck_assert_msg(c.policy.ce_window == good[i].seconds, "'%s': %u, not %u",
+			      good[i].value, c.policy.ce_window, good[i].seconds);
+	}
+	/* The same parser for the deadlines. */
+	ck_assert_int_eq(parse("[Recovery]\nPauseTimeout=1min 30s\nRestoreTimeout=1h\n"
+			       "KillTimeout=10sec\n"), 0);
+	ck_assert_uint_eq(c.recovery.pause_timeout, 90);
+	ck_assert_uint_eq(c.recovery.restore_timeout, 3600);
+	ck_assert_uint_eq(c.recovery.kill_timeout, 10);
+}
+END_TEST
+
+/* Not time spans, below a second, out of a key's range: each said, nothing changed. */
+START_TEST(time_units_bad)
+{
+	static const struct {
+		const char *text;
+		const char *message;
+	} bad[] = {
+		{ "CEWindow=soon", "CEWindow: 'soon' is not a time span (e.g. 90, 30s, 2min, 1h 30min)" },
+		{ "CEWindow=", "CEWindow: '' is not a time span" },
+		{ "CEWindow=-1", "'-1' is not a time span" },
+		{ "CEWindow=-0", "'-0' is not a time span" },
+		{ "CEWindow=1h -5m", "'1h -5m' is not a time span" },
+		{ "CEWindow=12x", "'12x' is not a time span" },
+		{ "CEWindow=5 x", "'5 x' is not a time span" },
+		{ "CEWindow=h", "'h' is not a time span" },
+		{ "CEWindow=1h min", "'1h min' is not a time span" },
+		{ "CEWindow=3.", "'3.' is not a time span" },
+		{ "CEWindow=3.s", "'3.s' is not a time span" },
+		{ "CEWindow=.", "'.' is not a time span" },
+		{ "CEWindow=.s", "'.s' is not a time span" },
+		{ "CEWindow=.5s", "'.5s' is not a whole number of seconds" },
+		{ "CEWindow=1.2.3", "'1.2.3' is not a time span" },
+		{ "CEWindow=1hh", "'1hh' is not a time span" },
+		{ "CEWindow=1H", "'1H' is not a time span" },
+		{ "CEWindow=infinity", "'infinity' is not a time span" },
+		{ "CEWindow=1ns", "'1ns' is not a time span" },
+		{ "CEWindow=0x10", "'0x10' is not a time span" },
+		{ "CEWindow=500ms", "CEWindow: '500ms' is not a whole number of seconds" },
+		{ "CEWindow=1.5s", "'1.5s' is not a whole number of seconds" },
+		{ "CEWindow=1s 1us", "'1s 1us' is not a whole number of seconds" },
+		{ "CEWindow=0", "CEWindow: 0 is out of range (1..31536000 seconds)" },
+		{ "CEWindow=0s 0ms", "CEWindow: 0s 0ms is out of range" },
+		{ "CEWindow=1y", "CEWindow: 1y is out of range (1..31536000 seconds)" },
+		{ "CEWindow=365d 1s", "CEWindow: 365d 1s is out of range" },
+		{ "CEWindow=4294967296", "CEWindow: 4294967296 is out of range" },
+		{ "CEWindow=18446744073709551616us", "CEWindow: 18446744073709551616us is out of range" },
+		{ "CEWindow=99999999999999y", "CEWindow: 99999999999999y is out of range" },
+		{ "CEWindow=10000000000000000000 10000000000000000000us", "is out of range" },
+		{ "[Recovery]\nKillTimeout=601", "KillTimeout: 601 is out of range (1..600 seconds)" },
+		{ "[Recovery]\nKillTimeout=10min 1s", "KillTimeout: 10min 1s is out of range" },
+		{ "[Recovery]\nPauseTimeout=1h 1s", "PauseTimeout: 1h 1s is out of range (1..3600 seconds)" },
+		{ "[Recovery]\nRestoreTimeout=999ms", "RestoreTimeout: '999ms' is not a whole number of seconds" },
+	};
+	struct hbm_config before;
+	size_t i;
+
+	ck_assert_int_eq(parse("[Policy]\nCEWindow=7h\n"), 0);
+	before = c;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char text[256];
+
+		snprintf(text, sizeof(text), "%s%s\n",
+			 strncmp(bad[i].text, "[", 1) ? "[Policy]\n" : "", bad[i].text);
+		ck_assert_msg(parse(text) == -EINVAL, "accepted: %s", bad[i].text);
+		ck_assert_msg(!strncmp(err, "test.conf:2: ", 13) && strstr(err, bad[i].message),
+			      "for %s: got '%s', expected '%s'", bad[i].text, err, bad[i].message);
+		ck_assert_msg(!memcmp(&c, &before, sizeof(c)), "changed by: %s", bad[i].text);
+	}
 }
 END_TEST
 
@@ -107,7 +204,7 @@ START_TEST(bad_input)
 		{ "[Policy]\nCEThreshold=99999999999999999999999\n", "is not a number" },
 		{ "[Policy]\nCEWindow=0\n", "test.conf:2: CEWindow: 0 is out of range" },
 		{ "[Policy]\nCEWindow=366d\n", "test.conf:2: CEWindow: 366d is out of range (1..31536000 seconds)" },
-		{ "[Policy]\nCEWindow=5w\n", "test.conf:2: CEWindow: '5w': the unit is one of s, m, h, d" },
+		{ "[Policy]\nCEWindow=5x\n", "test.conf:2: CEWindow: '5x' is not a time span" },
 		{ "[Policy]\nRetireLimit=0\n", "test.conf:2: RetireLimit: 0 is out of range" },
 		{ "[Policy]\nRetireLimit=4294967296\n", "test.conf:2: RetireLimit: 4294967296 is out of range" },
 		{ "[Policy]\nFrobnicate=1\n", "test.conf:2: Frobnicate: unknown key" },
@@ -123,7 +220,7 @@ START_TEST(bad_input)
 		{ "[Device gpu0]\n", "test.conf:1: [Device ...] takes a quoted identity" },
 		{ "[Device \"\"]\n", "test.conf:1: [Device ...] takes a quoted identity" },
 		{ "[Device \"a b\"]\n", "test.conf:1: 'a b' is not a device identity" },
-		{ "\n\n# c\n[Policy]\nCEThreshold=1\n\nCEWindow=x\n", "test.conf:7: CEWindow: 'x' is not a number" },
+		{ "\n\n# c\n[Policy]\nCEThreshold=1\n\nCEWindow=x\n", "test.conf:7: CEWindow: 'x' is not a time span" },
 		{ "[Range]\n", "test.conf:1: [Range ...] takes a quoted name" },
 		{ "[Range hbm0]\n", "test.conf:1: [Range ...] takes a quoted name" },
 		{ "[Range \"a b\"]\nNumaNode=1\n", "test.conf:1: 'a b' is not a range name" },
@@ -229,6 +326,7 @@ Suite *config_suite(void)
 
 	tcase_add_test(tc, defaults_and_full_file);
 	tcase_add_test(tc, time_units);
+	tcase_add_test(tc, time_units_bad);
 	tcase_add_test(tc, recovery_deadlines);
 	tcase_add_test(tc, bad_input);
 	tcase_add_test(tc, too_many_devices);
