@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -319,6 +320,226 @@ START_TEST(load_from_file)
 }
 END_TEST
 
+/* Drop-ins: a scratch tree of the four directories and a main file. */
+static char root[64];
+
+static void put(const char *rel, const char *text)
+{
+	char path[256], *slash;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	for (slash = strchr(path + strlen(root) + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+		*slash = 0;
+		mkdir(path, 0755);
+		*slash = '/';
+	}
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void link_to(const char *target, const char *rel)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	ck_assert_int_eq(symlink(target, path), 0);
+}
+
+static int load_tree(void)
+{
+	char main_file[128], d0[128], d1[128], d2[128], d3[128];
+	const char *dirs[] = { d0, d1, d2, d3, NULL };
+
+	snprintf(main_file, sizeof(main_file), "%s/hbmguardd.conf", root);
+	snprintf(d0, sizeof(d0), "%s/etc/hbmguardd.conf.d", root);
+	snprintf(d1, sizeof(d1), "%s/run/hbmguardd.conf.d", root);
+	snprintf(d2, sizeof(d2), "%s/usr-local-lib/hbmguardd.conf.d", root);
+	snprintf(d3, sizeof(d3), "%s/usr-lib/hbmguardd.conf.d", root);
+	err[0] = 0;
+	return hbm_config_load_files(main_file, false, dirs, &c, err, sizeof(err));
+}
+
+static void tree_setup(void)
+{
+	strcpy(root, "/tmp/hbmdropin.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(root));
+}
+
+static void tree_teardown(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* A file that must not be read: it would be refused. */
+#define UNREAD "[Policy]\nCEThreshold=never read\n"
+
+START_TEST(dropin_order)
+{
+	struct hbm_policy_config p;
+
+	ck_assert_int_eq(load_tree(), 0);	/* nothing there: the defaults */
+	ck_assert_uint_eq(c.policy.set, 0);
+	put("hbmguardd.conf", "[Policy]\nCEThreshold=5\nRetireLimit=7\n"
+	    "[Device \"g\"]\nCEThreshold=3\n[Range \"h\"]\nNumaNode=1\n");
+	/* By name across directories, not by directory: 40 wins over /etc's 20. */
+	put("usr-lib/hbmguardd.conf.d/10-vendor.conf", "[Policy]\nCEThreshold=10\nCEWindow=1h\n");
+	put("etc/hbmguardd.conf.d/20-admin.conf", "[Policy]\nCEThreshold=20\n");
+	put("usr-lib/hbmguardd.conf.d/40-vendor.conf", "[Policy]\nCEThreshold=40\n");
+	put("run/hbmguardd.conf.d/30-now.conf", "[Policy]\nCEWindow=2h\n");
+	/* ... and /etc's 45 over /usr/lib's 15. */
+	put("etc/hbmguardd.conf.d/45-admin.conf", "[Recovery]\nKillTimeout=45\n");
+	put("usr-lib/hbmguardd.conf.d/15-vendor.conf", "[Recovery]\nKillTimeout=15\n");
+	/* [Device] and [Range] of a name seen before: amended key by key. */
+	put("usr-local-lib/hbmguardd.conf.d/50-dev.conf",
+	    "[Device \"g\"]\nRetireLimit=9\n[Range \"h\"]\nClaim=yes\n"
+	    "[Range \"i\"]\nAddress=0x100000\nSize=1M\n");
+	ck_assert_msg(load_tree() == 0, "%s", err);
+	ck_assert_uint_eq(c.policy.ce_threshold, 40);
+	ck_assert_uint_eq(c.recovery.kill_timeout, 45);
+	ck_assert_uint_eq(c.policy.ce_window, 7200);
+	ck_assert_uint_eq(c.policy.retire_limit, 7);	/* the main file's, untouched */
+	p = hbm_config_policy_for(&c, "g");
+	ck_assert_uint_eq(p.ce_threshold, 3);
+	ck_assert_uint_eq(p.retire_limit, 9);
+	ck_assert_uint_eq(c.nr_ranges, 2);
+	ck_assert_int_eq(c.ranges[0].numa_node, 1);
+	ck_assert(c.ranges[0].claim);
+	ck_assert_uint_eq(c.ranges[1].size, 1 << 20);
+}
+END_TEST
+
+START_TEST(dropin_masking)
+{
+	put("hbmguardd.conf", "[Recovery]\nKillTimeout=5\n");
+	/* The same name in a directory of more priority hides the other. */
+	put("usr-lib/hbmguardd.conf.d/50-x.conf", UNREAD);
+	put("usr-local-lib/hbmguardd.conf.d/50-x.conf", UNREAD);
+	put("run/hbmguardd.conf.d/50-x.conf", UNREAD);
+	put("etc/hbmguardd.conf.d/50-x.conf", "[Recovery]\nKillTimeout=30\n");
+	put("usr-lib/hbmguardd.conf.d/60-y.conf", UNREAD);
+	put("usr-local-lib/hbmguardd.conf.d/60-y.conf", "[Recovery]\nPauseTimeout=1min\n");
+	/* A symlink to /dev/null masks, so does an empty file. */
+	put("usr-lib/hbmguardd.conf.d/70-z.conf", UNREAD);
+	link_to("/dev/null", "etc/hbmguardd.conf.d/70-z.conf");
+	put("usr-lib/hbmguardd.conf.d/80-e.conf", UNREAD);
+	put("run/hbmguardd.conf.d/80-e.conf", "");
+	/* Not *.conf, hidden: not drop-ins.  A directory masks nothing. */
+	put("etc/hbmguardd.conf.d/README", UNREAD);
+	put("etc/hbmguardd.conf.d/90.conf.bak", UNREAD);
+	put("etc/hbmguardd.conf.d/.90.conf", UNREAD);
+	put("etc/hbmguardd.conf.d/95-dir.conf/x", UNREAD);
+	put("usr-lib/hbmguardd.conf.d/95-dir.conf", "[Recovery]\nRestoreTimeout=5min\n");
+	ck_assert_msg(load_tree() == 0, "%s", err);
+	ck_assert_uint_eq(c.recovery.kill_timeout, 30);
+	ck_assert_uint_eq(c.recovery.pause_timeout, 60);
+	ck_assert_uint_eq(c.recovery.restore_timeout, 300);
+	ck_assert_uint_eq(c.policy.set, 0);
+	/* The mask taken away, what it hid is read (and refused). */
+	put("run/hbmguardd.conf.d/80-e.conf", "# not empty\n");
+	ck_assert_int_eq(load_tree(), 0);
+	link_to("/dev/null", "etc/hbmguardd.conf.d/80-e.conf");
+	ck_assert_int_eq(load_tree(), 0);
+	snprintf(err, sizeof(err), "%s/etc/hbmguardd.conf.d/70-z.conf", root);
+	ck_assert_int_eq(unlink(err), 0);
+	ck_assert_int_eq(load_tree(), -EINVAL);
+	ck_assert_msg(strstr(err, "/usr-lib/hbmguardd.conf.d/70-z.conf:2: CEThreshold: "
+			     "'never read' is not a number"), "%s", err);
+}
+END_TEST
+
+/* A bad drop-in: its file and line, and nothing of any file applied. */
+START_TEST(dropin_bad)
+{
+	static const struct {
+		const char *rel, *text, *message;
+	} bad[] = {
+		{ "etc/hbmguardd.conf.d/50-bad.conf", "\n[Policy]\nCEWindow=500ms\n",
+		  "/etc/hbmguardd.conf.d/50-bad.conf:3: CEWindow: '500ms' is not a whole number of seconds" },
+		/* Sections do not carry over from the file before. */
+		{ "run/hbmguardd.conf.d/50-bad.conf", "CEThreshold=5\n",
+		  "/run/hbmguardd.conf.d/50-bad.conf:1: CEThreshold: outside any section" },
+		{ "usr-lib/hbmguardd.conf.d/50-bad.conf", "[Nope]\n",
+		  "/usr-lib/hbmguardd.conf.d/50-bad.conf:1: unknown section [Nope]" },
+		/* A range a drop-in makes both a node and an address. */
+		{ "etc/hbmguardd.conf.d/50-bad.conf", "[Policy]\n[Range \"h\"]\nAddress=0x1000\nSize=4K\n",
+		  "/etc/hbmguardd.conf.d/50-bad.conf:2: [Range \"h\"] takes NumaNode=, or Address= and Size=" },
+		{ "etc/hbmguardd.conf.d/50-bad.conf", "[Range \"h\"]\nClaim=yes\n[Range \"h\"]\n",
+		  "/etc/hbmguardd.conf.d/50-bad.conf:3: [Range \"h\"] twice" },
+		{ "etc/hbmguardd.conf.d/50-bad.conf", "[Policy]\0\n",
+		  "/etc/hbmguardd.conf.d/50-bad.conf: not a text file" },
+	};
+	char path[256];
+	struct hbm_config before;
+	size_t i;
+
+	put("hbmguardd.conf", "[Policy]\nCEThreshold=5\n[Range \"h\"]\nNumaNode=1\n");
+	put("usr-lib/hbmguardd.conf.d/10-good.conf", "[Policy]\nRetireLimit=3\n");
+	put("usr-lib/hbmguardd.conf.d/90-good.conf", "[Policy]\nCEWindow=1h\n");
+	ck_assert_int_eq(load_tree(), 0);
+	before = c;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		put(bad[i].rel, bad[i].text);
+		if (strstr(bad[i].message, "not a text file")) {	/* its NUL */
+			FILE *f;
+
+			snprintf(path, sizeof(path), "%s/%s", root, bad[i].rel);
+			f = fopen(path, "w");
+			fwrite("[Policy]\0\n", 1, 10, f);
+			fclose(f);
+		}
+		ck_assert_int_eq(load_tree(), -EINVAL);
+		ck_assert_msg(!strncmp(err, root, strlen(root)) &&
+			      !strcmp(err + strlen(root), bad[i].message),
+			      "got '%s', expected '%s'", err, bad[i].message);
+		ck_assert_msg(!memcmp(&c, &before, sizeof(c)), "changed by %s", bad[i].rel);
+		snprintf(path, sizeof(path), "%s/%s", root, bad[i].rel);
+		unlink(path);
+	}
+	/* What cannot be read is an error, not passed over. */
+	link_to("nowhere.conf", "etc/hbmguardd.conf.d/60-dangling.conf");
+	ck_assert_int_eq(load_tree(), -ENOENT);
+	ck_assert_msg(strstr(err, "/etc/hbmguardd.conf.d/60-dangling.conf: No such file"), "%s", err);
+	ck_assert(!memcmp(&c, &before, sizeof(c)));
+	snprintf(path, sizeof(path), "%s/etc/hbmguardd.conf.d/60-dangling.conf", root);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/run/hbmguardd.conf.d", root);
+	rmdir(path);
+	put("run/hbmguardd.conf.d", "a file, not a directory");
+	ck_assert_int_eq(load_tree(), -ENOTDIR);
+	ck_assert_msg(strstr(err, "/run/hbmguardd.conf.d: Not a directory"), "%s", err);
+	unlink(path);
+	/* A bad main file: named, the drop-ins not read. */
+	put("hbmguardd.conf", "[Policy]\nCEThreshold=0\n");
+	ck_assert_int_eq(load_tree(), -EINVAL);
+	ck_assert_msg(strstr(err, "/hbmguardd.conf:2: CEThreshold: 0 is out of range"), "%s", err);
+	ck_assert(!memcmp(&c, &before, sizeof(c)));
+}
+END_TEST
+
+/* hbmguardd -c FILE: FILE.d/ beside it, and FILE must be there. */
+START_TEST(dropin_given_file)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/my.conf", root);
+	put("my.conf.d/20-b.conf", "[Policy]\nCEThreshold=20\n");
+	ck_assert_int_eq(hbm_config_load(path, &c, err, sizeof(err)), -ENOENT);
+	ck_assert_msg(strstr(err, "/my.conf: No such file"), "%s", err);
+	put("my.conf", "[Policy]\nCEThreshold=5\nCEWindow=1h\n");
+	put("my.conf.d/10-a.conf", "[Policy]\nCEWindow=2h\n");
+	put("hbmguardd.conf.d/30-c.conf", UNREAD);	/* not this file's */
+	ck_assert_msg(hbm_config_load(path, &c, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(c.policy.ce_threshold, 20);
+	ck_assert_uint_eq(c.policy.ce_window, 7200);
+}
+END_TEST
+
 Suite *config_suite(void)
 {
 	Suite *s = suite_create("config");
@@ -333,6 +554,13 @@ Suite *config_suite(void)
 	tcase_add_test(tc, ranges);
 	tcase_add_test(tc, too_many_ranges);
 	tcase_add_test(tc, load_from_file);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("dropins");
+	tcase_add_checked_fixture(tc, tree_setup, tree_teardown);
+	tcase_add_test(tc, dropin_order);
+	tcase_add_test(tc, dropin_masking);
+	tcase_add_test(tc, dropin_bad);
+	tcase_add_test(tc, dropin_given_file);
 	suite_add_tcase(s, tc);
 	return s;
 }
