@@ -255,6 +255,8 @@ check-unit: $(BUILD)/unit $(BUILD)/unit-san
 	$(BUILD)/unit
 	@echo "== tier 1: unit tests under ASan+UBSan"
 	ASAN_OPTIONS=detect_leaks=1 $(BUILD)/unit-san
+	@echo "== tier 1: every configuration key in hbmguardd.conf(5)"
+	tests/man/config-keys.sh
 
 # amdgpu's sysfs as the fixtures have it, for tests/kernel/amdgpu.sh.
 AMDGPU_FIXTURE := $(shell find tests/unit/fixtures/amdgpu -type f 2>/dev/null)
@@ -359,6 +361,8 @@ install: module userspace
 	install -D -m 0644 daemon/man/hbmctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/hbmctl.8
 	install -D -m 0644 daemon/man/hbmnvml.8 $(DESTDIR)$(PREFIX)/share/man/man8/hbmnvml.8
 	install -D -m 0644 daemon/man/hbmguardd.8 $(DESTDIR)$(PREFIX)/share/man/man8/hbmguardd.8
+	install -D -m 0644 daemon/man/hbmguardd.conf.5 \
+		$(DESTDIR)$(PREFIX)/share/man/man5/hbmguardd.conf.5
 	install -D -m 0644 daemon/man/hbmguard.4 $(DESTDIR)$(PREFIX)/share/man/man4/hbmguard.4
 
 # The module's sources where DKMS takes them: dkms add/build/install then

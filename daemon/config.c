@@ -5,12 +5,14 @@
  * keeps the old one.
  */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "config.h"
 #include "ctl.h"
@@ -33,6 +35,10 @@ struct parser {
 	unsigned int line;
 	char *err;
 	size_t errlen;
+	unsigned int nr_files;			/* read so far */
+	/* Where each range was last declared, for range_check(). */
+	const char *range_file[HBM_CONFIG_MAX_RANGES];
+	unsigned int range_file_nr[HBM_CONFIG_MAX_RANGES];
 };
 
 static int fail(struct parser *p, const char *key, const char *fmt, ...)
@@ -61,37 +67,143 @@ static char *trim(char *s)
 	return s;
 }
 
-/* A whole number in [min, max], optionally with a time unit. */
-static int number(struct parser *p, const char *key, const char *v, bool time,
+/* A whole number in [min, max]. */
+static int number(struct parser *p, const char *key, const char *v,
 		  uint64_t min, uint64_t max, uint32_t *out)
 {
-	unsigned long long n, mult = 1;
+	unsigned long long n;
 	char *end;
 
 	if (!isdigit((unsigned char)*v))
 		return fail(p, key, "'%s' is not a number", v);
 	errno = 0;
 	n = strtoull(v, &end, 10);
-	if (time && *end) {
-		if (!strcmp(end, "s"))
-			mult = 1;
-		else if (!strcmp(end, "m"))
-			mult = 60;
-		else if (!strcmp(end, "h"))
-			mult = 3600;
-		else if (!strcmp(end, "d"))
-			mult = 86400;
-		else
-			return fail(p, key, "'%s': the unit is one of s, m, h, d", v);
-		end += strlen(end);
-	}
 	if (errno || *end)
 		return fail(p, key, "'%s' is not a number", v);
-	if (n > max / mult || n * mult < min || n * mult > max)
-		return fail(p, key, "%s is out of range (%llu..%llu%s)", v,
-			    (unsigned long long)min, (unsigned long long)max,
-			    time ? " seconds" : "");
-	*out = n * mult;
+	if (n < min || n > max)
+		return fail(p, key, "%s is out of range (%llu..%llu)", v,
+			    (unsigned long long)min, (unsigned long long)max);
+	*out = n;
+	return 0;
+}
+
+#define USEC_PER_SEC	1000000ULL
+#define USEC_PER_DAY	(86400 * USEC_PER_SEC)
+
+/*
+ * systemd's time units (systemd.time(7), "PARSING TIME SPANS"), in the order
+ * its parser tries them as prefixes of what follows a number
+ * (extract_multiplier() in src/basic/time-util.c, systemd 252): "ms" before
+ * "m", "min" and "months" before "ms", so that the longest name is taken.
+ * A month is 30.44 days and a year 365.25, as there.
+ */
+static const struct {
+	const char *name;
+	uint64_t usec;
+} time_units[] = {
+	{ "seconds", USEC_PER_SEC }, { "second", USEC_PER_SEC },
+	{ "sec", USEC_PER_SEC }, { "s", USEC_PER_SEC },
+	{ "minutes", 60 * USEC_PER_SEC }, { "minute", 60 * USEC_PER_SEC },
+	{ "min", 60 * USEC_PER_SEC },
+	{ "months", 2629800 * USEC_PER_SEC }, { "month", 2629800 * USEC_PER_SEC },
+	{ "M", 2629800 * USEC_PER_SEC },
+	{ "msec", 1000 }, { "ms", 1000 },
+	{ "m", 60 * USEC_PER_SEC },
+	{ "hours", 3600 * USEC_PER_SEC }, { "hour", 3600 * USEC_PER_SEC },
+	{ "hr", 3600 * USEC_PER_SEC }, { "h", 3600 * USEC_PER_SEC },
+	{ "days", USEC_PER_DAY }, { "day", USEC_PER_DAY }, { "d", USEC_PER_DAY },
+	{ "weeks", 7 * USEC_PER_DAY }, { "week", 7 * USEC_PER_DAY },
+	{ "w", 7 * USEC_PER_DAY },
+	{ "years", 31557600 * USEC_PER_SEC }, { "year", 31557600 * USEC_PER_SEC },
+	{ "y", 31557600 * USEC_PER_SEC },
+	{ "usec", 1 }, { "us", 1 },
+	{ "\xce\xbcs", 1 },		/* U+03BC GREEK SMALL LETTER MU */
+	{ "\xc2\xb5s", 1 },		/* U+00B5 MICRO SIGN */
+};
+
+/*
+ * A time span in microseconds: numbers, each with an optional fraction
+ * ("1.5h") and unit, added up ("1h 30min", "1h30min"); a number without a
+ * unit is seconds.  As systemd's parse_time() (time-util.c, systemd 252),
+ * less "infinity", which no key here means.  -EINVAL: not a time span;
+ * -ERANGE: past 2^64 microseconds.
+ */
+static int time_span(const char *v, uint64_t *out)
+{
+	uint64_t usec = 0;
+	bool some = false;
+
+	for (;;) {
+		uint64_t whole = 0, mult = USEC_PER_SEC, k;
+		const char *frac = NULL, *unit;
+		size_t i, nfrac = 0;
+
+		while (isspace((unsigned char)*v))
+			v++;
+		if (!*v)
+			break;
+		/* ".5min" too, as there */
+		if (!isdigit((unsigned char)*v) && (*v != '.' || !isdigit((unsigned char)v[1])))
+			return -EINVAL;
+		for (; isdigit((unsigned char)*v); v++) {
+			if (whole > (UINT64_MAX - 9) / 10)
+				return -ERANGE;
+			whole = whole * 10 + (*v - '0');
+		}
+		if (*v == '.') {
+			frac = ++v;
+			nfrac = strspn(v, "0123456789");
+			if (!nfrac)		/* "3.", "3.s": as systemd */
+				return -EINVAL;
+			v += nfrac;
+		}
+		unit = v + strspn(v, " \t");
+		for (i = 0; i < sizeof(time_units) / sizeof(time_units[0]); i++) {
+			size_t len = strlen(time_units[i].name);
+
+			if (!strncmp(unit, time_units[i].name, len)) {
+				mult = time_units[i].usec;
+				v = unit + len;
+				break;
+			}
+		}
+		/* Without a unit, a space or the end must follow ("12x", "1.2.3"). */
+		if (i == sizeof(time_units) / sizeof(time_units[0]) && *v && !isspace((unsigned char)*v))
+			return -EINVAL;
+		if (whole > UINT64_MAX / mult)
+			return -ERANGE;
+		k = whole * mult;
+		/* The fraction's digits, each a tenth of the one before. */
+		for (i = 0, mult /= 10; i < nfrac; i++, mult /= 10)
+			k += (frac[i] - '0') * mult;
+		if (k > UINT64_MAX - usec)
+			return -ERANGE;
+		usec += k;
+		some = true;
+	}
+	if (!some)
+		return -EINVAL;
+	*out = usec;
+	return 0;
+}
+
+/*
+ * A time span in whole seconds, in [min, max]: systemd's syntax
+ * (time_span()), whose "90" is 90 seconds and "30m" 30 minutes as before.
+ */
+static int seconds(struct parser *p, const char *key, const char *v,
+		   uint32_t min, uint32_t max, uint32_t *out)
+{
+	uint64_t usec;
+	int err = time_span(v, &usec);
+
+	if (err == -EINVAL)
+		return fail(p, key, "'%s' is not a time span (e.g. 90, 30s, 2min, 1h 30min)", v);
+	if (!err && usec % USEC_PER_SEC)
+		return fail(p, key, "'%s' is not a whole number of seconds", v);
+	if (err || usec / USEC_PER_SEC < min || usec / USEC_PER_SEC > max)
+		return fail(p, key, "%s is out of range (%u..%u seconds)", v, min, max);
+	*out = usec / USEC_PER_SEC;
 	return 0;
 }
 
@@ -147,13 +259,13 @@ static int policy_key(struct parser *p, const char *key, const char *v,
 	int err;
 
 	if (!strcmp(key, "CEThreshold")) {
-		err = number(p, key, v, false, 1, CE_THRESHOLD_MAX, &pol->ce_threshold);
+		err = number(p, key, v, 1, CE_THRESHOLD_MAX, &pol->ce_threshold);
 		pol->set |= err ? 0 : HBM_SET_CE_THRESHOLD;
 	} else if (!strcmp(key, "CEWindow")) {
-		err = number(p, key, v, true, 1, CE_WINDOW_MAX, &pol->ce_window);
+		err = seconds(p, key, v, 1, CE_WINDOW_MAX, &pol->ce_window);
 		pol->set |= err ? 0 : HBM_SET_CE_WINDOW;
 	} else if (!strcmp(key, "RetireLimit")) {
-		err = number(p, key, v, false, 1, UINT32_MAX, &pol->retire_limit);
+		err = number(p, key, v, 1, UINT32_MAX, &pol->retire_limit);
 		pol->set |= err ? 0 : HBM_SET_RETIRE_LIMIT;
 	} else {
 		err = fail(p, key, "unknown key (CEThreshold, CEWindow, RetireLimit)");
@@ -168,7 +280,7 @@ static int range_key(struct parser *p, const char *key, const char *v,
 	int err;
 
 	if (!strcmp(key, "NumaNode")) {
-		err = number(p, key, v, false, 0, 1023, &node);
+		err = number(p, key, v, 0, 1023, &node);
 		r->numa_node = err ? r->numa_node : (int)node;
 		return err;
 	}
@@ -185,17 +297,22 @@ static int range_key(struct parser *p, const char *key, const char *v,
 		return err;
 	}
 	if (!strcmp(key, "SparePages"))
-		return number(p, key, v, false, 1, UINT32_MAX, &r->spare_pages);
+		return number(p, key, v, 1, UINT32_MAX, &r->spare_pages);
 	if (!strcmp(key, "Claim"))
 		return yes_no(p, key, v, &r->claim);
 	return fail(p, key, "unknown key (NumaNode, Address, Size, SparePages, Claim)");
 }
 
-/* A range is a node, or an address and a size: said once the file is read. */
-static int range_check(struct parser *p, const struct hbm_range_config *r)
+/*
+ * A range is a node, or an address and a size: said once every file is
+ * read, at the [Range] line that last declared it.
+ */
+static int range_check(struct parser *p, const struct hbm_config *c, size_t i)
 {
+	const struct hbm_range_config *r = &c->ranges[i];
 	bool by_node = r->numa_node >= 0, by_address = r->address || r->size;
 
+	p->file = p->range_file[i];
 	p->line = r->line;
 	if (by_node == by_address || (by_address && (!r->address || !r->size)))
 		return fail(p, NULL, "[Range \"%s\"] takes NumaNode=, or Address= and Size=",
@@ -208,11 +325,11 @@ static int recovery_key(struct parser *p, const char *key, const char *v,
 			struct hbm_recovery_config *r)
 {
 	if (!strcmp(key, "PauseTimeout"))
-		return number(p, key, v, true, 1, 3600, &r->pause_timeout);
+		return seconds(p, key, v, 1, 3600, &r->pause_timeout);
 	if (!strcmp(key, "RestoreTimeout"))
-		return number(p, key, v, true, 1, 3600, &r->restore_timeout);
+		return seconds(p, key, v, 1, 3600, &r->restore_timeout);
 	if (!strcmp(key, "KillTimeout"))
-		return number(p, key, v, true, 1, 600, &r->kill_timeout);
+		return seconds(p, key, v, 1, 600, &r->kill_timeout);
 	return fail(p, key, "unknown key (PauseTimeout, RestoreTimeout, KillTimeout)");
 }
 
@@ -247,7 +364,13 @@ static char *quoted(char *s, const char *what)
 	return s + 1;
 }
 
-static int range_section(struct parser *p, struct hbm_config *c, const char *name)
+/*
+ * A range of a name a file before declared is amended by this one, key by
+ * key, as a drop-in amends what it does not set again; twice in one file
+ * it is a mistake.
+ */
+static int range_section(struct parser *p, struct hbm_config *c, const char *name,
+			 size_t *index)
 {
 	struct hbm_range_config *r;
 	const char *q;
@@ -261,19 +384,27 @@ static int range_section(struct parser *p, struct hbm_config *c, const char *nam
 				    name);
 	for (i = 0; i < c->nr_ranges; i++)
 		if (!strcmp(c->ranges[i].name, name))
-			return fail(p, NULL, "[Range \"%s\"] twice", name);
-	if (c->nr_ranges == HBM_CONFIG_MAX_RANGES)
-		return fail(p, NULL, "more than %d [Range] sections", HBM_CONFIG_MAX_RANGES);
-	r = &c->ranges[c->nr_ranges++];
-	memset(r, 0, sizeof(*r));
-	strcpy(r->name, name);
-	r->numa_node = -1;
-	r->line = p->line;
+			break;
+	if (i < c->nr_ranges && p->range_file_nr[i] == p->nr_files)
+		return fail(p, NULL, "[Range \"%s\"] twice", name);
+	if (i == c->nr_ranges) {
+		if (c->nr_ranges == HBM_CONFIG_MAX_RANGES)
+			return fail(p, NULL, "more than %d [Range] sections",
+				    HBM_CONFIG_MAX_RANGES);
+		r = &c->ranges[c->nr_ranges++];
+		memset(r, 0, sizeof(*r));
+		strcpy(r->name, name);
+		r->numa_node = -1;
+	}
+	c->ranges[i].line = p->line;
+	p->range_file[i] = p->file;
+	p->range_file_nr[i] = p->nr_files;
+	*index = i;
 	return 0;
 }
 
 static int section(struct parser *p, char *s, struct hbm_config *c,
-		   enum section *sec, struct hbm_device_config **dev)
+		   enum section *sec, struct hbm_device_config **dev, size_t *range)
 {
 	size_t len = strlen(s);
 	char *id;
@@ -297,7 +428,7 @@ static int section(struct parser *p, char *s, struct hbm_config *c,
 	id = quoted(s, "Range");
 	if (id) {
 		*sec = RANGE;
-		return range_section(p, c, id);
+		return range_section(p, c, id, range);
 	}
 	if (!strncmp(s, "Range", 5) && (!s[5] || isspace((unsigned char)s[5])))
 		return fail(p, NULL, "[Range ...] takes a quoted name");
@@ -315,22 +446,26 @@ static int section(struct parser *p, char *s, struct hbm_config *c,
 	return 0;
 }
 
-int hbm_config_parse(const char *text, const char *file, struct hbm_config *out,
-		     char *err, size_t errlen)
+/*
+ * One file's text, applied over what the files before it set: a key set
+ * again takes the later value, a [Device] or [Range] section of a name
+ * seen before amends it.  Sections do not carry over from one file to the
+ * next.
+ */
+static int parse_text(struct parser *p, const char *text, const char *file,
+		      struct hbm_config *c)
 {
-	struct parser p = { .file = file, .err = err, .errlen = errlen };
-	struct hbm_config *c = malloc(sizeof(*c));
 	struct hbm_device_config *dev = NULL;
 	enum section sec = NONE;
 	char *copy = strdup(text), *line, *save = NULL;
+	size_t range = 0;
 	int ret = 0;
 
-	if (!c || !copy) {
-		free(c);
-		free(copy);
+	if (!copy)
 		return -ENOMEM;
-	}
-	hbm_config_defaults(c);
+	p->file = file;
+	p->line = 0;
+	p->nr_files++;
 	/* strtok_r would skip empty lines and so miscount them. */
 	for (line = copy; line && !ret; line = save) {
 		char *eq, *key, *value;
@@ -338,81 +473,297 @@ int hbm_config_parse(const char *text, const char *file, struct hbm_config *out,
 		save = strchr(line, '\n');
 		if (save)
 			*save++ = 0;
-		p.line++;
+		p->line++;
 		line = trim(line);
 		if (!*line || *line == '#' || *line == ';')
 			continue;
 		if (*line == '[') {
-			ret = section(&p, line, c, &sec, &dev);
+			ret = section(p, line, c, &sec, &dev, &range);
 			continue;
 		}
 		eq = strchr(line, '=');
 		if (!eq) {
-			ret = fail(&p, NULL, "'%s' is not KEY=VALUE", line);
+			ret = fail(p, NULL, "'%s' is not KEY=VALUE", line);
 			continue;
 		}
 		*eq = 0;
 		key = trim(line);
 		value = trim(eq + 1);
 		if (!*key) {
-			ret = fail(&p, NULL, "a value without a key");
+			ret = fail(p, NULL, "a value without a key");
 		} else if (sec == NONE) {
-			ret = fail(&p, key, "outside any section");
+			ret = fail(p, key, "outside any section");
 		} else if (sec == DAEMON) {
 			if (!strcmp(key, "StateDirectory"))
-				ret = path(&p, key, value, c->state_dir);
+				ret = path(p, key, value, c->state_dir);
 			else if (!strcmp(key, "ControlSocket"))
-				ret = path(&p, key, value, c->control_socket);
+				ret = path(p, key, value, c->control_socket);
 			else
-				ret = fail(&p, key, "unknown key (StateDirectory, ControlSocket)");
+				ret = fail(p, key, "unknown key (StateDirectory, ControlSocket)");
 		} else if (sec == RECOVERY) {
-			ret = recovery_key(&p, key, value, &c->recovery);
+			ret = recovery_key(p, key, value, &c->recovery);
 		} else if (sec == RANGE) {
-			ret = range_key(&p, key, value, &c->ranges[c->nr_ranges - 1]);
+			ret = range_key(p, key, value, &c->ranges[range]);
 		} else {
-			ret = policy_key(&p, key, value,
+			ret = policy_key(p, key, value,
 					 sec == POLICY ? &c->policy : &dev->policy);
 		}
 	}
-	for (size_t i = 0; !ret && i < c->nr_ranges; i++)
-		ret = range_check(&p, &c->ranges[i]);
-	if (!ret)
-		*out = *c;
-	free(c);
 	free(copy);
 	return ret;
 }
 
-int hbm_config_load(const char *path, struct hbm_config *c, char *err,
-		    size_t errlen)
+static int check_ranges(struct parser *p, const struct hbm_config *c)
 {
-	FILE *f = fopen(path, "re");
-	char *text = NULL;
-	size_t len = 0;
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < c->nr_ranges; i++)
+		ret = range_check(p, c, i);
+	return ret;
+}
+
+int hbm_config_parse(const char *text, const char *file, struct hbm_config *out,
+		     char *err, size_t errlen)
+{
+	struct parser p = { .err = err, .errlen = errlen };
+	struct hbm_config *c = malloc(sizeof(*c));
 	int ret;
 
+	if (!c)
+		return -ENOMEM;
+	hbm_config_defaults(c);
+	ret = parse_text(&p, text, file, c);
+	if (!ret)
+		ret = check_ranges(&p, c);
+	if (!ret)
+		*out = *c;
+	free(c);
+	return ret;
+}
+
+/* One file's text, up to 1 MiB; -ENOENT where it is not, error unset. */
+static int read_text(const char *path, char **text, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "re");
+	size_t len;
+	int ret = 0;
+
 	if (!f) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -errno;
+		ret = -errno;
+		if (ret != -ENOENT)
+			snprintf(err, errlen, "%s: %s", path, strerror(-ret));
+		return ret;
 	}
-	text = calloc(1, 1 << 20);
-	if (!text) {
+	*text = calloc(1, 1 << 20);
+	if (!*text) {
 		fclose(f);
 		return -ENOMEM;
 	}
-	len = fread(text, 1, (1 << 20) - 1, f);
+	len = fread(*text, 1, (1 << 20) - 1, f);
 	if (ferror(f) || !feof(f)) {
 		snprintf(err, errlen, "%s: %s", path, ferror(f) ? "read error" :
 			 "larger than 1 MiB");
 		ret = -EFBIG;
-	} else if (memchr(text, 0, len)) {
+	} else if (memchr(*text, 0, len)) {
 		snprintf(err, errlen, "%s: not a text file", path);
 		ret = -EINVAL;
-	} else {
-		ret = hbm_config_parse(text, path, c, err, errlen);
 	}
 	fclose(f);
+	if (ret) {
+		free(*text);
+		*text = NULL;
+	}
+	return ret;
+}
+
+static int parse_file(struct parser *p, const char *path, struct hbm_config *c)
+{
+	char *text = NULL;
+	int ret = read_text(path, &text, p->err, p->errlen);
+
+	if (!ret)
+		ret = parse_text(p, text, path, c);
 	free(text);
+	return ret;
+}
+
+/* A drop-in: its name, and its path in the directory of most priority. */
+struct dropin {
+	char *name;
+	char *path;			/* NULL: masked */
+};
+
+static int dropin_order(const void *a, const void *b)
+{
+	return strcmp(((const struct dropin *)a)->name, ((const struct dropin *)b)->name);
+}
+
+static void dropins_free(struct dropin *d, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(d[i].name);
+		free(d[i].path);
+	}
+	free(d);
+}
+
+/*
+ * The drop-ins of @dirs (most priority first) in the order they apply, as
+ * systemd finds its own (systemd-system.conf(5), "CONFIGURATION DIRECTORIES
+ * AND PRECEDENCE"; conf_files_list_strv() and files_add() in
+ * src/basic/conf-files.c, systemd 252): the files named *.conf, not hidden;
+ * of those of the same name only the one in the directory listed first; one
+ * that is a character device (a symlink to /dev/null) or empty masks the
+ * name; one that is neither that nor a regular file (a directory) is passed
+ * over, and masks nothing; all of them sorted by name (strcmp, not the
+ * locale), whichever their directory.  Unlike systemd, a directory or file
+ * that cannot be read (a dangling symlink, EACCES) is an error, not a debug
+ * line: a setting silently dropped is worse than a refused reload.
+ */
+static int dropins_list(const char *const *dirs, struct dropin **out, size_t *nr,
+			char *err, size_t errlen)
+{
+	struct dropin *d = NULL;
+	size_t n = 0, cap = 0;
+	int ret = 0;
+
+	for (; *dirs && !ret; dirs++) {
+		DIR *dir = opendir(*dirs);
+		struct dirent *de;
+
+		if (!dir) {
+			if (errno == ENOENT)
+				continue;
+			ret = -errno;
+			snprintf(err, errlen, "%s: %s", *dirs, strerror(errno));
+			break;
+		}
+		while (!ret && (errno = 0, de = readdir(dir))) {
+			size_t len = strlen(de->d_name), i;
+			struct stat st;
+			char *path;
+
+			if (de->d_name[0] == '.' || len < 5 || strcmp(de->d_name + len - 5, ".conf"))
+				continue;
+			for (i = 0; i < n && strcmp(d[i].name, de->d_name); i++)
+				;
+			if (i < n)
+				continue;
+			if (asprintf(&path, "%s/%s", *dirs, de->d_name) < 0) {
+				ret = -ENOMEM;
+				break;
+			}
+			if (stat(path, &st)) {
+				ret = -errno;
+				snprintf(err, errlen, "%s: %s", path, strerror(errno));
+				free(path);
+				break;
+			}
+			if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode)) {
+				free(path);
+				continue;
+			}
+			if (!S_ISREG(st.st_mode) || !st.st_size) {
+				free(path);
+				path = NULL;
+			}
+			if (n == cap) {
+				struct dropin *more = reallocarray(d, cap ? 2 * cap : 16, sizeof(*d));
+
+				if (!more) {
+					free(path);
+					ret = -ENOMEM;
+					break;
+				}
+				d = more;
+				cap = cap ? 2 * cap : 16;
+			}
+			d[n].path = path;
+			d[n].name = strdup(de->d_name);
+			if (!d[n++].name)
+				ret = -ENOMEM;
+		}
+		if (!ret && errno) {
+			ret = -errno;
+			snprintf(err, errlen, "%s: %s", *dirs, strerror(errno));
+		}
+		closedir(dir);
+	}
+	if (ret) {
+		dropins_free(d, n);
+		return ret;
+	}
+	if (n)
+		qsort(d, n, sizeof(*d), dropin_order);
+	*out = d;
+	*nr = n;
+	return 0;
+}
+
+int hbm_config_load_files(const char *file, bool file_required,
+			  const char *const *dirs, struct hbm_config *out,
+			  char *err, size_t errlen)
+{
+	struct parser p = { .err = err, .errlen = errlen };
+	struct hbm_config *c = malloc(sizeof(*c));
+	struct dropin *d = NULL;
+	size_t n = 0, i;
+	int ret;
+
+	if (!c)
+		return -ENOMEM;
+	hbm_config_defaults(c);
+	err[0] = 0;
+	ret = parse_file(&p, file, c);
+	if (ret == -ENOENT) {
+		if (file_required)
+			snprintf(err, errlen, "%s: %s", file, strerror(ENOENT));
+		else
+			ret = 0;
+	}
+	if (!ret)
+		ret = dropins_list(dirs, &d, &n, err, errlen);
+	for (i = 0; !ret && i < n; i++) {
+		if (!d[i].path)
+			continue;
+		ret = parse_file(&p, d[i].path, c);
+		if (ret == -ENOENT)	/* gone since it was listed */
+			snprintf(err, errlen, "%s: %s", d[i].path, strerror(ENOENT));
+	}
+	if (!ret)
+		ret = check_ranges(&p, c);	/* names files d still holds */
+	if (!ret)
+		*out = *c;
+	else if (!err[0])
+		snprintf(err, errlen, "%s", strerror(-ret));
+	dropins_free(d, n);
+	free(c);
+	return ret;
+}
+
+const char *const hbm_config_dropin_dirs[] = {
+	"/etc/" HBM_CONFIG_DROPIN,
+	"/run/" HBM_CONFIG_DROPIN,
+	"/usr/local/lib/" HBM_CONFIG_DROPIN,
+	"/usr/lib/" HBM_CONFIG_DROPIN,
+	NULL
+};
+
+int hbm_config_load(const char *path, struct hbm_config *c, char *err,
+		    size_t errlen)
+{
+	const char *dirs[2] = { NULL, NULL };
+	char *dir;
+	int ret;
+
+	if (!path)
+		return hbm_config_load_files(HBM_CONFIG_PATH, false, hbm_config_dropin_dirs,
+					     c, err, errlen);
+	if (asprintf(&dir, "%s.d", path) < 0)
+		return -ENOMEM;
+	dirs[0] = dir;
+	ret = hbm_config_load_files(path, true, dirs, c, err, errlen);
+	free(dir);
 	return ret;
 }
 

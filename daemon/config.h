@@ -9,7 +9,7 @@
  *
  *	[Policy]			# every device
  *	CEThreshold=50			# 1..65535
- *	CEWindow=24h			# seconds, or with s, m, h, d; up to 365d
+ *	CEWindow=24h			# a time span, 1s..365d
  *	RetireLimit=1000		# pages; unset: one per 100 MiB
  *
  *	[Device "0000:3b:00.0"]		# one device, by identity: the same keys
@@ -28,8 +28,12 @@
  *	KillTimeout=10s			# SIGTERM to SIGKILL of a failed rank
  *
  * Blank lines and lines starting with # or ; are ignored; a key set twice
- * takes the last value.  Anything else wrong is an error naming the file,
- * the line and the key, and the whole file is refused.
+ * takes the last value.  Time spans are in systemd's syntax ("90", "30s",
+ * "2min", "1h 30min": systemd.time(7)), in whole seconds.  After the file,
+ * the drop-ins of hbmguardd.conf.d/ directories apply, in systemd's order
+ * (hbm_config_load_files()).  Anything else wrong is an error naming the
+ * file, the line and the key, and the whole configuration is refused.
+ * The manual is hbmguardd.conf(5).
  */
 #ifndef HBM_CONFIG_H
 #define HBM_CONFIG_H
@@ -40,6 +44,8 @@
 #include <stdint.h>
 
 #define HBM_CONFIG_PATH		"/etc/hbmguard/hbmguardd.conf"
+/* Under /etc, /run, /usr/local/lib and /usr/lib (hbm_config_dropin_dirs). */
+#define HBM_CONFIG_DROPIN	"hbmguard/hbmguardd.conf.d"
 #define HBM_CONFIG_MAX_DEVICES	256
 #define HBM_CONFIG_MAX_RANGES	16
 
@@ -91,6 +97,19 @@ struct hbm_config {
 void hbm_config_defaults(struct hbm_config *c);
 int hbm_config_parse(const char *text, const char *file, struct hbm_config *c,
 		     char *err, size_t errlen);
+/*
+ * @file (missing: the defaults, unless @file_required), then the *.conf
+ * drop-ins of @dirs (NULL-ended, most priority first) in systemd's order;
+ * all of it or, on an error, nothing.
+ */
+int hbm_config_load_files(const char *file, bool file_required,
+			  const char *const *dirs, struct hbm_config *c,
+			  char *err, size_t errlen);
+extern const char *const hbm_config_dropin_dirs[];
+/*
+ * The daemon's: @path NULL, HBM_CONFIG_PATH if there and the drop-ins of
+ * hbm_config_dropin_dirs; else @path, which must be there, and @path.d/.
+ */
 int hbm_config_load(const char *path, struct hbm_config *c, char *err,
 		    size_t errlen);
 struct hbm_policy_config hbm_config_policy_for(const struct hbm_config *c,

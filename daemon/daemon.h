@@ -36,7 +36,7 @@ struct hbm_gpus;
 
 struct daemon {
 	struct hbm_config cfg;
-	const char *config_path;
+	const char *config_path;	/* -c's, or NULL: the default (config.h) */
 	int state_dir;
 	sd_event *loop;
 	bool journald;			/* a journal to send entries to */

@@ -82,7 +82,7 @@ static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si,
 		d->cfg = *next;
 		kernel_reconfigure(&g->kernel);
 		fprintf(stderr, "<6>hbmguardd: configuration reloaded from %s\n",
-			d->config_path);
+			d->config_path ? d->config_path : HBM_CONFIG_PATH);
 	}
 	free(next);
 	sd_notify(0, "READY=1");
@@ -127,8 +127,7 @@ int main(int argc, char **argv)
 	static struct hbmguardd g;
 	struct daemon *d = &g.d;
 	struct hbm_source_link link;
-	const char *config = HBM_CONFIG_PATH;
-	bool config_given = false;
+	const char *config = NULL;	/* the default file and drop-in directories */
 	char err_msg[512];
 	sigset_t mask;
 	bool nvml_left;
@@ -140,14 +139,13 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		config = optarg;
-		config_given = true;
 	}
 	d->config_path = config;
 	d->started = time(NULL);
 	d->control = -1;
 	hbm_config_defaults(&d->cfg);
 	err = hbm_config_load(config, &d->cfg, err_msg, sizeof(err_msg));
-	if (err && (err != -ENOENT || config_given)) {
+	if (err) {
 		fprintf(stderr, "<3>hbmguardd: %s\n", err_msg);
 		return EX_CONFIG;	/* the unit does not restart on it */
 	}

@@ -180,6 +180,37 @@ assert len(s[\"devices\"]) == 5"'
 	systemctl reset-failed hbmguardd
 	check "a good config: starts" 'systemctl start hbmguardd && active'
 
+	# Drop-ins (hbmguardd.conf(5)): read after the file, by name whichever
+	# their directory, in the kernel after a restart; a runtime hbmctl
+	# policy is overridden by them at the next start; a /dev/null mask; a
+	# bad one named by file and line, and the daemon not started on it.
+	dropins=/etc/hbmguard/hbmguardd.conf.d
+	mkdir -p $dropins /usr/lib/hbmguard/hbmguardd.conf.d
+	printf '[Policy]\nCEThreshold=11\n' >/usr/lib/hbmguard/hbmguardd.conf.d/40-vendor.conf
+	printf '[Policy]\nCEThreshold=37\nCEWindow=1h 30min\n' >$dropins/50-local.conf
+	check "restart with drop-ins" 'systemctl restart hbmguardd && active'
+	eventually "the later drop-in's policy in the kernel, its time span read" \
+		'hbmctl policy sim0 | grep -q "ce_threshold=37 ce_window=5400 "'
+	hbmctl policy sim0 ce_threshold=5 >/dev/null
+	check "hbmctl policy sets it at run time" 'hbmctl policy sim0 | grep -q "ce_threshold=5 "'
+	check "restart" 'systemctl restart hbmguardd && active'
+	eventually "hbmctl policy: runtime only, the drop-in's again after a restart" \
+		'hbmctl policy sim0 | grep -q "ce_threshold=37 "'
+	ln -sf /dev/null $dropins/40-vendor.conf
+	rm $dropins/50-local.conf
+	printf '[Policy]\nCEThreshold=12\n' >/usr/lib/hbmguard/hbmguardd.conf.d/30-vendor.conf
+	check "restart" 'systemctl restart hbmguardd && active'
+	eventually "a drop-in masked by a /dev/null link in /etc" \
+		'hbmctl policy sim0 | grep -q "ce_threshold=12 "'
+	printf '[Policy]\nCEWindow=500ms\n' >$dropins/70-bad.conf
+	check "a bad drop-in: restart fails" '! systemctl restart hbmguardd &&
+		[ "$(systemctl show -P ExecMainStatus hbmguardd)" = 78 ]'
+	check "... naming its file and line" 'journalctl -b -u hbmguardd -p err |
+		grep -q "$dropins/70-bad.conf:2: CEWindow: .500ms. is not a whole number of seconds"'
+	rm -rf $dropins /usr/lib/hbmguard/hbmguardd.conf.d
+	systemctl reset-failed hbmguardd
+	check "drop-ins gone: starts" 'systemctl start hbmguardd && active'
+
 	# A damaged state file: moved aside at error priority, the records
 	# that check out restored, the daemon goes on.
 	systemctl stop hbmguardd

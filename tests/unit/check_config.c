@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -75,20 +76,117 @@ START_TEST(recovery_deadlines)
 	ck_assert_int_eq(parse("[Recovery]\nRestoreTimeout=2h\n"), -EINVAL);
 	ck_assert_str_eq(err, "test.conf:2: RestoreTimeout: 2h is out of range (1..3600 seconds)");
 	ck_assert_int_eq(parse("[Recovery]\nKillTimeout=soon\n"), -EINVAL);
-	ck_assert_str_eq(err, "test.conf:2: KillTimeout: 'soon' is not a number");
+	ck_assert_str_eq(err, "test.conf:2: KillTimeout: 'soon' is not a time span (e.g. 90, 30s, 2min, 1h 30min)");
 	ck_assert_int_eq(parse("[Recovery]\nCEThreshold=5\n"), -EINVAL);
 	ck_assert_str_eq(err, "test.conf:2: CEThreshold: unknown key (PauseTimeout, RestoreTimeout, KillTimeout)");
 }
 END_TEST
 
+/*
+ * Every form of systemd.time(7)'s time spans, each unit by each of its
+ * names; what was accepted before (a number, or one of s, m, h, d) still is.
+ */
 START_TEST(time_units)
 {
-	ck_assert_int_eq(parse("[Policy]\nCEWindow=90\n"), 0);
-	ck_assert_uint_eq(c.policy.ce_window, 90);
-	ck_assert_int_eq(parse("[Policy]\nCEWindow=30m\n"), 0);
-	ck_assert_uint_eq(c.policy.ce_window, 1800);
-	ck_assert_int_eq(parse("[Policy]\nCEWindow=365d\n"), 0);
-	ck_assert_uint_eq(c.policy.ce_window, 365 * 86400);
+	static const struct {
+		const char *value;
+		uint32_t seconds;
+	} good[] = {
+		{ "90", 90 }, { "30m", 1800 }, { "12h", 43200 }, { "365d", 365 * 86400 },
+		{ "1", 1 }, { "007", 7 },
+		{ "30s", 30 }, { "30sec", 30 }, { "30second", 30 }, { "30seconds", 30 },
+		{ "2min", 120 }, { "2minute", 120 }, { "2minutes", 120 },
+		{ "1hr", 3600 }, { "1hour", 3600 }, { "1hours", 3600 },
+		{ "2day", 172800 }, { "2days", 172800 },
+		{ "1w", 604800 }, { "1week", 604800 }, { "2weeks", 1209600 },
+		{ "1M", 2629800 }, { "1month", 2629800 }, { "2months", 5259600 },
+		{ "0.5y", 15778800 }, { "0.5year", 15778800 }, { "0.5years", 15778800 },
+		{ "2000ms", 2 }, { "2000msec", 2 },
+		{ "3000000us", 3 }, { "3000000usec", 3 },
+		{ "1000000\xc2\xb5s", 1 }, { "1000000\xce\xbcs", 1 },	/* micro sign, mu */
+		{ "1h 30min", 5400 }, { "1h30min", 5400 }, { "1.5h", 5400 },
+		{ "2 h", 7200 }, { "1d 2h 3m 4s", 93784 }, { "1d2h3m4s", 93784 },
+		{ "700ms300ms 1s", 2 }, { "1.25min", 75 }, { "5 5", 10 },
+		{ "1m 1ms 999ms", 61 }, { "  2min  ", 120 }, { "1 \t s", 1 },
+		{ "59s 1min", 119 }, { "0d 1s", 1 }, { ".5min", 30 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		char text[128];
+
+		snprintf(text, sizeof(text), "[Policy]\nCEWindow=%s\n", good[i].value);
+		ck_assert_msg(parse(text) == 0, "refused '%s': %s", good[i].value, err);
+		ck_assert_msg(c.policy.ce_window == good[i].seconds, "'%s': %u, not %u",
+			      good[i].value, c.policy.ce_window, good[i].seconds);
+	}
+	/* The same parser for the deadlines. */
+	ck_assert_int_eq(parse("[Recovery]\nPauseTimeout=1min 30s\nRestoreTimeout=1h\n"
+			       "KillTimeout=10sec\n"), 0);
+	ck_assert_uint_eq(c.recovery.pause_timeout, 90);
+	ck_assert_uint_eq(c.recovery.restore_timeout, 3600);
+	ck_assert_uint_eq(c.recovery.kill_timeout, 10);
+}
+END_TEST
+
+/* Not time spans, below a second, out of a key's range: each said, nothing changed. */
+START_TEST(time_units_bad)
+{
+	static const struct {
+		const char *text;
+		const char *message;
+	} bad[] = {
+		{ "CEWindow=soon", "CEWindow: 'soon' is not a time span (e.g. 90, 30s, 2min, 1h 30min)" },
+		{ "CEWindow=", "CEWindow: '' is not a time span" },
+		{ "CEWindow=-1", "'-1' is not a time span" },
+		{ "CEWindow=-0", "'-0' is not a time span" },
+		{ "CEWindow=1h -5m", "'1h -5m' is not a time span" },
+		{ "CEWindow=12x", "'12x' is not a time span" },
+		{ "CEWindow=5 x", "'5 x' is not a time span" },
+		{ "CEWindow=h", "'h' is not a time span" },
+		{ "CEWindow=1h min", "'1h min' is not a time span" },
+		{ "CEWindow=3.", "'3.' is not a time span" },
+		{ "CEWindow=3.s", "'3.s' is not a time span" },
+		{ "CEWindow=.", "'.' is not a time span" },
+		{ "CEWindow=.s", "'.s' is not a time span" },
+		{ "CEWindow=.5s", "'.5s' is not a whole number of seconds" },
+		{ "CEWindow=1.2.3", "'1.2.3' is not a time span" },
+		{ "CEWindow=1hh", "'1hh' is not a time span" },
+		{ "CEWindow=1H", "'1H' is not a time span" },
+		{ "CEWindow=infinity", "'infinity' is not a time span" },
+		{ "CEWindow=1ns", "'1ns' is not a time span" },
+		{ "CEWindow=0x10", "'0x10' is not a time span" },
+		{ "CEWindow=500ms", "CEWindow: '500ms' is not a whole number of seconds" },
+		{ "CEWindow=1.5s", "'1.5s' is not a whole number of seconds" },
+		{ "CEWindow=1s 1us", "'1s 1us' is not a whole number of seconds" },
+		{ "CEWindow=0", "CEWindow: 0 is out of range (1..31536000 seconds)" },
+		{ "CEWindow=0s 0ms", "CEWindow: 0s 0ms is out of range" },
+		{ "CEWindow=1y", "CEWindow: 1y is out of range (1..31536000 seconds)" },
+		{ "CEWindow=365d 1s", "CEWindow: 365d 1s is out of range" },
+		{ "CEWindow=4294967296", "CEWindow: 4294967296 is out of range" },
+		{ "CEWindow=18446744073709551616us", "CEWindow: 18446744073709551616us is out of range" },
+		{ "CEWindow=99999999999999y", "CEWindow: 99999999999999y is out of range" },
+		{ "CEWindow=10000000000000000000 10000000000000000000us", "is out of range" },
+		{ "[Recovery]\nKillTimeout=601", "KillTimeout: 601 is out of range (1..600 seconds)" },
+		{ "[Recovery]\nKillTimeout=10min 1s", "KillTimeout: 10min 1s is out of range" },
+		{ "[Recovery]\nPauseTimeout=1h 1s", "PauseTimeout: 1h 1s is out of range (1..3600 seconds)" },
+		{ "[Recovery]\nRestoreTimeout=999ms", "RestoreTimeout: '999ms' is not a whole number of seconds" },
+	};
+	struct hbm_config before;
+	size_t i;
+
+	ck_assert_int_eq(parse("[Policy]\nCEWindow=7h\n"), 0);
+	before = c;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char text[256];
+
+		snprintf(text, sizeof(text), "%s%s\n",
+			 strncmp(bad[i].text, "[", 1) ? "[Policy]\n" : "", bad[i].text);
+		ck_assert_msg(parse(text) == -EINVAL, "accepted: %s", bad[i].text);
+		ck_assert_msg(!strncmp(err, "test.conf:2: ", 13) && strstr(err, bad[i].message),
+			      "for %s: got '%s', expected '%s'", bad[i].text, err, bad[i].message);
+		ck_assert_msg(!memcmp(&c, &before, sizeof(c)), "changed by: %s", bad[i].text);
+	}
 }
 END_TEST
 
@@ -107,7 +205,7 @@ START_TEST(bad_input)
 		{ "[Policy]\nCEThreshold=99999999999999999999999\n", "is not a number" },
 		{ "[Policy]\nCEWindow=0\n", "test.conf:2: CEWindow: 0 is out of range" },
 		{ "[Policy]\nCEWindow=366d\n", "test.conf:2: CEWindow: 366d is out of range (1..31536000 seconds)" },
-		{ "[Policy]\nCEWindow=5w\n", "test.conf:2: CEWindow: '5w': the unit is one of s, m, h, d" },
+		{ "[Policy]\nCEWindow=5x\n", "test.conf:2: CEWindow: '5x' is not a time span" },
 		{ "[Policy]\nRetireLimit=0\n", "test.conf:2: RetireLimit: 0 is out of range" },
 		{ "[Policy]\nRetireLimit=4294967296\n", "test.conf:2: RetireLimit: 4294967296 is out of range" },
 		{ "[Policy]\nFrobnicate=1\n", "test.conf:2: Frobnicate: unknown key" },
@@ -123,7 +221,7 @@ START_TEST(bad_input)
 		{ "[Device gpu0]\n", "test.conf:1: [Device ...] takes a quoted identity" },
 		{ "[Device \"\"]\n", "test.conf:1: [Device ...] takes a quoted identity" },
 		{ "[Device \"a b\"]\n", "test.conf:1: 'a b' is not a device identity" },
-		{ "\n\n# c\n[Policy]\nCEThreshold=1\n\nCEWindow=x\n", "test.conf:7: CEWindow: 'x' is not a number" },
+		{ "\n\n# c\n[Policy]\nCEThreshold=1\n\nCEWindow=x\n", "test.conf:7: CEWindow: 'x' is not a time span" },
 		{ "[Range]\n", "test.conf:1: [Range ...] takes a quoted name" },
 		{ "[Range hbm0]\n", "test.conf:1: [Range ...] takes a quoted name" },
 		{ "[Range \"a b\"]\nNumaNode=1\n", "test.conf:1: 'a b' is not a range name" },
@@ -222,6 +320,226 @@ START_TEST(load_from_file)
 }
 END_TEST
 
+/* Drop-ins: a scratch tree of the four directories and a main file. */
+static char root[64];
+
+static void put(const char *rel, const char *text)
+{
+	char path[256], *slash;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	for (slash = strchr(path + strlen(root) + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+		*slash = 0;
+		mkdir(path, 0755);
+		*slash = '/';
+	}
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void link_to(const char *target, const char *rel)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	ck_assert_int_eq(symlink(target, path), 0);
+}
+
+static int load_tree(void)
+{
+	char main_file[128], d0[128], d1[128], d2[128], d3[128];
+	const char *dirs[] = { d0, d1, d2, d3, NULL };
+
+	snprintf(main_file, sizeof(main_file), "%s/hbmguardd.conf", root);
+	snprintf(d0, sizeof(d0), "%s/etc/hbmguardd.conf.d", root);
+	snprintf(d1, sizeof(d1), "%s/run/hbmguardd.conf.d", root);
+	snprintf(d2, sizeof(d2), "%s/usr-local-lib/hbmguardd.conf.d", root);
+	snprintf(d3, sizeof(d3), "%s/usr-lib/hbmguardd.conf.d", root);
+	err[0] = 0;
+	return hbm_config_load_files(main_file, false, dirs, &c, err, sizeof(err));
+}
+
+static void tree_setup(void)
+{
+	strcpy(root, "/tmp/hbmdropin.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(root));
+}
+
+static void tree_teardown(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* A file that must not be read: it would be refused. */
+#define UNREAD "[Policy]\nCEThreshold=never read\n"
+
+START_TEST(dropin_order)
+{
+	struct hbm_policy_config p;
+
+	ck_assert_int_eq(load_tree(), 0);	/* nothing there: the defaults */
+	ck_assert_uint_eq(c.policy.set, 0);
+	put("hbmguardd.conf", "[Policy]\nCEThreshold=5\nRetireLimit=7\n"
+	    "[Device \"g\"]\nCEThreshold=3\n[Range \"h\"]\nNumaNode=1\n");
+	/* By name across directories, not by directory: 40 wins over /etc's 20. */
+	put("usr-lib/hbmguardd.conf.d/10-vendor.conf", "[Policy]\nCEThreshold=10\nCEWindow=1h\n");
+	put("etc/hbmguardd.conf.d/20-admin.conf", "[Policy]\nCEThreshold=20\n");
+	put("usr-lib/hbmguardd.conf.d/40-vendor.conf", "[Policy]\nCEThreshold=40\n");
+	put("run/hbmguardd.conf.d/30-now.conf", "[Policy]\nCEWindow=2h\n");
+	/* ... and /etc's 45 over /usr/lib's 15. */
+	put("etc/hbmguardd.conf.d/45-admin.conf", "[Recovery]\nKillTimeout=45\n");
+	put("usr-lib/hbmguardd.conf.d/15-vendor.conf", "[Recovery]\nKillTimeout=15\n");
+	/* [Device] and [Range] of a name seen before: amended key by key. */
+	put("usr-local-lib/hbmguardd.conf.d/50-dev.conf",
+	    "[Device \"g\"]\nRetireLimit=9\n[Range \"h\"]\nClaim=yes\n"
+	    "[Range \"i\"]\nAddress=0x100000\nSize=1M\n");
+	ck_assert_msg(load_tree() == 0, "%s", err);
+	ck_assert_uint_eq(c.policy.ce_threshold, 40);
+	ck_assert_uint_eq(c.recovery.kill_timeout, 45);
+	ck_assert_uint_eq(c.policy.ce_window, 7200);
+	ck_assert_uint_eq(c.policy.retire_limit, 7);	/* the main file's, untouched */
+	p = hbm_config_policy_for(&c, "g");
+	ck_assert_uint_eq(p.ce_threshold, 3);
+	ck_assert_uint_eq(p.retire_limit, 9);
+	ck_assert_uint_eq(c.nr_ranges, 2);
+	ck_assert_int_eq(c.ranges[0].numa_node, 1);
+	ck_assert(c.ranges[0].claim);
+	ck_assert_uint_eq(c.ranges[1].size, 1 << 20);
+}
+END_TEST
+
+START_TEST(dropin_masking)
+{
+	put("hbmguardd.conf", "[Recovery]\nKillTimeout=5\n");
+	/* The same name in a directory of more priority hides the other. */
+	put("usr-lib/hbmguardd.conf.d/50-x.conf", UNREAD);
+	put("usr-local-lib/hbmguardd.conf.d/50-x.conf", UNREAD);
+	put("run/hbmguardd.conf.d/50-x.conf", UNREAD);
+	put("etc/hbmguardd.conf.d/50-x.conf", "[Recovery]\nKillTimeout=30\n");
+	put("usr-lib/hbmguardd.conf.d/60-y.conf", UNREAD);
+	put("usr-local-lib/hbmguardd.conf.d/60-y.conf", "[Recovery]\nPauseTimeout=1min\n");
+	/* A symlink to /dev/null masks, so does an empty file. */
+	put("usr-lib/hbmguardd.conf.d/70-z.conf", UNREAD);
+	link_to("/dev/null", "etc/hbmguardd.conf.d/70-z.conf");
+	put("usr-lib/hbmguardd.conf.d/80-e.conf", UNREAD);
+	put("run/hbmguardd.conf.d/80-e.conf", "");
+	/* Not *.conf, hidden: not drop-ins.  A directory masks nothing. */
+	put("etc/hbmguardd.conf.d/README", UNREAD);
+	put("etc/hbmguardd.conf.d/90.conf.bak", UNREAD);
+	put("etc/hbmguardd.conf.d/.90.conf", UNREAD);
+	put("etc/hbmguardd.conf.d/95-dir.conf/x", UNREAD);
+	put("usr-lib/hbmguardd.conf.d/95-dir.conf", "[Recovery]\nRestoreTimeout=5min\n");
+	ck_assert_msg(load_tree() == 0, "%s", err);
+	ck_assert_uint_eq(c.recovery.kill_timeout, 30);
+	ck_assert_uint_eq(c.recovery.pause_timeout, 60);
+	ck_assert_uint_eq(c.recovery.restore_timeout, 300);
+	ck_assert_uint_eq(c.policy.set, 0);
+	/* The mask taken away, what it hid is read (and refused). */
+	put("run/hbmguardd.conf.d/80-e.conf", "# not empty\n");
+	ck_assert_int_eq(load_tree(), 0);
+	link_to("/dev/null", "etc/hbmguardd.conf.d/80-e.conf");
+	ck_assert_int_eq(load_tree(), 0);
+	snprintf(err, sizeof(err), "%s/etc/hbmguardd.conf.d/70-z.conf", root);
+	ck_assert_int_eq(unlink(err), 0);
+	ck_assert_int_eq(load_tree(), -EINVAL);
+	ck_assert_msg(strstr(err, "/usr-lib/hbmguardd.conf.d/70-z.conf:2: CEThreshold: "
+			     "'never read' is not a number"), "%s", err);
+}
+END_TEST
+
+/* A bad drop-in: its file and line, and nothing of any file applied. */
+START_TEST(dropin_bad)
+{
+	static const struct {
+		const char *rel, *text, *message;
+	} bad[] = {
+		{ "etc/hbmguardd.conf.d/50-bad.conf", "\n[Policy]\nCEWindow=500ms\n",
+		  "/etc/hbmguardd.conf.d/50-bad.conf:3: CEWindow: '500ms' is not a whole number of seconds" },
+		/* Sections do not carry over from the file before. */
+		{ "run/hbmguardd.conf.d/50-bad.conf", "CEThreshold=5\n",
+		  "/run/hbmguardd.conf.d/50-bad.conf:1: CEThreshold: outside any section" },
+		{ "usr-lib/hbmguardd.conf.d/50-bad.conf", "[Nope]\n",
+		  "/usr-lib/hbmguardd.conf.d/50-bad.conf:1: unknown section [Nope]" },
+		/* A range a drop-in makes both a node and an address. */
+		{ "etc/hbmguardd.conf.d/50-bad.conf", "[Policy]\n[Range \"h\"]\nAddress=0x1000\nSize=4K\n",
+		  "/etc/hbmguardd.conf.d/50-bad.conf:2: [Range \"h\"] takes NumaNode=, or Address= and Size=" },
+		{ "etc/hbmguardd.conf.d/50-bad.conf", "[Range \"h\"]\nClaim=yes\n[Range \"h\"]\n",
+		  "/etc/hbmguardd.conf.d/50-bad.conf:3: [Range \"h\"] twice" },
+		{ "etc/hbmguardd.conf.d/50-bad.conf", "[Policy]\0\n",
+		  "/etc/hbmguardd.conf.d/50-bad.conf: not a text file" },
+	};
+	char path[256];
+	struct hbm_config before;
+	size_t i;
+
+	put("hbmguardd.conf", "[Policy]\nCEThreshold=5\n[Range \"h\"]\nNumaNode=1\n");
+	put("usr-lib/hbmguardd.conf.d/10-good.conf", "[Policy]\nRetireLimit=3\n");
+	put("usr-lib/hbmguardd.conf.d/90-good.conf", "[Policy]\nCEWindow=1h\n");
+	ck_assert_int_eq(load_tree(), 0);
+	before = c;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		put(bad[i].rel, bad[i].text);
+		if (strstr(bad[i].message, "not a text file")) {	/* its NUL */
+			FILE *f;
+
+			snprintf(path, sizeof(path), "%s/%s", root, bad[i].rel);
+			f = fopen(path, "w");
+			fwrite("[Policy]\0\n", 1, 10, f);
+			fclose(f);
+		}
+		ck_assert_int_eq(load_tree(), -EINVAL);
+		ck_assert_msg(!strncmp(err, root, strlen(root)) &&
+			      !strcmp(err + strlen(root), bad[i].message),
+			      "got '%s', expected '%s'", err, bad[i].message);
+		ck_assert_msg(!memcmp(&c, &before, sizeof(c)), "changed by %s", bad[i].rel);
+		snprintf(path, sizeof(path), "%s/%s", root, bad[i].rel);
+		unlink(path);
+	}
+	/* What cannot be read is an error, not passed over. */
+	link_to("nowhere.conf", "etc/hbmguardd.conf.d/60-dangling.conf");
+	ck_assert_int_eq(load_tree(), -ENOENT);
+	ck_assert_msg(strstr(err, "/etc/hbmguardd.conf.d/60-dangling.conf: No such file"), "%s", err);
+	ck_assert(!memcmp(&c, &before, sizeof(c)));
+	snprintf(path, sizeof(path), "%s/etc/hbmguardd.conf.d/60-dangling.conf", root);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/run/hbmguardd.conf.d", root);
+	rmdir(path);
+	put("run/hbmguardd.conf.d", "a file, not a directory");
+	ck_assert_int_eq(load_tree(), -ENOTDIR);
+	ck_assert_msg(strstr(err, "/run/hbmguardd.conf.d: Not a directory"), "%s", err);
+	unlink(path);
+	/* A bad main file: named, the drop-ins not read. */
+	put("hbmguardd.conf", "[Policy]\nCEThreshold=0\n");
+	ck_assert_int_eq(load_tree(), -EINVAL);
+	ck_assert_msg(strstr(err, "/hbmguardd.conf:2: CEThreshold: 0 is out of range"), "%s", err);
+	ck_assert(!memcmp(&c, &before, sizeof(c)));
+}
+END_TEST
+
+/* hbmguardd -c FILE: FILE.d/ beside it, and FILE must be there. */
+START_TEST(dropin_given_file)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/my.conf", root);
+	put("my.conf.d/20-b.conf", "[Policy]\nCEThreshold=20\n");
+	ck_assert_int_eq(hbm_config_load(path, &c, err, sizeof(err)), -ENOENT);
+	ck_assert_msg(strstr(err, "/my.conf: No such file"), "%s", err);
+	put("my.conf", "[Policy]\nCEThreshold=5\nCEWindow=1h\n");
+	put("my.conf.d/10-a.conf", "[Policy]\nCEWindow=2h\n");
+	put("hbmguardd.conf.d/30-c.conf", UNREAD);	/* not this file's */
+	ck_assert_msg(hbm_config_load(path, &c, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(c.policy.ce_threshold, 20);
+	ck_assert_uint_eq(c.policy.ce_window, 7200);
+}
+END_TEST
+
 Suite *config_suite(void)
 {
 	Suite *s = suite_create("config");
@@ -229,12 +547,20 @@ Suite *config_suite(void)
 
 	tcase_add_test(tc, defaults_and_full_file);
 	tcase_add_test(tc, time_units);
+	tcase_add_test(tc, time_units_bad);
 	tcase_add_test(tc, recovery_deadlines);
 	tcase_add_test(tc, bad_input);
 	tcase_add_test(tc, too_many_devices);
 	tcase_add_test(tc, ranges);
 	tcase_add_test(tc, too_many_ranges);
 	tcase_add_test(tc, load_from_file);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("dropins");
+	tcase_add_checked_fixture(tc, tree_setup, tree_teardown);
+	tcase_add_test(tc, dropin_order);
+	tcase_add_test(tc, dropin_masking);
+	tcase_add_test(tc, dropin_bad);
+	tcase_add_test(tc, dropin_given_file);
 	suite_add_tcase(s, tc);
 	return s;
 }
