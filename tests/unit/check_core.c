@@ -315,6 +315,187 @@ START_TEST(a_resync_puts_back_what_the_kernel_lacks)
 }
 END_TEST
 
+static int noop(sd_event_source *src, void *arg)
+{
+	(void)src;
+	(void)arg;
+	return 0;
+}
+
+/* One turn of the loop: something to dispatch, then the post sources (the saves). */
+static void one_turn(sd_event *loop)
+{
+	sd_event_source *kick;
+	int i;
+
+	ck_assert_int_ge(sd_event_add_defer(loop, &kick, noop, NULL), 0);
+	ck_assert_int_ge(sd_event_source_set_enabled(kick, SD_EVENT_ONESHOT), 0);
+	for (i = 0; i < 10 && sd_event_run(loop, 0) > 0; i++)
+		;
+	sd_event_source_unref(kick);
+}
+
+static void heard_numbered(uint64_t offset, uint64_t seqnum)
+{
+	src_link.fact(src_link.core, &(struct hbm_fact){
+		.type = HBM_FACT_PAGES, .event = HBMGUARD_EVENT_RETIRED,
+		.origin = HBM_FROM_KERNEL, .seqnum = seqnum,
+		.dev = { .id = 0, .identity = "sim:s" }, .offset = offset,
+		.length = 0x1000, .source = HBMGUARD_SOURCE_UE, .count = 1 });
+}
+
+static void heard_retired(uint64_t offset)
+{
+	heard_numbered(offset, 0);
+}
+
+/*
+ * Heard changes go onto the file's log, one fdatasync a turn, no dump; a
+ * turn that heard too many makes a snapshot from a dump; a log past its
+ * bound is compacted by a child while the loop goes on.
+ */
+START_TEST(heard_changes_are_logged_and_compacted)
+{
+	struct hbm_state_damage damage;
+	struct hbm_state s;
+	uint64_t fsyncs, serial;
+	sd_event *loop;
+	size_t i;
+	int turns;
+
+	ck_assert_int_ge(sd_event_new(&loop), 0);
+	d.loop = loop;
+	ck_assert_int_ge(store_watch(&store), 0);
+	add_device(0, "sim:s");
+	table[table_nr++] = bad_page;
+	seen(HBM_SYNC_START, 1, 0);		/* the snapshot */
+	fsyncs = hbm_state_fsyncs;
+	for (i = 0; i < 3; i++)
+		heard_retired(0x10000 + i * 0x1000);
+	one_turn(loop);
+	ck_assert_uint_eq(hbm_state_fsyncs, fsyncs + 1);	/* one for the turn */
+	ck_assert_int_eq(dumps, 0);
+	ck_assert_uint_eq(store.counters.logged, 3);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", &s, &damage), 0);
+	ck_assert(!hbm_state_damaged(&damage) && !damage.torn_bytes);
+	ck_assert_uint_eq(s.snapshot_nr, 1);
+	ck_assert_uint_eq(s.log_nr, 3);
+	ck_assert_uint_eq(s.nr, 4);
+	ck_assert_uint_eq(s.records[1].offset, 0x10000);
+	ck_assert_uint_eq(s.records[1].state, HBMGUARD_STATE_RETIRED);
+	ck_assert_uint_eq(store.stored_pages[0], 4);
+	serial = s.serial;
+	hbm_state_free(&s);
+
+	/* more than a turn's list: a snapshot, from a dump */
+	for (i = 0; i < STORE_TURN_HEARD + 1; i++)
+		heard_retired(0x100000 + i * 0x1000);
+	one_turn(loop);
+	ck_assert_int_eq(dumps, 1);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", &s, &damage), 0);
+	ck_assert_uint_eq(s.serial, serial + 1);
+	ck_assert_uint_eq(s.log_nr, 0);
+	hbm_state_free(&s);
+
+	/* a log longer than its snapshot and than compact_min: compacted */
+	store.compact_min = 0;
+	for (i = 0; i < 8; i++)	/* 8 records: longer than the 4 of the snapshot */
+		heard_retired(0x200000 + i * 0x1000);
+	one_turn(loop);
+	ck_assert(store.compacting.pid > 0);
+	heard_retired(0x300000);		/* while the child works, most likely */
+	one_turn(loop);
+	for (turns = 0; store.compacting.pid && turns < 1000; turns++)
+		ck_assert_int_ge(sd_event_run(loop, 10000), 0);
+	ck_assert_uint_eq(store.counters.compactions, 1);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", &s, &damage), 0);
+	ck_assert(!hbm_state_damaged(&damage) && !damage.torn_bytes);
+	ck_assert_uint_eq(s.serial, serial + 2);
+	ck_assert_uint_eq(s.log_nr, 1);		/* what came after the fork, in either order */
+	ck_assert_uint_eq(s.nr, 1 + 3 + 8 + 1);	/* the 65: the fake kernel's dump lacked them */
+	hbm_state_free(&s);
+	ck_assert_uint_eq(store.counters.logged, 3 + 8 + 1);
+	store_stop(&store);
+	memset(&store, 0, sizeof(store));	/* stopped: the teardown's stop finds nothing */
+	d.loop = sd_event_unref(loop);
+}
+END_TEST
+
+static void gone(void)
+{
+	src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_DEVICE_GONE,
+		.dev = { .id = 0, .identity = "sim:s" } });
+}
+
+/*
+ * The events made before the table read began (a restore's) are in the
+ * snapshot made from it: not logged again; those after it are.
+ */
+START_TEST(events_before_the_read_are_not_logged_again)
+{
+	struct hbm_state_damage damage;
+	struct hbm_state s;
+	sd_event *loop;
+
+	ck_assert_int_ge(sd_event_new(&loop), 0);
+	d.loop = loop;
+	ck_assert_int_ge(store_watch(&store), 0);
+	add_device(0, "sim:s");
+	table[table_nr++] = bad_page;
+	seen(HBM_SYNC_START, 1, 0);
+	src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_DEVICE_SEEN,
+		.sync = HBM_SYNC_RESYNC,
+		.dev = { .id = 0, .identity = "sim:s", .page_size = 4096 } });
+	src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_TABLE_READ,
+		.origin = HBM_FROM_KERNEL, .seqnum = 10, .sync = HBM_SYNC_RESYNC,
+		.dev = { .id = 0, .identity = "sim:s" } });	/* read again, at #10 */
+	heard_numbered(0x9000, 9);
+	heard_numbered(0x9000, 10);
+	heard_numbered(0xa000, 11);
+	one_turn(loop);
+	ck_assert_uint_eq(store.counters.logged, 1);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", &s, &damage), 0);
+	ck_assert_uint_eq(s.log_nr, 1);
+	ck_assert_uint_eq(s.nr, 2);
+	hbm_state_free(&s);
+	store_stop(&store);
+	memset(&store, 0, sizeof(store));
+	d.loop = sd_event_unref(loop);
+}
+END_TEST
+
+/* A device gone in the turn that heard its changes: saved with no dump to make. */
+START_TEST(a_device_gone_keeps_what_its_last_turn_heard)
+{
+	struct hbm_state_damage damage;
+	struct hbm_state s;
+
+	add_device(0, "sim:s");
+	seen(HBM_SYNC_START, 0, 0);		/* empty: no file, nothing to log to */
+	heard_retired(0x5000);
+	heard_retired(0x5000);			/* twice: one record */
+	heard_retired(0x3000);
+	gone();
+	ck_assert_int_eq(dumps, 0);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", &s, &damage), 0);
+	ck_assert_uint_eq(s.nr, 2);
+	ck_assert_uint_eq(s.records[0].offset, 0x3000);
+	ck_assert_uint_eq(s.records[1].offset, 0x5000);
+	hbm_state_free(&s);
+
+	/* seen again, its file open to log to: appended */
+	seen(HBM_SYNC_ADDED, 0, 0);
+	heard_retired(0x9000);
+	gone();
+	ck_assert_int_eq(dumps, 0);
+	ck_assert_uint_eq(store.counters.logged, 1);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", &s, &damage), 0);
+	ck_assert_uint_eq(s.log_nr, 1);
+	ck_assert_uint_eq(s.nr, 3);
+	hbm_state_free(&s);
+}
+END_TEST
+
 Suite *core_suite(void)
 {
 	Suite *s = suite_create("core");
@@ -332,6 +513,9 @@ Suite *core_suite(void)
 	tcase_add_test(st, a_device_seen_is_saved_from_its_one_read);
 	tcase_add_test(st, a_read_that_failed_is_saved_from_a_dump);
 	tcase_add_test(st, a_resync_puts_back_what_the_kernel_lacks);
+	tcase_add_test(st, heard_changes_are_logged_and_compacted);
+	tcase_add_test(st, a_device_gone_keeps_what_its_last_turn_heard);
+	tcase_add_test(st, events_before_the_read_are_not_logged_again);
 	suite_add_tcase(s, st);
 	return s;
 }
