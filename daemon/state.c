@@ -239,11 +239,20 @@ static size_t log_decode(const uint8_t *buf, size_t len, size_t pos, uint32_t rs
 			else
 				damage->log_bad++;
 		} else {
-			/* Not whole: a crash's torn write, unless a good record follows. */
+			/* Not whole: damage, unless it is the file's last record */
 			for (q = pos + rs; q + rs <= len && log_seq(buf + q, rs, gen) < next; q += rs)
 				;
-			if (q + rs > len) {
+			if (q + rs > len && len - pos < 2 * rs) {
+				/* the last write's end, cut short or garbled: a crash's */
 				damage->torn_bytes = len - pos;
+				break;
+			}
+			if (q + rs > len) {
+				/*
+				 * Records of garbage up to the end, more than a
+				 * crash tears: damage, none of it replayed.
+				 */
+				damage->log_bad += (len - pos + rs - 1) / rs;
 				break;
 			}
 			damage->log_bad += (q - pos) / rs;
@@ -260,17 +269,23 @@ static size_t log_decode(const uint8_t *buf, size_t len, size_t pos, uint32_t rs
  * hbm_state_decode() - what a state file holds that can be trusted
  * @buf: the file
  * @len: its length
+ * @max_pages: the device's pages, 0 unknown: a file promising more records,
+ *	or longer than one of that many records and its longest log, is
+ *	refused whole, before anything is allocated for it
  * @out: the state, its log replayed (free with hbm_state_free())
  * @damage: what was wrong
+ *
+ * What is allocated is bounded by @len and @max_pages, whatever the file
+ * says: the log is read up to HBM_STATE_LOG_MAX() of the snapshot's records.
  *
  * Return: 0, with the good records in @out and the bad counted in @damage
  * (the file was whole when hbm_state_damaged() says no); -EBADMSG when the
  * header is not to be trusted (@damage->header says why); -ENOMEM.
  */
-int hbm_state_decode(const uint8_t *buf, size_t len, struct hbm_state *out,
-		     struct hbm_state_damage *damage)
+int hbm_state_decode(const uint8_t *buf, size_t len, uint64_t max_pages,
+		     struct hbm_state *out, struct hbm_state_damage *damage)
 {
-	size_t promised, present, i, slots, log_nr = 0;
+	size_t promised, present, i, slots, log_nr = 0, log_slots;
 	struct hbm_state_record *log = NULL;
 	uint64_t prev_end = 0;
 	uint32_t rs;
@@ -279,6 +294,12 @@ int hbm_state_decode(const uint8_t *buf, size_t len, struct hbm_state *out,
 	memset(out, 0, sizeof(*out));
 	memset(damage, 0, sizeof(*damage));
 	damage->header = header_problem(buf, len);
+	if (!damage->header && max_pages && get32(buf + 20) > max_pages)
+		damage->header = "more records than the device has pages";
+	if (!damage->header && max_pages &&
+	    (len - HBM_STATE_HEADER_SIZE) / get32(buf + 16) >
+	    max_pages + HBM_STATE_LOG_MAX(max_pages))
+		damage->header = "longer than a state file of the device can be";
 	if (damage->header)
 		return -EBADMSG;
 	rs = get32(buf + 16);
@@ -309,8 +330,15 @@ int hbm_state_decode(const uint8_t *buf, size_t len, struct hbm_state *out,
 	if (get32(buf + 8) == 1 || damage->missing_records)
 		return 0;
 	i = HBM_STATE_HEADER_SIZE + present * rs;
+	log_slots = len > i ? (len - i) / rs : 0;
+	if (log_slots > HBM_STATE_LOG_MAX(promised)) {
+		/* more than a writer appends before a snapshot: not read, said */
+		damage->log_beyond = log_slots - HBM_STATE_LOG_MAX(promised);
+		log_slots = HBM_STATE_LOG_MAX(promised);
+		len = i + log_slots * rs;
+	}
 	if (len > i) {
-		log = calloc((len - i) / rs + 1, sizeof(*log));
+		log = calloc(log_slots + 1, sizeof(*log));
 		if (!log) {
 			hbm_state_free(out);
 			return -ENOMEM;
@@ -650,14 +678,15 @@ int hbm_state_write(int dirfd, const struct hbm_state *s)
  * hbm_state_read() - load a device's state file
  * @dirfd: the state directory
  * @identity: the device
+ * @max_pages: its pages, 0 unknown (see hbm_state_decode())
  * @out: what can be trusted
  * @damage: what could not
  *
  * Return: as hbm_state_decode(); -ENOENT when the device has no file;
  * -EBADMSG also when the file names another identity.
  */
-int hbm_state_read(int dirfd, const char *identity, struct hbm_state *out,
-		   struct hbm_state_damage *damage)
+int hbm_state_read(int dirfd, const char *identity, uint64_t max_pages,
+		   struct hbm_state *out, struct hbm_state_damage *damage)
 {
 	char name[256];
 	uint8_t *buf;
@@ -670,7 +699,7 @@ int hbm_state_read(int dirfd, const char *identity, struct hbm_state *out,
 	err = hbm_read_file(dirfd, name, &buf, &n);
 	if (err)
 		return err;
-	err = hbm_state_decode(buf, n, out, damage);
+	err = hbm_state_decode(buf, n, max_pages, out, damage);
 	free(buf);
 	if (!err && strcmp(out->identity, identity)) {
 		hbm_state_free(out);
@@ -852,7 +881,7 @@ int hbm_state_compact(int dirfd, const char *identity, int fd, uint64_t upto)
 	if (!err)
 		err = pread_all(fd, buf, upto, 0);
 	if (!err)
-		err = hbm_state_decode(buf, upto, &s, &damage);
+		err = hbm_state_decode(buf, upto, 0, &s, &damage);
 	free(buf);
 	if (err)
 		return err;
@@ -890,7 +919,8 @@ int hbm_state_compact(int dirfd, const char *identity, int fd, uint64_t upto)
  *
  * Return: 0 or a negative errno (the temporary file is removed, @log is
  * unchanged, unless the rename was made: then @log is the new file, and
- * only the directory's fsync failed).
+ * only the directory's fsync failed); -E2BIG: more was appended since
+ * @upto than the new snapshot's log may hold.
  */
 int hbm_state_compact_finish(int dirfd, const char *identity, struct hbm_state_log *log,
 			     uint64_t upto)
@@ -924,6 +954,11 @@ int hbm_state_compact_finish(int dirfd, const char *identity, struct hbm_state_l
 		err = -errno;
 	if (!err && fstat(fd, &st))
 		err = -errno;
+	/* the new snapshot may have fewer records than the old: a log it allows */
+	if (!err && (st.st_size < HBM_STATE_HEADER_SIZE ||
+		     n > HBM_STATE_LOG_MAX((st.st_size - HBM_STATE_HEADER_SIZE) /
+					   HBM_STATE_RECORD_SIZE)))
+		err = -E2BIG;
 	if (!err)
 		err = pwrite_all(fd, buf, tail, st.st_size);
 	if (!err && (hbm_state_fsyncs++, fsync(fd)))

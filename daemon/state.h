@@ -49,13 +49,26 @@
  * touches: a load keeps every record that checks out and says how many did
  * not.  A bad header trusts nothing.  The log's sequence numbers and
  * generation tell a crash from damage: a log that ends in a record cut
- * short, or in records that do not check out with no good one after them,
- * ends in the one write a crash interrupted, never fsync'd, never
- * acknowledged: that tail is ignored (torn_bytes).  A bad record with a
- * good one after it was written and fsync'd before that one: damage
- * (log_bad), as is a sequence number skipped (log_missing) or seen again
- * (log_duplicates, skipped: replaying it again would undo what came after).
+ * short, or in one record that does not check out (and at most a piece of
+ * another after it), ends in the write a crash interrupted, never fsync'd,
+ * never acknowledged: that tail is ignored (torn_bytes).  Anything else
+ * that does not check out is damage (log_bad, not replayed): a bad record
+ * with a good one after it was written and fsync'd before that one;
+ * whole records of garbage at the end are more than a crash leaves on a
+ * file system that grows a file after writing its data (ext4's default
+ * data=ordered): said, not passed over (on one that can expose blocks
+ * never written, a crash in a long append is reported as damage: a false
+ * alarm that drops nothing acknowledged, as those records never were); a
+ * sequence number skipped (log_missing) or seen again (log_duplicates,
+ * skipped: replaying it again would undo what came after) is damage too.
  * A record of another generation (a snapshot's serial) never checks out.
+ *
+ * A writer appends at most HBM_STATE_LOG_MAX(nr_records) log records to a
+ * snapshot (then it writes a new one), so a reader reads no more than
+ * that (log_beyond), and a file promising more records than its device has
+ * pages, or longer than that many and their longest log, is refused: what
+ * a load allocates is bounded by the device and the file's size, whatever
+ * the file says.
  */
 #ifndef HBM_STATE_H
 #define HBM_STATE_H
@@ -69,6 +82,8 @@
 #define HBM_STATE_RECORD_SIZE	48
 #define HBM_STATE_RECORD_MAX	4096
 #define HBM_STATE_IDENTITY_LEN	64
+/* log records a snapshot of @n records may have after it */
+#define HBM_STATE_LOG_MAX(n)	(2 * (uint64_t)(n) + 65536)
 
 struct hbm_state_record {
 	uint64_t offset;
@@ -101,13 +116,14 @@ struct hbm_state_damage {
 	size_t log_missing;	/* log sequence numbers skipped */
 	size_t log_duplicates;	/* log records seen before: skipped */
 	size_t torn_bytes;	/* the tail of a write a crash cut short: ignored */
+	size_t log_beyond;	/* log records past HBM_STATE_LOG_MAX(): not read */
 };
 
 /* Whether a load found damage (not a torn tail: that is a crash's, and ignored). */
 static inline int hbm_state_damaged(const struct hbm_state_damage *d)
 {
 	return d->header || d->bad_records || d->missing_records || d->log_bad ||
-	       d->log_missing || d->log_duplicates;
+	       d->log_missing || d->log_duplicates || d->log_beyond;
 }
 
 /* A state file open for appending to its log (store.c keeps one per device). */
@@ -127,8 +143,8 @@ uint32_t hbm_crc32c(uint32_t crc, const void *buf, size_t len);
 
 size_t hbm_state_encode_size(const struct hbm_state *s);
 void hbm_state_encode(const struct hbm_state *s, uint8_t *buf);
-int hbm_state_decode(const uint8_t *buf, size_t len, struct hbm_state *out,
-		     struct hbm_state_damage *damage);
+int hbm_state_decode(const uint8_t *buf, size_t len, uint64_t max_pages,
+		     struct hbm_state *out, struct hbm_state_damage *damage);
 void hbm_state_free(struct hbm_state *s);
 
 int hbm_atomic_write(int dirfd, const char *name, const void *buf, size_t len);
@@ -137,8 +153,8 @@ int hbm_file_quarantine(int dirfd, const char *name, char *moved_to, size_t len)
 
 int hbm_state_file_name(const char *identity, char *name, size_t len);
 int hbm_state_write(int dirfd, const struct hbm_state *s);
-int hbm_state_read(int dirfd, const char *identity, struct hbm_state *out,
-		   struct hbm_state_damage *damage);
+int hbm_state_read(int dirfd, const char *identity, uint64_t max_pages,
+		   struct hbm_state *out, struct hbm_state_damage *damage);
 int hbm_state_quarantine(int dirfd, const char *identity, char *moved_to,
 			 size_t len);
 

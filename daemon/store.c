@@ -19,16 +19,20 @@
  * first_seen is when it was heard, errors 0 until the next snapshot takes
  * the kernel's).  One operation whose pages end differently (some
  * RETIRED, some FAILED) makes an event per outcome, each naming the whole
- * range (device_changed(), kmod/device.c): the last logged wins over the
- * range until the next snapshot takes the kernel's own table.  Events the
- * last snapshot's dump already held (a restore's, the trailing event of a
- * change the control socket saved) are not logged again: the module
- * numbers an event after its change, so those numbered up to its seqnum
- * when the dump began are in it.  A turn that heard more than
- * STORE_TURN_HEARD changes, a save that failed, and the control socket's
- * RETIRE and CLEAR (an operator's: a clear is the one way pages leave a
- * file, and its reply must say the directory took it) make a snapshot
- * instead, from a dump.
+ * range (device_changed(), kmod/device.c): such an event, whose COUNT is
+ * not every page of its range, would say too much of the pages it did not
+ * change (a PENDING record over RETIRED pages downgrades them at a
+ * replay), so it is not logged: the table is read for a snapshot.
+ * Events the last snapshot's dump already held (a restore's, the trailing
+ * event of a change the control socket saved) are not logged again: the
+ * module numbers an event after its change, so those numbered up to its
+ * seqnum when the dump began are in it, which holds too for a turn's
+ * changes heard before a snapshot the same turn made (each keeps its
+ * seqnum).  A log that would pass HBM_STATE_LOG_MAX() of its snapshot, a
+ * turn that heard more than STORE_TURN_HEARD changes, a save that failed,
+ * and the control socket's RETIRE and CLEAR (an operator's: a clear is the
+ * one way pages leave a file, and its reply must say the directory took
+ * it) make a snapshot instead, from a dump.
  * Saves that fail are retried, a second later, then twice as long each
  * time up to a minute, and stay "unsaved" in the status until on disk.
  *
@@ -40,10 +44,13 @@
  * daemon's resident memory stays what it is without a table in it (a
  * thread would hold the table in the daemon's own memory for as long; a
  * loop in slices would stall it for a sort of the log).  The loop then
- * hears the child's answer on a pipe, appends the records written since
- * the fork to the new snapshot, and renames it over the file
- * (hbm_state_compact_finish(): O(those records)).  A snapshot made
- * meanwhile abandons it.  A child that fails leaves the file as it was.
+ * hears the child's end on a pidfd (never waiting for it), its answer on a
+ * pipe, appends the records written since the fork to the new snapshot,
+ * and renames it over the file (hbm_state_compact_finish(): O(those
+ * records)).  A snapshot made meanwhile abandons it.  A child that fails
+ * leaves the file as it was.  The child closes every descriptor but its
+ * three (a fork without exec keeps the daemon's sockets open, O_CLOEXEC or
+ * not) and dies with the daemon (PR_SET_PDEATHSIG).
  *
  * It takes facts through store_fact() and asks the core (core.h) for the
  * devices and their tables; it must not block beyond one dump and one
@@ -62,6 +69,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "core.h"
@@ -115,7 +124,8 @@ static void load_stored(struct hbm_store *store, const struct device *dev,
 {
 	struct hbm_state_damage damage;
 	char moved[300];
-	int err = hbm_state_read(store->d->state_dir, dev->identity, s, &damage);
+	uint64_t pages = dev->page_size ? dev->size / dev->page_size : 0;
+	int err = hbm_state_read(store->d->state_dir, dev->identity, pages, s, &damage);
 
 	if (err == -ENOENT) {
 		memset(s, 0, sizeof(*s));
@@ -125,10 +135,10 @@ static void load_stored(struct hbm_store *store, const struct device *dev,
 		fprintf(stderr, "<3>hbmguardd: state of %s damaged (%s; %zu bad, %zu missing records): moving it aside\n",
 			dev->identity, damage.header ? damage.header : "records",
 			damage.bad_records, damage.missing_records);
-	if (damage.log_bad || damage.log_missing || damage.log_duplicates)
-		fprintf(stderr, "<3>hbmguardd: change log of %s damaged (%zu bad, %zu missing, %zu repeated records; %zu good replayed): moving it aside\n",
+	if (damage.log_bad || damage.log_missing || damage.log_duplicates || damage.log_beyond)
+		fprintf(stderr, "<3>hbmguardd: change log of %s damaged (%zu bad, %zu missing, %zu repeated, %zu past its bound records; the snapshot and %zu good records kept): moving it aside\n",
 			dev->identity, damage.log_bad, damage.log_missing,
-			damage.log_duplicates, s->log_nr);
+			damage.log_duplicates, damage.log_beyond, s->log_nr);
 	if (damage.torn_bytes)
 		fprintf(stderr, "<4>hbmguardd: state of %s ends in %zu bytes of a write a crash cut short, never acknowledged: ignored\n",
 			dev->identity, damage.torn_bytes);
@@ -277,7 +287,7 @@ static void save_done(struct hbm_store *s, const struct device *dev, int err)
 		arm_retry(s);
 }
 
-static void compaction_stop(struct hbm_store *s, bool wait);
+static void compaction_kill(struct hbm_store *s);
 
 /*
  * A snapshot was written: its file is the one to append to now; one being
@@ -306,6 +316,37 @@ static void log_reopen(struct hbm_store *s, const struct device *dev, const stru
 }
 
 /*
+ * Whether this turn's change @t of device @id is for its file: not one a
+ * snapshot made since it was heard holds (a table read, an operator's
+ * retire or clear in the same turn), which logged after that snapshot
+ * would bring back what a clear took out of it.
+ */
+static bool turn_logs(const struct hbm_store *s, const struct turn_heard *t, uint32_t id)
+{
+	return t->id == id && t->rec.state &&
+	       !(t->seqnum && t->seqnum <= s->saves[id].covered);
+}
+
+/* Whether @n more records fit in a device's log (else: a snapshot). */
+static bool log_room(const struct device_save *sv, size_t n)
+{
+	uint64_t logged = (sv->log.length - sv->log.snapshot) / HBM_STATE_RECORD_SIZE;
+	uint64_t snapshot = (sv->log.snapshot - HBM_STATE_HEADER_SIZE) / HBM_STATE_RECORD_SIZE;
+
+	return sv->log.open && logged + n <= HBM_STATE_LOG_MAX(snapshot);
+}
+
+/* This turn's changes of device @id (to log) */
+static size_t turn_count(const struct hbm_store *s, uint32_t id)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < s->nr_turn; i++)
+		n += turn_logs(s, &s->turn[i], id);
+	return n;
+}
+
+/*
  * This turn's changes of device @id, onto its log: one write, one
  * fdatasync.  A failure closes the log: the file is replaced (a snapshot)
  * before anything is appended again.
@@ -321,7 +362,7 @@ static int log_turn(struct hbm_store *s, uint32_t id)
 	if (!r)
 		return -ENOMEM;
 	for (i = 0; i < s->nr_turn; i++)
-		if (s->turn[i].id == id && s->turn[i].rec.state) {
+		if (turn_logs(s, &s->turn[i], id)) {
 			r[n++] = s->turn[i].rec;
 			pages += sv->page_size ? s->turn[i].rec.length / sv->page_size : 0;
 		}
@@ -418,7 +459,8 @@ static void read_begin(struct hbm_store *s, const struct hbm_fact *f)
 	struct table_read *r = &s->reading;
 
 	*r = (struct table_read){ .active = true, .sync = f->sync,
-				  .dev = { .id = f->dev.id, .page_size = f->dev.page_size } };
+				  .dev = { .id = f->dev.id, .page_size = f->dev.page_size,
+					   .size = f->dev.size } };
 	s->saves[f->dev.id].page_size = f->dev.page_size;
 	snprintf(r->dev.identity, sizeof(r->dev.identity), "%s", f->dev.identity);
 	load_stored(s, &r->dev, &r->stored);
@@ -482,18 +524,27 @@ static bool in_snapshot(const struct hbm_store *s, const struct hbm_fact *f)
 
 static void heard(struct hbm_store *s, const struct hbm_fact *f)
 {
+	struct device_save *sv = &s->saves[f->dev.id];
 	uint64_t now = (uint64_t)time(NULL);
 
 	if (in_snapshot(s, f))
 		return;
 
-	s->saves[f->dev.id].dirty = true;
-	if (s->nr_turn == STORE_TURN_HEARD) {
-		s->saves[f->dev.id].turn_overflowed = true;
+	sv->dirty = true;
+	/*
+	 * A record says every page of its range is in its state: an event
+	 * whose pages are not all of it (a retire over pages some already
+	 * retired, a PENDING over RETIRED ones) would say too much, and
+	 * downgrade them at a replay: the table says, read for a snapshot.
+	 */
+	if (s->nr_turn == STORE_TURN_HEARD || !sv->page_size ||
+	    (uint64_t)f->count * sv->page_size != f->length) {
+		sv->turn_overflowed = true;
 		return;
 	}
 	s->turn[s->nr_turn++] = (struct turn_heard){
 		.id = f->dev.id,
+		.seqnum = f->origin == HBM_FROM_KERNEL ? f->seqnum : 0,
 		.rec = { .offset = f->offset, .length = f->length,
 			 .first_seen = now, .last_seen = now,
 			 .state = hbm_event_page_state(f->event), .source = f->source },
@@ -515,9 +566,8 @@ static void save_gone(struct hbm_store *s, uint32_t id, const char *identity)
 	size_t i, n = 0;
 
 	snprintf(dev.identity, sizeof(dev.identity), "%s", identity);
-	for (i = 0; i < s->nr_turn; i++)
-		n += s->turn[i].id == id;
-	if (n && s->saves[id].log.open && !lost) {
+	n = turn_count(s, id);
+	if (n && log_room(&s->saves[id], n) && !lost) {
 		lost = log_turn(s, id) != 0;	/* its file needs no device: appended to */
 	} else if (n && !dev.page_size) {
 		lost = true;	/* never seen whole: no page size to write with */
@@ -527,7 +577,7 @@ static void save_gone(struct hbm_store *s, uint32_t id, const char *identity)
 
 		load_stored(s, &dev, &stored);
 		for (i = 0; heard && i < s->nr_turn; i++)
-			if (s->turn[i].id == id && s->turn[i].rec.state)
+			if (turn_logs(s, &s->turn[i], id))
 				heard[m++] = s->turn[i].rec;
 		/* over what was stored, as a replay of its log would put them */
 		if (!heard || hbm_state_replay(stored.records, stored.nr, heard, m, &r, &nr)) {
@@ -597,15 +647,60 @@ static void save_dirty(struct hbm_store *s, bool failed)
  */
 static int on_compacted(sd_event_source *src, int fd, uint32_t revents, void *arg);
 
+/* Close every descriptor from 3 up but those of @keep (sorted). */
+static void close_except(const int *keep, size_t n)
+{
+	unsigned int from = 3;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (keep[i] < (int)from)
+			continue;
+		if ((unsigned int)keep[i] > from)
+			close_range(from, keep[i] - 1, 0);
+		from = keep[i] + 1;
+	}
+	close_range(from, ~0U, 0);
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+/*
+ * The child: with the daemon's descriptors (its netlink socket, its
+ * control socket and clients, sd-event's epoll, signalfd and timers)
+ * closed but the three it needs, so that it holds no socket open past the
+ * daemon's own exit, and killed with its parent: never a compaction of
+ * an old file left running beside a new daemon.  A fork without exec
+ * keeps what O_CLOEXEC would have closed.
+ */
+static void __attribute__((noreturn)) compact_child(int dirfd, const char *identity, int fd,
+						    uint64_t upto, int out, pid_t parent)
+{
+	int keep[] = { dirfd, fd, out }, err;
+
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+		_exit(1);
+	qsort(keep, 3, sizeof(keep[0]), cmp_int);
+	close_except(keep, 3);
+	err = hbm_state_compact(dirfd, identity, fd, upto);
+	_exit(write(out, &err, sizeof(err)) == sizeof(err) ? 0 : 1);
+}
+
 /*
  * A log longer than its snapshot and than compact_min: a new snapshot, by
- * a child (see the top of this file), one device at a time.
+ * a child (see the top of this file), one device at a time.  Its end is
+ * heard on a pidfd, readable once it has exited: the loop never waits for
+ * it.
  */
 static void maybe_compact(struct hbm_store *s)
 {
 	struct compaction *c = &s->compacting;
 	struct device_save *sv;
-	int p[2], err;
+	pid_t parent = getpid();
+	int p[2];
 	uint32_t id;
 
 	if (c->pid || !s->d->loop)
@@ -619,44 +714,66 @@ static void maybe_compact(struct hbm_store *s)
 	}
 	if (id == HBMGUARD_MAX_DEVICES || pipe2(p, O_CLOEXEC))
 		return;
-	*c = (struct compaction){ .id = id, .upto = sv->log.length, .fd = p[0] };
+	*c = (struct compaction){ .id = id, .upto = sv->log.length, .fd = p[0], .pidfd = -1 };
 	snprintf(c->identity, sizeof(c->identity), "%s", sv->identity);
 	c->pid = fork();
-	if (!c->pid) {
-		err = hbm_state_compact(s->d->state_dir, c->identity, sv->log.fd, c->upto);
-		_exit(write(p[1], &err, sizeof(err)) == sizeof(err) ? 0 : 1);
-	}
+	if (!c->pid)
+		compact_child(s->d->state_dir, c->identity, sv->log.fd, c->upto, p[1], parent);
 	close(p[1]);
-	if (c->pid > 0 && sd_event_add_io(s->d->loop, &c->src, p[0], EPOLLIN,
-					  on_compacted, s) >= 0)
+	if (c->pid > 0)
+		c->pidfd = syscall(SYS_pidfd_open, c->pid, 0);
+	if (c->pidfd >= 0 && sd_event_add_io(s->d->loop, &c->src, c->pidfd, EPOLLIN,
+					     on_compacted, s) >= 0)
 		return;
 	fprintf(stderr, "<4>hbmguardd: cannot compact the state of %s: %s\n", c->identity,
-		c->pid < 0 ? strerror(errno) : "no event source");
+		c->pid < 0 || c->pidfd < 0 ? strerror(errno) : "no event source");
 	sv->no_compact = true;
-	compaction_stop(s, false);
+	compaction_kill(s);
 }
 
-/* The compaction under way ended (@wait) or is ended (killed). */
-static void compaction_stop(struct hbm_store *s, bool wait)
+/*
+ * The compaction under way ended: its child reaped (it has exited: never
+ * a wait), its descriptors closed, its temporary file removed.  False
+ * while it runs.
+ */
+static bool compaction_end(struct hbm_store *s)
 {
 	struct compaction *c = &s->compacting;
 	char tmp[300];
 
-	if (!c->pid)
-		return;
-	if (c->pid > 0) {
-		if (!wait)
-			kill(c->pid, SIGKILL);
-		waitpid(c->pid, NULL, 0);
-	}
+	if (c->pid > 0 && waitpid(c->pid, NULL, WNOHANG) != c->pid)
+		return false;
 	c->src = sd_event_source_disable_unref(c->src);
+	if (c->pidfd >= 0)
+		close(c->pidfd);
 	close(c->fd);
 	if (!hbm_state_compact_name(c->identity, tmp, sizeof(tmp)))
 		unlinkat(s->d->state_dir, tmp, 0);	/* none once it is in place */
-	c->pid = 0;
+	*c = (struct compaction){ .pidfd = -1 };
+	return true;
 }
 
-/* The child's answer: its snapshot in place, with what was appended since. */
+/*
+ * The compaction under way, ended: its child killed, reaped when it has
+ * gone (on_compacted(), or the next turn's on_post() without a pidfd).
+ */
+static void compaction_kill(struct hbm_store *s)
+{
+	struct compaction *c = &s->compacting;
+
+	if (!c->pid)
+		return;
+	if (c->pid < 0) {	/* no child: its pipe */
+		compaction_end(s);
+		return;
+	}
+	if (!c->killed)
+		kill(c->pid, SIGKILL);
+	c->killed = true;
+	compaction_end(s);
+}
+
+/* The child has exited: its snapshot in place, with what was appended since. */
 static int on_compacted(sd_event_source *src, int fd, uint32_t revents, void *arg)
 {
 	struct hbm_store *s = arg;
@@ -666,8 +783,10 @@ static int on_compacted(sd_event_source *src, int fd, uint32_t revents, void *ar
 	int err;
 
 	(void)src;
+	(void)fd;
 	(void)revents;
-	if (read(fd, &err, sizeof(err)) != sizeof(err))
+	/* its answer is in the pipe, or never will be: no wait */
+	if (c->killed || read(c->fd, &err, sizeof(err)) != sizeof(err))
 		err = -ECHILD;	/* it died without a word */
 	if (!err && !c->abandoned && sv->log.open) {
 		err = hbm_state_compact_finish(s->d->state_dir, c->identity, &sv->log, c->upto);
@@ -684,12 +803,13 @@ static int on_compacted(sd_event_source *src, int fd, uint32_t revents, void *ar
 			save_done(s, &dev, err);
 		}
 	}
-	if (err && !c->abandoned) {
+	if (err && !c->abandoned && !c->killed) {
 		fprintf(stderr, "<4>hbmguardd: compacting the state of %s: %s: the file stays as it is\n",
 			c->identity, strerror(-err));
 		sv->no_compact = true;
 	}
-	compaction_stop(s, true);
+	if (!compaction_end(s))
+		c->src = sd_event_source_disable_unref(c->src);	/* on_post() reaps it */
 	return 0;
 }
 
@@ -706,7 +826,8 @@ static void log_dirty(struct hbm_store *s)
 		struct device_save *sv = &s->saves[id];
 		struct device dev = { .id = id };
 
-		if (!sv->dirty || sv->error || sv->turn_overflowed || !sv->log.open)
+		if (!sv->dirty || sv->error || sv->turn_overflowed ||
+		    !log_room(sv, turn_count(s, id)))
 			continue;
 		snprintf(dev.identity, sizeof(dev.identity), "%s", sv->identity);
 		save_done(s, &dev, log_turn(s, id));
@@ -721,6 +842,8 @@ static int on_post(sd_event_source *src, void *arg)
 	(void)src;
 	log_dirty(s);
 	save_dirty(s, false);
+	if (s->compacting.pid && !s->compacting.src)
+		compaction_end(s);	/* one killed without a pidfd, once gone */
 	maybe_compact(s);
 	s->nr_turn = 0;
 	for (i = 0; i < HBMGUARD_MAX_DEVICES; i++)
@@ -886,7 +1009,7 @@ void store_stop(struct hbm_store *s)
 {
 	size_t i;
 
-	compaction_stop(s, false);
+	compaction_kill(s);	/* reaped by init if not gone yet */
 	for (i = 0; i < HBMGUARD_MAX_DEVICES; i++)
 		hbm_state_log_close(&s->saves[i].log);
 	store_report(s);

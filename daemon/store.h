@@ -29,9 +29,11 @@ struct device_save {
 
 /* The compaction under way (one at a time), in a child of its own. */
 struct compaction {
-	pid_t pid;			/* 0: none */
+	pid_t pid;			/* 0: none; until reaped */
 	int fd;				/* the child's word: its error */
-	sd_event_source *src;
+	int pidfd;			/* readable once it has exited; -1 none */
+	bool killed;			/* by the daemon: its word not taken */
+	sd_event_source *src;		/* on the pidfd */
 	uint32_t id;			/* the device */
 	char identity[HBMGUARD_IDENTITY_LEN];
 	uint64_t upto;			/* the file's length at the fork */
@@ -56,6 +58,7 @@ struct store_counters {
 #define STORE_TURN_HEARD	1024
 struct turn_heard {
 	uint32_t id;
+	uint64_t seqnum;	/* its module event's, 0 none: not logged once covered */
 	struct hbm_state_record rec;
 };
 

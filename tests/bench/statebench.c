@@ -69,7 +69,7 @@ static int cmd_read(const char *dir, const char *identity)
 	if (fd < 0)
 		return 1;
 	t = now_ns();
-	err = hbm_state_read(fd, identity, &s, &damage);
+	err = hbm_state_read(fd, identity, 0, &s, &damage);
 	t = now_ns() - t;
 	if (err) {
 		fprintf(stderr, "hbmstatebench: read: %s\n", strerror(-err));

@@ -125,7 +125,7 @@ START_TEST(round_trip)
 	uint8_t *buf = encoded(&len);
 
 	ck_assert_uint_eq(len, HBM_STATE_HEADER_SIZE + NR * HBM_STATE_RECORD_SIZE);
-	ck_assert_int_eq(hbm_state_decode(buf, len, &out, &d), 0);
+	ck_assert_int_eq(hbm_state_decode(buf, len, 0, &out, &d), 0);
 	ck_assert_uint_eq(out.nr, NR);
 	ck_assert_mem_eq(out.records, sample_records, sizeof(sample_records));
 	ck_assert_str_eq(out.identity, "0000:3b:00.0");
@@ -146,7 +146,7 @@ START_TEST(every_truncation)
 	for (cut = 0; cut < len; cut++) {
 		struct hbm_state_damage d;
 		struct hbm_state out;
-		int err = hbm_state_decode(buf, cut, &out, &d);
+		int err = hbm_state_decode(buf, cut, 0, &out, &d);
 
 		if (cut < HBM_STATE_HEADER_SIZE) {
 			expect(err == -EBADMSG && d.header);
@@ -175,7 +175,7 @@ START_TEST(every_bit_flip)
 		int err;
 
 		buf[byte] ^= 1 << bit % 8;
-		err = hbm_state_decode(buf, len, &out, &d);
+		err = hbm_state_decode(buf, len, 0, &out, &d);
 		buf[byte] ^= 1 << bit % 8;
 		if (byte < HBM_STATE_HEADER_SIZE) {
 			expect(err == -EBADMSG && d.header);
@@ -212,7 +212,7 @@ START_TEST(bad_records)
 	strcpy(s.identity, "x");
 	buf = malloc(hbm_state_encode_size(&s));
 	hbm_state_encode(&s, buf);
-	ck_assert_int_eq(hbm_state_decode(buf, hbm_state_encode_size(&s), &out, &d), 0);
+	ck_assert_int_eq(hbm_state_decode(buf, hbm_state_encode_size(&s), 0, &out, &d), 0);
 	ck_assert_uint_eq(out.nr, 1);
 	ck_assert_uint_eq(out.records[0].offset, 0x6000);
 	ck_assert_uint_eq(d.bad_records, 6);
@@ -222,11 +222,11 @@ START_TEST(bad_records)
 	s.nr = 0;
 	s.identity[0] = 0;
 	hbm_state_encode(&s, buf);
-	ck_assert_int_eq(hbm_state_decode(buf, HBM_STATE_HEADER_SIZE, &out, &d), -EBADMSG);
+	ck_assert_int_eq(hbm_state_decode(buf, HBM_STATE_HEADER_SIZE, 0, &out, &d), -EBADMSG);
 	strcpy(s.identity, "x");
 	s.page_size = 3000;
 	hbm_state_encode(&s, buf);
-	ck_assert_int_eq(hbm_state_decode(buf, HBM_STATE_HEADER_SIZE, &out, &d), -EBADMSG);
+	ck_assert_int_eq(hbm_state_decode(buf, HBM_STATE_HEADER_SIZE, 0, &out, &d), -EBADMSG);
 	ck_assert_str_eq(d.header, "bad page size");
 	free(buf);
 }
@@ -256,19 +256,19 @@ START_TEST(write_read_quarantine)
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	dirfd = open(dir, O_RDONLY | O_DIRECTORY);
 	ck_assert_int_ge(dirfd, 0);
-	ck_assert_int_eq(hbm_state_read(dirfd, s.identity, &out, &d), -ENOENT);
+	ck_assert_int_eq(hbm_state_read(dirfd, s.identity, 0, &out, &d), -ENOENT);
 	ck_assert_int_eq(hbm_state_write(dirfd, &s), 0);
 	s.serial = 43;
 	s.nr = 2;
 	ck_assert_int_eq(hbm_state_write(dirfd, &s), 0);	/* replaces */
-	ck_assert_int_eq(hbm_state_read(dirfd, s.identity, &out, &d), 0);
+	ck_assert_int_eq(hbm_state_read(dirfd, s.identity, 0, &out, &d), 0);
 	ck_assert_uint_eq(out.nr, 2);
 	ck_assert_uint_eq(out.serial, 43);
 	hbm_state_free(&out);
 	ck_assert_int_eq(faccessat(dirfd, ".0000:3b:00.0.state.tmp", F_OK, 0), -1);
 
 	ck_assert_int_eq(hbm_state_quarantine(dirfd, s.identity, moved, sizeof(moved)), 0);
-	ck_assert_int_eq(hbm_state_read(dirfd, s.identity, &out, &d), -ENOENT);
+	ck_assert_int_eq(hbm_state_read(dirfd, s.identity, 0, &out, &d), -ENOENT);
 	ck_assert_int_eq(faccessat(dirfd, moved, F_OK, 0), 0);
 	unlinkat(dirfd, moved, 0);
 	close(dirfd);
@@ -323,7 +323,7 @@ START_TEST(log_replayed)
 	size_t len;
 	uint8_t *buf = with_log(log_records, LOG_NR, &len);
 
-	ck_assert_int_eq(hbm_state_decode(buf, len, &out, &d), 0);
+	ck_assert_int_eq(hbm_state_decode(buf, len, 0, &out, &d), 0);
 	expect(whole(&d));
 	ck_assert_uint_eq(out.snapshot_nr, NR);
 	ck_assert_uint_eq(out.log_nr, LOG_NR);
@@ -334,7 +334,7 @@ START_TEST(log_replayed)
 	/* version 1 had no log: what follows its records is not read */
 	buf[8] = 1;
 	put_crc(buf);
-	ck_assert_int_eq(hbm_state_decode(buf, len, &out, &d), 0);
+	ck_assert_int_eq(hbm_state_decode(buf, len, 0, &out, &d), 0);
 	expect(whole(&d) && out.nr == NR && !out.log_nr);
 	hbm_state_free(&out);
 	free(buf);
@@ -354,7 +354,7 @@ START_TEST(log_torn_tail)
 		struct hbm_state out;
 		size_t want_nr;
 
-		ck_assert_int_eq(hbm_state_decode(buf, cut, &out, &d), 0);
+		ck_assert_int_eq(hbm_state_decode(buf, cut, 0, &out, &d), 0);
 		expect(!hbm_state_damaged(&d));
 		expect(d.torn_bytes == (cut - snap) % HBM_STATE_RECORD_SIZE);
 		expect(out.log_nr == n);
@@ -365,18 +365,95 @@ START_TEST(log_torn_tail)
 		hbm_state_free(&out);
 	}
 
-	/* whole records of garbage after the last, nothing good after them: torn too */
+	/*
+	 * Garbage after the last good record: one record of it (and a piece
+	 * of another) is the write a crash tore; more is damage, said, with
+	 * what came before it kept.
+	 */
 	buf = realloc(buf, len + 3 * HBM_STATE_RECORD_SIZE);
 	memset(buf + len, 0xa5, 3 * HBM_STATE_RECORD_SIZE);
-	{
+	for (cut = len + 1; cut <= len + 3 * HBM_STATE_RECORD_SIZE; cut++) {
 		struct hbm_state_damage d;
 		struct hbm_state out;
 
-		ck_assert_int_eq(hbm_state_decode(buf, len + 3 * HBM_STATE_RECORD_SIZE, &out, &d), 0);
-		expect(!hbm_state_damaged(&d) && d.torn_bytes == 3 * HBM_STATE_RECORD_SIZE);
+		ck_assert_int_eq(hbm_state_decode(buf, cut, 0, &out, &d), 0);
+		if (cut - len < 2 * HBM_STATE_RECORD_SIZE) {
+			expect(!hbm_state_damaged(&d) && d.torn_bytes == cut - len);
+		} else {
+			expect(hbm_state_damaged(&d) && !d.torn_bytes);
+			expect(d.log_bad == (cut - len + HBM_STATE_RECORD_SIZE - 1) /
+					    HBM_STATE_RECORD_SIZE);
+		}
 		expect(out.log_nr == LOG_NR && out.nr == REPLAYED_NR);
 		hbm_state_free(&out);
 	}
+	free(buf);
+}
+END_TEST
+
+/*
+ * Counts a crafted file says are bounded by the device's pages and by the
+ * file's length before anything is allocated: a header promising more
+ * records than the device has pages, a file longer than such a device's
+ * can be, a log past HBM_STATE_LOG_MAX() of its snapshot: each refused or
+ * cut, and said.
+ */
+START_TEST(log_bounded_by_the_device)
+{
+	size_t len, i, snap = HBM_STATE_HEADER_SIZE + NR * HBM_STATE_RECORD_SIZE;
+	uint8_t *buf = with_log(log_records, LOG_NR, &len), *big;
+	struct hbm_state_damage d;
+	struct hbm_state out;
+	size_t max, big_len;
+
+	/* a device of as many pages as the file has records: read whole */
+	ck_assert_int_eq(hbm_state_decode(buf, len, NR + LOG_NR, &out, &d), 0);
+	expect(whole(&d) && out.nr == REPLAYED_NR);
+	hbm_state_free(&out);
+
+	/* nr_records past the device's pages: the header distrusted, nothing read */
+	ck_assert_int_eq(hbm_state_decode(buf, len, NR - 1, &out, &d), -EBADMSG);
+	ck_assert_str_eq(d.header, "more records than the device has pages");
+	expect(!out.records && !out.nr);
+	for (i = 0; i < 3; i++) {
+		static const uint32_t promised[] = { NR + 1, 0x7fffffff, 0xffffffff };
+
+		put32le(buf + 20, promised[i]);
+		put_crc(buf);
+		ck_assert_int_eq(hbm_state_decode(buf, len, NR, &out, &d), -EBADMSG);
+		ck_assert_str_eq(d.header, "more records than the device has pages");
+		/* with no device to bound it: bounded by the file, the rest missing */
+		ck_assert_int_eq(hbm_state_decode(buf, len, 0, &out, &d), 0);
+		expect(d.missing_records == (i ? promised[i] - (NR + LOG_NR) : 0));
+		expect(out.nr <= NR + LOG_NR);
+		hbm_state_free(&out);
+	}
+	put32le(buf + 20, NR);
+	put_crc(buf);
+
+	/* longer than a file of a device of 1 page can be */
+	max = HBM_STATE_HEADER_SIZE + (1 + HBM_STATE_LOG_MAX(1)) * HBM_STATE_RECORD_SIZE;
+	big_len = max + HBM_STATE_RECORD_SIZE;
+	big = calloc(1, big_len);
+	memcpy(big, buf, snap);
+	put32le(big + 20, 0);		/* a snapshot of nothing: all log */
+	put_crc(big);
+	ck_assert_int_eq(hbm_state_decode(big, big_len, 1, &out, &d), -EBADMSG);
+	ck_assert_str_eq(d.header, "longer than a state file of the device can be");
+	ck_assert_int_eq(hbm_state_decode(big, max, 1, &out, &d), 0);
+	hbm_state_free(&out);
+
+	/* a log past HBM_STATE_LOG_MAX() of its snapshot: the rest not read, said */
+	for (i = 0; i < HBM_STATE_LOG_MAX(0) + 2; i++)
+		hbm_state_log_encode(&log_records[i % LOG_NR], 42, i + 1,
+				     big + HBM_STATE_HEADER_SIZE + i * HBM_STATE_RECORD_SIZE);
+	ck_assert_int_eq(hbm_state_decode(big, HBM_STATE_HEADER_SIZE +
+					  (HBM_STATE_LOG_MAX(0) + 2) * HBM_STATE_RECORD_SIZE,
+					  0, &out, &d), 0);
+	expect(d.log_beyond == 2 && hbm_state_damaged(&d) && !d.log_bad && !d.torn_bytes);
+	expect(out.log_nr == HBM_STATE_LOG_MAX(0));
+	hbm_state_free(&out);
+	free(big);
 	free(buf);
 }
 END_TEST
@@ -393,7 +470,7 @@ START_TEST(log_bad_in_the_middle)
 		struct hbm_state out;
 
 		buf[byte] ^= 1 << bit % 8;
-		ck_assert_int_eq(hbm_state_decode(buf, len, &out, &d), 0);
+		ck_assert_int_eq(hbm_state_decode(buf, len, 0, &out, &d), 0);
 		buf[byte] ^= 1 << bit % 8;
 		expect(d.log_bad == 1 && !d.log_missing && !d.log_duplicates && !d.torn_bytes);
 		expect(hbm_state_damaged(&d) && !d.bad_records && !d.header);
@@ -417,7 +494,7 @@ START_TEST(log_duplicates_and_gaps)
 	buf = realloc(buf, len + HBM_STATE_RECORD_SIZE);
 	hbm_state_log_encode(&(struct hbm_state_record){ 0xa000, 0x1000, 9, 9,
 			     HBMGUARD_STATE_PENDING, HBMGUARD_SOURCE_UE, 0 }, 42, 3, buf + len);
-	ck_assert_int_eq(hbm_state_decode(buf, len + HBM_STATE_RECORD_SIZE, &out, &d), 0);
+	ck_assert_int_eq(hbm_state_decode(buf, len + HBM_STATE_RECORD_SIZE, 0, &out, &d), 0);
 	expect(d.log_duplicates == 1 && !d.log_bad && !d.log_missing && hbm_state_damaged(&d));
 	expect(out.nr == REPLAYED_NR && !memcmp(out.records, replayed, sizeof(replayed)));
 	hbm_state_free(&out);
@@ -426,21 +503,21 @@ START_TEST(log_duplicates_and_gaps)
 	hbm_state_log_encode(&log_records[1], 42, 3, buf + snap + HBM_STATE_RECORD_SIZE);
 	hbm_state_log_encode(&log_records[2], 42, 4, buf + snap + 2 * HBM_STATE_RECORD_SIZE);
 	hbm_state_log_encode(&log_records[3], 42, 5, buf + snap + 3 * HBM_STATE_RECORD_SIZE);
-	ck_assert_int_eq(hbm_state_decode(buf, len, &out, &d), 0);
+	ck_assert_int_eq(hbm_state_decode(buf, len, 0, &out, &d), 0);
 	expect(d.log_missing == 1 && !d.log_duplicates && !d.log_bad && hbm_state_damaged(&d));
 	expect(out.nr == REPLAYED_NR && out.log_nr == LOG_NR);
 	hbm_state_free(&out);
 
 	/* a record of another generation (serial 41: an older file's) at the end: not ours */
 	hbm_state_log_encode(&log_records[0], 41, 6, buf + len);
-	ck_assert_int_eq(hbm_state_decode(buf, len + HBM_STATE_RECORD_SIZE, &out, &d), 0);
+	ck_assert_int_eq(hbm_state_decode(buf, len + HBM_STATE_RECORD_SIZE, 0, &out, &d), 0);
 	expect(d.torn_bytes == HBM_STATE_RECORD_SIZE && out.log_nr == LOG_NR);
 	hbm_state_free(&out);
 
 	/* a record that checks out with nothing sane in it: bad */
 	hbm_state_log_encode(&(struct hbm_state_record){ 0x1001, 0x1000, 1, 1,
 			     HBMGUARD_STATE_RETIRED, HBMGUARD_SOURCE_UE, 0 }, 42, 6, buf + len);
-	ck_assert_int_eq(hbm_state_decode(buf, len + HBM_STATE_RECORD_SIZE, &out, &d), 0);
+	ck_assert_int_eq(hbm_state_decode(buf, len + HBM_STATE_RECORD_SIZE, 0, &out, &d), 0);
 	expect(d.log_bad == 1 && !d.torn_bytes && out.log_nr == LOG_NR);
 	hbm_state_free(&out);
 	free(buf);
@@ -462,7 +539,7 @@ START_TEST(log_header_fields)
 		memcpy(h, buf, sizeof(h));
 		put32le(h + 16, bad_sizes[i]);
 		put_crc(h);
-		ck_assert_int_eq(hbm_state_decode(h, sizeof(h), &out, &d), -EBADMSG);
+		ck_assert_int_eq(hbm_state_decode(h, sizeof(h), 0, &out, &d), -EBADMSG);
 		ck_assert_str_eq(d.header, "unknown header or record size");
 	}
 	for (i = 0; i < 4; i++) {
@@ -472,14 +549,14 @@ START_TEST(log_header_fields)
 		memcpy(h, buf, sizeof(h));
 		put32le(h + 8, versions[i]);
 		put_crc(h);
-		ck_assert_int_eq(hbm_state_decode(h, sizeof(h), &out, &d), -EBADMSG);
+		ck_assert_int_eq(hbm_state_decode(h, sizeof(h), 0, &out, &d), -EBADMSG);
 		ck_assert_str_eq(d.header, "unknown version");
 	}
 	/* version 1 knows 48-byte records only */
 	put32le(buf + 8, 1);
 	put32le(buf + 16, 56);
 	put_crc(buf);
-	ck_assert_int_eq(hbm_state_decode(buf, HBM_STATE_HEADER_SIZE, &out, &d), -EBADMSG);
+	ck_assert_int_eq(hbm_state_decode(buf, HBM_STATE_HEADER_SIZE, 0, &out, &d), -EBADMSG);
 
 	/* a later version's 56-byte records: the known fields read, the CRC last */
 	big = calloc(1, snap + LOG_NR * rs);
@@ -497,7 +574,7 @@ START_TEST(log_header_fields)
 		memset(p + 44, 0x77, 8);	/* what this version does not know */
 		put32le(p + rs - 4, hbm_crc32c(0, p, rs - 4));
 	}
-	ck_assert_int_eq(hbm_state_decode(big, snap + LOG_NR * rs, &out, &d), 0);
+	ck_assert_int_eq(hbm_state_decode(big, snap + LOG_NR * rs, 0, &out, &d), 0);
 	expect(whole(&d) && out.record_size == 56);
 	ck_assert_uint_eq(out.nr, REPLAYED_NR);
 	ck_assert_mem_eq(out.records, replayed, sizeof(replayed));
@@ -592,7 +669,7 @@ START_TEST(log_append_and_compact)
 	ck_assert_int_eq(hbm_state_compact_finish(dirfd, s.identity, &log, upto), 0);
 	ck_assert_uint_eq(log.serial, 43);
 	ck_assert_uint_eq(log.seq, 2);
-	ck_assert_int_eq(hbm_state_read(dirfd, s.identity, &out, &d), 0);
+	ck_assert_int_eq(hbm_state_read(dirfd, s.identity, 0, &out, &d), 0);
 	expect(whole(&d));
 	ck_assert_uint_eq(out.serial, 43);
 	ck_assert_uint_eq(out.log_nr, 2);
@@ -605,7 +682,7 @@ START_TEST(log_append_and_compact)
 	/* and appending goes on in the new file, of its generation */
 	ck_assert_int_eq(hbm_state_append(&log, &(struct hbm_state_record){ 0x50000, 0x1000,
 					  1, 1, HBMGUARD_STATE_RETIRED, 0, 0 }, 1), 0);
-	ck_assert_int_eq(hbm_state_read(dirfd, s.identity, &out, &d), 0);
+	ck_assert_int_eq(hbm_state_read(dirfd, s.identity, 0, &out, &d), 0);
 	expect(whole(&d) && out.log_nr == 3 && out.nr == REPLAYED_NR + 1);
 	hbm_state_free(&out);
 
@@ -638,6 +715,7 @@ Suite *state_suite(void)
 	tcase_add_test(tc, write_read_quarantine);
 	tcase_add_test(tc, log_replayed);
 	tcase_add_test(tc, log_torn_tail);
+	tcase_add_test(tc, log_bounded_by_the_device);
 	tcase_add_test(tc, log_bad_in_the_middle);
 	tcase_add_test(tc, log_duplicates_and_gaps);
 	tcase_add_test(tc, log_header_fields);
