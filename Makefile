@@ -246,6 +246,10 @@ $(BUILD)/guest/hbmrankbench: tests/bench/rankbench.c tests/bench/bench.h $(BUILD
 	$(CC) $(CFLAGS_USER) -Idaemon/libhbmguard -static tests/bench/rankbench.c \
 		$(BUILD)/libhbmguard.a -o $@
 
+$(BUILD)/guest/hbmstatebench: tests/bench/statebench.c tests/bench/bench.h daemon/state.c daemon/state.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_USER) -Idaemon -static -pthread tests/bench/statebench.c daemon/state.c -o $@
+
 $(BUILD)/bench-core: tests/bench/bench_core.c tests/bench/bench.h tests/unit/shim.c $(CORE_SRC) $(CORE_HDR) daemon/libhbmguard/table.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) -O2 tests/bench/bench_core.c tests/unit/shim.c $(CORE_SRC) -o $@
@@ -319,7 +323,8 @@ check: deps
 
 bench: deps
 	@$(MAKE) --no-print-directory $(BUILD)/bench-core modules-all $(BUILD)/guest/hbmbench \
-		$(BUILD)/guest/hbmnl $(BUILD)/guest/hbmrankbench $(BUILD)/guest/hbmctl $(BUILD)/hbmguardd
+		$(BUILD)/guest/hbmnl $(BUILD)/guest/hbmrankbench $(BUILD)/guest/hbmctl $(BUILD)/hbmguardd \
+		$(BUILD)/guest/hbmstatebench
 	@$(TOP)/tests/bench/run.sh
 
 demo:

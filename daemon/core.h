@@ -48,7 +48,9 @@
  *                 its table's PAGES follow, then TABLE_READ
  *   TABLE_READ    .dev's table was read whole: the unheard PAGES since its
  *                 DEVICE_SEEN are all of it; HBM_FACT_INCOMPLETE and
- *                 .error when the read failed (they are not)
+ *                 .error when the read failed (they are not); .seqnum: the
+ *                 source's last event when the read began (0 unknown):
+ *                 the changes of those up to it are in the table
  *   DEVICE_GONE   .dev: the source no longer has it (the module reloaded:
  *                 every device it had)
  *   PAGES         pages changed state: .event RETIRED, PENDING, FAILED or
@@ -226,6 +228,8 @@ struct hbm_extents {
 	struct hbm_state_record *r;
 	size_t nr, cap;
 	bool failed;			/* a record did not fit: out of memory */
+	uint64_t seqnum;		/* the source's last event when the dump began:
+					 * the changes of those up to it are in it; 0 unknown */
 };
 
 bool hbm_extents_push(struct hbm_extents *x, const struct hbm_state_record *r);

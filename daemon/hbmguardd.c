@@ -24,7 +24,7 @@
  *
  * The main loop is sd-event; READY=1 is sent once the family is resolved,
  * the group joined and every device restored.  SIGHUP rereads the
- * configuration; SIGTERM ends the loop.
+ * configuration; SIGUSR1 says what the store did; SIGTERM ends the loop.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -86,6 +86,17 @@ static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si,
 	}
 	free(next);
 	sd_notify(0, "READY=1");
+	return 0;
+}
+
+/* SIGUSR1: what the store did, to the journal (the bench reads it). */
+static int on_report(sd_event_source *s, const struct signalfd_siginfo *si, void *arg)
+{
+	struct hbmguardd *g = arg;
+
+	(void)s;
+	(void)si;
+	store_report(&g->store);
 	return 0;
 }
 
@@ -161,12 +172,14 @@ int main(int argc, char **argv)
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &mask, NULL);	/* sd-event takes them as events */
 	if (sd_event_default(&d->loop) < 0 ||
 	    kernel_watch(&g.kernel) < 0 ||
 	    sd_event_add_signal(d->loop, NULL, SIGTERM, NULL, NULL) < 0 ||
 	    sd_event_add_signal(d->loop, NULL, SIGINT, NULL, NULL) < 0 ||
 	    sd_event_add_signal(d->loop, NULL, SIGHUP, on_reload, &g) < 0 ||
+	    sd_event_add_signal(d->loop, NULL, SIGUSR1, on_report, &g) < 0 ||
 	    store_watch(&g.store) < 0 ||
 	    /* WATCHDOG=1 from the loop itself, when the unit asks for it */
 	    sd_event_set_watchdog(d->loop, true) < 0) {

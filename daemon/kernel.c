@@ -98,13 +98,36 @@ static int parse_extent(struct nl_msg *msg, void *arg)
 	return hbm_extents_push(x, &r) ? NL_OK : NL_STOP;
 }
 
+static int parse_seqnum(struct nl_msg *msg, void *arg)
+{
+	struct nlattr *a[HBMGUARD_A_MAX + 1];
+
+	if (!genlmsg_parse(nlmsg_hdr(msg), 0, a, HBMGUARD_A_MAX, NULL) && a[HBMGUARD_A_SEQNUM])
+		*(uint64_t *)arg = nla_get_u64(a[HBMGUARD_A_SEQNUM]);
+	return NL_OK;
+}
+
+/*
+ * The number of the module's last event (STATS_GET), 0 unknown.  The
+ * module makes a page event after the change, under the device's lock
+ * (device_changed(), kmod/device.c): a table read begun after this holds
+ * the changes of every event up to it, which the store need not log again.
+ */
+static uint64_t module_seqnum(struct hbm_kernel *k)
+{
+	uint64_t seq = 0;
+
+	return transact(k, request(k, HBMGUARD_CMD_STATS_GET, 0), parse_seqnum, &seq) ? 0 : seq;
+}
+
 static int dump_pages(void *ctx, const struct device *dev, struct hbm_extents *x)
 {
 	struct hbm_kernel *k = ctx;
-	struct nl_msg *msg = request(k, HBMGUARD_CMD_PAGES_GET, NLM_F_DUMP);
-
+	struct nl_msg *msg;
 	int err;
 
+	x->seqnum = module_seqnum(k);
+	msg = request(k, HBMGUARD_CMD_PAGES_GET, NLM_F_DUMP);
 	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev->id);
 	err = transact(k, msg, parse_extent, x);
 	return err ? err : x->failed ? -ENOMEM : 0;	/* a table with holes is none */
@@ -414,7 +437,7 @@ static int table_facts(struct hbm_kernel *k, const struct device *dev, enum hbm_
 			hbm_genl_strerror(err));
 	f = (struct hbm_fact){
 		.type = HBM_FACT_TABLE_READ, .origin = HBM_FROM_KERNEL, .sync = why,
-		.flags = err ? HBM_FACT_INCOMPLETE : 0, .error = err,
+		.flags = err ? HBM_FACT_INCOMPLETE : 0, .error = err, .seqnum = x.seqnum,
 		.dev = { .id = dev->id, .kind = device_kind(dev), .page_size = dev->page_size },
 	};
 	k->link.fact(k->link.core, &f);

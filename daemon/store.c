@@ -7,26 +7,71 @@
  * memory of what was bad before.  So the store only ever adds: when a
  * device is seen (at start, or announced by the module after a reload or a
  * GPU re-enumeration) its stored pages go back into the kernel as RESTORED,
- * and whenever a device's table changes the store dumps it and writes the
- * union of what it dumped and what it had stored.  Nothing is dropped on
- * the daemon's word: kill -9 at any moment leaves the last file whole
- * (state.c writes atomically), and the next start restores it.  Saves are
- * made after each turn of the loop; one that fails is retried, a second
- * later, then twice as long each time up to a minute, and stays "unsaved"
- * in the status until it reached the disk.
+ * its table is read, and the union of what it read and what it had stored
+ * is written as a new snapshot (state.h: the file, its log).  Nothing is
+ * dropped on the daemon's word: kill -9 at any moment leaves the last file
+ * whole, and the next start restores it.
+ *
+ * Changes heard after that cost what they are, not what the table is: the
+ * pages a turn of the loop heard of are appended to the device's file as
+ * log records, one write and one fdatasync per device and turn (on_post()),
+ * what the event said (offset, length, state, source: all a restore needs;
+ * first_seen is when it was heard, errors 0 until the next snapshot takes
+ * the kernel's).  One operation whose pages end differently (some
+ * RETIRED, some FAILED) makes an event per outcome, each naming the whole
+ * range (device_changed(), kmod/device.c): such an event, whose COUNT is
+ * not every page of its range, would say too much of the pages it did not
+ * change (a PENDING record over RETIRED pages downgrades them at a
+ * replay), so it is not logged: the table is read for a snapshot.
+ * Events the last snapshot's dump already held (a restore's, the trailing
+ * event of a change the control socket saved) are not logged again: the
+ * module numbers an event after its change, so those numbered up to its
+ * seqnum when the dump began are in it, which holds too for a turn's
+ * changes heard before a snapshot the same turn made (each keeps its
+ * seqnum).  A log that would pass HBM_STATE_LOG_MAX() of its snapshot, a
+ * turn that heard more than STORE_TURN_HEARD changes, a save that failed,
+ * and the control socket's RETIRE and CLEAR (an operator's: a clear is the
+ * one way pages leave a file, and its reply must say the directory took
+ * it) make a snapshot instead, from a dump.
+ * Saves that fail are retried, a second later, then twice as long each
+ * time up to a minute, and stay "unsaved" in the status until on disk.
+ *
+ * A log longer than its snapshot (and than compact_min, 1 MiB) is
+ * compacted into a new one by a child process (fork()): it reads the file
+ * up to its length at the fork, replays the log, writes the snapshot to a
+ * temporary file and fsyncs it, O(n) in time and memory, none of it the
+ * daemon's: the loop goes on taking events and appending them, and the
+ * daemon's resident memory stays what it is without a table in it (a
+ * thread would hold the table in the daemon's own memory for as long; a
+ * loop in slices would stall it for a sort of the log).  The loop then
+ * hears the child's end on a pidfd (never waiting for it), its answer on a
+ * pipe, appends the records written since the fork to the new snapshot,
+ * and renames it over the file (hbm_state_compact_finish(): O(those
+ * records)).  A snapshot made meanwhile abandons it.  A child that fails
+ * leaves the file as it was.  The child closes every descriptor but its
+ * three (a fork without exec keeps the daemon's sockets open, O_CLOEXEC or
+ * not) and dies with the daemon (PR_SET_PDEATHSIG).
  *
  * It takes facts through store_fact() and asks the core (core.h) for the
  * devices and their tables; it must not block beyond one dump and one
  * fsync'd write per device, allocates per save or table read (never per
- * page event), and calls nothing above it: the status and the other files'
- * retry (the incidents) through daemon.c and the hook main() gave.
+ * page event), keeps no table between saves (an open file per device),
+ * and calls nothing above it: the status and the other files' retry (the
+ * incidents) through daemon.c and the hook main() gave.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 
 #include "core.h"
 #include "daemon.h"
@@ -65,11 +110,13 @@ static void merge(struct hbm_extents *k, const struct hbm_state *stored)
 		if (!kernel_holds(k, kernel, &j, &stored->records[i]) &&
 		    !hbm_extents_push(k, &stored->records[i]))
 			return;
+	if (!k->nr)
+		return;		/* nothing, not even an array to sort */
 	qsort(k->r, k->nr, sizeof(*k->r), cmp_offset);
 	for (i = 1, n = 1; i < k->nr; i++)	/* drop any overlap left */
 		if (k->r[i].offset >= k->r[n - 1].offset + k->r[n - 1].length)
 			k->r[n++] = k->r[i];
-	k->nr = k->nr ? n : 0;
+	k->nr = n;
 }
 
 static void load_stored(struct hbm_store *store, const struct device *dev,
@@ -77,16 +124,25 @@ static void load_stored(struct hbm_store *store, const struct device *dev,
 {
 	struct hbm_state_damage damage;
 	char moved[300];
-	int err = hbm_state_read(store->d->state_dir, dev->identity, s, &damage);
+	uint64_t pages = dev->page_size ? dev->size / dev->page_size : 0;
+	int err = hbm_state_read(store->d->state_dir, dev->identity, pages, s, &damage);
 
 	if (err == -ENOENT) {
 		memset(s, 0, sizeof(*s));
 		return;
 	}
-	if (err || damage.bad_records || damage.missing_records) {
+	if (err || damage.bad_records || damage.missing_records)
 		fprintf(stderr, "<3>hbmguardd: state of %s damaged (%s; %zu bad, %zu missing records): moving it aside\n",
 			dev->identity, damage.header ? damage.header : "records",
 			damage.bad_records, damage.missing_records);
+	if (damage.log_bad || damage.log_missing || damage.log_duplicates || damage.log_beyond)
+		fprintf(stderr, "<3>hbmguardd: change log of %s damaged (%zu bad, %zu missing, %zu repeated, %zu past its bound records; the snapshot and %zu good records kept): moving it aside\n",
+			dev->identity, damage.log_bad, damage.log_missing,
+			damage.log_duplicates, damage.log_beyond, s->log_nr);
+	if (damage.torn_bytes)
+		fprintf(stderr, "<4>hbmguardd: state of %s ends in %zu bytes of a write a crash cut short, never acknowledged: ignored\n",
+			dev->identity, damage.torn_bytes);
+	if (err || hbm_state_damaged(&damage)) {
 		if (!hbm_state_quarantine(store->d->state_dir, dev->identity, moved, sizeof(moved)))
 			fprintf(stderr, "<3>hbmguardd: kept as %s\n", moved);
 	}
@@ -231,6 +287,102 @@ static void save_done(struct hbm_store *s, const struct device *dev, int err)
 		arm_retry(s);
 }
 
+static void compaction_kill(struct hbm_store *s);
+
+/*
+ * A snapshot was written: its file is the one to append to now; one being
+ * compacted is no longer (the snapshot holds all of it).  A file that
+ * cannot be opened leaves the next change to make a snapshot again.
+ */
+static void log_reopen(struct hbm_store *s, const struct device *dev, const struct hbm_state *st)
+{
+	struct device_save *sv;
+	int err;
+
+	s->counters.snapshots++;
+	s->counters.bytes += hbm_state_encode_size(st);
+	if (dev->id >= HBMGUARD_MAX_DEVICES)
+		return;
+	sv = &s->saves[dev->id];
+	if (s->compacting.pid && s->compacting.id == dev->id)
+		s->compacting.abandoned = true;
+	hbm_state_log_close(&sv->log);
+	sv->no_compact = false;
+	snprintf(sv->identity, sizeof(sv->identity), "%s", dev->identity);
+	err = hbm_state_log_open(s->d->state_dir, st, &sv->log);
+	if (err)
+		fprintf(stderr, "<4>hbmguardd: state of %s: cannot open it to log changes (%s): each will rewrite it\n",
+			dev->identity, strerror(-err));
+}
+
+/*
+ * Whether this turn's change @t of device @id is for its file: not one a
+ * snapshot made since it was heard holds (a table read, an operator's
+ * retire or clear in the same turn), which logged after that snapshot
+ * would bring back what a clear took out of it.
+ */
+static bool turn_logs(const struct hbm_store *s, const struct turn_heard *t, uint32_t id)
+{
+	return t->id == id && t->rec.state &&
+	       !(t->seqnum && t->seqnum <= s->saves[id].covered);
+}
+
+/* Whether @n more records fit in a device's log (else: a snapshot). */
+static bool log_room(const struct device_save *sv, size_t n)
+{
+	uint64_t logged = (sv->log.length - sv->log.snapshot) / HBM_STATE_RECORD_SIZE;
+	uint64_t snapshot = (sv->log.snapshot - HBM_STATE_HEADER_SIZE) / HBM_STATE_RECORD_SIZE;
+
+	return sv->log.open && logged + n <= HBM_STATE_LOG_MAX(snapshot);
+}
+
+/* This turn's changes of device @id (to log) */
+static size_t turn_count(const struct hbm_store *s, uint32_t id)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < s->nr_turn; i++)
+		n += turn_logs(s, &s->turn[i], id);
+	return n;
+}
+
+/*
+ * This turn's changes of device @id, onto its log: one write, one
+ * fdatasync.  A failure closes the log: the file is replaced (a snapshot)
+ * before anything is appended again.
+ */
+static int log_turn(struct hbm_store *s, uint32_t id)
+{
+	struct device_save *sv = &s->saves[id];
+	struct hbm_state_record *r = malloc(s->nr_turn * sizeof(*r) + 1);
+	uint64_t pages = 0;
+	size_t i, n = 0;
+	int err;
+
+	if (!r)
+		return -ENOMEM;
+	for (i = 0; i < s->nr_turn; i++)
+		if (turn_logs(s, &s->turn[i], id)) {
+			r[n++] = s->turn[i].rec;
+			pages += sv->page_size ? s->turn[i].rec.length / sv->page_size : 0;
+		}
+	err = n ? hbm_state_append(&sv->log, r, n) : 0;
+	free(r);
+	if (!n)
+		return 0;
+	if (err) {
+		hbm_state_log_close(&sv->log);
+		return err;
+	}
+	s->counters.logged += n;
+	s->counters.appends++;
+	s->counters.bytes += n * HBM_STATE_RECORD_SIZE;
+	/* an extent logged again (PENDING, then RETIRED) counts again until the next snapshot */
+	s->stored_extents[id] += n;
+	s->stored_pages[id] += pages;
+	return 0;
+}
+
 /* Whether some stored extent is missing from the kernel's table. */
 static bool kernel_lacks(const struct hbm_extents *k, const struct hbm_state *stored)
 {
@@ -258,8 +410,11 @@ static int write_union(struct hbm_store *s, const struct device *dev, struct hbm
 	out.serial = stored->serial + 1;
 	out.records = k->r;
 	out.nr = k->nr;
-	if (k->nr || stored->nr || forget)
+	if (k->nr || stored->nr || forget) {
 		err = hbm_state_write(s->d->state_dir, &out);
+		if (!err)
+			log_reopen(s, dev, &out);
+	}
 	if (!err)
 		count_stored(s, dev, &out);
 	save_done(s, dev, err);
@@ -287,6 +442,8 @@ static int save(struct hbm_store *s, const struct device *dev,
 		save_done(s, dev, err);
 	else
 		err = write_union(s, dev, &k, &stored, forget);
+	if (!err && dev->id < HBMGUARD_MAX_DEVICES)
+		s->saves[dev->id].covered = k.seqnum;
 	free(k.r);
 	hbm_state_free(&stored);
 	return err;
@@ -302,7 +459,8 @@ static void read_begin(struct hbm_store *s, const struct hbm_fact *f)
 	struct table_read *r = &s->reading;
 
 	*r = (struct table_read){ .active = true, .sync = f->sync,
-				  .dev = { .id = f->dev.id, .page_size = f->dev.page_size } };
+				  .dev = { .id = f->dev.id, .page_size = f->dev.page_size,
+					   .size = f->dev.size } };
 	s->saves[f->dev.id].page_size = f->dev.page_size;
 	snprintf(r->dev.identity, sizeof(r->dev.identity), "%s", f->dev.identity);
 	load_stored(s, &r->dev, &r->stored);
@@ -345,44 +503,52 @@ static void read_end(struct hbm_store *s, const struct hbm_fact *f)
 				r->dev.identity);
 			core_restore(s->core, &r->dev, &r->stored);
 		}
-		write_union(s, &r->dev, &r->table, &r->stored, false);
+		if (!write_union(s, &r->dev, &r->table, &r->stored, false))
+			s->saves[r->dev.id].covered = f->seqnum;
 	}
 	free(r->table.r);
 	hbm_state_free(&r->stored);
 	*r = (struct table_read){ 0 };
 }
 
-/* A change heard: saved after this turn, from a dump or, gone by then, from this. */
+/* A change heard: logged after this turn (on_post()), or saved from a dump. */
+/*
+ * An event made before the dump of the last snapshot began, so in it: a
+ * restore's, or that of a change the control socket just saved.
+ */
+static bool in_snapshot(const struct hbm_store *s, const struct hbm_fact *f)
+{
+	return f->origin == HBM_FROM_KERNEL && f->seqnum &&
+	       f->seqnum <= s->saves[f->dev.id].covered;
+}
+
 static void heard(struct hbm_store *s, const struct hbm_fact *f)
 {
+	struct device_save *sv = &s->saves[f->dev.id];
 	uint64_t now = (uint64_t)time(NULL);
 
-	s->saves[f->dev.id].dirty = true;
-	if (s->nr_turn == STORE_TURN_HEARD) {
-		s->saves[f->dev.id].turn_overflowed = true;
+	if (in_snapshot(s, f))
+		return;
+
+	sv->dirty = true;
+	/*
+	 * A record says every page of its range is in its state: an event
+	 * whose pages are not all of it (a retire over pages some already
+	 * retired, a PENDING over RETIRED ones) would say too much, and
+	 * downgrade them at a replay: the table says, read for a snapshot.
+	 */
+	if (s->nr_turn == STORE_TURN_HEARD || !sv->page_size ||
+	    (uint64_t)f->count * sv->page_size != f->length) {
+		sv->turn_overflowed = true;
 		return;
 	}
 	s->turn[s->nr_turn++] = (struct turn_heard){
 		.id = f->dev.id,
+		.seqnum = f->origin == HBM_FROM_KERNEL ? f->seqnum : 0,
 		.rec = { .offset = f->offset, .length = f->length,
 			 .first_seen = now, .last_seen = now,
 			 .state = hbm_event_page_state(f->event), .source = f->source },
 	};
-}
-
-/* @r into @st in the place of whatever it overlaps: the later word wins. */
-static int state_put(struct hbm_state *st, const struct hbm_state_record *r)
-{
-	struct hbm_state_record *grown;
-
-	if (forget_range(st, r->offset, r->length))
-		return -ENOMEM;
-	grown = realloc(st->records, (st->nr + 1) * sizeof(*grown));
-	if (!grown)
-		return -ENOMEM;
-	st->records = grown;
-	st->records[st->nr++] = *r;
-	return 0;
 }
 
 /*
@@ -400,18 +566,29 @@ static void save_gone(struct hbm_store *s, uint32_t id, const char *identity)
 	size_t i, n = 0;
 
 	snprintf(dev.identity, sizeof(dev.identity), "%s", identity);
-	for (i = 0; i < s->nr_turn; i++)
-		n += s->turn[i].id == id;
-	if (n && !dev.page_size) {
+	n = turn_count(s, id);
+	if (n && log_room(&s->saves[id], n) && !lost) {
+		lost = log_turn(s, id) != 0;	/* its file needs no device: appended to */
+	} else if (n && !dev.page_size) {
 		lost = true;	/* never seen whole: no page size to write with */
-	} else if (n) {
+	} else if (n && !lost) {
+		struct hbm_state_record *heard = calloc(n, sizeof(*heard)), *r;
+		size_t m = 0, nr;
+
 		load_stored(s, &dev, &stored);
-		for (i = 0; i < s->nr_turn && !lost; i++)
-			if (s->turn[i].id == id && s->turn[i].rec.state &&
-			    state_put(&stored, &s->turn[i].rec))
-				lost = true;
-		if (!lost && write_union(s, &dev, &none, &stored, false))
+		for (i = 0; heard && i < s->nr_turn; i++)
+			if (turn_logs(s, &s->turn[i], id))
+				heard[m++] = s->turn[i].rec;
+		/* over what was stored, as a replay of its log would put them */
+		if (!heard || hbm_state_replay(stored.records, stored.nr, heard, m, &r, &nr)) {
 			lost = true;
+		} else {
+			free(stored.records);
+			stored.records = r;
+			stored.nr = nr;
+			lost = write_union(s, &dev, &none, &stored, false) != 0;
+		}
+		free(heard);
 		free(none.r);
 		hbm_state_free(&stored);
 	}
@@ -429,6 +606,9 @@ static void forget_device(struct hbm_store *s, uint32_t id, const char *identity
 {
 	if (s->saves[id].dirty)
 		save_gone(s, id, identity);
+	if (s->compacting.pid && s->compacting.id == id)
+		s->compacting.abandoned = true;
+	hbm_state_log_close(&s->saves[id].log);
 	s->saves[id] = (struct device_save){ 0 };
 	s->stored_extents[id] = s->stored_pages[id] = 0;
 }
@@ -465,13 +645,206 @@ static void save_dirty(struct hbm_store *s, bool failed)
  * burst of retirements read in one turn costs one dump and one write per
  * device, not one per event.  Those whose save failed wait for on_retry().
  */
+static int on_compacted(sd_event_source *src, int fd, uint32_t revents, void *arg);
+
+/* Close every descriptor from 3 up but those of @keep (sorted). */
+static void close_except(const int *keep, size_t n)
+{
+	unsigned int from = 3;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (keep[i] < (int)from)
+			continue;
+		if ((unsigned int)keep[i] > from)
+			close_range(from, keep[i] - 1, 0);
+		from = keep[i] + 1;
+	}
+	close_range(from, ~0U, 0);
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+/*
+ * The child: with the daemon's descriptors (its netlink socket, its
+ * control socket and clients, sd-event's epoll, signalfd and timers)
+ * closed but the three it needs, so that it holds no socket open past the
+ * daemon's own exit, and killed with its parent: never a compaction of
+ * an old file left running beside a new daemon.  A fork without exec
+ * keeps what O_CLOEXEC would have closed.
+ */
+static void __attribute__((noreturn)) compact_child(int dirfd, const char *identity, int fd,
+						    uint64_t upto, int out, pid_t parent)
+{
+	int keep[] = { dirfd, fd, out }, err;
+
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+		_exit(1);
+	qsort(keep, 3, sizeof(keep[0]), cmp_int);
+	close_except(keep, 3);
+	err = hbm_state_compact(dirfd, identity, fd, upto);
+	_exit(write(out, &err, sizeof(err)) == sizeof(err) ? 0 : 1);
+}
+
+/*
+ * A log longer than its snapshot and than compact_min: a new snapshot, by
+ * a child (see the top of this file), one device at a time.  Its end is
+ * heard on a pidfd, readable once it has exited: the loop never waits for
+ * it.
+ */
+static void maybe_compact(struct hbm_store *s)
+{
+	struct compaction *c = &s->compacting;
+	struct device_save *sv;
+	pid_t parent = getpid();
+	int p[2];
+	uint32_t id;
+
+	if (c->pid || !s->d->loop)
+		return;
+	for (id = 0; id < HBMGUARD_MAX_DEVICES; id++) {
+		sv = &s->saves[id];
+		if (sv->log.open && !sv->no_compact && !sv->error &&
+		    sv->log.length - sv->log.snapshot >
+		    (sv->log.snapshot > s->compact_min ? sv->log.snapshot : s->compact_min))
+			break;
+	}
+	if (id == HBMGUARD_MAX_DEVICES || pipe2(p, O_CLOEXEC))
+		return;
+	*c = (struct compaction){ .id = id, .upto = sv->log.length, .fd = p[0], .pidfd = -1 };
+	snprintf(c->identity, sizeof(c->identity), "%s", sv->identity);
+	c->pid = fork();
+	if (!c->pid)
+		compact_child(s->d->state_dir, c->identity, sv->log.fd, c->upto, p[1], parent);
+	close(p[1]);
+	if (c->pid > 0)
+		c->pidfd = syscall(SYS_pidfd_open, c->pid, 0);
+	if (c->pidfd >= 0 && sd_event_add_io(s->d->loop, &c->src, c->pidfd, EPOLLIN,
+					     on_compacted, s) >= 0)
+		return;
+	fprintf(stderr, "<4>hbmguardd: cannot compact the state of %s: %s\n", c->identity,
+		c->pid < 0 || c->pidfd < 0 ? strerror(errno) : "no event source");
+	sv->no_compact = true;
+	compaction_kill(s);
+}
+
+/*
+ * The compaction under way ended: its child reaped (it has exited: never
+ * a wait), its descriptors closed, its temporary file removed.  False
+ * while it runs.
+ */
+static bool compaction_end(struct hbm_store *s)
+{
+	struct compaction *c = &s->compacting;
+	char tmp[300];
+
+	if (c->pid > 0 && waitpid(c->pid, NULL, WNOHANG) != c->pid)
+		return false;
+	c->src = sd_event_source_disable_unref(c->src);
+	if (c->pidfd >= 0)
+		close(c->pidfd);
+	close(c->fd);
+	if (!hbm_state_compact_name(c->identity, tmp, sizeof(tmp)))
+		unlinkat(s->d->state_dir, tmp, 0);	/* none once it is in place */
+	*c = (struct compaction){ .pidfd = -1 };
+	return true;
+}
+
+/*
+ * The compaction under way, ended: its child killed, reaped when it has
+ * gone (on_compacted(), or the next turn's on_post() without a pidfd).
+ */
+static void compaction_kill(struct hbm_store *s)
+{
+	struct compaction *c = &s->compacting;
+
+	if (!c->pid)
+		return;
+	if (c->pid < 0) {	/* no child: its pipe */
+		compaction_end(s);
+		return;
+	}
+	if (!c->killed)
+		kill(c->pid, SIGKILL);
+	c->killed = true;
+	compaction_end(s);
+}
+
+/* The child has exited: its snapshot in place, with what was appended since. */
+static int on_compacted(sd_event_source *src, int fd, uint32_t revents, void *arg)
+{
+	struct hbm_store *s = arg;
+	struct compaction *c = &s->compacting;
+	struct device_save *sv = &s->saves[c->id];
+	uint64_t before = sv->log.length, serial = sv->log.serial;
+	int err;
+
+	(void)src;
+	(void)fd;
+	(void)revents;
+	/* its answer is in the pipe, or never will be: no wait */
+	if (c->killed || read(c->fd, &err, sizeof(err)) != sizeof(err))
+		err = -ECHILD;	/* it died without a word */
+	if (!err && !c->abandoned && sv->log.open) {
+		err = hbm_state_compact_finish(s->d->state_dir, c->identity, &sv->log, c->upto);
+		if (!err) {
+			s->counters.compactions++;
+			s->counters.bytes += sv->log.length;
+			fprintf(stderr, "<6>hbmguardd: state of %s compacted: %" PRIu64 " bytes, now %" PRIu64 "\n",
+				c->identity, before, sv->log.length);
+		} else if (sv->log.serial != serial) {
+			/* renamed, not durably: a snapshot of its own, retried */
+			struct device dev = { .id = c->id };
+
+			snprintf(dev.identity, sizeof(dev.identity), "%s", c->identity);
+			save_done(s, &dev, err);
+		}
+	}
+	if (err && !c->abandoned && !c->killed) {
+		fprintf(stderr, "<4>hbmguardd: compacting the state of %s: %s: the file stays as it is\n",
+			c->identity, strerror(-err));
+		sv->no_compact = true;
+	}
+	if (!compaction_end(s))
+		c->src = sd_event_source_disable_unref(c->src);	/* on_post() reaps it */
+	return 0;
+}
+
+/*
+ * This turn's changes onto the logs of the devices that have one open; the
+ * others (no log yet, a turn that overflowed, a save that failed) from a
+ * dump, as snapshots.
+ */
+static void log_dirty(struct hbm_store *s)
+{
+	uint32_t id;
+
+	for (id = 0; id < HBMGUARD_MAX_DEVICES; id++) {
+		struct device_save *sv = &s->saves[id];
+		struct device dev = { .id = id };
+
+		if (!sv->dirty || sv->error || sv->turn_overflowed ||
+		    !log_room(sv, turn_count(s, id)))
+			continue;
+		snprintf(dev.identity, sizeof(dev.identity), "%s", sv->identity);
+		save_done(s, &dev, log_turn(s, id));
+	}
+}
+
 static int on_post(sd_event_source *src, void *arg)
 {
 	struct hbm_store *s = arg;
 	size_t i;
 
 	(void)src;
+	log_dirty(s);
 	save_dirty(s, false);
+	if (s->compacting.pid && !s->compacting.src)
+		compaction_end(s);	/* one killed without a pidfd, once gone */
+	maybe_compact(s);
 	s->nr_turn = 0;
 	for (i = 0; i < HBMGUARD_MAX_DEVICES; i++)
 		s->saves[i].turn_overflowed = false;
@@ -572,11 +945,12 @@ void store_fact(void *arg, const struct hbm_fact *f)
 	case HBM_FACT_EVENT:
 		/*
 		 * A RESTORE names no range: the table says which pages, read
-		 * at the save.  Mostly this store's own, from its files; one
+		 * for a snapshot, as for a turn's list that overflowed.  This
+		 * store's own restore is in the snapshot that follows it; one
 		 * of another's, its device gone before the save, is lost, and
-		 * said so, as a turn's list that overflowed.
+		 * said so.
 		 */
-		if (f->event == HBMGUARD_EVENT_RESTORED) {
+		if (f->event == HBMGUARD_EVENT_RESTORED && !in_snapshot(s, f)) {
 			s->saves[f->dev.id].dirty = true;
 			s->saves[f->dev.id].turn_overflowed = true;
 		}
@@ -599,7 +973,21 @@ int store_start(struct hbm_store *s, struct daemon *d, struct hbmd_core *core,
 	s->d = d;
 	s->core = core;
 	s->save_again = save_again;
+	s->compact_min = 1 << 20;
 	return 0;
+}
+
+/**
+ * store_report() - what the store did, to the journal (SIGUSR1, and at exit)
+ * @s: the store
+ */
+void store_report(const struct hbm_store *s)
+{
+	fprintf(stderr, "<6>hbmguardd: store: %" PRIu64 " changes logged in %" PRIu64
+		" appends, %" PRIu64 " snapshots, %" PRIu64 " compactions, %" PRIu64
+		" bytes, %" PRIu64 " fsyncs\n",
+		s->counters.logged, s->counters.appends, s->counters.snapshots,
+		s->counters.compactions, s->counters.bytes, hbm_state_fsyncs);
 }
 
 /**
@@ -619,6 +1007,12 @@ int store_watch(struct hbm_store *s)
  */
 void store_stop(struct hbm_store *s)
 {
+	size_t i;
+
+	compaction_kill(s);	/* reaped by init if not gone yet */
+	for (i = 0; i < HBMGUARD_MAX_DEVICES; i++)
+		hbm_state_log_close(&s->saves[i].log);
+	store_report(s);
 	sd_event_source_disable_unref(s->post);
 	sd_event_source_unref(s->retry);
 	free(s->reading.table.r);

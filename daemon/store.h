@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
+#include <sys/types.h>
 #include <systemd/sd-event.h>
 #include <linux/hbmguard.h>
 
@@ -20,16 +21,44 @@ struct device_save {
 	int error;		/* of the last save, 0 when it went to disk */
 	uint32_t page_size;	/* as its DEVICE_SEEN said: a file written once it is gone */
 	bool turn_overflowed;	/* changes heard this turn beyond STORE_TURN_HEARD */
+	bool no_compact;	/* its compaction failed: none until its next snapshot */
+	struct hbm_state_log log;	/* its file, open to append to since its last snapshot */
+	char identity[HBMGUARD_IDENTITY_LEN];	/* the log's */
+	uint64_t covered;	/* the kernel's events up to this one are in its snapshot */
+};
+
+/* The compaction under way (one at a time), in a child of its own. */
+struct compaction {
+	pid_t pid;			/* 0: none; until reaped */
+	int fd;				/* the child's word: its error */
+	int pidfd;			/* readable once it has exited; -1 none */
+	bool killed;			/* by the daemon: its word not taken */
+	sd_event_source *src;		/* on the pidfd */
+	uint32_t id;			/* the device */
+	char identity[HBMGUARD_IDENTITY_LEN];
+	uint64_t upto;			/* the file's length at the fork */
+	bool abandoned;			/* the file was replaced meanwhile */
+};
+
+/* What the store did, for the bench (SIGUSR1, and at exit, to the journal). */
+struct store_counters {
+	uint64_t logged;		/* changes appended to the logs */
+	uint64_t appends;		/* appends: one write and one fdatasync each */
+	uint64_t snapshots;		/* full saves: a dump and an atomic rewrite */
+	uint64_t compactions;
+	uint64_t bytes;			/* written to the state files, by all of these */
 };
 
 /*
- * Changes heard in this turn of the loop, saved after it (on_post()) from a
- * dump; kept so that a device removed in the same turn, which can no longer
- * be dumped, still has them saved.
+ * Changes heard in this turn of the loop, appended to the logs after it
+ * (on_post()); a device removed in the same turn still has them saved.  As
+ * many as kernel.c's on_readable() reads in one turn: a burst of events
+ * costs its records, not a dump (a turn beyond it makes a snapshot).
  */
-#define STORE_TURN_HEARD	64
+#define STORE_TURN_HEARD	1024
 struct turn_heard {
 	uint32_t id;
+	uint64_t seqnum;	/* its module event's, 0 none: not logged once covered */
 	struct hbm_state_record rec;
 };
 
@@ -57,6 +86,9 @@ struct hbm_store {
 	struct table_read reading;
 	struct turn_heard turn[STORE_TURN_HEARD];
 	size_t nr_turn;
+	struct compaction compacting;
+	uint64_t compact_min;		/* bytes of log below which none is compacted */
+	struct store_counters counters;
 };
 
 int store_start(struct hbm_store *s, struct daemon *d, struct hbmd_core *core,
@@ -68,5 +100,6 @@ int store_apply(struct hbm_store *s, uint16_t type, const struct hbm_ctl_extent 
 void store_save_failed(struct daemon *d);
 unsigned int store_unsaved(const struct hbm_store *s);
 void store_describe_unsaved(const struct hbm_store *s, char *buf, size_t len);
+void store_report(const struct hbm_store *s);
 
 #endif /* HBM_STORE_H */

@@ -13,7 +13,7 @@ run() {
 	echo
 	"$TOP/build/bench-core"
 	echo
-	"$TOP/scripts/guest-run" --kernel "$kver" --mem 2048 --hbm-node 512 \
+	"$TOP/scripts/guest-run" --kernel "$kver" --mem 2048 --hbm-node 512 --timeout 2400 \
 		--module hwpoison-inject \
 		--file "$TOP/build/$kver/hbmguard.ko:/hbmguard.ko" \
 		--file "$TOP/build/$kver/testmods/hbm_test_provider.ko:/hbm_test_provider.ko" \
@@ -21,6 +21,7 @@ run() {
 		--file "$TOP/build/guest/hbmnl:/bin/hbmnl" \
 		--file "$TOP/build/guest/hbmctl:/bin/hbmctl" \
 		--file "$TOP/build/guest/hbmrankbench:/bin/hbmrankbench" \
+		--file "$TOP/build/guest/hbmstatebench:/bin/hbmstatebench" \
 		--bin "$TOP/build/hbmguardd:/bin/hbmguardd" \
 		--file "$TOP/tests/bench/guest-bench.sh:/bench.sh" \
 		--log "$TOP/build/logs/bench-$kver.log" \

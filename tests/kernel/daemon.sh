@@ -102,7 +102,10 @@ r0=$(resyncs)
 kill -STOP $daemon
 hbmnl flood 2000 $bid >/dev/null
 kill -CONT $daemon
-eventually "a burst of 2000 events saved" '[ "$(stat -c %s /tmp/state/sim:burst.state 2>/dev/null)" = $((128 + 2000 * 48)) ]' 60
+# At least a record per page (a change heard during a snapshot's dump can be
+# in it and in the log after it, until a compaction): the restore below says
+# which pages the file holds.
+eventually "a burst of 2000 events saved" '[ "$(stat -c %s /tmp/state/sim:burst.state 2>/dev/null || echo 0)" -ge $((128 + 2000 * 48)) ]' 60
 check "... with no loss" '[ "$(resyncs)" = "$r0" ] && ! grep -q "overflowed" /tmp/daemon.log'
 hbmctl sim-destroy $bid
 back_whole() {	# DEV IDENTITY N: N extents in the kernel, all N said restored
@@ -118,11 +121,13 @@ eventually "... and all 2000 back with the device" \
 hbmctl sim-destroy $bid
 # More than one 32 KiB request holds (some 1150 extents): the requests
 # after the first, each filled until a put fails.
-kept() { ctl status | sed -n 's/.* bad pages kept in \([0-9]*\) extents.*/\1/p'; }
+kept() { n=$(ctl status | sed -n 's/.* bad pages kept in \([0-9]*\) extents.*/\1/p'); echo ${n:-0}; }
 k0=$(kept)
 mid=$(hbmctl sim-create many 1G spares=6000)
 hbmnl flood 5000 $mid >/dev/null
-eventually "5000 retirements saved" '[ "$(kept)" = $((k0 + 5000)) ]' 60
+# At least: a record logged while a snapshot's dump held it counts again in
+# the status until the next snapshot (the restore below says which pages).
+eventually "5000 retirements saved" '[ "$(kept)" -ge $((k0 + 5000)) ]' 60
 hbmctl sim-destroy $mid
 mid=$(hbmctl sim-create many 1G spares=6000)
 eventually "... all 5000 back with the device, in five requests" \
@@ -136,13 +141,15 @@ hbmctl sim-destroy $mid
 gid=$(hbmctl sim-create gone 64M spares=8)
 wait_for /tmp/daemon.log "sim:gone: device added"
 check "a pending extent saved" 'ctl retire gone 0x10000 0x4000 --pending'
+gsize=$(stat -c %s /tmp/state/sim:gone.state)
 kill -STOP $daemon
 hbmctl inject gone ue 0x7000
 hbmctl inject gone ue 0x11000
 hbmctl sim-destroy $gid
 kill -CONT $daemon
+# The file grows (a snapshot or its log: the restore below says with what).
 eventually "retired then removed in one turn: saved" \
-	'[ "$(stat -c %s /tmp/state/sim:gone.state 2>/dev/null)" = $((128 + 4 * 48)) ]'
+	'[ "$(stat -c %s /tmp/state/sim:gone.state 2>/dev/null || echo 0)" -gt $gsize ]'
 check "... not said lost" '! grep -q "sim:gone is gone before" /tmp/daemon.log'
 gid=$(hbmctl sim-create gone 64M spares=8)
 eventually "... restored with the device, the pending pages around kept" \
@@ -210,7 +217,11 @@ wait_for /tmp/daemon.log "1 page retired in 0x4000+0x1000 (admin)"
 ctl status >/dev/null
 size=$(stat -c %s $fstate)
 dd if=/dev/zero of=/tmp/fstate/fill bs=4k 2>/dev/null
-hbmctl retire sim0 0x7000 2>/dev/null
+# Through the daemon: an operator's retire is a snapshot, a new file the
+# full disk refuses (a change heard is an append to the file's last block,
+# which may still have room: below).
+check "a retire on a full disk: the answer says it is not saved" \
+	'! ctl retire sim0 0x7000 2>/tmp/err && grep -q "retire (hbmguardd): No space left on device" /tmp/err'
 eventually "a failed save in hbmctl status" 'ctl status | grep -q "^hbmguardd: 1 state files NOT SAVED (No space left on device): retrying$"'
 check "... which exits 1 then" 'ctl status >/dev/null; [ $? = 1 ]'
 check "... and in its JSON" 'ctl --json status | grep -q "\"unsaved\":1,"'
@@ -221,6 +232,12 @@ rm /tmp/fstate/fill
 eventually "saved by a retry, no event needed" '[ $(stat -c %s $fstate) = $((size + 48)) ]' 150
 check "hbmctl status clean again" 'ctl status >/dev/null && ! ctl status | grep -q "NOT SAVED"'
 check "... said" 'grep -q "^<5>hbmguardd: the state of sim:sim0 is saved$" /tmp/daemon.log'
+# A change heard on a full disk: appended to its file's last block, saved.
+dd if=/dev/zero of=/tmp/fstate/fill bs=4k 2>/dev/null
+hbmctl retire sim0 0x8000 2>/dev/null
+eventually "a change heard on a full disk, in the file's last block: saved" '[ $(stat -c %s $fstate) = $((size + 2 * 48)) ]'
+check "... nothing unsaved" 'ctl status >/dev/null && ! ctl status | grep -q "NOT SAVED"'
+rm /tmp/fstate/fill
 kill $daemon
 wait $daemon 2>/dev/null
 umount /tmp/fstate

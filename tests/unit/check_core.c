@@ -7,12 +7,15 @@
  * in this file, behind the same struct hbm_source_ops the kernel link fills.
  */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
 
 #include "../../daemon/core.h"	/* "core.h" alone is the module's table */
 #include "daemon.h"
@@ -265,7 +268,7 @@ START_TEST(a_device_seen_is_saved_from_its_one_read)
 	table[table_nr++] = bad_page;
 	seen(HBM_SYNC_START, 1, 0);
 	ck_assert_int_eq(dumps, 0);		/* the facts were the read */
-	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", &s, &damage), 0);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &s, &damage), 0);
 	ck_assert_uint_eq(s.nr, 1);
 	ck_assert_uint_eq(s.records[0].offset, 0x9000);
 	ck_assert_uint_eq(s.records[0].first_seen, 111);
@@ -278,7 +281,7 @@ START_TEST(a_device_seen_is_saved_from_its_one_read)
 	/* Seen again (the module came back): what was stored goes back in. */
 	seen(HBM_SYNC_ADDED, 0, 0);
 	ck_assert_int_eq(restores, 1);
-	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", &s, &damage), 0);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &s, &damage), 0);
 	ck_assert_uint_eq(s.nr, 1);		/* kept: only ever added to */
 	ck_assert_uint_eq(s.serial, 2);
 	hbm_state_free(&s);
@@ -294,7 +297,7 @@ START_TEST(a_read_that_failed_is_saved_from_a_dump)
 	add_device(0, "sim:s");
 	table[table_nr++] = bad_page;
 	seen(HBM_SYNC_START, 0, HBM_FACT_INCOMPLETE);
-	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", &s, &damage), -ENOENT);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &s, &damage), -ENOENT);
 	ck_assert(store.saves[0].dirty);
 	ck_assert_int_eq(store.saves[0].error, -ENOBUFS);	/* the read's */
 	ck_assert_uint_eq(store_unsaved(&store), 1);	/* NOT SAVED in the status */
@@ -315,6 +318,419 @@ START_TEST(a_resync_puts_back_what_the_kernel_lacks)
 }
 END_TEST
 
+static int noop(sd_event_source *src, void *arg)
+{
+	(void)src;
+	(void)arg;
+	return 0;
+}
+
+/* One turn of the loop: something to dispatch, then the post sources (the saves). */
+static void one_turn(sd_event *loop)
+{
+	sd_event_source *kick;
+	int i;
+
+	ck_assert_int_ge(sd_event_add_defer(loop, &kick, noop, NULL), 0);
+	ck_assert_int_ge(sd_event_source_set_enabled(kick, SD_EVENT_ONESHOT), 0);
+	for (i = 0; i < 10 && sd_event_run(loop, 0) > 0; i++)
+		;
+	sd_event_source_unref(kick);
+}
+
+static void heard_numbered(uint64_t offset, uint64_t seqnum)
+{
+	src_link.fact(src_link.core, &(struct hbm_fact){
+		.type = HBM_FACT_PAGES, .event = HBMGUARD_EVENT_RETIRED,
+		.origin = HBM_FROM_KERNEL, .seqnum = seqnum,
+		.dev = { .id = 0, .identity = "sim:s" }, .offset = offset,
+		.length = 0x1000, .source = HBMGUARD_SOURCE_UE, .count = 1 });
+}
+
+static void heard_retired(uint64_t offset)
+{
+	heard_numbered(offset, 0);
+}
+
+/*
+ * Heard changes go onto the file's log, one fdatasync a turn, no dump; a
+ * turn that heard too many makes a snapshot from a dump; a log past its
+ * bound is compacted by a child while the loop goes on.
+ */
+START_TEST(heard_changes_are_logged_and_compacted)
+{
+	struct hbm_state_damage damage;
+	struct hbm_state s;
+	uint64_t fsyncs, serial;
+	sd_event *loop;
+	size_t i;
+	int turns;
+
+	ck_assert_int_ge(sd_event_new(&loop), 0);
+	d.loop = loop;
+	ck_assert_int_ge(store_watch(&store), 0);
+	add_device(0, "sim:s");
+	table[table_nr++] = bad_page;
+	seen(HBM_SYNC_START, 1, 0);		/* the snapshot */
+	fsyncs = hbm_state_fsyncs;
+	for (i = 0; i < 3; i++)
+		heard_retired(0x10000 + i * 0x1000);
+	one_turn(loop);
+	ck_assert_uint_eq(hbm_state_fsyncs, fsyncs + 1);	/* one for the turn */
+	ck_assert_int_eq(dumps, 0);
+	ck_assert_uint_eq(store.counters.logged, 3);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &s, &damage), 0);
+	ck_assert(!hbm_state_damaged(&damage) && !damage.torn_bytes);
+	ck_assert_uint_eq(s.snapshot_nr, 1);
+	ck_assert_uint_eq(s.log_nr, 3);
+	ck_assert_uint_eq(s.nr, 4);
+	ck_assert_uint_eq(s.records[1].offset, 0x10000);
+	ck_assert_uint_eq(s.records[1].state, HBMGUARD_STATE_RETIRED);
+	ck_assert_uint_eq(store.stored_pages[0], 4);
+	serial = s.serial;
+	hbm_state_free(&s);
+
+	/* more than a turn's list: a snapshot, from a dump */
+	for (i = 0; i < STORE_TURN_HEARD + 1; i++)
+		heard_retired(0x100000 + i * 0x1000);
+	one_turn(loop);
+	ck_assert_int_eq(dumps, 1);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &s, &damage), 0);
+	ck_assert_uint_eq(s.serial, serial + 1);
+	ck_assert_uint_eq(s.log_nr, 0);
+	hbm_state_free(&s);
+
+	/* a log longer than its snapshot and than compact_min: compacted */
+	store.compact_min = 0;
+	for (i = 0; i < 8; i++)	/* 8 records: longer than the 4 of the snapshot */
+		heard_retired(0x200000 + i * 0x1000);
+	one_turn(loop);
+	ck_assert(store.compacting.pid > 0);
+	heard_retired(0x300000);		/* while the child works, most likely */
+	one_turn(loop);
+	for (turns = 0; store.compacting.pid && turns < 1000; turns++)
+		ck_assert_int_ge(sd_event_run(loop, 10000), 0);
+	ck_assert_uint_eq(store.counters.compactions, 1);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &s, &damage), 0);
+	ck_assert(!hbm_state_damaged(&damage) && !damage.torn_bytes);
+	ck_assert_uint_eq(s.serial, serial + 2);
+	ck_assert_uint_eq(s.log_nr, 1);		/* what came after the fork, in either order */
+	ck_assert_uint_eq(s.nr, 1 + 3 + 8 + 1);	/* the 65: the fake kernel's dump lacked them */
+	hbm_state_free(&s);
+	ck_assert_uint_eq(store.counters.logged, 3 + 8 + 1);
+	store_stop(&store);
+	memset(&store, 0, sizeof(store));	/* stopped: the teardown's stop finds nothing */
+	d.loop = sd_event_unref(loop);
+}
+END_TEST
+
+static void gone(void)
+{
+	src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_DEVICE_GONE,
+		.dev = { .id = 0, .identity = "sim:s" } });
+}
+
+/*
+ * The events made before the table read began (a restore's) are in the
+ * snapshot made from it: not logged again; those after it are.
+ */
+START_TEST(events_before_the_read_are_not_logged_again)
+{
+	struct hbm_state_damage damage;
+	struct hbm_state s;
+	sd_event *loop;
+
+	ck_assert_int_ge(sd_event_new(&loop), 0);
+	d.loop = loop;
+	ck_assert_int_ge(store_watch(&store), 0);
+	add_device(0, "sim:s");
+	table[table_nr++] = bad_page;
+	seen(HBM_SYNC_START, 1, 0);
+	src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_DEVICE_SEEN,
+		.sync = HBM_SYNC_RESYNC,
+		.dev = { .id = 0, .identity = "sim:s", .page_size = 4096 } });
+	src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_TABLE_READ,
+		.origin = HBM_FROM_KERNEL, .seqnum = 10, .sync = HBM_SYNC_RESYNC,
+		.dev = { .id = 0, .identity = "sim:s" } });	/* read again, at #10 */
+	heard_numbered(0x9000, 9);
+	heard_numbered(0x9000, 10);
+	heard_numbered(0xa000, 11);
+	one_turn(loop);
+	ck_assert_uint_eq(store.counters.logged, 1);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &s, &damage), 0);
+	ck_assert_uint_eq(s.log_nr, 1);
+	ck_assert_uint_eq(s.nr, 2);
+	hbm_state_free(&s);
+	store_stop(&store);
+	memset(&store, 0, sizeof(store));
+	d.loop = sd_event_unref(loop);
+}
+END_TEST
+
+/*
+ * A change heard, then a snapshot in the same turn from a table that no
+ * longer has it (cleared meanwhile): the turn's record is not logged after
+ * the snapshot, which would bring the page back at the next start.
+ */
+START_TEST(a_turn_logs_nothing_a_later_snapshot_holds)
+{
+	struct hbm_state_damage damage;
+	struct hbm_state s;
+	sd_event *loop;
+
+	ck_assert_int_ge(sd_event_new(&loop), 0);
+	d.loop = loop;
+	ck_assert_int_ge(store_watch(&store), 0);
+	add_device(0, "sim:s");
+	table[table_nr++] = bad_page;
+	seen(HBM_SYNC_START, 1, 0);
+	heard_numbered(0x5000, 5);		/* retired at #5, cleared at #6 */
+	src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_DEVICE_SEEN,
+		.sync = HBM_SYNC_RESYNC,
+		.dev = { .id = 0, .identity = "sim:s", .page_size = 4096 } });
+	src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_TABLE_READ,
+		.origin = HBM_FROM_KERNEL, .seqnum = 7, .sync = HBM_SYNC_RESYNC,
+		.dev = { .id = 0, .identity = "sim:s" } });	/* read at #7: no 0x5000 */
+	heard_numbered(0xa000, 8);		/* the turn goes on: logged */
+	one_turn(loop);
+	ck_assert_uint_eq(store.counters.logged, 1);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &s, &damage), 0);
+	ck_assert_uint_eq(s.nr, 2);
+	ck_assert_uint_eq(s.records[0].offset, 0x9000);
+	ck_assert_uint_eq(s.records[1].offset, 0xa000);
+	hbm_state_free(&s);
+	store_stop(&store);
+	memset(&store, 0, sizeof(store));
+	d.loop = sd_event_unref(loop);
+}
+END_TEST
+
+static void restored_event(uint64_t seqnum)
+{
+	src_link.fact(src_link.core, &(struct hbm_fact){
+		.type = HBM_FACT_EVENT, .event = HBMGUARD_EVENT_RESTORED,
+		.origin = HBM_FROM_KERNEL, .seqnum = seqnum,
+		.dev = { .id = 0, .identity = "sim:s" }, .count = 1, .aux = 1 });
+}
+
+/*
+ * A RESTORED event names no range: the store's own restore, before the
+ * table read its snapshot came from, is in it (no dump); one after it (of
+ * another's restore) makes a snapshot from a dump.
+ */
+START_TEST(a_restored_event_the_snapshot_holds_is_not_saved_again)
+{
+	sd_event *loop;
+
+	ck_assert_int_ge(sd_event_new(&loop), 0);
+	d.loop = loop;
+	ck_assert_int_ge(store_watch(&store), 0);
+	add_device(0, "sim:s");
+	table[table_nr++] = bad_page;
+	src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_DEVICE_SEEN,
+		.sync = HBM_SYNC_START,
+		.dev = { .id = 0, .identity = "sim:s", .page_size = 4096 } });
+	src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_TABLE_READ,
+		.origin = HBM_FROM_KERNEL, .seqnum = 10, .sync = HBM_SYNC_START,
+		.dev = { .id = 0, .identity = "sim:s" } });
+	restored_event(9);
+	one_turn(loop);
+	ck_assert_int_eq(dumps, 0);
+	ck_assert(!store.saves[0].dirty);
+	restored_event(11);
+	one_turn(loop);
+	ck_assert_int_eq(dumps, 1);
+	ck_assert(!store.saves[0].dirty);
+	store_stop(&store);
+	memset(&store, 0, sizeof(store));
+	d.loop = sd_event_unref(loop);
+}
+END_TEST
+
+static void heard_pending(uint64_t offset, uint64_t length, uint32_t count)
+{
+	src_link.fact(src_link.core, &(struct hbm_fact){
+		.type = HBM_FACT_PAGES, .event = HBMGUARD_EVENT_PENDING,
+		.origin = HBM_FROM_KERNEL, .dev = { .id = 0, .identity = "sim:s" },
+		.offset = offset, .length = length, .source = HBMGUARD_SOURCE_CE_THRESHOLD,
+		.count = count });
+}
+
+/*
+ * An event whose range holds pages it did not change (a PENDING over
+ * 0x8000-0xc000 where 0x9000 is RETIRED: 3 pages) is not logged: its
+ * record would make 0x9000 PENDING at a replay.  A snapshot instead; one
+ * that changed every page of its range is logged.
+ */
+START_TEST(an_event_over_pages_of_other_states_makes_a_snapshot)
+{
+	struct hbm_state_damage damage;
+	struct hbm_state s;
+	sd_event *loop;
+	size_t i, covering = 0;
+
+	ck_assert_int_ge(sd_event_new(&loop), 0);
+	d.loop = loop;
+	ck_assert_int_ge(store_watch(&store), 0);
+	add_device(0, "sim:s");
+	table[table_nr++] = bad_page;		/* 0x9000 RETIRED */
+	seen(HBM_SYNC_START, 1, 0);
+	heard_pending(0x8000, 0x4000, 3);
+	one_turn(loop);
+	ck_assert_uint_eq(store.counters.logged, 0);
+	ck_assert_int_eq(dumps, 1);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &s, &damage), 0);
+	for (i = 0; i < s.nr; i++)
+		if (s.records[i].offset <= 0x9000 &&
+		    s.records[i].offset + s.records[i].length > 0x9000) {
+			ck_assert_uint_eq(s.records[i].state, HBMGUARD_STATE_RETIRED);
+			covering++;
+		}
+	ck_assert_uint_eq(covering, 1);
+	hbm_state_free(&s);
+
+	heard_pending(0x20000, 0x4000, 4);	/* every page of it */
+	one_turn(loop);
+	ck_assert_uint_eq(store.counters.logged, 1);
+	ck_assert_int_eq(dumps, 1);
+	store_stop(&store);
+	memset(&store, 0, sizeof(store));
+	d.loop = sd_event_unref(loop);
+}
+END_TEST
+
+/* The descriptors of process @pid, into @fds; their count (-1: gone). */
+static int fds_of(pid_t pid, int *fds, int max)
+{
+	char path[64];
+	struct dirent *e;
+	DIR *dir;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	dir = opendir(path);
+	if (!dir)
+		return -1;
+	while ((e = readdir(dir)))
+		if (e->d_name[0] != '.' && n < max)
+			fds[n++] = atoi(e->d_name);
+	closedir(dir);
+	return n;
+}
+
+static bool holds(const int *fds, int n, int fd)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (fds[i] == fd)
+			return true;
+	return false;
+}
+
+/*
+ * The compaction's child holds none of the daemon's descriptors but the
+ * state directory, the file and its pipe (a socket it kept would outlive
+ * the daemon), and the loop goes on while it is stuck (its temporary file
+ * a FIFO nobody reads: it blocks in open()): its end is heard, never
+ * waited for.
+ */
+START_TEST(the_compaction_child_holds_only_its_files)
+{
+	struct hbm_state_damage damage;
+	struct hbm_state s;
+	char tmp[300];
+	int marker = eventfd(0, 0), fds[64], n = -1, tries, fifo, i;
+	sd_event *loop;
+	pid_t pid;
+
+	ck_assert_int_ge(marker, 0);
+	ck_assert_int_ge(sd_event_new(&loop), 0);
+	d.loop = loop;
+	ck_assert_int_ge(store_watch(&store), 0);
+	add_device(0, "sim:s");
+	table[table_nr++] = bad_page;
+	seen(HBM_SYNC_START, 1, 0);
+	ck_assert_int_eq(hbm_state_compact_name("sim:s", tmp, sizeof(tmp)), 0);
+	ck_assert_int_eq(mkfifoat(d.state_dir, tmp, 0600), 0);
+	store.compact_min = 0;
+	for (i = 0; i < 8; i++)
+		heard_retired(0x10000 + i * 0x1000);
+	one_turn(loop);
+	pid = store.compacting.pid;
+	ck_assert_int_gt(pid, 0);
+	for (tries = 0; tries < 200; tries++) {	/* until it has closed them */
+		n = fds_of(pid, fds, 64);
+		if (n >= 0 && !holds(fds, n, marker))
+			break;
+		usleep(10000);
+	}
+	ck_assert_int_ge(n, 0);
+	ck_assert(!holds(fds, n, marker));
+	ck_assert(!holds(fds, n, sd_event_get_fd(loop)));
+	for (i = 0; i < n; i++)
+		ck_assert(fds[i] <= 2 || fds[i] == d.state_dir ||
+			  fds[i] == store.saves[0].log.fd || fds[i] > marker);
+	ck_assert_int_le(n, 6);
+
+	/* stuck: the loop goes on, a turn logged */
+	heard_retired(0x30000);
+	one_turn(loop);
+	ck_assert_uint_eq(store.counters.logged, 9);
+	ck_assert_int_eq(store.compacting.pid, pid);
+
+	/* unstuck (a FIFO takes no fsync): it fails, heard, reaped, the file as it was */
+	fifo = openat(d.state_dir, tmp, O_RDONLY | O_NONBLOCK);
+	ck_assert_int_ge(fifo, 0);
+	for (tries = 0; store.compacting.pid && tries < 1000; tries++)
+		ck_assert_int_ge(sd_event_run(loop, 10000), 0);
+	close(fifo);
+	ck_assert_int_eq(store.compacting.pid, 0);
+	ck_assert(store.saves[0].no_compact);
+	ck_assert_int_eq(kill(pid, 0), -1);	/* reaped: no zombie left */
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &s, &damage), 0);
+	ck_assert(!hbm_state_damaged(&damage));
+	ck_assert_uint_eq(s.nr, 1 + 8 + 1);
+	hbm_state_free(&s);
+	close(marker);
+	store_stop(&store);
+	memset(&store, 0, sizeof(store));
+	d.loop = sd_event_unref(loop);
+}
+END_TEST
+
+/* A device gone in the turn that heard its changes: saved with no dump to make. */
+START_TEST(a_device_gone_keeps_what_its_last_turn_heard)
+{
+	struct hbm_state_damage damage;
+	struct hbm_state s;
+
+	add_device(0, "sim:s");
+	seen(HBM_SYNC_START, 0, 0);		/* empty: no file, nothing to log to */
+	heard_retired(0x5000);
+	heard_retired(0x5000);			/* twice: one record */
+	heard_retired(0x3000);
+	gone();
+	ck_assert_int_eq(dumps, 0);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &s, &damage), 0);
+	ck_assert_uint_eq(s.nr, 2);
+	ck_assert_uint_eq(s.records[0].offset, 0x3000);
+	ck_assert_uint_eq(s.records[1].offset, 0x5000);
+	hbm_state_free(&s);
+
+	/* seen again, its file open to log to: appended */
+	seen(HBM_SYNC_ADDED, 0, 0);
+	heard_retired(0x9000);
+	gone();
+	ck_assert_int_eq(dumps, 0);
+	ck_assert_uint_eq(store.counters.logged, 1);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &s, &damage), 0);
+	ck_assert_uint_eq(s.log_nr, 1);
+	ck_assert_uint_eq(s.nr, 3);
+	hbm_state_free(&s);
+}
+END_TEST
+
 Suite *core_suite(void)
 {
 	Suite *s = suite_create("core");
@@ -332,6 +748,13 @@ Suite *core_suite(void)
 	tcase_add_test(st, a_device_seen_is_saved_from_its_one_read);
 	tcase_add_test(st, a_read_that_failed_is_saved_from_a_dump);
 	tcase_add_test(st, a_resync_puts_back_what_the_kernel_lacks);
+	tcase_add_test(st, heard_changes_are_logged_and_compacted);
+	tcase_add_test(st, a_device_gone_keeps_what_its_last_turn_heard);
+	tcase_add_test(st, events_before_the_read_are_not_logged_again);
+	tcase_add_test(st, a_turn_logs_nothing_a_later_snapshot_holds);
+	tcase_add_test(st, an_event_over_pages_of_other_states_makes_a_snapshot);
+	tcase_add_test(st, the_compaction_child_holds_only_its_files);
+	tcase_add_test(st, a_restored_event_the_snapshot_holds_is_not_saved_again);
 	suite_add_tcase(s, st);
 	return s;
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Unit tests of the state file format (daemon/state.c). */
 #include <check.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,9 +45,75 @@ static uint8_t *encoded(size_t *len)
 	return buf;
 }
 
+/* The definition, bit by bit: what the table-driven one must agree with. */
+static uint32_t crc32c_bitwise(uint32_t crc, const uint8_t *p, size_t len)
+{
+	int k;
+
+	crc = ~crc;
+	while (len--) {
+		crc ^= *p++;
+		for (k = 0; k < 8; k++)
+			crc = crc >> 1 ^ (0x82f63b78 & -(crc & 1));
+	}
+	return ~crc;
+}
+
+/* RFC 3720 (iSCSI), B.4, and the usual check value. */
+static void put32le(uint8_t *p, uint32_t v)
+{
+	p[0] = v;
+	p[1] = v >> 8;
+	p[2] = v >> 16;
+	p[3] = v >> 24;
+}
+
+/* A header changed by hand, its CRC made right again. */
+static void put_crc(uint8_t *h)
+{
+	put32le(h + 124, hbm_crc32c(0, h, 124));
+}
+
 START_TEST(crc32c_vector)
 {
+	uint8_t buf[32];
+	size_t i;
+
 	ck_assert_uint_eq(hbm_crc32c(0, "123456789", 9), 0xe3069283);
+	memset(buf, 0, sizeof(buf));
+	ck_assert_uint_eq(hbm_crc32c(0, buf, 32), 0x8a9136aa);
+	memset(buf, 0xff, sizeof(buf));
+	ck_assert_uint_eq(hbm_crc32c(0, buf, 32), 0x62a8ab43);
+	for (i = 0; i < 32; i++)
+		buf[i] = i;
+	ck_assert_uint_eq(hbm_crc32c(0, buf, 32), 0x46dd794e);
+	for (i = 0; i < 32; i++)
+		buf[i] = 31 - i;
+	ck_assert_uint_eq(hbm_crc32c(0, buf, 32), 0x113fdb5c);
+	ck_assert_uint_eq(hbm_crc32c(0, buf, 0), 0);
+}
+END_TEST
+
+/* Every length and alignment up to 300, and in pieces: as the definition. */
+START_TEST(crc32c_as_bitwise)
+{
+	uint8_t buf[320];
+	size_t len, at, cut;
+
+	srandom(17);
+	for (len = 0; len < sizeof(buf); len++)
+		buf[len] = random();
+	for (len = 0; len <= 300; len++)
+		for (at = 0; at < 8; at++) {
+			uint32_t want = crc32c_bitwise(0, buf + at, len);
+
+			expect(hbm_crc32c(0, buf + at, len) == want);
+			cut = len ? (size_t)random() % len : 0;
+			expect(hbm_crc32c(hbm_crc32c(0, buf + at, cut), buf + at + cut,
+					  len - cut) == want);
+			expect(hbm_crc32c(0x12345678, buf + at, len) ==
+			       crc32c_bitwise(0x12345678, buf + at, len));
+		}
 }
 END_TEST
 
@@ -58,7 +125,7 @@ START_TEST(round_trip)
 	uint8_t *buf = encoded(&len);
 
 	ck_assert_uint_eq(len, HBM_STATE_HEADER_SIZE + NR * HBM_STATE_RECORD_SIZE);
-	ck_assert_int_eq(hbm_state_decode(buf, len, &out, &d), 0);
+	ck_assert_int_eq(hbm_state_decode(buf, len, 0, &out, &d), 0);
 	ck_assert_uint_eq(out.nr, NR);
 	ck_assert_mem_eq(out.records, sample_records, sizeof(sample_records));
 	ck_assert_str_eq(out.identity, "0000:3b:00.0");
@@ -79,7 +146,7 @@ START_TEST(every_truncation)
 	for (cut = 0; cut < len; cut++) {
 		struct hbm_state_damage d;
 		struct hbm_state out;
-		int err = hbm_state_decode(buf, cut, &out, &d);
+		int err = hbm_state_decode(buf, cut, 0, &out, &d);
 
 		if (cut < HBM_STATE_HEADER_SIZE) {
 			expect(err == -EBADMSG && d.header);
@@ -108,7 +175,7 @@ START_TEST(every_bit_flip)
 		int err;
 
 		buf[byte] ^= 1 << bit % 8;
-		err = hbm_state_decode(buf, len, &out, &d);
+		err = hbm_state_decode(buf, len, 0, &out, &d);
 		buf[byte] ^= 1 << bit % 8;
 		if (byte < HBM_STATE_HEADER_SIZE) {
 			expect(err == -EBADMSG && d.header);
@@ -145,7 +212,7 @@ START_TEST(bad_records)
 	strcpy(s.identity, "x");
 	buf = malloc(hbm_state_encode_size(&s));
 	hbm_state_encode(&s, buf);
-	ck_assert_int_eq(hbm_state_decode(buf, hbm_state_encode_size(&s), &out, &d), 0);
+	ck_assert_int_eq(hbm_state_decode(buf, hbm_state_encode_size(&s), 0, &out, &d), 0);
 	ck_assert_uint_eq(out.nr, 1);
 	ck_assert_uint_eq(out.records[0].offset, 0x6000);
 	ck_assert_uint_eq(d.bad_records, 6);
@@ -155,11 +222,11 @@ START_TEST(bad_records)
 	s.nr = 0;
 	s.identity[0] = 0;
 	hbm_state_encode(&s, buf);
-	ck_assert_int_eq(hbm_state_decode(buf, HBM_STATE_HEADER_SIZE, &out, &d), -EBADMSG);
+	ck_assert_int_eq(hbm_state_decode(buf, HBM_STATE_HEADER_SIZE, 0, &out, &d), -EBADMSG);
 	strcpy(s.identity, "x");
 	s.page_size = 3000;
 	hbm_state_encode(&s, buf);
-	ck_assert_int_eq(hbm_state_decode(buf, HBM_STATE_HEADER_SIZE, &out, &d), -EBADMSG);
+	ck_assert_int_eq(hbm_state_decode(buf, HBM_STATE_HEADER_SIZE, 0, &out, &d), -EBADMSG);
 	ck_assert_str_eq(d.header, "bad page size");
 	free(buf);
 }
@@ -189,23 +256,447 @@ START_TEST(write_read_quarantine)
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	dirfd = open(dir, O_RDONLY | O_DIRECTORY);
 	ck_assert_int_ge(dirfd, 0);
-	ck_assert_int_eq(hbm_state_read(dirfd, s.identity, &out, &d), -ENOENT);
+	ck_assert_int_eq(hbm_state_read(dirfd, s.identity, 0, &out, &d), -ENOENT);
 	ck_assert_int_eq(hbm_state_write(dirfd, &s), 0);
 	s.serial = 43;
 	s.nr = 2;
 	ck_assert_int_eq(hbm_state_write(dirfd, &s), 0);	/* replaces */
-	ck_assert_int_eq(hbm_state_read(dirfd, s.identity, &out, &d), 0);
+	ck_assert_int_eq(hbm_state_read(dirfd, s.identity, 0, &out, &d), 0);
 	ck_assert_uint_eq(out.nr, 2);
 	ck_assert_uint_eq(out.serial, 43);
 	hbm_state_free(&out);
 	ck_assert_int_eq(faccessat(dirfd, ".0000:3b:00.0.state.tmp", F_OK, 0), -1);
 
 	ck_assert_int_eq(hbm_state_quarantine(dirfd, s.identity, moved, sizeof(moved)), 0);
-	ck_assert_int_eq(hbm_state_read(dirfd, s.identity, &out, &d), -ENOENT);
+	ck_assert_int_eq(hbm_state_read(dirfd, s.identity, 0, &out, &d), -ENOENT);
 	ck_assert_int_eq(faccessat(dirfd, moved, F_OK, 0), 0);
 	unlinkat(dirfd, moved, 0);
 	close(dirfd);
 	rmdir(dir);
+}
+END_TEST
+
+/* The sample as a snapshot, then @n log records of @log, at serial 42. */
+static uint8_t *with_log(const struct hbm_state_record *log, size_t n, size_t *len)
+{
+	size_t snap, i;
+	uint8_t *buf = encoded(&snap);
+
+	*len = snap + n * HBM_STATE_RECORD_SIZE;
+	buf = realloc(buf, *len);
+	for (i = 0; i < n; i++)
+		hbm_state_log_encode(&log[i], 42, i + 1, buf + snap + i * HBM_STATE_RECORD_SIZE);
+	return buf;
+}
+
+static const struct hbm_state_record log_records[] = {
+	{ 0x40000, 0x1000, 5, 5, HBMGUARD_STATE_PENDING, HBMGUARD_SOURCE_CE_THRESHOLD, 0 },
+	{ 0x2000, 0x1000, 6, 6, HBMGUARD_STATE_RETIRED, HBMGUARD_SOURCE_UE, 0 },	/* a new one */
+	{ 0x40000, 0x1000, 7, 7, HBMGUARD_STATE_RETIRED, HBMGUARD_SOURCE_CE_THRESHOLD, 0 },
+	{ 0xa000, 0x1000, 8, 8, HBMGUARD_STATE_FAILED, HBMGUARD_SOURCE_POISON, 0 },	/* splits one */
+};
+#define LOG_NR (sizeof(log_records) / sizeof(log_records[0]))
+
+/* The sample with the log above replayed, by hand. */
+static const struct hbm_state_record replayed[] = {
+	{ 0x1000, 0x1000, 1700000000, 1700000100, HBMGUARD_STATE_RETIRED, HBMGUARD_SOURCE_UE, 1 },
+	{ 0x2000, 0x1000, 6, 6, HBMGUARD_STATE_RETIRED, HBMGUARD_SOURCE_UE, 0 },
+	{ 0x8000, 0x2000, 1700000200, 1700000200, HBMGUARD_STATE_RETIRED, HBMGUARD_SOURCE_ADMIN, 0 },
+	{ 0xa000, 0x1000, 8, 8, HBMGUARD_STATE_FAILED, HBMGUARD_SOURCE_POISON, 0 },
+	{ 0xb000, 0x5000, 1700000200, 1700000200, HBMGUARD_STATE_RETIRED, HBMGUARD_SOURCE_ADMIN, 0 },
+	{ 0x20000, 0x1000, 1700000300, 1700000900, HBMGUARD_STATE_PENDING, HBMGUARD_SOURCE_CE_THRESHOLD, 50 },
+	{ 0x21000, 0x1000, 1700000400, 1700000400, HBMGUARD_STATE_FAILED, HBMGUARD_SOURCE_POISON, 1 },
+	{ 0x40000, 0x1000, 7, 7, HBMGUARD_STATE_RETIRED, HBMGUARD_SOURCE_CE_THRESHOLD, 0 },
+	{ 0x7fff000, 0x1000, 1700000500, 1700000500, HBMGUARD_STATE_RETIRED, HBMGUARD_SOURCE_RESTORED, 0 },
+};
+#define REPLAYED_NR (sizeof(replayed) / sizeof(replayed[0]))
+
+static bool whole(const struct hbm_state_damage *d)
+{
+	return !hbm_state_damaged(d) && !d->torn_bytes;
+}
+
+START_TEST(log_replayed)
+{
+	struct hbm_state_damage d;
+	struct hbm_state out;
+	size_t len;
+	uint8_t *buf = with_log(log_records, LOG_NR, &len);
+
+	ck_assert_int_eq(hbm_state_decode(buf, len, 0, &out, &d), 0);
+	expect(whole(&d));
+	ck_assert_uint_eq(out.snapshot_nr, NR);
+	ck_assert_uint_eq(out.log_nr, LOG_NR);
+	ck_assert_uint_eq(out.nr, REPLAYED_NR);
+	ck_assert_mem_eq(out.records, replayed, sizeof(replayed));
+	hbm_state_free(&out);
+
+	/* version 1 had no log: what follows its records is not read */
+	buf[8] = 1;
+	put_crc(buf);
+	ck_assert_int_eq(hbm_state_decode(buf, len, 0, &out, &d), 0);
+	expect(whole(&d) && out.nr == NR && !out.log_nr);
+	hbm_state_free(&out);
+	free(buf);
+}
+END_TEST
+
+/* A crash cut the last write anywhere: what was before it, nothing said but the tail. */
+START_TEST(log_torn_tail)
+{
+	size_t len, cut, snap = HBM_STATE_HEADER_SIZE + NR * HBM_STATE_RECORD_SIZE;
+	uint8_t *buf = with_log(log_records, LOG_NR, &len);
+
+	for (cut = snap; cut <= len; cut++) {
+		size_t n = (cut - snap) / HBM_STATE_RECORD_SIZE;
+		struct hbm_state_record *want;
+		struct hbm_state_damage d;
+		struct hbm_state out;
+		size_t want_nr;
+
+		ck_assert_int_eq(hbm_state_decode(buf, cut, 0, &out, &d), 0);
+		expect(!hbm_state_damaged(&d));
+		expect(d.torn_bytes == (cut - snap) % HBM_STATE_RECORD_SIZE);
+		expect(out.log_nr == n);
+		ck_assert_int_eq(hbm_state_replay(sample_records, NR, log_records, n,
+						  &want, &want_nr), 0);
+		expect(out.nr == want_nr && !memcmp(out.records, want, want_nr * sizeof(*want)));
+		free(want);
+		hbm_state_free(&out);
+	}
+
+	/*
+	 * Garbage after the last good record: one record of it (and a piece
+	 * of another) is the write a crash tore; more is damage, said, with
+	 * what came before it kept.
+	 */
+	buf = realloc(buf, len + 3 * HBM_STATE_RECORD_SIZE);
+	memset(buf + len, 0xa5, 3 * HBM_STATE_RECORD_SIZE);
+	for (cut = len + 1; cut <= len + 3 * HBM_STATE_RECORD_SIZE; cut++) {
+		struct hbm_state_damage d;
+		struct hbm_state out;
+
+		ck_assert_int_eq(hbm_state_decode(buf, cut, 0, &out, &d), 0);
+		if (cut - len < 2 * HBM_STATE_RECORD_SIZE) {
+			expect(!hbm_state_damaged(&d) && d.torn_bytes == cut - len);
+		} else {
+			expect(hbm_state_damaged(&d) && !d.torn_bytes);
+			expect(d.log_bad == (cut - len + HBM_STATE_RECORD_SIZE - 1) /
+					    HBM_STATE_RECORD_SIZE);
+		}
+		expect(out.log_nr == LOG_NR && out.nr == REPLAYED_NR);
+		hbm_state_free(&out);
+	}
+	free(buf);
+}
+END_TEST
+
+/*
+ * Counts a crafted file says are bounded by the device's pages and by the
+ * file's length before anything is allocated: a header promising more
+ * records than the device has pages, a file longer than such a device's
+ * can be, a log past HBM_STATE_LOG_MAX() of its snapshot: each refused or
+ * cut, and said.
+ */
+START_TEST(log_bounded_by_the_device)
+{
+	size_t len, i, snap = HBM_STATE_HEADER_SIZE + NR * HBM_STATE_RECORD_SIZE;
+	uint8_t *buf = with_log(log_records, LOG_NR, &len), *big;
+	struct hbm_state_damage d;
+	struct hbm_state out;
+	size_t max, big_len;
+
+	/* a device of as many pages as the file has records: read whole */
+	ck_assert_int_eq(hbm_state_decode(buf, len, NR + LOG_NR, &out, &d), 0);
+	expect(whole(&d) && out.nr == REPLAYED_NR);
+	hbm_state_free(&out);
+
+	/* nr_records past the device's pages: the header distrusted, nothing read */
+	ck_assert_int_eq(hbm_state_decode(buf, len, NR - 1, &out, &d), -EBADMSG);
+	ck_assert_str_eq(d.header, "more records than the device has pages");
+	expect(!out.records && !out.nr);
+	for (i = 0; i < 3; i++) {
+		static const uint32_t promised[] = { NR + 1, 0x7fffffff, 0xffffffff };
+
+		put32le(buf + 20, promised[i]);
+		put_crc(buf);
+		ck_assert_int_eq(hbm_state_decode(buf, len, NR, &out, &d), -EBADMSG);
+		ck_assert_str_eq(d.header, "more records than the device has pages");
+		/* with no device to bound it: bounded by the file, the rest missing */
+		ck_assert_int_eq(hbm_state_decode(buf, len, 0, &out, &d), 0);
+		expect(d.missing_records == (i ? promised[i] - (NR + LOG_NR) : 0));
+		expect(out.nr <= NR + LOG_NR);
+		hbm_state_free(&out);
+	}
+	put32le(buf + 20, NR);
+	put_crc(buf);
+
+	/* longer than a file of a device of 1 page can be */
+	max = HBM_STATE_HEADER_SIZE + (1 + HBM_STATE_LOG_MAX(1)) * HBM_STATE_RECORD_SIZE;
+	big_len = max + HBM_STATE_RECORD_SIZE;
+	big = calloc(1, big_len);
+	memcpy(big, buf, snap);
+	put32le(big + 20, 0);		/* a snapshot of nothing: all log */
+	put_crc(big);
+	ck_assert_int_eq(hbm_state_decode(big, big_len, 1, &out, &d), -EBADMSG);
+	ck_assert_str_eq(d.header, "longer than a state file of the device can be");
+	ck_assert_int_eq(hbm_state_decode(big, max, 1, &out, &d), 0);
+	hbm_state_free(&out);
+
+	/* a log past HBM_STATE_LOG_MAX() of its snapshot: the rest not read, said */
+	for (i = 0; i < HBM_STATE_LOG_MAX(0) + 2; i++)
+		hbm_state_log_encode(&log_records[i % LOG_NR], 42, i + 1,
+				     big + HBM_STATE_HEADER_SIZE + i * HBM_STATE_RECORD_SIZE);
+	ck_assert_int_eq(hbm_state_decode(big, HBM_STATE_HEADER_SIZE +
+					  (HBM_STATE_LOG_MAX(0) + 2) * HBM_STATE_RECORD_SIZE,
+					  0, &out, &d), 0);
+	expect(d.log_beyond == 2 && hbm_state_damaged(&d) && !d.log_bad && !d.torn_bytes);
+	expect(out.log_nr == HBM_STATE_LOG_MAX(0));
+	hbm_state_free(&out);
+	free(big);
+	free(buf);
+}
+END_TEST
+
+/* A bad record with a good one after it was fsync'd: damage, the rest kept. */
+START_TEST(log_bad_in_the_middle)
+{
+	size_t len, snap = HBM_STATE_HEADER_SIZE + NR * HBM_STATE_RECORD_SIZE, bit;
+	uint8_t *buf = with_log(log_records, LOG_NR, &len);
+
+	for (bit = 0; bit < HBM_STATE_RECORD_SIZE * 8; bit++) {
+		size_t byte = snap + HBM_STATE_RECORD_SIZE + bit / 8;	/* the second */
+		struct hbm_state_damage d;
+		struct hbm_state out;
+
+		buf[byte] ^= 1 << bit % 8;
+		ck_assert_int_eq(hbm_state_decode(buf, len, 0, &out, &d), 0);
+		buf[byte] ^= 1 << bit % 8;
+		expect(d.log_bad == 1 && !d.log_missing && !d.log_duplicates && !d.torn_bytes);
+		expect(hbm_state_damaged(&d) && !d.bad_records && !d.header);
+		expect(out.log_nr == LOG_NR - 1);
+		expect(out.nr == REPLAYED_NR - 1);	/* 0x2000 lost, the rest there */
+		hbm_state_free(&out);
+	}
+	free(buf);
+}
+END_TEST
+
+/* Sequence numbers seen again are skipped; skipped ones said; another generation's refused. */
+START_TEST(log_duplicates_and_gaps)
+{
+	size_t len, snap = HBM_STATE_HEADER_SIZE + NR * HBM_STATE_RECORD_SIZE;
+	uint8_t *buf = with_log(log_records, LOG_NR, &len);
+	struct hbm_state_damage d;
+	struct hbm_state out;
+
+	/* the third again after the fourth: replayed, it would undo the fourth's */
+	buf = realloc(buf, len + HBM_STATE_RECORD_SIZE);
+	hbm_state_log_encode(&(struct hbm_state_record){ 0xa000, 0x1000, 9, 9,
+			     HBMGUARD_STATE_PENDING, HBMGUARD_SOURCE_UE, 0 }, 42, 3, buf + len);
+	ck_assert_int_eq(hbm_state_decode(buf, len + HBM_STATE_RECORD_SIZE, 0, &out, &d), 0);
+	expect(d.log_duplicates == 1 && !d.log_bad && !d.log_missing && hbm_state_damaged(&d));
+	expect(out.nr == REPLAYED_NR && !memcmp(out.records, replayed, sizeof(replayed)));
+	hbm_state_free(&out);
+
+	/* the second numbered 3: one missing; the rest in order */
+	hbm_state_log_encode(&log_records[1], 42, 3, buf + snap + HBM_STATE_RECORD_SIZE);
+	hbm_state_log_encode(&log_records[2], 42, 4, buf + snap + 2 * HBM_STATE_RECORD_SIZE);
+	hbm_state_log_encode(&log_records[3], 42, 5, buf + snap + 3 * HBM_STATE_RECORD_SIZE);
+	ck_assert_int_eq(hbm_state_decode(buf, len, 0, &out, &d), 0);
+	expect(d.log_missing == 1 && !d.log_duplicates && !d.log_bad && hbm_state_damaged(&d));
+	expect(out.nr == REPLAYED_NR && out.log_nr == LOG_NR);
+	hbm_state_free(&out);
+
+	/* a record of another generation (serial 41: an older file's) at the end: not ours */
+	hbm_state_log_encode(&log_records[0], 41, 6, buf + len);
+	ck_assert_int_eq(hbm_state_decode(buf, len + HBM_STATE_RECORD_SIZE, 0, &out, &d), 0);
+	expect(d.torn_bytes == HBM_STATE_RECORD_SIZE && out.log_nr == LOG_NR);
+	hbm_state_free(&out);
+
+	/* a record that checks out with nothing sane in it: bad */
+	hbm_state_log_encode(&(struct hbm_state_record){ 0x1001, 0x1000, 1, 1,
+			     HBMGUARD_STATE_RETIRED, HBMGUARD_SOURCE_UE, 0 }, 42, 6, buf + len);
+	ck_assert_int_eq(hbm_state_decode(buf, len + HBM_STATE_RECORD_SIZE, 0, &out, &d), 0);
+	expect(d.log_bad == 1 && !d.torn_bytes && out.log_nr == LOG_NR);
+	hbm_state_free(&out);
+	free(buf);
+}
+END_TEST
+
+/* The header's version and record size: bad ones trust nothing; larger records are read. */
+START_TEST(log_header_fields)
+{
+	static const uint32_t bad_sizes[] = { 0, 40, 44, 52, 4104, 0xffffffff };
+	size_t len, i, rs = 56, snap = HBM_STATE_HEADER_SIZE + NR * rs;
+	uint8_t *buf = with_log(log_records, LOG_NR, &len), *big;
+	struct hbm_state_damage d;
+	struct hbm_state out;
+
+	for (i = 0; i < sizeof(bad_sizes) / sizeof(bad_sizes[0]); i++) {
+		uint8_t h[HBM_STATE_HEADER_SIZE];
+
+		memcpy(h, buf, sizeof(h));
+		put32le(h + 16, bad_sizes[i]);
+		put_crc(h);
+		ck_assert_int_eq(hbm_state_decode(h, sizeof(h), 0, &out, &d), -EBADMSG);
+		ck_assert_str_eq(d.header, "unknown header or record size");
+	}
+	for (i = 0; i < 4; i++) {
+		static const uint32_t versions[] = { 0, 3, 0x100, 0x80000002 };
+		uint8_t h[HBM_STATE_HEADER_SIZE];
+
+		memcpy(h, buf, sizeof(h));
+		put32le(h + 8, versions[i]);
+		put_crc(h);
+		ck_assert_int_eq(hbm_state_decode(h, sizeof(h), 0, &out, &d), -EBADMSG);
+		ck_assert_str_eq(d.header, "unknown version");
+	}
+	/* version 1 knows 48-byte records only */
+	put32le(buf + 8, 1);
+	put32le(buf + 16, 56);
+	put_crc(buf);
+	ck_assert_int_eq(hbm_state_decode(buf, HBM_STATE_HEADER_SIZE, 0, &out, &d), -EBADMSG);
+
+	/* a later version's 56-byte records: the known fields read, the CRC last */
+	big = calloc(1, snap + LOG_NR * rs);
+	memcpy(big, buf, HBM_STATE_HEADER_SIZE);
+	put32le(big + 8, 2);
+	put32le(big + 16, rs);
+	put_crc(big);
+	for (i = 0; i < NR + LOG_NR; i++) {
+		uint8_t *p = big + HBM_STATE_HEADER_SIZE + i * rs;
+
+		if (i < NR)
+			hbm_state_log_encode(&sample_records[i], 0, 0, p);
+		else
+			hbm_state_log_encode(&log_records[i - NR], 42, i - NR + 1, p);
+		memset(p + 44, 0x77, 8);	/* what this version does not know */
+		put32le(p + rs - 4, hbm_crc32c(0, p, rs - 4));
+	}
+	ck_assert_int_eq(hbm_state_decode(big, snap + LOG_NR * rs, 0, &out, &d), 0);
+	expect(whole(&d) && out.record_size == 56);
+	ck_assert_uint_eq(out.nr, REPLAYED_NR);
+	ck_assert_mem_eq(out.records, replayed, sizeof(replayed));
+	hbm_state_free(&out);
+	free(big);
+	free(buf);
+}
+END_TEST
+
+/* The replay against a page-by-page model, on random logs over 64 pages. */
+START_TEST(log_replay_random)
+{
+	struct hbm_state_record base[32], log[40], *out;
+	struct hbm_state_record model[64];
+	size_t round, nb, nl, n, i, p;
+
+	srandom(3720);
+	for (round = 0; round < 3000; round++) {
+		uint64_t at = 0;
+
+		memset(model, 0, sizeof(model));
+		for (nb = 0; nb < 32 && at < 64; nb++) {	/* sorted, apart */
+			at += random() % 4;
+			if (at >= 64)
+				break;
+			base[nb] = (struct hbm_state_record){ at << 12, 0,
+				nb, nb, 1 + random() % 3, random() % 5, nb };
+			base[nb].length = (uint64_t)(1 + random() % (at < 60 ? 4 : 64 - at)) << 12;
+			at += base[nb].length >> 12;
+			if (at > 64) {
+				base[nb].length -= (at - 64) << 12;
+				at = 64;
+			}
+		}
+		nl = random() % 40;
+		for (i = 0; i < nl; i++) {
+			uint64_t off = random() % 64, len = 1 + random() % 8;
+
+			if (off + len > 64)
+				len = 64 - off;
+			log[i] = (struct hbm_state_record){ off << 12, len << 12, 100 + i, 100 + i,
+							    1 + random() % 3, random() % 5, 0 };
+		}
+		for (i = 0; i < nb; i++)
+			for (p = base[i].offset >> 12; p < (base[i].offset + base[i].length) >> 12; p++)
+				model[p] = base[i];
+		for (i = 0; i < nl; i++)
+			for (p = log[i].offset >> 12; p < (log[i].offset + log[i].length) >> 12; p++)
+				model[p] = log[i];
+		ck_assert_int_eq(hbm_state_replay(base, nb, log, nl, &out, &n), 0);
+		for (i = 0, p = 0; i < n; i++) {
+			uint64_t q;
+
+			expect(out[i].length && !(i && out[i].offset < out[i - 1].offset + out[i - 1].length));
+			for (; p < out[i].offset >> 12; p++)
+				expect(!model[p].length);	/* a hole stays one */
+			for (q = out[i].offset >> 12; q < (out[i].offset + out[i].length) >> 12; q++, p++)
+				expect(model[q].first_seen == out[i].first_seen &&
+				       model[q].state == out[i].state &&
+				       model[q].source == out[i].source &&
+				       model[q].errors == out[i].errors);
+		}
+		for (; p < 64; p++)
+			expect(!model[p].length);
+		free(out);
+	}
+}
+END_TEST
+
+/* Appended, compacted with more appended meanwhile: what the replay of all says. */
+START_TEST(log_append_and_compact)
+{
+	char dir[] = "/tmp/hbmlog.XXXXXX", tmp[300];
+	struct hbm_state s = sample(), out;
+	struct hbm_state_damage d;
+	struct hbm_state_log log = { 0 };
+	uint64_t upto, fsyncs;
+	int dirfd;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_eq(hbm_state_append(&(struct hbm_state_log){ .fd = -1, .open = 1 },
+					  log_records, 1), -EBADF);
+	ck_assert_int_eq(hbm_state_write(dirfd, &s), 0);
+	ck_assert_int_eq(hbm_state_log_open(dirfd, &s, &log), 0);
+	fsyncs = hbm_state_fsyncs;
+	ck_assert_int_eq(hbm_state_append(&log, log_records, 2), 0);
+	ck_assert_uint_eq(hbm_state_fsyncs, fsyncs + 1);	/* one for the two */
+	ck_assert_int_eq(hbm_state_compact(dirfd, s.identity, log.fd, log.length), 0);
+	upto = log.length;
+	ck_assert_int_eq(hbm_state_append(&log, log_records + 2, 2), 0);	/* meanwhile */
+	ck_assert_int_eq(hbm_state_compact_finish(dirfd, s.identity, &log, upto), 0);
+	ck_assert_uint_eq(log.serial, 43);
+	ck_assert_uint_eq(log.seq, 2);
+	ck_assert_int_eq(hbm_state_read(dirfd, s.identity, 0, &out, &d), 0);
+	expect(whole(&d));
+	ck_assert_uint_eq(out.serial, 43);
+	ck_assert_uint_eq(out.log_nr, 2);
+	ck_assert_uint_eq(out.nr, REPLAYED_NR);
+	ck_assert_mem_eq(out.records, replayed, sizeof(replayed));
+	hbm_state_free(&out);
+	ck_assert_int_eq(hbm_state_compact_name(s.identity, tmp, sizeof(tmp)), 0);
+	ck_assert_int_eq(faccessat(dirfd, tmp, F_OK, 0), -1);	/* renamed */
+
+	/* and appending goes on in the new file, of its generation */
+	ck_assert_int_eq(hbm_state_append(&log, &(struct hbm_state_record){ 0x50000, 0x1000,
+					  1, 1, HBMGUARD_STATE_RETIRED, 0, 0 }, 1), 0);
+	ck_assert_int_eq(hbm_state_read(dirfd, s.identity, 0, &out, &d), 0);
+	expect(whole(&d) && out.log_nr == 3 && out.nr == REPLAYED_NR + 1);
+	hbm_state_free(&out);
+
+	/* a damaged file is not compacted: its damage would go unsaid */
+	hbm_state_log_close(&log);
+	ck_assert_int_eq(hbm_state_write(dirfd, &s), 0);
+	ck_assert_int_eq(hbm_state_log_open(dirfd, &s, &log), 0);
+	ck_assert_int_eq(pwrite(log.fd, "x", 1, 200), 1);
+	ck_assert_int_eq(hbm_state_compact(dirfd, s.identity, log.fd, log.length), -EBADMSG);
+	hbm_state_log_close(&log);
+	ck_assert_int_eq(hbm_state_quarantine(dirfd, s.identity, tmp, sizeof(tmp)), 0);
+	unlinkat(dirfd, tmp, 0);
+	close(dirfd);
+	ck_assert_int_eq(rmdir(dir), 0);
 }
 END_TEST
 
@@ -215,12 +706,21 @@ Suite *state_suite(void)
 	TCase *tc = tcase_create("format");
 
 	tcase_add_test(tc, crc32c_vector);
+	tcase_add_test(tc, crc32c_as_bitwise);
 	tcase_add_test(tc, round_trip);
 	tcase_add_test(tc, every_truncation);
 	tcase_add_test(tc, every_bit_flip);
 	tcase_add_test(tc, bad_records);
 	tcase_add_test(tc, file_names);
 	tcase_add_test(tc, write_read_quarantine);
+	tcase_add_test(tc, log_replayed);
+	tcase_add_test(tc, log_torn_tail);
+	tcase_add_test(tc, log_bounded_by_the_device);
+	tcase_add_test(tc, log_bad_in_the_middle);
+	tcase_add_test(tc, log_duplicates_and_gaps);
+	tcase_add_test(tc, log_header_fields);
+	tcase_add_test(tc, log_replay_random);
+	tcase_add_test(tc, log_append_and_compact);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * hbmstatebench: what guest-bench.sh needs to measure hbmguardd's state
+ * files at 10^6 pages (issue 17).
+ *
+ *   hbmstatebench write DIR IDENTITY PAGES   a snapshot of PAGES one-page extents,
+ *                                            every other page (apart: the kernel
+ *                                            keeps them as PAGES extents)
+ *   hbmstatebench read DIR IDENTITY          ns to read it (hbm_state_read(), what
+ *                                            the daemon does first at a start)
+ *   hbmstatebench inject DEV COUNT FIRST     COUNT UEs, at FIRST, FIRST + 2 pages...
+ *   hbmstatebench proc PID                   the daemon's CPU ns (its main thread and
+ *                                            its children waited for), bytes written
+ *                                            (wchar, write_bytes), VmRSS and VmHWM (KiB)
+ *   hbmstatebench now                        CLOCK_MONOTONIC ns
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <linux/hbmguard.h>
+
+#include "bench.h"
+#include "state.h"
+
+static int open_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		perror(dir);
+	return fd;
+}
+
+static int cmd_write(const char *dir, const char *identity, size_t pages)
+{
+	struct hbm_state s = { .page_size = 4096, .serial = 1, .nr = pages };
+	int fd = open_dir(dir), err;
+	size_t i;
+
+	if (fd < 0)
+		return 1;
+	snprintf(s.identity, sizeof(s.identity), "%s", identity);
+	s.records = calloc(pages ? pages : 1, sizeof(*s.records));
+	if (!s.records)
+		return 1;
+	for (i = 0; i < pages; i++)
+		s.records[i] = (struct hbm_state_record){
+			.offset = 2 * i * 4096, .length = 4096, .first_seen = 1, .last_seen = 1,
+			.state = HBMGUARD_STATE_RETIRED, .source = HBMGUARD_SOURCE_UE, .errors = 1,
+		};
+	err = hbm_state_write(fd, &s);
+	if (err)
+		fprintf(stderr, "hbmstatebench: write: %s\n", strerror(-err));
+	return err ? 1 : 0;
+}
+
+static int cmd_read(const char *dir, const char *identity)
+{
+	struct hbm_state_damage damage;
+	struct hbm_state s;
+	int fd = open_dir(dir), err;
+	double t;
+
+	if (fd < 0)
+		return 1;
+	t = now_ns();
+	err = hbm_state_read(fd, identity, 0, &s, &damage);
+	t = now_ns() - t;
+	if (err) {
+		fprintf(stderr, "hbmstatebench: read: %s\n", strerror(-err));
+		return 1;
+	}
+	printf("%.0f %zu\n", t, s.nr);
+	hbm_state_free(&s);
+	return 0;
+}
+
+static int cmd_inject(uint32_t dev, size_t count, uint64_t first)
+{
+	int fd = open("/dev/hbmguard", O_RDWR | O_CLOEXEC);
+	size_t i;
+
+	if (fd < 0) {
+		perror("/dev/hbmguard");
+		return 1;
+	}
+	for (i = 0; i < count; i++) {
+		struct hbmguard_inject in = {
+			.size = sizeof(in), .device = dev, .kind = HBMGUARD_ERROR_UE,
+			.offset = first + 2 * i * 4096, .count = 1,
+		};
+
+		if (ioctl(fd, HBMGUARD_IOC_INJECT, &in)) {
+			perror("HBMGUARD_IOC_INJECT");
+			return 1;
+		}
+	}
+	close(fd);
+	return 0;
+}
+
+/* CPU: schedstat's ns on a CPU, the threads'; children's from stat (ticks) */
+static int cmd_proc(const char *pid)
+{
+	unsigned long long ns = 0, cu = 0, cs = 0, wchar = 0, wbytes = 0, rss = 0, hwm = 0, v;
+	char path[64], line[512], *p;
+	FILE *f;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%s/schedstat", pid);
+	f = fopen(path, "r");
+	if (!f || fscanf(f, "%llu", &ns) != 1)
+		return 1;
+	fclose(f);
+	snprintf(path, sizeof(path), "/proc/%s/stat", pid);
+	f = fopen(path, "r");
+	if (!f || !fgets(line, sizeof(line), f) || !(p = strrchr(line, ')')))
+		return 1;
+	fclose(f);
+	/* after ")": state is field 3; cutime 16, cstime 17 */
+	for (i = 3, p += 2; i <= 17 && p; i++, p = strchr(p, ' ') ? strchr(p, ' ') + 1 : NULL)
+		if (i == 16)
+			cu = strtoull(p, NULL, 10);
+		else if (i == 17)
+			cs = strtoull(p, NULL, 10);
+	snprintf(path, sizeof(path), "/proc/%s/io", pid);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "wchar: %llu", &v) == 1)
+			wchar = v;
+		if (sscanf(line, "write_bytes: %llu", &v) == 1)
+			wbytes = v;
+	}
+	if (f)
+		fclose(f);
+	snprintf(path, sizeof(path), "/proc/%s/status", pid);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "VmRSS: %llu", &v) == 1)
+			rss = v;
+		if (sscanf(line, "VmHWM: %llu", &v) == 1)
+			hwm = v;
+	}
+	if (f)
+		fclose(f);
+	printf("%llu %llu %llu %llu %llu\n",
+	       ns + (cu + cs) * (1000000000ULL / sysconf(_SC_CLK_TCK)), wchar, wbytes, rss, hwm);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 5 && !strcmp(argv[1], "write"))
+		return cmd_write(argv[2], argv[3], strtoull(argv[4], NULL, 0));
+	if (argc == 4 && !strcmp(argv[1], "read"))
+		return cmd_read(argv[2], argv[3]);
+	if (argc == 5 && !strcmp(argv[1], "inject"))
+		return cmd_inject(strtoul(argv[2], NULL, 0), strtoull(argv[3], NULL, 0),
+				  strtoull(argv[4], NULL, 0));
+	if (argc == 3 && !strcmp(argv[1], "proc"))
+		return cmd_proc(argv[2]);
+	if (argc == 2 && !strcmp(argv[1], "now")) {
+		printf("%.0f\n", now_ns());
+		return 0;
+	}
+	fprintf(stderr, "usage: hbmstatebench write DIR IDENTITY PAGES | read DIR IDENTITY |\n"
+		"       inject DEV COUNT FIRST | proc PID | now\n");
+	return 2;
+}
