@@ -108,25 +108,30 @@ static int parse_seqnum(struct nl_msg *msg, void *arg)
 }
 
 /*
- * The number of the module's last event (STATS_GET), 0 unknown.  The
- * module makes a page event after the change, under the device's lock
- * (device_changed(), kmod/device.c): a table read begun after this holds
- * the changes of every event up to it, which the store need not log again.
+ * The number of the module's last event (STATS_GET).  The module makes a
+ * page event after the change, under the device's lock (device_changed(),
+ * kmod/device.c): a table read begun after this holds the changes of every
+ * event up to it, which the store need not log again.
  */
-static uint64_t module_seqnum(struct hbm_kernel *k)
+static int module_seqnum(struct hbm_kernel *k, uint64_t *seq)
 {
-	uint64_t seq = 0;
-
-	return transact(k, request(k, HBMGUARD_CMD_STATS_GET, 0), parse_seqnum, &seq) ? 0 : seq;
+	*seq = 0;
+	return transact(k, request(k, HBMGUARD_CMD_STATS_GET, 0), parse_seqnum, seq);
 }
 
+/*
+ * A table read whose events are not known is no table read: the store
+ * would log again, after a snapshot, events it holds, and a page an
+ * operator cleared since would come back at the next start.
+ */
 static int dump_pages(void *ctx, const struct device *dev, struct hbm_extents *x)
 {
 	struct hbm_kernel *k = ctx;
 	struct nl_msg *msg;
-	int err;
+	int err = module_seqnum(k, &x->seqnum);
 
-	x->seqnum = module_seqnum(k);
+	if (err)
+		return err;
 	msg = request(k, HBMGUARD_CMD_PAGES_GET, NLM_F_DUMP);
 	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev->id);
 	err = transact(k, msg, parse_extent, x);

@@ -119,6 +119,17 @@ static void merge(struct hbm_extents *k, const struct hbm_state *stored)
 	k->nr = n;
 }
 
+/*
+ * A compaction of device @id must not rename its file over one written
+ * since (a snapshot, or none: the file moved aside), even when writing
+ * that one failed after its rename.
+ */
+static void abandon_compaction(struct hbm_store *s, uint32_t id)
+{
+	if (s->compacting.pid && s->compacting.id == id)
+		s->compacting.abandoned = true;
+}
+
 static void load_stored(struct hbm_store *store, const struct device *dev,
 			struct hbm_state *s)
 {
@@ -145,6 +156,11 @@ static void load_stored(struct hbm_store *store, const struct device *dev,
 	if (err || hbm_state_damaged(&damage)) {
 		if (!hbm_state_quarantine(store->d->state_dir, dev->identity, moved, sizeof(moved)))
 			fprintf(stderr, "<3>hbmguardd: kept as %s\n", moved);
+		/* its log is that file's: the next change makes a new one */
+		if (dev->id < HBMGUARD_MAX_DEVICES) {
+			abandon_compaction(store, dev->id);
+			hbm_state_log_close(&store->saves[dev->id].log);
+		}
 	}
 	if (err)
 		memset(s, 0, sizeof(*s));	/* nothing of it to trust */
@@ -304,8 +320,7 @@ static void log_reopen(struct hbm_store *s, const struct device *dev, const stru
 	if (dev->id >= HBMGUARD_MAX_DEVICES)
 		return;
 	sv = &s->saves[dev->id];
-	if (s->compacting.pid && s->compacting.id == dev->id)
-		s->compacting.abandoned = true;
+	abandon_compaction(s, dev->id);
 	hbm_state_log_close(&sv->log);
 	sv->no_compact = false;
 	snprintf(sv->identity, sizeof(sv->identity), "%s", dev->identity);
@@ -411,6 +426,7 @@ static int write_union(struct hbm_store *s, const struct device *dev, struct hbm
 	out.records = k->r;
 	out.nr = k->nr;
 	if (k->nr || stored->nr || forget) {
+		abandon_compaction(s, dev->id);
 		err = hbm_state_write(s->d->state_dir, &out);
 		if (!err)
 			log_reopen(s, dev, &out);
@@ -419,6 +435,17 @@ static int write_union(struct hbm_store *s, const struct device *dev, struct hbm
 		count_stored(s, dev, &out);
 	save_done(s, dev, err);
 	return err;
+}
+
+/*
+ * The events a snapshot holds: those up to @seqnum.  Never fewer than the
+ * last one held, within one module instance (forget_device() starts over
+ * when it goes): an event the file holds must not be logged after it.
+ */
+static void raise_covered(struct hbm_store *s, uint32_t id, uint64_t seqnum)
+{
+	if (seqnum > s->saves[id].covered)
+		s->saves[id].covered = seqnum;
 }
 
 /*
@@ -443,7 +470,7 @@ static int save(struct hbm_store *s, const struct device *dev,
 	else
 		err = write_union(s, dev, &k, &stored, forget);
 	if (!err && dev->id < HBMGUARD_MAX_DEVICES)
-		s->saves[dev->id].covered = k.seqnum;
+		raise_covered(s, dev->id, k.seqnum);
 	free(k.r);
 	hbm_state_free(&stored);
 	return err;
@@ -504,7 +531,7 @@ static void read_end(struct hbm_store *s, const struct hbm_fact *f)
 			core_restore(s->core, &r->dev, &r->stored);
 		}
 		if (!write_union(s, &r->dev, &r->table, &r->stored, false))
-			s->saves[r->dev.id].covered = f->seqnum;
+			raise_covered(s, r->dev.id, f->seqnum);
 	}
 	free(r->table.r);
 	hbm_state_free(&r->stored);
@@ -647,8 +674,12 @@ static void save_dirty(struct hbm_store *s, bool failed)
  */
 static int on_compacted(sd_event_source *src, int fd, uint32_t revents, void *arg);
 
-/* Close every descriptor from 3 up but those of @keep (sorted). */
-static void close_except(const int *keep, size_t n)
+/*
+ * Close every descriptor from 3 up but those of @keep (sorted).  Return:
+ * 0, or -1 when one could not be (close_range(): Linux 5.9, and a seccomp
+ * filter may refuse it).
+ */
+static int close_except(const int *keep, size_t n)
 {
 	unsigned int from = 3;
 	size_t i;
@@ -656,11 +687,11 @@ static void close_except(const int *keep, size_t n)
 	for (i = 0; i < n; i++) {
 		if (keep[i] < (int)from)
 			continue;
-		if ((unsigned int)keep[i] > from)
-			close_range(from, keep[i] - 1, 0);
+		if ((unsigned int)keep[i] > from && close_range(from, keep[i] - 1, 0))
+			return -1;
 		from = keep[i] + 1;
 	}
-	close_range(from, ~0U, 0);
+	return close_range(from, ~0U, 0);
 }
 
 static int cmp_int(const void *a, const void *b)
@@ -684,7 +715,8 @@ static void __attribute__((noreturn)) compact_child(int dirfd, const char *ident
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
 		_exit(1);
 	qsort(keep, 3, sizeof(keep[0]), cmp_int);
-	close_except(keep, 3);
+	if (close_except(keep, 3))
+		_exit(1);	/* not with the daemon's sockets held: no compaction */
 	err = hbm_state_compact(dirfd, identity, fd, upto);
 	_exit(write(out, &err, sizeof(err)) == sizeof(err) ? 0 : 1);
 }
@@ -741,8 +773,13 @@ static bool compaction_end(struct hbm_store *s)
 	struct compaction *c = &s->compacting;
 	char tmp[300];
 
-	if (c->pid > 0 && waitpid(c->pid, NULL, WNOHANG) != c->pid)
-		return false;
+	if (c->pid > 0) {
+		pid_t reaped = waitpid(c->pid, NULL, WNOHANG);
+
+		/* ECHILD: reaped already (SIGCHLD ignored): nothing to wait for */
+		if (!reaped || (reaped < 0 && errno != ECHILD))
+			return false;
+	}
 	c->src = sd_event_source_disable_unref(c->src);
 	if (c->pidfd >= 0)
 		close(c->pidfd);
