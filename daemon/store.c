@@ -130,17 +130,28 @@ static void abandon_compaction(struct hbm_store *s, uint32_t id)
 		s->compacting.abandoned = true;
 }
 
-static void load_stored(struct hbm_store *store, const struct device *dev,
-			struct hbm_state *s)
+static int load_stored(struct hbm_store *store, const struct device *dev,
+		       struct hbm_state *s)
 {
-	struct hbm_state_damage damage;
+	struct hbm_state_damage damage = { 0 };
 	char moved[300];
 	uint64_t pages = dev->page_size ? dev->size / dev->page_size : 0;
 	int err = hbm_state_read(store->d->state_dir, dev->identity, pages, s, &damage);
 
 	if (err == -ENOENT) {
 		memset(s, 0, sizeof(*s));
-		return;
+		return 0;
+	}
+	/*
+	 * Not read (ENOMEM, EIO, a file past what the reader takes) is not
+	 * damaged: the file stays, and what would be saved without its
+	 * records is not.
+	 */
+	if (err && err != -EBADMSG) {
+		fprintf(stderr, "<3>hbmguardd: reading the state of %s: %s\n", dev->identity,
+			strerror(-err));
+		memset(s, 0, sizeof(*s));
+		return err;
 	}
 	if (err || damage.bad_records || damage.missing_records)
 		fprintf(stderr, "<3>hbmguardd: state of %s damaged (%s; %zu bad, %zu missing records): moving it aside\n",
@@ -164,6 +175,7 @@ static void load_stored(struct hbm_store *store, const struct device *dev,
 	}
 	if (err)
 		memset(s, 0, sizeof(*s));	/* nothing of it to trust */
+	return 0;
 }
 
 /*
@@ -459,7 +471,11 @@ static int save(struct hbm_store *s, const struct device *dev,
 	struct hbm_extents k = { 0 };
 	int err;
 
-	load_stored(s, dev, &stored);
+	err = load_stored(s, dev, &stored);
+	if (err) {
+		save_done(s, dev, err);
+		return err;
+	}
 	if (forget && forget_range(&stored, forget->offset, forget->length)) {
 		hbm_state_free(&stored);
 		return -ENOMEM;
@@ -490,8 +506,9 @@ static void read_begin(struct hbm_store *s, const struct hbm_fact *f)
 					   .size = f->dev.size } };
 	s->saves[f->dev.id].page_size = f->dev.page_size;
 	snprintf(r->dev.identity, sizeof(r->dev.identity), "%s", f->dev.identity);
-	load_stored(s, &r->dev, &r->stored);
-	if (f->sync == HBM_SYNC_START || f->sync == HBM_SYNC_ADDED)
+	if (load_stored(s, &r->dev, &r->stored))
+		r->failed = true;	/* not saved without it: retried, save() */
+	else if (f->sync == HBM_SYNC_START || f->sync == HBM_SYNC_ADDED)
 		core_restore(s->core, &r->dev, &r->stored);
 }
 
@@ -602,7 +619,10 @@ static void save_gone(struct hbm_store *s, uint32_t id, const char *identity)
 		struct hbm_state_record *heard = calloc(n, sizeof(*heard)), *r;
 		size_t m = 0, nr;
 
-		load_stored(s, &dev, &stored);
+		if (load_stored(s, &dev, &stored)) {
+			free(heard);
+			heard = NULL;	/* lost: said below */
+		}
 		for (i = 0; heard && i < s->nr_turn; i++)
 			if (turn_logs(s, &s->turn[i], id))
 				heard[m++] = s->turn[i].rec;

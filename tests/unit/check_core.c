@@ -556,6 +556,37 @@ START_TEST(a_file_moved_aside_is_no_longer_appended_to)
 }
 END_TEST
 
+/*
+ * A file that cannot be read (here a directory in its place; ENOMEM, EIO)
+ * is not a damaged one: it stays where it is, and no save is made without
+ * what it holds.
+ */
+START_TEST(a_file_not_read_is_not_moved_aside)
+{
+	struct stat st;
+	char name[256];
+	sd_event *loop;
+
+	ck_assert_int_ge(sd_event_new(&loop), 0);
+	d.loop = loop;
+	ck_assert_int_ge(store_watch(&store), 0);
+	add_device(0, "sim:s");
+	ck_assert_int_eq(hbm_state_file_name("sim:s", name, sizeof(name)), 0);
+	ck_assert_int_eq(mkdirat(d.state_dir, name, 0700), 0);
+	table[table_nr++] = bad_page;
+	seen(HBM_SYNC_START, 1, 0);
+	one_turn(loop);
+	ck_assert_int_eq(fstatat(d.state_dir, name, &st, 0), 0);
+	ck_assert(S_ISDIR(st.st_mode));
+	ck_assert_int_eq(restores, 0);
+	ck_assert_int_ne(store.saves[0].error, 0);	/* unsaved, retried */
+	ck_assert_int_eq(unlinkat(d.state_dir, name, AT_REMOVEDIR), 0);
+	store_stop(&store);
+	memset(&store, 0, sizeof(store));
+	d.loop = sd_event_unref(loop);
+}
+END_TEST
+
 static void gone(void)
 {
 	src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_DEVICE_GONE,
@@ -890,6 +921,7 @@ Suite *core_suite(void)
 	tcase_add_test(st, a_cleared_page_stays_cleared_though_its_event_comes_late);
 	tcase_add_test(st, a_clear_whose_dump_fails_is_not_acknowledged);
 	tcase_add_test(st, a_file_moved_aside_is_no_longer_appended_to);
+	tcase_add_test(st, a_file_not_read_is_not_moved_aside);
 	suite_add_tcase(s, st);
 	return s;
 }
