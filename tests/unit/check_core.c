@@ -346,6 +346,27 @@ static int noop(sd_event_source *src, void *arg)
 }
 
 /* One turn of the loop: something to dispatch, then the post sources (the saves). */
+/*
+ * The store on a loop of its own, for tests that run its turns; the
+ * teardown's store_stop() then finds it stopped.
+ */
+static sd_event *store_loop(void)
+{
+	sd_event *loop;
+
+	ck_assert_int_ge(sd_event_new(&loop), 0);
+	d.loop = loop;
+	ck_assert_int_ge(store_watch(&store), 0);
+	return loop;
+}
+
+static void store_loop_end(sd_event *loop)
+{
+	store_stop(&store);
+	memset(&store, 0, sizeof(store));
+	d.loop = sd_event_unref(loop);
+}
+
 static void one_turn(sd_event *loop)
 {
 	sd_event_source *kick;
@@ -386,9 +407,7 @@ START_TEST(heard_changes_are_logged_and_compacted)
 	size_t i;
 	int turns;
 
-	ck_assert_int_ge(sd_event_new(&loop), 0);
-	d.loop = loop;
-	ck_assert_int_ge(store_watch(&store), 0);
+	loop = store_loop();
 	add_device(0, "sim:s");
 	table[table_nr++] = bad_page;
 	seen(HBM_SYNC_START, 1, 0);		/* the snapshot */
@@ -438,9 +457,7 @@ START_TEST(heard_changes_are_logged_and_compacted)
 	ck_assert_uint_eq(s.nr, 1 + 3 + 8 + 1);	/* the 65: the fake kernel's dump lacked them */
 	hbm_state_free(&s);
 	ck_assert_uint_eq(store.counters.logged, 3 + 8 + 1);
-	store_stop(&store);
-	memset(&store, 0, sizeof(store));	/* stopped: the teardown's stop finds nothing */
-	d.loop = sd_event_unref(loop);
+	store_loop_end(loop);
 }
 END_TEST
 
@@ -462,9 +479,7 @@ static int clear_then_late_event(int dump_fails, bool *has_5000)
 	size_t i;
 	int answer;
 
-	ck_assert_int_ge(sd_event_new(&loop), 0);
-	d.loop = loop;
-	ck_assert_int_ge(store_watch(&store), 0);
+	loop = store_loop();
 	add_device(0, "sim:s");
 	table[table_nr++] = bad_page;
 	seen(HBM_SYNC_START, 1, 0);
@@ -486,9 +501,7 @@ static int clear_then_late_event(int dump_fails, bool *has_5000)
 		if (s.records[i].offset == 0x5000)
 			*has_5000 = true;
 	hbm_state_free(&s);
-	store_stop(&store);
-	memset(&store, 0, sizeof(store));
-	d.loop = sd_event_unref(loop);
+	store_loop_end(loop);
 	return answer;
 }
 
@@ -523,9 +536,7 @@ START_TEST(a_file_moved_aside_is_no_longer_appended_to)
 	sd_event *loop;
 	int fd;
 
-	ck_assert_int_ge(sd_event_new(&loop), 0);
-	d.loop = loop;
-	ck_assert_int_ge(store_watch(&store), 0);
+	loop = store_loop();
 	add_device(0, "sim:s");
 	table[table_nr++] = bad_page;
 	seen(HBM_SYNC_START, 1, 0);		/* a snapshot, its log open */
@@ -550,9 +561,7 @@ START_TEST(a_file_moved_aside_is_no_longer_appended_to)
 	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &st, &damage), 0);
 	ck_assert_uint_eq(st.nr + st.log_nr, 1);
 	hbm_state_free(&st);
-	store_stop(&store);
-	memset(&store, 0, sizeof(store));
-	d.loop = sd_event_unref(loop);
+	store_loop_end(loop);
 }
 END_TEST
 
@@ -567,9 +576,7 @@ START_TEST(a_file_not_read_is_not_moved_aside)
 	char name[256];
 	sd_event *loop;
 
-	ck_assert_int_ge(sd_event_new(&loop), 0);
-	d.loop = loop;
-	ck_assert_int_ge(store_watch(&store), 0);
+	loop = store_loop();
 	add_device(0, "sim:s");
 	ck_assert_int_eq(hbm_state_file_name("sim:s", name, sizeof(name)), 0);
 	ck_assert_int_eq(mkdirat(d.state_dir, name, 0700), 0);
@@ -581,9 +588,7 @@ START_TEST(a_file_not_read_is_not_moved_aside)
 	ck_assert_int_eq(restores, 0);
 	ck_assert_int_ne(store.saves[0].error, 0);	/* unsaved, retried */
 	ck_assert_int_eq(unlinkat(d.state_dir, name, AT_REMOVEDIR), 0);
-	store_stop(&store);
-	memset(&store, 0, sizeof(store));
-	d.loop = sd_event_unref(loop);
+	store_loop_end(loop);
 }
 END_TEST
 
@@ -603,9 +608,7 @@ START_TEST(events_before_the_read_are_not_logged_again)
 	struct hbm_state s;
 	sd_event *loop;
 
-	ck_assert_int_ge(sd_event_new(&loop), 0);
-	d.loop = loop;
-	ck_assert_int_ge(store_watch(&store), 0);
+	loop = store_loop();
 	add_device(0, "sim:s");
 	table[table_nr++] = bad_page;
 	seen(HBM_SYNC_START, 1, 0);
@@ -624,9 +627,7 @@ START_TEST(events_before_the_read_are_not_logged_again)
 	ck_assert_uint_eq(s.log_nr, 1);
 	ck_assert_uint_eq(s.nr, 2);
 	hbm_state_free(&s);
-	store_stop(&store);
-	memset(&store, 0, sizeof(store));
-	d.loop = sd_event_unref(loop);
+	store_loop_end(loop);
 }
 END_TEST
 
@@ -641,9 +642,7 @@ START_TEST(a_turn_logs_nothing_a_later_snapshot_holds)
 	struct hbm_state s;
 	sd_event *loop;
 
-	ck_assert_int_ge(sd_event_new(&loop), 0);
-	d.loop = loop;
-	ck_assert_int_ge(store_watch(&store), 0);
+	loop = store_loop();
 	add_device(0, "sim:s");
 	table[table_nr++] = bad_page;
 	seen(HBM_SYNC_START, 1, 0);
@@ -662,9 +661,7 @@ START_TEST(a_turn_logs_nothing_a_later_snapshot_holds)
 	ck_assert_uint_eq(s.records[0].offset, 0x9000);
 	ck_assert_uint_eq(s.records[1].offset, 0xa000);
 	hbm_state_free(&s);
-	store_stop(&store);
-	memset(&store, 0, sizeof(store));
-	d.loop = sd_event_unref(loop);
+	store_loop_end(loop);
 }
 END_TEST
 
@@ -685,9 +682,7 @@ START_TEST(a_restored_event_the_snapshot_holds_is_not_saved_again)
 {
 	sd_event *loop;
 
-	ck_assert_int_ge(sd_event_new(&loop), 0);
-	d.loop = loop;
-	ck_assert_int_ge(store_watch(&store), 0);
+	loop = store_loop();
 	add_device(0, "sim:s");
 	table[table_nr++] = bad_page;
 	src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_DEVICE_SEEN,
@@ -704,9 +699,7 @@ START_TEST(a_restored_event_the_snapshot_holds_is_not_saved_again)
 	one_turn(loop);
 	ck_assert_int_eq(dumps, 1);
 	ck_assert(!store.saves[0].dirty);
-	store_stop(&store);
-	memset(&store, 0, sizeof(store));
-	d.loop = sd_event_unref(loop);
+	store_loop_end(loop);
 }
 END_TEST
 
@@ -732,9 +725,7 @@ START_TEST(an_event_over_pages_of_other_states_makes_a_snapshot)
 	sd_event *loop;
 	size_t i, covering = 0;
 
-	ck_assert_int_ge(sd_event_new(&loop), 0);
-	d.loop = loop;
-	ck_assert_int_ge(store_watch(&store), 0);
+	loop = store_loop();
 	add_device(0, "sim:s");
 	table[table_nr++] = bad_page;		/* 0x9000 RETIRED */
 	seen(HBM_SYNC_START, 1, 0);
@@ -756,9 +747,7 @@ START_TEST(an_event_over_pages_of_other_states_makes_a_snapshot)
 	one_turn(loop);
 	ck_assert_uint_eq(store.counters.logged, 1);
 	ck_assert_int_eq(dumps, 1);
-	store_stop(&store);
-	memset(&store, 0, sizeof(store));
-	d.loop = sd_event_unref(loop);
+	store_loop_end(loop);
 }
 END_TEST
 
@@ -808,9 +797,7 @@ START_TEST(the_compaction_child_holds_only_its_files)
 	pid_t pid;
 
 	ck_assert_int_ge(marker, 0);
-	ck_assert_int_ge(sd_event_new(&loop), 0);
-	d.loop = loop;
-	ck_assert_int_ge(store_watch(&store), 0);
+	loop = store_loop();
 	add_device(0, "sim:s");
 	table[table_nr++] = bad_page;
 	seen(HBM_SYNC_START, 1, 0);
@@ -856,9 +843,7 @@ START_TEST(the_compaction_child_holds_only_its_files)
 	ck_assert_uint_eq(s.nr, 1 + 8 + 1);
 	hbm_state_free(&s);
 	close(marker);
-	store_stop(&store);
-	memset(&store, 0, sizeof(store));
-	d.loop = sd_event_unref(loop);
+	store_loop_end(loop);
 }
 END_TEST
 
