@@ -564,17 +564,18 @@ int hbm_state_file_name(const char *identity, char *name, size_t len)
 	return n < len ? 0 : -ENAMETOOLONG;
 }
 
-static int write_all(int fd, const uint8_t *buf, size_t len)
+static int pwrite_all(int fd, const uint8_t *buf, size_t len, uint64_t at)
 {
 	while (len) {
-		ssize_t w = write(fd, buf, len);
+		ssize_t w = pwrite(fd, buf, len, at);
 
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w < 0)
-			return -errno;
+		if (w <= 0)
+			return w ? -errno : -EIO;
 		buf += w;
 		len -= w;
+		at += w;
 	}
 	return 0;
 }
@@ -602,7 +603,7 @@ int hbm_atomic_write(int dirfd, const char *name, const void *buf, size_t len)
 	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	err = write_all(fd, buf, len);
+	err = pwrite_all(fd, buf, len, 0);	/* a new file */
 	if (!err && (hbm_state_fsyncs++, fsync(fd)))
 		err = -errno;
 	if (close(fd) && !err)
@@ -776,22 +777,6 @@ void hbm_state_log_close(struct hbm_state_log *log)
 	log->open = 0;
 }
 
-static int pwrite_all(int fd, const uint8_t *buf, size_t len, uint64_t at)
-{
-	while (len) {
-		ssize_t w = pwrite(fd, buf, len, at);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w ? -errno : -EIO;
-		buf += w;
-		len -= w;
-		at += w;
-	}
-	return 0;
-}
-
 /**
  * hbm_state_append() - changes onto a state file's log, durably
  * @log: the file
@@ -894,7 +879,7 @@ int hbm_state_compact(int dirfd, const char *identity, int fd, uint64_t upto)
 	if (!err) {
 		hbm_state_encode(&s, buf);
 		out = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		err = out < 0 ? -errno : write_all(out, buf, hbm_state_encode_size(&s));
+		err = out < 0 ? -errno : pwrite_all(out, buf, hbm_state_encode_size(&s), 0);
 		if (out >= 0 && !err && (hbm_state_fsyncs++, fsync(out)))
 			err = -errno;
 		if (out >= 0 && close(out) && !err)

@@ -598,6 +598,17 @@ static void gone(void)
 		.dev = { .id = 0, .identity = "sim:s" } });
 }
 
+/* The kernel's table read again (a resync), its dump begun after event #@seqnum. */
+static void read_again(uint64_t seqnum)
+{
+	src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_DEVICE_SEEN,
+		.sync = HBM_SYNC_RESYNC,
+		.dev = { .id = 0, .identity = "sim:s", .page_size = 4096 } });
+	src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_TABLE_READ,
+		.origin = HBM_FROM_KERNEL, .seqnum = seqnum, .sync = HBM_SYNC_RESYNC,
+		.dev = { .id = 0, .identity = "sim:s" } });
+}
+
 /*
  * The events made before the table read began (a restore's) are in the
  * snapshot made from it: not logged again; those after it are.
@@ -612,12 +623,7 @@ START_TEST(events_before_the_read_are_not_logged_again)
 	add_device(0, "sim:s");
 	table[table_nr++] = bad_page;
 	seen(HBM_SYNC_START, 1, 0);
-	src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_DEVICE_SEEN,
-		.sync = HBM_SYNC_RESYNC,
-		.dev = { .id = 0, .identity = "sim:s", .page_size = 4096 } });
-	src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_TABLE_READ,
-		.origin = HBM_FROM_KERNEL, .seqnum = 10, .sync = HBM_SYNC_RESYNC,
-		.dev = { .id = 0, .identity = "sim:s" } });	/* read again, at #10 */
+	read_again(10);	/* read again, at #10 */
 	heard_numbered(0x9000, 9);
 	heard_numbered(0x9000, 10);
 	heard_numbered(0xa000, 11);
@@ -647,12 +653,7 @@ START_TEST(a_turn_logs_nothing_a_later_snapshot_holds)
 	table[table_nr++] = bad_page;
 	seen(HBM_SYNC_START, 1, 0);
 	heard_numbered(0x5000, 5);		/* retired at #5, cleared at #6 */
-	src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_DEVICE_SEEN,
-		.sync = HBM_SYNC_RESYNC,
-		.dev = { .id = 0, .identity = "sim:s", .page_size = 4096 } });
-	src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_TABLE_READ,
-		.origin = HBM_FROM_KERNEL, .seqnum = 7, .sync = HBM_SYNC_RESYNC,
-		.dev = { .id = 0, .identity = "sim:s" } });	/* read at #7: no 0x5000 */
+	read_again(7);	/* read at #7: no 0x5000 */
 	heard_numbered(0xa000, 8);		/* the turn goes on: logged */
 	one_turn(loop);
 	ck_assert_uint_eq(store.counters.logged, 1);
