@@ -3,7 +3,7 @@
 #   make            the module (against KDIR) and the userspace programs
 #   make check      install what is missing, build everything, run every tier
 #   make check-debug tier 2 again on a debug kernel (KASAN, lockdep, kmemleak...),
-#                   alone (make check runs it after check-kernel)
+#                   alone (make check runs it beside the other guests)
 #   make bench      the benchmark table
 #   make demo       a qemu guest with the module and simulated HBM, faults, table
 #   make install    (DESTDIR-aware) the module into /lib/modules/<ver>/updates
@@ -90,7 +90,7 @@ $(BUILD)/%/testmods/hbm_test_provider.ko: $(BUILD)/%/hbmguard.ko $(wildcard test
 # rewritten only when it changes, so that the modules follow a new kernel.
 $(BUILD)/debug/kernel: FORCE
 	@mkdir -p $(@D)
-	@$(TOP)/scripts/debug-kernel.sh >$@.new
+	@+$(TOP)/scripts/debug-kernel.sh >$@.new
 	@if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; fi
 $(BUILD)/debug/hbmguard.ko: $(BUILD)/debug/kernel
 FORCE:
@@ -268,31 +268,42 @@ $(BUILD)/amdgpu.tar: $(AMDGPU_FIXTURE)
 	@mkdir -p $(@D)
 	tar -C tests/unit/fixtures/amdgpu --exclude=README -cf $@ .
 
-check-kernel: modules-all $(BUILD)/guest/hbmtest $(BUILD)/guest/hbmctl $(BUILD)/guest/hbmnl \
-	$(BUILD)/guest/hbmrank \
-	$(BUILD)/hbmguardd $(BUILD)/nvml/nodes/libnvidia-ml.so.1 $(BUILD)/amdgpu.tar
-	@echo "== tier 2: kernel tests in qemu"
-	@for v in $(DEB_KVERS); do \
-		$(TOP)/tests/kernel/run.sh $$v || exit 1; \
-	done
+# What every tier-2 guest runs beside its kernel's modules.
+GUEST_PROGS := $(BUILD)/guest/hbmtest $(BUILD)/guest/hbmctl $(BUILD)/guest/hbmnl \
+	$(BUILD)/guest/hbmrank $(BUILD)/hbmguardd $(BUILD)/nvml/nodes/libnvidia-ml.so.1 \
+	$(BUILD)/amdgpu.tar
+KERNEL_TIERS := $(foreach v,$(DEB_KVERS),check-kernel-$(v))
+.PHONY: $(KERNEL_TIERS) check-system-boots check-system-ddp system-rootfs
+
+check-kernel: $(KERNEL_TIERS)
+$(KERNEL_TIERS): check-kernel-%: $(BUILD)/%/hbmguard.ko $(BUILD)/%/testmods/hbm_test_provider.ko \
+		$(GUEST_PROGS)
+	$(TOP)/tests/kernel/run.sh $*
 
 # Tier 2 again, on a kernel that reports what the stock ones let pass.
-check-debug: $(BUILD)/debug/hbmguard.ko $(BUILD)/debug/testmods/hbm_test_provider.ko \
-	$(BUILD)/guest/hbmtest $(BUILD)/guest/hbmctl $(BUILD)/guest/hbmnl $(BUILD)/guest/hbmrank \
-	$(BUILD)/hbmguardd $(BUILD)/nvml/nodes/libnvidia-ml.so.1 $(BUILD)/amdgpu.tar
+check-debug: $(BUILD)/debug/hbmguard.ko $(BUILD)/debug/testmods/hbm_test_provider.ko $(GUEST_PROGS)
 	@echo "== tier 2 on the debug kernel (KASAN, lockdep, kmemleak, UBSAN, KFENCE)"
 	$(TOP)/tests/kernel/run.sh debug
 
-# Tier 3 boots bookworm's own kernel, the one a node of this release runs.
+# Tier 3 boots bookworm's own kernel, the one a node of this release runs: the
+# boots of tests/system/run.sh and, beside them, the DDP job's.  Each installs
+# the tree (make install), so all of userspace is built before either starts.
 SYSTEM_KVER := $(firstword $(DEB_KVERS))
-check-system: $(BUILD)/guest/hbmnl $(BUILD)/$(SYSTEM_KVER)/testmods/hbm_test_provider.ko \
-	$(BUILD)/nvml/nodes/libnvidia-ml.so.1
+SYSTEM_DEPS := userspace system-rootfs $(BUILD)/guest/hbmnl \
+	$(BUILD)/$(SYSTEM_KVER)/testmods/hbm_test_provider.ko $(BUILD)/nvml/nodes/libnvidia-ml.so.1
+system-rootfs:
+	@$(TOP)/scripts/rootfs.sh $(SYSTEM_KVER) >/dev/null
+check-system: check-system-boots check-system-ddp
+check-system-boots: $(SYSTEM_DEPS)
 	@echo "== tier 3: system tests in a systemd guest"
 	$(TOP)/tests/system/run.sh $(SYSTEM_KVER)
+check-system-ddp: $(SYSTEM_DEPS)
+	@echo "== tier 3: the DDP job through a fault, in a systemd guest"
+	$(TOP)/tests/system/run.sh $(SYSTEM_KVER) ddp
 
 # Each tier stops the run on its first failure, so reaching the end means all
 # passed: 2 unit runs, the spec, unit file, install and shape checks, one
-# kernel run per kernel, one on the debug kernel, the system tests.
+# kernel run per kernel, one on the debug kernel, the system tests' two guests.
 check-ynl:
 	@echo "== the YNL spec, with the kernel's ynl library"
 	/usr/bin/python3 tests/ynl/check_spec.py $(CACHE)/ynl/linux-source-6.12
@@ -316,10 +327,17 @@ check-shape:
 	grep -qx "circle of imports: hbmguardd -> kernel -> hbmguardd" $(BUILD)/shape-extern.out
 	/usr/bin/python3 tests/shape/check.py
 
+# The guests, each one qemu on one host thread (scripts/guest-run says why),
+# run as many at once as the host has cores, under make's jobserver: the
+# debug kernel's build (a `+` recipe) takes the slots no guest holds.  Longest
+# first; each tier's output is shown whole when it ends (its live log is in
+# build/logs/).
+GUEST_JOBS ?= $(shell nproc)
 check: deps
-	@$(MAKE) --no-print-directory check-unit check-ynl check-unitfile check-install \
-		check-shape check-kernel check-debug check-system
-	@echo "check: $$((8 + $(words $(DEB_KVERS)))) passed, 0 failed"
+	@$(MAKE) --no-print-directory check-unit check-ynl check-unitfile check-install check-shape
+	@$(MAKE) --no-print-directory -j$(GUEST_JOBS) -Otarget check-debug check-system-boots \
+		check-system-ddp $(KERNEL_TIERS)
+	@echo "check: $$((9 + $(words $(DEB_KVERS)))) passed, 0 failed"
 
 bench: deps
 	@$(MAKE) --no-print-directory $(BUILD)/bench-core modules-all $(BUILD)/guest/hbmbench \

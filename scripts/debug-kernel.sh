@@ -86,15 +86,21 @@ while read -r line || [ -n "$line" ]; do
 done <"$frag"
 [ $lost = 0 ] || exit 1
 
+# Under make check's jobserver (make -j, this run a `+` recipe), its job
+# slots: the guests that run meanwhile hold the others.
 jobs=${DEBUG_KERNEL_JOBS:-$(nproc)}
+jobs_arg=(-j"$jobs")
+if [ -z "${DEBUG_KERNEL_JOBS:-}" ] && [[ ${MAKEFLAGS:-} == *--jobserver-auth=* ]]; then
+	jobs=jobserver jobs_arg=()
+fi
 {
-	make -C "$tmp/build" ARCH=x86_64 -j"$jobs" bzImage modules
+	make -C "$tmp/build" ARCH=x86_64 "${jobs_arg[@]}" bzImage modules
 	make -C "$tmp/build" ARCH=x86_64 INSTALL_MOD_PATH="$tmp" modules_install
 } >>"$log" 2>&1
 trap - ERR
 cp "$tmp/build/arch/x86/boot/bzImage" "$tmp/vmlinuz"
 make -s -C "$tmp/build" kernelrelease >"$tmp/kernelrelease.new"
-echo "debug-kernel: built in $(($(date +%s) - start))s with -j$jobs" | tee -a "$log" >&2
+echo "debug-kernel: built in $(($(date +%s) - start))s with ${jobs_arg[*]:-the jobserver}" | tee -a "$log" >&2
 # The modules' build symlink points into the temporary directory: drop it.
 rm -f "$tmp"/lib/modules/*/build
 # kernelrelease last: it marks the directory complete.  A directory without

@@ -29,6 +29,13 @@ if [ -s "$out" ]; then
 	exit 0
 fi
 mkdir -p "$(dirname "$out")"
+# Another run (make check boots two guests at once) may be building it: wait.
+exec 9>"$TOP/.cache/rootfs/.lock-$kver"
+flock 9
+if [ -s "$out" ]; then
+	echo "$out"
+	exit 0
+fi
 rm -f "$TOP"/.cache/rootfs/bookworm-"$kver"-*.tar*	# older versions of it
 echo "rootfs.sh: building $out with mmdebstrap" >&2
 # The kernel's postinst builds the initramfs the guest boots with.
