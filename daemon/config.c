@@ -7,12 +7,17 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "ctl.h"
@@ -174,8 +179,11 @@ static int time_span(const char *v, uint64_t *out)
 			return -ERANGE;
 		k = whole * mult;
 		/* The fraction's digits, each a tenth of the one before. */
-		for (i = 0, mult /= 10; i < nfrac; i++, mult /= 10)
+		for (i = 0, mult /= 10; i < nfrac; i++, mult /= 10) {
+			if (k > UINT64_MAX - (frac[i] - '0') * mult)
+				return -ERANGE;
 			k += (frac[i] - '0') * mult;
+		}
 		if (k > UINT64_MAX - usec)
 			return -ERANGE;
 		usec += k;
@@ -249,6 +257,9 @@ static int path(struct parser *p, const char *key, const char *v, char *out)
 		return fail(p, key, "'%s' is not an absolute path", v);
 	if (strlen(v) >= PATH_MAX)
 		return fail(p, key, "the path is too long");
+	if (!strcmp(key, "ControlSocket") && strlen(v) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		return fail(p, key, "the path is longer than a socket's address (%zu bytes)",
+			    sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
 	strcpy(out, v);
 	return 0;
 }
@@ -541,38 +552,68 @@ int hbm_config_parse(const char *text, const char *file, struct hbm_config *out,
 	return ret;
 }
 
-/* One file's text, up to 1 MiB; -ENOENT where it is not, error unset. */
+#define TEXT_MAX (1 << 20)
+
+/*
+ * One file's text, up to 1 MiB; -ENOENT where it is not, error unset.  What
+ * is read is what was opened, not what a name pointed to when the drop-ins
+ * were listed: O_NONBLOCK, so that a FIFO put there cannot hold the start or
+ * a reload; only a regular file is read, /dev/null (a mask) being empty.
+ */
 static int read_text(const char *path, char **text, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "re");
-	size_t len;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	size_t len = 0;
+	struct stat st;
+	ssize_t n;
 	int ret = 0;
 
-	if (!f) {
+	if (fd < 0) {
 		ret = -errno;
 		if (ret != -ENOENT)
 			snprintf(err, errlen, "%s: %s", path, strerror(-ret));
 		return ret;
 	}
-	*text = calloc(1, 1 << 20);
-	if (!*text) {
-		fclose(f);
-		return -ENOMEM;
+	if (fstat(fd, &st)) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
+		goto out;
 	}
-	len = fread(*text, 1, (1 << 20) - 1, f);
-	if (ferror(f) || !feof(f)) {
-		snprintf(err, errlen, "%s: %s", path, ferror(f) ? "read error" :
-			 "larger than 1 MiB");
+	if (!S_ISREG(st.st_mode) && !(S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3))) {
+		ret = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+		snprintf(err, errlen, "%s: %s", path, S_ISDIR(st.st_mode) ? strerror(EISDIR) :
+			 "not a regular file");
+		goto out;
+	}
+	/* One byte more than allowed: a file of exactly 1 MiB is read whole. */
+	*text = calloc(1, TEXT_MAX + 2);
+	if (!*text) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	while (len <= TEXT_MAX && (n = read(fd, *text + len, TEXT_MAX + 1 - len)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = -errno;
+			snprintf(err, errlen, "%s: %s", path, strerror(-ret));
+			break;
+		}
+		len += n;
+	}
+	if (!ret && len > TEXT_MAX) {
+		snprintf(err, errlen, "%s: larger than 1 MiB", path);
 		ret = -EFBIG;
-	} else if (memchr(*text, 0, len)) {
+	} else if (!ret && memchr(*text, 0, len)) {
 		snprintf(err, errlen, "%s: not a text file", path);
 		ret = -EINVAL;
 	}
-	fclose(f);
 	if (ret) {
 		free(*text);
 		*text = NULL;
 	}
+out:
+	close(fd);
 	return ret;
 }
 

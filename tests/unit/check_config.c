@@ -167,6 +167,9 @@ START_TEST(time_units_bad)
 		{ "CEWindow=18446744073709551616us", "CEWindow: 18446744073709551616us is out of range" },
 		{ "CEWindow=99999999999999y", "CEWindow: 99999999999999y is out of range" },
 		{ "CEWindow=10000000000000000000 10000000000000000000us", "is out of range" },
+		/* The whole part just fits; its fraction does not (it wrapped to 1h, 1d). */
+		{ "CEWindow=213503982.3762679586d", "CEWindow: 213503982.3762679586d is out of range" },
+		{ "CEWindow=584542.0488284771855y", "CEWindow: 584542.0488284771855y is out of range" },
 		{ "[Recovery]\nKillTimeout=601", "KillTimeout: 601 is out of range (1..600 seconds)" },
 		{ "[Recovery]\nKillTimeout=10min 1s", "KillTimeout: 10min 1s is out of range" },
 		{ "[Recovery]\nPauseTimeout=1h 1s", "PauseTimeout: 1h 1s is out of range (1..3600 seconds)" },
@@ -211,6 +214,10 @@ START_TEST(bad_input)
 		{ "[Policy]\nFrobnicate=1\n", "test.conf:2: Frobnicate: unknown key" },
 		{ "[Daemon]\nStateDirectory=relative\n", "test.conf:2: StateDirectory: 'relative' is not an absolute path" },
 		{ "[Daemon]\nControlSocket=\n", "test.conf:2: ControlSocket: '' is not an absolute path" },
+		/* It fits PATH_MAX, not a sockaddr_un: refused here, not when bound. */
+		{ "[Daemon]\nControlSocket=/run/hbmguard/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+		  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx.sock\n",
+		  "test.conf:2: ControlSocket: the path is longer than a socket's address (107 bytes)" },
 		{ "[Daemon]\nCEThreshold=5\n", "test.conf:2: CEThreshold: unknown key (StateDirectory, ControlSocket)" },
 		{ "CEThreshold=5\n", "test.conf:1: CEThreshold: outside any section" },
 		{ "[Policy]\njust words\n", "test.conf:2: 'just words' is not KEY=VALUE" },
@@ -317,6 +324,51 @@ START_TEST(load_from_file)
 	unlink(path);
 	ck_assert_int_eq(hbm_config_load(path, &c, err, sizeof(err)), -ENOENT);
 	ck_assert(strstr(err, "No such file"));
+}
+END_TEST
+
+/*
+ * What is not a regular file: a FIFO nobody writes is refused at once (it
+ * held the start, or a reload's event loop until the watchdog, forever), a
+ * directory says so; /dev/null is an empty file.  1 MiB is the bound, itself
+ * allowed.
+ */
+START_TEST(load_what_is_not_a_file)
+{
+	char dir[] = "/tmp/hbmconf.XXXXXX", path[64];
+	size_t big = 1 << 20;
+	char *text = malloc(big + 1);
+	FILE *f;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/fifo.conf", dir);
+	ck_assert_int_eq(mkfifo(path, 0600), 0);
+	ck_assert_int_eq(hbm_config_load(path, &c, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "fifo.conf: not a regular file"), "%s", err);
+	unlink(path);
+	ck_assert_int_eq(hbm_config_load(dir, &c, err, sizeof(err)), -EISDIR);
+	ck_assert_msg(strstr(err, ": Is a directory"), "%s", err);
+	ck_assert_int_eq(hbm_config_load("/dev/null", &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(hbm_config_load("/dev/zero", &c, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "/dev/zero: not a regular file"), "%s", err);
+
+	/* Comment lines up to 1 MiB exactly, then one byte more. */
+	memset(text, '#', big);
+	for (size_t i = 63; i < big; i += 64)
+		text[i] = '\n';
+	snprintf(path, sizeof(path), "%s/big.conf", dir);
+	f = fopen(path, "w");
+	ck_assert_uint_eq(fwrite(text, 1, big, f), big);
+	fclose(f);
+	ck_assert_msg(hbm_config_load(path, &c, err, sizeof(err)) == 0, "%s", err);
+	f = fopen(path, "a");
+	fputc('\n', f);
+	fclose(f);
+	ck_assert_int_eq(hbm_config_load(path, &c, err, sizeof(err)), -EFBIG);
+	ck_assert_msg(strstr(err, "big.conf: larger than 1 MiB"), "%s", err);
+	unlink(path);
+	rmdir(dir);
+	free(text);
 }
 END_TEST
 
@@ -554,6 +606,7 @@ Suite *config_suite(void)
 	tcase_add_test(tc, ranges);
 	tcase_add_test(tc, too_many_ranges);
 	tcase_add_test(tc, load_from_file);
+	tcase_add_test(tc, load_what_is_not_a_file);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("dropins");
 	tcase_add_checked_fixture(tc, tree_setup, tree_teardown);
