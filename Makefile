@@ -25,6 +25,10 @@ RUNNING_KDIR := /lib/modules/$(shell uname -r)/build
 KDIR ?= $(if $(wildcard $(RUNNING_KDIR)),$(RUNNING_KDIR),$(if $(DEB_KVERS),/usr/src/linux-headers-$(lastword $(DEB_KVERS))))
 
 CC ?= cc
+# The project's version, in one place: dkms.conf's PACKAGE_VERSION, which
+# DKMS needs there; the programs' --version is given it from here.
+VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' $(TOP)/dkms.conf)
+VERSION_DEF := -DHBM_VERSION='"$(VERSION)"'
 CFLAGS_USER := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -g \
 	-I$(TOP)/uapi -I$(TOP)/kmod -I$(TOP)/daemon
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
@@ -131,14 +135,20 @@ $(BUILD)/hbmguardd: $(DAEMON_MAIN) $(DAEMON_MAIN_HDR) $(DAEMON_SRC) $(DAEMON_HDR
 		$(DAEMON_MAIN) $(DAEMON_SRC) $(DAEMON_NVML) \
 		$(shell pkg-config --libs libnl-genl-3.0 libsystemd) -o $@
 
-$(BUILD)/hbmctl: daemon/hbmctl.c $(BUILD)/libhbmguard.a
+# hbmctl's JSON is json-c's (daemon/cli.c).
+HBMCTL_SRC := daemon/hbmctl.c daemon/cli.c
+HBMCTL_DEPS := $(HBMCTL_SRC) daemon/cli.h $(BUILD)/libhbmguard.a dkms.conf
+$(BUILD)/hbmctl: $(HBMCTL_DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_USER) -Idaemon/libhbmguard daemon/hbmctl.c $(BUILD)/libhbmguard.a -o $@
+	$(CC) $(CFLAGS_USER) $(VERSION_DEF) -Idaemon/libhbmguard $(shell pkg-config --cflags json-c) \
+		$(HBMCTL_SRC) $(BUILD)/libhbmguard.a $(shell pkg-config --libs json-c) -o $@
 
 # Static copies for the busybox guests.
-$(BUILD)/guest/hbmctl: daemon/hbmctl.c $(BUILD)/libhbmguard.a
+$(BUILD)/guest/hbmctl: $(HBMCTL_DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_USER) -Idaemon/libhbmguard -static daemon/hbmctl.c $(BUILD)/libhbmguard.a -o $@
+	$(CC) $(CFLAGS_USER) $(VERSION_DEF) -Idaemon/libhbmguard -static \
+		$(shell pkg-config --cflags json-c) $(HBMCTL_SRC) $(BUILD)/libhbmguard.a \
+		$(shell pkg-config --libs --static json-c) -o $@
 
 # recovery.c too, its neighbours stubbed (tests/unit/check_recovery.c); the
 # core and the store, behind a source of the test's own (check_core.c); the
@@ -372,7 +382,6 @@ install: module userspace
 
 # The module's sources where DKMS takes them: dkms add/build/install then
 # rebuild hbmguard.ko for each kernel installed later.
-VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' $(TOP)/dkms.conf)
 install-dkms:
 	rm -rf $(DESTDIR)/usr/src/hbmguard-$(VERSION)
 	mkdir -p $(DESTDIR)/usr/src/hbmguard-$(VERSION)
