@@ -30,6 +30,6 @@ check "hbmctl unknown device" 'hbmctl pages gpu9 2>&1 | grep -q "no device .gpu9
 check "unload" 'rmmod hbmguard'
 check "unload clean" 'dmesg | grep -q "hbmguard: unloaded"'
 check "load again with no devices" 'insmod /hbmguard.ko && rmmod hbmguard'
-check "hbmctl without the module is 3" 'hbmctl status 2>/dev/null; [ $? = 3 ]'
+check "hbmctl without the module is 4" 'hbmctl status 2>/dev/null; [ $? = 4 ]'
 
 finish tier2
