@@ -128,9 +128,10 @@ userspace: $(BUILD)/libhbmguard.a $(BUILD)/libhbmguard.so $(BUILD)/hbmguard.pc \
 # The NVML source and the GPU registrar (issue 13), against the real nvml.h.
 DAEMON_NVML := daemon/nvml_source.c daemon/nvml_facts.c daemon/gpus.c
 $(BUILD)/hbmguardd: $(DAEMON_MAIN) $(DAEMON_MAIN_HDR) $(DAEMON_SRC) $(DAEMON_HDR) \
-		uapi/linux/hbmguard.h $(DAEMON_NVML) daemon/gpus.h daemon/nvml_source.h daemon/nvml_facts.h $(CACHE)/nvml/include/nvml.h
+		uapi/linux/hbmguard.h $(DAEMON_NVML) daemon/gpus.h daemon/nvml_source.h daemon/nvml_facts.h $(CACHE)/nvml/include/nvml.h \
+		dkms.conf
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_USER) -I$(CACHE)/nvml/include -pthread \
+	$(CC) $(CFLAGS_USER) $(VERSION_DEF) -I$(CACHE)/nvml/include -pthread \
 		$(shell pkg-config --cflags libnl-genl-3.0 libsystemd) \
 		$(DAEMON_MAIN) $(DAEMON_SRC) $(DAEMON_NVML) \
 		$(shell pkg-config --libs libnl-genl-3.0 libsystemd) -o $@
