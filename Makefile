@@ -156,10 +156,12 @@ $(BUILD)/guest/hbmctl: $(HBMCTL_DEPS)
 # SIGBUS guard, included by tests/unit/check_aperture.c.
 UNIT_DAEMON := $(DAEMON_SRC) daemon/recovery.c daemon/core.c daemon/store.c daemon/amdgpu.c $(shell pkg-config --cflags libnl-genl-3.0 libsystemd)
 UNIT_DAEMON += -DHBM_FIXTURES='"$(TOP)/tests/unit/fixtures"'
-UNIT_LIBS := $(CHECK_LIBS) $(shell pkg-config --libs libsystemd)
+UNIT_DAEMON += daemon/cli.c $(shell pkg-config --cflags json-c)
+UNIT_LIBS := $(CHECK_LIBS) $(shell pkg-config --libs libsystemd json-c)
 UNIT_DEPS := $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR) daemon/recovery.c \
 	daemon/core.c daemon/store.c daemon/amdgpu.c daemon/amdgpu.h $(DAEMON_MAIN_HDR) \
-	daemon/hbmguardd.h daemon/libhbmguard/aperture.c daemon/libhbmguard/hbmguard.h
+	daemon/hbmguardd.h daemon/libhbmguard/aperture.c daemon/libhbmguard/hbmguard.h \
+	daemon/cli.c daemon/cli.h
 
 $(BUILD)/unit: $(UNIT_DEPS)
 	@mkdir -p $(@D)
