@@ -50,7 +50,7 @@ DAEMON_SRC += daemon/nvlog.c daemon/amdgpu_ras.c daemon/kmsg.c
 DAEMON_HDR += daemon/nvlog.h daemon/amdgpu_ras.h daemon/kmsg.h
 KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 
-.PHONY: all module modules-all userspace check check-unit check-ynl check-unitfile check-install \
+.PHONY: all module modules-all userspace check check-unit check-cli check-ynl check-unitfile check-install \
 	check-shape check-kernel check-debug check-system bench demo clean-module FORCE \
 	deps install install-dkms clean
 
@@ -274,6 +274,15 @@ check-unit: $(BUILD)/unit $(BUILD)/unit-san
 	ASAN_OPTIONS=detect_leaks=1 $(BUILD)/unit-san
 	@echo "== tier 1: every configuration key in hbmguardd.conf(5)"
 	tests/man/config-keys.sh
+
+# The programs' command lines, on this machine (no module, no daemon), and
+# their man pages in step with their --help.
+check-unit: check-cli
+check-cli: $(BUILD)/hbmctl $(BUILD)/hbmguardd
+	@echo "== tier 1: hbmctl and hbmguardd command lines, exit statuses"
+	tests/cli/check.sh
+	@echo "== tier 1: every command and option of hbmctl(8) and hbmguardd(8)"
+	tests/man/cli-options.sh
 
 # amdgpu's sysfs as the fixtures have it, for tests/kernel/amdgpu.sh.
 AMDGPU_FIXTURE := $(shell find tests/unit/fixtures/amdgpu -type f 2>/dev/null)
