@@ -25,6 +25,10 @@ RUNNING_KDIR := /lib/modules/$(shell uname -r)/build
 KDIR ?= $(if $(wildcard $(RUNNING_KDIR)),$(RUNNING_KDIR),$(if $(DEB_KVERS),/usr/src/linux-headers-$(lastword $(DEB_KVERS))))
 
 CC ?= cc
+# The project's version, in one place: dkms.conf's PACKAGE_VERSION, which
+# DKMS needs there; the programs' --version is given it from here.
+VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' $(TOP)/dkms.conf)
+VERSION_DEF := -DHBM_VERSION='"$(VERSION)"'
 CFLAGS_USER := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -g \
 	-I$(TOP)/uapi -I$(TOP)/kmod -I$(TOP)/daemon
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
@@ -46,7 +50,7 @@ DAEMON_SRC += daemon/nvlog.c daemon/amdgpu_ras.c daemon/kmsg.c
 DAEMON_HDR += daemon/nvlog.h daemon/amdgpu_ras.h daemon/kmsg.h
 KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 
-.PHONY: all module modules-all userspace check check-unit check-ynl check-unitfile check-install \
+.PHONY: all module modules-all userspace check check-unit check-cli check-ynl check-unitfile check-install \
 	check-shape check-kernel check-debug check-system bench demo clean-module FORCE \
 	deps install install-dkms clean
 
@@ -124,31 +128,40 @@ userspace: $(BUILD)/libhbmguard.a $(BUILD)/libhbmguard.so $(BUILD)/hbmguard.pc \
 # The NVML source and the GPU registrar (issue 13), against the real nvml.h.
 DAEMON_NVML := daemon/nvml_source.c daemon/nvml_facts.c daemon/gpus.c
 $(BUILD)/hbmguardd: $(DAEMON_MAIN) $(DAEMON_MAIN_HDR) $(DAEMON_SRC) $(DAEMON_HDR) \
-		uapi/linux/hbmguard.h $(DAEMON_NVML) daemon/gpus.h daemon/nvml_source.h daemon/nvml_facts.h $(CACHE)/nvml/include/nvml.h
+		uapi/linux/hbmguard.h $(DAEMON_NVML) daemon/gpus.h daemon/nvml_source.h daemon/nvml_facts.h $(CACHE)/nvml/include/nvml.h \
+		dkms.conf
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_USER) -I$(CACHE)/nvml/include -pthread \
+	$(CC) $(CFLAGS_USER) $(VERSION_DEF) -I$(CACHE)/nvml/include -pthread \
 		$(shell pkg-config --cflags libnl-genl-3.0 libsystemd) \
 		$(DAEMON_MAIN) $(DAEMON_SRC) $(DAEMON_NVML) \
 		$(shell pkg-config --libs libnl-genl-3.0 libsystemd) -o $@
 
-$(BUILD)/hbmctl: daemon/hbmctl.c $(BUILD)/libhbmguard.a
+# hbmctl's JSON is json-c's (daemon/cli.c).
+HBMCTL_SRC := daemon/hbmctl.c daemon/cli.c
+HBMCTL_DEPS := $(HBMCTL_SRC) daemon/cli.h $(BUILD)/libhbmguard.a dkms.conf
+$(BUILD)/hbmctl: $(HBMCTL_DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_USER) -Idaemon/libhbmguard daemon/hbmctl.c $(BUILD)/libhbmguard.a -o $@
+	$(CC) $(CFLAGS_USER) $(VERSION_DEF) -Idaemon/libhbmguard $(shell pkg-config --cflags json-c) \
+		$(HBMCTL_SRC) $(BUILD)/libhbmguard.a $(shell pkg-config --libs json-c) -o $@
 
 # Static copies for the busybox guests.
-$(BUILD)/guest/hbmctl: daemon/hbmctl.c $(BUILD)/libhbmguard.a
+$(BUILD)/guest/hbmctl: $(HBMCTL_DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_USER) -Idaemon/libhbmguard -static daemon/hbmctl.c $(BUILD)/libhbmguard.a -o $@
+	$(CC) $(CFLAGS_USER) $(VERSION_DEF) -Idaemon/libhbmguard -static \
+		$(shell pkg-config --cflags json-c) $(HBMCTL_SRC) $(BUILD)/libhbmguard.a \
+		$(shell pkg-config --libs --static json-c) -o $@
 
 # recovery.c too, its neighbours stubbed (tests/unit/check_recovery.c); the
 # core and the store, behind a source of the test's own (check_core.c); the
 # SIGBUS guard, included by tests/unit/check_aperture.c.
 UNIT_DAEMON := $(DAEMON_SRC) daemon/recovery.c daemon/core.c daemon/store.c daemon/amdgpu.c $(shell pkg-config --cflags libnl-genl-3.0 libsystemd)
 UNIT_DAEMON += -DHBM_FIXTURES='"$(TOP)/tests/unit/fixtures"'
-UNIT_LIBS := $(CHECK_LIBS) $(shell pkg-config --libs libsystemd)
+UNIT_DAEMON += daemon/cli.c $(shell pkg-config --cflags json-c)
+UNIT_LIBS := $(CHECK_LIBS) $(shell pkg-config --libs libsystemd json-c)
 UNIT_DEPS := $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR) daemon/recovery.c \
 	daemon/core.c daemon/store.c daemon/amdgpu.c daemon/amdgpu.h $(DAEMON_MAIN_HDR) \
-	daemon/hbmguardd.h daemon/libhbmguard/aperture.c daemon/libhbmguard/hbmguard.h
+	daemon/hbmguardd.h daemon/libhbmguard/aperture.c daemon/libhbmguard/hbmguard.h \
+	daemon/cli.c daemon/cli.h
 
 $(BUILD)/unit: $(UNIT_DEPS)
 	@mkdir -p $(@D)
@@ -261,6 +274,15 @@ check-unit: $(BUILD)/unit $(BUILD)/unit-san
 	ASAN_OPTIONS=detect_leaks=1 $(BUILD)/unit-san
 	@echo "== tier 1: every configuration key in hbmguardd.conf(5)"
 	tests/man/config-keys.sh
+
+# The programs' command lines, on this machine (no module, no daemon), and
+# their man pages in step with their --help.
+check-unit: check-cli
+check-cli: $(BUILD)/hbmctl $(BUILD)/hbmguardd
+	@echo "== tier 1: hbmctl and hbmguardd command lines, exit statuses"
+	tests/cli/check.sh
+	@echo "== tier 1: every command and option of hbmctl(8) and hbmguardd(8)"
+	tests/man/cli-options.sh
 
 # amdgpu's sysfs as the fixtures have it, for tests/kernel/amdgpu.sh.
 AMDGPU_FIXTURE := $(shell find tests/unit/fixtures/amdgpu -type f 2>/dev/null)
@@ -390,7 +412,6 @@ install: module userspace
 
 # The module's sources where DKMS takes them: dkms add/build/install then
 # rebuild hbmguard.ko for each kernel installed later.
-VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' $(TOP)/dkms.conf)
 install-dkms:
 	rm -rf $(DESTDIR)/usr/src/hbmguard-$(VERSION)
 	mkdir -p $(DESTDIR)/usr/src/hbmguard-$(VERSION)

@@ -5,33 +5,41 @@
  * clear go through hbmguardd's control socket when it runs, so that they
  * are on disk before hbmctl says done, and to the kernel directly when not.
  *
- *   hbmctl [--json] status             module, daemon and device summary
- *   hbmctl [--json] devices            one line per device
- *   hbmctl [--json] pages DEV          the bad-page table of a device
- *   hbmctl [--json] translate DEV OFFSET
+ *   hbmctl [OPTIONS] status             module, daemon and device summary
+ *   hbmctl [OPTIONS] devices            one line per device
+ *   hbmctl [OPTIONS] pages DEV          the bad-page table of a device
+ *   hbmctl [OPTIONS] translate DEV OFFSET
  *   hbmctl retire DEV OFFSET [LENGTH] [--pending]
  *   hbmctl clear DEV OFFSET LENGTH
  *   hbmctl inject DEV ce|ue|poison OFFSET [COUNT]
  *   hbmctl policy DEV [ce_threshold=N] [ce_window=SECONDS] [retire_limit=PAGES]
  *   hbmctl sim-create NAME SIZE [page_size=N] [spares=N] [identity=ID]
  *   hbmctl sim-destroy DEV
- *   hbmctl [--json] watch [COUNT]      print events as they happen
- *   hbmctl export                      every device and its table, as JSON
- *   hbmctl [--json] ranks              training ranks registered with hbmguardd
- *   hbmctl [--json] incidents          rank recoveries, each step with its time
- *   hbmctl [--json] gpus               GPUs: the driver's report beside hbmguard's
+ *   hbmctl [OPTIONS] watch [COUNT]      print events as they happen
+ *   hbmctl export                       every device and its table, as JSON
+ *   hbmctl [OPTIONS] ranks              training ranks registered with hbmguardd
+ *   hbmctl [OPTIONS] incidents          rank recoveries, each step with its time
+ *   hbmctl [OPTIONS] gpus               GPUs: the driver's report beside hbmguard's
  *
- * --socket PATH names hbmguardd's control socket (default
- * /run/hbmguard/control.sock).  DEV is a device id or name.  Sizes and
- * offsets take 0x and K, M, G, T.
- * Exit status: 0 success, 1 the kernel or the daemon refused (the message
- * says why; status: some state is not on disk yet), 2 bad usage,
- * 3 /dev/hbmguard missing (module not loaded).
+ * Options go anywhere (getopt_long), before or after the command:
+ * --json[=short|pretty|off] (systemd's form; a plain --json is short),
+ * --no-legend, --socket PATH (hbmguardd's control socket, default
+ * /run/hbmguard/control.sock), --help, --version.  DEV is a device id or
+ * name.  Sizes and offsets take 0x and K, M, G, T.
+ *
+ * Exit status, one meaning each, status's as systemctl status's (LSB):
+ * 0 success; 1 the kernel or the daemon refused (the message says why;
+ * status: the daemon runs but some state is not on disk yet); 2 bad usage;
+ * 3 hbmguardd is not running (status, and ranks, incidents and gpus, which
+ * only it can answer); 4 /dev/hbmguard missing (module not loaded: any
+ * command that reads or changes the module's tables, status included).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,16 +52,17 @@
 #include <unistd.h>
 #include <linux/hbmguard.h>
 
+#include "cli.h"
 #include "ctl.h"
 #include "hbmguard.h"
 
 #define DEV_NODE "/dev/" HBMGUARD_DEVICE_NAME
 
-enum { EXIT_REFUSED = 1, EXIT_USAGE = 2, EXIT_NODEV = 3 };
+enum { EXIT_REFUSED = 1, EXIT_USAGE = 2, EXIT_DOWN = 3, EXIT_NODEV = 4 };
 
 static int fd = -1;
-static bool json;
 static const char *control_socket = HBM_CTL_SOCKET;
+static bool retire_pending;
 
 static const char *const state_names[] = {
 	[HBMGUARD_STATE_CLEAN] = "clean", [HBMGUARD_STATE_PENDING] = "pending",
@@ -77,17 +86,26 @@ static const char *const error_names[] = {
 #define NAME(table, i) \
 	((size_t)(i) < sizeof(table) / sizeof(table[0]) && table[i] ? table[i] : "?")
 
-static void usage(const char *why)
+static const char *command_name;
+
+/*
+ * Bad usage: what was wrong, then the synopsis on stderr, exit 2 (--help
+ * prints it on stdout: usage_print()).
+ */
+static void usage_print(FILE *out, const char *cmd);
+
+static void __attribute__((format(printf, 1, 2))) usage(const char *why, ...)
 {
-	if (why)
-		fprintf(stderr, "hbmctl: %s\n", why);
-	fprintf(stderr, "usage: hbmctl [--json] [--socket PATH] COMMAND\n"
-		"  status | devices | pages DEV | translate DEV OFFSET | watch [COUNT] | export\n"
-		"  ranks | incidents | gpus\n"
-		"  retire DEV OFFSET [LENGTH] [--pending] | clear DEV OFFSET LENGTH\n"
-		"  inject DEV ce|ue|poison OFFSET [COUNT] | policy DEV [key=value...]\n"
-		"  sim-create NAME SIZE [page_size=N] [spares=N] [identity=ID] | sim-destroy DEV\n"
-		"See hbmctl(8).\n");
+	va_list ap;
+
+	if (why) {
+		fputs("hbmctl: ", stderr);
+		va_start(ap, why);
+		vfprintf(stderr, why, ap);
+		va_end(ap);
+		fputc('\n', stderr);
+	}
+	usage_print(stderr, command_name);
 	exit(EXIT_USAGE);
 }
 
@@ -208,21 +226,9 @@ static const char *fmt_size(char *buf, size_t len, uint64_t bytes)
 }
 
 /*
- * JSON output: objects of numbers and strings, one document per command
- * (one per line for watch), for jq and scripts.
- */
-static void json_str(const char *key, const char *v, bool more)
-{
-	char out[2048];
-
-	printf("\"%s\":\"%s\"%s", key, hbm_ctl_escape(out, sizeof(out), v, true),
-	       more ? "," : "");
-}
-
-/*
  * A name for the terminal: names come from the kernel and from whoever
  * talks to the daemon, and are shown escaped (see hbm_ctl_escape()).  Up
- * to four at once, for one printf().
+ * to four at once, for one printf().  JSON has its own: hbm_cli_str().
  */
 static const char *esc(const char *s)
 {
@@ -232,63 +238,79 @@ static const char *esc(const char *s)
 	return hbm_ctl_escape(out[next++ % 4], sizeof(out[0]), s, false);
 }
 
-static void json_u64(const char *key, uint64_t v, bool more)
+static struct json_object *device_json(uint32_t id, const struct hbmguard_device_info *di)
 {
-	printf("\"%s\":%" PRIu64 "%s", key, v, more ? "," : "");
+	struct json_object *o = hbm_cli_obj();
+
+	hbm_cli_add_u64(o, "id", id);
+	hbm_cli_add_str(o, "name", di->name);
+	hbm_cli_add_str(o, "identity", di->identity);
+	hbm_cli_add_u64(o, "hbm_size", di->hbm_size);
+	hbm_cli_add_u64(o, "usable_size", di->usable_size);
+	hbm_cli_add_u64(o, "page_size", di->page_size);
+	hbm_cli_add_u64(o, "retired", di->nr_retired);
+	hbm_cli_add_u64(o, "pending", di->nr_pending);
+	hbm_cli_add_u64(o, "failed", di->nr_failed);
+	hbm_cli_add_u64(o, "spare_total", di->spare_total);
+	hbm_cli_add_u64(o, "spare_used", di->spare_used);
+	hbm_cli_add_u64(o, "spare_bad", di->spare_bad);
+	hbm_cli_add_str(o, "health", NAME(health_names, di->health));
+	hbm_cli_add_u64(o, "ce_threshold", di->policy.ce_threshold);
+	hbm_cli_add_u64(o, "ce_window", di->policy.ce_window);
+	hbm_cli_add_u64(o, "retire_limit", di->policy.retire_limit);
+	hbm_cli_add_u64(o, "errors_dropped", di->errors_dropped);
+	return o;
 }
 
-static void device_json(uint32_t id, const struct hbmguard_device_info *di)
+/* Every device: as a JSON array, or printed as a table (then NULL). */
+static struct json_object *devices(void)
 {
-	printf("{");
-	json_u64("id", id, true);
-	json_str("name", di->name, true);
-	json_str("identity", di->identity, true);
-	json_u64("hbm_size", di->hbm_size, true);
-	json_u64("usable_size", di->usable_size, true);
-	json_u64("page_size", di->page_size, true);
-	json_u64("retired", di->nr_retired, true);
-	json_u64("pending", di->nr_pending, true);
-	json_u64("failed", di->nr_failed, true);
-	json_u64("spare_total", di->spare_total, true);
-	json_u64("spare_used", di->spare_used, true);
-	json_u64("spare_bad", di->spare_bad, true);
-	json_str("health", NAME(health_names, di->health), true);
-	json_u64("ce_threshold", di->policy.ce_threshold, true);
-	json_u64("ce_window", di->policy.ce_window, true);
-	json_u64("retire_limit", di->policy.retire_limit, true);
-	json_u64("errors_dropped", di->errors_dropped, false);
-	printf("}");
-}
-
-static int cmd_devices(void)
-{
+	static const char *const head[] = {
+		"ID", "NAME", "IDENTITY", "HBM", "PAGE", "RETIRED", "PENDING", "FAILED",
+		"SPARES", "HEALTH", "DROPPED",
+	};
 	uint32_t ids[HBMGUARD_MAX_DEVICES], n = list_devices(ids, HBMGUARD_MAX_DEVICES), i;
 	struct hbmguard_device_info di;
+	struct json_object *arr;
+	struct hbm_cli_table t;
+	char size[24];
 
-	if (json) {
-		printf("[");
+	if (hbm_cli_json) {
+		arr = hbm_cli_arr();
 		for (i = 0; i < n; i++) {
 			get_device(ids[i], &di);
-			device_json(ids[i], &di);
-			printf("%s", i + 1 < n ? "," : "");
+			hbm_cli_append(arr, device_json(ids[i], &di));
 		}
-		printf("]\n");
-		return 0;
+		return arr;
 	}
-	printf("%-4s %-10s %-20s %8s %6s %8s %8s %8s %7s %-8s %s\n", "ID", "NAME",
-	       "IDENTITY", "HBM", "PAGE", "RETIRED", "PENDING", "FAILED", "SPARES",
-	       "HEALTH", "DROPPED");
+	hbm_cli_table_init(&t, 11, head, "lllrrrrrrlr");
 	for (i = 0; i < n; i++) {
-		char size[24];
-
 		get_device(ids[i], &di);
-		printf("%-4u %-10s %-20s %8s %6u %8u %8u %8u %3u/%-3u %-8s %" PRIu64 "\n",
-		       ids[i], esc(di.name), esc(di.identity),
-		       fmt_size(size, sizeof(size), di.hbm_size), di.page_size,
-		       di.nr_retired, di.nr_pending, di.nr_failed,
-		       di.spare_total - di.spare_used - di.spare_bad, di.spare_total,
-		       NAME(health_names, di.health), (uint64_t)di.errors_dropped);
+		hbm_cli_cell(&t, "%u", ids[i]);
+		hbm_cli_cell(&t, "%s", esc(di.name));
+		hbm_cli_cell(&t, "%s", esc(di.identity));
+		hbm_cli_cell(&t, "%s", fmt_size(size, sizeof(size), di.hbm_size));
+		hbm_cli_cell(&t, "%u", di.page_size);
+		hbm_cli_cell(&t, "%u", di.nr_retired);
+		hbm_cli_cell(&t, "%u", di.nr_pending);
+		hbm_cli_cell(&t, "%u", di.nr_failed);
+		hbm_cli_cell(&t, "%u/%u", di.spare_total - di.spare_used - di.spare_bad,
+			     di.spare_total);
+		hbm_cli_cell(&t, "%s", NAME(health_names, di.health));
+		hbm_cli_cell(&t, "%" PRIu64, (uint64_t)di.errors_dropped);
 	}
+	hbm_cli_table_print(&t, stdout);
+	return NULL;
+}
+
+static int cmd_devices(int argc, char **argv)
+{
+	struct json_object *arr = devices();
+
+	(void)argc;
+	(void)argv;
+	if (arr)
+		hbm_cli_json_print(arr);
 	return 0;
 }
 
@@ -340,39 +362,44 @@ static int ask_daemon(uint16_t type, const void *body, void *reply_body)
 	return h.error;
 }
 
-/* Return: 1 when some state is not on disk yet, else 0. */
-static int print_daemon_status(void)
+/*
+ * The daemon's part of status, into @doc (JSON) or printed.  Return: its
+ * exit status: 0 running with every state on disk, 1 some state not on disk
+ * yet, 3 not running.
+ */
+static int daemon_status(struct json_object *doc)
 {
 	struct hbm_ctl_status st;
+	struct json_object *o;
 	char started[32];
 	time_t t;
 	int err = ask_daemon(HBM_CTL_STATUS, NULL, &st);
 
 	if (err) {
-		if (json)
-			printf("\"daemon\":null,");
+		if (doc)
+			hbm_cli_add(doc, "daemon", NULL);
 		else if (err == -EUSERS)
 			printf("hbmguardd: running, but it turned this request away "
 			       "(too many connections)\n");
 		else
 			printf("hbmguardd: not running (%s): the tables are not being saved\n",
 			       err == 1 ? "no answer on the control socket" : strerror(-err));
-		return 0;
+		return err == -EUSERS ? 0 : err == 1 ? EXIT_DOWN : EXIT_REFUSED;
 	}
-	if (json) {
-		printf("\"daemon\":{");
-		json_u64("pid", st.pid, true);
-		json_u64("started", st.started, true);
-		json_u64("events", st.events, true);
-		json_u64("resyncs", st.resyncs, true);
-		json_u64("stored_extents", st.stored_extents, true);
-		json_u64("stored_pages", st.stored_pages, true);
-		json_u64("last_save", st.last_save, true);
-		printf("\"last_save_error\":%d,", st.last_save_error);
-		json_u64("unsaved", st.unsaved, true);
-		json_str("state_dir", st.state_dir, false);
-		printf("},");
-		return st.unsaved != 0;
+	if (doc) {
+		o = hbm_cli_obj();
+		hbm_cli_add_u64(o, "pid", st.pid);
+		hbm_cli_add_u64(o, "started", st.started);
+		hbm_cli_add_u64(o, "events", st.events);
+		hbm_cli_add_u64(o, "resyncs", st.resyncs);
+		hbm_cli_add_u64(o, "stored_extents", st.stored_extents);
+		hbm_cli_add_u64(o, "stored_pages", st.stored_pages);
+		hbm_cli_add_u64(o, "last_save", st.last_save);
+		hbm_cli_add(o, "last_save_error", hbm_cli_i64(st.last_save_error));
+		hbm_cli_add_u64(o, "unsaved", st.unsaved);
+		hbm_cli_add_str(o, "state_dir", st.state_dir);
+		hbm_cli_add(doc, "daemon", o);
+		return st.unsaved ? EXIT_REFUSED : 0;
 	}
 	t = (time_t)st.started;
 	strftime(started, sizeof(started), "%F %T", gmtime(&t));
@@ -383,76 +410,86 @@ static int print_daemon_status(void)
 	if (st.unsaved)
 		printf("hbmguardd: %u state files NOT SAVED (%s): retrying\n", st.unsaved,
 		       strerror(-st.last_save_error));
-	return st.unsaved != 0;
+	return st.unsaved ? EXIT_REFUSED : 0;
 }
 
-/* Exit status 1 while some state is not durable. */
-static int cmd_status(void)
+/* Exit status as systemctl status's: see the top of this file. */
+static int cmd_status(int argc, char **argv)
 {
 	struct hbmguard_info info = { .size = sizeof(info) };
-	int unsaved;
+	struct json_object *doc, *o;
+	int ret;
 
+	(void)argc;
+	(void)argv;
 	if (ioctl(fd, HBMGUARD_IOC_GET_INFO, &info))
 		refused("get info");
-	if (json) {
-		printf("{\"module\":{");
-		json_u64("api", info.version, true);
-		json_u64("devices", info.nr_devices, true);
-		json_u64("generation", info.generation, true);
-		json_u64("seqnum", info.seqnum, false);
-		printf("},");
-		unsaved = print_daemon_status();
-		printf("\"devices\":");
-		cmd_devices();
-		printf("}\n");
-		return unsaved;
+	if (hbm_cli_json) {
+		doc = hbm_cli_obj();
+		o = hbm_cli_obj();
+		hbm_cli_add_u64(o, "api", info.version);
+		hbm_cli_add_u64(o, "devices", info.nr_devices);
+		hbm_cli_add_u64(o, "generation", info.generation);
+		hbm_cli_add_u64(o, "seqnum", info.seqnum);
+		hbm_cli_add(doc, "module", o);
+		ret = daemon_status(doc);
+		hbm_cli_add(doc, "devices", devices());
+		hbm_cli_json_print(doc);
+		return ret;
 	}
 	printf("hbmguard API %u: %u devices, generation %" PRIu64
 	       ", %" PRIu64 " events\n", info.version, info.nr_devices,
 	       (uint64_t)info.generation, (uint64_t)info.seqnum);
-	unsaved = print_daemon_status();
+	ret = daemon_status(NULL);
 	printf("\n");
-	return cmd_devices() || unsaved;
+	devices();
+	return ret;
 }
 
-static void extent_json(const struct hbmguard_extent *e, bool more)
+static void extent_json(const struct hbmguard_extent *e, uint32_t page_size, void *arr)
 {
-	printf("{");
-	json_u64("offset", e->offset, true);
-	json_u64("length", e->length, true);
+	struct json_object *o = hbm_cli_obj();
+
+	(void)page_size;
+	hbm_cli_add_u64(o, "offset", e->offset);
+	hbm_cli_add_u64(o, "length", e->length);
 	if (e->spare_offset != HBMGUARD_NO_SPARE)
-		json_u64("spare_offset", e->spare_offset, true);
-	json_str("state", NAME(state_names, e->state), true);
-	json_str("source", NAME(source_names, e->source), true);
-	json_u64("errors", e->error_count, true);
-	json_u64("first_seen", e->first_seen, true);
-	json_u64("last_seen", e->last_seen, false);
-	printf("}%s", more ? "," : "");
+		hbm_cli_add_u64(o, "spare_offset", e->spare_offset);
+	hbm_cli_add_str(o, "state", NAME(state_names, e->state));
+	hbm_cli_add_str(o, "source", NAME(source_names, e->source));
+	hbm_cli_add_u64(o, "errors", e->error_count);
+	hbm_cli_add_u64(o, "first_seen", e->first_seen);
+	hbm_cli_add_u64(o, "last_seen", e->last_seen);
+	hbm_cli_append(arr, o);
 }
 
-static void extent_line(const struct hbmguard_extent *e, uint32_t page_size)
+static void extent_line(const struct hbmguard_extent *e, uint32_t page_size, void *table)
 {
 	time_t t = (time_t)e->last_seen;
-	char when[32], spare[24] = "-";
+	char when[32];
 
 	strftime(when, sizeof(when), "%F %T", gmtime(&t));
+	hbm_cli_cell(table, "0x%" PRIx64, (uint64_t)e->offset);
+	hbm_cli_cell(table, "%" PRIu64, (uint64_t)(e->length / page_size));
 	if (e->spare_offset != HBMGUARD_NO_SPARE)
-		snprintf(spare, sizeof(spare), "0x%" PRIx64, (uint64_t)e->spare_offset);
-	printf("0x%-16" PRIx64 " %8" PRIu64 " %-18s %-8s %-12s %6u %-20s\n",
-	       (uint64_t)e->offset, (uint64_t)(e->length / page_size), spare,
-	       NAME(state_names, e->state), NAME(source_names, e->source),
-	       e->error_count, when);
+		hbm_cli_cell(table, "0x%" PRIx64, (uint64_t)e->spare_offset);
+	else
+		hbm_cli_cell(table, "-");
+	hbm_cli_cell(table, "%s", NAME(state_names, e->state));
+	hbm_cli_cell(table, "%s", NAME(source_names, e->source));
+	hbm_cli_cell(table, "%u", e->error_count);
+	hbm_cli_cell(table, "%s", when);
 }
 
 /* Every extent of a device, in rounds of 1024, to @each. */
 static void walk_extents(uint32_t dev, const struct hbmguard_device_info *di,
-			 void (*each)(const struct hbmguard_extent *, uint32_t, bool))
+			 void (*each)(const struct hbmguard_extent *, uint32_t, void *),
+			 void *ctx)
 {
 	static struct hbmguard_extent ext[1024];
 	struct hbmguard_extent_query q;
 	uint64_t start = 0;
 	uint32_t i;
-	bool first = true;
 
 	do {
 		q = (struct hbmguard_extent_query){
@@ -461,45 +498,49 @@ static void walk_extents(uint32_t dev, const struct hbmguard_device_info *di,
 		};
 		if (ioctl(fd, HBMGUARD_IOC_LIST_BAD, &q))
 			refused("list bad pages");
-		for (i = 0; i < q.count; i++, first = false)
-			each(&ext[i], di->page_size, first);
+		for (i = 0; i < q.count; i++)
+			each(&ext[i], di->page_size, ctx);
 		start = q.next;
 	} while (q.count && start < di->usable_size);
 }
 
-static void each_line(const struct hbmguard_extent *e, uint32_t page_size, bool first)
-{
-	(void)first;
-	extent_line(e, page_size);
-}
-
-static void each_json(const struct hbmguard_extent *e, uint32_t page_size, bool first)
-{
-	(void)page_size;
-	if (!first)
-		printf(",");
-	extent_json(e, false);
-}
-
-static int cmd_pages(uint32_t dev)
+/* A device and its table, as export and pages --json give them. */
+static struct json_object *table_json(uint32_t dev)
 {
 	struct hbmguard_device_info di;
+	struct json_object *o = hbm_cli_obj(), *arr = hbm_cli_arr();
 
 	get_device(dev, &di);
-	if (json) {
-		printf("{\"device\":");
-		device_json(dev, &di);
-		printf(",\"extents\":[");
-		walk_extents(dev, &di, each_json);
-		printf("]}\n");
+	hbm_cli_add(o, "device", device_json(dev, &di));
+	walk_extents(dev, &di, extent_json, arr);
+	hbm_cli_add(o, "extents", arr);
+	return o;
+}
+
+/* --no-legend leaves the rows only: the summary line is the table's legend. */
+static int cmd_pages(int argc, char **argv)
+{
+	static const char *const head[] = {
+		"OFFSET", "PAGES", "SPARE", "STATE", "SOURCE", "ERRORS", "LAST SEEN (UTC)",
+	};
+	uint32_t dev = device_arg(argv[0]);
+	struct hbmguard_device_info di;
+	struct hbm_cli_table t;
+
+	(void)argc;
+	if (hbm_cli_json) {
+		hbm_cli_json_print(table_json(dev));
 		return 0;
 	}
-	printf("%s (%s): %u retired, %u pending, %u failed pages of %u bytes; "
-	       "health %s\n", esc(di.name), esc(di.identity), di.nr_retired, di.nr_pending,
-	       di.nr_failed, di.page_size, NAME(health_names, di.health));
-	printf("%-18s %8s %-18s %-8s %-12s %6s %-20s\n", "OFFSET", "PAGES",
-	       "SPARE", "STATE", "SOURCE", "ERRORS", "LAST SEEN (UTC)");
-	walk_extents(dev, &di, each_line);
+	get_device(dev, &di);
+	hbm_cli_table_init(&t, 7, head, "lrlllrl");
+	walk_extents(dev, &di, extent_line, &t);
+	if (hbm_cli_legend)
+		printf("%s (%s): %u retired, %u pending, %u failed pages of %u bytes; "
+		       "health %s\n", esc(di.name), esc(di.identity), di.nr_retired,
+		       di.nr_pending, di.nr_failed, di.page_size,
+		       NAME(health_names, di.health));
+	hbm_cli_table_print(&t, stdout);
 	return 0;
 }
 
@@ -507,7 +548,7 @@ static void no_daemon(int err)
 {
 	fprintf(stderr, "hbmctl: hbmguardd at %s: %s\n", control_socket,
 		err == 1 ? "not running (systemctl start hbmguardd)" : strerror(-err));
-	exit(EXIT_REFUSED);
+	exit(err == 1 ? EXIT_DOWN : EXIT_REFUSED);
 }
 
 /* The index-th entry of one of the daemon's lists; false past its end. */
@@ -523,98 +564,128 @@ static bool daemon_entry(uint16_t type, uint32_t index, void *out)
 	return true;
 }
 
-/* The training ranks registered with the daemon. */
-static int cmd_ranks(void)
+/*
+ * The training ranks registered with the daemon.  The daemon's lists are
+ * read whole before anything is printed: no half list when it goes away.
+ */
+static int cmd_ranks(int argc, char **argv)
 {
 	static const char *const states[] = { "?", "running", "paused", "restored" };
+	static const char *const head[] = {
+		"JOB", "RANK", "WORLD", "PID", "UID", "DEVICE", "STATE",
+	};
+	struct json_object *arr = hbm_cli_json ? hbm_cli_arr() : NULL, *o;
 	struct hbm_ctl_rank_info ri;
+	struct hbm_cli_table t;
 	uint32_t i;
 
-	if (json)
-		printf("[");
-	else
-		printf("%-20s %6s %6s %8s %6s %-20s %-8s\n", "JOB", "RANK", "WORLD",
-		       "PID", "UID", "DEVICE", "STATE");
+	(void)argc;
+	(void)argv;
+	hbm_cli_table_init(&t, 7, head, "lrrrrll");
 	for (i = 0; daemon_entry(HBM_CTL_RANK_GET, i, &ri); i++) {
-		if (json) {
-			printf("%s{", i ? "," : "");
-			json_str("job", ri.rank.job, true);
-			json_u64("rank", ri.rank.rank, true);
-			json_u64("world_size", ri.rank.world_size, true);
-			json_u64("local_rank", ri.rank.local_rank, true);
-			json_u64("pid", ri.pid, true);
-			json_u64("uid", ri.uid, true);
-			json_str("device", ri.rank.device, true);
-			json_str("state", NAME(states, ri.state), false);
-			printf("}");
-		} else {
-			printf("%-20s %6u %6u %8u %6u %-20s %-8s\n", esc(ri.rank.job),
-			       ri.rank.rank, ri.rank.world_size, ri.pid, ri.uid,
-			       esc(ri.rank.device),
-			       NAME(states, ri.state));
+		if (!hbm_cli_json) {
+			hbm_cli_cell(&t, "%s", esc(ri.rank.job));
+			hbm_cli_cell(&t, "%u", ri.rank.rank);
+			hbm_cli_cell(&t, "%u", ri.rank.world_size);
+			hbm_cli_cell(&t, "%u", ri.pid);
+			hbm_cli_cell(&t, "%u", ri.uid);
+			hbm_cli_cell(&t, "%s", esc(ri.rank.device));
+			hbm_cli_cell(&t, "%s", NAME(states, ri.state));
+			continue;
 		}
+		o = hbm_cli_obj();
+		hbm_cli_add_str(o, "job", ri.rank.job);
+		hbm_cli_add_u64(o, "rank", ri.rank.rank);
+		hbm_cli_add_u64(o, "world_size", ri.rank.world_size);
+		hbm_cli_add_u64(o, "local_rank", ri.rank.local_rank);
+		hbm_cli_add_u64(o, "pid", ri.pid);
+		hbm_cli_add_u64(o, "uid", ri.uid);
+		hbm_cli_add_str(o, "device", ri.rank.device);
+		hbm_cli_add_str(o, "state", NAME(states, ri.state));
+		hbm_cli_append(arr, o);
 	}
-	if (json)
-		printf("]\n");
+	if (hbm_cli_json)
+		hbm_cli_json_print(arr);
+	else
+		hbm_cli_table_print(&t, stdout);
 	return 0;
 }
 
-/* The incidents the daemon keeps, each transition with its time. */
-static int cmd_incidents(void)
-{
-	static const char *const states[] = {
-		"?", "detected", "pausing", "isolated", "restoring", "resumed", "escalated",
-	};
-	struct hbm_ctl_incident in;
-	uint32_t i, st;
-	bool first;
+static const char *const incident_states[] = {
+	"?", "detected", "pausing", "isolated", "restoring", "resumed", "escalated",
+};
 
-	if (json)
-		printf("[");
-	for (i = 0; daemon_entry(HBM_CTL_INCIDENT_GET, i, &in); i++) {
-		if (json) {
-			printf("%s{", i ? "," : "");
-			json_u64("id", in.id, true);
-			json_str("job", in.job, true);
-			json_u64("failed_rank", in.failed_rank, true);
-			json_str("device", in.device, true);
-			json_u64("offset", in.offset, true);
-			json_u64("length", in.length, true);
-			json_str("state", NAME(states, in.state), true);
-			json_str("reason", in.reason, true);
-			printf("\"at_us\":{");
-			for (st = 1, first = true; st < __HBM_INCIDENT_MAX; st++)
-				if (in.at[st]) {
-					printf("%s\"%s\":%" PRIu64, first ? "" : ",",
-					       states[st], in.at[st]);
-					first = false;
-				}
-			printf("}}");
+static struct json_object *incident_json(const struct hbm_ctl_incident *in)
+{
+	struct json_object *o = hbm_cli_obj(), *at = hbm_cli_obj();
+	uint32_t st;
+
+	hbm_cli_add_u64(o, "id", in->id);
+	hbm_cli_add_str(o, "job", in->job);
+	hbm_cli_add_u64(o, "failed_rank", in->failed_rank);
+	hbm_cli_add_str(o, "device", in->device);
+	hbm_cli_add_u64(o, "offset", in->offset);
+	hbm_cli_add_u64(o, "length", in->length);
+	hbm_cli_add_str(o, "state", NAME(incident_states, in->state));
+	hbm_cli_add_str(o, "reason", in->reason);
+	for (st = 1; st < __HBM_INCIDENT_MAX; st++)
+		if (in->at[st])
+			hbm_cli_add_u64(at, incident_states[st], in->at[st]);
+	hbm_cli_add(o, "at_us", at);
+	return o;
+}
+
+static void incident_lines(const struct hbm_ctl_incident *in)
+{
+	uint32_t st;
+
+	if (in->length == HBM_CTL_WHOLE_DEVICE)	/* an error without an address */
+		printf("incident %" PRIu64 ": job %s, rank %u, %s, whole device",
+		       in->id, esc(in->job), in->failed_rank, esc(in->device));
+	else
+		printf("incident %" PRIu64 ": job %s, rank %u, %s at 0x%" PRIx64 "+0x%"
+		       PRIx64, in->id, esc(in->job), in->failed_rank, esc(in->device),
+		       in->offset, in->length);
+	printf(": %s%s%s%s\n", NAME(incident_states, in->state), in->reason[0] ? " (" : "",
+	       esc(in->reason), in->reason[0] ? ")" : "");
+	for (st = 1; st < __HBM_INCIDENT_MAX; st++) {
+		time_t t = in->at[st] / 1000000;
+		char when[32];
+
+		if (!in->at[st])
+			continue;
+		strftime(when, sizeof(when), "%F %T", gmtime(&t));
+		printf("  %-10s %s.%06u UTC  +%.3f s\n", incident_states[st], when,
+		       (unsigned int)(in->at[st] % 1000000), (in->at[st] - in->at[1]) / 1e6);
+	}
+}
+
+/* The incidents the daemon keeps, each transition with its time. */
+static int cmd_incidents(int argc, char **argv)
+{
+	struct hbm_ctl_incident in, *all = NULL;
+	struct json_object *arr = hbm_cli_json ? hbm_cli_arr() : NULL;
+	uint32_t i, n;
+
+	(void)argc;
+	(void)argv;
+	for (n = 0; daemon_entry(HBM_CTL_INCIDENT_GET, n, &in); n++) {
+		if (arr) {
+			hbm_cli_append(arr, incident_json(&in));
 			continue;
 		}
-		if (in.length == HBM_CTL_WHOLE_DEVICE)	/* an error without an address */
-			printf("incident %" PRIu64 ": job %s, rank %u, %s, whole device",
-			       in.id, esc(in.job), in.failed_rank, esc(in.device));
-		else
-			printf("incident %" PRIu64 ": job %s, rank %u, %s at 0x%" PRIx64 "+0x%"
-			       PRIx64, in.id, esc(in.job), in.failed_rank, esc(in.device),
-			       in.offset, in.length);
-		printf(": %s%s%s%s\n", NAME(states, in.state), in.reason[0] ? " (" : "",
-		       esc(in.reason), in.reason[0] ? ")" : "");
-		for (st = 1; st < __HBM_INCIDENT_MAX; st++) {
-			time_t t = in.at[st] / 1000000;
-			char when[32];
-
-			if (!in.at[st])
-				continue;
-			strftime(when, sizeof(when), "%F %T", gmtime(&t));
-			printf("  %-10s %s.%06u UTC  +%.3f s\n", states[st], when,
-			       (unsigned int)(in.at[st] % 1000000),
-			       (in.at[st] - in.at[1]) / 1e6);
+		all = realloc(all, (n + 1) * sizeof(*all));
+		if (!all) {
+			fprintf(stderr, "hbmctl: out of memory\n");
+			return EXIT_REFUSED;
 		}
+		all[n] = in;
 	}
-	if (json)
-		printf("]\n");
+	if (arr)
+		hbm_cli_json_print(arr);
+	for (i = 0; i < n && !arr; i++)
+		incident_lines(&all[i]);
+	free(all);
 	return 0;
 }
 
@@ -655,59 +726,65 @@ static const char *gpu_sources(uint32_t sources, char *buf, size_t len)
 	return n ? buf : "-";
 }
 
-static void gpu_json(const struct hbm_ctl_gpu *g, const struct hbmguard_device_info *di,
-		     bool table)
+static struct json_object *gpu_json(const struct hbm_ctl_gpu *g,
+				    const struct hbmguard_device_info *di, bool table)
 {
+	struct json_object *o = hbm_cli_obj(), *src = hbm_cli_arr(), *drv = hbm_cli_obj(), *x;
 	size_t i;
 
-	printf("{");
-	json_str("identity", g->identity, true);
-	json_str("pci", g->pci, true);
-	json_str("vendor", g->vendor == HBM_CTL_GPU_AMDGPU ? "amdgpu" :
-		 g->vendor == HBM_CTL_GPU_NVML ? "nvidia" : "", true);
-	json_str("model", g->model, true);
-	json_u64("size", g->size, true);
-	if (g->device == HBM_CTL_NO_DEVICE)
-		printf("\"device\":null,");
-	else
-		json_u64("device", g->device, true);
-	json_str("name", g->name, true);
-	printf("\"sources\":[");
+	hbm_cli_add_str(o, "identity", g->identity);
+	hbm_cli_add_str(o, "pci", g->pci);
+	hbm_cli_add_str(o, "vendor", g->vendor == HBM_CTL_GPU_AMDGPU ? "amdgpu" :
+			g->vendor == HBM_CTL_GPU_NVML ? "nvidia" : "");
+	hbm_cli_add_str(o, "model", g->model);
+	hbm_cli_add_u64(o, "size", g->size);
+	hbm_cli_add(o, "device", g->device == HBM_CTL_NO_DEVICE ? NULL : hbm_cli_u64(g->device));
+	hbm_cli_add_str(o, "name", g->name);
 	for (i = 0; i < sizeof(source_words) / sizeof(source_words[0]); i++)
 		if (g->sources & (1U << i))
-			printf("%s\"%s\"", g->sources & ((1U << i) - 1) ? "," : "", source_words[i]);
-	printf("],");
-	if (g->vendor)
-		json_str("health", NAME(health_names, g->health), true);
-	else	/* no driver's facts to derive it from */
-		printf("\"health\":null,");
-	printf("\"lost\":%s,\"partial\":%s,", g->flags & HBM_CTL_GPU_LOST ? "true" : "false",
-	       g->flags & HBM_CTL_GPU_PARTIAL ? "true" : "false");
-	printf("\"driver\":{");
-	json_u64("retired_ue", g->retired_ue, true);
-	json_u64("retired_ce", g->retired_ce, true);
-	json_u64("pending", g->pending, true);
-	json_u64("failed", g->failed, true);
-	if (g->flags & HBM_CTL_GPU_REMAP)
-		printf("\"remapped\":{\"corrected\":%u,\"uncorrected\":%u,\"pending\":%s,"
-		       "\"failure\":%s},", g->remap_corrected, g->remap_uncorrected,
-		       g->remap_pending ? "true" : "false", g->remap_failure ? "true" : "false");
-	else
-		printf("\"remapped\":null,");
-	if (g->flags & HBM_CTL_GPU_ECC)
-		printf("\"errors\":{\"ue\":%" PRIu64 ",\"ce\":%" PRIu64 "}},", g->ue, g->ce);
-	else
-		printf("\"errors\":null},");
-	if (table)
-		printf("\"table\":{\"retired\":%u,\"pending\":%u,\"failed\":%u},",
-		       di->nr_retired, di->nr_pending, di->nr_failed);
-	else
-		printf("\"table\":null,");
-	if (g->last_xid)
-		printf("\"last_xid\":{\"xid\":%u,\"at_us\":%" PRIu64 "}}", g->last_xid,
-		       g->last_xid_at);
-	else
-		printf("\"last_xid\":null}");
+			hbm_cli_append(src, hbm_cli_str(source_words[i]));
+	hbm_cli_add(o, "sources", src);
+	/* no driver's facts to derive it from: null */
+	hbm_cli_add(o, "health", g->vendor ? hbm_cli_str(NAME(health_names, g->health)) : NULL);
+	hbm_cli_add(o, "lost", hbm_cli_bool(g->flags & HBM_CTL_GPU_LOST));
+	hbm_cli_add(o, "partial", hbm_cli_bool(g->flags & HBM_CTL_GPU_PARTIAL));
+	hbm_cli_add_u64(drv, "retired_ue", g->retired_ue);
+	hbm_cli_add_u64(drv, "retired_ce", g->retired_ce);
+	hbm_cli_add_u64(drv, "pending", g->pending);
+	hbm_cli_add_u64(drv, "failed", g->failed);
+	x = NULL;
+	if (g->flags & HBM_CTL_GPU_REMAP) {
+		x = hbm_cli_obj();
+		hbm_cli_add_u64(x, "corrected", g->remap_corrected);
+		hbm_cli_add_u64(x, "uncorrected", g->remap_uncorrected);
+		hbm_cli_add(x, "pending", hbm_cli_bool(g->remap_pending));
+		hbm_cli_add(x, "failure", hbm_cli_bool(g->remap_failure));
+	}
+	hbm_cli_add(drv, "remapped", x);
+	x = NULL;
+	if (g->flags & HBM_CTL_GPU_ECC) {
+		x = hbm_cli_obj();
+		hbm_cli_add_u64(x, "ue", g->ue);
+		hbm_cli_add_u64(x, "ce", g->ce);
+	}
+	hbm_cli_add(drv, "errors", x);
+	hbm_cli_add(o, "driver", drv);
+	x = NULL;
+	if (table) {
+		x = hbm_cli_obj();
+		hbm_cli_add_u64(x, "retired", di->nr_retired);
+		hbm_cli_add_u64(x, "pending", di->nr_pending);
+		hbm_cli_add_u64(x, "failed", di->nr_failed);
+	}
+	hbm_cli_add(o, "table", x);
+	x = NULL;
+	if (g->last_xid) {
+		x = hbm_cli_obj();
+		hbm_cli_add_u64(x, "xid", g->last_xid);
+		hbm_cli_add_u64(x, "at_us", g->last_xid_at);
+	}
+	hbm_cli_add(o, "last_xid", x);
+	return o;
 }
 
 static void gpu_line(const struct hbm_ctl_gpu *g, const struct hbmguard_device_info *di,
@@ -759,60 +836,76 @@ static void gpu_line(const struct hbm_ctl_gpu *g, const struct hbmguard_device_i
  * hbmguard made of it and the module's table of it (read here, as
  * 'hbmctl devices' does).  They are the daemon's: without it, no list.
  */
-static int cmd_gpus(void)
+static int cmd_gpus(int argc, char **argv)
 {
 	struct hbmguard_device_info di;
-	struct hbm_ctl_gpu g;
-	uint32_t i;
+	struct json_object *arr = hbm_cli_json ? hbm_cli_arr() : NULL;
+	struct hbm_ctl_gpu g, *all = NULL;
+	uint32_t i, n;
 
+	(void)argc;
+	(void)argv;
 	/* Nothing printed before the daemon answered: no half list without it. */
-	for (i = 0; daemon_entry(HBM_CTL_GPU_GET, i, &g); i++) {
-		bool table = gpu_table(&g, &di);
+	for (n = 0; daemon_entry(HBM_CTL_GPU_GET, n, &g); n++) {
+		if (arr) {
+			bool t = gpu_table(&g, &di);
 
-		if (json) {
-			printf("%s", i ? "," : "[");
-			gpu_json(&g, &di, table);
-		} else {
-			gpu_line(&g, &di, table);
+			hbm_cli_append(arr, gpu_json(&g, &di, t));
+			continue;
 		}
+		all = realloc(all, (n + 1) * sizeof(*all));
+		if (!all) {
+			fprintf(stderr, "hbmctl: out of memory\n");
+			return EXIT_REFUSED;
+		}
+		all[n] = g;
 	}
-	if (json)
-		printf("%s]\n", i ? "" : "[");
+	if (arr)
+		hbm_cli_json_print(arr);
+	for (i = 0; i < n && !arr; i++) {
+		bool table = gpu_table(&all[i], &di);
+
+		gpu_line(&all[i], &di, table);
+	}
+	free(all);
 	return 0;
 }
 
 /* Every device with its table: what an RMA ticket or an audit wants. */
-static int cmd_export(void)
+static int cmd_export(int argc, char **argv)
 {
 	uint32_t ids[HBMGUARD_MAX_DEVICES], n = list_devices(ids, HBMGUARD_MAX_DEVICES), i;
-	struct hbmguard_device_info di;
+	struct json_object *doc = hbm_cli_obj(), *arr = hbm_cli_arr();
 
-	printf("{\"exported\":%lld,\"devices\":[", (long long)time(NULL));
-	for (i = 0; i < n; i++) {
-		get_device(ids[i], &di);
-		printf("{\"device\":");
-		device_json(ids[i], &di);
-		printf(",\"extents\":[");
-		walk_extents(ids[i], &di, each_json);
-		printf("]}%s", i + 1 < n ? "," : "");
-	}
-	printf("]}\n");
+	(void)argc;
+	(void)argv;
+	hbm_cli_add(doc, "exported", hbm_cli_i64(time(NULL)));
+	for (i = 0; i < n; i++)
+		hbm_cli_append(arr, table_json(ids[i]));
+	hbm_cli_add(doc, "devices", arr);
+	if (!hbm_cli_json)	/* JSON is all it prints */
+		hbm_cli_json = HBM_CLI_JSON_SHORT;
+	hbm_cli_json_print(doc);
 	return 0;
 }
 
-static int cmd_translate(uint32_t dev, uint64_t offset)
+static int cmd_translate(int argc, char **argv)
 {
+	uint32_t dev = device_arg(argv[0]);
+	uint64_t offset = parse_size(argv[1], "offset");
 	struct hbmguard_translate tr = { .size = sizeof(tr), .device = dev,
 					 .offset = offset };
+	struct json_object *o;
 
+	(void)argc;
 	if (ioctl(fd, HBMGUARD_IOC_TRANSLATE, &tr))
 		refused("translate");
-	if (json) {
-		printf("{");
-		json_u64("offset", offset, true);
-		json_u64("translated", tr.translated, true);
-		json_str("state", NAME(state_names, tr.state), false);
-		printf("}\n");
+	if (hbm_cli_json) {
+		o = hbm_cli_obj();
+		hbm_cli_add_u64(o, "offset", offset);
+		hbm_cli_add_u64(o, "translated", tr.translated);
+		hbm_cli_add_str(o, "state", NAME(state_names, tr.state));
+		hbm_cli_json_print(o);
 		return 0;
 	}
 	printf("0x%" PRIx64 " -> 0x%" PRIx64 " (%s)\n", offset,
@@ -865,11 +958,17 @@ static int cmd_extent(unsigned long cmd, uint32_t dev, uint64_t offset,
 	return 0;
 }
 
-static int cmd_inject(uint32_t dev, const char *kind, uint64_t offset,
-		      uint32_t count)
+static int cmd_inject(int argc, char **argv)
 {
+	uint32_t dev = device_arg(argv[0]);
+	const char *kind = argv[1];
+	uint64_t offset = parse_size(argv[2], "offset");
+	uint64_t count = argc > 3 ? parse_size(argv[3], "count") : 1;
 	struct hbmguard_inject in = { .size = sizeof(in), .device = dev,
 				      .offset = offset, .count = count };
+
+	if (count > UINT32_MAX)
+		usage("the count fits in 32 bits");
 
 	for (in.kind = HBMGUARD_ERROR_CE; in.kind < __HBMGUARD_ERROR_MAX; in.kind++)
 		if (!strcmp(kind, error_names[in.kind]))
@@ -881,13 +980,15 @@ static int cmd_inject(uint32_t dev, const char *kind, uint64_t offset,
 	return 0;
 }
 
-static int cmd_policy(uint32_t dev, int argc, char **argv)
+static int cmd_policy(int argc, char **argv)
 {
+	uint32_t dev = device_arg(argv[0]);
 	struct hbmguard_policy p = { .size = sizeof(p), .device = dev };
 	struct hbmguard_device_info di;
+	struct json_object *o;
 	int i;
 
-	for (i = 0; i < argc; i++) {
+	for (i = 1; i < argc; i++) {
 		char *eq = strchr(argv[i], '=');
 		uint64_t v;
 
@@ -913,6 +1014,15 @@ static int cmd_policy(uint32_t dev, int argc, char **argv)
 	if (p.flags && ioctl(fd, HBMGUARD_IOC_SET_POLICY, &p))
 		refused("set policy");
 	get_device(dev, &di);
+	if (hbm_cli_json) {
+		o = hbm_cli_obj();
+		hbm_cli_add_str(o, "name", di.name);
+		hbm_cli_add_u64(o, "ce_threshold", di.policy.ce_threshold);
+		hbm_cli_add_u64(o, "ce_window", di.policy.ce_window);
+		hbm_cli_add_u64(o, "retire_limit", di.policy.retire_limit);
+		hbm_cli_json_print(o);
+		return 0;
+	}
 	printf("%s: ce_threshold=%u ce_window=%u retire_limit=%u\n", esc(di.name),
 	       di.policy.ce_threshold, di.policy.ce_window, di.policy.retire_limit);
 	return 0;
@@ -923,8 +1033,6 @@ static int cmd_sim_create(int argc, char **argv)
 	struct hbmguard_sim_create sc = { .size = sizeof(sc), .page_size = 4096 };
 	int i;
 
-	if (argc < 2)
-		usage("sim-create NAME SIZE");
 	if (strlen(argv[0]) >= sizeof(sc.name))
 		usage("the name is at most 31 characters");
 	strcpy(sc.name, argv[0]);
@@ -942,6 +1050,13 @@ static int cmd_sim_create(int argc, char **argv)
 	}
 	if (ioctl(fd, HBMGUARD_IOC_SIM_CREATE, &sc))
 		refused("create simulated device");
+	if (hbm_cli_json) {
+		struct json_object *o = hbm_cli_obj();
+
+		hbm_cli_add_u64(o, "id", sc.device);
+		hbm_cli_json_print(o);
+		return 0;
+	}
 	printf("%u\n", sc.device);
 	return 0;
 }
@@ -960,19 +1075,20 @@ static void print_event(const struct hbmguard_event *ev)
 		[HBMGUARD_EVENT_RESTORED] = "restored",
 	};
 
-	if (json) {
-		printf("{");
-		json_u64("seqnum", ev->seqnum, true);
-		json_str("type", NAME(types, ev->type), true);
-		json_u64("timestamp_ns", ev->timestamp, true);
-		json_u64("device", ev->device, true);
-		json_u64("offset", ev->offset, true);
-		json_u64("length", ev->length, true);
-		json_u64("source", ev->source, true);
-		json_u64("state", ev->state, true);
-		json_u64("count", ev->count, true);
-		json_u64("aux", ev->aux, false);
-		printf("}\n");
+	if (hbm_cli_json) {
+		struct json_object *o = hbm_cli_obj();
+
+		hbm_cli_add_u64(o, "seqnum", ev->seqnum);
+		hbm_cli_add_str(o, "type", NAME(types, ev->type));
+		hbm_cli_add_u64(o, "timestamp_ns", ev->timestamp);
+		hbm_cli_add_u64(o, "device", ev->device);
+		hbm_cli_add_u64(o, "offset", ev->offset);
+		hbm_cli_add_u64(o, "length", ev->length);
+		hbm_cli_add_u64(o, "source", ev->source);
+		hbm_cli_add_u64(o, "state", ev->state);
+		hbm_cli_add_u64(o, "count", ev->count);
+		hbm_cli_add_u64(o, "aux", ev->aux);
+		hbm_cli_json_print(o);
 		return;
 	}
 	printf("#%-6" PRIu64 " %-14s dev %u", (uint64_t)ev->seqnum,
@@ -1005,15 +1121,16 @@ static void print_event(const struct hbmguard_event *ev)
 	}
 }
 
-static int cmd_watch(long count)
+/* One document per event, each on its line (JSON Lines) unless pretty. */
+static int cmd_watch(int argc, char **argv)
 {
 	struct hbmguard_event ev[64];
 	ssize_t n;
-	long seen = 0;
+	uint64_t count = argc ? parse_size(argv[0], "count") : 0, seen = 0;
 	int i;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while (count <= 0 || seen < count) {
+	while (!count || seen < count) {
 		n = read(fd, ev, sizeof(ev));
 		if (n < 0) {
 			if (errno == EINTR)
@@ -1021,104 +1138,193 @@ static int cmd_watch(long count)
 			refused("read events");
 		}
 		for (i = 0; i < n / (ssize_t)sizeof(ev[0]) &&
-			    (count <= 0 || seen < count); i++, seen++)
+			    (!count || seen < count); i++, seen++)
 			print_event(&ev[i]);
 	}
 	return 0;
 }
 
+/* retire DEV OFFSET [LENGTH] [--pending]: one page by default. */
+static int cmd_retire(int argc, char **argv)
+{
+	struct hbmguard_device_info di;
+	uint32_t dev = device_arg(argv[0]);
+	uint64_t offset = parse_size(argv[1], "offset"), length;
+
+	get_device(dev, &di);
+	length = argc > 2 ? parse_size(argv[2], "length") : di.page_size;
+	return cmd_extent(HBMGUARD_IOC_RETIRE, dev, offset, length,
+			  retire_pending ? HBMGUARD_RETIRE_PENDING : 0);
+}
+
+static int cmd_clear(int argc, char **argv)
+{
+	(void)argc;
+	return cmd_extent(HBMGUARD_IOC_CLEAR, device_arg(argv[0]),
+			  parse_size(argv[1], "offset"), parse_size(argv[2], "length"), 0);
+}
+
+static int cmd_sim_destroy(int argc, char **argv)
+{
+	struct hbmguard_device_ref ref = { .size = sizeof(ref), .device = device_arg(argv[0]) };
+
+	(void)argc;
+	if (ioctl(fd, HBMGUARD_IOC_SIM_DESTROY, &ref))
+		refused("destroy simulated device");
+	return 0;
+}
+
+enum node { NODE_NONE, NODE_READ, NODE_WRITE };
+
+/*
+ * hbmctl's commands.  @args is the synopsis after the name, @min and @max
+ * bound the arguments (-1: any number), @node is what the command needs of
+ * /dev/hbmguard (none: it asks the daemon only, and works without the
+ * module).  @run gets the arguments after the command's name, options
+ * taken out.
+ */
+static const struct command {
+	const char *name, *args, *help;
+	int min, max;
+	enum node node;
+	int (*run)(int argc, char **argv);
+} commands[] = {
+	{ "status", "", "the module, the daemon, one line per device", 0, 0, NODE_READ,
+	  cmd_status },
+	{ "devices", "", "one line per device", 0, 0, NODE_READ, cmd_devices },
+	{ "pages", "DEV", "the bad-page table of a device", 1, 1, NODE_READ, cmd_pages },
+	{ "translate", "DEV OFFSET", "where an offset is served from", 2, 2, NODE_READ,
+	  cmd_translate },
+	{ "retire", "DEV OFFSET [LENGTH] [--pending]", "retire pages to spares", 2, 3,
+	  NODE_WRITE, cmd_retire },
+	{ "clear", "DEV OFFSET LENGTH", "forget bad pages", 3, 3, NODE_WRITE, cmd_clear },
+	{ "inject", "DEV ce|ue|poison OFFSET [COUNT]", "feed a made-up error to the policy",
+	  3, 4, NODE_WRITE, cmd_inject },
+	{ "policy", "DEV [ce_threshold=N] [ce_window=SECONDS] [retire_limit=PAGES]",
+	  "show or set a device's policy (runtime only)", 1, -1, NODE_WRITE, cmd_policy },
+	{ "sim-create", "NAME SIZE [page_size=N] [spares=N] [identity=ID]",
+	  "create a simulated device", 2, 5, NODE_WRITE, cmd_sim_create },
+	{ "sim-destroy", "DEV", "remove a simulated device", 1, 1, NODE_WRITE,
+	  cmd_sim_destroy },
+	{ "watch", "[COUNT]", "print events as they happen", 0, 1, NODE_READ, cmd_watch },
+	{ "export", "", "every device and its table, as JSON", 0, 0, NODE_READ, cmd_export },
+	{ "ranks", "", "training ranks registered with hbmguardd", 0, 0, NODE_NONE,
+	  cmd_ranks },
+	{ "incidents", "", "rank recoveries, each step with its time", 0, 0, NODE_NONE,
+	  cmd_incidents },
+	{ "gpus", "", "GPUs: the driver's report beside hbmguard's", 0, 0, NODE_NONE,
+	  cmd_gpus },
+};
+
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const struct command *find_command(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < N_COMMANDS; i++)
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+	return NULL;
+}
+
+/* The synopsis: of one command when one was named, else of all. */
+static void usage_print(FILE *out, const char *name)
+{
+	const struct command *c = name ? find_command(name) : NULL;
+	size_t i;
+
+	if (c) {
+		fprintf(out, "usage: hbmctl [OPTIONS] %s%s%s\n  %s\n", c->name,
+			*c->args ? " " : "", c->args, c->help);
+	} else {
+		fprintf(out, "usage: hbmctl [OPTIONS] [COMMAND [ARGS...]]\n\ncommands:\n");
+		for (i = 0; i < N_COMMANDS; i++)
+			fprintf(out, "  %s%s%s\n", commands[i].name, *commands[i].args ? " " : "",
+				commands[i].args);
+	}
+	fprintf(out, "\noptions (anywhere on the line):\n"
+		"  --json[=short|pretty|off]  JSON, on one line or indented (--json: short)\n"
+		"  --no-legend                tables without their header lines\n"
+		"  --socket PATH              hbmguardd's control socket (default %s)\n"
+		"  -h, --help                 this, on stdout\n"
+		"  --version                  hbmctl's version\n"
+		"\nExit status: 0 done, 1 refused, 2 bad usage, 3 hbmguardd not running,\n"
+		"4 /dev/hbmguard missing.  See hbmctl(8).\n", HBM_CTL_SOCKET);
+}
+
 int main(int argc, char **argv)
 {
-	const char *cmd;
-	bool reads;
+	enum { OPT_JSON = 0x100, OPT_NO_LEGEND, OPT_SOCKET, OPT_VERSION, OPT_PENDING };
+	static const struct option options[] = {
+		{ "json", optional_argument, NULL, OPT_JSON },
+		{ "no-legend", no_argument, NULL, OPT_NO_LEGEND },
+		{ "socket", required_argument, NULL, OPT_SOCKET },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, OPT_VERSION },
+		{ "pending", no_argument, NULL, OPT_PENDING },
+		{ NULL, 0, NULL, 0 },
+	};
+	const struct command *c;
+	bool help = false;
+	int opt, mode;
 
-	for (argc--, argv++; argc > 0 && argv[0][0] == '-' && argv[0][1] == '-'; argc--, argv++) {
-		if (!strcmp(argv[0], "--json")) {
-			json = true;
-		} else if (!strcmp(argv[0], "--socket") && argc > 1) {
-			control_socket = argv[1];
-			argc--;
-			argv++;
-		} else if (!strcmp(argv[0], "--help")) {
-			usage(NULL);
-		} else {
-			usage("unknown option");
+	opterr = 0;	/* said below, with the synopsis */
+	while ((opt = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+		switch (opt) {
+		case OPT_JSON:
+			mode = hbm_cli_json_mode(optarg);
+			if (mode < 0)
+				usage("--json takes short, pretty or off, not '%s'", optarg);
+			hbm_cli_json = mode;
+			break;
+		case OPT_NO_LEGEND:
+			hbm_cli_legend = false;
+			break;
+		case OPT_SOCKET:
+			control_socket = optarg;
+			break;
+		case 'h':
+			help = true;
+			break;
+		case OPT_VERSION:
+			printf("hbmctl %s\n", HBM_VERSION);
+			return 0;
+		case OPT_PENDING:
+			retire_pending = true;
+			break;
+		case ':':
+			usage("%s needs an argument", argv[optind - 1]);
+			break;
+		default:	/* optopt: a short option's letter, or a long one's val */
+			if (optopt && optopt < 0x100)
+				usage("unknown option '-%c'", optopt);
+			usage("unknown option, or one that takes no argument: '%s'",
+			      argv[optind - 1]);
 		}
 	}
-	cmd = argc > 0 ? argv[0] : "status";
-	if (!strcmp(cmd, "-h"))
-		usage(NULL);
-	/* These ask the daemon only: they work without the module. */
-	if (!strcmp(cmd, "ranks"))
-		return cmd_ranks();
-	if (!strcmp(cmd, "incidents"))
-		return cmd_incidents();
-	if (!strcmp(cmd, "gpus")) {
-		if (argc > 1)
-			usage("gpus takes no argument");
-		return cmd_gpus();
-	}
-	reads = !strcmp(cmd, "status") || !strcmp(cmd, "devices") ||
-		!strcmp(cmd, "pages") || !strcmp(cmd, "translate") ||
-		!strcmp(cmd, "watch") || !strcmp(cmd, "export");
-	open_node(reads ? O_RDONLY : O_RDWR);
-	argc--;
-	argv++;
-
-	if (!strcmp(cmd, "status"))
-		return cmd_status();
-	if (!strcmp(cmd, "export"))
-		return cmd_export();
-	if (!strcmp(cmd, "devices"))
-		return cmd_devices();
-	if (!strcmp(cmd, "watch"))
-		return cmd_watch(argc > 0 ? atol(argv[0]) : 0);
-	if (!strcmp(cmd, "sim-create"))
-		return cmd_sim_create(argc, argv);
-	if (argc < 1)
-		usage("which device?");
-	if (!strcmp(cmd, "pages"))
-		return cmd_pages(device_arg(argv[0]));
-	if (!strcmp(cmd, "policy"))
-		return cmd_policy(device_arg(argv[0]), argc - 1, argv + 1);
-	if (!strcmp(cmd, "sim-destroy")) {
-		struct hbmguard_device_ref ref = { .size = sizeof(ref),
-						   .device = device_arg(argv[0]) };
-
-		if (ioctl(fd, HBMGUARD_IOC_SIM_DESTROY, &ref))
-			refused("destroy simulated device");
+	argc -= optind;
+	argv += optind;
+	command_name = argc ? argv[0] : NULL;
+	c = find_command(argc ? argv[0] : "status");
+	if (!c)
+		usage("unknown command '%s'", argv[0]);
+	if (help) {
+		usage_print(stdout, command_name);
 		return 0;
 	}
-	if (argc < 2)
-		usage("which offset?");
-	if (!strcmp(cmd, "translate"))
-		return cmd_translate(device_arg(argv[0]), parse_size(argv[1], "offset"));
-	if (!strcmp(cmd, "retire")) {
-		struct hbmguard_device_info di;
-		uint32_t dev = device_arg(argv[0]);
-		bool pending = argc > 2 && !strcmp(argv[argc - 1], "--pending");
-		uint64_t length;
-
-		get_device(dev, &di);
-		length = argc - pending > 2 ? parse_size(argv[2], "length") : di.page_size;
-		return cmd_extent(HBMGUARD_IOC_RETIRE, dev,
-				  parse_size(argv[1], "offset"), length,
-				  pending ? HBMGUARD_RETIRE_PENDING : 0);
+	if (argc) {
+		argc--;
+		argv++;
 	}
-	if (!strcmp(cmd, "clear")) {
-		if (argc < 3)
-			usage("clear DEV OFFSET LENGTH");
-		return cmd_extent(HBMGUARD_IOC_CLEAR, device_arg(argv[0]),
-				  parse_size(argv[1], "offset"),
-				  parse_size(argv[2], "length"), 0);
+	if (retire_pending && c->run != cmd_retire)
+		usage("--pending is an option of retire only");
+	if (argc < c->min || (c->max >= 0 && argc > c->max)) {
+		if (!c->max)
+			usage("%s takes no argument", c->name);
+		usage("%s takes %s", c->name, c->args);
 	}
-	if (!strcmp(cmd, "inject")) {
-		if (argc < 3)
-			usage("inject DEV ce|ue|poison OFFSET [COUNT]");
-		return cmd_inject(device_arg(argv[0]), argv[1],
-				  parse_size(argv[2], "offset"),
-				  argc > 3 ? parse_size(argv[3], "count") : 1);
-	}
-	usage("unknown command");
-	return EXIT_USAGE;
+	if (c->node != NODE_NONE)
+		open_node(c->node == NODE_READ ? O_RDONLY : O_RDWR);
+	return c->run(argc, argv);
 }

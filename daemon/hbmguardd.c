@@ -133,8 +133,24 @@ static int wire(struct hbmguardd *g)
 	return 0;
 }
 
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: hbmguardd [OPTIONS]\n"
+		"  -c, --config=FILE  the configuration (default " HBM_CONFIG_PATH "\n"
+		"                     and its drop-ins)\n"
+		"  -h, --help         this, on stdout\n"
+		"  -V, --version      hbmguardd's version\n"
+		"See hbmguardd(8) and hbmguardd.conf(5).\n");
+}
+
 int main(int argc, char **argv)
 {
+	static const struct option options[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
 	static struct hbmguardd g;
 	struct daemon *d = &g.d;
 	struct hbm_source_link link;
@@ -144,12 +160,26 @@ int main(int argc, char **argv)
 	bool nvml_left;
 	int opt, err;
 
-	while ((opt = getopt(argc, argv, "c:")) != -1) {
-		if (opt != 'c') {
-			fprintf(stderr, "usage: hbmguardd [-c CONFIG]\n");
+	while ((opt = getopt_long(argc, argv, "c:hV", options, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			config = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("hbmguardd %s\n", HBM_VERSION);
+			return 0;
+		default:	/* getopt said what */
+			usage(stderr);
 			return 2;
 		}
-		config = optarg;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "hbmguardd: no argument expected, not '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
 	}
 	d->config_path = config;
 	d->started = time(NULL);

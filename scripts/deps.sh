@@ -15,7 +15,7 @@ set -eu
 # guests their vmlinuz and the stock injection modules (hwpoison-inject,
 # mce-inject).  6.1 is bookworm's own kernel, 6.12 its newer LTS.
 PKGS="build-essential pkg-config check libnl-3-dev libnl-genl-3-dev libnl-utils
-libsystemd-dev qemu-system-x86 busybox-static cpio kmod xz-utils
+libsystemd-dev libjson-c-dev qemu-system-x86 busybox-static cpio kmod xz-utils
 python3-yaml python3-jsonschema systemd mmdebstrap e2fsprogs groff-base
 linux-headers-amd64 linux-image-amd64
 linux-headers-6.12-amd64 linux-image-6.12-amd64

@@ -7,7 +7,8 @@
 #
 # systemd as init, Debian's kernel KVER with its headers and DKMS (so that
 # `dkms install` can rebuild hbmguard in the guest), the libraries hbmguardd
-# links, python3 for the checks that read JSON, and rasdaemon for make
+# links (hbmctl's libjson-c5 comes with systemd, through libcryptsetup12),
+# python3 for the checks that read JSON, and rasdaemon for make
 # bench to compare with: bookworm-backports' (0.8.1), as bookworm's own
 # (0.6.8) is built without memory_failure support.  hbmguard itself is not
 # in it: each run installs the tree under test with `make install DESTDIR=`.

@@ -26,10 +26,22 @@ check "hbmctl bad usage is 2" 'hbmctl frobnicate sim0 2>/dev/null; [ $? = 2 ]'
 check "hbmctl bad number is 2" 'hbmctl retire sim0 12Q 2>/dev/null; [ $? = 2 ]'
 check "hbmctl refused is 1" 'hbmctl retire sim0 0x10 2>&1 | grep -q "page aligned"; hbmctl retire sim0 0x10 2>/dev/null; [ $? = 1 ]'
 check "hbmctl unknown device" 'hbmctl pages gpu9 2>&1 | grep -q "no device .gpu9."'
+check "hbmctl status without the daemon is 3" 'hbmctl --socket /nonexistent status >/tmp/st 2>/dev/null;
+	[ $? = 3 ] && grep -q "^hbmguardd: not running" /tmp/st && grep -q "^0 *sim0 " /tmp/st'
+check "... in JSON too: the daemon null" 'hbmctl status --socket /nonexistent --json >/tmp/st; [ $? = 3 ] &&
+	grep -q "^{\"module\":{\"api\":[0-9]*,.*},\"daemon\":null,\"devices\":\[{\"id\":0,\"name\":\"sim0\"" /tmp/st'
+check "hbmctl --json=pretty: --json's document, indented" '[ "$(hbmctl --json=pretty pages sim0 | tr -d " \n")" = "$(hbmctl --json pages sim0)" ] &&
+	[ $(hbmctl --json=pretty pages sim0 | wc -l) -gt 10 ]'
+check "hbmctl options after the command" '[ "$(hbmctl pages sim0 --json=short)" = "$(hbmctl --json pages sim0)" ]'
+check "hbmctl --no-legend: the rows only" 'hbmctl devices --no-legend | grep -q "^0 *sim0 " &&
+	[ "$(hbmctl --no-legend devices | wc -l)" = $(($(hbmctl devices | wc -l) - 1)) ] &&
+	! hbmctl --no-legend devices | grep -q "^ID " &&
+	[ "$(hbmctl pages sim0 --no-legend | wc -l)" = $(($(hbmctl pages sim0 | wc -l) - 2)) ] &&
+	! hbmctl pages sim0 --no-legend | grep -q "OFFSET"'
 
 check "unload" 'rmmod hbmguard'
 check "unload clean" 'dmesg | grep -q "hbmguard: unloaded"'
 check "load again with no devices" 'insmod /hbmguard.ko && rmmod hbmguard'
-check "hbmctl without the module is 3" 'hbmctl status 2>/dev/null; [ $? = 3 ]'
+check "hbmctl without the module is 4" 'hbmctl status 2>/dev/null; [ $? = 4 ]'
 
 finish tier2

@@ -128,6 +128,11 @@ s = json.load(sys.stdin)
 pid = int(subprocess.check_output([\"systemctl\", \"show\", \"-P\", \"MainPID\", \"hbmguardd\"]))
 assert s[\"daemon\"][\"pid\"] == pid and s[\"daemon\"][\"stored_pages\"] == 3, s
 assert len(s[\"devices\"]) == 5"'
+	check "hbmctl --json=pretty: the same document, indented" 'hbmctl pages sim0 --json=pretty >/tmp/pp.json &&
+		hbmctl --json pages sim0 >/tmp/ps.json && [ $(wc -l </tmp/pp.json) -gt 1 ] &&
+		[ $(wc -l </tmp/ps.json) = 1 ] && python3 -c "
+import json
+assert json.load(open(\"/tmp/pp.json\")) == json.load(open(\"/tmp/ps.json\"))"'
 
 	# kill -9: systemd restarts it, nothing lost.
 	pid=$(systemctl show -P MainPID hbmguardd)
