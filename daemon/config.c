@@ -21,6 +21,7 @@
 
 #include "config.h"
 #include "ctl.h"
+#include "timespan.h"
 
 #define CE_THRESHOLD_MAX	65535
 #define CE_WINDOW_MAX		(365 * 86400)
@@ -92,118 +93,15 @@ static int number(struct parser *p, const char *key, const char *v,
 	return 0;
 }
 
-#define USEC_PER_SEC	1000000ULL
-#define USEC_PER_DAY	(86400 * USEC_PER_SEC)
-
-/*
- * systemd's time units (systemd.time(7), "PARSING TIME SPANS"), in the order
- * its parser tries them as prefixes of what follows a number
- * (extract_multiplier() in src/basic/time-util.c, systemd 252): "ms" before
- * "m", "min" and "months" before "ms", so that the longest name is taken.
- * A month is 30.44 days and a year 365.25, as there.
- */
-static const struct {
-	const char *name;
-	uint64_t usec;
-} time_units[] = {
-	{ "seconds", USEC_PER_SEC }, { "second", USEC_PER_SEC },
-	{ "sec", USEC_PER_SEC }, { "s", USEC_PER_SEC },
-	{ "minutes", 60 * USEC_PER_SEC }, { "minute", 60 * USEC_PER_SEC },
-	{ "min", 60 * USEC_PER_SEC },
-	{ "months", 2629800 * USEC_PER_SEC }, { "month", 2629800 * USEC_PER_SEC },
-	{ "M", 2629800 * USEC_PER_SEC },
-	{ "msec", 1000 }, { "ms", 1000 },
-	{ "m", 60 * USEC_PER_SEC },
-	{ "hours", 3600 * USEC_PER_SEC }, { "hour", 3600 * USEC_PER_SEC },
-	{ "hr", 3600 * USEC_PER_SEC }, { "h", 3600 * USEC_PER_SEC },
-	{ "days", USEC_PER_DAY }, { "day", USEC_PER_DAY }, { "d", USEC_PER_DAY },
-	{ "weeks", 7 * USEC_PER_DAY }, { "week", 7 * USEC_PER_DAY },
-	{ "w", 7 * USEC_PER_DAY },
-	{ "years", 31557600 * USEC_PER_SEC }, { "year", 31557600 * USEC_PER_SEC },
-	{ "y", 31557600 * USEC_PER_SEC },
-	{ "usec", 1 }, { "us", 1 },
-	{ "\xce\xbcs", 1 },		/* U+03BC GREEK SMALL LETTER MU */
-	{ "\xc2\xb5s", 1 },		/* U+00B5 MICRO SIGN */
-};
-
-/*
- * A time span in microseconds: numbers, each with an optional fraction
- * ("1.5h") and unit, added up ("1h 30min", "1h30min"); a number without a
- * unit is seconds.  As systemd's parse_time() (time-util.c, systemd 252),
- * less "infinity", which no key here means.  -EINVAL: not a time span;
- * -ERANGE: past 2^64 microseconds.
- */
-static int time_span(const char *v, uint64_t *out)
-{
-	uint64_t usec = 0;
-	bool some = false;
-
-	for (;;) {
-		uint64_t whole = 0, mult = USEC_PER_SEC, k;
-		const char *frac = NULL, *unit;
-		size_t i, nfrac = 0;
-
-		while (isspace((unsigned char)*v))
-			v++;
-		if (!*v)
-			break;
-		/* ".5min" too, as there */
-		if (!isdigit((unsigned char)*v) && (*v != '.' || !isdigit((unsigned char)v[1])))
-			return -EINVAL;
-		for (; isdigit((unsigned char)*v); v++) {
-			if (whole > (UINT64_MAX - 9) / 10)
-				return -ERANGE;
-			whole = whole * 10 + (*v - '0');
-		}
-		if (*v == '.') {
-			frac = ++v;
-			nfrac = strspn(v, "0123456789");
-			if (!nfrac)		/* "3.", "3.s": as systemd */
-				return -EINVAL;
-			v += nfrac;
-		}
-		unit = v + strspn(v, " \t");
-		for (i = 0; i < sizeof(time_units) / sizeof(time_units[0]); i++) {
-			size_t len = strlen(time_units[i].name);
-
-			if (!strncmp(unit, time_units[i].name, len)) {
-				mult = time_units[i].usec;
-				v = unit + len;
-				break;
-			}
-		}
-		/* Without a unit, a space or the end must follow ("12x", "1.2.3"). */
-		if (i == sizeof(time_units) / sizeof(time_units[0]) && *v && !isspace((unsigned char)*v))
-			return -EINVAL;
-		if (whole > UINT64_MAX / mult)
-			return -ERANGE;
-		k = whole * mult;
-		/* The fraction's digits, each a tenth of the one before. */
-		for (i = 0, mult /= 10; i < nfrac; i++, mult /= 10) {
-			if (k > UINT64_MAX - (frac[i] - '0') * mult)
-				return -ERANGE;
-			k += (frac[i] - '0') * mult;
-		}
-		if (k > UINT64_MAX - usec)
-			return -ERANGE;
-		usec += k;
-		some = true;
-	}
-	if (!some)
-		return -EINVAL;
-	*out = usec;
-	return 0;
-}
-
 /*
  * A time span in whole seconds, in [min, max]: systemd's syntax
- * (time_span()), whose "90" is 90 seconds and "30m" 30 minutes as before.
+ * (hbm_time_span()), whose "90" is 90 seconds and "30m" 30 minutes as before.
  */
 static int seconds(struct parser *p, const char *key, const char *v,
 		   uint32_t min, uint32_t max, uint32_t *out)
 {
 	uint64_t usec;
-	int err = time_span(v, &usec);
+	int err = hbm_time_span(v, &usec);
 
 	if (err == -EINVAL)
 		return fail(p, key, "'%s' is not a time span (e.g. 90, 30s, 2min, 1h 30min)", v);
