@@ -136,32 +136,34 @@ $(BUILD)/hbmguardd: $(DAEMON_MAIN) $(DAEMON_MAIN_HDR) $(DAEMON_SRC) $(DAEMON_HDR
 		$(DAEMON_MAIN) $(DAEMON_SRC) $(DAEMON_NVML) \
 		$(shell pkg-config --libs libnl-genl-3.0 libsystemd) -o $@
 
-# hbmctl's JSON is json-c's (daemon/cli.c).
-HBMCTL_SRC := daemon/hbmctl.c daemon/cli.c
-HBMCTL_DEPS := $(HBMCTL_SRC) daemon/cli.h $(BUILD)/libhbmguard.a dkms.conf
+# hbmctl's JSON is json-c's (daemon/cli.c); the advisor and systemd's time
+# spans are pure code of their own (advise.c, timespan.c).
+HBMCTL_SRC := daemon/hbmctl.c daemon/cli.c daemon/advise.c daemon/timespan.c
+HBMCTL_DEPS := $(HBMCTL_SRC) daemon/cli.h daemon/advise.h daemon/timespan.h \
+	$(BUILD)/libhbmguard.a dkms.conf
 $(BUILD)/hbmctl: $(HBMCTL_DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) $(VERSION_DEF) -Idaemon/libhbmguard $(shell pkg-config --cflags json-c) \
-		$(HBMCTL_SRC) $(BUILD)/libhbmguard.a $(shell pkg-config --libs json-c) -o $@
+		$(HBMCTL_SRC) $(BUILD)/libhbmguard.a $(shell pkg-config --libs json-c) -lm -o $@
 
 # Static copies for the busybox guests.
 $(BUILD)/guest/hbmctl: $(HBMCTL_DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) $(VERSION_DEF) -Idaemon/libhbmguard -static \
 		$(shell pkg-config --cflags json-c) $(HBMCTL_SRC) $(BUILD)/libhbmguard.a \
-		$(shell pkg-config --libs --static json-c) -o $@
+		$(shell pkg-config --libs --static json-c) -lm -o $@
 
 # recovery.c too, its neighbours stubbed (tests/unit/check_recovery.c); the
 # core and the store, behind a source of the test's own (check_core.c); the
 # SIGBUS guard, included by tests/unit/check_aperture.c.
-UNIT_DAEMON := $(DAEMON_SRC) daemon/recovery.c daemon/core.c daemon/store.c daemon/amdgpu.c $(shell pkg-config --cflags libnl-genl-3.0 libsystemd)
+UNIT_DAEMON := $(DAEMON_SRC) daemon/advise.c daemon/recovery.c daemon/core.c daemon/store.c daemon/amdgpu.c $(shell pkg-config --cflags libnl-genl-3.0 libsystemd)
 UNIT_DAEMON += -DHBM_FIXTURES='"$(TOP)/tests/unit/fixtures"'
 UNIT_DAEMON += daemon/cli.c $(shell pkg-config --cflags json-c)
-UNIT_LIBS := $(CHECK_LIBS) $(shell pkg-config --libs libsystemd json-c)
+UNIT_LIBS := $(CHECK_LIBS) $(shell pkg-config --libs libsystemd json-c) -lm
 UNIT_DEPS := $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR) daemon/recovery.c \
 	daemon/core.c daemon/store.c daemon/amdgpu.c daemon/amdgpu.h $(DAEMON_MAIN_HDR) \
 	daemon/hbmguardd.h daemon/libhbmguard/aperture.c daemon/libhbmguard/hbmguard.h \
-	daemon/cli.c daemon/cli.h
+	daemon/cli.c daemon/cli.h daemon/advise.c daemon/advise.h
 
 $(BUILD)/unit: $(UNIT_DEPS)
 	@mkdir -p $(@D)

@@ -24,6 +24,7 @@ Suite *core_suite(void);
 Suite *xid_suite(void);
 Suite *kmsg_suite(void);
 Suite *cli_suite(void);
+Suite *advise_suite(void);
 const char *table_invariants(const struct hbm_table *t);
 
 #endif
