@@ -4,6 +4,7 @@
  * their cells.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,6 +157,17 @@ struct json_object *hbm_cli_u64(uint64_t v)
 struct json_object *hbm_cli_i64(int64_t v)
 {
 	return need(json_object_new_int64(v));
+}
+
+/* A number of @decimals decimals, as printed; JSON's null when not finite. */
+struct json_object *hbm_cli_double(double v, int decimals)
+{
+	char text[64];
+
+	if (!isfinite(v))
+		return NULL;
+	snprintf(text, sizeof(text), "%.*f", decimals, v);
+	return need(json_object_new_double_s(v, text));
 }
 
 struct json_object *hbm_cli_bool(bool v)

@@ -33,6 +33,7 @@ struct json_object *hbm_cli_arr(void);
 struct json_object *hbm_cli_str(const char *s);
 struct json_object *hbm_cli_u64(uint64_t v);
 struct json_object *hbm_cli_i64(int64_t v);
+struct json_object *hbm_cli_double(double v, int decimals);
 struct json_object *hbm_cli_bool(bool v);
 void hbm_cli_add(struct json_object *obj, const char *key, struct json_object *v);
 void hbm_cli_add_str(struct json_object *obj, const char *key, const char *s);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Unit tests of hbmctl's output conventions (daemon/cli.c). */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,27 @@ START_TEST(json_documents)
 }
 END_TEST
 
+/* Numbers with a fraction, as printed; what JSON has no number for is null. */
+START_TEST(json_doubles)
+{
+	struct json_object *doc = hbm_cli_obj(), *back;
+
+	hbm_cli_add(doc, "interval_s", hbm_cli_double(10987.713218, 1));
+	hbm_cli_add(doc, "waste", hbm_cli_double(0.1042689592, 6));
+	hbm_cli_add(doc, "big", hbm_cli_double(1.8446744073709552e19, 0));
+	hbm_cli_add(doc, "nan", hbm_cli_double(NAN, 1));
+	hbm_cli_add(doc, "inf", hbm_cli_double(-INFINITY, 1));
+	ck_assert_str_eq(hbm_cli_json_text(doc, HBM_CLI_JSON_SHORT),
+			 "{\"interval_s\":10987.7,\"waste\":0.104269,\"big\":18446744073709551616,"
+			 "\"nan\":null,\"inf\":null}");
+	back = json_tokener_parse(hbm_cli_json_text(doc, HBM_CLI_JSON_SHORT));
+	ck_assert_ptr_nonnull(back);
+	ck_assert(json_object_get_double(json_object_object_get(back, "interval_s")) == 10987.7);
+	json_object_put(back);
+	json_object_put(doc);
+}
+END_TEST
+
 static char *table_text(bool legend)
 {
 	static const char *const head[] = { "ID", "IDENTITY", "PAGES", "HEALTH" };
@@ -171,6 +193,7 @@ Suite *cli_suite(void)
 	tcase_add_test(tc, json_modes);
 	tcase_add_test(tc, jsonc_passes_bytes);
 	tcase_add_test(tc, json_documents);
+	tcase_add_test(tc, json_doubles);
 	tcase_add_test(tc, tables);
 	suite_add_tcase(s, tc);
 	return s;
