@@ -20,6 +20,8 @@
  *   hbmctl [OPTIONS] ranks              training ranks registered with hbmguardd
  *   hbmctl [OPTIONS] incidents          rank recoveries, each step with its time
  *   hbmctl [OPTIONS] gpus               GPUs: the driver's report beside hbmguard's
+ *   hbmctl [OPTIONS] advise --checkpoint-cost=SPAN --restart-cost=SPAN [--nodes=N]
+ *                           [--window=SPAN]   how often to checkpoint (advise.c)
  *
  * Options go anywhere (getopt_long), before or after the command:
  * --json[=short|pretty|off] (systemd's form; a plain --json is short),
@@ -52,6 +54,7 @@
 #include <unistd.h>
 #include <linux/hbmguard.h>
 
+#include "advise.h"
 #include "cli.h"
 #include "ctl.h"
 #include "hbmguard.h"
@@ -63,6 +66,8 @@ enum { EXIT_REFUSED = 1, EXIT_USAGE = 2, EXIT_DOWN = 3, EXIT_NODEV = 4 };
 static int fd = -1;
 static const char *control_socket = HBM_CTL_SOCKET;
 static bool retire_pending;
+static struct hbm_advise_in advise_in = { .nodes = 1 };
+static const char *advise_option;	/* one was given: advise's only */
 
 static const char *const state_names[] = {
 	[HBMGUARD_STATE_CLEAN] = "clean", [HBMGUARD_STATE_PENDING] = "pending",
@@ -871,6 +876,137 @@ static int cmd_gpus(int argc, char **argv)
 	return 0;
 }
 
+/* The advice as JSON: one function, one document. */
+static void advise_json(const struct hbm_advise_in *in, const struct hbm_advice *a)
+{
+	struct json_object *doc = hbm_cli_obj(), *inc = hbm_cli_obj(), *o;
+	const struct hbm_advise_case *c[] = { &a->without, &a->with };
+	int i;
+
+	hbm_cli_add(doc, "window_s", hbm_cli_double(in->observed_s, 3));
+	hbm_cli_add(doc, "window_shortened", hbm_cli_bool(in->shortened));
+	hbm_cli_add_u64(doc, "nodes", in->nodes);
+	hbm_cli_add(doc, "checkpoint_s", hbm_cli_double(in->checkpoint_s, 3));
+	hbm_cli_add(doc, "restart_s", hbm_cli_double(in->restart_s, 3));
+	hbm_cli_add_u64(inc, "recovered", in->recovered);
+	hbm_cli_add_u64(inc, "escalated", in->escalated);
+	hbm_cli_add_u64(inc, "open", in->open);
+	hbm_cli_add(inc, "recovery_s", hbm_cli_double(in->recovery_s, 3));
+	hbm_cli_add(inc, "escalation_s", hbm_cli_double(in->escalation_s, 3));
+	hbm_cli_add(doc, "incidents", inc);
+	for (i = 0; i < 2; i++) {
+		o = hbm_cli_obj();
+		hbm_cli_add_u64(o, "restarts", c[i]->failures);
+		hbm_cli_add(o, "bound", hbm_cli_bool(c[i]->bound));
+		hbm_cli_add(o, "mtbf_s", hbm_cli_double(c[i]->mtbf_s, 1));
+		hbm_cli_add(o, "interval_s", hbm_cli_double(c[i]->daly_s, 1));
+		hbm_cli_add(o, "young_s", hbm_cli_double(c[i]->young_s, 1));
+		hbm_cli_add(o, "waste", hbm_cli_double(c[i]->waste, 6));
+		hbm_cli_add(doc, i ? "with" : "without", o);
+	}
+	hbm_cli_add(doc, "saved_per_day_s", hbm_cli_double(a->saved_per_day_s, 1));
+	hbm_cli_add(doc, "saved_bound", hbm_cli_bool(a->saved_bound));
+	hbm_cli_json_print(doc);
+}
+
+static void advise_row(struct hbm_cli_table *t, const char *name, const struct hbm_advise_case *c)
+{
+	const char *ge = c->bound ? ">= " : "";
+
+	hbm_cli_cell(t, "%s", name);
+	hbm_cli_cell(t, "%u", c->failures);
+	hbm_cli_cell(t, "%s%.0f s", ge, c->mtbf_s);
+	hbm_cli_cell(t, "%s%.0f s", ge, c->daly_s);
+	hbm_cli_cell(t, "%s%.0f s", ge, c->young_s);
+	hbm_cli_cell(t, "%s%.3f%%", c->bound ? "<= " : "", 100 * c->waste);
+}
+
+/*
+ * How often a job should checkpoint, from the incidents the daemon kept
+ * (advise.c has the model): exit 2 for options missing or bad, 3 without
+ * the daemon; no failure seen gives bounds, said as such, and exit 0.
+ */
+static int cmd_advise(int argc, char **argv)
+{
+	static const char *const head[] = {
+		"", "RESTARTS", "MTBF (JOB)", "INTERVAL (DALY)", "(YOUNG)", "LOST",
+	};
+	struct hbm_advise_in in = advise_in;
+	struct hbm_ctl_incident *x = NULL;
+	struct hbm_cli_table t;
+	struct hbm_ctl_status st;
+	struct hbm_advice a;
+	struct timespec now;
+	char from[32];
+	uint32_t n;
+	time_t when;
+	int ret;
+
+	(void)argc;
+	(void)argv;
+	if (!in.have_checkpoint || !in.have_restart)
+		usage("advise needs --checkpoint-cost= and --restart-cost=: hbmguard cannot see them");
+	ret = ask_daemon(HBM_CTL_STATUS, NULL, &st);
+	if (ret)
+		no_daemon(ret);
+	for (n = 0;; n++) {
+		if (!(n & (n - 1))) {	/* full at 0, 1, 2, 4...: twice the room */
+			struct hbm_ctl_incident *more = realloc(x, (n ? 2 * n : 1) * sizeof(*x));
+
+			if (!more) {
+				free(x);
+				fprintf(stderr, "hbmctl: out of memory\n");
+				return EXIT_REFUSED;
+			}
+			x = more;
+		}
+		if (!daemon_entry(HBM_CTL_INCIDENT_GET, n, &x[n]))
+			break;
+	}
+	clock_gettime(CLOCK_REALTIME, &now);
+	hbm_advise_history(&in, x, n, now.tv_sec * 1000000ULL + now.tv_nsec / 1000,
+			   st.started * 1000000ULL);
+	free(x);
+	if (hbm_advise(&in, &a)) {
+		fprintf(stderr, "hbmctl: no window to learn from: the daemon has just started "
+			"(give --window=)\n");
+		return EXIT_REFUSED;
+	}
+	if (hbm_cli_json) {
+		advise_json(&in, &a);
+		return 0;
+	}
+	when = in.from_us / 1000000;
+	strftime(from, sizeof(from), "%F %T", gmtime(&when));
+	printf("history: %u incidents since %s UTC (%.0f s, %.2f days; %s): %u recovered in "
+	       "place (mean pause %.3f s), %u escalated (mean %.3f s to abort), %u under way\n",
+	       in.recovered + in.escalated, from, in.observed_s, in.observed_s / 86400,
+	       in.window_s > 0 ? "--window" : "the daemon's start or its oldest incident kept; "
+	       "give --window= for more", in.recovered, in.recovery_s, in.escalated,
+	       in.escalation_s, in.open);
+	if (in.shortened)
+		printf("(older incidents were dropped by the daemon, which keeps the newest: the "
+		       "window starts at the oldest kept)\n");
+	printf("job: %u nodes, checkpoint %.0f s, restart %.0f s\n\n", in.nodes, in.checkpoint_s,
+	       in.restart_s);
+	hbm_cli_table_init(&t, 6, head, "lrrrrr");
+	advise_row(&t, "without hbmguard", &a.without);
+	advise_row(&t, "with hbmguard", &a.with);
+	hbm_cli_table_print(&t, stdout);
+	printf("\n");
+	if (a.without.bound)
+		printf("no incident in the window: no failure rate can be measured; the "
+		       "figures are 95%% bounds from the window's length\n");
+	else if (a.saved_bound && a.saved_per_day_s <= 0)
+		printf("no incident escalated in the window: what hbmguard saves cannot be "
+		       "told from so short a history\n");
+	else
+		printf("checkpoint every %.0f s; hbmguard saves %s%.0f s of the job's time "
+		       "a day (%.2f node-hours)\n", a.with.daly_s, a.saved_bound ? "at least " : "",
+		       a.saved_per_day_s, a.saved_per_day_s * in.nodes / 3600);
+	return 0;
+}
+
 /* Every device with its table: what an RMA ticket or an audit wants. */
 static int cmd_export(int argc, char **argv)
 {
@@ -1214,6 +1350,8 @@ static const struct command {
 	  cmd_incidents },
 	{ "gpus", "", "GPUs: the driver's report beside hbmguard's", 0, 0, NODE_NONE,
 	  cmd_gpus },
+	{ "advise", "--checkpoint-cost=SPAN --restart-cost=SPAN [--nodes=N] [--window=SPAN]",
+	  "how often to checkpoint, with and without hbmguard", 0, 0, NODE_NONE, cmd_advise },
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -1255,7 +1393,7 @@ static void usage_print(FILE *out, const char *name)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_JSON = 0x100, OPT_NO_LEGEND, OPT_SOCKET, OPT_VERSION, OPT_PENDING };
+	enum { OPT_JSON = 0x100, OPT_NO_LEGEND, OPT_SOCKET, OPT_VERSION, OPT_PENDING, OPT_ADVISE };
 	static const struct option options[] = {
 		{ "json", optional_argument, NULL, OPT_JSON },
 		{ "no-legend", no_argument, NULL, OPT_NO_LEGEND },
@@ -1263,14 +1401,19 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ "pending", no_argument, NULL, OPT_PENDING },
+		{ "checkpoint-cost", required_argument, NULL, OPT_ADVISE },
+		{ "restart-cost", required_argument, NULL, OPT_ADVISE },
+		{ "nodes", required_argument, NULL, OPT_ADVISE },
+		{ "window", required_argument, NULL, OPT_ADVISE },
 		{ NULL, 0, NULL, 0 },
 	};
 	const struct command *c;
 	bool help = false;
-	int opt, mode;
+	int opt, mode, index;
+	char err[256];
 
 	opterr = 0;	/* said below, with the synopsis */
-	while ((opt = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":h", options, &index)) != -1) {
 		switch (opt) {
 		case OPT_JSON:
 			mode = hbm_cli_json_mode(optarg);
@@ -1292,6 +1435,11 @@ int main(int argc, char **argv)
 			return 0;
 		case OPT_PENDING:
 			retire_pending = true;
+			break;
+		case OPT_ADVISE:
+			advise_option = options[index].name;
+			if (hbm_advise_option(&advise_in, advise_option, optarg, err, sizeof(err)))
+				usage("%s", err);
 			break;
 		case ':':
 			usage("%s needs an argument", argv[optind - 1]);
@@ -1319,6 +1467,8 @@ int main(int argc, char **argv)
 	}
 	if (retire_pending && c->run != cmd_retire)
 		usage("--pending is an option of retire only");
+	if (advise_option && c->run != cmd_advise)
+		usage("--%s is an option of advise only", advise_option);
 	if (argc < c->min || (c->max >= 0 && argc > c->max)) {
 		if (!c->max)
 			usage("%s takes no argument", c->name);

@@ -75,6 +75,28 @@ for c in ranks incidents gpus; do
 		check "hbmctl $c $opts --socket after the command" 'run 3 "$HBMCTL" $c $opts --socket=$NOSOCK && quiet_out'
 	done
 done
+# advise: what the node cannot see is given, and refused when it is not a
+# value (nothing asked of the daemon then: exit 2, not 3).
+ADV="--checkpoint-cost=10min --restart-cost=5min"
+for opts in "" "--json" "--nodes=4 --window=30d" "--nodes 4 --window 90min"; do
+	check "hbmctl advise $ADV $opts, no daemon: exit 3" 'run 3 "$HBMCTL" --socket $NOSOCK advise $ADV $opts &&
+		quiet_out && grep -q "^hbmctl: hbmguardd at $NOSOCK: not running" "$err"'
+done
+for bad in "--checkpoint-cost=-10min --restart-cost=5min|--checkpoint-cost: '-10min' is not a time span" \
+	   "--checkpoint-cost=soon --restart-cost=5min|--checkpoint-cost: 'soon' is not a time span" \
+	   "--checkpoint-cost=0 --restart-cost=5min|--checkpoint-cost must be longer than 0" \
+	   "$ADV --restart-cost=-1|--restart-cost: '-1' is not a time span" \
+	   "$ADV --nodes=0|--nodes: '0' is not a number of nodes" \
+	   "$ADV --nodes=-3|--nodes: '-3' is not a number of nodes" \
+	   "$ADV --window=0|--window must be longer than 0" \
+	   "$ADV --window=1x|--window: '1x' is not a time span" \
+	   "--restart-cost=5min|advise needs --checkpoint-cost= and --restart-cost=" \
+	   "--checkpoint-cost=1min|advise needs --checkpoint-cost= and --restart-cost="; do
+	check "hbmctl advise ${bad%%|*}: exit 2, said" 'run 2 "$HBMCTL" --socket $NOSOCK advise ${bad%%|*} && quiet_out &&
+		grep -qF "hbmctl: ${bad#*|}" "$err"'
+done
+check "--nodes is advise's only" 'run 2 "$HBMCTL" --socket $NOSOCK ranks --nodes=4 && quiet_out &&
+	grep -q "^hbmctl: --nodes is an option of advise only$" "$err"'
 check "a socket path too long: bad usage" 'run 2 "$HBMCTL" ranks --socket "/$(printf "%0200d" 0)" && quiet_out'
 
 # The module's commands without /dev/hbmguard: 4, for status before the
