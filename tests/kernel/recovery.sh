@@ -178,6 +178,29 @@ start_daemon
 check "restarted mid-incident: escalated" 'incident 8 | grep -q ": escalated (hbmguardd restarted during recovery)$"'
 check "the history kept" '[ $(ctl incidents | grep -c "^incident ") = 8 ]'
 
+# hbmctl advise on that history: 2 recovered in place (incidents 1, 2), 6
+# escalated (3 to 8), all in the last 30 days.  For a job of 4 nodes, the
+# checkpoint 10 min (C = 600 s): without hbmguard all 8 are restarts, the
+# job's M = 30 * 86400 / (4 * 8) = 81000 s; with it 6, M = 2592000 / 24 =
+# 108000 s.  Daly's tau = 2Mx (1 - x/3)^2, x = sqrt(C / 2M): without,
+# x = sqrt(600 / 162000) = 0.0608581, tau = 9859.006 * 0.9598391 = 9463 s
+# (Young's sqrt(2 * 600 * 81000) = 9859 s); with, x = 0.0527046, tau =
+# 11384.20 * 0.9651523 = 10988 s (Young's 11384 s).  The intervals depend
+# on the counts only, not on how long the recoveries took.
+adv() { ctl "$@" advise --checkpoint-cost=10min --restart-cost=5min --nodes=4 --window=30d; }
+check "advise: 8 incidents, 2 recovered, 6 escalated" \
+	'adv | grep -q "^history: 8 incidents since .*: 2 recovered in place (.*), 6 escalated (.*), 0 under way$"'
+check "advise: without hbmguard, M 81000 s, Daly 9463 s, Young 9859 s" \
+	'adv | grep -qE "^without hbmguard +8 +81000 s +9463 s +9859 s +[0-9.]+%$"'
+check "advise: with hbmguard, M 108000 s, Daly 10988 s, Young 11384 s" \
+	'adv | grep -qE "^with hbmguard +6 +108000 s +10988 s +11384 s +[0-9.]+%$"'
+check "advise: checkpoint every 10988 s, time saved" \
+	'adv | grep -qE "^checkpoint every 10988 s; hbmguard saves [0-9]+ s of the job.s time a day"'
+check "advise as JSON" 'adv --json | grep -q "\"without\":{\"restarts\":8,\"bound\":false,\"mtbf_s\":81000.0,\"interval_s\":9463.1,.*\"with\":{\"restarts\":6,\"bound\":false,\"mtbf_s\":108000.0,\"interval_s\":10987.7,"'
+check "advise: a negative cost refused" \
+	'ctl advise --checkpoint-cost=-10min --restart-cost=5min 2>/tmp/adv.err; [ $? = 2 ] &&
+	grep -q "^hbmctl: --checkpoint-cost: .-10min. is not a time span" /tmp/adv.err'
+
 # The process that connected is the rank.  A child still holding the
 # connection after it exited (a data loader worker) keeps nothing, so the
 # daemon never signals a pid that may since be another's; and no other
