@@ -38,9 +38,12 @@ DAEMON_HDR := daemon/seen.h daemon/incidents.h daemon/state.h daemon/config.h da
 	daemon/core.h daemon/daemon.h daemon/client.h daemon/recovery.h
 # hbmguardd's source, core and sinks (daemon/hbmguardd.c says how they fit).
 DAEMON_MAIN := daemon/hbmguardd.c daemon/daemon.c daemon/core.c daemon/kernel.c daemon/store.c daemon/amdgpu.c \
-	daemon/status.c daemon/client.c daemon/control.c daemon/recovery.c daemon/genl.c
+	daemon/status.c daemon/client.c daemon/control.c daemon/recovery.c daemon/genl.c daemon/metrics.c
 DAEMON_MAIN_HDR := daemon/hbmguardd.h daemon/kernel.h daemon/store.h daemon/status.h daemon/amdgpu.h \
-	daemon/control.h daemon/genl.h
+	daemon/control.h daemon/genl.h daemon/metrics.h
+# The metrics endpoint's HTTP server (daemon/metrics.c), Debian's libmicrohttpd-dev.
+MHD_CFLAGS := $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
+MHD_LIBS := $(shell pkg-config --libs libmicrohttpd 2>/dev/null)
 # The GPU sources' parsers (issue 13): pure code, unit-tested before their wiring.
 DAEMON_SRC += daemon/nvlog.c daemon/amdgpu_ras.c daemon/kmsg.c
 DAEMON_HDR += daemon/nvlog.h daemon/amdgpu_ras.h daemon/kmsg.h
@@ -127,9 +130,9 @@ $(BUILD)/hbmguardd: $(DAEMON_MAIN) $(DAEMON_MAIN_HDR) $(DAEMON_SRC) $(DAEMON_HDR
 		uapi/linux/hbmguard.h $(DAEMON_NVML) daemon/gpus.h daemon/nvml_source.h daemon/nvml_facts.h $(CACHE)/nvml/include/nvml.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) -I$(CACHE)/nvml/include -pthread \
-		$(shell pkg-config --cflags libnl-genl-3.0 libsystemd) \
+		$(shell pkg-config --cflags libnl-genl-3.0 libsystemd) $(MHD_CFLAGS) \
 		$(DAEMON_MAIN) $(DAEMON_SRC) $(DAEMON_NVML) \
-		$(shell pkg-config --libs libnl-genl-3.0 libsystemd) -o $@
+		$(shell pkg-config --libs libnl-genl-3.0 libsystemd) $(MHD_LIBS) -o $@
 
 $(BUILD)/hbmctl: daemon/hbmctl.c $(BUILD)/libhbmguard.a
 	@mkdir -p $(@D)
@@ -143,11 +146,12 @@ $(BUILD)/guest/hbmctl: daemon/hbmctl.c $(BUILD)/libhbmguard.a
 # recovery.c too, its neighbours stubbed (tests/unit/check_recovery.c); the
 # core and the store, behind a source of the test's own (check_core.c); the
 # SIGBUS guard, included by tests/unit/check_aperture.c.
-UNIT_DAEMON := $(DAEMON_SRC) daemon/recovery.c daemon/core.c daemon/store.c daemon/amdgpu.c $(shell pkg-config --cflags libnl-genl-3.0 libsystemd)
+UNIT_DAEMON := $(DAEMON_SRC) daemon/recovery.c daemon/core.c daemon/store.c daemon/amdgpu.c \
+	daemon/metrics.c $(MHD_CFLAGS) $(shell pkg-config --cflags libnl-genl-3.0 libsystemd)
 UNIT_DAEMON += -DHBM_FIXTURES='"$(TOP)/tests/unit/fixtures"'
-UNIT_LIBS := $(CHECK_LIBS) $(shell pkg-config --libs libsystemd)
+UNIT_LIBS := $(CHECK_LIBS) $(shell pkg-config --libs libsystemd) $(MHD_LIBS)
 UNIT_DEPS := $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR) daemon/recovery.c \
-	daemon/core.c daemon/store.c daemon/amdgpu.c daemon/amdgpu.h $(DAEMON_MAIN_HDR) \
+	daemon/core.c daemon/store.c daemon/amdgpu.c daemon/amdgpu.h daemon/metrics.c $(DAEMON_MAIN_HDR) \
 	daemon/hbmguardd.h daemon/libhbmguard/aperture.c daemon/libhbmguard/hbmguard.h
 
 $(BUILD)/unit: $(UNIT_DEPS)

@@ -23,6 +23,7 @@ Suite *amdgpu_suite(void);
 Suite *core_suite(void);
 Suite *xid_suite(void);
 Suite *kmsg_suite(void);
+Suite *metrics_suite(void);
 const char *table_invariants(const struct hbm_table *t);
 
 #endif
