@@ -42,9 +42,12 @@ DAEMON_HDR := daemon/timespan.h daemon/seen.h daemon/incidents.h daemon/state.h 
 	daemon/core.h daemon/daemon.h daemon/client.h daemon/recovery.h
 # hbmguardd's source, core and sinks (daemon/hbmguardd.c says how they fit).
 DAEMON_MAIN := daemon/hbmguardd.c daemon/daemon.c daemon/core.c daemon/kernel.c daemon/store.c daemon/amdgpu.c \
-	daemon/status.c daemon/client.c daemon/control.c daemon/recovery.c daemon/genl.c
+	daemon/status.c daemon/client.c daemon/control.c daemon/recovery.c daemon/genl.c daemon/metrics.c
 DAEMON_MAIN_HDR := daemon/hbmguardd.h daemon/kernel.h daemon/store.h daemon/status.h daemon/amdgpu.h \
-	daemon/control.h daemon/genl.h
+	daemon/control.h daemon/genl.h daemon/metrics.h
+# The metrics endpoint's HTTP server (daemon/metrics.c), Debian's libmicrohttpd-dev.
+MHD_CFLAGS := $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
+MHD_LIBS := $(shell pkg-config --libs libmicrohttpd 2>/dev/null)
 # The GPU sources' parsers (issue 13): pure code, unit-tested before their wiring.
 DAEMON_SRC += daemon/nvlog.c daemon/amdgpu_ras.c daemon/kmsg.c
 DAEMON_HDR += daemon/nvlog.h daemon/amdgpu_ras.h daemon/kmsg.h
@@ -132,9 +135,9 @@ $(BUILD)/hbmguardd: $(DAEMON_MAIN) $(DAEMON_MAIN_HDR) $(DAEMON_SRC) $(DAEMON_HDR
 		dkms.conf
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) $(VERSION_DEF) -I$(CACHE)/nvml/include -pthread \
-		$(shell pkg-config --cflags libnl-genl-3.0 libsystemd) \
+		$(shell pkg-config --cflags libnl-genl-3.0 libsystemd) $(MHD_CFLAGS) \
 		$(DAEMON_MAIN) $(DAEMON_SRC) $(DAEMON_NVML) \
-		$(shell pkg-config --libs libnl-genl-3.0 libsystemd) -o $@
+		$(shell pkg-config --libs libnl-genl-3.0 libsystemd) $(MHD_LIBS) -o $@
 
 # hbmctl's JSON is json-c's (daemon/cli.c); the advisor and systemd's time
 # spans are pure code of their own (advise.c, timespan.c).
@@ -156,12 +159,13 @@ $(BUILD)/guest/hbmctl: $(HBMCTL_DEPS)
 # recovery.c too, its neighbours stubbed (tests/unit/check_recovery.c); the
 # core and the store, behind a source of the test's own (check_core.c); the
 # SIGBUS guard, included by tests/unit/check_aperture.c.
-UNIT_DAEMON := $(DAEMON_SRC) daemon/advise.c daemon/recovery.c daemon/core.c daemon/store.c daemon/amdgpu.c $(shell pkg-config --cflags libnl-genl-3.0 libsystemd)
+UNIT_DAEMON := $(DAEMON_SRC) daemon/advise.c daemon/recovery.c daemon/core.c daemon/store.c daemon/amdgpu.c \
+	daemon/metrics.c $(MHD_CFLAGS) $(shell pkg-config --cflags libnl-genl-3.0 libsystemd)
 UNIT_DAEMON += -DHBM_FIXTURES='"$(TOP)/tests/unit/fixtures"'
 UNIT_DAEMON += daemon/cli.c $(shell pkg-config --cflags json-c)
-UNIT_LIBS := $(CHECK_LIBS) $(shell pkg-config --libs libsystemd json-c) -lm
+UNIT_LIBS := $(CHECK_LIBS) $(shell pkg-config --libs libsystemd json-c) $(MHD_LIBS) -lm
 UNIT_DEPS := $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR) daemon/recovery.c \
-	daemon/core.c daemon/store.c daemon/amdgpu.c daemon/amdgpu.h $(DAEMON_MAIN_HDR) \
+	daemon/core.c daemon/store.c daemon/amdgpu.c daemon/amdgpu.h daemon/metrics.c $(DAEMON_MAIN_HDR) \
 	daemon/hbmguardd.h daemon/libhbmguard/aperture.c daemon/libhbmguard/hbmguard.h \
 	daemon/cli.c daemon/cli.h daemon/advise.c daemon/advise.h
 

@@ -13,11 +13,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
-#include <unistd.h>
 
 #include "config.h"
 #include "ctl.h"
@@ -242,6 +244,58 @@ static int recovery_key(struct parser *p, const char *key, const char *v,
 	return fail(p, key, "unknown key (PauseTimeout, RestoreTimeout, KillTimeout)");
 }
 
+/*
+ * ADDRESS:PORT, an IPv4 address or a bracketed IPv6 one, numeric (no name
+ * to resolve at start, when the network may not be up); "" turns it off,
+ * so that a drop-in can undo the file's.
+ */
+static int listen_address(struct parser *p, const char *key, const char *v,
+			  struct hbm_metrics_config *out)
+{
+	struct hbm_metrics_config m = { 0 };
+	struct sockaddr_in *in4 = (struct sockaddr_in *)&m.addr;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&m.addr;
+	char host[INET6_ADDRSTRLEN + 2];
+	const char *colon = strrchr(v, ':'), *h = v;
+	size_t hlen;
+	uint32_t port;
+
+	if (!*v) {
+		*out = m;
+		return 0;
+	}
+	if (strlen(v) >= sizeof(m.listen) || !colon || colon == v)
+		return fail(p, key, "'%s' is not ADDRESS:PORT", v);
+	hlen = colon - v;
+	if (*v == '[') {		/* [v6]:port */
+		if (hlen < 3 || v[hlen - 1] != ']')
+			return fail(p, key, "'%s' is not ADDRESS:PORT", v);
+		h = v + 1;
+		hlen -= 2;
+	}
+	if (hlen >= sizeof(host))
+		return fail(p, key, "'%.*s' is not a numeric IP address", (int)hlen, h);
+	memcpy(host, h, hlen);
+	host[hlen] = 0;
+	if (number(p, key, colon + 1, 1, 65535, &port))
+		return -EINVAL;
+	if (*v != '[' && inet_pton(AF_INET, host, &in4->sin_addr) == 1) {
+		in4->sin_family = AF_INET;
+		in4->sin_port = htons(port);
+		m.addr_len = sizeof(*in4);
+	} else if (*v == '[' && inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons(port);
+		m.addr_len = sizeof(*in6);
+	} else {
+		return fail(p, key, "'%s' is not a numeric IP address (an IPv6 one in brackets)",
+			    host);
+	}
+	strcpy(m.listen, v);
+	*out = m;
+	return 0;
+}
+
 static struct hbm_device_config *device_section(struct hbm_config *c,
 						 const char *identity)
 {
@@ -256,7 +310,7 @@ static struct hbm_device_config *device_section(struct hbm_config *c,
 	return &c->devices[c->nr_devices++];
 }
 
-enum section { NONE, DAEMON, POLICY, RECOVERY, DEVICE, RANGE };
+enum section { NONE, DAEMON, POLICY, RECOVERY, DEVICE, RANGE, METRICS };
 
 /* The quoted argument of [@what "..."], or NULL. */
 static char *quoted(char *s, const char *what)
@@ -319,7 +373,7 @@ static int section(struct parser *p, char *s, struct hbm_config *c,
 	char *id;
 
 	if (s[len - 1] != ']')
-		return fail(p, NULL, "'%s': a section is [Daemon], [Policy], [Recovery], [Device \"identity\"] or [Range \"name\"]", s);
+		return fail(p, NULL, "'%s': a section is [Daemon], [Policy], [Recovery], [Metrics], [Device \"identity\"] or [Range \"name\"]", s);
 	s[len - 1] = 0;
 	s = trim(s + 1);
 	if (!strcmp(s, "Daemon")) {
@@ -332,6 +386,10 @@ static int section(struct parser *p, char *s, struct hbm_config *c,
 	}
 	if (!strcmp(s, "Recovery")) {
 		*sec = RECOVERY;
+		return 0;
+	}
+	if (!strcmp(s, "Metrics")) {
+		*sec = METRICS;
 		return 0;
 	}
 	id = quoted(s, "Range");
@@ -411,6 +469,11 @@ static int parse_text(struct parser *p, const char *text, const char *file,
 				ret = fail(p, key, "unknown key (StateDirectory, ControlSocket)");
 		} else if (sec == RECOVERY) {
 			ret = recovery_key(p, key, value, &c->recovery);
+		} else if (sec == METRICS) {
+			if (!strcmp(key, "Listen"))
+				ret = listen_address(p, key, value, &c->metrics);
+			else
+				ret = fail(p, key, "unknown key (Listen)");
 		} else if (sec == RANGE) {
 			ret = range_key(p, key, value, &c->ranges[range]);
 		} else {

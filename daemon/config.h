@@ -42,6 +42,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #define HBM_CONFIG_PATH		"/etc/hbmguard/hbmguardd.conf"
 /* Under /etc, /run, /usr/local/lib and /usr/lib (hbm_config_dropin_dirs). */
@@ -83,11 +84,22 @@ struct hbm_recovery_config {
 	uint32_t kill_timeout;
 };
 
+/*
+ * [Metrics]: where the Prometheus endpoint listens (metrics.c); .listen ""
+ * (the default): nowhere, unless systemd passes a socket named "metrics".
+ */
+struct hbm_metrics_config {
+	char listen[64];		/* as written: "127.0.0.1:9477", "[::1]:9477" */
+	struct sockaddr_storage addr;	/* parsed */
+	socklen_t addr_len;		/* 0: none */
+};
+
 struct hbm_config {
 	char state_dir[PATH_MAX];
 	char control_socket[PATH_MAX];
 	struct hbm_policy_config policy;
 	struct hbm_recovery_config recovery;
+	struct hbm_metrics_config metrics;
 	struct hbm_device_config devices[HBM_CONFIG_MAX_DEVICES];
 	size_t nr_devices;
 	struct hbm_range_config ranges[HBM_CONFIG_MAX_RANGES];

@@ -361,6 +361,20 @@ int core_dump(struct hbmd_core *c, const struct device *dev, struct hbm_extents 
 }
 
 /**
+ * core_counts() - what the source that numbers the devices counts
+ * @c: the core
+ * @out: filled in (.have: what could be read)
+ *
+ * Return: 0, -EOPNOTSUPP where the source counts nothing, or a negative
+ * errno: the device list could not be read.
+ */
+int core_counts(struct hbmd_core *c, struct hbm_counts *out)
+{
+	memset(out, 0, sizeof(*out));
+	return c->ops->counts ? c->ops->counts(c->ops_ctx, out) : -EOPNOTSUPP;
+}
+
+/**
  * core_restore() - a device's stored pages, back into its source's table
  * @c: the core
  * @dev: the device

@@ -223,6 +223,35 @@ struct device_list {
 	size_t nr;
 };
 
+/*
+ * What the source that numbers the devices counts, as it says at the time
+ * of asking: a device's table and errors (the module's struct
+ * hbmguard_device_info, less the policy), and its intake paths'.  .have
+ * says which parts were read; the rest is 0.
+ */
+struct hbm_device_counts {
+	uint32_t id;
+	uint32_t kind;			/* the module's HBMGUARD_KIND_* */
+	char name[HBMGUARD_NAME_LEN];
+	char identity[HBMGUARD_IDENTITY_LEN];
+	char pci[HBMGUARD_PCI_ADDR_LEN];	/* "" none */
+	uint32_t health;		/* HBMGUARD_HEALTH_* */
+	uint32_t spare_total, spare_used, spare_bad;
+	uint32_t nr_retired, nr_pending, nr_failed;
+	uint64_t ce_events, ue_events, errors_dropped;
+};
+
+#define HBM_COUNTS_PATHS	0x1	/* .received, .dropped, .events_dropped */
+
+struct hbm_counts {
+	uint32_t have;			/* HBM_COUNTS_* */
+	size_t nr;
+	struct hbm_device_counts dev[HBMGUARD_MAX_DEVICES];
+	uint64_t received[__HBMGUARD_PATH_MAX];	/* errors, by enum hbmguard_path */
+	uint64_t dropped[__HBMGUARD_PATH_MAX];
+	uint64_t events_dropped;	/* events the module could not send */
+};
+
 /* A device's table, as its source dumps it: sorted by offset. */
 struct hbm_extents {
 	struct hbm_state_record *r;
@@ -256,6 +285,8 @@ struct hbm_source_ops {
 	int (*gpu_register)(void *ctx, const struct hbm_fact_device *gpu);
 	/* the health a GPU's driver gives it (HBMGUARD_HEALTH_*) */
 	int (*gpu_health)(void *ctx, const struct device *dev, uint32_t health);
+	/* every device's counts and the source's own, for the metrics (metrics.c) */
+	int (*counts)(void *ctx, struct hbm_counts *out);
 };
 
 /*
@@ -336,6 +367,7 @@ bool core_is_bypassed(struct hbmd_core *c, const char *identity, uint64_t offset
 		      uint64_t length);
 int core_gpu_register(struct hbmd_core *c, const struct hbm_fact_device *gpu);
 int core_gpu_health(struct hbmd_core *c, const struct device *dev, uint32_t health);
+int core_counts(struct hbmd_core *c, struct hbm_counts *out);
 uint64_t hbm_monotonic_ns(void);
 uint64_t hbm_realtime_ns(void);
 

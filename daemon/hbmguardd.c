@@ -9,8 +9,8 @@
  *             netlink family     fact once, in       journal.c   journal entries
  *   nvml_facts.c  NVML's ->      order; devices      recovery.c  incidents, ranks
  *             GPUs, events                           gpus.c      GPUs, into the module
- *   kmsg.c    the kernel log:
- *             NVRM Xid lines
+ *   kmsg.c    the kernel log:                     metrics.c   counters, and the
+ *             NVRM Xid lines                                  Prometheus endpoint
  *   amdgpu.c  amdgpu's RAS
  *             files, polled
  *
@@ -43,6 +43,7 @@
 
 #include "hbmguardd.h"
 #include "gpus.h"
+#include "metrics.h"
 #include "nvml_facts.h"
 #include "nvml_source.h"
 
@@ -56,6 +57,7 @@ struct hbmguardd {
 	struct nvml_facts *nvml;	/* NULL: no NVML on this node */
 	struct hbm_kmsg kmsg;		/* "NVRM: Xid" lines of the kernel log */
 	struct amdgpu_facts *amdgpu;	/* amdgpu's RAS files */
+	struct hbm_metrics metrics;	/* the Prometheus endpoint, when configured */
 };
 
 /* SIGHUP, systemctl reload: a new configuration, or the old one kept. */
@@ -65,7 +67,7 @@ static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si,
 	struct hbmguardd *g = arg;
 	struct daemon *d = &g->d;
 	struct hbm_config *next = malloc(sizeof(*next));
-	char err[512];
+	char err[512], listen[sizeof(d->cfg.metrics.listen)];
 
 	(void)s;
 	(void)si;
@@ -79,8 +81,12 @@ static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si,
 		   strcmp(next->control_socket, d->cfg.control_socket)) {
 		fprintf(stderr, "<3>hbmguardd: reload refused: StateDirectory and ControlSocket changes need a restart\n");
 	} else {
+		strcpy(listen, d->cfg.metrics.listen);
 		d->cfg = *next;
 		kernel_reconfigure(&g->kernel);
+		if (metrics_reconfigure(&g->metrics, listen))
+			fprintf(stderr, "<3>hbmguardd: metrics: cannot listen on %s: no metrics until the next reload\n",
+				d->cfg.metrics.listen);
 		fprintf(stderr, "<6>hbmguardd: configuration reloaded from %s\n",
 			d->config_path ? d->config_path : HBM_CONFIG_PATH);
 	}
@@ -115,6 +121,7 @@ static int wire(struct hbmguardd *g)
 		{ .name = "journal", .fact = hbm_journal_fact, .ctx = &d->journald },
 		{ .name = "recovery", .fact = recovery_fact, .ctx = d },
 		{ .name = "gpus", .fact = gpus_fact, .ctx = &g->gpus },
+		{ .name = "metrics", .fact = metrics_fact, .ctx = &g->metrics },
 	};
 	size_t i;
 
@@ -233,6 +240,12 @@ int main(int argc, char **argv)
 	 */
 	d->journald = !access("/run/systemd/journal/socket", F_OK);
 	recovery_load(d);
+	/* before the control socket, which may take systemd's sockets for its own */
+	err = metrics_start(&g.metrics, d, d->loop);
+	if (err) {
+		fprintf(stderr, "<3>hbmguardd: metrics: cannot listen on %s\n", d->cfg.metrics.listen);
+		return 1;
+	}
 	err = control_setup(d);
 	if (err) {
 		fprintf(stderr, "<3>hbmguardd: control socket %s: %s\n",
@@ -248,6 +261,7 @@ int main(int argc, char **argv)
 	err = sd_event_loop(d->loop);
 	sd_notify(0, "STOPPING=1");
 	control_close(d);
+	metrics_stop(&g.metrics);
 	store_stop(&g.store);
 	nvml_left = nvml_facts_stop(g.nvml);
 	amdgpu_facts_stop(g.amdgpu);

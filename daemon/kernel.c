@@ -392,6 +392,78 @@ static int gpu_health(void *ctx, const struct device *dev, uint32_t health)
 	return transact(k, msg, NULL, NULL);
 }
 
+static void attr_string(struct nlattr **a, int type, char *out, size_t len)
+{
+	snprintf(out, len, "%s", a[type] ? nla_get_string(a[type]) : "");
+}
+
+/* A device's counts: DEVICE_GET (uapi/linux/hbmguard.h), absent ones 0. */
+static int parse_counts(struct nl_msg *msg, void *arg)
+{
+	struct nlattr *a[HBMGUARD_A_MAX + 1];
+	struct hbm_counts *c = arg;
+	struct hbm_device_counts *dev;
+
+	if (genlmsg_parse(nlmsg_hdr(msg), 0, a, HBMGUARD_A_MAX, NULL) ||
+	    !a[HBMGUARD_A_DEVICE_ID] || c->nr == HBMGUARD_MAX_DEVICES)
+		return NL_SKIP;
+	dev = &c->dev[c->nr++];
+	dev->id = nla_get_u32(a[HBMGUARD_A_DEVICE_ID]);
+	dev->kind = attr_u32(a, HBMGUARD_A_KIND);
+	attr_string(a, HBMGUARD_A_NAME, dev->name, sizeof(dev->name));
+	attr_string(a, HBMGUARD_A_IDENTITY, dev->identity, sizeof(dev->identity));
+	attr_string(a, HBMGUARD_A_PCI_ADDR, dev->pci, sizeof(dev->pci));
+	dev->health = attr_u32(a, HBMGUARD_A_HEALTH);
+	dev->spare_total = attr_u32(a, HBMGUARD_A_SPARE_TOTAL);
+	dev->spare_used = attr_u32(a, HBMGUARD_A_SPARE_USED);
+	dev->spare_bad = attr_u32(a, HBMGUARD_A_SPARE_BAD);
+	dev->nr_retired = attr_u32(a, HBMGUARD_A_NR_RETIRED);
+	dev->nr_pending = attr_u32(a, HBMGUARD_A_NR_PENDING);
+	dev->nr_failed = attr_u32(a, HBMGUARD_A_NR_FAILED);
+	dev->ce_events = attr_u64(a, HBMGUARD_A_CE_EVENTS);
+	dev->ue_events = attr_u64(a, HBMGUARD_A_UE_EVENTS);
+	dev->errors_dropped = attr_u64(a, HBMGUARD_A_ERRORS_DROPPED);
+	return NL_OK;
+}
+
+/* STATS_GET: per intake path, PATH_STATS nests of PATH, RECEIVED, DROPPED. */
+static int parse_path_stats(struct nl_msg *msg, void *arg)
+{
+	struct nlattr *a[HBMGUARD_A_MAX + 1], *p[HBMGUARD_A_MAX + 1], *n;
+	struct hbm_counts *c = arg;
+	int rem;
+
+	if (genlmsg_parse(nlmsg_hdr(msg), 0, a, HBMGUARD_A_MAX, NULL) || !a[HBMGUARD_A_STATS])
+		return NL_SKIP;
+	nla_for_each_nested(n, a[HBMGUARD_A_STATS], rem) {
+		uint32_t path;
+
+		if (nla_parse_nested(p, HBMGUARD_A_MAX, n, NULL) || !p[HBMGUARD_A_PATH])
+			continue;
+		path = nla_get_u32(p[HBMGUARD_A_PATH]);
+		if (path >= __HBMGUARD_PATH_MAX)	/* a newer module's: not ours to name */
+			continue;
+		c->received[path] = attr_u64(p, HBMGUARD_A_RECEIVED);
+		c->dropped[path] = attr_u64(p, HBMGUARD_A_DROPPED);
+	}
+	c->events_dropped = attr_u64(a, HBMGUARD_A_EVENTS_DROPPED);
+	c->have |= HBM_COUNTS_PATHS;
+	return NL_OK;
+}
+
+/* One dump of the devices and one request: what a scrape costs the module. */
+static int counts(void *ctx, struct hbm_counts *out)
+{
+	struct hbm_kernel *k = ctx;
+	int err = transact(k, request(k, HBMGUARD_CMD_DEVICE_GET, NLM_F_DUMP), parse_counts, out);
+
+	if (err)
+		return err;
+	if (transact(k, request(k, HBMGUARD_CMD_STATS_GET, 0), parse_path_stats, out))
+		out->have &= ~HBM_COUNTS_PATHS;
+	return 0;
+}
+
 const struct hbm_source_ops kernel_ops = {
 	.origin = HBM_FROM_KERNEL,
 	.list = list_devices,
@@ -400,6 +472,7 @@ const struct hbm_source_ops kernel_ops = {
 	.change = change,
 	.gpu_register = gpu_register,
 	.gpu_health = gpu_health,
+	.counts = counts,
 };
 
 static int join_family(struct hbm_kernel *k);

@@ -301,6 +301,10 @@ static void save_done(struct hbm_store *s, const struct device *dev, int err)
 	struct device_save *sv;
 
 	s->last_save = time(NULL);
+	if (err)
+		s->counters.failures++;
+	else
+		s->counters.last_good = s->last_save;
 	if (dev->id >= HBMGUARD_MAX_DEVICES)
 		return;
 	sv = &s->saves[dev->id];

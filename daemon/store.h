@@ -47,6 +47,8 @@ struct store_counters {
 	uint64_t snapshots;		/* full saves: a dump and an atomic rewrite */
 	uint64_t compactions;
 	uint64_t bytes;			/* written to the state files, by all of these */
+	uint64_t failures;		/* saves of a device's file that failed */
+	time_t last_good;		/* of the last save that reached the disk; 0 none */
 };
 
 /*

@@ -11,6 +11,8 @@
 #   deps.sh nvml    only NVIDIA's nvml.h, into .cache/nvml/include (no root needed)
 set -eu
 
+# libmicrohttpd-dev: hbmguardd's metrics endpoint (daemon/metrics.c); prometheus:
+# its promtool checks what the endpoint serves (tests/unit/check_metrics.c).
 # Kernels the tests boot.  The headers build the module; the images give the
 # guests their vmlinuz and the stock injection modules (hwpoison-inject,
 # mce-inject).  6.1 is bookworm's own kernel, 6.12 its newer LTS.
@@ -19,7 +21,8 @@ libsystemd-dev libjson-c-dev qemu-system-x86 busybox-static cpio kmod xz-utils
 python3-yaml python3-jsonschema systemd mmdebstrap e2fsprogs groff-base
 linux-headers-amd64 linux-image-amd64
 linux-headers-6.12-amd64 linux-image-6.12-amd64
-flex bison bc libelf-dev"
+flex bison bc libelf-dev
+libmicrohttpd-dev prometheus"
 [ "${1:-}" = demo ] && PKGS="$PKGS python3-matplotlib"
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)

@@ -7,8 +7,9 @@
 #
 # systemd as init, Debian's kernel KVER with its headers and DKMS (so that
 # `dkms install` can rebuild hbmguard in the guest), the libraries hbmguardd
-# links (hbmctl's libjson-c5 comes with systemd, through libcryptsetup12),
-# python3 for the checks that read JSON, and rasdaemon for make
+# links (libjson-c5 for hbmctl, libmicrohttpd12 for its metrics endpoint),
+# python3 for the checks that read JSON, prometheus and curl for the metrics
+# checks, and rasdaemon for make
 # bench to compare with: bookworm-backports' (0.8.1), as bookworm's own
 # (0.6.8) is built without memory_failure support.  hbmguard itself is not
 # in it: each run installs the tree under test with `make install DESTDIR=`.
@@ -17,7 +18,8 @@ set -euo pipefail
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 kver=${1:?usage: rootfs.sh KVER}
 PKGS="systemd systemd-sysv udev kmod procps passwd util-linux python3 man-db
-rasdaemon/bookworm-backports libnl-3-200 libnl-genl-3-200 dkms make python3-torch linux-image-$kver linux-headers-$kver"
+rasdaemon/bookworm-backports libnl-3-200 libnl-genl-3-200 libjson-c5 libmicrohttpd12 prometheus curl
+dkms make python3-torch linux-image-$kver linux-headers-$kver"
 
 MIRROR=http://deb.debian.org/debian
 

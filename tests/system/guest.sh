@@ -65,6 +65,90 @@ for line in sys.stdin:
 sys.exit(1)' "$@"
 }
 
+# The metrics endpoint (hbmguardd.conf(5), [Metrics]): on at 127.0.0.1:9477.
+metrics_url=http://127.0.0.1:9477/metrics
+
+# promtool check metrics on stdin: clean, or complaining (exit 3, lint) only
+# of dcgm-exporter's own names, as it complains of dcgm-exporter's output
+# (counters without _total, the label modelName); a parse error fails.
+promtool_ok() {
+	local rc=0
+	promtool check metrics >/tmp/promtool.out 2>&1 || rc=$?
+	cat /tmp/promtool.out
+	[ $rc = 0 ] || { [ $rc = 3 ] && ! grep -v -E '^DCGM_FI_DEV_[A-Z_]+ (counter metrics should have "_total" suffix|label names should be written in .snake_case. not .camelCase.)$' /tmp/promtool.out; }
+}
+
+# The value of one sample of a scrape: NAME, then label="value" pairs it has.
+sample() {
+	curl -fsS $metrics_url | python3 -c '
+import re, sys
+name, want = sys.argv[1], sys.argv[2:]
+found = []
+for line in sys.stdin:
+    m = re.match(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})? (\S+)$", line.rstrip("\n"))
+    if m and m.group(1) == name and all(w in (m.group(2) or "") for w in want):
+        found.append(m.group(3))
+if len(found) != 1:
+    sys.exit("%d samples of %s %s" % (len(found), name, want))
+print(found[0])' "$@"
+}
+
+# Each device's retired, pending and failed pages in a scrape are the module's (hbmctl).
+metrics_agree_devices() {
+	curl -fsS $metrics_url >/tmp/metrics.dev && hbmctl --json devices >/tmp/devices.json &&
+	python3 -c '
+import json, re
+text = open("/tmp/metrics.dev").read()
+devs = json.load(open("/tmp/devices.json"))
+assert devs
+for d in devs:
+    for state in ("retired", "pending", "failed"):
+        v = re.findall(r"^hbmguard_device_pages\{device=\"%s\",id=\"%d\",identity=\"[^\"]*\",state=\"%s\"\} (\d+)$"
+                       % (re.escape(d["name"]), d["id"], state), text, re.M)
+        assert v == [str(d[state])], (d, state, v)
+'
+}
+
+# dcgm-exporter's series for the GPUs with UUIDs $2...: the same counts as
+# hbmctl gpus gives, with its labels (gpu, UUID, pci_bus_id, device,
+# modelName, Hostname).
+metrics_agree_dcgm() {
+	hbmctl --json gpus >/tmp/gpus.json && python3 -c '
+import json, re, sys
+gpus = {g["identity"]: g for g in json.load(open("/tmp/gpus.json"))}
+text = open(sys.argv[1]).read()
+def dcgm(name, uuid):
+    v = re.findall(r"^%s\{gpu=\"\d+\",UUID=\"%s\",pci_bus_id=\"[0-9A-F]{8}:[0-9A-F]{2}:[0-9A-F]{2}\.[0-9A-F]\","
+                   r"device=\"nvidia\d+\",modelName=\"[^\"]*\"(?:,Hostname=\"[^\"]*\")?\} (\S+)$" % (name, re.escape(uuid)),
+                   text, re.M)
+    assert len(v) == 1, (name, uuid, v)
+    return float(v[0])
+for u in sys.argv[2:]:
+    g = gpus[u]
+    drv = g["driver"]
+    assert dcgm("DCGM_FI_DEV_RETIRED_DBE", u) == drv["retired_ue"], g
+    assert dcgm("DCGM_FI_DEV_RETIRED_SBE", u) == drv["retired_ce"], g
+    assert dcgm("DCGM_FI_DEV_RETIRED_PENDING", u) == (drv["pending"] > 0), g
+    xid = g.get("last_xid") or {"xid": 0}
+    assert dcgm("DCGM_FI_DEV_XID_ERRORS", u) == xid["xid"], g
+    if drv["remapped"]:
+        assert dcgm("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", u) == drv["remapped"]["uncorrected"], g
+        assert dcgm("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", u) == drv["remapped"]["corrected"], g
+        assert dcgm("DCGM_FI_DEV_ROW_REMAP_FAILURE", u) == drv["remapped"]["failure"], g
+' "$@"
+}
+
+# An instant query to the Prometheus server the test runs: its one value.
+prom_query() {
+	python3 -c '
+import json, sys, urllib.parse, urllib.request
+q = urllib.parse.urlencode({"query": sys.argv[1]})
+r = json.load(urllib.request.urlopen("http://127.0.0.1:9091/api/v1/query?" + q))["data"]["result"]
+if len(r) != 1:
+    sys.exit("%d series for %s" % (len(r), sys.argv[1]))
+print(r[0]["value"][1])' "$1"
+}
+
 kernel_clean() {
 	! dmesg | grep -E -A5 'WARNING:|BUG[: ]|Oops|general protection|Call Trace|[Ll]eak|refcount_t|UBSAN'
 }
@@ -267,6 +351,10 @@ f.write(bytes([b[0] ^ 4])); f.close()"
 	check "... said in the journal" 'journalctl -b -u hbmguardd | grep -q "the state of sim:sim0 is saved"'
 	check "clear it again" 'hbmctl clear sim0 0x3f000 4K'
 
+	# The metrics endpoint, off until configured, and a Prometheus server
+	# (Debian's) scraping it through the UE below.
+	metrics_on
+
 	# Training ranks through the Python package, as an unprivileged user:
 	# a UE under rank 1 is recovered, with no process restarted.
 	for r in 0 1; do
@@ -298,6 +386,8 @@ i = json.load(sys.stdin)[0]
 assert i[\"state\"] == \"resumed\" and i[\"failed_rank\"] == 1, i
 assert list(i[\"at_us\"]) == [\"detected\", \"pausing\", \"isolated\", \"restoring\", \"resumed\"], i"'
 
+	metrics_after_ue
+
 	# Acknowledged, then a reboot.
 	check "retire before the reboot" 'hbmctl retire sim0 0xa000'
 	echo 2 >$dir/phase
@@ -320,6 +410,69 @@ phase2() {
 	done_phase
 	echo "@@POWERCUT@@"
 	sleep infinity
+}
+
+# The unit as shipped opens no IP socket (RestrictAddressFamilies=,
+# IPAddressDeny=any): an operator who turns the endpoint on allows it, as
+# hbmguardd.conf(5) says, by a drop-in of each.
+metrics_on() {
+	local dropin=/etc/systemd/system/hbmguardd.service.d/metrics.conf
+	check "no endpoint by default" '! curl -fsS $metrics_url'
+	mkdir -p /etc/hbmguard/hbmguardd.conf.d "$(dirname $dropin)"
+	printf '[Service]\nRestrictAddressFamilies=AF_INET AF_INET6\nIPAddressAllow=localhost\n' >$dropin
+	printf '[Metrics]\nListen=127.0.0.1:9477\n' >/etc/hbmguard/hbmguardd.conf.d/60-metrics.conf
+	systemctl daemon-reload
+	check "restart with [Metrics]" 'systemctl restart hbmguardd && active'
+	eventually "scraped" 'curl -fsS $metrics_url >/tmp/metrics.0'
+	check "served as text format 0.0.4" '[ "$(curl -fsS -o /dev/null -w "%{content_type}" $metrics_url)" = \
+		"text/plain; version=0.0.4; charset=utf-8" ]'
+	check "promtool check metrics passes" 'promtool_ok </tmp/metrics.0'
+	check "every device, with the module's counts" 'metrics_agree_devices'
+	check "the module's paths: the inject path counted" \
+		'[ "$(sample hbmguard_path_errors_received_total "path=\"inject\"")" -ge 3 ]'
+	check "an unknown path is 404" '[ "$(curl -s -o /dev/null -w "%{http_code}" http://127.0.0.1:9477/x)" = 404 ]'
+	check "a reload with Listen= off turns it off" \
+		'printf "[Metrics]\nListen=\n" >/etc/hbmguard/hbmguardd.conf.d/70-off.conf &&
+		systemctl reload hbmguardd && sleep 1 && ! curl -fsS $metrics_url'
+	rm -f /etc/hbmguard/hbmguardd.conf.d/70-off.conf
+	systemctl reload hbmguardd
+	eventually "... and back on at the next reload" 'curl -fsS $metrics_url >/dev/null'
+
+	# Debian's prometheus, an instance of the test's own (run.sh masks the
+	# package's service): a scrape every second.
+	printf '%s\n' 'global: { scrape_interval: 1s, evaluation_interval: 1s }' \
+		'scrape_configs: [ { job_name: hbmguard, static_configs: [ { targets: ["127.0.0.1:9477"] } ] } ]' \
+		>/tmp/prometheus.yml
+	rm -rf /tmp/prom-data
+	prometheus --config.file=/tmp/prometheus.yml --storage.tsdb.path=/tmp/prom-data \
+		--web.listen-address=127.0.0.1:9091 >/tmp/prometheus.log 2>&1 &
+	prometheus_pid=$!
+	eventually "prometheus scrapes hbmguardd" '[ "$(prom_query "up{job=\"hbmguard\"}")" = 1 ] &&
+		[ "$(prom_query "hbmguard_up")" = 1 ]' 60
+	retired_before=$(prom_query 'hbmguard_device_pages{device="sim0",state="retired"}')
+	resumed_before=$(prom_query 'hbmguard_incidents{outcome="resumed"}')
+	ue_before=$(prom_query 'hbmguard_device_uncorrected_errors_total{device="sim0"}')
+	check "queried: the retired pages and incidents before the UE" \
+		'[ -n "$retired_before" ] && [ -n "$resumed_before" ] && [ -n "$ue_before" ]'
+}
+
+# After the UE at 0x20000 of sim0 that the python ranks recovered from.
+metrics_after_ue() {
+	eventually "prometheus: one more retired page" '[ "$(prom_query \
+		"hbmguard_device_pages{device=\"sim0\",state=\"retired\"}")" = $((retired_before + 1)) ]' 30
+	eventually "prometheus: one more UE counted" '[ "$(prom_query \
+		"hbmguard_device_uncorrected_errors_total{device=\"sim0\"}")" = $((ue_before + 1)) ]' 30
+	eventually "prometheus: the retirement heard, by its source" '[ "$(prom_query \
+		"sum(hbmguard_device_page_events_pages_total{device=\"sim0\",state=\"retired\",source=\"ue\"})")" -ge 1 ]' 30
+	eventually "prometheus: one more incident resumed" '[ "$(prom_query \
+		"hbmguard_incidents{outcome=\"resumed\"}")" = $((resumed_before + 1)) ]' 30
+	eventually "prometheus: its phases in the histogram" '[ "$(prom_query \
+		"hbmguard_incident_phase_duration_seconds_count{phase=\"pausing\",outcome=\"resumed\"}")" -ge 1 ] &&
+		[ "$(prom_query "hbmguard_incident_phase_duration_seconds_bucket{phase=\"restoring\",outcome=\"resumed\",le=\"+Inf\"}")" -ge 1 ]' 30
+	check "the last save's time" '[ "$(sample hbmguard_last_save_timestamp_seconds)" -gt 1700000000 ]'
+	check "promtool check metrics still passes" 'curl -fsS $metrics_url | promtool_ok'
+	kill $prometheus_pid
+	wait $prometheus_pid 2>/dev/null
 }
 
 # The job that proves it (train.py): 4 DDP ranks, each with its weights in
@@ -375,6 +528,9 @@ nvml() {
 		hbmnl devices | grep -q "^device [0-9]* nvidia-0000:86:00.0 $uuid1 kind=4 "'
 	check "hbmctl devices lists them" 'hbmctl devices | grep -q " nvidia-0000:3b:00.0 *$uuid0 " &&
 		hbmctl devices | grep -q " nvidia-0000:86:00.0 *$uuid1 "'
+	# dcgm-exporter's names, labels and values: as hbmctl gpus has the GPU
+	check "metrics under DCGM's names, as hbmctl gpus says" 'curl -fsS $metrics_url >/tmp/metrics.nv &&
+		promtool_ok </tmp/metrics.nv && metrics_agree_dcgm /tmp/metrics.nv $uuid0 $uuid1'
 	check "journal: registered, no NVML failure" 'journalctl _SYSTEMD_INVOCATION_ID=$inv -o cat >/tmp/nv.j &&
 		grep -q "GPU $uuid0 at 0000:3b:00.0 registered as nvidia-0000:3b:00.0" /tmp/nv.j &&
 		! grep -q "nvml: nvmlInit_v2 failed\|nvmlDeviceGetHandleByIndex_v2.* failed" /tmp/nv.j ||

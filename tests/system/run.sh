@@ -110,6 +110,8 @@ if [ "$mode" = bench ]; then
 	systemctl --root="$root" disable rasdaemon.service >/dev/null 2>&1
 else
 	systemctl --root="$root" mask rasdaemon.service >/dev/null 2>&1
+	# The metrics checks run a Prometheus server of their own (guest.sh).
+	systemctl --root="$root" mask prometheus.service >/dev/null 2>&1
 	# A watchdog the test can wait out: the unit's own is 30 s.
 	mkdir -p "$root/etc/systemd/system/hbmguardd.service.d"
 	printf '[Service]\nWatchdogSec=5s\n' >"$root/etc/systemd/system/hbmguardd.service.d/test.conf"

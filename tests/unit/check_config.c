@@ -8,6 +8,8 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include "config.h"
 #include "unit.h"
@@ -246,6 +248,20 @@ START_TEST(bad_input)
 		{ "[Range \"h\"]\nNumaNode=1\nClaim=maybe\n", "test.conf:3: Claim: 'maybe' is not yes or no" },
 		{ "[Range \"h\"]\nNumaNode=1\nSparePages=0\n", "test.conf:3: SparePages: 0 is out of range" },
 		{ "[Range \"h\"]\nNumaNode=1\nCEThreshold=5\n", "test.conf:3: CEThreshold: unknown key (NumaNode, Address, Size, SparePages, Claim)" },
+		{ "[Metrics]\nListen=9477\n", "test.conf:2: Listen: '9477' is not ADDRESS:PORT" },
+		{ "[Metrics]\nListen=:9477\n", "test.conf:2: Listen: ':9477' is not ADDRESS:PORT" },
+		{ "[Metrics]\nListen=localhost:9477\n", "test.conf:2: Listen: 'localhost' is not a numeric IP address" },
+		{ "[Metrics]\nListen=127.0.0.1:0\n", "test.conf:2: Listen: 0 is out of range (1..65535)" },
+		{ "[Metrics]\nListen=127.0.0.1:65536\n", "test.conf:2: Listen: 65536 is out of range" },
+		{ "[Metrics]\nListen=127.0.0.1:http\n", "test.conf:2: Listen: 'http' is not a number" },
+		{ "[Metrics]\nListen=127.0.0.1:\n", "test.conf:2: Listen: '' is not a number" },
+		{ "[Metrics]\nListen=::1:9477\n", "test.conf:2: Listen: '::1' is not a numeric IP address (an IPv6 one in brackets)" },
+		{ "[Metrics]\nListen=[127.0.0.1]:9477\n", "test.conf:2: Listen: '127.0.0.1' is not a numeric IP address" },
+		{ "[Metrics]\nListen=[::1:9477\n", "test.conf:2: Listen: '[::1:9477' is not ADDRESS:PORT" },
+		{ "[Metrics]\nListen=[]:9477\n", "test.conf:2: Listen: '[]:9477' is not ADDRESS:PORT" },
+		{ "[Metrics]\nListen=0123456789012345678901234567890123456789012345678901234567890123:1\n",
+		  "is not ADDRESS:PORT" },
+		{ "[Metrics]\nPort=9477\n", "test.conf:2: Port: unknown key (Listen)" },
 	};
 	struct hbm_config before;
 	size_t i;
@@ -259,6 +275,31 @@ START_TEST(bad_input)
 		/* A refused file changes nothing. */
 		ck_assert_msg(!memcmp(&c, &before, sizeof(c)), "changed by: %s", bad[i].text);
 	}
+}
+END_TEST
+
+/* [Metrics] Listen=: off by default, IPv4, bracketed IPv6, and off again. */
+START_TEST(metrics_listen)
+{
+	const struct sockaddr_in *in4 = (const struct sockaddr_in *)&c.metrics.addr;
+	const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&c.metrics.addr;
+
+	ck_assert_int_eq(parse(""), 0);
+	ck_assert_uint_eq(c.metrics.addr_len, 0);
+	ck_assert_int_eq(parse("[Metrics]\nListen = 127.0.0.1:9477\n"), 0);
+	ck_assert_str_eq(c.metrics.listen, "127.0.0.1:9477");
+	ck_assert_uint_eq(c.metrics.addr_len, sizeof(*in4));
+	ck_assert_int_eq(in4->sin_family, AF_INET);
+	ck_assert_uint_eq(ntohs(in4->sin_port), 9477);
+	ck_assert_uint_eq(ntohl(in4->sin_addr.s_addr), 0x7f000001);
+	ck_assert_int_eq(parse("[Metrics]\nListen=[::1]:80\n"), 0);
+	ck_assert_uint_eq(c.metrics.addr_len, sizeof(*in6));
+	ck_assert_int_eq(in6->sin6_family, AF_INET6);
+	ck_assert_uint_eq(ntohs(in6->sin6_port), 80);
+	ck_assert(IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr));
+	ck_assert_int_eq(parse("[Metrics]\nListen=0.0.0.0:9477\nListen=\n"), 0);
+	ck_assert_uint_eq(c.metrics.addr_len, 0);
+	ck_assert_str_eq(c.metrics.listen, "");
 }
 END_TEST
 
@@ -612,6 +653,7 @@ Suite *config_suite(void)
 	tcase_add_checked_fixture(tc, tree_setup, tree_teardown);
 	tcase_add_test(tc, dropin_order);
 	tcase_add_test(tc, dropin_masking);
+	tcase_add_test(tc, metrics_listen);
 	tcase_add_test(tc, dropin_bad);
 	tcase_add_test(tc, dropin_given_file);
 	suite_add_tcase(s, tc);

@@ -25,6 +25,7 @@ Suite *xid_suite(void);
 Suite *kmsg_suite(void);
 Suite *cli_suite(void);
 Suite *advise_suite(void);
+Suite *metrics_suite(void);
 const char *table_invariants(const struct hbm_table *t);
 
 #endif

@@ -1,0 +1,955 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The metrics endpoint: what hbmguardd knows, in Prometheus's text
+ * exposition format 0.0.4 (prometheus/docs, content/docs/instrumenting/
+ * exposition_formats.md), served over HTTP by libmicrohttpd.
+ *
+ * The state of the daemon is single-threaded, so libmicrohttpd runs without
+ * a thread of its own: started with MHD_USE_EPOLL and no
+ * MHD_USE_INTERNAL_POLLING_THREAD, it is driven from the daemon's sd-event
+ * loop, its epoll fd (MHD_get_daemon_info(MHD_DAEMON_INFO_EPOLL_FD)) an io
+ * source and MHD_get_timeout() a timer, each calling MHD_run(), which does
+ * not block (microhttpd.h of Debian bookworm's libmicrohttpd-dev 0.9.75:
+ * "Run webserver operations (without blocking unless in client
+ * callbacks)").  Its sockets are non-blocking: a client that reads slowly,
+ * or sends half a request, holds a connection and nothing else.  A scrape
+ * gathers and writes the whole exposition in one callback, from the core's
+ * source (one device dump and one stats request to the module, the same as
+ * hbmctl status costs) and the parts' own counters.
+ *
+ * Bounds: METRICS_CONNECTIONS at once (MHD_OPTION_CONNECTION_LIMIT; a
+ * Prometheus server holds one, an operator's curl another), each
+ * METRICS_CONNECTION_MEMORY for its request (MHD_OPTION_CONNECTION_MEMORY_LIMIT:
+ * a GET with its headers, no body), closed after METRICS_TIMEOUT_S idle
+ * (MHD_OPTION_CONNECTION_TIMEOUT), and an exposition of at most
+ * METRICS_MAX_BYTES (256 devices of some 40 series each fit many times
+ * over): past it the scrape is answered 500, not cut short.
+ *
+ * Not served: OpenMetrics (its counters must end in _total, which
+ * dcgm-exporter's DCGM_FI_DEV_* counters do not), compression, TLS (a
+ * reverse proxy's business).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <microhttpd.h>
+#include <systemd/sd-daemon.h>
+
+#include "config.h"
+#include "core.h"
+#include "daemon.h"
+#include "gpus.h"
+#include "metrics.h"
+#include "recovery.h"
+#include "store.h"
+
+/* The writer */
+
+void metrics_buf_init(struct metrics_buf *b, size_t max)
+{
+	memset(b, 0, sizeof(*b));
+	b->max = max;
+}
+
+void metrics_buf_free(struct metrics_buf *b)
+{
+	free(b->p);
+	memset(b, 0, sizeof(*b));
+}
+
+static bool reserve(struct metrics_buf *b, size_t n)
+{
+	size_t cap = b->cap ? b->cap : 4096;
+	char *p;
+
+	if (b->failed)
+		return false;
+	if (b->len + n + 1 <= b->cap)
+		return true;
+	while (cap < b->len + n + 1)
+		cap *= 2;
+	if (cap > b->max + 1)
+		cap = b->max + 1;
+	if (b->len + n + 1 > cap) {
+		b->failed = true;
+		return false;
+	}
+	p = realloc(b->p, cap);
+	if (!p) {
+		b->failed = true;
+		return false;
+	}
+	b->p = p;
+	b->cap = cap;
+	return true;
+}
+
+static void put(struct metrics_buf *b, const char *s, size_t n)
+{
+	if (!reserve(b, n))
+		return;
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = 0;
+}
+
+static void putf(struct metrics_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void putf(struct metrics_buf *b, const char *fmt, ...)
+{
+	char tmp[128];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(tmp)) {	/* only numbers and names come here */
+		b->failed = true;
+		return;
+	}
+	put(b, tmp, n);
+}
+
+/*
+ * The format's escapes: in a label value backslash, double quote and line
+ * feed; in a HELP text backslash and line feed.  Anything else, bytes that
+ * are not UTF-8 included, goes as it is: the parser takes any byte up to the
+ * closing quote (promtool's, expfmt's readTokenAsLabelValue()).
+ */
+static void put_escaped(struct metrics_buf *b, const char *s, bool quote)
+{
+	for (; *s; s++) {
+		if (*s == '\\')
+			put(b, "\\\\", 2);
+		else if (*s == '\n')
+			put(b, "\\n", 2);
+		else if (*s == '"' && quote)
+			put(b, "\\\"", 2);
+		else
+			put(b, s, 1);
+	}
+}
+
+/**
+ * metrics_family() - a metric family's HELP and TYPE lines
+ * @b: the exposition
+ * @name: the family's name (no escaping: the caller's constant)
+ * @type: "counter", "gauge", "histogram"
+ * @help: escaped here
+ *
+ * Every sample of the family must follow, before any other family's.
+ */
+void metrics_family(struct metrics_buf *b, const char *name, const char *type,
+		    const char *help)
+{
+	putf(b, "# HELP %s ", name);
+	put_escaped(b, help, false);
+	putf(b, "\n# TYPE %s %s\n", name, type);
+}
+
+static void put_value(struct metrics_buf *b, double v)
+{
+	if (isinf(v))
+		put(b, v > 0 ? "+Inf" : "-Inf", 4);
+	else if (isnan(v))
+		put(b, "NaN", 3);
+	else if (v == (double)(uint64_t)v && v < 1e17)	/* counts as integers */
+		putf(b, "%" PRIu64, (uint64_t)v);
+	else
+		putf(b, "%.17g", v);
+}
+
+static void put_sample(struct metrics_buf *b, const char *name, const char *suffix,
+		       const struct metrics_label *l, size_t nl, const char *le, double v)
+{
+	size_t i;
+
+	putf(b, "%s%s", name, suffix);
+	if (nl || le) {
+		put(b, "{", 1);
+		for (i = 0; i < nl; i++) {
+			putf(b, "%s%s=\"", i ? "," : "", l[i].name);
+			put_escaped(b, l[i].value, true);
+			put(b, "\"", 1);
+		}
+		if (le)
+			putf(b, "%sle=\"%s\"", nl ? "," : "", le);
+		put(b, "}", 1);
+	}
+	put(b, " ", 1);
+	put_value(b, v);
+	put(b, "\n", 1);
+}
+
+/**
+ * metrics_sample() - one sample
+ * @b: the exposition
+ * @name: its family's name
+ * @l: its labels (values escaped here)
+ * @nl: how many
+ * @value: its value
+ */
+void metrics_sample(struct metrics_buf *b, const char *name, const struct metrics_label *l,
+		    size_t nl, double value)
+{
+	put_sample(b, name, "", l, nl, NULL, value);
+}
+
+/**
+ * metrics_histogram() - a histogram's samples, from its observations
+ * @b: the exposition
+ * @name: its family's name
+ * @l: its labels
+ * @nl: how many
+ * @bounds: the buckets' upper bounds, ascending; +Inf is added
+ * @nb: how many
+ * @obs: the observations
+ * @n: how many
+ *
+ * Buckets are cumulative (each counts the observations <= its bound), the
+ * last is +Inf and equals _count.
+ */
+void metrics_histogram(struct metrics_buf *b, const char *name, const struct metrics_label *l,
+		       size_t nl, const double *bounds, size_t nb, const double *obs, size_t n)
+{
+	double sum = 0;
+	size_t i, j;
+
+	for (i = 0; i <= nb; i++) {
+		char le[32];
+		uint64_t c = 0;
+
+		for (j = 0; j < n; j++)
+			c += i == nb || obs[j] <= bounds[i];
+		if (i < nb)
+			snprintf(le, sizeof(le), "%g", bounds[i]);
+		else
+			snprintf(le, sizeof(le), "+Inf");
+		put_sample(b, name, "_bucket", l, nl, le, c);
+	}
+	for (j = 0; j < n; j++)
+		sum += obs[j];
+	put_sample(b, name, "_sum", l, nl, NULL, sum);
+	put_sample(b, name, "_count", l, nl, NULL, n);
+}
+
+/* The sink: what only the facts tell */
+
+static const char *const origins[METRICS_ORIGINS] = {
+	[HBM_FROM_KERNEL] = "kernel", [HBM_FROM_NVML] = "nvml",
+	[HBM_FROM_KMSG] = "kmsg", [HBM_FROM_AMDGPU] = "amdgpu",
+};
+
+/**
+ * metrics_fact() - the metrics as a sink of the core
+ * @arg: the metrics
+ * @f: the fact
+ *
+ * A device's page counts start again when its id is given to another (the
+ * module reloaded, or the device was removed): a counter's reset, which
+ * Prometheus's rate() takes in its stride.
+ */
+void metrics_fact(void *arg, const struct hbm_fact *f)
+{
+	struct metrics_facts *x = &((struct hbm_metrics *)arg)->facts;
+	uint32_t id = f->dev.id, state = hbm_event_page_state(f->event);
+
+	if (f->type == HBM_FACT_ERROR && f->origin < METRICS_ORIGINS && f->severity <= 2)
+		x->errors[f->origin][f->severity]++;
+	if (id >= HBMGUARD_MAX_DEVICES)
+		return;
+	if (f->type == HBM_FACT_DEVICE_GONE ||
+	    (f->type == HBM_FACT_DEVICE_SEEN && f->sync == HBM_SYNC_ADDED))
+		memset(x->pages[id], 0, sizeof(x->pages[id]));
+	if (f->type == HBM_FACT_PAGES && !(f->flags & HBM_FACT_UNHEARD) && state &&
+	    f->source < __HBMGUARD_SOURCE_MAX)
+		x->pages[id][state][f->source] += f->count;
+}
+
+/* The exposition of the daemon */
+
+static const char *const health_names[] = { "ok", "degraded", "rma", "reset_required" };
+static const char *const state_names[__HBMGUARD_STATE_MAX] = {
+	[HBMGUARD_STATE_PENDING] = "pending", [HBMGUARD_STATE_RETIRED] = "retired",
+	[HBMGUARD_STATE_FAILED] = "failed",
+};
+static const char *const source_names[__HBMGUARD_SOURCE_MAX] = {
+	"none", "ue", "ce_threshold", "poison", "admin", "restored", "driver",
+};
+static const char *const path_names[__HBMGUARD_PATH_MAX] = {
+	"inject", "provider", "memory_failure", "mce", "edac", "nvidia_xid", "netlink",
+};
+static const char *const incident_states[__HBM_INCIDENT_MAX] = {
+	NULL, "detected", "pausing", "isolated", "restoring", "resumed", "escalated",
+};
+
+/* An incident's phases, in seconds: 0.01 s (a rank answering at once) to 10 min. */
+static const double phase_bounds[] = {
+	0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600,
+};
+
+#define DEV_LABELS(c) { { "device", (c)->name }, { "id", idbuf }, { "identity", (c)->identity } }
+
+/* A gauge or counter of every device: @get reads it from the device's counts. */
+static void per_device(struct metrics_buf *b, const struct hbm_counts *c, const char *name,
+		       const char *type, const char *help,
+		       double (*get)(const struct hbm_device_counts *dev))
+{
+	size_t i;
+
+	metrics_family(b, name, type, help);
+	for (i = 0; i < c->nr; i++) {
+		char idbuf[16];
+		struct metrics_label l[] = DEV_LABELS(&c->dev[i]);
+
+		snprintf(idbuf, sizeof(idbuf), "%" PRIu32, c->dev[i].id);
+		metrics_sample(b, name, l, 3, get(&c->dev[i]));
+	}
+}
+
+static double get_spares_left(const struct hbm_device_counts *d)
+{
+	uint64_t out = (uint64_t)d->spare_used + d->spare_bad;
+
+	return d->spare_total > out ? d->spare_total - out : 0;
+}
+
+static double get_spares_total(const struct hbm_device_counts *d)
+{
+	return d->spare_total;
+}
+
+static double get_ce(const struct hbm_device_counts *d)
+{
+	return d->ce_events;
+}
+
+static double get_ue(const struct hbm_device_counts *d)
+{
+	return d->ue_events;
+}
+
+static double get_dropped(const struct hbm_device_counts *d)
+{
+	return d->errors_dropped;
+}
+
+static void device_series(struct metrics_buf *b, struct hbm_metrics *m, const struct hbm_counts *c)
+{
+	static const char pages[] = "hbmguard_device_pages";
+	static const char heard[] = "hbmguard_device_page_events_pages_total";
+	static const char health[] = "hbmguard_device_health";
+	size_t i, s, src;
+
+	metrics_family(b, pages, "gauge",
+		       "Pages in the device's bad-page table, by state (the module's count).");
+	for (i = 0; i < c->nr; i++) {
+		const struct hbm_device_counts *d = &c->dev[i];
+		const uint32_t n[] = { 0, d->nr_pending, d->nr_retired, d->nr_failed };
+		char idbuf[16];
+
+		snprintf(idbuf, sizeof(idbuf), "%" PRIu32, d->id);
+		for (s = HBMGUARD_STATE_PENDING; s < __HBMGUARD_STATE_MAX; s++) {
+			struct metrics_label l[] = { { "device", d->name }, { "id", idbuf },
+						     { "identity", d->identity },
+						     { "state", state_names[s] } };
+
+			metrics_sample(b, pages, l, 4, n[s]);
+		}
+	}
+	metrics_family(b, heard, "counter",
+		       "Pages the device's events put in a state since the daemon started, by why.");
+	for (i = 0; i < c->nr; i++) {
+		const struct hbm_device_counts *d = &c->dev[i];
+		char idbuf[16];
+
+		if (d->id >= HBMGUARD_MAX_DEVICES)
+			continue;
+		snprintf(idbuf, sizeof(idbuf), "%" PRIu32, d->id);
+		for (s = HBMGUARD_STATE_PENDING; s < __HBMGUARD_STATE_MAX; s++)
+			for (src = 1; src < __HBMGUARD_SOURCE_MAX; src++) {
+				struct metrics_label l[] = {
+					{ "device", d->name }, { "id", idbuf },
+					{ "identity", d->identity }, { "state", state_names[s] },
+					{ "source", source_names[src] } };
+
+				metrics_sample(b, heard, l, 5, m->facts.pages[d->id][s][src]);
+			}
+	}
+	metrics_family(b, health, "gauge",
+		       "1 for the device's health (ok, degraded, reset_required, rma), 0 for the others.");
+	for (i = 0; i < c->nr; i++) {
+		const struct hbm_device_counts *d = &c->dev[i];
+		char idbuf[16];
+
+		snprintf(idbuf, sizeof(idbuf), "%" PRIu32, d->id);
+		for (s = 0; s < sizeof(health_names) / sizeof(health_names[0]); s++) {
+			struct metrics_label l[] = { { "device", d->name }, { "id", idbuf },
+						     { "identity", d->identity },
+						     { "health", health_names[s] } };
+
+			metrics_sample(b, health, l, 4, d->health == s);
+		}
+	}
+	per_device(b, c, "hbmguard_device_spare_pages", "gauge",
+		   "Spare pages in the device's pool (0 on a GPU: its driver keeps its own).",
+		   get_spares_total);
+	per_device(b, c, "hbmguard_device_spare_pages_left", "gauge",
+		   "Spare pages neither serving a retired page nor failed.", get_spares_left);
+	per_device(b, c, "hbmguard_device_corrected_errors_total", "counter",
+		   "Correctable errors the module applied to the device.", get_ce);
+	per_device(b, c, "hbmguard_device_uncorrected_errors_total", "counter",
+		   "Uncorrectable errors and poison the module applied to the device.", get_ue);
+	per_device(b, c, "hbmguard_device_errors_dropped_total", "counter",
+		   "Errors reported for the device and never applied (the counts are low).",
+		   get_dropped);
+}
+
+static void module_series(struct metrics_buf *b, struct hbm_metrics *m, const struct hbm_counts *c)
+{
+	static const char rx[] = "hbmguard_path_errors_received_total";
+	static const char dr[] = "hbmguard_path_errors_dropped_total";
+	static const char heard[] = "hbmguard_daemon_errors_heard_total";
+	size_t p, o;
+
+	if (c->have & HBM_COUNTS_PATHS) {
+		metrics_family(b, rx, "counter", "Errors the module received, by intake path.");
+		for (p = 0; p < __HBMGUARD_PATH_MAX; p++) {
+			struct metrics_label l[] = { { "path", path_names[p] } };
+
+			metrics_sample(b, rx, l, 1, c->received[p]);
+		}
+		metrics_family(b, dr, "counter",
+			       "Errors the module dropped (its intake queue full), by intake path.");
+		for (p = 0; p < __HBMGUARD_PATH_MAX; p++) {
+			struct metrics_label l[] = { { "path", path_names[p] } };
+
+			metrics_sample(b, dr, l, 1, c->dropped[p]);
+		}
+		metrics_family(b, "hbmguard_events_dropped_total", "counter",
+			       "Events the module could not send (no memory).");
+		metrics_sample(b, "hbmguard_events_dropped_total", NULL, 0, c->events_dropped);
+	}
+	metrics_family(b, heard, "counter",
+		       "Errors the daemon heard, by source (kernel, nvml, kmsg, amdgpu) and severity.");
+	for (o = HBM_FROM_KERNEL; o < METRICS_ORIGINS; o++)
+		for (p = HBM_SEVERITY_CE; p <= HBM_SEVERITY_UE; p++) {
+			struct metrics_label l[] = { { "origin", origins[o] },
+						     { "severity", p == HBM_SEVERITY_CE ? "ce" : "ue" } };
+
+			metrics_sample(b, heard, l, 2, m->facts.errors[o][p]);
+		}
+}
+
+/* Which incident state ended its phase @st: the next one it reached. */
+static size_t next_state(const struct hbm_ctl_incident *in, size_t st)
+{
+	for (st++; st < __HBM_INCIDENT_MAX; st++)
+		if (in->at[st])
+			return st;
+	return 0;
+}
+
+static const char *outcome(const struct hbm_ctl_incident *in)
+{
+	return in->state == HBM_INCIDENT_RESUMED ? "resumed" :
+	       in->state == HBM_INCIDENT_ESCALATED ? "escalated" : "open";
+}
+
+static void incident_series(struct metrics_buf *b, struct daemon *d)
+{
+	static const char *const outcomes[] = { "resumed", "escalated", "open" };
+	static const char count[] = "hbmguard_incidents";
+	static const char phase[] = "hbmguard_incident_phase_duration_seconds";
+	struct hbm_ctl_incident in[HBM_INCIDENTS_KEPT];
+	double obs[HBM_INCIDENTS_KEPT];
+	size_t n = 0, i, o, st;
+
+	while (n < HBM_INCIDENTS_KEPT && !recovery_incident_get(d, n, &in[n]))
+		n++;
+	metrics_family(b, count, "gauge",
+		       "Rank recoveries the daemon keeps (the newest 64), by outcome.");
+	for (o = 0; o < 3; o++) {
+		struct metrics_label l[] = { { "outcome", outcomes[o] } };
+		size_t c = 0;
+
+		for (i = 0; i < n; i++)
+			c += !strcmp(outcome(&in[i]), outcomes[o]);
+		metrics_sample(b, count, l, 1, c);
+	}
+	metrics_family(b, phase, "histogram",
+		       "How long each phase of the kept rank recoveries took, by the state it ended in.");
+	for (st = HBM_INCIDENT_DETECTED; st < HBM_INCIDENT_RESUMED; st++)
+		for (o = 0; o < 2; o++) {
+			struct metrics_label l[] = { { "phase", incident_states[st] },
+						     { "outcome", outcomes[o] } };
+			size_t nobs = 0;
+
+			for (i = 0; i < n; i++) {
+				size_t next = next_state(&in[i], st);
+
+				if (in[i].at[st] && next && !strcmp(outcome(&in[i]), outcomes[o]))
+					obs[nobs++] = (in[i].at[next] - in[i].at[st]) / 1e6;
+			}
+			metrics_histogram(b, phase, l, 2, phase_bounds,
+					  sizeof(phase_bounds) / sizeof(phase_bounds[0]), obs, nobs);
+		}
+}
+
+static void store_series(struct metrics_buf *b, const struct hbm_store *s)
+{
+	metrics_family(b, "hbmguard_save_failures_total", "counter",
+		       "Saves of a device's state file that failed (each is retried).");
+	metrics_sample(b, "hbmguard_save_failures_total", NULL, 0, s->counters.failures);
+	metrics_family(b, "hbmguard_last_save_timestamp_seconds", "gauge",
+		       "When a state file last reached the disk (0: not since the daemon started).");
+	metrics_sample(b, "hbmguard_last_save_timestamp_seconds", NULL, 0, s->counters.last_good);
+	metrics_family(b, "hbmguard_unsaved_files", "gauge",
+		       "State files whose last save failed.");
+	metrics_sample(b, "hbmguard_unsaved_files", NULL, 0, store_unsaved(s));
+}
+
+/*
+ * dcgm-exporter's names, for the GPUs NVML found, where hbmguard has the
+ * same quantity DCGM reads: dashboards and alerts on them work unchanged.
+ *
+ * Names, types and help from NVIDIA/dcgm-exporter etc/default-counters.csv
+ * (release 4.5.3-4.8.2); the labels as its gpuMetricsFormat template writes
+ * them (internal/pkg/rendermetrics/render_metrics.go, same release): gpu,
+ * UUID, pci_bus_id, device, modelName, and Hostname (renamed hostname after
+ * that release, commit d5e5f51: not yet in a release).  The fields are
+ * NVIDIA/DCGM's dcgmlib/dcgm_fields.h (v4.6.0):
+ *
+ *   DCGM_FI_DEV_RETIRED_SBE (390, "retired pages because of single bit
+ *	errors"): NVML's pages retired for multiple single-bit errors, which
+ *	hbmguard records with source CE_THRESHOLD (gpus.c: retired_ce)
+ *   DCGM_FI_DEV_RETIRED_DBE (391): pages retired for a double-bit error
+ *	(retired_ue)
+ *   DCGM_FI_DEV_RETIRED_PENDING (392, "whether any pages are pending
+ *	retirement (1=yes, 0=no)"): 1 when some page is pending
+ *   DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS (393),
+ *   DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS (394),
+ *   DCGM_FI_DEV_ROW_REMAP_FAILURE (395): nvmlDeviceGetRemappedRows()'s, as
+ *	DCGM reads them; only where NVML gave them (HBM_CTL_GPU_REMAP)
+ *   DCGM_FI_DEV_XID_ERRORS (230, "the value is the specific XID error"):
+ *	the last Xid heard, 0 none, as DCGM's gauge
+ *
+ * Not mapped: the ECC counters (DCGM_FI_DEV_ECC_*_VOL/AGG_TOTAL, commented
+ * out of the default counters) — hbmguard holds NVML's aggregate total
+ * only, not DCGM's volatile and per-location split; amdgpu GPUs and HBM
+ * ranges have no DCGM field.  The gpu label is DCGM's GPU id, which is
+ * NVML's index; the daemon does not keep that index, so it is the GPU's
+ * rank among NVML's GPUs in PCI bus order, the order NVML enumerates them
+ * in when nothing hides a GPU (CUDA_VISIBLE_DEVICES does not reach NVML).
+ * pci_bus_id is NVML's busId as DCGM passes it on: NVML_DEVICE_PCI_BUS_ID_FMT
+ * ("%08X:%02X:%02X.0", nvml.h of libnvidia-ml-dev 11.8.86), the function
+ * kept.
+ */
+struct dcgm_field {
+	const char *name, *type, *help;
+	bool remap;			/* needs NVML's remapped rows */
+	double (*get)(const struct hbm_ctl_gpu *g);
+};
+
+static double dcgm_sbe(const struct hbm_ctl_gpu *g)
+{
+	return g->retired_ce;
+}
+
+static double dcgm_dbe(const struct hbm_ctl_gpu *g)
+{
+	return g->retired_ue;
+}
+
+static double dcgm_pending(const struct hbm_ctl_gpu *g)
+{
+	return g->pending > 0;
+}
+
+static double dcgm_remap_ue(const struct hbm_ctl_gpu *g)
+{
+	return g->remap_uncorrected;
+}
+
+static double dcgm_remap_ce(const struct hbm_ctl_gpu *g)
+{
+	return g->remap_corrected;
+}
+
+static double dcgm_remap_failure(const struct hbm_ctl_gpu *g)
+{
+	return g->remap_failure;
+}
+
+static double dcgm_xid(const struct hbm_ctl_gpu *g)
+{
+	return g->last_xid;
+}
+
+static const struct dcgm_field dcgm_fields[] = {
+	{ "DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.",
+	  false, dcgm_xid },
+	{ "DCGM_FI_DEV_RETIRED_SBE", "counter",
+	  "Total number of retired pages due to single-bit errors.", false, dcgm_sbe },
+	{ "DCGM_FI_DEV_RETIRED_DBE", "counter",
+	  "Total number of retired pages due to double-bit errors.", false, dcgm_dbe },
+	{ "DCGM_FI_DEV_RETIRED_PENDING", "counter",
+	  "Total number of pages pending retirement.", false, dcgm_pending },
+	{ "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter",
+	  "Number of remapped rows for uncorrectable errors", true, dcgm_remap_ue },
+	{ "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter",
+	  "Number of remapped rows for correctable errors", true, dcgm_remap_ce },
+	{ "DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed",
+	  true, dcgm_remap_failure },
+};
+
+/* "0000:3b:00.0" as NVML wrote it: "00000000:3B:00.0". */
+static void nvml_bus_id(const char *pci, char *out, size_t len)
+{
+	unsigned int domain, bus, dev, fn;
+
+	if (sscanf(pci, "%x:%x:%x.%x", &domain, &bus, &dev, &fn) == 4)
+		snprintf(out, len, "%08X:%02X:%02X.%X", domain, bus, dev, fn);
+	else
+		snprintf(out, len, "%s", pci);
+}
+
+static void dcgm_series(struct metrics_buf *b, struct daemon *d)
+{
+	static struct hbm_ctl_gpu gpu[HBM_GPUS_MAX];
+	char host[256] = "";
+	size_t n = 0, i, j, f;
+
+	if (!d->gpus)
+		return;
+	while (n < HBM_GPUS_MAX && !gpus_get(d->gpus, n, &gpu[n]))
+		n++;
+	gethostname(host, sizeof(host) - 1);
+	for (f = 0; f < sizeof(dcgm_fields) / sizeof(dcgm_fields[0]); f++) {
+		const struct dcgm_field *x = &dcgm_fields[f];
+		bool family = false;
+
+		for (i = 0; i < n; i++) {
+			const struct hbm_ctl_gpu *g = &gpu[i];
+			char index[16], bus[32], dev[24];
+			unsigned int rank = 0;
+
+			if (g->vendor != HBM_CTL_GPU_NVML ||
+			    (x->remap && !(g->flags & HBM_CTL_GPU_REMAP)))
+				continue;
+			for (j = 0; j < n; j++)
+				rank += gpu[j].vendor == HBM_CTL_GPU_NVML &&
+					strcmp(gpu[j].pci, g->pci) < 0;
+			snprintf(index, sizeof(index), "%u", rank);
+			snprintf(dev, sizeof(dev), "nvidia%u", rank);
+			nvml_bus_id(g->pci, bus, sizeof(bus));
+			{
+				struct metrics_label l[] = {
+					{ "gpu", index }, { "UUID", g->identity },
+					{ "pci_bus_id", bus }, { "device", dev },
+					{ "modelName", g->model }, { "Hostname", host } };
+
+				if (!family)
+					metrics_family(b, x->name, x->type, x->help);
+				family = true;
+				metrics_sample(b, x->name, l, host[0] ? 6 : 5, x->get(g));
+			}
+		}
+	}
+}
+
+/**
+ * metrics_render() - the daemon's exposition
+ * @m: the metrics
+ * @b: appended to
+ */
+void metrics_render(struct hbm_metrics *m, struct metrics_buf *b)
+{
+	static struct hbm_counts counts;	/* 256 devices: too big for the stack */
+	struct daemon *d = m->d;
+	int err = core_counts(d->core, &counts);
+
+	metrics_family(b, "hbmguard_up", "gauge",
+		       "1 when the module answered the daemon's questions for this scrape.");
+	metrics_sample(b, "hbmguard_up", NULL, 0, !err);
+	if (err)
+		counts.nr = 0;
+	device_series(b, m, &counts);
+	module_series(b, m, &counts);
+	incident_series(b, d);
+	store_series(b, d->store);
+	dcgm_series(b, d);
+	metrics_family(b, "hbmguard_scrapes_total", "counter", "Scrapes served, this one included.");
+	metrics_sample(b, "hbmguard_scrapes_total", NULL, 0, m->scrapes);
+}
+
+/* The server */
+
+/*
+ * MHD_AccessHandlerCallback (microhttpd.h): called once the headers are
+ * in; a GET has no body, so the first call answers.
+ */
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version,
+				  const char *upload_data, size_t *upload_data_size, void **req_cls)
+{
+	static char not_found[] = "not found: the metrics are at /metrics\n";
+	static char not_allowed[] = "only GET and HEAD\n";
+	static char too_big[] = "the exposition is past its bound\n";
+	struct hbm_metrics *m = cls;
+	struct MHD_Response *r;
+	struct metrics_buf b;
+	unsigned int code = MHD_HTTP_OK;
+	enum MHD_Result ret;
+
+	(void)version;
+	(void)upload_data;
+	(void)req_cls;
+	if (*upload_data_size)		/* a body: not ours to read */
+		return MHD_NO;
+	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD)) {
+		code = MHD_HTTP_METHOD_NOT_ALLOWED;
+		r = MHD_create_response_from_buffer(strlen(not_allowed), not_allowed,
+						    MHD_RESPMEM_PERSISTENT);
+	} else if (strcmp(url, "/metrics") && strcmp(url, "/")) {
+		code = MHD_HTTP_NOT_FOUND;
+		r = MHD_create_response_from_buffer(strlen(not_found), not_found,
+						    MHD_RESPMEM_PERSISTENT);
+	} else {
+		m->scrapes++;
+		metrics_buf_init(&b, METRICS_MAX_BYTES);
+		(m->render ? m->render : metrics_render)(m, &b);
+		if (b.failed) {
+			fprintf(stderr, "<4>hbmguardd: metrics: the exposition is past %u bytes, or no memory: answered 500\n",
+				METRICS_MAX_BYTES);
+			metrics_buf_free(&b);
+			code = MHD_HTTP_INTERNAL_SERVER_ERROR;
+			r = MHD_create_response_from_buffer(strlen(too_big), too_big,
+							    MHD_RESPMEM_PERSISTENT);
+		} else {
+			/* MHD_RESPMEM_MUST_FREE: libmicrohttpd free()s it with the response */
+			r = MHD_create_response_from_buffer(b.len, b.p ? b.p : "",
+							    b.p ? MHD_RESPMEM_MUST_FREE :
+							    MHD_RESPMEM_PERSISTENT);
+			if (!r)
+				free(b.p);
+		}
+	}
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, code == MHD_HTTP_OK ?
+				"text/plain; version=0.0.4; charset=utf-8" : "text/plain");
+	ret = MHD_queue_response(conn, code, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static int arm(struct hbm_metrics *m);
+
+static unsigned int connections(struct hbm_metrics *m)
+{
+	const union MHD_DaemonInfo *info =
+		MHD_get_daemon_info(m->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+
+	return info ? info->num_connections : 0;
+}
+
+/*
+ * MHD_run(): whatever is ready, without blocking; then its next deadline.
+ * At the bound of connections libmicrohttpd (0.9.75) stops listening; a
+ * run that closes one does not listen again, nor does MHD_get_timeout()
+ * ask for the run that would: a client waiting in the backlog would wait
+ * for some other event (tests/unit/check_metrics.c found it).  So a run
+ * that went below the bound is followed by another.
+ */
+static int on_io(sd_event_source *s, int fd, uint32_t revents, void *arg)
+{
+	struct hbm_metrics *m = arg;
+	unsigned int before = connections(m);
+
+	(void)s;
+	(void)fd;
+	(void)revents;
+	MHD_run(m->mhd);
+	if (before >= METRICS_CONNECTIONS && connections(m) < METRICS_CONNECTIONS)
+		MHD_run(m->mhd);
+	return arm(m);
+}
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *arg)
+{
+	(void)usec;
+	return on_io(s, -1, 0, arg);
+}
+
+/*
+ * MHD_get_timeout(): "MHD_run() must be called not later than timeout
+ * millisecond" when it says MHD_YES; MHD_NO: nothing is due.
+ */
+static int arm(struct hbm_metrics *m)
+{
+	MHD_UNSIGNED_LONG_LONG ms;
+	uint64_t now;
+
+	if (MHD_get_timeout(m->mhd, &ms) != MHD_YES)
+		return sd_event_source_set_enabled(m->timer, SD_EVENT_OFF);
+	sd_event_now(m->loop, CLOCK_MONOTONIC, &now);
+	if (ms > 3600 * 1000ULL)
+		ms = 3600 * 1000ULL;
+	sd_event_source_set_time(m->timer, now + ms * 1000);
+	return sd_event_source_set_enabled(m->timer, SD_EVENT_ONESHOT);
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char msg[256];
+
+	(void)cls;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	msg[strcspn(msg, "\n")] = 0;
+	fprintf(stderr, "<4>hbmguardd: metrics: %s\n", msg);
+}
+
+/**
+ * metrics_listen() - serve the metrics from @loop
+ * @m: the metrics (.d and .render as the caller wants them)
+ * @loop: the event loop that drives libmicrohttpd
+ * @addr: where to listen, or NULL with @fd
+ * @len: its length
+ * @fd: a listening socket to take over (systemd's), or -1
+ *
+ * Return: 0, or a negative errno.
+ */
+int metrics_listen(struct hbm_metrics *m, sd_event *loop, const struct sockaddr *addr,
+		   socklen_t len, int fd)
+{
+	const union MHD_DaemonInfo *info;
+	unsigned int flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+	int err;
+
+	(void)len;
+	m->loop = loop;
+	if (addr && addr->sa_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	/*
+	 * MHD_start_daemon(): the logger first (MHD says so when it is not), port 0 with MHD_OPTION_SOCK_ADDR or
+	 * MHD_OPTION_LISTEN_SOCKET, which override it; no default handler
+	 * (dh) but ours.
+	 */
+	m->mhd = fd >= 0 ?
+		MHD_start_daemon(flags, 0, NULL, NULL, on_request, m,
+				 MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+				 MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
+				 MHD_OPTION_CONNECTION_LIMIT, (unsigned int)METRICS_CONNECTIONS,
+				 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)METRICS_CONNECTION_MEMORY,
+				 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)METRICS_TIMEOUT_S,
+				 MHD_OPTION_END) :
+		MHD_start_daemon(flags, 0, NULL, NULL, on_request, m,
+				 MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+				 MHD_OPTION_SOCK_ADDR, addr,
+				 MHD_OPTION_CONNECTION_LIMIT, (unsigned int)METRICS_CONNECTIONS,
+				 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)METRICS_CONNECTION_MEMORY,
+				 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)METRICS_TIMEOUT_S,
+				 MHD_OPTION_END);
+	if (!m->mhd)
+		return -EADDRNOTAVAIL;	/* mhd_log() said why */
+	info = MHD_get_daemon_info(m->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	if (!info) {
+		metrics_stop(m);
+		return -EINVAL;
+	}
+	err = sd_event_add_io(loop, &m->io, info->epoll_fd, EPOLLIN, on_io, m);
+	if (!err)
+		err = sd_event_add_time(loop, &m->timer, CLOCK_MONOTONIC, UINT64_MAX, 0,
+					on_timer, m);
+	if (!err)
+		err = arm(m);
+	if (err < 0) {
+		metrics_stop(m);
+		return err;
+	}
+	info = MHD_get_daemon_info(m->mhd, MHD_DAEMON_INFO_BIND_PORT);
+	m->port = info ? info->port : 0;
+	return 0;
+}
+
+/*
+ * A socket systemd passes named "metrics" (FileDescriptorName= of a
+ * .socket unit): sd_listen_fds_with_names(), the environment left for the
+ * control socket's own look.
+ */
+static int passed_socket(void)
+{
+	char **names = NULL;
+	int n = sd_listen_fds_with_names(0, &names), fd = -1, i;
+
+	for (i = 0; i < n; i++) {
+		if (fd < 0 && !strcmp(names[i], "metrics"))
+			fd = SD_LISTEN_FDS_START + i;
+		free(names[i]);
+	}
+	free(names);
+	return fd;
+}
+
+/**
+ * metrics_start() - the endpoint, where the configuration or systemd puts it
+ * @m: the metrics
+ * @d: the daemon
+ * @loop: its loop
+ *
+ * Return: 0 (also when off), or a negative errno: it could not listen.
+ */
+int metrics_start(struct hbm_metrics *m, struct daemon *d, sd_event *loop)
+{
+	const struct hbm_metrics_config *c = &d->cfg.metrics;
+	int fd = passed_socket(), err;
+
+	m->d = d;
+	if (fd < 0 && !c->addr_len)
+		return 0;
+	err = metrics_listen(m, loop, fd < 0 ? (const struct sockaddr *)&c->addr : NULL,
+			     c->addr_len, fd);
+	if (!err)
+		fprintf(stderr, "<6>hbmguardd: metrics at http://%s/metrics\n",
+			fd >= 0 ? "(systemd's socket)" : c->listen);
+	return err;
+}
+
+/**
+ * metrics_reconfigure() - after a reload: listen where the configuration now says
+ * @m: the metrics
+ * @old: the Listen= in force before it
+ *
+ * A socket systemd passed is kept: it is the unit's to move.
+ *
+ * Return: 0, or a negative errno: it could not listen (and does not).
+ */
+int metrics_reconfigure(struct hbm_metrics *m, const char *old)
+{
+	if (!strcmp(old, m->d->cfg.metrics.listen) || passed_socket() >= 0)
+		return 0;
+	metrics_stop(m);
+	return metrics_start(m, m->d, m->loop);
+}
+
+/**
+ * metrics_stop() - no more scrapes
+ * @m: the metrics
+ */
+void metrics_stop(struct hbm_metrics *m)
+{
+	m->io = sd_event_source_disable_unref(m->io);
+	m->timer = sd_event_source_disable_unref(m->timer);
+	if (m->mhd)
+		MHD_stop_daemon(m->mhd);
+	m->mhd = NULL;
+}

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The metrics endpoint (metrics.c): Prometheus's text exposition format
+ * 0.0.4 over HTTP, from libmicrohttpd driven by the daemon's sd-event loop;
+ * a sink of facts for what only the facts tell (events by path and source).
+ * Off unless [Metrics] Listen= is set or systemd passes a socket named
+ * "metrics".
+ *
+ * The writer (metrics_family() ... metrics_histogram()) is pure code, for
+ * the unit tests: it appends to a bounded buffer and escapes what it is
+ * given, whatever a kernel or a driver put in an identity.
+ */
+#ifndef HBM_METRICS_H
+#define HBM_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <systemd/sd-event.h>
+#include <linux/hbmguard.h>
+
+#include "core.h"
+
+struct daemon;
+struct MHD_Daemon;
+
+/* An exposition being written; .failed once it would pass .max bytes. */
+struct metrics_buf {
+	char *p;
+	size_t len, cap, max;
+	bool failed;
+};
+
+struct metrics_label {
+	const char *name;
+	const char *value;
+};
+
+void metrics_buf_init(struct metrics_buf *b, size_t max);
+void metrics_buf_free(struct metrics_buf *b);
+void metrics_family(struct metrics_buf *b, const char *name, const char *type,
+		    const char *help);
+void metrics_sample(struct metrics_buf *b, const char *name, const struct metrics_label *l,
+		    size_t nl, double value);
+void metrics_histogram(struct metrics_buf *b, const char *name, const struct metrics_label *l,
+		       size_t nl, const double *bounds, size_t nb, const double *obs, size_t n);
+
+/*
+ * What the facts alone tell: the pages each device's events put in a state,
+ * by why (the module's device id; a GPU not yet numbered has none), and the
+ * errors each source heard (by enum hbm_fact_origin and enum hbm_severity).
+ */
+#define METRICS_ORIGINS	5
+struct metrics_facts {
+	uint64_t pages[HBMGUARD_MAX_DEVICES][__HBMGUARD_STATE_MAX][__HBMGUARD_SOURCE_MAX];
+	uint64_t errors[METRICS_ORIGINS][3];
+};
+
+/* Bounds on what a scrape may take (metrics.c says why these). */
+#define METRICS_CONNECTIONS	8
+#define METRICS_CONNECTION_MEMORY	(16 * 1024)
+#define METRICS_TIMEOUT_S	10
+#define METRICS_MAX_BYTES	(4 * 1024 * 1024)
+
+struct hbm_metrics {
+	struct daemon *d;		/* NULL in a test that renders its own */
+	sd_event *loop;
+	struct MHD_Daemon *mhd;
+	sd_event_source *io;		/* on MHD's epoll fd */
+	sd_event_source *timer;		/* MHD_get_timeout()'s */
+	uint16_t port;			/* bound, once started */
+	/* the exposition; a test's own, or NULL: the daemon's (metrics_render()) */
+	void (*render)(struct hbm_metrics *m, struct metrics_buf *b);
+	uint64_t scrapes;
+	struct metrics_facts facts;
+};
+
+int metrics_start(struct hbm_metrics *m, struct daemon *d, sd_event *loop);
+int metrics_listen(struct hbm_metrics *m, sd_event *loop, const struct sockaddr *addr,
+		   socklen_t len, int fd);
+int metrics_reconfigure(struct hbm_metrics *m, const char *old);
+void metrics_stop(struct hbm_metrics *m);
+void metrics_fact(void *m, const struct hbm_fact *f);
+void metrics_render(struct hbm_metrics *m, struct metrics_buf *b);
+
+#endif /* HBM_METRICS_H */

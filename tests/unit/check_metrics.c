@@ -1,0 +1,519 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Unit tests of the metrics endpoint (daemon/metrics.c): the exposition
+ * writer, the daemon's exposition from a source of the test's own, and the
+ * server on 127.0.0.1 driven by an sd-event loop as hbmguardd drives it,
+ * scraped over a socket; every exposition through Debian's
+ * `promtool check metrics` (package prometheus, scripts/deps.sh).
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <microhttpd.h>
+
+#include "daemon.h"
+#include "gpus.h"
+#include "metrics.h"
+#include "recovery.h"
+#include "store.h"
+#include "unit.h"
+
+/* What a hostile identity would do to a naive writer: end the value, add a label, a line. */
+#define HOSTILE	"evil\"} 1\nhbmguard_up 0\n# \\"
+
+static char *render_text(void (*fill)(struct metrics_buf *b))
+{
+	static struct metrics_buf b;
+
+	metrics_buf_free(&b);
+	metrics_buf_init(&b, METRICS_MAX_BYTES);
+	fill(&b);
+	ck_assert(!b.failed);
+	return b.p;
+}
+
+static void fill_escapes(struct metrics_buf *b)
+{
+	const struct metrics_label l[] = { { "device", "a\\b\"c\nd" }, { "id", "7" } };
+
+	metrics_family(b, "hbmguard_x_total", "counter", "Help with \\ and\nnewline and \"quotes\".");
+	metrics_sample(b, "hbmguard_x_total", l, 2, 3);
+	metrics_sample(b, "hbmguard_x_total", NULL, 0, 18446744073709551615.0);
+	metrics_sample(b, "hbmguard_x_total", NULL, 0, 0.25);
+}
+
+START_TEST(writer_escapes)
+{
+	ck_assert_str_eq(render_text(fill_escapes),
+			 "# HELP hbmguard_x_total Help with \\\\ and\\nnewline and \"quotes\".\n"
+			 "# TYPE hbmguard_x_total counter\n"
+			 "hbmguard_x_total{device=\"a\\\\b\\\"c\\nd\",id=\"7\"} 3\n"
+			 "hbmguard_x_total 1.8446744073709552e+19\n"
+			 "hbmguard_x_total 0.25\n");
+}
+END_TEST
+
+static void fill_histogram(struct metrics_buf *b)
+{
+	const double bounds[] = { 1, 5 }, obs[] = { 0.5, 1, 3, 10 };
+	const struct metrics_label l[] = { { "phase", "pausing" } };
+
+	metrics_family(b, "hbmguard_h_seconds", "histogram", "h");
+	metrics_histogram(b, "hbmguard_h_seconds", l, 1, bounds, 2, obs, 4);
+	metrics_histogram(b, "hbmguard_h_seconds", NULL, 0, bounds, 2, NULL, 0);
+}
+
+/* Cumulative buckets, +Inf equal to _count, an empty one all zeros. */
+START_TEST(writer_histogram)
+{
+	ck_assert_str_eq(render_text(fill_histogram),
+			 "# HELP hbmguard_h_seconds h\n"
+			 "# TYPE hbmguard_h_seconds histogram\n"
+			 "hbmguard_h_seconds_bucket{phase=\"pausing\",le=\"1\"} 2\n"
+			 "hbmguard_h_seconds_bucket{phase=\"pausing\",le=\"5\"} 3\n"
+			 "hbmguard_h_seconds_bucket{phase=\"pausing\",le=\"+Inf\"} 4\n"
+			 "hbmguard_h_seconds_sum{phase=\"pausing\"} 14.5\n"
+			 "hbmguard_h_seconds_count{phase=\"pausing\"} 4\n"
+			 "hbmguard_h_seconds_bucket{le=\"1\"} 0\n"
+			 "hbmguard_h_seconds_bucket{le=\"5\"} 0\n"
+			 "hbmguard_h_seconds_bucket{le=\"+Inf\"} 0\n"
+			 "hbmguard_h_seconds_sum 0\n"
+			 "hbmguard_h_seconds_count 0\n");
+}
+END_TEST
+
+/* Past its bound the exposition fails whole: never half a document served. */
+START_TEST(writer_bound)
+{
+	struct metrics_buf b;
+	const struct metrics_label l[] = { { "identity", HOSTILE } };
+	int i;
+
+	metrics_buf_init(&b, 1000);
+	metrics_family(&b, "hbmguard_x", "gauge", "x");
+	for (i = 0; i < 100 && !b.failed; i++)
+		metrics_sample(&b, "hbmguard_x", l, 1, i);
+	ck_assert(b.failed);
+	ck_assert_uint_le(b.len, 1000);
+	metrics_buf_free(&b);
+}
+END_TEST
+
+/* A daemon of the test's own: its source counts, its GPUs, its incidents. */
+static struct daemon d;
+static struct hbmd_core core;
+static struct hbm_store store;
+static struct hbm_gpus gpus;
+static struct incident incidents[3];
+static struct hbm_metrics m;
+static uint32_t retired = 3;
+static pid_t slow[METRICS_CONNECTIONS];	/* killed by the teardown, whatever failed */
+
+static int fake_counts(void *ctx, struct hbm_counts *out)
+{
+	struct hbm_device_counts *dev = &out->dev[0];
+
+	(void)ctx;
+	out->nr = 2;
+	dev->id = 0;
+	snprintf(dev->name, sizeof(dev->name), "sim0");
+	snprintf(dev->identity, sizeof(dev->identity), "%s", HOSTILE);
+	dev->spare_total = 64;
+	dev->spare_used = 3;
+	dev->spare_bad = 1;
+	dev->nr_retired = retired;
+	dev->nr_pending = 1;
+	dev->ce_events = 12;
+	dev->ue_events = 2;
+	dev->health = HBMGUARD_HEALTH_DEGRADED;
+	dev = &out->dev[1];
+	dev->id = 5;
+	dev->kind = HBMGUARD_KIND_GPU;
+	snprintf(dev->name, sizeof(dev->name), "nvidia-0000:3b:00.0");
+	snprintf(dev->identity, sizeof(dev->identity), "GPU-6b2f0c1e");
+	snprintf(dev->pci, sizeof(dev->pci), "0000:3b:00.0");
+	out->received[HBMGUARD_PATH_INJECT] = 14;
+	out->dropped[HBMGUARD_PATH_MCE] = 1;
+	out->have = HBM_COUNTS_PATHS;
+	return 0;
+}
+
+static const struct hbm_source_ops fake_ops = { .origin = HBM_FROM_KERNEL, .counts = fake_counts };
+
+static void incident(size_t i, uint32_t state, const uint64_t *at)
+{
+	size_t s;
+
+	incidents[i].info.state = state;
+	for (s = 0; s < __HBM_INCIDENT_MAX; s++)
+		incidents[i].info.at[s] = at[s];
+}
+
+static void setup_daemon(void)
+{
+	/* us: detected, pausing, isolated, restoring, resumed, escalated */
+	const uint64_t resumed[] = { 0, 1000000, 1000500, 1300000, 1800000, 2000000, 0 };
+	const uint64_t escalated[] = { 0, 5000000, 5000100, 0, 0, 0, 35000100 };
+	const uint64_t open[] = { 0, 9000000, 0, 0, 0, 0, 0 };
+	struct hbm_gpu *g = &gpus.gpu[0];
+
+	memset(&d, 0, sizeof(d));
+	memset(&store, 0, sizeof(store));
+	memset(&gpus, 0, sizeof(gpus));
+	memset(&m, 0, sizeof(m));
+	memset(incidents, 0, sizeof(incidents));
+	core_init(&core, &fake_ops, NULL);
+	d.core = &core;
+	d.store = &store;
+	d.gpus = &gpus;
+	store.d = &d;
+	store.counters.failures = 2;
+	store.counters.last_good = 1764600000;
+	store.saves[0].error = -EIO;
+	incident(0, HBM_INCIDENT_RESUMED, resumed);
+	incident(1, HBM_INCIDENT_ESCALATED, escalated);
+	incident(2, HBM_INCIDENT_DETECTED, open);
+	d.incidents = incidents;
+	d.nr_incidents = 3;
+	/* an NVIDIA GPU as NVML found it, with one page of each kind and its remapped rows */
+	gpus.nr = 2;
+	g->found.kind = HBM_DEVICE_NVIDIA;
+	snprintf(g->found.identity, sizeof(g->found.identity), "GPU-6b2f0c1e");
+	snprintf(g->found.name, sizeof(g->found.name), "NVIDIA H100 80GB HBM3");
+	snprintf(g->found.pci, sizeof(g->found.pci), "0000:3b:00.0");
+	g->in_module = true;
+	g->dev.id = 5;
+	g->driver.have = HBM_DRIVER_REMAP | HBM_DRIVER_ECC;
+	g->driver.remap_corrected = 2;
+	g->driver.remap_uncorrected = 1;
+	g->last_xid = 48;
+	g->pages = calloc(3, sizeof(*g->pages));
+	ck_assert_ptr_nonnull(g->pages);
+	g->nr = g->cap = 3;
+	g->pages[0].source = HBMGUARD_SOURCE_UE;
+	g->pages[1].source = HBMGUARD_SOURCE_CE_THRESHOLD;
+	g->pages[2].source = HBMGUARD_SOURCE_UE;
+	g->pages[2].pending = true;
+	/* an AMD GPU: no DCGM field is its */
+	gpus.gpu[1].found.kind = HBM_DEVICE_AMDGPU;
+	snprintf(gpus.gpu[1].found.identity, sizeof(gpus.gpu[1].found.identity), "amdgpu-1");
+	m.d = &d;
+}
+
+static void teardown_daemon(void)
+{
+	size_t i;
+
+	for (i = 0; i < METRICS_CONNECTIONS; i++)
+		if (slow[i] > 0) {
+			kill(slow[i], SIGKILL);
+			waitpid(slow[i], NULL, 0);
+			slow[i] = 0;
+		}
+	free(gpus.gpu[0].pages);
+	gpus.gpu[0].pages = NULL;
+}
+
+/*
+ * promtool check metrics: exit 0, or 3 (lint) for dcgm-exporter's own
+ * names only, which it lints as it lints dcgm-exporter's output (counters
+ * without _total, the label modelName); 1 or any other complaint fails.
+ */
+static void promtool_check(const char *text, size_t len)
+{
+	char path[] = "/tmp/hbm-metrics-XXXXXX", cmd[256], line[512];
+	int fd = mkstemp(path), status;
+	FILE *p;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, len), (ssize_t)len);
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "promtool check metrics <%s 2>&1", path);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	while (fgets(line, sizeof(line), p))
+		ck_assert_msg(!strncmp(line, "DCGM_FI_DEV_", 12) &&
+			      (strstr(line, " counter metrics should have \"_total\" suffix") ||
+			       strstr(line, " label names should be written in 'snake_case' not 'camelCase'")),
+			      "promtool check metrics: %s", line);
+	status = pclose(p);
+	unlink(path);
+	ck_assert_msg(WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 3),
+		      "promtool check metrics exited %d (127: not installed: scripts/deps.sh)",
+		      WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+static char *render_daemon(struct metrics_buf *b)
+{
+	metrics_buf_init(b, METRICS_MAX_BYTES);
+	metrics_render(&m, b);
+	ck_assert(!b->failed);
+	return b->p;
+}
+
+START_TEST(daemon_exposition)
+{
+	struct hbm_fact f = { .type = HBM_FACT_PAGES, .origin = HBM_FROM_KERNEL,
+			      .event = HBMGUARD_EVENT_RETIRED, .source = HBMGUARD_SOURCE_UE,
+			      .count = 2, .dev = { .id = 0 } };
+	struct hbm_fact e = { .type = HBM_FACT_ERROR, .origin = HBM_FROM_NVML,
+			      .severity = HBM_SEVERITY_UE, .dev = { .id = HBM_NO_DEVICE_ID } };
+	struct metrics_buf b;
+	char *t, host[256] = "", want[512];
+
+	metrics_fact(&m, &f);
+	f.flags = HBM_FACT_UNHEARD;	/* a table read: no event */
+	metrics_fact(&m, &f);
+	metrics_fact(&m, &e);
+	t = render_daemon(&b);
+	/* the hostile identity stays inside its quotes: no line of its own */
+	ck_assert_ptr_nonnull(strstr(t, "hbmguard_device_pages{device=\"sim0\",id=\"0\","
+				     "identity=\"evil\\\"} 1\\nhbmguard_up 0\\n# \\\\\","
+				     "state=\"retired\"} 3\n"));
+	ck_assert_ptr_null(strstr(t, "\nhbmguard_up 0"));
+	ck_assert_ptr_nonnull(strstr(t, "\nhbmguard_up 1\n"));
+	ck_assert_ptr_nonnull(strstr(t, "state=\"retired\",source=\"ue\"} 2\n"));
+	ck_assert_ptr_nonnull(strstr(t, "hbmguard_device_spare_pages_left{device=\"sim0\""));
+	ck_assert_ptr_nonnull(strstr(t, "health=\"degraded\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(t, "hbmguard_path_errors_received_total{path=\"inject\"} 14\n"));
+	ck_assert_ptr_nonnull(strstr(t, "hbmguard_daemon_errors_heard_total{origin=\"nvml\",severity=\"ue\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(t, "hbmguard_incidents{outcome=\"escalated\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(t, "hbmguard_incident_phase_duration_seconds_bucket{phase=\"pausing\","
+				     "outcome=\"resumed\",le=\"0.5\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(t, "hbmguard_incident_phase_duration_seconds_sum{phase=\"pausing\","
+				     "outcome=\"escalated\"} 30\n"));
+	ck_assert_ptr_nonnull(strstr(t, "hbmguard_save_failures_total 2\n"));
+	ck_assert_ptr_nonnull(strstr(t, "hbmguard_last_save_timestamp_seconds 1764600000\n"));
+	ck_assert_ptr_nonnull(strstr(t, "hbmguard_unsaved_files 1\n"));
+	/* dcgm-exporter's names and labels, for the NVML GPU only */
+	gethostname(host, sizeof(host) - 1);
+	snprintf(want, sizeof(want), "DCGM_FI_DEV_RETIRED_DBE{gpu=\"0\",UUID=\"GPU-6b2f0c1e\","
+		 "pci_bus_id=\"00000000:3B:00.0\",device=\"nvidia0\","
+		 "modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"%s\"} 1\n", host);
+	ck_assert_ptr_nonnull(strstr(t, want));
+	ck_assert_ptr_nonnull(strstr(t, "# TYPE DCGM_FI_DEV_RETIRED_SBE counter\n"));
+	ck_assert_ptr_nonnull(strstr(t, "DCGM_FI_DEV_RETIRED_PENDING{gpu=\"0\""));
+	ck_assert_ptr_nonnull(strstr(t, "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS{gpu=\"0\""));
+	ck_assert_ptr_nonnull(strstr(t, "DCGM_FI_DEV_XID_ERRORS{gpu=\"0\""));
+	ck_assert_ptr_null(strstr(t, "amdgpu-1"));
+	promtool_check(t, b.len);
+	metrics_buf_free(&b);
+
+	/* the same GPU without NVML's remapped rows: no remap series, rather than zeros */
+	gpus.gpu[0].driver.have = 0;
+	t = render_daemon(&b);
+	ck_assert_ptr_null(strstr(t, "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS"));
+	ck_assert_ptr_nonnull(strstr(t, "DCGM_FI_DEV_RETIRED_SBE{"));
+	metrics_buf_free(&b);
+
+	/* the device's id given to another: its counts start again */
+	f.type = HBM_FACT_DEVICE_GONE;
+	metrics_fact(&m, &f);
+	t = render_daemon(&b);
+	ck_assert_ptr_nonnull(strstr(t, "state=\"retired\",source=\"ue\"} 0\n"));
+	metrics_buf_free(&b);
+}
+END_TEST
+
+/* The server: an HTTP exchange over a socket, in a child while the parent runs the loop */
+
+static int connect_to(uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)))
+		_exit(90);
+	return fd;
+}
+
+/* Child: send @request, copy the whole answer to @out (a pipe), exit 0. */
+static pid_t client(uint16_t port, const char *request, int out)
+{
+	pid_t pid = fork();
+	char buf[4096];
+	ssize_t n;
+	int fd;
+
+	ck_assert_int_ge(pid, 0);
+	if (pid)
+		return pid;
+	fd = connect_to(port);
+	if (write(fd, request, strlen(request)) != (ssize_t)strlen(request))
+		_exit(91);
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		if (write(out, buf, n) != n)
+			_exit(92);
+	_exit(n < 0 ? 93 : 0);
+}
+
+/*
+ * Run the loop until @pid exits, reading its answer from @in: the loop is
+ * the only thing that serves it.  The bound only stops a broken server
+ * from hanging the suite; no time is asserted.
+ */
+static size_t serve_until(sd_event *loop, pid_t pid, int in, char *buf, size_t cap)
+{
+	size_t len = 0;
+	int status, i;
+	ssize_t n;
+
+	for (i = 0; i < 3000; i++) {
+		ck_assert_int_ge(sd_event_run(loop, 10000), 0);
+		while (len < cap - 1 && (n = read(in, buf + len, cap - 1 - len)) > 0)
+			len += n;
+		if (waitpid(pid, &status, WNOHANG) == pid) {
+			while (len < cap - 1 && (n = read(in, buf + len, cap - 1 - len)) > 0)
+				len += n;
+			buf[len] = 0;
+			ck_assert_msg(WIFEXITED(status) && !WEXITSTATUS(status),
+				      "client failed: %d", status);
+			return len;
+		}
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	ck_abort_msg("the server never answered");
+	return 0;
+}
+
+static size_t scrape(sd_event *loop, const char *request, char *buf, size_t cap)
+{
+	int p[2];
+	pid_t pid;
+	size_t len;
+
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+	pid = client(m.port, request, p[1]);
+	close(p[1]);
+	len = serve_until(loop, pid, p[0], buf, cap);
+	close(p[0]);
+	return len;
+}
+
+/* A connection that sent half a request, held open by a child until killed. */
+static pid_t slow_client(uint16_t port)
+{
+	int ready[2];
+	pid_t pid;
+	char c;
+
+	ck_assert_int_eq(pipe(ready), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		int fd;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);	/* a failed test does not leave it */
+		fd = connect_to(port);
+
+		if (write(fd, "GET /metr", 9) != 9 || write(ready[1], "x", 1) != 1)
+			_exit(91);
+		pause();
+		_exit(0);
+	}
+	close(ready[1]);
+	ck_assert_int_eq(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	return pid;
+}
+
+START_TEST(server_scrape)
+{
+	static char buf[1 << 20];
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	sd_event *loop;
+	size_t len, i;
+	char *body;
+
+	ck_assert_int_ge(sd_event_new(&loop), 0);
+	ck_assert_int_eq(metrics_listen(&m, loop, (struct sockaddr *)&a, sizeof(a), -1), 0);
+	ck_assert_uint_ne(m.port, 0);
+
+	/* a client stuck half way through its request holds its connection, nothing else */
+	slow[0] = slow_client(m.port);
+	len = scrape(loop, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+		     buf, sizeof(buf));
+	ck_assert_msg(!strncmp(buf, "HTTP/1.1 200 OK\r\n", 17), "got: %.200s", buf);
+	ck_assert_ptr_nonnull(strcasestr(buf, "\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"));
+	body = strstr(buf, "\r\n\r\n");
+	ck_assert_ptr_nonnull(body);
+	body += 4;
+	ck_assert_ptr_nonnull(strstr(body, "\nhbmguard_scrapes_total 1\n"));
+	ck_assert_ptr_nonnull(strstr(body, "identity=\"evil\\\"} 1\\nhbmguard_up 0\\n# \\\\\""));
+	promtool_check(body, len - (body - buf));
+
+	len = scrape(loop, "GET /other HTTP/1.0\r\n\r\n", buf, sizeof(buf));
+	ck_assert_msg(!strncmp(buf, "HTTP/1.0 404", 12) || !strncmp(buf, "HTTP/1.1 404", 12),
+		      "got: %.200s", buf);
+	len = scrape(loop, "DELETE /metrics HTTP/1.0\r\n\r\n", buf, sizeof(buf));
+	ck_assert_msg(strstr(buf, " 405 "), "got: %.200s", buf);
+
+	/*
+	 * At the bound of connections the next one waits, unserved, until one
+	 * of them goes.  The slow ones are dropped only after METRICS_TIMEOUT_S
+	 * idle: the look at the waiting one takes a small part of that.
+	 */
+	for (i = 1; i < METRICS_CONNECTIONS; i++)
+		slow[i] = slow_client(m.port);
+	for (i = 0; i < 50; i++)	/* let the loop accept them all */
+		sd_event_run(loop, 1000);
+	ck_assert_uint_eq(MHD_get_daemon_info(m.mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS)->num_connections,
+			  METRICS_CONNECTIONS);
+	{
+		int p[2], status;
+		pid_t pid;
+		char c;
+
+		ck_assert_int_eq(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+		pid = client(m.port, "GET /metrics HTTP/1.0\r\n\r\n", p[1]);
+		close(p[1]);
+		for (i = 0; i < 100; i++)
+			sd_event_run(loop, 10000);
+		ck_assert_int_eq(read(p[0], &c, 1), -1);
+		ck_assert_int_eq(errno, EAGAIN);
+		ck_assert_int_eq(waitpid(pid, &status, WNOHANG), 0);
+		/* once they are gone, it is served */
+		for (i = 0; i < METRICS_CONNECTIONS; i++) {
+			kill(slow[i], SIGKILL);
+			waitpid(slow[i], NULL, 0);
+			slow[i] = 0;
+		}
+		len = serve_until(loop, pid, p[0], buf, sizeof(buf));
+		close(p[0]);
+		ck_assert_msg(strstr(buf, " 200 OK\r\n"), "got: %.200s", buf);
+	}
+	metrics_stop(&m);
+	sd_event_unref(loop);
+}
+END_TEST
+
+Suite *metrics_suite(void)
+{
+	Suite *s = suite_create("metrics");
+	TCase *tc = tcase_create("writer");
+	TCase *td = tcase_create("daemon");
+
+	tcase_add_test(tc, writer_escapes);
+	tcase_add_test(tc, writer_histogram);
+	tcase_add_test(tc, writer_bound);
+	suite_add_tcase(s, tc);
+	tcase_add_checked_fixture(td, setup_daemon, teardown_daemon);
+	tcase_add_test(td, daemon_exposition);
+	tcase_add_test(td, server_scrape);
+	tcase_set_timeout(td, 60);
+	suite_add_tcase(s, td);
+	return s;
+}
