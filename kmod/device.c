@@ -718,6 +718,9 @@ int hbm_device_restore(struct hbm_device *dev,
  *	it set without knowing how the module sizes a device's policy
  * @fields: HBMGUARD_POLICY_* naming the fields of @p to take
  *
+ * A policy that changes is one HBMGUARD_EVENT_POLICY; one set to what it
+ * was, none.
+ *
  * Return: 0, -EINVAL when the resulting policy is not valid (unchanged), or
  * -ENODEV (unregistered meanwhile).
  */
@@ -741,7 +744,8 @@ int hbm_device_set_policy(struct hbm_device *dev, const struct hbm_policy *p,
 	if (fields & HBMGUARD_POLICY_RETIRE_LIMIT)
 		new.retire_limit = p->retire_limit ?: dev->core.defaults.retire_limit;
 	err = hbm_policy_check(&new, dev->core.table.nr_pages);
-	if (!err) {
+	/* The daemon gives every key at each start: what changes nothing says nothing. */
+	if (!err && memcmp(&new, &dev->core.policy, sizeof(new))) {
 		old_health = dev->core.health;
 		dev->core.policy = new;
 		dev->core.health = hbm_core_health(&dev->core);

@@ -634,8 +634,12 @@ static void test_events(void)
 	CHECK_EQ(evs[0].type, HBMGUARD_EVENT_CLEARED);
 	CHECK_EQ(evs[1].type, HBMGUARD_EVENT_POLICY);
 	CHECK_EQ(evs[1].seqnum, evs[0].seqnum + 1);
+	/* A policy set to what it is changes nothing: no event. */
+	CHECK_OK(set_policy(0, HBMGUARD_POLICY_CE_WINDOW, 0, 3600, 0));
+	CHECK_ERRNO(read(ev_fd, &ev, sizeof(ev)), EAGAIN);
 	CHECK_OK(set_policy(0, HBMGUARD_POLICY_CE_WINDOW, 0, 86400, 0));
-	drain(ev_fd, evs, 16);
+	CHECK_EQ(drain(ev_fd, evs, 16), 1);
+	CHECK_EQ(evs[0].type, HBMGUARD_EVENT_POLICY);
 
 	/* A bad pointer is EFAULT and loses nothing. */
 	CHECK_OK(retire(0, 8 * PAGE, PAGE));

@@ -802,7 +802,8 @@ struct hbmguard_map_node {
  *	without knowing how the module sizes a device's policy; kernels
  *	before this refused 0 (EINVAL).  A RETIRE_LIMIT above the device's
  *	pages (USABLE_SIZE / PAGE_SIZE) is EINVAL and changes nothing: the
- *	request is one change, one HBMGUARD_EVENT_POLICY event.
+ *	request is one change, one HBMGUARD_EVENT_POLICY event (none when the
+ *	policy stays as it was).
  * HBMGUARD_CMD_STATS_GET
  *	do: module-wide counters: NR_DEVICES, SEQNUM, GENERATION, and per
  *	intake path the errors received and dropped (HBMGUARD_A_STATS nest of
