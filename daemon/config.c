@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -215,19 +216,41 @@ static int range_key(struct parser *p, const char *key, const char *v,
 }
 
 /*
- * A range is a node, or an address and a size: said once every file is
- * read, at the [Range] line that last declared it.
+ * A range is a node, or an address and a size that does not wrap, and is
+ * memory no range before it holds: said once every file is read, at the
+ * [Range] line that last declared it.  The module would refuse a second
+ * range over the same memory (EEXIST), which a daemon registering a range
+ * again at each start cannot tell from one registered already.  A node's
+ * addresses are the kernel's: a node against an address range is the
+ * module's to refuse.
  */
 static int range_check(struct parser *p, const struct hbm_config *c, size_t i)
 {
 	const struct hbm_range_config *r = &c->ranges[i];
 	bool by_node = r->numa_node >= 0, by_address = r->address || r->size;
+	size_t j;
 
 	p->file = p->range_file[i];
 	p->line = r->line;
 	if (by_node == by_address || (by_address && (!r->address || !r->size)))
 		return fail(p, NULL, "[Range \"%s\"] takes NumaNode=, or Address= and Size=",
 			    r->name);
+	if (by_address && r->size > UINT64_MAX - r->address)
+		return fail(p, NULL, "[Range \"%s\"]: Address=0x%" PRIx64 " and Size=%" PRIu64
+			    " go past the end of the address space", r->name, r->address, r->size);
+	for (j = 0; j < i; j++) {
+		const struct hbm_range_config *o = &c->ranges[j];
+
+		if (by_node && o->numa_node == r->numa_node)
+			return fail(p, NULL, "[Range \"%s\"]: NumaNode=%d is [Range \"%s\"]'s (%s:%u)",
+				    r->name, r->numa_node, o->name, p->range_file[j], o->line);
+		if (by_address && o->numa_node < 0 && r->address < o->address + o->size &&
+		    o->address < r->address + r->size)
+			return fail(p, NULL, "[Range \"%s\"]: 0x%" PRIx64 "+%" PRIu64 " overlaps "
+				    "[Range \"%s\"] (%s:%u): 0x%" PRIx64 "+%" PRIu64, r->name,
+				    r->address, r->size, o->name, p->range_file[j], o->line,
+				    o->address, o->size);
+	}
 	return 0;
 }
 

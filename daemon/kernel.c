@@ -22,6 +22,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,23 +203,89 @@ static int restore(struct hbm_kernel *k, const struct device *dev,
 	return first_err;
 }
 
-/* The configured policy of a device, into the kernel. */
+static uint64_t attr_u64(struct nlattr **a, int type)
+{
+	return a[type] ? nla_get_u64(a[type]) : 0;
+}
+
+static uint32_t attr_u32(struct nlattr **a, int type)
+{
+	return a[type] ? nla_get_u32(a[type]) : 0;
+}
+
+/*
+ * What the module has of one device, to compare with the configuration:
+ * the device named @name of a dump, or the one device of a do.
+ */
+struct registered {
+	const char *name;
+	bool found;
+	bool claimed;
+	uint32_t kind;
+	int numa_node;			/* -1: none */
+	uint64_t phys;
+	uint64_t size;
+	uint32_t spare_total;
+	uint64_t pages;			/* usable: what RETIRE_LIMIT is checked against */
+};
+
+static int parse_registered(struct nl_msg *msg, void *arg)
+{
+	struct nlattr *a[HBMGUARD_A_MAX + 1];
+	struct registered *r = arg;
+	uint32_t page_size;
+
+	if (genlmsg_parse(nlmsg_hdr(msg), 0, a, HBMGUARD_A_MAX, NULL) || !a[HBMGUARD_A_NAME] ||
+	    !a[HBMGUARD_A_PAGE_SIZE] || r->found ||
+	    (r->name && strcmp(nla_get_string(a[HBMGUARD_A_NAME]), r->name)))
+		return NL_SKIP;
+	page_size = nla_get_u32(a[HBMGUARD_A_PAGE_SIZE]);
+	r->found = true;
+	r->claimed = a[HBMGUARD_A_CLAIM];
+	r->kind = attr_u32(a, HBMGUARD_A_KIND);
+	r->numa_node = a[HBMGUARD_A_NUMA_NODE] ? (int)nla_get_u32(a[HBMGUARD_A_NUMA_NODE]) : -1;
+	r->phys = attr_u64(a, HBMGUARD_A_PHYS_ADDR);
+	r->size = attr_u64(a, HBMGUARD_A_HBM_SIZE);
+	r->spare_total = attr_u32(a, HBMGUARD_A_SPARE_TOTAL);
+	r->pages = page_size ? attr_u64(a, HBMGUARD_A_USABLE_SIZE) / page_size : 0;
+	return NL_OK;
+}
+
+/*
+ * The configured policy of a device, into the kernel: every key, a key not
+ * configured as 0, the device's default (uapi/linux/hbmguard.h), so that a
+ * key taken out of the configuration, or a change of hbmctl policy, does
+ * not outlive a reload.  A RetireLimit the device has not the pages for
+ * would have the module refuse the whole request: it costs that key alone,
+ * said, and the device keeps its default limit.
+ */
 static void apply_policy(struct hbm_kernel *k, const struct device *dev)
 {
 	struct hbm_policy_config p = hbm_config_policy_for(&k->d->cfg, dev->identity);
+	uint32_t limit = p.set & HBM_SET_RETIRE_LIMIT ? p.retire_limit : 0;
+	struct registered reg = { 0 };
 	struct nl_msg *msg;
 	int err;
 
-	if (!p.set)
-		return;
+	if (limit) {
+		msg = request(k, HBMGUARD_CMD_DEVICE_GET, 0);
+		if (msg)
+			nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev->id);
+		if (!transact(k, msg, parse_registered, &reg) && reg.found && limit > reg.pages) {
+			fprintf(stderr, "<3>hbmguardd: policy of %s: RetireLimit=%" PRIu32 " is above "
+				"the device's %" PRIu64 " pages: its default limit applies\n",
+				dev->identity, limit, reg.pages);
+			limit = 0;
+		}
+	}
 	msg = request(k, HBMGUARD_CMD_POLICY_SET, 0);
+	if (!msg)
+		return;
 	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev->id);
-	if (p.set & HBM_SET_CE_THRESHOLD)
-		nla_put_u32(msg, HBMGUARD_A_CE_THRESHOLD, p.ce_threshold);
-	if (p.set & HBM_SET_CE_WINDOW)
-		nla_put_u32(msg, HBMGUARD_A_CE_WINDOW, p.ce_window);
-	if (p.set & HBM_SET_RETIRE_LIMIT)
-		nla_put_u32(msg, HBMGUARD_A_RETIRE_LIMIT, p.retire_limit);
+	nla_put_u32(msg, HBMGUARD_A_CE_THRESHOLD,
+		    p.set & HBM_SET_CE_THRESHOLD ? p.ce_threshold : 0);
+	nla_put_u32(msg, HBMGUARD_A_CE_WINDOW, p.set & HBM_SET_CE_WINDOW ? p.ce_window : 0);
+	nla_put_u32(msg, HBMGUARD_A_RETIRE_LIMIT, limit);
 	err = transact(k, msg, NULL, NULL);
 	if (err)
 		fprintf(stderr, "<3>hbmguardd: policy of %s refused by the kernel: %s\n",
@@ -247,9 +314,9 @@ static void restore_stored(void *ctx, const struct device *dev,
 /*
  * The configuration's [Range] sections, registered with the module: at
  * start, after a reload and when the module comes back.  One registered
- * already (the daemon restarted) is EEXIST, and fine.  A range the
- * configuration no longer names stays registered: unregistering takes its
- * table with it.
+ * already (the daemon restarted) is EEXIST, and fine as long as the module
+ * has it as configured (registered()).  A range the configuration no
+ * longer names stays registered: unregistering takes its table with it.
  */
 static int register_range(struct hbm_kernel *k, const struct hbm_range_config *r, bool claim)
 {
@@ -269,6 +336,77 @@ static int register_range(struct hbm_kernel *k, const struct hbm_range_config *r
 	if (claim)
 		nla_put_flag(msg, HBMGUARD_A_CLAIM);
 	return transact(k, msg, NULL, NULL);
+}
+
+/* One more KEY=VALUE of what differs, appended to @buf. */
+static void __attribute__((format(printf, 3, 4)))
+differs(char *buf, size_t len, const char *fmt, ...)
+{
+	size_t n = strlen(buf);
+	va_list ap;
+
+	if (n && n + 2 < len) {
+		strcpy(buf + n, ", ");
+		n += 2;
+	}
+	va_start(ap, fmt);
+	vsnprintf(buf + n, len - n, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * EEXIST from the module: range @r is registered already, or clashes with
+ * a device that is (the same memory, its name or identity taken).  A range
+ * registered is not registered anew (that would take its table, and the
+ * pages it retired, with it): what the configuration changed in it waits
+ * for the module's reload, and the operator is told so.  SparePages= unset
+ * is the module's default, which the daemon does not compute: not compared.
+ */
+static void registered(struct hbm_kernel *k, const struct hbm_range_config *r)
+{
+	struct registered reg = { .name = r->name };
+	char has[160] = "", wants[160] = "";
+	int err = transact(k, request(k, HBMGUARD_CMD_DEVICE_GET, NLM_F_DUMP),
+			   parse_registered, &reg);
+
+	if (err) {
+		fprintf(stderr, "<4>hbmguardd: range %s: registered already, but the devices "
+			"cannot be read to compare: %s\n", r->name, hbm_genl_strerror(err));
+		return;
+	}
+	if (!reg.found || reg.kind != HBMGUARD_KIND_RANGE) {
+		fprintf(stderr, "<3>hbmguardd: range %s not registered: %s\n", r->name,
+			reg.found ? "a device of another kind has its name" :
+			"its memory overlaps a registered device's, or its identity is taken");
+		return;
+	}
+	if (r->numa_node >= 0 && reg.numa_node != r->numa_node) {
+		differs(wants, sizeof(wants), "NumaNode=%d", r->numa_node);
+		if (reg.numa_node >= 0)
+			differs(has, sizeof(has), "NumaNode=%d", reg.numa_node);
+		else
+			differs(has, sizeof(has), "Address=0x%" PRIx64, reg.phys);
+	}
+	if (r->numa_node < 0 && (reg.numa_node >= 0 || reg.phys != r->address ||
+				 reg.size != r->size)) {
+		differs(wants, sizeof(wants), "Address=0x%" PRIx64, r->address);
+		differs(wants, sizeof(wants), "Size=%" PRIu64, r->size);
+		if (reg.numa_node >= 0)
+			differs(has, sizeof(has), "NumaNode=%d", reg.numa_node);
+		differs(has, sizeof(has), "Address=0x%" PRIx64, reg.phys);
+		differs(has, sizeof(has), "Size=%" PRIu64, reg.size);
+	}
+	if (r->spare_pages && r->spare_pages != reg.spare_total) {
+		differs(wants, sizeof(wants), "SparePages=%" PRIu32, r->spare_pages);
+		differs(has, sizeof(has), "SparePages=%" PRIu32, reg.spare_total);
+	}
+	if (r->claim != reg.claimed) {
+		differs(wants, sizeof(wants), "Claim=%s", r->claim ? "yes" : "no");
+		differs(has, sizeof(has), "Claim=%s", reg.claimed ? "yes" : "no");
+	}
+	if (*wants)
+		fprintf(stderr, "<4>hbmguardd: range %s is registered with %s: the configuration's "
+			"%s applies only once the module is reloaded\n", r->name, has, wants);
 }
 
 /*
@@ -292,22 +430,14 @@ static void register_ranges(struct hbm_kernel *k)
 				hbm_genl_strerror(err));
 			err = register_range(k, r, false);
 		}
-		if (err && err != -EEXIST)
+		if (err == -EEXIST)
+			registered(k, r);
+		else if (err)
 			fprintf(stderr, "<3>hbmguardd: range %s not registered: %s\n", r->name,
 				hbm_genl_strerror(err));
-		else if (!err)
+		else
 			fprintf(stderr, "<6>hbmguardd: range %s registered\n", r->name);
 	}
-}
-
-static uint64_t attr_u64(struct nlattr **a, int type)
-{
-	return a[type] ? nla_get_u64(a[type]) : 0;
-}
-
-static uint32_t attr_u32(struct nlattr **a, int type)
-{
-	return a[type] ? nla_get_u32(a[type]) : 0;
 }
 
 /* HBM_CTL_RETIRE or HBM_CTL_CLEAR, into the kernel's table: the core's change. */

@@ -204,6 +204,7 @@ struct hbm_policy {
 struct hbm_core {
 	struct hbm_table table;
 	struct hbm_policy policy;
+	struct hbm_policy defaults;	/* the policy it started with: what 0 sets */
 	struct hbm_ce_entry *ce;	/* sorted by page */
 	u32 ce_nr;
 	u32 health;			/* enum hbmguard_health */

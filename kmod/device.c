@@ -713,8 +713,13 @@ int hbm_device_restore(struct hbm_device *dev,
 /**
  * hbm_device_set_policy() - change some fields of a device's policy
  * @dev: the device
- * @p: new values
+ * @p: new values; 0 in a field named by @fields is the device's default
+ *	(the value it was registered with), so that a caller can undo what
+ *	it set without knowing how the module sizes a device's policy
  * @fields: HBMGUARD_POLICY_* naming the fields of @p to take
+ *
+ * A policy that changes is one HBMGUARD_EVENT_POLICY; one set to what it
+ * was, none.
  *
  * Return: 0, -EINVAL when the resulting policy is not valid (unchanged), or
  * -ENODEV (unregistered meanwhile).
@@ -733,13 +738,14 @@ int hbm_device_set_policy(struct hbm_device *dev, const struct hbm_policy *p,
 	}
 	new = dev->core.policy;
 	if (fields & HBMGUARD_POLICY_CE_THRESHOLD)
-		new.ce_threshold = p->ce_threshold;
+		new.ce_threshold = p->ce_threshold ?: dev->core.defaults.ce_threshold;
 	if (fields & HBMGUARD_POLICY_CE_WINDOW)
-		new.ce_window = p->ce_window;
+		new.ce_window = p->ce_window ?: dev->core.defaults.ce_window;
 	if (fields & HBMGUARD_POLICY_RETIRE_LIMIT)
-		new.retire_limit = p->retire_limit;
+		new.retire_limit = p->retire_limit ?: dev->core.defaults.retire_limit;
 	err = hbm_policy_check(&new, dev->core.table.nr_pages);
-	if (!err) {
+	/* The daemon gives every key at each start: what changes nothing says nothing. */
+	if (!err && memcmp(&new, &dev->core.policy, sizeof(new))) {
 		old_health = dev->core.health;
 		dev->core.policy = new;
 		dev->core.health = hbm_core_health(&dev->core);

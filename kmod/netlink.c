@@ -35,11 +35,12 @@ static const struct nla_policy hbm_extent_policy[HBMGUARD_A_MAX + 1] = {
 static struct netlink_range_validation hbm_page_size_range = {
 	.min = HBMGUARD_PAGE_SIZE_MIN, .max = HBMGUARD_PAGE_SIZE_MAX,
 };
+/* 0 in POLICY_SET: the device's default (hbm_device_set_policy()). */
 static struct netlink_range_validation hbm_ce_threshold_range = {
-	.min = 1, .max = HBM_CE_THRESHOLD_MAX,
+	.min = 0, .max = HBM_CE_THRESHOLD_MAX,
 };
 static struct netlink_range_validation hbm_ce_window_range = {
-	.min = 1, .max = HBM_CE_WINDOW_MAX,
+	.min = 0, .max = HBM_CE_WINDOW_MAX,
 };
 
 static const struct nla_policy hbm_policy[HBMGUARD_A_MAX + 1] = {
@@ -52,7 +53,7 @@ static const struct nla_policy hbm_policy[HBMGUARD_A_MAX + 1] = {
 	[HBMGUARD_A_SPARE_PAGES] = { .type = NLA_U32 },
 	[HBMGUARD_A_CE_THRESHOLD] = NLA_POLICY_FULL_RANGE(NLA_U32, &hbm_ce_threshold_range),
 	[HBMGUARD_A_CE_WINDOW] = NLA_POLICY_FULL_RANGE(NLA_U32, &hbm_ce_window_range),
-	[HBMGUARD_A_RETIRE_LIMIT] = NLA_POLICY_MIN(NLA_U32, 1),
+	[HBMGUARD_A_RETIRE_LIMIT] = { .type = NLA_U32 },
 	[HBMGUARD_A_PHYS_ADDR] = { .type = NLA_U64 },
 	[HBMGUARD_A_NUMA_NODE] = NLA_POLICY_MAX(NLA_U32, MAX_NUMNODES - 1),
 	[HBMGUARD_A_EXTENT] = NLA_POLICY_NESTED(hbm_extent_policy),
@@ -111,7 +112,8 @@ int hbm_device_fill(struct sk_buff *skb, struct hbm_device *dev)
 	if (!err && dev->kind == HBMGUARD_KIND_RANGE)
 		err = put_u64(skb, HBMGUARD_A_PHYS_ADDR, dev->phys_start) ||
 		      (dev->numa_node >= 0 &&
-		       nla_put_u32(skb, HBMGUARD_A_NUMA_NODE, dev->numa_node));
+		       nla_put_u32(skb, HBMGUARD_A_NUMA_NODE, dev->numa_node)) ||
+		      (dev->claimed && nla_put_flag(skb, HBMGUARD_A_CLAIM));
 	if (!err && dev->kind == HBMGUARD_KIND_GPU)
 		err = nla_put_string(skb, HBMGUARD_A_PCI_ADDR, dev->pci_addr) ||
 		      nla_put_u32(skb, HBMGUARD_A_DRIVER_HEALTH, c->driver_health);

@@ -353,10 +353,11 @@ int hbm_core_init(struct hbm_core *c, u32 nr_pages, u32 spare_total,
 	int err;
 
 	memset(c, 0, sizeof(*c));
-	c->policy.ce_threshold = 50;
-	c->policy.ce_window = 86400;
-	c->policy.retire_limit = min(nr_pages, hbm_default_retire_limit(
+	c->defaults.ce_threshold = 50;
+	c->defaults.ce_window = 86400;
+	c->defaults.retire_limit = min(nr_pages, hbm_default_retire_limit(
 		((u64)nr_pages + spare_total) * page_size));
+	c->policy = c->defaults;
 	c->ce = hbm_alloc(HBM_CE_TRACKED * sizeof(*c->ce));
 	if (!c->ce)
 		return -ENOMEM;

@@ -398,8 +398,8 @@ static int cmd_badinput(void)
 	EXPECT_ERR(sk, msg, EINVAL, "policy with nothing to set");
 	msg = request(HBMGUARD_CMD_POLICY_SET, 0);
 	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
-	nla_put_u32(msg, HBMGUARD_A_CE_THRESHOLD, 0);
-	EXPECT_ERR(sk, msg, ERANGE, "policy threshold 0");
+	nla_put_u32(msg, HBMGUARD_A_CE_THRESHOLD, 65536);
+	EXPECT_ERR(sk, msg, ERANGE, "policy threshold too high");
 	msg = request(HBMGUARD_CMD_POLICY_SET, 0);
 	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
 	nla_put_u32(msg, HBMGUARD_A_CE_WINDOW, 365 * 86400 + 1);
@@ -408,6 +408,13 @@ static int cmd_badinput(void)
 	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
 	nla_put_u32(msg, HBMGUARD_A_RETIRE_LIMIT, 0xffffffff);
 	EXPECT_ERR(sk, msg, EINVAL, "policy limit above the pages");
+	/* One request, one change: the good keys with it are refused too. */
+	msg = request(HBMGUARD_CMD_POLICY_SET, 0);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
+	nla_put_u32(msg, HBMGUARD_A_CE_THRESHOLD, 0);
+	nla_put_u32(msg, HBMGUARD_A_CE_WINDOW, 600);
+	nla_put_u32(msg, HBMGUARD_A_RETIRE_LIMIT, 0xffffffff);
+	EXPECT_ERR(sk, msg, EINVAL, "policy limit above the pages, other keys with it");
 
 	msg = request(HBMGUARD_CMD_RESTORE, 0);
 	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);

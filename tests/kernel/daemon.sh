@@ -187,7 +187,20 @@ kill -HUP $daemon
 wait_for /tmp/daemon.log "configuration reloaded"
 check "good reload taken" 'grep -q "configuration reloaded from /tmp/hbmguardd.conf" /tmp/daemon.log'
 check "reloaded policy in the kernel" 'hbmctl policy sim0 | grep -q "ce_threshold=9 "'
+# A key taken out of the file, or set by hbmctl policy: the module's default
+# after a reload, not what the kernel had.
+hbmctl policy sim0 ce_window=600 >/dev/null
 printf "$conf" >/tmp/hbmguardd.conf
+kill -HUP $daemon
+eventually "a key removed: the module's default after a reload" 'hbmctl policy sim0 | grep -q "ce_threshold=50 ce_window=86400 retire_limit=10$"'
+# A RetireLimit the device has not the pages for costs that key alone.
+printf "$conf"'[Policy]\nCEThreshold=7\nCEWindow=1h\nRetireLimit=1000000\n' >/tmp/hbmguardd.conf
+kill -HUP $daemon
+eventually "RetireLimit too large: the other keys applied" 'hbmctl policy sim0 | grep -q "ce_threshold=7 ce_window=3600 retire_limit=10$"'
+check "... the limit refused in the log: device, value, its pages" 'grep -q "^<3>hbmguardd: policy of sim:sim0: RetireLimit=1000000 is above the device.s 262134 pages: its default limit applies$" /tmp/daemon.log'
+printf "$conf" >/tmp/hbmguardd.conf
+kill -HUP $daemon
+eventually "... and back to the defaults" 'hbmctl policy sim0 | grep -q "ce_threshold=50 ce_window=86400 retire_limit=10$"'
 
 # A damaged state file: moved aside, said at error priority, daemon goes on.
 kill $daemon
@@ -262,6 +275,17 @@ start_daemon
 check "the range back, without its aperture" 'grep -q "^<4>hbmguardd: range hbmc: its memory cannot be claimed (Device or resource busy.*): registered without an aperture$" /tmp/daemon.log &&
 	grep -q "^<6>hbmguardd: range hbmc registered$" /tmp/daemon.log'
 eventually "... with its table" 'hbmctl pages hbmc | grep -q "^0x3000 *1 .*retired *restored"'
+# The range changed under the module: not registered anew (its table would
+# go with it), said with what applies once the module is reloaded; a range
+# over another's memory: an error.
+printf "$conf"'[Range "hbmc"]\nAddress=0x%x\nSize=0x400000\nSparePages=4\nClaim=yes\n[Range "hbmd"]\nNumaNode=1\n' \
+	$((phys + 0xc000000)) >/tmp/hbmguardd.conf
+kill -HUP $daemon
+eventually "a changed range: what the module has and what waits for its reload, said" \
+	'grep -q "^<4>hbmguardd: range hbmc is registered with SparePages=2, Claim=no: the configuration.s SparePages=4, Claim=yes applies only once the module is reloaded$" /tmp/daemon.log'
+check "a range over a registered range: an error" \
+	'grep -q "^<3>hbmguardd: range hbmd not registered: its memory overlaps a registered device.s, or its identity is taken$" /tmp/daemon.log'
+check "... the table kept" 'hbmctl pages hbmc | grep -q "^0x3000 *1 .*retired *restored"'
 kill $daemon
 wait $daemon 2>/dev/null
 printf "$conf" >/tmp/hbmguardd.conf

@@ -262,6 +262,17 @@ START_TEST(bad_input)
 		{ "[Metrics]\nListen=0123456789012345678901234567890123456789012345678901234567890123:1\n",
 		  "is not ADDRESS:PORT" },
 		{ "[Metrics]\nPort=9477\n", "test.conf:2: Port: unknown key (Listen)" },
+		/* Address + Size past 2^64: the module would refuse it at registration. */
+		{ "[Range \"h\"]\nAddress=0xfffffffffffff000\nSize=4K\n",
+		  "test.conf:1: [Range \"h\"]: Address=0xfffffffffffff000 and Size=4096 go past the end of the address space" },
+		{ "[Range \"h\"]\nAddress=0xffff800000000000\nSize=256T\n", "go past the end of the address space" },
+		/* Two ranges of the same memory: the second would never register. */
+		{ "[Range \"a\"]\nNumaNode=1\n[Range \"b\"]\nNumaNode=1\n",
+		  "test.conf:3: [Range \"b\"]: NumaNode=1 is [Range \"a\"]'s (test.conf:1)" },
+		{ "[Range \"a\"]\nAddress=0x100000\nSize=1M\n[Range \"b\"]\nAddress=0x1ff000\nSize=8K\n",
+		  "test.conf:4: [Range \"b\"]: 0x1ff000+8192 overlaps [Range \"a\"] (test.conf:1): 0x100000+1048576" },
+		{ "[Range \"a\"]\nAddress=0x200000\nSize=1M\n[Range \"b\"]\nAddress=0x100000\nSize=4M\n",
+		  "test.conf:4: [Range \"b\"]: 0x100000+4194304 overlaps [Range \"a\"]" },
 	};
 	struct hbm_config before;
 	size_t i;
@@ -318,6 +329,13 @@ START_TEST(ranges)
 	ck_assert_uint_eq(c.ranges[1].size, 96ULL << 30);
 	ck_assert_uint_eq(c.ranges[1].spare_pages, 512);
 	ck_assert(!c.ranges[1].claim);
+	/* Ranges that touch do not overlap; the last page of the address space is one. */
+	ck_assert_int_eq(parse("[Range \"a\"]\nAddress=0x100000\nSize=1M\n"
+			       "[Range \"b\"]\nAddress=0x200000\nSize=1M\n"
+			       "[Range \"c\"]\nAddress=0xfff000\nSize=4K\n"
+			       "[Range \"d\"]\nAddress=0xffffffffffffe000\nSize=4K\n"
+			       "[Range \"e\"]\nNumaNode=1\n[Range \"f\"]\nNumaNode=2\n"), 0);
+	ck_assert_uint_eq(c.nr_ranges, 6);
 }
 END_TEST
 
@@ -594,6 +612,15 @@ START_TEST(dropin_bad)
 		snprintf(path, sizeof(path), "%s/%s", root, bad[i].rel);
 		unlink(path);
 	}
+	/* A drop-in's range on the node of the main file's: both files named. */
+	put("etc/hbmguardd.conf.d/50-bad.conf", "\n[Range \"i\"]\nNumaNode=1\n");
+	ck_assert_int_eq(load_tree(), -EINVAL);
+	snprintf(path, sizeof(path), "%s/etc/hbmguardd.conf.d/50-bad.conf:2: [Range \"i\"]: "
+		 "NumaNode=1 is [Range \"h\"]'s (%s/hbmguardd.conf:3)", root, root);
+	ck_assert_msg(!strcmp(err, path), "got '%s', expected '%s'", err, path);
+	ck_assert(!memcmp(&c, &before, sizeof(c)));
+	snprintf(path, sizeof(path), "%s/etc/hbmguardd.conf.d/50-bad.conf", root);
+	unlink(path);
 	/* What cannot be read is an error, not passed over. */
 	link_to("nowhere.conf", "etc/hbmguardd.conf.d/60-dangling.conf");
 	ck_assert_int_eq(load_tree(), -ENOENT);

@@ -420,7 +420,11 @@ struct hbmguard_extent_op {
  * @device: in: device id
  * @reserved0: zero
  * @params: the new values of the fields named in @flags; the others must
- *	be zero
+ *	be zero.  0 in a field named in @flags is the device's default (the
+ *	value the device was registered with: 50 errors, 86400 seconds, one
+ *	page per 100 MiB of HBM but at most its pages), as in
+ *	HBMGUARD_CMD_POLICY_SET.  EINVAL when @retire_limit is above the
+ *	device's pages (usable_size / page_size): nothing changes then
  * @reserved: zero
  */
 struct hbmguard_policy {
@@ -776,7 +780,9 @@ struct hbmguard_map_node {
  *	SPARE_TOTAL, SPARE_USED, NR_RETIRED, NR_PENDING, NR_FAILED, NR_EXTENTS,
  *	HEALTH, CE_THRESHOLD, CE_WINDOW, RETIRE_LIMIT, GENERATION, CE_EVENTS,
  *	UE_EVENTS, ERRORS_DROPPED (and
- *	PHYS_ADDR, NUMA_NODE for a range; PCI_ADDR, DRIVER_HEALTH for a GPU).
+ *	PHYS_ADDR, NUMA_NODE for a range, and CLAIM for one whose memory is
+ *	its aperture (registered with CLAIM; kernels before this do not say);
+ *	PCI_ADDR, DRIVER_HEALTH for a GPU).
  *	ERRORS_DROPPED: the device's errors that were reported but never
  *	applied (struct hbmguard_device_info's errors_dropped); a reader that
  *	does not know it ignores it.
@@ -791,6 +797,13 @@ struct hbmguard_map_node {
  *	and FLAGS (HBMGUARD_RETIRE_PENDING).
  * HBMGUARD_CMD_POLICY_SET (admin)
  *	DEVICE_ID and one or more of CE_THRESHOLD, CE_WINDOW, RETIRE_LIMIT.
+ *	A value of 0 is the device's default, the value it was registered
+ *	with (struct hbmguard_policy), so that what was set can be undone
+ *	without knowing how the module sizes a device's policy; kernels
+ *	before this refused 0 (EINVAL).  A RETIRE_LIMIT above the device's
+ *	pages (USABLE_SIZE / PAGE_SIZE) is EINVAL and changes nothing: the
+ *	request is one change, one HBMGUARD_EVENT_POLICY event (none when the
+ *	policy stays as it was).
  * HBMGUARD_CMD_STATS_GET
  *	do: module-wide counters: NR_DEVICES, SEQNUM, GENERATION, and per
  *	intake path the errors received and dropped (HBMGUARD_A_STATS nest of
@@ -935,7 +948,7 @@ enum hbmguard_attr {
 	HBMGUARD_A_EVENTS_DROPPED,	/* u64 */
 	HBMGUARD_A_CE_EVENTS,		/* u64: correctable errors reported */
 	HBMGUARD_A_UE_EVENTS,		/* u64: uncorrectable errors and poison */
-	HBMGUARD_A_CLAIM,		/* flag: RANGE_REGISTER claims the memory */
+	HBMGUARD_A_CLAIM,		/* flag: the range's memory is the aperture */
 	HBMGUARD_A_SPARE_BAD,		/* u32: spares failed, out of the pool */
 	HBMGUARD_A_PCI_ADDR,		/* string, < HBMGUARD_PCI_ADDR_LEN */
 	HBMGUARD_A_DRIVER_HEALTH,	/* u32: enum hbmguard_health */
