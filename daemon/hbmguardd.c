@@ -68,6 +68,7 @@ static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si,
 	struct daemon *d = &g->d;
 	struct hbm_config *next = malloc(sizeof(*next));
 	char err[512], listen[sizeof(d->cfg.metrics.listen)];
+	int err_nr;
 
 	(void)s;
 	(void)si;
@@ -84,9 +85,10 @@ static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si,
 		strcpy(listen, d->cfg.metrics.listen);
 		d->cfg = *next;
 		kernel_reconfigure(&g->kernel);
-		if (metrics_reconfigure(&g->metrics, listen))
-			fprintf(stderr, "<3>hbmguardd: metrics: cannot listen on %s: no metrics until the next reload\n",
-				d->cfg.metrics.listen);
+		err_nr = metrics_reconfigure(&g->metrics, listen);
+		if (err_nr)
+			fprintf(stderr, "<3>hbmguardd: metrics: cannot listen on %s: %s: no metrics until the next reload\n",
+				d->cfg.metrics.listen, strerror(-err_nr));
 		fprintf(stderr, "<6>hbmguardd: configuration reloaded from %s\n",
 			d->config_path ? d->config_path : HBM_CONFIG_PATH);
 	}
@@ -241,11 +243,14 @@ int main(int argc, char **argv)
 	d->journald = !access("/run/systemd/journal/socket", F_OK);
 	recovery_load(d);
 	/* before the control socket, which may take systemd's sockets for its own */
+	/*
+	 * A port taken is no reason to stop keeping the tables: the daemon
+	 * runs without its metrics, as after a reload that cannot listen.
+	 */
 	err = metrics_start(&g.metrics, d, d->loop);
-	if (err) {
-		fprintf(stderr, "<3>hbmguardd: metrics: cannot listen on %s\n", d->cfg.metrics.listen);
-		return 1;
-	}
+	if (err)
+		fprintf(stderr, "<3>hbmguardd: metrics: cannot listen on %s: %s: no metrics until the next reload\n",
+			d->cfg.metrics.listen, strerror(-err));
 	err = control_setup(d);
 	if (err) {
 		fprintf(stderr, "<3>hbmguardd: control socket %s: %s\n",
