@@ -153,8 +153,15 @@ void hbm_advise_history(struct hbm_advise_in *in, const struct hbm_ctl_incident 
 
 	if (nr && (!start || x[0].at[HBM_INCIDENT_DETECTED] < start))
 		start = x[0].at[HBM_INCIDENT_DETECTED];
-	if (in->window_s > 0)
+	in->unwatched_s = 0;
+	if (in->window_s > 0) {
+		uint64_t watched = start;
+
 		start = in->window_s * 1e6 >= now_us ? 0 : now_us - (uint64_t)(in->window_s * 1e6);
+		/* The operator's word for it, told back: no failure seen there. */
+		if (start < watched)
+			in->unwatched_s = (watched - start) / 1e6;
+	}
 	in->shortened = dropped && start < x[0].at[HBM_INCIDENT_DETECTED];
 	if (in->shortened)
 		start = x[0].at[HBM_INCIDENT_DETECTED];

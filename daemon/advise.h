@@ -24,6 +24,7 @@ struct hbm_advise_in {
 	double observed_s;	/* the window the counts below cover */
 	uint64_t from_us;	/* its start, us since the epoch */
 	bool shortened;		/* to the history kept, shorter than window_s */
+	double unwatched_s;	/* of window_s, before the daemon's start and its history */
 	uint32_t recovered;	/* incidents recovered in place */
 	uint32_t escalated;	/* incidents that ended in ABORT: a restart */
 	uint32_t open;		/* under way: not counted */

@@ -885,6 +885,7 @@ static void advise_json(const struct hbm_advise_in *in, const struct hbm_advice 
 
 	hbm_cli_add(doc, "window_s", hbm_cli_double(in->observed_s, 3));
 	hbm_cli_add(doc, "window_shortened", hbm_cli_bool(in->shortened));
+	hbm_cli_add(doc, "window_unwatched_s", hbm_cli_double(in->unwatched_s, 3));
 	hbm_cli_add_u64(doc, "nodes", in->nodes);
 	hbm_cli_add(doc, "checkpoint_s", hbm_cli_double(in->checkpoint_s, 3));
 	hbm_cli_add(doc, "restart_s", hbm_cli_double(in->restart_s, 3));
@@ -987,6 +988,10 @@ static int cmd_advise(int argc, char **argv)
 	if (in.shortened)
 		printf("(older incidents were dropped by the daemon, which keeps the newest: the "
 		       "window starts at the oldest kept)\n");
+	if (in.unwatched_s > 0)
+		printf("(%.0f s, %.2f days, of the window are before hbmguardd's start and its "
+		       "oldest incident: counted as free of failures on --window's word)\n",
+		       in.unwatched_s, in.unwatched_s / 86400);
 	printf("job: %u nodes, checkpoint %.0f s, restart %.0f s\n\n", in.nodes, in.checkpoint_s,
 	       in.restart_s);
 	hbm_cli_table_init(&t, 6, head, "lrrrrr");

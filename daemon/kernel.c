@@ -259,11 +259,32 @@ static int parse_registered(struct nl_msg *msg, void *arg)
  * would have the module refuse the whole request: it costs that key alone,
  * said, and the device keeps its default limit.
  */
+/*
+ * POLICY_SET of CE_THRESHOLD, CE_WINDOW and RETIRE_LIMIT, @values in that
+ * order; a 0 (the device's default) sent only where @defaults.
+ */
+static int policy_set(struct hbm_kernel *k, uint32_t id, const uint32_t values[3], bool defaults)
+{
+	static const int attrs[3] = {
+		HBMGUARD_A_CE_THRESHOLD, HBMGUARD_A_CE_WINDOW, HBMGUARD_A_RETIRE_LIMIT,
+	};
+	struct nl_msg *msg = request(k, HBMGUARD_CMD_POLICY_SET, 0);
+
+	if (!msg)
+		return -ENOMEM;
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, id);
+	for (int i = 0; i < 3; i++)
+		if (values[i] || defaults)
+			nla_put_u32(msg, attrs[i], values[i]);
+	return transact(k, msg, NULL, NULL);
+}
+
 static void apply_policy(struct hbm_kernel *k, const struct device *dev)
 {
 	struct hbm_policy_config p = hbm_config_policy_for(&k->d->cfg, dev->identity);
 	uint32_t limit = p.set & HBM_SET_RETIRE_LIMIT ? p.retire_limit : 0;
 	struct registered reg = { 0 };
+	uint32_t values[3];
 	struct nl_msg *msg;
 	int err;
 
@@ -278,15 +299,21 @@ static void apply_policy(struct hbm_kernel *k, const struct device *dev)
 			limit = 0;
 		}
 	}
-	msg = request(k, HBMGUARD_CMD_POLICY_SET, 0);
-	if (!msg)
-		return;
-	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev->id);
-	nla_put_u32(msg, HBMGUARD_A_CE_THRESHOLD,
-		    p.set & HBM_SET_CE_THRESHOLD ? p.ce_threshold : 0);
-	nla_put_u32(msg, HBMGUARD_A_CE_WINDOW, p.set & HBM_SET_CE_WINDOW ? p.ce_window : 0);
-	nla_put_u32(msg, HBMGUARD_A_RETIRE_LIMIT, limit);
-	err = transact(k, msg, NULL, NULL);
+	values[0] = p.set & HBM_SET_CE_THRESHOLD ? p.ce_threshold : 0;
+	values[1] = p.set & HBM_SET_CE_WINDOW ? p.ce_window : 0;
+	values[2] = limit;
+	err = policy_set(k, dev->id, values, true);
+	/*
+	 * A module older than this daemon (an upgrade not yet followed by a
+	 * reload) refuses 0: the configured keys at least, the others as the
+	 * kernel has them, as before.
+	 */
+	if ((err == -EINVAL || err == -ERANGE) && (!values[0] || !values[1] || !values[2])) {
+		fprintf(stderr, "<4>hbmguardd: policy of %s: the module does not take 0 for its "
+			"default (it is older than hbmguardd): keys not set stay as the kernel has "
+			"them until it is reloaded\n", dev->identity);
+		err = values[0] || values[1] || values[2] ? policy_set(k, dev->id, values, false) : 0;
+	}
 	if (err)
 		fprintf(stderr, "<3>hbmguardd: policy of %s refused by the kernel: %s\n",
 			dev->identity, hbm_genl_strerror(err));

@@ -196,6 +196,8 @@ check "advise: with hbmguard, M 108000 s, Daly 10988 s, Young 11384 s" \
 	'adv | grep -qE "^with hbmguard +6 +108000 s +10988 s +11384 s +[0-9.]+%$"'
 check "advise: checkpoint every 10988 s, time saved" \
 	'adv | grep -qE "^checkpoint every 10988 s; hbmguard saves [0-9]+ s of the job.s time a day"'
+check "advise: the window's part before the daemon's start told back" \
+	'adv | grep -q "days, of the window are before hbmguardd.s start and its oldest incident"'
 check "advise as JSON" 'adv --json | grep -q "\"without\":{\"restarts\":8,\"bound\":false,\"mtbf_s\":81000.0,\"interval_s\":9463.1,.*\"with\":{\"restarts\":6,\"bound\":false,\"mtbf_s\":108000.0,\"interval_s\":10987.7,"'
 check "advise: a negative cost refused" \
 	'ctl advise --checkpoint-cost=-10min --restart-cost=5min 2>/tmp/adv.err; [ $? = 2 ] &&

@@ -344,6 +344,12 @@ START_TEST(history)
 	ck_assert_uint_eq(in.recovered, 1);
 	ck_assert_uint_eq(in.escalated, 2);
 	ck_near(in.recovery_s, 3, 0);
+	ck_near(in.unwatched_s, 0, 0);
+	/* Reaching before the daemon's start: that part told back. */
+	in.window_s = 30 * 86400;
+	hbm_advise_history(&in, x, 6, T0 + 10 * DAY, T0);
+	ck_near(in.observed_s, 30 * 86400, 0);
+	ck_near(in.unwatched_s, 20 * 86400, 0);
 	/* A window longer than the epoch is all of it. */
 	in.window_s = UINT64_MAX / 1e6;
 	hbm_advise_history(&in, x, 6, T0 + 10 * DAY, T0);
