@@ -51,6 +51,9 @@ MHD_LIBS := $(shell pkg-config --libs libmicrohttpd 2>/dev/null)
 # The GPU sources' parsers (issue 13): pure code, unit-tested before their wiring.
 DAEMON_SRC += daemon/nvlog.c daemon/amdgpu_ras.c daemon/kmsg.c
 DAEMON_HDR += daemon/nvlog.h daemon/amdgpu_ras.h daemon/kmsg.h
+# Names made valid UTF-8, for hbmctl's JSON and the metrics' exposition.
+DAEMON_SRC += daemon/utf8.c
+DAEMON_HDR += daemon/utf8.h
 KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 
 .PHONY: all module modules-all userspace check check-unit check-cli check-ynl check-unitfile check-install \
@@ -141,8 +144,8 @@ $(BUILD)/hbmguardd: $(DAEMON_MAIN) $(DAEMON_MAIN_HDR) $(DAEMON_SRC) $(DAEMON_HDR
 
 # hbmctl's JSON is json-c's (daemon/cli.c); the advisor and systemd's time
 # spans are pure code of their own (advise.c, timespan.c).
-HBMCTL_SRC := daemon/hbmctl.c daemon/cli.c daemon/advise.c daemon/timespan.c
-HBMCTL_DEPS := $(HBMCTL_SRC) daemon/cli.h daemon/advise.h daemon/timespan.h \
+HBMCTL_SRC := daemon/hbmctl.c daemon/cli.c daemon/utf8.c daemon/advise.c daemon/timespan.c
+HBMCTL_DEPS := $(HBMCTL_SRC) daemon/cli.h daemon/utf8.h daemon/advise.h daemon/timespan.h \
 	$(BUILD)/libhbmguard.a dkms.conf
 $(BUILD)/hbmctl: $(HBMCTL_DEPS)
 	@mkdir -p $(@D)

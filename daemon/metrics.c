@@ -49,6 +49,7 @@
 #include "metrics.h"
 #include "recovery.h"
 #include "store.h"
+#include "utf8.h"
 
 /* The writer */
 
@@ -120,9 +121,12 @@ static void putf(struct metrics_buf *b, const char *fmt, ...)
 
 /*
  * The format's escapes: in a label value backslash, double quote and line
- * feed; in a HELP text backslash and line feed.  Anything else, bytes that
- * are not UTF-8 included, goes as it is: the parser takes any byte up to the
- * closing quote (promtool's, expfmt's readTokenAsLabelValue()).
+ * feed; in a HELP text backslash and line feed.  Label values must also be
+ * valid UTF-8: a scrape with one that is not is rejected whole (promtool
+ * check metrics, Prometheus's parser: "text format parsing error in line 3:
+ * invalid label value "GPU-\xe2\x82""; check_metrics.c), and an identity, a
+ * UUID or a model name is whatever a kernel or a driver wrote: ill-formed
+ * bytes become U+FFFD (utf8.c), the rest of the name kept.
  */
 static void put_escaped(struct metrics_buf *b, const char *s, bool quote)
 {
@@ -136,6 +140,21 @@ static void put_escaped(struct metrics_buf *b, const char *s, bool quote)
 		else
 			put(b, s, 1);
 	}
+}
+
+static void put_label_value(struct metrics_buf *b, const char *s)
+{
+	size_t cap = 3 * strlen(s) + 1;
+	char small[256], *buf = cap <= sizeof(small) ? small : malloc(cap);
+
+	if (!buf) {
+		b->failed = true;
+		return;
+	}
+	hbm_utf8_repair(buf, cap, s);
+	put_escaped(b, buf, true);
+	if (buf != small)
+		free(buf);
 }
 
 /**
@@ -177,7 +196,7 @@ static void put_sample(struct metrics_buf *b, const char *name, const char *suff
 		put(b, "{", 1);
 		for (i = 0; i < nl; i++) {
 			putf(b, "%s%s=\"", i ? "," : "", l[i].name);
-			put_escaped(b, l[i].value, true);
+			put_label_value(b, l[i].value);
 			put(b, "\"", 1);
 		}
 		if (le)

@@ -326,6 +326,25 @@ START_TEST(daemon_exposition)
 }
 END_TEST
 
+/*
+ * Names that are not UTF-8 (an identity, a GPU's model as a driver wrote
+ * them): repaired, or Prometheus would reject the whole scrape.
+ */
+START_TEST(daemon_not_utf8)
+{
+	struct metrics_buf b;
+	char *t;
+
+	snprintf(gpus.gpu[0].found.name, sizeof(gpus.gpu[0].found.name), "H100 \xc3(\xff)");
+	snprintf(gpus.gpu[0].found.identity, sizeof(gpus.gpu[0].found.identity), "GPU-\xe2\x82");
+	t = render_daemon(&b);
+	ck_assert_ptr_nonnull(strstr(t, "UUID=\"GPU-\xef\xbf\xbd\""));
+	ck_assert_ptr_nonnull(strstr(t, "modelName=\"H100 \xef\xbf\xbd(\xef\xbf\xbd)\""));
+	promtool_check(t, b.len);
+	metrics_buf_free(&b);
+}
+END_TEST
+
 /* The server: an HTTP exchange over a socket, in a child while the parent runs the loop */
 
 static int connect_to(uint16_t port)
@@ -512,6 +531,7 @@ Suite *metrics_suite(void)
 	suite_add_tcase(s, tc);
 	tcase_add_checked_fixture(td, setup_daemon, teardown_daemon);
 	tcase_add_test(td, daemon_exposition);
+	tcase_add_test(td, daemon_not_utf8);
 	tcase_add_test(td, server_scrape);
 	tcase_set_timeout(td, 60);
 	suite_add_tcase(s, td);
