@@ -180,7 +180,7 @@ static void put_value(struct metrics_buf *b, double v)
 		put(b, v > 0 ? "+Inf" : "-Inf", 4);
 	else if (isnan(v))
 		put(b, "NaN", 3);
-	else if (v == (double)(uint64_t)v && v < 1e17)	/* counts as integers */
+	else if (v >= 0 && v < 1e17 && v == floor(v))	/* counts as integers; the cast in range */
 		putf(b, "%" PRIu64, (uint64_t)v);
 	else
 		putf(b, "%.17g", v);
@@ -515,7 +515,12 @@ static void incident_series(struct metrics_buf *b, struct daemon *d)
 			for (i = 0; i < n; i++) {
 				size_t next = next_state(&in[i], st);
 
-				if (in[i].at[st] && next && !strcmp(outcome(&in[i]), outcomes[o]))
+				/*
+				 * The times are the wall clock's (recovery.c):
+				 * a span it was stepped back in is no duration.
+				 */
+				if (in[i].at[st] && next && in[i].at[next] >= in[i].at[st] &&
+				    !strcmp(outcome(&in[i]), outcomes[o]))
 					obs[nobs++] = (in[i].at[next] - in[i].at[st]) / 1e6;
 			}
 			metrics_histogram(b, phase, l, 2, phase_bounds,

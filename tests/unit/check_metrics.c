@@ -51,6 +51,8 @@ static void fill_escapes(struct metrics_buf *b)
 	metrics_sample(b, "hbmguard_x_total", l, 2, 3);
 	metrics_sample(b, "hbmguard_x_total", NULL, 0, 18446744073709551615.0);
 	metrics_sample(b, "hbmguard_x_total", NULL, 0, 0.25);
+	metrics_sample(b, "hbmguard_x_total", NULL, 0, -1);
+	metrics_sample(b, "hbmguard_x_total", NULL, 0, 1e300);
 }
 
 START_TEST(writer_escapes)
@@ -60,7 +62,9 @@ START_TEST(writer_escapes)
 			 "# TYPE hbmguard_x_total counter\n"
 			 "hbmguard_x_total{device=\"a\\\\b\\\"c\\nd\",id=\"7\"} 3\n"
 			 "hbmguard_x_total 1.8446744073709552e+19\n"
-			 "hbmguard_x_total 0.25\n");
+			 "hbmguard_x_total 0.25\n"
+			 "hbmguard_x_total -1\n"
+			 "hbmguard_x_total 1.0000000000000001e+300\n");
 }
 END_TEST
 
@@ -345,6 +349,25 @@ START_TEST(daemon_not_utf8)
 }
 END_TEST
 
+/*
+ * The incidents' times are the wall clock's: one stepped back between two
+ * states is no phase of 2^64 us (5.8e5 years), nor of a negative time.
+ */
+START_TEST(daemon_clock_step)
+{
+	struct metrics_buf b;
+	char *t;
+
+	incidents[0].info.at[HBM_INCIDENT_RESTORING] = 1200000;	/* before isolated's 1300000 */
+	t = render_daemon(&b);
+	ck_assert_ptr_nonnull(strstr(t, "hbmguard_incident_phase_duration_seconds_count{phase=\"isolated\","
+				     "outcome=\"resumed\"} 0\n"));
+	ck_assert_ptr_nonnull(strstr(t, "hbmguard_incident_phase_duration_seconds_sum{phase=\"restoring\","
+				     "outcome=\"resumed\"} 0.80000000000000004\n"));
+	metrics_buf_free(&b);
+}
+END_TEST
+
 /* The server: an HTTP exchange over a socket, in a child while the parent runs the loop */
 
 static int connect_to(uint16_t port)
@@ -532,6 +555,7 @@ Suite *metrics_suite(void)
 	tcase_add_checked_fixture(td, setup_daemon, teardown_daemon);
 	tcase_add_test(td, daemon_exposition);
 	tcase_add_test(td, daemon_not_utf8);
+	tcase_add_test(td, daemon_clock_step);
 	tcase_add_test(td, server_scrape);
 	tcase_set_timeout(td, 60);
 	suite_add_tcase(s, td);
