@@ -30,6 +30,7 @@
  * reverse proxy's business).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -842,6 +843,33 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	fprintf(stderr, "<4>hbmguardd: metrics: %s\n", msg);
 }
 
+/*
+ * The listening socket, made here rather than by MHD_start_daemon() with
+ * MHD_OPTION_SOCK_ADDR, which answers NULL whatever failed: bind()'s own
+ * errno (EADDRINUSE, EACCES, EADDRNOTAVAIL) is what the operator needs.  As
+ * libmicrohttpd would make it: IPv6 only for an IPv6 address (MHD_USE_IPv6
+ * without MHD_USE_DUAL_STACK, microhttpd.h 0.9.75 lines 1284-1291); and
+ * SO_REUSEADDR, so that a restart is not refused for the last run's
+ * connections in TIME_WAIT (a socket still listening is refused all the same).
+ */
+static int listen_on(const struct sockaddr *addr, socklen_t len)
+{
+	int one = 1, err, fd;
+
+	fd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    (addr->sa_family == AF_INET6 &&
+	     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one))) ||
+	    bind(fd, addr, len) || listen(fd, SOMAXCONN)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
 /**
  * metrics_listen() - serve the metrics from @loop
  * @m: the metrics (.d and .render as the caller wants them)
@@ -850,41 +878,44 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
  * @len: its length
  * @fd: a listening socket to take over (systemd's), or -1
  *
- * Return: 0, or a negative errno.
+ * Return: 0, or a negative errno (bind()'s when the address is the trouble).
  */
 int metrics_listen(struct hbm_metrics *m, sd_event *loop, const struct sockaddr *addr,
 		   socklen_t len, int fd)
 {
 	const union MHD_DaemonInfo *info;
 	unsigned int flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+	bool own = fd < 0;
 	int err;
 
-	(void)len;
 	m->loop = loop;
-	if (addr && addr->sa_family == AF_INET6)
-		flags |= MHD_USE_IPv6;
+	if (own) {
+		fd = listen_on(addr, len);
+		if (fd < 0)
+			return fd;
+		if (addr->sa_family == AF_INET6)
+			flags |= MHD_USE_IPv6;
+	}
 	/*
-	 * MHD_start_daemon(): the logger first (MHD says so when it is not), port 0 with MHD_OPTION_SOCK_ADDR or
-	 * MHD_OPTION_LISTEN_SOCKET, which override it; no default handler
-	 * (dh) but ours.
+	 * MHD_start_daemon(): the logger first (MHD says so when it is not),
+	 * port 0 with MHD_OPTION_LISTEN_SOCKET, which overrides it; no default
+	 * handler (dh) but ours.
 	 */
-	m->mhd = fd >= 0 ?
-		MHD_start_daemon(flags, 0, NULL, NULL, on_request, m,
-				 MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-				 MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
-				 MHD_OPTION_CONNECTION_LIMIT, (unsigned int)METRICS_CONNECTIONS,
-				 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)METRICS_CONNECTION_MEMORY,
-				 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)METRICS_TIMEOUT_S,
-				 MHD_OPTION_END) :
-		MHD_start_daemon(flags, 0, NULL, NULL, on_request, m,
-				 MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-				 MHD_OPTION_SOCK_ADDR, addr,
-				 MHD_OPTION_CONNECTION_LIMIT, (unsigned int)METRICS_CONNECTIONS,
-				 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)METRICS_CONNECTION_MEMORY,
-				 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)METRICS_TIMEOUT_S,
-				 MHD_OPTION_END);
-	if (!m->mhd)
-		return -EADDRNOTAVAIL;	/* mhd_log() said why */
+	errno = 0;
+	m->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, m,
+				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+				  MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
+				  MHD_OPTION_CONNECTION_LIMIT, (unsigned int)METRICS_CONNECTIONS,
+				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)METRICS_CONNECTION_MEMORY,
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)METRICS_TIMEOUT_S,
+				  MHD_OPTION_END);
+	if (!m->mhd) {
+		err = errno ? -errno : -EIO;	/* mhd_log() said why */
+		/* whether a failed start closed the socket it was given is not said */
+		if (own && fcntl(fd, F_GETFD) >= 0)
+			close(fd);
+		return err;
+	}
 	info = MHD_get_daemon_info(m->mhd, MHD_DAEMON_INFO_EPOLL_FD);
 	if (!info) {
 		metrics_stop(m);
@@ -938,6 +969,7 @@ int metrics_start(struct hbm_metrics *m, struct daemon *d, sd_event *loop)
 	int fd = passed_socket(), err;
 
 	m->d = d;
+	m->loop = loop;		/* for a reload that turns it on */
 	if (fd < 0 && !c->addr_len)
 		return 0;
 	err = metrics_listen(m, loop, fd < 0 ? (const struct sockaddr *)&c->addr : NULL,
@@ -953,13 +985,16 @@ int metrics_start(struct hbm_metrics *m, struct daemon *d, sd_event *loop)
  * @m: the metrics
  * @old: the Listen= in force before it
  *
- * A socket systemd passed is kept: it is the unit's to move.
+ * The same Listen= is tried again when it could not be listened on (the
+ * port was taken at start): a reload is what the error message promised.
+ * A socket systemd passed is kept: it is the unit's to move, and one a
+ * failed start may have closed is not taken up again under its number.
  *
  * Return: 0, or a negative errno: it could not listen (and does not).
  */
 int metrics_reconfigure(struct hbm_metrics *m, const char *old)
 {
-	if (!strcmp(old, m->d->cfg.metrics.listen) || passed_socket() >= 0)
+	if (passed_socket() >= 0 || (m->mhd && !strcmp(old, m->d->cfg.metrics.listen)))
 		return 0;
 	metrics_stop(m);
 	return metrics_start(m, m->d, m->loop);

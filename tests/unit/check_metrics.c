@@ -542,6 +542,47 @@ START_TEST(server_scrape)
 }
 END_TEST
 
+/*
+ * A reload retries: the endpoint off at start then turned on, a port
+ * another holds (bind()'s EADDRINUSE said, not some other errno), the same
+ * Listen= again once the port is free.
+ */
+START_TEST(server_reload_retries)
+{
+	static char buf[1 << 20];
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct hbm_metrics_config *c = &d.cfg.metrics;
+	socklen_t len = sizeof(a);
+	int blocker = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	sd_event *loop;
+
+	ck_assert_int_ge(sd_event_new(&loop), 0);
+	ck_assert_int_ge(blocker, 0);
+	ck_assert_int_eq(bind(blocker, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(blocker, 1), 0);
+	ck_assert_int_eq(getsockname(blocker, (struct sockaddr *)&a, &len), 0);
+
+	ck_assert_int_eq(metrics_start(&m, &d, loop), 0);	/* no Listen=: off */
+	ck_assert_ptr_null(m.mhd);
+	snprintf(c->listen, sizeof(c->listen), "127.0.0.1:%u", ntohs(a.sin_port));
+	memcpy(&c->addr, &a, sizeof(a));
+	c->addr_len = sizeof(a);
+	ck_assert_int_eq(metrics_reconfigure(&m, ""), -EADDRINUSE);
+	ck_assert_ptr_null(m.mhd);
+	close(blocker);
+	ck_assert_int_eq(metrics_reconfigure(&m, c->listen), 0);
+	ck_assert_ptr_nonnull(m.mhd);
+	ck_assert_uint_eq(m.port, ntohs(a.sin_port));
+	scrape(loop, "GET /metrics HTTP/1.0\r\n\r\n", buf, sizeof(buf));
+	ck_assert_msg(strstr(buf, " 200 OK\r\n"), "got: %.200s", buf);
+	/* listening, the same Listen=: nothing to do */
+	ck_assert_int_eq(metrics_reconfigure(&m, c->listen), 0);
+	ck_assert_ptr_nonnull(m.mhd);
+	metrics_stop(&m);
+	sd_event_unref(loop);
+}
+END_TEST
+
 Suite *metrics_suite(void)
 {
 	Suite *s = suite_create("metrics");
@@ -557,6 +598,7 @@ Suite *metrics_suite(void)
 	tcase_add_test(td, daemon_not_utf8);
 	tcase_add_test(td, daemon_clock_step);
 	tcase_add_test(td, server_scrape);
+	tcase_add_test(td, server_reload_retries);
 	tcase_set_timeout(td, 60);
 	suite_add_tcase(s, td);
 	return s;
