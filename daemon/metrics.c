@@ -923,7 +923,8 @@ int metrics_listen(struct hbm_metrics *m, sd_event *loop, const struct sockaddr 
 	}
 	err = sd_event_add_io(loop, &m->io, info->epoll_fd, EPOLLIN, on_io, m);
 	if (!err)
-		err = sd_event_add_time(loop, &m->timer, CLOCK_MONOTONIC, UINT64_MAX, 0,
+		err = sd_event_add_time(loop, &m->timer, CLOCK_MONOTONIC, UINT64_MAX,
+					1 /* us: 0 would be sd-event's 250 ms, past arm()'s "not later" */,
 					on_timer, m);
 	if (!err)
 		err = arm(m);

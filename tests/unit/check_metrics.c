@@ -478,11 +478,15 @@ START_TEST(server_scrape)
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	sd_event *loop;
 	size_t len, i;
+	uint64_t acc;
 	char *body;
 
 	ck_assert_int_ge(sd_event_new(&loop), 0);
 	ck_assert_int_eq(metrics_listen(&m, loop, (struct sockaddr *)&a, sizeof(a), -1), 0);
 	ck_assert_uint_ne(m.port, 0);
+	/* MHD_get_timeout()'s deadline is kept to the microsecond, not sd-event's default 250 ms */
+	ck_assert_int_eq(sd_event_source_get_time_accuracy(m.timer, &acc), 0);
+	ck_assert_uint_eq(acc, 1);
 
 	/* a client stuck half way through its request holds its connection, nothing else */
 	slow[0] = slow_client(m.port);
