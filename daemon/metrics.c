@@ -12,10 +12,13 @@
  * not block (microhttpd.h of Debian bookworm's libmicrohttpd-dev 0.9.75:
  * "Run webserver operations (without blocking unless in client
  * callbacks)").  Its sockets are non-blocking: a client that reads slowly,
- * or sends half a request, holds a connection and nothing else.  A scrape
+ * or sends half a request, holds a connection and nothing else.  A render
  * gathers and writes the whole exposition in one callback, from the core's
  * source (one device dump and one stats request to the module, the same as
- * hbmctl status costs) and the parts' own counters.
+ * hbmctl status costs, and blocking) and the parts' own counters: at most
+ * one a second (METRICS_KEEP_US), whatever the scrape rate, the page kept
+ * and served again meanwhile; and libmicrohttpd's sources are dispatched
+ * after the daemon's own (SD_EVENT_PRIORITY_IDLE).
  *
  * Bounds: METRICS_CONNECTIONS at once (MHD_OPTION_CONNECTION_LIMIT; a
  * Prometheus server holds one, an operator's curl another), each
@@ -37,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
@@ -712,15 +716,58 @@ void metrics_render(struct hbm_metrics *m, struct metrics_buf *b)
 	incident_series(b, d);
 	store_series(b, d->store);
 	dcgm_series(b, d);
-	metrics_family(b, "hbmguard_scrapes_total", "counter", "Scrapes served, this one included.");
+	metrics_family(b, "hbmguard_scrapes_total", "counter",
+		       "GET scrapes up to this page's rendering, its own included (a page is served for a second).");
 	metrics_sample(b, "hbmguard_scrapes_total", NULL, 0, m->scrapes);
 }
 
 /* The server */
 
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000ULL + ts.tv_nsec / 1000;
+}
+
+/*
+ * The exposition, rendered at most once per .keep_us: a render is a
+ * blocking device dump and stats request to the module, and nothing bounds
+ * how often a peer may ask.  Scrapes within it get the same page (each a
+ * copy: the next render must not pull one from under a response still
+ * being sent).  Return: false when the page is past its bound.
+ */
+static bool fresh_page(struct hbm_metrics *m)
+{
+	struct metrics_buf b;
+	uint64_t now = now_us();
+
+	if (m->page_at && now - m->page_at < m->keep_us)
+		return true;
+	metrics_buf_init(&b, METRICS_MAX_BYTES);
+	(m->render ? m->render : metrics_render)(m, &b);
+	free(m->page);
+	m->page = NULL;
+	m->page_len = 0;
+	m->page_at = 0;
+	if (b.failed) {
+		fprintf(stderr, "<4>hbmguardd: metrics: the exposition is past %u bytes, or no memory: answered 500\n",
+			METRICS_MAX_BYTES);
+		metrics_buf_free(&b);
+		return false;
+	}
+	m->page = b.p;
+	m->page_len = b.len;
+	m->page_at = now;
+	return true;
+}
+
 /*
  * MHD_AccessHandlerCallback (microhttpd.h): called once the headers are
- * in; a GET has no body, so the first call answers.
+ * in; a GET has no body, so the first call answers.  A HEAD gets the
+ * headers of the page kept, if any, and never a render: libmicrohttpd
+ * sends no body for it.
  */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
 				  const char *method, const char *version,
@@ -731,7 +778,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	static char too_big[] = "the exposition is past its bound\n";
 	struct hbm_metrics *m = cls;
 	struct MHD_Response *r;
-	struct metrics_buf b;
 	unsigned int code = MHD_HTTP_OK;
 	enum MHD_Result ret;
 
@@ -749,24 +795,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		r = MHD_create_response_from_buffer(strlen(not_found), not_found,
 						    MHD_RESPMEM_PERSISTENT);
 	} else {
-		m->scrapes++;
-		metrics_buf_init(&b, METRICS_MAX_BYTES);
-		(m->render ? m->render : metrics_render)(m, &b);
-		if (b.failed) {
-			fprintf(stderr, "<4>hbmguardd: metrics: the exposition is past %u bytes, or no memory: answered 500\n",
-				METRICS_MAX_BYTES);
-			metrics_buf_free(&b);
-			code = MHD_HTTP_INTERNAL_SERVER_ERROR;
-			r = MHD_create_response_from_buffer(strlen(too_big), too_big,
-							    MHD_RESPMEM_PERSISTENT);
-		} else {
-			/* MHD_RESPMEM_MUST_FREE: libmicrohttpd free()s it with the response */
-			r = MHD_create_response_from_buffer(b.len, b.p ? b.p : "",
-							    b.p ? MHD_RESPMEM_MUST_FREE :
-							    MHD_RESPMEM_PERSISTENT);
-			if (!r)
-				free(b.p);
+		if (strcmp(method, MHD_HTTP_METHOD_HEAD)) {
+			m->scrapes++;
+			if (!fresh_page(m))
+				code = MHD_HTTP_INTERNAL_SERVER_ERROR;
 		}
+		r = code == MHD_HTTP_OK ?
+			MHD_create_response_from_buffer(m->page_len, m->page ? m->page : "",
+							MHD_RESPMEM_MUST_COPY) :
+			MHD_create_response_from_buffer(strlen(too_big), too_big,
+							MHD_RESPMEM_PERSISTENT);
 	}
 	if (!r)
 		return MHD_NO;
@@ -921,11 +959,22 @@ int metrics_listen(struct hbm_metrics *m, sd_event *loop, const struct sockaddr 
 		metrics_stop(m);
 		return -EINVAL;
 	}
+	if (!m->keep_us)
+		m->keep_us = METRICS_KEEP_US;
+	/*
+	 * Below the daemon's own sources (priority 0): the kernel's events and
+	 * the control socket's requests are dispatched first, a scrape when
+	 * nothing of theirs is pending.
+	 */
 	err = sd_event_add_io(loop, &m->io, info->epoll_fd, EPOLLIN, on_io, m);
+	if (!err)
+		err = sd_event_source_set_priority(m->io, SD_EVENT_PRIORITY_IDLE);
 	if (!err)
 		err = sd_event_add_time(loop, &m->timer, CLOCK_MONOTONIC, UINT64_MAX,
 					1 /* us: 0 would be sd-event's 250 ms, past arm()'s "not later" */,
 					on_timer, m);
+	if (!err)
+		err = sd_event_source_set_priority(m->timer, SD_EVENT_PRIORITY_IDLE);
 	if (!err)
 		err = arm(m);
 	if (err < 0) {
@@ -1012,4 +1061,8 @@ void metrics_stop(struct hbm_metrics *m)
 	if (m->mhd)
 		MHD_stop_daemon(m->mhd);
 	m->mhd = NULL;
+	free(m->page);
+	m->page = NULL;
+	m->page_len = 0;
+	m->page_at = 0;
 }

@@ -62,6 +62,7 @@ struct metrics_facts {
 #define METRICS_CONNECTION_MEMORY	(16 * 1024)
 #define METRICS_TIMEOUT_S	10
 #define METRICS_MAX_BYTES	(4 * 1024 * 1024)
+#define METRICS_KEEP_US		1000000
 
 struct hbm_metrics {
 	struct daemon *d;		/* NULL in a test that renders its own */
@@ -73,6 +74,11 @@ struct hbm_metrics {
 	/* the exposition; a test's own, or NULL: the daemon's (metrics_render()) */
 	void (*render)(struct hbm_metrics *m, struct metrics_buf *b);
 	uint64_t scrapes;
+	/* the last exposition, served again for .keep_us (metrics.c says why) */
+	char *page;
+	size_t page_len;
+	uint64_t page_at;		/* CLOCK_MONOTONIC, us; 0: none */
+	uint64_t keep_us;		/* 0: METRICS_KEEP_US (a test sets its own) */
 	struct metrics_facts facts;
 };
 

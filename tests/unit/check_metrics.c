@@ -587,6 +587,58 @@ START_TEST(server_reload_retries)
 }
 END_TEST
 
+static unsigned int renders;
+
+static void counting_render(struct hbm_metrics *mm, struct metrics_buf *b)
+{
+	(void)mm;
+	renders++;
+	metrics_family(b, "hbmguard_renders", "gauge", "Renders so far.");
+	metrics_sample(b, "hbmguard_renders", NULL, 0, renders);
+}
+
+/*
+ * A render (the module asked, blocking) at most once per .keep_us, whatever
+ * the scrape rate; none for a HEAD; below the daemon's own sources.
+ */
+START_TEST(server_renders_kept)
+{
+	static char buf[1 << 16];
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int64_t prio;
+	sd_event *loop;
+	int i;
+
+	renders = 0;
+	m.render = counting_render;
+	m.keep_us = 3600ULL * 1000000;	/* the test's pace cannot outlast it */
+	ck_assert_int_ge(sd_event_new(&loop), 0);
+	ck_assert_int_eq(metrics_listen(&m, loop, (struct sockaddr *)&a, sizeof(a), -1), 0);
+	ck_assert_int_eq(sd_event_source_get_priority(m.io, &prio), 0);
+	ck_assert_int_eq(prio, SD_EVENT_PRIORITY_IDLE);
+	ck_assert_int_eq(sd_event_source_get_priority(m.timer, &prio), 0);
+	ck_assert_int_eq(prio, SD_EVENT_PRIORITY_IDLE);
+
+	scrape(loop, "HEAD /metrics HTTP/1.0\r\n\r\n", buf, sizeof(buf));
+	ck_assert_msg(strstr(buf, " 200 OK\r\n"), "got: %.200s", buf);
+	ck_assert_uint_eq(renders, 0);
+	for (i = 0; i < 3; i++) {
+		scrape(loop, "GET /metrics HTTP/1.0\r\n\r\n", buf, sizeof(buf));
+		ck_assert_msg(strstr(buf, "\r\n\r\n# HELP hbmguard_renders Renders so far.\n"
+				      "# TYPE hbmguard_renders gauge\nhbmguard_renders 1\n"),
+			      "got: %.200s", buf);
+	}
+	ck_assert_uint_eq(renders, 1);
+	ck_assert_uint_eq(m.scrapes, 3);
+	m.keep_us = 1;			/* kept no longer: the next one renders */
+	scrape(loop, "GET /metrics HTTP/1.0\r\n\r\n", buf, sizeof(buf));
+	ck_assert_msg(strstr(buf, "\nhbmguard_renders 2\n"), "got: %.200s", buf);
+	ck_assert_uint_eq(renders, 2);
+	metrics_stop(&m);
+	sd_event_unref(loop);
+}
+END_TEST
+
 Suite *metrics_suite(void)
 {
 	Suite *s = suite_create("metrics");
@@ -603,6 +655,7 @@ Suite *metrics_suite(void)
 	tcase_add_test(td, daemon_clock_step);
 	tcase_add_test(td, server_scrape);
 	tcase_add_test(td, server_reload_retries);
+	tcase_add_test(td, server_renders_kept);
 	tcase_set_timeout(td, 60);
 	suite_add_tcase(s, td);
 	return s;
