@@ -21,12 +21,29 @@
  * after the daemon's own (SD_EVENT_PRIORITY_IDLE).
  *
  * Bounds: METRICS_CONNECTIONS at once (MHD_OPTION_CONNECTION_LIMIT; a
- * Prometheus server holds one, an operator's curl another), each
+ * Prometheus server holds one, an operator's curl another, the rest is
+ * room against a peer that holds many: 1 MiB of requests at most), each
  * METRICS_CONNECTION_MEMORY for its request (MHD_OPTION_CONNECTION_MEMORY_LIMIT:
  * a GET with its headers, no body), closed after METRICS_TIMEOUT_S idle
- * (MHD_OPTION_CONNECTION_TIMEOUT), and an exposition of at most
+ * (MHD_OPTION_CONNECTION_TIMEOUT) and METRICS_DEADLINE_US after it was
+ * accepted, whatever it does (below), and an exposition of at most
  * METRICS_MAX_BYTES (256 devices of some 40 series each fit many times
  * over): past it the scrape is answered 500, not cut short.
+ *
+ * The deadline is the daemon's own: libmicrohttpd 0.9.75's timeout is of
+ * inactivity only (microhttpd.h lines 1578-1585), so a peer sending a
+ * header byte every few seconds would hold its connection for hours, and
+ * all of them with as many connections.  Each connection is noted with the
+ * time it was accepted (MHD_OPTION_NOTIFY_CONNECTION, its socket from
+ * MHD_CONNECTION_INFO_CONNECTION_FD), and one past its deadline is shut
+ * down (shutdown(2)): libmicrohttpd reads its end and closes it itself.
+ *
+ * No limit per peer address (MHD_OPTION_PER_IP_CONNECTION_LIMIT): every
+ * local user is 127.0.0.1, so one local user could hold the loopback's
+ * share and have a local Prometheus's connections refused at once, where
+ * without it they wait in the backlog for a connection's deadline to free
+ * its slot; and a remote peer with IPv6 has addresses to spare.  The
+ * deadline is what bounds a peer: no connection keeps its slot past it.
  *
  * Not served: OpenMetrics (its counters must end in _total, which
  * dcgm-exporter's DCGM_FI_DEV_* counters do not), compression, TLS (a
@@ -817,6 +834,61 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 static int arm(struct hbm_metrics *m);
 
+/*
+ * MHD_NotifyConnectionCallback: a connection accepted, or closed.  One
+ * that cannot be noted (no slot: never past MHD_OPTION_CONNECTION_LIMIT)
+ * is shut down at once rather than left without a deadline.
+ */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **ctx,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct hbm_metrics *m = cls;
+	const union MHD_ConnectionInfo *info;
+	struct metrics_conn *x = NULL;
+	size_t i;
+
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		x = *ctx;
+		if (x)
+			x->used = false;
+		*ctx = NULL;
+		return;
+	}
+	info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!info)
+		return;
+	for (i = 0; i < METRICS_CONNECTIONS && !x; i++)
+		if (!m->conns[i].used)
+			x = &m->conns[i];
+	if (!x) {
+		shutdown(info->connect_fd, SHUT_RDWR);
+		return;
+	}
+	*x = (struct metrics_conn){ .used = true, .fd = info->connect_fd, .start = now_us() };
+	*ctx = x;
+}
+
+/* Shut down the connections past their deadline; the earliest one to come, or UINT64_MAX. */
+static uint64_t expire(struct hbm_metrics *m)
+{
+	uint64_t now = now_us(), next = UINT64_MAX;
+	size_t i;
+
+	for (i = 0; i < METRICS_CONNECTIONS; i++) {
+		struct metrics_conn *x = &m->conns[i];
+
+		if (!x->used || x->shut)
+			continue;
+		if (now - x->start >= m->deadline_us) {
+			shutdown(x->fd, SHUT_RDWR);
+			x->shut = true;
+		} else if (x->start + m->deadline_us < next) {
+			next = x->start + m->deadline_us;
+		}
+	}
+	return next;
+}
+
 static unsigned int connections(struct hbm_metrics *m)
 {
 	const union MHD_DaemonInfo *info =
@@ -841,6 +913,7 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *arg)
 	(void)s;
 	(void)fd;
 	(void)revents;
+	expire(m);
 	MHD_run(m->mhd);
 	if (before >= METRICS_CONNECTIONS && connections(m) < METRICS_CONNECTIONS)
 		MHD_run(m->mhd);
@@ -855,19 +928,23 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *arg)
 
 /*
  * MHD_get_timeout(): "MHD_run() must be called not later than timeout
- * millisecond" when it says MHD_YES; MHD_NO: nothing is due.
+ * millisecond" when it says MHD_YES; MHD_NO: nothing is due.  Or earlier,
+ * for the next connection's deadline.
  */
 static int arm(struct hbm_metrics *m)
 {
+	uint64_t at = expire(m), now = now_us();
 	MHD_UNSIGNED_LONG_LONG ms;
-	uint64_t now;
 
-	if (MHD_get_timeout(m->mhd, &ms) != MHD_YES)
+	if (MHD_get_timeout(m->mhd, &ms) == MHD_YES) {
+		if (ms > 3600 * 1000ULL)
+			ms = 3600 * 1000ULL;
+		if (now + ms * 1000 < at)
+			at = now + ms * 1000;
+	}
+	if (at == UINT64_MAX)
 		return sd_event_source_set_enabled(m->timer, SD_EVENT_OFF);
-	sd_event_now(m->loop, CLOCK_MONOTONIC, &now);
-	if (ms > 3600 * 1000ULL)
-		ms = 3600 * 1000ULL;
-	sd_event_source_set_time(m->timer, now + ms * 1000);
+	sd_event_source_set_time(m->timer, at);
 	return sd_event_source_set_enabled(m->timer, SD_EVENT_ONESHOT);
 }
 
@@ -942,6 +1019,7 @@ int metrics_listen(struct hbm_metrics *m, sd_event *loop, const struct sockaddr 
 	errno = 0;
 	m->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, m,
 				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, m,
 				  MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned int)METRICS_CONNECTIONS,
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)METRICS_CONNECTION_MEMORY,
@@ -961,6 +1039,8 @@ int metrics_listen(struct hbm_metrics *m, sd_event *loop, const struct sockaddr 
 	}
 	if (!m->keep_us)
 		m->keep_us = METRICS_KEEP_US;
+	if (!m->deadline_us)
+		m->deadline_us = METRICS_DEADLINE_US;
 	/*
 	 * Below the daemon's own sources (priority 0): the kernel's events and
 	 * the control socket's requests are dispatched first, a scrape when
@@ -1061,6 +1141,7 @@ void metrics_stop(struct hbm_metrics *m)
 	if (m->mhd)
 		MHD_stop_daemon(m->mhd);
 	m->mhd = NULL;
+	memset(m->conns, 0, sizeof(m->conns));
 	free(m->page);
 	m->page = NULL;
 	m->page_len = 0;

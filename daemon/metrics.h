@@ -58,9 +58,10 @@ struct metrics_facts {
 };
 
 /* Bounds on what a scrape may take (metrics.c says why these). */
-#define METRICS_CONNECTIONS	8
+#define METRICS_CONNECTIONS	64
 #define METRICS_CONNECTION_MEMORY	(16 * 1024)
 #define METRICS_TIMEOUT_S	10
+#define METRICS_DEADLINE_US	(10 * 1000000ULL)
 #define METRICS_MAX_BYTES	(4 * 1024 * 1024)
 #define METRICS_KEEP_US		1000000
 
@@ -79,6 +80,13 @@ struct hbm_metrics {
 	size_t page_len;
 	uint64_t page_at;		/* CLOCK_MONOTONIC, us; 0: none */
 	uint64_t keep_us;		/* 0: METRICS_KEEP_US (a test sets its own) */
+	uint64_t deadline_us;		/* 0: METRICS_DEADLINE_US (likewise) */
+	/* each connection's socket and when it was accepted, for its deadline */
+	struct metrics_conn {
+		bool used, shut;
+		int fd;
+		uint64_t start;		/* CLOCK_MONOTONIC, us */
+	} conns[METRICS_CONNECTIONS];
 	struct metrics_facts facts;
 };
 

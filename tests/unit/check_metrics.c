@@ -587,6 +587,60 @@ START_TEST(server_reload_retries)
 }
 END_TEST
 
+/*
+ * A slowloris: a request whose header never ends, a byte every 200 ms (well
+ * inside libmicrohttpd's idle timeout), connected again whenever the server
+ * closes it.  Until killed.
+ */
+static pid_t trickler(uint16_t port)
+{
+	static const char start[] = "GET /metrics HTTP/1.1\r\nX-Slow: ";
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid)
+		return pid;
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	signal(SIGPIPE, SIG_IGN);
+	for (;;) {
+		int fd = connect_to(port);
+
+		if (write(fd, start, strlen(start)) == (ssize_t)strlen(start))
+			while (write(fd, "x", 1) == 1)
+				usleep(200000);
+		close(fd);
+	}
+}
+
+/*
+ * Every connection held by peers that trickle, reconnecting: a scrape is
+ * served all the same, once a connection's deadline (from its accept, not
+ * its last byte) frees a slot.
+ */
+START_TEST(server_slowloris)
+{
+	static char buf[1 << 20];
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	sd_event *loop;
+	size_t i;
+
+	m.deadline_us = 2000000;	/* the default's 10 s, shorter for the suite */
+	ck_assert_int_ge(sd_event_new(&loop), 0);
+	ck_assert_int_eq(metrics_listen(&m, loop, (struct sockaddr *)&a, sizeof(a), -1), 0);
+	for (i = 0; i < METRICS_CONNECTIONS; i++)
+		slow[i] = trickler(m.port);
+	for (i = 0; i < 3000 && MHD_get_daemon_info(m.mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS)->num_connections <
+	     METRICS_CONNECTIONS; i++)
+		sd_event_run(loop, 10000);
+	ck_assert_uint_eq(MHD_get_daemon_info(m.mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS)->num_connections,
+			  METRICS_CONNECTIONS);
+	scrape(loop, "GET /metrics HTTP/1.0\r\n\r\n", buf, sizeof(buf));
+	ck_assert_msg(strstr(buf, " 200 OK\r\n"), "got: %.200s", buf);
+	metrics_stop(&m);
+	sd_event_unref(loop);
+}
+END_TEST
+
 static unsigned int renders;
 
 static void counting_render(struct hbm_metrics *mm, struct metrics_buf *b)
@@ -656,6 +710,7 @@ Suite *metrics_suite(void)
 	tcase_add_test(td, server_scrape);
 	tcase_add_test(td, server_reload_retries);
 	tcase_add_test(td, server_renders_kept);
+	tcase_add_test(td, server_slowloris);
 	tcase_set_timeout(td, 60);
 	suite_add_tcase(s, td);
 	return s;
