@@ -753,7 +753,8 @@ static uint64_t now_us(void)
  * blocking device dump and stats request to the module, and nothing bounds
  * how often a peer may ask.  Scrapes within it get the same page (each a
  * copy: the next render must not pull one from under a response still
- * being sent).  Return: false when the page is past its bound.
+ * being sent).  Return: false when the page is past its bound (or no
+ * memory).
  */
 static bool fresh_page(struct hbm_metrics *m)
 {
@@ -761,23 +762,22 @@ static bool fresh_page(struct hbm_metrics *m)
 	uint64_t now = now_us();
 
 	if (m->page_at && now - m->page_at < m->keep_us)
-		return true;
+		return m->page != NULL;	/* a render that failed is kept as long */
 	metrics_buf_init(&b, METRICS_MAX_BYTES);
 	(m->render ? m->render : metrics_render)(m, &b);
 	free(m->page);
 	m->page = NULL;
 	m->page_len = 0;
-	m->page_at = 0;
+	m->page_at = now;
 	if (b.failed) {
 		fprintf(stderr, "<4>hbmguardd: metrics: the exposition is past %u bytes, or no memory: answered 500\n",
 			METRICS_MAX_BYTES);
 		metrics_buf_free(&b);
 		return false;
 	}
-	m->page = b.p;
+	m->page = b.p ? b.p : strdup("");
 	m->page_len = b.len;
-	m->page_at = now;
-	return true;
+	return m->page != NULL;
 }
 
 /*
@@ -948,14 +948,38 @@ static int arm(struct hbm_metrics *m)
 	return sd_event_source_set_enabled(m->timer, SD_EVENT_ONESHOT);
 }
 
+/**
+ * metrics_log() - one of libmicrohttpd's complaints, to the journal
+ * @m: the metrics
+ * @now_us: CLOCK_MONOTONIC
+ * @msg: the line
+ *
+ * Its complaints are mostly about what peers sent (a request cut short, a
+ * header past the memory bound), and any peer that reaches the port may
+ * send as many: one line a second at most, the count of those left out
+ * said before the next.
+ */
+void metrics_log(struct hbm_metrics *m, uint64_t now_us, const char *msg)
+{
+	if (m->log_at && now_us - m->log_at < 1000000) {
+		m->log_suppressed++;
+		return;
+	}
+	if (m->log_suppressed)
+		fprintf(stderr, "<4>hbmguardd: metrics: %" PRIu64 " more such lines suppressed\n",
+			m->log_suppressed);
+	m->log_suppressed = 0;
+	m->log_at = now_us;
+	fprintf(stderr, "<4>hbmguardd: metrics: %s\n", msg);
+}
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char msg[256];
 
-	(void)cls;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	msg[strcspn(msg, "\n")] = 0;
-	fprintf(stderr, "<4>hbmguardd: metrics: %s\n", msg);
+	metrics_log(cls, now_us(), msg);
 }
 
 /*
@@ -1018,7 +1042,7 @@ int metrics_listen(struct hbm_metrics *m, sd_event *loop, const struct sockaddr 
 	 */
 	errno = 0;
 	m->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, m,
-				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, m,
 				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, m,
 				  MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned int)METRICS_CONNECTIONS,

@@ -87,6 +87,8 @@ struct hbm_metrics {
 		int fd;
 		uint64_t start;		/* CLOCK_MONOTONIC, us */
 	} conns[METRICS_CONNECTIONS];
+	uint64_t log_at;		/* the last line of libmicrohttpd's said, us */
+	uint64_t log_suppressed;	/* since then */
 	struct metrics_facts facts;
 };
 
@@ -97,5 +99,6 @@ int metrics_reconfigure(struct hbm_metrics *m, const char *old);
 void metrics_stop(struct hbm_metrics *m);
 void metrics_fact(void *m, const struct hbm_fact *f);
 void metrics_render(struct hbm_metrics *m, struct metrics_buf *b);
+void metrics_log(struct hbm_metrics *m, uint64_t now_us, const char *msg);
 
 #endif /* HBM_METRICS_H */

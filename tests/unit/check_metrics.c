@@ -114,6 +114,53 @@ START_TEST(writer_bound)
 }
 END_TEST
 
+/* What @fn printed to stderr. */
+static const char *stderr_of(void (*fn)(void))
+{
+	static char out[4096];
+	FILE *f = tmpfile();
+	int saved = dup(2);
+	size_t n;
+
+	ck_assert_ptr_nonnull(f);
+	fflush(stderr);
+	dup2(fileno(f), 2);
+	fn();
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(f);
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = 0;
+	fclose(f);
+	return out;
+}
+
+static void complain(void)
+{
+	struct hbm_metrics lm = { 0 };
+	int i;
+
+	for (i = 0; i < 100; i++)
+		metrics_log(&lm, 5000000, "a");
+	metrics_log(&lm, 5999999, "b");
+	metrics_log(&lm, 6000000, "c");
+	metrics_log(&lm, 6000001, "d");
+	metrics_log(&lm, 9000000, "e");
+}
+
+/* A peer's bad requests make one line a second at most, the rest counted. */
+START_TEST(log_limited)
+{
+	ck_assert_str_eq(stderr_of(complain),
+			 "<4>hbmguardd: metrics: a\n"
+			 "<4>hbmguardd: metrics: 100 more such lines suppressed\n"
+			 "<4>hbmguardd: metrics: c\n"
+			 "<4>hbmguardd: metrics: 1 more such lines suppressed\n"
+			 "<4>hbmguardd: metrics: e\n");
+}
+END_TEST
+
 /* A daemon of the test's own: its source counts, its GPUs, its incidents. */
 static struct daemon d;
 static struct hbmd_core core;
@@ -702,6 +749,7 @@ Suite *metrics_suite(void)
 	tcase_add_test(tc, writer_escapes);
 	tcase_add_test(tc, writer_histogram);
 	tcase_add_test(tc, writer_bound);
+	tcase_add_test(tc, log_limited);
 	suite_add_tcase(s, tc);
 	tcase_add_checked_fixture(td, setup_daemon, teardown_daemon);
 	tcase_add_test(td, daemon_exposition);
