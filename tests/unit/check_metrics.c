@@ -557,7 +557,8 @@ START_TEST(server_scrape)
 	/*
 	 * At the bound of connections the next one waits, unserved, until one
 	 * of them goes.  The slow ones are dropped only after METRICS_TIMEOUT_S
-	 * idle: the look at the waiting one takes a small part of that.
+	 * idle or METRICS_DEADLINE_US from their accept: the look at the
+	 * waiting one takes a small part of that.
 	 */
 	for (i = 1; i < METRICS_CONNECTIONS; i++)
 		slow[i] = slow_client(m.port);
