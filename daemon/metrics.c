@@ -951,7 +951,7 @@ static int arm(struct hbm_metrics *m)
 /**
  * metrics_log() - one of libmicrohttpd's complaints, to the journal
  * @m: the metrics
- * @now_us: CLOCK_MONOTONIC
+ * @now: CLOCK_MONOTONIC, us
  * @msg: the line
  *
  * Its complaints are mostly about what peers sent (a request cut short, a
@@ -959,9 +959,9 @@ static int arm(struct hbm_metrics *m)
  * send as many: one line a second at most, the count of those left out
  * said before the next.
  */
-void metrics_log(struct hbm_metrics *m, uint64_t now_us, const char *msg)
+void metrics_log(struct hbm_metrics *m, uint64_t now, const char *msg)
 {
-	if (m->log_at && now_us - m->log_at < 1000000) {
+	if (m->log_at && now - m->log_at < 1000000) {
 		m->log_suppressed++;
 		return;
 	}
@@ -969,7 +969,7 @@ void metrics_log(struct hbm_metrics *m, uint64_t now_us, const char *msg)
 		fprintf(stderr, "<4>hbmguardd: metrics: %" PRIu64 " more such lines suppressed\n",
 			m->log_suppressed);
 	m->log_suppressed = 0;
-	m->log_at = now_us;
+	m->log_at = now;
 	fprintf(stderr, "<4>hbmguardd: metrics: %s\n", msg);
 }
 

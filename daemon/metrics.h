@@ -99,6 +99,6 @@ int metrics_reconfigure(struct hbm_metrics *m, const char *old);
 void metrics_stop(struct hbm_metrics *m);
 void metrics_fact(void *m, const struct hbm_fact *f);
 void metrics_render(struct hbm_metrics *m, struct metrics_buf *b);
-void metrics_log(struct hbm_metrics *m, uint64_t now_us, const char *msg);
+void metrics_log(struct hbm_metrics *m, uint64_t now, const char *msg);
 
 #endif /* HBM_METRICS_H */
