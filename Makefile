@@ -32,7 +32,10 @@ VERSION_DEF := -DHBM_VERSION='"$(VERSION)"'
 CFLAGS_USER := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -g \
 	-I$(TOP)/uapi -I$(TOP)/kmod -I$(TOP)/daemon
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
-SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+# float-cast-overflow: a double out of an integer's range converted to it
+# (undefined); GCC's -fsanitize=undefined leaves it out.
+SAN := -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all \
+	-fno-omit-frame-pointer
 
 CORE_SRC := kmod/table.c kmod/policy.c kmod/mce_decode.c kmod/mtree.c
 CORE_HDR := kmod/core.h kmod/mce_decode.h kmod/mtree.h uapi/linux/hbmguard.h
@@ -51,6 +54,9 @@ MHD_LIBS := $(shell pkg-config --libs libmicrohttpd 2>/dev/null)
 # The GPU sources' parsers (issue 13): pure code, unit-tested before their wiring.
 DAEMON_SRC += daemon/nvlog.c daemon/amdgpu_ras.c daemon/kmsg.c
 DAEMON_HDR += daemon/nvlog.h daemon/amdgpu_ras.h daemon/kmsg.h
+# Names made valid UTF-8, for hbmctl's JSON and the metrics' exposition.
+DAEMON_SRC += daemon/utf8.c
+DAEMON_HDR += daemon/utf8.h
 KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 
 .PHONY: all module modules-all userspace check check-unit check-cli check-ynl check-unitfile check-install \
@@ -141,8 +147,8 @@ $(BUILD)/hbmguardd: $(DAEMON_MAIN) $(DAEMON_MAIN_HDR) $(DAEMON_SRC) $(DAEMON_HDR
 
 # hbmctl's JSON is json-c's (daemon/cli.c); the advisor and systemd's time
 # spans are pure code of their own (advise.c, timespan.c).
-HBMCTL_SRC := daemon/hbmctl.c daemon/cli.c daemon/advise.c daemon/timespan.c
-HBMCTL_DEPS := $(HBMCTL_SRC) daemon/cli.h daemon/advise.h daemon/timespan.h \
+HBMCTL_SRC := daemon/hbmctl.c daemon/cli.c daemon/utf8.c daemon/advise.c daemon/timespan.c
+HBMCTL_DEPS := $(HBMCTL_SRC) daemon/cli.h daemon/utf8.h daemon/advise.h daemon/timespan.h \
 	$(BUILD)/libhbmguard.a dkms.conf
 $(BUILD)/hbmctl: $(HBMCTL_DEPS)
 	@mkdir -p $(@D)

@@ -26,7 +26,6 @@ extern enum hbm_cli_json hbm_cli_json;
 extern bool hbm_cli_legend;
 
 int hbm_cli_json_mode(const char *arg);
-size_t hbm_cli_utf8_repair(char *out, size_t cap, const char *s);
 
 struct json_object *hbm_cli_obj(void);
 struct json_object *hbm_cli_arr(void);

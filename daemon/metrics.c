@@ -12,30 +12,52 @@
  * not block (microhttpd.h of Debian bookworm's libmicrohttpd-dev 0.9.75:
  * "Run webserver operations (without blocking unless in client
  * callbacks)").  Its sockets are non-blocking: a client that reads slowly,
- * or sends half a request, holds a connection and nothing else.  A scrape
+ * or sends half a request, holds a connection and nothing else.  A render
  * gathers and writes the whole exposition in one callback, from the core's
  * source (one device dump and one stats request to the module, the same as
- * hbmctl status costs) and the parts' own counters.
+ * hbmctl status costs, and blocking) and the parts' own counters: at most
+ * one a second (METRICS_KEEP_US), whatever the scrape rate, the page kept
+ * and served again meanwhile; and libmicrohttpd's sources are dispatched
+ * after the daemon's own (SD_EVENT_PRIORITY_IDLE).
  *
  * Bounds: METRICS_CONNECTIONS at once (MHD_OPTION_CONNECTION_LIMIT; a
- * Prometheus server holds one, an operator's curl another), each
+ * Prometheus server holds one, an operator's curl another, the rest is
+ * room against a peer that holds many: 1 MiB of requests at most), each
  * METRICS_CONNECTION_MEMORY for its request (MHD_OPTION_CONNECTION_MEMORY_LIMIT:
  * a GET with its headers, no body), closed after METRICS_TIMEOUT_S idle
- * (MHD_OPTION_CONNECTION_TIMEOUT), and an exposition of at most
+ * (MHD_OPTION_CONNECTION_TIMEOUT) and METRICS_DEADLINE_US after it was
+ * accepted, whatever it does (below), and an exposition of at most
  * METRICS_MAX_BYTES (256 devices of some 40 series each fit many times
  * over): past it the scrape is answered 500, not cut short.
+ *
+ * The deadline is the daemon's own: libmicrohttpd 0.9.75's timeout is of
+ * inactivity only (microhttpd.h lines 1578-1585), so a peer sending a
+ * header byte every few seconds would hold its connection for hours, and
+ * all of them with as many connections.  Each connection is noted with the
+ * time it was accepted (MHD_OPTION_NOTIFY_CONNECTION, its socket from
+ * MHD_CONNECTION_INFO_CONNECTION_FD), and one past its deadline is shut
+ * down (shutdown(2)): libmicrohttpd reads its end and closes it itself.
+ *
+ * No limit per peer address (MHD_OPTION_PER_IP_CONNECTION_LIMIT): every
+ * local user is 127.0.0.1, so one local user could hold the loopback's
+ * share and have a local Prometheus's connections refused at once, where
+ * without it they wait in the backlog for a connection's deadline to free
+ * its slot; and a remote peer with IPv6 has addresses to spare.  The
+ * deadline is what bounds a peer: no connection keeps its slot past it.
  *
  * Not served: OpenMetrics (its counters must end in _total, which
  * dcgm-exporter's DCGM_FI_DEV_* counters do not), compression, TLS (a
  * reverse proxy's business).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
@@ -49,6 +71,7 @@
 #include "metrics.h"
 #include "recovery.h"
 #include "store.h"
+#include "utf8.h"
 
 /* The writer */
 
@@ -120,9 +143,12 @@ static void putf(struct metrics_buf *b, const char *fmt, ...)
 
 /*
  * The format's escapes: in a label value backslash, double quote and line
- * feed; in a HELP text backslash and line feed.  Anything else, bytes that
- * are not UTF-8 included, goes as it is: the parser takes any byte up to the
- * closing quote (promtool's, expfmt's readTokenAsLabelValue()).
+ * feed; in a HELP text backslash and line feed.  Label values must also be
+ * valid UTF-8: a scrape with one that is not is rejected whole (promtool
+ * check metrics, Prometheus's parser: "text format parsing error in line 3:
+ * invalid label value "GPU-\xe2\x82""; check_metrics.c), and an identity, a
+ * UUID or a model name is whatever a kernel or a driver wrote: ill-formed
+ * bytes become U+FFFD (utf8.c), the rest of the name kept.
  */
 static void put_escaped(struct metrics_buf *b, const char *s, bool quote)
 {
@@ -136,6 +162,21 @@ static void put_escaped(struct metrics_buf *b, const char *s, bool quote)
 		else
 			put(b, s, 1);
 	}
+}
+
+static void put_label_value(struct metrics_buf *b, const char *s)
+{
+	size_t cap = 3 * strlen(s) + 1;
+	char small[256], *buf = cap <= sizeof(small) ? small : malloc(cap);
+
+	if (!buf) {
+		b->failed = true;
+		return;
+	}
+	hbm_utf8_repair(buf, cap, s);
+	put_escaped(b, buf, true);
+	if (buf != small)
+		free(buf);
 }
 
 /**
@@ -161,7 +202,7 @@ static void put_value(struct metrics_buf *b, double v)
 		put(b, v > 0 ? "+Inf" : "-Inf", 4);
 	else if (isnan(v))
 		put(b, "NaN", 3);
-	else if (v == (double)(uint64_t)v && v < 1e17)	/* counts as integers */
+	else if (v >= 0 && v < 1e17 && v == floor(v))	/* counts as integers; the cast in range */
 		putf(b, "%" PRIu64, (uint64_t)v);
 	else
 		putf(b, "%.17g", v);
@@ -177,7 +218,7 @@ static void put_sample(struct metrics_buf *b, const char *name, const char *suff
 		put(b, "{", 1);
 		for (i = 0; i < nl; i++) {
 			putf(b, "%s%s=\"", i ? "," : "", l[i].name);
-			put_escaped(b, l[i].value, true);
+			put_label_value(b, l[i].value);
 			put(b, "\"", 1);
 		}
 		if (le)
@@ -496,7 +537,12 @@ static void incident_series(struct metrics_buf *b, struct daemon *d)
 			for (i = 0; i < n; i++) {
 				size_t next = next_state(&in[i], st);
 
-				if (in[i].at[st] && next && !strcmp(outcome(&in[i]), outcomes[o]))
+				/*
+				 * The times are the wall clock's (recovery.c):
+				 * a span it was stepped back in is no duration.
+				 */
+				if (in[i].at[st] && next && in[i].at[next] >= in[i].at[st] &&
+				    !strcmp(outcome(&in[i]), outcomes[o]))
 					obs[nobs++] = (in[i].at[next] - in[i].at[st]) / 1e6;
 			}
 			metrics_histogram(b, phase, l, 2, phase_bounds,
@@ -687,15 +733,58 @@ void metrics_render(struct hbm_metrics *m, struct metrics_buf *b)
 	incident_series(b, d);
 	store_series(b, d->store);
 	dcgm_series(b, d);
-	metrics_family(b, "hbmguard_scrapes_total", "counter", "Scrapes served, this one included.");
+	metrics_family(b, "hbmguard_scrapes_total", "counter",
+		       "GET scrapes up to this page's rendering, its own included (a page is served for a second).");
 	metrics_sample(b, "hbmguard_scrapes_total", NULL, 0, m->scrapes);
 }
 
 /* The server */
 
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000ULL + ts.tv_nsec / 1000;
+}
+
+/*
+ * The exposition, rendered at most once per .keep_us: a render is a
+ * blocking device dump and stats request to the module, and nothing bounds
+ * how often a peer may ask.  Scrapes within it get the same page (each a
+ * copy: the next render must not pull one from under a response still
+ * being sent).  Return: false when the page is past its bound (or no
+ * memory).
+ */
+static bool fresh_page(struct hbm_metrics *m)
+{
+	struct metrics_buf b;
+	uint64_t now = now_us();
+
+	if (m->page_at && now - m->page_at < m->keep_us)
+		return m->page != NULL;	/* a render that failed is kept as long */
+	metrics_buf_init(&b, METRICS_MAX_BYTES);
+	(m->render ? m->render : metrics_render)(m, &b);
+	free(m->page);
+	m->page = NULL;
+	m->page_len = 0;
+	m->page_at = now;
+	if (b.failed) {
+		fprintf(stderr, "<4>hbmguardd: metrics: the exposition is past %u bytes, or no memory: answered 500\n",
+			METRICS_MAX_BYTES);
+		metrics_buf_free(&b);
+		return false;
+	}
+	m->page = b.p ? b.p : strdup("");
+	m->page_len = b.len;
+	return m->page != NULL;
+}
+
 /*
  * MHD_AccessHandlerCallback (microhttpd.h): called once the headers are
- * in; a GET has no body, so the first call answers.
+ * in; a GET has no body, so the first call answers.  A HEAD gets the
+ * headers of the page kept, if any, and never a render: libmicrohttpd
+ * sends no body for it.
  */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
 				  const char *method, const char *version,
@@ -706,7 +795,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	static char too_big[] = "the exposition is past its bound\n";
 	struct hbm_metrics *m = cls;
 	struct MHD_Response *r;
-	struct metrics_buf b;
 	unsigned int code = MHD_HTTP_OK;
 	enum MHD_Result ret;
 
@@ -724,24 +812,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		r = MHD_create_response_from_buffer(strlen(not_found), not_found,
 						    MHD_RESPMEM_PERSISTENT);
 	} else {
-		m->scrapes++;
-		metrics_buf_init(&b, METRICS_MAX_BYTES);
-		(m->render ? m->render : metrics_render)(m, &b);
-		if (b.failed) {
-			fprintf(stderr, "<4>hbmguardd: metrics: the exposition is past %u bytes, or no memory: answered 500\n",
-				METRICS_MAX_BYTES);
-			metrics_buf_free(&b);
-			code = MHD_HTTP_INTERNAL_SERVER_ERROR;
-			r = MHD_create_response_from_buffer(strlen(too_big), too_big,
-							    MHD_RESPMEM_PERSISTENT);
-		} else {
-			/* MHD_RESPMEM_MUST_FREE: libmicrohttpd free()s it with the response */
-			r = MHD_create_response_from_buffer(b.len, b.p ? b.p : "",
-							    b.p ? MHD_RESPMEM_MUST_FREE :
-							    MHD_RESPMEM_PERSISTENT);
-			if (!r)
-				free(b.p);
+		if (strcmp(method, MHD_HTTP_METHOD_HEAD)) {
+			m->scrapes++;
+			if (!fresh_page(m))
+				code = MHD_HTTP_INTERNAL_SERVER_ERROR;
 		}
+		r = code == MHD_HTTP_OK ?
+			MHD_create_response_from_buffer(m->page_len, m->page ? m->page : "",
+							MHD_RESPMEM_MUST_COPY) :
+			MHD_create_response_from_buffer(strlen(too_big), too_big,
+							MHD_RESPMEM_PERSISTENT);
 	}
 	if (!r)
 		return MHD_NO;
@@ -753,6 +833,61 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 }
 
 static int arm(struct hbm_metrics *m);
+
+/*
+ * MHD_NotifyConnectionCallback: a connection accepted, or closed.  One
+ * that cannot be noted (no slot: never past MHD_OPTION_CONNECTION_LIMIT)
+ * is shut down at once rather than left without a deadline.
+ */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **ctx,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct hbm_metrics *m = cls;
+	const union MHD_ConnectionInfo *info;
+	struct metrics_conn *x = NULL;
+	size_t i;
+
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		x = *ctx;
+		if (x)
+			x->used = false;
+		*ctx = NULL;
+		return;
+	}
+	info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!info)
+		return;
+	for (i = 0; i < METRICS_CONNECTIONS && !x; i++)
+		if (!m->conns[i].used)
+			x = &m->conns[i];
+	if (!x) {
+		shutdown(info->connect_fd, SHUT_RDWR);
+		return;
+	}
+	*x = (struct metrics_conn){ .used = true, .fd = info->connect_fd, .start = now_us() };
+	*ctx = x;
+}
+
+/* Shut down the connections past their deadline; the earliest one to come, or UINT64_MAX. */
+static uint64_t expire(struct hbm_metrics *m)
+{
+	uint64_t now = now_us(), next = UINT64_MAX;
+	size_t i;
+
+	for (i = 0; i < METRICS_CONNECTIONS; i++) {
+		struct metrics_conn *x = &m->conns[i];
+
+		if (!x->used || x->shut)
+			continue;
+		if (now - x->start >= m->deadline_us) {
+			shutdown(x->fd, SHUT_RDWR);
+			x->shut = true;
+		} else if (x->start + m->deadline_us < next) {
+			next = x->start + m->deadline_us;
+		}
+	}
+	return next;
+}
 
 static unsigned int connections(struct hbm_metrics *m)
 {
@@ -778,6 +913,7 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *arg)
 	(void)s;
 	(void)fd;
 	(void)revents;
+	expire(m);
 	MHD_run(m->mhd);
 	if (before >= METRICS_CONNECTIONS && connections(m) < METRICS_CONNECTIONS)
 		MHD_run(m->mhd);
@@ -792,30 +928,85 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *arg)
 
 /*
  * MHD_get_timeout(): "MHD_run() must be called not later than timeout
- * millisecond" when it says MHD_YES; MHD_NO: nothing is due.
+ * millisecond" when it says MHD_YES; MHD_NO: nothing is due.  Or earlier,
+ * for the next connection's deadline.
  */
 static int arm(struct hbm_metrics *m)
 {
+	uint64_t at = expire(m), now = now_us();
 	MHD_UNSIGNED_LONG_LONG ms;
-	uint64_t now;
 
-	if (MHD_get_timeout(m->mhd, &ms) != MHD_YES)
+	if (MHD_get_timeout(m->mhd, &ms) == MHD_YES) {
+		if (ms > 3600 * 1000ULL)
+			ms = 3600 * 1000ULL;
+		if (now + ms * 1000 < at)
+			at = now + ms * 1000;
+	}
+	if (at == UINT64_MAX)
 		return sd_event_source_set_enabled(m->timer, SD_EVENT_OFF);
-	sd_event_now(m->loop, CLOCK_MONOTONIC, &now);
-	if (ms > 3600 * 1000ULL)
-		ms = 3600 * 1000ULL;
-	sd_event_source_set_time(m->timer, now + ms * 1000);
+	sd_event_source_set_time(m->timer, at);
 	return sd_event_source_set_enabled(m->timer, SD_EVENT_ONESHOT);
+}
+
+/**
+ * metrics_log() - one of libmicrohttpd's complaints, to the journal
+ * @m: the metrics
+ * @now: CLOCK_MONOTONIC, us
+ * @msg: the line
+ *
+ * Its complaints are mostly about what peers sent (a request cut short, a
+ * header past the memory bound), and any peer that reaches the port may
+ * send as many: one line a second at most, the count of those left out
+ * said before the next.
+ */
+void metrics_log(struct hbm_metrics *m, uint64_t now, const char *msg)
+{
+	if (m->log_at && now - m->log_at < 1000000) {
+		m->log_suppressed++;
+		return;
+	}
+	if (m->log_suppressed)
+		fprintf(stderr, "<4>hbmguardd: metrics: %" PRIu64 " more such lines suppressed\n",
+			m->log_suppressed);
+	m->log_suppressed = 0;
+	m->log_at = now;
+	fprintf(stderr, "<4>hbmguardd: metrics: %s\n", msg);
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char msg[256];
 
-	(void)cls;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	msg[strcspn(msg, "\n")] = 0;
-	fprintf(stderr, "<4>hbmguardd: metrics: %s\n", msg);
+	metrics_log(cls, now_us(), msg);
+}
+
+/*
+ * The listening socket, made here rather than by MHD_start_daemon() with
+ * MHD_OPTION_SOCK_ADDR, which answers NULL whatever failed: bind()'s own
+ * errno (EADDRINUSE, EACCES, EADDRNOTAVAIL) is what the operator needs.  As
+ * libmicrohttpd would make it: IPv6 only for an IPv6 address (MHD_USE_IPv6
+ * without MHD_USE_DUAL_STACK, microhttpd.h 0.9.75 lines 1284-1291); and
+ * SO_REUSEADDR, so that a restart is not refused for the last run's
+ * connections in TIME_WAIT (a socket still listening is refused all the same).
+ */
+static int listen_on(const struct sockaddr *addr, socklen_t len)
+{
+	int one = 1, err, fd;
+
+	fd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    (addr->sa_family == AF_INET6 &&
+	     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one))) ||
+	    bind(fd, addr, len) || listen(fd, SOMAXCONN)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
 }
 
 /**
@@ -826,50 +1017,68 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
  * @len: its length
  * @fd: a listening socket to take over (systemd's), or -1
  *
- * Return: 0, or a negative errno.
+ * Return: 0, or a negative errno (bind()'s when the address is the trouble).
  */
 int metrics_listen(struct hbm_metrics *m, sd_event *loop, const struct sockaddr *addr,
 		   socklen_t len, int fd)
 {
 	const union MHD_DaemonInfo *info;
 	unsigned int flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+	bool own = fd < 0;
 	int err;
 
-	(void)len;
 	m->loop = loop;
-	if (addr && addr->sa_family == AF_INET6)
-		flags |= MHD_USE_IPv6;
+	if (own) {
+		fd = listen_on(addr, len);
+		if (fd < 0)
+			return fd;
+		if (addr->sa_family == AF_INET6)
+			flags |= MHD_USE_IPv6;
+	}
 	/*
-	 * MHD_start_daemon(): the logger first (MHD says so when it is not), port 0 with MHD_OPTION_SOCK_ADDR or
-	 * MHD_OPTION_LISTEN_SOCKET, which override it; no default handler
-	 * (dh) but ours.
+	 * MHD_start_daemon(): the logger first (MHD says so when it is not),
+	 * port 0 with MHD_OPTION_LISTEN_SOCKET, which overrides it; no default
+	 * handler (dh) but ours.
 	 */
-	m->mhd = fd >= 0 ?
-		MHD_start_daemon(flags, 0, NULL, NULL, on_request, m,
-				 MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-				 MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
-				 MHD_OPTION_CONNECTION_LIMIT, (unsigned int)METRICS_CONNECTIONS,
-				 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)METRICS_CONNECTION_MEMORY,
-				 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)METRICS_TIMEOUT_S,
-				 MHD_OPTION_END) :
-		MHD_start_daemon(flags, 0, NULL, NULL, on_request, m,
-				 MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-				 MHD_OPTION_SOCK_ADDR, addr,
-				 MHD_OPTION_CONNECTION_LIMIT, (unsigned int)METRICS_CONNECTIONS,
-				 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)METRICS_CONNECTION_MEMORY,
-				 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)METRICS_TIMEOUT_S,
-				 MHD_OPTION_END);
-	if (!m->mhd)
-		return -EADDRNOTAVAIL;	/* mhd_log() said why */
+	errno = 0;
+	m->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, m,
+				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, m,
+				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, m,
+				  MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
+				  MHD_OPTION_CONNECTION_LIMIT, (unsigned int)METRICS_CONNECTIONS,
+				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)METRICS_CONNECTION_MEMORY,
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)METRICS_TIMEOUT_S,
+				  MHD_OPTION_END);
+	if (!m->mhd) {
+		err = errno ? -errno : -EIO;	/* mhd_log() said why */
+		/* whether a failed start closed the socket it was given is not said */
+		if (own && fcntl(fd, F_GETFD) >= 0)
+			close(fd);
+		return err;
+	}
 	info = MHD_get_daemon_info(m->mhd, MHD_DAEMON_INFO_EPOLL_FD);
 	if (!info) {
 		metrics_stop(m);
 		return -EINVAL;
 	}
+	if (!m->keep_us)
+		m->keep_us = METRICS_KEEP_US;
+	if (!m->deadline_us)
+		m->deadline_us = METRICS_DEADLINE_US;
+	/*
+	 * Below the daemon's own sources (priority 0): the kernel's events and
+	 * the control socket's requests are dispatched first, a scrape when
+	 * nothing of theirs is pending.
+	 */
 	err = sd_event_add_io(loop, &m->io, info->epoll_fd, EPOLLIN, on_io, m);
 	if (!err)
-		err = sd_event_add_time(loop, &m->timer, CLOCK_MONOTONIC, UINT64_MAX, 0,
+		err = sd_event_source_set_priority(m->io, SD_EVENT_PRIORITY_IDLE);
+	if (!err)
+		err = sd_event_add_time(loop, &m->timer, CLOCK_MONOTONIC, UINT64_MAX,
+					1 /* us: 0 would be sd-event's 250 ms, past arm()'s "not later" */,
 					on_timer, m);
+	if (!err)
+		err = sd_event_source_set_priority(m->timer, SD_EVENT_PRIORITY_IDLE);
 	if (!err)
 		err = arm(m);
 	if (err < 0) {
@@ -914,6 +1123,7 @@ int metrics_start(struct hbm_metrics *m, struct daemon *d, sd_event *loop)
 	int fd = passed_socket(), err;
 
 	m->d = d;
+	m->loop = loop;		/* for a reload that turns it on */
 	if (fd < 0 && !c->addr_len)
 		return 0;
 	err = metrics_listen(m, loop, fd < 0 ? (const struct sockaddr *)&c->addr : NULL,
@@ -929,13 +1139,16 @@ int metrics_start(struct hbm_metrics *m, struct daemon *d, sd_event *loop)
  * @m: the metrics
  * @old: the Listen= in force before it
  *
- * A socket systemd passed is kept: it is the unit's to move.
+ * The same Listen= is tried again when it could not be listened on (the
+ * port was taken at start): a reload is what the error message promised.
+ * A socket systemd passed is kept: it is the unit's to move, and one a
+ * failed start may have closed is not taken up again under its number.
  *
  * Return: 0, or a negative errno: it could not listen (and does not).
  */
 int metrics_reconfigure(struct hbm_metrics *m, const char *old)
 {
-	if (!strcmp(old, m->d->cfg.metrics.listen) || passed_socket() >= 0)
+	if (passed_socket() >= 0 || (m->mhd && !strcmp(old, m->d->cfg.metrics.listen)))
 		return 0;
 	metrics_stop(m);
 	return metrics_start(m, m->d, m->loop);
@@ -952,4 +1165,9 @@ void metrics_stop(struct hbm_metrics *m)
 	if (m->mhd)
 		MHD_stop_daemon(m->mhd);
 	m->mhd = NULL;
+	memset(m->conns, 0, sizeof(m->conns));
+	free(m->page);
+	m->page = NULL;
+	m->page_len = 0;
+	m->page_at = 0;
 }

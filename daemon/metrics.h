@@ -58,10 +58,12 @@ struct metrics_facts {
 };
 
 /* Bounds on what a scrape may take (metrics.c says why these). */
-#define METRICS_CONNECTIONS	8
+#define METRICS_CONNECTIONS	64
 #define METRICS_CONNECTION_MEMORY	(16 * 1024)
 #define METRICS_TIMEOUT_S	10
+#define METRICS_DEADLINE_US	(10 * 1000000ULL)
 #define METRICS_MAX_BYTES	(4 * 1024 * 1024)
+#define METRICS_KEEP_US		1000000
 
 struct hbm_metrics {
 	struct daemon *d;		/* NULL in a test that renders its own */
@@ -73,6 +75,20 @@ struct hbm_metrics {
 	/* the exposition; a test's own, or NULL: the daemon's (metrics_render()) */
 	void (*render)(struct hbm_metrics *m, struct metrics_buf *b);
 	uint64_t scrapes;
+	/* the last exposition, served again for .keep_us (metrics.c says why) */
+	char *page;
+	size_t page_len;
+	uint64_t page_at;		/* CLOCK_MONOTONIC, us; 0: none */
+	uint64_t keep_us;		/* 0: METRICS_KEEP_US (a test sets its own) */
+	uint64_t deadline_us;		/* 0: METRICS_DEADLINE_US (likewise) */
+	/* each connection's socket and when it was accepted, for its deadline */
+	struct metrics_conn {
+		bool used, shut;
+		int fd;
+		uint64_t start;		/* CLOCK_MONOTONIC, us */
+	} conns[METRICS_CONNECTIONS];
+	uint64_t log_at;		/* the last line of libmicrohttpd's said, us */
+	uint64_t log_suppressed;	/* since then */
 	struct metrics_facts facts;
 };
 
@@ -83,5 +99,6 @@ int metrics_reconfigure(struct hbm_metrics *m, const char *old);
 void metrics_stop(struct hbm_metrics *m);
 void metrics_fact(void *m, const struct hbm_fact *f);
 void metrics_render(struct hbm_metrics *m, struct metrics_buf *b);
+void metrics_log(struct hbm_metrics *m, uint64_t now, const char *msg);
 
 #endif /* HBM_METRICS_H */

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Unit tests of hbmctl's output conventions (daemon/cli.c). */
+/* Unit tests of hbmctl's output conventions (daemon/cli.c) and daemon/utf8.c. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -7,13 +7,14 @@
 #include <string.h>
 
 #include "cli.h"
+#include "utf8.h"
 #include "unit.h"
 
 static const char *repaired(const char *s)
 {
 	static char out[256];
 
-	hbm_cli_utf8_repair(out, sizeof(out), s);
+	hbm_utf8_repair(out, sizeof(out), s);
 	return out;
 }
 
@@ -46,13 +47,13 @@ START_TEST(utf8_repair)
 	ck_assert_str_eq(repaired("\xf4\x90\x80\x80"), FFFD FFFD FFFD FFFD);
 	ck_assert_str_eq(repaired("\xf5\x80"), FFFD FFFD);
 	/* Too little room: cut between characters, never in one. */
-	ck_assert_uint_eq(hbm_cli_utf8_repair(out, 4, "ab\xc3\xa9"), 2);
+	ck_assert_uint_eq(hbm_utf8_repair(out, 4, "ab\xc3\xa9"), 2);
 	ck_assert_str_eq(out, "ab");
-	ck_assert_uint_eq(hbm_cli_utf8_repair(out, 4, "a\xff"), 1);
+	ck_assert_uint_eq(hbm_utf8_repair(out, 4, "a\xff"), 1);
 	ck_assert_str_eq(out, "a");
-	ck_assert_uint_eq(hbm_cli_utf8_repair(out, 5, "a\xff"), 4);
+	ck_assert_uint_eq(hbm_utf8_repair(out, 5, "a\xff"), 4);
 	ck_assert_str_eq(out, "a" FFFD);
-	ck_assert_uint_eq(hbm_cli_utf8_repair(out, 1, "abc"), 0);
+	ck_assert_uint_eq(hbm_utf8_repair(out, 1, "abc"), 0);
 	ck_assert_str_eq(out, "");
 }
 END_TEST

@@ -51,6 +51,8 @@ static void fill_escapes(struct metrics_buf *b)
 	metrics_sample(b, "hbmguard_x_total", l, 2, 3);
 	metrics_sample(b, "hbmguard_x_total", NULL, 0, 18446744073709551615.0);
 	metrics_sample(b, "hbmguard_x_total", NULL, 0, 0.25);
+	metrics_sample(b, "hbmguard_x_total", NULL, 0, -1);
+	metrics_sample(b, "hbmguard_x_total", NULL, 0, 1e300);
 }
 
 START_TEST(writer_escapes)
@@ -60,7 +62,9 @@ START_TEST(writer_escapes)
 			 "# TYPE hbmguard_x_total counter\n"
 			 "hbmguard_x_total{device=\"a\\\\b\\\"c\\nd\",id=\"7\"} 3\n"
 			 "hbmguard_x_total 1.8446744073709552e+19\n"
-			 "hbmguard_x_total 0.25\n");
+			 "hbmguard_x_total 0.25\n"
+			 "hbmguard_x_total -1\n"
+			 "hbmguard_x_total 1.0000000000000001e+300\n");
 }
 END_TEST
 
@@ -107,6 +111,53 @@ START_TEST(writer_bound)
 	ck_assert(b.failed);
 	ck_assert_uint_le(b.len, 1000);
 	metrics_buf_free(&b);
+}
+END_TEST
+
+/* What @fn printed to stderr. */
+static const char *stderr_of(void (*fn)(void))
+{
+	static char out[4096];
+	FILE *f = tmpfile();
+	int saved = dup(2);
+	size_t n;
+
+	ck_assert_ptr_nonnull(f);
+	fflush(stderr);
+	dup2(fileno(f), 2);
+	fn();
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(f);
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = 0;
+	fclose(f);
+	return out;
+}
+
+static void complain(void)
+{
+	struct hbm_metrics lm = { 0 };
+	int i;
+
+	for (i = 0; i < 100; i++)
+		metrics_log(&lm, 5000000, "a");
+	metrics_log(&lm, 5999999, "b");
+	metrics_log(&lm, 6000000, "c");
+	metrics_log(&lm, 6000001, "d");
+	metrics_log(&lm, 9000000, "e");
+}
+
+/* A peer's bad requests make one line a second at most, the rest counted. */
+START_TEST(log_limited)
+{
+	ck_assert_str_eq(stderr_of(complain),
+			 "<4>hbmguardd: metrics: a\n"
+			 "<4>hbmguardd: metrics: 100 more such lines suppressed\n"
+			 "<4>hbmguardd: metrics: c\n"
+			 "<4>hbmguardd: metrics: 1 more such lines suppressed\n"
+			 "<4>hbmguardd: metrics: e\n");
 }
 END_TEST
 
@@ -326,6 +377,44 @@ START_TEST(daemon_exposition)
 }
 END_TEST
 
+/*
+ * Names that are not UTF-8 (an identity, a GPU's model as a driver wrote
+ * them): repaired, or Prometheus would reject the whole scrape.
+ */
+START_TEST(daemon_not_utf8)
+{
+	struct metrics_buf b;
+	char *t;
+
+	snprintf(gpus.gpu[0].found.name, sizeof(gpus.gpu[0].found.name), "H100 \xc3(\xff)");
+	snprintf(gpus.gpu[0].found.identity, sizeof(gpus.gpu[0].found.identity), "GPU-\xe2\x82");
+	t = render_daemon(&b);
+	ck_assert_ptr_nonnull(strstr(t, "UUID=\"GPU-\xef\xbf\xbd\""));
+	ck_assert_ptr_nonnull(strstr(t, "modelName=\"H100 \xef\xbf\xbd(\xef\xbf\xbd)\""));
+	promtool_check(t, b.len);
+	metrics_buf_free(&b);
+}
+END_TEST
+
+/*
+ * The incidents' times are the wall clock's: one stepped back between two
+ * states is no phase of 2^64 us (5.8e5 years), nor of a negative time.
+ */
+START_TEST(daemon_clock_step)
+{
+	struct metrics_buf b;
+	char *t;
+
+	incidents[0].info.at[HBM_INCIDENT_RESTORING] = 1200000;	/* before isolated's 1300000 */
+	t = render_daemon(&b);
+	ck_assert_ptr_nonnull(strstr(t, "hbmguard_incident_phase_duration_seconds_count{phase=\"isolated\","
+				     "outcome=\"resumed\"} 0\n"));
+	ck_assert_ptr_nonnull(strstr(t, "hbmguard_incident_phase_duration_seconds_sum{phase=\"restoring\","
+				     "outcome=\"resumed\"} 0.80000000000000004\n"));
+	metrics_buf_free(&b);
+}
+END_TEST
+
 /* The server: an HTTP exchange over a socket, in a child while the parent runs the loop */
 
 static int connect_to(uint16_t port)
@@ -436,11 +525,15 @@ START_TEST(server_scrape)
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	sd_event *loop;
 	size_t len, i;
+	uint64_t acc;
 	char *body;
 
 	ck_assert_int_ge(sd_event_new(&loop), 0);
 	ck_assert_int_eq(metrics_listen(&m, loop, (struct sockaddr *)&a, sizeof(a), -1), 0);
 	ck_assert_uint_ne(m.port, 0);
+	/* MHD_get_timeout()'s deadline is kept to the microsecond, not sd-event's default 250 ms */
+	ck_assert_int_eq(sd_event_source_get_time_accuracy(m.timer, &acc), 0);
+	ck_assert_uint_eq(acc, 1);
 
 	/* a client stuck half way through its request holds its connection, nothing else */
 	slow[0] = slow_client(m.port);
@@ -464,7 +557,8 @@ START_TEST(server_scrape)
 	/*
 	 * At the bound of connections the next one waits, unserved, until one
 	 * of them goes.  The slow ones are dropped only after METRICS_TIMEOUT_S
-	 * idle: the look at the waiting one takes a small part of that.
+	 * idle or METRICS_DEADLINE_US from their accept: the look at the
+	 * waiting one takes a small part of that.
 	 */
 	for (i = 1; i < METRICS_CONNECTIONS; i++)
 		slow[i] = slow_client(m.port);
@@ -500,6 +594,153 @@ START_TEST(server_scrape)
 }
 END_TEST
 
+/*
+ * A reload retries: the endpoint off at start then turned on, a port
+ * another holds (bind()'s EADDRINUSE said, not some other errno), the same
+ * Listen= again once the port is free.
+ */
+START_TEST(server_reload_retries)
+{
+	static char buf[1 << 20];
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct hbm_metrics_config *c = &d.cfg.metrics;
+	socklen_t len = sizeof(a);
+	int blocker = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	sd_event *loop;
+
+	ck_assert_int_ge(sd_event_new(&loop), 0);
+	ck_assert_int_ge(blocker, 0);
+	ck_assert_int_eq(bind(blocker, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(blocker, 1), 0);
+	ck_assert_int_eq(getsockname(blocker, (struct sockaddr *)&a, &len), 0);
+
+	ck_assert_int_eq(metrics_start(&m, &d, loop), 0);	/* no Listen=: off */
+	ck_assert_ptr_null(m.mhd);
+	snprintf(c->listen, sizeof(c->listen), "127.0.0.1:%u", ntohs(a.sin_port));
+	memcpy(&c->addr, &a, sizeof(a));
+	c->addr_len = sizeof(a);
+	ck_assert_int_eq(metrics_reconfigure(&m, ""), -EADDRINUSE);
+	ck_assert_ptr_null(m.mhd);
+	close(blocker);
+	ck_assert_int_eq(metrics_reconfigure(&m, c->listen), 0);
+	ck_assert_ptr_nonnull(m.mhd);
+	ck_assert_uint_eq(m.port, ntohs(a.sin_port));
+	scrape(loop, "GET /metrics HTTP/1.0\r\n\r\n", buf, sizeof(buf));
+	ck_assert_msg(strstr(buf, " 200 OK\r\n"), "got: %.200s", buf);
+	/* listening, the same Listen=: nothing to do */
+	ck_assert_int_eq(metrics_reconfigure(&m, c->listen), 0);
+	ck_assert_ptr_nonnull(m.mhd);
+	metrics_stop(&m);
+	sd_event_unref(loop);
+}
+END_TEST
+
+/*
+ * A slowloris: a request whose header never ends, a byte every 200 ms (well
+ * inside libmicrohttpd's idle timeout), connected again whenever the server
+ * closes it.  Until killed.
+ */
+static pid_t trickler(uint16_t port)
+{
+	static const char start[] = "GET /metrics HTTP/1.1\r\nX-Slow: ";
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid)
+		return pid;
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	signal(SIGPIPE, SIG_IGN);
+	for (;;) {
+		int fd = connect_to(port);
+
+		if (write(fd, start, strlen(start)) == (ssize_t)strlen(start))
+			while (write(fd, "x", 1) == 1)
+				usleep(200000);
+		close(fd);
+	}
+}
+
+/*
+ * Every connection held by peers that trickle, reconnecting: a scrape is
+ * served all the same, once a connection's deadline (from its accept, not
+ * its last byte) frees a slot.
+ */
+START_TEST(server_slowloris)
+{
+	static char buf[1 << 20];
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	sd_event *loop;
+	size_t i;
+
+	m.deadline_us = 2000000;	/* the default's 10 s, shorter for the suite */
+	ck_assert_int_ge(sd_event_new(&loop), 0);
+	ck_assert_int_eq(metrics_listen(&m, loop, (struct sockaddr *)&a, sizeof(a), -1), 0);
+	for (i = 0; i < METRICS_CONNECTIONS; i++)
+		slow[i] = trickler(m.port);
+	for (i = 0; i < 3000 && MHD_get_daemon_info(m.mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS)->num_connections <
+	     METRICS_CONNECTIONS; i++)
+		sd_event_run(loop, 10000);
+	ck_assert_uint_eq(MHD_get_daemon_info(m.mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS)->num_connections,
+			  METRICS_CONNECTIONS);
+	scrape(loop, "GET /metrics HTTP/1.0\r\n\r\n", buf, sizeof(buf));
+	ck_assert_msg(strstr(buf, " 200 OK\r\n"), "got: %.200s", buf);
+	metrics_stop(&m);
+	sd_event_unref(loop);
+}
+END_TEST
+
+static unsigned int renders;
+
+static void counting_render(struct hbm_metrics *mm, struct metrics_buf *b)
+{
+	(void)mm;
+	renders++;
+	metrics_family(b, "hbmguard_renders", "gauge", "Renders so far.");
+	metrics_sample(b, "hbmguard_renders", NULL, 0, renders);
+}
+
+/*
+ * A render (the module asked, blocking) at most once per .keep_us, whatever
+ * the scrape rate; none for a HEAD; below the daemon's own sources.
+ */
+START_TEST(server_renders_kept)
+{
+	static char buf[1 << 16];
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int64_t prio;
+	sd_event *loop;
+	int i;
+
+	renders = 0;
+	m.render = counting_render;
+	m.keep_us = 3600ULL * 1000000;	/* the test's pace cannot outlast it */
+	ck_assert_int_ge(sd_event_new(&loop), 0);
+	ck_assert_int_eq(metrics_listen(&m, loop, (struct sockaddr *)&a, sizeof(a), -1), 0);
+	ck_assert_int_eq(sd_event_source_get_priority(m.io, &prio), 0);
+	ck_assert_int_eq(prio, SD_EVENT_PRIORITY_IDLE);
+	ck_assert_int_eq(sd_event_source_get_priority(m.timer, &prio), 0);
+	ck_assert_int_eq(prio, SD_EVENT_PRIORITY_IDLE);
+
+	scrape(loop, "HEAD /metrics HTTP/1.0\r\n\r\n", buf, sizeof(buf));
+	ck_assert_msg(strstr(buf, " 200 OK\r\n"), "got: %.200s", buf);
+	ck_assert_uint_eq(renders, 0);
+	for (i = 0; i < 3; i++) {
+		scrape(loop, "GET /metrics HTTP/1.0\r\n\r\n", buf, sizeof(buf));
+		ck_assert_msg(strstr(buf, "\r\n\r\n# HELP hbmguard_renders Renders so far.\n"
+				      "# TYPE hbmguard_renders gauge\nhbmguard_renders 1\n"),
+			      "got: %.200s", buf);
+	}
+	ck_assert_uint_eq(renders, 1);
+	ck_assert_uint_eq(m.scrapes, 3);
+	m.keep_us = 1;			/* kept no longer: the next one renders */
+	scrape(loop, "GET /metrics HTTP/1.0\r\n\r\n", buf, sizeof(buf));
+	ck_assert_msg(strstr(buf, "\nhbmguard_renders 2\n"), "got: %.200s", buf);
+	ck_assert_uint_eq(renders, 2);
+	metrics_stop(&m);
+	sd_event_unref(loop);
+}
+END_TEST
+
 Suite *metrics_suite(void)
 {
 	Suite *s = suite_create("metrics");
@@ -509,10 +750,16 @@ Suite *metrics_suite(void)
 	tcase_add_test(tc, writer_escapes);
 	tcase_add_test(tc, writer_histogram);
 	tcase_add_test(tc, writer_bound);
+	tcase_add_test(tc, log_limited);
 	suite_add_tcase(s, tc);
 	tcase_add_checked_fixture(td, setup_daemon, teardown_daemon);
 	tcase_add_test(td, daemon_exposition);
+	tcase_add_test(td, daemon_not_utf8);
+	tcase_add_test(td, daemon_clock_step);
 	tcase_add_test(td, server_scrape);
+	tcase_add_test(td, server_reload_retries);
+	tcase_add_test(td, server_renders_kept);
+	tcase_add_test(td, server_slowloris);
 	tcase_set_timeout(td, 60);
 	suite_add_tcase(s, td);
 	return s;
