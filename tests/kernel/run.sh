@@ -1,13 +1,23 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Tier 2: hbmguard.ko in a qemu guest booting Debian's kernel KVER.
-#   tests/kernel/run.sh KVER
+# Tier 2: hbmguard.ko in qemu guests booting Debian's kernel KVER.
+#   tests/kernel/run.sh KVER [PART]
+# PART "module" runs the module's own scripts (and Intel's machine checks in a
+# guest of their own), "daemon" hbmguardd's in the module; without PART, both
+# one after the other.  make check runs the parts at once, a guest each.
 # With KVER "debug" (make check-debug), the same on the debug kernel of
 # scripts/debug-kernel.sh, whose directory the Makefile left in
 # build/debug/kernel.
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 kver=$1
+part=${2:-all}
+case $part in
+module) scripts="tier2 ras providers gpu xid lifetime" ;;
+daemon) scripts="daemon nvml amdgpu recovery" ;;
+all) scripts="tier2 ras providers gpu xid daemon nvml amdgpu recovery lifetime" ;;
+*) echo "usage: run.sh KVER [module|daemon]" >&2; exit 2 ;;
+esac
 ko=$TOP/build/$kver/hbmguard.ko
 mkdir -p "$TOP/build/logs"
 
@@ -26,7 +36,11 @@ if [ -f "$TOP/build/$kver/kernel" ]; then
 	env="export HBM_DEBUG_KERNEL=1; "
 fi
 
-echo "== tier 2 on $kver"
+# Each script in turn, its time since boot after it (to balance the parts);
+# kmemleak.sh last, once every module is unloaded.
+cmd="f=0; for s in $scripts; do sh /\$s.sh || f=1; echo \"# \$s.sh done at \$(cut -d' ' -f1 /proc/uptime) s\"; done; "
+cmd+="sh /kmemleak.sh || f=1; exit \$f"
+echo "== tier 2 on $kver${2:+ ($part)}"
 start=$(date +%s)
 "$TOP/scripts/guest-run" "${kernel[@]}" --timeout $timeout --hbm-node 256 \
 	--module hwpoison-inject --module mce-inject \
@@ -56,17 +70,19 @@ start=$(date +%s)
 	--file "$TOP/build/nvml/nodes/libnvidia-ml.so.1:/nvml/libnvidia-ml.so.1" \
 	--file "$TOP/build/$kver/testmods/hbm_fake_nvdev.ko:/hbm_fake_nvdev.ko" \
 	--file "$TOP/tests/nvml/node.scn:/nvml/node.scn" \
-	--log "$TOP/build/logs/tier2-$kver.log" \
-	-- "$env"'sh /tier2.sh; a=$?; sh /ras.sh; b=$?; sh /providers.sh; c=$?; sh /gpu.sh; c=$((c + $?)); sh /xid.sh; c=$((c + $?)); sh /daemon.sh; d=$?; sh /nvml.sh; d=$((d + $?)); sh /amdgpu.sh; d=$((d + $?)); sh /recovery.sh; e=$?; sh /lifetime.sh; f=$?; sh /kmemleak.sh; g=$?; exit $(( (a | b | c | d | e | f | g) != 0 ))'
-# Intel's machine check encodings, in a guest whose CPU says GenuineIntel.
-"$TOP/scripts/guest-run" "${kernel[@]}" --timeout $timeout --cpu max,vendor=GenuineIntel \
-	--hbm-node 256 --module mce-inject \
-	--file "$ko:/hbmguard.ko" \
-	--file "$TOP/build/guest/hbmctl:/bin/hbmctl" \
-	--file "$TOP/build/guest/hbmnl:/bin/hbmnl" \
-	--file "$TOP/tests/kernel/lib.sh:/lib.sh" \
-	--file "$TOP/tests/kernel/mce_intel.sh:/mce_intel.sh" \
-	--file "$TOP/tests/kernel/kmemleak.sh:/kmemleak.sh" \
-	--log "$TOP/build/logs/tier2-intel-$kver.log" \
-	-- "$env"'sh /mce_intel.sh; a=$?; sh /kmemleak.sh; exit $(( (a | $?) != 0 ))'
-echo "== tier 2 on $kver passed in $(($(date +%s) - start))s"
+	--log "$TOP/build/logs/tier2-$kver${2:+-$part}.log" \
+	-- "$env$cmd"
+if [ "$part" != daemon ]; then
+	# Intel's machine check encodings, in a guest whose CPU says GenuineIntel.
+	"$TOP/scripts/guest-run" "${kernel[@]}" --timeout $timeout --cpu max,vendor=GenuineIntel \
+		--hbm-node 256 --module mce-inject \
+		--file "$ko:/hbmguard.ko" \
+		--file "$TOP/build/guest/hbmctl:/bin/hbmctl" \
+		--file "$TOP/build/guest/hbmnl:/bin/hbmnl" \
+		--file "$TOP/tests/kernel/lib.sh:/lib.sh" \
+		--file "$TOP/tests/kernel/mce_intel.sh:/mce_intel.sh" \
+		--file "$TOP/tests/kernel/kmemleak.sh:/kmemleak.sh" \
+		--log "$TOP/build/logs/tier2-intel-$kver.log" \
+		-- "$env"'sh /mce_intel.sh; a=$?; sh /kmemleak.sh; exit $(( (a | $?) != 0 ))'
+fi
+echo "== tier 2 on $kver${2:+ ($part)} passed in $(($(date +%s) - start))s"
