@@ -390,7 +390,16 @@ demo:
 	@$(MAKE) --no-print-directory $(BUILD)/guest/hbmnl
 	@$(TOP)/scripts/demo.sh
 
-# DESTDIR-aware.  depmod runs only when installing into the running system.
+# Where Debian's python3 looks for the package (its sysconfig's schemes,
+# /usr/lib/python3.11/sysconfig.py in bookworm's libpython3.11-stdlib):
+# deb_system for /usr, the packages' own; posix_local, the default, for
+# /usr/local; the same form under another prefix, which python3 then finds
+# through PYTHONPATH.
+PYTHON_MINOR := $(shell /usr/bin/python3 -c 'import sys; print(sys.version_info[1])' 2>/dev/null)
+PYTHON_SITE ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREFIX)/lib/python3.$(PYTHON_MINOR)/dist-packages)
+
+# DESTDIR-aware.  depmod and ldconfig run only when installing into the
+# running system.
 install: module userspace
 	$(MAKE) -C $(KDIR) M=$(TOP) INSTALL_MOD_PATH=$(DESTDIR) INSTALL_MOD_DIR=updates \
 		DEPMOD=/bin/true modules_install
@@ -418,9 +427,10 @@ install: module userspace
 	mkdir -p $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	sed 's|@PREFIX@|$(PREFIX)|' daemon/libhbmguard/hbmguard.pc.in \
 		>$(DESTDIR)$(PREFIX)/lib/pkgconfig/hbmguard.pc
-	install -D -m 0644 -t $(DESTDIR)$(PREFIX)/lib/python3/dist-packages/hbmguard \
+	install -D -m 0644 -t $(DESTDIR)$(PYTHON_SITE)/hbmguard \
 		daemon/libhbmguard/python/hbmguard/__init__.py \
 		daemon/libhbmguard/python/hbmguard/torch.py
+	[ -n "$(DESTDIR)" ] || ldconfig
 	install -D -m 0644 daemon/man/hbmctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/hbmctl.8
 	install -D -m 0644 daemon/man/hbmnvml.8 $(DESTDIR)$(PREFIX)/share/man/man8/hbmnvml.8
 	install -D -m 0644 daemon/man/hbmguardd.8 $(DESTDIR)$(PREFIX)/share/man/man8/hbmguardd.8

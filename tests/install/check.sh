@@ -32,5 +32,31 @@ ko=$(find "$dest/lib/modules" -path '*/updates/hbmguard.ko*' | head -n 1)
 [ -n "$ko" ] || { echo "missing: /lib/modules/*/updates/hbmguard.ko" >&2; fail=1; }
 [ -z "$ko" ] || modinfo -F name "$ko" | grep -qx hbmguard || { echo "modinfo cannot read $ko" >&2; fail=1; }
 grep -q '^prefix=/usr$' "$dest/usr/lib/pkgconfig/hbmguard.pc" || { echo "hbmguard.pc prefix" >&2; fail=1; }
-[ $fail = 0 ] && echo "install: $(find "$dest" -type f | wc -l) files in place, module $(basename "$(dirname "$(dirname "$ko")")")"
+files=$(find "$dest" -type f | wc -l)
+
+# The default prefix, /usr/local: the package where Debian's python3 itself
+# searches (not through PYTHONPATH), the library where the loader does
+# (/etc/ld.so.conf.d/libc.conf), and the two working together: imported,
+# the library found by the name the package asks for.
+local_dest=$(mktemp -d)
+trap 'rm -rf "$dest" "$local_dest"; make -s -C "$TOP" clean-module >/dev/null 2>&1 || true' EXIT
+make -s -C "$TOP" install DESTDIR="$local_dest" >/dev/null
+site=$(find "$local_dest/usr/local/lib" -path '*/dist-packages/hbmguard/__init__.py' | head -n 1)
+site=${site%/hbmguard/__init__.py}
+if [ -z "$site" ]; then
+	echo "default prefix: no Python package under /usr/local/lib" >&2
+	fail=1
+else
+	/usr/bin/python3 -c 'import sys; sys.exit(sys.argv[1] not in sys.path)' "${site#"$local_dest"}" ||
+		{ echo "default prefix: python3 does not search ${site#"$local_dest"}" >&2; fail=1; }
+	grep -qx /usr/local/lib /etc/ld.so.conf.d/*.conf ||
+		{ echo "default prefix: the loader does not search /usr/local/lib" >&2; fail=1; }
+	( cd / && LD_LIBRARY_PATH=$local_dest/usr/local/lib PYTHONPATH=$site /usr/bin/python3 -c '
+import hbmguard, sys
+hbmguard._load()
+sys.exit(sys.argv[1] + "/usr/local/lib/libhbmguard.so.0" not in open("/proc/self/maps").read())
+' "$local_dest" ) ||
+		{ echo "default prefix: the package does not load the library installed beside it" >&2; fail=1; }
+fi
+[ $fail = 0 ] && echo "install: $files files in place, module $(basename "$(dirname "$(dirname "$ko")")"); default prefix: python3 and the loader find it"
 exit $fail
