@@ -342,6 +342,8 @@ static int ioc_inject(void __user *uarg)
 	dev = arg_device(in.device);
 	if (IS_ERR(dev))
 		return PTR_ERR(dev);
+	/* Applied here, not through the intake, which counts the others. */
+	hbm_path_count(HBMGUARD_PATH_INJECT, false);
 	err = hbm_device_report(dev, in.offset, in.kind, in.count,
 				HBMGUARD_PATH_INJECT);
 	hbm_device_put(dev);

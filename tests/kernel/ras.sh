@@ -65,6 +65,10 @@ echo $(( phys / 4096 + 0x8000 )) >/sys/kernel/debug/hwpoison/corrupt-pfn
 check "memory_failure outside devices changes nothing" \
 	'[ "$(hbmnl stats | sed -n "s/.* generation=\([0-9]*\) .*/\1/p")" = "$gen" ]'
 check "stats count the paths" 'hbmnl stats | grep -q "^path 2 received=1 dropped=0$"'
+injected=$(hbmnl stats | sed -n 's/^path 0 received=\([0-9]*\) .*/\1/p')
+hbmctl inject sim0 ce 0x1000 2
+check "an injected error counted on its path (the ioctl's)" \
+	'hbmnl stats | grep -q "^path 0 received=$((injected + 1)) dropped=0$"'
 
 # Machine checks through mce-inject (software injection into the decode
 # chain), as a legacy AMD northbridge DRAM ECC error (the guest CPU is
