@@ -665,6 +665,24 @@ static void incident_lines(const struct hbm_ctl_incident *in)
 	}
 }
 
+/*
+ * @all, of @n entries of @size, with room for one more: twice the room when
+ * full (at 0, 1, 2, 4...).  No memory ends hbmctl, as a refusal.
+ */
+static void *room_for(void *all, size_t n, size_t size)
+{
+	void *more;
+
+	if (n & (n - 1))
+		return all;
+	more = reallocarray(all, n ? 2 * n : 1, size);
+	if (!more) {
+		fprintf(stderr, "hbmctl: out of memory\n");
+		exit(EXIT_REFUSED);
+	}
+	return more;
+}
+
 /* The incidents the daemon keeps, each transition with its time. */
 static int cmd_incidents(int argc, char **argv)
 {
@@ -679,11 +697,7 @@ static int cmd_incidents(int argc, char **argv)
 			hbm_cli_append(arr, incident_json(&in));
 			continue;
 		}
-		all = realloc(all, (n + 1) * sizeof(*all));
-		if (!all) {
-			fprintf(stderr, "hbmctl: out of memory\n");
-			return EXIT_REFUSED;
-		}
+		all = room_for(all, n, sizeof(*all));
 		all[n] = in;
 	}
 	if (arr)
@@ -858,11 +872,7 @@ static int cmd_gpus(int argc, char **argv)
 			hbm_cli_append(arr, gpu_json(&g, &di, t));
 			continue;
 		}
-		all = realloc(all, (n + 1) * sizeof(*all));
-		if (!all) {
-			fprintf(stderr, "hbmctl: out of memory\n");
-			return EXIT_REFUSED;
-		}
+		all = room_for(all, n, sizeof(*all));
 		all[n] = g;
 	}
 	if (arr)
@@ -951,16 +961,7 @@ static int cmd_advise(int argc, char **argv)
 	if (ret)
 		no_daemon(ret);
 	for (n = 0;; n++) {
-		if (!(n & (n - 1))) {	/* full at 0, 1, 2, 4...: twice the room */
-			struct hbm_ctl_incident *more = realloc(x, (n ? 2 * n : 1) * sizeof(*x));
-
-			if (!more) {
-				free(x);
-				fprintf(stderr, "hbmctl: out of memory\n");
-				return EXIT_REFUSED;
-			}
-			x = more;
-		}
+		x = room_for(x, n, sizeof(*x));
 		if (!daemon_entry(HBM_CTL_INCIDENT_GET, n, &x[n]))
 			break;
 	}
