@@ -132,7 +132,8 @@ echo "tier 3: image ready in $(($(date +%s) - start))s"
 boot() {
 	local phase=$1 marker=$2 console=$work/console-$1.log pid deadline=$((SECONDS + 1200))
 	: >"$console"
-	# (thread=single, watchdog_thresh=60: scripts/guest-run says why)
+	# (thread=single, watchdog_thresh=60, rcu_cpu_stall_timeout=120:
+	# scripts/guest-run says why)
 	qemu-system-x86_64 -machine q35 -accel tcg,thread=single -cpu max -smp 2 \
 		-m 1280,slots=1,maxmem=1536M \
 		-object memory-backend-ram,id=sysmem,size=1280M \
@@ -140,7 +141,7 @@ boot() {
 		-numa node,nodeid=0,cpus=0-1,memdev=sysmem -numa node,nodeid=1 \
 		-device pc-dimm,id=hbm,memdev=hbmmem,node=1 \
 		-kernel "$work/vmlinuz-$kver" -initrd "$work/initrd.img-$kver" \
-		-append "console=ttyS0 root=/dev/vda rw loglevel=5 panic=-1 watchdog_thresh=60 memhp_default_state=online_movable" \
+		-append "console=ttyS0 root=/dev/vda rw loglevel=5 panic=-1 watchdog_thresh=60 rcupdate.rcu_cpu_stall_timeout=120 memhp_default_state=online_movable" \
 		-drive "file=$disk,format=raw,if=virtio,cache=writeback" \
 		-nographic -monitor none -serial "file:$console" </dev/null >/dev/null 2>&1 &
 	pid=$!
