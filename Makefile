@@ -59,7 +59,7 @@ DAEMON_SRC += daemon/utf8.c
 DAEMON_HDR += daemon/utf8.h
 KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 
-.PHONY: all module modules-all userspace check check-unit check-cli check-ynl check-unitfile check-install \
+.PHONY: all module modules-all userspace check check-unit check-cli check-ynl check-readme check-unitfile check-install \
 	check-shape check-kernel check-debug check-system bench demo clean-module FORCE \
 	deps install install-dkms clean
 
@@ -348,6 +348,12 @@ check-ynl:
 	@echo "== the YNL spec, with the kernel's ynl library"
 	/usr/bin/python3 tests/ynl/check_spec.py $(CACHE)/ynl/linux-source-6.12
 
+# Each command the README shows is run: make targets and scripts here, the
+# rest in tier 3 (tests/readme/readme.py says how each is run).
+check-readme: $(BUILD)/libhbmguard.a
+	@echo "== the README's commands"
+	/usr/bin/python3 tests/readme/readme.py --host
+
 check-unitfile: $(BUILD)/hbmguardd
 	@echo "== the systemd unit"
 	tests/unitfile/check.sh
@@ -374,10 +380,10 @@ check-shape:
 # build/logs/).
 GUEST_JOBS ?= $(shell nproc)
 check: deps
-	@$(MAKE) --no-print-directory check-unit check-ynl check-unitfile check-install check-shape
+	@$(MAKE) --no-print-directory check-unit check-ynl check-readme check-unitfile check-install check-shape
 	@$(MAKE) --no-print-directory -j$(GUEST_JOBS) -Otarget $(foreach p,$(KERNEL_PARTS),check-kernel-debug-$(p)) \
 		check-system-boots check-system-ddp $(filter-out check-kernel-debug-%,$(GUESTS_2))
-	@echo "check: $$((7 + $(words $(GUESTS_2)))) passed, 0 failed"
+	@echo "check: $$((8 + $(words $(GUESTS_2)))) passed, 0 failed"
 
 bench: deps
 	@$(MAKE) --no-print-directory $(BUILD)/bench-core modules-all $(BUILD)/guest/hbmbench \

@@ -573,6 +573,20 @@ for p in (\"/dev/vda\", \"/dev/mem\"):
 	check "without NVML again" 'systemctl restart hbmguardd && active && rmmod hbm_fake_nvdev'
 }
 
+# The README's commands, as tests/readme/readme.py says each is run (after
+# everything else: they reload the module with the README's options).
+readme_commands() {
+	local t=/usr/local/lib/hbmguard-test c cmds
+	echo "# the README's commands"
+	export KSRC=$t/ksrc	# the kernel's ynl tool, 6.12's (run.sh)
+	check "README: the commands to run" "python3 $t/readme.py --guest $t/README.md >/tmp/readme.cmds &&
+		[ -s /tmp/readme.cmds ]"
+	mapfile -t cmds </tmp/readme.cmds
+	for c in "${cmds[@]}"; do
+		check "README: $c" "$c"
+	done
+}
+
 phase3() {
 	echo "# phase 3: after a power cut"
 	check "hbmguardd active" active
@@ -592,6 +606,7 @@ phase3() {
 	check "reload into the dkms module" 'rmmod hbmguard && modprobe hbmguard'
 	eventually "restored into it" 'has_page 0xb000 restored && has_page 0x5000 restored'
 	nvml
+	readme_commands
 	done_phase
 	systemctl poweroff
 }
@@ -611,9 +626,10 @@ phaseddp() {
 	systemctl poweroff
 }
 
-# The NVIDIA GPUs' checks alone (run.sh KVER nvml).
+# Boot 3's end alone (run.sh KVER nvml): the NVIDIA GPUs' checks, the README's commands.
 phasenvml() {
 	nvml
+	readme_commands
 	done_phase
 	systemctl poweroff
 }

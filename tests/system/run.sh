@@ -11,7 +11,8 @@
 #   tests/system/run.sh KVER ddp      the DDP job's checks, a boot of their own
 #   tests/system/run.sh KVER demo     make demo's guest: tests/system/ddp_compare.sh;
 #                                     its results land in build/demo/
-#   tests/system/run.sh KVER nvml     the NVIDIA GPUs' checks alone (boot 3's end)
+#   tests/system/run.sh KVER nvml     boot 3's end alone: the NVIDIA GPUs' checks and
+#                                     the README's commands
 #
 # tests/system/guest.sh runs at each boot as a systemd service and prints
 # TAP-like lines on the serial console.  The boots, on one disk image:
@@ -85,6 +86,14 @@ for f in ctl_badinput.py train.py ddp_runs.py ddp_verdict.py ddp_report.py; do
 	install -D -m 0644 "$TOP/tests/system/$f" "$root/usr/local/lib/hbmguard-test/$f"
 done
 install -D -m 0755 "$TOP/tests/system/ddp_compare.sh" "$root/usr/local/lib/hbmguard-test/ddp_compare.sh"
+# The README's commands (guest.sh readme_commands): the README, the test,
+# the spec its ynl command names and the kernel's ynl tool that reads it.
+install -D -m 0644 "$TOP/README.md" "$root/usr/local/lib/hbmguard-test/README.md"
+install -D -m 0644 "$TOP/tests/readme/readme.py" "$root/usr/local/lib/hbmguard-test/readme.py"
+install -D -m 0644 "$TOP/uapi/netlink/hbmguard.yaml" \
+	"$root/usr/local/lib/hbmguard-test/src/uapi/netlink/hbmguard.yaml"
+mkdir -p "$root/usr/local/lib/hbmguard-test/ksrc/tools/net"
+cp -r "$TOP/.cache/ynl/linux-source-6.12/tools/net/ynl" "$root/usr/local/lib/hbmguard-test/ksrc/tools/net/"
 # NVIDIA GPUs without one (guest.sh nvml): the driver's character devices
 # (tests/kmod/hbm_fake_nvdev.c) and the fake libnvidia-ml.so.1 that opens
 # their nodes, with its scenario; put in place by the test, not here, so
