@@ -46,7 +46,7 @@ MODULE_PARM_DESC(path_edac, "Take memory errors on range devices from EDAC drive
 
 static bool path_nvidia = true;
 module_param(path_nvidia, bool, 0444);
-MODULE_PARM_DESC(path_nvidia, "Take Xids 48, 63, 64, 92, 94, 95, 140 from the NVIDIA driver's nvidia:nvidia_dev_xid tracepoint (open modules 575 and later) when it is loaded (default on)");
+MODULE_PARM_DESC(path_nvidia, "Take Xids 48, 63, 64, 92, 94, 95, 140, 154, 156, 157, 168, 171 from the NVIDIA driver's nvidia:nvidia_dev_xid tracepoint (open modules 575 and later) when it is loaded (default on)");
 
 unsigned int hbm_event_ring = 1024;
 module_param_named(event_ring, hbm_event_ring, uint, 0444);

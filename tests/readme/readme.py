@@ -37,10 +37,10 @@ TOP = Path(__file__).resolve().parents[2]
 RUNS = {
     # The unit is how the README's hbmguardd runs: the same binary, and the
     # configuration the README names is its default.
-    "hbmguardd [-c /etc/hbmguard/hbmguardd.conf]": [
+    "hbmguardd [-c /etc/hbmguard/hbmguardd.conf] [--help] [--version]": [
         "systemctl show -P ExecStart hbmguardd | grep -q 'path=/usr/sbin/hbmguardd '",
         "hbmguardd --help | grep -q /etc/hbmguard/hbmguardd.conf",
-        "hbmguardd -c /etc/hbmguard/hbmguardd.conf --version",
+        "hbmguardd -c /etc/hbmguard/hbmguardd.conf --version | grep -q '^hbmguardd '",
     ],
     "modprobe hbmguard sim_devices=2": [
         "rmmod hbmguard && modprobe hbmguard sim_devices=2",
@@ -59,11 +59,13 @@ RUNS = {
     "hbmctl translate DEV OFFSET": [
         "hbmctl translate sim0 0x60000 | grep -q retired",
     ],
-    # watch runs until interrupted: 3 s of it, with an event in them.
-    "hbmctl watch": [
+    # watch runs until interrupted (3 s of it) or COUNT events came.
+    "hbmctl watch [COUNT]": [
         "{ timeout 3 hbmctl watch >/tmp/watch.out; [ $? = 124 ]; } & "
         "sleep 1; hbmctl inject sim1 ce 0x70000; wait $! && "
         "grep -q 0x70000 /tmp/watch.out",
+        "{ timeout 10 hbmctl watch 1 >/tmp/watch.out & } && sleep 1 && "
+        "hbmctl inject sim1 ce 0x71000 && wait $! && [ $(wc -l </tmp/watch.out) = 1 ]",
     ],
     "hbmctl export": ["hbmctl export | python3 -m json.tool >/dev/null"],
     "hbmctl retire DEV OFFSET [LENGTH] [--pending]": [
@@ -81,13 +83,13 @@ RUNS = {
         "hbmctl inject sim1 ue 0x52000",
         "hbmctl inject sim1 poison 0x53000",
     ],
-    "hbmctl policy DEV key=value...": [
+    "hbmctl policy DEV [key=value...]": [
         "hbmctl policy sim1 ce_threshold=7",
         "hbmctl policy sim1 | grep -q 'ce_threshold.*7'",
     ],
-    "hbmctl sim-create NAME SIZE [page_size=N] [spares=N]": [
+    "hbmctl sim-create NAME SIZE [page_size=N] [spares=N] [identity=ID]": [
         "hbmctl sim-create readme0 64M",
-        "hbmctl sim-create readme1 64M page_size=4096 spares=16",
+        "hbmctl sim-create readme1 64M page_size=4096 spares=16 identity=readme:1",
         "hbmctl devices | grep -q readme1",
     ],
     "hbmctl sim-destroy DEV": [
@@ -103,9 +105,9 @@ RUNS = {
     ],
     # No NVIDIA GPU in the guest: hbmnvml says so with its exit status 3
     # (hbmnvml(8)); tier 3's nvml checks run it against NVML's test double.
-    "hbmnvml [--json]": [
+    "hbmnvml [--json] [--library PATH]": [
         "hbmnvml 2>/tmp/nvml.err; [ $? = 3 ] && [ -s /tmp/nvml.err ]",
-        "hbmnvml --json 2>/dev/null; [ $? = 3 ]",
+        "hbmnvml --json --library /nonexistent/libnvidia-ml.so.1 2>/dev/null; [ $? = 3 ]",
     ],
     # The kernel's ynl tool (run.sh puts 6.12's in KSRC), from a copy of
     # hbmguard's tree (the spec's path is relative).
