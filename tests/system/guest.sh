@@ -415,14 +415,18 @@ phase2() {
 # The unit as shipped opens no IP socket (RestrictAddressFamilies=,
 # IPAddressDeny=any): an operator who turns the endpoint on allows it, as
 # hbmguardd.conf(5) says, by a drop-in of each.
-metrics_on() {
+metrics_config() {
 	local dropin=/etc/systemd/system/hbmguardd.service.d/metrics.conf
-	check "no endpoint by default" '! curl -fsS $metrics_url'
 	mkdir -p /etc/hbmguard/hbmguardd.conf.d "$(dirname $dropin)"
 	printf '[Service]\nRestrictAddressFamilies=AF_INET AF_INET6\nIPAddressAllow=localhost\n' >$dropin
 	printf '[Metrics]\nListen=127.0.0.1:9477\n' >/etc/hbmguard/hbmguardd.conf.d/60-metrics.conf
 	systemctl daemon-reload
 	check "restart with [Metrics]" 'systemctl restart hbmguardd && active'
+}
+
+metrics_on() {
+	check "no endpoint by default" '! curl -fsS $metrics_url'
+	metrics_config
 	eventually "scraped" 'curl -fsS $metrics_url >/tmp/metrics.0'
 	check "served as text format 0.0.4" '[ "$(curl -fsS -o /dev/null -w "%{content_type}" $metrics_url)" = \
 		"text/plain; version=0.0.4; charset=utf-8" ]'
@@ -628,6 +632,7 @@ phaseddp() {
 
 # Boot 3's end alone (run.sh KVER nvml): the NVIDIA GPUs' checks, the README's commands.
 phasenvml() {
+	metrics_config	# as phase 1 left it: the nvml checks read the metrics
 	nvml
 	readme_commands
 	done_phase
