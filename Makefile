@@ -57,6 +57,9 @@ DAEMON_HDR += daemon/nvlog.h daemon/amdgpu_ras.h daemon/kmsg.h
 # Names made valid UTF-8, for hbmctl's JSON and the metrics' exposition.
 DAEMON_SRC += daemon/utf8.c
 DAEMON_HDR += daemon/utf8.h
+# The sockets systemd passes (socket activation): the control socket's and the metrics'.
+DAEMON_SRC += daemon/passed.c
+DAEMON_HDR += daemon/passed.h
 KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 
 .PHONY: all module modules-all userspace check check-unit check-cli check-ynl check-readme check-unitfile check-install \

@@ -62,13 +62,13 @@
 #include <netinet/in.h>
 #include <sys/epoll.h>
 #include <microhttpd.h>
-#include <systemd/sd-daemon.h>
 
 #include "config.h"
 #include "core.h"
 #include "daemon.h"
 #include "gpus.h"
 #include "metrics.h"
+#include "passed.h"
 #include "recovery.h"
 #include "store.h"
 #include "utf8.h"
@@ -1090,25 +1090,6 @@ int metrics_listen(struct hbm_metrics *m, sd_event *loop, const struct sockaddr 
 	return 0;
 }
 
-/*
- * A socket systemd passes named "metrics" (FileDescriptorName= of a
- * .socket unit): sd_listen_fds_with_names(), the environment left for the
- * control socket's own look.
- */
-static int passed_socket(void)
-{
-	char **names = NULL;
-	int n = sd_listen_fds_with_names(0, &names), fd = -1, i;
-
-	for (i = 0; i < n; i++) {
-		if (fd < 0 && !strcmp(names[i], "metrics"))
-			fd = SD_LISTEN_FDS_START + i;
-		free(names[i]);
-	}
-	free(names);
-	return fd;
-}
-
 /**
  * metrics_start() - the endpoint, where the configuration or systemd puts it
  * @m: the metrics
@@ -1120,7 +1101,7 @@ static int passed_socket(void)
 int metrics_start(struct hbm_metrics *m, struct daemon *d, sd_event *loop)
 {
 	const struct hbm_metrics_config *c = &d->cfg.metrics;
-	int fd = passed_socket(), err;
+	int fd = passed_socket("metrics"), err;
 
 	m->d = d;
 	m->loop = loop;		/* for a reload that turns it on */
@@ -1148,7 +1129,7 @@ int metrics_start(struct hbm_metrics *m, struct daemon *d, sd_event *loop)
  */
 int metrics_reconfigure(struct hbm_metrics *m, const char *old)
 {
-	if (passed_socket() >= 0 || (m->mhd && !strcmp(old, m->d->cfg.metrics.listen)))
+	if (passed_socket("metrics") >= 0 || (m->mhd && !strcmp(old, m->d->cfg.metrics.listen)))
 		return 0;
 	metrics_stop(m);
 	return metrics_start(m, m->d, m->loop);

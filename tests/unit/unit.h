@@ -26,6 +26,7 @@ Suite *kmsg_suite(void);
 Suite *cli_suite(void);
 Suite *advise_suite(void);
 Suite *metrics_suite(void);
+Suite *passed_suite(void);
 const char *table_invariants(const struct hbm_table *t);
 
 #endif
