@@ -47,6 +47,7 @@
 #include "control.h"
 #include "daemon.h"
 #include "gpus.h"
+#include "passed.h"
 #include "recovery.h"
 #include "status.h"
 #include "store.h"
@@ -347,12 +348,52 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *arg)
 	return 0;
 }
 
+/*
+ * The socket hbmguardd.socket passes as "control": systemd made it, bound
+ * it, set its mode and SO_PASSCRED, and keeps it listening while the
+ * daemon restarts, so a connect() then waits in its backlog for the next
+ * daemon instead of failing.  The path is systemd's: not replaced here, nor
+ * removed at stop.  SO_PASSCRED is set again all the same: a unit without
+ * PassCredentials= would otherwise give packets without their sender (see
+ * hbm_ctl_listen()), and a connection accepted later inherits it from the
+ * listener whenever it was queued.
+ *
+ * Return: the fd, -1: none passed, or a negative errno: a wrong one.
+ */
+static int take_passed(struct daemon *d)
+{
+	const char *path = d->cfg.control_socket;
+	struct sockaddr_un sa = { 0 };
+	socklen_t len = sizeof(sa);
+	int fd = passed_socket("control"), one = 1, r;
+
+	if (fd < 0)
+		return -1;
+	r = passed_control_socket(fd, path);
+	if (r < 0) {
+		fprintf(stderr, "<3>hbmguardd: the socket systemd passed as \"control\" is not a "
+			"listening AF_UNIX SOCK_SEQPACKET socket (ListenSequentialPacket= in "
+			"hbmguardd.socket): %s\n", strerror(-r));
+		return r;
+	}
+	if (r > 0) {
+		getsockname(fd, (struct sockaddr *)&sa, &len);
+		fprintf(stderr, "<4>hbmguardd: ControlSocket=%s, but systemd passed a socket at "
+			"%s: serving on that one\n", path, sa.sun_path[0] ? sa.sun_path : "(unnamed)");
+	}
+	if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)))
+		return -errno;
+	d->control_passed = true;
+	return fd;
+}
+
 /**
- * control_setup() - listen on the configured control socket
+ * control_setup() - listen on the control socket
  * @d: the daemon, its loop set up
  *
- * A stale socket left by a daemon killed with -9 is replaced; any other
- * file at that path is not touched.
+ * The one systemd passed (hbmguardd.socket) if any; else the configured
+ * path, where a stale socket left by a daemon killed with -9 is replaced
+ * and any other file is not touched.
  *
  * Return: 0 or a negative errno.
  */
@@ -365,12 +406,19 @@ int control_setup(struct daemon *d)
 
 	if (err)
 		return err;
-	if (!lstat(path, &st)) {
+	d->control = take_passed(d);
+	if (d->control < -1) {
+		err = d->control;
+		d->control = -1;
+		return err;
+	}
+	if (d->control < 0 && !lstat(path, &st)) {
 		if (!S_ISSOCK(st.st_mode))
 			return -EEXIST;
 		unlink(path);
 	}
-	d->control = hbm_ctl_listen(path);
+	if (d->control < 0)
+		d->control = hbm_ctl_listen(path);
 	if (d->control < 0) {
 		err = d->control;
 		d->control = -1;
@@ -389,5 +437,7 @@ void control_close(struct daemon *d)
 	if (d->control < 0)
 		return;
 	close(d->control);
-	unlink(d->cfg.control_socket);
+	/* systemd's socket stays, listening for the next start */
+	if (!d->control_passed)
+		unlink(d->cfg.control_socket);
 }

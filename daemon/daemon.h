@@ -59,6 +59,7 @@ struct daemon {
 
 	/* control.c's */
 	int control;			/* the listening control socket */
+	bool control_passed;		/* by systemd (hbmguardd.socket): its path is systemd's */
 	struct client *clients;		/* connected to it */
 };
 
