@@ -418,6 +418,8 @@ install: module userspace
 	install -D -m 0755 $(BUILD)/hbmnvml $(DESTDIR)/usr/sbin/hbmnvml
 	install -D -m 0644 daemon/systemd/hbmguardd.service \
 		$(DESTDIR)/usr/lib/systemd/system/hbmguardd.service
+	install -D -m 0644 daemon/systemd/hbmguardd.socket \
+		$(DESTDIR)/usr/lib/systemd/system/hbmguardd.socket
 	install -D -m 0644 daemon/systemd/hbmguard.catalog \
 		$(DESTDIR)/usr/lib/systemd/catalog/hbmguard.catalog
 	install -D -m 0644 daemon/systemd/60-hbmguard.rules \

@@ -9,7 +9,7 @@ trap 'rm -rf "$dest"; make -s -C "$TOP" clean-module >/dev/null 2>&1 || true' EX
 make -s -C "$TOP" install DESTDIR="$dest" PREFIX=/usr >/dev/null
 fail=0
 for f in usr/sbin/hbmguardd usr/sbin/hbmctl usr/sbin/hbmnvml usr/share/man/man8/hbmnvml.8 \
-	usr/lib/systemd/system/hbmguardd.service \
+	usr/lib/systemd/system/hbmguardd.service usr/lib/systemd/system/hbmguardd.socket \
 	usr/lib/systemd/catalog/hbmguard.catalog \
 	usr/lib/udev/rules.d/60-hbmguard.rules \
 	usr/lib/sysusers.d/hbmguard.conf \
