@@ -417,13 +417,21 @@ int control_setup(struct daemon *d)
 			return -EEXIST;
 		unlink(path);
 	}
-	if (d->control < 0)
+	if (d->control < 0) {
 		d->control = hbm_ctl_listen(path);
+		/* what is ours to remove at stop (control_close()) */
+		if (d->control >= 0 && !lstat(path, &st)) {
+			d->control_dev = st.st_dev;
+			d->control_ino = st.st_ino;
+		}
+	}
 	if (d->control < 0) {
 		err = d->control;
 		d->control = -1;
 		return err;
 	}
+	if (d->control_passed)
+		fprintf(stderr, "<6>hbmguardd: control socket from systemd (hbmguardd.socket)\n");
 	if (sd_event_add_io(d->loop, NULL, d->control, EPOLLIN, on_accept, d) < 0) {
 		close(d->control);
 		d->control = -1;
@@ -432,12 +440,20 @@ int control_setup(struct daemon *d)
 	return 0;
 }
 
+/*
+ * The path is removed only if it is still the socket this daemon bound:
+ * systemd's (passed, or bound over ours when hbmguardd.socket was started
+ * under a running daemon) stays, listening for the next start.
+ */
 void control_close(struct daemon *d)
 {
+	const char *path = d->cfg.control_socket;
+	struct stat st;
+
 	if (d->control < 0)
 		return;
 	close(d->control);
-	/* systemd's socket stays, listening for the next start */
-	if (!d->control_passed)
-		unlink(d->cfg.control_socket);
+	if (!d->control_passed && !lstat(path, &st) && st.st_dev == d->control_dev &&
+	    st.st_ino == d->control_ino)
+		unlink(path);
 }

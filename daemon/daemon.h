@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
+#include <sys/types.h>
 #include <systemd/sd-event.h>
 #include <linux/hbmguard.h>
 
@@ -60,6 +61,8 @@ struct daemon {
 	/* control.c's */
 	int control;			/* the listening control socket */
 	bool control_passed;		/* by systemd (hbmguardd.socket): its path is systemd's */
+	dev_t control_dev;		/* else the socket file it bound */
+	ino_t control_ino;
 	struct client *clients;		/* connected to it */
 };
 
