@@ -21,7 +21,7 @@
 #   2. the table is back after the reboot; a retire is acknowledged and the
 #      host kills qemu at once: a power cut
 #   3. the table is back after the power cut; dkms install; NVIDIA GPUs
-#      through NVML; poweroff
+#      through NVML; hbmguardd.socket; poweroff
 # The DDP job (make check runs it beside these, as its own boot: mode ddp).
 # Any "not ok", a kernel WARN/BUG/Oops/leak, or a boot that does not reach
 # its end fails the run.
@@ -82,7 +82,7 @@ install -D -m 0755 "$TOP/tests/system/guest.sh" "$root/usr/local/lib/hbmguard-te
 install -D -m 0755 "$TOP/build/guest/hbmnl" "$root/usr/local/bin/hbmnl"
 install -D -m 0755 "$TOP/tests/system/bench.sh" "$root/usr/local/lib/hbmguard-test/bench.sh"
 install -D -m 0644 "$TOP/tests/system/pyrank.py" "$root/usr/local/lib/hbmguard-test/pyrank.py"
-for f in ctl_badinput.py train.py ddp_runs.py ddp_verdict.py ddp_report.py; do
+for f in ctl_badinput.py ctl_socket.py train.py ddp_runs.py ddp_verdict.py ddp_report.py; do
 	install -D -m 0644 "$TOP/tests/system/$f" "$root/usr/local/lib/hbmguard-test/$f"
 done
 install -D -m 0755 "$TOP/tests/system/ddp_compare.sh" "$root/usr/local/lib/hbmguard-test/ddp_compare.sh"
