@@ -31,6 +31,7 @@
  * that does not fit is dropped.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <stdalign.h>
@@ -356,20 +357,24 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *arg)
  * removed at stop.  SO_PASSCRED is set again all the same: a unit without
  * PassCredentials= would otherwise give packets without their sender (see
  * hbm_ctl_listen()), and a connection accepted later inherits it from the
- * listener whenever it was queued.
+ * listener whenever it was queued.  Non-blocking as the daemon's own: the
+ * flag is the file description's, shared with systemd's copy, which only
+ * polls it (Accept=no).
  *
- * Return: the fd, -1: none passed, or a negative errno: a wrong one.
+ * Return: 0 (*@fd: the socket, or -1: none passed), or a negative errno:
+ * a wrong one.
  */
-static int take_passed(struct daemon *d)
+static int take_passed(struct daemon *d, int *fd)
 {
 	const char *path = d->cfg.control_socket;
 	struct sockaddr_un sa = { 0 };
 	socklen_t len = sizeof(sa);
-	int fd = passed_socket("control"), one = 1, r;
+	int one = 1, r, flags;
 
-	if (fd < 0)
-		return -1;
-	r = passed_control_socket(fd, path);
+	*fd = passed_socket("control");
+	if (*fd < 0)
+		return 0;
+	r = passed_control_socket(*fd, path);
 	if (r < 0) {
 		fprintf(stderr, "<3>hbmguardd: the socket systemd passed as \"control\" is not a "
 			"listening AF_UNIX SOCK_SEQPACKET socket (ListenSequentialPacket= in "
@@ -377,14 +382,16 @@ static int take_passed(struct daemon *d)
 		return r;
 	}
 	if (r > 0) {
-		getsockname(fd, (struct sockaddr *)&sa, &len);
+		getsockname(*fd, (struct sockaddr *)&sa, &len);
 		fprintf(stderr, "<4>hbmguardd: ControlSocket=%s, but systemd passed a socket at "
 			"%s: serving on that one\n", path, sa.sun_path[0] ? sa.sun_path : "(unnamed)");
 	}
-	if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)))
+	flags = fcntl(*fd, F_GETFL);
+	if (flags < 0 || fcntl(*fd, F_SETFL, flags | O_NONBLOCK) ||
+	    setsockopt(*fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)))
 		return -errno;
 	d->control_passed = true;
-	return fd;
+	return 0;
 }
 
 /**
@@ -406,9 +413,8 @@ int control_setup(struct daemon *d)
 
 	if (err)
 		return err;
-	d->control = take_passed(d);
-	if (d->control < -1) {
-		err = d->control;
+	err = take_passed(d, &d->control);
+	if (err) {
 		d->control = -1;
 		return err;
 	}
