@@ -448,8 +448,8 @@ int control_setup(struct daemon *d)
 
 /*
  * The path is removed only if it is still the socket this daemon bound:
- * systemd's (passed, or bound over ours when hbmguardd.socket was started
- * under a running daemon) stays, listening for the next start.
+ * one bound there since (systemd's, for one) is not this daemon's to
+ * remove; a passed one stays, listening for the next start.
  */
 void control_close(struct daemon *d)
 {
