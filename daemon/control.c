@@ -372,8 +372,15 @@ static int take_passed(struct daemon *d, int *fd)
 	int one = 1, r, flags;
 
 	*fd = passed_socket("control");
-	if (*fd < 0)
+	if (*fd == -ENOENT) {
+		*fd = -1;
 		return 0;
+	}
+	if (*fd < 0) {
+		fprintf(stderr, "<3>hbmguardd: the sockets systemd passed cannot be read "
+			"($LISTEN_FDS, $LISTEN_FDNAMES): %s\n", strerror(-*fd));
+		return *fd;
+	}
 	r = passed_control_socket(*fd, path);
 	if (r < 0) {
 		fprintf(stderr, "<3>hbmguardd: the socket systemd passed as \"control\" is not a "
@@ -394,13 +401,31 @@ static int take_passed(struct daemon *d, int *fd)
 	return 0;
 }
 
+/*
+ * A socket at the path is stale (left by a daemon killed with -9) only if
+ * nothing accepts on it: one that systemd holds (hbmguardd.socket, its
+ * name not passed to this daemon) or another daemon serves is not to be
+ * replaced, which would leave its listener at no path.
+ */
+static bool socket_stale(const struct sockaddr_un *sa)
+{
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	bool stale;
+
+	if (fd < 0)
+		return false;
+	stale = connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) && errno == ECONNREFUSED;
+	close(fd);
+	return stale;
+}
+
 /**
  * control_setup() - listen on the control socket
  * @d: the daemon, its loop set up
  *
  * The one systemd passed (hbmguardd.socket) if any; else the configured
  * path, where a stale socket left by a daemon killed with -9 is replaced
- * and any other file is not touched.
+ * and a live one (socket_stale()) or any other file is not touched.
  *
  * Return: 0 or a negative errno.
  */
@@ -421,6 +446,12 @@ int control_setup(struct daemon *d)
 	if (d->control < 0 && !lstat(path, &st)) {
 		if (!S_ISSOCK(st.st_mode))
 			return -EEXIST;
+		if (!socket_stale(&sa)) {
+			fprintf(stderr, "<3>hbmguardd: %s: something accepts on it (hbmguardd.socket "
+				"without its socket passed here, or another hbmguardd): not replaced\n",
+				path);
+			return -EADDRINUSE;
+		}
 		unlink(path);
 	}
 	if (d->control < 0) {

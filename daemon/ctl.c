@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -34,10 +35,16 @@ int hbm_ctl_address(const char *path, struct sockaddr_un *sa)
  * hbm_ctl_connect() - a client's connection to hbmguardd
  * @path: the control socket
  *
+ * A blocking send or receive on it gives up after HBM_CTL_TIMEOUT_S
+ * (EAGAIN): with hbmguardd.socket, connect() succeeds into systemd's
+ * backlog whether or not a daemon will ever accept it (one starting, or one
+ * whose starts failed), and a client must not wait for that without end.
+ *
  * Return: a blocking, close-on-exec SOCK_SEQPACKET fd, or a negative errno.
  */
 int hbm_ctl_connect(const char *path)
 {
+	struct timeval tv = { .tv_sec = HBM_CTL_TIMEOUT_S };
 	struct sockaddr_un sa;
 	int fd, err = hbm_ctl_address(path, &sa);
 
@@ -46,7 +53,9 @@ int hbm_ctl_connect(const char *path)
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ||
+	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) ||
+	    connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
 		err = -errno;
 		close(fd);
 		return err;

@@ -298,6 +298,9 @@ struct sockaddr_un;
 struct ucred;
 
 int hbm_ctl_address(const char *path, struct sockaddr_un *sa);
+/* How long a client waits for hbmguardd's answer (hbm_ctl_connect()). */
+#define HBM_CTL_TIMEOUT_S	30
+
 int hbm_ctl_connect(const char *path);
 int hbm_ctl_listen(const char *path);
 size_t hbm_ctl_body_size(uint16_t type);

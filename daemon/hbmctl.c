@@ -323,9 +323,12 @@ static int cmd_devices(int argc, char **argv)
  * hbmguardd's control socket: one request, one reply, sent with the proof
  * of CAP_SYS_ADMIN when hbmctl has it (ctl.h), so that an administrator
  * gets through however many connections others hold.  Returns the reply's
- * error (0 or a negative errno), 1 when no daemon listens, or -EUSERS when
- * the daemon turned the connection away for capacity (its answer, or the
- * connection closed without one).
+ * error (0 or a negative errno), 1 when no daemon listens or none answered
+ * within HBM_CTL_TIMEOUT_S (hbmguardd.socket's backlog, with the daemon
+ * starting or failed), or -EUSERS when the daemon turned the connection
+ * away for capacity (its answer, or the connection closed without one while
+ * the socket still takes connections: one systemd gave up on is closed too,
+ * and then nothing listens).
  */
 static int ask_daemon(uint16_t type, const void *body, void *reply_body)
 {
@@ -349,8 +352,18 @@ static int ask_daemon(uint16_t type, const void *body, void *reply_body)
 		n = recv(s, pkt, sizeof(pkt), 0);
 	}
 	close(s);
-	if (n == 0 || (n < 0 && (errno == ECONNRESET || errno == EPIPE)))
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+		fprintf(stderr, "hbmctl: hbmguardd at %s: no answer within %d s (systemctl status "
+			"hbmguardd)\n", control_socket, HBM_CTL_TIMEOUT_S);
+		return 1;
+	}
+	if (n == 0 || (n < 0 && (errno == ECONNRESET || errno == EPIPE))) {
+		s = hbm_ctl_connect(control_socket);
+		if (s < 0)
+			return 1;
+		close(s);
 		return -EUSERS;
+	}
 	if (n < 0) {
 		fprintf(stderr, "hbmctl: hbmguardd at %s: %s\n", control_socket,
 			strerror(errno));

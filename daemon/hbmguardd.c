@@ -169,6 +169,10 @@ int main(int argc, char **argv)
 	bool nvml_left;
 	int opt, err;
 
+	/* The sockets systemd passed come without FD_CLOEXEC; sd_listen_fds()
+	 * sets it, before NVML or anything else may fork a child that would
+	 * hold the control socket open (they are taken by name later). */
+	sd_listen_fds(0);
 	while ((opt = getopt_long(argc, argv, "c:hV", options, NULL)) != -1) {
 		switch (opt) {
 		case 'c':

@@ -18,14 +18,17 @@
  * passed_socket() - the socket systemd passed under a name
  * @name: its FileDescriptorName= (systemd.socket(5))
  *
- * Return: its fd, or -1: none of that name (or none at all, or an
+ * Return: its fd; -ENOENT: none of that name (or none at all, or an
  * environment meant for another process: sd_listen_fds() checks
- * $LISTEN_PID against getpid()).
+ * $LISTEN_PID against getpid()); or the negative errno of a $LISTEN_FDS or
+ * $LISTEN_FDNAMES that cannot be read (-EINVAL: as many names as fds they
+ * are not), which a caller must not take for "none passed": the path would
+ * be bound anew over systemd's socket.
  */
 int passed_socket(const char *name)
 {
 	char **names = NULL;
-	int n = sd_listen_fds_with_names(0, &names), fd = -1, i;
+	int n = sd_listen_fds_with_names(0, &names), fd = -ENOENT, i;
 
 	for (i = 0; i < n; i++) {
 		if (fd < 0 && names && !strcmp(names[i], name))
@@ -34,7 +37,7 @@ int passed_socket(const char *name)
 			free(names[i]);
 	}
 	free(names);
-	return fd;
+	return n < 0 ? n : fd;
 }
 
 /**

@@ -126,7 +126,10 @@ struct hbmguard_recovery {
 
 struct hbmguard_rank;
 
-/* Register with the daemon at @socket_path (NULL: the default). */
+/* Register with the daemon at @socket_path (NULL: the default).  This and
+ * hbmguard_rank_answer() wait at most 30 s for the daemon's reply, then give
+ * -ETIMEDOUT (with hbmguardd.socket a connection is taken while no daemon
+ * runs, to be answered by the next one, if it comes). */
 int hbmguard_rank_register(const char *socket_path, const struct hbmguard_rank_info *info,
 			   struct hbmguard_rank **out);
 /* Readable when a request waits on the socket.  Requests that came while

@@ -67,10 +67,12 @@ static int transact(struct hbmguard_rank *r, uint16_t type, const void *body,
 	int err;
 
 	if (send(r->fd, pkt, len, MSG_NOSIGNAL) != (ssize_t)len)
-		return -errno;
+		return errno == EAGAIN ? -ETIMEDOUT : -errno;
 	do
 		err = receive(r, 0, &h, reply_body, reply_size);
 	while (err == 1);
+	if (err == -EAGAIN)	/* HBM_CTL_TIMEOUT_S passed (hbm_ctl_connect()) */
+		return -ETIMEDOUT;
 	if (err)
 		return err;
 	if (h.type != (type | HBM_CTL_REPLY) || h.seq != r->seq)

@@ -102,8 +102,8 @@ static int by_name(void)
 	EXPECT(!pass(fds, 2, "metrics:control", getpid()));
 	EXPECT(passed_socket("control") == SD_LISTEN_FDS_START + 1);
 	EXPECT(passed_socket("metrics") == SD_LISTEN_FDS_START);
-	EXPECT(passed_socket("other") == -1);
-	EXPECT(passed_socket("") == -1);
+	EXPECT(passed_socket("other") == -ENOENT);
+	EXPECT(passed_socket("") == -ENOENT);
 	/* asked again (a reload): the environment is still there */
 	EXPECT(passed_socket("control") == SD_LISTEN_FDS_START + 1);
 	return 0;
@@ -116,7 +116,7 @@ static int not_ours(void)
 	EXPECT(fds[0] >= 0);
 	/* A parent's environment, inherited: meant for the parent, not us. */
 	EXPECT(!pass(fds, 1, "control", getppid()));
-	EXPECT(passed_socket("control") == -1);
+	EXPECT(passed_socket("control") == -ENOENT);
 	return 0;
 }
 
@@ -125,13 +125,27 @@ static int none(void)
 	unsetenv("LISTEN_PID");
 	unsetenv("LISTEN_FDS");
 	unsetenv("LISTEN_FDNAMES");
-	EXPECT(passed_socket("control") == -1);
-	/* Named fds that are not open: nothing taken for a socket. */
+	EXPECT(passed_socket("control") == -ENOENT);
+	/* Named fds that are not open: an error, not "none passed" (the
+	 * caller would bind the path anew, over systemd's socket). */
 	close(SD_LISTEN_FDS_START);
 	setenv("LISTEN_FDNAMES", "control", 1);
 	EXPECT(!pass(NULL, 0, NULL, getpid()));
 	setenv("LISTEN_FDS", "1", 1);
-	EXPECT(passed_socket("control") == -1);
+	EXPECT(passed_socket("control") == -EBADF);
+	return 0;
+}
+
+/* Fewer names than fds (a unit's FileDescriptorName= and a mangled
+ * environment): an error, not "none passed". */
+static int names_mismatch(void)
+{
+	int fds[2] = { unix_listener(SOCK_SEQPACKET, "control.sock"),
+		       unix_listener(SOCK_SEQPACKET, "other.sock") };
+
+	EXPECT(fds[0] >= 0 && fds[1] >= 0);
+	EXPECT(!pass(fds, 2, "control", getpid()));
+	EXPECT(passed_socket("control") == -EINVAL);
 	return 0;
 }
 
@@ -166,6 +180,9 @@ END_TEST
 START_TEST(passed_none) { in_child(none); }
 END_TEST
 
+START_TEST(passed_names_mismatch) { in_child(names_mismatch); }
+END_TEST
+
 START_TEST(passed_control_kinds) { in_child(control_kinds); }
 END_TEST
 
@@ -177,6 +194,7 @@ Suite *passed_suite(void)
 	tcase_add_test(tc, passed_by_name);
 	tcase_add_test(tc, passed_to_another_pid);
 	tcase_add_test(tc, passed_none);
+	tcase_add_test(tc, passed_names_mismatch);
 	tcase_add_test(tc, passed_control_kinds);
 	suite_add_tcase(s, tc);
 	return s;
