@@ -622,6 +622,23 @@ s = json.load(open(\"/tmp/sa.json\"))
 pid = int(subprocess.check_output([\"systemctl\", \"show\", \"-P\", \"MainPID\", \"hbmguardd\"]))
 assert s[\"daemon\"][\"pid\"] == pid, (s[\"daemon\"], pid)"'
 
+	# Credentials through systemd's socket: an admin's request queued
+	# while no daemon runs carries its proof to the daemon it starts.
+	check "an admin's retire while the daemon is stopped: it starts, answers, keeps it" \
+		'systemctl stop hbmguardd.service && ! active &&
+		timeout 120 hbmctl retire sim1 0x7f000 >/tmp/sa.retire 2>&1 && active &&
+		! grep -q directly /tmp/sa.retire && has_page 0x7f000 admin sim1'
+	check "... a group member's clear through it refused, the page kept" \
+		'! runuser -u hbmops -- hbmctl clear sim1 0x7f000 4K 2>/tmp/sa.user &&
+		grep -q "clear (hbmguardd): Operation not permitted" /tmp/sa.user &&
+		has_page 0x7f000 admin sim1'
+	check "... uid 0 without CAP_SYS_ADMIN refused, the page kept" \
+		'! setpriv --bounding-set=-sys_admin hbmctl clear sim1 0x7f000 4K 2>/tmp/sa.nocap &&
+		grep -q "clear (hbmguardd): Operation not permitted" /tmp/sa.nocap &&
+		has_page 0x7f000 admin sim1'
+	check "... nor with bad packets" 'runuser -u hbmops -- python3 $t/ctl_badinput.py sim:sim1 user'
+	check "... the admin's clear" 'hbmctl clear sim1 0x7f000 0x1000 && ! has_page 0x7f000 admin sim1'
+
 	# Two restarts under clients connecting one after another.
 	rm -f /tmp/sa.stop /tmp/sa.stop.up
 	python3 $t/ctl_socket.py loop /tmp/sa.stop >/tmp/sa.loop 2>&1 &
