@@ -51,6 +51,22 @@ RUNS = {
         "systemctl enable --now hbmguardd",
         "timeout 30 sh -c 'until hbmctl status >/dev/null; do sleep 0.5; done'",
     ],
+    # The socket, as the README turns it on: the hbmctl commands below then
+    # go through systemd's socket.
+    "systemctl stop hbmguardd": [
+        "systemctl stop hbmguardd",
+        "! systemctl is-active hbmguardd",
+    ],
+    "systemctl enable --now hbmguardd.socket": [
+        "systemctl enable --now hbmguardd.socket",
+        "systemctl is-active hbmguardd.socket",
+    ],
+    "systemctl start hbmguardd": [
+        "systemctl start hbmguardd",
+        "timeout 30 sh -c 'until hbmctl status >/dev/null; do sleep 0.5; done'",
+        "journalctl _SYSTEMD_INVOCATION_ID=$(systemctl show -P InvocationID hbmguardd) -o cat"
+        " | grep -q 'control socket from systemd'",
+    ],
     "hbmctl status": ["hbmctl status"],
     "hbmctl devices": ["hbmctl devices | grep -q sim1"],
     "hbmctl pages DEV": [
