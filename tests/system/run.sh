@@ -206,6 +206,8 @@ if [ "$mode" = nvml ]; then
 	boot nvml ""
 	grep -q '^@@PHASE nvml done@@' "$log" && ! grep -q '^not ok ' "$log" ||
 		{ echo "tier 3 nvml: failed (see $log)" >&2; exit 1; }
+	kernel_clean
+	echo "== tier 3 nvml passed in $(($(date +%s) - start))s"
 	exit 0
 fi
 
