@@ -20,6 +20,7 @@
 #include <linux/hbmguard.h>
 
 #include "config.h"
+#include "metrics.h"
 #include "seen.h"
 
 /* A retry backing off: a second after the first failure, then twice as long up to a minute. */
@@ -57,6 +58,7 @@ struct daemon {
 	struct incident *incidents;	/* oldest first */
 	size_t nr_incidents, incidents_cap;
 	uint64_t last_incident;		/* the id of the newest */
+	struct metrics_incidents incident_totals;	/* ended since the start */
 
 	/* control.c's */
 	int control;			/* the listening control socket */

@@ -2,7 +2,8 @@
 /*
  * The metrics endpoint: what hbmguardd knows, in Prometheus's text
  * exposition format 0.0.4 (prometheus/docs, content/docs/instrumenting/
- * exposition_formats.md), served over HTTP by libmicrohttpd.
+ * exposition_formats.md) or OpenMetrics 1.0.0 (below), served over HTTP by
+ * libmicrohttpd.
  *
  * The state of the daemon is single-threaded, so libmicrohttpd runs without
  * a thread of its own: started with MHD_USE_EPOLL and no
@@ -45,9 +46,15 @@
  * its slot; and a remote peer with IPv6 has addresses to spare.  The
  * deadline is what bounds a peer: no connection keeps its slot past it.
  *
- * Not served: OpenMetrics (its counters must end in _total, which
- * dcgm-exporter's DCGM_FI_DEV_* counters do not), compression, TLS (a
- * reverse proxy's business).
+ * The format is the client's choice (its Accept header,
+ * metrics_negotiate()): OpenMetrics 1.0.0 (OpenObservability/OpenMetrics,
+ * specification/OpenMetrics.md, v1.0.0), which Prometheus's scraper asks
+ * for first, or the text format; one renderer writes both, the writer
+ * (metrics_family(), metrics_end()) doing what differs, and a page is kept
+ * for each.  Every series typed counter only goes up while the daemon runs
+ * (the module's own, reset by its reload: module_series() says why).
+ *
+ * Not served: compression, TLS (a reverse proxy's business).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -143,7 +150,10 @@ static void putf(struct metrics_buf *b, const char *fmt, ...)
 
 /*
  * The format's escapes: in a label value backslash, double quote and line
- * feed; in a HELP text backslash and line feed.  Label values must also be
+ * feed; in a HELP text backslash and line feed, and double quote too in
+ * OpenMetrics (its escaped-string, OpenMetrics.md's ABNF; the text format's
+ * HELP has only the two escapes, a \" there would be read as two
+ * characters).  Label values must also be
  * valid UTF-8: a scrape with one that is not is rejected whole (promtool
  * check metrics, Prometheus's parser: "text format parsing error in line 3:
  * invalid label value "GPU-\xe2\x82""; check_metrics.c), and an identity, a
@@ -179,21 +189,69 @@ static void put_label_value(struct metrics_buf *b, const char *s)
 		free(buf);
 }
 
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+
+	return n >= k && !strcmp(s + n - k, suffix);
+}
+
 /**
- * metrics_family() - a metric family's HELP and TYPE lines
+ * metrics_family() - a metric family's metadata lines
  * @b: the exposition
- * @name: the family's name (no escaping: the caller's constant)
+ * @name: the family's name as its samples have it (no escaping: the
+ *	caller's constant); a counter's ends in _total
  * @type: "counter", "gauge", "histogram"
  * @help: escaped here
  *
  * Every sample of the family must follow, before any other family's.
+ *
+ * In OpenMetrics (OpenMetrics.md, v1.0.0: "Suffixes", "Counter", "Unit"),
+ * a counter family is named without the _total its samples carry, so the
+ * samples, and the series Prometheus stores, are named the same in both
+ * formats.  A counter whose name lacks _total is dcgm-exporter's (its
+ * DCGM_FI_DEV_* names, which dashboards query as they are): typed unknown
+ * there, the type OpenMetrics leaves for "3rd party systems" whose samples
+ * cannot take its suffixes, rather than renamed.  A family named in seconds
+ * gets its UNIT line (the unit must be the name's suffix); no other unit
+ * here is one of the base units OpenMetrics means.  Its metadata in the
+ * order it recommends, TYPE, UNIT, HELP.
  */
 void metrics_family(struct metrics_buf *b, const char *name, const char *type,
 		    const char *help)
 {
-	putf(b, "# HELP %s ", name);
-	put_escaped(b, help, false);
-	putf(b, "\n# TYPE %s %s\n", name, type);
+	size_t len = strlen(name);
+
+	if (b->format == METRICS_TEXT) {
+		putf(b, "# HELP %s ", name);
+		put_escaped(b, help, false);
+		putf(b, "\n# TYPE %s %s\n", name, type);
+		return;
+	}
+	if (!strcmp(type, "counter")) {
+		if (ends_with(name, "_total"))
+			len -= strlen("_total");
+		else
+			type = "unknown";
+	}
+	putf(b, "# TYPE %.*s %s\n", (int)len, name, type);
+	if (ends_with(name, "_seconds"))
+		putf(b, "# UNIT %s seconds\n", name);
+	putf(b, "# HELP %.*s ", (int)len, name);
+	put_escaped(b, help, true);
+	put(b, "\n", 1);
+}
+
+/**
+ * metrics_end() - the exposition is complete
+ * @b: the exposition
+ *
+ * OpenMetrics ends with "# EOF": a scrape cut short shows as such.
+ */
+void metrics_end(struct metrics_buf *b)
+{
+	if (b->format == METRICS_OPENMETRICS)
+		put(b, "# EOF\n", 6);
 }
 
 static void put_value(struct metrics_buf *b, double v)
@@ -244,42 +302,53 @@ void metrics_sample(struct metrics_buf *b, const char *name, const struct metric
 	put_sample(b, name, "", l, nl, NULL, value);
 }
 
+/*
+ * A bucket's le as OpenMetrics's "Canonical Numbers" want it (Go's %g, ".0"
+ * added to an integer: 0.01, 1.0, 600.0, +Inf), in both formats: the label
+ * is part of the series Prometheus stores, the same whichever format a
+ * scrape negotiated.  %g's six digits suffice for the bounds here.
+ */
+static void canonical_le(char *le, size_t len, double bound)
+{
+	if (isinf(bound)) {
+		snprintf(le, len, "+Inf");
+		return;
+	}
+	snprintf(le, len, "%g", bound);
+	if (!strpbrk(le, ".e"))
+		strncat(le, ".0", len - strlen(le) - 1);
+}
+
 /**
- * metrics_histogram() - a histogram's samples, from its observations
+ * metrics_histogram() - a histogram's samples, from its buckets' counts
  * @b: the exposition
  * @name: its family's name
  * @l: its labels
  * @nl: how many
  * @bounds: the buckets' upper bounds, ascending; +Inf is added
  * @nb: how many
- * @obs: the observations
- * @n: how many
+ * @counts: the observations in each bucket and no lower one (@nb + 1, the
+ *	last +Inf's)
+ * @sum: of the observations
  *
- * Buckets are cumulative (each counts the observations <= its bound), the
- * last is +Inf and equals _count.
+ * Buckets are written cumulative (each counts the observations <= its
+ * bound), the last is +Inf and equals _count.
  */
 void metrics_histogram(struct metrics_buf *b, const char *name, const struct metrics_label *l,
-		       size_t nl, const double *bounds, size_t nb, const double *obs, size_t n)
+		       size_t nl, const double *bounds, size_t nb, const uint64_t *counts, double sum)
 {
-	double sum = 0;
-	size_t i, j;
+	uint64_t c = 0;
+	size_t i;
 
 	for (i = 0; i <= nb; i++) {
 		char le[32];
-		uint64_t c = 0;
 
-		for (j = 0; j < n; j++)
-			c += i == nb || obs[j] <= bounds[i];
-		if (i < nb)
-			snprintf(le, sizeof(le), "%g", bounds[i]);
-		else
-			snprintf(le, sizeof(le), "+Inf");
+		c += counts[i];
+		canonical_le(le, sizeof(le), i < nb ? bounds[i] : INFINITY);
 		put_sample(b, name, "_bucket", l, nl, le, c);
 	}
-	for (j = 0; j < n; j++)
-		sum += obs[j];
 	put_sample(b, name, "_sum", l, nl, NULL, sum);
-	put_sample(b, name, "_count", l, nl, NULL, n);
+	put_sample(b, name, "_count", l, nl, NULL, c);
 }
 
 /* The sink: what only the facts tell */
@@ -294,9 +363,11 @@ static const char *const origins[METRICS_ORIGINS] = {
  * @arg: the metrics
  * @f: the fact
  *
- * A device's page counts start again when its id is given to another (the
- * module reloaded, or the device was removed): a counter's reset, which
- * Prometheus's rate() takes in its stride.
+ * A device's page counts are its identity's, kept by the module's id: they
+ * start again only when the id is seen given to another identity (the
+ * series is then another, its labels the new identity's).  The same device
+ * seen again, after the module was reloaded, keeps counting: a counter
+ * goes back to 0 only when its process, this daemon, restarts.
  */
 void metrics_fact(void *arg, const struct hbm_fact *f)
 {
@@ -307,9 +378,11 @@ void metrics_fact(void *arg, const struct hbm_fact *f)
 		x->errors[f->origin][f->severity]++;
 	if (id >= HBMGUARD_MAX_DEVICES)
 		return;
-	if (f->type == HBM_FACT_DEVICE_GONE ||
-	    (f->type == HBM_FACT_DEVICE_SEEN && f->sync == HBM_SYNC_ADDED))
+	if (f->type == HBM_FACT_DEVICE_SEEN &&
+	    strncmp(x->identity[id], f->dev.identity, sizeof(x->identity[id]))) {
 		memset(x->pages[id], 0, sizeof(x->pages[id]));
+		memcpy(x->identity[id], f->dev.identity, sizeof(x->identity[id]));
+	}
 	if (f->type == HBM_FACT_PAGES && !(f->flags & HBM_FACT_UNHEARD) && state &&
 	    f->source < __HBMGUARD_SOURCE_MAX)
 		x->pages[id][state][f->source] += f->count;
@@ -454,6 +527,18 @@ static void device_series(struct metrics_buf *b, struct hbm_metrics *m, const st
 		   get_dropped);
 }
 
+/*
+ * The module's counters (errors received and dropped by path, events
+ * dropped; and each device's CE, UE and dropped counts, device_series())
+ * are passed on as the module has them, not offset by the daemon: they
+ * start again at 0 when the module is reloaded, its own restart, which is
+ * the one reset Prometheus's convention allows a counter (rate() and
+ * increase() take it as they take a restart of an exporter's process).  An
+ * offset kept here would be lost with the daemon's own restart anyway, and
+ * would have to guess a reload from a count that went down, which misses
+ * one that went back past its old value between two scrapes.  Nothing else
+ * makes them go down: the module only adds to them.
+ */
 static void module_series(struct metrics_buf *b, struct hbm_metrics *m, const struct hbm_counts *c)
 {
 	static const char rx[] = "hbmguard_path_errors_received_total";
@@ -499,54 +584,73 @@ static size_t next_state(const struct hbm_ctl_incident *in, size_t st)
 	return 0;
 }
 
-static const char *outcome(const struct hbm_ctl_incident *in)
+_Static_assert(sizeof(phase_bounds) / sizeof(phase_bounds[0]) + 1 == METRICS_PHASE_BUCKETS,
+	       "metrics.h's bucket count is phase_bounds' and +Inf");
+
+/**
+ * metrics_incident_ended() - count an incident that has just ended
+ * @t: the daemon's totals
+ * @in: the incident, resumed or escalated (anything else is not counted)
+ *
+ * Counted once, as it ends (recovery.c), rather than read from the kept
+ * history at each scrape: the history forgets its oldest past
+ * HBM_INCIDENTS_KEPT, and a count read from it would go down, which
+ * Prometheus takes for a counter's reset (rate() would add the whole
+ * count again).  An incident open when the daemon restarted is escalated by
+ * the new one (recovery_load()) and counted there, once.
+ */
+void metrics_incident_ended(struct metrics_incidents *t, const struct hbm_ctl_incident *in)
 {
-	return in->state == HBM_INCIDENT_RESUMED ? "resumed" :
-	       in->state == HBM_INCIDENT_ESCALATED ? "escalated" : "open";
+	size_t o, st, next, i;
+
+	if (in->state != HBM_INCIDENT_RESUMED && in->state != HBM_INCIDENT_ESCALATED)
+		return;
+	o = in->state == HBM_INCIDENT_ESCALATED;
+	t->ended[o]++;
+	for (st = HBM_INCIDENT_DETECTED; st < HBM_INCIDENT_RESUMED; st++) {
+		struct metrics_phase *p = &t->phase[st][o];
+		double v;
+
+		next = next_state(in, st);
+		/* The times are the wall clock's (recovery.c): a span it was stepped back in is no duration. */
+		if (!in->at[st] || !next || in->at[next] < in->at[st])
+			continue;
+		v = (in->at[next] - in->at[st]) / 1e6;
+		for (i = 0; i + 1 < METRICS_PHASE_BUCKETS && v > phase_bounds[i]; i++)
+			;
+		p->bucket[i]++;
+		p->sum += v;
+	}
 }
 
 static void incident_series(struct metrics_buf *b, struct daemon *d)
 {
-	static const char *const outcomes[] = { "resumed", "escalated", "open" };
-	static const char count[] = "hbmguard_incidents";
+	static const char *const outcomes[] = { "resumed", "escalated" };
+	static const char ended[] = "hbmguard_incidents_total";
+	static const char open[] = "hbmguard_incidents_open";
 	static const char phase[] = "hbmguard_incident_phase_duration_seconds";
-	struct hbm_ctl_incident in[HBM_INCIDENTS_KEPT];
-	double obs[HBM_INCIDENTS_KEPT];
-	size_t n = 0, i, o, st;
+	size_t o, st;
 
-	while (n < HBM_INCIDENTS_KEPT && !recovery_incident_get(d, n, &in[n]))
-		n++;
-	metrics_family(b, count, "gauge",
-		       "Rank recoveries the daemon keeps (the newest 64), by outcome.");
-	for (o = 0; o < 3; o++) {
+	metrics_family(b, ended, "counter",
+		       "Rank recoveries ended since the daemon started, by outcome.");
+	for (o = 0; o < 2; o++) {
 		struct metrics_label l[] = { { "outcome", outcomes[o] } };
-		size_t c = 0;
 
-		for (i = 0; i < n; i++)
-			c += !strcmp(outcome(&in[i]), outcomes[o]);
-		metrics_sample(b, count, l, 1, c);
+		metrics_sample(b, ended, l, 1, d->incident_totals.ended[o]);
 	}
+	metrics_family(b, open, "gauge", "Rank recoveries under way.");
+	metrics_sample(b, open, NULL, 0, recovery_open_incidents(d));
 	metrics_family(b, phase, "histogram",
-		       "How long each phase of the kept rank recoveries took, by the state it ended in.");
+		       "How long each phase of the rank recoveries ended since the daemon started took, by outcome.");
 	for (st = HBM_INCIDENT_DETECTED; st < HBM_INCIDENT_RESUMED; st++)
 		for (o = 0; o < 2; o++) {
+			const struct metrics_phase *p = &d->incident_totals.phase[st][o];
 			struct metrics_label l[] = { { "phase", incident_states[st] },
 						     { "outcome", outcomes[o] } };
-			size_t nobs = 0;
 
-			for (i = 0; i < n; i++) {
-				size_t next = next_state(&in[i], st);
-
-				/*
-				 * The times are the wall clock's (recovery.c):
-				 * a span it was stepped back in is no duration.
-				 */
-				if (in[i].at[st] && next && in[i].at[next] >= in[i].at[st] &&
-				    !strcmp(outcome(&in[i]), outcomes[o]))
-					obs[nobs++] = (in[i].at[next] - in[i].at[st]) / 1e6;
-			}
 			metrics_histogram(b, phase, l, 2, phase_bounds,
-					  sizeof(phase_bounds) / sizeof(phase_bounds[0]), obs, nobs);
+					  sizeof(phase_bounds) / sizeof(phase_bounds[0]),
+					  p->bucket, p->sum);
 		}
 }
 
@@ -749,42 +853,185 @@ static uint64_t now_us(void)
 }
 
 /*
- * The exposition, rendered at most once per .keep_us: a render is a
- * blocking device dump and stats request to the module, and nothing bounds
- * how often a peer may ask.  Scrapes within it get the same page (each a
- * copy: the next render must not pull one from under a response still
- * being sent).  Return: false when the page is past its bound (or no
- * memory).
+ * The exposition, rendered at most once per .keep_us in each format: a
+ * render is a blocking device dump and stats request to the module, and
+ * nothing bounds how often a peer may ask.  Scrapes within it get the same
+ * page (each a copy: the next render must not pull one from under a
+ * response still being sent).  Return: false when the page is past its
+ * bound (or no memory).
  */
-static bool fresh_page(struct hbm_metrics *m)
+static bool fresh_page(struct hbm_metrics *m, enum metrics_format format)
 {
+	struct metrics_page *page = &m->pages[format];
 	struct metrics_buf b;
 	uint64_t now = now_us();
 
-	if (m->page_at && now - m->page_at < m->keep_us)
-		return m->page != NULL;	/* a render that failed is kept as long */
+	if (page->at && now - page->at < m->keep_us)
+		return page->p != NULL;	/* a render that failed is kept as long */
 	metrics_buf_init(&b, METRICS_MAX_BYTES);
+	b.format = format;
 	(m->render ? m->render : metrics_render)(m, &b);
-	free(m->page);
-	m->page = NULL;
-	m->page_len = 0;
-	m->page_at = now;
+	metrics_end(&b);
+	free(page->p);
+	*page = (struct metrics_page){ .at = now };
 	if (b.failed) {
 		fprintf(stderr, "<4>hbmguardd: metrics: the exposition is past %u bytes, or no memory: answered 500\n",
 			METRICS_MAX_BYTES);
 		metrics_buf_free(&b);
 		return false;
 	}
-	m->page = b.p ? b.p : strdup("");
-	m->page_len = b.len;
-	return m->page != NULL;
+	page->p = b.p ? b.p : strdup("");
+	page->len = b.len;
+	return page->p != NULL;
 }
+
+static void forget_pages(struct hbm_metrics *m)
+{
+	size_t f;
+
+	for (f = 0; f < __METRICS_FORMATS; f++) {
+		free(m->pages[f].p);
+		m->pages[f] = (struct metrics_page){ 0 };
+	}
+}
+
+/*
+ * How much a media range of an Accept header (RFC 9110 section 12.5.1)
+ * says for @format: its q in thousandths, -1 when it does not match; in
+ * *@specific how closely it matched (2: type and subtype, 1: the type with
+ * any subtype, 0: any type), the closest range being the one that counts.  A version
+ * parameter must be the one served; other parameters (charset: UTF-8 is
+ * all there is) are not looked at.  A q that is not a qvalue makes the
+ * range one to ignore.
+ */
+static int range_q(const char *r, size_t len, enum metrics_format format, int *specific)
+{
+	static const char *const types[] = { "text/plain", "application/openmetrics-text" };
+	static const char *const versions[] = { "0.0.4", "1.0.0" };
+	const char *type = types[format], *slash = strchr(type, '/'), *p, *end = r + len;
+	size_t tl;
+	int q = 1000;
+
+	while (r < end && (*r == ' ' || *r == '\t'))
+		r++;
+	for (p = r; p < end && *p != ';' && *p != ' ' && *p != '\t'; p++)
+		;
+	tl = p - r;
+	if (tl == 3 && !strncmp(r, "*/*", 3))
+		*specific = 0;
+	else if (tl == (size_t)(slash - type) + 2 && !strncasecmp(r, type, slash - type + 1) &&
+		 r[tl - 1] == '*')
+		*specific = 1;
+	else if (tl == strlen(type) && !strncasecmp(r, type, tl))
+		*specific = 2;
+	else
+		return -1;
+	while (p < end) {		/* ;name=value, each */
+		const char *name, *value, *next;
+		size_t nl, vl;
+
+		while (p < end && (*p == ';' || *p == ' ' || *p == '\t'))
+			p++;
+		name = p;
+		while (p < end && *p != '=' && *p != ';')
+			p++;
+		nl = p - name;
+		while (nl && (name[nl - 1] == ' ' || name[nl - 1] == '\t'))
+			nl--;
+		if (p == end || *p != '=') {
+			if (nl)
+				return -1;	/* a parameter without a value: not one we know */
+			continue;
+		}
+		for (value = ++p; value < end && (*value == ' ' || *value == '\t'); value++)
+			;
+		for (next = value; next < end && *next != ';'; next++)
+			;
+		for (vl = next - value; vl && (value[vl - 1] == ' ' || value[vl - 1] == '\t'); vl--)
+			;
+		if (vl >= 2 && value[0] == '"' && value[vl - 1] == '"') {
+			value++;
+			vl -= 2;
+		}
+		p = next;
+		if (nl == 1 && (*name == 'q' || *name == 'Q')) {
+			/* qvalue = ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] ) */
+			size_t i;
+			int scale = 100;
+
+			if (!vl || (value[0] != '0' && value[0] != '1') || (vl > 1 && value[1] != '.') ||
+			    vl > 5)
+				return -1;
+			q = (value[0] - '0') * 1000;
+			for (i = 2; i < vl; i++, scale /= 10) {
+				if (value[i] < '0' || value[i] > '9' || (q == 1000 && value[i] != '0'))
+					return -1;
+				q += (value[i] - '0') * scale;
+			}
+		} else if (nl == 7 && !strncasecmp(name, "version", 7) && *specific == 2 &&
+			   (vl != strlen(versions[format]) || strncmp(value, versions[format], vl))) {
+			return -1;
+		}
+	}
+	return q;
+}
+
+/**
+ * metrics_negotiate() - the format an Accept header asks for
+ * @accept: the header's value, or NULL (none: the text format)
+ *
+ * Each format gets the q of the closest media range that matches it
+ * (RFC 9110 section 12.5.1); the higher q wins, a tie goes to the format
+ * named more closely, then to the text format.  q=0 refuses a format.
+ * Prometheus's own scraper asks for OpenMetrics first (scrape/scrape.go,
+ * v2.42.0, the release Debian bookworm ships: scrapeAcceptHeader =
+ * "application/openmetrics-text;version=1.0.0,application/openmetrics-text;
+ * version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5," and any type at
+ * q=0.1): OpenMetrics 1.0.0, which it parses as it parses 0.0.1, the text
+ * format otherwise.
+ *
+ * Return: enum metrics_format, or -1: neither format is acceptable (a 406).
+ */
+int metrics_negotiate(const char *accept)
+{
+	int q[__METRICS_FORMATS], spec[__METRICS_FORMATS], f, best = -1;
+
+	if (!accept || !accept[strspn(accept, " \t")])
+		return METRICS_TEXT;
+	for (f = 0; f < __METRICS_FORMATS; f++) {
+		const char *r = accept;
+
+		q[f] = 0;
+		spec[f] = -1;
+		while (*r) {
+			size_t len = strcspn(r, ",");
+			int s, rq = range_q(r, len, f, &s);
+
+			if (rq >= 0 && s > spec[f]) {
+				spec[f] = s;
+				q[f] = rq;
+			}
+			r += len + (r[len] == ',');
+		}
+		if (q[f] > 0 && (best < 0 || q[f] > q[best] ||
+				 (q[f] == q[best] && spec[f] > spec[best])))
+			best = f;
+	}
+	return best;
+}
+
+static const char *const content_types[__METRICS_FORMATS] = {
+	[METRICS_TEXT] = "text/plain; version=0.0.4; charset=utf-8",
+	[METRICS_OPENMETRICS] = "application/openmetrics-text; version=1.0.0; charset=utf-8",
+};
 
 /*
  * MHD_AccessHandlerCallback (microhttpd.h): called once the headers are
  * in; a GET has no body, so the first call answers.  A HEAD gets the
- * headers of the page kept, if any, and never a render: libmicrohttpd
- * sends no body for it.
+ * headers of the page kept in the format asked for, if any, and never a
+ * render: libmicrohttpd sends no body for it.  The format is the Accept
+ * header's (metrics_negotiate()); a response that depends on it says so
+ * (Vary), for a cache between.
  */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
 				  const char *method, const char *version,
@@ -793,10 +1040,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	static char not_found[] = "not found: the metrics are at /metrics\n";
 	static char not_allowed[] = "only GET and HEAD\n";
 	static char too_big[] = "the exposition is past its bound\n";
+	static char not_acceptable[] = "served as text/plain; version=0.0.4 or "
+				       "application/openmetrics-text; version=1.0.0 only\n";
 	struct hbm_metrics *m = cls;
 	struct MHD_Response *r;
 	unsigned int code = MHD_HTTP_OK;
 	enum MHD_Result ret;
+	int format = METRICS_TEXT;
 
 	(void)version;
 	(void)upload_data;
@@ -811,14 +1061,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		code = MHD_HTTP_NOT_FOUND;
 		r = MHD_create_response_from_buffer(strlen(not_found), not_found,
 						    MHD_RESPMEM_PERSISTENT);
+	} else if ((format = metrics_negotiate(MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+									   MHD_HTTP_HEADER_ACCEPT))) < 0) {
+		code = MHD_HTTP_NOT_ACCEPTABLE;
+		r = MHD_create_response_from_buffer(strlen(not_acceptable), not_acceptable,
+						    MHD_RESPMEM_PERSISTENT);
 	} else {
+		struct metrics_page *page = &m->pages[format];
+
 		if (strcmp(method, MHD_HTTP_METHOD_HEAD)) {
 			m->scrapes++;
-			if (!fresh_page(m))
+			if (!fresh_page(m, format))
 				code = MHD_HTTP_INTERNAL_SERVER_ERROR;
 		}
 		r = code == MHD_HTTP_OK ?
-			MHD_create_response_from_buffer(m->page_len, m->page ? m->page : "",
+			MHD_create_response_from_buffer(page->len, page->p ? page->p : "",
 							MHD_RESPMEM_MUST_COPY) :
 			MHD_create_response_from_buffer(strlen(too_big), too_big,
 							MHD_RESPMEM_PERSISTENT);
@@ -826,7 +1083,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (!r)
 		return MHD_NO;
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, code == MHD_HTTP_OK ?
-				"text/plain; version=0.0.4; charset=utf-8" : "text/plain");
+				content_types[format] : "text/plain");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ACCEPT);
 	ret = MHD_queue_response(conn, code, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -1147,8 +1405,5 @@ void metrics_stop(struct hbm_metrics *m)
 		MHD_stop_daemon(m->mhd);
 	m->mhd = NULL;
 	memset(m->conns, 0, sizeof(m->conns));
-	free(m->page);
-	m->page = NULL;
-	m->page_len = 0;
-	m->page_at = 0;
+	forget_pages(m);
 }

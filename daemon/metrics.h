@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The metrics endpoint (metrics.c): Prometheus's text exposition format
- * 0.0.4 over HTTP, from libmicrohttpd driven by the daemon's sd-event loop;
- * a sink of facts for what only the facts tell (events by path and source).
+ * 0.0.4, or OpenMetrics 1.0.0 to a client that asks for it, over HTTP, from
+ * libmicrohttpd driven by the daemon's sd-event loop; a sink of facts for
+ * what only the facts tell (events by path and source).
  * Off unless [Metrics] Listen= is set or systemd passes a socket named
  * "metrics".
  *
@@ -21,15 +22,23 @@
 #include <linux/hbmguard.h>
 
 #include "core.h"
+#include "ctl.h"
 
 struct daemon;
 struct MHD_Daemon;
+
+enum metrics_format {
+	METRICS_TEXT,		/* Prometheus's text format 0.0.4 */
+	METRICS_OPENMETRICS,	/* OpenMetrics 1.0.0's text format */
+	__METRICS_FORMATS
+};
 
 /* An exposition being written; .failed once it would pass .max bytes. */
 struct metrics_buf {
 	char *p;
 	size_t len, cap, max;
 	bool failed;
+	enum metrics_format format;	/* set after metrics_buf_init(); TEXT by default */
 };
 
 struct metrics_label {
@@ -44,7 +53,28 @@ void metrics_family(struct metrics_buf *b, const char *name, const char *type,
 void metrics_sample(struct metrics_buf *b, const char *name, const struct metrics_label *l,
 		    size_t nl, double value);
 void metrics_histogram(struct metrics_buf *b, const char *name, const struct metrics_label *l,
-		       size_t nl, const double *bounds, size_t nb, const double *obs, size_t n);
+		       size_t nl, const double *bounds, size_t nb, const uint64_t *counts, double sum);
+void metrics_end(struct metrics_buf *b);
+int metrics_negotiate(const char *accept);
+
+/*
+ * Rank recoveries ended since the daemon started (recovery.c counts them
+ * with metrics_incident_ended() as each ends; metrics.c renders them):
+ * counters that never go down, whatever the kept history forgets.  By
+ * outcome (0: resumed, 1: escalated); the phases by the state that began
+ * them, each a histogram's buckets (not cumulative; metrics.c's
+ * phase_bounds, and +Inf).
+ */
+#define METRICS_PHASE_BUCKETS	15
+struct metrics_incidents {
+	uint64_t ended[2];
+	struct metrics_phase {
+		uint64_t bucket[METRICS_PHASE_BUCKETS];
+		double sum;
+	} phase[HBM_INCIDENT_RESUMED][2];
+};
+
+void metrics_incident_ended(struct metrics_incidents *t, const struct hbm_ctl_incident *in);
 
 /*
  * What the facts alone tell: the pages each device's events put in a state,
@@ -54,6 +84,7 @@ void metrics_histogram(struct metrics_buf *b, const char *name, const struct met
 #define METRICS_ORIGINS	5
 struct metrics_facts {
 	uint64_t pages[HBMGUARD_MAX_DEVICES][__HBMGUARD_STATE_MAX][__HBMGUARD_SOURCE_MAX];
+	char identity[HBMGUARD_MAX_DEVICES][HBMGUARD_IDENTITY_LEN];	/* whose .pages */
 	uint64_t errors[METRICS_ORIGINS][3];
 };
 
@@ -75,10 +106,12 @@ struct hbm_metrics {
 	/* the exposition; a test's own, or NULL: the daemon's (metrics_render()) */
 	void (*render)(struct hbm_metrics *m, struct metrics_buf *b);
 	uint64_t scrapes;
-	/* the last exposition, served again for .keep_us (metrics.c says why) */
-	char *page;
-	size_t page_len;
-	uint64_t page_at;		/* CLOCK_MONOTONIC, us; 0: none */
+	/* the last exposition in each format, served again for .keep_us (metrics.c says why) */
+	struct metrics_page {
+		char *p;
+		size_t len;
+		uint64_t at;		/* CLOCK_MONOTONIC, us; 0: none */
+	} pages[__METRICS_FORMATS];
 	uint64_t keep_us;		/* 0: METRICS_KEEP_US (a test sets its own) */
 	uint64_t deadline_us;		/* 0: METRICS_DEADLINE_US (likewise) */
 	/* each connection's socket and when it was accepted, for its deadline */

@@ -150,13 +150,18 @@ static void journal_transition(struct daemon *d, const struct incident *x,
 			"HBMGUARD_INCIDENT_STATE=%s", state_names[state], NULL);
 }
 
-/* A step begins: timed now, told to the ranks by the caller. */
+/*
+ * A step begins: timed now, told to the ranks by the caller.  The last
+ * (resumed, escalated: each reached once) is counted for the metrics here.
+ */
 static void mark(struct incident *x, uint32_t state, const char *reason)
 {
 	x->info.state = state;
 	x->info.at[state] = now_us();
 	if (reason)
 		snprintf(x->info.reason, sizeof(x->info.reason), "%s", reason);
+	if (!open_state(state))
+		metrics_incident_ended(&x->d->incident_totals, &x->info);
 }
 
 /*

@@ -12,7 +12,8 @@
 set -eu
 
 # libmicrohttpd-dev: hbmguardd's metrics endpoint (daemon/metrics.c); prometheus:
-# its promtool checks what the endpoint serves (tests/unit/check_metrics.c).
+# its promtool checks what the endpoint serves, and python3-prometheus-client's
+# strict parsers both its formats (tests/unit/check_metrics.c).
 # Kernels the tests boot.  The headers build the module; the images give the
 # guests their vmlinuz and the stock injection modules (hwpoison-inject,
 # mce-inject).  6.1 is bookworm's own kernel, 6.12 its newer LTS.
@@ -22,7 +23,7 @@ python3-yaml python3-jsonschema systemd mmdebstrap e2fsprogs groff-base
 linux-headers-amd64 linux-image-amd64
 linux-headers-6.12-amd64 linux-image-6.12-amd64
 flex bison bc libelf-dev
-libmicrohttpd-dev prometheus"
+libmicrohttpd-dev prometheus python3-prometheus-client"
 [ "${1:-}" = demo ] && PKGS="$PKGS python3-matplotlib"
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)

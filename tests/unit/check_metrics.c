@@ -8,6 +8,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -70,30 +71,115 @@ END_TEST
 
 static void fill_histogram(struct metrics_buf *b)
 {
-	const double bounds[] = { 1, 5 }, obs[] = { 0.5, 1, 3, 10 };
+	/* observations 0.5, 1, 3, 10: two in the first bucket, one in each other */
+	const double bounds[] = { 1, 2.5 };
+	const uint64_t counts[] = { 2, 1, 1 }, none[3] = { 0 };
 	const struct metrics_label l[] = { { "phase", "pausing" } };
 
 	metrics_family(b, "hbmguard_h_seconds", "histogram", "h");
-	metrics_histogram(b, "hbmguard_h_seconds", l, 1, bounds, 2, obs, 4);
-	metrics_histogram(b, "hbmguard_h_seconds", NULL, 0, bounds, 2, NULL, 0);
+	metrics_histogram(b, "hbmguard_h_seconds", l, 1, bounds, 2, counts, 14.5);
+	metrics_histogram(b, "hbmguard_h_seconds", NULL, 0, bounds, 2, none, 0);
 }
 
-/* Cumulative buckets, +Inf equal to _count, an empty one all zeros. */
+/*
+ * Cumulative buckets, +Inf equal to _count, an empty one all zeros; le in
+ * OpenMetrics's canonical form in both formats (1.0, not 1).
+ */
 START_TEST(writer_histogram)
 {
 	ck_assert_str_eq(render_text(fill_histogram),
 			 "# HELP hbmguard_h_seconds h\n"
 			 "# TYPE hbmguard_h_seconds histogram\n"
-			 "hbmguard_h_seconds_bucket{phase=\"pausing\",le=\"1\"} 2\n"
-			 "hbmguard_h_seconds_bucket{phase=\"pausing\",le=\"5\"} 3\n"
+			 "hbmguard_h_seconds_bucket{phase=\"pausing\",le=\"1.0\"} 2\n"
+			 "hbmguard_h_seconds_bucket{phase=\"pausing\",le=\"2.5\"} 3\n"
 			 "hbmguard_h_seconds_bucket{phase=\"pausing\",le=\"+Inf\"} 4\n"
 			 "hbmguard_h_seconds_sum{phase=\"pausing\"} 14.5\n"
 			 "hbmguard_h_seconds_count{phase=\"pausing\"} 4\n"
-			 "hbmguard_h_seconds_bucket{le=\"1\"} 0\n"
-			 "hbmguard_h_seconds_bucket{le=\"5\"} 0\n"
+			 "hbmguard_h_seconds_bucket{le=\"1.0\"} 0\n"
+			 "hbmguard_h_seconds_bucket{le=\"2.5\"} 0\n"
 			 "hbmguard_h_seconds_bucket{le=\"+Inf\"} 0\n"
 			 "hbmguard_h_seconds_sum 0\n"
 			 "hbmguard_h_seconds_count 0\n");
+}
+END_TEST
+
+static void fill_openmetrics(struct metrics_buf *b)
+{
+	b->format = METRICS_OPENMETRICS;
+	fill_escapes(b);
+	metrics_family(b, "DCGM_FI_DEV_RETIRED_SBE", "counter", "d");
+	metrics_sample(b, "DCGM_FI_DEV_RETIRED_SBE", NULL, 0, 1);
+	metrics_family(b, "hbmguard_last_save_timestamp_seconds", "gauge", "t");
+	metrics_sample(b, "hbmguard_last_save_timestamp_seconds", NULL, 0, 5);
+	metrics_end(b);
+}
+
+/*
+ * OpenMetrics: a counter's family without _total, its samples with it; one
+ * without (dcgm-exporter's names) unknown, its name kept; UNIT for seconds;
+ * quotes escaped in HELP too; # EOF last.
+ */
+START_TEST(writer_openmetrics)
+{
+	ck_assert_str_eq(render_text(fill_openmetrics),
+			 "# TYPE hbmguard_x counter\n"
+			 "# HELP hbmguard_x Help with \\\\ and\\nnewline and \\\"quotes\\\".\n"
+			 "hbmguard_x_total{device=\"a\\\\b\\\"c\\nd\",id=\"7\"} 3\n"
+			 "hbmguard_x_total 1.8446744073709552e+19\n"
+			 "hbmguard_x_total 0.25\n"
+			 "hbmguard_x_total -1\n"
+			 "hbmguard_x_total 1.0000000000000001e+300\n"
+			 "# TYPE DCGM_FI_DEV_RETIRED_SBE unknown\n"
+			 "# HELP DCGM_FI_DEV_RETIRED_SBE d\n"
+			 "DCGM_FI_DEV_RETIRED_SBE 1\n"
+			 "# TYPE hbmguard_last_save_timestamp_seconds gauge\n"
+			 "# UNIT hbmguard_last_save_timestamp_seconds seconds\n"
+			 "# HELP hbmguard_last_save_timestamp_seconds t\n"
+			 "hbmguard_last_save_timestamp_seconds 5\n"
+			 "# EOF\n");
+}
+END_TEST
+
+/* Accept headers: Prometheus's own, q values, q=0 refusing, wildcards, junk. */
+START_TEST(negotiate_accept)
+{
+	/* scrape/scrape.go's scrapeAcceptHeader, prometheus v2.42.0 */
+	ck_assert_int_eq(metrics_negotiate("application/openmetrics-text;version=1.0.0,"
+					   "application/openmetrics-text;version=0.0.1;q=0.75,"
+					   "text/plain;version=0.0.4;q=0.5,*/*;q=0.1"),
+			 METRICS_OPENMETRICS);
+	/* and its scrapeAcceptHeaderWithProtobuf: no protobuf here, OpenMetrics next */
+	ck_assert_int_eq(metrics_negotiate("application/vnd.google.protobuf;"
+					   "proto=io.prometheus.client.MetricFamily;encoding=delimited,"
+					   "application/openmetrics-text;version=1.0.0;q=0.8,"
+					   "application/openmetrics-text;version=0.0.1;q=0.75,"
+					   "text/plain;version=0.0.4;q=0.5,*/*;q=0.1"),
+			 METRICS_OPENMETRICS);
+	ck_assert_int_eq(metrics_negotiate(NULL), METRICS_TEXT);
+	ck_assert_int_eq(metrics_negotiate(""), METRICS_TEXT);
+	ck_assert_int_eq(metrics_negotiate("*/*"), METRICS_TEXT);		/* curl's */
+	ck_assert_int_eq(metrics_negotiate("application/openmetrics-text"), METRICS_OPENMETRICS);
+	ck_assert_int_eq(metrics_negotiate("Application/OpenMetrics-Text ; Version=\"1.0.0\""),
+			 METRICS_OPENMETRICS);
+	ck_assert_int_eq(metrics_negotiate("application/openmetrics-text, */*"),
+			 METRICS_OPENMETRICS);			/* named beats matched */
+	ck_assert_int_eq(metrics_negotiate("application/openmetrics-text;q=0.4, text/plain;q=0.5"),
+			 METRICS_TEXT);
+	ck_assert_int_eq(metrics_negotiate("application/openmetrics-text;q=0, */*"), METRICS_TEXT);
+	ck_assert_int_eq(metrics_negotiate("text/*;q=0, */*;q=0.2"), METRICS_OPENMETRICS);
+	ck_assert_int_eq(metrics_negotiate("text/plain;q=0.001,application/*;q=0.0"), METRICS_TEXT);
+	/* OpenMetrics 0.0.1 only, or text in another version: not what is served */
+	ck_assert_int_eq(metrics_negotiate("application/openmetrics-text;version=0.0.1"), -1);
+	ck_assert_int_eq(metrics_negotiate("text/plain;version=0.0.5"), -1);
+	ck_assert_int_eq(metrics_negotiate("text/plain;q=0"), -1);
+	ck_assert_int_eq(metrics_negotiate("application/json"), -1);
+	/* a q that is no qvalue: the range ignored */
+	ck_assert_int_eq(metrics_negotiate("application/openmetrics-text;q=2, text/plain;q=0.1"),
+			 METRICS_TEXT);
+	ck_assert_int_eq(metrics_negotiate("application/openmetrics-text;q=0.0001"), -1);
+	ck_assert_int_eq(metrics_negotiate("application/openmetrics-text;q=1.5"), -1);
+	ck_assert_int_eq(metrics_negotiate("application/openmetrics-text;q=x"), -1);
+	ck_assert_int_eq(metrics_negotiate(",,;,text/plain;q=1.000"), METRICS_TEXT);
 }
 END_TEST
 
@@ -211,6 +297,16 @@ static void incident(size_t i, uint32_t state, const uint64_t *at)
 		incidents[i].info.at[s] = at[s];
 }
 
+/* What recovery.c counts as each ends (metrics_incident_ended()), for incidents set by hand. */
+static void count_ended(void)
+{
+	size_t i;
+
+	memset(&d.incident_totals, 0, sizeof(d.incident_totals));
+	for (i = 0; i < d.nr_incidents; i++)
+		metrics_incident_ended(&d.incident_totals, &d.incidents[i].info);
+}
+
 static void setup_daemon(void)
 {
 	/* us: detected, pausing, isolated, restoring, resumed, escalated */
@@ -237,6 +333,7 @@ static void setup_daemon(void)
 	incident(2, HBM_INCIDENT_DETECTED, open);
 	d.incidents = incidents;
 	d.nr_incidents = 3;
+	count_ended();
 	/* an NVIDIA GPU as NVML found it, with one page of each kind and its remapped rows */
 	gpus.nr = 2;
 	g->found.kind = HBM_DEVICE_NVIDIA;
@@ -277,40 +374,90 @@ static void teardown_daemon(void)
 }
 
 /*
+ * A checker's run over an exposition: @cmd (its %s the file the exposition
+ * is written to) with its stdout and stderr in @out.  Return: its exit
+ * status, -1 when it did not exit (127: not installed: scripts/deps.sh).
+ */
+static int run_over(const char *cmd, const char *text, size_t len, char *out, size_t cap)
+{
+	char path[] = "/tmp/hbm-metrics-XXXXXX", line[512];
+	int fd = mkstemp(path), status;
+	size_t n;
+	FILE *p;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, len), (ssize_t)len);
+	close(fd);
+	snprintf(line, sizeof(line), cmd, path);
+	p = popen(line, "r");
+	ck_assert_ptr_nonnull(p);
+	n = fread(out, 1, cap - 1, p);
+	out[n] = 0;
+	status = pclose(p);
+	unlink(path);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/*
  * promtool check metrics: exit 0, or 3 (lint) for dcgm-exporter's own
  * names only, which it lints as it lints dcgm-exporter's output (counters
  * without _total, the label modelName); 1 or any other complaint fails.
  */
 static void promtool_check(const char *text, size_t len)
 {
-	char path[] = "/tmp/hbm-metrics-XXXXXX", cmd[256], line[512];
-	int fd = mkstemp(path), status;
-	FILE *p;
+	static char out[1 << 16];
+	int rc = run_over("promtool check metrics <%s 2>&1", text, len, out, sizeof(out));
+	char *line;
 
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(write(fd, text, len), (ssize_t)len);
-	close(fd);
-	snprintf(cmd, sizeof(cmd), "promtool check metrics <%s 2>&1", path);
-	p = popen(cmd, "r");
-	ck_assert_ptr_nonnull(p);
-	while (fgets(line, sizeof(line), p))
+	for (line = strtok(out, "\n"); line; line = strtok(NULL, "\n"))
 		ck_assert_msg(!strncmp(line, "DCGM_FI_DEV_", 12) &&
 			      (strstr(line, " counter metrics should have \"_total\" suffix") ||
 			       strstr(line, " label names should be written in 'snake_case' not 'camelCase'")),
 			      "promtool check metrics: %s", line);
-	status = pclose(p);
-	unlink(path);
-	ck_assert_msg(WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 3),
-		      "promtool check metrics exited %d (127: not installed: scripts/deps.sh)",
-		      WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	ck_assert_msg(rc == 0 || rc == 3,
+		      "promtool check metrics exited %d (127: not installed: scripts/deps.sh)", rc);
+}
+
+static char *render_daemon_as(struct metrics_buf *b, enum metrics_format format)
+{
+	metrics_buf_init(b, METRICS_MAX_BYTES);
+	b->format = format;
+	metrics_render(&m, b);
+	metrics_end(b);
+	ck_assert(!b->failed);
+	return b->p;
 }
 
 static char *render_daemon(struct metrics_buf *b)
 {
-	metrics_buf_init(b, METRICS_MAX_BYTES);
-	metrics_render(&m, b);
-	ck_assert(!b->failed);
-	return b->p;
+	return render_daemon_as(b, METRICS_TEXT);
+}
+
+/*
+ * Debian's python3-prometheus-client's parsers (tests/unit/parse_exposition.py):
+ * the OpenMetrics one strict, raising on what the spec forbids.  What it
+ * read, a family a line ("name type unit samples sample-names"), for the
+ * caller to look into.
+ */
+static const char *python_parse(const char *format, const char *text, size_t len)
+{
+	static char out[1 << 16];
+	char cmd[512];
+	int rc;
+
+	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s/../parse_exposition.py %s %%s 2>&1",
+		 HBM_FIXTURES, format);
+	rc = run_over(cmd, text, len, out, sizeof(out));
+	ck_assert_msg(rc == 0, "%s parser exited %d (python3-prometheus-client: scripts/deps.sh): %.2000s",
+		      format, rc, out);
+	return out;
+}
+
+/* Each of @want (NULL-terminated) somewhere in @text. */
+static void has_all(const char *text, const char *const *want)
+{
+	for (; *want; want++)
+		ck_assert_msg(strstr(text, *want), "not found: %s", *want);
 }
 
 START_TEST(daemon_exposition)
@@ -320,9 +467,14 @@ START_TEST(daemon_exposition)
 			      .count = 2, .dev = { .id = 0 } };
 	struct hbm_fact e = { .type = HBM_FACT_ERROR, .origin = HBM_FROM_NVML,
 			      .severity = HBM_SEVERITY_UE, .dev = { .id = HBM_NO_DEVICE_ID } };
+	struct hbm_fact seen = { .type = HBM_FACT_DEVICE_SEEN, .origin = HBM_FROM_KERNEL,
+				 .sync = HBM_SYNC_START, .dev = { .id = 0 } };
 	struct metrics_buf b;
 	char *t, host[256] = "", want[512];
 
+	snprintf(seen.dev.identity, sizeof(seen.dev.identity), "%s", HOSTILE);
+	metrics_fact(&m, &seen);
+	f.dev = seen.dev;
 	metrics_fact(&m, &f);
 	f.flags = HBM_FACT_UNHEARD;	/* a table read: no event */
 	metrics_fact(&m, &f);
@@ -339,7 +491,9 @@ START_TEST(daemon_exposition)
 	ck_assert_ptr_nonnull(strstr(t, "health=\"degraded\"} 1\n"));
 	ck_assert_ptr_nonnull(strstr(t, "hbmguard_path_errors_received_total{path=\"inject\"} 14\n"));
 	ck_assert_ptr_nonnull(strstr(t, "hbmguard_daemon_errors_heard_total{origin=\"nvml\",severity=\"ue\"} 1\n"));
-	ck_assert_ptr_nonnull(strstr(t, "hbmguard_incidents{outcome=\"escalated\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(t, "hbmguard_incidents_total{outcome=\"escalated\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(t, "hbmguard_incidents_total{outcome=\"resumed\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(t, "\nhbmguard_incidents_open 1\n"));
 	ck_assert_ptr_nonnull(strstr(t, "hbmguard_incident_phase_duration_seconds_bucket{phase=\"pausing\","
 				     "outcome=\"resumed\",le=\"0.5\"} 1\n"));
 	ck_assert_ptr_nonnull(strstr(t, "hbmguard_incident_phase_duration_seconds_sum{phase=\"pausing\","
@@ -368,12 +522,137 @@ START_TEST(daemon_exposition)
 	ck_assert_ptr_nonnull(strstr(t, "DCGM_FI_DEV_RETIRED_SBE{"));
 	metrics_buf_free(&b);
 
-	/* the device's id given to another: its counts start again */
+	/*
+	 * The device gone and seen again with its identity (the module
+	 * reloaded): its counts go on; its id given to another: they start
+	 * again, the series then the other's.
+	 */
 	f.type = HBM_FACT_DEVICE_GONE;
+	metrics_fact(&m, &f);
+	f.type = HBM_FACT_DEVICE_SEEN;
+	f.sync = HBM_SYNC_ADDED;
+	metrics_fact(&m, &f);
+	t = render_daemon(&b);
+	ck_assert_ptr_nonnull(strstr(t, "state=\"retired\",source=\"ue\"} 2\n"));
+	metrics_buf_free(&b);
+	snprintf(f.dev.identity, sizeof(f.dev.identity), "another");
 	metrics_fact(&m, &f);
 	t = render_daemon(&b);
 	ck_assert_ptr_nonnull(strstr(t, "state=\"retired\",source=\"ue\"} 0\n"));
+	ck_assert_ptr_null(strstr(t, "state=\"retired\",source=\"ue\"} 2\n"));
 	metrics_buf_free(&b);
+}
+END_TEST
+
+/*
+ * One snapshot in both formats, each through a parser of its own: the
+ * OpenMetrics one strict (python3-prometheus-client's), the text one by
+ * promtool and python3-prometheus-client's; the samples the same.
+ */
+START_TEST(daemon_formats)
+{
+	struct metrics_buf text, om;
+	char *t, *o, *line;
+	size_t samples = 0;
+	static const char *const om_families[] = {
+		"hbmguard_incidents counter - 2 hbmguard_incidents_total\n",
+		"hbmguard_incidents_open gauge - 1 hbmguard_incidents_open\n",
+		"hbmguard_incident_phase_duration_seconds histogram seconds ",
+		"hbmguard_last_save_timestamp_seconds gauge seconds 1 ",
+		"\nhbmguard_path_errors_received counter - ",
+		"\nDCGM_FI_DEV_RETIRED_SBE unknown - 1 DCGM_FI_DEV_RETIRED_SBE\n",
+		"\nhbmguard_scrapes counter - 1 hbmguard_scrapes_total\n",
+		NULL
+	};
+	static const char *const text_families[] = {
+		"hbmguard_incidents counter - 2 hbmguard_incidents_total\n",
+		"hbmguard_incident_phase_duration_seconds histogram - ",
+		NULL
+	};
+
+	t = render_daemon_as(&text, METRICS_TEXT);
+	o = render_daemon_as(&om, METRICS_OPENMETRICS);
+	has_all(python_parse("openmetrics", o, om.len), om_families);
+	ck_assert_str_eq(o + om.len - 7, "\n# EOF\n");
+	ck_assert_ptr_null(strstr(t, "# EOF"));
+	ck_assert_ptr_null(strstr(t, "# UNIT"));
+	has_all(python_parse("text", t, text.len), text_families);
+	promtool_check(t, text.len);
+	/* every sample line of one is in the other: only the metadata differs */
+	for (line = strtok(t, "\n"); line; line = strtok(NULL, "\n"))
+		if (line[0] != '#') {
+			ck_assert_msg(strstr(o, line), "not in the OpenMetrics exposition: %s", line);
+			samples++;
+		}
+	ck_assert_uint_gt(samples, 100);
+	metrics_buf_free(&text);
+	metrics_buf_free(&om);
+}
+END_TEST
+
+/* The value of the sample @prefix begins (its name and labels, and the space), or -1. */
+static double sample_value(const char *text, const char *prefix)
+{
+	const char *p = strstr(text, prefix);
+
+	return p ? strtod(p + strlen(prefix), NULL) : -1;
+}
+
+/*
+ * More incidents end than the history keeps (through recovery.c, which
+ * forgets the oldest past HBM_INCIDENTS_KEPT): the counters and the
+ * histogram go on growing, never down, whichever format renders them.
+ */
+START_TEST(daemon_incidents_never_decrease)
+{
+	char dir[] = "/tmp/hbm-metrics-XXXXXX";
+	struct hbm_ctl_rank reg = { .rank = 0, .world_size = 1, .nr_ranges = 1,
+				    .ranges = { { 0, 0x1000 } }, .job = "j", .device = "dev" };
+	struct client *c = calloc(1, sizeof(*c));
+	double last = 0, last_count = 0;
+	uint64_t i;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	d.state_dir = open(dir, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(d.state_dir, 0);
+	ck_assert_int_ge(sd_event_new(&d.loop), 0);
+	freopen("/dev/null", "w", stderr);	/* the journal lines, three an incident */
+	d.cfg.recovery.pause_timeout = d.cfg.recovery.restore_timeout = 60;
+	d.incidents = NULL;		/* recovery.c's own, from here */
+	d.nr_incidents = 0;
+	memset(&d.incident_totals, 0, sizeof(d.incident_totals));
+	c->d = &d;
+	c->fd = c->pidfd = -1;
+	c->cred.uid = getuid();
+	ck_assert_int_eq(recovery_register(&d, c, &reg), 0);
+	for (i = 1; i <= 2 * HBM_INCIDENTS_KEPT + 1; i++) {
+		struct hbm_ctl_answer a = { .incident = i, .answer = HBM_ANSWER_FAILED };
+		enum metrics_format format = i % 2 ? METRICS_OPENMETRICS : METRICS_TEXT;
+		struct metrics_buf b;
+		double v, count;
+		char *t;
+
+		recovery_on_lost_data(&d, "dev", 0, 0x1000);
+		ck_assert_int_eq(recovery_answer(&d, c, &a), 0);	/* escalated: ended */
+		ck_assert_uint_le(d.nr_incidents, HBM_INCIDENTS_KEPT);
+		t = render_daemon_as(&b, format);
+		v = sample_value(t, "hbmguard_incidents_total{outcome=\"escalated\"} ");
+		count = sample_value(t, "hbmguard_incident_phase_duration_seconds_count"
+				     "{phase=\"pausing\",outcome=\"escalated\"} ");
+		ck_assert_msg(v == i && v > last, "incident %" PRIu64 ": counted %g, before %g",
+			      i, v, last);
+		ck_assert_msg(count == i && count > last_count, "incident %" PRIu64 ": %g phases",
+			      i, count);
+		last = v;
+		last_count = count;
+		metrics_buf_free(&b);
+	}
+	ck_assert_uint_eq(d.nr_incidents, HBM_INCIDENTS_KEPT);	/* it did forget */
+	ck_assert_uint_eq(d.incidents[0].info.id, HBM_INCIDENTS_KEPT + 2);
+	unlinkat(d.state_dir, "incidents", 0);
+	close(d.state_dir);
+	rmdir(dir);
+	sd_event_unref(d.loop);
 }
 END_TEST
 
@@ -406,6 +685,7 @@ START_TEST(daemon_clock_step)
 	char *t;
 
 	incidents[0].info.at[HBM_INCIDENT_RESTORING] = 1200000;	/* before isolated's 1300000 */
+	count_ended();
 	t = render_daemon(&b);
 	ck_assert_ptr_nonnull(strstr(t, "hbmguard_incident_phase_duration_seconds_count{phase=\"isolated\","
 				     "outcome=\"resumed\"} 0\n"));
@@ -547,6 +827,32 @@ START_TEST(server_scrape)
 	ck_assert_ptr_nonnull(strstr(body, "\nhbmguard_scrapes_total 1\n"));
 	ck_assert_ptr_nonnull(strstr(body, "identity=\"evil\\\"} 1\\nhbmguard_up 0\\n# \\\\\""));
 	promtool_check(body, len - (body - buf));
+
+	/* Prometheus's scrapes (its Accept header, scrape/scrape.go v2.42.0): OpenMetrics */
+	len = scrape(loop, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+		     "Accept: application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
+		     "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1\r\n\r\n",
+		     buf, sizeof(buf));
+	ck_assert_msg(!strncmp(buf, "HTTP/1.1 200 OK\r\n", 17), "got: %.200s", buf);
+	ck_assert_ptr_nonnull(strcasestr(buf, "\r\nContent-Type: application/openmetrics-text; "
+					 "version=1.0.0; charset=utf-8\r\n"));
+	ck_assert_ptr_nonnull(strcasestr(buf, "\r\nVary: Accept\r\n"));
+	body = strstr(buf, "\r\n\r\n") + 4;
+	ck_assert_ptr_nonnull(strstr(body, "\nhbmguard_scrapes_total 2\n"));
+	ck_assert_str_eq(buf + len - 7, "\n# EOF\n");
+	python_parse("openmetrics", body, len - (body - buf));
+	/* a HEAD in either format: the headers of the page kept, no render */
+	len = scrape(loop, "HEAD /metrics HTTP/1.0\r\nAccept: application/openmetrics-text\r\n\r\n",
+		     buf, sizeof(buf));
+	ck_assert_ptr_nonnull(strcasestr(buf, "\r\nContent-Type: application/openmetrics-text; "
+					 "version=1.0.0; charset=utf-8\r\n"));
+	ck_assert_uint_eq(m.scrapes, 2);
+	/* neither format acceptable: 406, with what is served */
+	len = scrape(loop, "GET /metrics HTTP/1.0\r\nAccept: text/plain;q=0, application/json\r\n\r\n",
+		     buf, sizeof(buf));
+	ck_assert_msg(strstr(buf, " 406 ") && strstr(buf, "application/openmetrics-text; version=1.0.0"),
+		      "got: %.300s", buf);
+	ck_assert_uint_eq(m.scrapes, 2);
 
 	len = scrape(loop, "GET /other HTTP/1.0\r\n\r\n", buf, sizeof(buf));
 	ck_assert_msg(!strncmp(buf, "HTTP/1.0 404", 12) || !strncmp(buf, "HTTP/1.1 404", 12),
@@ -749,11 +1055,15 @@ Suite *metrics_suite(void)
 
 	tcase_add_test(tc, writer_escapes);
 	tcase_add_test(tc, writer_histogram);
+	tcase_add_test(tc, writer_openmetrics);
+	tcase_add_test(tc, negotiate_accept);
 	tcase_add_test(tc, writer_bound);
 	tcase_add_test(tc, log_limited);
 	suite_add_tcase(s, tc);
 	tcase_add_checked_fixture(td, setup_daemon, teardown_daemon);
 	tcase_add_test(td, daemon_exposition);
+	tcase_add_test(td, daemon_formats);
+	tcase_add_test(td, daemon_incidents_never_decrease);
 	tcase_add_test(td, daemon_not_utf8);
 	tcase_add_test(td, daemon_clock_step);
 	tcase_add_test(td, server_scrape);
