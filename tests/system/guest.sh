@@ -139,6 +139,19 @@ for u in sys.argv[2:]:
 }
 
 # An instant query to the Prometheus server the test runs: its one value.
+# The metadata Prometheus keeps of a metric family: "TYPE UNIT" ("-" none).
+prom_meta() {
+	python3 -c '
+import json, sys, urllib.parse, urllib.request
+q = urllib.parse.urlencode({"metric": sys.argv[1]})
+r = json.load(urllib.request.urlopen("http://127.0.0.1:9091/api/v1/metadata?" + q))["data"]
+m = r.get(sys.argv[1]) or sys.exit("no metadata for %s" % sys.argv[1])
+print(m[0]["type"], m[0]["unit"] or "-")' "$1"
+}
+
+# Prometheus's scrape Accept header: scrapeAcceptHeader, scrape/scrape.go of v2.42.0.
+prom_accept='application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1'
+
 prom_query() {
 	python3 -c '
 import json, sys, urllib.parse, urllib.request
@@ -430,6 +443,13 @@ metrics_on() {
 	eventually "scraped" 'curl -fsS $metrics_url >/tmp/metrics.0'
 	check "served as text format 0.0.4" '[ "$(curl -fsS -o /dev/null -w "%{content_type}" $metrics_url)" = \
 		"text/plain; version=0.0.4; charset=utf-8" ]'
+	# Prometheus's own Accept header (scrape/scrape.go, v2.42.0, as Debian's
+	# prometheus sends it): OpenMetrics, ending in # EOF.
+	check "OpenMetrics to Prometheus's Accept header" '[ "$(curl -fsS -o /tmp/metrics.om \
+		-H "Accept: $prom_accept" -w "%{content_type}" $metrics_url)" = \
+		"application/openmetrics-text; version=1.0.0; charset=utf-8" ] &&
+		[ "$(tail -n 1 /tmp/metrics.om)" = "# EOF" ] && ! grep -q "^# EOF" /tmp/metrics.0 &&
+		grep -qx "# TYPE hbmguard_incidents counter" /tmp/metrics.om'
 	check "promtool check metrics passes" 'promtool_ok </tmp/metrics.0'
 	check "every device, with the module's counts" 'metrics_agree_devices'
 	# The module's counts are since it was loaded (phase 1 reloaded it): one
@@ -457,8 +477,13 @@ metrics_on() {
 	prometheus_pid=$!
 	eventually "prometheus scrapes hbmguardd" '[ "$(prom_query "up{job=\"hbmguard\"}")" = 1 ] &&
 		[ "$(prom_query "hbmguard_up")" = 1 ]' 60
+	# What only an OpenMetrics scrape gives Prometheus: a counter's metadata
+	# under its family's name (the text format's is under the _total sample
+	# name) and a family's unit (the text format has no UNIT line).
+	eventually "prometheus scraped OpenMetrics" '[ "$(prom_meta hbmguard_incidents)" = "counter -" ] &&
+		[ "$(prom_meta hbmguard_incident_phase_duration_seconds)" = "histogram seconds" ]' 30
 	retired_before=$(prom_query 'hbmguard_device_pages{device="sim0",state="retired"}')
-	resumed_before=$(prom_query 'hbmguard_incidents{outcome="resumed"}')
+	resumed_before=$(prom_query 'hbmguard_incidents_total{outcome="resumed"}')
 	ue_before=$(prom_query 'hbmguard_device_uncorrected_errors_total{device="sim0"}')
 	check "queried: the retired pages and incidents before the UE" \
 		'[ -n "$retired_before" ] && [ -n "$resumed_before" ] && [ -n "$ue_before" ]'
@@ -473,7 +498,7 @@ metrics_after_ue() {
 	eventually "prometheus: the retirement heard, by its source" '[ "$(prom_query \
 		"sum(hbmguard_device_page_events_pages_total{device=\"sim0\",state=\"retired\",source=\"ue\"})")" -ge 1 ]' 30
 	eventually "prometheus: one more incident resumed" '[ "$(prom_query \
-		"hbmguard_incidents{outcome=\"resumed\"}")" = $((resumed_before + 1)) ]' 30
+		"hbmguard_incidents_total{outcome=\"resumed\"}")" = $((resumed_before + 1)) ]' 30
 	eventually "prometheus: its phases in the histogram" '[ "$(prom_query \
 		"hbmguard_incident_phase_duration_seconds_count{phase=\"pausing\",outcome=\"resumed\"}")" -ge 1 ] &&
 		[ "$(prom_query "hbmguard_incident_phase_duration_seconds_bucket{phase=\"restoring\",outcome=\"resumed\",le=\"+Inf\"}")" -ge 1 ]' 30
