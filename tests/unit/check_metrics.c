@@ -143,43 +143,48 @@ END_TEST
 /* Accept headers: Prometheus's own, q values, q=0 refusing, wildcards, junk. */
 START_TEST(negotiate_accept)
 {
-	/* scrape/scrape.go's scrapeAcceptHeader, prometheus v2.42.0 */
-	ck_assert_int_eq(metrics_negotiate("application/openmetrics-text;version=1.0.0,"
-					   "application/openmetrics-text;version=0.0.1;q=0.75,"
-					   "text/plain;version=0.0.4;q=0.5,*/*;q=0.1"),
-			 METRICS_OPENMETRICS);
-	/* and its scrapeAcceptHeaderWithProtobuf: no protobuf here, OpenMetrics next */
-	ck_assert_int_eq(metrics_negotiate("application/vnd.google.protobuf;"
-					   "proto=io.prometheus.client.MetricFamily;encoding=delimited,"
-					   "application/openmetrics-text;version=1.0.0;q=0.8,"
-					   "application/openmetrics-text;version=0.0.1;q=0.75,"
-					   "text/plain;version=0.0.4;q=0.5,*/*;q=0.1"),
-			 METRICS_OPENMETRICS);
-	ck_assert_int_eq(metrics_negotiate(NULL), METRICS_TEXT);
-	ck_assert_int_eq(metrics_negotiate(""), METRICS_TEXT);
-	ck_assert_int_eq(metrics_negotiate("*/*"), METRICS_TEXT);		/* curl's */
-	ck_assert_int_eq(metrics_negotiate("application/openmetrics-text"), METRICS_OPENMETRICS);
-	ck_assert_int_eq(metrics_negotiate("Application/OpenMetrics-Text ; Version=\"1.0.0\""),
-			 METRICS_OPENMETRICS);
-	ck_assert_int_eq(metrics_negotiate("application/openmetrics-text, */*"),
-			 METRICS_OPENMETRICS);			/* named beats matched */
-	ck_assert_int_eq(metrics_negotiate("application/openmetrics-text;q=0.4, text/plain;q=0.5"),
-			 METRICS_TEXT);
-	ck_assert_int_eq(metrics_negotiate("application/openmetrics-text;q=0, */*"), METRICS_TEXT);
-	ck_assert_int_eq(metrics_negotiate("text/*;q=0, */*;q=0.2"), METRICS_OPENMETRICS);
-	ck_assert_int_eq(metrics_negotiate("text/plain;q=0.001,application/*;q=0.0"), METRICS_TEXT);
-	/* OpenMetrics 0.0.1 only, or text in another version: not what is served */
-	ck_assert_int_eq(metrics_negotiate("application/openmetrics-text;version=0.0.1"), -1);
-	ck_assert_int_eq(metrics_negotiate("text/plain;version=0.0.5"), -1);
-	ck_assert_int_eq(metrics_negotiate("text/plain;q=0"), -1);
-	ck_assert_int_eq(metrics_negotiate("application/json"), -1);
-	/* a q that is no qvalue: the range ignored */
-	ck_assert_int_eq(metrics_negotiate("application/openmetrics-text;q=2, text/plain;q=0.1"),
-			 METRICS_TEXT);
-	ck_assert_int_eq(metrics_negotiate("application/openmetrics-text;q=0.0001"), -1);
-	ck_assert_int_eq(metrics_negotiate("application/openmetrics-text;q=1.5"), -1);
-	ck_assert_int_eq(metrics_negotiate("application/openmetrics-text;q=x"), -1);
-	ck_assert_int_eq(metrics_negotiate(",,;,text/plain;q=1.000"), METRICS_TEXT);
+	static const struct {
+		const char *accept;
+		int want;
+	} cases[] = {
+		/* scrape/scrape.go's scrapeAcceptHeader, prometheus v2.42.0 */
+		{ "application/openmetrics-text;version=1.0.0,"
+		  "application/openmetrics-text;version=0.0.1;q=0.75,"
+		  "text/plain;version=0.0.4;q=0.5,*/*;q=0.1", METRICS_OPENMETRICS },
+		/* and its scrapeAcceptHeaderWithProtobuf: no protobuf here, OpenMetrics next */
+		{ "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+		  "encoding=delimited,application/openmetrics-text;version=1.0.0;q=0.8,"
+		  "application/openmetrics-text;version=0.0.1;q=0.75,"
+		  "text/plain;version=0.0.4;q=0.5,*/*;q=0.1", METRICS_OPENMETRICS },
+		{ NULL, METRICS_TEXT },
+		{ "", METRICS_TEXT },
+		{ "*/*", METRICS_TEXT },		/* curl's */
+		{ "application/openmetrics-text", METRICS_OPENMETRICS },
+		{ "Application/OpenMetrics-Text ; Version=\"1.0.0\"", METRICS_OPENMETRICS },
+		{ "application/openmetrics-text, */*", METRICS_OPENMETRICS },	/* named beats matched */
+		{ "application/openmetrics-text;q=0.4, text/plain;q=0.5", METRICS_TEXT },
+		{ "application/openmetrics-text;q=0, */*", METRICS_TEXT },
+		{ "text/*;q=0, */*;q=0.2", METRICS_OPENMETRICS },
+		{ "text/plain;q=0.001,application/*;q=0.0", METRICS_TEXT },
+		/* OpenMetrics 0.0.1 only, or text in another version: not what is served */
+		{ "application/openmetrics-text;version=0.0.1", -1 },
+		{ "text/plain;version=0.0.5", -1 },
+		{ "text/plain;q=0", -1 },
+		{ "application/json", -1 },
+		/* a q that is no qvalue: the range ignored */
+		{ "application/openmetrics-text;q=2, text/plain;q=0.1", METRICS_TEXT },
+		{ "application/openmetrics-text;q=0.0001", -1 },
+		{ "application/openmetrics-text;q=1.5", -1 },
+		{ "application/openmetrics-text;q=x", -1 },
+		{ "text/plain;charset", -1 },
+		{ ",,;,text/plain;q=1.000", METRICS_TEXT },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		ck_assert_msg(metrics_negotiate(cases[i].accept) == cases[i].want,
+			      "Accept: %s: %d, not %d", cases[i].accept ? cases[i].accept : "(none)",
+			      metrics_negotiate(cases[i].accept), cases[i].want);
 }
 END_TEST
 
