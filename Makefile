@@ -45,9 +45,10 @@ DAEMON_HDR := daemon/timespan.h daemon/seen.h daemon/incidents.h daemon/state.h 
 	daemon/core.h daemon/daemon.h daemon/client.h daemon/recovery.h
 # hbmguardd's source, core and sinks (daemon/hbmguardd.c says how they fit).
 DAEMON_MAIN := daemon/hbmguardd.c daemon/daemon.c daemon/core.c daemon/kernel.c daemon/store.c daemon/amdgpu.c \
-	daemon/status.c daemon/client.c daemon/control.c daemon/recovery.c daemon/genl.c daemon/metrics.c
+	daemon/status.c daemon/client.c daemon/control.c daemon/recovery.c daemon/genl.c daemon/metrics.c \
+	daemon/scheduler.c
 DAEMON_MAIN_HDR := daemon/hbmguardd.h daemon/kernel.h daemon/store.h daemon/status.h daemon/amdgpu.h \
-	daemon/control.h daemon/genl.h daemon/metrics.h
+	daemon/control.h daemon/genl.h daemon/metrics.h daemon/scheduler.h
 # The metrics endpoint's HTTP server (daemon/metrics.c), Debian's libmicrohttpd-dev.
 MHD_CFLAGS := $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
 MHD_LIBS := $(shell pkg-config --libs libmicrohttpd 2>/dev/null)
@@ -169,12 +170,13 @@ $(BUILD)/guest/hbmctl: $(HBMCTL_DEPS)
 # core and the store, behind a source of the test's own (check_core.c); the
 # SIGBUS guard, included by tests/unit/check_aperture.c.
 UNIT_DAEMON := $(DAEMON_SRC) daemon/advise.c daemon/recovery.c daemon/core.c daemon/store.c daemon/amdgpu.c \
-	daemon/metrics.c $(MHD_CFLAGS) $(shell pkg-config --cflags libnl-genl-3.0 libsystemd)
+	daemon/metrics.c daemon/scheduler.c $(MHD_CFLAGS) $(shell pkg-config --cflags libnl-genl-3.0 libsystemd)
 UNIT_DAEMON += -DHBM_FIXTURES='"$(TOP)/tests/unit/fixtures"'
 UNIT_DAEMON += daemon/cli.c $(shell pkg-config --cflags json-c)
 UNIT_LIBS := $(CHECK_LIBS) $(shell pkg-config --libs libsystemd json-c) $(MHD_LIBS) -lm
 UNIT_DEPS := $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR) daemon/recovery.c \
-	daemon/core.c daemon/store.c daemon/amdgpu.c daemon/amdgpu.h daemon/metrics.c $(DAEMON_MAIN_HDR) \
+	daemon/core.c daemon/store.c daemon/amdgpu.c daemon/amdgpu.h daemon/metrics.c daemon/scheduler.c \
+	$(DAEMON_MAIN_HDR) \
 	daemon/hbmguardd.h daemon/libhbmguard/aperture.c daemon/libhbmguard/hbmguard.h \
 	daemon/cli.c daemon/cli.h daemon/advise.c daemon/advise.h
 

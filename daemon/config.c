@@ -37,6 +37,7 @@ void hbm_config_defaults(struct hbm_config *c)
 	c->recovery.pause_timeout = 30;
 	c->recovery.restore_timeout = 120;
 	c->recovery.kill_timeout = 10;
+	c->sched.timeout = 30;
 }
 
 struct parser {
@@ -319,6 +320,44 @@ static int listen_address(struct parser *p, const char *key, const char *v,
 	return 0;
 }
 
+/*
+ * A node as Slurm names one: a single name, never a hostlist expression
+ * ("gpu[1-4]", "a,b") that would drain others with it; letters, digits,
+ * '-', '_' and '.'.
+ */
+static int slurm_node(struct parser *p, const char *key, const char *v, char *out)
+{
+	const char *q;
+
+	if (strlen(v) >= HBM_SLURM_NODE_LEN)
+		return fail(p, key, "'%s' is longer than %d characters", v, HBM_SLURM_NODE_LEN - 1);
+	for (q = v; *q; q++)
+		if (!isalnum((unsigned char)*q) && !strchr("-_.", *q))
+			return fail(p, key, "'%s' is not one node's name (letters, digits, -_.)", v);
+	strcpy(out, v);
+	return 0;
+}
+
+/* [Scheduler]; Hook= and SlurmNode= empty undo a file before's. */
+static int sched_key(struct parser *p, const char *key, const char *v,
+		     struct hbm_sched_config *s)
+{
+	if (!strcmp(key, "Slurm"))
+		return yes_no(p, key, v, &s->slurm);
+	if (!strcmp(key, "SlurmNode"))
+		return slurm_node(p, key, v, s->slurm_node);
+	if (!strcmp(key, "Hook")) {
+		if (!*v) {
+			s->hook[0] = 0;
+			return 0;
+		}
+		return path(p, key, v, s->hook);
+	}
+	if (!strcmp(key, "Timeout"))
+		return seconds(p, key, v, 1, 600, &s->timeout);
+	return fail(p, key, "unknown key (Slurm, SlurmNode, Hook, Timeout)");
+}
+
 static struct hbm_device_config *device_section(struct hbm_config *c,
 						 const char *identity)
 {
@@ -333,7 +372,7 @@ static struct hbm_device_config *device_section(struct hbm_config *c,
 	return &c->devices[c->nr_devices++];
 }
 
-enum section { NONE, DAEMON, POLICY, RECOVERY, DEVICE, RANGE, METRICS };
+enum section { NONE, DAEMON, POLICY, RECOVERY, DEVICE, RANGE, METRICS, SCHEDULER };
 
 /* The quoted argument of [@what "..."], or NULL. */
 static char *quoted(char *s, const char *what)
@@ -396,7 +435,7 @@ static int section(struct parser *p, char *s, struct hbm_config *c,
 	char *id;
 
 	if (s[len - 1] != ']')
-		return fail(p, NULL, "'%s': a section is [Daemon], [Policy], [Recovery], [Metrics], [Device \"identity\"] or [Range \"name\"]", s);
+		return fail(p, NULL, "'%s': a section is [Daemon], [Policy], [Recovery], [Metrics], [Scheduler], [Device \"identity\"] or [Range \"name\"]", s);
 	s[len - 1] = 0;
 	s = trim(s + 1);
 	if (!strcmp(s, "Daemon")) {
@@ -413,6 +452,10 @@ static int section(struct parser *p, char *s, struct hbm_config *c,
 	}
 	if (!strcmp(s, "Metrics")) {
 		*sec = METRICS;
+		return 0;
+	}
+	if (!strcmp(s, "Scheduler")) {
+		*sec = SCHEDULER;
 		return 0;
 	}
 	id = quoted(s, "Range");
@@ -497,6 +540,8 @@ static int parse_text(struct parser *p, const char *text, const char *file,
 				ret = listen_address(p, key, value, &c->metrics);
 			else
 				ret = fail(p, key, "unknown key (Listen)");
+		} else if (sec == SCHEDULER) {
+			ret = sched_key(p, key, value, &c->sched);
 		} else if (sec == RANGE) {
 			ret = range_key(p, key, value, &c->ranges[range]);
 		} else {

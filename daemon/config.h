@@ -27,6 +27,12 @@
  *	RestoreTimeout=2m		# the lost state restored from a peer
  *	KillTimeout=10s			# SIGTERM to SIGKILL of a failed rank
  *
+ *	[Scheduler]			# take the node out when a device goes bad (scheduler.c)
+ *	Slurm=no			# drain it in Slurm (scontrol)
+ *	SlurmNode=gpu042		# its Slurm name; unset: the short hostname
+ *	Hook=/usr/local/sbin/drain-hook	# an executable told in its environment
+ *	Timeout=30s			# a command's time, then SIGKILL and a retry
+ *
  * Blank lines and lines starting with # or ; are ignored; a key set twice
  * takes the last value.  Time spans are in systemd's syntax ("90", "30s",
  * "2min", "1h 30min": systemd.time(7)), in whole seconds.  After the file,
@@ -94,12 +100,26 @@ struct hbm_metrics_config {
 	socklen_t addr_len;		/* 0: none */
 };
 
+/*
+ * [Scheduler]: whether and how the node is drained when a device reaches
+ * RMA, needs a reset, or an incident is aborted (scheduler.c).
+ */
+#define HBM_SLURM_NODE_LEN	65
+
+struct hbm_sched_config {
+	bool slurm;
+	char slurm_node[HBM_SLURM_NODE_LEN];	/* "": the short hostname */
+	char hook[PATH_MAX];		/* "": none */
+	uint32_t timeout;		/* seconds */
+};
+
 struct hbm_config {
 	char state_dir[PATH_MAX];
 	char control_socket[PATH_MAX];
 	struct hbm_policy_config policy;
 	struct hbm_recovery_config recovery;
 	struct hbm_metrics_config metrics;
+	struct hbm_sched_config sched;
 	struct hbm_device_config devices[HBM_CONFIG_MAX_DEVICES];
 	size_t nr_devices;
 	struct hbm_range_config ranges[HBM_CONFIG_MAX_RANGES];

@@ -25,7 +25,8 @@
  * for it.
  *
  * It asks: the status (status.c), the store (a retire or clear), recovery
- * (ranks and incidents), the GPU registrar (gpus.c: the GPUs), each through
+ * (ranks and incidents), the GPU registrar (gpus.c: the GPUs), the drain
+ * of the node (scheduler.c: its causes, an administrator's undrain), each through
  * its header; none of them calls back into it (a rank is told through
  * client.c).  It must not block: every socket is non-blocking and a reply
  * that does not fit is dropped.
@@ -50,6 +51,7 @@
 #include "gpus.h"
 #include "passed.h"
 #include "recovery.h"
+#include "scheduler.h"
 #include "status.h"
 #include "store.h"
 
@@ -210,6 +212,19 @@ static int mutate(struct client *c, bool admin, uint16_t type, const struct hbm_
 	return err;
 }
 
+/* An administrator's only, as a retire or a clear. */
+static int undrain(struct client *c, bool admin, struct hbm_ctl_drain *out)
+{
+	if (!admin) {
+		fprintf(stderr, "<4>hbmguardd: undrain refused: uid %u (pid %d) did not show "
+			"CAP_SYS_ADMIN\n", c->cred.uid, c->cred.pid);
+		return -EPERM;
+	}
+	fprintf(stderr, "<5>hbmguardd: undrain asked by uid %u (pid %d)\n", c->cred.uid,
+		c->cred.pid);
+	return sched_undrain(c->d->sched, out);
+}
+
 /* One request in, one reply out.  Returns false to drop the peer. */
 static bool serve(struct client *c, const void *pkt, size_t len, const struct ucred *sender)
 {
@@ -217,6 +232,7 @@ static bool serve(struct client *c, const void *pkt, size_t len, const struct uc
 		struct hbm_ctl_rank_info rank;
 		struct hbm_ctl_incident incident;
 		struct hbm_ctl_gpu gpu;
+		struct hbm_ctl_drain drain;
 	} info;
 	bool admin = hbm_ctl_sender_is_admin(sender);
 	struct hbm_ctl_status st;
@@ -266,6 +282,15 @@ static bool serve(struct client *c, const void *pkt, size_t len, const struct uc
 			err = gpus_get(c->d->gpus, ((const struct hbm_ctl_index *)body)->index,
 				       &info.gpu);
 			reply = &info.gpu;
+			break;
+		case HBM_CTL_DRAIN_GET:
+			err = sched_get(c->d->sched, ((const struct hbm_ctl_index *)body)->index,
+					&info.drain);
+			reply = &info.drain;
+			break;
+		case HBM_CTL_UNDRAIN:
+			err = undrain(c, admin, &info.drain);
+			reply = &info.drain;
 			break;
 		}
 	} else {

@@ -120,6 +120,10 @@ size_t hbm_ctl_body_size(uint16_t type)
 		return sizeof(struct hbm_ctl_recovery);
 	case HBM_CTL_GPU_GET:
 		return reply ? sizeof(struct hbm_ctl_gpu) : sizeof(struct hbm_ctl_index);
+	case HBM_CTL_DRAIN_GET:
+		return reply ? sizeof(struct hbm_ctl_drain) : sizeof(struct hbm_ctl_index);
+	case HBM_CTL_UNDRAIN:
+		return reply ? sizeof(struct hbm_ctl_drain) : 0;
 	}
 	return 0;
 }
@@ -265,6 +269,22 @@ static int check_gpu(const struct hbm_ctl_gpu *g)
 	return 0;
 }
 
+static int check_drain(const struct hbm_ctl_drain *dr)
+{
+	bool none = !dr->total;
+
+	return !dr->reserved && dr->index < (none ? 1 : dr->total) &&
+	       (none ? !dr->cause : dr->cause && dr->cause < __HBM_DRAIN_CAUSE_MAX) &&
+	       dr->want < __HBM_DRAIN_WANT_MAX && dr->slurm < __HBM_DRAIN_PROGRESS_MAX &&
+	       dr->hook < __HBM_DRAIN_PROGRESS_MAX &&
+	       terminated(dr->node, sizeof(dr->node)) &&
+	       terminated(dr->identity, sizeof(dr->identity)) &&
+	       terminated(dr->pci, sizeof(dr->pci)) &&
+	       terminated(dr->detail, sizeof(dr->detail)) &&
+	       terminated(dr->reason, sizeof(dr->reason)) &&
+	       terminated(dr->error, sizeof(dr->error)) ? 0 : -EBADMSG;
+}
+
 static int check_body(uint16_t type, const void *body)
 {
 	const struct hbm_ctl_answer *a = body;
@@ -291,7 +311,11 @@ static int check_body(uint16_t type, const void *body)
 	case HBM_CTL_RANK_GET:
 	case HBM_CTL_INCIDENT_GET:
 	case HBM_CTL_GPU_GET:
+	case HBM_CTL_DRAIN_GET:
 		return ix->reserved ? -EBADMSG : 0;
+	case HBM_CTL_DRAIN_GET | HBM_CTL_REPLY:
+	case HBM_CTL_UNDRAIN | HBM_CTL_REPLY:
+		return check_drain(body);
 	case HBM_CTL_GPU_GET | HBM_CTL_REPLY:
 		return check_gpu(body);
 	case HBM_CTL_RANK_GET | HBM_CTL_REPLY:

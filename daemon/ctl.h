@@ -43,8 +43,14 @@
  *	RECOVERY	(from the daemon, unasked, to a registered rank:
  *			 struct hbm_ctl_recovery; never answered by a reply)
  *	GPU_GET		struct hbm_ctl_index	struct hbm_ctl_gpu
+ *	DRAIN_GET	struct hbm_ctl_index	struct hbm_ctl_drain
+ *	UNDRAIN		none			struct hbm_ctl_drain (index 0)
  *
- * A list (RANK_GET, INCIDENT_GET, GPU_GET) is read an entry a request, by
+ * UNDRAIN (an administrator's only) forgets why hbmguardd drained the node
+ * and has the scheduler resume it (scheduler.c).  DRAIN_GET lists those causes;
+ * with none, index 0 still answers, with .total 0, for the rest.
+ *
+ * A list (RANK_GET, INCIDENT_GET, GPU_GET, DRAIN_GET) is read an entry a request, by
  * index from 0, each reply saying how many there are; -ENOENT past the end.
  * Anyone may read them: they change nothing.
  *
@@ -103,6 +109,8 @@ enum hbm_ctl_type {
 	HBM_CTL_INCIDENT_GET,
 	HBM_CTL_RECOVERY,
 	HBM_CTL_GPU_GET,
+	HBM_CTL_DRAIN_GET,
+	HBM_CTL_UNDRAIN,
 	__HBM_CTL_TYPE_MAX
 };
 
@@ -292,6 +300,56 @@ struct hbm_ctl_gpu {
 	uint64_t ue;			/* its driver's error counts */
 	uint64_t ce;
 	uint64_t size;			/* bytes of memory, as its source said (else the module) */
+};
+
+/* Why hbmguardd drained the node: struct hbm_ctl_drain's .cause */
+enum hbm_drain_cause {
+	HBM_DRAIN_RMA = 1,		/* a device's bad pages reached its retire limit */
+	HBM_DRAIN_RESET,		/* a GPU needs a reset (a remap or retirement pending) */
+	HBM_DRAIN_ABORT,		/* a rank recovery was aborted */
+	__HBM_DRAIN_CAUSE_MAX
+};
+
+/* What the node should be: .want */
+enum hbm_drain_want {
+	HBM_DRAIN_WANT_NONE = 0,	/* nothing asked since the daemon's state began */
+	HBM_DRAIN_WANT_DRAIN,
+	HBM_DRAIN_WANT_RESUME,
+	__HBM_DRAIN_WANT_MAX
+};
+
+/* Where the scheduler's request stands, and the hook's: .slurm, .hook */
+enum hbm_drain_progress {
+	HBM_DRAIN_OFF = 0,		/* not configured */
+	HBM_DRAIN_DONE,			/* the node is as wanted (or nothing wanted) */
+	HBM_DRAIN_RUNNING,		/* a command is running */
+	HBM_DRAIN_RETRYING,		/* the last try failed (.error): another comes */
+	HBM_DRAIN_LEFT,			/* Slurm: drained or down for a reason not
+					 * hbmguard's: left as the admin set it */
+	__HBM_DRAIN_PROGRESS_MAX
+};
+
+/*
+ * hbmguardd's drain of the node (scheduler.c): one cause an entry, and with
+ * each where the node, Slurm and the hook stand.  Strings NUL-terminated,
+ * printable ASCII (scheduler.c made them so).
+ */
+struct hbm_ctl_drain {
+	uint32_t index;			/* of total; 0 of 0 when there is no cause */
+	uint32_t total;
+	uint32_t want;			/* enum hbm_drain_want */
+	uint32_t slurm;			/* enum hbm_drain_progress */
+	uint32_t hook;			/* enum hbm_drain_progress */
+	uint32_t retry_in;		/* seconds to the next try; 0 none */
+	uint32_t cause;			/* enum hbm_drain_cause; 0: no entry */
+	uint32_t reserved;
+	uint64_t since;			/* seconds since the epoch */
+	char node[64];			/* the node's Slurm name */
+	char identity[64];		/* the device */
+	char pci[32];
+	char detail[64];		/* the cause's words: "a rank failed to recover" */
+	char reason[128];		/* the reason given to Slurm and the hook */
+	char error[128];		/* the last failure of Slurm or the hook; "" none */
 };
 
 struct sockaddr_un;

@@ -2,7 +2,8 @@
 /*
  * What a part of hbmguardd tells the daemon, or asks it, without knowing
  * who answers: recovery.c and store.c call these; main() wired who listens
- * (status.c for the status, store.c for the retry of the saves).  So no
+ * (status.c for the status, store.c for the retry of the saves, scheduler.c
+ * for an aborted incident).  So no
  * part calls back up into the one that wired it.
  *
  * Not linked into the unit tests, which stub these (check_recovery.c).
@@ -28,6 +29,17 @@ void daemon_save_failed(struct daemon *d)
 {
 	if (d->on_save_failed)
 		d->on_save_failed(d);
+}
+
+/**
+ * daemon_incident_aborted() - an incident escalated: its ranks abort
+ * @d: the daemon
+ * @x: the incident
+ */
+void daemon_incident_aborted(struct daemon *d, const struct hbm_ctl_incident *x)
+{
+	if (d->on_aborted)
+		d->on_aborted(d, x);
 }
 
 /**

@@ -35,6 +35,8 @@ struct incident;
 struct hbmd_core;
 struct hbm_store;
 struct hbm_gpus;
+struct hbm_sched;
+struct hbm_ctl_incident;
 
 struct daemon {
 	struct hbm_config cfg;
@@ -46,10 +48,13 @@ struct daemon {
 	struct hbmd_core *core;		/* the devices, and what can be asked of them */
 	struct hbm_store *store;	/* the state files (store.c) */
 	struct hbm_gpus *gpus;		/* the GPU registrar (gpus.c), for hbmctl gpus */
+	struct hbm_sched *sched;	/* the node's drain (scheduler.c), for hbmctl drain */
 
 	/* Wired by main(); daemon.c calls them (NULL: nobody listens). */
 	void (*on_status)(struct daemon *d);	/* something STATUS= shows changed */
 	void (*on_save_failed)(struct daemon *d);	/* a file did not reach the disk */
+	void (*on_aborted)(struct daemon *d, const struct hbm_ctl_incident *x);
+							/* an incident escalated */
 
 	/* recovery.c's */
 	int incidents_error;		/* of the last save of the incidents */
@@ -70,6 +75,7 @@ struct daemon {
 
 void daemon_notify_status(struct daemon *d);
 void daemon_save_failed(struct daemon *d);
+void daemon_incident_aborted(struct daemon *d, const struct hbm_ctl_incident *x);
 bool daemon_is_bypassed(struct daemon *d, const char *identity, uint64_t offset,
 			uint64_t length);
 

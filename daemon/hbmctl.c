@@ -20,6 +20,8 @@
  *   hbmctl [OPTIONS] ranks              training ranks registered with hbmguardd
  *   hbmctl [OPTIONS] incidents          rank recoveries, each step with its time
  *   hbmctl [OPTIONS] gpus               GPUs: the driver's report beside hbmguard's
+ *   hbmctl [OPTIONS] drain              why hbmguardd drained the node (Slurm, hook)
+ *   hbmctl undrain                      clear those causes: the node resumes
  *   hbmctl [OPTIONS] advise --checkpoint-cost=SPAN --restart-cost=SPAN [--nodes=N]
  *                           [--window=SPAN]   how often to checkpoint (advise.c)
  *
@@ -32,7 +34,7 @@
  * Exit status, one meaning each, status's as systemctl status's (LSB):
  * 0 success; 1 the kernel or the daemon refused (the message says why;
  * status: the daemon runs but some state is not on disk yet); 2 bad usage;
- * 3 hbmguardd is not running (status, and ranks, incidents and gpus, which
+ * 3 hbmguardd is not running (status, and ranks, incidents, gpus, drain and undrain, which
  * only it can answer); 4 /dev/hbmguard missing (module not loaded: any
  * command that reads or changes the module's tables, status included).
  */
@@ -721,6 +723,119 @@ static int cmd_incidents(int argc, char **argv)
 	return 0;
 }
 
+static const char *const drain_wants[] = { "none", "drain", "resume" };
+static const char *const drain_progress[] = { "off", "done", "running", "retrying", "left" };
+static const char *const drain_causes[] = { "?", "rma", "reset", "abort" };
+
+/* Slurm's or the hook's progress, in words: "retrying in 4s (why)". */
+static const char *drain_step(uint32_t progress, const struct hbm_ctl_drain *dr, bool first)
+{
+	static char out[2][256];
+	char *o = out[first];
+
+	snprintf(o, sizeof(out[0]), "%s", NAME(drain_progress, progress));
+	if (progress == HBM_DRAIN_RETRYING)
+		snprintf(o, sizeof(out[0]), "retrying in %us (%s)", dr->retry_in, esc(dr->error));
+	else if (progress == HBM_DRAIN_LEFT)
+		snprintf(o, sizeof(out[0]), "left: out of service for a reason not hbmguard's");
+	return o;
+}
+
+/*
+ * drain: why hbmguardd drained the node (scheduler.c), and where Slurm
+ * and the hook stand.  The causes are read whole before anything prints.
+ */
+static int cmd_drain(int argc, char **argv)
+{
+	static const char *const head[] = { "DEVICE", "PCI", "CAUSE", "SINCE", "DETAIL" };
+	struct hbm_ctl_drain dr, first;
+	struct json_object *doc = NULL, *arr = NULL, *o;
+	struct hbm_cli_table t;
+	char since[32];
+	time_t when;
+	uint32_t i;
+
+	(void)argc;
+	(void)argv;
+	if (hbm_cli_json) {
+		doc = hbm_cli_obj();
+		arr = hbm_cli_arr();
+	}
+	hbm_cli_table_init(&t, 5, head, "lllll");
+	for (i = 0; daemon_entry(HBM_CTL_DRAIN_GET, i, &dr); i++) {
+		if (!i)
+			first = dr;
+		if (!dr.total)
+			break;
+		when = (time_t)dr.since;
+		strftime(since, sizeof(since), "%F %T", gmtime(&when));
+		if (arr) {
+			o = hbm_cli_obj();
+			hbm_cli_add_str(o, "device", dr.identity);
+			hbm_cli_add_str(o, "pci", dr.pci);
+			hbm_cli_add_str(o, "cause", NAME(drain_causes, dr.cause));
+			hbm_cli_add_u64(o, "since", dr.since);
+			hbm_cli_add_str(o, "detail", dr.detail);
+			hbm_cli_append(arr, o);
+			continue;
+		}
+		hbm_cli_cell(&t, "%s", esc(dr.identity));
+		hbm_cli_cell(&t, "%s", *dr.pci ? esc(dr.pci) : "-");
+		hbm_cli_cell(&t, "%s", NAME(drain_causes, dr.cause));
+		hbm_cli_cell(&t, "%s", since);
+		hbm_cli_cell(&t, "%s", esc(dr.detail));
+	}
+	if (doc) {
+		hbm_cli_add_str(doc, "node", first.node);
+		hbm_cli_add_str(doc, "want", NAME(drain_wants, first.want));
+		hbm_cli_add_str(doc, "reason", first.reason);
+		hbm_cli_add_str(doc, "slurm", NAME(drain_progress, first.slurm));
+		hbm_cli_add_str(doc, "hook", NAME(drain_progress, first.hook));
+		hbm_cli_add_u64(doc, "retry_in", first.retry_in);
+		hbm_cli_add_str(doc, "error", first.error);
+		hbm_cli_add(doc, "causes", arr);
+		hbm_cli_json_print(doc);	/* no cell was added */
+		return 0;
+	}
+	printf("node %s: %s", esc(first.node),
+	       first.want == HBM_DRAIN_WANT_DRAIN ? "drained by hbmguard" :
+	       first.want == HBM_DRAIN_WANT_RESUME ? "resumed: its causes were cleared" :
+	       "not drained by hbmguard");
+	if (first.total)
+		printf(" for %u cause%s", first.total, first.total > 1 ? "s" : "");
+	printf("\n  slurm: %s\n  hook: %s\n", drain_step(first.slurm, &first, true),
+	       drain_step(first.hook, &first, false));
+	if (*first.reason)
+		printf("  reason: %s\n", esc(first.reason));
+	if (first.total)
+		hbm_cli_table_print(&t, stdout);
+	return 0;
+}
+
+/* undrain: an administrator's; the daemon says no to anyone else. */
+static int cmd_undrain(int argc, char **argv)
+{
+	struct hbm_ctl_drain dr;
+	int err;
+
+	(void)argc;
+	(void)argv;
+	err = ask_daemon(HBM_CTL_UNDRAIN, NULL, &dr);
+	if (err == -EPERM) {
+		fprintf(stderr, "hbmctl: undrain refused by hbmguardd (needs root: CAP_SYS_ADMIN)\n");
+		return EXIT_REFUSED;
+	}
+	if (err == -EALREADY) {
+		fprintf(stderr, "hbmctl: hbmguardd has not drained this node: nothing to undrain\n");
+		return EXIT_REFUSED;
+	}
+	if (err)
+		no_daemon(err);
+	printf("node %s: hbmguard's causes cleared; the node is to be resumed (hbmctl drain: "
+	       "where it stands)\n", esc(dr.node));
+	return 0;
+}
+
 /*
  * The module's table of GPU @g's device: retired and pending, when this
  * user may read /dev/hbmguard and the device is still @g's; else false.
@@ -1369,6 +1484,10 @@ static const struct command {
 	  cmd_incidents },
 	{ "gpus", "", "GPUs: the driver's report beside hbmguard's", 0, 0, NODE_NONE,
 	  cmd_gpus },
+	{ "drain", "", "why hbmguardd drained the node, and Slurm's and the hook's progress",
+	  0, 0, NODE_NONE, cmd_drain },
+	{ "undrain", "", "clear hbmguard's causes: the node resumes (admin)", 0, 0, NODE_NONE,
+	  cmd_undrain },
 	{ "advise", "--checkpoint-cost=SPAN --restart-cost=SPAN [--nodes=N] [--window=SPAN]",
 	  "how often to checkpoint, with and without hbmguard", 0, 0, NODE_NONE, cmd_advise },
 };

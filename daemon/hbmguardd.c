@@ -11,6 +11,8 @@
  *             GPUs, events                           gpus.c      GPUs, into the module
  *   kmsg.c    the kernel log:                     metrics.c   counters, and the
  *             NVRM Xid lines                                  Prometheus endpoint
+ *                                                 scheduler.c     the node drained in
+ *                                                             Slurm, a hook told
  *   amdgpu.c  amdgpu's RAS
  *             files, polled
  *
@@ -46,6 +48,7 @@
 #include "metrics.h"
 #include "nvml_facts.h"
 #include "nvml_source.h"
+#include "scheduler.h"
 
 /* The daemon and its parts: one of each. */
 struct hbmguardd {
@@ -58,6 +61,7 @@ struct hbmguardd {
 	struct hbm_kmsg kmsg;		/* "NVRM: Xid" lines of the kernel log */
 	struct amdgpu_facts *amdgpu;	/* amdgpu's RAS files */
 	struct hbm_metrics metrics;	/* the Prometheus endpoint, when configured */
+	struct hbm_sched sched;		/* the node's drain in Slurm, its hook */
 };
 
 /* SIGHUP, systemctl reload: a new configuration, or the old one kept. */
@@ -85,6 +89,7 @@ static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si,
 		strcpy(listen, d->cfg.metrics.listen);
 		d->cfg = *next;
 		kernel_reconfigure(&g->kernel);
+		sched_reconfigure(&g->sched);
 		err_nr = metrics_reconfigure(&g->metrics, listen);
 		if (err_nr)
 			fprintf(stderr, "<3>hbmguardd: metrics: cannot listen on %s: %s: no metrics until the next reload\n",
@@ -124,6 +129,7 @@ static int wire(struct hbmguardd *g)
 		{ .name = "recovery", .fact = recovery_fact, .ctx = d },
 		{ .name = "gpus", .fact = gpus_fact, .ctx = &g->gpus },
 		{ .name = "metrics", .fact = metrics_fact, .ctx = &g->metrics },
+		{ .name = "sched", .fact = sched_fact, .ctx = &g->sched },
 	};
 	size_t i;
 
@@ -133,6 +139,9 @@ static int wire(struct hbmguardd *g)
 	d->gpus = &g->gpus;
 	d->on_status = status_notify;
 	d->on_save_failed = store_save_failed;
+	d->on_aborted = sched_aborted;
+	/* before any fact: a drain kept from before is the state facts add to */
+	sched_init(&g->sched, d);
 	if (store_start(&g->store, d, &g->core, recovery_save_again))
 		return -1;
 	gpus_start(&g->gpus, &g->core);
@@ -245,6 +254,8 @@ int main(int argc, char **argv)
 	 * succeeds silently: entries go to stderr then.
 	 */
 	d->journald = !access("/run/systemd/journal/socket", F_OK);
+	/* before recovery_load(), whose incidents left open abort */
+	sched_start(&g.sched);
 	recovery_load(d);
 	/* before the control socket, which may take systemd's sockets for its own */
 	/*
@@ -271,6 +282,7 @@ int main(int argc, char **argv)
 	sd_notify(0, "STOPPING=1");
 	control_close(d);
 	metrics_stop(&g.metrics);
+	sched_stop(&g.sched);
 	store_stop(&g.store);
 	nvml_left = nvml_facts_stop(g.nvml);
 	amdgpu_facts_stop(g.amdgpu);

@@ -51,7 +51,7 @@
  * block (signals, non-blocking sends through client.c, one atomic write
  * per transition), allocates per incident and per range of lost data it
  * records (never per correctable event), and calls nothing above it: the
- * status and the retry of a failed save through daemon.c, the kernel's
+ * status, the retry of a failed save and an abort through daemon.c, the kernel's
  * table through daemon_is_bypassed(), a read.
  */
 #include <errno.h>
@@ -242,6 +242,7 @@ static void escalate(struct daemon *d, struct incident *x, const char *reason)
 	kill_failed_rank(x, SIGTERM);
 	arm(d, x, x->pidfd >= 0 ? d->cfg.recovery.kill_timeout : 0);
 	record(d, x, HBM_INCIDENT_ESCALATED);
+	daemon_incident_aborted(d, &x->info);	/* the node out of the scheduler's hands */
 }
 
 static int on_deadline(sd_event_source *s, uint64_t usec, void *arg)

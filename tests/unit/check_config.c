@@ -262,6 +262,19 @@ START_TEST(bad_input)
 		{ "[Metrics]\nListen=0123456789012345678901234567890123456789012345678901234567890123:1\n",
 		  "is not ADDRESS:PORT" },
 		{ "[Metrics]\nPort=9477\n", "test.conf:2: Port: unknown key (Listen)" },
+		{ "[Scheduler]\nSlurm=maybe\n", "test.conf:2: Slurm: 'maybe' is not yes or no" },
+		{ "[Scheduler]\nSlurmNode=gpu[1-4]\n",
+		  "test.conf:2: SlurmNode: 'gpu[1-4]' is not one node's name (letters, digits, -_.)" },
+		{ "[Scheduler]\nSlurmNode=a,b\n", "'a,b' is not one node's name" },
+		{ "[Scheduler]\nSlurmNode=a b\n", "'a b' is not one node's name" },
+		{ "[Scheduler]\nSlurmNode=01234567890123456789012345678901234567890123456789012345678901234\n",
+		  "is longer than 64 characters" },
+		{ "[Scheduler]\nHook=drain.sh\n", "test.conf:2: Hook: 'drain.sh' is not an absolute path" },
+		{ "[Scheduler]\nTimeout=0\n", "test.conf:2: Timeout: 0 is out of range (1..600 seconds)" },
+		{ "[Scheduler]\nTimeout=11min\n", "Timeout: 11min is out of range (1..600 seconds)" },
+		{ "[Scheduler]\nTimeout=soon\n", "Timeout: 'soon' is not a time span" },
+		{ "[Scheduler]\nPartition=gpu\n",
+		  "test.conf:2: Partition: unknown key (Slurm, SlurmNode, Hook, Timeout)" },
 		/* Address + Size past 2^64: the module would refuse it at registration. */
 		{ "[Range \"h\"]\nAddress=0xfffffffffffff000\nSize=4K\n",
 		  "test.conf:1: [Range \"h\"]: Address=0xfffffffffffff000 and Size=4096 go past the end of the address space" },
@@ -311,6 +324,26 @@ START_TEST(metrics_listen)
 	ck_assert_int_eq(parse("[Metrics]\nListen=0.0.0.0:9477\nListen=\n"), 0);
 	ck_assert_uint_eq(c.metrics.addr_len, 0);
 	ck_assert_str_eq(c.metrics.listen, "");
+}
+END_TEST
+
+/* [Scheduler]: off by default; each key; Hook= and SlurmNode= empty undo. */
+START_TEST(scheduler_keys)
+{
+	ck_assert_int_eq(parse(""), 0);
+	ck_assert(!c.sched.slurm);
+	ck_assert_str_eq(c.sched.slurm_node, "");
+	ck_assert_str_eq(c.sched.hook, "");
+	ck_assert_uint_eq(c.sched.timeout, 30);
+	ck_assert_int_eq(parse("[Scheduler]\nSlurm=yes\nSlurmNode=gpu-042.a_b\n"
+			       "Hook=/usr/local/sbin/drain-hook\nTimeout=2min\n"), 0);
+	ck_assert(c.sched.slurm);
+	ck_assert_str_eq(c.sched.slurm_node, "gpu-042.a_b");
+	ck_assert_str_eq(c.sched.hook, "/usr/local/sbin/drain-hook");
+	ck_assert_uint_eq(c.sched.timeout, 120);
+	ck_assert_int_eq(parse("[Scheduler]\nHook=/x\nSlurmNode=n\nHook=\nSlurmNode=\n"), 0);
+	ck_assert_str_eq(c.sched.hook, "");
+	ck_assert_str_eq(c.sched.slurm_node, "");
 }
 END_TEST
 
@@ -681,6 +714,7 @@ Suite *config_suite(void)
 	tcase_add_test(tc, dropin_order);
 	tcase_add_test(tc, dropin_masking);
 	tcase_add_test(tc, metrics_listen);
+	tcase_add_test(tc, scheduler_keys);
 	tcase_add_test(tc, dropin_bad);
 	tcase_add_test(tc, dropin_given_file);
 	suite_add_tcase(s, tc);

@@ -57,6 +57,12 @@ void daemon_save_failed(struct daemon *d)
 	(void)d;
 }
 
+void daemon_incident_aborted(struct daemon *d, const struct hbm_ctl_incident *x)
+{
+	(void)d;
+	(void)x;
+}
+
 static struct daemon *d;
 static char dir[64];
 

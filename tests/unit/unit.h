@@ -27,6 +27,7 @@ Suite *cli_suite(void);
 Suite *advise_suite(void);
 Suite *metrics_suite(void);
 Suite *passed_suite(void);
+Suite *scheduler_suite(void);
 const char *table_invariants(const struct hbm_table *t);
 
 #endif

@@ -1,0 +1,880 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The scheduler sink: when a device reaches RMA (its HEALTH fact), needs a
+ * reset (HEALTH RESET_REQUIRED: NVML's remap or retirement pending), or an
+ * incident is aborted (recovery.c, through daemon_incident_aborted()), the
+ * node is taken out: drained in Slurm when [Scheduler] Slurm=yes, and the
+ * Hook= executable told.  It comes back only when an administrator clears
+ * the causes (hbmctl undrain, through control.c): the device may still be
+ * bad, which only a person can judge.
+ *
+ * Slurm, as Debian bookworm ships it (22.05.8; SchedMD/slurm tag
+ * slurm-22-05-8-1):
+ *   - the node's state and reason: `sinfo --noheader --Node --nodes=NODE
+ *     --format=%T|%E`, "%E" being "the reason a node is unavailable"
+ *     (doc/man/man1/sinfo.1), "none" when there is none, no line at all for
+ *     a node it does not know;
+ *   - `scontrol update NodeName=NODE State=DRAIN Reason=...` and
+ *     State=RESUME (doc/man/man1/scontrol.1, "NODES - SPECIFICATIONS FOR
+ *     UPDATE COMMAND").  scontrol_update_node() (src/scontrol/update_node.c)
+ *     splits each argument at its first '=' and strips one leading and one
+ *     trailing '"' from the reason; neither it nor slurmctld bounds its
+ *     length.  Passed as one argv element, no shell, the reason needs no
+ *     quoting: hbm_sched_clean() leaves no '"' to strip, no newline (which
+ *     `scontrol show node` would print as a line of its own), no control
+ *     character; HBM_SCHED_REASON_LEN is our bound, for sinfo's columns.
+ *   - the node's name: slurmd's default is its host's short name
+ *     (_init_conf() and _read_config() in src/slurmd/slurmd/slurmd.c:
+ *     gethostname_short(), the name up to its first '.'), as here unless
+ *     SlurmNode= says otherwise.
+ *
+ * A reason of hbmguard's begins "hbmguard: ".  A node out of service for
+ * any other reason (an administrator's drain, Slurm's "Not responding") is
+ * left as it is: hbmguardd neither overwrites that reason nor resumes the
+ * node, and says so once.  Between sinfo's answer and scontrol's update an
+ * administrator may act: the window is the two commands', and the admin's
+ * drain then wins at the next change.
+ *
+ * Nothing blocks the loop: each command is a child (fork and exec, argv,
+ * no shell), stdin /dev/null, stdout and stderr the daemon's (the journal)
+ * except sinfo's stdout, read through a pipe; its exit is watched through
+ * a pidfd in sd-event, and past Timeout= it is killed.  One command per
+ * runner (Slurm's, the hook's) at a time: a change while one runs waits
+ * for it, and then only the newest state is run (a generation number).  A
+ * failure (Slurm down, an exit status, the timeout) is logged once per
+ * distinct failure and retried, HBM_RETRY's backoff (daemon.h), until it
+ * goes or the state changes.
+ *
+ * The causes, what is wanted of the node, and whether the hook has run
+ * for it are kept in the state directory ("drain", rewritten atomically
+ * at each change), so that a restart neither forgets a drain nor resumes a
+ * node; Slurm's side is read back from Slurm (sinfo) after a restart, not
+ * kept, since an admin may have changed it meanwhile.
+ *
+ * The hook must be a regular, executable file owned by root, not writable
+ * by group or others, in a directory likewise (udev's and sudo's rule: who
+ * can change it would run as root): else it is refused, and said why.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core.h"
+#include "daemon.h"
+#include "scheduler.h"
+#include "state.h"
+
+#define DRAIN_FILE	"drain"
+#define OURS		"hbmguard: "
+#define PATH_ENV	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+enum { STEP_QUERY = 1, STEP_UPDATE, STEP_HOOK };
+
+static const char *const cause_words[] = {
+	[HBM_DRAIN_RMA] = "rma", [HBM_DRAIN_RESET] = "reset", [HBM_DRAIN_ABORT] = "abort",
+};
+
+/**
+ * hbm_sched_clean() - a string from a device or a peer, made safe for a
+ * reason, an environment value or a line of the state file
+ * @out: where
+ * @cap: its size (> 0)
+ * @in: the string, any bytes
+ *
+ * Control characters are dropped, any other byte outside printable ASCII
+ * and '"' become '?' and '\'', and leading and trailing blanks go: a
+ * reason on one line, that scontrol takes as given (see the top).
+ */
+void hbm_sched_clean(char *out, size_t cap, const char *in)
+{
+	size_t n = 0;
+
+	for (; *in && n + 1 < cap; in++) {
+		unsigned char c = *in;
+
+		if (c < 0x20 || c == 0x7f || (c == ' ' && !n))
+			continue;
+		out[n++] = c > 0x7e ? '?' : c == '"' ? '\'' : c;
+	}
+	while (n && out[n - 1] == ' ')
+		n--;
+	out[n] = 0;
+}
+
+/**
+ * hbm_sched_reason() - the reason given to Slurm and the hook
+ * @out: where
+ * @cap: its size
+ * @c: the causes, oldest first
+ * @nr: their number, > 0
+ *
+ * The newest cause, in words, and how many more there are.
+ */
+void hbm_sched_reason(char *out, size_t cap, const struct sched_cause *c, size_t nr)
+{
+	static const char *const words[] = {
+		[HBM_DRAIN_RMA] = "needs RMA", [HBM_DRAIN_RESET] = "needs a GPU reset",
+		[HBM_DRAIN_ABORT] = "recovery aborted",
+	};
+	const struct sched_cause *last = &c[nr - 1];
+	char raw[256], more[32] = "";
+
+	if (nr > 1)
+		snprintf(more, sizeof(more), " (+%zu more)", nr - 1);
+	snprintf(raw, sizeof(raw), OURS "%s %s%s%s%s", *last->name ? last->name : last->identity,
+		 last->cause < __HBM_DRAIN_CAUSE_MAX ? words[last->cause] : "?",
+		 *last->detail ? ": " : "", last->detail, more);
+	hbm_sched_clean(out, cap, raw);
+}
+
+/**
+ * hbm_sched_verdict() - what sinfo's line says to do
+ * @sinfo: its output, "STATE|REASON" lines ("none": no reason)
+ * @want: HBM_DRAIN_WANT_DRAIN or _RESUME
+ * @reason: ours, for a drain
+ * @theirs: the reason found when it is not ours, for the log
+ * @len: its size
+ *
+ * Return: enum hbm_sched_verdict.
+ */
+enum hbm_sched_verdict hbm_sched_verdict(const char *sinfo, uint32_t want, const char *reason,
+					 char *theirs, size_t len)
+{
+	const char *bar = strchr(sinfo, '|'), *end;
+	char found[512];
+	size_t n;
+
+	theirs[0] = 0;
+	if (!bar)
+		return HBM_SCHED_UNKNOWN;
+	bar++;
+	end = strchr(bar, '\n');	/* a node in several partitions: a line each */
+	n = end ? (size_t)(end - bar) : strlen(bar);
+	if (n >= sizeof(found))
+		n = sizeof(found) - 1;
+	memcpy(found, bar, n);
+	while (n && found[n - 1] == ' ')
+		n--;
+	found[n] = 0;
+	if (!strcmp(found, "none"))
+		return want == HBM_DRAIN_WANT_DRAIN ? HBM_SCHED_ACT : HBM_SCHED_AS_WANTED;
+	if (!strncmp(found, OURS, strlen(OURS)))
+		return want == HBM_DRAIN_WANT_DRAIN && !strcmp(found, reason) ?
+		       HBM_SCHED_AS_WANTED : HBM_SCHED_ACT;
+	hbm_sched_clean(theirs, len, found);
+	return HBM_SCHED_NOT_OURS;
+}
+
+static int owned_safely(const char *path, bool dir, char *why, size_t len)
+{
+	struct stat st;
+
+	if (stat(path, &st)) {
+		snprintf(why, len, "%s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if (dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
+		snprintf(why, len, "%s is not a %s", path, dir ? "directory" : "regular file");
+		return -EPERM;
+	}
+	if (st.st_uid) {
+		snprintf(why, len, "%s is not owned by root (uid %u)", path, (unsigned)st.st_uid);
+		return -EPERM;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		snprintf(why, len, "%s is writable by %s", path,
+			 st.st_mode & S_IWOTH ? "anyone" : "its group");
+		return -EPERM;
+	}
+	if (!dir && !(st.st_mode & S_IXUSR)) {
+		snprintf(why, len, "%s is not executable", path);
+		return -EPERM;
+	}
+	return 0;
+}
+
+/**
+ * hbm_sched_hook_ok() - whether the hook may be run as root
+ * @path: its absolute path (config.c checked)
+ * @why: the refusal, in words
+ * @len: its size
+ *
+ * Return: 0, or a negative errno.
+ */
+int hbm_sched_hook_ok(const char *path, char *why, size_t len)
+{
+	char dir[PATH_MAX];
+	char *slash;
+	int err = owned_safely(path, false, why, len);
+
+	if (err)
+		return err;
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = 0;
+	else if (slash)
+		*slash = 0;
+	return owned_safely(dir, true, why, len);
+}
+
+/* The state file: "hbmguard-drain 1", want, hook, then a line per cause. */
+static void save(struct hbm_sched *s)
+{
+	static const char *const wants[] = { "none", "drain", "resume" };
+	char *buf;
+	size_t len;
+	FILE *f = open_memstream(&buf, &len);
+	int err = -ENOMEM;
+
+	if (f) {
+		fprintf(f, "hbmguard-drain 1\nwant %s\nhook %s\n", wants[s->want],
+			s->hook.done == s->gen ? "done" : "pending");
+		for (size_t i = 0; i < s->nr; i++) {
+			const struct sched_cause *c = &s->causes[i];
+
+			fprintf(f, "cause\t%s\t%" PRIu64 "\t%s\t%s\t%s\t%s\n",
+				cause_words[c->cause], c->since, c->identity, c->pci, c->name,
+				c->detail);
+		}
+		if (!fclose(f))
+			err = hbm_atomic_write(s->d->state_dir, DRAIN_FILE, buf, len);
+		free(buf);
+	}
+	if (err)
+		fprintf(stderr, "<3>hbmguardd: saving the node's drain state: %s: a restart "
+			"would forget it until it is saved at the next change\n", strerror(-err));
+}
+
+static int parse_cause(char *line, struct sched_cause *c)
+{
+	char *field[7], *p = line;
+	unsigned long long since;
+	char *end;
+	size_t i;
+
+	for (i = 0; i < 7; i++)
+		field[i] = strsep(&p, "\t");
+	if (!field[6] || p || strcmp(field[0], "cause"))
+		return -EBADMSG;
+	memset(c, 0, sizeof(*c));
+	for (i = 1; i < __HBM_DRAIN_CAUSE_MAX && strcmp(cause_words[i], field[1]); i++)
+		;
+	errno = 0;
+	since = strtoull(field[2], &end, 10);
+	if (i == __HBM_DRAIN_CAUSE_MAX || errno || *end || !*field[3])
+		return -EBADMSG;
+	c->cause = i;
+	c->since = since;
+	hbm_sched_clean(c->identity, sizeof(c->identity), field[3]);
+	hbm_sched_clean(c->pci, sizeof(c->pci), field[4]);
+	hbm_sched_clean(c->name, sizeof(c->name), field[5]);
+	hbm_sched_clean(c->detail, sizeof(c->detail), field[6]);
+	return 0;
+}
+
+/* A file that does not parse is set aside, and what parsed before kept. */
+static void load(struct hbm_sched *s)
+{
+	uint8_t *buf;
+	size_t len;
+	char *text, *line, *p, moved[300];
+	int err = hbm_read_file(s->d->state_dir, DRAIN_FILE, &buf, &len), n = 0;
+	bool bad = false, hook_done = false;
+
+	if (err) {
+		if (err != -ENOENT)
+			fprintf(stderr, "<3>hbmguardd: reading %s: %s\n", DRAIN_FILE, strerror(-err));
+		return;
+	}
+	text = calloc(1, len + 1);
+	if (!text) {
+		free(buf);
+		return;
+	}
+	memcpy(text, buf, len);
+	free(buf);
+	for (p = text; !bad && (line = strsep(&p, "\n"));) {
+		if (!*line && !p)
+			break;
+		if (n++ == 0)
+			bad = strcmp(line, "hbmguard-drain 1");
+		else if (!strcmp(line, "want drain"))
+			s->want = HBM_DRAIN_WANT_DRAIN;
+		else if (!strcmp(line, "want resume"))
+			s->want = HBM_DRAIN_WANT_RESUME;
+		else if (!strcmp(line, "want none"))
+			s->want = HBM_DRAIN_WANT_NONE;
+		else if (!strcmp(line, "hook done") || !strcmp(line, "hook pending"))
+			hook_done = !strcmp(line, "hook done");
+		else if (s->nr == HBM_SCHED_CAUSES || parse_cause(line, &s->causes[s->nr]))
+			bad = true;
+		else
+			s->nr++;
+	}
+	free(text);
+	if (bad) {
+		if (!hbm_file_quarantine(s->d->state_dir, DRAIN_FILE, moved, sizeof(moved)))
+			fprintf(stderr, "<3>hbmguardd: %s is damaged: kept as %s\n", DRAIN_FILE,
+				moved);
+	}
+	if (s->nr && s->want != HBM_DRAIN_WANT_DRAIN)
+		s->want = HBM_DRAIN_WANT_DRAIN;
+	s->gen = 1;
+	if (hook_done)
+		s->hook.done = 1;
+	if (s->nr)
+		hbm_sched_reason(s->reason, sizeof(s->reason), s->causes, s->nr);
+	else if (s->want == HBM_DRAIN_WANT_DRAIN)	/* drained, why lost: still drained */
+		snprintf(s->reason, sizeof(s->reason), OURS "its drain state was damaged: hbmctl drain");
+	if (s->want == HBM_DRAIN_WANT_DRAIN)
+		fprintf(stderr, "<5>hbmguardd: the node stays drained: %s\n", s->reason);
+}
+
+static void run_next(struct hbm_sched *s, struct sched_runner *r);
+
+static void failed(struct hbm_sched *s, struct sched_runner *r, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int on_retry(sd_event_source *src, uint64_t usec, void *arg)
+{
+	struct hbm_sched *s = arg;
+	struct sched_runner *r = src == s->slurm.retry ? &s->slurm : &s->hook;
+
+	(void)usec;
+	r->retry = sd_event_source_disable_unref(r->retry);
+	run_next(s, r);
+	return 0;
+}
+
+/* Once per distinct failure in the log; a retry after a backoff. */
+static void failed(struct hbm_sched *s, struct sched_runner *r, const char *fmt, ...)
+{
+	char err[sizeof(r->error)];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, sizeof(err), fmt, ap);
+	va_end(ap);
+	r->backoff = hbm_retry_after_s(r->backoff);
+	if (strcmp(err, r->error))
+		fprintf(stderr, "<4>hbmguardd: %s: %s: retrying (the next in %us, then "
+			"backing off to %us)\n", r->what, err, r->backoff, HBM_RETRY_MAX_S);
+	strcpy(r->error, err);
+	r->progress = HBM_DRAIN_RETRYING;
+	if (r->gen != s->gen) {		/* superseded: the newest state, now */
+		run_next(s, r);
+		return;
+	}
+	r->retry_at = hbm_monotonic_ns() / 1000 + r->backoff * 1000000ULL;
+	if (sd_event_add_time(s->d->loop, &r->retry, CLOCK_MONOTONIC, r->retry_at, 0,
+			      on_retry, s) < 0)
+		fprintf(stderr, "<3>hbmguardd: %s: cannot arm the retry\n", r->what);
+}
+
+static void succeeded(struct hbm_sched *s, struct sched_runner *r, uint32_t progress)
+{
+	if (r->error[0])
+		fprintf(stderr, "<5>hbmguardd: %s: done after a failure (%s)\n", r->what,
+			r->error);
+	r->error[0] = 0;
+	r->backoff = 0;
+	r->progress = progress;
+	r->done = r->gen;
+	if (r == &s->hook && r->done == s->gen)
+		save(s);	/* a restart does not run it again */
+	run_next(s, r);
+}
+
+/*
+ * fork and exec, no shell: @argv, @envp, stdin /dev/null, stdout a pipe
+ * when @out, else the daemon's stderr (the journal).  Return: 0 or a
+ * negative errno, said in r->error.
+ */
+static int spawn(struct sched_runner *r, const char *file, char *const argv[],
+		 char *const envp[], bool out);
+
+static int on_timeout(sd_event_source *src, uint64_t usec, void *arg)
+{
+	struct sched_runner *r = arg;
+
+	(void)src;
+	(void)usec;
+	r->timed_out = true;
+	syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0);
+	return 0;
+}
+
+static void read_out(struct sched_runner *r)
+{
+	ssize_t n;
+
+	while (r->out >= 0 && r->outlen + 1 < sizeof(r->outbuf) &&
+	       (n = read(r->out, r->outbuf + r->outlen, sizeof(r->outbuf) - 1 - r->outlen)) > 0)
+		r->outlen += n;
+	r->outbuf[r->outlen] = 0;
+}
+
+static void reap(struct sched_runner *r, int *status)
+{
+	read_out(r);
+	waitpid(r->pid, status, 0);
+	r->exited = sd_event_source_disable_unref(r->exited);
+	r->timer = sd_event_source_disable_unref(r->timer);
+	close(r->pidfd);
+	if (r->out >= 0)
+		close(r->out);
+	r->out = -1;
+	r->pid = 0;
+}
+
+static void slurm_update(struct hbm_sched *s, struct sched_runner *r);
+
+static void slurm_query_done(struct hbm_sched *s, struct sched_runner *r)
+{
+	char theirs[HBM_SCHED_REASON_LEN];
+
+	switch (hbm_sched_verdict(r->outbuf, s->want, s->reason, theirs, sizeof(theirs))) {
+	case HBM_SCHED_ACT:
+		slurm_update(s, r);
+		return;
+	case HBM_SCHED_AS_WANTED:
+		succeeded(s, r, HBM_DRAIN_DONE);
+		return;
+	case HBM_SCHED_NOT_OURS:
+		if (r->progress != HBM_DRAIN_LEFT)
+			fprintf(stderr, "<5>hbmguardd: slurm: node %s is out of service for '%s', "
+				"not hbmguard's reason: left as it is, not %s\n", s->node, theirs,
+				s->want == HBM_DRAIN_WANT_DRAIN ? "drained again" : "resumed");
+		succeeded(s, r, HBM_DRAIN_LEFT);
+		return;
+	case HBM_SCHED_UNKNOWN:
+		failed(s, r, "sinfo does not know node '%s' (SlurmNode=)", s->node);
+		return;
+	}
+}
+
+static int on_exited(sd_event_source *src, int fd, uint32_t revents, void *arg)
+{
+	struct hbm_sched *s = arg;
+	struct sched_runner *r = src == s->slurm.exited ? &s->slurm : &s->hook;
+	const char *cmd = r->step == STEP_QUERY ? "sinfo" : r->step == STEP_UPDATE ? "scontrol" :
+			  "the hook";
+	int status = 0;
+
+	(void)fd;
+	(void)revents;
+	reap(r, &status);
+	if (r->timed_out)
+		failed(s, r, "%s killed after %us", cmd, s->d->cfg.sched.timeout);
+	else if (WIFSIGNALED(status))
+		failed(s, r, "%s killed by signal %d", cmd, WTERMSIG(status));
+	else if (WEXITSTATUS(status))
+		failed(s, r, "%s exited with status %d", cmd, WEXITSTATUS(status));
+	else if (r->step == STEP_QUERY)
+		slurm_query_done(s, r);
+	else
+		succeeded(s, r, HBM_DRAIN_DONE);
+	return 0;
+}
+
+/* An absolute path as is; a name in PATH_ENV's directories, as the daemon's own PATH may be anything. */
+static void exec_in_path(const char *file, char *const argv[], char *const envp[])
+{
+	static const char *const dirs[] = {
+		"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin",
+	};
+	char path[PATH_MAX];
+	size_t i;
+
+	if (*file == '/') {
+		execve(file, argv, envp);
+		return;
+	}
+	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dirs[i], file);
+		execve(path, argv, envp);
+	}
+	errno = ENOENT;
+}
+
+static int spawn(struct sched_runner *r, const char *file, char *const argv[],
+		 char *const envp[], bool out)
+{
+	struct hbm_sched *s = r->s;
+	int pipefd[2] = { -1, -1 }, err;
+	sigset_t all;
+
+	if (out && pipe2(pipefd, O_CLOEXEC))
+		return -errno;
+	r->timed_out = false;
+	r->outlen = 0;
+	r->outbuf[0] = 0;
+	r->pid = fork();
+	if (r->pid < 0) {
+		err = -errno;
+		r->pid = 0;
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return err;
+	}
+	if (!r->pid) {
+		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+		/* the daemon's blocked signals (sd-event's) would be the command's */
+		sigemptyset(&all);
+		sigprocmask(SIG_SETMASK, &all, NULL);
+		if (null < 0 || dup2(null, 0) < 0 ||
+		    dup2(out ? pipefd[1] : 2, 1) < 0)
+			_exit(127);
+		syscall(SYS_close_range, 3, ~0U, 0);
+		exec_in_path(file, argv, envp);
+		fprintf(stderr, "<3>hbmguardd: %s: %s\n", file, strerror(errno));
+		_exit(127);
+	}
+	r->out = pipefd[0];
+	if (out) {
+		close(pipefd[1]);
+		fcntl(r->out, F_SETFL, O_NONBLOCK);
+	}
+	r->pidfd = syscall(SYS_pidfd_open, r->pid, 0);
+	if (r->pidfd < 0 ||
+	    sd_event_add_io(s->d->loop, &r->exited, r->pidfd, EPOLLIN, on_exited, s) < 0 ||
+	    sd_event_add_time_relative(s->d->loop, &r->timer, CLOCK_MONOTONIC,
+				       s->d->cfg.sched.timeout * 1000000ULL, 0, on_timeout, r) < 0) {
+		/* cannot be watched: not left to run unwatched */
+		kill(r->pid, SIGKILL);
+		waitpid(r->pid, NULL, 0);
+		r->exited = sd_event_source_disable_unref(r->exited);
+		if (r->pidfd >= 0)
+			close(r->pidfd);
+		if (r->out >= 0)
+			close(r->out);
+		r->out = -1;
+		r->pid = 0;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void slurm_query(struct hbm_sched *s, struct sched_runner *r)
+{
+	char nodes[16 + HBM_SLURM_NODE_LEN];
+	char *argv[] = { "sinfo", "--noheader", "--Node", nodes, "--format=%T|%E", NULL };
+	char *envp[] = { PATH_ENV, "LC_ALL=C", NULL };
+	int err;
+
+	snprintf(nodes, sizeof(nodes), "--nodes=%s", s->node);
+	r->step = STEP_QUERY;
+	err = spawn(r, argv[0], argv, envp, true);
+	if (err)
+		failed(s, r, "sinfo cannot be run: %s", strerror(-err));
+}
+
+static void slurm_update(struct hbm_sched *s, struct sched_runner *r)
+{
+	char node[16 + HBM_SLURM_NODE_LEN], reason[16 + HBM_SCHED_REASON_LEN];
+	bool drain = s->want == HBM_DRAIN_WANT_DRAIN;
+	char *argv[] = { "scontrol", "update", node, drain ? "State=DRAIN" : "State=RESUME",
+			 drain ? reason : NULL, NULL };
+	char *envp[] = { PATH_ENV, "LC_ALL=C", NULL };
+	int err;
+
+	snprintf(node, sizeof(node), "NodeName=%s", s->node);
+	snprintf(reason, sizeof(reason), "Reason=%s", s->reason);
+	r->step = STEP_UPDATE;
+	err = spawn(r, argv[0], argv, envp, false);
+	if (err)
+		failed(s, r, "scontrol cannot be run: %s", strerror(-err));
+	else
+		fprintf(stderr, "<5>hbmguardd: slurm: %s node %s%s%s\n",
+			drain ? "draining" : "resuming", s->node, drain ? ": " : "",
+			drain ? s->reason : "");
+}
+
+/*
+ * The hook's environment: the facts of the newest cause (none for a
+ * resume), each cleaned; nothing of the daemon's own.
+ */
+static void run_hook(struct hbm_sched *s, struct sched_runner *r)
+{
+	const struct sched_cause *c = s->nr ? &s->causes[s->nr - 1] : NULL;
+	bool drain = s->want == HBM_DRAIN_WANT_DRAIN;
+	char env[9][160], why[PATH_MAX + 64];
+	char *envp[11], *argv[] = { s->d->cfg.sched.hook, NULL };
+	int n = 0, err;
+
+	if (hbm_sched_hook_ok(s->d->cfg.sched.hook, why, sizeof(why))) {
+		failed(s, r, "Hook= refused: %s", why);
+		return;
+	}
+	snprintf(env[n++], sizeof(env[0]), "HBMGUARD_ACTION=%s", drain ? "drain" : "resume");
+	snprintf(env[n++], sizeof(env[0]), "HBMGUARD_NODE=%s", s->node);
+	snprintf(env[n++], sizeof(env[0]), "HBMGUARD_REASON=%s", drain ? s->reason : "");
+	snprintf(env[n++], sizeof(env[0]), "HBMGUARD_CAUSES=%zu", s->nr);
+	if (c) {
+		snprintf(env[n++], sizeof(env[0]), "HBMGUARD_CAUSE=%s", cause_words[c->cause]);
+		snprintf(env[n++], sizeof(env[0]), "HBMGUARD_DEVICE=%s",
+			 *c->name ? c->name : c->identity);
+		snprintf(env[n++], sizeof(env[0]), "HBMGUARD_IDENTITY=%s", c->identity);
+		/* NVIDIA's UUIDs are "GPU-" and the rest (nvmlDeviceGetUUID) */
+		snprintf(env[n++], sizeof(env[0]), "HBMGUARD_UUID=%s",
+			 strncmp(c->identity, "GPU-", 4) ? "" : c->identity);
+		snprintf(env[n++], sizeof(env[0]), "HBMGUARD_PCI_BUS_ID=%s", c->pci);
+	}
+	envp[0] = PATH_ENV;
+	for (int i = 0; i < n; i++)
+		envp[i + 1] = env[i];
+	envp[n + 1] = NULL;
+	r->step = STEP_HOOK;
+	err = spawn(r, argv[0], argv, envp, false);
+	if (err)
+		failed(s, r, "the hook cannot be run: %s", strerror(-err));
+}
+
+/* The newest state, unless a command runs or a retry waits. */
+static void run_next(struct hbm_sched *s, struct sched_runner *r)
+{
+	const struct hbm_sched_config *cfg = &s->d->cfg.sched;
+	bool on = r == &s->slurm ? cfg->slurm : cfg->hook[0];
+
+	if (!s->started || r->pid || r->retry)
+		return;
+	if (!on) {
+		r->progress = HBM_DRAIN_OFF;
+		r->error[0] = 0;
+		return;
+	}
+	if (r->done == s->gen)
+		return;
+	r->gen = s->gen;
+	if (s->want == HBM_DRAIN_WANT_NONE) {
+		r->done = r->gen;
+		r->progress = HBM_DRAIN_DONE;
+		return;
+	}
+	if (r->progress != HBM_DRAIN_RETRYING)
+		r->progress = HBM_DRAIN_RUNNING;
+	if (r == &s->slurm)
+		slurm_query(s, r);
+	else
+		run_hook(s, r);
+}
+
+/* A new state: what waits for a retry goes now, with it. */
+static void changed(struct hbm_sched *s)
+{
+	s->gen++;
+	if (s->nr)
+		hbm_sched_reason(s->reason, sizeof(s->reason), s->causes, s->nr);
+	else
+		s->reason[0] = 0;
+	save(s);
+	for (struct sched_runner *r = &s->slurm; r; r = r == &s->slurm ? &s->hook : NULL) {
+		r->retry = sd_event_source_disable_unref(r->retry);
+		r->backoff = 0;
+		run_next(s, r);
+	}
+}
+
+static void add_cause(struct hbm_sched *s, uint32_t cause, const char *identity,
+		      const char *pci, const char *name, const char *detail)
+{
+	struct sched_cause c = { .cause = cause, .since = time(NULL) };
+	size_t i;
+
+	hbm_sched_clean(c.identity, sizeof(c.identity), identity);
+	hbm_sched_clean(c.pci, sizeof(c.pci), pci);
+	hbm_sched_clean(c.name, sizeof(c.name), name);
+	hbm_sched_clean(c.detail, sizeof(c.detail), detail);
+	if (!c.identity[0])
+		return;
+	for (i = 0; i < s->nr; i++)
+		if (s->causes[i].cause == cause && !strcmp(s->causes[i].identity, c.identity))
+			return;		/* known: the node is drained for it already */
+	if (s->nr == HBM_SCHED_CAUSES) {
+		fprintf(stderr, "<4>hbmguardd: %s: %s: not one of the node's causes, which are "
+			"%d already\n", c.identity, cause_words[cause], HBM_SCHED_CAUSES);
+		return;
+	}
+	s->causes[s->nr++] = c;
+	s->want = HBM_DRAIN_WANT_DRAIN;
+	hbm_sched_reason(s->reason, sizeof(s->reason), s->causes, s->nr);
+	fprintf(stderr, "<4>hbmguardd: the node is to be drained: %s\n", s->reason);
+	changed(s);
+}
+
+/**
+ * sched_fact() - the sink: a device's health, RMA or a reset required
+ * @ctx: the struct hbm_sched
+ * @f: the fact
+ */
+void sched_fact(void *ctx, const struct hbm_fact *f)
+{
+	struct hbm_sched *s = ctx;
+
+	if (f->type != HBM_FACT_HEALTH)
+		return;
+	if (f->state == HBMGUARD_HEALTH_RMA)
+		add_cause(s, HBM_DRAIN_RMA, f->dev.identity, f->dev.pci, f->dev.name,
+			  *f->text ? f->text : "bad pages at the retire limit");
+	else if (f->state == HBMGUARD_HEALTH_RESET_REQUIRED)
+		add_cause(s, HBM_DRAIN_RESET, f->dev.identity, f->dev.pci, f->dev.name,
+			  *f->text ? f->text : "a retirement or remap waits for it");
+}
+
+/**
+ * sched_aborted() - an incident ended in abort (wired as daemon.c's)
+ * @d: the daemon
+ * @x: the incident
+ */
+void sched_aborted(struct daemon *d, const struct hbm_ctl_incident *x)
+{
+	if (d->sched)
+		add_cause(d->sched, HBM_DRAIN_ABORT, x->device, "", "", x->reason);
+}
+
+/**
+ * sched_get() - a cause, and where the drain stands, for hbmctl drain
+ * @s: the sink
+ * @index: the cause's, from 0 (0 answers even with none)
+ * @out: filled in
+ *
+ * Return: 0, or -ENOENT past the end.
+ */
+int sched_get(struct hbm_sched *s, uint32_t index, struct hbm_ctl_drain *out)
+{
+	uint64_t now = hbm_monotonic_ns() / 1000;
+	const struct sched_runner *r = s->slurm.error[0] ? &s->slurm : &s->hook;
+
+	if (index >= (s->nr ? s->nr : 1))
+		return -ENOENT;
+	memset(out, 0, sizeof(*out));
+	out->index = index;
+	out->total = s->nr;
+	out->want = s->want;
+	out->slurm = s->slurm.progress;
+	out->hook = s->hook.progress;
+	if (r->retry && r->retry_at > now)
+		out->retry_in = (r->retry_at - now + 999999) / 1000000;
+	snprintf(out->node, sizeof(out->node), "%.63s", s->node);
+	snprintf(out->reason, sizeof(out->reason), "%s", s->reason);
+	snprintf(out->error, sizeof(out->error), "%s", r->error);
+	if (s->nr) {
+		const struct sched_cause *c = &s->causes[index];
+
+		out->cause = c->cause;
+		out->since = c->since;
+		snprintf(out->identity, sizeof(out->identity), "%s", c->identity);
+		snprintf(out->pci, sizeof(out->pci), "%s", c->pci);
+		snprintf(out->detail, sizeof(out->detail), "%s", c->detail);
+	}
+	return 0;
+}
+
+/**
+ * sched_undrain() - an administrator cleared the causes: resume the node
+ * @s: the sink
+ * @out: where it stands after, as sched_get()'s index 0
+ *
+ * Slurm resumes it only if its reason is hbmguard's (see the top).
+ *
+ * Return: 0, or -EALREADY when nothing was drained.
+ */
+int sched_undrain(struct hbm_sched *s, struct hbm_ctl_drain *out)
+{
+	size_t nr = s->nr;
+
+	if (s->want != HBM_DRAIN_WANT_DRAIN)
+		return -EALREADY;
+	s->nr = 0;
+	s->want = HBM_DRAIN_WANT_RESUME;
+	changed(s);
+	fprintf(stderr, "<5>hbmguardd: %zu causes cleared by an administrator: the node is "
+		"to be resumed\n", nr);
+	return sched_get(s, 0, out);
+}
+
+static void node_name(struct hbm_sched *s)
+{
+	char host[256] = "";
+	const struct hbm_sched_config *cfg = &s->d->cfg.sched;
+
+	if (cfg->slurm_node[0]) {
+		snprintf(s->node, sizeof(s->node), "%s", cfg->slurm_node);
+		return;
+	}
+	/* slurmd's gethostname_short() (see the top) */
+	gethostname(host, sizeof(host) - 1);
+	host[strcspn(host, ".")] = 0;
+	hbm_sched_clean(s->node, sizeof(s->node), host);
+}
+
+/**
+ * sched_init() - the kept drain state; nothing run yet
+ * @s: the sink
+ * @d: the daemon, its state directory open
+ */
+void sched_init(struct hbm_sched *s, struct daemon *d)
+{
+	s->d = d;
+	s->slurm = (struct sched_runner){ .s = s, .what = "slurm", .pidfd = -1, .out = -1 };
+	s->hook = (struct sched_runner){ .s = s, .what = "hook", .pidfd = -1, .out = -1 };
+	d->sched = s;
+	node_name(s);
+	load(s);
+}
+
+/**
+ * sched_start() - Slurm told of the kept state again, the hook run if it
+ * was not for it: from here on, commands run
+ * @s: the sink, its daemon's loop set up
+ */
+void sched_start(struct hbm_sched *s)
+{
+	s->started = true;
+	run_next(s, &s->slurm);
+	run_next(s, &s->hook);
+}
+
+/**
+ * sched_reconfigure() - after a reload: Slurm's side read again (another
+ * node, Slurm turned on), the hook run if it has not been for this state
+ * @s: the sink
+ */
+void sched_reconfigure(struct hbm_sched *s)
+{
+	node_name(s);
+	s->slurm.done = 0;
+	run_next(s, &s->slurm);
+	run_next(s, &s->hook);
+}
+
+/**
+ * sched_stop() - the commands still running are killed
+ * @s: the sink
+ */
+void sched_stop(struct hbm_sched *s)
+{
+	int status;
+
+	for (struct sched_runner *r = &s->slurm; r; r = r == &s->slurm ? &s->hook : NULL) {
+		r->retry = sd_event_source_disable_unref(r->retry);
+		if (!r->pid)
+			continue;
+		syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0);
+		reap(r, &status);
+	}
+	s->started = false;
+}

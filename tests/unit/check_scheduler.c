@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The scheduler sink (daemon/scheduler.c) without Slurm: what goes into a
+ * reason, what sinfo's answer makes it do, which hook it refuses, and its
+ * causes: kept across a restart, cleared by undrain, a failure retried.
+ * Slurm itself is tier 3's (tests/system/guest.sh).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../daemon/core.h"	/* "core.h" alone is the module's table */
+#include "daemon.h"
+#include "scheduler.h"
+#include "state.h"
+#include "unit.h"
+
+START_TEST(clean)
+{
+	char out[16], big[64];
+
+	hbm_sched_clean(big, sizeof(big), "  GPU\n0\x1b[31m \"x\"\t\xc3\xa9 ");
+	ck_assert_str_eq(big, "GPU0[31m 'x'??");
+	hbm_sched_clean(out, sizeof(out), "0123456789abcdefghij");
+	ck_assert_str_eq(out, "0123456789abcde");
+	hbm_sched_clean(out, sizeof(out), "\r\n\x7f");
+	ck_assert_str_eq(out, "");
+}
+END_TEST
+
+START_TEST(reason)
+{
+	struct sched_cause c[2] = {
+		{ .cause = HBM_DRAIN_RMA, .identity = "hbm:hbm0", .detail = "bad pages" },
+		{ .cause = HBM_DRAIN_ABORT, .identity = "GPU-1", .name = "GPU 0 H100",
+		  .detail = "a rank failed to recover" },
+	};
+	char r[HBM_SCHED_REASON_LEN], small[24];
+
+	hbm_sched_reason(r, sizeof(r), c, 1);
+	ck_assert_str_eq(r, "hbmguard: hbm:hbm0 needs RMA: bad pages");
+	hbm_sched_reason(r, sizeof(r), c, 2);
+	ck_assert_str_eq(r, "hbmguard: GPU 0 H100 recovery aborted: a rank failed to recover "
+			 "(+1 more)");
+	/* bounded, and never ending in a blank */
+	hbm_sched_reason(small, sizeof(small), c, 2);
+	ck_assert_str_eq(small, "hbmguard: GPU 0 H100 re");
+	strcpy(c[0].detail, "");
+	hbm_sched_reason(r, sizeof(r), c, 1);
+	ck_assert_str_eq(r, "hbmguard: hbm:hbm0 needs RMA");
+}
+END_TEST
+
+/* sinfo --format=%T|%E: whose reason it is decides. */
+START_TEST(verdict)
+{
+	const char *ours = "hbmguard: hbm:hbm0 needs RMA";
+	char theirs[64];
+
+	ck_assert_int_eq(hbm_sched_verdict("idle|none\n", HBM_DRAIN_WANT_DRAIN, ours, theirs,
+					   sizeof(theirs)), HBM_SCHED_ACT);
+	ck_assert_int_eq(hbm_sched_verdict("idle|none\n", HBM_DRAIN_WANT_RESUME, "", theirs,
+					   sizeof(theirs)), HBM_SCHED_AS_WANTED);
+	ck_assert_int_eq(hbm_sched_verdict("drained|hbmguard: hbm:hbm0 needs RMA\n",
+					   HBM_DRAIN_WANT_DRAIN, ours, theirs, sizeof(theirs)),
+			 HBM_SCHED_AS_WANTED);
+	/* ours, older: updated; ours, resumed */
+	ck_assert_int_eq(hbm_sched_verdict("drained|hbmguard: GPU-1 needs a GPU reset\n",
+					   HBM_DRAIN_WANT_DRAIN, ours, theirs, sizeof(theirs)),
+			 HBM_SCHED_ACT);
+	ck_assert_int_eq(hbm_sched_verdict("draining|hbmguard: x\n", HBM_DRAIN_WANT_RESUME, "",
+					   theirs, sizeof(theirs)), HBM_SCHED_ACT);
+	/* an admin's, or Slurm's own: never overwritten, never resumed */
+	ck_assert_int_eq(hbm_sched_verdict("drained|disk swap\n", HBM_DRAIN_WANT_DRAIN, ours,
+					   theirs, sizeof(theirs)), HBM_SCHED_NOT_OURS);
+	ck_assert_str_eq(theirs, "disk swap");
+	ck_assert_int_eq(hbm_sched_verdict("down*|Not responding\n", HBM_DRAIN_WANT_RESUME, "",
+					   theirs, sizeof(theirs)), HBM_SCHED_NOT_OURS);
+	ck_assert_int_eq(hbm_sched_verdict("drained|hbmguard-ish\n", HBM_DRAIN_WANT_RESUME, "",
+					   theirs, sizeof(theirs)), HBM_SCHED_NOT_OURS);
+	/* a node in two partitions: two lines, the first read */
+	ck_assert_int_eq(hbm_sched_verdict("drained|maint\ndrained|maint\n", HBM_DRAIN_WANT_RESUME,
+					   "", theirs, sizeof(theirs)), HBM_SCHED_NOT_OURS);
+	ck_assert_str_eq(theirs, "maint");
+	/* no line: a node sinfo does not know */
+	ck_assert_int_eq(hbm_sched_verdict("", HBM_DRAIN_WANT_DRAIN, ours, theirs,
+					   sizeof(theirs)), HBM_SCHED_UNKNOWN);
+}
+END_TEST
+
+static char dir[64];
+
+static void make_dir(void)
+{
+	strcpy(dir, "/tmp/hbm-sched-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void remove_dir(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* A hook anyone but root could change would run as root: refused, said why. */
+START_TEST(hook_checks)
+{
+	char path[128], why[256];
+	int fd;
+
+	make_dir();
+	snprintf(path, sizeof(path), "%s/hook", dir);
+	ck_assert_int_eq(hbm_sched_hook_ok(path, why, sizeof(why)), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(why, "No such file"));
+	fd = open(path, O_WRONLY | O_CREAT, 0755);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	chmod(path, 0777);
+	ck_assert_int_eq(hbm_sched_hook_ok(path, why, sizeof(why)), -EPERM);
+	ck_assert_ptr_nonnull(strstr(why, "is writable by anyone"));
+	chmod(path, 0775);
+	ck_assert_int_eq(hbm_sched_hook_ok(path, why, sizeof(why)), -EPERM);
+	ck_assert_ptr_nonnull(strstr(why, "is writable by its group"));
+	chmod(path, 0644);
+	ck_assert_int_eq(hbm_sched_hook_ok(path, why, sizeof(why)), -EPERM);
+	ck_assert_ptr_nonnull(strstr(why, "is not executable"));
+	chmod(path, 0755);
+	if (getuid() == 0) {
+		chmod(dir, 0777);
+		ck_assert_int_eq(hbm_sched_hook_ok(path, why, sizeof(why)), -EPERM);
+		ck_assert_str_eq(why + strlen(dir), " is writable by anyone");
+		chmod(dir, 0700);
+		ck_assert_int_eq(hbm_sched_hook_ok(path, why, sizeof(why)), 0);
+	} else {
+		ck_assert_int_eq(hbm_sched_hook_ok(path, why, sizeof(why)), -EPERM);
+		ck_assert_ptr_nonnull(strstr(why, "is not owned by root"));
+	}
+	ck_assert_int_eq(hbm_sched_hook_ok(dir, why, sizeof(why)), -EPERM);
+	ck_assert_ptr_nonnull(strstr(why, "is not a regular file"));
+	remove_dir();
+}
+END_TEST
+
+static struct hbm_fact health(const char *identity, uint32_t state)
+{
+	struct hbm_fact f = { .type = HBM_FACT_HEALTH, .origin = HBM_FROM_KERNEL,
+			      .event = HBMGUARD_EVENT_HEALTH, .state = state };
+
+	snprintf(f.dev.identity, sizeof(f.dev.identity), "%s", identity);
+	return f;
+}
+
+static void daemon_for(struct daemon *d)
+{
+	memset(d, 0, sizeof(*d));
+	hbm_config_defaults(&d->cfg);
+	d->state_dir = open(dir, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(d->state_dir, 0);
+	ck_assert_int_ge(sd_event_new(&d->loop), 0);
+}
+
+static void daemon_done(struct daemon *d, struct hbm_sched *s)
+{
+	sched_stop(s);
+	sd_event_unref(d->loop);
+	close(d->state_dir);
+}
+
+/*
+ * Causes: one each, the same health twice is one; OK does not clear them;
+ * a hook that cannot run is retried, said once; the state kept across a
+ * restart, and undrain's resume too.
+ */
+START_TEST(causes_kept_and_cleared)
+{
+	static struct daemon d;
+	static struct hbm_sched s;
+	struct hbm_ctl_incident x = { .id = 3, .device = "hbm:hbm1", .reason = "a rank failed" };
+	struct hbm_ctl_drain dr;
+	struct hbm_fact f;
+
+	make_dir();
+	daemon_for(&d);
+	strcpy(d.cfg.sched.hook, "/nonexistent/hook");
+	d.cfg.sched.slurm = false;
+	sched_init(&s, &d);
+	sched_start(&s);
+	ck_assert_int_eq(sched_get(&s, 0, &dr), 0);
+	ck_assert_uint_eq(dr.total, 0);
+	ck_assert_uint_eq(dr.want, HBM_DRAIN_WANT_NONE);
+	ck_assert_uint_eq(dr.slurm, HBM_DRAIN_OFF);
+	ck_assert_int_eq(sched_get(&s, 1, &dr), -ENOENT);
+	ck_assert_int_eq(sched_undrain(&s, &dr), -EALREADY);
+
+	f = health("hbm:hbm0", HBMGUARD_HEALTH_DEGRADED);
+	sched_fact(&s, &f);
+	ck_assert_uint_eq(s.nr, 0);
+	f = health("hbm:hbm0", HBMGUARD_HEALTH_RMA);
+	sched_fact(&s, &f);
+	sched_fact(&s, &f);
+	f = health("hbm:hbm0", HBMGUARD_HEALTH_OK);
+	sched_fact(&s, &f);
+	f = health("GPU-\x1b]0;x\a", HBMGUARD_HEALTH_RESET_REQUIRED);
+	strcpy(f.text, "row remapping pending");
+	sched_fact(&s, &f);
+	d.sched = &s;
+	sched_aborted(&d, &x);
+	ck_assert_uint_eq(s.nr, 3);
+	ck_assert_int_eq(sched_get(&s, 1, &dr), 0);
+	ck_assert_uint_eq(dr.total, 3);
+	ck_assert_uint_eq(dr.cause, HBM_DRAIN_RESET);
+	ck_assert_str_eq(dr.identity, "GPU-]0;x");
+	ck_assert_str_eq(dr.detail, "row remapping pending");
+	ck_assert_str_eq(dr.reason, "hbmguard: hbm:hbm1 recovery aborted: a rank failed (+2 more)");
+	ck_assert_uint_eq(dr.want, HBM_DRAIN_WANT_DRAIN);
+	/* the hook could not run: a retry waits, a second from now */
+	ck_assert_uint_eq(dr.hook, HBM_DRAIN_RETRYING);
+	ck_assert_ptr_nonnull(strstr(dr.error, "Hook= refused: /nonexistent/hook: No such file"));
+	ck_assert_uint_eq(dr.retry_in, 1);
+	ck_assert_uint_eq(s.hook.backoff, 1);
+	daemon_done(&d, &s);
+
+	/* a restart: the same causes, the node still to be drained */
+	daemon_for(&d);
+	memset(&s, 0, sizeof(s));
+	sched_init(&s, &d);
+	ck_assert_uint_eq(s.nr, 3);
+	ck_assert_uint_eq(s.want, HBM_DRAIN_WANT_DRAIN);
+	ck_assert_str_eq(s.causes[0].identity, "hbm:hbm0");
+	ck_assert_uint_eq(s.causes[0].cause, HBM_DRAIN_RMA);
+	ck_assert_str_eq(s.causes[2].detail, "a rank failed");
+	ck_assert_str_eq(s.reason, "hbmguard: hbm:hbm1 recovery aborted: a rank failed (+2 more)");
+	ck_assert_int_eq(sched_undrain(&s, &dr), 0);
+	ck_assert_uint_eq(dr.total, 0);
+	ck_assert_uint_eq(dr.want, HBM_DRAIN_WANT_RESUME);
+	ck_assert_str_eq(dr.reason, "");
+	daemon_done(&d, &s);
+
+	/* the resume survives a restart too, and a damaged file is set aside */
+	daemon_for(&d);
+	memset(&s, 0, sizeof(s));
+	sched_init(&s, &d);
+	ck_assert_uint_eq(s.want, HBM_DRAIN_WANT_RESUME);
+	ck_assert_uint_eq(s.nr, 0);
+	daemon_done(&d, &s);
+	{
+		const char *bad = "hbmguard-drain 1\nwant drain\ncause\trma\tx\n";
+		int fd = open(dir, O_RDONLY | O_DIRECTORY);
+
+		ck_assert_int_eq(hbm_atomic_write(fd, "drain", bad, strlen(bad)), 0);
+		close(fd);
+	}
+	daemon_for(&d);
+	memset(&s, 0, sizeof(s));
+	sched_init(&s, &d);
+	ck_assert_uint_eq(s.nr, 0);
+	ck_assert_uint_eq(s.want, HBM_DRAIN_WANT_DRAIN);	/* no cause read: said, not resumed */
+	ck_assert_str_eq(s.reason, "hbmguard: its drain state was damaged: hbmctl drain");
+	ck_assert_int_eq(faccessat(d.state_dir, "drain", F_OK, 0), -1);
+	daemon_done(&d, &s);
+	remove_dir();
+}
+END_TEST
+
+Suite *scheduler_suite(void)
+{
+	Suite *s = suite_create("scheduler");
+	TCase *tc = tcase_create("scheduler");
+
+	tcase_add_test(tc, clean);
+	tcase_add_test(tc, reason);
+	tcase_add_test(tc, verdict);
+	tcase_add_test(tc, hook_checks);
+	tcase_add_test(tc, causes_kept_and_cleared);
+	suite_add_tcase(s, tc);
+	return s;
+}
