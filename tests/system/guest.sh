@@ -702,6 +702,125 @@ assert len(r[\"pids\"]) >= 2 and r[\"answered\"] >= 2, r"'
 	echo "# without hbmguardd.socket, across one restart: $(cut -c1-120 /tmp/sa.loop)"
 }
 
+# The node's reason and state in Slurm, as hbmguardd reads them (daemon/scheduler.c).
+slurm_reason() {
+	sinfo --noheader --Node --nodes="$(hostname -s)" --format=%E
+}
+
+slurm_state() {
+	sinfo --noheader --Node --nodes="$(hostname -s)" --format=%T
+}
+
+# A simulated device of 4 MiB: one bad page is its retire limit (one page
+# per 100 MiB, at least one: kmod/policy.c), so one retire puts it in RMA.
+rma() {
+	hbmctl sim-create "$1" 4M identity="$2" >/dev/null &&
+	hbmctl retire "$1" 0 >/dev/null
+}
+
+# Slurm (daemon/scheduler.c): Debian's slurmctld, slurmd and munge, a
+# cluster of this one node; hbmguardd drains it when a device reaches RMA,
+# tells the hook, and resumes it only at an administrator's undrain.
+slurm() {
+	local node env=/run/hbmguard/hook.env hook=/usr/local/lib/hbmguard-test/drain-hook
+	node=$(hostname -s)
+	echo "# Slurm: a one-node cluster, drained by hbmguardd"
+	grep -q " $node\$" /etc/hosts || echo "127.0.1.1 $node" >>/etc/hosts
+	[ -s /etc/munge/munge.key ] || runuser -u munge -- mungekey -c
+	mkdir -p /var/spool/slurmctld /var/spool/slurmd
+	cat >/etc/slurm/slurm.conf <<EOF
+ClusterName=hbmtest
+SlurmctldHost=$node
+SlurmUser=root
+AuthType=auth/munge
+StateSaveLocation=/var/spool/slurmctld
+SlurmdSpoolDir=/var/spool/slurmd
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+MpiDefault=none
+ReturnToService=2
+NodeName=$node CPUs=2 RealMemory=1 State=UNKNOWN
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+EOF
+	check "munge, slurmctld, slurmd started" 'systemctl restart munge &&
+		systemctl start slurmctld slurmd'
+	eventually "the node is idle in Slurm" '[ "$(slurm_state)" = idle ]' 60
+	# The hook appends its environment, in a directory the unit's sandbox
+	# lets it write; owned by root, 0755, as hbmguardd requires.
+	printf '#!/bin/sh\n{ env | sort; echo --; } >>%s\n' $env >$hook
+	chmod 0755 $hook
+	mkdir -p /etc/hbmguard/hbmguardd.conf.d /etc/systemd/system/hbmguardd.service.d
+	printf '[Scheduler]\nSlurm=yes\nHook=%s\nTimeout=20s\n' $hook \
+		>/etc/hbmguard/hbmguardd.conf.d/slurm.conf
+	# What hbmguardd.conf(5) tells an administrator to add: scontrol
+	# reaches slurmctld over TCP, which the unit as shipped denies.
+	printf '[Service]\nRestrictAddressFamilies=AF_INET AF_INET6\nIPAddressAllow=localhost\n' \
+		>/etc/systemd/system/hbmguardd.service.d/slurm.conf
+	check "restarted with the Slurm sink" 'systemctl daemon-reload &&
+		systemctl restart hbmguardd && active && hbmctl drain | grep -q "not drained by hbmguard"'
+
+	rma rma1 GPU-5af1e000-0000-4000-8000-00000000000a
+	eventually "RMA: the node drains with hbmguard's reason" \
+		'slurm_state | grep -q "^drain" &&
+		slurm_reason | grep -q "^hbmguard: GPU-5af1e000-0000-4000-8000-00000000000a needs RMA: bad pages at the retire limit\$"' 30
+	check "scontrol show node agrees" 'scontrol show node -o $node |
+		grep -q "State=IDLE+DRAIN .*Reason=hbmguard: GPU-5af1e000-0000-4000-8000-00000000000a needs RMA"'
+	eventually "the hook told, in its environment" 'grep -qx HBMGUARD_ACTION=drain $env &&
+		grep -qx "HBMGUARD_REASON=hbmguard: GPU-5af1e000-0000-4000-8000-00000000000a needs RMA: bad pages at the retire limit" $env &&
+		grep -qx HBMGUARD_CAUSE=rma $env && grep -qx HBMGUARD_DEVICE=GPU-5af1e000-0000-4000-8000-00000000000a $env &&
+		grep -qx HBMGUARD_UUID=GPU-5af1e000-0000-4000-8000-00000000000a $env &&
+		grep -qx HBMGUARD_NODE=$node $env && grep -qx HBMGUARD_PCI_BUS_ID= $env'
+	check "... and nothing of the daemon's environment" \
+		'! grep -E "^(NOTIFY_SOCKET|INVOCATION_ID|JOURNAL_STREAM|WATCHDOG_USEC)=" $env'
+	check "hbmctl drain shows the cause" 'hbmctl drain | grep -q "drained by hbmguard for 1 cause" &&
+		hbmctl --json drain | python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+assert d[\"want\"] == \"drain\" and d[\"slurm\"] == \"done\" and d[\"hook\"] == \"done\", d
+assert [c[\"cause\"] for c in d[\"causes\"]] == [\"rma\"], d"'
+	check "a restart keeps the drain" 'systemctl restart hbmguardd && active &&
+		hbmctl drain | grep -q "drained by hbmguard for 1 cause" &&
+		journalctl -b -u hbmguardd | grep -q "the node stays drained: hbmguard: GPU-5af1e000-0000-4000-8000-00000000000a"'
+	check "undrain refused to a user" '! runuser -u nobody -- hbmctl undrain 2>/tmp/undrain.err &&
+		grep -q refused /tmp/undrain.err && slurm_reason | grep -q "^hbmguard: GPU-5af1"'
+
+	# Slurm down: logged, retried; hbmctl answers meanwhile; the drain lands
+	# once slurmctld is back.
+	systemctl stop slurmctld
+	rma rma2 sim:rma2
+	eventually "slurmctld down: said, and retried" 'journalctl -b -u hbmguardd |
+		grep -q "slurm: sinfo exited with status 1: retrying"' 60
+	check "hbmctl answers meanwhile" 'timeout 2 hbmctl status >/dev/null &&
+		timeout 2 hbmctl drain | grep -q "slurm: retrying in"'
+	systemctl start slurmctld
+	eventually "slurmctld back: the newer reason lands" \
+		'slurm_reason | grep -q "^hbmguard: sim:rma2 needs RMA: bad pages at the retire limit (+1 more)\$"' 90
+	check "the failure logged once" '[ "$(journalctl -b -u hbmguardd |
+		grep -c "slurm: sinfo exited with status 1: retrying")" = 1 ]'
+
+	check "an administrator undrains" 'hbmctl undrain'
+	eventually "the node is idle again" '[ "$(slurm_state)" = idle ] && [ "$(slurm_reason)" = none ]' 30
+	eventually "the hook told of the resume" 'grep -qx HBMGUARD_ACTION=resume $env'
+
+	# A drain of the administrator's own is neither overwritten nor resumed.
+	scontrol update NodeName=$node State=DRAIN Reason="disk swap"
+	rma rma3 sim:rma3
+	eventually "another's drain left as it is" 'journalctl -b -u hbmguardd |
+		grep -q "out of service for .disk swap., not hbmguard.s reason: left as it is, not drained again"' 30
+	check "an administrator undrains again" 'hbmctl undrain'
+	eventually "... which leaves the admin's drain" 'journalctl -b -u hbmguardd |
+		grep -q "out of service for .disk swap., not hbmguard.s reason: left as it is, not resumed"' 30
+	check "still drained for the admin's reason" 'slurm_state | grep -q "^drain" &&
+		[ "$(slurm_reason)" = "disk swap" ] && hbmctl drain | grep -q "slurm: left"'
+
+	for d in rma1 rma2 rma3; do hbmctl sim-destroy $d; done
+	scontrol update NodeName=$node State=RESUME
+	systemctl stop slurmd slurmctld
+	rm -f /etc/hbmguard/hbmguardd.conf.d/slurm.conf /etc/systemd/system/hbmguardd.service.d/slurm.conf
+	check "without Slurm again" 'systemctl daemon-reload && systemctl restart hbmguardd && active'
+}
+
 phase3() {
 	echo "# phase 3: after a power cut"
 	check "hbmguardd active" active
@@ -721,6 +840,7 @@ phase3() {
 	check "reload into the dkms module" 'rmmod hbmguard && modprobe hbmguard'
 	eventually "restored into it" 'has_page 0xb000 restored && has_page 0x5000 restored'
 	nvml
+	slurm
 	socket_activation
 	readme_commands
 	done_phase
@@ -747,6 +867,13 @@ phasenvml() {
 	metrics_config	# as phase 1 left it: the nvml checks read the metrics
 	nvml
 	readme_commands
+	done_phase
+	systemctl poweroff
+}
+
+# The Slurm checks alone (run.sh KVER slurm).
+phaseslurm() {
+	slurm
 	done_phase
 	systemctl poweroff
 }

@@ -13,6 +13,7 @@
 #                                     its results land in build/demo/
 #   tests/system/run.sh KVER nvml     boot 3's end alone: the NVIDIA GPUs' checks and
 #                                     the README's commands
+#   tests/system/run.sh KVER slurm    the Slurm drain's checks alone (boot 3's end)
 #
 # tests/system/guest.sh runs at each boot as a systemd service and prints
 # TAP-like lines on the serial console.  The boots, on one disk image:
@@ -108,7 +109,7 @@ install -D -m 0644 "$TOP/tests/system/hbmguard-test.service" \
 mkdir -p "$root/etc/systemd/system/multi-user.target.wants"
 ln -sf /etc/systemd/system/hbmguard-test.service \
 	"$root/etc/systemd/system/multi-user.target.wants/hbmguard-test.service"
-if [ "$mode" = ddp ] || [ "$mode" = demo ] || [ "$mode" = nvml ]; then
+if [ "$mode" = ddp ] || [ "$mode" = demo ] || [ "$mode" = nvml ] || [ "$mode" = slurm ]; then
 	mkdir -p "$root/var/lib/hbmguard-test"
 	echo "$mode" >"$root/var/lib/hbmguard-test/phase"
 fi
@@ -202,12 +203,12 @@ if [ "$mode" = ddp ]; then
 	echo "== tier 3 ddp passed in $(($(date +%s) - start))s"
 	exit 0
 fi
-if [ "$mode" = nvml ]; then
-	boot nvml ""
-	grep -q '^@@PHASE nvml done@@' "$log" && ! grep -q '^not ok ' "$log" ||
-		{ echo "tier 3 nvml: failed (see $log)" >&2; exit 1; }
+if [ "$mode" = nvml ] || [ "$mode" = slurm ]; then
+	boot $mode ""
+	grep -q "^@@PHASE $mode done@@" "$log" && ! grep -q '^not ok ' "$log" ||
+		{ echo "tier 3 $mode: failed (see $log)" >&2; exit 1; }
 	kernel_clean
-	echo "== tier 3 nvml passed in $(($(date +%s) - start))s"
+	echo "== tier 3 $mode passed in $(($(date +%s) - start))s"
 	exit 0
 fi
 
