@@ -505,6 +505,74 @@ START_TEST(gpu_messages)
 }
 END_TEST
 
+/* DRAIN_GET and UNDRAIN: an index in, an entry out; 0 of 0 is an entry. */
+START_TEST(drain_messages)
+{
+	struct hbm_ctl_index ix = { .index = 0 };
+	struct hbm_ctl_drain dr = { .index = 0, .total = 0, .want = HBM_DRAIN_WANT_RESUME,
+				    .slurm = HBM_DRAIN_LEFT, .hook = HBM_DRAIN_OFF,
+				    .node = "gpu042" };
+	struct hbm_ctl_header h;
+	const void *body;
+	size_t len;
+
+	ck_assert_uint_le(sizeof(struct hbm_ctl_header) + sizeof(dr), HBM_CTL_MAX_PACKET);
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_DRAIN_GET, 1, 0, &ix);
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, false, &h, &body), 0);
+	ix.reserved = 1;
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_DRAIN_GET, 1, 0, &ix);
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, false, &h, &body), -EBADMSG);
+	/* UNDRAIN carries nothing */
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_UNDRAIN, 1, 0, NULL);
+	ck_assert_uint_eq(len, sizeof(struct hbm_ctl_header));
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, false, &h, &body), 0);
+	((struct hbm_ctl_header *)buf)->size += 8;
+	ck_assert_int_eq(hbm_ctl_decode(buf, len + 8, false, &h, &body), -EBADMSG);
+
+	for (uint16_t type = HBM_CTL_DRAIN_GET; type <= HBM_CTL_UNDRAIN; type++) {
+		struct hbm_ctl_drain bad;
+
+		len = hbm_ctl_encode(buf, sizeof(buf), type | HBM_CTL_REPLY, 1, 0, &dr);
+		ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), 0);
+		ck_assert_str_eq(((const struct hbm_ctl_drain *)body)->node, "gpu042");
+		/* a cause with no total, an entry past it, no cause in an entry, an
+		 * unknown cause, want or progress, reserved set, a string unterminated */
+		bad = dr, bad.cause = HBM_DRAIN_RMA;
+		len = hbm_ctl_encode(buf, sizeof(buf), type | HBM_CTL_REPLY, 1, 0, &bad);
+		ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), -EBADMSG);
+		bad = dr, bad.index = 1;
+		len = hbm_ctl_encode(buf, sizeof(buf), type | HBM_CTL_REPLY, 1, 0, &bad);
+		ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), -EBADMSG);
+		bad = dr, bad.total = 2, bad.index = 1;
+		len = hbm_ctl_encode(buf, sizeof(buf), type | HBM_CTL_REPLY, 1, 0, &bad);
+		ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), -EBADMSG);
+		bad.cause = __HBM_DRAIN_CAUSE_MAX;
+		len = hbm_ctl_encode(buf, sizeof(buf), type | HBM_CTL_REPLY, 1, 0, &bad);
+		ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), -EBADMSG);
+		bad.cause = HBM_DRAIN_ABORT;
+		len = hbm_ctl_encode(buf, sizeof(buf), type | HBM_CTL_REPLY, 1, 0, &bad);
+		ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), 0);
+		bad = dr, bad.want = __HBM_DRAIN_WANT_MAX;
+		len = hbm_ctl_encode(buf, sizeof(buf), type | HBM_CTL_REPLY, 1, 0, &bad);
+		ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), -EBADMSG);
+		bad = dr, bad.hook = __HBM_DRAIN_PROGRESS_MAX;
+		len = hbm_ctl_encode(buf, sizeof(buf), type | HBM_CTL_REPLY, 1, 0, &bad);
+		ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), -EBADMSG);
+		bad = dr, bad.reserved = 1;
+		len = hbm_ctl_encode(buf, sizeof(buf), type | HBM_CTL_REPLY, 1, 0, &bad);
+		ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), -EBADMSG);
+		bad = dr;
+		memset(bad.reason, 'r', sizeof(bad.reason));
+		len = hbm_ctl_encode(buf, sizeof(buf), type | HBM_CTL_REPLY, 1, 0, &bad);
+		ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), -EBADMSG);
+	}
+	/* refused: an error reply, no body */
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_UNDRAIN | HBM_CTL_REPLY, 1, -EPERM, &dr);
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), 0);
+	ck_assert_int_eq(h.error, -EPERM);
+}
+END_TEST
+
 Suite *ctl_suite(void)
 {
 	Suite *s = suite_create("ctl");
@@ -517,6 +585,7 @@ Suite *ctl_suite(void)
 	tcase_add_test(tc, bad_headers);
 	tcase_add_test(tc, rank_messages);
 	tcase_add_test(tc, gpu_messages);
+	tcase_add_test(tc, drain_messages);
 	tcase_add_test(tc, unsafe_names);
 	tcase_add_test(tc, escaped_output);
 	tcase_add_test(tc, sender_credentials);
