@@ -22,12 +22,12 @@ check() {
 	fi
 }
 
-# Up to $3 seconds (default 20) for CONDITION to come true.
+# Up to $3 seconds (default 20) for CONDITION to come true: by the clock,
+# as a CONDITION may take seconds itself (a client waiting for a server).
 eventually() {
-	local i=0 limit=$((${3:-20} * 5))
-	while ! eval "$2" >/dev/null 2>&1 && [ $i -lt $limit ]; do
+	local end=$((SECONDS + ${3:-20}))
+	while ! eval "$2" >/dev/null 2>&1 && [ $SECONDS -lt $end ]; do
 		sleep 0.2
-		i=$((i + 1))
 	done
 	check "$1" "$2"
 }
@@ -704,11 +704,18 @@ assert len(r[\"pids\"]) >= 2 and r[\"answered\"] >= 2, r"'
 
 # The node's reason and state in Slurm, as hbmguardd reads them (daemon/scheduler.c).
 slurm_reason() {
-	sinfo --noheader --Node --nodes="$(hostname -s)" --format=%E
+	timeout 15 sinfo --noheader --Node --nodes="$(hostname -s)" --format=%E
 }
 
 slurm_state() {
-	sinfo --noheader --Node --nodes="$(hostname -s)" --format=%T
+	timeout 15 sinfo --noheader --Node --nodes="$(hostname -s)" --format=%T
+}
+
+# What went wrong with Slurm, for a failed check's lines.
+slurm_said() {
+	journalctl -b -o cat -u slurmctld -u slurmd -u munge | tail -n 8
+	journalctl -b -o cat -u hbmguardd | grep -E "slurm|hook|drain" | tail -n 6
+	false
 }
 
 # A simulated device of 4 MiB: one bad page is its retire limit (one page
@@ -725,6 +732,8 @@ slurm() {
 	local node env=/run/hbmguard/hook.env hook=/usr/local/lib/hbmguard-test/drain-hook
 	node=$(hostname -s)
 	echo "# Slurm: a one-node cluster, drained by hbmguardd"
+	# The image has no /etc/hosts: the node's name resolves to this host.
+	grep -qs "^127.0.0.1 localhost" /etc/hosts || echo "127.0.0.1 localhost" >>/etc/hosts
 	grep -q " $node\$" /etc/hosts || echo "127.0.1.1 $node" >>/etc/hosts
 	[ -s /etc/munge/munge.key ] || runuser -u munge -- mungekey -c
 	mkdir -p /var/spool/slurmctld /var/spool/slurmd
@@ -745,7 +754,7 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
 	check "munge, slurmctld, slurmd started" 'systemctl restart munge &&
 		systemctl start slurmctld slurmd'
-	eventually "the node is idle in Slurm" '[ "$(slurm_state)" = idle ]' 60
+	eventually "the node is idle in Slurm" '[ "$(slurm_state)" = idle ] || slurm_said' 90
 	# The hook appends its environment, in a directory the unit's sandbox
 	# lets it write; owned by root, 0755, as hbmguardd requires.
 	printf '#!/bin/sh\n{ env | sort; echo --; } >>%s\n' $env >$hook
@@ -763,7 +772,8 @@ EOF
 	rma rma1 GPU-5af1e000-0000-4000-8000-00000000000a
 	eventually "RMA: the node drains with hbmguard's reason" \
 		'slurm_state | grep -q "^drain" &&
-		slurm_reason | grep -q "^hbmguard: GPU-5af1e000-0000-4000-8000-00000000000a needs RMA: bad pages at the retire limit\$"' 30
+		slurm_reason | grep -q "^hbmguard: GPU-5af1e000-0000-4000-8000-00000000000a needs RMA: bad pages at the retire limit\$" ||
+		slurm_said' 40
 	check "scontrol show node agrees" 'scontrol show node -o $node |
 		grep -q "State=IDLE+DRAIN .*Reason=hbmguard: GPU-5af1e000-0000-4000-8000-00000000000a needs RMA"'
 	eventually "the hook told, in its environment" 'grep -qx HBMGUARD_ACTION=drain $env &&
