@@ -489,33 +489,39 @@ static int on_exited(sd_event_source *src, int fd, uint32_t revents, void *arg)
 	return 0;
 }
 
-/* An absolute path as is; a name in PATH_ENV's directories, as the daemon's own PATH may be anything. */
-static void exec_in_path(const char *file, char *const argv[], char *const envp[])
+/*
+ * An absolute path as is; a name, in PATH_ENV's directories, found here:
+ * the child of a daemon with threads (NVML's) calls nothing but
+ * async-signal-safe functions between fork and exec.
+ */
+static int find_program(const char *file, char *path, size_t len)
 {
 	static const char *const dirs[] = {
 		"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin",
 	};
-	char path[PATH_MAX];
 	size_t i;
 
-	if (*file == '/') {
-		execve(file, argv, envp);
-		return;
+	for (i = 0; *file != '/' && i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(path, len, "%s/%s", dirs[i], file);
+		if (!access(path, X_OK))
+			return 0;
 	}
-	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s", dirs[i], file);
-		execve(path, argv, envp);
-	}
-	errno = ENOENT;
+	snprintf(path, len, "%s", file);
+	return *file == '/' ? 0 : -ENOENT;
 }
 
 static int spawn(struct sched_runner *r, const char *file, char *const argv[],
 		 char *const envp[], bool out)
 {
+	static const char no_exec[] = "<3>hbmguardd: a scheduler command could not be run\n";
 	struct hbm_sched *s = r->s;
 	int pipefd[2] = { -1, -1 }, err;
+	char path[PATH_MAX];
 	sigset_t all;
 
+	err = find_program(file, path, sizeof(path));
+	if (err)
+		return err;
 	if (out && pipe2(pipefd, O_CLOEXEC))
 		return -errno;
 	r->timed_out = false;
@@ -539,8 +545,9 @@ static int spawn(struct sched_runner *r, const char *file, char *const argv[],
 		    dup2(out ? pipefd[1] : 2, 1) < 0)
 			_exit(127);
 		syscall(SYS_close_range, 3, ~0U, 0);
-		exec_in_path(file, argv, envp);
-		fprintf(stderr, "<3>hbmguardd: %s: %s\n", file, strerror(errno));
+		execve(path, argv, envp);
+		if (write(2, no_exec, sizeof(no_exec) - 1) < 0)
+			_exit(126);
 		_exit(127);
 	}
 	r->out = pipefd[0];
