@@ -64,11 +64,12 @@ check "--json takes its mode after =, not as the next word" 'run 2 "$HBMCTL" --j
 check "too few arguments: the command's synopsis" 'run 2 "$HBMCTL" pages && quiet_out &&
 	grep -q "^usage: hbmctl \[OPTIONS\] pages DEV$" "$err"'
 check "too many" 'run 2 "$HBMCTL" gpus extra && quiet_out && grep -q "^hbmctl: gpus takes no argument$" "$err"'
+check "undrain takes no device" 'run 2 "$HBMCTL" undrain sim0 && quiet_out && grep -q "^hbmctl: undrain takes no argument$" "$err"'
 check "--pending is retire's only" 'run 2 "$HBMCTL" --pending status && quiet_out && grep -q "^hbmctl: --pending is an option of retire only$" "$err"'
 
 # The daemon's commands, the daemon down: 3, nothing on stdout, in any
 # JSON mode, the options before or after the command.
-for c in ranks incidents gpus; do
+for c in ranks incidents gpus drain undrain; do
 	for opts in "" "--json" "--json=short" "--json=pretty" "--json=off" "--no-legend"; do
 		check "hbmctl $c $opts, no daemon: exit 3" 'run 3 "$HBMCTL" $opts --socket $NOSOCK $c && quiet_out &&
 			grep -q "^hbmctl: hbmguardd at $NOSOCK: not running (systemctl start hbmguardd)$" "$err"'
