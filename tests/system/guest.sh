@@ -22,10 +22,21 @@ check() {
 	fi
 }
 
-# Up to $3 seconds (default 20) for CONDITION to come true: by the clock,
-# as a CONDITION may take seconds itself (a client waiting for a server).
+# Up to $3 seconds (default 20) for CONDITION to come true.
 eventually() {
-	local end=$((SECONDS + ${3:-20}))
+	local i=0 limit=$((${3:-20} * 5))
+	while ! eval "$2" >/dev/null 2>&1 && [ $i -lt $limit ]; do
+		sleep 0.2
+		i=$((i + 1))
+	done
+	check "$1" "$2"
+}
+
+# The same by the clock, for a CONDITION that may take seconds itself (a
+# Slurm client waiting for its server), which eventually's count of tries
+# would stretch into minutes.
+within() {
+	local end=$((SECONDS + $3))
 	while ! eval "$2" >/dev/null 2>&1 && [ $SECONDS -lt $end ]; do
 		sleep 0.2
 	done
@@ -754,7 +765,7 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
 	check "munge, slurmctld, slurmd started" 'systemctl restart munge &&
 		systemctl start slurmctld slurmd'
-	eventually "the node is idle in Slurm" '[ "$(slurm_state)" = idle ] || slurm_said' 90
+	within "the node is idle in Slurm" '[ "$(slurm_state)" = idle ] || slurm_said' 90
 	# The hook appends its environment, in a directory the unit's sandbox
 	# lets it write; owned by root, 0755, as hbmguardd requires.
 	printf '#!/bin/sh\n{ env | sort; echo --; } >>%s\n' $env >$hook
@@ -770,13 +781,13 @@ EOF
 		systemctl restart hbmguardd && active && hbmctl drain | grep -q "not drained by hbmguard"'
 
 	rma rma1 GPU-5af1e000-0000-4000-8000-00000000000a
-	eventually "RMA: the node drains with hbmguard's reason" \
+	within "RMA: the node drains with hbmguard's reason" \
 		'slurm_state | grep -q "^drain" &&
 		slurm_reason | grep -q "^hbmguard: GPU-5af1e000-0000-4000-8000-00000000000a needs RMA: bad pages at the retire limit\$" ||
 		slurm_said' 40
 	check "scontrol show node agrees" 'scontrol show node -o $node |
 		grep -q "State=IDLE+DRAIN .*Reason=hbmguard: GPU-5af1e000-0000-4000-8000-00000000000a needs RMA"'
-	eventually "the hook told, in its environment" 'grep -qx HBMGUARD_ACTION=drain $env &&
+	within "the hook told, in its environment" 'grep -qx HBMGUARD_ACTION=drain $env &&
 		grep -qx "HBMGUARD_REASON=hbmguard: GPU-5af1e000-0000-4000-8000-00000000000a needs RMA: bad pages at the retire limit" $env &&
 		grep -qx HBMGUARD_CAUSE=rma $env && grep -qx HBMGUARD_DEVICE=GPU-5af1e000-0000-4000-8000-00000000000a $env &&
 		grep -qx HBMGUARD_UUID=GPU-5af1e000-0000-4000-8000-00000000000a $env &&
@@ -799,29 +810,29 @@ assert [c[\"cause\"] for c in d[\"causes\"]] == [\"rma\"], d"'
 	# once slurmctld is back.
 	systemctl stop slurmctld
 	rma rma2 sim:rma2
-	eventually "slurmctld down: said, and retried" 'journalctl -b -u hbmguardd |
+	within "slurmctld down: said, and retried" 'journalctl -b -u hbmguardd |
 		grep -q "slurm: sinfo exited with status 1: retrying"' 60
 	check "hbmctl answers meanwhile" 'timeout 2 hbmctl status >/dev/null &&
 		timeout 2 hbmctl drain | grep -q "slurm: retrying in"'
 	# sinfo gives up after about 9 s: a second failure within 20
 	sleep 20
 	systemctl start slurmctld
-	eventually "slurmctld back: the newer reason lands" \
+	within "slurmctld back: the newer reason lands" \
 		'slurm_reason | grep -q "^hbmguard: sim:rma2 needs RMA: bad pages at the retire limit (+1 more)\$"' 90
 	check "the failure logged once" '[ "$(journalctl -b -u hbmguardd |
 		grep -c "slurm: sinfo exited with status 1: retrying")" = 1 ]'
 
 	check "an administrator undrains" 'hbmctl undrain'
-	eventually "the node is idle again" 'slurm_state | grep -qx "idle\*\?" && [ "$(slurm_reason)" = none ]' 30
-	eventually "the hook told of the resume" 'grep -qx HBMGUARD_ACTION=resume $env'
+	within "the node is idle again" 'slurm_state | grep -qx "idle\*\?" && [ "$(slurm_reason)" = none ]' 30
+	within "the hook told of the resume" 'grep -qx HBMGUARD_ACTION=resume $env'
 
 	# A drain of the administrator's own is neither overwritten nor resumed.
 	scontrol update NodeName=$node State=DRAIN Reason="disk swap"
 	rma rma3 sim:rma3
-	eventually "another's drain left as it is" 'journalctl -b -u hbmguardd |
+	within "another's drain left as it is" 'journalctl -b -u hbmguardd |
 		grep -q "out of service for .disk swap., not hbmguard.s reason: left as it is, not drained again"' 30
 	check "an administrator undrains again" 'hbmctl undrain'
-	eventually "... which leaves the admin's drain" 'journalctl -b -u hbmguardd |
+	within "... which leaves the admin's drain" 'journalctl -b -u hbmguardd |
 		grep -q "out of service for .disk swap., not hbmguard.s reason: left as it is, not resumed"' 30
 	check "still drained for the admin's reason" 'slurm_state | grep -q "^drain" &&
 		[ "$(slurm_reason)" = "disk swap" ] && hbmctl drain | grep -q "slurm: left"'
