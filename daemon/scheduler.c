@@ -399,7 +399,7 @@ static void succeeded(struct hbm_sched *s, struct sched_runner *r, uint32_t prog
 
 /*
  * fork and exec, no shell: @argv, @envp, stdin /dev/null, stdout a pipe
- * when @out, else the daemon's stderr (the journal).  Return: 0 or a
+ * when @out, else the daemon's stderr (the journal), in /.  Return: 0 or a
  * negative errno, said in r->error.
  */
 static int spawn(struct sched_runner *r, const char *file, char *const argv[],
@@ -541,7 +541,7 @@ static int spawn(struct sched_runner *r, const char *file, char *const argv[],
 		/* the daemon's blocked signals (sd-event's) would be the command's */
 		sigemptyset(&all);
 		sigprocmask(SIG_SETMASK, &all, NULL);
-		if (null < 0 || dup2(null, 0) < 0 ||
+		if (null < 0 || dup2(null, 0) < 0 || chdir("/") ||
 		    dup2(out ? pipefd[1] : 2, 1) < 0)
 			_exit(127);
 		syscall(SYS_close_range, 3, ~0U, 0);
@@ -663,8 +663,11 @@ static void run_next(struct hbm_sched *s, struct sched_runner *r)
 		r->error[0] = 0;
 		return;
 	}
-	if (r->done == s->gen)
+	if (r->done == s->gen) {	/* a hook run before a restart */
+		if (r->progress == HBM_DRAIN_OFF)
+			r->progress = HBM_DRAIN_DONE;
 		return;
+	}
 	r->gen = s->gen;
 	if (s->want == HBM_DRAIN_WANT_NONE) {
 		r->done = r->gen;
