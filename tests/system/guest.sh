@@ -743,14 +743,16 @@ slurm() {
 	local node env=/run/hbmguard/hook.env hook=/usr/local/lib/hbmguard-test/drain-hook
 	node=$(hostname -s)
 	echo "# Slurm: a one-node cluster, drained by hbmguardd"
-	# The image has no /etc/hosts: the node's name resolves to this host.
+	# The image has no /etc/hosts, nor an nsswitch.conf (glibc's default
+	# asks DNS first, and stops there): the node's name resolves here.
 	grep -qs "^127.0.0.1 localhost" /etc/hosts || echo "127.0.0.1 localhost" >>/etc/hosts
 	grep -q " $node\$" /etc/hosts || echo "127.0.1.1 $node" >>/etc/hosts
+	grep -qs "^hosts:" /etc/nsswitch.conf || echo "hosts: files" >>/etc/nsswitch.conf
 	[ -s /etc/munge/munge.key ] || runuser -u munge -- mungekey -c
 	mkdir -p /var/spool/slurmctld /var/spool/slurmd
 	cat >/etc/slurm/slurm.conf <<EOF
 ClusterName=hbmtest
-SlurmctldHost=$node
+SlurmctldHost=$node(127.0.1.1)
 SlurmUser=root
 AuthType=auth/munge
 StateSaveLocation=/var/spool/slurmctld
@@ -760,7 +762,7 @@ TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 MpiDefault=none
 ReturnToService=2
-NodeName=$node CPUs=2 RealMemory=1 State=UNKNOWN
+NodeName=$node NodeAddr=127.0.1.1 CPUs=2 RealMemory=1 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
 	check "munge, slurmctld, slurmd started" 'systemctl restart munge &&
