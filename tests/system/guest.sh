@@ -748,6 +748,15 @@ slurm() {
 	grep -qs "^127.0.0.1 localhost" /etc/hosts || echo "127.0.0.1 localhost" >>/etc/hosts
 	grep -q " $node\$" /etc/hosts || echo "127.0.1.1 $node" >>/etc/hosts
 	grep -qs "^hosts:" /etc/nsswitch.conf || echo "hosts: files" >>/etc/nsswitch.conf
+	# Slurm resolves every address with AI_ADDRCONFIG (get_addr_info(),
+	# src/common/util-net.c, 22.05.8), which finds no IPv4 address on a
+	# host whose only one is the loopback's (getaddrinfo(3)), as here: one
+	# more, of TEST-NET-1, on lo (SIOCSIFADDR on an alias: no iproute2 here).
+	python3 -c '
+import fcntl, socket, struct
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+fcntl.ioctl(s, 0x8916, struct.pack("16sH2s4s8s", b"lo:1", socket.AF_INET, b"\0\0",
+                                   socket.inet_aton("192.0.2.1"), b"\0" * 8))'
 	[ -s /etc/munge/munge.key ] || runuser -u munge -- mungekey -c
 	mkdir -p /var/spool/slurmctld /var/spool/slurmd
 	cat >/etc/slurm/slurm.conf <<EOF
