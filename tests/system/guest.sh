@@ -36,7 +36,7 @@ eventually() {
 # Slurm client waiting for its server), which eventually's count of tries
 # would stretch into minutes.
 within() {
-	local end=$((SECONDS + $3))
+	local end=$((SECONDS + ${3:-20}))
 	while ! eval "$2" >/dev/null 2>&1 && [ $SECONDS -lt $end ]; do
 		sleep 0.2
 	done
