@@ -115,6 +115,12 @@ RUNS = {
     "hbmctl ranks": ["hbmctl ranks"],
     "hbmctl incidents": ["hbmctl incidents"],
     "hbmctl gpus": ["hbmctl gpus"],
+    # No [Scheduler] here (tier 3's slurm checks drain a node for real):
+    # nothing drained, nothing to undrain.
+    "hbmctl drain": ["hbmctl drain"],
+    "hbmctl undrain": [
+        "! hbmctl undrain 2>/tmp/undrain.err && grep -q 'nothing to undrain' /tmp/undrain.err",
+    ],
     "hbmctl advise --checkpoint-cost=10min --restart-cost=5min [--nodes=N] [--window=30d]": [
         "hbmctl advise --checkpoint-cost=10min --restart-cost=5min",
         "hbmctl advise --checkpoint-cost=10min --restart-cost=5min --nodes=64 --window=30d",
