@@ -20,7 +20,7 @@
 #include <linux/hbmguard.h>
 
 #include "config.h"
-#include "metrics.h"
+#include "incidents.h"
 #include "seen.h"
 
 /* A retry backing off: a second after the first failure, then twice as long up to a minute. */

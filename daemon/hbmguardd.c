@@ -11,8 +11,7 @@
  *             GPUs, events                           gpus.c      GPUs, into the module
  *   kmsg.c    the kernel log:                     metrics.c   counters, and the
  *             NVRM Xid lines                                  Prometheus endpoint
- *                                                 scheduler.c the node drained
- *                                                             in Slurm, a hook told
+ *                                                 scheduler.c the drain: Slurm, a hook
  *   amdgpu.c  amdgpu's RAS
  *             files, polled
  *

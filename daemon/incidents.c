@@ -127,3 +127,53 @@ int hbm_incidents_decode(const uint8_t *buf, size_t len, struct hbm_ctl_incident
 	}
 	return 0;
 }
+
+/* An incident's phases, in seconds: 0.01 s (a rank answering at once) to 10 min. */
+const double incident_phase_bounds[METRICS_PHASE_BUCKETS - 1] = {
+	0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600,
+};
+
+/* Which incident state ended its phase @st: the next one it reached. */
+static size_t next_state(const struct hbm_ctl_incident *in, size_t st)
+{
+	for (st++; st < __HBM_INCIDENT_MAX; st++)
+		if (in->at[st])
+			return st;
+	return 0;
+}
+
+/**
+ * metrics_incident_ended() - count an incident that has just ended
+ * @t: the daemon's totals
+ * @in: the incident, resumed or escalated (anything else is not counted)
+ *
+ * Counted once, as it ends (recovery.c), rather than read from the kept
+ * history at each scrape: the history forgets its oldest past
+ * HBM_INCIDENTS_KEPT, and a count read from it would go down, which
+ * Prometheus takes for a counter's reset (rate() would add the whole
+ * count again).  An incident open when the daemon restarted is escalated by
+ * the new one (recovery_load()) and counted there, once.
+ */
+void metrics_incident_ended(struct metrics_incidents *t, const struct hbm_ctl_incident *in)
+{
+	size_t o, st, next, i;
+
+	if (in->state != HBM_INCIDENT_RESUMED && in->state != HBM_INCIDENT_ESCALATED)
+		return;
+	o = in->state == HBM_INCIDENT_ESCALATED;
+	t->ended[o]++;
+	for (st = HBM_INCIDENT_DETECTED; st < HBM_INCIDENT_RESUMED; st++) {
+		struct metrics_phase *p = &t->phase[st][o];
+		double v;
+
+		next = next_state(in, st);
+		/* The times are the wall clock's (recovery.c): a span it was stepped back in is no duration. */
+		if (!in->at[st] || !next || in->at[next] < in->at[st])
+			continue;
+		v = (in->at[next] - in->at[st]) / 1e6;
+		for (i = 0; i + 1 < METRICS_PHASE_BUCKETS && v > incident_phase_bounds[i]; i++)
+			;
+		p->bucket[i]++;
+		p->sum += v;
+	}
+}

@@ -41,4 +41,26 @@ void hbm_incidents_encode_record(uint8_t *buf, size_t i, const struct hbm_ctl_in
 int hbm_incidents_decode(const uint8_t *buf, size_t len, struct hbm_ctl_incident *out,
 			 size_t max, size_t *nr, struct hbm_incidents_damage *damage);
 
+/*
+ * Rank recoveries ended since the daemon started (recovery.c counts them
+ * with metrics_incident_ended() as each ends; metrics.c renders them;
+ * here, not in metrics.h, as daemon.h holds them and metrics.c reads daemon.h):
+ * counters that never go down, whatever the kept history forgets.  By
+ * outcome (0: resumed, 1: escalated); the phases by the state that began
+ * them, each a histogram's buckets (not cumulative; incident_phase_bounds,
+ * and +Inf).
+ */
+#define METRICS_PHASE_BUCKETS	15
+struct metrics_incidents {
+	uint64_t ended[2];
+	struct metrics_phase {
+		uint64_t bucket[METRICS_PHASE_BUCKETS];
+		double sum;
+	} phase[HBM_INCIDENT_RESUMED][2];
+};
+
+extern const double incident_phase_bounds[METRICS_PHASE_BUCKETS - 1];
+
+void metrics_incident_ended(struct metrics_incidents *t, const struct hbm_ctl_incident *in);
+
 #endif /* HBM_INCIDENTS_H */

@@ -405,10 +405,6 @@ static const char *const incident_states[__HBM_INCIDENT_MAX] = {
 	NULL, "detected", "pausing", "isolated", "restoring", "resumed", "escalated",
 };
 
-/* An incident's phases, in seconds: 0.01 s (a rank answering at once) to 10 min. */
-static const double phase_bounds[] = {
-	0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600,
-};
 
 #define DEV_LABELS(c) { { "device", (c)->name }, { "id", idbuf }, { "identity", (c)->identity } }
 
@@ -575,54 +571,6 @@ static void module_series(struct metrics_buf *b, struct hbm_metrics *m, const st
 		}
 }
 
-/* Which incident state ended its phase @st: the next one it reached. */
-static size_t next_state(const struct hbm_ctl_incident *in, size_t st)
-{
-	for (st++; st < __HBM_INCIDENT_MAX; st++)
-		if (in->at[st])
-			return st;
-	return 0;
-}
-
-_Static_assert(sizeof(phase_bounds) / sizeof(phase_bounds[0]) + 1 == METRICS_PHASE_BUCKETS,
-	       "metrics.h's bucket count is phase_bounds' and +Inf");
-
-/**
- * metrics_incident_ended() - count an incident that has just ended
- * @t: the daemon's totals
- * @in: the incident, resumed or escalated (anything else is not counted)
- *
- * Counted once, as it ends (recovery.c), rather than read from the kept
- * history at each scrape: the history forgets its oldest past
- * HBM_INCIDENTS_KEPT, and a count read from it would go down, which
- * Prometheus takes for a counter's reset (rate() would add the whole
- * count again).  An incident open when the daemon restarted is escalated by
- * the new one (recovery_load()) and counted there, once.
- */
-void metrics_incident_ended(struct metrics_incidents *t, const struct hbm_ctl_incident *in)
-{
-	size_t o, st, next, i;
-
-	if (in->state != HBM_INCIDENT_RESUMED && in->state != HBM_INCIDENT_ESCALATED)
-		return;
-	o = in->state == HBM_INCIDENT_ESCALATED;
-	t->ended[o]++;
-	for (st = HBM_INCIDENT_DETECTED; st < HBM_INCIDENT_RESUMED; st++) {
-		struct metrics_phase *p = &t->phase[st][o];
-		double v;
-
-		next = next_state(in, st);
-		/* The times are the wall clock's (recovery.c): a span it was stepped back in is no duration. */
-		if (!in->at[st] || !next || in->at[next] < in->at[st])
-			continue;
-		v = (in->at[next] - in->at[st]) / 1e6;
-		for (i = 0; i + 1 < METRICS_PHASE_BUCKETS && v > phase_bounds[i]; i++)
-			;
-		p->bucket[i]++;
-		p->sum += v;
-	}
-}
-
 static void incident_series(struct metrics_buf *b, struct daemon *d)
 {
 	static const char *const outcomes[] = { "resumed", "escalated" };
@@ -648,8 +596,8 @@ static void incident_series(struct metrics_buf *b, struct daemon *d)
 			struct metrics_label l[] = { { "phase", incident_states[st] },
 						     { "outcome", outcomes[o] } };
 
-			metrics_histogram(b, phase, l, 2, phase_bounds,
-					  sizeof(phase_bounds) / sizeof(phase_bounds[0]),
+			metrics_histogram(b, phase, l, 2, incident_phase_bounds,
+					  sizeof(incident_phase_bounds) / sizeof(incident_phase_bounds[0]),
 					  p->bucket, p->sum);
 		}
 }

@@ -57,24 +57,6 @@ void metrics_histogram(struct metrics_buf *b, const char *name, const struct met
 void metrics_end(struct metrics_buf *b);
 int metrics_negotiate(const char *accept);
 
-/*
- * Rank recoveries ended since the daemon started (recovery.c counts them
- * with metrics_incident_ended() as each ends; metrics.c renders them):
- * counters that never go down, whatever the kept history forgets.  By
- * outcome (0: resumed, 1: escalated); the phases by the state that began
- * them, each a histogram's buckets (not cumulative; metrics.c's
- * phase_bounds, and +Inf).
- */
-#define METRICS_PHASE_BUCKETS	15
-struct metrics_incidents {
-	uint64_t ended[2];
-	struct metrics_phase {
-		uint64_t bucket[METRICS_PHASE_BUCKETS];
-		double sum;
-	} phase[HBM_INCIDENT_RESUMED][2];
-};
-
-void metrics_incident_ended(struct metrics_incidents *t, const struct hbm_ctl_incident *in);
 
 /*
  * What the facts alone tell: the pages each device's events put in a state,
