@@ -149,7 +149,6 @@ for u in sys.argv[2:]:
 ' "$@"
 }
 
-# An instant query to the Prometheus server the test runs: its one value.
 # The metadata Prometheus keeps of a metric family: "TYPE UNIT" ("-" none).
 prom_meta() {
 	python3 -c '
@@ -163,6 +162,7 @@ print(m[0]["type"], m[0]["unit"] or "-")' "$1"
 # Prometheus's scrape Accept header: scrapeAcceptHeader, scrape/scrape.go of v2.42.0.
 prom_accept='application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1'
 
+# An instant query to the Prometheus server the test runs: its one value.
 prom_query() {
 	python3 -c '
 import json, sys, urllib.parse, urllib.request
