@@ -146,15 +146,19 @@ static size_t next_state(const struct hbm_ctl_incident *in, size_t st)
  * metrics_incident_ended() - count an incident that has just ended
  * @t: the daemon's totals
  * @in: the incident, resumed or escalated (anything else is not counted)
+ * @timed: its phases go into the histogram
  *
  * Counted once, as it ends (recovery.c), rather than read from the kept
  * history at each scrape: the history forgets its oldest past
  * HBM_INCIDENTS_KEPT, and a count read from it would go down, which
  * Prometheus takes for a counter's reset (rate() would add the whole
  * count again).  An incident open when the daemon restarted is escalated by
- * the new one (recovery_load()) and counted there, once.
+ * the new one (recovery_load()) and counted there, once, with @timed
+ * false: the phase it was in would end at the new daemon's start, its
+ * span the time no daemon ran, which is no phase's duration.
  */
-void metrics_incident_ended(struct metrics_incidents *t, const struct hbm_ctl_incident *in)
+void metrics_incident_ended(struct metrics_incidents *t, const struct hbm_ctl_incident *in,
+			    bool timed)
 {
 	size_t o, st, next, i;
 
@@ -162,6 +166,8 @@ void metrics_incident_ended(struct metrics_incidents *t, const struct hbm_ctl_in
 		return;
 	o = in->state == HBM_INCIDENT_ESCALATED;
 	t->ended[o]++;
+	if (!timed)
+		return;
 	for (st = HBM_INCIDENT_DETECTED; st < HBM_INCIDENT_RESUMED; st++) {
 		struct metrics_phase *p = &t->phase[st][o];
 		double v;

@@ -19,6 +19,7 @@
 #ifndef HBM_INCIDENTS_H
 #define HBM_INCIDENTS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -61,6 +62,7 @@ struct metrics_incidents {
 
 extern const double incident_phase_bounds[METRICS_PHASE_BUCKETS - 1];
 
-void metrics_incident_ended(struct metrics_incidents *t, const struct hbm_ctl_incident *in);
+void metrics_incident_ended(struct metrics_incidents *t, const struct hbm_ctl_incident *in,
+			    bool timed);
 
 #endif /* HBM_INCIDENTS_H */

@@ -17,9 +17,10 @@
  * gathers and writes the whole exposition in one callback, from the core's
  * source (one device dump and one stats request to the module, the same as
  * hbmctl status costs, and blocking) and the parts' own counters: at most
- * one a second (METRICS_KEEP_US), whatever the scrape rate, the page kept
- * and served again meanwhile; and libmicrohttpd's sources are dispatched
- * after the daemon's own (SD_EVENT_PRIORITY_IDLE).
+ * one gather a second (METRICS_KEEP_US), whatever the scrape rate and
+ * whichever formats are asked for, its pages in both formats kept and
+ * served again meanwhile; and libmicrohttpd's sources are dispatched after
+ * the daemon's own (SD_EVENT_PRIORITY_IDLE).
  *
  * Bounds: METRICS_CONNECTIONS at once (MHD_OPTION_CONNECTION_LIMIT; a
  * Prometheus server holds one, an operator's curl another, the rest is
@@ -49,10 +50,15 @@
  * The format is the client's choice (its Accept header,
  * metrics_negotiate()): OpenMetrics 1.0.0 (OpenObservability/OpenMetrics,
  * specification/OpenMetrics.md, v1.0.0), which Prometheus's scraper asks
- * for first, or the text format; one renderer writes both, the writer
- * (metrics_family(), metrics_end()) doing what differs, and a page is kept
- * for each.  Every series typed counter only goes up while the daemon runs
- * (the module's own, reset by its reload: module_series() says why).
+ * for first, or the text format; one renderer writes both from the same
+ * gather, the writer (metrics_family(), metrics_end()) doing what differs,
+ * and a page is kept for each.  A series typed counter only goes up while
+ * the daemon runs, except the module's own, which start again at 0 when
+ * the module is reloaded (module_series() says why): the errors received
+ * and dropped by path, hbmguard_events_dropped_total, and each device's
+ * hbmguard_device_{corrected,uncorrected}_errors_total and
+ * hbmguard_device_errors_dropped_total, which also start again when the
+ * module registers the device anew.
  *
  * Not served: compression, TLS (a reverse proxy's business).
  */
@@ -210,9 +216,11 @@ static bool ends_with(const char *s, const char *suffix)
  * a counter family is named without the _total its samples carry, so the
  * samples, and the series Prometheus stores, are named the same in both
  * formats.  A counter whose name lacks _total is dcgm-exporter's (its
- * DCGM_FI_DEV_* names, which dashboards query as they are): typed unknown
- * there, the type OpenMetrics leaves for "3rd party systems" whose samples
- * cannot take its suffixes, rather than renamed.  A family named in seconds
+ * DCGM_FI_DEV_* names, which dashboards query as they are): typed gauge
+ * there, rather than renamed.  OpenMetrics's counter needs the _total
+ * suffix, and its unknown "SHOULD NOT be used" where the type is known; a
+ * gauge may hold any value, so a count that only goes up is one, and
+ * rate() still applies to it in PromQL (rate() does not read the type).  A family named in seconds
  * gets its UNIT line (the unit must be the name's suffix); no other unit
  * here is one of the base units OpenMetrics means.  Its metadata in the
  * order it recommends, TYPE, UNIT, HELP.
@@ -232,7 +240,7 @@ void metrics_family(struct metrics_buf *b, const char *name, const char *type,
 		if (ends_with(name, "_total"))
 			len -= strlen("_total");
 		else
-			type = "unknown";
+			type = "gauge";
 	}
 	putf(b, "# TYPE %.*s %s\n", (int)len, name, type);
 	if (ends_with(name, "_seconds"))
@@ -533,7 +541,9 @@ static void device_series(struct metrics_buf *b, struct hbm_metrics *m, const st
  * offset kept here would be lost with the daemon's own restart anyway, and
  * would have to guess a reload from a count that went down, which misses
  * one that went back past its old value between two scrapes.  Nothing else
- * makes them go down: the module only adds to them.
+ * makes them go down but a device's re-registration (its CE, UE and dropped
+ * counts are the registration's, which starts at 0): the module only adds
+ * to them otherwise.
  */
 static void module_series(struct metrics_buf *b, struct hbm_metrics *m, const struct hbm_counts *c)
 {
@@ -632,7 +642,9 @@ static void store_series(struct metrics_buf *b, const struct hbm_store *s)
  *   DCGM_FI_DEV_RETIRED_DBE (391): pages retired for a double-bit error
  *	(retired_ue)
  *   DCGM_FI_DEV_RETIRED_PENDING (392, "whether any pages are pending
- *	retirement (1=yes, 0=no)"): 1 when some page is pending
+ *	retirement (1=yes, 0=no)"): 1 when some page is pending, so a gauge
+ *	in both formats, where default-counters.csv types it counter ("Total
+ *	number of pages pending retirement."): a 0/1 value goes down
  *   DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS (393),
  *   DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS (394),
  *   DCGM_FI_DEV_ROW_REMAP_FAILURE (395): nvmlDeviceGetRemappedRows()'s, as
@@ -699,8 +711,8 @@ static const struct dcgm_field dcgm_fields[] = {
 	  "Total number of retired pages due to single-bit errors.", false, dcgm_sbe },
 	{ "DCGM_FI_DEV_RETIRED_DBE", "counter",
 	  "Total number of retired pages due to double-bit errors.", false, dcgm_dbe },
-	{ "DCGM_FI_DEV_RETIRED_PENDING", "counter",
-	  "Total number of pages pending retirement.", false, dcgm_pending },
+	{ "DCGM_FI_DEV_RETIRED_PENDING", "gauge",
+	  "Whether any pages are pending retirement (1=yes, 0=no).", false, dcgm_pending },
 	{ "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter",
 	  "Number of remapped rows for uncorrectable errors", true, dcgm_remap_ue },
 	{ "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter",
@@ -764,22 +776,36 @@ static void dcgm_series(struct metrics_buf *b, struct daemon *d)
 	}
 }
 
+/* The module's counts of the last metrics_gather(): one dump for both formats' pages. */
+static struct hbm_counts counts;	/* 256 devices: too big for the stack */
+static int counts_err = -ENODATA;
+
 /**
- * metrics_render() - the daemon's exposition
+ * metrics_gather() - ask the module for its counts, for metrics_render()
  * @m: the metrics
- * @b: appended to
+ *
+ * The blocking part of a render (a netlink dump and a stats request), done
+ * once for the pages of both formats: the rest is the daemon's own memory.
+ */
+void metrics_gather(struct hbm_metrics *m)
+{
+	counts_err = core_counts(m->d->core, &counts);
+	if (counts_err)
+		counts.nr = 0;
+}
+
+/**
+ * metrics_render() - the daemon's exposition, from the last metrics_gather()
+ * @m: the metrics
+ * @b: appended to, in its format
  */
 void metrics_render(struct hbm_metrics *m, struct metrics_buf *b)
 {
-	static struct hbm_counts counts;	/* 256 devices: too big for the stack */
 	struct daemon *d = m->d;
-	int err = core_counts(d->core, &counts);
 
 	metrics_family(b, "hbmguard_up", "gauge",
 		       "1 when the module answered the daemon's questions for this scrape.");
-	metrics_sample(b, "hbmguard_up", NULL, 0, !err);
-	if (err)
-		counts.nr = 0;
+	metrics_sample(b, "hbmguard_up", NULL, 0, !counts_err);
 	device_series(b, m, &counts);
 	module_series(b, m, &counts);
 	incident_series(b, d);
@@ -801,36 +827,45 @@ static uint64_t now_us(void)
 }
 
 /*
- * The exposition, rendered at most once per .keep_us in each format: a
- * render is a blocking device dump and stats request to the module, and
- * nothing bounds how often a peer may ask.  Scrapes within it get the same
- * page (each a copy: the next render must not pull one from under a
- * response still being sent).  Return: false when the page is past its
- * bound (or no memory).
+ * The exposition, gathered at most once per .keep_us and written then in
+ * both formats from the same counts, so that clients that alternate their
+ * Accept header cost no more: a gather is a blocking device dump and stats
+ * request to the module, and nothing bounds how often a peer may ask.
+ * Requests within it get the same page (each a copy: the next render must
+ * not pull one from under a response still being sent).  Return: false
+ * when the page of @format is past its bound (or no memory).
  */
 static bool fresh_page(struct hbm_metrics *m, enum metrics_format format)
 {
-	struct metrics_page *page = &m->pages[format];
-	struct metrics_buf b;
 	uint64_t now = now_us();
+	size_t f;
 
-	if (page->at && now - page->at < m->keep_us)
-		return page->p != NULL;	/* a render that failed is kept as long */
-	metrics_buf_init(&b, METRICS_MAX_BYTES);
-	b.format = format;
-	(m->render ? m->render : metrics_render)(m, &b);
-	metrics_end(&b);
-	free(page->p);
-	*page = (struct metrics_page){ .at = now };
-	if (b.failed) {
-		fprintf(stderr, "<4>hbmguardd: metrics: the exposition is past %u bytes, or no memory: answered 500\n",
-			METRICS_MAX_BYTES);
-		metrics_buf_free(&b);
-		return false;
+	if (m->pages_at && now - m->pages_at < m->keep_us)
+		return m->pages[format].p != NULL;	/* a render that failed is kept as long */
+	m->gathers++;
+	if (!m->render)
+		metrics_gather(m);
+	m->pages_at = now;
+	for (f = 0; f < __METRICS_FORMATS; f++) {
+		struct metrics_page *page = &m->pages[f];
+		struct metrics_buf b;
+
+		metrics_buf_init(&b, METRICS_MAX_BYTES);
+		b.format = f;
+		(m->render ? m->render : metrics_render)(m, &b);
+		metrics_end(&b);
+		free(page->p);
+		*page = (struct metrics_page){ 0 };
+		if (b.failed) {
+			fprintf(stderr, "<4>hbmguardd: metrics: the exposition is past %u bytes, or no memory: answered 500\n",
+				METRICS_MAX_BYTES);
+			metrics_buf_free(&b);
+			continue;
+		}
+		page->p = b.p ? b.p : strdup("");
+		page->len = b.len;
 	}
-	page->p = b.p ? b.p : strdup("");
-	page->len = b.len;
-	return page->p != NULL;
+	return m->pages[format].p != NULL;
 }
 
 static void forget_pages(struct hbm_metrics *m)
@@ -841,16 +876,56 @@ static void forget_pages(struct hbm_metrics *m)
 		free(m->pages[f].p);
 		m->pages[f] = (struct metrics_page){ 0 };
 	}
+	m->pages_at = 0;
+}
+
+/*
+ * A qvalue, read leniently: RFC 9110's grammar (section 12.4.2: "0" or "1",
+ * at most three decimals) is what a client should send, but real ones send
+ * ".2" (the JDK's HttpURLConnection) or more decimals, and their meaning is
+ * plain.  In thousandths; a positive q below 0.001 is 1, not a refusal:
+ * only a q that reads as 0 refuses.  One that is no number in [0, 1] ("x",
+ * "2") counts as 0.001, RFC 9110's lowest acceptable q: the client did not
+ * refuse the range, so it is not read as q=0, and whatever it says clearly
+ * outranks it.
+ */
+static int read_q(const char *v, size_t vl)
+{
+	char num[16];
+	size_t i, digits = 0, dots = 0;
+	double q;
+
+	if (!vl || vl >= sizeof(num))
+		return 1;
+	for (i = 0; i < vl; i++) {
+		if (v[i] >= '0' && v[i] <= '9')
+			digits++;
+		else if (v[i] == '.')
+			dots++;
+		else
+			return 1;
+	}
+	if (!digits || dots > 1)
+		return 1;
+	memcpy(num, v, vl);
+	num[vl] = 0;
+	q = strtod(num, NULL);
+	if (q > 1)
+		return 1;
+	if (q == 0)
+		return 0;
+	return q * 1000 < 1 ? 1 : (int)(q * 1000 + 0.5);
 }
 
 /*
  * How much a media range of an Accept header (RFC 9110 section 12.5.1)
  * says for @format: its q in thousandths, -1 when it does not match; in
- * *@specific how closely it matched (2: type and subtype, 1: the type with
- * any subtype, 0: any type), the closest range being the one that counts.  A version
- * parameter must be the one served; other parameters (charset: UTF-8 is
- * all there is) are not looked at.  A q that is not a qvalue makes the
- * range one to ignore.
+ * *@specific how closely it matched (3: type, subtype and the version
+ * served; 2: type and subtype; 1: the type with any subtype; 0: any type,
+ * a bare "*" too, which the JDK sends), the closest range being the
+ * one that counts, whatever the order.  A version parameter must be the
+ * one served; other parameters (charset: UTF-8 is all there is), and a
+ * parameter without a value, are not looked at.
  */
 static int range_q(const char *r, size_t len, enum metrics_format format, int *specific)
 {
@@ -865,7 +940,7 @@ static int range_q(const char *r, size_t len, enum metrics_format format, int *s
 	for (p = r; p < end && *p != ';' && *p != ' ' && *p != '\t'; p++)
 		;
 	tl = p - r;
-	if (tl == 3 && !strncmp(r, "*/*", 3))
+	if ((tl == 3 && !strncmp(r, "*/*", 3)) || (tl == 1 && *r == '*'))
 		*specific = 0;
 	else if (tl == (size_t)(slash - type) + 2 && !strncasecmp(r, type, slash - type + 1) &&
 		 r[tl - 1] == '*')
@@ -886,11 +961,8 @@ static int range_q(const char *r, size_t len, enum metrics_format format, int *s
 		nl = p - name;
 		while (nl && (name[nl - 1] == ' ' || name[nl - 1] == '\t'))
 			nl--;
-		if (p == end || *p != '=') {
-			if (nl)
-				return -1;	/* a parameter without a value: not one we know */
+		if (p == end || *p != '=')
 			continue;
-		}
 		for (value = ++p; value < end && (*value == ' ' || *value == '\t'); value++)
 			;
 		for (next = value; next < end && *next != ';'; next++)
@@ -903,22 +975,11 @@ static int range_q(const char *r, size_t len, enum metrics_format format, int *s
 		}
 		p = next;
 		if (nl == 1 && (*name == 'q' || *name == 'Q')) {
-			/* qvalue = ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] ) */
-			size_t i;
-			int scale = 100;
-
-			if (!vl || (value[0] != '0' && value[0] != '1') || (vl > 1 && value[1] != '.') ||
-			    vl > 5)
+			q = read_q(value, vl);
+		} else if (nl == 7 && !strncasecmp(name, "version", 7) && *specific == 2) {
+			if (vl != strlen(versions[format]) || strncmp(value, versions[format], vl))
 				return -1;
-			q = (value[0] - '0') * 1000;
-			for (i = 2; i < vl; i++, scale /= 10) {
-				if (value[i] < '0' || value[i] > '9' || (q == 1000 && value[i] != '0'))
-					return -1;
-				q += (value[i] - '0') * scale;
-			}
-		} else if (nl == 7 && !strncasecmp(name, "version", 7) && *specific == 2 &&
-			   (vl != strlen(versions[format]) || strncmp(value, versions[format], vl))) {
-			return -1;
+			*specific = 3;
 		}
 	}
 	return q;
@@ -938,13 +999,21 @@ static int range_q(const char *r, size_t len, enum metrics_format format, int *s
  * q=0.1): OpenMetrics 1.0.0, which it parses as it parses 0.0.1, the text
  * format otherwise.
  *
- * Return: enum metrics_format, or -1: neither format is acceptable (a 406).
+ * When no range accepts either format (text/html only, OpenMetrics 0.0.1
+ * only), the text format is served all the same, as Prometheus's own
+ * client libraries do (client_golang's expfmt.Negotiate, client_python's
+ * choose_encoder): a scraper that names no type of ours still reads it,
+ * and RFC 9110 section 12.5.1 lets a server disregard the header.  Only a
+ * format the client refused (q=0) is never served: the other one then, and
+ * 406 when it refused both.
+ *
+ * Return: enum metrics_format, or -1: both formats refused (a 406).
  */
 int metrics_negotiate(const char *accept)
 {
 	int q[__METRICS_FORMATS], spec[__METRICS_FORMATS], f, best = -1;
 
-	if (!accept || !accept[strspn(accept, " \t")])
+	if (!accept)
 		return METRICS_TEXT;
 	for (f = 0; f < __METRICS_FORMATS; f++) {
 		const char *r = accept;
@@ -965,6 +1034,9 @@ int metrics_negotiate(const char *accept)
 				 (q[f] == q[best] && spec[f] > spec[best])))
 			best = f;
 	}
+	for (f = 0; best < 0 && f < __METRICS_FORMATS; f++)
+		if (spec[f] < 0)	/* not matched, so not refused */
+			best = f;
 	return best;
 }
 
@@ -975,9 +1047,10 @@ static const char *const content_types[__METRICS_FORMATS] = {
 
 /*
  * MHD_AccessHandlerCallback (microhttpd.h): called once the headers are
- * in; a GET has no body, so the first call answers.  A HEAD gets the
- * headers of the page kept in the format asked for, if any, and never a
- * render: libmicrohttpd sends no body for it.  The format is the Accept
+ * in; a GET has no body, so the first call answers.  A HEAD is answered as
+ * the GET would be, its status and Content-Length the same (RFC 9110
+ * section 9.3.2), from the same page, rendered if none is fresh; only
+ * libmicrohttpd leaves out the body, and it is no scrape.  The format is the Accept
  * header's (metrics_negotiate()); a response that depends on it says so
  * (Vary), for a cache between.
  */
@@ -1017,11 +1090,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	} else {
 		struct metrics_page *page = &m->pages[format];
 
-		if (strcmp(method, MHD_HTTP_METHOD_HEAD)) {
+		if (strcmp(method, MHD_HTTP_METHOD_HEAD))
 			m->scrapes++;
-			if (!fresh_page(m, format))
-				code = MHD_HTTP_INTERNAL_SERVER_ERROR;
-		}
+		if (!fresh_page(m, format))
+			code = MHD_HTTP_INTERNAL_SERVER_ERROR;
 		r = code == MHD_HTTP_OK ?
 			MHD_create_response_from_buffer(page->len, page->p ? page->p : "",
 							MHD_RESPMEM_MUST_COPY) :

@@ -85,15 +85,16 @@ struct hbm_metrics {
 	sd_event_source *io;		/* on MHD's epoll fd */
 	sd_event_source *timer;		/* MHD_get_timeout()'s */
 	uint16_t port;			/* bound, once started */
-	/* the exposition; a test's own, or NULL: the daemon's (metrics_render()) */
+	/* the exposition; a test's own (no gather then), or NULL: the daemon's (metrics_render()) */
 	void (*render)(struct hbm_metrics *m, struct metrics_buf *b);
 	uint64_t scrapes;
 	/* the last exposition in each format, served again for .keep_us (metrics.c says why) */
 	struct metrics_page {
-		char *p;
+		char *p;		/* NULL: its render failed */
 		size_t len;
-		uint64_t at;		/* CLOCK_MONOTONIC, us; 0: none */
 	} pages[__METRICS_FORMATS];
+	uint64_t pages_at;		/* their gather, CLOCK_MONOTONIC, us; 0: none */
+	uint64_t gathers;		/* of the module's counts, for both pages */
 	uint64_t keep_us;		/* 0: METRICS_KEEP_US (a test sets its own) */
 	uint64_t deadline_us;		/* 0: METRICS_DEADLINE_US (likewise) */
 	/* each connection's socket and when it was accepted, for its deadline */
@@ -113,6 +114,7 @@ int metrics_listen(struct hbm_metrics *m, sd_event *loop, const struct sockaddr 
 int metrics_reconfigure(struct hbm_metrics *m, const char *old);
 void metrics_stop(struct hbm_metrics *m);
 void metrics_fact(void *m, const struct hbm_fact *f);
+void metrics_gather(struct hbm_metrics *m);
 void metrics_render(struct hbm_metrics *m, struct metrics_buf *b);
 void metrics_log(struct hbm_metrics *m, uint64_t now, const char *msg);
 

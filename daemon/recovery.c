@@ -161,7 +161,7 @@ static void mark(struct incident *x, uint32_t state, const char *reason)
 	if (reason)
 		snprintf(x->info.reason, sizeof(x->info.reason), "%s", reason);
 	if (!open_state(state))
-		metrics_incident_ended(&x->d->incident_totals, &x->info);
+		metrics_incident_ended(&x->d->incident_totals, &x->info, !x->inherited);
 }
 
 /*
@@ -643,8 +643,10 @@ void recovery_load(struct daemon *d)
 			d->last_incident = in[i].id;
 	}
 	free(in);
-	for (i = 0; i < d->nr_incidents; i++)
+	for (i = 0; i < d->nr_incidents; i++) {
+		d->incidents[i].inherited = true;
 		escalate(d, &d->incidents[i], "hbmguardd restarted during recovery");
+	}
 }
 
 /**

@@ -116,7 +116,7 @@ static void fill_openmetrics(struct metrics_buf *b)
 
 /*
  * OpenMetrics: a counter's family without _total, its samples with it; one
- * without (dcgm-exporter's names) unknown, its name kept; UNIT for seconds;
+ * without (dcgm-exporter's names) gauge, its name kept; UNIT for seconds;
  * quotes escaped in HELP too; # EOF last.
  */
 START_TEST(writer_openmetrics)
@@ -129,7 +129,7 @@ START_TEST(writer_openmetrics)
 			 "hbmguard_x_total 0.25\n"
 			 "hbmguard_x_total -1\n"
 			 "hbmguard_x_total 1.0000000000000001e+300\n"
-			 "# TYPE DCGM_FI_DEV_RETIRED_SBE unknown\n"
+			 "# TYPE DCGM_FI_DEV_RETIRED_SBE gauge\n"
 			 "# HELP DCGM_FI_DEV_RETIRED_SBE d\n"
 			 "DCGM_FI_DEV_RETIRED_SBE 1\n"
 			 "# TYPE hbmguard_last_save_timestamp_seconds gauge\n"
@@ -140,7 +140,11 @@ START_TEST(writer_openmetrics)
 }
 END_TEST
 
-/* Accept headers: Prometheus's own, q values, q=0 refusing, wildcards, junk. */
+/*
+ * Accept headers: Prometheus's own, q values, q=0 refusing, wildcards,
+ * junk; what names neither format gets the text one, 406 only when both
+ * are refused.
+ */
 START_TEST(negotiate_accept)
 {
 	static const struct {
@@ -166,17 +170,36 @@ START_TEST(negotiate_accept)
 		{ "application/openmetrics-text;q=0, */*", METRICS_TEXT },
 		{ "text/*;q=0, */*;q=0.2", METRICS_OPENMETRICS },
 		{ "text/plain;q=0.001,application/*;q=0.0", METRICS_TEXT },
-		/* OpenMetrics 0.0.1 only, or text in another version: not what is served */
-		{ "application/openmetrics-text;version=0.0.1", -1 },
-		{ "text/plain;version=0.0.5", -1 },
-		{ "text/plain;q=0", -1 },
-		{ "application/json", -1 },
-		/* a q that is no qvalue: the range ignored */
+		/* OpenMetrics 0.0.1 only, text in another version, another type: text all the same */
+		{ "application/openmetrics-text;version=0.0.1", METRICS_TEXT },
+		{ "text/plain;version=0.0.5", METRICS_TEXT },
+		{ "application/json", METRICS_TEXT },
+		{ ",", METRICS_TEXT },
+		/* Java's HttpURLConnection, its default: a bare * and a q without its 0 */
+		{ "text/html, image/gif, image/jpeg, *; q=.2, */*; q=.2", METRICS_TEXT },
+		{ "text/html, *; q=.2, application/openmetrics-text;q=.3", METRICS_OPENMETRICS },
+		{ "text/plain;q=.1, application/openmetrics-text;q=.2", METRICS_OPENMETRICS },
+		/* refused: the other format, or 406 when both are */
+		{ "text/plain;q=0", METRICS_OPENMETRICS },
+		{ "*/*;q=0", -1 },
+		{ "*;q=0, text/html", -1 },
+		{ "text/*;q=0, application/openmetrics-text;q=0.000, application/json", -1 },
+		/* a version served is closer than the bare type, whatever the order */
+		{ "application/openmetrics-text;q=0.1, application/openmetrics-text;version=1.0.0;q=0.9, "
+		  "text/plain;q=0.5", METRICS_OPENMETRICS },
+		{ "text/plain;q=1, text/plain;version=0.0.4;q=0", METRICS_OPENMETRICS },
+		{ "text/plain;version=0.0.4;q=0, text/plain;q=1, application/openmetrics-text;q=0", -1 },
+		/* a q past three decimals, or no qvalue: acceptable, at the least q */
+		{ "application/openmetrics-text;q=0.0001", METRICS_OPENMETRICS },
+		{ "application/openmetrics-text;q=0.0001, text/plain;q=0.001", METRICS_TEXT },
+		{ "application/openmetrics-text;q=0.0001, */*;q=0.001", METRICS_OPENMETRICS },
+		{ "application/openmetrics-text;q=0.0001, text/plain;q=0.002", METRICS_TEXT },
 		{ "application/openmetrics-text;q=2, text/plain;q=0.1", METRICS_TEXT },
-		{ "application/openmetrics-text;q=0.0001", -1 },
-		{ "application/openmetrics-text;q=1.5", -1 },
-		{ "application/openmetrics-text;q=x", -1 },
-		{ "text/plain;charset", -1 },
+		{ "application/openmetrics-text;q=1.5", METRICS_OPENMETRICS },
+		{ "application/openmetrics-text;q=x", METRICS_OPENMETRICS },
+		{ "application/openmetrics-text;q=, text/plain;q=0.002", METRICS_TEXT },
+		{ "application/openmetrics-text;q=1e-1, text/plain;q=0.002", METRICS_TEXT },
+		{ "text/plain;charset, application/openmetrics-text;q=0.5", METRICS_TEXT },
 		{ ",,;,text/plain;q=1.000", METRICS_TEXT },
 	};
 	size_t i;
@@ -309,7 +332,7 @@ static void count_ended(void)
 
 	memset(&d.incident_totals, 0, sizeof(d.incident_totals));
 	for (i = 0; i < d.nr_incidents; i++)
-		metrics_incident_ended(&d.incident_totals, &d.incidents[i].info);
+		metrics_incident_ended(&d.incident_totals, &d.incidents[i].info, true);
 }
 
 static void setup_daemon(void)
@@ -427,6 +450,7 @@ static char *render_daemon_as(struct metrics_buf *b, enum metrics_format format)
 {
 	metrics_buf_init(b, METRICS_MAX_BYTES);
 	b->format = format;
+	metrics_gather(&m);
 	metrics_render(&m, b);
 	metrics_end(b);
 	ck_assert(!b->failed);
@@ -565,7 +589,8 @@ START_TEST(daemon_formats)
 		"hbmguard_incident_phase_duration_seconds histogram seconds ",
 		"hbmguard_last_save_timestamp_seconds gauge seconds 1 ",
 		"\nhbmguard_path_errors_received counter - ",
-		"\nDCGM_FI_DEV_RETIRED_SBE unknown - 1 DCGM_FI_DEV_RETIRED_SBE\n",
+		"\nDCGM_FI_DEV_RETIRED_SBE gauge - 1 DCGM_FI_DEV_RETIRED_SBE\n",
+		"\nDCGM_FI_DEV_RETIRED_PENDING gauge - 1 DCGM_FI_DEV_RETIRED_PENDING\n",
 		"\nhbmguard_scrapes counter - 1 hbmguard_scrapes_total\n",
 		NULL
 	};
@@ -843,17 +868,19 @@ START_TEST(server_scrape)
 					 "version=1.0.0; charset=utf-8\r\n"));
 	ck_assert_ptr_nonnull(strcasestr(buf, "\r\nVary: Accept\r\n"));
 	body = strstr(buf, "\r\n\r\n") + 4;
-	ck_assert_ptr_nonnull(strstr(body, "\nhbmguard_scrapes_total 2\n"));
+	/* written with the text page, from the first scrape's gather, within the second */
+	ck_assert_ptr_nonnull(strstr(body, "\nhbmguard_scrapes_total 1\n"));
 	ck_assert_str_eq(buf + len - 7, "\n# EOF\n");
 	python_parse("openmetrics", body, len - (body - buf));
-	/* a HEAD in either format: the headers of the page kept, no render */
+	/* a HEAD: the GET's headers, no scrape counted */
 	len = scrape(loop, "HEAD /metrics HTTP/1.0\r\nAccept: application/openmetrics-text\r\n\r\n",
 		     buf, sizeof(buf));
 	ck_assert_ptr_nonnull(strcasestr(buf, "\r\nContent-Type: application/openmetrics-text; "
 					 "version=1.0.0; charset=utf-8\r\n"));
 	ck_assert_uint_eq(m.scrapes, 2);
-	/* neither format acceptable: 406, with what is served */
-	len = scrape(loop, "GET /metrics HTTP/1.0\r\nAccept: text/plain;q=0, application/json\r\n\r\n",
+	/* both formats refused: 406, with what is served */
+	len = scrape(loop, "GET /metrics HTTP/1.0\r\nAccept: text/plain;q=0, application/*;q=0, "
+		     "application/json\r\n\r\n",
 		     buf, sizeof(buf));
 	ck_assert_msg(strstr(buf, " 406 ") && strstr(buf, "application/openmetrics-text; version=1.0.0"),
 		      "got: %.300s", buf);
@@ -1001,28 +1028,57 @@ START_TEST(server_slowloris)
 END_TEST
 
 static unsigned int renders;
+static bool render_fails;
 
+/* A page per format, numbered; or one past its bound (a 500) when render_fails. */
 static void counting_render(struct hbm_metrics *mm, struct metrics_buf *b)
 {
 	(void)mm;
 	renders++;
 	metrics_family(b, "hbmguard_renders", "gauge", "Renders so far.");
 	metrics_sample(b, "hbmguard_renders", NULL, 0, renders);
+	if (render_fails)
+		b->failed = true;
+}
+
+/* The value of a response's header @name (its line from the colon on), or NULL. */
+static const char *header(const char *resp, const char *name)
+{
+	char want[64];
+	const char *p;
+
+	snprintf(want, sizeof(want), "\r\n%s:", name);
+	p = strcasestr(resp, want);
+	return p ? p + strlen(want) : NULL;
+}
+
+static long content_length(const char *resp)
+{
+	const char *p = header(resp, "Content-Length");
+
+	ck_assert_msg(p, "no Content-Length: %.300s", resp);
+	return strtol(p, NULL, 10);
 }
 
 /*
- * A render (the module asked, blocking) at most once per .keep_us, whatever
- * the scrape rate; none for a HEAD; below the daemon's own sources.
+ * A gather (the module asked, blocking) at most once per .keep_us, whatever
+ * the scrape rate and whichever formats the scrapes ask for: both pages are
+ * written from it.  A HEAD is answered as its GET: the same status and
+ * Content-Length, rendering when no page is fresh, no scrape counted.  All
+ * below the daemon's own sources.
  */
 START_TEST(server_renders_kept)
 {
-	static char buf[1 << 16];
+	static char buf[1 << 16], head[1 << 12];
+	static const char om[] = "Accept: application/openmetrics-text\r\n";
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	int64_t prio;
 	sd_event *loop;
+	char req[256];
 	int i;
 
 	renders = 0;
+	render_fails = false;
 	m.render = counting_render;
 	m.keep_us = 3600ULL * 1000000;	/* the test's pace cannot outlast it */
 	ck_assert_int_ge(sd_event_new(&loop), 0);
@@ -1032,21 +1088,45 @@ START_TEST(server_renders_kept)
 	ck_assert_int_eq(sd_event_source_get_priority(m.timer, &prio), 0);
 	ck_assert_int_eq(prio, SD_EVENT_PRIORITY_IDLE);
 
-	scrape(loop, "HEAD /metrics HTTP/1.0\r\n\r\n", buf, sizeof(buf));
-	ck_assert_msg(strstr(buf, " 200 OK\r\n"), "got: %.200s", buf);
-	ck_assert_uint_eq(renders, 0);
+	/* a HEAD first: it gathers, for both pages, and is no scrape */
+	scrape(loop, "HEAD /metrics HTTP/1.0\r\n\r\n", head, sizeof(head));
+	ck_assert_msg(strstr(head, " 200 OK\r\n"), "got: %.200s", head);
+	ck_assert_uint_eq(m.gathers, 1);
+	ck_assert_uint_eq(renders, 2);
+	ck_assert_uint_eq(m.scrapes, 0);
 	for (i = 0; i < 3; i++) {
 		scrape(loop, "GET /metrics HTTP/1.0\r\n\r\n", buf, sizeof(buf));
 		ck_assert_msg(strstr(buf, "\r\n\r\n# HELP hbmguard_renders Renders so far.\n"
 				      "# TYPE hbmguard_renders gauge\nhbmguard_renders 1\n"),
 			      "got: %.200s", buf);
 	}
-	ck_assert_uint_eq(renders, 1);
-	ck_assert_uint_eq(m.scrapes, 3);
-	m.keep_us = 1;			/* kept no longer: the next one renders */
-	scrape(loop, "GET /metrics HTTP/1.0\r\n\r\n", buf, sizeof(buf));
-	ck_assert_msg(strstr(buf, "\nhbmguard_renders 2\n"), "got: %.200s", buf);
+	ck_assert_int_eq(content_length(head), content_length(buf));
+	ck_assert_int_gt(content_length(head), 0);
+	/* the other format within the interval: its page from the same gather */
+	snprintf(req, sizeof(req), "GET /metrics HTTP/1.0\r\n%s\r\n", om);
+	scrape(loop, req, buf, sizeof(buf));
+	ck_assert_msg(strstr(buf, "\nhbmguard_renders 2\n# EOF\n"), "got: %.300s", buf);
+	snprintf(req, sizeof(req), "HEAD /metrics HTTP/1.0\r\n%s\r\n", om);
+	scrape(loop, req, head, sizeof(head));
+	ck_assert_int_eq(content_length(head), content_length(buf));
+	ck_assert_uint_eq(m.gathers, 1);
 	ck_assert_uint_eq(renders, 2);
+	ck_assert_uint_eq(m.scrapes, 4);
+
+	m.keep_us = 1;			/* kept no longer: the next one gathers */
+	scrape(loop, "GET /metrics HTTP/1.0\r\n\r\n", buf, sizeof(buf));
+	ck_assert_msg(strstr(buf, "\nhbmguard_renders 3\n"), "got: %.200s", buf);
+	ck_assert_uint_eq(m.gathers, 2);
+	ck_assert_uint_eq(renders, 4);
+
+	/* a failed render: 500 to a HEAD as to a GET, not the page before it */
+	render_fails = true;
+	scrape(loop, "HEAD /metrics HTTP/1.0\r\n\r\n", head, sizeof(head));
+	ck_assert_msg(strstr(head, " 500 "), "got: %.200s", head);
+	scrape(loop, "GET /metrics HTTP/1.0\r\n\r\n", buf, sizeof(buf));
+	ck_assert_msg(strstr(buf, " 500 "), "got: %.200s", buf);
+	ck_assert_int_eq(content_length(head), content_length(buf));
+	render_fails = false;
 	metrics_stop(&m);
 	sd_event_unref(loop);
 }

@@ -247,6 +247,41 @@ START_TEST(load_refuses_another_version)
 }
 END_TEST
 
+/*
+ * An incident the last daemon left open is escalated at start and counted,
+ * but none of its phases is timed: the one it was in would end at this
+ * start, its span the time no daemon ran.
+ */
+START_TEST(load_escalates_untimed)
+{
+	uint8_t buf[HBM_INCIDENTS_HEADER + HBM_INCIDENTS_RECORD] = { 0 };
+	struct hbm_ctl_incident x = { .id = 7, .length = 0x1000,
+				      .state = HBM_INCIDENT_PAUSING };
+	size_t st, o, b;
+
+	setup();
+	strcpy(x.job, "job");
+	strcpy(x.device, "dev");
+	x.at[HBM_INCIDENT_DETECTED] = 1000000;
+	x.at[HBM_INCIDENT_PAUSING] = 1000100;
+	hbm_incidents_encode_header(buf, 1);
+	hbm_incidents_encode_record(buf, 0, &x);
+	ck_assert_int_eq(hbm_atomic_write(d->state_dir, "incidents", buf, sizeof(buf)), 0);
+	recovery_load(d);
+	ck_assert_uint_eq(d->nr_incidents, 1);
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_ESCALATED);
+	ck_assert_uint_eq(d->incident_totals.ended[0], 0);
+	ck_assert_uint_eq(d->incident_totals.ended[1], 1);
+	for (st = 0; st < HBM_INCIDENT_RESUMED; st++)
+		for (o = 0; o < 2; o++) {
+			ck_assert(d->incident_totals.phase[st][o].sum == 0);
+			for (b = 0; b < METRICS_PHASE_BUCKETS; b++)
+				ck_assert_uint_eq(d->incident_totals.phase[st][o].bucket[b], 0);
+		}
+	cleanup();
+}
+END_TEST
+
 /* An Xid of GPU @identity (device 1), no address, as a source gives it. */
 static void xid_fact(uint32_t xid, uint32_t severity, const char *identity)
 {
@@ -344,6 +379,7 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, eviction_spares_a_pending_kill);
 	tcase_add_test(tc, two_ranks_one_device);
 	tcase_add_test(tc, load_refuses_another_version);
+	tcase_add_test(tc, load_escalates_untimed);
 	tcase_add_test(tc, device_error_hits_every_rank_on_it);
 	tcase_add_test(tc, device_error_restores_and_forgets);
 	suite_add_tcase(s, tc);
