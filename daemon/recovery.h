@@ -23,7 +23,7 @@ struct incident {
 	int pidfd;			/* the failed rank's process */
 	pid_t pid;
 	uid_t uid;			/* the job's owner */
-	bool inherited;			/* left open by a daemon that died: its phases untimed */
+	bool inherited;			/* left open by a daemon that died: untimed */
 };
 
 #define HBM_INCIDENTS_KEPT	64

@@ -170,7 +170,7 @@ START_TEST(negotiate_accept)
 		{ "application/openmetrics-text;q=0, */*", METRICS_TEXT },
 		{ "text/*;q=0, */*;q=0.2", METRICS_OPENMETRICS },
 		{ "text/plain;q=0.001,application/*;q=0.0", METRICS_TEXT },
-		/* OpenMetrics 0.0.1 only, text in another version, another type: text all the same */
+		/* OpenMetrics 0.0.1 only, text in another version, another type: text */
 		{ "application/openmetrics-text;version=0.0.1", METRICS_TEXT },
 		{ "text/plain;version=0.0.5", METRICS_TEXT },
 		{ "application/json", METRICS_TEXT },
@@ -185,10 +185,12 @@ START_TEST(negotiate_accept)
 		{ "*;q=0, text/html", -1 },
 		{ "text/*;q=0, application/openmetrics-text;q=0.000, application/json", -1 },
 		/* a version served is closer than the bare type, whatever the order */
-		{ "application/openmetrics-text;q=0.1, application/openmetrics-text;version=1.0.0;q=0.9, "
-		  "text/plain;q=0.5", METRICS_OPENMETRICS },
+		{ "application/openmetrics-text;q=0.1, "
+		  "application/openmetrics-text;version=1.0.0;q=0.9, text/plain;q=0.5",
+		  METRICS_OPENMETRICS },
 		{ "text/plain;q=1, text/plain;version=0.0.4;q=0", METRICS_OPENMETRICS },
-		{ "text/plain;version=0.0.4;q=0, text/plain;q=1, application/openmetrics-text;q=0", -1 },
+		{ "text/plain;version=0.0.4;q=0, text/plain;q=1, "
+		  "application/openmetrics-text;q=0", -1 },
 		/* a q past three decimals, or no qvalue: acceptable, at the least q */
 		{ "application/openmetrics-text;q=0.0001", METRICS_OPENMETRICS },
 		{ "application/openmetrics-text;q=0.0001, text/plain;q=0.001", METRICS_TEXT },
