@@ -320,20 +320,30 @@ static int listen_address(struct parser *p, const char *key, const char *v,
 	return 0;
 }
 
-/*
- * A node as Slurm names one: a single name, never a hostlist expression
- * ("gpu[1-4]", "a,b") that would drain others with it; letters, digits,
- * '-', '_' and '.'.
+/**
+ * hbm_slurm_node_valid() - whether @v names one Slurm node
+ * @v: the name
+ *
+ * A single name, never a hostlist expression ("gpu[1-4]", "a,b") that
+ * would drain others with it: letters, digits, '-', '_' and '.'.  The
+ * length is the caller's.
+ *
+ * Return: true if so.
  */
+bool hbm_slurm_node_valid(const char *v)
+{
+	for (; *v; v++)
+		if (!isalnum((unsigned char)*v) && !strchr("-_.", *v))
+			return false;
+	return true;
+}
+
 static int slurm_node(struct parser *p, const char *key, const char *v, char *out)
 {
-	const char *q;
-
 	if (strlen(v) >= HBM_SLURM_NODE_LEN)
 		return fail(p, key, "'%s' is longer than %d characters", v, HBM_SLURM_NODE_LEN - 1);
-	for (q = v; *q; q++)
-		if (!isalnum((unsigned char)*q) && !strchr("-_.", *q))
-			return fail(p, key, "'%s' is not one node's name (letters, digits, -_.)", v);
+	if (!hbm_slurm_node_valid(v))
+		return fail(p, key, "'%s' is not one node's name (letters, digits, -_.)", v);
 	strcpy(out, v);
 	return 0;
 }

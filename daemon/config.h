@@ -104,7 +104,8 @@ struct hbm_metrics_config {
  * [Scheduler]: whether and how the node is drained when a device reaches
  * RMA, needs a reset, or an incident is aborted (scheduler.c).
  */
-#define HBM_SLURM_NODE_LEN	65
+/* 63 characters: struct hbm_ctl_drain's node[64] (ctl.h) carries it whole */
+#define HBM_SLURM_NODE_LEN	64
 
 struct hbm_sched_config {
 	bool slurm;
@@ -127,6 +128,7 @@ struct hbm_config {
 };
 
 void hbm_config_defaults(struct hbm_config *c);
+bool hbm_slurm_node_valid(const char *v);
 int hbm_config_parse(const char *text, const char *file, struct hbm_config *c,
 		     char *err, size_t errlen);
 /*
