@@ -748,7 +748,8 @@ static const char *drain_step(uint32_t progress, const struct hbm_ctl_drain *dr,
 static int cmd_drain(int argc, char **argv)
 {
 	static const char *const head[] = { "DEVICE", "PCI", "CAUSE", "SINCE", "DETAIL" };
-	struct hbm_ctl_drain dr, first;
+	/* an old daemon answering ENOENT even for index 0: an empty answer */
+	struct hbm_ctl_drain dr, first = { 0 };
 	struct json_object *doc = NULL, *arr = NULL, *o;
 	struct hbm_cli_table t;
 	char since[32];

@@ -11,9 +11,15 @@
  * Slurm, as Debian bookworm ships it (22.05.8; SchedMD/slurm tag
  * slurm-22-05-8-1):
  *   - the node's state and reason: `sinfo --noheader --Node --nodes=NODE
- *     --format=%T|%E`, "%E" being "the reason a node is unavailable"
- *     (doc/man/man1/sinfo.1), "none" when there is none, no line at all for
- *     a node it does not know;
+ *     --Format=StateComplete:0|,Reason:0` (doc/man/man1/sinfo.1; a field
+ *     of width 0 printed whole and its suffix after it, _parse_long_token()
+ *     in src/sinfo/opts.c, _print_str() in src/sinfo/print.c).  The state
+ *     is node_state_string_complete()'s (src/common/slurm_protocol_defs.c),
+ *     lower case: the base state and every flag, "idle+drain",
+ *     "down+drain", "mixed+drain+not_responding", where %T's short form
+ *     would print "drained" for a down node too.  The reason is "none" when
+ *     there is none (_print_reason()); no line at all for a node sinfo does
+ *     not know;
  *   - `scontrol update NodeName=NODE State=DRAIN Reason=...` and
  *     State=RESUME (doc/man/man1/scontrol.1, "NODES - SPECIFICATIONS FOR
  *     UPDATE COMMAND").  scontrol_update_node() (src/scontrol/update_node.c)
@@ -23,22 +29,38 @@
  *     quoting: hbm_sched_clean() leaves no '"' to strip, no newline (which
  *     `scontrol show node` would print as a line of its own), no control
  *     character; HBM_SCHED_REASON_LEN is our bound, for sinfo's columns.
- *   - the node's name: slurmd's default is its host's short name
- *     (_init_conf() and _read_config() in src/slurmd/slurmd/slurmd.c:
- *     gethostname_short(), the name up to its first '.'), as here unless
- *     SlurmNode= says otherwise.
+ *   - the node's name: here, the host's short name (gethostname_short() in
+ *     src/slurmd/slurmd/slurmd.c, the name up to its first '.') unless
+ *     SlurmNode= says otherwise.  slurmd itself maps its host to a
+ *     NodeName through slurm.conf's NodeHostname= and aliases
+ *     (slurm_conf_get_nodename()); hbmguardd does not read slurm.conf, so
+ *     where NodeName differs from the host's name, SlurmNode= must say it
+ *     (hbmguardd.conf(5)); a name sinfo does not know is retried and said.
  *
- * A reason of hbmguard's begins "hbmguard: ".  A node out of service for
- * any other reason (an administrator's drain, Slurm's "Not responding") is
- * left as it is: hbmguardd neither overwrites that reason nor resumes the
- * node, and says so once.  Between sinfo's answer and scontrol's update an
- * administrator may act: the window is the two commands', and the admin's
- * drain then wins at the next change.
+ * A reason of hbmguard's begins "hbmguard: ".  For a drain, a node with no
+ * reason, one of ours, or Slurm's own "Not responding" gets ours (as
+ * slurmctld's _drain_node() and set_node_down_ptr() in
+ * src/slurmctld/node_mgr.c replace only a missing or "Not responding"
+ * one); any other reason (an administrator's drain) is left as it is, and
+ * said once.  A resume is asked only of a node drained or draining (idle,
+ * mixed or allocated, drain, nothing else but completing) with the very
+ * reason hbmguardd last gave it (kept in the state file): a node Slurm
+ * took down, or failed, keeps the reason it had, and is not hbmguardd's to
+ * resume.  Between sinfo's answer and scontrol's update an administrator
+ * may act: an admin's drain in that window is overwritten by ours (the
+ * node stays drained, for our reason), an admin's resume then is undone.
+ *
+ * While the node is to be drained, Slurm is read again every
+ * HBM_SCHED_RECHECK_S: a node back in service without a reason (Slurm's
+ * ReturnToService after "Not responding", an administrator's
+ * State=RESUME) is drained again, since the causes stand until a person
+ * clears them with hbmctl undrain.  The log says only what changed.
  *
  * Nothing blocks the loop: each command is a child (fork and exec, argv,
  * no shell), stdin /dev/null, stdout and stderr the daemon's (the journal)
  * except sinfo's stdout, read through a pipe; its exit is watched through
- * a pidfd in sd-event, and past Timeout= it is killed.  One command per
+ * a pidfd in sd-event, and past Timeout= it is killed, with its process
+ * group (a hook's own children too).  One command per
  * runner (Slurm's, the hook's) at a time: a change while one runs waits
  * for it, and then only the newest state is run (a generation number).  A
  * failure (Slurm down, an exit status, the timeout) is logged once per
@@ -77,7 +99,8 @@
 
 #define DRAIN_FILE	"drain"
 #define OURS		"hbmguard: "
-#define PATH_ENV	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+/* not /usr/local: on Debian its directories are writable by group staff */
+#define PATH_ENV	"PATH=/usr/sbin:/usr/bin:/sbin:/bin"
 
 enum { STEP_QUERY = 1, STEP_UPDATE, STEP_HOOK };
 
@@ -112,6 +135,21 @@ void hbm_sched_clean(char *out, size_t cap, const char *in)
 	out[n] = 0;
 }
 
+/*
+ * A device for people: NVML's name is the model, the same for every GPU
+ * of a node, so its bus id (or identity) follows it.
+ */
+static void device_label(char *out, size_t cap, const struct sched_cause *c)
+{
+	if (*c->name)
+		snprintf(out, cap, "%s %s", c->name, *c->pci ? c->pci : c->identity);
+	else
+		snprintf(out, cap, "%s", c->identity);
+}
+
+#define LABEL_LEN	(sizeof(((struct sched_cause *)0)->name) + \
+			 sizeof(((struct sched_cause *)0)->identity) + 2)
+
 /**
  * hbm_sched_reason() - the reason given to Slurm and the hook
  * @out: where
@@ -128,36 +166,78 @@ void hbm_sched_reason(char *out, size_t cap, const struct sched_cause *c, size_t
 		[HBM_DRAIN_ABORT] = "recovery aborted",
 	};
 	const struct sched_cause *last = &c[nr - 1];
-	char raw[256], more[32] = "";
+	char raw[320], more[32] = "", label[LABEL_LEN];
 
 	if (nr > 1)
 		snprintf(more, sizeof(more), " (+%zu more)", nr - 1);
-	snprintf(raw, sizeof(raw), OURS "%s %s%s%s%s", *last->name ? last->name : last->identity,
+	device_label(label, sizeof(label), last);
+	snprintf(raw, sizeof(raw), OURS "%s %s%s%s%s", label,
 		 last->cause < __HBM_DRAIN_CAUSE_MAX ? words[last->cause] : "?",
 		 *last->detail ? ": " : "", last->detail, more);
 	hbm_sched_clean(out, cap, raw);
 }
 
+/*
+ * Whether a StateComplete state ("idle+drain") is drained or draining and
+ * nothing else: base idle, mixed or allocated, its flags drain and maybe
+ * completing.  Not down, fail, not_responding, maintenance...
+ */
+static bool drained_only(const char *state)
+{
+	char copy[128], *p = copy, *word;
+	bool drain = false;
+
+	if (strlen(state) >= sizeof(copy))
+		return false;
+	strcpy(copy, state);
+	word = strsep(&p, "+");
+	if (strcmp(word, "idle") && strcmp(word, "mixed") && strcmp(word, "allocated"))
+		return false;
+	while ((word = strsep(&p, "+"))) {
+		if (!strcmp(word, "drain"))
+			drain = true;
+		else if (strcmp(word, "completing"))
+			return false;
+	}
+	return drain;
+}
+
+static bool has_flag(const char *state, const char *flag)
+{
+	size_t n = strlen(flag);
+
+	for (const char *p = strchr(state, '+'); p; p = strchr(p + 1, '+'))
+		if (!strncmp(p + 1, flag, n) && (p[n + 1] == '+' || !p[n + 1]))
+			return true;
+	return false;
+}
+
 /**
  * hbm_sched_verdict() - what sinfo's line says to do
- * @sinfo: its output, "STATE|REASON" lines ("none": no reason)
+ * @sinfo: its output, "STATE|REASON" lines (StateComplete; "none": no reason)
  * @want: HBM_DRAIN_WANT_DRAIN or _RESUME
  * @reason: ours, for a drain
+ * @set: the reason hbmguardd last gave the node ("" none), for a resume
  * @theirs: the reason found when it is not ours, for the log
  * @len: its size
  *
  * Return: enum hbm_sched_verdict.
  */
 enum hbm_sched_verdict hbm_sched_verdict(const char *sinfo, uint32_t want, const char *reason,
-					 char *theirs, size_t len)
+					 const char *set, char *theirs, size_t len)
 {
 	const char *bar = strchr(sinfo, '|'), *end;
-	char found[512];
+	char state[128], found[512];
 	size_t n;
 
 	theirs[0] = 0;
 	if (!bar)
 		return HBM_SCHED_UNKNOWN;
+	n = bar - sinfo;
+	if (n >= sizeof(state))
+		n = sizeof(state) - 1;
+	memcpy(state, sinfo, n);
+	state[n] = 0;
 	bar++;
 	end = strchr(bar, '\n');	/* a node in several partitions: a line each */
 	n = end ? (size_t)(end - bar) : strlen(bar);
@@ -167,11 +247,18 @@ enum hbm_sched_verdict hbm_sched_verdict(const char *sinfo, uint32_t want, const
 	while (n && found[n - 1] == ' ')
 		n--;
 	found[n] = 0;
-	if (!strcmp(found, "none"))
-		return want == HBM_DRAIN_WANT_DRAIN ? HBM_SCHED_ACT : HBM_SCHED_AS_WANTED;
-	if (!strncmp(found, OURS, strlen(OURS)))
-		return want == HBM_DRAIN_WANT_DRAIN && !strcmp(found, reason) ?
-		       HBM_SCHED_AS_WANTED : HBM_SCHED_ACT;
+	if (want == HBM_DRAIN_WANT_DRAIN) {
+		if (!strcmp(found, reason) && has_flag(state, "drain"))
+			return HBM_SCHED_AS_WANTED;
+		if (!strcmp(found, "none") || !strncmp(found, OURS, strlen(OURS)) ||
+		    !strncmp(found, "Not responding", 14))
+			return HBM_SCHED_ACT;
+	} else {
+		if (!strcmp(found, "none"))
+			return HBM_SCHED_AS_WANTED;
+		if (*set && !strcmp(found, set) && drained_only(state))
+			return HBM_SCHED_ACT;
+	}
 	hbm_sched_clean(theirs, len, found);
 	return HBM_SCHED_NOT_OURS;
 }
@@ -229,7 +316,10 @@ int hbm_sched_hook_ok(const char *path, char *why, size_t len)
 	return owned_safely(dir, true, why, len);
 }
 
-/* The state file: "hbmguard-drain 1", want, hook, then a line per cause. */
+/*
+ * The state file: "hbmguard-drain 1", want, hook, the reason Slurm last
+ * had of ours ("set\t..."; absent: none), then a line per cause.
+ */
 static void save(struct hbm_sched *s)
 {
 	static const char *const wants[] = { "none", "drain", "resume" };
@@ -241,6 +331,8 @@ static void save(struct hbm_sched *s)
 	if (f) {
 		fprintf(f, "hbmguard-drain 1\nwant %s\nhook %s\n", wants[s->want],
 			s->hook.done == s->gen ? "done" : "pending");
+		if (*s->set)
+			fprintf(f, "set\t%s\n", s->set);
 		for (size_t i = 0; i < s->nr; i++) {
 			const struct sched_cause *c = &s->causes[i];
 
@@ -318,6 +410,8 @@ static void load(struct hbm_sched *s)
 			s->want = HBM_DRAIN_WANT_NONE;
 		else if (!strcmp(line, "hook done") || !strcmp(line, "hook pending"))
 			hook_done = !strcmp(line, "hook done");
+		else if (!strncmp(line, "set\t", 4))
+			hbm_sched_clean(s->set, sizeof(s->set), line + 4);
 		else if (s->nr == HBM_SCHED_CAUSES || parse_cause(line, &s->causes[s->nr]))
 			bad = true;
 		else
@@ -325,7 +419,8 @@ static void load(struct hbm_sched *s)
 	}
 	free(text);
 	if (bad) {
-		if (!hbm_file_quarantine(s->d->state_dir, DRAIN_FILE, moved, sizeof(moved)))
+		bad = !hbm_file_quarantine(s->d->state_dir, DRAIN_FILE, moved, sizeof(moved));
+		if (bad)
 			fprintf(stderr, "<3>hbmguardd: %s is damaged: kept as %s\n", DRAIN_FILE,
 				moved);
 	}
@@ -340,6 +435,8 @@ static void load(struct hbm_sched *s)
 		snprintf(s->reason, sizeof(s->reason), OURS "its drain state was damaged: hbmctl drain");
 	if (s->want == HBM_DRAIN_WANT_DRAIN)
 		fprintf(stderr, "<5>hbmguardd: the node stays drained: %s\n", s->reason);
+	if (bad)	/* set aside: what was recovered, kept, or a restart finds none */
+		save(s);
 }
 
 static void run_next(struct hbm_sched *s, struct sched_runner *r);
@@ -383,6 +480,20 @@ static void failed(struct hbm_sched *s, struct sched_runner *r, const char *fmt,
 		fprintf(stderr, "<3>hbmguardd: %s: cannot arm the retry\n", r->what);
 }
 
+static int on_recheck(sd_event_source *src, uint64_t usec, void *arg)
+{
+	struct hbm_sched *s = arg;
+
+	(void)src;
+	(void)usec;
+	s->recheck = sd_event_source_disable_unref(s->recheck);
+	if (s->want == HBM_DRAIN_WANT_DRAIN) {
+		s->slurm.recheck = true;
+		run_next(s, &s->slurm);
+	}
+	return 0;
+}
+
 static void succeeded(struct hbm_sched *s, struct sched_runner *r, uint32_t progress)
 {
 	if (r->error[0])
@@ -392,9 +503,25 @@ static void succeeded(struct hbm_sched *s, struct sched_runner *r, uint32_t prog
 	r->backoff = 0;
 	r->progress = progress;
 	r->done = r->gen;
+	r->recheck = false;
 	if (r == &s->hook && r->done == s->gen)
 		save(s);	/* a restart does not run it again */
+	/* Slurm may put the node back in service by itself: read again, later */
+	if (r == &s->slurm && r->done == s->gen && s->want == HBM_DRAIN_WANT_DRAIN &&
+	    !s->recheck &&
+	    sd_event_add_time_relative(s->d->loop, &s->recheck, CLOCK_MONOTONIC,
+				       HBM_SCHED_RECHECK_S * 1000000ULL, 0, on_recheck, s) < 0)
+		fprintf(stderr, "<3>hbmguardd: slurm: cannot arm the re-check\n");
 	run_next(s, r);
+}
+
+/* What Slurm now has of ours: a resume asks it back only of that reason. */
+static void slurm_has(struct hbm_sched *s, const char *reason)
+{
+	if (strcmp(s->set, reason)) {
+		snprintf(s->set, sizeof(s->set), "%s", reason);
+		save(s);
+	}
 }
 
 /*
@@ -405,6 +532,17 @@ static void succeeded(struct hbm_sched *s, struct sched_runner *r, uint32_t prog
 static int spawn(struct sched_runner *r, const char *file, char *const argv[],
 		 char *const envp[], bool out);
 
+/*
+ * The command and its process group (spawn()): the group's id cannot be
+ * reused while its leader, unreaped, holds it.  The pidfd reaches a
+ * leader that left its group.
+ */
+static void kill_all(struct sched_runner *r)
+{
+	kill(-r->pid, SIGKILL);
+	syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0);
+}
+
 static int on_timeout(sd_event_source *src, uint64_t usec, void *arg)
 {
 	struct sched_runner *r = arg;
@@ -412,7 +550,7 @@ static int on_timeout(sd_event_source *src, uint64_t usec, void *arg)
 	(void)src;
 	(void)usec;
 	r->timed_out = true;
-	syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0);
+	kill_all(r);
 	return 0;
 }
 
@@ -433,6 +571,7 @@ static void reap(struct sched_runner *r, int *status)
 	r->exited = sd_event_source_disable_unref(r->exited);
 	r->timer = sd_event_source_disable_unref(r->timer);
 	close(r->pidfd);
+	r->pidfd = -1;
 	if (r->out >= 0)
 		close(r->out);
 	r->out = -1;
@@ -445,18 +584,37 @@ static void slurm_query_done(struct hbm_sched *s, struct sched_runner *r)
 {
 	char theirs[HBM_SCHED_REASON_LEN];
 
-	switch (hbm_sched_verdict(r->outbuf, s->want, s->reason, theirs, sizeof(theirs))) {
+	if (r->gen != s->gen) {	/* an answer for a state (or a node) no longer wanted */
+		run_next(s, r);
+		return;
+	}
+	switch (hbm_sched_verdict(r->outbuf, s->want, s->reason, s->set, theirs,
+				  sizeof(theirs))) {
 	case HBM_SCHED_ACT:
+		if (r->recheck)
+			fprintf(stderr, "<4>hbmguardd: slurm: node %s is back in service (%.*s): "
+				"its causes stand (hbmctl drain)\n", s->node,
+				(int)strcspn(r->outbuf, "\n"), r->outbuf);
 		slurm_update(s, r);
 		return;
 	case HBM_SCHED_AS_WANTED:
+		if (s->want == HBM_DRAIN_WANT_DRAIN)
+			slurm_has(s, s->reason);	/* from before a restart or an upgrade */
+		else
+			slurm_has(s, "");
 		succeeded(s, r, HBM_DRAIN_DONE);
 		return;
 	case HBM_SCHED_NOT_OURS:
-		if (r->progress != HBM_DRAIN_LEFT)
+		if (r->progress != HBM_DRAIN_LEFT && !strncmp(theirs, OURS, strlen(OURS)))
+			fprintf(stderr, "<5>hbmguardd: slurm: node %s has hbmguard's reason but "
+				"is %.*s: Slurm's to return to service, left as it is, not "
+				"resumed\n", s->node, (int)strcspn(r->outbuf, "|"), r->outbuf);
+		else if (r->progress != HBM_DRAIN_LEFT)
 			fprintf(stderr, "<5>hbmguardd: slurm: node %s is out of service for '%s', "
 				"not hbmguard's reason: left as it is, not %s\n", s->node, theirs,
 				s->want == HBM_DRAIN_WANT_DRAIN ? "drained again" : "resumed");
+		if (s->want != HBM_DRAIN_WANT_DRAIN)
+			slurm_has(s, "");
 		succeeded(s, r, HBM_DRAIN_LEFT);
 		return;
 	case HBM_SCHED_UNKNOWN:
@@ -484,8 +642,11 @@ static int on_exited(sd_event_source *src, int fd, uint32_t revents, void *arg)
 		failed(s, r, "%s exited with status %d", cmd, WEXITSTATUS(status));
 	else if (r->step == STEP_QUERY)
 		slurm_query_done(s, r);
-	else
+	else {
+		if (r->step == STEP_UPDATE)
+			slurm_has(s, s->sent);
 		succeeded(s, r, HBM_DRAIN_DONE);
+	}
 	return 0;
 }
 
@@ -496,9 +657,7 @@ static int on_exited(sd_event_source *src, int fd, uint32_t revents, void *arg)
  */
 static int find_program(const char *file, char *path, size_t len)
 {
-	static const char *const dirs[] = {
-		"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin",
-	};
+	static const char *const dirs[] = { "/usr/sbin", "/usr/bin" };
 	size_t i;
 
 	for (i = 0; *file != '/' && i < sizeof(dirs) / sizeof(dirs[0]); i++) {
@@ -541,7 +700,8 @@ static int spawn(struct sched_runner *r, const char *file, char *const argv[],
 		/* the daemon's blocked signals (sd-event's) would be the command's */
 		sigemptyset(&all);
 		sigprocmask(SIG_SETMASK, &all, NULL);
-		if (null < 0 || dup2(null, 0) < 0 || chdir("/") ||
+		/* a group of its own, killed whole (kill_all()) */
+		if (setpgid(0, 0) || null < 0 || dup2(null, 0) < 0 || chdir("/") ||
 		    dup2(out ? pipefd[1] : 2, 1) < 0)
 			_exit(127);
 		syscall(SYS_close_range, 3, ~0U, 0);
@@ -550,6 +710,8 @@ static int spawn(struct sched_runner *r, const char *file, char *const argv[],
 			_exit(126);
 		_exit(127);
 	}
+	/* the child's own setpgid() may not have run yet when kill_all() does */
+	setpgid(r->pid, r->pid);
 	r->out = pipefd[0];
 	if (out) {
 		close(pipefd[1]);
@@ -561,11 +723,13 @@ static int spawn(struct sched_runner *r, const char *file, char *const argv[],
 	    sd_event_add_time_relative(s->d->loop, &r->timer, CLOCK_MONOTONIC,
 				       s->d->cfg.sched.timeout * 1000000ULL, 0, on_timeout, r) < 0) {
 		/* cannot be watched: not left to run unwatched */
+		kill(-r->pid, SIGKILL);
 		kill(r->pid, SIGKILL);
 		waitpid(r->pid, NULL, 0);
 		r->exited = sd_event_source_disable_unref(r->exited);
 		if (r->pidfd >= 0)
 			close(r->pidfd);
+		r->pidfd = -1;
 		if (r->out >= 0)
 			close(r->out);
 		r->out = -1;
@@ -578,12 +742,17 @@ static int spawn(struct sched_runner *r, const char *file, char *const argv[],
 static void slurm_query(struct hbm_sched *s, struct sched_runner *r)
 {
 	char nodes[16 + HBM_SLURM_NODE_LEN];
-	char *argv[] = { "sinfo", "--noheader", "--Node", nodes, "--format=%T|%E", NULL };
+	char *argv[] = { "sinfo", "--noheader", "--Node", nodes,
+			 "--Format=StateComplete:0|,Reason:0", NULL };
 	char *envp[] = { PATH_ENV, "LC_ALL=C", NULL };
 	int err;
 
-	snprintf(nodes, sizeof(nodes), "--nodes=%s", s->node);
 	r->step = STEP_QUERY;
+	if (!s->node[0]) {
+		failed(s, r, "the host's name is not one Slurm node's: SlurmNode= must say it");
+		return;
+	}
+	snprintf(nodes, sizeof(nodes), "--nodes=%s", s->node);
 	err = spawn(r, argv[0], argv, envp, true);
 	if (err)
 		failed(s, r, "sinfo cannot be run: %s", strerror(-err));
@@ -600,6 +769,7 @@ static void slurm_update(struct hbm_sched *s, struct sched_runner *r)
 
 	snprintf(node, sizeof(node), "NodeName=%s", s->node);
 	snprintf(reason, sizeof(reason), "Reason=%s", s->reason);
+	snprintf(s->sent, sizeof(s->sent), "%s", drain ? s->reason : "");
 	r->step = STEP_UPDATE;
 	err = spawn(r, argv[0], argv, envp, false);
 	if (err)
@@ -631,9 +801,11 @@ static void run_hook(struct hbm_sched *s, struct sched_runner *r)
 	snprintf(env[n++], sizeof(env[0]), "HBMGUARD_REASON=%s", drain ? s->reason : "");
 	snprintf(env[n++], sizeof(env[0]), "HBMGUARD_CAUSES=%zu", s->nr);
 	if (c) {
+		char label[LABEL_LEN];
+
+		device_label(label, sizeof(label), c);
 		snprintf(env[n++], sizeof(env[0]), "HBMGUARD_CAUSE=%s", cause_words[c->cause]);
-		snprintf(env[n++], sizeof(env[0]), "HBMGUARD_DEVICE=%s",
-			 *c->name ? c->name : c->identity);
+		snprintf(env[n++], sizeof(env[0]), "HBMGUARD_DEVICE=%s", label);
 		snprintf(env[n++], sizeof(env[0]), "HBMGUARD_IDENTITY=%s", c->identity);
 		/* NVIDIA's UUIDs are "GPU-" and the rest (nvmlDeviceGetUUID) */
 		snprintf(env[n++], sizeof(env[0]), "HBMGUARD_UUID=%s",
@@ -663,7 +835,7 @@ static void run_next(struct hbm_sched *s, struct sched_runner *r)
 		r->error[0] = 0;
 		return;
 	}
-	if (r->done == s->gen) {	/* a hook run before a restart */
+	if (r->done == s->gen && !r->recheck) {	/* a hook run before a restart */
 		if (r->progress == HBM_DRAIN_OFF)
 			r->progress = HBM_DRAIN_DONE;
 		return;
@@ -674,7 +846,8 @@ static void run_next(struct hbm_sched *s, struct sched_runner *r)
 		r->progress = HBM_DRAIN_DONE;
 		return;
 	}
-	if (r->progress != HBM_DRAIN_RETRYING)
+	/* a re-check shows what stands until it finds otherwise */
+	if (r->progress != HBM_DRAIN_RETRYING && !r->recheck)
 		r->progress = HBM_DRAIN_RUNNING;
 	if (r == &s->slurm)
 		slurm_query(s, r);
@@ -708,8 +881,11 @@ static void add_cause(struct hbm_sched *s, uint32_t cause, const char *identity,
 	hbm_sched_clean(c.pci, sizeof(c.pci), pci);
 	hbm_sched_clean(c.name, sizeof(c.name), name);
 	hbm_sched_clean(c.detail, sizeof(c.detail), detail);
-	if (!c.identity[0])
+	if (!c.identity[0]) {
+		fprintf(stderr, "<3>hbmguardd: a device with no usable identity (%s): not one of "
+			"the node's causes, the node not drained for it\n", cause_words[cause]);
 		return;
+	}
 	for (i = 0; i < s->nr; i++)
 		if (s->causes[i].cause == cause && !strcmp(s->causes[i].identity, c.identity))
 			return;		/* known: the node is drained for it already */
@@ -778,7 +954,7 @@ int sched_get(struct hbm_sched *s, uint32_t index, struct hbm_ctl_drain *out)
 	out->hook = s->hook.progress;
 	if (r->retry && r->retry_at > now)
 		out->retry_in = (r->retry_at - now + 999999) / 1000000;
-	snprintf(out->node, sizeof(out->node), "%.63s", s->node);
+	snprintf(out->node, sizeof(out->node), "%s", s->node);
 	snprintf(out->reason, sizeof(out->reason), "%s", s->reason);
 	snprintf(out->error, sizeof(out->error), "%s", r->error);
 	if (s->nr) {
@@ -828,7 +1004,12 @@ static void node_name(struct hbm_sched *s)
 	/* slurmd's gethostname_short() (see the top) */
 	gethostname(host, sizeof(host) - 1);
 	host[strcspn(host, ".")] = 0;
-	hbm_sched_clean(s->node, sizeof(s->node), host);
+	/* SlurmNode='s rules: a ',' or '[' would name other nodes too */
+	if (!host[0] || strlen(host) >= sizeof(s->node) || !hbm_slurm_node_valid(host)) {
+		s->node[0] = 0;
+		return;
+	}
+	strcpy(s->node, host);
 }
 
 /**
@@ -866,6 +1047,13 @@ void sched_start(struct hbm_sched *s)
 void sched_reconfigure(struct hbm_sched *s)
 {
 	node_name(s);
+	for (struct sched_runner *r = &s->slurm; r; r = r == &s->slurm ? &s->hook : NULL) {
+		/* the new settings tried now, not at the old backoff */
+		r->retry = sd_event_source_disable_unref(r->retry);
+		r->backoff = 0;
+	}
+	/* what runs is for the old settings: its answer starts a new query */
+	s->slurm.gen = 0;
 	s->slurm.done = 0;
 	run_next(s, &s->slurm);
 	run_next(s, &s->hook);
@@ -883,8 +1071,9 @@ void sched_stop(struct hbm_sched *s)
 		r->retry = sd_event_source_disable_unref(r->retry);
 		if (!r->pid)
 			continue;
-		syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0);
+		kill_all(r);
 		reap(r, &status);
 	}
+	s->recheck = sd_event_source_disable_unref(s->recheck);
 	s->started = false;
 }

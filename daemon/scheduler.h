@@ -20,6 +20,8 @@ struct hbm_fact;
 
 #define HBM_SCHED_CAUSES	16
 #define HBM_SCHED_REASON_LEN	128	/* ours: Slurm bounds no reason (scheduler.c) */
+/* How often Slurm is read again while the node is to be drained (scheduler.c) */
+#define HBM_SCHED_RECHECK_S	120
 
 struct sched_cause {
 	uint32_t cause;			/* enum hbm_drain_cause */
@@ -41,6 +43,7 @@ struct sched_runner {
 	int out;			/* the running command's stdout, when read; -1 */
 	sd_event_source *exited, *timer, *retry;
 	bool timed_out;
+	bool recheck;			/* Slurm's side to be read again, the state unchanged */
 	int step;			/* scheduler.c's */
 	unsigned int backoff;		/* seconds of the last wait; 0: the last try went */
 	uint64_t retry_at;		/* CLOCK_MONOTONIC us of the next try */
@@ -59,8 +62,11 @@ struct hbm_sched {
 	uint32_t want;			/* enum hbm_drain_want */
 	uint64_t gen;			/* bumped by every change of want or causes */
 	char reason[HBM_SCHED_REASON_LEN];
-	char node[HBM_SLURM_NODE_LEN];
+	char sent[HBM_SCHED_REASON_LEN];	/* in the running scontrol's argv */
+	char set[HBM_SCHED_REASON_LEN];	/* the reason Slurm last had of ours; "" none */
+	char node[HBM_SLURM_NODE_LEN];	/* "": no valid name (node_name()) */
 	struct sched_runner slurm, hook;
+	sd_event_source *recheck;
 	bool started;
 };
 
@@ -85,7 +91,7 @@ enum hbm_sched_verdict {
 };
 
 enum hbm_sched_verdict hbm_sched_verdict(const char *sinfo, uint32_t want, const char *reason,
-					 char *theirs, size_t len);
+					 const char *set, char *theirs, size_t len);
 int hbm_sched_hook_ok(const char *path, char *why, size_t len);
 
 #endif /* HBM_SCHEDULER_H */

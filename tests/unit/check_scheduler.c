@@ -36,59 +36,119 @@ START_TEST(reason)
 {
 	struct sched_cause c[2] = {
 		{ .cause = HBM_DRAIN_RMA, .identity = "hbm:hbm0", .detail = "bad pages" },
-		{ .cause = HBM_DRAIN_ABORT, .identity = "GPU-1", .name = "GPU 0 H100",
+		/* NVML's name is the model, alike for a node's eight GPUs */
+		{ .cause = HBM_DRAIN_ABORT, .identity = "GPU-5af1e000-0000-4000-8000-000000000001",
+		  .pci = "0000:17:00.0", .name = "NVIDIA H100 80GB HBM3",
 		  .detail = "a rank failed to recover" },
 	};
-	char r[HBM_SCHED_REASON_LEN], small[24];
+	char r[HBM_SCHED_REASON_LEN], small[33];
 
 	hbm_sched_reason(r, sizeof(r), c, 1);
 	ck_assert_str_eq(r, "hbmguard: hbm:hbm0 needs RMA: bad pages");
 	hbm_sched_reason(r, sizeof(r), c, 2);
-	ck_assert_str_eq(r, "hbmguard: GPU 0 H100 recovery aborted: a rank failed to recover "
-			 "(+1 more)");
+	ck_assert_str_eq(r, "hbmguard: NVIDIA H100 80GB HBM3 0000:17:00.0 recovery aborted: "
+			 "a rank failed to recover (+1 more)");
+	/* no bus id: the identity tells it apart */
+	strcpy(c[1].pci, "");
+	hbm_sched_reason(r, sizeof(r), c, 2);
+	ck_assert_str_eq(r, "hbmguard: NVIDIA H100 80GB HBM3 GPU-5af1e000-0000-4000-8000-"
+			 "000000000001 recovery aborted: a rank failed to recover (+1 more)");
 	/* bounded, and never ending in a blank */
 	hbm_sched_reason(small, sizeof(small), c, 2);
-	ck_assert_str_eq(small, "hbmguard: GPU 0 H100 re");
+	ck_assert_str_eq(small, "hbmguard: NVIDIA H100 80GB HBM3");
 	strcpy(c[0].detail, "");
 	hbm_sched_reason(r, sizeof(r), c, 1);
 	ck_assert_str_eq(r, "hbmguard: hbm:hbm0 needs RMA");
 }
 END_TEST
 
-/* sinfo --format=%T|%E: whose reason it is decides. */
-START_TEST(verdict)
+/*
+ * sinfo --Format=StateComplete:0|,Reason:0: whose reason it is decides,
+ * and for a resume, the state too.
+ */
+static enum hbm_sched_verdict verdict(const char *sinfo, uint32_t want, const char *reason,
+				      const char *set, char *theirs)
+{
+	return hbm_sched_verdict(sinfo, want, reason, set, theirs, 64);
+}
+
+START_TEST(verdict_drain)
 {
 	const char *ours = "hbmguard: hbm:hbm0 needs RMA";
 	char theirs[64];
 
-	ck_assert_int_eq(hbm_sched_verdict("idle|none\n", HBM_DRAIN_WANT_DRAIN, ours, theirs,
-					   sizeof(theirs)), HBM_SCHED_ACT);
-	ck_assert_int_eq(hbm_sched_verdict("idle|none\n", HBM_DRAIN_WANT_RESUME, "", theirs,
-					   sizeof(theirs)), HBM_SCHED_AS_WANTED);
-	ck_assert_int_eq(hbm_sched_verdict("drained|hbmguard: hbm:hbm0 needs RMA\n",
-					   HBM_DRAIN_WANT_DRAIN, ours, theirs, sizeof(theirs)),
-			 HBM_SCHED_AS_WANTED);
-	/* ours, older: updated; ours, resumed */
-	ck_assert_int_eq(hbm_sched_verdict("drained|hbmguard: GPU-1 needs a GPU reset\n",
-					   HBM_DRAIN_WANT_DRAIN, ours, theirs, sizeof(theirs)),
+	ck_assert_int_eq(verdict("idle|none\n", HBM_DRAIN_WANT_DRAIN, ours, "", theirs),
 			 HBM_SCHED_ACT);
-	ck_assert_int_eq(hbm_sched_verdict("draining|hbmguard: x\n", HBM_DRAIN_WANT_RESUME, "",
-					   theirs, sizeof(theirs)), HBM_SCHED_ACT);
-	/* an admin's, or Slurm's own: never overwritten, never resumed */
-	ck_assert_int_eq(hbm_sched_verdict("drained|disk swap\n", HBM_DRAIN_WANT_DRAIN, ours,
-					   theirs, sizeof(theirs)), HBM_SCHED_NOT_OURS);
+	ck_assert_int_eq(verdict("idle+drain|hbmguard: hbm:hbm0 needs RMA\n", HBM_DRAIN_WANT_DRAIN,
+				 ours, "", theirs), HBM_SCHED_AS_WANTED);
+	ck_assert_int_eq(verdict("mixed+drain|hbmguard: hbm:hbm0 needs RMA\n",
+				 HBM_DRAIN_WANT_DRAIN, ours, ours, theirs), HBM_SCHED_AS_WANTED);
+	/* our reason, but no longer drained (back in service by Slurm): again */
+	ck_assert_int_eq(verdict("idle|hbmguard: hbm:hbm0 needs RMA\n", HBM_DRAIN_WANT_DRAIN, ours,
+				 ours, theirs), HBM_SCHED_ACT);
+	ck_assert_int_eq(verdict("idle+draining|hbmguard: hbm:hbm0 needs RMA\n",
+				 HBM_DRAIN_WANT_DRAIN, ours, ours, theirs), HBM_SCHED_ACT);
+	/* ours, older: updated */
+	ck_assert_int_eq(verdict("idle+drain|hbmguard: GPU-1 needs a GPU reset\n",
+				 HBM_DRAIN_WANT_DRAIN, ours, "", theirs), HBM_SCHED_ACT);
+	/* Slurm's "Not responding" is replaced, as slurmctld's _drain_node() does */
+	ck_assert_int_eq(verdict("down+not_responding|Not responding\n", HBM_DRAIN_WANT_DRAIN,
+				 ours, "", theirs), HBM_SCHED_ACT);
+	/* an admin's: never overwritten */
+	ck_assert_int_eq(verdict("idle+drain|disk swap\n", HBM_DRAIN_WANT_DRAIN, ours, "", theirs),
+			 HBM_SCHED_NOT_OURS);
 	ck_assert_str_eq(theirs, "disk swap");
-	ck_assert_int_eq(hbm_sched_verdict("down*|Not responding\n", HBM_DRAIN_WANT_RESUME, "",
-					   theirs, sizeof(theirs)), HBM_SCHED_NOT_OURS);
-	ck_assert_int_eq(hbm_sched_verdict("drained|hbmguard-ish\n", HBM_DRAIN_WANT_RESUME, "",
-					   theirs, sizeof(theirs)), HBM_SCHED_NOT_OURS);
+	ck_assert_int_eq(verdict("idle+drain|Not respondin\n", HBM_DRAIN_WANT_DRAIN, ours, "",
+				 theirs), HBM_SCHED_NOT_OURS);
 	/* a node in two partitions: two lines, the first read */
-	ck_assert_int_eq(hbm_sched_verdict("drained|maint\ndrained|maint\n", HBM_DRAIN_WANT_RESUME,
-					   "", theirs, sizeof(theirs)), HBM_SCHED_NOT_OURS);
+	ck_assert_int_eq(verdict("idle+drain|maint\nidle+drain|maint\n", HBM_DRAIN_WANT_DRAIN,
+				 ours, "", theirs), HBM_SCHED_NOT_OURS);
 	ck_assert_str_eq(theirs, "maint");
 	/* no line: a node sinfo does not know */
-	ck_assert_int_eq(hbm_sched_verdict("", HBM_DRAIN_WANT_DRAIN, ours, theirs,
-					   sizeof(theirs)), HBM_SCHED_UNKNOWN);
+	ck_assert_int_eq(verdict("", HBM_DRAIN_WANT_DRAIN, ours, "", theirs), HBM_SCHED_UNKNOWN);
+}
+END_TEST
+
+/* Resumed only if drained or draining, nothing else, with the reason last set. */
+START_TEST(verdict_resume)
+{
+	const char *set = "hbmguard: GPU-1 needs a GPU reset";
+	const struct {
+		const char *sinfo;
+		enum hbm_sched_verdict v;
+	} cases[] = {
+		{ "idle|none\n", HBM_SCHED_AS_WANTED },
+		{ "idle+drain|hbmguard: GPU-1 needs a GPU reset\n", HBM_SCHED_ACT },
+		{ "mixed+drain|hbmguard: GPU-1 needs a GPU reset\n", HBM_SCHED_ACT },
+		{ "allocated+completing+drain|hbmguard: GPU-1 needs a GPU reset\n", HBM_SCHED_ACT },
+		/* Slurm's own: down, failed, not responding, rebooting, kept our reason */
+		{ "down+drain|hbmguard: GPU-1 needs a GPU reset\n", HBM_SCHED_NOT_OURS },
+		{ "idle+drain+fail|hbmguard: GPU-1 needs a GPU reset\n", HBM_SCHED_NOT_OURS },
+		{ "idle+drain+not_responding|hbmguard: GPU-1 needs a GPU reset\n",
+		  HBM_SCHED_NOT_OURS },
+		{ "idle+drain+reboot_requested|hbmguard: GPU-1 needs a GPU reset\n",
+		  HBM_SCHED_NOT_OURS },
+		{ "idle+maintenance|hbmguard: GPU-1 needs a GPU reset\n", HBM_SCHED_NOT_OURS },
+		{ "idle|hbmguard: GPU-1 needs a GPU reset\n", HBM_SCHED_NOT_OURS },
+		/* a reason of ours, but not the one last set: another's copy */
+		{ "idle+drain|hbmguard: x\n", HBM_SCHED_NOT_OURS },
+		{ "idle+drain|hbmguard: GPU-1 needs a GPU reset (+1 more)\n", HBM_SCHED_NOT_OURS },
+		{ "idle+drain|disk swap\n", HBM_SCHED_NOT_OURS },
+		{ "down+not_responding|Not responding\n", HBM_SCHED_NOT_OURS },
+		{ "drained|hbmguard: GPU-1 needs a GPU reset\n", HBM_SCHED_NOT_OURS },
+		{ "", HBM_SCHED_UNKNOWN },
+	};
+	char theirs[64];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		ck_assert_msg(verdict(cases[i].sinfo, HBM_DRAIN_WANT_RESUME, "", set, theirs) ==
+			      cases[i].v, "%s", cases[i].sinfo);
+	/* nothing set (a state file from before it was kept): nothing resumed */
+	ck_assert_int_eq(verdict("idle+drain|hbmguard: GPU-1 needs a GPU reset\n",
+				 HBM_DRAIN_WANT_RESUME, "", "", theirs), HBM_SCHED_NOT_OURS);
+	ck_assert_int_eq(verdict("idle+drain|maint\n", HBM_DRAIN_WANT_RESUME, "", set, theirs),
+			 HBM_SCHED_NOT_OURS);
+	ck_assert_str_eq(theirs, "maint");
 }
 END_TEST
 
@@ -121,6 +181,20 @@ START_TEST(hook_checks)
 	fd = open(path, O_WRONLY | O_CREAT, 0755);
 	ck_assert_int_ge(fd, 0);
 	close(fd);
+	ck_assert_int_eq(hbm_sched_hook_ok(dir, why, sizeof(why)), -EPERM);
+	ck_assert_ptr_nonnull(strstr(why, "is not a regular file"));
+	if (getuid()) {
+		/* not root's: refused for that before its mode is looked at */
+		chmod(path, 0777);
+		ck_assert_int_eq(hbm_sched_hook_ok(path, why, sizeof(why)), -EPERM);
+		ck_assert_ptr_nonnull(strstr(why, "is not owned by root"));
+		/* root's files, then: a mode refused, and one taken */
+		ck_assert_int_eq(hbm_sched_hook_ok("/etc/passwd", why, sizeof(why)), -EPERM);
+		ck_assert_str_eq(why, "/etc/passwd is not executable");
+		ck_assert_int_eq(hbm_sched_hook_ok("/usr/bin/env", why, sizeof(why)), 0);
+		remove_dir();
+		return;
+	}
 	chmod(path, 0777);
 	ck_assert_int_eq(hbm_sched_hook_ok(path, why, sizeof(why)), -EPERM);
 	ck_assert_ptr_nonnull(strstr(why, "is writable by anyone"));
@@ -131,18 +205,11 @@ START_TEST(hook_checks)
 	ck_assert_int_eq(hbm_sched_hook_ok(path, why, sizeof(why)), -EPERM);
 	ck_assert_ptr_nonnull(strstr(why, "is not executable"));
 	chmod(path, 0755);
-	if (getuid() == 0) {
-		chmod(dir, 0777);
-		ck_assert_int_eq(hbm_sched_hook_ok(path, why, sizeof(why)), -EPERM);
-		ck_assert_str_eq(why + strlen(dir), " is writable by anyone");
-		chmod(dir, 0700);
-		ck_assert_int_eq(hbm_sched_hook_ok(path, why, sizeof(why)), 0);
-	} else {
-		ck_assert_int_eq(hbm_sched_hook_ok(path, why, sizeof(why)), -EPERM);
-		ck_assert_ptr_nonnull(strstr(why, "is not owned by root"));
-	}
-	ck_assert_int_eq(hbm_sched_hook_ok(dir, why, sizeof(why)), -EPERM);
-	ck_assert_ptr_nonnull(strstr(why, "is not a regular file"));
+	chmod(dir, 0777);
+	ck_assert_int_eq(hbm_sched_hook_ok(path, why, sizeof(why)), -EPERM);
+	ck_assert_str_eq(why + strlen(dir), " is writable by anyone");
+	chmod(dir, 0700);
+	ck_assert_int_eq(hbm_sched_hook_ok(path, why, sizeof(why)), 0);
 	remove_dir();
 }
 END_TEST
@@ -262,7 +329,13 @@ START_TEST(causes_kept_and_cleared)
 	ck_assert_uint_eq(s.nr, 0);
 	ck_assert_uint_eq(s.want, HBM_DRAIN_WANT_DRAIN);	/* no cause read: said, not resumed */
 	ck_assert_str_eq(s.reason, "hbmguard: its drain state was damaged: hbmctl drain");
-	ck_assert_int_eq(faccessat(d.state_dir, "drain", F_OK, 0), -1);
+	daemon_done(&d, &s);
+	/* ... and what was recovered saved: the next start finds it whole */
+	daemon_for(&d);
+	memset(&s, 0, sizeof(s));
+	sched_init(&s, &d);
+	ck_assert_uint_eq(s.want, HBM_DRAIN_WANT_DRAIN);
+	ck_assert_str_eq(s.reason, "hbmguard: its drain state was damaged: hbmctl drain");
 	daemon_done(&d, &s);
 	remove_dir();
 }
@@ -275,7 +348,8 @@ Suite *scheduler_suite(void)
 
 	tcase_add_test(tc, clean);
 	tcase_add_test(tc, reason);
-	tcase_add_test(tc, verdict);
+	tcase_add_test(tc, verdict_drain);
+	tcase_add_test(tc, verdict_resume);
 	tcase_add_test(tc, hook_checks);
 	tcase_add_test(tc, causes_kept_and_cleared);
 	suite_add_tcase(s, tc);
