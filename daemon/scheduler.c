@@ -46,22 +46,25 @@
  * mixed or allocated, drain, nothing else but completing) with the very
  * reason hbmguardd last gave it (kept in the state file): a node Slurm
  * took down, or failed, keeps the reason it had, and is not hbmguardd's to
- * resume.  Between sinfo's answer and scontrol's update an administrator
- * may act: an admin's drain in that window is overwritten by ours (the
- * node stays drained, for our reason), an admin's resume then is undone.
+ * resume until Slurm has it back (read again as below).  Between sinfo's
+ * answer and scontrol's update an administrator may act: an admin's
+ * drain in that window is overwritten by ours (the node stays drained,
+ * for our reason), an admin's resume then is undone.
  *
  * While the node is to be drained, Slurm is read again every
  * HBM_SCHED_RECHECK_S: a node back in service without a reason (Slurm's
  * ReturnToService after "Not responding", an administrator's
  * State=RESUME) is drained again, since the causes stand until a person
- * clears them with hbmctl undrain.  The log says only what changed.
+ * clears them with hbmctl undrain.  Likewise while a resume waits for a
+ * node that has our reason but Slurm's state on top.  The log says only
+ * what changed.
  *
  * Nothing blocks the loop: each command is a child (fork and exec, argv,
  * no shell), stdin /dev/null, stdout and stderr the daemon's (the journal)
  * except sinfo's stdout, read through a pipe; its exit is watched through
  * a pidfd in sd-event, and past Timeout= it is killed, with its process
- * group (a hook's own children too).  One command per
- * runner (Slurm's, the hook's) at a time: a change while one runs waits
+ * group (a hook's own children too).  One command per runner (Slurm's,
+ * the hook's) at a time: a change while one runs waits
  * for it, and then only the newest state is run (a generation number).  A
  * failure (Slurm down, an exit status, the timeout) is logged once per
  * distinct failure and retried, HBM_RETRY's backoff (daemon.h), until it
@@ -480,6 +483,16 @@ static void failed(struct hbm_sched *s, struct sched_runner *r, const char *fmt,
 		fprintf(stderr, "<3>hbmguardd: %s: cannot arm the retry\n", r->what);
 }
 
+/*
+ * Whether Slurm's side may drift from what is wanted: a drain Slurm may
+ * undo, or a resume waiting for Slurm to have the node back (our reason
+ * still on it, the node down or not responding meanwhile).
+ */
+static bool to_recheck(const struct hbm_sched *s)
+{
+	return s->want == HBM_DRAIN_WANT_DRAIN || (s->want == HBM_DRAIN_WANT_RESUME && *s->set);
+}
+
 static int on_recheck(sd_event_source *src, uint64_t usec, void *arg)
 {
 	struct hbm_sched *s = arg;
@@ -487,7 +500,7 @@ static int on_recheck(sd_event_source *src, uint64_t usec, void *arg)
 	(void)src;
 	(void)usec;
 	s->recheck = sd_event_source_disable_unref(s->recheck);
-	if (s->want == HBM_DRAIN_WANT_DRAIN) {
+	if (to_recheck(s)) {
 		s->slurm.recheck = true;
 		run_next(s, &s->slurm);
 	}
@@ -507,8 +520,7 @@ static void succeeded(struct hbm_sched *s, struct sched_runner *r, uint32_t prog
 	if (r == &s->hook && r->done == s->gen)
 		save(s);	/* a restart does not run it again */
 	/* Slurm may put the node back in service by itself: read again, later */
-	if (r == &s->slurm && r->done == s->gen && s->want == HBM_DRAIN_WANT_DRAIN &&
-	    !s->recheck &&
+	if (r == &s->slurm && r->done == s->gen && to_recheck(s) && !s->recheck &&
 	    sd_event_add_time_relative(s->d->loop, &s->recheck, CLOCK_MONOTONIC,
 				       HBM_SCHED_RECHECK_S * 1000000ULL, 0, on_recheck, s) < 0)
 		fprintf(stderr, "<3>hbmguardd: slurm: cannot arm the re-check\n");
@@ -591,10 +603,14 @@ static void slurm_query_done(struct hbm_sched *s, struct sched_runner *r)
 	switch (hbm_sched_verdict(r->outbuf, s->want, s->reason, s->set, theirs,
 				  sizeof(theirs))) {
 	case HBM_SCHED_ACT:
-		if (r->recheck)
-			fprintf(stderr, "<4>hbmguardd: slurm: node %s is back in service (%.*s): "
-				"its causes stand (hbmctl drain)\n", s->node,
+		if (r->recheck && s->want == HBM_DRAIN_WANT_DRAIN)
+			fprintf(stderr, "<4>hbmguardd: slurm: node %s is back in service (%.*s) "
+				"while its causes stand (hbmctl drain): drained again\n", s->node,
 				(int)strcspn(r->outbuf, "\n"), r->outbuf);
+		else if (r->recheck)
+			fprintf(stderr, "<5>hbmguardd: slurm: node %s is up again in Slurm, "
+				"drained for hbmguard's reason: resumed, as undrain asked\n",
+				s->node);
 		slurm_update(s, r);
 		return;
 	case HBM_SCHED_AS_WANTED:
@@ -605,16 +621,22 @@ static void slurm_query_done(struct hbm_sched *s, struct sched_runner *r)
 		succeeded(s, r, HBM_DRAIN_DONE);
 		return;
 	case HBM_SCHED_NOT_OURS:
-		if (r->progress != HBM_DRAIN_LEFT && !strncmp(theirs, OURS, strlen(OURS)))
-			fprintf(stderr, "<5>hbmguardd: slurm: node %s has hbmguard's reason but "
-				"is %.*s: Slurm's to return to service, left as it is, not "
-				"resumed\n", s->node, (int)strcspn(r->outbuf, "|"), r->outbuf);
-		else if (r->progress != HBM_DRAIN_LEFT)
-			fprintf(stderr, "<5>hbmguardd: slurm: node %s is out of service for '%s', "
-				"not hbmguard's reason: left as it is, not %s\n", s->node, theirs,
-				s->want == HBM_DRAIN_WANT_DRAIN ? "drained again" : "resumed");
-		if (s->want != HBM_DRAIN_WANT_DRAIN)
-			slurm_has(s, "");
+		if (s->want == HBM_DRAIN_WANT_RESUME && *s->set && !strcmp(theirs, s->set)) {
+			/* ours, but Slurm's own state on top: resumed once Slurm is done */
+			if (r->progress != HBM_DRAIN_LEFT)
+				fprintf(stderr, "<5>hbmguardd: slurm: node %s has hbmguard's reason "
+					"but is %.*s: left to Slurm, resumed once it is drained "
+					"and nothing else\n", s->node,
+					(int)strcspn(r->outbuf, "|"), r->outbuf);
+		} else {
+			if (r->progress != HBM_DRAIN_LEFT)
+				fprintf(stderr, "<5>hbmguardd: slurm: node %s is out of service for "
+					"'%s', not hbmguard's reason: left as it is, not %s\n",
+					s->node, theirs, s->want == HBM_DRAIN_WANT_DRAIN ?
+					"drained again" : "resumed");
+			if (s->want != HBM_DRAIN_WANT_DRAIN)
+				slurm_has(s, "");
+		}
 		succeeded(s, r, HBM_DRAIN_LEFT);
 		return;
 	case HBM_SCHED_UNKNOWN:

@@ -713,7 +713,8 @@ assert len(r[\"pids\"]) >= 2 and r[\"answered\"] >= 2, r"'
 	echo "# without hbmguardd.socket, across one restart: $(cut -c1-120 /tmp/sa.loop)"
 }
 
-# The node's reason and state in Slurm, as hbmguardd reads them (daemon/scheduler.c).
+# The node's reason and state in Slurm (daemon/scheduler.c reads the state
+# in full, StateComplete: "idle+drain"; %T's short form is enough here).
 slurm_reason() {
 	timeout 15 sinfo --noheader --Node --nodes="$(hostname -s)" --format=%E
 }
@@ -820,6 +821,13 @@ assert [c[\"cause\"] for c in d[\"causes\"]] == [\"rma\"], d"'
 		journalctl -b -u hbmguardd | grep -q "the node stays drained: hbmguard: GPU-5af1e000-0000-4000-8000-00000000000a"'
 	check "undrain refused to a user" '! runuser -u nobody -- hbmctl undrain 2>/tmp/undrain.err &&
 		grep -q refused /tmp/undrain.err && slurm_reason | grep -q "^hbmguard: GPU-5af1"'
+	# A resume by hand while the causes stand: undone at the next re-check
+	# (every 120 s); only hbmctl undrain clears the causes.
+	check "an administrator resumes the node by hand" \
+		'scontrol update NodeName=$node State=RESUME && slurm_state | grep -q "^idle"'
+	within "... and hbmguardd drains it again" 'slurm_state | grep -q "^drain" &&
+		slurm_reason | grep -q "^hbmguard: GPU-5af1e000-0000-4000-8000-00000000000a needs RMA" &&
+		journalctl -b -u hbmguardd | grep -q "slurm: node $node is back in service .* drained again"' 150
 
 	# Slurm down: logged, retried; hbmctl answers meanwhile; the drain lands
 	# once slurmctld is back.
