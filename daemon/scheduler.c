@@ -266,13 +266,18 @@ enum hbm_sched_verdict hbm_sched_verdict(const char *sinfo, uint32_t want, const
 	return HBM_SCHED_NOT_OURS;
 }
 
-static int owned_safely(const char *path, bool dir, char *why, size_t len)
+/* @fd, opened O_PATH as @path: what root may run, or in what it lies. */
+static int owned_safely(int fd, const char *path, bool dir, char *why, size_t len)
 {
 	struct stat st;
 
-	if (stat(path, &st)) {
+	if (fstat(fd, &st)) {
 		snprintf(why, len, "%s: %s", path, strerror(errno));
 		return -errno;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		snprintf(why, len, "%s is a symbolic link", path);
+		return -EPERM;
 	}
 	if (dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
 		snprintf(why, len, "%s is not a %s", path, dir ? "directory" : "regular file");
@@ -282,7 +287,8 @@ static int owned_safely(const char *path, bool dir, char *why, size_t len)
 		snprintf(why, len, "%s is not owned by root (uid %u)", path, (unsigned)st.st_uid);
 		return -EPERM;
 	}
-	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+	/* a sticky directory (/tmp) lets no one else replace root's entries */
+	if (st.st_mode & (S_IWGRP | S_IWOTH) && !(dir && st.st_mode & S_ISVTX)) {
 		snprintf(why, len, "%s is writable by %s", path,
 			 st.st_mode & S_IWOTH ? "anyone" : "its group");
 		return -EPERM;
@@ -294,29 +300,79 @@ static int owned_safely(const char *path, bool dir, char *why, size_t len)
 	return 0;
 }
 
+/*
+ * The hook, opened O_PATH one component at a time from "/", none followed
+ * if a symbolic link, each checked as it was opened: what is run is the
+ * file checked (execveat()), not whatever the path names by then.
+ * Return: the file's descriptor (close-on-exec), or a negative errno.
+ */
+static int hook_open(const char *path, char *why, size_t len)
+{
+	char at[PATH_MAX];
+	size_t n = 0;
+	int fd, next, err;
+
+	if (path[0] != '/' || strlen(path) >= sizeof(at)) {
+		snprintf(why, len, "%s is not an absolute path", path);
+		return -EINVAL;
+	}
+	fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(why, len, "/: %s", strerror(errno));
+		return -errno;
+	}
+	strcpy(at, "/");
+	err = owned_safely(fd, at, true, why, len);
+	for (const char *p = path; !err && *p;) {
+		size_t c;
+
+		while (*p == '/')
+			p++;
+		c = strcspn(p, "/");
+		if (!c)
+			break;
+		memcpy(at + n, "/", 1);
+		memcpy(at + n + 1, p, c);
+		n += c + 1;
+		at[n] = 0;
+		p += c;
+		next = openat(fd, at + n - c, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0) {
+			err = -errno;
+			snprintf(why, len, "%s: %s", at, strerror(errno));
+			break;
+		}
+		close(fd);
+		fd = next;
+		while (*p == '/')
+			p++;
+		err = owned_safely(fd, at, *p != 0, why, len);
+	}
+	if (err) {
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
 /**
  * hbm_sched_hook_ok() - whether the hook may be run as root
  * @path: its absolute path (config.c checked)
  * @why: the refusal, in words
  * @len: its size
  *
+ * The file and every directory above it: root's, written by no one else.
+ *
  * Return: 0, or a negative errno.
  */
 int hbm_sched_hook_ok(const char *path, char *why, size_t len)
 {
-	char dir[PATH_MAX];
-	char *slash;
-	int err = owned_safely(path, false, why, len);
+	int fd = hook_open(path, why, len);
 
-	if (err)
-		return err;
-	snprintf(dir, sizeof(dir), "%s", path);
-	slash = strrchr(dir, '/');
-	if (slash == dir)
-		slash[1] = 0;
-	else if (slash)
-		*slash = 0;
-	return owned_safely(dir, true, why, len);
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return 0;
 }
 
 /*
@@ -538,11 +594,12 @@ static void slurm_has(struct hbm_sched *s, const char *reason)
 
 /*
  * fork and exec, no shell: @argv, @envp, stdin /dev/null, stdout a pipe
- * when @out, else the daemon's stderr (the journal), in /.  Return: 0 or a
- * negative errno, said in r->error.
+ * when @out, else the daemon's stderr (the journal), in /; @exe, when not
+ * -1, the file to run (@file then only named).  Return: 0 or a negative
+ * errno, said in r->error.
  */
 static int spawn(struct sched_runner *r, const char *file, char *const argv[],
-		 char *const envp[], bool out);
+		 char *const envp[], bool out, int exe);
 
 /*
  * The command and its process group (spawn()): the group's id cannot be
@@ -692,7 +749,7 @@ static int find_program(const char *file, char *path, size_t len)
 }
 
 static int spawn(struct sched_runner *r, const char *file, char *const argv[],
-		 char *const envp[], bool out)
+		 char *const envp[], bool out, int exe)
 {
 	static const char no_exec[] = "<3>hbmguardd: a scheduler command could not be run\n";
 	struct hbm_sched *s = r->s;
@@ -726,8 +783,19 @@ static int spawn(struct sched_runner *r, const char *file, char *const argv[],
 		if (setpgid(0, 0) || null < 0 || dup2(null, 0) < 0 || chdir("/") ||
 		    dup2(out ? pipefd[1] : 2, 1) < 0)
 			_exit(127);
-		syscall(SYS_close_range, 3, ~0U, 0);
-		execve(path, argv, envp);
+		if (exe >= 0) {
+			/*
+			 * The file checked (hook_open()), as fd 3 and open across
+			 * exec: a #! script's interpreter opens /dev/fd/3.
+			 */
+			if (exe == 3 ? fcntl(3, F_SETFD, 0) : dup2(exe, 3) < 0)
+				_exit(127);
+			syscall(SYS_close_range, 4, ~0U, 0);
+			execveat(3, "", argv, envp, AT_EMPTY_PATH);
+		} else {
+			syscall(SYS_close_range, 3, ~0U, 0);
+			execve(path, argv, envp);
+		}
 		if (write(2, no_exec, sizeof(no_exec) - 1) < 0)
 			_exit(126);
 		_exit(127);
@@ -775,7 +843,7 @@ static void slurm_query(struct hbm_sched *s, struct sched_runner *r)
 		return;
 	}
 	snprintf(nodes, sizeof(nodes), "--nodes=%s", s->node);
-	err = spawn(r, argv[0], argv, envp, true);
+	err = spawn(r, argv[0], argv, envp, true, -1);
 	if (err)
 		failed(s, r, "sinfo cannot be run: %s", strerror(-err));
 }
@@ -793,7 +861,7 @@ static void slurm_update(struct hbm_sched *s, struct sched_runner *r)
 	snprintf(reason, sizeof(reason), "Reason=%s", s->reason);
 	snprintf(s->sent, sizeof(s->sent), "%s", drain ? s->reason : "");
 	r->step = STEP_UPDATE;
-	err = spawn(r, argv[0], argv, envp, false);
+	err = spawn(r, argv[0], argv, envp, false, -1);
 	if (err)
 		failed(s, r, "scontrol cannot be run: %s", strerror(-err));
 	else
@@ -812,9 +880,9 @@ static void run_hook(struct hbm_sched *s, struct sched_runner *r)
 	bool drain = s->want == HBM_DRAIN_WANT_DRAIN;
 	char env[9][160], why[PATH_MAX + 64];
 	char *envp[11], *argv[] = { s->d->cfg.sched.hook, NULL };
-	int n = 0, err;
+	int n = 0, err, exe = hook_open(s->d->cfg.sched.hook, why, sizeof(why));
 
-	if (hbm_sched_hook_ok(s->d->cfg.sched.hook, why, sizeof(why))) {
+	if (exe < 0) {
 		failed(s, r, "Hook= refused: %s", why);
 		return;
 	}
@@ -839,7 +907,8 @@ static void run_hook(struct hbm_sched *s, struct sched_runner *r)
 		envp[i + 1] = env[i];
 	envp[n + 1] = NULL;
 	r->step = STEP_HOOK;
-	err = spawn(r, argv[0], argv, envp, false);
+	err = spawn(r, argv[0], argv, envp, false, exe);
+	close(exe);
 	if (err)
 		failed(s, r, "the hook cannot be run: %s", strerror(-err));
 }

@@ -171,13 +171,18 @@ static void remove_dir(void)
 /* A hook anyone but root could change would run as root: refused, said why. */
 START_TEST(hook_checks)
 {
-	char path[128], why[256];
+	char path[128], link[128], why[256];
 	int fd;
 
 	make_dir();
 	snprintf(path, sizeof(path), "%s/hook", dir);
-	ck_assert_int_eq(hbm_sched_hook_ok(path, why, sizeof(why)), -ENOENT);
-	ck_assert_ptr_nonnull(strstr(why, "No such file"));
+	/* walked from /: the first component missing is said */
+	ck_assert_int_eq(hbm_sched_hook_ok("/nonexistent/hook", why, sizeof(why)), -ENOENT);
+	ck_assert_str_eq(why, "/nonexistent: No such file or directory");
+	if (!getuid()) {
+		ck_assert_int_eq(hbm_sched_hook_ok(path, why, sizeof(why)), -ENOENT);
+		ck_assert_str_eq(why + strlen(dir), "/hook: No such file or directory");
+	}
 	fd = open(path, O_WRONLY | O_CREAT, 0755);
 	ck_assert_int_ge(fd, 0);
 	close(fd);
@@ -208,8 +213,21 @@ START_TEST(hook_checks)
 	chmod(dir, 0777);
 	ck_assert_int_eq(hbm_sched_hook_ok(path, why, sizeof(why)), -EPERM);
 	ck_assert_str_eq(why + strlen(dir), " is writable by anyone");
+	/* sticky: no one else can replace root's hook in it */
+	chmod(dir, 01777);
+	ck_assert_int_eq(hbm_sched_hook_ok(path, why, sizeof(why)), 0);
 	chmod(dir, 0700);
 	ck_assert_int_eq(hbm_sched_hook_ok(path, why, sizeof(why)), 0);
+	/* a symbolic link, at the end or above: not followed */
+	snprintf(link, sizeof(link), "%s/link", dir);
+	ck_assert_int_eq(symlink(path, link), 0);
+	ck_assert_int_eq(hbm_sched_hook_ok(link, why, sizeof(why)), -EPERM);
+	ck_assert_str_eq(why + strlen(dir), "/link is a symbolic link");
+	unlink(link);
+	ck_assert_int_eq(symlink(dir, link), 0);
+	strcat(link, "/hook");
+	ck_assert_int_eq(hbm_sched_hook_ok(link, why, sizeof(why)), -EPERM);
+	ck_assert_str_eq(why + strlen(dir), "/link is a symbolic link");
 	remove_dir();
 }
 END_TEST
@@ -288,7 +306,7 @@ START_TEST(causes_kept_and_cleared)
 	ck_assert_uint_eq(dr.want, HBM_DRAIN_WANT_DRAIN);
 	/* the hook could not run: a retry waits, a second from now */
 	ck_assert_uint_eq(dr.hook, HBM_DRAIN_RETRYING);
-	ck_assert_ptr_nonnull(strstr(dr.error, "Hook= refused: /nonexistent/hook: No such file"));
+	ck_assert_ptr_nonnull(strstr(dr.error, "Hook= refused: /nonexistent: No such file"));
 	ck_assert_uint_eq(dr.retry_in, 1);
 	ck_assert_uint_eq(s.hook.backoff, 1);
 	daemon_done(&d, &s);
