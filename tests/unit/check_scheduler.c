@@ -258,6 +258,73 @@ static void daemon_done(struct daemon *d, struct hbm_sched *s)
 }
 
 /*
+ * As root (the hook must be root's): a #! script run from the descriptor
+ * checked, told in its environment, and past Timeout= killed with its own
+ * children.
+ */
+START_TEST(hook_runs_and_is_killed_whole)
+{
+	static struct daemon d;
+	static struct hbm_sched s;
+	char path[128], file[128], buf[4096], stat[64];
+	struct hbm_fact f;
+	FILE *fp;
+	long child = 0;
+	int i;
+
+	if (getuid())
+		return;
+	make_dir();
+	snprintf(path, sizeof(path), "%s/hook", dir);
+	fp = fopen(path, "w");
+	ck_assert_ptr_nonnull(fp);
+	fprintf(fp, "#!/bin/sh\nexec >/dev/null 2>&1\nenv >%s/env\nsleep 1000 &\n"
+		"echo $! >%s/child\nsleep 1000\n",
+		dir, dir);
+	fclose(fp);
+	chmod(path, 0755);
+	daemon_for(&d);
+	d.cfg.sched.slurm = false;
+	d.cfg.sched.timeout = 1;
+	strcpy(d.cfg.sched.hook, path);
+	sched_init(&s, &d);
+	sched_start(&s);
+	f = health("GPU-5af1e000-0000-4000-8000-000000000001", HBMGUARD_HEALTH_RMA);
+	strcpy(f.dev.name, "NVIDIA H100 80GB HBM3");
+	strcpy(f.dev.pci, "0000:17:00.0");
+	sched_fact(&s, &f);
+	ck_assert_int_gt(s.hook.pid, 0);
+	for (i = 0; i < 30 && s.hook.progress != HBM_DRAIN_RETRYING; i++)
+		ck_assert_int_ge(sd_event_run(d.loop, 1000000), 0);
+	ck_assert_uint_eq(s.hook.progress, HBM_DRAIN_RETRYING);
+	ck_assert_str_eq(s.hook.error, "the hook killed after 1s");
+	snprintf(file, sizeof(file), "%s/env", dir);
+	fp = fopen(file, "r");
+	ck_assert_ptr_nonnull(fp);
+	buf[fread(buf, 1, sizeof(buf) - 1, fp)] = 0;
+	fclose(fp);
+	ck_assert_ptr_nonnull(strstr(buf, "HBMGUARD_ACTION=drain\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "HBMGUARD_DEVICE=NVIDIA H100 80GB HBM3 0000:17:00.0\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "HBMGUARD_PCI_BUS_ID=0000:17:00.0\n"));
+	snprintf(file, sizeof(file), "%s/child", dir);
+	fp = fopen(file, "r");
+	ck_assert_ptr_nonnull(fp);
+	ck_assert_int_eq(fscanf(fp, "%ld", &child), 1);
+	fclose(fp);
+	/* the hook's own child: gone, or a zombie not yet reaped by init */
+	snprintf(file, sizeof(file), "/proc/%ld/stat", child);
+	fp = fopen(file, "r");
+	if (fp) {
+		ck_assert_int_eq(fscanf(fp, "%*d %63s %63s", buf, stat), 2);
+		fclose(fp);
+		ck_assert_str_eq(stat, "Z");
+	}
+	daemon_done(&d, &s);
+	remove_dir();
+}
+END_TEST
+
+/*
  * Causes: one each, the same health twice is one; OK does not clear them;
  * a hook that cannot run is retried, said once; the state kept across a
  * restart, and undrain's resume too.
@@ -370,6 +437,7 @@ Suite *scheduler_suite(void)
 	tcase_add_test(tc, verdict_resume);
 	tcase_add_test(tc, hook_checks);
 	tcase_add_test(tc, causes_kept_and_cleared);
+	tcase_add_test(tc, hook_runs_and_is_killed_whole);
 	suite_add_tcase(s, tc);
 	return s;
 }
