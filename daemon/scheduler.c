@@ -962,12 +962,26 @@ static void changed(struct hbm_sched *s)
 	}
 }
 
+/*
+ * Off unless configured: with neither Slurm= nor Hook=, no cause is kept.
+ * Kept regardless, causes long resolved (a GPU reset done a month ago)
+ * would drain the node the moment an operator turns Slurm= on.  A device
+ * bad when it is turned on is drained at its next health fact (every
+ * start of the daemon gives one per device).
+ */
+static bool sched_on(const struct hbm_sched *s)
+{
+	return s->d->cfg.sched.slurm || s->d->cfg.sched.hook[0];
+}
+
 static void add_cause(struct hbm_sched *s, uint32_t cause, const char *identity,
 		      const char *pci, const char *name, const char *detail)
 {
 	struct sched_cause c = { .cause = cause, .since = time(NULL) };
 	size_t i;
 
+	if (!sched_on(s))
+		return;
 	hbm_sched_clean(c.identity, sizeof(c.identity), identity);
 	hbm_sched_clean(c.pci, sizeof(c.pci), pci);
 	hbm_sched_clean(c.name, sizeof(c.name), name);

@@ -885,8 +885,10 @@ phase3() {
 		'modinfo -n hbmguard | grep -q "^/lib/modules/$kver/updates/dkms/hbmguard.ko"'
 	check "reload into the dkms module" 'rmmod hbmguard && modprobe hbmguard'
 	eventually "restored into it" 'has_page 0xb000 restored && has_page 0x5000 restored'
-	nvml
+	# Slurm first: NVML's GPUs (a remap pending) would be causes of its
+	# drain, and its checks are of a node with none.
 	slurm
+	nvml
 	socket_activation
 	readme_commands
 	done_phase

@@ -339,9 +339,15 @@ START_TEST(causes_kept_and_cleared)
 
 	make_dir();
 	daemon_for(&d);
-	strcpy(d.cfg.sched.hook, "/nonexistent/hook");
+	/* Neither Slurm= nor Hook=: off, and nothing kept for later. */
 	d.cfg.sched.slurm = false;
 	sched_init(&s, &d);
+	f = health("hbm:hbm0", HBMGUARD_HEALTH_RMA);
+	sched_fact(&s, &f);
+	d.sched = &s;
+	sched_aborted(&d, &x);
+	ck_assert_uint_eq(s.nr, 0);
+	strcpy(d.cfg.sched.hook, "/nonexistent/hook");
 	sched_start(&s);
 	ck_assert_int_eq(sched_get(&s, 0, &dr), 0);
 	ck_assert_uint_eq(dr.total, 0);
