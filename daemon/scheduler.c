@@ -181,26 +181,41 @@ void hbm_sched_reason(char *out, size_t cap, const struct sched_cause *c, size_t
 }
 
 /*
- * Whether a StateComplete state ("idle+drain") is drained or draining and
- * nothing else: base idle, mixed or allocated, its flags drain and maybe
- * completing.  Not down, fail, not_responding, maintenance...
+ * Whether a StateComplete state ("idle+drain", "down+drain") is one a
+ * RESUME may end: drained, and no flag of Slurm's own trouble.  Down is
+ * allowed: a node power-cycled for its GPU stays down+drain with our
+ * reason (set_node_down_ptr() keeps a reason, node_mgr.c), and RESUME of a
+ * down node makes slurmd register again (node_mgr.c, update_node(), Slurm
+ * 22.05.8).  Refused: the flags of slurm_protocol_defs.c's
+ * node_state_string_complete() that say Slurm itself holds the node
+ * (not responding, failing, a reboot or power change under way, an
+ * invalid registration); any other flag (reserved, maintenance, cloud,
+ * completing) is no reason to keep it out.
  */
 static bool drained_only(const char *state)
 {
+	static const char *const refused[] = {
+		"not_responding", "fail", "reboot_requested", "reboot_issued",
+		"power_down", "powering_down", "powered_down", "power_up",
+		"powering_up", "invalid_reg",
+	};
 	char copy[128], *p = copy, *word;
 	bool drain = false;
+	size_t i;
 
 	if (strlen(state) >= sizeof(copy))
 		return false;
 	strcpy(copy, state);
 	word = strsep(&p, "+");
-	if (strcmp(word, "idle") && strcmp(word, "mixed") && strcmp(word, "allocated"))
+	if (strcmp(word, "idle") && strcmp(word, "mixed") && strcmp(word, "allocated") &&
+	    strcmp(word, "down"))
 		return false;
 	while ((word = strsep(&p, "+"))) {
 		if (!strcmp(word, "drain"))
 			drain = true;
-		else if (strcmp(word, "completing"))
-			return false;
+		for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+			if (!strcmp(word, refused[i]))
+				return false;
 	}
 	return drain;
 }
@@ -254,7 +269,7 @@ enum hbm_sched_verdict hbm_sched_verdict(const char *sinfo, uint32_t want, const
 		if (!strcmp(found, reason) && has_flag(state, "drain"))
 			return HBM_SCHED_AS_WANTED;
 		if (!strcmp(found, "none") || !strncmp(found, OURS, strlen(OURS)) ||
-		    !strncmp(found, "Not responding", 14))
+		    !strcmp(found, "Not responding"))	/* the exact words ping_nodes.c sets */
 			return HBM_SCHED_ACT;
 	} else {
 		if (!strcmp(found, "none"))
@@ -931,6 +946,8 @@ static void run_next(struct hbm_sched *s, struct sched_runner *r)
 			r->progress = HBM_DRAIN_DONE;
 		return;
 	}
+	if (r->gen != s->gen)	/* a change since: this is no re-check of it */
+		r->recheck = false;
 	r->gen = s->gen;
 	if (s->want == HBM_DRAIN_WANT_NONE) {
 		r->done = r->gen;

@@ -121,8 +121,14 @@ START_TEST(verdict_resume)
 		{ "idle+drain|hbmguard: GPU-1 needs a GPU reset\n", HBM_SCHED_ACT },
 		{ "mixed+drain|hbmguard: GPU-1 needs a GPU reset\n", HBM_SCHED_ACT },
 		{ "allocated+completing+drain|hbmguard: GPU-1 needs a GPU reset\n", HBM_SCHED_ACT },
-		/* Slurm's own: down, failed, not responding, rebooting, kept our reason */
-		{ "down+drain|hbmguard: GPU-1 needs a GPU reset\n", HBM_SCHED_NOT_OURS },
+		/* power-cycled for its GPU: down, still drained, our reason kept */
+		{ "down+drain|hbmguard: GPU-1 needs a GPU reset\n", HBM_SCHED_ACT },
+		/* flags that last (a reservation, a maintenance window) keep no node out */
+		{ "idle+drain+reserved|hbmguard: GPU-1 needs a GPU reset\n", HBM_SCHED_ACT },
+		{ "idle+drain+maintenance|hbmguard: GPU-1 needs a GPU reset\n", HBM_SCHED_ACT },
+		/* Slurm's own trouble, our reason kept: failed, not responding, rebooting */
+		{ "down+drain+not_responding|hbmguard: GPU-1 needs a GPU reset\n",
+		  HBM_SCHED_NOT_OURS },
 		{ "idle+drain+fail|hbmguard: GPU-1 needs a GPU reset\n", HBM_SCHED_NOT_OURS },
 		{ "idle+drain+not_responding|hbmguard: GPU-1 needs a GPU reset\n",
 		  HBM_SCHED_NOT_OURS },
