@@ -830,15 +830,7 @@ static int spawn(struct sched_runner *r, const char *file, char *const argv[],
 		/* cannot be watched: not left to run unwatched */
 		kill(-r->pid, SIGKILL);
 		kill(r->pid, SIGKILL);
-		waitpid(r->pid, NULL, 0);
-		r->exited = sd_event_source_disable_unref(r->exited);
-		if (r->pidfd >= 0)
-			close(r->pidfd);
-		r->pidfd = -1;
-		if (r->out >= 0)
-			close(r->out);
-		r->out = -1;
-		r->pid = 0;
+		reap(r, NULL);
 		return -ENOMEM;
 	}
 	return 0;
