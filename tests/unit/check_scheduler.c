@@ -256,6 +256,14 @@ static void daemon_for(struct daemon *d)
 	ck_assert_int_ge(sd_event_new(&d->loop), 0);
 }
 
+/* A daemon started anew, its sink reading what the last one left. */
+static void sched_restarted(struct daemon *d, struct hbm_sched *s)
+{
+	daemon_for(d);
+	memset(s, 0, sizeof(*s));
+	sched_init(s, d);
+}
+
 static void daemon_done(struct daemon *d, struct hbm_sched *s)
 {
 	sched_stop(s);
@@ -391,9 +399,7 @@ START_TEST(causes_kept_and_cleared)
 	daemon_done(&d, &s);
 
 	/* a restart: the same causes, the node still to be drained */
-	daemon_for(&d);
-	memset(&s, 0, sizeof(s));
-	sched_init(&s, &d);
+	sched_restarted(&d, &s);
 	ck_assert_uint_eq(s.nr, 3);
 	ck_assert_uint_eq(s.want, HBM_DRAIN_WANT_DRAIN);
 	ck_assert_str_eq(s.causes[0].identity, "hbm:hbm0");
@@ -407,9 +413,7 @@ START_TEST(causes_kept_and_cleared)
 	daemon_done(&d, &s);
 
 	/* the resume survives a restart too, and a damaged file is set aside */
-	daemon_for(&d);
-	memset(&s, 0, sizeof(s));
-	sched_init(&s, &d);
+	sched_restarted(&d, &s);
 	ck_assert_uint_eq(s.want, HBM_DRAIN_WANT_RESUME);
 	ck_assert_uint_eq(s.nr, 0);
 	daemon_done(&d, &s);
@@ -420,17 +424,13 @@ START_TEST(causes_kept_and_cleared)
 		ck_assert_int_eq(hbm_atomic_write(fd, "drain", bad, strlen(bad)), 0);
 		close(fd);
 	}
-	daemon_for(&d);
-	memset(&s, 0, sizeof(s));
-	sched_init(&s, &d);
+	sched_restarted(&d, &s);
 	ck_assert_uint_eq(s.nr, 0);
 	ck_assert_uint_eq(s.want, HBM_DRAIN_WANT_DRAIN);	/* no cause read: said, not resumed */
 	ck_assert_str_eq(s.reason, "hbmguard: its drain state was damaged: hbmctl drain");
 	daemon_done(&d, &s);
 	/* ... and what was recovered saved: the next start finds it whole */
-	daemon_for(&d);
-	memset(&s, 0, sizeof(s));
-	sched_init(&s, &d);
+	sched_restarted(&d, &s);
 	ck_assert_uint_eq(s.want, HBM_DRAIN_WANT_DRAIN);
 	ck_assert_str_eq(s.reason, "hbmguard: its drain state was damaged: hbmctl drain");
 	daemon_done(&d, &s);
