@@ -38,6 +38,7 @@ void hbm_config_defaults(struct hbm_config *c)
 	c->recovery.restore_timeout = 120;
 	c->recovery.kill_timeout = 10;
 	c->sched.timeout = 30;
+	c->sched.recheck = 120;
 }
 
 struct parser {
@@ -365,7 +366,9 @@ static int sched_key(struct parser *p, const char *key, const char *v,
 	}
 	if (!strcmp(key, "Timeout"))
 		return seconds(p, key, v, 1, 600, &s->timeout);
-	return fail(p, key, "unknown key (Slurm, SlurmNode, Hook, Timeout)");
+	if (!strcmp(key, "RecheckInterval"))
+		return seconds(p, key, v, 5, 3600, &s->recheck);
+	return fail(p, key, "unknown key (Slurm, SlurmNode, Hook, Timeout, RecheckInterval)");
 }
 
 static struct hbm_device_config *device_section(struct hbm_config *c,

@@ -32,6 +32,7 @@
  *	SlurmNode=gpu042		# its Slurm name; unset: the short hostname
  *	Hook=/usr/local/sbin/drain-hook	# an executable told in its environment
  *	Timeout=30s			# a command's time, then SIGKILL and a retry
+ *	RecheckInterval=2min		# Slurm read again while the node is to be drained
  *
  * Blank lines and lines starting with # or ; are ignored; a key set twice
  * takes the last value.  Time spans are in systemd's syntax ("90", "30s",
@@ -112,6 +113,7 @@ struct hbm_sched_config {
 	char slurm_node[HBM_SLURM_NODE_LEN];	/* "": the short hostname */
 	char hook[PATH_MAX];		/* "": none */
 	uint32_t timeout;		/* seconds */
+	uint32_t recheck;		/* seconds */
 };
 
 struct hbm_config {

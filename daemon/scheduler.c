@@ -52,7 +52,7 @@
  * for our reason), an admin's resume then is undone.
  *
  * While the node is to be drained, Slurm is read again every
- * HBM_SCHED_RECHECK_S: a node back in service without a reason (Slurm's
+ * RecheckInterval=: a node back in service without a reason (Slurm's
  * ReturnToService after "Not responding", an administrator's
  * State=RESUME) is drained again, since the causes stand until a person
  * clears them with hbmctl undrain.  Likewise while a resume waits for a
@@ -593,7 +593,7 @@ static void succeeded(struct hbm_sched *s, struct sched_runner *r, uint32_t prog
 	/* Slurm may put the node back in service by itself: read again, later */
 	if (r == &s->slurm && r->done == s->gen && to_recheck(s) && !s->recheck &&
 	    sd_event_add_time_relative(s->d->loop, &s->recheck, CLOCK_MONOTONIC,
-				       HBM_SCHED_RECHECK_S * 1000000ULL, 0, on_recheck, s) < 0)
+				       s->d->cfg.sched.recheck * 1000000ULL, 0, on_recheck, s) < 0)
 		fprintf(stderr, "<3>hbmguardd: slurm: cannot arm the re-check\n");
 	run_next(s, r);
 }

@@ -20,8 +20,6 @@ struct hbm_fact;
 
 #define HBM_SCHED_CAUSES	16
 #define HBM_SCHED_REASON_LEN	128	/* ours: Slurm bounds no reason (scheduler.c) */
-/* How often Slurm is read again while the node is to be drained (scheduler.c) */
-#define HBM_SCHED_RECHECK_S	120
 
 struct sched_cause {
 	uint32_t cause;			/* enum hbm_drain_cause */

@@ -273,8 +273,12 @@ START_TEST(bad_input)
 		{ "[Scheduler]\nTimeout=0\n", "test.conf:2: Timeout: 0 is out of range (1..600 seconds)" },
 		{ "[Scheduler]\nTimeout=11min\n", "Timeout: 11min is out of range (1..600 seconds)" },
 		{ "[Scheduler]\nTimeout=soon\n", "Timeout: 'soon' is not a time span" },
+		{ "[Scheduler]\nRecheckInterval=4\n",
+		  "test.conf:2: RecheckInterval: 4 is out of range (5..3600 seconds)" },
+		{ "[Scheduler]\nRecheckInterval=1h 1s\n", "RecheckInterval: 1h 1s is out of range" },
+		{ "[Scheduler]\nRecheckInterval=often\n", "RecheckInterval: 'often' is not a time span" },
 		{ "[Scheduler]\nPartition=gpu\n",
-		  "test.conf:2: Partition: unknown key (Slurm, SlurmNode, Hook, Timeout)" },
+		  "test.conf:2: Partition: unknown key (Slurm, SlurmNode, Hook, Timeout, RecheckInterval)" },
 		/* Address + Size past 2^64: the module would refuse it at registration. */
 		{ "[Range \"h\"]\nAddress=0xfffffffffffff000\nSize=4K\n",
 		  "test.conf:1: [Range \"h\"]: Address=0xfffffffffffff000 and Size=4096 go past the end of the address space" },
@@ -335,8 +339,10 @@ START_TEST(scheduler_keys)
 	ck_assert_str_eq(c.sched.slurm_node, "");
 	ck_assert_str_eq(c.sched.hook, "");
 	ck_assert_uint_eq(c.sched.timeout, 30);
+	ck_assert_uint_eq(c.sched.recheck, 120);
 	ck_assert_int_eq(parse("[Scheduler]\nSlurm=yes\nSlurmNode=gpu-042.a_b\n"
-			       "Hook=/usr/local/sbin/drain-hook\nTimeout=2min\n"), 0);
+			       "Hook=/usr/local/sbin/drain-hook\nTimeout=2min\nRecheckInterval=10s\n"), 0);
+	ck_assert_uint_eq(c.sched.recheck, 10);
 	ck_assert(c.sched.slurm);
 	ck_assert_str_eq(c.sched.slurm_node, "gpu-042.a_b");
 	ck_assert_str_eq(c.sched.hook, "/usr/local/sbin/drain-hook");
