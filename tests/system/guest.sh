@@ -530,13 +530,15 @@ metrics_after_ue() {
 # and without.  ddp_verdict.py says what a user would check.
 ddp() {
 	local t=/usr/local/lib/hbmguard-test out=/var/tmp/ddp
+	# 20 steps (each about 2.4 s of 4 ranks on one TCG core): the daemon
+	# restarted at 8, the fault at 10, ten steps after it.
 	rm -rf $out
 	check "DDP: fault-free run, hbmguardd restarted under it" \
-		"python3 $t/train.py hbmguard $out/clean --restart-daemon-step 10"
+		"python3 $t/train.py hbmguard $out/clean --steps 20 --restart-daemon-step 8"
 	check "DDP: run with a UE under rank 2" \
-		"python3 $t/train.py hbmguard $out/guarded --fault-step 15 --fault sim2:0x20000"
+		"python3 $t/train.py hbmguard $out/guarded --steps 20 --fault-step 10 --fault sim2:0x20000"
 	systemctl stop hbmguardd
-	python3 $t/train.py hbmguard $out/unguarded --fault-step 15 --fault sim2:0x21000 \
+	python3 $t/train.py hbmguard $out/unguarded --steps 20 --fault-step 10 --fault sim2:0x21000 \
 		>/tmp/unguarded.log 2>&1
 	systemctl start hbmguardd
 	for r in clean guarded unguarded; do
