@@ -63,7 +63,7 @@ DAEMON_SRC += daemon/passed.c
 DAEMON_HDR += daemon/passed.h
 KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 
-.PHONY: all module modules-all userspace check check-unit check-cli check-ynl check-readme check-unitfile check-install \
+.PHONY: all module modules-all userspace check check-host check-unit check-cli check-ynl check-readme check-unitfile check-install \
 	check-shape check-kernel check-debug check-system bench demo clean-module FORCE \
 	deps install install-dkms clean
 
@@ -284,6 +284,9 @@ $(BUILD)/bench-core: tests/bench/bench_core.c tests/bench/bench.h tests/unit/shi
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) -O2 tests/bench/bench_core.c tests/unit/shim.c $(CORE_SRC) -o $@
 
+# Check's per-test timeouts catch a hang, not slowness: make check runs
+# these beside the debug kernel's build and the root filesystem's.
+check-unit: export CK_TIMEOUT_MULTIPLIER ?= 4
 check-unit: $(BUILD)/unit $(BUILD)/unit-san
 	@echo "== tier 1: unit tests"
 	$(BUILD)/unit
@@ -320,7 +323,8 @@ GUESTS_2 := $(foreach v,$(DEB_KVERS) debug,$(foreach p,$(KERNEL_PARTS),check-ker
 
 check-kernel: $(KERNEL_TIERS)
 define kernel_guest
-check-kernel-$(1)-$(2): $(BUILD)/$(1)/hbmguard.ko $(BUILD)/$(1)/testmods/hbm_test_provider.ko $(GUEST_PROGS)
+check-kernel-$(1)-$(2): $(BUILD)/$(1)/hbmguard.ko $(BUILD)/$(1)/testmods/hbm_test_provider.ko $(GUEST_PROGS) \
+		| $(GUESTS_AFTER)
 	$(TOP)/tests/kernel/run.sh $(1) $(2)
 endef
 $(foreach v,$(DEB_KVERS) debug,$(foreach p,$(KERNEL_PARTS),$(eval $(call kernel_guest,$(v),$(p)))))
@@ -339,10 +343,10 @@ SYSTEM_DEPS := userspace system-rootfs $(BUILD)/guest/hbmnl \
 system-rootfs:
 	@$(TOP)/scripts/rootfs.sh $(SYSTEM_KVER) >/dev/null
 check-system: check-system-boots check-system-ddp
-check-system-boots: $(SYSTEM_DEPS)
+check-system-boots: $(SYSTEM_DEPS) | $(GUESTS_AFTER)
 	@echo "== tier 3: system tests in a systemd guest"
 	$(TOP)/tests/system/run.sh $(SYSTEM_KVER)
-check-system-ddp: $(SYSTEM_DEPS)
+check-system-ddp: $(SYSTEM_DEPS) | $(GUESTS_AFTER)
 	@echo "== tier 3: the DDP job through a fault, in a systemd guest"
 	$(TOP)/tests/system/run.sh $(SYSTEM_KVER) ddp
 
@@ -378,16 +382,30 @@ check-shape:
 	grep -qx "circle of imports: hbmguardd -> kernel -> hbmguardd" $(BUILD)/shape-extern.out
 	/usr/bin/python3 tests/shape/check.py
 
-# The guests, each one qemu on one host thread (scripts/guest-run says why),
-# run as many at once as the host has cores, under make's jobserver: the
-# debug kernel's build (a `+` recipe) takes the slots no guest holds.  Longest
-# first; each tier's output is shown whole when it ends (its live log is in
-# build/logs/).
+# The host's checks, one after another (check-install builds the module in
+# the source tree; a make of its own, with userspace built before it).
+HOST_CHECKS := check-unit check-ynl check-readme check-unitfile check-install check-shape
+check-host: userspace
+	@MAKEFLAGS="$(filter-out -j% --jobserver-auth=%,$(MAKEFLAGS))" \
+		$(MAKE) --no-print-directory $(HOST_CHECKS)
+
+# make check: the host's checks first, then the guests, each one qemu on one
+# host thread (scripts/guest-run says why), as many at once as the host has
+# cores, under make's jobserver; each tier's output is shown whole when it
+# ends (its live log is in build/logs/).  What the longest chains wait for
+# starts at once: the root filesystem (mostly downloads: outside the
+# jobserver, its own lock making system-rootfs wait for it), and the debug
+# kernel's build (a `+` recipe), in the slot the host's checks leave and
+# then in those no guest holds.  The guests wait for the host's checks
+# (GUESTS_AFTER), longest first.
 GUEST_JOBS ?= $(shell nproc)
 check: deps
-	@$(MAKE) --no-print-directory check-unit check-ynl check-readme check-unitfile check-install check-shape
-	@$(MAKE) --no-print-directory -j$(GUEST_JOBS) -Otarget $(foreach p,$(KERNEL_PARTS),check-kernel-debug-$(p)) \
-		check-system-boots check-system-ddp $(filter-out check-kernel-debug-%,$(GUESTS_2))
+	@mkdir -p $(BUILD)/logs
+	@$(TOP)/scripts/rootfs.sh $(SYSTEM_KVER) >/dev/null 2>$(BUILD)/logs/rootfs.log & \
+	$(MAKE) --no-print-directory -j$(GUEST_JOBS) -Otarget GUESTS_AFTER=check-host check-host \
+		$(foreach p,$(KERNEL_PARTS),check-kernel-debug-$(p)) \
+		check-system-boots check-system-ddp $(filter-out check-kernel-debug-%,$(GUESTS_2)); \
+	s=$$?; wait; exit $$s
 	@echo "check: $$((8 + $(words $(GUESTS_2)))) passed, 0 failed"
 
 bench: deps
