@@ -3,6 +3,7 @@
 
     import hbmguard, hbmguard.torch
     ap = hbmguard.Aperture("sim2", 0, 1 << 20)
+    ap.restore(0, ap.length)                        # see below
     hbmguard.torch.place_parameters(model, ap)     # the weights live on the device
     model = DistributedDataParallel(model)
     guard = hbmguard.torch.Guard(model, optimizer, job="run-42", device="sim2",
@@ -20,14 +21,43 @@
 Guard.step() runs the closure, then asks every rank, in one small all_reduce,
 whether the step is sound: no rank touched lost memory (its aperture's guard
 counted a loss) and hbmguardd asked none to pause.  A sound step is committed
-(optimizer.step()).  Otherwise no rank commits it, since its gradients went
+(optimizer.step(), or scaler.step(optimizer) and scaler.update() when a
+scaler is given).  Otherwise no rank commits it, since its gradients went
 through the all_reduce with the lost data in them; every rank follows the
-daemon's incident instead: PAUSED; on RESTORE the failed rank maps its lost
-pages back (zeroed) and every rank takes the model and optimizer state from
-the lowest healthy rank by broadcast, which is exact since the replicas are
-equal; RESTORED; on RESUME the step runs again from the same state and random
-generator, so the job computes what it would have without the fault.  ABORT
-(the daemon escalated) raises Aborted: the launcher restarts the job.
+daemon's incident instead: PAUSED; on RESTORE every rank puts back what the
+step changed (below), the failed rank maps its lost pages back (zeroed), the
+healthy ranks check that they are replicas of each other, and every rank
+takes the parameters and the optimizer's tensors from the lowest healthy
+rank by broadcast, which is exact since the replicas are equal; RESTORED; on
+RESUME the step runs again from the same state, so the job computes what it
+would have without the fault.
+
+What the step changed and the Guard puts back, from a copy taken before
+each step: the random generators the step may draw from (torch's CPU
+generator, every CUDA device's once CUDA is initialized, Python's random,
+NumPy's global one when NumPy is importable; a generator object of the
+job's own is its own business: draw it outside the closure), and the
+module's buffers (BatchNorm's running statistics, each rank its own: DDP
+keeps them per rank).  With closure_steps=True the closure owns the
+optimizer step (optimizer.step() or scaler.step(); scaler.update() in it,
+as AMP's recipes write it): the Guard then calls neither, and puts back the
+parameters, the optimizer's state and the scaler's state (its state_dict())
+too, which costs a copy of them per step; without it the Guard commits, and
+a copy of the buffers and the generators is all a step costs.
+
+Recovered bit for bit: replicated data parallelism (DDP) on one node, with
+buffers, AMP's scaler and the generators above.  Anything else ends with
+Aborted, never a broadcast that would diverge or hang: a world of one rank
+has no replica; states that are not replicas (FSDP, ZeRO, tensor or pipeline
+parallel shards) fail the healthy ranks' check; the daemon escalating (its
+[Recovery] deadlines, a second error) or going away mid-recovery.  Every
+rank agrees on it before it raises, so none is left in a collective.
+
+The Guard waits for the daemon's requests as long as the daemon's own
+deadlines allow (PauseTimeout + RestoreTimeout, which it reports to ranks,
+or its defaults from one that does not), and a little longer for the
+daemon's ABORT to arrive: the daemon, not the Guard, decides when a
+recovery took too long.
 
 Without hbmguardd (registration fails on any rank), Guard warns and leaves
 memory unguarded: a lost page kills the rank with SIGBUS, as it would have.
@@ -35,9 +65,15 @@ When hbmguardd restarts under a running job, every rank registers again at
 the next step boundary; if that fails, the job goes on unprotected, and a
 rank that loses memory then stops at its step boundary (Aborted).
 
-The collective steps use the default process group; every rank in it must be
-one this daemon drives (a single node).
+A fresh aperture's pages lost before the job started read SIGBUS until
+written: restore() all of it before placing the parameters there.  The
+collective steps use the default process group, on its backend's device
+(CUDA for NCCL, the CPU otherwise); every rank in it must be one this daemon
+drives (a single node).
 """
+import copy
+import hashlib
+import random
 import select
 import sys
 import time
@@ -47,13 +83,21 @@ import torch.distributed as dist
 
 import hbmguard
 
+try:
+    import numpy
+except ImportError:
+    numpy = None
+
 __all__ = ["Guard", "Aborted", "place_parameters"]
 
 RECONNECT_WAIT = 10.0   # seconds for systemd to bring hbmguardd back
+# hbmguardd's [Recovery] defaults (daemon/config.c), for a daemon that does
+# not report its own; and the time its ABORT takes to come after a deadline.
+PAUSE_TIMEOUT, RESTORE_TIMEOUT, DEADLINE_SLACK = 30.0, 120.0, 10.0
 
 
 class Aborted(RuntimeError):
-    """hbmguardd escalated the incident: the job falls back to its launcher."""
+    """The job cannot be recovered in place: it falls back to its launcher."""
 
 
 def place_parameters(module, aperture, offset=0):
@@ -72,12 +116,53 @@ def place_parameters(module, aperture, offset=0):
     return offset
 
 
+def _collective_device():
+    """Where the default group's collectives take their tensors: NCCL only
+    CUDA tensors of the current device, the others CPU tensors.  torch 1.13
+    (Debian bookworm's python3-torch 1.13.1+dfsg-4) has no per-group device
+    query; get_backend() is its way (torch/distributed/distributed_c10d.py)."""
+    if dist.get_backend() == dist.Backend.NCCL:
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def _rng_state():
+    state = {"torch": torch.get_rng_state(), "random": random.getstate()}
+    # Asking before CUDA is initialized would initialize it, in a job that
+    # may not use it.
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    if numpy is not None:
+        state["numpy"] = numpy.random.get_state()
+    return state
+
+
+def _set_rng_state(state):
+    torch.set_rng_state(state["torch"])
+    random.setstate(state["random"])
+    if "cuda" in state:
+        torch.cuda.set_rng_state_all(state["cuda"])
+    if "numpy" in state:
+        numpy.random.set_state(state["numpy"])
+
+
+def _bytes_of(t):
+    b = t.detach().reshape(-1).cpu().contiguous().view(torch.uint8)
+    return b.numpy() if numpy is not None else bytes(b.tolist())
+
+
 class Guard:
-    """One rank's side of hbmguard's recovery; see the module's help."""
+    """One rank's side of hbmguard's recovery; see the module's help.
+
+    scaler: an AMP scaler (torch.cuda.amp.GradScaler's interface: step,
+    update, state_dict, load_state_dict).  closure_steps: the closure makes
+    the optimizer step itself.  timeout: seconds a recovery may take in all;
+    None: the daemon's deadlines."""
 
     def __init__(self, model, optimizer, job, device, apertures=(), socket=None,
-                 timeout=60.0):
-        self.model, self.optimizer = model, optimizer
+                 scaler=None, closure_steps=False, timeout=None):
+        self.model, self.optimizer, self.scaler = model, optimizer, scaler
+        self.closure_steps = closure_steps
         self.apertures = list(apertures)
         self.timeout = timeout
         self.rank, self.world_size = dist.get_rank(), dist.get_world_size()
@@ -86,6 +171,7 @@ class Guard:
         self.lost_pages = 0     # touches of lost memory the guard absorbed
         self.incidents = []     # (incident, failed rank, seconds paused)
         self.reconnects = 0     # registrations again after hbmguardd restarted
+        self._device = _collective_device()
         self._pending = []
         self._identity = dict(job=job, rank=self.rank, world_size=self.world_size,
                               device=device, socket=socket,
@@ -108,9 +194,7 @@ class Guard:
                           file=sys.stderr)
                     break
                 time.sleep(0.1)
-        everyone = torch.tensor([1 if self._rank else 0], dtype=torch.int32)
-        dist.all_reduce(everyone, op=dist.ReduceOp.MIN)
-        if not everyone.item() and self._rank:
+        if not self._agree(self._rank is not None) and self._rank:
             print("hbmguard: rank %d not protected: a peer is not" % self.rank, file=sys.stderr)
             self._rank.close()
             self._rank = None
@@ -122,23 +206,55 @@ class Guard:
         return self._rank is not None
 
     def step(self, closure):
-        """Run closure (zero_grad, forward, backward; returns the loss) and
-        commit the step, running it again after a recovery."""
+        """Run closure (zero_grad, forward, backward, and with closure_steps
+        the optimizer step; returns the loss) and commit the step, running
+        it again after a recovery."""
         while True:
-            rng = torch.get_rng_state()
+            saved = self._snapshot()
             loss = closure()
             if not self._must_recover():
-                self.optimizer.step()
+                if not self.closure_steps:
+                    self._commit()
                 self.steps += 1
                 return loss
-            self._recover()
-            torch.set_rng_state(rng)
+            self._recover(saved)
             self.rerun += 1
 
     def close(self):
         if self._rank:
             self._rank.close()
             self._rank = None
+
+    def _commit(self):
+        if self.scaler is not None:
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            self.optimizer.step()
+
+    def _snapshot(self):
+        """What a step may change that the broadcast does not put back."""
+        with torch.no_grad():
+            saved = {"rng": _rng_state(),
+                     "buffers": [b.detach().clone() for b in self.model.buffers()]}
+            if self.closure_steps:
+                saved["params"] = [p.detach().clone() for p in self.model.parameters()]
+                saved["optimizer"] = copy.deepcopy(self.optimizer.state_dict())
+                if self.scaler is not None:
+                    saved["scaler"] = copy.deepcopy(self.scaler.state_dict())
+        return saved
+
+    def _put_back(self, saved):
+        with torch.no_grad():
+            _set_rng_state(saved["rng"])
+            for b, v in zip(self.model.buffers(), saved["buffers"]):
+                b.copy_(v)
+            if self.closure_steps:
+                for p, v in zip(self.model.parameters(), saved["params"]):
+                    p.copy_(v)
+                self.optimizer.load_state_dict(saved["optimizer"])
+                if saved.get("scaler"):     # a disabled GradScaler's is empty
+                    self.scaler.load_state_dict(saved["scaler"])
 
     def _drain(self):
         """Take the daemon's waiting requests into _pending.  Some may sit in
@@ -149,6 +265,12 @@ class Guard:
             if req is None:
                 return
             self._pending.append(req)
+
+    def _agree(self, ok):
+        """Whether every rank says ok (a collective)."""
+        flag = torch.tensor([1 if ok else 0], dtype=torch.int32, device=self._device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+        return bool(flag.item())
 
     def _must_recover(self):
         lost = any(a.lost() for a in self.apertures)
@@ -162,7 +284,7 @@ class Guard:
         except OSError:         # hbmguardd restarted: register again
             gone = True
         flags = torch.tensor([1 if lost or self._pending else 0, 1 if gone else 0],
-                             dtype=torch.int32)
+                             dtype=torch.int32, device=self._device)
         dist.all_reduce(flags, op=dist.ReduceOp.MAX)
         if flags[1].item():
             self._rank.close()
@@ -173,42 +295,91 @@ class Guard:
             return self._must_recover()
         return bool(flags[0].item())
 
-    def _expect(self, action):
-        deadline = time.monotonic() + self.timeout
+    def _recovery_timeout(self):
+        if self.timeout is not None:
+            return self.timeout
+        deadlines = getattr(self._rank, "deadlines", lambda: None)()
+        pause, restore = deadlines or (PAUSE_TIMEOUT, RESTORE_TIMEOUT)
+        return pause + restore + DEADLINE_SLACK
+
+    def _expect(self, action, deadline):
         while True:
             self._drain()
             while self._pending:
                 req = self._pending.pop(0)
                 if req.action == hbmguard.ABORT:
-                    raise Aborted("incident %d escalated" % req.incident)
+                    raise Aborted("hbmguardd escalated incident %d" % req.incident)
                 if req.action == action:
                     return req
             left = deadline - time.monotonic()
             if left <= 0:
-                raise Aborted("hbmguardd asked for no %s in %.0f s"
-                              % (hbmguard.ACTIONS[action], self.timeout))
+                raise Aborted("hbmguardd asked for no %s within its deadlines"
+                              % hbmguard.ACTIONS[action])
             select.select([self._rank], [], [], left)
 
-    def _recover(self):
+    def _settle(self, why, incident):
+        """Go on only if every rank can (a collective): otherwise every rank
+        raises Aborted.  The daemon escalates as the ranks leave; answering
+        FAILED instead would have it end the failed rank's process at once,
+        before the job could act on Aborted."""
+        if self._agree(why is None):
+            return
+        raise Aborted(why or "rank %d: a peer rank cannot recover%s" % (
+            self.rank, "" if incident is None else " from incident %d" % incident))
+
+    def _follow(self, step, *args):
+        """step(*args) of the daemon's protocol: None, or why it failed."""
+        try:
+            step(*args)
+            return None
+        except Aborted as e:
+            return "rank %d: %s" % (self.rank, e)
+        except OSError as e:    # ECONNRESET: hbmguardd went away (it escalates on return)
+            return "rank %d: hbmguardd went away during the recovery (%s)" % (
+                self.rank, e.strerror or e)
+
+    def _recover(self, saved):
         began = time.monotonic()
-        req = self._expect(hbmguard.PAUSE)
-        self._rank.answer(req.incident, hbmguard.PAUSED)
-        req = self._expect(hbmguard.RESTORE)
+        deadline = began + self._recovery_timeout()
+        got = {}
+
+        def pause_restore():
+            got["req"] = self._expect(hbmguard.PAUSE, deadline)
+            self._rank.answer(got["req"].incident, hbmguard.PAUSED)
+            got["req"] = self._expect(hbmguard.RESTORE, deadline)
+
+        why = self._follow(pause_restore)
+        req = got.get("req")
+        incident = req.incident if req else None
+        if why is None and self.world_size == 1:
+            why = ("rank 0 lost memory and has no replica to restore it from "
+                   "(world size 1)")
+        self._settle(why, incident)
+
         self.lost_pages += sum(a.lost() for a in self.apertures)
-        if req.failed_rank == self.rank:
+        if req.failed_rank == self.rank:     # before anything is written there
             for a in self.apertures:
                 lo, hi = max(a.offset, req.offset), min(a.offset + a.length,
                                                          req.offset + req.length)
                 if lo < hi:
                     a.restore(lo, hi - lo)
-        self._broadcast_state(0 if req.failed_rank != 0 else 1)
-        self._rank.answer(req.incident, hbmguard.RESTORED)
-        self._expect(hbmguard.RESUME)
-        self.incidents.append((req.incident, req.failed_rank, time.monotonic() - began))
+        self._put_back(saved)
+        src = 0 if req.failed_rank != 0 else 1
+        self._settle(self._replica_check(req.failed_rank), incident)
+        self._broadcast_state(src)
+
+        def restored_resume():
+            self._rank.answer(incident, hbmguard.RESTORED)
+            self._expect(hbmguard.RESUME, deadline)
+
+        self._settle(self._follow(restored_resume), incident)
+        self.incidents.append((incident, req.failed_rank, time.monotonic() - began))
 
     def _state_tensors(self):
-        for t in self.model.state_dict().values():
-            yield t
+        """What the replicas share: the parameters and the optimizer's
+        tensors.  Buffers are each rank's own (put back from its copy)."""
+        for p in self.model.parameters():
+            yield p
         for group in self.optimizer.param_groups:
             for p in group["params"]:
                 state = self.optimizer.state.get(p, {})
@@ -216,7 +387,32 @@ class Guard:
                     if torch.is_tensor(state[key]):
                         yield state[key]
 
+    def _replica_check(self, failed_rank):
+        """None when the healthy ranks hold the same state (a collective),
+        else why not: a broadcast from one of them would replace the failed
+        rank's shard with another's, or hang on tensors of other shapes."""
+        h = hashlib.sha256()
+        if self.rank != failed_rank:
+            for t in self._state_tensors():
+                h.update(("%s%s;" % (t.dtype, tuple(t.shape))).encode())
+                h.update(_bytes_of(t))
+            d = int.from_bytes(h.digest()[:7], "little")
+            mine = [d, -d]
+        else:                   # lost: takes no part
+            mine = [-(1 << 62), -(1 << 62)]
+        both = torch.tensor(mine, dtype=torch.int64, device=self._device)
+        dist.all_reduce(both, op=dist.ReduceOp.MAX)
+        if both[0].item() == -both[1].item():
+            return None
+        return ("rank %d: the healthy ranks' states differ: not replicas (sharded?), "
+                "rank %d's cannot be restored from a peer" % (self.rank, failed_rank))
+
     def _broadcast_state(self, src):
         with torch.no_grad():
             for t in self._state_tensors():
-                dist.broadcast(t, src)
+                if t.device == self._device:
+                    dist.broadcast(t, src)
+                else:           # NCCL: an optimizer's CPU step count
+                    staged = t.to(self._device)
+                    dist.broadcast(staged, src)
+                    t.copy_(staged)
