@@ -6,7 +6,9 @@ would check, as "ok"/"not ok" lines.
 
 DIR holds three runs of the same job: clean/ (no fault; hbmguardd restarted
 under it), guarded/ (a UE under rank 2, hbmguardd running) and unguarded/
-(the same fault, hbmguardd stopped).
+(the same fault, hbmguardd stopped); and two short ones: one/ (a world of
+one rank meets a UE) and restart/ (hbmguardd restarted while a UE's
+recovery waits for rank 2's PAUSED).
 """
 import json
 import subprocess
@@ -51,10 +53,16 @@ check("DDP: one incident, recovered, the interrupted step run again",
                                 r["rerun"] == 1 for r in ranks), ranks)
 check("DDP: no step lost (every step committed once, in order)",
       steps == list(range(1, n + 1)), steps)
-check("DDP: final weights bitwise equal to the fault-free run",
+check("DDP: the scaler skipped steps on overflow (AMP's skip path ran)",
+      None not in clean_ranks and all(r["skipped"] >= 1 for r in clean_ranks), clean_ranks)
+check("DDP: final weights and scaler state bitwise equal to the fault-free run",
       None not in ranks and None not in clean_ranks and
       len({r["weights"] for r in ranks + clean_ranks}) == 1,
       [r and r["weights"] for r in ranks + clean_ranks])
+check("DDP: each rank's buffers (BatchNorm statistics) bitwise equal to the fault-free run's",
+      None not in ranks and None not in clean_ranks and
+      [r["buffers"] for r in ranks] == [r["buffers"] for r in clean_ranks],
+      [r and r["buffers"] for r in ranks + clean_ranks])
 
 incidents = json.loads(subprocess.run(["hbmctl", "--json", "incidents"], check=True,
                                       capture_output=True, text=True).stdout)
@@ -62,6 +70,31 @@ mine = [i for i in incidents if i["job"] == "ddp-demo"]
 check("DDP: hbmctl incidents shows it resumed",
       len(mine) == 1 and mine[0]["state"] == "resumed" and mine[0]["failed_rank"] == 2 and
       mine[0]["device"] == "sim:sim2", incidents)
+
+one = ddp_runs.load(top, "one", world=1)
+check("DDP, world size 1: the UE ends the job with Aborted: no replica to restore from",
+      one.result["exits"] == [["exit 3"]] and one.ranks[0] is not None and
+      "no replica" in (one.ranks[0].get("aborted") or ""), one.result, one.ranks)
+mine = [i for i in incidents if i["job"] == "ddp-one"]
+check("... and hbmguardd escalated it as the rank left",
+      len(mine) == 1 and mine[0]["state"] == "escalated" and
+      mine[0]["reason"] == "a rank left during recovery", mine)
+
+restart = ddp_runs.load(top, "restart")
+check("DDP: hbmguardd restarted mid-recovery: every rank Aborted or finished, "
+      "none died of an OSError", "daemon_restart" in restart.result and
+      None not in restart.ranks and
+      all(e in ("exit 0", "exit 3") for e in restart.result["exits"][-1]) and
+      all((r["aborted"] is None) == (e == "exit 0")
+          for r, e in zip(restart.ranks, restart.result["exits"][-1])),
+      restart.result, restart.ranks)
+check("... rank 2, whose answer found the daemon gone, says so",
+      restart.ranks[2] is not None and
+      "hbmguardd went away" in (restart.ranks[2].get("aborted") or ""), restart.ranks)
+mine = [i for i in incidents if i["job"] == "ddp-restart"]
+check("... and the restarted hbmguardd escalated the incident",
+      len(mine) == 1 and mine[0]["state"] == "escalated" and
+      mine[0]["reason"] == "hbmguardd restarted during recovery", mine)
 
 check("DDP: without hbmguardd the same fault kills rank 2 (SIGBUS)",
       bad["exits"] and bad["exits"][-1][2] == "signal SIGBUS" and bad_ranks[2] is None, bad)

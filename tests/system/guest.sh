@@ -541,7 +541,14 @@ ddp() {
 	python3 $t/train.py hbmguard $out/unguarded --steps 20 --fault-step 10 --fault sim2:0x21000 \
 		>/tmp/unguarded.log 2>&1
 	systemctl start hbmguardd
-	for r in clean guarded unguarded; do
+	# Short runs, each a new job name (its own incidents): a world of one
+	# rank has no replica; hbmguardd restarted while rank 2 holds its PAUSED.
+	python3 $t/train.py hbmguard $out/one --job ddp-one --world 1 --steps 8 \
+		--fault-step 2 --fault sim0:0x22000 >/tmp/one.log 2>&1
+	python3 $t/train.py hbmguard $out/restart --job ddp-restart --hold-paused --steps 4 \
+		--fault-step 2 --fault sim2:0x23000 >/tmp/restart.log 2>&1
+	check "hbmguardd active after its restart mid-recovery" active
+	for r in clean guarded unguarded one restart; do
 		python3 -c 'import json, sys; print("# DDP %s run: %.0f s" % (sys.argv[1],
 			json.load(open(sys.argv[2]))["wall"]))' $r $out/$r/result.json
 	done

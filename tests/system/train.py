@@ -5,6 +5,12 @@ injects an uncorrectable error into one rank's weights mid-training.
 
     python3 train.py MODE OUTDIR [--steps N] [--fault-step K] [--fault DEV:OFFSET]
 
+The model has what makes a step hard to re-run bit for bit: BatchNorm's
+running statistics, dropout, an AMP-style loss scaler that skips steps on
+overflow (EmulatedScaler: GradScaler's interface, on the CPU), and data
+drawn from torch's, NumPy's and Python's generators inside the step; the
+step owns the optimizer step, as AMP's recipes write it.
+
 MODE is how the job meets the fault:
   hbmguard    hbmguard.torch.Guard: recover in place, the step runs again
   unguarded   no hbmguard: the rank whose memory was lost dies of SIGBUS
@@ -17,8 +23,14 @@ MODE is how the job meets the fault:
 The launcher writes OUTDIR/result.json (what it saw: processes started,
 exit statuses, fault time, restarts) and rank 0 OUTDIR/progress.csv (one
 row per committed step: wall time, step, loss, recoveries so far); each rank
-OUTDIR/rankN.json (pid, sha256 of its final weights, steps re-run, memory
-lost under it).  Exit status 0 when every rank finished.
+OUTDIR/rankN.json (pid, sha256 of its final weights and scaler state, of
+its buffers, steps re-run and skipped, memory lost under it; or why
+hbmguard.torch.Aborted it, its exit status then 3).  Exit status 0 when
+every rank finished.
+
+--world 1 is a job without a replica; --hold-paused has rank 2 hold its
+PAUSED answer until the launcher has restarted hbmguardd (a restart in the
+middle of a recovery).
 
 The launcher imports torch once and forks the ranks from it: under TCG an
 import takes tens of seconds, which the first start need not pay four times.
@@ -27,6 +39,7 @@ import argparse
 import hashlib
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -35,6 +48,7 @@ import traceback
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+import numpy                                    # noqa: E402
 import torch                                    # noqa: E402
 import torch.distributed as dist                # noqa: E402
 import torch.nn.functional as F                 # noqa: E402
@@ -43,9 +57,8 @@ from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 import hbmguard                                 # noqa: E402
 import hbmguard.torch                           # noqa: E402
 
-WORLD = 4
 APERTURE = 512 << 10            # bytes of each device the rank's weights take
-JOB = "ddp-demo"
+ABORTED = 3                     # a rank's exit status after hbmguard.torch.Aborted
 
 
 def parse():
@@ -61,6 +74,10 @@ def parse():
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--restart", choices=["cold", "warm"], default="cold")
     p.add_argument("--port", type=int, default=29500)
+    p.add_argument("--world", type=int, default=4)
+    p.add_argument("--job", default="ddp-demo")
+    p.add_argument("--hold-paused", action="store_true",
+                   help="rank 2 answers PAUSED once hbmguardd was restarted")
     p.add_argument("--rank", type=int, help=argparse.SUPPRESS)     # a cold restart's rank
     p.add_argument("--attempt", type=int, default=0, help=argparse.SUPPRESS)
     return p.parse_args()
@@ -68,12 +85,96 @@ def parse():
 
 # ---- a rank -------------------------------------------------------------
 
+class EmulatedScaler:
+    """torch.cuda.amp.GradScaler's interface and logic (torch 1.13,
+    torch/cuda/amp/grad_scaler.py) on the CPU, where GradScaler disables
+    itself: a scaled gradient past float16's largest value is an overflow,
+    as it would be in float16; the step is then skipped and the scale backs
+    off; it grows after growth_interval steps without one."""
+
+    FP16_MAX = 65504.0
+
+    def __init__(self, init_scale=2.0 ** 20, growth_factor=2.0, backoff_factor=0.5,
+                 growth_interval=4):
+        self._scale, self._growth_tracker = init_scale, 0
+        self._growth_factor, self._backoff_factor = growth_factor, backoff_factor
+        self._growth_interval = growth_interval
+        self._found_inf = None
+        self.skipped = 0
+
+    def scale(self, loss):
+        return loss * self._scale
+
+    def step(self, optimizer):
+        grads = [p.grad for g in optimizer.param_groups for p in g["params"]
+                 if p.grad is not None]
+        self._found_inf = any(not torch.isfinite(t).all() or t.abs().max() > self.FP16_MAX
+                              for t in grads)
+        with torch.no_grad():
+            for t in grads:
+                t.div_(self._scale)
+        if self._found_inf:
+            self.skipped += 1
+        else:
+            optimizer.step()
+
+    def update(self):
+        if self._found_inf:
+            self._scale *= self._backoff_factor
+            self._growth_tracker = 0
+        else:
+            self._growth_tracker += 1
+            if self._growth_tracker == self._growth_interval:
+                self._scale *= self._growth_factor
+                self._growth_tracker = 0
+        self._found_inf = None
+
+    def state_dict(self):
+        return {"scale": self._scale, "growth_factor": self._growth_factor,
+                "backoff_factor": self._backoff_factor,
+                "growth_interval": self._growth_interval,
+                "_growth_tracker": self._growth_tracker, "skipped": self.skipped}
+
+    def load_state_dict(self, state):
+        self._scale, self._growth_tracker = state["scale"], state["_growth_tracker"]
+        self._growth_factor, self._backoff_factor = state["growth_factor"], state["backoff_factor"]
+        self._growth_interval, self.skipped = state["growth_interval"], state["skipped"]
+
+
+def hold_paused(guard, out):
+    """Rank 2 answers PAUSED only once the launcher restarted hbmguardd:
+    the daemon goes away with the incident open (a test's hook into the
+    Guard's connection)."""
+    answer = guard._rank.answer
+
+    def held(incident, what):
+        if what == hbmguard.PAUSED:
+            open(os.path.join(out, "held"), "w").close()
+            for _ in range(600):
+                if os.path.exists(os.path.join(out, "released")):
+                    break
+                time.sleep(0.1)
+        return answer(incident, what)
+    guard._rank.answer = held
+
+
+def digest(tensors, extra=b""):
+    h = hashlib.sha256()
+    for t in tensors:
+        h.update(t.detach().numpy().tobytes())
+    h.update(extra)
+    return h.hexdigest()
+
+
 def worker(args, rank, attempt):
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % (args.port + attempt),
-                            rank=rank, world_size=WORLD)
+                            rank=rank, world_size=args.world)
     torch.manual_seed(args.seed)
-    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(),
+    numpy.random.seed(args.seed + rank)
+    random.seed(args.seed + rank)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.BatchNorm1d(256),
+                                torch.nn.ReLU(), torch.nn.Dropout(0.1),
                                 torch.nn.Linear(256, 256), torch.nn.ReLU(),
                                 torch.nn.Linear(256, 10))
     teacher = torch.nn.Linear(64, 10)
@@ -83,52 +184,60 @@ def worker(args, rank, attempt):
     hbmguard.torch.place_parameters(model, ap)
     ddp = DistributedDataParallel(model)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
+    scaler = EmulatedScaler()
 
     first = 0
     ckpt = os.path.join(args.out, "checkpoint.pt")
     if args.mode == "checkpoint" and attempt and os.path.exists(ckpt):
         saved = torch.load(ckpt)
-        with torch.no_grad():
-            for p, v in zip(model.parameters(), saved["params"]):
-                p.copy_(v)
+        model.load_state_dict(saved["model"])       # in place: the aperture stays
         opt.load_state_dict(saved["opt"])
+        scaler.load_state_dict(saved["scaler"])
         first = saved["step"]
 
     guard = None
     if args.mode == "hbmguard":
-        guard = hbmguard.torch.Guard(ddp, opt, job=JOB, device=device, apertures=[ap])
+        guard = hbmguard.torch.Guard(ddp, opt, job=args.job, device=device, apertures=[ap],
+                                     scaler=scaler, closure_steps=True)
+        if args.hold_paused and rank == 2:
+            hold_paused(guard, args.out)
     progress = open(os.path.join(args.out, "progress.csv"), "a") if rank == 0 else None
 
-    for step in range(first, args.steps):
-        g = torch.Generator().manual_seed((args.seed * 1000 + step) * WORLD + rank)
-        x = torch.randn(32, 64, generator=g)
-        with torch.no_grad():
-            y = teacher(x)
+    try:
+        for step in range(first, args.steps):
+            g = torch.Generator().manual_seed((args.seed * 1000 + step) * args.world + rank)
+            x = torch.randn(32, 64, generator=g)
+            with torch.no_grad():
+                y = teacher(x)
 
-        def closure():
-            opt.zero_grad()
-            loss = F.mse_loss(ddp(x), y)
-            loss.backward()
-            return loss
+            def closure():             # augmentation from the global generators
+                opt.zero_grad()
+                noise = torch.from_numpy(numpy.random.standard_normal((32, 64)).astype("float32"))
+                loss = F.mse_loss(ddp(x * random.uniform(0.9, 1.1) + 0.01 * noise), y)
+                scaler.scale(loss).backward()
+                scaler.step(opt)
+                scaler.update()
+                return loss
 
-        if guard:
-            loss = guard.step(closure)
-        else:
-            loss = closure()
-            opt.step()
-        if progress:
-            progress.write("%.6f,%d,%.6f,%d\n" % (time.time(), step + 1, loss.item(),
-                                                  (guard.rerun if guard else 0) + attempt))
-            progress.flush()
-        if args.mode == "checkpoint" and (step + 1) % args.every == 0 and rank == 0:
-            torch.save({"step": step + 1, "params": [p.detach().clone() for p in model.parameters()],
-                        "opt": opt.state_dict()}, ckpt + ".tmp")
-            os.replace(ckpt + ".tmp", ckpt)
+            loss = guard.step(closure) if guard else closure()
+            if progress:
+                progress.write("%.6f,%d,%.6f,%d\n" % (time.time(), step + 1, loss.item(),
+                                                      (guard.rerun if guard else 0) + attempt))
+                progress.flush()
+            if args.mode == "checkpoint" and (step + 1) % args.every == 0 and rank == 0:
+                torch.save({"step": step + 1, "model": model.state_dict(),
+                            "opt": opt.state_dict(), "scaler": scaler.state_dict()}, ckpt + ".tmp")
+                os.replace(ckpt + ".tmp", ckpt)
+    except hbmguard.torch.Aborted as e:
+        with open(os.path.join(args.out, "rank%d.json" % rank), "w") as f:
+            json.dump({"pid": os.getpid(), "aborted": str(e)}, f)
+        print("rank %d: Aborted: %s" % (rank, e), file=sys.stderr)
+        sys.stderr.flush()
+        os._exit(ABORTED)
 
-    digest = hashlib.sha256()
-    for p in model.parameters():
-        digest.update(p.detach().numpy().tobytes())
-    report = {"pid": os.getpid(), "weights": digest.hexdigest(), "steps": args.steps,
+    report = {"pid": os.getpid(), "aborted": None, "steps": args.steps,
+              "weights": digest(model.parameters(), json.dumps(scaler.state_dict()).encode()),
+              "buffers": digest(model.buffers()), "skipped": scaler.skipped,
               "rerun": guard.rerun if guard else 0, "lost_pages": guard.lost_pages if guard else ap.lost(),
               "protected": bool(guard and guard.protected),
               "incidents": guard.incidents if guard else [],
@@ -186,7 +295,7 @@ class Rank:
 
 
 def spawn(args, attempt):
-    return [Rank(args, rank, attempt) for rank in range(WORLD)]
+    return [Rank(args, rank, attempt) for rank in range(args.world)]
 
 
 def committed(out):
@@ -222,6 +331,11 @@ def launch(args):
                 committed(args.out) >= args.restart_daemon_step:
             subprocess.run(["systemctl", "restart", "hbmguardd"], check=True)
             result["daemon_restart"] = time.time()
+        if args.hold_paused and "daemon_restart" not in result and \
+                os.path.exists(os.path.join(args.out, "held")):
+            subprocess.run(["systemctl", "restart", "hbmguardd"], check=True)
+            result["daemon_restart"] = time.time()
+            open(os.path.join(args.out, "released"), "w").close()
         codes = [p.poll() for p in procs]
         if all(c is not None for c in codes):
             break
