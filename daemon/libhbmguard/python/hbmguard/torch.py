@@ -54,10 +54,10 @@ parallel shards) fail the healthy ranks' check; the daemon escalating (its
 rank agrees on it before it raises, so none is left in a collective.
 
 The Guard waits for the daemon's requests as long as the daemon's own
-deadlines allow (PauseTimeout + RestoreTimeout, which it reports to ranks,
-or its defaults from one that does not), and a little longer for the
-daemon's ABORT to arrive: the daemon, not the Guard, decides when a
-recovery took too long.
+deadlines allow (PauseTimeout + RestoreTimeout, hbmguard.deadlines(), asked
+at each registration; a daemon too old to say: its defaults), and a little
+longer for the daemon's ABORT to arrive: the daemon, not the Guard, decides
+when a recovery took too long.
 
 Without hbmguardd (registration fails on any rank), Guard warns and leaves
 memory unguarded: a lost page kills the rank with SIGBUS, as it would have.
@@ -172,6 +172,7 @@ class Guard:
         self.incidents = []     # (incident, failed rank, seconds paused)
         self.reconnects = 0     # registrations again after hbmguardd restarted
         self._device = _collective_device()
+        self.recovery_timeout = timeout
         self._pending = []
         self._identity = dict(job=job, rank=self.rank, world_size=self.world_size,
                               device=device, socket=socket,
@@ -200,6 +201,19 @@ class Guard:
             self._rank = None
         if self._rank and self.apertures:
             hbmguard.Aperture.guard()
+        if self._rank:          # a restarted daemon may have others
+            self.recovery_timeout = self._daemon_deadlines()
+
+    def _daemon_deadlines(self):
+        """Seconds a recovery may take in all, as the daemon will allow it."""
+        if self.timeout is not None:
+            return self.timeout
+        try:
+            d = hbmguard.deadlines(self._identity["socket"])
+            pause, restore = d.pause, d.restore
+        except OSError:         # a daemon too old to say: its defaults
+            pause, restore = PAUSE_TIMEOUT, RESTORE_TIMEOUT
+        return pause + restore + DEADLINE_SLACK
 
     @property
     def protected(self):
@@ -295,13 +309,6 @@ class Guard:
             return self._must_recover()
         return bool(flags[0].item())
 
-    def _recovery_timeout(self):
-        if self.timeout is not None:
-            return self.timeout
-        deadlines = getattr(self._rank, "deadlines", lambda: None)()
-        pause, restore = deadlines or (PAUSE_TIMEOUT, RESTORE_TIMEOUT)
-        return pause + restore + DEADLINE_SLACK
-
     def _expect(self, action, deadline):
         while True:
             self._drain()
@@ -340,7 +347,7 @@ class Guard:
 
     def _recover(self, saved):
         began = time.monotonic()
-        deadline = began + self._recovery_timeout()
+        deadline = began + self.recovery_timeout
         got = {}
 
         def pause_restore():
