@@ -42,6 +42,12 @@ check("DDP: the fault-free run finished", clean["exits"] == [finished] and
 check("DDP: hbmguardd restarted mid-job: every rank registered again",
       None not in clean_ranks and "daemon_restart" in clean and
       all(r["reconnects"] == 1 and r["protected"] for r in clean_ranks), clean, clean_ranks)
+# PauseTimeout=40s, RestoreTimeout=100s (guest.sh) and DEADLINE_SLACK, not
+# the daemon's defaults (30 s, 2 min): asked again at each registration
+check("DDP: the Guard waits as long as hbmguardd's [Recovery] deadlines say",
+      None not in clean_ranks and None not in ranks and
+      all(r["recovery_timeout"] == 40 + 100 + 10 for r in clean_ranks + ranks),
+      [r and r["recovery_timeout"] for r in clean_ranks + ranks])
 check("DDP: with the fault, every rank finished", res["exits"] == [finished] and
       None not in ranks, res)
 check("DDP: no process restarted (same 4 PIDs)", len(res["started"]) == 1 and

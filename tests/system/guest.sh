@@ -533,6 +533,11 @@ ddp() {
 	# 20 steps (each about 2.4 s of 4 ranks on one TCG core): the daemon
 	# restarted at 8, the fault at 10, ten steps after it.
 	rm -rf $out
+	# [Recovery] deadlines other than the defaults, for the Guard to take
+	# from the daemon: the clean run's restart of it reads them.
+	mkdir -p /etc/hbmguard/hbmguardd.conf.d
+	printf '[Recovery]\nPauseTimeout=40s\nRestoreTimeout=100s\n' \
+		>/etc/hbmguard/hbmguardd.conf.d/50-ddp-recovery.conf
 	check "DDP: fault-free run, hbmguardd restarted under it" \
 		"python3 $t/train.py hbmguard $out/clean --steps 20 --restart-daemon-step 8"
 	check "DDP: run with a UE under rank 2" \
@@ -540,6 +545,7 @@ ddp() {
 	systemctl stop hbmguardd
 	python3 $t/train.py hbmguard $out/unguarded --steps 20 --fault-step 10 --fault sim2:0x21000 \
 		>/tmp/unguarded.log 2>&1
+	rm /etc/hbmguard/hbmguardd.conf.d/50-ddp-recovery.conf
 	systemctl start hbmguardd
 	# Short runs, each a new job name (its own incidents): a world of one
 	# rank has no replica; hbmguardd restarted while rank 2 holds its PAUSED.

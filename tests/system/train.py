@@ -241,7 +241,8 @@ def worker(args, rank, attempt):
               "rerun": guard.rerun if guard else 0, "lost_pages": guard.lost_pages if guard else ap.lost(),
               "protected": bool(guard and guard.protected),
               "incidents": guard.incidents if guard else [],
-              "reconnects": guard.reconnects if guard else 0}
+              "reconnects": guard.reconnects if guard else 0,
+              "recovery_timeout": guard.recovery_timeout if guard else None}
     with open(os.path.join(args.out, "rank%d.json" % rank), "w") as f:
         json.dump(report, f)
     dist.destroy_process_group()
