@@ -531,30 +531,32 @@ metrics_after_ue() {
 ddp() {
 	local t=/usr/local/lib/hbmguard-test out=/var/tmp/ddp
 	# 20 steps (each about 2.4 s of 4 ranks on one TCG core): the daemon
-	# restarted at 8, the fault at 10, ten steps after it.
+	# restarted at 8, the fault at 10, ten steps after it.  Then short runs,
+	# each a job of its own name (its own incidents): a world of one rank
+	# (no replica); hbmguardd restarted while rank 2 holds its PAUSED.  The
+	# runs with hbmguardd share one launcher (train.py's "+"): torch's
+	# import alone takes about 70 s under TCG.
 	rm -rf $out
 	# [Recovery] deadlines other than the defaults, for the Guard to take
 	# from the daemon: the clean run's restart of it reads them.
 	mkdir -p /etc/hbmguard/hbmguardd.conf.d
 	printf '[Recovery]\nPauseTimeout=40s\nRestoreTimeout=100s\n' \
 		>/etc/hbmguard/hbmguardd.conf.d/50-ddp-recovery.conf
-	check "DDP: fault-free run, hbmguardd restarted under it" \
-		"python3 $t/train.py hbmguard $out/clean --steps 20 --restart-daemon-step 8"
-	check "DDP: run with a UE under rank 2" \
-		"python3 $t/train.py hbmguard $out/guarded --steps 20 --fault-step 10 --fault sim2:0x20000"
+	check "DDP: the runs with hbmguardd (fault-free, UE, a world of one, restart mid-recovery)" \
+		"python3 $t/train.py hbmguard $out/clean --steps 20 --restart-daemon-step 8 \
+		+ hbmguard $out/guarded --steps 20 --fault-step 10 --fault sim2:0x20000 \
+		+ hbmguard $out/one --job ddp-one --world 1 --steps 8 --fault-step 2 --fault sim0:0x22000 \
+		+ hbmguard $out/restart --job ddp-restart --hold-paused --steps 4 \
+			--fault-step 2 --fault sim2:0x23000 >/tmp/ddp.log 2>&1;
+		grep '^# DDP run' /tmp/ddp.log; test -f $out/restart/result.json ||
+		{ tail -n 20 /tmp/ddp.log; false; }"
+	check "hbmguardd active after its restart mid-recovery" active
 	systemctl stop hbmguardd
 	python3 $t/train.py hbmguard $out/unguarded --steps 20 --fault-step 10 --fault sim2:0x21000 \
 		>/tmp/unguarded.log 2>&1
 	rm /etc/hbmguard/hbmguardd.conf.d/50-ddp-recovery.conf
 	systemctl start hbmguardd
-	# Short runs, each a new job name (its own incidents): a world of one
-	# rank has no replica; hbmguardd restarted while rank 2 holds its PAUSED.
-	python3 $t/train.py hbmguard $out/one --job ddp-one --world 1 --steps 8 \
-		--fault-step 2 --fault sim0:0x22000 >/tmp/one.log 2>&1
-	python3 $t/train.py hbmguard $out/restart --job ddp-restart --hold-paused --steps 4 \
-		--fault-step 2 --fault sim2:0x23000 >/tmp/restart.log 2>&1
-	check "hbmguardd active after its restart mid-recovery" active
-	for r in clean guarded unguarded one restart; do
+	for r in clean guarded one restart unguarded; do
 		python3 -c 'import json, sys; print("# DDP %s run: %.0f s" % (sys.argv[1],
 			json.load(open(sys.argv[2]))["wall"]))' $r $out/$r/result.json
 	done

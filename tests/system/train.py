@@ -3,7 +3,7 @@
 weights in the aperture of its own simulated GPU (simN), and a launcher that
 injects an uncorrectable error into one rank's weights mid-training.
 
-    python3 train.py MODE OUTDIR [--steps N] [--fault-step K] [--fault DEV:OFFSET]
+    python3 train.py MODE OUTDIR [--steps N] [--fault-step K] [--fault DEV:OFFSET] [+ MODE OUTDIR ...]
 
 The model has what makes a step hard to re-run bit for bit: BatchNorm's
 running statistics, dropout, an AMP-style loss scaler that skips steps on
@@ -28,7 +28,8 @@ its buffers, steps re-run and skipped, memory lost under it; or why
 hbmguard.torch.Aborted it, its exit status then 3).  Exit status 0 when
 every rank finished.
 
---world 1 is a job without a replica; --hold-paused has rank 2 hold its
+Several runs separated by "+" share one launcher.  --world 1 is a job
+without a replica; --hold-paused has rank 2 hold its
 PAUSED answer until the launcher has restarted hbmguardd (a restart in the
 middle of a recovery).
 
@@ -61,7 +62,7 @@ APERTURE = 512 << 10            # bytes of each device the rank's weights take
 ABORTED = 3                     # a rank's exit status after hbmguard.torch.Aborted
 
 
-def parse():
+def parse(argv):
     p = argparse.ArgumentParser()
     p.add_argument("mode", choices=["hbmguard", "unguarded", "checkpoint"])
     p.add_argument("out")
@@ -80,7 +81,9 @@ def parse():
                    help="rank 2 answers PAUSED once hbmguardd was restarted")
     p.add_argument("--rank", type=int, help=argparse.SUPPRESS)     # a cold restart's rank
     p.add_argument("--attempt", type=int, default=0, help=argparse.SUPPRESS)
-    return p.parse_args()
+    args = p.parse_args(argv)
+    args.argv = argv
+    return args
 
 
 # ---- a rank -------------------------------------------------------------
@@ -261,7 +264,7 @@ class Rank:
         if attempt and args.restart == "cold":
             self.cold = subprocess.Popen(
                 [sys.executable, os.path.abspath(__file__)] +
-                [a for a in sys.argv[1:]] + ["--rank", str(rank), "--attempt", str(attempt)])
+                args.argv + ["--rank", str(rank), "--attempt", str(attempt)])
             self.pid = self.cold.pid
             return
         self.pid = os.fork()
@@ -367,11 +370,26 @@ def launch(args):
 
 
 def main():
-    args = parse()
+    """Runs separated by "+" are launched one after the other, by the same
+    launcher: torch is imported once (tens of seconds under TCG).  Exit
+    status 0 when every rank of every run finished."""
+    runs = [[]]
+    for a in sys.argv[1:]:
+        if a == "+":
+            runs.append([])
+        else:
+            runs[-1].append(a)
+    args = parse(runs[0])
     if args.rank is not None:
         worker(args, args.rank, args.attempt)
         return
-    sys.exit(launch(args))
+    failed = 0
+    for argv in runs:
+        args = parse(argv)
+        failed |= launch(args)
+        print("# DDP run %s: %s" % (args.out, " ".join(json.load(
+            open(os.path.join(args.out, "result.json")))["exits"][-1])), flush=True)
+    sys.exit(failed)
 
 
 if __name__ == "__main__":
