@@ -7,8 +7,9 @@ would check, as "ok"/"not ok" lines.
 DIR holds three runs of the same job: clean/ (no fault; hbmguardd restarted
 under it), guarded/ (a UE under rank 2, hbmguardd running) and unguarded/
 (the same fault, hbmguardd stopped); and two short ones: one/ (a world of
-one rank meets a UE) and restart/ (hbmguardd restarted while a UE's
-recovery waits for rank 2's PAUSED).
+one rank meets a UE), restart/ (hbmguardd restarted while a UE's
+recovery waits for rank 2's PAUSED) and shards/ (no DDP: each rank's
+weights its own).
 """
 import json
 import subprocess
@@ -101,6 +102,12 @@ mine = [i for i in incidents if i["job"] == "ddp-restart"]
 check("... and the restarted hbmguardd escalated the incident",
       len(mine) == 1 and mine[0]["state"] == "escalated" and
       mine[0]["reason"] == "hbmguardd restarted during recovery", mine)
+
+shards = ddp_runs.load(top, "shards")
+check("DDP: ranks whose states differ (shards): every rank Aborted, not a replica's broadcast",
+      shards.result["exits"][-1] == ["exit 3"] * 4 and None not in shards.ranks and
+      all("not replicas" in (r.get("aborted") or "") for r in shards.ranks),
+      shards.result, shards.ranks)
 
 check("DDP: without hbmguardd the same fault kills rank 2 (SIGBUS)",
       bad["exits"] and bad["exits"][-1][2] == "signal SIGBUS" and bad_ranks[2] is None, bad)

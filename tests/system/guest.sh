@@ -533,7 +533,8 @@ ddp() {
 	# 20 steps (each about 2.4 s of 4 ranks on one TCG core): the daemon
 	# restarted at 8, the fault at 10, ten steps after it.  Then short runs,
 	# each a job of its own name (its own incidents): a world of one rank
-	# (no replica); hbmguardd restarted while rank 2 holds its PAUSED.  The
+	# (no replica); hbmguardd restarted while rank 2 holds its PAUSED; ranks
+	# whose states are not replicas (shards, for the Guard).  The
 	# runs with hbmguardd share one launcher (train.py's "+"): torch's
 	# import alone takes about 70 s under TCG.
 	rm -rf $out
@@ -542,13 +543,15 @@ ddp() {
 	mkdir -p /etc/hbmguard/hbmguardd.conf.d
 	printf '[Recovery]\nPauseTimeout=40s\nRestoreTimeout=100s\n' \
 		>/etc/hbmguard/hbmguardd.conf.d/50-ddp-recovery.conf
-	check "DDP: the runs with hbmguardd (fault-free, UE, a world of one, restart mid-recovery)" \
+	check "DDP: the runs with hbmguardd (fault-free, UE, world of one, restart, shards)" \
 		"python3 $t/train.py hbmguard $out/clean --steps 20 --restart-daemon-step 8 \
 		+ hbmguard $out/guarded --steps 20 --fault-step 10 --fault sim2:0x20000 \
 		+ hbmguard $out/one --job ddp-one --world 1 --steps 8 --fault-step 2 --fault sim0:0x22000 \
 		+ hbmguard $out/restart --job ddp-restart --hold-paused --steps 4 \
-			--fault-step 2 --fault sim2:0x23000 >/tmp/ddp.log 2>&1;
-		grep '^# DDP run' /tmp/ddp.log; test -f $out/restart/result.json ||
+			--fault-step 2 --fault sim2:0x23000 \
+		+ hbmguard $out/shards --job ddp-shards --shards --steps 4 \
+			--fault-step 2 --fault sim2:0x24000 >/tmp/ddp.log 2>&1;
+		grep '^# DDP run' /tmp/ddp.log; test -f $out/shards/result.json ||
 		{ tail -n 20 /tmp/ddp.log; false; }"
 	check "hbmguardd active after its restart mid-recovery" active
 	systemctl stop hbmguardd
@@ -556,7 +559,7 @@ ddp() {
 		>/tmp/unguarded.log 2>&1
 	rm /etc/hbmguard/hbmguardd.conf.d/50-ddp-recovery.conf
 	systemctl start hbmguardd
-	for r in clean guarded one restart unguarded; do
+	for r in clean guarded one restart shards unguarded; do
 		python3 -c 'import json, sys; print("# DDP %s run: %.0f s" % (sys.argv[1],
 			json.load(open(sys.argv[2]))["wall"]))' $r $out/$r/result.json
 	done

@@ -31,7 +31,8 @@ every rank finished.
 Several runs separated by "+" share one launcher.  --world 1 is a job
 without a replica; --hold-paused has rank 2 hold its
 PAUSED answer until the launcher has restarted hbmguardd (a restart in the
-middle of a recovery).
+middle of a recovery); --shards gives each rank weights of its own, as
+FSDP, ZeRO, tensor or pipeline parallelism would.
 
 The launcher imports torch once and forks the ranks from it: under TCG an
 import takes tens of seconds, which the first start need not pay four times.
@@ -77,6 +78,8 @@ def parse(argv):
     p.add_argument("--port", type=int, default=29500)
     p.add_argument("--world", type=int, default=4)
     p.add_argument("--job", default="ddp-demo")
+    p.add_argument("--shards", action="store_true",
+                   help="no DDP, each rank's own weights: what sharded state is to the Guard")
     p.add_argument("--hold-paused", action="store_true",
                    help="rank 2 answers PAUSED once hbmguardd was restarted")
     p.add_argument("--rank", type=int, help=argparse.SUPPRESS)     # a cold restart's rank
@@ -173,7 +176,7 @@ def worker(args, rank, attempt):
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % (args.port + attempt),
                             rank=rank, world_size=args.world)
-    torch.manual_seed(args.seed)
+    torch.manual_seed(args.seed + (rank if args.shards else 0))
     numpy.random.seed(args.seed + rank)
     random.seed(args.seed + rank)
     model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.BatchNorm1d(256),
@@ -185,7 +188,7 @@ def worker(args, rank, attempt):
     ap = hbmguard.Aperture(device, 0, APERTURE)
     ap.restore(0, APERTURE)     # a fresh start writes all of it
     hbmguard.torch.place_parameters(model, ap)
-    ddp = DistributedDataParallel(model)
+    ddp = model if args.shards else DistributedDataParallel(model)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
     scaler = EmulatedScaler()
 
