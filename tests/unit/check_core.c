@@ -367,6 +367,23 @@ static void store_loop_end(sd_event *loop)
 	d.loop = sd_event_unref(loop);
 }
 
+/* Names in directory @dirfd that begin with @prefix; the last one's stat in @st. */
+static int count_prefixed(int dirfd, const char *prefix, struct stat *st)
+{
+	DIR *dir = fdopendir(openat(dirfd, ".", O_RDONLY | O_DIRECTORY));
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(dir);
+	while ((e = readdir(dir)))
+		if (!strncmp(e->d_name, prefix, strlen(prefix))) {
+			ck_assert_int_eq(fstatat(dirfd, e->d_name, st, AT_SYMLINK_NOFOLLOW), 0);
+			n++;
+		}
+	closedir(dir);
+	return n;
+}
+
 static void one_turn(sd_event *loop)
 {
 	sd_event_source *kick;
@@ -532,6 +549,7 @@ START_TEST(a_file_moved_aside_is_no_longer_appended_to)
 {
 	struct hbm_state_damage damage;
 	struct hbm_state st;
+	struct stat damaged, aside;
 	char name[256];
 	sd_event *loop;
 	int fd;
@@ -544,6 +562,7 @@ START_TEST(a_file_moved_aside_is_no_longer_appended_to)
 	fd = openat(d.state_dir, name, O_WRONLY);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(pwrite(fd, "damaged", 7, 0), 7);	/* its header */
+	ck_assert_int_eq(fstat(fd, &damaged), 0);
 	close(fd);
 	table_nr = 0;
 	/* an event over pages of other states: saved from a dump */
@@ -553,14 +572,20 @@ START_TEST(a_file_moved_aside_is_no_longer_appended_to)
 		.dev = { .id = 0, .identity = "sim:s" }, .offset = 0x20000,
 		.length = 0x2000, .source = HBMGUARD_SOURCE_UE, .count = 1 });
 	one_turn(loop);
-	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &st, &damage), -ENOENT);
+	/* nothing of it trusted: replaced by an empty snapshot */
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &st, &damage), 0);
+	ck_assert_uint_eq(st.nr, 0);
 	table[table_nr] = bad_page;
 	table[table_nr++].offset = 0x9000;
 	heard_numbered(0x9000, 8);
 	one_turn(loop);
 	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &st, &damage), 0);
-	ck_assert_uint_eq(st.nr + st.log_nr, 1);
+	ck_assert_uint_eq(st.nr, 1);
 	hbm_state_free(&st);
+	/* the damaged file, kept aside, as it was */
+	ck_assert_int_eq(count_prefixed(d.state_dir, "sim:s.state.corrupt-", &aside), 1);
+	ck_assert_uint_eq(aside.st_ino, damaged.st_ino);
+	ck_assert_uint_eq(aside.st_size, damaged.st_size);
 	store_loop_end(loop);
 }
 END_TEST
@@ -848,6 +873,145 @@ START_TEST(the_compaction_child_holds_only_its_files)
 }
 END_TEST
 
+/*
+ * A damaged file is kept aside under a second name, then replaced: the
+ * replacement failing (a directory in the way of its temporary file), it
+ * is still under its own name, not gone until a crash's next start finds
+ * none; the next save that gets to disk replaces it, not kept aside twice.
+ */
+START_TEST(a_damaged_file_keeps_its_name_until_replaced)
+{
+	struct hbm_state_damage damage;
+	struct hbm_state st;
+	struct stat now, aside;
+	char name[256], tmp[300];
+	sd_event *loop;
+	int fd;
+
+	loop = store_loop();
+	add_device(0, "sim:s");
+	table[table_nr++] = bad_page;
+	seen(HBM_SYNC_START, 1, 0);
+	ck_assert_int_eq(hbm_state_file_name("sim:s", name, sizeof(name)), 0);
+	fd = openat(d.state_dir, name, O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, "damaged", 7, 0), 7);
+	close(fd);
+	snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
+	ck_assert_int_eq(mkdirat(d.state_dir, tmp, 0700), 0);
+	seen(HBM_SYNC_RESYNC, 1, 0);
+	ck_assert_int_ne(store.saves[0].error, 0);	/* not saved: retried */
+	ck_assert_int_eq(fstatat(d.state_dir, name, &now, 0), 0);
+	ck_assert(S_ISREG(now.st_mode));
+	ck_assert_int_eq(count_prefixed(d.state_dir, "sim:s.state.corrupt-", &aside), 1);
+	ck_assert_uint_eq(aside.st_ino, now.st_ino);
+
+	ck_assert_int_eq(unlinkat(d.state_dir, tmp, AT_REMOVEDIR), 0);
+	seen(HBM_SYNC_RESYNC, 1, 0);
+	ck_assert_int_eq(store.saves[0].error, 0);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &st, &damage), 0);
+	ck_assert(!hbm_state_damaged(&damage));
+	ck_assert_uint_eq(st.nr, 1);
+	hbm_state_free(&st);
+	ck_assert_int_eq(count_prefixed(d.state_dir, "sim:s.state.corrupt-", &aside), 1);
+	ck_assert_uint_eq(aside.st_nlink, 1);		/* its own file now */
+	store_loop_end(loop);
+}
+END_TEST
+
+/*
+ * A compaction child that does not end (its temporary file a FIFO nobody
+ * opens: it blocks in open()) is killed at its deadline and reaped, and a
+ * later one, in the way no more, compacts the file.  Temporary files a
+ * crash left are removed at start.
+ */
+START_TEST(a_compaction_that_hangs_is_killed_and_tried_again)
+{
+	struct hbm_state_damage damage;
+	struct hbm_state s;
+	char tmp[300];
+	sd_event *loop;
+	pid_t pid;
+	int tries, fd, i;
+
+	ck_assert_int_eq(hbm_state_compact_name("sim:s", tmp, sizeof(tmp)), 0);
+	fd = openat(d.state_dir, tmp, O_WRONLY | O_CREAT, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	store_start(&store, &d, &core, NULL);
+	ck_assert_int_eq(faccessat(d.state_dir, tmp, F_OK, 0), -1);
+
+	loop = store_loop();
+	add_device(0, "sim:s");
+	table[table_nr++] = bad_page;
+	seen(HBM_SYNC_START, 1, 0);
+	ck_assert_int_eq(mkfifoat(d.state_dir, tmp, 0600), 0);
+	store.compact_min = 0;
+	store.compact_timeout_us = 1000;
+	for (i = 0; i < 8; i++)
+		heard_retired(0x10000 + i * 0x1000);
+	one_turn(loop);
+	pid = store.compacting.pid;
+	ck_assert_int_gt(pid, 0);
+	for (tries = 0; store.compacting.pid == pid && tries < 1000; tries++)
+		ck_assert_int_ge(sd_event_run(loop, 10000), 0);
+	ck_assert_int_ne(store.compacting.pid, pid);
+	ck_assert_int_eq(kill(pid, 0), -1);		/* reaped: no zombie left */
+	ck_assert(!store.saves[0].no_compact);		/* a later one may run */
+	ck_assert_uint_eq(store.counters.compactions, 0);
+
+	/* its temporary file removed with it: the next compacts (one forked meanwhile is killed too) */
+	ck_assert_int_eq(faccessat(d.state_dir, tmp, F_OK, AT_SYMLINK_NOFOLLOW), -1);
+	store.compact_timeout_us = 300 * 1000000ULL;
+	for (tries = 0; !store.counters.compactions && tries < 1000; tries++)
+		ck_assert_int_ge(sd_event_run(loop, 10000), 0);
+	ck_assert_uint_eq(store.counters.compactions, 1);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &s, &damage), 0);
+	ck_assert(!hbm_state_damaged(&damage));
+	ck_assert_uint_eq(s.log_nr, 0);
+	ck_assert_uint_eq(s.nr, 1 + 8);
+	hbm_state_free(&s);
+	store_loop_end(loop);
+}
+END_TEST
+
+/*
+ * A page logged twice (PENDING, then RETIRED) counts twice in hbmctl
+ * status until the file is counted again: a compaction counts it exactly,
+ * what was logged after its fork on top.
+ */
+START_TEST(a_compaction_counts_the_pages_exactly)
+{
+	sd_event *loop;
+	int tries;
+
+	loop = store_loop();
+	add_device(0, "sim:s");
+	table[table_nr++] = bad_page;
+	seen(HBM_SYNC_START, 1, 0);
+	ck_assert_uint_eq(store.stored_pages[0], 1);
+	store.compact_min = 0;
+	heard_pending(0x10000, 0x1000, 1);
+	heard_pending(0x11000, 0x1000, 1);
+	one_turn(loop);
+	ck_assert_uint_eq(store.stored_pages[0], 3);
+	ck_assert_int_eq(store.compacting.pid, 0);	/* 2 records: shorter than the snapshot */
+	heard_retired(0x10000);
+	heard_retired(0x11000);
+	one_turn(loop);
+	ck_assert_int_gt(store.compacting.pid, 0);
+	ck_assert_uint_eq(store.stored_pages[0], 5);	/* each logged twice */
+	heard_retired(0x12000);				/* after the fork: on top */
+	one_turn(loop);
+	for (tries = 0; store.compacting.pid && tries < 1000; tries++)
+		ck_assert_int_ge(sd_event_run(loop, 10000), 0);
+	ck_assert_uint_eq(store.counters.compactions, 1);
+	ck_assert_uint_eq(store.stored_pages[0], 4);
+	ck_assert_uint_eq(store.stored_extents[0], 4);
+	store_loop_end(loop);
+}
+END_TEST
+
 /* A device gone in the turn that heard its changes: saved with no dump to make. */
 START_TEST(a_device_gone_keeps_what_its_last_turn_heard)
 {
@@ -908,6 +1072,9 @@ Suite *core_suite(void)
 	tcase_add_test(st, a_clear_whose_dump_fails_is_not_acknowledged);
 	tcase_add_test(st, a_file_moved_aside_is_no_longer_appended_to);
 	tcase_add_test(st, a_file_not_read_is_not_moved_aside);
+	tcase_add_test(st, a_damaged_file_keeps_its_name_until_replaced);
+	tcase_add_test(st, a_compaction_that_hangs_is_killed_and_tried_again);
+	tcase_add_test(st, a_compaction_counts_the_pages_exactly);
 	suite_add_tcase(s, st);
 	return s;
 }

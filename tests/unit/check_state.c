@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Unit tests of the state file format (daemon/state.c). */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <linux/hbmguard.h>
 
 #include "state.h"
@@ -246,11 +248,26 @@ START_TEST(file_names)
 }
 END_TEST
 
+/* Names in directory @dirfd that begin with @prefix */
+static int count_names(int dirfd, const char *prefix)
+{
+	DIR *dir = fdopendir(openat(dirfd, ".", O_RDONLY | O_DIRECTORY));
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(dir);
+	while ((e = readdir(dir)))
+		n += !strncmp(e->d_name, prefix, strlen(prefix));
+	closedir(dir);
+	return n;
+}
+
 START_TEST(write_read_quarantine)
 {
-	char dir[] = "/tmp/hbmstate.XXXXXX", moved[300];
+	char dir[] = "/tmp/hbmstate.XXXXXX", moved[300], again[300];
 	struct hbm_state s = sample(), out;
 	struct hbm_state_damage d;
+	struct stat st, aside;
 	int dirfd;
 
 	ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -267,12 +284,30 @@ START_TEST(write_read_quarantine)
 	hbm_state_free(&out);
 	ck_assert_int_eq(faccessat(dirfd, ".0000:3b:00.0.state.tmp", F_OK, 0), -1);
 
+	/*
+	 * Kept aside under a second name, and still under its own until
+	 * replaced: a crash in between leaves a file to restore.
+	 */
 	ck_assert_int_eq(hbm_state_quarantine(dirfd, s.identity, moved, sizeof(moved)), 0);
-	ck_assert_int_eq(hbm_state_read(dirfd, s.identity, 0, &out, &d), -ENOENT);
-	ck_assert_int_eq(faccessat(dirfd, moved, F_OK, 0), 0);
+	ck_assert_int_eq(strncmp(moved, "0000:3b:00.0.state.corrupt-", 27), 0);
+	ck_assert_int_eq(fstatat(dirfd, moved, &aside, 0), 0);
+	ck_assert_int_eq(fstatat(dirfd, "0000:3b:00.0.state", &st, 0), 0);
+	ck_assert_uint_eq(aside.st_ino, st.st_ino);
+	ck_assert_int_eq(hbm_state_read(dirfd, s.identity, 0, &out, &d), 0);
+	hbm_state_free(&out);
+	/* not replaced yet (a crash, a write that failed): not kept a second time */
+	ck_assert_int_eq(hbm_state_quarantine(dirfd, s.identity, again, sizeof(again)), 0);
+	ck_assert_int_eq(count_names(dirfd, "0000:3b:00.0.state.corrupt-"), 1);
+	ck_assert_int_eq(hbm_state_write(dirfd, &s), 0);	/* the replacement */
+	ck_assert_int_eq(fstatat(dirfd, moved, &aside, 0), 0);
+	ck_assert_uint_eq(aside.st_nlink, 1);
+	ck_assert_int_eq(hbm_state_read(dirfd, s.identity, 0, &out, &d), 0);
+	hbm_state_free(&out);
+	ck_assert_int_eq(hbm_state_quarantine(dirfd, "no-such", again, sizeof(again)), -ENOENT);
 	unlinkat(dirfd, moved, 0);
+	unlinkat(dirfd, "0000:3b:00.0.state", 0);
 	close(dirfd);
-	rmdir(dir);
+	ck_assert_int_eq(rmdir(dir), 0);
 }
 END_TEST
 
@@ -651,6 +686,7 @@ START_TEST(log_append_and_compact)
 	struct hbm_state s = sample(), out;
 	struct hbm_state_damage d;
 	struct hbm_state_log log = { 0 };
+	struct hbm_state_count count;
 	uint64_t upto, fsyncs;
 	int dirfd;
 
@@ -663,7 +699,10 @@ START_TEST(log_append_and_compact)
 	fsyncs = hbm_state_fsyncs;
 	ck_assert_int_eq(hbm_state_append(&log, log_records, 2), 0);
 	ck_assert_uint_eq(hbm_state_fsyncs, fsyncs + 1);	/* one for the two */
-	ck_assert_int_eq(hbm_state_compact(dirfd, s.identity, log.fd, log.length), 0);
+	ck_assert_int_eq(hbm_state_compact(dirfd, s.identity, log.fd, log.length, &count), 0);
+	/* the snapshot's 12 pages, 0x40000 and 0x2000 new: counted from the replay */
+	ck_assert_uint_eq(count.extents, NR + 2);
+	ck_assert_uint_eq(count.pages, 14);
 	upto = log.length;
 	ck_assert_int_eq(hbm_state_append(&log, log_records + 2, 2), 0);	/* meanwhile */
 	ck_assert_int_eq(hbm_state_compact_finish(dirfd, s.identity, &log, upto), 0);
@@ -686,17 +725,85 @@ START_TEST(log_append_and_compact)
 	expect(whole(&d) && out.log_nr == 3 && out.nr == REPLAYED_NR + 1);
 	hbm_state_free(&out);
 
+	/* nothing appended since the fork: the child's fsync stands, the directory's is made */
+	upto = log.length;
+	ck_assert_int_eq(hbm_state_compact(dirfd, s.identity, log.fd, upto, &count), 0);
+	ck_assert_uint_eq(count.extents, REPLAYED_NR + 1);
+	fsyncs = hbm_state_fsyncs;
+	ck_assert_int_eq(hbm_state_compact_finish(dirfd, s.identity, &log, upto), 0);
+	ck_assert_uint_eq(hbm_state_fsyncs, fsyncs + 1);
+	ck_assert_int_eq(hbm_state_read(dirfd, s.identity, 0, &out, &d), 0);
+	expect(whole(&d) && out.serial == 44 && out.log_nr == 0 && out.nr == REPLAYED_NR + 1);
+	hbm_state_free(&out);
+
 	/* a damaged file is not compacted: its damage would go unsaid */
 	hbm_state_log_close(&log);
 	ck_assert_int_eq(hbm_state_write(dirfd, &s), 0);
 	ck_assert_int_eq(hbm_state_log_open(dirfd, &s, &log), 0);
 	ck_assert_int_eq(pwrite(log.fd, "x", 1, 200), 1);
-	ck_assert_int_eq(hbm_state_compact(dirfd, s.identity, log.fd, log.length), -EBADMSG);
+	ck_assert_int_eq(hbm_state_compact(dirfd, s.identity, log.fd, log.length, &count),
+			 -EBADMSG);
 	hbm_state_log_close(&log);
 	ck_assert_int_eq(hbm_state_quarantine(dirfd, s.identity, tmp, sizeof(tmp)), 0);
 	unlinkat(dirfd, tmp, 0);
+	unlinkat(dirfd, "0000:3b:00.0.state", 0);
 	close(dirfd);
 	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+/*
+ * At start, the temporary files of compactions a crash cut short are
+ * removed: regular files of that exact name only, nothing followed.
+ */
+START_TEST(compact_files_cleaned)
+{
+	static const char *const removed[] = {
+		".0000:3b:00.0.state.compact", ".GPU-1%2fx.state.compact",
+	};
+	static const char *const kept[] = {
+		"0000:3b:00.0.state", ".0000:3b:00.0.state.tmp", ".x%2G.state.compact",
+		".x%2.state.compact", "..state.compact", ".a.state.compact.1", "a.state.compact",
+		".a b.state.compact", ".a%2F.state.compact", "target",
+	};
+	char dir[] = "/tmp/hbmclean.XXXXXX";
+	int dirfd, fd;
+	size_t i;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(dirfd, 0);
+	ck_assert_int_eq(hbm_state_compact_clean(dirfd), 0);
+	for (i = 0; i < sizeof(removed) / sizeof(removed[0]); i++) {
+		fd = openat(dirfd, removed[i], O_WRONLY | O_CREAT, 0600);
+		ck_assert_int_ge(fd, 0);
+		close(fd);
+	}
+	for (i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+		fd = openat(dirfd, kept[i], O_WRONLY | O_CREAT, 0600);
+		ck_assert_int_ge(fd, 0);
+		close(fd);
+	}
+	/* of that name, but a link (to a file, to a directory) and a FIFO */
+	ck_assert_int_eq(symlinkat("target", dirfd, ".l.state.compact"), 0);
+	ck_assert_int_eq(mkdirat(dirfd, "sub", 0700), 0);
+	ck_assert_int_eq(symlinkat("sub", dirfd, ".d.state.compact"), 0);
+	ck_assert_int_eq(mkfifoat(dirfd, ".f.state.compact", 0600), 0);
+	ck_assert_int_eq(mkdirat(dirfd, ".e.state.compact", 0700), 0);
+	ck_assert_int_eq(hbm_state_compact_clean(dirfd), 2);
+	for (i = 0; i < sizeof(removed) / sizeof(removed[0]); i++)
+		ck_assert_int_eq(faccessat(dirfd, removed[i], F_OK, AT_SYMLINK_NOFOLLOW), -1);
+	for (i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+		ck_assert_int_eq(faccessat(dirfd, kept[i], F_OK, AT_SYMLINK_NOFOLLOW), 0);
+		ck_assert_int_eq(unlinkat(dirfd, kept[i], 0), 0);
+	}
+	ck_assert_int_eq(unlinkat(dirfd, ".l.state.compact", 0), 0);
+	ck_assert_int_eq(unlinkat(dirfd, ".d.state.compact", 0), 0);
+	ck_assert_int_eq(unlinkat(dirfd, ".f.state.compact", 0), 0);
+	ck_assert_int_eq(unlinkat(dirfd, ".e.state.compact", AT_REMOVEDIR), 0);
+	ck_assert_int_eq(unlinkat(dirfd, "sub", AT_REMOVEDIR), 0);
+	close(dirfd);
+	ck_assert_int_eq(rmdir(dir), 0);	/* nothing else left */
 }
 END_TEST
 
@@ -721,6 +828,7 @@ Suite *state_suite(void)
 	tcase_add_test(tc, log_header_fields);
 	tcase_add_test(tc, log_replay_random);
 	tcase_add_test(tc, log_append_and_compact);
+	tcase_add_test(tc, compact_files_cleaned);
 	suite_add_tcase(s, tc);
 	return s;
 }
