@@ -396,6 +396,36 @@ static void one_turn(sd_event *loop)
 	sd_event_source_unref(kick);
 }
 
+/*
+ * The store on a loop, device 0 seen with one page (bad_page): its file a
+ * snapshot, its log open.
+ */
+static sd_event *stored_one_page(void)
+{
+	sd_event *loop = store_loop();
+
+	add_device(0, "sim:s");
+	table[table_nr++] = bad_page;
+	seen(HBM_SYNC_START, 1, 0);
+	return loop;
+}
+
+/* Device 0's file, its header overwritten: damaged.  Return: its stat then. */
+static struct stat damage_header(void)
+{
+	struct stat st;
+	char name[256];
+	int fd;
+
+	ck_assert_int_eq(hbm_state_file_name("sim:s", name, sizeof(name)), 0);
+	fd = openat(d.state_dir, name, O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, "damaged", 7, 0), 7);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	close(fd);
+	return st;
+}
+
 static void heard_numbered(uint64_t offset, uint64_t seqnum)
 {
 	src_link.fact(src_link.core, &(struct hbm_fact){
@@ -424,10 +454,7 @@ START_TEST(heard_changes_are_logged_and_compacted)
 	size_t i;
 	int turns;
 
-	loop = store_loop();
-	add_device(0, "sim:s");
-	table[table_nr++] = bad_page;
-	seen(HBM_SYNC_START, 1, 0);		/* the snapshot */
+	loop = stored_one_page();		/* the snapshot */
 	fsyncs = hbm_state_fsyncs;
 	for (i = 0; i < 3; i++)
 		heard_retired(0x10000 + i * 0x1000);
@@ -496,10 +523,7 @@ static int clear_then_late_event(int dump_fails, bool *has_5000)
 	size_t i;
 	int answer;
 
-	loop = store_loop();
-	add_device(0, "sim:s");
-	table[table_nr++] = bad_page;
-	seen(HBM_SYNC_START, 1, 0);
+	loop = stored_one_page();
 	table[table_nr] = bad_page;
 	table[table_nr++].offset = 0x5000;
 	dump_seqnum = 4;
@@ -550,20 +574,10 @@ START_TEST(a_file_moved_aside_is_no_longer_appended_to)
 	struct hbm_state_damage damage;
 	struct hbm_state st;
 	struct stat damaged, aside;
-	char name[256];
 	sd_event *loop;
-	int fd;
 
-	loop = store_loop();
-	add_device(0, "sim:s");
-	table[table_nr++] = bad_page;
-	seen(HBM_SYNC_START, 1, 0);		/* a snapshot, its log open */
-	ck_assert_int_eq(hbm_state_file_name("sim:s", name, sizeof(name)), 0);
-	fd = openat(d.state_dir, name, O_WRONLY);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(pwrite(fd, "damaged", 7, 0), 7);	/* its header */
-	ck_assert_int_eq(fstat(fd, &damaged), 0);
-	close(fd);
+	loop = stored_one_page();		/* a snapshot, its log open */
+	damaged = damage_header();
 	table_nr = 0;
 	/* an event over pages of other states: saved from a dump */
 	src_link.fact(src_link.core, &(struct hbm_fact){
@@ -575,6 +589,7 @@ START_TEST(a_file_moved_aside_is_no_longer_appended_to)
 	/* nothing of it trusted: replaced by an empty snapshot */
 	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &st, &damage), 0);
 	ck_assert_uint_eq(st.nr, 0);
+	hbm_state_free(&st);
 	table[table_nr] = bad_page;
 	table[table_nr++].offset = 0x9000;
 	heard_numbered(0x9000, 8);
@@ -644,10 +659,7 @@ START_TEST(events_before_the_read_are_not_logged_again)
 	struct hbm_state s;
 	sd_event *loop;
 
-	loop = store_loop();
-	add_device(0, "sim:s");
-	table[table_nr++] = bad_page;
-	seen(HBM_SYNC_START, 1, 0);
+	loop = stored_one_page();
 	read_again(10);	/* read again, at #10 */
 	heard_numbered(0x9000, 9);
 	heard_numbered(0x9000, 10);
@@ -673,10 +685,7 @@ START_TEST(a_turn_logs_nothing_a_later_snapshot_holds)
 	struct hbm_state s;
 	sd_event *loop;
 
-	loop = store_loop();
-	add_device(0, "sim:s");
-	table[table_nr++] = bad_page;
-	seen(HBM_SYNC_START, 1, 0);
+	loop = stored_one_page();
 	heard_numbered(0x5000, 5);		/* retired at #5, cleared at #6 */
 	read_again(7);	/* read at #7: no 0x5000 */
 	heard_numbered(0xa000, 8);		/* the turn goes on: logged */
@@ -751,10 +760,7 @@ START_TEST(an_event_over_pages_of_other_states_makes_a_snapshot)
 	sd_event *loop;
 	size_t i, covering = 0;
 
-	loop = store_loop();
-	add_device(0, "sim:s");
-	table[table_nr++] = bad_page;		/* 0x9000 RETIRED */
-	seen(HBM_SYNC_START, 1, 0);
+	loop = stored_one_page();		/* 0x9000 RETIRED */
 	heard_pending(0x8000, 0x4000, 3);
 	one_turn(loop);
 	ck_assert_uint_eq(store.counters.logged, 0);
@@ -807,6 +813,27 @@ static bool holds(const int *fds, int n, int fd)
 }
 
 /*
+ * Device 0's log past its bound, its compaction's temporary file a FIFO
+ * nobody opens: the child forked, stuck in open().  Return: its pid.
+ */
+static pid_t compaction_stuck(sd_event *loop)
+{
+	char tmp[300];
+	pid_t pid;
+	int i;
+
+	ck_assert_int_eq(hbm_state_compact_name("sim:s", tmp, sizeof(tmp)), 0);
+	ck_assert_int_eq(mkfifoat(d.state_dir, tmp, 0600), 0);
+	store.compact_min = 0;
+	for (i = 0; i < 8; i++)
+		heard_retired(0x10000 + i * 0x1000);
+	one_turn(loop);
+	pid = store.compacting.pid;
+	ck_assert_int_gt(pid, 0);
+	return pid;
+}
+
+/*
  * The compaction's child holds none of the daemon's descriptors but the
  * state directory, the file and its pipe (a socket it kept would outlive
  * the daemon), and the loop goes on while it is stuck (its temporary file
@@ -823,18 +850,9 @@ START_TEST(the_compaction_child_holds_only_its_files)
 	pid_t pid;
 
 	ck_assert_int_ge(marker, 0);
-	loop = store_loop();
-	add_device(0, "sim:s");
-	table[table_nr++] = bad_page;
-	seen(HBM_SYNC_START, 1, 0);
+	loop = stored_one_page();
+	pid = compaction_stuck(loop);
 	ck_assert_int_eq(hbm_state_compact_name("sim:s", tmp, sizeof(tmp)), 0);
-	ck_assert_int_eq(mkfifoat(d.state_dir, tmp, 0600), 0);
-	store.compact_min = 0;
-	for (i = 0; i < 8; i++)
-		heard_retired(0x10000 + i * 0x1000);
-	one_turn(loop);
-	pid = store.compacting.pid;
-	ck_assert_int_gt(pid, 0);
 	for (tries = 0; tries < 200; tries++) {	/* until it has closed them */
 		n = fds_of(pid, fds, 64);
 		if (n >= 0 && !holds(fds, n, marker))
@@ -886,17 +904,10 @@ START_TEST(a_damaged_file_keeps_its_name_until_replaced)
 	struct stat now, aside;
 	char name[256], tmp[300];
 	sd_event *loop;
-	int fd;
 
-	loop = store_loop();
-	add_device(0, "sim:s");
-	table[table_nr++] = bad_page;
-	seen(HBM_SYNC_START, 1, 0);
+	loop = stored_one_page();
+	damage_header();
 	ck_assert_int_eq(hbm_state_file_name("sim:s", name, sizeof(name)), 0);
-	fd = openat(d.state_dir, name, O_WRONLY);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(pwrite(fd, "damaged", 7, 0), 7);
-	close(fd);
 	snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
 	ck_assert_int_eq(mkdirat(d.state_dir, tmp, 0700), 0);
 	seen(HBM_SYNC_RESYNC, 1, 0);
@@ -932,7 +943,7 @@ START_TEST(a_compaction_that_hangs_is_killed_and_tried_again)
 	char tmp[300];
 	sd_event *loop;
 	pid_t pid;
-	int tries, fd, i;
+	int tries, fd;
 
 	ck_assert_int_eq(hbm_state_compact_name("sim:s", tmp, sizeof(tmp)), 0);
 	fd = openat(d.state_dir, tmp, O_WRONLY | O_CREAT, 0600);
@@ -941,18 +952,9 @@ START_TEST(a_compaction_that_hangs_is_killed_and_tried_again)
 	store_start(&store, &d, &core, NULL);
 	ck_assert_int_eq(faccessat(d.state_dir, tmp, F_OK, 0), -1);
 
-	loop = store_loop();
-	add_device(0, "sim:s");
-	table[table_nr++] = bad_page;
-	seen(HBM_SYNC_START, 1, 0);
-	ck_assert_int_eq(mkfifoat(d.state_dir, tmp, 0600), 0);
-	store.compact_min = 0;
+	loop = stored_one_page();
 	store.compact_timeout_us = 1000;
-	for (i = 0; i < 8; i++)
-		heard_retired(0x10000 + i * 0x1000);
-	one_turn(loop);
-	pid = store.compacting.pid;
-	ck_assert_int_gt(pid, 0);
+	pid = compaction_stuck(loop);
 	for (tries = 0; store.compacting.pid == pid && tries < 1000; tries++)
 		ck_assert_int_ge(sd_event_run(loop, 10000), 0);
 	ck_assert_int_ne(store.compacting.pid, pid);
@@ -985,10 +987,7 @@ START_TEST(a_compaction_counts_the_pages_exactly)
 	sd_event *loop;
 	int tries;
 
-	loop = store_loop();
-	add_device(0, "sim:s");
-	table[table_nr++] = bad_page;
-	seen(HBM_SYNC_START, 1, 0);
+	loop = stored_one_page();
 	ck_assert_uint_eq(store.stored_pages[0], 1);
 	store.compact_min = 0;
 	heard_pending(0x10000, 0x1000, 1);
