@@ -52,14 +52,15 @@
  * file, and fsyncs the directory (the appends that follow go to the new
  * file: the rename must be durable before they are acknowledged): O(those
  * records), and two syncs, as a snapshot's atomic write, but without its
- * dump.  The child's answer counts the pages the file holds, exactly (an
- * append counts a page logged twice twice).  A snapshot made meanwhile
- * abandons it.  A child that fails leaves the file as it was; one not
- * done within compact_timeout_us (5 minutes) is killed, and a later turn
- * tries again.  The child closes every descriptor but its three (a fork
- * without exec keeps the daemon's sockets open, O_CLOEXEC or not) and
- * dies with the daemon (PR_SET_PDEATHSIG).  Temporary files of
- * compactions a crash cut short are removed at start.
+ * dump.  The child's answer counts what the file holds, exactly: the
+ * status's counts, which an append raises by its records even where the
+ * file had their pages (log_turn()), are right again.  A snapshot made
+ * meanwhile abandons it.  A child that fails leaves the file as it was;
+ * one not done within compact_timeout_us (5 minutes) is killed, and a
+ * later turn tries again.  The child closes every descriptor but its
+ * three (a fork without exec keeps the daemon's sockets open, O_CLOEXEC
+ * or not) and dies with the daemon (PR_SET_PDEATHSIG).  Temporary files
+ * of compactions a crash cut short are removed at start.
  *
  * It takes facts through store_fact() and asks the core (core.h) for the
  * devices and their tables; it must not block beyond, per device and turn,
