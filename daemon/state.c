@@ -603,6 +603,21 @@ static int pwrite_all(int fd, const uint8_t *buf, size_t len, uint64_t at)
 	return 0;
 }
 
+/*
+ * A temporary file @tmp of @dirfd, new: what is under that name (one a
+ * crash left, a link or a FIFO put there) is removed, never followed nor
+ * opened (a link would have the write go to the file it names, a FIFO
+ * block the open).  Return: its descriptor, or a negative errno.
+ */
+static int create_temp(int dirfd, const char *tmp)
+{
+	int fd;
+
+	unlinkat(dirfd, tmp, 0);
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	return fd < 0 ? -errno : fd;
+}
+
 /**
  * hbm_atomic_write() - replace a file of a directory, atomically and durably
  * @dirfd: the directory
@@ -623,10 +638,10 @@ int hbm_atomic_write(int dirfd, const char *name, const void *buf, size_t len)
 
 	if (snprintf(tmp, sizeof(tmp), ".%s.tmp", name) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	fd = create_temp(dirfd, tmp);
 	if (fd < 0)
-		return -errno;
-	err = pwrite_all(fd, buf, len, 0);	/* a new file */
+		return fd;
+	err = pwrite_all(fd, buf, len, 0);
 	if (!err && (hbm_state_fsyncs++, fsync(fd)))
 		err = -errno;
 	if (close(fd) && !err)
@@ -896,8 +911,9 @@ static bool is_compact_name(const char *name)
  *
  * For the daemon's start, when none is under way: those a crash (or a
  * kill) left behind would stay forever, each as large as a snapshot.
- * Only regular files of that exact name; none is followed, whatever it is
- * (fstatat() and unlinkat() act on the name).
+ * Whatever is under that exact name but a directory: a link or a FIFO
+ * there would be in a compaction's way (hbm_state_compact() removes it
+ * too); none is followed (unlinkat() acts on the name).
  *
  * Return: the files removed, or a negative errno.
  */
@@ -917,7 +933,7 @@ int hbm_state_compact_clean(int dirfd)
 	}
 	while ((e = readdir(dir)))
 		if (is_compact_name(e->d_name) &&
-		    !fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) && S_ISREG(st.st_mode) &&
+		    !fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) && !S_ISDIR(st.st_mode) &&
 		    !unlinkat(dirfd, e->d_name, 0))
 			n++;
 	closedir(dir);
@@ -983,8 +999,8 @@ int hbm_state_compact(int dirfd, const char *identity, int fd, uint64_t upto,
 		err = -ENOMEM;
 	if (!err) {
 		hbm_state_encode(&s, buf);
-		out = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		err = out < 0 ? -errno : pwrite_all(out, buf, hbm_state_encode_size(&s), 0);
+		out = create_temp(dirfd, tmp);
+		err = out < 0 ? out : pwrite_all(out, buf, hbm_state_encode_size(&s), 0);
 		if (out >= 0 && !err && (hbm_state_fsyncs++, fsync(out)))
 			err = -errno;
 		if (out >= 0 && close(out) && !err)
@@ -1042,10 +1058,13 @@ int hbm_state_compact_finish(int dirfd, const char *identity, struct hbm_state_l
 		put32(p + 40, (uint32_t)(log->serial + 1));
 		put32(p + 44, hbm_crc32c(0, p, 44));
 	}
-	if (!err && (fd = openat(dirfd, tmp, O_RDWR | O_CLOEXEC)) < 0)
+	/* the child's file, not one put in its place since */
+	if (!err && (fd = openat(dirfd, tmp, O_RDWR | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		err = -errno;
 	if (!err && fstat(fd, &st))
 		err = -errno;
+	if (!err && !S_ISREG(st.st_mode))
+		err = -EINVAL;
 	/* the new snapshot may have fewer records than the old: a log it allows */
 	if (!err && (st.st_size < HBM_STATE_HEADER_SIZE ||
 		     n > HBM_STATE_LOG_MAX((st.st_size - HBM_STATE_HEADER_SIZE) /

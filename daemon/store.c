@@ -786,7 +786,8 @@ static int cmp_int(const void *a, const void *b)
  * killed at its deadline.  posix_spawn() of a helper would not need any of
  * this, but would need a binary of its own and its path.
  */
-static void __attribute__((noreturn)) compact_child(int dirfd, const char *identity, int fd,
+static void __attribute__((noreturn)) compact_child(const struct hbm_store *s, int dirfd,
+						    const char *identity, int fd,
 						    uint64_t upto, int out, pid_t parent)
 {
 	struct compaction_answer a = { 0 };
@@ -797,7 +798,7 @@ static void __attribute__((noreturn)) compact_child(int dirfd, const char *ident
 	qsort(keep, 3, sizeof(keep[0]), cmp_int);
 	if (close_except(keep, 3))
 		_exit(1);	/* not with the daemon's sockets held: no compaction */
-	a.err = hbm_state_compact(dirfd, identity, fd, upto, &a.count);
+	a.err = s->compact(dirfd, identity, fd, upto, &a.count);
 	/* one write, shorter than PIPE_BUF: whole or not at all */
 	_exit(write(out, &a, sizeof(a)) == sizeof(a) ? 0 : 1);
 }
@@ -834,7 +835,7 @@ static void maybe_compact(struct hbm_store *s)
 	snprintf(c->identity, sizeof(c->identity), "%s", sv->identity);
 	c->pid = fork();
 	if (!c->pid)
-		compact_child(s->d->state_dir, c->identity, sv->log.fd, c->upto, p[1], parent);
+		compact_child(s, s->d->state_dir, c->identity, sv->log.fd, c->upto, p[1], parent);
 	close(p[1]);
 	if (c->pid > 0)
 		c->pidfd = syscall(SYS_pidfd_open, c->pid, 0);
@@ -1127,6 +1128,7 @@ int store_start(struct hbm_store *s, struct daemon *d, struct hbmd_core *core,
 	s->compact_min = 1 << 20;
 	/* 10^6 extents take seconds: minutes are a child that hangs */
 	s->compact_timeout_us = 300 * 1000000ULL;
+	s->compact = hbm_state_compact;
 	err = hbm_state_compact_clean(d->state_dir);
 	if (err > 0)
 		fprintf(stderr, "<5>hbmguardd: removed %d temporary files of compactions a crash cut short\n",

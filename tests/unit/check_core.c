@@ -813,17 +813,34 @@ static bool holds(const int *fds, int n, int fd)
 }
 
 /*
- * Device 0's log past its bound, its compaction's temporary file a FIFO
- * nobody opens: the child forked, stuck in open().  Return: its pid.
+ * A compaction's child that does not end: it waits to open the FIFO
+ * "stall" of the state directory for writing, until something opens it
+ * to read (a disk that hangs, for a test).  Then it fails.
+ */
+static int stalled(int dirfd, const char *identity, int fd, uint64_t upto,
+		   struct hbm_state_count *count)
+{
+	(void)identity;
+	(void)fd;
+	(void)upto;
+	(void)count;
+	fd = openat(dirfd, "stall", O_WRONLY | O_CLOEXEC);
+	if (fd >= 0)
+		close(fd);
+	return -EIO;
+}
+
+/*
+ * Device 0's log past its bound, its compaction's child stuck (stalled()).
+ * Return: its pid.
  */
 static pid_t compaction_stuck(sd_event *loop)
 {
-	char tmp[300];
 	pid_t pid;
 	int i;
 
-	ck_assert_int_eq(hbm_state_compact_name("sim:s", tmp, sizeof(tmp)), 0);
-	ck_assert_int_eq(mkfifoat(d.state_dir, tmp, 0600), 0);
+	ck_assert_int_eq(mkfifoat(d.state_dir, "stall", 0600), 0);
+	store.compact = stalled;
 	store.compact_min = 0;
 	for (i = 0; i < 8; i++)
 		heard_retired(0x10000 + i * 0x1000);
@@ -836,15 +853,13 @@ static pid_t compaction_stuck(sd_event *loop)
 /*
  * The compaction's child holds none of the daemon's descriptors but the
  * state directory, the file and its pipe (a socket it kept would outlive
- * the daemon), and the loop goes on while it is stuck (its temporary file
- * a FIFO nobody reads: it blocks in open()): its end is heard, never
- * waited for.
+ * the daemon), and the loop goes on while it is stuck (stalled()): its
+ * end is heard, never waited for.
  */
 START_TEST(the_compaction_child_holds_only_its_files)
 {
 	struct hbm_state_damage damage;
 	struct hbm_state s;
-	char tmp[300];
 	int marker = eventfd(0, 0), fds[64], n = -1, tries, fifo, i;
 	sd_event *loop;
 	pid_t pid;
@@ -852,7 +867,6 @@ START_TEST(the_compaction_child_holds_only_its_files)
 	ck_assert_int_ge(marker, 0);
 	loop = stored_one_page();
 	pid = compaction_stuck(loop);
-	ck_assert_int_eq(hbm_state_compact_name("sim:s", tmp, sizeof(tmp)), 0);
 	for (tries = 0; tries < 200; tries++) {	/* until it has closed them */
 		n = fds_of(pid, fds, 64);
 		if (n >= 0 && !holds(fds, n, marker))
@@ -873,8 +887,8 @@ START_TEST(the_compaction_child_holds_only_its_files)
 	ck_assert_uint_eq(store.counters.logged, 9);
 	ck_assert_int_eq(store.compacting.pid, pid);
 
-	/* unstuck (a FIFO takes no fsync): it fails, heard, reaped, the file as it was */
-	fifo = openat(d.state_dir, tmp, O_RDONLY | O_NONBLOCK);
+	/* unstuck: it fails, heard, reaped, the file as it was */
+	fifo = openat(d.state_dir, "stall", O_RDONLY | O_NONBLOCK);
 	ck_assert_int_ge(fifo, 0);
 	for (tries = 0; store.compacting.pid && tries < 1000; tries++)
 		ck_assert_int_ge(sd_event_run(loop, 10000), 0);
@@ -931,10 +945,9 @@ START_TEST(a_damaged_file_keeps_its_name_until_replaced)
 END_TEST
 
 /*
- * A compaction child that does not end (its temporary file a FIFO nobody
- * opens: it blocks in open()) is killed at its deadline and reaped, and a
- * later one, in the way no more, compacts the file.  Temporary files a
- * crash left are removed at start.
+ * A compaction child that does not end (stalled()) is killed at its
+ * deadline and reaped, and a later one compacts the file.  Temporary
+ * files a crash left are removed at start.
  */
 START_TEST(a_compaction_that_hangs_is_killed_and_tried_again)
 {
@@ -962,8 +975,9 @@ START_TEST(a_compaction_that_hangs_is_killed_and_tried_again)
 	ck_assert(!store.saves[0].no_compact);		/* a later one may run */
 	ck_assert_uint_eq(store.counters.compactions, 0);
 
-	/* its temporary file removed with it: the next compacts (one forked meanwhile is killed too) */
+	/* the next compacts (one forked meanwhile stalls, and is killed too) */
 	ck_assert_int_eq(faccessat(d.state_dir, tmp, F_OK, AT_SYMLINK_NOFOLLOW), -1);
+	store.compact = hbm_state_compact;
 	store.compact_timeout_us = 300 * 1000000ULL;
 	for (tries = 0; !store.counters.compactions && tries < 1000; tries++)
 		ck_assert_int_ge(sd_event_run(loop, 10000), 0);

@@ -705,7 +705,9 @@ START_TEST(log_append_and_compact)
 	ck_assert_uint_eq(count.pages, 14);
 	upto = log.length;
 	ck_assert_int_eq(hbm_state_append(&log, log_records + 2, 2), 0);	/* meanwhile */
+	fsyncs = hbm_state_fsyncs;
 	ck_assert_int_eq(hbm_state_compact_finish(dirfd, s.identity, &log, upto), 0);
+	ck_assert_uint_eq(hbm_state_fsyncs, fsyncs + 2);	/* the tail's, the directory's */
 	ck_assert_uint_eq(log.serial, 43);
 	ck_assert_uint_eq(log.seq, 2);
 	ck_assert_int_eq(hbm_state_read(dirfd, s.identity, 0, &out, &d), 0);
@@ -752,9 +754,82 @@ START_TEST(log_append_and_compact)
 }
 END_TEST
 
+/* @name's content is still @text (a file a link pointed at). */
+static void still(int dirfd, const char *name, const char *text)
+{
+	uint8_t *buf;
+	size_t len;
+
+	ck_assert_int_eq(hbm_read_file(dirfd, name, &buf, &len), 0);
+	ck_assert_uint_eq(len, strlen(text));
+	ck_assert_mem_eq(buf, text, len);
+	free(buf);
+}
+
+/*
+ * A link or a FIFO put under a temporary file's name is never written
+ * through nor opened: the file it names stays as it was, and nothing
+ * blocks (the FIFO: a test that would hang until its timeout).
+ */
+START_TEST(temporary_files_are_never_followed)
+{
+	char dir[] = "/tmp/hbmtmp.XXXXXX", tmp[300];
+	struct hbm_state s = sample(), out;
+	struct hbm_state_damage d;
+	struct hbm_state_log log = { 0 };
+	struct hbm_state_count count;
+	struct stat st;
+	uint64_t upto;
+	int dirfd, fd;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(dirfd, 0);
+	fd = openat(dirfd, "victim", O_WRONLY | O_CREAT, 0600);
+	ck_assert_int_eq(write(fd, "victim", 6), 6);
+	close(fd);
+
+	ck_assert_int_eq(symlinkat("victim", dirfd, ".0000:3b:00.0.state.tmp"), 0);
+	ck_assert_int_eq(hbm_state_write(dirfd, &s), 0);
+	still(dirfd, "victim", "victim");
+	ck_assert_int_eq(fstatat(dirfd, "0000:3b:00.0.state", &st, AT_SYMLINK_NOFOLLOW), 0);
+	ck_assert(S_ISREG(st.st_mode));
+
+	ck_assert_int_eq(hbm_state_log_open(dirfd, &s, &log), 0);
+	ck_assert_int_eq(hbm_state_append(&log, log_records, 2), 0);
+	ck_assert_int_eq(hbm_state_compact_name(s.identity, tmp, sizeof(tmp)), 0);
+	ck_assert_int_eq(symlinkat("victim", dirfd, tmp), 0);
+	ck_assert_int_eq(hbm_state_compact(dirfd, s.identity, log.fd, log.length, &count), 0);
+	still(dirfd, "victim", "victim");
+	ck_assert_int_eq(unlinkat(dirfd, tmp, 0), 0);
+	ck_assert_int_eq(mkfifoat(dirfd, tmp, 0600), 0);
+	ck_assert_int_eq(hbm_state_compact(dirfd, s.identity, log.fd, log.length, &count), 0);
+
+	/* the child's file swapped for a link before the finish: not followed */
+	ck_assert_int_eq(unlinkat(dirfd, tmp, 0), 0);
+	ck_assert_int_eq(symlinkat("victim", dirfd, tmp), 0);
+	upto = log.length;
+	ck_assert_int_eq(hbm_state_compact_finish(dirfd, s.identity, &log, upto), -ELOOP);
+	still(dirfd, "victim", "victim");
+	ck_assert_int_eq(faccessat(dirfd, tmp, F_OK, AT_SYMLINK_NOFOLLOW), -1);
+	ck_assert_int_eq(fstatat(dirfd, "0000:3b:00.0.state", &st, AT_SYMLINK_NOFOLLOW), 0);
+	ck_assert(S_ISREG(st.st_mode));
+	ck_assert_int_eq(hbm_state_read(dirfd, s.identity, 0, &out, &d), 0);
+	expect(whole(&d) && out.serial == 42 && out.log_nr == 2);
+	hbm_state_free(&out);
+
+	hbm_state_log_close(&log);
+	ck_assert_int_eq(unlinkat(dirfd, "victim", 0), 0);
+	ck_assert_int_eq(unlinkat(dirfd, "0000:3b:00.0.state", 0), 0);
+	close(dirfd);
+	ck_assert_int_eq(rmdir(dir), 0);	/* nothing else left */
+}
+END_TEST
+
 /*
  * At start, the temporary files of compactions a crash cut short are
- * removed: regular files of that exact name only, nothing followed.
+ * removed: anything of that exact name but a directory (a link or a FIFO
+ * would be in the next compaction's way), nothing followed.
  */
 START_TEST(compact_files_cleaned)
 {
@@ -784,22 +859,22 @@ START_TEST(compact_files_cleaned)
 		ck_assert_int_ge(fd, 0);
 		close(fd);
 	}
-	/* of that name, but a link (to a file, to a directory) and a FIFO */
+	/* of that name, a link (to a file, to a directory) and a FIFO: removed, not followed */
 	ck_assert_int_eq(symlinkat("target", dirfd, ".l.state.compact"), 0);
 	ck_assert_int_eq(mkdirat(dirfd, "sub", 0700), 0);
 	ck_assert_int_eq(symlinkat("sub", dirfd, ".d.state.compact"), 0);
 	ck_assert_int_eq(mkfifoat(dirfd, ".f.state.compact", 0600), 0);
-	ck_assert_int_eq(mkdirat(dirfd, ".e.state.compact", 0700), 0);
-	ck_assert_int_eq(hbm_state_compact_clean(dirfd), 2);
+	ck_assert_int_eq(mkdirat(dirfd, ".e.state.compact", 0700), 0);	/* kept */
+	ck_assert_int_eq(hbm_state_compact_clean(dirfd), 5);
 	for (i = 0; i < sizeof(removed) / sizeof(removed[0]); i++)
 		ck_assert_int_eq(faccessat(dirfd, removed[i], F_OK, AT_SYMLINK_NOFOLLOW), -1);
+	ck_assert_int_eq(faccessat(dirfd, ".l.state.compact", F_OK, AT_SYMLINK_NOFOLLOW), -1);
+	ck_assert_int_eq(faccessat(dirfd, ".d.state.compact", F_OK, AT_SYMLINK_NOFOLLOW), -1);
+	ck_assert_int_eq(faccessat(dirfd, ".f.state.compact", F_OK, AT_SYMLINK_NOFOLLOW), -1);
 	for (i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
 		ck_assert_int_eq(faccessat(dirfd, kept[i], F_OK, AT_SYMLINK_NOFOLLOW), 0);
 		ck_assert_int_eq(unlinkat(dirfd, kept[i], 0), 0);
 	}
-	ck_assert_int_eq(unlinkat(dirfd, ".l.state.compact", 0), 0);
-	ck_assert_int_eq(unlinkat(dirfd, ".d.state.compact", 0), 0);
-	ck_assert_int_eq(unlinkat(dirfd, ".f.state.compact", 0), 0);
 	ck_assert_int_eq(unlinkat(dirfd, ".e.state.compact", AT_REMOVEDIR), 0);
 	ck_assert_int_eq(unlinkat(dirfd, "sub", AT_REMOVEDIR), 0);
 	close(dirfd);
@@ -828,6 +903,7 @@ Suite *state_suite(void)
 	tcase_add_test(tc, log_header_fields);
 	tcase_add_test(tc, log_replay_random);
 	tcase_add_test(tc, log_append_and_compact);
+	tcase_add_test(tc, temporary_files_are_never_followed);
 	tcase_add_test(tc, compact_files_cleaned);
 	suite_add_tcase(s, tc);
 	return s;
