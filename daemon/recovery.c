@@ -603,12 +603,20 @@ size_t recovery_open_incidents(struct daemon *d)
 static bool set_aside(struct daemon *d, const char *why, size_t bad, size_t missing)
 {
 	char moved[300];
+	int aside;
 
 	fprintf(stderr, "<3>hbmguardd: the incidents file is damaged (%s; %zu bad, %zu missing records): keeping it aside\n",
 		why, bad, missing);
-	if (hbm_file_quarantine(d->state_dir, INCIDENTS_FILE, moved, sizeof(moved)))
+	aside = hbm_file_quarantine(d->state_dir, INCIDENTS_FILE, moved, sizeof(moved));
+	if (aside < 0) {
+		fprintf(stderr, "<3>hbmguardd: the incidents file cannot be kept aside: %s: left as it is\n",
+			strerror(-aside));
 		return false;
-	fprintf(stderr, "<3>hbmguardd: kept as %s\n", moved);
+	}
+	if (aside == HBM_QUARANTINE_MOVED)
+		fprintf(stderr, "<3>hbmguardd: moved to %s (no second name could be made)\n", moved);
+	else
+		fprintf(stderr, "<3>hbmguardd: kept as %s\n", moved);
 	return true;
 }
 

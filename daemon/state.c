@@ -748,6 +748,35 @@ int hbm_state_read(int dirfd, const char *identity, uint64_t max_pages,
 	return err;
 }
 
+/*
+ * Whether a NAME.corrupt-* of @dirfd is the file @st: kept aside before (a
+ * crash, or a replacement that failed, came between the two).  A second
+ * name of another kind (a backup's hard link) is not that.
+ */
+static bool kept_aside(int dirfd, const char *name, const struct stat *st)
+{
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	size_t n = strlen(name);
+	bool found = false;
+	struct dirent *e;
+	struct stat x;
+	DIR *dir;
+
+	if (fd < 0)
+		return false;
+	dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return false;
+	}
+	while (!found && (e = readdir(dir)))
+		found = !strncmp(e->d_name, name, n) && !strncmp(e->d_name + n, ".corrupt-", 9) &&
+			!fstatat(dirfd, e->d_name, &x, AT_SYMLINK_NOFOLLOW) &&
+			x.st_dev == st->st_dev && x.st_ino == st->st_ino;
+	closedir(dir);
+	return found;
+}
+
 /**
  * hbm_file_quarantine() - keep a damaged file of a directory aside
  * @dirfd: the directory
@@ -759,32 +788,48 @@ int hbm_state_read(int dirfd, const char *identity, uint64_t max_pages,
  * made durable; the file keeps its own, so that a crash at any moment
  * leaves one under it (a rename would leave none until its replacement was
  * written, and the next start would restore nothing).  The caller then
- * replaces it (hbm_atomic_write()).  A file with a second name already (a
- * crash, or a replacement that failed, came between the two) is not given
- * a third.
+ * replaces it (hbm_atomic_write()).  A file kept aside before (a crash, or
+ * a replacement that failed, came between the two) is not given a third.
+ * Where no second name can be made (a filesystem without hard links, one
+ * that refuses them: protected_hardlinks; ten of that second taken) it is
+ * renamed: a crash before its replacement then finds none, but the copy is
+ * kept.
  *
- * Return: 0 or a negative errno.
+ * Return: 0 (a second name), HBM_QUARANTINE_MOVED (renamed: the caller
+ * must replace it), or a negative errno (neither: it is as it was).
  */
 int hbm_file_quarantine(int dirfd, const char *name, char *moved_to, size_t len)
 {
 	long long t = time(NULL);
+	bool link = true;
 	struct stat st;
-	int i;
+	int i, ret;
 
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW))
 		return -errno;
-	if (st.st_nlink > 1) {
+	if (st.st_nlink > 1 && kept_aside(dirfd, name, &st)) {
 		snprintf(moved_to, len, "%s.corrupt-* (kept aside before)", name);
 		return 0;
 	}
-	for (i = 0; i < 10; i++) {	/* another of the same second is kept too */
-		if ((i ? snprintf(moved_to, len, "%s.corrupt-%lld.%d", name, t, i) :
+	for (i = 0; i < 11; i++) {	/* another of the same second is kept too */
+		if ((i ? snprintf(moved_to, len, "%s.corrupt-%lld.%d", name, t, i < 10 ? i : 9) :
 			 snprintf(moved_to, len, "%s.corrupt-%lld", name, t)) >= (int)len)
 			return -ENAMETOOLONG;
-		if (!linkat(dirfd, name, dirfd, moved_to, 0))
-			return fsync(dirfd) ? -errno : 0;
-		if (errno != EEXIST)
+		if (i == 10)	/* all taken: the last one goes, not this */
+			ret = renameat(dirfd, name, dirfd, moved_to);
+		else if (link)
+			ret = linkat(dirfd, name, dirfd, moved_to, 0);
+		else
+			ret = renameat2(dirfd, name, dirfd, moved_to, RENAME_NOREPLACE);
+		if (!ret)
+			return fsync(dirfd) ? -errno : link && i < 10 ? 0 : HBM_QUARANTINE_MOVED;
+		if (errno == EEXIST)
+			continue;
+		if (!link || (errno != EPERM && errno != EMLINK && errno != EOPNOTSUPP &&
+			      errno != ENOSYS))
 			return -errno;
+		link = false;	/* this name again, renamed */
+		i--;
 	}
 	return -EEXIST;
 }

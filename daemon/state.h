@@ -156,6 +156,8 @@ struct hbm_state_count hbm_state_count(const struct hbm_state *s);
 
 int hbm_atomic_write(int dirfd, const char *name, const void *buf, size_t len);
 int hbm_read_file(int dirfd, const char *name, uint8_t **buf, size_t *len);
+/* hbm_file_quarantine(): renamed, not linked; no file under its name until replaced */
+#define HBM_QUARANTINE_MOVED 1
 int hbm_file_quarantine(int dirfd, const char *name, char *moved_to, size_t len);
 
 int hbm_state_file_name(const char *identity, char *name, size_t len);

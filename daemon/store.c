@@ -155,11 +155,19 @@ static void set_aside(struct hbm_store *store, const struct device *dev, struct 
 {
 	struct hbm_state fresh = *s;
 	char moved[300];
-	int err = hbm_state_quarantine(store->d->state_dir, dev->identity, moved, sizeof(moved));
+	int aside = hbm_state_quarantine(store->d->state_dir, dev->identity, moved, sizeof(moved));
+	int err;
 
-	if (err)
-		fprintf(stderr, "<3>hbmguardd: state of %s cannot be kept aside (%s): replaced\n",
-			dev->identity, strerror(-err));
+	/*
+	 * Neither a second name nor a rename: the directory refuses what a
+	 * replacement needs too, or the replacement goes ahead without the
+	 * copy (the device's pages matter more than a copy of a damaged file).
+	 */
+	if (aside < 0)
+		fprintf(stderr, "<3>hbmguardd: state of %s cannot be kept aside: %s\n",
+			dev->identity, strerror(-aside));
+	else if (aside == HBM_QUARANTINE_MOVED)
+		fprintf(stderr, "<3>hbmguardd: moved to %s (no second name could be made)\n", moved);
 	else
 		fprintf(stderr, "<3>hbmguardd: kept as %s\n", moved);
 	/* its log is that file's: the next change goes to the new one */
@@ -172,10 +180,13 @@ static void set_aside(struct hbm_store *store, const struct device *dev, struct 
 	fresh.serial = s->serial + 1;
 	err = dev->page_size ? hbm_state_write(store->d->state_dir, &fresh) : -EINVAL;
 	if (err) {
-		fprintf(stderr, "<3>hbmguardd: replacing the damaged state of %s: %s\n",
-			dev->identity, strerror(-err));
+		fprintf(stderr, "<3>hbmguardd: replacing the damaged state of %s: %s%s\n",
+			dev->identity, strerror(-err),
+			aside == HBM_QUARANTINE_MOVED ? " (it has no file until a save succeeds)" : "");
 		return;
 	}
+	fprintf(stderr, "<5>hbmguardd: the damaged state of %s replaced by what of it checks out (%zu records)%s\n",
+		dev->identity, fresh.nr, aside < 0 ? ", not kept" : "");
 	s->serial = fresh.serial;	/* the next snapshot's is past it */
 	log_reopen(store, dev, &fresh);
 }

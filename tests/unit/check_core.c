@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
@@ -945,6 +946,60 @@ START_TEST(a_damaged_file_keeps_its_name_until_replaced)
 END_TEST
 
 /*
+ * A damaged file no second name can be made for (every name of the second
+ * taken) is moved aside, not lost: the copy kept, the replacement written.
+ */
+START_TEST(a_damaged_file_with_no_second_name_is_moved_aside)
+{
+	struct hbm_state_damage damage;
+	struct hbm_state st;
+	struct stat damaged, x;
+	char name[300];
+	sd_event *loop;
+	bool kept = false;
+	long long t;
+	DIR *dir;
+	struct dirent *e;
+	int fd, i;
+
+	loop = stored_one_page();
+	damaged = damage_header();
+	for (t = time(NULL); t < time(NULL) + 3; t++)
+		for (i = 0; i < 10; i++) {
+			if (i)
+				snprintf(name, sizeof(name), "sim:s.state.corrupt-%lld.%d", t, i);
+			else
+				snprintf(name, sizeof(name), "sim:s.state.corrupt-%lld", t);
+			fd = openat(d.state_dir, name, O_WRONLY | O_CREAT | O_EXCL, 0600);
+			ck_assert_int_ge(fd, 0);
+			close(fd);
+		}
+	seen(HBM_SYNC_RESYNC, 1, 0);
+	ck_assert_int_eq(store.saves[0].error, 0);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &st, &damage), 0);
+	ck_assert(!hbm_state_damaged(&damage));
+	hbm_state_free(&st);
+	dir = fdopendir(openat(d.state_dir, ".", O_RDONLY | O_DIRECTORY));
+	ck_assert_ptr_nonnull(dir);
+	while ((e = readdir(dir))) {	/* by its content: an inode's number is reused */
+		char head[7] = { 0 };
+
+		if (strncmp(e->d_name, "sim:s.state.corrupt-", 20))
+			continue;
+		fd = openat(d.state_dir, e->d_name, O_RDONLY);
+		ck_assert_int_ge(fd, 0);
+		kept |= read(fd, head, sizeof(head)) == sizeof(head) &&
+			!memcmp(head, "damaged", 7) && !fstat(fd, &x) &&
+			x.st_size == damaged.st_size;
+		close(fd);
+	}
+	closedir(dir);
+	ck_assert(kept);
+	store_loop_end(loop);
+}
+END_TEST
+
+/*
  * A compaction child that does not end (stalled()) is killed at its
  * deadline and reaped, and a later one compacts the file.  Temporary
  * files a crash left are removed at start.
@@ -1086,6 +1141,7 @@ Suite *core_suite(void)
 	tcase_add_test(st, a_file_moved_aside_is_no_longer_appended_to);
 	tcase_add_test(st, a_file_not_read_is_not_moved_aside);
 	tcase_add_test(st, a_damaged_file_keeps_its_name_until_replaced);
+	tcase_add_test(st, a_damaged_file_with_no_second_name_is_moved_aside);
 	tcase_add_test(st, a_compaction_that_hangs_is_killed_and_tried_again);
 	tcase_add_test(st, a_compaction_counts_the_pages_exactly);
 	suite_add_tcase(s, st);

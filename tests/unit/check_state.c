@@ -7,8 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <time.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <linux/filter.h>
 #include <linux/hbmguard.h>
+#include <linux/seccomp.h>
 
 #include "state.h"
 #include "unit.h"
@@ -308,6 +316,114 @@ START_TEST(write_read_quarantine)
 	unlinkat(dirfd, "0000:3b:00.0.state", 0);
 	close(dirfd);
 	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+/*
+ * A file with a second name that is not a NAME.corrupt-* (a backup's hard
+ * link) is kept aside all the same.
+ */
+START_TEST(a_backup_link_is_not_kept_aside)
+{
+	char dir[] = "/tmp/hbmstate.XXXXXX", moved[300];
+	struct hbm_state s = sample();
+	int dirfd;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(dirfd, 0);
+	ck_assert_int_eq(hbm_state_write(dirfd, &s), 0);
+	ck_assert_int_eq(linkat(dirfd, "0000:3b:00.0.state", dirfd, "backup", 0), 0);
+	ck_assert_int_eq(hbm_state_quarantine(dirfd, s.identity, moved, sizeof(moved)), 0);
+	ck_assert_int_eq(count_names(dirfd, "0000:3b:00.0.state.corrupt-"), 1);
+	ck_assert_int_eq(faccessat(dirfd, moved, F_OK, 0), 0);
+	unlinkat(dirfd, moved, 0);
+	unlinkat(dirfd, "backup", 0);
+	unlinkat(dirfd, "0000:3b:00.0.state", 0);
+	close(dirfd);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+/* In a child: linkat() refused (EPERM, as protected_hardlinks does), then @name kept aside. */
+static int quarantine_without_links(int dirfd, const char *name, char *moved, size_t len)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_linkat, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+	int p[2], status, ret = -1;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(p), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+		    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+			_exit(2);
+		ret = hbm_file_quarantine(dirfd, name, moved, len);
+		_exit(write(p[1], &ret, sizeof(ret)) == sizeof(ret) &&
+		      write(p[1], moved, len) == (ssize_t)len ? 0 : 1);
+	}
+	close(p[1]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ck_assert_int_eq(read(p[0], &ret, sizeof(ret)), sizeof(ret));
+	ck_assert_int_eq(read(p[0], moved, len), (ssize_t)len);
+	close(p[0]);
+	return ret;
+}
+
+/*
+ * Where no second name can be made (links refused; every name of the
+ * second taken), the damaged file is renamed: its copy is kept, and the
+ * caller is told that none is under its name.
+ */
+START_TEST(a_file_that_cannot_be_linked_is_moved_aside)
+{
+	char dir[] = "/tmp/hbmstate.XXXXXX", moved[300], name[300];
+	struct hbm_state s = sample();
+	struct stat st, aside;
+	long long t;
+	int dirfd, fd, i;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(dirfd, 0);
+	ck_assert_int_eq(hbm_state_write(dirfd, &s), 0);
+	ck_assert_int_eq(fstatat(dirfd, "0000:3b:00.0.state", &st, 0), 0);
+	ck_assert_int_eq(quarantine_without_links(dirfd, "0000:3b:00.0.state", moved,
+						  sizeof(moved)), HBM_QUARANTINE_MOVED);
+	ck_assert_int_eq(faccessat(dirfd, "0000:3b:00.0.state", F_OK, 0), -1);
+	ck_assert_int_eq(fstatat(dirfd, moved, &aside, 0), 0);
+	ck_assert_uint_eq(aside.st_ino, st.st_ino);
+	ck_assert_int_eq(unlinkat(dirfd, moved, 0), 0);
+
+	/* every name of this second (and the next two) taken: the last one goes */
+	ck_assert_int_eq(hbm_state_write(dirfd, &s), 0);
+	ck_assert_int_eq(fstatat(dirfd, "0000:3b:00.0.state", &st, 0), 0);
+	for (t = time(NULL); t < time(NULL) + 3; t++)
+		for (i = 0; i < 10; i++) {
+			if (i)
+				snprintf(name, sizeof(name), "0000:3b:00.0.state.corrupt-%lld.%d", t, i);
+			else
+				snprintf(name, sizeof(name), "0000:3b:00.0.state.corrupt-%lld", t);
+			fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL, 0600);
+			ck_assert_int_ge(fd, 0);
+			close(fd);
+		}
+	ck_assert_int_eq(hbm_file_quarantine(dirfd, "0000:3b:00.0.state", moved, sizeof(moved)),
+			 HBM_QUARANTINE_MOVED);
+	ck_assert_int_eq(fstatat(dirfd, moved, &aside, 0), 0);
+	ck_assert_uint_eq(aside.st_ino, st.st_ino);
+	ck_assert_int_eq(faccessat(dirfd, "0000:3b:00.0.state", F_OK, 0), -1);
+	close(dirfd);
+	snprintf(name, sizeof(name), "rm -rf %s", dir);
+	ck_assert_int_eq(system(name), 0);
 }
 END_TEST
 
@@ -895,6 +1011,8 @@ Suite *state_suite(void)
 	tcase_add_test(tc, bad_records);
 	tcase_add_test(tc, file_names);
 	tcase_add_test(tc, write_read_quarantine);
+	tcase_add_test(tc, a_backup_link_is_not_kept_aside);
+	tcase_add_test(tc, a_file_that_cannot_be_linked_is_moved_aside);
 	tcase_add_test(tc, log_replayed);
 	tcase_add_test(tc, log_torn_tail);
 	tcase_add_test(tc, log_bounded_by_the_device);
