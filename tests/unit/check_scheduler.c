@@ -325,14 +325,24 @@ START_TEST(hook_runs_and_is_killed_whole)
 	ck_assert_ptr_nonnull(fp);
 	ck_assert_int_eq(fscanf(fp, "%ld", &child), 1);
 	fclose(fp);
-	/* the hook's own child: gone, or a zombie not yet reaped by init */
+	/*
+	 * The hook's own child: gone, or a zombie not yet reaped by init, once
+	 * the SIGKILL sent to its group has landed (on a loaded machine it may
+	 * still be running for a moment: up to 10 s).
+	 */
 	snprintf(file, sizeof(file), "/proc/%ld/stat", child);
-	fp = fopen(file, "r");
-	if (fp) {
+	for (i = 0; i < 1000; i++) {
+		fp = fopen(file, "r");
+		if (!fp)
+			break;
 		ck_assert_int_eq(fscanf(fp, "%*d %63s %63s", buf, stat), 2);
 		fclose(fp);
-		ck_assert_str_eq(stat, "Z");
+		if (!strcmp(stat, "Z"))
+			break;
+		usleep(10000);
 	}
+	if (fp)
+		ck_assert_str_eq(stat, "Z");
 	daemon_done(&d, &s);
 	remove_dir();
 }
