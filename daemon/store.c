@@ -839,7 +839,9 @@ static void maybe_compact(struct hbm_store *s)
 		    (sv->log.snapshot > s->compact_min ? sv->log.snapshot : s->compact_min))
 			break;
 	}
-	if (id == HBMGUARD_MAX_DEVICES || pipe2(p, O_CLOEXEC))
+	/* non-blocking: a write end some other fork took along never holds
+	 * the loop up in on_compacted()'s read */
+	if (id == HBMGUARD_MAX_DEVICES || pipe2(p, O_CLOEXEC | O_NONBLOCK))
 		return;
 	*c = (struct compaction){ .id = id, .upto = sv->log.length, .fd = p[0], .pidfd = -1,
 				  .at_fork = { s->stored_extents[id], s->stored_pages[id] } };
@@ -903,7 +905,10 @@ static void compaction_kill(struct hbm_store *s)
 		compaction_end(s);
 		return;
 	}
-	if (!c->killed)
+	/* through its pidfd where there is one: its pid may be another's once
+	 * it has gone and been reaped for us (SIGCHLD ignored) */
+	if (!c->killed && (c->pidfd < 0 ||
+			   syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0) < 0))
 		kill(c->pid, SIGKILL);
 	c->killed = true;
 	compaction_end(s);
