@@ -1027,6 +1027,7 @@ START_TEST(a_compaction_that_hangs_is_killed_and_tried_again)
 		ck_assert_int_ge(sd_event_run(loop, 10000), 0);
 	ck_assert_int_ne(store.compacting.pid, pid);
 	ck_assert_int_eq(kill(pid, 0), -1);		/* reaped: no zombie left */
+	ck_assert_uint_ge(store.compact_timeout_us, 2000);	/* the next, twice the time */
 	ck_assert(!store.saves[0].no_compact);		/* a later one may run */
 	ck_assert_uint_eq(store.counters.compactions, 0);
 
