@@ -57,7 +57,9 @@
  * file had their pages (log_turn()), are right again.  A snapshot made
  * meanwhile abandons it.  A child that fails leaves the file as it was;
  * one not done within compact_timeout_us (5 minutes) is killed, and a
- * later turn tries again.  The child closes every descriptor but its
+ * later turn tries again with twice the time (up to an hour): a file that
+ * takes longer than the deadline on a slow disk is compacted in the end,
+ * not forked again and killed for ever.  The child closes every descriptor but its
  * three (a fork without exec keeps the daemon's sockets open, O_CLOEXEC
  * or not) and dies with the daemon (PR_SET_PDEATHSIG).  Temporary files
  * of compactions a crash cut short are removed at start.
@@ -839,7 +841,9 @@ static void maybe_compact(struct hbm_store *s)
 		    (sv->log.snapshot > s->compact_min ? sv->log.snapshot : s->compact_min))
 			break;
 	}
-	if (id == HBMGUARD_MAX_DEVICES || pipe2(p, O_CLOEXEC))
+	/* non-blocking: a write end some other fork took along never holds
+	 * the loop up in on_compacted()'s read */
+	if (id == HBMGUARD_MAX_DEVICES || pipe2(p, O_CLOEXEC | O_NONBLOCK))
 		return;
 	*c = (struct compaction){ .id = id, .upto = sv->log.length, .fd = p[0], .pidfd = -1,
 				  .at_fork = { s->stored_extents[id], s->stored_pages[id] } };
@@ -903,7 +907,10 @@ static void compaction_kill(struct hbm_store *s)
 		compaction_end(s);
 		return;
 	}
-	if (!c->killed)
+	/* through its pidfd where there is one: its pid may be another's once
+	 * it has gone and been reaped for us (SIGCHLD ignored) */
+	if (!c->killed && (c->pidfd < 0 ||
+			   syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0) < 0))
 		kill(c->pid, SIGKILL);
 	c->killed = true;
 	compaction_end(s);
@@ -913,17 +920,20 @@ static void compaction_kill(struct hbm_store *s)
  * A child that has not ended by its deadline (a disk that hangs, a file in
  * its way that blocks) would stop compaction for good, one at a time:
  * killed, reaped once gone (on_compacted()), and the next turn may start
- * another.
+ * another, with twice the time.
  */
 static int on_compaction_late(sd_event_source *src, uint64_t usec, void *arg)
 {
 	struct hbm_store *s = arg;
+	uint64_t was = s->compact_timeout_us;
 
 	(void)src;
 	(void)usec;
+	s->compact_timeout_us = was < HBM_COMPACT_TIMEOUT_MAX_US / 2 ? 2 * was :
+				HBM_COMPACT_TIMEOUT_MAX_US;
 	fprintf(stderr, "<4>hbmguardd: compacting the state of %s: not done after %" PRIu64
-		" s: killed, to be tried again\n", s->compacting.identity,
-		s->compact_timeout_us / 1000000);
+		" s: killed, to be tried again with %" PRIu64 " s\n", s->compacting.identity,
+		was / 1000000, s->compact_timeout_us / 1000000);
 	s->compacting.deadline = sd_event_source_disable_unref(s->compacting.deadline);
 	compaction_kill(s);
 	return 0;

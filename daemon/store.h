@@ -101,6 +101,7 @@ struct hbm_store {
 	struct compaction compacting;
 	uint64_t compact_min;		/* bytes of log below which none is compacted */
 	uint64_t compact_timeout_us;	/* a child that has not ended by then is killed */
+#define HBM_COMPACT_TIMEOUT_MAX_US	(3600 * 1000000ULL)	/* doubled per kill up to this */
 	/* what the child runs: hbm_state_compact(); a test's may stall */
 	int (*compact)(int dirfd, const char *identity, int fd, uint64_t upto,
 		       struct hbm_state_count *count);

@@ -1027,6 +1027,7 @@ START_TEST(a_compaction_that_hangs_is_killed_and_tried_again)
 		ck_assert_int_ge(sd_event_run(loop, 10000), 0);
 	ck_assert_int_ne(store.compacting.pid, pid);
 	ck_assert_int_eq(kill(pid, 0), -1);		/* reaped: no zombie left */
+	ck_assert_uint_ge(store.compact_timeout_us, 2000);	/* the next, twice the time */
 	ck_assert(!store.saves[0].no_compact);		/* a later one may run */
 	ck_assert_uint_eq(store.counters.compactions, 0);
 
@@ -1042,6 +1043,44 @@ START_TEST(a_compaction_that_hangs_is_killed_and_tried_again)
 	ck_assert_uint_eq(s.log_nr, 0);
 	ck_assert_uint_eq(s.nr, 1 + 8);
 	hbm_state_free(&s);
+	store_loop_end(loop);
+}
+END_TEST
+
+/*
+ * The deadline's SIGKILL goes through the child's pidfd, never to a pid
+ * (another's, once the child has gone and been reaped for us): a decoy
+ * under the child's pid survives it, the child does not.
+ */
+START_TEST(a_late_compaction_is_killed_through_its_pidfd)
+{
+	pid_t pid, decoy;
+	sd_event *loop;
+	int status, tries;
+
+	loop = stored_one_page();
+	store.compact_timeout_us = 300 * 1000000ULL;
+	pid = compaction_stuck(loop);
+	decoy = fork();
+	ck_assert_int_ge(decoy, 0);
+	if (!decoy) {
+		pause();
+		_exit(0);
+	}
+	store.compacting.pid = decoy;
+	sd_event_source_set_time_relative(store.compacting.deadline, 1000);
+	for (tries = 0; !store.compacting.killed && tries < 1000; tries++)
+		ck_assert_int_ge(sd_event_run(loop, 10000), 0);
+	ck_assert(store.compacting.killed);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	ck_assert_int_eq(waitpid(decoy, &status, WNOHANG), 0);	/* alive */
+	kill(decoy, SIGKILL);
+	ck_assert_int_eq(waitpid(decoy, &status, 0), decoy);
+	store.compacting.pid = pid;	/* reaped here: its end is ECHILD */
+	for (tries = 0; store.compacting.pid && tries < 1000; tries++)
+		ck_assert_int_ge(sd_event_run(loop, 10000), 0);
+	ck_assert_int_eq(store.compacting.pid, 0);
 	store_loop_end(loop);
 }
 END_TEST
@@ -1144,6 +1183,7 @@ Suite *core_suite(void)
 	tcase_add_test(st, a_damaged_file_with_no_second_name_is_moved_aside);
 	tcase_add_test(st, a_compaction_that_hangs_is_killed_and_tried_again);
 	tcase_add_test(st, a_compaction_counts_the_pages_exactly);
+	tcase_add_test(st, a_late_compaction_is_killed_through_its_pidfd);
 	suite_add_tcase(s, st);
 	return s;
 }
