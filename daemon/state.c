@@ -748,6 +748,24 @@ int hbm_state_read(int dirfd, const char *identity, uint64_t max_pages,
 	return err;
 }
 
+/* The entries of @dirfd, on a descriptor of their own (closedir() closes it). */
+static DIR *dir_entries(int dirfd)
+{
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *dir;
+
+	if (fd < 0)
+		return NULL;
+	dir = fdopendir(fd);
+	if (!dir) {
+		int err = errno;
+
+		close(fd);
+		errno = err;
+	}
+	return dir;
+}
+
 /*
  * Whether a NAME.corrupt-* of @dirfd is the file @st: kept aside before (a
  * crash, or a replacement that failed, came between the two).  A second
@@ -755,20 +773,14 @@ int hbm_state_read(int dirfd, const char *identity, uint64_t max_pages,
  */
 static bool kept_aside(int dirfd, const char *name, const struct stat *st)
 {
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *dir = dir_entries(dirfd);
 	size_t n = strlen(name);
 	bool found = false;
 	struct dirent *e;
 	struct stat x;
-	DIR *dir;
 
-	if (fd < 0)
+	if (!dir)
 		return false;
-	dir = fdopendir(fd);
-	if (!dir) {
-		close(fd);
-		return false;
-	}
 	while (!found && (e = readdir(dir)))
 		found = !strncmp(e->d_name, name, n) && !strncmp(e->d_name + n, ".corrupt-", 9) &&
 			!fstatat(dirfd, e->d_name, &x, AT_SYMLINK_NOFOLLOW) &&
@@ -964,18 +976,13 @@ static bool is_compact_name(const char *name)
  */
 int hbm_state_compact_clean(int dirfd)
 {
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), n = 0;
+	DIR *dir = dir_entries(dirfd);
 	struct dirent *e;
 	struct stat st;
-	DIR *dir;
+	int n = 0;
 
-	if (fd < 0)
+	if (!dir)
 		return -errno;
-	dir = fdopendir(fd);
-	if (!dir) {
-		close(fd);
-		return -errno;
-	}
 	while ((e = readdir(dir)))
 		if (is_compact_name(e->d_name) &&
 		    !fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) && !S_ISDIR(st.st_mode) &&

@@ -59,9 +59,9 @@
  * one not done within compact_timeout_us (5 minutes) is killed, and a
  * later turn tries again with twice the time (up to an hour): a file that
  * takes longer than the deadline on a slow disk is compacted in the end,
- * not forked again and killed for ever.  The child closes every descriptor but its
- * three (a fork without exec keeps the daemon's sockets open, O_CLOEXEC
- * or not) and dies with the daemon (PR_SET_PDEATHSIG).  Temporary files
+ * not forked again and killed for ever.  The child closes every descriptor
+ * but its three (a fork without exec keeps the daemon's sockets open,
+ * O_CLOEXEC or not) and dies with the daemon (PR_SET_PDEATHSIG).  Temporary files
  * of compactions a crash cut short are removed at start.
  *
  * It takes facts through store_fact() and asks the core (core.h) for the
