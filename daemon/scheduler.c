@@ -1177,7 +1177,9 @@ void sched_reconfigure(struct hbm_sched *s)
 		r->retry = sd_event_source_disable_unref(r->retry);
 		r->backoff = 0;
 	}
-	/* what runs is for the old settings: its answer starts a new query */
+	/* what runs is for the old settings: its answer starts a new query,
+	 * whose success arms the re-check at the new RecheckInterval= */
+	s->recheck = sd_event_source_disable_unref(s->recheck);
 	s->slurm.gen = 0;
 	s->slurm.done = 0;
 	run_next(s, &s->slurm);
