@@ -2829,12 +2829,12 @@ static void test_aperture_nomem(void)
  * is SIGBUS at the access, not VM_FAULT_OOM: with no OOM kill behind it,
  * the fault would be retried for ever ("Huh VM_FAULT_OOM leaked out").  The
  * child moves into the cgroup having written all the memory it uses, with
- * the page tables of the mapping in place (page 0 touched), and exits from
- * its SIGBUS handler, on a stack of its own: dying of the signal instead
- * would dump core, or try to, and what that charges to the cgroup (a cred,
- * a stack page for nothing) can bring the memcg OOM killer's SIGKILL first
- * (seen on the debug kernel).  The alarm only bounds the test when it
- * would hang.
+ * the page tables of the mapping in place (page 0 touched), and exits once
+ * its SIGBUS handler (on a stack of its own) has jumped back: dying of the
+ * signal instead would dump core, or try to, and what that charges to the
+ * cgroup (a cred, a stack page for nothing) can bring the memcg OOM
+ * killer's SIGKILL first (seen on the debug kernel).  The alarm only
+ * bounds the test when it would hang.
  */
 static void test_aperture_nomem_fault(void)
 {
@@ -2865,6 +2865,8 @@ static void test_aperture_nomem_fault(void)
 		alarm(60);
 		if (!read_word(p, &v))	/* read_word's stack and jump buffer, written */
 			_exit(4);
+		bus_addr = NULL;	/* and what the handler writes */
+		bus_code = 0;
 		if (write(procs, "0", 1) != 1)
 			_exit(2);
 		_exit(read_word(p + PAGE / 8, &v) ? 0 : 7);
