@@ -148,7 +148,8 @@ struct hbm_ctl_status {
 	uint64_t resyncs;		/* full dumps after a gap or overflow */
 	uint64_t stored_extents;	/* in the state files, all devices; an extent
 					 * logged twice (PENDING, then RETIRED) counts
-					 * twice until the file's next snapshot */
+					 * twice until the file's next snapshot or
+					 * compaction, which count it exactly */
 	uint64_t stored_pages;
 	uint64_t last_save;		/* seconds since the epoch, 0: never */
 	int32_t last_save_error;	/* of one of the unsaved, or 0 */

@@ -595,15 +595,29 @@ size_t recovery_open_incidents(struct daemon *d)
 	return n;
 }
 
-/* The incidents file damaged: kept aside for a look, the history afresh. */
-static void set_aside(struct daemon *d, const char *why, size_t bad, size_t missing)
+/*
+ * The incidents file damaged: kept aside for a look (a second name: the
+ * file stays under its own until replaced), the history afresh.  Return:
+ * whether it was, so that what was recovered replaces it.
+ */
+static bool set_aside(struct daemon *d, const char *why, size_t bad, size_t missing)
 {
 	char moved[300];
+	int aside;
 
-	fprintf(stderr, "<3>hbmguardd: the incidents file is damaged (%s; %zu bad, %zu missing records): moving it aside\n",
+	fprintf(stderr, "<3>hbmguardd: the incidents file is damaged (%s; %zu bad, %zu missing records): keeping it aside\n",
 		why, bad, missing);
-	if (!hbm_file_quarantine(d->state_dir, INCIDENTS_FILE, moved, sizeof(moved)))
+	aside = hbm_file_quarantine(d->state_dir, INCIDENTS_FILE, moved, sizeof(moved));
+	if (aside < 0) {
+		fprintf(stderr, "<3>hbmguardd: the incidents file cannot be kept aside: %s: left as it is\n",
+			strerror(-aside));
+		return false;
+	}
+	if (aside == HBM_QUARANTINE_MOVED)
+		fprintf(stderr, "<3>hbmguardd: moved to %s (no second name could be made)\n", moved);
+	else
 		fprintf(stderr, "<3>hbmguardd: kept as %s\n", moved);
+	return true;
 }
 
 /**
@@ -611,7 +625,7 @@ static void set_aside(struct daemon *d, const char *why, size_t bad, size_t miss
  * @d: the daemon, its state directory open
  *
  * Only records that check out are taken (incidents.h), the newest
- * HBM_INCIDENTS_KEPT; a damaged file is moved aside.  An incident left
+ * HBM_INCIDENTS_KEPT; a damaged file is kept aside, replaced by those.  An incident left
  * open by the previous daemon is escalated: its ranks' connections are gone.
  */
 void recovery_load(struct daemon *d)
@@ -620,6 +634,7 @@ void recovery_load(struct daemon *d)
 	struct hbm_incidents_damage damage;
 	uint8_t *buf;
 	size_t len, i, n = 0;
+	bool aside = false;
 	int err = hbm_read_file(d->state_dir, INCIDENTS_FILE, &buf, &len);
 
 	if (err) {
@@ -631,8 +646,8 @@ void recovery_load(struct daemon *d)
 	err = in ? hbm_incidents_decode(buf, len, in, HBM_INCIDENTS_KEPT, &n, &damage) : -ENOMEM;
 	free(buf);
 	if (err == -EBADMSG || (!err && (damage.bad_records || damage.missing_records)))
-		set_aside(d, damage.header ? damage.header : "records",
-			  damage.bad_records, damage.missing_records);
+		aside = set_aside(d, damage.header ? damage.header : "records",
+				  damage.bad_records, damage.missing_records);
 	for (i = 0; i < n; i++) {
 		struct incident *x = append_incident(d);
 
@@ -647,6 +662,8 @@ void recovery_load(struct daemon *d)
 		d->incidents[i].inherited = true;
 		escalate(d, &d->incidents[i], "hbmguardd restarted during recovery");
 	}
+	if (aside)
+		save_incidents(d);
 }
 
 /**

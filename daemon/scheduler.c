@@ -493,10 +493,16 @@ static void load(struct hbm_sched *s)
 	}
 	free(text);
 	if (bad) {
-		bad = !hbm_file_quarantine(s->d->state_dir, DRAIN_FILE, moved, sizeof(moved));
-		if (bad)
-			fprintf(stderr, "<3>hbmguardd: %s is damaged: kept as %s\n", DRAIN_FILE,
-				moved);
+		int aside = hbm_file_quarantine(s->d->state_dir, DRAIN_FILE, moved, sizeof(moved));
+
+		if (aside < 0)
+			fprintf(stderr, "<3>hbmguardd: %s is damaged and cannot be kept aside: %s: left as it is\n",
+				DRAIN_FILE, strerror(-aside));
+		else
+			fprintf(stderr, "<3>hbmguardd: %s is damaged: %s %s%s\n", DRAIN_FILE,
+				aside == HBM_QUARANTINE_MOVED ? "moved to" : "kept as", moved,
+				aside == HBM_QUARANTINE_MOVED ? " (no second name could be made)" : "");
+		bad = aside >= 0;
 	}
 	if (s->nr && s->want != HBM_DRAIN_WANT_DRAIN)
 		s->want = HBM_DRAIN_WANT_DRAIN;
@@ -509,7 +515,12 @@ static void load(struct hbm_sched *s)
 		snprintf(s->reason, sizeof(s->reason), OURS "its drain state was damaged: hbmctl drain");
 	if (s->want == HBM_DRAIN_WANT_DRAIN)
 		fprintf(stderr, "<5>hbmguardd: the node stays drained: %s\n", s->reason);
-	if (bad)	/* set aside: what was recovered, kept, or a restart finds none */
+	/*
+	 * Kept aside: replaced by what was recovered (moved, not linked: a
+	 * restart before that would find none).  Not kept aside: left as it
+	 * is, read again at the next start.
+	 */
+	if (bad)
 		save(s);
 }
 
@@ -1166,7 +1177,9 @@ void sched_reconfigure(struct hbm_sched *s)
 		r->retry = sd_event_source_disable_unref(r->retry);
 		r->backoff = 0;
 	}
-	/* what runs is for the old settings: its answer starts a new query */
+	/* what runs is for the old settings: its answer starts a new query,
+	 * whose success arms the re-check at the new RecheckInterval= */
+	s->recheck = sd_event_source_disable_unref(s->recheck);
 	s->slurm.gen = 0;
 	s->slurm.done = 0;
 	run_next(s, &s->slurm);

@@ -4,6 +4,7 @@
  * decoding are pure functions over a buffer, so the unit tests can damage a
  * file every way there is without a disk.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -539,6 +540,29 @@ void hbm_state_free(struct hbm_state *s)
 	s->nr = 0;
 }
 
+/* Its records and their pages (of its page size), as hbmctl status counts them. */
+struct hbm_state_count hbm_state_count(const struct hbm_state *s)
+{
+	struct hbm_state_count c = { .extents = s->nr };
+	size_t i;
+
+	for (i = 0; i < s->nr && s->page_size; i++)
+		c.pages += s->records[i].length / s->page_size;
+	return c;
+}
+
+/* A character a file name keeps as it is (the others are hex-escaped). */
+static bool name_char(unsigned char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       c == '-' || c == '_' || c == ':' || c == '.';
+}
+
+static bool lower_hex(unsigned char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+}
+
 /*
  * The file of an identity: printable characters kept, '/' and anything
  * unusual hex-escaped, so every identity has one name and no name escapes
@@ -553,8 +577,7 @@ int hbm_state_file_name(const char *identity, char *name, size_t len)
 		return -EINVAL;
 	for (p = identity; *p; p++) {
 		unsigned char c = *p;
-		int w = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
-			(c >= 'A' && c <= 'Z') || c == '-' || c == '_' || c == ':' || c == '.' ?
+		int w = name_char(c) ?
 			snprintf(name + n, len > n ? len - n : 0, "%c", c) :
 			snprintf(name + n, len > n ? len - n : 0, "%%%02x", c);
 
@@ -580,6 +603,21 @@ static int pwrite_all(int fd, const uint8_t *buf, size_t len, uint64_t at)
 	return 0;
 }
 
+/*
+ * A temporary file @tmp of @dirfd, new: what is under that name (one a
+ * crash left, a link or a FIFO put there) is removed, never followed nor
+ * opened (a link would have the write go to the file it names, a FIFO
+ * block the open).  Return: its descriptor, or a negative errno.
+ */
+static int create_temp(int dirfd, const char *tmp)
+{
+	int fd;
+
+	unlinkat(dirfd, tmp, 0);
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	return fd < 0 ? -errno : fd;
+}
+
 /**
  * hbm_atomic_write() - replace a file of a directory, atomically and durably
  * @dirfd: the directory
@@ -600,10 +638,10 @@ int hbm_atomic_write(int dirfd, const char *name, const void *buf, size_t len)
 
 	if (snprintf(tmp, sizeof(tmp), ".%s.tmp", name) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	fd = create_temp(dirfd, tmp);
 	if (fd < 0)
-		return -errno;
-	err = pwrite_all(fd, buf, len, 0);	/* a new file */
+		return fd;
+	err = pwrite_all(fd, buf, len, 0);
 	if (!err && (hbm_state_fsyncs++, fsync(fd)))
 		err = -errno;
 	if (close(fd) && !err)
@@ -710,25 +748,106 @@ int hbm_state_read(int dirfd, const char *identity, uint64_t max_pages,
 	return err;
 }
 
-/**
- * hbm_file_quarantine() - move a damaged file of a directory aside
- * @dirfd: the directory
- * @name: the file
- * @moved_to: the new name, for the journal
- * @len: its size
- *
- * Return: 0 or a negative errno.
- */
-int hbm_file_quarantine(int dirfd, const char *name, char *moved_to, size_t len)
+/* The entries of @dirfd, on a descriptor of their own (closedir() closes it). */
+static DIR *dir_entries(int dirfd)
 {
-	snprintf(moved_to, len, "%s.corrupt-%lld", name, (long long)time(NULL));
-	if (renameat(dirfd, name, dirfd, moved_to))
-		return -errno;
-	return fsync(dirfd) ? -errno : 0;
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *dir;
+
+	if (fd < 0)
+		return NULL;
+	dir = fdopendir(fd);
+	if (!dir) {
+		int err = errno;
+
+		close(fd);
+		errno = err;
+	}
+	return dir;
+}
+
+/*
+ * Whether a NAME.corrupt-* of @dirfd is the file @st: kept aside before (a
+ * crash, or a replacement that failed, came between the two).  A second
+ * name of another kind (a backup's hard link) is not that.
+ */
+static bool kept_aside(int dirfd, const char *name, const struct stat *st)
+{
+	DIR *dir = dir_entries(dirfd);
+	size_t n = strlen(name);
+	bool found = false;
+	struct dirent *e;
+	struct stat x;
+
+	if (!dir)
+		return false;
+	while (!found && (e = readdir(dir)))
+		found = !strncmp(e->d_name, name, n) && !strncmp(e->d_name + n, ".corrupt-", 9) &&
+			!fstatat(dirfd, e->d_name, &x, AT_SYMLINK_NOFOLLOW) &&
+			x.st_dev == st->st_dev && x.st_ino == st->st_ino;
+	closedir(dir);
+	return found;
 }
 
 /**
- * hbm_state_quarantine() - move a damaged state file aside
+ * hbm_file_quarantine() - keep a damaged file of a directory aside
+ * @dirfd: the directory
+ * @name: the file
+ * @moved_to: its second name, for the journal
+ * @len: its size
+ *
+ * A second name for the file, NAME.corrupt-T (T: seconds since the epoch),
+ * made durable; the file keeps its own, so that a crash at any moment
+ * leaves one under it (a rename would leave none until its replacement was
+ * written, and the next start would restore nothing).  The caller then
+ * replaces it (hbm_atomic_write()).  A file kept aside before (a crash, or
+ * a replacement that failed, came between the two) is not given a third.
+ * Where no second name can be made (a filesystem without hard links, one
+ * that refuses them: protected_hardlinks; ten of that second taken) it is
+ * renamed: a crash before its replacement then finds none, but the copy is
+ * kept.
+ *
+ * Return: 0 (a second name), HBM_QUARANTINE_MOVED (renamed: the caller
+ * must replace it), or a negative errno (neither: it is as it was).
+ */
+int hbm_file_quarantine(int dirfd, const char *name, char *moved_to, size_t len)
+{
+	long long t = time(NULL);
+	bool link = true;
+	struct stat st;
+	int i, ret;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW))
+		return -errno;
+	if (st.st_nlink > 1 && kept_aside(dirfd, name, &st)) {
+		snprintf(moved_to, len, "%s.corrupt-* (kept aside before)", name);
+		return 0;
+	}
+	for (i = 0; i < 11; i++) {	/* another of the same second is kept too */
+		if ((i ? snprintf(moved_to, len, "%s.corrupt-%lld.%d", name, t, i < 10 ? i : 9) :
+			 snprintf(moved_to, len, "%s.corrupt-%lld", name, t)) >= (int)len)
+			return -ENAMETOOLONG;
+		if (i == 10)	/* all taken: the last one goes, not this */
+			ret = renameat(dirfd, name, dirfd, moved_to);
+		else if (link)
+			ret = linkat(dirfd, name, dirfd, moved_to, 0);
+		else
+			ret = renameat2(dirfd, name, dirfd, moved_to, RENAME_NOREPLACE);
+		if (!ret)
+			return fsync(dirfd) ? -errno : link && i < 10 ? 0 : HBM_QUARANTINE_MOVED;
+		if (errno == EEXIST)
+			continue;
+		if (!link || (errno != EPERM && errno != EMLINK && errno != EOPNOTSUPP &&
+			      errno != ENOSYS))
+			return -errno;
+		link = false;	/* this name again, renamed */
+		i--;
+	}
+	return -EEXIST;
+}
+
+/**
+ * hbm_state_quarantine() - keep a damaged state file aside (hbm_file_quarantine())
  * @dirfd: the state directory
  * @identity: the device
  * @moved_to: the new name, for the journal
@@ -823,6 +942,56 @@ int hbm_state_compact_name(const char *identity, char *name, size_t len)
 	return err;
 }
 
+/* Whether @name is one hbm_state_compact_name() makes: ".NAME.state.compact". */
+static bool is_compact_name(const char *name)
+{
+	static const char tail[] = ".state.compact";
+	size_t n = strlen(name), end, i;
+
+	if (n < 2 + sizeof(tail) - 1 || name[0] != '.' ||
+	    strcmp(name + n - (sizeof(tail) - 1), tail))
+		return false;
+	end = n - (sizeof(tail) - 1);
+	for (i = 1; i < end; i++) {	/* as hbm_state_file_name() escapes */
+		if (name[i] == '%' && i + 2 < end && lower_hex(name[i + 1]) &&
+		    lower_hex(name[i + 2]))
+			i += 2;
+		else if (!name_char(name[i]))
+			return false;
+	}
+	return true;
+}
+
+/**
+ * hbm_state_compact_clean() - remove the temporary files of compactions
+ * @dirfd: the state directory
+ *
+ * For the daemon's start, when none is under way: those a crash (or a
+ * kill) left behind would stay forever, each as large as a snapshot.
+ * Whatever is under that exact name but a directory: a link or a FIFO
+ * there would be in a compaction's way (hbm_state_compact() removes it
+ * too); none is followed (unlinkat() acts on the name).
+ *
+ * Return: the files removed, or a negative errno.
+ */
+int hbm_state_compact_clean(int dirfd)
+{
+	DIR *dir = dir_entries(dirfd);
+	struct dirent *e;
+	struct stat st;
+	int n = 0;
+
+	if (!dir)
+		return -errno;
+	while ((e = readdir(dir)))
+		if (is_compact_name(e->d_name) &&
+		    !fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) && !S_ISDIR(st.st_mode) &&
+		    !unlinkat(dirfd, e->d_name, 0))
+			n++;
+	closedir(dir);
+	return n;
+}
+
 static int pread_all(int fd, uint8_t *buf, size_t len, uint64_t at)
 {
 	while (len) {
@@ -845,6 +1014,8 @@ static int pread_all(int fd, uint8_t *buf, size_t len, uint64_t at)
  * @identity: the device
  * @fd: its state file, open
  * @upto: its length when the compaction began: what the snapshot holds
+ * @count: filled in: what the snapshot holds, the log replayed (exact,
+ *	where a log counts a page logged twice twice)
  *
  * The file's first @upto bytes, the log replayed, as a snapshot of the next
  * serial, written and fsync'd to hbm_state_compact_name(): O(n) time and
@@ -855,7 +1026,8 @@ static int pread_all(int fd, uint8_t *buf, size_t len, uint64_t at)
  * Return: 0; -EBADMSG when the file is damaged (compacting it would drop
  * records nobody was told of: the store rereads it instead); a negative errno.
  */
-int hbm_state_compact(int dirfd, const char *identity, int fd, uint64_t upto)
+int hbm_state_compact(int dirfd, const char *identity, int fd, uint64_t upto,
+		      struct hbm_state_count *count)
 {
 	struct hbm_state_damage damage;
 	struct hbm_state s;
@@ -874,12 +1046,13 @@ int hbm_state_compact(int dirfd, const char *identity, int fd, uint64_t upto)
 	if (hbm_state_damaged(&damage) || damage.torn_bytes || strcmp(s.identity, identity))
 		err = -EBADMSG;
 	s.serial++;
+	*count = hbm_state_count(&s);
 	if (!err && !(buf = malloc(hbm_state_encode_size(&s))))
 		err = -ENOMEM;
 	if (!err) {
 		hbm_state_encode(&s, buf);
-		out = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		err = out < 0 ? -errno : pwrite_all(out, buf, hbm_state_encode_size(&s), 0);
+		out = create_temp(dirfd, tmp);
+		err = out < 0 ? out : pwrite_all(out, buf, hbm_state_encode_size(&s), 0);
 		if (out >= 0 && !err && (hbm_state_fsyncs++, fsync(out)))
 			err = -errno;
 		if (out >= 0 && close(out) && !err)
@@ -898,9 +1071,11 @@ int hbm_state_compact(int dirfd, const char *identity, int fd, uint64_t upto)
  * @upto: as given to hbm_state_compact(), which succeeded
  *
  * The records appended since @upto go after the new snapshot (renumbered:
- * they are of its generation now), then it replaces the file: fsync,
- * rename, fsync of the directory.  O(records since @upto).  Until the
- * rename the old file is whole; after it, the new one.
+ * they are of its generation now), then it replaces the file: a read
+ * and a write of those records and an fdatasync (none when there are
+ * none: hbm_state_compact() fsync'd the rest), a rename, an fsync of the
+ * directory.  O(records since @upto).  Until the rename the old file is
+ * whole; after it, the new one.
  *
  * Return: 0 or a negative errno (the temporary file is removed, @log is
  * unchanged, unless the rename was made: then @log is the new file, and
@@ -935,10 +1110,13 @@ int hbm_state_compact_finish(int dirfd, const char *identity, struct hbm_state_l
 		put32(p + 40, (uint32_t)(log->serial + 1));
 		put32(p + 44, hbm_crc32c(0, p, 44));
 	}
-	if (!err && (fd = openat(dirfd, tmp, O_RDWR | O_CLOEXEC)) < 0)
+	/* the child's file, not one put in its place since */
+	if (!err && (fd = openat(dirfd, tmp, O_RDWR | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		err = -errno;
 	if (!err && fstat(fd, &st))
 		err = -errno;
+	if (!err && !S_ISREG(st.st_mode))
+		err = -EINVAL;
 	/* the new snapshot may have fewer records than the old: a log it allows */
 	if (!err && (st.st_size < HBM_STATE_HEADER_SIZE ||
 		     n > HBM_STATE_LOG_MAX((st.st_size - HBM_STATE_HEADER_SIZE) /
@@ -946,7 +1124,8 @@ int hbm_state_compact_finish(int dirfd, const char *identity, struct hbm_state_l
 		err = -E2BIG;
 	if (!err)
 		err = pwrite_all(fd, buf, tail, st.st_size);
-	if (!err && (hbm_state_fsyncs++, fsync(fd)))
+	/* the child fsync'd the snapshot: only a tail appended to it is not on disk */
+	if (!err && tail && (hbm_state_fsyncs++, fdatasync(fd)))
 		err = -errno;
 	free(buf);
 	if (!err && renameat(dirfd, tmp, dirfd, name))

@@ -107,6 +107,12 @@ struct hbm_state {
 	uint32_t record_size;	/* of the file; 0 when none was read */
 };
 
+/* What a state holds: its records, and the pages they cover. */
+struct hbm_state_count {
+	uint64_t extents;
+	uint64_t pages;
+};
+
 /* What a load found wrong; 0 fields when the file was whole. */
 struct hbm_state_damage {
 	size_t bad_records;	/* failed their CRC or their checks */
@@ -146,9 +152,12 @@ void hbm_state_encode(const struct hbm_state *s, uint8_t *buf);
 int hbm_state_decode(const uint8_t *buf, size_t len, uint64_t max_pages,
 		     struct hbm_state *out, struct hbm_state_damage *damage);
 void hbm_state_free(struct hbm_state *s);
+struct hbm_state_count hbm_state_count(const struct hbm_state *s);
 
 int hbm_atomic_write(int dirfd, const char *name, const void *buf, size_t len);
 int hbm_read_file(int dirfd, const char *name, uint8_t **buf, size_t *len);
+/* hbm_file_quarantine(): renamed, not linked; no file under its name until replaced */
+#define HBM_QUARANTINE_MOVED 1
 int hbm_file_quarantine(int dirfd, const char *name, char *moved_to, size_t len);
 
 int hbm_state_file_name(const char *identity, char *name, size_t len);
@@ -167,7 +176,9 @@ int hbm_state_log_open(int dirfd, const struct hbm_state *s, struct hbm_state_lo
 void hbm_state_log_close(struct hbm_state_log *log);
 int hbm_state_append(struct hbm_state_log *log, const struct hbm_state_record *r, size_t n);
 int hbm_state_compact_name(const char *identity, char *name, size_t len);
-int hbm_state_compact(int dirfd, const char *identity, int fd, uint64_t upto);
+int hbm_state_compact(int dirfd, const char *identity, int fd, uint64_t upto,
+		      struct hbm_state_count *count);
+int hbm_state_compact_clean(int dirfd);
 int hbm_state_compact_finish(int dirfd, const char *identity, struct hbm_state_log *log,
 			     uint64_t upto);
 

@@ -44,18 +44,31 @@
  * daemon's resident memory stays what it is without a table in it (a
  * thread would hold the table in the daemon's own memory for as long; a
  * loop in slices would stall it for a sort of the log).  The loop then
- * hears the child's end on a pidfd (never waiting for it), its answer on a
- * pipe, appends the records written since the fork to the new snapshot,
- * and renames it over the file (hbm_state_compact_finish(): O(those
- * records)).  A snapshot made meanwhile abandons it.  A child that fails
- * leaves the file as it was.  The child closes every descriptor but its
- * three (a fork without exec keeps the daemon's sockets open, O_CLOEXEC or
- * not) and dies with the daemon (PR_SET_PDEATHSIG).
+ * hears the child's end on a pidfd (never waiting for it) and its answer
+ * on a pipe, and finishes on its own turn (on_compacted(),
+ * hbm_state_compact_finish()): it reads the records appended since the
+ * fork back from the file, writes them after the new snapshot and
+ * fdatasyncs it (neither when none was appended), renames it over the
+ * file, and fsyncs the directory (the appends that follow go to the new
+ * file: the rename must be durable before they are acknowledged): O(those
+ * records), and two syncs, as a snapshot's atomic write, but without its
+ * dump.  The child's answer counts what the file holds, exactly: the
+ * status's counts, which an append raises by its records even where the
+ * file had their pages (log_turn()), are right again.  A snapshot made
+ * meanwhile abandons it.  A child that fails leaves the file as it was;
+ * one not done within compact_timeout_us (5 minutes) is killed, and a
+ * later turn tries again with twice the time (up to an hour): a file that
+ * takes longer than the deadline on a slow disk is compacted in the end,
+ * not forked again and killed for ever.  The child closes every descriptor
+ * but its three (a fork without exec keeps the daemon's sockets open,
+ * O_CLOEXEC or not) and dies with the daemon (PR_SET_PDEATHSIG).  Temporary files
+ * of compactions a crash cut short are removed at start.
  *
  * It takes facts through store_fact() and asks the core (core.h) for the
- * devices and their tables; it must not block beyond one dump and one
- * fsync'd write per device, allocates per save or table read (never per
- * page event), keeps no table between saves (an open file per device),
+ * devices and their tables; it must not block beyond, per device and turn,
+ * one dump and one fsync'd write (a snapshot) or one fdatasync'd append,
+ * and a compaction's finish; it allocates per save or table read (never
+ * per page event), keeps no table between saves (an open file per device),
  * and calls nothing above it: the status and the other files' retry (the
  * incidents) through daemon.c and the hook main() gave.
  */
@@ -130,11 +143,60 @@ static void abandon_compaction(struct hbm_store *s, uint32_t id)
 		s->compacting.abandoned = true;
 }
 
+static void log_reopen(struct hbm_store *s, const struct device *dev, const struct hbm_state *st);
+
+/*
+ * A damaged file @s was read from (what of it can be trusted; none: an
+ * empty snapshot) kept aside, then replaced by that: a file is under its
+ * name at every instant, the damaged one until the new one is renamed
+ * over it, so a crash between the two finds it damaged again (and keeps
+ * it aside again), never without a file to restore.  A replacement that
+ * fails leaves the damaged file for the save that follows, or the next.
+ */
+static void set_aside(struct hbm_store *store, const struct device *dev, struct hbm_state *s)
+{
+	struct hbm_state fresh = *s;
+	char moved[300];
+	int aside = hbm_state_quarantine(store->d->state_dir, dev->identity, moved, sizeof(moved));
+	int err;
+
+	/*
+	 * Neither a second name nor a rename: the directory refuses what a
+	 * replacement needs too, or the replacement goes ahead without the
+	 * copy (the device's pages matter more than a copy of a damaged file).
+	 */
+	if (aside < 0)
+		fprintf(stderr, "<3>hbmguardd: state of %s cannot be kept aside: %s\n",
+			dev->identity, strerror(-aside));
+	else if (aside == HBM_QUARANTINE_MOVED)
+		fprintf(stderr, "<3>hbmguardd: moved to %s (no second name could be made)\n", moved);
+	else
+		fprintf(stderr, "<3>hbmguardd: kept as %s\n", moved);
+	/* its log is that file's: the next change goes to the new one */
+	if (dev->id < HBMGUARD_MAX_DEVICES) {
+		abandon_compaction(store, dev->id);
+		hbm_state_log_close(&store->saves[dev->id].log);
+	}
+	snprintf(fresh.identity, sizeof(fresh.identity), "%s", dev->identity);
+	fresh.page_size = dev->page_size;
+	fresh.serial = s->serial + 1;
+	err = dev->page_size ? hbm_state_write(store->d->state_dir, &fresh) : -EINVAL;
+	if (err) {
+		fprintf(stderr, "<3>hbmguardd: replacing the damaged state of %s: %s%s\n",
+			dev->identity, strerror(-err),
+			aside == HBM_QUARANTINE_MOVED ? " (it has no file until a save succeeds)" : "");
+		return;
+	}
+	fprintf(stderr, "<5>hbmguardd: the damaged state of %s replaced by what of it checks out (%zu records)%s\n",
+		dev->identity, fresh.nr, aside < 0 ? ", not kept" : "");
+	s->serial = fresh.serial;	/* the next snapshot's is past it */
+	log_reopen(store, dev, &fresh);
+}
+
 static int load_stored(struct hbm_store *store, const struct device *dev,
 		       struct hbm_state *s)
 {
 	struct hbm_state_damage damage = { 0 };
-	char moved[300];
 	uint64_t pages = dev->page_size ? dev->size / dev->page_size : 0;
 	int err = hbm_state_read(store->d->state_dir, dev->identity, pages, s, &damage);
 
@@ -154,27 +216,20 @@ static int load_stored(struct hbm_store *store, const struct device *dev,
 		return err;
 	}
 	if (err || damage.bad_records || damage.missing_records)
-		fprintf(stderr, "<3>hbmguardd: state of %s damaged (%s; %zu bad, %zu missing records): moving it aside\n",
+		fprintf(stderr, "<3>hbmguardd: state of %s damaged (%s; %zu bad, %zu missing records): keeping it aside\n",
 			dev->identity, damage.header ? damage.header : "records",
 			damage.bad_records, damage.missing_records);
 	if (damage.log_bad || damage.log_missing || damage.log_duplicates || damage.log_beyond)
-		fprintf(stderr, "<3>hbmguardd: change log of %s damaged (%zu bad, %zu missing, %zu repeated, %zu past its bound records; the snapshot and %zu good records kept): moving it aside\n",
+		fprintf(stderr, "<3>hbmguardd: change log of %s damaged (%zu bad, %zu missing, %zu repeated, %zu past its bound records; the snapshot and %zu good records kept): keeping it aside\n",
 			dev->identity, damage.log_bad, damage.log_missing,
 			damage.log_duplicates, damage.log_beyond, s->log_nr);
 	if (damage.torn_bytes)
 		fprintf(stderr, "<4>hbmguardd: state of %s ends in %zu bytes of a write a crash cut short, never acknowledged: ignored\n",
 			dev->identity, damage.torn_bytes);
-	if (err || hbm_state_damaged(&damage)) {
-		if (!hbm_state_quarantine(store->d->state_dir, dev->identity, moved, sizeof(moved)))
-			fprintf(stderr, "<3>hbmguardd: kept as %s\n", moved);
-		/* its log is that file's: the next change makes a new one */
-		if (dev->id < HBMGUARD_MAX_DEVICES) {
-			abandon_compaction(store, dev->id);
-			hbm_state_log_close(&store->saves[dev->id].log);
-		}
-	}
 	if (err)
 		memset(s, 0, sizeof(*s));	/* nothing of it to trust */
+	if (err || hbm_state_damaged(&damage))
+		set_aside(store, dev, s);
 	return 0;
 }
 
@@ -218,15 +273,12 @@ static int forget_range(struct hbm_state *s, uint64_t offset, uint64_t length)
 static void count_stored(struct hbm_store *store, const struct device *dev,
 			 const struct hbm_state *s)
 {
-	uint64_t pages = 0;
-	size_t i;
+	struct hbm_state_count c = hbm_state_count(s);
 
 	if (dev->id >= HBMGUARD_MAX_DEVICES)
 		return;
-	for (i = 0; i < s->nr && dev->page_size; i++)
-		pages += s->records[i].length / dev->page_size;
-	store->stored_extents[dev->id] = s->nr;
-	store->stored_pages[dev->id] = pages;
+	store->stored_extents[dev->id] = c.extents;
+	store->stored_pages[dev->id] = c.pages;
 }
 
 /**
@@ -408,7 +460,12 @@ static int log_turn(struct hbm_store *s, uint32_t id)
 	s->counters.logged += n;
 	s->counters.appends++;
 	s->counters.bytes += n * HBM_STATE_RECORD_SIZE;
-	/* an extent logged again (PENDING, then RETIRED) counts again until the next snapshot */
+	/*
+	 * An extent logged again (PENDING, then RETIRED), or one its snapshot
+	 * held, counts again until the next snapshot or compaction counts the
+	 * file: an event does not say which of its pages the file had, and
+	 * knowing would take the file's table in memory.
+	 */
 	s->stored_extents[id] += n;
 	s->stored_pages[id] += pages;
 	return 0;
@@ -730,20 +787,36 @@ static int cmp_int(const void *a, const void *b)
  * daemon's own exit, and killed with its parent: never a compaction of
  * an old file left running beside a new daemon.  A fork without exec
  * keeps what O_CLOEXEC would have closed.
+ *
+ * The daemon has threads (NVML's), and a fork copies only the thread that
+ * called it: a lock another one held stays held in the child.  The child
+ * takes none but malloc()'s (malloc, free, and qsort, which may allocate):
+ * glibc takes every arena's lock across fork() and makes them anew in the
+ * child (__malloc_fork_lock_parent(), __malloc_fork_unlock_child():
+ * malloc/malloc-internal.h, called from posix/fork.c, glibc 2.36).  No
+ * stdio, no NVML; the CRC's table is made before any fork (the file the
+ * child reads was written with it).  A child that hangs all the same is
+ * killed at its deadline.  posix_spawn() of a helper would not need any of
+ * this, but would need a binary of its own and its path.
  */
-static void __attribute__((noreturn)) compact_child(int dirfd, const char *identity, int fd,
+static void __attribute__((noreturn)) compact_child(const struct hbm_store *s, int dirfd,
+						    const char *identity, int fd,
 						    uint64_t upto, int out, pid_t parent)
 {
-	int keep[] = { dirfd, fd, out }, err;
+	struct compaction_answer a = { 0 };
+	int keep[] = { dirfd, fd, out };
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
 		_exit(1);
 	qsort(keep, 3, sizeof(keep[0]), cmp_int);
 	if (close_except(keep, 3))
 		_exit(1);	/* not with the daemon's sockets held: no compaction */
-	err = hbm_state_compact(dirfd, identity, fd, upto);
-	_exit(write(out, &err, sizeof(err)) == sizeof(err) ? 0 : 1);
+	a.err = s->compact(dirfd, identity, fd, upto, &a.count);
+	/* one write, shorter than PIPE_BUF: whole or not at all */
+	_exit(write(out, &a, sizeof(a)) == sizeof(a) ? 0 : 1);
 }
+
+static int on_compaction_late(sd_event_source *src, uint64_t usec, void *arg);
 
 /*
  * A log longer than its snapshot and than compact_min: a new snapshot, by
@@ -768,18 +841,23 @@ static void maybe_compact(struct hbm_store *s)
 		    (sv->log.snapshot > s->compact_min ? sv->log.snapshot : s->compact_min))
 			break;
 	}
-	if (id == HBMGUARD_MAX_DEVICES || pipe2(p, O_CLOEXEC))
+	/* non-blocking: a write end some other fork took along never holds
+	 * the loop up in on_compacted()'s read */
+	if (id == HBMGUARD_MAX_DEVICES || pipe2(p, O_CLOEXEC | O_NONBLOCK))
 		return;
-	*c = (struct compaction){ .id = id, .upto = sv->log.length, .fd = p[0], .pidfd = -1 };
+	*c = (struct compaction){ .id = id, .upto = sv->log.length, .fd = p[0], .pidfd = -1,
+				  .at_fork = { s->stored_extents[id], s->stored_pages[id] } };
 	snprintf(c->identity, sizeof(c->identity), "%s", sv->identity);
 	c->pid = fork();
 	if (!c->pid)
-		compact_child(s->d->state_dir, c->identity, sv->log.fd, c->upto, p[1], parent);
+		compact_child(s, s->d->state_dir, c->identity, sv->log.fd, c->upto, p[1], parent);
 	close(p[1]);
 	if (c->pid > 0)
 		c->pidfd = syscall(SYS_pidfd_open, c->pid, 0);
 	if (c->pidfd >= 0 && sd_event_add_io(s->d->loop, &c->src, c->pidfd, EPOLLIN,
-					     on_compacted, s) >= 0)
+					     on_compacted, s) >= 0 &&
+	    sd_event_add_time_relative(s->d->loop, &c->deadline, CLOCK_MONOTONIC,
+				       s->compact_timeout_us, 0, on_compaction_late, s) >= 0)
 		return;
 	fprintf(stderr, "<4>hbmguardd: cannot compact the state of %s: %s\n", c->identity,
 		c->pid < 0 || c->pidfd < 0 ? strerror(errno) : "no event source");
@@ -805,6 +883,7 @@ static bool compaction_end(struct hbm_store *s)
 			return false;
 	}
 	c->src = sd_event_source_disable_unref(c->src);
+	c->deadline = sd_event_source_disable_unref(c->deadline);
 	if (c->pidfd >= 0)
 		close(c->pidfd);
 	close(c->fd);
@@ -828,10 +907,36 @@ static void compaction_kill(struct hbm_store *s)
 		compaction_end(s);
 		return;
 	}
-	if (!c->killed)
+	/* through its pidfd where there is one: its pid may be another's once
+	 * it has gone and been reaped for us (SIGCHLD ignored) */
+	if (!c->killed && (c->pidfd < 0 ||
+			   syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0) < 0))
 		kill(c->pid, SIGKILL);
 	c->killed = true;
 	compaction_end(s);
+}
+
+/*
+ * A child that has not ended by its deadline (a disk that hangs, a file in
+ * its way that blocks) would stop compaction for good, one at a time:
+ * killed, reaped once gone (on_compacted()), and the next turn may start
+ * another, with twice the time.
+ */
+static int on_compaction_late(sd_event_source *src, uint64_t usec, void *arg)
+{
+	struct hbm_store *s = arg;
+	uint64_t was = s->compact_timeout_us;
+
+	(void)src;
+	(void)usec;
+	s->compact_timeout_us = was < HBM_COMPACT_TIMEOUT_MAX_US / 2 ? 2 * was :
+				HBM_COMPACT_TIMEOUT_MAX_US;
+	fprintf(stderr, "<4>hbmguardd: compacting the state of %s: not done after %" PRIu64
+		" s: killed, to be tried again with %" PRIu64 " s\n", s->compacting.identity,
+		was / 1000000, s->compact_timeout_us / 1000000);
+	s->compacting.deadline = sd_event_source_disable_unref(s->compacting.deadline);
+	compaction_kill(s);
+	return 0;
 }
 
 /* The child has exited: its snapshot in place, with what was appended since. */
@@ -841,17 +946,22 @@ static int on_compacted(sd_event_source *src, int fd, uint32_t revents, void *ar
 	struct compaction *c = &s->compacting;
 	struct device_save *sv = &s->saves[c->id];
 	uint64_t before = sv->log.length, serial = sv->log.serial;
+	struct compaction_answer a;
 	int err;
 
 	(void)src;
 	(void)fd;
 	(void)revents;
 	/* its answer is in the pipe, or never will be: no wait */
-	if (c->killed || read(c->fd, &err, sizeof(err)) != sizeof(err))
-		err = -ECHILD;	/* it died without a word */
+	if (c->killed || read(c->fd, &a, sizeof(a)) != sizeof(a))
+		a.err = -ECHILD;	/* it died without a word */
+	err = a.err;
 	if (!err && !c->abandoned && sv->log.open) {
 		err = hbm_state_compact_finish(s->d->state_dir, c->identity, &sv->log, c->upto);
 		if (!err) {
+			/* counted exactly at the fork, with what was logged since */
+			s->stored_extents[c->id] += a.count.extents - c->at_fork.extents;
+			s->stored_pages[c->id] += a.count.pages - c->at_fork.pages;
 			s->counters.compactions++;
 			s->counters.bytes += sv->log.length;
 			fprintf(stderr, "<6>hbmguardd: state of %s compacted: %" PRIu64 " bytes, now %" PRIu64 "\n",
@@ -1031,10 +1141,22 @@ void store_fact(void *arg, const struct hbm_fact *f)
 int store_start(struct hbm_store *s, struct daemon *d, struct hbmd_core *core,
 		void (*save_again)(struct daemon *d))
 {
+	int err;
+
 	s->d = d;
 	s->core = core;
 	s->save_again = save_again;
 	s->compact_min = 1 << 20;
+	/* 10^6 extents take seconds: minutes are a child that hangs */
+	s->compact_timeout_us = 300 * 1000000ULL;
+	s->compact = hbm_state_compact;
+	err = hbm_state_compact_clean(d->state_dir);
+	if (err > 0)
+		fprintf(stderr, "<5>hbmguardd: removed %d temporary files of compactions a crash cut short\n",
+			err);
+	else if (err < 0)
+		fprintf(stderr, "<4>hbmguardd: cannot look for the temporary files of compactions: %s\n",
+			strerror(-err));
 	return 0;
 }
 

@@ -12,6 +12,7 @@
 #include <linux/hbmguard.h>
 
 #include "core.h"
+#include "state.h"
 
 struct daemon;
 
@@ -34,10 +35,19 @@ struct compaction {
 	int pidfd;			/* readable once it has exited; -1 none */
 	bool killed;			/* by the daemon: its word not taken */
 	sd_event_source *src;		/* on the pidfd */
+	sd_event_source *deadline;	/* past it, the child is killed */
 	uint32_t id;			/* the device */
 	char identity[HBMGUARD_IDENTITY_LEN];
 	uint64_t upto;			/* the file's length at the fork */
+	struct hbm_state_count at_fork;	/* the device's counts then */
 	bool abandoned;			/* the file was replaced meanwhile */
+};
+
+/* A compaction child's word on its pipe. */
+struct compaction_answer {
+	int32_t err;
+	uint32_t reserved;
+	struct hbm_state_count count;	/* of the snapshot it wrote */
 };
 
 /* What the store did, for the bench (SIGUSR1, and at exit, to the journal). */
@@ -90,6 +100,11 @@ struct hbm_store {
 	size_t nr_turn;
 	struct compaction compacting;
 	uint64_t compact_min;		/* bytes of log below which none is compacted */
+	uint64_t compact_timeout_us;	/* a child that has not ended by then is killed */
+#define HBM_COMPACT_TIMEOUT_MAX_US	(3600 * 1000000ULL)	/* doubled per kill up to this */
+	/* what the child runs: hbm_state_compact(); a test's may stall */
+	int (*compact)(int dirfd, const char *identity, int fd, uint64_t upto,
+		       struct hbm_state_count *count);
 	struct store_counters counters;
 };
 

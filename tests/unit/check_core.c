@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
@@ -367,6 +368,23 @@ static void store_loop_end(sd_event *loop)
 	d.loop = sd_event_unref(loop);
 }
 
+/* Names in directory @dirfd that begin with @prefix; the last one's stat in @st. */
+static int count_prefixed(int dirfd, const char *prefix, struct stat *st)
+{
+	DIR *dir = fdopendir(openat(dirfd, ".", O_RDONLY | O_DIRECTORY));
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(dir);
+	while ((e = readdir(dir)))
+		if (!strncmp(e->d_name, prefix, strlen(prefix))) {
+			ck_assert_int_eq(fstatat(dirfd, e->d_name, st, AT_SYMLINK_NOFOLLOW), 0);
+			n++;
+		}
+	closedir(dir);
+	return n;
+}
+
 static void one_turn(sd_event *loop)
 {
 	sd_event_source *kick;
@@ -377,6 +395,36 @@ static void one_turn(sd_event *loop)
 	for (i = 0; i < 10 && sd_event_run(loop, 0) > 0; i++)
 		;
 	sd_event_source_unref(kick);
+}
+
+/*
+ * The store on a loop, device 0 seen with one page (bad_page): its file a
+ * snapshot, its log open.
+ */
+static sd_event *stored_one_page(void)
+{
+	sd_event *loop = store_loop();
+
+	add_device(0, "sim:s");
+	table[table_nr++] = bad_page;
+	seen(HBM_SYNC_START, 1, 0);
+	return loop;
+}
+
+/* Device 0's file, its header overwritten: damaged.  Return: its stat then. */
+static struct stat damage_header(void)
+{
+	struct stat st;
+	char name[256];
+	int fd;
+
+	ck_assert_int_eq(hbm_state_file_name("sim:s", name, sizeof(name)), 0);
+	fd = openat(d.state_dir, name, O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, "damaged", 7, 0), 7);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	close(fd);
+	return st;
 }
 
 static void heard_numbered(uint64_t offset, uint64_t seqnum)
@@ -407,10 +455,7 @@ START_TEST(heard_changes_are_logged_and_compacted)
 	size_t i;
 	int turns;
 
-	loop = store_loop();
-	add_device(0, "sim:s");
-	table[table_nr++] = bad_page;
-	seen(HBM_SYNC_START, 1, 0);		/* the snapshot */
+	loop = stored_one_page();		/* the snapshot */
 	fsyncs = hbm_state_fsyncs;
 	for (i = 0; i < 3; i++)
 		heard_retired(0x10000 + i * 0x1000);
@@ -479,10 +524,7 @@ static int clear_then_late_event(int dump_fails, bool *has_5000)
 	size_t i;
 	int answer;
 
-	loop = store_loop();
-	add_device(0, "sim:s");
-	table[table_nr++] = bad_page;
-	seen(HBM_SYNC_START, 1, 0);
+	loop = stored_one_page();
 	table[table_nr] = bad_page;
 	table[table_nr++].offset = 0x5000;
 	dump_seqnum = 4;
@@ -532,19 +574,11 @@ START_TEST(a_file_moved_aside_is_no_longer_appended_to)
 {
 	struct hbm_state_damage damage;
 	struct hbm_state st;
-	char name[256];
+	struct stat damaged, aside;
 	sd_event *loop;
-	int fd;
 
-	loop = store_loop();
-	add_device(0, "sim:s");
-	table[table_nr++] = bad_page;
-	seen(HBM_SYNC_START, 1, 0);		/* a snapshot, its log open */
-	ck_assert_int_eq(hbm_state_file_name("sim:s", name, sizeof(name)), 0);
-	fd = openat(d.state_dir, name, O_WRONLY);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(pwrite(fd, "damaged", 7, 0), 7);	/* its header */
-	close(fd);
+	loop = stored_one_page();		/* a snapshot, its log open */
+	damaged = damage_header();
 	table_nr = 0;
 	/* an event over pages of other states: saved from a dump */
 	src_link.fact(src_link.core, &(struct hbm_fact){
@@ -553,14 +587,21 @@ START_TEST(a_file_moved_aside_is_no_longer_appended_to)
 		.dev = { .id = 0, .identity = "sim:s" }, .offset = 0x20000,
 		.length = 0x2000, .source = HBMGUARD_SOURCE_UE, .count = 1 });
 	one_turn(loop);
-	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &st, &damage), -ENOENT);
+	/* nothing of it trusted: replaced by an empty snapshot */
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &st, &damage), 0);
+	ck_assert_uint_eq(st.nr, 0);
+	hbm_state_free(&st);
 	table[table_nr] = bad_page;
 	table[table_nr++].offset = 0x9000;
 	heard_numbered(0x9000, 8);
 	one_turn(loop);
 	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &st, &damage), 0);
-	ck_assert_uint_eq(st.nr + st.log_nr, 1);
+	ck_assert_uint_eq(st.nr, 1);
 	hbm_state_free(&st);
+	/* the damaged file, kept aside, as it was */
+	ck_assert_int_eq(count_prefixed(d.state_dir, "sim:s.state.corrupt-", &aside), 1);
+	ck_assert_uint_eq(aside.st_ino, damaged.st_ino);
+	ck_assert_uint_eq(aside.st_size, damaged.st_size);
 	store_loop_end(loop);
 }
 END_TEST
@@ -619,10 +660,7 @@ START_TEST(events_before_the_read_are_not_logged_again)
 	struct hbm_state s;
 	sd_event *loop;
 
-	loop = store_loop();
-	add_device(0, "sim:s");
-	table[table_nr++] = bad_page;
-	seen(HBM_SYNC_START, 1, 0);
+	loop = stored_one_page();
 	read_again(10);	/* read again, at #10 */
 	heard_numbered(0x9000, 9);
 	heard_numbered(0x9000, 10);
@@ -648,10 +686,7 @@ START_TEST(a_turn_logs_nothing_a_later_snapshot_holds)
 	struct hbm_state s;
 	sd_event *loop;
 
-	loop = store_loop();
-	add_device(0, "sim:s");
-	table[table_nr++] = bad_page;
-	seen(HBM_SYNC_START, 1, 0);
+	loop = stored_one_page();
 	heard_numbered(0x5000, 5);		/* retired at #5, cleared at #6 */
 	read_again(7);	/* read at #7: no 0x5000 */
 	heard_numbered(0xa000, 8);		/* the turn goes on: logged */
@@ -726,10 +761,7 @@ START_TEST(an_event_over_pages_of_other_states_makes_a_snapshot)
 	sd_event *loop;
 	size_t i, covering = 0;
 
-	loop = store_loop();
-	add_device(0, "sim:s");
-	table[table_nr++] = bad_page;		/* 0x9000 RETIRED */
-	seen(HBM_SYNC_START, 1, 0);
+	loop = stored_one_page();		/* 0x9000 RETIRED */
 	heard_pending(0x8000, 0x4000, 3);
 	one_turn(loop);
 	ck_assert_uint_eq(store.counters.logged, 0);
@@ -782,34 +814,60 @@ static bool holds(const int *fds, int n, int fd)
 }
 
 /*
- * The compaction's child holds none of the daemon's descriptors but the
- * state directory, the file and its pipe (a socket it kept would outlive
- * the daemon), and the loop goes on while it is stuck (its temporary file
- * a FIFO nobody reads: it blocks in open()): its end is heard, never
- * waited for.
+ * A compaction's child that does not end: it waits to open the FIFO
+ * "stall" of the state directory for writing, until something opens it
+ * to read (a disk that hangs, for a test).  Then it fails.
  */
-START_TEST(the_compaction_child_holds_only_its_files)
+static int stalled(int dirfd, const char *identity, int fd, uint64_t upto,
+		   struct hbm_state_count *count)
 {
-	struct hbm_state_damage damage;
-	struct hbm_state s;
-	char tmp[300];
-	int marker = eventfd(0, 0), fds[64], n = -1, tries, fifo, i;
-	sd_event *loop;
-	pid_t pid;
+	(void)identity;
+	(void)fd;
+	(void)upto;
+	(void)count;
+	fd = openat(dirfd, "stall", O_WRONLY | O_CLOEXEC);
+	if (fd >= 0)
+		close(fd);
+	return -EIO;
+}
 
-	ck_assert_int_ge(marker, 0);
-	loop = store_loop();
-	add_device(0, "sim:s");
-	table[table_nr++] = bad_page;
-	seen(HBM_SYNC_START, 1, 0);
-	ck_assert_int_eq(hbm_state_compact_name("sim:s", tmp, sizeof(tmp)), 0);
-	ck_assert_int_eq(mkfifoat(d.state_dir, tmp, 0600), 0);
+/*
+ * Device 0's log past its bound, its compaction's child stuck (stalled()).
+ * Return: its pid.
+ */
+static pid_t compaction_stuck(sd_event *loop)
+{
+	pid_t pid;
+	int i;
+
+	ck_assert_int_eq(mkfifoat(d.state_dir, "stall", 0600), 0);
+	store.compact = stalled;
 	store.compact_min = 0;
 	for (i = 0; i < 8; i++)
 		heard_retired(0x10000 + i * 0x1000);
 	one_turn(loop);
 	pid = store.compacting.pid;
 	ck_assert_int_gt(pid, 0);
+	return pid;
+}
+
+/*
+ * The compaction's child holds none of the daemon's descriptors but the
+ * state directory, the file and its pipe (a socket it kept would outlive
+ * the daemon), and the loop goes on while it is stuck (stalled()): its
+ * end is heard, never waited for.
+ */
+START_TEST(the_compaction_child_holds_only_its_files)
+{
+	struct hbm_state_damage damage;
+	struct hbm_state s;
+	int marker = eventfd(0, 0), fds[64], n = -1, tries, fifo, i;
+	sd_event *loop;
+	pid_t pid;
+
+	ck_assert_int_ge(marker, 0);
+	loop = stored_one_page();
+	pid = compaction_stuck(loop);
 	for (tries = 0; tries < 200; tries++) {	/* until it has closed them */
 		n = fds_of(pid, fds, 64);
 		if (n >= 0 && !holds(fds, n, marker))
@@ -830,8 +888,8 @@ START_TEST(the_compaction_child_holds_only_its_files)
 	ck_assert_uint_eq(store.counters.logged, 9);
 	ck_assert_int_eq(store.compacting.pid, pid);
 
-	/* unstuck (a FIFO takes no fsync): it fails, heard, reaped, the file as it was */
-	fifo = openat(d.state_dir, tmp, O_RDONLY | O_NONBLOCK);
+	/* unstuck: it fails, heard, reaped, the file as it was */
+	fifo = openat(d.state_dir, "stall", O_RDONLY | O_NONBLOCK);
 	ck_assert_int_ge(fifo, 0);
 	for (tries = 0; store.compacting.pid && tries < 1000; tries++)
 		ck_assert_int_ge(sd_event_run(loop, 10000), 0);
@@ -844,6 +902,219 @@ START_TEST(the_compaction_child_holds_only_its_files)
 	ck_assert_uint_eq(s.nr, 1 + 8 + 1);
 	hbm_state_free(&s);
 	close(marker);
+	store_loop_end(loop);
+}
+END_TEST
+
+/*
+ * A damaged file is kept aside under a second name, then replaced: the
+ * replacement failing (a directory in the way of its temporary file), it
+ * is still under its own name, not gone until a crash's next start finds
+ * none; the next save that gets to disk replaces it, not kept aside twice.
+ */
+START_TEST(a_damaged_file_keeps_its_name_until_replaced)
+{
+	struct hbm_state_damage damage;
+	struct hbm_state st;
+	struct stat now, aside;
+	char name[256], tmp[300];
+	sd_event *loop;
+
+	loop = stored_one_page();
+	damage_header();
+	ck_assert_int_eq(hbm_state_file_name("sim:s", name, sizeof(name)), 0);
+	snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
+	ck_assert_int_eq(mkdirat(d.state_dir, tmp, 0700), 0);
+	seen(HBM_SYNC_RESYNC, 1, 0);
+	ck_assert_int_ne(store.saves[0].error, 0);	/* not saved: retried */
+	ck_assert_int_eq(fstatat(d.state_dir, name, &now, 0), 0);
+	ck_assert(S_ISREG(now.st_mode));
+	ck_assert_int_eq(count_prefixed(d.state_dir, "sim:s.state.corrupt-", &aside), 1);
+	ck_assert_uint_eq(aside.st_ino, now.st_ino);
+
+	ck_assert_int_eq(unlinkat(d.state_dir, tmp, AT_REMOVEDIR), 0);
+	seen(HBM_SYNC_RESYNC, 1, 0);
+	ck_assert_int_eq(store.saves[0].error, 0);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &st, &damage), 0);
+	ck_assert(!hbm_state_damaged(&damage));
+	ck_assert_uint_eq(st.nr, 1);
+	hbm_state_free(&st);
+	ck_assert_int_eq(count_prefixed(d.state_dir, "sim:s.state.corrupt-", &aside), 1);
+	ck_assert_uint_eq(aside.st_nlink, 1);		/* its own file now */
+	store_loop_end(loop);
+}
+END_TEST
+
+/*
+ * A damaged file no second name can be made for (every name of the second
+ * taken) is moved aside, not lost: the copy kept, the replacement written.
+ */
+START_TEST(a_damaged_file_with_no_second_name_is_moved_aside)
+{
+	struct hbm_state_damage damage;
+	struct hbm_state st;
+	struct stat damaged, x;
+	char name[300];
+	sd_event *loop;
+	bool kept = false;
+	long long t;
+	DIR *dir;
+	struct dirent *e;
+	int fd, i;
+
+	loop = stored_one_page();
+	damaged = damage_header();
+	for (t = time(NULL); t < time(NULL) + 3; t++)
+		for (i = 0; i < 10; i++) {
+			if (i)
+				snprintf(name, sizeof(name), "sim:s.state.corrupt-%lld.%d", t, i);
+			else
+				snprintf(name, sizeof(name), "sim:s.state.corrupt-%lld", t);
+			fd = openat(d.state_dir, name, O_WRONLY | O_CREAT | O_EXCL, 0600);
+			ck_assert_int_ge(fd, 0);
+			close(fd);
+		}
+	seen(HBM_SYNC_RESYNC, 1, 0);
+	ck_assert_int_eq(store.saves[0].error, 0);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &st, &damage), 0);
+	ck_assert(!hbm_state_damaged(&damage));
+	hbm_state_free(&st);
+	dir = fdopendir(openat(d.state_dir, ".", O_RDONLY | O_DIRECTORY));
+	ck_assert_ptr_nonnull(dir);
+	while ((e = readdir(dir))) {	/* by its content: an inode's number is reused */
+		char head[7] = { 0 };
+
+		if (strncmp(e->d_name, "sim:s.state.corrupt-", 20))
+			continue;
+		fd = openat(d.state_dir, e->d_name, O_RDONLY);
+		ck_assert_int_ge(fd, 0);
+		kept |= read(fd, head, sizeof(head)) == sizeof(head) &&
+			!memcmp(head, "damaged", 7) && !fstat(fd, &x) &&
+			x.st_size == damaged.st_size;
+		close(fd);
+	}
+	closedir(dir);
+	ck_assert(kept);
+	store_loop_end(loop);
+}
+END_TEST
+
+/*
+ * A compaction child that does not end (stalled()) is killed at its
+ * deadline and reaped, and a later one compacts the file.  Temporary
+ * files a crash left are removed at start.
+ */
+START_TEST(a_compaction_that_hangs_is_killed_and_tried_again)
+{
+	struct hbm_state_damage damage;
+	struct hbm_state s;
+	char tmp[300];
+	sd_event *loop;
+	pid_t pid;
+	int tries, fd;
+
+	ck_assert_int_eq(hbm_state_compact_name("sim:s", tmp, sizeof(tmp)), 0);
+	fd = openat(d.state_dir, tmp, O_WRONLY | O_CREAT, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	store_start(&store, &d, &core, NULL);
+	ck_assert_int_eq(faccessat(d.state_dir, tmp, F_OK, 0), -1);
+
+	loop = stored_one_page();
+	store.compact_timeout_us = 1000;
+	pid = compaction_stuck(loop);
+	for (tries = 0; store.compacting.pid == pid && tries < 1000; tries++)
+		ck_assert_int_ge(sd_event_run(loop, 10000), 0);
+	ck_assert_int_ne(store.compacting.pid, pid);
+	ck_assert_int_eq(kill(pid, 0), -1);		/* reaped: no zombie left */
+	ck_assert_uint_ge(store.compact_timeout_us, 2000);	/* the next, twice the time */
+	ck_assert(!store.saves[0].no_compact);		/* a later one may run */
+	ck_assert_uint_eq(store.counters.compactions, 0);
+
+	/* the next compacts (one forked meanwhile stalls, and is killed too) */
+	ck_assert_int_eq(faccessat(d.state_dir, tmp, F_OK, AT_SYMLINK_NOFOLLOW), -1);
+	store.compact = hbm_state_compact;
+	store.compact_timeout_us = 300 * 1000000ULL;
+	for (tries = 0; !store.counters.compactions && tries < 1000; tries++)
+		ck_assert_int_ge(sd_event_run(loop, 10000), 0);
+	ck_assert_uint_eq(store.counters.compactions, 1);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &s, &damage), 0);
+	ck_assert(!hbm_state_damaged(&damage));
+	ck_assert_uint_eq(s.log_nr, 0);
+	ck_assert_uint_eq(s.nr, 1 + 8);
+	hbm_state_free(&s);
+	store_loop_end(loop);
+}
+END_TEST
+
+/*
+ * The deadline's SIGKILL goes through the child's pidfd, never to a pid
+ * (another's, once the child has gone and been reaped for us): a decoy
+ * under the child's pid survives it, the child does not.
+ */
+START_TEST(a_late_compaction_is_killed_through_its_pidfd)
+{
+	pid_t pid, decoy;
+	sd_event *loop;
+	int status, tries;
+
+	loop = stored_one_page();
+	store.compact_timeout_us = 300 * 1000000ULL;
+	pid = compaction_stuck(loop);
+	decoy = fork();
+	ck_assert_int_ge(decoy, 0);
+	if (!decoy) {
+		pause();
+		_exit(0);
+	}
+	store.compacting.pid = decoy;
+	sd_event_source_set_time_relative(store.compacting.deadline, 1000);
+	for (tries = 0; !store.compacting.killed && tries < 1000; tries++)
+		ck_assert_int_ge(sd_event_run(loop, 10000), 0);
+	ck_assert(store.compacting.killed);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	ck_assert_int_eq(waitpid(decoy, &status, WNOHANG), 0);	/* alive */
+	kill(decoy, SIGKILL);
+	ck_assert_int_eq(waitpid(decoy, &status, 0), decoy);
+	store.compacting.pid = pid;	/* reaped here: its end is ECHILD */
+	for (tries = 0; store.compacting.pid && tries < 1000; tries++)
+		ck_assert_int_ge(sd_event_run(loop, 10000), 0);
+	ck_assert_int_eq(store.compacting.pid, 0);
+	store_loop_end(loop);
+}
+END_TEST
+
+/*
+ * A page logged twice (PENDING, then RETIRED) counts twice in hbmctl
+ * status until the file is counted again: a compaction counts it exactly,
+ * what was logged after its fork on top.
+ */
+START_TEST(a_compaction_counts_the_pages_exactly)
+{
+	sd_event *loop;
+	int tries;
+
+	loop = stored_one_page();
+	ck_assert_uint_eq(store.stored_pages[0], 1);
+	store.compact_min = 0;
+	heard_pending(0x10000, 0x1000, 1);
+	heard_pending(0x11000, 0x1000, 1);
+	one_turn(loop);
+	ck_assert_uint_eq(store.stored_pages[0], 3);
+	ck_assert_int_eq(store.compacting.pid, 0);	/* 2 records: shorter than the snapshot */
+	heard_retired(0x10000);
+	heard_retired(0x11000);
+	one_turn(loop);
+	ck_assert_int_gt(store.compacting.pid, 0);
+	ck_assert_uint_eq(store.stored_pages[0], 5);	/* each logged twice */
+	heard_retired(0x12000);				/* after the fork: on top */
+	one_turn(loop);
+	for (tries = 0; store.compacting.pid && tries < 1000; tries++)
+		ck_assert_int_ge(sd_event_run(loop, 10000), 0);
+	ck_assert_uint_eq(store.counters.compactions, 1);
+	ck_assert_uint_eq(store.stored_pages[0], 4);
+	ck_assert_uint_eq(store.stored_extents[0], 4);
 	store_loop_end(loop);
 }
 END_TEST
@@ -908,6 +1179,11 @@ Suite *core_suite(void)
 	tcase_add_test(st, a_clear_whose_dump_fails_is_not_acknowledged);
 	tcase_add_test(st, a_file_moved_aside_is_no_longer_appended_to);
 	tcase_add_test(st, a_file_not_read_is_not_moved_aside);
+	tcase_add_test(st, a_damaged_file_keeps_its_name_until_replaced);
+	tcase_add_test(st, a_damaged_file_with_no_second_name_is_moved_aside);
+	tcase_add_test(st, a_compaction_that_hangs_is_killed_and_tried_again);
+	tcase_add_test(st, a_compaction_counts_the_pages_exactly);
+	tcase_add_test(st, a_late_compaction_is_killed_through_its_pidfd);
 	suite_add_tcase(s, st);
 	return s;
 }

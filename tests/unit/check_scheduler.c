@@ -271,6 +271,39 @@ static void daemon_done(struct daemon *d, struct hbm_sched *s)
 	close(d->state_dir);
 }
 
+static int never(sd_event_source *src, uint64_t usec, void *arg)
+{
+	(void)src;
+	(void)usec;
+	(void)arg;
+	ck_abort_msg("a re-check of the old settings ran");
+	return 0;
+}
+
+/*
+ * A reload drops the re-check armed at the old RecheckInterval=: the
+ * query the reload starts arms one at the new.
+ */
+START_TEST(reload_drops_the_old_recheck)
+{
+	static struct daemon d;
+	static struct hbm_sched s;
+
+	make_dir();
+	daemon_for(&d);
+	d.cfg.sched.slurm = false;
+	sched_init(&s, &d);
+	sched_start(&s);
+	ck_assert_int_ge(sd_event_add_time_relative(d.loop, &s.recheck, CLOCK_MONOTONIC,
+						    3600 * 1000000ULL, 0, never, &s), 0);
+	d.cfg.sched.recheck = 10;
+	sched_reconfigure(&s);
+	ck_assert_ptr_null(s.recheck);
+	daemon_done(&d, &s);
+	remove_dir();
+}
+END_TEST
+
 /*
  * As root (the hook must be root's): a #! script run from the descriptor
  * checked, told in its environment, and past Timeout= killed with its own
@@ -325,14 +358,24 @@ START_TEST(hook_runs_and_is_killed_whole)
 	ck_assert_ptr_nonnull(fp);
 	ck_assert_int_eq(fscanf(fp, "%ld", &child), 1);
 	fclose(fp);
-	/* the hook's own child: gone, or a zombie not yet reaped by init */
+	/*
+	 * The hook's own child: gone, or a zombie not yet reaped by init, once
+	 * the SIGKILL sent to its group has landed (on a loaded machine it may
+	 * still be running for a moment: up to 10 s).
+	 */
 	snprintf(file, sizeof(file), "/proc/%ld/stat", child);
-	fp = fopen(file, "r");
-	if (fp) {
+	for (i = 0; i < 1000; i++) {
+		fp = fopen(file, "r");
+		if (!fp)
+			break;
 		ck_assert_int_eq(fscanf(fp, "%*d %63s %63s", buf, stat), 2);
 		fclose(fp);
-		ck_assert_str_eq(stat, "Z");
+		if (!strcmp(stat, "Z"))
+			break;
+		usleep(10000);
 	}
+	if (fp)
+		ck_assert_str_eq(stat, "Z");
 	daemon_done(&d, &s);
 	remove_dir();
 }
@@ -450,6 +493,7 @@ Suite *scheduler_suite(void)
 	tcase_add_test(tc, hook_checks);
 	tcase_add_test(tc, causes_kept_and_cleared);
 	tcase_add_test(tc, hook_runs_and_is_killed_whole);
+	tcase_add_test(tc, reload_drops_the_old_recheck);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,12 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Unit tests of the state file format (daemon/state.c). */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <time.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <linux/filter.h>
 #include <linux/hbmguard.h>
+#include <linux/seccomp.h>
 
 #include "state.h"
 #include "unit.h"
@@ -246,11 +256,26 @@ START_TEST(file_names)
 }
 END_TEST
 
+/* Names in directory @dirfd that begin with @prefix */
+static int count_names(int dirfd, const char *prefix)
+{
+	DIR *dir = fdopendir(openat(dirfd, ".", O_RDONLY | O_DIRECTORY));
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(dir);
+	while ((e = readdir(dir)))
+		n += !strncmp(e->d_name, prefix, strlen(prefix));
+	closedir(dir);
+	return n;
+}
+
 START_TEST(write_read_quarantine)
 {
-	char dir[] = "/tmp/hbmstate.XXXXXX", moved[300];
+	char dir[] = "/tmp/hbmstate.XXXXXX", moved[300], again[300];
 	struct hbm_state s = sample(), out;
 	struct hbm_state_damage d;
+	struct stat st, aside;
 	int dirfd;
 
 	ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -267,12 +292,138 @@ START_TEST(write_read_quarantine)
 	hbm_state_free(&out);
 	ck_assert_int_eq(faccessat(dirfd, ".0000:3b:00.0.state.tmp", F_OK, 0), -1);
 
+	/*
+	 * Kept aside under a second name, and still under its own until
+	 * replaced: a crash in between leaves a file to restore.
+	 */
 	ck_assert_int_eq(hbm_state_quarantine(dirfd, s.identity, moved, sizeof(moved)), 0);
-	ck_assert_int_eq(hbm_state_read(dirfd, s.identity, 0, &out, &d), -ENOENT);
+	ck_assert_int_eq(strncmp(moved, "0000:3b:00.0.state.corrupt-", 27), 0);
+	ck_assert_int_eq(fstatat(dirfd, moved, &aside, 0), 0);
+	ck_assert_int_eq(fstatat(dirfd, "0000:3b:00.0.state", &st, 0), 0);
+	ck_assert_uint_eq(aside.st_ino, st.st_ino);
+	ck_assert_int_eq(hbm_state_read(dirfd, s.identity, 0, &out, &d), 0);
+	hbm_state_free(&out);
+	/* not replaced yet (a crash, a write that failed): not kept a second time */
+	ck_assert_int_eq(hbm_state_quarantine(dirfd, s.identity, again, sizeof(again)), 0);
+	ck_assert_int_eq(count_names(dirfd, "0000:3b:00.0.state.corrupt-"), 1);
+	ck_assert_int_eq(hbm_state_write(dirfd, &s), 0);	/* the replacement */
+	ck_assert_int_eq(fstatat(dirfd, moved, &aside, 0), 0);
+	ck_assert_uint_eq(aside.st_nlink, 1);
+	ck_assert_int_eq(hbm_state_read(dirfd, s.identity, 0, &out, &d), 0);
+	hbm_state_free(&out);
+	ck_assert_int_eq(hbm_state_quarantine(dirfd, "no-such", again, sizeof(again)), -ENOENT);
+	unlinkat(dirfd, moved, 0);
+	unlinkat(dirfd, "0000:3b:00.0.state", 0);
+	close(dirfd);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+/*
+ * A file with a second name that is not a NAME.corrupt-* (a backup's hard
+ * link) is kept aside all the same.
+ */
+START_TEST(a_backup_link_is_not_kept_aside)
+{
+	char dir[] = "/tmp/hbmstate.XXXXXX", moved[300];
+	struct hbm_state s = sample();
+	int dirfd;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(dirfd, 0);
+	ck_assert_int_eq(hbm_state_write(dirfd, &s), 0);
+	ck_assert_int_eq(linkat(dirfd, "0000:3b:00.0.state", dirfd, "backup", 0), 0);
+	ck_assert_int_eq(hbm_state_quarantine(dirfd, s.identity, moved, sizeof(moved)), 0);
+	ck_assert_int_eq(count_names(dirfd, "0000:3b:00.0.state.corrupt-"), 1);
 	ck_assert_int_eq(faccessat(dirfd, moved, F_OK, 0), 0);
 	unlinkat(dirfd, moved, 0);
+	unlinkat(dirfd, "backup", 0);
+	unlinkat(dirfd, "0000:3b:00.0.state", 0);
 	close(dirfd);
-	rmdir(dir);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+/* In a child: linkat() refused (EPERM, as protected_hardlinks does), then @name kept aside. */
+static int quarantine_without_links(int dirfd, const char *name, char *moved, size_t len)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_linkat, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+	int p[2], status, ret = -1;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(p), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+		    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+			_exit(2);
+		ret = hbm_file_quarantine(dirfd, name, moved, len);
+		_exit(write(p[1], &ret, sizeof(ret)) == sizeof(ret) &&
+		      write(p[1], moved, len) == (ssize_t)len ? 0 : 1);
+	}
+	close(p[1]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ck_assert_int_eq(read(p[0], &ret, sizeof(ret)), sizeof(ret));
+	ck_assert_int_eq(read(p[0], moved, len), (ssize_t)len);
+	close(p[0]);
+	return ret;
+}
+
+/*
+ * Where no second name can be made (links refused; every name of the
+ * second taken), the damaged file is renamed: its copy is kept, and the
+ * caller is told that none is under its name.
+ */
+START_TEST(a_file_that_cannot_be_linked_is_moved_aside)
+{
+	char dir[] = "/tmp/hbmstate.XXXXXX", moved[300], name[300];
+	struct hbm_state s = sample();
+	struct stat st, aside;
+	long long t;
+	int dirfd, fd, i;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(dirfd, 0);
+	ck_assert_int_eq(hbm_state_write(dirfd, &s), 0);
+	ck_assert_int_eq(fstatat(dirfd, "0000:3b:00.0.state", &st, 0), 0);
+	ck_assert_int_eq(quarantine_without_links(dirfd, "0000:3b:00.0.state", moved,
+						  sizeof(moved)), HBM_QUARANTINE_MOVED);
+	ck_assert_int_eq(faccessat(dirfd, "0000:3b:00.0.state", F_OK, 0), -1);
+	ck_assert_int_eq(fstatat(dirfd, moved, &aside, 0), 0);
+	ck_assert_uint_eq(aside.st_ino, st.st_ino);
+	ck_assert_int_eq(unlinkat(dirfd, moved, 0), 0);
+
+	/* every name of this second (and the next two) taken: the last one goes */
+	ck_assert_int_eq(hbm_state_write(dirfd, &s), 0);
+	ck_assert_int_eq(fstatat(dirfd, "0000:3b:00.0.state", &st, 0), 0);
+	for (t = time(NULL); t < time(NULL) + 3; t++)
+		for (i = 0; i < 10; i++) {
+			if (i)
+				snprintf(name, sizeof(name), "0000:3b:00.0.state.corrupt-%lld.%d", t, i);
+			else
+				snprintf(name, sizeof(name), "0000:3b:00.0.state.corrupt-%lld", t);
+			fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL, 0600);
+			ck_assert_int_ge(fd, 0);
+			close(fd);
+		}
+	ck_assert_int_eq(hbm_file_quarantine(dirfd, "0000:3b:00.0.state", moved, sizeof(moved)),
+			 HBM_QUARANTINE_MOVED);
+	ck_assert_int_eq(fstatat(dirfd, moved, &aside, 0), 0);
+	ck_assert_uint_eq(aside.st_ino, st.st_ino);
+	ck_assert_int_eq(faccessat(dirfd, "0000:3b:00.0.state", F_OK, 0), -1);
+	close(dirfd);
+	snprintf(name, sizeof(name), "rm -rf %s", dir);
+	ck_assert_int_eq(system(name), 0);
 }
 END_TEST
 
@@ -651,6 +802,7 @@ START_TEST(log_append_and_compact)
 	struct hbm_state s = sample(), out;
 	struct hbm_state_damage d;
 	struct hbm_state_log log = { 0 };
+	struct hbm_state_count count;
 	uint64_t upto, fsyncs;
 	int dirfd;
 
@@ -663,10 +815,15 @@ START_TEST(log_append_and_compact)
 	fsyncs = hbm_state_fsyncs;
 	ck_assert_int_eq(hbm_state_append(&log, log_records, 2), 0);
 	ck_assert_uint_eq(hbm_state_fsyncs, fsyncs + 1);	/* one for the two */
-	ck_assert_int_eq(hbm_state_compact(dirfd, s.identity, log.fd, log.length), 0);
+	ck_assert_int_eq(hbm_state_compact(dirfd, s.identity, log.fd, log.length, &count), 0);
+	/* the snapshot's 12 pages, 0x40000 and 0x2000 new: counted from the replay */
+	ck_assert_uint_eq(count.extents, NR + 2);
+	ck_assert_uint_eq(count.pages, 14);
 	upto = log.length;
 	ck_assert_int_eq(hbm_state_append(&log, log_records + 2, 2), 0);	/* meanwhile */
+	fsyncs = hbm_state_fsyncs;
 	ck_assert_int_eq(hbm_state_compact_finish(dirfd, s.identity, &log, upto), 0);
+	ck_assert_uint_eq(hbm_state_fsyncs, fsyncs + 2);	/* the tail's, the directory's */
 	ck_assert_uint_eq(log.serial, 43);
 	ck_assert_uint_eq(log.seq, 2);
 	ck_assert_int_eq(hbm_state_read(dirfd, s.identity, 0, &out, &d), 0);
@@ -686,17 +843,158 @@ START_TEST(log_append_and_compact)
 	expect(whole(&d) && out.log_nr == 3 && out.nr == REPLAYED_NR + 1);
 	hbm_state_free(&out);
 
+	/* nothing appended since the fork: the child's fsync stands, the directory's is made */
+	upto = log.length;
+	ck_assert_int_eq(hbm_state_compact(dirfd, s.identity, log.fd, upto, &count), 0);
+	ck_assert_uint_eq(count.extents, REPLAYED_NR + 1);
+	fsyncs = hbm_state_fsyncs;
+	ck_assert_int_eq(hbm_state_compact_finish(dirfd, s.identity, &log, upto), 0);
+	ck_assert_uint_eq(hbm_state_fsyncs, fsyncs + 1);
+	ck_assert_int_eq(hbm_state_read(dirfd, s.identity, 0, &out, &d), 0);
+	expect(whole(&d) && out.serial == 44 && out.log_nr == 0 && out.nr == REPLAYED_NR + 1);
+	hbm_state_free(&out);
+
 	/* a damaged file is not compacted: its damage would go unsaid */
 	hbm_state_log_close(&log);
 	ck_assert_int_eq(hbm_state_write(dirfd, &s), 0);
 	ck_assert_int_eq(hbm_state_log_open(dirfd, &s, &log), 0);
 	ck_assert_int_eq(pwrite(log.fd, "x", 1, 200), 1);
-	ck_assert_int_eq(hbm_state_compact(dirfd, s.identity, log.fd, log.length), -EBADMSG);
+	ck_assert_int_eq(hbm_state_compact(dirfd, s.identity, log.fd, log.length, &count),
+			 -EBADMSG);
 	hbm_state_log_close(&log);
 	ck_assert_int_eq(hbm_state_quarantine(dirfd, s.identity, tmp, sizeof(tmp)), 0);
 	unlinkat(dirfd, tmp, 0);
+	unlinkat(dirfd, "0000:3b:00.0.state", 0);
 	close(dirfd);
 	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+/* @name's content is still @text (a file a link pointed at). */
+static void still(int dirfd, const char *name, const char *text)
+{
+	uint8_t *buf;
+	size_t len;
+
+	ck_assert_int_eq(hbm_read_file(dirfd, name, &buf, &len), 0);
+	ck_assert_uint_eq(len, strlen(text));
+	ck_assert_mem_eq(buf, text, len);
+	free(buf);
+}
+
+/*
+ * A link or a FIFO put under a temporary file's name is never written
+ * through nor opened: the file it names stays as it was, and nothing
+ * blocks (the FIFO: a test that would hang until its timeout).
+ */
+START_TEST(temporary_files_are_never_followed)
+{
+	char dir[] = "/tmp/hbmtmp.XXXXXX", tmp[300];
+	struct hbm_state s = sample(), out;
+	struct hbm_state_damage d;
+	struct hbm_state_log log = { 0 };
+	struct hbm_state_count count;
+	struct stat st;
+	uint64_t upto;
+	int dirfd, fd;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(dirfd, 0);
+	fd = openat(dirfd, "victim", O_WRONLY | O_CREAT, 0600);
+	ck_assert_int_eq(write(fd, "victim", 6), 6);
+	close(fd);
+
+	ck_assert_int_eq(symlinkat("victim", dirfd, ".0000:3b:00.0.state.tmp"), 0);
+	ck_assert_int_eq(hbm_state_write(dirfd, &s), 0);
+	still(dirfd, "victim", "victim");
+	ck_assert_int_eq(fstatat(dirfd, "0000:3b:00.0.state", &st, AT_SYMLINK_NOFOLLOW), 0);
+	ck_assert(S_ISREG(st.st_mode));
+
+	ck_assert_int_eq(hbm_state_log_open(dirfd, &s, &log), 0);
+	ck_assert_int_eq(hbm_state_append(&log, log_records, 2), 0);
+	ck_assert_int_eq(hbm_state_compact_name(s.identity, tmp, sizeof(tmp)), 0);
+	ck_assert_int_eq(symlinkat("victim", dirfd, tmp), 0);
+	ck_assert_int_eq(hbm_state_compact(dirfd, s.identity, log.fd, log.length, &count), 0);
+	still(dirfd, "victim", "victim");
+	ck_assert_int_eq(unlinkat(dirfd, tmp, 0), 0);
+	ck_assert_int_eq(mkfifoat(dirfd, tmp, 0600), 0);
+	ck_assert_int_eq(hbm_state_compact(dirfd, s.identity, log.fd, log.length, &count), 0);
+
+	/* the child's file swapped for a link before the finish: not followed */
+	ck_assert_int_eq(unlinkat(dirfd, tmp, 0), 0);
+	ck_assert_int_eq(symlinkat("victim", dirfd, tmp), 0);
+	upto = log.length;
+	ck_assert_int_eq(hbm_state_compact_finish(dirfd, s.identity, &log, upto), -ELOOP);
+	still(dirfd, "victim", "victim");
+	ck_assert_int_eq(faccessat(dirfd, tmp, F_OK, AT_SYMLINK_NOFOLLOW), -1);
+	ck_assert_int_eq(fstatat(dirfd, "0000:3b:00.0.state", &st, AT_SYMLINK_NOFOLLOW), 0);
+	ck_assert(S_ISREG(st.st_mode));
+	ck_assert_int_eq(hbm_state_read(dirfd, s.identity, 0, &out, &d), 0);
+	expect(whole(&d) && out.serial == 42 && out.log_nr == 2);
+	hbm_state_free(&out);
+
+	hbm_state_log_close(&log);
+	ck_assert_int_eq(unlinkat(dirfd, "victim", 0), 0);
+	ck_assert_int_eq(unlinkat(dirfd, "0000:3b:00.0.state", 0), 0);
+	close(dirfd);
+	ck_assert_int_eq(rmdir(dir), 0);	/* nothing else left */
+}
+END_TEST
+
+/*
+ * At start, the temporary files of compactions a crash cut short are
+ * removed: anything of that exact name but a directory (a link or a FIFO
+ * would be in the next compaction's way), nothing followed.
+ */
+START_TEST(compact_files_cleaned)
+{
+	static const char *const removed[] = {
+		".0000:3b:00.0.state.compact", ".GPU-1%2fx.state.compact",
+	};
+	static const char *const kept[] = {
+		"0000:3b:00.0.state", ".0000:3b:00.0.state.tmp", ".x%2G.state.compact",
+		".x%2.state.compact", "..state.compact", ".a.state.compact.1", "a.state.compact",
+		".a b.state.compact", ".a%2F.state.compact", "target",
+	};
+	char dir[] = "/tmp/hbmclean.XXXXXX";
+	int dirfd, fd;
+	size_t i;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(dirfd, 0);
+	ck_assert_int_eq(hbm_state_compact_clean(dirfd), 0);
+	for (i = 0; i < sizeof(removed) / sizeof(removed[0]); i++) {
+		fd = openat(dirfd, removed[i], O_WRONLY | O_CREAT, 0600);
+		ck_assert_int_ge(fd, 0);
+		close(fd);
+	}
+	for (i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+		fd = openat(dirfd, kept[i], O_WRONLY | O_CREAT, 0600);
+		ck_assert_int_ge(fd, 0);
+		close(fd);
+	}
+	/* of that name, a link (to a file, to a directory) and a FIFO: removed, not followed */
+	ck_assert_int_eq(symlinkat("target", dirfd, ".l.state.compact"), 0);
+	ck_assert_int_eq(mkdirat(dirfd, "sub", 0700), 0);
+	ck_assert_int_eq(symlinkat("sub", dirfd, ".d.state.compact"), 0);
+	ck_assert_int_eq(mkfifoat(dirfd, ".f.state.compact", 0600), 0);
+	ck_assert_int_eq(mkdirat(dirfd, ".e.state.compact", 0700), 0);	/* kept */
+	ck_assert_int_eq(hbm_state_compact_clean(dirfd), 5);
+	for (i = 0; i < sizeof(removed) / sizeof(removed[0]); i++)
+		ck_assert_int_eq(faccessat(dirfd, removed[i], F_OK, AT_SYMLINK_NOFOLLOW), -1);
+	ck_assert_int_eq(faccessat(dirfd, ".l.state.compact", F_OK, AT_SYMLINK_NOFOLLOW), -1);
+	ck_assert_int_eq(faccessat(dirfd, ".d.state.compact", F_OK, AT_SYMLINK_NOFOLLOW), -1);
+	ck_assert_int_eq(faccessat(dirfd, ".f.state.compact", F_OK, AT_SYMLINK_NOFOLLOW), -1);
+	for (i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+		ck_assert_int_eq(faccessat(dirfd, kept[i], F_OK, AT_SYMLINK_NOFOLLOW), 0);
+		ck_assert_int_eq(unlinkat(dirfd, kept[i], 0), 0);
+	}
+	ck_assert_int_eq(unlinkat(dirfd, ".e.state.compact", AT_REMOVEDIR), 0);
+	ck_assert_int_eq(unlinkat(dirfd, "sub", AT_REMOVEDIR), 0);
+	close(dirfd);
+	ck_assert_int_eq(rmdir(dir), 0);	/* nothing else left */
 }
 END_TEST
 
@@ -713,6 +1011,8 @@ Suite *state_suite(void)
 	tcase_add_test(tc, bad_records);
 	tcase_add_test(tc, file_names);
 	tcase_add_test(tc, write_read_quarantine);
+	tcase_add_test(tc, a_backup_link_is_not_kept_aside);
+	tcase_add_test(tc, a_file_that_cannot_be_linked_is_moved_aside);
 	tcase_add_test(tc, log_replayed);
 	tcase_add_test(tc, log_torn_tail);
 	tcase_add_test(tc, log_bounded_by_the_device);
@@ -721,6 +1021,8 @@ Suite *state_suite(void)
 	tcase_add_test(tc, log_header_fields);
 	tcase_add_test(tc, log_replay_random);
 	tcase_add_test(tc, log_append_and_compact);
+	tcase_add_test(tc, temporary_files_are_never_followed);
+	tcase_add_test(tc, compact_files_cleaned);
 	suite_add_tcase(s, tc);
 	return s;
 }
