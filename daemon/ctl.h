@@ -48,12 +48,12 @@
  *	DEADLINES	none			struct hbm_ctl_deadlines
  *
  * DEADLINES says how long each step of a rank recovery may take ([Recovery]
-in the configuration), so that a rank waits for the daemon as long as the
-daemon will and no longer.  A daemon older than this request answers it
--EOPNOTSUPP and closes the connection: ask on one of its own, not on a
-rank's.
-
-UNDRAIN (an administrator's only) forgets why hbmguardd drained the node
+ * in the configuration), so that a rank waits for the daemon as long as the
+ * daemon will and no longer.  A daemon older than this request answers it
+ * -EOPNOTSUPP and closes the connection: ask on one of its own, not on a
+ * rank's.
+ *
+ * UNDRAIN (an administrator's only) forgets why hbmguardd drained the node
  * and has the scheduler resume it (scheduler.c).  DRAIN_GET lists those causes;
  * with none, index 0 still answers, with .total 0, for the rest.
  *
