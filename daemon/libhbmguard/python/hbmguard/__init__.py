@@ -77,7 +77,8 @@ def _load():
     lib.hbmguard_rank_answer.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32]
     lib.hbmguard_rank_close.argtypes = [ctypes.c_void_p]
     lib.hbmguard_rank_close.restype = None
-    lib.hbmguard_recovery_deadlines.argtypes = [ctypes.c_char_p, ctypes.POINTER(_Deadlines)]
+    if hasattr(lib, "hbmguard_recovery_deadlines"):    # a library older than it: deadlines()
+        lib.hbmguard_recovery_deadlines.argtypes = [ctypes.c_char_p, ctypes.POINTER(_Deadlines)]
     lib.hbmguard_aperture_open.argtypes = [ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64,
                                            ctypes.POINTER(ctypes.c_void_p)]
     lib.hbmguard_aperture_addr.argtypes = [ctypes.c_void_p]
@@ -133,9 +134,14 @@ class _Handle:
 
 def deadlines(socket=None):
     """hbmguardd's [Recovery] deadlines, in seconds: Deadlines(pause,
-    restore, kill).  OSError(EOPNOTSUPP) from a daemon too old to say."""
+    restore, kill).  OSError(EOPNOTSUPP) from a daemon too old to say, or
+    a libhbmguard too old to ask."""
+    lib = _library()
+    if not hasattr(lib, "hbmguard_recovery_deadlines"):
+        raise OSError(errno.EOPNOTSUPP, "asking hbmguardd's deadlines: %s has no "
+                      "hbmguard_recovery_deadlines()" % lib._name)
     d = _Deadlines()
-    _check(_library().hbmguard_recovery_deadlines(socket.encode() if socket else None,
+    _check(lib.hbmguard_recovery_deadlines(socket.encode() if socket else None,
                                                    ctypes.byref(d)),
            "asking hbmguardd's deadlines")
     return Deadlines(d.pause_timeout, d.restore_timeout, d.kill_timeout)
