@@ -26,9 +26,11 @@ scaler is given).  Otherwise no rank commits it, since its gradients went
 through the all_reduce with the lost data in them; every rank follows the
 daemon's incident instead: PAUSED; on RESTORE every rank puts back what the
 step changed (below), the failed rank maps its lost pages back (zeroed), the
-healthy ranks check that they are replicas of each other, and every rank
-takes the parameters and the optimizer's tensors from the lowest healthy
-rank by broadcast, which is exact since the replicas are equal; RESTORED; on
+ranks check that they are replicas of each other (each tensor among the
+ranks that still hold it: a 62-bit digest computed on the tensor's device,
+one pass over the state), and every rank takes the parameters and the
+optimizer's tensors from the lowest healthy rank by broadcast, which is
+exact since the replicas are equal; RESTORED; on
 RESUME the step runs again from the same state, so the job computes what it
 would have without the fault.
 
@@ -43,13 +45,16 @@ optimizer step (optimizer.step() or scaler.step(); scaler.update() in it,
 as AMP's recipes write it): the Guard then calls neither, and puts back the
 parameters, the optimizer's state and the scaler's state (its state_dict())
 too, which costs a copy of them per step; without it the Guard commits, and
-a copy of the buffers and the generators is all a step costs.
+a copy of the buffers and the generators is all a step costs.  Either way
+the closure may call scaler.unscale_(optimizer) to clip the gradients: a
+thrown-away step's unscale_() is forgotten.
 
 Recovered bit for bit: replicated data parallelism (DDP) on one node, with
 buffers, AMP's scaler and the generators above.  Anything else ends with
 Aborted, never a broadcast that would diverge or hang: a world of one rank
 has no replica; states that are not replicas (FSDP, ZeRO, tensor or pipeline
-parallel shards) fail the healthy ranks' check; the daemon escalating (its
+parallel shards) fail the ranks' check, and so does a state of which the
+loss left nothing to compare at a world of two; the daemon escalating (its
 [Recovery] deadlines, a second error) or going away mid-recovery.  Every
 rank agrees on it before it raises, so none is left in a collective.
 
@@ -62,8 +67,8 @@ when a recovery took too long.
 Without hbmguardd (registration fails on any rank), Guard warns and leaves
 memory unguarded: a lost page kills the rank with SIGBUS, as it would have.
 When hbmguardd restarts under a running job, every rank registers again at
-the next step boundary; if that fails, the job goes on unprotected, and a
-rank that loses memory then stops at its step boundary (Aborted).
+the next step boundary; if that fails, the job goes on unprotected, and when a
+rank loses memory then, every rank stops at the step boundary (Aborted).
 
 A fresh aperture's pages lost before the job started read SIGBUS until
 written: restore() all of it before placing the parameters there.  The
@@ -72,11 +77,12 @@ collective steps use the default process group, on its backend's device
 drives (a single node).
 """
 import copy
-import hashlib
+import ctypes
 import random
 import select
 import sys
 import time
+import zlib
 
 import torch
 import torch.distributed as dist
@@ -94,6 +100,9 @@ RECONNECT_WAIT = 10.0   # seconds for systemd to bring hbmguardd back
 # hbmguardd's [Recovery] defaults (daemon/config.c), for a daemon that does
 # not report its own; and the time its ABORT takes to come after a deadline.
 PAUSE_TIMEOUT, RESTORE_TIMEOUT, DEADLINE_SLACK = 30.0, 120.0, 10.0
+# The longest a step may take in daemon/config.c's parser; a daemon saying
+# more (or 0) is not one this module knows, and gets its defaults.
+LONGEST_DEADLINE = 3600.0
 
 
 class Aborted(RuntimeError):
@@ -146,9 +155,40 @@ def _set_rng_state(state):
         numpy.random.set_state(state["numpy"])
 
 
-def _bytes_of(t):
-    b = t.detach().reshape(-1).cpu().contiguous().view(torch.uint8)
-    return b.numpy() if numpy is not None else bytes(b.tolist())
+# Knuth's MMIX multiplier (odd, below 2**63 so that torch takes it as int64)
+_DIGEST_MUL = 6364136223846793005
+_DIGEST_CHUNK = 1 << 22         # elements widened to int64 at a time
+_DIGEST_MASK = (1 << 62) - 1    # room for the negation in _replica_check
+
+
+def _digest(t):
+    """A 62-bit digest of t's dtype, shape and bytes, computed where t is.
+    Hashing on the host would copy every tensor there: minutes at billions
+    of parameters, against a recovery's deadline of two.  Not a
+    cryptographic hash: sum of (word + 1) * (2i + 1) * _DIGEST_MUL, wrapping,
+    over the words i of t, which no accidental difference between two
+    ranks' states leaves equal but by a 2**-62 chance; the ranks are not
+    each other's adversaries."""
+    h = torch.tensor(zlib.crc32(("%s%s" % (t.dtype, tuple(t.shape))).encode()),
+                     dtype=torch.int64, device=t.device)
+    words = t.detach().reshape(-1).contiguous().view(torch.uint8)
+    if words.numel() % 4 == 0 and words.storage_offset() % 4 == 0:
+        words = words.view(torch.int32)
+    for i in range(0, words.numel(), _DIGEST_CHUNK):
+        w = words[i:i + _DIGEST_CHUNK].to(torch.int64) + 1
+        pos = torch.arange(i, i + w.numel(), dtype=torch.int64, device=t.device)
+        h += (w * (pos * 2 + 1) * _DIGEST_MUL).sum()
+    return h & _DIGEST_MASK
+
+
+def _extent(t):
+    """[first, last) bytes of the address space that t's elements occupy."""
+    if t.numel() == 0:
+        return 0, 0
+    span = 1 + sum((n - 1) * abs(st) for n, st in zip(t.shape, t.stride()))
+    low = t.data_ptr() - sum((n - 1) * st for n, st in zip(t.shape, t.stride())
+                             if st < 0) * t.element_size()
+    return low, low + span * t.element_size()
 
 
 class Guard:
@@ -178,6 +218,7 @@ class Guard:
                               device=device, socket=socket,
                               ranges=[(a.offset, a.length) for a in self.apertures])
         self._rank = None
+        self._guarded = False   # lost pages read zero: this process will not see SIGBUS
         self._connect()
 
     def _connect(self, wait=0.0):
@@ -201,6 +242,7 @@ class Guard:
             self._rank = None
         if self._rank and self.apertures:
             hbmguard.Aperture.guard()
+            self._guarded = True
         if self._rank:          # a restarted daemon may have others
             self.recovery_timeout = self._daemon_deadlines()
 
@@ -211,7 +253,12 @@ class Guard:
         try:
             d = hbmguard.deadlines(self._identity["socket"])
             pause, restore = d.pause, d.restore
-        except OSError:         # a daemon too old to say: its defaults
+            if not (0 < pause <= LONGEST_DEADLINE and 0 < restore <= LONGEST_DEADLINE):
+                raise OSError("hbmguardd says PauseTimeout=%ds RestoreTimeout=%ds" % (
+                              pause, restore))
+        except OSError as e:    # a daemon or library too old to say: its defaults
+            print("hbmguard: rank %d: waiting for hbmguardd's defaults (%gs, %gs): %s" % (
+                  self.rank, PAUSE_TIMEOUT, RESTORE_TIMEOUT, e), file=sys.stderr)
             pause, restore = PAUSE_TIMEOUT, RESTORE_TIMEOUT
         return pause + restore + DEADLINE_SLACK
 
@@ -269,6 +316,19 @@ class Guard:
                 self.optimizer.load_state_dict(saved["optimizer"])
                 if saved.get("scaler"):     # a disabled GradScaler's is empty
                     self.scaler.load_state_dict(saved["scaler"])
+            self._forget_unscale()
+
+    def _forget_unscale(self):
+        """A closure that calls scaler.unscale_() (to clip the gradients, as
+        AMP's recipe does) leaves the scaler refusing another unscale_()
+        until update(), which the thrown-away step never reached: forget it,
+        as update() does at its end, and nothing else of the step (torch
+        1.13, torch/cuda/amp/grad_scaler.py: update() sets
+        _per_optimizer_states to a fresh defaultdict; a disabled scaler has
+        none)."""
+        states = getattr(self.scaler, "_per_optimizer_states", None)
+        if states is not None:
+            states.clear()
 
     def _drain(self):
         """Take the daemon's waiting requests into _pending.  Some may sit in
@@ -289,8 +349,12 @@ class Guard:
     def _must_recover(self):
         lost = any(a.lost() for a in self.apertures)
         if not self._rank:
-            if lost:            # guarded once, the daemon gone since
-                raise Aborted("rank %d lost memory and hbmguardd is gone" % self.rank)
+            # Guarded once, the daemon gone since: a loss reads zero instead
+            # of killing the rank, so every rank must hear of it, or the
+            # others would wait for the one that stops in the next collective.
+            if self._guarded and not self._agree(not lost):
+                raise Aborted("rank %d: %s lost memory and hbmguardd is gone" % (
+                    self.rank, "this rank" if lost else "a peer rank"))
             return False
         try:
             self._drain()
@@ -322,7 +386,9 @@ class Guard:
             if left <= 0:
                 raise Aborted("hbmguardd asked for no %s within its deadlines"
                               % hbmguard.ACTIONS[action])
-            select.select([self._rank], [], [], left)
+            poller = select.poll()      # select() cannot wait on an fd past 1023
+            poller.register(self._rank.fileno(), select.POLLIN)
+            poller.poll(left * 1000)
 
     def _settle(self, why, incident):
         """Go on only if every rank can (a collective): otherwise every rank
@@ -345,6 +411,16 @@ class Guard:
             return "rank %d: hbmguardd went away during the recovery (%s)" % (
                 self.rank, e.strerror or e)
 
+    def _local(self, step, *args):
+        """step(*args), this rank's own part between two collectives: None,
+        or why it failed.  A rank that raised here alone would leave the
+        others waiting in the next collective."""
+        try:
+            step(*args)
+            return None
+        except Exception as e:
+            return "rank %d: %s: %s" % (self.rank, type(e).__name__, e)
+
     def _recover(self, saved):
         began = time.monotonic()
         deadline = began + self.recovery_timeout
@@ -364,16 +440,9 @@ class Guard:
         self._settle(why, incident)
 
         self.lost_pages += sum(a.lost() for a in self.apertures)
-        if req.failed_rank == self.rank:     # before anything is written there
-            for a in self.apertures:
-                lo, hi = max(a.offset, req.offset), min(a.offset + a.length,
-                                                         req.offset + req.length)
-                if lo < hi:
-                    a.restore(lo, hi - lo)
-        self._put_back(saved)
-        src = 0 if req.failed_rank != 0 else 1
-        self._settle(self._replica_check(req.failed_rank), incident)
-        self._broadcast_state(src)
+        self._settle(self._local(self._restore_mine, req, saved), incident)
+        self._settle(self._replica_check(req), incident)
+        self._broadcast_state(0 if req.failed_rank != 0 else 1)
 
         def restored_resume():
             self._rank.answer(incident, hbmguard.RESTORED)
@@ -381,6 +450,30 @@ class Guard:
 
         self._settle(self._follow(restored_resume), incident)
         self.incidents.append((incident, req.failed_rank, time.monotonic() - began))
+
+    def _restore_mine(self, req, saved):
+        """Map the failed rank's lost pages back (zeroed) before anything is
+        written there, then put back what the step changed."""
+        if req.failed_rank == self.rank:
+            for a in self.apertures:
+                lo, hi = self._lost_in(a, req)
+                if lo < hi:
+                    a.restore(lo, hi - lo)
+        self._put_back(saved)
+
+    @staticmethod
+    def _lost_in(aperture, req):
+        """The device bytes [lo, hi) of req's loss within aperture."""
+        return (max(aperture.offset, req.offset),
+                min(aperture.offset + aperture.length, req.offset + req.length))
+
+    def _lost_addresses(self, req):
+        """[first, last) addresses of this process that req's loss hit."""
+        for a in self.apertures:
+            lo, hi = self._lost_in(a, req)
+            if lo < hi:
+                base = ctypes.addressof(a.buffer) - a.offset
+                yield base + lo, base + hi
 
     def _state_tensors(self):
         """What the replicas share: the parameters and the optimizer's
@@ -394,25 +487,54 @@ class Guard:
                     if torch.is_tensor(state[key]):
                         yield state[key]
 
-    def _replica_check(self, failed_rank):
-        """None when the healthy ranks hold the same state (a collective),
-        else why not: a broadcast from one of them would replace the failed
-        rank's shard with another's, or hang on tensors of other shapes."""
-        h = hashlib.sha256()
-        if self.rank != failed_rank:
-            for t in self._state_tensors():
-                h.update(("%s%s;" % (t.dtype, tuple(t.shape))).encode())
-                h.update(_bytes_of(t))
-            d = int.from_bytes(h.digest()[:7], "little")
-            mine = [d, -d]
-        else:                   # lost: takes no part
-            mine = [-(1 << 62), -(1 << 62)]
-        both = torch.tensor(mine, dtype=torch.int64, device=self._device)
-        dist.all_reduce(both, op=dist.ReduceOp.MAX)
-        if both[0].item() == -both[1].item():
-            return None
-        return ("rank %d: the healthy ranks' states differ: not replicas (sharded?), "
-                "rank %d's cannot be restored from a peer" % (self.rank, failed_rank))
+    def _replica_check(self, req):
+        """None when the ranks hold the same state (collectives), else why
+        not: a broadcast from one of them would replace the failed rank's
+        shard with another's, or hang on tensors of other shapes.  Each
+        tensor is compared among the ranks that still know it: every healthy
+        rank, and the failed one where the loss missed it (its optimizer's
+        state, parameters off the lost pages).  With two ranks that is all
+        there is to compare; with nothing compared at all (every tensor hit),
+        replicas cannot be told from shards and the job aborts."""
+        try:
+            lost = list(self._lost_addresses(req)) if req.failed_rank == self.rank else []
+            tensors = list(self._state_tensors())
+            known = [not any(lo < b and a < hi for a, b in lost)
+                     for lo, hi in map(_extent, tensors)]
+            digests = [_digest(t).to(self._device) for t in tensors]
+            error = 0
+        except Exception as e:  # every rank learns it in the first collective
+            print("hbmguard: rank %d: the replica check failed: %s: %s" % (
+                  self.rank, type(e).__name__, e), file=sys.stderr)
+            tensors, error = [], 1
+        n = len(tensors) or -1  # no state at all: nothing to compare
+        head = torch.tensor([n, -n, error], dtype=torch.int64, device=self._device)
+        dist.all_reduce(head, op=dist.ReduceOp.MAX)
+        if head[2].item():
+            return "rank %d: a rank could not compare its state with its peers'" % self.rank
+        if head[0].item() != -head[1].item():
+            return ("rank %d: the ranks hold different numbers of tensors: not replicas "
+                    "(sharded?), rank %d's cannot be restored from a peer" % (
+                        self.rank, req.failed_rank))
+        if head[0].item() < 0:  # decided on what every rank sees, as above
+            return "rank %d: the job has no state to compare" % self.rank
+        # [d, -d] where known, the least value where not: the maximum of
+        # both halves is then d and -d exactly when every rank that knows
+        # the tensor holds the same bytes.
+        unknown = torch.full((), -(1 << 62), dtype=torch.int64, device=self._device)
+        mine = torch.stack([d if k else unknown for d, k in zip(digests, known)] +
+                           [-d if k else unknown for d, k in zip(digests, known)])
+        dist.all_reduce(mine, op=dist.ReduceOp.MAX)
+        knowers = torch.tensor(known, dtype=torch.int32, device=self._device)
+        dist.all_reduce(knowers, op=dist.ReduceOp.SUM)
+        compared = knowers >= 2
+        if not bool(compared.any().item()):
+            return ("rank %d: nothing of rank %d's state survived to compare with a peer's: "
+                    "replicas cannot be told from shards" % (self.rank, req.failed_rank))
+        if bool((compared & (mine[:n] != -mine[n:])).any().item()):
+            return ("rank %d: the ranks' states differ: not replicas (sharded?), "
+                    "rank %d's cannot be restored from a peer" % (self.rank, req.failed_rank))
+        return None
 
     def _broadcast_state(self, src):
         with torch.no_grad():
