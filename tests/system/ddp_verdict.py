@@ -6,10 +6,13 @@ would check, as "ok"/"not ok" lines.
 
 DIR holds three runs of the same job: clean/ (no fault; hbmguardd restarted
 under it), guarded/ (a UE under rank 2, hbmguardd running) and unguarded/
-(the same fault, hbmguardd stopped); and two short ones: one/ (a world of
+(the same fault, hbmguardd stopped); and short ones: one/ (a world of
 one rank meets a UE), restart/ (hbmguardd restarted while a UE's
-recovery waits for rank 2's PAUSED) and shards/ (no DDP: each rank's
-weights its own).
+recovery waits for rank 2's PAUSED), commits-clean/ and commits/ (two
+ranks, the Guard making the optimizer step after the step unscaled and
+clipped; the second with a UE under rank 1), shards/ (two ranks, no DDP:
+each rank's weights its own) and gone/ (hbmguardd stopped under the job,
+then a UE under rank 2).
 """
 import json
 import subprocess
@@ -88,13 +91,15 @@ check("... and hbmguardd escalated it as the rank left",
       mine[0]["reason"] == "a rank left during recovery", mine)
 
 restart = ddp_runs.load(top, "restart")
-check("DDP: hbmguardd restarted mid-recovery: every rank Aborted or finished, "
-      "none died of an OSError", "daemon_restart" in restart.result and
+check("DDP: hbmguardd restarted mid-recovery: every rank Aborted, or every rank "
+      "finished; none died of an OSError", "daemon_restart" in restart.result and
       None not in restart.ranks and
-      all(e in ("exit 0", "exit 3") for e in restart.result["exits"][-1]) and
+      restart.result["exits"][-1] in (["exit 0"] * 4, ["exit 3"] * 4) and
       all((r["aborted"] is None) == (e == "exit 0")
           for r, e in zip(restart.ranks, restart.result["exits"][-1])),
       restart.result, restart.ranks)
+check("... and hbmguardd was active after it", restart.result.get("daemon_active"),
+      restart.result)
 check("... rank 2, whose answer found the daemon gone, says so",
       restart.ranks[2] is not None and
       "hbmguardd went away" in (restart.ranks[2].get("aborted") or ""), restart.ranks)
@@ -103,11 +108,43 @@ check("... and the restarted hbmguardd escalated the incident",
       len(mine) == 1 and mine[0]["state"] == "escalated" and
       mine[0]["reason"] == "hbmguardd restarted during recovery", mine)
 
-shards = ddp_runs.load(top, "shards")
-check("DDP: ranks whose states differ (shards): every rank Aborted, not a replica's broadcast",
-      shards.result["exits"][-1] == ["exit 3"] * 4 and None not in shards.ranks and
+commits_clean = ddp_runs.load(top, "commits-clean", world=2)
+commits = ddp_runs.load(top, "commits", world=2)
+check("DDP, the Guard commits, the step clips: both runs finished",
+      commits_clean.result["exits"] == [["exit 0"] * 2] and
+      commits.result["exits"] == [["exit 0"] * 2] and
+      None not in commits_clean.ranks + commits.ranks,
+      commits_clean.result, commits.result)
+check("... the UE under rank 1 was recovered, the step run again (its unscale_ too)",
+      None not in commits.ranks and commits.ranks[1]["lost_pages"] >= 1 and
+      all(len(r["incidents"]) == 1 and r["incidents"][0][1] == 1 and r["rerun"] == 1
+          for r in commits.ranks), commits.ranks)
+check("... weights, scaler state and buffers bitwise equal to the fault-free run's",
+      None not in commits.ranks + commits_clean.ranks and
+      len({r["weights"] for r in commits.ranks + commits_clean.ranks}) == 1 and
+      [r["buffers"] for r in commits.ranks] == [r["buffers"] for r in commits_clean.ranks],
+      commits.ranks, commits_clean.ranks)
+
+# Two ranks: one healthy rank, whose state the lost rank's surviving
+# tensors (its optimizer's momentum, its parameters off the lost page)
+# must match before the healthy one's is broadcast.
+shards = ddp_runs.load(top, "shards", world=2)
+check("DDP: two ranks whose states differ (shards): both Aborted, not a replica's broadcast",
+      shards.result["exits"][-1] == ["exit 3"] * 2 and None not in shards.ranks and
       all("not replicas" in (r.get("aborted") or "") for r in shards.ranks),
       shards.result, shards.ranks)
+
+gone = ddp_runs.load(top, "gone")
+check("DDP: hbmguardd stopped under the job, then a UE: every rank Aborted, none hangs",
+      "daemon_stop" in gone.result and gone.result["exits"][-1] == ["exit 3"] * 4 and
+      None not in gone.ranks and
+      all("hbmguardd is gone" in (r.get("aborted") or "") for r in gone.ranks) and
+      "this rank lost memory" in gone.ranks[2]["aborted"], gone.result, gone.ranks)
+
+late = [name for name in ("clean", "guarded", "one", "restart", "commits-clean", "commits",
+                          "shards", "gone", "unguarded")
+        if ddp_runs.load(top, name, world=1).result.get("timed_out")]
+check("DDP: no run reached its wall-clock limit (a hang)", not late, late)
 
 check("DDP: without hbmguardd the same fault kills rank 2 (SIGBUS)",
       bad["exits"] and bad["exits"][-1][2] == "signal SIGBUS" and bad_ranks[2] is None, bad)

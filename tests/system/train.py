@@ -32,12 +32,17 @@ Several runs separated by "+" share one launcher.  --world 1 is a job
 without a replica; --hold-paused has rank 2 hold its
 PAUSED answer until the launcher has restarted hbmguardd (a restart in the
 middle of a recovery); --shards gives each rank weights of its own, as
-FSDP, ZeRO, tensor or pipeline parallelism would.
+FSDP, ZeRO, tensor or pipeline parallelism would; --guard-commits has the
+Guard make the optimizer step (Guard's default) and the step unscale and
+clip the gradients first (AMP's recipe for clipping); --stop-daemon-step
+stops hbmguardd for good under the running job.  A run that takes longer
+than --wall seconds has its ranks killed (result.json: timed_out).
 
 The launcher imports torch once and forks the ranks from it: under TCG an
 import takes tens of seconds, which the first start need not pay four times.
 """
 import argparse
+import collections
 import hashlib
 import json
 import os
@@ -54,6 +59,7 @@ import numpy                                    # noqa: E402
 import torch                                    # noqa: E402
 import torch.distributed as dist                # noqa: E402
 import torch.nn.functional as F                 # noqa: E402
+from torch.cuda.amp.grad_scaler import OptState, _refresh_per_optimizer_state  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 
 import hbmguard                                 # noqa: E402
@@ -82,6 +88,12 @@ def parse(argv):
                    help="no DDP, each rank's own weights: what sharded state is to the Guard")
     p.add_argument("--hold-paused", action="store_true",
                    help="rank 2 answers PAUSED once hbmguardd was restarted")
+    p.add_argument("--guard-commits", action="store_true",
+                   help="the Guard makes the optimizer step; the step unscales and clips")
+    p.add_argument("--stop-daemon-step", type=int, default=0,
+                   help="systemctl stop hbmguardd at this step (0: never); it stays stopped")
+    p.add_argument("--wall", type=float, default=600,
+                   help="seconds the run may take before its ranks are killed")
     p.add_argument("--rank", type=int, help=argparse.SUPPRESS)     # a cold restart's rank
     p.add_argument("--attempt", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -96,7 +108,10 @@ class EmulatedScaler:
     torch/cuda/amp/grad_scaler.py) on the CPU, where GradScaler disables
     itself: a scaled gradient past float16's largest value is an overflow,
     as it would be in float16; the step is then skipped and the scale backs
-    off; it grows after growth_interval steps without one."""
+    off; it grows after growth_interval steps without one.  Its record of
+    what each optimizer went through since update() is GradScaler's own
+    (OptState, _per_optimizer_states), with the same refusals: unscale_()
+    twice, or after step()."""
 
     FP16_MAX = 65504.0
 
@@ -105,27 +120,46 @@ class EmulatedScaler:
         self._scale, self._growth_tracker = init_scale, 0
         self._growth_factor, self._backoff_factor = growth_factor, backoff_factor
         self._growth_interval = growth_interval
-        self._found_inf = None
+        self._per_optimizer_states = collections.defaultdict(_refresh_per_optimizer_state)
         self.skipped = 0
 
     def scale(self, loss):
         return loss * self._scale
 
-    def step(self, optimizer):
+    def unscale_(self, optimizer):
+        state = self._per_optimizer_states[id(optimizer)]
+        if state["stage"] is OptState.UNSCALED:
+            raise RuntimeError("unscale_() has already been called on this optimizer "
+                               "since the last update().")
+        elif state["stage"] is OptState.STEPPED:
+            raise RuntimeError("unscale_() is being called after step().")
         grads = [p.grad for g in optimizer.param_groups for p in g["params"]
                  if p.grad is not None]
-        self._found_inf = any(not torch.isfinite(t).all() or t.abs().max() > self.FP16_MAX
-                              for t in grads)
+        found_inf = any(not torch.isfinite(t).all() or t.abs().max() > self.FP16_MAX
+                        for t in grads)
         with torch.no_grad():
             for t in grads:
                 t.div_(self._scale)
-        if self._found_inf:
+        state["found_inf_per_device"] = {"cpu": found_inf}
+        state["stage"] = OptState.UNSCALED
+
+    def step(self, optimizer):
+        state = self._per_optimizer_states[id(optimizer)]
+        if state["stage"] is OptState.STEPPED:
+            raise RuntimeError("step() has already been called since the last update().")
+        if state["stage"] is OptState.READY:
+            self.unscale_(optimizer)
+        if any(state["found_inf_per_device"].values()):
             self.skipped += 1
         else:
             optimizer.step()
+        state["stage"] = OptState.STEPPED
 
     def update(self):
-        if self._found_inf:
+        found = [f for state in self._per_optimizer_states.values()
+                 for f in state["found_inf_per_device"].values()]
+        assert found, "No inf checks were recorded prior to update."
+        if any(found):
             self._scale *= self._backoff_factor
             self._growth_tracker = 0
         else:
@@ -133,7 +167,7 @@ class EmulatedScaler:
             if self._growth_tracker == self._growth_interval:
                 self._scale *= self._growth_factor
                 self._growth_tracker = 0
-        self._found_inf = None
+        self._per_optimizer_states = collections.defaultdict(_refresh_per_optimizer_state)
 
     def state_dict(self):
         return {"scale": self._scale, "growth_factor": self._growth_factor,
@@ -204,7 +238,7 @@ def worker(args, rank, attempt):
     guard = None
     if args.mode == "hbmguard":
         guard = hbmguard.torch.Guard(ddp, opt, job=args.job, device=device, apertures=[ap],
-                                     scaler=scaler, closure_steps=True)
+                                     scaler=scaler, closure_steps=not args.guard_commits)
         if args.hold_paused and rank == 2:
             hold_paused(guard, args.out)
     progress = open(os.path.join(args.out, "progress.csv"), "a") if rank == 0 else None
@@ -221,8 +255,12 @@ def worker(args, rank, attempt):
                 noise = torch.from_numpy(numpy.random.standard_normal((32, 64)).astype("float32"))
                 loss = F.mse_loss(ddp(x * random.uniform(0.9, 1.1) + 0.01 * noise), y)
                 scaler.scale(loss).backward()
-                scaler.step(opt)
-                scaler.update()
+                if args.guard_commits:  # AMP's recipe for clipping
+                    scaler.unscale_(opt)
+                    torch.nn.utils.clip_grad_norm_(ddp.parameters(), 1.0)
+                if not (guard and args.guard_commits):
+                    scaler.step(opt)
+                    scaler.update()
                 return loss
 
             loss = guard.step(closure) if guard else closure()
@@ -338,6 +376,10 @@ def launch(args):
                 committed(args.out) >= args.restart_daemon_step:
             subprocess.run(["systemctl", "restart", "hbmguardd"], check=True)
             result["daemon_restart"] = time.time()
+        if args.stop_daemon_step and "daemon_stop" not in result and \
+                committed(args.out) >= args.stop_daemon_step:
+            subprocess.run(["systemctl", "stop", "hbmguardd"], check=True)
+            result["daemon_stop"] = time.time()
         if args.hold_paused and "daemon_restart" not in result and \
                 os.path.exists(os.path.join(args.out, "held")):
             subprocess.run(["systemctl", "restart", "hbmguardd"], check=True)
@@ -346,6 +388,12 @@ def launch(args):
         codes = [p.poll() for p in procs]
         if all(c is not None for c in codes):
             break
+        if time.time() - t0 > args.wall:        # a hang: end it, the verdict says so
+            result["timed_out"] = True
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+            continue
         failed = [c for c in codes if c not in (None, 0)]
         if failed and args.mode == "checkpoint" and attempt < 2:
             for p in procs:             # what a launcher does: all or none
@@ -366,6 +414,8 @@ def launch(args):
         time.sleep(0.01)
     result["exits"].append([status(p.returncode) for p in procs])
     result["wall"] = time.time() - t0
+    result["daemon_active"] = subprocess.run(["systemctl", "is-active", "--quiet",
+                                              "hbmguardd"]).returncode == 0
     result["start_time"] = t0
     with open(os.path.join(args.out, "result.json"), "w") as f:
         json.dump(result, f, indent=1)
