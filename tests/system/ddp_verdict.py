@@ -4,8 +4,8 @@ would check, as "ok"/"not ok" lines.
 
     python3 ddp_verdict.py PHASE DIR
 
-DIR holds three runs of the same job: clean/ (no fault; hbmguardd restarted
-under it), guarded/ (a UE under rank 2, hbmguardd running) and unguarded/
+DIR holds four runs of the same job: clean/ (no fault; hbmguardd restarted
+under it), plain/ (no fault, no Guard), guarded/ (a UE under rank 2, hbmguardd running) and unguarded/
 (the same fault, hbmguardd stopped); and short ones: one/ (a world of
 one rank meets a UE), restart/ (hbmguardd restarted while a UE's
 recovery waits for rank 2's PAUSED), commits-clean/ and commits/ (two
@@ -52,6 +52,26 @@ check("DDP: the Guard waits as long as hbmguardd's [Recovery] deadlines say",
       None not in clean_ranks and None not in ranks and
       all(r["recovery_timeout"] == 40 + 100 + 10 for r in clean_ranks + ranks),
       [r and r["recovery_timeout"] for r in clean_ranks + ranks])
+plain = ddp_runs.load(top, "plain")
+check("DDP: the Guard changes nothing of a fault-free run: weights, scaler state and "
+      "buffers bitwise equal without it", plain.result["exits"] == [finished] and
+      None not in plain.ranks + clean_ranks and
+      [r["weights"] for r in plain.ranks] == [r["weights"] for r in clean_ranks] and
+      [r["buffers"] for r in plain.ranks] == [r["buffers"] for r in clean_ranks],
+      plain.result, plain.ranks)
+
+
+def per_step(rows):
+    """The median wall time between two committed steps (rank 0's)."""
+    gaps = sorted(b[0] - a[0] for a, b in zip(rows, rows[1:]))
+    return gaps[len(gaps) // 2] if gaps else float("nan")
+
+
+with_guard, without = per_step(ddp_runs.load(top, "clean").rows), per_step(plain.rows)
+print("# DDP per step, fault-free, 4 ranks under TCG: %.0f ms with the Guard, %.0f ms "
+      "without (%+.1f%%; closure_steps=True: a copy of the state per step)" % (
+          with_guard * 1e3, without * 1e3, (with_guard / without - 1) * 100))
+
 check("DDP: with the fault, every rank finished", res["exits"] == [finished] and
       None not in ranks, res)
 check("DDP: no process restarted (same 4 PIDs)", len(res["started"]) == 1 and
@@ -141,7 +161,7 @@ check("DDP: hbmguardd stopped under the job, then a UE: every rank Aborted, none
       all("hbmguardd is gone" in (r.get("aborted") or "") for r in gone.ranks) and
       "this rank lost memory" in gone.ranks[2]["aborted"], gone.result, gone.ranks)
 
-late = [name for name in ("clean", "guarded", "one", "restart", "commits-clean", "commits",
+late = [name for name in ("clean", "plain", "guarded", "one", "restart", "commits-clean", "commits",
                           "shards", "gone", "unguarded")
         if ddp_runs.load(top, name, world=1).result.get("timed_out")]
 check("DDP: no run reached its wall-clock limit (a hang)", not late, late)

@@ -531,7 +531,9 @@ metrics_after_ue() {
 ddp() {
 	local t=/usr/local/lib/hbmguard-test out=/var/tmp/ddp
 	# 20 steps (each about 2.4 s of 4 ranks on one TCG core): the daemon
-	# restarted at 8, the fault at 10, ten steps after it.  Then short runs,
+	# restarted at 8, the fault at 10, ten steps after it; the same 20
+	# fault-free without the Guard (its cost, and that it changes nothing
+	# of the result).  Then short runs,
 	# each a job of its own name (its own incidents): a world of one rank
 	# (no replica); hbmguardd restarted while rank 2 holds its PAUSED; the
 	# Guard making the optimizer step after the step clipped (a pair: clean
@@ -546,8 +548,9 @@ ddp() {
 	mkdir -p /etc/hbmguard/hbmguardd.conf.d
 	printf '[Recovery]\nPauseTimeout=40s\nRestoreTimeout=100s\n' \
 		>/etc/hbmguard/hbmguardd.conf.d/50-ddp-recovery.conf
-	check "DDP: the runs (fault-free, UE, world of one, restart, Guard commits, shards, daemon gone, unguarded)" \
+	check "DDP: the runs (fault-free, no Guard, UE, world of one, restart, Guard commits, shards, daemon gone, unguarded)" \
 		"python3 $t/train.py hbmguard $out/clean --steps 20 --restart-daemon-step 8 \
+		+ unguarded $out/plain --steps 20 \
 		+ hbmguard $out/guarded --steps 20 --fault-step 10 --fault sim2:0x20000 \
 		+ hbmguard $out/one --job ddp-one --world 1 --steps 8 --fault-step 2 --fault sim0:0x22000 \
 		+ hbmguard $out/restart --job ddp-restart --hold-paused --steps 4 \
@@ -565,7 +568,7 @@ ddp() {
 		{ tail -n 20 /tmp/ddp.log; false; }"
 	rm /etc/hbmguard/hbmguardd.conf.d/50-ddp-recovery.conf
 	systemctl start hbmguardd
-	for r in clean guarded one restart commits-clean commits shards gone unguarded; do
+	for r in clean plain guarded one restart commits-clean commits shards gone unguarded; do
 		python3 -c 'import json, sys; print("# DDP %s run: %.0f s" % (sys.argv[1],
 			json.load(open(sys.argv[2]))["wall"]))' $r $out/$r/result.json
 	done
