@@ -11,7 +11,8 @@ one rank meets a UE), restart/ (hbmguardd restarted while a UE's
 recovery waits for rank 2's PAUSED), commits-clean/ and commits/ (two
 ranks, the Guard making the optimizer step after the step unscaled and
 clipped; the second with a UE under rank 1), shards/ (two ranks, no DDP:
-each rank's weights its own) and gone/ (hbmguardd stopped under the job,
+each rank's weights its own), replace/ (the 20 steps under hbmguard.run, a
+UE under rank 2 whose process cannot continue after it) and gone/ (hbmguardd stopped under the job,
 then a UE under rank 2).
 """
 import json
@@ -154,6 +155,41 @@ check("DDP: two ranks whose states differ (shards): both Aborted, not a replica'
       all("not replicas" in (r.get("aborted") or "") for r in shards.ranks),
       shards.result, shards.ranks)
 
+replace = ddp_runs.load(top, "replace")
+with open("%s/replace/starts" % top) as f:
+    starts = [(int(r), int(pid), float(t)) for r, pid, t in (line.split() for line in f)]
+by_rank = {r: [(pid, t) for rr, pid, t in starts if rr == r] for r in range(4)}
+check("DDP, rank 2's process cannot continue: a new process took rank 2, the job finished",
+      replace.result["exits"] == [["exit 0"]] and None not in replace.ranks and
+      len(by_rank[2]) == 2 and replace.ranks[2]["pid"] == by_rank[2][1][0],
+      replace.result, starts, replace.ranks)
+check("... the other three kept their processes (one start each, the same pid at the end)",
+      None not in replace.ranks and
+      all(len(by_rank[r]) == 1 and replace.ranks[r]["pid"] == by_rank[r][0][0]
+          for r in (0, 1, 3)), starts, replace.ranks)
+check("... each of them rebuilt its process group once, at epoch 1, for rank 2",
+      None not in replace.ranks and
+      all([e[:2] for e in replace.ranks[r]["replacements"]] == [[1, 2]] and
+          replace.ranks[r]["rerun"] == 1 for r in (0, 1, 3)), replace.ranks)
+check("... no step lost (every step committed once, in order)",
+      [row[1] for row in replace.rows] == list(range(1, n + 1)), replace.rows)
+check("... weights, scaler state and buffers bitwise equal to the fault-free run's",
+      None not in replace.ranks + clean_ranks and
+      len({r["weights"] for r in replace.ranks + clean_ranks}) == 1 and
+      [r["buffers"] for r in replace.ranks] == [r["buffers"] for r in clean_ranks],
+      [r and r["weights"] for r in replace.ranks + clean_ranks])
+mine = [i for i in incidents if i["job"] == "ddp-replace"]
+check("... hbmguardd escalated its incident (rank 2 answered FAILED)",
+      len(mine) == 1 and mine[0]["state"] == "escalated" and
+      mine[0]["reason"] == "a rank failed to recover" and mine[0]["failed_rank"] == 2, mine)
+if None not in replace.ranks and len(by_rank[2]) == 2 and replace.result["fault_time"]:
+    fault = replace.result["fault_time"]
+    resumed = [row[0] for row in replace.rows if row[0] > replace.ranks[2]["joined"]]
+    print("# DDP replacement, from the fault: rank 2's new process started at %.1f s, "
+          "joined at %.1f s, the next step committed at %.1f s" % (
+              by_rank[2][1][1] - fault, replace.ranks[2]["joined"] - fault,
+              (resumed[0] - fault) if resumed else float("nan")))
+
 gone = ddp_runs.load(top, "gone")
 check("DDP: hbmguardd stopped under the job, then a UE: every rank Aborted, none hangs",
       "daemon_stop" in gone.result and gone.result["exits"][-1] == ["exit 3"] * 4 and
@@ -162,7 +198,7 @@ check("DDP: hbmguardd stopped under the job, then a UE: every rank Aborted, none
       "this rank lost memory" in gone.ranks[2]["aborted"], gone.result, gone.ranks)
 
 late = [name for name in ("clean", "plain", "guarded", "one", "restart", "commits-clean", "commits",
-                          "shards", "gone", "unguarded")
+                          "shards", "replace", "gone", "unguarded")
         if ddp_runs.load(top, name, world=1).result.get("timed_out")]
 check("DDP: no run reached its wall-clock limit (a hang)", not late, late)
 

@@ -538,7 +538,9 @@ ddp() {
 	# (no replica); hbmguardd restarted while rank 2 holds its PAUSED; the
 	# Guard making the optimizer step after the step clipped (a pair: clean
 	# and faulted, two ranks, the fewest the replica check works with);
-	# two ranks whose states are not replicas (shards, for the Guard);
+	# two ranks whose states are not replicas (shards, for the Guard); the
+	# 20 steps under hbmguard.run, rank 2's process unable to continue after
+	# the fault (replaced: the others keep theirs);
 	# hbmguardd stopped for good under a job, then a loss; last, with it
 	# still stopped, the 20 steps again: no Guard.  One launcher runs them
 	# all (train.py's "+"): torch's import alone takes about 70 s under TCG.
@@ -548,7 +550,7 @@ ddp() {
 	mkdir -p /etc/hbmguard/hbmguardd.conf.d
 	printf '[Recovery]\nPauseTimeout=40s\nRestoreTimeout=100s\n' \
 		>/etc/hbmguard/hbmguardd.conf.d/50-ddp-recovery.conf
-	check "DDP: the runs (fault-free, no Guard, UE, world of one, restart, Guard commits, shards, daemon gone, unguarded)" \
+	check "DDP: the runs (fault-free, no Guard, UE, world of one, restart, Guard commits, shards, replacement, daemon gone, unguarded)" \
 		"python3 $t/train.py hbmguard $out/clean --steps 20 --restart-daemon-step 8 \
 		+ unguarded $out/plain --steps 20 \
 		+ hbmguard $out/guarded --steps 20 --fault-step 10 --fault sim2:0x20000 \
@@ -560,6 +562,8 @@ ddp() {
 			--fault-step 4 --fault sim1:0x20000 \
 		+ hbmguard $out/shards --job ddp-shards --world 2 --shards --steps 4 \
 			--fault-step 2 --fault sim1:0x24000 \
+		+ replace $out/replace --job ddp-replace --steps 20 --fault-step 10 \
+			--fault sim2:0x27000 --cannot-continue 2 --port 29600 \
 		+ hbmguard $out/gone --job ddp-gone --stop-daemon-step 2 --steps 6 \
 			--fault-step 3 --fault sim2:0x25000 \
 		+ hbmguard $out/unguarded --steps 20 --fault-step 10 --fault sim2:0x21000 \
@@ -568,7 +572,7 @@ ddp() {
 		{ tail -n 20 /tmp/ddp.log; false; }"
 	rm /etc/hbmguard/hbmguardd.conf.d/50-ddp-recovery.conf
 	systemctl start hbmguardd
-	for r in clean plain guarded one restart commits-clean commits shards gone unguarded; do
+	for r in clean plain guarded one restart commits-clean commits shards replace gone unguarded; do
 		python3 -c 'import json, sys; print("# DDP %s run: %.0f s" % (sys.argv[1],
 			json.load(open(sys.argv[2]))["wall"]))' $r $out/$r/result.json
 	done

@@ -71,7 +71,7 @@ ABORTED = 3                     # a rank's exit status after hbmguard.torch.Abor
 
 def parse(argv):
     p = argparse.ArgumentParser()
-    p.add_argument("mode", choices=["hbmguard", "unguarded", "checkpoint"])
+    p.add_argument("mode", choices=["hbmguard", "unguarded", "checkpoint", "replace"])
     p.add_argument("out")
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--fault-step", type=int, default=0, help="0: no fault")
@@ -94,6 +94,9 @@ def parse(argv):
                    help="systemctl stop hbmguardd at this step (0: never); it stays stopped")
     p.add_argument("--wall", type=float, default=600,
                    help="seconds the run may take before its ranks are killed")
+    p.add_argument("--cannot-continue", type=int, default=-1, metavar="RANK",
+                   help="RANK's process cannot continue once it touched lost memory")
+    p.add_argument("--from-env", action="store_true", help=argparse.SUPPRESS)  # hbmguard.run's
     p.add_argument("--rank", type=int, help=argparse.SUPPRESS)     # a cold restart's rank
     p.add_argument("--attempt", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -206,10 +209,24 @@ def digest(tensors, extra=b""):
     return h.hexdigest()
 
 
+# What torch raises once CUDA's context is lost to an uncorrectable ECC
+# error: cudaErrorECCUncorrectable (214, CUDA's driver_types.h) in
+# cudaGetErrorString()'s words, as C10_CUDA_CHECK (c10/cuda/CUDAException.h)
+# words it.  The CPU has no such context: a rank told to (--cannot-continue)
+# raises it itself where a GPU would, at its first use of lost memory.
+CUDA_ECC_ERROR = "CUDA error: uncorrectable ECC error encountered"
+
+
 def worker(args, rank, attempt):
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % (args.port + attempt),
-                            rank=rank, world_size=args.world)
+    started = time.time()
+    with open(os.path.join(args.out, "starts"), "a") as f:
+        f.write("%d %d %.6f\n" % (rank, os.getpid(), started))
+    if args.from_env:           # hbmguard.run's: as under torchrun
+        dist.init_process_group("gloo")
+    else:
+        dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % (args.port + attempt),
+                                rank=rank, world_size=args.world)
     torch.manual_seed(args.seed + (rank if args.shards else 0))
     numpy.random.seed(args.seed + rank)
     random.seed(args.seed + rank)
@@ -236,11 +253,13 @@ def worker(args, rank, attempt):
         first = saved["step"]
 
     guard = None
-    if args.mode == "hbmguard":
+    if args.mode in ("hbmguard", "replace"):
         guard = hbmguard.torch.Guard(ddp, opt, job=args.job, device=device, apertures=[ap],
                                      scaler=scaler, closure_steps=not args.guard_commits)
         if args.hold_paused and rank == 2:
             hold_paused(guard, args.out)
+        first = guard.steps     # a newcomer's: the job's
+    joined = time.time()
     progress = open(os.path.join(args.out, "progress.csv"), "a") if rank == 0 else None
 
     try:
@@ -254,6 +273,8 @@ def worker(args, rank, attempt):
                 opt.zero_grad()
                 noise = torch.from_numpy(numpy.random.standard_normal((32, 64)).astype("float32"))
                 loss = F.mse_loss(ddp(x * random.uniform(0.9, 1.1) + 0.01 * noise), y)
+                if rank == args.cannot_continue and ap.lost():
+                    raise RuntimeError(CUDA_ECC_ERROR)
                 scaler.scale(loss).backward()
                 if args.guard_commits:  # AMP's recipe for clipping
                     scaler.unscale_(opt)
@@ -286,6 +307,8 @@ def worker(args, rank, attempt):
               "protected": bool(guard and guard.protected),
               "incidents": guard.incidents if guard else [],
               "reconnects": guard.reconnects if guard else 0,
+              "replacements": guard.replacements if guard else [],
+              "started": started, "joined": joined,
               "recovery_timeout": guard.recovery_timeout if guard else None}
     with open(os.path.join(args.out, "rank%d.json" % rank), "w") as f:
         json.dump(report, f)
@@ -339,7 +362,22 @@ class Rank:
         os.kill(self.pid, signal.SIGKILL)
 
 
+class Launched(subprocess.Popen):
+    """hbmguard.run and the ranks it starts, as one process group."""
+
+    def __init__(self, argv):
+        super().__init__(argv, start_new_session=True)
+
+    def kill(self):
+        os.killpg(self.pid, signal.SIGKILL)
+
+
 def spawn(args, attempt):
+    if args.mode == "replace":  # hbmguard.run starts the ranks, torchrun's way
+        return [Launched([sys.executable, "-m", "hbmguard.run", "--nproc_per_node",
+                          str(args.world), "--master_port", str(args.port),
+                          "--rdzv_id", args.job, "--preload", "torch",
+                          os.path.abspath(__file__)] + args.argv + ["--from-env"])]
     return [Rank(args, rank, attempt) for rank in range(args.world)]
 
 
@@ -433,6 +471,9 @@ def main():
         else:
             runs[-1].append(a)
     args = parse(runs[0])
+    if args.from_env:
+        worker(args, int(os.environ["RANK"]), 0)
+        return
     if args.rank is not None:
         worker(args, args.rank, args.attempt)
         return

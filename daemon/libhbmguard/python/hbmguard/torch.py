@@ -78,6 +78,9 @@ drives (a single node).
 """
 import copy
 import ctypes
+import io
+import json
+import os
 import random
 import select
 import sys
@@ -86,6 +89,7 @@ import zlib
 
 import torch
 import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
 
 import hbmguard
 
@@ -103,6 +107,13 @@ PAUSE_TIMEOUT, RESTORE_TIMEOUT, DEADLINE_SLACK = 30.0, 120.0, 10.0
 # The longest a step may take in daemon/config.c's parser; a daemon saying
 # more (or 0) is not one this module knows, and gets its defaults.
 LONGEST_DEADLINE = 3600.0
+KILL_TIMEOUT = 10.0     # [Recovery] KillTimeout's default: SIGTERM to SIGKILL
+EXIT_REPLACE = 75       # hbmguard.run's: this process cannot go on, another can
+# What CUDA says once an uncorrectable ECC error (Xid 94, 95) has ended the
+# process's context: cudaErrorECCUncorrectable (214, CUDA's driver_types.h),
+# in cudaGetErrorString()'s words, which torch raises as
+# RuntimeError("CUDA error: ...") (c10/cuda/CUDAException.h, C10_CUDA_CHECK).
+CUDA_ECC_ERROR = "uncorrectable ECC error encountered"
 
 
 class Aborted(RuntimeError):
@@ -181,6 +192,11 @@ def _digest(t):
     return h & _DIGEST_MASK
 
 
+def _context_lost(e):
+    """Whether e says this process's device context is gone for good."""
+    return isinstance(e, RuntimeError) and CUDA_ECC_ERROR in str(e)
+
+
 def _extent(t):
     """[first, last) bytes of the address space that t's elements occupy."""
     if t.numel() == 0:
@@ -212,14 +228,27 @@ class Guard:
         self.incidents = []     # (incident, failed rank, seconds paused)
         self.reconnects = 0     # registrations again after hbmguardd restarted
         self._device = _collective_device()
-        self.recovery_timeout = timeout
+        # until the daemon says otherwise (_connect())
+        self.recovery_timeout = timeout if timeout is not None else \
+            PAUSE_TIMEOUT + RESTORE_TIMEOUT + DEADLINE_SLACK
         self._pending = []
         self._identity = dict(job=job, rank=self.rank, world_size=self.world_size,
                               device=device, socket=socket,
                               ranges=[(a.offset, a.length) for a in self.apertures])
         self._rank = None
         self._guarded = False   # lost pages read zero: this process will not see SIGBUS
-        self._connect()
+        self.kill_timeout = KILL_TIMEOUT
+        # Under hbmguard.run a rank whose process is lost is replaced: the
+        # run directory says when (its "epoch"), and keeps what is each
+        # rank's own (generators, buffers) for its replacement.
+        self._run_dir = os.environ.get("HBMGUARD_RUN_DIR")
+        self._epoch = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+        self.replacements = []  # (epoch, rank replaced, seconds from the failure to rejoined)
+        joins = self._run_dir and os.environ.get("HBMGUARD_JOINS") == "1"
+        if joins:
+            self._settle(self._local(self._join), None)
+        # A newcomer's predecessor may still be registered for a moment.
+        self._connect(wait=RECONNECT_WAIT if joins else 0.0)
 
     def _connect(self, wait=0.0):
         """Register with hbmguardd, all ranks or none: the per-step check is
@@ -236,6 +265,10 @@ class Guard:
                           file=sys.stderr)
                     break
                 time.sleep(0.1)
+        self._agree_registration()
+
+    def _agree_registration(self):
+        """The collective half of _connect()."""
         if not self._agree(self._rank is not None) and self._rank:
             print("hbmguard: rank %d not protected: a peer is not" % self.rank, file=sys.stderr)
             self._rank.close()
@@ -244,23 +277,23 @@ class Guard:
             hbmguard.Aperture.guard()
             self._guarded = True
         if self._rank:          # a restarted daemon may have others
-            self.recovery_timeout = self._daemon_deadlines()
+            self.recovery_timeout, self.kill_timeout = self._daemon_deadlines()
 
     def _daemon_deadlines(self):
         """Seconds a recovery may take in all, as the daemon will allow it."""
-        if self.timeout is not None:
-            return self.timeout
         try:
             d = hbmguard.deadlines(self._identity["socket"])
-            pause, restore = d.pause, d.restore
-            if not (0 < pause <= LONGEST_DEADLINE and 0 < restore <= LONGEST_DEADLINE):
-                raise OSError("hbmguardd says PauseTimeout=%ds RestoreTimeout=%ds" % (
-                              pause, restore))
+            pause, restore, kill = d.pause, d.restore, d.kill
+            if not all(0 < t <= LONGEST_DEADLINE for t in (pause, restore, kill)):
+                raise OSError("hbmguardd says PauseTimeout=%ds RestoreTimeout=%ds "
+                              "KillTimeout=%ds" % (pause, restore, kill))
         except OSError as e:    # a daemon or library too old to say: its defaults
             print("hbmguard: rank %d: waiting for hbmguardd's defaults (%gs, %gs): %s" % (
                   self.rank, PAUSE_TIMEOUT, RESTORE_TIMEOUT, e), file=sys.stderr)
-            pause, restore = PAUSE_TIMEOUT, RESTORE_TIMEOUT
-        return pause + restore + DEADLINE_SLACK
+            pause, restore, kill = PAUSE_TIMEOUT, RESTORE_TIMEOUT, KILL_TIMEOUT
+        if self.timeout is not None:
+            return self.timeout, kill
+        return pause + restore + DEADLINE_SLACK, kill
 
     @property
     def protected(self):
@@ -272,14 +305,187 @@ class Guard:
         it again after a recovery."""
         while True:
             saved = self._snapshot()
-            loss = closure()
-            if not self._must_recover():
-                if not self.closure_steps:
-                    self._commit()
-                self.steps += 1
-                return loss
-            self._recover(saved)
+            self._keep_own(saved)
+            try:
+                loss = closure()
+                if not self._must_recover():
+                    if not self.closure_steps:
+                        self._commit()
+                    self.steps += 1
+                    return loss
+                self._recover(saved)
+            except Exception as e:
+                if _context_lost(e):
+                    self._cannot_continue(e)
+                if not self._replaced(saved, e):
+                    raise
             self.rerun += 1
+
+    # ---- a rank replaced (under hbmguard.run) ----------------------------
+    #
+    # A rank whose process cannot continue (CUDA's context lost to an
+    # uncorrectable error) answers FAILED to the incident: hbmguardd
+    # escalates it and ends that process (SIGTERM), and hbmguard.run starts
+    # a new one for the rank, at the next epoch.  The others meet the loss
+    # as a collective that fails (gloo: the peer's connection closed; NCCL:
+    # its watchdog, NCCL_ASYNC_ERROR_HANDLING=1 as torchrun and hbmguard.run
+    # set it), see the new epoch in the run directory, and build the
+    # process group again in-process: destroy_process_group(), then
+    # init_process_group() through the launcher's store under the epoch's
+    # prefix (TORCHELASTIC_RESTART_COUNT, as the newcomer's script does
+    # unchanged), and DDP's wrapper again, its own arguments, in place: the
+    # script's reference to it stays good.  The newcomer's script runs from
+    # its start: init_process_group(), the model, DDP, the optimizer, the
+    # Guard; the Guard takes the parameters, the optimizer's and the
+    # scaler's state and the step count from the lowest healthy rank by
+    # broadcast, and what was the lost rank's own (its generators, its
+    # buffers, as they were when the interrupted step began) from what that
+    # rank kept in the run directory at each step's start.  Every rank then
+    # runs the interrupted step again.  Between init_process_group() and the
+    # Guard the script must make no collective but DDP's construction.
+
+    def _keep_own(self, saved):
+        """Keep this rank's own state at the step's start for a replacement:
+        a private file, replaced whole (rename)."""
+        if not self._run_dir:
+            return
+        path = os.path.join(self._run_dir, "rank%d.own" % self.rank)
+        buf = io.BytesIO()
+        torch.save({"steps": self.steps, "rng": saved["rng"], "buffers": saved["buffers"]}, buf)
+        with open(path + ".tmp", "wb") as f:
+            f.write(buf.getbuffer())
+        os.replace(path + ".tmp", path)
+
+    def _cannot_continue(self, error):
+        """This process's device context is gone: tell hbmguardd (FAILED, which
+        ends this process) or, without it, end it for the launcher."""
+        print("hbmguard: rank %d cannot continue: %s" % (self.rank, error), file=sys.stderr)
+        sys.stderr.flush()
+        if self._rank and self._run_dir:
+            try:
+                deadline = time.monotonic() + self.recovery_timeout
+                req = self._expect(hbmguard.PAUSE, deadline)
+                self._rank.answer(req.incident, hbmguard.FAILED)
+                time.sleep(self.kill_timeout + DEADLINE_SLACK)      # its SIGTERM
+            except (Aborted, OSError) as e:
+                print("hbmguard: rank %d: %s" % (self.rank, e), file=sys.stderr)
+        os._exit(EXIT_REPLACE)
+
+    def _read_epoch(self):
+        try:
+            with open(os.path.join(self._run_dir, "epoch")) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return None
+
+    def _replaced(self, saved, error):
+        """After a collective failed: whether hbmguard.run replaced a lost
+        peer, this rank then in the new group with it and the step to run
+        again; False when there is nothing to do but raise error.  Waits as
+        long as hbmguardd may take to end the lost rank's process."""
+        if not self._run_dir or isinstance(error, Aborted):   # every rank agreed on it
+            return False
+        began = time.monotonic()
+        deadline = began + self.recovery_timeout + self.kill_timeout + DEADLINE_SLACK
+        print("hbmguard: rank %d: a collective failed (%s): waiting for a peer's "
+              "replacement" % (self.rank, error), file=sys.stderr)
+        while True:
+            epoch = self._read_epoch()
+            if epoch and epoch["epoch"] > self._epoch:
+                break
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+        if epoch["rank"] == self.rank:
+            return False        # this one was replaced: it is not to go on
+        self._rejoin(epoch["epoch"], epoch["rank"], saved)
+        self.replacements.append((epoch["epoch"], epoch["rank"], time.monotonic() - began))
+        return True
+
+    def _rejoin(self, epoch, lost, saved):
+        self._put_back(saved)
+        backend = dist.get_backend()
+        ddp = self.model if isinstance(self.model, DistributedDataParallel) else None
+        if ddp is not None and ddp.process_group is not dist.distributed_c10d._get_default_group():
+            raise Aborted("rank %d: DDP on a group of its own cannot be rebuilt" % self.rank)
+        # DDP's construction broadcasts rank 0's parameters and buffers: the
+        # newcomer's, when it is rank 0.
+        with torch.no_grad():
+            kept = [p.detach().clone() for p in self.model.parameters()]
+            kept_buffers = [b.detach().clone() for b in self.model.buffers()]
+        dist.destroy_process_group()
+        os.environ["TORCHELASTIC_RESTART_COUNT"] = str(epoch)
+        dist.init_process_group(backend)
+        self._epoch = epoch
+        if ddp is not None:
+            ddp.__init__(ddp.module, device_ids=ddp.device_ids, output_device=ddp.output_device,
+                         dim=ddp.dim, broadcast_buffers=ddp.broadcast_buffers,
+                         bucket_cap_mb=ddp.bucket_bytes_cap / (1 << 20),
+                         find_unused_parameters=ddp.find_unused_parameters,
+                         gradient_as_bucket_view=ddp.gradient_as_bucket_view,
+                         static_graph=ddp.static_graph)
+        with torch.no_grad():
+            for p, v in zip(self.model.parameters(), kept):
+                p.copy_(v)
+            for b, v in zip(self.model.buffers(), kept_buffers):
+                b.copy_(v)
+        self._device = _collective_device()
+        self._drain_quietly()   # the lost rank's incident, escalated: over
+        self._pending = []
+        self._settle(self._transfer(lost), None)
+        self._agree_registration()
+
+    def _drain_quietly(self):
+        try:
+            if self._rank:
+                self._drain()
+        except OSError:
+            pass
+
+    def _transfer(self, lost):
+        """What the newcomer (rank lost) gets: the replicas' state from the
+        lowest healthy rank, its own from the run directory.  A collective;
+        None, or why this rank cannot go on."""
+        src = 0 if lost != 0 else 1
+        meta = [None]
+        if self.rank == src:
+            meta[0] = {"steps": self.steps, "optimizer": self.optimizer.state_dict(),
+                       "scaler": self.scaler.state_dict() if self.scaler is not None else None}
+        dist.broadcast_object_list(meta, src)
+        meta = meta[0]
+        why = None
+        if self.rank == lost:
+            why = self._local(self._take, meta)
+        elif meta["steps"] != self.steps:
+            why = "rank %d: at step %d, rank %d at %d" % (self.rank, self.steps, src,
+                                                         meta["steps"])
+        if not self._agree(why is None):
+            return why or "rank %d: the newcomer cannot take the job's state" % self.rank
+        self._broadcast_state(src)
+        return None
+
+    def _take(self, meta):
+        """The newcomer's own part of _transfer()."""
+        self.optimizer.load_state_dict(meta["optimizer"])
+        if meta["scaler"]:
+            self.scaler.load_state_dict(meta["scaler"])
+        self._forget_unscale()
+        with open(os.path.join(self._run_dir, "rank%d.own" % self.rank), "rb") as f:
+            own = torch.load(f)
+        if own["steps"] != meta["steps"]:
+            raise ValueError("the lost rank kept its state of step %d, not %d" % (
+                own["steps"], meta["steps"]))
+        _set_rng_state(own["rng"])
+        with torch.no_grad():
+            for b, v in zip(self.model.buffers(), own["buffers"]):
+                b.copy_(v)
+        self.steps = meta["steps"]
+
+    def _join(self):
+        """A newcomer's start: the job's state, as _transfer() hands it."""
+        why = self._transfer(self.rank)
+        if why:
+            raise Aborted(why)
 
     def close(self):
         if self._rank:
