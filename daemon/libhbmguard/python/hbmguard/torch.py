@@ -244,6 +244,7 @@ class Guard:
         self._run_dir = os.environ.get("HBMGUARD_RUN_DIR")
         self._epoch = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
         self.replacements = []  # (epoch, rank replaced, seconds from the failure to rejoined)
+        self._warm_up = False   # a DDP built again: its first step is thrown away
         joins = self._run_dir and os.environ.get("HBMGUARD_JOINS") == "1"
         if joins:
             self._settle(self._local(self._join), None)
@@ -307,6 +308,8 @@ class Guard:
             saved = self._snapshot()
             self._keep_own(saved)
             try:
+                if self._warm_up:
+                    self._warm_up_ddp(closure, saved)
                 loss = closure()
                 if not self._must_recover():
                     if not self.closure_steps:
@@ -434,6 +437,7 @@ class Guard:
         self._pending = []
         self._settle(self._transfer(lost), None)
         self._agree_registration()
+        self._warm_up = ddp is not None
 
     def _drain_quietly(self):
         try:
@@ -486,6 +490,20 @@ class Guard:
         why = self._transfer(self.rank)
         if why:
             raise Aborted(why)
+        self._warm_up = isinstance(self.model, DistributedDataParallel)
+
+    def _warm_up_ddp(self, closure, saved):
+        """Run a DDP built again through one step and throw it away, so that
+        the step that counts reduces its gradients as the lost DDP did: DDP
+        lays its gradient buckets out by parameter order when built, then
+        again after its first iteration in the order the gradients became
+        ready (torch 1.13, torch/nn/parallel/distributed.py, __init__'s
+        Reducer and forward()'s reducer._rebuild_buckets()), and the order of
+        a bucket's elements decides where gloo's ring sums each of them from:
+        the sums' last bits.  One step's compute, at a replacement only."""
+        self._warm_up = False
+        closure()
+        self._put_back(saved)
 
     def close(self):
         if self._rank:
