@@ -240,7 +240,7 @@ def worker(args, rank, attempt):
     ap.restore(0, APERTURE)     # a fresh start writes all of it
     hbmguard.torch.place_parameters(model, ap)
     ddp = model if args.shards else DistributedDataParallel(model)
-    opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
     scaler = EmulatedScaler()
 
     first = 0
@@ -431,6 +431,7 @@ def launch(args):
             for p in procs:
                 if p.poll() is None:
                     p.kill()
+            time.sleep(0.1)
             continue
         failed = [c for c in codes if c not in (None, 0)]
         if failed and args.mode == "checkpoint" and attempt < 2:
@@ -445,7 +446,11 @@ def launch(args):
             result["started"].append([p.pid for p in procs])
             continue
         if failed:                      # one rank died: the others would hang
-            time.sleep(2)
+            # long enough for the others to end as they would (under TCG a
+            # step takes seconds): an Aborted job's ranks leave one by one
+            grace = time.time() + 20
+            while time.time() < grace and any(p.poll() is None for p in procs):
+                time.sleep(0.1)
             for p in procs:
                 if p.poll() is None:
                     p.kill()

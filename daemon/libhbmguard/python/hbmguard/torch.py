@@ -39,12 +39,15 @@ each step: the random generators the step may draw from (torch's CPU
 generator, every CUDA device's once CUDA is initialized, Python's random,
 NumPy's global one when NumPy is importable; a generator object of the
 job's own is its own business: draw it outside the closure), and the
-module's buffers (BatchNorm's running statistics, each rank its own: DDP
-keeps them per rank).  With closure_steps=True the closure owns the
-optimizer step (optimizer.step() or scaler.step(); scaler.update() in it,
-as AMP's recipes write it): the Guard then calls neither, and puts back the
-parameters, the optimizer's state and the scaler's state (its state_dict())
-too, which costs a copy of them per step; without it the Guard commits, and
+module's buffers (BatchNorm's running statistics: DDP broadcasts rank 0's
+before each forward, then each rank updates its own).  With
+closure_steps=True the closure owns the optimizer step (optimizer.step() or
+scaler.step(); scaler.update() in it, as AMP's recipes write it): the Guard
+then calls neither, and puts back the parameters (the model's and any other
+the optimizer steps), the optimizer's state and hyperparameters, in place,
+and the scaler's state (its state_dict(): give the Guard the scaler, or the
+re-run starts from the thrown-away step's scale) too, which costs a copy of
+them per step; without it the Guard commits, and
 a copy of the buffers and the generators is all a step costs.  Either way
 the closure may call scaler.unscale_(optimizer) to clip the gradients: a
 thrown-away step's unscale_() is forgotten.
@@ -166,29 +169,44 @@ def _set_rng_state(state):
         numpy.random.set_state(state["numpy"])
 
 
-# Knuth's MMIX multiplier (odd, below 2**63 so that torch takes it as int64)
-_DIGEST_MUL = 6364136223846793005
 _DIGEST_CHUNK = 1 << 22         # elements widened to int64 at a time
 _DIGEST_MASK = (1 << 62) - 1    # room for the negation in _replica_check
+# splitmix64's constants (Steele, Lea, Flood 2014), as signed int64s for torch
+_MIX = [c - (1 << 64) if c >= 1 << 63 else c
+        for c in (0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB)]
+
+
+def _mix(x):
+    """splitmix64's finalizer on int64s, wrapping: a bijection that spreads
+    every bit of x over all of the result, so that a sum of mixed words
+    does not cancel structured differences (a tensor and its double, its
+    negation) as a sum of the words themselves would.  torch's >> on int64
+    is arithmetic, not logical: the same fixed bijection on every device."""
+    x = (x ^ (x >> 30)) * _MIX[1]
+    x = (x ^ (x >> 27)) * _MIX[2]
+    return x ^ (x >> 31)
 
 
 def _digest(t):
-    """A 62-bit digest of t's dtype, shape and bytes, computed where t is.
+    """A 62-bit digest of t's dtype, shape and values, computed where t is.
     Hashing on the host would copy every tensor there: minutes at billions
-    of parameters, against a recovery's deadline of two.  Not a
-    cryptographic hash: sum of (word + 1) * (2i + 1) * _DIGEST_MUL, wrapping,
-    over the words i of t, which no accidental difference between two
-    ranks' states leaves equal but by a 2**-62 chance; the ranks are not
-    each other's adversaries."""
+    of parameters, against a recovery's deadline of two.  The sum, wrapping,
+    of _mix(word + position * golden ratio) over t's 32-bit words (bytes
+    when its size is not a multiple of 4): not a cryptographic hash, but no
+    accidental difference between two ranks' states leaves it equal but by
+    chance; the ranks are not each other's adversaries."""
     h = torch.tensor(zlib.crc32(("%s%s" % (t.dtype, tuple(t.shape))).encode()),
                      dtype=torch.int64, device=t.device)
-    words = t.detach().reshape(-1).contiguous().view(torch.uint8)
-    if words.numel() % 4 == 0 and words.storage_offset() % 4 == 0:
-        words = words.view(torch.int32)
+    flat = t.detach().resolve_conj().reshape(-1).contiguous().view(torch.uint8)
+    words = flat
+    if flat.numel() % 4 == 0:
+        if flat.storage_offset() % 4:   # the same values digest alike wherever they lie
+            flat = flat.clone()
+        words = flat.view(torch.int32)
     for i in range(0, words.numel(), _DIGEST_CHUNK):
-        w = words[i:i + _DIGEST_CHUNK].to(torch.int64) + 1
+        w = words[i:i + _DIGEST_CHUNK].to(torch.int64)
         pos = torch.arange(i, i + w.numel(), dtype=torch.int64, device=t.device)
-        h += (w * (pos * 2 + 1) * _DIGEST_MUL).sum()
+        h += _mix(w + pos * _MIX[0]).sum()
     return h & _DIGEST_MASK
 
 
@@ -274,9 +292,10 @@ class Guard:
             print("hbmguard: rank %d not protected: a peer is not" % self.rank, file=sys.stderr)
             self._rank.close()
             self._rank = None
-        if self._rank and self.apertures:
-            hbmguard.Aperture.guard()
+        if self._rank:          # every rank or none (above): so is the check it implies
             self._guarded = True
+            if self.apertures:
+                hbmguard.Aperture.guard()
         if self._rank:          # a restarted daemon may have others
             self.recovery_timeout, self.kill_timeout = self._daemon_deadlines()
 
@@ -517,17 +536,62 @@ class Guard:
         else:
             self.optimizer.step()
 
+    def _params(self):
+        """The model's parameters, then any other the optimizer steps (a
+        loss's own, say): what a step changes and replicas share."""
+        seen = set()
+        for p in self.model.parameters():
+            seen.add(id(p))
+            yield p
+        for group in self.optimizer.param_groups:
+            for p in group["params"]:
+                if id(p) not in seen:
+                    seen.add(id(p))
+                    yield p
+
     def _snapshot(self):
         """What a step may change that the broadcast does not put back."""
         with torch.no_grad():
             saved = {"rng": _rng_state(),
                      "buffers": [b.detach().clone() for b in self.model.buffers()]}
             if self.closure_steps:
-                saved["params"] = [p.detach().clone() for p in self.model.parameters()]
-                saved["optimizer"] = copy.deepcopy(self.optimizer.state_dict())
+                saved["params"] = [p.detach().clone() for p in self._params()]
+                saved["optimizer"] = self._optimizer_state()
                 if self.scaler is not None:
                     saved["scaler"] = copy.deepcopy(self.scaler.state_dict())
         return saved
+
+    def _optimizer_state(self):
+        """A copy of the optimizer's state and hyperparameters, to be put
+        back in place: load_state_dict() would cast the state to each
+        parameter's dtype (torch 1.13, torch/optim/optimizer.py, cast()) and
+        replace the param_groups the job may hold."""
+        state = [(p, {k: v.detach().clone() if torch.is_tensor(v) else copy.deepcopy(v)
+                      for k, v in self.optimizer.state.get(p, {}).items()})
+                 for p in self._params()]
+        groups = [{k: copy.deepcopy(v) for k, v in g.items() if k != "params"}
+                  for g in self.optimizer.param_groups]
+        return state, groups
+
+    def _put_back_optimizer(self, saved):
+        state, groups = saved
+        for p, kept in state:
+            live = self.optimizer.state.get(p)
+            if live is None:
+                if kept:
+                    self.optimizer.state[p] = dict(kept)
+                continue
+            for k in list(live):
+                if k not in kept:       # made by the thrown-away step
+                    del live[k]
+            for k, v in kept.items():
+                if torch.is_tensor(v) and torch.is_tensor(live.get(k)) and \
+                        live[k].shape == v.shape and live[k].dtype == v.dtype:
+                    live[k].copy_(v)
+                else:
+                    live[k] = v
+        for g, kept in zip(self.optimizer.param_groups, groups):
+            g.update(kept)
 
     def _put_back(self, saved):
         with torch.no_grad():
@@ -535,9 +599,9 @@ class Guard:
             for b, v in zip(self.model.buffers(), saved["buffers"]):
                 b.copy_(v)
             if self.closure_steps:
-                for p, v in zip(self.model.parameters(), saved["params"]):
+                for p, v in zip(self._params(), saved["params"]):
                     p.copy_(v)
-                self.optimizer.load_state_dict(saved["optimizer"])
+                self._put_back_optimizer(saved["optimizer"])
                 if saved.get("scaler"):     # a disabled GradScaler's is empty
                     self.scaler.load_state_dict(saved["scaler"])
             self._forget_unscale()
@@ -699,33 +763,54 @@ class Guard:
                 base = ctypes.addressof(a.buffer) - a.offset
                 yield base + lo, base + hi
 
-    def _state_tensors(self):
+    def _state_tensors(self, owners=False):
         """What the replicas share: the parameters and the optimizer's
-        tensors.  Buffers are each rank's own (put back from its copy)."""
-        for p in self.model.parameters():
-            yield p
-        for group in self.optimizer.param_groups:
-            for p in group["params"]:
-                state = self.optimizer.state.get(p, {})
-                for key in sorted(state):
-                    if torch.is_tensor(state[key]):
-                        yield state[key]
+        tensors (with owners: (tensor, the parameter it belongs to)).
+        Buffers are each rank's own, put back from its copy: DDP broadcasts
+        rank 0's before each forward (broadcast_buffers), and each rank's
+        forward updates its own from there."""
+        params = list(self._params())
+        for p in params:
+            yield (p, p) if owners else p
+        for p in params:
+            state = self.optimizer.state.get(p, {})
+            for key in sorted(state):
+                if torch.is_tensor(state[key]):
+                    yield (state[key], p) if owners else state[key]
+
+    def _known(self, req):
+        """For each of _state_tensors(): whether this rank still knows it.
+        The failed rank does not know what its loss hit, nor any optimizer
+        state of a parameter that was hit (a step it made with zeros read
+        from there, committed before the loss showed, changed it); with two
+        healthy ranks or more it takes no part at all."""
+        pairs = list(self._state_tensors(owners=True))
+        if req.failed_rank != self.rank:
+            return [True] * len(pairs)
+        if self.world_size > 2:
+            return [False] * len(pairs)
+        lost = list(self._lost_addresses(req))
+        hit = {id(p) for t, p in pairs if t is p and
+               any(lo < b and a < hi for a, b in lost for lo, hi in [_extent(p)])}
+        return [id(p) not in hit and
+                not any(lo < b and a < hi for a, b in lost for lo, hi in [_extent(t)])
+                for t, p in pairs]
 
     def _replica_check(self, req):
         """None when the ranks hold the same state (collectives), else why
         not: a broadcast from one of them would replace the failed rank's
         shard with another's, or hang on tensors of other shapes.  Each
-        tensor is compared among the ranks that still know it: every healthy
-        rank, and the failed one where the loss missed it (its optimizer's
-        state, parameters off the lost pages).  With two ranks that is all
-        there is to compare; with nothing compared at all (every tensor hit),
-        replicas cannot be told from shards and the job aborts."""
+        tensor's dtype and shape are compared among all ranks, its values
+        among the ranks that still know them (_known()): the healthy ranks,
+        and with two ranks the failed one too, where its loss missed.  With
+        no values compared at all, replicas cannot be told from shards and
+        the job aborts."""
         try:
-            lost = list(self._lost_addresses(req)) if req.failed_rank == self.rank else []
             tensors = list(self._state_tensors())
-            known = [not any(lo < b and a < hi for a, b in lost)
-                     for lo, hi in map(_extent, tensors)]
+            known = self._known(req)
             digests = [_digest(t).to(self._device) for t in tensors]
+            shapes = [zlib.crc32(("%s%s" % (t.dtype, tuple(t.shape))).encode())
+                      for t in tensors]
             error = 0
         except Exception as e:  # every rank learns it in the first collective
             print("hbmguard: rank %d: the replica check failed: %s: %s" % (
@@ -742,20 +827,27 @@ class Guard:
                         self.rank, req.failed_rank))
         if head[0].item() < 0:  # decided on what every rank sees, as above
             return "rank %d: the job has no state to compare" % self.rank
-        # [d, -d] where known, the least value where not: the maximum of
-        # both halves is then d and -d exactly when every rank that knows
-        # the tensor holds the same bytes.
+        # [v, -v] where known, the least value where not: the maximum of
+        # both halves is then v and -v exactly when every rank that knows
+        # the tensor holds the same.  Values first, then dtypes and shapes,
+        # known to every rank.
         unknown = torch.full((), -(1 << 62), dtype=torch.int64, device=self._device)
-        mine = torch.stack([d if k else unknown for d, k in zip(digests, known)] +
-                           [-d if k else unknown for d, k in zip(digests, known)])
+        values = [d if k else unknown for d, k in zip(digests, known)] + \
+            [torch.tensor(c, dtype=torch.int64, device=self._device) for c in shapes]
+        mine = torch.stack(values + [-v if v is not unknown else unknown for v in values])
         dist.all_reduce(mine, op=dist.ReduceOp.MAX)
         knowers = torch.tensor(known, dtype=torch.int32, device=self._device)
         dist.all_reduce(knowers, op=dist.ReduceOp.SUM)
+        differ = mine[:2 * n] != -mine[2 * n:]
+        if bool(differ[n:].any().item()):
+            return ("rank %d: the ranks' tensors differ in dtype or shape: not replicas "
+                    "(sharded?), rank %d's cannot be restored from a peer" % (
+                        self.rank, req.failed_rank))
         compared = knowers >= 2
         if not bool(compared.any().item()):
             return ("rank %d: nothing of rank %d's state survived to compare with a peer's: "
                     "replicas cannot be told from shards" % (self.rank, req.failed_rank))
-        if bool((compared & (mine[:n] != -mine[n:])).any().item()):
+        if bool((compared & differ[:n]).any().item()):
             return ("rank %d: the ranks' states differ: not replicas (sharded?), "
                     "rank %d's cannot be restored from a peer" % (self.rank, req.failed_rank))
         return None
