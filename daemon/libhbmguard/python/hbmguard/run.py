@@ -17,18 +17,20 @@ the prefix of TORCHELASTIC_RESTART_COUNT (torch/distributed/rendezvous.py,
 _create_c10d_store()).  One node only: --nnodes is not taken.
 
 Where torchrun restarts every rank when one fails, hbmguard.run replaces
-that one only, when its end is one a lost device makes: a signal (hbmguardd
-ends the failed rank of an escalated incident with SIGTERM, then SIGKILL; a
-lost page unguarded is SIGBUS) or exit status EXIT_REPLACE (a rank that
-knows its device context is gone, hbmguard.torch.Guard on CUDA's ECC
-error).  The replacement is a new process for the same rank, started with
-TORCHELASTIC_RESTART_COUNT one higher (a new rendezvous prefix: the epoch)
-and HBMGUARD_JOINS=1; hbmguard.torch.Guard in the surviving ranks sees the
-epoch change in HBMGUARD_RUN_DIR, builds the process group again in-process
-at that epoch, and hands the newcomer the job's state (see there).  Any
-other end (an exception, exit 1: hbmguard.torch.Aborted among them) ends
-the job as torchrun would: the other ranks get SIGTERM, then SIGKILL, and
-the launcher exits with the first failed rank's status.
+that one only, when the rank said before it ended that its device is lost:
+hbmguard.torch.Guard, on CUDA's ECC error, leaves "lost.EPOCH.RANK" in
+HBMGUARD_RUN_DIR, answers FAILED to hbmguardd (which ends the process) and
+exits EXIT_REPLACE.  The replacement is a new process for the same rank,
+started with TORCHELASTIC_RESTART_COUNT one higher (a new rendezvous
+prefix: the epoch) and HBMGUARD_JOINS=1; the Guard in the surviving ranks
+sees the epoch change in the run directory, builds the process group again
+in-process at that epoch, and hands the newcomer the job's state (see
+there); the newcomer leaves "joined.EPOCH" once it has it.  Any other end
+(an exception, a signal, hbmguard.torch.Aborted), two ranks lost at once,
+or a rank ending while a replacement has not joined yet ends the job as
+torchrun would: the other ranks get SIGTERM, then SIGKILL, and the launcher
+exits with the failed rank's status.  Every rank and the store get SIGKILL
+if the launcher itself dies (PR_SET_PDEATHSIG).
 
 --preload imports modules once in the launcher and forks each rank from
 it, SCRIPT then run by runpy: a replacement starts without paying torch's
@@ -40,9 +42,11 @@ HBMGUARD_RUN_DIR (a private directory the launcher makes and removes) holds
 new pid) and what each rank keeps there of its own (hbmguard.torch).
 """
 import argparse
+import ctypes
 import json
 import os
 import runpy
+import select
 import shutil
 import signal
 import subprocess
@@ -52,9 +56,23 @@ import time
 import traceback
 
 EXIT_REPLACE = 75   # sysexits.h EX_TEMPFAIL: this process cannot go on; another can
-# The ends a lost device makes (see above); anything else ends the job.
-REPLACEABLE_SIGNALS = (signal.SIGTERM, signal.SIGKILL, signal.SIGBUS)
 TERM_GRACE = 10.0   # seconds from SIGTERM to SIGKILL when the job ends
+STORE_WAIT = 600.0  # seconds for the store's process to listen (an import of torch)
+PR_SET_PDEATHSIG = 1    # <linux/prctl.h>
+STOPS = {signal.SIGTERM, signal.SIGINT}
+
+
+def die_with_parent():
+    """In a child: SIGKILL when the launcher dies, not an orphan training
+    on (prctl(2), PR_SET_PDEATHSIG); a parent already gone: now.  And
+    SIGTERM and SIGINT as a fresh interpreter has them, let through."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
+    libc = ctypes.CDLL(None, use_errno=True)
+    parent = os.getppid()
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0 or os.getppid() != parent:
+        os._exit(1)
 
 
 def parse(argv):
@@ -85,17 +103,14 @@ def describe(status):
     return "signal %s" % signal.Signals(-status).name if status < 0 else "exit %d" % status
 
 
-def replaceable(status):
-    return status == EXIT_REPLACE or (status < 0 and -status in REPLACEABLE_SIGNALS)
-
-
 class Process:
     """A child: a fresh interpreter, or forked from this one (--preload)."""
 
     def __init__(self, argv, env, fork, pass_fds=(), close_fd=None):
         self.status = None
         if not fork:
-            self._popen = subprocess.Popen(argv, env=env, pass_fds=pass_fds)
+            self._popen = subprocess.Popen(argv, env=env, pass_fds=pass_fds,
+                                           preexec_fn=die_with_parent)
             self.pid = self._popen.pid
             return
         self._popen = None
@@ -103,11 +118,9 @@ class Process:
         if self.pid == 0:
             code = 0
             try:
-                # As a fresh interpreter would have it: SIGTERM kills (the
-                # launcher tells a lost rank by how it ended), and the
-                # launcher's pipe to its store is not held open by a rank.
-                signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                signal.signal(signal.SIGINT, signal.default_int_handler)
+                # As a fresh interpreter would have it, and the launcher's
+                # pipe to its store not held open by a rank.
+                die_with_parent()
                 if close_fd is not None:
                     os.close(close_fd)
                 os.environ.clear()
@@ -141,12 +154,16 @@ class Process:
                 pass
 
 
-def serve_store(addr, port, fd):
+def serve_store(addr, port, fd, ready):
     """The rendezvous' TCPStore, as torchrun's agent hosts it, until the
-    launcher is gone (fd, its pipe, reads end of file)."""
+    launcher is gone (fd, its pipe, reads end of file).  Writes a byte to
+    ready once it listens: a port taken (another job's store) must fail
+    this job, not join that one."""
     from datetime import timedelta
     from torch.distributed import TCPStore
     store = TCPStore(addr, port, None, True, timedelta(hours=24), wait_for_workers=False)
+    os.write(ready, b"1")
+    os.close(ready)
     while os.read(fd, 4096):
         pass
     del store
@@ -209,6 +226,7 @@ class Launcher:
         os.replace(tmp, os.path.join(self.dir, "epoch"))
 
     def _end(self, procs):
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)     # a second ^C: SIGKILL comes anyway
         for p in procs:
             p.signal(signal.SIGTERM)
         deadline = time.monotonic() + TERM_GRACE
@@ -222,69 +240,119 @@ class Launcher:
 
     def run(self):
         self.procs = []
-        store, self.alive = self._store()
+        self.alive, self.store = None, None
         signal.signal(signal.SIGTERM, interrupted)
         signal.signal(signal.SIGINT, interrupted)
         try:
+            self._store()
             return self._supervise(self.procs)
         except Interrupted as e:
             print("hbmguard.run: %s: the job ends" % e, file=sys.stderr, flush=True)
             self._end(self.procs)
             return 1
+        except RuntimeError as e:
+            print("hbmguard.run: %s" % e, file=sys.stderr, flush=True)
+            self._end(self.procs)
+            return 1
         finally:
-            os.close(self.alive)
-            store.signal(0)
-            while store.poll() is None:
-                time.sleep(0.01)
+            signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)     # nothing left half done
+            if self.alive is not None:
+                os.close(self.alive)
+            if self.store is not None:
+                self.store.signal(signal.SIGTERM)
+                while self.store.poll() is None:
+                    time.sleep(0.01)
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def _store(self):
-        """The store's process and the pipe whose closing ends it."""
+        """The store's process, listening, and the pipe whose closing ends it."""
         r, w = os.pipe()
+        ready_r, ready_w = os.pipe()
         if self.fork:
             pid = os.fork()
             if pid == 0:
-                os.close(w)
+                code = 1
                 try:
-                    serve_store(self.a.master_addr, self.a.master_port, r)
+                    os.close(w)
+                    os.close(ready_r)
+                    die_with_parent()
+                    serve_store(self.a.master_addr, self.a.master_port, r, ready_w)
+                    code = 0
+                except BaseException:
+                    traceback.print_exc()
                 finally:
-                    os._exit(0)
-            os.close(r)
+                    os._exit(code)
             store = Process.__new__(Process)
             store.pid, store.status, store._popen = pid, None, None
-            return store, w
-        store = Process([sys.executable, "-c", "import sys, hbmguard.run as r; "
-                         "r.serve_store(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))",
-                         self.a.master_addr, str(self.a.master_port), str(r)],
-                        dict(os.environ), False, pass_fds=(r,))
+        else:
+            store = Process([sys.executable, "-c", "import sys, hbmguard.run as r; "
+                             "r.serve_store(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), "
+                             "int(sys.argv[4]))", self.a.master_addr, str(self.a.master_port),
+                             str(r), str(ready_w)], dict(os.environ), False,
+                            pass_fds=(r, ready_w))
         os.close(r)
-        return store, w
+        os.close(ready_w)
+        self.alive = w
+        self.store = store
+        ready = select.select([ready_r], [], [], STORE_WAIT)[0] and os.read(ready_r, 1)
+        os.close(ready_r)
+        if ready != b"1":
+            raise RuntimeError("the store did not listen on %s:%d" % (
+                self.a.master_addr, self.a.master_port))
+
+    def _lost(self, rank):
+        """Whether rank said it lost its device at this epoch (the Guard)."""
+        return os.path.exists(os.path.join(self.dir, "lost.%d.%d" % (self.epoch, rank)))
+
+    def _joined(self):
+        return self.epoch == 0 or os.path.exists(os.path.join(self.dir, "joined.%d" % self.epoch))
 
     def _supervise(self, procs):
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)     # a start is a child known
         procs.extend(self._start(r) for r in range(self.world))
         self._publish_epoch(None, None)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
         while True:
-            ended = [(r, p) for r, p in enumerate(procs) if p.poll() not in (None, 0)]
-            if not ended and all(p.poll() == 0 for p in procs):
+            if all(p.poll() == 0 for p in procs):
                 return 0
-            for r, p in ended:
-                alive = [q for q in procs if q is not p and q.poll() is None]
-                if (replaceable(p.status) and alive and
-                        len(self.replaced) < self.a.max_replacements):
+            ended = [(r, p) for r, p in enumerate(procs) if p.poll() not in (None, 0)]
+            if self.store.poll() is not None:
+                raise RuntimeError("the store's process ended (%s)" % describe(self.store.status))
+            if len(ended) == 1:
+                r, p = ended[0]
+                alive = [q for q in procs if q.poll() is None]
+                why = None
+                if not self._lost(r):
+                    why = "the job ends"
+                elif not self._joined():
+                    why = "epoch %d's replacement has not joined: the job ends" % self.epoch
+                elif not alive:
+                    why = "no rank left to hand it the job's state: the job ends"
+                elif len(self.replaced) >= self.a.max_replacements:
+                    why = "%d replacements made: the job ends" % len(self.replaced)
+                if why is None:
+                    signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
                     self.epoch += 1
                     new = self._start(r, joins=True)
-                    self._publish_epoch(r, new.pid)
-                    self.replaced.append((time.time(), r, describe(p.status), p.pid, new.pid))
-                    print("hbmguard.run: rank %d (pid %d) ended (%s): pid %d replaces it, "
-                          "epoch %d" % (r, p.pid, describe(p.status), new.pid, self.epoch),
-                          file=sys.stderr, flush=True)
                     procs[r] = new
+                    self._publish_epoch(r, new.pid)
+                    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
+                    self.replaced.append((time.time(), r, describe(p.status), p.pid, new.pid))
+                    print("hbmguard.run: rank %d (pid %d) lost its device (%s): pid %d "
+                          "replaces it, epoch %d" % (r, p.pid, describe(p.status), new.pid,
+                                                      self.epoch), file=sys.stderr, flush=True)
                     continue
-                print("hbmguard.run: rank %d (pid %d) ended (%s): the job ends" % (
-                      r, p.pid, describe(p.status)), file=sys.stderr, flush=True)
-                self._end(procs)
-                return p.status if p.status > 0 else 128 - p.status
-            time.sleep(0.05)
+                ended_by = "rank %d (pid %d) ended (%s): %s" % (r, p.pid, describe(p.status), why)
+            elif ended:
+                r, p = ended[0]
+                ended_by = "ranks %s ended at once: the job ends" % ", ".join(
+                    "%d (%s)" % (rr, describe(pp.status)) for rr, pp in ended)
+            else:
+                time.sleep(0.05)
+                continue
+            print("hbmguard.run: %s" % ended_by, file=sys.stderr, flush=True)
+            self._end(procs)
+            return p.status if p.status > 0 else 128 - p.status
 
 
 def main(argv=None):

@@ -210,6 +210,11 @@ def _digest(t):
     return h & _DIGEST_MASK
 
 
+class _NoLoss:
+    """A request with no failed rank: every rank knows all of its state."""
+    failed_rank = -1
+
+
 def _context_lost(e):
     """Whether e says this process's device context is gone for good."""
     return isinstance(e, RuntimeError) and CUDA_ECC_ERROR in str(e)
@@ -231,11 +236,14 @@ class Guard:
     scaler: an AMP scaler (torch.cuda.amp.GradScaler's interface: step,
     update, state_dict, load_state_dict).  closure_steps: the closure makes
     the optimizer step itself.  timeout: seconds a recovery may take in all;
-    None: the daemon's deadlines."""
+    None: the daemon's deadlines.  state: other objects of the job with a
+    state_dict() and load_state_dict() (a learning-rate scheduler, a
+    sampler), which a replaced rank's process takes from a healthy one."""
 
     def __init__(self, model, optimizer, job, device, apertures=(), socket=None,
-                 scaler=None, closure_steps=False, timeout=None):
+                 scaler=None, closure_steps=False, timeout=None, state=()):
         self.model, self.optimizer, self.scaler = model, optimizer, scaler
+        self.state = list(state)
         self.closure_steps = closure_steps
         self.apertures = list(apertures)
         self.timeout = timeout
@@ -263,11 +271,14 @@ class Guard:
         self._epoch = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
         self.replacements = []  # (epoch, rank replaced, seconds from the failure to rejoined)
         self._warm_up = False   # a DDP built again: its first step is thrown away
+        self._verify_in = 0     # steps to the check that a replacement left replicas
         joins = self._run_dir and os.environ.get("HBMGUARD_JOINS") == "1"
         if joins:
             self._settle(self._local(self._join), None)
         # A newcomer's predecessor may still be registered for a moment.
         self._connect(wait=RECONNECT_WAIT if joins else 0.0)
+        if joins:               # hbmguard.run: a rank lost from now on may be replaced
+            self._mark("joined.%d" % self._epoch)
 
     def _connect(self, wait=0.0):
         """Register with hbmguardd, all ranks or none: the per-step check is
@@ -334,10 +345,12 @@ class Guard:
                     if not self.closure_steps:
                         self._commit()
                     self.steps += 1
+                    if self._verify_in:
+                        self._verify_replicas()
                     return loss
                 self._recover(saved)
             except Exception as e:
-                if _context_lost(e):
+                if _context_lost(e) and self._run_dir:
                     self._cannot_continue(e)
                 if not self._replaced(saved, e):
                     raise
@@ -366,6 +379,11 @@ class Guard:
     # runs the interrupted step again.  Between init_process_group() and the
     # Guard the script must make no collective but DDP's construction.
 
+    def _mark(self, name):
+        """Leave name in the run directory, for hbmguard.run."""
+        with open(os.path.join(self._run_dir, name), "w"):
+            pass
+
     def _keep_own(self, saved):
         """Keep this rank's own state at the step's start for a replacement:
         a private file, replaced whole (rename)."""
@@ -379,16 +397,18 @@ class Guard:
         os.replace(path + ".tmp", path)
 
     def _cannot_continue(self, error):
-        """This process's device context is gone: tell hbmguardd (FAILED, which
-        ends this process) or, without it, end it for the launcher."""
+        """This process's device context is gone, under hbmguard.run: say
+        so to the launcher (lost.EPOCH.RANK: replace this rank) and to
+        hbmguardd (FAILED to its incident: it escalates it, the other ranks
+        leave it), then end.  (Under another launcher the error is the
+        job's, as it would be without the Guard.)"""
         print("hbmguard: rank %d cannot continue: %s" % (self.rank, error), file=sys.stderr)
         sys.stderr.flush()
-        if self._rank and self._run_dir:
+        self._mark("lost.%d.%d" % (self._epoch, self.rank))
+        if self._rank:
             try:
-                deadline = time.monotonic() + self.recovery_timeout
-                req = self._expect(hbmguard.PAUSE, deadline)
+                req = self._expect(hbmguard.PAUSE, time.monotonic() + self.recovery_timeout)
                 self._rank.answer(req.incident, hbmguard.FAILED)
-                time.sleep(self.kill_timeout + DEADLINE_SLACK)      # its SIGTERM
             except (Aborted, OSError) as e:
                 print("hbmguard: rank %d: %s" % (self.rank, e), file=sys.stderr)
         os._exit(EXIT_REPLACE)
@@ -400,17 +420,28 @@ class Guard:
         except (OSError, ValueError):
             return None
 
+    def _peer_lost(self):
+        """A rank said at this epoch that it lost its device (_cannot_continue())."""
+        prefix = "lost.%d." % self._epoch
+        return any(n.startswith(prefix) for n in os.listdir(self._run_dir))
+
     def _replaced(self, saved, error):
         """After a collective failed: whether hbmguard.run replaced a lost
         peer, this rank then in the new group with it and the step to run
-        again; False when there is nothing to do but raise error.  Waits as
-        long as hbmguardd may take to end the lost rank's process."""
-        if not self._run_dir or isinstance(error, Aborted):   # every rank agreed on it
+        again; False when there is nothing to do but raise error: not under
+        hbmguard.run, no peer said it lost its device (an exception of the
+        job's own, an escalation of hbmguardd's for another cause), an
+        Aborted every rank agreed on, or NCCL, whose collectives a dead peer
+        does not fail but hangs until its watchdog ends the process (not
+        supported yet).  Waits as long as hbmguardd may take to end the
+        lost rank's process, and the launcher to start another."""
+        if not self._run_dir or isinstance(error, Aborted) or \
+                dist.get_backend() == dist.Backend.NCCL or not self._peer_lost():
             return False
         began = time.monotonic()
         deadline = began + self.recovery_timeout + self.kill_timeout + DEADLINE_SLACK
-        print("hbmguard: rank %d: a collective failed (%s): waiting for a peer's "
-              "replacement" % (self.rank, error), file=sys.stderr)
+        print("hbmguard: rank %d: a collective failed (%s): a peer lost its device, waiting "
+              "for its replacement" % (self.rank, error), file=sys.stderr)
         while True:
             epoch = self._read_epoch()
             if epoch and epoch["epoch"] > self._epoch:
@@ -424,12 +455,25 @@ class Guard:
         self.replacements.append((epoch["epoch"], epoch["rank"], time.monotonic() - began))
         return True
 
+    def _ddp(self):
+        """The model's DDP wrapper, if it is one this Guard can build again
+        in place: on the default group, with no communication hook (the
+        newcomer's script registers its own; the rebuilt one would have
+        none, and their gradients' reductions would not match)."""
+        ddp = self.model if isinstance(self.model, DistributedDataParallel) else None
+        if ddp is None:
+            return None
+        if ddp.process_group is not dist.distributed_c10d._get_default_group():
+            raise Aborted("rank %d: DDP on a group of its own cannot be rebuilt" % self.rank)
+        if ddp._get_ddp_logging_data().get("comm_hook"):
+            raise Aborted("rank %d: DDP with a communication hook cannot be rebuilt" % self.rank)
+        return ddp
+
     def _rejoin(self, epoch, lost, saved):
         self._put_back(saved)
         backend = dist.get_backend()
-        ddp = self.model if isinstance(self.model, DistributedDataParallel) else None
-        if ddp is not None and ddp.process_group is not dist.distributed_c10d._get_default_group():
-            raise Aborted("rank %d: DDP on a group of its own cannot be rebuilt" % self.rank)
+        ddp = self._ddp()
+        rebuilt = bool(ddp and ddp._has_rebuilt_buckets)
         # DDP's construction broadcasts rank 0's parameters and buffers: the
         # newcomer's, when it is rank 0.
         with torch.no_grad():
@@ -454,9 +498,8 @@ class Guard:
         self._device = _collective_device()
         self._drain_quietly()   # the lost rank's incident, escalated: over
         self._pending = []
-        self._settle(self._transfer(lost), None)
+        self._settle(self._transfer(lost, rebuilt), None)
         self._agree_registration()
-        self._warm_up = ddp is not None
 
     def _drain_quietly(self):
         try:
@@ -465,7 +508,7 @@ class Guard:
         except OSError:
             pass
 
-    def _transfer(self, lost):
+    def _transfer(self, lost, rebuilt=False):
         """What the newcomer (rank lost) gets: the replicas' state from the
         lowest healthy rank, its own from the run directory.  A collective;
         None, or why this rank cannot go on."""
@@ -473,7 +516,8 @@ class Guard:
         meta = [None]
         if self.rank == src:
             meta[0] = {"steps": self.steps, "optimizer": self.optimizer.state_dict(),
-                       "scaler": self.scaler.state_dict() if self.scaler is not None else None}
+                       "scaler": self.scaler.state_dict() if self.scaler is not None else None,
+                       "state": [o.state_dict() for o in self.state], "rebuilt": rebuilt}
         dist.broadcast_object_list(meta, src)
         meta = meta[0]
         why = None
@@ -482,9 +526,15 @@ class Guard:
         elif meta["steps"] != self.steps:
             why = "rank %d: at step %d, rank %d at %d" % (self.rank, self.steps, src,
                                                          meta["steps"])
+        elif any(a.lost() for a in self.apertures):     # a second loss: not a source
+            why = "rank %d lost memory too" % self.rank
         if not self._agree(why is None):
-            return why or "rank %d: the newcomer cannot take the job's state" % self.rank
+            return why or "rank %d: a peer cannot take part in the replacement" % self.rank
         self._broadcast_state(src)
+        # DDP lays its gradient buckets out again after its first iteration
+        # (below): only a DDP that had will be warmed up.
+        self._warm_up = self._ddp() is not None and meta["rebuilt"]
+        self._verify_in = 2
         return None
 
     def _take(self, meta):
@@ -492,6 +542,11 @@ class Guard:
         self.optimizer.load_state_dict(meta["optimizer"])
         if meta["scaler"]:
             self.scaler.load_state_dict(meta["scaler"])
+        if len(meta["state"]) != len(self.state):
+            raise ValueError("the job keeps %d objects' state, this rank %d" % (
+                len(meta["state"]), len(self.state)))
+        for o, st in zip(self.state, meta["state"]):
+            o.load_state_dict(st)
         self._forget_unscale()
         with open(os.path.join(self._run_dir, "rank%d.own" % self.rank), "rb") as f:
             own = torch.load(f)
@@ -509,7 +564,6 @@ class Guard:
         why = self._transfer(self.rank)
         if why:
             raise Aborted(why)
-        self._warm_up = isinstance(self.model, DistributedDataParallel)
 
     def _warm_up_ddp(self, closure, saved):
         """Run a DDP built again through one step and throw it away, so that
@@ -517,12 +571,27 @@ class Guard:
         lays its gradient buckets out by parameter order when built, then
         again after its first iteration in the order the gradients became
         ready (torch 1.13, torch/nn/parallel/distributed.py, __init__'s
-        Reducer and forward()'s reducer._rebuild_buckets()), and the order of
-        a bucket's elements decides where gloo's ring sums each of them from:
-        the sums' last bits.  One step's compute, at a replacement only."""
+        Reducer and forward()'s reducer._rebuild_buckets(),
+        _has_rebuilt_buckets), and the order of a bucket's elements decides
+        where gloo's ring sums each of them from: the sums' last bits.  One
+        step's compute, at a replacement only."""
         self._warm_up = False
         closure()
         self._put_back(saved)
+
+    def _verify_replicas(self):
+        """The second step after a replacement: whether every rank still
+        holds the same state (a collective).  State the job keeps outside
+        the Guard and did not give it (a scheduler's, say) starts afresh in
+        the newcomer, and the replicas part from there: Aborted, not a
+        silent divergence."""
+        self._verify_in -= 1
+        if self._verify_in:
+            return
+        why = self._replica_check(_NoLoss)
+        if why:
+            raise Aborted("after the replacement: %s; state kept outside the Guard? give "
+                          "it as state=" % why)
 
     def close(self):
         if self._rank:
@@ -805,6 +874,8 @@ class Guard:
         and with two ranks the failed one too, where its loss missed.  With
         no values compared at all, replicas cannot be told from shards and
         the job aborts."""
+        whose = "" if req.failed_rank < 0 else \
+            ", rank %d's cannot be restored from a peer" % req.failed_rank
         try:
             tensors = list(self._state_tensors())
             known = self._known(req)
@@ -823,8 +894,7 @@ class Guard:
             return "rank %d: a rank could not compare its state with its peers'" % self.rank
         if head[0].item() != -head[1].item():
             return ("rank %d: the ranks hold different numbers of tensors: not replicas "
-                    "(sharded?), rank %d's cannot be restored from a peer" % (
-                        self.rank, req.failed_rank))
+                    "(sharded?)%s" % (self.rank, whose))
         if head[0].item() < 0:  # decided on what every rank sees, as above
             return "rank %d: the job has no state to compare" % self.rank
         # [v, -v] where known, the least value where not: the maximum of
@@ -841,15 +911,14 @@ class Guard:
         differ = mine[:2 * n] != -mine[2 * n:]
         if bool(differ[n:].any().item()):
             return ("rank %d: the ranks' tensors differ in dtype or shape: not replicas "
-                    "(sharded?), rank %d's cannot be restored from a peer" % (
-                        self.rank, req.failed_rank))
+                    "(sharded?)%s" % (self.rank, whose))
         compared = knowers >= 2
         if not bool(compared.any().item()):
             return ("rank %d: nothing of rank %d's state survived to compare with a peer's: "
                     "replicas cannot be told from shards" % (self.rank, req.failed_rank))
         if bool((compared & differ[:n]).any().item()):
-            return ("rank %d: the ranks' states differ: not replicas (sharded?), "
-                    "rank %d's cannot be restored from a peer" % (self.rank, req.failed_rank))
+            return ("rank %d: the ranks' states differ: not replicas (sharded?)%s" % (
+                self.rank, whose))
         return None
 
     def _broadcast_state(self, src):
