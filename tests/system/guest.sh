@@ -563,13 +563,16 @@ ddp() {
 		+ hbmguard $out/shards --job ddp-shards --world 2 --shards --steps 4 \
 			--fault-step 2 --fault sim1:0x24000 \
 		+ replace $out/replace --job ddp-replace --steps 20 --fault-step 10 \
-			--fault sim2:0x27000 --cannot-continue 2 --port 29600 \
+			--fault sim2:0x27000 --cannot-continue 2 --port 29600 --wall 300 \
 		+ hbmguard $out/gone --job ddp-gone --stop-daemon-step 2 --steps 6 \
 			--fault-step 3 --fault sim2:0x25000 \
 		+ hbmguard $out/unguarded --steps 20 --fault-step 10 --fault sim2:0x21000 \
 		>/tmp/ddp.log 2>&1;
 		grep '^# DDP run' /tmp/ddp.log; test -f $out/unguarded/result.json ||
 		{ tail -n 20 /tmp/ddp.log; false; }"
+	# what the Guard and hbmguard.run said, for a failure below
+	grep -E '^(hbmguard|# /|[A-Za-z.]*(Error|Aborted)|Thread|Current thread|  File)' /tmp/ddp.log |
+		tail -n 80 | sed 's/^/#   /'
 	rm /etc/hbmguard/hbmguardd.conf.d/50-ddp-recovery.conf
 	systemctl start hbmguardd
 	for r in clean plain guarded one restart commits-clean commits shards replace gone unguarded; do

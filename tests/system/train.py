@@ -43,6 +43,7 @@ import takes tens of seconds, which the first start need not pay four times.
 """
 import argparse
 import collections
+import faulthandler
 import hashlib
 import json
 import os
@@ -219,6 +220,7 @@ CUDA_ECC_ERROR = "CUDA error: uncorrectable ECC error encountered"
 
 def worker(args, rank, attempt):
     torch.set_num_threads(1)
+    faulthandler.register(signal.SIGUSR1)      # where a hung rank is (the wall limit)
     started = time.time()
     with open(os.path.join(args.out, "starts"), "a") as f:
         f.write("%d %d %.6f\n" % (rank, os.getpid(), started))
@@ -371,6 +373,9 @@ class Launched(subprocess.Popen):
     def kill(self):
         os.killpg(self.pid, signal.SIGKILL)
 
+    def signal(self, sig):
+        os.killpg(self.pid, sig)
+
 
 def spawn(args, attempt):
     if args.mode == "replace":  # hbmguard.run starts the ranks, torchrun's way
@@ -428,6 +433,13 @@ def launch(args):
             break
         if time.time() - t0 > args.wall:        # a hang: end it, the verdict says so
             result["timed_out"] = True
+            print("# %s: %.0f s: where each rank is, then SIGKILL" % (args.out, args.wall),
+                  file=sys.stderr, flush=True)
+            for p in procs:
+                if p.poll() is None:
+                    (p.signal if isinstance(p, Launched) else
+                     lambda sig, p=p: os.kill(p.pid, sig))(signal.SIGUSR1)
+            time.sleep(5)
             for p in procs:
                 if p.poll() is None:
                     p.kill()
