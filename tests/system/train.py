@@ -373,8 +373,18 @@ class Launched(subprocess.Popen):
     def kill(self):
         os.killpg(self.pid, signal.SIGKILL)
 
-    def signal(self, sig):
-        os.killpg(self.pid, sig)
+    def signal(self, sig, out):
+        """sig to the ranks (as they wrote themselves down), not the launcher."""
+        try:
+            with open(os.path.join(out, "starts")) as f:
+                pids = [int(line.split()[1]) for line in f]
+        except OSError:
+            pids = []
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
 
 
 def spawn(args, attempt):
@@ -437,8 +447,10 @@ def launch(args):
                   file=sys.stderr, flush=True)
             for p in procs:
                 if p.poll() is None:
-                    (p.signal if isinstance(p, Launched) else
-                     lambda sig, p=p: os.kill(p.pid, sig))(signal.SIGUSR1)
+                    if isinstance(p, Launched):
+                        p.signal(signal.SIGUSR1, args.out)
+                    else:
+                        os.kill(p.pid, signal.SIGUSR1)
             time.sleep(5)
             for p in procs:
                 if p.poll() is None:
