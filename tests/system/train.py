@@ -47,6 +47,7 @@ import faulthandler
 import hashlib
 import json
 import os
+import pwd
 import random
 import signal
 import subprocess
@@ -218,7 +219,20 @@ def digest(tensors, extra=b""):
 CUDA_ECC_ERROR = "CUDA error: uncorrectable ECC error encountered"
 
 
+def become_training_user():
+    """TRAIN_USER: the ranks run as that user, as training does, not root
+    (the launcher stays root: it injects faults and restarts hbmguardd)."""
+    name = os.environ.get("TRAIN_USER")
+    if not name or os.getuid() != 0:
+        return
+    pw = pwd.getpwnam(name)
+    os.setgroups(os.getgrouplist(name, pw.pw_gid))
+    os.setgid(pw.pw_gid)
+    os.setuid(pw.pw_uid)
+
+
 def worker(args, rank, attempt):
+    become_training_user()
     torch.set_num_threads(1)
     faulthandler.register(signal.SIGUSR1)      # where a hung rank is (the wall limit)
     started = time.time()
@@ -368,7 +382,7 @@ class Launched(subprocess.Popen):
     """hbmguard.run and the ranks it starts, as one process group."""
 
     def __init__(self, argv):
-        super().__init__(argv, start_new_session=True)
+        super().__init__(argv, start_new_session=True, preexec_fn=become_training_user)
 
     def kill(self):
         os.killpg(self.pid, signal.SIGKILL)
@@ -413,6 +427,9 @@ def launch(args):
     os.makedirs(args.out, exist_ok=True)
     for name in os.listdir(args.out):
         os.unlink(os.path.join(args.out, name))
+    if os.environ.get("TRAIN_USER"):    # the ranks write there
+        pw = pwd.getpwnam(os.environ["TRAIN_USER"])
+        os.chown(args.out, pw.pw_uid, pw.pw_gid)
     result = {"mode": args.mode, "steps": args.steps, "started": [], "exits": [],
               "fault_time": None, "fault_step": None, "restarts": []}
     t0 = time.time()
