@@ -303,10 +303,12 @@ class Guard:
             print("hbmguard: rank %d not protected: a peer is not" % self.rank, file=sys.stderr)
             self._rank.close()
             self._rank = None
-        if self._rank:          # every rank or none (above): so is the check it implies
-            self._guarded = True
-            if self.apertures:
-                hbmguard.Aperture.guard()
+        # Whether each step ends in a check once the daemon is gone: every
+        # rank's, if any rank was ever protected (a newcomer that was not
+        # joins survivors that were).
+        self._guarded = not self._agree(not (self._guarded or self._rank is not None))
+        if self._rank and self.apertures:
+            hbmguard.Aperture.guard()
         if self._rank:          # a restarted daemon may have others
             self.recovery_timeout, self.kill_timeout = self._daemon_deadlines()
 
