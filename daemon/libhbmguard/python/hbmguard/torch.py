@@ -81,6 +81,7 @@ drives (a single node).
 """
 import copy
 import ctypes
+import gc
 import io
 import json
 import os
@@ -444,6 +445,10 @@ class Guard:
         deadline = began + self.recovery_timeout + self.kill_timeout + DEADLINE_SLACK
         print("hbmguard: rank %d: a collective failed (%s): a peer lost its device, waiting "
               "for its replacement" % (self.rank, error), file=sys.stderr)
+        ddp = self._ddp()       # Aborted for one that cannot be built again
+        rebuilt = bool(ddp and ddp._has_rebuilt_buckets)
+        backend = dist.get_backend()
+        self._leave_group(ddp)
         while True:
             epoch = self._read_epoch()
             if epoch and epoch["epoch"] > self._epoch:
@@ -453,7 +458,7 @@ class Guard:
             time.sleep(0.05)
         if epoch["rank"] == self.rank:
             return False        # this one was replaced: it is not to go on
-        self._rejoin(epoch["epoch"], epoch["rank"], saved)
+        self._rejoin(epoch["epoch"], epoch["rank"], saved, ddp, rebuilt, backend)
         self.replacements.append((epoch["epoch"], epoch["rank"], time.monotonic() - began))
         return True
 
@@ -471,17 +476,24 @@ class Guard:
             raise Aborted("rank %d: DDP with a communication hook cannot be rebuilt" % self.rank)
         return ddp
 
-    def _rejoin(self, epoch, lost, saved):
+    def _leave_group(self, ddp):
+        """Close this rank's connections of the broken group now: a peer
+        blocked in a collective on them (gloo's ring: one that is not next
+        to the lost rank) fails then too, and learns of the loss; it would
+        wait out the group's timeout otherwise.  The group goes with its
+        last reference: DDP's, its reducer's and its logger's too."""
+        dist.destroy_process_group()
+        if ddp is not None:
+            ddp.reducer = ddp.logger = ddp.process_group = None
+        gc.collect()
+
+    def _rejoin(self, epoch, lost, saved, ddp, rebuilt, backend):
         self._put_back(saved)
-        backend = dist.get_backend()
-        ddp = self._ddp()
-        rebuilt = bool(ddp and ddp._has_rebuilt_buckets)
         # DDP's construction broadcasts rank 0's parameters and buffers: the
         # newcomer's, when it is rank 0.
         with torch.no_grad():
             kept = [p.detach().clone() for p in self.model.parameters()]
             kept_buffers = [b.detach().clone() for b in self.model.buffers()]
-        dist.destroy_process_group()
         os.environ["TORCHELASTIC_RESTART_COUNT"] = str(epoch)
         dist.init_process_group(backend)
         self._epoch = epoch
