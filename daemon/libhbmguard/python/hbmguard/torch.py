@@ -362,13 +362,14 @@ class Guard:
     # ---- a rank replaced (under hbmguard.run) ----------------------------
     #
     # A rank whose process cannot continue (CUDA's context lost to an
-    # uncorrectable error) answers FAILED to the incident: hbmguardd
-    # escalates it and ends that process (SIGTERM), and hbmguard.run starts
-    # a new one for the rank, at the next epoch.  The others meet the loss
-    # as a collective that fails (gloo: the peer's connection closed; NCCL:
-    # its watchdog, NCCL_ASYNC_ERROR_HANDLING=1 as torchrun and hbmguard.run
-    # set it), see the new epoch in the run directory, and build the
-    # process group again in-process: destroy_process_group(), then
+    # uncorrectable error) says so in the run directory, answers FAILED to
+    # the incident (hbmguardd escalates it, and would end the process) and
+    # ends; hbmguard.run starts a new one for the rank, at the next epoch.  The others meet the loss
+    # as a collective that fails (gloo: the peer's connection closed, and
+    # each survivor closes its own at once, so that none waits on a live
+    # peer; NCCL is not supported: see _replaced()), see the new epoch in
+    # the run directory, and build the process group again in-process:
+    # destroy_process_group(), then
     # init_process_group() through the launcher's store under the epoch's
     # prefix (TORCHELASTIC_RESTART_COUNT, as the newcomer's script does
     # unchanged), and DDP's wrapper again, its own arguments, in place: the
