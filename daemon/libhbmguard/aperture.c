@@ -354,7 +354,10 @@ int hbmguard_aperture_open(const char *device, uint64_t offset, uint64_t length,
 
 	if (!a)
 		return -ENOMEM;
-	a->fd = open("/dev/" HBMGUARD_DEVICE_NAME, O_RDWR | O_CLOEXEC);
+	/* The writers' node; a module older than it has only the other. */
+	a->fd = open("/dev/" HBMGUARD_APERTURE_DEVICE_NAME, O_RDWR | O_CLOEXEC);
+	if (a->fd < 0 && errno == ENOENT)
+		a->fd = open("/dev/" HBMGUARD_DEVICE_NAME, O_RDWR | O_CLOEXEC);
 	if (a->fd < 0) {
 		err = -errno;
 		goto err_free;
