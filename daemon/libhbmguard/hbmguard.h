@@ -30,7 +30,8 @@ extern "C" {
 
 struct hbmguard_table;
 
-/* open("/dev/hbmguard") read-only, close-on-exec: an fd, or -errno. */
+/* open("/dev/hbmguard") read-only, close-on-exec, or /dev/hbmguard-aperture
+ * where only its group lets the caller in: an fd, or -errno. */
 int hbmguard_open(void);
 
 /*

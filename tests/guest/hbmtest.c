@@ -2675,6 +2675,10 @@ static int writer_uses(uint32_t id, uint64_t page, uint32_t nr_devices)
 	if (!read_word(p + page * PAGE / 8, &w) || w != 0x1234)
 		return 40;
 	munmap((void *)p, 16 * PAGE);
+	ro = hbmguard_open();	/* the aperture's node: the reads need no other group */
+	if (ro < 0)
+		return 41;
+	close(ro);
 	return refused_changes(fd, nr_devices);
 }
 
@@ -2719,7 +2723,8 @@ static int node_user(enum node_user who, uint32_t id, uint64_t page, uint32_t nr
 			return 10;
 		if (open(APERTURE_NODE, O_RDWR) != -1 || errno != EACCES ||
 		    open(APERTURE_NODE, O_RDONLY) != -1 || errno != EACCES ||
-		    open(DEV_NODE, O_RDONLY) != -1 || errno != EACCES)
+		    open(DEV_NODE, O_RDONLY) != -1 || errno != EACCES ||
+		    hbmguard_open() != -EACCES)
 			return 11;
 		return 0;
 	case NODE_ROOT_NOCAP:	/* setpriv --inh-caps=-all --bounding-set=-all */
