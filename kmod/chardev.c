@@ -60,6 +60,7 @@ static int ioc_get_info(void __user *uarg)
 	info.max_devices = HBMGUARD_MAX_DEVICES;
 	info.event_size = sizeof(struct hbmguard_event);
 	info.event_ring = hbm_event_ring;
+	info.features = HBMGUARD_FEATURE_APERTURE_NODE | HBMGUARD_FEATURE_APERTURE_NEEDS_WRITE;
 	memset(info.reserved, 0, sizeof(info.reserved));
 	return ARG_OUT(uarg, info);
 }
@@ -437,13 +438,14 @@ static int ioc_clear(void __user *uarg)
  * checked at the call, as every capability is; READ and WRITE are what the
  * file was opened for, so an fd handed to another process carries them.
  *
- * Two nodes give READ and WRITE to two groups, as /dev/tpm0 and /dev/tpmrm0
- * do: /dev/hbmguard, 0640 (the udev rule makes its group hbmguard), and
+ * Two nodes give READ and WRITE to two groups (the same operations, other
+ * modes): /dev/hbmguard, 0640 (the udev rule makes its group hbmguard), and
  * /dev/hbmguard-aperture, 0600 (the rule: 0660, group hbmguard-aperture,
  * for the training users).  Both have the same operations: a rank needs
- * the reads too.  Both belong to uid 0: root without CAP_SYS_ADMIN (a
- * container's, its capabilities dropped) opens both for writing, as their
- * owner, and so is a training user, never an admin.
+ * the reads too.  Both belong to uid 0: root of the initial user namespace
+ * without CAP_SYS_ADMIN (a container's, its capabilities dropped) opens
+ * both for writing, as their owner, and so is a training user, never an
+ * admin; root in a user namespace that does not map uid 0 is any user.
  *
  * The aperture has no owner per job.  A member of hbmguard-aperture can read
  * and write every memory-backed device's memory, other members' jobs'
@@ -500,7 +502,8 @@ static long hbm_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 static int hbm_open(struct inode *inode, struct file *file)
 {
 	/* The administrator always gets in; others share HBMGUARD_MAX_OPENS. */
-	struct hbm_reader *r = hbm_reader_open(capable(CAP_SYS_ADMIN));
+	/* Asked of every open: no audit record of a denial for each user's. */
+	struct hbm_reader *r = hbm_reader_open(ns_capable_noaudit(&init_user_ns, CAP_SYS_ADMIN));
 
 	if (IS_ERR(r))
 		return PTR_ERR(r);

@@ -227,6 +227,10 @@ static void test_info(void)
 	CHECK_EQ(info.nr_devices, 2);
 	CHECK_EQ(info.event_size, sizeof(struct hbmguard_event));
 	CHECK_EQ(info.max_devices, HBMGUARD_MAX_DEVICES);
+	/* what a library asks before it opens the aperture's node */
+	CHECK_EQ(info.features, HBMGUARD_FEATURE_APERTURE_NODE |
+				HBMGUARD_FEATURE_APERTURE_NEEDS_WRITE);
+	CHECK(!info.reserved[0] && !info.reserved[1] && !info.reserved[2] && !info.reserved[3]);
 
 	di = dev_info(0);
 	CHECK(!strcmp(di.name, "sim0"));

@@ -206,6 +206,8 @@ enum hbmguard_path {
  * @max_devices: HBMGUARD_MAX_DEVICES
  * @event_size: sizeof(struct hbmguard_event)
  * @event_ring: records the ring of each open file holds
+ * @features: HBMGUARD_FEATURE_* this module has (0 from a module older
+ *	than the field, whose reserved word it was)
  * @reserved: zero
  */
 struct hbmguard_info {
@@ -218,8 +220,13 @@ struct hbmguard_info {
 	__u32 max_devices;
 	__u32 event_size;
 	__u32 event_ring;
-	__u32 reserved[5];
+	__u32 features;
+	__u32 reserved[4];
 };
+/* /dev/hbmguard-aperture exists, for the aperture's writers */
+#define HBMGUARD_FEATURE_APERTURE_NODE		(1U << 0)
+/* an aperture maps only from a file open for writing (EACCES otherwise) */
+#define HBMGUARD_FEATURE_APERTURE_NEEDS_WRITE	(1U << 1)
 #define HBMGUARD_INFO_SIZE_VER0 64
 
 /**
