@@ -30,7 +30,8 @@ extern "C" {
 
 struct hbmguard_table;
 
-/* open("/dev/hbmguard") read-only, close-on-exec: an fd, or -errno. */
+/* open("/dev/hbmguard") read-only, close-on-exec, or /dev/hbmguard-aperture
+ * where only its group lets the caller in: an fd, or -errno. */
 int hbmguard_open(void);
 
 /*
@@ -147,7 +148,8 @@ void hbmguard_rank_close(struct hbmguard_rank *r);
 /*
  * The aperture of a memory-backed device (uapi/linux/hbmguard.h, MMAP): its
  * bytes [offset, offset + length) mapped read-write, for a rank to keep
- * state in device memory.  Needs /dev/hbmguard writable.
+ * state in device memory.  Opens /dev/hbmguard-aperture for writing (its
+ * group, hbmguard-aperture; /dev/hbmguard where the module has no such node).
  *
  *	struct hbmguard_aperture *a;
  *	hbmguard_aperture_open("sim2", 0, 1 << 20, &a);
