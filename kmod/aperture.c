@@ -314,17 +314,25 @@ void hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length)
 int hbm_aperture_restored(struct hbm_device *dev, u64 offset, u64 length)
 {
 	u64 mask = (1ULL << dev->page_shift) - 1;
-	u32 page;
+	unsigned long page;
+	void *lost;
 
 	if (!dev->backed || !length || (offset | length) & mask)
 		return -EINVAL;
 	if (offset >= hbm_usable_size(dev) || length > hbm_usable_size(dev) - offset)
 		return -ERANGE;
+	/*
+	 * The pages lost, not the range: any writer may ask for all of a
+	 * device, and the lock it holds meanwhile is every fault's and every
+	 * error's on the device.
+	 */
 	mutex_lock(&dev->lock);
-	for (page = offset >> dev->page_shift;
-	     page < (offset + length) >> dev->page_shift; page++)
+	xa_for_each_range(&dev->lost, page, lost, offset >> dev->page_shift,
+			  ((offset + length) >> dev->page_shift) - 1) {
 		xa_erase(&dev->lost, page);
-	zap(dev, offset, length);
+		zap(dev, (u64)page << dev->page_shift, 1ULL << dev->page_shift);
+		cond_resched();
+	}
 	mutex_unlock(&dev->lock);
 	return 0;
 }

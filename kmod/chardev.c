@@ -60,6 +60,7 @@ static int ioc_get_info(void __user *uarg)
 	info.max_devices = HBMGUARD_MAX_DEVICES;
 	info.event_size = sizeof(struct hbmguard_event);
 	info.event_ring = hbm_event_ring;
+	info.features = HBMGUARD_FEATURE_APERTURE_NODE | HBMGUARD_FEATURE_APERTURE_NEEDS_WRITE;
 	memset(info.reserved, 0, sizeof(info.reserved));
 	return ARG_OUT(uarg, info);
 }
@@ -423,11 +424,39 @@ static int ioc_clear(void __user *uarg)
 }
 
 /*
- * Who may issue an ioctl: anyone who could open the node reads; declaring
- * lost aperture pages restored is for whoever may write that memory (the
- * file opened for writing, as a writable mapping needs); changing the table
- * or the devices is for the administrator: CAP_SYS_ADMIN in the initial user
- * namespace, as every netlink command needs (netlink.c).
+ * The access model (uapi PRIVILEGES).  Three levels, each a file permission
+ * or a capability, never a uid:
+ *
+ * READ: whoever could open a node: the table, the events, the devices.
+ * WRITE: a device's memory, the aperture, mapped at all, and declaring its
+ * lost pages restored: a file open for writing.  The memory is a job's data
+ * (its weights); the readers, monitoring and allocators, need where memory
+ * is bad, not what it holds.  Restoring is writing: it makes lost pages read
+ * zero where they raised SIGBUS, which only the memory's writer may decide.
+ * ADMIN: the table and the devices: CAP_SYS_ADMIN in the initial user
+ * namespace, as every netlink command needs (netlink.c).  Only ADMIN is
+ * checked at the call, as every capability is; READ and WRITE are what the
+ * file was opened for, so an fd handed to another process carries them.
+ *
+ * Two nodes give READ and WRITE to two groups (the same operations, other
+ * modes): /dev/hbmguard, 0640 (the udev rule makes its group hbmguard), and
+ * /dev/hbmguard-aperture, 0600 (the rule: 0660, group hbmguard-aperture,
+ * for the training users).  Both have the same operations: a rank needs
+ * the reads too.  Both belong to uid 0: root of the initial user namespace
+ * without CAP_SYS_ADMIN (a container's, its capabilities dropped) opens
+ * both for writing, as their owner, and so is a training user, never an
+ * admin; root in a user namespace that does not map uid 0 is any user.
+ *
+ * The aperture has no owner per job.  A member of hbmguard-aperture can read
+ * and write every memory-backed device's memory, other members' jobs'
+ * included, and declare their lost pages restored: a job that had not yet
+ * touched them then reads zeros without a signal.  The group is for users
+ * who trust each other with their device memory (one tenant's jobs on a
+ * node).  What no member can do: change the table or the devices, or join,
+ * answer or abort another uid's job in hbmguardd (jobs are per uid).  A
+ * grant narrower than the group, the daemon handing a registered rank an fd
+ * for its own device only, needs the daemon to know which uid owns which
+ * device; it does not.
  */
 enum hbm_ioctl_access { HBM_IOC_READ, HBM_IOC_WRITE, HBM_IOC_ADMIN };
 
@@ -473,7 +502,8 @@ static long hbm_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 static int hbm_open(struct inode *inode, struct file *file)
 {
 	/* The administrator always gets in; others share HBMGUARD_MAX_OPENS. */
-	struct hbm_reader *r = hbm_reader_open(capable(CAP_SYS_ADMIN));
+	/* Asked of every open: no audit record of a denial for each user's. */
+	struct hbm_reader *r = hbm_reader_open(ns_capable_noaudit(&init_user_ns, CAP_SYS_ADMIN));
 
 	if (IS_ERR(r))
 		return PTR_ERR(r);
@@ -505,8 +535,9 @@ static __poll_t hbm_poll(struct file *file, struct poll_table_struct *pt)
  * is copy-on-write: the aperture, a PFN map, cannot be (the first fault
  * would BUG() in vmf_insert_pfn_prot(), mm/memory.c in 6.1 and 6.12), and a
  * copy of the table would be a table no longer published.  Neither holds
- * code.  A read-only file's shared mapping has VM_MAYWRITE cleared by
- * do_mmap() already, so mprotect() cannot make it writable.
+ * code.  A read-only file maps no aperture at all (WRITE, the access model
+ * above); its table mapping has VM_MAYWRITE cleared by do_mmap(), so
+ * mprotect() cannot make it writable.
  */
 static int hbm_mmap(struct file *file, struct vm_area_struct *vma)
 {
@@ -515,8 +546,11 @@ static int hbm_mmap(struct file *file, struct vm_area_struct *vma)
 	if (vma->vm_flags & VM_EXEC)
 		return -EACCES;
 	hbm_vm_flags_clear(vma, VM_MAYEXEC);
-	if (vma->vm_pgoff & (HBMGUARD_MMAP_APERTURE(0) >> PAGE_SHIFT))
+	if (vma->vm_pgoff & (HBMGUARD_MMAP_APERTURE(0) >> PAGE_SHIFT)) {
+		if (!(file->f_mode & FMODE_WRITE))	/* WRITE: see the access model */
+			return -EACCES;
 		return hbm_aperture_mmap(vma);
+	}
 	return hbm_map_mmap(vma);
 }
 
@@ -538,12 +572,28 @@ static struct miscdevice hbm_misc = {
 	.mode = 0640,
 };
 
+/* The writers' node: 0600 until udev gives it the group (the access model). */
+static struct miscdevice hbm_aperture_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = HBMGUARD_APERTURE_DEVICE_NAME,
+	.fops = &hbm_fops,
+	.mode = 0600,
+};
+
 int hbm_chardev_init(void)
 {
-	return misc_register(&hbm_misc);
+	int err = misc_register(&hbm_misc);
+
+	if (err)
+		return err;
+	err = misc_register(&hbm_aperture_misc);
+	if (err)
+		misc_deregister(&hbm_misc);
+	return err;
 }
 
 void hbm_chardev_exit(void)
 {
+	misc_deregister(&hbm_aperture_misc);
 	misc_deregister(&hbm_misc);
 }

@@ -177,6 +177,7 @@ int hbm_table_spare_fail(struct hbm_table *t, u32 spare, u16 errors, u32 now,
 			 struct hbm_result *res, u32 *page);
 bool hbm_table_lookup(const struct hbm_table *t, u32 page,
 		      struct hbm_extent *out);
+bool hbm_table_count(struct hbm_table *t, u32 page, u16 errors, u32 now);
 u32 hbm_table_list(const struct hbm_table *t, u32 start, u32 end,
 		   struct hbm_extent *out, u32 max, u32 *next);
 u32 hbm_table_bad_pages(const struct hbm_table *t);

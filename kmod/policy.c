@@ -289,7 +289,6 @@ static int spare_report(struct hbm_core *c, u32 spare, u32 kind, u32 count,
 int hbm_core_report(struct hbm_core *c, u32 page, u32 kind, u32 count,
 		    u32 now, struct hbm_result *res, u32 *served)
 {
-	struct hbm_extent e;
 	u32 errors = count;
 	enum hbm_op op;
 	u8 source;
@@ -311,10 +310,12 @@ int hbm_core_report(struct hbm_core *c, u32 page, u32 kind, u32 count,
 	switch (kind) {
 	case HBMGUARD_ERROR_CE:
 		/* A page already in the table only counts the errors. */
-		if (hbm_table_lookup(&c->table, page, &e)) {
-			op = HBM_OP_PENDING;	/* keeps every state */
-			source = e.source;
-		} else if (ce_add(c, page, count, now, &errors)) {
+		if (hbm_table_count(&c->table, page, count, now)) {
+			c->ce_events += count;
+			ce_forget(c, page, 1);
+			return 0;
+		}
+		if (ce_add(c, page, count, now, &errors)) {
 			op = HBM_OP_RETIRE;
 			source = HBMGUARD_SOURCE_CE_THRESHOLD;
 		} else {

@@ -225,6 +225,36 @@ bool hbm_table_lookup(const struct hbm_table *t, u32 page,
 	return true;
 }
 
+/**
+ * hbm_table_count() - count errors on a page the table holds, in place
+ * @t: the table
+ * @page: the page
+ * @errors: errors to add to the record of the extent holding @page
+ * @now: seconds since the epoch
+ *
+ * What hbm_table_apply(HBM_OP_PENDING) of @page does to a page the table
+ * holds (its extent keeps its state, pages and spares; only the record
+ * changes), without rebuilding the extent: a failing row goes on erring
+ * after it is retired, and a storm of such reports costs a lookup each.
+ *
+ * Return: true when @page is in the table and its extent counted the
+ * errors; false when it is not in the table (nothing changed).
+ */
+bool hbm_table_count(struct hbm_table *t, u32 page, u16 errors, u32 now)
+{
+	struct hbm_extent *e;
+	struct pos p;
+
+	if (!pos_at_or_below(t, page, &p))
+		return false;
+	e = &t->leaves[p.leaf]->ext[p.idx];
+	if (ext_end(e) <= page)
+		return false;
+	e->last_seen = now;
+	e->errors = min_t(u32, 0xffff, (u32)e->errors + errors);
+	return true;
+}
+
 u32 hbm_table_list(const struct hbm_table *t, u32 start, u32 end,
 		   struct hbm_extent *out, u32 max, u32 *next)
 {

@@ -354,7 +354,13 @@ int hbmguard_aperture_open(const char *device, uint64_t offset, uint64_t length,
 
 	if (!a)
 		return -ENOMEM;
-	a->fd = open("/dev/" HBMGUARD_DEVICE_NAME, O_RDWR | O_CLOEXEC);
+	/*
+	 * The writers' node; a module older than it has only the other, and
+	 * a container may be let into that one alone (its device cgroup: EPERM).
+	 */
+	a->fd = open("/dev/" HBMGUARD_APERTURE_DEVICE_NAME, O_RDWR | O_CLOEXEC);
+	if (a->fd < 0 && (errno == ENOENT || errno == EPERM))
+		a->fd = open("/dev/" HBMGUARD_DEVICE_NAME, O_RDWR | O_CLOEXEC);
 	if (a->fd < 0) {
 		err = -errno;
 		goto err_free;

@@ -30,7 +30,8 @@ extern "C" {
 
 struct hbmguard_table;
 
-/* open("/dev/hbmguard") read-only, close-on-exec: an fd, or -errno. */
+/* open("/dev/hbmguard") read-only, close-on-exec, or /dev/hbmguard-aperture
+ * where only its group lets the caller in: an fd, or -errno. */
 int hbmguard_open(void);
 
 /*
@@ -161,7 +162,8 @@ int hbmguard_recovery_deadlines(const char *socket_path, struct hbmguard_deadlin
 /*
  * The aperture of a memory-backed device (uapi/linux/hbmguard.h, MMAP): its
  * bytes [offset, offset + length) mapped read-write, for a rank to keep
- * state in device memory.  Needs /dev/hbmguard writable.
+ * state in device memory.  Opens /dev/hbmguard-aperture for writing (its
+ * group, hbmguard-aperture; /dev/hbmguard where the module has no such node).
  *
  *	struct hbmguard_aperture *a;
  *	hbmguard_aperture_open("sim2", 0, 1 << 20, &a);

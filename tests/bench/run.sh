@@ -9,9 +9,11 @@ kver=$(ls -d /usr/src/linux-headers-*-amd64 | sed 's|.*/linux-headers-||' | sort
 system_kver=$(ls -d /usr/src/linux-headers-*-amd64 | sed 's|.*/linux-headers-||' | sort -V | head -n 1)
 
 run() {
+	local rc=0
+
 	echo "== hbmguard benchmarks ($(date -u +%F), $(nproc) cores)"
 	echo
-	"$TOP/build/bench-core"
+	"$TOP/build/bench-core" || rc=$?
 	echo
 	"$TOP/scripts/guest-run" --kernel "$kver" --mem 2048 --hbm-node 512 --timeout 2400 \
 		--module hwpoison-inject \
@@ -25,7 +27,7 @@ run() {
 		--bin "$TOP/build/hbmguardd:/bin/hbmguardd" \
 		--file "$TOP/tests/bench/guest-bench.sh:/bench.sh" \
 		--log "$TOP/build/logs/bench-$kver.log" \
-		-- sh /bench.sh
+		-- sh /bench.sh || rc=$?
 	echo
 	echo "Kernel $kver.  Targets: core lookup <= 100 ns at 10^6 where the table"
 	echo "fits the cache (the floor row is the machine's own cost of one random"
@@ -38,11 +40,19 @@ run() {
 	echo "Then the 4-rank DDP job of make demo: fault -> training resumed, hbmguard"
 	echo "beside checkpoint-restart.  Targets: hbmguard under 1 s and >= 20x faster than"
 	echo "a (cold) restart; the warm restart is a restart's floor, its imports spared."
-	"$TOP/tests/system/run.sh" "$system_kver" bench
+	"$TOP/tests/system/run.sh" "$system_kver" bench || rc=$?
+	return $rc
 }
 
 mkdir -p "$TOP/build/logs"
-run 2>&1 | tee "$TOP/build/bench.log"
+# A part that fails (a guest that timed out) does not stop the others, and
+# the table is made of the figures printed; the run fails after it.
+rc=0
+run 2>&1 | tee "$TOP/build/bench.log" || rc=$?
 echo
 echo "== Every figure beside its anchor, measured in this run"
 /usr/bin/python3 "$TOP/tests/bench/table.py" "$TOP/build/bench.log" "$TOP/build/bench.json"
+if [ $rc != 0 ]; then
+	echo "make bench: a part failed (exit status $rc): its figures are missing above" >&2
+	exit $rc
+fi

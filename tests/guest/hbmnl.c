@@ -781,10 +781,13 @@ static int cmd_echo_latency(uint32_t dev, long count)
 		double t0;
 
 		nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev);
-		nla_put_u32(msg, HBMGUARD_A_CE_WINDOW, 86400 - (i % 2));
+		/* Never the default (86400): a policy set to what it is makes no event. */
+		nla_put_u32(msg, HBMGUARD_A_CE_WINDOW, 86398 + (i % 2));
 		t0 = now_us();
-		if (transact(req, msg, NULL, NULL) || !await_event(sk, HBMGUARD_EVENT_POLICY))
+		if (transact(req, msg, NULL, NULL) || !await_event(sk, HBMGUARD_EVENT_POLICY)) {
+			fprintf(stderr, "hbmnl: echo-latency: no POLICY event for request %ld\n", i);
 			return 1;
+		}
 		us[i] = now_us() - t0;
 	}
 	print_latency("floor: netlink request -> its event heard (us)", us, count);

@@ -7,6 +7,7 @@
  * them.  Usage: hbmtest [test...]; with no argument, all.  Prints one line
  * per test and a closing "N passed, N failed"; exits non-zero on a failure.
  */
+#include <grp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -226,6 +227,10 @@ static void test_info(void)
 	CHECK_EQ(info.nr_devices, 2);
 	CHECK_EQ(info.event_size, sizeof(struct hbmguard_event));
 	CHECK_EQ(info.max_devices, HBMGUARD_MAX_DEVICES);
+	/* what a library asks before it opens the aperture's node */
+	CHECK_EQ(info.features, HBMGUARD_FEATURE_APERTURE_NODE |
+				HBMGUARD_FEATURE_APERTURE_NEEDS_WRITE);
+	CHECK(!info.reserved[0] && !info.reserved[1] && !info.reserved[2] && !info.reserved[3]);
 
 	di = dev_info(0);
 	CHECK(!strcmp(di.name, "sim0"));
@@ -956,13 +961,13 @@ static void test_unprivileged(void)
  * only, with every capability but CAP_SYS_ADMIN, and root of a user
  * namespace.  Each reads; each is refused every change with EPERM.
  */
-static int refused_changes(int fd)
+static int refused_changes(int fd, uint32_t nr_devices)
 {
 	struct hbmguard_info info;
 	uint32_t id;
 
 	ctl = fd;
-	if (get_info(fd, &info) || info.nr_devices != 2)
+	if (get_info(fd, &info) || info.nr_devices != nr_devices)
 		return 20;
 	if (translate(0, 0).state != HBMGUARD_STATE_CLEAN)
 		return 21;
@@ -1005,7 +1010,7 @@ static void test_privileges(void)
 				_exit(10);
 			if (who[i].userns ? become_userns_root() : caps_keep_only(who[i].keep))
 				_exit(11);
-			_exit(refused_changes(fd));
+			_exit(refused_changes(fd, 2));
 		}
 		waitpid(pid, &status, 0);
 		CHECK_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status), 0);
@@ -2516,9 +2521,10 @@ static void check_vm_ops(int fd, bool ro, size_t len, uint64_t off, bool table)
 static void test_mmap_variants(void)
 {
 	static const struct mmap_case aperture[] = {
-		{ PROT_READ, MAP_SHARED, 0, 0 },
-		{ PROT_NONE, MAP_SHARED, 0, 0 },
-		{ PROT_READ, MAP_SHARED_VALIDATE, 0, 0 },
+		/* hbm_mmap(): device memory, even read, needs a writable file */
+		{ PROT_READ, MAP_SHARED, EACCES, 0 },
+		{ PROT_NONE, MAP_SHARED, EACCES, 0 },
+		{ PROT_READ, MAP_SHARED_VALIDATE, EACCES, 0 },
 		/* do_mmap(): a shared writable mapping needs a writable file */
 		{ PROT_READ | PROT_WRITE, MAP_SHARED, EACCES, 0 },
 		{ PROT_WRITE, MAP_SHARED, EACCES, 0 },
@@ -2566,33 +2572,38 @@ static void test_mmap_variants(void)
 		for (i = 0; i < sizeof(table) / sizeof(table[0]); i++)
 			check_mmap_case(fds[f], !f, &table[i], PAGE, HBMGUARD_MMAP_TABLE(id),
 					"table");
-		check_vm_ops(fds[f], !f, 4 * PAGE, ap + 8 * PAGE, false);
+		if (f)	/* the read-only file maps no aperture */
+			check_vm_ops(fds[f], !f, 4 * PAGE, ap + 8 * PAGE, false);
 		check_vm_ops(fds[f], !f, map_size, HBMGUARD_MMAP_TABLE(id), true);
 	}
-	close(fds[1]);
 
-	/* Offsets and lengths at and past every boundary, on the read-only fd. */
+	/*
+	 * Offsets and lengths at and past every boundary: the aperture's on the
+	 * read-write fd, the table's on the read-only one.
+	 */
 	{
 		static const struct mmap_case ok = { PROT_READ, MAP_SHARED, 0, 0 },
 			inval = { PROT_READ, MAP_SHARED, EINVAL, EINVAL },
 			nodev = { PROT_READ, MAP_SHARED, ENODEV, ENODEV },
 			over = { PROT_READ, MAP_SHARED, EOVERFLOW, EOVERFLOW };
-		int fd = fds[0];
+		int fd = fds[1];
 
-		check_mmap_case(fd, true, &ok, usable, ap, "whole aperture");
-		check_mmap_case(fd, true, &inval, usable + PAGE, ap, "aperture + 1 page");
-		check_mmap_case(fd, true, &ok, PAGE, ap + usable - PAGE, "last page");
-		check_mmap_case(fd, true, &inval, 2 * PAGE, ap + usable - PAGE, "last page + 1");
-		check_mmap_case(fd, true, &inval, PAGE, ap + usable, "first spare");
-		check_mmap_case(fd, true, &inval, PAGE, ap + window - PAGE, "end of window");
-		check_mmap_case(fd, true, &inval, PAGE, ap + 1, "misaligned");	/* do_mmap() */
-		check_mmap_case(fd, true, &inval, 0, ap, "empty");		/* do_mmap() */
-		check_mmap_case(fd, true, &nodev, PAGE, HBMGUARD_MMAP_APERTURE(absent),
+		check_mmap_case(fd, false, &ok, usable, ap, "whole aperture");
+		check_mmap_case(fd, false, &inval, usable + PAGE, ap, "aperture + 1 page");
+		check_mmap_case(fd, false, &ok, PAGE, ap + usable - PAGE, "last page");
+		check_mmap_case(fd, false, &inval, 2 * PAGE, ap + usable - PAGE, "last page + 1");
+		check_mmap_case(fd, false, &inval, PAGE, ap + usable, "first spare");
+		check_mmap_case(fd, false, &inval, PAGE, ap + window - PAGE, "end of window");
+		check_mmap_case(fd, false, &inval, PAGE, ap + 1, "misaligned");	/* do_mmap() */
+		check_mmap_case(fd, false, &inval, 0, ap, "empty");		/* do_mmap() */
+		check_mmap_case(fd, false, &nodev, PAGE, HBMGUARD_MMAP_APERTURE(absent),
 				"absent device");
-		check_mmap_case(fd, true, &inval, PAGE,
+		check_mmap_case(fd, false, &inval, PAGE,
 				HBMGUARD_MMAP_APERTURE(HBMGUARD_MAX_DEVICES), "device 256");
-		check_mmap_case(fd, true, &inval, PAGE, ap | 1ULL << 63, "bit 63");
-		check_mmap_case(fd, true, &over, 2 * PAGE, -PAGE, "offset wraps");	/* do_mmap() */
+		check_mmap_case(fd, false, &inval, PAGE, ap | 1ULL << 63, "bit 63");
+		check_mmap_case(fd, false, &over, 2 * PAGE, -PAGE, "offset wraps");	/* do_mmap() */
+		close(fds[1]);
+		fd = fds[0];
 
 		check_mmap_case(fd, true, &ok, map_size, HBMGUARD_MMAP_TABLE(id), "whole table");
 		check_mmap_case(fd, true, &inval, map_size + PAGE, HBMGUARD_MMAP_TABLE(id),
@@ -2605,6 +2616,183 @@ static void test_mmap_variants(void)
 				"table 256");
 	}
 	close(fds[0]);
+	CHECK_OK(sim_destroy(id));
+	signal(SIGBUS, SIG_DFL);
+}
+
+/*
+ * The access model (kmod/chardev.c) as the users it names meet it, the
+ * nodes' groups and modes as the udev rule makes them: a member of
+ * hbmguard-aperture's group maps device memory read-write and restores its
+ * lost pages, and is refused every change; a member of hbmguard's group
+ * reads the table but never the memory; a user in neither opens neither;
+ * uid 0 without CAP_SYS_ADMIN, the nodes' owner, is a writer, not an admin.
+ */
+#define APERTURE_NODE "/dev/" HBMGUARD_APERTURE_DEVICE_NAME
+#define READERS_GID 1000
+#define WRITERS_GID 1100
+
+enum node_user { NODE_WRITER, NODE_READER, NODE_NOBODY, NODE_ROOT_NOCAP };
+
+/*
+ * What a writer may do, from an open of the aperture node: map @id's memory,
+ * write and read it, find lost @page's SIGBUS and restore it; and what it
+ * may not: map from a read-only file, restore through one, or change
+ * anything (refused_changes()).  0 or the step that failed.
+ */
+static int writer_uses(uint32_t id, uint64_t page, uint32_t nr_devices)
+{
+	struct hbmguard_extent_op x = { .size = sizeof(x), .device = id,
+					.offset = page * PAGE, .length = PAGE };
+	int fd = open(APERTURE_NODE, O_RDWR | O_CLOEXEC), ro;
+	volatile uint64_t *p;
+	uint64_t w;
+
+	if (fd < 0)
+		return 30;
+	p = mmap(NULL, 16 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		 HBMGUARD_MMAP_APERTURE(id));
+	if (p == MAP_FAILED)
+		return 31;
+	p[page] = 0x600d;	/* a word of its own on a good page */
+	if (!read_word(p + page, &w) || w != 0x600d)
+		return 32;
+	bus_code = 0;
+	if (read_word(p + page * PAGE / 8, &w) || bus_code != BUS_MCEERR_AR)
+		return 33;
+	ro = open(APERTURE_NODE, O_RDONLY | O_CLOEXEC);
+	if (ro < 0)
+		return 34;
+	if (mmap(NULL, PAGE, PROT_READ, MAP_SHARED, ro, HBMGUARD_MMAP_APERTURE(id)) !=
+	    MAP_FAILED || errno != EACCES)
+		return 35;
+	if (ioctl(ro, HBMGUARD_IOC_RESTORED, &x) != -1 || errno != EBADF)
+		return 36;
+	close(ro);
+	if (read_word(p + page * PAGE / 8, &w))	/* still lost */
+		return 37;
+	if (ioctl(fd, HBMGUARD_IOC_RESTORED, &x))
+		return 38;
+	if (!read_word(p + page * PAGE / 8, &w) || w)
+		return 39;
+	p[page * PAGE / 8] = 0x1234;
+	if (!read_word(p + page * PAGE / 8, &w) || w != 0x1234)
+		return 40;
+	munmap((void *)p, 16 * PAGE);
+	ro = hbmguard_open();	/* the aperture's node: the reads need no other group */
+	if (ro < 0)
+		return 41;
+	close(ro);
+	return refused_changes(fd, nr_devices);
+}
+
+/* A reader sees the table, never the memory, and cannot restore. */
+static int reader_uses(uint32_t id, uint64_t page)
+{
+	struct hbmguard_extent_op x = { .size = sizeof(x), .device = id,
+					.offset = page * PAGE, .length = PAGE };
+	int fd;
+
+	if (open(APERTURE_NODE, O_RDONLY) != -1 || errno != EACCES)
+		return 50;
+	if (open(DEV_NODE, O_RDWR) != -1 || errno != EACCES)
+		return 51;
+	fd = open(DEV_NODE, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 52;
+	ctl = fd;
+	if (translate(id, page * PAGE).state != HBMGUARD_STATE_RETIRED)
+		return 53;
+	if (mmap(NULL, PAGE, PROT_READ, MAP_SHARED, fd, HBMGUARD_MMAP_APERTURE(id)) !=
+	    MAP_FAILED || errno != EACCES)
+		return 54;
+	if (ioctl(fd, HBMGUARD_IOC_RESTORED, &x) != -1 || errno != EBADF)
+		return 55;
+	return 0;
+}
+
+static int node_user(enum node_user who, uint32_t id, uint64_t page, uint32_t nr_devices)
+{
+	gid_t group = who == NODE_WRITER ? WRITERS_GID : READERS_GID;
+
+	switch (who) {
+	case NODE_WRITER:	/* a member by its supplementary groups, as useradd -G */
+	case NODE_READER:
+		if (setgroups(1, &group) || setgid(3000) || setuid(3000))
+			return 10;
+		return who == NODE_WRITER ? writer_uses(id, page, nr_devices) :
+					    reader_uses(id, page);
+	case NODE_NOBODY:
+		if (setgroups(0, NULL) || setgid(2000) || setuid(2000))
+			return 10;
+		if (open(APERTURE_NODE, O_RDWR) != -1 || errno != EACCES ||
+		    open(APERTURE_NODE, O_RDONLY) != -1 || errno != EACCES ||
+		    open(DEV_NODE, O_RDONLY) != -1 || errno != EACCES ||
+		    hbmguard_open() != -EACCES)
+			return 11;
+		return 0;
+	case NODE_ROOT_NOCAP:	/* setpriv --inh-caps=-all --bounding-set=-all */
+		if (caps_keep_only(0))
+			return 10;
+		return writer_uses(id, page, nr_devices);
+	}
+	return 99;
+}
+
+static void test_aperture_users(void)
+{
+	static const struct {
+		enum node_user who;
+		uint64_t page;		/* a lost page of its own */
+	} users[] = {
+		{ NODE_WRITER, 10 }, { NODE_READER, 11 }, { NODE_NOBODY, 0 },
+		{ NODE_ROOT_NOCAP, 12 },
+	};
+	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
+	uint32_t id = backed_device("users", 64);
+	struct hbmguard_info info;
+	struct snapshot before;
+	unsigned int i;
+	uint64_t w;
+	int status;
+	uint64_t *p;
+
+	sigaction(SIGBUS, &sa, NULL);
+	for (i = 0; i < sizeof(users) / sizeof(users[0]); i++)
+		if (users[i].page)
+			CHECK_OK(inject(ctl, id, HBMGUARD_ERROR_UE, users[i].page * PAGE, 1));
+	CHECK_OK(get_info(ctl, &info));
+	before = snap();
+	CHECK_OK(chown(APERTURE_NODE, 0, WRITERS_GID));	/* as 60-hbmguard.rules */
+	CHECK_OK(chmod(APERTURE_NODE, 0660));
+	CHECK_OK(chown(DEV_NODE, 0, READERS_GID));
+	for (i = 0; i < sizeof(users) / sizeof(users[0]); i++) {
+		pid_t pid = fork();
+
+		if (pid == 0)
+			_exit(node_user(users[i].who, id, users[i].page, info.nr_devices));
+		waitpid(pid, &status, 0);
+		if (!WIFEXITED(status) || WEXITSTATUS(status))
+			printf("  user %u: %s %d\n", i, WIFEXITED(status) ? "step" : "signal",
+			       WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+		CHECK(WIFEXITED(status) && !WEXITSTATUS(status));
+	}
+	CHECK_OK(chown(DEV_NODE, 0, 0));
+	CHECK_OK(chown(APERTURE_NODE, 0, 0));
+	CHECK_OK(chmod(APERTURE_NODE, 0600));
+	CHECK_UNCHANGED(before);
+
+	/* What the writers did is in the memory; the reader's page stays lost. */
+	p = mmap(NULL, 16 * PAGE, PROT_READ, MAP_SHARED, ctl, HBMGUARD_MMAP_APERTURE(id));
+	CHECK(p != MAP_FAILED);
+	if (p != MAP_FAILED) {
+		CHECK(read_word(p + 10 * PAGE / 8, &w) && w == 0x1234);
+		CHECK(read_word(p + 12 * PAGE / 8, &w) && w == 0x1234);
+		CHECK(!read_word(p + 11 * PAGE / 8, &w));
+		CHECK(read_word(p + 10, &w) && w == 0x600d);
+		CHECK(read_word(p + 12, &w) && w == 0x600d);
+		munmap(p, 16 * PAGE);
+	}
 	CHECK_OK(sim_destroy(id));
 	signal(SIGBUS, SIG_DFL);
 }
@@ -3016,6 +3204,7 @@ static const struct {
 	{ "aperture_vm", test_aperture_vm },
 	{ "mmap_variants", test_mmap_variants },
 	{ "aperture_nodes", test_aperture_nodes },
+	{ "aperture_users", test_aperture_users },
 	{ "aperture_clear", test_aperture_clear },
 	{ "aperture_nomem", test_aperture_nomem },
 	{ "aperture_nomem_fault", test_aperture_nomem_fault },

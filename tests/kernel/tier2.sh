@@ -7,6 +7,7 @@ check "bad parameter explained" 'dmesg | grep -q "event_ring=1000: must be a pow
 check "load" 'insmod /hbmguard.ko sim_devices=2 sim_hbm_mib=1024'
 check "parameters in sysfs" '[ "$(cat /sys/module/hbmguard/parameters/sim_devices)" = 2 ]'
 check "device node 0640" 'ls -l /dev/hbmguard | grep -q "^crw-r-----"'
+check "aperture node 0600" 'ls -l /dev/hbmguard-aperture | grep -q "^crw-------"'
 # The first open through a node that then goes, filesystem and all: nothing
 # of it may stay in use by what follows (the debug kernel's KASAN checks).
 check "first open through a node that goes away" 'mkdir -p /tmp/n && mount -t tmpfs tmpfs /tmp/n &&

@@ -195,6 +195,8 @@ phase1() {
 	check "options from modprobe.d" '[ "$(cat /sys/module/hbmguard/parameters/sim_devices)" = 4 ]'
 	check "/dev/hbmguard: root:hbmguard 0640 (udev, sysusers)" \
 		'[ "$(stat -c "%a %U %G" /dev/hbmguard)" = "640 root hbmguard" ]'
+	check "/dev/hbmguard-aperture: root:hbmguard-aperture 0660 (udev, sysusers)" \
+		'[ "$(stat -c "%a %U %G" /dev/hbmguard-aperture)" = "660 root hbmguard-aperture" ]'
 	check "hbmguardd active after READY=1" active
 	check "STATUS= says what it keeps" \
 		'systemctl show -P StatusText hbmguardd | grep -q "^5 devices, 0 bad pages"'
@@ -385,28 +387,51 @@ f.write(bytes([b[0] ^ 4])); f.close()"
 	# (Debian's) scraping it through the UE below.
 	metrics_on
 
-	# Training ranks through the Python package, as an unprivileged user:
-	# a UE under rank 1 is recovered, with no process restarted.
+	# Training ranks through the Python package, as an unprivileged user
+	# in the group the README gives training users: a UE under rank 1, in
+	# the device memory it keeps its state in, is recovered, with no
+	# process restarted.  The aperture is the writers' group's alone.
+	useradd -M -G hbmguard-aperture hbmtrain
+	check "training user maps device memory, writes and reads it" \
+		'runuser -u hbmtrain -- python3 -c "
+import hbmguard
+a = hbmguard.Aperture(\"sim:sim1\", 0x10000, 0x2000)
+a.buffer[0x1ff8:0x2000] = b\"hbmtrain\"
+assert hbmguard.Aperture(\"sim:sim1\", 0x11000, 0x1000).buffer[0xff8:] == b\"hbmtrain\""'
+	check "monitoring user cannot map it" '! runuser -u hbmops -- python3 -c "
+import hbmguard; hbmguard.Aperture(\"sim:sim1\", 0, 4096)" 2>/tmp/err &&
+		grep -q "Permission denied" /tmp/err'
+	check "nor a user in neither group" '! setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		python3 -c "import hbmguard; hbmguard.Aperture(\"sim:sim1\", 0, 4096)" 2>/tmp/err &&
+		grep -q "Permission denied" /tmp/err'
 	for r in 0 1; do
-		dev=sim:sim1
-		[ $r = 1 ] && dev=sim:sim0
-		runuser -u hbmops -- python3 /usr/local/lib/hbmguard-test/pyrank.py \
-			py $r 2 $dev >/tmp/py.$r 2>&1 &
+		dev=sim:sim1 ap=
+		[ $r = 1 ] && dev=sim:sim0 ap=aperture
+		runuser -u hbmtrain -- python3 /usr/local/lib/hbmguard-test/pyrank.py \
+			py $r 2 $dev $ap >/tmp/py.$r 2>&1 &
 		eval py$r=\$!
 	done
 	eventually "python ranks registered" '[ $(hbmctl ranks | grep -c "^py ") = 2 ]'
+	check "... as the training user" '[ "$(hbmctl --json ranks | python3 -c "
+import json, sys
+print(sorted({r[\"uid\"] for r in json.load(sys.stdin) if r[\"job\"] == \"py\"}))")" = "[$(id -u hbmtrain)]" ]'
 	check "STATUS= counts them" 'systemctl show -P StatusText hbmguardd | grep -q "; 2 ranks, 0 incidents open;"'
 	hbmctl inject sim0 ue 0x20000
 	wait $py0
 	s0=$?
 	wait $py1
 	check "python ranks resumed, the same processes" '[ $s0 = 0 ] && [ $? = 0 ]'
-	for r in 0 1; do
-		check "python rank $r paused, restored, resumed" '[ "$(cat /tmp/py.$r)" = "registered
+	check "python rank 0 paused, restored, resumed" '[ "$(cat /tmp/py.0)" = "registered
 request pause incident 1 failed_rank 1
 request restore incident 1 failed_rank 1
-request resume incident 1 failed_rank 1" ] || { cat /tmp/py.$r; false; }'
-	done
+request resume incident 1 failed_rank 1" ] || { cat /tmp/py.0; false; }'
+	check "python rank 1 lost its page, restored its device memory, resumed" \
+		'[ "$(cat /tmp/py.1)" = "registered
+request pause incident 1 failed_rank 1
+aperture lost 1
+request restore incident 1 failed_rank 1
+request resume incident 1 failed_rank 1
+aperture intact" ] || { cat /tmp/py.1; false; }'
 	check "incident journaled with its fields" 'journal_has MESSAGE_ID=7b4d2f0c9a8e4d61b3f5a2c1e0d9f8a7 \
 		HBMGUARD_JOB=py HBMGUARD_RANK=1 HBMGUARD_INCIDENT=1 HBMGUARD_INCIDENT_STATE=resumed \
 		HBMGUARD_IDENTITY=sim:sim0 HBMGUARD_OFFSET=0x20000'

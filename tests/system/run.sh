@@ -113,6 +113,9 @@ if [ "$mode" = ddp ] || [ "$mode" = demo ] || [ "$mode" = nvml ] || [ "$mode" = 
 	mkdir -p "$root/var/lib/hbmguard-test"
 	echo "$mode" >"$root/var/lib/hbmguard-test/phase"
 fi
+# Debian's Prometheus server starts at boot; the metrics checks run one of
+# their own (guest.sh), and the bench none, whose CPU it would share.
+systemctl --root="$root" mask prometheus.service >/dev/null 2>&1
 if [ "$mode" = bench ]; then
 	# The unit as shipped; rasdaemon started by the bench itself.
 	mkdir -p "$root/var/lib/hbmguard-test"
@@ -120,8 +123,6 @@ if [ "$mode" = bench ]; then
 	systemctl --root="$root" disable rasdaemon.service >/dev/null 2>&1
 else
 	systemctl --root="$root" mask rasdaemon.service >/dev/null 2>&1
-	# The metrics checks run a Prometheus server of their own (guest.sh).
-	systemctl --root="$root" mask prometheus.service >/dev/null 2>&1
 	# A watchdog the test can wait out: the unit's own is 30 s.
 	mkdir -p "$root/etc/systemd/system/hbmguardd.service.d"
 	printf '[Service]\nWatchdogSec=5s\n' >"$root/etc/systemd/system/hbmguardd.service.d/test.conf"

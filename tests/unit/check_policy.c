@@ -156,6 +156,55 @@ START_TEST(ce_on_bad_page_changes_no_state)
 }
 END_TEST
 
+/*
+ * Errors on a page the table holds count on its extent's record, in place:
+ * the extent stays whole (a row retired as one counts once, on the row),
+ * keeps its state, source, spare and first sighting, its neighbours are
+ * untouched, nothing changes state, and nothing is allocated, so a storm
+ * on a retired row cannot fail for memory.
+ */
+START_TEST(ce_on_bad_page_counts_in_place)
+{
+	static const struct hbm_result none;
+	struct hbm_extent row, e;
+
+	ck_assert_int_eq(hbm_core_apply(&c, HBM_OP_RETIRE, 30, 4,
+					HBMGUARD_SOURCE_ADMIN, NOW, &res), 0);
+	ck_assert_int_eq(hbm_core_apply(&c, HBM_OP_PENDING, 28, 1,
+					HBMGUARD_SOURCE_ADMIN, NOW, &res), 0);
+	ck_assert_int_eq(hbm_core_apply(&c, HBM_OP_PENDING, 35, 1,
+					HBMGUARD_SOURCE_ADMIN, NOW, &res), 0);
+	ck_assert(hbm_table_lookup(&c.table, 30, &row));
+	ck_assert_uint_eq(row.nr, 4);
+	memset(&res, 0, sizeof(res));
+	hbm_test_alloc_fail_in = 0;	/* the next allocation fails */
+	ck_assert_int_eq(report(32, HBMGUARD_ERROR_CE, 65000, NOW + 5), 0);
+	ck_assert_int_eq(report(31, HBMGUARD_ERROR_CE, 1000, NOW + 6), 0);
+	ck_assert_int_eq(hbm_test_alloc_fail_in, 0);
+	hbm_test_alloc_fail_in = -1;
+	ck_assert_mem_eq(&res, &none, sizeof(res));
+	ck_assert(hbm_table_lookup(&c.table, 33, &e));
+	ck_assert_uint_eq(e.first, 30);
+	ck_assert_uint_eq(e.nr, 4);
+	ck_assert_uint_eq(e.state, HBMGUARD_STATE_RETIRED);
+	ck_assert_uint_eq(e.source, row.source);
+	ck_assert_uint_eq(e.spare, row.spare);
+	ck_assert_uint_eq(e.first_seen, row.first_seen);
+	ck_assert_uint_eq(e.last_seen, NOW + 6);
+	ck_assert_uint_eq(e.errors, 0xffff);	/* saturated */
+	ck_assert(hbm_table_lookup(&c.table, 28, &e));
+	ck_assert_uint_eq(e.errors, 0);
+	ck_assert_uint_eq(e.last_seen, NOW);
+	ck_assert(hbm_table_lookup(&c.table, 35, &e));
+	ck_assert_uint_eq(e.errors, 0);
+	ck_assert_uint_eq(e.last_seen, NOW);
+	ck_assert_uint_eq(c.table.nr_extents, 3);
+	ck_assert_uint_eq(c.table.pages[HBMGUARD_STATE_RETIRED], 4);
+	ck_assert_uint_eq(c.table.pages[HBMGUARD_STATE_PENDING], 2);
+	ck_assert_uint_eq(c.ce_events, 66000);
+}
+END_TEST
+
 START_TEST(health_follows_limit)
 {
 	struct hbm_policy p = c.policy;
@@ -420,6 +469,7 @@ Suite *policy_suite(void)
 	tcase_add_test(tc, ce_burst_across_seconds);
 	tcase_add_test(tc, ce_tracking_is_bounded);
 	tcase_add_test(tc, ce_on_bad_page_changes_no_state);
+	tcase_add_test(tc, ce_on_bad_page_counts_in_place);
 	tcase_add_test(tc, health_follows_limit);
 	tcase_add_test(tc, bad_reports_change_nothing);
 	tcase_add_test(tc, policy_validation);

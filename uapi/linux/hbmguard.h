@@ -39,18 +39,35 @@
  *	/dev/hbmguard: open, GET_*,	the node's mode (0640: owner and group)
  *	  LIST_*, TRANSLATE, read(),
  *	  poll(), mmap of the table
- *	RESTORED			the file open for writing (EBADF)
+ *	mmap of the aperture (read	a file open for writing (EACCES)
+ *	  or write), RESTORED		  (RESTORED: EBADF)
  *	every other ioctl (changes)	admin (EPERM)
  *	every netlink command, reads	admin, of the socket's opener and of the
  *	  included			sender (EPERM)
  *	joining the "events" group	admin (EPERM)
+ *
+ * Two nodes with the same operations give the reads and the aperture to two
+ * groups: /dev/hbmguard (HBMGUARD_DEVICE_NAME, 0640) to the readers
+ * (monitoring, allocators), /dev/hbmguard-aperture
+ * (HBMGUARD_APERTURE_DEVICE_NAME, 0600 from the kernel; 0660 and its own
+ * group from udev) to the training processes, who open it for writing to
+ * map their device's memory and declare lost pages restored.  The memory is
+ * the jobs' data: a reader sees where memory is bad, never what it holds.
+ * The aperture has no owner per job: whoever may open the second node for
+ * writing may read and write every memory-backed device's memory and
+ * restore any device's lost pages (which then read zero, where they raised
+ * SIGBUS).  Both nodes belong to uid 0: root without CAP_SYS_ADMIN opens
+ * both for writing, and is refused every change.  Only admin is checked at
+ * the call; the rest is what the file was opened for, and travels with it.
+ * (Before the second node, a read-only file could map the aperture
+ * read-only; it now gets EACCES.)
  *
  * Netlink reads need admin too: a socket has no file mode to give them to a
  * group, and they carry physical addresses (PHYS_ADDR); /dev/hbmguard is the
  * group's read interface.  CAP_NET_ADMIN, common in containers with the
  * host's network, grants nothing here.
  *
- * Opens of /dev/hbmguard by one non-admin user (euid) hold at most
+ * Opens of either node by one non-admin user (euid) hold at most
  * HBMGUARD_MAX_OPENS event rings; one more is ENFILE, for that user only.  A ring (event_ring records) is
  * charged to the opener's memory cgroup (ENOMEM at its limit).  An admin's
  * open is not counted.
@@ -60,6 +77,7 @@
  * The node is 0640: its group may read (GET_*, LIST_*, TRANSLATE, read(),
  * poll()); every ioctl that changes the table or the devices needs
  * CAP_SYS_ADMIN (EPERM), and RESTORED a file open for writing (EBADF).
+ * /dev/hbmguard-aperture is the same interface for the aperture's writers.
  *
  * Every ioctl argument starts with `__u32 size; __u32 flags;`.  `size` is
  * sizeof() the struct as the caller knows it; the kernel accepts any size
@@ -95,6 +113,8 @@
 
 #define HBMGUARD_API_VERSION	1
 #define HBMGUARD_DEVICE_NAME	"hbmguard"
+/* The same operations, for the aperture's writers (PRIVILEGES). */
+#define HBMGUARD_APERTURE_DEVICE_NAME	"hbmguard-aperture"
 
 #define HBMGUARD_NAME_LEN	32
 #define HBMGUARD_IDENTITY_LEN	64
@@ -186,6 +206,8 @@ enum hbmguard_path {
  * @max_devices: HBMGUARD_MAX_DEVICES
  * @event_size: sizeof(struct hbmguard_event)
  * @event_ring: records the ring of each open file holds
+ * @features: HBMGUARD_FEATURE_* this module has (0 from a module older
+ *	than the field, whose reserved word it was)
  * @reserved: zero
  */
 struct hbmguard_info {
@@ -198,8 +220,13 @@ struct hbmguard_info {
 	__u32 max_devices;
 	__u32 event_size;
 	__u32 event_ring;
-	__u32 reserved[5];
+	__u32 features;
+	__u32 reserved[4];
 };
+/* /dev/hbmguard-aperture exists, for the aperture's writers */
+#define HBMGUARD_FEATURE_APERTURE_NODE		(1U << 0)
+/* an aperture maps only from a file open for writing (EACCES otherwise) */
+#define HBMGUARD_FEATURE_APERTURE_NEEDS_WRITE	(1U << 1)
 #define HBMGUARD_INFO_SIZE_VER0 64
 
 /**
@@ -668,8 +695,9 @@ struct hbmguard_event {
  * cgroup cannot pay, the touch raises SIGBUS (BUS_ADRERR), as a hugetlb
  * page does.  The mapping must be shared (MAP_PRIVATE: EINVAL), is never
  * executable (PROT_EXEC, or mprotect() to it: EACCES; EPERM from mmap()
- * itself when the node is on a noexec filesystem), is writable only
- * through a file open for writing, and cannot grow (mremap(): EFAULT).
+ * itself when the node is on a noexec filesystem), needs a file open for
+ * writing, even to be read (EACCES: see PRIVILEGES), and cannot grow
+ * (mremap(): EFAULT).
  * Errors: ENODEV (no such device), EINVAL (not memory-backed, outside the
  * device, or an offset that is no device's).
  */
