@@ -16,6 +16,7 @@ UE under rank 2 whose process cannot continue after it) and gone/ (hbmguardd sto
 then a UE under rank 2).
 """
 import json
+import pwd
 import subprocess
 import sys
 
@@ -73,6 +74,10 @@ print("# DDP per step, fault-free, 4 ranks under TCG: %.0f ms with the Guard, %.
       "without (%+.1f%%; closure_steps=True: a copy of the state per step)" % (
           with_guard * 1e3, without * 1e3, (with_guard / without - 1) * 100))
 
+check("DDP: every rank ran as the training user (hbmtrain), not root",
+      None not in ranks + clean_ranks and
+      {r["uid"] for r in ranks + clean_ranks} == {pwd.getpwnam("hbmtrain").pw_uid},
+      [r and r.get("uid") for r in ranks + clean_ranks])
 check("DDP: with the fault, every rank finished", res["exits"] == [finished] and
       None not in ranks, res)
 check("DDP: no process restarted (same 4 PIDs)", len(res["started"]) == 1 and

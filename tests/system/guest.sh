@@ -575,8 +575,11 @@ ddp() {
 	mkdir -p /etc/hbmguard/hbmguardd.conf.d
 	printf '[Recovery]\nPauseTimeout=40s\nRestoreTimeout=100s\n' \
 		>/etc/hbmguard/hbmguardd.conf.d/50-ddp-recovery.conf
+	# The ranks run as a training user, in the group the README gives
+	# training users (train.py's TRAIN_USER); the launcher stays root.
+	id hbmtrain >/dev/null 2>&1 || useradd -M -G hbmguard-aperture hbmtrain
 	check "DDP: the runs (fault-free, no Guard, UE, world of one, restart, Guard commits, shards, replacement, daemon gone, unguarded)" \
-		"python3 $t/train.py hbmguard $out/clean --steps 20 --restart-daemon-step 8 \
+		"TRAIN_USER=hbmtrain python3 $t/train.py hbmguard $out/clean --steps 20 --restart-daemon-step 8 \
 		+ unguarded $out/plain --steps 20 \
 		+ hbmguard $out/guarded --steps 20 --fault-step 10 --fault sim2:0x20000 \
 		+ hbmguard $out/one --job ddp-one --world 1 --steps 8 --fault-step 2 --fault sim0:0x22000 \

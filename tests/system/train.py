@@ -316,7 +316,7 @@ def worker(args, rank, attempt):
         sys.stderr.flush()
         os._exit(ABORTED)
 
-    report = {"pid": os.getpid(), "aborted": None, "steps": args.steps,
+    report = {"pid": os.getpid(), "uid": os.getuid(), "aborted": None, "steps": args.steps,
               "weights": digest(model.parameters(), json.dumps(scaler.state_dict()).encode()),
               "buffers": digest(model.buffers()), "skipped": scaler.skipped,
               "rerun": guard.rerun if guard else 0, "lost_pages": guard.lost_pages if guard else ap.lost(),
