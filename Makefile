@@ -460,7 +460,8 @@ install: module userspace
 		>$(DESTDIR)$(PREFIX)/lib/pkgconfig/hbmguard.pc
 	install -D -m 0644 -t $(DESTDIR)$(PYTHON_SITE)/hbmguard \
 		daemon/libhbmguard/python/hbmguard/__init__.py \
-		daemon/libhbmguard/python/hbmguard/torch.py
+		daemon/libhbmguard/python/hbmguard/torch.py \
+		daemon/libhbmguard/python/hbmguard/run.py
 	[ -n "$(DESTDIR)" ] || ldconfig
 	install -D -m 0644 daemon/man/hbmctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/hbmctl.8
 	install -D -m 0644 daemon/man/hbmnvml.8 $(DESTDIR)$(PREFIX)/share/man/man8/hbmnvml.8

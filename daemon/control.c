@@ -233,6 +233,7 @@ static bool serve(struct client *c, const void *pkt, size_t len, const struct uc
 		struct hbm_ctl_incident incident;
 		struct hbm_ctl_gpu gpu;
 		struct hbm_ctl_drain drain;
+		struct hbm_ctl_deadlines deadlines;
 	} info;
 	bool admin = hbm_ctl_sender_is_admin(sender);
 	struct hbm_ctl_status st;
@@ -291,6 +292,14 @@ static bool serve(struct client *c, const void *pkt, size_t len, const struct uc
 		case HBM_CTL_UNDRAIN:
 			err = undrain(c, admin, &info.drain);
 			reply = &info.drain;
+			break;
+		case HBM_CTL_DEADLINES:
+			info.deadlines = (struct hbm_ctl_deadlines){
+				.pause_timeout = c->d->cfg.recovery.pause_timeout,
+				.restore_timeout = c->d->cfg.recovery.restore_timeout,
+				.kill_timeout = c->d->cfg.recovery.kill_timeout,
+			};
+			reply = &info.deadlines;
 			break;
 		}
 	} else {

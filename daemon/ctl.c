@@ -124,6 +124,8 @@ size_t hbm_ctl_body_size(uint16_t type)
 		return reply ? sizeof(struct hbm_ctl_drain) : sizeof(struct hbm_ctl_index);
 	case HBM_CTL_UNDRAIN:
 		return reply ? sizeof(struct hbm_ctl_drain) : 0;
+	case HBM_CTL_DEADLINES:
+		return reply ? sizeof(struct hbm_ctl_deadlines) : 0;
 	}
 	return 0;
 }
@@ -292,6 +294,7 @@ static int check_body(uint16_t type, const void *body)
 	const struct hbm_ctl_recovery *rc = body;
 	const struct hbm_ctl_rank_info *ri = body;
 	const struct hbm_ctl_incident *in = body;
+	const struct hbm_ctl_deadlines *dl = body;
 
 	switch (type) {
 	case HBM_CTL_STATUS | HBM_CTL_REPLY:
@@ -327,6 +330,9 @@ static int check_body(uint16_t type, const void *body)
 	case HBM_CTL_RECOVERY:
 		return rc->action && rc->action < __HBM_RECOVERY_MAX &&
 		       name_ok(rc->device) ? 0 : -EBADMSG;
+	case HBM_CTL_DEADLINES | HBM_CTL_REPLY:
+		return dl->pause_timeout && dl->restore_timeout && dl->kill_timeout &&
+		       !dl->reserved ? 0 : -EBADMSG;
 	}
 	return 0;
 }

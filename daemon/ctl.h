@@ -45,6 +45,13 @@
  *	GPU_GET		struct hbm_ctl_index	struct hbm_ctl_gpu
  *	DRAIN_GET	struct hbm_ctl_index	struct hbm_ctl_drain
  *	UNDRAIN		none			struct hbm_ctl_drain (index 0)
+ *	DEADLINES	none			struct hbm_ctl_deadlines
+ *
+ * DEADLINES says how long each step of a rank recovery may take ([Recovery]
+ * in the configuration), so that a rank waits for the daemon as long as the
+ * daemon will and no longer.  A daemon older than this request answers it
+ * -EOPNOTSUPP and closes the connection: ask on one of its own, not on a
+ * rank's.
  *
  * UNDRAIN (an administrator's only) forgets why hbmguardd drained the node
  * and has the scheduler resume it (scheduler.c).  DRAIN_GET lists those causes;
@@ -111,6 +118,7 @@ enum hbm_ctl_type {
 	HBM_CTL_GPU_GET,
 	HBM_CTL_DRAIN_GET,
 	HBM_CTL_UNDRAIN,
+	HBM_CTL_DEADLINES,
 	__HBM_CTL_TYPE_MAX
 };
 
@@ -205,6 +213,14 @@ enum hbm_rank_answer {
 struct hbm_ctl_answer {
 	uint64_t incident;
 	uint32_t answer;		/* enum hbm_rank_answer */
+	uint32_t reserved;
+};
+
+/* Seconds, each at least 1: the daemon's [Recovery] as it runs now. */
+struct hbm_ctl_deadlines {
+	uint32_t pause_timeout;		/* every rank paused */
+	uint32_t restore_timeout;	/* every rank restored */
+	uint32_t kill_timeout;		/* an escalation's SIGTERM to its SIGKILL */
 	uint32_t reserved;
 };
 

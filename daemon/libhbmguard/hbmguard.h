@@ -145,6 +145,20 @@ int hbmguard_rank_next(struct hbmguard_rank *r, struct hbmguard_recovery *out);
 int hbmguard_rank_answer(struct hbmguard_rank *r, uint64_t incident, uint32_t answer);
 void hbmguard_rank_close(struct hbmguard_rank *r);
 
+/* Seconds each step of a recovery may take: the daemon's [Recovery]. */
+struct hbmguard_deadlines {
+	uint32_t pause_timeout;		/* PAUSE to every rank's PAUSED */
+	uint32_t restore_timeout;	/* RESTORE to every rank's RESTORED */
+	uint32_t kill_timeout;		/* an escalation's SIGTERM to its SIGKILL */
+	uint32_t reserved;
+};
+
+/* The deadlines of the daemon at @socket_path (NULL: the default), for a
+ * rank to wait on it as long as it will, asked on a connection of its own:
+ * a daemon older than the question answers -EOPNOTSUPP and closes the
+ * connection it came on. */
+int hbmguard_recovery_deadlines(const char *socket_path, struct hbmguard_deadlines *out);
+
 /*
  * The aperture of a memory-backed device (uapi/linux/hbmguard.h, MMAP): its
  * bytes [offset, offset + length) mapped read-write, for a rank to keep

@@ -22,6 +22,8 @@ _Static_assert(sizeof(struct hbmguard_rank_info) == sizeof(struct hbm_ctl_rank),
 	       "the library's rank info is the protocol's");
 _Static_assert(sizeof(struct hbmguard_recovery) == sizeof(struct hbm_ctl_recovery),
 	       "the library's request is the protocol's");
+_Static_assert(sizeof(struct hbmguard_deadlines) == sizeof(struct hbm_ctl_deadlines),
+	       "the library's deadlines are the protocol's");
 
 struct hbmguard_rank {
 	int fd;
@@ -136,6 +138,19 @@ int hbmguard_rank_answer(struct hbmguard_rank *r, uint64_t incident, uint32_t an
 	struct hbm_ctl_answer a = { .incident = incident, .answer = answer };
 
 	return transact(r, HBM_CTL_RANK_ANSWER, &a, NULL, 0);
+}
+
+int hbmguard_recovery_deadlines(const char *socket_path, struct hbmguard_deadlines *out)
+{
+	struct hbmguard_rank r = { .fd = hbm_ctl_connect(socket_path ? socket_path :
+							   HBMGUARD_RANK_SOCKET) };
+	int err;
+
+	if (r.fd < 0)
+		return r.fd;
+	err = transact(&r, HBM_CTL_DEADLINES, NULL, out, sizeof(*out));
+	close(r.fd);
+	return err;
 }
 
 void hbmguard_rank_close(struct hbmguard_rank *r)

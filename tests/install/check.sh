@@ -21,7 +21,8 @@ for f in usr/sbin/hbmguardd usr/sbin/hbmctl usr/sbin/hbmnvml usr/share/man/man8/
 	usr/share/man/man8/hbmctl.8 usr/share/man/man8/hbmguardd.8 \
 	usr/share/man/man5/hbmguardd.conf.5 \
 	usr/share/man/man4/hbmguard.4 \
-	usr/lib/python3/dist-packages/hbmguard/__init__.py usr/lib/python3/dist-packages/hbmguard/torch.py; do
+	usr/lib/python3/dist-packages/hbmguard/__init__.py usr/lib/python3/dist-packages/hbmguard/torch.py \
+	usr/lib/python3/dist-packages/hbmguard/run.py; do
 	[ -e "$dest/$f" ] || { echo "missing: /$f" >&2; fail=1; }
 done
 # The pages read without a warning.

@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # In the guest, for make demo and make bench: the DDP job (train.py) without
-# a fault, then with a UE under rank 2's weights at step 15, met by hbmguard
-# and by checkpoint-restart (cold and warm); then ddp_report.py's report,
+# a fault, with the Guard and without, then with a UE under rank 2's weights
+# at step 15, met by hbmguard (rank 2 recovered in place, and rank 2's
+# process unable to continue, replaced) and by checkpoint-restart (cold and
+# warm); then ddp_report.py's report,
 # every line prefixed "| " for the host.  Results in $1 (default /var/tmp/ddp).
 t=/usr/local/lib/hbmguard-test
 out=${1:-/var/tmp/ddp}
@@ -16,7 +18,10 @@ run() {
 }
 mkdir -p "$out"
 run clean hbmguard "$out/clean"
+run plain unguarded "$out/plain"
 run hbmguard hbmguard "$out/hbmguard" --fault-step 15 --fault sim2:0x20000
+run replaced replace "$out/replaced" --job ddp-replaced --fault-step 15 --fault sim2:0x23000 \
+	--cannot-continue 2 --port 29600
 run ckpt-cold checkpoint "$out/ckpt-cold" --restart cold --fault-step 15 --fault sim2:0x21000
 run ckpt-warm checkpoint "$out/ckpt-warm" --restart warm --fault-step 15 --fault sim2:0x22000
 {

@@ -4,9 +4,10 @@ incident's timeline and the comparison, from runs of train.py.
 
     python3 ddp_report.py DIR
 
-DIR holds clean/ (no fault) and any of hbmguard/, ckpt-warm/, ckpt-cold/
-(the same UE under rank 2 mid-training).  Prints the report and writes
-DIR/summary.json.
+DIR holds clean/ (no fault), plain/ (no fault, no Guard: the Guard's cost
+per step) and any of hbmguard/, replaced/ (rank 2's process unable to
+continue, replaced under hbmguard.run), ckpt-warm/, ckpt-cold/ (the same UE
+under rank 2 mid-training).  Prints the report and writes DIR/summary.json.
 """
 import json
 import os
@@ -16,15 +17,26 @@ import sys
 import ddp_runs
 
 top = sys.argv[1]
-RUNS = [("hbmguard", "hbmguard"), ("ckpt-cold", "checkpoint-restart (cold)"),
-        ("ckpt-warm", "checkpoint-restart (warm)")]
+RUNS = [("hbmguard", "hbmguard"), ("replaced", "hbmguard, rank replaced"),
+        ("ckpt-cold", "checkpoint-restart (cold)"), ("ckpt-warm", "checkpoint-restart (warm)")]
 
 
 def load(name):
     run = ddp_runs.load(top, name)
     run.result["rows"] = run.rows
     run.result["weights"] = {r and r["weights"] for r in run.ranks}
+    try:
+        with open(os.path.join(top, name, "starts")) as f:
+            run.result["starts"] = f.read().split("\n")[:-1]
+    except OSError:
+        run.result["starts"] = []
     return run.result
+
+
+def per_step(rows):
+    """The median wall time between two committed steps (rank 0's)."""
+    gaps = sorted(b[0] - a[0] for a, b in zip(rows, rows[1:]))
+    return gaps[len(gaps) // 2] if gaps else None
 
 
 def measure(r, reference):
@@ -32,13 +44,17 @@ def measure(r, reference):
     after = [row for row in r["rows"] if row[3] > 0]
     before = [row for row in r["rows"] if row[3] == 0]
     resumed = after[0][0] - r["fault_time"] if after else None
-    if r["mode"] == "hbmguard":
+    if r["mode"] in ("hbmguard", "replace"):
         rerun = after[0][3] if after else None
     else:                       # committed before the restart, done again after it
         rerun = before[-1][1] - (after[0][1] - 1) if after and before else None
-    return {"resumed_s": resumed, "steps_rerun": rerun,
-            "restarted": sum(len(s) for s in r["started"][1:]),
-            "wall_s": r["wall"], "finished": r["exits"][-1] == ["exit 0"] * 4,
+    if r["mode"] == "replace":  # hbmguard.run's newcomers
+        restarted = len(r["starts"]) - 4
+    else:
+        restarted = sum(len(s) for s in r["started"][1:])
+    finished = r["exits"][-1] == (["exit 0"] if r["mode"] == "replace" else ["exit 0"] * 4)
+    return {"resumed_s": resumed, "steps_rerun": rerun, "restarted": restarted,
+            "wall_s": r["wall"], "finished": finished,
             "bitwise_equal": r["weights"] == reference}
 
 
@@ -90,5 +106,19 @@ if "hbmguard" in summary and summary["hbmguard"]["resumed_s"]:
                 print("@bench\tDDP job: fault -> training resumed, hbmguard\t%.3f\ts\t%s\t%.3f\t%s"
                       % (summary["hbmguard"]["resumed_s"], name, summary[run]["resumed_s"],
                          "<= 0.05x" if "cold" in run else "-"))
+if "replaced" in summary and "ckpt-cold" in summary and summary["replaced"]["resumed_s"] \
+        and summary["ckpt-cold"]["resumed_s"] and os.environ.get("HBMGUARD_BENCH_ROWS"):
+    print("@bench\tDDP job: fault -> training resumed, rank 2's process replaced\t%.3f\ts\t"
+          "checkpoint-restart (cold)\t%.3f\t<= 0.1x" % (summary["replaced"]["resumed_s"],
+                                                         summary["ckpt-cold"]["resumed_s"]))
+if os.path.isdir(os.path.join(top, "plain")):
+    guarded, plain = per_step(clean["rows"]), per_step(load("plain")["rows"])
+    if guarded and plain:
+        summary["guard_per_step_s"] = {"with": guarded, "without": plain}
+        print("Per step, fault-free: %.3f s with the Guard (closure_steps=True), %.3f s "
+              "without it: %+.1f%%" % (guarded, plain, (guarded / plain - 1) * 100))
+        if os.environ.get("HBMGUARD_BENCH_ROWS"):
+            print("@bench\tDDP job: a step with the Guard (closure_steps=True)\t%.3f\ts\t"
+                  "the step without it\t%.3f\t<= 1.01x" % (guarded, plain))
 with open(os.path.join(top, "summary.json"), "w") as f:
     json.dump(summary, f, indent=1)

@@ -3,7 +3,13 @@
 weights in the aperture of its own simulated GPU (simN), and a launcher that
 injects an uncorrectable error into one rank's weights mid-training.
 
-    python3 train.py MODE OUTDIR [--steps N] [--fault-step K] [--fault DEV:OFFSET]
+    python3 train.py MODE OUTDIR [--steps N] [--fault-step K] [--fault DEV:OFFSET] [+ MODE OUTDIR ...]
+
+The model has what makes a step hard to re-run bit for bit: BatchNorm's
+running statistics, dropout, an AMP-style loss scaler that skips steps on
+overflow (EmulatedScaler: GradScaler's interface, on the CPU), and data
+drawn from torch's, NumPy's and Python's generators inside the step; the
+step owns the optimizer step, as AMP's recipes write it.
 
 MODE is how the job meets the fault:
   hbmguard    hbmguard.torch.Guard: recover in place, the step runs again
@@ -17,16 +23,32 @@ MODE is how the job meets the fault:
 The launcher writes OUTDIR/result.json (what it saw: processes started,
 exit statuses, fault time, restarts) and rank 0 OUTDIR/progress.csv (one
 row per committed step: wall time, step, loss, recoveries so far); each rank
-OUTDIR/rankN.json (pid, sha256 of its final weights, steps re-run, memory
-lost under it).  Exit status 0 when every rank finished.
+OUTDIR/rankN.json (pid, sha256 of its final weights and scaler state, of
+its buffers, steps re-run and skipped, memory lost under it; or why
+hbmguard.torch.Aborted it, its exit status then 3).  Exit status 0 when
+every rank finished.
+
+Several runs separated by "+" share one launcher.  --world 1 is a job
+without a replica; --hold-paused has rank 2 hold its
+PAUSED answer until the launcher has restarted hbmguardd (a restart in the
+middle of a recovery); --shards gives each rank weights of its own, as
+FSDP, ZeRO, tensor or pipeline parallelism would; --guard-commits has the
+Guard make the optimizer step (Guard's default) and the step unscale and
+clip the gradients first (AMP's recipe for clipping); --stop-daemon-step
+stops hbmguardd for good under the running job.  A run that takes longer
+than --wall seconds has its ranks killed (result.json: timed_out).
 
 The launcher imports torch once and forks the ranks from it: under TCG an
 import takes tens of seconds, which the first start need not pay four times.
 """
 import argparse
+import collections
+import faulthandler
 import hashlib
 import json
 import os
+import pwd
+import random
 import signal
 import subprocess
 import sys
@@ -35,22 +57,23 @@ import traceback
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+import numpy                                    # noqa: E402
 import torch                                    # noqa: E402
 import torch.distributed as dist                # noqa: E402
 import torch.nn.functional as F                 # noqa: E402
+from torch.cuda.amp.grad_scaler import OptState, _refresh_per_optimizer_state  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 
 import hbmguard                                 # noqa: E402
 import hbmguard.torch                           # noqa: E402
 
-WORLD = 4
 APERTURE = 512 << 10            # bytes of each device the rank's weights take
-JOB = "ddp-demo"
+ABORTED = 3                     # a rank's exit status after hbmguard.torch.Aborted
 
 
-def parse():
+def parse(argv):
     p = argparse.ArgumentParser()
-    p.add_argument("mode", choices=["hbmguard", "unguarded", "checkpoint"])
+    p.add_argument("mode", choices=["hbmguard", "unguarded", "checkpoint", "replace"])
     p.add_argument("out")
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--fault-step", type=int, default=0, help="0: no fault")
@@ -61,19 +84,170 @@ def parse():
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--restart", choices=["cold", "warm"], default="cold")
     p.add_argument("--port", type=int, default=29500)
+    p.add_argument("--world", type=int, default=4)
+    p.add_argument("--job", default="ddp-demo")
+    p.add_argument("--shards", action="store_true",
+                   help="no DDP, each rank's own weights: what sharded state is to the Guard")
+    p.add_argument("--hold-paused", action="store_true",
+                   help="rank 2 answers PAUSED once hbmguardd was restarted")
+    p.add_argument("--guard-commits", action="store_true",
+                   help="the Guard makes the optimizer step; the step unscales and clips")
+    p.add_argument("--stop-daemon-step", type=int, default=0,
+                   help="systemctl stop hbmguardd at this step (0: never); it stays stopped")
+    p.add_argument("--wall", type=float, default=600,
+                   help="seconds the run may take before its ranks are killed")
+    p.add_argument("--cannot-continue", type=int, default=-1, metavar="RANK",
+                   help="RANK's process cannot continue once it touched lost memory")
+    p.add_argument("--from-env", action="store_true", help=argparse.SUPPRESS)  # hbmguard.run's
     p.add_argument("--rank", type=int, help=argparse.SUPPRESS)     # a cold restart's rank
     p.add_argument("--attempt", type=int, default=0, help=argparse.SUPPRESS)
-    return p.parse_args()
+    args = p.parse_args(argv)
+    args.argv = argv
+    return args
 
 
 # ---- a rank -------------------------------------------------------------
 
+class EmulatedScaler:
+    """torch.cuda.amp.GradScaler's interface and logic (torch 1.13,
+    torch/cuda/amp/grad_scaler.py) on the CPU, where GradScaler disables
+    itself: a scaled gradient past float16's largest value is an overflow,
+    as it would be in float16; the step is then skipped and the scale backs
+    off; it grows after growth_interval steps without one.  Its record of
+    what each optimizer went through since update() is GradScaler's own
+    (OptState, _per_optimizer_states), with the same refusals: unscale_()
+    twice, or after step()."""
+
+    FP16_MAX = 65504.0
+
+    def __init__(self, init_scale=2.0 ** 20, growth_factor=2.0, backoff_factor=0.5,
+                 growth_interval=4):
+        self._scale, self._growth_tracker = init_scale, 0
+        self._growth_factor, self._backoff_factor = growth_factor, backoff_factor
+        self._growth_interval = growth_interval
+        self._per_optimizer_states = collections.defaultdict(_refresh_per_optimizer_state)
+        self.skipped = 0
+
+    def scale(self, loss):
+        return loss * self._scale
+
+    def unscale_(self, optimizer):
+        state = self._per_optimizer_states[id(optimizer)]
+        if state["stage"] is OptState.UNSCALED:
+            raise RuntimeError("unscale_() has already been called on this optimizer "
+                               "since the last update().")
+        elif state["stage"] is OptState.STEPPED:
+            raise RuntimeError("unscale_() is being called after step().")
+        grads = [p.grad for g in optimizer.param_groups for p in g["params"]
+                 if p.grad is not None]
+        found_inf = any(not torch.isfinite(t).all() or t.abs().max() > self.FP16_MAX
+                        for t in grads)
+        with torch.no_grad():
+            for t in grads:
+                t.div_(self._scale)
+        state["found_inf_per_device"] = {"cpu": found_inf}
+        state["stage"] = OptState.UNSCALED
+
+    def step(self, optimizer):
+        state = self._per_optimizer_states[id(optimizer)]
+        if state["stage"] is OptState.STEPPED:
+            raise RuntimeError("step() has already been called since the last update().")
+        if state["stage"] is OptState.READY:
+            self.unscale_(optimizer)
+        if any(state["found_inf_per_device"].values()):
+            self.skipped += 1
+        else:
+            optimizer.step()
+        state["stage"] = OptState.STEPPED
+
+    def update(self):
+        found = [f for state in self._per_optimizer_states.values()
+                 for f in state["found_inf_per_device"].values()]
+        assert found, "No inf checks were recorded prior to update."
+        if any(found):
+            self._scale *= self._backoff_factor
+            self._growth_tracker = 0
+        else:
+            self._growth_tracker += 1
+            if self._growth_tracker == self._growth_interval:
+                self._scale *= self._growth_factor
+                self._growth_tracker = 0
+        self._per_optimizer_states = collections.defaultdict(_refresh_per_optimizer_state)
+
+    def state_dict(self):
+        return {"scale": self._scale, "growth_factor": self._growth_factor,
+                "backoff_factor": self._backoff_factor,
+                "growth_interval": self._growth_interval,
+                "_growth_tracker": self._growth_tracker, "skipped": self.skipped}
+
+    def load_state_dict(self, state):
+        self._scale, self._growth_tracker = state["scale"], state["_growth_tracker"]
+        self._growth_factor, self._backoff_factor = state["growth_factor"], state["backoff_factor"]
+        self._growth_interval, self.skipped = state["growth_interval"], state["skipped"]
+
+
+def hold_paused(guard, out):
+    """Rank 2 answers PAUSED only once the launcher restarted hbmguardd:
+    the daemon goes away with the incident open (a test's hook into the
+    Guard's connection)."""
+    answer = guard._rank.answer
+
+    def held(incident, what):
+        if what == hbmguard.PAUSED:
+            open(os.path.join(out, "held"), "w").close()
+            for _ in range(600):
+                if os.path.exists(os.path.join(out, "released")):
+                    break
+                time.sleep(0.1)
+        return answer(incident, what)
+    guard._rank.answer = held
+
+
+def digest(tensors, extra=b""):
+    h = hashlib.sha256()
+    for t in tensors:
+        h.update(t.detach().numpy().tobytes())
+    h.update(extra)
+    return h.hexdigest()
+
+
+# What torch raises once CUDA's context is lost to an uncorrectable ECC
+# error: cudaErrorECCUncorrectable (214, CUDA's driver_types.h) in
+# cudaGetErrorString()'s words, as C10_CUDA_CHECK (c10/cuda/CUDAException.h)
+# words it.  The CPU has no such context: a rank told to (--cannot-continue)
+# raises it itself where a GPU would, at its first use of lost memory.
+CUDA_ECC_ERROR = "CUDA error: uncorrectable ECC error encountered"
+
+
+def become_training_user():
+    """TRAIN_USER: the ranks run as that user, as training does, not root
+    (the launcher stays root: it injects faults and restarts hbmguardd)."""
+    name = os.environ.get("TRAIN_USER")
+    if not name or os.getuid() != 0:
+        return
+    pw = pwd.getpwnam(name)
+    os.setgroups(os.getgrouplist(name, pw.pw_gid))
+    os.setgid(pw.pw_gid)
+    os.setuid(pw.pw_uid)
+
+
 def worker(args, rank, attempt):
+    become_training_user()
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % (args.port + attempt),
-                            rank=rank, world_size=WORLD)
-    torch.manual_seed(args.seed)
-    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(),
+    faulthandler.register(signal.SIGUSR1)      # where a hung rank is (the wall limit)
+    started = time.time()
+    with open(os.path.join(args.out, "starts"), "a") as f:
+        f.write("%d %d %.6f\n" % (rank, os.getpid(), started))
+    if args.from_env:           # hbmguard.run's: as under torchrun
+        dist.init_process_group("gloo")
+    else:
+        dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % (args.port + attempt),
+                                rank=rank, world_size=args.world)
+    torch.manual_seed(args.seed + (rank if args.shards else 0))
+    numpy.random.seed(args.seed + rank)
+    random.seed(args.seed + rank)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.BatchNorm1d(256),
+                                torch.nn.ReLU(), torch.nn.Dropout(0.1),
                                 torch.nn.Linear(256, 256), torch.nn.ReLU(),
                                 torch.nn.Linear(256, 10))
     teacher = torch.nn.Linear(64, 10)
@@ -81,58 +255,77 @@ def worker(args, rank, attempt):
     ap = hbmguard.Aperture(device, 0, APERTURE)
     ap.restore(0, APERTURE)     # a fresh start writes all of it
     hbmguard.torch.place_parameters(model, ap)
-    ddp = DistributedDataParallel(model)
-    opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
+    ddp = model if args.shards else DistributedDataParallel(model)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
+    scaler = EmulatedScaler()
 
     first = 0
     ckpt = os.path.join(args.out, "checkpoint.pt")
     if args.mode == "checkpoint" and attempt and os.path.exists(ckpt):
         saved = torch.load(ckpt)
-        with torch.no_grad():
-            for p, v in zip(model.parameters(), saved["params"]):
-                p.copy_(v)
+        model.load_state_dict(saved["model"])       # in place: the aperture stays
         opt.load_state_dict(saved["opt"])
+        scaler.load_state_dict(saved["scaler"])
         first = saved["step"]
 
     guard = None
-    if args.mode == "hbmguard":
-        guard = hbmguard.torch.Guard(ddp, opt, job=JOB, device=device, apertures=[ap])
+    if args.mode in ("hbmguard", "replace"):
+        guard = hbmguard.torch.Guard(ddp, opt, job=args.job, device=device, apertures=[ap],
+                                     scaler=scaler, closure_steps=not args.guard_commits)
+        if args.hold_paused and rank == 2:
+            hold_paused(guard, args.out)
+        first = guard.steps     # a newcomer's: the job's
+    joined = time.time()
     progress = open(os.path.join(args.out, "progress.csv"), "a") if rank == 0 else None
 
-    for step in range(first, args.steps):
-        g = torch.Generator().manual_seed((args.seed * 1000 + step) * WORLD + rank)
-        x = torch.randn(32, 64, generator=g)
-        with torch.no_grad():
-            y = teacher(x)
+    try:
+        for step in range(first, args.steps):
+            g = torch.Generator().manual_seed((args.seed * 1000 + step) * args.world + rank)
+            x = torch.randn(32, 64, generator=g)
+            with torch.no_grad():
+                y = teacher(x)
 
-        def closure():
-            opt.zero_grad()
-            loss = F.mse_loss(ddp(x), y)
-            loss.backward()
-            return loss
+            def closure():             # augmentation from the global generators
+                opt.zero_grad()
+                noise = torch.from_numpy(numpy.random.standard_normal((32, 64)).astype("float32"))
+                loss = F.mse_loss(ddp(x * random.uniform(0.9, 1.1) + 0.01 * noise), y)
+                if rank == args.cannot_continue and ap.lost():
+                    raise RuntimeError(CUDA_ECC_ERROR)
+                scaler.scale(loss).backward()
+                if args.guard_commits:  # AMP's recipe for clipping
+                    scaler.unscale_(opt)
+                    torch.nn.utils.clip_grad_norm_(ddp.parameters(), 1.0)
+                if not (guard and args.guard_commits):
+                    scaler.step(opt)
+                    scaler.update()
+                return loss
 
-        if guard:
-            loss = guard.step(closure)
-        else:
-            loss = closure()
-            opt.step()
-        if progress:
-            progress.write("%.6f,%d,%.6f,%d\n" % (time.time(), step + 1, loss.item(),
-                                                  (guard.rerun if guard else 0) + attempt))
-            progress.flush()
-        if args.mode == "checkpoint" and (step + 1) % args.every == 0 and rank == 0:
-            torch.save({"step": step + 1, "params": [p.detach().clone() for p in model.parameters()],
-                        "opt": opt.state_dict()}, ckpt + ".tmp")
-            os.replace(ckpt + ".tmp", ckpt)
+            loss = guard.step(closure) if guard else closure()
+            if progress:
+                progress.write("%.6f,%d,%.6f,%d\n" % (time.time(), step + 1, loss.item(),
+                                                      (guard.rerun if guard else 0) + attempt))
+                progress.flush()
+            if args.mode == "checkpoint" and (step + 1) % args.every == 0 and rank == 0:
+                torch.save({"step": step + 1, "model": model.state_dict(),
+                            "opt": opt.state_dict(), "scaler": scaler.state_dict()}, ckpt + ".tmp")
+                os.replace(ckpt + ".tmp", ckpt)
+    except hbmguard.torch.Aborted as e:
+        with open(os.path.join(args.out, "rank%d.json" % rank), "w") as f:
+            json.dump({"pid": os.getpid(), "aborted": str(e)}, f)
+        print("rank %d: Aborted: %s" % (rank, e), file=sys.stderr)
+        sys.stderr.flush()
+        os._exit(ABORTED)
 
-    digest = hashlib.sha256()
-    for p in model.parameters():
-        digest.update(p.detach().numpy().tobytes())
-    report = {"pid": os.getpid(), "weights": digest.hexdigest(), "steps": args.steps,
+    report = {"pid": os.getpid(), "uid": os.getuid(), "aborted": None, "steps": args.steps,
+              "weights": digest(model.parameters(), json.dumps(scaler.state_dict()).encode()),
+              "buffers": digest(model.buffers()), "skipped": scaler.skipped,
               "rerun": guard.rerun if guard else 0, "lost_pages": guard.lost_pages if guard else ap.lost(),
               "protected": bool(guard and guard.protected),
               "incidents": guard.incidents if guard else [],
-              "reconnects": guard.reconnects if guard else 0}
+              "reconnects": guard.reconnects if guard else 0,
+              "replacements": guard.replacements if guard else [],
+              "started": started, "joined": joined,
+              "recovery_timeout": guard.recovery_timeout if guard else None}
     with open(os.path.join(args.out, "rank%d.json" % rank), "w") as f:
         json.dump(report, f)
     dist.destroy_process_group()
@@ -151,7 +344,7 @@ class Rank:
         if attempt and args.restart == "cold":
             self.cold = subprocess.Popen(
                 [sys.executable, os.path.abspath(__file__)] +
-                [a for a in sys.argv[1:]] + ["--rank", str(rank), "--attempt", str(attempt)])
+                args.argv + ["--rank", str(rank), "--attempt", str(attempt)])
             self.pid = self.cold.pid
             return
         self.pid = os.fork()
@@ -185,8 +378,36 @@ class Rank:
         os.kill(self.pid, signal.SIGKILL)
 
 
+class Launched(subprocess.Popen):
+    """hbmguard.run and the ranks it starts, as one process group."""
+
+    def __init__(self, argv):
+        super().__init__(argv, start_new_session=True, preexec_fn=become_training_user)
+
+    def kill(self):
+        os.killpg(self.pid, signal.SIGKILL)
+
+    def signal(self, sig, out):
+        """sig to the ranks (as they wrote themselves down), not the launcher."""
+        try:
+            with open(os.path.join(out, "starts")) as f:
+                pids = [int(line.split()[1]) for line in f]
+        except OSError:
+            pids = []
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+
+
 def spawn(args, attempt):
-    return [Rank(args, rank, attempt) for rank in range(WORLD)]
+    if args.mode == "replace":  # hbmguard.run starts the ranks, torchrun's way
+        return [Launched([sys.executable, "-m", "hbmguard.run", "--nproc_per_node",
+                          str(args.world), "--master_port", str(args.port),
+                          "--rdzv_id", args.job, "--preload", "torch",
+                          os.path.abspath(__file__)] + args.argv + ["--from-env"])]
+    return [Rank(args, rank, attempt) for rank in range(args.world)]
 
 
 def committed(out):
@@ -206,6 +427,9 @@ def launch(args):
     os.makedirs(args.out, exist_ok=True)
     for name in os.listdir(args.out):
         os.unlink(os.path.join(args.out, name))
+    if os.environ.get("TRAIN_USER"):    # the ranks write there
+        pw = pwd.getpwnam(os.environ["TRAIN_USER"])
+        os.chown(args.out, pw.pw_uid, pw.pw_gid)
     result = {"mode": args.mode, "steps": args.steps, "started": [], "exits": [],
               "fault_time": None, "fault_step": None, "restarts": []}
     t0 = time.time()
@@ -222,9 +446,34 @@ def launch(args):
                 committed(args.out) >= args.restart_daemon_step:
             subprocess.run(["systemctl", "restart", "hbmguardd"], check=True)
             result["daemon_restart"] = time.time()
+        if args.stop_daemon_step and "daemon_stop" not in result and \
+                committed(args.out) >= args.stop_daemon_step:
+            subprocess.run(["systemctl", "stop", "hbmguardd"], check=True)
+            result["daemon_stop"] = time.time()
+        if args.hold_paused and "daemon_restart" not in result and \
+                os.path.exists(os.path.join(args.out, "held")):
+            subprocess.run(["systemctl", "restart", "hbmguardd"], check=True)
+            result["daemon_restart"] = time.time()
+            open(os.path.join(args.out, "released"), "w").close()
         codes = [p.poll() for p in procs]
         if all(c is not None for c in codes):
             break
+        if time.time() - t0 > args.wall:        # a hang: end it, the verdict says so
+            result["timed_out"] = True
+            print("# %s: %.0f s: where each rank is, then SIGKILL" % (args.out, args.wall),
+                  file=sys.stderr, flush=True)
+            for p in procs:
+                if p.poll() is None:
+                    if isinstance(p, Launched):
+                        p.signal(signal.SIGUSR1, args.out)
+                    else:
+                        os.kill(p.pid, signal.SIGUSR1)
+            time.sleep(5)
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+            time.sleep(0.1)
+            continue
         failed = [c for c in codes if c not in (None, 0)]
         if failed and args.mode == "checkpoint" and attempt < 2:
             for p in procs:             # what a launcher does: all or none
@@ -238,13 +487,19 @@ def launch(args):
             result["started"].append([p.pid for p in procs])
             continue
         if failed:                      # one rank died: the others would hang
-            time.sleep(2)
+            # long enough for the others to end as they would (under TCG a
+            # step takes seconds): an Aborted job's ranks leave one by one
+            grace = time.time() + 20
+            while time.time() < grace and any(p.poll() is None for p in procs):
+                time.sleep(0.1)
             for p in procs:
                 if p.poll() is None:
                     p.kill()
         time.sleep(0.01)
     result["exits"].append([status(p.returncode) for p in procs])
     result["wall"] = time.time() - t0
+    result["daemon_active"] = subprocess.run(["systemctl", "is-active", "--quiet",
+                                              "hbmguardd"]).returncode == 0
     result["start_time"] = t0
     with open(os.path.join(args.out, "result.json"), "w") as f:
         json.dump(result, f, indent=1)
@@ -252,11 +507,29 @@ def launch(args):
 
 
 def main():
-    args = parse()
+    """Runs separated by "+" are launched one after the other, by the same
+    launcher: torch is imported once (tens of seconds under TCG).  Exit
+    status 0 when every rank of every run finished."""
+    runs = [[]]
+    for a in sys.argv[1:]:
+        if a == "+":
+            runs.append([])
+        else:
+            runs[-1].append(a)
+    args = parse(runs[0])
+    if args.from_env:
+        worker(args, int(os.environ["RANK"]), 0)
+        return
     if args.rank is not None:
         worker(args, args.rank, args.attempt)
         return
-    sys.exit(launch(args))
+    failed = 0
+    for argv in runs:
+        args = parse(argv)
+        failed |= launch(args)
+        print("# DDP run %s: %s" % (args.out, " ".join(json.load(
+            open(os.path.join(args.out, "result.json")))["exits"][-1])), flush=True)
+    sys.exit(failed)
 
 
 if __name__ == "__main__":

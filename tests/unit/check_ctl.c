@@ -572,6 +572,46 @@ START_TEST(drain_messages)
 }
 END_TEST
 
+/* DEADLINES: asked with nothing, answered with each deadline set. */
+START_TEST(deadlines_messages)
+{
+	struct hbm_ctl_deadlines dl = { .pause_timeout = 30, .restore_timeout = 120,
+					.kill_timeout = 10 }, bad;
+	struct hbm_ctl_header h;
+	const void *body;
+	size_t len;
+
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_DEADLINES, 1, 0, NULL);
+	ck_assert_uint_eq(len, sizeof(h));
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, false, &h, &body), 0);
+	ck_assert_uint_eq(h.type, HBM_CTL_DEADLINES);
+	/* a request with a body */
+	((struct hbm_ctl_header *)buf)->size += sizeof(dl);
+	memcpy(buf + len, &dl, sizeof(dl));
+	ck_assert_int_eq(hbm_ctl_decode(buf, len + sizeof(dl), false, &h, &body), -EBADMSG);
+
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_DEADLINES | HBM_CTL_REPLY, 1, 0, &dl);
+	ck_assert_uint_eq(len, sizeof(h) + sizeof(dl));
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), 0);
+	ck_assert_uint_eq(((const struct hbm_ctl_deadlines *)body)->restore_timeout, 120);
+	/* a reply without its body, a deadline of 0, reserved set */
+	((struct hbm_ctl_header *)buf)->size = sizeof(h);
+	ck_assert_int_eq(hbm_ctl_decode(buf, sizeof(h), true, &h, &body), -EBADMSG);
+	bad = dl, bad.pause_timeout = 0;
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_DEADLINES | HBM_CTL_REPLY, 1, 0, &bad);
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), -EBADMSG);
+	bad = dl, bad.restore_timeout = 0;
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_DEADLINES | HBM_CTL_REPLY, 1, 0, &bad);
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), -EBADMSG);
+	bad = dl, bad.kill_timeout = 0;
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_DEADLINES | HBM_CTL_REPLY, 1, 0, &bad);
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), -EBADMSG);
+	bad = dl, bad.reserved = 1;
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_DEADLINES | HBM_CTL_REPLY, 1, 0, &bad);
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), -EBADMSG);
+}
+END_TEST
+
 Suite *ctl_suite(void)
 {
 	Suite *s = suite_create("ctl");
@@ -585,6 +625,7 @@ Suite *ctl_suite(void)
 	tcase_add_test(tc, rank_messages);
 	tcase_add_test(tc, gpu_messages);
 	tcase_add_test(tc, drain_messages);
+	tcase_add_test(tc, deadlines_messages);
 	tcase_add_test(tc, unsafe_names);
 	tcase_add_test(tc, escaped_output);
 	tcase_add_test(tc, sender_credentials);

@@ -31,8 +31,8 @@ import errno
 import os
 from collections import namedtuple
 
-__all__ = ["Rank", "Recovery", "Aperture", "PAUSE", "RESTORE", "RESUME", "ABORT",
-           "PAUSED", "RESTORED", "FAILED", "ACTIONS"]
+__all__ = ["Rank", "Recovery", "Aperture", "deadlines", "PAUSE", "RESTORE", "RESUME",
+           "ABORT", "PAUSED", "RESTORED", "FAILED", "ACTIONS"]
 
 PAUSE, RESTORE, RESUME, ABORT = 1, 2, 3, 4
 PAUSED, RESTORED, FAILED = 1, 2, 3
@@ -57,7 +57,13 @@ class _Recovery(ctypes.Structure):         # struct hbmguard_recovery
                 ("offset", ctypes.c_uint64), ("length", ctypes.c_uint64)]
 
 
+class _Deadlines(ctypes.Structure):        # struct hbmguard_deadlines
+    _fields_ = [("pause_timeout", ctypes.c_uint32), ("restore_timeout", ctypes.c_uint32),
+                ("kill_timeout", ctypes.c_uint32), ("reserved", ctypes.c_uint32)]
+
+
 Recovery = namedtuple("Recovery", "incident action failed_rank device offset length")
+Deadlines = namedtuple("Deadlines", "pause restore kill")
 
 
 def _load():
@@ -71,6 +77,8 @@ def _load():
     lib.hbmguard_rank_answer.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32]
     lib.hbmguard_rank_close.argtypes = [ctypes.c_void_p]
     lib.hbmguard_rank_close.restype = None
+    if hasattr(lib, "hbmguard_recovery_deadlines"):    # a library older than it: deadlines()
+        lib.hbmguard_recovery_deadlines.argtypes = [ctypes.c_char_p, ctypes.POINTER(_Deadlines)]
     lib.hbmguard_aperture_open.argtypes = [ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64,
                                            ctypes.POINTER(ctypes.c_void_p)]
     lib.hbmguard_aperture_addr.argtypes = [ctypes.c_void_p]
@@ -122,6 +130,21 @@ class _Handle:
 
     def __del__(self):
         self.close()
+
+
+def deadlines(socket=None):
+    """hbmguardd's [Recovery] deadlines, in seconds: Deadlines(pause,
+    restore, kill).  OSError(EOPNOTSUPP) from a daemon too old to say, or
+    a libhbmguard too old to ask."""
+    lib = _library()
+    if not hasattr(lib, "hbmguard_recovery_deadlines"):
+        raise OSError(errno.EOPNOTSUPP, "asking hbmguardd's deadlines: %s has no "
+                      "hbmguard_recovery_deadlines()" % lib._name)
+    d = _Deadlines()
+    _check(lib.hbmguard_recovery_deadlines(socket.encode() if socket else None,
+                                                   ctypes.byref(d)),
+           "asking hbmguardd's deadlines")
+    return Deadlines(d.pause_timeout, d.restore_timeout, d.kill_timeout)
 
 
 class Rank(_Handle):
