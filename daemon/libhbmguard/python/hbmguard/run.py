@@ -62,16 +62,18 @@ PR_SET_PDEATHSIG = 1    # <linux/prctl.h>
 STOPS = {signal.SIGTERM, signal.SIGINT}
 
 
+LAUNCHER = os.getpid()
+
+
 def die_with_parent():
     """In a child: SIGKILL when the launcher dies, not an orphan training
-    on (prctl(2), PR_SET_PDEATHSIG); a parent already gone: now.  And
+    on (prctl(2), PR_SET_PDEATHSIG); a launcher already gone: now.  And
     SIGTERM and SIGINT as a fresh interpreter has them, let through."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.pthread_sigmask(signal.SIG_SETMASK, set())
     libc = ctypes.CDLL(None, use_errno=True)
-    parent = os.getppid()
-    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0 or os.getppid() != parent:
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0 or os.getppid() != LAUNCHER:
         os._exit(1)
 
 

@@ -89,6 +89,7 @@ import random
 import select
 import sys
 import time
+import traceback
 import zlib
 
 import torch
@@ -353,8 +354,9 @@ class Guard:
                     return loss
                 self._recover(saved)
             except Exception as e:
-                if _context_lost(e) and self._run_dir:
+                if _context_lost(e) and self._run_dir and self._replaceable():
                     self._cannot_continue(e)
+                loss = None     # its graph may hold DDP's reducer: _leave_group()
                 if not self._replaced(saved, e):
                     raise
             self.rerun += 1
@@ -424,6 +426,14 @@ class Guard:
         except (OSError, ValueError):
             return None
 
+    def _replaceable(self):
+        """Whether this job's ranks can be replaced at all (_replaced()):
+        else a lost rank's error is the job's, as without hbmguard.run."""
+        try:
+            return dist.get_backend() != dist.Backend.NCCL and (self._ddp() or True)
+        except Aborted:
+            return False
+
     def _peer_lost(self):
         """A rank said at this epoch that it lost its device (_cannot_continue())."""
         prefix = "lost.%d." % self._epoch
@@ -449,6 +459,8 @@ class Guard:
         ddp = self._ddp()       # Aborted for one that cannot be built again
         rebuilt = bool(ddp and ddp._has_rebuilt_buckets)
         backend = dist.get_backend()
+        # The failed collective's frames hold the group and its work.
+        traceback.clear_frames(error.__traceback__)
         self._leave_group(ddp)
         while True:
             epoch = self._read_epoch()
