@@ -33,11 +33,6 @@ def load(name):
     return run.result
 
 
-def per_step(rows):
-    """The median wall time between two committed steps (rank 0's)."""
-    gaps = sorted(b[0] - a[0] for a, b in zip(rows, rows[1:]))
-    return gaps[len(gaps) // 2] if gaps else None
-
 
 def measure(r, reference):
     """Fault -> the first step committed after the recovery; steps re-run."""
@@ -112,7 +107,7 @@ if "replaced" in summary and "ckpt-cold" in summary and summary["replaced"]["res
           "checkpoint-restart (cold)\t%.3f\t<= 0.1x" % (summary["replaced"]["resumed_s"],
                                                          summary["ckpt-cold"]["resumed_s"]))
 if os.path.isdir(os.path.join(top, "plain")):
-    guarded, plain = per_step(clean["rows"]), per_step(load("plain")["rows"])
+    guarded, plain = ddp_runs.per_step(clean["rows"]), ddp_runs.per_step(load("plain")["rows"])
     if guarded and plain:
         summary["guard_per_step_s"] = {"with": guarded, "without": plain}
         print("Per step, fault-free: %.3f s with the Guard (closure_steps=True), %.3f s "

@@ -30,3 +30,9 @@ def load(top, name, world=4):
     except OSError:
         rows = []
     return Run(result, ranks, rows)
+
+
+def per_step(rows):
+    """The median wall time between two committed steps (rank 0's), or None."""
+    gaps = sorted(b[0] - a[0] for a, b in zip(rows, rows[1:]))
+    return gaps[len(gaps) // 2] if gaps else None

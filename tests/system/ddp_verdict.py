@@ -63,13 +63,8 @@ check("DDP: the Guard changes nothing of a fault-free run: weights, scaler state
       plain.result, plain.ranks)
 
 
-def per_step(rows):
-    """The median wall time between two committed steps (rank 0's)."""
-    gaps = sorted(b[0] - a[0] for a, b in zip(rows, rows[1:]))
-    return gaps[len(gaps) // 2] if gaps else float("nan")
-
-
-with_guard, without = per_step(ddp_runs.load(top, "clean").rows), per_step(plain.rows)
+with_guard, without = (ddp_runs.per_step(ddp_runs.load(top, "clean").rows) or float("nan"),
+                       ddp_runs.per_step(plain.rows) or float("nan"))
 print("# DDP per step, fault-free, 4 ranks under TCG: %.0f ms with the Guard, %.0f ms "
       "without (%+.1f%%; closure_steps=True: a copy of the state per step)" % (
           with_guard * 1e3, without * 1e3, (with_guard / without - 1) * 100))
