@@ -597,18 +597,14 @@ START_TEST(deadlines_messages)
 	/* a reply without its body, a deadline of 0, reserved set */
 	((struct hbm_ctl_header *)buf)->size = sizeof(h);
 	ck_assert_int_eq(hbm_ctl_decode(buf, sizeof(h), true, &h, &body), -EBADMSG);
-	bad = dl, bad.pause_timeout = 0;
-	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_DEADLINES | HBM_CTL_REPLY, 1, 0, &bad);
-	ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), -EBADMSG);
-	bad = dl, bad.restore_timeout = 0;
-	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_DEADLINES | HBM_CTL_REPLY, 1, 0, &bad);
-	ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), -EBADMSG);
-	bad = dl, bad.kill_timeout = 0;
-	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_DEADLINES | HBM_CTL_REPLY, 1, 0, &bad);
-	ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), -EBADMSG);
-	bad = dl, bad.reserved = 1;
-	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_DEADLINES | HBM_CTL_REPLY, 1, 0, &bad);
-	ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), -EBADMSG);
+	for (int i = 0; i < 4; i++) {
+		bad = dl;
+		*(i == 0 ? &bad.pause_timeout : i == 1 ? &bad.restore_timeout :
+		  i == 2 ? &bad.kill_timeout : &bad.reserved) = i == 3;
+		len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_DEADLINES | HBM_CTL_REPLY, 1, 0,
+				     &bad);
+		ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), -EBADMSG);
+	}
 }
 END_TEST
 
