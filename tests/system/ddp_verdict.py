@@ -11,7 +11,7 @@ one rank meets a UE), restart/ (hbmguardd restarted while a UE's
 recovery waits for rank 2's PAUSED), commits-clean/ and commits/ (two
 ranks, the Guard making the optimizer step after the step unscaled and
 clipped; the second with a UE under rank 1), shards/ (two ranks, no DDP:
-each rank's weights its own), replace/ (the 20 steps under hbmguard.run, a
+each rank's weights its own), replace/ (the 12 steps under hbmguard.run, a
 UE under rank 2 whose process cannot continue after it) and gone/ (hbmguardd stopped under the job,
 then a UE under rank 2).
 """

@@ -555,8 +555,9 @@ metrics_after_ue() {
 # and without.  ddp_verdict.py says what a user would check.
 ddp() {
 	local t=/usr/local/lib/hbmguard-test out=/var/tmp/ddp
-	# 20 steps (each about 2.4 s of 4 ranks on one TCG core): the daemon
-	# restarted at 8, the fault at 10, ten steps after it; the same 20
+	# 12 steps (each about 2.4 s of 4 ranks on one TCG core): the daemon
+	# restarted at 4, the fault at 6, six steps after it (the replacement's
+	# check of the replicas comes two steps after it rejoined); the same 12
 	# fault-free without the Guard (its cost, and that it changes nothing
 	# of the result).  Then short runs,
 	# each a job of its own name (its own incidents): a world of one rank
@@ -564,11 +565,12 @@ ddp() {
 	# Guard making the optimizer step after the step clipped (a pair: clean
 	# and faulted, two ranks, the fewest the replica check works with);
 	# two ranks whose states are not replicas (shards, for the Guard); the
-	# 20 steps under hbmguard.run, rank 2's process unable to continue after
-	# the fault (replaced: the others keep theirs);
-	# hbmguardd stopped for good under a job, then a loss; last, with it
-	# still stopped, the 20 steps again: no Guard.  One launcher runs them
-	# all (train.py's "+"): torch's import alone takes about 70 s under TCG.
+	# 12 steps under hbmguard.run, rank 2's process unable to continue after
+	# the fault (replaced: the others keep theirs); hbmguardd stopped for
+	# good under a job, then a loss; last, with it still stopped, no Guard:
+	# the fault kills rank 2 (its step 2: nothing after it runs).  One
+	# launcher runs them all (train.py's "+"): torch's import alone takes
+	# about 70 s under TCG.
 	rm -rf $out
 	# [Recovery] deadlines other than the defaults, for the Guard to take
 	# from the daemon: the clean run's restart of it reads them.
@@ -579,9 +581,9 @@ ddp() {
 	# training users (train.py's TRAIN_USER); the launcher stays root.
 	id hbmtrain >/dev/null 2>&1 || useradd -M -G hbmguard-aperture hbmtrain
 	check "DDP: the runs (fault-free, no Guard, UE, world of one, restart, Guard commits, shards, replacement, daemon gone, unguarded)" \
-		"TRAIN_USER=hbmtrain python3 $t/train.py hbmguard $out/clean --steps 20 --restart-daemon-step 8 \
-		+ unguarded $out/plain --steps 20 \
-		+ hbmguard $out/guarded --steps 20 --fault-step 10 --fault sim2:0x20000 \
+		"TRAIN_USER=hbmtrain python3 $t/train.py hbmguard $out/clean --steps 12 --restart-daemon-step 4 \
+		+ unguarded $out/plain --steps 12 \
+		+ hbmguard $out/guarded --steps 12 --fault-step 6 --fault sim2:0x20000 \
 		+ hbmguard $out/one --job ddp-one --world 1 --steps 8 --fault-step 2 --fault sim0:0x22000 \
 		+ hbmguard $out/restart --job ddp-restart --hold-paused --steps 4 \
 			--fault-step 2 --fault sim2:0x23000 \
@@ -590,11 +592,11 @@ ddp() {
 			--fault-step 4 --fault sim1:0x20000 \
 		+ hbmguard $out/shards --job ddp-shards --world 2 --shards --steps 4 \
 			--fault-step 2 --fault sim1:0x24000 \
-		+ replace $out/replace --job ddp-replace --steps 20 --fault-step 10 \
+		+ replace $out/replace --job ddp-replace --steps 12 --fault-step 6 \
 			--fault sim2:0x27000 --cannot-continue 2 --port 29600 --wall 300 \
 		+ hbmguard $out/gone --job ddp-gone --stop-daemon-step 2 --steps 6 \
 			--fault-step 3 --fault sim2:0x25000 \
-		+ hbmguard $out/unguarded --steps 20 --fault-step 10 --fault sim2:0x21000 \
+		+ hbmguard $out/unguarded --steps 4 --fault-step 2 --fault sim2:0x21000 \
 		>/tmp/ddp.log 2>&1;
 		grep '^# DDP run' /tmp/ddp.log; test -f $out/unguarded/result.json ||
 		{ tail -n 20 /tmp/ddp.log; false; }"
