@@ -176,27 +176,36 @@ static int __init hbm_mod_init(void)
 		err = -ENOMEM;
 		goto err_wq;
 	}
-	/* Devices first, then the interfaces that reach them, then the paths. */
+	/*
+	 * Devices first, then the interfaces that reach them, then the paths;
+	 * the device nodes last.  A node can be opened as soon as it is
+	 * registered, and a failed init frees the module whatever its open
+	 * files hold: after the nodes, nothing may fail (but the aperture's
+	 * node, whose failure leaves the main node open only in that instant).
+	 * A netlink command in flight is waited for by the family's
+	 * unregistration.
+	 */
 	err = sim_devices_create();
-	if (err)
-		goto err_devices;
-	err = hbm_chardev_init();
 	if (err)
 		goto err_devices;
 	err = hbm_netlink_init();
 	if (err)
-		goto err_netlink;
+		goto err_devices;
 	err = paths_init();
 	if (err)
 		goto err_paths;
+	err = hbm_chardev_init();
+	if (err)
+		goto err_chardev;
 	pr_info("loaded: API version %d, %u devices\n", HBMGUARD_API_VERSION,
 		hbm_device_count());
 	return 0;
 
+err_chardev:
+	paths_exit(ARRAY_SIZE(hbm_paths));
 err_paths:
 	hbm_netlink_exit();
-err_netlink:
-	hbm_chardev_exit();
+	hbm_intake_flush();	/* as at unload: what they queued, before the devices go */
 err_devices:
 	hbm_devices_destroy_all();
 	destroy_workqueue(hbm_wq);
