@@ -156,13 +156,20 @@ for u in sys.argv[2:]:
 }
 
 # The metadata Prometheus keeps of a metric family: "TYPE UNIT" ("-" none).
+# These and prom_query are polled (eventually) while Prometheus works on
+# the same TCG core: curl and sed, not a python3 that takes a second to
+# start.  The HTTP API's JSON as bookworm's prometheus (2.42.0) writes it
+# (docs/querying/api.md of that release; its field order read off that
+# binary): metadata {"status":...,"data":{"NAME":[{"type":T,"help":H,
+# "unit":U}]}}; an instant query's vector {"status":...,"data":{
+# "resultType":"vector","result":[{"metric":{...},"value":[TIME,"V"]}]}}.
 prom_meta() {
-	python3 -c '
-import json, sys, urllib.parse, urllib.request
-q = urllib.parse.urlencode({"metric": sys.argv[1]})
-r = json.load(urllib.request.urlopen("http://127.0.0.1:9091/api/v1/metadata?" + q))["data"]
-m = r.get(sys.argv[1]) or sys.exit("no metadata for %s" % sys.argv[1])
-print(m[0]["type"], m[0]["unit"] or "-")' "$1"
+	local m t u
+	m=$(curl -fsS -G --data-urlencode "metric=$1" http://127.0.0.1:9091/api/v1/metadata) || return
+	t=$(printf '%s' "$m" | sed -n 's/^.*"data":{"[^"]*":\[{"type":"\([^"]*\)".*$/\1/p')
+	u=$(printf '%s' "$m" | sed -n 's/^.*"unit":"\([^"]*\)"}\]}}$/\1/p')
+	[ -n "$t" ] || { echo "no metadata for $1" >&2; return 1; }
+	echo "$t ${u:--}"
 }
 
 # Prometheus's scrape Accept header: scrapeAcceptHeader, scrape/scrape.go of v2.42.0.
@@ -170,13 +177,11 @@ prom_accept='application/openmetrics-text;version=1.0.0,application/openmetrics-
 
 # An instant query to the Prometheus server the test runs: its one value.
 prom_query() {
-	python3 -c '
-import json, sys, urllib.parse, urllib.request
-q = urllib.parse.urlencode({"query": sys.argv[1]})
-r = json.load(urllib.request.urlopen("http://127.0.0.1:9091/api/v1/query?" + q))["data"]["result"]
-if len(r) != 1:
-    sys.exit("%d series for %s" % (len(r), sys.argv[1]))
-print(r[0]["value"][1])' "$1"
+	local r n
+	r=$(curl -fsS -G --data-urlencode "query=$1" http://127.0.0.1:9091/api/v1/query) || return
+	n=$(printf '%s' "$r" | grep -o '"value":\[' | wc -l)
+	[ "$n" = 1 ] || { echo "$n series for $1" >&2; return 1; }
+	printf '%s\n' "$r" | sed -n 's/^.*"value":\[[^,]*,"\([^"]*\)"\].*$/\1/p'
 }
 
 kernel_clean() {
