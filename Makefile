@@ -61,10 +61,19 @@ DAEMON_HDR += daemon/utf8.h
 # The sockets systemd passes (socket activation): the control socket's and the metrics'.
 DAEMON_SRC += daemon/passed.c
 DAEMON_HDR += daemon/passed.h
+# The cluster link's pure parts (issue 14): etcd's messages and the incident
+# protocol across nodes, unit-tested; its I/O (etcd.c: libcurl driven by
+# sd-event; cluster.c) is run by check-cluster's agents against a real etcd.
+DAEMON_SRC += daemon/etcd_msg.c daemon/cluster_proto.c
+DAEMON_HDR += daemon/etcd_msg.h daemon/cluster_proto.h
+CLUSTER_SRC := daemon/cluster.c daemon/etcd.c daemon/etcd_msg.c daemon/cluster_proto.c \
+	daemon/config.c daemon/timespan.c daemon/ctl.c
+CLUSTER_HDR := daemon/cluster.h daemon/etcd.h daemon/etcd_msg.h daemon/cluster_proto.h \
+	daemon/config.h daemon/timespan.h daemon/ctl.h
 KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 
 .PHONY: all module modules-all userspace check check-host check-unit check-cli check-ynl check-readme check-unitfile check-install \
-	check-shape check-kernel check-debug check-system bench demo clean-module FORCE \
+	check-shape check-cluster check-kernel check-debug check-system bench demo clean-module FORCE \
 	deps install install-dkms clean
 
 all: module userspace
@@ -136,7 +145,7 @@ $(BUILD)/hbmguard.pc: daemon/libhbmguard/hbmguard.pc.in
 userspace: $(BUILD)/libhbmguard.a $(BUILD)/libhbmguard.so $(BUILD)/hbmguard.pc \
 	$(BUILD)/hbmguardd $(BUILD)/hbmctl $(BUILD)/unit $(BUILD)/unit-san $(BUILD)/guest/hbmtest \
 	$(BUILD)/guest/hbmnl $(BUILD)/guest/hbmrank $(BUILD)/bench-core $(BUILD)/guest/hbmbench \
-	$(BUILD)/guest/hbmrankbench
+	$(BUILD)/guest/hbmrankbench $(BUILD)/cluster-agent
 
 # The NVML source and the GPU registrar (issue 13), against the real nvml.h.
 DAEMON_NVML := daemon/nvml_source.c daemon/nvml_facts.c daemon/gpus.c
@@ -382,9 +391,24 @@ check-shape:
 	grep -qx "circle of imports: hbmguardd -> kernel -> hbmguardd" $(BUILD)/shape-extern.out
 	/usr/bin/python3 tests/shape/check.py
 
+# One simulated node of a job: the cluster link against a fake local side
+# (tests/cluster/agent.c); check-cluster runs many against one etcd.
+$(BUILD)/cluster-agent: tests/cluster/agent.c $(CLUSTER_SRC) $(CLUSTER_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_USER) $(shell pkg-config --cflags libsystemd json-c libcurl) \
+		tests/cluster/agent.c $(CLUSTER_SRC) \
+		$(shell pkg-config --libs libsystemd json-c libcurl) -o $@
+
+# Incidents across 2 to 64 simulated nodes, TLS with client certificates,
+# and hostile keys, against Debian's etcd in a network namespace of the
+# test's own (no guest).
+check-cluster: $(BUILD)/cluster-agent
+	@echo "== the cluster link against etcd, simulated nodes"
+	tests/cluster/run.sh
+
 # The host's checks, one after another (check-install builds the module in
 # the source tree; a make of its own, with userspace built before it).
-HOST_CHECKS := check-unit check-ynl check-readme check-unitfile check-install check-shape
+HOST_CHECKS := check-unit check-ynl check-readme check-unitfile check-install check-shape check-cluster
 check-host: userspace
 	@MAKEFLAGS="$(filter-out -j% --jobserver-auth=%,$(MAKEFLAGS))" \
 		$(MAKE) --no-print-directory $(HOST_CHECKS)
