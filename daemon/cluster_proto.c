@@ -36,9 +36,11 @@ struct job {
 	char name[HBM_CLUSTER_NAME_LEN];
 	/* the nodes whose key is there: the job's nodes now */
 	char (*nodes)[HBM_CLUSTER_NAME_LEN];
+	uint32_t *ranks;		/* how many ranks each has */
 	size_t nr_nodes, cap_nodes;
 	/* this node's ranks of it */
 	char *value;			/* NULL: not joined */
+	uint32_t world;			/* its world_size */
 	bool published;			/* under the present lease */
 	/* the open incident, as etcd has it */
 	bool open;
@@ -59,6 +61,7 @@ struct job {
 	char escalate[CL_REASON_LEN];	/* an abort to write */
 	/* an error of ours waiting to open one */
 	bool want_open;
+	uint64_t want_since;
 	char want_id[HBM_CLUSTER_NAME_LEN];
 	char want_reason[CL_REASON_LEN];
 	int64_t open_failed_rev;
@@ -160,6 +163,7 @@ struct cl_core *cl_new(const char *node, const struct cl_timeouts *t, uint64_t (
 static void job_free(struct job *j)
 {
 	free(j->nodes);
+	free(j->ranks);
 	free(j->parts);
 	free(j->value);
 	free(j);
@@ -224,6 +228,38 @@ static bool node_alive(const struct job *j, const char *node)
 		if (!strcmp(j->nodes[i], node))
 			return true;
 	return false;
+}
+
+static bool world_known(const struct job *j)
+{
+	uint64_t ranks = 0;
+
+	for (size_t i = 0; i < j->nr_nodes; i++)
+		ranks += j->ranks[i];
+	return ranks >= j->world;
+}
+
+/* A node's value: {"ranks": [...], "world_size": N}; the number of ranks, or -1. */
+static int64_t ranks_of(struct json_object *o, uint32_t *world)
+{
+	struct json_object *ranks, *w;
+
+	if (!json_object_object_get_ex(o, "ranks", &ranks) ||
+	    !json_object_is_type(ranks, json_type_array) ||
+	    !json_object_object_get_ex(o, "world_size", &w) || !json_object_is_type(w, json_type_int) ||
+	    json_object_get_int64(w) < 1 || json_object_get_int64(w) > UINT32_MAX ||
+	    json_object_array_length(ranks) > (size_t)json_object_get_int64(w))
+		return -1;
+	for (size_t i = 0; i < json_object_array_length(ranks); i++) {
+		struct json_object *r = json_object_array_get_idx(ranks, i);
+
+		if (!json_object_is_type(r, json_type_int) || json_object_get_int64(r) < 0 ||
+		    json_object_get_int64(r) >= json_object_get_int64(w))
+			return -1;
+	}
+	if (world)
+		*world = json_object_get_int64(w);
+	return json_object_array_length(ranks);
 }
 
 static struct member *part(struct job *j, const char *node)
@@ -554,9 +590,15 @@ static void process(struct cl_core *c, struct job *j, uint64_t now)
 			say(c, j, LOG_ERR, "job %s: incident %s is open without this node: its error (%s) is not the cluster's",
 			    j->name, j->id, j->want_reason);
 	}
-	/* opened only once this node's key is there: the incident's nodes include it */
+	/*
+	 * Opened once this node's key is there (the incident's nodes include
+	 * it) and the watch has brought every node of the job (their ranks
+	 * make up the world), or that took a pause step's deadline: the
+	 * nodes then missing are missed by the deadlines.
+	 */
 	if (j->want_open && c->link && !BUSY(j, CL_TXN_OPEN) && c->synced >= j->open_failed_rev &&
-	    node_alive(j, c->node))
+	    node_alive(j, c->node) &&
+	    (world_known(j) || now >= j->want_since + c->t.step[CL_PAUSE] * 1000000ULL))
 		open_incident(c, j);
 	if (!j->open || !j->member || !j->step_known)
 		return;
@@ -651,15 +693,13 @@ static void refuse(struct cl_core *c, const struct etcd_kv *kv, const char *why)
 
 static void put_node(struct cl_core *c, const struct key *k, const struct etcd_kv *kv)
 {
-	struct json_object *o = value_parse(kv), *ranks;
+	struct json_object *o = value_parse(kv);
+	int64_t ranks = o ? ranks_of(o, NULL) : -1;
 	struct job *j;
 
-	if (!o || !json_object_object_get_ex(o, "ranks", &ranks) ||
-	    !json_object_is_type(ranks, json_type_array)) {
-		json_object_put(o);
-		return refuse(c, kv, "not a node's value ({\"ranks\": [...]})");
-	}
 	json_object_put(o);
+	if (ranks < 0)
+		return refuse(c, kv, "not a node's value ({\"ranks\": [...], \"world_size\": N})");
 	j = job_get(c, k->job);
 	if (!j)
 		return refuse(c, kv, "too many jobs");
@@ -670,12 +710,16 @@ static void put_node(struct cl_core *c, const struct key *k, const struct etcd_k
 	if (j->nr_nodes == j->cap_nodes) {
 		size_t cap = j->cap_nodes ? 2 * j->cap_nodes : 8;
 		void *n = reallocarray(j->nodes, cap, sizeof(*j->nodes));
+		void *r = n ? reallocarray(j->ranks, cap, sizeof(*j->ranks)) : NULL;
 
-		if (!n)
+		if (n)
+			j->nodes = n;
+		if (!r)
 			return refuse(c, kv, "out of memory");
-		j->nodes = n;
+		j->ranks = r;
 		j->cap_nodes = cap;
 	}
+	j->ranks[j->nr_nodes] = ranks;
 	strcpy(j->nodes[j->nr_nodes++], k->node);
 	if (!strcmp(k->node, c->node) && kv->lease == c->lease && j->value)
 		j->published = true;
@@ -690,6 +734,7 @@ static void delete_node(struct cl_core *c, struct job *j, const char *node)
 	if (i == j->nr_nodes)
 		return;
 	memmove(j->nodes[i], j->nodes[i + 1], (j->nr_nodes - i - 1) * sizeof(*j->nodes));
+	memmove(&j->ranks[i], &j->ranks[i + 1], (j->nr_nodes - i - 1) * sizeof(*j->ranks));
 	j->nr_nodes--;
 	if (!strcmp(node, c->node))
 		j->published = false;
@@ -977,9 +1022,9 @@ void cl_txn_done(struct cl_core *c, const struct cl_action *a, int err, bool suc
 int cl_job_join(struct cl_core *c, const char *job, const char *value, uint64_t now)
 {
 	struct etcd_kv kv = { .key = "", .value = (char *)value, .value_len = strlen(value) };
-	struct json_object *o = value_parse(&kv), *ranks;
-	bool ok = o && json_object_object_get_ex(o, "ranks", &ranks) &&
-		  json_object_is_type(ranks, json_type_array);
+	struct json_object *o = value_parse(&kv);
+	uint32_t world = 0;
+	bool ok = o && ranks_of(o, &world) >= 0;
 	struct job *j;
 	char *v;
 
@@ -994,6 +1039,7 @@ int cl_job_join(struct cl_core *c, const char *job, const char *value, uint64_t 
 	}
 	free(j->value);
 	j->value = v;
+	j->world = world;
 	j->published = false;
 	process(c, j, now);
 	return 0;
@@ -1020,6 +1066,7 @@ int cl_error(struct cl_core *c, const char *job, const char *reason, uint64_t no
 		escalate(c, j, "a second error on node %s (%s)", c->node, reason);
 	} else if (!j->want_open) {
 		j->want_open = true;
+		j->want_since = now;
 		j->open_failed_rev = 0;
 		snprintf(j->want_id, sizeof(j->want_id), "%016" PRIx64, c->nonce());
 		snprintf(j->want_reason, sizeof(j->want_reason), "%s", reason);
@@ -1064,6 +1111,9 @@ uint64_t cl_next_deadline(const struct cl_core *c)
 
 		if (j->retry_at && j->retry_at < next)
 			next = j->retry_at;
+		if (j->want_open && !j->open && !world_known(j) &&
+		    j->want_since + c->t.step[CL_PAUSE] * 1000000ULL < next)
+			next = j->want_since + c->t.step[CL_PAUSE] * 1000000ULL;
 		if (j->open && j->member && j->step_known && j->deadline < next &&
 		    !(j->step == CL_ABORT && j->local_aborted && !c->link))
 			next = j->deadline;

@@ -11,7 +11,7 @@
  * [A-Za-z0-9._-], never "." or ".."):
  *
  *   /hbmguard/v1/jobs/JOB/nodes/NODE
- *	{"ranks": [0, 1], "world_size": 4}
+ *	{"ranks": [0, 1], "world_size": 4}   (global ranks, each < world_size)
  *	NODE has ranks of JOB: put under NODE's lease, so that it goes
  *	when NODE's daemon does (or loses etcd) for LeaseTTL.
  *   /hbmguard/v1/jobs/JOB/incident
