@@ -435,7 +435,7 @@ check: deps
 bench: deps
 	@$(MAKE) --no-print-directory $(BUILD)/bench-core modules-all $(BUILD)/guest/hbmbench \
 		$(BUILD)/guest/hbmnl $(BUILD)/guest/hbmrankbench $(BUILD)/guest/hbmctl $(BUILD)/hbmguardd \
-		$(BUILD)/guest/hbmstatebench
+		$(BUILD)/guest/hbmstatebench $(BUILD)/cluster-agent
 	@$(TOP)/tests/bench/run.sh
 
 demo:

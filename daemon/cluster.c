@@ -16,9 +16,19 @@
 #include "cluster.h"
 #include "etcd.h"
 
+/* An incident's acknowledgements, watched by its opener (CL_WATCH). */
+struct acks {
+	struct cluster *cl;
+	struct acks *next;
+	struct etcd_watch *w;
+	char prefix[2 * CL_REASON_LEN];
+};
+
 struct cluster {
 	sd_event *loop;
 	struct etcd *etcd;
+	struct etcd_watch *watch;	/* CL_PREFIX */
+	struct acks *acks;
 	struct cl_core *core;
 	const struct cluster_local_ops *ops;
 	void *ctx;
@@ -52,6 +62,8 @@ static uint64_t nonce(void)
 }
 
 static void drain(struct cluster *cl);
+static void watch_acks(struct cluster *cl, const char *prefix);
+static void unwatch_acks(struct cluster *cl, const char *prefix);
 
 static void on_txn(void *arg, int err, struct json_object *reply)
 {
@@ -118,6 +130,12 @@ static void drain(struct cluster *cl)
 		case CL_LOG:
 			fprintf(stderr, "<%d>hbmguardd: cluster: %s\n", a.prio, a.text);
 			break;
+		case CL_WATCH:
+			watch_acks(cl, a.text);
+			break;
+		case CL_UNWATCH:
+			unwatch_acks(cl, a.text);
+			break;
 		}
 	}
 	cl->draining = false;
@@ -181,8 +199,60 @@ static const struct etcd_watch_ops watch_ops = {
 	.event = on_event,
 	.synced = on_synced,
 	.link = on_link,
-	.lease = on_lease,
 };
+
+static void on_acks_snapshot(void *arg, const struct etcd_kv *kvs, size_t n, int64_t rev)
+{
+	struct acks *a = arg;
+
+	(void)rev;
+	cl_acks_snapshot(a->cl->core, a->prefix, kvs, n, now_us(a->cl));
+	drain(a->cl);
+}
+
+static void on_acks_event(void *arg, bool put, const struct etcd_kv *kv)
+{
+	on_event(((struct acks *)arg)->cl, put, kv);
+}
+
+static const struct etcd_watch_ops acks_ops = {
+	.snapshot = on_acks_snapshot,
+	.event = on_acks_event,
+};
+
+static void watch_acks(struct cluster *cl, const char *prefix)
+{
+	struct acks *a = calloc(1, sizeof(*a));
+
+	if (!a) {
+		fprintf(stderr, "<3>hbmguardd: cluster: out of memory: %s not watched\n", prefix);
+		return;
+	}
+	a->cl = cl;
+	snprintf(a->prefix, sizeof(a->prefix), "%s", prefix);
+	a->w = etcd_watch(cl->etcd, prefix, &acks_ops, a);
+	if (!a->w) {
+		fprintf(stderr, "<3>hbmguardd: cluster: out of memory: %s not watched\n", prefix);
+		free(a);
+		return;
+	}
+	a->next = cl->acks;
+	cl->acks = a;
+}
+
+static void unwatch_acks(struct cluster *cl, const char *prefix)
+{
+	struct acks **p, *a;
+
+	for (p = &cl->acks; *p && strcmp((*p)->prefix, prefix); p = &(*p)->next)
+		;
+	a = *p;
+	if (!a)
+		return;
+	*p = a->next;
+	etcd_unwatch(a->w);
+	free(a);
+}
 
 /**
  * cluster_start() - join the cluster [Cluster] names
@@ -231,7 +301,8 @@ struct cluster *cluster_start(sd_event *loop, const struct hbm_cluster_config *c
 	cl->etcd = etcd_new(loop, cfg, err, errlen);
 	if (!cl->etcd)
 		goto fail;
-	if (etcd_start(cl->etcd, CL_PREFIX, cfg->lease_ttl, &watch_ops, cl)) {
+	cl->watch = etcd_watch(cl->etcd, CL_PREFIX, &watch_ops, cl);
+	if (!cl->watch || etcd_lease(cl->etcd, cfg->lease_ttl, on_lease, cl)) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
@@ -245,6 +316,8 @@ void cluster_stop(struct cluster *cl)
 {
 	if (!cl)
 		return;
+	while (cl->acks)
+		unwatch_acks(cl, cl->acks->prefix);
 	etcd_free(cl->etcd);
 	cl_free(cl->core);
 	sd_event_source_disable_unref(cl->timer);

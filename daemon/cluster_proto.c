@@ -57,6 +57,8 @@ struct job {
 	char reason[CL_REASON_LEN];	/* the abort's */
 	/* this node's part in it */
 	int asked, done;		/* the step asked of, done by the local ranks; -1 none */
+	unsigned int acked;		/* 1 << step: this node's acknowledgement answered */
+	bool watching;			/* the acknowledgements (the opener) */
 	bool local_aborted;		/* told to abort without etcd */
 	char escalate[CL_REASON_LEN];	/* an abort to write */
 	/* an error of ours waiting to open one */
@@ -313,6 +315,15 @@ static int key_parse(const char *k, struct key *out)
 	char word[HBM_CLUSTER_NAME_LEN];
 
 	memset(out, 0, sizeof(*out));
+	if (!strncmp(k, CL_ACKS_V1, strlen(CL_ACKS_V1))) {
+		k += strlen(CL_ACKS_V1);
+		if (!(k = component(k, out->job)) || !(k = component(k, out->id)) ||
+		    !(k = component(k, word)) || step_parse(word, &out->step) ||
+		    !(k = component(k, out->node)) || *k || k[-1] == '/')
+			return -EINVAL;
+		out->kind = K_ACK;
+		return 0;
+	}
 	if (strncmp(k, CL_PREFIX_V1, strlen(CL_PREFIX_V1)))
 		return -EPROTO;
 	k += strlen(CL_PREFIX_V1);
@@ -332,14 +343,9 @@ static int key_parse(const char *k, struct key *out)
 	}
 	if (!(k = component(k, out->id)) || !(k = component(k, word)))
 		return -EINVAL;
-	if (!strcmp(word, "step") && !*k && k[-1] != '/') {
-		out->kind = K_STEP;
-		return 0;
-	}
-	if (strcmp(word, "acks") || !(k = component(k, word)) || step_parse(word, &out->step) ||
-	    !(k = component(k, out->node)) || *k || k[-1] == '/')
+	if (strcmp(word, "step") || *k || k[-1] == '/')
 		return -EINVAL;
-	out->kind = K_ACK;
+	out->kind = K_STEP;
 	return 0;
 }
 
@@ -406,8 +412,9 @@ static int str_field(struct json_object *o, const char *field, bool required, ch
 
 /* ---- transactions ---- */
 
-static void txn(struct cl_core *c, struct job *j, enum cl_txn_kind kind,
-		const struct etcd_cmp *cmp, size_t nr_cmp, const struct etcd_op *ops, size_t nr_ops)
+static struct cl_action *txn(struct cl_core *c, struct job *j, enum cl_txn_kind kind,
+			     const struct etcd_cmp *cmp, size_t nr_cmp, const struct etcd_op *ops,
+			     size_t nr_ops)
 {
 	struct cl_action *a;
 	char *body = etcd_txn_body(cmp, nr_cmp, ops, nr_ops);
@@ -415,11 +422,12 @@ static void txn(struct cl_core *c, struct job *j, enum cl_txn_kind kind,
 	if (!body || !(a = push(c, CL_TXN, j))) {
 		free(body);
 		j->retry_at = 1;	/* at the next tick */
-		return;
+		return NULL;
 	}
 	a->txn = kind;
 	a->body = body;
 	j->inflight |= 1U << kind;
+	return a;
 }
 
 static char *json_text(struct json_object *o)
@@ -503,35 +511,50 @@ static void set_step(struct cl_core *c, struct job *j, enum cl_txn_kind kind, en
 	free(v);
 }
 
+static char *acks_of(const struct job *j)
+{
+	char *k;
+
+	return asprintf(&k, CL_ACKS_V1 "%s/%s/", j->name, j->id) < 0 ? NULL : k;
+}
+
 static void close_incident(struct cl_core *c, struct job *j)
 {
 	char *step = key_of(j->name, "incident/%s/step", j->id);
 	char *inc = key_of(j->name, "incident");
 	char *sub = key_of(j->name, "incident/%s/", j->id);
+	char *acks = acks_of(j);
 	struct etcd_cmp cmp = { step, ETCD_MOD, ETCD_EQUAL, j->step_mod_rev };
-	struct etcd_op ops[] = { { ETCD_DELETE, inc, NULL, 0 }, { ETCD_DELETE_PREFIX, sub, NULL, 0 } };
+	struct etcd_op ops[] = { { ETCD_DELETE, inc, NULL, 0 }, { ETCD_DELETE_PREFIX, sub, NULL, 0 },
+				 { ETCD_DELETE_PREFIX, acks, NULL, 0 } };
 
-	if (step && inc && sub)
-		txn(c, j, CL_TXN_CLOSE, &cmp, 1, ops, 2);
+	if (step && inc && sub && acks)
+		txn(c, j, CL_TXN_CLOSE, &cmp, 1, ops, 3);
 	free(step);
 	free(inc);
 	free(sub);
+	free(acks);
 }
 
 static void ack(struct cl_core *c, struct job *j, enum cl_step s)
 {
 	char *inc = key_of(j->name, "incident");
-	char *k = key_of(j->name, "incident/%s/acks/%s/%s", j->id, step_names[s], c->node);
+	char *k = NULL;
 	struct timespec ts;
 	char v[64];
 
+	if (asprintf(&k, CL_ACKS_V1 "%s/%s/%s/%s", j->name, j->id, step_names[s], c->node) < 0)
+		k = NULL;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	snprintf(v, sizeof(v), "{\"at\":%lld}", (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 	if (inc && k) {
 		struct etcd_cmp cmp = { inc, ETCD_CREATE, ETCD_EQUAL, j->create_rev };
 		struct etcd_op op = { ETCD_PUT, k, v, 0 };
 
-		txn(c, j, CL_TXN_ACK, &cmp, 1, &op, 1);
+		struct cl_action *a = txn(c, j, CL_TXN_ACK, &cmp, 1, &op, 1);
+
+		if (a)
+			a->step = s;	/* answered: acked */
 	}
 	free(inc);
 	free(k);
@@ -621,9 +644,19 @@ static void process(struct cl_core *c, struct job *j, uint64_t now)
 		set_step(c, j, CL_TXN_ABORT, CL_ABORT, j->escalate);
 		return;
 	}
-	if (j->done == (int)j->step && !(part(j, c->node)->acked & 1U << j->step) &&
-	    !BUSY(j, CL_TXN_ACK))
+	if (j->done == (int)j->step && !(j->acked & 1U << j->step) && !BUSY(j, CL_TXN_ACK))
 		ack(c, j, j->step);
+	/* the opener alone hears the acknowledgements: N, not N x N, events a step */
+	if (!strcmp(j->opener, c->node) && !j->watching) {
+		struct cl_action *a = push(c, CL_WATCH, j);
+		char *acks = acks_of(j);
+
+		if (a && acks) {
+			snprintf(a->text, sizeof(a->text), "%s", acks);
+			j->watching = true;
+		}
+		free(acks);
+	}
 	if (!strcmp(j->opener, c->node) && all_acked(j, j->step) &&
 	    !BUSY(j, CL_TXN_ADVANCE) && !BUSY(j, CL_TXN_CLOSE)) {
 		if (j->step == CL_RESUME || j->step == CL_ABORT)
@@ -641,12 +674,13 @@ static void process(struct cl_core *c, struct job *j, uint64_t now)
 			char late[CL_REASON_LEN] = "";
 			size_t n = 0;
 
-			for (size_t i = 0; i < j->nr_parts && n < sizeof(late); i++)
+			for (size_t i = 0; i < j->nr_parts && n < sizeof(late) &&
+			     !strcmp(j->opener, c->node); i++)
 				if (!(j->parts[i].acked & 1U << j->step))
 					n += snprintf(late + n, sizeof(late) - n, "%s%s", n ? " " : "",
 						      j->parts[i].name);
-			escalate(c, j, "the deadline of %s passed, waiting for %s",
-				 step_names[j->step], late);
+			escalate(c, j, "the deadline of %s passed%s%s", step_names[j->step],
+				 late[0] ? ", waiting for " : "", late);
 			if (!BUSY(j, CL_TXN_ABORT))
 				set_step(c, j, CL_TXN_ABORT, CL_ABORT, j->escalate);
 		}
@@ -675,10 +709,19 @@ static void incident_gone(struct cl_core *c, struct job *j)
 		say(c, j, resumed ? LOG_INFO : LOG_WARNING, "job %s: incident %s %s", j->name, j->id,
 		    resumed ? "resumed on every node" : "aborted");
 	}
+	if (j->watching) {
+		struct cl_action *u = push(c, CL_UNWATCH, j);
+		char *acks = acks_of(j);
+
+		if (u && acks)
+			snprintf(u->text, sizeof(u->text), "%s", acks);
+		free(acks);
+	}
 	free(j->parts);
 	j->parts = NULL;
 	j->nr_parts = 0;
-	j->open = j->member = j->step_known = j->local_aborted = false;
+	j->acked = 0;
+	j->open = j->member = j->step_known = j->local_aborted = j->watching = false;
 	j->id[0] = j->opener[0] = j->reason[0] = j->escalate[0] = 0;
 	j->asked = j->done = -1;
 	j->inflight &= ~(1U << CL_TXN_ACK | 1U << CL_TXN_ADVANCE | 1U << CL_TXN_ABORT |
@@ -857,7 +900,7 @@ static void apply(struct cl_core *c, const struct etcd_kv *kv, bool put, uint64_
 	int err = key_parse(kv->key, &k);
 
 	if (err == -EPROTO) {
-		if (!strncmp(kv->key, CL_PREFIX, strlen(CL_PREFIX)) && put)
+		if (put)
 			refuse(c, kv, "not a key of version 1");
 		return;
 	}
@@ -920,9 +963,6 @@ void cl_snapshot(struct cl_core *c, const struct etcd_kv *kvs, size_t n, int64_t
 					!strcmp(k.job, j->name) && kvs[m].create_revision == j->create_rev;
 			if (!there)
 				incident_gone(c, j);
-			else
-				for (size_t p = 0; p < j->nr_parts; p++)
-					j->parts[p].acked = 0;
 		}
 	}
 	for (i = 0; i < n; i++)
@@ -941,6 +981,33 @@ void cl_snapshot(struct cl_core *c, const struct etcd_kv *kvs, size_t n, int64_t
 		job_gc(c, j);
 	}
 	cl_synced(c, rev, now);
+}
+
+/**
+ * cl_acks_snapshot() - the acknowledgements of an incident, as a read of
+ * its CL_WATCH prefix returned them, replacing what was known of them
+ * @c: the core
+ * @prefix: the CL_WATCH action's
+ * @kvs: the keys
+ * @n: their number
+ * @now: the time
+ */
+void cl_acks_snapshot(struct cl_core *c, const char *prefix, const struct etcd_kv *kvs, size_t n,
+		      uint64_t now)
+{
+	for (size_t i = 0; i < c->nr_jobs; i++) {
+		struct job *j = c->jobs[i];
+		char *acks = j->open ? acks_of(j) : NULL;
+
+		if (acks && !strcmp(acks, prefix))
+			for (size_t p = 0; p < j->nr_parts; p++)
+				j->parts[p].acked = 0;
+		free(acks);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!strncmp(kvs[i].key, prefix, strlen(prefix)))
+			apply(c, &kvs[i], true, now);
+	process_all(c, now);
 }
 
 void cl_put(struct cl_core *c, const struct etcd_kv *kv, uint64_t now)
@@ -1005,6 +1072,8 @@ void cl_txn_done(struct cl_core *c, const struct cl_action *a, int err, bool suc
 		j->open_failed_rev = rev;
 	} else if (a->txn == CL_TXN_PUBLISH && succeeded) {
 		j->published = true;
+	} else if (a->txn == CL_TXN_ACK && j->open && !strcmp(a->id, j->id)) {
+		j->acked |= 1U << a->step;	/* or the incident changed: nothing to ack */
 	}
 	process(c, j, now);
 	job_gc(c, j);

@@ -26,15 +26,18 @@
  *	Where the incident stands.  Each change compares this key's
  *	mod_revision with the one its writer read: of two nodes writing at
  *	once, one wins and the other reads the winner's step.
- *   /hbmguard/v1/jobs/JOB/incident/ID/acks/STEP/NODE
+ *   /hbmguard-acks/v1/jobs/JOB/ID/STEP/NODE
  *	{"at": UNIX_MILLISECONDS}
  *	NODE's ranks did STEP; put only while the incident is the one
- *	opened (compare its create_revision).
+ *	opened (compare its create_revision).  Outside /hbmguard/, which
+ *	every node watches: only the opener watches an incident's
+ *	acknowledgements, so that a step costs N events, not N x N.
  *
  * The steps are those of one node's recovery (recovery.c): pause ->
  * isolate -> restore -> resume.  The opener writes the next step once
  * every node acknowledged the current one, and after "resume" closes the
- * incident (deletes it and what is under incident/ID/).  Any node writes
+ * incident (deletes it, what is under incident/ID/ and its
+ * acknowledgements).  Any node writes
  * "abort" (compare-and-swap) when a node of the incident loses its lease,
  * its own ranks fail a step, a second error hits the job, or a step's
  * deadline passes ("timeout" from the step, counted from when this node
@@ -59,6 +62,7 @@
 
 #define CL_PREFIX		"/hbmguard/"
 #define CL_PREFIX_V1		"/hbmguard/v1/"
+#define CL_ACKS_V1		"/hbmguard-acks/v1/jobs/"
 #define CL_VALUE_MAX		4096
 #define CL_MAX_JOBS		256
 #define CL_MAX_NODES		1024	/* of one job */
@@ -71,6 +75,8 @@ enum cl_action_kind {
 	CL_LOCAL,	/* the job's local ranks: do .step (.text: an abort's reason) */
 	CL_CLOSED,	/* the incident .id of .job ended: .step CL_RESUME resumed, CL_ABORT aborted */
 	CL_LOG,		/* a line for the journal, at .prio */
+	CL_WATCH,	/* watch the prefix .text: its snapshot to cl_acks_snapshot(), */
+	CL_UNWATCH,	/* its events to cl_put() and cl_delete(); and no more */
 };
 
 /* What a transaction was for, so that its answer goes back to the same job. */
@@ -101,6 +107,8 @@ const char *cl_step_name(enum cl_step s);
 
 /* etcd's side: the whole prefix as of @rev, then each change after it. */
 void cl_snapshot(struct cl_core *c, const struct etcd_kv *kvs, size_t n, int64_t rev, uint64_t now);
+void cl_acks_snapshot(struct cl_core *c, const char *prefix, const struct etcd_kv *kvs, size_t n,
+		      uint64_t now);
 void cl_put(struct cl_core *c, const struct etcd_kv *kv, uint64_t now);
 void cl_delete(struct cl_core *c, const struct etcd_kv *kv, uint64_t now);
 void cl_synced(struct cl_core *c, int64_t rev, uint64_t now);

@@ -9,7 +9,8 @@
  * end requests, which curl forbids from inside its own callbacks, so the
  * lines are handed on once curl_multi_socket_action() has returned.
  *
- * A request goes to the endpoint in use; one that fails to connect or
+ * Watches and the lease are etcd_watch() and etcd_lease().  A request
+ * goes to the endpoint in use; one that fails to connect or
  * times out moves to the next endpoint for whatever comes after.
  */
 #include <errno.h>
@@ -52,16 +53,10 @@ struct etcd {
 	char endpoints[HBM_CLUSTER_MAX_ENDPOINTS][HBM_CLUSTER_URL_LEN];
 	size_t nr_endpoints, cur;
 	char cert[PATH_MAX], key[PATH_MAX], ca[PATH_MAX];
-	/* the watch */
-	const struct etcd_watch_ops *ops;
-	void *ctx;
-	char *prefix;
-	struct etcd_req *wreq;
-	int64_t next_rev;		/* 0: read the prefix first */
-	bool up;
-	uint64_t backoff;
-	sd_event_source *wretry;
+	struct etcd_watch *watches;
 	/* the lease */
+	void (*on_lease)(void *ctx, int64_t id);
+	void *lease_ctx;
 	uint32_t ttl;
 	int64_t lease;
 	uint64_t lease_ok;		/* when it was last kept alive */
@@ -384,16 +379,30 @@ struct etcd_req *etcd_call(struct etcd *e, const char *path, const char *body,
 	return request(e, path, body, false, done, ctx);
 }
 
-/* ---- the watch ---- */
+/* ---- watches ---- */
 
-static void watch_begin(struct etcd *e);
+struct etcd_watch {
+	struct etcd *e;
+	struct etcd_watch *next;
+	char *prefix;
+	const struct etcd_watch_ops *ops;
+	void *ctx;
+	struct etcd_req *req;
+	int64_t next_rev;		/* 0: read the prefix first */
+	bool up;
+	uint64_t backoff;
+	sd_event_source *retry;
+};
 
-static void link_set(struct etcd *e, bool up, const char *why)
+static void watch_begin(struct etcd_watch *w);
+
+static void link_set(struct etcd_watch *w, bool up, const char *why)
 {
-	if (e->up == up)
+	if (w->up == up)
 		return;
-	e->up = up;
-	e->ops->link(e->ctx, up, why);
+	w->up = up;
+	if (w->ops->link)
+		w->ops->link(w->ctx, up, why);
 }
 
 static int on_watch_retry(sd_event_source *s, uint64_t usec, void *arg)
@@ -405,61 +414,63 @@ static int on_watch_retry(sd_event_source *s, uint64_t usec, void *arg)
 }
 
 /* Lost: again after a pause that doubles up to BACKOFF_MAX_US. */
-static void watch_retry(struct etcd *e, const char *why)
+static void watch_retry(struct etcd_watch *w, const char *why)
 {
-	etcd_cancel(e->wreq);
-	e->wreq = NULL;
-	link_set(e, false, why);
-	e->backoff = !e->backoff ? BACKOFF_MIN_US : e->backoff >= BACKOFF_MAX_US / 2 ?
-		     BACKOFF_MAX_US : 2 * e->backoff;
-	sd_event_source_disable_unref(e->wretry);
-	e->wretry = NULL;
-	if (sd_event_add_time(e->loop, &e->wretry, CLOCK_MONOTONIC, now_us(e) + e->backoff, 1000,
-			      on_watch_retry, e) < 0)
+	struct etcd *e = w->e;
+
+	etcd_cancel(w->req);
+	w->req = NULL;
+	link_set(w, false, why);
+	w->backoff = !w->backoff ? BACKOFF_MIN_US : w->backoff >= BACKOFF_MAX_US / 2 ?
+		     BACKOFF_MAX_US : 2 * w->backoff;
+	sd_event_source_disable_unref(w->retry);
+	w->retry = NULL;
+	if (sd_event_add_time(e->loop, &w->retry, CLOCK_MONOTONIC, now_us(e) + w->backoff, 1000,
+			      on_watch_retry, w) < 0)
 		fprintf(stderr, "<3>hbmguardd: etcd: cannot arm the watch's retry\n");
 }
 
 static void on_range(void *arg, int err, struct json_object *reply)
 {
-	struct etcd *e = arg;
+	struct etcd_watch *w = arg;
 	struct json_object *kvs, *more;
 	struct etcd_kv *all = NULL;
 	size_t n = 0, i, k = 0;
 	int64_t rev = reply ? etcd_header_revision(reply) : -1;
 
-	e->wreq = NULL;
+	w->req = NULL;
 	if (err || rev < 0)
-		return watch_retry(e, err == -EHOSTUNREACH ? "unreachable" : "a bad range reply");
+		return watch_retry(w, err == -EHOSTUNREACH ? "unreachable" : "a bad range reply");
 	if (json_object_object_get_ex(reply, "kvs", &kvs) && json_object_is_type(kvs, json_type_array))
 		n = json_object_array_length(kvs);
 	if (json_object_object_get_ex(reply, "more", &more) && json_object_get_boolean(more))
 		fprintf(stderr, "<3>hbmguardd: etcd: more than %d keys under %s: the rest is not read\n",
-			RANGE_LIMIT, e->prefix);
+			RANGE_LIMIT, w->prefix);
 	all = calloc(n ? n : 1, sizeof(*all));
 	if (!all)
-		return watch_retry(e, "out of memory");
+		return watch_retry(w, "out of memory");
 	for (i = 0; i < n; i++)
 		if (!etcd_kv_parse(json_object_array_get_idx(kvs, i), &all[k]))
 			k++;
-	e->ops->snapshot(e->ctx, all, k, rev);
+	w->ops->snapshot(w->ctx, all, k, rev);
 	for (i = 0; i < k; i++)
 		etcd_kv_clear(&all[i]);
 	free(all);
-	e->next_rev = rev + 1;
-	watch_begin(e);
+	w->next_rev = rev + 1;
+	watch_begin(w);
 }
 
 /* One WatchResponse (rpc.proto), or the gateway's {"error": ...}. */
 static bool on_watch_msg(void *arg, struct json_object *msg)
 {
-	struct etcd *e = arg;
+	struct etcd_watch *w = arg;
 	struct json_object *res, *events, *f;
 	int64_t compact = 0, rev, last = 0;
 	size_t i, n = 0;
 
 	if (!json_object_object_get_ex(msg, "result", &res)) {
 		fprintf(stderr, "<4>hbmguardd: etcd: watch: %s\n", json_object_to_json_string(msg));
-		watch_retry(e, "the watch failed");
+		watch_retry(w, "the watch failed");
 		return false;
 	}
 	etcd_int64(res, "compact_revision", &compact);
@@ -468,16 +479,16 @@ static bool on_watch_msg(void *arg, struct json_object *msg)
 		/* compacted past what was seen: read it all again, then watch */
 		fprintf(stderr, "<4>hbmguardd: etcd: watch from revision %" PRId64
 			" canceled (compacted to %" PRId64 "): reading %s again\n",
-			e->next_rev, compact, e->prefix);
-		e->next_rev = 0;
-		etcd_cancel(e->wreq);
-		e->wreq = NULL;
-		watch_begin(e);
-		return false;	/* e->wreq, ended */
+			w->next_rev, compact, w->prefix);
+		w->next_rev = 0;
+		etcd_cancel(w->req);
+		w->req = NULL;
+		watch_begin(w);
+		return false;	/* the old request, ended */
 	}
 	if (json_object_object_get_ex(res, "created", &f) && json_object_get_boolean(f)) {
-		e->backoff = 0;
-		link_set(e, true, NULL);
+		w->backoff = 0;
+		link_set(w, true, NULL);
 		return true;	/* its header is now, not what the watch has delivered */
 	}
 	if (json_object_object_get_ex(res, "events", &events) &&
@@ -491,50 +502,97 @@ static bool on_watch_msg(void *arg, struct json_object *msg)
 
 		if (!json_object_object_get_ex(ev, "kv", &kv) || etcd_kv_parse(kv, &k))
 			continue;
-		if (k.mod_revision >= e->next_rev)
-			e->next_rev = k.mod_revision + 1;
+		if (k.mod_revision >= w->next_rev)
+			w->next_rev = k.mod_revision + 1;
 		last = k.mod_revision;
-		e->ops->event(e->ctx, put, &k);
+		w->ops->event(w->ctx, put, &k);
 		etcd_kv_clear(&k);
 	}
 	rev = etcd_header_revision(res);
 	/* a progress notification: nothing up to its revision is left to come */
-	if (!n && rev > 0 && rev >= e->next_rev)
-		e->next_rev = rev + 1;
-	if (n || rev > 0)
-		e->ops->synced(e->ctx, n ? last : rev);
+	if (!n && rev > 0 && rev >= w->next_rev)
+		w->next_rev = rev + 1;
+	if ((n || rev > 0) && w->ops->synced)
+		w->ops->synced(w->ctx, n ? last : rev);
 	return true;
 }
 
 static void on_watch_end(void *arg, int err, struct json_object *reply)
 {
-	struct etcd *e = arg;
+	struct etcd_watch *w = arg;
 
 	(void)reply;
-	e->wreq = NULL;
-	watch_retry(e, err ? "the watch's connection ended" : "etcd ended the watch");
+	w->req = NULL;
+	watch_retry(w, err ? "the watch's connection ended" : "etcd ended the watch");
 }
 
-static void watch_begin(struct etcd *e)
+static void watch_begin(struct etcd_watch *w)
 {
 	char *body;
 
-	sd_event_source_disable_unref(e->wretry);
-	e->wretry = NULL;
-	if (e->wreq)
+	sd_event_source_disable_unref(w->retry);
+	w->retry = NULL;
+	if (w->req)
 		return;
-	if (!e->next_rev) {
-		body = etcd_range_body(e->prefix, RANGE_LIMIT);
-		e->wreq = body ? etcd_call(e, ETCD_PATH_RANGE, body, on_range, e) : NULL;
+	if (!w->next_rev) {
+		body = etcd_range_body(w->prefix, RANGE_LIMIT);
+		w->req = body ? etcd_call(w->e, ETCD_PATH_RANGE, body, on_range, w) : NULL;
 	} else {
-		body = etcd_watch_body(e->prefix, e->next_rev);
-		e->wreq = body ? request(e, ETCD_PATH_WATCH, body, true, on_watch_end, e) : NULL;
-		if (e->wreq)
-			e->wreq->msg = on_watch_msg;
+		body = etcd_watch_body(w->prefix, w->next_rev);
+		w->req = body ? request(w->e, ETCD_PATH_WATCH, body, true, on_watch_end, w) : NULL;
+		if (w->req)
+			w->req->msg = on_watch_msg;
 	}
 	free(body);
-	if (!e->wreq)
-		watch_retry(e, "out of memory");
+	if (!w->req)
+		watch_retry(w, "out of memory");
+}
+
+/**
+ * etcd_watch() - every key under @prefix, then each change, for as long as it is kept
+ * @e: the client
+ * @prefix: the keys, ending in '/'
+ * @ops: what to tell (link and synced may be NULL)
+ * @ctx: their argument
+ *
+ * Read first (the snapshot), then watched from the revision after the
+ * read; a watch that ends resumes from the revision after the last event
+ * it delivered; one that etcd cancels (compacted past it) reads again.
+ *
+ * Return: the watch, or NULL without memory.
+ */
+struct etcd_watch *etcd_watch(struct etcd *e, const char *prefix,
+			      const struct etcd_watch_ops *ops, void *ctx)
+{
+	struct etcd_watch *w = calloc(1, sizeof(*w));
+
+	if (!w || !(w->prefix = strdup(prefix))) {
+		free(w);
+		return NULL;
+	}
+	w->e = e;
+	w->ops = ops;
+	w->ctx = ctx;
+	w->next = e->watches;
+	e->watches = w;
+	watch_begin(w);
+	return w;
+}
+
+/* No more of it; nothing is called after. */
+void etcd_unwatch(struct etcd_watch *w)
+{
+	struct etcd_watch **p;
+
+	if (!w)
+		return;
+	for (p = &w->e->watches; *p != w; p = &(*p)->next)
+		;
+	*p = w->next;
+	etcd_cancel(w->req);
+	sd_event_source_disable_unref(w->retry);
+	free(w->prefix);
+	free(w);
 }
 
 /* ---- the lease ---- */
@@ -555,7 +613,7 @@ static void lease_lost(struct etcd *e, const char *why)
 		return;
 	fprintf(stderr, "<4>hbmguardd: etcd: lease %" PRIx64 " lost: %s\n", (uint64_t)e->lease, why);
 	e->lease = 0;
-	e->ops->lease(e->ctx, 0);
+	e->on_lease(e->lease_ctx, 0);
 }
 
 static void on_lease_reply(void *arg, int err, struct json_object *reply)
@@ -574,9 +632,10 @@ static void on_lease_reply(void *arg, int err, struct json_object *reply)
 		/* unanswered for a whole TTL: etcd has let it go, or will */
 		if (e->lease && now_us(e) - e->lease_ok > (uint64_t)e->ttl * 1000000)
 			lease_lost(e, "not kept alive for its TTL");
-		/* a keepalive unanswered says the watch's connection may be dead too */
-		if (e->wreq && e->up && err == -EHOSTUNREACH)
-			watch_retry(e, "a keepalive went unanswered");
+		/* a keepalive unanswered says the watches' connections may be dead too */
+		for (struct etcd_watch *w = e->watches; w && err == -EHOSTUNREACH; w = w->next)
+			if (w->req && w->up)
+				watch_retry(w, "a keepalive went unanswered");
 		return;
 	}
 	if (ttl <= 0) {
@@ -587,7 +646,7 @@ static void on_lease_reply(void *arg, int err, struct json_object *reply)
 	e->lease_ok = now_us(e);
 	if (!e->lease) {
 		e->lease = id;
-		e->ops->lease(e->ctx, id);
+		e->on_lease(e->lease_ctx, id);
 	}
 }
 
@@ -610,27 +669,22 @@ static void lease_tick(struct etcd *e)
 }
 
 /**
- * etcd_start() - watch @prefix and keep a lease of @lease_ttl seconds
+ * etcd_lease() - keep a lease of @ttl seconds, granted again when lost
  * @e: the client
- * @prefix: the keys, ending in '/'
- * @lease_ttl: seconds
- * @ops: what to tell
- * @ctx: their argument
+ * @ttl: seconds
+ * @on_lease: told each lease granted, and 0 when it is lost
+ * @ctx: its argument
  *
  * Return: 0, or -ENOMEM.
  */
-int etcd_start(struct etcd *e, const char *prefix, uint32_t lease_ttl,
-	       const struct etcd_watch_ops *ops, void *ctx)
+int etcd_lease(struct etcd *e, uint32_t ttl, void (*on_lease)(void *ctx, int64_t id), void *ctx)
 {
-	e->ops = ops;
-	e->ctx = ctx;
-	e->ttl = lease_ttl;
-	e->prefix = strdup(prefix);
-	if (!e->prefix || sd_event_add_time(e->loop, &e->ltimer, CLOCK_MONOTONIC, 0, 1000,
-					    on_lease_timer, e) < 0)
+	e->ttl = ttl;
+	e->on_lease = on_lease;
+	e->lease_ctx = ctx;
+	if (sd_event_add_time(e->loop, &e->ltimer, CLOCK_MONOTONIC, 0, 1000, on_lease_timer, e) < 0)
 		return -ENOMEM;
 	lease_tick(e);
-	watch_begin(e);
 	return 0;
 }
 
@@ -679,13 +733,13 @@ void etcd_free(struct etcd *e)
 {
 	if (!e)
 		return;
+	while (e->watches)
+		etcd_unwatch(e->watches);
 	while (e->reqs)
 		req_free(e->reqs);
 	curl_multi_cleanup(e->multi);
 	sd_event_source_disable_unref(e->timer);
-	sd_event_source_disable_unref(e->wretry);
 	sd_event_source_disable_unref(e->ltimer);
 	sd_event_unref(e->loop);
-	free(e->prefix);
 	free(e);
 }

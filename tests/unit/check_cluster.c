@@ -93,6 +93,17 @@ static int fail_node = -1, fail_step = -1, mute_node = -1;
 static char said[NODES][8192];
 static unsigned int closed[NODES][2];	/* [resumed] */
 static unsigned int steps[NODES][CL_NR_STEPS];
+static char watched[NODES][4][256];	/* the acknowledgements each core watches */
+
+static bool watches(int n, const char *key)
+{
+	if (strncmp(key, CL_ACKS_V1, strlen(CL_ACKS_V1)))
+		return true;	/* under CL_PREFIX: everyone's */
+	for (int w = 0; w < 4; w++)
+		if (watched[n][w][0] && !strncmp(key, watched[n][w], strlen(watched[n][w])))
+			return true;
+	return false;
+}
 
 static struct fkv *find(const char *k)
 {
@@ -109,7 +120,7 @@ static void deliver(const struct fkv *f, bool put)
 			      .create_revision = f->create, .mod_revision = f->mod, .version = f->version };
 
 	for (int n = 0; n < nr_cores; n++)
-		if (linked[n])
+		if (linked[n] && watches(n, f->key))
 			(put ? cl_put : cl_delete)(cores[n], &kv, now);
 }
 
@@ -213,6 +224,26 @@ static bool txn(const char *body)
 	return ok;
 }
 
+/* A watch of acknowledgements: what is there first, as a snapshot. */
+static void watch(int n, const char *prefix)
+{
+	struct etcd_kv kvs[KEYS];
+	size_t k = 0;
+	int w;
+
+	for (w = 0; w < 4 && watched[n][w][0]; w++)
+		;
+	ck_assert_int_lt(w, 4);
+	snprintf(watched[n][w], sizeof(watched[n][w]), "%s", prefix);
+	for (int i = 0; i < KEYS; i++)
+		if (store[i].key && !strncmp(store[i].key, prefix, strlen(prefix)))
+			kvs[k++] = (struct etcd_kv){ .key = store[i].key, .key_len = strlen(store[i].key),
+				.value = store[i].value, .value_len = strlen(store[i].value),
+				.create_revision = store[i].create, .mod_revision = store[i].mod,
+				.version = store[i].version };
+	cl_acks_snapshot(cores[n], prefix, kvs, k, now);
+}
+
 /* Every core's actions until none is left; the local side does each step at once. */
 static void run(void)
 {
@@ -250,6 +281,14 @@ static void run(void)
 					strncat(said[n], a.text, sizeof(said[n]) - strlen(said[n]) - 2);
 					strcat(said[n], "\n");
 					break;
+				case CL_WATCH:
+					watch(n, a.text);
+					break;
+				case CL_UNWATCH:
+					for (int w = 0; w < 4; w++)
+						if (!strcmp(watched[n][w], a.text))
+							watched[n][w][0] = 0;
+					break;
 				}
 			}
 		}
@@ -271,6 +310,7 @@ static void setup(void)
 	memset(said, 0, sizeof(said));
 	memset(closed, 0, sizeof(closed));
 	memset(steps, 0, sizeof(steps));
+	memset(watched, 0, sizeof(watched));
 	rev = 1;
 	now = 1000000;
 	fail_node = fail_step = mute_node = -1;
@@ -320,6 +360,8 @@ START_TEST(resumed_everywhere)
 		ck_assert_ptr_nonnull(strstr(said[n], "opened by n1 on 3 nodes: a UE"));
 	}
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
+	ck_assert_int_eq(keys_under(CL_ACKS_V1), 0);
+	ck_assert_str_eq(watched[1][0], "");	/* and no longer, once closed */
 	ck_assert_uint_eq(cl_next_deadline(cores[0]), UINT64_MAX);
 	/* and a second incident, later, as well */
 	ck_assert_int_eq(cl_error(cores[2], "J", "another UE", now), 0);
@@ -338,6 +380,10 @@ START_TEST(deadline_aborts)
 	run();
 	ck_assert_uint_eq(steps[0][CL_PAUSE], 1);
 	ck_assert_uint_eq(steps[0][CL_ISOLATE], 0);
+	/* the opener alone watches the acknowledgements */
+	ck_assert_ptr_nonnull(strstr(watched[0][0], CL_ACKS_V1 "J/"));
+	ck_assert_str_eq(watched[1][0], "");
+	ck_assert_str_eq(watched[2][0], "");
 	ck_assert_uint_eq(cl_next_deadline(cores[0]), now + 30 * 1000000ULL);
 	now += 30 * 1000000ULL;
 	for (int n = 0; n < 3; n++)
@@ -514,7 +560,7 @@ END_TEST
 /* A step that goes back, or an ack of a node not in the incident, changes nothing. */
 START_TEST(hostile_mid_incident)
 {
-	char k[128];
+	char k[128], big[256];
 
 	mute_node = 2;
 	cl_error(cores[0], "J", "a UE", now);
@@ -532,8 +578,9 @@ START_TEST(hostile_mid_incident)
 	run();
 	ck_assert_ptr_nonnull(strstr(said[0], "a step that goes back"));
 	ck_assert_uint_eq(steps[0][CL_PAUSE], 1);
-	strcpy(strstr(k, "/step"), "/acks/restore/n7");
-	fput(k, "{\"at\":1}");
+	*strstr(k, "/step") = 0;
+	snprintf(big, sizeof(big), CL_ACKS_V1 "J/%s/restore/n7", strrchr(k, '/') + 1);
+	fput(big, "{\"at\":1}");
 	run();
 	ck_assert_ptr_nonnull(strstr(said[0], "an acknowledgement of a node not in the incident"));
 }
