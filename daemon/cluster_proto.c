@@ -619,6 +619,13 @@ static void process(struct cl_core *c, struct job *j, uint64_t now)
 	 * make up the world), or that took a pause step's deadline: the
 	 * nodes then missing are missed by the deadlines.
 	 */
+	if (j->want_open && !c->link && now >= j->want_since + c->t.step[CL_PAUSE] * 1000000ULL) {
+		/* a job on other nodes too: without etcd, its ranks cannot recover together */
+		say(c, j, LOG_ERR, "job %s: etcd unreachable for the pause deadline after an error (%s): aborting this node's ranks",
+		    j->name, j->want_reason);
+		j->want_open = false;
+		local(c, j, CL_ABORT, "etcd unreachable: the job's incident could not be opened");
+	}
 	if (j->want_open && c->link && !BUSY(j, CL_TXN_OPEN) && c->synced >= j->open_failed_rev &&
 	    node_alive(j, c->node) &&
 	    (world_known(j) || now >= j->want_since + c->t.step[CL_PAUSE] * 1000000ULL))
@@ -1180,7 +1187,7 @@ uint64_t cl_next_deadline(const struct cl_core *c)
 
 		if (j->retry_at && j->retry_at < next)
 			next = j->retry_at;
-		if (j->want_open && !j->open && !world_known(j) &&
+		if (j->want_open && !j->open && (!world_known(j) || !c->link) &&
 		    j->want_since + c->t.step[CL_PAUSE] * 1000000ULL < next)
 			next = j->want_since + c->t.step[CL_PAUSE] * 1000000ULL;
 		if (j->open && j->member && j->step_known && j->deadline < next &&

@@ -10,9 +10,10 @@
  *	error USEC | step NAME USEC | closed resumed|aborted USEC
  *
  *   agent --endpoint URL [--plain] [--cert F --key F --ca F] --node NAME
- *         --job JOB --rank R --world W [--ttl S] [--fail STEP]
+ *         --job JOB --rank R --world W [--ttl S] [--fail STEP] [--timeout S]
  *
- * --fail: its ranks fail that step (an escalation).  SIGTERM ends it.
+ * --fail: its ranks fail that step (an escalation); --timeout: the steps'
+ * deadlines (20 s).  SIGTERM ends it.
  */
 #include <getopt.h>
 #include <signal.h>
@@ -77,6 +78,7 @@ int main(int argc, char **argv)
 		{ "world", required_argument, NULL, 'w' },
 		{ "ttl", required_argument, NULL, 't' },
 		{ "fail", required_argument, NULL, 'f' },
+		{ "timeout", required_argument, NULL, 'T' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct hbm_config c;
@@ -121,6 +123,9 @@ int main(int argc, char **argv)
 			break;
 		case 't':
 			c.cluster.lease_ttl = atoi(optarg);
+			break;
+		case 'T':
+			c.recovery.pause_timeout = c.recovery.restore_timeout = atoi(optarg);
 			break;
 		case 'f':
 			for (fail_step = 0; fail_step < CL_NR_STEPS; fail_step++)

@@ -11,7 +11,10 @@
 #   - hostile keys (not JSON, another version's, a huge value, an incident
 #     of an unknown job): refused with a line, nothing done;
 #   - escalations: a node whose ranks fail a step, a node killed mid-way
-#     (its lease ends): every node aborts, the reason in each one's log.
+#     (its lease ends): every node aborts, the reason in each one's log;
+#   - etcd restarted while a node is away and compacted past its watch:
+#     the watch reads again and the incident opened meanwhile resumes;
+#     etcd gone before an error: the node's ranks abort at the deadline.
 #
 #   tests/cluster/run.sh [--bench]
 #
@@ -200,9 +203,44 @@ done
 stop_agents
 echo "check-cluster: a node whose lease ends aborts the incident everywhere"
 
+# ---- etcd restarted while a node is away, and compacted past its watch ----
+stop_etcd() { kill "$ETCD"; wait "$ETCD" 2>/dev/null || true; }
+reached() { [ "$(grep -c 'etcd reached' "$1")" -ge "$2" ]; }
+job=restart
+LOG=$W/$job.
+start_agents $job 2
+# node 1 away (stopped) across etcd's restart: its watch ends, unseen
+kill -STOP "${AGENTS[1]}"
+stop_etcd
+start_etcd 0 --listen-client-urls $EP --advertise-client-urls $EP
+wait_for "etcd did not start again" 20 ctl endpoint health
+wait_for "$job: node 0 did not come back" 20 reached "$W/$job.0.err" 2
+grep -q 'etcd unreachable' "$W/$job.0.err" || fail "$job: node 0 did not see etcd go"
+# an incident opened meanwhile, the revisions it made compacted away
+kill -USR1 "${AGENTS[0]}"
+wait_for "$job: node 0 did not pause" 10 grep -q '^step pause' "$W/$job.0.out"
+rev=$(ctl get /hbmguard/ --prefix -w json | sed -n 's/.*"revision":\([0-9]*\).*/\1/p')
+ctl compact "$rev" >/dev/null
+kill -CONT "${AGENTS[1]}"
+wait_for "$job: not resumed on both after etcd's restart" 30 all_closed $job 2 resumed
+grep -q 'canceled (compacted to [0-9]*): reading /hbmguard/ again' "$W/$job.1.err" ||
+	fail "$job: node 1's watch did not read again after the compaction"
+stop_agents
+echo "check-cluster: a watch resumes after etcd's restart, reads again past a compaction; no incident lost"
+
+# ---- etcd gone before the error: the job's ranks on this node abort at the deadline ----
+job=nolink
+LOG=$W/$job.
+start_agents $job 2 --timeout 2
+stop_etcd
+wait_for "$job: node 0 did not see etcd go" 20 grep -q 'etcd unreachable' "$W/$job.0.err"
+kill -USR1 "${AGENTS[0]}"
+wait_for "$job: node 0 did not abort without etcd" 20 \
+	grep -q '^step abort .*etcd unreachable' "$W/$job.0.out"
+stop_agents
+echo "check-cluster: without etcd, an error aborts the node's ranks at the deadline (no hang)"
+
 # ---- TLS, client certificates required ----
-kill "$ETCD"
-wait "$ETCD" 2>/dev/null || true
 C=$W/pki
 mkdir -p "$C"
 openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=hbm-test-ca \

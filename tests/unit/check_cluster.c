@@ -497,6 +497,30 @@ START_TEST(etcd_gone)
 }
 END_TEST
 
+/* etcd gone before the error: no incident can open, the local ranks abort at the deadline. */
+START_TEST(etcd_gone_before)
+{
+	linked[1] = false;
+	cl_link(cores[1], false, now);
+	ck_assert_int_eq(cl_error(cores[1], "J", "a UE", now), 0);
+	run();
+	ck_assert_uint_eq(steps[1][CL_ABORT], 0);
+	ck_assert_uint_eq(cl_next_deadline(cores[1]), now + 30 * 1000000ULL);
+	now += 30 * 1000000ULL;
+	cl_tick(cores[1], now);
+	run();
+	ck_assert_uint_eq(steps[1][CL_ABORT], 1);
+	ck_assert_ptr_nonnull(strstr(said[1], "etcd unreachable for the pause deadline after an error (a UE)"));
+	ck_assert_uint_eq(cl_next_deadline(cores[1]), UINT64_MAX);
+	/* and nothing is opened once etcd is back */
+	linked[1] = true;
+	cl_link(cores[1], true, now);
+	run();
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
+	ck_assert_uint_eq(steps[0][CL_PAUSE], 0);
+}
+END_TEST
+
 /* What is not of the layout, or not its JSON, is refused with a line and changes nothing. */
 START_TEST(hostile)
 {
@@ -602,6 +626,7 @@ Suite *cluster_suite(void)
 	tcase_add_test(tc, two_open_at_once);
 	tcase_add_test(tc, lease_ends);
 	tcase_add_test(tc, etcd_gone);
+	tcase_add_test(tc, etcd_gone_before);
 	tcase_add_test(tc, hostile);
 	tcase_add_test(tc, hostile_mid_incident);
 	suite_add_tcase(s, tc);
