@@ -64,8 +64,8 @@ DAEMON_HDR += daemon/passed.h
 # The cluster link's pure parts (issue 14): etcd's messages and the incident
 # protocol across nodes, unit-tested; its I/O (etcd.c: libcurl driven by
 # sd-event; cluster.c) is run by check-cluster's agents against a real etcd.
-DAEMON_SRC += daemon/etcd_msg.c daemon/cluster_proto.c
-DAEMON_HDR += daemon/etcd_msg.h daemon/cluster_proto.h
+# (not in hbmguardd yet: wiring the ranks to it is issue 14's next step)
+CLUSTER_PURE := daemon/etcd_msg.c daemon/cluster_proto.c daemon/etcd_msg.h daemon/cluster_proto.h
 CLUSTER_SRC := daemon/cluster.c daemon/etcd.c daemon/etcd_msg.c daemon/cluster_proto.c \
 	daemon/config.c daemon/timespan.c daemon/ctl.c
 CLUSTER_HDR := daemon/cluster.h daemon/etcd.h daemon/etcd_msg.h daemon/cluster_proto.h \
@@ -182,12 +182,13 @@ UNIT_DAEMON := $(DAEMON_SRC) daemon/advise.c daemon/recovery.c daemon/core.c dae
 	daemon/metrics.c daemon/scheduler.c $(MHD_CFLAGS) $(shell pkg-config --cflags libnl-genl-3.0 libsystemd)
 UNIT_DAEMON += -DHBM_FIXTURES='"$(TOP)/tests/unit/fixtures"'
 UNIT_DAEMON += daemon/cli.c $(shell pkg-config --cflags json-c)
+UNIT_DAEMON += $(filter %.c,$(CLUSTER_PURE))
 UNIT_LIBS := $(CHECK_LIBS) $(shell pkg-config --libs libsystemd json-c) $(MHD_LIBS) -lm
 UNIT_DEPS := $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR) daemon/recovery.c \
 	daemon/core.c daemon/store.c daemon/amdgpu.c daemon/amdgpu.h daemon/metrics.c daemon/scheduler.c \
 	$(DAEMON_MAIN_HDR) \
 	daemon/hbmguardd.h daemon/libhbmguard/aperture.c daemon/libhbmguard/hbmguard.h \
-	daemon/cli.c daemon/cli.h daemon/advise.c daemon/advise.h
+	daemon/cli.c daemon/cli.h daemon/advise.c daemon/advise.h $(CLUSTER_PURE)
 
 $(BUILD)/unit: $(UNIT_DEPS)
 	@mkdir -p $(@D)

@@ -78,7 +78,8 @@ struct cl_core {
 	int64_t lease;			/* 0: none */
 	bool link;
 	int64_t synced;			/* the revision the watch has reached */
-	struct job *jobs[CL_MAX_JOBS];
+	/* this node's jobs, and at most CL_MAX_JOBS others: none crowds out its own */
+	struct job *jobs[2 * CL_MAX_JOBS];
 	size_t nr_jobs;
 	struct cl_action *q;		/* actions, a ring */
 	size_t q_head, q_len, q_cap;
@@ -196,12 +197,19 @@ static struct job *job_find(struct cl_core *c, const char *name)
 	return NULL;
 }
 
-static struct job *job_get(struct cl_core *c, const char *name)
+static struct job *job_get(struct cl_core *c, const char *name, bool ours)
 {
 	struct job *j = job_find(c, name);
+	size_t i, others = 0, mine = 0;
 
-	if (j || c->nr_jobs == CL_MAX_JOBS)
+	if (j)
 		return j;
+	for (i = 0; i < c->nr_jobs; i++) {
+		others += !c->jobs[i]->value;
+		mine += !!c->jobs[i]->value;
+	}
+	if (ours ? mine >= CL_MAX_JOBS : others >= CL_MAX_JOBS)
+		return NULL;
 	j = calloc(1, sizeof(*j));
 	if (!j)
 		return NULL;
@@ -735,9 +743,16 @@ static void incident_gone(struct cl_core *c, struct job *j)
 			 1U << CL_TXN_CLOSE);
 }
 
+/* A key as the journal may show it: 128 bytes at most, anything unprintable as '?'. */
 static void refuse(struct cl_core *c, const struct etcd_kv *kv, const char *why)
 {
-	say(c, NULL, LOG_WARNING, "etcd: %.128s%s (revision %" PRId64 "): refused: %s", kv->key,
+	char key[129];
+	size_t i;
+
+	for (i = 0; i < kv->key_len && i < sizeof(key) - 1; i++)
+		key[i] = kv->key[i] >= 0x20 && kv->key[i] < 0x7f ? kv->key[i] : '?';
+	key[i] = 0;
+	say(c, NULL, LOG_WARNING, "etcd: %s%s (revision %" PRId64 "): refused: %s", key,
 	    kv->key_len > 128 ? "..." : "", kv->mod_revision, why);
 }
 
@@ -750,7 +765,7 @@ static void put_node(struct cl_core *c, const struct key *k, const struct etcd_k
 	json_object_put(o);
 	if (ranks < 0)
 		return refuse(c, kv, "not a node's value ({\"ranks\": [...], \"world_size\": N})");
-	j = job_get(c, k->job);
+	j = job_get(c, k->job, false);
 	if (!j)
 		return refuse(c, kv, "too many jobs");
 	if (node_alive(j, k->node))
@@ -839,6 +854,12 @@ static void put_incident(struct cl_core *c, const struct key *k, const struct et
 	if (!parts || i < n) {
 		free(parts);
 		return refuse(c, kv, "an incident's nodes are not distinct node names");
+	}
+	for (m = 0; m < n && strcmp(parts[m].name, opener); m++)
+		;
+	if (m == n) {
+		free(parts);
+		return refuse(c, kv, "an incident whose opener is not one of its nodes");
 	}
 	if (j->open)	/* deleted and created again between two reads */
 		incident_gone(c, j);
@@ -1107,7 +1128,7 @@ int cl_job_join(struct cl_core *c, const char *job, const char *value, uint64_t 
 	json_object_put(o);
 	if (!hbm_cluster_name_valid(job) || !ok)
 		return -EINVAL;
-	j = job_get(c, job);
+	j = job_get(c, job, true);
 	v = strdup(value);
 	if (!j || !v) {
 		free(v);

@@ -146,6 +146,16 @@ static void fput(const char *k, const char *v)
 	deliver(f, true);
 }
 
+/* Out of the fake's store (it holds KEYS), left in the cores' memory. */
+static void store_forget(const char *k)
+{
+	struct fkv *f = find(k);
+
+	free(f->key);
+	free(f->value);
+	memset(f, 0, sizeof(*f));
+}
+
 static void fdel(struct fkv *f)
 {
 	f->mod = rev;
@@ -538,6 +548,10 @@ START_TEST(hostile)
 		  "not an incident's value" },
 		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a\",\"opener\":\"n0\",\"reason\":\"\\u0007\","
 		  "\"nodes\":[\"n0\"]}", "not an incident's value" },
+		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a\",\"opener\":\"evil\",\"nodes\":[\"n0\"]}",
+		  "an incident whose opener is not one of its nodes" },
+		/* what the journal shows of a key is printable: no line of its own */
+		{ "/hbmguard/v1/jobs/J/incident\n<0>forged", "{}", "incident?<0>forged (revision" },
 		{ "/hbmguard/v1/jobs/K/incident", "{\"id\":\"a\",\"opener\":\"n0\",\"nodes\":[\"n0\"]}",
 		  "an incident of a job no node has published" },
 		{ "/hbmguard/v2/jobs/J/incident", "{}", "not a key of version 1" },
@@ -573,6 +587,16 @@ START_TEST(hostile)
 	fput("/hbmguard/v1/jobs/J/nodes/n8", big);
 	run();
 	ck_assert_ptr_nonnull(strstr(said[0], "nodes/n8 (revision"));
+	/* other jobs' nodes by the hundred crowd out none of this node's jobs */
+	for (int i = 0; i < CL_MAX_JOBS + 8; i++) {
+		snprintf(big, sizeof(big), "/hbmguard/v1/jobs/flood%d/nodes/x", i);
+		fput(big, "{\"ranks\":[0],\"world_size\":1}");
+		store_forget(big);
+	}
+	run();
+	ck_assert_ptr_nonnull(strstr(said[0], "flood256/nodes/x (revision"));
+	ck_assert_ptr_nonnull(strstr(said[0], "too many jobs"));
+	ck_assert_int_eq(cl_job_join(cores[0], "mine", "{\"ranks\":[0],\"world_size\":1}", now), 0);
 	/* still working after all that */
 	cl_error(cores[0], "J", "a UE", now);
 	run();
