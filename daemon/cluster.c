@@ -29,6 +29,7 @@ struct cluster {
 	struct etcd *etcd;
 	struct etcd_watch *watch;	/* CL_PREFIX */
 	struct acks *acks;
+	struct pending *pending;
 	struct cl_core *core;
 	const struct cluster_local_ops *ops;
 	void *ctx;
@@ -40,6 +41,7 @@ struct cluster {
 /* A transaction on its way: the action it carries out. */
 struct pending {
 	struct cluster *cl;
+	struct pending *next, *prev;	/* freed by cluster_stop() if unanswered */
 	struct cl_action a;
 };
 
@@ -62,6 +64,17 @@ static uint64_t nonce(void)
 }
 
 static void drain(struct cluster *cl);
+
+static void pending_free(struct pending *p)
+{
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		p->cl->pending = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+	free(p);
+}
 static void watch_acks(struct cluster *cl, const char *prefix);
 static void unwatch_acks(struct cluster *cl, const char *prefix);
 
@@ -80,7 +93,7 @@ static void on_txn(void *arg, int err, struct json_object *reply)
 	if (reply)
 		json_object_object_get_ex(reply, "succeeded", &ok);
 	cl_txn_done(cl->core, &p->a, err, ok && json_object_get_boolean(ok), rev, now_us(cl));
-	free(p);
+	pending_free(p);
 	drain(cl);
 }
 
@@ -109,15 +122,20 @@ static void drain(struct cluster *cl)
 
 		switch (a.kind) {
 		case CL_TXN:
-			p = malloc(sizeof(*p));
+			p = calloc(1, sizeof(*p));
 			if (p) {
 				p->cl = cl;
 				p->a = a;
 				p->a.body = NULL;
+				p->next = cl->pending;
+				if (p->next)
+					p->next->prev = p;
+				cl->pending = p;
 			}
 			if (!p || !etcd_call(cl->etcd, ETCD_PATH_TXN, a.body, on_txn, p)) {
 				cl_txn_done(cl->core, &a, -ENOMEM, false, -1, now_us(cl));
-				free(p);
+				if (p)
+					pending_free(p);
 			}
 			free(a.body);
 			break;
@@ -318,7 +336,9 @@ void cluster_stop(struct cluster *cl)
 		return;
 	while (cl->acks)
 		unwatch_acks(cl, cl->acks->prefix);
-	etcd_free(cl->etcd);
+	etcd_free(cl->etcd);	/* answers nothing more */
+	while (cl->pending)
+		pending_free(cl->pending);
 	cl_free(cl->core);
 	sd_event_source_disable_unref(cl->timer);
 	if (cl->loop)

@@ -23,7 +23,7 @@
 # $HBM_CLUSTER_BENCH or stdout (tests/cluster/bench.sh makes the rows).
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
-AGENT=$TOP/build/cluster-agent
+AGENT=${HBM_CLUSTER_AGENT:-$TOP/build/cluster-agent}
 if [ -z "${HBM_IN_NETNS:-}" ]; then
 	exec env HBM_IN_NETNS=1 unshare -n "$0" "$@"
 fi
