@@ -361,7 +361,7 @@ check-system-ddp: $(SYSTEM_DEPS) | $(GUESTS_AFTER)
 	$(TOP)/tests/system/run.sh $(SYSTEM_KVER) ddp
 
 # Each tier stops the run on its first failure, so reaching the end means all
-# passed: the unit runs, the spec, unit file, install and shape checks, two
+# passed: the unit runs, the spec, unit file, install, shape and cluster checks, two
 # guests per kernel (the debug kernel's too), the system tests' two guests.
 check-ynl:
 	@echo "== the YNL spec, with the kernel's ynl library"
@@ -431,7 +431,7 @@ check: deps
 		$(foreach p,$(KERNEL_PARTS),check-kernel-debug-$(p)) \
 		check-system-boots check-system-ddp $(filter-out check-kernel-debug-%,$(GUESTS_2)); \
 	s=$$?; wait; exit $$s
-	@echo "check: $$((8 + $(words $(GUESTS_2)))) passed, 0 failed"
+	@echo "check: $$((9 + $(words $(GUESTS_2)))) passed, 0 failed"
 
 bench: deps
 	@$(MAKE) --no-print-directory $(BUILD)/bench-core modules-all $(BUILD)/guest/hbmbench \
