@@ -302,7 +302,10 @@ static int on_timer_change(CURLM *multi, long ms, void *arg)
 	if (ms < 0)
 		return e->timer ? sd_event_source_set_enabled(e->timer, SD_EVENT_OFF) < 0 ? -1 : 0 : 0;
 	if (!e->timer)
-		return sd_event_add_time(e->loop, &e->timer, CLOCK_MONOTONIC, when, 1000,
+		/* accuracy 1 us: sd-event would otherwise coalesce curl's
+		 * "now" with other wake-ups up to a millisecond later, on each
+		 * hop of a request */
+		return sd_event_add_time(e->loop, &e->timer, CLOCK_MONOTONIC, when, 1,
 					 on_curl_timer, e) < 0 ? -1 : 0;
 	if (sd_event_source_set_time(e->timer, when) < 0 ||
 	    sd_event_source_set_enabled(e->timer, SD_EVENT_ONESHOT) < 0)
