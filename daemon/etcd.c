@@ -641,6 +641,11 @@ static void on_lease_reply(void *arg, int err, struct json_object *reply)
 				watch_retry(w, "a keepalive went unanswered");
 		return;
 	}
+	/*
+	 * A lease etcd no longer has is answered with TTL 0, not an error
+	 * (leaseKeepAlive() in etcdserver/api/v3rpc/lease.go, v3.4.23), which
+	 * the gateway leaves out as proto3's zero value.
+	 */
 	if (ttl <= 0) {
 		lease_lost(e, "etcd says it expired");
 		lease_tick(e);
