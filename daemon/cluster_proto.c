@@ -47,6 +47,7 @@ struct job {
 	char id[HBM_CLUSTER_NAME_LEN];
 	char opener[HBM_CLUSTER_NAME_LEN];
 	int64_t create_rev;
+	int64_t snap_create;		/* of the incident in a snapshot being read */
 	struct member *parts;
 	size_t nr_parts;
 	bool member;			/* this node is one of parts */
@@ -978,20 +979,22 @@ void cl_snapshot(struct cl_core *c, const struct etcd_kv *kvs, size_t n, int64_t
 	struct key k;
 	size_t i;
 
+	for (i = 0; i < c->nr_jobs; i++)
+		c->jobs[i]->snap_create = 0;
+	for (i = 0; i < n; i++) {
+		struct job *j;
+
+		if (!key_parse(kvs[i].key, &k) && k.kind == K_INCIDENT && (j = job_find(c, k.job)))
+			j->snap_create = kvs[i].create_revision;
+	}
 	for (i = 0; i < c->nr_jobs; i++) {
 		struct job *j = c->jobs[i];
 
 		j->nr_nodes = 0;
 		j->published = false;
-		if (j->open) {
-			bool there = false;
-
-			for (size_t m = 0; m < n && !there; m++)
-				there = !key_parse(kvs[m].key, &k) && k.kind == K_INCIDENT &&
-					!strcmp(k.job, j->name) && kvs[m].create_revision == j->create_rev;
-			if (!there)
-				incident_gone(c, j);
-		}
+		/* the incident known is not the one there (if any): it ended unseen */
+		if (j->open && j->snap_create != j->create_rev)
+			incident_gone(c, j);
 	}
 	for (i = 0; i < n; i++)
 		if (!key_parse(kvs[i].key, &k) && k.kind == K_NODE)

@@ -234,23 +234,31 @@ static bool txn(const char *body)
 	return ok;
 }
 
-/* A watch of acknowledgements: what is there first, as a snapshot. */
-static void watch(int n, const char *prefix)
+/* The keys under @prefix, as a range returns them (borrowed from the store). */
+static size_t collect(const char *prefix, struct etcd_kv *kvs)
 {
-	struct etcd_kv kvs[KEYS];
 	size_t k = 0;
-	int w;
 
-	for (w = 0; w < 4 && watched[n][w][0]; w++)
-		;
-	ck_assert_int_lt(w, 4);
-	snprintf(watched[n][w], sizeof(watched[n][w]), "%s", prefix);
 	for (int i = 0; i < KEYS; i++)
 		if (store[i].key && !strncmp(store[i].key, prefix, strlen(prefix)))
 			kvs[k++] = (struct etcd_kv){ .key = store[i].key, .key_len = strlen(store[i].key),
 				.value = store[i].value, .value_len = strlen(store[i].value),
 				.create_revision = store[i].create, .mod_revision = store[i].mod,
 				.version = store[i].version };
+	return k;
+}
+
+/* A watch of acknowledgements: what is there first, as a snapshot. */
+static void watch(int n, const char *prefix)
+{
+	struct etcd_kv kvs[KEYS];
+	size_t k = collect(prefix, kvs);
+	int w;
+
+	for (w = 0; w < 4 && watched[n][w][0]; w++)
+		;
+	ck_assert_int_lt(w, 4);
+	snprintf(watched[n][w], sizeof(watched[n][w]), "%s", prefix);
 	cl_acks_snapshot(cores[n], prefix, kvs, k, now);
 }
 
@@ -531,6 +539,36 @@ START_TEST(etcd_gone_before)
 }
 END_TEST
 
+/* An incident that ended while a node was away: its read again says so, its ranks abort. */
+START_TEST(closed_while_away)
+{
+	struct etcd_kv kvs[KEYS];
+
+	mute_node = 2;		/* its ranks slow to pause, then its watch breaks */
+	cl_error(cores[0], "J", "a UE", now);
+	run();
+	ck_assert_uint_eq(steps[2][CL_PAUSE], 1);
+	linked[2] = false;
+	now += 30 * 1000000ULL;	/* the others abort at the pause deadline */
+	cl_tick(cores[0], now);
+	cl_tick(cores[1], now);
+	run();
+	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
+	now += 10 * 1000000ULL;	/* n2 acknowledges no abort: its deadline closes it */
+	cl_tick(cores[0], now);
+	cl_tick(cores[1], now);
+	run();
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
+	ck_assert_uint_eq(closed[2][0], 0);
+	linked[2] = true;
+	cl_snapshot(cores[2], kvs, collect("/hbmguard/", kvs), rev, now);
+	run();
+	ck_assert_uint_eq(steps[2][CL_ABORT], 1);
+	ck_assert_uint_eq(closed[2][0], 1);
+	ck_assert_ptr_nonnull(strstr(said[2], "aborted"));
+}
+END_TEST
+
 /* What is not of the layout, or not its JSON, is refused with a line and changes nothing. */
 START_TEST(hostile)
 {
@@ -651,6 +689,7 @@ Suite *cluster_suite(void)
 	tcase_add_test(tc, lease_ends);
 	tcase_add_test(tc, etcd_gone);
 	tcase_add_test(tc, etcd_gone_before);
+	tcase_add_test(tc, closed_while_away);
 	tcase_add_test(tc, hostile);
 	tcase_add_test(tc, hostile_mid_incident);
 	suite_add_tcase(s, tc);
