@@ -21,7 +21,8 @@
 #include "cluster_proto.h"
 
 #define RETRY_US	500000		/* a transaction that did not reach etcd, again */
-#define MAX_ACTIONS	65536		/* queued and not taken: a caller that does not drain */
+/* queued and not taken: a caller that does not drain */
+#define MAX_ACTIONS	65536
 
 static const char *const step_names[CL_NR_STEPS] = {
 	"pause", "isolate", "restore", "resume", "abort"
@@ -534,8 +535,11 @@ static void close_incident(struct cl_core *c, struct job *j)
 	char *sub = key_of(j->name, "incident/%s/", j->id);
 	char *acks = acks_of(j);
 	struct etcd_cmp cmp = { step, ETCD_MOD, ETCD_EQUAL, j->step_mod_rev };
-	struct etcd_op ops[] = { { ETCD_DELETE, inc, NULL, 0 }, { ETCD_DELETE_PREFIX, sub, NULL, 0 },
-				 { ETCD_DELETE_PREFIX, acks, NULL, 0 } };
+	struct etcd_op ops[] = {
+		{ ETCD_DELETE, inc, NULL, 0 },
+		{ ETCD_DELETE_PREFIX, sub, NULL, 0 },
+		{ ETCD_DELETE_PREFIX, acks, NULL, 0 },
+	};
 
 	if (step && inc && sub && acks)
 		txn(c, j, CL_TXN_CLOSE, &cmp, 1, ops, 3);
@@ -652,7 +656,8 @@ static void process(struct cl_core *c, struct job *j, uint64_t now)
 			j->local_aborted = true;
 			escalate(c, j, "node %s could not reach etcd past the deadline of %s", c->node,
 				 step_names[j->step]);
-			j->deadline = UINT64_MAX;	/* the abort is written when etcd is back */
+			/* the abort is written when etcd is back */
+			j->deadline = UINT64_MAX;
 		}
 		return;
 	}

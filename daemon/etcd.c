@@ -275,7 +275,8 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *arg, void *so
 {
 	struct etcd *e = arg;
 	sd_event_source *src = sockp;
-	uint32_t events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
+	uint32_t events = (what & CURL_POLL_IN ? EPOLLIN : 0) |
+			  (what & CURL_POLL_OUT ? EPOLLOUT : 0);
 
 	(void)easy;
 	if (what == CURL_POLL_REMOVE) {
@@ -299,8 +300,10 @@ static int on_timer_change(CURLM *multi, long ms, void *arg)
 	uint64_t when = now_us(e) + (ms > 0 ? (uint64_t)ms * 1000 : 0);
 
 	(void)multi;
+	if (ms < 0 && !e->timer)
+		return 0;
 	if (ms < 0)
-		return e->timer ? sd_event_source_set_enabled(e->timer, SD_EVENT_OFF) < 0 ? -1 : 0 : 0;
+		return sd_event_source_set_enabled(e->timer, SD_EVENT_OFF) < 0 ? -1 : 0;
 	if (!e->timer)
 		/* accuracy 1 us: sd-event would otherwise coalesce curl's
 		 * "now" with other wake-ups up to a millisecond later, on each
