@@ -61,10 +61,19 @@ DAEMON_HDR += daemon/utf8.h
 # The sockets systemd passes (socket activation): the control socket's and the metrics'.
 DAEMON_SRC += daemon/passed.c
 DAEMON_HDR += daemon/passed.h
+# The cluster link's pure parts (issue 14): etcd's messages and the incident
+# protocol across nodes, unit-tested; its I/O (etcd.c: libcurl driven by
+# sd-event; cluster.c) is run by check-cluster's agents against a real etcd.
+# (not in hbmguardd yet: wiring the ranks to it is issue 14's next step)
+CLUSTER_PURE := daemon/etcd_msg.c daemon/cluster_proto.c daemon/etcd_msg.h daemon/cluster_proto.h
+CLUSTER_SRC := daemon/cluster.c daemon/etcd.c daemon/etcd_msg.c daemon/cluster_proto.c \
+	daemon/config.c daemon/timespan.c daemon/ctl.c
+CLUSTER_HDR := daemon/cluster.h daemon/etcd.h daemon/etcd_msg.h daemon/cluster_proto.h \
+	daemon/config.h daemon/timespan.h daemon/ctl.h
 KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 
 .PHONY: all module modules-all userspace check check-host check-unit check-cli check-ynl check-readme check-unitfile check-install \
-	check-shape check-kernel check-debug check-system bench demo clean-module FORCE \
+	check-shape check-cluster check-kernel check-debug check-system bench demo clean-module FORCE \
 	deps install install-dkms clean
 
 all: module userspace
@@ -136,7 +145,7 @@ $(BUILD)/hbmguard.pc: daemon/libhbmguard/hbmguard.pc.in
 userspace: $(BUILD)/libhbmguard.a $(BUILD)/libhbmguard.so $(BUILD)/hbmguard.pc \
 	$(BUILD)/hbmguardd $(BUILD)/hbmctl $(BUILD)/unit $(BUILD)/unit-san $(BUILD)/guest/hbmtest \
 	$(BUILD)/guest/hbmnl $(BUILD)/guest/hbmrank $(BUILD)/bench-core $(BUILD)/guest/hbmbench \
-	$(BUILD)/guest/hbmrankbench
+	$(BUILD)/guest/hbmrankbench $(BUILD)/cluster-agent
 
 # The NVML source and the GPU registrar (issue 13), against the real nvml.h.
 DAEMON_NVML := daemon/nvml_source.c daemon/nvml_facts.c daemon/gpus.c
@@ -173,12 +182,13 @@ UNIT_DAEMON := $(DAEMON_SRC) daemon/advise.c daemon/recovery.c daemon/core.c dae
 	daemon/metrics.c daemon/scheduler.c $(MHD_CFLAGS) $(shell pkg-config --cflags libnl-genl-3.0 libsystemd)
 UNIT_DAEMON += -DHBM_FIXTURES='"$(TOP)/tests/unit/fixtures"'
 UNIT_DAEMON += daemon/cli.c $(shell pkg-config --cflags json-c)
+UNIT_DAEMON += $(filter %.c,$(CLUSTER_PURE))
 UNIT_LIBS := $(CHECK_LIBS) $(shell pkg-config --libs libsystemd json-c) $(MHD_LIBS) -lm
 UNIT_DEPS := $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR) daemon/recovery.c \
 	daemon/core.c daemon/store.c daemon/amdgpu.c daemon/amdgpu.h daemon/metrics.c daemon/scheduler.c \
 	$(DAEMON_MAIN_HDR) \
 	daemon/hbmguardd.h daemon/libhbmguard/aperture.c daemon/libhbmguard/hbmguard.h \
-	daemon/cli.c daemon/cli.h daemon/advise.c daemon/advise.h
+	daemon/cli.c daemon/cli.h daemon/advise.c daemon/advise.h $(CLUSTER_PURE)
 
 $(BUILD)/unit: $(UNIT_DEPS)
 	@mkdir -p $(@D)
@@ -351,7 +361,7 @@ check-system-ddp: $(SYSTEM_DEPS) | $(GUESTS_AFTER)
 	$(TOP)/tests/system/run.sh $(SYSTEM_KVER) ddp
 
 # Each tier stops the run on its first failure, so reaching the end means all
-# passed: the unit runs, the spec, unit file, install and shape checks, two
+# passed: the unit runs, the spec, unit file, install, shape and cluster checks, two
 # guests per kernel (the debug kernel's too), the system tests' two guests.
 check-ynl:
 	@echo "== the YNL spec, with the kernel's ynl library"
@@ -382,9 +392,24 @@ check-shape:
 	grep -qx "circle of imports: hbmguardd -> kernel -> hbmguardd" $(BUILD)/shape-extern.out
 	/usr/bin/python3 tests/shape/check.py
 
+# One simulated node of a job: the cluster link against a fake local side
+# (tests/cluster/agent.c); check-cluster runs many against one etcd.
+$(BUILD)/cluster-agent: tests/cluster/agent.c $(CLUSTER_SRC) $(CLUSTER_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_USER) $(shell pkg-config --cflags libsystemd json-c libcurl) \
+		tests/cluster/agent.c $(CLUSTER_SRC) \
+		$(shell pkg-config --libs libsystemd json-c libcurl) -o $@
+
+# Incidents across 2 to 64 simulated nodes, TLS with client certificates,
+# and hostile keys, against Debian's etcd in a network namespace of the
+# test's own (no guest).
+check-cluster: $(BUILD)/cluster-agent
+	@echo "== the cluster link against etcd, simulated nodes"
+	tests/cluster/run.sh
+
 # The host's checks, one after another (check-install builds the module in
 # the source tree; a make of its own, with userspace built before it).
-HOST_CHECKS := check-unit check-ynl check-readme check-unitfile check-install check-shape
+HOST_CHECKS := check-unit check-ynl check-readme check-unitfile check-install check-shape check-cluster
 check-host: userspace
 	@MAKEFLAGS="$(filter-out -j% --jobserver-auth=%,$(MAKEFLAGS))" \
 		$(MAKE) --no-print-directory $(HOST_CHECKS)
@@ -406,12 +431,12 @@ check: deps
 		$(foreach p,$(KERNEL_PARTS),check-kernel-debug-$(p)) \
 		check-system-boots check-system-ddp $(filter-out check-kernel-debug-%,$(GUESTS_2)); \
 	s=$$?; wait; exit $$s
-	@echo "check: $$((8 + $(words $(GUESTS_2)))) passed, 0 failed"
+	@echo "check: $$((9 + $(words $(GUESTS_2)))) passed, 0 failed"
 
 bench: deps
 	@$(MAKE) --no-print-directory $(BUILD)/bench-core modules-all $(BUILD)/guest/hbmbench \
 		$(BUILD)/guest/hbmnl $(BUILD)/guest/hbmrankbench $(BUILD)/guest/hbmctl $(BUILD)/hbmguardd \
-		$(BUILD)/guest/hbmstatebench
+		$(BUILD)/guest/hbmstatebench $(BUILD)/cluster-agent
 	@$(TOP)/tests/bench/run.sh
 
 demo:

@@ -39,6 +39,7 @@ void hbm_config_defaults(struct hbm_config *c)
 	c->recovery.kill_timeout = 10;
 	c->sched.timeout = 30;
 	c->sched.recheck = 120;
+	c->cluster.lease_ttl = 10;
 }
 
 struct parser {
@@ -50,6 +51,9 @@ struct parser {
 	/* Where each range was last declared, for range_check(). */
 	const char *range_file[HBM_CONFIG_MAX_RANGES];
 	unsigned int range_file_nr[HBM_CONFIG_MAX_RANGES];
+	/* Where [Cluster]'s Endpoints= was last set, for cluster_check(). */
+	const char *cluster_file;
+	unsigned int cluster_line;
 };
 
 static int fail(struct parser *p, const char *key, const char *fmt, ...)
@@ -371,6 +375,148 @@ static int sched_key(struct parser *p, const char *key, const char *v,
 	return fail(p, key, "unknown key (Slurm, SlurmNode, Hook, Timeout, RecheckInterval)");
 }
 
+/**
+ * hbm_cluster_name_valid() - whether @v can be a node's or a job's name in etcd
+ * @v: the name
+ *
+ * It is one component of a key (cluster_proto.h): 1 to 63 of letters,
+ * digits, '.', '_' and '-', and not "." or "..", so that no name can
+ * reach into another's keys.
+ *
+ * Return: true if so.
+ */
+bool hbm_cluster_name_valid(const char *v)
+{
+	size_t n = strlen(v);
+
+	if (!n || n >= HBM_CLUSTER_NAME_LEN || !strcmp(v, ".") || !strcmp(v, ".."))
+		return false;
+	for (; *v; v++)
+		if (!isalnum((unsigned char)*v) && !strchr("-_.", *v))
+			return false;
+	return true;
+}
+
+/*
+ * One endpoint: http:// or https://, a host name or numeric address (IPv6
+ * in brackets) and an optional port; no path, user or query, which etcd's
+ * gateway would not serve (its paths start at /v3/).
+ */
+static int endpoint(struct parser *p, const char *key, const char *v, char *out)
+{
+	const char *h = !strncmp(v, "https://", 8) ? v + 8 : !strncmp(v, "http://", 7) ? v + 7 : NULL;
+	const char *end, *q;
+	uint32_t port;
+
+	if (!h)
+		return fail(p, key, "'%s' is not an http:// or https:// URL", v);
+	if (strlen(v) >= HBM_CLUSTER_URL_LEN)
+		return fail(p, key, "'%s' is longer than %d characters", v, HBM_CLUSTER_URL_LEN - 1);
+	if (*h == '[') {
+		end = strchr(h, ']');
+		if (!end || end == h + 1)
+			return fail(p, key, "'%s': an IPv6 address ends with ]", v);
+		for (q = h + 1; q < end; q++)
+			if (!isxdigit((unsigned char)*q) && *q != ':' && *q != '.')
+				return fail(p, key, "'%s' is not host[:port]", v);
+		end++;
+	} else {
+		for (end = h; isalnum((unsigned char)*end) || *end == '.' || *end == '-'; end++)
+			;
+		if (end == h)
+			return fail(p, key, "'%s' has no host", v);
+	}
+	if (*end == ':') {
+		if (number(p, key, end + 1, 1, 65535, &port))
+			return -EINVAL;
+	} else if (*end) {
+		return fail(p, key, "'%s' is not host[:port] (no path, user or query)", v);
+	}
+	strcpy(out, v);
+	return 0;
+}
+
+/* Endpoints=: a list separated by spaces or commas; empty turns [Cluster] off. */
+static int endpoints(struct parser *p, const char *key, const char *v,
+		     struct hbm_cluster_config *c)
+{
+	struct hbm_cluster_config next = *c;
+	char *copy = strdup(v), *tok, *save = NULL;
+	int err = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	next.nr_endpoints = 0;
+	for (tok = strtok_r(copy, " \t,", &save); tok && !err; tok = strtok_r(NULL, " \t,", &save)) {
+		if (next.nr_endpoints == HBM_CLUSTER_MAX_ENDPOINTS)
+			err = fail(p, key, "more than %d endpoints", HBM_CLUSTER_MAX_ENDPOINTS);
+		else
+			err = endpoint(p, key, tok, next.endpoints[next.nr_endpoints++]);
+	}
+	free(copy);
+	if (!err) {
+		*c = next;
+		p->cluster_file = p->file;
+		p->cluster_line = p->line;
+	}
+	return err;
+}
+
+/* [Cluster]; a file's key empty undoes what a file before set. */
+static int cluster_key(struct parser *p, const char *key, const char *v,
+		       struct hbm_cluster_config *c)
+{
+	char *file = !strcmp(key, "CertificateFile") ? c->cert :
+		     !strcmp(key, "KeyFile") ? c->key :
+		     !strcmp(key, "TrustedCAFile") ? c->ca : NULL;
+
+	if (file) {
+		if (!*v) {
+			file[0] = 0;
+			return 0;
+		}
+		return path(p, key, v, file);
+	}
+	if (!strcmp(key, "Endpoints"))
+		return endpoints(p, key, v, c);
+	if (!strcmp(key, "AllowPlainHTTP"))
+		return yes_no(p, key, v, &c->allow_plain_http);
+	/* 2 s at least: keep-alives go every third of it (etcd.c) */
+	if (!strcmp(key, "LeaseTTL"))
+		return seconds(p, key, v, 2, 3600, &c->lease_ttl);
+	if (!strcmp(key, "Node")) {
+		if (*v && !hbm_cluster_name_valid(v))
+			return fail(p, key, "'%s' is not a node name (1 to %d letters, digits, -_.)",
+				    v, HBM_CLUSTER_NAME_LEN - 1);
+		strcpy(c->node, v);
+		return 0;
+	}
+	return fail(p, key, "unknown key (Endpoints, CertificateFile, KeyFile, TrustedCAFile, "
+		    "AllowPlainHTTP, LeaseTTL, Node)");
+}
+
+/*
+ * What one key cannot say alone, once every file is read: an http://
+ * endpoint only with AllowPlainHTTP=yes (a job's incidents in the clear,
+ * and anyone on the path could write them), a certificate with its key.
+ */
+static int cluster_check(struct parser *p, const struct hbm_cluster_config *c)
+{
+	size_t i;
+
+	if (!c->nr_endpoints)
+		return 0;
+	p->file = p->cluster_file;
+	p->line = p->cluster_line;
+	for (i = 0; i < c->nr_endpoints; i++)
+		if (!strncmp(c->endpoints[i], "http://", 7) && !c->allow_plain_http)
+			return fail(p, "Endpoints", "'%s' is plain HTTP: use https://, or set "
+				    "AllowPlainHTTP=yes (tests only)", c->endpoints[i]);
+	if (!c->cert[0] != !c->key[0])
+		return fail(p, NULL, "[Cluster] takes CertificateFile= and KeyFile= together");
+	return 0;
+}
+
 static struct hbm_device_config *device_section(struct hbm_config *c,
 						 const char *identity)
 {
@@ -385,7 +531,7 @@ static struct hbm_device_config *device_section(struct hbm_config *c,
 	return &c->devices[c->nr_devices++];
 }
 
-enum section { NONE, DAEMON, POLICY, RECOVERY, DEVICE, RANGE, METRICS, SCHEDULER };
+enum section { NONE, DAEMON, POLICY, RECOVERY, DEVICE, RANGE, METRICS, SCHEDULER, CLUSTER };
 
 /* The quoted argument of [@what "..."], or NULL. */
 static char *quoted(char *s, const char *what)
@@ -448,7 +594,7 @@ static int section(struct parser *p, char *s, struct hbm_config *c,
 	char *id;
 
 	if (s[len - 1] != ']')
-		return fail(p, NULL, "'%s': a section is [Daemon], [Policy], [Recovery], [Metrics], [Scheduler], [Device \"identity\"] or [Range \"name\"]", s);
+		return fail(p, NULL, "'%s': a section is [Daemon], [Policy], [Recovery], [Metrics], [Scheduler], [Cluster], [Device \"identity\"] or [Range \"name\"]", s);
 	s[len - 1] = 0;
 	s = trim(s + 1);
 	if (!strcmp(s, "Daemon")) {
@@ -469,6 +615,10 @@ static int section(struct parser *p, char *s, struct hbm_config *c,
 	}
 	if (!strcmp(s, "Scheduler")) {
 		*sec = SCHEDULER;
+		return 0;
+	}
+	if (!strcmp(s, "Cluster")) {
+		*sec = CLUSTER;
 		return 0;
 	}
 	id = quoted(s, "Range");
@@ -555,6 +705,8 @@ static int parse_text(struct parser *p, const char *text, const char *file,
 				ret = fail(p, key, "unknown key (Listen)");
 		} else if (sec == SCHEDULER) {
 			ret = sched_key(p, key, value, &c->sched);
+		} else if (sec == CLUSTER) {
+			ret = cluster_key(p, key, value, &c->cluster);
 		} else if (sec == RANGE) {
 			ret = range_key(p, key, value, &c->ranges[range]);
 		} else {
@@ -566,13 +718,13 @@ static int parse_text(struct parser *p, const char *text, const char *file,
 	return ret;
 }
 
-static int check_ranges(struct parser *p, const struct hbm_config *c)
+static int check_whole(struct parser *p, const struct hbm_config *c)
 {
 	int ret = 0;
 
 	for (size_t i = 0; !ret && i < c->nr_ranges; i++)
 		ret = range_check(p, c, i);
-	return ret;
+	return ret ? ret : cluster_check(p, &c->cluster);
 }
 
 int hbm_config_parse(const char *text, const char *file, struct hbm_config *out,
@@ -587,7 +739,7 @@ int hbm_config_parse(const char *text, const char *file, struct hbm_config *out,
 	hbm_config_defaults(c);
 	ret = parse_text(&p, text, file, c);
 	if (!ret)
-		ret = check_ranges(&p, c);
+		ret = check_whole(&p, c);
 	if (!ret)
 		*out = *c;
 	free(c);
@@ -814,7 +966,7 @@ int hbm_config_load_files(const char *file, bool file_required,
 			snprintf(err, errlen, "%s: %s", d[i].path, strerror(ENOENT));
 	}
 	if (!ret)
-		ret = check_ranges(&p, c);	/* names files d still holds */
+		ret = check_whole(&p, c);	/* names files d still holds */
 	if (!ret)
 		*out = *c;
 	else if (!err[0])

@@ -34,6 +34,15 @@
  *	Timeout=30s			# a command's time, then SIGKILL and a retry
  *	RecheckInterval=2min		# Slurm read again while the node is to be drained
  *
+ *	[Cluster]			# incidents across nodes through etcd (cluster.c); off
+ *	Endpoints=https://10.0.0.1:2379 https://10.0.0.2:2379	# unless set
+ *	CertificateFile=/etc/hbmguard/etcd.crt	# the client's certificate, PEM
+ *	KeyFile=/etc/hbmguard/etcd.key	# and its key
+ *	TrustedCAFile=/etc/hbmguard/etcd-ca.crt	# the servers' CA; unset: the system's
+ *	AllowPlainHTTP=no		# http:// endpoints (tests only)
+ *	LeaseTTL=10s			# this node's lease: its keys go this long after it
+ *	Node=gpu042			# its name in the cluster; unset: the hostname
+ *
  * Blank lines and lines starting with # or ; are ignored; a key set twice
  * takes the last value.  Time spans are in systemd's syntax ("90", "30s",
  * "2min", "1h 30min": systemd.time(7)), in whole seconds.  After the file,
@@ -116,6 +125,26 @@ struct hbm_sched_config {
 	uint32_t recheck;		/* seconds */
 };
 
+/*
+ * [Cluster]: the etcd servers a job's incident is coordinated through
+ * (cluster.c, etcd.c); no endpoint (the default): off.
+ */
+#define HBM_CLUSTER_MAX_ENDPOINTS	8
+#define HBM_CLUSTER_URL_LEN		128
+/* A key's path component (cluster_proto.h): 63 characters of [A-Za-z0-9._-] */
+#define HBM_CLUSTER_NAME_LEN		64
+
+struct hbm_cluster_config {
+	char endpoints[HBM_CLUSTER_MAX_ENDPOINTS][HBM_CLUSTER_URL_LEN];
+	size_t nr_endpoints;
+	char cert[PATH_MAX];		/* "": no client certificate */
+	char key[PATH_MAX];
+	char ca[PATH_MAX];		/* "": the system's trust store */
+	bool allow_plain_http;
+	uint32_t lease_ttl;		/* seconds */
+	char node[HBM_CLUSTER_NAME_LEN];	/* "": the hostname */
+};
+
 struct hbm_config {
 	char state_dir[PATH_MAX];
 	char control_socket[PATH_MAX];
@@ -123,6 +152,7 @@ struct hbm_config {
 	struct hbm_recovery_config recovery;
 	struct hbm_metrics_config metrics;
 	struct hbm_sched_config sched;
+	struct hbm_cluster_config cluster;
 	struct hbm_device_config devices[HBM_CONFIG_MAX_DEVICES];
 	size_t nr_devices;
 	struct hbm_range_config ranges[HBM_CONFIG_MAX_RANGES];
@@ -131,6 +161,7 @@ struct hbm_config {
 
 void hbm_config_defaults(struct hbm_config *c);
 bool hbm_slurm_node_valid(const char *v);
+bool hbm_cluster_name_valid(const char *v);
 int hbm_config_parse(const char *text, const char *file, struct hbm_config *c,
 		     char *err, size_t errlen);
 /*

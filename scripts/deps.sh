@@ -14,6 +14,10 @@ set -eu
 # libmicrohttpd-dev: hbmguardd's metrics endpoint (daemon/metrics.c); prometheus:
 # its promtool checks what the endpoint serves, and python3-prometheus-client's
 # strict parsers both its formats (tests/unit/check_metrics.c).
+# etcd-server, etcd-client (3.4.23): the store hbmguardd's cluster link
+# speaks to (daemon/etcd.c, through libcurl4-openssl-dev), run by
+# tests/cluster/run.sh in a network namespace (iproute2) with certificates
+# made by openssl; the package's etcd.service is not what the test runs.
 # Kernels the tests boot.  The headers build the module; the images give the
 # guests their vmlinuz and the stock injection modules (hwpoison-inject,
 # mce-inject).  6.1 is bookworm's own kernel, 6.12 its newer LTS.
@@ -23,7 +27,8 @@ python3-yaml python3-jsonschema systemd mmdebstrap e2fsprogs groff-base
 linux-headers-amd64 linux-image-amd64
 linux-headers-6.12-amd64 linux-image-6.12-amd64
 flex bison bc libelf-dev
-libmicrohttpd-dev prometheus python3-prometheus-client"
+libmicrohttpd-dev prometheus python3-prometheus-client
+etcd-server etcd-client libcurl4-openssl-dev iproute2 openssl"
 [ "${1:-}" = demo ] && PKGS="$PKGS python3-matplotlib"
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)

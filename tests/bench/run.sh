@@ -15,6 +15,12 @@ run() {
 	echo
 	"$TOP/build/bench-core" || rc=$?
 	echo
+	echo "A job's incident across N simulated nodes (processes of this host) and one"
+	echo "etcd on its loopback: error -> every node told to pause, and -> resumed"
+	echo "everywhere, beside etcd's own put -> watch.  Targets: within 3x of it; flat"
+	echo "in N (64 within 2x of 2)."
+	"$TOP/tests/cluster/bench.sh" || rc=$?
+	echo
 	"$TOP/scripts/guest-run" --kernel "$kver" --mem 2048 --hbm-node 512 --timeout 2400 \
 		--module hwpoison-inject \
 		--file "$TOP/build/$kver/hbmguard.ko:/hbmguard.ko" \

@@ -290,6 +290,40 @@ START_TEST(bad_input)
 		  "test.conf:4: [Range \"b\"]: 0x1ff000+8192 overlaps [Range \"a\"] (test.conf:1): 0x100000+1048576" },
 		{ "[Range \"a\"]\nAddress=0x200000\nSize=1M\n[Range \"b\"]\nAddress=0x100000\nSize=4M\n",
 		  "test.conf:4: [Range \"b\"]: 0x100000+4194304 overlaps [Range \"a\"]" },
+		/* [Cluster] (cluster.c) */
+		{ "[Cluster]\nEndpoints=etcd:2379\n",
+		  "test.conf:2: Endpoints: 'etcd:2379' is not an http:// or https:// URL" },
+		{ "[Cluster]\nEndpoints=https://\n", "test.conf:2: Endpoints: 'https://' has no host" },
+		{ "[Cluster]\nEndpoints=https://e:0\n", "test.conf:2: Endpoints: 0 is out of range (1..65535)" },
+		{ "[Cluster]\nEndpoints=https://e:65536\n", "Endpoints: 65536 is out of range" },
+		{ "[Cluster]\nEndpoints=https://e:2379/v3\n", "Endpoints: '2379/v3' is not a number" },
+		{ "[Cluster]\nEndpoints=https://e/v3\n", "'https://e/v3' is not host[:port]" },
+		{ "[Cluster]\nEndpoints=https://u@e:2379\n", "'https://u@e:2379' is not host[:port]" },
+		{ "[Cluster]\nEndpoints=https://[::1:2379\n", "an IPv6 address ends with ]" },
+		{ "[Cluster]\nEndpoints=https://[zz]:1\n", "'https://[zz]:1' is not host[:port]" },
+		{ "[Cluster]\nEndpoints=https://a https://b https://c https://d https://e https://f "
+		  "https://g https://h https://i\n", "test.conf:2: Endpoints: more than 8 endpoints" },
+		{ "[Cluster]\nEndpoints=https://aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa:1\n", "is longer than 127 characters" },
+		/* plain HTTP only when said so, whichever key comes first */
+		{ "[Cluster]\n\nEndpoints=https://a:1,http://b:2379\n",
+		  "test.conf:3: Endpoints: 'http://b:2379' is plain HTTP: use https://, or set AllowPlainHTTP=yes" },
+		{ "[Cluster]\nAllowPlainHTTP=yes\nEndpoints=http://b:2379\nAllowPlainHTTP=no\n",
+		  "'http://b:2379' is plain HTTP" },
+		{ "[Cluster]\nAllowPlainHTTP=maybe\n", "test.conf:2: AllowPlainHTTP: 'maybe' is not yes or no" },
+		{ "[Cluster]\nEndpoints=https://a:1\nCertificateFile=/c.pem\n",
+		  "test.conf:2: [Cluster] takes CertificateFile= and KeyFile= together" },
+		{ "[Cluster]\nEndpoints=https://a:1\nKeyFile=/k.pem\n", "takes CertificateFile= and KeyFile= together" },
+		{ "[Cluster]\nKeyFile=k.pem\n", "test.conf:2: KeyFile: 'k.pem' is not an absolute path" },
+		{ "[Cluster]\nTrustedCAFile=ca\n", "test.conf:2: TrustedCAFile: 'ca' is not an absolute path" },
+		{ "[Cluster]\nLeaseTTL=1\n", "test.conf:2: LeaseTTL: 1 is out of range (2..3600 seconds)" },
+		{ "[Cluster]\nLeaseTTL=2h\n", "LeaseTTL: 2h is out of range" },
+		{ "[Cluster]\nLeaseTTL=1.5s\n", "LeaseTTL: '1.5s' is not a whole number of seconds" },
+		{ "[Cluster]\nNode=a/b\n", "test.conf:2: Node: 'a/b' is not a node name" },
+		{ "[Cluster]\nNode=..\n", "Node: '..' is not a node name" },
+		{ "[Cluster]\nNode=0123456789012345678901234567890123456789012345678901234567890123\n",
+		  "is not a node name" },
+		{ "[Cluster]\nWatch=yes\n", "test.conf:2: Watch: unknown key (Endpoints, CertificateFile" },
 	};
 	struct hbm_config before;
 	size_t i;
@@ -328,6 +362,41 @@ START_TEST(metrics_listen)
 	ck_assert_int_eq(parse("[Metrics]\nListen=0.0.0.0:9477\nListen=\n"), 0);
 	ck_assert_uint_eq(c.metrics.addr_len, 0);
 	ck_assert_str_eq(c.metrics.listen, "");
+}
+END_TEST
+
+/* [Cluster]: off by default; each key; Endpoints= empty turns it off again. */
+START_TEST(cluster_keys)
+{
+	ck_assert_int_eq(parse(""), 0);
+	ck_assert_uint_eq(c.cluster.nr_endpoints, 0);
+	ck_assert_uint_eq(c.cluster.lease_ttl, 10);
+	ck_assert(!c.cluster.allow_plain_http);
+	ck_assert_int_eq(parse("[Cluster]\nEndpoints = https://10.0.0.1:2379, https://[fd00::2]:2379"
+			       "\thttps://etcd-3.example\n"
+			       "CertificateFile=/etc/c.pem\nKeyFile=/etc/k.pem\nTrustedCAFile=/etc/ca.pem\n"
+			       "LeaseTTL=1min\nNode=gpu-042.rack_7\n"), 0);
+	ck_assert_uint_eq(c.cluster.nr_endpoints, 3);
+	ck_assert_str_eq(c.cluster.endpoints[0], "https://10.0.0.1:2379");
+	ck_assert_str_eq(c.cluster.endpoints[1], "https://[fd00::2]:2379");
+	ck_assert_str_eq(c.cluster.endpoints[2], "https://etcd-3.example");
+	ck_assert_str_eq(c.cluster.cert, "/etc/c.pem");
+	ck_assert_str_eq(c.cluster.key, "/etc/k.pem");
+	ck_assert_str_eq(c.cluster.ca, "/etc/ca.pem");
+	ck_assert_uint_eq(c.cluster.lease_ttl, 60);
+	ck_assert_str_eq(c.cluster.node, "gpu-042.rack_7");
+	ck_assert_int_eq(parse("[Cluster]\nEndpoints=http://127.0.0.1:2379\nAllowPlainHTTP=yes\n"), 0);
+	ck_assert(c.cluster.allow_plain_http);
+	ck_assert_int_eq(parse("[Cluster]\nEndpoints=https://a\nEndpoints=\nNode=\n"), 0);
+	ck_assert_uint_eq(c.cluster.nr_endpoints, 0);
+	ck_assert_str_eq(c.cluster.node, "");
+	/* off: a plain endpoint undone is no longer refused */
+	ck_assert_int_eq(parse("[Cluster]\nEndpoints=http://a\nEndpoints=\n"), 0);
+	ck_assert(hbm_cluster_name_valid("a"));
+	ck_assert(!hbm_cluster_name_valid(""));
+	ck_assert(!hbm_cluster_name_valid("."));
+	ck_assert(hbm_cluster_name_valid("..."));
+	ck_assert(!hbm_cluster_name_valid("a b"));
 }
 END_TEST
 
@@ -708,6 +777,7 @@ Suite *config_suite(void)
 	tcase_add_test(tc, time_units);
 	tcase_add_test(tc, time_units_bad);
 	tcase_add_test(tc, recovery_deadlines);
+	tcase_add_test(tc, cluster_keys);
 	tcase_add_test(tc, bad_input);
 	tcase_add_test(tc, too_many_devices);
 	tcase_add_test(tc, ranges);

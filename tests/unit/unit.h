@@ -28,6 +28,7 @@ Suite *advise_suite(void);
 Suite *metrics_suite(void);
 Suite *passed_suite(void);
 Suite *scheduler_suite(void);
+Suite *cluster_suite(void);
 const char *table_invariants(const struct hbm_table *t);
 
 #endif

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The cluster link of hbmguardd: a job's incident followed across nodes
+ * in etcd.  It carries out what the protocol (cluster_proto.h) asks
+ * through etcd.c, and tells the local side what its ranks are to do
+ * through the ops it was given (the ranks' recovery; a test's fake).
+ */
+#ifndef HBM_CLUSTER_H
+#define HBM_CLUSTER_H
+
+#include <stdbool.h>
+#include <systemd/sd-event.h>
+
+#include "cluster_proto.h"
+#include "config.h"
+
+struct cluster;
+
+struct cluster_local_ops {
+	/* the job's local ranks: do @step; cluster_done() when done */
+	void (*step)(void *ctx, const char *job, const char *id, enum cl_step step,
+		     const char *reason);
+	/* the incident ended: resumed on every node, or aborted */
+	void (*closed)(void *ctx, const char *job, const char *id, bool resumed);
+};
+
+struct cluster *cluster_start(sd_event *loop, const struct hbm_cluster_config *cfg,
+			      const struct hbm_recovery_config *rec,
+			      const struct cluster_local_ops *ops, void *ctx, char *err,
+			      size_t errlen);
+void cluster_stop(struct cluster *cl);
+int cluster_join(struct cluster *cl, const char *job, const char *value);
+int cluster_error(struct cluster *cl, const char *job, const char *reason);
+int cluster_done(struct cluster *cl, const char *job, const char *id, enum cl_step step,
+		 bool ok, const char *reason);
+bool cluster_link_up(const struct cluster *cl);
+const char *cluster_node(const struct cluster *cl);
+
+#endif /* HBM_CLUSTER_H */

@@ -1,0 +1,1232 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The incident protocol across nodes (cluster_proto.h says what it is and
+ * the key layout).  Level-triggered: whatever happens, the job's state is
+ * what etcd last said plus what the local side did, and process() works
+ * out from it what is still to do.  A transaction in flight is not sent
+ * twice; one that failed on the way is sent again after a pause, and one
+ * that etcd refused (a compare that did not hold) needs nothing: the watch
+ * brings what changed, and process() runs again on it.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+#include <json-c/json.h>
+
+#include "cluster_proto.h"
+
+#define RETRY_US	500000		/* a transaction that did not reach etcd, again */
+/* queued and not taken: a caller that does not drain */
+#define MAX_ACTIONS	65536
+
+static const char *const step_names[CL_NR_STEPS] = {
+	"pause", "isolate", "restore", "resume", "abort"
+};
+
+struct member {
+	char name[HBM_CLUSTER_NAME_LEN];
+	unsigned int acked;		/* 1 << step */
+};
+
+struct job {
+	char name[HBM_CLUSTER_NAME_LEN];
+	/* the nodes whose key is there: the job's nodes now */
+	char (*nodes)[HBM_CLUSTER_NAME_LEN];
+	uint32_t *ranks;		/* how many ranks each has */
+	size_t nr_nodes, cap_nodes;
+	/* this node's ranks of it */
+	char *value;			/* NULL: not joined */
+	uint32_t world;			/* its world_size */
+	bool published;			/* under the present lease */
+	/* the open incident, as etcd has it */
+	bool open;
+	char id[HBM_CLUSTER_NAME_LEN];
+	char opener[HBM_CLUSTER_NAME_LEN];
+	int64_t create_rev;
+	int64_t snap_create;		/* of the incident in a snapshot being read */
+	struct member *parts;
+	size_t nr_parts;
+	bool member;			/* this node is one of parts */
+	bool step_known;
+	enum cl_step step;
+	int64_t step_mod_rev;
+	uint64_t deadline;		/* of the step, from when it was read */
+	char reason[CL_REASON_LEN];	/* the abort's */
+	/* this node's part in it */
+	int asked, done;		/* the step asked of, done by the local ranks; -1 none */
+	unsigned int acked;		/* 1 << step: this node's acknowledgement answered */
+	bool watching;			/* the acknowledgements (the opener) */
+	bool local_aborted;		/* told to abort without etcd */
+	char escalate[CL_REASON_LEN];	/* an abort to write */
+	/* an error of ours waiting to open one */
+	bool want_open;
+	uint64_t want_since;
+	char want_id[HBM_CLUSTER_NAME_LEN];
+	char want_reason[CL_REASON_LEN];
+	int64_t open_failed_rev;
+	unsigned int inflight;		/* 1 << cl_txn_kind */
+	uint64_t retry_at;		/* 0: none */
+};
+
+struct cl_core {
+	char node[HBM_CLUSTER_NAME_LEN];
+	struct cl_timeouts t;
+	uint64_t (*nonce)(void);
+	int64_t lease;			/* 0: none */
+	bool link;
+	int64_t synced;			/* the revision the watch has reached */
+	/* this node's jobs, and at most CL_MAX_JOBS others: none crowds out its own */
+	struct job *jobs[2 * CL_MAX_JOBS];
+	size_t nr_jobs;
+	struct cl_action *q;		/* actions, a ring */
+	size_t q_head, q_len, q_cap;
+};
+
+const char *cl_step_name(enum cl_step s)
+{
+	return s < CL_NR_STEPS ? step_names[s] : "?";
+}
+
+static struct cl_action *push(struct cl_core *c, enum cl_action_kind kind, const struct job *j)
+{
+	struct cl_action *a;
+
+	if (c->q_len == c->q_cap) {
+		size_t cap = c->q_cap ? 2 * c->q_cap : 64, i;
+		struct cl_action *q;
+
+		if (cap > MAX_ACTIONS || !(q = calloc(cap, sizeof(*q))))
+			return NULL;
+		for (i = 0; i < c->q_len; i++)
+			q[i] = c->q[(c->q_head + i) % c->q_cap];
+		free(c->q);
+		c->q = q;
+		c->q_cap = cap;
+		c->q_head = 0;
+	}
+	a = &c->q[(c->q_head + c->q_len++) % c->q_cap];
+	memset(a, 0, sizeof(*a));
+	a->kind = kind;
+	if (j) {
+		strcpy(a->job, j->name);
+		strcpy(a->id, j->open ? j->id : "");
+	}
+	return a;
+}
+
+/**
+ * cl_next_action() - take the oldest action
+ * @c: the core
+ * @a: set to it; a CL_TXN's body is then the caller's
+ *
+ * Return: false when there is none.
+ */
+bool cl_next_action(struct cl_core *c, struct cl_action *a)
+{
+	if (!c->q_len)
+		return false;
+	*a = c->q[c->q_head];
+	c->q_head = (c->q_head + 1) % c->q_cap;
+	c->q_len--;
+	return true;
+}
+
+static void __attribute__((format(printf, 4, 5)))
+say(struct cl_core *c, const struct job *j, int prio, const char *fmt, ...)
+{
+	struct cl_action *a = push(c, CL_LOG, j);
+	va_list ap;
+
+	if (!a)
+		return;
+	a->prio = prio;
+	va_start(ap, fmt);
+	vsnprintf(a->text, sizeof(a->text), fmt, ap);
+	va_end(ap);
+}
+
+struct cl_core *cl_new(const char *node, const struct cl_timeouts *t, uint64_t (*nonce)(void))
+{
+	struct cl_core *c;
+
+	if (!hbm_cluster_name_valid(node))
+		return NULL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	strcpy(c->node, node);
+	c->t = *t;
+	c->nonce = nonce;
+	return c;
+}
+
+static void job_free(struct job *j)
+{
+	free(j->nodes);
+	free(j->ranks);
+	free(j->parts);
+	free(j->value);
+	free(j);
+}
+
+void cl_free(struct cl_core *c)
+{
+	struct cl_action a;
+	size_t i;
+
+	if (!c)
+		return;
+	while (cl_next_action(c, &a))
+		free(a.body);
+	free(c->q);
+	for (i = 0; i < c->nr_jobs; i++)
+		job_free(c->jobs[i]);
+	free(c);
+}
+
+static struct job *job_find(struct cl_core *c, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < c->nr_jobs; i++)
+		if (!strcmp(c->jobs[i]->name, name))
+			return c->jobs[i];
+	return NULL;
+}
+
+static struct job *job_get(struct cl_core *c, const char *name, bool ours)
+{
+	struct job *j = job_find(c, name);
+	size_t i, others = 0, mine = 0;
+
+	if (j)
+		return j;
+	for (i = 0; i < c->nr_jobs; i++) {
+		others += !c->jobs[i]->value;
+		mine += !!c->jobs[i]->value;
+	}
+	if (ours ? mine >= CL_MAX_JOBS : others >= CL_MAX_JOBS)
+		return NULL;
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return NULL;
+	strcpy(j->name, name);
+	j->asked = j->done = -1;
+	c->jobs[c->nr_jobs++] = j;
+	return j;
+}
+
+/* A job nothing refers to any more goes. */
+static void job_gc(struct cl_core *c, struct job *j)
+{
+	size_t i;
+
+	if (j->nr_nodes || j->open || j->value || j->want_open || j->inflight)
+		return;
+	for (i = 0; i < c->nr_jobs && c->jobs[i] != j; i++)
+		;
+	c->jobs[i] = c->jobs[--c->nr_jobs];
+	job_free(j);
+}
+
+static bool node_alive(const struct job *j, const char *node)
+{
+	for (size_t i = 0; i < j->nr_nodes; i++)
+		if (!strcmp(j->nodes[i], node))
+			return true;
+	return false;
+}
+
+static bool world_known(const struct job *j)
+{
+	uint64_t ranks = 0;
+
+	for (size_t i = 0; i < j->nr_nodes; i++)
+		ranks += j->ranks[i];
+	return ranks >= j->world;
+}
+
+/* A node's value: {"ranks": [...], "world_size": N}; the number of ranks, or -1. */
+static int64_t ranks_of(struct json_object *o, uint32_t *world)
+{
+	struct json_object *ranks, *w;
+
+	if (!json_object_object_get_ex(o, "ranks", &ranks) ||
+	    !json_object_is_type(ranks, json_type_array) ||
+	    !json_object_object_get_ex(o, "world_size", &w) || !json_object_is_type(w, json_type_int) ||
+	    json_object_get_int64(w) < 1 || json_object_get_int64(w) > UINT32_MAX ||
+	    json_object_array_length(ranks) > (size_t)json_object_get_int64(w))
+		return -1;
+	for (size_t i = 0; i < json_object_array_length(ranks); i++) {
+		struct json_object *r = json_object_array_get_idx(ranks, i);
+
+		if (!json_object_is_type(r, json_type_int) || json_object_get_int64(r) < 0 ||
+		    json_object_get_int64(r) >= json_object_get_int64(w))
+			return -1;
+	}
+	if (world)
+		*world = json_object_get_int64(w);
+	return json_object_array_length(ranks);
+}
+
+static struct member *part(struct job *j, const char *node)
+{
+	for (size_t i = 0; i < j->nr_parts; i++)
+		if (!strcmp(j->parts[i].name, node))
+			return &j->parts[i];
+	return NULL;
+}
+
+/* ---- keys ---- */
+
+enum key_kind { K_NODE, K_INCIDENT, K_STEP, K_ACK };
+
+struct key {
+	enum key_kind kind;
+	char job[HBM_CLUSTER_NAME_LEN];
+	char id[HBM_CLUSTER_NAME_LEN];
+	char node[HBM_CLUSTER_NAME_LEN];
+	enum cl_step step;
+};
+
+/* The next component of @k into @out; NULL if it is not a name. */
+static const char *component(const char *k, char *out)
+{
+	const char *slash = strchr(k, '/');
+	size_t n = slash ? (size_t)(slash - k) : strlen(k);
+
+	if (!n || n >= HBM_CLUSTER_NAME_LEN)
+		return NULL;
+	memcpy(out, k, n);
+	out[n] = 0;
+	if (!hbm_cluster_name_valid(out))
+		return NULL;
+	return slash ? slash + 1 : k + n;
+}
+
+static int step_parse(const char *s, enum cl_step *step)
+{
+	for (int i = 0; i < CL_NR_STEPS; i++)
+		if (!strcmp(s, step_names[i])) {
+			*step = i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+/* Return: 0, -EPROTO another version's, -EINVAL not a key of the layout. */
+static int key_parse(const char *k, struct key *out)
+{
+	char word[HBM_CLUSTER_NAME_LEN];
+
+	memset(out, 0, sizeof(*out));
+	if (!strncmp(k, CL_ACKS_V1, strlen(CL_ACKS_V1))) {
+		k += strlen(CL_ACKS_V1);
+		if (!(k = component(k, out->job)) || !(k = component(k, out->id)) ||
+		    !(k = component(k, word)) || step_parse(word, &out->step) ||
+		    !(k = component(k, out->node)) || *k || k[-1] == '/')
+			return -EINVAL;
+		out->kind = K_ACK;
+		return 0;
+	}
+	if (strncmp(k, CL_PREFIX_V1, strlen(CL_PREFIX_V1)))
+		return -EPROTO;
+	k += strlen(CL_PREFIX_V1);
+	if (strncmp(k, "jobs/", 5) || !(k = component(k + 5, out->job)) || !*k)
+		return -EINVAL;
+	if (!(k = component(k, word)))
+		return -EINVAL;
+	if (!strcmp(word, "nodes")) {
+		out->kind = K_NODE;
+		return (k = component(k, out->node)) && !*k && k[-1] != '/' ? 0 : -EINVAL;
+	}
+	if (strcmp(word, "incident"))
+		return -EINVAL;
+	if (!*k) {
+		out->kind = K_INCIDENT;
+		return k[-1] == '/' ? -EINVAL : 0;
+	}
+	if (!(k = component(k, out->id)) || !(k = component(k, word)))
+		return -EINVAL;
+	if (strcmp(word, "step") || *k || k[-1] == '/')
+		return -EINVAL;
+	out->kind = K_STEP;
+	return 0;
+}
+
+static char *key_of(const char *job, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static char *key_of(const char *job, const char *fmt, ...)
+{
+	char tail[3 * HBM_CLUSTER_NAME_LEN + 32], *k;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(tail, sizeof(tail), fmt, ap);
+	va_end(ap);
+	if (asprintf(&k, CL_PREFIX_V1 "jobs/%s/%s", job, tail) < 0)
+		return NULL;
+	return k;
+}
+
+/* ---- values ---- */
+
+/* A JSON object of at most CL_VALUE_MAX bytes, nothing after it; NULL if not. */
+static struct json_object *value_parse(const struct etcd_kv *kv)
+{
+	struct json_tokener *tok;
+	struct json_object *o;
+
+	if (kv->value_len > CL_VALUE_MAX || strlen(kv->value) != kv->value_len)
+		return NULL;
+	tok = json_tokener_new_ex(4);
+	if (!tok)
+		return NULL;
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+	o = json_tokener_parse_ex(tok, kv->value, kv->value_len);
+	if (o && (json_tokener_get_error(tok) != json_tokener_success ||
+		  json_tokener_get_parse_end(tok) != kv->value_len ||
+		  !json_object_is_type(o, json_type_object))) {
+		json_object_put(o);
+		o = NULL;
+	} else if (!o && json_tokener_get_error(tok) == json_tokener_continue) {
+		o = NULL;
+	}
+	json_tokener_free(tok);
+	return o;
+}
+
+/* A string field: @required, at most @size - 1 bytes of printable ASCII. */
+static int str_field(struct json_object *o, const char *field, bool required, char *out,
+		     size_t size)
+{
+	struct json_object *f;
+	const char *s;
+
+	out[0] = 0;
+	if (!json_object_object_get_ex(o, field, &f))
+		return required ? -EINVAL : 0;
+	if (!json_object_is_type(f, json_type_string) ||
+	    (size_t)json_object_get_string_len(f) >= size)
+		return -EINVAL;
+	for (s = json_object_get_string(f); *s; s++)
+		if (*s < 0x20 || *s > 0x7e)
+			return -EINVAL;
+	strcpy(out, json_object_get_string(f));
+	return 0;
+}
+
+/* ---- transactions ---- */
+
+static struct cl_action *txn(struct cl_core *c, struct job *j, enum cl_txn_kind kind,
+			     const struct etcd_cmp *cmp, size_t nr_cmp, const struct etcd_op *ops,
+			     size_t nr_ops)
+{
+	struct cl_action *a;
+	char *body = etcd_txn_body(cmp, nr_cmp, ops, nr_ops);
+
+	if (!body || !(a = push(c, CL_TXN, j))) {
+		free(body);
+		j->retry_at = 1;	/* at the next tick */
+		return NULL;
+	}
+	a->txn = kind;
+	a->body = body;
+	j->inflight |= 1U << kind;
+	return a;
+}
+
+static char *json_text(struct json_object *o)
+{
+	char *s = o ? strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN)) : NULL;
+
+	json_object_put(o);
+	return s;
+}
+
+static char *step_value(enum cl_step s, uint32_t timeout, const char *reason)
+{
+	struct json_object *o = json_object_new_object();
+
+	if (!o)
+		return NULL;
+	json_object_object_add(o, "step", json_object_new_string(step_names[s]));
+	json_object_object_add(o, "timeout", json_object_new_int64(timeout));
+	if (reason)
+		json_object_object_add(o, "reason", json_object_new_string(reason));
+	return json_text(o);
+}
+
+static void publish(struct cl_core *c, struct job *j)
+{
+	char *k = key_of(j->name, "nodes/%s", c->node);
+	struct etcd_op op = { ETCD_PUT, k, j->value, c->lease };
+
+	if (k)
+		txn(c, j, CL_TXN_PUBLISH, NULL, 0, &op, 1);
+	free(k);
+}
+
+static void open_incident(struct cl_core *c, struct job *j)
+{
+	struct json_object *o = json_object_new_object(), *nodes = json_object_new_array();
+	char *inc = key_of(j->name, "incident"), *step = NULL, *v = NULL, *sv = NULL;
+	struct etcd_cmp cmp;
+	size_t i;
+
+	if (!o || !nodes || !inc) {
+		json_object_put(nodes);
+		goto out;
+	}
+	for (i = 0; i < j->nr_nodes; i++)
+		json_object_array_add(nodes, json_object_new_string(j->nodes[i]));
+	json_object_object_add(o, "id", json_object_new_string(j->want_id));
+	json_object_object_add(o, "opener", json_object_new_string(c->node));
+	json_object_object_add(o, "reason", json_object_new_string(j->want_reason));
+	json_object_object_add(o, "nodes", nodes);
+	v = json_text(o);
+	o = NULL;
+	step = key_of(j->name, "incident/%s/step", j->want_id);
+	sv = step_value(CL_PAUSE, c->t.step[CL_PAUSE], NULL);
+	if (v && step && sv) {
+		struct etcd_op ops[] = { { ETCD_PUT, inc, v, 0 }, { ETCD_PUT, step, sv, 0 } };
+
+		cmp = (struct etcd_cmp){ inc, ETCD_CREATE, ETCD_EQUAL, 0 };
+		txn(c, j, CL_TXN_OPEN, &cmp, 1, ops, 2);
+	}
+out:
+	json_object_put(o);
+	free(inc);
+	free(step);
+	free(v);
+	free(sv);
+}
+
+/* The step key changes only from the step this node read: compare-and-swap. */
+static void set_step(struct cl_core *c, struct job *j, enum cl_txn_kind kind, enum cl_step s,
+		     const char *reason)
+{
+	char *k = key_of(j->name, "incident/%s/step", j->id);
+	char *v = step_value(s, c->t.step[s], reason);
+	struct etcd_cmp cmp = { k, ETCD_MOD, ETCD_EQUAL, j->step_mod_rev };
+	struct etcd_op op = { ETCD_PUT, k, v, 0 };
+
+	if (k && v)
+		txn(c, j, kind, &cmp, 1, &op, 1);
+	free(k);
+	free(v);
+}
+
+static char *acks_of(const struct job *j)
+{
+	char *k;
+
+	return asprintf(&k, CL_ACKS_V1 "%s/%s/", j->name, j->id) < 0 ? NULL : k;
+}
+
+static void close_incident(struct cl_core *c, struct job *j)
+{
+	char *step = key_of(j->name, "incident/%s/step", j->id);
+	char *inc = key_of(j->name, "incident");
+	char *sub = key_of(j->name, "incident/%s/", j->id);
+	char *acks = acks_of(j);
+	struct etcd_cmp cmp = { step, ETCD_MOD, ETCD_EQUAL, j->step_mod_rev };
+	struct etcd_op ops[] = {
+		{ ETCD_DELETE, inc, NULL, 0 },
+		{ ETCD_DELETE_PREFIX, sub, NULL, 0 },
+		{ ETCD_DELETE_PREFIX, acks, NULL, 0 },
+	};
+
+	if (step && inc && sub && acks)
+		txn(c, j, CL_TXN_CLOSE, &cmp, 1, ops, 3);
+	free(step);
+	free(inc);
+	free(sub);
+	free(acks);
+}
+
+static void ack(struct cl_core *c, struct job *j, enum cl_step s)
+{
+	char *inc = key_of(j->name, "incident");
+	char *k = NULL;
+	struct timespec ts;
+	char v[64];
+
+	if (asprintf(&k, CL_ACKS_V1 "%s/%s/%s/%s", j->name, j->id, step_names[s], c->node) < 0)
+		k = NULL;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(v, sizeof(v), "{\"at\":%lld}", (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+	if (inc && k) {
+		struct etcd_cmp cmp = { inc, ETCD_CREATE, ETCD_EQUAL, j->create_rev };
+		struct etcd_op op = { ETCD_PUT, k, v, 0 };
+
+		struct cl_action *a = txn(c, j, CL_TXN_ACK, &cmp, 1, &op, 1);
+
+		if (a)
+			a->step = s;	/* answered: acked */
+	}
+	free(inc);
+	free(k);
+}
+
+/* ---- what is to do ---- */
+
+static void local(struct cl_core *c, struct job *j, enum cl_step s, const char *why)
+{
+	struct cl_action *a = push(c, CL_LOCAL, j);
+
+	if (!a)
+		return;
+	a->step = s;
+	snprintf(a->text, sizeof(a->text), "%s", why ? why : "");
+	j->asked = s;
+}
+
+static void escalate(struct cl_core *c, struct job *j, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void escalate(struct cl_core *c, struct job *j, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (j->escalate[0] || (j->step_known && j->step == CL_ABORT))
+		return;		/* the first reason is the one told */
+	va_start(ap, fmt);
+	vsnprintf(j->escalate, sizeof(j->escalate), fmt, ap);
+	va_end(ap);
+	say(c, j, LOG_ERR, "job %s: incident %s: aborting: %s", j->name, j->id, j->escalate);
+}
+
+static bool all_acked(const struct job *j, enum cl_step s)
+{
+	for (size_t i = 0; i < j->nr_parts; i++)
+		if (!(j->parts[i].acked & 1U << s) &&
+		    (s != CL_ABORT || node_alive(j, j->parts[i].name)))
+			return false;
+	return true;
+}
+
+#define BUSY(j, k)	((j)->inflight & 1U << (k))
+
+static void process(struct cl_core *c, struct job *j, uint64_t now)
+{
+	if (j->retry_at && now < j->retry_at)
+		return;
+	j->retry_at = 0;
+	if (j->value && !j->published && c->lease && c->link && !BUSY(j, CL_TXN_PUBLISH))
+		publish(c, j);
+	if (j->want_open && j->open) {
+		j->want_open = false;
+		if (strcmp(j->id, j->want_id) && j->member)
+			escalate(c, j, "a second error on node %s (%s)", c->node, j->want_reason);
+		else if (strcmp(j->id, j->want_id))
+			say(c, j, LOG_ERR, "job %s: incident %s is open without this node: its error (%s) is not the cluster's",
+			    j->name, j->id, j->want_reason);
+	}
+	/*
+	 * Opened once this node's key is there (the incident's nodes include
+	 * it) and the watch has brought every node of the job (their ranks
+	 * make up the world), or that took a pause step's deadline: the
+	 * nodes then missing are missed by the deadlines.
+	 */
+	if (j->want_open && !c->link && now >= j->want_since + c->t.step[CL_PAUSE] * 1000000ULL) {
+		/* a job on other nodes too: without etcd, its ranks cannot recover together */
+		say(c, j, LOG_ERR, "job %s: etcd unreachable for the pause deadline after an error (%s): aborting this node's ranks",
+		    j->name, j->want_reason);
+		j->want_open = false;
+		local(c, j, CL_ABORT, "etcd unreachable: the job's incident could not be opened");
+	}
+	if (j->want_open && c->link && !BUSY(j, CL_TXN_OPEN) && c->synced >= j->open_failed_rev &&
+	    node_alive(j, c->node) &&
+	    (world_known(j) || now >= j->want_since + c->t.step[CL_PAUSE] * 1000000ULL))
+		open_incident(c, j);
+	if (!j->open || !j->member || !j->step_known)
+		return;
+	/* the local ranks follow the step this node read */
+	if (j->asked < (int)j->step && !j->local_aborted)
+		local(c, j, j->step, j->step == CL_ABORT ? j->reason : NULL);
+	if (!c->link) {
+		if (now >= j->deadline && !j->local_aborted && j->step != CL_ABORT) {
+			say(c, j, LOG_ERR, "job %s: incident %s: etcd unreachable past the deadline of %s: aborting this node's ranks",
+			    j->name, j->id, step_names[j->step]);
+			local(c, j, CL_ABORT, "etcd unreachable past a step's deadline");
+			j->local_aborted = true;
+			escalate(c, j, "node %s could not reach etcd past the deadline of %s", c->node,
+				 step_names[j->step]);
+			/* the abort is written when etcd is back */
+			j->deadline = UINT64_MAX;
+		}
+		return;
+	}
+	if (j->escalate[0] && j->step != CL_ABORT && !BUSY(j, CL_TXN_ABORT)) {
+		set_step(c, j, CL_TXN_ABORT, CL_ABORT, j->escalate);
+		return;
+	}
+	if (j->done == (int)j->step && !(j->acked & 1U << j->step) && !BUSY(j, CL_TXN_ACK))
+		ack(c, j, j->step);
+	/* the opener alone hears the acknowledgements: N, not N x N, events a step */
+	if (!strcmp(j->opener, c->node) && !j->watching) {
+		struct cl_action *a = push(c, CL_WATCH, j);
+		char *acks = acks_of(j);
+
+		if (a && acks) {
+			snprintf(a->text, sizeof(a->text), "%s", acks);
+			j->watching = true;
+		}
+		free(acks);
+	}
+	if (!strcmp(j->opener, c->node) && all_acked(j, j->step) &&
+	    !BUSY(j, CL_TXN_ADVANCE) && !BUSY(j, CL_TXN_CLOSE)) {
+		if (j->step == CL_RESUME || j->step == CL_ABORT)
+			close_incident(c, j);
+		else
+			set_step(c, j, CL_TXN_ADVANCE, j->step + 1, NULL);
+		return;
+	}
+	if (now >= j->deadline) {
+		j->deadline = now + RETRY_US;	/* and again, until etcd says it changed */
+		if (j->step == CL_ABORT) {
+			if (!BUSY(j, CL_TXN_CLOSE))
+				close_incident(c, j);
+		} else {
+			char late[CL_REASON_LEN] = "";
+			size_t n = 0;
+
+			for (size_t i = 0; i < j->nr_parts && n < sizeof(late) &&
+			     !strcmp(j->opener, c->node); i++)
+				if (!(j->parts[i].acked & 1U << j->step))
+					n += snprintf(late + n, sizeof(late) - n, "%s%s", n ? " " : "",
+						      j->parts[i].name);
+			escalate(c, j, "the deadline of %s passed%s%s", step_names[j->step],
+				 late[0] ? ", waiting for " : "", late);
+			if (!BUSY(j, CL_TXN_ABORT))
+				set_step(c, j, CL_TXN_ABORT, CL_ABORT, j->escalate);
+		}
+	}
+}
+
+static void process_all(struct cl_core *c, uint64_t now)
+{
+	for (size_t i = 0; i < c->nr_jobs; i++)
+		process(c, c->jobs[i], now);
+}
+
+/* ---- what etcd says ---- */
+
+static void incident_gone(struct cl_core *c, struct job *j)
+{
+	struct cl_action *a;
+	bool resumed = j->step_known && j->step == CL_RESUME && j->done == CL_RESUME;
+
+	if (j->member) {
+		if (!resumed && !j->local_aborted && j->asked != CL_ABORT)
+			local(c, j, CL_ABORT, "the incident closed before this node resumed");
+		a = push(c, CL_CLOSED, j);
+		if (a)
+			a->step = resumed ? CL_RESUME : CL_ABORT;
+		say(c, j, resumed ? LOG_INFO : LOG_WARNING, "job %s: incident %s %s", j->name, j->id,
+		    resumed ? "resumed on every node" : "aborted");
+	}
+	if (j->watching) {
+		struct cl_action *u = push(c, CL_UNWATCH, j);
+		char *acks = acks_of(j);
+
+		if (u && acks)
+			snprintf(u->text, sizeof(u->text), "%s", acks);
+		free(acks);
+	}
+	free(j->parts);
+	j->parts = NULL;
+	j->nr_parts = 0;
+	j->acked = 0;
+	j->open = j->member = j->step_known = j->local_aborted = j->watching = false;
+	j->id[0] = j->opener[0] = j->reason[0] = j->escalate[0] = 0;
+	j->asked = j->done = -1;
+	j->inflight &= ~(1U << CL_TXN_ACK | 1U << CL_TXN_ADVANCE | 1U << CL_TXN_ABORT |
+			 1U << CL_TXN_CLOSE);
+}
+
+/* A key as the journal may show it: 128 bytes at most, anything unprintable as '?'. */
+static void refuse(struct cl_core *c, const struct etcd_kv *kv, const char *why)
+{
+	char key[129];
+	size_t i;
+
+	for (i = 0; i < kv->key_len && i < sizeof(key) - 1; i++)
+		key[i] = kv->key[i] >= 0x20 && kv->key[i] < 0x7f ? kv->key[i] : '?';
+	key[i] = 0;
+	say(c, NULL, LOG_WARNING, "etcd: %s%s (revision %" PRId64 "): refused: %s", key,
+	    kv->key_len > 128 ? "..." : "", kv->mod_revision, why);
+}
+
+static void put_node(struct cl_core *c, const struct key *k, const struct etcd_kv *kv)
+{
+	struct json_object *o = value_parse(kv);
+	int64_t ranks = o ? ranks_of(o, NULL) : -1;
+	struct job *j;
+
+	json_object_put(o);
+	if (ranks < 0)
+		return refuse(c, kv, "not a node's value ({\"ranks\": [...], \"world_size\": N})");
+	j = job_get(c, k->job, false);
+	if (!j)
+		return refuse(c, kv, "too many jobs");
+	if (node_alive(j, k->node))
+		return;
+	if (j->nr_nodes == CL_MAX_NODES)
+		return refuse(c, kv, "too many nodes in the job");
+	if (j->nr_nodes == j->cap_nodes) {
+		size_t cap = j->cap_nodes ? 2 * j->cap_nodes : 8;
+		void *n = reallocarray(j->nodes, cap, sizeof(*j->nodes));
+		void *r = n ? reallocarray(j->ranks, cap, sizeof(*j->ranks)) : NULL;
+
+		if (n)
+			j->nodes = n;
+		if (!r)
+			return refuse(c, kv, "out of memory");
+		j->ranks = r;
+		j->cap_nodes = cap;
+	}
+	j->ranks[j->nr_nodes] = ranks;
+	strcpy(j->nodes[j->nr_nodes++], k->node);
+	if (!strcmp(k->node, c->node) && kv->lease == c->lease && j->value)
+		j->published = true;
+}
+
+static void delete_node(struct cl_core *c, struct job *j, const char *node)
+{
+	size_t i;
+
+	for (i = 0; i < j->nr_nodes && strcmp(j->nodes[i], node); i++)
+		;
+	if (i == j->nr_nodes)
+		return;
+	memmove(j->nodes[i], j->nodes[i + 1], (j->nr_nodes - i - 1) * sizeof(*j->nodes));
+	memmove(&j->ranks[i], &j->ranks[i + 1], (j->nr_nodes - i - 1) * sizeof(*j->ranks));
+	j->nr_nodes--;
+	if (!strcmp(node, c->node))
+		j->published = false;
+	if (j->open && j->member && part(j, node))
+		escalate(c, j, "node %s left the job (its lease ended)", node);
+	job_gc(c, j);
+}
+
+static void put_incident(struct cl_core *c, const struct key *k, const struct etcd_kv *kv)
+{
+	struct json_object *o = value_parse(kv), *nodes;
+	char id[HBM_CLUSTER_NAME_LEN], opener[HBM_CLUSTER_NAME_LEN], reason[CL_REASON_LEN];
+	struct job *j = job_find(c, k->job);
+	struct member *parts = NULL;
+	size_t n = 0, i, m;
+
+	if (!j || !j->nr_nodes) {
+		json_object_put(o);
+		return refuse(c, kv, "an incident of a job no node has published");
+	}
+	if (!o || str_field(o, "id", true, id, sizeof(id)) || !hbm_cluster_name_valid(id) ||
+	    str_field(o, "opener", true, opener, sizeof(opener)) || !hbm_cluster_name_valid(opener) ||
+	    str_field(o, "reason", false, reason, sizeof(reason)) ||
+	    !json_object_object_get_ex(o, "nodes", &nodes) ||
+	    !json_object_is_type(nodes, json_type_array) ||
+	    !(n = json_object_array_length(nodes)) || n > CL_MAX_NODES) {
+		json_object_put(o);
+		return refuse(c, kv, "not an incident's value");
+	}
+	if (j->open && kv->create_revision == j->create_rev && !strcmp(id, j->id)) {
+		json_object_put(o);
+		return;		/* the same incident written again: nothing new */
+	}
+	if (j->open && kv->create_revision == j->create_rev) {
+		json_object_put(o);
+		return refuse(c, kv, "an incident's id changed under it");
+	}
+	parts = calloc(n, sizeof(*parts));
+	for (i = 0; parts && i < n; i++) {
+		struct json_object *e = json_object_array_get_idx(nodes, i);
+
+		if (!json_object_is_type(e, json_type_string) ||
+		    !hbm_cluster_name_valid(json_object_get_string(e)))
+			break;
+		strcpy(parts[i].name, json_object_get_string(e));
+		for (m = 0; m < i && strcmp(parts[m].name, parts[i].name); m++)
+			;
+		if (m < i)
+			break;
+	}
+	json_object_put(o);
+	if (!parts || i < n) {
+		free(parts);
+		return refuse(c, kv, "an incident's nodes are not distinct node names");
+	}
+	for (m = 0; m < n && strcmp(parts[m].name, opener); m++)
+		;
+	if (m == n) {
+		free(parts);
+		return refuse(c, kv, "an incident whose opener is not one of its nodes");
+	}
+	if (j->open)	/* deleted and created again between two reads */
+		incident_gone(c, j);
+	j->open = true;
+	strcpy(j->id, id);
+	strcpy(j->opener, opener);
+	j->create_rev = kv->create_revision;
+	j->parts = parts;
+	j->nr_parts = n;
+	j->member = part(j, c->node) != NULL;
+	if (j->member)
+		say(c, j, LOG_WARNING, "job %s: incident %s opened by %s on %zu nodes: %s", j->name, id,
+		    opener, n, reason);
+}
+
+static void put_step(struct cl_core *c, struct job *j, const struct etcd_kv *kv, uint64_t now)
+{
+	struct json_object *o = value_parse(kv), *t;
+	char name[16], reason[CL_REASON_LEN];
+	enum cl_step s;
+	int64_t timeout;
+
+	if (!o || str_field(o, "step", true, name, sizeof(name)) || step_parse(name, &s) ||
+	    str_field(o, "reason", false, reason, sizeof(reason)) ||
+	    !json_object_object_get_ex(o, "timeout", &t) || !json_object_is_type(t, json_type_int) ||
+	    (timeout = json_object_get_int64(t)) < 1 || timeout > 3600) {
+		json_object_put(o);
+		return refuse(c, kv, "not a step's value");
+	}
+	json_object_put(o);
+	if (j->step_known && (s < j->step || (s == j->step && kv->mod_revision != j->step_mod_rev &&
+					      s != CL_ABORT)))
+		return refuse(c, kv, "a step that goes back");
+	if (!j->step_known || s != j->step)
+		j->deadline = now + (uint64_t)timeout * 1000000;
+	j->step_known = true;
+	j->step = s;
+	j->step_mod_rev = kv->mod_revision;
+	if (s == CL_ABORT) {
+		snprintf(j->reason, sizeof(j->reason), "%s", reason);
+		if (j->member)
+			say(c, j, LOG_ERR, "job %s: incident %s aborted: %s", j->name, j->id, reason);
+	}
+}
+
+static void put_ack(struct cl_core *c, struct job *j, const struct key *k,
+		    const struct etcd_kv *kv)
+{
+	struct json_object *o = value_parse(kv), *at;
+	struct member *m = part(j, k->node);
+
+	if (!o || !json_object_object_get_ex(o, "at", &at) || !json_object_is_type(at, json_type_int)) {
+		json_object_put(o);
+		return refuse(c, kv, "not an acknowledgement's value");
+	}
+	json_object_put(o);
+	if (!m)
+		return refuse(c, kv, "an acknowledgement of a node not in the incident");
+	m->acked |= 1U << k->step;
+}
+
+static void apply(struct cl_core *c, const struct etcd_kv *kv, bool put, uint64_t now)
+{
+	struct job *j;
+	struct key k;
+	int err = key_parse(kv->key, &k);
+
+	if (err == -EPROTO) {
+		if (put)
+			refuse(c, kv, "not a key of version 1");
+		return;
+	}
+	if (err)
+		return put ? refuse(c, kv, "not a key of the layout (cluster_proto.h)") : (void)0;
+	if (k.kind == K_NODE) {
+		if (put)
+			return put_node(c, &k, kv);
+		j = job_find(c, k.job);
+		if (j)
+			delete_node(c, j, k.node);
+		return;
+	}
+	j = job_find(c, k.job);
+	if (k.kind == K_INCIDENT) {
+		if (put)
+			return put_incident(c, &k, kv);
+		if (j && j->open && kv->mod_revision > j->create_rev) {
+			incident_gone(c, j);
+			job_gc(c, j);
+		}
+		return;
+	}
+	if (!j || !j->open || strcmp(j->id, k.id))
+		return put ? refuse(c, kv, "not of the job's open incident") : (void)0;
+	if (!put)
+		return;		/* the incident's own deletion says it */
+	if (k.kind == K_STEP)
+		put_step(c, j, kv, now);
+	else
+		put_ack(c, j, &k, kv);
+}
+
+/**
+ * cl_snapshot() - what etcd holds under CL_PREFIX, replacing what was known
+ * @c: the core
+ * @kvs: the keys, as a range of the prefix returned them
+ * @n: their number
+ * @rev: the revision they are of
+ * @now: the time
+ *
+ * The nodes first, whatever the keys' order: an incident is only taken for
+ * a job whose nodes are known.
+ */
+void cl_snapshot(struct cl_core *c, const struct etcd_kv *kvs, size_t n, int64_t rev, uint64_t now)
+{
+	struct key k;
+	size_t i;
+
+	for (i = 0; i < c->nr_jobs; i++)
+		c->jobs[i]->snap_create = 0;
+	for (i = 0; i < n; i++) {
+		struct job *j;
+
+		if (!key_parse(kvs[i].key, &k) && k.kind == K_INCIDENT && (j = job_find(c, k.job)))
+			j->snap_create = kvs[i].create_revision;
+	}
+	for (i = 0; i < c->nr_jobs; i++) {
+		struct job *j = c->jobs[i];
+
+		j->nr_nodes = 0;
+		j->published = false;
+		/* the incident known is not the one there (if any): it ended unseen */
+		if (j->open && j->snap_create != j->create_rev)
+			incident_gone(c, j);
+	}
+	for (i = 0; i < n; i++)
+		if (!key_parse(kvs[i].key, &k) && k.kind == K_NODE)
+			apply(c, &kvs[i], true, now);
+	for (i = 0; i < n; i++)
+		if (key_parse(kvs[i].key, &k) || k.kind != K_NODE)
+			apply(c, &kvs[i], true, now);
+	for (i = c->nr_jobs; i-- > 0;) {
+		struct job *j = c->jobs[i];
+
+		/* a node of the incident whose key is gone while this one was away */
+		for (size_t p = 0; j->open && j->member && p < j->nr_parts; p++)
+			if (!node_alive(j, j->parts[p].name))
+				escalate(c, j, "node %s left the job (its lease ended)", j->parts[p].name);
+		job_gc(c, j);
+	}
+	cl_synced(c, rev, now);
+}
+
+/**
+ * cl_acks_snapshot() - the acknowledgements of an incident, as a read of
+ * its CL_WATCH prefix returned them, replacing what was known of them
+ * @c: the core
+ * @prefix: the CL_WATCH action's
+ * @kvs: the keys
+ * @n: their number
+ * @now: the time
+ */
+void cl_acks_snapshot(struct cl_core *c, const char *prefix, const struct etcd_kv *kvs, size_t n,
+		      uint64_t now)
+{
+	for (size_t i = 0; i < c->nr_jobs; i++) {
+		struct job *j = c->jobs[i];
+		char *acks = j->open ? acks_of(j) : NULL;
+
+		if (acks && !strcmp(acks, prefix))
+			for (size_t p = 0; p < j->nr_parts; p++)
+				j->parts[p].acked = 0;
+		free(acks);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!strncmp(kvs[i].key, prefix, strlen(prefix)))
+			apply(c, &kvs[i], true, now);
+	process_all(c, now);
+}
+
+void cl_put(struct cl_core *c, const struct etcd_kv *kv, uint64_t now)
+{
+	apply(c, kv, true, now);
+	process_all(c, now);
+}
+
+void cl_delete(struct cl_core *c, const struct etcd_kv *kv, uint64_t now)
+{
+	apply(c, kv, false, now);
+	process_all(c, now);
+}
+
+/* The watch has seen everything up to @rev. */
+void cl_synced(struct cl_core *c, int64_t rev, uint64_t now)
+{
+	if (rev > c->synced)
+		c->synced = rev;
+	process_all(c, now);
+}
+
+/* Whether etcd answers; while it does not, deadlines abort the local ranks. */
+void cl_link(struct cl_core *c, bool up, uint64_t now)
+{
+	if (c->link != up)
+		say(c, NULL, up ? LOG_INFO : LOG_WARNING, "etcd %s", up ? "reached" : "unreachable");
+	c->link = up;
+	process_all(c, now);
+}
+
+/* A new lease (0: lost): this node's jobs are published under it again. */
+void cl_lease(struct cl_core *c, int64_t lease, uint64_t now)
+{
+	c->lease = lease;
+	for (size_t i = 0; i < c->nr_jobs; i++)
+		c->jobs[i]->published = false;
+	process_all(c, now);
+}
+
+/**
+ * cl_txn_done() - a transaction's answer
+ * @c: the core
+ * @a: the action it was sent for
+ * @err: 0 answered; else it may not have reached etcd
+ * @succeeded: its compares held
+ * @rev: the revision of the answer
+ * @now: the time
+ */
+void cl_txn_done(struct cl_core *c, const struct cl_action *a, int err, bool succeeded,
+		 int64_t rev, uint64_t now)
+{
+	struct job *j = job_find(c, a->job);
+
+	if (!j)
+		return;
+	j->inflight &= ~(1U << a->txn);
+	if (err) {
+		j->retry_at = now + RETRY_US;
+	} else if (a->txn == CL_TXN_OPEN && !succeeded) {
+		/* one is open already: the watch brings it by @rev */
+		j->open_failed_rev = rev;
+	} else if (a->txn == CL_TXN_PUBLISH && succeeded) {
+		j->published = true;
+	} else if (a->txn == CL_TXN_ACK && j->open && !strcmp(a->id, j->id)) {
+		j->acked |= 1U << a->step;	/* or the incident changed: nothing to ack */
+	}
+	process(c, j, now);
+	job_gc(c, j);
+}
+
+/**
+ * cl_job_join() - this node has ranks of @job
+ * @c: the core
+ * @job: its name
+ * @value: what to publish: {"ranks": [...], ...}
+ * @now: the time
+ *
+ * Return: 0, -EINVAL a bad name or value, -ENOMEM.
+ */
+int cl_job_join(struct cl_core *c, const char *job, const char *value, uint64_t now)
+{
+	struct etcd_kv kv = { .key = "", .value = (char *)value, .value_len = strlen(value) };
+	struct json_object *o = value_parse(&kv);
+	uint32_t world = 0;
+	bool ok = o && ranks_of(o, &world) >= 0;
+	struct job *j;
+	char *v;
+
+	json_object_put(o);
+	if (!hbm_cluster_name_valid(job) || !ok)
+		return -EINVAL;
+	j = job_get(c, job, true);
+	v = strdup(value);
+	if (!j || !v) {
+		free(v);
+		return -ENOMEM;
+	}
+	free(j->value);
+	j->value = v;
+	j->world = world;
+	j->published = false;
+	process(c, j, now);
+	return 0;
+}
+
+/**
+ * cl_error() - this node's ranks of @job lost data: open its incident
+ * @c: the core
+ * @job: the job
+ * @reason: what happened, for every node's journal
+ * @now: the time
+ *
+ * A second error while one is open escalates it.
+ *
+ * Return: 0, -ENOENT a job this node has not joined.
+ */
+int cl_error(struct cl_core *c, const char *job, const char *reason, uint64_t now)
+{
+	struct job *j = job_find(c, job);
+
+	if (!j || !j->value)
+		return -ENOENT;
+	if (j->open && j->member) {
+		escalate(c, j, "a second error on node %s (%s)", c->node, reason);
+	} else if (!j->want_open) {
+		j->want_open = true;
+		j->want_since = now;
+		j->open_failed_rev = 0;
+		snprintf(j->want_id, sizeof(j->want_id), "%016" PRIx64, c->nonce());
+		snprintf(j->want_reason, sizeof(j->want_reason), "%s", reason);
+	}
+	process(c, j, now);
+	return 0;
+}
+
+/**
+ * cl_local_done() - the local ranks did a step (or failed it)
+ * @c: the core
+ * @job: the job
+ * @id: the incident
+ * @step: the step
+ * @ok: whether they did
+ * @reason: why not
+ * @now: the time
+ *
+ * Return: 0, -ESTALE not the incident's step now (nothing done).
+ */
+int cl_local_done(struct cl_core *c, const char *job, const char *id, enum cl_step step,
+		  bool ok, const char *reason, uint64_t now)
+{
+	struct job *j = job_find(c, job);
+
+	if (!j || !j->open || strcmp(j->id, id) || step != (enum cl_step)j->asked)
+		return -ESTALE;
+	if (ok)
+		j->done = step;
+	else
+		escalate(c, j, "node %s failed %s: %s", c->node, step_names[step], reason);
+	process(c, j, now);
+	return 0;
+}
+
+uint64_t cl_next_deadline(const struct cl_core *c)
+{
+	uint64_t next = UINT64_MAX;
+
+	for (size_t i = 0; i < c->nr_jobs; i++) {
+		const struct job *j = c->jobs[i];
+
+		if (j->retry_at && j->retry_at < next)
+			next = j->retry_at;
+		if (j->want_open && !j->open && (!world_known(j) || !c->link) &&
+		    j->want_since + c->t.step[CL_PAUSE] * 1000000ULL < next)
+			next = j->want_since + c->t.step[CL_PAUSE] * 1000000ULL;
+		if (j->open && j->member && j->step_known && j->deadline < next &&
+		    !(j->step == CL_ABORT && j->local_aborted && !c->link))
+			next = j->deadline;
+	}
+	return next;
+}
+
+void cl_tick(struct cl_core *c, uint64_t now)
+{
+	process_all(c, now);
+}

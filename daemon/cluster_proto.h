@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A job's incident across nodes, as every node's hbmguardd follows it in
+ * etcd: pure code, no I/O.  It is given what etcd holds (a snapshot, then
+ * each event of a watch), what the local side did, and the time; it
+ * answers with actions: a transaction to send, a step for the local
+ * ranks, a line for the journal.  cluster.c carries them out.
+ *
+ * THE KEY LAYOUT, version 1 (the one place it is written down; etcd's
+ * keys are bytes, ours are ASCII; JOB, NODE and ID are 1 to 63 of
+ * [A-Za-z0-9._-], never "." or ".."):
+ *
+ *   /hbmguard/v1/jobs/JOB/nodes/NODE
+ *	{"ranks": [0, 1], "world_size": 4}   (global ranks, each < world_size)
+ *	NODE has ranks of JOB: put under NODE's lease, so that it goes
+ *	when NODE's daemon does (or loses etcd) for LeaseTTL.
+ *   /hbmguard/v1/jobs/JOB/incident
+ *	{"id": ID, "opener": NODE, "reason": TEXT, "nodes": [NODE, ...]}
+ *	JOB's open incident, one at most: created by a transaction whose
+ *	compare is this key's create_revision == 0, together with the
+ *	first step.  "nodes" are the job's nodes when it opened: each must
+ *	acknowledge each step.
+ *   /hbmguard/v1/jobs/JOB/incident/ID/step
+ *	{"step": "pause"|"isolate"|"restore"|"resume"|"abort",
+ *	 "timeout": SECONDS, "reason": TEXT (abort)}
+ *	Where the incident stands.  Each change compares this key's
+ *	mod_revision with the one its writer read: of two nodes writing at
+ *	once, one wins and the other reads the winner's step.
+ *   /hbmguard-acks/v1/jobs/JOB/ID/STEP/NODE
+ *	{"at": UNIX_MILLISECONDS}
+ *	NODE's ranks did STEP; put only while the incident is the one
+ *	opened (compare its create_revision).  Outside /hbmguard/, which
+ *	every node watches: only the opener watches an incident's
+ *	acknowledgements, so that a step costs N events, not N x N.
+ *
+ * The steps are those of one node's recovery (recovery.c): pause ->
+ * isolate -> restore -> resume.  The opener writes the next step once
+ * every node acknowledged the current one, and after "resume" closes the
+ * incident (deletes it, what is under incident/ID/ and its
+ * acknowledgements).  Any node writes
+ * "abort" (compare-and-swap) when a node of the incident loses its lease,
+ * its own ranks fail a step, a second error hits the job, or a step's
+ * deadline passes ("timeout" from the step, counted from when this node
+ * read it: no clocks to agree on); after the abort's own deadline any node
+ * closes it.  Without etcd past a deadline, a node aborts its own ranks.
+ *
+ * Anything else under /hbmguard/ (another version's keys, a value that is
+ * not the JSON above or longer than CL_VALUE_MAX, a name out of the
+ * alphabet, an incident of a job no node has published, a step or
+ * acknowledgement of an incident that is not the open one) is refused
+ * with a line in the journal and changes nothing.
+ */
+#ifndef HBM_CLUSTER_PROTO_H
+#define HBM_CLUSTER_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "etcd_msg.h"
+
+#define CL_PREFIX		"/hbmguard/"
+#define CL_PREFIX_V1		"/hbmguard/v1/"
+#define CL_ACKS_V1		"/hbmguard-acks/v1/jobs/"
+#define CL_VALUE_MAX		4096
+#define CL_MAX_JOBS		256
+#define CL_MAX_NODES		1024	/* of one job */
+#define CL_REASON_LEN		256
+
+enum cl_step { CL_PAUSE, CL_ISOLATE, CL_RESTORE, CL_RESUME, CL_ABORT, CL_NR_STEPS };
+
+enum cl_action_kind {
+	CL_TXN,		/* send .body to /v3/kv/txn; cl_txn_done() when answered */
+	CL_LOCAL,	/* the job's local ranks: do .step (.text: an abort's reason) */
+	CL_CLOSED,	/* the incident .id of .job ended: .step CL_RESUME resumed, CL_ABORT aborted */
+	CL_LOG,		/* a line for the journal, at .prio */
+	CL_WATCH,	/* watch the prefix .text: its snapshot to cl_acks_snapshot(), */
+	CL_UNWATCH,	/* its events to cl_put() and cl_delete(); and no more */
+};
+
+/* What a transaction was for, so that its answer goes back to the same job. */
+enum cl_txn_kind { CL_TXN_PUBLISH, CL_TXN_OPEN, CL_TXN_ACK, CL_TXN_ADVANCE, CL_TXN_ABORT,
+		   CL_TXN_CLOSE };
+
+struct cl_action {
+	enum cl_action_kind kind;
+	enum cl_txn_kind txn;
+	char job[HBM_CLUSTER_NAME_LEN];
+	char id[HBM_CLUSTER_NAME_LEN];
+	enum cl_step step;
+	int prio;		/* syslog's */
+	char text[2 * CL_REASON_LEN];
+	char *body;		/* CL_TXN's JSON, the caller's to free() */
+};
+
+/* Deadlines per step, seconds ([Recovery]). */
+struct cl_timeouts {
+	uint32_t step[CL_NR_STEPS];
+};
+
+struct cl_core;
+
+struct cl_core *cl_new(const char *node, const struct cl_timeouts *t, uint64_t (*nonce)(void));
+void cl_free(struct cl_core *c);
+const char *cl_step_name(enum cl_step s);
+
+/* etcd's side: the whole prefix as of @rev, then each change after it. */
+void cl_snapshot(struct cl_core *c, const struct etcd_kv *kvs, size_t n, int64_t rev, uint64_t now);
+void cl_acks_snapshot(struct cl_core *c, const char *prefix, const struct etcd_kv *kvs, size_t n,
+		      uint64_t now);
+void cl_put(struct cl_core *c, const struct etcd_kv *kv, uint64_t now);
+void cl_delete(struct cl_core *c, const struct etcd_kv *kv, uint64_t now);
+void cl_synced(struct cl_core *c, int64_t rev, uint64_t now);
+void cl_link(struct cl_core *c, bool up, uint64_t now);
+void cl_lease(struct cl_core *c, int64_t lease, uint64_t now);
+void cl_txn_done(struct cl_core *c, const struct cl_action *a, int err, bool succeeded,
+		 int64_t rev, uint64_t now);
+
+/* The local side. */
+int cl_job_join(struct cl_core *c, const char *job, const char *value, uint64_t now);
+int cl_error(struct cl_core *c, const char *job, const char *reason, uint64_t now);
+int cl_local_done(struct cl_core *c, const char *job, const char *id, enum cl_step step,
+		  bool ok, const char *reason, uint64_t now);
+
+/* Time (CLOCK_MONOTONIC, microseconds): when to call cl_tick() next, UINT64_MAX never. */
+uint64_t cl_next_deadline(const struct cl_core *c);
+void cl_tick(struct cl_core *c, uint64_t now);
+
+bool cl_next_action(struct cl_core *c, struct cl_action *a);
+
+#endif /* HBM_CLUSTER_PROTO_H */

@@ -1,0 +1,756 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * etcd v3 through its JSON gateway (etcd.h), on libcurl's multi interface
+ * (curl 7.88, bookworm's libcurl4-openssl-dev) driven by sd-event: curl
+ * says which sockets to watch (CURLMOPT_SOCKETFUNCTION) and when to wake
+ * it (CURLMOPT_TIMERFUNCTION), each mapped to an io or time source;
+ * events go back through curl_multi_socket_action().  What curl's write
+ * callback receives is only buffered: a callback of ours may start or
+ * end requests, which curl forbids from inside its own callbacks, so the
+ * lines are handed on once curl_multi_socket_action() has returned.
+ *
+ * Watches and the lease are etcd_watch() and etcd_lease().  A request
+ * goes to the endpoint in use; one that fails to connect or
+ * times out moves to the next endpoint for whatever comes after.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <curl/curl.h>
+
+#include "etcd.h"
+
+#define CALL_TIMEOUT_MS		5000
+#define CONNECT_TIMEOUT_MS	3000
+#define REPLY_MAX		(16 << 20)	/* one message: a snapshot of many keys */
+#define RANGE_LIMIT		100000
+#define BACKOFF_MIN_US		250000
+#define BACKOFF_MAX_US		5000000
+
+struct etcd_req {
+	struct etcd *e;
+	struct etcd_req *next, *prev;
+	CURL *easy;
+	struct curl_slist *headers;
+	char *buf;
+	size_t len, cap;
+	bool stream, too_big, dead;
+	bool (*msg)(void *ctx, struct json_object *msg);	/* streams: false ends it */
+	etcd_reply_fn done;
+	void *ctx;
+	char error[CURL_ERROR_SIZE];
+};
+
+struct etcd {
+	sd_event *loop;
+	CURLM *multi;
+	sd_event_source *timer;		/* curl's */
+	struct etcd_req *reqs;
+	int dispatching;
+	char endpoints[HBM_CLUSTER_MAX_ENDPOINTS][HBM_CLUSTER_URL_LEN];
+	size_t nr_endpoints, cur;
+	char cert[PATH_MAX], key[PATH_MAX], ca[PATH_MAX];
+	struct etcd_watch *watches;
+	/* the lease */
+	void (*on_lease)(void *ctx, int64_t id);
+	void *lease_ctx;
+	uint32_t ttl;
+	int64_t lease;
+	uint64_t lease_ok;		/* when it was last kept alive */
+	struct etcd_req *lreq;
+	sd_event_source *ltimer;
+};
+
+static uint64_t now_us(struct etcd *e)
+{
+	uint64_t t = 0;
+
+	sd_event_now(e->loop, CLOCK_MONOTONIC, &t);
+	return t;
+}
+
+const char *etcd_endpoint(const struct etcd *e)
+{
+	return e->endpoints[e->cur];
+}
+
+static void req_free(struct etcd_req *r)
+{
+	struct etcd *e = r->e;
+
+	if (r->easy) {
+		curl_multi_remove_handle(e->multi, r->easy);
+		curl_easy_cleanup(r->easy);
+		r->easy = NULL;
+	}
+	if (e->dispatching) {	/* still on the stack: freed after */
+		r->dead = true;
+		return;
+	}
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		e->reqs = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	curl_slist_free_all(r->headers);
+	free(r->buf);
+	free(r);
+}
+
+/* Requests ended while their callbacks ran. */
+static void reap(struct etcd *e)
+{
+	struct etcd_req *r = e->reqs, *next;
+
+	if (e->dispatching)
+		return;
+	for (; r; r = next) {
+		next = r->next;
+		if (r->dead)
+			req_free(r);
+	}
+}
+
+void etcd_cancel(struct etcd_req *r)
+{
+	if (r && !r->dead)
+		req_free(r);
+}
+
+static size_t on_data(char *data, size_t size, size_t n, void *arg)
+{
+	struct etcd_req *r = arg;
+	size_t len = size * n;
+
+	if (r->len + len > REPLY_MAX) {
+		r->too_big = true;
+		return 0;	/* curl ends the transfer: CURLE_WRITE_ERROR */
+	}
+	if (r->len + len + 1 > r->cap) {
+		size_t cap = r->cap ? r->cap : 4096;
+		char *buf;
+
+		while (cap < r->len + len + 1)
+			cap *= 2;
+		buf = realloc(r->buf, cap);
+		if (!buf)
+			return 0;
+		r->buf = buf;
+		r->cap = cap;
+	}
+	memcpy(r->buf + r->len, data, len);
+	r->len += len;
+	r->buf[r->len] = 0;
+	return len;
+}
+
+static struct json_object *parse(const char *text, size_t len)
+{
+	struct json_tokener *tok = json_tokener_new_ex(64);
+	struct json_object *o;
+
+	if (!tok)
+		return NULL;
+	o = json_tokener_parse_ex(tok, text, len);
+	if (o && !json_object_is_type(o, json_type_object)) {
+		json_object_put(o);
+		o = NULL;
+	}
+	json_tokener_free(tok);
+	return o;
+}
+
+/* A stream's whole lines, each one message. */
+static void dispatch_lines(struct etcd_req *r)
+{
+	char *nl;
+
+	while (!r->dead && r->len && (nl = memchr(r->buf, '\n', r->len))) {
+		size_t line = nl - r->buf + 1;
+		struct json_object *o = parse(r->buf, line - 1);
+		bool more;
+
+		memmove(r->buf, r->buf + line, r->len - line);
+		r->len -= line;
+		r->buf[r->len] = 0;
+		if (!o)
+			continue;	/* blank or not an object: ends nothing */
+		more = r->msg(r->ctx, o);
+		json_object_put(o);
+		if (!more)
+			req_free(r);
+	}
+}
+
+static void finish(struct etcd *e, struct etcd_req *r, CURLcode res)
+{
+	struct json_object *o = NULL;
+	long code = 0;
+	int err = 0;
+
+	curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
+	if (res != CURLE_OK) {
+		if (r->too_big)
+			snprintf(r->error, sizeof(r->error), "a reply over %d bytes", REPLY_MAX);
+		fprintf(stderr, "<4>hbmguardd: etcd %s: %s\n", e->endpoints[e->cur],
+			r->error[0] ? r->error : curl_easy_strerror(res));
+		if (res == CURLE_COULDNT_CONNECT || res == CURLE_OPERATION_TIMEDOUT ||
+		    res == CURLE_COULDNT_RESOLVE_HOST || res == CURLE_SSL_CONNECT_ERROR ||
+		    res == CURLE_RECV_ERROR || res == CURLE_SEND_ERROR || res == CURLE_GOT_NOTHING)
+			e->cur = (e->cur + 1) % e->nr_endpoints;
+		err = -EHOSTUNREACH;
+	} else {
+		o = r->stream ? NULL : parse(r->buf ? r->buf : "", r->len);
+		if (code < 200 || code > 299)
+			err = -EREMOTEIO;	/* etcd's error, in @o when it said one */
+		else if (!r->stream && !o)
+			err = -EPROTO;
+	}
+	if (r->done)
+		r->done(r->ctx, err, o);
+	json_object_put(o);
+}
+
+/* After curl ran: the lines streams received, then the transfers that ended. */
+static void after_curl(struct etcd *e)
+{
+	struct etcd_req *r;
+	CURLMsg *m;
+	int left;
+
+	e->dispatching++;
+	for (r = e->reqs; r; r = r->next)
+		if (r->stream && !r->dead)
+			dispatch_lines(r);
+	while ((m = curl_multi_info_read(e->multi, &left))) {
+		if (m->msg != CURLMSG_DONE)
+			continue;
+		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
+		if (r->dead)
+			continue;
+		if (r->stream)
+			dispatch_lines(r);
+		if (!r->dead) {
+			CURLcode res = m->data.result;
+
+			finish(e, r, res);
+			req_free(r);
+		}
+	}
+	e->dispatching--;
+	reap(e);
+}
+
+static int on_io(sd_event_source *s, int fd, uint32_t revents, void *arg)
+{
+	struct etcd *e = arg;
+	int running, flags = (revents & EPOLLIN ? CURL_CSELECT_IN : 0) |
+			     (revents & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
+			     (revents & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
+
+	(void)s;
+	curl_multi_socket_action(e->multi, fd, flags, &running);
+	after_curl(e);
+	return 0;
+}
+
+static int on_curl_timer(sd_event_source *s, uint64_t usec, void *arg)
+{
+	struct etcd *e = arg;
+	int running;
+
+	(void)s;
+	(void)usec;
+	curl_multi_socket_action(e->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+	after_curl(e);
+	return 0;
+}
+
+/* CURLMOPT_SOCKETFUNCTION: a socket to watch, differently, or no longer. */
+static int on_socket(CURL *easy, curl_socket_t fd, int what, void *arg, void *sockp)
+{
+	struct etcd *e = arg;
+	sd_event_source *src = sockp;
+	uint32_t events = (what & CURL_POLL_IN ? EPOLLIN : 0) |
+			  (what & CURL_POLL_OUT ? EPOLLOUT : 0);
+
+	(void)easy;
+	if (what == CURL_POLL_REMOVE) {
+		if (src)
+			sd_event_source_disable_unref(src);
+		curl_multi_assign(e->multi, fd, NULL);
+		return 0;
+	}
+	if (src)
+		return sd_event_source_set_io_events(src, events) < 0 ? -1 : 0;
+	if (sd_event_add_io(e->loop, &src, fd, events, on_io, e) < 0)
+		return -1;
+	curl_multi_assign(e->multi, fd, src);
+	return 0;
+}
+
+/* CURLMOPT_TIMERFUNCTION: wake curl in @ms, or never (-1). */
+static int on_timer_change(CURLM *multi, long ms, void *arg)
+{
+	struct etcd *e = arg;
+	uint64_t when = now_us(e) + (ms > 0 ? (uint64_t)ms * 1000 : 0);
+
+	(void)multi;
+	if (ms < 0 && !e->timer)
+		return 0;
+	if (ms < 0)
+		return sd_event_source_set_enabled(e->timer, SD_EVENT_OFF) < 0 ? -1 : 0;
+	if (!e->timer)
+		/* accuracy 1 us: sd-event would otherwise coalesce curl's
+		 * "now" with other wake-ups up to a millisecond later, on each
+		 * hop of a request */
+		return sd_event_add_time(e->loop, &e->timer, CLOCK_MONOTONIC, when, 1,
+					 on_curl_timer, e) < 0 ? -1 : 0;
+	if (sd_event_source_set_time(e->timer, when) < 0 ||
+	    sd_event_source_set_enabled(e->timer, SD_EVENT_ONESHOT) < 0)
+		return -1;
+	return 0;
+}
+
+static struct etcd_req *request(struct etcd *e, const char *path, const char *body, bool stream,
+				etcd_reply_fn done, void *ctx)
+{
+	struct etcd_req *r = calloc(1, sizeof(*r));
+	char url[HBM_CLUSTER_URL_LEN + 64];
+
+	if (!r)
+		return NULL;
+	r->e = e;
+	r->stream = stream;
+	r->done = done;
+	r->ctx = ctx;
+	r->easy = curl_easy_init();
+	r->headers = curl_slist_append(NULL, "Content-Type: application/json");
+	if (!r->easy || !r->headers)
+		goto fail;
+	snprintf(url, sizeof(url), "%s%s", e->endpoints[e->cur], path);
+	curl_easy_setopt(r->easy, CURLOPT_URL, url);
+	curl_easy_setopt(r->easy, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers);
+	curl_easy_setopt(r->easy, CURLOPT_COPYPOSTFIELDS, body);
+	curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r);
+	curl_easy_setopt(r->easy, CURLOPT_ERRORBUFFER, r->error);
+	curl_easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT_MS, (long)CONNECT_TIMEOUT_MS);
+	/* a peer gone without a word: a stream learns it in about 11 s */
+	curl_easy_setopt(r->easy, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(r->easy, CURLOPT_TCP_KEEPIDLE, 5L);
+	curl_easy_setopt(r->easy, CURLOPT_TCP_KEEPINTVL, 2L);
+	if (!stream)
+		curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, (long)CALL_TIMEOUT_MS);
+	if (e->cert[0]) {
+		curl_easy_setopt(r->easy, CURLOPT_SSLCERT, e->cert);
+		curl_easy_setopt(r->easy, CURLOPT_SSLKEY, e->key);
+	}
+	if (e->ca[0])
+		curl_easy_setopt(r->easy, CURLOPT_CAINFO, e->ca);
+	if (curl_multi_add_handle(e->multi, r->easy) != CURLM_OK)
+		goto fail;
+	r->next = e->reqs;
+	if (e->reqs)
+		e->reqs->prev = r;
+	e->reqs = r;
+	return r;
+fail:
+	curl_easy_cleanup(r->easy);
+	curl_slist_free_all(r->headers);
+	free(r);
+	return NULL;
+}
+
+/**
+ * etcd_call() - a unary request: @body to @path, @done with the answer
+ * @e: the client
+ * @path: one of etcd_msg.h's paths
+ * @body: the request's JSON
+ * @done: called once, from the loop, unless etcd_cancel() came first
+ * @ctx: its argument
+ *
+ * Return: the request, NULL without memory (@done is not called).
+ */
+struct etcd_req *etcd_call(struct etcd *e, const char *path, const char *body,
+			   etcd_reply_fn done, void *ctx)
+{
+	return request(e, path, body, false, done, ctx);
+}
+
+/* ---- watches ---- */
+
+struct etcd_watch {
+	struct etcd *e;
+	struct etcd_watch *next;
+	char *prefix;
+	const struct etcd_watch_ops *ops;
+	void *ctx;
+	struct etcd_req *req;
+	int64_t next_rev;		/* 0: read the prefix first */
+	bool up;
+	uint64_t backoff;
+	sd_event_source *retry;
+};
+
+static void watch_begin(struct etcd_watch *w);
+
+static void link_set(struct etcd_watch *w, bool up, const char *why)
+{
+	if (w->up == up)
+		return;
+	w->up = up;
+	if (w->ops->link)
+		w->ops->link(w->ctx, up, why);
+}
+
+static int on_watch_retry(sd_event_source *s, uint64_t usec, void *arg)
+{
+	(void)s;
+	(void)usec;
+	watch_begin(arg);
+	return 0;
+}
+
+/* Lost: again after a pause that doubles up to BACKOFF_MAX_US. */
+static void watch_retry(struct etcd_watch *w, const char *why)
+{
+	struct etcd *e = w->e;
+
+	etcd_cancel(w->req);
+	w->req = NULL;
+	link_set(w, false, why);
+	w->backoff = !w->backoff ? BACKOFF_MIN_US : w->backoff >= BACKOFF_MAX_US / 2 ?
+		     BACKOFF_MAX_US : 2 * w->backoff;
+	sd_event_source_disable_unref(w->retry);
+	w->retry = NULL;
+	if (sd_event_add_time(e->loop, &w->retry, CLOCK_MONOTONIC, now_us(e) + w->backoff, 1000,
+			      on_watch_retry, w) < 0)
+		fprintf(stderr, "<3>hbmguardd: etcd: cannot arm the watch's retry\n");
+}
+
+static void on_range(void *arg, int err, struct json_object *reply)
+{
+	struct etcd_watch *w = arg;
+	struct json_object *kvs, *more;
+	struct etcd_kv *all = NULL;
+	size_t n = 0, i, k = 0;
+	int64_t rev = reply ? etcd_header_revision(reply) : -1;
+
+	w->req = NULL;
+	if (err || rev < 0)
+		return watch_retry(w, err == -EHOSTUNREACH ? "unreachable" : "a bad range reply");
+	if (json_object_object_get_ex(reply, "kvs", &kvs) && json_object_is_type(kvs, json_type_array))
+		n = json_object_array_length(kvs);
+	if (json_object_object_get_ex(reply, "more", &more) && json_object_get_boolean(more))
+		fprintf(stderr, "<3>hbmguardd: etcd: more than %d keys under %s: the rest is not read\n",
+			RANGE_LIMIT, w->prefix);
+	all = calloc(n ? n : 1, sizeof(*all));
+	if (!all)
+		return watch_retry(w, "out of memory");
+	for (i = 0; i < n; i++)
+		if (!etcd_kv_parse(json_object_array_get_idx(kvs, i), &all[k]))
+			k++;
+	w->ops->snapshot(w->ctx, all, k, rev);
+	for (i = 0; i < k; i++)
+		etcd_kv_clear(&all[i]);
+	free(all);
+	w->next_rev = rev + 1;
+	watch_begin(w);
+}
+
+/* One WatchResponse (rpc.proto), or the gateway's {"error": ...}. */
+static bool on_watch_msg(void *arg, struct json_object *msg)
+{
+	struct etcd_watch *w = arg;
+	struct json_object *res, *events, *f;
+	int64_t compact = 0, rev, last = 0;
+	size_t i, n = 0;
+
+	if (!json_object_object_get_ex(msg, "result", &res)) {
+		fprintf(stderr, "<4>hbmguardd: etcd: watch: %s\n", json_object_to_json_string(msg));
+		watch_retry(w, "the watch failed");
+		return false;
+	}
+	etcd_int64(res, "compact_revision", &compact);
+	if (compact > 0 || (json_object_object_get_ex(res, "canceled", &f) &&
+			    json_object_get_boolean(f))) {
+		/* compacted past what was seen: read it all again, then watch */
+		fprintf(stderr, "<4>hbmguardd: etcd: watch from revision %" PRId64
+			" canceled (compacted to %" PRId64 "): reading %s again\n",
+			w->next_rev, compact, w->prefix);
+		w->next_rev = 0;
+		etcd_cancel(w->req);
+		w->req = NULL;
+		watch_begin(w);
+		return false;	/* the old request, ended */
+	}
+	if (json_object_object_get_ex(res, "created", &f) && json_object_get_boolean(f)) {
+		w->backoff = 0;
+		link_set(w, true, NULL);
+		return true;	/* its header is now, not what the watch has delivered */
+	}
+	if (json_object_object_get_ex(res, "events", &events) &&
+	    json_object_is_type(events, json_type_array))
+		n = json_object_array_length(events);
+	for (i = 0; i < n; i++) {
+		struct json_object *ev = json_object_array_get_idx(events, i), *kv, *type;
+		struct etcd_kv k;
+		bool put = !json_object_object_get_ex(ev, "type", &type) ||
+			   strcmp(json_object_get_string(type), "DELETE");
+
+		if (!json_object_object_get_ex(ev, "kv", &kv) || etcd_kv_parse(kv, &k))
+			continue;
+		if (k.mod_revision >= w->next_rev)
+			w->next_rev = k.mod_revision + 1;
+		last = k.mod_revision;
+		w->ops->event(w->ctx, put, &k);
+		etcd_kv_clear(&k);
+	}
+	rev = etcd_header_revision(res);
+	/* a progress notification: nothing up to its revision is left to come */
+	if (!n && rev > 0 && rev >= w->next_rev)
+		w->next_rev = rev + 1;
+	if ((n || rev > 0) && w->ops->synced)
+		w->ops->synced(w->ctx, n ? last : rev);
+	return true;
+}
+
+static void on_watch_end(void *arg, int err, struct json_object *reply)
+{
+	struct etcd_watch *w = arg;
+
+	(void)reply;
+	w->req = NULL;
+	watch_retry(w, err ? "the watch's connection ended" : "etcd ended the watch");
+}
+
+static void watch_begin(struct etcd_watch *w)
+{
+	char *body;
+
+	sd_event_source_disable_unref(w->retry);
+	w->retry = NULL;
+	if (w->req)
+		return;
+	if (!w->next_rev) {
+		body = etcd_range_body(w->prefix, RANGE_LIMIT);
+		w->req = body ? etcd_call(w->e, ETCD_PATH_RANGE, body, on_range, w) : NULL;
+	} else {
+		body = etcd_watch_body(w->prefix, w->next_rev);
+		w->req = body ? request(w->e, ETCD_PATH_WATCH, body, true, on_watch_end, w) : NULL;
+		if (w->req)
+			w->req->msg = on_watch_msg;
+	}
+	free(body);
+	if (!w->req)
+		watch_retry(w, "out of memory");
+}
+
+/**
+ * etcd_watch() - every key under @prefix, then each change, for as long as it is kept
+ * @e: the client
+ * @prefix: the keys, ending in '/'
+ * @ops: what to tell (link and synced may be NULL)
+ * @ctx: their argument
+ *
+ * Read first (the snapshot), then watched from the revision after the
+ * read; a watch that ends resumes from the revision after the last event
+ * it delivered; one that etcd cancels (compacted past it) reads again.
+ *
+ * Return: the watch, or NULL without memory.
+ */
+struct etcd_watch *etcd_watch(struct etcd *e, const char *prefix,
+			      const struct etcd_watch_ops *ops, void *ctx)
+{
+	struct etcd_watch *w = calloc(1, sizeof(*w));
+
+	if (!w || !(w->prefix = strdup(prefix))) {
+		free(w);
+		return NULL;
+	}
+	w->e = e;
+	w->ops = ops;
+	w->ctx = ctx;
+	w->next = e->watches;
+	e->watches = w;
+	watch_begin(w);
+	return w;
+}
+
+/* No more of it; nothing is called after. */
+void etcd_unwatch(struct etcd_watch *w)
+{
+	struct etcd_watch **p;
+
+	if (!w)
+		return;
+	for (p = &w->e->watches; *p != w; p = &(*p)->next)
+		;
+	*p = w->next;
+	etcd_cancel(w->req);
+	sd_event_source_disable_unref(w->retry);
+	free(w->prefix);
+	free(w);
+}
+
+/* ---- the lease ---- */
+
+static void lease_tick(struct etcd *e);
+
+static int on_lease_timer(sd_event_source *s, uint64_t usec, void *arg)
+{
+	(void)s;
+	(void)usec;
+	lease_tick(arg);
+	return 0;
+}
+
+static void lease_lost(struct etcd *e, const char *why)
+{
+	if (!e->lease)
+		return;
+	fprintf(stderr, "<4>hbmguardd: etcd: lease %" PRIx64 " lost: %s\n", (uint64_t)e->lease, why);
+	e->lease = 0;
+	e->on_lease(e->lease_ctx, 0);
+}
+
+static void on_lease_reply(void *arg, int err, struct json_object *reply)
+{
+	struct etcd *e = arg;
+	struct json_object *res = reply, *inner;
+	int64_t id = 0, ttl = 0;
+
+	e->lreq = NULL;
+	/* a keepalive is a stream of one: {"result": ...} */
+	if (reply && json_object_object_get_ex(reply, "result", &inner))
+		res = inner;
+	if (!err && (etcd_int64(res, "ID", &id) || etcd_int64(res, "TTL", &ttl)))
+		err = -EPROTO;
+	if (err) {
+		/* unanswered for a whole TTL: etcd has let it go, or will */
+		if (e->lease && now_us(e) - e->lease_ok > (uint64_t)e->ttl * 1000000)
+			lease_lost(e, "not kept alive for its TTL");
+		/* a keepalive unanswered says the watches' connections may be dead too */
+		for (struct etcd_watch *w = e->watches; w && err == -EHOSTUNREACH; w = w->next)
+			if (w->req && w->up)
+				watch_retry(w, "a keepalive went unanswered");
+		return;
+	}
+	/*
+	 * A lease etcd no longer has is answered with TTL 0, not an error
+	 * (leaseKeepAlive() in etcdserver/api/v3rpc/lease.go, v3.4.23), which
+	 * the gateway leaves out as proto3's zero value.
+	 */
+	if (ttl <= 0) {
+		lease_lost(e, "etcd says it expired");
+		lease_tick(e);
+		return;
+	}
+	e->lease_ok = now_us(e);
+	if (!e->lease) {
+		e->lease = id;
+		e->on_lease(e->lease_ctx, id);
+	}
+}
+
+/* Every third of the TTL: grant one, or keep the one there alive. */
+static void lease_tick(struct etcd *e)
+{
+	char body[64];
+
+	if (!e->lreq) {
+		if (e->lease)
+			snprintf(body, sizeof(body), "{\"ID\":\"%" PRId64 "\"}", e->lease);
+		else
+			snprintf(body, sizeof(body), "{\"TTL\":\"%u\"}", e->ttl);
+		e->lreq = etcd_call(e, e->lease ? ETCD_PATH_KEEPALIVE : ETCD_PATH_GRANT, body,
+				    on_lease_reply, e);
+	}
+	if (sd_event_source_set_time(e->ltimer, now_us(e) + (uint64_t)e->ttl * 1000000 / 3) < 0 ||
+	    sd_event_source_set_enabled(e->ltimer, SD_EVENT_ONESHOT) < 0)
+		fprintf(stderr, "<3>hbmguardd: etcd: cannot arm the lease's timer\n");
+}
+
+/**
+ * etcd_lease() - keep a lease of @ttl seconds, granted again when lost
+ * @e: the client
+ * @ttl: seconds
+ * @on_lease: told each lease granted, and 0 when it is lost
+ * @ctx: its argument
+ *
+ * Return: 0, or -ENOMEM.
+ */
+int etcd_lease(struct etcd *e, uint32_t ttl, void (*on_lease)(void *ctx, int64_t id), void *ctx)
+{
+	e->ttl = ttl;
+	e->on_lease = on_lease;
+	e->lease_ctx = ctx;
+	if (sd_event_add_time(e->loop, &e->ltimer, CLOCK_MONOTONIC, 0, 1000, on_lease_timer, e) < 0)
+		return -ENOMEM;
+	lease_tick(e);
+	return 0;
+}
+
+/**
+ * etcd_new() - a client of @cfg's endpoints, on @loop
+ * @loop: the event loop
+ * @cfg: [Cluster]
+ * @err: why not, on failure
+ * @errlen: its size
+ *
+ * Return: the client, or NULL.
+ */
+struct etcd *etcd_new(sd_event *loop, const struct hbm_cluster_config *cfg, char *err,
+		      size_t errlen)
+{
+	struct etcd *e;
+
+	if (!cfg->nr_endpoints) {
+		snprintf(err, errlen, "no endpoint");
+		return NULL;
+	}
+	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
+		snprintf(err, errlen, "libcurl cannot start");
+		return NULL;
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e || !(e->multi = curl_multi_init())) {
+		free(e);
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	e->loop = sd_event_ref(loop);
+	memcpy(e->endpoints, cfg->endpoints, sizeof(e->endpoints));
+	e->nr_endpoints = cfg->nr_endpoints;
+	strcpy(e->cert, cfg->cert);
+	strcpy(e->key, cfg->key);
+	strcpy(e->ca, cfg->ca);
+	curl_multi_setopt(e->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+	curl_multi_setopt(e->multi, CURLMOPT_SOCKETDATA, e);
+	curl_multi_setopt(e->multi, CURLMOPT_TIMERFUNCTION, on_timer_change);
+	curl_multi_setopt(e->multi, CURLMOPT_TIMERDATA, e);
+	return e;
+}
+
+void etcd_free(struct etcd *e)
+{
+	if (!e)
+		return;
+	while (e->watches)
+		etcd_unwatch(e->watches);
+	while (e->reqs)
+		req_free(e->reqs);
+	curl_multi_cleanup(e->multi);
+	sd_event_source_disable_unref(e->timer);
+	sd_event_source_disable_unref(e->ltimer);
+	sd_event_unref(e->loop);
+	free(e);
+}

@@ -1,0 +1,347 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * etcd v3's JSON messages (etcd_msg.h says from which source): built with
+ * json-c, bytes in base64, and read back without trusting a field's type.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "etcd_msg.h"
+
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* Go's base64.StdEncoding, as the gateway marshals bytes: padded. */
+char *etcd_base64(const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	char *out = malloc(4 * ((len + 2) / 3) + 1), *o = out;
+	size_t i;
+
+	if (!out)
+		return NULL;
+	for (i = 0; i + 2 < len; i += 3) {
+		*o++ = b64[p[i] >> 2];
+		*o++ = b64[(p[i] & 3) << 4 | p[i + 1] >> 4];
+		*o++ = b64[(p[i + 1] & 15) << 2 | p[i + 2] >> 6];
+		*o++ = b64[p[i + 2] & 63];
+	}
+	if (i < len) {
+		*o++ = b64[p[i] >> 2];
+		if (i + 1 < len) {
+			*o++ = b64[(p[i] & 3) << 4 | p[i + 1] >> 4];
+			*o++ = b64[(p[i + 1] & 15) << 2];
+		} else {
+			*o++ = b64[(p[i] & 3) << 4];
+			*o++ = '=';
+		}
+		*o++ = '=';
+	}
+	*o = 0;
+	return out;
+}
+
+/**
+ * etcd_unbase64() - decode padded base64
+ * @in: the text
+ * @out: set to the bytes, NUL-terminated past @len (free())
+ * @len: set to their number
+ *
+ * Return: 0, -EINVAL if @in is not padded base64, -ENOMEM.
+ */
+int etcd_unbase64(const char *in, char **out, size_t *len)
+{
+	size_t n = strlen(in), i, o = 0;
+	unsigned int acc = 0;
+	char *buf;
+
+	if (n % 4)
+		return -EINVAL;
+	buf = malloc(n / 4 * 3 + 1);
+	if (!buf)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		const char *c = in[i] ? strchr(b64, in[i]) : NULL;
+		unsigned int pad = n - i;
+
+		if (!c) {
+			/* '=' only as the last one or two, after bits that are zero */
+			if (in[i] != '=' || pad > 2 || (pad == 2 && in[i + 1] != '=') ||
+			    (acc & (pad == 2 ? 0xf : 0x3)))
+				goto bad;
+			break;
+		}
+		acc = acc << 6 | (unsigned int)(c - b64);
+		if (i % 4 == 3) {
+			buf[o++] = acc >> 16;
+			buf[o++] = acc >> 8;
+			buf[o++] = acc;
+			acc = 0;
+		}
+	}
+	if (i < n) {		/* padded: 2 or 3 characters of the last group */
+		if (n - i == 2) {
+			buf[o++] = acc >> 4;
+		} else {
+			buf[o++] = acc >> 10;
+			buf[o++] = acc >> 2;
+		}
+	}
+	buf[o] = 0;
+	*out = buf;
+	*len = o;
+	return 0;
+bad:
+	free(buf);
+	return -EINVAL;
+}
+
+/*
+ * The range_end of every key under @prefix: the prefix with its last byte
+ * plus one (rpc.proto RangeRequest.range_end); our prefixes end in '/'.
+ */
+char *etcd_prefix_end(const char *prefix)
+{
+	char *end = strdup(prefix);
+	size_t n = strlen(prefix);
+
+	if (end && n)
+		end[n - 1]++;
+	return end;
+}
+
+static int add_bytes(struct json_object *o, const char *field, const char *s)
+{
+	char *enc = etcd_base64(s, strlen(s));
+	struct json_object *v = enc ? json_object_new_string(enc) : NULL;
+
+	free(enc);
+	if (!v)
+		return -ENOMEM;
+	json_object_object_add(o, field, v);
+	return 0;
+}
+
+static void add_int64(struct json_object *o, const char *field, int64_t v)
+{
+	char n[24];
+
+	snprintf(n, sizeof(n), "%" PRId64, v);
+	json_object_object_add(o, field, json_object_new_string(n));
+}
+
+static char *to_text(struct json_object *o)
+{
+	const char *s = o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN) : NULL;
+	char *out = s ? strdup(s) : NULL;
+
+	json_object_put(o);
+	return out;
+}
+
+static int add_range_end(struct json_object *o, const char *prefix)
+{
+	char *end = etcd_prefix_end(prefix);
+	int err = end ? add_bytes(o, "range_end", end) : -ENOMEM;
+
+	free(end);
+	return err;
+}
+
+/**
+ * etcd_txn_body() - a TxnRequest: if every compare holds, the ops
+ * @cmp: the compares (a conjunction)
+ * @nr_cmp: their number
+ * @ops: the success branch; the failure branch is empty
+ * @nr_ops: their number
+ *
+ * Return: the JSON text (free()), NULL without memory.
+ */
+char *etcd_txn_body(const struct etcd_cmp *cmp, size_t nr_cmp,
+		    const struct etcd_op *ops, size_t nr_ops)
+{
+	static const char *const targets[] = { "CREATE", "MOD", "VERSION" };
+	static const char *const fields[] = { "create_revision", "mod_revision", "version" };
+	static const char *const results[] = { "EQUAL", "NOT_EQUAL", "GREATER", "LESS" };
+	struct json_object *txn = json_object_new_object();
+	struct json_object *c = json_object_new_array(), *s = json_object_new_array();
+	int err = 0;
+	size_t i;
+
+	if (!txn || !c || !s) {
+		json_object_put(c);
+		json_object_put(s);
+		json_object_put(txn);
+		return NULL;
+	}
+	json_object_object_add(txn, "compare", c);
+	json_object_object_add(txn, "success", s);
+	for (i = 0; !err && i < nr_cmp; i++) {
+		struct json_object *o = json_object_new_object();
+
+		if (!o)
+			break;
+		json_object_array_add(c, o);
+		json_object_object_add(o, "target", json_object_new_string(targets[cmp[i].target]));
+		json_object_object_add(o, "result", json_object_new_string(results[cmp[i].result]));
+		add_int64(o, fields[cmp[i].target], cmp[i].v);
+		err = add_bytes(o, "key", cmp[i].key);
+	}
+	for (i = 0; !err && i < nr_ops; i++) {
+		struct json_object *op = json_object_new_object(), *r = json_object_new_object();
+
+		if (!op || !r) {
+			json_object_put(op);
+			json_object_put(r);
+			err = -ENOMEM;
+			break;
+		}
+		json_object_array_add(s, op);
+		json_object_object_add(op, ops[i].kind == ETCD_PUT ? "request_put" :
+				       "request_delete_range", r);
+		err = add_bytes(r, "key", ops[i].key);
+		if (!err && ops[i].kind == ETCD_PUT)
+			err = add_bytes(r, "value", ops[i].value);
+		if (!err && ops[i].kind == ETCD_PUT && ops[i].lease)
+			add_int64(r, "lease", ops[i].lease);
+		if (!err && ops[i].kind == ETCD_DELETE_PREFIX)
+			err = add_range_end(r, ops[i].key);
+	}
+	if (err || i < nr_ops) {
+		json_object_put(txn);
+		return NULL;
+	}
+	return to_text(txn);
+}
+
+/* A RangeRequest of every key under @prefix, linearizable, at most @limit. */
+char *etcd_range_body(const char *prefix, int64_t limit)
+{
+	struct json_object *o = json_object_new_object();
+
+	if (!o || add_bytes(o, "key", prefix) || add_range_end(o, prefix)) {
+		json_object_put(o);
+		return NULL;
+	}
+	add_int64(o, "limit", limit);
+	return to_text(o);
+}
+
+/*
+ * A WatchCreateRequest of every key under @prefix from @start_revision
+ * (inclusive), with progress notifications: their header.revision lets a
+ * watch that saw no event resume past what it has missed nothing of.
+ */
+char *etcd_watch_body(const char *prefix, int64_t start_revision)
+{
+	struct json_object *w = json_object_new_object(), *c = json_object_new_object();
+
+	if (!w || !c || add_bytes(c, "key", prefix) || add_range_end(c, prefix)) {
+		json_object_put(w);
+		json_object_put(c);
+		return NULL;
+	}
+	add_int64(c, "start_revision", start_revision);
+	json_object_object_add(c, "progress_notify", json_object_new_boolean(1));
+	json_object_object_add(w, "create_request", c);
+	return to_text(w);
+}
+
+/**
+ * etcd_int64() - an int64 field, as the gateway writes it (a string) or a number
+ * @o: the object
+ * @field: the field's name
+ * @v: set to its value; 0 when absent (proto3's zero value is left out)
+ *
+ * Return: 0, or -EINVAL if it is there and not an int64.
+ */
+int etcd_int64(struct json_object *o, const char *field, int64_t *v)
+{
+	struct json_object *f;
+	const char *s;
+	char *end;
+
+	*v = 0;
+	if (!json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, field, &f))
+		return 0;
+	if (json_object_is_type(f, json_type_int)) {
+		*v = json_object_get_int64(f);
+		return 0;
+	}
+	if (!json_object_is_type(f, json_type_string))
+		return -EINVAL;
+	s = json_object_get_string(f);
+	if (!*s || (*s != '-' && (*s < '0' || *s > '9')))
+		return -EINVAL;
+	errno = 0;
+	*v = strtoll(s, &end, 10);
+	return errno || *end ? -EINVAL : 0;
+}
+
+static int bytes_field(struct json_object *o, const char *field, char **out, size_t *len)
+{
+	struct json_object *f;
+
+	if (!json_object_object_get_ex(o, field, &f)) {
+		*out = strdup("");
+		*len = 0;
+		return *out ? 0 : -ENOMEM;
+	}
+	if (!json_object_is_type(f, json_type_string))
+		return -EINVAL;
+	return etcd_unbase64(json_object_get_string(f), out, len);
+}
+
+/**
+ * etcd_kv_parse() - an mvccpb.KeyValue
+ * @o: its JSON
+ * @kv: filled (etcd_kv_clear()); left empty on an error
+ *
+ * Return: 0, -EINVAL if a field is not what kv.proto says, -ENOMEM.
+ */
+int etcd_kv_parse(struct json_object *o, struct etcd_kv *kv)
+{
+	int err;
+
+	memset(kv, 0, sizeof(*kv));
+	if (!json_object_is_type(o, json_type_object))
+		return -EINVAL;
+	err = bytes_field(o, "key", &kv->key, &kv->key_len);
+	if (!err)
+		err = bytes_field(o, "value", &kv->value, &kv->value_len);
+	if (!err)
+		err = etcd_int64(o, "create_revision", &kv->create_revision);
+	if (!err)
+		err = etcd_int64(o, "mod_revision", &kv->mod_revision);
+	if (!err)
+		err = etcd_int64(o, "version", &kv->version);
+	if (!err)
+		err = etcd_int64(o, "lease", &kv->lease);
+	/* an empty key is not allowed (kv.proto); one with a NUL cannot be ours */
+	if (!err && (!kv->key_len || strlen(kv->key) != kv->key_len))
+		err = -EINVAL;
+	if (err)
+		etcd_kv_clear(kv);
+	return err;
+}
+
+void etcd_kv_clear(struct etcd_kv *kv)
+{
+	free(kv->key);
+	free(kv->value);
+	memset(kv, 0, sizeof(*kv));
+}
+
+/* A reply's header.revision (rpc.proto ResponseHeader); -1 if it has none. */
+int64_t etcd_header_revision(struct json_object *reply)
+{
+	struct json_object *h;
+	int64_t rev;
+
+	if (!json_object_object_get_ex(reply, "header", &h) || etcd_int64(h, "revision", &rev) ||
+	    rev <= 0)
+		return -1;
+	return rev;
+}

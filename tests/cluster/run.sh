@@ -1,0 +1,283 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# The cluster link against a real etcd (Debian's 3.4.23), on this host: no
+# guest.  It runs in a network namespace of its own (unshare -n; root, as
+# CI is), etcd on its loopback, and N simulated nodes (build/cluster-agent,
+# one process each) of one job:
+#   - N = 2, 4, 8, 16, 32, 64: an incident opened on one node, every step
+#     acknowledged by all, resumed on all; each node's steps in order;
+#   - TLS with client certificates (etcd --client-cert-auth), made here by
+#     openssl; an agent without a certificate is refused;
+#   - hostile keys (not JSON, another version's, a huge value, an incident
+#     of an unknown job): refused with a line, nothing done;
+#   - escalations: a node whose ranks fail a step, a node killed mid-way
+#     (its lease ends): every node aborts, the reason in each one's log;
+#   - etcd restarted while a node is away and compacted past its watch:
+#     the watch reads again and the incident opened meanwhile resumes;
+#     etcd gone before an error: the node's ranks abort at the deadline.
+#
+#   tests/cluster/run.sh [--bench]
+#
+# --bench: only the N runs, three each, and etcd's own floor; one line per
+# run, "N MS_TO_ALL_PAUSED MS_TO_ALL_RESUMED", and "floor MS", to
+# $HBM_CLUSTER_BENCH or stdout (tests/cluster/bench.sh makes the rows).
+set -euo pipefail
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+AGENT=${HBM_CLUSTER_AGENT:-$TOP/build/cluster-agent}
+if [ -z "${HBM_IN_NETNS:-}" ]; then
+	exec env HBM_IN_NETNS=1 unshare -n "$0" "$@"
+fi
+BENCH=${1:-}
+ip link set lo up
+W=$(mktemp -d "${HBM_CLUSTER_TMP:-/tmp}/hbm-cluster.XXXXXX")
+PIDS=()
+cleanup() {
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	[ -n "${KEEP:-}" ] || rm -rf "$W"
+}
+trap cleanup EXIT
+# what the first nodes of the job in hand said
+fail() {
+	echo "check-cluster: FAILED: $*" >&2
+	[ -z "${LOG:-}" ] || tail -n 8 "$LOG"[0-2].{out,err} >&2
+	exit 1
+}
+
+PORT=23790
+EP=http://127.0.0.1:$PORT
+ctl() { ETCDCTL_API=3 etcdctl --endpoints=127.0.0.1:$PORT --dial-timeout=2s "$@"; }
+
+# etcd, plain: the scale runs and the hostile keys
+start_etcd() {
+	etcd --name t --data-dir "$W/etcd$1" --listen-peer-urls http://127.0.0.1:$((PORT + 10)) \
+		--initial-advertise-peer-urls http://127.0.0.1:$((PORT + 10)) \
+		--initial-cluster t=http://127.0.0.1:$((PORT + 10)) "${@:2}" >"$W/etcd$1.log" 2>&1 &
+	ETCD=$!
+	PIDS+=("$ETCD")
+}
+wait_for() {	# what, seconds, command...
+	local what=$1 t=$(($2 * 10))
+	shift 2
+	until "$@" >/dev/null 2>&1; do
+		t=$((t - 1))
+		[ $t -gt 0 ] || fail "$what"
+		sleep 0.1
+	done
+}
+start_etcd 0 --listen-client-urls $EP --advertise-client-urls $EP
+wait_for "etcd did not start" 20 ctl endpoint health
+
+nodes_of() { ctl get --prefix --keys-only "/hbmguard/v1/jobs/$1/nodes/" | grep -c . || true; }
+has_n() { [ "$(nodes_of "$1")" = "$2" ]; }
+AGENTS=()
+start_agents() {	# job n [extra args for node 0] -- started, published
+	local job=$1 n=$2 i
+	shift 2
+	AGENTS=()
+	for ((i = 0; i < n; i++)); do
+		"$AGENT" --endpoint $EP --plain --node "n$i" --job "$job" --rank $i --world "$n" \
+			--ttl "${TTL:-10}" $([ $i = 0 ] && echo "$@") >"$W/$job.$i.out" 2>"$W/$job.$i.err" &
+		AGENTS+=($!)
+		PIDS+=($!)
+	done
+	wait_for "$job: $n nodes not published" 30 has_n "$job" "$n"
+}
+stop_agents() {
+	kill "${AGENTS[@]}" 2>/dev/null || true
+	wait "${AGENTS[@]}" 2>/dev/null || true
+}
+all_closed() {	# job n outcome
+	local i
+	for ((i = 0; i < $2; i++)); do grep -q "^closed $3 " "$W/$1.$i.out" || return 1; done
+}
+
+# ---- N simulated nodes: opened, acknowledged by all, resumed ----
+# (--bench: each N three times, for the median)
+scale() {
+	local n=$1 job=$2 i
+	LOG=$W/$job.
+	start_agents $job $n
+	kill -USR1 "${AGENTS[0]}"
+	wait_for "$job: not resumed on every node" 60 all_closed $job $n resumed
+	for ((i = 0; i < n; i++)); do
+		steps=$(awk '$1 == "step" { printf "%s ", $2 }' "$W/$job.$i.out")
+		[ "$steps" = "pause isolate restore resume " ] ||
+			fail "$job: node $i's steps: '$steps'"
+		! grep -q 'abort\|refused' "$W/$job.$i.out" "$W/$job.$i.err" || fail "$job: node $i"
+	done
+	[ "$(ctl get --prefix --keys-only /hbmguard/v1/jobs/$job/incident | grep -c .)" = 0 ] ||
+		fail "$job: the incident's keys were left"
+	if [ "$BENCH" = --bench ]; then
+		/usr/bin/python3 - "$W" "$job" "$n" >>"$W/bench" <<'PY'
+import sys, glob
+w, job, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+err, paused, resumed = None, [], []
+for i in range(n):
+    for line in open(f"{w}/{job}.{i}.out"):
+        f = line.split()
+        if f[0] == "error": err = int(f[1])
+        if f[:2] == ["step", "pause"]: paused.append(int(f[2]))
+        if f[:2] == ["closed", "resumed"]: resumed.append(int(f[2]))
+print(n, (max(paused) - err) / 1000, (max(resumed) - err) / 1000)
+PY
+	fi
+	stop_agents
+}
+for n in 2 4 8 16 32 64; do
+	scale $n scale$n
+	echo "check-cluster: $n nodes: opened, acknowledged by all, resumed ($SECONDS s)"
+	if [ "$BENCH" = --bench ]; then
+		scale $n scale$n.b
+		scale $n scale$n.c
+	fi
+done
+if [ "$BENCH" = --bench ]; then
+	# etcd's own floor: a put seen by a watcher, through the same gateway
+	/usr/bin/python3 "$TOP/tests/cluster/floor.py" $EP >>"$W/bench"
+	cat "$W/bench" >"${HBM_CLUSTER_BENCH:-/dev/stdout}"
+	exit 0
+fi
+
+# ---- hostile keys: refused, logged, nothing done ----
+job=hostile
+LOG=$W/$job.
+start_agents $job 3
+big=$(head -c 100000 /dev/zero | tr '\0' x)
+ctl put /hbmguard/v1/jobs/$job/incident/zz/step '{"step":"abort","timeout":5}' >/dev/null
+ctl put /hbmguard/v1/jobs/$job/incident 'not JSON' >/dev/null
+ctl put /hbmguard/v2/jobs/$job/incident '{"id":"x","opener":"n0","nodes":["n0","n1","n2"]}' >/dev/null
+ctl put /hbmguard/v1/jobs/$job/nodes/evil "{\"ranks\":[0],\"world_size\":3,\"pad\":\"$big\"}" >/dev/null
+ctl put /hbmguard/v1/jobs/ghost/incident '{"id":"x","opener":"n0","nodes":["n0"]}' >/dev/null
+ctl put /hbmguard/v1/jobs/$job/nodes/n9/../n1 '{"ranks":[1],"world_size":3}' >/dev/null
+ctl put /hbmguard/v1/jobs/$job/incident/x/acks/pause/n1 '{"at":1}' >/dev/null
+refusals() { [ "$(grep -c 'refused' "$W/$job.$1.err")" -ge 7 ]; }
+for i in 0 1 2; do
+	wait_for "$job: node $i did not refuse each key" 10 refusals $i
+	for what in 'incident/zz/step .*not of the job.s open incident' \
+		'jobs/hostile/incident .*not an incident.s value' 'v2/jobs.*not a key of version 1' \
+		'nodes/evil .*not a node.s value' 'ghost/incident .*a job no node has published' \
+		'n9/\.\./n1 .*not a key of the layout' 'acks/pause/n1 .*not a key of the layout'; do
+		grep -q "refused.*" "$W/$job.$i.err" && grep -q "$what" "$W/$job.$i.err" ||
+			fail "$job: node $i: no refusal of $what"
+	done
+	! grep -q . "$W/$job.$i.out" || fail "$job: node $i acted on a hostile key"
+done
+# what was refused is still there, and blocks no one once taken away
+ctl del /hbmguard/v1/jobs/$job/incident >/dev/null
+kill -USR1 "${AGENTS[1]}"
+wait_for "$job: not resumed after the hostile keys" 30 all_closed $job 3 resumed
+stop_agents
+echo "check-cluster: hostile keys refused with a line, nothing done"
+
+# ---- escalations: a step failed, a node gone mid-incident ----
+job=failed
+LOG=$W/$job.
+start_agents $job 3 --fail restore
+kill -USR1 "${AGENTS[1]}"
+wait_for "$job: not aborted on every node" 30 all_closed $job 3 aborted
+for i in 0 1 2; do
+	grep -q '^step abort .*node n0 failed restore' "$W/$job.$i.out" ||
+		fail "$job: node $i was not told why it aborted"
+	! grep -q '^step resume' "$W/$job.$i.out" || fail "$job: node $i resumed"
+done
+stop_agents
+echo "check-cluster: a node that fails a step aborts the incident everywhere"
+
+job=gone
+LOG=$W/$job.
+# Leases of 2 s, kept alive every 0.7 s: only for the 3 nodes here, where
+# the host's 2 cores keep up (64 nodes on them do not: their default, 10 s)
+TTL=2 start_agents $job 3 --fail never
+# node 2 never acknowledges: SIGSTOP, then killed; its lease (2 s) ends
+kill -STOP "${AGENTS[2]}"
+kill -USR1 "${AGENTS[0]}"
+wait_for "$job: node 0 did not pause" 10 grep -q '^step pause' "$W/$job.0.out"
+kill -9 "${AGENTS[2]}"
+wait "${AGENTS[2]}" 2>/dev/null || true
+wait_for "$job: not aborted on the living nodes" 30 all_closed $job 2 aborted
+for i in 0 1; do
+	grep -q '^step abort .*node n2 left the job' "$W/$job.$i.out" ||
+		fail "$job: node $i was not told why it aborted"
+done
+stop_agents
+echo "check-cluster: a node whose lease ends aborts the incident everywhere"
+
+# ---- etcd restarted while a node is away, and compacted past its watch ----
+stop_etcd() { kill "$ETCD"; wait "$ETCD" 2>/dev/null || true; }
+reached() { [ "$(grep -c 'etcd reached' "$1")" -ge "$2" ]; }
+job=restart
+LOG=$W/$job.
+start_agents $job 2
+# node 1 away (stopped) across etcd's restart: its watch ends, unseen
+kill -STOP "${AGENTS[1]}"
+stop_etcd
+start_etcd 0 --listen-client-urls $EP --advertise-client-urls $EP
+wait_for "etcd did not start again" 20 ctl endpoint health
+wait_for "$job: node 0 did not come back" 20 reached "$W/$job.0.err" 2
+grep -q 'etcd unreachable' "$W/$job.0.err" || fail "$job: node 0 did not see etcd go"
+# an incident opened meanwhile, the revisions it made compacted away
+kill -USR1 "${AGENTS[0]}"
+wait_for "$job: node 0 did not pause" 10 grep -q '^step pause' "$W/$job.0.out"
+rev=$(ctl get /hbmguard/ --prefix -w json | sed -n 's/.*"revision":\([0-9]*\).*/\1/p')
+ctl compact "$rev" >/dev/null
+kill -CONT "${AGENTS[1]}"
+wait_for "$job: not resumed on both after etcd's restart" 30 all_closed $job 2 resumed
+grep -q 'canceled (compacted to [0-9]*): reading /hbmguard/ again' "$W/$job.1.err" ||
+	fail "$job: node 1's watch did not read again after the compaction"
+stop_agents
+echo "check-cluster: a watch resumes after etcd's restart, reads again past a compaction; no incident lost"
+
+# ---- etcd gone before the error: the job's ranks on this node abort at the deadline ----
+job=nolink
+LOG=$W/$job.
+start_agents $job 2 --timeout 2
+stop_etcd
+wait_for "$job: node 0 did not see etcd go" 20 grep -q 'etcd unreachable' "$W/$job.0.err"
+kill -USR1 "${AGENTS[0]}"
+wait_for "$job: node 0 did not abort without etcd" 20 \
+	grep -q '^step abort .*etcd unreachable' "$W/$job.0.out"
+stop_agents
+echo "check-cluster: without etcd, an error aborts the node's ranks at the deadline (no hang)"
+
+# ---- TLS, client certificates required ----
+C=$W/pki
+mkdir -p "$C"
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=hbm-test-ca \
+	-keyout "$C/ca.key" -out "$C/ca.crt" 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout "$C/server.key" \
+	-out "$C/server.csr" 2>/dev/null
+openssl x509 -req -in "$C/server.csr" -CA "$C/ca.crt" -CAkey "$C/ca.key" -CAcreateserial \
+	-days 1 -extfile <(printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n') \
+	-out "$C/server.crt" 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -subj /CN=hbmguardd -keyout "$C/client.key" \
+	-out "$C/client.csr" 2>/dev/null
+openssl x509 -req -in "$C/client.csr" -CA "$C/ca.crt" -CAkey "$C/ca.key" -CAcreateserial \
+	-days 1 -extfile <(printf 'extendedKeyUsage=clientAuth\n') -out "$C/client.crt" 2>/dev/null
+EPS=https://127.0.0.1:$PORT
+start_etcd 1 --listen-client-urls $EPS --advertise-client-urls $EPS \
+	--cert-file "$C/server.crt" --key-file "$C/server.key" --client-cert-auth \
+	--trusted-ca-file "$C/ca.crt"
+tctl() { ctl --cacert "$C/ca.crt" --cert "$C/client.crt" --key "$C/client.key" "$@"; }
+wait_for "etcd with TLS did not start" 20 tctl endpoint health
+LOG=$W/tls.
+for i in 0 1; do
+	"$AGENT" --endpoint $EPS --cert "$C/client.crt" --key "$C/client.key" --ca "$C/ca.crt" \
+		--node n$i --job tls --rank $i --world 2 >"$W/tls.$i.out" 2>"$W/tls.$i.err" &
+	PIDS+=($!)
+	eval T$i=$!
+done
+# no client certificate: etcd refuses the handshake, nothing is published
+"$AGENT" --endpoint $EPS --ca "$C/ca.crt" --node intruder --job tls >"$W/tls.x.out" \
+	2>"$W/tls.x.err" &
+PIDS+=($!)
+tls_n() { [ "$(tctl get --prefix --keys-only /hbmguard/v1/jobs/tls/nodes/ | grep -c .)" = 2 ]; }
+wait_for "tls: 2 nodes not published" 30 tls_n
+kill -USR1 "$T0"
+tls_done() { grep -q '^closed resumed' "$W/tls.0.out" && grep -q '^closed resumed' "$W/tls.1.out"; }
+wait_for "tls: not resumed" 30 tls_done
+wait_for "tls: the intruder was not refused" 10 grep -q 'alert bad certificate' "$W/tls.x.err"
+! tctl get --prefix --keys-only /hbmguard/ | grep -q intruder || fail "tls: the intruder published"
+echo "check-cluster: TLS with client certificates; none, refused"
+
+echo "check-cluster: passed"

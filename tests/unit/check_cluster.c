@@ -1,0 +1,697 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Unit tests of etcd's messages (daemon/etcd_msg.c) and of the incident
+ * protocol across nodes (daemon/cluster_proto.c): several cores against
+ * an etcd of the test's own, in memory, which applies their transactions
+ * as etcd does (compares, then the success ops, one revision each) and
+ * sends every change to every core, as the watch would.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+
+#include "cluster_proto.h"
+#include "etcd_msg.h"
+#include "unit.h"
+
+START_TEST(base64)
+{
+	static const char *const bad[] = { "QQ", "QQ=", "Q===", "QR==", "QUJ=", "Q!==", "====", "QQ==QQ==" };
+	const char *in[] = { "", "A", "AB", "ABC", "ABCD", "\xff\x01" };
+	char *enc, *dec;
+	size_t len, i;
+
+	for (i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+		enc = etcd_base64(in[i], strlen(in[i]));
+		ck_assert_int_eq(etcd_unbase64(enc, &dec, &len), 0);
+		ck_assert_uint_eq(len, strlen(in[i]));
+		ck_assert_mem_eq(dec, in[i], len);
+		free(enc);
+		free(dec);
+	}
+	enc = etcd_base64("foo", 3);
+	ck_assert_str_eq(enc, "Zm9v");
+	free(enc);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(etcd_unbase64(bad[i], &dec, &len) == -EINVAL, "accepted %s", bad[i]);
+	enc = etcd_prefix_end("/hbmguard/");
+	ck_assert_str_eq(enc, "/hbmguard0");
+	free(enc);
+}
+END_TEST
+
+START_TEST(kv_parse)
+{
+	static const char *const bad[] = {
+		"[]", "{}", "{\"key\":\"\"}", "{\"key\":5}", "{\"key\":\"Zm9v\",\"mod_revision\":\"x\"}",
+		"{\"key\":\"Zm9v\",\"mod_revision\":true}", "{\"key\":\"Zm9v\",\"value\":\"!!\"}",
+		"{\"key\":\"YQBi\"}",	/* a NUL inside */
+	};
+	struct json_object *o = json_tokener_parse("{\"key\":\"Zm9v\",\"value\":\"YmFy\","
+		"\"create_revision\":\"2\",\"mod_revision\":\"9\",\"version\":3,\"lease\":\"-1\"}");
+	struct etcd_kv kv;
+	size_t i;
+
+	ck_assert_int_eq(etcd_kv_parse(o, &kv), 0);
+	ck_assert_str_eq(kv.key, "foo");
+	ck_assert_str_eq(kv.value, "bar");
+	ck_assert_int_eq(kv.create_revision, 2);
+	ck_assert_int_eq(kv.mod_revision, 9);
+	ck_assert_int_eq(kv.version, 3);
+	ck_assert_int_eq(kv.lease, -1);
+	etcd_kv_clear(&kv);
+	json_object_put(o);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		o = json_tokener_parse(bad[i]);
+		ck_assert_msg(etcd_kv_parse(o, &kv) == -EINVAL, "accepted %s", bad[i]);
+		ck_assert_ptr_null(kv.key);
+		json_object_put(o);
+	}
+}
+END_TEST
+
+/* ---- an etcd of the test's own ---- */
+
+#define NODES 4
+#define KEYS 256
+
+struct fkv {
+	char *key, *value;
+	int64_t create, mod, version;
+};
+
+static struct fkv store[KEYS];
+static int64_t rev;
+static struct cl_core *cores[NODES];
+static int nr_cores;
+static bool linked[NODES];
+static uint64_t now;
+static int fail_node = -1, fail_step = -1, mute_node = -1;
+static char said[NODES][8192];
+static unsigned int closed[NODES][2];	/* [resumed] */
+static unsigned int steps[NODES][CL_NR_STEPS];
+static char watched[NODES][4][256];	/* the acknowledgements each core watches */
+
+static bool watches(int n, const char *key)
+{
+	if (strncmp(key, CL_ACKS_V1, strlen(CL_ACKS_V1)))
+		return true;	/* under CL_PREFIX: everyone's */
+	for (int w = 0; w < 4; w++)
+		if (watched[n][w][0] && !strncmp(key, watched[n][w], strlen(watched[n][w])))
+			return true;
+	return false;
+}
+
+static struct fkv *find(const char *k)
+{
+	for (int i = 0; i < KEYS; i++)
+		if (store[i].key && !strcmp(store[i].key, k))
+			return &store[i];
+	return NULL;
+}
+
+static void deliver(const struct fkv *f, bool put)
+{
+	struct etcd_kv kv = { .key = f->key, .key_len = strlen(f->key), .value = f->value ? f->value : "",
+			      .value_len = f->value ? strlen(f->value) : 0,
+			      .create_revision = f->create, .mod_revision = f->mod, .version = f->version };
+
+	for (int n = 0; n < nr_cores; n++)
+		if (linked[n] && watches(n, f->key))
+			(put ? cl_put : cl_delete)(cores[n], &kv, now);
+}
+
+/* A put of the test's, as etcdctl would: every core hears it. */
+static void fput(const char *k, const char *v)
+{
+	struct fkv *f = find(k);
+	int i;
+
+	rev++;
+	if (!f) {
+		for (i = 0; store[i].key; i++)
+			;
+		f = &store[i];
+		f->key = strdup(k);
+		f->create = rev;
+		f->version = 0;
+	}
+	free(f->value);
+	f->value = strdup(v);
+	f->mod = rev;
+	f->version++;
+	deliver(f, true);
+}
+
+/* Out of the fake's store (it holds KEYS), left in the cores' memory. */
+static void store_forget(const char *k)
+{
+	struct fkv *f = find(k);
+
+	free(f->key);
+	free(f->value);
+	memset(f, 0, sizeof(*f));
+}
+
+static void fdel(struct fkv *f)
+{
+	f->mod = rev;
+	deliver(f, false);
+	free(f->key);
+	free(f->value);
+	memset(f, 0, sizeof(*f));
+}
+
+static char *b64field(struct json_object *o, const char *field)
+{
+	struct json_object *f;
+	char *out;
+	size_t len;
+
+	ck_assert(json_object_object_get_ex(o, field, &f));
+	ck_assert_int_eq(etcd_unbase64(json_object_get_string(f), &out, &len), 0);
+	return out;
+}
+
+/* Compares, then the success ops at one revision; events after. */
+static bool txn(const char *body)
+{
+	struct json_object *t = json_tokener_parse(body), *cmps, *ops;
+	bool ok = true;
+	size_t i;
+
+	ck_assert_ptr_nonnull(t);
+	json_object_object_get_ex(t, "compare", &cmps);
+	json_object_object_get_ex(t, "success", &ops);
+	for (i = 0; i < json_object_array_length(cmps); i++) {
+		struct json_object *c = json_object_array_get_idx(cmps, i), *tg, *res;
+		char *k = b64field(c, "key");
+		struct fkv *f = find(k);
+		const char *target;
+		int64_t v, have;
+
+		json_object_object_get_ex(c, "target", &tg);
+		json_object_object_get_ex(c, "result", &res);
+		target = json_object_get_string(tg);
+		ck_assert_str_eq(json_object_get_string(res), "EQUAL");
+		ck_assert_int_eq(etcd_int64(c, !strcmp(target, "CREATE") ? "create_revision" :
+					    "mod_revision", &v), 0);
+		have = !f ? 0 : !strcmp(target, "CREATE") ? f->create : f->mod;
+		ok = ok && have == v;
+		free(k);
+	}
+	if (ok && json_object_array_length(ops)) {
+		rev++;
+		for (i = 0; i < json_object_array_length(ops); i++) {
+			struct json_object *op = json_object_array_get_idx(ops, i), *r;
+			char *k;
+
+			if (json_object_object_get_ex(op, "request_put", &r)) {
+				char *v = b64field(r, "value");
+
+				k = b64field(r, "key");
+				rev--;	/* fput() counts it: one revision for the txn */
+				fput(k, v);
+				free(v);
+			} else {
+				ck_assert(json_object_object_get_ex(op, "request_delete_range", &r));
+				k = b64field(r, "key");
+				if (json_object_object_get_ex(r, "range_end", NULL)) {
+					for (int s = 0; s < KEYS; s++)
+						if (store[s].key && !strncmp(store[s].key, k, strlen(k)))
+							fdel(&store[s]);
+				} else if (find(k)) {
+					fdel(find(k));
+				}
+			}
+			free(k);
+		}
+	}
+	json_object_put(t);
+	return ok;
+}
+
+/* The keys under @prefix, as a range returns them (borrowed from the store). */
+static size_t collect(const char *prefix, struct etcd_kv *kvs)
+{
+	size_t k = 0;
+
+	for (int i = 0; i < KEYS; i++)
+		if (store[i].key && !strncmp(store[i].key, prefix, strlen(prefix)))
+			kvs[k++] = (struct etcd_kv){ .key = store[i].key, .key_len = strlen(store[i].key),
+				.value = store[i].value, .value_len = strlen(store[i].value),
+				.create_revision = store[i].create, .mod_revision = store[i].mod,
+				.version = store[i].version };
+	return k;
+}
+
+/* A watch of acknowledgements: what is there first, as a snapshot. */
+static void watch(int n, const char *prefix)
+{
+	struct etcd_kv kvs[KEYS];
+	size_t k = collect(prefix, kvs);
+	int w;
+
+	for (w = 0; w < 4 && watched[n][w][0]; w++)
+		;
+	ck_assert_int_lt(w, 4);
+	snprintf(watched[n][w], sizeof(watched[n][w]), "%s", prefix);
+	cl_acks_snapshot(cores[n], prefix, kvs, k, now);
+}
+
+/* Every core's actions until none is left; the local side does each step at once. */
+static void run(void)
+{
+	bool more = true;
+
+	while (more) {
+		more = false;
+		for (int n = 0; n < nr_cores; n++) {
+			struct cl_action a;
+
+			while (cl_next_action(cores[n], &a)) {
+				more = true;
+				switch (a.kind) {
+				case CL_TXN:
+					if (n == mute_node || !linked[n]) {
+						cl_txn_done(cores[n], &a, -EHOSTUNREACH, false, -1, now);
+					} else {
+						bool ok = txn(a.body);
+
+						cl_txn_done(cores[n], &a, 0, ok, rev, now);
+					}
+					free(a.body);
+					break;
+				case CL_LOCAL:
+					steps[n][a.step]++;
+					if (n != mute_node)
+						cl_local_done(cores[n], a.job, a.id, a.step,
+							      !(n == fail_node && (int)a.step == fail_step),
+							      "told to fail", now);
+					break;
+				case CL_CLOSED:
+					closed[n][a.step == CL_RESUME]++;
+					break;
+				case CL_LOG:
+					strncat(said[n], a.text, sizeof(said[n]) - strlen(said[n]) - 2);
+					strcat(said[n], "\n");
+					break;
+				case CL_WATCH:
+					watch(n, a.text);
+					break;
+				case CL_UNWATCH:
+					for (int w = 0; w < 4; w++)
+						if (!strcmp(watched[n][w], a.text))
+							watched[n][w][0] = 0;
+					break;
+				}
+			}
+		}
+	}
+}
+
+static uint64_t counter;
+static uint64_t nonce(void)
+{
+	return ++counter;
+}
+
+static void setup(void)
+{
+	struct cl_timeouts t = { { 30, 30, 120, 30, 10 } };
+	char name[16], value[64];
+
+	memset(store, 0, sizeof(store));
+	memset(said, 0, sizeof(said));
+	memset(closed, 0, sizeof(closed));
+	memset(steps, 0, sizeof(steps));
+	memset(watched, 0, sizeof(watched));
+	rev = 1;
+	now = 1000000;
+	fail_node = fail_step = mute_node = -1;
+	nr_cores = 3;
+	for (int n = 0; n < nr_cores; n++) {
+		snprintf(name, sizeof(name), "n%d", n);
+		cores[n] = cl_new(name, &t, nonce);
+		linked[n] = true;
+		cl_link(cores[n], true, now);
+		cl_snapshot(cores[n], NULL, 0, rev, now);
+		cl_lease(cores[n], 100 + n, now);
+		snprintf(value, sizeof(value), "{\"ranks\":[%d],\"world_size\":3}", n);
+		ck_assert_int_eq(cl_job_join(cores[n], "J", value, now), 0);
+	}
+	run();
+}
+
+static void teardown(void)
+{
+	for (int n = 0; n < nr_cores; n++)
+		cl_free(cores[n]);
+	for (int i = 0; i < KEYS; i++) {
+		free(store[i].key);
+		free(store[i].value);
+	}
+}
+
+static int keys_under(const char *prefix)
+{
+	int n = 0;
+
+	for (int i = 0; i < KEYS; i++)
+		n += store[i].key && !strncmp(store[i].key, prefix, strlen(prefix));
+	return n;
+}
+
+START_TEST(resumed_everywhere)
+{
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/nodes/"), 3);
+	ck_assert_int_eq(cl_error(cores[1], "J", "a UE", now), 0);
+	run();
+	for (int n = 0; n < 3; n++) {
+		for (int s = CL_PAUSE; s <= CL_RESUME; s++)
+			ck_assert_uint_eq(steps[n][s], 1);
+		ck_assert_uint_eq(steps[n][CL_ABORT], 0);
+		ck_assert_uint_eq(closed[n][1], 1);
+		ck_assert_ptr_nonnull(strstr(said[n], "opened by n1 on 3 nodes: a UE"));
+	}
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
+	ck_assert_int_eq(keys_under(CL_ACKS_V1), 0);
+	ck_assert_str_eq(watched[1][0], "");	/* and no longer, once closed */
+	ck_assert_uint_eq(cl_next_deadline(cores[0]), UINT64_MAX);
+	/* and a second incident, later, as well */
+	ck_assert_int_eq(cl_error(cores[2], "J", "another UE", now), 0);
+	run();
+	for (int n = 0; n < 3; n++)
+		ck_assert_uint_eq(closed[n][1], 2);
+	ck_assert_int_eq(cl_error(cores[0], "nope", "x", now), -ENOENT);
+}
+END_TEST
+
+/* A node that never acknowledges: the deadline aborts it everywhere, then it closes. */
+START_TEST(deadline_aborts)
+{
+	mute_node = 2;
+	cl_error(cores[0], "J", "a UE", now);
+	run();
+	ck_assert_uint_eq(steps[0][CL_PAUSE], 1);
+	ck_assert_uint_eq(steps[0][CL_ISOLATE], 0);
+	/* the opener alone watches the acknowledgements */
+	ck_assert_ptr_nonnull(strstr(watched[0][0], CL_ACKS_V1 "J/"));
+	ck_assert_str_eq(watched[1][0], "");
+	ck_assert_str_eq(watched[2][0], "");
+	ck_assert_uint_eq(cl_next_deadline(cores[0]), now + 30 * 1000000ULL);
+	now += 30 * 1000000ULL;
+	for (int n = 0; n < 3; n++)
+		cl_tick(cores[n], now);
+	run();
+	for (int n = 0; n < 2; n++) {
+		ck_assert_uint_eq(steps[n][CL_ABORT], 1);
+		ck_assert_ptr_nonnull(strstr(said[n], "the deadline of pause passed, waiting for n2"));
+		ck_assert_uint_eq(closed[n][0], 0);
+	}
+	/* n2 never acknowledges the abort either: its deadline closes it */
+	now += 10 * 1000000ULL;
+	for (int n = 0; n < 3; n++)
+		cl_tick(cores[n], now);
+	run();
+	for (int n = 0; n < 3; n++)
+		ck_assert_uint_eq(closed[n][0], 1);
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
+}
+END_TEST
+
+START_TEST(failed_step_and_second_error)
+{
+	fail_node = 2;
+	fail_step = CL_RESTORE;
+	cl_error(cores[0], "J", "a UE", now);
+	run();
+	for (int n = 0; n < 3; n++) {
+		ck_assert_uint_eq(steps[n][CL_RESUME], 0);
+		ck_assert_uint_eq(steps[n][CL_ABORT], 1);
+		ck_assert_uint_eq(closed[n][0], 1);
+		ck_assert_ptr_nonnull(strstr(said[n], "aborted: node n2 failed restore: told to fail"));
+	}
+	/* a second error while one is open: every node aborts, told why */
+	fail_node = -1;
+	mute_node = 1;	/* holds the incident at pause */
+	cl_error(cores[0], "J", "a UE", now);
+	run();
+	ck_assert_int_eq(cl_error(cores[2], "J", "another UE", now), 0);
+	run();
+	for (int n = 0; n < 3; n++) {
+		ck_assert_uint_eq(steps[n][CL_ABORT], 2);
+		ck_assert_ptr_nonnull(strstr(said[n], "a second error on node n2 (another UE)"));
+	}
+}
+END_TEST
+
+/* Two nodes open at once: one incident, and the other's error escalates it. */
+START_TEST(two_open_at_once)
+{
+	struct cl_action a0, a1;
+
+	cl_error(cores[0], "J", "UE 0", now);
+	cl_error(cores[1], "J", "UE 1", now);
+	ck_assert(cl_next_action(cores[0], &a0));
+	ck_assert(cl_next_action(cores[1], &a1));
+	ck_assert_int_eq(a0.txn, CL_TXN_OPEN);
+	ck_assert_int_eq(a1.txn, CL_TXN_OPEN);
+	ck_assert(txn(a0.body));
+	cl_txn_done(cores[0], &a0, 0, true, rev, now);
+	ck_assert(!txn(a1.body));
+	cl_txn_done(cores[1], &a1, 0, false, rev, now);
+	free(a0.body);
+	free(a1.body);
+	run();
+	for (int n = 0; n < 3; n++) {
+		ck_assert_uint_eq(closed[n][0], 1);
+		ck_assert_ptr_nonnull(strstr(said[n], "a second error on node n1 (UE 1)"));
+	}
+}
+END_TEST
+
+/* A node of the incident whose key goes (its lease ended): aborted everywhere. */
+START_TEST(lease_ends)
+{
+	mute_node = 2;
+	cl_error(cores[0], "J", "a UE", now);
+	run();
+	linked[2] = false;
+	fdel(find("/hbmguard/v1/jobs/J/nodes/n2"));
+	run();
+	for (int n = 0; n < 2; n++) {
+		ck_assert_uint_eq(steps[n][CL_ABORT], 1);
+		ck_assert_ptr_nonnull(strstr(said[n], "node n2 left the job (its lease ended)"));
+		ck_assert_uint_eq(closed[n][0], 1);	/* n2, not alive, is not waited for */
+	}
+}
+END_TEST
+
+/* Without etcd past a deadline, a node aborts its own ranks; the abort is written when back. */
+START_TEST(etcd_gone)
+{
+	cl_error(cores[0], "J", "a UE", now);
+	mute_node = 1;
+	run();
+	mute_node = -1;
+	linked[0] = false;
+	cl_link(cores[0], false, now);
+	now += 30 * 1000000ULL;
+	cl_tick(cores[0], now);
+	run();
+	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
+	ck_assert_ptr_nonnull(strstr(said[0], "etcd unreachable past the deadline of pause"));
+	ck_assert_uint_eq(cl_next_deadline(cores[0]), UINT64_MAX);
+	ck_assert_uint_eq(steps[1][CL_ABORT], 0);
+	linked[0] = true;
+	cl_link(cores[0], true, now);
+	run();
+	ck_assert_uint_eq(steps[1][CL_ABORT], 1);
+	ck_assert_ptr_nonnull(strstr(said[1], "could not reach etcd past the deadline of pause"));
+}
+END_TEST
+
+/* etcd gone before the error: no incident can open, the local ranks abort at the deadline. */
+START_TEST(etcd_gone_before)
+{
+	linked[1] = false;
+	cl_link(cores[1], false, now);
+	ck_assert_int_eq(cl_error(cores[1], "J", "a UE", now), 0);
+	run();
+	ck_assert_uint_eq(steps[1][CL_ABORT], 0);
+	ck_assert_uint_eq(cl_next_deadline(cores[1]), now + 30 * 1000000ULL);
+	now += 30 * 1000000ULL;
+	cl_tick(cores[1], now);
+	run();
+	ck_assert_uint_eq(steps[1][CL_ABORT], 1);
+	ck_assert_ptr_nonnull(strstr(said[1], "etcd unreachable for the pause deadline after an error (a UE)"));
+	ck_assert_uint_eq(cl_next_deadline(cores[1]), UINT64_MAX);
+	/* and nothing is opened once etcd is back */
+	linked[1] = true;
+	cl_link(cores[1], true, now);
+	run();
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
+	ck_assert_uint_eq(steps[0][CL_PAUSE], 0);
+}
+END_TEST
+
+/* An incident that ended while a node was away: its read again says so, its ranks abort. */
+START_TEST(closed_while_away)
+{
+	struct etcd_kv kvs[KEYS];
+
+	mute_node = 2;		/* its ranks slow to pause, then its watch breaks */
+	cl_error(cores[0], "J", "a UE", now);
+	run();
+	ck_assert_uint_eq(steps[2][CL_PAUSE], 1);
+	linked[2] = false;
+	now += 30 * 1000000ULL;	/* the others abort at the pause deadline */
+	cl_tick(cores[0], now);
+	cl_tick(cores[1], now);
+	run();
+	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
+	now += 10 * 1000000ULL;	/* n2 acknowledges no abort: its deadline closes it */
+	cl_tick(cores[0], now);
+	cl_tick(cores[1], now);
+	run();
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
+	ck_assert_uint_eq(closed[2][0], 0);
+	linked[2] = true;
+	cl_snapshot(cores[2], kvs, collect("/hbmguard/", kvs), rev, now);
+	run();
+	ck_assert_uint_eq(steps[2][CL_ABORT], 1);
+	ck_assert_uint_eq(closed[2][0], 1);
+	ck_assert_ptr_nonnull(strstr(said[2], "aborted"));
+}
+END_TEST
+
+/* What is not of the layout, or not its JSON, is refused with a line and changes nothing. */
+START_TEST(hostile)
+{
+	static const struct {
+		const char *key, *value, *why;
+	} bad[] = {
+		{ "/hbmguard/v1/jobs/J/incident", "not JSON", "not an incident's value" },
+		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a\",\"opener\":\"n0\",\"nodes\":[]}",
+		  "not an incident's value" },
+		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a/b\",\"opener\":\"n0\",\"nodes\":[\"n0\"]}",
+		  "not an incident's value" },
+		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a\",\"opener\":\"n0\",\"nodes\":[\"n0\",\"n0\"]}",
+		  "not distinct node names" },
+		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a\",\"opener\":\"n0\",\"nodes\":[\"n0\"]} x",
+		  "not an incident's value" },
+		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a\",\"opener\":\"n0\",\"reason\":\"\\u0007\","
+		  "\"nodes\":[\"n0\"]}", "not an incident's value" },
+		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a\",\"opener\":\"evil\",\"nodes\":[\"n0\"]}",
+		  "an incident whose opener is not one of its nodes" },
+		/* what the journal shows of a key is printable: no line of its own */
+		{ "/hbmguard/v1/jobs/J/incident\n<0>forged", "{}", "incident?<0>forged (revision" },
+		{ "/hbmguard/v1/jobs/K/incident", "{\"id\":\"a\",\"opener\":\"n0\",\"nodes\":[\"n0\"]}",
+		  "an incident of a job no node has published" },
+		{ "/hbmguard/v2/jobs/J/incident", "{}", "not a key of version 1" },
+		{ "/hbmguard/v1/jobs/J/nodes/x/y", "{}", "not a key of the layout" },
+		{ "/hbmguard/v1/jobs/J/nodes/..", "{}", "not a key of the layout" },
+		{ "/hbmguard/v1/jobs/J/incident/", "{}", "not a key of the layout" },
+		{ "/hbmguard/v1/jobs/J/incident/a/acks/eat/n0", "{\"at\":1}", "not a key of the layout" },
+		{ "/hbmguard/v1/jobs/J/incident/a/step", "{\"step\":\"abort\",\"timeout\":5}",
+		  "not of the job's open incident" },
+		{ "/hbmguard/v1/jobs/J/nodes/n9", "{\"ranks\":[3],\"world_size\":3}", "not a node's value" },
+		{ "/hbmguard/v1/jobs/J/nodes/n9", "{\"ranks\":[\"0\"],\"world_size\":3}", "not a node's value" },
+		{ "/hbmguard/v1/jobs/J/nodes/n9", "[1]", "not a node's value" },
+	};
+	char big[CL_VALUE_MAX + 64];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		said[0][0] = 0;
+		fput(bad[i].key, bad[i].value);
+		run();
+		ck_assert_msg(strstr(said[0], bad[i].why) && strstr(said[0], "refused"),
+			      "%s=%s: said '%s'", bad[i].key, bad[i].value, said[0]);
+		for (int s = 0; s < CL_NR_STEPS; s++)
+			ck_assert_uint_eq(steps[0][s], 0);
+		if (strcmp(bad[i].key, "/hbmguard/v1/jobs/J/incident"))
+			fdel(find(bad[i].key));
+	}
+	/* an incident key of garbage stays there: none opens over it */
+	fdel(find("/hbmguard/v1/jobs/J/incident"));
+	memset(big, ' ', sizeof(big) - 1);
+	big[sizeof(big) - 1] = 0;
+	memcpy(big, "{\"ranks\":[0],\"world_size\":3}", 28);
+	said[0][0] = 0;
+	fput("/hbmguard/v1/jobs/J/nodes/n8", big);
+	run();
+	ck_assert_ptr_nonnull(strstr(said[0], "nodes/n8 (revision"));
+	/* other jobs' nodes by the hundred crowd out none of this node's jobs */
+	for (int i = 0; i < CL_MAX_JOBS + 8; i++) {
+		snprintf(big, sizeof(big), "/hbmguard/v1/jobs/flood%d/nodes/x", i);
+		fput(big, "{\"ranks\":[0],\"world_size\":1}");
+		store_forget(big);
+	}
+	run();
+	ck_assert_ptr_nonnull(strstr(said[0], "flood256/nodes/x (revision"));
+	ck_assert_ptr_nonnull(strstr(said[0], "too many jobs"));
+	ck_assert_int_eq(cl_job_join(cores[0], "mine", "{\"ranks\":[0],\"world_size\":1}", now), 0);
+	/* still working after all that */
+	cl_error(cores[0], "J", "a UE", now);
+	run();
+	for (int n = 0; n < 3; n++)
+		ck_assert_uint_eq(closed[n][1], 1);
+}
+END_TEST
+
+/* A step that goes back, or an ack of a node not in the incident, changes nothing. */
+START_TEST(hostile_mid_incident)
+{
+	char k[128], big[256];
+
+	mute_node = 2;
+	cl_error(cores[0], "J", "a UE", now);
+	run();
+	ck_assert_uint_eq(steps[0][CL_PAUSE], 1);
+	/* the incident's id, from its step key */
+	for (int i = 0; i < KEYS; i++)
+		if (store[i].key && strstr(store[i].key, "/step"))
+			snprintf(k, sizeof(k), "%s", store[i].key);
+	fput(k, "{\"step\":\"restore\",\"timeout\":5}");
+	run();
+	ck_assert_uint_eq(steps[0][CL_RESTORE], 1);	/* forward is etcd's word */
+	said[0][0] = 0;
+	fput(k, "{\"step\":\"pause\",\"timeout\":5}");
+	run();
+	ck_assert_ptr_nonnull(strstr(said[0], "a step that goes back"));
+	ck_assert_uint_eq(steps[0][CL_PAUSE], 1);
+	*strstr(k, "/step") = 0;
+	snprintf(big, sizeof(big), CL_ACKS_V1 "J/%s/restore/n7", strrchr(k, '/') + 1);
+	fput(big, "{\"at\":1}");
+	run();
+	ck_assert_ptr_nonnull(strstr(said[0], "an acknowledgement of a node not in the incident"));
+}
+END_TEST
+
+Suite *cluster_suite(void)
+{
+	Suite *s = suite_create("cluster");
+	TCase *tc = tcase_create("etcd messages");
+
+	tcase_add_test(tc, base64);
+	tcase_add_test(tc, kv_parse);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("protocol");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, resumed_everywhere);
+	tcase_add_test(tc, deadline_aborts);
+	tcase_add_test(tc, failed_step_and_second_error);
+	tcase_add_test(tc, two_open_at_once);
+	tcase_add_test(tc, lease_ends);
+	tcase_add_test(tc, etcd_gone);
+	tcase_add_test(tc, etcd_gone_before);
+	tcase_add_test(tc, closed_while_away);
+	tcase_add_test(tc, hostile);
+	tcase_add_test(tc, hostile_mid_incident);
+	suite_add_tcase(s, tc);
+	return s;
+}
