@@ -31,11 +31,6 @@
 #define LEAF_MIN	(LEAF_MAX / 2)
 #define INNER_MIN	(INNER_MAX / 2)
 
-struct path {
-	u32 node[HBMGUARD_MAP_HEIGHT_MAX];	/* by level, 0 the leaf */
-	u32 slot[HBMGUARD_MAP_HEIGHT_MAX];	/* the child taken; the leaf's: count <= page */
-};
-
 /**
  * hbm_mtree_node() - node @i of a copy
  * @t: the copy
@@ -163,7 +158,7 @@ static void node_free(struct hbm_mtree *t, u32 i)
 	t->nr_free++;
 }
 
-static void descend(const struct hbm_mtree *t, u32 page, struct path *p)
+static void descend(const struct hbm_mtree *t, u32 page, struct hbm_mpath *p)
 {
 	u32 n = t->root, l = t->height;
 
@@ -183,7 +178,7 @@ static void descend(const struct hbm_mtree *t, u32 page, struct path *p)
 }
 
 /* The smallest key of the node at level @l changed: carry it up. */
-static void fix_min(struct hbm_mtree *t, const struct path *p, u32 l)
+static void fix_min(struct hbm_mtree *t, const struct hbm_mpath *p, u32 l)
 {
 	for (; l + 1 < t->height; l++) {
 		struct hbmguard_map_node *up = NODE(t, p->node[l + 1]);
@@ -198,7 +193,7 @@ static void fix_min(struct hbm_mtree *t, const struct path *p, u32 l)
 }
 
 /* The leaf on @p is the table's last. */
-static bool last_leaf(const struct hbm_mtree *t, const struct path *p)
+static bool last_leaf(const struct hbm_mtree *t, const struct hbm_mpath *p)
 {
 	u32 l;
 
@@ -213,7 +208,7 @@ static bool last_leaf(const struct hbm_mtree *t, const struct path *p)
  * (@first, @child) in an inner node.  Return: the new node to its right when
  * it split, else HBM_MNODE_NONE.
  */
-static u32 node_insert(struct hbm_mtree *t, const struct path *p, u32 l, u32 pos,
+static u32 node_insert(struct hbm_mtree *t, const struct hbm_mpath *p, u32 l, u32 pos,
 		       const struct hbmguard_map_entry *e, u32 first, u32 child)
 {
 	struct hbmguard_map_node *n = NODE(t, p->node[l]), *r;
@@ -244,7 +239,7 @@ static u32 node_insert(struct hbm_mtree *t, const struct path *p, u32 l, u32 pos
 }
 
 /* Insert @e where @p, a descent to e->first, found no extent starting there. */
-static void insert_at(struct hbm_mtree *t, struct path *p,
+static void insert_at(struct hbm_mtree *t, struct hbm_mpath *p,
 		      const struct hbmguard_map_entry *e)
 {
 	u32 l, pos = p->slot[0], right;
@@ -280,7 +275,7 @@ static void insert_at(struct hbm_mtree *t, struct path *p,
 static int put(struct hbm_mtree *t, const struct hbmguard_map_entry *e, bool update)
 {
 	struct hbmguard_map_node *n;
-	struct path p;
+	struct hbm_mpath p;
 
 	if (t->height) {
 		descend(t, e->first, &p);
@@ -342,7 +337,7 @@ int hbm_mtree_upsert(struct hbm_mtree *t, const struct hbmguard_map_entry *e)
 }
 
 /* The node at level @l of @p is below its minimum: refill it from a neighbour. */
-static void rebalance(struct hbm_mtree *t, struct path *p, u32 l)
+static void rebalance(struct hbm_mtree *t, struct hbm_mpath *p, u32 l)
 {
 	for (;;) {
 		struct hbmguard_map_node *up = NODE(t, p->node[l + 1]), *a, *b;
@@ -406,7 +401,7 @@ static void rebalance(struct hbm_mtree *t, struct path *p, u32 l)
 int hbm_mtree_delete(struct hbm_mtree *t, u32 first)
 {
 	struct hbmguard_map_node *n;
-	struct path p;
+	struct hbm_mpath p;
 	u32 pos;
 
 	if (!t->height)
@@ -446,7 +441,7 @@ int hbm_mtree_delete(struct hbm_mtree *t, u32 first)
 bool hbm_mtree_find(const struct hbm_mtree *t, u32 page,
 		    struct hbmguard_map_entry *out)
 {
-	struct path p;
+	struct hbm_mpath p;
 
 	if (!t->height)
 		return false;
@@ -458,7 +453,7 @@ bool hbm_mtree_find(const struct hbm_mtree *t, u32 page,
 }
 
 /* Move @p to the first leaf after its own; false at the end. */
-static bool next_leaf(const struct hbm_mtree *t, struct path *p)
+static bool next_leaf(const struct hbm_mtree *t, struct hbm_mpath *p)
 {
 	u32 l, k;
 
@@ -482,10 +477,10 @@ static bool next_leaf(const struct hbm_mtree *t, struct path *p)
  */
 static u32 list(const struct hbm_mtree *t, u32 start, u32 end,
 		struct hbmguard_map_entry *out, u32 max, bool overlap,
-		struct path *at)
+		struct hbm_mpath *at)
 {
 	const struct hbmguard_map_node *n;
-	struct path p;
+	struct hbm_mpath p;
 	u32 pos, got = 0;
 
 	if (!t->height || start >= end)
@@ -711,6 +706,7 @@ int hbm_mtree_sync(struct hbm_mtree *m, const struct hbm_table *t, u32 lo,
 	int err;
 
 	s->nr_log = 0;
+	s->at_valid = false;
 	for (cursor = lo; cursor < hi; cursor = s->old[n - 1].first + 1) {
 		n = hbm_mtree_list(m, cursor, hi, s->old, HBM_MSYNC_BATCH);
 		for (i = 0; i < n; i++) {
@@ -767,7 +763,7 @@ int hbm_mtree_change(struct hbm_mtree *m, const struct hbm_table *t, u32 *lo,
 		     void *arg)
 {
 	u32 n_old, n_new, i, j, next;
-	struct path at;
+	struct hbm_mpath at;
 	bool wider;
 	int err;
 
@@ -798,6 +794,7 @@ int hbm_mtree_change(struct hbm_mtree *m, const struct hbm_table *t, u32 *lo,
 	} while (wider);
 
 	s->nr_log = 0;
+	s->at_valid = false;
 	/*
 	 * A page retired alone, away from others: the copy had nothing in the
 	 * span, so the descent to its start is the descent to the new extent
@@ -812,6 +809,11 @@ int hbm_mtree_change(struct hbm_mtree *m, const struct hbm_table *t, u32 *lo,
 			err = -ENOSPC;
 		if (err)
 			return err;
+		s->at = at;
+		s->at_root = m->root;
+		s->at_height = m->height;
+		s->at_nr = NODE(m, at.node[0])->nr;
+		s->at_valid = true;
 		insert_at(m, &at, &e);
 		log_op(s, false, &e);
 		return 0;
@@ -840,6 +842,37 @@ int hbm_mtree_change(struct hbm_mtree *m, const struct hbm_table *t, u32 *lo,
 	return 0;
 }
 
+/*
+ * The other copy's lone insertion, at the same place: the copies are the
+ * same node for node (the same operations in the same order from the same
+ * state), so its descent is this copy's, and a retirement descends one copy
+ * only.  Checked, not trusted: a copy that is not where the other was
+ * (the root, the height, the leaf's extents around the slot) descends.
+ */
+static bool follow_at(struct hbm_mtree *m, const struct hbm_mscratch *s,
+		      int (*reserve)(void *arg), void *arg)
+{
+	const struct hbmguard_map_entry *e = &s->log[0].e;
+	struct hbm_mpath at = s->at;
+	const struct hbmguard_map_node *n;
+	u32 pos = at.slot[0];
+
+	if (!s->at_valid || s->log[0].del || m->root != s->at_root ||
+	    m->height != s->at_height || !m->height ||
+	    at.node[0] >= m->nr_chunks * HBM_MNODES_PER_CHUNK)
+		return false;
+	n = NODE(m, at.node[0]);
+	if (n->level || n->nr != s->at_nr || pos > n->nr ||
+	    (pos && n->ext[pos - 1].first + n->ext[pos - 1].nr > e->first) ||
+	    (pos < n->nr && n->ext[pos].first < e->first + e->nr))
+		return false;
+	if (m->height >= HBMGUARD_MAP_HEIGHT_MAX ||
+	    (available(m) < m->height + 1 && (reserve(arg) || available(m) < m->height + 1)))
+		return false;
+	insert_at(m, &at, e);
+	return true;
+}
+
 /**
  * hbm_mtree_follow() - do to a copy what hbm_mtree_sync() did to the other
  * @m: the copy, as the other was before
@@ -864,6 +897,8 @@ int hbm_mtree_follow(struct hbm_mtree *m, const struct hbm_table *t, u32 lo,
 
 	if (s->nr_log > HBM_MSYNC_LOG)
 		return hbm_mtree_sync(m, t, lo, hi, s, reserve, arg);
+	if (s->nr_log == 1 && follow_at(m, s, reserve, arg))
+		return 0;
 	for (i = 0; i < s->nr_log; i++) {
 		if (s->log[i].del) {
 			hbm_mtree_delete(m, s->log[i].e.first);
