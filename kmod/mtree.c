@@ -269,14 +269,68 @@ static void insert_at(struct hbm_mtree *t, struct hbm_mpath *p,
 }
 
 /*
- * Insert, or with @update overwrite, the extent at e->first.  Return: as
+ * Where the last insertion of an ascending run went: the next extent that
+ * falls between it and what follows it in its leaf (or the next leaf's
+ * first key) goes in right after it, without a descent.  A restore's span
+ * is thousands of extents in order: one descent per leaf, not per extent.
+ */
+struct mcursor {
+	struct hbm_mpath p;	/* slot[0]: the slot after the last insertion */
+	u32 bound;		/* the next leaf's first page; 0xffffffff: none */
+	bool valid;
+};
+
+static bool cursor_fits(const struct hbm_mtree *t, const struct mcursor *c,
+			const struct hbmguard_map_entry *e)
+{
+	const struct hbmguard_map_node *n = NODE(t, c->p.node[0]);
+	u32 pos = c->p.slot[0];
+
+	/* A full leaf splits, and the path with it: that takes a descent. */
+	return c->valid && n->nr < LEAF_MAX && pos && pos <= n->nr &&
+	       n->ext[pos - 1].first < e->first &&
+	       e->first < (pos < n->nr ? n->ext[pos].first : c->bound);
+}
+
+/* After an insertion at @p into a leaf that had room: the cursor past it. */
+static void cursor_set(const struct hbm_mtree *t, struct mcursor *c,
+		       const struct hbm_mpath *p)
+{
+	u32 l;
+
+	c->p = *p;
+	c->p.slot[0]++;
+	c->bound = 0xffffffffU;
+	for (l = 1; l < t->height; l++) {
+		const struct hbmguard_map_node *up = NODE(t, p->node[l]);
+
+		if (p->slot[l] + 1u < up->nr) {
+			c->bound = up->in.first[p->slot[l] + 1];
+			break;
+		}
+	}
+	c->valid = true;
+}
+
+/*
+ * Insert, or with @update overwrite, the extent at e->first; through @cur,
+ * when given, as the next of an ascending run.  Return: as
  * hbm_mtree_upsert().
  */
-static int put(struct hbm_mtree *t, const struct hbmguard_map_entry *e, bool update)
+static int put(struct hbm_mtree *t, const struct hbmguard_map_entry *e, bool update,
+	       struct mcursor *cur)
 {
 	struct hbmguard_map_node *n;
 	struct hbm_mpath p;
+	bool room;
 
+	if (cur && cursor_fits(t, cur, e)) {
+		insert_at(t, &cur->p, e);
+		cur->p.slot[0]++;
+		return 2;
+	}
+	if (cur)
+		cur->valid = false;
 	if (t->height) {
 		descend(t, e->first, &p);
 		n = NODE(t, p.node[0]);
@@ -302,7 +356,10 @@ static int put(struct hbm_mtree *t, const struct hbmguard_map_entry *e, bool upd
 		t->nr = 1;
 		return 2;
 	}
+	room = NODE(t, p.node[0])->nr < LEAF_MAX;
 	insert_at(t, &p, e);
+	if (cur && room)
+		cursor_set(t, cur, &p);
 	return 2;
 }
 
@@ -316,7 +373,7 @@ static int put(struct hbm_mtree *t, const struct hbmguard_map_entry *e, bool upd
  */
 int hbm_mtree_insert(struct hbm_mtree *t, const struct hbmguard_map_entry *e)
 {
-	int ret = put(t, e, false);
+	int ret = put(t, e, false, NULL);
 
 	return ret < 0 ? ret : 0;
 }
@@ -333,7 +390,7 @@ int hbm_mtree_insert(struct hbm_mtree *t, const struct hbmguard_map_entry *e)
  */
 int hbm_mtree_upsert(struct hbm_mtree *t, const struct hbmguard_map_entry *e)
 {
-	return put(t, e, true);
+	return put(t, e, true, NULL);
 }
 
 /* The node at level @l of @p is below its minimum: refill it from a neighbour. */
@@ -701,6 +758,7 @@ int hbm_mtree_sync(struct hbm_mtree *m, const struct hbm_table *t, u32 lo,
 		   u32 hi, struct hbm_mscratch *s, int (*reserve)(void *arg),
 		   void *arg)
 {
+	struct mcursor run = { .valid = false };
 	struct hbm_extent x;
 	u32 cursor, n, i, next;
 	int err;
@@ -727,7 +785,7 @@ int hbm_mtree_sync(struct hbm_mtree *m, const struct hbm_table *t, u32 lo,
 
 			err = reserve(arg);
 			if (!err)
-				err = hbm_mtree_upsert(m, &e);
+				err = put(m, &e, true, &run);
 			if (err < 0)
 				return err;
 			if (err)
@@ -915,6 +973,7 @@ int hbm_mtree_follow(struct hbm_mtree *m, const struct hbm_table *t, u32 lo,
 
 struct rebuild {
 	struct hbm_mtree *m;
+	struct mcursor run;
 	int (*reserve)(void *arg);
 	void *arg;
 	u32 n;
@@ -932,7 +991,7 @@ static void rebuild_one(const struct hbm_extent *e, void *arg)
 	if (!r->err)
 		r->err = r->reserve(r->arg);
 	if (!r->err)
-		r->err = hbm_mtree_insert(r->m, &me);
+		r->err = min(put(r->m, &me, false, &r->run), 0);
 }
 
 /**
