@@ -169,10 +169,19 @@ enum hbm_op {
 	HBM_OP_RESPARE,		/* internal: hbm_table_spare_fail() */
 };
 
+/* One range of hbm_table_apply_gap(). */
+struct hbm_page_range {
+	u32 first;
+	u32 nr;
+	u32 op;			/* enum hbm_op */
+};
+
 int hbm_table_init(struct hbm_table *t, u32 nr_pages, u32 spare_total);
 void hbm_table_destroy(struct hbm_table *t);
 int hbm_table_apply(struct hbm_table *t, enum hbm_op op, u32 first, u32 nr,
 		    u8 source, u16 errors, u32 now, struct hbm_result *res);
+int hbm_table_apply_gap(struct hbm_table *t, const struct hbm_page_range *r, u32 n,
+			u8 source, u32 now, struct hbm_result *res);
 int hbm_table_spare_fail(struct hbm_table *t, u32 spare, u16 errors, u32 now,
 			 struct hbm_result *res, u32 *page);
 bool hbm_table_lookup(const struct hbm_table *t, u32 page,
@@ -224,6 +233,8 @@ int hbm_core_report(struct hbm_core *c, u32 page, u32 kind, u32 count,
 		    u32 now, struct hbm_result *res, u32 *served);
 int hbm_core_apply(struct hbm_core *c, enum hbm_op op, u32 first, u32 nr,
 		   u8 source, u32 now, struct hbm_result *res);
+int hbm_core_restore(struct hbm_core *c, const struct hbm_page_range *r, u32 n,
+		     u32 now, struct hbm_result *res, u32 *done);
 u32 hbm_core_health(const struct hbm_core *c);
 u32 hbm_ce_level(const struct hbm_core *c, u32 page, u32 now);
 

@@ -655,57 +655,52 @@ int hbm_device_apply(struct hbm_device *dev, enum hbm_op op, u64 offset,
 /**
  * hbm_device_restore() - pages known bad from persistent state, in one change
  * @dev: the device
- * @x: the extents, sorted or not, each checked by the caller to be page
- *	aligned, non-empty and inside the device
+ * @x: the extents, sorted or not, each checked by the caller to be inside
+ *	the device and not empty
  * @n: how many
  *
  * A restart with 10^6 stored pages must not cost 10^6 changes: the extents
- * are applied under one hold of the device's lock, with source RESTORED,
- * published once and announced by one RESTORED event, which names no range
- * (the extents need not be contiguous: the table says which they are).
+ * are applied under one hold of the device's lock, with source RESTORED
+ * (hbm_core_restore(): at once where the table has none of their pages, a
+ * restore after a module load), published once and announced by one
+ * RESTORED event, which names no range (the extents need not be
+ * contiguous: the table says which they are).
  *
  * Return: 0, -ENODEV (unregistered meanwhile), or the first extent's error
  * (-ENOMEM); the extents before it stay applied, and are announced.
  */
-int hbm_device_restore(struct hbm_device *dev,
-		       const struct hbm_restore_extent *x, u32 n)
+int hbm_device_restore(struct hbm_device *dev, const struct hbm_page_range *x, u32 n)
 {
-	u64 lo = U64_MAX, hi = 0;
+	u32 lo = U32_MAX, hi = 0, old_health, i, done = 0, pages;
 	struct hbm_result res = {};
-	u32 old_health, i, j, pages;
 	bool changed;
-	int err = 0;
+	int err;
 
 	mutex_lock(&dev->lock);
 	old_health = dev->core.health;
-	if (dev->dead)
-		err = -ENODEV;
-	for (i = 0; i < n && !err; i++) {
-		err = hbm_core_apply(&dev->core,
-				     x[i].pending ? HBM_OP_PENDING : HBM_OP_RETIRE,
-				     x[i].offset >> dev->page_shift,
-				     x[i].length >> dev->page_shift,
-				     HBMGUARD_SOURCE_RESTORED, now_seconds(), &res);
-		if (err)
-			break;
-		lo = min(lo, x[i].offset);
-		hi = max(hi, x[i].offset + x[i].length);
+	err = dev->dead ? -ENODEV :
+	      hbm_core_restore(&dev->core, x, n, now_seconds(), &res, &done);
+	for (i = 0; i < done; i++) {
+		lo = min(lo, x[i].first);
+		hi = max(hi, x[i].first + x[i].nr);
 	}
 	pages = res.retired + res.pending + res.failed;
 	changed = pages || res.spares_failed;
 	if (pages)
 		hbm_event(HBMGUARD_EVENT_RESTORED, dev->id, 0, 0,
-			  HBMGUARD_SOURCE_RESTORED, 0, pages, i);
+			  HBMGUARD_SOURCE_RESTORED, 0, pages, done);
 	/*
 	 * The mapped table over the span: what lies between the extents is
 	 * listed, not rewritten.  Mappings extent by extent: the aperture
 	 * visits every page of what it is given.
 	 */
 	if (lo < hi)
-		device_published(dev, changed, lo, hi - lo, old_health);
+		device_published(dev, changed, (u64)lo << dev->page_shift,
+				 (u64)(hi - lo) << dev->page_shift, old_health);
 	if (changed)
-		for (j = 0; j < i; j++)
-			hbm_aperture_changed(dev, x[j].offset, x[j].length);
+		for (i = 0; i < done; i++)
+			hbm_aperture_changed(dev, (u64)x[i].first << dev->page_shift,
+					     (u64)x[i].nr << dev->page_shift);
 	mutex_unlock(&dev->lock);
 	return err;
 }

@@ -107,15 +107,8 @@ void hbm_device_error_event(struct hbm_device *dev, u32 code, u32 path);
 int hbm_device_apply(struct hbm_device *dev, enum hbm_op op, u64 offset,
 		     u64 length, u8 source);
 
-/* One extent of a RESTORE: page aligned, inside the device, not empty. */
-struct hbm_restore_extent {
-	u64 offset;
-	u64 length;
-	bool pending;		/* record without bypass */
-};
-
-int hbm_device_restore(struct hbm_device *dev,
-		       const struct hbm_restore_extent *x, u32 n);
+/* A RESTORE's extents: pages of the device, HBM_OP_RETIRE or HBM_OP_PENDING. */
+int hbm_device_restore(struct hbm_device *dev, const struct hbm_page_range *x, u32 n);
 int hbm_device_set_policy(struct hbm_device *dev, const struct hbm_policy *p,
 			  u32 fields);
 u64 hbm_generation(void);

@@ -31,11 +31,6 @@
 #define LEAF_MIN	(LEAF_MAX / 2)
 #define INNER_MIN	(INNER_MAX / 2)
 
-struct path {
-	u32 node[HBMGUARD_MAP_HEIGHT_MAX];	/* by level, 0 the leaf */
-	u32 slot[HBMGUARD_MAP_HEIGHT_MAX];	/* the child taken; the leaf's: count <= page */
-};
-
 /**
  * hbm_mtree_node() - node @i of a copy
  * @t: the copy
@@ -163,7 +158,7 @@ static void node_free(struct hbm_mtree *t, u32 i)
 	t->nr_free++;
 }
 
-static void descend(const struct hbm_mtree *t, u32 page, struct path *p)
+static void descend(const struct hbm_mtree *t, u32 page, struct hbm_mpath *p)
 {
 	u32 n = t->root, l = t->height;
 
@@ -183,7 +178,7 @@ static void descend(const struct hbm_mtree *t, u32 page, struct path *p)
 }
 
 /* The smallest key of the node at level @l changed: carry it up. */
-static void fix_min(struct hbm_mtree *t, const struct path *p, u32 l)
+static void fix_min(struct hbm_mtree *t, const struct hbm_mpath *p, u32 l)
 {
 	for (; l + 1 < t->height; l++) {
 		struct hbmguard_map_node *up = NODE(t, p->node[l + 1]);
@@ -198,7 +193,7 @@ static void fix_min(struct hbm_mtree *t, const struct path *p, u32 l)
 }
 
 /* The leaf on @p is the table's last. */
-static bool last_leaf(const struct hbm_mtree *t, const struct path *p)
+static bool last_leaf(const struct hbm_mtree *t, const struct hbm_mpath *p)
 {
 	u32 l;
 
@@ -213,7 +208,7 @@ static bool last_leaf(const struct hbm_mtree *t, const struct path *p)
  * (@first, @child) in an inner node.  Return: the new node to its right when
  * it split, else HBM_MNODE_NONE.
  */
-static u32 node_insert(struct hbm_mtree *t, const struct path *p, u32 l, u32 pos,
+static u32 node_insert(struct hbm_mtree *t, const struct hbm_mpath *p, u32 l, u32 pos,
 		       const struct hbmguard_map_entry *e, u32 first, u32 child)
 {
 	struct hbmguard_map_node *n = NODE(t, p->node[l]), *r;
@@ -244,7 +239,7 @@ static u32 node_insert(struct hbm_mtree *t, const struct path *p, u32 l, u32 pos
 }
 
 /* Insert @e where @p, a descent to e->first, found no extent starting there. */
-static void insert_at(struct hbm_mtree *t, struct path *p,
+static void insert_at(struct hbm_mtree *t, struct hbm_mpath *p,
 		      const struct hbmguard_map_entry *e)
 {
 	u32 l, pos = p->slot[0], right;
@@ -274,14 +269,68 @@ static void insert_at(struct hbm_mtree *t, struct path *p,
 }
 
 /*
- * Insert, or with @update overwrite, the extent at e->first.  Return: as
+ * Where the last insertion of an ascending run went: the next extent that
+ * falls between it and what follows it in its leaf (or the next leaf's
+ * first key) goes in right after it, without a descent.  A restore's span
+ * is thousands of extents in order: one descent per leaf, not per extent.
+ */
+struct mcursor {
+	struct hbm_mpath p;	/* slot[0]: the slot after the last insertion */
+	u32 bound;		/* the next leaf's first page; 0xffffffff: none */
+	bool valid;
+};
+
+static bool cursor_fits(const struct hbm_mtree *t, const struct mcursor *c,
+			const struct hbmguard_map_entry *e)
+{
+	const struct hbmguard_map_node *n = NODE(t, c->p.node[0]);
+	u32 pos = c->p.slot[0];
+
+	/* A full leaf splits, and the path with it: that takes a descent. */
+	return c->valid && n->nr < LEAF_MAX && pos && pos <= n->nr &&
+	       n->ext[pos - 1].first < e->first &&
+	       e->first < (pos < n->nr ? n->ext[pos].first : c->bound);
+}
+
+/* After an insertion at @p into a leaf that had room: the cursor past it. */
+static void cursor_set(const struct hbm_mtree *t, struct mcursor *c,
+		       const struct hbm_mpath *p)
+{
+	u32 l;
+
+	c->p = *p;
+	c->p.slot[0]++;
+	c->bound = 0xffffffffU;
+	for (l = 1; l < t->height; l++) {
+		const struct hbmguard_map_node *up = NODE(t, p->node[l]);
+
+		if (p->slot[l] + 1u < up->nr) {
+			c->bound = up->in.first[p->slot[l] + 1];
+			break;
+		}
+	}
+	c->valid = true;
+}
+
+/*
+ * Insert, or with @update overwrite, the extent at e->first; through @cur,
+ * when given, as the next of an ascending run.  Return: as
  * hbm_mtree_upsert().
  */
-static int put(struct hbm_mtree *t, const struct hbmguard_map_entry *e, bool update)
+static int put(struct hbm_mtree *t, const struct hbmguard_map_entry *e, bool update,
+	       struct mcursor *cur)
 {
 	struct hbmguard_map_node *n;
-	struct path p;
+	struct hbm_mpath p;
+	bool room;
 
+	if (cur && cursor_fits(t, cur, e)) {
+		insert_at(t, &cur->p, e);
+		cur->p.slot[0]++;
+		return 2;
+	}
+	if (cur)
+		cur->valid = false;
 	if (t->height) {
 		descend(t, e->first, &p);
 		n = NODE(t, p.node[0]);
@@ -307,7 +356,10 @@ static int put(struct hbm_mtree *t, const struct hbmguard_map_entry *e, bool upd
 		t->nr = 1;
 		return 2;
 	}
+	room = NODE(t, p.node[0])->nr < LEAF_MAX;
 	insert_at(t, &p, e);
+	if (cur && room)
+		cursor_set(t, cur, &p);
 	return 2;
 }
 
@@ -321,7 +373,7 @@ static int put(struct hbm_mtree *t, const struct hbmguard_map_entry *e, bool upd
  */
 int hbm_mtree_insert(struct hbm_mtree *t, const struct hbmguard_map_entry *e)
 {
-	int ret = put(t, e, false);
+	int ret = put(t, e, false, NULL);
 
 	return ret < 0 ? ret : 0;
 }
@@ -338,11 +390,11 @@ int hbm_mtree_insert(struct hbm_mtree *t, const struct hbmguard_map_entry *e)
  */
 int hbm_mtree_upsert(struct hbm_mtree *t, const struct hbmguard_map_entry *e)
 {
-	return put(t, e, true);
+	return put(t, e, true, NULL);
 }
 
 /* The node at level @l of @p is below its minimum: refill it from a neighbour. */
-static void rebalance(struct hbm_mtree *t, struct path *p, u32 l)
+static void rebalance(struct hbm_mtree *t, struct hbm_mpath *p, u32 l)
 {
 	for (;;) {
 		struct hbmguard_map_node *up = NODE(t, p->node[l + 1]), *a, *b;
@@ -406,7 +458,7 @@ static void rebalance(struct hbm_mtree *t, struct path *p, u32 l)
 int hbm_mtree_delete(struct hbm_mtree *t, u32 first)
 {
 	struct hbmguard_map_node *n;
-	struct path p;
+	struct hbm_mpath p;
 	u32 pos;
 
 	if (!t->height)
@@ -446,7 +498,7 @@ int hbm_mtree_delete(struct hbm_mtree *t, u32 first)
 bool hbm_mtree_find(const struct hbm_mtree *t, u32 page,
 		    struct hbmguard_map_entry *out)
 {
-	struct path p;
+	struct hbm_mpath p;
 
 	if (!t->height)
 		return false;
@@ -458,7 +510,7 @@ bool hbm_mtree_find(const struct hbm_mtree *t, u32 page,
 }
 
 /* Move @p to the first leaf after its own; false at the end. */
-static bool next_leaf(const struct hbm_mtree *t, struct path *p)
+static bool next_leaf(const struct hbm_mtree *t, struct hbm_mpath *p)
 {
 	u32 l, k;
 
@@ -482,10 +534,10 @@ static bool next_leaf(const struct hbm_mtree *t, struct path *p)
  */
 static u32 list(const struct hbm_mtree *t, u32 start, u32 end,
 		struct hbmguard_map_entry *out, u32 max, bool overlap,
-		struct path *at)
+		struct hbm_mpath *at)
 {
 	const struct hbmguard_map_node *n;
-	struct path p;
+	struct hbm_mpath p;
 	u32 pos, got = 0;
 
 	if (!t->height || start >= end)
@@ -706,11 +758,13 @@ int hbm_mtree_sync(struct hbm_mtree *m, const struct hbm_table *t, u32 lo,
 		   u32 hi, struct hbm_mscratch *s, int (*reserve)(void *arg),
 		   void *arg)
 {
+	struct mcursor run = { .valid = false };
 	struct hbm_extent x;
 	u32 cursor, n, i, next;
 	int err;
 
 	s->nr_log = 0;
+	s->at_valid = false;
 	for (cursor = lo; cursor < hi; cursor = s->old[n - 1].first + 1) {
 		n = hbm_mtree_list(m, cursor, hi, s->old, HBM_MSYNC_BATCH);
 		for (i = 0; i < n; i++) {
@@ -731,7 +785,7 @@ int hbm_mtree_sync(struct hbm_mtree *m, const struct hbm_table *t, u32 lo,
 
 			err = reserve(arg);
 			if (!err)
-				err = hbm_mtree_upsert(m, &e);
+				err = put(m, &e, true, &run);
 			if (err < 0)
 				return err;
 			if (err)
@@ -767,7 +821,7 @@ int hbm_mtree_change(struct hbm_mtree *m, const struct hbm_table *t, u32 *lo,
 		     void *arg)
 {
 	u32 n_old, n_new, i, j, next;
-	struct path at;
+	struct hbm_mpath at;
 	bool wider;
 	int err;
 
@@ -798,6 +852,7 @@ int hbm_mtree_change(struct hbm_mtree *m, const struct hbm_table *t, u32 *lo,
 	} while (wider);
 
 	s->nr_log = 0;
+	s->at_valid = false;
 	/*
 	 * A page retired alone, away from others: the copy had nothing in the
 	 * span, so the descent to its start is the descent to the new extent
@@ -812,6 +867,11 @@ int hbm_mtree_change(struct hbm_mtree *m, const struct hbm_table *t, u32 *lo,
 			err = -ENOSPC;
 		if (err)
 			return err;
+		s->at = at;
+		s->at_root = m->root;
+		s->at_height = m->height;
+		s->at_nr = NODE(m, at.node[0])->nr;
+		s->at_valid = true;
 		insert_at(m, &at, &e);
 		log_op(s, false, &e);
 		return 0;
@@ -840,6 +900,37 @@ int hbm_mtree_change(struct hbm_mtree *m, const struct hbm_table *t, u32 *lo,
 	return 0;
 }
 
+/*
+ * The other copy's lone insertion, at the same place: the copies are the
+ * same node for node (the same operations in the same order from the same
+ * state), so its descent is this copy's, and a retirement descends one copy
+ * only.  Checked, not trusted: a copy that is not where the other was
+ * (the root, the height, the leaf's extents around the slot) descends.
+ */
+static bool follow_at(struct hbm_mtree *m, const struct hbm_mscratch *s,
+		      int (*reserve)(void *arg), void *arg)
+{
+	const struct hbmguard_map_entry *e = &s->log[0].e;
+	struct hbm_mpath at = s->at;
+	const struct hbmguard_map_node *n;
+	u32 pos = at.slot[0];
+
+	if (!s->at_valid || s->log[0].del || m->root != s->at_root ||
+	    m->height != s->at_height || !m->height ||
+	    at.node[0] >= m->nr_chunks * HBM_MNODES_PER_CHUNK)
+		return false;
+	n = NODE(m, at.node[0]);
+	if (n->level || n->nr != s->at_nr || pos > n->nr ||
+	    (pos && n->ext[pos - 1].first + n->ext[pos - 1].nr > e->first) ||
+	    (pos < n->nr && n->ext[pos].first < e->first + e->nr))
+		return false;
+	if (m->height >= HBMGUARD_MAP_HEIGHT_MAX ||
+	    (available(m) < m->height + 1 && (reserve(arg) || available(m) < m->height + 1)))
+		return false;
+	insert_at(m, &at, e);
+	return true;
+}
+
 /**
  * hbm_mtree_follow() - do to a copy what hbm_mtree_sync() did to the other
  * @m: the copy, as the other was before
@@ -864,6 +955,8 @@ int hbm_mtree_follow(struct hbm_mtree *m, const struct hbm_table *t, u32 lo,
 
 	if (s->nr_log > HBM_MSYNC_LOG)
 		return hbm_mtree_sync(m, t, lo, hi, s, reserve, arg);
+	if (s->nr_log == 1 && follow_at(m, s, reserve, arg))
+		return 0;
 	for (i = 0; i < s->nr_log; i++) {
 		if (s->log[i].del) {
 			hbm_mtree_delete(m, s->log[i].e.first);
@@ -880,6 +973,7 @@ int hbm_mtree_follow(struct hbm_mtree *m, const struct hbm_table *t, u32 lo,
 
 struct rebuild {
 	struct hbm_mtree *m;
+	struct mcursor run;
 	int (*reserve)(void *arg);
 	void *arg;
 	u32 n;
@@ -897,7 +991,7 @@ static void rebuild_one(const struct hbm_extent *e, void *arg)
 	if (!r->err)
 		r->err = r->reserve(r->arg);
 	if (!r->err)
-		r->err = hbm_mtree_insert(r->m, &me);
+		r->err = min(put(r->m, &me, false, &r->run), 0);
 }
 
 /**

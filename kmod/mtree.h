@@ -59,11 +59,24 @@ struct hbm_mop {
 	struct hbmguard_map_entry e;
 };
 
+/* A descent: the node and the slot taken at each level, 0 the leaf. */
+struct hbm_mpath {
+	u32 node[HBMGUARD_MAP_HEIGHT_MAX];
+	u32 slot[HBMGUARD_MAP_HEIGHT_MAX];	/* the leaf's: extents at or below the page */
+};
+
 struct hbm_mscratch {
 	struct hbmguard_map_entry old[HBM_MSYNC_BATCH];
 	struct hbm_extent cur[HBM_MSYNC_BATCH];
 	struct hbm_mop log[HBM_MSYNC_LOG];
 	u32 nr_log;		/* beyond HBM_MSYNC_LOG: the record is short */
+	/*
+	 * hbm_mtree_change()'s lone insertion (a page retired alone): where it
+	 * went in, so that hbm_mtree_follow() need not descend the other copy.
+	 */
+	bool at_valid;
+	u32 at_root, at_height, at_nr;	/* the copy's, and its leaf's extents, before */
+	struct hbm_mpath at;
 };
 
 u32 hbm_mtree_max_nodes(u32 capacity);

@@ -490,7 +490,7 @@ static int restore_check(struct hbm_device *dev, struct genl_info *info,
 static int hbm_nl_restore_doit(struct sk_buff *skb, struct genl_info *info)
 {
 	struct nlattr *tb[HBMGUARD_A_MAX + 1], *nest;
-	struct hbm_restore_extent *x = NULL;
+	struct hbm_page_range *x = NULL;
 	struct hbm_device *dev;
 	unsigned int count, n = 0;
 	int rem, err;
@@ -518,11 +518,13 @@ static int hbm_nl_restore_doit(struct sk_buff *skb, struct genl_info *info)
 		if (nla_type(nest) != HBMGUARD_A_EXTENT)
 			continue;
 		nla_parse_nested(tb, HBMGUARD_A_MAX, nest, hbm_extent_policy, NULL);
-		x[n++] = (struct hbm_restore_extent){
-			.offset = nla_get_u64(tb[HBMGUARD_A_OFFSET]),
-			.length = nla_get_u64(tb[HBMGUARD_A_LENGTH]),
-			.pending = tb[HBMGUARD_A_STATE] &&
-				   nla_get_u32(tb[HBMGUARD_A_STATE]) == HBMGUARD_STATE_PENDING,
+		/* restore_check(): page aligned, inside the device */
+		x[n++] = (struct hbm_page_range){
+			.first = nla_get_u64(tb[HBMGUARD_A_OFFSET]) >> dev->page_shift,
+			.nr = nla_get_u64(tb[HBMGUARD_A_LENGTH]) >> dev->page_shift,
+			.op = tb[HBMGUARD_A_STATE] &&
+			      nla_get_u32(tb[HBMGUARD_A_STATE]) == HBMGUARD_STATE_PENDING ?
+			      HBM_OP_PENDING : HBM_OP_RETIRE,
 		};
 	}
 	if (!err)

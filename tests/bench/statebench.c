@@ -9,6 +9,10 @@
  *   hbmstatebench read DIR IDENTITY          ns to read it (hbm_state_read(), what
  *                                            the daemon does first at a start)
  *   hbmstatebench inject DEV COUNT FIRST     COUNT UEs, at FIRST, FIRST + 2 pages...
+ *   hbmstatebench until DEV PAGES            CLOCK_MONOTONIC ns once device DEV's
+ *                                            table holds PAGES bad pages (polled
+ *                                            every millisecond, for up to 600 s):
+ *                                            when a restart's restore is done
  *   hbmstatebench proc PID                   the daemon's CPU ns (its main thread and
  *                                            its children waited for), bytes written
  *                                            (wchar, write_bytes), VmRSS and VmHWM (KiB)
@@ -104,6 +108,33 @@ static int cmd_inject(uint32_t dev, size_t count, uint64_t first)
 	return 0;
 }
 
+static int cmd_until(uint32_t dev, uint64_t pages)
+{
+	int fd = open("/dev/hbmguard", O_RDWR | O_CLOEXEC);
+	unsigned int i;
+
+	if (fd < 0) {
+		perror("/dev/hbmguard");
+		return 1;
+	}
+	for (i = 0; i < 600000; i++) {
+		struct hbmguard_device_info di = { .size = sizeof(di), .device = dev };
+
+		if (ioctl(fd, HBMGUARD_IOC_GET_DEVICE, &di)) {
+			perror("HBMGUARD_IOC_GET_DEVICE");
+			return 1;
+		}
+		if ((uint64_t)di.nr_retired + di.nr_pending + di.nr_failed >= pages) {
+			printf("%.0f\n", now_ns());
+			close(fd);
+			return 0;
+		}
+		usleep(1000);
+	}
+	fprintf(stderr, "hbmstatebench: device %u: not %" PRIu64 " pages in 600 s\n", dev, pages);
+	return 1;
+}
+
 /* CPU: schedstat's ns on a CPU, the threads'; children's from stat (ticks) */
 static int cmd_proc(const char *pid)
 {
@@ -162,6 +193,8 @@ int main(int argc, char **argv)
 	if (argc == 5 && !strcmp(argv[1], "inject"))
 		return cmd_inject(strtoul(argv[2], NULL, 0), strtoull(argv[3], NULL, 0),
 				  strtoull(argv[4], NULL, 0));
+	if (argc == 4 && !strcmp(argv[1], "until"))
+		return cmd_until(strtoul(argv[2], NULL, 0), strtoull(argv[3], NULL, 0));
 	if (argc == 3 && !strcmp(argv[1], "proc"))
 		return cmd_proc(argv[2]);
 	if (argc == 2 && !strcmp(argv[1], "now")) {
@@ -169,6 +202,6 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	fprintf(stderr, "usage: hbmstatebench write DIR IDENTITY PAGES | read DIR IDENTITY |\n"
-		"       inject DEV COUNT FIRST | proc PID | now\n");
+		"       inject DEV COUNT FIRST | until DEV PAGES | proc PID | now\n");
 	return 2;
 }

@@ -342,7 +342,7 @@ START_TEST(sync_follows_table)
 	struct two two = { { &c[0], &c[1] } };
 	struct hbm_mscratch scratch;
 	struct hbm_table t;
-	u32 op, k, logged = 0;
+	u32 op, k, logged = 0, lone = 0;
 
 	rnd_state = 777 + _i;
 	ck_assert_int_eq(hbm_table_init(&t, PAGES, SPARES), 0);
@@ -387,6 +387,7 @@ START_TEST(sync_follows_table)
 		}
 		ck_assert_uint_le(lo, first);
 		logged += scratch.nr_log <= HBM_MSYNC_LOG;
+		lone += scratch.at_valid;
 		ck_assert_int_eq(hbm_mtree_follow(&c[(op + 1) % 2], &t, lo, hi, &scratch,
 						  reserve_both, &two), 0);
 
@@ -411,9 +412,70 @@ START_TEST(sync_follows_table)
 			ck_assert_int_eq(memcmp(got, want, w.n * sizeof(want[0])), 0);
 		}
 	}
-	/* Both ways of following were taken. */
+	/* Both ways of following were taken, and the lone insertion's replay. */
 	ck_assert_uint_gt(logged, 100);
 	ck_assert_uint_lt(logged, op - 10);
+	ck_assert_uint_gt(lone, 100);
+	for (k = 0; k < 2; k++)
+		hbm_mtree_destroy(&c[k]);
+	hbm_table_destroy(&t);
+}
+END_TEST
+
+/*
+ * A lone insertion replayed where the other copy took it: on a copy that is
+ * not node for node the other (built in another order), the place is
+ * checked and not taken, and the copy still ends as the table.
+ */
+START_TEST(follow_checks_the_place)
+{
+	static struct hbmguard_map_entry want[PAGES], got[PAGES];
+	struct hbm_mtree c[2];
+	struct two two = { { &c[0], &c[1] } };
+	struct hbm_mscratch scratch;
+	struct table_walk w = { .out = want };
+	struct hbm_table t;
+	u32 i, k, lo, hi, page;
+	const char *why;
+
+	ck_assert_int_eq(hbm_table_init(&t, PAGES, SPARES), 0);
+	for (k = 0; k < 2; k++)
+		ck_assert_int_eq(hbm_mtree_init(&c[k], hbm_mtree_max_nodes(SPARES + 1024)), 0);
+	for (i = 0; i < 400; i++) {	/* every tenth page, one extent each */
+		struct hbm_result res = { 0 };
+
+		ck_assert_int_eq(hbm_table_apply(&t, HBM_OP_RETIRE, i * 10, 1, HBMGUARD_SOURCE_UE,
+						 1, NOW, &res), 0);
+	}
+	/* Copy 0 packed in ascending order, copy 1 the same extents from the top down. */
+	ck_assert_int_eq(hbm_mtree_rebuild(&c[0], &t, reserve_one, &c[0]), 0);
+	for (i = 400; i-- > 0;) {
+		struct hbmguard_map_entry e = { .first = i * 10, .nr = 1, .spare = i,
+						 .state = HBMGUARD_STATE_RETIRED };
+
+		ck_assert_int_eq(reserve_one(&c[1]), 0);
+		ck_assert_int_eq(hbm_mtree_insert(&c[1], &e), 0);
+	}
+	for (page = 5; page < 4000; page += 40) {	/* lone pages, between the others */
+		struct hbm_result res = { 0 };
+
+		ck_assert_int_eq(hbm_table_apply(&t, HBM_OP_RETIRE, page, 1, HBMGUARD_SOURCE_UE,
+						 1, NOW, &res), 0);
+		lo = page - 1;
+		hi = page + 2;
+		ck_assert_int_eq(hbm_mtree_change(&c[0], &t, &lo, &hi, &scratch,
+						  reserve_both, &two), 0);
+		ck_assert(scratch.at_valid);
+		ck_assert_int_eq(hbm_mtree_follow(&c[1], &t, lo, hi, &scratch,
+						  reserve_both, &two), 0);
+	}
+	hbm_table_walk(&t, table_one, &w);
+	for (k = 0; k < 2; k++) {
+		why = mtree_check(&c[k], got);
+		ck_assert_msg(!why, "copy %u: %s", k, why);
+		ck_assert_uint_eq(c[k].nr, w.n);
+		ck_assert_int_eq(memcmp(got, want, w.n * sizeof(want[0])), 0);
+	}
 	for (k = 0; k < 2; k++)
 		hbm_mtree_destroy(&c[k]);
 	hbm_table_destroy(&t);
@@ -430,6 +492,7 @@ Suite *mtree_suite(void)
 	tcase_add_test(tc, ascending_fills_leaves);
 	tcase_add_test(tc, no_room_changes_nothing);
 	tcase_add_loop_test(tc, sync_follows_table, 0, 3);
+	tcase_add_test(tc, follow_checks_the_place);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -566,6 +566,105 @@ START_TEST(million_pages)
 }
 END_TEST
 
+#define GAP_PAGES	20000
+
+static void collect(const struct hbm_extent *e, void *arg)
+{
+	struct hbm_extent **out = arg;
+
+	*(*out)++ = *e;
+}
+
+/* Whether @a and @b hold the same extents, counts and spares. */
+static void ck_tables_same(const struct hbm_table *a, const struct hbm_table *b)
+{
+	static struct hbm_extent ea[GAP_PAGES], eb[GAP_PAGES];
+	struct hbm_extent *pa = ea, *pb = eb;
+
+	ck_assert_uint_eq(a->nr_extents, b->nr_extents);
+	hbm_table_walk(a, collect, &pa);
+	hbm_table_walk(b, collect, &pb);
+	ck_assert_int_eq(memcmp(ea, eb, a->nr_extents * sizeof(ea[0])), 0);
+	ck_assert_int_eq(memcmp(a->pages, b->pages, sizeof(a->pages)), 0);
+	ck_assert_uint_eq(a->spare_used, b->spare_used);
+	ck_assert_uint_eq(a->spare_hint, b->spare_hint);
+	ck_assert_int_eq(memcmp(a->spare_map, b->spare_map,
+				BITS_TO_LONGS(a->spare_total) * sizeof(unsigned long)), 0);
+}
+
+/*
+ * hbm_table_apply_gap() is hbm_table_apply() of each range in turn: the same
+ * extents, merges, spares (the pool runs out: FAILED pages) and counts; it
+ * refuses, changing nothing, ranges out of order or over the table's
+ * extents, and a failed allocation changes nothing.
+ */
+START_TEST(apply_gap_is_one_by_one)
+{
+	static struct hbm_page_range r[4000];
+	struct hbm_result ra = { 0 }, rb = { 0 };
+	struct hbm_table a, b;
+	unsigned int seed = 99 + _i;
+	u32 n = 0, page, i;
+	long fail;
+
+	ck_assert_int_eq(hbm_table_init(&a, GAP_PAGES, 3000), 0);
+	ck_assert_int_eq(hbm_table_init(&b, GAP_PAGES, 3000), 0);
+	/* Extents around the gap [1000, 15000), one touching its start. */
+	for (i = 0; i < 200; i++) {
+		page = i < 100 ? 1 + i * 9 : 15000 + i * 20;
+		if (i == 99)
+			page = 998;	/* [998, 1000) */
+		ck_assert_int_eq(hbm_table_apply(&a, i % 3 ? HBM_OP_RETIRE : HBM_OP_PENDING, page,
+						 1 + i % 2, HBMGUARD_SOURCE_UE, 1, NOW, &ra), 0);
+		ck_assert_int_eq(hbm_table_apply(&b, i % 3 ? HBM_OP_RETIRE : HBM_OP_PENDING, page,
+						 1 + i % 2, HBMGUARD_SOURCE_UE, 1, NOW, &rb), 0);
+	}
+	/* Ranges apart or touching, mostly retired, up to the gap's end. */
+	for (page = 1000; n < 4000; n++) {
+		page += rand_r(&seed) % 4;
+		r[n] = (struct hbm_page_range){ .first = page, .nr = 1 + rand_r(&seed) % 4,
+					   .op = rand_r(&seed) % 5 ? HBM_OP_RETIRE : HBM_OP_PENDING };
+		if (page + r[n].nr > 15000)
+			break;
+		page += r[n].nr;
+	}
+	if (_i == 1)
+		r[n++] = (struct hbm_page_range){ .first = 15000, .nr = 20, .op = HBM_OP_RETIRE };
+
+	/* Out of order, or over an extent: refused, nothing changed. */
+	r[n] = r[0];
+	ck_assert_int_eq(hbm_table_apply_gap(&a, r, n + 1, HBMGUARD_SOURCE_RESTORED, NOW, &ra),
+			 -EAGAIN);
+	ck_assert_int_eq(hbm_table_apply_gap(&a, &(struct hbm_page_range){ .first = 990, .nr = 20,
+				.op = HBM_OP_RETIRE }, 1, HBMGUARD_SOURCE_RESTORED, NOW, &ra),
+			 -EAGAIN);
+	ck_tables_same(&a, &b);
+	for (fail = 0; fail < 64; fail++) {
+		int err;
+
+		hbm_test_alloc_fail_in = fail;
+		err = hbm_table_apply_gap(&a, r, n, HBMGUARD_SOURCE_RESTORED, NOW, &ra);
+		if (!err)
+			break;
+		ck_assert_int_eq(err, -ENOMEM);
+		hbm_test_alloc_fail_in = -1;
+		ck_table_ok(&a);
+		ck_tables_same(&a, &b);
+	}
+	hbm_test_alloc_fail_in = -1;
+	ck_assert_msg(fail > 0 && fail < 64, "the restore never allocated, or never succeeded");
+	for (i = 0; i < n; i++)
+		ck_assert_int_eq(hbm_table_apply(&b, r[i].op, r[i].first, r[i].nr,
+						 HBMGUARD_SOURCE_RESTORED, 0, NOW, &rb), 0);
+	ck_table_ok(&a);
+	ck_tables_same(&a, &b);
+	ck_assert_int_eq(memcmp(&ra, &rb, sizeof(ra)), 0);
+	ck_assert_uint_gt(a.pages[HBMGUARD_STATE_FAILED], 0);	/* the pool ran out */
+	hbm_table_destroy(&a);
+	hbm_table_destroy(&b);
+}
+END_TEST
+
 Suite *table_suite(void)
 {
 	Suite *s = suite_create("table");
@@ -589,6 +688,7 @@ Suite *table_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, model_random_ops, 0, 4);
 	tcase_add_test(tc, million_pages);
+	tcase_add_loop_test(tc, apply_gap_is_one_by_one, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
