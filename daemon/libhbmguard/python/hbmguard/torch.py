@@ -817,14 +817,15 @@ class Guard:
         flags = torch.tensor([1 if lost or self._pending else 0, 1 if gone else 0],
                              dtype=torch.int32, device=self._device)
         dist.all_reduce(flags, op=dist.ReduceOp.MAX)
-        if flags[1].item():
+        must, gone = flags.tolist()     # one copy from the device, not two
+        if gone:
             self._rank.close()
             self._rank = None
             self._pending = []
             self._connect(wait=RECONNECT_WAIT)
             self.reconnects += 1
             return self._must_recover()
-        return bool(flags[0].item())
+        return bool(must)
 
     def _expect(self, action, deadline):
         while True:
