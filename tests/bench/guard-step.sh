@@ -18,5 +18,5 @@ cp -r "$TOP/daemon/libhbmguard/python/hbmguard" "$TOP/tests/bench/guard_step.py"
 	"$root/opt/hbmguard/"
 unshare --mount --propagation private sh -c '
 	mount --bind /dev "$1/dev" && mount -t proc proc "$1/proc" &&
-	chroot "$1" /usr/bin/python3 /opt/hbmguard/guard_step.py /opt/hbmguard' sh "$root" 2>&1 |
+	chroot "$1" /usr/bin/python3 /opt/hbmguard/guard_step.py --path /opt/hbmguard' sh "$root" 2>&1 |
 	grep -v -e 'Logging before InitGoogleLogging' -e 'Unable to resolve hostname'

@@ -4,13 +4,16 @@
 torch of the tier-3 rootfs (Debian bookworm's 1.13), in a chroot of it
 (tests/bench/guard-step.sh).
 
-    python3 guard_step.py PYTHONPATH
+    python3 guard_step.py [--path DIR] [--daemon]
 
-Ranks: gloo on the CPU, as many as the machine has cores, up to 4 (more
-would measure the scheduler).  No hbmguardd here: the Guard's connection
-to it is a stand-in whose queue is empty and its aperture one that lost
+DIR: where the hbmguard package is, if not installed.  Ranks: gloo on the
+CPU, as many as the machine has cores, up to 4 (more would measure the
+scheduler).  Without --daemon, no hbmguardd: the Guard's connection to it
+is a stand-in whose queue is empty and its aperture one that lost
 nothing, which leaves out one recv() that finds nothing and one atomic
 load per aperture (libhbmguard's rank.c and aperture.c), microseconds.
+With --daemon (make bench's systemd guest, under TCG) the ranks register
+with hbmguardd and map an aperture of the simulated device simN each.
 The rest is the Guard's own code, timed part by part as Guard.step() runs
 it around the closure, under hbmguard.run's run directory (where it also
 keeps the rank's own state for a replacement: its most a step pays):
@@ -18,6 +21,7 @@ _snapshot(), _keep_own(), _must_recover(); beside one bare all_reduce of
 its 8 bytes of flags (the floor of any check among the ranks) and the
 model's step without the Guard.  Medians, rank 0's, all ranks in step.
 """
+import argparse
 import os
 import statistics
 import sys
@@ -31,7 +35,12 @@ import torch.multiprocessing as mp              # noqa: E402
 import torch.nn.functional as F                 # noqa: E402
 from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 
-sys.path.insert(0, sys.argv[1])
+ARGS = argparse.ArgumentParser()
+ARGS.add_argument("--path")
+ARGS.add_argument("--daemon", action="store_true")
+ARGS = ARGS.parse_args()
+if ARGS.path:
+    sys.path.insert(0, ARGS.path)
 import hbmguard                                 # noqa: E402
 import hbmguard.torch                           # noqa: E402
 
@@ -79,8 +88,13 @@ def rank(r, world, port, run_dir):
                                 torch.nn.Linear(WIDTH, 10))
     ddp = DistributedDataParallel(model)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)
-    guard = hbmguard.torch.Guard(ddp, opt, job="bench", device="sim%d" % r,
-                                 apertures=[Aperture()])
+    if ARGS.daemon:
+        device = "sim:sim%d" % r
+        ap = hbmguard.Aperture(device, 0, 512 << 10)
+        ap.restore(0, ap.length)
+    else:
+        device, ap = "sim%d" % r, Aperture()
+    guard = hbmguard.torch.Guard(ddp, opt, job="bench-step", device=device, apertures=[ap])
     batch = 32
 
     def step():
@@ -115,24 +129,25 @@ def rank(r, world, port, run_dir):
     guard.closure_steps = False
     if r == 0:
         parts = "; ".join("%s %.3f ms" % kv for kv in fig.items())
-        print("# the Guard natively, %d gloo ranks, torch %s: %s" % (world, torch.__version__,
-                                                                    parts))
+        where = "in the TCG guest, hbmguardd" if ARGS.daemon else "natively"
+        print("# the Guard %s, %d gloo ranks, torch %s: %s" % (where, world, torch.__version__,
+                                                              parts))
         what = "a step of a %dx%d MLP, batch %d, %d gloo ranks" % (WIDTH, WIDTH, batch, world)
-        print("@bench\tGuard's work per step, natively (its default, under hbmguard.run)\t"
-              "%.3f\tms\t%s\t%.1f\t<= 0.01x" % (fig["guard"], what, fig["step"]))
+        print("@bench\tGuard's work per step, %s (its default, under hbmguard.run)\t"
+              "%.3f\tms\t%s\t%.1f\t<= 0.01x" % (where, fig["guard"], what, fig["step"]))
         print("@bench\t  of it: one bare all_reduce of 8 bytes, back to back: its floor\t%.3f\tms\t"
               "the Guard's work per step\t%.3f\t-" % (fig["all_reduce"], fig["guard"]))
-        print("@bench\tGuard's copy per step with closure_steps=True, natively\t%.3f\tms\t"
-              "%s\t%.1f\t-" % (fig["snapshot_closure"], what, fig["step"]))
+        print("@bench\tGuard's copy per step with closure_steps=True, %s\t%.3f\tms\t"
+              "%s\t%.1f\t-" % (where, fig["snapshot_closure"], what, fig["step"]))
     guard.close()
     dist.destroy_process_group()
 
 
 def main():
-    # The Guard asks hbmguardd for its deadlines when it registers.
-    hbmguard.Rank = Daemon
-    hbmguard.deadlines = lambda socket=None: hbmguard.Deadlines(30, 120, 10)
-    hbmguard.Aperture.guard = staticmethod(lambda: None)
+    if not ARGS.daemon:         # it asks hbmguardd's deadlines when it registers
+        hbmguard.Rank = Daemon
+        hbmguard.deadlines = lambda socket=None: hbmguard.Deadlines(30, 120, 10)
+        hbmguard.Aperture.guard = staticmethod(lambda: None)
     world = min(4, os.cpu_count() or 1)
     if world < 2:
         print("# guard_step.py: one core, no replica to measure against")
