@@ -156,6 +156,11 @@ printf '@bench\thbmguardd RSS at rest\t%s\tKiB\trasdaemon RSS at rest\t%s\t-\n' 
 printf '@bench\thbmguardd wake-ups/s at rest\t%s\t/s\trasdaemon wake-ups/s at rest\t%s\t-\n' \
 	"$(awk "BEGIN { printf \"%.2f\", $a / 30 }")" "$(awk "BEGIN { printf \"%.2f\", $b / 30 }")"
 
+# The Guard's own work per step, part by part, beside a step of its model
+# (make bench runs the same natively, with a stand-in for hbmguardd): here
+# with hbmguardd, and with TCG's cost of every system call and wake-up.
+python3 /usr/local/lib/hbmguard-test/guard_step.py --daemon
+
 # The DDP job through a UE under rank 2: fault -> training resumed and steps
 # run again, hbmguard beside checkpoint-restart (make demo's runs).
 echo "| "

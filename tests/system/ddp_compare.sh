@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # In the guest, for make demo and make bench: the DDP job (train.py) without
-# a fault, with the Guard and without, then with a UE under rank 2's weights
+# a fault, with the Guard and with its steps taking turns with and without
+# it, then with a UE under rank 2's weights
 # at step 15, met by hbmguard (rank 2 recovered in place, and rank 2's
 # process unable to continue, replaced) and by checkpoint-restart (cold and
 # warm); then ddp_report.py's report,
@@ -18,7 +19,11 @@ run() {
 }
 mkdir -p "$out"
 run clean hbmguard "$out/clean"
-run plain unguarded "$out/plain"
+# The Guard's cost per step: its steps and steps without it taking turns in
+# one job, under hbmguard.run (the Guard then keeps each rank's own state
+# for a replacement too: its most a step pays).
+run overhead replace "$out/overhead" --job ddp-overhead --rotate --steps 80 --port 29700 \
+	--wall 1200
 run hbmguard hbmguard "$out/hbmguard" --fault-step 15 --fault sim2:0x20000
 run replaced replace "$out/replaced" --job ddp-replaced --fault-step 15 --fault sim2:0x23000 \
 	--cannot-continue 2 --port 29600

@@ -4,8 +4,8 @@ incident's timeline and the comparison, from runs of train.py.
 
     python3 ddp_report.py DIR
 
-DIR holds clean/ (no fault), plain/ (no fault, no Guard: the Guard's cost
-per step) and any of hbmguard/, replaced/ (rank 2's process unable to
+DIR holds clean/ (no fault), overhead/ (no fault, train.py --rotate: the
+Guard's cost per step) and any of hbmguard/, replaced/ (rank 2's process unable to
 continue, replaced under hbmguard.run), ckpt-warm/, ckpt-cold/ (the same UE
 under rank 2 mid-training).  Prints the report and writes DIR/summary.json.
 """
@@ -94,7 +94,7 @@ if any(not summary[run]["bitwise_equal"] for run, _ in cols if run != "hbmguard"
     print("    a running one's: training continues, but not bit for bit")
 if "hbmguard" in summary and summary["hbmguard"]["resumed_s"]:
     for run, name in cols[1:]:
-        if summary[run]["resumed_s"]:
+        if run.startswith("ckpt") and summary[run]["resumed_s"]:
             print("hbmguard resumes %.0fx faster than %s"
                   % (summary[run]["resumed_s"] / summary["hbmguard"]["resumed_s"], name))
             if os.environ.get("HBMGUARD_BENCH_ROWS"):    # make bench's table
@@ -102,18 +102,37 @@ if "hbmguard" in summary and summary["hbmguard"]["resumed_s"]:
                       % (summary["hbmguard"]["resumed_s"], name, summary[run]["resumed_s"],
                          "<= 0.05x" if "cold" in run else "-"))
 if "replaced" in summary and "ckpt-cold" in summary and summary["replaced"]["resumed_s"] \
-        and summary["ckpt-cold"]["resumed_s"] and os.environ.get("HBMGUARD_BENCH_ROWS"):
-    print("@bench\tDDP job: fault -> training resumed, rank 2's process replaced\t%.3f\ts\t"
-          "checkpoint-restart (cold)\t%.3f\t<= 0.1x" % (summary["replaced"]["resumed_s"],
-                                                         summary["ckpt-cold"]["resumed_s"]))
-if os.path.isdir(os.path.join(top, "plain")):
-    guarded, plain = ddp_runs.per_step(clean["rows"]), ddp_runs.per_step(load("plain")["rows"])
-    if guarded and plain:
-        summary["guard_per_step_s"] = {"with": guarded, "without": plain}
-        print("Per step, fault-free: %.3f s with the Guard (closure_steps=True), %.3f s "
-              "without it: %+.1f%%" % (guarded, plain, (guarded / plain - 1) * 100))
+        and summary["ckpt-cold"]["resumed_s"]:
+    replaced, cold = summary["replaced"]["resumed_s"], summary["ckpt-cold"]["resumed_s"]
+    print("rank 2's process replaced, the job resumes %.0fx faster than checkpoint-restart "
+          "(cold)" % (cold / replaced))
+    if os.environ.get("HBMGUARD_BENCH_ROWS"):
+        print("@bench\tDDP job: fault -> training resumed, rank 2's process replaced\t%.3f\ts\t"
+              "checkpoint-restart (cold)\t%.3f\t<= 0.1x" % (replaced, cold))
+if os.path.isdir(os.path.join(top, "overhead")):
+    # train.py --rotate: its turns (ROTATION) in the same processes, under
+    # the same load; the medians of each turn's steps
+    rows = load("overhead")["rows"]
+    plain, floor, default, closure = (ddp_runs.per_step(rows, 4, turn) for turn in range(4))
+    if all((plain, floor, default, closure)):
+        summary["guard_per_step_s"] = {"without": plain, "bare_all_reduce": floor,
+                                       "with": default, "closure_steps": closure}
+
+        def more(t):
+            return "%+.1f ms (%+.1f%%)" % ((t - plain) * 1e3, (t / plain - 1) * 100)
+        print("Per step, fault-free, the steps of one job taking turns under hbmguard.run:")
+        print("  %.3f s without the Guard; with it, committing (its default) %s; "
+              "closure_steps=True %s;" % (plain, more(default), more(closure)))
+        print("  the floor of any check among the ranks, one bare all_reduce of the "
+              "Guard's 8 bytes: %s" % more(floor))
         if os.environ.get("HBMGUARD_BENCH_ROWS"):
-            print("@bench\tDDP job: a step with the Guard (closure_steps=True)\t%.3f\ts\t"
-                  "the step without it\t%.3f\t<= 1.01x" % (guarded, plain))
+            for figure, t, goal in (
+                    ("a step with the Guard (its default: it commits)", default, "<= 1.01x"),
+                    ("a step with the Guard, closure_steps=True", closure, "-")):
+                print("@bench\tDDP job: %s\t%.3f\ts\tthe same job's steps without it\t%.3f\t%s"
+                      % (figure, t, plain, goal))
+            print("@bench\tDDP job: the Guard's cost per step (its default)\t%.1f\tms\t"
+                  "its floor: one bare all_reduce of 8 bytes\t%.1f\t-"
+                  % ((default - plain) * 1e3, (floor - plain) * 1e3))
 with open(os.path.join(top, "summary.json"), "w") as f:
     json.dump(summary, f, indent=1)

@@ -32,7 +32,9 @@ def load(top, name, world=4):
     return Run(result, ranks, rows)
 
 
-def per_step(rows):
-    """The median wall time between two committed steps (rank 0's), or None."""
-    gaps = sorted(b[0] - a[0] for a, b in zip(rows, rows[1:]))
+def per_step(rows, turns=1, turn=0):
+    """The median wall time between two committed steps (rank 0's), or None;
+    of the steps of one turn (train.py --rotate): step numbers s, counted
+    from 1, with (s - 1) % turns == turn."""
+    gaps = sorted(b[0] - a[0] for a, b in zip(rows, rows[1:]) if (b[1] - 1) % turns == turn)
     return gaps[len(gaps) // 2] if gaps else None

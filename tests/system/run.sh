@@ -82,6 +82,8 @@ mkdir -p "$root/var/log/journal"	# kept across boots, to look back
 install -D -m 0755 "$TOP/tests/system/guest.sh" "$root/usr/local/lib/hbmguard-test/guest.sh"
 install -D -m 0755 "$TOP/build/guest/hbmnl" "$root/usr/local/bin/hbmnl"
 install -D -m 0755 "$TOP/tests/system/bench.sh" "$root/usr/local/lib/hbmguard-test/bench.sh"
+install -D -m 0644 "$TOP/tests/bench/guard_step.py" \
+	"$root/usr/local/lib/hbmguard-test/guard_step.py"
 install -D -m 0644 "$TOP/tests/system/pyrank.py" "$root/usr/local/lib/hbmguard-test/pyrank.py"
 for f in ctl_badinput.py ctl_socket.py train.py ddp_runs.py ddp_verdict.py ddp_report.py; do
 	install -D -m 0644 "$TOP/tests/system/$f" "$root/usr/local/lib/hbmguard-test/$f"

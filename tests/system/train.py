@@ -37,6 +37,9 @@ Guard make the optimizer step (Guard's default) and the step unscale and
 clip the gradients first (AMP's recipe for clipping); --stop-daemon-step
 stops hbmguardd for good under the running job.  A run that takes longer
 than --wall seconds has its ranks killed (result.json: timed_out).
+--rotate (make bench's) has the steps take turns, ROTATION's, so that the
+Guard's cost per step is measured in the same processes under the same
+load as the steps without it (ddp_report.py).
 
 The launcher imports torch once and forks the ranks from it: under TCG an
 import takes tens of seconds, which the first start need not pay four times.
@@ -68,6 +71,11 @@ import hbmguard                                 # noqa: E402
 import hbmguard.torch                           # noqa: E402
 
 APERTURE = 512 << 10            # bytes of each device the rank's weights take
+# --rotate's turns, step % 4: without the Guard; without it and with one
+# bare all_reduce of the Guard's flags (the floor of its check); with the
+# Guard, which commits (its default); with the Guard, the closure committing.
+ROTATION = ("no Guard", "no Guard, one bare all_reduce", "the Guard commits",
+            "closure_steps=True")
 ABORTED = 3                     # a rank's exit status after hbmguard.torch.Aborted
 
 
@@ -98,6 +106,8 @@ def parse(argv):
                    help="seconds the run may take before its ranks are killed")
     p.add_argument("--cannot-continue", type=int, default=-1, metavar="RANK",
                    help="RANK's process cannot continue once it touched lost memory")
+    p.add_argument("--rotate", action="store_true",
+                   help="the steps take turns with the Guard and without (ROTATION)")
     p.add_argument("--from-env", action="store_true", help=argparse.SUPPRESS)  # hbmguard.run's
     p.add_argument("--rank", type=int, help=argparse.SUPPRESS)     # a cold restart's rank
     p.add_argument("--attempt", type=int, default=0, help=argparse.SUPPRESS)
@@ -280,6 +290,11 @@ def worker(args, rank, attempt):
 
     try:
         for step in range(first, args.steps):
+            turn = step % len(ROTATION) if args.rotate else None
+            guarded = guard is not None and turn in (None, 2, 3)
+            if args.rotate:
+                guard.closure_steps = turn == 3
+            commits = not (guarded and not guard.closure_steps)
             g = torch.Generator().manual_seed((args.seed * 1000 + step) * args.world + rank)
             x = torch.randn(32, 64, generator=g)
             with torch.no_grad():
@@ -295,12 +310,16 @@ def worker(args, rank, attempt):
                 if args.guard_commits:  # AMP's recipe for clipping
                     scaler.unscale_(opt)
                     torch.nn.utils.clip_grad_norm_(ddp.parameters(), 1.0)
-                if not (guard and args.guard_commits):
+                if commits:
                     scaler.step(opt)
                     scaler.update()
                 return loss
 
-            loss = guard.step(closure) if guard else closure()
+            loss = guard.step(closure) if guarded else closure()
+            if turn == 1:
+                flags = torch.zeros(2, dtype=torch.int32)
+                dist.all_reduce(flags, op=dist.ReduceOp.MAX)
+                flags.tolist()
             if progress:
                 progress.write("%.6f,%d,%.6f,%d\n" % (time.time(), step + 1, loss.item(),
                                                       (guard.rerun if guard else 0) + attempt))

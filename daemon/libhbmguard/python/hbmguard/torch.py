@@ -82,11 +82,12 @@ drives (a single node).
 import copy
 import ctypes
 import gc
-import io
 import json
 import os
+import pickle
 import random
 import select
+import struct
 import sys
 import time
 import traceback
@@ -112,6 +113,9 @@ PAUSE_TIMEOUT, RESTORE_TIMEOUT, DEADLINE_SLACK = 30.0, 120.0, 10.0
 # The longest a step may take in daemon/config.c's parser; a daemon saying
 # more (or 0) is not one this module knows, and gets its defaults.
 LONGEST_DEADLINE = 3600.0
+# _keep_own()'s record: magic, the step it was kept at, the length and the
+# CRC-32 of the pickled state that follows.
+_OWN, _OWN_MAGIC = struct.Struct("<8sQQI4x"), b"hbmown1\0"
 KILL_TIMEOUT = 10.0     # [Recovery] KillTimeout's default: SIGTERM to SIGKILL
 EXIT_REPLACE = 75       # hbmguard.run's: this process cannot go on, another can
 # What CUDA says once an uncorrectable ECC error (Xid 94, 95) has ended the
@@ -160,6 +164,31 @@ def _rng_state():
     if numpy is not None:
         state["numpy"] = numpy.random.get_state()
     return state
+
+
+def _portable_rng(state):
+    """_rng_state() with torch's generators' states as bytes: pickling a
+    tensor goes through torch.save() (torch 1.13, torch/storage.py,
+    _StorageBase.__reduce__()), at a cost _keep_own() pays at every step."""
+    state = dict(state, torch=_raw(state["torch"]))
+    if "cuda" in state:
+        state["cuda"] = [_raw(t) for t in state["cuda"]]
+    return state
+
+
+def _torch_rng(state):
+    """_portable_rng()'s inverse."""
+    state = dict(state, torch=torch.frombuffer(bytearray(state["torch"]), dtype=torch.uint8))
+    if "cuda" in state:
+        state["cuda"] = [torch.frombuffer(bytearray(b), dtype=torch.uint8)
+                         for b in state["cuda"]]
+    return state
+
+
+def _raw(t):
+    """t's bytes, in the host's memory (without NumPy, which is optional)."""
+    t = t.detach().cpu().contiguous()
+    return ctypes.string_at(t.data_ptr(), t.numel() * t.element_size()) if t.numel() else b""
 
 
 def _set_rng_state(state):
@@ -271,6 +300,7 @@ class Guard:
         # rank's own (generators, buffers) for its replacement.
         self._run_dir = os.environ.get("HBMGUARD_RUN_DIR")
         self._epoch = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+        self._own_fds = [None, None]    # _keep_own()'s files
         self.replacements = []  # (epoch, rank replaced, seconds from the failure to rejoined)
         self._warm_up = False   # a DDP built again: its first step is thrown away
         self._verify_in = 0     # steps to the check that a replacement left replicas
@@ -391,16 +421,50 @@ class Guard:
             pass
 
     def _keep_own(self, saved):
-        """Keep this rank's own state at the step's start for a replacement:
-        a private file, replaced whole (rename)."""
+        """Keep this rank's own state at the step's start for a replacement,
+        in one of two private files (the step count's parity) written in
+        place with one pwrite(): a record that says which step it is of and
+        the CRC-32 of its contents, so that one torn by the process's end
+        reads as no record, and the other file still holds the step
+        before.  torch.save() to a file renamed over the last one cost more
+        than the rest of the Guard's step together (a zip archive, and
+        three system calls on the directory)."""
         if not self._run_dir:
             return
-        path = os.path.join(self._run_dir, "rank%d.own" % self.rank)
-        buf = io.BytesIO()
-        torch.save({"steps": self.steps, "rng": saved["rng"], "buffers": saved["buffers"]}, buf)
-        with open(path + ".tmp", "wb") as f:
-            f.write(buf.getbuffer())
-        os.replace(path + ".tmp", path)
+        data = pickle.dumps({"rng": _portable_rng(saved["rng"]),
+                             "buffers": [_raw(b) for b in saved["buffers"]]},
+                            protocol=pickle.HIGHEST_PROTOCOL)
+        slot = self.steps % 2
+        if self._own_fds[slot] is None:
+            self._own_fds[slot] = os.open(self._own_path(slot),
+                                          os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        os.pwrite(self._own_fds[slot], _OWN.pack(_OWN_MAGIC, self.steps, len(data),
+                                                 zlib.crc32(data)) + data, 0)
+
+    def _own_path(self, slot):
+        return os.path.join(self._run_dir, "rank%d.own.%d" % (self.rank, slot))
+
+    def _kept_own(self, steps):
+        """What the lost rank kept of its own at the start of step steps,
+        as _keep_own() wrote it."""
+        found = []
+        for slot in (0, 1):
+            try:
+                with open(self._own_path(slot), "rb") as f:
+                    record = f.read()
+            except FileNotFoundError:
+                continue
+            if len(record) < _OWN.size:
+                continue
+            magic, kept, length, crc = _OWN.unpack_from(record)
+            data = record[_OWN.size:_OWN.size + length]
+            if magic != _OWN_MAGIC or len(data) != length or zlib.crc32(data) != crc:
+                continue        # torn: the process ended while writing it
+            if kept == steps:
+                return pickle.loads(data)
+            found.append(kept)
+        raise ValueError("the lost rank kept its state of step %s, not %d" % (
+            " or ".join(map(str, found)) or "none", steps))
 
     def _cannot_continue(self, error):
         """This process's device context is gone, under hbmguard.run: say
@@ -575,15 +639,16 @@ class Guard:
         for o, st in zip(self.state, meta["state"]):
             o.load_state_dict(st)
         self._forget_unscale()
-        with open(os.path.join(self._run_dir, "rank%d.own" % self.rank), "rb") as f:
-            own = torch.load(f)
-        if own["steps"] != meta["steps"]:
-            raise ValueError("the lost rank kept its state of step %d, not %d" % (
-                own["steps"], meta["steps"]))
-        _set_rng_state(own["rng"])
+        own = self._kept_own(meta["steps"])
+        buffers = list(self.model.buffers())
+        if [len(r) for r in own["buffers"]] != [b.numel() * b.element_size() for b in buffers]:
+            raise ValueError("the lost rank kept buffers of other sizes than this rank's")
+        _set_rng_state(_torch_rng(own["rng"]))
         with torch.no_grad():
-            for b, v in zip(self.model.buffers(), own["buffers"]):
-                b.copy_(v)
+            for b, r in zip(buffers, own["buffers"]):
+                if r:           # torch.frombuffer() refuses an empty buffer
+                    b.copy_(torch.frombuffer(bytearray(r), dtype=torch.uint8)
+                            .view(b.dtype).view(b.shape))
         self.steps = meta["steps"]
 
     def _join(self):
@@ -624,6 +689,10 @@ class Guard:
         if self._rank:
             self._rank.close()
             self._rank = None
+        for i, fd in enumerate(self._own_fds):
+            if fd is not None:
+                os.close(fd)
+                self._own_fds[i] = None
 
     def _commit(self):
         if self.scaler is not None:
@@ -748,14 +817,15 @@ class Guard:
         flags = torch.tensor([1 if lost or self._pending else 0, 1 if gone else 0],
                              dtype=torch.int32, device=self._device)
         dist.all_reduce(flags, op=dist.ReduceOp.MAX)
-        if flags[1].item():
+        must, gone = flags.tolist()     # one copy from the device, not two
+        if gone:
             self._rank.close()
             self._rank = None
             self._pending = []
             self._connect(wait=RECONNECT_WAIT)
             self.reconnects += 1
             return self._must_recover()
-        return bool(flags[0].item())
+        return bool(must)
 
     def _expect(self, action, deadline):
         while True:
