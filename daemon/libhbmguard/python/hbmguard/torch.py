@@ -48,7 +48,8 @@ the optimizer steps), the optimizer's state and hyperparameters, in place,
 and the scaler's state (its state_dict(): give the Guard the scaler, or the
 re-run starts from the thrown-away step's scale) too, which costs a copy of
 them per step; without it the Guard commits, and
-a copy of the buffers and the generators is all a step costs.  Either way
+a copy of the buffers and the generators is all a step copies (under
+hbmguard.run, written to the run directory too: _keep_own()).  Either way
 the closure may call scaler.unscale_(optimizer) to clip the gradients: a
 thrown-away step's unscale_() is forgotten.
 
@@ -81,6 +82,7 @@ drives (a single node).
 """
 import copy
 import ctypes
+import errno
 import gc
 import json
 import os
@@ -301,6 +303,7 @@ class Guard:
         self._run_dir = os.environ.get("HBMGUARD_RUN_DIR")
         self._epoch = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
         self._own_fds = [None, None]    # _keep_own()'s files
+        self._own_failed = False        # one of its writes failed (said once)
         self.replacements = []  # (epoch, rank replaced, seconds from the failure to rejoined)
         self._warm_up = False   # a DDP built again: its first step is thrown away
         self._verify_in = 0     # steps to the check that a replacement left replicas
@@ -432,14 +435,28 @@ class Guard:
         if not self._run_dir:
             return
         data = pickle.dumps({"rng": _portable_rng(saved["rng"]),
-                             "buffers": [_raw(b) for b in saved["buffers"]]},
+                             "buffers": [(str(b.dtype), tuple(b.shape), _raw(b))
+                                         for b in saved["buffers"]]},
                             protocol=pickle.HIGHEST_PROTOCOL)
+        record = _OWN.pack(_OWN_MAGIC, self.steps, len(data), zlib.crc32(data)) + data
         slot = self.steps % 2
-        if self._own_fds[slot] is None:
-            self._own_fds[slot] = os.open(self._own_path(slot),
-                                          os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        os.pwrite(self._own_fds[slot], _OWN.pack(_OWN_MAGIC, self.steps, len(data),
-                                                 zlib.crc32(data)) + data, 0)
+        try:
+            if self._own_fds[slot] is None:
+                # O_NOFOLLOW: the run directory is the launcher's, but the
+                # environment that names it is the script's.
+                self._own_fds[slot] = os.open(self._own_path(slot), os.O_WRONLY | os.O_CREAT |
+                                              os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+            if os.pwrite(self._own_fds[slot], record, 0) != len(record):
+                raise OSError(errno.ENOSPC, "a short write")
+        except OSError as e:
+            # A full run directory must not end a job that loses nothing:
+            # this step is not kept, and a replacement at it aborts the job
+            # (_kept_own() finds another step) instead.
+            if not self._own_failed:
+                print("hbmguard: rank %d: cannot keep its state for a replacement "
+                      "(%s): a loss of this process will end the job" % (self.rank, e),
+                      file=sys.stderr)
+            self._own_failed = True
 
     def _own_path(self, slot):
         return os.path.join(self._run_dir, "rank%d.own.%d" % (self.rank, slot))
@@ -450,10 +467,11 @@ class Guard:
         found = []
         for slot in (0, 1):
             try:
-                with open(self._own_path(slot), "rb") as f:
-                    record = f.read()
+                fd = os.open(self._own_path(slot), os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
             except FileNotFoundError:
                 continue
+            with os.fdopen(fd, "rb") as f:
+                record = f.read()
             if len(record) < _OWN.size:
                 continue
             magic, kept, length, crc = _OWN.unpack_from(record)
@@ -641,11 +659,11 @@ class Guard:
         self._forget_unscale()
         own = self._kept_own(meta["steps"])
         buffers = list(self.model.buffers())
-        if [len(r) for r in own["buffers"]] != [b.numel() * b.element_size() for b in buffers]:
-            raise ValueError("the lost rank kept buffers of other sizes than this rank's")
+        if [k[:2] for k in own["buffers"]] != [(str(b.dtype), tuple(b.shape)) for b in buffers]:
+            raise ValueError("the lost rank kept buffers of other types or shapes than this rank's")
         _set_rng_state(_torch_rng(own["rng"]))
         with torch.no_grad():
-            for b, r in zip(buffers, own["buffers"]):
+            for b, (_, _, r) in zip(buffers, own["buffers"]):
                 if r:           # torch.frombuffer() refuses an empty buffer
                     b.copy_(torch.frombuffer(bytearray(r), dtype=torch.uint8)
                             .view(b.dtype).view(b.shape))
