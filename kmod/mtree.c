@@ -901,11 +901,39 @@ int hbm_mtree_change(struct hbm_mtree *m, const struct hbm_table *t, u32 *lo,
 }
 
 /*
+ * @at is the way descend() would take to @page in @m, from the root: each
+ * inner node of its level, the child taken there the next node on it, and
+ * its keys around @page.  (The copies are alike node for node, so this
+ * holds but for a bug; insert_at() on a path of the other copy's would
+ * split nodes it does not know the size of.)
+ */
+static bool path_holds(const struct hbm_mtree *m, const struct hbm_mpath *at, u32 page)
+{
+	u32 l, nodes = m->nr_chunks * HBM_MNODES_PER_CHUNK;
+
+	if (at->node[m->height - 1] != m->root || at->node[0] >= nodes)
+		return false;
+	for (l = m->height - 1; l > 0; l--) {
+		const struct hbmguard_map_node *n;
+		u32 c = at->slot[l];
+
+		if (at->node[l] >= nodes)
+			return false;
+		n = NODE(m, at->node[l]);
+		if (n->level != l || c >= n->nr || n->in.child[c] != at->node[l - 1] ||
+		    (c && n->in.first[c] > page) || (c + 1 < n->nr && n->in.first[c + 1] <= page))
+			return false;
+	}
+	return true;
+}
+
+/*
  * The other copy's lone insertion, at the same place: the copies are the
  * same node for node (the same operations in the same order from the same
  * state), so its descent is this copy's, and a retirement descends one copy
  * only.  Checked, not trusted: a copy that is not where the other was
- * (the root, the height, the leaf's extents around the slot) descends.
+ * (the root, the height, each node on the way and its keys, the leaf's
+ * extents around the slot) descends.
  */
 static bool follow_at(struct hbm_mtree *m, const struct hbm_mscratch *s,
 		      int (*reserve)(void *arg), void *arg)
@@ -916,8 +944,7 @@ static bool follow_at(struct hbm_mtree *m, const struct hbm_mscratch *s,
 	u32 pos = at.slot[0];
 
 	if (!s->at_valid || s->log[0].del || m->root != s->at_root ||
-	    m->height != s->at_height || !m->height ||
-	    at.node[0] >= m->nr_chunks * HBM_MNODES_PER_CHUNK)
+	    m->height != s->at_height || !m->height || !path_holds(m, &at, e->first))
 		return false;
 	n = NODE(m, at.node[0]);
 	if (n->level || n->nr != s->at_nr || pos > n->nr ||
