@@ -158,9 +158,8 @@ for u in sys.argv[2:]:
 # The metadata Prometheus keeps of a metric family: "TYPE UNIT" ("-" none).
 # These and prom_query are polled (eventually) while Prometheus works on
 # the same TCG core: curl and sed, not a python3 that takes a second to
-# start.  The HTTP API's JSON as bookworm's prometheus (2.42.0) writes it
-# (docs/querying/api.md of that release; its field order read off that
-# binary): metadata {"status":...,"data":{"NAME":[{"type":T,"help":H,
+# start.  The HTTP API's JSON as bookworm's prometheus (2.42.0+ds) writes
+# it, read off that package's binary, the one the guest runs: metadata {"status":...,"data":{"NAME":[{"type":T,"help":H,
 # "unit":U}]}}; an instant query's vector {"status":...,"data":{
 # "resultType":"vector","result":[{"metric":{...},"value":[TIME,"V"]}]}}.
 prom_meta() {
