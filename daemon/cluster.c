@@ -140,7 +140,7 @@ static void drain(struct cluster *cl)
 			free(a.body);
 			break;
 		case CL_LOCAL:
-			cl->ops->step(cl->ctx, a.job, a.id, a.step, a.text);
+			cl->ops->step(cl->ctx, &a);
 			break;
 		case CL_CLOSED:
 			cl->ops->closed(cl->ctx, a.job, a.id, a.step == CL_RESUME);
@@ -284,16 +284,22 @@ static void unwatch_acks(struct cluster *cl, const char *prefix)
  *
  * Return: the link, or NULL.
  */
+/* Each step's deadline from [Recovery]: isolate and resume as quick as a pause. */
+static struct cl_timeouts timeouts(const struct hbm_recovery_config *rec)
+{
+	return (struct cl_timeouts){ .step = {
+		[CL_PAUSE] = rec->pause_timeout, [CL_ISOLATE] = rec->pause_timeout,
+		[CL_RESTORE] = rec->restore_timeout, [CL_RESUME] = rec->pause_timeout,
+		[CL_ABORT] = rec->kill_timeout,
+	} };
+}
+
 struct cluster *cluster_start(sd_event *loop, const struct hbm_cluster_config *cfg,
 			      const struct hbm_recovery_config *rec,
 			      const struct cluster_local_ops *ops, void *ctx, char *err,
 			      size_t errlen)
 {
-	struct cl_timeouts t = { .step = {
-		[CL_PAUSE] = rec->pause_timeout, [CL_ISOLATE] = rec->pause_timeout,
-		[CL_RESTORE] = rec->restore_timeout, [CL_RESUME] = rec->pause_timeout,
-		[CL_ABORT] = rec->kill_timeout,
-	} };
+	struct cl_timeouts t = timeouts(rec);
 	struct cluster *cl = calloc(1, sizeof(*cl));
 
 	if (!cl) {
@@ -355,10 +361,28 @@ int cluster_join(struct cluster *cl, const char *job, const char *value)
 	return err;
 }
 
-/* This node's ranks of @job lost data: the job's incident opens, or escalates. */
-int cluster_error(struct cluster *cl, const char *job, const char *reason)
+/* No rank of @job is left on this node: its key goes. */
+int cluster_leave(struct cluster *cl, const char *job)
 {
-	int err = cl_error(cl->core, job, reason, now_us(cl));
+	int err = cl_job_leave(cl->core, job, now_us(cl));
+
+	drain(cl);
+	return err;
+}
+
+/* This node's ranks of @job lost data: the job's incident opens, or escalates. */
+int cluster_error(struct cluster *cl, const char *job, uint32_t failed_rank, const char *reason)
+{
+	int err = cl_error(cl->core, job, failed_rank, reason, now_us(cl));
+
+	drain(cl);
+	return err;
+}
+
+/* This node's ranks of @job cannot go on with its incident: it aborts everywhere. */
+int cluster_fail(struct cluster *cl, const char *job, const char *reason)
+{
+	int err = cl_fail(cl->core, job, reason, now_us(cl));
 
 	drain(cl);
 	return err;
@@ -372,6 +396,15 @@ int cluster_done(struct cluster *cl, const char *job, const char *id, enum cl_st
 
 	drain(cl);
 	return err;
+}
+
+/* [Recovery] reloaded: the steps written from now on have its deadlines. */
+void cluster_reconfigure(struct cluster *cl, const struct hbm_recovery_config *rec)
+{
+	struct cl_timeouts t = timeouts(rec);
+
+	if (cl)
+		cl_set_timeouts(cl->core, &t);
 }
 
 bool cluster_link_up(const struct cluster *cl)

@@ -17,9 +17,12 @@
 struct cluster;
 
 struct cluster_local_ops {
-	/* the job's local ranks: do @step; cluster_done() when done */
-	void (*step)(void *ctx, const char *job, const char *id, enum cl_step step,
-		     const char *reason);
+	/*
+	 * The job's local ranks: do @a->step of incident @a->id (opened on node
+	 * @a->opener; the state of global rank @a->rank was lost; @a->text: an
+	 * abort's reason); cluster_done() when done.
+	 */
+	void (*step)(void *ctx, const struct cl_action *a);
 	/* the incident ended: resumed on every node, or aborted */
 	void (*closed)(void *ctx, const char *job, const char *id, bool resumed);
 };
@@ -29,8 +32,11 @@ struct cluster *cluster_start(sd_event *loop, const struct hbm_cluster_config *c
 			      const struct cluster_local_ops *ops, void *ctx, char *err,
 			      size_t errlen);
 void cluster_stop(struct cluster *cl);
+void cluster_reconfigure(struct cluster *cl, const struct hbm_recovery_config *rec);
 int cluster_join(struct cluster *cl, const char *job, const char *value);
-int cluster_error(struct cluster *cl, const char *job, const char *reason);
+int cluster_leave(struct cluster *cl, const char *job);
+int cluster_error(struct cluster *cl, const char *job, uint32_t failed_rank, const char *reason);
+int cluster_fail(struct cluster *cl, const char *job, const char *reason);
 int cluster_done(struct cluster *cl, const char *job, const char *id, enum cl_step step,
 		 bool ok, const char *reason);
 bool cluster_link_up(const struct cluster *cl);

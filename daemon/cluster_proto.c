@@ -43,10 +43,12 @@ struct job {
 	char *value;			/* NULL: not joined */
 	uint32_t world;			/* its world_size */
 	bool published;			/* under the present lease */
+	bool leaving;			/* its key to delete: no rank of it here now */
 	/* the open incident, as etcd has it */
 	bool open;
 	char id[HBM_CLUSTER_NAME_LEN];
 	char opener[HBM_CLUSTER_NAME_LEN];
+	uint32_t failed_rank;		/* the global rank whose state was lost */
 	int64_t create_rev;
 	int64_t snap_create;		/* of the incident in a snapshot being read */
 	struct member *parts;
@@ -68,6 +70,8 @@ struct job {
 	uint64_t want_since;
 	char want_id[HBM_CLUSTER_NAME_LEN];
 	char want_reason[CL_REASON_LEN];
+	uint32_t want_rank;
+	char want_fail[CL_REASON_LEN];	/* the local side failed before it opened */
 	int64_t open_failed_rev;
 	unsigned int inflight;		/* 1 << cl_txn_kind */
 	uint64_t retry_at;		/* 0: none */
@@ -115,6 +119,8 @@ static struct cl_action *push(struct cl_core *c, enum cl_action_kind kind, const
 	if (j) {
 		strcpy(a->job, j->name);
 		strcpy(a->id, j->open ? j->id : "");
+		a->rank = j->open ? j->failed_rank : j->want_rank;
+		strcpy(a->opener, j->open ? j->opener : "");
 	}
 	return a;
 }
@@ -163,6 +169,12 @@ struct cl_core *cl_new(const char *node, const struct cl_timeouts *t, uint64_t (
 	c->t = *t;
 	c->nonce = nonce;
 	return c;
+}
+
+/* Steps written from now on have these deadlines; those read keep theirs. */
+void cl_set_timeouts(struct cl_core *c, const struct cl_timeouts *t)
+{
+	c->t = *t;
 }
 
 static void job_free(struct job *j)
@@ -226,7 +238,7 @@ static void job_gc(struct cl_core *c, struct job *j)
 {
 	size_t i;
 
-	if (j->nr_nodes || j->open || j->value || j->want_open || j->inflight)
+	if (j->nr_nodes || j->open || j->value || j->want_open || j->inflight || j->leaving)
 		return;
 	for (i = 0; i < c->nr_jobs && c->jobs[i] != j; i++)
 		;
@@ -471,6 +483,17 @@ static void publish(struct cl_core *c, struct job *j)
 	free(k);
 }
 
+/* Not with a publication in flight: etcd may take the two in either order. */
+static void leave(struct cl_core *c, struct job *j)
+{
+	char *k = key_of(j->name, "nodes/%s", c->node);
+	struct etcd_op op = { ETCD_DELETE, k, NULL, 0 };
+
+	if (k)
+		txn(c, j, CL_TXN_LEAVE, NULL, 0, &op, 1);
+	free(k);
+}
+
 static void open_incident(struct cl_core *c, struct job *j)
 {
 	struct json_object *o = json_object_new_object(), *nodes = json_object_new_array();
@@ -487,6 +510,7 @@ static void open_incident(struct cl_core *c, struct job *j)
 	json_object_object_add(o, "id", json_object_new_string(j->want_id));
 	json_object_object_add(o, "opener", json_object_new_string(c->node));
 	json_object_object_add(o, "reason", json_object_new_string(j->want_reason));
+	json_object_object_add(o, "rank", json_object_new_int64(j->want_rank));
 	json_object_object_add(o, "nodes", nodes);
 	v = json_text(o);
 	o = NULL;
@@ -616,12 +640,17 @@ static void process(struct cl_core *c, struct job *j, uint64_t now)
 	if (j->retry_at && now < j->retry_at)
 		return;
 	j->retry_at = 0;
-	if (j->value && !j->published && c->lease && c->link && !BUSY(j, CL_TXN_PUBLISH))
+	if (j->value && !j->published && c->lease && c->link && !BUSY(j, CL_TXN_PUBLISH) &&
+	    !BUSY(j, CL_TXN_LEAVE))
 		publish(c, j);
+	if (j->leaving && c->link && !BUSY(j, CL_TXN_LEAVE) && !BUSY(j, CL_TXN_PUBLISH))
+		leave(c, j);
 	if (j->want_open && j->open) {
 		j->want_open = false;
 		if (strcmp(j->id, j->want_id) && j->member)
 			escalate(c, j, "a second error on node %s (%s)", c->node, j->want_reason);
+		else if (j->want_fail[0] && j->member)
+			escalate(c, j, "node %s: %s", c->node, j->want_fail);
 		else if (strcmp(j->id, j->want_id))
 			say(c, j, LOG_ERR, "job %s: incident %s is open without this node: its error (%s) is not the cluster's",
 			    j->name, j->id, j->want_reason);
@@ -816,11 +845,12 @@ static void delete_node(struct cl_core *c, struct job *j, const char *node)
 
 static void put_incident(struct cl_core *c, const struct key *k, const struct etcd_kv *kv)
 {
-	struct json_object *o = value_parse(kv), *nodes;
+	struct json_object *o = value_parse(kv), *nodes, *rank;
 	char id[HBM_CLUSTER_NAME_LEN], opener[HBM_CLUSTER_NAME_LEN], reason[CL_REASON_LEN];
 	struct job *j = job_find(c, k->job);
 	struct member *parts = NULL;
 	size_t n = 0, i, m;
+	uint32_t failed;
 
 	if (!j || !j->nr_nodes) {
 		json_object_put(o);
@@ -829,12 +859,16 @@ static void put_incident(struct cl_core *c, const struct key *k, const struct et
 	if (!o || str_field(o, "id", true, id, sizeof(id)) || !hbm_cluster_name_valid(id) ||
 	    str_field(o, "opener", true, opener, sizeof(opener)) || !hbm_cluster_name_valid(opener) ||
 	    str_field(o, "reason", false, reason, sizeof(reason)) ||
+	    !json_object_object_get_ex(o, "rank", &rank) ||
+	    !json_object_is_type(rank, json_type_int) || json_object_get_int64(rank) < 0 ||
+	    json_object_get_int64(rank) >= (j->world ? j->world : (int64_t)UINT32_MAX) ||
 	    !json_object_object_get_ex(o, "nodes", &nodes) ||
 	    !json_object_is_type(nodes, json_type_array) ||
 	    !(n = json_object_array_length(nodes)) || n > CL_MAX_NODES) {
 		json_object_put(o);
 		return refuse(c, kv, "not an incident's value");
 	}
+	failed = json_object_get_int64(rank);
 	if (j->open && kv->create_revision == j->create_rev && !strcmp(id, j->id)) {
 		json_object_put(o);
 		return;		/* the same incident written again: nothing new */
@@ -873,6 +907,7 @@ static void put_incident(struct cl_core *c, const struct key *k, const struct et
 	strcpy(j->id, id);
 	strcpy(j->opener, opener);
 	j->create_rev = kv->create_revision;
+	j->failed_rank = failed;
 	j->parts = parts;
 	j->nr_parts = n;
 	j->member = part(j, c->node) != NULL;
@@ -1108,6 +1143,8 @@ void cl_txn_done(struct cl_core *c, const struct cl_action *a, int err, bool suc
 		j->open_failed_rev = rev;
 	} else if (a->txn == CL_TXN_PUBLISH && succeeded) {
 		j->published = true;
+	} else if (a->txn == CL_TXN_LEAVE) {
+		j->leaving = false;
 	} else if (a->txn == CL_TXN_ACK && j->open && !strcmp(a->id, j->id)) {
 		j->acked |= 1U << a->step;	/* or the incident changed: nothing to ack */
 	}
@@ -1146,6 +1183,59 @@ int cl_job_join(struct cl_core *c, const char *job, const char *value, uint64_t 
 	j->value = v;
 	j->world = world;
 	j->published = false;
+	j->leaving = false;
+	process(c, j, now);
+	return 0;
+}
+
+/**
+ * cl_job_leave() - this node has no rank of @job any more
+ * @c: the core
+ * @job: its name
+ * @now: the time
+ *
+ * Its key is deleted (again after a failure, until etcd answers), so that
+ * an incident opened later does not wait for this node.
+ *
+ * Return: 0, -ENOENT a job this node has not joined.
+ */
+int cl_job_leave(struct cl_core *c, const char *job, uint64_t now)
+{
+	struct job *j = job_find(c, job);
+
+	if (!j || !j->value)
+		return -ENOENT;
+	free(j->value);
+	j->value = NULL;
+	j->published = false;
+	j->leaving = true;
+	process(c, j, now);
+	job_gc(c, j);
+	return 0;
+}
+
+/**
+ * cl_fail() - this node's ranks of @job cannot go on with its incident
+ * @c: the core
+ * @job: the job
+ * @reason: why (a rank failed or left, a second error here), for every node's journal
+ * @now: the time
+ *
+ * The incident is aborted on every node; one this node is still opening,
+ * once it is open.
+ *
+ * Return: 0, -ESRCH no incident of @job involves this node.
+ */
+int cl_fail(struct cl_core *c, const char *job, const char *reason, uint64_t now)
+{
+	struct job *j = job_find(c, job);
+
+	if (j && j->open && j->member)
+		escalate(c, j, "node %s: %s", c->node, reason);
+	else if (j && j->want_open)
+		snprintf(j->want_fail, sizeof(j->want_fail), "%s", reason);
+	else
+		return -ESRCH;
 	process(c, j, now);
 	return 0;
 }
@@ -1154,19 +1244,23 @@ int cl_job_join(struct cl_core *c, const char *job, const char *value, uint64_t 
  * cl_error() - this node's ranks of @job lost data: open its incident
  * @c: the core
  * @job: the job
+ * @rank: the global rank whose state was lost (< the job's world size)
  * @reason: what happened, for every node's journal
  * @now: the time
  *
  * A second error while one is open escalates it.
  *
- * Return: 0, -ENOENT a job this node has not joined.
+ * Return: 0, -ENOENT a job this node has not joined, -EINVAL @rank out of its world.
  */
-int cl_error(struct cl_core *c, const char *job, const char *reason, uint64_t now)
+int cl_error(struct cl_core *c, const char *job, uint32_t rank, const char *reason,
+	     uint64_t now)
 {
 	struct job *j = job_find(c, job);
 
 	if (!j || !j->value)
 		return -ENOENT;
+	if (rank >= j->world)
+		return -EINVAL;
 	if (j->open && j->member) {
 		escalate(c, j, "a second error on node %s (%s)", c->node, reason);
 	} else if (!j->want_open) {
@@ -1175,6 +1269,8 @@ int cl_error(struct cl_core *c, const char *job, const char *reason, uint64_t no
 		j->open_failed_rev = 0;
 		snprintf(j->want_id, sizeof(j->want_id), "%016" PRIx64, c->nonce());
 		snprintf(j->want_reason, sizeof(j->want_reason), "%s", reason);
+		j->want_rank = rank;
+		j->want_fail[0] = 0;
 	}
 	process(c, j, now);
 	return 0;

@@ -93,6 +93,7 @@ static int fail_node = -1, fail_step = -1, mute_node = -1;
 static char said[NODES][8192];
 static unsigned int closed[NODES][2];	/* [resumed] */
 static unsigned int steps[NODES][CL_NR_STEPS];
+static uint32_t told_rank[NODES];	/* the failed rank of the last step asked */
 static char watched[NODES][4][256];	/* the acknowledgements each core watches */
 
 static bool watches(int n, const char *key)
@@ -287,6 +288,7 @@ static void run(void)
 					break;
 				case CL_LOCAL:
 					steps[n][a.step]++;
+					told_rank[n] = a.rank;
 					if (n != mute_node)
 						cl_local_done(cores[n], a.job, a.id, a.step,
 							      !(n == fail_node && (int)a.step == fail_step),
@@ -328,6 +330,7 @@ static void setup(void)
 	memset(said, 0, sizeof(said));
 	memset(closed, 0, sizeof(closed));
 	memset(steps, 0, sizeof(steps));
+	memset(told_rank, 0xff, sizeof(told_rank));
 	memset(watched, 0, sizeof(watched));
 	rev = 1;
 	now = 1000000;
@@ -368,7 +371,7 @@ static int keys_under(const char *prefix)
 START_TEST(resumed_everywhere)
 {
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/nodes/"), 3);
-	ck_assert_int_eq(cl_error(cores[1], "J", "a UE", now), 0);
+	ck_assert_int_eq(cl_error(cores[1], "J", 1, "a UE", now), 0);
 	run();
 	for (int n = 0; n < 3; n++) {
 		for (int s = CL_PAUSE; s <= CL_RESUME; s++)
@@ -376,17 +379,19 @@ START_TEST(resumed_everywhere)
 		ck_assert_uint_eq(steps[n][CL_ABORT], 0);
 		ck_assert_uint_eq(closed[n][1], 1);
 		ck_assert_ptr_nonnull(strstr(said[n], "opened by n1 on 3 nodes: a UE"));
+		ck_assert_uint_eq(told_rank[n], 1);	/* whose state was lost: n1's rank */
 	}
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
 	ck_assert_int_eq(keys_under(CL_ACKS_V1), 0);
 	ck_assert_str_eq(watched[1][0], "");	/* and no longer, once closed */
 	ck_assert_uint_eq(cl_next_deadline(cores[0]), UINT64_MAX);
 	/* and a second incident, later, as well */
-	ck_assert_int_eq(cl_error(cores[2], "J", "another UE", now), 0);
+	ck_assert_int_eq(cl_error(cores[2], "J", 2, "another UE", now), 0);
 	run();
 	for (int n = 0; n < 3; n++)
 		ck_assert_uint_eq(closed[n][1], 2);
-	ck_assert_int_eq(cl_error(cores[0], "nope", "x", now), -ENOENT);
+	ck_assert_int_eq(cl_error(cores[0], "nope", 0, "x", now), -ENOENT);
+	ck_assert_int_eq(cl_error(cores[0], "J", 3, "x", now), -EINVAL);	/* out of its world */
 }
 END_TEST
 
@@ -394,7 +399,7 @@ END_TEST
 START_TEST(deadline_aborts)
 {
 	mute_node = 2;
-	cl_error(cores[0], "J", "a UE", now);
+	cl_error(cores[0], "J", 0, "a UE", now);
 	run();
 	ck_assert_uint_eq(steps[0][CL_PAUSE], 1);
 	ck_assert_uint_eq(steps[0][CL_ISOLATE], 0);
@@ -427,7 +432,7 @@ START_TEST(failed_step_and_second_error)
 {
 	fail_node = 2;
 	fail_step = CL_RESTORE;
-	cl_error(cores[0], "J", "a UE", now);
+	cl_error(cores[0], "J", 0, "a UE", now);
 	run();
 	for (int n = 0; n < 3; n++) {
 		ck_assert_uint_eq(steps[n][CL_RESUME], 0);
@@ -438,9 +443,9 @@ START_TEST(failed_step_and_second_error)
 	/* a second error while one is open: every node aborts, told why */
 	fail_node = -1;
 	mute_node = 1;	/* holds the incident at pause */
-	cl_error(cores[0], "J", "a UE", now);
+	cl_error(cores[0], "J", 0, "a UE", now);
 	run();
-	ck_assert_int_eq(cl_error(cores[2], "J", "another UE", now), 0);
+	ck_assert_int_eq(cl_error(cores[2], "J", 2, "another UE", now), 0);
 	run();
 	for (int n = 0; n < 3; n++) {
 		ck_assert_uint_eq(steps[n][CL_ABORT], 2);
@@ -454,8 +459,8 @@ START_TEST(two_open_at_once)
 {
 	struct cl_action a0, a1;
 
-	cl_error(cores[0], "J", "UE 0", now);
-	cl_error(cores[1], "J", "UE 1", now);
+	cl_error(cores[0], "J", 0, "UE 0", now);
+	cl_error(cores[1], "J", 1, "UE 1", now);
 	ck_assert(cl_next_action(cores[0], &a0));
 	ck_assert(cl_next_action(cores[1], &a1));
 	ck_assert_int_eq(a0.txn, CL_TXN_OPEN);
@@ -478,7 +483,7 @@ END_TEST
 START_TEST(lease_ends)
 {
 	mute_node = 2;
-	cl_error(cores[0], "J", "a UE", now);
+	cl_error(cores[0], "J", 0, "a UE", now);
 	run();
 	linked[2] = false;
 	fdel(find("/hbmguard/v1/jobs/J/nodes/n2"));
@@ -494,7 +499,7 @@ END_TEST
 /* Without etcd past a deadline, a node aborts its own ranks; the abort is written when back. */
 START_TEST(etcd_gone)
 {
-	cl_error(cores[0], "J", "a UE", now);
+	cl_error(cores[0], "J", 0, "a UE", now);
 	mute_node = 1;
 	run();
 	mute_node = -1;
@@ -520,7 +525,7 @@ START_TEST(etcd_gone_before)
 {
 	linked[1] = false;
 	cl_link(cores[1], false, now);
-	ck_assert_int_eq(cl_error(cores[1], "J", "a UE", now), 0);
+	ck_assert_int_eq(cl_error(cores[1], "J", 1, "a UE", now), 0);
 	run();
 	ck_assert_uint_eq(steps[1][CL_ABORT], 0);
 	ck_assert_uint_eq(cl_next_deadline(cores[1]), now + 30 * 1000000ULL);
@@ -545,7 +550,7 @@ START_TEST(closed_while_away)
 	struct etcd_kv kvs[KEYS];
 
 	mute_node = 2;		/* its ranks slow to pause, then its watch breaks */
-	cl_error(cores[0], "J", "a UE", now);
+	cl_error(cores[0], "J", 0, "a UE", now);
 	run();
 	ck_assert_uint_eq(steps[2][CL_PAUSE], 1);
 	linked[2] = false;
@@ -580,13 +585,22 @@ START_TEST(hostile)
 		  "not an incident's value" },
 		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a/b\",\"opener\":\"n0\",\"nodes\":[\"n0\"]}",
 		  "not an incident's value" },
-		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a\",\"opener\":\"n0\",\"nodes\":[\"n0\",\"n0\"]}",
+		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a\",\"opener\":\"n0\",\"rank\":0,\"nodes\":[\"n0\",\"n0\"]}",
 		  "not distinct node names" },
 		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a\",\"opener\":\"n0\",\"nodes\":[\"n0\"]} x",
 		  "not an incident's value" },
+		/* whose state was lost: a rank of the job's world, said */
+		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a\",\"opener\":\"n0\",\"nodes\":[\"n0\"]}",
+		  "not an incident's value" },
+		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a\",\"opener\":\"n0\",\"rank\":3,"
+		  "\"nodes\":[\"n0\"]}", "not an incident's value" },
+		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a\",\"opener\":\"n0\",\"rank\":-1,"
+		  "\"nodes\":[\"n0\"]}", "not an incident's value" },
+		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a\",\"opener\":\"n0\",\"rank\":\"0\","
+		  "\"nodes\":[\"n0\"]}", "not an incident's value" },
 		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a\",\"opener\":\"n0\",\"reason\":\"\\u0007\","
 		  "\"nodes\":[\"n0\"]}", "not an incident's value" },
-		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a\",\"opener\":\"evil\",\"nodes\":[\"n0\"]}",
+		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a\",\"opener\":\"evil\",\"rank\":0,\"nodes\":[\"n0\"]}",
 		  "an incident whose opener is not one of its nodes" },
 		/* what the journal shows of a key is printable: no line of its own */
 		{ "/hbmguard/v1/jobs/J/incident\n<0>forged", "{}", "incident?<0>forged (revision" },
@@ -636,10 +650,72 @@ START_TEST(hostile)
 	ck_assert_ptr_nonnull(strstr(said[0], "too many jobs"));
 	ck_assert_int_eq(cl_job_join(cores[0], "mine", "{\"ranks\":[0],\"world_size\":1}", now), 0);
 	/* still working after all that */
-	cl_error(cores[0], "J", "a UE", now);
+	cl_error(cores[0], "J", 0, "a UE", now);
 	run();
 	for (int n = 0; n < 3; n++)
 		ck_assert_uint_eq(closed[n][1], 1);
+}
+END_TEST
+
+/* A node whose last rank of the job left: its key goes, and no incident waits for it. */
+START_TEST(leave)
+{
+	ck_assert_int_eq(cl_job_leave(cores[2], "nope", now), -ENOENT);
+	linked[2] = false;	/* deleted once etcd answers */
+	cl_link(cores[2], false, now);
+	ck_assert_int_eq(cl_job_leave(cores[2], "J", now), 0);
+	run();
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/nodes/"), 3);
+	linked[2] = true;
+	cl_link(cores[2], true, now);
+	now += 1000000;
+	cl_tick(cores[2], now);
+	run();
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/nodes/"), 2);
+	ck_assert_ptr_null(find("/hbmguard/v1/jobs/J/nodes/n2"));
+	ck_assert_int_eq(cl_error(cores[2], "J", 2, "x", now), -ENOENT);
+	/* world_size 3 and two nodes' ranks: opened at the pause deadline, without n2 */
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now), 0);
+	run();
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
+	now += 30 * 1000000ULL;
+	for (int n = 0; n < 3; n++)
+		cl_tick(cores[n], now);
+	run();
+	for (int n = 0; n < 2; n++)
+		ck_assert_uint_eq(closed[n][1], 1);
+	ck_assert_uint_eq(steps[2][CL_PAUSE], 0);
+	ck_assert_ptr_nonnull(strstr(said[0], "opened by n0 on 2 nodes"));
+	/* and back: published again */
+	ck_assert_int_eq(cl_job_join(cores[2], "J", "{\"ranks\":[2],\"world_size\":3}", now), 0);
+	run();
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/nodes/"), 3);
+}
+END_TEST
+
+/* The local side fails (a rank left, answered FAILED): aborted everywhere, opened or not yet. */
+START_TEST(local_failure)
+{
+	ck_assert_int_eq(cl_fail(cores[0], "J", "no incident", now), -ESRCH);
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now), 0);
+	ck_assert_int_eq(cl_fail(cores[0], "J", "a rank left during recovery", now), 0);
+	run();
+	for (int n = 0; n < 3; n++) {
+		ck_assert_uint_eq(steps[n][CL_ABORT], 1);
+		ck_assert_uint_eq(steps[n][CL_RESUME], 0);
+		ck_assert_uint_eq(closed[n][0], 1);
+		ck_assert_ptr_nonnull(strstr(said[n], "node n0: a rank left during recovery"));
+	}
+	/* one that is open, from a node that did not open it */
+	mute_node = 2;
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now), 0);
+	run();
+	ck_assert_int_eq(cl_fail(cores[1], "J", "a rank failed to recover", now), 0);
+	run();
+	for (int n = 0; n < 2; n++) {
+		ck_assert_uint_eq(steps[n][CL_ABORT], 2);
+		ck_assert_ptr_nonnull(strstr(said[n], "node n1: a rank failed to recover"));
+	}
 }
 END_TEST
 
@@ -649,7 +725,7 @@ START_TEST(hostile_mid_incident)
 	char k[128], big[256];
 
 	mute_node = 2;
-	cl_error(cores[0], "J", "a UE", now);
+	cl_error(cores[0], "J", 0, "a UE", now);
 	run();
 	ck_assert_uint_eq(steps[0][CL_PAUSE], 1);
 	/* the incident's id, from its step key */
@@ -692,6 +768,8 @@ Suite *cluster_suite(void)
 	tcase_add_test(tc, closed_while_away);
 	tcase_add_test(tc, hostile);
 	tcase_add_test(tc, hostile_mid_incident);
+	tcase_add_test(tc, leave);
+	tcase_add_test(tc, local_failure);
 	suite_add_tcase(s, tc);
 	return s;
 }
