@@ -188,7 +188,7 @@ UNIT_LIBS := $(CHECK_LIBS) $(shell pkg-config --libs libsystemd json-c) $(MHD_LI
 UNIT_DEPS := $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR) daemon/recovery.c \
 	daemon/core.c daemon/store.c daemon/amdgpu.c daemon/amdgpu.h daemon/metrics.c daemon/scheduler.c \
 	$(DAEMON_MAIN_HDR) \
-	daemon/hbmguardd.h daemon/libhbmguard/aperture.c daemon/libhbmguard/hbmguard.h \
+	daemon/hbmguardd.h daemon/libhbmguard/aperture.c daemon/libhbmguard/rank.c daemon/libhbmguard/hbmguard.h \
 	daemon/cli.c daemon/cli.h daemon/advise.c daemon/advise.h $(CLUSTER_PURE)
 
 $(BUILD)/unit: $(UNIT_DEPS)

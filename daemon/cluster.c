@@ -36,6 +36,8 @@ struct cluster {
 	sd_event_source *timer;
 	bool draining, up;
 	char node[HBM_CLUSTER_NAME_LEN];
+	time_t since;			/* up or down */
+	char why[256];			/* down: the last failure */
 };
 
 /* A transaction on its way: the action it carries out. */
@@ -197,11 +199,16 @@ static void on_link(void *arg, bool up, const char *why)
 {
 	struct cluster *cl = arg;
 
+	if (up != cl->up || !cl->since)
+		cl->since = time(NULL);
 	cl->up = up;
+	snprintf(cl->why, sizeof(cl->why), "%s", up ? "" : why);
 	if (!up)
 		fprintf(stderr, "<4>hbmguardd: cluster: etcd %s: %s\n", etcd_endpoint(cl->etcd), why);
 	cl_link(cl->core, up, now_us(cl));
 	drain(cl);
+	if (cl->ops->link)
+		cl->ops->link(cl->ctx);
 }
 
 static void on_lease(void *arg, int64_t id)
@@ -313,6 +320,8 @@ struct cluster *cluster_start(sd_event *loop, const struct hbm_cluster_config *c
 		goto fail;
 	}
 	cl->loop = sd_event_ref(loop);
+	cl->since = time(NULL);
+	snprintf(cl->why, sizeof(cl->why), "not reached yet");
 	cl->ops = ops;
 	cl->ctx = ctx;
 	cl->core = cl_new(cl->node, &t, nonce);
@@ -410,6 +419,20 @@ void cluster_reconfigure(struct cluster *cl, const struct hbm_recovery_config *r
 bool cluster_link_up(const struct cluster *cl)
 {
 	return cl->up;
+}
+
+/* For hbmctl status and STATUS=: where the link stands (@cl NULL: off). */
+void cluster_get(const struct cluster *cl, struct hbm_ctl_cluster *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!cl)
+		return;
+	out->state = cl->up ? HBM_CLUSTER_UP : HBM_CLUSTER_UNREACHABLE;
+	out->jobs = cl_jobs_published(cl->core);
+	out->since = cl->since ? cl->since : time(NULL);
+	snprintf(out->node, sizeof(out->node), "%s", cl->node);
+	snprintf(out->endpoint, sizeof(out->endpoint), "%s", etcd_endpoint(cl->etcd));
+	snprintf(out->why, sizeof(out->why), "%s", cl->why);	/* etcd.c's own words */
 }
 
 const char *cluster_node(const struct cluster *cl)

@@ -13,6 +13,7 @@
 
 #include "cluster_proto.h"
 #include "config.h"
+#include "ctl.h"
 
 struct cluster;
 
@@ -25,6 +26,8 @@ struct cluster_local_ops {
 	void (*step)(void *ctx, const struct cl_action *a);
 	/* the incident ended: resumed on every node, or aborted */
 	void (*closed)(void *ctx, const char *job, const char *id, bool resumed);
+	/* etcd reached, or no longer: what cluster_get() says changed */
+	void (*link)(void *ctx);
 };
 
 struct cluster *cluster_start(sd_event *loop, const struct hbm_cluster_config *cfg,
@@ -40,6 +43,7 @@ int cluster_fail(struct cluster *cl, const char *job, const char *reason);
 int cluster_done(struct cluster *cl, const char *job, const char *id, enum cl_step step,
 		 bool ok, const char *reason);
 bool cluster_link_up(const struct cluster *cl);
+void cluster_get(const struct cluster *cl, struct hbm_ctl_cluster *out);
 const char *cluster_node(const struct cluster *cl);
 
 #endif /* HBM_CLUSTER_H */

@@ -1303,6 +1303,16 @@ int cl_local_done(struct cl_core *c, const char *job, const char *id, enum cl_st
 	return 0;
 }
 
+/* This node's jobs whose key etcd holds under the present lease. */
+size_t cl_jobs_published(const struct cl_core *c)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < c->nr_jobs; i++)
+		n += c->jobs[i]->value && c->jobs[i]->published;
+	return n;
+}
+
 uint64_t cl_next_deadline(const struct cl_core *c)
 {
 	uint64_t next = UINT64_MAX;

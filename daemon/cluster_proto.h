@@ -140,5 +140,6 @@ uint64_t cl_next_deadline(const struct cl_core *c);
 void cl_tick(struct cl_core *c, uint64_t now);
 
 bool cl_next_action(struct cl_core *c, struct cl_action *a);
+size_t cl_jobs_published(const struct cl_core *c);
 
 #endif /* HBM_CLUSTER_PROTO_H */

@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "cluster.h"
 #include "control.h"
 #include "daemon.h"
 #include "gpus.h"
@@ -234,6 +235,7 @@ static bool serve(struct client *c, const void *pkt, size_t len, const struct uc
 		struct hbm_ctl_gpu gpu;
 		struct hbm_ctl_drain drain;
 		struct hbm_ctl_deadlines deadlines;
+		struct hbm_ctl_cluster cluster;
 	} info;
 	bool admin = hbm_ctl_sender_is_admin(sender);
 	struct hbm_ctl_status st;
@@ -300,6 +302,10 @@ static bool serve(struct client *c, const void *pkt, size_t len, const struct uc
 				.kill_timeout = c->d->cfg.recovery.kill_timeout,
 			};
 			reply = &info.deadlines;
+			break;
+		case HBM_CTL_CLUSTER:
+			cluster_get(c->d->cluster, &info.cluster);
+			reply = &info.cluster;
 			break;
 		}
 	} else {

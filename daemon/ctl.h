@@ -46,6 +46,7 @@
  *	DRAIN_GET	struct hbm_ctl_index	struct hbm_ctl_drain
  *	UNDRAIN		none			struct hbm_ctl_drain (index 0)
  *	DEADLINES	none			struct hbm_ctl_deadlines
+ *	CLUSTER		none			struct hbm_ctl_cluster
  *
  * DEADLINES says how long each step of a rank recovery may take ([Recovery]
  * in the configuration), so that a rank waits for the daemon as long as the
@@ -119,6 +120,7 @@ enum hbm_ctl_type {
 	HBM_CTL_DRAIN_GET,
 	HBM_CTL_UNDRAIN,
 	HBM_CTL_DEADLINES,
+	HBM_CTL_CLUSTER,
 	__HBM_CTL_TYPE_MAX
 };
 
@@ -222,6 +224,27 @@ struct hbm_ctl_deadlines {
 	uint32_t restore_timeout;	/* every rank restored */
 	uint32_t kill_timeout;		/* an escalation's SIGTERM to its SIGKILL */
 	uint32_t reserved;
+};
+
+/*
+ * CLUSTER's reply: the link to the other nodes of this node's jobs
+ * ([Cluster], cluster.h).  Anyone may ask; a daemon older than it answers
+ * -EOPNOTSUPP and closes the connection, as for DEADLINES.
+ */
+enum hbm_cluster_state {
+	HBM_CLUSTER_OFF,		/* no [Cluster] Endpoints= */
+	HBM_CLUSTER_UNREACHABLE,	/* no answer from etcd: retried, backing off */
+	HBM_CLUSTER_UP,
+	__HBM_CLUSTER_MAX
+};
+
+struct hbm_ctl_cluster {
+	uint32_t state;			/* enum hbm_cluster_state */
+	uint32_t jobs;			/* this node's jobs published in etcd now */
+	uint64_t since;			/* seconds since the epoch it has been so; 0: off */
+	char node[HBM_CTL_NAME_LEN];	/* this node's name there; "" when off */
+	char endpoint[256];		/* reached, or tried last */
+	char why[256];			/* UNREACHABLE: the last failure, in libcurl's or etcd's words */
 };
 
 struct hbm_ctl_index {

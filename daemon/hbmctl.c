@@ -383,6 +383,43 @@ static int ask_daemon(uint16_t type, const void *body, void *reply_body)
 }
 
 /*
+ * The cluster link's part of status ([Cluster]), into @doc or printed; a
+ * daemon too old to say (-EOPNOTSUPP) says nothing of it.
+ */
+static void cluster_status(struct json_object *doc)
+{
+	static const char *const states[] = { "off", "unreachable", "up" };
+	struct hbm_ctl_cluster cl;
+	struct json_object *o;
+	char since[32];
+	time_t t;
+
+	if (ask_daemon(HBM_CTL_CLUSTER, NULL, &cl))
+		return;
+	if (doc) {
+		o = hbm_cli_obj();
+		hbm_cli_add_str(o, "state", states[cl.state]);
+		hbm_cli_add_str(o, "node", cl.node);
+		hbm_cli_add_u64(o, "jobs", cl.jobs);
+		hbm_cli_add_u64(o, "since", cl.since);
+		hbm_cli_add_str(o, "endpoint", cl.endpoint);
+		hbm_cli_add_str(o, "why", cl.why);
+		hbm_cli_add(doc, "cluster", o);
+		return;
+	}
+	if (cl.state == HBM_CLUSTER_OFF)
+		return;
+	t = (time_t)cl.since;
+	strftime(since, sizeof(since), "%F %T", gmtime(&t));
+	if (cl.state == HBM_CLUSTER_UP)
+		printf("cluster: etcd reached at %s as node %s since %s UTC; %u jobs published\n",
+		       esc(cl.endpoint), esc(cl.node), since, cl.jobs);
+	else
+		printf("cluster: etcd UNREACHABLE at %s since %s UTC (%s): retrying; node %s\n",
+		       esc(cl.endpoint), since, esc(cl.why), esc(cl.node));
+}
+
+/*
  * The daemon's part of status, into @doc (JSON) or printed.  Return: its
  * exit status: 0 running with every state on disk, 1 some state not on disk
  * yet, 3 not running.
@@ -419,6 +456,7 @@ static int daemon_status(struct json_object *doc)
 		hbm_cli_add_u64(o, "unsaved", st.unsaved);
 		hbm_cli_add_str(o, "state_dir", st.state_dir);
 		hbm_cli_add(doc, "daemon", o);
+		cluster_status(doc);
 		return st.unsaved ? EXIT_REFUSED : 0;
 	}
 	t = (time_t)st.started;
@@ -430,6 +468,7 @@ static int daemon_status(struct json_object *doc)
 	if (st.unsaved)
 		printf("hbmguardd: %u state files NOT SAVED (%s): retrying\n", st.unsaved,
 		       strerror(-st.last_save_error));
+	cluster_status(NULL);
 	return st.unsaved ? EXIT_REFUSED : 0;
 }
 

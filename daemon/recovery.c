@@ -940,7 +940,7 @@ static struct incident *remote_incident(struct daemon *d, uid_t uid, const char 
 		return NULL;
 	}
 	snprintf(x->info.job, sizeof(x->info.job), "%s", job);
-	snprintf(x->info.device, sizeof(x->info.device), "@%s", a->opener);
+	snprintf(x->info.device, sizeof(x->info.device), "@%.62s", a->opener);
 	x->info.length = HBM_CTL_WHOLE_DEVICE;	/* what was lost is the opener's to know */
 	x->info.failed_rank = a->rank;
 	x->uid = uid;
@@ -1037,7 +1037,13 @@ static void cluster_closed(void *arg, const char *name, const char *id, bool res
 		escalate_here(d, x, "the job's incident was aborted");
 }
 
+static void cluster_link(void *arg)
+{
+	daemon_notify_status(arg);
+}
+
 const struct cluster_local_ops recovery_cluster_ops = {
 	.step = cluster_step,
 	.closed = cluster_closed,
+	.link = cluster_link,
 };
