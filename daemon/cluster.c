@@ -421,6 +421,33 @@ bool cluster_link_up(const struct cluster *cl)
 	return cl->up;
 }
 
+_Static_assert(CL_NR_STEPS == HBM_CTL_CLUSTER_STEPS, "ctl.h's steps are cluster_proto.h's");
+
+/*
+ * For hbmctl incidents: one node's part in an open incident (cl_view_get());
+ * .incident is the local side's to fill.  Return: 0, -ENOENT past the end.
+ */
+int cluster_node_get(const struct cluster *cl, uint32_t index, struct hbm_ctl_cluster_node *out)
+{
+	struct cl_view v;
+
+	if (!cl || cl_view_get(cl->core, index, &v))
+		return -ENOENT;
+	memset(out, 0, sizeof(*out));
+	out->index = index;
+	out->total = v.total;
+	strcpy(out->job, v.job);
+	strcpy(out->id, v.id);
+	strcpy(out->opener, v.opener);
+	strcpy(out->node, v.node);
+	out->step = v.step;
+	out->acked = v.acked;
+	out->failed_rank = v.failed_rank;
+	memcpy(out->acked_at, v.acked_at, sizeof(out->acked_at));
+	memcpy(out->step_at, v.step_at, sizeof(out->step_at));
+	return 0;
+}
+
 /* For hbmctl status and STATUS=: where the link stands (@cl NULL: off). */
 void cluster_get(const struct cluster *cl, struct hbm_ctl_cluster *out)
 {

@@ -44,6 +44,7 @@ int cluster_done(struct cluster *cl, const char *job, const char *id, enum cl_st
 		 bool ok, const char *reason);
 bool cluster_link_up(const struct cluster *cl);
 void cluster_get(const struct cluster *cl, struct hbm_ctl_cluster *out);
+int cluster_node_get(const struct cluster *cl, uint32_t index, struct hbm_ctl_cluster_node *out);
 const char *cluster_node(const struct cluster *cl);
 
 #endif /* HBM_CLUSTER_H */

@@ -31,6 +31,7 @@ static const char *const step_names[CL_NR_STEPS] = {
 struct member {
 	char name[HBM_CLUSTER_NAME_LEN];
 	unsigned int acked;		/* 1 << step */
+	uint64_t acked_at[CL_NR_STEPS];	/* ms since the epoch, as it wrote it; 0 unknown */
 };
 
 struct job {
@@ -56,6 +57,7 @@ struct job {
 	bool member;			/* this node is one of parts */
 	bool step_known;
 	enum cl_step step;
+	uint64_t step_at[CL_NR_STEPS];	/* ms since the epoch this node read each */
 	int64_t step_mod_rev;
 	uint64_t deadline;		/* of the step, from when it was read */
 	char reason[CL_REASON_LEN];	/* the abort's */
@@ -573,25 +575,34 @@ static void close_incident(struct cl_core *c, struct job *j)
 	free(acks);
 }
 
+static uint64_t realtime_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void ack(struct cl_core *c, struct job *j, enum cl_step s)
 {
 	char *inc = key_of(j->name, "incident");
+	uint64_t at = realtime_ms();
 	char *k = NULL;
-	struct timespec ts;
 	char v[64];
 
 	if (asprintf(&k, CL_ACKS_V1 "%s/%s/%s/%s", j->name, j->id, step_names[s], c->node) < 0)
 		k = NULL;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	snprintf(v, sizeof(v), "{\"at\":%lld}", (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+	snprintf(v, sizeof(v), "{\"at\":%" PRIu64 "}", at);
 	if (inc && k) {
 		struct etcd_cmp cmp = { inc, ETCD_CREATE, ETCD_EQUAL, j->create_rev };
 		struct etcd_op op = { ETCD_PUT, k, v, 0 };
 
 		struct cl_action *a = txn(c, j, CL_TXN_ACK, &cmp, 1, &op, 1);
 
-		if (a)
+		if (a) {
 			a->step = s;	/* answered: acked */
+			a->at = at;
+		}
 	}
 	free(inc);
 	free(k);
@@ -771,6 +782,7 @@ static void incident_gone(struct cl_core *c, struct job *j)
 	j->parts = NULL;
 	j->nr_parts = 0;
 	j->acked = 0;
+	memset(j->step_at, 0, sizeof(j->step_at));
 	j->open = j->member = j->step_known = j->local_aborted = j->watching = false;
 	j->id[0] = j->opener[0] = j->reason[0] = j->escalate[0] = 0;
 	j->asked = j->done = -1;
@@ -934,8 +946,10 @@ static void put_step(struct cl_core *c, struct job *j, const struct etcd_kv *kv,
 	if (j->step_known && (s < j->step || (s == j->step && kv->mod_revision != j->step_mod_rev &&
 					      s != CL_ABORT)))
 		return refuse(c, kv, "a step that goes back");
-	if (!j->step_known || s != j->step)
+	if (!j->step_known || s != j->step) {
 		j->deadline = now + (uint64_t)timeout * 1000000;
+		j->step_at[s] = realtime_ms();
+	}
 	j->step_known = true;
 	j->step = s;
 	j->step_mod_rev = kv->mod_revision;
@@ -951,15 +965,18 @@ static void put_ack(struct cl_core *c, struct job *j, const struct key *k,
 {
 	struct json_object *o = value_parse(kv), *at;
 	struct member *m = part(j, k->node);
+	int64_t ms;
 
 	if (!o || !json_object_object_get_ex(o, "at", &at) || !json_object_is_type(at, json_type_int)) {
 		json_object_put(o);
 		return refuse(c, kv, "not an acknowledgement's value");
 	}
+	ms = json_object_get_int64(at);
 	json_object_put(o);
 	if (!m)
 		return refuse(c, kv, "an acknowledgement of a node not in the incident");
 	m->acked |= 1U << k->step;
+	m->acked_at[k->step] = ms > 0 ? ms : 0;
 }
 
 static void apply(struct cl_core *c, const struct etcd_kv *kv, bool put, uint64_t now)
@@ -1146,7 +1163,13 @@ void cl_txn_done(struct cl_core *c, const struct cl_action *a, int err, bool suc
 	} else if (a->txn == CL_TXN_LEAVE) {
 		j->leaving = false;
 	} else if (a->txn == CL_TXN_ACK && j->open && !strcmp(a->id, j->id)) {
+		struct member *m = part(j, c->node);
+
 		j->acked |= 1U << a->step;	/* or the incident changed: nothing to ack */
+		if (m && !(m->acked & 1U << a->step)) {	/* as written: the opener hears all */
+			m->acked |= 1U << a->step;
+			m->acked_at[a->step] = a->at;
+		}
 	}
 	process(c, j, now);
 	job_gc(c, j);
@@ -1300,6 +1323,48 @@ int cl_local_done(struct cl_core *c, const char *job, const char *id, enum cl_st
 	else
 		escalate(c, j, "node %s failed %s: %s", c->node, step_names[step], reason);
 	process(c, j, now);
+	return 0;
+}
+
+/**
+ * cl_view_get() - one node's part in an open incident this node takes part in
+ * @c: the core
+ * @index: from 0, over every such incident's nodes in turn
+ * @out: filled in
+ *
+ * The opener hears every node's acknowledgements; another node knows its own.
+ *
+ * Return: 0, -ENOENT past the end.
+ */
+int cl_view_get(const struct cl_core *c, size_t index, struct cl_view *out)
+{
+	size_t total = 0, i, at = index;
+	const struct job *hit = NULL;
+
+	for (i = 0; i < c->nr_jobs; i++) {
+		const struct job *j = c->jobs[i];
+
+		if (!j->open || !j->member || !j->step_known)
+			continue;
+		if (!hit && at < j->nr_parts)
+			hit = j;
+		else if (!hit)
+			at -= j->nr_parts;
+		total += j->nr_parts;
+	}
+	if (!hit)
+		return -ENOENT;
+	memset(out, 0, sizeof(*out));
+	out->total = total;
+	strcpy(out->job, hit->name);
+	strcpy(out->id, hit->id);
+	strcpy(out->opener, hit->opener);
+	strcpy(out->node, hit->parts[at].name);
+	out->step = hit->step;
+	out->failed_rank = hit->failed_rank;
+	out->acked = hit->parts[at].acked;
+	memcpy(out->acked_at, hit->parts[at].acked_at, sizeof(out->acked_at));
+	memcpy(out->step_at, hit->step_at, sizeof(out->step_at));
 	return 0;
 }
 

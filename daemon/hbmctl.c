@@ -738,27 +738,102 @@ static void *room_for(void *all, size_t n, size_t size)
 }
 
 /* The incidents the daemon keeps, each transition with its time. */
+static const char *const cluster_steps[HBM_CTL_CLUSTER_STEPS] = {
+	"pause", "isolate", "restore", "resume", "abort",
+};
+
+/*
+ * The nodes of an incident across nodes ([Cluster]) whose local incident is
+ * @incident (0: none kept here), into @o (JSON) or printed.
+ */
+static void cluster_nodes(const struct hbm_ctl_cluster_node *cn, uint32_t n, uint64_t incident,
+			  struct json_object *o)
+{
+	struct json_object *c = NULL, *nodes = NULL, *e, *at;
+	const char *head = NULL;	/* the incident whose nodes follow */
+	uint32_t i, s;
+
+	for (i = 0; i < n; i++) {
+		if (cn[i].incident != incident)
+			continue;
+		if (head && !strcmp(head, cn[i].id)) {
+			/* the same incident's next node */
+		} else if (o) {
+			c = hbm_cli_obj();
+			nodes = hbm_cli_arr();
+			hbm_cli_add_str(c, "id", cn[i].id);
+			hbm_cli_add_str(c, "job", cn[i].job);
+			hbm_cli_add_str(c, "opener", cn[i].opener);
+			hbm_cli_add_str(c, "step", cluster_steps[cn[i].step]);
+			hbm_cli_add_u64(c, "failed_rank", cn[i].failed_rank);
+		} else {
+			printf("%sacross nodes: %s of job %s, rank %u lost on %s: %s now\n",
+			       incident ? "  " : "", esc(cn[i].id), esc(cn[i].job), cn[i].failed_rank,
+			       esc(cn[i].opener), cluster_steps[cn[i].step]);
+		}
+		head = cn[i].id;
+		if (o) {
+			e = hbm_cli_obj();
+			at = hbm_cli_obj();
+			hbm_cli_add_str(e, "node", cn[i].node);
+			for (s = 0; s < HBM_CTL_CLUSTER_STEPS; s++)
+				if (cn[i].acked & 1U << s)
+					hbm_cli_add_u64(at, cluster_steps[s], cn[i].acked_at[s]);
+			hbm_cli_add(e, "acked_ms", at);
+			hbm_cli_append(nodes, e);
+			continue;
+		}
+		printf("    %-20s", esc(cn[i].node));
+		for (s = 0; s < HBM_CTL_CLUSTER_STEPS; s++) {
+			if (!(cn[i].acked & 1U << s))
+				continue;
+			if (cn[i].acked_at[s] && cn[i].step_at[s])	/* from when it was read here */
+				printf(" %s +%.3f s", cluster_steps[s],
+				       ((double)cn[i].acked_at[s] - (double)cn[i].step_at[s]) / 1e3);
+			else
+				printf(" %s", cluster_steps[s]);
+		}
+		printf("%s\n", cn[i].acked ? "" : " (nothing acknowledged, or not heard here)");
+	}
+	if (c) {
+		hbm_cli_add(c, "nodes", nodes);
+		hbm_cli_add(o, "cluster", c);
+	}
+}
+
 static int cmd_incidents(int argc, char **argv)
 {
 	struct hbm_ctl_incident in, *all = NULL;
-	struct json_object *arr = hbm_cli_json ? hbm_cli_arr() : NULL;
-	uint32_t i, n;
+	struct hbm_ctl_cluster_node cn, *nodes = NULL;
+	struct json_object *arr = hbm_cli_json ? hbm_cli_arr() : NULL, *o;
+	struct hbm_ctl_index ix = { 0 };
+	uint32_t i, n, c;
 
 	(void)argc;
 	(void)argv;
 	for (n = 0; daemon_entry(HBM_CTL_INCIDENT_GET, n, &in); n++) {
-		if (arr) {
-			hbm_cli_append(arr, incident_json(&in));
-			continue;
-		}
 		all = room_for(all, n, sizeof(*all));
 		all[n] = in;
 	}
+	/* the incidents across nodes: none from a daemon too old to say */
+	for (c = 0; ix.index = c, !ask_daemon(HBM_CTL_CLUSTER_NODE_GET, &ix, &cn); c++) {
+		nodes = room_for(nodes, c, sizeof(*nodes));
+		nodes[c] = cn;
+	}
+	for (i = 0; i < n; i++) {
+		o = arr ? incident_json(&all[i]) : NULL;
+		if (!arr)
+			incident_lines(&all[i]);
+		cluster_nodes(nodes, c, all[i].id, o);
+		if (arr)
+			hbm_cli_append(arr, o);
+	}
 	if (arr)
 		hbm_cli_json_print(arr);
-	for (i = 0; i < n && !arr; i++)
-		incident_lines(&all[i]);
+	else
+		cluster_nodes(nodes, c, 0, NULL);	/* none kept here */
 	free(all);
+	free(nodes);
 	return 0;
 }
 

@@ -1037,6 +1037,29 @@ static void cluster_closed(void *arg, const char *name, const char *id, bool res
 		escalate_here(d, x, "the job's incident was aborted");
 }
 
+/**
+ * recovery_cluster_incident() - this node's incident of one across nodes
+ * @d: the daemon
+ * @name: the job's name in etcd ("UID.JOB")
+ * @id: the incident's id there
+ *
+ * Return: its id here, the newest, or 0 if none is kept.
+ */
+uint64_t recovery_cluster_incident(struct daemon *d, const char *name, const char *id)
+{
+	char mine[HBM_CLUSTER_NAME_LEN];
+	size_t i;
+
+	for (i = d->nr_incidents; i-- > 0;) {
+		const struct incident *x = &d->incidents[i];
+
+		if (x->clustered && !strcmp(x->cluster_id, id) &&
+		    cluster_name(x->uid, x->info.job, mine) && !strcmp(mine, name))
+			return x->info.id;
+	}
+	return 0;
+}
+
 static void cluster_link(void *arg)
 {
 	daemon_notify_status(arg);

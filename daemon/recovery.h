@@ -49,5 +49,6 @@ size_t recovery_ranks(struct daemon *d);
 
 /* The local side of the cluster link (cluster.h), its context the daemon. */
 extern const struct cluster_local_ops recovery_cluster_ops;
+uint64_t recovery_cluster_incident(struct daemon *d, const char *name, const char *id);
 
 #endif /* HBM_RECOVERY_H */

@@ -18,7 +18,7 @@ import time
 
 PATH = "/run/hbmguard/control.sock"
 MAGIC, VERSION, REPLY = 0x434D4248, 1, 0x8000
-STATUS, RETIRE, CLEAR, DEADLINES, CLUSTER = 1, 2, 3, 12, 13
+STATUS, RETIRE, CLEAR, DEADLINES, CLUSTER, CLUSTER_NODE_GET = 1, 2, 3, 12, 13, 14
 HEADER = struct.Struct("<IHHIIiI")
 EXTENT = struct.Struct("<64sQQII")
 STATUS_BODY = 6 * 8 + 7 * 4 + 256 + 4    # struct hbm_ctl_status, padded to 8
@@ -103,6 +103,11 @@ expect("truncated body", packet(RETIRE, extent())[:60], EBADMSG, True)
 expect("body on STATUS", packet(STATUS, b"x" * 8), EBADMSG, True)
 expect("body on DEADLINES", packet(DEADLINES, b"\0" * 16), EBADMSG, True)
 expect("body on CLUSTER", packet(CLUSTER, b"\0" * 8), EBADMSG, True)
+expect("CLUSTER_NODE_GET without its index", packet(CLUSTER_NODE_GET), EBADMSG, True)
+expect("CLUSTER_NODE_GET, reserved set", packet(CLUSTER_NODE_GET, struct.pack("<II", 0, 1)),
+       EBADMSG, True)
+expect("CLUSTER_NODE_GET without [Cluster]", packet(CLUSTER_NODE_GET, struct.pack("<II", 0, 0)),
+       errno.ENOENT, False)
 expect("oversized packet", packet(RETIRE, extent() + b"\0" * 2000), EBADMSG, True)
 expect("identity not terminated", packet(RETIRE, extent(ident=b"a" * 64)), EBADMSG, True)
 expect("empty identity", packet(RETIRE, extent(ident=b"")), EBADMSG, True)

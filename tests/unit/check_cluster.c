@@ -370,6 +370,8 @@ static int keys_under(const char *prefix)
 
 START_TEST(resumed_everywhere)
 {
+	struct cl_view view;
+
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/nodes/"), 3);
 	ck_assert_int_eq(cl_error(cores[1], "J", 1, "a UE", now), 0);
 	run();
@@ -381,6 +383,8 @@ START_TEST(resumed_everywhere)
 		ck_assert_ptr_nonnull(strstr(said[n], "opened by n1 on 3 nodes: a UE"));
 		ck_assert_uint_eq(told_rank[n], 1);	/* whose state was lost: n1's rank */
 	}
+	/* none open now: nothing to view */
+	ck_assert_int_eq(cl_view_get(cores[1], 0, &view), -ENOENT);
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
 	ck_assert_int_eq(keys_under(CL_ACKS_V1), 0);
 	ck_assert_str_eq(watched[1][0], "");	/* and no longer, once closed */
@@ -398,9 +402,27 @@ END_TEST
 /* A node that never acknowledges: the deadline aborts it everywhere, then it closes. */
 START_TEST(deadline_aborts)
 {
+	struct cl_view v;
+
 	mute_node = 2;
 	cl_error(cores[0], "J", 0, "a UE", now);
 	run();
+	/* the opener sees who acknowledged the pause, and when; n1 its own only */
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(cl_view_get(cores[0], i, &v), 0);
+		ck_assert_uint_eq(v.total, 3);
+		ck_assert_str_eq(v.opener, "n0");
+		ck_assert_int_eq(v.step, CL_PAUSE);
+		ck_assert_uint_eq(v.failed_rank, 0);
+		ck_assert_uint_eq(v.acked, (strcmp(v.node, "n2") ? 1U << CL_PAUSE : 0));
+		ck_assert(!strcmp(v.node, "n2") || v.acked_at[CL_PAUSE] >= v.step_at[CL_PAUSE]);
+		ck_assert_uint_ne(v.step_at[CL_PAUSE], 0);
+	}
+	ck_assert_int_eq(cl_view_get(cores[0], 3, &v), -ENOENT);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(cl_view_get(cores[1], i, &v), 0);
+		ck_assert_uint_eq(v.acked, (strcmp(v.node, "n1") ? 0 : 1U << CL_PAUSE));
+	}
 	ck_assert_uint_eq(steps[0][CL_PAUSE], 1);
 	ck_assert_uint_eq(steps[0][CL_ISOLATE], 0);
 	/* the opener alone watches the acknowledgements */

@@ -643,6 +643,42 @@ START_TEST(cluster_messages)
 }
 END_TEST
 
+/* CLUSTER_NODE_GET: an index asked; an entry of the list answered, its names checked. */
+START_TEST(cluster_node_messages)
+{
+	struct hbm_ctl_cluster_node n = { .index = 1, .total = 2, .incident = 4, .job = "1000.run-42",
+					  .id = "00000000000000a1", .opener = "node2",
+					  .node = "node1", .step = 2, .acked = 3 }, bad;
+	struct hbm_ctl_index ix = { .index = 1 };
+	struct hbm_ctl_header h;
+	const void *body;
+	size_t len;
+
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_CLUSTER_NODE_GET, 1, 0, &ix);
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, false, &h, &body), 0);
+	ix.reserved = 1;
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_CLUSTER_NODE_GET, 1, 0, &ix);
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, false, &h, &body), -EBADMSG);
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_CLUSTER_NODE_GET | HBM_CTL_REPLY, 1, 0, &n);
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), 0);
+	for (int i = 0; i < 7; i++) {
+		bad = n;
+		switch (i) {
+		case 0: bad.index = 2; break;
+		case 1: bad.step = HBM_CTL_CLUSTER_STEPS; break;
+		case 2: bad.acked = 1U << HBM_CTL_CLUSTER_STEPS; break;
+		case 3: bad.reserved = 1; break;
+		case 4: bad.node[0] = 0; break;
+		case 5: strcpy(bad.opener, "a b"); break;
+		case 6: memset(bad.id, 'x', sizeof(bad.id)); break;
+		}
+		len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_CLUSTER_NODE_GET | HBM_CTL_REPLY, 1, 0,
+				     &bad);
+		ck_assert_msg(hbm_ctl_decode(buf, len, true, &h, &body) == -EBADMSG, "case %d", i);
+	}
+}
+END_TEST
+
 Suite *ctl_suite(void)
 {
 	Suite *s = suite_create("ctl");
@@ -658,6 +694,7 @@ Suite *ctl_suite(void)
 	tcase_add_test(tc, drain_messages);
 	tcase_add_test(tc, deadlines_messages);
 	tcase_add_test(tc, cluster_messages);
+	tcase_add_test(tc, cluster_node_messages);
 	tcase_add_test(tc, unsafe_names);
 	tcase_add_test(tc, escaped_output);
 	tcase_add_test(tc, sender_credentials);
