@@ -44,6 +44,7 @@ struct job {
 	char *value;			/* NULL: not joined */
 	uint32_t world;			/* its world_size */
 	bool published;			/* under the present lease */
+	bool republish;			/* changed while a publication was in flight */
 	bool leaving;			/* its key to delete: no rank of it here now */
 	/* the open incident, as etcd has it */
 	bool open;
@@ -662,29 +663,49 @@ static void process(struct cl_core *c, struct job *j, uint64_t now)
 			escalate(c, j, "a second error on node %s (%s)", c->node, j->want_reason);
 		else if (j->want_fail[0] && j->member)
 			escalate(c, j, "node %s: %s", c->node, j->want_fail);
-		else if (strcmp(j->id, j->want_id))
-			say(c, j, LOG_ERR, "job %s: incident %s is open without this node: its error (%s) is not the cluster's",
+		else if (strcmp(j->id, j->want_id)) {
+			/* its ranks here cannot follow an incident that does not wait for them */
+			say(c, j, LOG_ERR, "job %s: incident %s is open without this node: its error (%s) aborts its ranks here",
 			    j->name, j->id, j->want_reason);
+			local(c, j, CL_ABORT, "the job's incident is open without this node");
+		}
 	}
 	/*
 	 * Opened once this node's key is there (the incident's nodes include
 	 * it) and the watch has brought every node of the job (their ranks
-	 * make up the world), or that took a pause step's deadline: the
-	 * nodes then missing are missed by the deadlines.
+	 * make up the world).  Not by the pause deadline: without etcd, or
+	 * without every rank's node known, its ranks cannot recover together
+	 * and this node's abort (a job never hangs on etcd, nor waits for a
+	 * node it does not know).
 	 */
-	if (j->want_open && !c->link && now >= j->want_since + c->t.step[CL_PAUSE] * 1000000ULL) {
-		/* a job on other nodes too: without etcd, its ranks cannot recover together */
-		say(c, j, LOG_ERR, "job %s: etcd unreachable for the pause deadline after an error (%s): aborting this node's ranks",
-		    j->name, j->want_reason);
-		j->want_open = false;
-		local(c, j, CL_ABORT, "etcd unreachable: the job's incident could not be opened");
-	}
 	if (j->want_open && c->link && !BUSY(j, CL_TXN_OPEN) && c->synced >= j->open_failed_rev &&
-	    node_alive(j, c->node) &&
-	    (world_known(j) || now >= j->want_since + c->t.step[CL_PAUSE] * 1000000ULL))
+	    node_alive(j, c->node) && world_known(j)) {
 		open_incident(c, j);
+	} else if (j->want_open && !BUSY(j, CL_TXN_OPEN) &&
+		   now >= j->want_since + c->t.step[CL_PAUSE] * 1000000ULL) {
+		const char *why = !c->link ? "etcd unreachable" :
+				  !node_alive(j, c->node) ? "this node's ranks not published" :
+				  !world_known(j) ? "not every rank's node known" :
+				  "another incident's end not seen";
+		struct cl_action *a;
+
+		say(c, j, LOG_ERR, "job %s: its incident not opened by the pause deadline after an error (%s): %s: aborting this node's ranks",
+		    j->name, j->want_reason, why);
+		j->want_open = false;
+		a = push(c, CL_LOCAL, j);
+		if (a) {
+			a->step = j->asked = CL_ABORT;
+			snprintf(a->text, sizeof(a->text), "the job's incident could not be opened across its nodes: %s",
+				 why);
+		}
+	}
 	if (!j->open || !j->member || !j->step_known)
 		return;
+	/* an abort this node decided is its ranks' at once, not after etcd's round trip */
+	if (j->escalate[0] && !j->local_aborted && j->asked != CL_ABORT) {
+		local(c, j, CL_ABORT, j->escalate);
+		j->local_aborted = true;
+	}
 	/* the local ranks follow the step this node read */
 	if (j->asked < (int)j->step && !j->local_aborted)
 		local(c, j, j->step, j->step == CL_ABORT ? j->reason : NULL);
@@ -808,6 +829,7 @@ static void put_node(struct cl_core *c, const struct key *k, const struct etcd_k
 	struct json_object *o = value_parse(kv);
 	int64_t ranks = o ? ranks_of(o, NULL) : -1;
 	struct job *j;
+	size_t i;
 
 	json_object_put(o);
 	if (ranks < 0)
@@ -815,8 +837,12 @@ static void put_node(struct cl_core *c, const struct key *k, const struct etcd_k
 	j = job_get(c, k->job, false);
 	if (!j)
 		return refuse(c, kv, "too many jobs");
-	if (node_alive(j, k->node))
-		return;
+	for (i = 0; i < j->nr_nodes && strcmp(j->nodes[i], k->node); i++)
+		;
+	if (i < j->nr_nodes) {		/* a node's ranks of the job changed */
+		j->ranks[i] = ranks;
+		goto known;
+	}
 	if (j->nr_nodes == CL_MAX_NODES)
 		return refuse(c, kv, "too many nodes in the job");
 	if (j->nr_nodes == j->cap_nodes) {
@@ -833,7 +859,10 @@ static void put_node(struct cl_core *c, const struct key *k, const struct etcd_k
 	}
 	j->ranks[j->nr_nodes] = ranks;
 	strcpy(j->nodes[j->nr_nodes++], k->node);
-	if (!strcmp(k->node, c->node) && kv->lease == c->lease && j->value)
+known:
+	/* what this node last asked etcd to hold, under its lease */
+	if (!strcmp(k->node, c->node) && kv->lease == c->lease && j->value &&
+	    kv->value_len == strlen(j->value) && !memcmp(kv->value, j->value, kv->value_len))
 		j->published = true;
 }
 
@@ -1159,7 +1188,8 @@ void cl_txn_done(struct cl_core *c, const struct cl_action *a, int err, bool suc
 		/* one is open already: the watch brings it by @rev */
 		j->open_failed_rev = rev;
 	} else if (a->txn == CL_TXN_PUBLISH && succeeded) {
-		j->published = true;
+		j->published = !j->republish;	/* else the newer value goes next */
+		j->republish = false;
 	} else if (a->txn == CL_TXN_LEAVE) {
 		j->leaving = false;
 	} else if (a->txn == CL_TXN_ACK && j->open && !strcmp(a->id, j->id)) {
@@ -1206,6 +1236,7 @@ int cl_job_join(struct cl_core *c, const char *job, const char *value, uint64_t 
 	j->value = v;
 	j->world = world;
 	j->published = false;
+	j->republish = BUSY(j, CL_TXN_PUBLISH);
 	j->leaving = false;
 	process(c, j, now);
 	return 0;
@@ -1284,7 +1315,9 @@ int cl_error(struct cl_core *c, const char *job, uint32_t rank, const char *reas
 		return -ENOENT;
 	if (rank >= j->world)
 		return -EINVAL;
-	if (j->open && j->member) {
+	if (j->open && j->member && j->step_known && j->step == CL_ABORT) {
+		local(c, j, CL_ABORT, j->reason);	/* aborting already: this error's ranks too */
+	} else if (j->open && j->member) {
 		escalate(c, j, "a second error on node %s (%s)", c->node, reason);
 	} else if (!j->want_open) {
 		j->want_open = true;
@@ -1387,7 +1420,7 @@ uint64_t cl_next_deadline(const struct cl_core *c)
 
 		if (j->retry_at && j->retry_at < next)
 			next = j->retry_at;
-		if (j->want_open && !j->open && (!world_known(j) || !c->link) &&
+		if (j->want_open && !j->open &&
 		    j->want_since + c->t.step[CL_PAUSE] * 1000000ULL < next)
 			next = j->want_since + c->t.step[CL_PAUSE] * 1000000ULL;
 		if (j->open && j->member && j->step_known && j->deadline < next &&

@@ -218,6 +218,19 @@ static void tell(struct daemon *d, struct incident *x, uint32_t action)
 
 static int on_deadline(sd_event_source *s, uint64_t usec, void *arg);
 
+/*
+ * The longest an incident across nodes may take in all: its opening and
+ * each step's deadline ([Recovery], as cluster.c gives them), and a kill's
+ * grace.  Past it this node escalates on its own, whatever etcd says or
+ * does not: its ranks never wait on the cluster for ever.
+ */
+static uint32_t cluster_budget(const struct daemon *d)
+{
+	const struct hbm_recovery_config *r = &d->cfg.recovery;
+
+	return 4 * r->pause_timeout + r->restore_timeout + r->kill_timeout + 10;
+}
+
 static void arm(struct daemon *d, struct incident *x, uint32_t seconds)
 {
 	sd_event_source_disable_unref(x->timer);
@@ -293,7 +306,8 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *arg)
 		arm(d, x, 0);
 		return 0;
 	}
-	escalate(d, x, x->info.state == HBM_INCIDENT_PAUSING ?
+	escalate(d, x, x->clustered ? "the incident across nodes did not end within its deadlines" :
+		 x->info.state == HBM_INCIDENT_PAUSING ?
 		 "ranks did not pause in time" : "ranks did not restore in time");
 	return 0;
 }
@@ -371,11 +385,10 @@ static void publish_job(struct daemon *d, uid_t uid, const char *job)
 	struct client *c;
 	size_t n = 0;
 
-	if (!d->cluster)
+	if (!d->cluster || !cluster_name(uid, job, name))	/* refused at registration */
 		return;
-	if (!cluster_name(uid, job, name)) {
-		fprintf(stderr, "<4>hbmguardd: job %s of uid %u: not a name etcd takes (cluster_proto.h): its recovery is this node's alone\n",
-			job, (unsigned int)uid);
+	if (!job_spread(d, uid, job)) {	/* none (left), or all here: nothing for etcd */
+		cluster_leave(d->cluster, name);
 		return;
 	}
 	n = snprintf(value, sizeof(value), "{\"ranks\":[");
@@ -384,10 +397,6 @@ static void publish_job(struct daemon *d, uid_t uid, const char *job)
 			n += snprintf(value + n, sizeof(value) - n, "%s%u", world ? "," : "",
 				      c->reg.rank);
 		world = c->reg.world_size;
-	}
-	if (!world) {
-		cluster_leave(d->cluster, name);
-		return;
 	}
 	if (n < sizeof(value))
 		n += snprintf(value + n, sizeof(value) - n, "],\"world_size\":%u}", world);
@@ -598,8 +607,7 @@ void recovery_on_lost_data(struct daemon *d, const char *identity,
 		mark(x, HBM_INCIDENT_DETECTED, NULL);
 		mark(x, HBM_INCIDENT_PAUSING, NULL);
 		tell(d, x, HBM_RECOVERY_PAUSE);
-		if (!x->clustered)
-			arm(d, x, d->cfg.recovery.pause_timeout);
+		arm(d, x, x->clustered ? cluster_budget(d) : d->cfg.recovery.pause_timeout);
 		record(d, x, HBM_INCIDENT_DETECTED);
 		if (x->clustered)
 			open_across_nodes(d, x);
@@ -616,10 +624,11 @@ void recovery_on_lost_data(struct daemon *d, const char *identity,
  *
  * Return: 0; -EALREADY if this connection registered before, -EEXIST if a
  * live process holds that rank of that job, -EBUSY if the job is under
- * recovery.
+ * recovery, -EINVAL if [Cluster] is set and etcd cannot name the job.
  */
 int recovery_register(struct daemon *d, struct client *c, const struct hbm_ctl_rank *r)
 {
+	char name[HBM_CLUSTER_NAME_LEN];
 	struct client *o;
 
 	if (c->is_rank)
@@ -629,6 +638,13 @@ int recovery_register(struct daemon *d, struct client *c, const struct hbm_ctl_r
 			return -EEXIST;
 	if (open_incident_of(d, c->cred.uid, r->job))
 		return -EBUSY;
+	if (d->cluster && !cluster_name(c->cred.uid, r->job, name)) {
+		/* its ranks elsewhere would never hear of its incidents */
+		fprintf(stderr, "<4>hbmguardd: rank %u of job %s refused: with [Cluster], a job's name is one etcd takes (cluster_proto.h: at most %zu characters of [A-Za-z0-9._-] for uid %u)\n",
+			r->rank, r->job, HBM_CLUSTER_NAME_LEN - 2 - (size_t)snprintf(NULL, 0, "%u",
+			(unsigned int)c->cred.uid), (unsigned int)c->cred.uid);
+		return -EINVAL;
+	}
 	c->reg = *r;
 	c->is_rank = true;
 	c->answer = 0;
@@ -800,6 +816,7 @@ void recovery_load(struct daemon *d)
 		if (!x)
 			break;
 		x->info = in[i];
+		x->remote = in[i].device[0] == '@';	/* another node's: nothing to drain here */
 		if (in[i].id > d->last_incident)
 			d->last_incident = in[i].id;
 	}
@@ -914,13 +931,36 @@ static bool local_job(const char *name, uid_t *uid, const char **job)
 	char *end;
 	unsigned long u;
 
+	char again[HBM_CLUSTER_NAME_LEN];
+
 	errno = 0;
 	u = strtoul(name, &end, 10);
 	if (errno || end == name || *end != '.' || u > UINT32_MAX || !isdigit(*name))
 		return false;
 	*uid = u;
 	*job = end + 1;
-	return true;
+	/* the one spelling cluster_name() makes: "01000.job" is no one's */
+	return cluster_name(*uid, *job, again) && !strcmp(again, name);
+}
+
+/*
+ * Whether this node's incident of a job's incident across nodes @id ended
+ * already: the newest of the job's, the cluster's, escalated here (before
+ * it opened in etcd, its id not yet known: one opened here).
+ */
+static bool part_ended(struct daemon *d, uid_t uid, const char *job, const char *id)
+{
+	size_t i;
+
+	for (i = d->nr_incidents; i-- > 0;) {
+		const struct incident *x = &d->incidents[i];
+
+		if (x->uid != uid || strcmp(x->info.job, job))
+			continue;
+		return x->clustered && !open_state(x->info.state) &&
+		       (!strcmp(x->cluster_id, id) || (!x->cluster_id[0] && !x->remote));
+	}
+	return false;
 }
 
 /* An incident opened on another node, for this node's ranks of the job. */
@@ -932,7 +972,7 @@ static struct incident *remote_incident(struct daemon *d, uid_t uid, const char 
 
 	for_each_rank_of(d, c, uid, job)
 		break;
-	if (!c || !a->opener[0] || strlen(a->opener) + 2 > sizeof(x->info.device))
+	if (!c || !a->opener[0])
 		return NULL;
 	x = new_incident(d);
 	if (!x) {
@@ -947,6 +987,7 @@ static struct incident *remote_incident(struct daemon *d, uid_t uid, const char 
 	x->clustered = x->remote = true;
 	x->cl_asked = x->cl_done = -1;
 	mark(x, HBM_INCIDENT_DETECTED, NULL);
+	arm(d, x, cluster_budget(d));
 	return x;
 }
 
@@ -972,10 +1013,20 @@ static void cluster_step(void *arg, const struct cl_action *a)
 		cluster_fail(d->cluster, a->job, "an incident of this node's alone was under way");
 		return;
 	}
-	if (!x && a->step != CL_ABORT)
-		x = remote_incident(d, uid, job, a);
-	if (!x) {	/* no rank of the job here (left, or aborted already): nothing to do */
+	if (!x && a->step == CL_ABORT) {	/* nothing open here to abort */
 		cluster_done(d->cluster, a->job, a->id, a->step, true, NULL);
+		return;
+	}
+	if (!x && part_ended(d, uid, job, a->id)) {
+		/* this node's part ended already (escalated here): no step again */
+		cluster_done(d->cluster, a->job, a->id, a->step, false,
+			     "its part of the incident ended here");
+		return;
+	}
+	if (!x)
+		x = remote_incident(d, uid, job, a);
+	if (!x) {	/* no rank of the job here any more, or no memory: it cannot do it */
+		cluster_done(d->cluster, a->job, a->id, a->step, false, "no rank of the job here");
 		return;
 	}
 	snprintf(x->cluster_id, sizeof(x->cluster_id), "%s", a->id);
@@ -1009,6 +1060,7 @@ static void cluster_step(void *arg, const struct cl_action *a)
 	case CL_RESUME:
 		mark(x, HBM_INCIDENT_RESUMED, NULL);
 		tell(d, x, HBM_RECOVERY_RESUME);
+		arm(d, x, 0);
 		record(d, x, HBM_INCIDENT_RESUMED);
 		x->cl_done = CL_RESUME;
 		cluster_done(d->cluster, a->job, a->id, CL_RESUME, true, NULL);

@@ -131,7 +131,8 @@ struct hbmguard_rank;
 /*
  * The job's id as its launcher named it, the same on every node: torchrun's
  * TORCHELASTIC_RUN_ID (its --rdzv_id; "none", torchrun's default, names no
- * job), else Slurm's SLURM_JOB_ID.  0, -ENOENT if neither names one,
+ * job), else Slurm's SLURM_JOB_ID, with ".SLURM_STEP_ID" under srun (two
+ * steps of one allocation are two jobs).  0, -ENOENT if neither names one,
  * -EINVAL if it is not a name the daemon takes (printable ASCII without
  * spaces, shorter than @size and than 64).
  */

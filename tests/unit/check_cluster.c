@@ -555,7 +555,7 @@ START_TEST(etcd_gone_before)
 	cl_tick(cores[1], now);
 	run();
 	ck_assert_uint_eq(steps[1][CL_ABORT], 1);
-	ck_assert_ptr_nonnull(strstr(said[1], "etcd unreachable for the pause deadline after an error (a UE)"));
+	ck_assert_ptr_nonnull(strstr(said[1], "not opened by the pause deadline after an error (a UE): etcd unreachable"));
 	ck_assert_uint_eq(cl_next_deadline(cores[1]), UINT64_MAX);
 	/* and nothing is opened once etcd is back */
 	linked[1] = true;
@@ -696,18 +696,23 @@ START_TEST(leave)
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/nodes/"), 2);
 	ck_assert_ptr_null(find("/hbmguard/v1/jobs/J/nodes/n2"));
 	ck_assert_int_eq(cl_error(cores[2], "J", 2, "x", now), -ENOENT);
-	/* world_size 3 and two nodes' ranks: opened at the pause deadline, without n2 */
+	/*
+	 * world_size 3 and two nodes' ranks: not opened without the third, and
+	 * at the pause deadline this node's ranks abort (none waits on a node
+	 * no one knows)
+	 */
 	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now), 0);
 	run();
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
+	ck_assert_uint_eq(cl_next_deadline(cores[0]), now + 30 * 1000000ULL);
 	now += 30 * 1000000ULL;
 	for (int n = 0; n < 3; n++)
 		cl_tick(cores[n], now);
 	run();
-	for (int n = 0; n < 2; n++)
-		ck_assert_uint_eq(closed[n][1], 1);
-	ck_assert_uint_eq(steps[2][CL_PAUSE], 0);
-	ck_assert_ptr_nonnull(strstr(said[0], "opened by n0 on 2 nodes"));
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
+	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
+	ck_assert_uint_eq(steps[1][CL_PAUSE], 0);
+	ck_assert_ptr_nonnull(strstr(said[0], "not every rank's node known"));
 	/* and back: published again */
 	ck_assert_int_eq(cl_job_join(cores[2], "J", "{\"ranks\":[2],\"world_size\":3}", now), 0);
 	run();
@@ -722,6 +727,7 @@ START_TEST(local_failure)
 	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now), 0);
 	ck_assert_int_eq(cl_fail(cores[0], "J", "a rank left during recovery", now), 0);
 	run();
+	ck_assert_uint_eq(steps[0][CL_PAUSE], 0);	/* its ranks aborted at once, not paused */
 	for (int n = 0; n < 3; n++) {
 		ck_assert_uint_eq(steps[n][CL_ABORT], 1);
 		ck_assert_uint_eq(steps[n][CL_RESUME], 0);
@@ -738,6 +744,66 @@ START_TEST(local_failure)
 		ck_assert_uint_eq(steps[n][CL_ABORT], 2);
 		ck_assert_ptr_nonnull(strstr(said[n], "node n1: a rank failed to recover"));
 	}
+}
+END_TEST
+
+/*
+ * A node's ranks of a job change while their publication is in flight: the
+ * newer is published after it; and another node's count follows, so the
+ * world is known and an error opens at once.
+ */
+START_TEST(counts_follow)
+{
+	struct cl_action a;
+	struct fkv *f;
+
+	ck_assert_int_eq(cl_job_join(cores[0], "K", "{\"ranks\":[0],\"world_size\":3}", now), 0);
+	ck_assert(cl_next_action(cores[0], &a));
+	ck_assert_int_eq(a.txn, CL_TXN_PUBLISH);
+	ck_assert_int_eq(cl_job_join(cores[0], "K", "{\"ranks\":[1,0],\"world_size\":3}", now), 0);
+	ck_assert(txn(a.body));
+	cl_txn_done(cores[0], &a, 0, true, rev, now);
+	free(a.body);
+	run();
+	f = find("/hbmguard/v1/jobs/K/nodes/n0");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_str_eq(f->value, "{\"ranks\":[1,0],\"world_size\":3}");
+	ck_assert_int_eq(cl_job_join(cores[1], "K", "{\"ranks\":[2],\"world_size\":3}", now), 0);
+	run();
+	ck_assert_int_eq(cl_error(cores[1], "K", 2, "a UE", now), 0);
+	run();	/* no deadline waited for */
+	ck_assert_uint_eq(closed[0][1], 1);
+	ck_assert_uint_eq(closed[1][1], 1);
+	ck_assert_uint_eq(steps[2][CL_PAUSE], 0);
+}
+END_TEST
+
+/*
+ * An error on a node while the job's incident is open: its ranks abort at
+ * once, and once the abort is written, every node's.
+ */
+START_TEST(error_during_incident)
+{
+	mute_node = 1;	/* holds the incident at pause */
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now), 0);
+	run();
+	ck_assert_uint_eq(steps[2][CL_PAUSE], 1);
+	ck_assert_int_eq(cl_error(cores[2], "J", 2, "another UE", now), 0);
+	ck_assert_uint_eq(steps[2][CL_ABORT], 0);
+	{
+		struct cl_action a;
+
+		/* the local abort comes before any transaction */
+		ck_assert(cl_next_action(cores[2], &a));
+		while (a.kind == CL_LOG)
+			ck_assert(cl_next_action(cores[2], &a));
+		ck_assert_int_eq(a.kind, CL_LOCAL);
+		ck_assert_int_eq(a.step, CL_ABORT);
+		steps[2][CL_ABORT]++;
+	}
+	run();
+	ck_assert_uint_eq(steps[2][CL_ABORT], 1);	/* once */
+	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
 }
 END_TEST
 
@@ -792,6 +858,8 @@ Suite *cluster_suite(void)
 	tcase_add_test(tc, hostile_mid_incident);
 	tcase_add_test(tc, leave);
 	tcase_add_test(tc, local_failure);
+	tcase_add_test(tc, counts_follow);
+	tcase_add_test(tc, error_during_incident);
 	suite_add_tcase(s, tc);
 	return s;
 }

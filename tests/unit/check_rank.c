@@ -34,6 +34,10 @@ START_TEST(job_id_from_the_launcher)
 	launcher(NULL, "1234");
 	ck_assert_int_eq(hbmguard_job_id(id, sizeof(id)), 0);
 	ck_assert_str_eq(id, "1234");
+	setenv("SLURM_STEP_ID", "3", 1);	/* under srun: the step's */
+	ck_assert_int_eq(hbmguard_job_id(id, sizeof(id)), 0);
+	ck_assert_str_eq(id, "1234.3");
+	unsetenv("SLURM_STEP_ID");
 	launcher("none", NULL);
 	ck_assert_int_eq(hbmguard_job_id(id, sizeof(id)), -ENOENT);
 	launcher(NULL, "");

@@ -463,6 +463,7 @@ static bool said(const char *log, const char *fmt, ...)
 START_TEST(job_across_nodes)
 {
 	unsigned int uid = getuid();
+	uint64_t t0, t1;
 	struct client *a, *b;
 	struct incident *x;
 
@@ -477,7 +478,11 @@ START_TEST(job_across_nodes)
 	recovery_on_lost_data(d, "dev", 0x2000, 0x1000);
 	x = &d->incidents[0];
 	ck_assert(x->clustered);
-	ck_assert_ptr_null(x->timer);	/* the cluster's deadlines, not this node's */
+	/* the cluster's deadlines; this node's only as a backstop past all of them */
+	ck_assert_ptr_nonnull(x->timer);
+	ck_assert_int_ge(sd_event_now(d->loop, CLOCK_MONOTONIC, &t0), 0);
+	ck_assert_int_ge(sd_event_source_get_time(x->timer, &t1), 0);
+	ck_assert_uint_ge(t1 - t0, (4 * 60 + 60 + 60) * 1000000ULL);
 	ck_assert(said(asked, "error %u.job 1 data lost on dev at 0x2000 under rank 1\n", uid));
 	ck_assert(said(told, "rank 0: %u of incident 1, rank 1 lost", HBM_RECOVERY_PAUSE));
 	answer(a, 1, HBM_ANSWER_PAUSED);
@@ -505,8 +510,10 @@ START_TEST(job_across_nodes)
 	/* the last rank here leaving: the job's key goes */
 	asked[0] = 0;
 	recovery_client_gone(d, a);
+	free(a);
 	ck_assert(said(asked, "join %u.job {\"ranks\":[1],\"world_size\":4}\n", uid));
 	recovery_client_gone(d, b);
+	free(b);
 	ck_assert(said(asked, "leave %u.job\n", uid));
 	cleanup();
 }
@@ -544,6 +551,10 @@ START_TEST(incident_of_another_node)
 	ck_assert(said(asked, "fail %u.job a rank failed to recover\n", uid));
 	ck_assert(said(told, "rank 2: %u of incident 1", HBM_RECOVERY_ABORT));
 	ck_assert_uint_eq(drained, 0);
+	/* a step after this node's part ended: refused, no second incident */
+	step("c7", CL_RESUME, 0, "node1", "");
+	ck_assert(said(asked, "done %u.job c7 resume failed\n", uid));
+	ck_assert_uint_eq(d->nr_incidents, 1);
 	/* the abort coming back finds nothing open here: acknowledged */
 	step("c7", CL_ABORT, 0, "node1", "node node2: a rank failed to recover");
 	ck_assert(said(asked, "done %u.job c7 abort ok\n", uid));
@@ -554,6 +565,15 @@ START_TEST(incident_of_another_node)
 	ck_assert_uint_eq(d->incidents[1].info.state, HBM_INCIDENT_ESCALATED);
 	ck_assert_str_eq(d->incidents[1].info.reason, "the deadline of pause passed, waiting for node3");
 	ck_assert_uint_eq(drained, 0);
+	/* a step for a job without a rank here: it cannot be done here */
+	asked[0] = 0;
+	recovery_client_gone(d, a);
+	recovery_client_gone(d, b);
+	free(a);
+	free(b);
+	step("c9", CL_PAUSE, 0, "node1", "");
+	ck_assert(said(asked, "done %u.job c9 pause failed\n", uid));
+	ck_assert_uint_eq(d->nr_incidents, 2);
 	cleanup();
 }
 END_TEST
@@ -574,6 +594,44 @@ START_TEST(across_nodes_not_bypassed)
 		       (unsigned int)getuid()));
 	ck_assert_ptr_null(strstr(asked, "isolate ok"));
 	ck_assert_uint_eq(drained, 1);	/* the bad GPU's node is this one */
+	cleanup();
+}
+END_TEST
+
+/* Another node's incident left open by a daemon that died: escalated, nothing drained. */
+START_TEST(load_another_nodes_incident)
+{
+	uint8_t buf[HBM_INCIDENTS_HEADER + HBM_INCIDENTS_RECORD] = { 0 };
+	struct hbm_ctl_incident x = { .id = 9, .length = HBM_CTL_WHOLE_DEVICE,
+				      .state = HBM_INCIDENT_PAUSING };
+
+	setup();
+	strcpy(x.job, "job");
+	strcpy(x.device, "@node1");
+	x.at[HBM_INCIDENT_DETECTED] = x.at[HBM_INCIDENT_PAUSING] = 1;
+	hbm_incidents_encode_header(buf, 1);
+	hbm_incidents_encode_record(buf, 0, &x);
+	ck_assert_int_eq(hbm_atomic_write(d->state_dir, "incidents", buf, sizeof(buf)), 0);
+	recovery_load(d);
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_ESCALATED);
+	ck_assert_uint_eq(drained, 0);
+	cleanup();
+}
+END_TEST
+
+/* With [Cluster], a job's name etcd cannot take is refused: its other nodes would not hear. */
+START_TEST(cluster_name_refused)
+{
+	struct client c = { .fd = -1, .pidfd = -1 };
+	struct hbm_ctl_rank reg = { .rank = 0, .world_size = 2, .device = "dev", .job = "exp:42" };
+
+	setup();
+	c.d = d;
+	c.cred.uid = getuid();
+	d->cluster = (struct cluster *)1;
+	ck_assert_int_eq(recovery_register(d, &c, &reg), -EINVAL);
+	d->cluster = NULL;	/* without it, any name of the protocol's */
+	ck_assert_int_eq(recovery_register(d, &c, &reg), 0);
 	cleanup();
 }
 END_TEST
@@ -617,6 +675,8 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, incident_of_another_node);
 	tcase_add_test(tc, across_nodes_not_bypassed);
 	tcase_add_test(tc, job_all_here_is_local);
+	tcase_add_test(tc, load_another_nodes_incident);
+	tcase_add_test(tc, cluster_name_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }
