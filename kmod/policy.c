@@ -35,7 +35,11 @@
  * the errors they held (counted in ce_events, but no longer toward their
  * page's threshold), so an operator can see it.  A bucket takes 16 bytes,
  * its place in the heap 4 and in the hash 8 at most: some 3 MB at 10^5
- * pages (ce_bytes), kept until the device goes.
+ * pages (ce_bytes), kept until the device goes.  They are per device, not
+ * module-wide as the intake's table, because they are grown only as a
+ * device's pages err: what they take follows the HBM that fails (every one
+ * of HBMGUARD_MAX_DEVICES devices with 10^5 pages erring at once would
+ * take 780 MB).
  *
  * Errors in the spare area follow the same policy, page by page: device
  * page nr_pages + i is spare i, with a bucket of its own.  A spare that
