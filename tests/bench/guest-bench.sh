@@ -190,6 +190,7 @@ for pages in 64 4096 100000; do
 	printf '@bench\tCE storm over %s pages: UEs lost\t%s\tUEs\t-\t-\t0\n' $pages $ue_lost
 done
 after=$(awk '/^(Slab|VmallocUsed):/ { s += $2 } END { print s }' /proc/meminfo)
+echo unregister >$prov || exit 1	# the test provider has one device at a time
 echo "register storm storm-0 2147483648 4096 16" >$prov || exit 1
 sid=$(hbmnl devices | sed -n 's/^device \([0-9]*\) storm .*/\1/p')
 hbmctl policy storm ce_threshold=10 >/dev/null || exit 1
