@@ -266,6 +266,7 @@ static struct json_object *device_json(uint32_t id, const struct hbmguard_device
 	hbm_cli_add_u64(o, "ce_window", di->policy.ce_window);
 	hbm_cli_add_u64(o, "retire_limit", di->policy.retire_limit);
 	hbm_cli_add_u64(o, "errors_dropped", di->errors_dropped);
+	hbm_cli_add_u64(o, "ce_forgotten", di->ce_forgotten);
 	return o;
 }
 
@@ -274,7 +275,7 @@ static struct json_object *devices(void)
 {
 	static const char *const head[] = {
 		"ID", "NAME", "IDENTITY", "HBM", "PAGE", "RETIRED", "PENDING", "FAILED",
-		"SPARES", "HEALTH", "DROPPED",
+		"SPARES", "HEALTH", "FORGOTTEN", "DROPPED",
 	};
 	uint32_t ids[HBMGUARD_MAX_DEVICES], n = list_devices(ids, HBMGUARD_MAX_DEVICES), i;
 	struct hbmguard_device_info di;
@@ -290,7 +291,7 @@ static struct json_object *devices(void)
 		}
 		return arr;
 	}
-	hbm_cli_table_init(&t, 11, head, "lllrrrrrrlr");
+	hbm_cli_table_init(&t, 12, head, "lllrrrrrrlrr");
 	for (i = 0; i < n; i++) {
 		get_device(ids[i], &di);
 		hbm_cli_cell(&t, "%u", ids[i]);
@@ -304,6 +305,7 @@ static struct json_object *devices(void)
 		hbm_cli_cell(&t, "%u/%u", di.spare_total - di.spare_used - di.spare_bad,
 			     di.spare_total);
 		hbm_cli_cell(&t, "%s", NAME(health_names, di.health));
+		hbm_cli_cell(&t, "%" PRIu64, (uint64_t)di.ce_forgotten);
 		hbm_cli_cell(&t, "%" PRIu64, (uint64_t)di.errors_dropped);
 	}
 	hbm_cli_table_print(&t, stdout);
