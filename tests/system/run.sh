@@ -15,7 +15,7 @@
 #                                     the README's commands
 #   tests/system/run.sh KVER slurm    the Slurm drain's checks alone (boot 3's end)
 #   tests/system/run.sh KVER cluster  two nodes, one job: two guests of the same
-#                                     image (a qcow2 overlay each) on a link of
+#                                     image (an overlay each) on a link of
 #                                     their own, etcd in the first (guest.sh cluster)
 #
 # tests/system/guest.sh runs at each boot as a systemd service and prints
@@ -138,8 +138,8 @@ else
 	printf '[Service]\nWatchdogSec=5s\n' >"$root/etc/systemd/system/hbmguardd.service.d/test.conf"
 fi
 
-# Two nodes of one job (mode cluster): both boot this image, each from a
-# qcow2 overlay of its own (boot_cluster); what differs between them comes
+# Two nodes of one job (mode cluster): both boot this image, each on an
+# overlay of its own (boot_cluster); what differs between them comes
 # from their kernel command line (systemd.hostname=, kernel-command-line(7)
 # of systemd 252) and the MAC address of their end of the link.
 node_mac() { printf '52:54:00:77:00:%02x' "$1"; }
@@ -246,8 +246,9 @@ boot() {
 	console_lines "$console"
 }
 
-# boot_cluster: two guests of the image, each on a qcow2 overlay of its
-# own, joined by a link of their own: qemu's socket netdev, a TCP
+# boot_cluster: two guests of the image, each writing to a temporary
+# overlay of its own (-drive snapshot=on: qemu-system-x86_64(1), -snapshot;
+# in $work: TMPDIR), joined by a link of their own: qemu's socket netdev, a TCP
 # connection over the host's 127.0.0.1 (qemu-system-x86_64(1) of qemu 7.2,
 # -netdev socket: node 1 listens, node 2 connects), the addresses inside it
 # the guests' own.  $work/share is a folder both see (-virtfs: 9p, "shared
@@ -258,7 +259,6 @@ boot_cluster() {
 	mkdir "$work/share"
 	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 	for n in 1 2; do
-		qemu-img create -q -f qcow2 -F raw -b "$disk" "$work/node$n.qcow2"
 		if [ $n = 1 ]; then
 			link=listen=127.0.0.1:$port
 		else
@@ -270,7 +270,7 @@ boot_cluster() {
 			done
 			link=connect=127.0.0.1:$port
 		fi
-		guest "$work/console-node$n.log" "file=$work/node$n.qcow2,format=qcow2" \
+		TMPDIR=$work guest "$work/console-node$n.log" "file=$disk,format=raw,snapshot=on" \
 			"systemd.hostname=node$n" \
 			-netdev "socket,id=link,$link" \
 			-device "virtio-net-pci,netdev=link,mac=$(node_mac $n)" \
@@ -286,6 +286,9 @@ boot_cluster() {
 		fi
 	done
 	wait "${pids[@]}" 2>/dev/null || true
+	# what the nodes left there (their runs, journals), for a look afterwards
+	rm -rf "$TOP/build/logs/tier3-cluster-share"
+	cp -r "$work/share" "$TOP/build/logs/tier3-cluster-share"
 	for n in 1 2; do
 		echo "# node$n" | tee -a "$log"
 		console_lines "$work/console-node$n.log"

@@ -443,7 +443,14 @@ class Torchrun(Rank):
     --run_path --start_method=fork would run it (config_from_args(): the
     script then runs in each rank forked from the agent, runpy's
     run_path(), not in an interpreter of its own): torch is imported once,
-    here.  --rdzv_id is the job's name (its ranks' TORCHELASTIC_RUN_ID)."""
+    here.  --rdzv_id is the job's name (its ranks' TORCHELASTIC_RUN_ID).
+
+    --redirects 1 --tee 1 (stdout to a file, and from it to ours) as the
+    default, 0 (none), cannot be: under Python 3.11 its Std.from_str()
+    (torch/distributed/elastic/multiprocessing/api.py) returns None for
+    "0", as iterating an IntFlag no longer yields its member of value 0,
+    and start_processes() fails on it (to_map(): 'NoneType' object has no
+    attribute 'get')."""
 
     def __init__(self, args):
         self.returncode = None
@@ -460,6 +467,7 @@ class Torchrun(Rank):
                 "--nproc_per_node", str(args.world // args.nnodes),
                 "--master_addr", args.master_addr, "--master_port", str(args.port),
                 "--rdzv_id", args.job, "--monitor_interval", "1",
+                "--redirects", "1", "--tee", "1",
                 "--run_path", "--start_method", "fork",
                 os.path.abspath(__file__)] + args.argv + ["--from-env"])
         except BaseException:
