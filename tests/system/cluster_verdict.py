@@ -93,9 +93,11 @@ check("... each rank's TORCHELASTIC_RUN_ID is the job's name (torchrun --rdzv_id
       [r and r["run_id"] for r in clean.ranks])
 check("... every rank registered with its node's hbmguardd",
       None not in clean.ranks and all(r["protected"] for r in clean.ranks), clean.ranks)
-check("... the four ranks' weights, scaler state and buffers bitwise equal (DDP across the link)",
-      None not in clean.ranks and len({r["weights"] for r in clean.ranks}) == 1 and
-      len({r["buffers"] for r in clean.ranks}) == 1, clean.ranks)
+# (each rank's BatchNorm statistics are its own batches': DDP broadcasts
+# rank 0's before each forward, not after the last)
+check("... the four ranks' weights and scaler state bitwise equal (DDP across the link)",
+      None not in clean.ranks and len({r["weights"] for r in clean.ranks}) == 1,
+      [r and r["weights"] for r in clean.ranks])
 check("... each node's first rank committed every step once, in order",
       all(clean.steps(n) == list(range(1, clean.ranks[0]["steps"] + 1)) for n in NODES)
       if clean.ranks[0] else False, {n: clean.steps(n) for n in NODES})

@@ -461,6 +461,9 @@ class Torchrun(Rank):
         code = 0
         try:
             os.setsid()
+            # the agent as the training user too: the files it makes for
+            # its ranks (their error.json) are theirs to write
+            become_training_user()
             import torch.distributed.run
             torch.distributed.run.main([
                 "--nnodes", str(args.nnodes), "--node_rank", str(args.node_rank),
