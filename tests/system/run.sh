@@ -218,10 +218,12 @@ guest() {
 		-nographic -monitor none -serial "file:$console" </dev/null >/dev/null 2>&1 &
 }
 
-# console_lines CONSOLE: a console into the log, and its test lines shown
+# console_lines CONSOLE: a console into the log, and its test lines shown;
+# without the terminal's escapes systemd's status lines leave on it (an "ok"
+# after "\e[K" would not be seen, nor a "not ok")
 console_lines() {
-	tr -d '\r' <"$1" >>"$log"
-	tr -d '\r' <"$1" | grep -E '^(ok|not ok|#|\|) |@@PHASE|^@bench' || true
+	tr -d '\r' <"$1" | sed -E 's/\x1b\[[0-9;?]*[A-Za-z]//g' | tee -a "$log" |
+		grep -E '^(ok|not ok|#|\|) |@@PHASE|^@bench' || true
 }
 
 boot() {
