@@ -330,7 +330,8 @@ GUEST_PROGS := $(BUILD)/guest/hbmtest $(BUILD)/guest/hbmctl $(BUILD)/guest/hbmnl
 KERNEL_PARTS := module daemon
 KERNEL_TIERS := $(foreach v,$(DEB_KVERS),check-kernel-$(v))
 GUESTS_2 := $(foreach v,$(DEB_KVERS) debug,$(foreach p,$(KERNEL_PARTS),check-kernel-$(v)-$(p)))
-.PHONY: $(KERNEL_TIERS) $(GUESTS_2) check-system-boots check-system-ddp system-rootfs
+.PHONY: $(KERNEL_TIERS) $(GUESTS_2) check-system-boots check-system-ddp check-system-cluster \
+	system-rootfs
 
 check-kernel: $(KERNEL_TIERS)
 define kernel_guest
@@ -360,6 +361,10 @@ check-system-boots: $(SYSTEM_DEPS) | $(GUESTS_AFTER)
 check-system-ddp: $(SYSTEM_DEPS) | $(GUESTS_AFTER)
 	@echo "== tier 3: the DDP job through a fault, in a systemd guest"
 	$(TOP)/tests/system/run.sh $(SYSTEM_KVER) ddp
+# Two guests at once, one job across them (issue 14): both of a 2-core host's.
+check-system-cluster: $(SYSTEM_DEPS) | $(GUESTS_AFTER)
+	@echo "== tier 3: one DDP job on two nodes, etcd between their daemons"
+	$(TOP)/tests/system/run.sh $(SYSTEM_KVER) cluster
 
 # Each tier stops the run on its first failure, so reaching the end means all
 # passed: the unit runs, the spec, unit file, install, shape and cluster checks, two
