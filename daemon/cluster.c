@@ -379,10 +379,14 @@ int cluster_leave(struct cluster *cl, const char *job)
 	return err;
 }
 
-/* This node's ranks of @job lost data: the job's incident opens, or escalates. */
-int cluster_error(struct cluster *cl, const char *job, uint32_t failed_rank, const char *reason)
+/*
+ * This node's ranks of @job lost data: the job's incident opens, or
+ * escalates; @id is set to its id (the open one's, or the one it opens under).
+ */
+int cluster_error(struct cluster *cl, const char *job, uint32_t failed_rank, const char *reason,
+		  char id[HBM_CLUSTER_NAME_LEN])
 {
-	int err = cl_error(cl->core, job, failed_rank, reason, now_us(cl));
+	int err = cl_error(cl->core, job, failed_rank, reason, now_us(cl), id);
 
 	drain(cl);
 	return err;

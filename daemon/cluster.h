@@ -38,7 +38,8 @@ void cluster_stop(struct cluster *cl);
 void cluster_reconfigure(struct cluster *cl, const struct hbm_recovery_config *rec);
 int cluster_join(struct cluster *cl, const char *job, const char *value);
 int cluster_leave(struct cluster *cl, const char *job);
-int cluster_error(struct cluster *cl, const char *job, uint32_t failed_rank, const char *reason);
+int cluster_error(struct cluster *cl, const char *job, uint32_t failed_rank, const char *reason,
+		  char id[HBM_CLUSTER_NAME_LEN]);
 int cluster_fail(struct cluster *cl, const char *job, const char *reason);
 int cluster_done(struct cluster *cl, const char *job, const char *id, enum cl_step step,
 		 bool ok, const char *reason);

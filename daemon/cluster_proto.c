@@ -694,7 +694,7 @@ static void process(struct cl_core *c, struct job *j, uint64_t now)
 		j->want_open = false;
 		a = push(c, CL_LOCAL, j);
 		if (a) {
-			a->step = j->asked = CL_ABORT;
+			a->step = CL_ABORT;	/* of no incident: nothing asked of one */
 			snprintf(a->text, sizeof(a->text), "the job's incident could not be opened across its nodes: %s",
 				 why);
 		}
@@ -944,6 +944,11 @@ static void put_incident(struct cl_core *c, const struct key *k, const struct et
 	}
 	if (j->open)	/* deleted and created again between two reads */
 		incident_gone(c, j);
+	/* a new incident: nothing of this node's part in an earlier one stands */
+	j->asked = j->done = -1;
+	j->acked = 0;
+	j->local_aborted = false;
+	j->escalate[0] = 0;
 	j->open = true;
 	strcpy(j->id, id);
 	strcpy(j->opener, opener);
@@ -1301,13 +1306,14 @@ int cl_fail(struct cl_core *c, const char *job, const char *reason, uint64_t now
  * @rank: the global rank whose state was lost (< the job's world size)
  * @reason: what happened, for every node's journal
  * @now: the time
+ * @id: set to the incident's id: the open one's, or the one it will open under
  *
  * A second error while one is open escalates it.
  *
  * Return: 0, -ENOENT a job this node has not joined, -EINVAL @rank out of its world.
  */
 int cl_error(struct cl_core *c, const char *job, uint32_t rank, const char *reason,
-	     uint64_t now)
+	     uint64_t now, char id[HBM_CLUSTER_NAME_LEN])
 {
 	struct job *j = job_find(c, job);
 
@@ -1315,8 +1321,10 @@ int cl_error(struct cl_core *c, const char *job, uint32_t rank, const char *reas
 		return -ENOENT;
 	if (rank >= j->world)
 		return -EINVAL;
-	if (j->open && j->member && j->step_known && j->step == CL_ABORT) {
-		local(c, j, CL_ABORT, j->reason);	/* aborting already: this error's ranks too */
+	if (j->open && j->member && ((j->step_known && j->step == CL_ABORT) || j->escalate[0] ||
+				     j->local_aborted)) {
+		/* aborting already (or deciding to): this error's ranks too */
+		local(c, j, CL_ABORT, j->escalate[0] ? j->escalate : j->reason);
 	} else if (j->open && j->member) {
 		escalate(c, j, "a second error on node %s (%s)", c->node, reason);
 	} else if (!j->want_open) {
@@ -1328,6 +1336,7 @@ int cl_error(struct cl_core *c, const char *job, uint32_t rank, const char *reas
 		j->want_rank = rank;
 		j->want_fail[0] = 0;
 	}
+	strcpy(id, j->open && j->member ? j->id : j->want_id);
 	process(c, j, now);
 	return 0;
 }
@@ -1420,7 +1429,8 @@ uint64_t cl_next_deadline(const struct cl_core *c)
 
 		if (j->retry_at && j->retry_at < next)
 			next = j->retry_at;
-		if (j->want_open && !j->open &&
+		/* (an open in flight: its answer runs process() again) */
+		if (j->want_open && !j->open && !BUSY(j, CL_TXN_OPEN) &&
 		    j->want_since + c->t.step[CL_PAUSE] * 1000000ULL < next)
 			next = j->want_since + c->t.step[CL_PAUSE] * 1000000ULL;
 		if (j->open && j->member && j->step_known && j->deadline < next &&

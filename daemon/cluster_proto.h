@@ -143,7 +143,7 @@ void cl_txn_done(struct cl_core *c, const struct cl_action *a, int err, bool suc
 int cl_job_join(struct cl_core *c, const char *job, const char *value, uint64_t now);
 int cl_job_leave(struct cl_core *c, const char *job, uint64_t now);
 int cl_error(struct cl_core *c, const char *job, uint32_t rank, const char *reason,
-	     uint64_t now);
+	     uint64_t now, char id[HBM_CLUSTER_NAME_LEN]);
 int cl_fail(struct cl_core *c, const char *job, const char *reason, uint64_t now);
 int cl_local_done(struct cl_core *c, const char *job, const char *id, enum cl_step step,
 		  bool ok, const char *reason, uint64_t now);

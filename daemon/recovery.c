@@ -526,7 +526,7 @@ static bool across_nodes(struct daemon *d, const struct incident *x)
  */
 static void open_across_nodes(struct daemon *d, struct incident *x)
 {
-	char name[HBM_CLUSTER_NAME_LEN], reason[CL_REASON_LEN];
+	char name[HBM_CLUSTER_NAME_LEN], reason[CL_REASON_LEN], cluster_id[HBM_CLUSTER_NAME_LEN];
 	uint64_t id = x->info.id;
 	size_t i;
 	int err;
@@ -538,16 +538,21 @@ static void open_across_nodes(struct daemon *d, struct incident *x)
 	else
 		snprintf(reason, sizeof(reason), "data lost on %s at 0x%" PRIx64 " under rank %u",
 			 x->info.device, x->info.offset, x->info.failed_rank);
-	err = cluster_error(d->cluster, name, x->info.failed_rank, reason);
-	if (!err)
-		return;
-	fprintf(stderr, "<3>hbmguardd: job %s: its incident cannot be opened across its nodes: %s: this node's alone\n",
-		name, strerror(-err));
-	for (i = 0; i < d->nr_incidents; i++)
-		if (d->incidents[i].info.id == id && open_state(d->incidents[i].info.state)) {
-			d->incidents[i].clustered = false;
-			arm(d, &d->incidents[i], d->cfg.recovery.pause_timeout);
+	err = cluster_error(d->cluster, name, x->info.failed_rank, reason, cluster_id);
+	if (err)
+		fprintf(stderr, "<3>hbmguardd: job %s: its incident cannot be opened across its nodes: %s: this node's alone\n",
+			name, strerror(-err));
+	for (i = 0; i < d->nr_incidents; i++) {
+		x = &d->incidents[i];
+		if (x->info.id != id)
+			continue;
+		if (!err && !x->cluster_id[0])	/* a step may have named it already */
+			strcpy(x->cluster_id, cluster_id);
+		if (err && open_state(x->info.state)) {
+			x->clustered = false;
+			arm(d, x, d->cfg.recovery.pause_timeout);
 		}
+	}
 }
 
 /**
@@ -945,8 +950,7 @@ static bool local_job(const char *name, uid_t *uid, const char **job)
 
 /*
  * Whether this node's incident of a job's incident across nodes @id ended
- * already: the newest of the job's, the cluster's, escalated here (before
- * it opened in etcd, its id not yet known: one opened here).
+ * already: the newest of the job's, of that id, escalated here.
  */
 static bool part_ended(struct daemon *d, uid_t uid, const char *job, const char *id)
 {
@@ -957,8 +961,7 @@ static bool part_ended(struct daemon *d, uid_t uid, const char *job, const char 
 
 		if (x->uid != uid || strcmp(x->info.job, job))
 			continue;
-		return x->clustered && !open_state(x->info.state) &&
-		       (!strcmp(x->cluster_id, id) || (!x->cluster_id[0] && !x->remote));
+		return x->clustered && !open_state(x->info.state) && !strcmp(x->cluster_id, id);
 	}
 	return false;
 }
@@ -1023,7 +1026,8 @@ static void cluster_step(void *arg, const struct cl_action *a)
 			     "its part of the incident ended here");
 		return;
 	}
-	if (!x)
+	/* a pause only: ranks never paused here cannot take a later step */
+	if (!x && a->step == CL_PAUSE)
 		x = remote_incident(d, uid, job, a);
 	if (!x) {	/* no rank of the job here any more, or no memory: it cannot do it */
 		cluster_done(d->cluster, a->job, a->id, a->step, false, "no rank of the job here");
@@ -1084,8 +1088,9 @@ static void cluster_closed(void *arg, const char *name, const char *id, bool res
 
 	if (!local_job(name, &uid, &job))
 		return;
+	/* one of its, or one not yet named (an error here while it was aborting) */
 	x = open_incident_of(d, uid, job);
-	if (x && x->clustered && !strcmp(x->cluster_id, id) && !resumed)
+	if (x && x->clustered && (!strcmp(x->cluster_id, id) || !x->cluster_id[0]) && !resumed)
 		escalate_here(d, x, "the job's incident was aborted");
 }
 

@@ -58,11 +58,13 @@ static const struct cluster_local_ops ops = { .step = on_step, .closed = on_clos
 
 static int on_usr1(sd_event_source *s, const struct signalfd_siginfo *si, void *arg)
 {
+	char id[HBM_CLUSTER_NAME_LEN];
+
 	(void)s;
 	(void)si;
 	(void)arg;
 	printf("error %llu\n", usec());
-	if (cluster_error(cl, job, rank, "a simulated UE"))
+	if (cluster_error(cl, job, rank, "a simulated UE", id))
 		fprintf(stderr, "agent: the job is not joined\n");
 	return 0;
 }

@@ -94,6 +94,7 @@ static char said[NODES][8192];
 static unsigned int closed[NODES][2];	/* [resumed] */
 static unsigned int steps[NODES][CL_NR_STEPS];
 static uint32_t told_rank[NODES];	/* the failed rank of the last step asked */
+static char id[HBM_CLUSTER_NAME_LEN];	/* what cl_error() said it opens under */
 static char watched[NODES][4][256];	/* the acknowledgements each core watches */
 
 static bool watches(int n, const char *key)
@@ -373,7 +374,7 @@ START_TEST(resumed_everywhere)
 	struct cl_view view;
 
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/nodes/"), 3);
-	ck_assert_int_eq(cl_error(cores[1], "J", 1, "a UE", now), 0);
+	ck_assert_int_eq(cl_error(cores[1], "J", 1, "a UE", now, id), 0);
 	run();
 	for (int n = 0; n < 3; n++) {
 		for (int s = CL_PAUSE; s <= CL_RESUME; s++)
@@ -390,12 +391,12 @@ START_TEST(resumed_everywhere)
 	ck_assert_str_eq(watched[1][0], "");	/* and no longer, once closed */
 	ck_assert_uint_eq(cl_next_deadline(cores[0]), UINT64_MAX);
 	/* and a second incident, later, as well */
-	ck_assert_int_eq(cl_error(cores[2], "J", 2, "another UE", now), 0);
+	ck_assert_int_eq(cl_error(cores[2], "J", 2, "another UE", now, id), 0);
 	run();
 	for (int n = 0; n < 3; n++)
 		ck_assert_uint_eq(closed[n][1], 2);
-	ck_assert_int_eq(cl_error(cores[0], "nope", 0, "x", now), -ENOENT);
-	ck_assert_int_eq(cl_error(cores[0], "J", 3, "x", now), -EINVAL);	/* out of its world */
+	ck_assert_int_eq(cl_error(cores[0], "nope", 0, "x", now, id), -ENOENT);
+	ck_assert_int_eq(cl_error(cores[0], "J", 3, "x", now, id), -EINVAL);	/* out of its world */
 }
 END_TEST
 
@@ -405,7 +406,7 @@ START_TEST(deadline_aborts)
 	struct cl_view v;
 
 	mute_node = 2;
-	cl_error(cores[0], "J", 0, "a UE", now);
+	cl_error(cores[0], "J", 0, "a UE", now, id);
 	run();
 	/* the opener sees who acknowledged the pause, and when; n1 its own only */
 	for (int i = 0; i < 3; i++) {
@@ -454,7 +455,7 @@ START_TEST(failed_step_and_second_error)
 {
 	fail_node = 2;
 	fail_step = CL_RESTORE;
-	cl_error(cores[0], "J", 0, "a UE", now);
+	cl_error(cores[0], "J", 0, "a UE", now, id);
 	run();
 	for (int n = 0; n < 3; n++) {
 		ck_assert_uint_eq(steps[n][CL_RESUME], 0);
@@ -465,9 +466,9 @@ START_TEST(failed_step_and_second_error)
 	/* a second error while one is open: every node aborts, told why */
 	fail_node = -1;
 	mute_node = 1;	/* holds the incident at pause */
-	cl_error(cores[0], "J", 0, "a UE", now);
+	cl_error(cores[0], "J", 0, "a UE", now, id);
 	run();
-	ck_assert_int_eq(cl_error(cores[2], "J", 2, "another UE", now), 0);
+	ck_assert_int_eq(cl_error(cores[2], "J", 2, "another UE", now, id), 0);
 	run();
 	for (int n = 0; n < 3; n++) {
 		ck_assert_uint_eq(steps[n][CL_ABORT], 2);
@@ -481,8 +482,8 @@ START_TEST(two_open_at_once)
 {
 	struct cl_action a0, a1;
 
-	cl_error(cores[0], "J", 0, "UE 0", now);
-	cl_error(cores[1], "J", 1, "UE 1", now);
+	cl_error(cores[0], "J", 0, "UE 0", now, id);
+	cl_error(cores[1], "J", 1, "UE 1", now, id);
 	ck_assert(cl_next_action(cores[0], &a0));
 	ck_assert(cl_next_action(cores[1], &a1));
 	ck_assert_int_eq(a0.txn, CL_TXN_OPEN);
@@ -505,7 +506,7 @@ END_TEST
 START_TEST(lease_ends)
 {
 	mute_node = 2;
-	cl_error(cores[0], "J", 0, "a UE", now);
+	cl_error(cores[0], "J", 0, "a UE", now, id);
 	run();
 	linked[2] = false;
 	fdel(find("/hbmguard/v1/jobs/J/nodes/n2"));
@@ -521,7 +522,7 @@ END_TEST
 /* Without etcd past a deadline, a node aborts its own ranks; the abort is written when back. */
 START_TEST(etcd_gone)
 {
-	cl_error(cores[0], "J", 0, "a UE", now);
+	cl_error(cores[0], "J", 0, "a UE", now, id);
 	mute_node = 1;
 	run();
 	mute_node = -1;
@@ -547,7 +548,7 @@ START_TEST(etcd_gone_before)
 {
 	linked[1] = false;
 	cl_link(cores[1], false, now);
-	ck_assert_int_eq(cl_error(cores[1], "J", 1, "a UE", now), 0);
+	ck_assert_int_eq(cl_error(cores[1], "J", 1, "a UE", now, id), 0);
 	run();
 	ck_assert_uint_eq(steps[1][CL_ABORT], 0);
 	ck_assert_uint_eq(cl_next_deadline(cores[1]), now + 30 * 1000000ULL);
@@ -572,7 +573,7 @@ START_TEST(closed_while_away)
 	struct etcd_kv kvs[KEYS];
 
 	mute_node = 2;		/* its ranks slow to pause, then its watch breaks */
-	cl_error(cores[0], "J", 0, "a UE", now);
+	cl_error(cores[0], "J", 0, "a UE", now, id);
 	run();
 	ck_assert_uint_eq(steps[2][CL_PAUSE], 1);
 	linked[2] = false;
@@ -593,6 +594,72 @@ START_TEST(closed_while_away)
 	ck_assert_uint_eq(steps[2][CL_ABORT], 1);
 	ck_assert_uint_eq(closed[2][0], 1);
 	ck_assert_ptr_nonnull(strstr(said[2], "aborted"));
+}
+END_TEST
+
+/*
+ * An error whose incident could not open (etcd gone) aborted this node's
+ * ranks: a later incident of another node's still pauses them.
+ */
+START_TEST(abort_before_open_is_not_sticky)
+{
+	linked[1] = false;
+	cl_link(cores[1], false, now);
+	ck_assert_int_eq(cl_error(cores[1], "J", 1, "a UE", now, id), 0);
+	run();
+	now += 30 * 1000000ULL;
+	cl_tick(cores[1], now);
+	run();
+	ck_assert_uint_eq(steps[1][CL_ABORT], 1);
+	linked[1] = true;
+	cl_link(cores[1], true, now);
+	run();
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a later UE", now, id), 0);
+	run();
+	for (int n = 0; n < 3; n++)
+		ck_assert_uint_eq(closed[n][1], 1);
+	ck_assert_uint_eq(steps[1][CL_PAUSE], 1);
+}
+END_TEST
+
+/* An open in flight past the pause deadline: no deadline in the past to spin on. */
+START_TEST(open_in_flight_no_spin)
+{
+	struct cl_action a;
+	int txns = 0;
+
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now, id), 0);
+	while (cl_next_action(cores[0], &a)) {	/* taken, not answered */
+		txns += a.kind == CL_TXN;
+		free(a.body);
+	}
+	ck_assert_int_eq(txns, 1);
+	now += 31 * 1000000ULL;
+	cl_tick(cores[0], now);
+	while (cl_next_action(cores[0], &a))
+		free(a.body);
+	ck_assert_uint_gt(cl_next_deadline(cores[0]), now);
+}
+END_TEST
+
+/* A second error here while this node's abort is decided, not yet written: aborted too. */
+START_TEST(second_error_while_aborting)
+{
+	mute_node = 2;
+	cl_error(cores[0], "J", 0, "a UE", now, id);
+	run();
+	mute_node = -1;
+	ck_assert_uint_eq(steps[1][CL_PAUSE], 1);
+	linked[1] = false;	/* n1 loses etcd past the deadline: it aborts its ranks */
+	cl_link(cores[1], false, now);
+	now += 30 * 1000000ULL;
+	cl_tick(cores[1], now);
+	run();
+	ck_assert_uint_eq(steps[1][CL_ABORT], 1);
+	ck_assert_int_eq(cl_error(cores[1], "J", 1, "a second UE", now, id), 0);
+	run();
+	ck_assert_uint_eq(steps[1][CL_ABORT], 2);
+	ck_assert_str_ne(id, "");	/* the open incident's */
 }
 END_TEST
 
@@ -672,7 +739,7 @@ START_TEST(hostile)
 	ck_assert_ptr_nonnull(strstr(said[0], "too many jobs"));
 	ck_assert_int_eq(cl_job_join(cores[0], "mine", "{\"ranks\":[0],\"world_size\":1}", now), 0);
 	/* still working after all that */
-	cl_error(cores[0], "J", 0, "a UE", now);
+	cl_error(cores[0], "J", 0, "a UE", now, id);
 	run();
 	for (int n = 0; n < 3; n++)
 		ck_assert_uint_eq(closed[n][1], 1);
@@ -695,13 +762,13 @@ START_TEST(leave)
 	run();
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/nodes/"), 2);
 	ck_assert_ptr_null(find("/hbmguard/v1/jobs/J/nodes/n2"));
-	ck_assert_int_eq(cl_error(cores[2], "J", 2, "x", now), -ENOENT);
+	ck_assert_int_eq(cl_error(cores[2], "J", 2, "x", now, id), -ENOENT);
 	/*
 	 * world_size 3 and two nodes' ranks: not opened without the third, and
 	 * at the pause deadline this node's ranks abort (none waits on a node
 	 * no one knows)
 	 */
-	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now), 0);
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now, id), 0);
 	run();
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
 	ck_assert_uint_eq(cl_next_deadline(cores[0]), now + 30 * 1000000ULL);
@@ -724,7 +791,7 @@ END_TEST
 START_TEST(local_failure)
 {
 	ck_assert_int_eq(cl_fail(cores[0], "J", "no incident", now), -ESRCH);
-	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now), 0);
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now, id), 0);
 	ck_assert_int_eq(cl_fail(cores[0], "J", "a rank left during recovery", now), 0);
 	run();
 	ck_assert_uint_eq(steps[0][CL_PAUSE], 0);	/* its ranks aborted at once, not paused */
@@ -736,7 +803,7 @@ START_TEST(local_failure)
 	}
 	/* one that is open, from a node that did not open it */
 	mute_node = 2;
-	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now), 0);
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now, id), 0);
 	run();
 	ck_assert_int_eq(cl_fail(cores[1], "J", "a rank failed to recover", now), 0);
 	run();
@@ -770,7 +837,7 @@ START_TEST(counts_follow)
 	ck_assert_str_eq(f->value, "{\"ranks\":[1,0],\"world_size\":3}");
 	ck_assert_int_eq(cl_job_join(cores[1], "K", "{\"ranks\":[2],\"world_size\":3}", now), 0);
 	run();
-	ck_assert_int_eq(cl_error(cores[1], "K", 2, "a UE", now), 0);
+	ck_assert_int_eq(cl_error(cores[1], "K", 2, "a UE", now, id), 0);
 	run();	/* no deadline waited for */
 	ck_assert_uint_eq(closed[0][1], 1);
 	ck_assert_uint_eq(closed[1][1], 1);
@@ -785,10 +852,10 @@ END_TEST
 START_TEST(error_during_incident)
 {
 	mute_node = 1;	/* holds the incident at pause */
-	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now), 0);
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now, id), 0);
 	run();
 	ck_assert_uint_eq(steps[2][CL_PAUSE], 1);
-	ck_assert_int_eq(cl_error(cores[2], "J", 2, "another UE", now), 0);
+	ck_assert_int_eq(cl_error(cores[2], "J", 2, "another UE", now, id), 0);
 	ck_assert_uint_eq(steps[2][CL_ABORT], 0);
 	{
 		struct cl_action a;
@@ -813,7 +880,7 @@ START_TEST(hostile_mid_incident)
 	char k[128], big[256];
 
 	mute_node = 2;
-	cl_error(cores[0], "J", 0, "a UE", now);
+	cl_error(cores[0], "J", 0, "a UE", now, id);
 	run();
 	ck_assert_uint_eq(steps[0][CL_PAUSE], 1);
 	/* the incident's id, from its step key */
@@ -860,6 +927,9 @@ Suite *cluster_suite(void)
 	tcase_add_test(tc, local_failure);
 	tcase_add_test(tc, counts_follow);
 	tcase_add_test(tc, error_during_incident);
+	tcase_add_test(tc, abort_before_open_is_not_sticky);
+	tcase_add_test(tc, open_in_flight_no_spin);
+	tcase_add_test(tc, second_error_while_aborting);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -23,6 +23,7 @@
 
 /* What the ranks were told, and what the cluster link was asked (cluster.h). */
 static char told[8192], asked[8192];
+static char open_id[64];	/* the incident across nodes the test's steps are of */
 
 static void __attribute__((format(printf, 2, 3))) note(char *log, const char *fmt, ...)
 {
@@ -57,10 +58,13 @@ int cluster_leave(struct cluster *cl, const char *job)
 	return 0;
 }
 
-int cluster_error(struct cluster *cl, const char *job, uint32_t failed_rank, const char *reason)
+int cluster_error(struct cluster *cl, const char *job, uint32_t failed_rank, const char *reason,
+		  char id[HBM_CLUSTER_NAME_LEN])
 {
 	(void)cl;
 	note(asked, "error %s %u %s\n", job, failed_rank, reason);
+	/* as cl_error(): the open incident's id, or the one it will open under */
+	strcpy(id, open_id[0] ? open_id : "opened-here");
 	return 0;
 }
 
@@ -134,7 +138,7 @@ static void setup(void)
 	d->cfg.recovery.pause_timeout = 60;
 	d->cfg.recovery.restore_timeout = 60;
 	d->cfg.recovery.kill_timeout = 60;
-	told[0] = asked[0] = 0;
+	told[0] = asked[0] = open_id[0] = 0;
 	drained = 0;
 	world = 2;
 	bypassed = true;
@@ -441,6 +445,8 @@ static void step(const char *id, enum cl_step s, uint32_t failed, const char *op
 	snprintf(a.id, sizeof(a.id), "%s", id);
 	snprintf(a.opener, sizeof(a.opener), "%s", opener);
 	snprintf(a.text, sizeof(a.text), "%s", text);
+	if (s != CL_ABORT)
+		snprintf(open_id, sizeof(open_id), "%s", id);
 	recovery_cluster_ops.step(d, &a);
 }
 
@@ -636,6 +642,78 @@ START_TEST(cluster_name_refused)
 }
 END_TEST
 
+/*
+ * An incident of this node's that ended before it opened in etcd (its rank
+ * died at once; or no etcd): a later incident of the job, another node's,
+ * is still followed here.
+ */
+START_TEST(ended_before_open_is_no_poison)
+{
+	struct client *a, *b;
+
+	setup();
+	d->cluster = (struct cluster *)1;
+	world = 4;
+	a = rank("job", 0, 0x1000, 0);
+	b = rank("job", 1, 0x2000, 0);
+	recovery_on_lost_data(d, "dev", 0x1000, 0x1000);
+	recovery_client_gone(d, a);	/* CUDA's ECC error ended it at once */
+	free(a);
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_ESCALATED);
+	step("", CL_ABORT, 0, "", "the job's incident could not be opened across its nodes");
+	recovery_client_gone(d, b);
+	free(b);
+	/* the launcher restarts the job under its id; later node1 loses data */
+	a = rank("job", 0, 0x1000, 0);
+	b = rank("job", 1, 0x2000, 0);
+	asked[0] = 0;
+	step("c5", CL_PAUSE, 2, "node1", "");
+	ck_assert_ptr_null(strstr(asked, "failed"));
+	ck_assert_uint_eq(d->nr_incidents, 2);
+	ck_assert_uint_eq(d->incidents[1].info.state, HBM_INCIDENT_PAUSING);
+	cleanup();
+}
+END_TEST
+
+/* A later step with nothing open here (a restart mid-incident): refused, nothing told. */
+START_TEST(only_a_pause_starts_a_part)
+{
+	setup();
+	d->cluster = (struct cluster *)1;
+	world = 4;
+	rank("job", 0, 0x1000, 0);
+	step("c1", CL_RESTORE, 0, "node1", "");
+	ck_assert(said(asked, "done %u.job c1 restore failed\n", (unsigned int)getuid()));
+	ck_assert_uint_eq(d->nr_incidents, 0);
+	ck_assert_str_eq(told, "");
+	cleanup();
+}
+END_TEST
+
+/* A second error here while the job's incident aborts: its incident ends with it. */
+START_TEST(second_error_during_abort_ends)
+{
+	char name[64];
+	struct client *a;
+
+	setup();
+	d->cluster = (struct cluster *)1;
+	world = 4;
+	a = rank("job", 0, 0x1000, 0);
+	rank("job", 1, 0x2000, 0);
+	recovery_on_lost_data(d, "dev", 0x1000, 0x1000);
+	step("A", CL_PAUSE, 0, "here", "");
+	answer_failed(a, 1);
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_ESCALATED);
+	recovery_on_lost_data(d, "dev", 0x2000, 0x1000);
+	ck_assert_uint_eq(d->nr_incidents, 2);
+	snprintf(name, sizeof(name), "%u.job", (unsigned int)getuid());
+	recovery_cluster_ops.closed(d, name, "A", false);
+	ck_assert_uint_eq(d->incidents[1].info.state, HBM_INCIDENT_ESCALATED);
+	cleanup();
+}
+END_TEST
+
 /* A job all here recovers as without a cluster: nothing asked of it but its key. */
 START_TEST(job_all_here_is_local)
 {
@@ -677,6 +755,9 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, job_all_here_is_local);
 	tcase_add_test(tc, load_another_nodes_incident);
 	tcase_add_test(tc, cluster_name_refused);
+	tcase_add_test(tc, ended_before_open_is_no_poison);
+	tcase_add_test(tc, only_a_pause_starts_a_part);
+	tcase_add_test(tc, second_error_during_abort_ends);
 	suite_add_tcase(s, tc);
 	return s;
 }
