@@ -433,23 +433,7 @@ _Static_assert(CL_NR_STEPS == HBM_CTL_CLUSTER_STEPS, "ctl.h's steps are cluster_
  */
 int cluster_node_get(const struct cluster *cl, uint32_t index, struct hbm_ctl_cluster_node *out)
 {
-	struct cl_view v;
-
-	if (!cl || cl_view_get(cl->core, index, &v))
-		return -ENOENT;
-	memset(out, 0, sizeof(*out));
-	out->index = index;
-	out->total = v.total;
-	strcpy(out->job, v.job);
-	strcpy(out->id, v.id);
-	strcpy(out->opener, v.opener);
-	strcpy(out->node, v.node);
-	out->step = v.step;
-	out->acked = v.acked;
-	out->failed_rank = v.failed_rank;
-	memcpy(out->acked_at, v.acked_at, sizeof(out->acked_at));
-	memcpy(out->step_at, v.step_at, sizeof(out->step_at));
-	return 0;
+	return cl ? cl_view_get(cl->core, index, out) : -ENOENT;
 }
 
 /* For hbmctl status and STATUS=: where the link stands (@cl NULL: off). */

@@ -1372,13 +1372,13 @@ int cl_local_done(struct cl_core *c, const char *job, const char *id, enum cl_st
  * cl_view_get() - one node's part in an open incident this node takes part in
  * @c: the core
  * @index: from 0, over every such incident's nodes in turn
- * @out: filled in
+ * @out: filled in, but for .incident (the local side's)
  *
  * The opener hears every node's acknowledgements; another node knows its own.
  *
  * Return: 0, -ENOENT past the end.
  */
-int cl_view_get(const struct cl_core *c, size_t index, struct cl_view *out)
+int cl_view_get(const struct cl_core *c, uint32_t index, struct hbm_ctl_cluster_node *out)
 {
 	size_t total = 0, i, at = index;
 	const struct job *hit = NULL;
@@ -1397,6 +1397,7 @@ int cl_view_get(const struct cl_core *c, size_t index, struct cl_view *out)
 	if (!hit)
 		return -ENOENT;
 	memset(out, 0, sizeof(*out));
+	out->index = index;
 	out->total = total;
 	strcpy(out->job, hit->name);
 	strcpy(out->id, hit->id);

@@ -64,6 +64,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "ctl.h"
 #include "etcd_msg.h"
 
 #define CL_PREFIX		"/hbmguard/"
@@ -101,18 +102,6 @@ struct cl_action {
 	char text[2 * CL_REASON_LEN];
 	char *body;		/* CL_TXN's JSON, the caller's to free() */
 	uint64_t at;		/* CL_TXN_ACK: the time it says, ms since the epoch */
-};
-
-/* One node's part in an open incident (cl_view_get()), for hbmctl. */
-struct cl_view {
-	char job[HBM_CLUSTER_NAME_LEN], id[HBM_CLUSTER_NAME_LEN];
-	char opener[HBM_CLUSTER_NAME_LEN], node[HBM_CLUSTER_NAME_LEN];
-	enum cl_step step;		/* the incident's, now */
-	uint32_t failed_rank;
-	unsigned int acked;		/* 1 << step: the node acknowledged it */
-	uint64_t acked_at[CL_NR_STEPS];	/* when, ms since the epoch; 0 unknown here */
-	uint64_t step_at[CL_NR_STEPS];	/* when this node read each step */
-	size_t total;			/* such entries */
 };
 
 /* Deadlines per step, seconds ([Recovery]). */
@@ -154,6 +143,6 @@ void cl_tick(struct cl_core *c, uint64_t now);
 
 bool cl_next_action(struct cl_core *c, struct cl_action *a);
 size_t cl_jobs_published(const struct cl_core *c);
-int cl_view_get(const struct cl_core *c, size_t index, struct cl_view *out);
+int cl_view_get(const struct cl_core *c, uint32_t index, struct hbm_ctl_cluster_node *out);
 
 #endif /* HBM_CLUSTER_PROTO_H */

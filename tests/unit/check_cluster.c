@@ -371,7 +371,7 @@ static int keys_under(const char *prefix)
 
 START_TEST(resumed_everywhere)
 {
-	struct cl_view view;
+	struct hbm_ctl_cluster_node view;
 
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/nodes/"), 3);
 	ck_assert_int_eq(cl_error(cores[1], "J", 1, "a UE", now, id), 0);
@@ -403,7 +403,7 @@ END_TEST
 /* A node that never acknowledges: the deadline aborts it everywhere, then it closes. */
 START_TEST(deadline_aborts)
 {
-	struct cl_view v;
+	struct hbm_ctl_cluster_node v;
 
 	mute_node = 2;
 	cl_error(cores[0], "J", 0, "a UE", now, id);

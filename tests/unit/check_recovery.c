@@ -435,6 +435,14 @@ START_TEST(device_error_restores_and_forgets)
 }
 END_TEST
 
+/* A job of 4 ranks, some elsewhere, and a link to the others (the fakes above). */
+static void setup_across_nodes(void)
+{
+	setup();
+	d->cluster = (struct cluster *)1;	/* never dereferenced */
+	world = 4;
+}
+
 /* The cluster link's step, as cluster.c hands it over. */
 static void step(const char *id, enum cl_step s, uint32_t failed, const char *opener,
 		 const char *text)
@@ -473,9 +481,7 @@ START_TEST(job_across_nodes)
 	struct client *a, *b;
 	struct incident *x;
 
-	setup();
-	d->cluster = (struct cluster *)1;	/* the fakes above: never dereferenced */
-	world = 4;
+	setup_across_nodes();
 	a = rank("job", 0, 0x1000, 0);
 	b = rank("job", 1, 0x2000, 0);
 	ck_assert(said(asked, "join %u.job {\"ranks\":[0],\"world_size\":4}\n", uid));
@@ -535,9 +541,7 @@ START_TEST(incident_of_another_node)
 	struct client *a, *b;
 	struct incident *x;
 
-	setup();
-	d->cluster = (struct cluster *)1;
-	world = 4;
+	setup_across_nodes();
 	a = rank("job", 2, 0x1000, 0);
 	b = rank("job", 3, 0x2000, 0);
 	step("c7", CL_PAUSE, 0, "node1", "");
@@ -587,9 +591,7 @@ END_TEST
 /* The page here without a spare: the cluster's isolate step fails, everywhere. */
 START_TEST(across_nodes_not_bypassed)
 {
-	setup();
-	d->cluster = (struct cluster *)1;
-	world = 4;
+	setup_across_nodes();
 	rank("job", 0, 0x1000, 0);
 	recovery_on_lost_data(d, "dev", 0x1000, 0x1000);
 	bypassed = false;
@@ -651,9 +653,7 @@ START_TEST(ended_before_open_is_no_poison)
 {
 	struct client *a, *b;
 
-	setup();
-	d->cluster = (struct cluster *)1;
-	world = 4;
+	setup_across_nodes();
 	a = rank("job", 0, 0x1000, 0);
 	b = rank("job", 1, 0x2000, 0);
 	recovery_on_lost_data(d, "dev", 0x1000, 0x1000);
@@ -678,9 +678,7 @@ END_TEST
 /* A later step with nothing open here (a restart mid-incident): refused, nothing told. */
 START_TEST(only_a_pause_starts_a_part)
 {
-	setup();
-	d->cluster = (struct cluster *)1;
-	world = 4;
+	setup_across_nodes();
 	rank("job", 0, 0x1000, 0);
 	step("c1", CL_RESTORE, 0, "node1", "");
 	ck_assert(said(asked, "done %u.job c1 restore failed\n", (unsigned int)getuid()));
@@ -696,9 +694,7 @@ START_TEST(second_error_during_abort_ends)
 	char name[64];
 	struct client *a;
 
-	setup();
-	d->cluster = (struct cluster *)1;
-	world = 4;
+	setup_across_nodes();
 	a = rank("job", 0, 0x1000, 0);
 	rank("job", 1, 0x2000, 0);
 	recovery_on_lost_data(d, "dev", 0x1000, 0x1000);
