@@ -73,7 +73,8 @@ CLUSTER_HDR := daemon/cluster.h daemon/etcd.h daemon/etcd_msg.h daemon/cluster_p
 	daemon/config.h daemon/timespan.h daemon/ctl.h
 KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 
-.PHONY: all module modules-all userspace check check-host check-unit check-cli check-ynl check-readme check-unitfile check-install \
+.PHONY: all module modules-all userspace check check-host check-unit check-unit-plain \
+	check-unit-san check-config-keys check-cli check-ynl check-readme check-unitfile check-install \
 	check-shape check-cluster check-kernel check-debug check-system bench demo clean-module FORCE \
 	deps install install-dkms clean
 
@@ -296,13 +297,16 @@ $(BUILD)/bench-core: tests/bench/bench_core.c tests/bench/bench.h tests/unit/shi
 	$(CC) $(CFLAGS_USER) -O2 tests/bench/bench_core.c tests/unit/shim.c $(CORE_SRC) -o $@
 
 # Check's per-test timeouts catch a hang, not slowness: make check runs
-# these beside the debug kernel's build and the root filesystem's.
-check-unit: export CK_TIMEOUT_MULTIPLIER ?= 4
-check-unit: $(BUILD)/unit $(BUILD)/unit-san
+# these beside each other, the debug kernel's build and the root filesystem's.
+check-unit: check-unit-plain check-unit-san check-config-keys
+check-unit-plain check-unit-san: export CK_TIMEOUT_MULTIPLIER ?= 4
+check-unit-plain: $(BUILD)/unit
 	@echo "== tier 1: unit tests"
 	$(BUILD)/unit
+check-unit-san: $(BUILD)/unit-san
 	@echo "== tier 1: unit tests under ASan+UBSan"
 	ASAN_OPTIONS=detect_leaks=1 $(BUILD)/unit-san
+check-config-keys:
 	@echo "== tier 1: every configuration key in hbmguardd.conf(5)"
 	tests/man/config-keys.sh
 
@@ -413,12 +417,17 @@ check-cluster: $(BUILD)/cluster-agent
 	@echo "== the cluster link against etcd, simulated nodes"
 	tests/cluster/run.sh
 
-# The host's checks, one after another (check-install builds the module in
-# the source tree; a make of its own, with userspace built before it).
-HOST_CHECKS := check-unit check-ynl check-readme check-unitfile check-install check-shape check-cluster
-check-host: userspace
+# The host's checks, all at once in a make of their own, outside make check's
+# jobserver: most of their time is spent waiting (the hangs, timeouts and
+# restarts they provoke, etcd), not computing, and each is output whole when
+# it ends.  Userspace is built before them, so that check-install's own make
+# (which builds the module in the source tree) finds nothing else to build.
+HOST_CHECKS := check-unit-plain check-unit-san check-config-keys check-cli check-nvml-view \
+	check-ynl check-readme check-unitfile check-install check-shape check-cluster
+HOST_JOBS ?= 4
+check-host: userspace gpu-bundle $(FAKE_NVML)
 	@MAKEFLAGS="$(filter-out -j% --jobserver-auth=%,$(MAKEFLAGS))" \
-		$(MAKE) --no-print-directory $(HOST_CHECKS)
+		$(MAKE) --no-print-directory -j$(HOST_JOBS) -Otarget $(HOST_CHECKS)
 
 # make check: the host's checks first, then the guests, each one qemu on one
 # host thread (scripts/guest-run says why), as many at once as the host has
