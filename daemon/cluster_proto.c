@@ -60,6 +60,7 @@ struct job {
 	enum cl_step step;
 	uint64_t step_at[CL_NR_STEPS];	/* ms since the epoch this node read each */
 	int64_t step_mod_rev;
+	int64_t changed_from;		/* a step change of ours etcd took from this mod_revision */
 	uint64_t deadline;		/* of the step, from when it was read */
 	char reason[CL_REASON_LEN];	/* the abort's */
 	/* this node's part in it */
@@ -75,7 +76,7 @@ struct job {
 	char want_reason[CL_REASON_LEN];
 	uint32_t want_rank;
 	char want_fail[CL_REASON_LEN];	/* the local side failed before it opened */
-	int64_t open_failed_rev;
+	int64_t open_answered_rev;	/* an open of ours, answered: the watch brings the incident by it */
 	unsigned int inflight;		/* 1 << cl_txn_kind */
 	uint64_t retry_at;		/* 0: none */
 };
@@ -541,9 +542,10 @@ static void set_step(struct cl_core *c, struct job *j, enum cl_txn_kind kind, en
 	char *v = step_value(s, c->t.step[s], reason);
 	struct etcd_cmp cmp = { k, ETCD_MOD, ETCD_EQUAL, j->step_mod_rev };
 	struct etcd_op op = { ETCD_PUT, k, v, 0 };
+	struct cl_action *a = k && v ? txn(c, j, kind, &cmp, 1, &op, 1) : NULL;
 
-	if (k && v)
-		txn(c, j, kind, &cmp, 1, &op, 1);
+	if (a)
+		a->from_rev = j->step_mod_rev;
 	free(k);
 	free(v);
 }
@@ -567,9 +569,12 @@ static void close_incident(struct cl_core *c, struct job *j)
 		{ ETCD_DELETE_PREFIX, sub, NULL, 0 },
 		{ ETCD_DELETE_PREFIX, acks, NULL, 0 },
 	};
+	struct cl_action *a = NULL;
 
 	if (step && inc && sub && acks)
-		txn(c, j, CL_TXN_CLOSE, &cmp, 1, ops, 3);
+		a = txn(c, j, CL_TXN_CLOSE, &cmp, 1, ops, 3);
+	if (a)
+		a->from_rev = j->step_mod_rev;
 	free(step);
 	free(inc);
 	free(sub);
@@ -678,7 +683,7 @@ static void process(struct cl_core *c, struct job *j, uint64_t now)
 	 * and this node's abort (a job never hangs on etcd, nor waits for a
 	 * node it does not know).
 	 */
-	if (j->want_open && c->link && !BUSY(j, CL_TXN_OPEN) && c->synced >= j->open_failed_rev &&
+	if (j->want_open && c->link && !BUSY(j, CL_TXN_OPEN) && c->synced >= j->open_answered_rev &&
 	    node_alive(j, c->node) && world_known(j)) {
 		open_incident(c, j);
 	} else if (j->want_open && !BUSY(j, CL_TXN_OPEN) &&
@@ -722,6 +727,9 @@ static void process(struct cl_core *c, struct job *j, uint64_t now)
 		}
 		return;
 	}
+	/* a change of ours from the step read is taken: the watch brings what follows */
+	if (j->changed_from == j->step_mod_rev)
+		return;
 	if (j->escalate[0] && j->step != CL_ABORT && !BUSY(j, CL_TXN_ABORT)) {
 		set_step(c, j, CL_TXN_ABORT, CL_ABORT, j->escalate);
 		return;
@@ -1189,14 +1197,18 @@ void cl_txn_done(struct cl_core *c, const struct cl_action *a, int err, bool suc
 	j->inflight &= ~(1U << a->txn);
 	if (err) {
 		j->retry_at = now + RETRY_US;
-	} else if (a->txn == CL_TXN_OPEN && !succeeded) {
-		/* one is open already: the watch brings it by @rev */
-		j->open_failed_rev = rev;
+	} else if (a->txn == CL_TXN_OPEN) {
+		/* ours or one open already: the watch brings it by @rev */
+		j->open_answered_rev = rev;
 	} else if (a->txn == CL_TXN_PUBLISH && succeeded) {
 		j->published = !j->republish;	/* else the newer value goes next */
 		j->republish = false;
 	} else if (a->txn == CL_TXN_LEAVE) {
 		j->leaving = false;
+	} else if ((a->txn == CL_TXN_ADVANCE || a->txn == CL_TXN_ABORT || a->txn == CL_TXN_CLOSE) &&
+		   succeeded) {
+		/* until the watch brings it, the step read is the one it changed */
+		j->changed_from = a->from_rev;
 	} else if (a->txn == CL_TXN_ACK && j->open && !strcmp(a->id, j->id)) {
 		struct member *m = part(j, c->node);
 
@@ -1330,7 +1342,7 @@ int cl_error(struct cl_core *c, const char *job, uint32_t rank, const char *reas
 	} else if (!j->want_open) {
 		j->want_open = true;
 		j->want_since = now;
-		j->open_failed_rev = 0;
+		j->open_answered_rev = 0;
 		snprintf(j->want_id, sizeof(j->want_id), "%016" PRIx64, c->nonce());
 		snprintf(j->want_reason, sizeof(j->want_reason), "%s", reason);
 		j->want_rank = rank;

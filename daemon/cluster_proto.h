@@ -102,6 +102,7 @@ struct cl_action {
 	char text[2 * CL_REASON_LEN];
 	char *body;		/* CL_TXN's JSON, the caller's to free() */
 	uint64_t at;		/* CL_TXN_ACK: the time it says, ms since the epoch */
+	int64_t from_rev;	/* CL_TXN_ADVANCE, _ABORT, _CLOSE: the step's mod_revision compared */
 };
 
 /* Deadlines per step, seconds ([Recovery]). */

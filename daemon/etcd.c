@@ -394,13 +394,31 @@ struct etcd_watch {
 	const struct etcd_watch_ops *ops;
 	void *ctx;
 	struct etcd_req *req;
-	int64_t next_rev;		/* 0: read the prefix first */
+	int64_t next_rev;		/* 0: watch from now, then read the prefix */
+	/* a watch from now: its events held until the read that follows it */
+	struct etcd_req *read;
+	bool reading;
+	struct json_object **held;
+	size_t nr_held;
+	int64_t read_rev;		/* events up to it are in the read */
 	bool up;
 	uint64_t backoff;
 	sd_event_source *retry;
 };
 
 static void watch_begin(struct etcd_watch *w);
+
+/* No read in flight, nothing held for it. */
+static void read_end(struct etcd_watch *w)
+{
+	etcd_cancel(w->read);
+	w->read = NULL;
+	for (size_t i = 0; i < w->nr_held; i++)
+		json_object_put(w->held[i]);
+	free(w->held);
+	w->held = NULL;
+	w->nr_held = 0;
+}
 
 static void link_set(struct etcd_watch *w, bool up, const char *why)
 {
@@ -426,6 +444,7 @@ static void watch_retry(struct etcd_watch *w, const char *why)
 
 	etcd_cancel(w->req);
 	w->req = NULL;
+	read_end(w);
 	link_set(w, false, why);
 	w->backoff = !w->backoff ? BACKOFF_MIN_US : w->backoff >= BACKOFF_MAX_US / 2 ?
 		     BACKOFF_MAX_US : 2 * w->backoff;
@@ -436,6 +455,8 @@ static void watch_retry(struct etcd_watch *w, const char *why)
 		fprintf(stderr, "<3>hbmguardd: etcd: cannot arm the watch's retry\n");
 }
 
+static void deliver(struct etcd_watch *w, struct json_object *res);
+
 static void on_range(void *arg, int err, struct json_object *reply)
 {
 	struct etcd_watch *w = arg;
@@ -444,7 +465,7 @@ static void on_range(void *arg, int err, struct json_object *reply)
 	size_t n = 0, i, k = 0;
 	int64_t rev = reply ? etcd_header_revision(reply) : -1;
 
-	w->req = NULL;
+	w->read = NULL;
 	if (err || rev < 0)
 		return watch_retry(w, err == -EHOSTUNREACH ? "unreachable" : "a bad range reply");
 	if (json_object_object_get_ex(reply, "kvs", &kvs) && json_object_is_type(kvs, json_type_array))
@@ -462,17 +483,26 @@ static void on_range(void *arg, int err, struct json_object *reply)
 	for (i = 0; i < k; i++)
 		etcd_kv_clear(&all[i]);
 	free(all);
-	w->next_rev = rev + 1;
-	watch_begin(w);
+	/* what the watch brought meanwhile, past what the read has */
+	w->read_rev = rev;
+	if (w->next_rev <= rev)
+		w->next_rev = rev + 1;
+	w->reading = false;
+	for (i = 0; i < w->nr_held && w->req; i++)
+		deliver(w, w->held[i]);
+	read_end(w);
+	if (w->req) {
+		w->backoff = 0;
+		link_set(w, true, NULL);
+	}
 }
 
 /* One WatchResponse (rpc.proto), or the gateway's {"error": ...}. */
 static bool on_watch_msg(void *arg, struct json_object *msg)
 {
 	struct etcd_watch *w = arg;
-	struct json_object *res, *events, *f;
-	int64_t compact = 0, rev, last = 0;
-	size_t i, n = 0;
+	struct json_object *res, *f;
+	int64_t compact = 0;
 
 	if (!json_object_object_get_ex(msg, "result", &res)) {
 		fprintf(stderr, "<4>hbmguardd: etcd: watch: %s\n", json_object_to_json_string(msg));
@@ -482,21 +512,56 @@ static bool on_watch_msg(void *arg, struct json_object *msg)
 	etcd_int64(res, "compact_revision", &compact);
 	if (compact > 0 || (json_object_object_get_ex(res, "canceled", &f) &&
 			    json_object_get_boolean(f))) {
-		/* compacted past what was seen: read it all again, then watch */
+		/* compacted past what was seen: watch from now, read it all again */
 		fprintf(stderr, "<4>hbmguardd: etcd: watch from revision %" PRId64
 			" canceled (compacted to %" PRId64 "): reading %s again\n",
 			w->next_rev, compact, w->prefix);
 		w->next_rev = 0;
 		etcd_cancel(w->req);
 		w->req = NULL;
+		read_end(w);
 		watch_begin(w);
 		return false;	/* the old request, ended */
 	}
 	if (json_object_object_get_ex(res, "created", &f) && json_object_get_boolean(f)) {
+		if (w->reading) {
+			/* watching from now: the read covers what came before */
+			char *body = etcd_range_body(w->prefix, RANGE_LIMIT);
+
+			w->read = body ? etcd_call(w->e, ETCD_PATH_RANGE, body, on_range, w) : NULL;
+			free(body);
+			if (!w->read) {
+				watch_retry(w, "out of memory");
+				return false;
+			}
+			return true;
+		}
 		w->backoff = 0;
 		link_set(w, true, NULL);
 		return true;	/* its header is now, not what the watch has delivered */
 	}
+	if (w->reading) {
+		struct json_object **held = reallocarray(w->held, w->nr_held + 1, sizeof(*held));
+
+		if (!held) {
+			watch_retry(w, "out of memory");
+			return false;
+		}
+		w->held = held;
+		w->held[w->nr_held++] = json_object_get(res);
+		return true;
+	}
+	deliver(w, res);
+	return true;
+}
+
+/* A WatchResponse's events, but those the read already had. */
+static void deliver(struct etcd_watch *w, struct json_object *res)
+{
+	struct json_object *events;
+	int64_t rev, last = 0;
+	size_t i, n = 0;
+
 	if (json_object_object_get_ex(res, "events", &events) &&
 	    json_object_is_type(events, json_type_array))
 		n = json_object_array_length(events);
@@ -508,19 +573,20 @@ static bool on_watch_msg(void *arg, struct json_object *msg)
 
 		if (!json_object_object_get_ex(ev, "kv", &kv) || etcd_kv_parse(kv, &k))
 			continue;
-		if (k.mod_revision >= w->next_rev)
-			w->next_rev = k.mod_revision + 1;
-		last = k.mod_revision;
-		w->ops->event(w->ctx, put, &k);
+		if (k.mod_revision > w->read_rev) {
+			if (k.mod_revision >= w->next_rev)
+				w->next_rev = k.mod_revision + 1;
+			last = k.mod_revision;
+			w->ops->event(w->ctx, put, &k);
+		}
 		etcd_kv_clear(&k);
 	}
 	rev = etcd_header_revision(res);
 	/* a progress notification: nothing up to its revision is left to come */
 	if (!n && rev > 0 && rev >= w->next_rev)
 		w->next_rev = rev + 1;
-	if ((n || rev > 0) && w->ops->synced)
+	if ((last || (!n && rev > 0)) && w->ops->synced)
 		w->ops->synced(w->ctx, n ? last : rev);
-	return true;
 }
 
 static void on_watch_end(void *arg, int err, struct json_object *reply)
@@ -540,15 +606,20 @@ static void watch_begin(struct etcd_watch *w)
 	w->retry = NULL;
 	if (w->req)
 		return;
-	if (!w->next_rev) {
-		body = etcd_range_body(w->prefix, RANGE_LIMIT);
-		w->req = body ? etcd_call(w->e, ETCD_PATH_RANGE, body, on_range, w) : NULL;
-	} else {
-		body = etcd_watch_body(w->prefix, w->next_rev);
-		w->req = body ? request(w->e, ETCD_PATH_WATCH, body, true, on_watch_end, w) : NULL;
-		if (w->req)
-			w->req->msg = on_watch_msg;
-	}
+	/*
+	 * Without a revision to resume from, the watch starts from now and
+	 * the prefix is read once it is created, not read first and watched
+	 * from the read's revision: etcd puts a watch of a past revision
+	 * among its unsynced ones, which it catches up every 100 ms
+	 * (watch() and syncWatchersLoop() in mvcc/watchable_store.go,
+	 * v3.4.23), so that its first events came up to 100 ms late.
+	 */
+	w->reading = !w->next_rev;
+	w->read_rev = 0;
+	body = etcd_watch_body(w->prefix, w->next_rev);
+	w->req = body ? request(w->e, ETCD_PATH_WATCH, body, true, on_watch_end, w) : NULL;
+	if (w->req)
+		w->req->msg = on_watch_msg;
 	free(body);
 	if (!w->req)
 		watch_retry(w, "out of memory");
@@ -561,9 +632,10 @@ static void watch_begin(struct etcd_watch *w)
  * @ops: what to tell (link and synced may be NULL)
  * @ctx: their argument
  *
- * Read first (the snapshot), then watched from the revision after the
- * read; a watch that ends resumes from the revision after the last event
- * it delivered; one that etcd cancels (compacted past it) reads again.
+ * Watched from now, then read (the snapshot, told first), then the events
+ * the read does not have; a watch that ends resumes from the revision after
+ * the last event it delivered; one that etcd cancels (compacted past it)
+ * is watched from now and read again.
  *
  * Return: the watch, or NULL without memory.
  */
@@ -596,6 +668,7 @@ void etcd_unwatch(struct etcd_watch *w)
 		;
 	*p = w->next;
 	etcd_cancel(w->req);
+	read_end(w);
 	sd_event_source_disable_unref(w->retry);
 	free(w->prefix);
 	free(w);

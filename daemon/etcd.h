@@ -4,9 +4,8 @@
  * interface, its sockets and timer mapped to the loop's io and time
  * sources, so that no request holds the loop or a thread.  Watches of a
  * prefix that survive reconnects (each resumes from the revision after
- * the last it delivered) and compaction (the prefix read again, then
- * watched from the read's revision), and one lease kept alive.  The
- * messages are etcd_msg.h's.
+ * the last it delivered) and compaction (watched from now, and the prefix
+ * read again), and one lease kept alive.  The messages are etcd_msg.h's.
  */
 #ifndef HBM_ETCD_H
 #define HBM_ETCD_H

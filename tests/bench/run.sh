@@ -56,6 +56,18 @@ run() {
 	echo "ranks costs that).  Target: <= 1% of a step."
 	echo
 	"$TOP/tests/system/run.sh" "$system_kver" bench || rc=$?
+	echo
+	echo "The same job over two nodes (tier 3's two-node run, $system_kver: two guests,"
+	echo "etcd in the first, 2 ranks each, the UE under rank 2 on node 2), beside it"
+	echo "on one node: fault -> training resumed (node 2's clock), and the incident's"
+	echo "pausing -> resumed in each daemon's record (the later of the two nodes)."
+	if "$TOP/tests/system/run.sh" "$system_kver" cluster >"$TOP/build/logs/bench-cluster.log" 2>&1; then
+		/usr/bin/python3 "$TOP/tests/bench/cluster-ddp.py" "$TOP/build/logs/tier3-cluster-share" \
+			"$TOP/build/bench.log" || rc=$?
+	else
+		rc=$?
+		echo "the two-node run failed: see build/logs/bench-cluster.log"
+	fi
 	return $rc
 }
 

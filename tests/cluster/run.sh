@@ -18,8 +18,10 @@
 #
 #   tests/cluster/run.sh [--bench]
 #
-# --bench: only the N runs, three each, and etcd's own floor; one line per
-# run, "N MS_TO_ALL_PAUSED MS_TO_ALL_RESUMED", and "floor MS", to
+# --bench: only the N runs, each then timing 8 incidents more on the same
+# nodes, and etcd's own floor; one line per incident, "N MS_TO_ALL_PAUSED
+# MS_TO_ALL_RESUMED ETCD_CPU_MS NODES_CPU_MS" (per incident), and etcd's
+# "floor MS...", to
 # $HBM_CLUSTER_BENCH or stdout (tests/cluster/bench.sh makes the rows).
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
@@ -93,9 +95,23 @@ all_closed() {	# job n outcome
 }
 
 # ---- N simulated nodes: opened, acknowledged by all, resumed ----
-# (--bench: each N three times, for the median)
+# (--bench: then INCIDENTS more on the same nodes, each timed, and the CPU
+# time etcd and the nodes spent on them)
+INCIDENTS=8
+cpu_ticks() {	# pids: their user + system time, in clock ticks
+	local t=0 p f
+	for p in "$@"; do
+		read -ra f <"/proc/$p/stat"
+		t=$((t + f[13] + f[14]))
+	done
+	echo $t
+}
+closed_n() {	# job n count: the nodes closed count incidents each, resumed
+	# (one grep for all: a poll of the timed incidents takes little CPU from them)
+	[ "$(cat "$W/$1".*.out | grep -c "^closed resumed ")" -ge $(($2 * $3)) ]
+}
 scale() {
-	local n=$1 job=$2 i
+	local n=$1 job=$2 i k ticks
 	LOG=$W/$job.
 	start_agents $job $n
 	kill -USR1 "${AGENTS[n - 1]}"	# a UE under the last node's rank
@@ -112,17 +128,33 @@ scale() {
 	[ "$(ctl get --prefix --keys-only /hbmguard/v1/jobs/$job/incident | grep -c .)" = 0 ] ||
 		fail "$job: the incident's keys were left"
 	if [ "$BENCH" = --bench ]; then
-		/usr/bin/python3 - "$W" "$job" "$n" >>"$W/bench" <<'PY'
-import sys, glob
+		etcd_ticks=$(cpu_ticks "$ETCD")
+		ticks=$(cpu_ticks "${AGENTS[@]}")
+		for ((k = 2; k <= INCIDENTS + 1; k++)); do
+			kill -USR1 "${AGENTS[n - 1]}"
+			wait_for "$job: incident $k not resumed on every node" 60 closed_n $job $n $k
+		done
+		etcd_ticks=$(($(cpu_ticks "$ETCD") - etcd_ticks))
+		ticks=$(($(cpu_ticks "${AGENTS[@]}") - ticks))
+		# each timed incident: N, error -> the last node told to pause, -> the
+		# last node resumed (ms), and the CPU time of etcd and of the nodes (ms)
+		/usr/bin/python3 - "$W" "$job" "$n" "$etcd_ticks" "$ticks" "$(getconf CLK_TCK)" \
+			>>"$W/bench" <<'PY'
+import sys
 w, job, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-err, paused, resumed = None, [], []
+etcd_ticks, ticks, hz = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+err, paused, resumed = [], {}, {}
 for i in range(n):
+    p = r = 0
     for line in open(f"{w}/{job}.{i}.out"):
         f = line.split()
-        if f[0] == "error": err = int(f[1])
-        if f[:2] == ["step", "pause"]: paused.append(int(f[2]))
-        if f[:2] == ["closed", "resumed"]: resumed.append(int(f[2]))
-print(n, (max(paused) - err) / 1000, (max(resumed) - err) / 1000)
+        if f[0] == "error": err.append(int(f[1]))
+        if f[:2] == ["step", "pause"]: paused.setdefault(p, []).append(int(f[2])); p += 1
+        if f[:2] == ["closed", "resumed"]: resumed.setdefault(r, []).append(int(f[2])); r += 1
+timed = range(1, len(err))
+for k in timed:
+    print(n, (max(paused[k]) - err[k]) / 1000, (max(resumed[k]) - err[k]) / 1000,
+          etcd_ticks * 1000 / hz / len(timed), ticks * 1000 / hz / len(timed))
 PY
 	fi
 	stop_agents
@@ -130,10 +162,6 @@ PY
 for n in 2 4 8 16 32 64; do
 	scale $n scale$n
 	echo "check-cluster: $n nodes: opened, acknowledged by all, resumed ($SECONDS s)"
-	if [ "$BENCH" = --bench ]; then
-		scale $n scale$n.b
-		scale $n scale$n.c
-	fi
 done
 if [ "$BENCH" = --bench ]; then
 	# etcd's own floor: a put seen by a watcher, through the same gateway

@@ -74,6 +74,10 @@ if "hbmguard" in summary:
     print("  %-26s %+9.3f s" % ("step %d committed" % first[1], first[0] - fault))
     summary["incident"] = {k: v / 1e6 - fault for k, v in x["at_us"].items()}
     print()
+    if os.environ.get("HBMGUARD_BENCH_ROWS") and "resumed" in x["at_us"]:
+        # beside the same job over two nodes (tests/bench/cluster-ddp.py)
+        print("@bench\tDDP job: incident pausing -> resumed (hbmguardd's record), hbmguard\t"
+              "%.3f\ts\t-\t-\t-" % ((x["at_us"]["resumed"] - x["at_us"]["pausing"]) / 1e6))
 
 cols = [(run, name) for run, name in RUNS if run in summary]
 print("%-30s" % "" + "".join("%-28s" % name for _, name in cols))

@@ -96,6 +96,11 @@ static unsigned int steps[NODES][CL_NR_STEPS];
 static uint32_t told_rank[NODES];	/* the failed rank of the last step asked */
 static char id[HBM_CLUSTER_NAME_LEN];	/* what cl_error() said it opens under */
 static char watched[NODES][4][256];	/* the acknowledgements each core watches */
+static unsigned int sent[NODES][CL_TXN_LEAVE + 1];	/* transactions, by kind */
+/* each transaction answered before the watch brings what it changed */
+static bool answer_first, holding;
+static struct held { struct fkv f; bool put; } held[KEYS];
+static int nr_held;
 
 static bool watches(int n, const char *key)
 {
@@ -121,9 +126,28 @@ static void deliver(const struct fkv *f, bool put)
 			      .value_len = f->value ? strlen(f->value) : 0,
 			      .create_revision = f->create, .mod_revision = f->mod, .version = f->version };
 
+	if (holding) {
+		ck_assert_int_lt(nr_held, KEYS);
+		held[nr_held].f = *f;
+		held[nr_held].f.key = strdup(f->key);
+		held[nr_held].f.value = f->value ? strdup(f->value) : NULL;
+		held[nr_held++].put = put;
+		return;
+	}
 	for (int n = 0; n < nr_cores; n++)
 		if (linked[n] && watches(n, f->key))
 			(put ? cl_put : cl_delete)(cores[n], &kv, now);
+}
+
+/* What a transaction changed, to the watches, after its answer. */
+static void release(void)
+{
+	for (int i = 0; i < nr_held; i++) {
+		deliver(&held[i].f, held[i].put);
+		free(held[i].f.key);
+		free(held[i].f.value);
+	}
+	nr_held = 0;
 }
 
 /* A put of the test's, as etcdctl would: every core hears it. */
@@ -281,10 +305,15 @@ static void run(void)
 					if (n == mute_node || !linked[n]) {
 						cl_txn_done(cores[n], &a, -EHOSTUNREACH, false, -1, now);
 					} else {
-						bool ok = txn(a.body);
+						bool ok;
 
+						holding = answer_first;
+						ok = txn(a.body);
+						holding = false;
 						cl_txn_done(cores[n], &a, 0, ok, rev, now);
+						release();
 					}
+					sent[n][a.txn]++;
 					free(a.body);
 					break;
 				case CL_LOCAL:
@@ -333,6 +362,8 @@ static void setup(void)
 	memset(steps, 0, sizeof(steps));
 	memset(told_rank, 0xff, sizeof(told_rank));
 	memset(watched, 0, sizeof(watched));
+	memset(sent, 0, sizeof(sent));
+	answer_first = false;
 	rev = 1;
 	now = 1000000;
 	fail_node = fail_step = mute_node = -1;
@@ -397,6 +428,28 @@ START_TEST(resumed_everywhere)
 		ck_assert_uint_eq(closed[n][1], 2);
 	ck_assert_int_eq(cl_error(cores[0], "nope", 0, "x", now, id), -ENOENT);
 	ck_assert_int_eq(cl_error(cores[0], "J", 3, "x", now, id), -EINVAL);	/* out of its world */
+}
+END_TEST
+
+/*
+ * etcd's answer before the watch brings the change (separate connections):
+ * no transaction is sent again that etcd took, so that an incident costs
+ * one open, one acknowledgement per node and step, one write per step.
+ */
+START_TEST(answered_before_watched)
+{
+	answer_first = true;
+	ck_assert_int_eq(cl_error(cores[1], "J", 1, "a UE", now, id), 0);
+	run();
+	for (int n = 0; n < 3; n++) {
+		ck_assert_uint_eq(closed[n][1], 1);
+		ck_assert_uint_eq(sent[n][CL_TXN_ACK], CL_RESUME + 1);
+		ck_assert_uint_eq(sent[n][CL_TXN_ABORT], 0);
+	}
+	ck_assert_uint_eq(sent[1][CL_TXN_OPEN], 1);
+	ck_assert_uint_eq(sent[1][CL_TXN_ADVANCE], CL_RESUME);
+	ck_assert_uint_eq(sent[1][CL_TXN_CLOSE], 1);
+	ck_assert_uint_eq(sent[0][CL_TXN_OPEN] + sent[0][CL_TXN_ADVANCE] + sent[0][CL_TXN_CLOSE], 0);
 }
 END_TEST
 
@@ -914,6 +967,7 @@ Suite *cluster_suite(void)
 	tc = tcase_create("protocol");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, resumed_everywhere);
+	tcase_add_test(tc, answered_before_watched);
 	tcase_add_test(tc, deadline_aborts);
 	tcase_add_test(tc, failed_step_and_second_error);
 	tcase_add_test(tc, two_open_at_once);
