@@ -111,7 +111,7 @@ END {
 	printf "@bench\thbmguardd fsyncs per retirement, %s pages stored\t%.3f\t-\tat %s pages\t%.3f\tflat (<= 2x)\n", hi, f_b, lo, f_a
 	printf "@bench\tdaemon restart -> %s pages back in the kernel\t%.0f\tms\treading the state file alone\t%.0f\t<= 2x\n", hi, b[24] / 1e6, b[4] / 1e6
 	printf "@bench\tdaemon restart -> ready, %s pages (restored, the table read back and saved)\t%.0f\tms\treading the state file alone\t%.0f\t-\n", hi, b[3] / 1e6, b[4] / 1e6
-	printf "@bench\thbmguardd RSS, %s pages stored (peak %.1f MiB)\t%.1f\tMiB\t-\t-\t<= 64 MiB\n", hi, b[14] / 1024, b[13] / 1024
+	printf "@bench\thbmguardd RSS peak (VmHWM), %s pages stored (after: %.1f MiB)\t%.1f\tMiB\t-\t-\t<= 64 MiB\n", hi, b[13] / 1024, b[14] / 1024
 }' /tmp/persist.txt
 echo
 # ---- end of persistence ----------------------------------------------------
