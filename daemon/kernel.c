@@ -1102,24 +1102,46 @@ static int on_readable(sd_event_source *s, int fd, uint32_t revents, void *arg)
 }
 
 /*
+ * Only the kernel (port 0) speaks to the daemon's netlink sockets.  Anyone
+ * with CAP_NET_ADMIN can unicast to a generic netlink socket or multicast to
+ * its groups (netlink_sendmsg() and netlink_allowed() in
+ * net/netlink/af_netlink.c of 6.1 and 6.12: genetlink has no
+ * NL_CFG_F_NONROOT_SEND): a forged UE event would open incidents and end
+ * other users' ranks, a forged dump put made-up pages into the state files.
+ */
+static int from_kernel(struct nl_msg *msg, void *arg)
+{
+	(void)arg;
+	return nlmsg_get_src(msg)->nl_pid ? NL_SKIP : NL_OK;
+}
+
+/*
  * The family's highest attribute, as the controller tells it: a module that
  * knows HBMGUARD_A_RECORDS takes packed RESTOREs (uapi/linux/hbmguard.h).
  * 0 when it cannot be read (then the older form, which every module takes).
+ * On a socket of its own: the request socket's callbacks are
+ * hbm_genl_transact()'s, set for a request that has returned, and a cache
+ * fill takes them along (__cache_pickup() clones them, lib/cache.c, libnl
+ * 3.7).
  */
-static int family_maxattr(struct hbm_kernel *k)
+static int family_maxattr(void)
 {
-	struct nl_cache *cache;
+	struct nl_sock *sk = nl_socket_alloc();
+	struct nl_cache *cache = NULL;
 	struct genl_family *f;
 	int max = 0;
 
-	if (genl_ctrl_alloc_cache(k->req, &cache))
-		return 0;
-	f = genl_ctrl_search_by_name(cache, HBMGUARD_GENL_NAME);
-	if (f) {
-		max = genl_family_get_maxattr(f);
-		genl_family_put(f);
+	if (sk)
+		nl_socket_modify_cb(sk, NL_CB_MSG_IN, NL_CB_CUSTOM, from_kernel, NULL);
+	if (sk && !genl_connect(sk) && !genl_ctrl_alloc_cache(sk, &cache)) {
+		f = genl_ctrl_search_by_name(cache, HBMGUARD_GENL_NAME);
+		if (f) {
+			max = genl_family_get_maxattr(f);
+			genl_family_put(f);
+		}
 	}
 	nl_cache_free(cache);
+	nl_socket_free(sk);
 	return max;
 }
 
@@ -1150,7 +1172,7 @@ static int join_family(struct hbm_kernel *k)
 	k->family = genl_ctrl_resolve(k->req, HBMGUARD_GENL_NAME);
 	if (k->family < 0)
 		return -ENOENT;
-	k->packed = family_maxattr(k) >= HBMGUARD_A_RECORDS;
+	k->packed = family_maxattr() >= HBMGUARD_A_RECORDS;
 	grp = genl_ctrl_resolve_grp(k->req, HBMGUARD_GENL_NAME,
 				    HBMGUARD_GENL_MCGRP_EVENTS);
 	if (grp < 0 || nl_socket_add_membership(k->events, grp))
@@ -1174,20 +1196,6 @@ static void set_event_buffer(struct hbm_kernel *k)
 	fprintf(stderr, "<4>hbmguardd: SO_RCVBUFFORCE: %s: the event buffer is capped by net.core.rmem_max\n",
 		strerror(errno));
 	nl_socket_set_buffer_size(k->events, size, 0);
-}
-
-/*
- * Only the kernel (port 0) speaks to the daemon's netlink sockets.  Anyone
- * with CAP_NET_ADMIN can unicast to a generic netlink socket or multicast to
- * its groups (netlink_sendmsg() and netlink_allowed() in
- * net/netlink/af_netlink.c of 6.1 and 6.12: genetlink has no
- * NL_CFG_F_NONROOT_SEND): a forged UE event would open incidents and end
- * other users' ranks, a forged dump put made-up pages into the state files.
- */
-static int from_kernel(struct nl_msg *msg, void *arg)
-{
-	(void)arg;
-	return nlmsg_get_src(msg)->nl_pid ? NL_SKIP : NL_OK;
 }
 
 static int setup_netlink(struct hbm_kernel *k)
