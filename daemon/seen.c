@@ -80,6 +80,23 @@ static int push_fresh(struct hbm_ranges *out, struct hbm_ranges *fresh, uint64_t
 	return err;
 }
 
+/* Whether one range of @s holds all of [@offset, @end): a binary search. */
+static bool within(const struct hbm_ranges *s, uint64_t offset, uint64_t end)
+{
+	size_t lo = 0, hi = s->nr;
+
+	while (lo < hi) {	/* the first range that ends after @offset */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->r[mid].offset + s->r[mid].length <= offset)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < s->nr && s->r[lo].offset <= offset &&
+	       s->r[lo].offset + s->r[lo].length >= end;
+}
+
 /**
  * hbm_ranges_add() - add a range to a set
  * @s: the set
@@ -108,6 +125,9 @@ int hbm_ranges_add(struct hbm_ranges *s, uint64_t offset, uint64_t length,
 		err = fresh ? push(fresh, offset, length) : 0;
 		return err ?: push(s, offset, length);
 	}
+	/* Held whole already (a table read again after a resync): O(log n). */
+	if (length && within(s, offset, end))
+		return 0;
 	for (i = 0; i < s->nr && !err; i++) {
 		uint64_t a = s->r[i].offset, b = a + s->r[i].length;
 

@@ -86,6 +86,10 @@ START_TEST(ranges_add_in_order)
 	ck_assert_uint_eq(fresh.nr, 100000);
 	ck_assert_uint_eq(s.r[99999].offset, 199998 * 0x1000ULL);
 	hbm_ranges_free(&fresh);
+	for (i = 0; i < 100000; i++)	/* read again: nothing new */
+		ck_assert_int_eq(hbm_ranges_add(&s, 2 * i * 0x1000, 0x1000, &fresh), 0);
+	ck_assert_uint_eq(fresh.nr, 0);
+	ck_assert_uint_eq(s.nr, 100000);
 	ck_assert_int_eq(hbm_ranges_add(&s, 0x1000, 0x1000, &fresh), 0);	/* fills a gap */
 	expect_ranges(&fresh, 1, (struct hbm_range[]){ { 0x1000, 0x1000 } });
 	ck_assert_uint_eq(s.nr, 99999);
