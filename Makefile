@@ -46,9 +46,10 @@ DAEMON_HDR := daemon/timespan.h daemon/seen.h daemon/incidents.h daemon/state.h 
 # hbmguardd's source, core and sinks (daemon/hbmguardd.c says how they fit).
 DAEMON_MAIN := daemon/hbmguardd.c daemon/daemon.c daemon/core.c daemon/kernel.c daemon/store.c daemon/amdgpu.c \
 	daemon/status.c daemon/client.c daemon/control.c daemon/recovery.c daemon/genl.c daemon/metrics.c \
-	daemon/scheduler.c
-DAEMON_MAIN_HDR := daemon/hbmguardd.h daemon/kernel.h daemon/store.h daemon/status.h daemon/amdgpu.h \
-	daemon/control.h daemon/genl.h daemon/metrics.h daemon/scheduler.h
+	daemon/scheduler.c daemon/signals.c daemon/cluster.c daemon/etcd.c
+DAEMON_MAIN_HDR := daemon/hbmguardd.h daemon/parts.h daemon/kernel.h daemon/store.h daemon/status.h daemon/amdgpu.h \
+	daemon/control.h daemon/genl.h daemon/metrics.h daemon/scheduler.h daemon/signals.h \
+	daemon/cluster.h daemon/etcd.h
 # The metrics endpoint's HTTP server (daemon/metrics.c), Debian's libmicrohttpd-dev.
 MHD_CFLAGS := $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
 MHD_LIBS := $(shell pkg-config --libs libmicrohttpd 2>/dev/null)
@@ -63,8 +64,8 @@ DAEMON_SRC += daemon/passed.c
 DAEMON_HDR += daemon/passed.h
 # The cluster link's pure parts (issue 14): etcd's messages and the incident
 # protocol across nodes, unit-tested; its I/O (etcd.c: libcurl driven by
-# sd-event; cluster.c) is run by check-cluster's agents against a real etcd.
-# (not in hbmguardd yet: wiring the ranks to it is issue 14's next step)
+# sd-event; cluster.c, in hbmguardd) is run by check-cluster's agents
+# against a real etcd.
 CLUSTER_PURE := daemon/etcd_msg.c daemon/cluster_proto.c daemon/etcd_msg.h daemon/cluster_proto.h
 CLUSTER_SRC := daemon/cluster.c daemon/etcd.c daemon/etcd_msg.c daemon/cluster_proto.c \
 	daemon/config.c daemon/timespan.c daemon/ctl.c
@@ -151,12 +152,12 @@ userspace: $(BUILD)/libhbmguard.a $(BUILD)/libhbmguard.so $(BUILD)/hbmguard.pc \
 DAEMON_NVML := daemon/nvml_source.c daemon/nvml_facts.c daemon/gpus.c
 $(BUILD)/hbmguardd: $(DAEMON_MAIN) $(DAEMON_MAIN_HDR) $(DAEMON_SRC) $(DAEMON_HDR) \
 		uapi/linux/hbmguard.h $(DAEMON_NVML) daemon/gpus.h daemon/nvml_source.h daemon/nvml_facts.h $(CACHE)/nvml/include/nvml.h \
-		dkms.conf
+		dkms.conf $(CLUSTER_PURE)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) $(VERSION_DEF) -I$(CACHE)/nvml/include -pthread \
-		$(shell pkg-config --cflags libnl-genl-3.0 libsystemd) $(MHD_CFLAGS) \
-		$(DAEMON_MAIN) $(DAEMON_SRC) $(DAEMON_NVML) \
-		$(shell pkg-config --libs libnl-genl-3.0 libsystemd) $(MHD_LIBS) -o $@
+		$(shell pkg-config --cflags libnl-genl-3.0 libsystemd json-c libcurl) $(MHD_CFLAGS) \
+		$(DAEMON_MAIN) $(DAEMON_SRC) $(DAEMON_NVML) $(filter %.c,$(CLUSTER_PURE)) \
+		$(shell pkg-config --libs libnl-genl-3.0 libsystemd json-c libcurl) $(MHD_LIBS) -o $@
 
 # hbmctl's JSON is json-c's (daemon/cli.c); the advisor and systemd's time
 # spans are pure code of their own (advise.c, timespan.c).
@@ -187,7 +188,7 @@ UNIT_LIBS := $(CHECK_LIBS) $(shell pkg-config --libs libsystemd json-c) $(MHD_LI
 UNIT_DEPS := $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR) daemon/recovery.c \
 	daemon/core.c daemon/store.c daemon/amdgpu.c daemon/amdgpu.h daemon/metrics.c daemon/scheduler.c \
 	$(DAEMON_MAIN_HDR) \
-	daemon/hbmguardd.h daemon/libhbmguard/aperture.c daemon/libhbmguard/hbmguard.h \
+	daemon/hbmguardd.h daemon/libhbmguard/aperture.c daemon/libhbmguard/rank.c daemon/libhbmguard/hbmguard.h \
 	daemon/cli.c daemon/cli.h daemon/advise.c daemon/advise.h $(CLUSTER_PURE)
 
 $(BUILD)/unit: $(UNIT_DEPS)
@@ -329,7 +330,8 @@ GUEST_PROGS := $(BUILD)/guest/hbmtest $(BUILD)/guest/hbmctl $(BUILD)/guest/hbmnl
 KERNEL_PARTS := module daemon
 KERNEL_TIERS := $(foreach v,$(DEB_KVERS),check-kernel-$(v))
 GUESTS_2 := $(foreach v,$(DEB_KVERS) debug,$(foreach p,$(KERNEL_PARTS),check-kernel-$(v)-$(p)))
-.PHONY: $(KERNEL_TIERS) $(GUESTS_2) check-system-boots check-system-ddp system-rootfs
+.PHONY: $(KERNEL_TIERS) $(GUESTS_2) check-system-boots check-system-ddp check-system-cluster \
+	system-rootfs
 
 check-kernel: $(KERNEL_TIERS)
 define kernel_guest
@@ -359,6 +361,10 @@ check-system-boots: $(SYSTEM_DEPS) | $(GUESTS_AFTER)
 check-system-ddp: $(SYSTEM_DEPS) | $(GUESTS_AFTER)
 	@echo "== tier 3: the DDP job through a fault, in a systemd guest"
 	$(TOP)/tests/system/run.sh $(SYSTEM_KVER) ddp
+# Two guests at once, one job across them (issue 14): both of a 2-core host's.
+check-system-cluster: $(SYSTEM_DEPS) | $(GUESTS_AFTER)
+	@echo "== tier 3: one DDP job on two nodes, etcd between their daemons"
+	$(TOP)/tests/system/run.sh $(SYSTEM_KVER) cluster
 
 # Each tier stops the run on its first failure, so reaching the end means all
 # passed: the unit runs, the spec, unit file, install, shape and cluster checks, two
@@ -431,7 +437,9 @@ check: deps
 		$(foreach p,$(KERNEL_PARTS),check-kernel-debug-$(p)) \
 		check-system-boots check-system-ddp $(filter-out check-kernel-debug-%,$(GUESTS_2)); \
 	s=$$?; wait; exit $$s
-	@echo "check: $$((9 + $(words $(GUESTS_2)))) passed, 0 failed"
+	@# two guests at once, each a core: alone, after the rest (about 3 min)
+	@$(MAKE) --no-print-directory check-system-cluster
+	@echo "check: $$((10 + $(words $(GUESTS_2)))) passed, 0 failed"
 
 bench: deps
 	@$(MAKE) --no-print-directory $(BUILD)/bench-core modules-all $(BUILD)/guest/hbmbench \

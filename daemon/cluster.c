@@ -36,6 +36,8 @@ struct cluster {
 	sd_event_source *timer;
 	bool draining, up;
 	char node[HBM_CLUSTER_NAME_LEN];
+	time_t since;			/* up or down */
+	char why[256];			/* down: the last failure */
 };
 
 /* A transaction on its way: the action it carries out. */
@@ -140,7 +142,7 @@ static void drain(struct cluster *cl)
 			free(a.body);
 			break;
 		case CL_LOCAL:
-			cl->ops->step(cl->ctx, a.job, a.id, a.step, a.text);
+			cl->ops->step(cl->ctx, &a);
 			break;
 		case CL_CLOSED:
 			cl->ops->closed(cl->ctx, a.job, a.id, a.step == CL_RESUME);
@@ -197,11 +199,16 @@ static void on_link(void *arg, bool up, const char *why)
 {
 	struct cluster *cl = arg;
 
+	if (up != cl->up || !cl->since)
+		cl->since = time(NULL);
 	cl->up = up;
+	snprintf(cl->why, sizeof(cl->why), "%s", up ? "" : why);
 	if (!up)
 		fprintf(stderr, "<4>hbmguardd: cluster: etcd %s: %s\n", etcd_endpoint(cl->etcd), why);
 	cl_link(cl->core, up, now_us(cl));
 	drain(cl);
+	if (cl->ops->link)
+		cl->ops->link(cl->ctx);
 }
 
 static void on_lease(void *arg, int64_t id)
@@ -284,16 +291,22 @@ static void unwatch_acks(struct cluster *cl, const char *prefix)
  *
  * Return: the link, or NULL.
  */
+/* Each step's deadline from [Recovery]: isolate and resume as quick as a pause. */
+static struct cl_timeouts timeouts(const struct hbm_recovery_config *rec)
+{
+	return (struct cl_timeouts){ .step = {
+		[CL_PAUSE] = rec->pause_timeout, [CL_ISOLATE] = rec->pause_timeout,
+		[CL_RESTORE] = rec->restore_timeout, [CL_RESUME] = rec->pause_timeout,
+		[CL_ABORT] = rec->kill_timeout,
+	} };
+}
+
 struct cluster *cluster_start(sd_event *loop, const struct hbm_cluster_config *cfg,
 			      const struct hbm_recovery_config *rec,
 			      const struct cluster_local_ops *ops, void *ctx, char *err,
 			      size_t errlen)
 {
-	struct cl_timeouts t = { .step = {
-		[CL_PAUSE] = rec->pause_timeout, [CL_ISOLATE] = rec->pause_timeout,
-		[CL_RESTORE] = rec->restore_timeout, [CL_RESUME] = rec->pause_timeout,
-		[CL_ABORT] = rec->kill_timeout,
-	} };
+	struct cl_timeouts t = timeouts(rec);
 	struct cluster *cl = calloc(1, sizeof(*cl));
 
 	if (!cl) {
@@ -307,6 +320,8 @@ struct cluster *cluster_start(sd_event *loop, const struct hbm_cluster_config *c
 		goto fail;
 	}
 	cl->loop = sd_event_ref(loop);
+	cl->since = time(NULL);
+	snprintf(cl->why, sizeof(cl->why), "not reached yet");
 	cl->ops = ops;
 	cl->ctx = ctx;
 	cl->core = cl_new(cl->node, &t, nonce);
@@ -355,10 +370,32 @@ int cluster_join(struct cluster *cl, const char *job, const char *value)
 	return err;
 }
 
-/* This node's ranks of @job lost data: the job's incident opens, or escalates. */
-int cluster_error(struct cluster *cl, const char *job, const char *reason)
+/* No rank of @job is left on this node: its key goes. */
+int cluster_leave(struct cluster *cl, const char *job)
 {
-	int err = cl_error(cl->core, job, reason, now_us(cl));
+	int err = cl_job_leave(cl->core, job, now_us(cl));
+
+	drain(cl);
+	return err;
+}
+
+/*
+ * This node's ranks of @job lost data: the job's incident opens, or
+ * escalates; @id is set to its id (the open one's, or the one it opens under).
+ */
+int cluster_error(struct cluster *cl, const char *job, uint32_t failed_rank, const char *reason,
+		  char id[HBM_CLUSTER_NAME_LEN])
+{
+	int err = cl_error(cl->core, job, failed_rank, reason, now_us(cl), id);
+
+	drain(cl);
+	return err;
+}
+
+/* This node's ranks of @job cannot go on with its incident: it aborts everywhere. */
+int cluster_fail(struct cluster *cl, const char *job, const char *reason)
+{
+	int err = cl_fail(cl->core, job, reason, now_us(cl));
 
 	drain(cl);
 	return err;
@@ -374,9 +411,43 @@ int cluster_done(struct cluster *cl, const char *job, const char *id, enum cl_st
 	return err;
 }
 
+/* [Recovery] reloaded: the steps written from now on have its deadlines. */
+void cluster_reconfigure(struct cluster *cl, const struct hbm_recovery_config *rec)
+{
+	struct cl_timeouts t = timeouts(rec);
+
+	if (cl)
+		cl_set_timeouts(cl->core, &t);
+}
+
 bool cluster_link_up(const struct cluster *cl)
 {
 	return cl->up;
+}
+
+_Static_assert(CL_NR_STEPS == HBM_CTL_CLUSTER_STEPS, "ctl.h's steps are cluster_proto.h's");
+
+/*
+ * For hbmctl incidents: one node's part in an open incident (cl_view_get());
+ * .incident is the local side's to fill.  Return: 0, -ENOENT past the end.
+ */
+int cluster_node_get(const struct cluster *cl, uint32_t index, struct hbm_ctl_cluster_node *out)
+{
+	return cl ? cl_view_get(cl->core, index, out) : -ENOENT;
+}
+
+/* For hbmctl status and STATUS=: where the link stands (@cl NULL: off). */
+void cluster_get(const struct cluster *cl, struct hbm_ctl_cluster *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!cl)
+		return;
+	out->state = cl->up ? HBM_CLUSTER_UP : HBM_CLUSTER_UNREACHABLE;
+	out->jobs = cl_jobs_published(cl->core);
+	out->since = cl->since ? cl->since : time(NULL);
+	snprintf(out->node, sizeof(out->node), "%s", cl->node);
+	snprintf(out->endpoint, sizeof(out->endpoint), "%s", etcd_endpoint(cl->etcd));
+	snprintf(out->why, sizeof(out->why), "%s", cl->why);	/* etcd.c's own words */
 }
 
 const char *cluster_node(const struct cluster *cl)

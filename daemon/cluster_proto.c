@@ -31,6 +31,7 @@ static const char *const step_names[CL_NR_STEPS] = {
 struct member {
 	char name[HBM_CLUSTER_NAME_LEN];
 	unsigned int acked;		/* 1 << step */
+	uint64_t acked_at[CL_NR_STEPS];	/* ms since the epoch, as it wrote it; 0 unknown */
 };
 
 struct job {
@@ -43,10 +44,13 @@ struct job {
 	char *value;			/* NULL: not joined */
 	uint32_t world;			/* its world_size */
 	bool published;			/* under the present lease */
+	bool republish;			/* changed while a publication was in flight */
+	bool leaving;			/* its key to delete: no rank of it here now */
 	/* the open incident, as etcd has it */
 	bool open;
 	char id[HBM_CLUSTER_NAME_LEN];
 	char opener[HBM_CLUSTER_NAME_LEN];
+	uint32_t failed_rank;		/* the global rank whose state was lost */
 	int64_t create_rev;
 	int64_t snap_create;		/* of the incident in a snapshot being read */
 	struct member *parts;
@@ -54,6 +58,7 @@ struct job {
 	bool member;			/* this node is one of parts */
 	bool step_known;
 	enum cl_step step;
+	uint64_t step_at[CL_NR_STEPS];	/* ms since the epoch this node read each */
 	int64_t step_mod_rev;
 	uint64_t deadline;		/* of the step, from when it was read */
 	char reason[CL_REASON_LEN];	/* the abort's */
@@ -68,6 +73,8 @@ struct job {
 	uint64_t want_since;
 	char want_id[HBM_CLUSTER_NAME_LEN];
 	char want_reason[CL_REASON_LEN];
+	uint32_t want_rank;
+	char want_fail[CL_REASON_LEN];	/* the local side failed before it opened */
 	int64_t open_failed_rev;
 	unsigned int inflight;		/* 1 << cl_txn_kind */
 	uint64_t retry_at;		/* 0: none */
@@ -115,6 +122,8 @@ static struct cl_action *push(struct cl_core *c, enum cl_action_kind kind, const
 	if (j) {
 		strcpy(a->job, j->name);
 		strcpy(a->id, j->open ? j->id : "");
+		a->rank = j->open ? j->failed_rank : j->want_rank;
+		strcpy(a->opener, j->open ? j->opener : "");
 	}
 	return a;
 }
@@ -163,6 +172,12 @@ struct cl_core *cl_new(const char *node, const struct cl_timeouts *t, uint64_t (
 	c->t = *t;
 	c->nonce = nonce;
 	return c;
+}
+
+/* Steps written from now on have these deadlines; those read keep theirs. */
+void cl_set_timeouts(struct cl_core *c, const struct cl_timeouts *t)
+{
+	c->t = *t;
 }
 
 static void job_free(struct job *j)
@@ -226,7 +241,7 @@ static void job_gc(struct cl_core *c, struct job *j)
 {
 	size_t i;
 
-	if (j->nr_nodes || j->open || j->value || j->want_open || j->inflight)
+	if (j->nr_nodes || j->open || j->value || j->want_open || j->inflight || j->leaving)
 		return;
 	for (i = 0; i < c->nr_jobs && c->jobs[i] != j; i++)
 		;
@@ -471,6 +486,17 @@ static void publish(struct cl_core *c, struct job *j)
 	free(k);
 }
 
+/* Not with a publication in flight: etcd may take the two in either order. */
+static void leave(struct cl_core *c, struct job *j)
+{
+	char *k = key_of(j->name, "nodes/%s", c->node);
+	struct etcd_op op = { ETCD_DELETE, k, NULL, 0 };
+
+	if (k)
+		txn(c, j, CL_TXN_LEAVE, NULL, 0, &op, 1);
+	free(k);
+}
+
 static void open_incident(struct cl_core *c, struct job *j)
 {
 	struct json_object *o = json_object_new_object(), *nodes = json_object_new_array();
@@ -487,6 +513,7 @@ static void open_incident(struct cl_core *c, struct job *j)
 	json_object_object_add(o, "id", json_object_new_string(j->want_id));
 	json_object_object_add(o, "opener", json_object_new_string(c->node));
 	json_object_object_add(o, "reason", json_object_new_string(j->want_reason));
+	json_object_object_add(o, "rank", json_object_new_int64(j->want_rank));
 	json_object_object_add(o, "nodes", nodes);
 	v = json_text(o);
 	o = NULL;
@@ -549,25 +576,34 @@ static void close_incident(struct cl_core *c, struct job *j)
 	free(acks);
 }
 
+static uint64_t realtime_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void ack(struct cl_core *c, struct job *j, enum cl_step s)
 {
 	char *inc = key_of(j->name, "incident");
+	uint64_t at = realtime_ms();
 	char *k = NULL;
-	struct timespec ts;
 	char v[64];
 
 	if (asprintf(&k, CL_ACKS_V1 "%s/%s/%s/%s", j->name, j->id, step_names[s], c->node) < 0)
 		k = NULL;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	snprintf(v, sizeof(v), "{\"at\":%lld}", (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+	snprintf(v, sizeof(v), "{\"at\":%" PRIu64 "}", at);
 	if (inc && k) {
 		struct etcd_cmp cmp = { inc, ETCD_CREATE, ETCD_EQUAL, j->create_rev };
 		struct etcd_op op = { ETCD_PUT, k, v, 0 };
 
 		struct cl_action *a = txn(c, j, CL_TXN_ACK, &cmp, 1, &op, 1);
 
-		if (a)
+		if (a) {
 			a->step = s;	/* answered: acked */
+			a->at = at;
+		}
 	}
 	free(inc);
 	free(k);
@@ -616,35 +652,60 @@ static void process(struct cl_core *c, struct job *j, uint64_t now)
 	if (j->retry_at && now < j->retry_at)
 		return;
 	j->retry_at = 0;
-	if (j->value && !j->published && c->lease && c->link && !BUSY(j, CL_TXN_PUBLISH))
+	if (j->value && !j->published && c->lease && c->link && !BUSY(j, CL_TXN_PUBLISH) &&
+	    !BUSY(j, CL_TXN_LEAVE))
 		publish(c, j);
+	if (j->leaving && c->link && !BUSY(j, CL_TXN_LEAVE) && !BUSY(j, CL_TXN_PUBLISH))
+		leave(c, j);
 	if (j->want_open && j->open) {
 		j->want_open = false;
 		if (strcmp(j->id, j->want_id) && j->member)
 			escalate(c, j, "a second error on node %s (%s)", c->node, j->want_reason);
-		else if (strcmp(j->id, j->want_id))
-			say(c, j, LOG_ERR, "job %s: incident %s is open without this node: its error (%s) is not the cluster's",
+		else if (j->want_fail[0] && j->member)
+			escalate(c, j, "node %s: %s", c->node, j->want_fail);
+		else if (strcmp(j->id, j->want_id)) {
+			/* its ranks here cannot follow an incident that does not wait for them */
+			say(c, j, LOG_ERR, "job %s: incident %s is open without this node: its error (%s) aborts its ranks here",
 			    j->name, j->id, j->want_reason);
+			local(c, j, CL_ABORT, "the job's incident is open without this node");
+		}
 	}
 	/*
 	 * Opened once this node's key is there (the incident's nodes include
 	 * it) and the watch has brought every node of the job (their ranks
-	 * make up the world), or that took a pause step's deadline: the
-	 * nodes then missing are missed by the deadlines.
+	 * make up the world).  Not by the pause deadline: without etcd, or
+	 * without every rank's node known, its ranks cannot recover together
+	 * and this node's abort (a job never hangs on etcd, nor waits for a
+	 * node it does not know).
 	 */
-	if (j->want_open && !c->link && now >= j->want_since + c->t.step[CL_PAUSE] * 1000000ULL) {
-		/* a job on other nodes too: without etcd, its ranks cannot recover together */
-		say(c, j, LOG_ERR, "job %s: etcd unreachable for the pause deadline after an error (%s): aborting this node's ranks",
-		    j->name, j->want_reason);
-		j->want_open = false;
-		local(c, j, CL_ABORT, "etcd unreachable: the job's incident could not be opened");
-	}
 	if (j->want_open && c->link && !BUSY(j, CL_TXN_OPEN) && c->synced >= j->open_failed_rev &&
-	    node_alive(j, c->node) &&
-	    (world_known(j) || now >= j->want_since + c->t.step[CL_PAUSE] * 1000000ULL))
+	    node_alive(j, c->node) && world_known(j)) {
 		open_incident(c, j);
+	} else if (j->want_open && !BUSY(j, CL_TXN_OPEN) &&
+		   now >= j->want_since + c->t.step[CL_PAUSE] * 1000000ULL) {
+		const char *why = !c->link ? "etcd unreachable" :
+				  !node_alive(j, c->node) ? "this node's ranks not published" :
+				  !world_known(j) ? "not every rank's node known" :
+				  "another incident's end not seen";
+		struct cl_action *a;
+
+		say(c, j, LOG_ERR, "job %s: its incident not opened by the pause deadline after an error (%s): %s: aborting this node's ranks",
+		    j->name, j->want_reason, why);
+		j->want_open = false;
+		a = push(c, CL_LOCAL, j);
+		if (a) {
+			a->step = CL_ABORT;	/* of no incident: nothing asked of one */
+			snprintf(a->text, sizeof(a->text), "the job's incident could not be opened across its nodes: %s",
+				 why);
+		}
+	}
 	if (!j->open || !j->member || !j->step_known)
 		return;
+	/* an abort this node decided is its ranks' at once, not after etcd's round trip */
+	if (j->escalate[0] && !j->local_aborted && j->asked != CL_ABORT) {
+		local(c, j, CL_ABORT, j->escalate);
+		j->local_aborted = true;
+	}
 	/* the local ranks follow the step this node read */
 	if (j->asked < (int)j->step && !j->local_aborted)
 		local(c, j, j->step, j->step == CL_ABORT ? j->reason : NULL);
@@ -742,6 +803,7 @@ static void incident_gone(struct cl_core *c, struct job *j)
 	j->parts = NULL;
 	j->nr_parts = 0;
 	j->acked = 0;
+	memset(j->step_at, 0, sizeof(j->step_at));
 	j->open = j->member = j->step_known = j->local_aborted = j->watching = false;
 	j->id[0] = j->opener[0] = j->reason[0] = j->escalate[0] = 0;
 	j->asked = j->done = -1;
@@ -767,6 +829,7 @@ static void put_node(struct cl_core *c, const struct key *k, const struct etcd_k
 	struct json_object *o = value_parse(kv);
 	int64_t ranks = o ? ranks_of(o, NULL) : -1;
 	struct job *j;
+	size_t i;
 
 	json_object_put(o);
 	if (ranks < 0)
@@ -774,8 +837,12 @@ static void put_node(struct cl_core *c, const struct key *k, const struct etcd_k
 	j = job_get(c, k->job, false);
 	if (!j)
 		return refuse(c, kv, "too many jobs");
-	if (node_alive(j, k->node))
-		return;
+	for (i = 0; i < j->nr_nodes && strcmp(j->nodes[i], k->node); i++)
+		;
+	if (i < j->nr_nodes) {		/* a node's ranks of the job changed */
+		j->ranks[i] = ranks;
+		goto known;
+	}
 	if (j->nr_nodes == CL_MAX_NODES)
 		return refuse(c, kv, "too many nodes in the job");
 	if (j->nr_nodes == j->cap_nodes) {
@@ -792,7 +859,10 @@ static void put_node(struct cl_core *c, const struct key *k, const struct etcd_k
 	}
 	j->ranks[j->nr_nodes] = ranks;
 	strcpy(j->nodes[j->nr_nodes++], k->node);
-	if (!strcmp(k->node, c->node) && kv->lease == c->lease && j->value)
+known:
+	/* what this node last asked etcd to hold, under its lease */
+	if (!strcmp(k->node, c->node) && kv->lease == c->lease && j->value &&
+	    kv->value_len == strlen(j->value) && !memcmp(kv->value, j->value, kv->value_len))
 		j->published = true;
 }
 
@@ -816,11 +886,12 @@ static void delete_node(struct cl_core *c, struct job *j, const char *node)
 
 static void put_incident(struct cl_core *c, const struct key *k, const struct etcd_kv *kv)
 {
-	struct json_object *o = value_parse(kv), *nodes;
+	struct json_object *o = value_parse(kv), *nodes, *rank;
 	char id[HBM_CLUSTER_NAME_LEN], opener[HBM_CLUSTER_NAME_LEN], reason[CL_REASON_LEN];
 	struct job *j = job_find(c, k->job);
 	struct member *parts = NULL;
 	size_t n = 0, i, m;
+	uint32_t failed;
 
 	if (!j || !j->nr_nodes) {
 		json_object_put(o);
@@ -829,12 +900,16 @@ static void put_incident(struct cl_core *c, const struct key *k, const struct et
 	if (!o || str_field(o, "id", true, id, sizeof(id)) || !hbm_cluster_name_valid(id) ||
 	    str_field(o, "opener", true, opener, sizeof(opener)) || !hbm_cluster_name_valid(opener) ||
 	    str_field(o, "reason", false, reason, sizeof(reason)) ||
+	    !json_object_object_get_ex(o, "rank", &rank) ||
+	    !json_object_is_type(rank, json_type_int) || json_object_get_int64(rank) < 0 ||
+	    json_object_get_int64(rank) >= (j->world ? j->world : (int64_t)UINT32_MAX) ||
 	    !json_object_object_get_ex(o, "nodes", &nodes) ||
 	    !json_object_is_type(nodes, json_type_array) ||
 	    !(n = json_object_array_length(nodes)) || n > CL_MAX_NODES) {
 		json_object_put(o);
 		return refuse(c, kv, "not an incident's value");
 	}
+	failed = json_object_get_int64(rank);
 	if (j->open && kv->create_revision == j->create_rev && !strcmp(id, j->id)) {
 		json_object_put(o);
 		return;		/* the same incident written again: nothing new */
@@ -869,10 +944,16 @@ static void put_incident(struct cl_core *c, const struct key *k, const struct et
 	}
 	if (j->open)	/* deleted and created again between two reads */
 		incident_gone(c, j);
+	/* a new incident: nothing of this node's part in an earlier one stands */
+	j->asked = j->done = -1;
+	j->acked = 0;
+	j->local_aborted = false;
+	j->escalate[0] = 0;
 	j->open = true;
 	strcpy(j->id, id);
 	strcpy(j->opener, opener);
 	j->create_rev = kv->create_revision;
+	j->failed_rank = failed;
 	j->parts = parts;
 	j->nr_parts = n;
 	j->member = part(j, c->node) != NULL;
@@ -899,8 +980,10 @@ static void put_step(struct cl_core *c, struct job *j, const struct etcd_kv *kv,
 	if (j->step_known && (s < j->step || (s == j->step && kv->mod_revision != j->step_mod_rev &&
 					      s != CL_ABORT)))
 		return refuse(c, kv, "a step that goes back");
-	if (!j->step_known || s != j->step)
+	if (!j->step_known || s != j->step) {
 		j->deadline = now + (uint64_t)timeout * 1000000;
+		j->step_at[s] = realtime_ms();
+	}
 	j->step_known = true;
 	j->step = s;
 	j->step_mod_rev = kv->mod_revision;
@@ -916,15 +999,18 @@ static void put_ack(struct cl_core *c, struct job *j, const struct key *k,
 {
 	struct json_object *o = value_parse(kv), *at;
 	struct member *m = part(j, k->node);
+	int64_t ms;
 
 	if (!o || !json_object_object_get_ex(o, "at", &at) || !json_object_is_type(at, json_type_int)) {
 		json_object_put(o);
 		return refuse(c, kv, "not an acknowledgement's value");
 	}
+	ms = json_object_get_int64(at);
 	json_object_put(o);
 	if (!m)
 		return refuse(c, kv, "an acknowledgement of a node not in the incident");
 	m->acked |= 1U << k->step;
+	m->acked_at[k->step] = ms > 0 ? ms : 0;
 }
 
 static void apply(struct cl_core *c, const struct etcd_kv *kv, bool put, uint64_t now)
@@ -1107,9 +1193,18 @@ void cl_txn_done(struct cl_core *c, const struct cl_action *a, int err, bool suc
 		/* one is open already: the watch brings it by @rev */
 		j->open_failed_rev = rev;
 	} else if (a->txn == CL_TXN_PUBLISH && succeeded) {
-		j->published = true;
+		j->published = !j->republish;	/* else the newer value goes next */
+		j->republish = false;
+	} else if (a->txn == CL_TXN_LEAVE) {
+		j->leaving = false;
 	} else if (a->txn == CL_TXN_ACK && j->open && !strcmp(a->id, j->id)) {
+		struct member *m = part(j, c->node);
+
 		j->acked |= 1U << a->step;	/* or the incident changed: nothing to ack */
+		if (m && !(m->acked & 1U << a->step)) {	/* as written: the opener hears all */
+			m->acked |= 1U << a->step;
+			m->acked_at[a->step] = a->at;
+		}
 	}
 	process(c, j, now);
 	job_gc(c, j);
@@ -1146,6 +1241,60 @@ int cl_job_join(struct cl_core *c, const char *job, const char *value, uint64_t 
 	j->value = v;
 	j->world = world;
 	j->published = false;
+	j->republish = BUSY(j, CL_TXN_PUBLISH);
+	j->leaving = false;
+	process(c, j, now);
+	return 0;
+}
+
+/**
+ * cl_job_leave() - this node has no rank of @job any more
+ * @c: the core
+ * @job: its name
+ * @now: the time
+ *
+ * Its key is deleted (again after a failure, until etcd answers), so that
+ * an incident opened later does not wait for this node.
+ *
+ * Return: 0, -ENOENT a job this node has not joined.
+ */
+int cl_job_leave(struct cl_core *c, const char *job, uint64_t now)
+{
+	struct job *j = job_find(c, job);
+
+	if (!j || !j->value)
+		return -ENOENT;
+	free(j->value);
+	j->value = NULL;
+	j->published = false;
+	j->leaving = true;
+	process(c, j, now);
+	job_gc(c, j);
+	return 0;
+}
+
+/**
+ * cl_fail() - this node's ranks of @job cannot go on with its incident
+ * @c: the core
+ * @job: the job
+ * @reason: why (a rank failed or left, a second error here), for every node's journal
+ * @now: the time
+ *
+ * The incident is aborted on every node; one this node is still opening,
+ * once it is open.
+ *
+ * Return: 0, -ESRCH no incident of @job involves this node.
+ */
+int cl_fail(struct cl_core *c, const char *job, const char *reason, uint64_t now)
+{
+	struct job *j = job_find(c, job);
+
+	if (j && j->open && j->member)
+		escalate(c, j, "node %s: %s", c->node, reason);
+	else if (j && j->want_open)
+		snprintf(j->want_fail, sizeof(j->want_fail), "%s", reason);
+	else
+		return -ESRCH;
 	process(c, j, now);
 	return 0;
 }
@@ -1154,20 +1303,29 @@ int cl_job_join(struct cl_core *c, const char *job, const char *value, uint64_t 
  * cl_error() - this node's ranks of @job lost data: open its incident
  * @c: the core
  * @job: the job
+ * @rank: the global rank whose state was lost (< the job's world size)
  * @reason: what happened, for every node's journal
  * @now: the time
+ * @id: set to the incident's id: the open one's, or the one it will open under
  *
  * A second error while one is open escalates it.
  *
- * Return: 0, -ENOENT a job this node has not joined.
+ * Return: 0, -ENOENT a job this node has not joined, -EINVAL @rank out of its world.
  */
-int cl_error(struct cl_core *c, const char *job, const char *reason, uint64_t now)
+int cl_error(struct cl_core *c, const char *job, uint32_t rank, const char *reason,
+	     uint64_t now, char id[HBM_CLUSTER_NAME_LEN])
 {
 	struct job *j = job_find(c, job);
 
 	if (!j || !j->value)
 		return -ENOENT;
-	if (j->open && j->member) {
+	if (rank >= j->world)
+		return -EINVAL;
+	if (j->open && j->member && ((j->step_known && j->step == CL_ABORT) || j->escalate[0] ||
+				     j->local_aborted)) {
+		/* aborting already (or deciding to): this error's ranks too */
+		local(c, j, CL_ABORT, j->escalate[0] ? j->escalate : j->reason);
+	} else if (j->open && j->member) {
 		escalate(c, j, "a second error on node %s (%s)", c->node, reason);
 	} else if (!j->want_open) {
 		j->want_open = true;
@@ -1175,7 +1333,10 @@ int cl_error(struct cl_core *c, const char *job, const char *reason, uint64_t no
 		j->open_failed_rev = 0;
 		snprintf(j->want_id, sizeof(j->want_id), "%016" PRIx64, c->nonce());
 		snprintf(j->want_reason, sizeof(j->want_reason), "%s", reason);
+		j->want_rank = rank;
+		j->want_fail[0] = 0;
 	}
+	strcpy(id, j->open && j->member ? j->id : j->want_id);
 	process(c, j, now);
 	return 0;
 }
@@ -1207,6 +1368,59 @@ int cl_local_done(struct cl_core *c, const char *job, const char *id, enum cl_st
 	return 0;
 }
 
+/**
+ * cl_view_get() - one node's part in an open incident this node takes part in
+ * @c: the core
+ * @index: from 0, over every such incident's nodes in turn
+ * @out: filled in, but for .incident (the local side's)
+ *
+ * The opener hears every node's acknowledgements; another node knows its own.
+ *
+ * Return: 0, -ENOENT past the end.
+ */
+int cl_view_get(const struct cl_core *c, uint32_t index, struct hbm_ctl_cluster_node *out)
+{
+	size_t total = 0, i, at = index;
+	const struct job *hit = NULL;
+
+	for (i = 0; i < c->nr_jobs; i++) {
+		const struct job *j = c->jobs[i];
+
+		if (!j->open || !j->member || !j->step_known)
+			continue;
+		if (!hit && at < j->nr_parts)
+			hit = j;
+		else if (!hit)
+			at -= j->nr_parts;
+		total += j->nr_parts;
+	}
+	if (!hit)
+		return -ENOENT;
+	memset(out, 0, sizeof(*out));
+	out->index = index;
+	out->total = total;
+	strcpy(out->job, hit->name);
+	strcpy(out->id, hit->id);
+	strcpy(out->opener, hit->opener);
+	strcpy(out->node, hit->parts[at].name);
+	out->step = hit->step;
+	out->failed_rank = hit->failed_rank;
+	out->acked = hit->parts[at].acked;
+	memcpy(out->acked_at, hit->parts[at].acked_at, sizeof(out->acked_at));
+	memcpy(out->step_at, hit->step_at, sizeof(out->step_at));
+	return 0;
+}
+
+/* This node's jobs whose key etcd holds under the present lease. */
+size_t cl_jobs_published(const struct cl_core *c)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < c->nr_jobs; i++)
+		n += c->jobs[i]->value && c->jobs[i]->published;
+	return n;
+}
+
 uint64_t cl_next_deadline(const struct cl_core *c)
 {
 	uint64_t next = UINT64_MAX;
@@ -1216,7 +1430,8 @@ uint64_t cl_next_deadline(const struct cl_core *c)
 
 		if (j->retry_at && j->retry_at < next)
 			next = j->retry_at;
-		if (j->want_open && !j->open && (!world_known(j) || !c->link) &&
+		/* (an open in flight: its answer runs process() again) */
+		if (j->want_open && !j->open && !BUSY(j, CL_TXN_OPEN) &&
 		    j->want_since + c->t.step[CL_PAUSE] * 1000000ULL < next)
 			next = j->want_since + c->t.step[CL_PAUSE] * 1000000ULL;
 		if (j->open && j->member && j->step_known && j->deadline < next &&

@@ -13,13 +13,19 @@
  *   /hbmguard/v1/jobs/JOB/nodes/NODE
  *	{"ranks": [0, 1], "world_size": 4}   (global ranks, each < world_size)
  *	NODE has ranks of JOB: put under NODE's lease, so that it goes
- *	when NODE's daemon does (or loses etcd) for LeaseTTL.
+ *	when NODE's daemon does (or loses etcd) for LeaseTTL; deleted when
+ *	the last of them leaves.  hbmguardd names a job by its owner's uid
+ *	and the name its ranks registered with: "1000.run-42" (recovery.c),
+ *	so that no user joins another's job, given that uids are the same
+ *	on every node, as a cluster's directory service makes them.
  *   /hbmguard/v1/jobs/JOB/incident
- *	{"id": ID, "opener": NODE, "reason": TEXT, "nodes": [NODE, ...]}
+ *	{"id": ID, "opener": NODE, "reason": TEXT, "rank": N,
+ *	 "nodes": [NODE, ...]}
  *	JOB's open incident, one at most: created by a transaction whose
  *	compare is this key's create_revision == 0, together with the
- *	first step.  "nodes" are the job's nodes when it opened: each must
- *	acknowledge each step.
+ *	first step.  "rank" is the global rank whose state was lost (the
+ *	ranks restore it from a healthy one).  "nodes" are the job's nodes
+ *	when it opened: each must acknowledge each step.
  *   /hbmguard/v1/jobs/JOB/incident/ID/step
  *	{"step": "pause"|"isolate"|"restore"|"resume"|"abort",
  *	 "timeout": SECONDS, "reason": TEXT (abort)}
@@ -58,6 +64,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "ctl.h"
 #include "etcd_msg.h"
 
 #define CL_PREFIX		"/hbmguard/"
@@ -81,7 +88,7 @@ enum cl_action_kind {
 
 /* What a transaction was for, so that its answer goes back to the same job. */
 enum cl_txn_kind { CL_TXN_PUBLISH, CL_TXN_OPEN, CL_TXN_ACK, CL_TXN_ADVANCE, CL_TXN_ABORT,
-		   CL_TXN_CLOSE };
+		   CL_TXN_CLOSE, CL_TXN_LEAVE };
 
 struct cl_action {
 	enum cl_action_kind kind;
@@ -89,9 +96,12 @@ struct cl_action {
 	char job[HBM_CLUSTER_NAME_LEN];
 	char id[HBM_CLUSTER_NAME_LEN];
 	enum cl_step step;
+	uint32_t rank;		/* CL_LOCAL: the global rank whose state was lost */
+	char opener[HBM_CLUSTER_NAME_LEN];	/* CL_LOCAL: the node it was lost on */
 	int prio;		/* syslog's */
 	char text[2 * CL_REASON_LEN];
 	char *body;		/* CL_TXN's JSON, the caller's to free() */
+	uint64_t at;		/* CL_TXN_ACK: the time it says, ms since the epoch */
 };
 
 /* Deadlines per step, seconds ([Recovery]). */
@@ -103,6 +113,7 @@ struct cl_core;
 
 struct cl_core *cl_new(const char *node, const struct cl_timeouts *t, uint64_t (*nonce)(void));
 void cl_free(struct cl_core *c);
+void cl_set_timeouts(struct cl_core *c, const struct cl_timeouts *t);
 const char *cl_step_name(enum cl_step s);
 
 /* etcd's side: the whole prefix as of @rev, then each change after it. */
@@ -119,7 +130,10 @@ void cl_txn_done(struct cl_core *c, const struct cl_action *a, int err, bool suc
 
 /* The local side. */
 int cl_job_join(struct cl_core *c, const char *job, const char *value, uint64_t now);
-int cl_error(struct cl_core *c, const char *job, const char *reason, uint64_t now);
+int cl_job_leave(struct cl_core *c, const char *job, uint64_t now);
+int cl_error(struct cl_core *c, const char *job, uint32_t rank, const char *reason,
+	     uint64_t now, char id[HBM_CLUSTER_NAME_LEN]);
+int cl_fail(struct cl_core *c, const char *job, const char *reason, uint64_t now);
 int cl_local_done(struct cl_core *c, const char *job, const char *id, enum cl_step step,
 		  bool ok, const char *reason, uint64_t now);
 
@@ -128,5 +142,7 @@ uint64_t cl_next_deadline(const struct cl_core *c);
 void cl_tick(struct cl_core *c, uint64_t now);
 
 bool cl_next_action(struct cl_core *c, struct cl_action *a);
+size_t cl_jobs_published(const struct cl_core *c);
+int cl_view_get(const struct cl_core *c, uint32_t index, struct hbm_ctl_cluster_node *out);
 
 #endif /* HBM_CLUSTER_PROTO_H */

@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "cluster.h"
 #include "control.h"
 #include "daemon.h"
 #include "gpus.h"
@@ -234,6 +235,8 @@ static bool serve(struct client *c, const void *pkt, size_t len, const struct uc
 		struct hbm_ctl_gpu gpu;
 		struct hbm_ctl_drain drain;
 		struct hbm_ctl_deadlines deadlines;
+		struct hbm_ctl_cluster cluster;
+		struct hbm_ctl_cluster_node node;
 	} info;
 	bool admin = hbm_ctl_sender_is_admin(sender);
 	struct hbm_ctl_status st;
@@ -300,6 +303,18 @@ static bool serve(struct client *c, const void *pkt, size_t len, const struct uc
 				.kill_timeout = c->d->cfg.recovery.kill_timeout,
 			};
 			reply = &info.deadlines;
+			break;
+		case HBM_CTL_CLUSTER:
+			cluster_get(c->d->cluster, &info.cluster);
+			reply = &info.cluster;
+			break;
+		case HBM_CTL_CLUSTER_NODE_GET:
+			err = cluster_node_get(c->d->cluster,
+					       ((const struct hbm_ctl_index *)body)->index, &info.node);
+			if (!err)
+				info.node.incident = recovery_cluster_incident(c->d, info.node.job,
+									       info.node.id);
+			reply = &info.node;
 			break;
 		}
 	} else {

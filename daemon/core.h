@@ -241,7 +241,7 @@ struct hbm_device_counts {
 	uint32_t health;		/* HBMGUARD_HEALTH_* */
 	uint32_t spare_total, spare_used, spare_bad;
 	uint32_t nr_retired, nr_pending, nr_failed;
-	uint64_t ce_events, ue_events, errors_dropped;
+	uint64_t ce_events, ue_events, errors_dropped, ce_forgotten;
 };
 
 #define HBM_COUNTS_PATHS	0x1	/* .received, .dropped, .events_dropped */

@@ -126,6 +126,10 @@ size_t hbm_ctl_body_size(uint16_t type)
 		return reply ? sizeof(struct hbm_ctl_drain) : 0;
 	case HBM_CTL_DEADLINES:
 		return reply ? sizeof(struct hbm_ctl_deadlines) : 0;
+	case HBM_CTL_CLUSTER:
+		return reply ? sizeof(struct hbm_ctl_cluster) : 0;
+	case HBM_CTL_CLUSTER_NODE_GET:
+		return reply ? sizeof(struct hbm_ctl_cluster_node) : sizeof(struct hbm_ctl_index);
 	}
 	return 0;
 }
@@ -241,6 +245,26 @@ static bool name_ok(const char *s)
 	return hbm_ctl_name_valid(s, HBM_CTL_NAME_LEN);
 }
 
+static int check_cluster_node(const struct hbm_ctl_cluster_node *n)
+{
+	if (n->index >= n->total || !name_ok(n->job) || !name_ok(n->id) || !name_ok(n->opener) ||
+	    !name_ok(n->node) || n->step >= HBM_CTL_CLUSTER_STEPS ||
+	    n->acked >> HBM_CTL_CLUSTER_STEPS || n->reserved)
+		return -EBADMSG;
+	return 0;
+}
+
+static int check_cluster(const struct hbm_ctl_cluster *cl)
+{
+	bool off = cl->state == HBM_CLUSTER_OFF;
+
+	if (cl->state >= __HBM_CLUSTER_MAX || (off && (cl->node[0] || cl->jobs || cl->since)) ||
+	    (!off && !name_ok(cl->node)) || !terminated(cl->endpoint, sizeof(cl->endpoint)) ||
+	    !terminated(cl->why, sizeof(cl->why)))
+		return -EBADMSG;
+	return 0;
+}
+
 static int check_rank(const struct hbm_ctl_rank *r)
 {
 	static const struct hbm_ctl_range none;
@@ -315,7 +339,10 @@ static int check_body(uint16_t type, const void *body)
 	case HBM_CTL_INCIDENT_GET:
 	case HBM_CTL_GPU_GET:
 	case HBM_CTL_DRAIN_GET:
+	case HBM_CTL_CLUSTER_NODE_GET:
 		return ix->reserved ? -EBADMSG : 0;
+	case HBM_CTL_CLUSTER_NODE_GET | HBM_CTL_REPLY:
+		return check_cluster_node(body);
 	case HBM_CTL_DRAIN_GET | HBM_CTL_REPLY:
 	case HBM_CTL_UNDRAIN | HBM_CTL_REPLY:
 		return check_drain(body);
@@ -333,6 +360,8 @@ static int check_body(uint16_t type, const void *body)
 	case HBM_CTL_DEADLINES | HBM_CTL_REPLY:
 		return dl->pause_timeout && dl->restore_timeout && dl->kill_timeout &&
 		       !dl->reserved ? 0 : -EBADMSG;
+	case HBM_CTL_CLUSTER | HBM_CTL_REPLY:
+		return check_cluster(body);
 	}
 	return 0;
 }

@@ -46,6 +46,8 @@
  *	DRAIN_GET	struct hbm_ctl_index	struct hbm_ctl_drain
  *	UNDRAIN		none			struct hbm_ctl_drain (index 0)
  *	DEADLINES	none			struct hbm_ctl_deadlines
+ *	CLUSTER		none			struct hbm_ctl_cluster
+ *	CLUSTER_NODE_GET struct hbm_ctl_index	struct hbm_ctl_cluster_node
  *
  * DEADLINES says how long each step of a rank recovery may take ([Recovery]
  * in the configuration), so that a rank waits for the daemon as long as the
@@ -119,6 +121,8 @@ enum hbm_ctl_type {
 	HBM_CTL_DRAIN_GET,
 	HBM_CTL_UNDRAIN,
 	HBM_CTL_DEADLINES,
+	HBM_CTL_CLUSTER,
+	HBM_CTL_CLUSTER_NODE_GET,
 	__HBM_CTL_TYPE_MAX
 };
 
@@ -222,6 +226,52 @@ struct hbm_ctl_deadlines {
 	uint32_t restore_timeout;	/* every rank restored */
 	uint32_t kill_timeout;		/* an escalation's SIGTERM to its SIGKILL */
 	uint32_t reserved;
+};
+
+/*
+ * CLUSTER's reply: the link to the other nodes of this node's jobs
+ * ([Cluster], cluster.h).  Anyone may ask; a daemon older than it answers
+ * -EOPNOTSUPP and closes the connection, as for DEADLINES.
+ */
+enum hbm_cluster_state {
+	HBM_CLUSTER_OFF,		/* no [Cluster] Endpoints= */
+	HBM_CLUSTER_UNREACHABLE,	/* no answer from etcd: retried, backing off */
+	HBM_CLUSTER_UP,
+	__HBM_CLUSTER_MAX
+};
+
+struct hbm_ctl_cluster {
+	uint32_t state;			/* enum hbm_cluster_state */
+	uint32_t jobs;			/* this node's jobs published in etcd now */
+	uint64_t since;			/* seconds since the epoch it has been so; 0: off */
+	char node[HBM_CTL_NAME_LEN];	/* this node's name there; "" when off */
+	char endpoint[256];		/* reached, or tried last */
+	char why[256];			/* UNREACHABLE: the last failure, in libcurl's or etcd's words */
+};
+
+/*
+ * CLUSTER_NODE_GET's reply: one node's part in an incident across nodes
+ * that this node takes part in, a list (below) over every such incident's
+ * nodes.  The incident's opener hears every node's acknowledgements; any
+ * other node knows its own.
+ */
+#define HBM_CTL_CLUSTER_STEPS	5	/* pause, isolate, restore, resume, abort */
+
+struct hbm_ctl_cluster_node {
+	uint32_t index;
+	uint32_t total;
+	uint64_t incident;		/* this node's incident of it; 0: none kept */
+	char job[HBM_CTL_NAME_LEN];	/* as etcd names it: "UID.JOB" */
+	char id[HBM_CTL_NAME_LEN];	/* the incident's, in etcd */
+	char opener[HBM_CTL_NAME_LEN];	/* the node whose error opened it */
+	char node[HBM_CTL_NAME_LEN];	/* the node this entry is of */
+	uint32_t step;			/* the incident's now, of the five above */
+	uint32_t acked;			/* 1 << step: the node acknowledged it */
+	uint32_t failed_rank;		/* the global rank whose state was lost */
+	uint32_t reserved;
+	uint64_t acked_at[HBM_CTL_CLUSTER_STEPS];	/* ms since the epoch, as the
+							 * node wrote it; 0: not known here */
+	uint64_t step_at[HBM_CTL_CLUSTER_STEPS];	/* when this node read each step */
 };
 
 struct hbm_ctl_index {

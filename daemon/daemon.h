@@ -36,6 +36,7 @@ struct hbmd_core;
 struct hbm_store;
 struct hbm_gpus;
 struct hbm_sched;
+struct cluster;
 struct hbm_ctl_incident;
 
 struct daemon {
@@ -49,6 +50,7 @@ struct daemon {
 	struct hbm_store *store;	/* the state files (store.c) */
 	struct hbm_gpus *gpus;		/* the GPU registrar (gpus.c), for hbmctl gpus */
 	struct hbm_sched *sched;	/* the node's drain (scheduler.c), for hbmctl drain */
+	struct cluster *cluster;	/* the link to the job's other nodes; NULL: off */
 
 	/* Wired by main(); daemon.c calls them (NULL: nobody listens). */
 	void (*on_status)(struct daemon *d);	/* something STATUS= shows changed */

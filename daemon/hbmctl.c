@@ -266,6 +266,7 @@ static struct json_object *device_json(uint32_t id, const struct hbmguard_device
 	hbm_cli_add_u64(o, "ce_window", di->policy.ce_window);
 	hbm_cli_add_u64(o, "retire_limit", di->policy.retire_limit);
 	hbm_cli_add_u64(o, "errors_dropped", di->errors_dropped);
+	hbm_cli_add_u64(o, "ce_forgotten", di->ce_forgotten);
 	return o;
 }
 
@@ -274,7 +275,7 @@ static struct json_object *devices(void)
 {
 	static const char *const head[] = {
 		"ID", "NAME", "IDENTITY", "HBM", "PAGE", "RETIRED", "PENDING", "FAILED",
-		"SPARES", "HEALTH", "DROPPED",
+		"SPARES", "HEALTH", "FORGOTTEN", "DROPPED",
 	};
 	uint32_t ids[HBMGUARD_MAX_DEVICES], n = list_devices(ids, HBMGUARD_MAX_DEVICES), i;
 	struct hbmguard_device_info di;
@@ -290,7 +291,7 @@ static struct json_object *devices(void)
 		}
 		return arr;
 	}
-	hbm_cli_table_init(&t, 11, head, "lllrrrrrrlr");
+	hbm_cli_table_init(&t, 12, head, "lllrrrrrrlrr");
 	for (i = 0; i < n; i++) {
 		get_device(ids[i], &di);
 		hbm_cli_cell(&t, "%u", ids[i]);
@@ -304,6 +305,7 @@ static struct json_object *devices(void)
 		hbm_cli_cell(&t, "%u/%u", di.spare_total - di.spare_used - di.spare_bad,
 			     di.spare_total);
 		hbm_cli_cell(&t, "%s", NAME(health_names, di.health));
+		hbm_cli_cell(&t, "%" PRIu64, (uint64_t)di.ce_forgotten);
 		hbm_cli_cell(&t, "%" PRIu64, (uint64_t)di.errors_dropped);
 	}
 	hbm_cli_table_print(&t, stdout);
@@ -383,6 +385,43 @@ static int ask_daemon(uint16_t type, const void *body, void *reply_body)
 }
 
 /*
+ * The cluster link's part of status ([Cluster]), into @doc or printed; a
+ * daemon too old to say (-EOPNOTSUPP) says nothing of it.
+ */
+static void cluster_status(struct json_object *doc)
+{
+	static const char *const states[] = { "off", "unreachable", "up" };
+	struct hbm_ctl_cluster cl;
+	struct json_object *o;
+	char since[32];
+	time_t t;
+
+	if (ask_daemon(HBM_CTL_CLUSTER, NULL, &cl))
+		return;
+	if (doc) {
+		o = hbm_cli_obj();
+		hbm_cli_add_str(o, "state", states[cl.state]);
+		hbm_cli_add_str(o, "node", cl.node);
+		hbm_cli_add_u64(o, "jobs", cl.jobs);
+		hbm_cli_add_u64(o, "since", cl.since);
+		hbm_cli_add_str(o, "endpoint", cl.endpoint);
+		hbm_cli_add_str(o, "why", cl.why);
+		hbm_cli_add(doc, "cluster", o);
+		return;
+	}
+	if (cl.state == HBM_CLUSTER_OFF)
+		return;
+	t = (time_t)cl.since;
+	strftime(since, sizeof(since), "%F %T", gmtime(&t));
+	if (cl.state == HBM_CLUSTER_UP)
+		printf("cluster: etcd reached at %s as node %s since %s UTC; %u jobs published\n",
+		       esc(cl.endpoint), esc(cl.node), since, cl.jobs);
+	else
+		printf("cluster: etcd UNREACHABLE at %s since %s UTC (%s): retrying; node %s\n",
+		       esc(cl.endpoint), since, esc(cl.why), esc(cl.node));
+}
+
+/*
  * The daemon's part of status, into @doc (JSON) or printed.  Return: its
  * exit status: 0 running with every state on disk, 1 some state not on disk
  * yet, 3 not running.
@@ -419,6 +458,7 @@ static int daemon_status(struct json_object *doc)
 		hbm_cli_add_u64(o, "unsaved", st.unsaved);
 		hbm_cli_add_str(o, "state_dir", st.state_dir);
 		hbm_cli_add(doc, "daemon", o);
+		cluster_status(doc);
 		return st.unsaved ? EXIT_REFUSED : 0;
 	}
 	t = (time_t)st.started;
@@ -430,6 +470,7 @@ static int daemon_status(struct json_object *doc)
 	if (st.unsaved)
 		printf("hbmguardd: %u state files NOT SAVED (%s): retrying\n", st.unsaved,
 		       strerror(-st.last_save_error));
+	cluster_status(NULL);
 	return st.unsaved ? EXIT_REFUSED : 0;
 }
 
@@ -699,27 +740,102 @@ static void *room_for(void *all, size_t n, size_t size)
 }
 
 /* The incidents the daemon keeps, each transition with its time. */
+static const char *const cluster_steps[HBM_CTL_CLUSTER_STEPS] = {
+	"pause", "isolate", "restore", "resume", "abort",
+};
+
+/*
+ * The nodes of an incident across nodes ([Cluster]) whose local incident is
+ * @incident (0: none kept here), into @o (JSON) or printed.
+ */
+static void cluster_nodes(const struct hbm_ctl_cluster_node *cn, uint32_t n, uint64_t incident,
+			  struct json_object *o)
+{
+	struct json_object *c = NULL, *nodes = NULL, *e, *at;
+	const char *head = NULL;	/* the incident whose nodes follow */
+	uint32_t i, s;
+
+	for (i = 0; i < n; i++) {
+		if (cn[i].incident != incident)
+			continue;
+		if (head && !strcmp(head, cn[i].id)) {
+			/* the same incident's next node */
+		} else if (o) {
+			c = hbm_cli_obj();
+			nodes = hbm_cli_arr();
+			hbm_cli_add_str(c, "id", cn[i].id);
+			hbm_cli_add_str(c, "job", cn[i].job);
+			hbm_cli_add_str(c, "opener", cn[i].opener);
+			hbm_cli_add_str(c, "step", cluster_steps[cn[i].step]);
+			hbm_cli_add_u64(c, "failed_rank", cn[i].failed_rank);
+		} else {
+			printf("%sacross nodes: %s of job %s, rank %u lost on %s: %s now\n",
+			       incident ? "  " : "", esc(cn[i].id), esc(cn[i].job), cn[i].failed_rank,
+			       esc(cn[i].opener), cluster_steps[cn[i].step]);
+		}
+		head = cn[i].id;
+		if (o) {
+			e = hbm_cli_obj();
+			at = hbm_cli_obj();
+			hbm_cli_add_str(e, "node", cn[i].node);
+			for (s = 0; s < HBM_CTL_CLUSTER_STEPS; s++)
+				if (cn[i].acked & 1U << s)
+					hbm_cli_add_u64(at, cluster_steps[s], cn[i].acked_at[s]);
+			hbm_cli_add(e, "acked_ms", at);
+			hbm_cli_append(nodes, e);
+			continue;
+		}
+		printf("    %-20s", esc(cn[i].node));
+		for (s = 0; s < HBM_CTL_CLUSTER_STEPS; s++) {
+			if (!(cn[i].acked & 1U << s))
+				continue;
+			if (cn[i].acked_at[s] && cn[i].step_at[s])	/* from when it was read here */
+				printf(" %s +%.3f s", cluster_steps[s],
+				       ((double)cn[i].acked_at[s] - (double)cn[i].step_at[s]) / 1e3);
+			else
+				printf(" %s", cluster_steps[s]);
+		}
+		printf("%s\n", cn[i].acked ? "" : " (nothing acknowledged, or not heard here)");
+	}
+	if (c) {
+		hbm_cli_add(c, "nodes", nodes);
+		hbm_cli_add(o, "cluster", c);
+	}
+}
+
 static int cmd_incidents(int argc, char **argv)
 {
 	struct hbm_ctl_incident in, *all = NULL;
-	struct json_object *arr = hbm_cli_json ? hbm_cli_arr() : NULL;
-	uint32_t i, n;
+	struct hbm_ctl_cluster_node cn, *nodes = NULL;
+	struct json_object *arr = hbm_cli_json ? hbm_cli_arr() : NULL, *o;
+	struct hbm_ctl_index ix = { 0 };
+	uint32_t i, n, c;
 
 	(void)argc;
 	(void)argv;
 	for (n = 0; daemon_entry(HBM_CTL_INCIDENT_GET, n, &in); n++) {
-		if (arr) {
-			hbm_cli_append(arr, incident_json(&in));
-			continue;
-		}
 		all = room_for(all, n, sizeof(*all));
 		all[n] = in;
 	}
+	/* the incidents across nodes: none from a daemon too old to say */
+	for (c = 0; ix.index = c, !ask_daemon(HBM_CTL_CLUSTER_NODE_GET, &ix, &cn); c++) {
+		nodes = room_for(nodes, c, sizeof(*nodes));
+		nodes[c] = cn;
+	}
+	for (i = 0; i < n; i++) {
+		o = arr ? incident_json(&all[i]) : NULL;
+		if (!arr)
+			incident_lines(&all[i]);
+		cluster_nodes(nodes, c, all[i].id, o);
+		if (arr)
+			hbm_cli_append(arr, o);
+	}
 	if (arr)
 		hbm_cli_json_print(arr);
-	for (i = 0; i < n && !arr; i++)
-		incident_lines(&all[i]);
+	else
+		cluster_nodes(nodes, c, 0, NULL);	/* none kept here */
 	free(all);
+	free(nodes);
 	return 0;
 }
 

@@ -15,6 +15,9 @@
  *   amdgpu.c  amdgpu's RAS
  *             files, polled
  *
+ * cluster.c links recovery.c to the other nodes of a job ([Cluster]): its
+ * incidents are opened and stepped in etcd (cluster_proto.h).
+ *
  * A source turns what it hears into facts (core.h) and gives each to the
  * core, which hands it to every sink through the sink's one callback.
  * control.c serves hbmctl and the ranks on the control socket; it asks the
@@ -25,7 +28,8 @@
  *
  * The main loop is sd-event; READY=1 is sent once the family is resolved,
  * the group joined and every device restored.  SIGHUP rereads the
- * configuration; SIGUSR1 says what the store did; SIGTERM ends the loop.
+ * configuration; SIGUSR1 says what the store did; SIGTERM ends the loop
+ * (signals.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -43,74 +47,14 @@
 #include <systemd/sd-event.h>
 
 #include "hbmguardd.h"
+#include "cluster.h"
 #include "gpus.h"
 #include "metrics.h"
 #include "nvml_facts.h"
 #include "nvml_source.h"
+#include "parts.h"
 #include "scheduler.h"
-
-/* The daemon and its parts: one of each. */
-struct hbmguardd {
-	struct daemon d;
-	struct hbmd_core core;
-	struct hbm_kernel kernel;
-	struct hbm_store store;
-	struct hbm_gpus gpus;
-	struct nvml_facts *nvml;	/* NULL: no NVML on this node */
-	struct hbm_kmsg kmsg;		/* "NVRM: Xid" lines of the kernel log */
-	struct amdgpu_facts *amdgpu;	/* amdgpu's RAS files */
-	struct hbm_metrics metrics;	/* the Prometheus endpoint, when configured */
-	struct hbm_sched sched;		/* the node's drain in Slurm, its hook */
-};
-
-/* SIGHUP, systemctl reload: a new configuration, or the old one kept. */
-static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si,
-		     void *arg)
-{
-	struct hbmguardd *g = arg;
-	struct daemon *d = &g->d;
-	struct hbm_config *next = malloc(sizeof(*next));
-	char err[512], listen[sizeof(d->cfg.metrics.listen)];
-	int err_nr;
-
-	(void)s;
-	(void)si;
-	if (!next)
-		return 0;
-	sd_notify(0, "RELOADING=1");
-	if (hbm_config_load(d->config_path, next, err, sizeof(err))) {
-		fprintf(stderr, "<3>hbmguardd: reload refused, keeping the configuration: %s\n",
-			err);
-	} else if (strcmp(next->state_dir, d->cfg.state_dir) ||
-		   strcmp(next->control_socket, d->cfg.control_socket)) {
-		fprintf(stderr, "<3>hbmguardd: reload refused: StateDirectory and ControlSocket changes need a restart\n");
-	} else {
-		strcpy(listen, d->cfg.metrics.listen);
-		d->cfg = *next;
-		kernel_reconfigure(&g->kernel);
-		sched_reconfigure(&g->sched);
-		err_nr = metrics_reconfigure(&g->metrics, listen);
-		if (err_nr)
-			fprintf(stderr, "<3>hbmguardd: metrics: cannot listen on %s: %s: no metrics until the next reload\n",
-				d->cfg.metrics.listen, strerror(-err_nr));
-		fprintf(stderr, "<6>hbmguardd: configuration reloaded from %s\n",
-			d->config_path ? d->config_path : HBM_CONFIG_PATH);
-	}
-	free(next);
-	sd_notify(0, "READY=1");
-	return 0;
-}
-
-/* SIGUSR1: what the store did, to the journal (the bench reads it). */
-static int on_report(sd_event_source *s, const struct signalfd_siginfo *si, void *arg)
-{
-	struct hbmguardd *g = arg;
-
-	(void)s;
-	(void)si;
-	store_report(&g->store);
-	return 0;
-}
+#include "signals.h"
 
 /*
  * The core and its sinks, in the order they take each fact: the store
@@ -173,7 +117,6 @@ int main(int argc, char **argv)
 	struct hbm_source_link link;
 	const char *config = NULL;	/* the default file and drop-in directories */
 	char err_msg[512];
-	sigset_t mask;
 	bool nvml_left;
 	int opt, err;
 
@@ -219,19 +162,8 @@ int main(int argc, char **argv)
 	}
 	if (wire(&g) || kernel_start(&g.kernel, d, core_link(&g.core)))
 		return 1;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGHUP);
-	sigaddset(&mask, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &mask, NULL);	/* sd-event takes them as events */
-	if (sd_event_default(&d->loop) < 0 ||
-	    kernel_watch(&g.kernel) < 0 ||
-	    sd_event_add_signal(d->loop, NULL, SIGTERM, NULL, NULL) < 0 ||
-	    sd_event_add_signal(d->loop, NULL, SIGINT, NULL, NULL) < 0 ||
-	    sd_event_add_signal(d->loop, NULL, SIGHUP, on_reload, &g) < 0 ||
-	    sd_event_add_signal(d->loop, NULL, SIGUSR1, on_report, &g) < 0 ||
-	    store_watch(&g.store) < 0 ||
+	if (sd_event_default(&d->loop) < 0 || kernel_watch(&g.kernel) < 0 ||
+	    signals_watch(&g) < 0 || store_watch(&g.store) < 0 ||
 	    /* WATCHDOG=1 from the loop itself, when the unit asks for it */
 	    sd_event_set_watchdog(d->loop, true) < 0) {
 		fprintf(stderr, "<3>hbmguardd: cannot set up the event loop\n");
@@ -253,6 +185,15 @@ int main(int argc, char **argv)
 	 * succeeds silently: entries go to stderr then.
 	 */
 	d->journald = !access("/run/systemd/journal/socket", F_OK);
+	/* the job's other nodes, before any rank registers ([Cluster]) */
+	if (d->cfg.cluster.nr_endpoints) {
+		d->cluster = cluster_start(d->loop, &d->cfg.cluster, &d->cfg.recovery,
+					   &recovery_cluster_ops, d, err_msg, sizeof(err_msg));
+		if (!d->cluster) {
+			fprintf(stderr, "<3>hbmguardd: [Cluster]: %s\n", err_msg);
+			return EX_CONFIG;
+		}
+	}
 	/* before recovery_load(), whose incidents left open abort */
 	sched_start(&g.sched);
 	recovery_load(d);
@@ -280,6 +221,8 @@ int main(int argc, char **argv)
 	err = sd_event_loop(d->loop);
 	sd_notify(0, "STOPPING=1");
 	control_close(d);
+	cluster_stop(d->cluster);
+	d->cluster = NULL;
 	metrics_stop(&g.metrics);
 	sched_stop(&g.sched);
 	store_stop(&g.store);

@@ -674,6 +674,7 @@ static int parse_counts(struct nl_msg *msg, void *arg)
 	dev->ce_events = attr_u64(a, HBMGUARD_A_CE_EVENTS);
 	dev->ue_events = attr_u64(a, HBMGUARD_A_UE_EVENTS);
 	dev->errors_dropped = attr_u64(a, HBMGUARD_A_ERRORS_DROPPED);
+	dev->ce_forgotten = attr_u64(a, HBMGUARD_A_CE_FORGOTTEN);
 	return NL_OK;
 }
 

@@ -57,7 +57,8 @@
  * the module is reloaded (module_series() says why): the errors received
  * and dropped by path, hbmguard_events_dropped_total, and each device's
  * hbmguard_device_{corrected,uncorrected}_errors_total and
- * hbmguard_device_errors_dropped_total, which also start again when the
+ * hbmguard_device_errors_dropped_total and
+ * hbmguard_device_corrected_errors_forgotten_total, which also start again when the
  * module registers the device anew.
  *
  * Not served: compression, TLS (a reverse proxy's business).
@@ -460,6 +461,11 @@ static double get_dropped(const struct hbm_device_counts *d)
 	return d->errors_dropped;
 }
 
+static double get_forgotten(const struct hbm_device_counts *d)
+{
+	return d->ce_forgotten;
+}
+
 static void device_series(struct metrics_buf *b, struct hbm_metrics *m, const struct hbm_counts *c)
 {
 	static const char pages[] = "hbmguard_device_pages";
@@ -529,6 +535,9 @@ static void device_series(struct metrics_buf *b, struct hbm_metrics *m, const st
 	per_device(b, c, "hbmguard_device_errors_dropped_total", "counter",
 		   "Errors reported for the device and never applied (the counts are low).",
 		   get_dropped);
+	per_device(b, c, "hbmguard_device_corrected_errors_forgotten_total", "counter",
+		   "Correctable errors counted but no longer toward their page's threshold "
+		   "(more than 10^5 pages erring at once).", get_forgotten);
 }
 
 /*

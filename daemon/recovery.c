@@ -43,6 +43,18 @@
  * and escalated ones whose SIGKILL is still to come, are kept whatever
  * their number.
  *
+ * A job whose ranks are not all here (fewer registered than its world
+ * size) is followed across its nodes when [Cluster] is set (cluster.h): its
+ * ranks here are published under the name "UID.JOB", an error under one of
+ * them opens the job's incident in etcd, and each step is the cluster's:
+ * the ranks here are asked it when etcd says so, and the cluster told when
+ * they have done it.  The deadlines are the cluster's then, and so is the
+ * escalation: a failure here aborts every node's ranks, and one elsewhere
+ * these.  An incident opened on another node shows here as device "@NODE":
+ * nothing of this node's was lost, nothing is checked, killed or drained
+ * here for it.  Without [Cluster], or for a job all here, recovery is this
+ * node's alone, as above.
+ *
  * A sink of the core (recovery_fact()): pages whose data was lost, heard or
  * found unheard in a table read after a loss, open incidents; a device new
  * or gone forgets what was acted upon there.  What it keeps of a device is
@@ -54,6 +66,7 @@
  * status, the retry of a failed save and an abort through daemon.c, the kernel's
  * table through daemon_is_bypassed(), a read.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -133,10 +146,13 @@ static void journal_transition(struct daemon *d, const struct incident *x,
 
 	char where[32] = ", whole device";
 
-	if (in->length != HBM_CTL_WHOLE_DEVICE)
+	if (x->remote)
+		where[0] = 0;
+	else if (in->length != HBM_CTL_WHOLE_DEVICE)
 		snprintf(where, sizeof(where), " at 0x%" PRIx64, in->offset);
-	snprintf(msg, sizeof(msg), "incident %" PRIu64 ": job %s, rank %u on %s%s: %s%s%s",
-		 in->id, in->job, in->failed_rank, in->device, where, state_names[state],
+	snprintf(msg, sizeof(msg), "incident %" PRIu64 ": job %s, rank %u on %s%s%s: %s%s%s",
+		 in->id, in->job, in->failed_rank, x->remote ? "node " : "",
+		 in->device + x->remote, where, state_names[state],
 		 last && in->reason[0] ? ": " : "", last ? in->reason : "");
 	if (!d->journald) {
 		fprintf(stderr, "<%d>hbmguardd: %s\n", prio, msg);
@@ -202,6 +218,19 @@ static void tell(struct daemon *d, struct incident *x, uint32_t action)
 
 static int on_deadline(sd_event_source *s, uint64_t usec, void *arg);
 
+/*
+ * The longest an incident across nodes may take in all: its opening and
+ * each step's deadline ([Recovery], as cluster.c gives them), and a kill's
+ * grace.  Past it this node escalates on its own, whatever etcd says or
+ * does not: its ranks never wait on the cluster for ever.
+ */
+static uint32_t cluster_budget(const struct daemon *d)
+{
+	const struct hbm_recovery_config *r = &d->cfg.recovery;
+
+	return 4 * r->pause_timeout + r->restore_timeout + r->kill_timeout + 10;
+}
+
 static void arm(struct daemon *d, struct incident *x, uint32_t seconds)
 {
 	sd_event_source_disable_unref(x->timer);
@@ -233,16 +262,36 @@ static void kill_failed_rank(struct incident *x, int sig)
 	}
 }
 
-static void escalate(struct daemon *d, struct incident *x, const char *reason)
+/* Here: the job's ranks told to abort, the failed one's process ended. */
+static bool escalate_here(struct daemon *d, struct incident *x, const char *reason)
 {
 	if (!open_state(x->info.state))
-		return;
+		return false;
 	mark(x, HBM_INCIDENT_ESCALATED, reason);
 	tell(d, x, HBM_RECOVERY_ABORT);
 	kill_failed_rank(x, SIGTERM);
 	arm(d, x, x->pidfd >= 0 ? d->cfg.recovery.kill_timeout : 0);
 	record(d, x, HBM_INCIDENT_ESCALATED);
-	daemon_incident_aborted(d, &x->info);	/* the node out of the scheduler's hands */
+	if (!x->remote)		/* the node out of the scheduler's hands */
+		daemon_incident_aborted(d, &x->info);
+	return true;
+}
+
+/* A job's name in etcd (cluster_proto.h): false if it cannot have one. */
+static bool cluster_name(uid_t uid, const char *job, char name[HBM_CLUSTER_NAME_LEN])
+{
+	int n = snprintf(name, HBM_CLUSTER_NAME_LEN, "%u.%s", (unsigned int)uid, job);
+
+	return n > 0 && n < HBM_CLUSTER_NAME_LEN && hbm_cluster_name_valid(name);
+}
+
+/* And on every node of its job, when the cluster drives it. */
+static void escalate(struct daemon *d, struct incident *x, const char *reason)
+{
+	char name[HBM_CLUSTER_NAME_LEN];
+
+	if (escalate_here(d, x, reason) && x->clustered && cluster_name(x->uid, x->info.job, name))
+		cluster_fail(d->cluster, name, reason);
 }
 
 static int on_deadline(sd_event_source *s, uint64_t usec, void *arg)
@@ -257,7 +306,8 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *arg)
 		arm(d, x, 0);
 		return 0;
 	}
-	escalate(d, x, x->info.state == HBM_INCIDENT_PAUSING ?
+	escalate(d, x, x->clustered ? "the incident across nodes did not end within its deadlines" :
+		 x->info.state == HBM_INCIDENT_PAUSING ?
 		 "ranks did not pause in time" : "ranks did not restore in time");
 	return 0;
 }
@@ -273,9 +323,25 @@ static bool all_answered(struct daemon *d, const struct incident *x, uint32_t an
 	return true;
 }
 
+/* The cluster told, once, that the ranks here did the step it asked. */
+static void cluster_advance(struct daemon *d, struct incident *x)
+{
+	char name[HBM_CLUSTER_NAME_LEN];
+	uint32_t want = x->cl_asked == CL_PAUSE ? HBM_ANSWER_PAUSED :
+			x->cl_asked == CL_RESTORE ? HBM_ANSWER_RESTORED : 0;
+
+	if (!want || x->cl_done == x->cl_asked || !all_answered(d, x, want) ||
+	    !cluster_name(x->uid, x->info.job, name))
+		return;
+	x->cl_done = x->cl_asked;
+	cluster_done(d->cluster, name, x->cluster_id, x->cl_asked, true, NULL);
+}
+
 static void advance(struct daemon *d, struct incident *x)
 {
-	if (x->info.state == HBM_INCIDENT_PAUSING && all_answered(d, x, HBM_ANSWER_PAUSED)) {
+	if (x->clustered) {
+		cluster_advance(d, x);
+	} else if (x->info.state == HBM_INCIDENT_PAUSING && all_answered(d, x, HBM_ANSWER_PAUSED)) {
 		if (x->info.length != HBM_CTL_WHOLE_DEVICE &&	/* the driver's bypass */
 		    !daemon_is_bypassed(d, x->info.device, x->info.offset, x->info.length)) {
 			escalate(d, x, "the page has no spare: not bypassed");
@@ -293,6 +359,49 @@ static void advance(struct daemon *d, struct incident *x)
 		arm(d, x, 0);
 		record(d, x, HBM_INCIDENT_RESUMED);
 	}
+}
+
+/* Whether a job has ranks elsewhere: fewer registered here than its world. */
+static bool job_spread(struct daemon *d, uid_t uid, const char *job)
+{
+	uint32_t here = 0, world = 0;
+	struct client *c;
+
+	for_each_rank_of(d, c, uid, job) {
+		here++;
+		world = c->reg.world_size;
+	}
+	return here < world;
+}
+
+/*
+ * The job's ranks here, as the cluster has them ({"ranks": [...],
+ * "world_size": N}, cluster_proto.h); its key deleted when none is left.
+ */
+static void publish_job(struct daemon *d, uid_t uid, const char *job)
+{
+	char name[HBM_CLUSTER_NAME_LEN], value[CL_VALUE_MAX];
+	uint32_t world = 0;
+	struct client *c;
+	size_t n = 0;
+
+	if (!d->cluster || !cluster_name(uid, job, name))	/* refused at registration */
+		return;
+	if (!job_spread(d, uid, job)) {	/* none (left), or all here: nothing for etcd */
+		cluster_leave(d->cluster, name);
+		return;
+	}
+	n = snprintf(value, sizeof(value), "{\"ranks\":[");
+	for_each_rank_of(d, c, uid, job) {
+		if (n < sizeof(value))
+			n += snprintf(value + n, sizeof(value) - n, "%s%u", world ? "," : "",
+				      c->reg.rank);
+		world = c->reg.world_size;
+	}
+	if (n < sizeof(value))
+		n += snprintf(value + n, sizeof(value) - n, "],\"world_size\":%u}", world);
+	if (n >= sizeof(value) || cluster_join(d->cluster, name, value))
+		fprintf(stderr, "<3>hbmguardd: job %s: its ranks here cannot be published\n", name);
 }
 
 static struct incident *open_incident_of(struct daemon *d, uid_t uid, const char *job)
@@ -402,6 +511,50 @@ static bool job_hit_before(struct daemon *d, const struct client *c,
 	return false;
 }
 
+/* Whether a new incident is the cluster's: its job has ranks on other nodes. */
+static bool across_nodes(struct daemon *d, const struct incident *x)
+{
+	char name[HBM_CLUSTER_NAME_LEN];
+
+	return d->cluster && job_spread(d, x->uid, x->info.job) &&
+	       cluster_name(x->uid, x->info.job, name);
+}
+
+/*
+ * The incident opened in etcd.  Last, its pointer not kept: what the
+ * cluster link does inside may add or drop incidents, which moves them.
+ */
+static void open_across_nodes(struct daemon *d, struct incident *x)
+{
+	char name[HBM_CLUSTER_NAME_LEN], reason[CL_REASON_LEN], cluster_id[HBM_CLUSTER_NAME_LEN];
+	uint64_t id = x->info.id;
+	size_t i;
+	int err;
+
+	cluster_name(x->uid, x->info.job, name);
+	if (x->info.length == HBM_CTL_WHOLE_DEVICE)
+		snprintf(reason, sizeof(reason), "data lost on %s (whole device) under rank %u",
+			 x->info.device, x->info.failed_rank);
+	else
+		snprintf(reason, sizeof(reason), "data lost on %s at 0x%" PRIx64 " under rank %u",
+			 x->info.device, x->info.offset, x->info.failed_rank);
+	err = cluster_error(d->cluster, name, x->info.failed_rank, reason, cluster_id);
+	if (err)
+		fprintf(stderr, "<3>hbmguardd: job %s: its incident cannot be opened across its nodes: %s: this node's alone\n",
+			name, strerror(-err));
+	for (i = 0; i < d->nr_incidents; i++) {
+		x = &d->incidents[i];
+		if (x->info.id != id)
+			continue;
+		if (!err && !x->cluster_id[0])	/* a step may have named it already */
+			strcpy(x->cluster_id, cluster_id);
+		if (err && open_state(x->info.state)) {
+			x->clustered = false;
+			arm(d, x, d->cfg.recovery.pause_timeout);
+		}
+	}
+}
+
 /**
  * recovery_on_lost_data() - pages of a device lost their data
  * @d: the daemon
@@ -454,11 +607,15 @@ void recovery_on_lost_data(struct daemon *d, const char *identity,
 		x->pid = c->cred.pid;
 		x->uid = c->cred.uid;
 		x->pidfd = c->pidfd >= 0 ? fcntl(c->pidfd, F_DUPFD_CLOEXEC, 3) : -1;
+		x->cl_asked = x->cl_done = -1;
+		x->clustered = across_nodes(d, x);
 		mark(x, HBM_INCIDENT_DETECTED, NULL);
 		mark(x, HBM_INCIDENT_PAUSING, NULL);
 		tell(d, x, HBM_RECOVERY_PAUSE);
-		arm(d, x, d->cfg.recovery.pause_timeout);
+		arm(d, x, x->clustered ? cluster_budget(d) : d->cfg.recovery.pause_timeout);
 		record(d, x, HBM_INCIDENT_DETECTED);
+		if (x->clustered)
+			open_across_nodes(d, x);
 	}
 }
 
@@ -472,10 +629,11 @@ void recovery_on_lost_data(struct daemon *d, const char *identity,
  *
  * Return: 0; -EALREADY if this connection registered before, -EEXIST if a
  * live process holds that rank of that job, -EBUSY if the job is under
- * recovery.
+ * recovery, -EINVAL if [Cluster] is set and etcd cannot name the job.
  */
 int recovery_register(struct daemon *d, struct client *c, const struct hbm_ctl_rank *r)
 {
+	char name[HBM_CLUSTER_NAME_LEN];
 	struct client *o;
 
 	if (c->is_rank)
@@ -485,6 +643,13 @@ int recovery_register(struct daemon *d, struct client *c, const struct hbm_ctl_r
 			return -EEXIST;
 	if (open_incident_of(d, c->cred.uid, r->job))
 		return -EBUSY;
+	if (d->cluster && !cluster_name(c->cred.uid, r->job, name)) {
+		/* its ranks elsewhere would never hear of its incidents */
+		fprintf(stderr, "<4>hbmguardd: rank %u of job %s refused: with [Cluster], a job's name is one etcd takes (cluster_proto.h: at most %zu characters of [A-Za-z0-9._-] for uid %u)\n",
+			r->rank, r->job, HBM_CLUSTER_NAME_LEN - 2 - (size_t)snprintf(NULL, 0, "%u",
+			(unsigned int)c->cred.uid), (unsigned int)c->cred.uid);
+		return -EINVAL;
+	}
 	c->reg = *r;
 	c->is_rank = true;
 	c->answer = 0;
@@ -492,6 +657,7 @@ int recovery_register(struct daemon *d, struct client *c, const struct hbm_ctl_r
 	d->ranks = c;
 	fprintf(stderr, "<6>hbmguardd: rank %u/%u of job %s registered, pid %d on %s\n",
 		r->rank, r->world_size, r->job, c->cred.pid, r->device);
+	publish_job(d, c->cred.uid, r->job);
 	daemon_notify_status(d);
 	return 0;
 }
@@ -549,6 +715,7 @@ void recovery_client_gone(struct daemon *d, struct client *c)
 	x = open_incident_of(d, c->cred.uid, c->reg.job);
 	if (x)
 		escalate(d, x, "a rank left during recovery");
+	publish_job(d, c->cred.uid, c->reg.job);
 	daemon_notify_status(d);
 }
 
@@ -654,6 +821,7 @@ void recovery_load(struct daemon *d)
 		if (!x)
 			break;
 		x->info = in[i];
+		x->remote = in[i].device[0] == '@';	/* another node's: nothing to drain here */
 		if (in[i].id > d->last_incident)
 			d->last_incident = in[i].id;
 	}
@@ -762,3 +930,201 @@ void recovery_fact(void *arg, const struct hbm_fact *f)
 		break;
 	}
 }
+
+/* The local job a cluster's name stands for ("UID.JOB"); false if none. */
+static bool local_job(const char *name, uid_t *uid, const char **job)
+{
+	char *end;
+	unsigned long u;
+
+	char again[HBM_CLUSTER_NAME_LEN];
+
+	errno = 0;
+	u = strtoul(name, &end, 10);
+	if (errno || end == name || *end != '.' || u > UINT32_MAX || !isdigit(*name))
+		return false;
+	*uid = u;
+	*job = end + 1;
+	/* the one spelling cluster_name() makes: "01000.job" is no one's */
+	return cluster_name(*uid, *job, again) && !strcmp(again, name);
+}
+
+/*
+ * Whether this node's incident of a job's incident across nodes @id ended
+ * already: the newest of the job's, of that id, escalated here.
+ */
+static bool part_ended(struct daemon *d, uid_t uid, const char *job, const char *id)
+{
+	size_t i;
+
+	for (i = d->nr_incidents; i-- > 0;) {
+		const struct incident *x = &d->incidents[i];
+
+		if (x->uid != uid || strcmp(x->info.job, job))
+			continue;
+		return x->clustered && !open_state(x->info.state) && !strcmp(x->cluster_id, id);
+	}
+	return false;
+}
+
+/* An incident opened on another node, for this node's ranks of the job. */
+static struct incident *remote_incident(struct daemon *d, uid_t uid, const char *job,
+					const struct cl_action *a)
+{
+	struct incident *x;
+	struct client *c;
+
+	for_each_rank_of(d, c, uid, job)
+		break;
+	if (!c || !a->opener[0])
+		return NULL;
+	x = new_incident(d);
+	if (!x) {
+		fprintf(stderr, "<2>hbmguardd: no memory for an incident of job %s\n", job);
+		return NULL;
+	}
+	snprintf(x->info.job, sizeof(x->info.job), "%s", job);
+	snprintf(x->info.device, sizeof(x->info.device), "@%.62s", a->opener);
+	x->info.length = HBM_CTL_WHOLE_DEVICE;	/* what was lost is the opener's to know */
+	x->info.failed_rank = a->rank;
+	x->uid = uid;
+	x->clustered = x->remote = true;
+	x->cl_asked = x->cl_done = -1;
+	mark(x, HBM_INCIDENT_DETECTED, NULL);
+	arm(d, x, cluster_budget(d));
+	return x;
+}
+
+/*
+ * A step of the job's incident, as etcd has it: the ranks here are asked
+ * it; its end told back (cluster_advance(), or at once for what needs no
+ * rank's answer).
+ */
+static void cluster_step(void *arg, const struct cl_action *a)
+{
+	struct daemon *d = arg;
+	const char *job;
+	struct incident *x;
+	uint32_t from;
+	uid_t uid;
+
+	if (!local_job(a->job, &uid, &job))
+		return;
+	x = open_incident_of(d, uid, job);
+	if (x && !x->clustered) {
+		/* a job all here by its ranks' count, in an incident of other nodes' */
+		escalate_here(d, x, "another node's incident during this node's");
+		cluster_fail(d->cluster, a->job, "an incident of this node's alone was under way");
+		return;
+	}
+	if (!x && a->step == CL_ABORT) {	/* nothing open here to abort */
+		cluster_done(d->cluster, a->job, a->id, a->step, true, NULL);
+		return;
+	}
+	if (!x && part_ended(d, uid, job, a->id)) {
+		/* this node's part ended already (escalated here): no step again */
+		cluster_done(d->cluster, a->job, a->id, a->step, false,
+			     "its part of the incident ended here");
+		return;
+	}
+	/* a pause only: ranks never paused here cannot take a later step */
+	if (!x && a->step == CL_PAUSE)
+		x = remote_incident(d, uid, job, a);
+	if (!x) {	/* no rank of the job here any more, or no memory: it cannot do it */
+		cluster_done(d->cluster, a->job, a->id, a->step, false, "no rank of the job here");
+		return;
+	}
+	snprintf(x->cluster_id, sizeof(x->cluster_id), "%s", a->id);
+	x->cl_asked = a->step;
+	from = x->info.state;
+	switch (a->step) {
+	case CL_PAUSE:
+		if (x->info.state == HBM_INCIDENT_DETECTED) {
+			mark(x, HBM_INCIDENT_PAUSING, NULL);
+			tell(d, x, HBM_RECOVERY_PAUSE);
+			record(d, x, from);
+		}
+		break;
+	case CL_ISOLATE:
+		/* the page this node lost must be bypassed; a GPU's error is its driver's */
+		if (!x->remote && x->info.length != HBM_CTL_WHOLE_DEVICE &&
+		    !daemon_is_bypassed(d, x->info.device, x->info.offset, x->info.length)) {
+			escalate(d, x, "the page has no spare: not bypassed");
+			return;
+		}
+		mark(x, HBM_INCIDENT_ISOLATED, NULL);
+		record(d, x, HBM_INCIDENT_ISOLATED);
+		x->cl_done = CL_ISOLATE;
+		cluster_done(d->cluster, a->job, a->id, CL_ISOLATE, true, NULL);
+		return;
+	case CL_RESTORE:
+		mark(x, HBM_INCIDENT_RESTORING, NULL);
+		tell(d, x, HBM_RECOVERY_RESTORE);
+		record(d, x, HBM_INCIDENT_RESTORING);
+		break;
+	case CL_RESUME:
+		mark(x, HBM_INCIDENT_RESUMED, NULL);
+		tell(d, x, HBM_RECOVERY_RESUME);
+		arm(d, x, 0);
+		record(d, x, HBM_INCIDENT_RESUMED);
+		x->cl_done = CL_RESUME;
+		cluster_done(d->cluster, a->job, a->id, CL_RESUME, true, NULL);
+		return;
+	case CL_ABORT:
+	default:
+		escalate_here(d, x, a->text[0] ? a->text : "aborted by the job's other nodes");
+		cluster_done(d->cluster, a->job, a->id, CL_ABORT, true, NULL);
+		return;
+	}
+	cluster_advance(d, x);
+}
+
+/* The job's incident ended on every node: what is still open of it here aborts. */
+static void cluster_closed(void *arg, const char *name, const char *id, bool resumed)
+{
+	struct daemon *d = arg;
+	struct incident *x;
+	const char *job;
+	uid_t uid;
+
+	if (!local_job(name, &uid, &job))
+		return;
+	/* one of its, or one not yet named (an error here while it was aborting) */
+	x = open_incident_of(d, uid, job);
+	if (x && x->clustered && (!strcmp(x->cluster_id, id) || !x->cluster_id[0]) && !resumed)
+		escalate_here(d, x, "the job's incident was aborted");
+}
+
+/**
+ * recovery_cluster_incident() - this node's incident of one across nodes
+ * @d: the daemon
+ * @name: the job's name in etcd ("UID.JOB")
+ * @id: the incident's id there
+ *
+ * Return: its id here, the newest, or 0 if none is kept.
+ */
+uint64_t recovery_cluster_incident(struct daemon *d, const char *name, const char *id)
+{
+	char mine[HBM_CLUSTER_NAME_LEN];
+	size_t i;
+
+	for (i = d->nr_incidents; i-- > 0;) {
+		const struct incident *x = &d->incidents[i];
+
+		if (x->clustered && !strcmp(x->cluster_id, id) &&
+		    cluster_name(x->uid, x->info.job, mine) && !strcmp(mine, name))
+			return x->info.id;
+	}
+	return 0;
+}
+
+static void cluster_link(void *arg)
+{
+	daemon_notify_status(arg);
+}
+
+const struct cluster_local_ops recovery_cluster_ops = {
+	.step = cluster_step,
+	.closed = cluster_closed,
+	.link = cluster_link,
+};

@@ -10,6 +10,7 @@
 #include <systemd/sd-event.h>
 
 #include "client.h"
+#include "cluster.h"
 #include "ctl.h"
 #include "daemon.h"
 
@@ -24,6 +25,11 @@ struct incident {
 	pid_t pid;
 	uid_t uid;			/* the job's owner */
 	bool inherited;			/* left open by a daemon that died: untimed */
+	/* A job with ranks on other nodes: the cluster drives its steps. */
+	bool clustered;
+	bool remote;			/* opened on another node: no device here */
+	int cl_asked, cl_done;		/* the cluster's step asked, and done; -1 none */
+	char cluster_id[HBM_CLUSTER_NAME_LEN];
 };
 
 #define HBM_INCIDENTS_KEPT	64
@@ -40,5 +46,9 @@ int recovery_rank_get(struct daemon *d, uint32_t index, struct hbm_ctl_rank_info
 int recovery_incident_get(struct daemon *d, uint32_t index, struct hbm_ctl_incident *out);
 size_t recovery_open_incidents(struct daemon *d);
 size_t recovery_ranks(struct daemon *d);
+
+/* The local side of the cluster link (cluster.h), its context the daemon. */
+extern const struct cluster_local_ops recovery_cluster_ops;
+uint64_t recovery_cluster_incident(struct daemon *d, const char *name, const char *id);
 
 #endif /* HBM_RECOVERY_H */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <systemd/sd-daemon.h>
 
+#include "cluster.h"
 #include "core.h"
 #include "daemon.h"
 #include "recovery.h"
@@ -54,13 +55,19 @@ void status_get(struct daemon *d, struct hbm_ctl_status *st)
  */
 void status_notify(struct daemon *d)
 {
+	struct hbm_ctl_cluster cl;
 	struct hbm_ctl_status st;
-	char unsaved[512];
+	char unsaved[512], cluster[160] = "";
 
 	status_get(d, &st);
 	store_describe_unsaved(d->store, unsaved, sizeof(unsaved));
+	cluster_get(d->cluster, &cl);
+	if (cl.state != HBM_CLUSTER_OFF)
+		snprintf(cluster, sizeof(cluster), "; cluster: %s as %s, %u jobs",
+			 cl.state == HBM_CLUSTER_UP ? "etcd reached" : "etcd UNREACHABLE, retrying",
+			 cl.node, cl.jobs);
 	sd_notifyf(0, "STATUS=%u devices, %" PRIu64 " bad pages kept in %" PRIu64
-		   " extents; %u ranks, %u incidents open; %" PRIu64 " events%s",
+		   " extents; %u ranks, %u incidents open; %" PRIu64 " events%s%s",
 		   st.devices, st.stored_pages, st.stored_extents, st.ranks,
-		   st.open_incidents, st.events, unsaved);
+		   st.open_incidents, st.events, cluster, unsaved);
 }

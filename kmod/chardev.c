@@ -120,6 +120,7 @@ static void fill_device_info(struct hbm_device *dev,
 	info->policy.ce_window = c->policy.ce_window;
 	info->policy.retire_limit = c->policy.retire_limit;
 	info->table_bytes = c->table.bytes;
+	info->ce_forgotten = c->ce_forgotten;
 	mutex_unlock(&dev->lock);
 	info->errors_dropped = atomic64_read(&dev->errors_dropped);
 }

@@ -197,14 +197,20 @@ u32 hbm_table_bad_pages(const struct hbm_table *t);
 void hbm_table_walk(const struct hbm_table *t,
 		    void (*fn)(const struct hbm_extent *e, void *arg), void *arg);
 
-/* Correctable-error leaky buckets, one per page, a bounded set per device. */
+/*
+ * Correctable-error leaky buckets, one per page, a bounded set per device
+ * (policy.c): an unordered array, a hash of page to entry, and a heap of
+ * entries emptiest first.
+ */
 struct hbm_ce_entry {
 	u32 page;
 	u32 last;		/* seconds from which draining counts */
 	u32 level;		/* errors in the bucket at @last */
+	u32 heap;		/* its place in the heap */
 };
 
-#define HBM_CE_TRACKED	512
+#define HBM_CE_TRACKED_MIN	64	/* buckets a device starts with */
+#define HBM_CE_TRACKED_MAX	100000	/* buckets a device may grow to */
 
 struct hbm_policy {
 	u32 ce_threshold;
@@ -217,15 +223,21 @@ struct hbm_policy {
 
 struct hbm_core {
 	struct hbm_table table;
-	struct hbm_policy policy;
+	struct hbm_policy policy;	/* hbm_core_set_policy() changes it */
 	struct hbm_policy defaults;	/* the policy it started with: what 0 sets */
-	struct hbm_ce_entry *ce;	/* sorted by page */
+	struct hbm_ce_entry *ce;	/* ce_nr of ce_cap, in no order */
+	u32 *ce_heap;			/* entry indices, the emptiest first */
+	u32 *ce_hash;			/* page -> entry index + 1; 0: free */
 	u32 ce_nr;
+	u32 ce_cap;
+	u32 ce_hash_bits;
 	u32 health;			/* enum hbmguard_health */
 	u32 driver_health;		/* the driver's facts: enum hbmguard_health */
 	u64 ce_events;
 	u64 ue_events;
 	u64 ce_evicted;			/* buckets dropped to make room */
+	u64 ce_forgotten;		/* the errors they held */
+	u64 ce_bytes;			/* memory the buckets take */
 };
 
 int hbm_core_init(struct hbm_core *c, u32 nr_pages, u32 spare_total,
@@ -240,6 +252,7 @@ int hbm_core_apply(struct hbm_core *c, enum hbm_op op, u32 first, u32 nr,
 int hbm_core_restore(struct hbm_core *c, const struct hbm_page_range *r, u32 n,
 		     u32 now, struct hbm_result *res, u32 *done);
 u32 hbm_core_health(const struct hbm_core *c);
+void hbm_core_set_policy(struct hbm_core *c, const struct hbm_policy *p);
 u32 hbm_ce_level(const struct hbm_core *c, u32 page, u32 now);
 
 #endif /* HBM_CORE_H */

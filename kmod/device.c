@@ -743,8 +743,7 @@ int hbm_device_set_policy(struct hbm_device *dev, const struct hbm_policy *p,
 	/* The daemon gives every key at each start: what changes nothing says nothing. */
 	if (!err && memcmp(&new, &dev->core.policy, sizeof(new))) {
 		old_health = dev->core.health;
-		dev->core.policy = new;
-		dev->core.health = hbm_core_health(&dev->core);
+		hbm_core_set_policy(&dev->core, &new);
 		hbm_event(HBMGUARD_EVENT_POLICY, dev->id, 0, 0, 0, 0, fields, 0);
 		device_changed(dev, &(struct hbm_result){}, 0, 0, 0, old_health);
 	}

@@ -19,10 +19,12 @@
  * and page, where a repeat only adds to a count.  It holds
  * HBM_CE_PAGES_MAX (10^5) distinct pages at once without loss however
  * slowly the worker drains it, and the worker takes a page's whole count
- * at once.  The table is module-wide, allocated once at load: what bounds
- * the pending pages is how fast errors come, not how many devices there
- * are, and a table per device (up to HBMGUARD_MAX_DEVICES) sized for a
- * storm would cost 256 times the memory to hold the same storm.
+ * at once (the policy then keeps a bucket for as many pages per device
+ * without loss: policy.c).  The table is module-wide, allocated once at
+ * load: what bounds the pending pages is how fast errors come, not how
+ * many devices there are, and a table per device (up to
+ * HBMGUARD_MAX_DEVICES) sized for a storm would cost 256 times the memory
+ * to hold the same storm.
  *
  * The table is open-addressed with linear probing over HBM_CE_SLOTS slots of
  * 16 bytes and a bit each (3 MiB and 24 KiB, kvmalloc'd at load), about

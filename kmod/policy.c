@@ -15,12 +15,31 @@
  * than a count in a fixed window) needs one timestamp per page and no timer,
  * and forgets old errors smoothly.
  *
- * Buckets are kept for a bounded number of pages per device, sorted by page
- * for binary search, as drivers/ras/cec.c keeps its array of 512.  When all
- * are in use the emptiest bucket is dropped: a page that stops erring is
- * forgotten first, a page that errs fast is kept.  A machine whose errors
- * spread over more pages than that, faster than the threshold rate, loses
- * buckets; ce_evicted counts them so an operator can see it.
+ * Buckets are kept for up to HBM_CE_TRACKED_MAX (10^5) pages per device,
+ * so that a storm over a failing stack or channel, whose errors the intake
+ * coalesces per page up to the same number (intake.c), is counted without
+ * loss too: every error and every bucket costs O(log n).  A bucket is an
+ * entry of an unordered array, found by page through an open-addressed hash
+ * (linear probing at a load of at most 1/2, removal by backward shift), and
+ * placed in a min-heap by the time at which it will be empty,
+ * last + level * window / threshold: the bucket that will be empty first
+ * is the emptiest now, at any now, so the order holds as time passes and
+ * changes only where a bucket changes (or the policy, which re-sorts them).
+ * The arrays start at HBM_CE_TRACKED_MIN buckets and double when full, in
+ * the caller's process context (the intake's worker, an ioctl: the core
+ * never runs in atomic context); an empty bucket is reused first, since
+ * forgetting it loses nothing.  At the bound, or when the memory cannot be
+ * had, the emptiest bucket is dropped, as drivers/ras/cec.c drops from its
+ * array of 512: a page that stops erring is forgotten first, a page that
+ * errs fast is kept.  ce_evicted counts the buckets dropped, ce_forgotten
+ * the errors they held (counted in ce_events, but no longer toward their
+ * page's threshold), so an operator can see it.  A bucket takes 16 bytes,
+ * its place in the heap 4 and in the hash 8 at most: some 3 MB at 10^5
+ * pages (ce_bytes), kept until the device goes.  They are per device, not
+ * module-wide as the intake's table, because they are grown only as a
+ * device's pages err: what they take follows the HBM that fails (every one
+ * of HBMGUARD_MAX_DEVICES devices with 10^5 pages erring at once would
+ * take 780 MB).
  *
  * Errors in the spare area follow the same policy, page by page: device
  * page nr_pages + i is spare i, with a bucket of its own.  A spare that
@@ -93,53 +112,194 @@ static void drain(const struct hbm_policy *p, struct hbm_ce_entry *e, u32 now)
 	}
 }
 
-/* Index of the first bucket at or above @page. */
-static u32 ce_search(const struct hbm_core *c, u32 page)
+#define HBM_CE_NONE	0xffffffffU
+
+/*
+ * The heap's key: the time at which the bucket will be empty, times the
+ * threshold, so that it is a whole number.  Below 2^49: last < 2^32 and
+ * ce_threshold < 2^16; level < ce_threshold and ce_window < 2^25.
+ */
+static u64 ce_key(const struct hbm_core *c, const struct hbm_ce_entry *e)
 {
-	u32 lo = 0, hi = c->ce_nr;
-
-	while (lo < hi) {
-		u32 mid = lo + (hi - lo) / 2;
-
-		if (c->ce[mid].page < page)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return (u64)e->last * c->policy.ce_threshold +
+	       (u64)e->level * c->policy.ce_window;
 }
 
+static void heap_set(struct hbm_core *c, u32 pos, u32 i)
+{
+	c->ce_heap[pos] = i;
+	c->ce[i].heap = pos;
+}
+
+static bool heap_less(const struct hbm_core *c, u32 a, u32 b)
+{
+	return ce_key(c, &c->ce[c->ce_heap[a]]) < ce_key(c, &c->ce[c->ce_heap[b]]);
+}
+
+static void heap_swap(struct hbm_core *c, u32 a, u32 b)
+{
+	u32 i = c->ce_heap[a];
+
+	heap_set(c, a, c->ce_heap[b]);
+	heap_set(c, b, i);
+}
+
+/* Sift the bucket at @pos up, then down, to its place. */
+static void heap_fix(struct hbm_core *c, u32 pos)
+{
+	while (pos && heap_less(c, pos, (pos - 1) / 2)) {
+		heap_swap(c, pos, (pos - 1) / 2);
+		pos = (pos - 1) / 2;
+	}
+	for (;;) {
+		u32 least = pos, child = 2 * pos + 1;
+
+		if (child < c->ce_nr && heap_less(c, child, least))
+			least = child;
+		if (child + 1 < c->ce_nr && heap_less(c, child + 1, least))
+			least = child + 1;
+		if (least == pos)
+			return;
+		heap_swap(c, pos, least);
+		pos = least;
+	}
+}
+
+/* Where the hash starts looking for @page: hash_32()'s multiplier. */
+static u32 ce_home(const struct hbm_core *c, u32 page)
+{
+	return (u32)(page * 0x61C88647U) >> (32 - c->ce_hash_bits);
+}
+
+/* The hash slot that holds @page, or the free one where it would go. */
+static u32 ce_slot(const struct hbm_core *c, u32 page)
+{
+	u32 mask = (1U << c->ce_hash_bits) - 1, s = ce_home(c, page);
+
+	while (c->ce_hash[s] && c->ce[c->ce_hash[s] - 1].page != page)
+		s = (s + 1) & mask;
+	return s;
+}
+
+/* The bucket of @page, or HBM_CE_NONE. */
+static u32 ce_find(const struct hbm_core *c, u32 page)
+{
+	return c->ce_nr ? c->ce_hash[ce_slot(c, page)] - 1 : HBM_CE_NONE;
+}
+
+/*
+ * Empty hash slot @s, moving back into it each later entry of its run that
+ * may live there, so that no probe stops short of an entry (no tombstones).
+ */
+static void ce_unhash(struct hbm_core *c, u32 s)
+{
+	u32 mask = (1U << c->ce_hash_bits) - 1, j = s;
+
+	for (;;) {
+		u32 home;
+
+		j = (j + 1) & mask;
+		if (!c->ce_hash[j])
+			break;
+		home = ce_home(c, c->ce[c->ce_hash[j] - 1].page);
+		/* Stays when its home lies cyclically in (s, j]. */
+		if (s <= j ? s < home && home <= j : s < home || home <= j)
+			continue;
+		c->ce_hash[s] = c->ce_hash[j];
+		s = j;
+	}
+	c->ce_hash[s] = 0;
+}
+
+/* Forget bucket @i; the last one takes its index. */
 static void ce_remove(struct hbm_core *c, u32 i)
 {
-	memmove(&c->ce[i], &c->ce[i + 1], (c->ce_nr - i - 1) * sizeof(*c->ce));
+	u32 last = c->ce_nr - 1, pos = c->ce[i].heap;
+
+	ce_unhash(c, ce_slot(c, c->ce[i].page));
+	/* The heap's last bucket fills the hole at @pos... */
+	heap_set(c, pos, c->ce_heap[last]);
 	c->ce_nr--;
+	/* ...and the array's last bucket the hole at @i. */
+	if (i != last) {
+		c->ce_hash[ce_slot(c, c->ce[last].page)] = i + 1;
+		c->ce[i] = c->ce[last];
+		c->ce_heap[c->ce[i].heap] = i;
+	}
+	if (pos < c->ce_nr)
+		heap_fix(c, pos);
 }
 
 /* Forget the buckets of pages [first, first + nr): they left the CE path. */
 static void ce_forget(struct hbm_core *c, u32 first, u32 nr)
 {
-	u32 i = ce_search(c, first), j = i;
+	u32 i;
 
-	while (j < c->ce_nr && c->ce[j].page - first < nr)
-		j++;
-	memmove(&c->ce[i], &c->ce[j], (c->ce_nr - j) * sizeof(*c->ce));
-	c->ce_nr -= j - i;
+	if (nr < c->ce_nr) {	/* a page at a time, or a bucket: the fewer */
+		for (; nr; first++, nr--) {
+			i = ce_find(c, first);
+			if (i != HBM_CE_NONE)
+				ce_remove(c, i);
+		}
+		return;
+	}
+	for (i = c->ce_nr; i--;)	/* what moves into i was looked at */
+		if (c->ce[i].page - first < nr)
+			ce_remove(c, i);
 }
 
-static void ce_evict_emptiest(struct hbm_core *c, u32 now)
+/* Bytes of @cap buckets with their heap and a hash of 2^@bits slots. */
+static size_t ce_size(u32 cap, u32 bits)
 {
-	u32 i, victim = 0, lowest = 0xffffffff;
+	return (size_t)cap * (sizeof(struct hbm_ce_entry) + sizeof(u32)) +
+	       ((size_t)sizeof(u32) << bits);
+}
 
-	for (i = 0; i < c->ce_nr; i++) {
-		u32 level = level_now(&c->policy, &c->ce[i], now);
+/* Room for @cap buckets, those held kept; -ENOMEM changes nothing. */
+static int ce_resize(struct hbm_core *c, u32 cap)
+{
+	u32 bits = 1, i;
+	void *block;
 
-		if (level < lowest) {
-			lowest = level;
-			victim = i;
-		}
+	while (1U << bits < 2 * cap)	/* a load of 1/2 at most */
+		bits++;
+	block = hbm_alloc(ce_size(cap, bits));
+	if (!block)
+		return -ENOMEM;
+	if (c->ce_nr) {
+		memcpy(block, c->ce, c->ce_nr * sizeof(*c->ce));
+		memcpy((struct hbm_ce_entry *)block + cap, c->ce_heap,
+		       c->ce_nr * sizeof(u32));
 	}
-	ce_remove(c, victim);
-	c->ce_evicted++;
+	hbm_free(c->ce);
+	c->ce = block;
+	c->ce_heap = (u32 *)(c->ce + cap);
+	c->ce_hash = c->ce_heap + cap;
+	memset(c->ce_hash, 0, sizeof(u32) << bits);
+	c->ce_cap = cap;
+	c->ce_hash_bits = bits;
+	c->ce_bytes = ce_size(cap, bits);
+	for (i = 0; i < c->ce_nr; i++)
+		c->ce_hash[ce_slot(c, c->ce[i].page)] = i + 1;
+	return 0;
+}
+
+/*
+ * Room for one more bucket: an empty one reused, the arrays doubled, or at
+ * the bound (or without the memory) the emptiest dropped and counted.
+ */
+static void ce_make_room(struct hbm_core *c, u32 now)
+{
+	u32 top = c->ce_heap[0], level = level_now(&c->policy, &c->ce[top], now);
+
+	if (level && c->ce_cap < HBM_CE_TRACKED_MAX &&
+	    !ce_resize(c, min_t(u32, 2 * c->ce_cap, HBM_CE_TRACKED_MAX)))
+		return;
+	if (level) {
+		c->ce_evicted++;
+		c->ce_forgotten += level;
+	}
+	ce_remove(c, top);
 }
 
 /*
@@ -148,26 +308,47 @@ static void ce_evict_emptiest(struct hbm_core *c, u32 now)
  */
 static bool ce_add(struct hbm_core *c, u32 page, u32 count, u32 now, u32 *held)
 {
-	u32 i = ce_search(c, page);
+	u32 i = ce_find(c, page);
+	struct hbm_ce_entry *e;
 	u64 level;
 
-	if (i == c->ce_nr || c->ce[i].page != page) {
-		if (c->ce_nr == HBM_CE_TRACKED) {
-			ce_evict_emptiest(c, now);
-			i = ce_search(c, page);
-		}
-		memmove(&c->ce[i + 1], &c->ce[i], (c->ce_nr - i) * sizeof(*c->ce));
+	if (i == HBM_CE_NONE) {
+		if (c->ce_nr == c->ce_cap)
+			ce_make_room(c, now);
+		i = c->ce_nr++;
 		c->ce[i] = (struct hbm_ce_entry){ .page = page, .last = now };
-		c->ce_nr++;
+		c->ce_hash[ce_slot(c, page)] = i + 1;
+		heap_set(c, i, i);
 	}
-	drain(&c->policy, &c->ce[i], now);
-	level = (u64)c->ce[i].level + count;
+	e = &c->ce[i];
+	drain(&c->policy, e, now);
+	level = (u64)e->level + count;
 	if (level >= c->policy.ce_threshold) {
 		*held = (u32)min_t(u64, level, 0xffff);
-		return true;	/* the caller forgets the bucket once retired */
+		heap_fix(c, e->heap);	/* drained; the caller forgets it once retired */
+		return true;
 	}
-	c->ce[i].level = (u32)level;
+	e->level = (u32)level;
+	heap_fix(c, e->heap);
 	return false;
+}
+
+/**
+ * hbm_core_set_policy() - change a device's policy
+ * @c: the device core
+ * @p: the new policy, valid (hbm_policy_check())
+ *
+ * Buckets keep their errors; their order is made again for the new rate of
+ * draining (O(n)), and health for the new limit.
+ */
+void hbm_core_set_policy(struct hbm_core *c, const struct hbm_policy *p)
+{
+	u32 i;
+
+	c->policy = *p;
+	for (i = c->ce_nr / 2; i--;)
+		heap_fix(c, i);
+	c->health = hbm_core_health(c);
 }
 
 /**
@@ -180,11 +361,9 @@ static bool ce_add(struct hbm_core *c, u32 page, u32 count, u32 now, u32 *held)
  */
 u32 hbm_ce_level(const struct hbm_core *c, u32 page, u32 now)
 {
-	u32 i = ce_search(c, page);
+	u32 i = ce_find(c, page);
 
-	if (i == c->ce_nr || c->ce[i].page != page)
-		return 0;
-	return level_now(&c->policy, &c->ce[i], now);
+	return i == HBM_CE_NONE ? 0 : level_now(&c->policy, &c->ce[i], now);
 }
 
 /* Severity of each health, for the worse of two: RESET_REQUIRED came last. */
@@ -402,9 +581,9 @@ int hbm_core_init(struct hbm_core *c, u32 nr_pages, u32 spare_total,
 	c->defaults.retire_limit = min(nr_pages, hbm_default_retire_limit(
 		((u64)nr_pages + spare_total) * page_size));
 	c->policy = c->defaults;
-	c->ce = hbm_alloc(HBM_CE_TRACKED * sizeof(*c->ce));
-	if (!c->ce)
-		return -ENOMEM;
+	err = ce_resize(c, HBM_CE_TRACKED_MIN);
+	if (err)
+		return err;
 	err = hbm_table_init(&c->table, nr_pages, spare_total);
 	if (err) {
 		hbm_free(c->ce);

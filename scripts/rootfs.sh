@@ -10,7 +10,9 @@
 # links (libjson-c5 for hbmctl, libmicrohttpd12 for its metrics endpoint),
 # python3 for the checks that read JSON, prometheus and curl for the metrics
 # checks, slurmctld, slurmd, slurm-client and munge for the Slurm drain
-# checks (a one-node cluster in the guest), and rasdaemon for make
+# checks (a one-node cluster in the guest), etcd-server and etcd-client for
+# the two-node tier (the etcd the nodes' daemons share runs in the first
+# guest: tests/system/run.sh KVER cluster), and rasdaemon for make
 # bench to compare with: bookworm-backports' (0.8.1), as bookworm's own
 # (0.6.8) is built without memory_failure support.  hbmguard itself is not
 # in it: each run installs the tree under test with `make install DESTDIR=`.
@@ -20,7 +22,7 @@ TOP=$(cd "$(dirname "$0")/.." && pwd)
 kver=${1:?usage: rootfs.sh KVER}
 PKGS="systemd systemd-sysv udev kmod procps passwd util-linux python3 man-db
 rasdaemon/bookworm-backports libnl-3-200 libnl-genl-3-200 libjson-c5 libmicrohttpd12 prometheus curl
-slurmctld slurmd slurm-client munge
+slurmctld slurmd slurm-client munge etcd-server etcd-client
 dkms make python3-torch linux-image-$kver linux-headers-$kver"
 
 MIRROR=http://deb.debian.org/debian

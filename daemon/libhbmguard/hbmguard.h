@@ -21,6 +21,7 @@
 #define LIBHBMGUARD_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <linux/hbmguard.h>
 
@@ -127,7 +128,18 @@ struct hbmguard_recovery {
 
 struct hbmguard_rank;
 
-/* Register with the daemon at @socket_path (NULL: the default).  This and
+/*
+ * The job's id as its launcher named it, the same on every node: torchrun's
+ * TORCHELASTIC_RUN_ID (its --rdzv_id; "none", torchrun's default, names no
+ * job), else Slurm's SLURM_JOB_ID, with ".SLURM_STEP_ID" under srun (two
+ * steps of one allocation are two jobs).  0, -ENOENT if neither names one,
+ * -EINVAL if it is not a name the daemon takes (printable ASCII without
+ * spaces, shorter than @size and than 64).
+ */
+int hbmguard_job_id(char *out, size_t size);
+
+/* Register with the daemon at @socket_path (NULL: the default).  An empty
+ * info->job is hbmguard_job_id()'s (-ENOENT, -EINVAL as it says).  This and
  * hbmguard_rank_answer() wait at most 30 s for the daemon's reply, then give
  * -ETIMEDOUT (with hbmguardd.socket a connection is taken while no daemon
  * runs, to be answered by the next one, if it comes). */

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdalign.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -82,6 +83,35 @@ static int transact(struct hbmguard_rank *r, uint16_t type, const void *body,
 	return h.error;
 }
 
+/*
+ * The launchers' own words: torch 1.13's torch/distributed/run.py gives
+ * --rdzv_id the default "none" and
+ * torch/distributed/elastic/agent/server/local_elastic_agent.py passes it to
+ * each worker as TORCHELASTIC_RUN_ID; Slurm 22.05's srun(1), OUTPUT
+ * ENVIRONMENT VARIABLES: "SLURM_JOB_ID  Job id of the executing job.",
+ * "SLURM_STEP_ID  The step ID of the current job."
+ */
+int hbmguard_job_id(char *out, size_t size)
+{
+	const char *id = getenv("TORCHELASTIC_RUN_ID"), *step = getenv("SLURM_STEP_ID");
+	char slurm[HBM_CTL_NAME_LEN];
+
+	if (!id || !strcmp(id, "none") || !id[0]) {
+		/* every srun of an allocation has its job id: the step's is the job's */
+		id = getenv("SLURM_JOB_ID");
+		if (id && id[0] && step && step[0] &&
+		    snprintf(slurm, sizeof(slurm), "%s.%s", id, step) < (int)sizeof(slurm))
+			id = slurm;
+	}
+	if (!id || !id[0])
+		return -ENOENT;
+	if (strlen(id) >= size || strlen(id) >= HBM_CTL_NAME_LEN ||
+	    !hbm_ctl_name_valid(id, HBM_CTL_NAME_LEN))
+		return -EINVAL;
+	strcpy(out, id);
+	return 0;
+}
+
 int hbmguard_rank_register(const char *socket_path, const struct hbmguard_rank_info *info,
 			   struct hbmguard_rank **out)
 {
@@ -89,6 +119,12 @@ int hbmguard_rank_register(const char *socket_path, const struct hbmguard_rank_i
 	struct hbmguard_rank *r;
 	int err;
 
+	memcpy(&reg, info, sizeof(reg));
+	if (!reg.job[0]) {
+		err = hbmguard_job_id(reg.job, sizeof(reg.job));
+		if (err)
+			return err;
+	}
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
@@ -97,7 +133,6 @@ int hbmguard_rank_register(const char *socket_path, const struct hbmguard_rank_i
 		err = r->fd;
 		goto fail;
 	}
-	memcpy(&reg, info, sizeof(reg));
 	err = transact(r, HBM_CTL_RANK_REGISTER, &reg, NULL, 0);
 	if (err)
 		goto fail;

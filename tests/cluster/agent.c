@@ -27,6 +27,7 @@
 static struct cluster *cl;
 static const char *job;
 static int fail_step = -1;
+static int rank;			/* its one rank */
 
 static unsigned long long usec(void)
 {
@@ -36,11 +37,13 @@ static unsigned long long usec(void)
 	return ts.tv_sec * 1000000ULL + ts.tv_nsec / 1000;
 }
 
-static void on_step(void *ctx, const char *j, const char *id, enum cl_step s, const char *reason)
+static void on_step(void *ctx, const struct cl_action *a)
 {
 	(void)ctx;
-	printf("step %s %llu%s%s\n", cl_step_name(s), usec(), reason[0] ? " " : "", reason);
-	cluster_done(cl, j, id, s, (int)s != fail_step, "the fake's ranks were told to fail");
+	printf("step %s %llu rank=%u opener=%s%s%s\n", cl_step_name(a->step), usec(), a->rank,
+	       a->opener, a->text[0] ? " " : "", a->text);
+	cluster_done(cl, a->job, a->id, a->step, (int)a->step != fail_step,
+		     "the fake's ranks were told to fail");
 }
 
 static void on_closed(void *ctx, const char *j, const char *id, bool resumed)
@@ -55,11 +58,13 @@ static const struct cluster_local_ops ops = { .step = on_step, .closed = on_clos
 
 static int on_usr1(sd_event_source *s, const struct signalfd_siginfo *si, void *arg)
 {
+	char id[HBM_CLUSTER_NAME_LEN];
+
 	(void)s;
 	(void)si;
 	(void)arg;
 	printf("error %llu\n", usec());
-	if (cluster_error(cl, job, "a simulated UE"))
+	if (cluster_error(cl, job, rank, "a simulated UE", id))
 		fprintf(stderr, "agent: the job is not joined\n");
 	return 0;
 }
@@ -83,7 +88,7 @@ int main(int argc, char **argv)
 	};
 	struct hbm_config c;
 	char err[256], value[128];
-	int opt, rank = 0, world = 1;
+	int opt, world = 1;
 	sd_event *loop;
 	sigset_t mask;
 

@@ -98,12 +98,15 @@ scale() {
 	local n=$1 job=$2 i
 	LOG=$W/$job.
 	start_agents $job $n
-	kill -USR1 "${AGENTS[0]}"
+	kill -USR1 "${AGENTS[n - 1]}"	# a UE under the last node's rank
 	wait_for "$job: not resumed on every node" 60 all_closed $job $n resumed
 	for ((i = 0; i < n; i++)); do
 		steps=$(awk '$1 == "step" { printf "%s ", $2 }' "$W/$job.$i.out")
 		[ "$steps" = "pause isolate restore resume " ] ||
 			fail "$job: node $i's steps: '$steps'"
+		[ "$(awk '$1 == "step" { print $4, $5 }' "$W/$job.$i.out" | sort -u)" = \
+			"rank=$((n - 1)) opener=n$((n - 1))" ] ||
+			fail "$job: node $i was not told rank $((n - 1))'s state was lost on n$((n - 1))"
 		! grep -q 'abort\|refused' "$W/$job.$i.out" "$W/$job.$i.err" || fail "$job: node $i"
 	done
 	[ "$(ctl get --prefix --keys-only /hbmguard/v1/jobs/$job/incident | grep -c .)" = 0 ] ||

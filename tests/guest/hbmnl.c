@@ -189,12 +189,12 @@ static int print_device(struct nl_msg *msg, void *arg)
 	if (parse_attrs(msg))
 		return NL_SKIP;
 	printf("device %u %s %s kind=%u size=0x%" PRIx64 " page=%u dropped=%" PRIu64
-	       " retired=%u pending=%u failed=%u health=%u ce=%" PRIu64 " ue=%" PRIu64
+	       " forgotten=%" PRIu64 " retired=%u pending=%u failed=%u health=%u ce=%" PRIu64 " ue=%" PRIu64
 	       " spare_bad=%u spares=%u pci=%s driver_health=%u phys=0x%" PRIx64 "\n",
 	       get_u32(HBMGUARD_A_DEVICE_ID), nla_get_string(attrs[HBMGUARD_A_NAME]),
 	       nla_get_string(attrs[HBMGUARD_A_IDENTITY]), get_u32(HBMGUARD_A_KIND),
 	       get_u64(HBMGUARD_A_HBM_SIZE), get_u32(HBMGUARD_A_PAGE_SIZE),
-	       get_u64(HBMGUARD_A_ERRORS_DROPPED),
+	       get_u64(HBMGUARD_A_ERRORS_DROPPED), get_u64(HBMGUARD_A_CE_FORGOTTEN),
 	       get_u32(HBMGUARD_A_NR_RETIRED), get_u32(HBMGUARD_A_NR_PENDING),
 	       get_u32(HBMGUARD_A_NR_FAILED), get_u32(HBMGUARD_A_HEALTH),
 	       get_u64(HBMGUARD_A_CE_EVENTS), get_u64(HBMGUARD_A_UE_EVENTS),

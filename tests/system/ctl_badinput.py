@@ -18,7 +18,7 @@ import time
 
 PATH = "/run/hbmguard/control.sock"
 MAGIC, VERSION, REPLY = 0x434D4248, 1, 0x8000
-STATUS, RETIRE, CLEAR, DEADLINES = 1, 2, 3, 12
+STATUS, RETIRE, CLEAR, DEADLINES, CLUSTER, CLUSTER_NODE_GET = 1, 2, 3, 12, 13, 14
 HEADER = struct.Struct("<IHHIIiI")
 EXTENT = struct.Struct("<64sQQII")
 STATUS_BODY = 6 * 8 + 7 * 4 + 256 + 4    # struct hbm_ctl_status, padded to 8
@@ -85,6 +85,12 @@ dl = struct.unpack("<4I", body) if len(body) == 16 else None
 assert ptype == DEADLINES | REPLY and err == 0 and dl and all(dl[:3]) and not dl[3], \
     (ptype, err, body)
 s.close()
+# and the cluster link's state: off here ([Cluster] unset), all of it zero
+s = connect()
+ptype, seq, err, body = ask(s, packet(CLUSTER))
+assert ptype == CLUSTER | REPLY and err == 0 and len(body) == 4 + 4 + 8 + 64 + 256 + 256 and \
+    not any(body), (ptype, err, body[:16])
+s.close()
 expect("garbage", b"hello", EBADMSG, True)
 expect("wrong magic", packet(STATUS, magic=0x12345678), EBADMSG, True)
 expect("another version", packet(STATUS, version=2), PROTO, True)
@@ -96,6 +102,12 @@ expect("size larger than sent", packet(RETIRE, extent(), size=200), EBADMSG, Tru
 expect("truncated body", packet(RETIRE, extent())[:60], EBADMSG, True)
 expect("body on STATUS", packet(STATUS, b"x" * 8), EBADMSG, True)
 expect("body on DEADLINES", packet(DEADLINES, b"\0" * 16), EBADMSG, True)
+expect("body on CLUSTER", packet(CLUSTER, b"\0" * 8), EBADMSG, True)
+expect("CLUSTER_NODE_GET without its index", packet(CLUSTER_NODE_GET), EBADMSG, True)
+expect("CLUSTER_NODE_GET, reserved set", packet(CLUSTER_NODE_GET, struct.pack("<II", 0, 1)),
+       EBADMSG, True)
+expect("CLUSTER_NODE_GET without [Cluster]", packet(CLUSTER_NODE_GET, struct.pack("<II", 0, 0)),
+       errno.ENOENT, False)
 expect("oversized packet", packet(RETIRE, extent() + b"\0" * 2000), EBADMSG, True)
 expect("identity not terminated", packet(RETIRE, extent(ident=b"a" * 64)), EBADMSG, True)
 expect("empty identity", packet(RETIRE, extent(ident=b"")), EBADMSG, True)

@@ -1004,5 +1004,95 @@ phaseslurm() {
 	systemctl poweroff
 }
 
+# Two nodes, one job (run.sh KVER cluster): this guest is node1 or node2
+# (its hostname, from the kernel's command line), both running what
+# follows at once; etcd runs in node 1; /mnt/cluster is the folder the two
+# and the host share (run.sh boot_cluster).
+cluster_share=/mnt/cluster
+etcd_url=http://10.77.0.1:2379
+
+# cluster_barrier NAME: this node reached NAME; wait (up to 900 s: a hang's
+# bound) for the other to reach it too.
+cluster_barrier() {
+	local end=$((SECONDS + 900))
+	touch $cluster_share/at.$1.$(hostname)
+	while [ ! -e $cluster_share/at.$1.node1 ] || [ ! -e $cluster_share/at.$1.node2 ]; do
+		[ $SECONDS -lt $end ] || { echo "# $(hostname): the other node never reached $1"; return 1; }
+		sleep 0.5
+	done
+}
+
+# The job's runs, the same on both nodes, each node launching its two ranks
+# (train.py --nnodes 2: under torchrun; gloo over the link): a fault-free
+# run, then a UE under rank 2 (node 2's first rank), recovered by both
+# nodes' daemons as one incident (issue 14).  Each run is a job of its own
+# name (its incidents its own) and port.  An escalation is one more run
+# here, what it does to a node given by train.py --run-at on that node
+# only ($node), and its checks in cluster_verdict.py: node 2's daemon
+# killed mid-incident (node2: --run-at FAULT:"systemctl kill -s KILL
+# hbmguardd"), etcd stopped before the error (node1: --run-at
+# BEFORE:"systemctl stop etcd", started again after the run), etcd
+# restarted during a watch (node1: --run-at BEFORE:"systemctl restart etcd"),
+# a second error mid-incident (node1: --run-at FAULT:"hbmctl inject sim0 ue
+# 0x21000").
+cluster_runs() {
+	local node=$1 t=/usr/local/lib/hbmguard-test out=/var/tmp/cluster
+	local on="--nnodes 2 --node-rank $((${node#node} - 1)) --master-addr 10.77.0.1 --steps 6"
+	rm -rf $out
+	check "cluster: the job's runs (fault-free; a UE under rank 2, on node 2)" \
+		"GLOO_SOCKET_IFNAME=$2 TRAIN_USER=hbmtrain python3 $t/train.py \
+			hbmguard $out/clean --job cluster-clean $on --port 29510 --wall 400 \
+			+ hbmguard $out/ue --job cluster-ue $on --port 29520 --wall 300 \
+				--fault-step 3 --fault sim2:0x20000 \
+			>/tmp/cluster.log 2>&1;
+		grep '^# DDP run' /tmp/cluster.log; test -f $out/ue/result.json ||
+		{ tail -n 20 /tmp/cluster.log; false; }"
+	grep -E '^(hbmguard|# /|[A-Za-z.]*(Error|Aborted)|Thread|Current thread|  File)' \
+		/tmp/cluster.log | tail -n 40 | sed 's/^/#   /'
+	for r in clean ue; do
+		python3 -c 'import json, sys; print("# cluster %s run: %.0f s" % (sys.argv[1],
+			json.load(open(sys.argv[2]))["wall"]))' $r $out/$r/result.json
+	done
+	# for the guests' -m (run.sh): what the job took at most here (cgroup v2's memory.peak)
+	echo "# $node: the test's memory peak: $(($(cat /sys/fs/cgroup/system.slice/hbmguard-test.service/memory.peak) >> 20)) MiB"
+	mkdir -p $cluster_share/$node
+	cp -r $out/. $cluster_share/$node/
+	hbmctl --json incidents >$cluster_share/$node/incidents.json
+	journalctl -b -u hbmguardd -o cat >$cluster_share/$node/hbmguardd.journal
+}
+
+phasecluster() {
+	local node me link
+	node=$(hostname)
+	me=${node#node}
+	phase="cluster $node"
+	echo "# $node: two nodes, one job"
+	mkdir -p $cluster_share
+	check "the share with the other node is mounted" \
+		"mount -t 9p -o trans=virtio,version=9p2000.L cluster $cluster_share"
+	# the interface of the link: its MAC, as run.sh gives it (node_mac)
+	link=$(basename "$(dirname "$(grep -l "52:54:00:77:00:0$me" /sys/class/net/*/address)")")
+	within "$node: its address on the link (systemd-networkd)" \
+		"python3 -c 'import socket; socket.socket().bind((\"10.77.0.$me\", 0))'" 60
+	if [ "$node" = node1 ]; then
+		check "node1: etcd started" "systemctl start etcd"
+	fi
+	within "$node: etcd answers over the link" "etcdctl --endpoints=$etcd_url endpoint health" 120
+	if [ "$node" = node1 ]; then
+		check "node1: a key put in etcd" "etcdctl --endpoints=$etcd_url put /hbmguard-test/from node1"
+	fi
+	cluster_barrier up
+	check "$node: the key node1 put is read from etcd" \
+		'[ "$(etcdctl --endpoints=$etcd_url get --print-value-only /hbmguard-test/from)" = node1 ]'
+	id hbmtrain >/dev/null 2>&1 || useradd -M -G hbmguard-aperture hbmtrain
+	cluster_runs $node $link
+	cluster_barrier ran
+	if [ "$node" = node1 ]; then
+		python3 /usr/local/lib/hbmguard-test/cluster_verdict.py "$phase" $cluster_share
+	fi
+	done_phase
+	systemctl poweroff
+}
+
 [ "$phase" = bench ] && exec /usr/local/lib/hbmguard-test/bench.sh
 phase$phase

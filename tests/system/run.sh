@@ -14,6 +14,9 @@
 #   tests/system/run.sh KVER nvml     boot 3's end alone: the NVIDIA GPUs' checks and
 #                                     the README's commands
 #   tests/system/run.sh KVER slurm    the Slurm drain's checks alone (boot 3's end)
+#   tests/system/run.sh KVER cluster  two nodes, one job: two guests of the same
+#                                     image (an overlay each) on a link of
+#                                     their own, etcd in the first (guest.sh cluster)
 #
 # tests/system/guest.sh runs at each boot as a systemd service and prints
 # TAP-like lines on the serial console.  The boots, on one disk image:
@@ -85,7 +88,8 @@ install -D -m 0755 "$TOP/tests/system/bench.sh" "$root/usr/local/lib/hbmguard-te
 install -D -m 0644 "$TOP/tests/bench/guard_step.py" \
 	"$root/usr/local/lib/hbmguard-test/guard_step.py"
 install -D -m 0644 "$TOP/tests/system/pyrank.py" "$root/usr/local/lib/hbmguard-test/pyrank.py"
-for f in ctl_badinput.py ctl_socket.py train.py ddp_runs.py ddp_verdict.py ddp_report.py; do
+for f in ctl_badinput.py ctl_socket.py train.py ddp_runs.py ddp_verdict.py ddp_report.py \
+	cluster_verdict.py; do
 	install -D -m 0644 "$TOP/tests/system/$f" "$root/usr/local/lib/hbmguard-test/$f"
 done
 install -D -m 0755 "$TOP/tests/system/ddp_compare.sh" "$root/usr/local/lib/hbmguard-test/ddp_compare.sh"
@@ -111,13 +115,17 @@ install -D -m 0644 "$TOP/tests/system/hbmguard-test.service" \
 mkdir -p "$root/etc/systemd/system/multi-user.target.wants"
 ln -sf /etc/systemd/system/hbmguard-test.service \
 	"$root/etc/systemd/system/multi-user.target.wants/hbmguard-test.service"
-if [ "$mode" = ddp ] || [ "$mode" = demo ] || [ "$mode" = nvml ] || [ "$mode" = slurm ]; then
+if [ "$mode" = ddp ] || [ "$mode" = demo ] || [ "$mode" = nvml ] || [ "$mode" = slurm ] ||
+	[ "$mode" = cluster ]; then
 	mkdir -p "$root/var/lib/hbmguard-test"
 	echo "$mode" >"$root/var/lib/hbmguard-test/phase"
 fi
 # Debian's Prometheus server starts at boot; the metrics checks run one of
 # their own (guest.sh), and the bench none, whose CPU it would share.
 systemctl --root="$root" mask prometheus.service >/dev/null 2>&1
+# etcd's package enables it; only the cluster's first node runs it, started
+# by its test (guest.sh cluster).
+systemctl --root="$root" disable etcd.service >/dev/null 2>&1
 if [ "$mode" = bench ]; then
 	# The unit as shipped; rasdaemon started by the bench itself.
 	mkdir -p "$root/var/lib/hbmguard-test"
@@ -128,6 +136,50 @@ else
 	# A watchdog the test can wait out: the unit's own is 30 s.
 	mkdir -p "$root/etc/systemd/system/hbmguardd.service.d"
 	printf '[Service]\nWatchdogSec=5s\n' >"$root/etc/systemd/system/hbmguardd.service.d/test.conf"
+fi
+
+# Two nodes of one job (mode cluster): both boot this image, each on an
+# overlay of its own (boot_cluster); what differs between them comes
+# from their kernel command line (systemd.hostname=, kernel-command-line(7)
+# of systemd 252) and the MAC address of their end of the link.
+node_mac() { printf '52:54:00:77:00:%02x' "$1"; }
+node_addr() { echo "10.77.0.$1"; }
+if [ "$mode" = cluster ]; then
+	# Each node's address on the link, by its MAC (systemd.network(5)).
+	mkdir -p "$root/etc/systemd/network"
+	for n in 1 2; do
+		printf '[Match]\nMACAddress=%s\n\n[Network]\nAddress=%s/24\n' \
+			"$(node_mac $n)" "$(node_addr $n)" >"$root/etc/systemd/network/50-node$n.network"
+	done
+	systemctl --root="$root" enable systemd-networkd.service >/dev/null 2>&1
+	# etcd, started by node 1's test (guest.sh cluster): one member, its
+	# clients served on the link, plain http.  The variables are etcd's
+	# flags' (etcd-server 3.4.23's op-guide/configuration.md), read by its
+	# unit from /etc/default/etcd; the unit names the member after the
+	# host (ETCD_NAME=%H), which the initial cluster must name too.
+	cat >"$root/etc/default/etcd" <<-EOF
+	ETCD_NAME=node1
+	ETCD_INITIAL_CLUSTER=node1=http://127.0.0.1:2380
+	ETCD_LISTEN_PEER_URLS=http://127.0.0.1:2380
+	ETCD_INITIAL_ADVERTISE_PEER_URLS=http://127.0.0.1:2380
+	ETCD_LISTEN_CLIENT_URLS=http://$(node_addr 1):2379,http://127.0.0.1:2379
+	ETCD_ADVERTISE_CLIENT_URLS=http://$(node_addr 1):2379
+	EOF
+	# Each node's hbmguardd on it, its node name its hostname (Node= unset).
+	mkdir -p "$root/etc/hbmguard/hbmguardd.conf.d"
+	printf '[Cluster]\nEndpoints=http://%s:2379\nAllowPlainHTTP=yes\n' "$(node_addr 1)" \
+		>"$root/etc/hbmguard/hbmguardd.conf.d/60-cluster.conf"
+	# What the node's administrator adds to the unit as shipped, which
+	# allows no IP traffic (IPAddressDeny=any) and no IP socket: etcd's
+	# address (systemd.resource-control(5): an allowed address wins over a
+	# denied one) and the families to reach it (systemd.exec(5): lists
+	# given more than once are merged).
+	printf '[Service]\nRestrictAddressFamilies=AF_INET AF_INET6\nIPAddressAllow=%s\n' \
+		"$(node_addr 1)" >"$root/etc/systemd/system/hbmguardd.service.d/60-cluster.conf"
+	# Lighter guests: what the nodes do not use.
+	for u in munge slurmctld slurmd; do
+		systemctl --root="$root" mask $u.service >/dev/null 2>&1
+	done
 fi
 
 disk=$work/disk.img
@@ -145,10 +197,12 @@ echo "tier 3: image ready in $(($(date +%s) - start))s"
 # The DDP job's boots (ddp, demo, bench) run several training jobs, each
 # with a wall limit of its own (train.py --wall): 2400 s (ddp took 880-950 s
 # beside one other guest, and more than 1200 s beside three).
-boot() {
-	local phase=$1 marker=$2 console=$work/console-$1.log pid limit=1200 deadline
-	case $phase in ddp|demo|bench) limit=2400 ;; esac
-	deadline=$((SECONDS + limit))
+# guest CONSOLE DRIVE APPEND [QEMU OPTION...]: start a guest in the
+# background ($! its pid), booting the disk DRIVE (-drive's file= and
+# format=), APPEND added to the kernel's command line.
+guest() {
+	local console=$1 drive=$2 append=$3
+	shift 3
 	: >"$console"
 	# (thread=single, watchdog_thresh=60, rcu_cpu_stall_timeout=120:
 	# scripts/guest-run says why)
@@ -159,9 +213,24 @@ boot() {
 		-numa node,nodeid=0,cpus=0-1,memdev=sysmem -numa node,nodeid=1 \
 		-device pc-dimm,id=hbm,memdev=hbmmem,node=1 \
 		-kernel "$work/vmlinuz-$kver" -initrd "$work/initrd.img-$kver" \
-		-append "console=ttyS0 root=/dev/vda rw loglevel=5 panic=-1 watchdog_thresh=60 rcupdate.rcu_cpu_stall_timeout=120 memhp_default_state=online_movable" \
-		-drive "file=$disk,format=raw,if=virtio,cache=writeback" \
+		-append "console=ttyS0 root=/dev/vda rw loglevel=5 panic=-1 watchdog_thresh=60 rcupdate.rcu_cpu_stall_timeout=120 memhp_default_state=online_movable $append" \
+		-drive "$drive,if=virtio,cache=writeback" "$@" \
 		-nographic -monitor none -serial "file:$console" </dev/null >/dev/null 2>&1 &
+}
+
+# console_lines CONSOLE: a console into the log, and its test lines shown;
+# without the terminal's escapes systemd's status lines leave on it (an "ok"
+# after "\e[K" would not be seen, nor a "not ok")
+console_lines() {
+	tr -d '\r' <"$1" | sed -E 's/\x1b\[[0-9;?]*[A-Za-z]//g' | tee -a "$log" |
+		grep -E '^(ok|not ok|#|\|) |@@PHASE|^@bench' || true
+}
+
+boot() {
+	local phase=$1 marker=$2 console=$work/console-$1.log pid limit=1200 deadline
+	case $phase in ddp|demo|bench) limit=2400 ;; esac
+	deadline=$((SECONDS + limit))
+	guest "$console" "file=$disk,format=raw" ""
 	pid=$!
 	while kill -0 $pid 2>/dev/null; do
 		if [ -n "$marker" ] && grep -q "$marker" "$console"; then
@@ -176,8 +245,56 @@ boot() {
 		fi
 	done
 	wait $pid 2>/dev/null || true
-	tr -d '\r' <"$console" >>"$log"
-	tr -d '\r' <"$console" | grep -E '^(ok|not ok|#|\|) |@@PHASE|^@bench' || true
+	console_lines "$console"
+}
+
+# boot_cluster: two guests of the image, each writing to a temporary
+# overlay of its own (-drive snapshot=on: qemu-system-x86_64(1), -snapshot;
+# in $work: TMPDIR), joined by a link of their own: qemu's socket netdev, a TCP
+# connection over the host's 127.0.0.1 (qemu-system-x86_64(1) of qemu 7.2,
+# -netdev socket: node 1 listens, node 2 connects), the addresses inside it
+# the guests' own.  $work/share is a folder both see (-virtfs: 9p, "shared
+# by several guests simultaneously", the same page), where each leaves
+# what the other and the host read.  Until both powered off, within 2400 s.
+boot_cluster() {
+	local n port pids=() deadline=$((SECONDS + 2400)) link
+	mkdir "$work/share"
+	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	for n in 1 2; do
+		if [ $n = 1 ]; then
+			link=listen=127.0.0.1:$port
+		else
+			# node 2's qemu connects at its start: node 1's must listen
+			while ! ss -Hltn "sport = :$port" | grep -q .; do
+				kill -0 "${pids[0]}" && [ $SECONDS -lt $deadline ] ||
+					{ echo "tier 3 cluster: node 1's qemu did not listen" >&2; return 1; }
+				sleep 0.2
+			done
+			link=connect=127.0.0.1:$port
+		fi
+		TMPDIR=$work guest "$work/console-node$n.log" "file=$disk,format=raw,snapshot=on" \
+			"systemd.hostname=node$n" \
+			-netdev "socket,id=link,$link" \
+			-device "virtio-net-pci,netdev=link,mac=$(node_mac $n)" \
+			-virtfs "local,path=$work/share,mount_tag=cluster,security_model=none"
+		pids+=($!)
+	done
+	while kill -0 "${pids[0]}" 2>/dev/null || kill -0 "${pids[1]}" 2>/dev/null; do
+		sleep 0.5
+		if [ $SECONDS -gt $deadline ]; then
+			kill -9 "${pids[@]}" 2>/dev/null
+			echo "tier 3: the cluster's boot timed out" >&2
+			break
+		fi
+	done
+	wait "${pids[@]}" 2>/dev/null || true
+	# what the nodes left there (their runs, journals), for a look afterwards
+	rm -rf "$TOP/build/logs/tier3-cluster-share"
+	cp -r "$work/share" "$TOP/build/logs/tier3-cluster-share"
+	for n in 1 2; do
+		echo "# node$n" | tee -a "$log"
+		console_lines "$work/console-node$n.log"
+	done
 }
 
 if [ "$mode" = bench ]; then
@@ -209,6 +326,17 @@ if [ "$mode" = ddp ]; then
 		{ echo "tier 3 ddp: failed (see $log)" >&2; exit 1; }
 	kernel_clean
 	echo "== tier 3 ddp passed in $(($(date +%s) - start))s"
+	exit 0
+fi
+if [ "$mode" = cluster ]; then
+	boot_cluster
+	for n in 1 2; do
+		grep -q "^@@PHASE cluster node$n done@@" "$log" ||
+			{ echo "tier 3 cluster: node$n did not finish (see $log)" >&2; exit 1; }
+	done
+	! grep -q '^not ok ' "$log" || { echo "tier 3 cluster: failed (see $log)" >&2; exit 1; }
+	kernel_clean
+	echo "== tier 3 cluster passed in $(($(date +%s) - start))s"
 	exit 0
 fi
 if [ "$mode" = nvml ] || [ "$mode" = slurm ]; then

@@ -37,12 +37,19 @@ Guard make the optimizer step (Guard's default) and the step unscale and
 clip the gradients first (AMP's recipe for clipping); --stop-daemon-step
 stops hbmguardd for good under the running job.  A run that takes longer
 than --wall seconds has its ranks killed (result.json: timed_out).
+--run-at STEP:COMMAND has the launcher run a shell's COMMAND once STEP
+was committed (a test's hook: etcd stopped, a daemon killed, a second fault).
 --rotate (make bench's) has the steps take turns, ROTATION's, so that the
 Guard's cost per step is measured in the same processes under the same
 load as the steps without it (ddp_report.py).
 
 The launcher imports torch once and forks the ranks from it: under TCG an
 import takes tens of seconds, which the first start need not pay four times.
+
+--nnodes 2 runs this node's share of a job on two nodes, --node-rank saying
+which, the other node's launcher given the same run: torchrun starts the
+node's ranks (ranks node_rank * world / nnodes and up), rendezvousing at
+--master-addr; the fault goes in on the node where its device's rank runs.
 """
 import argparse
 import collections
@@ -93,6 +100,9 @@ def parse(argv):
     p.add_argument("--restart", choices=["cold", "warm"], default="cold")
     p.add_argument("--port", type=int, default=29500)
     p.add_argument("--world", type=int, default=4)
+    p.add_argument("--nnodes", type=int, default=1, help="nodes the job's ranks are on")
+    p.add_argument("--node-rank", type=int, default=0, help="this node's, of --nnodes")
+    p.add_argument("--master-addr", default="127.0.0.1", help="node 0's address")
     p.add_argument("--job", default="ddp-demo")
     p.add_argument("--shards", action="store_true",
                    help="no DDP, each rank's own weights: what sharded state is to the Guard")
@@ -102,6 +112,9 @@ def parse(argv):
                    help="the Guard makes the optimizer step; the step unscales and clips")
     p.add_argument("--stop-daemon-step", type=int, default=0,
                    help="systemctl stop hbmguardd at this step (0: never); it stays stopped")
+    p.add_argument("--run-at", action="append", default=[], metavar="STEP:COMMAND",
+                   help="the launcher runs COMMAND (a shell's) once STEP was committed here, "
+                   "after the fault if at the same step")
     p.add_argument("--wall", type=float, default=600,
                    help="seconds the run may take before its ranks are killed")
     p.add_argument("--cannot-continue", type=int, default=-1, metavar="RANK",
@@ -286,7 +299,9 @@ def worker(args, rank, attempt):
             hold_paused(guard, args.out)
         first = guard.steps     # a newcomer's: the job's
     joined = time.time()
-    progress = open(os.path.join(args.out, "progress.csv"), "a") if rank == 0 else None
+    # the node's first rank: its launcher reads it (the fault's step)
+    local_rank = int(os.environ["LOCAL_RANK"]) if args.from_env else rank
+    progress = open(os.path.join(args.out, "progress.csv"), "a") if local_rank == 0 else None
 
     try:
         for step in range(first, args.steps):
@@ -343,7 +358,8 @@ def worker(args, rank, attempt):
               "incidents": guard.incidents if guard else [],
               "reconnects": guard.reconnects if guard else 0,
               "replacements": guard.replacements if guard else [],
-              "started": started, "joined": joined,
+              "started": started, "joined": joined, "node": os.uname().nodename,
+              "run_id": os.environ.get("TORCHELASTIC_RUN_ID"),
               "recovery_timeout": guard.recovery_timeout if guard else None}
     with open(os.path.join(args.out, "rank%d.json" % rank), "w") as f:
         json.dump(report, f)
@@ -420,13 +436,68 @@ class Launched(subprocess.Popen):
                 pass
 
 
+class Torchrun(Rank):
+    """torchrun for this node's ranks of a job on several nodes: its own
+    main() (torch 1.13, torch/distributed/run.py), in a process group
+    forked from this launcher, as `python3 -m torch.distributed.run` with
+    --run_path --start_method=fork would run it (config_from_args(): the
+    script then runs in each rank forked from the agent, runpy's
+    run_path(), not in an interpreter of its own): torch is imported once,
+    here.  --rdzv_id is the job's name (its ranks' TORCHELASTIC_RUN_ID).
+
+    --redirects 1 --tee 1 (stdout to a file, and from it to ours) as the
+    default, 0 (none), cannot be: under Python 3.11 its Std.from_str()
+    (torch/distributed/elastic/multiprocessing/api.py) returns None for
+    "0", as iterating an IntFlag no longer yields its member of value 0,
+    and start_processes() fails on it (to_map(): 'NoneType' object has no
+    attribute 'get')."""
+
+    def __init__(self, args):
+        self.returncode = None
+        self.cold = None
+        self.pid = os.fork()
+        if self.pid:
+            return
+        code = 0
+        try:
+            os.setsid()
+            # the agent as the training user too: the files it makes for
+            # its ranks (their error.json) are theirs to write
+            become_training_user()
+            import torch.distributed.run
+            torch.distributed.run.main([
+                "--nnodes", str(args.nnodes), "--node_rank", str(args.node_rank),
+                "--nproc_per_node", str(args.world // args.nnodes),
+                "--master_addr", args.master_addr, "--master_port", str(args.port),
+                "--rdzv_id", args.job, "--monitor_interval", "1",
+                "--redirects", "1", "--tee", "1",
+                "--run_path", "--start_method", "fork",
+                os.path.abspath(__file__)] + args.argv + ["--from-env"])
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+        sys.stderr.flush()
+        os._exit(code)
+
+    kill = Launched.kill
+    signal = Launched.signal
+
+
 def spawn(args, attempt):
+    if args.nnodes > 1:
+        return [Torchrun(args)]
     if args.mode == "replace":  # hbmguard.run starts the ranks, torchrun's way
         return [Launched([sys.executable, "-m", "hbmguard.run", "--nproc_per_node",
                           str(args.world), "--master_port", str(args.port),
                           "--rdzv_id", args.job, "--preload", "torch",
                           os.path.abspath(__file__)] + args.argv + ["--from-env"])]
     return [Rank(args, rank, attempt) for rank in range(args.world)]
+
+
+def fault_here(args):
+    """Whether the fault's device (simN, rank N's) is on this node."""
+    rank = int(args.fault.split(":")[0][len("sim"):])
+    return rank * args.nnodes // args.world == args.node_rank
 
 
 def committed(out):
@@ -450,17 +521,23 @@ def launch(args):
         pw = pwd.getpwnam(os.environ["TRAIN_USER"])
         os.chown(args.out, pw.pw_uid, pw.pw_gid)
     result = {"mode": args.mode, "steps": args.steps, "started": [], "exits": [],
-              "fault_time": None, "fault_step": None, "restarts": []}
+              "fault_time": None, "fault_step": None, "restarts": [], "ran": {}}
     t0 = time.time()
     attempt = 0
     procs = spawn(args, attempt)
     result["started"].append([p.pid for p in procs])
     while True:
-        if args.fault_step and result["fault_time"] is None and committed(args.out) >= args.fault_step:
+        if args.fault_step and result["fault_time"] is None and fault_here(args) and \
+                committed(args.out) >= args.fault_step:
             dev, offset = args.fault.split(":")
             subprocess.run(["hbmctl", "inject", dev, "ue", offset], check=True)
             result["fault_time"] = time.time()
             result["fault_step"] = committed(args.out)
+        for i, at in enumerate(args.run_at):
+            step, command = at.split(":", 1)
+            if i not in result["ran"] and committed(args.out) >= int(step):
+                result["ran"][i] = {"command": command, "time": time.time(),
+                                    "status": subprocess.run(command, shell=True).returncode}
         if args.restart_daemon_step and "daemon_restart" not in result and \
                 committed(args.out) >= args.restart_daemon_step:
             subprocess.run(["systemctl", "restart", "hbmguardd"], check=True)
@@ -483,7 +560,7 @@ def launch(args):
                   file=sys.stderr, flush=True)
             for p in procs:
                 if p.poll() is None:
-                    if isinstance(p, Launched):
+                    if isinstance(p, (Launched, Torchrun)):
                         p.signal(signal.SIGUSR1, args.out)
                     else:
                         os.kill(p.pid, signal.SIGUSR1)

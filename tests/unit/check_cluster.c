@@ -93,6 +93,8 @@ static int fail_node = -1, fail_step = -1, mute_node = -1;
 static char said[NODES][8192];
 static unsigned int closed[NODES][2];	/* [resumed] */
 static unsigned int steps[NODES][CL_NR_STEPS];
+static uint32_t told_rank[NODES];	/* the failed rank of the last step asked */
+static char id[HBM_CLUSTER_NAME_LEN];	/* what cl_error() said it opens under */
 static char watched[NODES][4][256];	/* the acknowledgements each core watches */
 
 static bool watches(int n, const char *key)
@@ -287,6 +289,7 @@ static void run(void)
 					break;
 				case CL_LOCAL:
 					steps[n][a.step]++;
+					told_rank[n] = a.rank;
 					if (n != mute_node)
 						cl_local_done(cores[n], a.job, a.id, a.step,
 							      !(n == fail_node && (int)a.step == fail_step),
@@ -328,6 +331,7 @@ static void setup(void)
 	memset(said, 0, sizeof(said));
 	memset(closed, 0, sizeof(closed));
 	memset(steps, 0, sizeof(steps));
+	memset(told_rank, 0xff, sizeof(told_rank));
 	memset(watched, 0, sizeof(watched));
 	rev = 1;
 	now = 1000000;
@@ -367,8 +371,10 @@ static int keys_under(const char *prefix)
 
 START_TEST(resumed_everywhere)
 {
+	struct hbm_ctl_cluster_node view;
+
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/nodes/"), 3);
-	ck_assert_int_eq(cl_error(cores[1], "J", "a UE", now), 0);
+	ck_assert_int_eq(cl_error(cores[1], "J", 1, "a UE", now, id), 0);
 	run();
 	for (int n = 0; n < 3; n++) {
 		for (int s = CL_PAUSE; s <= CL_RESUME; s++)
@@ -376,26 +382,48 @@ START_TEST(resumed_everywhere)
 		ck_assert_uint_eq(steps[n][CL_ABORT], 0);
 		ck_assert_uint_eq(closed[n][1], 1);
 		ck_assert_ptr_nonnull(strstr(said[n], "opened by n1 on 3 nodes: a UE"));
+		ck_assert_uint_eq(told_rank[n], 1);	/* whose state was lost: n1's rank */
 	}
+	/* none open now: nothing to view */
+	ck_assert_int_eq(cl_view_get(cores[1], 0, &view), -ENOENT);
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
 	ck_assert_int_eq(keys_under(CL_ACKS_V1), 0);
 	ck_assert_str_eq(watched[1][0], "");	/* and no longer, once closed */
 	ck_assert_uint_eq(cl_next_deadline(cores[0]), UINT64_MAX);
 	/* and a second incident, later, as well */
-	ck_assert_int_eq(cl_error(cores[2], "J", "another UE", now), 0);
+	ck_assert_int_eq(cl_error(cores[2], "J", 2, "another UE", now, id), 0);
 	run();
 	for (int n = 0; n < 3; n++)
 		ck_assert_uint_eq(closed[n][1], 2);
-	ck_assert_int_eq(cl_error(cores[0], "nope", "x", now), -ENOENT);
+	ck_assert_int_eq(cl_error(cores[0], "nope", 0, "x", now, id), -ENOENT);
+	ck_assert_int_eq(cl_error(cores[0], "J", 3, "x", now, id), -EINVAL);	/* out of its world */
 }
 END_TEST
 
 /* A node that never acknowledges: the deadline aborts it everywhere, then it closes. */
 START_TEST(deadline_aborts)
 {
+	struct hbm_ctl_cluster_node v;
+
 	mute_node = 2;
-	cl_error(cores[0], "J", "a UE", now);
+	cl_error(cores[0], "J", 0, "a UE", now, id);
 	run();
+	/* the opener sees who acknowledged the pause, and when; n1 its own only */
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(cl_view_get(cores[0], i, &v), 0);
+		ck_assert_uint_eq(v.total, 3);
+		ck_assert_str_eq(v.opener, "n0");
+		ck_assert_int_eq(v.step, CL_PAUSE);
+		ck_assert_uint_eq(v.failed_rank, 0);
+		ck_assert_uint_eq(v.acked, (strcmp(v.node, "n2") ? 1U << CL_PAUSE : 0));
+		ck_assert(!strcmp(v.node, "n2") || v.acked_at[CL_PAUSE] >= v.step_at[CL_PAUSE]);
+		ck_assert_uint_ne(v.step_at[CL_PAUSE], 0);
+	}
+	ck_assert_int_eq(cl_view_get(cores[0], 3, &v), -ENOENT);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(cl_view_get(cores[1], i, &v), 0);
+		ck_assert_uint_eq(v.acked, (strcmp(v.node, "n1") ? 0 : 1U << CL_PAUSE));
+	}
 	ck_assert_uint_eq(steps[0][CL_PAUSE], 1);
 	ck_assert_uint_eq(steps[0][CL_ISOLATE], 0);
 	/* the opener alone watches the acknowledgements */
@@ -427,7 +455,7 @@ START_TEST(failed_step_and_second_error)
 {
 	fail_node = 2;
 	fail_step = CL_RESTORE;
-	cl_error(cores[0], "J", "a UE", now);
+	cl_error(cores[0], "J", 0, "a UE", now, id);
 	run();
 	for (int n = 0; n < 3; n++) {
 		ck_assert_uint_eq(steps[n][CL_RESUME], 0);
@@ -438,9 +466,9 @@ START_TEST(failed_step_and_second_error)
 	/* a second error while one is open: every node aborts, told why */
 	fail_node = -1;
 	mute_node = 1;	/* holds the incident at pause */
-	cl_error(cores[0], "J", "a UE", now);
+	cl_error(cores[0], "J", 0, "a UE", now, id);
 	run();
-	ck_assert_int_eq(cl_error(cores[2], "J", "another UE", now), 0);
+	ck_assert_int_eq(cl_error(cores[2], "J", 2, "another UE", now, id), 0);
 	run();
 	for (int n = 0; n < 3; n++) {
 		ck_assert_uint_eq(steps[n][CL_ABORT], 2);
@@ -454,8 +482,8 @@ START_TEST(two_open_at_once)
 {
 	struct cl_action a0, a1;
 
-	cl_error(cores[0], "J", "UE 0", now);
-	cl_error(cores[1], "J", "UE 1", now);
+	cl_error(cores[0], "J", 0, "UE 0", now, id);
+	cl_error(cores[1], "J", 1, "UE 1", now, id);
 	ck_assert(cl_next_action(cores[0], &a0));
 	ck_assert(cl_next_action(cores[1], &a1));
 	ck_assert_int_eq(a0.txn, CL_TXN_OPEN);
@@ -478,7 +506,7 @@ END_TEST
 START_TEST(lease_ends)
 {
 	mute_node = 2;
-	cl_error(cores[0], "J", "a UE", now);
+	cl_error(cores[0], "J", 0, "a UE", now, id);
 	run();
 	linked[2] = false;
 	fdel(find("/hbmguard/v1/jobs/J/nodes/n2"));
@@ -494,7 +522,7 @@ END_TEST
 /* Without etcd past a deadline, a node aborts its own ranks; the abort is written when back. */
 START_TEST(etcd_gone)
 {
-	cl_error(cores[0], "J", "a UE", now);
+	cl_error(cores[0], "J", 0, "a UE", now, id);
 	mute_node = 1;
 	run();
 	mute_node = -1;
@@ -520,7 +548,7 @@ START_TEST(etcd_gone_before)
 {
 	linked[1] = false;
 	cl_link(cores[1], false, now);
-	ck_assert_int_eq(cl_error(cores[1], "J", "a UE", now), 0);
+	ck_assert_int_eq(cl_error(cores[1], "J", 1, "a UE", now, id), 0);
 	run();
 	ck_assert_uint_eq(steps[1][CL_ABORT], 0);
 	ck_assert_uint_eq(cl_next_deadline(cores[1]), now + 30 * 1000000ULL);
@@ -528,7 +556,7 @@ START_TEST(etcd_gone_before)
 	cl_tick(cores[1], now);
 	run();
 	ck_assert_uint_eq(steps[1][CL_ABORT], 1);
-	ck_assert_ptr_nonnull(strstr(said[1], "etcd unreachable for the pause deadline after an error (a UE)"));
+	ck_assert_ptr_nonnull(strstr(said[1], "not opened by the pause deadline after an error (a UE): etcd unreachable"));
 	ck_assert_uint_eq(cl_next_deadline(cores[1]), UINT64_MAX);
 	/* and nothing is opened once etcd is back */
 	linked[1] = true;
@@ -545,7 +573,7 @@ START_TEST(closed_while_away)
 	struct etcd_kv kvs[KEYS];
 
 	mute_node = 2;		/* its ranks slow to pause, then its watch breaks */
-	cl_error(cores[0], "J", "a UE", now);
+	cl_error(cores[0], "J", 0, "a UE", now, id);
 	run();
 	ck_assert_uint_eq(steps[2][CL_PAUSE], 1);
 	linked[2] = false;
@@ -569,6 +597,72 @@ START_TEST(closed_while_away)
 }
 END_TEST
 
+/*
+ * An error whose incident could not open (etcd gone) aborted this node's
+ * ranks: a later incident of another node's still pauses them.
+ */
+START_TEST(abort_before_open_is_not_sticky)
+{
+	linked[1] = false;
+	cl_link(cores[1], false, now);
+	ck_assert_int_eq(cl_error(cores[1], "J", 1, "a UE", now, id), 0);
+	run();
+	now += 30 * 1000000ULL;
+	cl_tick(cores[1], now);
+	run();
+	ck_assert_uint_eq(steps[1][CL_ABORT], 1);
+	linked[1] = true;
+	cl_link(cores[1], true, now);
+	run();
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a later UE", now, id), 0);
+	run();
+	for (int n = 0; n < 3; n++)
+		ck_assert_uint_eq(closed[n][1], 1);
+	ck_assert_uint_eq(steps[1][CL_PAUSE], 1);
+}
+END_TEST
+
+/* An open in flight past the pause deadline: no deadline in the past to spin on. */
+START_TEST(open_in_flight_no_spin)
+{
+	struct cl_action a;
+	int txns = 0;
+
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now, id), 0);
+	while (cl_next_action(cores[0], &a)) {	/* taken, not answered */
+		txns += a.kind == CL_TXN;
+		free(a.body);
+	}
+	ck_assert_int_eq(txns, 1);
+	now += 31 * 1000000ULL;
+	cl_tick(cores[0], now);
+	while (cl_next_action(cores[0], &a))
+		free(a.body);
+	ck_assert_uint_gt(cl_next_deadline(cores[0]), now);
+}
+END_TEST
+
+/* A second error here while this node's abort is decided, not yet written: aborted too. */
+START_TEST(second_error_while_aborting)
+{
+	mute_node = 2;
+	cl_error(cores[0], "J", 0, "a UE", now, id);
+	run();
+	mute_node = -1;
+	ck_assert_uint_eq(steps[1][CL_PAUSE], 1);
+	linked[1] = false;	/* n1 loses etcd past the deadline: it aborts its ranks */
+	cl_link(cores[1], false, now);
+	now += 30 * 1000000ULL;
+	cl_tick(cores[1], now);
+	run();
+	ck_assert_uint_eq(steps[1][CL_ABORT], 1);
+	ck_assert_int_eq(cl_error(cores[1], "J", 1, "a second UE", now, id), 0);
+	run();
+	ck_assert_uint_eq(steps[1][CL_ABORT], 2);
+	ck_assert_str_ne(id, "");	/* the open incident's */
+}
+END_TEST
+
 /* What is not of the layout, or not its JSON, is refused with a line and changes nothing. */
 START_TEST(hostile)
 {
@@ -580,13 +674,22 @@ START_TEST(hostile)
 		  "not an incident's value" },
 		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a/b\",\"opener\":\"n0\",\"nodes\":[\"n0\"]}",
 		  "not an incident's value" },
-		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a\",\"opener\":\"n0\",\"nodes\":[\"n0\",\"n0\"]}",
+		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a\",\"opener\":\"n0\",\"rank\":0,\"nodes\":[\"n0\",\"n0\"]}",
 		  "not distinct node names" },
 		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a\",\"opener\":\"n0\",\"nodes\":[\"n0\"]} x",
 		  "not an incident's value" },
+		/* whose state was lost: a rank of the job's world, said */
+		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a\",\"opener\":\"n0\",\"nodes\":[\"n0\"]}",
+		  "not an incident's value" },
+		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a\",\"opener\":\"n0\",\"rank\":3,"
+		  "\"nodes\":[\"n0\"]}", "not an incident's value" },
+		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a\",\"opener\":\"n0\",\"rank\":-1,"
+		  "\"nodes\":[\"n0\"]}", "not an incident's value" },
+		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a\",\"opener\":\"n0\",\"rank\":\"0\","
+		  "\"nodes\":[\"n0\"]}", "not an incident's value" },
 		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a\",\"opener\":\"n0\",\"reason\":\"\\u0007\","
 		  "\"nodes\":[\"n0\"]}", "not an incident's value" },
-		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a\",\"opener\":\"evil\",\"nodes\":[\"n0\"]}",
+		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a\",\"opener\":\"evil\",\"rank\":0,\"nodes\":[\"n0\"]}",
 		  "an incident whose opener is not one of its nodes" },
 		/* what the journal shows of a key is printable: no line of its own */
 		{ "/hbmguard/v1/jobs/J/incident\n<0>forged", "{}", "incident?<0>forged (revision" },
@@ -636,10 +739,138 @@ START_TEST(hostile)
 	ck_assert_ptr_nonnull(strstr(said[0], "too many jobs"));
 	ck_assert_int_eq(cl_job_join(cores[0], "mine", "{\"ranks\":[0],\"world_size\":1}", now), 0);
 	/* still working after all that */
-	cl_error(cores[0], "J", "a UE", now);
+	cl_error(cores[0], "J", 0, "a UE", now, id);
 	run();
 	for (int n = 0; n < 3; n++)
 		ck_assert_uint_eq(closed[n][1], 1);
+}
+END_TEST
+
+/* A node whose last rank of the job left: its key goes, and no incident waits for it. */
+START_TEST(leave)
+{
+	ck_assert_int_eq(cl_job_leave(cores[2], "nope", now), -ENOENT);
+	linked[2] = false;	/* deleted once etcd answers */
+	cl_link(cores[2], false, now);
+	ck_assert_int_eq(cl_job_leave(cores[2], "J", now), 0);
+	run();
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/nodes/"), 3);
+	linked[2] = true;
+	cl_link(cores[2], true, now);
+	now += 1000000;
+	cl_tick(cores[2], now);
+	run();
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/nodes/"), 2);
+	ck_assert_ptr_null(find("/hbmguard/v1/jobs/J/nodes/n2"));
+	ck_assert_int_eq(cl_error(cores[2], "J", 2, "x", now, id), -ENOENT);
+	/*
+	 * world_size 3 and two nodes' ranks: not opened without the third, and
+	 * at the pause deadline this node's ranks abort (none waits on a node
+	 * no one knows)
+	 */
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now, id), 0);
+	run();
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
+	ck_assert_uint_eq(cl_next_deadline(cores[0]), now + 30 * 1000000ULL);
+	now += 30 * 1000000ULL;
+	for (int n = 0; n < 3; n++)
+		cl_tick(cores[n], now);
+	run();
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
+	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
+	ck_assert_uint_eq(steps[1][CL_PAUSE], 0);
+	ck_assert_ptr_nonnull(strstr(said[0], "not every rank's node known"));
+	/* and back: published again */
+	ck_assert_int_eq(cl_job_join(cores[2], "J", "{\"ranks\":[2],\"world_size\":3}", now), 0);
+	run();
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/nodes/"), 3);
+}
+END_TEST
+
+/* The local side fails (a rank left, answered FAILED): aborted everywhere, opened or not yet. */
+START_TEST(local_failure)
+{
+	ck_assert_int_eq(cl_fail(cores[0], "J", "no incident", now), -ESRCH);
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now, id), 0);
+	ck_assert_int_eq(cl_fail(cores[0], "J", "a rank left during recovery", now), 0);
+	run();
+	ck_assert_uint_eq(steps[0][CL_PAUSE], 0);	/* its ranks aborted at once, not paused */
+	for (int n = 0; n < 3; n++) {
+		ck_assert_uint_eq(steps[n][CL_ABORT], 1);
+		ck_assert_uint_eq(steps[n][CL_RESUME], 0);
+		ck_assert_uint_eq(closed[n][0], 1);
+		ck_assert_ptr_nonnull(strstr(said[n], "node n0: a rank left during recovery"));
+	}
+	/* one that is open, from a node that did not open it */
+	mute_node = 2;
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now, id), 0);
+	run();
+	ck_assert_int_eq(cl_fail(cores[1], "J", "a rank failed to recover", now), 0);
+	run();
+	for (int n = 0; n < 2; n++) {
+		ck_assert_uint_eq(steps[n][CL_ABORT], 2);
+		ck_assert_ptr_nonnull(strstr(said[n], "node n1: a rank failed to recover"));
+	}
+}
+END_TEST
+
+/*
+ * A node's ranks of a job change while their publication is in flight: the
+ * newer is published after it; and another node's count follows, so the
+ * world is known and an error opens at once.
+ */
+START_TEST(counts_follow)
+{
+	struct cl_action a;
+	struct fkv *f;
+
+	ck_assert_int_eq(cl_job_join(cores[0], "K", "{\"ranks\":[0],\"world_size\":3}", now), 0);
+	ck_assert(cl_next_action(cores[0], &a));
+	ck_assert_int_eq(a.txn, CL_TXN_PUBLISH);
+	ck_assert_int_eq(cl_job_join(cores[0], "K", "{\"ranks\":[1,0],\"world_size\":3}", now), 0);
+	ck_assert(txn(a.body));
+	cl_txn_done(cores[0], &a, 0, true, rev, now);
+	free(a.body);
+	run();
+	f = find("/hbmguard/v1/jobs/K/nodes/n0");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_str_eq(f->value, "{\"ranks\":[1,0],\"world_size\":3}");
+	ck_assert_int_eq(cl_job_join(cores[1], "K", "{\"ranks\":[2],\"world_size\":3}", now), 0);
+	run();
+	ck_assert_int_eq(cl_error(cores[1], "K", 2, "a UE", now, id), 0);
+	run();	/* no deadline waited for */
+	ck_assert_uint_eq(closed[0][1], 1);
+	ck_assert_uint_eq(closed[1][1], 1);
+	ck_assert_uint_eq(steps[2][CL_PAUSE], 0);
+}
+END_TEST
+
+/*
+ * An error on a node while the job's incident is open: its ranks abort at
+ * once, and once the abort is written, every node's.
+ */
+START_TEST(error_during_incident)
+{
+	mute_node = 1;	/* holds the incident at pause */
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now, id), 0);
+	run();
+	ck_assert_uint_eq(steps[2][CL_PAUSE], 1);
+	ck_assert_int_eq(cl_error(cores[2], "J", 2, "another UE", now, id), 0);
+	ck_assert_uint_eq(steps[2][CL_ABORT], 0);
+	{
+		struct cl_action a;
+
+		/* the local abort comes before any transaction */
+		ck_assert(cl_next_action(cores[2], &a));
+		while (a.kind == CL_LOG)
+			ck_assert(cl_next_action(cores[2], &a));
+		ck_assert_int_eq(a.kind, CL_LOCAL);
+		ck_assert_int_eq(a.step, CL_ABORT);
+		steps[2][CL_ABORT]++;
+	}
+	run();
+	ck_assert_uint_eq(steps[2][CL_ABORT], 1);	/* once */
+	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
 }
 END_TEST
 
@@ -649,7 +880,7 @@ START_TEST(hostile_mid_incident)
 	char k[128], big[256];
 
 	mute_node = 2;
-	cl_error(cores[0], "J", "a UE", now);
+	cl_error(cores[0], "J", 0, "a UE", now, id);
 	run();
 	ck_assert_uint_eq(steps[0][CL_PAUSE], 1);
 	/* the incident's id, from its step key */
@@ -692,6 +923,13 @@ Suite *cluster_suite(void)
 	tcase_add_test(tc, closed_while_away);
 	tcase_add_test(tc, hostile);
 	tcase_add_test(tc, hostile_mid_incident);
+	tcase_add_test(tc, leave);
+	tcase_add_test(tc, local_failure);
+	tcase_add_test(tc, counts_follow);
+	tcase_add_test(tc, error_during_incident);
+	tcase_add_test(tc, abort_before_open_is_not_sticky);
+	tcase_add_test(tc, open_in_flight_no_spin);
+	tcase_add_test(tc, second_error_while_aborting);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -608,6 +608,77 @@ START_TEST(deadlines_messages)
 }
 END_TEST
 
+/* CLUSTER: asked with nothing; answered with a state, and names for it. */
+START_TEST(cluster_messages)
+{
+	struct hbm_ctl_cluster cl = { .state = HBM_CLUSTER_UP, .jobs = 2, .since = 1700000000,
+				      .node = "node2", .endpoint = "https://10.0.0.1:2379" }, bad;
+	struct hbm_ctl_header h;
+	const void *body;
+	size_t len;
+
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_CLUSTER, 1, 0, NULL);
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, false, &h, &body), 0);
+	((struct hbm_ctl_header *)buf)->size += 8;	/* a request with a body */
+	ck_assert_int_eq(hbm_ctl_decode(buf, len + 8, false, &h, &body), -EBADMSG);
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_CLUSTER | HBM_CTL_REPLY, 1, 0, &cl);
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), 0);
+	ck_assert_str_eq(((const struct hbm_ctl_cluster *)body)->node, "node2");
+	memset(&bad, 0, sizeof(bad));	/* off: all zero */
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_CLUSTER | HBM_CTL_REPLY, 1, 0, &bad);
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), 0);
+	for (int i = 0; i < 6; i++) {
+		bad = cl;
+		switch (i) {
+		case 0: bad.state = __HBM_CLUSTER_MAX; break;
+		case 1: bad.state = HBM_CLUSTER_OFF; break;	/* off, with a node */
+		case 2: bad.node[0] = 0; break;			/* up, without one */
+		case 3: strcpy(bad.node, "a\nb"); break;
+		case 4: memset(bad.endpoint, 'x', sizeof(bad.endpoint)); break;
+		case 5: memset(bad.why, 'x', sizeof(bad.why)); break;
+		}
+		len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_CLUSTER | HBM_CTL_REPLY, 1, 0, &bad);
+		ck_assert_msg(hbm_ctl_decode(buf, len, true, &h, &body) == -EBADMSG, "case %d", i);
+	}
+}
+END_TEST
+
+/* CLUSTER_NODE_GET: an index asked; an entry of the list answered, its names checked. */
+START_TEST(cluster_node_messages)
+{
+	struct hbm_ctl_cluster_node n = { .index = 1, .total = 2, .incident = 4, .job = "1000.run-42",
+					  .id = "00000000000000a1", .opener = "node2",
+					  .node = "node1", .step = 2, .acked = 3 }, bad;
+	struct hbm_ctl_index ix = { .index = 1 };
+	struct hbm_ctl_header h;
+	const void *body;
+	size_t len;
+
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_CLUSTER_NODE_GET, 1, 0, &ix);
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, false, &h, &body), 0);
+	ix.reserved = 1;
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_CLUSTER_NODE_GET, 1, 0, &ix);
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, false, &h, &body), -EBADMSG);
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_CLUSTER_NODE_GET | HBM_CTL_REPLY, 1, 0, &n);
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), 0);
+	for (int i = 0; i < 7; i++) {
+		bad = n;
+		switch (i) {
+		case 0: bad.index = 2; break;
+		case 1: bad.step = HBM_CTL_CLUSTER_STEPS; break;
+		case 2: bad.acked = 1U << HBM_CTL_CLUSTER_STEPS; break;
+		case 3: bad.reserved = 1; break;
+		case 4: bad.node[0] = 0; break;
+		case 5: strcpy(bad.opener, "a b"); break;
+		case 6: memset(bad.id, 'x', sizeof(bad.id)); break;
+		}
+		len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_CLUSTER_NODE_GET | HBM_CTL_REPLY, 1, 0,
+				     &bad);
+		ck_assert_msg(hbm_ctl_decode(buf, len, true, &h, &body) == -EBADMSG, "case %d", i);
+	}
+}
+END_TEST
+
 Suite *ctl_suite(void)
 {
 	Suite *s = suite_create("ctl");
@@ -622,6 +693,8 @@ Suite *ctl_suite(void)
 	tcase_add_test(tc, gpu_messages);
 	tcase_add_test(tc, drain_messages);
 	tcase_add_test(tc, deadlines_messages);
+	tcase_add_test(tc, cluster_messages);
+	tcase_add_test(tc, cluster_node_messages);
 	tcase_add_test(tc, unsafe_names);
 	tcase_add_test(tc, escaped_output);
 	tcase_add_test(tc, sender_credentials);

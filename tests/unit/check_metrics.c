@@ -302,6 +302,7 @@ static int fake_counts(void *ctx, struct hbm_counts *out)
 	dev->nr_retired = retired;
 	dev->nr_pending = 1;
 	dev->ce_events = 12;
+	dev->ce_forgotten = 7;
 	dev->ue_events = 2;
 	dev->health = HBMGUARD_HEALTH_DEGRADED;
 	dev = &out->dev[1];
@@ -501,7 +502,7 @@ START_TEST(daemon_exposition)
 	struct hbm_fact seen = { .type = HBM_FACT_DEVICE_SEEN, .origin = HBM_FROM_KERNEL,
 				 .sync = HBM_SYNC_START, .dev = { .id = 0 } };
 	struct metrics_buf b;
-	char *t, host[256] = "", want[512];
+	char *t, *p, *q, host[256] = "", want[512];
 
 	snprintf(seen.dev.identity, sizeof(seen.dev.identity), "%s", HOSTILE);
 	metrics_fact(&m, &seen);
@@ -520,6 +521,11 @@ START_TEST(daemon_exposition)
 	ck_assert_ptr_nonnull(strstr(t, "state=\"retired\",source=\"ue\"} 2\n"));
 	ck_assert_ptr_nonnull(strstr(t, "hbmguard_device_spare_pages_left{device=\"sim0\""));
 	ck_assert_ptr_nonnull(strstr(t, "health=\"degraded\"} 1\n"));
+	/* What the policy forgot, per device: sim0's line ends in its 7. */
+	p = strstr(t, "\nhbmguard_device_corrected_errors_forgotten_total{device=\"sim0\",");
+	ck_assert_ptr_nonnull(p);
+	q = strchr(p + 1, '\n');
+	ck_assert(q && !strncmp(q - 3, "} 7", 3));
 	ck_assert_ptr_nonnull(strstr(t, "hbmguard_path_errors_received_total{path=\"inject\"} 14\n"));
 	ck_assert_ptr_nonnull(strstr(t, "hbmguard_daemon_errors_heard_total{origin=\"nvml\",severity=\"ue\"} 1\n"));
 	ck_assert_ptr_nonnull(strstr(t, "hbmguard_incidents_total{outcome=\"escalated\"} 1\n"));

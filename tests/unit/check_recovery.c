@@ -6,6 +6,7 @@
  */
 #include <check.h>
 #include <dirent.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,11 +21,67 @@
 #include "state.h"
 #include "unit.h"
 
+/* What the ranks were told, and what the cluster link was asked (cluster.h). */
+static char told[8192], asked[8192];
+static char open_id[64];	/* the incident across nodes the test's steps are of */
+
+static void __attribute__((format(printf, 2, 3))) note(char *log, const char *fmt, ...)
+{
+	size_t n = strlen(log);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(log + n, sizeof(told) - n, fmt, ap);
+	va_end(ap);
+}
+
 void control_send(struct client *c, uint16_t type, const void *body)
 {
-	(void)c;
-	(void)type;
-	(void)body;
+	const struct hbm_ctl_recovery *rc = body;
+
+	if (type == HBM_CTL_RECOVERY)
+		note(told, "rank %u: %u of incident %llu, rank %u lost\n", c->reg.rank, rc->action,
+		     (unsigned long long)rc->incident, rc->failed_rank);
+}
+
+int cluster_join(struct cluster *cl, const char *job, const char *value)
+{
+	(void)cl;
+	note(asked, "join %s %s\n", job, value);
+	return 0;
+}
+
+int cluster_leave(struct cluster *cl, const char *job)
+{
+	(void)cl;
+	note(asked, "leave %s\n", job);
+	return 0;
+}
+
+int cluster_error(struct cluster *cl, const char *job, uint32_t failed_rank, const char *reason,
+		  char id[HBM_CLUSTER_NAME_LEN])
+{
+	(void)cl;
+	note(asked, "error %s %u %s\n", job, failed_rank, reason);
+	/* as cl_error(): the open incident's id, or the one it will open under */
+	strcpy(id, open_id[0] ? open_id : "opened-here");
+	return 0;
+}
+
+int cluster_fail(struct cluster *cl, const char *job, const char *reason)
+{
+	(void)cl;
+	note(asked, "fail %s %s\n", job, reason);
+	return 0;
+}
+
+int cluster_done(struct cluster *cl, const char *job, const char *id, enum cl_step step,
+		 bool ok, const char *reason)
+{
+	(void)cl;
+	(void)reason;
+	note(asked, "done %s %s %s %s\n", job, id, cl_step_name(step), ok ? "ok" : "failed");
+	return 0;
 }
 
 static bool bypassed = true;	/* what the kernel's table says */
@@ -57,14 +114,18 @@ void daemon_save_failed(struct daemon *d)
 	(void)d;
 }
 
+static unsigned int drained;	/* incidents that took the node out of service */
+
 void daemon_incident_aborted(struct daemon *d, const struct hbm_ctl_incident *x)
 {
 	(void)d;
 	(void)x;
+	drained++;
 }
 
 static struct daemon *d;
 static char dir[64];
+static uint32_t world;		/* of the jobs rank() registers */
 
 static void setup(void)
 {
@@ -77,6 +138,10 @@ static void setup(void)
 	d->cfg.recovery.pause_timeout = 60;
 	d->cfg.recovery.restore_timeout = 60;
 	d->cfg.recovery.kill_timeout = 60;
+	told[0] = asked[0] = open_id[0] = 0;
+	drained = 0;
+	world = 2;
+	bypassed = true;
 	freopen("/dev/null", "w", stderr);	/* the journal lines */
 }
 
@@ -98,7 +163,7 @@ static void cleanup(void)
 static struct client *rank(const char *job, uint32_t r, uint64_t offset, pid_t pid)
 {
 	struct client *c = calloc(1, sizeof(*c));
-	struct hbm_ctl_rank reg = { .rank = r, .world_size = 2, .nr_ranges = 1,
+	struct hbm_ctl_rank reg = { .rank = r, .world_size = world, .nr_ranges = 1,
 				    .ranges = { { offset, 0x1000 } } };
 
 	c->d = d;
@@ -399,6 +464,304 @@ START_TEST(restored_loss_is_no_news)
 }
 END_TEST
 
+/* A job of 4 ranks, some elsewhere, and a link to the others (the fakes above). */
+static void setup_across_nodes(void)
+{
+	setup();
+	d->cluster = (struct cluster *)1;	/* never dereferenced */
+	world = 4;
+}
+
+/* The cluster link's step, as cluster.c hands it over. */
+static void step(const char *id, enum cl_step s, uint32_t failed, const char *opener,
+		 const char *text)
+{
+	struct cl_action a = { .kind = CL_LOCAL, .step = s, .rank = failed };
+
+	snprintf(a.job, sizeof(a.job), "%u.job", (unsigned int)getuid());
+	snprintf(a.id, sizeof(a.id), "%s", id);
+	snprintf(a.opener, sizeof(a.opener), "%s", opener);
+	snprintf(a.text, sizeof(a.text), "%s", text);
+	if (s != CL_ABORT)
+		snprintf(open_id, sizeof(open_id), "%s", id);
+	recovery_cluster_ops.step(d, &a);
+}
+
+static bool said(const char *log, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool said(const char *log, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	return strstr(log, line) != NULL;
+}
+
+/*
+ * A job with ranks on other nodes: published, its error opened across
+ * them, each step the cluster's, each told back once the ranks here did it.
+ */
+START_TEST(job_across_nodes)
+{
+	unsigned int uid = getuid();
+	uint64_t t0, t1;
+	struct client *a, *b;
+	struct incident *x;
+
+	setup_across_nodes();
+	a = rank("job", 0, 0x1000, 0);
+	b = rank("job", 1, 0x2000, 0);
+	ck_assert(said(asked, "join %u.job {\"ranks\":[0],\"world_size\":4}\n", uid));
+	ck_assert(said(asked, "join %u.job {\"ranks\":[1,0],\"world_size\":4}\n", uid));
+	asked[0] = 0;
+	recovery_on_lost_data(d, "dev", 0x2000, 0x1000);
+	x = &d->incidents[0];
+	ck_assert(x->clustered);
+	/* the cluster's deadlines; this node's only as a backstop past all of them */
+	ck_assert_ptr_nonnull(x->timer);
+	ck_assert_int_ge(sd_event_now(d->loop, CLOCK_MONOTONIC, &t0), 0);
+	ck_assert_int_ge(sd_event_source_get_time(x->timer, &t1), 0);
+	ck_assert_uint_ge(t1 - t0, (4 * 60 + 60 + 60) * 1000000ULL);
+	ck_assert(said(asked, "error %u.job 1 data lost on dev at 0x2000 under rank 1\n", uid));
+	ck_assert(said(told, "rank 0: %u of incident 1, rank 1 lost", HBM_RECOVERY_PAUSE));
+	answer(a, 1, HBM_ANSWER_PAUSED);
+	answer(b, 1, HBM_ANSWER_PAUSED);
+	ck_assert_uint_eq(x->info.state, HBM_INCIDENT_PAUSING);	/* the cluster's word */
+	ck_assert_ptr_null(strstr(asked, "done"));
+	step("c1", CL_PAUSE, 1, "here", "");
+	ck_assert(said(asked, "done %u.job c1 pause ok\n", uid));
+	step("c1", CL_ISOLATE, 1, "here", "");
+	ck_assert_uint_eq(x->info.state, HBM_INCIDENT_ISOLATED);
+	ck_assert(said(asked, "done %u.job c1 isolate ok\n", uid));
+	told[0] = 0;
+	step("c1", CL_RESTORE, 1, "here", "");
+	ck_assert_uint_eq(x->info.state, HBM_INCIDENT_RESTORING);
+	ck_assert(said(told, "rank 1: %u of incident 1, rank 1 lost", HBM_RECOVERY_RESTORE));
+	answer(a, 1, HBM_ANSWER_RESTORED);
+	ck_assert_ptr_null(strstr(asked, "restore ok"));
+	answer(b, 1, HBM_ANSWER_RESTORED);
+	ck_assert(said(asked, "done %u.job c1 restore ok\n", uid));
+	step("c1", CL_RESUME, 1, "here", "");
+	ck_assert_uint_eq(x->info.state, HBM_INCIDENT_RESUMED);
+	ck_assert(said(told, "rank 0: %u of incident 1", HBM_RECOVERY_RESUME));
+	ck_assert(said(asked, "done %u.job c1 resume ok\n", uid));
+	ck_assert_ptr_null(strstr(asked, "fail"));
+	/* the last rank here leaving: the job's key goes */
+	asked[0] = 0;
+	recovery_client_gone(d, a);
+	free(a);
+	ck_assert(said(asked, "join %u.job {\"ranks\":[1],\"world_size\":4}\n", uid));
+	recovery_client_gone(d, b);
+	free(b);
+	ck_assert(said(asked, "leave %u.job\n", uid));
+	cleanup();
+}
+END_TEST
+
+/*
+ * An incident another node opened: the ranks here follow it, "@NODE" as its
+ * device; a failure here aborts it everywhere, and drains nothing here.
+ */
+START_TEST(incident_of_another_node)
+{
+	unsigned int uid = getuid();
+	struct client *a, *b;
+	struct incident *x;
+
+	setup_across_nodes();
+	a = rank("job", 2, 0x1000, 0);
+	b = rank("job", 3, 0x2000, 0);
+	step("c7", CL_PAUSE, 0, "node1", "");
+	ck_assert_uint_eq(d->nr_incidents, 1);
+	x = &d->incidents[0];
+	ck_assert_str_eq(x->info.device, "@node1");
+	ck_assert_uint_eq(x->info.failed_rank, 0);
+	ck_assert_uint_eq(x->info.state, HBM_INCIDENT_PAUSING);
+	ck_assert(said(told, "rank 3: %u of incident 1, rank 0 lost", HBM_RECOVERY_PAUSE));
+	answer(a, 1, HBM_ANSWER_PAUSED);
+	answer(b, 1, HBM_ANSWER_PAUSED);
+	ck_assert(said(asked, "done %u.job c7 pause ok\n", uid));
+	step("c7", CL_ISOLATE, 0, "node1", "");	/* nothing of this node's to check */
+	step("c7", CL_RESTORE, 0, "node1", "");
+	answer_failed(b, 1);
+	ck_assert_uint_eq(x->info.state, HBM_INCIDENT_ESCALATED);
+	ck_assert(said(asked, "fail %u.job a rank failed to recover\n", uid));
+	ck_assert(said(told, "rank 2: %u of incident 1", HBM_RECOVERY_ABORT));
+	ck_assert_uint_eq(drained, 0);
+	/* a step after this node's part ended: refused, no second incident */
+	step("c7", CL_RESUME, 0, "node1", "");
+	ck_assert(said(asked, "done %u.job c7 resume failed\n", uid));
+	ck_assert_uint_eq(d->nr_incidents, 1);
+	/* the abort coming back finds nothing open here: acknowledged */
+	step("c7", CL_ABORT, 0, "node1", "node node2: a rank failed to recover");
+	ck_assert(said(asked, "done %u.job c7 abort ok\n", uid));
+	ck_assert_uint_eq(d->nr_incidents, 1);
+	/* another one, aborted from elsewhere: its reason in the incident */
+	step("c8", CL_PAUSE, 0, "node1", "");
+	step("c8", CL_ABORT, 0, "node1", "the deadline of pause passed, waiting for node3");
+	ck_assert_uint_eq(d->incidents[1].info.state, HBM_INCIDENT_ESCALATED);
+	ck_assert_str_eq(d->incidents[1].info.reason, "the deadline of pause passed, waiting for node3");
+	ck_assert_uint_eq(drained, 0);
+	/* a step for a job without a rank here: it cannot be done here */
+	asked[0] = 0;
+	recovery_client_gone(d, a);
+	recovery_client_gone(d, b);
+	free(a);
+	free(b);
+	step("c9", CL_PAUSE, 0, "node1", "");
+	ck_assert(said(asked, "done %u.job c9 pause failed\n", uid));
+	ck_assert_uint_eq(d->nr_incidents, 2);
+	cleanup();
+}
+END_TEST
+
+/* The page here without a spare: the cluster's isolate step fails, everywhere. */
+START_TEST(across_nodes_not_bypassed)
+{
+	setup_across_nodes();
+	rank("job", 0, 0x1000, 0);
+	recovery_on_lost_data(d, "dev", 0x1000, 0x1000);
+	bypassed = false;
+	step("c2", CL_PAUSE, 0, "here", "");
+	step("c2", CL_ISOLATE, 0, "here", "");
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_ESCALATED);
+	ck_assert(said(asked, "fail %u.job the page has no spare: not bypassed\n",
+		       (unsigned int)getuid()));
+	ck_assert_ptr_null(strstr(asked, "isolate ok"));
+	ck_assert_uint_eq(drained, 1);	/* the bad GPU's node is this one */
+	cleanup();
+}
+END_TEST
+
+/* Another node's incident left open by a daemon that died: escalated, nothing drained. */
+START_TEST(load_another_nodes_incident)
+{
+	uint8_t buf[HBM_INCIDENTS_HEADER + HBM_INCIDENTS_RECORD] = { 0 };
+	struct hbm_ctl_incident x = { .id = 9, .length = HBM_CTL_WHOLE_DEVICE,
+				      .state = HBM_INCIDENT_PAUSING };
+
+	setup();
+	strcpy(x.job, "job");
+	strcpy(x.device, "@node1");
+	x.at[HBM_INCIDENT_DETECTED] = x.at[HBM_INCIDENT_PAUSING] = 1;
+	hbm_incidents_encode_header(buf, 1);
+	hbm_incidents_encode_record(buf, 0, &x);
+	ck_assert_int_eq(hbm_atomic_write(d->state_dir, "incidents", buf, sizeof(buf)), 0);
+	recovery_load(d);
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_ESCALATED);
+	ck_assert_uint_eq(drained, 0);
+	cleanup();
+}
+END_TEST
+
+/* With [Cluster], a job's name etcd cannot take is refused: its other nodes would not hear. */
+START_TEST(cluster_name_refused)
+{
+	struct client c = { .fd = -1, .pidfd = -1 };
+	struct hbm_ctl_rank reg = { .rank = 0, .world_size = 2, .device = "dev", .job = "exp:42" };
+
+	setup();
+	c.d = d;
+	c.cred.uid = getuid();
+	d->cluster = (struct cluster *)1;
+	ck_assert_int_eq(recovery_register(d, &c, &reg), -EINVAL);
+	d->cluster = NULL;	/* without it, any name of the protocol's */
+	ck_assert_int_eq(recovery_register(d, &c, &reg), 0);
+	cleanup();
+}
+END_TEST
+
+/*
+ * An incident of this node's that ended before it opened in etcd (its rank
+ * died at once; or no etcd): a later incident of the job, another node's,
+ * is still followed here.
+ */
+START_TEST(ended_before_open_is_no_poison)
+{
+	struct client *a, *b;
+
+	setup_across_nodes();
+	a = rank("job", 0, 0x1000, 0);
+	b = rank("job", 1, 0x2000, 0);
+	recovery_on_lost_data(d, "dev", 0x1000, 0x1000);
+	recovery_client_gone(d, a);	/* CUDA's ECC error ended it at once */
+	free(a);
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_ESCALATED);
+	step("", CL_ABORT, 0, "", "the job's incident could not be opened across its nodes");
+	recovery_client_gone(d, b);
+	free(b);
+	/* the launcher restarts the job under its id; later node1 loses data */
+	a = rank("job", 0, 0x1000, 0);
+	b = rank("job", 1, 0x2000, 0);
+	asked[0] = 0;
+	step("c5", CL_PAUSE, 2, "node1", "");
+	ck_assert_ptr_null(strstr(asked, "failed"));
+	ck_assert_uint_eq(d->nr_incidents, 2);
+	ck_assert_uint_eq(d->incidents[1].info.state, HBM_INCIDENT_PAUSING);
+	cleanup();
+}
+END_TEST
+
+/* A later step with nothing open here (a restart mid-incident): refused, nothing told. */
+START_TEST(only_a_pause_starts_a_part)
+{
+	setup_across_nodes();
+	rank("job", 0, 0x1000, 0);
+	step("c1", CL_RESTORE, 0, "node1", "");
+	ck_assert(said(asked, "done %u.job c1 restore failed\n", (unsigned int)getuid()));
+	ck_assert_uint_eq(d->nr_incidents, 0);
+	ck_assert_str_eq(told, "");
+	cleanup();
+}
+END_TEST
+
+/* A second error here while the job's incident aborts: its incident ends with it. */
+START_TEST(second_error_during_abort_ends)
+{
+	char name[64];
+	struct client *a;
+
+	setup_across_nodes();
+	a = rank("job", 0, 0x1000, 0);
+	rank("job", 1, 0x2000, 0);
+	recovery_on_lost_data(d, "dev", 0x1000, 0x1000);
+	step("A", CL_PAUSE, 0, "here", "");
+	answer_failed(a, 1);
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_ESCALATED);
+	recovery_on_lost_data(d, "dev", 0x2000, 0x1000);
+	ck_assert_uint_eq(d->nr_incidents, 2);
+	snprintf(name, sizeof(name), "%u.job", (unsigned int)getuid());
+	recovery_cluster_ops.closed(d, name, "A", false);
+	ck_assert_uint_eq(d->incidents[1].info.state, HBM_INCIDENT_ESCALATED);
+	cleanup();
+}
+END_TEST
+
+/* A job all here recovers as without a cluster: nothing asked of it but its key. */
+START_TEST(job_all_here_is_local)
+{
+	struct client *a, *b;
+
+	setup();
+	d->cluster = (struct cluster *)1;
+	a = rank("job", 0, 0x1000, 0);
+	b = rank("job", 1, 0x2000, 0);
+	recovery_on_lost_data(d, "dev", 0x1000, 0x1000);
+	ck_assert(!d->incidents[0].clustered);
+	ck_assert_ptr_nonnull(d->incidents[0].timer);
+	ck_assert_ptr_null(strstr(asked, "error"));
+	answer(a, 1, HBM_ANSWER_PAUSED);
+	answer(b, 1, HBM_ANSWER_PAUSED);
+	answer(a, 1, HBM_ANSWER_RESTORED);
+	answer(b, 1, HBM_ANSWER_RESTORED);
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_RESUMED);
+	ck_assert_ptr_null(strstr(asked, "done"));
+	cleanup();
+}
+END_TEST
+
 Suite *recovery_suite(void)
 {
 	Suite *s = suite_create("recovery");
@@ -412,6 +775,15 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, device_error_hits_every_rank_on_it);
 	tcase_add_test(tc, device_error_restores_and_forgets);
 	tcase_add_test(tc, restored_loss_is_no_news);
+	tcase_add_test(tc, job_across_nodes);
+	tcase_add_test(tc, incident_of_another_node);
+	tcase_add_test(tc, across_nodes_not_bypassed);
+	tcase_add_test(tc, job_all_here_is_local);
+	tcase_add_test(tc, load_another_nodes_incident);
+	tcase_add_test(tc, cluster_name_refused);
+	tcase_add_test(tc, ended_before_open_is_no_poison);
+	tcase_add_test(tc, only_a_pause_starts_a_part);
+	tcase_add_test(tc, second_error_during_abort_ends);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -29,6 +29,7 @@ Suite *metrics_suite(void);
 Suite *passed_suite(void);
 Suite *scheduler_suite(void);
 Suite *cluster_suite(void);
+Suite *rank_suite(void);
 const char *table_invariants(const struct hbm_table *t);
 
 #endif

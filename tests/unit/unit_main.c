@@ -31,6 +31,7 @@ int main(void)
 	srunner_add_suite(sr, passed_suite());
 	srunner_add_suite(sr, scheduler_suite());
 	srunner_add_suite(sr, cluster_suite());
+	srunner_add_suite(sr, rank_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

@@ -296,6 +296,12 @@ struct hbmguard_policy_params {
  *	in the whole module; uncorrectable ones have slots of their own), or
  *	applying them failed (ENOMEM).  Non-zero means the counts are low.
  *	Written by kernels that know it; zero (reserved) before.
+ * @ce_forgotten: correctable errors counted (in @ce_events) but no longer
+ *	toward their page's threshold: the policy keeps a bucket for up to
+ *	10^5 pages with correctable errors, and beyond that drops the
+ *	emptiest, with the errors it still held.  Non-zero means some page
+ *	may stay in service past the threshold.  Written by kernels that know
+ *	it; zero (reserved) before.
  * @reserved: zero
  */
 struct hbmguard_device_info {
@@ -323,7 +329,8 @@ struct hbmguard_device_info {
 	__u32 spare_bad;
 	__u32 reserved0;
 	__u64 errors_dropped;
-	__u64 reserved[2];
+	__u64 ce_forgotten;
+	__u64 reserved[1];
 };
 #define HBMGUARD_DEVICE_INFO_SIZE_VER0 240
 
@@ -839,13 +846,16 @@ struct hbmguard_map_node {
  *	is DEVICE_ID, NAME, IDENTITY, KIND, HBM_SIZE, USABLE_SIZE, PAGE_SIZE,
  *	SPARE_TOTAL, SPARE_USED, NR_RETIRED, NR_PENDING, NR_FAILED, NR_EXTENTS,
  *	HEALTH, CE_THRESHOLD, CE_WINDOW, RETIRE_LIMIT, GENERATION, CE_EVENTS,
- *	UE_EVENTS, ERRORS_DROPPED (and
+ *	UE_EVENTS, ERRORS_DROPPED, CE_FORGOTTEN (and
  *	PHYS_ADDR, NUMA_NODE for a range, and CLAIM for one whose memory is
  *	its aperture (registered with CLAIM; kernels before this do not say);
  *	PCI_ADDR, DRIVER_HEALTH for a GPU).
  *	ERRORS_DROPPED: the device's errors that were reported but never
  *	applied (struct hbmguard_device_info's errors_dropped); a reader that
- *	does not know it ignores it.
+ *	does not know it ignores it.  CE_FORGOTTEN: correctable errors
+ *	counted but no longer toward their page's threshold (struct
+ *	hbmguard_device_info's ce_forgotten); kernels before it do not send
+ *	it.
  * HBMGUARD_CMD_PAGES_GET
  *	dump: HBMGUARD_A_DEVICE_ID -> one message per extent, nested in
  *	HBMGUARD_A_EXTENT: OFFSET, LENGTH, SPARE_OFFSET (when RETIRED), STATE,
@@ -1030,6 +1040,7 @@ enum hbmguard_attr {
 	HBMGUARD_A_PCI_ADDR,		/* string, < HBMGUARD_PCI_ADDR_LEN */
 	HBMGUARD_A_DRIVER_HEALTH,	/* u32: enum hbmguard_health */
 	HBMGUARD_A_ERRORS_DROPPED,	/* u64: errors reported, never applied */
+	HBMGUARD_A_CE_FORGOTTEN,	/* u64: CEs no longer toward a threshold */
 	HBMGUARD_A_RECORD_SIZE,		/* u32: bytes of each packed record */
 	HBMGUARD_A_RECORDS,		/* binary: struct hbmguard_restore_record[] */
 	__HBMGUARD_A_MAX

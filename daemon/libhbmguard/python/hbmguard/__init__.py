@@ -31,7 +31,7 @@ import errno
 import os
 from collections import namedtuple
 
-__all__ = ["Rank", "Recovery", "Aperture", "deadlines", "PAUSE", "RESTORE", "RESUME",
+__all__ = ["Rank", "Recovery", "Aperture", "deadlines", "job_id", "PAUSE", "RESTORE", "RESUME",
            "ABORT", "PAUSED", "RESTORED", "FAILED", "ACTIONS"]
 
 PAUSE, RESTORE, RESUME, ABORT = 1, 2, 3, 4
@@ -147,12 +147,27 @@ def deadlines(socket=None):
     return Deadlines(d.pause_timeout, d.restore_timeout, d.kill_timeout)
 
 
+def job_id():
+    """The job's id as its launcher named it, the same on every node:
+    torchrun's TORCHELASTIC_RUN_ID (its --rdzv_id), else Slurm's SLURM_JOB_ID
+    (hbmguard_job_id()).  OSError(ENOENT) when neither names one (torchrun's
+    default --rdzv_id, "none", names none), OSError(EINVAL) when it is not a
+    name hbmguardd takes."""
+    buf = ctypes.create_string_buffer(64)
+    _check(_library().hbmguard_job_id(buf, ctypes.sizeof(buf)),
+           "the job's id (TORCHELASTIC_RUN_ID, SLURM_JOB_ID)")
+    return buf.value.decode()
+
+
 class Rank(_Handle):
-    """One training rank, registered with hbmguardd until close()."""
+    """One training rank, registered with hbmguardd until close().  job:
+    the job's id, the same on every node; None: job_id()'s."""
 
     def __init__(self, job, rank, world_size, device, local_rank=None, ranges=(),
                  socket=None):
         _library()
+        if job is None:
+            job = job_id()
         if len(ranges) > MAX_RANGES:
             raise ValueError("at most %d ranges" % MAX_RANGES)
         info = _RankInfo(job=job.encode(), device=device.encode(), rank=rank,

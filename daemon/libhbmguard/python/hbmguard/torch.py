@@ -271,7 +271,9 @@ class Guard:
     the optimizer step itself.  timeout: seconds a recovery may take in all;
     None: the daemon's deadlines.  state: other objects of the job with a
     state_dict() and load_state_dict() (a learning-rate scheduler, a
-    sampler), which a replaced rank's process takes from a healthy one."""
+    sampler), which a replaced rank's process takes from a healthy one.
+    job: the job's id, the same on every node; None: the launcher's
+    (hbmguard.job_id(): torchrun's --rdzv_id, or Slurm's job id)."""
 
     def __init__(self, model, optimizer, job, device, apertures=(), socket=None,
                  scaler=None, closure_steps=False, timeout=None, state=()):
@@ -291,7 +293,8 @@ class Guard:
         self.recovery_timeout = timeout if timeout is not None else \
             PAUSE_TIMEOUT + RESTORE_TIMEOUT + DEADLINE_SLACK
         self._pending = []
-        self._identity = dict(job=job, rank=self.rank, world_size=self.world_size,
+        self._identity = dict(job=job if job is not None else hbmguard.job_id(),
+                              rank=self.rank, world_size=self.world_size,
                               device=device, socket=socket,
                               ranges=[(a.offset, a.length) for a in self.apertures])
         self._rank = None
