@@ -131,6 +131,9 @@ enum hbm_severity {
 #define HBM_FACT_INCOMPLETE	0x2	/* TABLE_READ: the read failed part way */
 #define HBM_FACT_PARTIAL	0x4	/* HEALTH: some of the driver's facts could not be
 					 * read: it tells worse, never better */
+#define HBM_FACT_KNOWN		0x8	/* PAGES read from a table: restored into it from
+					 * the state file just before (known bad from
+					 * before, whatever their source: no news) */
 
 #define HBM_NO_DEVICE_ID	UINT32_MAX	/* a device the module does not number */
 
@@ -271,7 +274,11 @@ struct hbm_source_ops {
 	uint32_t origin;		/* enum hbm_fact_origin */
 	int (*list)(void *ctx, struct device_list *l);
 	int (*dump)(void *ctx, const struct device *dev, struct hbm_extents *x);
-	/* its stored pages, back in, as RESTORED; and its configured policy */
+	/*
+	 * its stored pages, back in, and its configured policy; @stored is
+	 * the caller's until the TABLE_READ of the read that follows (its
+	 * PAGES of those pages are HBM_FACT_KNOWN)
+	 */
 	void (*restore)(void *ctx, const struct device *dev, const struct hbm_state *stored);
 	/* HBM_CTL_RETIRE or HBM_CTL_CLEAR of @x, on @dev */
 	int (*change)(void *ctx, const struct device *dev, uint16_t type,

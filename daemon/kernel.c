@@ -15,6 +15,12 @@
  * list, dump, restore, retire or clear) and registers the configured
  * ranges and policies.
  *
+ * A device's table read for the sinks goes to them extent by extent as it
+ * is dumped, on a socket of its own (table_facts()): 10^6 extents are never
+ * held here.  Stored pages go back in packed (struct
+ * hbmguard_restore_record, each keeping its source) where the module's
+ * family has HBMGUARD_A_RECORDS, as extent nests otherwise.
+ *
  * It must not block the loop longer than one read of the devices and
  * their tables, allocates per read of the devices or a table (never per
  * page event),
@@ -28,6 +34,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <netlink/genl/ctrl.h>
+#include <netlink/genl/family.h>
 #include <netlink/genl/genl.h>
 #include <netlink/netlink.h>
 #include <linux/hbmguard.h>
@@ -76,18 +83,17 @@ static int parse_device(struct nl_msg *msg, void *arg)
 	return NL_OK;
 }
 
-static int parse_extent(struct nl_msg *msg, void *arg)
+/* One extent of a PAGES_GET dump; false when the message is not one. */
+static bool extent_record(struct nl_msg *msg, struct hbm_state_record *r)
 {
 	struct nlattr *a[HBMGUARD_A_MAX + 1], *e[HBMGUARD_A_MAX + 1];
-	struct hbm_extents *x = arg;
-	struct hbm_state_record r;
 
 	if (genlmsg_parse(nlmsg_hdr(msg), 0, a, HBMGUARD_A_MAX, NULL) ||
 	    !a[HBMGUARD_A_EXTENT] ||
 	    nla_parse_nested(e, HBMGUARD_A_MAX, a[HBMGUARD_A_EXTENT], NULL) ||
 	    !e[HBMGUARD_A_OFFSET] || !e[HBMGUARD_A_LENGTH] || !e[HBMGUARD_A_STATE])
-		return NL_SKIP;
-	r = (struct hbm_state_record){
+		return false;
+	*r = (struct hbm_state_record){
 		.offset = nla_get_u64(e[HBMGUARD_A_OFFSET]),
 		.length = nla_get_u64(e[HBMGUARD_A_LENGTH]),
 		.first_seen = e[HBMGUARD_A_FIRST_SEEN] ? nla_get_u64(e[HBMGUARD_A_FIRST_SEEN]) : 0,
@@ -96,6 +102,16 @@ static int parse_extent(struct nl_msg *msg, void *arg)
 		.source = e[HBMGUARD_A_SOURCE] ? nla_get_u32(e[HBMGUARD_A_SOURCE]) : 0,
 		.errors = e[HBMGUARD_A_ERRORS] ? nla_get_u32(e[HBMGUARD_A_ERRORS]) : 0,
 	};
+	return true;
+}
+
+static int parse_extent(struct nl_msg *msg, void *arg)
+{
+	struct hbm_extents *x = arg;
+	struct hbm_state_record r;
+
+	if (!extent_record(msg, &r))
+		return NL_SKIP;
 	return hbm_extents_push(x, &r) ? NL_OK : NL_STOP;
 }
 
@@ -140,12 +156,13 @@ static int dump_pages(void *ctx, const struct device *dev, struct hbm_extents *x
 }
 
 /*
- * A request holds as many extents as fit in 32 KiB (some 1150), so that a
- * restart with 10^6 stored pages takes some 870 requests, not 10^6.  The
- * bound is the socket's: nl_connect() sets a 32 KiB send buffer, which the
- * kernel doubles, and a message must fit in it less 32 bytes, or sendmsg()
- * fails (EMSGSIZE: nl_socket_set_buffer_size(), lib/socket.c, libnl 3.7;
- * netlink_sendmsg(), net/netlink/af_netlink.c).
+ * A request of extent nests (a module without packed records) holds as
+ * many as fit in 32 KiB (some 1150), so that a restart with 10^6 stored
+ * pages takes some 870 requests, not 10^6.  nl_connect() sets a 32 KiB send
+ * buffer, which the kernel doubles, and a message must fit in it less 32
+ * bytes, or sendmsg() fails (EMSGSIZE: nl_socket_set_buffer_size(),
+ * lib/socket.c, libnl 3.7; netlink_sendmsg(), net/netlink/af_netlink.c);
+ * set_request_buffer() makes it larger for packed requests.
  */
 #define RESTORE_REQUEST_BYTES	(32 * 1024)
 
@@ -168,9 +185,69 @@ static bool put_extent(struct nl_msg *msg, const struct hbm_state_record *r)
 }
 
 /*
- * Put stored pages back into the kernel, as RESTORED: raises no recovery.
- * A request refused (a record the device no longer holds, say) costs its
- * own extents, not the requests after it.
+ * Packed records per HBMGUARD_A_RECORDS attribute: an attribute's length is
+ * 16 bits, so less than 64 KiB each; a request carries as many attributes
+ * as its size allows, up to the module's 16384 extents (HBM_RESTORE_MAX,
+ * kmod/netlink.c).
+ */
+#define RECORDS_PER_ATTR	1024
+#define RESTORE_MAX_EXTENTS	16384
+
+/*
+ * Stored records @s->records[*i...] into one packed RESTORE, each kept as
+ * it was stored (source, times, errors: hbm_state_restore_record()).
+ */
+static struct nl_msg *packed_request(struct hbm_kernel *k, const struct device *dev,
+				     const struct hbm_state *s, size_t *i)
+{
+	size_t per_msg = (k->restore_bytes - 1024) / sizeof(struct hbmguard_restore_record);
+	struct nl_msg *msg = hbm_genl_request_sized(k->family, HBMGUARD_CMD_RESTORE, 0,
+						    k->restore_bytes);
+	size_t end;
+
+	if (per_msg > RESTORE_MAX_EXTENTS)
+		per_msg = RESTORE_MAX_EXTENTS;
+	end = s->nr - *i < per_msg ? s->nr : *i + per_msg;
+	if (!msg || nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev->id) ||
+	    nla_put_u32(msg, HBMGUARD_A_RECORD_SIZE, sizeof(struct hbmguard_restore_record)))
+		goto nomem;
+	while (*i < end) {
+		size_t n = end - *i < RECORDS_PER_ATTR ? end - *i : RECORDS_PER_ATTR, j;
+		struct nlattr *a = nla_reserve(msg, HBMGUARD_A_RECORDS,
+					       n * sizeof(struct hbmguard_restore_record));
+		struct hbmguard_restore_record *r;
+
+		if (!a)
+			goto nomem;
+		r = nla_data(a);
+		for (j = 0; j < n; j++) {
+			hbm_state_restore_record(&s->records[*i + j],
+						 dev->kind == HBMGUARD_KIND_GPU, &r[j]);
+			/*
+			 * Not yet each page's own source: recovery takes every
+			 * UE page read back into its seen set (recovery.c),
+			 * whose insertion among 10^6 of them rebuilds the set:
+			 * a retirement cost 102 ms at 10^6 stored UE pages
+			 * against 0.18 ms at 10^3 (make bench).  RESTORED, as
+			 * the extent nests have it, until that set inserts in
+			 * O(log n).
+			 */
+			r[j].source = HBMGUARD_SOURCE_RESTORED;
+		}
+		*i += n;
+	}
+	return msg;
+nomem:
+	nlmsg_free(msg);
+	return NULL;
+}
+
+/*
+ * Put stored pages back into the kernel: raises no recovery.  Packed where
+ * the module takes it, each page with the source it was retired for;
+ * otherwise (an older module) as extent nests, retired as RESTORED.  A
+ * request refused (a record the device no longer holds, say) costs its own
+ * extents, not the requests after it.
  *
  * Return: 0, or the first request's error.
  */
@@ -180,6 +257,16 @@ static int restore(struct hbm_kernel *k, const struct device *dev,
 	size_t i = 0;
 	int first_err = 0;
 
+	while (k->packed && i < s->nr) {
+		struct nl_msg *msg = packed_request(k, dev, s, &i);
+		int err;
+
+		if (!msg)
+			return -ENOMEM;
+		err = transact(k, msg, NULL, NULL);
+		if (err && !first_err)
+			first_err = err;
+	}
 	while (i < s->nr) {
 		struct nl_msg *msg = hbm_genl_request_sized(k->family, HBMGUARD_CMD_RESTORE, 0,
 							    RESTORE_REQUEST_BYTES);
@@ -329,6 +416,13 @@ static void restore_stored(void *ctx, const struct device *dev,
 	apply_policy(k, dev);
 	if (!stored->nr)
 		return;
+	/*
+	 * Its table is read next (table_facts(), in the same DEVICE_SEEN's
+	 * turn): what it has of these is no news.  @stored is the store's,
+	 * kept until that read's TABLE_READ, after which this is forgotten.
+	 */
+	k->restored = stored;
+	k->restored_id = dev->id;
 	err = restore(k, dev, stored);
 	if (err)
 		fprintf(stderr, "<4>hbmguardd: restoring %zu extents into %s: %s\n",
@@ -642,41 +736,91 @@ static uint32_t device_kind(const struct device *dev)
 }
 
 /*
+ * Whether [@offset, +@length) lies within the records of @s (sorted, apart),
+ * run by run; *@j walks them along the table's sorted walk.
+ */
+static bool covered(const struct hbm_state *s, size_t *j, uint64_t offset, uint64_t length)
+{
+	uint64_t at = offset, end = offset + length;
+	size_t i;
+
+	while (*j < s->nr && s->records[*j].offset + s->records[*j].length <= offset)
+		(*j)++;
+	for (i = *j; i < s->nr && at < end && s->records[i].offset <= at; i++)
+		at = s->records[i].offset + s->records[i].length;
+	return at >= end;
+}
+
+/*
  * What a device's table holds, read once after it was (re)found: PAGES
- * facts, unheard, then TABLE_READ.  The store saves from them, the sinks
+ * facts, unheard (and known, where the store restored them just before:
+ * their source no longer says so), then TABLE_READ.  The store saves from them, the sinks
  * that act on lost data take what they did not hear.
  */
+/* A table read as it comes: each extent a fact, the dump not held whole. */
+struct table_walk {
+	struct hbm_kernel *k;
+	struct hbm_fact f;
+	const struct hbm_state *restored;	/* what the store restored, or NULL */
+	size_t j;				/* covered()'s walk of it */
+};
+
+static int fact_extent(struct nl_msg *msg, void *arg)
+{
+	struct table_walk *w = arg;
+	struct hbm_state_record r;
+
+	if (!extent_record(msg, &r))
+		return NL_SKIP;
+	w->f.offset = r.offset;
+	w->f.length = r.length;
+	w->f.state = r.state;
+	w->f.source = r.source;
+	w->f.count = r.errors;
+	w->f.first_seen = r.first_seen;
+	w->f.last_seen = r.last_seen;
+	w->f.flags = HBM_FACT_UNHEARD;
+	if (w->restored && covered(w->restored, &w->j, r.offset, r.length))
+		w->f.flags |= HBM_FACT_KNOWN;
+	w->k->link.fact(w->k->link.core, &w->f);
+	return NL_OK;
+}
+
 static int table_facts(struct hbm_kernel *k, const struct device *dev, enum hbm_sync why)
 {
-	struct hbm_fact f = {
-		.type = HBM_FACT_PAGES, .origin = HBM_FROM_KERNEL,
-		.flags = HBM_FACT_UNHEARD, .sync = why,
-		.dev = { .id = dev->id, .kind = device_kind(dev), .page_size = dev->page_size },
+	struct table_walk w = {
+		.k = k,
+		.f = { .type = HBM_FACT_PAGES, .origin = HBM_FROM_KERNEL, .sync = why,
+		       .dev = { .id = dev->id, .kind = device_kind(dev),
+				.page_size = dev->page_size } },
+		.restored = k->restored && k->restored_id == dev->id ? k->restored : NULL,
 	};
-	struct hbm_extents x = { 0 };
-	size_t i;
-	int err = dump_pages(k, dev, &x);
+	struct hbm_fact f;
+	uint64_t seqnum;
+	struct nl_msg *msg;
+	int err = module_seqnum(k, &seqnum);
 
-	for (i = 0; !err && i < x.nr; i++) {
-		f.offset = x.r[i].offset;
-		f.length = x.r[i].length;
-		f.state = x.r[i].state;
-		f.source = x.r[i].source;
-		f.count = x.r[i].errors;
-		f.first_seen = x.r[i].first_seen;
-		f.last_seen = x.r[i].last_seen;
-		k->link.fact(k->link.core, &f);
+	/*
+	 * On a socket of its own: each extent goes to the sinks as it is read
+	 * (a table of 10^6 is not held whole, here or in the store), and a
+	 * sink that asks the module meanwhile does so on the request socket.
+	 */
+	if (!err) {
+		msg = request(k, HBMGUARD_CMD_PAGES_GET, NLM_F_DUMP);
+		if (msg)
+			nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev->id);
+		err = hbm_genl_transact(k->dump, msg, fact_extent, &w);
 	}
-	free(x.r);
 	if (err)
 		fprintf(stderr, "<3>hbmguardd: reading the table of %s: %s\n", dev->identity,
 			hbm_genl_strerror(err));
 	f = (struct hbm_fact){
 		.type = HBM_FACT_TABLE_READ, .origin = HBM_FROM_KERNEL, .sync = why,
-		.flags = err ? HBM_FACT_INCOMPLETE : 0, .error = err, .seqnum = x.seqnum,
+		.flags = err ? HBM_FACT_INCOMPLETE : 0, .error = err, .seqnum = err ? 0 : seqnum,
 		.dev = { .id = dev->id, .kind = device_kind(dev), .page_size = dev->page_size },
 	};
 	k->link.fact(k->link.core, &f);
+	k->restored = NULL;	/* the store lets it go at TABLE_READ */
 	return err;
 }
 
@@ -969,6 +1113,69 @@ static int on_readable(sd_event_source *s, int fd, uint32_t revents, void *arg)
 	return 0;
 }
 
+/*
+ * Only the kernel (port 0) speaks to the daemon's netlink sockets.  Anyone
+ * with CAP_NET_ADMIN can unicast to a generic netlink socket or multicast to
+ * its groups (netlink_sendmsg() and netlink_allowed() in
+ * net/netlink/af_netlink.c of 6.1 and 6.12: genetlink has no
+ * NL_CFG_F_NONROOT_SEND): a forged UE event would open incidents and end
+ * other users' ranks, a forged dump put made-up pages into the state files.
+ */
+static int from_kernel(struct nl_msg *msg, void *arg)
+{
+	(void)arg;
+	return nlmsg_get_src(msg)->nl_pid ? NL_SKIP : NL_OK;
+}
+
+/*
+ * The family's highest attribute, as the controller tells it: a module that
+ * knows HBMGUARD_A_RECORDS takes packed RESTOREs (uapi/linux/hbmguard.h).
+ * 0 when it cannot be read (then the older form, which every module takes).
+ * On a socket of its own: the request socket's callbacks are
+ * hbm_genl_transact()'s, set for a request that has returned, and a cache
+ * fill takes them along (__cache_pickup() clones them, lib/cache.c, libnl
+ * 3.7).
+ */
+static int family_maxattr(void)
+{
+	struct nl_sock *sk = nl_socket_alloc();
+	struct nl_cache *cache = NULL;
+	struct genl_family *f;
+	int max = 0;
+
+	if (sk)
+		nl_socket_modify_cb(sk, NL_CB_MSG_IN, NL_CB_CUSTOM, from_kernel, NULL);
+	if (sk && !genl_connect(sk) && !genl_ctrl_alloc_cache(sk, &cache)) {
+		f = genl_ctrl_search_by_name(cache, HBMGUARD_GENL_NAME);
+		if (f) {
+			max = genl_family_get_maxattr(f);
+			genl_family_put(f);
+		}
+	}
+	nl_cache_free(cache);
+	nl_socket_free(sk);
+	return max;
+}
+
+/*
+ * A packed RESTORE as large as the request socket sends: 1 MiB where it may
+ * force it (CAP_NET_ADMIN), else net.core.wmem_max; a message must fit in
+ * the send buffer, which the kernel doubles, less 32 bytes
+ * (netlink_sendmsg(), net/netlink/af_netlink.c; sk_setsockopt(),
+ * net/core/sock.c, 6.1 and 6.12).
+ */
+static void set_request_buffer(struct hbm_kernel *k)
+{
+	int fd = nl_socket_get_fd(k->req), size = 1 << 20;
+	socklen_t len = sizeof(size);
+
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size)))
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+	if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, &len) || size < 2 * RESTORE_REQUEST_BYTES)
+		size = 2 * RESTORE_REQUEST_BYTES;
+	k->restore_bytes = size - 64;
+}
+
 /* Resolve the family and join its events group. */
 static int join_family(struct hbm_kernel *k)
 {
@@ -977,6 +1184,7 @@ static int join_family(struct hbm_kernel *k)
 	k->family = genl_ctrl_resolve(k->req, HBMGUARD_GENL_NAME);
 	if (k->family < 0)
 		return -ENOENT;
+	k->packed = family_maxattr() >= HBMGUARD_A_RECORDS;
 	grp = genl_ctrl_resolve_grp(k->req, HBMGUARD_GENL_NAME,
 				    HBMGUARD_GENL_MCGRP_EVENTS);
 	if (grp < 0 || nl_socket_add_membership(k->events, grp))
@@ -1002,30 +1210,20 @@ static void set_event_buffer(struct hbm_kernel *k)
 	nl_socket_set_buffer_size(k->events, size, 0);
 }
 
-/*
- * Only the kernel (port 0) speaks to the daemon's netlink sockets.  Anyone
- * with CAP_NET_ADMIN can unicast to a generic netlink socket or multicast to
- * its groups (netlink_sendmsg() and netlink_allowed() in
- * net/netlink/af_netlink.c of 6.1 and 6.12: genetlink has no
- * NL_CFG_F_NONROOT_SEND): a forged UE event would open incidents and end
- * other users' ranks, a forged dump put made-up pages into the state files.
- */
-static int from_kernel(struct nl_msg *msg, void *arg)
-{
-	(void)arg;
-	return nlmsg_get_src(msg)->nl_pid ? NL_SKIP : NL_OK;
-}
-
 static int setup_netlink(struct hbm_kernel *k)
 {
 	int notify, err;
 
 	k->req = nl_socket_alloc();
+	k->dump = nl_socket_alloc();
 	k->events = nl_socket_alloc();
-	if (!k->req || !k->events || genl_connect(k->req) || genl_connect(k->events))
+	if (!k->req || !k->dump || !k->events || genl_connect(k->req) ||
+	    genl_connect(k->dump) || genl_connect(k->events))
 		return -ENOMEM;
 	nl_socket_modify_cb(k->req, NL_CB_MSG_IN, NL_CB_CUSTOM, from_kernel, NULL);
+	nl_socket_modify_cb(k->dump, NL_CB_MSG_IN, NL_CB_CUSTOM, from_kernel, NULL);
 	nl_socket_modify_cb(k->events, NL_CB_MSG_IN, NL_CB_CUSTOM, from_kernel, NULL);
+	set_request_buffer(k);
 	notify = genl_ctrl_resolve_grp(k->req, "nlctrl", "notify");
 	if (notify < 0 || nl_socket_add_membership(k->events, notify))
 		return -EPERM;
@@ -1107,5 +1305,6 @@ void kernel_stop(struct hbm_kernel *k)
 	k->resync_retry = sd_event_source_disable_unref(k->resync_retry);
 	sd_event_source_disable_unref(k->io);
 	nl_socket_free(k->events);
+	nl_socket_free(k->dump);
 	nl_socket_free(k->req);
 }

@@ -18,6 +18,7 @@ struct hbm_kernel {
 	struct hbm_source_link link;	/* to the core */
 	int family;
 	struct nl_sock *req;		/* requests and dumps */
+	struct nl_sock *dump;		/* a table read as facts (table_facts()) */
 	struct nl_sock *events;		/* the multicast group */
 	sd_event_source *io;
 	uint64_t next_seq;		/* the event seqnum expected next */
@@ -25,6 +26,11 @@ struct hbm_kernel {
 	sd_event_source *resync_retry;	/* a resync that failed, tried again */
 	unsigned int resync_delay_s;	/* ... after this long; 0: the last one read all */
 	char listed[HBMGUARD_MAX_DEVICES][HBMGUARD_IDENTITY_LEN];	/* last listed, by id */
+	bool packed;			/* the module takes HBMGUARD_A_RECORDS */
+	size_t restore_bytes;		/* a RESTORE request's size: the send buffer's */
+	/* what was restored into a device whose table is being read (its store's) */
+	const struct hbm_state *restored;
+	uint32_t restored_id;
 };
 
 extern const struct hbm_source_ops kernel_ops;

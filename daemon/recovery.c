@@ -888,7 +888,8 @@ static void lost_pages(struct daemon *d, uint32_t id, const char *identity,
  * @f: the fact
  *
  * Data lost under a rank starts its job's recovery: heard in an event, or
- * read from a table unheard (at start only taken as seen: old news).
+ * read from a table unheard (at start, or restored from the state file
+ * just before, only taken as seen: old news).
  */
 void recovery_fact(void *arg, const struct hbm_fact *f)
 {
@@ -909,7 +910,7 @@ void recovery_fact(void *arg, const struct hbm_fact *f)
 		if (f->flags & HBM_FACT_UNHEARD) {
 			if (!destroys_data(f->state, f->source))
 				break;
-			if (f->sync == HBM_SYNC_START)
+			if (f->sync == HBM_SYNC_START || (f->flags & HBM_FACT_KNOWN))
 				hbm_ranges_add(&d->seen[id], f->offset, f->length, NULL);
 			else
 				lost_pages(d, id, f->dev.identity, f->offset, f->length, true);

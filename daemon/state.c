@@ -266,6 +266,22 @@ static size_t log_decode(const uint8_t *buf, size_t len, size_t pos, uint32_t rs
 	return n;
 }
 
+static int state_decode(uint8_t *buf, size_t len, uint64_t max_pages, bool in_place,
+			struct hbm_state *out, struct hbm_state_damage *damage);
+
+/* Records decoded in place: the file's buffer given back down to them. */
+static int shrink(struct hbm_state *out, bool in_place)
+{
+	void *r;
+
+	if (!in_place)
+		return 0;
+	r = realloc(out->records, (out->nr ? out->nr : 1) * sizeof(*out->records));
+	if (r)
+		out->records = r;
+	return 0;
+}
+
 /**
  * hbm_state_decode() - what a state file holds that can be trusted
  * @buf: the file
@@ -286,10 +302,23 @@ static size_t log_decode(const uint8_t *buf, size_t len, size_t pos, uint32_t rs
 int hbm_state_decode(const uint8_t *buf, size_t len, uint64_t max_pages,
 		     struct hbm_state *out, struct hbm_state_damage *damage)
 {
+	return state_decode((uint8_t *)buf, len, max_pages, false, out, damage);
+}
+
+/*
+ * hbm_state_decode(), and with @in_place the snapshot's records decoded
+ * over @buf itself (a malloc()ed file the caller gives up: @out->records is
+ * it, or it is freed): record i's 40 bytes go to byte 40i, below the 48
+ * bytes at 128 + 48i it is read from and below every record after it, so
+ * a start with 10^6 stored pages holds the file and not a copy beside it.
+ */
+static int state_decode(uint8_t *buf, size_t len, uint64_t max_pages, bool in_place,
+			struct hbm_state *out, struct hbm_state_damage *damage)
+{
 	size_t promised, present, i, slots, log_nr = 0, log_slots;
 	struct hbm_state_record *log = NULL;
 	uint64_t prev_end = 0;
-	uint32_t rs;
+	uint32_t rs, version;
 	int err = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -301,10 +330,14 @@ int hbm_state_decode(const uint8_t *buf, size_t len, uint64_t max_pages,
 	    (len - HBM_STATE_HEADER_SIZE) / get32(buf + 16) >
 	    max_pages + HBM_STATE_LOG_MAX(max_pages))
 		damage->header = "longer than a state file of the device can be";
-	if (damage->header)
+	if (damage->header) {
+		if (in_place)
+			free(buf);
 		return -EBADMSG;
+	}
 	rs = get32(buf + 16);
 	promised = get32(buf + 20);
+	version = get32(buf + 8);	/* the header is read whole before any record lands on it */
 	slots = (len - HBM_STATE_HEADER_SIZE) / rs;
 	present = slots < promised ? slots : promised;
 	damage->missing_records = promised - present;
@@ -312,7 +345,10 @@ int hbm_state_decode(const uint8_t *buf, size_t len, uint64_t max_pages,
 	out->page_size = get32(buf + 32);
 	out->serial = get64(buf + 24);
 	out->record_size = rs;
-	out->records = calloc(present ? present : 1, sizeof(*out->records));
+	out->version = version;
+	out->file_bytes = len;
+	out->records = in_place ? (struct hbm_state_record *)buf :
+		       calloc(present ? present : 1, sizeof(*out->records));
 	if (!out->records)
 		return -ENOMEM;
 	for (i = 0; i < present; i++) {
@@ -328,8 +364,8 @@ int hbm_state_decode(const uint8_t *buf, size_t len, uint64_t max_pages,
 	}
 	out->snapshot_nr = out->nr;
 	/* version 1 has no log: what follows its records is not ours */
-	if (get32(buf + 8) == 1 || damage->missing_records)
-		return 0;
+	if (version == 1 || damage->missing_records)
+		return shrink(out, in_place);
 	i = HBM_STATE_HEADER_SIZE + present * rs;
 	log_slots = len > i ? (len - i) / rs : 0;
 	if (log_slots > HBM_STATE_LOG_MAX(promised)) {
@@ -341,7 +377,7 @@ int hbm_state_decode(const uint8_t *buf, size_t len, uint64_t max_pages,
 	if (len > i) {
 		log = calloc(log_slots + 1, sizeof(*log));
 		if (!log) {
-			hbm_state_free(out);
+			hbm_state_free(out);	/* @buf too, in place */
 			return -ENOMEM;
 		}
 		log_nr = log_decode(buf, len, i, rs, out, log, damage);
@@ -352,13 +388,15 @@ int hbm_state_decode(const uint8_t *buf, size_t len, uint64_t max_pages,
 
 		err = hbm_state_replay(out->records, out->nr, log, log_nr, &r, &nr);
 		if (!err) {
-			free(out->records);
+			free(out->records);	/* @buf, in place: read whole by now */
 			out->records = r;
 			out->nr = nr;
 			out->log_nr = log_nr;
 		} else {
 			hbm_state_free(out);
 		}
+	} else {
+		err = shrink(out, in_place);
 	}
 	free(log);
 	return err;
@@ -551,6 +589,37 @@ struct hbm_state_count hbm_state_count(const struct hbm_state *s)
 	return c;
 }
 
+/**
+ * hbm_state_restore_record() - a stored record as a packed RESTORE takes it
+ * @r: the record, from a file that checked out (sorted, inside its device)
+ * @gpu: the device is a GPU its driver bypasses (HBMGUARD_KIND_GPU)
+ * @out: struct hbmguard_restore_record (uapi/linux/hbmguard.h)
+ *
+ * What the module refuses of a record would cost its whole request, so
+ * what a file may hold that the module does not take is made what it can
+ * take: FAILED is RETIRED (the module bypasses it, or fails it again when
+ * no spare is left), a source it refuses (none, unknown, DRIVER off a GPU)
+ * RESTORED, a time from past 2106 or one before the first "now", the
+ * last before the first the first.
+ */
+void hbm_state_restore_record(const struct hbm_state_record *r, int gpu,
+			      struct hbmguard_restore_record *out)
+{
+	uint64_t first = r->first_seen <= UINT32_MAX ? r->first_seen : 0;
+	uint64_t last = r->last_seen <= UINT32_MAX ? r->last_seen : 0;
+
+	*out = (struct hbmguard_restore_record){
+		.offset = r->offset, .length = r->length,
+		.first_seen = first, .last_seen = first && last && last < first ? first : last,
+		.state = r->state == HBMGUARD_STATE_PENDING ? HBMGUARD_STATE_PENDING :
+							     HBMGUARD_STATE_RETIRED,
+		.source = r->source == HBMGUARD_SOURCE_NONE || r->source >= __HBMGUARD_SOURCE_MAX ||
+			  (r->source == HBMGUARD_SOURCE_DRIVER && !gpu) ?
+			  HBMGUARD_SOURCE_RESTORED : r->source,
+		.errors = r->errors,
+	};
+}
+
 /* A character a file name keeps as it is (the others are hex-escaped). */
 static bool name_char(unsigned char c)
 {
@@ -738,8 +807,7 @@ int hbm_state_read(int dirfd, const char *identity, uint64_t max_pages,
 	err = hbm_read_file(dirfd, name, &buf, &n);
 	if (err)
 		return err;
-	err = hbm_state_decode(buf, n, max_pages, out, damage);
-	free(buf);
+	err = state_decode(buf, n, max_pages, true, out, damage);	/* takes @buf */
 	if (!err && strcmp(out->identity, identity)) {
 		hbm_state_free(out);
 		damage->header = "the file belongs to another identity";

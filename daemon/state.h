@@ -105,7 +105,17 @@ struct hbm_state {
 	size_t snapshot_nr;	/* records of the snapshot (the rest came from the log) */
 	size_t log_nr;		/* log records replayed */
 	uint32_t record_size;	/* of the file; 0 when none was read */
+	uint32_t version;	/* of the file; 0 when none was read */
+	uint64_t file_bytes;	/* the file's length, as read */
 };
+
+/* Whether a load found a snapshot alone, all of its file: a log may go after it. */
+static inline int hbm_state_appendable(const struct hbm_state *s)
+{
+	return s->version == 2 && s->record_size == HBM_STATE_RECORD_SIZE && !s->log_nr &&
+	       s->snapshot_nr == s->nr &&
+	       s->file_bytes == HBM_STATE_HEADER_SIZE + (uint64_t)s->nr * HBM_STATE_RECORD_SIZE;
+}
 
 /* What a state holds: its records, and the pages they cover. */
 struct hbm_state_count {
@@ -153,6 +163,10 @@ int hbm_state_decode(const uint8_t *buf, size_t len, uint64_t max_pages,
 		     struct hbm_state *out, struct hbm_state_damage *damage);
 void hbm_state_free(struct hbm_state *s);
 struct hbm_state_count hbm_state_count(const struct hbm_state *s);
+
+struct hbmguard_restore_record;
+void hbm_state_restore_record(const struct hbm_state_record *r, int gpu,
+			      struct hbmguard_restore_record *out);
 
 int hbm_atomic_write(int dirfd, const char *name, const void *buf, size_t len);
 int hbm_read_file(int dirfd, const char *name, uint8_t **buf, size_t *len);

@@ -6,11 +6,16 @@
  * The kernel is the authority on what is bad now; the state files are the
  * memory of what was bad before.  So the store only ever adds: when a
  * device is seen (at start, or announced by the module after a reload or a
- * GPU re-enumeration) its stored pages go back into the kernel as RESTORED,
+ * GPU re-enumeration) its stored pages go back into the kernel (each with
+ * the source it was retired for, where the module takes packed records),
  * its table is read, and the union of what it read and what it had stored
- * is written as a new snapshot (state.h: the file, its log).  Nothing is
- * dropped on the daemon's word: kill -9 at any moment leaves the last file
- * whole, and the next start restores it.
+ * is written as a new snapshot (state.h: the file, its log).  What the
+ * read holds of the pages just restored (facts HBM_FACT_KNOWN) the file has
+ * already: a read of nothing else leaves a file that is a snapshot alone
+ * as it is, its log going on after it (file_is_union()), so a start with
+ * 10^6 stored pages writes nothing and holds no table beside the stored
+ * one.  Nothing is dropped on the daemon's word: kill -9 at any moment
+ * leaves the last file whole, and the next start restores it.
  *
  * Changes heard after that cost what they are, not what the table is: the
  * pages a turn of the loop heard of are appended to the device's file as
@@ -582,9 +587,40 @@ static void read_page(struct hbm_store *s, const struct hbm_fact *f)
 		.state = f->state, .source = f->source, .errors = f->count,
 	};
 
+	/* restored from its file just before: the file has them (merge()) */
+	if (f->flags & HBM_FACT_KNOWN)
+		return;
 	if (r->active && r->dev.id == f->dev.id && !r->failed &&
 	    !hbm_extents_push(&r->table, &rec))
 		r->failed = true;
+}
+
+/*
+ * A table read that holds nothing but what was restored from the file
+ * (every page of it known): the file is the union already.  Where it is a
+ * snapshot alone its log goes on after it, no snapshot written: a start
+ * with 10^6 stored pages writes nothing.  False: a snapshot is to be made.
+ */
+static bool file_is_union(struct hbm_store *s, const struct device *dev,
+			  const struct hbm_state *stored)
+{
+	struct device_save *sv = &s->saves[dev->id];
+	int err;
+
+	if (!stored->nr || !hbm_state_appendable(stored))
+		return false;
+	if (!sv->log.open || sv->log.serial != stored->serial) {
+		abandon_compaction(s, dev->id);
+		hbm_state_log_close(&sv->log);
+		sv->no_compact = false;
+		snprintf(sv->identity, sizeof(sv->identity), "%s", dev->identity);
+		err = hbm_state_log_open(s->d->state_dir, stored, &sv->log);
+		if (err)
+			return false;	/* a snapshot opens it anew */
+	}
+	count_stored(s, dev, stored);
+	save_done(s, dev, 0);
+	return true;
 }
 
 /*
@@ -608,7 +644,9 @@ static void read_end(struct hbm_store *s, const struct hbm_fact *f)
 				r->dev.identity);
 			core_restore(s->core, &r->dev, &r->stored);
 		}
-		if (!write_union(s, &r->dev, &r->table, &r->stored, false))
+		if ((!r->table.nr && r->dev.id < HBMGUARD_MAX_DEVICES &&
+		     file_is_union(s, &r->dev, &r->stored)) ||
+		    !write_union(s, &r->dev, &r->table, &r->stored, false))
 			raise_covered(s, r->dev.id, f->seqnum);
 	}
 	free(r->table.r);

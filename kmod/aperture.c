@@ -249,9 +249,12 @@ static int copy_dev_page(struct hbm_device *dev, u64 from, u64 to)
  * zap their mappings, and move the data of each page whose server changed
  * (itself or a spare) to the new one, or mark the page lost.  A lost page
  * cleared goes home to its own frame, which holds what it held when it was
- * lost (nothing could write it since).  Device lock held.
+ * lost (nothing could write it since).  Pages @restored (known bad from
+ * before: a RESTORE, whatever their source says) lost no data of now.
+ * Device lock held.
  */
-void hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length)
+void hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length,
+			  bool restored)
 {
 	u32 first = offset >> dev->page_shift, end = (offset + length) >> dev->page_shift;
 	u32 page;
@@ -284,8 +287,8 @@ void hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length)
 		else
 			xa_erase(&dev->served, page);
 
-		if (retired && !was && (e.source == HBMGUARD_SOURCE_UE ||
-					e.source == HBMGUARD_SOURCE_POISON))
+		if (retired && !was && !restored &&
+		    (e.source == HBMGUARD_SOURCE_UE || e.source == HBMGUARD_SOURCE_POISON))
 			lose(dev, page);
 		if (lost(dev, page)) {
 			if (retired)

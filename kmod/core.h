@@ -169,11 +169,15 @@ enum hbm_op {
 	HBM_OP_RESPARE,		/* internal: hbm_table_spare_fail() */
 };
 
-/* One range of hbm_table_apply_gap(). */
+/* One range of hbm_table_apply_gap(), with the record its pages get. */
 struct hbm_page_range {
 	u32 first;
 	u32 nr;
-	u32 op;			/* enum hbm_op */
+	u32 first_seen;		/* seconds since the epoch */
+	u32 last_seen;
+	u16 errors;
+	u8 op;			/* enum hbm_op */
+	u8 source;		/* enum hbmguard_source */
 };
 
 int hbm_table_init(struct hbm_table *t, u32 nr_pages, u32 spare_total);
@@ -181,7 +185,7 @@ void hbm_table_destroy(struct hbm_table *t);
 int hbm_table_apply(struct hbm_table *t, enum hbm_op op, u32 first, u32 nr,
 		    u8 source, u16 errors, u32 now, struct hbm_result *res);
 int hbm_table_apply_gap(struct hbm_table *t, const struct hbm_page_range *r, u32 n,
-			u8 source, u32 now, struct hbm_result *res);
+			struct hbm_result *res);
 int hbm_table_spare_fail(struct hbm_table *t, u32 spare, u16 errors, u32 now,
 			 struct hbm_result *res, u32 *page);
 bool hbm_table_lookup(const struct hbm_table *t, u32 page,

@@ -535,7 +535,7 @@ static void device_changed(struct hbm_device *dev, const struct hbm_result *res,
 	changed |= res->spares_failed;
 	device_published(dev, changed, offset, length, old_health);
 	if (changed)
-		hbm_aperture_changed(dev, offset, length);
+		hbm_aperture_changed(dev, offset, length, false);
 }
 
 static u32 now_seconds(void)
@@ -660,11 +660,12 @@ int hbm_device_apply(struct hbm_device *dev, enum hbm_op op, u64 offset,
  * @n: how many
  *
  * A restart with 10^6 stored pages must not cost 10^6 changes: the extents
- * are applied under one hold of the device's lock, with source RESTORED
+ * are applied under one hold of the device's lock, each with its record
  * (hbm_core_restore(): at once where the table has none of their pages, a
  * restore after a module load), published once and announced by one
  * RESTORED event, which names no range (the extents need not be
- * contiguous: the table says which they are).
+ * contiguous: the table says which they are).  Their data was lost before,
+ * not now: the aperture marks none of them lost, whatever their source.
  *
  * Return: 0, -ENODEV (unregistered meanwhile), or the first extent's error
  * (-ENOMEM); the extents before it stay applied, and are announced.
@@ -700,7 +701,7 @@ int hbm_device_restore(struct hbm_device *dev, const struct hbm_page_range *x, u
 	if (changed)
 		for (i = 0; i < done; i++)
 			hbm_aperture_changed(dev, (u64)x[i].first << dev->page_shift,
-					     (u64)x[i].nr << dev->page_shift);
+					     (u64)x[i].nr << dev->page_shift, true);
 	mutex_unlock(&dev->lock);
 	return err;
 }

@@ -107,7 +107,7 @@ void hbm_device_error_event(struct hbm_device *dev, u32 code, u32 path);
 int hbm_device_apply(struct hbm_device *dev, enum hbm_op op, u64 offset,
 		     u64 length, u8 source);
 
-/* A RESTORE's extents: pages of the device, HBM_OP_RETIRE or HBM_OP_PENDING. */
+/* A RESTORE's extents: pages of the device, HBM_OP_RETIRE or HBM_OP_PENDING, their records. */
 int hbm_device_restore(struct hbm_device *dev, const struct hbm_page_range *x, u32 n);
 int hbm_device_set_policy(struct hbm_device *dev, const struct hbm_policy *p,
 			  u32 fields);
@@ -176,7 +176,8 @@ int hbm_aperture_init(void);
 void hbm_aperture_exit(void);
 void hbm_aperture_open(struct file *file);
 int hbm_aperture_mmap(struct vm_area_struct *vma);
-void hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length);
+void hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length,
+			  bool restored);
 int hbm_aperture_restored(struct hbm_device *dev, u64 offset, u64 length);
 void hbm_aperture_removed(struct hbm_device *dev);
 int hbm_aperture_claim(struct hbm_device *dev);

@@ -67,6 +67,9 @@ static const struct nla_policy hbm_policy[HBMGUARD_A_MAX + 1] = {
 				  .len = HBMGUARD_PCI_ADDR_LEN - 1 },
 	[HBMGUARD_A_DRIVER_HEALTH] = NLA_POLICY_MAX(NLA_U32,
 						    HBMGUARD_HEALTH_RESET_REQUIRED),
+	/* checked in restore_records(), each with its own message */
+	[HBMGUARD_A_RECORD_SIZE] = { .type = NLA_U32 },
+	[HBMGUARD_A_RECORDS] = { .type = NLA_BINARY },
 };
 
 /*
@@ -446,62 +449,182 @@ nospace:
 }
 
 /*
- * Extents of one RESTORE: the daemon's 32 KiB requests carry some 1150; the
- * bound keeps one request's allocation and its hold of the device's lock
- * small whatever socket buffer the sender forced.
+ * Extents of one RESTORE: the bound keeps one request's allocation and its
+ * hold of the device's lock small whatever socket buffer the sender forced.
  */
 #define HBM_RESTORE_MAX		16384
 
-/* Check every extent of a RESTORE before applying any. */
-static int restore_check(struct hbm_device *dev, struct genl_info *info,
-			 unsigned int *count)
+/* The extents of a RESTORE, checked whole before any is applied. */
+struct restore_req {
+	struct hbm_device *dev;
+	struct genl_info *info;
+	struct hbm_page_range *x;	/* NULL: only counting */
+	u32 n;
+	u32 now;
+};
+
+/* HBMGUARD_A_EXTENT nests: retired with source RESTORED, seen now. */
+static int restore_nests(struct restore_req *q)
 {
-	u64 mask = (1ULL << dev->page_shift) - 1, usable = hbm_usable_size(dev);
+	u64 mask = (1ULL << q->dev->page_shift) - 1, usable = hbm_usable_size(q->dev);
 	struct nlattr *tb[HBMGUARD_A_MAX + 1], *nest;
 	int rem, err;
 
-	*count = 0;
-	nlmsg_for_each_attr(nest, info->nlhdr, GENL_HDRLEN, rem) {
+	nlmsg_for_each_attr(nest, q->info->nlhdr, GENL_HDRLEN, rem) {
 		u64 offset, length;
 
 		if (nla_type(nest) != HBMGUARD_A_EXTENT)
 			continue;
 		err = nla_parse_nested(tb, HBMGUARD_A_MAX, nest,
-				       hbm_extent_policy, info->extack);
+				       hbm_extent_policy, q->info->extack);
 		if (err)
 			return err;
-		err = attr_range(tb, info->extack, &offset, &length);
+		err = attr_range(tb, q->info->extack, &offset, &length);
 		if (err)
 			return err;
 		if (!length || (offset | length) & mask) {
-			NL_SET_ERR_MSG_ATTR(info->extack, nest,
+			NL_SET_ERR_MSG_ATTR(q->info->extack, nest,
 					    "extent not page aligned or empty");
 			return -EINVAL;
 		}
 		if (offset >= usable || length > usable - offset) {
-			NL_SET_ERR_MSG_ATTR(info->extack, nest,
+			NL_SET_ERR_MSG_ATTR(q->info->extack, nest,
 					    "extent outside the device");
 			return -ERANGE;
 		}
-		(*count)++;
+		if (q->x && q->n < HBM_RESTORE_MAX)
+			q->x[q->n] = (struct hbm_page_range){
+				.first = offset >> q->dev->page_shift,
+				.nr = length >> q->dev->page_shift,
+				.op = tb[HBMGUARD_A_STATE] &&
+				      nla_get_u32(tb[HBMGUARD_A_STATE]) == HBMGUARD_STATE_PENDING ?
+				      HBM_OP_PENDING : HBM_OP_RETIRE,
+				.source = HBMGUARD_SOURCE_RESTORED,
+				.first_seen = q->now, .last_seen = q->now,
+			};
+		q->n++;
 	}
 	return 0;
 }
 
-static int hbm_nl_restore_doit(struct sk_buff *skb, struct genl_info *info)
+/* One packed record of attribute @a, checked (an extack message) and taken. */
+static int record_take(struct restore_req *q, const struct nlattr *a, const u8 *p,
+		       u32 size, u64 *prev_end)
 {
-	struct nlattr *tb[HBMGUARD_A_MAX + 1], *nest;
-	struct hbm_page_range *x = NULL;
-	struct hbm_device *dev;
-	unsigned int count, n = 0;
+	u64 mask = (1ULL << q->dev->page_shift) - 1, usable = hbm_usable_size(q->dev);
+	struct netlink_ext_ack *extack = q->info->extack;
+	struct hbmguard_restore_record r;
+
+#define REFUSE(err, msg) do { NL_SET_ERR_MSG_ATTR(extack, a, msg); return err; } while (0)
+	memcpy(&r, p, sizeof(r));	/* 4-byte aligned in the message */
+	if (r.reserved)
+		REFUSE(-EINVAL, "a record's reserved field is not zero");
+	if (size > sizeof(r) && memchr_inv(p + sizeof(r), 0, size - sizeof(r)))
+		REFUSE(-EINVAL, "a record's bytes past what this kernel knows are not zero");
+	if (!r.length || (r.offset | r.length) & mask)
+		REFUSE(-EINVAL, "a record not page aligned or empty");
+	if (r.offset < *prev_end)
+		REFUSE(-EINVAL, "records out of order or overlapping: each must start at or after the end of the one before");
+	if (r.state != HBMGUARD_STATE_RETIRED && r.state != HBMGUARD_STATE_PENDING)
+		REFUSE(-EINVAL, "a record's state is neither RETIRED nor PENDING");
+	if (r.source == HBMGUARD_SOURCE_NONE || r.source >= __HBMGUARD_SOURCE_MAX)
+		REFUSE(-EINVAL, "a record's source is NONE or unknown");
+	if (r.source == HBMGUARD_SOURCE_DRIVER && q->dev->kind != HBMGUARD_KIND_GPU)
+		REFUSE(-EINVAL, "a record's source DRIVER is only a GPU device's");
+	if (r.first_seen > U32_MAX || r.last_seen > U32_MAX)
+		REFUSE(-EINVAL, "a record's time is 2^32 seconds or later");
+	if (r.first_seen && r.last_seen && r.first_seen > r.last_seen)
+		REFUSE(-EINVAL, "a record's first_seen is after its last_seen");
+	if (r.offset >= usable || r.length > usable - r.offset)
+		REFUSE(-ERANGE, "a record outside the device");
+#undef REFUSE
+	*prev_end = r.offset + r.length;
+	if (q->x && q->n < HBM_RESTORE_MAX)
+		q->x[q->n] = (struct hbm_page_range){
+			.first = r.offset >> q->dev->page_shift,
+			.nr = r.length >> q->dev->page_shift,
+			.op = r.state == HBMGUARD_STATE_PENDING ? HBM_OP_PENDING :
+								   HBM_OP_RETIRE,
+			.source = r.source,
+			.errors = min_t(u32, r.errors, 0xffff),
+			.first_seen = r.first_seen ?: q->now,
+			.last_seen = r.last_seen ?: max_t(u32, q->now, r.first_seen),
+		};
+	q->n++;
+	return 0;
+}
+
+/* HBMGUARD_A_RECORDS: struct hbmguard_restore_record arrays, each record kept. */
+static int restore_records(struct restore_req *q)
+{
+	struct nlattr **attrs = q->info->attrs, *a;
+	u64 prev_end = 0;
+	u32 size, i;
 	int rem, err;
 
-	dev = attr_device(info->attrs, info->extack);
-	if (IS_ERR(dev))
-		return PTR_ERR(dev);
-	err = restore_check(dev, info, &count);
+	if (!attrs[HBMGUARD_A_RECORD_SIZE]) {
+		NL_SET_ERR_MSG(q->info->extack,
+			       "HBMGUARD_A_RECORDS needs HBMGUARD_A_RECORD_SIZE");
+		return -EINVAL;
+	}
+	size = nla_get_u32(attrs[HBMGUARD_A_RECORD_SIZE]);
+	if (size < HBMGUARD_RESTORE_RECORD_SIZE_VER0 ||
+	    size > HBMGUARD_RESTORE_RECORD_SIZE_MAX || size % 8) {
+		NL_SET_ERR_MSG_ATTR(q->info->extack, attrs[HBMGUARD_A_RECORD_SIZE],
+				    "record size below HBMGUARD_RESTORE_RECORD_SIZE_VER0, above HBMGUARD_RESTORE_RECORD_SIZE_MAX or not a multiple of 8");
+		return -EINVAL;
+	}
+	nlmsg_for_each_attr(a, q->info->nlhdr, GENL_HDRLEN, rem) {
+		if (nla_type(a) != HBMGUARD_A_RECORDS)
+			continue;
+		if (!nla_len(a) || nla_len(a) % size) {
+			NL_SET_ERR_MSG_ATTR(q->info->extack, a,
+					    "HBMGUARD_A_RECORDS not a non-empty multiple of the record size");
+			return -EINVAL;
+		}
+		for (i = 0; i < nla_len(a) / size; i++) {
+			err = record_take(q, a, (const u8 *)nla_data(a) + i * size, size,
+					  &prev_end);
+			if (err)
+				return err;
+		}
+	}
+	return 0;
+}
+
+/* The extents, counted (@q->x NULL) or filled in; an extack message if bad. */
+static int restore_parse(struct restore_req *q)
+{
+	q->n = 0;
+	if (q->info->attrs[HBMGUARD_A_RECORDS] || q->info->attrs[HBMGUARD_A_RECORD_SIZE]) {
+		if (q->info->attrs[HBMGUARD_A_EXTENT]) {
+			NL_SET_ERR_MSG(q->info->extack,
+				       "HBMGUARD_A_EXTENT nests or packed HBMGUARD_A_RECORDS, not both");
+			return -EINVAL;
+		}
+		if (!q->info->attrs[HBMGUARD_A_RECORDS]) {
+			NL_SET_ERR_MSG(q->info->extack,
+				       "HBMGUARD_A_RECORD_SIZE without HBMGUARD_A_RECORDS");
+			return -EINVAL;
+		}
+		return restore_records(q);
+	}
+	return restore_nests(q);
+}
+
+static int hbm_nl_restore_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct restore_req q = { .info = info, .now = (u32)ktime_get_real_seconds() };
+	u32 count;
+	int err;
+
+	q.dev = attr_device(info->attrs, info->extack);
+	if (IS_ERR(q.dev))
+		return PTR_ERR(q.dev);
+	err = restore_parse(&q);
+	count = q.n;
 	if (!err && !count) {
-		NL_SET_ERR_MSG(info->extack, "no HBMGUARD_A_EXTENT to restore");
+		NL_SET_ERR_MSG(info->extack, "nothing to restore: no HBMGUARD_A_EXTENT or HBMGUARD_A_RECORDS");
 		err = -EINVAL;
 	}
 	if (!err && count > HBM_RESTORE_MAX) {
@@ -510,28 +633,13 @@ static int hbm_nl_restore_doit(struct sk_buff *skb, struct genl_info *info)
 		err = -E2BIG;
 	}
 	if (!err) {	/* charged to the sender, as an open file's ring */
-		x = hbm_kalloc_user(array_size(count, sizeof(*x)));
-		err = x ? 0 : -ENOMEM;
-	}
-	nlmsg_for_each_attr(nest, info->nlhdr, GENL_HDRLEN, rem) {
-		if (err)
-			break;
-		if (nla_type(nest) != HBMGUARD_A_EXTENT)
-			continue;
-		nla_parse_nested(tb, HBMGUARD_A_MAX, nest, hbm_extent_policy, NULL);
-		/* restore_check(): page aligned, inside the device */
-		x[n++] = (struct hbm_page_range){
-			.first = nla_get_u64(tb[HBMGUARD_A_OFFSET]) >> dev->page_shift,
-			.nr = nla_get_u64(tb[HBMGUARD_A_LENGTH]) >> dev->page_shift,
-			.op = tb[HBMGUARD_A_STATE] &&
-			      nla_get_u32(tb[HBMGUARD_A_STATE]) == HBMGUARD_STATE_PENDING ?
-			      HBM_OP_PENDING : HBM_OP_RETIRE,
-		};
+		q.x = hbm_kalloc_user(array_size(count, sizeof(*q.x)));
+		err = q.x ? restore_parse(&q) : -ENOMEM;
 	}
 	if (!err)
-		err = hbm_device_restore(dev, x, n);
-	hbm_kfree(x);
-	hbm_device_put(dev);
+		err = hbm_device_restore(q.dev, q.x, q.n);
+	hbm_kfree(q.x);
+	hbm_device_put(q.dev);
 	return err;
 }
 

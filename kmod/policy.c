@@ -423,18 +423,20 @@ int hbm_core_apply(struct hbm_core *c, enum hbm_op op, u32 first, u32 nr,
 }
 
 /**
- * hbm_core_restore() - pages known bad from before, with source RESTORED
+ * hbm_core_restore() - pages known bad from before, each with its record
  * @c: the device core
- * @r: the ranges, each inside the device and not empty
+ * @r: the ranges, each inside the device and not empty, with the source,
+ *	times and errors their pages get
  * @n: how many
  * @now: seconds since the epoch
  * @res: what changed, added to
  * @done: out: the ranges applied
  *
- * As hbm_core_apply() of each range in turn, at once where it can be
- * (hbm_table_apply_gap(): ascending ranges where the table has none, as a
- * restore after a module load brings them): O(n), not O(n log n) with a
- * splice per range.
+ * At once where it can be (hbm_table_apply_gap(): ascending ranges where
+ * the table has none, as a restore after a module load brings them): O(n),
+ * not O(n log n) with a splice per range.  Otherwise as hbm_core_apply() of
+ * each range in turn, with its source (pages the table has keep their
+ * record, new ones are seen @now).
  *
  * Return: 0, or the first range's error; the ranges before it (*@done)
  * stay applied.
@@ -442,8 +444,7 @@ int hbm_core_apply(struct hbm_core *c, enum hbm_op op, u32 first, u32 nr,
 int hbm_core_restore(struct hbm_core *c, const struct hbm_page_range *r, u32 n,
 		     u32 now, struct hbm_result *res, u32 *done)
 {
-	int err = hbm_table_apply_gap(&c->table, r, n, HBMGUARD_SOURCE_RESTORED,
-				      now, res);
+	int err = hbm_table_apply_gap(&c->table, r, n, res);
 	u32 i;
 
 	if (!err) {
@@ -455,8 +456,8 @@ int hbm_core_restore(struct hbm_core *c, const struct hbm_page_range *r, u32 n,
 	}
 	/* Not in one gap, or too large a run to allocate: one by one. */
 	for (i = 0; i < n; i++) {
-		err = hbm_core_apply(c, r[i].op, r[i].first, r[i].nr,
-				     HBMGUARD_SOURCE_RESTORED, now, res);
+		err = hbm_core_apply(c, r[i].op, r[i].first, r[i].nr, r[i].source,
+				     now, res);
 		if (err)
 			break;
 	}

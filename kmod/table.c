@@ -309,6 +309,7 @@ struct op_ctx {
 	u8 source;
 	u16 errors;
 	u32 now;
+	u32 first_seen;			/* of pages new to the table */
 	int err;
 
 	struct hbm_extent *run;		/* the replacement */
@@ -465,7 +466,7 @@ static void op_piece(struct op_ctx *c, const struct hbm_extent *old,
 	struct hbm_extent e = {
 		.first = first, .nr = nr, .spare = HBM_NO_SPARE,
 		.state = HBMGUARD_STATE_CLEAN, .source = c->source,
-		.first_seen = c->now,
+		.first_seen = c->first_seen,
 	};
 
 	if (old) {
@@ -767,7 +768,8 @@ static int table_apply(struct hbm_table *t, enum hbm_op op, u32 first, u32 nr,
 {
 	struct op_ctx c = {
 		.t = t, .op = op, .source = source, .errors = errors, .now = now,
-		.failed_spare = failed_spare, .spare_hint = t->spare_hint,
+		.first_seen = now, .failed_spare = failed_spare,
+		.spare_hint = t->spare_hint,
 	};
 	struct pos lo, hi;
 	u32 end = first + nr;
@@ -835,29 +837,28 @@ int hbm_table_apply(struct hbm_table *t, enum hbm_op op, u32 first, u32 nr,
  * hbm_table_apply_gap() - apply many ranges at once, where the table has none
  * @t: the table
  * @r: the ranges, ascending and apart (each may touch the one before), each
- *	with its operation (HBM_OP_RETIRE or HBM_OP_PENDING)
+ *	with its operation (HBM_OP_RETIRE or HBM_OP_PENDING) and the record
+ *	its pages get (source, errors, first and last seen)
  * @n: how many
- * @source: enum hbmguard_source recorded for the pages
- * @now: seconds since the epoch
  * @res: what changed, added to
  *
  * A restore of 10^6 stored pages into an empty table: the same table as
- * hbm_table_apply() of each range in turn (the same merges, the same spares
- * next-fit in the same order), built as one run and written by one
- * splice(), so O(n) rather than a search, a build and a splice per range.
- * Only where no extent of the table lies within the span of the ranges:
- * those at its edges, touching, merge as they would.
+ * hbm_table_apply() of each range in turn would make with those records
+ * (the same merges, the same spares next-fit in the same order), built as
+ * one run and written by one splice(), so O(n) rather than a search, a
+ * build and a splice per range.  Only where no extent of the table lies
+ * within the span of the ranges: those at its edges, touching, merge as
+ * they would.
  *
  * Return: 0; -EAGAIN when the ranges are not ascending and apart or the
  * table has extents within their span (apply them one by one); -EINVAL or
  * -ERANGE for a bad range, -ENOMEM.  On error the table is as it was.
  */
 int hbm_table_apply_gap(struct hbm_table *t, const struct hbm_page_range *r, u32 n,
-			u8 source, u32 now, struct hbm_result *res)
+			struct hbm_result *res)
 {
 	struct op_ctx c = {
-		.t = t, .source = source, .now = now, .failed_spare = HBM_NO_SPARE,
-		.spare_hint = t->spare_hint,
+		.t = t, .failed_spare = HBM_NO_SPARE, .spare_hint = t->spare_hint,
 	};
 	struct pos lo, hi, p;
 	u32 i, first, end;
@@ -887,7 +888,13 @@ int hbm_table_apply_gap(struct hbm_table *t, const struct hbm_page_range *r, u32
 		emit(&c, pos_ext(t, p));
 	for (i = 0; i < n && !c.err; i++) {
 		c.op = r[i].op;
+		c.source = r[i].source;
+		c.errors = r[i].errors;
+		c.first_seen = r[i].first_seen;
+		c.now = r[i].last_seen;
 		op_piece(&c, NULL, r[i].first, r[i].nr);
+		if (!(i % 1024))
+			hbm_cond_resched();
 	}
 	for (; !pos_equal(p, hi) && !c.err; p = pos_next(t, p))
 		emit(&c, pos_ext(t, p));

@@ -32,6 +32,7 @@ run() {
 		--file "$TOP/build/guest/hbmstatebench:/bin/hbmstatebench" \
 		--bin "$TOP/build/hbmguardd:/bin/hbmguardd" \
 		--file "$TOP/tests/bench/guest-bench.sh:/bench.sh" \
+		--file "$TOP/tests/bench/guest-persist.sh:/persist.sh" \
 		--log "$TOP/build/logs/bench-$kver.log" \
 		-- sh /bench.sh || rc=$?
 	echo
@@ -71,7 +72,30 @@ run() {
 	return $rc
 }
 
+# tests/bench/run.sh restart: the persistence rows alone (a daemon's start
+# with 10^6 stored pages, its cost per retirement), in a guest of their own:
+# build/bench-restart.log and .json.
+restart() {
+	echo "== hbmguard benchmarks: persistence alone ($(date -u +%F), $(nproc) cores)"
+	"$TOP/scripts/guest-run" --kernel "$kver" --mem 2048 --timeout 2400 \
+		--file "$TOP/build/$kver/hbmguard.ko:/hbmguard.ko" \
+		--file "$TOP/build/guest/hbmctl:/bin/hbmctl" \
+		--file "$TOP/build/guest/hbmstatebench:/bin/hbmstatebench" \
+		--bin "$TOP/build/hbmguardd:/bin/hbmguardd" \
+		--file "$TOP/tests/bench/guest-persist.sh:/persist.sh" \
+		--log "$TOP/build/logs/bench-restart-$kver.log" \
+		-- sh -c 'dmesg -n 1; insmod /hbmguard.ko && . /persist.sh'
+}
+
 mkdir -p "$TOP/build/logs"
+if [ "${1:-}" = restart ]; then
+	rc=0
+	restart 2>&1 | tee "$TOP/build/bench-restart.log" || rc=$?
+	echo
+	/usr/bin/python3 "$TOP/tests/bench/table.py" "$TOP/build/bench-restart.log" \
+		"$TOP/build/bench-restart.json"
+	exit $rc
+fi
 # A part that fails (a guest that timed out) does not stop the others, and
 # the table is made of the figures printed; the run fails after it.
 rc=0

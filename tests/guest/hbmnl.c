@@ -15,6 +15,8 @@
  *   hbmnl range-unregister DEV
  *   hbmnl retire|clear DEV OFFSET LENGTH
  *   hbmnl restore DEV OFFSET LENGTH [OFFSET LENGTH...]
+ *   hbmnl restore-records DEV OFFSET LENGTH STATE SOURCE FIRST LAST [...]
+ *                                      the same, packed: each record kept
  *   hbmnl stats
  *   hbmnl badinput                     every bad request: errno, nothing changed
  *   hbmnl unprivileged                 as root: every command and the join
@@ -316,6 +318,146 @@ static struct nl_msg *extent_request(int cmd, uint32_t dev, uint64_t offset,
 		FAIL("%s: got %s, expected %s", what, strerror(-_r), strerror(err)); \
 } while (0)
 
+/* The same, and the kernel's extack message says @why. */
+#define EXPECT_WHY(sk, msg, err, what, why) do {			\
+	int _r = transact(sk, msg, NULL, NULL);				\
+	if (_r != -(err))						\
+		FAIL("%s: got %s, expected %s", what, strerror(-_r), strerror(err)); \
+	else if (!strstr(hbm_genl_strerror(_r), why))			\
+		FAIL("%s: the kernel said \"%s\", not \"%s\"", what,	\
+		     hbm_genl_strerror(_r), why);			\
+} while (0)
+
+/*
+ * A packed RESTORE of device @dev: @n records of @size bytes (the first
+ * sizeof(struct hbmguard_restore_record) of each from @r, the rest @tail),
+ * in one HBMGUARD_A_RECORDS of @bytes bytes (-1: all of them).
+ */
+static struct nl_msg *records_request(uint32_t dev, uint32_t size,
+				      const struct hbmguard_restore_record *r, size_t n,
+				      uint8_t tail, long bytes)
+{
+	struct nl_msg *msg = hbm_genl_request_sized(family, HBMGUARD_CMD_RESTORE, 0,
+						    n * size + 4096);
+	struct nlattr *a;
+	size_t i;
+
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev);
+	nla_put_u32(msg, HBMGUARD_A_RECORD_SIZE, size);
+	a = nla_reserve(msg, HBMGUARD_A_RECORDS, bytes < 0 ? (long)(n * size) : bytes);
+	if (!a)
+		return msg;
+	memset(nla_data(a), tail, nla_len(a));
+	for (i = 0; i < n && (i + 1) * size <= (size_t)nla_len(a); i++)
+		memcpy((char *)nla_data(a) + i * size, &r[i],
+		       size < sizeof(*r) ? size : sizeof(*r));
+	return msg;
+}
+
+/* Every bad packed RESTORE: refused, with a message that says why. */
+static void bad_records(struct nl_sock *sk)
+{
+	const struct hbmguard_restore_record good = {
+		.offset = 0x10000, .length = 0x1000, .first_seen = 100, .last_seen = 200,
+		.state = HBMGUARD_STATE_RETIRED, .source = HBMGUARD_SOURCE_UE, .errors = 1,
+	};
+	struct hbmguard_restore_record r[2] = { good, good }, *many;
+	struct nl_msg *msg;
+	size_t i;
+
+	msg = request(HBMGUARD_CMD_RESTORE, 0);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
+	nla_put(msg, HBMGUARD_A_RECORDS, sizeof(good), &good);
+	EXPECT_WHY(sk, msg, EINVAL, "records without a record size", "needs HBMGUARD_A_RECORD_SIZE");
+	msg = request(HBMGUARD_CMD_RESTORE, 0);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
+	nla_put_u32(msg, HBMGUARD_A_RECORD_SIZE, sizeof(good));
+	EXPECT_WHY(sk, msg, EINVAL, "a record size without records", "without HBMGUARD_A_RECORDS");
+	EXPECT_WHY(sk, records_request(0, 40, &good, 1, 0, -1), EINVAL,
+		   "a record size too small", "record size below");
+	EXPECT_WHY(sk, records_request(0, 52, &good, 1, 0, -1), EINVAL,
+		   "a record size not a multiple of 8", "not a multiple of 8");
+	EXPECT_WHY(sk, records_request(0, 8192, &good, 1, 0, -1), EINVAL,
+		   "a record size too large", "above HBMGUARD_RESTORE_RECORD_SIZE_MAX");
+	EXPECT_WHY(sk, records_request(0, sizeof(good), &good, 1, 0, sizeof(good) + 8), EINVAL,
+		   "records not a multiple of the record size", "multiple of the record size");
+	EXPECT_WHY(sk, records_request(0, sizeof(good), &good, 1, 0, 0), EINVAL,
+		   "an empty records attribute", "non-empty multiple");
+	EXPECT_WHY(sk, records_request(0, sizeof(good) + 8, &good, 1, 0xff, -1), EINVAL,
+		   "a longer record with bytes the kernel does not know", "past what this kernel knows");
+	r[1].reserved = 1;
+	EXPECT_WHY(sk, records_request(0, sizeof(good), r, 2, 0, -1), EINVAL,
+		   "a reserved field set (after a good record)", "reserved field");
+	r[1] = good;
+	r[1].offset = good.offset + 1;
+	EXPECT_WHY(sk, records_request(0, sizeof(good), r, 2, 0, -1), EINVAL,
+		   "a record not page aligned", "not page aligned");
+	r[1] = good;
+	r[1].length = 0;
+	EXPECT_WHY(sk, records_request(0, sizeof(good), r, 2, 0, -1), EINVAL,
+		   "an empty record", "not page aligned or empty");
+	r[1] = good;
+	r[1].offset = good.offset;	/* the same page again */
+	EXPECT_WHY(sk, records_request(0, sizeof(good), r, 2, 0, -1), EINVAL,
+		   "overlapping records", "out of order or overlapping");
+	r[1] = good;
+	r[1].offset = good.offset - 0x2000;
+	EXPECT_WHY(sk, records_request(0, sizeof(good), r, 2, 0, -1), EINVAL,
+		   "records not sorted", "out of order or overlapping");
+	r[1] = good;
+	r[1].offset = good.offset + 0x1000;
+	r[1].state = HBMGUARD_STATE_FAILED;
+	EXPECT_WHY(sk, records_request(0, sizeof(good), r, 2, 0, -1), EINVAL,
+		   "a record FAILED", "neither RETIRED nor PENDING");
+	r[1].state = HBMGUARD_STATE_PENDING;
+	r[1].source = HBMGUARD_SOURCE_NONE;
+	EXPECT_WHY(sk, records_request(0, sizeof(good), r, 2, 0, -1), EINVAL,
+		   "a record of source NONE", "source is NONE or unknown");
+	r[1].source = __HBMGUARD_SOURCE_MAX;
+	EXPECT_WHY(sk, records_request(0, sizeof(good), r, 2, 0, -1), EINVAL,
+		   "a record of an unknown source", "source is NONE or unknown");
+	r[1].source = HBMGUARD_SOURCE_DRIVER;
+	EXPECT_WHY(sk, records_request(0, sizeof(good), r, 2, 0, -1), EINVAL,
+		   "a record of source DRIVER off a GPU", "only a GPU device's");
+	r[1].source = HBMGUARD_SOURCE_ADMIN;
+	r[1].first_seen = 300;
+	EXPECT_WHY(sk, records_request(0, sizeof(good), r, 2, 0, -1), EINVAL,
+		   "a record first seen after it was last seen", "after its last_seen");
+	r[1].first_seen = 1ULL << 32;
+	r[1].last_seen = 0;
+	EXPECT_WHY(sk, records_request(0, sizeof(good), r, 2, 0, -1), EINVAL,
+		   "a record of a time past 2^32 s", "2^32 seconds");
+	r[1].first_seen = 0;
+	r[1].offset = 1ULL << 40;
+	EXPECT_WHY(sk, records_request(0, sizeof(good), r, 2, 0, -1), ERANGE,
+		   "a record outside the device", "outside the device");
+	msg = records_request(0, sizeof(good), &good, 1, 0, -1);
+	{
+		struct nlattr *n = nla_nest_start(msg, HBMGUARD_A_EXTENT);
+
+		nla_put_u64(msg, HBMGUARD_A_OFFSET, 0x30000);
+		nla_put_u64(msg, HBMGUARD_A_LENGTH, 0x1000);
+		nla_nest_end(msg, n);
+	}
+	EXPECT_WHY(sk, msg, EINVAL, "extent nests and records in one request", "not both");
+	/* Past the bound, in attributes of 1024 (one holds less than 64 KiB). */
+	many = calloc(16385, sizeof(*many));
+	msg = hbm_genl_request_sized(family, HBMGUARD_CMD_RESTORE, 0, 1 << 20);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
+	nla_put_u32(msg, HBMGUARD_A_RECORD_SIZE, sizeof(good));
+	for (i = 0; many && i < 16385; i++)
+		many[i] = (struct hbmguard_restore_record){
+			.offset = i * 0x2000, .length = 0x1000,
+			.state = HBMGUARD_STATE_RETIRED, .source = HBMGUARD_SOURCE_UE,
+		};
+	for (i = 0; many && i < 16385; i += 1024)
+		if (nla_put(msg, HBMGUARD_A_RECORDS,
+			    (16385 - i < 1024 ? 16385 - i : 1024) * sizeof(*many), &many[i]))
+			FAIL("a RESTORE of 16385 records does not fit in 1 MiB");
+	EXPECT_WHY(sk, msg, E2BIG, "more than 16384 records", "more than 16384");
+	free(many);
+}
+
 static struct nl_msg *gpu_health_msg(uint32_t dev, uint32_t health)
 {
 	struct nl_msg *msg = request(HBMGUARD_CMD_GPU_HEALTH_SET, 0);
@@ -451,6 +593,7 @@ static int cmd_badinput(void)
 		}
 		EXPECT_ERR(sk, msg, E2BIG, "restore of more than 16384 extents");
 	}
+	bad_records(sk);
 
 	memset(big, 'a', sizeof(big) - 1);
 	big[sizeof(big) - 1] = 0;
@@ -1251,6 +1394,21 @@ int main(int argc, char **argv)
 			nla_nest_end(msg, n);
 		}
 		err = transact(sk, msg, NULL, NULL);
+	} else if (!strcmp(cmd, "restore-records") && argc > 8) {
+		struct hbmguard_restore_record *r = calloc(argc, sizeof(*r));
+		size_t n = 0;
+
+		for (i = 3; r && i + 5 < argc; i += 6)
+			r[n++] = (struct hbmguard_restore_record){
+				.offset = strtoull(argv[i], NULL, 0),
+				.length = strtoull(argv[i + 1], NULL, 0),
+				.state = atoi(argv[i + 2]), .source = atoi(argv[i + 3]),
+				.first_seen = strtoull(argv[i + 4], NULL, 0),
+				.last_seen = strtoull(argv[i + 5], NULL, 0),
+			};
+		err = r ? transact(sk, records_request(atoi(argv[2]), sizeof(*r), r, n, 0, -1),
+				   NULL, NULL) : -ENOMEM;
+		free(r);
 	} else {
 		fprintf(stderr, "hbmnl: see the top of tests/guest/hbmnl.c for usage\n");
 		return 2;

@@ -248,7 +248,14 @@ wait
 check "... one change: one RESTORED event for both extents" \
 	'[ "$(grep -c "^event " /tmp/restore.events)" = 1 ] &&
 	grep -q "^event type=13 .* dev=0 offset=0x0 length=0x0 source=5 state=0 count=4 aux=2$" /tmp/restore.events'
-check "netlink pages dump" 'hbmnl pages 0 | grep -q "^pages: 6 extents 3$"'
+check "packed restore: each record keeps its source" \
+	'hbmnl restore-records 0 0x30000 0x1000 2 1 100 200 0x32000 0x1000 1 4 0 0 &&
+	hbmctl pages sim0 | grep -q "^0x30000 *1 .*retired *ue " &&
+	hbmctl pages sim0 | grep -q "^0x32000 *1 .*pending *admin "'
+check "... refused whole when one record is bad" \
+	'! hbmnl restore-records 0 0x34000 0x1000 2 1 0 0 0x33000 0x1000 2 1 0 0 &&
+	! hbmctl pages sim0 | grep -q "^0x3[34]000 "'
+check "netlink pages dump" 'hbmnl pages 0 | grep -q "^pages: 8 extents 5$"'
 check "netlink clear beyond the device" '! hbmnl clear 0 0 0x40000000'
 check "netlink clear" 'hbmnl clear 0 0 0x3fff6000 && hbmnl pages 0 | grep -q "^pages: 0 extents 0$"'
 

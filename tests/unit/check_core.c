@@ -255,6 +255,10 @@ static const struct hbm_state_record bad_page = {
 	.state = HBMGUARD_STATE_RETIRED, .source = HBMGUARD_SOURCE_UE, .errors = 1,
 };
 
+/* seen(): its PAGES known (restored just before); the first seen_known_nr only, if set */
+static bool seen_known;
+static size_t seen_known_nr;
+
 static void seen(enum hbm_sync why, size_t pages, uint32_t flags)
 {
 	struct hbm_fact f = { .type = HBM_FACT_DEVICE_SEEN, .sync = why,
@@ -272,6 +276,8 @@ static void seen(enum hbm_sync why, size_t pages, uint32_t flags)
 		f.count = table[i].errors;
 		f.first_seen = table[i].first_seen;
 		f.last_seen = table[i].last_seen;
+		f.flags = HBM_FACT_UNHEARD |
+			  (seen_known && (!seen_known_nr || i < seen_known_nr) ? HBM_FACT_KNOWN : 0);
 		src_link.fact(src_link.core, &f);
 	}
 	f = (struct hbm_fact){ .type = HBM_FACT_TABLE_READ, .flags = flags, .sync = why,
@@ -304,9 +310,56 @@ START_TEST(a_device_seen_is_saved_from_its_one_read)
 	ck_assert_int_eq(restores, 1);
 	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &s, &damage), 0);
 	ck_assert_uint_eq(s.nr, 1);		/* kept: only ever added to */
-	ck_assert_uint_eq(s.serial, 2);
+	ck_assert_uint_eq(s.serial, 1);		/* the union already: not written again */
 	hbm_state_free(&s);
 	ck_assert_uint_eq(store_unsaved(&store), 0);
+}
+END_TEST
+
+/*
+ * A table read that holds only what the store restored (facts KNOWN) and a
+ * file that is a snapshot alone: the file is the union already, not
+ * written again; its log goes on after it.  A page the table has beyond
+ * them is news: a snapshot of the union.
+ */
+START_TEST(a_read_of_what_was_restored_writes_nothing)
+{
+	struct hbm_state_damage damage;
+	struct hbm_state s;
+
+	add_device(0, "sim:s");
+	table[table_nr++] = bad_page;
+	seen(HBM_SYNC_START, 1, 0);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &s, &damage), 0);
+	ck_assert_uint_eq(s.serial, 1);
+	hbm_state_free(&s);
+
+	seen_known = true;	/* restored, then read back */
+	seen(HBM_SYNC_ADDED, 1, 0);
+	ck_assert_int_eq(restores, 1);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &s, &damage), 0);
+	ck_assert_uint_eq(s.nr, 1);
+	ck_assert_uint_eq(s.serial, 1);		/* not written again */
+	ck_assert_uint_eq(s.records[0].source, HBMGUARD_SOURCE_UE);
+	hbm_state_free(&s);
+	ck_assert_uint_eq(store.stored_pages[0], 1);
+	ck_assert_uint_eq(store_unsaved(&store), 0);
+	ck_assert(store.saves[0].log.open);	/* changes go after it */
+	ck_assert_uint_eq(store.saves[0].log.serial, 1);
+
+	table[table_nr++] = (struct hbm_state_record){	/* one more, not restored */
+		.offset = 0x20000, .length = 0x1000, .state = HBMGUARD_STATE_RETIRED,
+		.source = HBMGUARD_SOURCE_POISON,
+	};
+	seen_known_nr = 1;	/* the first is known, the second news */
+	seen(HBM_SYNC_ADDED, 2, 0);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &s, &damage), 0);
+	ck_assert_uint_eq(s.nr, 2);
+	ck_assert_uint_eq(s.serial, 2);		/* a snapshot of the union */
+	ck_assert_uint_eq(s.records[1].source, HBMGUARD_SOURCE_POISON);
+	hbm_state_free(&s);
+	seen_known = false;
+	seen_known_nr = 0;
 }
 END_TEST
 
@@ -1166,6 +1219,7 @@ Suite *core_suite(void)
 	suite_add_tcase(s, tc);
 	tcase_add_checked_fixture(st, store_setup, store_teardown);
 	tcase_add_test(st, a_device_seen_is_saved_from_its_one_read);
+	tcase_add_test(st, a_read_of_what_was_restored_writes_nothing);
 	tcase_add_test(st, a_read_that_failed_is_saved_from_a_dump);
 	tcase_add_test(st, a_resync_puts_back_what_the_kernel_lacks);
 	tcase_add_test(st, heard_changes_are_logged_and_compacted);

@@ -435,6 +435,35 @@ START_TEST(device_error_restores_and_forgets)
 }
 END_TEST
 
+/*
+ * A new table (the module came back) read with a UE page in it: news when
+ * it is, no incident when the store restored it from the state file just
+ * before (KNOWN: its source says UE, as it did before the reload).
+ */
+START_TEST(restored_loss_is_no_news)
+{
+	struct hbm_fact seen = { .type = HBM_FACT_DEVICE_SEEN, .origin = HBM_FROM_KERNEL,
+				 .sync = HBM_SYNC_ADDED, .dev = { .id = 1, .identity = "dev" } };
+	struct hbm_fact page = { .type = HBM_FACT_PAGES, .origin = HBM_FROM_KERNEL,
+				 .flags = HBM_FACT_UNHEARD | HBM_FACT_KNOWN, .sync = HBM_SYNC_ADDED,
+				 .state = HBMGUARD_STATE_RETIRED, .source = HBMGUARD_SOURCE_UE,
+				 .dev = { .id = 1, .identity = "dev" },
+				 .offset = 0x1000, .length = 0x1000, .count = 1 };
+
+	setup();
+	rank("job", 0, 0x1000, 0);
+	recovery_fact(d, &seen);
+	recovery_fact(d, &page);
+	ck_assert_uint_eq(d->nr_incidents, 0);
+	page.flags = HBM_FACT_UNHEARD;	/* the same page, not restored: a loss unheard */
+	page.offset = 0x1000;
+	recovery_fact(d, &seen);
+	recovery_fact(d, &page);
+	ck_assert_uint_eq(d->nr_incidents, 1);
+	cleanup();
+}
+END_TEST
+
 /* A job of 4 ranks, some elsewhere, and a link to the others (the fakes above). */
 static void setup_across_nodes(void)
 {
@@ -745,6 +774,7 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, load_escalates_untimed);
 	tcase_add_test(tc, device_error_hits_every_rank_on_it);
 	tcase_add_test(tc, device_error_restores_and_forgets);
+	tcase_add_test(tc, restored_loss_is_no_news);
 	tcase_add_test(tc, job_across_nodes);
 	tcase_add_test(tc, incident_of_another_node);
 	tcase_add_test(tc, across_nodes_not_bypassed);

@@ -71,6 +71,37 @@ START_TEST(ranges_add)
 }
 END_TEST
 
+/*
+ * A table read's ranges, in order: each appended (touching ones merged),
+ * all fresh; the set then takes a range among them as any other.
+ */
+START_TEST(ranges_add_in_order)
+{
+	struct hbm_ranges s = { 0 }, fresh = { 0 };
+	uint64_t i;
+
+	for (i = 0; i < 100000; i++)
+		ck_assert_int_eq(hbm_ranges_add(&s, 2 * i * 0x1000, 0x1000, &fresh), 0);
+	ck_assert_uint_eq(s.nr, 100000);
+	ck_assert_uint_eq(fresh.nr, 100000);
+	ck_assert_uint_eq(s.r[99999].offset, 199998 * 0x1000ULL);
+	hbm_ranges_free(&fresh);
+	for (i = 0; i < 100000; i++)	/* read again: nothing new */
+		ck_assert_int_eq(hbm_ranges_add(&s, 2 * i * 0x1000, 0x1000, &fresh), 0);
+	ck_assert_uint_eq(fresh.nr, 0);
+	ck_assert_uint_eq(s.nr, 100000);
+	ck_assert_int_eq(hbm_ranges_add(&s, 0x1000, 0x1000, &fresh), 0);	/* fills a gap */
+	expect_ranges(&fresh, 1, (struct hbm_range[]){ { 0x1000, 0x1000 } });
+	ck_assert_uint_eq(s.nr, 99999);
+	ck_assert_uint_eq(s.r[0].length, 0x3000);
+	hbm_ranges_free(&fresh);
+	ck_assert_int_eq(hbm_ranges_add(&s, 199999 * 0x1000ULL, 0x1000, NULL), 0);	/* touching */
+	ck_assert_uint_eq(s.nr, 99999);
+	ck_assert_uint_eq(s.r[99998].length, 0x2000);
+	hbm_ranges_free(&s);
+}
+END_TEST
+
 START_TEST(ranges_remove)
 {
 	struct hbm_ranges s = { 0 }, fresh = { 0 };
@@ -98,6 +129,7 @@ Suite *seen_suite(void)
 	tcase_add_test(tc, seq_in_order);
 	tcase_add_test(tc, seq_dropped_once);
 	tcase_add_test(tc, ranges_add);
+	tcase_add_test(tc, ranges_add_in_order);
 	tcase_add_test(tc, ranges_remove);
 	suite_add_tcase(s, tc);
 	return s;

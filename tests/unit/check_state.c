@@ -998,6 +998,59 @@ START_TEST(compact_files_cleaned)
 }
 END_TEST
 
+
+/*
+ * A stored record as a packed RESTORE takes it: kept as it is where the
+ * module takes it (its source above all), made what the module takes where
+ * it would refuse it (which would cost the whole request).
+ */
+START_TEST(restore_record_kept_or_made_acceptable)
+{
+	struct hbm_state_record r = {
+		.offset = 0x5000, .length = 0x2000, .first_seen = 100, .last_seen = 200,
+		.state = HBMGUARD_STATE_RETIRED, .source = HBMGUARD_SOURCE_UE, .errors = 3,
+	};
+	struct hbmguard_restore_record out;
+
+	ck_assert_uint_eq(sizeof(out), HBMGUARD_RESTORE_RECORD_SIZE_VER0);
+	hbm_state_restore_record(&r, 0, &out);
+	ck_assert_uint_eq(out.offset, 0x5000);
+	ck_assert_uint_eq(out.length, 0x2000);
+	ck_assert_uint_eq(out.first_seen, 100);
+	ck_assert_uint_eq(out.last_seen, 200);
+	ck_assert_uint_eq(out.state, HBMGUARD_STATE_RETIRED);
+	ck_assert_uint_eq(out.source, HBMGUARD_SOURCE_UE);
+	ck_assert_uint_eq(out.errors, 3);
+	ck_assert_uint_eq(out.reserved, 0);
+
+	r.state = HBMGUARD_STATE_PENDING;
+	hbm_state_restore_record(&r, 0, &out);
+	ck_assert_uint_eq(out.state, HBMGUARD_STATE_PENDING);
+	r.state = HBMGUARD_STATE_FAILED;	/* retried for a spare */
+	hbm_state_restore_record(&r, 0, &out);
+	ck_assert_uint_eq(out.state, HBMGUARD_STATE_RETIRED);
+
+	r.source = HBMGUARD_SOURCE_DRIVER;
+	hbm_state_restore_record(&r, 1, &out);
+	ck_assert_uint_eq(out.source, HBMGUARD_SOURCE_DRIVER);	/* a GPU's */
+	hbm_state_restore_record(&r, 0, &out);
+	ck_assert_uint_eq(out.source, HBMGUARD_SOURCE_RESTORED);
+	r.source = HBMGUARD_SOURCE_NONE;
+	hbm_state_restore_record(&r, 0, &out);
+	ck_assert_uint_eq(out.source, HBMGUARD_SOURCE_RESTORED);
+
+	r.first_seen = 300;	/* after the last: the last is the first */
+	hbm_state_restore_record(&r, 0, &out);
+	ck_assert_uint_eq(out.first_seen, 300);
+	ck_assert_uint_eq(out.last_seen, 300);
+	r.first_seen = 1ULL << 32;	/* past 2106: now */
+	r.last_seen = 1ULL << 33;
+	hbm_state_restore_record(&r, 0, &out);
+	ck_assert_uint_eq(out.first_seen, 0);
+	ck_assert_uint_eq(out.last_seen, 0);
+}
+END_TEST
+
 Suite *state_suite(void)
 {
 	Suite *s = suite_create("state");
@@ -1023,6 +1076,7 @@ Suite *state_suite(void)
 	tcase_add_test(tc, log_append_and_compact);
 	tcase_add_test(tc, temporary_files_are_never_followed);
 	tcase_add_test(tc, compact_files_cleaned);
+	tcase_add_test(tc, restore_record_kept_or_made_acceptable);
 	suite_add_tcase(s, tc);
 	return s;
 }

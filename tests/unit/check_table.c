@@ -623,27 +623,31 @@ START_TEST(apply_gap_is_one_by_one)
 	for (page = 1000; n < 4000; n++) {
 		page += rand_r(&seed) % 4;
 		r[n] = (struct hbm_page_range){ .first = page, .nr = 1 + rand_r(&seed) % 4,
-					   .op = rand_r(&seed) % 5 ? HBM_OP_RETIRE : HBM_OP_PENDING };
+					   .op = rand_r(&seed) % 5 ? HBM_OP_RETIRE : HBM_OP_PENDING,
+					   .source = rand_r(&seed) % 3 ? HBMGUARD_SOURCE_UE :
+						     HBMGUARD_SOURCE_RESTORED,
+					   .first_seen = NOW, .last_seen = NOW };
 		if (page + r[n].nr > 15000)
 			break;
 		page += r[n].nr;
 	}
 	if (_i == 1)
-		r[n++] = (struct hbm_page_range){ .first = 15000, .nr = 20, .op = HBM_OP_RETIRE };
+		r[n++] = (struct hbm_page_range){ .first = 15000, .nr = 20, .op = HBM_OP_RETIRE,
+						  .source = HBMGUARD_SOURCE_UE,
+						  .first_seen = NOW, .last_seen = NOW };
 
 	/* Out of order, or over an extent: refused, nothing changed. */
 	r[n] = r[0];
-	ck_assert_int_eq(hbm_table_apply_gap(&a, r, n + 1, HBMGUARD_SOURCE_RESTORED, NOW, &ra),
-			 -EAGAIN);
+	ck_assert_int_eq(hbm_table_apply_gap(&a, r, n + 1, &ra), -EAGAIN);
 	ck_assert_int_eq(hbm_table_apply_gap(&a, &(struct hbm_page_range){ .first = 990, .nr = 20,
-				.op = HBM_OP_RETIRE }, 1, HBMGUARD_SOURCE_RESTORED, NOW, &ra),
+				.op = HBM_OP_RETIRE, .source = HBMGUARD_SOURCE_UE }, 1, &ra),
 			 -EAGAIN);
 	ck_tables_same(&a, &b);
 	for (fail = 0; fail < 64; fail++) {
 		int err;
 
 		hbm_test_alloc_fail_in = fail;
-		err = hbm_table_apply_gap(&a, r, n, HBMGUARD_SOURCE_RESTORED, NOW, &ra);
+		err = hbm_table_apply_gap(&a, r, n, &ra);
 		if (!err)
 			break;
 		ck_assert_int_eq(err, -ENOMEM);
@@ -655,13 +659,51 @@ START_TEST(apply_gap_is_one_by_one)
 	ck_assert_msg(fail > 0 && fail < 64, "the restore never allocated, or never succeeded");
 	for (i = 0; i < n; i++)
 		ck_assert_int_eq(hbm_table_apply(&b, r[i].op, r[i].first, r[i].nr,
-						 HBMGUARD_SOURCE_RESTORED, 0, NOW, &rb), 0);
+						 r[i].source, 0, NOW, &rb), 0);
 	ck_table_ok(&a);
 	ck_tables_same(&a, &b);
 	ck_assert_int_eq(memcmp(&ra, &rb, sizeof(ra)), 0);
 	ck_assert_uint_gt(a.pages[HBMGUARD_STATE_FAILED], 0);	/* the pool ran out */
 	hbm_table_destroy(&a);
 	hbm_table_destroy(&b);
+}
+END_TEST
+
+/*
+ * A restore keeps each range's record: its source (not RESTORED), its
+ * times and its errors, on the first page of a retired run (bypass()).
+ */
+START_TEST(apply_gap_keeps_records)
+{
+	const struct hbm_page_range r[] = {
+		{ .first = 10, .nr = 2, .op = HBM_OP_RETIRE, .source = HBMGUARD_SOURCE_UE,
+		  .first_seen = 100, .last_seen = 200, .errors = 7 },
+		{ .first = 20, .nr = 1, .op = HBM_OP_PENDING, .source = HBMGUARD_SOURCE_ADMIN,
+		  .first_seen = 300, .last_seen = 400, .errors = 2 },
+	};
+	struct hbm_result res = { 0 };
+	struct hbm_extent e;
+	struct hbm_table t;
+
+	ck_assert_int_eq(hbm_table_init(&t, 100, 10), 0);
+	ck_assert_int_eq(hbm_table_apply_gap(&t, r, 2, &res), 0);
+	ck_assert(hbm_table_lookup(&t, 10, &e));
+	ck_assert_uint_eq(e.source, HBMGUARD_SOURCE_UE);
+	ck_assert_uint_eq(e.state, HBMGUARD_STATE_RETIRED);
+	ck_assert_uint_eq(e.nr, 2);
+	ck_assert_uint_eq(e.first_seen, 100);
+	ck_assert_uint_eq(e.last_seen, 200);
+	ck_assert_uint_eq(e.errors, 7);
+	ck_assert(hbm_table_lookup(&t, 20, &e));
+	ck_assert_uint_eq(e.source, HBMGUARD_SOURCE_ADMIN);
+	ck_assert_uint_eq(e.state, HBMGUARD_STATE_PENDING);
+	ck_assert_uint_eq(e.first_seen, 300);
+	ck_assert_uint_eq(e.last_seen, 400);
+	ck_assert_uint_eq(e.errors, 2);
+	ck_assert_uint_eq(res.retired, 2);
+	ck_assert_uint_eq(res.pending, 1);
+	ck_table_ok(&t);
+	hbm_table_destroy(&t);
 }
 END_TEST
 
@@ -689,6 +731,7 @@ Suite *table_suite(void)
 	tcase_add_loop_test(tc, model_random_ops, 0, 4);
 	tcase_add_test(tc, million_pages);
 	tcase_add_loop_test(tc, apply_gap_is_one_by_one, 0, 2);
+	tcase_add_test(tc, apply_gap_keeps_records);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -385,6 +385,38 @@ struct hbmguard_extent {
 #define HBMGUARD_NO_SPARE (~0ULL)
 
 /**
+ * struct hbmguard_restore_record - one extent of a packed RESTORE
+ *	(HBMGUARD_A_RECORDS), in host byte order as netlink is
+ * @offset: first byte, page aligned
+ * @length: bytes, a non-zero multiple of page_size
+ * @first_seen: seconds since the epoch of the first report, below 2^32;
+ *	0: now
+ * @last_seen: of the latest report, below 2^32, not before @first_seen;
+ *	0: now
+ * @state: HBMGUARD_STATE_RETIRED (bypassed; FAILED when no spare is left)
+ *	or HBMGUARD_STATE_PENDING (recorded, not bypassed)
+ * @source: enum hbmguard_source: why the pages are bad, kept as it is;
+ *	not NONE; DRIVER only on a GPU device
+ * @errors: errors reported on the extent (the table keeps up to 65535)
+ * @reserved: zero
+ *
+ * A later version may grow the record: HBMGUARD_A_RECORD_SIZE says how
+ * large the caller's is, and bytes this kernel does not know must be zero.
+ */
+struct hbmguard_restore_record {
+	__u64 offset;
+	__u64 length;
+	__u64 first_seen;
+	__u64 last_seen;
+	__u32 state;
+	__u32 source;
+	__u32 errors;
+	__u32 reserved;
+};
+#define HBMGUARD_RESTORE_RECORD_SIZE_VER0 48
+#define HBMGUARD_RESTORE_RECORD_SIZE_MAX 4096
+
+/**
  * struct hbmguard_extent_query - HBMGUARD_IOC_LIST_BAD: the table, in pieces
  * @size: sizeof(struct hbmguard_extent_query)
  * @flags: must be zero
@@ -847,15 +879,32 @@ struct hbmguard_map_node {
  *	intake path the errors received and dropped (HBMGUARD_A_STATS nest of
  *	HBMGUARD_A_PATH_STATS nests: PATH, RECEIVED, DROPPED), EVENTS_DROPPED.
  * HBMGUARD_CMD_RESTORE (admin)
- *	DEVICE_ID and HBMGUARD_A_EXTENT nests (OFFSET, LENGTH, and STATE
- *	PENDING for pages to record without bypass): pages known bad from
- *	persistent state, retired with source RESTORED.  Every extent is
- *	checked before any is applied.  The request is one change: one
- *	HBMGUARD_EVENT_RESTORED event (COUNT: pages recorded, AUX: extents;
- *	none when no page was new), one publication of the mapped table.
- *	At most 16384 extents (E2BIG; the daemon sends 32 KiB requests:
- *	some 1150 extents).  Should one fail (ENOMEM) the ones before it
- *	stay, and are announced.
+ *	DEVICE_ID and the extents, in one of two forms (both in one request
+ *	is EINVAL):
+ *	- HBMGUARD_A_EXTENT nests (OFFSET, LENGTH, and STATE PENDING for
+ *	  pages to record without bypass), retired with source RESTORED;
+ *	- packed (kernels that know HBMGUARD_A_RECORDS: the family's maxattr
+ *	  says so): HBMGUARD_A_RECORD_SIZE, the size of the caller's struct
+ *	  hbmguard_restore_record (from HBMGUARD_RESTORE_RECORD_SIZE_VER0 up
+ *	  to HBMGUARD_RESTORE_RECORD_SIZE_MAX, a multiple of 8), and one or
+ *	  more HBMGUARD_A_RECORDS, each a non-empty array of such records
+ *	  (an attribute holds less than 64 KiB: a request carries several).
+ *	  Each record keeps what it says: its source (why the page went bad:
+ *	  not replaced by RESTORED), times and error count.  The records, in
+ *	  attribute order, must be sorted by offset and not overlap (they may
+ *	  touch); a record's bytes past what the kernel knows must be zero.
+ *	  A length not a multiple of the record size, a record size out of
+ *	  bounds, a reserved field or flag set, records out of order or
+ *	  overlapping, a bad state, source or time are EINVAL, with an extack
+ *	  message naming the attribute.
+ *	Pages known bad from persistent state.  Every extent is checked
+ *	before any is applied.  The request is one change: one
+ *	HBMGUARD_EVENT_RESTORED event (source RESTORED; COUNT: pages recorded,
+ *	AUX: extents; none when no page was new), one publication of the
+ *	mapped table.  A restored page is not a loss of data now: the
+ *	aperture serves it from its spare (zeroed), it raises no SIGBUS.  At
+ *	most 16384 extents (E2BIG).  Should one fail (ENOMEM) the ones before
+ *	it stay, and are announced.
  * HBMGUARD_CMD_RANGE_REGISTER (admin)
  *	NAME, IDENTITY (optional), and NUMA_NODE, or PHYS_ADDR and HBM_SIZE;
  *	PAGE_SIZE (optional, the CPU page size by default; with CLAIM at least
@@ -992,6 +1041,8 @@ enum hbmguard_attr {
 	HBMGUARD_A_DRIVER_HEALTH,	/* u32: enum hbmguard_health */
 	HBMGUARD_A_ERRORS_DROPPED,	/* u64: errors reported, never applied */
 	HBMGUARD_A_CE_FORGOTTEN,	/* u64: CEs no longer toward a threshold */
+	HBMGUARD_A_RECORD_SIZE,		/* u32: bytes of each packed record */
+	HBMGUARD_A_RECORDS,		/* binary: struct hbmguard_restore_record[] */
 	__HBMGUARD_A_MAX
 };
 #define HBMGUARD_A_MAX (__HBMGUARD_A_MAX - 1)
