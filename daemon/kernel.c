@@ -736,22 +736,6 @@ static uint32_t device_kind(const struct device *dev)
 }
 
 /*
- * Whether [@offset, +@length) lies within the records of @s (sorted, apart),
- * run by run; *@j walks them along the table's sorted walk.
- */
-static bool covered(const struct hbm_state *s, size_t *j, uint64_t offset, uint64_t length)
-{
-	uint64_t at = offset, end = offset + length;
-	size_t i;
-
-	while (*j < s->nr && s->records[*j].offset + s->records[*j].length <= offset)
-		(*j)++;
-	for (i = *j; i < s->nr && at < end && s->records[i].offset <= at; i++)
-		at = s->records[i].offset + s->records[i].length;
-	return at >= end;
-}
-
-/*
  * What a device's table holds, read once after it was (re)found: PAGES
  * facts, unheard (and known, where the store restored them just before:
  * their source no longer says so), then TABLE_READ.  The store saves from them, the sinks
@@ -762,7 +746,7 @@ struct table_walk {
 	struct hbm_kernel *k;
 	struct hbm_fact f;
 	const struct hbm_state *restored;	/* what the store restored, or NULL */
-	size_t j;				/* covered()'s walk of it */
+	size_t j;				/* hbm_state_holds()'s walk of it */
 };
 
 static int fact_extent(struct nl_msg *msg, void *arg)
@@ -780,7 +764,7 @@ static int fact_extent(struct nl_msg *msg, void *arg)
 	w->f.first_seen = r.first_seen;
 	w->f.last_seen = r.last_seen;
 	w->f.flags = HBM_FACT_UNHEARD;
-	if (w->restored && covered(w->restored, &w->j, r.offset, r.length))
+	if (w->restored && hbm_state_holds(w->restored, &w->j, r.offset, r.length, r.state))
 		w->f.flags |= HBM_FACT_KNOWN;
 	w->k->link.fact(w->k->link.core, &w->f);
 	return NL_OK;

@@ -590,6 +590,35 @@ struct hbm_state_count hbm_state_count(const struct hbm_state *s)
 }
 
 /**
+ * hbm_state_holds() - whether an extent of a table read is as @s has it
+ * @s: the records restored (sorted, apart)
+ * @j: where a sorted walk of the table is in them (0 at its start)
+ * @offset: the extent's
+ * @length: the extent's
+ * @state: the extent's (HBMGUARD_STATE_*)
+ *
+ * True when records of @s cover the extent run by run, each in @state: the
+ * extent is what was restored, no news.  Offsets alone would not do: a page
+ * restored PENDING that a UE retired meanwhile (the daemon down, or before
+ * the restore reached it) is news, for the file (else it would still say
+ * PENDING, and the next boot put the page back in service) and for
+ * recovery alike.
+ */
+bool hbm_state_holds(const struct hbm_state *s, size_t *j, uint64_t offset, uint64_t length,
+		     uint8_t state)
+{
+	uint64_t at = offset, end = offset + length;
+	size_t i;
+
+	while (*j < s->nr && s->records[*j].offset + s->records[*j].length <= offset)
+		(*j)++;
+	for (i = *j; i < s->nr && at < end && s->records[i].offset <= at &&
+	     s->records[i].state == state; i++)
+		at = s->records[i].offset + s->records[i].length;
+	return at >= end;
+}
+
+/**
  * hbm_state_restore_record() - a stored record as a packed RESTORE takes it
  * @r: the record, from a file that checked out (sorted, inside its device)
  * @gpu: the device is a GPU its driver bypasses (HBMGUARD_KIND_GPU)

@@ -73,6 +73,7 @@
 #ifndef HBM_STATE_H
 #define HBM_STATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -163,6 +164,8 @@ int hbm_state_decode(const uint8_t *buf, size_t len, uint64_t max_pages,
 		     struct hbm_state *out, struct hbm_state_damage *damage);
 void hbm_state_free(struct hbm_state *s);
 struct hbm_state_count hbm_state_count(const struct hbm_state *s);
+bool hbm_state_holds(const struct hbm_state *s, size_t *j, uint64_t offset, uint64_t length,
+		     uint8_t state);
 
 struct hbmguard_restore_record;
 void hbm_state_restore_record(const struct hbm_state_record *r, int gpu,

@@ -1004,6 +1004,36 @@ END_TEST
  * module takes it (its source above all), made what the module takes where
  * it would refuse it (which would cost the whole request).
  */
+/* A table read's extent is no news only where the file has it in its state. */
+START_TEST(holds_in_its_state)
+{
+	struct hbm_state_record r[] = {
+		{ .offset = 0x0000, .length = 0x2000, .state = HBMGUARD_STATE_RETIRED },
+		{ .offset = 0x2000, .length = 0x1000, .state = HBMGUARD_STATE_PENDING },
+		{ .offset = 0x3000, .length = 0x1000, .state = HBMGUARD_STATE_RETIRED },
+		{ .offset = 0x6000, .length = 0x1000, .state = HBMGUARD_STATE_FAILED },
+	};
+	struct hbm_state s = { .records = r, .nr = 4 };
+	size_t j = 0;
+
+	/* a walk of the table, in order */
+	ck_assert(hbm_state_holds(&s, &j, 0x0000, 0x2000, HBMGUARD_STATE_RETIRED));
+	/* restored PENDING, retired by a UE since: news */
+	ck_assert(!hbm_state_holds(&s, &j, 0x2000, 0x1000, HBMGUARD_STATE_RETIRED));
+	ck_assert(hbm_state_holds(&s, &j, 0x3000, 0x1000, HBMGUARD_STATE_RETIRED));
+	ck_assert(!hbm_state_holds(&s, &j, 0x4000, 0x1000, HBMGUARD_STATE_RETIRED));	/* none */
+	/* restored FAILED (sent as RETIRED), bypassed now that a spare is free */
+	ck_assert(!hbm_state_holds(&s, &j, 0x6000, 0x1000, HBMGUARD_STATE_RETIRED));
+	/* one extent over records of two states, or past the last */
+	j = 0;
+	ck_assert(!hbm_state_holds(&s, &j, 0x1000, 0x2000, HBMGUARD_STATE_RETIRED));
+	ck_assert(hbm_state_holds(&s, &j, 0x2000, 0x1000, HBMGUARD_STATE_PENDING));
+	ck_assert(!hbm_state_holds(&s, &j, 0x6000, 0x2000, HBMGUARD_STATE_FAILED));
+	j = 0;
+	ck_assert(!hbm_state_holds(&s, &j, 0x0000, 0x4000, HBMGUARD_STATE_RETIRED));
+}
+END_TEST
+
 START_TEST(restore_record_kept_or_made_acceptable)
 {
 	struct hbm_state_record r = {
@@ -1077,6 +1107,7 @@ Suite *state_suite(void)
 	tcase_add_test(tc, temporary_files_are_never_followed);
 	tcase_add_test(tc, compact_files_cleaned);
 	tcase_add_test(tc, restore_record_kept_or_made_acceptable);
+	tcase_add_test(tc, holds_in_its_state);
 	suite_add_tcase(s, tc);
 	return s;
 }
