@@ -18,8 +18,9 @@
  * A device's table read for the sinks goes to them extent by extent as it
  * is dumped, on a socket of its own (table_facts()): 10^6 extents are never
  * held here.  Stored pages go back in packed (struct
- * hbmguard_restore_record, each keeping its source) where the module's
- * family has HBMGUARD_A_RECORDS, as extent nests otherwise.
+ * hbmguard_restore_record, each keeping its times and errors) where the
+ * module's family has HBMGUARD_A_RECORDS, as extent nests otherwise; both
+ * retired as RESTORED (packed_request() says why).
  *
  * It must not block the loop longer than one read of the devices and
  * their tables, allocates per read of the devices or a table (never per
@@ -193,26 +194,30 @@ static bool put_extent(struct nl_msg *msg, const struct hbm_state_record *r)
 #define RECORDS_PER_ATTR	1024
 #define RESTORE_MAX_EXTENTS	16384
 
+/* The most records one packed RESTORE of this family carries. */
+static size_t packed_per_request(const struct hbm_kernel *k)
+{
+	size_t n = (k->restore_bytes - 1024) / sizeof(struct hbmguard_restore_record);
+
+	return n < RESTORE_MAX_EXTENTS ? n : RESTORE_MAX_EXTENTS;
+}
+
 /*
- * Stored records @s->records[*i...] into one packed RESTORE, each kept as
- * it was stored (source, times, errors: hbm_state_restore_record()).
+ * Stored records @s->records[@from, @end) into one packed RESTORE, each
+ * kept as it was stored (times, errors: hbm_state_restore_record()).
  */
 static struct nl_msg *packed_request(struct hbm_kernel *k, const struct device *dev,
-				     const struct hbm_state *s, size_t *i)
+				     const struct hbm_state *s, size_t from, size_t end)
 {
-	size_t per_msg = (k->restore_bytes - 1024) / sizeof(struct hbmguard_restore_record);
 	struct nl_msg *msg = hbm_genl_request_sized(k->family, HBMGUARD_CMD_RESTORE, 0,
 						    k->restore_bytes);
-	size_t end;
+	size_t i = from;
 
-	if (per_msg > RESTORE_MAX_EXTENTS)
-		per_msg = RESTORE_MAX_EXTENTS;
-	end = s->nr - *i < per_msg ? s->nr : *i + per_msg;
 	if (!msg || nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev->id) ||
 	    nla_put_u32(msg, HBMGUARD_A_RECORD_SIZE, sizeof(struct hbmguard_restore_record)))
 		goto nomem;
-	while (*i < end) {
-		size_t n = end - *i < RECORDS_PER_ATTR ? end - *i : RECORDS_PER_ATTR, j;
+	while (i < end) {
+		size_t n = end - i < RECORDS_PER_ATTR ? end - i : RECORDS_PER_ATTR, j;
 		struct nlattr *a = nla_reserve(msg, HBMGUARD_A_RECORDS,
 					       n * sizeof(struct hbmguard_restore_record));
 		struct hbmguard_restore_record *r;
@@ -221,7 +226,7 @@ static struct nl_msg *packed_request(struct hbm_kernel *k, const struct device *
 			goto nomem;
 		r = nla_data(a);
 		for (j = 0; j < n; j++) {
-			hbm_state_restore_record(&s->records[*i + j],
+			hbm_state_restore_record(&s->records[i + j],
 						 dev->kind == HBMGUARD_KIND_GPU, &r[j]);
 			/*
 			 * Not yet each page's own source: recovery takes every
@@ -234,7 +239,7 @@ static struct nl_msg *packed_request(struct hbm_kernel *k, const struct device *
 			 */
 			r[j].source = HBMGUARD_SOURCE_RESTORED;
 		}
-		*i += n;
+		i += n;
 	}
 	return msg;
 nomem:
@@ -242,31 +247,67 @@ nomem:
 	return NULL;
 }
 
+/* Stored extents refused one by one said each, up to this many a restore. */
+#define REFUSED_SAID 8
+
+/*
+ * Records [@from, @end) in one packed request; one the module refuses
+ * (EINVAL, ERANGE: a record past the device's usable size after its spares
+ * were raised, say) is tried again in halves, so that only the records it
+ * refuses are lost, each said: not the thousands beside them.
+ */
+static int restore_packed(struct hbm_kernel *k, const struct device *dev,
+			  const struct hbm_state *s, size_t from, size_t end, size_t *refused)
+{
+	struct nl_msg *msg = packed_request(k, dev, s, from, end);
+	int err;
+
+	if (!msg)
+		return -ENOMEM;
+	err = transact(k, msg, NULL, NULL);
+	if ((err == -EINVAL || err == -ERANGE) && end - from > 1) {
+		size_t half = from + (end - from) / 2;
+		int err2;
+
+		err = restore_packed(k, dev, s, from, half, refused);
+		err2 = restore_packed(k, dev, s, half, end, refused);
+		return err ? err : err2;
+	}
+	if (err && end - from == 1 && ++*refused <= REFUSED_SAID)
+		fprintf(stderr, "<4>hbmguardd: stored extent 0x%" PRIx64 "+0x%" PRIx64
+			" of %s refused by the module: %s: not restored%s\n",
+			s->records[from].offset, s->records[from].length, dev->identity,
+			hbm_genl_strerror(err),
+			*refused == REFUSED_SAID ? " (the next such are counted, not said)" : "");
+	return err;
+}
+
 /*
  * Put stored pages back into the kernel: raises no recovery.  Packed where
- * the module takes it, each page with the source it was retired for;
- * otherwise (an older module) as extent nests, retired as RESTORED.  A
- * request refused (a record the device no longer holds, say) costs its own
- * extents, not the requests after it.
+ * the module takes it (times and errors kept); otherwise (an older module)
+ * as extent nests.  Either way retired as RESTORED.  A request refused
+ * costs its own extents, not the requests after it; a packed one only the
+ * records the module refuses (restore_packed()).
  *
  * Return: 0, or the first request's error.
  */
 static int restore(struct hbm_kernel *k, const struct device *dev,
 		   const struct hbm_state *s)
 {
-	size_t i = 0;
+	size_t i = 0, refused = 0;
 	int first_err = 0;
 
 	while (k->packed && i < s->nr) {
-		struct nl_msg *msg = packed_request(k, dev, s, &i);
-		int err;
+		size_t end = s->nr - i < packed_per_request(k) ? s->nr : i + packed_per_request(k);
+		int err = restore_packed(k, dev, s, i, end, &refused);
 
-		if (!msg)
-			return -ENOMEM;
-		err = transact(k, msg, NULL, NULL);
 		if (err && !first_err)
 			first_err = err;
+		i = end;
 	}
+	if (refused > REFUSED_SAID)
+		fprintf(stderr, "<4>hbmguardd: %zu stored extents of %s refused by the module: not restored\n",
+			refused, dev->identity);
 	while (i < s->nr) {
 		struct nl_msg *msg = hbm_genl_request_sized(k->family, HBMGUARD_CMD_RESTORE, 0,
 							    RESTORE_REQUEST_BYTES);

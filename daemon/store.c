@@ -6,11 +6,12 @@
  * The kernel is the authority on what is bad now; the state files are the
  * memory of what was bad before.  So the store only ever adds: when a
  * device is seen (at start, or announced by the module after a reload or a
- * GPU re-enumeration) its stored pages go back into the kernel (each with
- * the source it was retired for, where the module takes packed records),
+ * GPU re-enumeration) its stored pages go back into the kernel (with
+ * their times and error counts, where the module takes packed records),
  * its table is read, and the union of what it read and what it had stored
  * is written as a new snapshot (state.h: the file, its log).  What the
- * read holds of the pages just restored (facts HBM_FACT_KNOWN) the file has
+ * read holds of the pages just restored, as restored (facts HBM_FACT_KNOWN:
+ * the same state; hbm_state_holds()), the file has
  * already: a read of nothing else leaves a file that is a snapshot alone
  * as it is, its log going on after it (file_is_union()), so a start with
  * 10^6 stored pages writes nothing and holds no table beside the stored

@@ -516,6 +516,8 @@ static int record_take(struct restore_req *q, const struct nlattr *a, const u8 *
 	struct hbmguard_restore_record r;
 
 #define REFUSE(err, msg) do { NL_SET_ERR_MSG_ATTR(extack, a, msg); return err; } while (0)
+	/* a larger struct would copy min(size, sizeof(r)) and zero the rest */
+	BUILD_BUG_ON(sizeof(r) != HBMGUARD_RESTORE_RECORD_SIZE_VER0);
 	memcpy(&r, p, sizeof(r));	/* 4-byte aligned in the message */
 	if (r.reserved)
 		REFUSE(-EINVAL, "a record's reserved field is not zero");
@@ -547,7 +549,8 @@ static int record_take(struct restore_req *q, const struct nlattr *a, const u8 *
 								   HBM_OP_RETIRE,
 			.source = r.source,
 			.errors = min_t(u32, r.errors, 0xffff),
-			.first_seen = r.first_seen ?: q->now,
+			/* an unknown time: the other one, else now; never first > last */
+			.first_seen = r.first_seen ?: (r.last_seen ?: q->now),
 			.last_seen = r.last_seen ?: max_t(u32, q->now, r.first_seen),
 		};
 	q->n++;

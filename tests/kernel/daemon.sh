@@ -176,6 +176,40 @@ eventually "... and hears again" '[ $(stat -c %s $state) = $((128 + 4 * 48)) ]' 
 check "clear" 'ctl clear sim0 0x3000 4K'
 fi
 
+# A stored page past its device's usable size (its spares raised since) is
+# refused by the module, and only it: the pages beside it in the same
+# packed request come back, the one refused is said.
+sid=$(hbmctl sim-create shrunk 64M spares=8)
+wait_for /tmp/daemon.log "sim:shrunk: device added"
+check "three pages saved, one near the device's end" \
+	'ctl retire shrunk 0x1000 && ctl retire shrunk 0x5000 && ctl retire shrunk 0x3ff0000'
+hbmctl sim-destroy $sid
+sid=$(hbmctl sim-create shrunk 64M spares=64)
+eventually "spares raised: the two pages still inside are back" \
+	'hbmctl pages shrunk >/tmp/shrunk && grep -q "^0x1000 *1 .*retired *restored" /tmp/shrunk &&
+	grep -q "^0x5000 *1 .*retired *restored" /tmp/shrunk'
+check "... the one past it refused alone, said" 'grep -q "stored extent 0x3ff0000+0x1000 of sim:shrunk refused by the module: .*: not restored$" /tmp/daemon.log &&
+	! grep -q "stored extent 0x[15]000+" /tmp/daemon.log && ! grep -q "^0x3ff0000 " /tmp/shrunk'
+hbmctl sim-destroy $sid
+
+# A page saved PENDING that a UE retires while the daemon is down: at its
+# start the restore asks PENDING, the module keeps it retired, and the read
+# that follows is news, not what was restored: the file says retired after
+# it, and the device comes back with the page retired, not in service.
+mid=$(hbmctl sim-create moved 64M spares=8)
+wait_for /tmp/daemon.log "sim:moved: device added"
+check "a pending page saved" 'ctl retire moved 0x20000 0x1000 --pending'
+kill $daemon
+wait $daemon 2>/dev/null
+hbmctl inject moved ue 0x20000
+check "... a UE retires it while the daemon is down" 'hbmctl pages moved | grep -q "^0x20000 *1 .*retired"'
+start_daemon
+hbmctl sim-destroy $mid
+mid=$(hbmctl sim-create moved 64M spares=8)
+eventually "... saved retired: back retired with its device" \
+	'hbmctl pages moved | grep -q "^0x20000 *1 .*retired *restored"'
+hbmctl sim-destroy $mid
+
 # SIGHUP: a good file is taken, a bad one refused with the old kept.
 printf "$conf"'[Policy]\nCEThreshold=0\n' >/tmp/hbmguardd.conf
 kill -HUP $daemon

@@ -890,11 +890,16 @@ struct hbmguard_map_node {
  *	  more HBMGUARD_A_RECORDS, each a non-empty array of such records
  *	  (an attribute holds less than 64 KiB: a request carries several).
  *	  Each record keeps what it says: its source (why the page went bad:
- *	  not replaced by RESTORED), times and error count.  The records, in
+ *	  not replaced by RESTORED), times and error count, where the table
+ *	  has none of the request's pages (a restore after the module's load).
+ *	  Where it has some (the daemon restarted, a UE before the restore),
+ *	  the request's ranges are applied one by one as RETIRE's are: pages
+ *	  the table has keep their record, new ones get the record's source,
+ *	  the request's time and no error count.  The records, in
  *	  attribute order, must be sorted by offset and not overlap (they may
  *	  touch); a record's bytes past what the kernel knows must be zero.
  *	  A length not a multiple of the record size, a record size out of
- *	  bounds, a reserved field or flag set, records out of order or
+ *	  bounds, a reserved field set, records out of order or
  *	  overlapping, a bad state, source or time are EINVAL, with an extack
  *	  message naming the attribute.
  *	Pages known bad from persistent state.  Every extent is checked
@@ -902,7 +907,10 @@ struct hbmguard_map_node {
  *	HBMGUARD_EVENT_RESTORED event (source RESTORED; COUNT: pages recorded,
  *	AUX: extents; none when no page was new), one publication of the
  *	mapped table.  A restored page is not a loss of data now: the
- *	aperture serves it from its spare (zeroed), it raises no SIGBUS.  At
+ *	aperture copies its content to its spare as for RETIRE (after the
+ *	module's load, the zeros of a claimed range), and it raises no
+ *	SIGBUS unless its frame cannot be read (a poisoned frame: then it is
+ *	lost, as a UE's page).  At
  *	most 16384 extents (E2BIG).  Should one fail (ENOMEM) the ones before
  *	it stay, and are announced.
  * HBMGUARD_CMD_RANGE_REGISTER (admin)
