@@ -700,8 +700,8 @@ static void process(struct cl_core *c, struct job *j, uint64_t now)
 		a = push(c, CL_LOCAL, j);
 		if (a) {
 			a->step = CL_ABORT;	/* of no incident: nothing asked of one */
-			snprintf(a->text, sizeof(a->text), "the job's incident could not be opened across its nodes: %s",
-				 why);
+			/* short: the local incident's reason, which hbmctl shows, keeps 63 characters */
+			snprintf(a->text, sizeof(a->text), "not opened across nodes: %s", why);
 		}
 	}
 	if (!j->open || !j->member || !j->step_known)

@@ -7,11 +7,16 @@ user of hbmguard would check, as "ok"/"not ok" lines.
 SHARE holds each node's runs of the job as train.py left them, SHARE/NODE/RUN
 (ranks 0 and 1 on node1, 2 and 3 on node2; each node's launcher its own
 result.json, its first rank its own progress.csv), and what each node's
-hbmctl --json incidents said after them (SHARE/NODE/incidents.json).  The runs:
-clean/ (no fault) and ue/ (a UE under rank 2, on node 2).
+hbmctl --json incidents said after them (SHARE/NODE/incidents.json) and
+its hbmguardd's journal (SHARE/NODE/hbmguardd.journal).  The runs: clean/ (no
+fault), ue/ (a UE under rank 2, on node 2), then the escalations (guest.sh
+cluster_train): etcd/ (etcd restarted before the UE), second/ (a second
+error mid-incident), kill/ (node 2's hbmguardd killed mid-incident) and
+noetcd/ (etcd stopped before the UE).
 """
 import json
 import os
+import re
 import sys
 
 import ddp_runs
@@ -74,6 +79,20 @@ class Job:
         return [n for n, p in self.parts.items() if p and p.result.get("timed_out")]
 
 
+def journal(node):
+    try:
+        with open(os.path.join(share, node, "hbmguardd.journal")) as f:
+            return f.read().split("\n")
+    except OSError:
+        return []
+
+
+def journal_has(node, pattern):
+    """Whether a line of node's hbmguardd journal matches pattern (a regular
+    expression, JOB standing for the job's name in etcd: UID.JOB)."""
+    return any(re.search(pattern, line) for line in journal(node))
+
+
 def incidents(node, job):
     try:
         with open(os.path.join(share, node, "incidents.json")) as f:
@@ -134,6 +153,132 @@ for node in NODES:
           mine is not None and len(mine) == 1 and mine[0]["state"] == "resumed" and
           mine[0]["failed_rank"] == 2, mine)
 
-late = [(name, job.timed_out()) for name, job in (("clean", clean), ("ue", ue))
-        if job.timed_out()]
+
+def recovered(job, what):
+    """The checks of a run the job survived, as the UE run's above."""
+    check("... every rank on both nodes finished", job.finished(), job.results(), job.ranks)
+    starts = job.starts()
+    check("... no process restarted, all four ranks recovered once, the step run again",
+          None not in job.ranks and
+          all(starts[r] == [job.ranks[r]["pid"]] and len(job.ranks[r]["incidents"]) == 1 and
+              job.ranks[r]["rerun"] == 1 for r in range(WORLD)), starts, job.ranks)
+    check("... final weights and buffers bitwise equal to the fault-free run's",
+          None not in job.ranks + clean.ranks and
+          len({r["weights"] for r in job.ranks + clean.ranks}) == 1 and
+          [r["buffers"] for r in job.ranks] == [r["buffers"] for r in clean.ranks],
+          [r and r["weights"] for r in job.ranks + clean.ranks])
+    for node in NODES:
+        mine = incidents(node, what)
+        check("... %s's hbmctl incidents shows the job's one incident, resumed" % node,
+              mine is not None and len(mine) == 1 and mine[0]["state"] == "resumed", mine)
+
+
+def aborted(job):
+    """No rank of the run finished, the launchers said so: none ended
+    with status 0, each rank that reported was Aborted."""
+    return None not in job.parts.values() and \
+        all(p.result["exits"] != [["exit 0"]] for p in job.parts.values()) and \
+        all(r is None or r["aborted"] for r in job.ranks)
+
+
+def escalated_here(node, what, reason):
+    """node's hbmctl incidents: the job's incident escalated for reason."""
+    mine = incidents(node, what)
+    return mine is not None and len(mine) == 1 and mine[0]["state"] == "escalated" and \
+        mine[0]["reason"] == reason, mine
+
+
+def ran(job, node, key="ran"):
+    """What node's launcher ran (--run-at, --at-held), each with its status."""
+    p = job.parts[node]
+    got = p and p.result.get(key)
+    return [got] if key == "held" and got else list(got.values()) if got else []
+
+
+# ---- etcd restarted during the watch, then a UE: the job still recovers ----
+job = Job("etcd")
+check("cluster, etcd restarted during the job's watch (node 1): it was",
+      [(r["command"], r["status"]) for r in ran(job, "node1")] ==
+      [("systemctl restart etcd", 0)], ran(job, "node1"))
+
+
+def link_bounced(node):
+    """node's journal: its link to etcd went down and came back after the
+    job's ranks registered, before its incident opened."""
+    lines = journal(node)
+    first = next((i for i, line in enumerate(lines)
+                  if re.search(r"rank \d/4 of job cluster-etcd registered", line)), None)
+    opened = next((i for i, line in enumerate(lines)
+                   if re.search(r"job \d+\.cluster-etcd: incident \w+ opened", line)), None)
+    if first is None or opened is None:
+        return False
+    between = lines[first:opened]
+    down = next((i for i, line in enumerate(between) if line.endswith("cluster: etcd unreachable")),
+                None)
+    return down is not None and any(line.endswith("cluster: etcd reached")
+                                    for line in between[down:])
+
+
+for node in NODES:
+    check("... %s's hbmguardd lost etcd and reached it again (its journal)" % node,
+          link_bounced(node), journal(node)[-30:])
+recovered(job, "cluster-etcd")
+
+# ---- a second error mid-incident (node 2, rank 3's device) ----
+job = Job("second")
+check("cluster, a second error mid-incident: it went in on node 2 while rank 2 held PAUSED",
+      [r["status"] for r in ran(job, "node2", "held")] == [0], job.results())
+check("... the job was aborted: no rank finished", aborted(job), job.results(), job.ranks)
+check("... node 2's hbmguardd escalated it (hbmctl incidents)",
+      *escalated_here("node2", "cluster-second", "a second error during recovery"))
+check("... node 1's hbmguardd aborted it for node 2's reason (hbmctl incidents)",
+      *escalated_here("node1", "cluster-second", "node node2: a second error during recovery"))
+check("... the reason is in node 1's journal",
+      journal_has("node1", r"job \d+\.cluster-second: incident \w+ aborted: "
+                  r"node node2: a second error during recovery$"))
+
+# ---- node 2's hbmguardd killed mid-incident: its lease ends ----
+job = Job("kill")
+check("cluster, node 2's hbmguardd killed (SIGKILL) while rank 2 held PAUSED",
+      [r["status"] for r in ran(job, "node2", "held")] == [0] and
+      journal_has("node2", r"status=9/KILL"), job.results())
+check("... node 1 aborted the incident as node 2's lease ended (its journal)",
+      journal_has("node1", r"job \d+\.cluster-kill: incident \w+: aborting: "
+                  r"node node2 left the job \(its lease ended\)$"), journal("node1")[-30:])
+check("... node 1's hbmctl incidents says why",
+      *escalated_here("node1", "cluster-kill", "node node2 left the job (its lease ended)"))
+check("... node 1's ranks were told to abort by their hbmguardd, node 2's saw theirs gone",
+      None not in job.ranks and
+      all("hbmguardd escalated incident" in (r["aborted"] or "") for r in job.ranks[:2]) and
+      all("hbmguardd went away" in (r["aborted"] or "") for r in job.ranks[2:]), job.ranks)
+check("... the job was aborted: no rank finished", aborted(job), job.results(), job.ranks)
+
+# ---- etcd stopped before the UE: the job aborts at the deadline ----
+job = Job("noetcd")
+check("cluster, etcd stopped before the UE (node 1): it was",
+      ("systemctl stop etcd", 0) in [(r["command"], r["status"]) for r in ran(job, "node1")],
+      ran(job, "node1"))
+
+
+def link_state(node):
+    try:
+        with open(os.path.join(share, node, "noetcd", "status.json")) as f:
+            return json.load(f)["cluster"]["state"]
+    except (OSError, ValueError, KeyError) as e:
+        return repr(e)
+
+
+check("... hbmctl status on both nodes meanwhile: etcd unreachable",
+      [link_state(n) for n in NODES] == ["unreachable"] * 2, [link_state(n) for n in NODES])
+check("... node 2's hbmguardd aborted its ranks at the pause deadline (its journal)",
+      journal_has("node2", r"job \d+\.cluster-noetcd: its incident not opened by the pause "
+                  r"deadline after an error \(data lost on sim:sim2 at 0x24000 under rank 2\): "
+                  r"etcd unreachable: aborting this node's ranks$"), journal("node2")[-30:])
+check("... node 2's hbmctl incidents says why",
+      *escalated_here("node2", "cluster-noetcd",
+                      "not opened across nodes: etcd unreachable"))
+check("... the job was aborted: no rank finished", aborted(job), job.results(), job.ranks)
+
+late = [(name, Job(name).timed_out()) for name in ("clean", "ue", "etcd", "second", "kill",
+                                                    "noetcd") if Job(name).timed_out()]
 check("cluster: no run reached its wall-clock limit (a hang)", not late, late)

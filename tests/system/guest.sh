@@ -1026,37 +1026,88 @@ cluster_barrier() {
 # (train.py --nnodes 2: under torchrun; gloo over the link): a fault-free
 # run, then a UE under rank 2 (node 2's first rank), recovered by both
 # nodes' daemons as one incident (issue 14).  Each run is a job of its own
-# name (its incidents its own) and port.  An escalation is one more run
-# here, what it does to a node given by train.py --run-at on that node
-# only ($node), and its checks in cluster_verdict.py: node 2's daemon
-# killed mid-incident (node2: --run-at FAULT:"systemctl kill -s KILL
-# hbmguardd"), etcd stopped before the error (node1: --run-at
-# BEFORE:"systemctl stop etcd", started again after the run), etcd
-# restarted during a watch (node1: --run-at BEFORE:"systemctl restart etcd"),
-# a second error mid-incident (node1: --run-at FAULT:"hbmctl inject sim0 ue
-# 0x21000").
-cluster_runs() {
+# name (its incidents its own) and port.  Then the escalations, each one
+# more short run, what it does to a node given by train.py on that node
+# only, checked by cluster_verdict.py (what each costs: the run's wall in
+# the log, "# cluster RUN run"):
+#   etcd      etcd restarted during the watch (node1 --run-at 1), the UE
+#             after it (step 4): the job still recovers, bit for bit
+#   second    a second error mid-incident: rank 2 holds its PAUSED answer
+#             (--hold-paused) while node2 injects a UE under rank 3 (--at-held)
+#   kill      node 2's hbmguardd killed (SIGKILL, and kept down) mid-incident,
+#             rank 2 holding PAUSED: its lease ends, node 1 aborts the job
+#   noetcd    etcd stopped (node1 --run-at 1) before the UE (step 3): the
+#             job aborts at the pause deadline; hbmctl status meanwhile
+# Each UE at a page of its own: a page retired by a run before is
+# another's now.
+cluster_train() {
 	local node=$1 t=/usr/local/lib/hbmguard-test out=/var/tmp/cluster
-	local on="--nnodes 2 --node-rank $((${node#node} - 1)) --master-addr 10.77.0.1 --steps 6"
+	local on=(--nnodes 2 --node-rank $((${node#node} - 1)) --master-addr 10.77.0.1 --steps 6)
+	local etcd=() second=() kill=() noetcd=()
+	# the last run's deadlines, short: nothing recovers then, and the
+	# ranks of the node without the error wait for the Guard's (PauseTimeout
+	# + RestoreTimeout + 10 s: asked at each registration)
+	local short="printf '[Recovery]\\nPauseTimeout=5s\\nRestoreTimeout=5s\\n' \
+		>/etc/hbmguard/hbmguardd.conf.d/70-short.conf"
+	if [ "$node" = node1 ]; then
+		etcd=(--run-at "1:systemctl restart etcd")
+		noetcd=(--run-at "0:$short && systemctl reload hbmguardd"
+			--run-at "1:systemctl stop etcd"
+			--run-at "3:hbmctl --json status >$out/noetcd/status.json")
+	else
+		second=(--hold-paused --at-held "cluster-incident-open cluster-second &&
+			hbmctl inject sim3 ue 0x21000")
+		kill=(--hold-paused --at-held "cluster-incident-open cluster-kill &&
+			systemctl kill -s KILL hbmguardd && systemctl stop hbmguardd")
+		noetcd=(--run-at "0:$short && systemctl start hbmguardd"
+			--run-at "3:sleep 1; hbmctl --json status >$out/noetcd/status.json")
+	fi
+	GLOO_SOCKET_IFNAME=$2 TRAIN_USER=hbmtrain python3 $t/train.py \
+		hbmguard $out/clean --job cluster-clean "${on[@]}" --port 29510 --wall 400 \
+		+ hbmguard $out/ue --job cluster-ue "${on[@]}" --port 29520 --wall 300 \
+			--fault-step 3 --fault sim2:0x20000 \
+		+ hbmguard $out/etcd --job cluster-etcd "${on[@]}" --port 29530 --wall 300 \
+			--fault-step 4 --fault sim2:0x21000 "${etcd[@]}" \
+		+ hbmguard $out/second --job cluster-second "${on[@]}" --port 29540 --wall 300 \
+			--fault-step 3 --fault sim2:0x22000 "${second[@]}" \
+		+ hbmguard $out/kill --job cluster-kill "${on[@]}" --port 29550 --wall 300 \
+			--fault-step 3 --fault sim2:0x23000 "${kill[@]}" \
+		+ hbmguard $out/noetcd --job cluster-noetcd "${on[@]}" --port 29560 --wall 300 \
+			--fault-step 3 --fault sim2:0x24000 "${noetcd[@]}"
+}
+
+cluster_runs() {
+	local node=$1 out=/var/tmp/cluster r
 	rm -rf $out
-	check "cluster: the job's runs (fault-free; a UE under rank 2, on node 2)" \
-		"GLOO_SOCKET_IFNAME=$2 TRAIN_USER=hbmtrain python3 $t/train.py \
-			hbmguard $out/clean --job cluster-clean $on --port 29510 --wall 400 \
-			+ hbmguard $out/ue --job cluster-ue $on --port 29520 --wall 300 \
-				--fault-step 3 --fault sim2:0x20000 \
-			>/tmp/cluster.log 2>&1;
-		grep '^# DDP run' /tmp/cluster.log; test -f $out/ue/result.json ||
+	# cluster-incident-open JOB: until JOB's incident is open in etcd (up to 60 s)
+	cat >/usr/local/bin/cluster-incident-open <<-EOF
+	#!/bin/sh
+	end=\$((\$(date +%s) + 60))
+	until etcdctl --endpoints=$etcd_url get --prefix --keys-only /hbmguard/v1/jobs/ |
+		grep -q "\\.\$1/incident\\\$"; do
+		[ \$(date +%s) -lt \$end ] || exit 1
+		sleep 0.2
+	done
+	EOF
+	chmod +x /usr/local/bin/cluster-incident-open
+	# the runs' ends are cluster_verdict.py's: some end in an abort
+	rm -f /etc/hbmguard/hbmguardd.conf.d/70-short.conf
+	check "cluster: the job's runs (fault-free; a UE under rank 2, on node 2; escalations)" \
+		"cluster_train $node $2 >/tmp/cluster.log 2>&1;
+		grep '^# DDP run' /tmp/cluster.log; test -f $out/noetcd/result.json ||
 		{ tail -n 20 /tmp/cluster.log; false; }"
 	grep -E '^(hbmguard|# /|[A-Za-z.]*(Error|Aborted)|Thread|Current thread|  File)' \
 		/tmp/cluster.log | tail -n 40 | sed 's/^/#   /'
-	for r in clean ue; do
+	for r in clean ue etcd second kill noetcd; do
 		python3 -c 'import json, sys; print("# cluster %s run: %.0f s" % (sys.argv[1],
 			json.load(open(sys.argv[2]))["wall"]))' $r $out/$r/result.json
 	done
+	[ "$node" = node2 ] || systemctl start etcd	# stopped by the last run
 	# for the guests' -m (run.sh): what the job took at most here (cgroup v2's memory.peak)
 	echo "# $node: the test's memory peak: $(($(cat /sys/fs/cgroup/system.slice/hbmguard-test.service/memory.peak) >> 20)) MiB"
 	mkdir -p $cluster_share/$node
 	cp -r $out/. $cluster_share/$node/
+	systemctl start hbmguardd	# node 2's, killed by a run (a no-op where it runs)
 	hbmctl --json incidents >$cluster_share/$node/incidents.json
 	journalctl -b -u hbmguardd -o cat >$cluster_share/$node/hbmguardd.journal
 }

@@ -30,15 +30,19 @@ every rank finished.
 
 Several runs separated by "+" share one launcher.  --world 1 is a job
 without a replica; --hold-paused has rank 2 hold its
-PAUSED answer until the launcher has restarted hbmguardd (a restart in the
-middle of a recovery); --shards gives each rank weights of its own, as
+PAUSED answer until the launcher has run --at-held (by default: restarted
+hbmguardd, a restart in the middle of a recovery); --shards gives each rank weights of its own, as
 FSDP, ZeRO, tensor or pipeline parallelism would; --guard-commits has the
 Guard make the optimizer step (Guard's default) and the step unscale and
 clip the gradients first (AMP's recipe for clipping); --stop-daemon-step
 stops hbmguardd for good under the running job.  A run that takes longer
 than --wall seconds has its ranks killed (result.json: timed_out).
 --run-at STEP:COMMAND has the launcher run a shell's COMMAND once STEP
-was committed (a test's hook: etcd stopped, a daemon killed, a second fault).
+was committed, STEP 0 before it starts the ranks (a test's hook: etcd
+stopped, a daemon killed or started again); --at-held COMMAND is what the
+launcher does while rank 2 holds PAUSED (--hold-paused; by default it
+restarts hbmguardd), the incident surely open then (a daemon killed, a
+second fault, mid-incident).
 --rotate (make bench's) has the steps take turns, ROTATION's, so that the
 Guard's cost per step is measured in the same processes under the same
 load as the steps without it (ddp_report.py).
@@ -107,14 +111,16 @@ def parse(argv):
     p.add_argument("--shards", action="store_true",
                    help="no DDP, each rank's own weights: what sharded state is to the Guard")
     p.add_argument("--hold-paused", action="store_true",
-                   help="rank 2 answers PAUSED once hbmguardd was restarted")
+                   help="rank 2 answers PAUSED once the launcher ran --at-held")
+    p.add_argument("--at-held", default="systemctl restart hbmguardd", metavar="COMMAND",
+                   help="what the launcher does (a shell's) while rank 2 holds PAUSED")
     p.add_argument("--guard-commits", action="store_true",
                    help="the Guard makes the optimizer step; the step unscales and clips")
     p.add_argument("--stop-daemon-step", type=int, default=0,
                    help="systemctl stop hbmguardd at this step (0: never); it stays stopped")
     p.add_argument("--run-at", action="append", default=[], metavar="STEP:COMMAND",
                    help="the launcher runs COMMAND (a shell's) once STEP was committed here, "
-                   "after the fault if at the same step")
+                   "after the fault if at the same step; STEP 0: before the ranks start")
     p.add_argument("--wall", type=float, default=600,
                    help="seconds the run may take before its ranks are killed")
     p.add_argument("--cannot-continue", type=int, default=-1, metavar="RANK",
@@ -210,9 +216,9 @@ class EmulatedScaler:
 
 
 def hold_paused(guard, out):
-    """Rank 2 answers PAUSED only once the launcher restarted hbmguardd:
-    the daemon goes away with the incident open (a test's hook into the
-    Guard's connection)."""
+    """Rank 2 answers PAUSED only once the launcher ran --at-held (by
+    default, restarted hbmguardd): what it does happens with the incident
+    open (a test's hook into the Guard's connection)."""
     answer = guard._rank.answer
 
     def held(incident, what):
@@ -509,6 +515,16 @@ def committed(out):
         return 0
 
 
+def run_commands(args, result, step):
+    """--run-at's commands due at step (committed), each once, in order;
+    what each returned in result["ran"]."""
+    for i, at in enumerate(args.run_at):
+        due, command = at.split(":", 1)
+        if str(i) not in result["ran"] and step >= int(due):
+            result["ran"][str(i)] = {"command": command, "time": time.time(),
+                                     "status": subprocess.run(command, shell=True).returncode}
+
+
 def status(rc):
     return "signal %s" % signal.Signals(-rc).name if rc < 0 else "exit %d" % rc
 
@@ -524,6 +540,7 @@ def launch(args):
               "fault_time": None, "fault_step": None, "restarts": [], "ran": {}}
     t0 = time.time()
     attempt = 0
+    run_commands(args, result, 0)
     procs = spawn(args, attempt)
     result["started"].append([p.pid for p in procs])
     while True:
@@ -533,11 +550,7 @@ def launch(args):
             subprocess.run(["hbmctl", "inject", dev, "ue", offset], check=True)
             result["fault_time"] = time.time()
             result["fault_step"] = committed(args.out)
-        for i, at in enumerate(args.run_at):
-            step, command = at.split(":", 1)
-            if i not in result["ran"] and committed(args.out) >= int(step):
-                result["ran"][i] = {"command": command, "time": time.time(),
-                                    "status": subprocess.run(command, shell=True).returncode}
+        run_commands(args, result, committed(args.out))
         if args.restart_daemon_step and "daemon_restart" not in result and \
                 committed(args.out) >= args.restart_daemon_step:
             subprocess.run(["systemctl", "restart", "hbmguardd"], check=True)
@@ -546,10 +559,10 @@ def launch(args):
                 committed(args.out) >= args.stop_daemon_step:
             subprocess.run(["systemctl", "stop", "hbmguardd"], check=True)
             result["daemon_stop"] = time.time()
-        if args.hold_paused and "daemon_restart" not in result and \
+        if args.hold_paused and "held" not in result and \
                 os.path.exists(os.path.join(args.out, "held")):
-            subprocess.run(["systemctl", "restart", "hbmguardd"], check=True)
-            result["daemon_restart"] = time.time()
+            result["held"] = {"command": args.at_held, "time": time.time(),
+                              "status": subprocess.run(args.at_held, shell=True).returncode}
             open(os.path.join(args.out, "released"), "w").close()
         codes = [p.poll() for p in procs]
         if all(c is not None for c in codes):

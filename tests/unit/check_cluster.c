@@ -14,6 +14,7 @@
 #include <syslog.h>
 
 #include "cluster_proto.h"
+#include "ctl.h"
 #include "etcd_msg.h"
 #include "unit.h"
 
@@ -94,6 +95,7 @@ static char said[NODES][8192];
 static unsigned int closed[NODES][2];	/* [resumed] */
 static unsigned int steps[NODES][CL_NR_STEPS];
 static uint32_t told_rank[NODES];	/* the failed rank of the last step asked */
+static char told_why[NODES][2 * CL_REASON_LEN];	/* the text of the last step asked */
 static char id[HBM_CLUSTER_NAME_LEN];	/* what cl_error() said it opens under */
 static char watched[NODES][4][256];	/* the acknowledgements each core watches */
 static unsigned int sent[NODES][CL_TXN_LEAVE + 1];	/* transactions, by kind */
@@ -319,6 +321,7 @@ static void run(void)
 				case CL_LOCAL:
 					steps[n][a.step]++;
 					told_rank[n] = a.rank;
+					strcpy(told_why[n], a.text);
 					if (n != mute_node)
 						cl_local_done(cores[n], a.job, a.id, a.step,
 							      !(n == fail_node && (int)a.step == fail_step),
@@ -610,6 +613,9 @@ START_TEST(etcd_gone_before)
 	run();
 	ck_assert_uint_eq(steps[1][CL_ABORT], 1);
 	ck_assert_ptr_nonnull(strstr(said[1], "not opened by the pause deadline after an error (a UE): etcd unreachable"));
+	/* the ranks' abort says why, whole in the local incident's reason (hbmctl incidents) */
+	ck_assert_str_eq(told_why[1], "not opened across nodes: etcd unreachable");
+	ck_assert_uint_lt(strlen(told_why[1]), sizeof(((struct hbm_ctl_incident *)0)->reason));
 	ck_assert_uint_eq(cl_next_deadline(cores[1]), UINT64_MAX);
 	/* and nothing is opened once etcd is back */
 	linked[1] = true;

@@ -689,7 +689,7 @@ START_TEST(ended_before_open_is_no_poison)
 	recovery_client_gone(d, a);	/* CUDA's ECC error ended it at once */
 	free(a);
 	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_ESCALATED);
-	step("", CL_ABORT, 0, "", "the job's incident could not be opened across its nodes");
+	step("", CL_ABORT, 0, "", "not opened across nodes: etcd unreachable");
 	recovery_client_gone(d, b);
 	free(b);
 	/* the launcher restarts the job under its id; later node1 loses data */
