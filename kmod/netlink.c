@@ -586,6 +586,8 @@ static int restore_records(struct restore_req *q)
 			return -EINVAL;
 		}
 		for (i = 0; i < nla_len(a) / size; i++) {
+			if (q->n > HBM_RESTORE_MAX)
+				return 0;	/* E2BIG: the rest is not even read */
 			err = record_take(q, a, (const u8 *)nla_data(a) + i * size, size,
 					  &prev_end);
 			if (err)
