@@ -727,9 +727,27 @@ static void process(struct cl_core *c, struct job *j, uint64_t now)
 		}
 		return;
 	}
-	/* a change of ours from the step read is taken: the watch brings what follows */
-	if (j->changed_from == j->step_mod_rev)
+	/*
+	 * A change of ours from the step read is taken: the watch brings what
+	 * follows, and nothing is sent meanwhile.  Not brought by the step's
+	 * deadline, the watch is behind (the link up, its events lost): this
+	 * node's ranks do not wait on it (resumed ones are left resumed), and
+	 * the deadline moves on rather than fire on every turn of the loop.
+	 */
+	if (j->changed_from == j->step_mod_rev) {
+		if (now < j->deadline)
+			return;
+		j->deadline = now + RETRY_US;
+		if (!j->local_aborted && j->step != CL_ABORT && j->step != CL_RESUME) {
+			say(c, j, LOG_ERR, "job %s: incident %s: etcd took this node's change of %s, its watch has not brought it by the deadline: aborting this node's ranks",
+			    j->name, j->id, step_names[j->step]);
+			local(c, j, CL_ABORT, "the watch of etcd behind past a step's deadline");
+			j->local_aborted = true;
+			escalate(c, j, "node %s: its watch of etcd behind past the deadline of %s",
+				 c->node, step_names[j->step]);
+		}
 		return;
+	}
 	if (j->escalate[0] && j->step != CL_ABORT && !BUSY(j, CL_TXN_ABORT)) {
 		set_step(c, j, CL_TXN_ABORT, CL_ABORT, j->escalate);
 		return;

@@ -510,8 +510,21 @@ static bool on_watch_msg(void *arg, struct json_object *msg)
 		return false;
 	}
 	etcd_int64(res, "compact_revision", &compact);
-	if (compact > 0 || (json_object_object_get_ex(res, "canceled", &f) &&
-			    json_object_get_boolean(f))) {
+	if (compact <= 0 && json_object_object_get_ex(res, "canceled", &f) &&
+	    json_object_get_boolean(f)) {
+		/*
+		 * Canceled for another cause (permission denied, etcd 3.4's
+		 * answer to a watch its auth does not allow): again after the
+		 * backoff, not at once in a loop.
+		 */
+		f = NULL;
+		json_object_object_get_ex(res, "cancel_reason", &f);
+		fprintf(stderr, "<4>hbmguardd: etcd: watch of %s canceled: %s\n", w->prefix,
+			f ? json_object_get_string(f) : "no reason given");
+		watch_retry(w, "the watch canceled");
+		return false;
+	}
+	if (compact > 0) {
 		/* compacted past what was seen: watch from now, read it all again */
 		fprintf(stderr, "<4>hbmguardd: etcd: watch from revision %" PRId64
 			" canceled (compacted to %" PRId64 "): reading %s again\n",

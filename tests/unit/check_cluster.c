@@ -91,6 +91,7 @@ static int nr_cores;
 static bool linked[NODES];
 static uint64_t now;
 static int fail_node = -1, fail_step = -1, mute_node = -1;
+static int deaf_node = -1;	/* its watch brings nothing, its link up */
 static char said[NODES][8192];
 static unsigned int closed[NODES][2];	/* [resumed] */
 static unsigned int steps[NODES][CL_NR_STEPS];
@@ -137,7 +138,7 @@ static void deliver(const struct fkv *f, bool put)
 		return;
 	}
 	for (int n = 0; n < nr_cores; n++)
-		if (linked[n] && watches(n, f->key))
+		if (linked[n] && n != deaf_node && watches(n, f->key))
 			(put ? cl_put : cl_delete)(cores[n], &kv, now);
 }
 
@@ -369,7 +370,7 @@ static void setup(void)
 	answer_first = false;
 	rev = 1;
 	now = 1000000;
-	fail_node = fail_step = mute_node = -1;
+	fail_node = fail_step = mute_node = deaf_node = -1;
 	nr_cores = 3;
 	for (int n = 0; n < nr_cores; n++) {
 		snprintf(name, sizeof(name), "n%d", n);
@@ -453,6 +454,35 @@ START_TEST(answered_before_watched)
 	ck_assert_uint_eq(sent[1][CL_TXN_ADVANCE], CL_RESUME);
 	ck_assert_uint_eq(sent[1][CL_TXN_CLOSE], 1);
 	ck_assert_uint_eq(sent[0][CL_TXN_OPEN] + sent[0][CL_TXN_ADVANCE] + sent[0][CL_TXN_CLOSE], 0);
+}
+END_TEST
+
+/*
+ * A change of ours etcd took whose event the watch never brings (its
+ * link up): the ranks here are aborted once, nothing is sent again, and
+ * the next deadline is ahead, not past (the loop would spin on it).
+ */
+START_TEST(change_taken_watch_behind)
+{
+	mute_node = 2;
+	cl_error(cores[0], "J", 0, "a UE", now, id);
+	run();
+	deaf_node = 0;
+	now += 30 * 1000000ULL;
+	for (int n = 0; n < 3; n++)
+		cl_tick(cores[n], now);
+	run();
+	ck_assert_uint_eq(sent[0][CL_TXN_ABORT], 1);
+	for (int i = 0; i < 5; i++) {
+		unsigned int before = sent[0][CL_TXN_ABORT] + sent[0][CL_TXN_CLOSE];
+
+		now += 10 * 1000000ULL;
+		cl_tick(cores[0], now);
+		run();
+		ck_assert_uint_gt(cl_next_deadline(cores[0]), now);
+		ck_assert_uint_eq(sent[0][CL_TXN_ABORT] + sent[0][CL_TXN_CLOSE], before);
+	}
+	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
 }
 END_TEST
 
@@ -974,6 +1004,7 @@ Suite *cluster_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, resumed_everywhere);
 	tcase_add_test(tc, answered_before_watched);
+	tcase_add_test(tc, change_taken_watch_behind);
 	tcase_add_test(tc, deadline_aborts);
 	tcase_add_test(tc, failed_step_and_second_error);
 	tcase_add_test(tc, two_open_at_once);
