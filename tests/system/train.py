@@ -328,6 +328,12 @@ def worker(args, rank, attempt):
                 if rank == args.cannot_continue and ap.lost():
                     raise RuntimeError(CUDA_ECC_ERROR)
                 scaler.scale(loss).backward()
+                # and after the backward pass, as a GPU's next kernel would:
+                # a fault during it is seen before the Guard's step ends
+                # (whose check of hbmguardd's requests would restore the
+                # page first, and the process go on as if it could)
+                if rank == args.cannot_continue and ap.lost():
+                    raise RuntimeError(CUDA_ECC_ERROR)
                 if args.guard_commits:  # AMP's recipe for clipping
                     scaler.unscale_(opt)
                     torch.nn.utils.clip_grad_norm_(ddp.parameters(), 1.0)
