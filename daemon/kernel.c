@@ -294,11 +294,11 @@ static int restore_packed(struct hbm_kernel *k, const struct device *dev,
 static int restore(struct hbm_kernel *k, const struct device *dev,
 		   const struct hbm_state *s)
 {
-	size_t i = 0, refused = 0;
+	size_t i = 0, refused = 0, per_request = packed_per_request(k);
 	int first_err = 0;
 
 	while (k->packed && i < s->nr) {
-		size_t end = s->nr - i < packed_per_request(k) ? s->nr : i + packed_per_request(k);
+		size_t end = s->nr - i < per_request ? s->nr : i + per_request;
 		int err = restore_packed(k, dev, s, i, end, &refused);
 
 		if (err && !first_err)
