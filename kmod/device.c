@@ -488,54 +488,78 @@ void hbm_devices_destroy_all(void)
 }
 
 /*
- * After a change within [@offset, @offset + @length): the health's event,
- * and the mapped table published (@changed) over that range; device lock
- * held.  The aperture is the caller's.
+ * A change within [@offset, @offset + @length) made visible: the mapped
+ * table published over that range.  Device lock held.
+ *
+ * Whoever an event wakes (the daemon, then a rank it pauses) must find the
+ * change already made: the table published and the aperture's mappings
+ * zapped, or a rank that reads its memory at PAUSE could still read a page
+ * its error has lost.  So events go out after this and the aperture.
  */
-static void device_published(struct hbm_device *dev, bool changed, u64 offset,
-			     u64 length, u32 old_health)
+static void device_publish(struct hbm_device *dev, u64 offset, u64 length)
+{
+	dev->generation++;
+	atomic64_inc(&hbm_gen);
+	hbm_map_changed(dev, min_t(u64, offset >> dev->page_shift, U32_MAX),
+			min_t(u64, length >> dev->page_shift, U32_MAX));
+}
+
+static void device_health_event(struct hbm_device *dev, u32 old_health)
 {
 	if (dev->core.health != old_health)
 		hbm_event(HBMGUARD_EVENT_HEALTH, dev->id, 0, 0, 0,
 			  dev->core.health, hbm_table_bad_pages(&dev->core.table),
 			  old_health);
+}
+
+static const size_t result_counts[] = {
+	offsetof(struct hbm_result, retired), offsetof(struct hbm_result, pending),
+	offsetof(struct hbm_result, failed), offsetof(struct hbm_result, cleared),
+};
+static const u32 result_events[] = {
+	HBMGUARD_EVENT_RETIRED, HBMGUARD_EVENT_PENDING,
+	HBMGUARD_EVENT_FAILED, HBMGUARD_EVENT_CLEARED,
+};
+
+static u32 result_count(const struct hbm_result *res, unsigned int i)
+{
+	return *(const u32 *)((const char *)res + result_counts[i]);
+}
+
+/* What changed made visible, before any event: device_publish(). */
+static void device_change_made(struct hbm_device *dev, const struct hbm_result *res,
+			       u64 offset, u64 length)
+{
+	bool changed = res->spares_failed;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(result_counts); i++)
+		changed |= result_count(res, i) != 0;
 	if (changed) {
-		dev->generation++;
-		atomic64_inc(&hbm_gen);
-		hbm_map_changed(dev, min_t(u64, offset >> dev->page_shift, U32_MAX),
-				min_t(u64, length >> dev->page_shift, U32_MAX));
+		device_publish(dev, offset, length);
+		hbm_aperture_changed(dev, offset, length, false);
 	}
 }
 
-/* Turn what changed into events; device lock held, so they come in order. */
+/* What changed told; device lock held, so events come in order. */
+static void device_change_told(struct hbm_device *dev, const struct hbm_result *res,
+			       u64 offset, u64 length, u8 source, u32 old_health)
+{
+	unsigned int i;
+
+	BUILD_BUG_ON(ARRAY_SIZE(result_counts) != ARRAY_SIZE(result_events));
+	for (i = 0; i < ARRAY_SIZE(result_counts); i++)
+		if (result_count(res, i))
+			hbm_event(result_events[i], dev->id, offset, length,
+				  source, 0, result_count(res, i), 0);
+	device_health_event(dev, old_health);
+}
+
 static void device_changed(struct hbm_device *dev, const struct hbm_result *res,
 			   u64 offset, u64 length, u8 source, u32 old_health)
 {
-	static const struct {
-		size_t field;
-		u32 type;
-	} kinds[] = {
-		{ offsetof(struct hbm_result, retired), HBMGUARD_EVENT_RETIRED },
-		{ offsetof(struct hbm_result, pending), HBMGUARD_EVENT_PENDING },
-		{ offsetof(struct hbm_result, failed), HBMGUARD_EVENT_FAILED },
-		{ offsetof(struct hbm_result, cleared), HBMGUARD_EVENT_CLEARED },
-	};
-	bool changed = false;
-	unsigned int i;
-
-	for (i = 0; i < ARRAY_SIZE(kinds); i++) {
-		u32 pages = *(const u32 *)((const char *)res + kinds[i].field);
-
-		if (!pages)
-			continue;
-		hbm_event(kinds[i].type, dev->id, offset, length, source, 0,
-			  pages, 0);
-		changed = true;
-	}
-	changed |= res->spares_failed;
-	device_published(dev, changed, offset, length, old_health);
-	if (changed)
-		hbm_aperture_changed(dev, offset, length, false);
+	device_change_made(dev, res, offset, length);
+	device_change_told(dev, res, offset, length, source, old_health);
 }
 
 static u32 now_seconds(void)
@@ -583,8 +607,6 @@ int hbm_device_report(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 		if (served == HBM_NO_SPARE ||
 		    !hbm_table_lookup(&dev->core.table, served, &e))
 			e.source = HBMGUARD_SOURCE_NONE;
-		hbm_event(HBMGUARD_EVENT_ERROR, dev->id, offset, 1, e.source,
-			  kind, count, path);
 		why = e.source;
 		if (served == HBM_NO_SPARE) {
 			served = page;	/* a free spare: no page changed */
@@ -599,8 +621,12 @@ int hbm_device_report(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 				xa_store(&dev->lost, served, xa_mk_value(1), GFP_KERNEL);
 			why = source_of[kind];
 		}
-		device_changed(dev, &res, (u64)served << dev->page_shift,
-			       1ULL << dev->page_shift, why, old_health);
+		device_change_made(dev, &res, (u64)served << dev->page_shift,
+				   1ULL << dev->page_shift);
+		hbm_event(HBMGUARD_EVENT_ERROR, dev->id, offset, 1, e.source,
+			  kind, count, path);
+		device_change_told(dev, &res, (u64)served << dev->page_shift,
+				   1ULL << dev->page_shift, why, old_health);
 	}
 	mutex_unlock(&dev->lock);
 	return err;
@@ -687,21 +713,22 @@ int hbm_device_restore(struct hbm_device *dev, const struct hbm_page_range *x, u
 	}
 	pages = res.retired + res.pending + res.failed;
 	changed = pages || res.spares_failed;
-	if (pages)
-		hbm_event(HBMGUARD_EVENT_RESTORED, dev->id, 0, 0,
-			  HBMGUARD_SOURCE_RESTORED, 0, pages, done);
 	/*
 	 * The mapped table over the span: what lies between the extents is
 	 * listed, not rewritten.  Mappings extent by extent: the aperture
 	 * visits every page of what it is given.
 	 */
-	if (lo < hi)
-		device_published(dev, changed, (u64)lo << dev->page_shift,
-				 (u64)(hi - lo) << dev->page_shift, old_health);
+	if (changed && lo < hi)
+		device_publish(dev, (u64)lo << dev->page_shift,
+			       (u64)(hi - lo) << dev->page_shift);
 	if (changed)
 		for (i = 0; i < done; i++)
 			hbm_aperture_changed(dev, (u64)x[i].first << dev->page_shift,
 					     (u64)x[i].nr << dev->page_shift, true);
+	if (pages)
+		hbm_event(HBMGUARD_EVENT_RESTORED, dev->id, 0, 0,
+			  HBMGUARD_SOURCE_RESTORED, 0, pages, done);
+	device_health_event(dev, old_health);
 	mutex_unlock(&dev->lock);
 	return err;
 }
