@@ -26,7 +26,8 @@
 #define CALL_TIMEOUT_MS		5000
 #define CONNECT_TIMEOUT_MS	3000
 #define REPLY_MAX		(16 << 20)	/* one message: a snapshot of many keys */
-#define RANGE_LIMIT		100000
+#define RANGE_PAGE		1000	/* keys a page: well under REPLY_MAX at our keys' size */
+#define SNAPSHOT_MAX		262144	/* keys a read: past it, refused (a writer filling etcd) */
 #define BACKOFF_MIN_US		250000
 #define BACKOFF_MAX_US		5000000
 
@@ -401,6 +402,10 @@ struct etcd_watch {
 	struct json_object **held;
 	size_t nr_held;
 	int64_t read_rev;		/* events up to it are in the read */
+	/* the read's pages, all of its first page's revision, told once all are in */
+	struct etcd_kv *kvs;
+	size_t nr_kvs, cap_kvs;
+	int64_t snap_rev;
 	bool up;
 	uint64_t backoff;
 	sd_event_source *retry;
@@ -418,6 +423,12 @@ static void read_end(struct etcd_watch *w)
 	free(w->held);
 	w->held = NULL;
 	w->nr_held = 0;
+	for (size_t i = 0; i < w->nr_kvs; i++)
+		etcd_kv_clear(&w->kvs[i]);
+	free(w->kvs);
+	w->kvs = NULL;
+	w->nr_kvs = w->cap_kvs = 0;
+	w->snap_rev = 0;
 }
 
 static void link_set(struct etcd_watch *w, bool up, const char *why)
@@ -457,36 +468,94 @@ static void watch_retry(struct etcd_watch *w, const char *why)
 
 static void deliver(struct etcd_watch *w, struct json_object *res);
 
+/* What was seen is of no use to resume from: watched from now, read again. */
+static void restart_from_now(struct etcd_watch *w)
+{
+	w->next_rev = 0;
+	etcd_cancel(w->req);
+	w->req = NULL;
+	read_end(w);
+	watch_begin(w);
+}
+
+static void on_range(void *arg, int err, struct json_object *reply);
+
+/*
+ * The read's next page, of the first page's revision, from past @after
+ * (NULL: the first).  A revision compacted meanwhile fails the page
+ * (ErrCompacted, rangeKeys() in mvcc/kvstore_txn.go, v3.4.23): the watch
+ * begins again, from now.
+ */
+static bool read_page(struct etcd_watch *w, const char *after)
+{
+	char *body = etcd_range_body(w->prefix, after, w->snap_rev, RANGE_PAGE);
+
+	w->read = body ? etcd_call(w->e, ETCD_PATH_RANGE, body, on_range, w) : NULL;
+	free(body);
+	return w->read;
+}
+
+/* A page's keys, kept; false past SNAPSHOT_MAX or without memory. */
+static bool read_keep(struct etcd_watch *w, struct json_object *kvs, size_t n)
+{
+	if (w->nr_kvs + n > SNAPSHOT_MAX)
+		return false;
+	if (w->nr_kvs + n > w->cap_kvs) {
+		size_t cap = w->cap_kvs ? 2 * w->cap_kvs : RANGE_PAGE;
+		struct etcd_kv *kv;
+
+		while (cap < w->nr_kvs + n)
+			cap *= 2;
+		kv = reallocarray(w->kvs, cap, sizeof(*kv));
+		if (!kv)
+			return false;
+		w->kvs = kv;
+		w->cap_kvs = cap;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!etcd_kv_parse(json_object_array_get_idx(kvs, i), &w->kvs[w->nr_kvs]))
+			w->nr_kvs++;
+	return true;
+}
+
+/*
+ * A page of the read.  The snapshot is told only whole: a read cut at
+ * RANGE_PAGE keys (a writer's junk sorting first) would hide the keys
+ * after it, a node of the job among them.
+ */
 static void on_range(void *arg, int err, struct json_object *reply)
 {
 	struct etcd_watch *w = arg;
-	struct json_object *kvs, *more;
-	struct etcd_kv *all = NULL;
-	size_t n = 0, i, k = 0;
+	struct json_object *kvs = NULL, *more, *last;
 	int64_t rev = reply ? etcd_header_revision(reply) : -1;
+	size_t n = 0, i;
 
 	w->read = NULL;
 	if (err || rev < 0)
 		return watch_retry(w, err == -EHOSTUNREACH ? "unreachable" : "a bad range reply");
+	if (!w->snap_rev)
+		w->snap_rev = rev;	/* of now: the pages after it are of this one */
 	if (json_object_object_get_ex(reply, "kvs", &kvs) && json_object_is_type(kvs, json_type_array))
 		n = json_object_array_length(kvs);
-	if (json_object_object_get_ex(reply, "more", &more) && json_object_get_boolean(more))
-		fprintf(stderr, "<3>hbmguardd: etcd: more than %d keys under %s: the rest is not read\n",
-			RANGE_LIMIT, w->prefix);
-	all = calloc(n ? n : 1, sizeof(*all));
-	if (!all)
-		return watch_retry(w, "out of memory");
-	for (i = 0; i < n; i++)
-		if (!etcd_kv_parse(json_object_array_get_idx(kvs, i), &all[k]))
-			k++;
-	w->ops->snapshot(w->ctx, all, k, rev);
-	for (i = 0; i < k; i++)
-		etcd_kv_clear(&all[i]);
-	free(all);
+	if (!read_keep(w, kvs, n)) {
+		fprintf(stderr, "<3>hbmguardd: etcd: more than %d keys under %s: not read\n",
+			SNAPSHOT_MAX, w->prefix);
+		return watch_retry(w, "too many keys");
+	}
+	if (json_object_object_get_ex(reply, "more", &more) && json_object_get_boolean(more)) {
+		if (!n || !json_object_object_get_ex(json_object_array_get_idx(kvs, n - 1), "key",
+						     &last) ||
+		    !json_object_is_type(last, json_type_string))
+			return watch_retry(w, "a bad range reply");
+		if (!read_page(w, json_object_get_string(last)))
+			return watch_retry(w, "out of memory");
+		return;
+	}
+	w->ops->snapshot(w->ctx, w->kvs, w->nr_kvs, w->snap_rev);
 	/* what the watch brought meanwhile, past what the read has */
-	w->read_rev = rev;
-	if (w->next_rev <= rev)
-		w->next_rev = rev + 1;
+	w->read_rev = w->snap_rev;
+	if (w->next_rev <= w->snap_rev)
+		w->next_rev = w->snap_rev + 1;
 	w->reading = false;
 	for (i = 0; i < w->nr_held && w->req; i++)
 		deliver(w, w->held[i]);
@@ -502,7 +571,7 @@ static bool on_watch_msg(void *arg, struct json_object *msg)
 {
 	struct etcd_watch *w = arg;
 	struct json_object *res, *f;
-	int64_t compact = 0;
+	int64_t compact = 0, rev;
 
 	if (!json_object_object_get_ex(msg, "result", &res)) {
 		fprintf(stderr, "<4>hbmguardd: etcd: watch: %s\n", json_object_to_json_string(msg));
@@ -529,25 +598,31 @@ static bool on_watch_msg(void *arg, struct json_object *msg)
 		fprintf(stderr, "<4>hbmguardd: etcd: watch from revision %" PRId64
 			" canceled (compacted to %" PRId64 "): reading %s again\n",
 			w->next_rev, compact, w->prefix);
-		w->next_rev = 0;
-		etcd_cancel(w->req);
-		w->req = NULL;
-		read_end(w);
-		watch_begin(w);
+		restart_from_now(w);
 		return false;	/* the old request, ended */
 	}
 	if (json_object_object_get_ex(res, "created", &f) && json_object_get_boolean(f)) {
 		if (w->reading) {
 			/* watching from now: the read covers what came before */
-			char *body = etcd_range_body(w->prefix, RANGE_LIMIT);
-
-			w->read = body ? etcd_call(w->e, ETCD_PATH_RANGE, body, on_range, w) : NULL;
-			free(body);
-			if (!w->read) {
+			if (!read_page(w, NULL)) {
 				watch_retry(w, "out of memory");
 				return false;
 			}
 			return true;
+		}
+		/*
+		 * Resumed, but etcd is now behind what the watch delivered:
+		 * its store went back (restored from a snapshot, or another
+		 * cluster at the endpoint).  Its next events would come at
+		 * revisions the watch starts past, unseen: from now, read again.
+		 */
+		rev = etcd_header_revision(res);
+		if (rev >= 0 && rev < w->next_rev - 1) {
+			fprintf(stderr, "<4>hbmguardd: etcd: at revision %" PRId64 ", behind the %" PRId64
+				" the watch had reached: reading %s again\n", rev, w->next_rev - 1,
+				w->prefix);
+			restart_from_now(w);
+			return false;	/* the old request, ended */
 		}
 		w->backoff = 0;
 		link_set(w, true, NULL);
