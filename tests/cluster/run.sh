@@ -243,6 +243,16 @@ reached() { [ "$(grep -c 'etcd reached' "$1")" -ge "$2" ]; }
 job=restart
 LOG=$W/$job.
 start_agents $job 2
+# A writer's keys sorting before jobs/, more than fill the read's first page
+# (1000 keys), written first (node 1 stopped for as short as can be:
+# its lease is 10 s): node 1's read below must page on past them to find
+# the incident and the job's nodes.
+for ((b = 0; b < 25; b++)); do
+	for ((k = 0; k < 100; k++)); do printf 'put /hbmguard/v1/aa/%04d x\n' $((b * 100 + k)); done |
+		{ echo; cat; echo; echo; } | ctl txn >/dev/null
+done
+[ "$(ctl get --prefix --keys-only /hbmguard/v1/aa/ | grep -c .)" = 2500 ] ||
+	fail "$job: the junk keys were not written"
 # node 1 away (stopped) across etcd's restart: its watch ends, unseen
 kill -STOP "${AGENTS[1]}"
 stop_etcd
@@ -250,15 +260,6 @@ start_etcd 0 --listen-client-urls $EP --advertise-client-urls $EP
 wait_for "etcd did not start again" 20 ctl endpoint health
 wait_for "$job: node 0 did not come back" 20 reached "$W/$job.0.err" 2
 grep -q 'etcd unreachable' "$W/$job.0.err" || fail "$job: node 0 did not see etcd go"
-# A writer's keys sorting before jobs/, more than fill the read's first page
-# (1000 keys): node 1's read must page on past them to find the incident
-# and the job's nodes.
-for ((b = 0; b < 25; b++)); do
-	for ((k = 0; k < 100; k++)); do printf 'put /hbmguard/v1/aa/%04d x\n' $((b * 100 + k)); done |
-		{ echo; cat; echo; echo; } | ctl txn >/dev/null
-done
-[ "$(ctl get --prefix --keys-only /hbmguard/v1/aa/ | grep -c .)" = 2500 ] ||
-	fail "$job: the junk keys were not written"
 # an incident opened meanwhile, the revisions it made compacted away
 kill -USR1 "${AGENTS[0]}"
 wait_for "$job: node 0 did not pause" 10 grep -q '^step pause' "$W/$job.0.out"
