@@ -474,7 +474,7 @@ START_TEST(append_is_insert_each)
 	for (k = 0; k < 3; k++)
 		ck_assert_int_eq(hbm_mtree_init(&c[k], hbm_mtree_max_nodes(BULK_SPARES + 1024)),
 				 0);
-	for (round = 0; round < 60; round++) {
+	for (round = 0; round < 40; round++) {
 		struct hbm_result res = { 0 };
 		struct table_walk w = { .out = want };
 		u32 n = 0, first, lo, hi, r = rnd() % 100;
@@ -692,7 +692,7 @@ Suite *mtree_suite(void)
 	tcase_add_test(tc, ascending_fills_leaves);
 	tcase_add_test(tc, no_room_changes_nothing);
 	tcase_add_loop_test(tc, sync_follows_table, 0, 3);
-	tcase_add_loop_test(tc, append_is_insert_each, 0, 3);
+	tcase_add_loop_test(tc, append_is_insert_each, 0, 2);
 	tcase_add_test(tc, follow_checks_the_place);
 	tcase_add_test(tc, follow_checks_the_way);
 	suite_add_tcase(s, tc);
