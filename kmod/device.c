@@ -716,12 +716,13 @@ int hbm_device_restore(struct hbm_device *dev, const struct hbm_page_range *x, u
 	/*
 	 * The mapped table over the span: what lies between the extents is
 	 * listed, not rewritten.  Mappings extent by extent: the aperture
-	 * visits every page of what it is given.
+	 * visits every page of what it is given.  A device without memory has
+	 * no aperture: 10^6 calls that return at once are not made.
 	 */
 	if (changed && lo < hi)
 		device_publish(dev, (u64)lo << dev->page_shift,
 			       (u64)(hi - lo) << dev->page_shift);
-	if (changed)
+	if (changed && dev->backed)
 		for (i = 0; i < done; i++)
 			hbm_aperture_changed(dev, (u64)x[i].first << dev->page_shift,
 					     (u64)x[i].nr << dev->page_shift, true);

@@ -17,7 +17,8 @@
  *
  * Keeping a copy equal to the table (table.c): hbm_mtree_span() finds what
  * a change of the table may have rewritten, hbm_mtree_sync() makes the copy
- * equal to the table there, hbm_mtree_rebuild() everywhere.
+ * equal to the table there, hbm_mtree_rebuild() everywhere; both append
+ * what lies past the copy's last extent to its last leaf (append()).
  *
  * A change touches one leaf and the keys on its path, plus a neighbour and
  * a parent when it splits or merges: it moves at most a node (512 bytes),
@@ -393,6 +394,59 @@ int hbm_mtree_upsert(struct hbm_mtree *t, const struct hbmguard_map_entry *e)
 	return put(t, e, true, NULL);
 }
 
+/*
+ * Extents past the copy's last, in ascending order (a restore after a
+ * module load, a rebuild): each goes at the end of the last leaf, which is
+ * where put() would descend to, and a full last leaf splits as put() splits
+ * it there (insert_at() on the rightmost path).  So the copy comes out node
+ * for node as put() of each extent would make it, at a descent per leaf
+ * rather than per extent, and a reservation per split rather than per
+ * extent: an extent that fits in the last leaf takes no node.
+ */
+struct mappend {
+	struct hbm_mtree *m;
+	struct hbm_mpath last;	/* the rightmost path, while m->height */
+};
+
+static void append_start(struct mappend *a, struct hbm_mtree *m)
+{
+	a->m = m;
+	if (m->height)
+		descend(m, 0xffffffffU, &a->last);
+}
+
+/* Return: 2 (added, as put()), or what @reserve or put() returned. */
+static int append(struct mappend *a, const struct hbmguard_map_entry *e,
+		  int (*reserve)(void *arg), void *arg)
+{
+	struct hbm_mtree *m = a->m;
+	int err;
+
+	if (m->height) {
+		struct hbmguard_map_node *leaf = NODE(m, a->last.node[0]);
+
+		if (leaf->nr < LEAF_MAX) {
+			leaf->ext[leaf->nr++] = *e;
+			m->nr++;
+			return 2;
+		}
+	}
+	err = reserve(arg);
+	if (!err)
+		err = put(m, e, false, NULL);
+	if (err > 0)
+		descend(m, e->first, &a->last);
+	return err;
+}
+
+/* Every extent of @m starts below @page: what starts at or past it is appended. */
+static bool past_last(const struct hbm_mtree *m, u32 page)
+{
+	struct hbmguard_map_entry last;
+
+	return !hbm_mtree_find(m, 0xffffffffU, &last) || last.first < page;
+}
+
 /* The node at level @l of @p is below its minimum: refill it from a neighbour. */
 static void rebalance(struct hbm_mtree *t, struct hbm_mpath *p, u32 l)
 {
@@ -744,12 +798,15 @@ static void log_op(struct hbm_mscratch *s, bool del,
  * @lo: first page of the span (from hbm_mtree_span())
  * @hi: the page past it
  * @s: scratch room; records what was done, for hbm_mtree_follow()
- * @reserve: called before each insertion: backs the nodes it may need
+ * @reserve: called before each insertion that may take a node: backs the
+ *	nodes it may need
  * @arg: for @reserve
  *
  * The copy's extents the table no longer has are deleted, the table's are
  * inserted or overwritten in place: a descent of the copy for each extent
- * in the span, a lookup in the table for each the copy had there.
+ * in the span, a lookup in the table for each the copy had there.  A span
+ * past the copy's last extent (a restore after a module load) is appended
+ * instead, a descent per leaf.
  *
  * Return: 0, or what @reserve or an insertion returned: the copy is then
  * part way and must be rebuilt.
@@ -759,8 +816,10 @@ int hbm_mtree_sync(struct hbm_mtree *m, const struct hbm_table *t, u32 lo,
 		   void *arg)
 {
 	struct mcursor run = { .valid = false };
+	struct mappend app;
 	struct hbm_extent x;
 	u32 cursor, n, i, next;
+	bool bulk;
 	int err;
 
 	s->nr_log = 0;
@@ -778,14 +837,21 @@ int hbm_mtree_sync(struct hbm_mtree *m, const struct hbm_table *t, u32 lo,
 			break;
 		hbm_cond_resched();
 	}
+	bulk = past_last(m, lo);
+	if (bulk)
+		append_start(&app, m);
 	for (cursor = lo; cursor < hi; cursor = next) {
 		n = hbm_table_list(t, cursor, hi, s->cur, HBM_MSYNC_BATCH, &next);
 		for (i = 0; i < n; i++) {
 			struct hbmguard_map_entry e = map_entry(&s->cur[i]);
 
-			err = reserve(arg);
-			if (!err)
-				err = put(m, &e, true, &run);
+			if (bulk) {
+				err = append(&app, &e, reserve, arg);
+			} else {
+				err = reserve(arg);
+				if (!err)
+					err = put(m, &e, true, &run);
+			}
 			if (err < 0)
 				return err;
 			if (err)
@@ -999,8 +1065,7 @@ int hbm_mtree_follow(struct hbm_mtree *m, const struct hbm_table *t, u32 lo,
 }
 
 struct rebuild {
-	struct hbm_mtree *m;
-	struct mcursor run;
+	struct mappend app;
 	int (*reserve)(void *arg);
 	void *arg;
 	u32 n;
@@ -1016,9 +1081,7 @@ static void rebuild_one(const struct hbm_extent *e, void *arg)
 		hbm_cond_resched();	/* a table may have 10^6 extents */
 
 	if (!r->err)
-		r->err = r->reserve(r->arg);
-	if (!r->err)
-		r->err = min(put(r->m, &me, false, &r->run), 0);
+		r->err = min(append(&r->app, &me, r->reserve, r->arg), 0);
 }
 
 /**
@@ -1035,9 +1098,10 @@ static void rebuild_one(const struct hbm_extent *e, void *arg)
 int hbm_mtree_rebuild(struct hbm_mtree *m, const struct hbm_table *t,
 		      int (*reserve)(void *arg), void *arg)
 {
-	struct rebuild r = { .m = m, .reserve = reserve, .arg = arg };
+	struct rebuild r = { .reserve = reserve, .arg = arg };
 
 	hbm_mtree_clear(m);
+	append_start(&r.app, m);
 	hbm_table_walk(t, rebuild_one, &r);
 	return r.err;
 }

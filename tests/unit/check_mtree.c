@@ -422,6 +422,152 @@ START_TEST(sync_follows_table)
 }
 END_TEST
 
+#define BULK_PAGES (1u << 18)
+#define BULK_SPARES (1u << 16)
+
+/*
+ * The per-extent way a copy followed the table before the append: the
+ * copy's extents in [@lo, @hi) the table no longer has deleted, then each
+ * of the table's there upserted, one descent each.
+ */
+static void follow_each(struct hbm_mtree *r, const struct hbm_table *t, u32 lo, u32 hi)
+{
+	static struct hbmguard_map_entry old[BULK_PAGES];
+	struct hbm_extent x;
+	u32 n, i, next;
+
+	n = hbm_mtree_list(r, lo, hi, old, BULK_PAGES);
+	for (i = 0; i < n; i++)
+		if (!hbm_table_lookup(t, old[i].first, &x) || x.first != old[i].first)
+			ck_assert_int_eq(hbm_mtree_delete(r, old[i].first), 0);
+	for (; lo < hi; lo = next) {
+		n = hbm_table_list(t, lo, hi, &x, 1, &next);
+		if (!n)
+			break;
+		ck_assert_int_eq(reserve_one(r), 0);
+		ck_assert_int_ge(hbm_mtree_upsert(r, &(struct hbmguard_map_entry){
+			x.first, x.nr, x.spare, x.state }), 0);
+	}
+}
+
+/*
+ * Restores as a module load brings them: sorted batches of ranges past
+ * the table's last extent (some touching it, so that they merge with it),
+ * applied at once (hbm_table_apply_gap()) and synced into one copy then
+ * followed by the other, as map.c does; between them, retirements and
+ * clears among the extents there, and batches into a gap.  Both copies
+ * must be, byte for byte, the copy that inserting each extent in turn
+ * makes, and answer every lookup as the table does.
+ */
+START_TEST(append_is_insert_each)
+{
+	static struct hbmguard_map_entry want[BULK_PAGES], got[BULK_PAGES];
+	static struct hbm_page_range batch[4096];
+	struct hbm_mtree c[3];
+	struct two two = { { &c[0], &c[1] } };
+	struct hbm_mscratch scratch;
+	struct hbm_table t;
+	u32 round, end = 0, k, i, appended = 0;
+
+	rnd_state = 4242 + _i;
+	ck_assert_int_eq(hbm_table_init(&t, BULK_PAGES, BULK_SPARES), 0);
+	for (k = 0; k < 3; k++)
+		ck_assert_int_eq(hbm_mtree_init(&c[k], hbm_mtree_max_nodes(BULK_SPARES + 1024)),
+				 0);
+	for (round = 0; round < 40; round++) {
+		struct hbm_result res = { 0 };
+		struct table_walk w = { .out = want };
+		u32 n = 0, first, lo, hi, r = rnd() % 100;
+		const char *why;
+
+		if (r < 70 || !end) {
+			/* A batch past the end: 1 to 4096 ranges, 40% touching. */
+			u32 want_n = 1 + rnd() % (r < 20 ? 4096 : 200), page = end;
+
+			if (rnd() % 100 >= 40 || !end)
+				page += 1 + rnd() % 5;
+			for (n = 0; n < want_n && page + 3 < BULK_PAGES; n++) {
+				batch[n] = (struct hbm_page_range){
+					.first = page, .nr = 1 + rnd() % 3,
+					.first_seen = NOW - rnd() % 1000, .last_seen = NOW,
+					.errors = 1 + rnd() % 3,
+					.op = rnd() % 8 ? HBM_OP_RETIRE : HBM_OP_PENDING,
+					.source = rnd() % 4 ? HBMGUARD_SOURCE_UE :
+							      HBMGUARD_SOURCE_CE_THRESHOLD,
+				};
+				page += batch[n].nr + rnd() % 4;
+			}
+			if (!n)
+				break;
+			first = batch[0].first;
+			end = batch[n - 1].first + batch[n - 1].nr;
+			ck_assert_int_eq(hbm_table_apply_gap(&t, batch, n, &res), 0);
+			appended += n;
+			lo = first - 1;
+			hi = end + 1 < BULK_PAGES ? end + 1 : BULK_PAGES;
+		} else {
+			/* Among the extents there: a retirement, a clear, a row. */
+			u32 nr = 1 + rnd() % 40;
+
+			first = rnd() % (end + 1);
+			nr = first + nr < BULK_PAGES ? nr : 1;
+			ck_assert_int_eq(hbm_table_apply(&t, r < 85 ? HBM_OP_RETIRE :
+							 r < 95 ? HBM_OP_CLEAR : HBM_OP_PENDING,
+							 first, nr, HBMGUARD_SOURCE_UE, 1, NOW,
+							 &res), 0);
+			end = first + nr > end ? first + nr : end;
+			lo = first ? first - 1 : 0;
+			hi = first + nr + 1 < BULK_PAGES ? first + nr + 1 : BULK_PAGES;
+		}
+		hbm_mtree_span(&c[round % 2], &t, &lo, &hi);
+		ck_assert_int_eq(hbm_mtree_sync(&c[round % 2], &t, lo, hi, &scratch,
+						reserve_both, &two), 0);
+		ck_assert_int_eq(hbm_mtree_follow(&c[(round + 1) % 2], &t, lo, hi, &scratch,
+						  reserve_both, &two), 0);
+		follow_each(&c[2], &t, lo, hi);
+
+		hbm_table_walk(&t, table_one, &w);
+		for (k = 0; k < 3; k++) {
+			why = mtree_check(&c[k], got);
+			ck_assert_msg(!why, "round %u copy %u: %s", round, k, why);
+			ck_assert_uint_eq(c[k].nr, w.n);
+			ck_assert_int_eq(memcmp(got, want, w.n * sizeof(want[0])), 0);
+		}
+		for (k = 0; k < 2; k++) {
+			ck_assert_uint_eq(c[k].used, c[2].used);
+			ck_assert_uint_eq(c[k].root, c[2].root);
+			ck_assert_uint_eq(c[k].height, c[2].height);
+			for (i = 0; i < c[2].used; i++)
+				ck_assert_msg(!memcmp(hbm_mtree_node(&c[k], i),
+						      hbm_mtree_node(&c[2], i),
+						      HBMGUARD_MAP_NODE_SIZE),
+					      "round %u copy %u node %u", round, k, i);
+		}
+		for (i = 0; i < 2000; i++) {
+			u32 page = rnd() % (end + 2);
+			struct hbmguard_map_entry e;
+			struct hbm_extent x;
+			bool in = hbm_table_lookup(&t, page, &x) && x.first <= page;
+
+			for (k = 0; k < 2; k++) {
+				bool found = hbm_mtree_find(&c[k], page, &e) &&
+					     e.first + e.nr > page;
+
+				ck_assert_int_eq(found, in);
+				if (in)
+					ck_assert_uint_eq(e.first, x.first);
+			}
+		}
+	}
+	/* Batches of many leaves were appended. */
+	ck_assert_uint_gt(appended, 50 * HBMGUARD_MAP_LEAF_MAX);
+	ck_assert_uint_gt(c[0].height, 2);
+	for (k = 0; k < 3; k++)
+		hbm_mtree_destroy(&c[k]);
+	hbm_table_destroy(&t);
+}
+END_TEST
+
 /*
  * Copies that differ above the leaf (a merge on the left in one of them
  * only) but agree on the root, the height and the target leaf: the
@@ -546,6 +692,7 @@ Suite *mtree_suite(void)
 	tcase_add_test(tc, ascending_fills_leaves);
 	tcase_add_test(tc, no_room_changes_nothing);
 	tcase_add_loop_test(tc, sync_follows_table, 0, 3);
+	tcase_add_loop_test(tc, append_is_insert_each, 0, 2);
 	tcase_add_test(tc, follow_checks_the_place);
 	tcase_add_test(tc, follow_checks_the_way);
 	suite_add_tcase(s, tc);
