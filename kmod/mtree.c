@@ -425,6 +425,9 @@ static int append(struct mappend *a, const struct hbmguard_map_entry *e,
 	if (m->height) {
 		struct hbmguard_map_node *leaf = NODE(m, a->last.node[0]);
 
+		/* past the last key, or not appended (put() would say -EEXIST) */
+		if (leaf->nr && leaf->ext[leaf->nr - 1].first >= e->first)
+			return -EINVAL;
 		if (leaf->nr < LEAF_MAX) {
 			leaf->ext[leaf->nr++] = *e;
 			m->nr++;
