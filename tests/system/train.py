@@ -427,14 +427,43 @@ def light_pattern(rank):
     return (bytes(range(rank, rank + 251)) * (APERTURE // 251 + 1))[:APERTURE]
 
 
-def serve_light_barrier(args):
+def light_connect(args):
+    """A connection to node 0's launcher (--master-addr, --port), which
+    may not listen yet."""
+    deadline = time.monotonic() + args.wall
+    while True:
+        try:
+            return socket.create_connection((args.master_addr, args.port))
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def light_rendezvous(args):
+    """The launchers of a light run meet before it starts, as torchrun's
+    agents do: no node runs the run's hooks (--run-at 0: a daemon started,
+    its deadlines changed) while another is still in the run before.  Node
+    0's launcher listens, its first connections the other nodes'
+    launchers; its listener is the run's barrier's (serve_light_barrier())."""
+    if args.node_rank:
+        with light_connect(args) as c:
+            if c.recv(1) != b"\0":
+                raise RuntimeError("node 0's launcher went away before the run")
+        return None
+    listener = socket.create_server(("", args.port))
+    listener.settimeout(args.wall)
+    for _ in range(args.nnodes - 1):
+        with listener.accept()[0] as c:
+            c.sendall(b"\0")
+    return listener
+
+
+def serve_light_barrier(args, listener):
     """Node 0's launcher's half of LightBarrier, in a thread: once every
     rank of the job connected, each round reads a byte from each and sends
     each the largest; a rank gone (its connection closed) ends it, the
     others told PEER_LOST, as gloo tells DDP's ranks of a peer gone."""
-    listener = socket.create_server(("", args.port))
-    listener.settimeout(args.wall)
-
     def rounds():
         with listener:
             ranks = [listener.accept()[0] for _ in range(args.world)]
@@ -457,15 +486,7 @@ class LightBarrier:
     """A rank's half: agree(flag) is the largest flag of all the job's ranks."""
 
     def __init__(self, args):
-        deadline = time.monotonic() + args.wall
-        while True:             # node 0's launcher may not listen yet
-            try:
-                self._sock = socket.create_connection((args.master_addr, args.port))
-                return
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
+        self._sock = light_connect(args)
 
     def agree(self, flag):
         self._sock.sendall(bytes([flag]))
@@ -761,9 +782,10 @@ def launch(args):
               "fault_time": None, "fault_step": None, "restarts": [], "ran": {}}
     t0 = time.time()
     attempt = 0
+    listener = light_rendezvous(args) if args.light else None
     run_commands(args, result, 0)
-    if args.light and args.node_rank == 0:
-        serve_light_barrier(args)
+    if listener:
+        serve_light_barrier(args, listener)
     procs = spawn(args, attempt)
     result["started"].append([p.pid for p in procs])
     ran_at = 0
