@@ -423,8 +423,14 @@ class LightAborted(Exception):
     pass
 
 
-def light_pattern(rank):
-    return (bytes(range(rank, rank + 251)) * (APERTURE // 251 + 1))[:APERTURE]
+def write_pattern(ap, rank, lo=0, hi=APERTURE):
+    """The rank's pattern into bytes [lo, hi) of its memory: through a
+    memoryview, a memcpy (ctypes' own slice assignment goes a byte at a
+    time: a second under TCG)."""
+    pattern = (bytes(range(rank, rank + 251)) * (APERTURE // 251 + 1))[:APERTURE]
+    with memoryview(ap.buffer) as view, view.cast("B") as flat:
+        flat[lo:hi] = pattern[lo:hi]
+    return pattern
 
 
 def light_connect(args):
@@ -546,7 +552,7 @@ def light_recover(rank, me, ap, pending, answer, deadline):
             lo, hi = max(0, req.offset), min(APERTURE, req.offset + req.length)
             if lo < hi:
                 ap.restore(lo, hi - lo)
-                ap.buffer[lo:hi] = light_pattern(rank)[lo:hi]
+                write_pattern(ap, rank, lo, hi)
         me.answer(req.incident, hbmguard.RESTORED)
         expect(hbmguard.RESUME)
     except OSError as e:        # ECONNRESET: hbmguardd went away
@@ -563,7 +569,7 @@ def light_worker(args, rank):
     device = "sim:sim%d" % rank
     ap = hbmguard.Aperture(device, 0, APERTURE, guard=True)
     ap.restore(0, APERTURE)     # a fresh start writes all of it
-    ap.buffer[:] = light_pattern(rank)
+    pattern = write_pattern(ap, rank)
     me = hbmguard.Rank(job=args.job, rank=rank, world_size=args.world, device=device,
                        ranges=[(0, APERTURE)])
     d = hbmguard.deadlines()
@@ -600,7 +606,7 @@ def light_worker(args, rank):
     except LightAborted as e:
         end_aborted(args.out, rank, e)
     report = {"pid": os.getpid(), "uid": os.getuid(), "aborted": None, "steps": args.steps,
-              "memory_intact": bytes(ap.buffer) == light_pattern(rank),
+              "memory_intact": bytes(ap.buffer) == pattern,
               "rerun": rerun, "lost_pages": lost_pages, "protected": True,
               "incidents": incidents, "started": started, "joined": joined,
               "node": os.uname().nodename, "recovery_timeout": recovery_timeout}
@@ -878,6 +884,10 @@ def main():
             runs.append([])
         else:
             runs[-1].append(a)
+    # libhbmguard found and loaded once, here, for every rank forked from
+    # this process (torchrun's too): each would run ctypes.util.find_library()'s
+    # ldconfig, seconds under TCG from a process this size.
+    hbmguard._library()
     args = parse(runs[0])
     if args.from_env:
         worker(args, int(os.environ["RANK"]), 0)
