@@ -280,10 +280,18 @@ def note_start(out, rank):
     return started
 
 
+def write_report(out, rank, report):
+    """OUT/rankN.json, whole or not at all: a rank may be killed as it
+    writes (hbmguardd ends the failed rank of an incident it escalated)."""
+    path = os.path.join(out, "rank%d.json" % rank)
+    with open(path + ".tmp", "w") as f:
+        json.dump(report, f)
+    os.replace(path + ".tmp", path)
+
+
 def end_aborted(out, rank, why):
     """The rank's end when told to abort: why, in its report."""
-    with open(os.path.join(out, "rank%d.json" % rank), "w") as f:
-        json.dump({"pid": os.getpid(), "aborted": str(why)}, f)
+    write_report(out, rank, {"pid": os.getpid(), "aborted": str(why)})
     print("rank %d: Aborted: %s" % (rank, why), file=sys.stderr)
     sys.stderr.flush()
     os._exit(ABORTED)
@@ -396,8 +404,7 @@ def worker(args, rank, attempt):
               "started": started, "joined": joined, "node": os.uname().nodename,
               "run_id": os.environ.get("TORCHELASTIC_RUN_ID"),
               "recovery_timeout": guard.recovery_timeout if guard else None}
-    with open(os.path.join(args.out, "rank%d.json" % rank), "w") as f:
-        json.dump(report, f)
+    write_report(args.out, rank, report)
     dist.destroy_process_group()
     if guard:
         guard.close()
@@ -610,8 +617,7 @@ def light_worker(args, rank):
               "rerun": rerun, "lost_pages": lost_pages, "protected": True,
               "incidents": incidents, "started": started, "joined": joined,
               "node": os.uname().nodename, "recovery_timeout": recovery_timeout}
-    with open(os.path.join(args.out, "rank%d.json" % rank), "w") as f:
-        json.dump(report, f)
+    write_report(args.out, rank, report)
     me.close()
     ap.close()
 
