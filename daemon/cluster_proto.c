@@ -1109,6 +1109,13 @@ void cl_snapshot(struct cl_core *c, const struct etcd_kv *kvs, size_t n, int64_t
 
 		j->nr_nodes = 0;
 		j->published = false;
+		/*
+		 * What etcd answered before is in the read, or its store went
+		 * back (a snapshot restored) and never will be: revisions of
+		 * before say nothing now.
+		 */
+		j->open_answered_rev = 0;
+		j->changed_from = 0;
 		/* the incident known is not the one there (if any): it ended unseen */
 		if (j->open && j->snap_create != j->create_rev)
 			incident_gone(c, j);
@@ -1128,7 +1135,8 @@ void cl_snapshot(struct cl_core *c, const struct etcd_kv *kvs, size_t n, int64_t
 				escalate(c, j, "node %s left the job (its lease ended)", j->parts[p].name);
 		job_gc(c, j);
 	}
-	cl_synced(c, rev, now);
+	c->synced = rev;	/* the read's, even below a revision seen before it */
+	process_all(c, now);
 }
 
 /**

@@ -235,6 +235,7 @@ static bool serve(struct client *c, const void *pkt, size_t len, const struct uc
 		struct hbm_ctl_gpu gpu;
 		struct hbm_ctl_drain drain;
 		struct hbm_ctl_deadlines deadlines;
+		struct hbm_ctl_recovery_times times;
 		struct hbm_ctl_cluster cluster;
 		struct hbm_ctl_cluster_node node;
 	} info;
@@ -303,6 +304,15 @@ static bool serve(struct client *c, const void *pkt, size_t len, const struct uc
 				.kill_timeout = c->d->cfg.recovery.kill_timeout,
 			};
 			reply = &info.deadlines;
+			break;
+		case HBM_CTL_RECOVERY_TIMES:
+			info.times = (struct hbm_ctl_recovery_times){
+				.pause_timeout = c->d->cfg.recovery.pause_timeout,
+				.restore_timeout = c->d->cfg.recovery.restore_timeout,
+				.kill_timeout = c->d->cfg.recovery.kill_timeout,
+				.longest = recovery_longest(c->d),
+			};
+			reply = &info.times;
 			break;
 		case HBM_CTL_CLUSTER:
 			cluster_get(c->d->cluster, &info.cluster);

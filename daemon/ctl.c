@@ -126,6 +126,8 @@ size_t hbm_ctl_body_size(uint16_t type)
 		return reply ? sizeof(struct hbm_ctl_drain) : 0;
 	case HBM_CTL_DEADLINES:
 		return reply ? sizeof(struct hbm_ctl_deadlines) : 0;
+	case HBM_CTL_RECOVERY_TIMES:
+		return reply ? sizeof(struct hbm_ctl_recovery_times) : 0;
 	case HBM_CTL_CLUSTER:
 		return reply ? sizeof(struct hbm_ctl_cluster) : 0;
 	case HBM_CTL_CLUSTER_NODE_GET:
@@ -319,6 +321,7 @@ static int check_body(uint16_t type, const void *body)
 	const struct hbm_ctl_rank_info *ri = body;
 	const struct hbm_ctl_incident *in = body;
 	const struct hbm_ctl_deadlines *dl = body;
+	const struct hbm_ctl_recovery_times *rt = body;
 
 	switch (type) {
 	case HBM_CTL_STATUS | HBM_CTL_REPLY:
@@ -360,6 +363,10 @@ static int check_body(uint16_t type, const void *body)
 	case HBM_CTL_DEADLINES | HBM_CTL_REPLY:
 		return dl->pause_timeout && dl->restore_timeout && dl->kill_timeout &&
 		       !dl->reserved ? 0 : -EBADMSG;
+	case HBM_CTL_RECOVERY_TIMES | HBM_CTL_REPLY:
+		return rt->pause_timeout && rt->restore_timeout && rt->kill_timeout &&
+		       rt->longest >= (uint64_t)rt->pause_timeout + rt->restore_timeout ?
+		       0 : -EBADMSG;
 	case HBM_CTL_CLUSTER | HBM_CTL_REPLY:
 		return check_cluster(body);
 	}

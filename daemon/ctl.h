@@ -48,12 +48,18 @@
  *	DEADLINES	none			struct hbm_ctl_deadlines
  *	CLUSTER		none			struct hbm_ctl_cluster
  *	CLUSTER_NODE_GET struct hbm_ctl_index	struct hbm_ctl_cluster_node
+ *	RECOVERY_TIMES	none			struct hbm_ctl_recovery_times
  *
  * DEADLINES says how long each step of a rank recovery may take ([Recovery]
  * in the configuration), so that a rank waits for the daemon as long as the
  * daemon will and no longer.  A daemon older than this request answers it
  * -EOPNOTSUPP and closes the connection: ask on one of its own, not on a
- * rank's.
+ * rank's.  RECOVERY_TIMES says the same and the longest an incident may
+ * take in all, from the error to the ranks' last request, an incident
+ * across nodes included ([Cluster]): a rank that waits less gives up on a
+ * recovery the daemons would have finished.  It is DEADLINES grown by a
+ * field, a request of its own because DEADLINES's clients require its
+ * reserved field zero; a daemon older than it answers as for DEADLINES.
  *
  * UNDRAIN (an administrator's only) forgets why hbmguardd drained the node
  * and has the scheduler resume it (scheduler.c).  DRAIN_GET lists those causes;
@@ -123,6 +129,7 @@ enum hbm_ctl_type {
 	HBM_CTL_DEADLINES,
 	HBM_CTL_CLUSTER,
 	HBM_CTL_CLUSTER_NODE_GET,
+	HBM_CTL_RECOVERY_TIMES,
 	__HBM_CTL_TYPE_MAX
 };
 
@@ -226,6 +233,14 @@ struct hbm_ctl_deadlines {
 	uint32_t restore_timeout;	/* every rank restored */
 	uint32_t kill_timeout;		/* an escalation's SIGTERM to its SIGKILL */
 	uint32_t reserved;
+};
+
+/* Seconds: the deadlines, and the longest, at least pause + restore. */
+struct hbm_ctl_recovery_times {
+	uint32_t pause_timeout;
+	uint32_t restore_timeout;
+	uint32_t kill_timeout;
+	uint32_t longest;		/* the error to the ranks' RESUME or ABORT */
 };
 
 /*

@@ -26,7 +26,11 @@
 #define CALL_TIMEOUT_MS		5000
 #define CONNECT_TIMEOUT_MS	3000
 #define REPLY_MAX		(16 << 20)	/* one message: a snapshot of many keys */
-#define RANGE_LIMIT		100000
+#define RANGE_PAGE		1000	/* keys a page: well under REPLY_MAX at our keys' size */
+#define SNAPSHOT_MAX		262144	/* keys a read: past it, refused (a writer filling etcd) */
+#define SNAPSHOT_BYTES		(64 << 20)	/* their keys' and values' bytes, likewise */
+#define READ_COMPACTED_MAX	3	/* reads begun again, compacted past mid-way */
+#define HELD_MAX		65536	/* watch responses held for a read */
 #define BACKOFF_MIN_US		250000
 #define BACKOFF_MAX_US		5000000
 
@@ -202,7 +206,7 @@ static void finish(struct etcd *e, struct etcd_req *r, CURLcode res)
 		    res == CURLE_COULDNT_RESOLVE_HOST || res == CURLE_SSL_CONNECT_ERROR ||
 		    res == CURLE_RECV_ERROR || res == CURLE_SEND_ERROR || res == CURLE_GOT_NOTHING)
 			e->cur = (e->cur + 1) % e->nr_endpoints;
-		err = -EHOSTUNREACH;
+		err = r->too_big ? -EMSGSIZE : -EHOSTUNREACH;
 	} else {
 		o = r->stream ? NULL : parse(r->buf ? r->buf : "", r->len);
 		if (code < 200 || code > 299)
@@ -401,12 +405,32 @@ struct etcd_watch {
 	struct json_object **held;
 	size_t nr_held;
 	int64_t read_rev;		/* events up to it are in the read */
+	/* the read's pages, all of its first page's revision, told once all are in */
+	struct etcd_kv *kvs;
+	size_t nr_kvs, cap_kvs, kv_bytes;
+	int64_t snap_rev;
+	char *after;			/* the page asked: past this key (NULL: the first) */
+	int64_t page_limit;		/* 0: RANGE_PAGE; halved while a page is too big */
+	unsigned int compacted;		/* times begun again, compacted past */
 	bool up;
 	uint64_t backoff;
 	sd_event_source *retry;
 };
 
 static void watch_begin(struct etcd_watch *w);
+
+/* The read's pages dropped, the events held for it kept. */
+static void read_pages_drop(struct etcd_watch *w)
+{
+	for (size_t i = 0; i < w->nr_kvs; i++)
+		etcd_kv_clear(&w->kvs[i]);
+	free(w->kvs);
+	w->kvs = NULL;
+	w->nr_kvs = w->cap_kvs = w->kv_bytes = 0;
+	w->snap_rev = 0;
+	free(w->after);
+	w->after = NULL;
+}
 
 /* No read in flight, nothing held for it. */
 static void read_end(struct etcd_watch *w)
@@ -418,6 +442,9 @@ static void read_end(struct etcd_watch *w)
 	free(w->held);
 	w->held = NULL;
 	w->nr_held = 0;
+	read_pages_drop(w);
+	w->page_limit = 0;
+	w->compacted = 0;
 }
 
 static void link_set(struct etcd_watch *w, bool up, const char *why)
@@ -457,36 +484,134 @@ static void watch_retry(struct etcd_watch *w, const char *why)
 
 static void deliver(struct etcd_watch *w, struct json_object *res);
 
+/* What was seen is of no use to resume from: watched from now, read again. */
+static void restart_from_now(struct etcd_watch *w)
+{
+	w->next_rev = 0;
+	etcd_cancel(w->req);
+	w->req = NULL;
+	read_end(w);
+	watch_begin(w);
+}
+
+static void on_range(void *arg, int err, struct json_object *reply);
+
+/*
+ * The read's next page, of the first page's revision, from past @after
+ * (NULL: the first).  A revision compacted meanwhile fails the page
+ * (ErrCompacted, rangeKeys() in mvcc/kvstore_txn.go, v3.4.23): see
+ * read_again().
+ */
+static bool read_page(struct etcd_watch *w, const char *after)
+{
+	char *from = after ? strdup(after) : NULL, *body;
+
+	free(w->after);
+	w->after = from;
+	if (after && !from)
+		return false;
+	body = etcd_range_body(w->prefix, from, w->snap_rev, w->page_limit ?: RANGE_PAGE);
+	w->read = body ? etcd_call(w->e, ETCD_PATH_RANGE, body, on_range, w) : NULL;
+	free(body);
+	return w->read;
+}
+
+/* A page's keys, kept; false past SNAPSHOT_MAX or SNAPSHOT_BYTES, or without memory. */
+static bool read_keep(struct etcd_watch *w, struct json_object *kvs, size_t n)
+{
+	if (w->nr_kvs + n > SNAPSHOT_MAX)
+		return false;
+	if (w->nr_kvs + n > w->cap_kvs) {
+		size_t cap = w->cap_kvs ? 2 * w->cap_kvs : RANGE_PAGE;
+		struct etcd_kv *kv;
+
+		while (cap < w->nr_kvs + n)
+			cap *= 2;
+		kv = reallocarray(w->kvs, cap, sizeof(*kv));
+		if (!kv)
+			return false;
+		w->kvs = kv;
+		w->cap_kvs = cap;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct etcd_kv *kv = &w->kvs[w->nr_kvs];
+
+		if (etcd_kv_parse(json_object_array_get_idx(kvs, i), kv))
+			continue;
+		w->nr_kvs++;
+		w->kv_bytes += kv->key_len + kv->value_len;
+		if (w->kv_bytes > SNAPSHOT_BYTES)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * A page's error the read gets past: a page too big for REPLY_MAX asked
+ * again for half as many keys; the read's revision compacted (the gateway's
+ * {"code": 11}: ErrGRPCCompacted, codes.OutOfRange, in
+ * etcdserver/api/v3rpc/rpctypes/error.go, v3.4.23) begun again from now,
+ * the watch and its held events kept, a few times.  True if asked again.
+ */
+static bool read_again(struct etcd_watch *w, int err, struct json_object *reply)
+{
+	int64_t code = 0, limit = w->page_limit ?: RANGE_PAGE;
+
+	if (err == -EMSGSIZE && limit > 1) {
+		w->page_limit = limit / 2;
+		return read_page(w, w->after);
+	}
+	if (err == -EREMOTEIO && reply && !etcd_int64(reply, "code", &code) && code == 11 &&
+	    w->compacted < READ_COMPACTED_MAX) {
+		fprintf(stderr, "<4>hbmguardd: etcd: %s compacted past revision %" PRId64
+			" mid-read: reading it again\n", w->prefix, w->snap_rev);
+		w->compacted++;
+		read_pages_drop(w);
+		return read_page(w, NULL);
+	}
+	return false;
+}
+
+/*
+ * A page of the read.  The snapshot is told only whole: a read cut at
+ * RANGE_PAGE keys (a writer's junk sorting first) would hide the keys
+ * after it, a node of the job among them.
+ */
 static void on_range(void *arg, int err, struct json_object *reply)
 {
 	struct etcd_watch *w = arg;
-	struct json_object *kvs, *more;
-	struct etcd_kv *all = NULL;
-	size_t n = 0, i, k = 0;
+	struct json_object *kvs = NULL, *more, *last;
 	int64_t rev = reply ? etcd_header_revision(reply) : -1;
+	size_t n = 0, i;
 
 	w->read = NULL;
+	if (err && read_again(w, err, reply))
+		return;
 	if (err || rev < 0)
 		return watch_retry(w, err == -EHOSTUNREACH ? "unreachable" : "a bad range reply");
+	if (!w->snap_rev)
+		w->snap_rev = rev;	/* of now: the pages after it are of this one */
 	if (json_object_object_get_ex(reply, "kvs", &kvs) && json_object_is_type(kvs, json_type_array))
 		n = json_object_array_length(kvs);
-	if (json_object_object_get_ex(reply, "more", &more) && json_object_get_boolean(more))
-		fprintf(stderr, "<3>hbmguardd: etcd: more than %d keys under %s: the rest is not read\n",
-			RANGE_LIMIT, w->prefix);
-	all = calloc(n ? n : 1, sizeof(*all));
-	if (!all)
-		return watch_retry(w, "out of memory");
-	for (i = 0; i < n; i++)
-		if (!etcd_kv_parse(json_object_array_get_idx(kvs, i), &all[k]))
-			k++;
-	w->ops->snapshot(w->ctx, all, k, rev);
-	for (i = 0; i < k; i++)
-		etcd_kv_clear(&all[i]);
-	free(all);
+	if (!read_keep(w, kvs, n)) {
+		fprintf(stderr, "<3>hbmguardd: etcd: more than %d keys or %d MiB under %s, or no memory: not read\n",
+			SNAPSHOT_MAX, SNAPSHOT_BYTES >> 20, w->prefix);
+		return watch_retry(w, "too many keys");
+	}
+	if (json_object_object_get_ex(reply, "more", &more) && json_object_get_boolean(more)) {
+		if (!n || !json_object_object_get_ex(json_object_array_get_idx(kvs, n - 1), "key",
+						     &last) ||
+		    !json_object_is_type(last, json_type_string))
+			return watch_retry(w, "a bad range reply");
+		if (!read_page(w, json_object_get_string(last)))
+			return watch_retry(w, "out of memory");
+		return;
+	}
+	w->ops->snapshot(w->ctx, w->kvs, w->nr_kvs, w->snap_rev);
 	/* what the watch brought meanwhile, past what the read has */
-	w->read_rev = rev;
-	if (w->next_rev <= rev)
-		w->next_rev = rev + 1;
+	w->read_rev = w->snap_rev;
+	if (w->next_rev <= w->snap_rev)
+		w->next_rev = w->snap_rev + 1;
 	w->reading = false;
 	for (i = 0; i < w->nr_held && w->req; i++)
 		deliver(w, w->held[i]);
@@ -502,7 +627,7 @@ static bool on_watch_msg(void *arg, struct json_object *msg)
 {
 	struct etcd_watch *w = arg;
 	struct json_object *res, *f;
-	int64_t compact = 0;
+	int64_t compact = 0, rev;
 
 	if (!json_object_object_get_ex(msg, "result", &res)) {
 		fprintf(stderr, "<4>hbmguardd: etcd: watch: %s\n", json_object_to_json_string(msg));
@@ -529,35 +654,43 @@ static bool on_watch_msg(void *arg, struct json_object *msg)
 		fprintf(stderr, "<4>hbmguardd: etcd: watch from revision %" PRId64
 			" canceled (compacted to %" PRId64 "): reading %s again\n",
 			w->next_rev, compact, w->prefix);
-		w->next_rev = 0;
-		etcd_cancel(w->req);
-		w->req = NULL;
-		read_end(w);
-		watch_begin(w);
+		restart_from_now(w);
 		return false;	/* the old request, ended */
 	}
 	if (json_object_object_get_ex(res, "created", &f) && json_object_get_boolean(f)) {
 		if (w->reading) {
 			/* watching from now: the read covers what came before */
-			char *body = etcd_range_body(w->prefix, RANGE_LIMIT);
-
-			w->read = body ? etcd_call(w->e, ETCD_PATH_RANGE, body, on_range, w) : NULL;
-			free(body);
-			if (!w->read) {
+			if (!read_page(w, NULL)) {
 				watch_retry(w, "out of memory");
 				return false;
 			}
 			return true;
+		}
+		/*
+		 * Resumed, but etcd is now behind what the watch delivered:
+		 * its store went back (restored from a snapshot, or another
+		 * cluster at the endpoint).  Its next events would come at
+		 * revisions the watch starts past, unseen: from now, read again.
+		 */
+		rev = etcd_header_revision(res);
+		if (rev >= 0 && rev < w->next_rev - 1) {
+			fprintf(stderr, "<4>hbmguardd: etcd: at revision %" PRId64 ", behind the %" PRId64
+				" the watch had reached: reading %s again\n", rev, w->next_rev - 1,
+				w->prefix);
+			restart_from_now(w);
+			return false;	/* the old request, ended */
 		}
 		w->backoff = 0;
 		link_set(w, true, NULL);
 		return true;	/* its header is now, not what the watch has delivered */
 	}
 	if (w->reading) {
-		struct json_object **held = reallocarray(w->held, w->nr_held + 1, sizeof(*held));
+		struct json_object **held = w->nr_held < HELD_MAX ?
+			reallocarray(w->held, w->nr_held + 1, sizeof(*held)) : NULL;
 
 		if (!held) {
-			watch_retry(w, "out of memory");
+			watch_retry(w, w->nr_held < HELD_MAX ? "out of memory" :
+				    "too many events during a read");
 			return false;
 		}
 		w->held = held;

@@ -216,15 +216,36 @@ char *etcd_txn_body(const struct etcd_cmp *cmp, size_t nr_cmp,
 	return to_text(txn);
 }
 
-/* A RangeRequest of every key under @prefix, linearizable, at most @limit. */
-char *etcd_range_body(const char *prefix, int64_t limit)
+/*
+ * A page of a RangeRequest of every key under @prefix, linearizable: at most
+ * @limit keys from the one past @after (base64, as the last page's last
+ * "key"; NULL: from the first), of @revision (0: now), so that the pages
+ * of one read are one revision (rpc.proto RangeRequest key, range_end,
+ * limit, revision; RangeResponse.more: keys are left).
+ */
+char *etcd_range_body(const char *prefix, const char *after, int64_t revision, int64_t limit)
 {
-	struct json_object *o = json_object_new_object();
+	struct json_object *o = json_object_new_object(), *from = NULL;
+	char *key, *enc;
+	size_t len;
 
-	if (!o || add_bytes(o, "key", prefix) || add_range_end(o, prefix)) {
+	if (after && !etcd_unbase64(after, &key, &len)) {
+		/* the least key past it: it and a NUL byte (etcd_unbase64() ends it with one) */
+		enc = etcd_base64(key, len + 1);
+		from = enc ? json_object_new_string(enc) : NULL;
+		free(key);
+		free(enc);
+	}
+	if (!o || (after && !from) || (!after && add_bytes(o, "key", prefix)) ||
+	    add_range_end(o, prefix)) {
+		json_object_put(from);
 		json_object_put(o);
 		return NULL;
 	}
+	if (from)
+		json_object_object_add(o, "key", from);
+	if (revision > 0)
+		add_int64(o, "revision", revision);
 	add_int64(o, "limit", limit);
 	return to_text(o);
 }

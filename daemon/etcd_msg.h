@@ -71,7 +71,7 @@ int etcd_unbase64(const char *in, char **out, size_t *len);
 char *etcd_prefix_end(const char *prefix);
 char *etcd_txn_body(const struct etcd_cmp *cmp, size_t nr_cmp,
 		    const struct etcd_op *ops, size_t nr_ops);
-char *etcd_range_body(const char *prefix, int64_t limit);
+char *etcd_range_body(const char *prefix, const char *after, int64_t revision, int64_t limit);
 char *etcd_watch_body(const char *prefix, int64_t start_revision);
 int etcd_int64(struct json_object *o, const char *field, int64_t *v);
 int etcd_kv_parse(struct json_object *o, struct etcd_kv *kv);

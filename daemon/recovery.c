@@ -231,6 +231,22 @@ static uint32_t cluster_budget(const struct daemon *d)
 	return 4 * r->pause_timeout + r->restore_timeout + r->kill_timeout + 10;
 }
 
+/**
+ * recovery_longest() - the longest an incident here may take, in seconds
+ * @d: the daemon
+ *
+ * From the error to the ranks' last request (RESUME or ABORT): across
+ * nodes, where [Cluster] is on, cluster_budget(); else the pause's and the
+ * restore's deadlines.  What a rank waits for before it gives up on the
+ * daemon (RECOVERY_TIMES).
+ */
+uint32_t recovery_longest(const struct daemon *d)
+{
+	const struct hbm_recovery_config *r = &d->cfg.recovery;
+
+	return d->cluster ? cluster_budget(d) : r->pause_timeout + r->restore_timeout;
+}
+
 static void arm(struct daemon *d, struct incident *x, uint32_t seconds)
 {
 	sd_event_source_disable_unref(x->timer);

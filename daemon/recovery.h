@@ -35,6 +35,7 @@ struct incident {
 #define HBM_INCIDENTS_KEPT	64
 
 void recovery_fact(void *d, const struct hbm_fact *f);
+uint32_t recovery_longest(const struct daemon *d);
 void recovery_load(struct daemon *d);
 void recovery_save_again(struct daemon *d);
 void recovery_on_lost_data(struct daemon *d, const char *identity,

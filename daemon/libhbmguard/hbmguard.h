@@ -162,13 +162,16 @@ struct hbmguard_deadlines {
 	uint32_t pause_timeout;		/* PAUSE to every rank's PAUSED */
 	uint32_t restore_timeout;	/* RESTORE to every rank's RESTORED */
 	uint32_t kill_timeout;		/* an escalation's SIGTERM to its SIGKILL */
-	uint32_t reserved;
+	uint32_t longest;		/* an incident in all, from the error to the
+					 * ranks' RESUME or ABORT, across nodes
+					 * included; 0 from a daemon too old to say
+					 * (then: pause + restore).  Was reserved. */
 };
 
 /* The deadlines of the daemon at @socket_path (NULL: the default), for a
- * rank to wait on it as long as it will, asked on a connection of its own:
- * a daemon older than the question answers -EOPNOTSUPP and closes the
- * connection it came on. */
+ * rank to wait on it as long as it will (.longest), asked on a connection
+ * of its own: a daemon older than the question answers -EOPNOTSUPP and
+ * closes the connection it came on. */
 int hbmguard_recovery_deadlines(const char *socket_path, struct hbmguard_deadlines *out);
 
 /*

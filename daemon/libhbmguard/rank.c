@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdalign.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +24,9 @@ _Static_assert(sizeof(struct hbmguard_rank_info) == sizeof(struct hbm_ctl_rank),
 	       "the library's rank info is the protocol's");
 _Static_assert(sizeof(struct hbmguard_recovery) == sizeof(struct hbm_ctl_recovery),
 	       "the library's request is the protocol's");
-_Static_assert(sizeof(struct hbmguard_deadlines) == sizeof(struct hbm_ctl_deadlines),
+_Static_assert(sizeof(struct hbmguard_deadlines) == sizeof(struct hbm_ctl_recovery_times) &&
+	       offsetof(struct hbmguard_deadlines, longest) ==
+	       offsetof(struct hbm_ctl_recovery_times, longest),
 	       "the library's deadlines are the protocol's");
 
 struct hbmguard_rank {
@@ -175,7 +178,8 @@ int hbmguard_rank_answer(struct hbmguard_rank *r, uint64_t incident, uint32_t an
 	return transact(r, HBM_CTL_RANK_ANSWER, &a, NULL, 0);
 }
 
-int hbmguard_recovery_deadlines(const char *socket_path, struct hbmguard_deadlines *out)
+/* One request on a connection of its own: a daemon older than it closes the connection. */
+static int ask_alone(const char *socket_path, uint16_t type, void *reply, size_t size)
 {
 	struct hbmguard_rank r = { .fd = hbm_ctl_connect(socket_path ? socket_path :
 							   HBMGUARD_RANK_SOCKET) };
@@ -183,8 +187,24 @@ int hbmguard_recovery_deadlines(const char *socket_path, struct hbmguard_deadlin
 
 	if (r.fd < 0)
 		return r.fd;
-	err = transact(&r, HBM_CTL_DEADLINES, NULL, out, sizeof(*out));
+	err = transact(&r, type, NULL, reply, size);
 	close(r.fd);
+	return err;
+}
+
+int hbmguard_recovery_deadlines(const char *socket_path, struct hbmguard_deadlines *out)
+{
+	struct hbm_ctl_deadlines dl;
+	int err = ask_alone(socket_path, HBM_CTL_RECOVERY_TIMES, out, sizeof(*out));
+
+	if (err != -EOPNOTSUPP)
+		return err;
+	/* a daemon older than RECOVERY_TIMES: its deadlines, the longest unsaid */
+	err = ask_alone(socket_path, HBM_CTL_DEADLINES, &dl, sizeof(dl));
+	if (!err)
+		*out = (struct hbmguard_deadlines){ .pause_timeout = dl.pause_timeout,
+						    .restore_timeout = dl.restore_timeout,
+						    .kill_timeout = dl.kill_timeout };
 	return err;
 }
 

@@ -13,7 +13,9 @@
 #   - escalations: a node whose ranks fail a step, a node killed mid-way
 #     (its lease ends): every node aborts, the reason in each one's log;
 #   - etcd restarted while a node is away and compacted past its watch:
-#     the watch reads again and the incident opened meanwhile resumes;
+#     the watch reads again, paging past more keys than a page, and the
+#     incident opened meanwhile resumes;
+#   - etcd restored from a snapshot of before: every watch reads again;
 #     etcd gone before an error: the node's ranks abort at the deadline.
 #
 #   tests/cluster/run.sh [--bench]
@@ -34,7 +36,8 @@ ip link set lo up
 W=$(mktemp -d "${HBM_CLUSTER_TMP:-/tmp}/hbm-cluster.XXXXXX")
 PIDS=()
 cleanup() {
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	# (a stopped agent, continued: it would never end, nor the wait)
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null && kill -CONT "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
 	[ -n "${KEEP:-}" ] || rm -rf "$W"
 }
@@ -240,6 +243,18 @@ reached() { [ "$(grep -c 'etcd reached' "$1")" -ge "$2" ]; }
 job=restart
 LOG=$W/$job.
 start_agents $job 2
+# A writer's keys sorting before jobs/, more than fill the read's first page
+# (1000 keys), written first (node 1 stopped for as short as can be:
+# its lease is 10 s): node 1's read below must page on past them to find
+# the incident and the job's nodes.  Of 13000 bytes each, a page of 1000
+# is past what a reply may be (16 MiB, base64): the read asks for fewer.
+x=$(head -c 13000 /dev/zero | tr '\0' x)
+for ((b = 0; b < 25; b++)); do
+	for ((k = 0; k < 100; k++)); do printf 'put /hbmguard/v1/aa/%04d %s\n' $((b * 100 + k)) $x; done |
+		{ echo; cat; echo; echo; } | ctl txn >/dev/null
+done
+[ "$(ctl get --prefix --keys-only /hbmguard/v1/aa/ | grep -c .)" = 2500 ] ||
+	fail "$job: the junk keys were not written"
 # node 1 away (stopped) across etcd's restart: its watch ends, unseen
 kill -STOP "${AGENTS[1]}"
 stop_etcd
@@ -256,8 +271,37 @@ kill -CONT "${AGENTS[1]}"
 wait_for "$job: not resumed on both after etcd's restart" 30 all_closed $job 2 resumed
 grep -q 'canceled (compacted to [0-9]*): reading /hbmguard/ again' "$W/$job.1.err" ||
 	fail "$job: node 1's watch did not read again after the compaction"
+grep -q 'a reply over 16777216 bytes' "$W/$job.1.err" || fail "$job: node 1's pages were not too big"
 stop_agents
-echo "check-cluster: a watch resumes after etcd's restart, reads again past a compaction; no incident lost"
+ctl del --prefix /hbmguard/v1/aa/ >/dev/null
+echo "check-cluster: a watch resumes after etcd's restart, reads again past a compaction," \
+	"paging past 2500 keys of 13 kB (pages made smaller); no incident lost"
+
+# ---- etcd's store gone back: restored from a snapshot of before ----
+# The nodes' watches had reached revisions the restored store is below: each
+# reads again from now (else events at the revisions below, the second
+# incident's, would never come) and the next incident resumes on both.
+job=back
+LOG=$W/$job.
+start_agents $job 2
+ctl snapshot save "$W/back.db" >/dev/null
+kill -USR1 "${AGENTS[0]}"
+wait_for "$job: the first incident not resumed" 30 all_closed $job 2 resumed
+stop_etcd
+ETCDCTL_API=3 etcdctl snapshot restore "$W/back.db" --data-dir "$W/etcd2" --name t \
+	--initial-cluster t=http://127.0.0.1:$((PORT + 10)) \
+	--initial-advertise-peer-urls http://127.0.0.1:$((PORT + 10)) >/dev/null 2>&1 ||
+	fail "$job: etcdctl snapshot restore"
+start_etcd 2 --listen-client-urls $EP --advertise-client-urls $EP
+wait_for "etcd did not start from the snapshot" 20 ctl endpoint health
+behind() { grep -q 'behind the [0-9]* the watch had reached: reading /hbmguard/ again' "$1"; }
+for i in 0 1; do
+	wait_for "$job: node $i did not see etcd's revision go back" 30 behind "$W/$job.$i.err"
+done
+kill -USR1 "${AGENTS[1]}"
+wait_for "$job: the incident after the restore not resumed on both" 30 closed_n $job 2 2
+stop_agents
+echo "check-cluster: etcd's store restored from a snapshot: read again, the next incident resumes"
 
 # ---- etcd gone before the error: the job's ranks on this node abort at the deadline ----
 job=nolink

@@ -119,6 +119,14 @@ check("... each rank's TORCHELASTIC_RUN_ID is the job's name (torchrun --rdzv_id
       [r and r["run_id"] for r in clean.ranks])
 check("... every rank registered with its node's hbmguardd",
       None not in clean.ranks and all(r["protected"] for r in clean.ranks), clean.ranks)
+# [Cluster] on: an incident across nodes may take 4 x PauseTimeout +
+# RestoreTimeout + KillTimeout + 10 s (recovery.c, the defaults: 30, 120,
+# 10), which the Guard waits out, with its own 10 s, not the steps of one
+# node (160 s)
+check("... the Guard waits as long as an incident across nodes may take (RECOVERY_TIMES)",
+      None not in clean.ranks and
+      all(r["recovery_timeout"] == 4 * 30 + 120 + 10 + 10 + 10 for r in clean.ranks),
+      [r and r["recovery_timeout"] for r in clean.ranks])
 # (each rank's BatchNorm statistics are its own batches': DDP broadcasts
 # rank 0's before each forward, not after the last)
 check("... the four ranks' weights and scaler state bitwise equal (DDP across the link)",

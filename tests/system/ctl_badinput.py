@@ -18,7 +18,8 @@ import time
 
 PATH = "/run/hbmguard/control.sock"
 MAGIC, VERSION, REPLY = 0x434D4248, 1, 0x8000
-STATUS, RETIRE, CLEAR, DEADLINES, CLUSTER, CLUSTER_NODE_GET = 1, 2, 3, 12, 13, 14
+STATUS, RETIRE, CLEAR, DEADLINES, CLUSTER, CLUSTER_NODE_GET, RECOVERY_TIMES = \
+    1, 2, 3, 12, 13, 14, 15
 HEADER = struct.Struct("<IHHIIiI")
 EXTENT = struct.Struct("<64sQQII")
 STATUS_BODY = 6 * 8 + 7 * 4 + 256 + 4    # struct hbm_ctl_status, padded to 8
@@ -85,6 +86,13 @@ dl = struct.unpack("<4I", body) if len(body) == 16 else None
 assert ptype == DEADLINES | REPLY and err == 0 and dl and all(dl[:3]) and not dl[3], \
     (ptype, err, body)
 s.close()
+# and them with the longest an incident may take: one node's ([Cluster] off)
+s = connect()
+ptype, seq, err, body = ask(s, packet(RECOVERY_TIMES))
+rt = struct.unpack("<4I", body) if len(body) == 16 else None
+assert ptype == RECOVERY_TIMES | REPLY and err == 0 and rt and rt[:3] == dl[:3] and \
+    rt[3] == dl[0] + dl[1], (ptype, err, body)
+s.close()
 # and the cluster link's state: off here ([Cluster] unset), all of it zero
 s = connect()
 ptype, seq, err, body = ask(s, packet(CLUSTER))
@@ -103,6 +111,7 @@ expect("truncated body", packet(RETIRE, extent())[:60], EBADMSG, True)
 expect("body on STATUS", packet(STATUS, b"x" * 8), EBADMSG, True)
 expect("body on DEADLINES", packet(DEADLINES, b"\0" * 16), EBADMSG, True)
 expect("body on CLUSTER", packet(CLUSTER, b"\0" * 8), EBADMSG, True)
+expect("body on RECOVERY_TIMES", packet(RECOVERY_TIMES, b"\0" * 16), EBADMSG, True)
 expect("CLUSTER_NODE_GET without its index", packet(CLUSTER_NODE_GET), EBADMSG, True)
 expect("CLUSTER_NODE_GET, reserved set", packet(CLUSTER_NODE_GET, struct.pack("<II", 0, 1)),
        EBADMSG, True)

@@ -608,6 +608,46 @@ START_TEST(deadlines_messages)
 }
 END_TEST
 
+/* RECOVERY_TIMES: asked with nothing; each deadline set, the longest at least two of them. */
+START_TEST(recovery_times_messages)
+{
+	struct hbm_ctl_recovery_times rt = { .pause_timeout = 30, .restore_timeout = 120,
+					     .kill_timeout = 10, .longest = 260 }, bad;
+	struct hbm_ctl_header h;
+	const void *body;
+	size_t len;
+
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_RECOVERY_TIMES, 1, 0, NULL);
+	ck_assert_uint_eq(len, sizeof(h));
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, false, &h, &body), 0);
+	((struct hbm_ctl_header *)buf)->size += sizeof(rt);
+	memcpy(buf + len, &rt, sizeof(rt));
+	ck_assert_int_eq(hbm_ctl_decode(buf, len + sizeof(rt), false, &h, &body), -EBADMSG);
+
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_RECOVERY_TIMES | HBM_CTL_REPLY, 1, 0, &rt);
+	ck_assert_uint_eq(len, sizeof(h) + sizeof(rt));
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), 0);
+	ck_assert_uint_eq(((const struct hbm_ctl_recovery_times *)body)->longest, 260);
+	rt.longest = 150;	/* one node: pause + restore */
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_RECOVERY_TIMES | HBM_CTL_REPLY, 1, 0, &rt);
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), 0);
+	/* a deadline of 0; the longest below pause + restore, or wrapping it */
+	for (int i = 0; i < 5; i++) {
+		bad = rt;
+		if (i < 3)
+			*(i == 0 ? &bad.pause_timeout : i == 1 ? &bad.restore_timeout :
+			  &bad.kill_timeout) = 0;
+		else if (i == 3)
+			bad.longest = 149;
+		else
+			bad.pause_timeout = bad.restore_timeout = bad.longest = 0x80000000;
+		len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_RECOVERY_TIMES | HBM_CTL_REPLY, 1, 0,
+				     &bad);
+		ck_assert_msg(hbm_ctl_decode(buf, len, true, &h, &body) == -EBADMSG, "case %d", i);
+	}
+}
+END_TEST
+
 /* CLUSTER: asked with nothing; answered with a state, and names for it. */
 START_TEST(cluster_messages)
 {
@@ -693,6 +733,7 @@ Suite *ctl_suite(void)
 	tcase_add_test(tc, gpu_messages);
 	tcase_add_test(tc, drain_messages);
 	tcase_add_test(tc, deadlines_messages);
+	tcase_add_test(tc, recovery_times_messages);
 	tcase_add_test(tc, cluster_messages);
 	tcase_add_test(tc, cluster_node_messages);
 	tcase_add_test(tc, unsafe_names);

@@ -59,11 +59,11 @@ class _Recovery(ctypes.Structure):         # struct hbmguard_recovery
 
 class _Deadlines(ctypes.Structure):        # struct hbmguard_deadlines
     _fields_ = [("pause_timeout", ctypes.c_uint32), ("restore_timeout", ctypes.c_uint32),
-                ("kill_timeout", ctypes.c_uint32), ("reserved", ctypes.c_uint32)]
+                ("kill_timeout", ctypes.c_uint32), ("longest", ctypes.c_uint32)]
 
 
 Recovery = namedtuple("Recovery", "incident action failed_rank device offset length")
-Deadlines = namedtuple("Deadlines", "pause restore kill")
+Deadlines = namedtuple("Deadlines", "pause restore kill longest", defaults=(0,))
 
 
 def _load():
@@ -134,8 +134,9 @@ class _Handle:
 
 def deadlines(socket=None):
     """hbmguardd's [Recovery] deadlines, in seconds: Deadlines(pause,
-    restore, kill).  OSError(EOPNOTSUPP) from a daemon too old to say, or
-    a libhbmguard too old to ask."""
+    restore, kill, longest), longest an incident in all (across nodes too),
+    0 from a daemon too old to say it.  OSError(EOPNOTSUPP) from a daemon
+    too old to say any, or a libhbmguard too old to ask."""
     lib = _library()
     if not hasattr(lib, "hbmguard_recovery_deadlines"):
         raise OSError(errno.EOPNOTSUPP, "asking hbmguardd's deadlines: %s has no "
@@ -144,7 +145,7 @@ def deadlines(socket=None):
     _check(lib.hbmguard_recovery_deadlines(socket.encode() if socket else None,
                                                    ctypes.byref(d)),
            "asking hbmguardd's deadlines")
-    return Deadlines(d.pause_timeout, d.restore_timeout, d.kill_timeout)
+    return Deadlines(d.pause_timeout, d.restore_timeout, d.kill_timeout, d.longest)
 
 
 def job_id():

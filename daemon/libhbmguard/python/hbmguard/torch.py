@@ -63,8 +63,9 @@ loss left nothing to compare at a world of two; the daemon escalating (its
 rank agrees on it before it raises, so none is left in a collective.
 
 The Guard waits for the daemon's requests as long as the daemon's own
-deadlines allow (PauseTimeout + RestoreTimeout, hbmguard.deadlines(), asked
-at each registration; a daemon too old to say: its defaults), and a little
+deadlines allow (the longest an incident may take, hbmguard.deadlines(),
+asked at each registration: PauseTimeout + RestoreTimeout on one node, more
+across nodes; a daemon too old to say: its defaults), and a little
 longer for the daemon's ABORT to arrive: the daemon, not the Guard, decides
 when a recovery took too long.
 
@@ -354,17 +355,19 @@ class Guard:
         """Seconds a recovery may take in all, as the daemon will allow it."""
         try:
             d = hbmguard.deadlines(self._identity["socket"])
-            pause, restore, kill = d.pause, d.restore, d.kill
-            if not all(0 < t <= LONGEST_DEADLINE for t in (pause, restore, kill)):
+            pause, restore, kill, longest = d.pause, d.restore, d.kill, d.longest
+            if not all(0 < t <= LONGEST_DEADLINE for t in (pause, restore, kill)) or \
+                    longest and not pause + restore <= longest <= 6 * LONGEST_DEADLINE:
                 raise OSError("hbmguardd says PauseTimeout=%ds RestoreTimeout=%ds "
-                              "KillTimeout=%ds" % (pause, restore, kill))
+                              "KillTimeout=%ds, %ds in all" % (pause, restore, kill, longest))
         except OSError as e:    # a daemon or library too old to say: its defaults
             print("hbmguard: rank %d: waiting for hbmguardd's defaults (%gs, %gs): %s" % (
                   self.rank, PAUSE_TIMEOUT, RESTORE_TIMEOUT, e), file=sys.stderr)
-            pause, restore, kill = PAUSE_TIMEOUT, RESTORE_TIMEOUT, KILL_TIMEOUT
+            pause, restore, kill, longest = PAUSE_TIMEOUT, RESTORE_TIMEOUT, KILL_TIMEOUT, 0
         if self.timeout is not None:
             return self.timeout, kill
-        return pause + restore + DEADLINE_SLACK, kill
+        # longest: an incident across nodes may take more than its steps here
+        return max(longest, pause + restore) + DEADLINE_SLACK, kill
 
     @property
     def protected(self):
