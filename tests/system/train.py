@@ -579,8 +579,8 @@ def light_worker(args, rank):
     pattern = write_pattern(ap, rank)
     me = hbmguard.Rank(job=args.job, rank=rank, world_size=args.world, device=device,
                        ranges=[(0, APERTURE)])
-    d = hbmguard.deadlines()
-    recovery_timeout = d.pause + d.restore + hbmguard.torch.DEADLINE_SLACK     # the Guard's
+    d = hbmguard.deadlines()    # the Guard's wait (Guard._daemon_deadlines())
+    recovery_timeout = max(d.longest, d.pause + d.restore) + hbmguard.torch.DEADLINE_SLACK
     answer = hold_paused(me.answer, args.out) if args.hold_paused and rank == 2 else me.answer
     barrier.agree(0)            # every rank registered before the first step
     joined = time.time()
