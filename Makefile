@@ -454,7 +454,7 @@ check: deps
 		$(foreach p,$(KERNEL_PARTS),check-kernel-debug-$(p)) \
 		check-system-boots check-system-ddp $(filter-out check-kernel-debug-%,$(GUESTS_2)); \
 	s=$$?; wait; exit $$s
-	@# two guests at once, each a core: alone, after the rest (about 3 min)
+	@# two guests at once, each a core: alone, after the rest (about 5 min)
 	@$(MAKE) --no-print-directory check-system-cluster
 	@echo "check: $$((10 + $(words $(GUESTS_2)))) passed, 0 failed"
 

@@ -54,6 +54,12 @@ import takes tens of seconds, which the first start need not pay four times.
 which, the other node's launcher given the same run: torchrun starts the
 node's ranks (ranks node_rank * world / nnodes and up), rendezvousing at
 --master-addr; the fault goes in on the node where its device's rank runs.
+
+--light has the launcher fork light ranks instead (light_worker()): no
+torch, no model, the hbmguard package alone; for the checks of the
+daemons' escalations, which ask who aborts and why, not what the weights
+are.  A light run's hooks are run at the step they name: its ranks wait
+for their launcher at each step's end (launcher_ran()).
 """
 import argparse
 import collections
@@ -63,9 +69,12 @@ import json
 import os
 import pwd
 import random
+import select
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 import traceback
 
@@ -127,6 +136,10 @@ def parse(argv):
                    help="RANK's process cannot continue once it touched lost memory")
     p.add_argument("--rotate", action="store_true",
                    help="the steps take turns with the Guard and without (ROTATION)")
+    p.add_argument("--light", action="store_true",
+                   help="ranks without torch (light_worker()), on any number of nodes")
+    p.add_argument("--step-seconds", type=float, default=1.0,
+                   help="a light rank's step (about a DDP step's under TCG)")
     p.add_argument("--from-env", action="store_true", help=argparse.SUPPRESS)  # hbmguard.run's
     p.add_argument("--rank", type=int, help=argparse.SUPPRESS)     # a cold restart's rank
     p.add_argument("--attempt", type=int, default=0, help=argparse.SUPPRESS)
@@ -215,12 +228,11 @@ class EmulatedScaler:
         self._growth_interval, self.skipped = state["growth_interval"], state["skipped"]
 
 
-def hold_paused(guard, out):
-    """Rank 2 answers PAUSED only once the launcher ran --at-held (by
-    default, restarted hbmguardd): what it does happens with the incident
-    open (a test's hook into the Guard's connection)."""
-    answer = guard._rank.answer
-
+def hold_paused(answer, out):
+    """answer (hbmguard.Rank's), that rank 2 uses to answer PAUSED only
+    once the launcher ran --at-held (by default, restarted hbmguardd): what
+    it does happens with the incident open (a test's hook into the rank's
+    connection)."""
     def held(incident, what):
         if what == hbmguard.PAUSED:
             open(os.path.join(out, "held"), "w").close()
@@ -229,7 +241,7 @@ def hold_paused(guard, out):
                     break
                 time.sleep(0.1)
         return answer(incident, what)
-    guard._rank.answer = held
+    return held
 
 
 def digest(tensors, extra=b""):
@@ -260,13 +272,36 @@ def become_training_user():
     os.setuid(pw.pw_uid)
 
 
+def note_start(out, rank):
+    """The rank's start in OUT/starts (the verdicts': no process restarted)."""
+    started = time.time()
+    with open(os.path.join(out, "starts"), "a") as f:
+        f.write("%d %d %.6f\n" % (rank, os.getpid(), started))
+    return started
+
+
+def write_report(out, rank, report):
+    """OUT/rankN.json, whole or not at all: a rank may be killed as it
+    writes (hbmguardd ends the failed rank of an incident it escalated)."""
+    path = os.path.join(out, "rank%d.json" % rank)
+    with open(path + ".tmp", "w") as f:
+        json.dump(report, f)
+    os.replace(path + ".tmp", path)
+
+
+def end_aborted(out, rank, why):
+    """The rank's end when told to abort: why, in its report."""
+    write_report(out, rank, {"pid": os.getpid(), "aborted": str(why)})
+    print("rank %d: Aborted: %s" % (rank, why), file=sys.stderr)
+    sys.stderr.flush()
+    os._exit(ABORTED)
+
+
 def worker(args, rank, attempt):
     become_training_user()
     torch.set_num_threads(1)
     faulthandler.register(signal.SIGUSR1)      # where a hung rank is (the wall limit)
-    started = time.time()
-    with open(os.path.join(args.out, "starts"), "a") as f:
-        f.write("%d %d %.6f\n" % (rank, os.getpid(), started))
+    started = note_start(args.out, rank)
     if args.from_env:           # hbmguard.run's: as under torchrun
         dist.init_process_group("gloo")
     else:
@@ -302,7 +337,7 @@ def worker(args, rank, attempt):
         guard = hbmguard.torch.Guard(ddp, opt, job=args.job, device=device, apertures=[ap],
                                      scaler=scaler, closure_steps=not args.guard_commits)
         if args.hold_paused and rank == 2:
-            hold_paused(guard, args.out)
+            guard._rank.answer = hold_paused(guard._rank.answer, args.out)
         first = guard.steps     # a newcomer's: the job's
     joined = time.time()
     # the node's first rank: its launcher reads it (the fault's step)
@@ -356,11 +391,7 @@ def worker(args, rank, attempt):
                             "opt": opt.state_dict(), "scaler": scaler.state_dict()}, ckpt + ".tmp")
                 os.replace(ckpt + ".tmp", ckpt)
     except hbmguard.torch.Aborted as e:
-        with open(os.path.join(args.out, "rank%d.json" % rank), "w") as f:
-            json.dump({"pid": os.getpid(), "aborted": str(e)}, f)
-        print("rank %d: Aborted: %s" % (rank, e), file=sys.stderr)
-        sys.stderr.flush()
-        os._exit(ABORTED)
+        end_aborted(args.out, rank, e)
 
     report = {"pid": os.getpid(), "uid": os.getuid(), "aborted": None, "steps": args.steps,
               "weights": digest(model.parameters(), json.dumps(scaler.state_dict()).encode()),
@@ -373,11 +404,222 @@ def worker(args, rank, attempt):
               "started": started, "joined": joined, "node": os.uname().nodename,
               "run_id": os.environ.get("TORCHELASTIC_RUN_ID"),
               "recovery_timeout": guard.recovery_timeout if guard else None}
-    with open(os.path.join(args.out, "rank%d.json" % rank), "w") as f:
-        json.dump(report, f)
+    write_report(args.out, rank, report)
     dist.destroy_process_group()
     if guard:
         guard.close()
+
+
+# ---- a light rank (--light) --------------------------------------------
+#
+# A light rank registers with its node's hbmguardd (the hbmguard package
+# over libhbmguard, as pyrank.py), keeps a pattern in its device's memory,
+# and steps: it reads its memory (a forward pass reading its weights), and
+# every rank of the job agrees whether to recover (the Guard's check at each
+# step's end, Guard._must_recover(): an all_reduce(MAX) of one byte, here
+# through node 0's launcher, LightBarrier).  Its recovery is the Guard's
+# protocol: PAUSED, RESTORE (the failed rank maps its lost pages back and
+# writes them again, as the Guard's broadcast from a replica would),
+# RESTORED, RESUME, the step run again; it ends Aborted (exit status 3) on
+# ABORT, on no request within the daemon's deadlines, or with the daemon gone.
+
+PEER_LOST = 2                   # LightBarrier's answer when a rank left the job
+
+
+class LightAborted(Exception):
+    pass
+
+
+def write_pattern(ap, rank, lo=0, hi=APERTURE):
+    """The rank's pattern into bytes [lo, hi) of its memory: through a
+    memoryview, a memcpy (ctypes' own slice assignment goes a byte at a
+    time: a second under TCG)."""
+    pattern = (bytes(range(rank, rank + 251)) * (APERTURE // 251 + 1))[:APERTURE]
+    with memoryview(ap.buffer) as view, view.cast("B") as flat:
+        flat[lo:hi] = pattern[lo:hi]
+    return pattern
+
+
+def light_connect(args):
+    """A connection to node 0's launcher (--master-addr, --port), which
+    may not listen yet."""
+    deadline = time.monotonic() + args.wall
+    while True:
+        try:
+            return socket.create_connection((args.master_addr, args.port))
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def light_rendezvous(args):
+    """The launchers of a light run meet before it starts, as torchrun's
+    agents do: no node runs the run's hooks (--run-at 0: a daemon started,
+    its deadlines changed) while another is still in the run before.  Node
+    0's launcher listens, its first connections the other nodes'
+    launchers; its listener is the run's barrier's (serve_light_barrier())."""
+    if args.node_rank:
+        with light_connect(args) as c:
+            if c.recv(1) != b"\0":
+                raise RuntimeError("node 0's launcher went away before the run")
+        return None
+    listener = socket.create_server(("", args.port))
+    listener.settimeout(args.wall)
+    for _ in range(args.nnodes - 1):
+        with listener.accept()[0] as c:
+            c.sendall(b"\0")
+    return listener
+
+
+def serve_light_barrier(args, listener):
+    """Node 0's launcher's half of LightBarrier, in a thread: once every
+    rank of the job connected, each round reads a byte from each and sends
+    each the largest; a rank gone (its connection closed) ends it, the
+    others told PEER_LOST, as gloo tells DDP's ranks of a peer gone."""
+    def rounds():
+        with listener:
+            ranks = [listener.accept()[0] for _ in range(args.world)]
+        while True:
+            flags = [c.recv(1) for c in ranks]
+            gone = b"" in flags
+            for c in ranks:
+                try:
+                    c.sendall(bytes([PEER_LOST]) if gone else max(flags))
+                except OSError:
+                    pass
+            if gone:
+                for c in ranks:
+                    c.close()
+                return
+    threading.Thread(target=rounds, daemon=True).start()
+
+
+class LightBarrier:
+    """A rank's half: agree(flag) is the largest flag of all the job's ranks."""
+
+    def __init__(self, args):
+        self._sock = light_connect(args)
+
+    def agree(self, flag):
+        self._sock.sendall(bytes([flag]))
+        got = self._sock.recv(1)
+        if got in (b"", bytes([PEER_LOST])):
+            raise LightAborted("a peer rank left the job")
+        return got[0]
+
+
+def launcher_ran(out, step):
+    """Until this node's launcher ran what is due at step (launch())."""
+    while True:
+        try:
+            with open(os.path.join(out, "launcher_ran")) as f:
+                if int(f.read()) >= step:
+                    return
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.01)
+
+
+def drain(me, pending):
+    """hbmguardd's waiting requests, into pending (Guard._drain())."""
+    while True:
+        req = me.next()
+        if req is None:
+            return
+        pending.append(req)
+
+
+def light_recover(rank, me, ap, pending, answer, deadline):
+    """The Guard's _recover() for a light rank: (incident, failed rank), or
+    LightAborted."""
+    def expect(action):
+        while True:
+            drain(me, pending)
+            while pending:
+                req = pending.pop(0)
+                if req.action == hbmguard.ABORT:
+                    raise LightAborted("rank %d: hbmguardd escalated incident %d" % (
+                        rank, req.incident))
+                if req.action == action:
+                    return req
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise LightAborted("rank %d: hbmguardd asked for no %s within its deadlines"
+                                   % (rank, hbmguard.ACTIONS[action]))
+            poller = select.poll()
+            poller.register(me.fileno(), select.POLLIN)
+            poller.poll(left * 1000)
+
+    try:
+        req = expect(hbmguard.PAUSE)
+        answer(req.incident, hbmguard.PAUSED)
+        req = expect(hbmguard.RESTORE)
+        if req.failed_rank == rank:
+            lo, hi = max(0, req.offset), min(APERTURE, req.offset + req.length)
+            if lo < hi:
+                ap.restore(lo, hi - lo)
+                write_pattern(ap, rank, lo, hi)
+        me.answer(req.incident, hbmguard.RESTORED)
+        expect(hbmguard.RESUME)
+    except OSError as e:        # ECONNRESET: hbmguardd went away
+        raise LightAborted("rank %d: hbmguardd went away during the recovery (%s)" % (
+            rank, e.strerror or e))
+    return req.incident, req.failed_rank
+
+
+def light_worker(args, rank):
+    become_training_user()
+    faulthandler.register(signal.SIGUSR1)      # where a hung rank is (the wall limit)
+    started = note_start(args.out, rank)
+    barrier = LightBarrier(args)
+    device = "sim:sim%d" % rank
+    ap = hbmguard.Aperture(device, 0, APERTURE, guard=True)
+    ap.restore(0, APERTURE)     # a fresh start writes all of it
+    pattern = write_pattern(ap, rank)
+    me = hbmguard.Rank(job=args.job, rank=rank, world_size=args.world, device=device,
+                       ranges=[(0, APERTURE)])
+    d = hbmguard.deadlines()    # the Guard's wait (Guard._daemon_deadlines())
+    recovery_timeout = max(d.longest, d.pause + d.restore) + hbmguard.torch.DEADLINE_SLACK
+    answer = hold_paused(me.answer, args.out) if args.hold_paused and rank == 2 else me.answer
+    barrier.agree(0)            # every rank registered before the first step
+    joined = time.time()
+    progress = None
+    if rank == args.node_rank * args.world // args.nnodes:     # the node's first
+        progress = open(os.path.join(args.out, "progress.csv"), "a")
+    rerun, lost_pages, incidents, pending = 0, 0, [], []
+    try:
+        for step in range(args.steps):
+            while True:
+                time.sleep(args.step_seconds)
+                bytes(ap.buffer)        # a lost page reads zero, and is counted
+                try:
+                    drain(me, pending)
+                except OSError as e:
+                    raise LightAborted("rank %d: hbmguardd went away (%s)" % (
+                        rank, e.strerror or e))
+                if not barrier.agree(1 if ap.lost() or pending else 0):
+                    break
+                began = time.monotonic()
+                lost_pages += ap.lost()
+                incident, failed = light_recover(rank, me, ap, pending, answer,
+                                                 began + recovery_timeout)
+                incidents.append((incident, failed, time.monotonic() - began))
+                rerun += 1
+            if progress:
+                progress.write("%.6f,%d,0,%d\n" % (time.time(), step + 1, rerun))
+                progress.flush()
+            launcher_ran(args.out, step + 1)
+    except LightAborted as e:
+        end_aborted(args.out, rank, e)
+    report = {"pid": os.getpid(), "uid": os.getuid(), "aborted": None, "steps": args.steps,
+              "memory_intact": bytes(ap.buffer) == pattern,
+              "rerun": rerun, "lost_pages": lost_pages, "protected": True,
+              "incidents": incidents, "started": started, "joined": joined,
+              "node": os.uname().nodename, "recovery_timeout": recovery_timeout}
+    write_report(args.out, rank, report)
+    me.close()
+    ap.close()
 
 
 # ---- the launcher -------------------------------------------------------
@@ -398,7 +640,10 @@ class Rank:
         if self.pid == 0:
             code = 0
             try:
-                worker(args, rank, attempt)
+                if args.light:
+                    light_worker(args, rank)
+                else:
+                    worker(args, rank, attempt)
             except BaseException:
                 traceback.print_exc()
                 code = 1
@@ -496,6 +741,9 @@ class Torchrun(Rank):
 
 
 def spawn(args, attempt):
+    if args.light:
+        per_node = args.world // args.nnodes
+        return [Rank(args, args.node_rank * per_node + i, attempt) for i in range(per_node)]
     if args.nnodes > 1:
         return [Torchrun(args)]
     if args.mode == "replace":  # hbmguard.run starts the ranks, torchrun's way
@@ -546,25 +794,36 @@ def launch(args):
               "fault_time": None, "fault_step": None, "restarts": [], "ran": {}}
     t0 = time.time()
     attempt = 0
+    listener = light_rendezvous(args) if args.light else None
     run_commands(args, result, 0)
+    if listener:
+        serve_light_barrier(args, listener)
     procs = spawn(args, attempt)
     result["started"].append([p.pid for p in procs])
+    ran_at = 0
     while True:
+        step = committed(args.out)
         if args.fault_step and result["fault_time"] is None and fault_here(args) and \
-                committed(args.out) >= args.fault_step:
+                step >= args.fault_step:
             dev, offset = args.fault.split(":")
             subprocess.run(["hbmctl", "inject", dev, "ue", offset], check=True)
             result["fault_time"] = time.time()
-            result["fault_step"] = committed(args.out)
-        run_commands(args, result, committed(args.out))
+            result["fault_step"] = step
+        run_commands(args, result, step)
         if args.restart_daemon_step and "daemon_restart" not in result and \
-                committed(args.out) >= args.restart_daemon_step:
+                step >= args.restart_daemon_step:
             subprocess.run(["systemctl", "restart", "hbmguardd"], check=True)
             result["daemon_restart"] = time.time()
         if args.stop_daemon_step and "daemon_stop" not in result and \
-                committed(args.out) >= args.stop_daemon_step:
+                step >= args.stop_daemon_step:
             subprocess.run(["systemctl", "stop", "hbmguardd"], check=True)
             result["daemon_stop"] = time.time()
+        if args.light and step > ran_at:        # the light ranks wait for it
+            with open(os.path.join(args.out, "launcher_ran.tmp"), "w") as f:
+                f.write("%d" % step)
+            os.replace(os.path.join(args.out, "launcher_ran.tmp"),
+                       os.path.join(args.out, "launcher_ran"))
+            ran_at = step
         if args.hold_paused and "held" not in result and \
                 os.path.exists(os.path.join(args.out, "held")):
             result["held"] = {"command": args.at_held, "time": time.time(),
@@ -631,6 +890,10 @@ def main():
             runs.append([])
         else:
             runs[-1].append(a)
+    # libhbmguard found and loaded once, here, for every rank forked from
+    # this process (torchrun's too): each would run ctypes.util.find_library()'s
+    # ldconfig, seconds under TCG from a process this size.
+    hbmguard._library()
     args = parse(runs[0])
     if args.from_env:
         worker(args, int(os.environ["RANK"]), 0)
