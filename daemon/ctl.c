@@ -364,9 +364,11 @@ static int check_body(uint16_t type, const void *body)
 		return dl->pause_timeout && dl->restore_timeout && dl->kill_timeout &&
 		       !dl->reserved ? 0 : -EBADMSG;
 	case HBM_CTL_RECOVERY_TIMES | HBM_CTL_REPLY:
+		/* between one node's steps and an incident across nodes (recovery_longest()) */
 		return rt->pause_timeout && rt->restore_timeout && rt->kill_timeout &&
-		       rt->longest >= (uint64_t)rt->pause_timeout + rt->restore_timeout ?
-		       0 : -EBADMSG;
+		       rt->longest >= (uint64_t)rt->pause_timeout + rt->restore_timeout &&
+		       rt->longest <= 4ULL * rt->pause_timeout + rt->restore_timeout +
+				      rt->kill_timeout + 10 ? 0 : -EBADMSG;
 	case HBM_CTL_CLUSTER | HBM_CTL_REPLY:
 		return check_cluster(body);
 	}

@@ -164,8 +164,10 @@ struct hbmguard_deadlines {
 	uint32_t kill_timeout;		/* an escalation's SIGTERM to its SIGKILL */
 	uint32_t longest;		/* an incident in all, from the error to the
 					 * ranks' RESUME or ABORT, across nodes
-					 * included; 0 from a daemon too old to say
-					 * (then: pause + restore).  Was reserved. */
+					 * included; 0 from a daemon too old to say,
+					 * and from a libhbmguard.so.0 older than this
+					 * header (then: pause + restore).  Was
+					 * reserved. */
 };
 
 /* The deadlines of the daemon at @socket_path (NULL: the default), for a

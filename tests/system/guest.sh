@@ -1050,8 +1050,9 @@ cluster_train() {
 	local light=("${on[@]}" --light)
 	local etcd=() second=() kill=() noetcd=()
 	# the last run's deadlines, short: nothing recovers then, and the
-	# ranks of the node without the error wait for the Guard's (PauseTimeout
-	# + RestoreTimeout + 10 s: asked at each registration)
+	# ranks of the node without the error wait as the Guard would, the
+	# longest an incident across nodes may take and 10 s (RECOVERY_TIMES:
+	# 4 x 5 + 5 + KillTimeout 10 + 10, asked at each registration): 55 s
 	local short="printf '[Recovery]\\nPauseTimeout=5s\\nRestoreTimeout=5s\\n' \
 		>/etc/hbmguard/hbmguardd.conf.d/70-short.conf"
 	if [ "$node" = node1 ]; then

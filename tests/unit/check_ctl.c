@@ -631,14 +631,16 @@ START_TEST(recovery_times_messages)
 	rt.longest = 150;	/* one node: pause + restore */
 	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_RECOVERY_TIMES | HBM_CTL_REPLY, 1, 0, &rt);
 	ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), 0);
-	/* a deadline of 0; the longest below pause + restore, or wrapping it */
-	for (int i = 0; i < 5; i++) {
+	/* a deadline of 0; the longest below pause + restore, or wrapping it, or past a cluster's */
+	for (int i = 0; i < 6; i++) {
 		bad = rt;
 		if (i < 3)
 			*(i == 0 ? &bad.pause_timeout : i == 1 ? &bad.restore_timeout :
 			  &bad.kill_timeout) = 0;
 		else if (i == 3)
 			bad.longest = 149;
+		else if (i == 5)
+			bad.longest = 4 * 30 + 120 + 10 + 10 + 1;
 		else
 			bad.pause_timeout = bad.restore_timeout = bad.longest = 0x80000000;
 		len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_RECOVERY_TIMES | HBM_CTL_REPLY, 1, 0,

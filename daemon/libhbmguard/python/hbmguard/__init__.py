@@ -63,7 +63,15 @@ class _Deadlines(ctypes.Structure):        # struct hbmguard_deadlines
 
 
 Recovery = namedtuple("Recovery", "incident action failed_rank device offset length")
-Deadlines = namedtuple("Deadlines", "pause restore kill longest", defaults=(0,))
+class Deadlines(namedtuple("Deadlines", "pause restore kill")):
+    """hbmguardd's deadlines: (pause, restore, kill), as ever (callers unpack
+    three), and .longest, the longest an incident may take in all (0: not
+    said)."""
+
+    def __new__(cls, pause, restore, kill, longest=0):
+        self = super().__new__(cls, pause, restore, kill)
+        self.longest = longest
+        return self
 
 
 def _load():
@@ -134,8 +142,8 @@ class _Handle:
 
 def deadlines(socket=None):
     """hbmguardd's [Recovery] deadlines, in seconds: Deadlines(pause,
-    restore, kill, longest), longest an incident in all (across nodes too),
-    0 from a daemon too old to say it.  OSError(EOPNOTSUPP) from a daemon
+    restore, kill), and its .longest, an incident in all (across nodes too),
+    0 from a daemon or libhbmguard too old to say it.  OSError(EOPNOTSUPP) from a daemon
     too old to say any, or a libhbmguard too old to ask."""
     lib = _library()
     if not hasattr(lib, "hbmguard_recovery_deadlines"):
