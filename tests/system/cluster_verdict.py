@@ -195,12 +195,21 @@ def recovered(job, what):
               mine is not None and len(mine) == 1 and mine[0]["state"] == "resumed", mine)
 
 
-def aborted(job):
-    """No rank of the run finished, the launchers said so: none ended
-    with status 0, each rank that reported was Aborted."""
+# how a rank ends when its job is aborted: Aborted (train.py's ABORTED), or
+# the daemon's SIGTERM to the failed rank, or the launcher's SIGKILL after it
+ABORT_ENDS = {"exit 3", "signal SIGTERM", "signal SIGKILL"}
+
+
+def aborted(job, why=None):
+    """No rank of the run finished, the launchers said so: each ended as an
+    abort ends (not a traceback's exit 1), each rank that reported was
+    Aborted, and rank R's reason holds why[R] (a rank in why reported)."""
     return None not in job.parts.values() and \
         not any(ended_well(p) for p in job.parts.values()) and \
-        all(r is None or r["aborted"] for r in job.ranks)
+        all(set(e) <= ABORT_ENDS for p in job.parts.values() for e in p.result["exits"]) and \
+        all(r is None or r["aborted"] for r in job.ranks) and \
+        all(job.ranks[i] is not None and w in job.ranks[i]["aborted"]
+            for i, w in (why or {}).items())
 
 
 def escalated_here(node, what, reason):
@@ -250,7 +259,9 @@ recovered(job, "cluster-etcd")
 job = Job("second")
 check("cluster, a second error mid-incident: it went in on node 2 while rank 2 held PAUSED",
       [r["status"] for r in ran(job, "node2", "held")] == [0], job.results())
-check("... the job was aborted: no rank finished", aborted(job), job.results(), job.ranks)
+check("... the job was aborted: no rank finished, ranks 0, 1 and 3 told so by their daemons",
+      aborted(job, {i: "hbmguardd escalated incident" for i in (0, 1, 3)}),
+      job.results(), job.ranks)
 check("... node 2's hbmguardd escalated it (hbmctl incidents)",
       *escalated_here("node2", "cluster-second", "a second error during recovery"))
 check("... node 1's hbmguardd aborted it for node 2's reason (hbmctl incidents)",
@@ -299,7 +310,11 @@ check("... node 2's hbmguardd aborted its ranks at the pause deadline (its journ
 check("... node 2's hbmctl incidents says why",
       *escalated_here("node2", "cluster-noetcd",
                       "not opened across nodes: etcd unreachable"))
-check("... the job was aborted: no rank finished", aborted(job), job.results(), job.ranks)
+check("... the job was aborted: no rank finished; node 1's ranks gave up waiting, "
+      "rank 3 was told by its daemon",
+      aborted(job, {0: "asked for no pause within its deadlines",
+                    1: "asked for no pause within its deadlines",
+                    3: "hbmguardd escalated incident"}), job.results(), job.ranks)
 
 late = [(name, Job(name).timed_out()) for name in ("clean", "ue", "etcd", "second", "kill",
                                                     "noetcd") if Job(name).timed_out()]
