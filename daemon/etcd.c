@@ -31,6 +31,7 @@
 #define SNAPSHOT_BYTES		(64 << 20)	/* their keys' and values' bytes, likewise */
 #define READ_COMPACTED_MAX	3	/* reads begun again, compacted past mid-way */
 #define HELD_MAX		65536	/* watch responses held for a read */
+#define GRPC_OUT_OF_RANGE	11	/* codes.OutOfRange (grpc's codes/codes.go): "code" */
 #define BACKOFF_MIN_US		250000
 #define BACKOFF_MAX_US		5000000
 
@@ -561,7 +562,7 @@ static bool read_again(struct etcd_watch *w, int err, struct json_object *reply)
 		w->page_limit = limit / 2;
 		return read_page(w, w->after);
 	}
-	if (err == -EREMOTEIO && reply && !etcd_int64(reply, "code", &code) && code == 11 &&
+	if (err == -EREMOTEIO && reply && !etcd_int64(reply, "code", &code) && code == GRPC_OUT_OF_RANGE &&
 	    w->compacted < READ_COMPACTED_MAX) {
 		fprintf(stderr, "<4>hbmguardd: etcd: %s compacted past revision %" PRId64
 			" mid-read: reading it again\n", w->prefix, w->snap_rev);

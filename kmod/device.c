@@ -512,18 +512,20 @@ static void device_health_event(struct hbm_device *dev, u32 old_health)
 			  old_health);
 }
 
-static const size_t result_counts[] = {
-	offsetof(struct hbm_result, retired), offsetof(struct hbm_result, pending),
-	offsetof(struct hbm_result, failed), offsetof(struct hbm_result, cleared),
-};
-static const u32 result_events[] = {
-	HBMGUARD_EVENT_RETIRED, HBMGUARD_EVENT_PENDING,
-	HBMGUARD_EVENT_FAILED, HBMGUARD_EVENT_CLEARED,
+/* A result's counts of pages, each with the event that tells it. */
+static const struct {
+	size_t field;
+	u32 type;
+} result_kinds[] = {
+	{ offsetof(struct hbm_result, retired), HBMGUARD_EVENT_RETIRED },
+	{ offsetof(struct hbm_result, pending), HBMGUARD_EVENT_PENDING },
+	{ offsetof(struct hbm_result, failed), HBMGUARD_EVENT_FAILED },
+	{ offsetof(struct hbm_result, cleared), HBMGUARD_EVENT_CLEARED },
 };
 
 static u32 result_count(const struct hbm_result *res, unsigned int i)
 {
-	return *(const u32 *)((const char *)res + result_counts[i]);
+	return *(const u32 *)((const char *)res + result_kinds[i].field);
 }
 
 /* What changed made visible, before any event: device_publish(). */
@@ -533,7 +535,7 @@ static void device_change_made(struct hbm_device *dev, const struct hbm_result *
 	bool changed = res->spares_failed;
 	unsigned int i;
 
-	for (i = 0; i < ARRAY_SIZE(result_counts); i++)
+	for (i = 0; i < ARRAY_SIZE(result_kinds); i++)
 		changed |= result_count(res, i) != 0;
 	if (changed) {
 		device_publish(dev, offset, length);
@@ -547,10 +549,9 @@ static void device_change_told(struct hbm_device *dev, const struct hbm_result *
 {
 	unsigned int i;
 
-	BUILD_BUG_ON(ARRAY_SIZE(result_counts) != ARRAY_SIZE(result_events));
-	for (i = 0; i < ARRAY_SIZE(result_counts); i++)
+	for (i = 0; i < ARRAY_SIZE(result_kinds); i++)
 		if (result_count(res, i))
-			hbm_event(result_events[i], dev->id, offset, length,
+			hbm_event(result_kinds[i].type, dev->id, offset, length,
 				  source, 0, result_count(res, i), 0);
 	device_health_event(dev, old_health);
 }
