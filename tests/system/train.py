@@ -890,9 +890,8 @@ def main():
             runs.append([])
         else:
             runs[-1].append(a)
-    # libhbmguard found and loaded once, here, for every rank forked from
-    # this process (torchrun's too): each would run ctypes.util.find_library()'s
-    # ldconfig, seconds under TCG from a process this size.
+    # libhbmguard loaded once, here, for every rank forked from this
+    # process (torchrun's too).
     hbmguard._library()
     args = parse(runs[0])
     if args.from_env:

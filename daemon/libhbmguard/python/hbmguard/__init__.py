@@ -26,7 +26,6 @@ lost() says so at the next step boundary:
 hbmguard.torch drives all of it for a PyTorch data-parallel job.
 """
 import ctypes
-import ctypes.util
 import errno
 import os
 from collections import namedtuple
@@ -75,8 +74,11 @@ class Deadlines(namedtuple("Deadlines", "pause restore kill")):
 
 
 def _load():
-    name = os.environ.get("HBMGUARD_LIBRARY") or ctypes.util.find_library("hbmguard") \
-        or "libhbmguard.so.0"
+    # The soname the bindings are written for, found by dlopen() as any
+    # program's libraries are; not ctypes.util.find_library(), which runs
+    # ldconfig -p in a subprocess (seconds under TCG, in every rank) and
+    # would pick a later soname, of another ABI.
+    name = os.environ.get("HBMGUARD_LIBRARY") or "libhbmguard.so.0"
     lib = ctypes.CDLL(name, use_errno=True)
     lib.hbmguard_rank_register.argtypes = [ctypes.c_char_p, ctypes.POINTER(_RankInfo),
                                            ctypes.POINTER(ctypes.c_void_p)]
