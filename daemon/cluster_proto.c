@@ -34,11 +34,16 @@ struct member {
 	uint64_t acked_at[CL_NR_STEPS];	/* ms since the epoch, as it wrote it; 0 unknown */
 };
 
+struct node_ranks {
+	uint32_t *rank;
+	size_t nr;
+};
+
 struct job {
 	char name[HBM_CLUSTER_NAME_LEN];
 	/* the nodes whose key is there: the job's nodes now */
 	char (*nodes)[HBM_CLUSTER_NAME_LEN];
-	uint32_t *ranks;		/* how many ranks each has */
+	struct node_ranks *ranks;	/* the global ranks each has */
 	size_t nr_nodes, cap_nodes;
 	/* this node's ranks of it */
 	char *value;			/* NULL: not joined */
@@ -181,8 +186,16 @@ void cl_set_timeouts(struct cl_core *c, const struct cl_timeouts *t)
 	c->t = *t;
 }
 
+static void nodes_clear(struct job *j)
+{
+	for (size_t i = 0; i < j->nr_nodes; i++)
+		free(j->ranks[i].rank);
+	j->nr_nodes = 0;
+}
+
 static void job_free(struct job *j)
 {
+	nodes_clear(j);
 	free(j->nodes);
 	free(j->ranks);
 	free(j->parts);
@@ -258,17 +271,46 @@ static bool node_alive(const struct job *j, const char *node)
 	return false;
 }
 
-static bool world_known(const struct job *j)
+static int rank_cmp(const void *a, const void *b)
 {
-	uint64_t ranks = 0;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 
-	for (size_t i = 0; i < j->nr_nodes; i++)
-		ranks += j->ranks[i];
-	return ranks >= j->world;
+	return (x > y) - (x < y);
 }
 
-/* A node's value: {"ranks": [...], "world_size": N}; the number of ranks, or -1. */
-static int64_t ranks_of(struct json_object *o, uint32_t *world)
+/*
+ * Whether every rank of this node's world is on a node whose key is
+ * there: each of 0 .. world - 1, not a count (two nodes that both say
+ * rank 0, a job id used twice, make up no rank 1).
+ */
+static bool world_known(const struct job *j)
+{
+	uint32_t *all, next = 0;
+	size_t n = 0, i;
+
+	for (i = 0; i < j->nr_nodes; i++)
+		n += j->ranks[i].nr;
+	if (n < j->world)
+		return false;
+	all = malloc(n * sizeof(*all));
+	if (!all)
+		return false;
+	for (i = n = 0; i < j->nr_nodes; n += j->ranks[i++].nr)
+		memcpy(all + n, j->ranks[i].rank, j->ranks[i].nr * sizeof(*all));
+	qsort(all, n, sizeof(*all), rank_cmp);
+	for (i = 0; i < n && next < j->world; i++)
+		if (all[i] == next)
+			next++;
+	free(all);
+	return next == j->world;
+}
+
+/*
+ * A node's value: {"ranks": [...], "world_size": N}; the number of ranks,
+ * or -1.  @rank, unless NULL, gets them in an array of the caller's (NULL
+ * for none), and -1 without memory.
+ */
+static int64_t ranks_of(struct json_object *o, uint32_t *world, uint32_t **rank)
 {
 	struct json_object *ranks, *w;
 
@@ -287,6 +329,15 @@ static int64_t ranks_of(struct json_object *o, uint32_t *world)
 	}
 	if (world)
 		*world = json_object_get_int64(w);
+	if (rank) {
+		size_t n = json_object_array_length(ranks);
+
+		*rank = n ? malloc(n * sizeof(**rank)) : NULL;
+		if (n && !*rank)
+			return -1;
+		for (size_t i = 0; i < n; i++)
+			(*rank)[i] = json_object_get_int64(json_object_array_get_idx(ranks, i));
+	}
 	return json_object_array_length(ranks);
 }
 
@@ -853,7 +904,8 @@ static void refuse(struct cl_core *c, const struct etcd_kv *kv, const char *why)
 static void put_node(struct cl_core *c, const struct key *k, const struct etcd_kv *kv)
 {
 	struct json_object *o = value_parse(kv);
-	int64_t ranks = o ? ranks_of(o, NULL) : -1;
+	uint32_t *rank = NULL;
+	int64_t ranks = o ? ranks_of(o, NULL, &rank) : -1;
 	struct job *j;
 	size_t i;
 
@@ -861,16 +913,21 @@ static void put_node(struct cl_core *c, const struct key *k, const struct etcd_k
 	if (ranks < 0)
 		return refuse(c, kv, "not a node's value ({\"ranks\": [...], \"world_size\": N})");
 	j = job_get(c, k->job, false);
-	if (!j)
+	if (!j) {
+		free(rank);
 		return refuse(c, kv, "too many jobs");
+	}
 	for (i = 0; i < j->nr_nodes && strcmp(j->nodes[i], k->node); i++)
 		;
 	if (i < j->nr_nodes) {		/* a node's ranks of the job changed */
-		j->ranks[i] = ranks;
+		free(j->ranks[i].rank);
+		j->ranks[i] = (struct node_ranks){ rank, ranks };
 		goto known;
 	}
-	if (j->nr_nodes == CL_MAX_NODES)
+	if (j->nr_nodes == CL_MAX_NODES) {
+		free(rank);
 		return refuse(c, kv, "too many nodes in the job");
+	}
 	if (j->nr_nodes == j->cap_nodes) {
 		size_t cap = j->cap_nodes ? 2 * j->cap_nodes : 8;
 		void *n = reallocarray(j->nodes, cap, sizeof(*j->nodes));
@@ -878,12 +935,15 @@ static void put_node(struct cl_core *c, const struct key *k, const struct etcd_k
 
 		if (n)
 			j->nodes = n;
-		if (!r)
+		if (r)
+			j->ranks = r;
+		if (!r) {
+			free(rank);
 			return refuse(c, kv, "out of memory");
-		j->ranks = r;
+		}
 		j->cap_nodes = cap;
 	}
-	j->ranks[j->nr_nodes] = ranks;
+	j->ranks[j->nr_nodes] = (struct node_ranks){ rank, ranks };
 	strcpy(j->nodes[j->nr_nodes++], k->node);
 known:
 	/* what this node last asked etcd to hold, under its lease */
@@ -901,6 +961,7 @@ static void delete_node(struct cl_core *c, struct job *j, const char *node)
 	if (i == j->nr_nodes)
 		return;
 	memmove(j->nodes[i], j->nodes[i + 1], (j->nr_nodes - i - 1) * sizeof(*j->nodes));
+	free(j->ranks[i].rank);
 	memmove(&j->ranks[i], &j->ranks[i + 1], (j->nr_nodes - i - 1) * sizeof(*j->ranks));
 	j->nr_nodes--;
 	if (!strcmp(node, c->node))
@@ -1107,7 +1168,7 @@ void cl_snapshot(struct cl_core *c, const struct etcd_kv *kvs, size_t n, int64_t
 	for (i = 0; i < c->nr_jobs; i++) {
 		struct job *j = c->jobs[i];
 
-		j->nr_nodes = 0;
+		nodes_clear(j);
 		j->published = false;
 		/*
 		 * What etcd answered before is in the read, or its store went
@@ -1262,7 +1323,7 @@ int cl_job_join(struct cl_core *c, const char *job, const char *value, uint64_t 
 	struct etcd_kv kv = { .key = "", .value = (char *)value, .value_len = strlen(value) };
 	struct json_object *o = value_parse(&kv);
 	uint32_t world = 0;
-	bool ok = o && ranks_of(o, &world) >= 0;
+	bool ok = o && ranks_of(o, &world, NULL) >= 0;
 	struct job *j;
 	char *v;
 

@@ -946,6 +946,38 @@ START_TEST(leave)
 }
 END_TEST
 
+/*
+ * Three nodes' keys and three ranks, but two say rank 1: rank 2's node is
+ * not known, so nothing opens and the ranks here abort at the pause
+ * deadline; once the third says rank 2, an error opens an incident.
+ */
+START_TEST(world_of_distinct_ranks)
+{
+	ck_assert_int_eq(cl_job_join(cores[2], "J", "{\"ranks\":[1],\"world_size\":3}", now), 0);
+	run();
+	ck_assert_str_eq(find("/hbmguard/v1/jobs/J/nodes/n2")->value,
+			 "{\"ranks\":[1],\"world_size\":3}");
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now, id), 0);
+	run();
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
+	now += 30 * 1000000ULL;
+	for (int n = 0; n < 3; n++)
+		cl_tick(cores[n], now);
+	run();
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
+	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
+	ck_assert_ptr_nonnull(strstr(said[0], "not every rank's node known"));
+	ck_assert_int_eq(cl_job_join(cores[2], "J", "{\"ranks\":[2,1],\"world_size\":3}", now), 0);
+	run();
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now, id), 0);
+	run();
+	for (int n = 0; n < 3; n++) {
+		ck_assert_uint_eq(steps[n][CL_PAUSE], 1);
+		ck_assert_uint_eq(closed[n][1], 1);
+	}
+}
+END_TEST
+
 /* The local side fails (a rank left, answered FAILED): aborted everywhere, opened or not yet. */
 START_TEST(local_failure)
 {
@@ -1087,6 +1119,7 @@ Suite *cluster_suite(void)
 	tcase_add_test(tc, hostile);
 	tcase_add_test(tc, hostile_mid_incident);
 	tcase_add_test(tc, leave);
+	tcase_add_test(tc, world_of_distinct_ranks);
 	tcase_add_test(tc, local_failure);
 	tcase_add_test(tc, counts_follow);
 	tcase_add_test(tc, error_during_incident);
