@@ -23,6 +23,14 @@
 #define RETRY_US	500000		/* a transaction that did not reach etcd, again */
 /* queued and not taken: a caller that does not drain */
 #define MAX_ACTIONS	65536
+/*
+ * Keys refused one line each, in a read, up to this many; then one line
+ * says how many more.  A writer's junk under the prefix would otherwise
+ * put a line per key in every node's journal at every read (a reconnect,
+ * a compaction).  Each event refused is still told: it costs its writer a
+ * write.
+ */
+#define REFUSED_SHOWN	8
 
 static const char *const step_names[CL_NR_STEPS] = {
 	"pause", "isolate", "restore", "resume", "abort"
@@ -98,6 +106,10 @@ struct cl_core {
 	size_t nr_jobs;
 	struct cl_action *q;		/* actions, a ring */
 	size_t q_head, q_len, q_cap;
+	/* in a read: the refusals still told, and those not */
+	bool reading;
+	unsigned int refused_shown;
+	size_t refused_hidden;
 };
 
 const char *cl_step_name(enum cl_step s)
@@ -888,7 +900,10 @@ static void incident_gone(struct cl_core *c, struct job *j)
 			 1U << CL_TXN_CLOSE);
 }
 
-/* A key as the journal may show it: 128 bytes at most, anything unprintable as '?'. */
+/*
+ * A key as the journal may show it: 128 bytes at most, anything unprintable
+ * as '?'; in a read, REFUSED_SHOWN of them.
+ */
 static void refuse(struct cl_core *c, const struct etcd_kv *kv, const char *why)
 {
 	char key[129];
@@ -897,6 +912,10 @@ static void refuse(struct cl_core *c, const struct etcd_kv *kv, const char *why)
 	for (i = 0; i < kv->key_len && i < sizeof(key) - 1; i++)
 		key[i] = kv->key[i] >= 0x20 && kv->key[i] < 0x7f ? kv->key[i] : '?';
 	key[i] = 0;
+	if (c->reading && c->refused_shown++ >= REFUSED_SHOWN) {
+		c->refused_hidden++;
+		return;
+	}
 	say(c, NULL, LOG_WARNING, "etcd: %s%s (revision %" PRId64 "): refused: %s", key,
 	    kv->key_len > 128 ? "..." : "", kv->mod_revision, why);
 }
@@ -1141,6 +1160,21 @@ static void apply(struct cl_core *c, const struct etcd_kv *kv, bool put, uint64_
 		put_ack(c, j, &k, kv);
 }
 
+static void read_begin(struct cl_core *c)
+{
+	c->reading = true;
+	c->refused_shown = 0;
+	c->refused_hidden = 0;
+}
+
+static void read_end(struct cl_core *c, const char *prefix)
+{
+	c->reading = false;
+	if (c->refused_hidden)
+		say(c, NULL, LOG_WARNING, "etcd: %zu more keys under %s refused in this read (the first %d shown)",
+		    c->refused_hidden, prefix, REFUSED_SHOWN);
+}
+
 /**
  * cl_snapshot() - what etcd holds under CL_PREFIX, replacing what was known
  * @c: the core
@@ -1181,12 +1215,14 @@ void cl_snapshot(struct cl_core *c, const struct etcd_kv *kvs, size_t n, int64_t
 		if (j->open && j->snap_create != j->create_rev)
 			incident_gone(c, j);
 	}
+	read_begin(c);
 	for (i = 0; i < n; i++)
 		if (!key_parse(kvs[i].key, &k) && k.kind == K_NODE)
 			apply(c, &kvs[i], true, now);
 	for (i = 0; i < n; i++)
 		if (key_parse(kvs[i].key, &k) || k.kind != K_NODE)
 			apply(c, &kvs[i], true, now);
+	read_end(c, CL_PREFIX);
 	for (i = c->nr_jobs; i-- > 0;) {
 		struct job *j = c->jobs[i];
 
@@ -1221,9 +1257,11 @@ void cl_acks_snapshot(struct cl_core *c, const char *prefix, const struct etcd_k
 				j->parts[p].acked = 0;
 		free(acks);
 	}
+	read_begin(c);
 	for (size_t i = 0; i < n; i++)
 		if (!strncmp(kvs[i].key, prefix, strlen(prefix)))
 			apply(c, &kvs[i], true, now);
+	read_end(c, prefix);
 	process_all(c, now);
 }
 

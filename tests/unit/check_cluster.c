@@ -905,6 +905,45 @@ START_TEST(hostile)
 }
 END_TEST
 
+/*
+ * A read of 40 junk keys and the job's: REFUSED_SHOWN (8) lines of them,
+ * one saying how many more, the job's keys taken; an event is told whole.
+ */
+START_TEST(junk_in_a_read)
+{
+	struct etcd_kv kvs[KEYS + 40];
+	char keys[40][64];
+	int nr = 0, lines = 0;
+	const char *p;
+
+	for (int i = 0; i < 40; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "/hbmguard/v1/junk/%02d", i);
+		kvs[nr++] = (struct etcd_kv){ .key = keys[i], .key_len = strlen(keys[i]),
+					      .value = "x", .value_len = 1, .mod_revision = 1 };
+	}
+	nr += collect(CL_PREFIX, kvs + nr);
+	ck_assert_int_eq(nr, 43);
+	said[0][0] = 0;
+	cl_snapshot(cores[0], kvs, nr, rev, now);
+	run();
+	for (p = said[0]; (p = strstr(p, "): refused: ")); p++)
+		lines++;
+	ck_assert_int_eq(lines, 8);
+	ck_assert_ptr_nonnull(strstr(said[0], "etcd: 32 more keys under /hbmguard/ refused in this read (the first 8 shown)"));
+	ck_assert_ptr_nonnull(strstr(said[0], "/junk/07 (revision 1): refused"));
+	ck_assert_ptr_null(strstr(said[0], "/junk/08"));
+	said[0][0] = 0;
+	fput("/hbmguard/v1/junk/x", "x");
+	run();
+	ck_assert_ptr_nonnull(strstr(said[0], "/junk/x (revision"));
+	/* the job's nodes were in the read: an error opens, all resume */
+	cl_error(cores[0], "J", 0, "a UE", now, id);
+	run();
+	for (int n = 0; n < 3; n++)
+		ck_assert_uint_eq(closed[n][1], 1);
+}
+END_TEST
+
 /* A node whose last rank of the job left: its key goes, and no incident waits for it. */
 START_TEST(leave)
 {
@@ -1120,6 +1159,7 @@ Suite *cluster_suite(void)
 	tcase_add_test(tc, hostile_mid_incident);
 	tcase_add_test(tc, leave);
 	tcase_add_test(tc, world_of_distinct_ranks);
+	tcase_add_test(tc, junk_in_a_read);
 	tcase_add_test(tc, local_failure);
 	tcase_add_test(tc, counts_follow);
 	tcase_add_test(tc, error_during_incident);
