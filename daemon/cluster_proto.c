@@ -31,6 +31,8 @@
  * write.
  */
 #define REFUSED_SHOWN	8
+/* Incidents this node took part in, kept for hbmctl incidents once closed. */
+#define CLOSED_KEPT	16
 
 static const char *const step_names[CL_NR_STEPS] = {
 	"pause", "isolate", "restore", "resume", "abort"
@@ -94,6 +96,27 @@ struct job {
 	uint64_t retry_at;		/* 0: none */
 };
 
+/* An incident across nodes as hbmctl incidents shows it, open or closed. */
+struct incident_view {
+	const char *job, *id, *opener;
+	enum cl_step step;
+	uint32_t failed_rank;
+	const uint64_t *step_at;
+	const struct member *parts;
+	size_t nr_parts;
+};
+
+struct closed_incident {
+	char job[HBM_CLUSTER_NAME_LEN];
+	char id[HBM_CLUSTER_NAME_LEN];
+	char opener[HBM_CLUSTER_NAME_LEN];
+	enum cl_step step;		/* its last: resume or abort */
+	uint32_t failed_rank;
+	uint64_t step_at[CL_NR_STEPS];
+	struct member *parts;
+	size_t nr_parts;
+};
+
 struct cl_core {
 	char node[HBM_CLUSTER_NAME_LEN];
 	struct cl_timeouts t;
@@ -106,6 +129,9 @@ struct cl_core {
 	size_t nr_jobs;
 	struct cl_action *q;		/* actions, a ring */
 	size_t q_head, q_len, q_cap;
+	/* the newest CLOSED_KEPT closed, a ring */
+	struct closed_incident closed[CLOSED_KEPT];
+	size_t closed_next, nr_closed;
 	/* in a read: the refusals still told, and those not */
 	bool reading;
 	unsigned int refused_shown;
@@ -227,6 +253,8 @@ void cl_free(struct cl_core *c)
 	free(c->q);
 	for (i = 0; i < c->nr_jobs; i++)
 		job_free(c->jobs[i]);
+	for (i = 0; i < CLOSED_KEPT; i++)
+		free(c->closed[i].parts);
 	free(c);
 }
 
@@ -866,6 +894,27 @@ static void process_all(struct cl_core *c, uint64_t now)
 
 /* ---- what etcd says ---- */
 
+/* Its view kept, its parts taken from it. */
+static void keep_closed(struct cl_core *c, struct job *j, enum cl_step last)
+{
+	struct closed_incident *k = &c->closed[c->closed_next];
+
+	free(k->parts);
+	strcpy(k->job, j->name);
+	strcpy(k->id, j->id);
+	strcpy(k->opener, j->opener);
+	k->step = last;
+	k->failed_rank = j->failed_rank;
+	memcpy(k->step_at, j->step_at, sizeof(k->step_at));
+	k->parts = j->parts;
+	k->nr_parts = j->nr_parts;
+	j->parts = NULL;
+	j->nr_parts = 0;
+	c->closed_next = (c->closed_next + 1) % CLOSED_KEPT;
+	if (c->nr_closed < CLOSED_KEPT)
+		c->nr_closed++;
+}
+
 static void incident_gone(struct cl_core *c, struct job *j)
 {
 	struct cl_action *a;
@@ -879,6 +928,7 @@ static void incident_gone(struct cl_core *c, struct job *j)
 			a->step = resumed ? CL_RESUME : CL_ABORT;
 		say(c, j, resumed ? LOG_INFO : LOG_WARNING, "job %s: incident %s %s", j->name, j->id,
 		    resumed ? "resumed on every node" : "aborted");
+		keep_closed(c, j, resumed ? CL_RESUME : CL_ABORT);
 	}
 	if (j->watching) {
 		struct cl_action *u = push(c, CL_UNWATCH, j);
@@ -1505,10 +1555,41 @@ int cl_local_done(struct cl_core *c, const char *job, const char *id, enum cl_st
 	return 0;
 }
 
+/*
+ * The @k-th incident of hbmctl's view: those open that this node takes
+ * part in, then those closed, the newest first.  False past the end.
+ */
+static bool incident_view(const struct cl_core *c, size_t k, struct incident_view *v)
+{
+	const struct closed_incident *x;
+
+	for (size_t i = 0; i < c->nr_jobs; i++) {
+		const struct job *j = c->jobs[i];
+
+		if (!j->open || !j->member || !j->step_known)
+			continue;
+		if (k) {
+			k--;
+			continue;
+		}
+		*v = (struct incident_view){ j->name, j->id, j->opener, j->step, j->failed_rank,
+					     j->step_at, j->parts, j->nr_parts };
+		return true;
+	}
+	if (k >= c->nr_closed)
+		return false;
+	x = &c->closed[(c->closed_next + CLOSED_KEPT - 1 - k) % CLOSED_KEPT];
+	*v = (struct incident_view){ x->job, x->id, x->opener, x->step, x->failed_rank,
+				     x->step_at, x->parts, x->nr_parts };
+	return true;
+}
+
 /**
- * cl_view_get() - one node's part in an open incident this node takes part in
+ * cl_view_get() - one node's part in an incident this node takes part in
  * @c: the core
- * @index: from 0, over every such incident's nodes in turn
+ * @index: from 0, over every such incident's nodes in turn: those open,
+ *	then the newest CLOSED_KEPT closed (the newest first), whose step is
+ *	their last (resume or abort)
  * @out: filled in, but for .incident (the local side's)
  *
  * The opener hears every node's acknowledgements; another node knows its own.
@@ -1517,34 +1598,30 @@ int cl_local_done(struct cl_core *c, const char *job, const char *id, enum cl_st
  */
 int cl_view_get(const struct cl_core *c, uint32_t index, struct hbm_ctl_cluster_node *out)
 {
-	size_t total = 0, i, at = index;
-	const struct job *hit = NULL;
+	struct incident_view v, hit = { 0 };
+	size_t total = 0, at = index, k;
 
-	for (i = 0; i < c->nr_jobs; i++) {
-		const struct job *j = c->jobs[i];
-
-		if (!j->open || !j->member || !j->step_known)
-			continue;
-		if (!hit && at < j->nr_parts)
-			hit = j;
-		else if (!hit)
-			at -= j->nr_parts;
-		total += j->nr_parts;
+	for (k = 0; incident_view(c, k, &v); k++) {
+		if (!hit.job && at < v.nr_parts)
+			hit = v;
+		else if (!hit.job)
+			at -= v.nr_parts;
+		total += v.nr_parts;
 	}
-	if (!hit)
+	if (!hit.job)
 		return -ENOENT;
 	memset(out, 0, sizeof(*out));
 	out->index = index;
 	out->total = total;
-	strcpy(out->job, hit->name);
-	strcpy(out->id, hit->id);
-	strcpy(out->opener, hit->opener);
-	strcpy(out->node, hit->parts[at].name);
-	out->step = hit->step;
-	out->failed_rank = hit->failed_rank;
-	out->acked = hit->parts[at].acked;
-	memcpy(out->acked_at, hit->parts[at].acked_at, sizeof(out->acked_at));
-	memcpy(out->step_at, hit->step_at, sizeof(out->step_at));
+	strcpy(out->job, hit.job);
+	strcpy(out->id, hit.id);
+	strcpy(out->opener, hit.opener);
+	strcpy(out->node, hit.parts[at].name);
+	out->step = hit.step;
+	out->failed_rank = hit.failed_rank;
+	out->acked = hit.parts[at].acked;
+	memcpy(out->acked_at, hit.parts[at].acked_at, sizeof(out->acked_at));
+	memcpy(out->step_at, hit.step_at, sizeof(out->step_at));
 	return 0;
 }
 

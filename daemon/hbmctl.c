@@ -769,7 +769,7 @@ static void cluster_nodes(const struct hbm_ctl_cluster_node *cn, uint32_t n, uin
 			hbm_cli_add_str(c, "step", cluster_steps[cn[i].step]);
 			hbm_cli_add_u64(c, "failed_rank", cn[i].failed_rank);
 		} else {
-			printf("%sacross nodes: %s of job %s, rank %u lost on %s: %s now\n",
+			printf("%sacross nodes: %s of job %s, rank %u lost on %s: step %s\n",
 			       incident ? "  " : "", esc(cn[i].id), esc(cn[i].job), cn[i].failed_rank,
 			       esc(cn[i].opener), cluster_steps[cn[i].step]);
 		}

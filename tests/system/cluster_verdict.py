@@ -169,6 +169,22 @@ for node in NODES:
           mine[0]["failed_rank"] == 2, mine)
 
 
+def across(node, what):
+    """node's hbmctl incidents: the job's one incident's view across nodes,
+    its step and, per node, the steps it acknowledged (as heard here)."""
+    mine = incidents(node, what)
+    c = mine[0].get("cluster") if mine and len(mine) == 1 else None
+    return c and (c["step"], c["opener"],
+                  {n["node"]: sorted(n["acked_ms"]) for n in c["nodes"]}), mine
+
+
+STEPS = sorted(["pause", "isolate", "restore", "resume"])
+got = across("node1", "cluster-ue")
+check("... node1's hbmctl incidents shows it across nodes once closed: at resume, opened "
+      "by node2, node1 acknowledging each step (node2's heard by node2 alone)",
+      got[0] == ("resume", "node2", {"node1": STEPS, "node2": []}), got[1])
+
+
 def recovered(job, what):
     """The checks of a run of light ranks the job survived: the UE run's
     above, but for the weights (the UE run shows the Guard's restore bit
@@ -266,6 +282,9 @@ check("... node 2's hbmguardd escalated it (hbmctl incidents)",
       *escalated_here("node2", "cluster-second", "a second error during recovery"))
 check("... node 1's hbmguardd aborted it for node 2's reason (hbmctl incidents)",
       *escalated_here("node1", "cluster-second", "node node2: a second error during recovery"))
+got = across("node1", "cluster-second")
+check("... and shows it across nodes at abort, node1 acknowledging the pause",
+      got[0] and got[0][0] == "abort" and "pause" in got[0][2].get("node1", []), got[1])
 check("... the reason is in node 1's journal",
       journal_has("node1", r"job \d+\.cluster-second: incident \w+ aborted: "
                   r"node node2: a second error during recovery$"))

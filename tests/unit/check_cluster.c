@@ -456,8 +456,21 @@ START_TEST(resumed_everywhere)
 		ck_assert_ptr_nonnull(strstr(said[n], "opened by n1 on 3 nodes: a UE"));
 		ck_assert_uint_eq(told_rank[n], 1);	/* whose state was lost: n1's rank */
 	}
-	/* none open now: nothing to view */
-	ck_assert_int_eq(cl_view_get(cores[1], 0, &view), -ENOENT);
+	/*
+	 * none open now; the closed one is still shown, at its last step: the
+	 * opener heard every node acknowledge each step, another node its own
+	 */
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(cl_view_get(cores[1], i, &view), 0);
+		ck_assert_uint_eq(view.total, 3);
+		ck_assert_str_eq(view.id, id);
+		ck_assert_int_eq(view.step, CL_RESUME);
+		ck_assert_uint_eq(view.acked, 0xfU);
+		ck_assert_uint_ne(view.step_at[CL_RESUME], 0);
+		ck_assert_int_eq(cl_view_get(cores[0], i, &view), 0);
+		ck_assert_uint_eq(view.acked, strcmp(view.node, "n0") ? 0 : 0xfU);
+	}
+	ck_assert_int_eq(cl_view_get(cores[1], 3, &view), -ENOENT);
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
 	ck_assert_int_eq(keys_under(CL_ACKS_V1), 0);
 	ck_assert_str_eq(watched[1][0], "");	/* and no longer, once closed */
@@ -467,6 +480,18 @@ START_TEST(resumed_everywhere)
 	run();
 	for (int n = 0; n < 3; n++)
 		ck_assert_uint_eq(closed[n][1], 2);
+	/* the newest first; CLOSED_KEPT (16) kept, the oldest forgotten */
+	ck_assert_int_eq(cl_view_get(cores[2], 0, &view), 0);
+	ck_assert_str_eq(view.id, id);
+	ck_assert_uint_eq(view.total, 6);
+	for (int i = 0; i < 15; i++) {
+		ck_assert_int_eq(cl_error(cores[2], "J", 2, "and more", now, id), 0);
+		run();
+	}
+	ck_assert_int_eq(cl_view_get(cores[2], 47, &view), 0);
+	ck_assert_int_eq(cl_view_get(cores[2], 48, &view), -ENOENT);
+	ck_assert_int_eq(cl_view_get(cores[2], 0, &view), 0);
+	ck_assert_str_eq(view.id, id);
 	ck_assert_int_eq(cl_error(cores[0], "nope", 0, "x", now, id), -ENOENT);
 	ck_assert_int_eq(cl_error(cores[0], "J", 3, "x", now, id), -EINVAL);	/* out of its world */
 }
