@@ -571,7 +571,7 @@ static char *step_value(enum cl_step s, uint32_t timeout, const char *reason)
 static void publish(struct cl_core *c, struct job *j)
 {
 	char *k = key_of(j->name, "nodes/%s", c->node);
-	struct etcd_op op = { ETCD_PUT, k, j->value, c->lease };
+	struct etcd_op op = { .kind = ETCD_PUT, .key = k, .value = j->value, .lease = c->lease };
 
 	if (k)
 		txn(c, j, CL_TXN_PUBLISH, NULL, 0, &op, 1);
@@ -582,7 +582,7 @@ static void publish(struct cl_core *c, struct job *j)
 static void leave(struct cl_core *c, struct job *j)
 {
 	char *k = key_of(j->name, "nodes/%s", c->node);
-	struct etcd_op op = { ETCD_DELETE, k, NULL, 0 };
+	struct etcd_op op = { .kind = ETCD_DELETE, .key = k };
 
 	if (k)
 		txn(c, j, CL_TXN_LEAVE, NULL, 0, &op, 1);
@@ -612,7 +612,10 @@ static void open_incident(struct cl_core *c, struct job *j)
 	step = key_of(j->name, "incident/%s/step", j->want_id);
 	sv = step_value(CL_PAUSE, c->t.step[CL_PAUSE], NULL);
 	if (v && step && sv) {
-		struct etcd_op ops[] = { { ETCD_PUT, inc, v, 0 }, { ETCD_PUT, step, sv, 0 } };
+		struct etcd_op ops[] = {
+			{ .kind = ETCD_PUT, .key = inc, .value = v },
+			{ .kind = ETCD_PUT, .key = step, .value = sv },
+		};
 
 		cmp = (struct etcd_cmp){ inc, ETCD_CREATE, ETCD_EQUAL, 0 };
 		txn(c, j, CL_TXN_OPEN, &cmp, 1, ops, 2);
@@ -632,7 +635,7 @@ static void set_step(struct cl_core *c, struct job *j, enum cl_txn_kind kind, en
 	char *k = key_of(j->name, "incident/%s/step", j->id);
 	char *v = step_value(s, c->t.step[s], reason);
 	struct etcd_cmp cmp = { k, ETCD_MOD, ETCD_EQUAL, j->step_mod_rev };
-	struct etcd_op op = { ETCD_PUT, k, v, 0 };
+	struct etcd_op op = { .kind = ETCD_PUT, .key = k, .value = v };
 	struct cl_action *a = k && v ? txn(c, j, kind, &cmp, 1, &op, 1) : NULL;
 
 	if (a)
@@ -656,9 +659,9 @@ static void close_incident(struct cl_core *c, struct job *j)
 	char *acks = acks_of(j);
 	struct etcd_cmp cmp = { step, ETCD_MOD, ETCD_EQUAL, j->step_mod_rev };
 	struct etcd_op ops[] = {
-		{ ETCD_DELETE, inc, NULL, 0 },
-		{ ETCD_DELETE_PREFIX, sub, NULL, 0 },
-		{ ETCD_DELETE_PREFIX, acks, NULL, 0 },
+		{ .kind = ETCD_DELETE, .key = inc },
+		{ .kind = ETCD_DELETE_PREFIX, .key = sub },
+		{ .kind = ETCD_DELETE_PREFIX, .key = acks },
 	};
 	struct cl_action *a = NULL;
 
@@ -692,7 +695,7 @@ static void ack(struct cl_core *c, struct job *j, enum cl_step s)
 	snprintf(v, sizeof(v), "{\"at\":%" PRIu64 "}", at);
 	if (inc && k) {
 		struct etcd_cmp cmp = { inc, ETCD_CREATE, ETCD_EQUAL, j->create_rev };
-		struct etcd_op op = { ETCD_PUT, k, v, 0 };
+		struct etcd_op op = { .kind = ETCD_PUT, .key = k, .value = v };
 
 		struct cl_action *a = txn(c, j, CL_TXN_ACK, &cmp, 1, &op, 1);
 

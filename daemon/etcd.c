@@ -400,8 +400,12 @@ struct etcd_watch {
 	void *ctx;
 	struct etcd_req *req;
 	int64_t next_rev;		/* 0: watch from now, then read the prefix */
-	/* a watch from now: its events held until the read that follows it */
-	struct etcd_req *read;
+	struct etcd_fingerprint fp;	/* the prefix at next_rev - 1, as the watch saw it */
+	/*
+	 * A watch from now: its events held until the read that follows it;
+	 * a resumed one's, until its check answers.
+	 */
+	struct etcd_req *read, *check;
 	bool reading;
 	struct json_object **held;
 	size_t nr_held;
@@ -410,6 +414,7 @@ struct etcd_watch {
 	struct etcd_kv *kvs;
 	size_t nr_kvs, cap_kvs, kv_bytes;
 	int64_t snap_rev;
+	int64_t snap_count;		/* the keys at snap_rev, its first page's count */
 	char *after;			/* the page asked: past this key (NULL: the first) */
 	int64_t page_limit;		/* 0: RANGE_PAGE; halved while a page is too big */
 	unsigned int compacted;		/* times begun again, compacted past */
@@ -433,11 +438,13 @@ static void read_pages_drop(struct etcd_watch *w)
 	w->after = NULL;
 }
 
-/* No read in flight, nothing held for it. */
+/* No read or check in flight, nothing held for them. */
 static void read_end(struct etcd_watch *w)
 {
 	etcd_cancel(w->read);
 	w->read = NULL;
+	etcd_cancel(w->check);
+	w->check = NULL;
 	for (size_t i = 0; i < w->nr_held; i++)
 		json_object_put(w->held[i]);
 	free(w->held);
@@ -496,6 +503,72 @@ static void restart_from_now(struct etcd_watch *w)
 }
 
 static void on_range(void *arg, int err, struct json_object *reply);
+
+/* The events held for a read or a check, delivered; watching. */
+static void release_held(struct etcd_watch *w)
+{
+	for (size_t i = 0; i < w->nr_held && w->req; i++)
+		deliver(w, w->held[i]);
+	read_end(w);
+	if (w->req) {
+		w->backoff = 0;
+		link_set(w, true, NULL);
+	}
+}
+
+static void on_check(void *arg, int err, struct json_object *reply)
+{
+	struct etcd_watch *w = arg;
+	enum etcd_fp_verdict v = ETCD_FP_BAD_REPLY;
+	int64_t code = 0, count = 0;
+
+	w->check = NULL;
+	if (err == -EHOSTUNREACH)
+		return watch_retry(w, "unreachable");
+	if (!err)
+		v = etcd_fp_judge(&w->fp, reply, &count);
+	if (v == ETCD_FP_SAME)
+		return release_held(w);
+	if (err && reply && !etcd_int64(reply, "code", &code) && code == GRPC_OUT_OF_RANGE)
+		fprintf(stderr, "<4>hbmguardd: etcd: compacted past revision %" PRId64
+			", which the watch had reached: reading %s again\n", w->next_rev - 1, w->prefix);
+	else if (err || v == ETCD_FP_BAD_REPLY)
+		fprintf(stderr, "<4>hbmguardd: etcd: the check of a resumed watch failed (%s):"
+			" reading %s again\n", err ? strerror(-err) : "a bad reply", w->prefix);
+	else if (v == ETCD_FP_COUNT)
+		fprintf(stderr, "<4>hbmguardd: etcd: at revision %" PRId64 ", not the history the"
+			" watch saw (its key count: %" PRId64 ", not %" PRId64 "): reading %s again\n",
+			w->next_rev - 1, count, w->fp.count, w->prefix);
+	else
+		fprintf(stderr, "<4>hbmguardd: etcd: at revision %" PRId64 ", not the history the"
+			" watch saw (its last key written): reading %s again\n", w->next_rev - 1,
+			w->prefix);
+	restart_from_now(w);
+}
+
+/*
+ * A resumed watch: is etcd's history up to what it delivered (L, next_rev
+ * - 1) the one it watched?  A store restored to a revision before L and
+ * written past L since is not, and its watch from L + 1 would never bring
+ * what differs at or before L.  The watch's fingerprint at L (etcd_msg.h)
+ * is read back at L in one txn, its events held until the answer: the
+ * same, they are delivered; else, or compacted past L, or any error, the
+ * prefix is read again (restart_from_now()).  What it cannot see: a
+ * history that differs up to L only where neither the key count nor the
+ * mark shows it: keys other than the mark updated, or created and deleted
+ * as many, after the revision the store went back to (when the mark is
+ * older than it).  A range sorted by mod_revision would see updates too,
+ * but etcd reads every key of the prefix to sort them (Range() in
+ * etcdserver/apply.go, v3.4.23).
+ */
+static bool resume_check(struct etcd_watch *w)
+{
+	char *body = etcd_fp_check_body(&w->fp, w->prefix, w->next_rev - 1);
+
+	w->check = body ? etcd_call(w->e, ETCD_PATH_TXN, body, on_check, w) : NULL;
+	free(body);
+	return w->check;
+}
 
 /*
  * The read's next page, of the first page's revision, from past @after
@@ -583,12 +656,12 @@ static void on_range(void *arg, int err, struct json_object *reply)
 	struct etcd_watch *w = arg;
 	struct json_object *kvs = NULL, *more, *last;
 	int64_t rev = reply ? etcd_header_revision(reply) : -1;
-	size_t n = 0, i;
+	size_t n = 0;
 
 	w->read = NULL;
 	if (err && read_again(w, err, reply))
 		return;
-	if (err || rev < 0)
+	if (err || rev < 0 || (!w->snap_rev && etcd_int64(reply, "count", &w->snap_count)))
 		return watch_retry(w, err == -EHOSTUNREACH ? "unreachable" : "a bad range reply");
 	if (!w->snap_rev)
 		w->snap_rev = rev;	/* of now: the pages after it are of this one */
@@ -609,18 +682,13 @@ static void on_range(void *arg, int err, struct json_object *reply)
 		return;
 	}
 	w->ops->snapshot(w->ctx, w->kvs, w->nr_kvs, w->snap_rev);
+	etcd_fp_read(&w->fp, w->snap_count, w->kvs, w->nr_kvs);
 	/* what the watch brought meanwhile, past what the read has */
 	w->read_rev = w->snap_rev;
 	if (w->next_rev <= w->snap_rev)
 		w->next_rev = w->snap_rev + 1;
 	w->reading = false;
-	for (i = 0; i < w->nr_held && w->req; i++)
-		deliver(w, w->held[i]);
-	read_end(w);
-	if (w->req) {
-		w->backoff = 0;
-		link_set(w, true, NULL);
-	}
+	release_held(w);
 }
 
 /* One WatchResponse (rpc.proto), or the gateway's {"error": ...}. */
@@ -681,11 +749,13 @@ static bool on_watch_msg(void *arg, struct json_object *msg)
 			restart_from_now(w);
 			return false;	/* the old request, ended */
 		}
-		w->backoff = 0;
-		link_set(w, true, NULL);
+		if (!resume_check(w)) {
+			watch_retry(w, "out of memory");
+			return false;
+		}
 		return true;	/* its header is now, not what the watch has delivered */
 	}
-	if (w->reading) {
+	if (w->reading || w->check) {
 		struct json_object **held = w->nr_held < HELD_MAX ?
 			reallocarray(w->held, w->nr_held + 1, sizeof(*held)) : NULL;
 
@@ -718,12 +788,20 @@ static void deliver(struct etcd_watch *w, struct json_object *res)
 		bool put = !json_object_object_get_ex(ev, "type", &type) ||
 			   strcmp(json_object_get_string(type), "DELETE");
 
-		if (!json_object_object_get_ex(ev, "kv", &kv) || etcd_kv_parse(kv, &k))
+		if (!json_object_object_get_ex(ev, "kv", &kv))
 			continue;
+		if (etcd_kv_parse(kv, &k)) {
+			/* not told, but a key etcd counts under the prefix */
+			if (!etcd_int64(kv, "mod_revision", &k.mod_revision) &&
+			    !etcd_int64(kv, "version", &k.version) && k.mod_revision > w->read_rev)
+				etcd_fp_event(&w->fp, put, &k);
+			continue;
+		}
 		if (k.mod_revision > w->read_rev) {
 			if (k.mod_revision >= w->next_rev)
 				w->next_rev = k.mod_revision + 1;
 			last = k.mod_revision;
+			etcd_fp_event(&w->fp, put, &k);
 			w->ops->event(w->ctx, put, &k);
 		}
 		etcd_kv_clear(&k);
@@ -781,8 +859,9 @@ static void watch_begin(struct etcd_watch *w)
  *
  * Watched from now, then read (the snapshot, told first), then the events
  * the read does not have; a watch that ends resumes from the revision after
- * the last event it delivered; one that etcd cancels (compacted past it)
- * is watched from now and read again.
+ * the last event it delivered, once etcd's history up to there is found to
+ * be the one it watched (resume_check()); one that etcd cancels (compacted
+ * past it), or whose history is another, is watched from now and read again.
  *
  * Return: the watch, or NULL without memory.
  */
@@ -816,6 +895,7 @@ void etcd_unwatch(struct etcd_watch *w)
 	*p = w->next;
 	etcd_cancel(w->req);
 	read_end(w);
+	etcd_fp_clear(&w->fp);
 	sd_event_source_disable_unref(w->retry);
 	free(w->prefix);
 	free(w);

@@ -4,8 +4,9 @@
  * interface, its sockets and timer mapped to the loop's io and time
  * sources, so that no request holds the loop or a thread.  Watches of a
  * prefix that survive reconnects (each resumes from the revision after
- * the last it delivered) and compaction (watched from now, and the prefix
- * read again), and one lease kept alive.  The messages are etcd_msg.h's.
+ * the last it delivered, its history there checked first) and compaction
+ * or a store gone back (watched from now, and the prefix read again), and
+ * one lease kept alive.  The messages are etcd_msg.h's.
  */
 #ifndef HBM_ETCD_H
 #define HBM_ETCD_H

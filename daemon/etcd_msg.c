@@ -165,6 +165,11 @@ char *etcd_txn_body(const struct etcd_cmp *cmp, size_t nr_cmp,
 	static const char *const targets[] = { "CREATE", "MOD", "VERSION" };
 	static const char *const fields[] = { "create_revision", "mod_revision", "version" };
 	static const char *const results[] = { "EQUAL", "NOT_EQUAL", "GREATER", "LESS" };
+	static const char *const op_fields[] = {
+		[ETCD_PUT] = "request_put", [ETCD_DELETE] = "request_delete_range",
+		[ETCD_DELETE_PREFIX] = "request_delete_range", [ETCD_RANGE_KEY] = "request_range",
+		[ETCD_COUNT_PREFIX] = "request_range",
+	};
 	struct json_object *txn = json_object_new_object();
 	struct json_object *c = json_object_new_array(), *s = json_object_new_array();
 	int err = 0;
@@ -199,15 +204,20 @@ char *etcd_txn_body(const struct etcd_cmp *cmp, size_t nr_cmp,
 			break;
 		}
 		json_object_array_add(s, op);
-		json_object_object_add(op, ops[i].kind == ETCD_PUT ? "request_put" :
-				       "request_delete_range", r);
+		json_object_object_add(op, op_fields[ops[i].kind], r);
 		err = add_bytes(r, "key", ops[i].key);
 		if (!err && ops[i].kind == ETCD_PUT)
 			err = add_bytes(r, "value", ops[i].value);
 		if (!err && ops[i].kind == ETCD_PUT && ops[i].lease)
 			add_int64(r, "lease", ops[i].lease);
-		if (!err && ops[i].kind == ETCD_DELETE_PREFIX)
+		if (!err && (ops[i].kind == ETCD_DELETE_PREFIX || ops[i].kind == ETCD_COUNT_PREFIX))
 			err = add_range_end(r, ops[i].key);
+		if (ops[i].kind == ETCD_RANGE_KEY || ops[i].kind == ETCD_COUNT_PREFIX) {
+			if (ops[i].revision > 0)
+				add_int64(r, "revision", ops[i].revision);
+			json_object_object_add(r, ops[i].kind == ETCD_RANGE_KEY ? "keys_only" :
+					       "count_only", json_object_new_boolean(1));
+		}
 	}
 	if (err || i < nr_ops) {
 		json_object_put(txn);
@@ -365,4 +375,151 @@ int64_t etcd_header_revision(struct json_object *reply)
 	    rev <= 0)
 		return -1;
 	return rev;
+}
+
+/* ---- a watch's fingerprint of its prefix (etcd_msg.h) ---- */
+
+static void fp_mark(struct etcd_fingerprint *fp, const struct etcd_kv *kv)
+{
+	free(fp->mark);
+	fp->mark = strdup(kv->key);
+	if (!fp->mark)
+		fp->count = -1;	/* not known: the check fails, the prefix is read again */
+	fp->mark_create = kv->create_revision;
+	fp->mark_mod = kv->mod_revision;
+	fp->mark_version = kv->version;
+	fp->mark_deleted = false;
+}
+
+/**
+ * etcd_fp_read() - the fingerprint of a read of the prefix
+ * @fp: set
+ * @count: the keys etcd counted (RangeResponse.count: all of them, parsed or not)
+ * @kvs: those parsed
+ * @n: their number
+ *
+ * The mark is the key of the highest mod_revision.
+ */
+void etcd_fp_read(struct etcd_fingerprint *fp, int64_t count, const struct etcd_kv *kvs, size_t n)
+{
+	const struct etcd_kv *last = NULL;
+
+	etcd_fp_clear(fp);
+	fp->count = count;
+	for (size_t i = 0; i < n; i++)
+		if (!last || kvs[i].mod_revision > last->mod_revision)
+			last = &kvs[i];
+	if (last)
+		fp_mark(fp, last);
+}
+
+/**
+ * etcd_fp_event() - an event past the read, kept in the fingerprint
+ * @fp: the fingerprint
+ * @put: a PUT (else a DELETE)
+ * @kv: its kv; a key etcd_kv_parse() refused as NULL, counted only
+ *
+ * A PUT of version 1 creates its key (mvcc/kvstore_txn.go put(), v3.4.23:
+ * the version starts again at 1 after a delete); a DELETE event is of a
+ * key that was there (delete() makes one only then).
+ */
+void etcd_fp_event(struct etcd_fingerprint *fp, bool put, const struct etcd_kv *kv)
+{
+	if (fp->count >= 0)
+		fp->count += put ? kv->version == 1 : -1;
+	if (!kv->key)
+		return;
+	if (put)
+		fp_mark(fp, kv);
+	else if (fp->mark && !strcmp(fp->mark, kv->key))
+		fp->mark_deleted = true;
+}
+
+void etcd_fp_clear(struct etcd_fingerprint *fp)
+{
+	free(fp->mark);
+	memset(fp, 0, sizeof(*fp));
+}
+
+/**
+ * etcd_fp_check_body() - a TxnRequest that reads @fp back at @revision
+ * @fp: the fingerprint
+ * @prefix: its keys
+ * @revision: the revision it is of
+ *
+ * No compares; the success branch: the count of @prefix's keys, then the
+ * mark's key without its value (when there is a mark).  Inside a txn a
+ * range of a compacted revision fails the whole txn (checkRequestRange()
+ * in etcdserver/apply.go, v3.4.23: ErrCompacted, the gateway's code 11).
+ *
+ * Return: the JSON text (free()), NULL without memory.
+ */
+char *etcd_fp_check_body(const struct etcd_fingerprint *fp, const char *prefix, int64_t revision)
+{
+	const struct etcd_op ops[] = {
+		{ .kind = ETCD_COUNT_PREFIX, .key = prefix, .revision = revision },
+		{ .kind = ETCD_RANGE_KEY, .key = fp->mark, .revision = revision },
+	};
+
+	return etcd_txn_body(NULL, 0, ops, fp->mark ? 2 : 1);
+}
+
+/* The RangeResponse of a TxnResponse's responses[@i] (rpc.proto ResponseOp). */
+static struct json_object *txn_range(struct json_object *responses, size_t i)
+{
+	struct json_object *op = json_object_array_get_idx(responses, i), *range;
+
+	if (!json_object_is_type(op, json_type_object) ||
+	    !json_object_object_get_ex(op, "response_range", &range) ||
+	    !json_object_is_type(range, json_type_object))
+		return NULL;
+	return range;
+}
+
+/**
+ * etcd_fp_judge() - the reply to etcd_fp_check_body() against @fp
+ * @fp: the fingerprint
+ * @reply: the TxnResponse
+ * @count: set to the count etcd answered (0 if none)
+ *
+ * Return: ETCD_FP_SAME; ETCD_FP_COUNT, ETCD_FP_MARK where etcd's differs
+ * (the count first); ETCD_FP_BAD_REPLY if @reply is not the answer to it.
+ */
+enum etcd_fp_verdict etcd_fp_judge(const struct etcd_fingerprint *fp, struct json_object *reply,
+				   int64_t *count)
+{
+	struct json_object *responses, *counted, *marked, *kvs = NULL;
+	size_t nr_ops = fp->mark ? 2 : 1, nr_kvs = 0;
+	enum etcd_fp_verdict v = ETCD_FP_SAME;
+	struct etcd_kv kv;
+
+	*count = 0;
+	if (!json_object_object_get_ex(reply, "responses", &responses) ||
+	    !json_object_is_type(responses, json_type_array) ||
+	    json_object_array_length(responses) != nr_ops)
+		return ETCD_FP_BAD_REPLY;
+	counted = txn_range(responses, 0);
+	marked = fp->mark ? txn_range(responses, 1) : NULL;
+	if (!counted || etcd_int64(counted, "count", count) || (fp->mark && !marked))
+		return ETCD_FP_BAD_REPLY;
+	if (marked && json_object_object_get_ex(marked, "kvs", &kvs)) {
+		if (!json_object_is_type(kvs, json_type_array))
+			return ETCD_FP_BAD_REPLY;
+		nr_kvs = json_object_array_length(kvs);
+	}
+	if (nr_kvs > 1)
+		return ETCD_FP_BAD_REPLY;	/* a range of one key */
+	if (*count != fp->count)
+		return ETCD_FP_COUNT;
+	if (!fp->mark || (fp->mark_deleted && !nr_kvs))
+		return ETCD_FP_SAME;
+	if (fp->mark_deleted || !nr_kvs)
+		return ETCD_FP_MARK;
+	if (etcd_kv_parse(json_object_array_get_idx(kvs, 0), &kv))
+		return ETCD_FP_BAD_REPLY;
+	if (strcmp(kv.key, fp->mark) || kv.create_revision != fp->mark_create ||
+	    kv.mod_revision != fp->mark_mod || kv.version != fp->mark_version)
+		v = ETCD_FP_MARK;
+	etcd_kv_clear(&kv);
+	return v;
 }

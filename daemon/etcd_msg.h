@@ -5,7 +5,7 @@
  *
  * Written from etcd v3.4.23 (Debian bookworm's etcd-server 3.4.23):
  * etcdserver/etcdserverpb/rpc.proto (RangeRequest, TxnRequest, Compare,
- * RequestOp, WatchCreateRequest, WatchResponse, LeaseGrant*,
+ * RequestOp, TxnResponse, ResponseOp, WatchCreateRequest, WatchResponse, LeaseGrant*,
  * LeaseKeepAlive*) and mvcc/mvccpb/kv.proto (KeyValue, Event); the paths
  * are rpc.proto's google.api.http options, served under "/v3/" by
  * embed/serve.go's createMux().  The gateway is grpc-gateway v1.9.5
@@ -56,15 +56,35 @@ struct etcd_cmp {
 	int64_t v;
 };
 
-/* A RequestOp: a put (under @lease, 0: none), a delete of one key or of a prefix. */
-enum etcd_op_kind { ETCD_PUT, ETCD_DELETE, ETCD_DELETE_PREFIX };
+/*
+ * A RequestOp: a put (under @lease, 0: none), a delete of one key or of a
+ * prefix; a range of one key without its value (keys_only), or the count
+ * of a prefix's keys (count_only), both of @revision (0: now).
+ */
+enum etcd_op_kind { ETCD_PUT, ETCD_DELETE, ETCD_DELETE_PREFIX, ETCD_RANGE_KEY, ETCD_COUNT_PREFIX };
 
 struct etcd_op {
 	enum etcd_op_kind kind;
 	const char *key;
 	const char *value;
 	int64_t lease;
+	int64_t revision;
 };
+
+/*
+ * What a watch knows of its prefix at the revision through which it has
+ * every event, to tell on resuming whether etcd's history up to there is
+ * still the one it watched (etcd.c, resume_check()).  The mark is the last
+ * key written that the watch knows of.
+ */
+struct etcd_fingerprint {
+	int64_t count;			/* keys under the prefix; -1: not known */
+	char *mark;			/* NULL: none known */
+	int64_t mark_create, mark_mod, mark_version;
+	bool mark_deleted;		/* since written: then absent */
+};
+
+enum etcd_fp_verdict { ETCD_FP_SAME, ETCD_FP_COUNT, ETCD_FP_MARK, ETCD_FP_BAD_REPLY };
 
 char *etcd_base64(const void *data, size_t len);
 int etcd_unbase64(const char *in, char **out, size_t *len);
@@ -77,5 +97,11 @@ int etcd_int64(struct json_object *o, const char *field, int64_t *v);
 int etcd_kv_parse(struct json_object *o, struct etcd_kv *kv);
 void etcd_kv_clear(struct etcd_kv *kv);
 int64_t etcd_header_revision(struct json_object *reply);
+void etcd_fp_read(struct etcd_fingerprint *fp, int64_t count, const struct etcd_kv *kvs, size_t n);
+void etcd_fp_event(struct etcd_fingerprint *fp, bool put, const struct etcd_kv *kv);
+void etcd_fp_clear(struct etcd_fingerprint *fp);
+char *etcd_fp_check_body(const struct etcd_fingerprint *fp, const char *prefix, int64_t revision);
+enum etcd_fp_verdict etcd_fp_judge(const struct etcd_fingerprint *fp, struct json_object *reply,
+				   int64_t *count);
 
 #endif /* HBM_ETCD_MSG_H */

@@ -16,6 +16,8 @@
 #     the watch reads again, paging past more keys than a page, and the
 #     incident opened meanwhile resumes;
 #   - etcd restored from a snapshot of before: every watch reads again;
+#     and written past a stopped node's watch: its check at the revision it
+#     had reached sees another history, it reads again;
 #     etcd gone before an error: the node's ranks abort at the deadline.
 #
 #   tests/cluster/run.sh [--bench]
@@ -75,6 +77,9 @@ wait_for "etcd did not start" 20 ctl endpoint health
 
 nodes_of() { ctl get --prefix --keys-only "/hbmguard/v1/jobs/$1/nodes/" | grep -c . || true; }
 has_n() { [ "$(nodes_of "$1")" = "$2" ]; }
+# etcd's revision now (from one key's header: not a get of every key)
+revision() { ctl get /hbmguard/ --prefix --keys-only --limit 1 -w json |
+	sed -n 's/.*"revision":\([0-9]*\).*/\1/p'; }
 AGENTS=()
 start_agents() {	# job n [extra args for node 0] -- started, published
 	local job=$1 n=$2 i
@@ -267,18 +272,32 @@ grep -q 'etcd unreachable' "$W/$job.0.err" || fail "$job: node 0 did not see etc
 # an incident opened meanwhile, the revisions it made compacted away
 kill -USR1 "${AGENTS[0]}"
 wait_for "$job: node 0 did not pause" 10 grep -q '^step pause' "$W/$job.0.out"
-rev=$(ctl get /hbmguard/ --prefix --keys-only --limit 1 -w json |
-	sed -n 's/.*"revision":\([0-9]*\).*/\1/p')
+rev=$(revision)
 ctl compact "$rev" >/dev/null
 kill -CONT "${AGENTS[1]}"
 wait_for "$job: not resumed on both after etcd's restart" 30 all_closed $job 2 resumed
-grep -q 'canceled (compacted to [0-9]*): reading /hbmguard/ again' "$W/$job.1.err" ||
-	fail "$job: node 1's watch did not read again after the compaction"
+# (the resumed watch's check of what it had reached, compacted, or the
+# watch's own cancel, whichever etcd answers first)
+grep -q 'canceled (compacted to [0-9]*): reading /hbmguard/ again\|compacted past revision [0-9]*, which the watch had reached: reading /hbmguard/ again' \
+	"$W/$job.1.err" || fail "$job: node 1's watch did not read again after the compaction"
 grep -q 'a reply over 16777216 bytes' "$W/$job.1.err" || fail "$job: node 1's pages were not too big"
+# node 0, there throughout, resumed where it was: its check found etcd's history its own
+! grep -q 'reading /hbmguard/ again' "$W/$job.0.err" || fail "$job: node 0 read again"
 stop_agents
 ctl del --prefix /hbmguard/v1/aa/ >/dev/null
 echo "check-cluster: a watch resumes after etcd's restart, reads again past a compaction," \
 	"paging past 2500 keys of 13 kB (pages made smaller); no incident lost"
+
+# etcd stopped, started again from a snapshot (a data dir of its own, N)
+restore_etcd() {	# snapshot N
+	stop_etcd
+	ETCDCTL_API=3 etcdctl snapshot restore "$1" --data-dir "$W/etcd$2" --name t \
+		--initial-cluster t=http://127.0.0.1:$((PORT + 10)) \
+		--initial-advertise-peer-urls http://127.0.0.1:$((PORT + 10)) >/dev/null 2>&1 ||
+		fail "$job: etcdctl snapshot restore"
+	start_etcd "$2" --listen-client-urls $EP --advertise-client-urls $EP
+	wait_for "etcd did not start from the snapshot" 20 ctl endpoint health
+}
 
 # ---- etcd's store gone back: restored from a snapshot of before ----
 # The nodes' watches had reached revisions the restored store is below: each
@@ -290,13 +309,7 @@ start_agents $job 2
 ctl snapshot save "$W/back.db" >/dev/null
 kill -USR1 "${AGENTS[0]}"
 wait_for "$job: the first incident not resumed" 30 all_closed $job 2 resumed
-stop_etcd
-ETCDCTL_API=3 etcdctl snapshot restore "$W/back.db" --data-dir "$W/etcd2" --name t \
-	--initial-cluster t=http://127.0.0.1:$((PORT + 10)) \
-	--initial-advertise-peer-urls http://127.0.0.1:$((PORT + 10)) >/dev/null 2>&1 ||
-	fail "$job: etcdctl snapshot restore"
-start_etcd 2 --listen-client-urls $EP --advertise-client-urls $EP
-wait_for "etcd did not start from the snapshot" 20 ctl endpoint health
+restore_etcd "$W/back.db" 2
 behind() { grep -q 'behind the [0-9]* the watch had reached: reading /hbmguard/ again' "$1"; }
 for i in 0 1; do
 	wait_for "$job: node $i did not see etcd's revision go back" 30 behind "$W/$job.$i.err"
@@ -305,6 +318,38 @@ kill -USR1 "${AGENTS[1]}"
 wait_for "$job: the incident after the restore not resumed on both" 30 closed_n $job 2 2
 stop_agents
 echo "check-cluster: etcd's store restored from a snapshot: read again, the next incident resumes"
+
+# ---- etcd's store gone back, then written past where a node's watch was ----
+# Node 1, stopped, does not see etcd go back; an incident opens in the new
+# history at revisions node 1's watch had already passed, and junk keys
+# outside /hbmguard/ take the revision past it.  Resumed from where it was,
+# its watch would never bring the incident (node 0 would wait on node 1's
+# acknowledgement until the deadline): its check of the key count at that
+# revision differs, and it reads again.
+job=past
+LOG=$W/$job.
+t0=$SECONDS
+TTL=30 start_agents $job 2
+ctl snapshot save "$W/past.db" >/dev/null
+kill -USR1 "${AGENTS[0]}"
+wait_for "$job: the first incident not resumed" 30 all_closed $job 2 resumed
+reached=$(revision)
+kill -STOP "${AGENTS[1]}"
+restore_etcd "$W/past.db" 3
+wait_for "$job: node 0 did not see etcd's revision go back" 30 behind "$W/$job.0.err"
+kill -USR1 "${AGENTS[0]}"
+paused_twice() { [ "$(grep -c '^step pause' "$W/$job.0.out")" = 2 ]; }
+wait_for "$job: node 0 did not pause again" 10 paused_twice
+[ "$(revision)" -le "$reached" ] || fail "$job: the incident is not at revisions node 1 passed"
+until [ "$(revision)" -gt "$reached" ]; do ctl put /junk/past x >/dev/null; done
+kill -CONT "${AGENTS[1]}"
+wait_for "$job: the incident after the restore not resumed on both" 30 closed_n $job 2 2
+grep -q "at revision [0-9]*, not the history the watch saw (its key count: [0-9]*, not [0-9]*): reading /hbmguard/ again" \
+	"$W/$job.1.err" || fail "$job: node 1 did not see another history"
+stop_agents
+ctl del /junk/past >/dev/null
+echo "check-cluster: etcd's store restored, then written past a stopped node's watch:" \
+	"its check sees another history, it reads again, the next incident resumes ($((SECONDS - t0)) s)"
 
 # ---- etcd gone before the error: the job's ranks on this node abort at the deadline ----
 job=nolink

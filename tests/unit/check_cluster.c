@@ -111,6 +111,191 @@ START_TEST(range_pages)
 }
 END_TEST
 
+/* ---- a watch's fingerprint of its prefix, checked when it resumes (etcd.c) ---- */
+
+#define FP_KV(k, c, m, v) { .key = (char *)(k), .key_len = sizeof(k) - 1, .create_revision = (c), \
+			    .mod_revision = (m), .version = (v) }
+
+static void fp_assert_mark(const struct etcd_fingerprint *fp, const char *key, int64_t create,
+			   int64_t mod, int64_t version, bool deleted)
+{
+	ck_assert_str_eq(fp->mark, key);
+	ck_assert_int_eq(fp->mark_create, create);
+	ck_assert_int_eq(fp->mark_mod, mod);
+	ck_assert_int_eq(fp->mark_version, version);
+	ck_assert_int_eq(fp->mark_deleted, deleted);
+}
+
+/* The count at the read (etcd's, unparsed keys too), then creates, re-creates, deletes. */
+START_TEST(fingerprint_kept)
+{
+	const struct etcd_kv read[] = {
+		FP_KV("/p/b", 4, 4, 1), FP_KV("/p/a", 2, 9, 3), FP_KV("/p/c", 5, 6, 2),
+	};
+	const struct etcd_kv created = FP_KV("/p/d", 12, 12, 1), updated = FP_KV("/p/d", 12, 13, 2),
+		deleted = FP_KV("/p/d", 0, 14, 0), again = FP_KV("/p/d", 15, 15, 1),
+		other = FP_KV("/p/b", 0, 16, 0), unparsed = { .mod_revision = 17, .version = 1 },
+		unparsed_update = { .mod_revision = 18, .version = 2 };
+	struct etcd_fingerprint fp = { 0 };
+
+	etcd_fp_read(&fp, 4, read, 3);	/* a fourth key etcd_kv_parse() refused */
+	ck_assert_int_eq(fp.count, 4);
+	fp_assert_mark(&fp, "/p/a", 2, 9, 3, false);	/* the highest mod_revision */
+	etcd_fp_event(&fp, true, &created);
+	ck_assert_int_eq(fp.count, 5);
+	fp_assert_mark(&fp, "/p/d", 12, 12, 1, false);
+	etcd_fp_event(&fp, true, &updated);
+	ck_assert_int_eq(fp.count, 5);
+	fp_assert_mark(&fp, "/p/d", 12, 13, 2, false);
+	etcd_fp_event(&fp, false, &deleted);
+	ck_assert_int_eq(fp.count, 4);
+	fp_assert_mark(&fp, "/p/d", 12, 13, 2, true);
+	etcd_fp_event(&fp, true, &again);
+	ck_assert_int_eq(fp.count, 5);
+	fp_assert_mark(&fp, "/p/d", 15, 15, 1, false);
+	etcd_fp_event(&fp, false, &other);	/* not the mark: still there */
+	ck_assert_int_eq(fp.count, 4);
+	fp_assert_mark(&fp, "/p/d", 15, 15, 1, false);
+	etcd_fp_event(&fp, true, &unparsed);	/* counted, not a mark */
+	etcd_fp_event(&fp, true, &unparsed_update);
+	ck_assert_int_eq(fp.count, 5);
+	fp_assert_mark(&fp, "/p/d", 15, 15, 1, false);
+	/* a read again replaces it all; an empty prefix has no mark */
+	etcd_fp_read(&fp, 0, NULL, 0);
+	ck_assert_int_eq(fp.count, 0);
+	ck_assert_ptr_null(fp.mark);
+	etcd_fp_clear(&fp);
+}
+END_TEST
+
+static struct json_object *txn_op(struct json_object *txn, size_t i, const char *field)
+{
+	struct json_object *ops, *op, *r;
+
+	ck_assert(json_object_object_get_ex(txn, "success", &ops));
+	op = json_object_array_get_idx(ops, i);
+	ck_assert(json_object_object_get_ex(op, field, &r));
+	return r;
+}
+
+static const char *field_text(struct json_object *o, const char *field)
+{
+	struct json_object *f;
+
+	return json_object_object_get_ex(o, field, &f) ? json_object_get_string(f) : NULL;
+}
+
+/* One txn, no compares: the prefix's count at the revision, then the mark's key. */
+START_TEST(fingerprint_check_body)
+{
+	const struct etcd_kv read[] = { FP_KV("/hbmguard/x", 2, 9, 3) };
+	struct etcd_fingerprint fp = { 0 };
+	struct json_object *o, *f, *r;
+	char *body;
+
+	etcd_fp_read(&fp, 3, read, 1);
+	body = etcd_fp_check_body(&fp, "/hbmguard/", 41);
+	o = json_tokener_parse(body);
+	ck_assert(json_object_object_get_ex(o, "compare", &f));
+	ck_assert_uint_eq(json_object_array_length(f), 0);
+	ck_assert(json_object_object_get_ex(o, "success", &f));
+	ck_assert_uint_eq(json_object_array_length(f), 2);
+	r = txn_op(o, 0, "request_range");
+	ck_assert_str_eq(field_text(r, "key"), "L2hibWd1YXJkLw==");	/* "/hbmguard/" */
+	ck_assert_str_eq(field_text(r, "range_end"), "L2hibWd1YXJkMA==");	/* "/hbmguard0" */
+	ck_assert_str_eq(field_text(r, "revision"), "41");
+	ck_assert_str_eq(field_text(r, "count_only"), "true");
+	r = txn_op(o, 1, "request_range");
+	ck_assert_str_eq(field_text(r, "key"), "L2hibWd1YXJkL3g=");	/* "/hbmguard/x" */
+	ck_assert_ptr_null(field_text(r, "range_end"));
+	ck_assert_str_eq(field_text(r, "revision"), "41");
+	ck_assert_str_eq(field_text(r, "keys_only"), "true");
+	json_object_put(o);
+	free(body);
+	etcd_fp_read(&fp, 0, NULL, 0);	/* no mark: the count alone */
+	body = etcd_fp_check_body(&fp, "/hbmguard/", 41);
+	o = json_tokener_parse(body);
+	ck_assert(json_object_object_get_ex(o, "success", &f));
+	ck_assert_uint_eq(json_object_array_length(f), 1);
+	json_object_put(o);
+	free(body);
+	etcd_fp_clear(&fp);
+}
+END_TEST
+
+/* A TxnResponse as the gateway writes it: the count's range, then the mark's (@kvs). */
+static enum etcd_fp_verdict judge(const struct etcd_fingerprint *fp, const char *count,
+				  const char *kvs)
+{
+	char text[1024];
+	struct json_object *o;
+	enum etcd_fp_verdict v;
+	int64_t n;
+
+	snprintf(text, sizeof(text), "{\"header\":{\"revision\":\"50\"},\"succeeded\":true,"
+		 "\"responses\":[{\"response_range\":{\"header\":{\"revision\":\"50\"}%s%s}}"
+		 "%s%s%s]}", count ? ",\"count\":" : "", count ? count : "",
+		 kvs ? ",{\"response_range\":{\"header\":{\"revision\":\"50\"}" : "",
+		 kvs ? kvs : "", kvs ? "}}" : "");
+	o = json_tokener_parse(text);
+	ck_assert_ptr_nonnull(o);
+	v = etcd_fp_judge(fp, o, &n);
+	json_object_put(o);
+	return v;
+}
+
+/* "/p/d" (L3AvZA==), created at 12, written at 13, version 2 */
+#define MARK_KVS(create, mod, version) ",\"kvs\":[{\"key\":\"L3AvZA==\",\"create_revision\":\"" \
+	create "\",\"mod_revision\":\"" mod "\",\"version\":\"" version "\"}],\"count\":\"1\""
+
+START_TEST(fingerprint_judged)
+{
+	static const char *const hostile[] = {
+		"{}", "{\"responses\":{}}", "{\"responses\":[]}", "{\"responses\":[1,2]}",
+		"{\"responses\":[{\"response_put\":{}},{\"response_range\":{}}]}",
+		"{\"responses\":[{\"response_range\":[]},{\"response_range\":{}}]}",
+		"{\"responses\":[{\"response_range\":{\"count\":\"x\"}},{\"response_range\":{}}]}",
+		"{\"responses\":[{\"response_range\":{\"count\":\"5\"}},{\"response_range\":{}},{}]}",
+		"{\"responses\":[{\"response_range\":{\"count\":\"5\"}},{\"response_range\":{\"kvs\":{}}}]}",
+		"{\"responses\":[{\"response_range\":{\"count\":\"5\"}},{\"response_range\":{\"kvs\":[1]}}]}",
+		"{\"responses\":[{\"response_range\":{\"count\":\"5\"}},{\"response_range\":{\"kvs\":[{\"key\":\"L3AvZA==\"},{\"key\":\"L3AvZA==\"}]}}]}",
+		"{\"responses\":[{\"response_range\":{\"count\":\"5\"}},{\"response_range\":{\"kvs\":[{\"key\":5}]}}]}",
+		"{\"error\":\"etcdserver: mvcc: required revision has been compacted\",\"code\":11}",
+	};
+	const struct etcd_kv written = FP_KV("/p/d", 12, 13, 2), deleted = FP_KV("/p/d", 0, 14, 0);
+	struct etcd_fingerprint fp = { 0 };
+	struct json_object *o;
+	int64_t n;
+
+	etcd_fp_read(&fp, 5, &written, 1);
+	ck_assert_int_eq(judge(&fp, "\"5\"", MARK_KVS("12", "13", "2")), ETCD_FP_SAME);
+	ck_assert_int_eq(judge(&fp, "\"6\"", MARK_KVS("12", "13", "2")), ETCD_FP_COUNT);
+	ck_assert_int_eq(judge(&fp, NULL, MARK_KVS("12", "13", "2")), ETCD_FP_COUNT);	/* 0, left out */
+	/* another history's write of the key: each of its revisions differs */
+	ck_assert_int_eq(judge(&fp, "\"5\"", MARK_KVS("12", "20", "2")), ETCD_FP_MARK);
+	ck_assert_int_eq(judge(&fp, "\"5\"", MARK_KVS("10", "13", "2")), ETCD_FP_MARK);
+	ck_assert_int_eq(judge(&fp, "\"5\"", MARK_KVS("12", "13", "1")), ETCD_FP_MARK);
+	ck_assert_int_eq(judge(&fp, "\"5\"", ""), ETCD_FP_MARK);	/* absent */
+	ck_assert_int_eq(judge(&fp, "\"5\"", ",\"kvs\":[{\"key\":\"L3Av\",\"create_revision\":\"12\","
+			       "\"mod_revision\":\"13\",\"version\":\"2\"}]"), ETCD_FP_MARK);
+	ck_assert_int_eq(judge(&fp, "\"5\"", NULL), ETCD_FP_BAD_REPLY);	/* the mark's range missing */
+	for (size_t i = 0; i < sizeof(hostile) / sizeof(hostile[0]); i++) {
+		o = json_tokener_parse(hostile[i]);
+		ck_assert_msg(etcd_fp_judge(&fp, o, &n) == ETCD_FP_BAD_REPLY, "took %s", hostile[i]);
+		json_object_put(o);
+	}
+	/* deleted since: it must be absent */
+	etcd_fp_event(&fp, false, &deleted);
+	ck_assert_int_eq(judge(&fp, "\"4\"", ""), ETCD_FP_SAME);
+	ck_assert_int_eq(judge(&fp, "\"4\"", MARK_KVS("12", "13", "2")), ETCD_FP_MARK);
+	etcd_fp_read(&fp, 0, NULL, 0);	/* no mark: one range */
+	ck_assert_int_eq(judge(&fp, NULL, NULL), ETCD_FP_SAME);
+	ck_assert_int_eq(judge(&fp, "\"1\"", NULL), ETCD_FP_COUNT);
+	ck_assert_int_eq(judge(&fp, NULL, ""), ETCD_FP_BAD_REPLY);
+	etcd_fp_clear(&fp);
+}
+END_TEST
+
 /* ---- an etcd of the test's own ---- */
 
 #define NODES 4
@@ -1166,6 +1351,9 @@ Suite *cluster_suite(void)
 	tcase_add_test(tc, base64);
 	tcase_add_test(tc, kv_parse);
 	tcase_add_test(tc, range_pages);
+	tcase_add_test(tc, fingerprint_kept);
+	tcase_add_test(tc, fingerprint_check_body);
+	tcase_add_test(tc, fingerprint_judged);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("protocol");
 	tcase_add_checked_fixture(tc, setup, teardown);
