@@ -785,24 +785,27 @@ static void deliver(struct etcd_watch *w, struct json_object *res)
 	for (i = 0; i < n; i++) {
 		struct json_object *ev = json_object_array_get_idx(events, i), *kv, *type;
 		struct etcd_kv k;
-		bool put = !json_object_object_get_ex(ev, "type", &type) ||
+		bool told, put = !json_object_object_get_ex(ev, "type", &type) ||
 			   strcmp(json_object_get_string(type), "DELETE");
 
 		if (!json_object_object_get_ex(ev, "kv", &kv))
 			continue;
-		if (etcd_kv_parse(kv, &k)) {
-			/* not told, but a key etcd counts under the prefix */
-			if (!etcd_int64(kv, "mod_revision", &k.mod_revision) &&
-			    !etcd_int64(kv, "version", &k.version) && k.mod_revision > w->read_rev)
-				etcd_fp_event(&w->fp, put, &k);
+		/*
+		 * One etcd_kv_parse() refuses (a key with a NUL) is not told,
+		 * but it is of the prefix: counted, and the watch is past it
+		 * (else a resume would check the count at a revision before it).
+		 */
+		told = !etcd_kv_parse(kv, &k);
+		if (!told && (etcd_int64(kv, "mod_revision", &k.mod_revision) ||
+			      etcd_int64(kv, "version", &k.version)))
 			continue;
-		}
 		if (k.mod_revision > w->read_rev) {
 			if (k.mod_revision >= w->next_rev)
 				w->next_rev = k.mod_revision + 1;
 			last = k.mod_revision;
 			etcd_fp_event(&w->fp, put, &k);
-			w->ops->event(w->ctx, put, &k);
+			if (told)
+				w->ops->event(w->ctx, put, &k);
 		}
 		etcd_kv_clear(&k);
 	}
