@@ -28,12 +28,15 @@
  * redistributes over the leaf and its emptier neighbour, and adds a leaf
  * only when both are full, so leaves stay about 80% full under random
  * inserts and over 90% under ascending ones (a plain split would leave them
- * half full).  A leaf emptied below a quarter merges into a neighbour.
+ * half full).  A leaf emptied below a quarter merges into a neighbour.  A
+ * restore past the table's last extent needs no splice: its run is built
+ * in the last leaf and new ones, filled whole (hbm_table_apply_gap()).
  *
  * A change either happens whole or not at all: memory for the new leaves and
  * the replacement run is taken first, spares allocated on the way are handed
  * back if that fails, and spares freed by a clear are only released once the
- * change has been written.
+ * change has been written.  A restore built in place takes its leaves on
+ * the way, and on failure frees them and puts the last leaf back as it was.
  *
  * The spare pool is a bitmap handed out next-fit, so pages retired together
  * get consecutive spares and merge into one extent.  When the pool is empty
