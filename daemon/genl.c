@@ -104,23 +104,22 @@ struct nl_msg *hbm_genl_request_sized(int family, int cmd, int flags, size_t siz
 }
 
 /**
- * hbm_genl_transact() - send @msg, hand each reply to @parse
+ * hbm_genl_exchange() - send @msg, hand each reply to @parse, keep @msg
  * @sk: the socket
- * @msg: the request, freed here
+ * @msg: the request, the caller's still: it may send it again, refilled
+ *	(hbm_genl_rewind())
  * @parse: called for each reply, or NULL
  * @arg: for @parse
  *
  * Return: 0, the kernel's -errno, or -EIO when the socket failed; after a
  * -errno, hbm_genl_strerror() says why.
  */
-int hbm_genl_transact(struct nl_sock *sk, struct nl_msg *msg,
+int hbm_genl_exchange(struct nl_sock *sk, struct nl_msg *msg,
 		      nl_recvmsg_msg_cb_t parse, void *arg)
 {
 	struct outcome o = { 0 };
 	int err;
 
-	if (!msg)
-		return -ENOMEM;
 	reason[0] = 0;
 	/*
 	 * libnl 3.7 has no nl_socket_set_ext_ack().  CAP_ACK: an error's ack
@@ -136,11 +135,50 @@ int hbm_genl_transact(struct nl_sock *sk, struct nl_msg *msg,
 	nl_socket_modify_cb(sk, NL_CB_VALID, parse ? NL_CB_CUSTOM : NL_CB_DEFAULT,
 			    parse, arg);
 	err = nl_send_auto(sk, msg);
-	nlmsg_free(msg);
 	while (err >= 0 && !o.done)
 		err = nl_recvmsgs_default(sk);
 	nl_socket_modify_cb(sk, NL_CB_VALID, NL_CB_DEFAULT, NULL, NULL);
 	if (o.kerr)
 		return o.kerr;
 	return err < 0 ? -EIO : 0;
+}
+
+/**
+ * hbm_genl_transact() - hbm_genl_exchange(), @msg freed
+ * @sk: the socket
+ * @msg: the request, freed here; NULL (its allocation failed): -ENOMEM
+ * @parse: called for each reply, or NULL
+ * @arg: for @parse
+ *
+ * Return: as hbm_genl_exchange().
+ */
+int hbm_genl_transact(struct nl_sock *sk, struct nl_msg *msg,
+		      nl_recvmsg_msg_cb_t parse, void *arg)
+{
+	int err;
+
+	if (!msg)
+		return -ENOMEM;
+	err = hbm_genl_exchange(sk, msg, parse, arg);
+	nlmsg_free(msg);
+	return err;
+}
+
+/**
+ * hbm_genl_rewind() - @msg as it was at @len bytes, to be sent again
+ * @msg: a request sent (or not)
+ * @len: its nlmsg_len then
+ *
+ * A put appends at nlmsg_len (nlmsg_reserve(), lib/msg.c, libnl 3.7), and a
+ * send numbers the message and names the port only where they are still
+ * NL_AUTO_SEQ and NL_AUTO_PORT (nl_complete_msg(), lib/nl.c): both are
+ * made so again, so that the next send's ack is matched to it.
+ */
+void hbm_genl_rewind(struct nl_msg *msg, uint32_t len)
+{
+	struct nlmsghdr *h = nlmsg_hdr(msg);
+
+	h->nlmsg_len = len;
+	h->nlmsg_seq = NL_AUTO_SEQ;
+	h->nlmsg_pid = NL_AUTO_PORT;
 }

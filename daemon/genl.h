@@ -10,6 +10,9 @@ struct nl_msg *hbm_genl_request(int family, int cmd, int flags);
 struct nl_msg *hbm_genl_request_sized(int family, int cmd, int flags, size_t size);
 int hbm_genl_transact(struct nl_sock *sk, struct nl_msg *msg,
 		      nl_recvmsg_msg_cb_t parse, void *arg);
+int hbm_genl_exchange(struct nl_sock *sk, struct nl_msg *msg,
+		      nl_recvmsg_msg_cb_t parse, void *arg);
+void hbm_genl_rewind(struct nl_msg *msg, uint32_t len);
 const char *hbm_genl_strerror(int err);
 
 #endif /* HBM_GENL_H */

@@ -20,7 +20,7 @@
  * held here.  Stored pages go back in packed (struct
  * hbmguard_restore_record, each keeping its times and errors) where the
  * module's family has HBMGUARD_A_RECORDS, as extent nests otherwise; both
- * retired as RESTORED (packed_request() says why).
+ * retired as RESTORED (packed_fill() says why).
  *
  * It must not block the loop longer than one read of the devices and
  * their tables, allocates per read of the devices or a table (never per
@@ -203,31 +203,53 @@ static size_t packed_per_request(const struct hbm_kernel *k)
 }
 
 /*
- * Stored records @s->records[@from, @end) into one packed RESTORE, each
- * kept as it was stored (times, errors: hbm_state_restore_record()).
+ * One packed RESTORE message for a device's restore, sent request after
+ * request: its header and the device's attributes are put once, and each
+ * request rewinds to them (hbm_genl_rewind()) and reserves its records in
+ * place: a restore of 10^6 records allocates (and faults in) one message
+ * of the send buffer's size, not 62.
  */
-static struct nl_msg *packed_request(struct hbm_kernel *k, const struct device *dev,
-				     const struct hbm_state *s, size_t from, size_t end)
+struct packed_msg {
+	struct nl_msg *msg;
+	uint32_t head_len;		/* nlmsg_len after the device's attributes */
+	bool gpu;			/* HBMGUARD_KIND_GPU: hbm_state_restore_record() */
+};
+
+static int packed_msg_init(struct hbm_kernel *k, const struct device *dev,
+			   struct packed_msg *m)
 {
-	struct nl_msg *msg = hbm_genl_request_sized(k->family, HBMGUARD_CMD_RESTORE, 0,
-						    k->restore_bytes);
+	m->msg = hbm_genl_request_sized(k->family, HBMGUARD_CMD_RESTORE, 0, k->restore_bytes);
+	if (!m->msg || nla_put_u32(m->msg, HBMGUARD_A_DEVICE_ID, dev->id) ||
+	    nla_put_u32(m->msg, HBMGUARD_A_RECORD_SIZE, sizeof(struct hbmguard_restore_record))) {
+		nlmsg_free(m->msg);
+		return -ENOMEM;
+	}
+	m->head_len = nlmsg_hdr(m->msg)->nlmsg_len;
+	m->gpu = dev->kind == HBMGUARD_KIND_GPU;
+	return 0;
+}
+
+/*
+ * Stored records @s->records[@from, @end) into @m's request, each kept as
+ * it was stored (times, errors: hbm_state_restore_record()).
+ */
+static int packed_fill(struct packed_msg *m, const struct hbm_state *s, size_t from,
+		       size_t end)
+{
 	size_t i = from;
 
-	if (!msg || nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev->id) ||
-	    nla_put_u32(msg, HBMGUARD_A_RECORD_SIZE, sizeof(struct hbmguard_restore_record)))
-		goto nomem;
+	hbm_genl_rewind(m->msg, m->head_len);
 	while (i < end) {
 		size_t n = end - i < RECORDS_PER_ATTR ? end - i : RECORDS_PER_ATTR, j;
-		struct nlattr *a = nla_reserve(msg, HBMGUARD_A_RECORDS,
+		struct nlattr *a = nla_reserve(m->msg, HBMGUARD_A_RECORDS,
 					       n * sizeof(struct hbmguard_restore_record));
 		struct hbmguard_restore_record *r;
 
 		if (!a)
-			goto nomem;
+			return -EMSGSIZE;	/* cannot be: packed_per_request() */
 		r = nla_data(a);
 		for (j = 0; j < n; j++) {
-			hbm_state_restore_record(&s->records[i + j],
-						 dev->kind == HBMGUARD_KIND_GPU, &r[j]);
+			hbm_state_restore_record(&s->records[i + j], m->gpu, &r[j]);
 			/*
 			 * Not yet each page's own source: recovery takes every
 			 * UE page read back into its seen set (recovery.c),
@@ -241,10 +263,7 @@ static struct nl_msg *packed_request(struct hbm_kernel *k, const struct device *
 		}
 		i += n;
 	}
-	return msg;
-nomem:
-	nlmsg_free(msg);
-	return NULL;
+	return 0;
 }
 
 /* Stored extents refused one by one said each, up to this many a restore. */
@@ -256,21 +275,20 @@ nomem:
  * were raised, say) is tried again in halves, so that only the records it
  * refuses are lost, each said: not the thousands beside them.
  */
-static int restore_packed(struct hbm_kernel *k, const struct device *dev,
+static int restore_packed(struct hbm_kernel *k, const struct device *dev, struct packed_msg *m,
 			  const struct hbm_state *s, size_t from, size_t end, size_t *refused)
 {
-	struct nl_msg *msg = packed_request(k, dev, s, from, end);
-	int err;
+	int err = packed_fill(m, s, from, end);
 
-	if (!msg)
-		return -ENOMEM;
-	err = transact(k, msg, NULL, NULL);
+	if (err)
+		return err;
+	err = hbm_genl_exchange(k->req, m->msg, NULL, NULL);
 	if ((err == -EINVAL || err == -ERANGE) && end - from > 1) {
 		size_t half = from + (end - from) / 2;
 		int err2;
 
-		err = restore_packed(k, dev, s, from, half, refused);
-		err2 = restore_packed(k, dev, s, half, end, refused);
+		err = restore_packed(k, dev, m, s, from, half, refused);
+		err2 = restore_packed(k, dev, m, s, half, end, refused);
 		return err ? err : err2;
 	}
 	if (err && end - from == 1 && ++*refused <= REFUSED_SAID)
@@ -295,16 +313,20 @@ static int restore(struct hbm_kernel *k, const struct device *dev,
 		   const struct hbm_state *s)
 {
 	size_t i = 0, refused = 0, per_request = packed_per_request(k);
+	struct packed_msg m = { 0 };
 	int first_err = 0;
 
+	if (k->packed && s->nr && packed_msg_init(k, dev, &m))
+		return -ENOMEM;
 	while (k->packed && i < s->nr) {
 		size_t end = s->nr - i < per_request ? s->nr : i + per_request;
-		int err = restore_packed(k, dev, s, i, end, &refused);
+		int err = restore_packed(k, dev, &m, s, i, end, &refused);
 
 		if (err && !first_err)
 			first_err = err;
 		i = end;
 	}
+	nlmsg_free(m.msg);
 	if (refused > REFUSED_SAID)
 		fprintf(stderr, "<4>hbmguardd: %zu stored extents of %s refused by the module: not restored\n",
 			refused, dev->identity);

@@ -78,12 +78,14 @@ static inline bool test_bit(unsigned long nr, const unsigned long *map)
 	return map[nr / BITS_PER_LONG] >> (nr % BITS_PER_LONG) & 1;
 }
 
-static inline unsigned long find_next_zero_bit(const unsigned long *map,
-					       unsigned long size,
-					       unsigned long start)
+/* The first bit from @start that is clear (@clear) or set, or @size. */
+static inline unsigned long hbm_find_next(const unsigned long *map,
+					  unsigned long size,
+					  unsigned long start, bool clear)
 {
 	while (start < size) {
-		unsigned long word = ~map[start / BITS_PER_LONG] >>
+		unsigned long word = (clear ? ~map[start / BITS_PER_LONG] :
+				      map[start / BITS_PER_LONG]) >>
 				     (start % BITS_PER_LONG);
 
 		if (word) {
@@ -93,6 +95,27 @@ static inline unsigned long find_next_zero_bit(const unsigned long *map,
 		start = (start / BITS_PER_LONG + 1) * BITS_PER_LONG;
 	}
 	return size;
+}
+
+static inline unsigned long find_next_zero_bit(const unsigned long *map,
+					       unsigned long size,
+					       unsigned long start)
+{
+	return hbm_find_next(map, size, start, true);
+}
+
+static inline unsigned long find_next_bit(const unsigned long *map,
+					  unsigned long size,
+					  unsigned long start)
+{
+	return hbm_find_next(map, size, start, false);
+}
+
+static inline void bitmap_set(unsigned long *map, unsigned int start,
+			      unsigned int nr)
+{
+	while (nr--)
+		__set_bit(start++, map);
 }
 #endif /* __KERNEL__ */
 

@@ -163,6 +163,7 @@ static void descend(const struct hbm_mtree *t, u32 page, struct hbm_mpath *p)
 {
 	u32 n = t->root, l = t->height;
 
+	hbm_mtree_descended();
 	while (l--) {
 		const struct hbmguard_map_node *node = NODE(t, n);
 		u32 c = count_le(node, page);

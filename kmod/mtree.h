@@ -27,12 +27,20 @@
 #define hbm_mchunk_free(p)	free_page((unsigned long)(p))
 #define hbm_mchunk_publish(slot, c)	smp_store_release(slot, c)
 #define hbm_prefetch(p)		prefetch(p)
+#define hbm_mtree_descended()	do { } while (0)
 #else
 #define HBM_MCHUNK_BYTES	4096
 #define hbm_mchunk_alloc()	hbm_test_alloc(HBM_MCHUNK_BYTES, true)
 #define hbm_mchunk_free(p)	hbm_test_free(p)
 #define hbm_mchunk_publish(slot, c)	__atomic_store_n(slot, c, __ATOMIC_RELEASE)
 #define hbm_prefetch(p)		__builtin_prefetch(p)
+/*
+ * Descents from the root in any copy, counted in the unit build alone
+ * (tests/unit/shim.c): an append that descended per extent would still
+ * make the same nodes, and only the count shows it.
+ */
+extern unsigned long hbm_mtree_descents;
+#define hbm_mtree_descended()	(hbm_mtree_descents++)
 #endif
 #define HBM_MNODES_PER_CHUNK	(HBM_MCHUNK_BYTES / HBMGUARD_MAP_NODE_SIZE)
 

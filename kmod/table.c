@@ -28,12 +28,15 @@
  * redistributes over the leaf and its emptier neighbour, and adds a leaf
  * only when both are full, so leaves stay about 80% full under random
  * inserts and over 90% under ascending ones (a plain split would leave them
- * half full).  A leaf emptied below a quarter merges into a neighbour.
+ * half full).  A leaf emptied below a quarter merges into a neighbour.  A
+ * restore past the table's last extent needs no splice: its run is built
+ * in the last leaf and new ones, filled whole (hbm_table_apply_gap()).
  *
  * A change either happens whole or not at all: memory for the new leaves and
  * the replacement run is taken first, spares allocated on the way are handed
  * back if that fails, and spares freed by a clear are only released once the
- * change has been written.
+ * change has been written.  A restore built in place takes its leaves on
+ * the way, and on failure frees them and puts the last leaf back as it was.
  *
  * The spare pool is a bitmap handed out next-fit, so pages retired together
  * get consecutive spares and merge into one extent.  When the pool is empty
@@ -314,6 +317,14 @@ struct op_ctx {
 
 	struct hbm_extent *run;		/* the replacement */
 	u32 run_nr, run_cap;
+	/*
+	 * Appending (hbm_table_apply_gap() past the table's last extent): the
+	 * run is the table's last leaf, written in place; these undo it.
+	 */
+	bool appending;
+	u32 append_leaves;		/* the table's leaves before */
+	u32 append_last_nr;		/* its last leaf's extents before */
+	struct hbm_extent append_last;	/* and its last extent, which may merge */
 	struct spare_run *taken;	/* spares allocated: undo on failure */
 	u32 taken_nr, taken_cap;
 	struct spare_run *freed;	/* spares to free once written */
@@ -372,9 +383,46 @@ static bool mergeable(const struct hbm_extent *a, const struct hbm_extent *b)
 	return b->spare == a->spare + a->nr;
 }
 
+static int leaves_reserve(struct hbm_table *t, u32 want);
+
+/* The extent emit() may merge into: the run's last, or the leaf before's. */
+static struct hbm_extent *run_last(const struct op_ctx *c)
+{
+	const struct hbm_table *t = c->t;
+
+	if (c->run_nr)
+		return &c->run[c->run_nr - 1];
+	if (c->appending && t->nr_leaves > 1)
+		return &t->leaves[t->nr_leaves - 2]->ext[HBM_LEAF_CAP - 1];
+	return NULL;
+}
+
+/* Appending, the run's leaf is full: the next one, added to the table. */
+static bool append_leaf(struct op_ctx *c)
+{
+	struct hbm_table *t = c->t;
+	struct hbm_leaf *leaf;
+
+	if (c->err)
+		return false;
+	if (leaves_reserve(t, t->nr_leaves + 1) ||
+	    !(leaf = hbm_alloc(sizeof(*leaf)))) {
+		c->err = -ENOMEM;
+		return false;
+	}
+	if (t->nr_leaves)
+		t->leaves[t->nr_leaves - 1]->nr = c->run_nr;
+	t->leaves[t->nr_leaves++] = leaf;
+	t->bytes += LEAF_BYTES;
+	c->run = leaf->ext;
+	c->run_nr = 0;
+	c->run_cap = HBM_LEAF_CAP;
+	return true;
+}
+
 static void emit(struct op_ctx *c, const struct hbm_extent *e)
 {
-	struct hbm_extent *last = c->run_nr ? &c->run[c->run_nr - 1] : NULL;
+	struct hbm_extent *last = run_last(c);
 
 	if (last && mergeable(last, e)) {
 		last->nr += e->nr;
@@ -383,29 +431,40 @@ static void emit(struct op_ctx *c, const struct hbm_extent *e)
 		last->errors = min_t(u32, 0xffff, (u32)last->errors + e->errors);
 		return;
 	}
-	if (!grow(c, (void **)&c->run, c->run_nr, &c->run_cap, sizeof(*e)))
+	if (c->run_nr == c->run_cap &&
+	    !(c->appending ? append_leaf(c) :
+	      grow(c, (void **)&c->run, c->run_nr, &c->run_cap, sizeof(*e))))
 		return;
 	c->run[c->run_nr++] = *e;
 }
 
-static u32 spare_take(struct op_ctx *c)
+/*
+ * Up to @want consecutive spares, next-fit: *@spare is the first and the
+ * count is returned, what taking them one by one gives until a spare in
+ * use breaks the run.  None left: *@spare is HBM_NO_SPARE, for all @want.
+ */
+static u32 spares_take(struct op_ctx *c, u32 want, u32 *spare)
 {
 	struct hbm_table *t = c->t;
-	unsigned long s;
+	unsigned long s, end;
 
+	*spare = HBM_NO_SPARE;
 	if (t->spare_used + t->spare_bad == t->spare_total)
-		return HBM_NO_SPARE;
+		return want;
 	s = find_next_zero_bit(t->spare_map, t->spare_total, t->spare_hint);
 	if (s >= t->spare_total)
 		s = find_next_zero_bit(t->spare_map, t->spare_total, 0);
+	end = find_next_bit(t->spare_map, s + min_t(unsigned long, want,
+						     t->spare_total - s), s);
 	/* Logged first: a spare the undo log does not hold would leak. */
-	log_spares(c, &c->taken, &c->taken_nr, &c->taken_cap, s, 1);
+	log_spares(c, &c->taken, &c->taken_nr, &c->taken_cap, s, end - s);
 	if (c->err)
-		return HBM_NO_SPARE;
-	__set_bit(s, t->spare_map);
-	t->spare_used++;
-	t->spare_hint = s + 1;
-	return s;
+		return want;
+	bitmap_set(t->spare_map, s, end - s);
+	t->spare_used += end - s;
+	t->spare_hint = end;
+	*spare = s;
+	return end - s;
 }
 
 static void spares_release(struct hbm_table *t, const struct spare_run *runs,
@@ -437,25 +496,34 @@ static void count_change(struct op_ctx *c, u8 from, u8 to, u32 nr)
 }
 
 /*
- * Give each page of @tmpl a spare, or mark it FAILED.  The errors are the
- * run's, not each page's: they go with the first page and merge from there.
+ * Give each page of @tmpl a spare, or mark it FAILED: a run of consecutive
+ * spares at a time, as many as the pool has in one piece from the hint.
+ * The errors are the run's, not each page's: they go with the first page
+ * and merge from there.
  */
 static void bypass(struct op_ctx *c, struct hbm_extent tmpl)
 {
 	u8 from = tmpl.state;
-	u32 page, end = ext_end(&tmpl);
+	u32 page, end = ext_end(&tmpl), pieces = 0;
 
-	tmpl.nr = 1;
-	for (page = tmpl.first; page < end && !c->err; page++) {
+	for (page = tmpl.first; page < end && !c->err; page += tmpl.nr) {
 		tmpl.first = page;
-		tmpl.spare = c->t->driver_bypass ? HBM_NO_SPARE : spare_take(c);
-		tmpl.state = tmpl.spare == HBM_NO_SPARE && !c->t->driver_bypass ?
-			     HBMGUARD_STATE_FAILED : HBMGUARD_STATE_RETIRED;
-		count_change(c, from, tmpl.state, 1);
+		if (c->t->driver_bypass) {
+			tmpl.nr = end - page;
+			tmpl.spare = HBM_NO_SPARE;
+			tmpl.state = HBMGUARD_STATE_RETIRED;
+		} else {
+			tmpl.nr = spares_take(c, end - page, &tmpl.spare);
+			tmpl.state = tmpl.spare == HBM_NO_SPARE ?
+				     HBMGUARD_STATE_FAILED : HBMGUARD_STATE_RETIRED;
+		}
+		if (c->err)
+			break;
+		count_change(c, from, tmpl.state, tmpl.nr);
 		emit(c, &tmpl);
 		tmpl.errors = 0;
-		if (!(page % 1024))
-			hbm_cond_resched();	/* a range may have 2^32 pages */
+		if (!(++pieces % 1024))
+			hbm_cond_resched();	/* a pool in many pieces */
 	}
 }
 
@@ -781,6 +849,40 @@ static int table_apply(struct hbm_table *t, enum hbm_op op, u32 first, u32 nr,
 	return op_write(&c, lo, hi, res);
 }
 
+/*
+ * Appending, the run is in the table already: on @err take it out (the
+ * leaves it added freed, the last leaf as it was), else key its leaves.
+ */
+static void append_end(struct op_ctx *c, int err)
+{
+	struct hbm_table *t = c->t;
+	u32 l, from = c->append_leaves ? c->append_leaves - 1 : 0;
+
+	if (t->nr_leaves)
+		t->leaves[t->nr_leaves - 1]->nr = c->run_nr;
+	if (err) {
+		for (l = c->append_leaves; l < t->nr_leaves; l++) {
+			hbm_free(t->leaves[l]);
+			t->bytes -= LEAF_BYTES;
+		}
+		t->nr_leaves = c->append_leaves;
+		if (t->nr_leaves) {
+			struct hbm_leaf *leaf = t->leaves[t->nr_leaves - 1];
+
+			leaf->nr = c->append_last_nr;
+			leaf->ext[leaf->nr - 1] = c->append_last;
+		}
+	} else {
+		for (l = from; l < t->nr_leaves; l++) {
+			t->keys[l] = (struct hbm_leaf_key){ t->leaves[l]->ext[0].first,
+							     t->leaves[l]->nr };
+			t->nr_extents += t->leaves[l]->nr;
+		}
+		t->nr_extents -= c->append_last_nr;
+	}
+	c->run = NULL;		/* the table's */
+}
+
 /* Write the run built over [@lo, @hi), or undo what building it took. */
 static int op_write(struct op_ctx *c, struct pos lo, struct pos hi,
 		    struct hbm_result *res)
@@ -789,7 +891,9 @@ static int op_write(struct op_ctx *c, struct pos lo, struct pos hi,
 	int err = c->err;
 	u32 i;
 
-	if (!err)
+	if (c->appending)
+		append_end(c, err);
+	else if (!err)
 		err = splice(t, lo, hi, c->run, c->run_nr);
 	if (err) {
 		spares_release(t, c->taken, c->taken_nr);
@@ -833,6 +937,23 @@ int hbm_table_apply(struct hbm_table *t, enum hbm_op op, u32 first, u32 nr,
 	return table_apply(t, op, first, nr, source, errors, now, HBM_NO_SPARE, res);
 }
 
+/* The ranges of hbm_table_apply_gap(), each new to the table, onto the run. */
+static void ranges_build(struct op_ctx *c, const struct hbm_page_range *r, u32 n)
+{
+	u32 i;
+
+	for (i = 0; i < n && !c->err; i++) {
+		c->op = r[i].op;
+		c->source = r[i].source;
+		c->errors = r[i].errors;
+		c->first_seen = r[i].first_seen;
+		c->now = r[i].last_seen;
+		op_piece(c, NULL, r[i].first, r[i].nr);
+		if (!(i % 1024))
+			hbm_cond_resched();
+	}
+}
+
 /**
  * hbm_table_apply_gap() - apply many ranges at once, where the table has none
  * @t: the table
@@ -848,7 +969,9 @@ int hbm_table_apply(struct hbm_table *t, enum hbm_op op, u32 first, u32 nr,
  * one run and written by one splice(), so O(n) rather than a search, a
  * build and a splice per range.  Only where no extent of the table lies
  * within the span of the ranges: those at its edges, touching, merge as
- * they would.
+ * they would.  Past the table's last extent (a restore, request after
+ * request) the run is written straight into the table's last leaf and new
+ * ones, each extent once, with no splice.
  *
  * Return: 0; -EAGAIN when the ranges are not ascending and apart or the
  * table has extents within their span (apply them one by one); -EINVAL or
@@ -860,6 +983,7 @@ int hbm_table_apply_gap(struct hbm_table *t, const struct hbm_page_range *r, u32
 	struct op_ctx c = {
 		.t = t, .failed_spare = HBM_NO_SPARE, .spare_hint = t->spare_hint,
 	};
+	struct hbm_leaf *last;
 	struct pos lo, hi, p;
 	u32 i, first, end;
 
@@ -875,6 +999,22 @@ int hbm_table_apply_gap(struct hbm_table *t, const struct hbm_page_range *r, u32
 	}
 	first = r[0].first;
 	end = r[n - 1].first + r[n - 1].nr;
+	last = t->nr_leaves ? t->leaves[t->nr_leaves - 1] : NULL;
+	if (!last || ext_end(&last->ext[last->nr - 1]) <= first) {
+		struct pos none = { 0, 0 };
+
+		c.appending = true;
+		c.append_leaves = t->nr_leaves;
+		if (last) {
+			c.append_last_nr = last->nr;
+			c.append_last = last->ext[last->nr - 1];
+			c.run = last->ext;
+			c.run_nr = last->nr;
+			c.run_cap = HBM_LEAF_CAP;
+		}
+		ranges_build(&c, r, n);
+		return op_write(&c, none, none, res);
+	}
 	lo = first ? pos_end_above(t, first - 1) : pos_normalize(t, (struct pos){ 0, 0 });
 	hi = pos_after(t, end);
 	for (p = lo; !pos_equal(p, hi); p = pos_next(t, p)) {
@@ -886,16 +1026,7 @@ int hbm_table_apply_gap(struct hbm_table *t, const struct hbm_page_range *r, u32
 	/* The touching neighbours, and the ranges between, as op_build() would. */
 	for (p = lo; !pos_equal(p, hi) && pos_ext(t, p)->first < first; p = pos_next(t, p))
 		emit(&c, pos_ext(t, p));
-	for (i = 0; i < n && !c.err; i++) {
-		c.op = r[i].op;
-		c.source = r[i].source;
-		c.errors = r[i].errors;
-		c.first_seen = r[i].first_seen;
-		c.now = r[i].last_seen;
-		op_piece(&c, NULL, r[i].first, r[i].nr);
-		if (!(i % 1024))
-			hbm_cond_resched();
-	}
+	ranges_build(&c, r, n);
 	for (; !pos_equal(p, hi) && !c.err; p = pos_next(t, p))
 		emit(&c, pos_ext(t, p));
 	return op_write(&c, lo, hi, res);

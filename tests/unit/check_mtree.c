@@ -457,7 +457,8 @@ static void follow_each(struct hbm_mtree *r, const struct hbm_table *t, u32 lo, 
  * followed by the other, as map.c does; between them, retirements and
  * clears among the extents there, and batches into a gap.  Both copies
  * must be, byte for byte, the copy that inserting each extent in turn
- * makes, and answer every lookup as the table does.
+ * makes, and answer every lookup as the table does; a batch's sync must
+ * append, a descent per leaf, not per extent (hbm_mtree_descents).
  */
 START_TEST(append_is_insert_each)
 {
@@ -467,7 +468,8 @@ START_TEST(append_is_insert_each)
 	struct two two = { { &c[0], &c[1] } };
 	struct hbm_mscratch scratch;
 	struct hbm_table t;
-	u32 round, end = 0, k, i, appended = 0;
+	u32 round, end = 0, k, i, appended = 0, added;
+	unsigned long descents[3];
 
 	rnd_state = 4242 + _i;
 	ck_assert_int_eq(hbm_table_init(&t, BULK_PAGES, BULK_SPARES), 0);
@@ -478,9 +480,10 @@ START_TEST(append_is_insert_each)
 		struct hbm_result res = { 0 };
 		struct table_walk w = { .out = want };
 		u32 n = 0, first, lo, hi, r = rnd() % 100;
+		bool batch_round = r < 70 || !end;
 		const char *why;
 
-		if (r < 70 || !end) {
+		if (batch_round) {
 			/* A batch past the end: 1 to 4096 ranges, 40% touching. */
 			u32 want_n = 1 + rnd() % (r < 20 ? 4096 : 200), page = end;
 
@@ -520,10 +523,28 @@ START_TEST(append_is_insert_each)
 			hi = first + nr + 1 < BULK_PAGES ? first + nr + 1 : BULK_PAGES;
 		}
 		hbm_mtree_span(&c[round % 2], &t, &lo, &hi);
+		added = c[round % 2].nr;
+		descents[0] = hbm_mtree_descents;
 		ck_assert_int_eq(hbm_mtree_sync(&c[round % 2], &t, lo, hi, &scratch,
 						reserve_both, &two), 0);
+		descents[1] = hbm_mtree_descents;
 		ck_assert_int_eq(hbm_mtree_follow(&c[(round + 1) % 2], &t, lo, hi, &scratch,
 						  reserve_both, &two), 0);
+		descents[2] = hbm_mtree_descents;
+		/*
+		 * An append descends once per leaf (some 15 extents: a full
+		 * last leaf splits in two), and the sync a few times around
+		 * the span; one descent per extent would be `added`.  The
+		 * other copy replays a short log, an upsert (a descent) per
+		 * extent, and syncs again past HBM_MSYNC_LOG.
+		 */
+		added = c[round % 2].nr - added;
+		if (batch_round)
+			for (k = 0; k < (added > HBM_MSYNC_LOG ? 2 : 1); k++)
+				ck_assert_msg(descents[k + 1] - descents[k] <= added / 8 + 8,
+					      "round %u copy %u: %lu descents for %u extents",
+					      round, (round + k) % 2, descents[k + 1] - descents[k],
+					      added);
 		follow_each(&c[2], &t, lo, hi);
 
 		hbm_table_walk(&t, table_one, &w);

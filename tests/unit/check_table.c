@@ -593,31 +593,68 @@ static void ck_tables_same(const struct hbm_table *a, const struct hbm_table *b)
 }
 
 /*
+ * hbm_table_apply_gap(@a) of @r against hbm_table_apply() of each range of
+ * it in turn (@b, which holds what @a does): a failed allocation, at each
+ * allocation in turn, changes nothing; then the same extents, merges,
+ * spares and counts.
+ */
+static void ck_gap_is_one_by_one(struct hbm_table *a, struct hbm_table *b,
+				 const struct hbm_page_range *r, u32 n)
+{
+	struct hbm_result ra = { 0 }, rb = { 0 };
+	long fail;
+	u32 i;
+
+	for (fail = 0; fail < 1024; fail++) {
+		int err;
+
+		hbm_test_alloc_fail_in = fail;
+		err = hbm_table_apply_gap(a, r, n, &ra);
+		if (!err)
+			break;
+		ck_assert_int_eq(err, -ENOMEM);
+		hbm_test_alloc_fail_in = -1;
+		ck_table_ok(a);
+		ck_tables_same(a, b);
+	}
+	hbm_test_alloc_fail_in = -1;
+	ck_assert_msg(fail > 0 && fail < 1024, "the restore never allocated, or never succeeded");
+	for (i = 0; i < n; i++)
+		ck_assert_int_eq(hbm_table_apply(b, r[i].op, r[i].first, r[i].nr,
+						 r[i].source, 0, NOW, &rb), 0);
+	ck_table_ok(a);
+	ck_tables_same(a, b);
+	ck_assert_int_eq(memcmp(&ra, &rb, sizeof(ra)), 0);
+}
+
+/*
  * hbm_table_apply_gap() is hbm_table_apply() of each range in turn: the same
- * extents, merges, spares (the pool runs out: FAILED pages) and counts; it
- * refuses, changing nothing, ranges out of order or over the table's
- * extents, and a failed allocation changes nothing.
+ * extents, merges, spares (the pool runs out: FAILED pages, within a range
+ * too) and counts; it refuses, changing nothing, ranges out of order or
+ * over the table's extents.  Into a gap with extents on both sides (_i 0,
+ * 1: one touching the gap's end), past the last extent, which touches the
+ * first range (_i 2: written in place), and into an empty table in two
+ * requests, the second appended to the first (_i 3).
  */
 START_TEST(apply_gap_is_one_by_one)
 {
 	static struct hbm_page_range r[4000];
-	struct hbm_result ra = { 0 }, rb = { 0 };
+	struct hbm_result res = { 0 };
 	struct hbm_table a, b;
 	unsigned int seed = 99 + _i;
 	u32 n = 0, page, i;
-	long fail;
 
 	ck_assert_int_eq(hbm_table_init(&a, GAP_PAGES, 3000), 0);
 	ck_assert_int_eq(hbm_table_init(&b, GAP_PAGES, 3000), 0);
 	/* Extents around the gap [1000, 15000), one touching its start. */
-	for (i = 0; i < 200; i++) {
+	for (i = 0; i < (_i < 2 ? 200 : _i < 3 ? 100 : 0); i++) {
 		page = i < 100 ? 1 + i * 9 : 15000 + i * 20;
 		if (i == 99)
 			page = 998;	/* [998, 1000) */
 		ck_assert_int_eq(hbm_table_apply(&a, i % 3 ? HBM_OP_RETIRE : HBM_OP_PENDING, page,
-						 1 + i % 2, HBMGUARD_SOURCE_UE, 1, NOW, &ra), 0);
+						 1 + i % 2, HBMGUARD_SOURCE_UE, 1, NOW, &res), 0);
 		ck_assert_int_eq(hbm_table_apply(&b, i % 3 ? HBM_OP_RETIRE : HBM_OP_PENDING, page,
-						 1 + i % 2, HBMGUARD_SOURCE_UE, 1, NOW, &rb), 0);
+						 1 + i % 2, HBMGUARD_SOURCE_UE, 1, NOW, &res), 0);
 	}
 	/* Ranges apart or touching, mostly retired, up to the gap's end. */
 	for (page = 1000; n < 4000; n++) {
@@ -635,34 +672,33 @@ START_TEST(apply_gap_is_one_by_one)
 		r[n++] = (struct hbm_page_range){ .first = 15000, .nr = 20, .op = HBM_OP_RETIRE,
 						  .source = HBMGUARD_SOURCE_UE,
 						  .first_seen = NOW, .last_seen = NOW };
+	/* What comes before the ranges merges with their first (undone on failure). */
+	if (_i == 2) {
+		r[0].first = 1000;
+		r[0].op = HBM_OP_PENDING;
+		r[0].source = HBMGUARD_SOURCE_UE;
+	}
+	if (_i == 3) {
+		r[n / 2].first = r[n / 2 - 1].first + r[n / 2 - 1].nr;
+		r[n / 2 - 1].op = r[n / 2].op = HBM_OP_PENDING;
+		r[n / 2].source = r[n / 2 - 1].source;
+	}
 
 	/* Out of order, or over an extent: refused, nothing changed. */
 	r[n] = r[0];
-	ck_assert_int_eq(hbm_table_apply_gap(&a, r, n + 1, &ra), -EAGAIN);
-	ck_assert_int_eq(hbm_table_apply_gap(&a, &(struct hbm_page_range){ .first = 990, .nr = 20,
-				.op = HBM_OP_RETIRE, .source = HBMGUARD_SOURCE_UE }, 1, &ra),
-			 -EAGAIN);
+	ck_assert_int_eq(hbm_table_apply_gap(&a, r, n + 1, &res), -EAGAIN);
+	if (_i < 3)
+		ck_assert_int_eq(hbm_table_apply_gap(&a, &(struct hbm_page_range){
+					.first = 990, .nr = 20, .op = HBM_OP_RETIRE,
+					.source = HBMGUARD_SOURCE_UE }, 1, &res), -EAGAIN);
 	ck_tables_same(&a, &b);
-	for (fail = 0; fail < 64; fail++) {
-		int err;
-
-		hbm_test_alloc_fail_in = fail;
-		err = hbm_table_apply_gap(&a, r, n, &ra);
-		if (!err)
-			break;
-		ck_assert_int_eq(err, -ENOMEM);
-		hbm_test_alloc_fail_in = -1;
-		ck_table_ok(&a);
-		ck_tables_same(&a, &b);
+	if (_i == 3) {
+		ck_gap_is_one_by_one(&a, &b, r, n / 2);
+		ck_assert_uint_gt(a.nr_leaves, 1);
+		ck_gap_is_one_by_one(&a, &b, r + n / 2, n - n / 2);
+	} else {
+		ck_gap_is_one_by_one(&a, &b, r, n);
 	}
-	hbm_test_alloc_fail_in = -1;
-	ck_assert_msg(fail > 0 && fail < 64, "the restore never allocated, or never succeeded");
-	for (i = 0; i < n; i++)
-		ck_assert_int_eq(hbm_table_apply(&b, r[i].op, r[i].first, r[i].nr,
-						 r[i].source, 0, NOW, &rb), 0);
-	ck_table_ok(&a);
-	ck_tables_same(&a, &b);
-	ck_assert_int_eq(memcmp(&ra, &rb, sizeof(ra)), 0);
 	ck_assert_uint_gt(a.pages[HBMGUARD_STATE_FAILED], 0);	/* the pool ran out */
 	hbm_table_destroy(&a);
 	hbm_table_destroy(&b);
@@ -730,7 +766,7 @@ Suite *table_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, model_random_ops, 0, 4);
 	tcase_add_test(tc, million_pages);
-	tcase_add_loop_test(tc, apply_gap_is_one_by_one, 0, 2);
+	tcase_add_loop_test(tc, apply_gap_is_one_by_one, 0, 4);
 	tcase_add_test(tc, apply_gap_keeps_records);
 	suite_add_tcase(s, tc);
 	return s;

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The userspace side of kmod/core.h's shim: allocation with failure injection. */
+/*
+ * The userspace side of kmod/core.h's shim: allocation with failure
+ * injection; and mtree.c's descents, counted.
+ */
 #include <stdlib.h>
-#include "core.h"
+#include "mtree.h"
 
 long hbm_test_alloc_fail_in = -1;
+unsigned long hbm_mtree_descents;
 
 void *hbm_test_alloc(size_t size, bool zero)
 {
