@@ -428,8 +428,9 @@ bool cluster_link_up(const struct cluster *cl)
 _Static_assert(CL_NR_STEPS == HBM_CTL_CLUSTER_STEPS, "ctl.h's steps are cluster_proto.h's");
 
 /*
- * For hbmctl incidents: one node's part in an open incident (cl_view_get());
- * .incident is the local side's to fill.  Return: 0, -ENOENT past the end.
+ * For hbmctl incidents: one node's part in an incident, open or one of the
+ * last closed (cl_view_get()); .incident is the local side's to fill.
+ * Return: 0, -ENOENT past the end.
  */
 int cluster_node_get(const struct cluster *cl, uint32_t index, struct hbm_ctl_cluster_node *out)
 {

@@ -53,8 +53,11 @@ struct job {
 	char name[HBM_CLUSTER_NAME_LEN];
 	/* the nodes whose key is there: the job's nodes now */
 	char (*nodes)[HBM_CLUSTER_NAME_LEN];
-	struct node_ranks *ranks;	/* the global ranks each has */
+	struct node_ranks *ranks;	/* the global ranks each has, ascending */
 	size_t nr_nodes, cap_nodes;
+	size_t nr_ranks;		/* theirs, all told: CL_MAX_RANKS at most */
+	bool world_dirty;		/* nodes or world changed since world_full */
+	bool world_full;		/* every rank of world on a node there */
 	/* this node's ranks of it */
 	char *value;			/* NULL: not joined */
 	uint32_t world;			/* its world_size */
@@ -229,6 +232,8 @@ static void nodes_clear(struct job *j)
 	for (size_t i = 0; i < j->nr_nodes; i++)
 		free(j->ranks[i].rank);
 	j->nr_nodes = 0;
+	j->nr_ranks = 0;
+	j->world_dirty = true;
 }
 
 static void job_free(struct job *j)
@@ -321,64 +326,87 @@ static int rank_cmp(const void *a, const void *b)
 /*
  * Whether every rank of this node's world is on a node whose key is
  * there: each of 0 .. world - 1, not a count (two nodes that both say
- * rank 0, a job id used twice, make up no rank 1).
+ * rank 0, a job id used twice, make up no rank 1).  Worked out again only
+ * after the nodes or the world changed, not at every event: a bitmap of
+ * the world, which is at most nr_ranks (CL_MAX_RANKS) by then.
  */
-static bool world_known(const struct job *j)
+static bool world_known(struct job *j)
 {
-	uint32_t *all, next = 0;
-	size_t n = 0, i;
+	unsigned char *seen;
+	uint32_t missing;
+	size_t i, r;
 
+	if (!j->world_dirty)
+		return j->world_full;
+	j->world_full = false;
+	if (j->nr_ranks < j->world)
+		goto out;
+	seen = calloc(j->world / 8 + 1, 1);
+	if (!seen)
+		return false;	/* dirty still: again at the next look */
+	missing = j->world;
 	for (i = 0; i < j->nr_nodes; i++)
-		n += j->ranks[i].nr;
-	if (n < j->world)
-		return false;
-	all = malloc(n * sizeof(*all));
-	if (!all)
-		return false;
-	for (i = n = 0; i < j->nr_nodes; n += j->ranks[i++].nr)
-		memcpy(all + n, j->ranks[i].rank, j->ranks[i].nr * sizeof(*all));
-	qsort(all, n, sizeof(*all), rank_cmp);
-	for (i = 0; i < n && next < j->world; i++)
-		if (all[i] == next)
-			next++;
-	free(all);
-	return next == j->world;
+		for (r = 0; r < j->ranks[i].nr; r++) {
+			uint32_t k = j->ranks[i].rank[r];
+
+			if (k < j->world && !(seen[k / 8] & 1U << k % 8)) {
+				seen[k / 8] |= 1U << k % 8;
+				missing--;
+			}
+		}
+	free(seen);
+	j->world_full = !missing;
+out:
+	j->world_dirty = false;
+	return j->world_full;
 }
 
 /*
  * A node's value: {"ranks": [...], "world_size": N}; the number of ranks,
- * or -1.  @rank, unless NULL, gets them in an array of the caller's (NULL
- * for none), and -1 without memory.
+ * -EINVAL for a bad value, -ENOMEM.  @rank, unless NULL, gets them
+ * ascending in an array of the caller's, and then a rank said twice is a
+ * bad value (another node's: this node's own are its registered ranks).
  */
 static int64_t ranks_of(struct json_object *o, uint32_t *world, uint32_t **rank)
 {
 	struct json_object *ranks, *w;
+	uint32_t *r;
+	size_t n, i;
+	bool bad;
 
 	if (!json_object_object_get_ex(o, "ranks", &ranks) ||
 	    !json_object_is_type(ranks, json_type_array) ||
 	    !json_object_object_get_ex(o, "world_size", &w) || !json_object_is_type(w, json_type_int) ||
 	    json_object_get_int64(w) < 1 || json_object_get_int64(w) > UINT32_MAX ||
 	    json_object_array_length(ranks) > (size_t)json_object_get_int64(w))
-		return -1;
-	for (size_t i = 0; i < json_object_array_length(ranks); i++) {
-		struct json_object *r = json_object_array_get_idx(ranks, i);
+		return -EINVAL;
+	n = json_object_array_length(ranks);
+	r = calloc(n + 1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		struct json_object *e = json_object_array_get_idx(ranks, i);
 
-		if (!json_object_is_type(r, json_type_int) || json_object_get_int64(r) < 0 ||
-		    json_object_get_int64(r) >= json_object_get_int64(w))
-			return -1;
+		if (!json_object_is_type(e, json_type_int) || json_object_get_int64(e) < 0 ||
+		    json_object_get_int64(e) >= json_object_get_int64(w))
+			break;
+		r[i] = json_object_get_int64(e);
 	}
+	bad = i < n;
+	if (!bad && rank) {
+		qsort(r, n, sizeof(*r), rank_cmp);
+		for (i = 1; i < n && !bad; i++)
+			bad = r[i] == r[i - 1];
+	}
+	if (bad || !rank)
+		free(r);
+	if (bad)
+		return -EINVAL;
 	if (world)
 		*world = json_object_get_int64(w);
-	if (rank) {
-		size_t n = json_object_array_length(ranks);
-
-		*rank = n ? malloc(n * sizeof(**rank)) : NULL;
-		if (n && !*rank)
-			return -1;
-		for (size_t i = 0; i < n; i++)
-			(*rank)[i] = json_object_get_int64(json_object_array_get_idx(ranks, i));
-	}
-	return json_object_array_length(ranks);
+	if (rank)
+		*rank = r;
+	return n;
 }
 
 static struct member *part(struct job *j, const char *node)
@@ -897,6 +925,31 @@ static void process_all(struct cl_core *c, uint64_t now)
 
 /* ---- what etcd says ---- */
 
+/* As written: the opener hears all. */
+static void acked(struct member *m, enum cl_step s, uint64_t at)
+{
+	if (m && !(m->acked & 1U << s)) {
+		m->acked |= 1U << s;
+		m->acked_at[s] = at;
+	}
+}
+
+/* @node's part in a closed incident kept, or NULL. */
+static struct member *closed_part(struct cl_core *c, const char *job, const char *id,
+				  const char *node)
+{
+	for (size_t k = 0; k < c->nr_closed; k++) {
+		struct closed_incident *x = &c->closed[k];
+
+		if (strcmp(x->job, job) || strcmp(x->id, id))
+			continue;
+		for (size_t p = 0; p < x->nr_parts; p++)
+			if (!strcmp(x->parts[p].name, node))
+				return &x->parts[p];
+	}
+	return NULL;
+}
+
 /* Its view kept, its parts taken from it. */
 static void keep_closed(struct cl_core *c, struct job *j, enum cl_step last)
 {
@@ -931,7 +984,8 @@ static void incident_gone(struct cl_core *c, struct job *j)
 			a->step = resumed ? CL_RESUME : CL_ABORT;
 		say(c, j, resumed ? LOG_INFO : LOG_WARNING, "job %s: incident %s %s", j->name, j->id,
 		    resumed ? "resumed on every node" : "aborted");
-		keep_closed(c, j, resumed ? CL_RESUME : CL_ABORT);
+		if (j->step_known)	/* else nothing of it was seen here to show */
+			keep_closed(c, j, resumed ? CL_RESUME : CL_ABORT);
 	}
 	if (j->watching) {
 		struct cl_action *u = push(c, CL_UNWATCH, j);
@@ -977,28 +1031,37 @@ static void put_node(struct cl_core *c, const struct key *k, const struct etcd_k
 {
 	struct json_object *o = value_parse(kv);
 	uint32_t *rank = NULL;
-	int64_t ranks = o ? ranks_of(o, NULL, &rank) : -1;
-	struct job *j;
-	size_t i;
+	int64_t ranks = o ? ranks_of(o, NULL, &rank) : -EINVAL;
+	const char *why = NULL;
+	struct job *j = NULL;
+	size_t i = 0;
 
 	json_object_put(o);
+	if (ranks == -ENOMEM)
+		return refuse(c, kv, "out of memory");
 	if (ranks < 0)
-		return refuse(c, kv, "not a node's value ({\"ranks\": [...], \"world_size\": N})");
-	j = job_get(c, k->job, false);
-	if (!j) {
-		free(rank);
-		return refuse(c, kv, "too many jobs");
-	}
-	for (i = 0; i < j->nr_nodes && strcmp(j->nodes[i], k->node); i++)
+		return refuse(c, kv, "not a node's value ({\"ranks\": [...], each once, \"world_size\": N})");
+	if (!ranks)
+		why = "a node with no rank of the job";
+	else if (!(j = job_get(c, k->job, false)))
+		why = "too many jobs";
+	for (; j && i < j->nr_nodes && strcmp(j->nodes[i], k->node); i++)
 		;
+	if (j && j->nr_ranks - (i < j->nr_nodes ? j->ranks[i].nr : 0) + ranks > CL_MAX_RANKS)
+		why = "too many ranks in the job";
+	else if (j && i == j->nr_nodes && j->nr_nodes == CL_MAX_NODES)
+		why = "too many nodes in the job";
+	if (why) {
+		free(rank);
+		return refuse(c, kv, why);
+	}
+	j->world_dirty = true;
 	if (i < j->nr_nodes) {		/* a node's ranks of the job changed */
+		j->nr_ranks -= j->ranks[i].nr;
+		j->nr_ranks += ranks;
 		free(j->ranks[i].rank);
 		j->ranks[i] = (struct node_ranks){ rank, ranks };
 		goto known;
-	}
-	if (j->nr_nodes == CL_MAX_NODES) {
-		free(rank);
-		return refuse(c, kv, "too many nodes in the job");
 	}
 	if (j->nr_nodes == j->cap_nodes) {
 		size_t cap = j->cap_nodes ? 2 * j->cap_nodes : 8;
@@ -1016,6 +1079,7 @@ static void put_node(struct cl_core *c, const struct key *k, const struct etcd_k
 		j->cap_nodes = cap;
 	}
 	j->ranks[j->nr_nodes] = (struct node_ranks){ rank, ranks };
+	j->nr_ranks += ranks;
 	strcpy(j->nodes[j->nr_nodes++], k->node);
 known:
 	/* what this node last asked etcd to hold, under its lease */
@@ -1033,6 +1097,8 @@ static void delete_node(struct cl_core *c, struct job *j, const char *node)
 	if (i == j->nr_nodes)
 		return;
 	memmove(j->nodes[i], j->nodes[i + 1], (j->nr_nodes - i - 1) * sizeof(*j->nodes));
+	j->nr_ranks -= j->ranks[i].nr;
+	j->world_dirty = true;
 	free(j->ranks[i].rank);
 	memmove(&j->ranks[i], &j->ranks[i + 1], (j->nr_nodes - i - 1) * sizeof(*j->ranks));
 	j->nr_nodes--;
@@ -1391,10 +1457,10 @@ void cl_txn_done(struct cl_core *c, const struct cl_action *a, int err, bool suc
 		struct member *m = part(j, c->node);
 
 		j->acked |= 1U << a->step;	/* or the incident changed: nothing to ack */
-		if (m && !(m->acked & 1U << a->step)) {	/* as written: the opener hears all */
-			m->acked |= 1U << a->step;
-			m->acked_at[a->step] = a->at;
-		}
+		acked(m, a->step, a->at);
+	} else if (a->txn == CL_TXN_ACK && succeeded) {
+		/* written before the incident closed, answered after the watch said so */
+		acked(closed_part(c, j->name, a->id, c->node), a->step, a->at);
 	}
 	process(c, j, now);
 	job_gc(c, j);
@@ -1430,6 +1496,7 @@ int cl_job_join(struct cl_core *c, const char *job, const char *value, uint64_t 
 	free(j->value);
 	j->value = v;
 	j->world = world;
+	j->world_dirty = true;
 	j->published = false;
 	j->republish = BUSY(j, CL_TXN_PUBLISH);
 	j->leaving = false;
@@ -1558,35 +1625,6 @@ int cl_local_done(struct cl_core *c, const char *job, const char *id, enum cl_st
 	return 0;
 }
 
-/*
- * The @k-th incident of hbmctl's view: those open that this node takes
- * part in, then those closed, the newest first.  False past the end.
- */
-static bool incident_view(const struct cl_core *c, size_t k, struct incident_view *v)
-{
-	const struct closed_incident *x;
-
-	for (size_t i = 0; i < c->nr_jobs; i++) {
-		const struct job *j = c->jobs[i];
-
-		if (!j->open || !j->member || !j->step_known)
-			continue;
-		if (k) {
-			k--;
-			continue;
-		}
-		*v = (struct incident_view){ j->name, j->id, j->opener, j->step, j->failed_rank,
-					     j->step_at, j->parts, j->nr_parts };
-		return true;
-	}
-	if (k >= c->nr_closed)
-		return false;
-	x = &c->closed[(c->closed_next + CLOSED_KEPT - 1 - k) % CLOSED_KEPT];
-	*v = (struct incident_view){ x->job, x->id, x->opener, x->step, x->failed_rank,
-				     x->step_at, x->parts, x->nr_parts };
-	return true;
-}
-
 /**
  * cl_view_get() - one node's part in an incident this node takes part in
  * @c: the core
@@ -1602,9 +1640,26 @@ static bool incident_view(const struct cl_core *c, size_t k, struct incident_vie
 int cl_view_get(const struct cl_core *c, uint32_t index, struct hbm_ctl_cluster_node *out)
 {
 	struct incident_view v, hit = { 0 };
-	size_t total = 0, at = index, k;
+	size_t total = 0, at = index, i;
 
-	for (k = 0; incident_view(c, k, &v); k++) {
+	for (i = 0; i < c->nr_jobs + c->nr_closed; i++) {
+		if (i < c->nr_jobs) {
+			const struct job *j = c->jobs[i];
+
+			if (!j->open || !j->member || !j->step_known)
+				continue;
+			v = (struct incident_view){ j->name, j->id, j->opener, j->step,
+						    j->failed_rank, j->step_at, j->parts,
+						    j->nr_parts };
+		} else {
+			const struct closed_incident *x =
+				&c->closed[(c->closed_next + 2 * CLOSED_KEPT - 1 -
+					    (i - c->nr_jobs)) % CLOSED_KEPT];
+
+			v = (struct incident_view){ x->job, x->id, x->opener, x->step,
+						    x->failed_rank, x->step_at, x->parts,
+						    x->nr_parts };
+		}
 		if (!hit.job && at < v.nr_parts)
 			hit = v;
 		else if (!hit.job)

@@ -73,6 +73,7 @@
 #define CL_VALUE_MAX		4096
 #define CL_MAX_JOBS		256
 #define CL_MAX_NODES		1024	/* of one job */
+#define CL_MAX_RANKS		16384	/* of one job, its nodes' all told */
 #define CL_REASON_LEN		256
 
 enum cl_step { CL_PAUSE, CL_ISOLATE, CL_RESTORE, CL_RESUME, CL_ABORT, CL_NR_STEPS };
