@@ -30,6 +30,7 @@
 #define SNAPSHOT_MAX		262144	/* keys a read: past it, refused (a writer filling etcd) */
 #define SNAPSHOT_BYTES		(64 << 20)	/* their keys' and values' bytes, likewise */
 #define READ_COMPACTED_MAX	3	/* reads begun again, compacted past mid-way */
+#define CHECK_FAILED_MAX	3	/* resume checks failed in a row before a read */
 #define HELD_MAX		65536	/* watch responses held for a read */
 #define GRPC_OUT_OF_RANGE	11	/* codes.OutOfRange (grpc's codes/codes.go): "code" */
 #define BACKOFF_MIN_US		250000
@@ -418,6 +419,7 @@ struct etcd_watch {
 	char *after;			/* the page asked: past this key (NULL: the first) */
 	int64_t page_limit;		/* 0: RANGE_PAGE; halved while a page is too big */
 	unsigned int compacted;		/* times begun again, compacted past */
+	unsigned int check_failed;	/* resume checks failed in a row, not told apart */
 	bool up;
 	uint64_t backoff;
 	sd_event_source *retry;
@@ -490,7 +492,7 @@ static void watch_retry(struct etcd_watch *w, const char *why)
 		fprintf(stderr, "<3>hbmguardd: etcd: cannot arm the watch's retry\n");
 }
 
-static void deliver(struct etcd_watch *w, struct json_object *res);
+static bool deliver(struct etcd_watch *w, struct json_object *res);
 
 /* What was seen is of no use to resume from: watched from now, read again. */
 static void restart_from_now(struct etcd_watch *w)
@@ -516,6 +518,24 @@ static void release_held(struct etcd_watch *w)
 	}
 }
 
+/* etcd's words for a failed request (the gateway's {"message": ...}), or errno's. */
+static const char *failure(int err, struct json_object *reply)
+{
+	struct json_object *m;
+
+	if (reply && json_object_object_get_ex(reply, "message", &m) &&
+	    json_object_is_type(m, json_type_string))
+		return json_object_get_string(m);
+	return err ? strerror(-err) : "a bad reply";
+}
+
+/*
+ * The check's answer.  Another history, or a revision compacted past or
+ * ahead (code 11: ErrGRPCCompacted, ErrGRPCFutureRev): read again.  A
+ * failure that says nothing of the history (no leader, a leader changed,
+ * a timeout: what a reconnect often meets) keeps the watch's revision and
+ * is tried again after the backoff, a read only after CHECK_FAILED_MAX.
+ */
 static void on_check(void *arg, int err, struct json_object *reply)
 {
 	struct etcd_watch *w = arg;
@@ -527,22 +547,30 @@ static void on_check(void *arg, int err, struct json_object *reply)
 		return watch_retry(w, "unreachable");
 	if (!err)
 		v = etcd_fp_judge(&w->fp, reply, &count);
-	if (v == ETCD_FP_SAME)
+	if (v == ETCD_FP_SAME) {
+		w->check_failed = 0;
 		return release_held(w);
-	if (err && reply && !etcd_int64(reply, "code", &code) && code == GRPC_OUT_OF_RANGE)
-		fprintf(stderr, "<4>hbmguardd: etcd: compacted past revision %" PRId64
-			", which the watch had reached: reading %s again\n", w->next_rev - 1, w->prefix);
-	else if (err || v == ETCD_FP_BAD_REPLY)
-		fprintf(stderr, "<4>hbmguardd: etcd: the check of a resumed watch failed (%s):"
-			" reading %s again\n", err ? strerror(-err) : "a bad reply", w->prefix);
-	else if (v == ETCD_FP_COUNT)
+	}
+	if (err && reply && !etcd_int64(reply, "code", &code) && code == GRPC_OUT_OF_RANGE) {
+		fprintf(stderr, "<4>hbmguardd: etcd: revision %" PRId64 ", which the watch had reached,"
+			" compacted past or ahead (%s): reading %s again\n", w->next_rev - 1,
+			failure(err, reply), w->prefix);
+	} else if (err || v == ETCD_FP_BAD_REPLY) {
+		fprintf(stderr, "<4>hbmguardd: etcd: the check of a resumed watch of %s failed (%s)%s\n",
+			w->prefix, failure(err, reply),
+			w->check_failed + 1 < CHECK_FAILED_MAX ? "" : ": reading it again");
+		if (++w->check_failed < CHECK_FAILED_MAX)
+			return watch_retry(w, "the resume check failed");
+	} else if (v == ETCD_FP_COUNT) {
 		fprintf(stderr, "<4>hbmguardd: etcd: at revision %" PRId64 ", not the history the"
 			" watch saw (its key count: %" PRId64 ", not %" PRId64 "): reading %s again\n",
 			w->next_rev - 1, count, w->fp.count, w->prefix);
-	else
+	} else {
 		fprintf(stderr, "<4>hbmguardd: etcd: at revision %" PRId64 ", not the history the"
 			" watch saw (its last key written): reading %s again\n", w->next_rev - 1,
 			w->prefix);
+	}
+	w->check_failed = 0;
 	restart_from_now(w);
 }
 
@@ -661,7 +689,8 @@ static void on_range(void *arg, int err, struct json_object *reply)
 	w->read = NULL;
 	if (err && read_again(w, err, reply))
 		return;
-	if (err || rev < 0 || (!w->snap_rev && etcd_int64(reply, "count", &w->snap_count)))
+	if (err || rev < 0 || (!w->snap_rev && (etcd_int64(reply, "count", &w->snap_count) ||
+						w->snap_count < 0 || w->snap_count > INT32_MAX)))
 		return watch_retry(w, err == -EHOSTUNREACH ? "unreachable" : "a bad range reply");
 	if (!w->snap_rev)
 		w->snap_rev = rev;	/* of now: the pages after it are of this one */
@@ -761,23 +790,26 @@ static bool on_watch_msg(void *arg, struct json_object *msg)
 
 		if (!held) {
 			watch_retry(w, w->nr_held < HELD_MAX ? "out of memory" :
-				    "too many events during a read");
+				    "too many events during a read or a resume check");
 			return false;
 		}
 		w->held = held;
 		w->held[w->nr_held++] = json_object_get(res);
 		return true;
 	}
-	deliver(w, res);
-	return true;
+	return deliver(w, res);
 }
 
-/* A WatchResponse's events, but those the read already had. */
-static void deliver(struct etcd_watch *w, struct json_object *res)
+/*
+ * A WatchResponse's events, but those the read already had.  False when
+ * the watch is begun again (no memory for one: it resumes from it).
+ */
+static bool deliver(struct etcd_watch *w, struct json_object *res)
 {
 	struct json_object *events;
 	int64_t rev, last = 0;
 	size_t i, n = 0;
+	int err;
 
 	if (json_object_object_get_ex(res, "events", &events) &&
 	    json_object_is_type(events, json_type_array))
@@ -795,10 +827,18 @@ static void deliver(struct etcd_watch *w, struct json_object *res)
 		 * but it is of the prefix: counted, and the watch is past it
 		 * (else a resume would check the count at a revision before it).
 		 */
-		told = !etcd_kv_parse(kv, &k);
-		if (!told && (etcd_int64(kv, "mod_revision", &k.mod_revision) ||
-			      etcd_int64(kv, "version", &k.version)))
+		err = etcd_kv_parse(kv, &k);
+		if (err == -ENOMEM) {
+			watch_retry(w, "out of memory");
+			return false;
+		}
+		told = !err;
+		if ((!told && (etcd_int64(kv, "mod_revision", &k.mod_revision) ||
+			       etcd_int64(kv, "version", &k.version))) ||
+		    k.mod_revision == INT64_MAX) {
+			etcd_kv_clear(&k);
 			continue;
+		}
 		if (k.mod_revision > w->read_rev) {
 			if (k.mod_revision >= w->next_rev)
 				w->next_rev = k.mod_revision + 1;
@@ -811,10 +851,11 @@ static void deliver(struct etcd_watch *w, struct json_object *res)
 	}
 	rev = etcd_header_revision(res);
 	/* a progress notification: nothing up to its revision is left to come */
-	if (!n && rev > 0 && rev >= w->next_rev)
+	if (!n && rev > 0 && rev >= w->next_rev && rev < INT64_MAX)
 		w->next_rev = rev + 1;
 	if ((last || (!n && rev > 0)) && w->ops->synced)
 		w->ops->synced(w->ctx, n ? last : rev);
+	return true;
 }
 
 static void on_watch_end(void *arg, int err, struct json_object *reply)
