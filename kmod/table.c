@@ -385,16 +385,13 @@ static bool mergeable(const struct hbm_extent *a, const struct hbm_extent *b)
 
 static int leaves_reserve(struct hbm_table *t, u32 want);
 
-/* The extent emit() may merge into: the run's last, or the leaf before's. */
+/*
+ * The extent emit() may merge into.  Appending, a leaf's run is never
+ * empty here: append_leaf() is called by emit() only, which stores at once.
+ */
 static struct hbm_extent *run_last(const struct op_ctx *c)
 {
-	const struct hbm_table *t = c->t;
-
-	if (c->run_nr)
-		return &c->run[c->run_nr - 1];
-	if (c->appending && t->nr_leaves > 1)
-		return &t->leaves[t->nr_leaves - 2]->ext[HBM_LEAF_CAP - 1];
-	return NULL;
+	return c->run_nr ? &c->run[c->run_nr - 1] : NULL;
 }
 
 /* Appending, the run's leaf is full: the next one, added to the table. */
