@@ -451,6 +451,12 @@ static u32 spares_take(struct op_ctx *c, u32 want, u32 *spare)
 	s = find_next_zero_bit(t->spare_map, t->spare_total, t->spare_hint);
 	if (s >= t->spare_total)
 		s = find_next_zero_bit(t->spare_map, t->spare_total, 0);
+	/*
+	 * The counts say a spare is free and the map has none: a count of 0
+	 * would make bypass() loop for ever, under the device's lock.
+	 */
+	if (WARN_ON_ONCE(s >= t->spare_total))
+		return want;
 	end = find_next_bit(t->spare_map, s + min_t(unsigned long, want,
 						     t->spare_total - s), s);
 	/* Logged first: a spare the undo log does not hold would leak. */
