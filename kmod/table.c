@@ -402,8 +402,10 @@ static bool append_leaf(struct op_ctx *c)
 
 	if (c->err)
 		return false;
-	if (leaves_reserve(t, t->nr_leaves + 1) ||
-	    !(leaf = hbm_alloc(sizeof(*leaf)))) {
+	leaf = NULL;
+	if (!leaves_reserve(t, t->nr_leaves + 1))
+		leaf = hbm_alloc(sizeof(*leaf));
+	if (!leaf) {
 		c->err = -ENOMEM;
 		return false;
 	}
@@ -428,10 +430,17 @@ static void emit(struct op_ctx *c, const struct hbm_extent *e)
 		last->errors = min_t(u32, 0xffff, (u32)last->errors + e->errors);
 		return;
 	}
-	if (c->run_nr == c->run_cap &&
-	    !(c->appending ? append_leaf(c) :
-	      grow(c, (void **)&c->run, c->run_nr, &c->run_cap, sizeof(*e))))
-		return;
+	if (c->run_nr == c->run_cap) {
+		bool room;
+
+		if (c->appending)
+			room = append_leaf(c);
+		else
+			room = grow(c, (void **)&c->run, c->run_nr, &c->run_cap,
+				    sizeof(*e));
+		if (!room)
+			return;
+	}
 	c->run[c->run_nr++] = *e;
 }
 
@@ -443,7 +452,7 @@ static void emit(struct op_ctx *c, const struct hbm_extent *e)
 static u32 spares_take(struct op_ctx *c, u32 want, u32 *spare)
 {
 	struct hbm_table *t = c->t;
-	unsigned long s, end;
+	unsigned long s, end, limit;
 
 	*spare = HBM_NO_SPARE;
 	if (t->spare_used + t->spare_bad == t->spare_total)
@@ -457,8 +466,8 @@ static u32 spares_take(struct op_ctx *c, u32 want, u32 *spare)
 	 */
 	if (WARN_ON_ONCE(s >= t->spare_total))
 		return want;
-	end = find_next_bit(t->spare_map, s + min_t(unsigned long, want,
-						     t->spare_total - s), s);
+	limit = s + min_t(unsigned long, want, t->spare_total - s);
+	end = find_next_bit(t->spare_map, limit, s);
 	/* Logged first: a spare the undo log does not hold would leak. */
 	log_spares(c, &c->taken, &c->taken_nr, &c->taken_cap, s, end - s);
 	if (c->err)

@@ -680,7 +680,8 @@ START_TEST(apply_gap_is_one_by_one)
 	}
 	if (_i == 3) {
 		r[n / 2].first = r[n / 2 - 1].first + r[n / 2 - 1].nr;
-		r[n / 2 - 1].op = r[n / 2].op = HBM_OP_PENDING;
+		r[n / 2 - 1].op = HBM_OP_PENDING;
+		r[n / 2].op = HBM_OP_PENDING;
 		r[n / 2].source = r[n / 2 - 1].source;
 	}
 
