@@ -870,8 +870,6 @@ static void append_end(struct op_ctx *c, int err)
 	struct hbm_table *t = c->t;
 	u32 l, from = c->append_leaves ? c->append_leaves - 1 : 0;
 
-	if (t->nr_leaves)
-		t->leaves[t->nr_leaves - 1]->nr = c->run_nr;
 	if (err) {
 		for (l = c->append_leaves; l < t->nr_leaves; l++) {
 			hbm_free(t->leaves[l]);
@@ -885,6 +883,8 @@ static void append_end(struct op_ctx *c, int err)
 			leaf->ext[leaf->nr - 1] = c->append_last;
 		}
 	} else {
+		if (t->nr_leaves)
+			t->leaves[t->nr_leaves - 1]->nr = c->run_nr;
 		for (l = from; l < t->nr_leaves; l++) {
 			t->keys[l] = (struct hbm_leaf_key){ t->leaves[l]->ext[0].first,
 							     t->leaves[l]->nr };
