@@ -88,7 +88,7 @@ struct nl_msg *hbm_genl_request(int family, int cmd, int flags)
  * @size: bytes of the whole message, or 0 for libnl's default (a page)
  *
  * A libnl message never grows: a put past its size fails and leaves the
- * message as it was (nlmsg_reserve(), lib/msg.c, libnl 3.7), so whoever
+ * message as it was (nla_reserve(), lib/attr.c, libnl 3.7), so whoever
  * fills one with a variable number of attributes checks every put.
  *
  * Return: the message, or NULL without memory.
@@ -169,7 +169,7 @@ int hbm_genl_transact(struct nl_sock *sk, struct nl_msg *msg,
  * @msg: a request sent (or not)
  * @len: its nlmsg_len then
  *
- * A put appends at nlmsg_len (nlmsg_reserve(), lib/msg.c, libnl 3.7), and a
+ * A put appends at nlmsg_len (nla_reserve(), lib/attr.c, libnl 3.7), and a
  * send numbers the message and names the port only where they are still
  * NL_AUTO_SEQ and NL_AUTO_PORT (nl_complete_msg(), lib/nl.c): both are
  * made so again, so that the next send's ack is matched to it.

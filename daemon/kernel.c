@@ -222,6 +222,7 @@ static int packed_msg_init(struct hbm_kernel *k, const struct device *dev,
 	if (!m->msg || nla_put_u32(m->msg, HBMGUARD_A_DEVICE_ID, dev->id) ||
 	    nla_put_u32(m->msg, HBMGUARD_A_RECORD_SIZE, sizeof(struct hbmguard_restore_record))) {
 		nlmsg_free(m->msg);
+		m->msg = NULL;
 		return -ENOMEM;
 	}
 	m->head_len = nlmsg_hdr(m->msg)->nlmsg_len;

@@ -35,9 +35,9 @@
 #define hbm_mchunk_publish(slot, c)	__atomic_store_n(slot, c, __ATOMIC_RELEASE)
 #define hbm_prefetch(p)		__builtin_prefetch(p)
 /*
- * Descents from the root in any copy, counted in the unit build alone
- * (tests/unit/shim.c): an append that descended per extent would still
- * make the same nodes, and only the count shows it.
+ * Descents from the root in any copy, counted in the userspace builds
+ * (unit, bench-core: tests/unit/shim.c): an append that descended per
+ * extent would still make the same nodes, and only the count shows it.
  */
 extern unsigned long hbm_mtree_descents;
 #define hbm_mtree_descended()	(hbm_mtree_descents++)

@@ -385,16 +385,13 @@ static bool mergeable(const struct hbm_extent *a, const struct hbm_extent *b)
 
 static int leaves_reserve(struct hbm_table *t, u32 want);
 
-/* The extent emit() may merge into: the run's last, or the leaf before's. */
+/*
+ * The extent emit() may merge into.  Appending, a leaf's run is never
+ * empty here: append_leaf() is called by emit() only, which stores at once.
+ */
 static struct hbm_extent *run_last(const struct op_ctx *c)
 {
-	const struct hbm_table *t = c->t;
-
-	if (c->run_nr)
-		return &c->run[c->run_nr - 1];
-	if (c->appending && t->nr_leaves > 1)
-		return &t->leaves[t->nr_leaves - 2]->ext[HBM_LEAF_CAP - 1];
-	return NULL;
+	return c->run_nr ? &c->run[c->run_nr - 1] : NULL;
 }
 
 /* Appending, the run's leaf is full: the next one, added to the table. */
@@ -405,8 +402,10 @@ static bool append_leaf(struct op_ctx *c)
 
 	if (c->err)
 		return false;
-	if (leaves_reserve(t, t->nr_leaves + 1) ||
-	    !(leaf = hbm_alloc(sizeof(*leaf)))) {
+	leaf = NULL;
+	if (!leaves_reserve(t, t->nr_leaves + 1))
+		leaf = hbm_alloc(sizeof(*leaf));
+	if (!leaf) {
 		c->err = -ENOMEM;
 		return false;
 	}
@@ -431,10 +430,17 @@ static void emit(struct op_ctx *c, const struct hbm_extent *e)
 		last->errors = min_t(u32, 0xffff, (u32)last->errors + e->errors);
 		return;
 	}
-	if (c->run_nr == c->run_cap &&
-	    !(c->appending ? append_leaf(c) :
-	      grow(c, (void **)&c->run, c->run_nr, &c->run_cap, sizeof(*e))))
-		return;
+	if (c->run_nr == c->run_cap) {
+		bool room;
+
+		if (c->appending)
+			room = append_leaf(c);
+		else
+			room = grow(c, (void **)&c->run, c->run_nr, &c->run_cap,
+				    sizeof(*e));
+		if (!room)
+			return;
+	}
 	c->run[c->run_nr++] = *e;
 }
 
@@ -446,7 +452,7 @@ static void emit(struct op_ctx *c, const struct hbm_extent *e)
 static u32 spares_take(struct op_ctx *c, u32 want, u32 *spare)
 {
 	struct hbm_table *t = c->t;
-	unsigned long s, end;
+	unsigned long s, end, limit;
 
 	*spare = HBM_NO_SPARE;
 	if (t->spare_used + t->spare_bad == t->spare_total)
@@ -454,8 +460,14 @@ static u32 spares_take(struct op_ctx *c, u32 want, u32 *spare)
 	s = find_next_zero_bit(t->spare_map, t->spare_total, t->spare_hint);
 	if (s >= t->spare_total)
 		s = find_next_zero_bit(t->spare_map, t->spare_total, 0);
-	end = find_next_bit(t->spare_map, s + min_t(unsigned long, want,
-						     t->spare_total - s), s);
+	/*
+	 * The counts say a spare is free and the map has none: a count of 0
+	 * would make bypass() loop for ever, under the device's lock.
+	 */
+	if (WARN_ON_ONCE(s >= t->spare_total))
+		return want;
+	limit = s + min_t(unsigned long, want, t->spare_total - s);
+	end = find_next_bit(t->spare_map, limit, s);
 	/* Logged first: a spare the undo log does not hold would leak. */
 	log_spares(c, &c->taken, &c->taken_nr, &c->taken_cap, s, end - s);
 	if (c->err)
@@ -858,8 +870,6 @@ static void append_end(struct op_ctx *c, int err)
 	struct hbm_table *t = c->t;
 	u32 l, from = c->append_leaves ? c->append_leaves - 1 : 0;
 
-	if (t->nr_leaves)
-		t->leaves[t->nr_leaves - 1]->nr = c->run_nr;
 	if (err) {
 		for (l = c->append_leaves; l < t->nr_leaves; l++) {
 			hbm_free(t->leaves[l]);
@@ -873,6 +883,8 @@ static void append_end(struct op_ctx *c, int err)
 			leaf->ext[leaf->nr - 1] = c->append_last;
 		}
 	} else {
+		if (t->nr_leaves)
+			t->leaves[t->nr_leaves - 1]->nr = c->run_nr;
 		for (l = from; l < t->nr_leaves; l++) {
 			t->keys[l] = (struct hbm_leaf_key){ t->leaves[l]->ext[0].first,
 							     t->leaves[l]->nr };

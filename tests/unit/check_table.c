@@ -680,7 +680,8 @@ START_TEST(apply_gap_is_one_by_one)
 	}
 	if (_i == 3) {
 		r[n / 2].first = r[n / 2 - 1].first + r[n / 2 - 1].nr;
-		r[n / 2 - 1].op = r[n / 2].op = HBM_OP_PENDING;
+		r[n / 2 - 1].op = HBM_OP_PENDING;
+		r[n / 2].op = HBM_OP_PENDING;
 		r[n / 2].source = r[n / 2 - 1].source;
 	}
 
@@ -743,6 +744,120 @@ START_TEST(apply_gap_keeps_records)
 }
 END_TEST
 
+/*
+ * Next-fit, one page at a time, over a copy of the pool: the spare each page
+ * of a retirement gets, or HBM_NO_SPARE once none is left.
+ */
+static void next_fit_by_page(unsigned long *map, u32 total, u32 *hint,
+			     u32 *spares, u32 nr)
+{
+	u32 i, s;
+
+	for (i = 0; i < nr; i++) {
+		for (s = *hint; s < total && test_bit(s, map); s++)
+			;
+		if (s == total)
+			for (s = 0; s < total && test_bit(s, map); s++)
+				;
+		if (s == total) {
+			spares[i] = HBM_NO_SPARE;
+			continue;
+		}
+		__set_bit(s, map);
+		*hint = s + 1;
+		spares[i] = s;
+	}
+}
+
+/*
+ * spares_take() hands out a run of consecutive spares at a time: each page
+ * still gets what next-fit page by page gives, from a pool in pieces (pages
+ * cleared, spares failed, free and in use), past the hint, wrapping to the
+ * pool's start, until it runs out.  By hbm_table_apply() (_i 0) and by
+ * hbm_table_apply_gap() (_i 1).
+ */
+START_TEST(spares_next_fit_in_pieces)
+{
+	enum { SPARES = 200, FIRST = 5000 };
+	unsigned long map[BITS_TO_LONGS(SPARES)];
+	u32 expected[SPARES + 8], hint, nr, i, page;
+	struct hbm_result res = { 0 };
+	struct hbm_extent e;
+	struct hbm_table t;
+
+	ck_assert_int_eq(hbm_table_init(&t, 1 << 16, SPARES), 0);
+	ck_assert_int_eq(hbm_table_apply(&t, HBM_OP_RETIRE, 0, 150, HBMGUARD_SOURCE_UE,
+					 1, NOW, &res), 0);
+	for (i = 0; i < 100; i += 2)
+		ck_assert_int_eq(hbm_table_apply(&t, HBM_OP_CLEAR, i, 1, 0, 0, NOW, &res), 0);
+	ck_assert_int_eq(hbm_table_apply(&t, HBM_OP_CLEAR, 120, 10, 0, 0, NOW, &res), 0);
+	ck_assert_int_eq(hbm_table_spare_fail(&t, 4, 1, NOW, &res, &page), 0);
+	ck_assert_int_eq(hbm_table_spare_fail(&t, 124, 1, NOW, &res, &page), 0);
+	ck_assert_int_eq(hbm_table_spare_fail(&t, 51, 1, NOW, &res, &page), 0);
+	ck_assert_uint_eq(page, 51);		/* moved to spare 150 */
+	ck_table_ok(&t);
+
+	memcpy(map, t.spare_map, sizeof(map));
+	hint = t.spare_hint;
+	ck_assert_uint_gt(hint, 100);		/* so the retirement wraps */
+	nr = SPARES - t.spare_used - t.spare_bad + 5;	/* and runs out */
+	next_fit_by_page(map, SPARES, &hint, expected, nr);
+
+	memset(&res, 0, sizeof(res));
+	if (_i == 0) {
+		ck_assert_int_eq(hbm_table_apply(&t, HBM_OP_RETIRE, FIRST, nr,
+						 HBMGUARD_SOURCE_UE, 1, NOW, &res), 0);
+	} else {
+		const struct hbm_page_range r = {
+			.first = FIRST, .nr = nr, .op = HBM_OP_RETIRE,
+			.source = HBMGUARD_SOURCE_UE, .first_seen = NOW, .last_seen = NOW,
+		};
+
+		ck_assert_int_eq(hbm_table_apply_gap(&t, &r, 1, &res), 0);
+	}
+	for (i = 0; i < nr; i++) {
+		ck_assert(hbm_table_lookup(&t, FIRST + i, &e));
+		if (expected[i] == HBM_NO_SPARE) {
+			ck_assert_msg(e.state == HBMGUARD_STATE_FAILED,
+				      "page %u: state %u, FAILED expected", FIRST + i, e.state);
+			continue;
+		}
+		ck_assert_msg(e.state == HBMGUARD_STATE_RETIRED &&
+			      e.spare + (FIRST + i - e.first) == expected[i],
+			      "page %u: spare %u, %u expected", FIRST + i,
+			      e.spare + (FIRST + i - e.first), expected[i]);
+	}
+	ck_assert_uint_eq(res.retired, nr - 5);
+	ck_assert_uint_eq(res.failed, 5);
+	ck_assert_uint_eq(t.spare_hint, hint);
+	ck_assert_int_eq(memcmp(t.spare_map, map, sizeof(map)), 0);
+	ck_table_ok(&t);
+	hbm_table_destroy(&t);
+}
+END_TEST
+
+/*
+ * Counts that say a spare is free where the map has none (a bug elsewhere):
+ * a warning, and the pages FAILED, not a retirement that never ends.
+ */
+START_TEST(spare_counts_drift_fails_pages)
+{
+	struct hbm_result res = { 0 };
+	struct hbm_extent e;
+
+	ck_assert_int_eq(apply(HBM_OP_RETIRE, 0, 64, NULL), 0);
+	t.spare_used--;
+	hbm_test_warnings = 0;
+	ck_assert_int_eq(apply(HBM_OP_RETIRE, 100, 2, &res), 0);
+	ck_assert_uint_eq(hbm_test_warnings, 1);
+	ck_assert_uint_eq(res.failed, 2);
+	ck_assert(hbm_table_lookup(&t, 101, &e));
+	ck_assert_uint_eq(e.state, HBMGUARD_STATE_FAILED);
+	t.spare_used++;
+	ck_table_ok(&t);
+}
+END_TEST
+
 Suite *table_suite(void)
 {
 	Suite *s = suite_create("table");
@@ -760,6 +875,8 @@ Suite *table_suite(void)
 	tcase_add_test(tc, bad_ranges);
 	tcase_add_test(tc, enomem_changes_nothing);
 	tcase_add_test(tc, list_pages_through_cursor);
+	tcase_add_test(tc, spare_counts_drift_fails_pages);
+	tcase_add_loop_test(tc, spares_next_fit_in_pieces, 0, 2);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("model");
