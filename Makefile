@@ -293,9 +293,9 @@ $(BUILD)/guest/hbmstatebench: tests/bench/statebench.c tests/bench/bench.h daemo
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) -Idaemon -static -pthread tests/bench/statebench.c daemon/state.c -o $@
 
-$(BUILD)/bench-core: tests/bench/bench_core.c tests/bench/bench.h tests/unit/shim.c $(CORE_SRC) $(CORE_HDR) daemon/libhbmguard/table.c
+$(BUILD)/bench-core: tests/bench/bench_core.c tests/bench/bench.h tests/unit/shim.c $(CORE_SRC) $(CORE_HDR) daemon/libhbmguard/table.c daemon/state.c daemon/state.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_USER) -O2 tests/bench/bench_core.c tests/unit/shim.c $(CORE_SRC) -o $@
+	$(CC) $(CFLAGS_USER) -O2 tests/bench/bench_core.c tests/unit/shim.c $(CORE_SRC) daemon/state.c -o $@
 
 # Check's per-test timeouts catch a hang, not slowness: make check runs
 # these beside each other, the debug kernel's build and the root filesystem's.
