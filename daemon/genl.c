@@ -178,18 +178,20 @@ struct nl_msg *hbm_genl_request_sized(int family, int cmd, int flags, size_t siz
  * @parse: called for each reply, or NULL
  * @arg: for @parse
  *
- * Return: 0, the kernel's -errno, or -EIO when the socket failed; after a
- * -errno, hbm_genl_strerror() says why.
+ * @sk stays usable after any failure: a later request gets its own answer.
+ *
+ * Return: 0, the kernel's -errno, -ENOMEM, or -EIO when the socket or
+ * @parse failed; after a -errno, hbm_genl_strerror() says why.
  */
 int hbm_genl_exchange(struct nl_sock *sk, struct nl_msg *msg,
 		      nl_recvmsg_msg_cb_t parse, void *arg)
 {
-	struct nl_cb *sockets = nl_socket_get_cb(sk), *cb = nl_cb_clone(sockets);
+	struct nl_cb *socket_cb = nl_socket_get_cb(sk), *cb = nl_cb_clone(socket_cb);
 	struct outcome o = { 0 };
 	unsigned int seq;
 	int err;
 
-	nl_cb_put(sockets);
+	nl_cb_put(socket_cb);
 	reason[0] = 0;
 	if (!cb)
 		return -ENOMEM;
