@@ -186,12 +186,14 @@ UNIT_DAEMON := $(DAEMON_SRC) daemon/advise.c daemon/recovery.c daemon/core.c dae
 UNIT_DAEMON += -DHBM_FIXTURES='"$(TOP)/tests/unit/fixtures"'
 UNIT_DAEMON += daemon/cli.c $(shell pkg-config --cflags json-c)
 UNIT_DAEMON += $(filter %.c,$(CLUSTER_PURE))
-UNIT_LIBS := $(CHECK_LIBS) $(shell pkg-config --libs libsystemd json-c) $(MHD_LIBS) -lm
+# genl.c against this host's own generic netlink controller (tests/unit/check_genl.c).
+UNIT_DAEMON += daemon/genl.c
+UNIT_LIBS := $(CHECK_LIBS) $(shell pkg-config --libs libsystemd json-c libnl-genl-3.0) $(MHD_LIBS) -lm
 UNIT_DEPS := $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR) daemon/recovery.c \
 	daemon/core.c daemon/store.c daemon/amdgpu.c daemon/amdgpu.h daemon/metrics.c daemon/scheduler.c \
 	$(DAEMON_MAIN_HDR) \
 	daemon/hbmguardd.h daemon/libhbmguard/aperture.c daemon/libhbmguard/rank.c daemon/libhbmguard/hbmguard.h \
-	daemon/cli.c daemon/cli.h daemon/advise.c daemon/advise.h $(CLUSTER_PURE)
+	daemon/cli.c daemon/cli.h daemon/advise.c daemon/advise.h $(CLUSTER_PURE) daemon/genl.c daemon/genl.h
 
 $(BUILD)/unit: $(UNIT_DEPS)
 	@mkdir -p $(@D)

@@ -5,6 +5,27 @@
  * follows it for the next request, so this takes replies until the kernel's
  * ACK, DONE or error, whichever the request brings; and keeps the kernel's
  * reason (the extended ACK's message) for the caller to print.
+ *
+ * A request's replies are those that carry its sequence number.  libnl's own
+ * check is stricter and frailer: it wants each message's number to be
+ * s_seq_expect, which only the end of an answer (DONE, ERROR) moves on,
+ * while every send moves s_seq_next (recvmsgs() and nl_complete_msg(),
+ * lib/nl.c, libnl 3.7).  An exchange cut short -- a send that failed, a
+ * parse callback's error, a truncated read, ENOBUFS -- leaves the two apart
+ * for good, and every later request on the socket failed NLE_SEQ_MISMATCH.
+ * So each exchange runs on a callback set of its own (a clone of the
+ * socket's: the port filter and the like stay) whose NL_CB_SEQ_CHECK takes
+ * only its request's number and skips the rest, the stale answer of an
+ * exchange cut short; what an exchange cut short leaves queued is thrown
+ * away before it returns.  Its own set also leaves the socket no callback
+ * that points into an exchange that has returned, which a later
+ * genl_ctrl_resolve() would clone and call.  And libnl's own requests on the same socket
+ * (genl_ctrl_resolve() sends with the socket's callbacks and reads with a
+ * clone of them, genl_ctrl_probe_by_name(), lib/genl/ctrl.c, libnl 3.7)
+ * get the same check where the socket's owner asks for it:
+ * hbm_genl_match_replies().  Reopening the socket instead would lose what
+ * was set on it (its buffer sizes) and still not mend the sequence
+ * numbers, which nl_connect() leaves as they are.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -75,6 +96,52 @@ static int on_end(struct nl_msg *msg, void *arg)
 	return NL_STOP;
 }
 
+/* NL_CB_SEQ_CHECK: a reply to the request numbered *@arg, or stale. */
+static int is_reply(struct nl_msg *msg, void *arg)
+{
+	return nlmsg_hdr(msg)->nlmsg_seq == *(unsigned int *)arg ? NL_OK : NL_SKIP;
+}
+
+/* NL_CB_MSG_OUT: its number, numbered by now (nl_send_auto()). */
+static int note_sent(struct nl_msg *msg, void *arg)
+{
+	*(unsigned int *)arg = nlmsg_hdr(msg)->nlmsg_seq;
+	return NL_OK;
+}
+
+/**
+ * hbm_genl_match_replies() - libnl's own requests on @sk too take only
+ * their replies
+ * @sk: a socket for requests, never for events
+ * @sent: where the number of the request sent last is kept, for as long as
+ *	@sk is used
+ *
+ * Without it, hbm_genl_exchange() still works after an exchange cut short,
+ * but libnl's own requests (genl_ctrl_resolve()) on @sk fail
+ * NLE_SEQ_MISMATCH ever after.
+ */
+void hbm_genl_match_replies(struct nl_sock *sk, unsigned int *sent)
+{
+	nl_socket_modify_cb(sk, NL_CB_MSG_OUT, NL_CB_CUSTOM, note_sent, sent);
+	nl_socket_modify_cb(sk, NL_CB_SEQ_CHECK, NL_CB_CUSTOM, is_reply, sent);
+}
+
+/*
+ * What is left of an answer cut short, all on the socket by now: a request
+ * is handled in the sender's sendmsg() (netlink_unicast_kernel()), and each
+ * read of a dump's part has the kernel put the next one (netlink_recvmsg(),
+ * net/netlink/af_netlink.c, 6.12), so reading until nothing is left reads
+ * a dump to its end.
+ */
+static void discard_pending(struct nl_sock *sk)
+{
+	char buf[64];
+
+	while (recv(nl_socket_get_fd(sk), buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC) >= 0 ||
+	       errno == EINTR || errno == ENOBUFS)
+		;
+}
+
 struct nl_msg *hbm_genl_request(int family, int cmd, int flags)
 {
 	return hbm_genl_request_sized(family, cmd, flags, 0);
@@ -111,16 +178,23 @@ struct nl_msg *hbm_genl_request_sized(int family, int cmd, int flags, size_t siz
  * @parse: called for each reply, or NULL
  * @arg: for @parse
  *
- * Return: 0, the kernel's -errno, or -EIO when the socket failed; after a
- * -errno, hbm_genl_strerror() says why.
+ * @sk stays usable after any failure: a later request gets its own answer.
+ *
+ * Return: 0, the kernel's -errno, -ENOMEM, or -EIO when the socket or
+ * @parse failed; after a -errno, hbm_genl_strerror() says why.
  */
 int hbm_genl_exchange(struct nl_sock *sk, struct nl_msg *msg,
 		      nl_recvmsg_msg_cb_t parse, void *arg)
 {
+	struct nl_cb *socket_cb = nl_socket_get_cb(sk), *cb = nl_cb_clone(socket_cb);
 	struct outcome o = { 0 };
+	unsigned int seq;
 	int err;
 
+	nl_cb_put(socket_cb);
 	reason[0] = 0;
+	if (!cb)
+		return -ENOMEM;
 	/*
 	 * libnl 3.7 has no nl_socket_set_ext_ack().  CAP_ACK: an error's ack
 	 * does not echo the request (netlink_ack(), net/netlink/af_netlink.c),
@@ -129,15 +203,18 @@ int hbm_genl_exchange(struct nl_sock *sk, struct nl_msg *msg,
 	 */
 	setsockopt(nl_socket_get_fd(sk), SOL_NETLINK, NETLINK_EXT_ACK, &(int){ 1 }, sizeof(int));
 	setsockopt(nl_socket_get_fd(sk), SOL_NETLINK, NETLINK_CAP_ACK, &(int){ 1 }, sizeof(int));
-	nl_socket_modify_err_cb(sk, NL_CB_CUSTOM, on_error, &o);
-	nl_socket_modify_cb(sk, NL_CB_ACK, NL_CB_CUSTOM, on_end, &o);
-	nl_socket_modify_cb(sk, NL_CB_FINISH, NL_CB_CUSTOM, on_end, &o);
-	nl_socket_modify_cb(sk, NL_CB_VALID, parse ? NL_CB_CUSTOM : NL_CB_DEFAULT,
-			    parse, arg);
+	nl_cb_err(cb, NL_CB_CUSTOM, on_error, &o);
+	nl_cb_set(cb, NL_CB_ACK, NL_CB_CUSTOM, on_end, &o);
+	nl_cb_set(cb, NL_CB_FINISH, NL_CB_CUSTOM, on_end, &o);
+	nl_cb_set(cb, NL_CB_VALID, parse ? NL_CB_CUSTOM : NL_CB_DEFAULT, parse, arg);
+	nl_cb_set(cb, NL_CB_SEQ_CHECK, NL_CB_CUSTOM, is_reply, &seq);
 	err = nl_send_auto(sk, msg);
+	seq = nlmsg_hdr(msg)->nlmsg_seq;
 	while (err >= 0 && !o.done)
-		err = nl_recvmsgs_default(sk);
-	nl_socket_modify_cb(sk, NL_CB_VALID, NL_CB_DEFAULT, NULL, NULL);
+		err = nl_recvmsgs(sk, cb);
+	nl_cb_put(cb);
+	if (!o.done)
+		discard_pending(sk);
 	if (o.kerr)
 		return o.kerr;
 	return err < 0 ? -EIO : 0;

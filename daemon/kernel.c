@@ -1271,6 +1271,8 @@ static int setup_netlink(struct hbm_kernel *k)
 	nl_socket_modify_cb(k->req, NL_CB_MSG_IN, NL_CB_CUSTOM, from_kernel, NULL);
 	nl_socket_modify_cb(k->dump, NL_CB_MSG_IN, NL_CB_CUSTOM, from_kernel, NULL);
 	nl_socket_modify_cb(k->events, NL_CB_MSG_IN, NL_CB_CUSTOM, from_kernel, NULL);
+	/* join_family() resolves on it again after a resync, past any request cut short */
+	hbm_genl_match_replies(k->req, &k->req_sent);
 	set_request_buffer(k);
 	notify = genl_ctrl_resolve_grp(k->req, "nlctrl", "notify");
 	if (notify < 0 || nl_socket_add_membership(k->events, notify))

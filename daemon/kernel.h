@@ -18,6 +18,7 @@ struct hbm_kernel {
 	struct hbm_source_link link;	/* to the core */
 	int family;
 	struct nl_sock *req;		/* requests and dumps */
+	unsigned int req_sent;		/* its request's number (hbm_genl_match_replies()) */
 	struct nl_sock *dump;		/* a table read as facts (table_facts()) */
 	struct nl_sock *events;		/* the multicast group */
 	sd_event_source *io;

@@ -30,6 +30,7 @@ Suite *passed_suite(void);
 Suite *scheduler_suite(void);
 Suite *cluster_suite(void);
 Suite *rank_suite(void);
+Suite *genl_suite(void);
 const char *table_invariants(const struct hbm_table *t);
 
 #endif

@@ -27,7 +27,7 @@ static const struct {
 	{ "cli", cli_suite },		{ "advise", advise_suite },
 	{ "metrics", metrics_suite },	{ "passed", passed_suite },
 	{ "scheduler", scheduler_suite }, { "cluster", cluster_suite },
-	{ "rank", rank_suite },
+	{ "rank", rank_suite },		{ "genl", genl_suite },
 };
 #define NR_SUITES (sizeof(suites) / sizeof(suites[0]))
 

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * hbm_genl_exchange() (daemon/genl.c) after an exchange cut short, against
+ * this host's own generic netlink controller, nlctrl: its CTRL_CMD_GETFAMILY
+ * answers any process, as a request or as a dump (genl_ctrl_ops[], no
+ * GENL_ADMIN_PERM, net/netlink/genetlink.c, 6.12), so no module is loaded.
+ * Each case cuts one exchange short, then asks on the same socket for the
+ * controller's own family, by hbm_genl_exchange() and by libnl's
+ * genl_ctrl_resolve(): both must get their own answer, and only it.
+ */
+#include <check.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <netlink/genl/ctrl.h>
+#include <netlink/genl/genl.h>
+#include <linux/genetlink.h>
+
+#include "genl.h"
+#include "unit.h"
+
+struct families {
+	int replies;
+	int nlctrl;	/* replies that name the controller, with its id */
+};
+
+static int count_family(struct nl_msg *msg, void *arg)
+{
+	struct nlattr *a[CTRL_ATTR_MAX + 1];
+	struct families *f = arg;
+
+	f->replies++;
+	if (!genlmsg_parse(nlmsg_hdr(msg), 0, a, CTRL_ATTR_MAX, NULL) &&
+	    a[CTRL_ATTR_FAMILY_NAME] && a[CTRL_ATTR_FAMILY_ID] &&
+	    !strcmp(nla_get_string(a[CTRL_ATTR_FAMILY_NAME]), "nlctrl") &&
+	    nla_get_u16(a[CTRL_ATTR_FAMILY_ID]) == GENL_ID_CTRL)
+		f->nlctrl++;
+	return NL_OK;
+}
+
+static int fail_first(struct nl_msg *msg, void *arg)
+{
+	(void)msg;
+	(void)arg;
+	return -NLE_FAILURE;
+}
+
+static struct nl_msg *get_family(int flags)
+{
+	return hbm_genl_request(GENL_ID_CTRL, CTRL_CMD_GETFAMILY, flags);
+}
+
+static unsigned int sent;
+
+static struct nl_sock *controller(void)
+{
+	struct nl_sock *sk = nl_socket_alloc();
+
+	ck_assert_msg(sk && !genl_connect(sk), "no generic netlink socket on this host");
+	hbm_genl_match_replies(sk, &sent);
+	return sk;
+}
+
+/*
+ * The socket as good as new: libnl's own resolve first (it reads whatever
+ * comes first), then a request and a dump.
+ */
+static void expect_working(struct nl_sock *sk)
+{
+	struct nl_msg *msg = get_family(0);
+	struct families one = { 0 }, all = { 0 };
+	int err;
+
+	ck_assert_int_eq(genl_ctrl_resolve(sk, "nlctrl"), GENL_ID_CTRL);
+	nla_put_string(msg, CTRL_ATTR_FAMILY_NAME, "nlctrl");
+	err = hbm_genl_transact(sk, msg, count_family, &one);
+	ck_assert_msg(!err, "GETFAMILY nlctrl: %s", hbm_genl_strerror(err));
+	ck_assert_int_eq(one.replies, 1);
+	ck_assert_int_eq(one.nlctrl, 1);
+	err = hbm_genl_transact(sk, get_family(NLM_F_DUMP), count_family, &all);
+	ck_assert_msg(!err, "GETFAMILY dump: %s", hbm_genl_strerror(err));
+	ck_assert_int_eq(all.nlctrl, 1);
+	nl_socket_free(sk);
+}
+
+START_TEST(genl_after_parse_error)
+{
+	struct nl_sock *sk = controller();
+
+	ck_assert_int_eq(hbm_genl_transact(sk, get_family(NLM_F_DUMP), fail_first, NULL), -EIO);
+	expect_working(sk);
+}
+END_TEST
+
+/* libnl reads into a buffer of the set size, and a message larger is cut (nl_recv(), lib/nl.c, libnl 3.7). */
+START_TEST(genl_after_truncated_read)
+{
+	struct nl_sock *sk = controller();
+	struct families f = { 0 };
+
+	nl_socket_set_msg_buf_size(sk, 64);
+	ck_assert_int_eq(hbm_genl_transact(sk, get_family(NLM_F_DUMP), count_family, &f), -EIO);
+	nl_socket_set_msg_buf_size(sk, 0);
+	expect_working(sk);
+}
+END_TEST
+
+/*
+ * A message larger than the send buffer is refused (netlink_sendmsg(),
+ * net/netlink/af_netlink.c, 6.12: EMSGSIZE), after libnl has numbered it.
+ */
+START_TEST(genl_after_failed_send)
+{
+	struct nl_sock *sk = controller();
+	struct nl_msg *msg = hbm_genl_request_sized(GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 0, 1 << 16);
+
+	ck_assert(!setsockopt(nl_socket_get_fd(sk), SOL_SOCKET, SO_SNDBUF, &(int){ 4096 }, sizeof(int)));
+	ck_assert_ptr_nonnull(nla_reserve(msg, CTRL_ATTR_FAMILY_NAME, 60000));
+	ck_assert_int_eq(hbm_genl_transact(sk, msg, NULL, NULL), -EIO);
+	expect_working(sk);
+}
+END_TEST
+
+Suite *genl_suite(void)
+{
+	Suite *s = suite_create("genl");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, genl_after_parse_error);
+	tcase_add_test(tc, genl_after_truncated_read);
+	tcase_add_test(tc, genl_after_failed_send);
+	suite_add_tcase(s, tc);
+	return s;
+}
