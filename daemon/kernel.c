@@ -1179,10 +1179,10 @@ static int from_kernel(struct nl_msg *msg, void *arg)
  * The family's highest attribute, as the controller tells it: a module that
  * knows HBMGUARD_A_RECORDS takes packed RESTOREs (uapi/linux/hbmguard.h).
  * 0 when it cannot be read (then the older form, which every module takes).
- * On a socket of its own: the request socket's callbacks are
- * hbm_genl_transact()'s, set for a request that has returned, and a cache
- * fill takes them along (__cache_pickup() clones them, lib/cache.c, libnl
- * 3.7).
+ * On a socket of its own, gone when it returns: a cache fill clones the
+ * socket's callbacks (__cache_pickup(), lib/cache.c, libnl 3.7), and the
+ * controller's dump of every family has no business with the request
+ * socket's.
  */
 static int family_maxattr(void)
 {
