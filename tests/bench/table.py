@@ -10,10 +10,12 @@ prints its figures as lines
 
 anchor and anchor_value are "-" where a figure has none.  The ratio is
 value / anchor_value: goals are ratios within one run, because absolute
-times in a TCG guest say little (see README, Performance).  A goal of the
-form "<= Nx" or ">= Nx" is judged here; any other goal is printed for the
-reader to judge.  Nothing here fails the build: make bench measures, make
-check asserts.
+times in a TCG guest say little (see README, Performance).  Judged here:
+a ratio, "<= Nx" or ">= Nx" (also within words: "flat (<= 2x)"); a bound
+in the row's own unit, "<= 32 B" for a figure in B, ">= 10^6/s" for one in
+something per second; and "0", a count that must be none.  Any other goal
+is printed for the reader to judge.  Nothing here fails the build: make
+bench measures, make check asserts.
 
 usage: table.py LOG JSON
 """
@@ -29,13 +31,25 @@ def number(text):
         return None
 
 
-def judge(goal, ratio):
-    m = re.fullmatch(r"\s*(<=|>=)\s*([0-9.]+)x\s*", goal)
-    if not m or ratio is None:
+def bound(op, limit, v):
+    if v is None:
         return "-"
-    limit = float(m.group(2))
-    ok = ratio <= limit if m.group(1) == "<=" else ratio >= limit
-    return "met" if ok else "NOT met"
+    return "met" if (v <= limit if op == "<=" else v >= limit) else "NOT met"
+
+
+def judge(goal, ratio, value, unit):
+    m = re.search(r"(<=|>=)\s*([0-9.]+)x(?![\w^])", goal)
+    if m:
+        return bound(m.group(1), float(m.group(2)), ratio)
+    m = re.fullmatch(r"\s*(<=|>=)\s*([0-9.]+)\s*(\S+)\s*", goal)
+    if m and m.group(3) == unit:
+        return bound(m.group(1), float(m.group(2)), value)
+    m = re.match(r"\s*(<=|>=)\s*10\^([0-9]+)/s\b", goal)
+    if m and unit.endswith("/s"):
+        return bound(m.group(1), 10.0 ** int(m.group(2)), value)
+    if goal.strip() == "0":
+        return bound("<=", 0, value)
+    return "-"
 
 
 def rows(log):
@@ -54,7 +68,7 @@ def rows(log):
             "figure": figure, "value": v, "unit": unit,
             "anchor": None if anchor == "-" else anchor, "anchor_value": a,
             "ratio": ratio, "goal": None if goal == "-" else goal,
-            "verdict": judge(goal, ratio),
+            "verdict": judge(goal, ratio, v, unit),
         }
 
 
