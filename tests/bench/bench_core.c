@@ -180,8 +180,9 @@ static int map_bench(u32 n, struct map_run *out)
  * times in a TCG guest, less the syscalls.  The anchor is the daemon's read
  * of the state file (hbm_state_read(), as hbmstatebench read).  The work is
  * the rest of what a restart does to put them back: the daemon packs each
- * record (hbm_state_restore_record()), the module takes it (as
- * record_take() in kmod/netlink.c does) and restores a request of 16384
+ * record (hbm_state_restore_record()), the module takes it (the fields as
+ * record_take() in kmod/netlink.c converts them; its checks, a few compares
+ * a record, not made here) and restores a request of 16384
  * (HBM_RESTORE_MAX) into the table (hbm_core_restore()) and both copies of
  * the map (as hbm_map_changed() follows a change).  Pages as hbmstatebench
  * writes them: one each, a page apart, sources UE.
