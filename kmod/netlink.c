@@ -454,11 +454,17 @@ nospace:
  */
 #define HBM_RESTORE_MAX		16384
 
-/* The extents of a RESTORE, checked whole before any is applied. */
+/*
+ * The extents of a RESTORE, checked whole before any is applied.  Counting
+ * stops once past HBM_RESTORE_MAX (the request is refused then), so @n
+ * stays far from overflowing whatever the message holds; filling never
+ * goes past @cap, what was allocated.
+ */
 struct restore_req {
 	struct hbm_device *dev;
 	struct genl_info *info;
 	struct hbm_page_range *x;	/* NULL: only counting */
+	u32 cap;			/* @x's length */
 	u32 n;
 	u32 now;
 };
@@ -492,7 +498,7 @@ static int restore_nests(struct restore_req *q)
 					    "extent outside the device");
 			return -ERANGE;
 		}
-		if (q->x && q->n < HBM_RESTORE_MAX)
+		if (q->n < q->cap)
 			q->x[q->n] = (struct hbm_page_range){
 				.first = offset >> q->dev->page_shift,
 				.nr = length >> q->dev->page_shift,
@@ -502,7 +508,8 @@ static int restore_nests(struct restore_req *q)
 				.source = HBMGUARD_SOURCE_RESTORED,
 				.first_seen = q->now, .last_seen = q->now,
 			};
-		q->n++;
+		if (++q->n > HBM_RESTORE_MAX)
+			return 0;
 	}
 	return 0;
 }
@@ -541,7 +548,7 @@ static int record_take(struct restore_req *q, const struct nlattr *a, const u8 *
 		REFUSE(-ERANGE, "a record outside the device");
 #undef REFUSE
 	*prev_end = r.offset + r.length;
-	if (q->x && q->n < HBM_RESTORE_MAX)
+	if (q->n < q->cap)
 		q->x[q->n] = (struct hbm_page_range){
 			.first = r.offset >> q->dev->page_shift,
 			.nr = r.length >> q->dev->page_shift,
@@ -591,6 +598,8 @@ static int restore_records(struct restore_req *q)
 		}
 		if (!q->x) {
 			q->n += nla_len(a) / size;
+			if (q->n > HBM_RESTORE_MAX)
+				return 0;
 			continue;
 		}
 		for (i = 0; i < nla_len(a) / size; i++) {
@@ -645,10 +654,11 @@ static int hbm_nl_restore_doit(struct sk_buff *skb, struct genl_info *info)
 	}
 	if (!err) {	/* charged to the sender, as an open file's ring */
 		q.x = hbm_kalloc_user(array_size(count, sizeof(*q.x)));
+		q.cap = q.x ? count : 0;
 		err = q.x ? restore_parse(&q) : -ENOMEM;
 	}
-	if (!err)
-		err = hbm_device_restore(q.dev, q.x, q.n);
+	if (!err)	/* the same message counted twice: q.n == count */
+		err = hbm_device_restore(q.dev, q.x, min(q.n, q.cap));
 	hbm_kfree(q.x);
 	hbm_device_put(q.dev);
 	return err;
