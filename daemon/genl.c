@@ -3,8 +3,9 @@
  * One request to the hbmguard family and everything it answers.  libnl's own
  * nl_wait_for_ack() stops after a single reply and leaves the ACK that
  * follows it for the next request, so this takes replies until the kernel's
- * ACK, DONE or error, whichever the request brings; and keeps the kernel's
- * reason (the extended ACK's message) for the caller to print.
+ * ACK, DONE or error, whichever the request brings, a DONE's own error
+ * too (a dump that failed part way is no dump read whole); and keeps the
+ * kernel's reason (the extended ACK's message) for the caller to print.
  *
  * A request's replies are those that carry its sequence number.  libnl's own
  * check is stricter and frailer: it wants each message's number to be
@@ -59,40 +60,68 @@ const char *hbm_genl_strerror(int err)
 	return buf;
 }
 
-/* NLMSGERR_ATTR_MSG of an error carrying extended ACK TLVs. */
-static void take_reason(const struct nlmsgerr *e)
+/*
+ * NLMSGERR_ATTR_MSG among the extended ACK's attributes of @nlh, which
+ * start @off bytes into its payload.  The kernel may set NLM_F_ACK_TLVS
+ * and leave them out when they do not fit (netlink_dump_done()): whatever
+ * the message's length holds is read.
+ */
+static void take_reason(const struct nlmsghdr *nlh, size_t off)
 {
-	const struct nlmsghdr *nlh = (const void *)((const char *)e - NLMSG_HDRLEN);
 	struct nlattr *tb[NLMSGERR_ATTR_MAX + 1];
-	size_t off = sizeof(*e);
 
-	if (!(nlh->nlmsg_flags & NLM_F_ACK_TLVS))
-		return;
-	if (!(nlh->nlmsg_flags & NLM_F_CAPPED))
-		off += e->msg.nlmsg_len - NLMSG_HDRLEN;
-	if (NLMSG_HDRLEN + off >= nlh->nlmsg_len ||
-	    nla_parse(tb, NLMSGERR_ATTR_MAX, (struct nlattr *)((char *)e + off),
+	if (!(nlh->nlmsg_flags & NLM_F_ACK_TLVS) || NLMSG_HDRLEN + off >= nlh->nlmsg_len ||
+	    nla_parse(tb, NLMSGERR_ATTR_MAX, (struct nlattr *)((char *)NLMSG_DATA(nlh) + off),
 		      nlh->nlmsg_len - NLMSG_HDRLEN - off, NULL) || !tb[NLMSGERR_ATTR_MSG])
 		return;
 	snprintf(reason, sizeof(reason), "%.*s", nla_len(tb[NLMSGERR_ATTR_MSG]),
 		 (const char *)nla_data(tb[NLMSGERR_ATTR_MSG]));
 }
 
+/* An error's ack: the request echoed unless NLM_F_CAPPED, then the TLVs (netlink_ack()). */
 static int on_error(struct sockaddr_nl *who, struct nlmsgerr *e, void *arg)
 {
+	const struct nlmsghdr *nlh = (const void *)((const char *)e - NLMSG_HDRLEN);
 	struct outcome *o = arg;
+	size_t off = sizeof(*e);
 
 	(void)who;
 	o->kerr = e->error;
 	o->done = true;
-	take_reason(e);
+	if (!(nlh->nlmsg_flags & NLM_F_CAPPED))
+		off += e->msg.nlmsg_len - NLMSG_HDRLEN;
+	take_reason(nlh, off);
 	return NL_STOP;
 }
 
-static int on_end(struct nl_msg *msg, void *arg)
+static int on_ack(struct nl_msg *msg, void *arg)
 {
 	(void)msg;
 	((struct outcome *)arg)->done = true;
+	return NL_STOP;
+}
+
+/*
+ * A dump's NLMSG_DONE carries its dump function's return, 0 or a -errno,
+ * as an int, and with NLM_F_ACK_TLVS the extended ACK's attributes after
+ * it (netlink_dump_done(), net/netlink/af_netlink.c, 6.1 and 6.12): a dump
+ * that failed part way -- its device removed between rounds, an unknown
+ * device on the first -- ends in a DONE like any other.
+ */
+static int on_done(struct nl_msg *msg, void *arg)
+{
+	const struct nlmsghdr *nlh = nlmsg_hdr(msg);
+	struct outcome *o = arg;
+	int err;
+
+	o->done = true;
+	if (nlmsg_datalen(nlh) < (int)sizeof(err))
+		return NL_STOP;		/* no error to tell */
+	memcpy(&err, nlmsg_data(nlh), sizeof(err));
+	if (err < 0) {
+		o->kerr = err;
+		take_reason(nlh, NLMSG_ALIGN(sizeof(err)));
+	}
 	return NL_STOP;
 }
 
@@ -204,8 +233,8 @@ int hbm_genl_exchange(struct nl_sock *sk, struct nl_msg *msg,
 	setsockopt(nl_socket_get_fd(sk), SOL_NETLINK, NETLINK_EXT_ACK, &(int){ 1 }, sizeof(int));
 	setsockopt(nl_socket_get_fd(sk), SOL_NETLINK, NETLINK_CAP_ACK, &(int){ 1 }, sizeof(int));
 	nl_cb_err(cb, NL_CB_CUSTOM, on_error, &o);
-	nl_cb_set(cb, NL_CB_ACK, NL_CB_CUSTOM, on_end, &o);
-	nl_cb_set(cb, NL_CB_FINISH, NL_CB_CUSTOM, on_end, &o);
+	nl_cb_set(cb, NL_CB_ACK, NL_CB_CUSTOM, on_ack, &o);
+	nl_cb_set(cb, NL_CB_FINISH, NL_CB_CUSTOM, on_done, &o);
 	nl_cb_set(cb, NL_CB_VALID, parse ? NL_CB_CUSTOM : NL_CB_DEFAULT, parse, arg);
 	nl_cb_set(cb, NL_CB_SEQ_CHECK, NL_CB_CUSTOM, is_reply, &seq);
 	err = nl_send_auto(sk, msg);

@@ -506,6 +506,12 @@ static int cmd_badinput(void)
 	msg = request(HBMGUARD_CMD_DEVICE_GET, 0);
 	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 4000);
 	EXPECT_ERR(sk, msg, ERANGE, "device id above the maximum");
+	/* a dump's own error, in its DONE: no table, not an empty one */
+	msg = request(HBMGUARD_CMD_PAGES_GET, NLM_F_DUMP);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 200);
+	EXPECT_WHY(sk, msg, ENODEV, "pages dump, no such device", "no such device");
+	msg = request(HBMGUARD_CMD_PAGES_GET, NLM_F_DUMP);
+	EXPECT_WHY(sk, msg, EINVAL, "pages dump without a device", "HBMGUARD_A_DEVICE_ID is required");
 	msg = request(HBMGUARD_CMD_DEVICE_GET, 0);
 	nla_put_u16(msg, HBMGUARD_A_DEVICE_ID, 0);
 	EXPECT_ERR(sk, msg, EINVAL, "device id of the wrong size");

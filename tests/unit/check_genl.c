@@ -6,12 +6,16 @@
  * GENL_ADMIN_PERM, net/netlink/genetlink.c, 6.12), so no module is loaded.
  * Each case cuts one exchange short, then asks on the same socket for the
  * controller's own family, by hbm_genl_exchange() and by libnl's
- * genl_ctrl_resolve(): both must get their own answer, and only it.
+ * genl_ctrl_resolve(): both must get their own answer, and only it.  The
+ * others leave a stale answer queued on a socket with no check but the
+ * exchange's own (the daemon's dump socket), and read a dump's error from
+ * its DONE, which rtnetlink's link dump gives any process.
  */
 #include <check.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <linux/rtnetlink.h>
 #include <netlink/genl/ctrl.h>
 #include <netlink/genl/genl.h>
 #include <linux/genetlink.h>
@@ -121,6 +125,39 @@ START_TEST(genl_after_failed_send)
 }
 END_TEST
 
+static int count_reply(struct nl_msg *msg, void *arg)
+{
+	(void)msg;
+	++*(int *)arg;
+	return NL_OK;
+}
+
+/*
+ * A dump's error is in its DONE, with the extended ACK's message: under
+ * NETLINK_GET_STRICT_CHK the link dump refuses a header with ifi_type set
+ * from its dump function (rtnl_valid_dump_ifinfo_req() in
+ * rtnl_dump_ifinfo(), net/core/rtnetlink.c, 6.1 and 6.12).
+ */
+START_TEST(genl_dump_error_from_done)
+{
+	struct nl_sock *sk = nl_socket_alloc();
+	struct nl_msg *msg = nlmsg_alloc_simple(RTM_GETLINK, NLM_F_DUMP);
+	struct ifinfomsg bad = { .ifi_type = 1 };
+	int err, replies = 0;
+
+	ck_assert_msg(sk && !nl_connect(sk, NETLINK_ROUTE), "no rtnetlink socket on this host");
+	ck_assert(!setsockopt(nl_socket_get_fd(sk), SOL_NETLINK, NETLINK_GET_STRICT_CHK,
+			      &(int){ 1 }, sizeof(int)));
+	ck_assert(!nlmsg_append(msg, &bad, sizeof(bad), NLMSG_ALIGNTO));
+	err = hbm_genl_transact(sk, msg, count_reply, &replies);
+	ck_assert_int_eq(err, -EINVAL);
+	ck_assert_int_eq(replies, 0);
+	ck_assert_msg(strstr(hbm_genl_strerror(err), "Invalid values in header for link dump request"),
+		      "the kernel's reason lost: %s", hbm_genl_strerror(err));
+	nl_socket_free(sk);
+}
+END_TEST
+
 Suite *genl_suite(void)
 {
 	Suite *s = suite_create("genl");
@@ -129,6 +166,7 @@ Suite *genl_suite(void)
 	tcase_add_test(tc, genl_after_parse_error);
 	tcase_add_test(tc, genl_after_truncated_read);
 	tcase_add_test(tc, genl_after_failed_send);
+	tcase_add_test(tc, genl_dump_error_from_done);
 	suite_add_tcase(s, tc);
 	return s;
 }
