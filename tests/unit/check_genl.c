@@ -125,6 +125,31 @@ START_TEST(genl_after_failed_send)
 }
 END_TEST
 
+/*
+ * An answer never read, on a socket with no check of its own: its replies
+ * and its DONE come before those of the next request, whose own check
+ * must skip them.
+ */
+START_TEST(genl_stale_answer_skipped)
+{
+	struct nl_sock *sk = nl_socket_alloc();
+	struct nl_msg *msg = get_family(NLM_F_DUMP);
+	struct families one = { 0 };
+	int err;
+
+	ck_assert_msg(sk && !genl_connect(sk), "no generic netlink socket on this host");
+	ck_assert_int_ge(nl_send_auto(sk, msg), 0);
+	nlmsg_free(msg);
+	msg = get_family(0);
+	nla_put_string(msg, CTRL_ATTR_FAMILY_NAME, "nlctrl");
+	err = hbm_genl_transact(sk, msg, count_family, &one);
+	ck_assert_msg(!err, "GETFAMILY nlctrl: %s", hbm_genl_strerror(err));
+	ck_assert_int_eq(one.replies, 1);
+	ck_assert_int_eq(one.nlctrl, 1);
+	nl_socket_free(sk);
+}
+END_TEST
+
 static int count_reply(struct nl_msg *msg, void *arg)
 {
 	(void)msg;
@@ -166,6 +191,7 @@ Suite *genl_suite(void)
 	tcase_add_test(tc, genl_after_parse_error);
 	tcase_add_test(tc, genl_after_truncated_read);
 	tcase_add_test(tc, genl_after_failed_send);
+	tcase_add_test(tc, genl_stale_answer_skipped);
 	tcase_add_test(tc, genl_dump_error_from_done);
 	suite_add_tcase(s, tc);
 	return s;
