@@ -203,7 +203,7 @@ struct nl_msg *hbm_genl_request_sized(int family, int cmd, int flags, size_t siz
  * hbm_genl_exchange() - send @msg, hand each reply to @parse, keep @msg
  * @sk: the socket
  * @msg: the request, the caller's still: it may send it again, refilled
- *	(hbm_genl_rewind())
+ *	(hbm_genl_rewind()) or not; each send numbers it anew
  * @parse: called for each reply, or NULL
  * @arg: for @parse
  *
@@ -237,6 +237,14 @@ int hbm_genl_exchange(struct nl_sock *sk, struct nl_msg *msg,
 	nl_cb_set(cb, NL_CB_FINISH, NL_CB_CUSTOM, on_done, &o);
 	nl_cb_set(cb, NL_CB_VALID, parse ? NL_CB_CUSTOM : NL_CB_DEFAULT, parse, arg);
 	nl_cb_set(cb, NL_CB_SEQ_CHECK, NL_CB_CUSTOM, is_reply, &seq);
+	/*
+	 * A send numbers the message and names the port only where they are
+	 * still NL_AUTO_SEQ and NL_AUTO_PORT (nl_complete_msg(), lib/nl.c,
+	 * libnl 3.7): a message sent before would keep its old number, and
+	 * the stale answer to that send would be taken for this one's.
+	 */
+	nlmsg_hdr(msg)->nlmsg_seq = NL_AUTO_SEQ;
+	nlmsg_hdr(msg)->nlmsg_pid = NL_AUTO_PORT;
 	err = nl_send_auto(sk, msg);
 	seq = nlmsg_hdr(msg)->nlmsg_seq;
 	while (err >= 0 && !o.done)
@@ -271,20 +279,14 @@ int hbm_genl_transact(struct nl_sock *sk, struct nl_msg *msg,
 }
 
 /**
- * hbm_genl_rewind() - @msg as it was at @len bytes, to be sent again
+ * hbm_genl_rewind() - @msg as it was at @len bytes, to be refilled
  * @msg: a request sent (or not)
  * @len: its nlmsg_len then
  *
- * A put appends at nlmsg_len (nla_reserve(), lib/attr.c, libnl 3.7), and a
- * send numbers the message and names the port only where they are still
- * NL_AUTO_SEQ and NL_AUTO_PORT (nl_complete_msg(), lib/nl.c): both are
- * made so again, so that the next send's ack is matched to it.
+ * A put appends at nlmsg_len (nla_reserve(), lib/attr.c, libnl 3.7);
+ * hbm_genl_exchange() numbers it anew when it is sent again.
  */
 void hbm_genl_rewind(struct nl_msg *msg, uint32_t len)
 {
-	struct nlmsghdr *h = nlmsg_hdr(msg);
-
-	h->nlmsg_len = len;
-	h->nlmsg_seq = NL_AUTO_SEQ;
-	h->nlmsg_pid = NL_AUTO_PORT;
+	nlmsg_hdr(msg)->nlmsg_len = len;
 }

@@ -150,6 +150,33 @@ START_TEST(genl_stale_answer_skipped)
 }
 END_TEST
 
+/*
+ * A request sent, its answer never read, then refilled and sent again: the
+ * answer taken is the second send's.  By id, not by name: an unknown
+ * name has the kernel ask modprobe for it (ctrl_getfamily(),
+ * net/netlink/genetlink.c, 6.12), an unknown id is only ENOENT.
+ */
+START_TEST(genl_resent_request_numbered_anew)
+{
+	struct nl_sock *sk = nl_socket_alloc();
+	struct nl_msg *msg = get_family(0);
+	uint32_t head = nlmsg_hdr(msg)->nlmsg_len;
+	struct families one = { 0 };
+	int err;
+
+	ck_assert_msg(sk && !genl_connect(sk), "no generic netlink socket on this host");
+	nla_put_u16(msg, CTRL_ATTR_FAMILY_ID, 0xffff);
+	ck_assert_int_ge(nl_send_auto(sk, msg), 0);	/* its ENOENT stays queued */
+	hbm_genl_rewind(msg, head);
+	nla_put_u16(msg, CTRL_ATTR_FAMILY_ID, GENL_ID_CTRL);
+	err = hbm_genl_exchange(sk, msg, count_family, &one);
+	ck_assert_msg(!err, "GETFAMILY nlctrl sent again: %s", hbm_genl_strerror(err));
+	ck_assert_int_eq(one.nlctrl, 1);
+	nlmsg_free(msg);
+	nl_socket_free(sk);
+}
+END_TEST
+
 static int count_reply(struct nl_msg *msg, void *arg)
 {
 	(void)msg;
@@ -192,6 +219,7 @@ Suite *genl_suite(void)
 	tcase_add_test(tc, genl_after_truncated_read);
 	tcase_add_test(tc, genl_after_failed_send);
 	tcase_add_test(tc, genl_stale_answer_skipped);
+	tcase_add_test(tc, genl_resent_request_numbered_anew);
 	tcase_add_test(tc, genl_dump_error_from_done);
 	suite_add_tcase(s, tc);
 	return s;
