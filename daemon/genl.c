@@ -171,6 +171,28 @@ static void discard_pending(struct nl_sock *sk)
 		;
 }
 
+/**
+ * hbm_genl_kernel_only() - @sk refuses unicasts from anyone but the kernel
+ * @sk: a socket nl_connect() bound: it binds, it does not connect (nl_connect(),
+ *	lib/nl.c, libnl 3.7)
+ *
+ * A socket connected to port 0, the kernel's, is refused any unicast from
+ * another port (ECONNREFUSED to its sender: netlink_getsockbyportid(),
+ * net/netlink/af_netlink.c, 6.1 and 6.12); the kernel's replies, acks and
+ * dumps come from port 0 or straight from its dump.  Sends still go to the
+ * kernel.
+ *
+ * Return: 0, or -errno.
+ */
+int hbm_genl_kernel_only(struct nl_sock *sk)
+{
+	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+
+	if (connect(nl_socket_get_fd(sk), (struct sockaddr *)&kernel, sizeof(kernel)))
+		return -errno;
+	return 0;
+}
+
 struct nl_msg *hbm_genl_request(int family, int cmd, int flags)
 {
 	return hbm_genl_request_sized(family, cmd, flags, 0);

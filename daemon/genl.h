@@ -13,6 +13,7 @@ int hbm_genl_transact(struct nl_sock *sk, struct nl_msg *msg,
 int hbm_genl_exchange(struct nl_sock *sk, struct nl_msg *msg,
 		      nl_recvmsg_msg_cb_t parse, void *arg);
 void hbm_genl_match_replies(struct nl_sock *sk, unsigned int *sent);
+int hbm_genl_kernel_only(struct nl_sock *sk);
 void hbm_genl_rewind(struct nl_msg *msg, uint32_t len);
 const char *hbm_genl_strerror(int err);
 

@@ -1168,6 +1168,8 @@ static int on_readable(sd_event_source *s, int fd, uint32_t revents, void *arg)
  * net/netlink/af_netlink.c of 6.1 and 6.12: genetlink has no
  * NL_CFG_F_NONROOT_SEND): a forged UE event would open incidents and end
  * other users' ranks, a forged dump put made-up pages into the state files.
+ * The request and dump sockets are refused such unicasts by the kernel as
+ * well (hbm_genl_kernel_only()); a multicast to the events group is not.
  */
 static int from_kernel(struct nl_msg *msg, void *arg)
 {
@@ -1268,6 +1270,10 @@ static int setup_netlink(struct hbm_kernel *k)
 	if (!k->req || !k->dump || !k->events || genl_connect(k->req) ||
 	    genl_connect(k->dump) || genl_connect(k->events))
 		return -ENOMEM;
+	/* the kernel itself refuses others here; from_kernel() still judges the group's */
+	err = hbm_genl_kernel_only(k->req) ?: hbm_genl_kernel_only(k->dump);
+	if (err)
+		return err;
 	nl_socket_modify_cb(k->req, NL_CB_MSG_IN, NL_CB_CUSTOM, from_kernel, NULL);
 	nl_socket_modify_cb(k->dump, NL_CB_MSG_IN, NL_CB_CUSTOM, from_kernel, NULL);
 	nl_socket_modify_cb(k->events, NL_CB_MSG_IN, NL_CB_CUSTOM, from_kernel, NULL);

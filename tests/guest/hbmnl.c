@@ -31,6 +31,9 @@
  *   hbmnl forge DEV OFFSET             multicast a forged UE retirement event to
  *                                      the "events" group, as a CAP_NET_ADMIN
  *                                      process can
+ *   hbmnl unicast PORT                 send a NOOP to generic netlink port PORT from
+ *                                      a socket of its own; prints "refused" or
+ *                                      "delivered"
  *   hbmnl gpu-register NAME UUID PCI SIZE PAGE_SIZE  a discrete GPU; prints the id
  *   hbmnl gpu-unregister DEV
  *   hbmnl gpu-health DEV HEALTH        the health its driver's facts give
@@ -972,6 +975,30 @@ static int cmd_forge(uint32_t dev, uint64_t offset)
 	return 0;
 }
 
+/* What a CAP_NET_ADMIN process can unicast to another's generic netlink socket. */
+static int cmd_unicast(uint32_t port)
+{
+	struct sockaddr_nl to = { .nl_family = AF_NETLINK, .nl_pid = port };
+	struct nlmsghdr noop = { .nlmsg_len = sizeof(noop), .nlmsg_type = NLMSG_NOOP };
+	struct nl_sock *sk = nl_socket_alloc();
+
+	if (!sk || genl_connect(sk)) {
+		fprintf(stderr, "hbmnl: unicast: no generic netlink socket\n");
+		return 1;
+	}
+	if (sendto(nl_socket_get_fd(sk), &noop, sizeof(noop), 0, (struct sockaddr *)&to,
+		   sizeof(to)) == sizeof(noop))
+		puts("delivered");
+	else if (errno == ECONNREFUSED)
+		puts("refused");
+	else {
+		fprintf(stderr, "hbmnl: unicast to %u: %s\n", port, strerror(errno));
+		return 1;
+	}
+	nl_socket_free(sk);
+	return 0;
+}
+
 /* One device's attributes, as DEVICE_GET gives them. */
 struct gpu_info {
 	uint32_t kind, health, driver_health, spare_total, spare_used;
@@ -1321,6 +1348,8 @@ int main(int argc, char **argv)
 		return cmd_echo_latency(atoi(argv[2]), atol(argv[3]));
 	if (!strcmp(cmd, "forge") && argc > 3)
 		return cmd_forge(atoi(argv[2]), strtoull(argv[3], NULL, 0));
+	if (!strcmp(cmd, "unicast") && argc > 2)
+		return cmd_unicast(strtoul(argv[2], NULL, 0));
 	if (!strcmp(cmd, "gpu") && argc > 2)
 		return cmd_gpu(atoi(argv[2]));
 

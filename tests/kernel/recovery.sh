@@ -39,6 +39,20 @@ check "... the rank not paused" '[ "$(cat /tmp/jobF.0)" = registered ]'
 kill $a
 wait $a
 
+# A unicast to the daemon's sockets: its request and dump sockets are
+# connected to the kernel's port, and the kernel refuses it to them; the
+# events socket takes it (from_kernel() drops it).  Ports: /proc/net/netlink's
+# Pid of each generic netlink (Eth 16) socket whose inode is one of its fds.
+for fd in /proc/$daemon/fd/*; do
+	i=$(readlink $fd | sed -n 's/^socket:\[\([0-9]*\)\]$/\1/p')
+	[ -n "$i" ] && awk -v i=$i '$2 == 16 && $NF == i { print $3 }' /proc/net/netlink
+done >/tmp/rports
+for p in $(cat /tmp/rports); do hbmnl unicast $p; done >/tmp/runicast
+check "a unicast to the daemon's request and dump sockets is refused" \
+	'[ $(grep -c "^refused$" /tmp/runicast) = 2 ]'
+check "... its events socket takes it, and the daemon runs on" \
+	'grep -q "^delivered$" /tmp/runicast && kill -0 $daemon'
+
 # A job of four ranks; rank 2's device takes a UE.
 for r in 0 1 2 3; do
 	dev=sim:sim1

@@ -210,6 +210,42 @@ START_TEST(genl_dump_error_from_done)
 }
 END_TEST
 
+/* A unicast to @to's port from another socket: 0, or -errno. */
+static int unicast(struct nl_sock *from, struct nl_sock *to)
+{
+	struct sockaddr_nl port = { .nl_family = AF_NETLINK,
+				    .nl_pid = nl_socket_get_local_port(to) };
+	struct nlmsghdr hello = { .nlmsg_len = sizeof(hello), .nlmsg_type = NLMSG_NOOP };
+
+	return sendto(nl_socket_get_fd(from), &hello, sizeof(hello), 0, (struct sockaddr *)&port,
+		      sizeof(port)) < 0 ? -errno : 0;
+}
+
+/*
+ * NETLINK_USERSOCK: the one protocol where any process may send to
+ * another's port (netlink_add_usersock_entry(), NL_CFG_F_NONROOT_SEND,
+ * net/netlink/af_netlink.c, 6.12); generic netlink asks CAP_NET_ADMIN.
+ */
+START_TEST(genl_kernel_only_refuses_others)
+{
+	struct nl_sock *other = nl_socket_alloc(), *unguarded = nl_socket_alloc(),
+		       *guarded = nl_socket_alloc();
+
+	ck_assert(other && unguarded && guarded);
+	ck_assert(!nl_connect(other, NETLINK_USERSOCK) && !nl_connect(unguarded, NETLINK_USERSOCK) &&
+		  !nl_connect(guarded, NETLINK_USERSOCK));
+	ck_assert_int_eq(hbm_genl_kernel_only(guarded), 0);
+	ck_assert_int_eq(unicast(other, unguarded), 0);
+	ck_assert_int_eq(unicast(other, guarded), -ECONNREFUSED);
+	nl_socket_free(other);
+	nl_socket_free(unguarded);
+	nl_socket_free(guarded);
+	guarded = controller();
+	ck_assert_int_eq(hbm_genl_kernel_only(guarded), 0);
+	expect_working(guarded);
+}
+END_TEST
+
 Suite *genl_suite(void)
 {
 	Suite *s = suite_create("genl");
@@ -221,6 +257,7 @@ Suite *genl_suite(void)
 	tcase_add_test(tc, genl_stale_answer_skipped);
 	tcase_add_test(tc, genl_resent_request_numbered_anew);
 	tcase_add_test(tc, genl_dump_error_from_done);
+	tcase_add_test(tc, genl_kernel_only_refuses_others);
 	suite_add_tcase(s, tc);
 	return s;
 }
