@@ -60,7 +60,7 @@ struct daemon {
 
 	/* recovery.c's */
 	int incidents_error;		/* of the last save of the incidents */
-	struct hbm_ranges seen[HBMGUARD_MAX_DEVICES];	/* lost data acted upon */
+	struct hbm_range_set seen[HBMGUARD_MAX_DEVICES];	/* lost data acted upon */
 	struct client *ranks;		/* registered training ranks */
 	struct incident *incidents;	/* oldest first */
 	size_t nr_incidents, incidents_cap;

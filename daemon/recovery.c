@@ -884,8 +884,9 @@ static void lost_pages(struct daemon *d, uint32_t id, const char *identity,
 
 	if (id >= HBMGUARD_MAX_DEVICES || !identity[0])
 		return;
-	if (hbm_ranges_add(&d->seen[id], offset, length, &fresh)) {
+	if (hbm_range_set_add(&d->seen[id], offset, length, &fresh)) {
 		recovery_on_lost_data(d, identity, offset, length);
+		hbm_ranges_free(&fresh);
 		return;
 	}
 	for (i = 0; i < fresh.nr; i++) {
@@ -917,22 +918,22 @@ void recovery_fact(void *arg, const struct hbm_fact *f)
 	switch (f->type) {
 	case HBM_FACT_DEVICE_SEEN:
 		if (f->sync == HBM_SYNC_ADDED)	/* a new table: an error there is news */
-			hbm_ranges_free(&d->seen[id]);
+			hbm_range_set_free(&d->seen[id]);
 		break;
 	case HBM_FACT_DEVICE_GONE:
-		hbm_ranges_free(&d->seen[id]);
+		hbm_range_set_free(&d->seen[id]);
 		break;
 	case HBM_FACT_PAGES:
 		if (f->flags & HBM_FACT_UNHEARD) {
 			if (!destroys_data(f->state, f->source))
 				break;
 			if (f->sync == HBM_SYNC_START || (f->flags & HBM_FACT_KNOWN))
-				hbm_ranges_add(&d->seen[id], f->offset, f->length, NULL);
+				hbm_range_set_add(&d->seen[id], f->offset, f->length, NULL);
 			else
 				lost_pages(d, id, f->dev.identity, f->offset, f->length, true);
 		} else if (f->event == HBMGUARD_EVENT_CLEARED) {
 			/* a new error there is news */
-			hbm_ranges_remove(&d->seen[id], f->offset, f->length);
+			hbm_range_set_remove(&d->seen[id], f->offset, f->length);
 		} else if (destroys_data(hbm_event_page_state(f->event), f->source)) {
 			/* Data lost under a rank: its job's recovery starts. */
 			lost_pages(d, id, f->dev.identity, f->offset, f->length, false);

@@ -18,15 +18,49 @@ struct hbm_range {
 	uint64_t length;
 };
 
-/* Sorted, not overlapping, not touching. */
+/* A list of ranges, sorted, not overlapping, not touching: a set's fresh part. */
 struct hbm_ranges {
 	struct hbm_range *r;
 	size_t nr;
 };
 
-int hbm_ranges_add(struct hbm_ranges *s, uint64_t offset, uint64_t length,
-		   struct hbm_ranges *fresh);
-int hbm_ranges_remove(struct hbm_ranges *s, uint64_t offset, uint64_t length);
 void hbm_ranges_free(struct hbm_ranges *s);
+
+/*
+ * A node of a set's B+tree (seen.c): a leaf's ranges, or an inner node's
+ * children, each keyed by the offset of the first range below it.  4 KiB
+ * with malloc's header.
+ */
+#define HBM_RANGE_NODE_MAX	255
+
+struct hbm_range_node {
+	uint32_t nr;
+	uint32_t level;		/* 0: a leaf */
+	union hbm_range_slot {
+		struct hbm_range r;
+		struct {
+			uint64_t first;
+			struct hbm_range_node *child;
+		} c;
+	} e[HBM_RANGE_NODE_MAX];
+};
+
+/* A set of ranges, sorted, not overlapping, not touching. */
+struct hbm_range_set {
+	struct hbm_range_node *root;
+	struct hbm_range_node *last;	/* the last leaf: where a table read appends */
+	struct hbm_range_node *spare;	/* nodes kept for a split, linked by e[0].c.child */
+	uint32_t height;		/* 0: empty */
+	uint32_t nr_spare;
+	size_t nr;			/* ranges */
+	unsigned long moved;		/* slots moved or copied: what changes cost, for the tests */
+};
+
+int hbm_range_set_add(struct hbm_range_set *s, uint64_t offset, uint64_t length,
+		      struct hbm_ranges *fresh);
+int hbm_range_set_remove(struct hbm_range_set *s, uint64_t offset, uint64_t length);
+void hbm_range_set_free(struct hbm_range_set *s);
+/* Where seen.c takes its nodes; weak, so that the unit tests can make it fail. */
+void *hbm_range_node_alloc(size_t size);
 
 #endif /* HBM_SEEN_H */

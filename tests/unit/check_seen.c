@@ -2,6 +2,8 @@
 /* Unit tests of what hbmguardd has seen of the kernel's events (daemon/seen.c). */
 #include <check.h>
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 #include <stdint.h>
 #include <linux/hbmguard.h>
 
@@ -34,40 +36,130 @@ START_TEST(seq_dropped_once)
 }
 END_TEST
 
+/*
+ * The seen set's nodes from the unit tests' allocator (tests/unit/shim.c),
+ * so that hbm_test_alloc_fail_in makes them fail.
+ */
+void *hbm_range_node_alloc(size_t size)
+{
+	return hbm_test_alloc(size, false);
+}
+
 static void expect_ranges(const struct hbm_ranges *s, size_t nr, const struct hbm_range *r)
 {
 	size_t i;
 
 	ck_assert_uint_eq(s->nr, nr);
-	for (i = 0; i < nr; i++) {
-		ck_assert_uint_eq(s->r[i].offset, r[i].offset);
-		ck_assert_uint_eq(s->r[i].length, r[i].length);
+	for (i = 0; i < nr; i++)
+		if (s->r[i].offset != r[i].offset || s->r[i].length != r[i].length)
+			ck_abort_msg("range %zu: 0x%llx+0x%llx, not 0x%llx+0x%llx", i,
+				     (unsigned long long)s->r[i].offset,
+				     (unsigned long long)s->r[i].length,
+				     (unsigned long long)r[i].offset, (unsigned long long)r[i].length);
+}
+
+/*
+ * A set's ranges in order, and its tree checked on the way: leaves at one
+ * depth, each key its child's first offset, each node but the root and
+ * the last of its level at least half full, the ranges sorted, not empty,
+ * not touching; the set's count and its last leaf right.  The first thing
+ * wrong, or NULL (one assertion for the whole walk: check's are slow).
+ */
+struct walk {
+	struct hbm_ranges out;
+	const struct hbm_range_node *last_leaf;
+};
+
+static const char *walk_node(struct walk *w, const struct hbm_range_node *n, uint32_t level,
+			     bool root, bool last)
+{
+	const char *bad = NULL;
+	uint32_t i;
+
+	if (n->level != level)
+		return "leaves at different depths";
+	if (n->nr < (root && level ? 2 : 1) || n->nr > HBM_RANGE_NODE_MAX)
+		return "a node's size out of bounds";
+	if (!root && !last && n->nr < HBM_RANGE_NODE_MAX / 2)
+		return "a node below half full";
+	if (!level) {
+		for (i = 0; i < n->nr; i++) {
+			const struct hbm_range *r = &n->e[i].r, *prev = w->out.r + w->out.nr - 1;
+
+			if (!r->length)
+				return "an empty range";
+			if (w->out.nr && prev->offset + prev->length >= r->offset)
+				return "ranges out of order, overlapping or touching";
+			w->out.r[w->out.nr++] = *r;
+		}
+		w->last_leaf = n;
+		return NULL;
 	}
+	for (i = 0; i < n->nr && !bad; i++) {
+		const struct hbm_range_node *c = n->e[i].c.child;
+
+		if (n->e[i].c.first != (c->level ? c->e[0].c.first : c->e[0].r.offset))
+			return "a key that is not its child's first offset";
+		bad = walk_node(w, c, level - 1, false, last && i + 1 == n->nr);
+	}
+	return bad;
+}
+
+/* The set's ranges (@out->r freed by the caller), its tree checked. */
+static void set_ranges(const struct hbm_range_set *s, struct hbm_ranges *out)
+{
+	struct walk w = { .out = { .r = calloc(s->nr + 1, sizeof(struct hbm_range)) } };
+	const char *bad = NULL;
+
+	ck_assert_ptr_nonnull(w.out.r);
+	if (s->root)
+		bad = walk_node(&w, s->root, s->height - 1, true, true);
+	else if (s->height)
+		bad = "no root, and a height";
+	if (!bad && w.out.nr != s->nr)
+		bad = "a count that is not the ranges'";
+	if (!bad && s->last != w.last_leaf)
+		bad = "a last leaf that is not the last";
+	if (bad)
+		ck_abort_msg("%s", bad);
+	*out = w.out;
+}
+
+static void expect_set(const struct hbm_range_set *s, size_t nr, const struct hbm_range *r)
+{
+	struct hbm_ranges got;
+
+	set_ranges(s, &got);
+	expect_ranges(&got, nr, r);
+	hbm_ranges_free(&got);
 }
 
 START_TEST(ranges_add)
 {
-	struct hbm_ranges s = { 0 }, fresh = { 0 };
+	struct hbm_range_set s = { 0 };
+	struct hbm_ranges fresh = { 0 };
 
-	ck_assert_int_eq(hbm_ranges_add(&s, 0x9000, 0x1000, &fresh), 0);
+	ck_assert_int_eq(hbm_range_set_add(&s, 0x9000, 0x1000, &fresh), 0);
 	expect_ranges(&fresh, 1, (struct hbm_range[]){ { 0x9000, 0x1000 } });
 	hbm_ranges_free(&fresh);
-	ck_assert_int_eq(hbm_ranges_add(&s, 0x9000, 0x1000, &fresh), 0);
+	ck_assert_int_eq(hbm_range_set_add(&s, 0x9000, 0x1000, &fresh), 0);
 	ck_assert_uint_eq(fresh.nr, 0);		/* seen: nothing new */
-	ck_assert_int_eq(hbm_ranges_add(&s, 0x3000, 0x1000, &fresh), 0);
-	ck_assert_int_eq(hbm_ranges_add(&s, 0xc000, 0x1000, &fresh), 0);
+	ck_assert_int_eq(hbm_range_set_add(&s, 0x3000, 0x1000, &fresh), 0);
+	ck_assert_int_eq(hbm_range_set_add(&s, 0xc000, 0x1000, &fresh), 0);
 	hbm_ranges_free(&fresh);
 	/* Over all three and between them: only the gaps are new. */
-	ck_assert_int_eq(hbm_ranges_add(&s, 0x2000, 0xc000, &fresh), 0);
+	ck_assert_int_eq(hbm_range_set_add(&s, 0x2000, 0xc000, &fresh), 0);
 	expect_ranges(&fresh, 4, (struct hbm_range[]){
 		{ 0x2000, 0x1000 }, { 0x4000, 0x5000 }, { 0xa000, 0x2000 }, { 0xd000, 0x1000 } });
-	expect_ranges(&s, 1, (struct hbm_range[]){ { 0x2000, 0xc000 } });
+	expect_set(&s, 1, (struct hbm_range[]){ { 0x2000, 0xc000 } });
 	hbm_ranges_free(&fresh);
-	ck_assert_int_eq(hbm_ranges_add(&s, UINT64_MAX - 0xfff, 0x2000, &fresh), -ERANGE);
-	expect_ranges(&s, 1, (struct hbm_range[]){ { 0x2000, 0xc000 } });
-	ck_assert_int_eq(hbm_ranges_add(&s, 0x20000, 0x1000, NULL), 0);
-	expect_ranges(&s, 2, (struct hbm_range[]){ { 0x2000, 0xc000 }, { 0x20000, 0x1000 } });
-	hbm_ranges_free(&s);
+	ck_assert_int_eq(hbm_range_set_add(&s, UINT64_MAX - 0xfff, 0x2000, &fresh), -ERANGE);
+	ck_assert_int_eq(hbm_range_set_remove(&s, UINT64_MAX - 0xfff, 0x2000), -ERANGE);
+	ck_assert_uint_eq(fresh.nr, 0);
+	expect_set(&s, 1, (struct hbm_range[]){ { 0x2000, 0xc000 } });
+	ck_assert_int_eq(hbm_range_set_add(&s, 0x20000, 0x1000, NULL), 0);
+	expect_set(&s, 2, (struct hbm_range[]){ { 0x2000, 0xc000 }, { 0x20000, 0x1000 } });
+	hbm_range_set_free(&s);
 }
 END_TEST
 
@@ -77,47 +169,201 @@ END_TEST
  */
 START_TEST(ranges_add_in_order)
 {
-	struct hbm_ranges s = { 0 }, fresh = { 0 };
+	struct hbm_range_set s = { 0 };
+	struct hbm_ranges fresh = { 0 }, got;
 	uint64_t i;
 
 	for (i = 0; i < 100000; i++)
-		ck_assert_int_eq(hbm_ranges_add(&s, 2 * i * 0x1000, 0x1000, &fresh), 0);
+		ck_assert_int_eq(hbm_range_set_add(&s, 2 * i * 0x1000, 0x1000, &fresh), 0);
 	ck_assert_uint_eq(s.nr, 100000);
 	ck_assert_uint_eq(fresh.nr, 100000);
-	ck_assert_uint_eq(s.r[99999].offset, 199998 * 0x1000ULL);
+	/* Appended: no slot moved, and the leaves full (ceil(10^5 / 255)). */
+	ck_assert_uint_eq(s.moved, 0);
+	ck_assert_uint_eq(s.height, 3);
+	ck_assert_uint_eq(s.root->nr, 2);
+	ck_assert_uint_eq(s.root->e[0].c.child->nr, HBM_RANGE_NODE_MAX);
+	set_ranges(&s, &got);
+	ck_assert_uint_eq(got.r[99999].offset, 199998 * 0x1000ULL);
+	hbm_ranges_free(&got);
 	hbm_ranges_free(&fresh);
 	for (i = 0; i < 100000; i++)	/* read again: nothing new */
-		ck_assert_int_eq(hbm_ranges_add(&s, 2 * i * 0x1000, 0x1000, &fresh), 0);
+		ck_assert_int_eq(hbm_range_set_add(&s, 2 * i * 0x1000, 0x1000, &fresh), 0);
 	ck_assert_uint_eq(fresh.nr, 0);
 	ck_assert_uint_eq(s.nr, 100000);
-	ck_assert_int_eq(hbm_ranges_add(&s, 0x1000, 0x1000, &fresh), 0);	/* fills a gap */
+	ck_assert_int_eq(hbm_range_set_add(&s, 0x1000, 0x1000, &fresh), 0);	/* fills a gap */
 	expect_ranges(&fresh, 1, (struct hbm_range[]){ { 0x1000, 0x1000 } });
 	ck_assert_uint_eq(s.nr, 99999);
-	ck_assert_uint_eq(s.r[0].length, 0x3000);
 	hbm_ranges_free(&fresh);
-	ck_assert_int_eq(hbm_ranges_add(&s, 199999 * 0x1000ULL, 0x1000, NULL), 0);	/* touching */
-	ck_assert_uint_eq(s.nr, 99999);
-	ck_assert_uint_eq(s.r[99998].length, 0x2000);
-	hbm_ranges_free(&s);
+	ck_assert_int_eq(hbm_range_set_add(&s, 199999 * 0x1000ULL, 0x1000, NULL), 0);	/* touching */
+	set_ranges(&s, &got);
+	ck_assert_uint_eq(got.nr, 99999);
+	ck_assert_uint_eq(got.r[0].length, 0x3000);
+	ck_assert_uint_eq(got.r[99998].length, 0x2000);
+	hbm_ranges_free(&got);
+	hbm_range_set_free(&s);
 }
 END_TEST
 
 START_TEST(ranges_remove)
 {
-	struct hbm_ranges s = { 0 }, fresh = { 0 };
+	struct hbm_range_set s = { 0 };
+	struct hbm_ranges fresh = { 0 };
 
-	ck_assert_int_eq(hbm_ranges_add(&s, 0x1000, 0x4000, NULL), 0);
-	ck_assert_int_eq(hbm_ranges_add(&s, 0x8000, 0x1000, NULL), 0);
-	ck_assert_int_eq(hbm_ranges_remove(&s, 0x2000, 0x1000), 0);	/* splits */
-	expect_ranges(&s, 3, (struct hbm_range[]){
+	ck_assert_int_eq(hbm_range_set_add(&s, 0x1000, 0x4000, NULL), 0);
+	ck_assert_int_eq(hbm_range_set_add(&s, 0x8000, 0x1000, NULL), 0);
+	ck_assert_int_eq(hbm_range_set_remove(&s, 0x2000, 0x1000), 0);	/* splits */
+	expect_set(&s, 3, (struct hbm_range[]){
 		{ 0x1000, 0x1000 }, { 0x3000, 0x2000 }, { 0x8000, 0x1000 } });
-	ck_assert_int_eq(hbm_ranges_remove(&s, 0x4000, 0x10000), 0);
-	expect_ranges(&s, 2, (struct hbm_range[]){ { 0x1000, 0x1000 }, { 0x3000, 0x1000 } });
+	ck_assert_int_eq(hbm_range_set_remove(&s, 0x4000, 0x10000), 0);
+	expect_set(&s, 2, (struct hbm_range[]){ { 0x1000, 0x1000 }, { 0x3000, 0x1000 } });
 	/* A page cleared and hit again is new again. */
-	ck_assert_int_eq(hbm_ranges_add(&s, 0x8000, 0x1000, &fresh), 0);
+	ck_assert_int_eq(hbm_range_set_add(&s, 0x8000, 0x1000, &fresh), 0);
 	expect_ranges(&fresh, 1, (struct hbm_range[]){ { 0x8000, 0x1000 } });
 	hbm_ranges_free(&fresh);
-	hbm_ranges_free(&s);
+	ck_assert_int_eq(hbm_range_set_remove(&s, 0, UINT64_MAX), 0);
+	expect_set(&s, 0, NULL);
+	hbm_range_set_free(&s);
+}
+END_TEST
+
+/*
+ * A page among 10^5 seen (a retirement among a restored table's pages),
+ * then taken out again: each moves at most a few nodes' worth of slots,
+ * where a set that shifted its ranges would move half of them.
+ */
+START_TEST(ranges_change_in_the_middle_moves_little)
+{
+	struct hbm_range_set s = { 0 };
+	unsigned long before;
+	uint64_t i;
+
+	for (i = 0; i < 100000; i++)
+		ck_assert_int_eq(hbm_range_set_add(&s, 4 * i * 0x1000, 0x1000, NULL), 0);
+	for (i = 0; i < 1000; i++) {	/* a thousand pages between them */
+		uint64_t page = (4 * (50000 + 37 * i) + 2) * 0x1000;
+
+		before = s.moved;
+		ck_assert_int_eq(hbm_range_set_add(&s, page, 0x1000, NULL), 0);
+		ck_assert_uint_le(s.moved - before, 4 * HBM_RANGE_NODE_MAX);
+		before = s.moved;
+		ck_assert_int_eq(hbm_range_set_remove(&s, page - 0x2000, 0x1000), 0);
+		ck_assert_uint_le(s.moved - before, 4 * HBM_RANGE_NODE_MAX);
+	}
+	ck_assert_uint_eq(s.nr, 100000);
+	hbm_range_set_free(&s);
+}
+END_TEST
+
+/* The nodes a set keeps for its next split, freed: its next split allocates. */
+static void drop_spares(struct hbm_range_set *s)
+{
+	while (s->spare) {
+		struct hbm_range_node *n = s->spare;
+
+		s->spare = n->e[0].c.child;
+		free(n);
+	}
+	s->nr_spare = 0;
+}
+
+/* The model: one bit a page of 4 KiB, over SPAN pages. */
+#define SPAN		4000
+#define PAGE		0x1000ULL
+
+static void model_set(uint8_t *m, uint64_t first, uint64_t nr, bool on)
+{
+	for (uint64_t p = first; p < first + nr; p++)
+		m[p] = on;
+}
+
+/* The model's ranges, as the set must hold them. */
+static void model_ranges(const uint8_t *m, struct hbm_ranges *out)
+{
+	uint64_t p, start;
+
+	out->nr = 0;
+	for (p = 0; p < SPAN; p++) {
+		if (!m[p] || (p && m[p - 1]))
+			continue;
+		for (start = p; p < SPAN && m[p]; p++)
+			;
+		out->r[out->nr++] = (struct hbm_range){ start * PAGE, (p - start) * PAGE };
+	}
+}
+
+static void expect_model(const struct hbm_range_set *s, const uint8_t *m,
+			 struct hbm_ranges *want)
+{
+	model_ranges(m, want);
+	expect_set(s, want->nr, want->r);
+}
+
+/*
+ * Random adds and removes, of a page mostly and of runs of pages, against
+ * the model: after each, the set (its tree checked whole) and the fresh
+ * part of an add; every fifth change made to fail at one of its
+ * allocations first, which must change nothing.
+ */
+START_TEST(ranges_against_a_model)
+{
+	static uint8_t model[SPAN], fresh_model[SPAN];
+	struct hbm_ranges want = { .r = calloc(SPAN, sizeof(struct hbm_range)) };
+	struct hbm_ranges fresh = { 0 };
+	struct hbm_range_set s = { 0 };
+	unsigned long failed = 0, heights = 0;
+	uint32_t seed = 12345;
+	int round, err;
+
+	ck_assert_ptr_nonnull(want.r);
+	for (round = 0; round < 20000; round++) {
+		uint64_t first, nr;
+		bool add;
+		size_t i;
+
+		seed = seed * 1103515245 + 12345;
+		add = (seed >> 16) % 8 < (round < 10000 ? 6 : 3);	/* grows, then shrinks */
+		first = (seed >> 8) % SPAN;
+		seed = seed * 1103515245 + 12345;
+		nr = (seed >> 16) % 16 ? 1 : 1 + (seed >> 8) % 64;
+		if (first + nr > SPAN)
+			nr = SPAN - first;
+		if (round % 5 == 0) {
+			drop_spares(&s);
+			hbm_test_alloc_fail_in = (seed >> 4) % 3;
+			err = add ? hbm_range_set_add(&s, first * PAGE, nr * PAGE, &fresh) :
+				    hbm_range_set_remove(&s, first * PAGE, nr * PAGE);
+			hbm_test_alloc_fail_in = -1;
+			if (err) {
+				ck_assert_int_eq(err, -ENOMEM);
+				ck_assert_uint_eq(fresh.nr, 0);
+				expect_model(&s, model, &want);
+				failed++;
+			}
+			if (!err)	/* done: done again below, as a change of nothing */
+				model_set(model, first, nr, add);
+			hbm_ranges_free(&fresh);
+		}
+		if (add) {
+			memcpy(fresh_model, model, sizeof(model));
+			ck_assert_int_eq(hbm_range_set_add(&s, first * PAGE, nr * PAGE, &fresh), 0);
+			for (i = 0; i < SPAN; i++)
+				fresh_model[i] = i >= first && i < first + nr && !fresh_model[i];
+			expect_model(&s, (model_set(model, first, nr, true), model), &want);
+			model_ranges(fresh_model, &want);
+			expect_ranges(&fresh, want.nr, want.r);
+			hbm_ranges_free(&fresh);
+		} else {
+			ck_assert_int_eq(hbm_range_set_remove(&s, first * PAGE, nr * PAGE), 0);
+			model_set(model, first, nr, false);
+			expect_model(&s, model, &want);
+		}
+		heights |= 1UL << s.height;
+	}
+	ck_assert_uint_gt(failed, 100);		/* the failures were tried */
+	ck_assert(heights & (1UL << 2));	/* and the tree grew and shrank */
+	ck_assert(heights & (1UL << 1));
+	hbm_range_set_free(&s);
+	hbm_ranges_free(&want);
 }
 END_TEST
 
@@ -131,6 +377,8 @@ Suite *seen_suite(void)
 	tcase_add_test(tc, ranges_add);
 	tcase_add_test(tc, ranges_add_in_order);
 	tcase_add_test(tc, ranges_remove);
+	tcase_add_test(tc, ranges_change_in_the_middle_moves_little);
+	tcase_add_test(tc, ranges_against_a_model);
 	suite_add_tcase(s, tc);
 	return s;
 }
