@@ -115,11 +115,18 @@ static struct hbm_range *at(const struct path *p)
 }
 
 /*
- * GCC 12.2 at -O2 (Debian's 12.2.0-14) compiled hbm_range_set_add() as if
- * find() left its path as it was: a trap (ud2) on the path's zeroed leaf,
- * or stale reads.  Its interprocedural analysis of these two is what is
- * wrong (-fno-ipa-modref, or noipa on both, makes the unit tests pass;
- * -O0, -O1, sanitized builds and clang's -O2 pass as they are), so none.
+ * GCC 12.2 at -O2 (bookworm's 12.2.0-14) miscompiles the callers of these
+ * two: IVOPTs gives find()'s p->node[l] and p->slot[l] one induction
+ * variable and writes the store as a 0B-based address with p in the index;
+ * the late modref pass takes a 0B-based access for a NULL dereference and
+ * leaves the store out of find()'s summary (-fdump-ipa-modref2: "NULL
+ * memory access; terminating BB"); so a caller's path is taken as unchanged
+ * by the call: a trap (ud2) on a zeroed p.node[0] in hbm_range_set_add(), a
+ * stale one in hbm_range_set_remove().  -fno-ivopts or -fno-ipa-modref
+ * avoid it, as do -O1 and clang; GCC 13's "avoid zero-based memory
+ * references in IVOPTs" (13dfb01e5c30) is the likely fix, not in bookworm.
+ * No summary across these calls, then: noipa.  No other file of the daemon,
+ * libhbmguard or the core shows the pattern in its modref2 dump.
  */
 #if defined(__GNUC__) && !defined(__clang__)
 #define NO_IPA	__attribute__((noipa))
