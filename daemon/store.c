@@ -117,17 +117,52 @@ static bool kernel_holds(const struct hbm_extents *k, size_t kernel, size_t *j,
 }
 
 /*
+ * The parts of stored record @s that none of the first @kernel of the
+ * kernel's extents holds, each as @s with its range, appended to @k.  Both
+ * are sorted: *@j walks the kernel's along the stored records' walk.  The
+ * kernel's extents are what the read saves (what the kernel holds as the
+ * file had it is not among them), so a record the module split -- part
+ * as stored, part failed for want of a spare, or retired by a UE on a
+ * pending page -- keeps the part as stored.
+ */
+static bool keep_uncovered(struct hbm_extents *k, size_t kernel, size_t *j,
+			   const struct hbm_state_record *s)
+{
+	uint64_t at = s->offset, end = s->offset + s->length;
+	struct hbm_state_record part = *s;
+	size_t x;
+
+	while (*j < kernel && k->r[*j].offset + k->r[*j].length <= at)
+		(*j)++;
+	for (x = *j; x < kernel && at < end && k->r[x].offset < end; x++) {
+		if (k->r[x].offset > at) {
+			part.offset = at;
+			part.length = k->r[x].offset - at;
+			if (!hbm_extents_push(k, &part))
+				return false;
+		}
+		if (k->r[x].offset + k->r[x].length > at)
+			at = k->r[x].offset + k->r[x].length;
+	}
+	if (at >= end)
+		return true;
+	part.offset = at;
+	part.length = end - at;
+	return hbm_extents_push(k, &part);
+}
+
+/*
  * The union of the kernel's extents and the stored ones, as records that do
- * not overlap: a stored extent the kernel also holds (in whole or in part)
- * is the kernel's business now; one it lacks (a restore refused, say) stays.
+ * not overlap: where the kernel holds a stored extent's pages (in whole or
+ * in part) they are the kernel's business now; what it lacks of one (a
+ * restore refused, say, or the part it read back as stored) stays.
  */
 static void merge(struct hbm_extents *k, const struct hbm_state *stored)
 {
 	size_t kernel = k->nr, i, j = 0, n;
 
 	for (i = 0; i < stored->nr; i++)
-		if (!kernel_holds(k, kernel, &j, &stored->records[i]) &&
-		    !hbm_extents_push(k, &stored->records[i]))
+		if (!keep_uncovered(k, kernel, &j, &stored->records[i]))
 			return;
 	if (!k->nr)
 		return;		/* nothing, not even an array to sort */

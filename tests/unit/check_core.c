@@ -363,6 +363,57 @@ START_TEST(a_read_of_what_was_restored_writes_nothing)
 }
 END_TEST
 
+/*
+ * A stored record the module splits (fewer spares now: part retired as
+ * stored, part failed): the part read back as stored is not saved again,
+ * and must not be lost from the file when the changed part is.
+ */
+START_TEST(a_stored_record_split_by_the_module_keeps_its_unchanged_part)
+{
+	struct hbm_state_damage damage;
+	struct hbm_state s;
+	struct hbm_fact f = { .type = HBM_FACT_DEVICE_SEEN, .sync = HBM_SYNC_ADDED,
+			      .dev = { .id = 0, .identity = "sim:s", .page_size = 4096 } };
+	uint64_t pages = 0, failed = 0;
+	size_t i;
+
+	add_device(0, "sim:s");
+	table[table_nr++] = (struct hbm_state_record){ .offset = 0x10000, .length = 0x4000,
+		.state = HBMGUARD_STATE_RETIRED, .source = HBMGUARD_SOURCE_UE, .errors = 1 };
+	seen(HBM_SYNC_START, 1, 0);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &s, &damage), 0);
+	ck_assert_uint_eq(s.nr, 1);
+	hbm_state_free(&s);
+
+	src_link.fact(src_link.core, &f);
+	f.type = HBM_FACT_PAGES;
+	f.source = HBMGUARD_SOURCE_UE;
+	f.flags = HBM_FACT_UNHEARD | HBM_FACT_KNOWN;	/* as stored */
+	f.offset = 0x10000;
+	f.length = 0x2000;
+	f.state = HBMGUARD_STATE_RETIRED;
+	src_link.fact(src_link.core, &f);
+	f.flags = HBM_FACT_UNHEARD;			/* changed: no spare */
+	f.offset = 0x12000;
+	f.state = HBMGUARD_STATE_FAILED;
+	src_link.fact(src_link.core, &f);
+	f = (struct hbm_fact){ .type = HBM_FACT_TABLE_READ, .sync = HBM_SYNC_ADDED,
+			       .dev = { .id = 0, .identity = "sim:s" } };
+	src_link.fact(src_link.core, &f);
+
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &s, &damage), 0);
+	for (i = 0; i < s.nr; i++) {
+		pages += s.records[i].length / 0x1000;
+		if (s.records[i].state == HBMGUARD_STATE_FAILED)
+			failed += s.records[i].length / 0x1000;
+	}
+	ck_assert_uint_eq(s.records[0].offset, 0x10000);
+	hbm_state_free(&s);
+	ck_assert_uint_eq(pages, 4);
+	ck_assert_uint_eq(failed, 2);
+}
+END_TEST
+
 START_TEST(a_read_that_failed_is_saved_from_a_dump)
 {
 	struct hbm_state_damage damage;
@@ -1220,6 +1271,7 @@ Suite *core_suite(void)
 	tcase_add_checked_fixture(st, store_setup, store_teardown);
 	tcase_add_test(st, a_device_seen_is_saved_from_its_one_read);
 	tcase_add_test(st, a_read_of_what_was_restored_writes_nothing);
+	tcase_add_test(st, a_stored_record_split_by_the_module_keeps_its_unchanged_part);
 	tcase_add_test(st, a_read_that_failed_is_saved_from_a_dump);
 	tcase_add_test(st, a_resync_puts_back_what_the_kernel_lacks);
 	tcase_add_test(st, heard_changes_are_logged_and_compacted);
