@@ -192,6 +192,26 @@ check "... the one past it refused alone, said" 'grep -q "stored extent 0x3ff000
 	! grep -q "stored extent 0x[15]000+" /tmp/daemon.log && ! grep -q "^0x3ff0000 " /tmp/shrunk'
 hbmctl sim-destroy $sid
 
+# A stored extent the module splits: four pages saved retired, the device
+# back with 2 spares (2 retired as stored, 2 failed for want of a spare),
+# then with 8: all four back retired.  The part read back as stored is not
+# saved again, and must stay in the file beside the part that changed.
+sid=$(hbmctl sim-create split 64M spares=8)
+wait_for /tmp/daemon.log "sim:split: device added"
+check "four pages saved retired" 'ctl retire split 0x10000 0x4000'
+hbmctl sim-destroy $sid
+sid=$(hbmctl sim-create split 64M spares=2)
+eventually "back with 2 spares: 2 retired, 2 failed" \
+	'hbmctl pages split >/tmp/split && grep -q "^0x10000 *2 .*retired" /tmp/split &&
+	grep -q "^0x12000 *2 .*failed" /tmp/split'
+eventually "... the file a snapshot of both parts" \
+	'[ "$(stat -c %s /tmp/state/sim:split.state)" = $((128 + 2 * 48)) ]'
+hbmctl sim-destroy $sid
+sid=$(hbmctl sim-create split 64M spares=8)
+eventually "... back with 8 spares: all four retired" \
+	'hbmctl pages split | grep -q "^0x10000 *4 .*retired"'
+hbmctl sim-destroy $sid
+
 # A page saved PENDING that a UE retires while the daemon is down: at its
 # start the restore asks PENDING, the module keeps it retired, and the read
 # that follows is news, not what was restored: the file says retired after
