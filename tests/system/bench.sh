@@ -39,7 +39,7 @@ rasdaemon_start() {
 # When memory_failure() reported each error: ras:memory_failure_event, which
 # hbmguard's probe and rasdaemon both take, in a tracefs instance of our own
 # on the clock "mono" (CLOCK_MONOTONIC, as Python's time.monotonic_ns();
-# Documentation/trace/ftrace.rst, 6.1).  What comes before it is
+# Documentation/trace/ftrace.rst, 6.12).  What comes before it is
 # memory_failure()'s own work, neither daemon's.
 tr=/sys/kernel/tracing/instances/hbmbench
 mkdir $tr && echo mono >$tr/trace_clock && echo 1 >$tr/events/ras/memory_failure_event/enable ||
@@ -134,8 +134,8 @@ for line in open("/tmp/journal.json"):
     m = re.search(r"memory_failure_event.* pfn=(0x[0-9a-f]+)", msg)
     if unit == "rasdaemon.service" and m:
         seen["rasdaemon"].setdefault(int(m.group(1), 16), t)
-# A trace line (the event's TP_printk(), include/ras/ras_event.h, 6.1 and
-# 6.12): "python3-412 [001] ..... 81.123456: memory_failure_event: pfn
+# A trace line (the event's TP_printk(), include/ras/ras_event.h, 6.12;
+# the guest's 6.1 prints the same, as its runs parse): "python3-412 [001] ..... 81.123456: memory_failure_event: pfn
 # 0x1a2b: recovery action for free buddy page: Recovered".
 offset = int(open("/tmp/clock").read())
 tracepoint = {}
