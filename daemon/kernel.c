@@ -19,8 +19,8 @@
  * is dumped, on a socket of its own (table_facts()): 10^6 extents are never
  * held here.  Stored pages go back in packed (struct
  * hbmguard_restore_record, each keeping its times and errors) where the
- * module's family has HBMGUARD_A_RECORDS, as extent nests otherwise; both
- * retired as RESTORED (packed_fill() says why).
+ * module's family has HBMGUARD_A_RECORDS, each with its own source, as
+ * extent nests (RESTORED) otherwise.
  *
  * It must not block the loop longer than one read of the devices and
  * their tables, allocates per read of the devices or a table (never per
@@ -249,19 +249,8 @@ static int packed_fill(struct packed_msg *m, const struct hbm_state *s, size_t f
 		if (!a)
 			return -EMSGSIZE;	/* cannot be: packed_per_request() */
 		r = nla_data(a);
-		for (j = 0; j < n; j++) {
+		for (j = 0; j < n; j++)
 			hbm_state_restore_record(&s->records[i + j], m->gpu, &r[j]);
-			/*
-			 * Not yet each page's own source: recovery takes every
-			 * UE page read back into its seen set (recovery.c),
-			 * whose insertion among 10^6 of them rebuilds the set:
-			 * a retirement cost 102 ms at 10^6 stored UE pages
-			 * against 0.18 ms at 10^3 (make bench).  RESTORED, as
-			 * the extent nests have it, until that set inserts in
-			 * O(log n).
-			 */
-			r[j].source = HBMGUARD_SOURCE_RESTORED;
-		}
 		i += n;
 	}
 	return 0;
@@ -303,8 +292,8 @@ static int restore_packed(struct hbm_kernel *k, const struct device *dev, struct
 
 /*
  * Put stored pages back into the kernel: raises no recovery.  Packed where
- * the module takes it (times and errors kept); otherwise (an older module)
- * as extent nests.  Either way retired as RESTORED.  A request refused
+ * the module takes it (each page's source, times and errors kept);
+ * otherwise (an older module) as extent nests, RESTORED.  A request refused
  * costs its own extents, not the requests after it; a packed one only the
  * records the module refuses (restore_packed()).
  *

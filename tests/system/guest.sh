@@ -282,8 +282,8 @@ assert json.load(open(\"/tmp/pp.json\")) == json.load(open(\"/tmp/ps.json\"))"'
 	# The module reloaded under the daemon: the table comes back.
 	check "rmmod" 'rmmod hbmguard'
 	check "modprobe" 'modprobe hbmguard'
-	eventually "table restored after the reload" 'has_page 0x5000 restored && has_page 0x9000 restored &&
-		has_page 0xc000 restored'
+	eventually "table restored after the reload, each page with its source" \
+		'has_page 0x5000 admin && has_page 0x9000 ue && has_page 0xc000 ue'
 	eventually "... journaled as one entry of many extents, with no range" \
 		'journal_has MESSAGE_ID=263def5f9a8d4310b72d22643ee3e16a HBMGUARD_IDENTITY=sim:sim0 \
 		HBMGUARD_COUNT !HBMGUARD_OFFSET !HBMGUARD_LENGTH'
@@ -311,7 +311,7 @@ assert json.load(open(\"/tmp/pp.json\")) == json.load(open(\"/tmp/ps.json\"))"'
 		[ "$(systemctl show -P ExecMainStatus hbmguardd)" = 78 ]'
 	check "... saying why" 'journalctl -b -u hbmguardd -p err |
 		grep -q "/etc/hbmguard/hbmguardd.conf:5: CEWindow"'
-	check "the table untouched meanwhile" 'has_page 0x5000 restored && has_page 0xc000 restored'
+	check "the table untouched meanwhile" 'has_page 0x5000 admin && has_page 0xc000 ue'
 	cp /tmp/base.conf /etc/hbmguard/hbmguardd.conf
 	systemctl reset-failed hbmguardd
 	check "a good config: starts" 'systemctl start hbmguardd && active'
@@ -359,8 +359,8 @@ f.write(bytes([b[0] ^ 4])); f.close()"
 	check "damage reported at error priority" 'journalctl -b -u hbmguardd -p err |
 		grep -q "state of sim:sim0 damaged (records; 1 bad, 0 missing records)"'
 	check "damaged file kept aside" 'ls /var/lib/hbmguard | grep -q "^sim:sim0.state.corrupt-"'
-	check "what checks out restored" 'has_page 0x5000 restored && has_page 0xc000 restored &&
-		! has_page 0x9000 restored'
+	check "what checks out restored" 'has_page 0x5000 admin && has_page 0xc000 ue &&
+		! has_page 0x9000 ue'
 
 	# Unprivileged users: reads for the hbmguard group, no mutations.
 	useradd -M -G hbmguard hbmops
@@ -468,8 +468,8 @@ assert list(i[\"at_us\"]) == [\"detected\", \"pausing\", \"isolated\", \"restori
 phase2() {
 	echo "# phase 2: after a reboot"
 	check "hbmguardd active" active
-	check "the table is back" 'has_page 0x5000 restored && has_page 0xa000 restored &&
-		has_page 0xc000 restored'
+	check "the table is back" 'has_page 0x5000 admin && has_page 0xa000 admin &&
+		has_page 0xc000 ue'
 	check "the configuration's range is back, with its table" 'has_page 0x100000 restored hbm0'
 	echo 3 >$dir/phase
 	sync
@@ -960,9 +960,9 @@ assert [c[\"cause\"] for c in d[\"causes\"]] == [\"rma\"], d"'
 phase3() {
 	echo "# phase 3: after a power cut"
 	check "hbmguardd active" active
-	check "the acknowledged retire survived" 'has_page 0xb000 restored ||
+	check "the acknowledged retire survived" 'has_page 0xb000 admin ||
 		{ hbmctl pages sim0; ls -l /var/lib/hbmguard; journalctl -b -1 -u hbmguardd | tail; false; }'
-	check "and the rest" 'has_page 0x5000 restored && has_page 0xa000 restored'
+	check "and the rest" 'has_page 0x5000 admin && has_page 0xa000 admin'
 
 	# DKMS's module, built from /usr/src (make install-dkms) when the
 	# image was made, as a package's postinst builds it (run.sh says why
@@ -974,7 +974,7 @@ phase3() {
 	check "modprobe finds the dkms module" \
 		'modinfo -n hbmguard | grep -q "^/lib/modules/$kver/updates/dkms/hbmguard.ko"'
 	check "reload into the dkms module" 'rmmod hbmguard && modprobe hbmguard'
-	eventually "restored into it" 'has_page 0xb000 restored && has_page 0x5000 restored'
+	eventually "restored into it" 'has_page 0xb000 admin && has_page 0x5000 admin'
 	# Slurm first: NVML's GPUs (a remap pending) would be causes of its
 	# drain, and its checks are of a node with none.
 	slurm
