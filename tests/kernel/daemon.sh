@@ -189,8 +189,8 @@ check "three pages saved, one near the device's end" \
 hbmctl sim-destroy $sid
 sid=$(hbmctl sim-create shrunk 64M spares=64)
 eventually "spares raised: the two pages still inside are back" \
-	'hbmctl pages shrunk >/tmp/shrunk && grep -q "^0x1000 *1 .*retired *restored" /tmp/shrunk &&
-	grep -q "^0x5000 *1 .*retired *restored" /tmp/shrunk'
+	'hbmctl pages shrunk >/tmp/shrunk && grep -q "^0x1000 *1 .*retired *admin" /tmp/shrunk &&
+	grep -q "^0x5000 *1 .*retired *admin" /tmp/shrunk'
 check "... the one past it refused alone, said" 'grep -q "stored extent 0x3ff0000+0x1000 of sim:shrunk refused by the module: .*: not restored$" /tmp/daemon.log &&
 	! grep -q "stored extent 0x[15]000+" /tmp/daemon.log && ! grep -q "^0x3ff0000 " /tmp/shrunk'
 hbmctl sim-destroy $sid
@@ -230,7 +230,7 @@ start_daemon
 hbmctl sim-destroy $mid
 mid=$(hbmctl sim-create moved 64M spares=8)
 eventually "... saved retired: back retired with its device" \
-	'hbmctl pages moved | grep -q "^0x20000 *1 .*retired *restored"'
+	'hbmctl pages moved | grep -q "^0x20000 *1 .*retired *admin"'
 hbmctl sim-destroy $mid
 
 # SIGHUP: a good file is taken, a bad one refused with the old kept.
