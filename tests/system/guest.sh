@@ -470,7 +470,7 @@ phase2() {
 	check "hbmguardd active" active
 	check "the table is back" 'has_page 0x5000 admin && has_page 0xa000 admin &&
 		has_page 0xc000 ue'
-	check "the configuration's range is back, with its table" 'has_page 0x100000 restored hbm0'
+	check "the configuration's range is back, with its table" 'has_page 0x100000 poison hbm0'
 	echo 3 >$dir/phase
 	sync
 	# Only hbmguardd's fsync can save this one: the host cuts the power as
