@@ -132,8 +132,11 @@ enum hbm_severity {
 #define HBM_FACT_PARTIAL	0x4	/* HEALTH: some of the driver's facts could not be
 					 * read: it tells worse, never better */
 #define HBM_FACT_KNOWN		0x8	/* PAGES read from a table: restored into it from
-					 * the state file just before (known bad from
-					 * before, whatever their source: no news) */
+					 * the state file just before, in .restored
+					 * (known bad from before, whatever their
+					 * source); an extent partly restored, or in
+					 * more states than one, comes as a PAGES per
+					 * part (hbm_state_cover()) */
 
 #define HBM_NO_DEVICE_ID	UINT32_MAX	/* a device the module does not number */
 
@@ -191,6 +194,9 @@ struct hbm_fact {
 	uint64_t last_seen;		/* the epoch, as the table has them */
 	int32_t error;			/* TABLE_READ: the read's negative errno, 0 */
 	struct hbm_fact_driver driver;	/* HEALTH of a GPU's source, at its reconciliation */
+	uint32_t restored;		/* PAGES, HBM_FACT_KNOWN: the state they were
+					 * restored in (HBMGUARD_STATE_*): .state
+					 * where the table has them as the file did */
 };
 
 /*

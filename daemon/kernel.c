@@ -790,8 +790,8 @@ static uint32_t device_kind(const struct device *dev)
 
 /*
  * What a device's table holds, read once after it was (re)found: PAGES
- * facts, unheard (and known, where the store restored them just before:
- * their source no longer says so), then TABLE_READ.  The store saves from them, the sinks
+ * facts, unheard (and known, part by part, where the store restored them
+ * just before), then TABLE_READ.  The store saves from them, the sinks
  * that act on lost data take what they did not hear.
  */
 /* A table read as it comes: each extent a fact, the dump not held whole. */
@@ -799,27 +799,38 @@ struct table_walk {
 	struct hbm_kernel *k;
 	struct hbm_fact f;
 	const struct hbm_state *restored;	/* what the store restored, or NULL */
-	size_t j;				/* hbm_state_holds()'s walk of it */
+	size_t j;				/* hbm_state_cover()'s walk of it */
 };
 
 static int fact_extent(struct nl_msg *msg, void *arg)
 {
 	struct table_walk *w = arg;
 	struct hbm_state_record r;
+	uint64_t at, end;
+	uint8_t restored;
 
 	if (!extent_record(msg, &r))
 		return NL_SKIP;
-	w->f.offset = r.offset;
-	w->f.length = r.length;
 	w->f.state = r.state;
 	w->f.source = r.source;
 	w->f.count = r.errors;
 	w->f.first_seen = r.first_seen;
 	w->f.last_seen = r.last_seen;
 	w->f.flags = HBM_FACT_UNHEARD;
-	if (w->restored && hbm_state_holds(w->restored, &w->j, r.offset, r.length, r.state))
-		w->f.flags |= HBM_FACT_KNOWN;
-	w->k->link.fact(w->k->link.core, &w->f);
+	w->f.restored = HBMGUARD_STATE_CLEAN;
+	w->f.offset = r.offset;
+	w->f.length = r.length;
+	if (!w->restored) {
+		w->k->link.fact(w->k->link.core, &w->f);
+		return NL_OK;
+	}
+	for (at = r.offset, end = r.offset + r.length; at < end; at += w->f.length) {
+		w->f.offset = at;
+		w->f.length = hbm_state_cover(w->restored, &w->j, at, end, &restored);
+		w->f.restored = restored;
+		w->f.flags = HBM_FACT_UNHEARD | (restored ? HBM_FACT_KNOWN : 0);
+		w->k->link.fact(w->k->link.core, &w->f);
+	}
 	return NL_OK;
 }
 

@@ -865,9 +865,15 @@ size_t recovery_ranks(struct daemon *d)
 	return n;
 }
 
+/* Out of service: retired, or failed where no spare was left. */
+static bool out_of_service(uint32_t state)
+{
+	return state == HBMGUARD_STATE_RETIRED || state == HBMGUARD_STATE_FAILED;
+}
+
 static bool destroys_data(uint32_t state, uint32_t source)
 {
-	return (state == HBMGUARD_STATE_RETIRED || state == HBMGUARD_STATE_FAILED) &&
+	return out_of_service(state) &&
 	       (source == HBMGUARD_SOURCE_UE || source == HBMGUARD_SOURCE_POISON);
 }
 
@@ -927,7 +933,14 @@ void recovery_fact(void *arg, const struct hbm_fact *f)
 		if (f->flags & HBM_FACT_UNHEARD) {
 			if (!destroys_data(f->state, f->source))
 				break;
-			if (f->sync == HBM_SYNC_START || (f->flags & HBM_FACT_KNOWN))
+			/*
+			 * Restored out of service: its data was lost before,
+			 * whichever of the two the module has it in now (a
+			 * page stored FAILED is sent as RETIRED, and one
+			 * RETIRED comes back FAILED where fewer spares are).
+			 */
+			if (f->sync == HBM_SYNC_START ||
+			    ((f->flags & HBM_FACT_KNOWN) && out_of_service(f->restored)))
 				hbm_range_set_add(&d->seen[id], f->offset, f->length, NULL);
 			else
 				lost_pages(d, id, f->dev.identity, f->offset, f->length, true);

@@ -590,32 +590,42 @@ struct hbm_state_count hbm_state_count(const struct hbm_state *s)
 }
 
 /**
- * hbm_state_holds() - whether an extent of a table read is as @s has it
+ * hbm_state_cover() - the part of a table read's extent that @s has one way
  * @s: the records restored (sorted, apart)
  * @j: where a sorted walk of the table is in them (0 at its start)
- * @offset: the extent's
- * @length: the extent's
- * @state: the extent's (HBMGUARD_STATE_*)
+ * @offset: where the part starts, inside the extent
+ * @end: where the extent ends
+ * @state: set to the state records of @s cover the part in, or
+ *	HBMGUARD_STATE_CLEAN where none covers it
  *
- * True when records of @s cover the extent run by run, each in @state: the
- * extent is what was restored, no news.  Offsets alone would not do: a page
- * restored PENDING that a UE retired meanwhile (the daemon down, or before
- * the restore reached it) is news, for the file (else it would still say
- * PENDING, and the next boot put the page back in service) and for
- * recovery alike.
+ * An extent may hold pages restored and pages retired since, merged by the
+ * module (the same state and source, consecutive spares: kmod/table.c's
+ * mergeable()), or pages restored in another state (a page stored PENDING
+ * that a UE retired meanwhile, the daemon down; one stored FAILED, sent as
+ * RETIRED, bypassed now that a spare is free): each part is said apart, so
+ * that the store keeps what is news to the file (its state differs) and
+ * recovery what is news to it (data lost where nothing restored said so).
+ *
+ * Return: the part's length, from @offset, at most to @end.
  */
-bool hbm_state_holds(const struct hbm_state *s, size_t *j, uint64_t offset, uint64_t length,
-		     uint8_t state)
+uint64_t hbm_state_cover(const struct hbm_state *s, size_t *j, uint64_t offset, uint64_t end,
+			 uint8_t *state)
 {
-	uint64_t at = offset, end = offset + length;
+	uint64_t at = offset;
 	size_t i;
 
 	while (*j < s->nr && s->records[*j].offset + s->records[*j].length <= offset)
 		(*j)++;
+	if (*j == s->nr || s->records[*j].offset > offset) {
+		*state = HBMGUARD_STATE_CLEAN;
+		return (*j < s->nr && s->records[*j].offset < end ? s->records[*j].offset : end) -
+		       offset;
+	}
+	*state = s->records[*j].state;
 	for (i = *j; i < s->nr && at < end && s->records[i].offset <= at &&
-	     s->records[i].state == state; i++)
+	     s->records[i].state == *state; i++)
 		at = s->records[i].offset + s->records[i].length;
-	return at >= end;
+	return (at < end ? at : end) - offset;
 }
 
 /**

@@ -10,8 +10,8 @@
  * their times and error counts, where the module takes packed records),
  * its table is read, and the union of what it read and what it had stored
  * is written as a new snapshot (state.h: the file, its log).  What the
- * read holds of the pages just restored, as restored (facts HBM_FACT_KNOWN:
- * the same state; hbm_state_holds()), the file has
+ * read holds of the pages just restored, as restored (facts HBM_FACT_KNOWN
+ * in the state they were restored in; hbm_state_cover()), the file has
  * already: a read of nothing else leaves a file that is a snapshot alone
  * as it is, its log going on after it (file_is_union()), so a start with
  * 10^6 stored pages writes nothing and holds no table beside the stored
@@ -623,8 +623,8 @@ static void read_page(struct hbm_store *s, const struct hbm_fact *f)
 		.state = f->state, .source = f->source, .errors = f->count,
 	};
 
-	/* restored from its file just before: the file has them (merge()) */
-	if (f->flags & HBM_FACT_KNOWN)
+	/* restored from its file just before as they are: the file has them (merge()) */
+	if ((f->flags & HBM_FACT_KNOWN) && f->restored == f->state)
 		return;
 	if (r->active && r->dev.id == f->dev.id && !r->failed &&
 	    !hbm_extents_push(&r->table, &rec))

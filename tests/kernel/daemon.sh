@@ -85,8 +85,13 @@ start_daemon
 eventually "restored by a new daemon" restored
 
 # The module reloaded under a running daemon: it notices and restores.
+# The restore's event is heard on a turn of the daemon's loop after the one
+# that restored and read the table: its line says the read was taken in.
+restores() { grep -c "sim:sim0: .* known bad from before restored" /tmp/daemon.log; }
+n=$(restores)
 check "reload under the daemon" 'rmmod hbmguard && insmod /hbmguard.ko sim_devices=1'
 eventually "restored after the reload" restored
+eventually "... and its table read by the daemon" '[ "$(restores)" -gt $n ]'
 check "no recovery raised: a restored UE is no loss of data now" \
 	'! grep -q "data lost at" /tmp/daemon.log'
 
@@ -232,6 +237,24 @@ mid=$(hbmctl sim-create moved 64M spares=8)
 eventually "... saved retired: back retired with its device" \
 	'hbmctl pages moved | grep -q "^0x20000 *1 .*retired *admin"'
 hbmctl sim-destroy $mid
+
+# A UE page stored FAILED (no spare left), its device back with spares: the
+# restore sends it RETIRED and the module bypasses it; its data was lost
+# before, so the read after the restore is no news to recovery.
+fid=$(hbmctl sim-create failed 64M spares=1)
+wait_for /tmp/daemon.log "sim:failed: device added"
+hbmctl inject failed ue 0x1000
+hbmctl inject failed ue 0x3000
+eventually "a UE page with no spare left saved failed" \
+	'[ "$(stat -c %s /tmp/state/sim:failed.state 2>/dev/null || echo 0)" -ge $((128 + 2 * 48)) ] &&
+	hbmctl pages failed | grep -q "^0x3000 *1 .*failed *ue"'
+hbmctl sim-destroy $fid
+fid=$(hbmctl sim-create failed 64M spares=8)
+eventually "... back retired with spares, its table read by the daemon" \
+	'hbmctl pages failed | grep -q "^0x3000 *1 .*retired *ue" &&
+	grep -q "sim:failed: .* known bad from before restored" /tmp/daemon.log'
+check "... no news: no data said lost" '! grep -q "sim:failed: data lost at" /tmp/daemon.log'
+hbmctl sim-destroy $fid
 
 # SIGHUP: a good file is taken, a bad one refused with the old kept.
 printf "$conf"'[Policy]\nCEThreshold=0\n' >/tmp/hbmguardd.conf

@@ -278,6 +278,7 @@ static void seen(enum hbm_sync why, size_t pages, uint32_t flags)
 		f.last_seen = table[i].last_seen;
 		f.flags = HBM_FACT_UNHEARD |
 			  (seen_known && (!seen_known_nr || i < seen_known_nr) ? HBM_FACT_KNOWN : 0);
+		f.restored = f.flags & HBM_FACT_KNOWN ? f.state : HBMGUARD_STATE_CLEAN;
 		src_link.fact(src_link.core, &f);
 	}
 	f = (struct hbm_fact){ .type = HBM_FACT_TABLE_READ, .flags = flags, .sync = why,

@@ -447,6 +447,7 @@ START_TEST(restored_loss_is_no_news)
 	struct hbm_fact page = { .type = HBM_FACT_PAGES, .origin = HBM_FROM_KERNEL,
 				 .flags = HBM_FACT_UNHEARD | HBM_FACT_KNOWN, .sync = HBM_SYNC_ADDED,
 				 .state = HBMGUARD_STATE_RETIRED, .source = HBMGUARD_SOURCE_UE,
+				 .restored = HBMGUARD_STATE_RETIRED,
 				 .dev = { .id = 1, .identity = "dev" },
 				 .offset = 0x1000, .length = 0x1000, .count = 1 };
 
@@ -465,6 +466,73 @@ START_TEST(restored_loss_is_no_news)
 	recovery_fact(d, &seen);
 	recovery_fact(d, &page);
 	ck_assert_uint_eq(d->nr_incidents, 1);
+	cleanup();
+}
+END_TEST
+
+/*
+ * Restored out of service, back in the other state: a page stored FAILED
+ * (sent as RETIRED, bypassed now that a spare is free), or stored RETIRED
+ * and failed now (fewer spares): its data was lost before, no news.
+ */
+START_TEST(restored_retired_or_failed_alike)
+{
+	struct hbm_fact seen = { .type = HBM_FACT_DEVICE_SEEN, .origin = HBM_FROM_KERNEL,
+				 .sync = HBM_SYNC_ADDED, .dev = { .id = 1, .identity = "dev" } };
+	struct hbm_fact page = { .type = HBM_FACT_PAGES, .origin = HBM_FROM_KERNEL,
+				 .flags = HBM_FACT_UNHEARD | HBM_FACT_KNOWN, .sync = HBM_SYNC_ADDED,
+				 .state = HBMGUARD_STATE_RETIRED, .source = HBMGUARD_SOURCE_UE,
+				 .restored = HBMGUARD_STATE_FAILED,
+				 .dev = { .id = 1, .identity = "dev" },
+				 .offset = 0x1000, .length = 0x1000, .count = 1 };
+
+	setup();
+	rank("job", 0, 0x1000, 0);
+	recovery_fact(d, &seen);
+	recovery_fact(d, &page);
+	ck_assert_uint_eq(d->nr_incidents, 0);
+	page.state = HBMGUARD_STATE_FAILED;
+	page.restored = HBMGUARD_STATE_RETIRED;
+	recovery_fact(d, &seen);
+	recovery_fact(d, &page);
+	ck_assert_uint_eq(d->nr_incidents, 0);
+	/* restored PENDING, retired by a UE meanwhile: news */
+	page.state = HBMGUARD_STATE_RETIRED;
+	page.restored = HBMGUARD_STATE_PENDING;
+	recovery_fact(d, &seen);
+	recovery_fact(d, &page);
+	ck_assert_uint_eq(d->nr_incidents, 1);
+	cleanup();
+}
+END_TEST
+
+/*
+ * A restored UE page, and one retired next to it before the table was read,
+ * merged into one extent by the module: its parts come apart
+ * (hbm_state_cover()), the restored one old news, the other a loss.
+ */
+START_TEST(restored_part_of_an_extent_only_is_known)
+{
+	struct hbm_fact seen = { .type = HBM_FACT_DEVICE_SEEN, .origin = HBM_FROM_KERNEL,
+				 .sync = HBM_SYNC_ADDED, .dev = { .id = 1, .identity = "dev" } };
+	struct hbm_fact page = { .type = HBM_FACT_PAGES, .origin = HBM_FROM_KERNEL,
+				 .flags = HBM_FACT_UNHEARD | HBM_FACT_KNOWN, .sync = HBM_SYNC_ADDED,
+				 .state = HBMGUARD_STATE_RETIRED, .source = HBMGUARD_SOURCE_UE,
+				 .restored = HBMGUARD_STATE_RETIRED,
+				 .dev = { .id = 1, .identity = "dev" },
+				 .offset = 0x1000, .length = 0x1000, .count = 1 };
+
+	setup();
+	rank("job", 0, 0x1000, 0);	/* on the restored page */
+	rank("job2", 0, 0x2000, 0);	/* on the new one */
+	recovery_fact(d, &seen);
+	recovery_fact(d, &page);
+	page.flags = HBM_FACT_UNHEARD;
+	page.restored = HBMGUARD_STATE_CLEAN;
+	page.offset = 0x2000;
+	recovery_fact(d, &page);
+	ck_assert_uint_eq(d->nr_incidents, 1);
+	ck_assert_uint_eq(d->incidents[0].info.offset, 0x2000);
 	cleanup();
 }
 END_TEST
@@ -780,6 +848,8 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, device_error_hits_every_rank_on_it);
 	tcase_add_test(tc, device_error_restores_and_forgets);
 	tcase_add_test(tc, restored_loss_is_no_news);
+	tcase_add_test(tc, restored_retired_or_failed_alike);
+	tcase_add_test(tc, restored_part_of_an_extent_only_is_known);
 	tcase_add_test(tc, job_across_nodes);
 	tcase_add_test(tc, incident_of_another_node);
 	tcase_add_test(tc, across_nodes_not_bypassed);

@@ -1004,33 +1004,51 @@ END_TEST
  * module takes it (its source above all), made what the module takes where
  * it would refuse it (which would cost the whole request).
  */
-/* A table read's extent is no news only where the file has it in its state. */
-START_TEST(holds_in_its_state)
+/* Part @offset of an extent ending at @end: its length and the state it was restored in. */
+static void expect_cover(const struct hbm_state *s, size_t *j, uint64_t offset, uint64_t end,
+			 uint64_t length, uint8_t state)
+{
+	uint8_t got;
+
+	ck_assert_uint_eq(hbm_state_cover(s, j, offset, end, &got), length);
+	ck_assert_uint_eq(got, state);
+}
+
+/*
+ * A table read's extents, part by part: where records restored cover them
+ * one state at a time, and where none does.
+ */
+START_TEST(cover_part_by_part)
 {
 	struct hbm_state_record r[] = {
-		{ .offset = 0x0000, .length = 0x2000, .state = HBMGUARD_STATE_RETIRED },
+		{ .offset = 0x0000, .length = 0x1000, .state = HBMGUARD_STATE_RETIRED },
+		{ .offset = 0x1000, .length = 0x1000, .state = HBMGUARD_STATE_RETIRED },
 		{ .offset = 0x2000, .length = 0x1000, .state = HBMGUARD_STATE_PENDING },
 		{ .offset = 0x3000, .length = 0x1000, .state = HBMGUARD_STATE_RETIRED },
 		{ .offset = 0x6000, .length = 0x1000, .state = HBMGUARD_STATE_FAILED },
+		{ .offset = 0x8000, .length = 0x1000, .state = HBMGUARD_STATE_FAILED },
 	};
-	struct hbm_state s = { .records = r, .nr = 4 };
+	struct hbm_state s = { .records = r, .nr = 6 };
 	size_t j = 0;
 
-	/* a walk of the table, in order */
-	ck_assert(hbm_state_holds(&s, &j, 0x0000, 0x2000, HBMGUARD_STATE_RETIRED));
-	/* restored PENDING, retired by a UE since: news */
-	ck_assert(!hbm_state_holds(&s, &j, 0x2000, 0x1000, HBMGUARD_STATE_RETIRED));
-	ck_assert(hbm_state_holds(&s, &j, 0x3000, 0x1000, HBMGUARD_STATE_RETIRED));
-	ck_assert(!hbm_state_holds(&s, &j, 0x4000, 0x1000, HBMGUARD_STATE_RETIRED));	/* none */
-	/* restored FAILED (sent as RETIRED), bypassed now that a spare is free */
-	ck_assert(!hbm_state_holds(&s, &j, 0x6000, 0x1000, HBMGUARD_STATE_RETIRED));
-	/* one extent over records of two states, or past the last */
+	/* a walk of the table, in order: two records one part */
+	expect_cover(&s, &j, 0x0000, 0x2000, 0x2000, HBMGUARD_STATE_RETIRED);
+	expect_cover(&s, &j, 0x2000, 0x3000, 0x1000, HBMGUARD_STATE_PENDING);
+	/* restored, then a page after it merged into its extent */
+	expect_cover(&s, &j, 0x3000, 0x5000, 0x1000, HBMGUARD_STATE_RETIRED);
+	expect_cover(&s, &j, 0x4000, 0x5000, 0x1000, HBMGUARD_STATE_CLEAN);
+	/* two restored FAILED, a page between them (no spares: merged) */
+	expect_cover(&s, &j, 0x6000, 0x9000, 0x1000, HBMGUARD_STATE_FAILED);
+	expect_cover(&s, &j, 0x7000, 0x9000, 0x1000, HBMGUARD_STATE_CLEAN);
+	expect_cover(&s, &j, 0x8000, 0x9000, 0x1000, HBMGUARD_STATE_FAILED);
+	expect_cover(&s, &j, 0x9000, 0xa000, 0x1000, HBMGUARD_STATE_CLEAN);	/* past the last */
+	/* one extent over records of two states */
 	j = 0;
-	ck_assert(!hbm_state_holds(&s, &j, 0x1000, 0x2000, HBMGUARD_STATE_RETIRED));
-	ck_assert(hbm_state_holds(&s, &j, 0x2000, 0x1000, HBMGUARD_STATE_PENDING));
-	ck_assert(!hbm_state_holds(&s, &j, 0x6000, 0x2000, HBMGUARD_STATE_FAILED));
-	j = 0;
-	ck_assert(!hbm_state_holds(&s, &j, 0x0000, 0x4000, HBMGUARD_STATE_RETIRED));
+	expect_cover(&s, &j, 0x1000, 0x3000, 0x1000, HBMGUARD_STATE_RETIRED);
+	expect_cover(&s, &j, 0x2000, 0x3000, 0x1000, HBMGUARD_STATE_PENDING);
+	/* an extent before the records it reaches into */
+	expect_cover(&s, &j, 0x5000, 0x7000, 0x1000, HBMGUARD_STATE_CLEAN);
+	expect_cover(&s, &j, 0x6000, 0x7000, 0x1000, HBMGUARD_STATE_FAILED);
 }
 END_TEST
 
@@ -1107,7 +1125,7 @@ Suite *state_suite(void)
 	tcase_add_test(tc, temporary_files_are_never_followed);
 	tcase_add_test(tc, compact_files_cleaned);
 	tcase_add_test(tc, restore_record_kept_or_made_acceptable);
-	tcase_add_test(tc, holds_in_its_state);
+	tcase_add_test(tc, cover_part_by_part);
 	suite_add_tcase(s, tc);
 	return s;
 }
