@@ -595,6 +595,31 @@ static int save(struct hbm_store *s, const struct device *dev,
 }
 
 /*
+ * The stored pages of the device being read, back into its source's
+ * table.  Its kind first, from its source's list (a DEVICE_SEEN's
+ * .dev.kind is the core's enum hbm_device_kind, which does not tell the
+ * module's kinds apart): a GPU's pages keep their source DRIVER
+ * (hbm_state_restore_record()).  Without the list they still go back.
+ */
+static void restore_read(struct hbm_store *s, struct table_read *r)
+{
+	struct device_list *l = r->stored.nr ? calloc(1, sizeof(*l)) : NULL;
+	const struct device *listed = NULL;
+	int err = l ? core_devices(s->core, l) : -ENOMEM;
+
+	if (!err)
+		listed = core_find(l, r->dev.identity);
+	if (listed && listed->id == r->dev.id)
+		r->dev.kind = listed->kind;
+	else if (r->stored.nr)
+		fprintf(stderr, "<4>hbmguardd: %s: its kind unknown (%s): pages stored with"
+			" source driver restored as restored\n", r->dev.identity,
+			err ? strerror(-err) : "not listed");
+	free(l);
+	core_restore(s->core, &r->dev, &r->stored);
+}
+
+/*
  * A device seen: its stored pages back into the kernel (when the daemon
  * starts, or the table is new), then its table as its source reads it,
  * PAGES by PAGES, saved as one at its TABLE_READ.
@@ -611,7 +636,7 @@ static void read_begin(struct hbm_store *s, const struct hbm_fact *f)
 	if (load_stored(s, &r->dev, &r->stored))
 		r->failed = true;	/* not saved without it: retried, save() */
 	else if (f->sync == HBM_SYNC_START || f->sync == HBM_SYNC_ADDED)
-		core_restore(s->core, &r->dev, &r->stored);
+		restore_read(s, r);
 }
 
 static void read_page(struct hbm_store *s, const struct hbm_fact *f)
@@ -678,7 +703,7 @@ static void read_end(struct hbm_store *s, const struct hbm_fact *f)
 		if (r->sync == HBM_SYNC_RESYNC && kernel_lacks(&r->table, &r->stored)) {
 			fprintf(stderr, "<4>hbmguardd: %s lacks stored pages: it came back unheard\n",
 				r->dev.identity);
-			core_restore(s->core, &r->dev, &r->stored);
+			restore_read(s, r);
 		}
 		if ((!r->table.nr && r->dev.id < HBMGUARD_MAX_DEVICES &&
 		     file_is_union(s, &r->dev, &r->stored)) ||

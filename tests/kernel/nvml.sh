@@ -159,7 +159,7 @@ check "... the state file's records unchanged" 'records | cmp -s - /tmp/records.
 stop_daemon
 
 # The module reloaded (a reboot, for the module): the GPUs registered anew,
-# their stored pages restored first (source RESTORED from then on), the
+# their stored pages restored first (each with its source: driver), the
 # driver's then found there.
 check "reload the module" 'rmmod hbmguard && insmod /hbmguard.ko'
 start_daemon /nvml/node.scn
@@ -167,7 +167,7 @@ settled
 check "reload: registered anew" '[ "$(lines "registered as")" = 2 ]'
 # One restore, one change, one event.
 eventually "... the pages restored from the state file, not imported again" 'grep -q "^<6>hbmguardd: $uuid0: 3 pages known bad from before restored (2 extents)$" /tmp/nv.log &&
-	hbmctl pages $gpu0 | grep -q "^0x1a2b000 *2 .*pending *restored" &&
+	hbmctl pages $gpu0 | grep -q "^0x1a2b000 *2 .*pending *driver" &&
 	! grep -q "(driver)" /tmp/nv.log && [ "$(stat -c %s $state)" = $((128 + 2 * 48)) ]'
 check "... the health from the driver again" 'hbmnl devices | grep " $uuid0 " | grep -q " driver_health=3 "'
 # The module reloaded under the running daemon: the same, without a restart.
@@ -175,7 +175,7 @@ check "reload under the daemon" 'rmmod hbmguard && insmod /hbmguard.ko'
 eventually "... the GPUs registered again" '[ "$(lines "registered as")" = 4 ] &&
 	[ "$(hbmnl devices | grep -c " kind=4 ")" = 2 ]'
 eventually "... their pages restored, not imported again" '[ "$(lines "^<6>hbmguardd: $uuid0: 3 pages known bad from before restored (2 extents)$")" = 2 ] &&
-	! grep -q "(driver)" /tmp/nv.log && hbmctl pages $gpu0 | grep -q "^0x3f00000 *1 .*pending *restored"'
+	! grep -q "(driver)" /tmp/nv.log && hbmctl pages $gpu0 | grep -q "^0x3f00000 *1 .*pending *driver"'
 check "... and their health" 'hbmnl devices | grep " $uuid1 " | grep -q " driver_health=3 "'
 stop_daemon
 
@@ -186,7 +186,7 @@ scenario /tmp/live.scn "pending 0 0" "remap 1 0 2 0 0" "event 500 0 xid 48" "eve
 	"event 1500 0 xid 63 retire dbe 0x5000000 1700000400"
 start_daemon /tmp/live.scn
 eventually "retirements completed: RETIRED, journaled" '[ "$(lines "^<4>hbmguardd: $uuid0: 1 page retired in 0x[1-3][0-9a-f]*+0x1000 (driver)$")" = 3 ] &&
-	[ "$(hbmctl pages $gpu0 | grep -c "retired *restored")" = 2 ]'
+	[ "$(hbmctl pages $gpu0 | grep -c "retired *driver")" = 3 ]'
 eventually "... health back to ok" 'grep -q "^<5>hbmguardd: $uuid0: health reset-required -> ok" /tmp/nv.log &&
 	grep -q "^<5>hbmguardd: $uuid1: health reset-required -> ok" /tmp/nv.log'
 eventually "Xid 48 journaled, with what it means" 'grep -q "^<3>hbmguardd: $uuid0: Xid 48: double-bit ECC error (nvml)$" /tmp/nv.log'
