@@ -905,6 +905,25 @@ static void lost_pages(struct daemon *d, uint32_t id, const char *identity,
 	hbm_ranges_free(&fresh);
 }
 
+/*
+ * Pages of device @id cleared: out of its seen set, so that a new error
+ * there is news.  Where that would split a range and no memory is had,
+ * the whole range goes out (a table read after lost events may then take
+ * its other pages for news: a recovery raised in doubt, as lost_pages()
+ * does when it cannot add), never a cleared page left seen.
+ */
+static void forget_pages(struct daemon *d, uint32_t id, const char *identity,
+			 uint64_t offset, uint64_t length)
+{
+	int err = hbm_range_set_remove(&d->seen[id], offset, length);
+
+	if (err == -ENOMEM) {
+		fprintf(stderr, "<3>hbmguardd: %s: no memory to forget 0x%" PRIx64 "+0x%" PRIx64
+			" as seen: the pages around it forgotten too\n", identity, offset, length);
+		hbm_range_set_remove_around(&d->seen[id], offset, length);
+	}
+}
+
 /**
  * recovery_fact() - recovery as a sink of the core
  * @arg: the daemon
@@ -946,7 +965,7 @@ void recovery_fact(void *arg, const struct hbm_fact *f)
 				lost_pages(d, id, f->dev.identity, f->offset, f->length, true);
 		} else if (f->event == HBMGUARD_EVENT_CLEARED) {
 			/* a new error there is news */
-			hbm_range_set_remove(&d->seen[id], f->offset, f->length);
+			forget_pages(d, id, f->dev.identity, f->offset, f->length);
 		} else if (destroys_data(hbm_event_page_state(f->event), f->source)) {
 			/* Data lost under a rank: its job's recovery starts. */
 			lost_pages(d, id, f->dev.identity, f->offset, f->length, false);

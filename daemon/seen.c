@@ -566,6 +566,30 @@ int hbm_range_set_remove(struct hbm_range_set *s, uint64_t offset, uint64_t leng
 	return err;
 }
 
+/**
+ * hbm_range_set_remove_around() - take every range a range meets out whole
+ * @s: the set
+ * @offset: the range
+ * @length: its length
+ *
+ * No range is split, so no node is needed: what is left to do where
+ * hbm_range_set_remove() found no memory, at the cost of the parts of
+ * those ranges outside this one.
+ */
+void hbm_range_set_remove_around(struct hbm_range_set *s, uint64_t offset, uint64_t length)
+{
+	uint64_t end = offset + length;
+	struct path p;
+
+	if (end < offset || !length)
+		return;
+	if (find(s, offset, &p) && at(&p)->offset < offset && range_end(at(&p)) > offset)
+		offset = at(&p)->offset;
+	if (find(s, end, &p) && at(&p)->offset < end)
+		end = range_end(at(&p));
+	hbm_range_set_remove(s, offset, end - offset);	/* splits none: cannot fail */
+}
+
 static void free_node(struct hbm_range_node *n)
 {
 	uint32_t i;

@@ -266,6 +266,37 @@ static void drop_spares(struct hbm_range_set *s)
 	s->nr_spare = 0;
 }
 
+/*
+ * A page cleared in the middle of a range, with no memory for the split:
+ * the set unchanged, and the range it meets taken out whole instead (its
+ * neighbours too, never the page left in).
+ */
+START_TEST(ranges_remove_around_when_no_split_can_be_had)
+{
+	struct hbm_range_set s = { 0 };
+
+	ck_assert_int_eq(hbm_range_set_add(&s, 0x1000, 0x4000, NULL), 0);
+	ck_assert_int_eq(hbm_range_set_add(&s, 0x8000, 0x2000, NULL), 0);
+	ck_assert_int_eq(hbm_range_set_add(&s, 0xc000, 0x1000, NULL), 0);
+	drop_spares(&s);
+	hbm_test_alloc_fail_in = 0;
+	ck_assert_int_eq(hbm_range_set_remove(&s, 0x2000, 0x1000), -ENOMEM);
+	hbm_test_alloc_fail_in = -1;
+	expect_set(&s, 3, (struct hbm_range[]){
+		{ 0x1000, 0x4000 }, { 0x8000, 0x2000 }, { 0xc000, 0x1000 } });
+	hbm_test_alloc_fail_in = 0;
+	hbm_range_set_remove_around(&s, 0x2000, 0x1000);
+	expect_set(&s, 2, (struct hbm_range[]){ { 0x8000, 0x2000 }, { 0xc000, 0x1000 } });
+	/* over two ranges' edges, and touching a third: that one stays */
+	hbm_range_set_remove_around(&s, 0x9000, 0x3000);
+	expect_set(&s, 1, (struct hbm_range[]){ { 0xc000, 0x1000 } });
+	hbm_range_set_remove_around(&s, 0xd000, 0x1000);	/* meets none */
+	expect_set(&s, 1, (struct hbm_range[]){ { 0xc000, 0x1000 } });
+	hbm_test_alloc_fail_in = -1;
+	hbm_range_set_free(&s);
+}
+END_TEST
+
 /* The model: one bit a page of 4 KiB, over SPAN pages. */
 #define SPAN		4000
 #define PAGE		0x1000ULL
@@ -378,6 +409,7 @@ Suite *seen_suite(void)
 	tcase_add_test(tc, ranges_add_in_order);
 	tcase_add_test(tc, ranges_remove);
 	tcase_add_test(tc, ranges_change_in_the_middle_moves_little);
+	tcase_add_test(tc, ranges_remove_around_when_no_split_can_be_had);
 	tcase_add_test(tc, ranges_against_a_model);
 	suite_add_tcase(s, tc);
 	return s;
