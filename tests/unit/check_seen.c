@@ -297,8 +297,7 @@ START_TEST(ranges_remove_around_when_no_split_can_be_had)
 }
 END_TEST
 
-/* The model: one bit a page of 4 KiB, over SPAN pages. */
-#define SPAN		4000
+/* The model: a byte a page of 4 KiB, over the span of a test. */
 #define PAGE		0x1000ULL
 
 static void model_set(uint8_t *m, uint64_t first, uint64_t nr, bool on)
@@ -308,58 +307,78 @@ static void model_set(uint8_t *m, uint64_t first, uint64_t nr, bool on)
 }
 
 /* The model's ranges, as the set must hold them. */
-static void model_ranges(const uint8_t *m, struct hbm_ranges *out)
+static void model_ranges(const uint8_t *m, uint64_t span, struct hbm_ranges *out)
 {
 	uint64_t p, start;
 
 	out->nr = 0;
-	for (p = 0; p < SPAN; p++) {
+	for (p = 0; p < span; p++) {
 		if (!m[p] || (p && m[p - 1]))
 			continue;
-		for (start = p; p < SPAN && m[p]; p++)
+		for (start = p; p < span && m[p]; p++)
 			;
 		out->r[out->nr++] = (struct hbm_range){ start * PAGE, (p - start) * PAGE };
 	}
 }
 
-static void expect_model(const struct hbm_range_set *s, const uint8_t *m,
+/* The fresh part of an add of pages [first, first + nr) to the model. */
+static void model_fresh(const uint8_t *m, uint64_t first, uint64_t nr, struct hbm_ranges *out)
+{
+	uint64_t p, start;
+
+	out->nr = 0;
+	for (p = first; p < first + nr; p++) {
+		if (m[p])
+			continue;
+		for (start = p; p < first + nr && !m[p]; p++)
+			;
+		out->r[out->nr++] = (struct hbm_range){ start * PAGE, (p - start) * PAGE };
+	}
+}
+
+static void expect_model(const struct hbm_range_set *s, const uint8_t *m, uint64_t span,
 			 struct hbm_ranges *want)
 {
-	model_ranges(m, want);
+	model_ranges(m, span, want);
 	expect_set(s, want->nr, want->r);
 }
 
 /*
- * Random adds and removes, of a page mostly and of runs of pages, against
- * the model: after each, the set (its tree checked whole) and the fresh
- * part of an add; every fifth change made to fail at one of its
- * allocations first, which must change nothing.
+ * Random adds and removes, of a page mostly and of runs of pages, over
+ * @span pages, for @rounds, growing the first half, shrinking the second:
+ * after each, the fresh part of an add, and every @check_every the set
+ * against the model (its tree checked whole); every fifth change made to
+ * fail at one of its allocations first, which must change nothing.
+ * Returns the heights the tree had, a bit each.
  */
-START_TEST(ranges_against_a_model)
+static unsigned long against_a_model(uint64_t span, int rounds, int check_every)
 {
-	static uint8_t model[SPAN], fresh_model[SPAN];
-	struct hbm_ranges want = { .r = calloc(SPAN, sizeof(struct hbm_range)) };
+	uint8_t *model = calloc(span, 1);
+	struct hbm_ranges want = { .r = calloc(span, sizeof(struct hbm_range)) };
 	struct hbm_ranges fresh = { 0 };
 	struct hbm_range_set s = { 0 };
 	unsigned long failed = 0, heights = 0;
 	uint32_t seed = 12345;
 	int round, err;
 
+	ck_assert_ptr_nonnull(model);
 	ck_assert_ptr_nonnull(want.r);
-	for (round = 0; round < 20000; round++) {
+	for (round = 0; round < rounds; round++) {
+		bool check = round % check_every == 0 || round == rounds - 1;
 		uint64_t first, nr;
+		size_t before;
 		bool add;
-		size_t i;
 
 		seed = seed * 1103515245 + 12345;
-		add = (seed >> 16) % 8 < (round < 10000 ? 6 : 3);	/* grows, then shrinks */
-		first = (seed >> 8) % SPAN;
+		add = (seed >> 16) % 8 < (round < rounds / 2 ? 6 : 3);	/* grows, then shrinks */
+		first = (seed >> 8) % span;
 		seed = seed * 1103515245 + 12345;
 		nr = (seed >> 16) % 16 ? 1 : 1 + (seed >> 8) % 64;
-		if (first + nr > SPAN)
-			nr = SPAN - first;
+		if (first + nr > span)
+			nr = span - first;
 		if (round % 5 == 0) {
 			drop_spares(&s);
+			before = s.nr;
 			hbm_test_alloc_fail_in = (seed >> 4) % 3;
 			err = add ? hbm_range_set_add(&s, first * PAGE, nr * PAGE, &fresh) :
 				    hbm_range_set_remove(&s, first * PAGE, nr * PAGE);
@@ -367,7 +386,9 @@ START_TEST(ranges_against_a_model)
 			if (err) {
 				ck_assert_int_eq(err, -ENOMEM);
 				ck_assert_uint_eq(fresh.nr, 0);
-				expect_model(&s, model, &want);
+				ck_assert_uint_eq(s.nr, before);
+				if (check)
+					expect_model(&s, model, span, &want);
 				failed++;
 			}
 			if (!err)	/* done: done again below, as a change of nothing */
@@ -375,26 +396,47 @@ START_TEST(ranges_against_a_model)
 			hbm_ranges_free(&fresh);
 		}
 		if (add) {
-			memcpy(fresh_model, model, sizeof(model));
 			ck_assert_int_eq(hbm_range_set_add(&s, first * PAGE, nr * PAGE, &fresh), 0);
-			for (i = 0; i < SPAN; i++)
-				fresh_model[i] = i >= first && i < first + nr && !fresh_model[i];
-			expect_model(&s, (model_set(model, first, nr, true), model), &want);
-			model_ranges(fresh_model, &want);
+			model_fresh(model, first, nr, &want);
 			expect_ranges(&fresh, want.nr, want.r);
 			hbm_ranges_free(&fresh);
 		} else {
 			ck_assert_int_eq(hbm_range_set_remove(&s, first * PAGE, nr * PAGE), 0);
-			model_set(model, first, nr, false);
-			expect_model(&s, model, &want);
 		}
+		model_set(model, first, nr, add);
+		if (check)
+			expect_model(&s, model, span, &want);
 		heights |= 1UL << s.height;
 	}
-	ck_assert_uint_gt(failed, 100);		/* the failures were tried */
-	ck_assert(heights & (1UL << 2));	/* and the tree grew and shrank */
-	ck_assert(heights & (1UL << 1));
+	ck_assert_uint_gt(failed, rounds / 200);	/* the failures were tried */
 	hbm_range_set_free(&s);
 	hbm_ranges_free(&want);
+	free(model);
+	return heights;
+}
+
+/* Every change checked against the model, the tree up to two high. */
+START_TEST(ranges_against_a_model)
+{
+	unsigned long heights = against_a_model(4000, 20000, 1);
+
+	ck_assert(heights & (1UL << 2));	/* the tree grew and shrank */
+	ck_assert(heights & (1UL << 1));
+}
+END_TEST
+
+/*
+ * Three high (over 255 leaves: some 80000 ranges over 2^20 pages), then
+ * shrinking: inner nodes that are not the root split, borrow and merge.
+ * Checked against the model every 4000 changes (a check walks the whole
+ * span).
+ */
+START_TEST(ranges_against_a_model_three_high)
+{
+	unsigned long heights = against_a_model(1 << 20, 600000, 4000);
+
+	ck_assert(heights & (1UL << 3));
+	ck_assert(heights & (1UL << 2));
 }
 END_TEST
 
@@ -411,6 +453,7 @@ Suite *seen_suite(void)
 	tcase_add_test(tc, ranges_change_in_the_middle_moves_little);
 	tcase_add_test(tc, ranges_remove_around_when_no_split_can_be_had);
 	tcase_add_test(tc, ranges_against_a_model);
+	tcase_add_test(tc, ranges_against_a_model_three_high);
 	suite_add_tcase(s, tc);
 	return s;
 }
