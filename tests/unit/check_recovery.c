@@ -435,6 +435,17 @@ START_TEST(device_error_restores_and_forgets)
 }
 END_TEST
 
+/* Device "dev" read anew (the module came back), and its table's UE page at 0x1000, restored. */
+static const struct hbm_fact table_added = {
+	.type = HBM_FACT_DEVICE_SEEN, .origin = HBM_FROM_KERNEL, .sync = HBM_SYNC_ADDED,
+	.dev = { .id = 1, .identity = "dev" } };
+static const struct hbm_fact restored_ue_page = {
+	.type = HBM_FACT_PAGES, .origin = HBM_FROM_KERNEL,
+	.flags = HBM_FACT_UNHEARD | HBM_FACT_KNOWN, .sync = HBM_SYNC_ADDED,
+	.state = HBMGUARD_STATE_RETIRED, .source = HBMGUARD_SOURCE_UE,
+	.restored = HBMGUARD_STATE_RETIRED, .dev = { .id = 1, .identity = "dev" },
+	.offset = 0x1000, .length = 0x1000, .count = 1 };
+
 /*
  * A new table (the module came back) read with a UE page in it: news when
  * it is, no incident when the store restored it from the state file just
@@ -442,14 +453,7 @@ END_TEST
  */
 START_TEST(restored_loss_is_no_news)
 {
-	struct hbm_fact seen = { .type = HBM_FACT_DEVICE_SEEN, .origin = HBM_FROM_KERNEL,
-				 .sync = HBM_SYNC_ADDED, .dev = { .id = 1, .identity = "dev" } };
-	struct hbm_fact page = { .type = HBM_FACT_PAGES, .origin = HBM_FROM_KERNEL,
-				 .flags = HBM_FACT_UNHEARD | HBM_FACT_KNOWN, .sync = HBM_SYNC_ADDED,
-				 .state = HBMGUARD_STATE_RETIRED, .source = HBMGUARD_SOURCE_UE,
-				 .restored = HBMGUARD_STATE_RETIRED,
-				 .dev = { .id = 1, .identity = "dev" },
-				 .offset = 0x1000, .length = 0x1000, .count = 1 };
+	struct hbm_fact seen = table_added, page = restored_ue_page;
 
 	setup();
 	rank("job", 0, 0x1000, 0);
@@ -477,17 +481,11 @@ END_TEST
  */
 START_TEST(restored_retired_or_failed_alike)
 {
-	struct hbm_fact seen = { .type = HBM_FACT_DEVICE_SEEN, .origin = HBM_FROM_KERNEL,
-				 .sync = HBM_SYNC_ADDED, .dev = { .id = 1, .identity = "dev" } };
-	struct hbm_fact page = { .type = HBM_FACT_PAGES, .origin = HBM_FROM_KERNEL,
-				 .flags = HBM_FACT_UNHEARD | HBM_FACT_KNOWN, .sync = HBM_SYNC_ADDED,
-				 .state = HBMGUARD_STATE_RETIRED, .source = HBMGUARD_SOURCE_UE,
-				 .restored = HBMGUARD_STATE_FAILED,
-				 .dev = { .id = 1, .identity = "dev" },
-				 .offset = 0x1000, .length = 0x1000, .count = 1 };
+	struct hbm_fact seen = table_added, page = restored_ue_page;
 
 	setup();
 	rank("job", 0, 0x1000, 0);
+	page.restored = HBMGUARD_STATE_FAILED;	/* stored failed, bypassed now */
 	recovery_fact(d, &seen);
 	recovery_fact(d, &page);
 	ck_assert_uint_eq(d->nr_incidents, 0);
@@ -513,14 +511,7 @@ END_TEST
  */
 START_TEST(restored_part_of_an_extent_only_is_known)
 {
-	struct hbm_fact seen = { .type = HBM_FACT_DEVICE_SEEN, .origin = HBM_FROM_KERNEL,
-				 .sync = HBM_SYNC_ADDED, .dev = { .id = 1, .identity = "dev" } };
-	struct hbm_fact page = { .type = HBM_FACT_PAGES, .origin = HBM_FROM_KERNEL,
-				 .flags = HBM_FACT_UNHEARD | HBM_FACT_KNOWN, .sync = HBM_SYNC_ADDED,
-				 .state = HBMGUARD_STATE_RETIRED, .source = HBMGUARD_SOURCE_UE,
-				 .restored = HBMGUARD_STATE_RETIRED,
-				 .dev = { .id = 1, .identity = "dev" },
-				 .offset = 0x1000, .length = 0x1000, .count = 1 };
+	struct hbm_fact seen = table_added, page = restored_ue_page;
 
 	setup();
 	rank("job", 0, 0x1000, 0);	/* on the restored page */

@@ -344,14 +344,15 @@ static void expect_model(const struct hbm_range_set *s, const uint8_t *m, uint64
 }
 
 /*
- * Random adds and removes, of a page mostly and of runs of pages, over
- * @span pages, for @rounds, growing the first half, shrinking the second:
+ * Random adds and removes, of a page mostly and one in @runs of a run of
+ * pages, over @span pages, for @rounds, growing the first half, shrinking
+ * the second:
  * after each, the fresh part of an add, and every @check_every the set
  * against the model (its tree checked whole); every fifth change made to
  * fail at one of its allocations first, which must change nothing.
  * Returns the heights the tree had, a bit each.
  */
-static unsigned long against_a_model(uint64_t span, int rounds, int check_every)
+static unsigned long against_a_model(uint64_t span, int rounds, int runs, int check_every)
 {
 	uint8_t *model = calloc(span, 1);
 	struct hbm_ranges want = { .r = calloc(span, sizeof(struct hbm_range)) };
@@ -373,7 +374,7 @@ static unsigned long against_a_model(uint64_t span, int rounds, int check_every)
 		add = (seed >> 16) % 8 < (round < rounds / 2 ? 6 : 3);	/* grows, then shrinks */
 		first = (seed >> 8) % span;
 		seed = seed * 1103515245 + 12345;
-		nr = (seed >> 16) % 16 ? 1 : 1 + (seed >> 8) % 64;
+		nr = (seed >> 16) % runs ? 1 : 1 + (seed >> 8) % 64;
 		if (first + nr > span)
 			nr = span - first;
 		if (round % 5 == 0) {
@@ -418,7 +419,7 @@ static unsigned long against_a_model(uint64_t span, int rounds, int check_every)
 /* Every change checked against the model, the tree up to two high. */
 START_TEST(ranges_against_a_model)
 {
-	unsigned long heights = against_a_model(4000, 20000, 1);
+	unsigned long heights = against_a_model(4000, 20000, 16, 1);
 
 	ck_assert(heights & (1UL << 2));	/* the tree grew and shrank */
 	ck_assert(heights & (1UL << 1));
@@ -426,14 +427,14 @@ START_TEST(ranges_against_a_model)
 END_TEST
 
 /*
- * Three high (over 255 leaves: some 80000 ranges over 2^20 pages), then
- * shrinking: inner nodes that are not the root split, borrow and merge.
- * Checked against the model every 4000 changes (a check walks the whole
- * span).
+ * Three high (over 255 leaves: some 45000 ranges over 2^18 pages, few runs
+ * that would fill the gaps), then two again: inner nodes that are not the
+ * root split, borrow and merge.  Checked against the model every 4000
+ * changes (a check walks the whole span).
  */
 START_TEST(ranges_against_a_model_three_high)
 {
-	unsigned long heights = against_a_model(1 << 20, 600000, 4000);
+	unsigned long heights = against_a_model(1 << 18, 300000, 256, 4000);
 
 	ck_assert(heights & (1UL << 3));
 	ck_assert(heights & (1UL << 2));
