@@ -56,7 +56,8 @@
  *   PAGES         pages changed state: .event RETIRED, PENDING, FAILED or
  *                 CLEARED; .offset, .length, .state, .source (UE, CE
  *                 threshold, poison, admin, restored), .count; read from a
- *                 table, also .first_seen and .last_seen
+ *                 table, also .first_seen and .last_seen; heard,
+ *                 HBM_FACT_DATA_LOST when the change itself lost their data
  *   ERROR         an error was reported: .severity (CE/UE), .xid (NVIDIA
  *                 Xid; 0 none), .path (how it was heard), .text; .offset
  *                 and .length where the error has an address
@@ -137,6 +138,9 @@ enum hbm_severity {
 					 * source); an extent partly restored, or in
 					 * more states than one, comes as a PAGES per
 					 * part (hbm_state_cover()) */
+#define HBM_FACT_DATA_LOST	0x10	/* PAGES heard: their data lost by this change,
+					 * whatever .source and whether they were bad
+					 * before (a spare that served them failed) */
 
 #define HBM_NO_DEVICE_ID	UINT32_MAX	/* a device the module does not number */
 

@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 #include <syslog.h>
 #include <sys/uio.h>
 #include <systemd/sd-journal.h>
@@ -60,6 +61,18 @@ const char *hbm_journal_source_name(uint32_t source)
  * Return: 0, or -1 for an event type this daemon does not know (logged by
  * the caller as such, never dropped silently).
  */
+/* A page event's pages lost their data by the change itself: said, as an error. */
+static void said_lost(const struct hbm_event_view *ev, struct hbm_journal_entry *out)
+{
+	size_t n = strlen(out->message);
+
+	if (!(ev->aux & HBMGUARD_PAGES_DATA_LOST))
+		return;
+	out->priority = LOG_ERR;
+	snprintf(out->message + n, sizeof(out->message) - n,
+		 "; data lost: the spare that held it failed");
+}
+
 int hbm_journal_describe(const struct hbm_event_view *ev, const char *identity,
 			 struct hbm_journal_entry *out)
 {
@@ -85,6 +98,7 @@ int hbm_journal_describe(const struct hbm_event_view *ev, const char *identity,
 		snprintf(out->message, sizeof(out->message),
 			 "%s: %u page%s retired in 0x%llx+0x%llx (%s)", identity,
 			 ev->count, ev->count == 1 ? "" : "s", off, len, src);
+		said_lost(ev, out);
 		return 0;
 	case HBMGUARD_EVENT_PENDING:
 		out->message_id = ID_PENDING;
@@ -99,6 +113,7 @@ int hbm_journal_describe(const struct hbm_event_view *ev, const char *identity,
 		snprintf(out->message, sizeof(out->message),
 			 "%s: %u page%s could not be bypassed in 0x%llx+0x%llx: no spare left",
 			 identity, ev->count, ev->count == 1 ? "" : "s", off, len);
+		said_lost(ev, out);
 		return 0;
 	case HBMGUARD_EVENT_CLEARED:
 		out->message_id = ID_CLEARED;

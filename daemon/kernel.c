@@ -1103,6 +1103,8 @@ static int on_event(struct nl_msg *msg, void *arg)
 	case HBMGUARD_EVENT_FAILED:
 	case HBMGUARD_EVENT_CLEARED:
 		f.type = HBM_FACT_PAGES;
+		if (f.aux & HBMGUARD_PAGES_DATA_LOST)
+			f.flags |= HBM_FACT_DATA_LOST;
 		break;
 	case HBMGUARD_EVENT_ERROR:
 	case HBMGUARD_EVENT_DEVICE_ERROR:

@@ -877,26 +877,38 @@ static bool destroys_data(uint32_t state, uint32_t source)
 	       (source == HBMGUARD_SOURCE_UE || source == HBMGUARD_SOURCE_POISON);
 }
 
+/* How a loss of data was learnt. */
+enum loss {
+	LOSS_HEARD,	/* an event: the pages retired or failed for a UE */
+	LOSS_UNHEARD,	/* a table read after events were lost */
+	LOSS_AGAIN,	/* an event that says the change lost the data */
+};
+
 /*
  * Pages of device @id lost their data: each part not seen before opens the
  * recovery of the jobs on it, once, whether an event told of it or a dump
- * after events were lost (@unheard).
+ * after events were lost.  A loss the module says is this change's own
+ * (the spare that held them failed) opens it for them all, seen or not:
+ * pages lost before by a UE, their data restored since, lost again.
  */
 static void lost_pages(struct daemon *d, uint32_t id, const char *identity,
-		       uint64_t offset, uint64_t length, bool unheard)
+		       uint64_t offset, uint64_t length, enum loss how)
 {
 	struct hbm_ranges fresh = { 0 };
 	size_t i;
 
 	if (id >= HBMGUARD_MAX_DEVICES || !identity[0])
 		return;
-	if (hbm_range_set_add(&d->seen[id], offset, length, &fresh)) {
+	if (hbm_range_set_add(&d->seen[id], offset, length, &fresh) || how == LOSS_AGAIN) {
+		if (how == LOSS_AGAIN)
+			fprintf(stderr, "<4>hbmguardd: %s: data lost at 0x%" PRIx64 "+0x%" PRIx64
+				": the spare that held it failed\n", identity, offset, length);
 		recovery_on_lost_data(d, identity, offset, length);
 		hbm_ranges_free(&fresh);
 		return;
 	}
 	for (i = 0; i < fresh.nr; i++) {
-		if (unheard)
+		if (how == LOSS_UNHEARD)
 			fprintf(stderr, "<4>hbmguardd: %s: data lost at 0x%" PRIx64 "+0x%" PRIx64
 				" while events were lost\n", identity,
 				fresh.r[i].offset, fresh.r[i].length);
@@ -962,13 +974,16 @@ void recovery_fact(void *arg, const struct hbm_fact *f)
 			    ((f->flags & HBM_FACT_KNOWN) && out_of_service(f->restored)))
 				hbm_range_set_add(&d->seen[id], f->offset, f->length, NULL);
 			else
-				lost_pages(d, id, f->dev.identity, f->offset, f->length, true);
+				lost_pages(d, id, f->dev.identity, f->offset, f->length,
+					   LOSS_UNHEARD);
 		} else if (f->event == HBMGUARD_EVENT_CLEARED) {
 			/* a new error there is news */
 			forget_pages(d, id, f->dev.identity, f->offset, f->length);
+		} else if (f->flags & HBM_FACT_DATA_LOST) {
+			lost_pages(d, id, f->dev.identity, f->offset, f->length, LOSS_AGAIN);
 		} else if (destroys_data(hbm_event_page_state(f->event), f->source)) {
 			/* Data lost under a rank: its job's recovery starts. */
-			lost_pages(d, id, f->dev.identity, f->offset, f->length, false);
+			lost_pages(d, id, f->dev.identity, f->offset, f->length, LOSS_HEARD);
 		}
 		break;
 	case HBM_FACT_ERROR:

@@ -543,16 +543,20 @@ static void device_change_made(struct hbm_device *dev, const struct hbm_result *
 	}
 }
 
-/* What changed told; device lock held, so events come in order. */
+/*
+ * What changed told, each page event with @flags (HBMGUARD_PAGES_*); device
+ * lock held, so events come in order.
+ */
 static void device_change_told(struct hbm_device *dev, const struct hbm_result *res,
-			       u64 offset, u64 length, u8 source, u32 old_health)
+			       u64 offset, u64 length, u8 source, u32 flags,
+			       u32 old_health)
 {
 	unsigned int i;
 
 	for (i = 0; i < ARRAY_SIZE(result_kinds); i++)
 		if (result_count(res, i))
 			hbm_event(result_kinds[i].type, dev->id, offset, length,
-				  source, 0, result_count(res, i), 0);
+				  source, 0, result_count(res, i), flags);
 	device_health_event(dev, old_health);
 }
 
@@ -560,7 +564,7 @@ static void device_changed(struct hbm_device *dev, const struct hbm_result *res,
 			   u64 offset, u64 length, u8 source, u32 old_health)
 {
 	device_change_made(dev, res, offset, length);
-	device_change_told(dev, res, offset, length, source, old_health);
+	device_change_told(dev, res, offset, length, source, 0, old_health);
 }
 
 static u32 now_seconds(void)
@@ -591,7 +595,7 @@ int hbm_device_report(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 	};
 	struct hbm_result res = {};
 	struct hbm_extent e;
-	u32 old_health, page, served;
+	u32 old_health, page, served, flags = 0;
 	u8 why;
 	int err;
 
@@ -616,18 +620,21 @@ int hbm_device_report(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 			 * The failed spare held the page's data: it is lost
 			 * whatever the error (the aperture would refill the
 			 * new spare from the page retired long ago), and the
-			 * page's event says why, so that recovery starts.
+			 * page's event says so, so that recovery starts again
+			 * for a page its listeners knew bad (lost before, by
+			 * a UE) or whose source destroyed nothing (CE).
 			 */
 			if (dev->backed)
 				xa_store(&dev->lost, served, xa_mk_value(1), GFP_KERNEL);
 			why = source_of[kind];
+			flags = HBMGUARD_PAGES_DATA_LOST;
 		}
 		device_change_made(dev, &res, (u64)served << dev->page_shift,
 				   1ULL << dev->page_shift);
 		hbm_event(HBMGUARD_EVENT_ERROR, dev->id, offset, 1, e.source,
 			  kind, count, path);
 		device_change_told(dev, &res, (u64)served << dev->page_shift,
-				   1ULL << dev->page_shift, why, old_health);
+				   1ULL << dev->page_shift, why, flags, old_health);
 	}
 	mutex_unlock(&dev->lock);
 	return err;

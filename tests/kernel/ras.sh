@@ -163,8 +163,8 @@ check "spares: uncorrectable error in spare 0" 'hbmctl inject spr ue 0x3ffc000'
 wait
 check "spares: the error event names the spare" \
 	"grep -q \"^event type=1 .* dev=$sid offset=0x3ffc000 .*state=2 count=1 aux=0$\" /tmp/spare.events"
-check "spares: the page is retired again, for a UE" \
-	"grep -q \"^event type=2 .* dev=$sid offset=0x1000 length=0x1000 source=1 .*count=1 \" /tmp/spare.events"
+check "spares: the page is retired again, for a UE, its data said lost (aux 1)" \
+	"grep -q \"^event type=2 .* dev=$sid offset=0x1000 length=0x1000 source=1 .*count=1 aux=1$\" /tmp/spare.events"
 check "spares: its page moved to spare 1" 'hbmctl translate spr 0x1000 | grep -q "^0x1000 -> 0x3ffd000 (retired)"'
 check "spares: poison in free spare 2" 'hbmctl inject spr poison 0x3ffe010'
 check "spares: the next retirement skips it" \
@@ -174,6 +174,12 @@ check "spares: a bad spare's errors still count" 'hbmctl inject spr ce 0x3ffe000
 check "spares: netlink counts" "hbmnl devices | grep -q \"^device $sid spr .* failed=1 .* ce=7 ue=2 spare_bad=2 \""
 check "spares: hbmctl shows none free" 'hbmctl devices | grep -q "^$sid *spr .* 0/4 "'
 check "spares: GET_DEVICE counts" 'hbmctl --json devices | grep -q "\"name\":\"spr\".*\"spare_used\":2,\"spare_bad\":2,"'
+hbmnl listen 2 5000 >/tmp/spare.events &
+wait_for /tmp/spare.events listening
+check "spares: a CE burst in spare 1, which serves 0x1000" 'hbmctl inject spr ce 0x3ffd000 50'
+wait
+check "spares: none left, 0x1000 failed, its data said lost though a CE" \
+	"grep -q \"^event type=4 .* dev=$sid offset=0x1000 length=0x1000 source=2 .*count=1 aux=1$\" /tmp/spare.events"
 check "spares: beyond the device refused" '! hbmctl inject spr ue 0x4000000 2>/dev/null'
 check "spares: device destroyed" "hbmctl sim-destroy spr"
 

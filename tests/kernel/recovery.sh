@@ -338,6 +338,42 @@ wait $a
 hbmctl sim-destroy $fid
 fi
 
+# A page a UE lost under a rank, recovered; then the spare serving it fails
+# (an error at the spare's address): the page moves to another spare, its
+# data lost with the failed one, and the job recovers again though the page
+# was seen; after a restart too, the page restored as old news.
+mid=$(hbmctl sim-create spared 64M spares=4)
+wait_for /tmp/rd.log "sim:spared: device added"
+# spare_of PAGE: the spare serving PAGE, as hbmctl translate gives it
+spare_of() { hbmctl translate spared $1 | sed -n "s/^$1 -> \(0x[0-9a-f]*\) (retired)$/\1/p"; }
+# lost_again WHAT COUNT: a rank of jobM on the device; the spare serving
+# 0x5000 fails; its COUNTth recovery of 0x5000 resumes.
+lost_again() {
+	rank jobM 0 1 sim:spared
+	a=$rpid
+	n=$2
+	hbmctl inject spared ue $(spare_of 0x5000)
+	eventually "$1: recovered again" \
+		'[ $(ctl incidents | grep -c "job jobM, rank 0, sim:spared at 0x5000+0x1000: resumed$") = $n ]'
+	wait_for /tmp/jobM.0 "^request resume"
+	kill $a 2>/dev/null
+	wait $a
+}
+rank jobM 0 1 sim:spared
+a=$rpid
+hbmctl inject spared ue 0x5000
+exited $a
+check "a UE under a rank: recovered" '[ $st = 0 ] && [ -n "$(spare_of 0x5000)" ]'
+s0=$(spare_of 0x5000)
+lost_again "its spare failed" 2
+check "... said so" 'grep -q "sim:spared: data lost at 0x5000+0x1000: the spare that held it failed" /tmp/rd.log'
+check "... the page on another spare" '[ -n "$(spare_of 0x5000)" ] && [ "$(spare_of 0x5000)" != $s0 ]'
+kill $daemon
+wait $daemon 2>/dev/null
+start_daemon
+lost_again "after a restart, its next spare failed" 3
+hbmctl sim-destroy $mid
+
 kill $daemon
 wait $daemon 2>/dev/null
 check "unload" 'rmmod hbmguard'

@@ -81,6 +81,17 @@ START_TEST(priorities_and_text)
 	hbm_journal_describe(&ev, "g", &e);
 	ck_assert_int_eq(e.priority, LOG_INFO);	/* a restore is no news */
 	ck_assert_str_eq(e.message, "g: 2 pages retired in 0x1000+0x2000 (restored)");
+	/* moved off a spare that failed: its data went with it */
+	ev = (struct hbm_event_view){ .type = HBMGUARD_EVENT_RETIRED, .aux = HBMGUARD_PAGES_DATA_LOST,
+		.source = HBMGUARD_SOURCE_CE_THRESHOLD, .count = 1, .offset = 0x1000, .length = 0x1000 };
+	hbm_journal_describe(&ev, "g", &e);
+	ck_assert_int_eq(e.priority, LOG_ERR);
+	ck_assert_str_eq(e.message, "g: 1 page retired in 0x1000+0x1000 (ce-threshold);"
+			 " data lost: the spare that held it failed");
+	ev.type = HBMGUARD_EVENT_FAILED;
+	hbm_journal_describe(&ev, "g", &e);
+	ck_assert_str_eq(e.message, "g: 1 page could not be bypassed in 0x1000+0x1000: no spare left;"
+			 " data lost: the spare that held it failed");
 
 	/*
 	 * A GPU device's values (issue 13): a reset its driver waits for is

@@ -366,6 +366,16 @@ static void answer(struct client *c, uint64_t incident, uint32_t a)
 	ck_assert_int_eq(recovery_answer(d, c, &x), 0);
 }
 
+/* Incident @incident of ranks @a and @b through to RESUMED. */
+static void resume(struct client *a, struct client *b, uint64_t incident)
+{
+	answer(a, incident, HBM_ANSWER_PAUSED);
+	answer(b, incident, HBM_ANSWER_PAUSED);
+	answer(a, incident, HBM_ANSWER_RESTORED);
+	answer(b, incident, HBM_ANSWER_RESTORED);
+	ck_assert_uint_eq(d->incidents[incident - 1].info.state, HBM_INCIDENT_RESUMED);
+}
+
 /*
  * A GPU's UE without an address: an incident for every job with a rank on
  * that GPU, whatever pages the rank named; a correctable Xid, or one of
@@ -470,6 +480,62 @@ START_TEST(restored_loss_is_no_news)
 	recovery_fact(d, &seen);
 	recovery_fact(d, &page);
 	ck_assert_uint_eq(d->nr_incidents, 1);
+	cleanup();
+}
+END_TEST
+
+/*
+ * The spare serving a page failed: the page moved to another spare (or
+ * FAILED), and the module says its data was lost with it.  The page was
+ * seen (a UE lost it before, or it was restored as a UE page, old news),
+ * or retired for correctable errors (no loss of its own): its recovery
+ * starts all the same, each time.
+ */
+START_TEST(spare_failed_loses_data_again)
+{
+	struct hbm_fact seen = table_added, restored = restored_ue_page;
+	struct hbm_fact ue = { .type = HBM_FACT_PAGES, .origin = HBM_FROM_KERNEL,
+			       .event = HBMGUARD_EVENT_RETIRED, .source = HBMGUARD_SOURCE_UE,
+			       .dev = { .id = 1, .identity = "dev" },
+			       .offset = 0x1000, .length = 0x1000, .count = 1 };
+	struct hbm_fact moved = ue;
+	struct client *a, *b;
+
+	setup();
+	a = rank("job", 0, 0x1000, 0);
+	b = rank("job", 1, 0x2000, 0);
+	recovery_fact(d, &ue);
+	ck_assert_uint_eq(d->nr_incidents, 1);
+	resume(a, b, 1);
+	recovery_fact(d, &ue);		/* the same loss told again: seen */
+	ck_assert_uint_eq(d->nr_incidents, 1);
+	moved.flags = HBM_FACT_DATA_LOST;
+	recovery_fact(d, &moved);
+	ck_assert_uint_eq(d->nr_incidents, 2);
+	ck_assert_uint_eq(d->incidents[1].info.offset, 0x1000);
+	ck_assert_uint_eq(d->incidents[1].info.failed_rank, 0);
+	resume(a, b, 2);
+	/* restored as a UE page, then its spare failed with none left */
+	recovery_fact(d, &seen);
+	restored.offset = 0x2000;
+	recovery_fact(d, &restored);
+	ck_assert_uint_eq(d->nr_incidents, 2);
+	moved.event = HBMGUARD_EVENT_FAILED;
+	moved.offset = 0x2000;
+	recovery_fact(d, &moved);
+	ck_assert_uint_eq(d->nr_incidents, 3);
+	ck_assert_uint_eq(d->incidents[2].info.failed_rank, 1);
+	resume(a, b, 3);
+	/* retired for correctable errors, then its spare failed */
+	recovery_fact(d, &seen);
+	ue.source = HBMGUARD_SOURCE_CE_THRESHOLD;
+	recovery_fact(d, &ue);
+	ck_assert_uint_eq(d->nr_incidents, 3);
+	moved = ue;
+	moved.flags = HBM_FACT_DATA_LOST;
+	recovery_fact(d, &moved);
+	ck_assert_uint_eq(d->nr_incidents, 4);
+	ck_assert_uint_eq(d->incidents[3].info.failed_rank, 0);
 	cleanup();
 }
 END_TEST
@@ -840,6 +906,7 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, device_error_restores_and_forgets);
 	tcase_add_test(tc, restored_loss_is_no_news);
 	tcase_add_test(tc, restored_retired_or_failed_alike);
+	tcase_add_test(tc, spare_failed_loses_data_again);
 	tcase_add_test(tc, restored_part_of_an_extent_only_is_known);
 	tcase_add_test(tc, job_across_nodes);
 	tcase_add_test(tc, incident_of_another_node);

@@ -22,6 +22,13 @@
  * RETIRED	bypassed: spare_offset serves it
  * FAILED	could not be bypassed: the spare pool was exhausted
  *
+ * A spare fails like any HBM (an error at its offset): a free one leaves
+ * the pool; one serving a page takes the page's data with it, and the page
+ * moves to another spare (RETIRED again) or, with none left, to FAILED.
+ * That page's event carries HBMGUARD_PAGES_DATA_LOST in aux: its data is
+ * lost now, though the page was out of service before and its source may
+ * say nothing destroyed data (a page retired for correctable errors).
+ *
  * An uncorrectable error or poison retires its page at once.  Correctable
  * errors fill a per-page leaky bucket; the page is retired when the bucket
  * holds ce_threshold errors.  The bucket drains one whole error every
@@ -630,7 +637,9 @@ enum hbmguard_event_type {
  * @state: ERROR: enum hbmguard_error_kind; HEALTH: new health;
  *	DEVICE_ERROR: the Xid
  * @count: pages changed; ERROR: errors; OVERFLOW: records lost
- * @aux: HEALTH: previous health; ERROR, DEVICE_ERROR: enum hbmguard_path
+ * @aux: HEALTH: previous health; ERROR, DEVICE_ERROR: enum hbmguard_path;
+ *	RETIRED, FAILED: HBMGUARD_PAGES_* flags (0 from a module older than
+ *	them; the other bits zero, for flags to come)
  * @reserved: zero
  */
 struct hbmguard_event {
@@ -646,6 +655,12 @@ struct hbmguard_event {
 	__u32 aux;
 	__u64 reserved;
 };
+/*
+ * The pages' data was lost by this change: the spare that held it failed
+ * (see PAGE STATES).  A listener that recovers lost data does so again,
+ * whatever the event's source and whether it knew the pages bad before.
+ */
+#define HBMGUARD_PAGES_DATA_LOST	(1U << 0)
 
 /*
  * THE MAPPED TRANSLATION TABLE
