@@ -204,6 +204,54 @@ START_TEST(ranges_add_in_order)
 }
 END_TEST
 
+#define PAGE		0x1000ULL
+
+/*
+ * Inner nodes that are not the root borrow and merge: two full subtrees
+ * under the root (appended in order, as a table read packs them), the
+ * first emptied from its start a range at a time.  Its leaves merge until
+ * it holds less than half, and it takes leaves from the second (which lost
+ * none of its own ranges), then merges with it: the height falls.
+ */
+START_TEST(ranges_inner_nodes_borrow_then_merge)
+{
+	const uint64_t full = (uint64_t)HBM_RANGE_NODE_MAX * HBM_RANGE_NODE_MAX;
+	struct hbm_range_set s = { 0 };
+	struct hbm_range_node *second;
+	struct hbm_ranges got;
+	uint64_t i, lent_at = 0;
+
+	for (i = 0; i < 2 * full; i++)
+		ck_assert_int_eq(hbm_range_set_add(&s, 2 * i * PAGE, PAGE, NULL), 0);
+	ck_assert_uint_eq(s.height, 3);
+	ck_assert_uint_eq(s.root->nr, 2);
+	second = s.root->e[1].c.child;
+	ck_assert_uint_eq(s.root->e[0].c.child->nr, HBM_RANGE_NODE_MAX);
+	ck_assert_uint_eq(second->nr, HBM_RANGE_NODE_MAX);
+	for (i = 0; i < full && s.height == 3; i++) {
+		ck_assert_int_eq(hbm_range_set_remove(&s, 2 * i * PAGE, PAGE), 0);
+		if (!lent_at && s.height == 3 && second->nr < HBM_RANGE_NODE_MAX) {
+			lent_at = i + 1;
+			/* the first took leaves, and stays the first */
+			ck_assert_uint_eq(s.root->nr, 2);
+			ck_assert_ptr_eq(s.root->e[1].c.child, second);
+			ck_assert_uint_ge(s.root->e[0].c.child->nr, HBM_RANGE_NODE_MAX / 2);
+			set_ranges(&s, &got);	/* the tree checked whole */
+			ck_assert_uint_eq(got.nr, 2 * full - lent_at);
+			hbm_ranges_free(&got);
+		}
+	}
+	ck_assert_uint_gt(lent_at, 0);
+	ck_assert_uint_eq(s.height, 2);		/* merged: the root's one child went up */
+	ck_assert_uint_gt(i, lent_at);
+	set_ranges(&s, &got);
+	ck_assert_uint_eq(got.nr, 2 * full - i);
+	ck_assert_uint_eq(got.r[0].offset, 2 * i * PAGE);
+	hbm_ranges_free(&got);
+	hbm_range_set_free(&s);
+}
+END_TEST
+
 START_TEST(ranges_remove)
 {
 	struct hbm_range_set s = { 0 };
@@ -297,8 +345,7 @@ START_TEST(ranges_remove_around_when_no_split_can_be_had)
 }
 END_TEST
 
-/* The model: a byte a page of 4 KiB, over the span of a test. */
-#define PAGE		0x1000ULL
+/* The model: a byte a page, over the span of a test. */
 
 static void model_set(uint8_t *m, uint64_t first, uint64_t nr, bool on)
 {
@@ -350,16 +397,21 @@ static void expect_model(const struct hbm_range_set *s, const uint8_t *m, uint64
  * after each, the fresh part of an add, and every @check_every the set
  * against the model (its tree checked whole); every fifth change made to
  * fail at one of its allocations first, which must change nothing.
- * Returns the heights the tree had, a bit each.
+ * The heights the tree grew to and fell to, a bit each.
  */
-static unsigned long against_a_model(uint64_t span, int rounds, int runs, int check_every)
+struct heights {
+	unsigned long grew_to, fell_to;
+};
+
+static struct heights against_a_model(uint64_t span, int rounds, int runs, int check_every)
 {
 	uint8_t *model = calloc(span, 1);
 	struct hbm_ranges want = { .r = calloc(span, sizeof(struct hbm_range)) };
 	struct hbm_ranges fresh = { 0 };
 	struct hbm_range_set s = { 0 };
-	unsigned long failed = 0, heights = 0;
-	uint32_t seed = 12345;
+	struct heights heights = { 0 };
+	unsigned long failed = 0;
+	uint32_t seed = 12345, height = 0;
 	int round, err;
 
 	ck_assert_ptr_nonnull(model);
@@ -407,7 +459,11 @@ static unsigned long against_a_model(uint64_t span, int rounds, int runs, int ch
 		model_set(model, first, nr, add);
 		if (check)
 			expect_model(&s, model, span, &want);
-		heights |= 1UL << s.height;
+		if (s.height > height)
+			heights.grew_to |= 1UL << s.height;
+		else if (s.height < height)
+			heights.fell_to |= 1UL << s.height;
+		height = s.height;
 	}
 	ck_assert_uint_gt(failed, rounds / 200);	/* the failures were tried */
 	hbm_range_set_free(&s);
@@ -419,25 +475,26 @@ static unsigned long against_a_model(uint64_t span, int rounds, int runs, int ch
 /* Every change checked against the model, the tree up to two high. */
 START_TEST(ranges_against_a_model)
 {
-	unsigned long heights = against_a_model(4000, 20000, 16, 1);
+	struct heights h = against_a_model(4000, 20000, 16, 1);
 
-	ck_assert(heights & (1UL << 2));	/* the tree grew and shrank */
-	ck_assert(heights & (1UL << 1));
+	ck_assert(h.grew_to & (1UL << 2));	/* the tree grew and shrank */
+	ck_assert(h.fell_to & (1UL << 1));
 }
 END_TEST
 
 /*
  * Three high (over 255 leaves: some 45000 ranges over 2^18 pages, few runs
  * that would fill the gaps), then two again: inner nodes that are not the
- * root split, borrow and merge.  Checked against the model every 4000
- * changes (a check walks the whole span).
+ * root split and merge (that they borrow, ranges_inner_nodes_borrow_then_merge
+ * shows).  Checked against the model every 4000 changes (a check walks the
+ * whole span).
  */
 START_TEST(ranges_against_a_model_three_high)
 {
-	unsigned long heights = against_a_model(1 << 18, 300000, 256, 4000);
+	struct heights h = against_a_model(1 << 18, 300000, 256, 4000);
 
-	ck_assert(heights & (1UL << 3));
-	ck_assert(heights & (1UL << 2));
+	ck_assert(h.grew_to & (1UL << 3));
+	ck_assert(h.fell_to & (1UL << 2));	/* a merge below the root */
 }
 END_TEST
 
@@ -450,6 +507,7 @@ Suite *seen_suite(void)
 	tcase_add_test(tc, seq_dropped_once);
 	tcase_add_test(tc, ranges_add);
 	tcase_add_test(tc, ranges_add_in_order);
+	tcase_add_test(tc, ranges_inner_nodes_borrow_then_merge);
 	tcase_add_test(tc, ranges_remove);
 	tcase_add_test(tc, ranges_change_in_the_middle_moves_little);
 	tcase_add_test(tc, ranges_remove_around_when_no_split_can_be_had);
