@@ -595,31 +595,6 @@ static int save(struct hbm_store *s, const struct device *dev,
 }
 
 /*
- * The stored pages of the device being read, back into its source's
- * table.  Its kind first, from its source's list (a DEVICE_SEEN's
- * .dev.kind is the core's enum hbm_device_kind, which does not tell the
- * module's kinds apart): a GPU's pages keep their source DRIVER
- * (hbm_state_restore_record()).  Without the list they still go back.
- */
-static void restore_read(struct hbm_store *s, struct table_read *r)
-{
-	struct device_list *l = r->stored.nr ? calloc(1, sizeof(*l)) : NULL;
-	const struct device *listed = NULL;
-	int err = l ? core_devices(s->core, l) : -ENOMEM;
-
-	if (!err)
-		listed = core_find(l, r->dev.identity);
-	if (listed && listed->id == r->dev.id)
-		r->dev.kind = listed->kind;
-	else if (r->stored.nr)
-		fprintf(stderr, "<4>hbmguardd: %s: its kind unknown (%s): pages stored with"
-			" source driver restored as restored\n", r->dev.identity,
-			err ? strerror(-err) : "not listed");
-	free(l);
-	core_restore(s->core, &r->dev, &r->stored);
-}
-
-/*
  * A device seen: its stored pages back into the kernel (when the daemon
  * starts, or the table is new), then its table as its source reads it,
  * PAGES by PAGES, saved as one at its TABLE_READ.
@@ -628,15 +603,23 @@ static void read_begin(struct hbm_store *s, const struct hbm_fact *f)
 {
 	struct table_read *r = &s->reading;
 
+	/*
+	 * Its kind as the module's: a GPU or not is what the kernel link's
+	 * DEVICE_SEEN tells (HBM_DEVICE_GPU for HBMGUARD_KIND_GPU, from the
+	 * device list it just read), and all a restore needs: a GPU's pages
+	 * keep their source DRIVER (hbm_state_restore_record()); 0 another.
+	 */
 	*r = (struct table_read){ .active = true, .sync = f->sync,
 				  .dev = { .id = f->dev.id, .page_size = f->dev.page_size,
-					   .size = f->dev.size } };
+					   .size = f->dev.size,
+					   .kind = f->dev.kind == HBM_DEVICE_GPU ?
+						   HBMGUARD_KIND_GPU : 0 } };
 	s->saves[f->dev.id].page_size = f->dev.page_size;
 	snprintf(r->dev.identity, sizeof(r->dev.identity), "%s", f->dev.identity);
 	if (load_stored(s, &r->dev, &r->stored))
 		r->failed = true;	/* not saved without it: retried, save() */
 	else if (f->sync == HBM_SYNC_START || f->sync == HBM_SYNC_ADDED)
-		restore_read(s, r);
+		core_restore(s->core, &r->dev, &r->stored);
 }
 
 static void read_page(struct hbm_store *s, const struct hbm_fact *f)
@@ -703,7 +686,7 @@ static void read_end(struct hbm_store *s, const struct hbm_fact *f)
 		if (r->sync == HBM_SYNC_RESYNC && kernel_lacks(&r->table, &r->stored)) {
 			fprintf(stderr, "<4>hbmguardd: %s lacks stored pages: it came back unheard\n",
 				r->dev.identity);
-			restore_read(s, r);
+			core_restore(s->core, &r->dev, &r->stored);
 		}
 		if ((!r->table.nr && r->dev.id < HBMGUARD_MAX_DEVICES &&
 		     file_is_union(s, &r->dev, &r->stored)) ||
