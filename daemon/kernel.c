@@ -256,6 +256,30 @@ static int packed_fill(struct packed_msg *m, const struct hbm_state *s, size_t f
 	return 0;
 }
 
+/*
+ * Records [@from, @end) of @s did not reach the table (refused, or their
+ * request failed): they cover nothing of its read (hbm_state_cover()), so
+ * that a page retired there since is news.  A request that failed part way
+ * may have applied some: taken as news too, a recovery in doubt rather
+ * than a loss missed.  Without memory for the mark, nothing restored is
+ * known.
+ */
+static void unsent(struct hbm_kernel *k, const struct hbm_state *s, size_t from, size_t end)
+{
+	if (!k->restored)
+		return;
+	if (!k->unsent)
+		k->unsent = calloc((s->nr + 63) / 64, sizeof(*k->unsent));
+	if (!k->unsent) {
+		fprintf(stderr, "<3>hbmguardd: no memory to mark stored extents not restored:"
+			" none taken as known\n");
+		k->restored = NULL;
+		return;
+	}
+	for (; from < end; from++)
+		k->unsent[from / 64] |= 1ULL << (from % 64);
+}
+
 /* Stored extents refused one by one said each, up to this many a restore. */
 #define REFUSED_SAID 8
 
@@ -281,6 +305,8 @@ static int restore_packed(struct hbm_kernel *k, const struct device *dev, struct
 		err2 = restore_packed(k, dev, m, s, half, end, refused);
 		return err ? err : err2;
 	}
+	if (err)
+		unsent(k, s, from, end);
 	if (err && end - from == 1 && ++*refused <= REFUSED_SAID)
 		fprintf(stderr, "<4>hbmguardd: stored extent 0x%" PRIx64 "+0x%" PRIx64
 			" of %s refused by the module: %s: not restored%s\n",
@@ -306,8 +332,10 @@ static int restore(struct hbm_kernel *k, const struct device *dev,
 	struct packed_msg m = { 0 };
 	int first_err = 0;
 
-	if (k->packed && s->nr && packed_msg_init(k, dev, &m))
+	if (k->packed && s->nr && packed_msg_init(k, dev, &m)) {
+		unsent(k, s, 0, s->nr);
 		return -ENOMEM;
+	}
 	while (k->packed && i < s->nr) {
 		size_t end = s->nr - i < per_request ? s->nr : i + per_request;
 		int err = restore_packed(k, dev, &m, s, i, end, &refused);
@@ -328,15 +356,19 @@ static int restore(struct hbm_kernel *k, const struct device *dev,
 
 		if (!msg || nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev->id)) {
 			nlmsg_free(msg);
+			unsent(k, s, i, s->nr);
 			return -ENOMEM;
 		}
 		while (i < s->nr && put_extent(msg, &s->records[i]))
 			i++;
 		if (i == first) {	/* cannot be: one extent is some 40 bytes */
 			nlmsg_free(msg);
+			unsent(k, s, i, s->nr);
 			return -EMSGSIZE;
 		}
 		err = transact(k, msg, NULL, NULL);
+		if (err)
+			unsent(k, s, first, i);
 		if (err && !first_err)
 			first_err = err;
 	}
@@ -474,6 +506,8 @@ static void restore_stored(void *ctx, const struct device *dev,
 	 * turn): what it has of these is no news.  @stored is the store's,
 	 * kept until that read's TABLE_READ, after which this is forgotten.
 	 */
+	free(k->unsent);
+	k->unsent = NULL;
 	k->restored = stored;
 	k->restored_id = dev->id;
 	err = restore(k, dev, stored);
@@ -826,7 +860,8 @@ static int fact_extent(struct nl_msg *msg, void *arg)
 	}
 	for (at = r.offset, end = r.offset + r.length; at < end; at += w->f.length) {
 		w->f.offset = at;
-		w->f.length = hbm_state_cover(w->restored, &w->j, at, end, &restored);
+		w->f.length = hbm_state_cover(w->restored, w->k->unsent, &w->j, at, end,
+					      &restored);
 		w->f.restored = restored;
 		w->f.flags = HBM_FACT_UNHEARD | (restored ? HBM_FACT_KNOWN : 0);
 		w->k->link.fact(w->k->link.core, &w->f);
@@ -869,6 +904,8 @@ static int table_facts(struct hbm_kernel *k, const struct device *dev, enum hbm_
 	};
 	k->link.fact(k->link.core, &f);
 	k->restored = NULL;	/* the store lets it go at TABLE_READ */
+	free(k->unsent);
+	k->unsent = NULL;
 	return err;
 }
 
@@ -1365,4 +1402,6 @@ void kernel_stop(struct hbm_kernel *k)
 	nl_socket_free(k->events);
 	nl_socket_free(k->dump);
 	nl_socket_free(k->req);
+	free(k->unsent);
+	k->unsent = NULL;
 }

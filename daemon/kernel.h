@@ -32,6 +32,7 @@ struct hbm_kernel {
 	/* what was restored into a device whose table is being read (its store's) */
 	const struct hbm_state *restored;
 	uint32_t restored_id;
+	uint64_t *unsent;		/* a bit per record of it not restored; NULL: none */
 };
 
 extern const struct hbm_source_ops kernel_ops;

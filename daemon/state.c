@@ -589,9 +589,17 @@ struct hbm_state_count hbm_state_count(const struct hbm_state *s)
 	return c;
 }
 
+/* Whether record @i of a restore reached the table: not in @unsent (NULL: all did). */
+static bool record_sent(const uint64_t *unsent, size_t i)
+{
+	return !unsent || !(unsent[i / 64] >> (i % 64) & 1);
+}
+
 /**
  * hbm_state_cover() - the part of a table read's extent that @s has one way
  * @s: the records restored (sorted, apart)
+ * @unsent: a bit per record of @s the restore did not get into the table
+ *	(refused, or its request failed), which covers nothing; NULL: none
  * @j: where a sorted walk of the table is in them (0 at its start)
  * @offset: where the part starts, inside the extent
  * @end: where the extent ends
@@ -605,16 +613,19 @@ struct hbm_state_count hbm_state_count(const struct hbm_state *s)
  * RETIRED, bypassed now that a spare is free): each part is said apart, so
  * that the store keeps what is news to the file (its state differs) and
  * recovery what is news to it (data lost where nothing restored said so).
+ * A record that did not reach the table says nothing of what is there: a
+ * page retired there since is news.
  *
  * Return: the part's length, from @offset, at most to @end.
  */
-uint64_t hbm_state_cover(const struct hbm_state *s, size_t *j, uint64_t offset, uint64_t end,
-			 uint8_t *state)
+uint64_t hbm_state_cover(const struct hbm_state *s, const uint64_t *unsent, size_t *j,
+			 uint64_t offset, uint64_t end, uint8_t *state)
 {
 	uint64_t at = offset;
 	size_t i;
 
-	while (*j < s->nr && s->records[*j].offset + s->records[*j].length <= offset)
+	while (*j < s->nr && (s->records[*j].offset + s->records[*j].length <= offset ||
+			      !record_sent(unsent, *j)))
 		(*j)++;
 	if (*j == s->nr || s->records[*j].offset > offset) {
 		*state = HBMGUARD_STATE_CLEAN;
@@ -623,7 +634,7 @@ uint64_t hbm_state_cover(const struct hbm_state *s, size_t *j, uint64_t offset, 
 	}
 	*state = s->records[*j].state;
 	for (i = *j; i < s->nr && at < end && s->records[i].offset <= at &&
-	     s->records[i].state == *state; i++)
+	     s->records[i].state == *state && record_sent(unsent, i); i++)
 		at = s->records[i].offset + s->records[i].length;
 	return (at < end ? at : end) - offset;
 }

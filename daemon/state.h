@@ -164,8 +164,8 @@ int hbm_state_decode(const uint8_t *buf, size_t len, uint64_t max_pages,
 		     struct hbm_state *out, struct hbm_state_damage *damage);
 void hbm_state_free(struct hbm_state *s);
 struct hbm_state_count hbm_state_count(const struct hbm_state *s);
-uint64_t hbm_state_cover(const struct hbm_state *s, size_t *j, uint64_t offset, uint64_t end,
-			 uint8_t *state);
+uint64_t hbm_state_cover(const struct hbm_state *s, const uint64_t *unsent, size_t *j,
+			 uint64_t offset, uint64_t end, uint8_t *state);
 
 struct hbmguard_restore_record;
 void hbm_state_restore_record(const struct hbm_state_record *r, int gpu,

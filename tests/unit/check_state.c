@@ -1010,7 +1010,7 @@ static void expect_cover(const struct hbm_state *s, size_t *j, uint64_t offset, 
 {
 	uint8_t got;
 
-	ck_assert_uint_eq(hbm_state_cover(s, j, offset, end, &got), length);
+	ck_assert_uint_eq(hbm_state_cover(s, NULL, j, offset, end, &got), length);
 	ck_assert_uint_eq(got, state);
 }
 
@@ -1049,6 +1049,40 @@ START_TEST(cover_part_by_part)
 	/* an extent before the records it reaches into */
 	expect_cover(&s, &j, 0x5000, 0x7000, 0x1000, HBMGUARD_STATE_CLEAN);
 	expect_cover(&s, &j, 0x6000, 0x7000, 0x1000, HBMGUARD_STATE_FAILED);
+}
+END_TEST
+
+/*
+ * Records the restore did not get into the table (refused, their request
+ * failed) cover nothing: pages retired there since, in the state stored,
+ * are news.
+ */
+START_TEST(cover_not_by_records_unsent)
+{
+	struct hbm_state_record r[] = {
+		{ .offset = 0x0000, .length = 0x1000, .state = HBMGUARD_STATE_RETIRED },
+		{ .offset = 0x1000, .length = 0x1000, .state = HBMGUARD_STATE_RETIRED },
+		{ .offset = 0x2000, .length = 0x1000, .state = HBMGUARD_STATE_RETIRED },
+		{ .offset = 0x5000, .length = 0x1000, .state = HBMGUARD_STATE_RETIRED },
+		{ .offset = 0x6000, .length = 0x1000, .state = HBMGUARD_STATE_RETIRED },
+	};
+	struct hbm_state s = { .records = r, .nr = 5 };
+	uint64_t unsent = 1 << 1 | 1 << 3;	/* records 1 and 3 */
+	uint8_t got;
+	size_t j = 0;
+
+	/* one extent over the three first: sent, not, sent */
+	ck_assert_uint_eq(hbm_state_cover(&s, &unsent, &j, 0x0000, 0x3000, &got), 0x1000);
+	ck_assert_uint_eq(got, HBMGUARD_STATE_RETIRED);
+	ck_assert_uint_eq(hbm_state_cover(&s, &unsent, &j, 0x1000, 0x3000, &got), 0x1000);
+	ck_assert_uint_eq(got, HBMGUARD_STATE_CLEAN);
+	ck_assert_uint_eq(hbm_state_cover(&s, &unsent, &j, 0x2000, 0x3000, &got), 0x1000);
+	ck_assert_uint_eq(got, HBMGUARD_STATE_RETIRED);
+	/* an extent from before the unsent one: clean up to the next sent */
+	ck_assert_uint_eq(hbm_state_cover(&s, &unsent, &j, 0x4000, 0x7000, &got), 0x2000);
+	ck_assert_uint_eq(got, HBMGUARD_STATE_CLEAN);
+	ck_assert_uint_eq(hbm_state_cover(&s, &unsent, &j, 0x6000, 0x7000, &got), 0x1000);
+	ck_assert_uint_eq(got, HBMGUARD_STATE_RETIRED);
 }
 END_TEST
 
@@ -1126,6 +1160,7 @@ Suite *state_suite(void)
 	tcase_add_test(tc, compact_files_cleaned);
 	tcase_add_test(tc, restore_record_kept_or_made_acceptable);
 	tcase_add_test(tc, cover_part_by_part);
+	tcase_add_test(tc, cover_not_by_records_unsent);
 	suite_add_tcase(s, tc);
 	return s;
 }
