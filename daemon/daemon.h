@@ -23,6 +23,12 @@
 #include "incidents.h"
 #include "seen.h"
 
+/*
+ * Seen pages recovery took out with a cleared one for want of memory (the
+ * split it needed), kept to add back: a few at once, in the daemon itself.
+ */
+#define HBM_FORGOTTEN_MAX	8
+
 /* A retry backing off: a second after the first failure, then twice as long up to a minute. */
 #define HBM_RETRY_MAX_S	60
 static inline unsigned int hbm_retry_after_s(unsigned int last)
@@ -61,6 +67,10 @@ struct daemon {
 	/* recovery.c's */
 	int incidents_error;		/* of the last save of the incidents */
 	struct hbm_range_set seen[HBMGUARD_MAX_DEVICES];	/* lost data acted upon */
+	struct {			/* seen pages taken out for want of memory */
+		uint32_t id;
+		struct hbm_range r;	/* length 0: a free slot */
+	} forgotten[HBM_FORGOTTEN_MAX];
 	struct client *ranks;		/* registered training ranks */
 	struct incident *incidents;	/* oldest first */
 	size_t nr_incidents, incidents_cap;

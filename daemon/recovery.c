@@ -885,6 +885,65 @@ enum loss {
 };
 
 /*
+ * Seen pages of device @id taken out around a cleared one (forget_pages())
+ * back into its seen set, as memory allows: still retired, their loss was
+ * acted upon, and a table read after lost events must not take them for
+ * news.  (A new loss there can come only with a spare's failure, which
+ * says so, or after a clear, which drops them from here.)
+ */
+static void forgotten_back(struct daemon *d, uint32_t id)
+{
+	size_t i;
+
+	for (i = 0; i < HBM_FORGOTTEN_MAX; i++)
+		if (d->forgotten[i].r.length && d->forgotten[i].id == id &&
+		    !hbm_range_set_add(&d->seen[id], d->forgotten[i].r.offset,
+				       d->forgotten[i].r.length, NULL))
+			d->forgotten[i].r.length = 0;
+}
+
+/* @r of device @id kept aside to go back into its seen set; said where no slot is free. */
+static void forgotten_keep(struct daemon *d, uint32_t id, const char *identity,
+			   struct hbm_range r)
+{
+	size_t i;
+
+	for (i = 0; r.length && i < HBM_FORGOTTEN_MAX; i++)
+		if (!d->forgotten[i].r.length) {
+			d->forgotten[i].id = id;
+			d->forgotten[i].r = r;
+			return;
+		}
+	if (r.length)
+		fprintf(stderr, "<3>hbmguardd: %s: 0x%" PRIx64 "+0x%" PRIx64 " forgotten as seen:"
+			" a table read after lost events may take it for news\n", identity,
+			r.offset, r.length);
+}
+
+/*
+ * Device @id's forgotten pages in [@offset, @end): cleared (news again when
+ * lost), or the device's table new.  The parts outside stay kept.
+ */
+static void forgotten_drop(struct daemon *d, uint32_t id, const char *identity,
+			   uint64_t offset, uint64_t end)
+{
+	size_t i;
+
+	for (i = 0; i < HBM_FORGOTTEN_MAX; i++) {
+		struct hbm_range r = d->forgotten[i].r;
+		uint64_t r_end = r.offset + r.length;
+
+		if (!r.length || d->forgotten[i].id != id || r.offset >= end || r_end <= offset)
+			continue;
+		d->forgotten[i].r.length = 0;
+		if (r.offset < offset)
+			forgotten_keep(d, id, identity, (struct hbm_range){ r.offset, offset - r.offset });
+		if (r_end > end)
+			forgotten_keep(d, id, identity, (struct hbm_range){ end, r_end - end });
+	}
+}
+
+/*
  * Pages of device @id lost their data: each part not seen before opens the
  * recovery of the jobs on it, once, whether an event told of it or a dump
  * after events were lost.  A loss the module says is this change's own
@@ -899,6 +958,7 @@ static void lost_pages(struct daemon *d, uint32_t id, const char *identity,
 
 	if (id >= HBMGUARD_MAX_DEVICES || !identity[0])
 		return;
+	forgotten_back(d, id);
 	if (hbm_range_set_add(&d->seen[id], offset, length, &fresh) || how == LOSS_AGAIN) {
 		if (how == LOSS_AGAIN)
 			fprintf(stderr, "<4>hbmguardd: %s: data lost at 0x%" PRIx64 "+0x%" PRIx64
@@ -920,19 +980,24 @@ static void lost_pages(struct daemon *d, uint32_t id, const char *identity,
 /*
  * Pages of device @id cleared: out of its seen set, so that a new error
  * there is news.  Where that would split a range and no memory is had,
- * the whole range goes out (a table read after lost events may then take
- * its other pages for news: a recovery raised in doubt, as lost_pages()
- * does when it cannot add), never a cleared page left seen.
+ * the whole range goes out, never a cleared page left seen, and the pages
+ * around it are kept aside to go back (forgotten_back()), so that no table
+ * read takes their loss for news a second time.
  */
 static void forget_pages(struct daemon *d, uint32_t id, const char *identity,
 			 uint64_t offset, uint64_t length)
 {
-	int err = hbm_range_set_remove(&d->seen[id], offset, length);
+	struct hbm_range around[2];
+	int err;
 
+	forgotten_drop(d, id, identity, offset, offset + length);
+	err = hbm_range_set_remove(&d->seen[id], offset, length);
 	if (err == -ENOMEM) {
-		fprintf(stderr, "<3>hbmguardd: %s: no memory to forget 0x%" PRIx64 "+0x%" PRIx64
-			" as seen: the pages around it forgotten too\n", identity, offset, length);
-		hbm_range_set_remove_around(&d->seen[id], offset, length);
+		fprintf(stderr, "<4>hbmguardd: %s: no memory to forget 0x%" PRIx64 "+0x%" PRIx64
+			" as seen: the pages around it kept aside\n", identity, offset, length);
+		hbm_range_set_remove_around(&d->seen[id], offset, length, around);
+		forgotten_keep(d, id, identity, around[0]);
+		forgotten_keep(d, id, identity, around[1]);
 	}
 }
 
@@ -954,11 +1019,14 @@ void recovery_fact(void *arg, const struct hbm_fact *f)
 		return;
 	switch (f->type) {
 	case HBM_FACT_DEVICE_SEEN:
-		if (f->sync == HBM_SYNC_ADDED)	/* a new table: an error there is news */
+		if (f->sync == HBM_SYNC_ADDED) {	/* a new table: an error there is news */
 			hbm_range_set_free(&d->seen[id]);
+			forgotten_drop(d, id, f->dev.identity, 0, UINT64_MAX);
+		}
 		break;
 	case HBM_FACT_DEVICE_GONE:
 		hbm_range_set_free(&d->seen[id]);
+		forgotten_drop(d, id, f->dev.identity, 0, UINT64_MAX);
 		break;
 	case HBM_FACT_PAGES:
 		if (f->flags & HBM_FACT_UNHEARD) {

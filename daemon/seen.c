@@ -571,23 +571,29 @@ int hbm_range_set_remove(struct hbm_range_set *s, uint64_t offset, uint64_t leng
  * @s: the set
  * @offset: the range
  * @length: its length
+ * @around: set to the parts of those ranges outside this one, before it
+ *	and after it (length 0: none)
  *
  * No range is split, so no node is needed: what is left to do where
- * hbm_range_set_remove() found no memory, at the cost of the parts of
- * those ranges outside this one.
+ * hbm_range_set_remove() found no memory, at the cost of @around, which
+ * the caller may add back once it can.
  */
-void hbm_range_set_remove_around(struct hbm_range_set *s, uint64_t offset, uint64_t length)
+void hbm_range_set_remove_around(struct hbm_range_set *s, uint64_t offset, uint64_t length,
+				 struct hbm_range around[2])
 {
-	uint64_t end = offset + length;
+	uint64_t start = offset, end = offset + length, stop = end;
 	struct path p;
 
+	around[0] = around[1] = (struct hbm_range){ 0 };
 	if (end < offset || !length)
 		return;
 	if (find(s, offset, &p) && at(&p)->offset < offset && range_end(at(&p)) > offset)
-		offset = at(&p)->offset;
+		start = at(&p)->offset;
 	if (find(s, end, &p) && at(&p)->offset < end)
-		end = range_end(at(&p));
-	hbm_range_set_remove(s, offset, end - offset);	/* splits none: cannot fail */
+		stop = range_end(at(&p));
+	hbm_range_set_remove(s, start, stop - start);	/* splits none: cannot fail */
+	around[0] = (struct hbm_range){ start, offset - start };
+	around[1] = (struct hbm_range){ end, stop - end };
 }
 
 static void free_node(struct hbm_range_node *n)

@@ -59,7 +59,8 @@ struct hbm_range_set {
 int hbm_range_set_add(struct hbm_range_set *s, uint64_t offset, uint64_t length,
 		      struct hbm_ranges *fresh);
 int hbm_range_set_remove(struct hbm_range_set *s, uint64_t offset, uint64_t length);
-void hbm_range_set_remove_around(struct hbm_range_set *s, uint64_t offset, uint64_t length);
+void hbm_range_set_remove_around(struct hbm_range_set *s, uint64_t offset, uint64_t length,
+				 struct hbm_range around[2]);
 void hbm_range_set_free(struct hbm_range_set *s);
 /* Where seen.c takes its nodes; weak, so that the unit tests can make it fail. */
 void *hbm_range_node_alloc(size_t size);

@@ -541,6 +541,58 @@ START_TEST(spare_failed_loses_data_again)
 END_TEST
 
 /*
+ * A page cleared in the middle of a seen range with no memory for the
+ * split: the range goes out whole, and the pages around the cleared one go
+ * back as memory allows, so that a table read after lost events does not
+ * take their loss, acted upon, for news a second time; the cleared page's
+ * next loss is news.
+ */
+START_TEST(cleared_without_memory_reports_nothing_twice)
+{
+	struct hbm_fact ue = { .type = HBM_FACT_PAGES, .origin = HBM_FROM_KERNEL,
+			       .event = HBMGUARD_EVENT_RETIRED, .source = HBMGUARD_SOURCE_UE,
+			       .dev = { .id = 1, .identity = "dev" },
+			       .offset = 0x1000, .length = 0x3000, .count = 3 };
+	struct hbm_fact cleared = ue, read = ue;
+	struct client *a;
+
+	setup();
+	world = 1;
+	a = rank("jobA", 0, 0x1000, 0);
+	recovery_fact(d, &ue);
+	ck_assert_uint_eq(d->nr_incidents, 1);
+	answer(a, 1, HBM_ANSWER_PAUSED);
+	answer(a, 1, HBM_ANSWER_RESTORED);
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_RESUMED);
+	cleared.event = HBMGUARD_EVENT_CLEARED;
+	cleared.offset = 0x2000;
+	cleared.length = 0x1000;
+	hbm_test_drop_spares(&d->seen[1]);
+	hbm_test_alloc_fail_in = 0;
+	recovery_fact(d, &cleared);
+	hbm_test_alloc_fail_in = -1;
+	ck_assert_uint_eq(d->seen[1].nr, 0);	/* out whole: the split could not be had */
+	/* events lost: the table read again, the pages around still retired */
+	read.flags = HBM_FACT_UNHEARD;
+	read.sync = HBM_SYNC_RESYNC;
+	read.state = HBMGUARD_STATE_RETIRED;
+	read.length = 0x1000;
+	recovery_fact(d, &read);
+	read.offset = 0x3000;
+	recovery_fact(d, &read);
+	ck_assert_uint_eq(d->nr_incidents, 1);
+	/* the cleared page lost again: news */
+	rank("jobB", 0, 0x2000, 0);
+	ue.offset = 0x2000;
+	ue.length = 0x1000;
+	recovery_fact(d, &ue);
+	ck_assert_uint_eq(d->nr_incidents, 2);
+	ck_assert_str_eq(d->incidents[1].info.job, "jobB");
+	cleanup();
+}
+END_TEST
+
+/*
  * Restored out of service, back in the other state: a page stored FAILED
  * (sent as RETIRED, bypassed now that a spare is free), or stored RETIRED
  * and failed now (fewer spares): its data was lost before, no news.
@@ -907,6 +959,7 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, restored_loss_is_no_news);
 	tcase_add_test(tc, restored_retired_or_failed_alike);
 	tcase_add_test(tc, spare_failed_loses_data_again);
+	tcase_add_test(tc, cleared_without_memory_reports_nothing_twice);
 	tcase_add_test(tc, restored_part_of_an_extent_only_is_known);
 	tcase_add_test(tc, job_across_nodes);
 	tcase_add_test(tc, incident_of_another_node);

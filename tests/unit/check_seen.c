@@ -303,17 +303,6 @@ START_TEST(ranges_change_in_the_middle_moves_little)
 END_TEST
 
 /* The nodes a set keeps for its next split, freed: its next split allocates. */
-static void drop_spares(struct hbm_range_set *s)
-{
-	while (s->spare) {
-		struct hbm_range_node *n = s->spare;
-
-		s->spare = n->e[0].c.child;
-		free(n);
-	}
-	s->nr_spare = 0;
-}
-
 /*
  * A page cleared in the middle of a range, with no memory for the split:
  * the set unchanged, and the range it meets taken out whole instead (its
@@ -322,24 +311,34 @@ static void drop_spares(struct hbm_range_set *s)
 START_TEST(ranges_remove_around_when_no_split_can_be_had)
 {
 	struct hbm_range_set s = { 0 };
+	struct hbm_range around[2];
 
 	ck_assert_int_eq(hbm_range_set_add(&s, 0x1000, 0x4000, NULL), 0);
 	ck_assert_int_eq(hbm_range_set_add(&s, 0x8000, 0x2000, NULL), 0);
 	ck_assert_int_eq(hbm_range_set_add(&s, 0xc000, 0x1000, NULL), 0);
-	drop_spares(&s);
+	hbm_test_drop_spares(&s);
 	hbm_test_alloc_fail_in = 0;
 	ck_assert_int_eq(hbm_range_set_remove(&s, 0x2000, 0x1000), -ENOMEM);
 	hbm_test_alloc_fail_in = -1;
 	expect_set(&s, 3, (struct hbm_range[]){
 		{ 0x1000, 0x4000 }, { 0x8000, 0x2000 }, { 0xc000, 0x1000 } });
 	hbm_test_alloc_fail_in = 0;
-	hbm_range_set_remove_around(&s, 0x2000, 0x1000);
+	hbm_range_set_remove_around(&s, 0x2000, 0x1000, around);
 	expect_set(&s, 2, (struct hbm_range[]){ { 0x8000, 0x2000 }, { 0xc000, 0x1000 } });
+	expect_ranges(&(struct hbm_ranges){ around, 2 }, 2, (struct hbm_range[]){
+		{ 0x1000, 0x1000 }, { 0x3000, 0x2000 } });	/* for the caller to add back */
 	/* over two ranges' edges, and touching a third: that one stays */
-	hbm_range_set_remove_around(&s, 0x9000, 0x3000);
+	hbm_test_alloc_fail_in = -1;
+	ck_assert_int_eq(hbm_range_set_add(&s, 0x5000, 0x2000, NULL), 0);
+	hbm_test_drop_spares(&s);
+	hbm_test_alloc_fail_in = 0;
+	hbm_range_set_remove_around(&s, 0x6000, 0x3000, around);
 	expect_set(&s, 1, (struct hbm_range[]){ { 0xc000, 0x1000 } });
-	hbm_range_set_remove_around(&s, 0xd000, 0x1000);	/* meets none */
+	expect_ranges(&(struct hbm_ranges){ around, 2 }, 2, (struct hbm_range[]){
+		{ 0x5000, 0x1000 }, { 0x9000, 0x1000 } });
+	hbm_range_set_remove_around(&s, 0xd000, 0x1000, around);	/* meets none */
 	expect_set(&s, 1, (struct hbm_range[]){ { 0xc000, 0x1000 } });
+	ck_assert_uint_eq(around[0].length + around[1].length, 0);
 	hbm_test_alloc_fail_in = -1;
 	hbm_range_set_free(&s);
 }
@@ -430,7 +429,7 @@ static struct heights against_a_model(uint64_t span, int rounds, int runs, int c
 		if (first + nr > span)
 			nr = span - first;
 		if (round % 5 == 0) {
-			drop_spares(&s);
+			hbm_test_drop_spares(&s);
 			before = s.nr;
 			hbm_test_alloc_fail_in = (seed >> 4) % 3;
 			err = add ? hbm_range_set_add(&s, first * PAGE, nr * PAGE, &fresh) :

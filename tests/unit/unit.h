@@ -32,5 +32,8 @@ Suite *cluster_suite(void);
 Suite *rank_suite(void);
 Suite *genl_suite(void);
 const char *table_invariants(const struct hbm_table *t);
+/* A seen set's nodes kept for a split, freed: its next split must allocate. */
+struct hbm_range_set;
+void hbm_test_drop_spares(struct hbm_range_set *s);
 
 #endif
