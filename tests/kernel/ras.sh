@@ -157,8 +157,12 @@ check "memory_failure in the spare area: the spare is not handed out" \
 sid=$(hbmctl sim-create spr 64M spares=4)
 check "spares: a page on spare 0" \
 	'hbmctl retire spr 0x1000 4K && hbmctl translate spr 0x1000 | grep -q "^0x1000 -> 0x3ffc000 (retired)"'
-hbmnl listen 2 5000 >/tmp/spare.events &
-wait_for /tmp/spare.events listening
+# The next two events, into /tmp/spare.events (wait for them).
+spare_events() {
+	hbmnl listen 2 5000 >/tmp/spare.events &
+	wait_for /tmp/spare.events listening
+}
+spare_events
 check "spares: uncorrectable error in spare 0" 'hbmctl inject spr ue 0x3ffc000'
 wait
 check "spares: the error event names the spare" \
@@ -174,8 +178,7 @@ check "spares: a bad spare's errors still count" 'hbmctl inject spr ce 0x3ffe000
 check "spares: netlink counts" "hbmnl devices | grep -q \"^device $sid spr .* failed=1 .* ce=7 ue=2 spare_bad=2 \""
 check "spares: hbmctl shows none free" 'hbmctl devices | grep -q "^$sid *spr .* 0/4 "'
 check "spares: GET_DEVICE counts" 'hbmctl --json devices | grep -q "\"name\":\"spr\".*\"spare_used\":2,\"spare_bad\":2,"'
-hbmnl listen 2 5000 >/tmp/spare.events &
-wait_for /tmp/spare.events listening
+spare_events
 check "spares: a CE burst in spare 1, which serves 0x1000" 'hbmctl inject spr ce 0x3ffd000 50'
 wait
 check "spares: none left, 0x1000 failed, its data said lost though a CE" \

@@ -412,17 +412,20 @@ START_TEST(device_error_hits_every_rank_on_it)
 }
 END_TEST
 
+/* A UE heard at device "dev"'s page 0x1000: retired. */
+static const struct hbm_fact heard_ue_page = {
+	.type = HBM_FACT_PAGES, .origin = HBM_FROM_KERNEL, .event = HBMGUARD_EVENT_RETIRED,
+	.source = HBMGUARD_SOURCE_UE, .dev = { .id = 1, .identity = "dev" },
+	.offset = 0x1000, .length = 0x1000, .count = 1 };
+
 /*
  * Its bypass is the driver's: the restore goes on without the kernel's
  * table; and the device is not seen for good: a page's UE later is news.
  */
 START_TEST(device_error_restores_and_forgets)
 {
+	struct hbm_fact page = heard_ue_page;
 	struct client *a, *b;
-	struct hbm_fact page = { .type = HBM_FACT_PAGES, .origin = HBM_FROM_KERNEL,
-				 .event = HBMGUARD_EVENT_RETIRED, .source = HBMGUARD_SOURCE_UE,
-				 .dev = { .id = 1, .identity = "dev" },
-				 .offset = 0x1000, .length = 0x1000, .count = 1 };
 
 	setup();
 	bypassed = false;
@@ -494,11 +497,7 @@ END_TEST
 START_TEST(spare_failed_loses_data_again)
 {
 	struct hbm_fact seen = table_added, restored = restored_ue_page;
-	struct hbm_fact ue = { .type = HBM_FACT_PAGES, .origin = HBM_FROM_KERNEL,
-			       .event = HBMGUARD_EVENT_RETIRED, .source = HBMGUARD_SOURCE_UE,
-			       .dev = { .id = 1, .identity = "dev" },
-			       .offset = 0x1000, .length = 0x1000, .count = 1 };
-	struct hbm_fact moved = ue;
+	struct hbm_fact ue = heard_ue_page, moved = ue;
 	struct client *a, *b;
 
 	setup();
@@ -549,14 +548,13 @@ END_TEST
  */
 START_TEST(cleared_without_memory_reports_nothing_twice)
 {
-	struct hbm_fact ue = { .type = HBM_FACT_PAGES, .origin = HBM_FROM_KERNEL,
-			       .event = HBMGUARD_EVENT_RETIRED, .source = HBMGUARD_SOURCE_UE,
-			       .dev = { .id = 1, .identity = "dev" },
-			       .offset = 0x1000, .length = 0x3000, .count = 3 };
-	struct hbm_fact cleared = ue, read = ue;
+	struct hbm_fact ue = heard_ue_page, cleared, read;
 	struct client *a;
 
 	setup();
+	ue.length = 0x3000;	/* three pages, one range seen */
+	ue.count = 3;
+	cleared = read = ue;
 	world = 1;
 	a = rank("jobA", 0, 0x1000, 0);
 	recovery_fact(d, &ue);
