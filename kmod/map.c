@@ -57,6 +57,18 @@
  * be had, `overflow` is set and the copies are left; a later change that
  * finds the table within capacity rebuilds them whole.
  *
+ * Nobody mapping it.  Most devices are never mapped (an allocator maps the
+ * devices its job uses), and a restart restores 10^6 pages into a device
+ * nobody has mapped yet.  While no mapping exists a change only marks the
+ * copies stale, and the first mmap() rebuilds both under the device lock,
+ * O(n) once (hbm_map_mmap()): a restore then costs the table alone, and
+ * the map is built once rather than followed extent by extent.  A mapping
+ * is counted from its mmap() to its last close (fork and split copy it):
+ * the count goes from 0 to 1 only in mmap(), under the device lock that
+ * every change holds, so no change is skipped once a mapping exists.  The
+ * copies keep their memory when the last mapping goes; a device never
+ * mapped has none.
+ *
  * The module parameter `map` (default on) is read when a device is
  * created: a device created with it off has no map (mmap: EOPNOTSUPP), for
  * operators whose allocators do not read it, and as the benchmark's anchor.
@@ -78,6 +90,7 @@ struct hbm_map {
 	struct hbmguard_map_header *hdr;	/* a page of its own */
 	struct hbm_mtree copy[2];
 	u32 chunks_per_copy;		/* pages of address space per copy */
+	atomic_t mappings;		/* VMAs mapping it: none, changes wait */
 	bool stale;			/* the copies are not the table: rebuild */
 	size_t size;
 	struct hbm_mscratch scratch;
@@ -163,6 +176,28 @@ static void switch_to(struct hbm_device *dev, u32 next, bool overflow)
 	preempt_enable();
 }
 
+/*
+ * Both copies rebuilt from the table and published; past capacity, or
+ * without the memory, readers are told to use the ioctl (overflow) and the
+ * next change tries again.  Device lock held.
+ */
+static void publish_whole(struct hbm_device *dev)
+{
+	const struct hbm_table *t = &dev->core.table;
+	struct hbm_map *map = dev->map;
+	u32 next = !map->hdr->active;
+
+	if (t->nr_extents <= map->hdr->capacity && !rebuild(map, next, t)) {
+		header_copy(map, next);
+		switch_to(dev, next, false);
+		map->stale = !!rebuild(map, !next, t);
+		header_copy(map, !next);
+		return;
+	}
+	map->stale = true;
+	switch_to(dev, map->hdr->active, true);
+}
+
 /**
  * hbm_map_changed() - the table of @dev changed: publish it
  * @dev: the device, its lock held
@@ -170,32 +205,27 @@ static void switch_to(struct hbm_device *dev, u32 next, bool overflow)
  * @nr: pages; every extent the change rewrote overlaps or touches the range
  *	(none when @first is past the table: only the generation is news)
  *
- * Published before it returns, whatever the table's size.
+ * Published before it returns, whatever the table's size, when the map is
+ * mapped; otherwise at the next mmap().
  */
 void hbm_map_changed(struct hbm_device *dev, u32 first, u32 nr)
 {
 	const struct hbm_table *t = &dev->core.table;
 	struct hbm_map *map = dev->map;
 	u32 next, lo, hi;
-	bool over;
 	int err;
 
 	if (!map)
 		return;
-	next = !map->hdr->active;
-	over = t->nr_extents > map->hdr->capacity;
-	if (over || map->stale) {
-		if (!over && !rebuild(map, next, t)) {
-			header_copy(map, next);
-			switch_to(dev, next, false);
-			map->stale = !!rebuild(map, !next, t);
-			header_copy(map, !next);
-			return;
-		}
+	if (!atomic_read(&map->mappings)) {
 		map->stale = true;
-		switch_to(dev, map->hdr->active, true);
 		return;
 	}
+	if (map->stale || t->nr_extents > map->hdr->capacity) {
+		publish_whole(dev);
+		return;
+	}
+	next = !map->hdr->active;
 
 	if (first >= t->nr_pages || !nr) {
 		switch_to(dev, map->hdr->active, false);
@@ -299,11 +329,15 @@ static void hbm_vma_open(struct vm_area_struct *vma)
 	struct hbm_map *map = vma->vm_private_data;
 
 	kref_get(&map->ref);
+	atomic_inc(&map->mappings);
 }
 
 static void hbm_vma_close(struct vm_area_struct *vma)
 {
-	hbm_map_put(vma->vm_private_data);
+	struct hbm_map *map = vma->vm_private_data;
+
+	atomic_dec(&map->mappings);
+	hbm_map_put(map);
 }
 
 /*
@@ -344,6 +378,11 @@ static const struct vm_operations_struct hbm_map_vm_ops = {
  * hbm_map_mmap() - mmap() of a device's table
  * @vma: the mapping asked for
  *
+ * The first mapping of a map changed while nobody mapped it rebuilds both
+ * copies here, under the device lock (O(extents), once); the caller holds
+ * its mmap lock, which the aperture's fault handler also takes before the
+ * device lock.
+ *
  * Return: 0; -EINVAL for an offset that is not a table's or a length past
  * it; -EACCES for a writable mapping; -ENODEV for no such device;
  * -EOPNOTSUPP for a device created without a map.
@@ -365,14 +404,23 @@ int hbm_map_mmap(struct vm_area_struct *vma)
 		return -ENODEV;
 	map = dev->map;
 	err = !map ? -EOPNOTSUPP : len > map->size ? -EINVAL : 0;
-	if (!err) {
+	if (err)
+		goto out;
+	mutex_lock(&dev->lock);
+	if (dev->dead) {
+		err = -ENODEV;
+	} else {
 		hbm_vm_flags_clear(vma, VM_MAYWRITE);
 		hbm_vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
 		vma->vm_pgoff = 0;	/* the fault handler counts from it */
 		kref_get(&map->ref);
 		vma->vm_private_data = map;
 		vma->vm_ops = &hbm_map_vm_ops;
+		if (atomic_inc_return(&map->mappings) == 1 && map->stale)
+			publish_whole(dev);
 	}
+	mutex_unlock(&dev->lock);
+out:
 	hbm_device_put(dev);
 	return err;
 }

@@ -13,6 +13,9 @@
  *                                            table holds PAGES bad pages (polled
  *                                            every millisecond, for up to 600 s):
  *                                            when a restart's restore is done
+ *   hbmstatebench map DEV                    ns the first mmap() of DEV's table takes
+ *                                            (a table changed while nobody mapped it
+ *                                            is built then: map.c), and its extents
  *   hbmstatebench proc PID                   the daemon's CPU ns (its main thread and
  *                                            its children waited for), bytes written
  *                                            (wchar, write_bytes), VmRSS and VmHWM (KiB)
@@ -26,6 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <linux/hbmguard.h>
 
 #include "bench.h"
@@ -135,6 +139,29 @@ static int cmd_until(uint32_t dev, uint64_t pages)
 	return 1;
 }
 
+static int cmd_map(uint32_t dev)
+{
+	int fd = open("/dev/hbmguard", O_RDONLY | O_CLOEXEC);
+	const struct hbmguard_map_header *h;
+	double t;
+
+	if (fd < 0) {
+		perror("/dev/hbmguard");
+		return 1;
+	}
+	t = now_ns();
+	h = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, HBMGUARD_MMAP_TABLE(dev));
+	t = now_ns() - t;
+	if (h == MAP_FAILED) {
+		perror("mmap");
+		return 1;
+	}
+	printf("%.0f %u\n", t, h->overflow ? 0 : h->nr[h->active]);
+	munmap((void *)h, 4096);
+	close(fd);
+	return 0;
+}
+
 /* CPU: schedstat's ns on a CPU, the threads'; children's from stat (ticks) */
 static int cmd_proc(const char *pid)
 {
@@ -195,6 +222,8 @@ int main(int argc, char **argv)
 				  strtoull(argv[4], NULL, 0));
 	if (argc == 4 && !strcmp(argv[1], "until"))
 		return cmd_until(strtoul(argv[2], NULL, 0), strtoull(argv[3], NULL, 0));
+	if (argc == 3 && !strcmp(argv[1], "map"))
+		return cmd_map(strtoul(argv[2], NULL, 0));
 	if (argc == 3 && !strcmp(argv[1], "proc"))
 		return cmd_proc(argv[2]);
 	if (argc == 2 && !strcmp(argv[1], "now")) {
@@ -202,6 +231,6 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	fprintf(stderr, "usage: hbmstatebench write DIR IDENTITY PAGES | read DIR IDENTITY |\n"
-		"       inject DEV COUNT FIRST | until DEV PAGES | proc PID | now\n");
+		"       inject DEV COUNT FIRST | until DEV PAGES | map DEV | proc PID | now\n");
 	return 2;
 }

@@ -1426,6 +1426,54 @@ static int map_find(const struct hbmguard_map_header *h, size_t size, uint32_t p
 	}
 }
 
+/*
+ * The mapped table @h of device @id is its table now: the generation, and
+ * each of its first @pages pages as TRANSLATE has it (state, and the spare
+ * serving a retired one).
+ */
+static void map_agrees(const struct hbmguard_map_header *h, size_t size, uint32_t id,
+		       uint32_t pages)
+{
+	uint64_t usable = dev_info(id).usable_size;
+	uint32_t i;
+
+	CHECK_EQ(h->overflow, 0);
+	CHECK_EQ(h->generation, dev_info(id).generation);
+	for (i = 0; i < pages; i++) {
+		struct hbmguard_map_entry e;
+		struct hbmguard_translate tr = translate(id, (uint64_t)i * PAGE);
+		int found = map_find(h, size, i, &e);
+		bool in = found > 0 && i - e.first < e.nr;
+
+		CHECK(found >= 0);
+		if (in != (tr.state != HBMGUARD_STATE_CLEAN) ||
+		    (in && (e.state != tr.state ||
+			    (e.state == HBMGUARD_STATE_RETIRED &&
+			     usable + (uint64_t)(e.spare + i - e.first) * PAGE != tr.translated)))) {
+			printf("  page %u: the map says %s, TRANSLATE state %u\n", i,
+			       in ? "bad" : "clean", tr.state);
+			CHECK(!"the mapped table disagrees with TRANSLATE");
+			break;
+		}
+	}
+}
+
+/* A whole mapping of device @id's table; MAP_FAILED, checked, if none. */
+static struct hbmguard_map_header *map_table(int fd, uint32_t id, size_t *size)
+{
+	struct hbmguard_map_header *h;
+
+	h = mmap(NULL, PAGE, PROT_READ, MAP_SHARED, fd, HBMGUARD_MMAP_TABLE(id));
+	CHECK(h != MAP_FAILED);
+	if (h == MAP_FAILED)
+		return h;
+	*size = h->map_size;
+	munmap(h, PAGE);
+	h = mmap(NULL, *size, PROT_READ, MAP_SHARED, fd, HBMGUARD_MMAP_TABLE(id));
+	CHECK(h != MAP_FAILED);
+	return h;
+}
+
 static void *read_generations(void *arg)
 {
 	struct gen_reader *r = arg;
@@ -1491,7 +1539,7 @@ static void test_map_generations(void)
 	struct gen_change *changes = calloc(4 * (size_t)ops, sizeof(*changes));
 	struct gen_sample *all;
 	volatile bool stop = false;
-	uint64_t g0, seed = 99, usable, gens_seen = 0;
+	uint64_t g0, seed = 99, gens_seen = 0;
 	long n = 0, bad = 0;
 	size_t size;
 	pthread_t th[2];
@@ -1499,16 +1547,10 @@ static void test_map_generations(void)
 	struct hbmguard_map_header *h;
 
 	CHECK_OK(sim_create("gens", 64ULL << 20, 4096, 4096, &id));
-	usable = dev_info(id).usable_size;
 	g0 = dev_info(id).generation;
-	h = mmap(NULL, PAGE, PROT_READ, MAP_SHARED, fd, HBMGUARD_MMAP_TABLE(id));
-	CHECK(h != MAP_FAILED);
+	h = map_table(fd, id, &size);
 	if (h == MAP_FAILED || !changes)
 		return;
-	size = h->map_size;
-	munmap(h, PAGE);
-	h = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, HBMGUARD_MMAP_TABLE(id));
-	CHECK(h != MAP_FAILED);
 	for (k = 0; k < 2; k++) {
 		readers[k] = (struct gen_reader){ .h = h, .size = size, .stop = &stop,
 						  .s = calloc(GEN_SAMPLES, sizeof(struct gen_sample)) };
@@ -1602,27 +1644,83 @@ static void test_map_generations(void)
 	CHECK_EQ(readers[0].went_back + readers[1].went_back, 0);
 	CHECK(gens_seen > 1);
 	/* Within the change: the last generation is published, and every page agrees. */
-	CHECK_EQ(h->generation, dev_info(id).generation);
-	for (i = 0; i < GEN_PAGES + 2; i++) {
-		struct hbmguard_map_entry e;
-		struct hbmguard_translate tr = translate(id, (uint64_t)i * PAGE);
-		int found = map_find(h, size, i, &e);
-		bool in = found > 0 && i - e.first < e.nr;
-
-		CHECK(found >= 0);
-		if (in != (tr.state != HBMGUARD_STATE_CLEAN) ||
-		    (in && (e.state != tr.state ||
-			    (e.state == HBMGUARD_STATE_RETIRED &&
-			     usable + (uint64_t)(e.spare + i - e.first) * PAGE != tr.translated)))) {
-			CHECK(!"the mapped table disagrees with TRANSLATE");
-			break;
-		}
-	}
+	map_agrees(h, size, id, GEN_PAGES + 2);
 	munmap(h, size);
 	for (k = 0; k < 2; k++)
 		free(readers[k].s);
 	free(all);
 	free(changes);
+	CHECK_OK(sim_destroy(id));
+	close(fd);
+}
+
+/*
+ * A table nobody maps is not followed, and built at its first mmap() (map.c):
+ * every kind of change made while unmapped (retired, pending, failed past
+ * the spares, cleared, a spare failed under a page) is in the map that
+ * mmap() returns, and again after the last mapping went and more changed.
+ * While one mapping stays, a second one adds nothing and changes are
+ * followed.  Past capacity while unmapped: mmap() says overflow.
+ */
+static void test_map_built_at_first_mmap(void)
+{
+	struct hbmguard_map_header *h, *h2;
+	uint32_t id, i, cap;
+	size_t size, size2;
+	int fd = hbmguard_open();
+
+	CHECK_OK(sim_create("lazy", 64ULL << 20, 4096, 16, &id));
+	for (i = 0; i < 20; i++)	/* 16 retired, then 4 failed */
+		CHECK_OK(retire(id, (uint64_t)(7 * i + 3) * PAGE, i % 5 ? PAGE : 3 * PAGE));
+	CHECK_OK(extent_op(ctl, HBMGUARD_IOC_RETIRE, id, 200 * PAGE, 4 * PAGE,
+			   HBMGUARD_RETIRE_PENDING));
+	CHECK_OK(clear(id, 10 * PAGE, 2 * PAGE));
+	h = map_table(fd, id, &size);
+	if (h == MAP_FAILED)
+		return;
+	map_agrees(h, size, id, 300);
+
+	/* Mapped: a second mapping builds nothing, and the change is followed. */
+	h2 = map_table(fd, id, &size2);
+	if (h2 != MAP_FAILED) {
+		CHECK_OK(clear(id, 3 * PAGE, PAGE));
+		/* The spare serving page 4 fails: page 4 moves to spare 0. */
+		CHECK_OK(inject(ctl, id, HBMGUARD_ERROR_UE, dev_info(id).usable_size + PAGE, 1));
+		CHECK_EQ(translate(id, 4 * PAGE).translated, dev_info(id).usable_size);
+		map_agrees(h2, size2, id, 300);
+		munmap(h2, size2);
+	}
+	map_agrees(h, size, id, 300);
+	munmap(h, size);
+
+	/* Unmapped again: changes after the last mapping went. */
+	CHECK_OK(clear(id, 0, 100 * PAGE));
+	CHECK_OK(retire(id, 250 * PAGE, 2 * PAGE));
+	h = map_table(fd, id, &size);
+	if (h == MAP_FAILED)
+		return;
+	map_agrees(h, size, id, 300);
+	cap = h->capacity;
+	munmap(h, size);
+
+	/* Past capacity while unmapped: pending pages two apart, cap + 1 extents. */
+	CHECK_OK(clear_all(id));
+	CHECK(2ULL * (cap + 1) * PAGE < dev_info(id).usable_size);
+	for (i = 0; i <= cap; i++)
+		if (extent_op(ctl, HBMGUARD_IOC_RETIRE, id, 2ULL * i * PAGE, PAGE,
+			      HBMGUARD_RETIRE_PENDING)) {
+			CHECK(!"pending failed");
+			break;
+		}
+	h = map_table(fd, id, &size);
+	if (h != MAP_FAILED) {
+		CHECK_EQ(h->overflow, 1);
+		CHECK_EQ(h->generation, dev_info(id).generation);
+		/* Mapped now: the change back within capacity rebuilds it. */
+		CHECK_OK(clear(id, 0, 4 * PAGE));
+		map_agrees(h, size, id, 2 * (cap + 1));
+		munmap(h, size);
+	}
 	CHECK_OK(sim_destroy(id));
 	close(fd);
 }
@@ -3195,6 +3293,7 @@ static const struct {
 	{ "map_generations", test_map_generations },
 	{ "map_off", test_map_off },
 	{ "map_overflow", test_map_overflow },
+	{ "map_built_at_first_mmap", test_map_built_at_first_mmap },
 	{ "aperture", test_aperture },
 	{ "aperture_guard_signals", test_aperture_guard_signals },
 	{ "aperture_guard_close_race", test_aperture_guard_close_race },

@@ -684,6 +684,9 @@ struct hbmguard_event {
  * same.  The kernel never waits for readers, and publishes every change
  * within the call that makes it, whatever the size of the table (a change
  * costs the kernel what the change is: O(log n) per extent it touches).
+ * While nobody has a device's table mapped its changes are not applied to
+ * the copies: the mmap() that maps it first builds both from the table
+ * (O(extents), once), so a mapping always starts at the current table.
  *
  * A lookup of page p (page = offset >> page_shift):
  *
