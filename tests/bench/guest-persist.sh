@@ -107,7 +107,7 @@ END {
 	printf "%-52s %10.1f %10.1f\n", "start until the pages are back in the kernel, ms", a[24] / 1e6, b[24] / 1e6
 	printf "%-52s %10.1f %10.1f\n", "start until ready (and read back, saved), ms", a[3] / 1e6, b[3] / 1e6
 	printf "%-52s %10.1f %10.1f\n", "reading the state file alone, ms", a[4] / 1e6, b[4] / 1e6
-	printf "%-52s %10.1f %10.1f\n", "then the table's first mmap (the map built), ms", a[25] / 1e6, b[25] / 1e6
+	printf "%-52s %10.1f %10.1f\n", "then the first mmap of the table (the map built), ms", a[25] / 1e6, b[25] / 1e6
 	printf "%-52s %10d %10d\n", "  extents it showed", a[26], b[26]
 	printf "%-52s %10.1f %10.1f\n", "RSS after the retirements, MiB", a[13] / 1024, b[13] / 1024
 	printf "%-52s %10.1f %10.1f\n", "RSS peak (VmHWM), MiB", a[14] / 1024, b[14] / 1024
@@ -115,7 +115,7 @@ END {
 	printf "@bench\thbmguardd bytes written to its state files per retirement, %s pages stored\t%.0f\tB\tat %s pages\t%.0f\tflat (<= 2x)\n", hi, w_b, lo, w_a
 	printf "@bench\thbmguardd fsyncs per retirement, %s pages stored\t%.3f\t-\tat %s pages\t%.3f\tflat (<= 2x)\n", hi, f_b, lo, f_a
 	printf "@bench\tdaemon restart -> %s pages back in the kernel\t%.0f\tms\treading the state file alone\t%.0f\t<= 2x\n", hi, b[24] / 1e6, b[4] / 1e6
-	printf "@bench\t  then the table's first mmap(), which builds the map (%d extents)\t%.0f\tms\treading the state file alone\t%.0f\t-\n", b[26], b[25] / 1e6, b[4] / 1e6
+	printf "@bench\t  then the first mmap() of the table, which builds the map (%d extents)\t%.0f\tms\treading the state file alone\t%.0f\t-\n", b[26], b[25] / 1e6, b[4] / 1e6
 	printf "@bench\tdaemon restart -> ready, %s pages (restored, the table read back and saved)\t%.0f\tms\treading the state file alone\t%.0f\t-\n", hi, b[3] / 1e6, b[4] / 1e6
 	printf "@bench\thbmguardd RSS peak (VmHWM), %s pages stored (after: %.1f MiB)\t%.1f\tMiB\t-\t-\t<= 64 MiB\n", hi, b[13] / 1024, b[14] / 1024
 }' /tmp/persist.txt
