@@ -57,17 +57,16 @@
  * be had, `overflow` is set and the copies are left; a later change that
  * finds the table within capacity rebuilds them whole.
  *
- * Nobody mapping it.  Most devices are never mapped (an allocator maps the
- * devices its job uses), and a restart restores 10^6 pages into a device
- * nobody has mapped yet.  While no mapping exists a change only marks the
- * copies stale, and the first mmap() rebuilds both under the device lock,
- * O(n) once (hbm_map_mmap()): a restore then costs the table alone, and
- * the map is built once rather than followed extent by extent.  A mapping
- * is counted from its mmap() to its last close (fork and split copy it):
- * the count goes from 0 to 1 only in mmap(), under the device lock that
- * every change holds, so no change is skipped once a mapping exists.  The
- * copies keep their memory when the last mapping goes; a device never
- * mapped has none.
+ * Before the first mmap().  Most devices are never mapped (an allocator
+ * maps the devices its job uses), and after a module load a restart
+ * restores 10^6 pages into devices nobody has mapped yet.  Until a device's
+ * map is first mapped a change only marks it stale, and that first mmap()
+ * builds both copies under the device lock, O(n) once (hbm_map_mmap()): a
+ * restore then costs the table alone, and a device never mapped has no
+ * copies in memory.  From then on every change is followed, mapped or not:
+ * were the map left behind again whenever nobody maps it, a reader of the
+ * node (group-readable) could mmap() and munmap() in a loop and make every
+ * change cost a whole rebuild under the lock every error report takes.
  *
  * The module parameter `map` (default on) is read when a device is
  * created: a device created with it off has no map (mmap: EOPNOTSUPP), for
@@ -90,7 +89,7 @@ struct hbm_map {
 	struct hbmguard_map_header *hdr;	/* a page of its own */
 	struct hbm_mtree copy[2];
 	u32 chunks_per_copy;		/* pages of address space per copy */
-	atomic_t mappings;		/* VMAs mapping it: none, changes wait */
+	bool built;			/* mapped once: changes are followed */
 	bool stale;			/* the copies are not the table: rebuild */
 	size_t size;
 	struct hbm_mscratch scratch;
@@ -205,8 +204,8 @@ static void publish_whole(struct hbm_device *dev)
  * @nr: pages; every extent the change rewrote overlaps or touches the range
  *	(none when @first is past the table: only the generation is news)
  *
- * Published before it returns, whatever the table's size, when the map is
- * mapped; otherwise at the next mmap().
+ * Published before it returns, whatever the table's size, once the map has
+ * been mapped; before, at its first mmap().
  */
 void hbm_map_changed(struct hbm_device *dev, u32 first, u32 nr)
 {
@@ -217,7 +216,7 @@ void hbm_map_changed(struct hbm_device *dev, u32 first, u32 nr)
 
 	if (!map)
 		return;
-	if (!atomic_read(&map->mappings)) {
+	if (!map->built) {
 		map->stale = true;
 		return;
 	}
@@ -329,15 +328,11 @@ static void hbm_vma_open(struct vm_area_struct *vma)
 	struct hbm_map *map = vma->vm_private_data;
 
 	kref_get(&map->ref);
-	atomic_inc(&map->mappings);
 }
 
 static void hbm_vma_close(struct vm_area_struct *vma)
 {
-	struct hbm_map *map = vma->vm_private_data;
-
-	atomic_dec(&map->mappings);
-	hbm_map_put(map);
+	hbm_map_put(vma->vm_private_data);
 }
 
 /*
@@ -378,14 +373,16 @@ static const struct vm_operations_struct hbm_map_vm_ops = {
  * hbm_map_mmap() - mmap() of a device's table
  * @vma: the mapping asked for
  *
- * The first mapping of a map changed while nobody mapped it rebuilds both
- * copies here, under the device lock (O(extents), once); the caller holds
- * its mmap lock, which the aperture's fault handler also takes before the
- * device lock.
+ * The first mapping of a map changed before builds both copies here, under
+ * the device lock (O(extents), once); the caller holds its mmap lock, which
+ * the aperture's fault handler also takes before the device lock.  The wait
+ * for the lock (behind a restore of 10^6 pages, say) can be killed: every
+ * fault of the caller's process waits on its mmap lock meanwhile.
  *
  * Return: 0; -EINVAL for an offset that is not a table's or a length past
  * it; -EACCES for a writable mapping; -ENODEV for no such device;
- * -EOPNOTSUPP for a device created without a map.
+ * -EOPNOTSUPP for a device created without a map; -EINTR, killed while it
+ * waited.
  */
 int hbm_map_mmap(struct vm_area_struct *vma)
 {
@@ -406,7 +403,9 @@ int hbm_map_mmap(struct vm_area_struct *vma)
 	err = !map ? -EOPNOTSUPP : len > map->size ? -EINVAL : 0;
 	if (err)
 		goto out;
-	mutex_lock(&dev->lock);
+	err = mutex_lock_killable(&dev->lock);
+	if (err)
+		goto out;
 	if (dev->dead) {
 		err = -ENODEV;
 	} else {
@@ -416,8 +415,9 @@ int hbm_map_mmap(struct vm_area_struct *vma)
 		kref_get(&map->ref);
 		vma->vm_private_data = map;
 		vma->vm_ops = &hbm_map_vm_ops;
-		if (atomic_inc_return(&map->mappings) == 1 && map->stale)
+		if (!map->built && map->stale)
 			publish_whole(dev);
+		map->built = true;
 	}
 	mutex_unlock(&dev->lock);
 out:

@@ -183,8 +183,8 @@ static int map_bench(u32 n, struct map_run *out)
  * record (hbm_state_restore_record()), the module takes it (the fields as
  * record_take() in kmod/netlink.c converts them; its checks, a few compares
  * a record, not made here) and restores a request of 16384
- * (HBM_RESTORE_MAX) into the table (hbm_core_restore()).  Nobody maps a
- * table a restart restores (after a module load), so the map is not
+ * (HBM_RESTORE_MAX) into the table (hbm_core_restore()).  Nobody has mapped
+ * a table a restart restores after a module load, so the map is not
  * followed: its two copies are built at the table's first mmap() (map.c),
  * timed apart.  Pages as hbmstatebench writes them: one each, a page
  * apart, sources UE.

@@ -78,7 +78,7 @@ for pages in 1000 $persist_pages; do
 	c1=$(persist_report $pd)
 	kill $pd
 	wait $pd
-	# Nobody mapped the table meanwhile: its first mmap() builds it (map.c).
+	# Nobody mapped the table yet: its first mmap() builds it (map.c).
 	map=$(hbmstatebench map $pid) || exit 1
 	hbmctl sim-destroy pbench >/dev/null || exit 1
 	echo "$pages $persist_n $((t1 - t0)) $read_ns $p0 $p1 $c0 $c1 $((t2 - t1)) $((tk - t0)) $map" >>/tmp/persist.txt

@@ -192,9 +192,9 @@ static void run_pair(int fd, uint32_t n, struct run *on, struct run *off)
 		r[k]->meminfo += kernel_bytes() - mem;
 	}
 	/*
-	 * Mapped throughout, as by an allocator: a table nobody maps is
-	 * only marked stale by a change, and built at its first mmap()
-	 * (map.c), which would time nothing of the map here.
+	 * Mapped first, as by an allocator: a table never mapped is only
+	 * marked stale by a change, and built at its first mmap() (map.c),
+	 * which would time nothing of the map here.
 	 */
 	held = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, HBMGUARD_MMAP_TABLE(dev[1]));
 	if (held == MAP_FAILED)

@@ -14,8 +14,8 @@
  *                                            every millisecond, for up to 600 s):
  *                                            when a restart's restore is done
  *   hbmstatebench map DEV                    ns the first mmap() of DEV's table takes
- *                                            (a table changed while nobody mapped it
- *                                            is built then: map.c), and its extents
+ *                                            (a table never mapped before is built
+ *                                            then: map.c), and its extents
  *   hbmstatebench proc PID                   the daemon's CPU ns (its main thread and
  *                                            its children waited for), bytes written
  *                                            (wchar, write_bytes), VmRSS and VmHWM (KiB)

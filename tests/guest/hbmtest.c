@@ -1655,12 +1655,12 @@ static void test_map_generations(void)
 }
 
 /*
- * A table nobody maps is not followed, and built at its first mmap() (map.c):
- * every kind of change made while unmapped (retired, pending, failed past
- * the spares, cleared, a spare failed under a page) is in the map that
- * mmap() returns, and again after the last mapping went and more changed.
- * While one mapping stays, a second one adds nothing and changes are
- * followed.  Past capacity while unmapped: mmap() says overflow.
+ * A table never mapped is not followed, and built at its first mmap()
+ * (map.c): every kind of change made before (retired, pending, failed past
+ * the spares, cleared) is in the map that mmap() returns.  From then on
+ * changes are followed: with a second mapping (a spare failed under a
+ * page), and after the last mapping went.  Past capacity before the first
+ * mmap(): mmap() says overflow, and the change back within it rebuilds.
  */
 static void test_map_built_at_first_mmap(void)
 {
@@ -1680,7 +1680,7 @@ static void test_map_built_at_first_mmap(void)
 		return;
 	map_agrees(h, size, id, 300);
 
-	/* Mapped: a second mapping builds nothing, and the change is followed. */
+	/* Built: a second mapping builds nothing, and the change is followed. */
 	h2 = map_table(fd, id, &size2);
 	if (h2 != MAP_FAILED) {
 		CHECK_OK(clear(id, 3 * PAGE, PAGE));
@@ -1693,7 +1693,7 @@ static void test_map_built_at_first_mmap(void)
 	map_agrees(h, size, id, 300);
 	munmap(h, size);
 
-	/* Unmapped again: changes after the last mapping went. */
+	/* Unmapped: changes after the last mapping went are followed still. */
 	CHECK_OK(clear(id, 0, 100 * PAGE));
 	CHECK_OK(retire(id, 250 * PAGE, 2 * PAGE));
 	h = map_table(fd, id, &size);
@@ -1703,8 +1703,10 @@ static void test_map_built_at_first_mmap(void)
 	cap = h->capacity;
 	munmap(h, size);
 
-	/* Past capacity while unmapped: pending pages two apart, cap + 1 extents. */
-	CHECK_OK(clear_all(id));
+	CHECK_OK(sim_destroy(id));
+
+	/* Past capacity before the first mmap(): pending pages two apart, cap + 1. */
+	CHECK_OK(sim_create("lazy", 64ULL << 20, 4096, 16, &id));
 	CHECK(2ULL * (cap + 1) * PAGE < dev_info(id).usable_size);
 	for (i = 0; i <= cap; i++)
 		if (extent_op(ctl, HBMGUARD_IOC_RETIRE, id, 2ULL * i * PAGE, PAGE,

@@ -639,7 +639,8 @@ enum hbmguard_event_type {
  * @count: pages changed; ERROR: errors; OVERFLOW: records lost
  * @aux: HEALTH: previous health; ERROR, DEVICE_ERROR: enum hbmguard_path;
  *	RETIRED, FAILED: HBMGUARD_PAGES_* flags (0 from a module older than
- *	them; the other bits zero, for flags to come)
+ *	them; the other bits zero, for flags to come); RESTORED: its extents;
+ *	DEVICE_ADDED: the device's enum hbmguard_device_kind
  * @reserved: zero
  */
 struct hbmguard_event {
@@ -684,9 +685,10 @@ struct hbmguard_event {
  * same.  The kernel never waits for readers, and publishes every change
  * within the call that makes it, whatever the size of the table (a change
  * costs the kernel what the change is: O(log n) per extent it touches).
- * While nobody has a device's table mapped its changes are not applied to
- * the copies: the mmap() that maps it first builds both from the table
- * (O(extents), once), so a mapping always starts at the current table.
+ * Until a device's table is first mapped its changes are not applied to the
+ * copies: the first mmap() builds both from the table (O(extents), once,
+ * and can be interrupted by a fatal signal: EINTR), so a mapping always
+ * starts at the current table; from then on every change is followed.
  *
  * A lookup of page p (page = offset >> page_shift):
  *
