@@ -124,5 +124,14 @@ check "hbmguardd --bogus: exit 2, stderr" 'run 2 "$HBMGUARDD" --bogus && quiet_o
 check "hbmguardd with an argument: exit 2" 'run 2 "$HBMGUARDD" extra && quiet_out && grep -q "not .extra." "$err"'
 check "hbmguardd --config without its file" 'run 2 "$HBMGUARDD" --config && quiet_out'
 
-echo "hbmctl and hbmguardd command lines: $pass passed, $fail failed"
+# make bench's knobs (tests/system/run.sh KVER bench, README Performance): a
+# bad one is refused before anything is built and before the run's log is
+# emptied.
+for knob in BENCH_TCG_THREAD=double BENCH_SMP=3 BENCH_PARTS=ddp; do
+	check "run.sh bench $knob: exit 2, no log" 'run 2 env "$knob" "$TOP/tests/system/run.sh" 0-knobs bench &&
+		quiet_out && grep -q "^run.sh: $knob: " "$err" &&
+		[ ! -e "$TOP/build/logs/tier3-bench-0-knobs.log" ]'
+done
+
+echo "hbmctl and hbmguardd command lines, the bench's knobs: $pass passed, $fail failed"
 [ "$fail" = 0 ]

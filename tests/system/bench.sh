@@ -42,8 +42,25 @@ rasdaemon_start() {
 # Documentation/trace/ftrace.rst, 6.12).  What comes before it is
 # memory_failure()'s own work, neither daemon's.
 tr=/sys/kernel/tracing/instances/hbmbench
-mkdir $tr && echo mono >$tr/trace_clock && echo 1 >$tr/events/ras/memory_failure_event/enable ||
+mkdir $tr && echo mono >$tr/trace_clock && echo 8192 >$tr/buffer_size_kb &&
+	echo 1 >$tr/events/ras/memory_failure_event/enable ||
 	echo "bench: no tracefs instance: the tracepoint's rows are missing"
+# And where the path from it to a listener waits: hbmguard's worker taking
+# the report (workqueue_execute_start of hbm_intake_drain, kmod/intake.c: an
+# unbound workqueue's, a kworker/u*), the listener (hbmnl) woken by the event
+# sent, and when each is woken and put on a vCPU or taken off one (sched_wakeup,
+# sched_switch); filtered on their fields (include/trace/events/workqueue.h
+# and sched.h, linux-headers-6.1.0-57-common; the filters' syntax, "~" a glob:
+# Documentation/trace/events.rst, 6.12).
+drain=$(awk '$3 == "hbm_intake_drain" { print "0x" $1 }' /proc/kallsyms)
+{ echo "function == $drain" >$tr/events/workqueue/workqueue_execute_start/filter &&
+	echo 1 >$tr/events/workqueue/workqueue_execute_start/enable &&
+	echo 'comm == "hbmnl" || comm ~ "kworker/u*"' >$tr/events/sched/sched_wakeup/filter &&
+	echo 1 >$tr/events/sched/sched_wakeup/enable &&
+	echo 'next_comm == "hbmnl" || next_comm ~ "kworker/u*" || prev_comm ~ "kworker/u*"' \
+		>$tr/events/sched/sched_switch/filter &&
+	echo 1 >$tr/events/sched/sched_switch/enable; } ||
+	echo "bench: the worker's and the listener's scheduling not traced: their rows are missing"
 # A bare netlink listener hears the same events as the daemons: the floor
 # of any netlink consumer (the kernel's path and the socket's delivery).
 hbmnl listen-times $((6 * N)) 60000 >/tmp/heard &
@@ -103,11 +120,11 @@ PY
 sleep 5
 kill $listener 2>/dev/null
 cat $tr/trace >/tmp/trace 2>/dev/null
-echo 0 >$tr/events/ras/memory_failure_event/enable && rmdir $tr
+echo 0 >$tr/events/enable && rmdir $tr
 journalctl -b -o json -u hbmguardd -u rasdaemon >/tmp/journal.json
 journalctl -b -o json SYSLOG_IDENTIFIER=hbmbench >/tmp/probe.json
 python3 - "$phys" <<'PY'
-import json, os, re, sys
+import bisect, json, os, re, sys
 base = int(sys.argv[1], 0)
 injected = {}	# per pass: pfn -> when it was written (us)
 for name in ("both", "hbmguardd", "rasdaemon"):
@@ -134,16 +151,79 @@ for line in open("/tmp/journal.json"):
     m = re.search(r"memory_failure_event.* pfn=(0x[0-9a-f]+)", msg)
     if unit == "rasdaemon.service" and m:
         seen["rasdaemon"].setdefault(int(m.group(1), 16), t)
-# A trace line (the event's TP_printk(), include/ras/ras_event.h, 6.12;
-# the guest's 6.1 prints the same, as its runs parse): "python3-412 [001] ..... 81.123456: memory_failure_event: pfn
-# 0x1a2b: recovery action for free buddy page: Recovered".
+# A trace line: "TASK-PID [CPU] FLAGS SECONDS.USEC: EVENT: " and the event's
+# TP_printk() (Documentation/trace/ftrace.rst, 6.12): here
+# "python3-412 [001] ..... 81.123456: memory_failure_event: pfn 0x1a2b:
+# recovery action for free buddy page: Recovered" (include/ras/ras_event.h,
+# 6.12; the guest's 6.1 prints the same, as its runs parse), "...:
+# workqueue_execute_start: work struct 00000000a1b2c3d4: function
+# hbm_intake_drain", "...: sched_wakeup: comm=hbmnl pid=301 prio=120
+# target_cpu=001" and "...: sched_switch: prev_comm=swapper/1 prev_pid=0
+# prev_prio=120 prev_state=R ==> next_comm=hbmnl next_pid=301 next_prio=120"
+# (include/trace/events/workqueue.h and sched.h, 6.1).  Times in CLOCK_REALTIME.
 offset = int(open("/tmp/clock").read())
 tracepoint = {}
+trace = []	# (time, cpu, task's pid, event, its fields)
 for line in open("/tmp/trace") if os.path.exists("/tmp/trace") else []:
-    m = re.search(r" (\d+)\.(\d{6}): memory_failure_event: pfn (0x[0-9a-f]+):", line)
+    m = re.match(r"\s*.+?-(\d+)\s+\[(\d+)\]\s+\S+\s+(\d+)\.(\d{6}): (\w+): (.*)$", line)
+    if not m:
+        continue
+    t = int(m.group(3)) * 1000000 + int(m.group(4)) + offset
+    event, fields = m.group(5), m.group(6)
+    trace.append((t, int(m.group(2)), int(m.group(1)), event, fields))
+    m = re.match(r"pfn (0x[0-9a-f]+):", fields) if event == "memory_failure_event" else None
     if m:
-        tracepoint.setdefault(int(m.group(3), 16),
-                              int(m.group(1)) * 1000000 + int(m.group(2)) + offset)
+        tracepoint.setdefault(int(m.group(1), 16), t)
+
+def field(fields, name):
+    return re.search(r"\b%s=(\S+)" % name, fields).group(1)
+
+# For each error, from its tracepoint: hbmguard's worker woken, on a vCPU,
+# running the drain; the listener woken by the event it sends (the worker
+# off its vCPU meanwhile: preempted or blocked), on a vCPU.  An error whose
+# worker or listener was awake already is left out of their rows, as is one
+# whose listener's wake-up came after it was heard (not its event's).
+when = {k: {} for k in ("worker woken", "worker on", "worker runs", "worker off",
+                        "listener woken", "listener on")}
+listener_idle, worker_preempted = {}, {}
+trace.sort(key=lambda e: e[0])
+starts = [e[0] for e in trace]
+for pfn, t0 in tracepoint.items():
+    # its events: within a second (errors come 200 ms apart; the worst of
+    # hundreds took 0.1 s)
+    after = trace[bisect.bisect_left(starts, t0):bisect.bisect_right(starts, t0 + 1000000)]
+    runs = next((e for e in after if e[3] == "workqueue_execute_start"), None)
+    if not runs:
+        continue
+    tw, worker = runs[0], runs[2]
+    waking = [e for e in after if e[0] <= tw and e[3] == "sched_wakeup" and
+              int(field(e[4], "pid")) == worker]
+    if waking:
+        put = [e for e in after if waking[-1][0] <= e[0] <= tw and e[3] == "sched_switch" and
+               int(field(e[4], "next_pid")) == worker]
+        if put:
+            when["worker woken"][pfn], when["worker on"][pfn] = waking[-1][0], put[-1][0]
+    woken = next((e for e in after if e[0] >= tw and e[3] == "sched_wakeup" and
+                  field(e[4], "comm") == "hbmnl"), None)
+    if not woken or woken[0] > seen["netlink"].get(pfn, 0):
+        continue
+    on = next((e for e in after if e[0] >= woken[0] and e[3] == "sched_switch" and
+               field(e[4], "next_comm") == "hbmnl"), None)
+    off, out = 0, None		# the worker off its vCPU between the two
+    for e in after:
+        if e[0] > woken[0]:
+            break
+        if e[0] >= tw and e[3] == "sched_switch":
+            if int(field(e[4], "prev_pid")) == worker:
+                out = e[0]
+                worker_preempted[pfn] = field(e[4], "prev_state").startswith("R")
+            elif int(field(e[4], "next_pid")) == worker and out is not None:
+                off, out = off + e[0] - out, None
+    when["worker runs"][pfn], when["listener woken"][pfn] = tw, woken[0]
+    when["worker off"][pfn] = tw + off
+    if on and on[0] <= seen["netlink"][pfn]:
+        when["listener on"][pfn] = on[0]
+        listener_idle[pfn] = field(on[4], "prev_comm").startswith("swapper/")
 journald = [int(e["__REALTIME_TIMESTAMP"]) - int(e["HBMBENCH_SENT_USEC"])
             for e in map(json.loads, open("/tmp/probe.json"))]
 
@@ -171,6 +251,15 @@ def row(figure, value, anchor, anchor_value, goal):
                                             anchor, "-" if anchor_value is None else anchor_value, goal))
 
 journald = pct(journald)
+split = (	# the tracepoint -> event heard, part by part
+    ("  the tracepoint -> hbmguard's worker runs", when["worker runs"], tracepoint),
+    ("    of it: the tracepoint -> the worker woken", when["worker woken"], tracepoint),
+    ("    of it: the worker woken -> on a vCPU", when["worker on"], when["worker woken"]),
+    ("    of it: the worker on a vCPU -> runs the drain", when["worker runs"], when["worker on"]),
+    ("  worker runs -> listener woken (the event sent)", when["listener woken"], when["worker runs"]),
+    ("    of it: the worker off its vCPU", when["worker off"], when["worker runs"]),
+    ("  listener woken -> on a vCPU", when["listener on"], when["listener woken"]),
+    ("  on a vCPU -> heard (its read returned)", seen["netlink"], when["listener on"]))
 for i, p in enumerate(("p50", "p99")):
     for alone, among in ((False, both), (True, injected["hbmguardd"])):
         ras = injected["rasdaemon"] if alone else both
@@ -184,9 +273,30 @@ for i, p in enumerate(("p50", "p99")):
             lat(tracepoint, among, among)[i], "-", "-", "-")
         row(of + "the tracepoint -> event heard, bare netlink listener, " + p,
             lat(seen["netlink"], tracepoint, among)[i], "-", "-", "-")
+        for name, until, since in split:
+            row(of + name + ", " + p, lat(until, since, among)[i], "-", "-", "-")
         row(of + "event heard -> hbmguardd entry in the journal, " + p,
             lat(seen["hbmguardd"], seen["netlink"], among)[i],
             "journald's own write latency, " + p, journald[i], "-")
+# Where the daemon is the cost: from the tracepoint, which both daemons take
+# (what memory_failure() does before it is neither's), each alone; journald's
+# own write is part of both and shown beside, as the share of hbmguardd's.
+alone = injected["hbmguardd"], injected["rasdaemon"]
+for i, p in enumerate(("p50", "p99")):
+    ours = lat(seen["hbmguardd"], tracepoint, alone[0])[i]
+    row("the tracepoint -> hbmguardd journal entry, each daemon alone, " + p, ours,
+        "rasdaemon, the tracepoint -> its entry, alone, " + p,
+        lat(seen["rasdaemon"], tracepoint, alone[1])[i], "<= 0.1x")
+    row("  beside it: journald's own write latency, " + p, journald[i],
+        "hbmguardd, the tracepoint -> its entry, alone, " + p, ours, "-")
+for name, among in (("both", both), ("alone", injected["hbmguardd"])):
+    on = [p for p in when["listener on"] if p in among]
+    off = [p for p in worker_preempted if p in among]
+    print("# bench (%s, %d errors): the listener woken and put on a vCPU for %d, "
+          "that vCPU idle for %d; the worker off its vCPU before sending for %d "
+          "(preempted %d, blocked %d)" %
+          (name, len(among), len(on), sum(listener_idle[p] for p in on), len(off),
+           sum(worker_preempted[p] for p in off), len(off) - sum(worker_preempted[p] for p in off)))
 PY
 
 # At rest: memory, and wake-ups (context switches) over 30 s of nothing.
@@ -213,6 +323,11 @@ printf '@bench\thbmguardd RSS at rest\t%s\tKiB\trasdaemon RSS at rest\t%s\t-\n' 
 	"$(rss $pid)" "$(rss $rpid)"
 printf '@bench\thbmguardd wake-ups/s at rest\t%s\t/s\trasdaemon wake-ups/s at rest\t%s\t-\n' \
 	"$(awk "BEGIN { printf \"%.2f\", $a / 30 }")" "$(awk "BEGIN { printf \"%.2f\", $b / 30 }")"
+if [ "$(cat /var/lib/hbmguard-test/bench-parts 2>/dev/null)" = journal ]; then
+	echo "@@PHASE bench done@@"	# BENCH_PARTS=journal (tests/system/run.sh)
+	systemctl poweroff
+	exit 0
+fi
 
 # The Guard's own work per step, part by part, beside a step of its model
 # (make bench runs the same natively, with a stand-in for hbmguardd): here
