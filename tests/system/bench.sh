@@ -48,15 +48,19 @@ mkdir $tr && echo mono >$tr/trace_clock && echo 8192 >$tr/buffer_size_kb &&
 # And where the path from it to a listener waits: hbmguard's worker taking
 # the report (workqueue_execute_start of hbm_intake_drain, kmod/intake.c: an
 # unbound workqueue's, a kworker/u*), the listener (hbmnl) woken by the event
-# sent, and when each is woken and put on a vCPU or taken off one (sched_wakeup,
-# sched_switch); filtered on their fields (include/trace/events/workqueue.h
-# and sched.h, linux-headers-6.1.0-57-common; the filters' syntax, "~" a glob:
-# Documentation/trace/events.rst, 6.12).
+# sent, and for each when its wake-up is asked (sched_waking, in the waker),
+# done (sched_wakeup: on the vCPU it wakes on, which an idle other vCPU does
+# when it takes the waker's IPI: ttwu_queue_wakelist(), kernel/sched/core.c,
+# 6.12), and when it is put on a vCPU (sched_switch); filtered on their fields
+# (include/trace/events/workqueue.h and sched.h, linux-headers-6.1.0-57-common;
+# the filters' syntax, "~" a glob: Documentation/trace/events.rst, 6.12).
 drain=$(awk '$3 == "hbm_intake_drain" { print "0x" $1 }' /proc/kallsyms)
 { echo "function == $drain" >$tr/events/workqueue/workqueue_execute_start/filter &&
 	echo 1 >$tr/events/workqueue/workqueue_execute_start/enable &&
-	echo 'comm == "hbmnl" || comm ~ "kworker/u*"' >$tr/events/sched/sched_wakeup/filter &&
-	echo 1 >$tr/events/sched/sched_wakeup/enable &&
+	for ev in sched_waking sched_wakeup; do
+		echo 'comm == "hbmnl" || comm ~ "kworker/u*"' >$tr/events/sched/$ev/filter &&
+			echo 1 >$tr/events/sched/$ev/enable || break
+	done &&
 	echo 'next_comm == "hbmnl" || next_comm ~ "kworker/u*" || prev_comm ~ "kworker/u*"' \
 		>$tr/events/sched/sched_switch/filter &&
 	echo 1 >$tr/events/sched/sched_switch/enable; } ||
@@ -178,52 +182,52 @@ for line in open("/tmp/trace") if os.path.exists("/tmp/trace") else []:
 def field(fields, name):
     return re.search(r"\b%s=(\S+)" % name, fields).group(1)
 
-# For each error, from its tracepoint: hbmguard's worker woken, on a vCPU,
-# running the drain; the listener woken by the event it sends (the worker
-# off its vCPU meanwhile: preempted or blocked), on a vCPU.  An error whose
-# worker or listener was awake already is left out of their rows, as is one
-# whose listener's wake-up came after it was heard (not its event's).
-when = {k: {} for k in ("worker woken", "worker on", "worker runs", "worker off",
-                        "listener woken", "listener on")}
-listener_idle, worker_preempted = {}, {}
+# For each error, from its tracepoint: hbmguard's worker's wake-up asked,
+# done, the worker on a vCPU, running the drain; the listener's wake-up asked
+# (the event sent), done, the listener on a vCPU.  An error whose worker or
+# listener was awake already is left out of their rows, as is one whose
+# drain or listener's wake-up came after it was heard (not its event's).
+when = {k: {} for k in ("worker waking", "worker woken", "worker on", "worker runs",
+                        "listener waking", "listener woken", "listener on")}
+by_ipi = {"worker": {}, "listener": {}}	# woken on another vCPU than the waker's
 trace.sort(key=lambda e: e[0])
 starts = [e[0] for e in trace]
+
+def wake(events, who, since, until, last=False):
+    """(waking, woken, on a vCPU) events of task who (a test of one), in
+    [since, until], from its first wake-up asked there or its last, or None"""
+    asked = [e for e in events if since <= e[0] <= until and e[3] == "sched_waking" and
+             who(e, "pid", "comm")]
+    waking = asked and asked[-1 if last else 0]
+    woken = waking and next((e for e in events if waking[0] <= e[0] <= until and
+                             e[3] == "sched_wakeup" and who(e, "pid", "comm")), None)
+    on = woken and next((e for e in events if woken[0] <= e[0] <= until and
+                         e[3] == "sched_switch" and who(e, "next_pid", "next_comm")), None)
+    return (waking, woken, on) if on else None
+
 for pfn, t0 in tracepoint.items():
     # its events: within a second (errors come 200 ms apart; the worst of
-    # hundreds took 0.1 s)
-    after = trace[bisect.bisect_left(starts, t0):bisect.bisect_right(starts, t0 + 1000000)]
+    # hundreds took 0.1 s), and from 1 ms before: hbmguard's probe, which
+    # asks the worker's wake-up, runs before the instance's, which records
+    # the tracepoint (probes of one priority run in the order they were
+    # registered: func_add(), kernel/tracepoint.c, 6.12)
+    after = trace[bisect.bisect_left(starts, t0 - 1000):bisect.bisect_right(starts, t0 + 1000000)]
+    heard = seen["netlink"].get(pfn, 0)
     runs = next((e for e in after if e[3] == "workqueue_execute_start"), None)
-    if not runs:
+    if not runs or runs[0] > heard:	# not its drain
         continue
     tw, worker = runs[0], runs[2]
-    waking = [e for e in after if e[0] <= tw and e[3] == "sched_wakeup" and
-              int(field(e[4], "pid")) == worker]
-    if waking:
-        put = [e for e in after if waking[-1][0] <= e[0] <= tw and e[3] == "sched_switch" and
-               int(field(e[4], "next_pid")) == worker]
-        if put:
-            when["worker woken"][pfn], when["worker on"][pfn] = waking[-1][0], put[-1][0]
-    woken = next((e for e in after if e[0] >= tw and e[3] == "sched_wakeup" and
-                  field(e[4], "comm") == "hbmnl"), None)
-    if not woken or woken[0] > seen["netlink"].get(pfn, 0):
-        continue
-    on = next((e for e in after if e[0] >= woken[0] and e[3] == "sched_switch" and
-               field(e[4], "next_comm") == "hbmnl"), None)
-    off, out = 0, None		# the worker off its vCPU between the two
-    for e in after:
-        if e[0] > woken[0]:
-            break
-        if e[0] >= tw and e[3] == "sched_switch":
-            if int(field(e[4], "prev_pid")) == worker:
-                out = e[0]
-                worker_preempted[pfn] = field(e[4], "prev_state").startswith("R")
-            elif int(field(e[4], "next_pid")) == worker and out is not None:
-                off, out = off + e[0] - out, None
-    when["worker runs"][pfn], when["listener woken"][pfn] = tw, woken[0]
-    when["worker off"][pfn] = tw + off
-    if on and on[0] <= seen["netlink"][pfn]:
-        when["listener on"][pfn] = on[0]
-        listener_idle[pfn] = field(on[4], "prev_comm").startswith("swapper/")
+    when["worker runs"][pfn] = tw
+    w = wake(after, lambda e, pid, comm: int(field(e[4], pid)) == worker, t0 - 1000, tw, True)
+    if w:
+        for k, e in zip(("worker waking", "worker woken", "worker on"), w):
+            when[k][pfn] = e[0]
+        by_ipi["worker"][pfn] = w[0][1] != w[1][1]
+    w = wake(after, lambda e, pid, comm: field(e[4], comm) == "hbmnl", tw, heard)
+    if w:
+        for k, e in zip(("listener waking", "listener woken", "listener on"), w):
+            when[k][pfn] = e[0]
+        by_ipi["listener"][pfn] = w[0][1] != w[1][1]
 journald = [int(e["__REALTIME_TIMESTAMP"]) - int(e["HBMBENCH_SENT_USEC"])
             for e in map(json.loads, open("/tmp/probe.json"))]
 
@@ -253,12 +257,15 @@ def row(figure, value, anchor, anchor_value, goal):
 journald = pct(journald)
 split = (	# the tracepoint -> event heard, part by part
     ("  the tracepoint -> hbmguard's worker runs", when["worker runs"], tracepoint),
-    ("    of it: the tracepoint -> the worker woken", when["worker woken"], tracepoint),
-    ("    of it: the worker woken -> on a vCPU", when["worker on"], when["worker woken"]),
-    ("    of it: the worker on a vCPU -> runs the drain", when["worker runs"], when["worker on"]),
-    ("  worker runs -> listener woken (the event sent)", when["listener woken"], when["worker runs"]),
-    ("    of it: the worker off its vCPU", when["worker off"], when["worker runs"]),
-    ("  listener woken -> on a vCPU", when["listener on"], when["listener woken"]),
+    ("    of it: the tracepoint -> its wake-up done (its vCPU woken)", when["worker woken"],
+     tracepoint),
+    ("    of it: woken -> on a vCPU", when["worker on"], when["worker woken"]),
+    ("    of it: on a vCPU -> runs the drain", when["worker runs"], when["worker on"]),
+    ("  worker runs -> the listener's wake-up asked (the event sent)", when["listener waking"],
+     when["worker runs"]),
+    ("  the listener's wake-up asked -> done (its vCPU woken)", when["listener woken"],
+     when["listener waking"]),
+    ("  the listener woken -> on a vCPU", when["listener on"], when["listener woken"]),
     ("  on a vCPU -> heard (its read returned)", seen["netlink"], when["listener on"]))
 for i, p in enumerate(("p50", "p99")):
     for alone, among in ((False, both), (True, injected["hbmguardd"])):
@@ -290,13 +297,11 @@ for i, p in enumerate(("p50", "p99")):
     row("  beside it: journald's own write latency, " + p, journald[i],
         "hbmguardd, the tracepoint -> its entry, alone, " + p, ours, "-")
 for name, among in (("both", both), ("alone", injected["hbmguardd"])):
-    on = [p for p in when["listener on"] if p in among]
-    off = [p for p in worker_preempted if p in among]
-    print("# bench (%s, %d errors): the listener woken and put on a vCPU for %d, "
-          "that vCPU idle for %d; the worker off its vCPU before sending for %d "
-          "(preempted %d, blocked %d)" %
-          (name, len(among), len(on), sum(listener_idle[p] for p in on), len(off),
-           sum(worker_preempted[p] for p in off), len(off) - sum(worker_preempted[p] for p in off)))
+    print("# bench (%s, %d errors): woken by an IPI to another vCPU: the worker %d of %d, "
+          "the listener %d of %d" % (name, len(among),
+          *(x for who in ("worker", "listener")
+            for x in (sum(v for p, v in by_ipi[who].items() if p in among),
+                      len([p for p in by_ipi[who] if p in among])))))
 PY
 
 # At rest: memory, and wake-ups (context switches) over 30 s of nothing.
