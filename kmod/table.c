@@ -572,6 +572,15 @@ static void op_piece(struct op_ctx *c, const struct hbm_extent *old,
 	e.last_seen = c->now;
 	e.errors = min_t(u32, 0xffff, (u32)e.errors + c->errors);
 	if (c->op == HBM_OP_RETIRE) {
+		/*
+		 * A pending page is in service, its data on it: a UE or
+		 * poison there destroyed the data, and is why the page goes,
+		 * whoever reported it first (an operator, the GPU's driver).
+		 * The record, its event and the aperture say so.
+		 */
+		if (e.state == HBMGUARD_STATE_PENDING &&
+		    (c->source == HBMGUARD_SOURCE_UE || c->source == HBMGUARD_SOURCE_POISON))
+			e.source = c->source;
 		bypass(c, e);
 		return;
 	}

@@ -158,12 +158,12 @@ eventually "retired then removed in one turn: saved" \
 	'[ "$(stat -c %s /tmp/state/sim:gone.state 2>/dev/null || echo 0)" -gt $gsize ]'
 check "... not said lost" '! grep -q "sim:gone is gone before" /tmp/daemon.log'
 gid=$(hbmctl sim-create gone 64M spares=8)
-# Each page with the source its table had: 0x11000 pending (an operator's)
-# when its UE came keeps the extent's first report, as its event said.
+# Each page with the source its table had: 0x11000, pending (an operator's)
+# when its UE came, has the UE's, which lost its data in service.
 eventually "... restored with the device, the pending pages around kept" \
 	'hbmctl pages gone >/tmp/gone && grep -q "^0x7000 *1 .*retired *ue" /tmp/gone &&
 	grep -q "^0x10000 *1 .*pending *admin" /tmp/gone &&
-	grep -q "^0x11000 *1 .*retired *admin" /tmp/gone &&
+	grep -q "^0x11000 *1 .*retired *ue" /tmp/gone &&
 	grep -q "^0x12000 *2 .*pending *admin" /tmp/gone'
 check "... its file whole" '! grep -q "state of sim:gone damaged" /tmp/daemon.log'
 hbmctl sim-destroy $gid

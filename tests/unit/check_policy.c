@@ -373,9 +373,27 @@ START_TEST(ce_on_bad_page_changes_no_state)
 	ck_assert_uint_eq(e.state, HBMGUARD_STATE_PENDING);
 	ck_assert_uint_eq(e.errors, 100);
 	ck_assert_uint_eq(e.last_seen, NOW + 5);
-	/* An uncorrectable error on it bypasses it. */
+	/*
+	 * An uncorrectable error on it bypasses it, and is why: the data it
+	 * held in service is lost, whoever reported the page first.
+	 */
 	ck_assert_int_eq(report(20, HBMGUARD_ERROR_UE, 1, NOW + 6), 0);
-	ck_assert_uint_eq(state_of(20), HBMGUARD_STATE_RETIRED);
+	ck_assert(hbm_table_lookup(&c.table, 20, &e));
+	ck_assert_uint_eq(e.state, HBMGUARD_STATE_RETIRED);
+	ck_assert_uint_eq(e.source, HBMGUARD_SOURCE_UE);
+	ck_assert_uint_eq(e.first_seen, NOW);
+	/* A CE burst on a pending page destroyed nothing: its source stays. */
+	ck_assert_int_eq(hbm_core_apply(&c, HBM_OP_PENDING, 30, 1,
+					HBMGUARD_SOURCE_ADMIN, NOW, &res), 0);
+	ck_assert_int_eq(hbm_core_apply(&c, HBM_OP_RETIRE, 30, 1,
+					HBMGUARD_SOURCE_CE_THRESHOLD, NOW, &res), 0);
+	ck_assert(hbm_table_lookup(&c.table, 30, &e));
+	ck_assert_uint_eq(e.state, HBMGUARD_STATE_RETIRED);
+	ck_assert_uint_eq(e.source, HBMGUARD_SOURCE_ADMIN);
+	/* Nor does a retirement of a retired page by a UE (a spare serves it). */
+	ck_assert_int_eq(report(30, HBMGUARD_ERROR_UE, 1, NOW + 7), 0);
+	ck_assert(hbm_table_lookup(&c.table, 30, &e));
+	ck_assert_uint_eq(e.source, HBMGUARD_SOURCE_ADMIN);
 }
 END_TEST
 

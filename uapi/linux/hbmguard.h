@@ -29,6 +29,10 @@
  * lost now, though the page was out of service before and its source may
  * say nothing destroyed data (a page retired for correctable errors).
  *
+ * A PENDING page is still in service, its data on it: an uncorrectable
+ * error or poison there retires it (or fails it) with that error as its
+ * source, whoever reported it first (an operator, the GPU's driver).
+ *
  * An uncorrectable error or poison retires its page at once.  Correctable
  * errors fill a per-page leaky bucket; the page is retired when the bucket
  * holds ce_threshold errors.  The bucket drains one whole error every
