@@ -223,7 +223,8 @@ hbmctl sim-destroy $sid
 # A page saved PENDING that a UE retires while the daemon is down: at its
 # start the restore asks PENDING, the module keeps it retired, and the read
 # that follows is news, not what was restored: the file says retired after
-# it, and the device comes back with the page retired, not in service.
+# it, and the device comes back with the page retired, not in service, by
+# the UE (which lost its data in service), no longer the operator's.
 mid=$(hbmctl sim-create moved 64M spares=8)
 wait_for /tmp/daemon.log "sim:moved: device added"
 check "a pending page saved" 'ctl retire moved 0x20000 0x1000 --pending'
@@ -235,7 +236,7 @@ start_daemon
 hbmctl sim-destroy $mid
 mid=$(hbmctl sim-create moved 64M spares=8)
 eventually "... saved retired: back retired with its device" \
-	'hbmctl pages moved | grep -q "^0x20000 *1 .*retired *admin"'
+	'hbmctl pages moved | grep -q "^0x20000 *1 .*retired *ue"'
 hbmctl sim-destroy $mid
 
 # A UE page stored FAILED (no spare left), its device back with spares: the
