@@ -402,7 +402,8 @@ u32 hbm_core_health(const struct hbm_core *c)
  * @op: what to do with the range
  * @first: first page
  * @nr: pages
- * @source: enum hbmguard_source recorded for new pages
+ * @source: enum hbmguard_source recorded for new pages (and as
+ *	hbm_table_apply() says)
  * @now: seconds since the epoch
  * @res: what changed, added to
  *
@@ -436,7 +437,8 @@ int hbm_core_apply(struct hbm_core *c, enum hbm_op op, u32 first, u32 nr,
  * the table has none, as a restore after a module load brings them): O(n),
  * not O(n log n) with a splice per range.  Otherwise as hbm_core_apply() of
  * each range in turn, with its source (pages the table has keep their
- * record, new ones are seen @now).
+ * record, but for a UE or poison over a pending or failed page:
+ * hbm_table_apply(); new ones are seen @now).
  *
  * Return: 0, or the first range's error; the ranges before it (*@done)
  * stay applied.

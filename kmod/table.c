@@ -573,12 +573,13 @@ static void op_piece(struct op_ctx *c, const struct hbm_extent *old,
 	e.errors = min_t(u32, 0xffff, (u32)e.errors + c->errors);
 	if (c->op == HBM_OP_RETIRE) {
 		/*
-		 * A pending page is in service, its data on it: a UE or
-		 * poison there destroyed the data, and is why the page goes,
-		 * whoever reported it first (an operator, the GPU's driver).
-		 * The record, its event and the aperture say so.
+		 * A pending page is in service, its data on it, and a failed
+		 * one keeps its data on its frame until a spare frees: a UE
+		 * or poison there destroyed the data, and is why the page
+		 * goes, whoever reported it first (an operator, the GPU's
+		 * driver).  The record, its event and the aperture say so.
 		 */
-		if (e.state == HBMGUARD_STATE_PENDING &&
+		if ((e.state == HBMGUARD_STATE_PENDING || e.state == HBMGUARD_STATE_FAILED) &&
 		    (c->source == HBMGUARD_SOURCE_UE || c->source == HBMGUARD_SOURCE_POISON))
 			e.source = c->source;
 		bypass(c, e);
@@ -940,7 +941,9 @@ static int op_write(struct op_ctx *c, struct pos lo, struct pos hi,
  * @op: what to do
  * @first: first page
  * @nr: pages, at least one; the range must lie in the table
- * @source: enum hbmguard_source for pages new to the table
+ * @source: enum hbmguard_source for pages new to the table, and for pending
+ *	or failed pages a retirement with UE or POISON takes (an error that
+ *	destroyed the data they held)
  * @errors: errors to add to every extent the range touches
  * @now: seconds since the epoch
  * @res: what changed, added to

@@ -374,14 +374,16 @@ start_daemon
 lost_again "after a restart, its next spare failed" 3
 
 # A page pending (an operator's) is in service, its data on it: a UE there
-# lost the data, and the job recovers; the page's source is the UE's.
+# lost the data, and the job recovers; the page's source is the UE's (one
+# spare is left: 0x5000's, and the two that failed under it, hold three).
 check "a page pending" 'ctl retire spared 0x8000 0x1000 --pending'
 rank jobP 0 1 sim:spared
 a=$rpid
 hbmctl inject spared ue 0x8000
-exited $a
-check "a UE on a pending page under a rank: recovered" '[ $st = 0 ] &&
-	ctl incidents | grep -q "job jobP, rank 0, sim:spared at 0x8000+0x1000: resumed$"'
+eventually "a UE on a pending page under a rank: recovered" \
+	'ctl incidents | grep -q "job jobP, rank 0, sim:spared at 0x8000+0x1000: resumed$"'
+kill $a 2>/dev/null
+wait $a
 check "... the page retired by the UE" 'hbmctl pages spared | grep -q "^0x8000 *1 .*retired *ue"'
 hbmctl sim-destroy $mid
 

@@ -390,10 +390,54 @@ START_TEST(ce_on_bad_page_changes_no_state)
 	ck_assert(hbm_table_lookup(&c.table, 30, &e));
 	ck_assert_uint_eq(e.state, HBMGUARD_STATE_RETIRED);
 	ck_assert_uint_eq(e.source, HBMGUARD_SOURCE_ADMIN);
-	/* Nor does a retirement of a retired page by a UE (a spare serves it). */
-	ck_assert_int_eq(report(30, HBMGUARD_ERROR_UE, 1, NOW + 7), 0);
-	ck_assert(hbm_table_lookup(&c.table, 30, &e));
-	ck_assert_uint_eq(e.source, HBMGUARD_SOURCE_ADMIN);
+	/* Poison in the middle of a pending row: that page alone, the row split. */
+	ck_assert_int_eq(hbm_core_apply(&c, HBM_OP_PENDING, 40, 3,
+					HBMGUARD_SOURCE_DRIVER, NOW, &res), 0);
+	ck_assert_int_eq(report(41, HBMGUARD_ERROR_POISON, 1, NOW + 8), 0);
+	ck_assert(hbm_table_lookup(&c.table, 41, &e));
+	ck_assert_uint_eq(e.state, HBMGUARD_STATE_RETIRED);
+	ck_assert_uint_eq(e.source, HBMGUARD_SOURCE_POISON);
+	ck_assert_uint_eq(e.nr, 1);
+	ck_assert(hbm_table_lookup(&c.table, 40, &e));
+	ck_assert_uint_eq(e.state, HBMGUARD_STATE_PENDING);
+	ck_assert_uint_eq(e.source, HBMGUARD_SOURCE_DRIVER);
+	ck_assert(hbm_table_lookup(&c.table, 42, &e));
+	ck_assert_uint_eq(e.source, HBMGUARD_SOURCE_DRIVER);
+	ck_assert_ptr_null(table_invariants(&c.table));
+}
+END_TEST
+
+/*
+ * A page failed for want of a spare keeps its data on its frame, to be
+ * copied to a spare once one frees: a UE there destroyed it, and the page
+ * bypassed then has the UE's source (its event says so, the aperture does
+ * not copy it), not the operator's.
+ */
+START_TEST(ue_on_failed_page_is_why_it_goes)
+{
+	struct hbm_extent e;
+	u32 p;
+
+	for (p = 0; p < SPARES; p++)
+		ck_assert_int_eq(hbm_core_apply(&c, HBM_OP_RETIRE, 100 + 2 * p, 1,
+						HBMGUARD_SOURCE_ADMIN, NOW, &res), 0);
+	ck_assert_int_eq(hbm_core_apply(&c, HBM_OP_RETIRE, 50, 1,
+					HBMGUARD_SOURCE_ADMIN, NOW, &res), 0);
+	ck_assert_uint_eq(state_of(50), HBMGUARD_STATE_FAILED);
+	/* A UE while failed: failed still, its source the UE's. */
+	ck_assert_int_eq(report(50, HBMGUARD_ERROR_UE, 1, NOW + 1), 0);
+	ck_assert(hbm_table_lookup(&c.table, 50, &e));
+	ck_assert_uint_eq(e.state, HBMGUARD_STATE_FAILED);
+	ck_assert_uint_eq(e.source, HBMGUARD_SOURCE_UE);
+	/* A spare freed: the next UE bypasses it, retired by the UE. */
+	ck_assert_int_eq(hbm_core_apply(&c, HBM_OP_CLEAR, 100, 1, 0, NOW, &res), 0);
+	memset(&res, 0, sizeof(res));
+	ck_assert_int_eq(report(50, HBMGUARD_ERROR_UE, 1, NOW + 2), 0);
+	ck_assert_uint_eq(res.retired, 1);
+	ck_assert(hbm_table_lookup(&c.table, 50, &e));
+	ck_assert_uint_eq(e.state, HBMGUARD_STATE_RETIRED);
+	ck_assert_uint_eq(e.source, HBMGUARD_SOURCE_UE);
+	ck_assert_ptr_null(table_invariants(&c.table));
 }
 END_TEST
 
@@ -705,6 +749,7 @@ Suite *policy_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, defaults);
 	tcase_add_test(tc, ue_and_poison_retire_at_once);
+	tcase_add_test(tc, ue_on_failed_page_is_why_it_goes);
 	tcase_add_test(tc, ce_below_threshold_counts_only);
 	tcase_add_test(tc, ce_bucket_leaks);
 	tcase_add_test(tc, ce_burst_across_seconds);

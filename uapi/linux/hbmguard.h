@@ -29,9 +29,12 @@
  * lost now, though the page was out of service before and its source may
  * say nothing destroyed data (a page retired for correctable errors).
  *
- * A PENDING page is still in service, its data on it: an uncorrectable
- * error or poison there retires it (or fails it) with that error as its
- * source, whoever reported it first (an operator, the GPU's driver).
+ * A PENDING page is still in service, its data on it, and a FAILED page
+ * keeps its data on its frame until a spare frees: an uncorrectable error
+ * or poison there retires it (or leaves it failed) with that error as its
+ * source, whoever reported it first (an operator, the GPU's driver).  A
+ * RESTORE of such a record over such a page takes its source likewise (no
+ * data of now is lost: the event is RESTORED).
  *
  * An uncorrectable error or poison retires its page at once.  Correctable
  * errors fill a per-page leaky bucket; the page is retired when the bucket
