@@ -375,7 +375,7 @@ lost_again "after a restart, its next spare failed" 3
 
 # A page pending (an operator's) is in service, its data on it: a UE there
 # lost the data, and the job recovers; the page's source is the UE's (one
-# spare is left: 0x5000's, and the two that failed under it, hold three).
+# spare of four is left: two failed under 0x5000, which a third serves).
 check "a page pending" 'ctl retire spared 0x8000 0x1000 --pending'
 rank jobP 0 1 sim:spared
 a=$rpid
