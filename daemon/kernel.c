@@ -1146,7 +1146,15 @@ static int on_event(struct nl_msg *msg, void *arg)
 	case HBMGUARD_EVENT_ERROR:
 	case HBMGUARD_EVENT_DEVICE_ERROR:
 		f.type = HBM_FACT_ERROR;
-		f.severity = f.source == HBMGUARD_SOURCE_UE || f.source == HBMGUARD_SOURCE_POISON ?
+		/*
+		 * An ERROR's SOURCE is the page's record after the error (why
+		 * the page is bad; NONE for a page not in the table or a spare),
+		 * its STATE the error's kind (hbm_device_report(),
+		 * kmod/device.c): a CE on a page a UE retired is a CE, a UE on a
+		 * page retired for CEs a UE.
+		 */
+		f.severity = type == HBMGUARD_EVENT_ERROR &&
+			     (f.state == HBMGUARD_ERROR_UE || f.state == HBMGUARD_ERROR_POISON) ?
 			     HBM_SEVERITY_UE : HBM_SEVERITY_CE;
 		if (type == HBMGUARD_EVENT_DEVICE_ERROR && f.aux == HBMGUARD_PATH_NVIDIA_XID)
 			xid_fact(&f);

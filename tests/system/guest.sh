@@ -515,6 +515,14 @@ metrics_on() {
 	hbmctl inject sim3 ce 0x30000
 	eventually "the module's paths: an injected error counted on its path" \
 		'[ "$(sample hbmguard_path_errors_received_total "path=\"inject\"")" -gt "${inject_before:-0}" ]'
+	# An error is counted by its kind, not by why its page is bad: a UE,
+	# then a CE on the page it retired (whose record says UE).
+	heard_ce=$(sample hbmguard_daemon_errors_heard_total 'origin="kernel"' 'severity="ce"')
+	heard_ue=$(sample hbmguard_daemon_errors_heard_total 'origin="kernel"' 'severity="ue"')
+	hbmctl inject sim3 ue 0x31000 && hbmctl inject sim3 ce 0x31000
+	eventually "errors heard by their kind: a CE on a page a UE retired is a CE" \
+		'[ "$(sample hbmguard_daemon_errors_heard_total "origin=\"kernel\"" "severity=\"ce\"")" = $((heard_ce + 1)) ] &&
+		[ "$(sample hbmguard_daemon_errors_heard_total "origin=\"kernel\"" "severity=\"ue\"")" = $((heard_ue + 1)) ]'
 	check "an unknown path is 404" '[ "$(curl -s -o /dev/null -w "%{http_code}" http://127.0.0.1:9477/x)" = 404 ]'
 	check "a reload with Listen= off turns it off" \
 		'printf "[Metrics]\nListen=\n" >/etc/hbmguard/hbmguardd.conf.d/70-off.conf &&
