@@ -147,19 +147,24 @@ static int cmd_until(uint32_t dev, uint64_t pages)
 		return 1;
 	}
 	while ((have = bad_pages(fd, dev)) >= 0 && (uint64_t)have < pages) {
-		if (have && !first)
-			first = now_ns();
 		struct hbmguard_event ev[64];
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		bool news = false;
 		ssize_t n;
 		size_t i;
 
+		if (have && !first)	/* late by this ask: it waits for the lock */
+			first = now_ns();
+
 		while (!news) {
 			double left_ms = (deadline - now_ns()) / 1e6;
+			int ready = left_ms > 0 ? poll(&p, 1, (int)left_ms + 1) : 0;
 
-			if (left_ms <= 0 || poll(&p, 1, (int)left_ms + 1) < 0 ||
-			    (n = read(fd, ev, sizeof(ev))) < 0) {
+			if (ready < 0 && errno == EINTR)
+				continue;
+			if (ready == 0 && left_ms > 0)
+				continue;	/* the deadline is looked at again */
+			if (ready <= 0 || (n = read(fd, ev, sizeof(ev))) < 0) {
 				fprintf(stderr, "hbmstatebench: device %u: not %" PRIu64
 					" pages in 600 s (%s)\n", dev, pages,
 					left_ms <= 0 ? "timed out" : strerror(errno));
@@ -169,8 +174,11 @@ static int cmd_until(uint32_t dev, uint64_t pages)
 				news |= ev[i].device == dev || ev[i].type == HBMGUARD_EVENT_OVERFLOW;
 		}
 	}
-	if (have >= 0)
-		printf("%.0f %.0f\n", now_ns(), first ? first : now_ns());
+	if (have >= 0) {
+		double done = now_ns();
+
+		printf("%.0f %.0f\n", done, first ? first : done);
+	}
 	close(fd);
 	return have >= 0 ? 0 : 1;
 }
