@@ -519,7 +519,8 @@ metrics_on() {
 	# then a CE on the page it retired (whose record says UE).
 	heard_ce=$(sample hbmguard_daemon_errors_heard_total 'origin="kernel"' 'severity="ce"')
 	heard_ue=$(sample hbmguard_daemon_errors_heard_total 'origin="kernel"' 'severity="ue"')
-	hbmctl inject sim3 ue 0x31000 && hbmctl inject sim3 ce 0x31000
+	check "a UE, then a CE, on one page of sim3" \
+		'hbmctl inject sim3 ue 0x31000 && hbmctl inject sim3 ce 0x31000'
 	eventually "errors heard by their kind: a CE on a page a UE retired is a CE" \
 		'[ "$(sample hbmguard_daemon_errors_heard_total "origin=\"kernel\"" "severity=\"ce\"")" = $((heard_ce + 1)) ] &&
 		[ "$(sample hbmguard_daemon_errors_heard_total "origin=\"kernel\"" "severity=\"ue\"")" = $((heard_ue + 1)) ]'
