@@ -31,7 +31,7 @@ rasdaemon_start() {
 	# When it hands its entry to journald: the write() of the event's line
 	# to its stdout, journald's stream (trace_seq_do_printf(), printf("\n"),
 	# fflush(stdout) once its handler stored the event in its database:
-	# read_ras_event() in ras-events.c, ras_memory_failure_event_handler(),
+	# parse_ras_data() in ras-events.c, ras_memory_failure_event_handler(),
 	# rasdaemon v0.8.1), traced as hbmguardd's sendmsg() below.
 	rpid=$(systemctl show -P MainPID rasdaemon)
 	echo "$rpid" >>/tmp/rasdaemon.pids
