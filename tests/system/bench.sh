@@ -85,7 +85,7 @@ echo "$daemon" >/tmp/daemon.pid
 	echo "bench: the worker's, the listener's and the daemon's scheduling not traced: their rows are missing"
 # A bare netlink listener hears the same events as the daemons: the floor
 # of any netlink consumer (the kernel's path and the socket's delivery).
-hbmnl listen-times $((6 * N)) 60000 >/tmp/heard &
+hbmnl listen-times 1000000 60000 >/tmp/heard &	# until killed: each error makes 2 events or more
 listener=$!
 sleep 1
 # One error every 200 ms, each on a page of the node the allocator holds
@@ -143,8 +143,8 @@ sleep 5
 kill $listener 2>/dev/null
 cat $tr/trace >/tmp/trace 2>/dev/null
 # Events the instance's ring lost (it overwrites when full): rows thinned.
-lost=$(cat $tr/per_cpu/cpu*/stats 2>/dev/null | awk '/^overrun:/ { n += $2 } END { print n + 0 }')
-[ "$lost" = 0 ] || echo "# bench: the trace lost $lost events (its ring overran): some errors are missing from the split rows"
+lost=$(cat $tr/per_cpu/cpu*/stats 2>/dev/null | awk '/^overrun:/ { n += $2; k++ } END { print k ? n : "an unknown number of" }')
+[ "$lost" = 0 ] || echo "# bench: the trace lost $lost events (its ring overran or could not be read): errors may be missing from every traced row, the judged one too"
 echo 0 >$tr/events/enable && rmdir $tr
 journalctl -b -o json -u hbmguardd -u rasdaemon >/tmp/journal.json
 journalctl -b -o json SYSLOG_IDENTIFIER=hbmbench >/tmp/probe.json
@@ -158,6 +158,7 @@ for name in ("both", "hbmguardd", "rasdaemon"):
         pfn, t = line.split()
         injected[name][int(pfn)] = int(t)
 seen = {"hbmguardd": {}, "rasdaemon": {}, "netlink": {}}
+ras_bytes = {}	# the length of rasdaemon's line for each error, as its write() counts it
 for line in open("/tmp/heard"):
     m = re.match(r"event type=1 .* offset=(0x[0-9a-f]+) .* heard_us=(\d+)$", line)
     if m:
@@ -176,6 +177,7 @@ for line in open("/tmp/journal.json"):
     m = re.search(r"memory_failure_event.* pfn=(0x[0-9a-f]+)", msg)
     if unit == "rasdaemon.service" and m:
         seen["rasdaemon"].setdefault(int(m.group(1), 16), t)
+        ras_bytes.setdefault(int(m.group(1), 16), len(msg.encode()) + 1)	# and its "\n"
 # A trace line: "TASK-PID [CPU] FLAGS SECONDS.USEC: EVENT: " and the event's
 # TP_printk() (Documentation/trace/ftrace.rst, 6.12): here
 # "python3-412 [001] ..... 81.123456: memory_failure_event: pfn 0x1a2b:
@@ -190,8 +192,8 @@ offset = int(open("/tmp/clock").read())
 tracepoint = {}
 trace = []	# (time, cpu, task's pid, event, its fields)
 for line in open("/tmp/trace") if os.path.exists("/tmp/trace") else []:
-    # a syscall's entry prints as "sys_sendmsg(fd: 3, ...)" (its print_fmt,
-    # kernel/trace/trace_syscalls.c, 6.12)
+    # a syscall's entry prints as "sys_sendmsg(fd: 3, msg: 7ffd..., flags:
+    # 4000)" (print_syscall_enter(), kernel/trace/trace_syscalls.c, 6.12)
     m = re.match(r"\s*.+?-(\d+)\s+\[(\d+)\]\s+\S+\s+(\d+)\.(\d{6}): (\w+)(?:: |\()(.*)$", line)
     if not m:
         continue
@@ -205,6 +207,10 @@ for line in open("/tmp/trace") if os.path.exists("/tmp/trace") else []:
 def field(fields, name):
     return re.search(r"\b%s=(\S+)" % name, fields).group(1)
 
+def arg(fields, name):	# a syscall's argument: "fd: 3", in hex without 0x
+    m = re.search(r"\b%s: ([0-9a-f]+)" % name, fields)	# print_syscall_enter(), 6.12
+    return int(m.group(1), 16) if m else None
+
 # For each error, from its tracepoint: hbmguard's worker's wake-up asked,
 # done, the worker on a vCPU, running the drain; the listener's wake-up asked
 # (the event sent), done, the listener on a vCPU.  An error whose worker or
@@ -217,6 +223,8 @@ daemon_cpu, zero = {}, {}	# hbmguardd's time on a vCPU from its wake-up to its e
 daemon_pid = int(open("/tmp/daemon.pid").read() or 0)
 ras_pids = {int(p) for p in open("/tmp/rasdaemon.pids").read().split()}
 ras_handed = {}	# rasdaemon's write() of its entry to its stdout
+sends = {}	# hbmguardd's sendmsg() calls after the tracepoint until its entry
+ras_unmatched = set()	# errors whose line no write() matched by its length
 by_ipi = {"worker": {}, "listener": {}, "daemon": {}}	# woken on another vCPU than the waker's
 trace.sort(key=lambda e: e[0])
 starts = [e[0] for e in trace]
@@ -240,6 +248,20 @@ for pfn, t0 in tracepoint.items():
     # the tracepoint (probes of one priority run in the order they were
     # registered: func_add(), kernel/tracepoint.c, 6.12)
     after = trace[bisect.bisect_left(starts, t0 - 1000):bisect.bisect_right(starts, t0 + 1000000)]
+    # rasdaemon's write() of this error's line: on its stdout, as long as
+    # the line the journal has (not an earlier error's, late)
+    ras = seen["rasdaemon"].get(pfn, 0)
+    writes = [e for e in after if t0 <= e[0] <= ras and e[2] in ras_pids and e[3] == "sys_write"]
+    handed = [e[0] for e in writes if arg(e[4], "count") == ras_bytes.get(pfn)]
+    if handed:
+        ras_handed[pfn] = handed[0]
+    elif writes:	# said below: its first write on stdout after the tracepoint
+        ras_handed[pfn] = writes[0][0]
+        ras_unmatched.add(pfn)
+    # hbmguardd's sendmsg() calls until its entry, on which descriptor
+    entry = seen["hbmguardd"].get(pfn, 0)
+    sends[pfn] = [(e[0], arg(e[4], "fd")) for e in after if t0 <= e[0] <= entry and
+                  e[3] == "sys_sendmsg" and e[2] == daemon_pid]
     heard = seen["netlink"].get(pfn, 0)
     runs = next((e for e in after if e[3] == "workqueue_execute_start"), None)
     if not runs or runs[0] > heard:	# not its drain
@@ -256,21 +278,21 @@ for pfn, t0 in tracepoint.items():
         for k, e in zip(("listener waking", "listener woken", "listener on"), w):
             when[k][pfn] = e[0]
         by_ipi["listener"][pfn] = w[0][1] != w[1][1]
-    # hbmguardd: woken by the event (its wake-up asked once the drain runs),
-    # on a vCPU, its first sendmsg() after (the entry of the event's ERROR,
-    # the first it hears), and its turns on a vCPU in between
-    ras = seen["rasdaemon"].get(pfn, 0)
-    handed = [e[0] for e in after if t0 <= e[0] <= ras and e[2] in ras_pids and
-              e[3] == "sys_write"]
-    if handed:
-        ras_handed[pfn] = handed[0]
-    entry = seen["hbmguardd"].get(pfn, 0)
-    sent = next((e for e in after if tw <= e[0] <= entry and
-                 e[3] == "sys_sendmsg" and e[2] == daemon_pid), None)
-    if sent:	# with or without its wake-up traced (it may have been awake)
-        when["daemon sent"][pfn] = sent[0]
-    w = sent and wake(after, lambda e, pid, comm: int(field(e[4], pid)) == daemon_pid,
-                      tw, sent[0])
+# hbmguardd's entry: its first sendmsg() after the tracepoint on the
+# journal's socket, the descriptor most errors' first sendmsg() used (the
+# watchdog's ping and a resync's requests are sendmsg() calls too); then its
+# wake-up by the event (asked once the drain runs), on a vCPU, and its turns
+# on a vCPU until it sent
+firsts = [c[0][1] for c in sends.values() if c]
+journal_fd = max(set(firsts), key=firsts.count) if firsts else None
+for pfn, t0 in tracepoint.items():
+    sent = next((c for c in sends.get(pfn, []) if c[1] == journal_fd), None)
+    if not sent:
+        continue
+    when["daemon sent"][pfn] = sent[0]
+    after = trace[bisect.bisect_left(starts, t0 - 1000):bisect.bisect_right(starts, sent[0])]
+    tw = when["worker runs"].get(pfn, t0)
+    w = wake(after, lambda e, pid, comm: int(field(e[4], pid)) == daemon_pid, tw, sent[0])
     if w:
         for k, e in zip(("daemon waking", "daemon woken", "daemon on"), w):
             when[k][pfn] = e[0]
@@ -286,6 +308,8 @@ for pfn, t0 in tracepoint.items():
                 on = e[0]
         daemon_cpu[pfn] = cpu + (sent[0] - on if on is not None else 0)
         zero[pfn] = 0
+print("# bench: hbmguardd's entries on descriptor %s: the first sendmsg() of %d errors of %d" %
+      (journal_fd, firsts.count(journal_fd) if firsts else 0, len(firsts)))
 journald = [int(e["__REALTIME_TIMESTAMP"]) - int(e["HBMBENCH_SENT_USEC"])
             for e in map(json.loads, open("/tmp/probe.json"))]
 
@@ -367,9 +391,11 @@ for i, p in enumerate(("p50", "p99")):
         ours, "rasdaemon, the tracepoint -> its entry handed to journald, alone, " + p,
         lat(ras_handed, tracepoint, alone[1])[i], "<= 0.1x")
     if not i:
-        print("# bench: entries handed: hbmguardd %d of %d errors, rasdaemon %d of %d" %
+        print("# bench: entries handed: hbmguardd %d of %d errors, rasdaemon %d of %d "
+              "(%d of them its first write on stdout, no write as long as its line)" %
               (len([p for p in when["daemon sent"] if p in tracepoint and p in alone[0]]),
-               len(alone[0]), len([p for p in ras_handed if p in alone[1]]), len(alone[1])))
+               len(alone[0]), len([p for p in ras_handed if p in alone[1]]), len(alone[1]),
+               len([p for p in ras_unmatched if p in alone[1]])))
     row("  then journald: handed -> in the journal, hbmguardd's entry, " + p,
         lat(seen["hbmguardd"], when["daemon sent"], alone[0])[i],
         "rasdaemon's entry, " + p, lat(seen["rasdaemon"], ras_handed, alone[1])[i], "-")
