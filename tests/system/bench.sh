@@ -219,7 +219,7 @@ def arg(fields, name):	# a syscall's argument: "fd: 3", in hex without 0x
 when = {k: {} for k in ("worker waking", "worker woken", "worker on", "worker runs",
                         "listener waking", "listener woken", "listener on",
                         "daemon waking", "daemon woken", "daemon on", "daemon sent")}
-daemon_cpu, zero = {}, {}	# hbmguardd's time on a vCPU from its wake-up to its entry sent
+daemon_cpu = {}	# hbmguardd's time on a vCPU from its wake-up to its entry sent
 daemon_pid = int(open("/tmp/daemon.pid").read() or 0)
 ras_pids = {int(p) for p in open("/tmp/rasdaemon.pids").read().split()}
 ras_handed = {}	# rasdaemon's write() of its entry to its stdout
@@ -307,7 +307,6 @@ for pfn, t0 in tracepoint.items():
             elif int(field(e[4], "next_pid")) == daemon_pid and on is None:
                 on = e[0]
         daemon_cpu[pfn] = cpu + (sent[0] - on if on is not None else 0)
-        zero[pfn] = 0
 print("# bench: hbmguardd's entries on descriptor %s: the first sendmsg() of %d errors of %d" %
       (journal_fd, firsts.count(journal_fd) if firsts else 0, len(firsts)))
 journald = [int(e["__REALTIME_TIMESTAMP"]) - int(e["HBMBENCH_SENT_USEC"])
@@ -356,7 +355,8 @@ daemon_split = (	# the tracepoint -> hbmguardd's entry, part by part
     ("  hbmguardd woken -> on a vCPU", when["daemon on"], when["daemon woken"]),
     ("  on a vCPU -> its entry sent (sendmsg() to journald)", when["daemon sent"],
      when["daemon on"]),
-    ("    of it, hbmguardd on a vCPU (its own work, at most)", daemon_cpu, zero),
+    ("    of it, hbmguardd on a vCPU (its own work, at most)", daemon_cpu,
+     dict.fromkeys(daemon_cpu, 0)),
     ("  its entry sent -> in the journal (journald's receipt)", seen["hbmguardd"],
      when["daemon sent"]))
 for i, p in enumerate(("p50", "p99")):
