@@ -225,9 +225,9 @@ guest() {
 	local console=$1 drive=$2 append=$3
 	shift 3
 	: >"$console"
-	# (the TCG threads: above; watchdog_thresh=60, rcu_cpu_stall_timeout=120:
+	# (the TCG threads: above; -erms, watchdog_thresh=60, rcu_cpu_stall_timeout=120:
 	# scripts/guest-run says why)
-	qemu-system-x86_64 -machine q35 -accel "tcg,thread=$tcg_thread" -cpu max -smp "$smp" \
+	qemu-system-x86_64 -machine q35 -accel "tcg,thread=$tcg_thread" -cpu max,-erms -smp "$smp" \
 		-m 1280,slots=1,maxmem=1536M \
 		-object memory-backend-ram,id=sysmem,size=1280M \
 		-object memory-backend-ram,id=hbmmem,size=256M \
