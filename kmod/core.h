@@ -126,6 +126,13 @@ static inline void bitmap_set(unsigned long *map, unsigned int start,
 	while (nr--)
 		__set_bit(start++, map);
 }
+
+static inline void bitmap_clear(unsigned long *map, unsigned int start,
+				unsigned int nr)
+{
+	while (nr--)
+		__clear_bit(start++, map);
+}
 #endif /* __KERNEL__ */
 
 #define HBM_NO_SPARE	0xffffffffU

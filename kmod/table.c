@@ -331,6 +331,8 @@ struct op_ctx {
 	u32 freed_nr, freed_cap;
 	u32 failed_spare;		/* HBM_OP_RESPARE: the spare that failed */
 	u32 spare_hint;			/* the table's, restored on failure */
+	u32 ahead;			/* pages still to take spares: see spares_take() */
+	u32 pool_first, pool_nr;	/* spares taken ahead, not yet given */
 	long delta[__HBMGUARD_STATE_MAX];
 	struct hbm_result res;
 };
@@ -449,7 +451,7 @@ static void emit(struct op_ctx *c, const struct hbm_extent *e)
  * count is returned, what taking them one by one gives until a spare in
  * use breaks the run.  None left: *@spare is HBM_NO_SPARE, for all @want.
  */
-static u32 spares_take(struct op_ctx *c, u32 want, u32 *spare)
+static u32 spares_grab(struct op_ctx *c, u32 want, u32 *spare)
 {
 	struct hbm_table *t = c->t;
 	unsigned long s, end, limit;
@@ -479,16 +481,54 @@ static u32 spares_take(struct op_ctx *c, u32 want, u32 *spare)
 	return end - s;
 }
 
+/*
+ * spares_grab() for bypass(), from the pool of spares taken ahead.  A bulk
+ * build (ranges_build(): 16384 one-page ranges a request in a restore)
+ * says in @c->ahead how many pages will want one, and they are grabbed in
+ * as few pieces as the pool allows: the same spares in the same order as
+ * range by range, without a search, a log entry and a bitmap_set() each.
+ * What is left of the pool at the end goes back (pool_return()).
+ */
+static u32 spares_take(struct op_ctx *c, u32 want, u32 *spare)
+{
+	u32 n;
+
+	if (!c->pool_nr) {
+		c->pool_nr = spares_grab(c, max(want, c->ahead), &c->pool_first);
+		if (c->pool_first == HBM_NO_SPARE) {
+			c->pool_nr = 0;
+			c->ahead -= min(c->ahead, want);
+			*spare = HBM_NO_SPARE;
+			return want;
+		}
+	}
+	n = min(want, c->pool_nr);
+	*spare = c->pool_first;
+	c->pool_first += n;
+	c->pool_nr -= n;
+	c->ahead -= min(c->ahead, n);
+	return n;
+}
+
 static void spares_release(struct hbm_table *t, const struct spare_run *runs,
 			   u32 nr)
 {
-	u32 i, s;
+	u32 i;
 
 	for (i = 0; i < nr; i++) {
-		for (s = runs[i].first; s < runs[i].first + runs[i].nr; s++)
-			__clear_bit(s, t->spare_map);
+		bitmap_clear(t->spare_map, runs[i].first, runs[i].nr);
 		t->spare_used -= runs[i].nr;
 	}
+}
+
+/* Spares taken ahead and not given: free again, the hint where they begin. */
+static void pool_return(struct op_ctx *c)
+{
+	if (!c->pool_nr)
+		return;
+	spares_release(c->t, &(struct spare_run){ c->pool_first, c->pool_nr }, 1);
+	c->t->spare_hint = c->pool_first;
+	c->pool_nr = 0;
 }
 
 static void count_change(struct op_ctx *c, u8 from, u8 to, u32 nr)
@@ -921,6 +961,7 @@ static int op_write(struct op_ctx *c, struct pos lo, struct pos hi,
 		spares_release(t, c->taken, c->taken_nr);
 		t->spare_hint = c->spare_hint;
 	} else {
+		pool_return(c);
 		spares_release(t, c->freed, c->freed_nr);
 		for (i = HBMGUARD_STATE_CLEAN + 1; i < __HBMGUARD_STATE_MAX; i++)
 			t->pages[i] += c->delta[i];
@@ -966,6 +1007,9 @@ static void ranges_build(struct op_ctx *c, const struct hbm_page_range *r, u32 n
 {
 	u32 i;
 
+	for (i = 0; i < n; i++)		/* disjoint, in the table: no overflow */
+		if (r[i].op == HBM_OP_RETIRE)
+			c->ahead += r[i].nr;
 	for (i = 0; i < n && !c->err; i++) {
 		c->op = r[i].op;
 		c->source = r[i].source;

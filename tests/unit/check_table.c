@@ -634,7 +634,9 @@ static void ck_gap_is_one_by_one(struct hbm_table *a, struct hbm_table *b,
  * over the table's extents.  Into a gap with extents on both sides (_i 0,
  * 1: one touching the gap's end), past the last extent, which touches the
  * first range (_i 2: written in place), and into an empty table in two
- * requests, the second appended to the first (_i 3).
+ * requests, the second appended to the first (_i 3).  The spares they take
+ * ahead (spares_take()) come from a pool in pieces (_i 1: spares freed
+ * among those in use).
  */
 START_TEST(apply_gap_is_one_by_one)
 {
@@ -655,6 +657,12 @@ START_TEST(apply_gap_is_one_by_one)
 						 1 + i % 2, HBMGUARD_SOURCE_UE, 1, NOW, &res), 0);
 		ck_assert_int_eq(hbm_table_apply(&b, i % 3 ? HBM_OP_RETIRE : HBM_OP_PENDING, page,
 						 1 + i % 2, HBMGUARD_SOURCE_UE, 1, NOW, &res), 0);
+	}
+	/* _i 1: spares freed among those in use, so that the pool is in pieces. */
+	for (i = 0; i < (_i == 1 ? 100 : 0); i += 7) {
+		page = 1 + i * 9;
+		ck_assert_int_eq(hbm_table_apply(&a, HBM_OP_CLEAR, page, 2, 0, 0, NOW, &res), 0);
+		ck_assert_int_eq(hbm_table_apply(&b, HBM_OP_CLEAR, page, 2, 0, 0, NOW, &res), 0);
 	}
 	/* Ranges apart or touching, mostly retired, up to the gap's end. */
 	for (page = 1000; n < 4000; n++) {
