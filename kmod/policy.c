@@ -450,7 +450,7 @@ int hbm_core_restore(struct hbm_core *c, const struct hbm_page_range *r, u32 n,
 	u32 i;
 
 	if (!err) {
-		for (i = 0; i < n; i++)
+		for (i = 0; i < n && c->ce_nr; i++)	/* none after a module load */
 			ce_forget(c, r[i].first, r[i].nr);
 		c->health = hbm_core_health(c);
 		*done = n;

@@ -483,11 +483,10 @@ static u32 spares_grab(struct op_ctx *c, u32 want, u32 *spare)
 
 /*
  * spares_grab() for bypass(), from the pool of spares taken ahead.  A bulk
- * build (ranges_build(): 16384 one-page ranges a request in a restore)
+ * build (hbm_table_apply_gap(): 16384 one-page ranges a request in a restore)
  * says in @c->ahead how many pages will want one, and they are grabbed in
  * as few pieces as the pool allows: the same spares in the same order as
  * range by range, without a search, a log entry and a bitmap_set() each.
- * What is left of the pool at the end goes back (pool_return()).
  */
 static u32 spares_take(struct op_ctx *c, u32 want, u32 *spare)
 {
@@ -521,10 +520,14 @@ static void spares_release(struct hbm_table *t, const struct spare_run *runs,
 	}
 }
 
-/* Spares taken ahead and not given: free again, the hint where they begin. */
+/*
+ * Spares taken ahead and not given: none, @c->ahead being exact.  Should a
+ * change make it count more, they go back, the hint where they begin, and
+ * the table is still what one range at a time gives.
+ */
 static void pool_return(struct op_ctx *c)
 {
-	if (!c->pool_nr)
+	if (!WARN_ON_ONCE(c->pool_nr))
 		return;
 	spares_release(c->t, &(struct spare_run){ c->pool_first, c->pool_nr }, 1);
 	c->t->spare_hint = c->pool_first;
@@ -1007,9 +1010,6 @@ static void ranges_build(struct op_ctx *c, const struct hbm_page_range *r, u32 n
 {
 	u32 i;
 
-	for (i = 0; i < n; i++)		/* disjoint, in the table: no overflow */
-		if (r[i].op == HBM_OP_RETIRE)
-			c->ahead += r[i].nr;
 	for (i = 0; i < n && !c->err; i++) {
 		c->op = r[i].op;
 		c->source = r[i].source;
@@ -1064,6 +1064,8 @@ int hbm_table_apply_gap(struct hbm_table *t, const struct hbm_page_range *r, u32
 			return -ERANGE;
 		if (i && r[i].first < r[i - 1].first + r[i - 1].nr)
 			return -EAGAIN;
+		if (r[i].op == HBM_OP_RETIRE)	/* disjoint, in the table: no overflow */
+			c.ahead += r[i].nr;
 	}
 	first = r[0].first;
 	end = r[n - 1].first + r[n - 1].nr;

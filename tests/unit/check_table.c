@@ -596,12 +596,13 @@ static void ck_tables_same(const struct hbm_table *a, const struct hbm_table *b)
  * hbm_table_apply_gap(@a) of @r against hbm_table_apply() of each range of
  * it in turn (@b, which holds what @a does): a failed allocation, at each
  * allocation in turn, changes nothing; then the same extents, merges,
- * spares and counts.
+ * spares and counts, and no warning.
  */
 static void ck_gap_is_one_by_one(struct hbm_table *a, struct hbm_table *b,
 				 const struct hbm_page_range *r, u32 n)
 {
 	struct hbm_result ra = { 0 }, rb = { 0 };
+	unsigned long warnings = hbm_test_warnings;
 	long fail;
 	u32 i;
 
@@ -625,6 +626,7 @@ static void ck_gap_is_one_by_one(struct hbm_table *a, struct hbm_table *b,
 	ck_table_ok(a);
 	ck_tables_same(a, b);
 	ck_assert_int_eq(memcmp(&ra, &rb, sizeof(ra)), 0);
+	ck_assert_uint_eq(hbm_test_warnings, warnings);	/* no spare left taken ahead */
 }
 
 /*
@@ -636,7 +638,8 @@ static void ck_gap_is_one_by_one(struct hbm_table *a, struct hbm_table *b,
  * first range (_i 2: written in place), and into an empty table in two
  * requests, the second appended to the first (_i 3).  The spares they take
  * ahead (spares_take()) come from a pool in pieces (_i 1: spares freed
- * among those in use).
+ * among those in use), or from one that never runs dry (_i 4: every page
+ * gets a spare, the run broken by failed spares ahead of it).
  */
 START_TEST(apply_gap_is_one_by_one)
 {
@@ -646,8 +649,16 @@ START_TEST(apply_gap_is_one_by_one)
 	unsigned int seed = 99 + _i;
 	u32 n = 0, page, i;
 
-	ck_assert_int_eq(hbm_table_init(&a, GAP_PAGES, 3000), 0);
-	ck_assert_int_eq(hbm_table_init(&b, GAP_PAGES, 3000), 0);
+	ck_assert_int_eq(hbm_table_init(&a, GAP_PAGES, _i == 4 ? GAP_PAGES : 3000), 0);
+	ck_assert_int_eq(hbm_table_init(&b, GAP_PAGES, _i == 4 ? GAP_PAGES : 3000), 0);
+	/* _i 4: a pool that never runs dry, broken by failed spares it meets. */
+	for (i = 0; i < (_i == 4 ? 4 : 0); i++) {
+		static const u32 failed[] = { 10, 11, 500, 3000 };
+		u32 served;
+
+		ck_assert_int_eq(hbm_table_spare_fail(&a, failed[i], 1, NOW, &res, &served), 0);
+		ck_assert_int_eq(hbm_table_spare_fail(&b, failed[i], 1, NOW, &res, &served), 0);
+	}
 	/* Extents around the gap [1000, 15000), one touching its start. */
 	for (i = 0; i < (_i < 2 ? 200 : _i < 3 ? 100 : 0); i++) {
 		page = i < 100 ? 1 + i * 9 : 15000 + i * 20;
@@ -708,7 +719,10 @@ START_TEST(apply_gap_is_one_by_one)
 	} else {
 		ck_gap_is_one_by_one(&a, &b, r, n);
 	}
-	ck_assert_uint_gt(a.pages[HBMGUARD_STATE_FAILED], 0);	/* the pool ran out */
+	if (_i == 4)	/* spares for every page, taken in pieces */
+		ck_assert_uint_eq(a.pages[HBMGUARD_STATE_FAILED], 0);
+	else		/* the pool ran out */
+		ck_assert_uint_gt(a.pages[HBMGUARD_STATE_FAILED], 0);
 	hbm_table_destroy(&a);
 	hbm_table_destroy(&b);
 }
@@ -891,7 +905,7 @@ Suite *table_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, model_random_ops, 0, 4);
 	tcase_add_test(tc, million_pages);
-	tcase_add_loop_test(tc, apply_gap_is_one_by_one, 0, 4);
+	tcase_add_loop_test(tc, apply_gap_is_one_by_one, 0, 5);
 	tcase_add_test(tc, apply_gap_keeps_records);
 	suite_add_tcase(s, tc);
 	return s;
