@@ -1489,9 +1489,11 @@ static void print_event(const struct hbmguard_event *ev)
 	case HBMGUARD_EVENT_PENDING:
 	case HBMGUARD_EVENT_FAILED:
 	case HBMGUARD_EVENT_CLEARED:
-		printf(" %u pages in 0x%" PRIx64 "+0x%" PRIx64 " (%s)\n", ev->count,
+		/* RETIRED, FAILED: the spare that held their data failed */
+		printf(" %u pages in 0x%" PRIx64 "+0x%" PRIx64 " (%s)%s\n", ev->count,
 		       (uint64_t)ev->offset, (uint64_t)ev->length,
-		       NAME(source_names, ev->source));
+		       NAME(source_names, ev->source),
+		       ev->aux & HBMGUARD_PAGES_DATA_LOST ? ", data lost" : "");
 		break;
 	case HBMGUARD_EVENT_HEALTH:
 		printf(" %s -> %s (%u bad pages)\n", NAME(health_names, ev->aux),

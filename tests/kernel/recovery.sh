@@ -365,8 +365,14 @@ hbmctl inject spared ue 0x5000
 exited $a
 check "a UE under a rank: recovered" '[ $st = 0 ] && [ -n "$(spare_of 0x5000)" ]'
 s0=$(spare_of 0x5000)
+hbmctl watch >/tmp/spared.watch &
+watch=$!
 lost_again "its spare failed" 2
+kill $watch
+wait $watch 2>/dev/null
 check "... said so" 'grep -q "sim:spared: data lost at 0x5000+0x1000: the spare that held it failed" /tmp/rd.log'
+check "... and by hbmctl watch" \
+	'grep -q "retired .* 1 pages in 0x5000+0x1000 (.*), data lost$" /tmp/spared.watch'
 check "... the page on another spare" '[ -n "$(spare_of 0x5000)" ] && [ "$(spare_of 0x5000)" != $s0 ]'
 kill $daemon
 wait $daemon 2>/dev/null
