@@ -46,10 +46,10 @@ DAEMON_HDR := daemon/timespan.h daemon/seen.h daemon/incidents.h daemon/state.h 
 # hbmguardd's source, core and sinks (daemon/hbmguardd.c says how they fit).
 DAEMON_MAIN := daemon/hbmguardd.c daemon/daemon.c daemon/core.c daemon/kernel.c daemon/store.c daemon/amdgpu.c \
 	daemon/status.c daemon/client.c daemon/control.c daemon/recovery.c daemon/genl.c daemon/metrics.c \
-	daemon/scheduler.c daemon/signals.c daemon/cluster.c daemon/etcd.c
+	daemon/scheduler.c daemon/signals.c daemon/cluster.c daemon/etcd.c daemon/curl_dl.c
 DAEMON_MAIN_HDR := daemon/hbmguardd.h daemon/parts.h daemon/kernel.h daemon/store.h daemon/status.h daemon/amdgpu.h \
 	daemon/control.h daemon/genl.h daemon/metrics.h daemon/scheduler.h daemon/signals.h \
-	daemon/cluster.h daemon/etcd.h
+	daemon/cluster.h daemon/etcd.h daemon/curl_dl.h
 # The metrics endpoint's HTTP server (daemon/metrics.c), Debian's libmicrohttpd-dev.
 MHD_CFLAGS := $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
 MHD_LIBS := $(shell pkg-config --libs libmicrohttpd 2>/dev/null)
@@ -67,9 +67,9 @@ DAEMON_HDR += daemon/passed.h
 # sd-event; cluster.c, in hbmguardd) is run by check-cluster's agents
 # against a real etcd.
 CLUSTER_PURE := daemon/etcd_msg.c daemon/cluster_proto.c daemon/etcd_msg.h daemon/cluster_proto.h
-CLUSTER_SRC := daemon/cluster.c daemon/etcd.c daemon/etcd_msg.c daemon/cluster_proto.c \
+CLUSTER_SRC := daemon/cluster.c daemon/etcd.c daemon/curl_dl.c daemon/etcd_msg.c daemon/cluster_proto.c \
 	daemon/config.c daemon/timespan.c daemon/ctl.c
-CLUSTER_HDR := daemon/cluster.h daemon/etcd.h daemon/etcd_msg.h daemon/cluster_proto.h \
+CLUSTER_HDR := daemon/cluster.h daemon/etcd.h daemon/curl_dl.h daemon/etcd_msg.h daemon/cluster_proto.h \
 	daemon/config.h daemon/timespan.h daemon/ctl.h
 KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 
@@ -159,7 +159,7 @@ $(BUILD)/hbmguardd: $(DAEMON_MAIN) $(DAEMON_MAIN_HDR) $(DAEMON_SRC) $(DAEMON_HDR
 	$(CC) $(CFLAGS_USER) $(VERSION_DEF) -I$(CACHE)/nvml/include -pthread \
 		$(shell pkg-config --cflags libnl-genl-3.0 libsystemd json-c libcurl) $(MHD_CFLAGS) \
 		$(DAEMON_MAIN) $(DAEMON_SRC) $(DAEMON_NVML) $(filter %.c,$(CLUSTER_PURE)) \
-		$(shell pkg-config --libs libnl-genl-3.0 libsystemd json-c libcurl) $(MHD_LIBS) -o $@
+		$(shell pkg-config --libs libnl-genl-3.0 libsystemd json-c) $(MHD_LIBS) -o $@
 
 # hbmctl's JSON is json-c's (daemon/cli.c); the advisor and systemd's time
 # spans are pure code of their own (advise.c, timespan.c).
@@ -418,7 +418,7 @@ $(BUILD)/cluster-agent: tests/cluster/agent.c $(CLUSTER_SRC) $(CLUSTER_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) $(shell pkg-config --cflags libsystemd json-c libcurl) \
 		tests/cluster/agent.c $(CLUSTER_SRC) \
-		$(shell pkg-config --libs libsystemd json-c libcurl) -o $@
+		$(shell pkg-config --libs libsystemd json-c) -o $@
 
 # Incidents across 2 to 64 simulated nodes, TLS with client certificates,
 # and hostile keys, against Debian's etcd in a network namespace of the

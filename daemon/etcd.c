@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * etcd v3 through its JSON gateway (etcd.h), on libcurl's multi interface
- * (curl 7.88, bookworm's libcurl4-openssl-dev) driven by sd-event: curl
+ * (curl 7.88, bookworm's libcurl4-openssl-dev; loaded by the first
+ * etcd_new(), curl_dl.h) driven by sd-event: curl
  * says which sockets to watch (CURLMOPT_SOCKETFUNCTION) and when to wake
  * it (CURLMOPT_TIMERFUNCTION), each mapped to an io or time source;
  * events go back through curl_multi_socket_action().  What curl's write
@@ -21,6 +22,7 @@
 #include <sys/epoll.h>
 #include <curl/curl.h>
 
+#include "curl_dl.h"
 #include "etcd.h"
 
 #define CALL_TIMEOUT_MS		5000
@@ -88,8 +90,8 @@ static void req_free(struct etcd_req *r)
 	struct etcd *e = r->e;
 
 	if (r->easy) {
-		curl_multi_remove_handle(e->multi, r->easy);
-		curl_easy_cleanup(r->easy);
+		sym_curl_multi_remove_handle(e->multi, r->easy);
+		sym_curl_easy_cleanup(r->easy);
 		r->easy = NULL;
 	}
 	if (e->dispatching) {	/* still on the stack: freed after */
@@ -102,7 +104,7 @@ static void req_free(struct etcd_req *r)
 		e->reqs = r->next;
 	if (r->next)
 		r->next->prev = r->prev;
-	curl_slist_free_all(r->headers);
+	sym_curl_slist_free_all(r->headers);
 	free(r->buf);
 	free(r);
 }
@@ -198,12 +200,12 @@ static void finish(struct etcd *e, struct etcd_req *r, CURLcode res)
 	long code = 0;
 	int err = 0;
 
-	curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
+	sym_curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
 	if (res != CURLE_OK) {
 		if (r->too_big)
 			snprintf(r->error, sizeof(r->error), "a reply over %d bytes", REPLY_MAX);
 		fprintf(stderr, "<4>hbmguardd: etcd %s: %s\n", e->endpoints[e->cur],
-			r->error[0] ? r->error : curl_easy_strerror(res));
+			r->error[0] ? r->error : sym_curl_easy_strerror(res));
 		if (res == CURLE_COULDNT_CONNECT || res == CURLE_OPERATION_TIMEDOUT ||
 		    res == CURLE_COULDNT_RESOLVE_HOST || res == CURLE_SSL_CONNECT_ERROR ||
 		    res == CURLE_RECV_ERROR || res == CURLE_SEND_ERROR || res == CURLE_GOT_NOTHING)
@@ -232,10 +234,10 @@ static void after_curl(struct etcd *e)
 	for (r = e->reqs; r; r = r->next)
 		if (r->stream && !r->dead)
 			dispatch_lines(r);
-	while ((m = curl_multi_info_read(e->multi, &left))) {
+	while ((m = sym_curl_multi_info_read(e->multi, &left))) {
 		if (m->msg != CURLMSG_DONE)
 			continue;
-		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
+		sym_curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
 		if (r->dead)
 			continue;
 		if (r->stream)
@@ -259,7 +261,7 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *arg)
 			     (revents & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
 
 	(void)s;
-	curl_multi_socket_action(e->multi, fd, flags, &running);
+	sym_curl_multi_socket_action(e->multi, fd, flags, &running);
 	after_curl(e);
 	return 0;
 }
@@ -271,7 +273,7 @@ static int on_curl_timer(sd_event_source *s, uint64_t usec, void *arg)
 
 	(void)s;
 	(void)usec;
-	curl_multi_socket_action(e->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+	sym_curl_multi_socket_action(e->multi, CURL_SOCKET_TIMEOUT, 0, &running);
 	after_curl(e);
 	return 0;
 }
@@ -288,14 +290,14 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *arg, void *so
 	if (what == CURL_POLL_REMOVE) {
 		if (src)
 			sd_event_source_disable_unref(src);
-		curl_multi_assign(e->multi, fd, NULL);
+		sym_curl_multi_assign(e->multi, fd, NULL);
 		return 0;
 	}
 	if (src)
 		return sd_event_source_set_io_events(src, events) < 0 ? -1 : 0;
 	if (sd_event_add_io(e->loop, &src, fd, events, on_io, e) < 0)
 		return -1;
-	curl_multi_assign(e->multi, fd, src);
+	sym_curl_multi_assign(e->multi, fd, src);
 	return 0;
 }
 
@@ -334,34 +336,34 @@ static struct etcd_req *request(struct etcd *e, const char *path, const char *bo
 	r->stream = stream;
 	r->done = done;
 	r->ctx = ctx;
-	r->easy = curl_easy_init();
-	r->headers = curl_slist_append(NULL, "Content-Type: application/json");
+	r->easy = sym_curl_easy_init();
+	r->headers = sym_curl_slist_append(NULL, "Content-Type: application/json");
 	if (!r->easy || !r->headers)
 		goto fail;
 	snprintf(url, sizeof(url), "%s%s", e->endpoints[e->cur], path);
-	curl_easy_setopt(r->easy, CURLOPT_URL, url);
-	curl_easy_setopt(r->easy, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers);
-	curl_easy_setopt(r->easy, CURLOPT_COPYPOSTFIELDS, body);
-	curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
-	curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r);
-	curl_easy_setopt(r->easy, CURLOPT_ERRORBUFFER, r->error);
-	curl_easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT_MS, (long)CONNECT_TIMEOUT_MS);
+	sym_curl_easy_setopt(r->easy, CURLOPT_URL, url);
+	sym_curl_easy_setopt(r->easy, CURLOPT_PROTOCOLS_STR, "http,https");
+	sym_curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
+	sym_curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers);
+	sym_curl_easy_setopt(r->easy, CURLOPT_COPYPOSTFIELDS, body);
+	sym_curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_data);
+	sym_curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
+	sym_curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r);
+	sym_curl_easy_setopt(r->easy, CURLOPT_ERRORBUFFER, r->error);
+	sym_curl_easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT_MS, (long)CONNECT_TIMEOUT_MS);
 	/* a peer gone without a word: a stream learns it in about 11 s */
-	curl_easy_setopt(r->easy, CURLOPT_TCP_KEEPALIVE, 1L);
-	curl_easy_setopt(r->easy, CURLOPT_TCP_KEEPIDLE, 5L);
-	curl_easy_setopt(r->easy, CURLOPT_TCP_KEEPINTVL, 2L);
+	sym_curl_easy_setopt(r->easy, CURLOPT_TCP_KEEPALIVE, 1L);
+	sym_curl_easy_setopt(r->easy, CURLOPT_TCP_KEEPIDLE, 5L);
+	sym_curl_easy_setopt(r->easy, CURLOPT_TCP_KEEPINTVL, 2L);
 	if (!stream)
-		curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, (long)CALL_TIMEOUT_MS);
+		sym_curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, (long)CALL_TIMEOUT_MS);
 	if (e->cert[0]) {
-		curl_easy_setopt(r->easy, CURLOPT_SSLCERT, e->cert);
-		curl_easy_setopt(r->easy, CURLOPT_SSLKEY, e->key);
+		sym_curl_easy_setopt(r->easy, CURLOPT_SSLCERT, e->cert);
+		sym_curl_easy_setopt(r->easy, CURLOPT_SSLKEY, e->key);
 	}
 	if (e->ca[0])
-		curl_easy_setopt(r->easy, CURLOPT_CAINFO, e->ca);
-	if (curl_multi_add_handle(e->multi, r->easy) != CURLM_OK)
+		sym_curl_easy_setopt(r->easy, CURLOPT_CAINFO, e->ca);
+	if (sym_curl_multi_add_handle(e->multi, r->easy) != CURLM_OK)
 		goto fail;
 	r->next = e->reqs;
 	if (e->reqs)
@@ -369,8 +371,8 @@ static struct etcd_req *request(struct etcd *e, const char *path, const char *bo
 	e->reqs = r;
 	return r;
 fail:
-	curl_easy_cleanup(r->easy);
-	curl_slist_free_all(r->headers);
+	sym_curl_easy_cleanup(r->easy);
+	sym_curl_slist_free_all(r->headers);
 	free(r);
 	return NULL;
 }
@@ -1061,12 +1063,14 @@ struct etcd *etcd_new(sd_event *loop, const struct hbm_cluster_config *cfg, char
 		snprintf(err, errlen, "no endpoint");
 		return NULL;
 	}
-	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
+	if (hbm_curl_load(err, errlen))
+		return NULL;
+	if (sym_curl_global_init(CURL_GLOBAL_DEFAULT)) {
 		snprintf(err, errlen, "libcurl cannot start");
 		return NULL;
 	}
 	e = calloc(1, sizeof(*e));
-	if (!e || !(e->multi = curl_multi_init())) {
+	if (!e || !(e->multi = sym_curl_multi_init())) {
 		free(e);
 		snprintf(err, errlen, "out of memory");
 		return NULL;
@@ -1077,10 +1081,10 @@ struct etcd *etcd_new(sd_event *loop, const struct hbm_cluster_config *cfg, char
 	strcpy(e->cert, cfg->cert);
 	strcpy(e->key, cfg->key);
 	strcpy(e->ca, cfg->ca);
-	curl_multi_setopt(e->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
-	curl_multi_setopt(e->multi, CURLMOPT_SOCKETDATA, e);
-	curl_multi_setopt(e->multi, CURLMOPT_TIMERFUNCTION, on_timer_change);
-	curl_multi_setopt(e->multi, CURLMOPT_TIMERDATA, e);
+	sym_curl_multi_setopt(e->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+	sym_curl_multi_setopt(e->multi, CURLMOPT_SOCKETDATA, e);
+	sym_curl_multi_setopt(e->multi, CURLMOPT_TIMERFUNCTION, on_timer_change);
+	sym_curl_multi_setopt(e->multi, CURLMOPT_TIMERDATA, e);
 	return e;
 }
 
@@ -1092,7 +1096,7 @@ void etcd_free(struct etcd *e)
 		etcd_unwatch(e->watches);
 	while (e->reqs)
 		req_free(e->reqs);
-	curl_multi_cleanup(e->multi);
+	sym_curl_multi_cleanup(e->multi);
 	sd_event_source_disable_unref(e->timer);
 	sd_event_source_disable_unref(e->ltimer);
 	sd_event_unref(e->loop);
