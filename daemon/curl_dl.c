@@ -17,8 +17,8 @@ HBM_CURL_FUNCTIONS(HBM_CURL_DEFINE)
  * @err: why not, on failure
  * @errlen: its size
  *
- * Once loaded, libcurl stays: curl_global_init() is not undone, and a
- * cluster link started again after a reload uses it as it is.
+ * Once loaded, libcurl stays, as curl_global_init() is never undone (a
+ * reload keeps the cluster link: signals.c refuses a [Cluster] change).
  *
  * Return: 0, or -1 (@err says why: no libcurl.so.4, or one without a
  * function this daemon calls).

@@ -359,20 +359,25 @@ lost_again() {
 	kill $a 2>/dev/null
 	wait $a
 }
+# hbmctl watch hears events from its open on: open before the first UE
+hbmctl watch >/tmp/spared.watch &
+watch=$!
+eventually "hbmctl watch has the device open" \
+	'ls -l /proc/$watch/fd 2>/dev/null | grep -q /dev/hbmguard'
 rank jobM 0 1 sim:spared
 a=$rpid
 hbmctl inject spared ue 0x5000
 exited $a
 check "a UE under a rank: recovered" '[ $st = 0 ] && [ -n "$(spare_of 0x5000)" ]'
 s0=$(spare_of 0x5000)
-hbmctl watch >/tmp/spared.watch &
-watch=$!
 lost_again "its spare failed" 2
 kill $watch
 wait $watch 2>/dev/null
 check "... said so" 'grep -q "sim:spared: data lost at 0x5000+0x1000: the spare that held it failed" /tmp/rd.log'
-check "... and by hbmctl watch" \
-	'grep -q "retired .* 1 pages in 0x5000+0x1000 (.*), data lost$" /tmp/spared.watch'
+check "... and by hbmctl watch, only then" \
+	'grep -q "retired .* 1 pages in 0x5000+0x1000 (ue)$" /tmp/spared.watch &&
+	 grep -q "retired .* 1 pages in 0x5000+0x1000 (.*), data lost$" /tmp/spared.watch &&
+	 [ $(grep -c "data lost" /tmp/spared.watch) = 1 ]'
 check "... the page on another spare" '[ -n "$(spare_of 0x5000)" ] && [ "$(spare_of 0x5000)" != $s0 ]'
 kill $daemon
 wait $daemon 2>/dev/null
