@@ -403,4 +403,18 @@ wait_for "tls: the intruder was not refused" 10 grep -q 'alert bad certificate' 
 ! tctl get --prefix --keys-only /hbmguard/ | grep -q intruder || fail "tls: the intruder published"
 echo "check-cluster: TLS with client certificates; none, refused"
 
+# libcurl is loaded by the first etcd_new() (daemon/curl_dl.h): without it
+# the link does not start and says why (the library hidden from this
+# process alone, in a mount namespace of its own).
+LOG=
+curl_lib=$(ldconfig -p | sed -n 's/.*libcurl\.so\.4 (libc6,x86-64) => //p' | head -n 1)
+[ -n "$curl_lib" ] || fail "no libcurl.so.4 in the linker cache"
+: >"$W/empty.so"
+rc=0
+unshare -m sh -c 'mount --bind "$1" "$2" && exec "$3" --endpoint "$4" --node n0 --job nolib' \
+	sh "$W/empty.so" "$curl_lib" "$AGENT" "$EPS" >"$W/nolib.out" 2>"$W/nolib.err" || rc=$?
+{ [ $rc = 1 ] && grep -q "libcurl cannot be loaded: .*libcurl\.so\.4" "$W/nolib.err"; } ||
+	fail "no libcurl: exit status $rc, said: $(cat "$W/nolib.err")"
+echo "check-cluster: without libcurl, the link says so and does not start"
+
 echo "check-cluster: passed"
