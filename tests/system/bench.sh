@@ -158,7 +158,6 @@ for name in ("both", "hbmguardd", "rasdaemon"):
         pfn, t = line.split()
         injected[name][int(pfn)] = int(t)
 seen = {"hbmguardd": {}, "rasdaemon": {}, "netlink": {}}
-ras_bytes = {}	# the length of rasdaemon's line for each error, as its write() counts it
 for line in open("/tmp/heard"):
     m = re.match(r"event type=1 .* offset=(0x[0-9a-f]+) .* heard_us=(\d+)$", line)
     if m:
@@ -177,7 +176,6 @@ for line in open("/tmp/journal.json"):
     m = re.search(r"memory_failure_event.* pfn=(0x[0-9a-f]+)", msg)
     if unit == "rasdaemon.service" and m:
         seen["rasdaemon"].setdefault(int(m.group(1), 16), t)
-        ras_bytes.setdefault(int(m.group(1), 16), len(msg.encode()) + 1)	# and its "\n"
 # A trace line: "TASK-PID [CPU] FLAGS SECONDS.USEC: EVENT: " and the event's
 # TP_printk() (Documentation/trace/ftrace.rst, 6.12): here
 # "python3-412 [001] ..... 81.123456: memory_failure_event: pfn 0x1a2b:
@@ -224,7 +222,6 @@ daemon_pid = int(open("/tmp/daemon.pid").read() or 0)
 ras_pids = {int(p) for p in open("/tmp/rasdaemon.pids").read().split()}
 ras_handed = {}	# rasdaemon's write() of its entry to its stdout
 sends = {}	# hbmguardd's sendmsg() calls after the tracepoint until its entry
-ras_unmatched = set()	# errors whose line no write() matched by its length
 by_ipi = {"worker": {}, "listener": {}, "daemon": {}}	# woken on another vCPU than the waker's
 trace.sort(key=lambda e: e[0])
 starts = [e[0] for e in trace]
@@ -248,16 +245,13 @@ for pfn, t0 in tracepoint.items():
     # the tracepoint (probes of one priority run in the order they were
     # registered: func_add(), kernel/tracepoint.c, 6.12)
     after = trace[bisect.bisect_left(starts, t0 - 1000):bisect.bisect_right(starts, t0 + 1000000)]
-    # rasdaemon's write() of this error's line: on its stdout, as long as
-    # the line the journal has (not an earlier error's, late)
+    # rasdaemon's write() of this error's line: its first on stdout (the
+    # trace's filter keeps no other) after the tracepoint
     ras = seen["rasdaemon"].get(pfn, 0)
-    writes = [e for e in after if t0 <= e[0] <= ras and e[2] in ras_pids and e[3] == "sys_write"]
-    handed = [e[0] for e in writes if arg(e[4], "count") == ras_bytes.get(pfn)]
+    handed = next((e[0] for e in after if t0 <= e[0] <= ras and e[2] in ras_pids and
+                   e[3] == "sys_write"), None)
     if handed:
-        ras_handed[pfn] = handed[0]
-    elif writes:	# said below: its first write on stdout after the tracepoint
-        ras_handed[pfn] = writes[0][0]
-        ras_unmatched.add(pfn)
+        ras_handed[pfn] = handed
     # hbmguardd's sendmsg() calls until its entry, on which descriptor
     entry = seen["hbmguardd"].get(pfn, 0)
     sends[pfn] = [(e[0], arg(e[4], "fd")) for e in after if t0 <= e[0] <= entry and
@@ -391,11 +385,9 @@ for i, p in enumerate(("p50", "p99")):
         ours, "rasdaemon, the tracepoint -> its entry handed to journald, alone, " + p,
         lat(ras_handed, tracepoint, alone[1])[i], "<= 0.1x")
     if not i:
-        print("# bench: entries handed: hbmguardd %d of %d errors, rasdaemon %d of %d "
-              "(%d of them its first write on stdout, no write as long as its line)" %
+        print("# bench: entries handed: hbmguardd %d of %d errors, rasdaemon %d of %d" %
               (len([p for p in when["daemon sent"] if p in tracepoint and p in alone[0]]),
-               len(alone[0]), len([p for p in ras_handed if p in alone[1]]), len(alone[1]),
-               len([p for p in ras_unmatched if p in alone[1]])))
+               len(alone[0]), len([p for p in ras_handed if p in alone[1]]), len(alone[1])))
     row("  then journald: handed -> in the journal, hbmguardd's entry, " + p,
         lat(seen["hbmguardd"], when["daemon sent"], alone[0])[i],
         "rasdaemon's entry, " + p, lat(seen["rasdaemon"], ras_handed, alone[1])[i], "-")
