@@ -165,6 +165,16 @@ static struct page *backing(struct hbm_device *dev, u64 offset)
 	return page;
 }
 
+/*
+ * @lost holds the pages whose data is gone until their owner restores it
+ * (hbm_aperture_restored()), each with what its own frame holds, which is
+ * what a CLEAR brings it home to: LOST_HOME, lost on that frame, which
+ * holds what it held then (nothing could write it since); LOST_GONE, lost
+ * with a spare or on the way from one, the frame's data older than the
+ * page's: a CLEAR zeroes it, and the page stays lost.
+ */
+enum { LOST_HOME = 1, LOST_GONE = 2 };
+
 static bool lost(struct hbm_device *dev, u32 page)
 {
 	return xa_load(&dev->lost, page);
@@ -173,11 +183,13 @@ static bool lost(struct hbm_device *dev, u32 page)
 /*
  * The records below must not fail for want of memory: a page whose loss or
  * whose spare is forgotten would be served the wrong data without a word.
- * An xarray node is one small slab object.
+ * An xarray node is one small slab object.  A page lost already keeps what
+ * it was lost as: nothing written since.
  */
-static void lose(struct hbm_device *dev, u32 page)
+static void lose(struct hbm_device *dev, u32 page, unsigned long how)
 {
-	xa_store(&dev->lost, page, xa_mk_value(1), GFP_KERNEL | __GFP_NOFAIL);
+	if (!lost(dev, page))
+		xa_store(&dev->lost, page, xa_mk_value(how), GFP_KERNEL | __GFP_NOFAIL);
 }
 
 static u64 page_offset_of(struct hbm_device *dev, u32 page)
@@ -244,13 +256,42 @@ static int copy_dev_page(struct hbm_device *dev, u64 from, u64 to)
 	return 0;
 }
 
+/**
+ * hbm_aperture_lose() - a page's data went with its spare, before the change
+ * @dev: the device
+ * @page: the page, whose accesses fault from now on until its owner
+ *	restores it (hbm_aperture_restored()), even once cleared; nothing on
+ *	a device without memory
+ *
+ * Device lock held.
+ */
+void hbm_aperture_lose(struct hbm_device *dev, u32 page)
+{
+	if (dev->backed)
+		lose(dev, page, LOST_GONE);
+}
+
+/**
+ * hbm_aperture_lost() - whether a page's data is lost
+ * @dev: the device
+ * @page: the page
+ *
+ * Return: true when the page faults until its owner restores it; false on
+ * a device without memory, which keeps no data.  Device lock held.
+ */
+bool hbm_aperture_lost(struct hbm_device *dev, u32 page)
+{
+	return dev->backed && lost(dev, page);
+}
+
 /*
  * Pages of [offset, offset + length) were retired, cleared or changed:
  * zap their mappings, and move the data of each page whose server changed
  * (itself or a spare) to the new one, or mark the page lost.  A lost page
- * cleared goes home to its own frame, which holds what it held when it was
- * lost (nothing could write it since).  Pages @restored (known bad from
- * before: a RESTORE, whatever their source says) lost no data of now.
+ * stays lost, on a spare or failed, until its owner restores it; cleared,
+ * it goes home to its own frame if it was lost there (LOST_HOME), and is
+ * not served the frame's older data otherwise.  Pages @restored (known bad
+ * from before: a RESTORE, whatever their source says) lost no data of now.
  * Device lock held.
  */
 void hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length,
@@ -263,19 +304,19 @@ void hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length,
 		return;
 	zap(dev, offset, length);
 	for (page = first; page < end; page++) {
-		void *was = xa_load(&dev->served, page);
+		void *was = xa_load(&dev->served, page), *loss;
 		struct hbm_extent e;
-		bool retired;
+		bool listed, retired;
 		u32 spare = 0;
 		u64 from, to;
 
 		if (!((page - first) % 1024))
 			cond_resched();	/* a CLEAR may span the device */
-		retired = hbm_table_lookup(&dev->core.table, page, &e) &&
-			  e.state == HBMGUARD_STATE_RETIRED;
+		listed = hbm_table_lookup(&dev->core.table, page, &e);
+		retired = listed && e.state == HBMGUARD_STATE_RETIRED;
 		if (retired)
 			spare = e.spare + page - e.first;
-		if (!retired && !was)
+		if (!retired && !was && !lost(dev, page))
 			continue;
 		if (retired && was && xa_to_value(was) == spare)
 			continue;	/* its spare serves it already */
@@ -289,17 +330,25 @@ void hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length,
 
 		if (retired && !was && !restored &&
 		    (e.source == HBMGUARD_SOURCE_UE || e.source == HBMGUARD_SOURCE_POISON))
-			lose(dev, page);
-		if (lost(dev, page)) {
-			if (retired)
-				clear_dev_page(dev, to);
-			else
+			lose(dev, page, LOST_HOME);
+		loss = xa_load(&dev->lost, page);
+		if (loss) {
+			/*
+			 * Lost still, but cleared home; whatever serves it
+			 * next holds no older data: its new spare, or its own
+			 * frame after a loss elsewhere (FAILED, or cleared),
+			 * which a restore, a CLEAR or a spare freed would
+			 * otherwise hand back.
+			 */
+			if (!retired && !listed && xa_to_value(loss) == LOST_HOME)
 				xa_erase(&dev->lost, page);
+			else if (retired || xa_to_value(loss) == LOST_GONE)
+				clear_dev_page(dev, to);
 			continue;
 		}
 		if (copy_dev_page(dev, from, to)) {
-			lose(dev, page);
-			if (retired)
+			lose(dev, page, was ? LOST_GONE : LOST_HOME);
+			if (retired || was)
 				clear_dev_page(dev, to);
 		}
 	}

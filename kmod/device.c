@@ -577,7 +577,8 @@ static u32 now_seconds(void)
  * @dev: the device
  * @offset: byte offset, below hbm_size: in the spare area, the error is the
  *	spare's (a spare that fails leaves the pool; the page it served moves
- *	to another, and its data is lost)
+ *	to another, its data lost unless correctable errors failed the spare
+ *	and the device has memory to copy it to another spare)
  * @kind: enum hbmguard_error_kind
  * @count: errors (CE), 1 otherwise
  * @path: enum hbmguard_path the error came by
@@ -594,8 +595,9 @@ int hbm_device_report(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 		[HBMGUARD_ERROR_POISON] = HBMGUARD_SOURCE_POISON,
 	};
 	struct hbm_result res = {};
-	struct hbm_extent e;
+	struct hbm_extent e = {};
 	u32 old_health, page, served, flags = 0;
+	bool moved = false, data_lost = false;
 	u8 why;
 	int err;
 
@@ -617,20 +619,32 @@ int hbm_device_report(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 			served = page;	/* a free spare: no page changed */
 		} else if (served != page) {
 			/*
-			 * The failed spare held the page's data: it is lost
-			 * whatever the error (the aperture would refill the
-			 * new spare from the page retired long ago), and the
-			 * page's event says so, so that recovery starts again
-			 * for a page its listeners knew bad (lost before, by
-			 * a UE) or whose source destroyed nothing (CE).
+			 * The failed spare held the page's data.  An
+			 * uncorrectable error or poison destroyed it.  After
+			 * correctable errors it is still there: on a device
+			 * with memory, where the page has another spare, it
+			 * is copied there as any page's whose spare changes
+			 * (hbm_aperture_changed(), machine-check safe), lost
+			 * only if that copy fails.  Without memory nobody here
+			 * can move it, and a page left FAILED is out of
+			 * service: its data goes with it.
 			 */
-			if (dev->backed)
-				xa_store(&dev->lost, served, xa_mk_value(1), GFP_KERNEL);
+			moved = true;
+			data_lost = kind != HBMGUARD_ERROR_CE || !dev->backed ||
+				    e.state != HBMGUARD_STATE_RETIRED;
+			if (data_lost)
+				hbm_aperture_lose(dev, served);
 			why = source_of[kind];
-			flags = HBMGUARD_PAGES_DATA_LOST;
 		}
 		device_change_made(dev, &res, (u64)served << dev->page_shift,
 				   1ULL << dev->page_shift);
+		/*
+		 * Lost data is news even for a page its listeners knew bad
+		 * (lost before, by a UE) or whose source destroyed nothing
+		 * (CE): the event says so, and recovery starts again.
+		 */
+		if (data_lost || (moved && hbm_aperture_lost(dev, served)))
+			flags = HBMGUARD_PAGES_DATA_LOST;
 		hbm_event(HBMGUARD_EVENT_ERROR, dev->id, offset, 1, e.source,
 			  kind, count, path);
 		device_change_told(dev, &res, (u64)served << dev->page_shift,

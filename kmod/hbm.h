@@ -179,6 +179,8 @@ int hbm_aperture_mmap(struct vm_area_struct *vma);
 void hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length,
 			  bool restored);
 int hbm_aperture_restored(struct hbm_device *dev, u64 offset, u64 length);
+void hbm_aperture_lose(struct hbm_device *dev, u32 page);
+bool hbm_aperture_lost(struct hbm_device *dev, u32 page);
 void hbm_aperture_removed(struct hbm_device *dev);
 int hbm_aperture_claim(struct hbm_device *dev);
 void hbm_aperture_free(struct hbm_device *dev);

@@ -2430,14 +2430,52 @@ static void *write_loop(void *arg)
 	return NULL;
 }
 
+/* The events of @type for page @off among the first @n of @evs: how many, their aux ORed. */
+static int page_events(const struct hbmguard_event *evs, int n, uint32_t type,
+		       uint64_t off, uint32_t *aux)
+{
+	int i, found = 0;
+
+	*aux = 0;
+	for (i = 0; i < n && i < 16; i++)
+		if (evs[i].type == type && evs[i].offset == off) {
+			found++;
+			*aux |= evs[i].aux;
+		}
+	return found;
+}
+
+/* Until the writer has made @writes more writes; false after 30 s without. */
+static bool writes_made(const struct writer *wr, uint64_t writes)
+{
+	uint64_t from = wr->last;
+	int waited;
+
+	for (waited = 0; wr->last - from < writes; waited++) {
+		if (waited == 30000)
+			return false;
+		usleep(1000);
+	}
+	return true;
+}
+
+/*
+ * Correctable errors retire a page under a writer, then fail the spare
+ * serving it: each time its data moves, unseen, and no event says it was
+ * lost.  An uncorrectable error in the spare after does lose it.
+ */
 static void test_aperture_ce(void)
 {
-	uint32_t id = backed_device("moving", 64);
-	uint64_t usable = dev_info(id).usable_size, i, w;
+	static const char *const whose[] = { "its own", "its spare's" };
+	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
+	uint32_t id = backed_device("moving", 64), aux;
+	uint64_t usable = dev_info(id).usable_size, i, w, spare = 0, before;
+	int ev_fd = open_dev(O_RDONLY | O_NONBLOCK), round, n;
+	struct hbmguard_event evs[16];
 	struct writer wr = { .stop = false };
 	pthread_t th;
 	uint8_t *p;
-	bool ok = true;
+	bool ok;
 
 	p = mmap(NULL, usable, PROT_READ | PROT_WRITE, MAP_SHARED, ctl,
 		 HBMGUARD_MMAP_APERTURE(id));
@@ -2448,20 +2486,44 @@ static void test_aperture_ce(void)
 		((uint64_t *)(p + 20 * PAGE))[i] = i * 3;
 	wr.word = (uint64_t *)(p + 20 * PAGE + 8 * 100);
 	CHECK_OK(set_policy(id, HBMGUARD_POLICY_CE_THRESHOLD, 5, 0, 0));
-	pthread_create(&th, NULL, write_loop, &wr);
-	usleep(50 * 1000);
-	CHECK_OK(inject(ctl, id, HBMGUARD_ERROR_CE, 20 * PAGE, 5));
-	usleep(200 * 1000);
-	wr.stop = true;
-	pthread_join(th, NULL);
-	CHECK_EQ(translate(id, 20 * PAGE).state, HBMGUARD_STATE_RETIRED);
-	CHECK_EQ(wr.mismatches, 0);
-	CHECK(read_word(wr.word, &w) && w == wr.last);
-	for (i = 0; i < PAGE / 8; i++)
-		if (i != 100)
-			ok &= ((uint64_t *)(p + 20 * PAGE))[i] == i * 3;
-	CHECK(ok);	/* the rest of the page moved with it */
-	printf("  %" PRIu64 " writes across the retirement, none lost\n", wr.last);
+	drain(ev_fd, evs, 16);
+	for (round = 0; round < 2; round++) {
+		before = wr.last;
+		wr.stop = false;
+		pthread_create(&th, NULL, write_loop, &wr);
+		CHECK(writes_made(&wr, 1000));
+		CHECK_OK(inject(ctl, id, HBMGUARD_ERROR_CE, round ? spare : 20 * PAGE, 5));
+		CHECK(writes_made(&wr, 1000));	/* on its new home */
+		wr.stop = true;
+		pthread_join(th, NULL);
+		CHECK_EQ(translate(id, 20 * PAGE).state, HBMGUARD_STATE_RETIRED);
+		CHECK(translate(id, 20 * PAGE).translated >= usable &&
+		      translate(id, 20 * PAGE).translated != spare);
+		spare = translate(id, 20 * PAGE).translated;
+		CHECK_EQ(wr.mismatches, 0);
+		CHECK(read_word(wr.word, &w) && w == wr.last);
+		ok = true;
+		for (i = 0; i < PAGE / 8; i++)
+			if (i != 100)
+				ok &= ((uint64_t *)(p + 20 * PAGE))[i] == i * 3;
+		CHECK(ok);	/* the rest of the page moved with it */
+		n = drain(ev_fd, evs, 16);
+		CHECK_EQ(page_events(evs, n, HBMGUARD_EVENT_RETIRED, 20 * PAGE, &aux), 1);
+		CHECK_EQ(aux, 0);	/* nothing lost */
+		printf("  %s CEs: %" PRIu64 " writes across the move, none lost\n",
+		       whose[round], wr.last - before);
+	}
+
+	sigaction(SIGBUS, &sa, NULL);
+	CHECK_OK(inject(ctl, id, HBMGUARD_ERROR_UE, spare, 1));
+	n = drain(ev_fd, evs, 16);
+	CHECK_EQ(page_events(evs, n, HBMGUARD_EVENT_RETIRED, 20 * PAGE, &aux), 1);
+	CHECK_EQ(aux, HBMGUARD_PAGES_DATA_LOST);
+	CHECK(translate(id, 20 * PAGE).translated != spare);
+	CHECK(!read_word(wr.word, &w));
+	CHECK_EQ(bus_code, BUS_MCEERR_AR);
+	signal(SIGBUS, SIG_DFL);
+	close(ev_fd);
 	munmap(p, usable);
 	CHECK_OK(sim_destroy(id));
 }
@@ -3032,6 +3094,91 @@ static void test_aperture_clear(void)
 }
 
 /*
+ * Data that went with its spare stays lost until its owner restores it,
+ * and whatever serves the page next holds no older data: left FAILED
+ * (correctable errors failed the spare, none was free), restored there and
+ * retired onto a spare freed; moved to the next spare by a UE, and cleared;
+ * left FAILED again, and cleared.
+ */
+static void test_aperture_spare_lost(void)
+{
+	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
+	uint32_t id = backed_device("sparelost", 3), aux;
+	uint64_t usable = dev_info(id).usable_size, *p, *a, w, i;
+	int ev_fd = open_dev(O_RDONLY | O_NONBLOCK), n;
+	struct hbmguard_event evs[16];
+	bool ok = true;
+
+	sigaction(SIGBUS, &sa, NULL);
+	p = mmap(NULL, 16 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, ctl,
+		 HBMGUARD_MMAP_APERTURE(id));
+	CHECK(p != MAP_FAILED);
+	if (p == MAP_FAILED)
+		return;
+	a = p + 3 * PAGE / 8;	/* page 3's first word */
+	for (i = 0; i < 16 * PAGE / 8; i++)
+		p[i] = i ^ 0x5ba4e;
+	CHECK_OK(set_policy(id, HBMGUARD_POLICY_CE_THRESHOLD, 5, 0, 0));
+	CHECK_OK(retire(id, 3 * PAGE, PAGE));		/* spare 0 */
+	*a = 0xa1;
+	CHECK_OK(retire(id, 5 * PAGE, PAGE));		/* spare 1 */
+	CHECK_OK(retire(id, 7 * PAGE, PAGE));		/* spare 2 */
+	drain(ev_fd, evs, 16);
+
+	CHECK_OK(inject(ctl, id, HBMGUARD_ERROR_CE, usable, 5));
+	n = drain(ev_fd, evs, 16);
+	CHECK_EQ(page_events(evs, n, HBMGUARD_EVENT_FAILED, 3 * PAGE, &aux), 1);
+	CHECK_EQ(aux, HBMGUARD_PAGES_DATA_LOST);	/* out of service */
+	CHECK(!read_word(a, &w));
+	CHECK_EQ(bus_code, BUS_MCEERR_AR);
+	/* Restored while failed, then on a spare freed: not its frame's old data. */
+	CHECK_OK(extent_op(ctl, HBMGUARD_IOC_RESTORED, id, 3 * PAGE, PAGE, 0));
+	CHECK(!read_word(a, &w));			/* failed still */
+	CHECK_OK(clear(id, 5 * PAGE, PAGE));
+	CHECK_OK(retire(id, 3 * PAGE, PAGE));
+	CHECK_EQ(translate(id, 3 * PAGE).state, HBMGUARD_STATE_RETIRED);
+	CHECK(read_word(a, &w) && w == 0);
+	*a = 0xa2;
+
+	/* A UE in its spare: on the next, lost; cleared, lost still. */
+	CHECK_OK(clear(id, 7 * PAGE, PAGE));
+	drain(ev_fd, evs, 16);
+	CHECK_OK(inject(ctl, id, HBMGUARD_ERROR_UE, translate(id, 3 * PAGE).translated, 1));
+	n = drain(ev_fd, evs, 16);
+	CHECK_EQ(page_events(evs, n, HBMGUARD_EVENT_RETIRED, 3 * PAGE, &aux), 1);
+	CHECK_EQ(aux, HBMGUARD_PAGES_DATA_LOST);
+	CHECK(!read_word(a, &w));
+	CHECK_OK(clear(id, 3 * PAGE, PAGE));
+	CHECK_EQ(translate(id, 3 * PAGE).state, HBMGUARD_STATE_CLEAN);
+	CHECK(!read_word(a, &w));
+	CHECK_OK(extent_op(ctl, HBMGUARD_IOC_RESTORED, id, 3 * PAGE, PAGE, 0));
+	CHECK(read_word(a, &w) && w == 0);	/* zeroed, not its older data */
+	*a = 0xa3;
+	CHECK(read_word(a, &w) && w == 0xa3);
+
+	/* On the last spare, failed by CEs: FAILED, lost; cleared, lost still. */
+	CHECK_OK(retire(id, 3 * PAGE, PAGE));
+	CHECK(read_word(a, &w) && w == 0xa3);
+	drain(ev_fd, evs, 16);
+	CHECK_OK(inject(ctl, id, HBMGUARD_ERROR_CE, translate(id, 3 * PAGE).translated, 5));
+	n = drain(ev_fd, evs, 16);
+	CHECK_EQ(page_events(evs, n, HBMGUARD_EVENT_FAILED, 3 * PAGE, &aux), 1);
+	CHECK_EQ(aux, HBMGUARD_PAGES_DATA_LOST);
+	CHECK_OK(clear(id, 3 * PAGE, PAGE));
+	CHECK(!read_word(a, &w));
+	CHECK_OK(extent_op(ctl, HBMGUARD_IOC_RESTORED, id, 3 * PAGE, PAGE, 0));
+	CHECK(read_word(a, &w) && w == 0);	/* not 0xa3, left on its frame */
+
+	for (i = 0; i < 16 * PAGE / 8; i++)
+		ok &= i / (PAGE / 8) == 3 || (read_word(p + i, &w) && w == (i ^ 0x5ba4e));
+	CHECK(ok);	/* the other pages came home as they were */
+	signal(SIGBUS, SIG_DFL);
+	close(ev_fd);
+	munmap(p, 16 * PAGE);
+	CHECK_OK(sim_destroy(id));
+}
+
+/*
  * A retirement that cannot get memory for the spare loses the page (SIGBUS)
  * rather than serve zeroes, and so does a CLEAR that cannot get memory for
  * the page its spare's data goes back to.  The memory is charged to the
@@ -3307,6 +3454,7 @@ static const struct {
 	{ "aperture_nodes", test_aperture_nodes },
 	{ "aperture_users", test_aperture_users },
 	{ "aperture_clear", test_aperture_clear },
+	{ "aperture_spare_lost", test_aperture_spare_lost },
 	{ "aperture_nomem", test_aperture_nomem },
 	{ "aperture_nomem_fault", test_aperture_nomem_fault },
 };

@@ -23,18 +23,25 @@
  * FAILED	could not be bypassed: the spare pool was exhausted
  *
  * A spare fails like any HBM (an error at its offset): a free one leaves
- * the pool; one serving a page takes the page's data with it, and the page
- * moves to another spare (RETIRED again) or, with none left, to FAILED.
- * That page's event carries HBMGUARD_PAGES_DATA_LOST in aux: its data is
- * lost now, though the page was out of service before and its source may
- * say nothing destroyed data (a page retired for correctable errors).
+ * the pool; the page one serves moves to another spare (RETIRED again) or,
+ * with none left, to FAILED (its own frame).  An uncorrectable error or
+ * poison takes the page's data with the spare.  After correctable errors
+ * the data is still readable there: a device with memory (the aperture)
+ * copies it to the page's next spare, and loses it only if that copy fails
+ * (a poisoned frame, a machine check, no memory); a device without has
+ * nobody in the kernel to move it, and a page left FAILED is out of
+ * service, its data with it.  Where the data is lost, the page's
+ * event carries HBMGUARD_PAGES_DATA_LOST in aux, though the page was out
+ * of service before and its source may say nothing destroyed data (a page
+ * retired for correctable errors).
  *
- * A PENDING page is still in service, its data on it, and a FAILED page
- * keeps its data on its frame until a spare frees: an uncorrectable error
- * or poison there retires it (or leaves it failed) with that error as its
- * source, whoever reported it first (an operator, the GPU's driver).  A
- * RESTORE of such a record over such a page takes its source likewise (no
- * data of now is lost: the event is RESTORED).
+ * A PENDING page is still in service, its data on it, and a page FAILED
+ * when retired (no spare free) keeps its data on its frame until a spare
+ * frees: an uncorrectable error or poison there retires it (or leaves it
+ * failed) with that error as its source, whoever reported it first (an
+ * operator, the GPU's driver).  A RESTORE of such a record over such a
+ * page takes its source likewise (no data of now is lost: the event is
+ * RESTORED).
  *
  * An uncorrectable error or poison retires its page at once.  Correctable
  * errors fill a per-page leaky bucket; the page is retired when the bucket
@@ -664,9 +671,10 @@ struct hbmguard_event {
 	__u64 reserved;
 };
 /*
- * The pages' data was lost by this change: the spare that held it failed
- * (see PAGE STATES).  A listener that recovers lost data does so again,
- * whatever the event's source and whether it knew the pages bad before.
+ * The pages' data is lost: the spare that held it failed, and the data
+ * could not be moved or was lost before and not yet restored (see PAGE
+ * STATES).  A listener that recovers lost data does so again, whatever the
+ * event's source and whether it knew the pages bad before.
  */
 #define HBMGUARD_PAGES_DATA_LOST	(1U << 0)
 
