@@ -73,6 +73,8 @@ static int wire(struct hbmguardd *g)
 		{ .name = "gpus", .fact = gpus_fact, .ctx = &g->gpus },
 		{ .name = "metrics", .fact = metrics_fact, .ctx = &g->metrics },
 		{ .name = "sched", .fact = sched_fact, .ctx = &g->sched },
+		/* the kernel log is read while the module has a GPU */
+		{ .name = "kmsg", .fact = kmsg_fact, .ctx = &g->kmsg },
 	};
 	size_t i;
 

@@ -19,6 +19,15 @@
  * the copy is older than KMSG_LIST_FRESH_NS (a GPU replaced at the same
  * address): never for a line that is not an Xid about HBM.
  *
+ * It is read only while the module has a GPU registered (kmsg_fact(), a
+ * sink of the core's): an Xid is taken only on a GPU registered at its
+ * address, and every record logged wakes the daemon that reads the log.
+ * A node's memory errors log lines of their own, memory_failure()'s two
+ * per page (mm/memory-failure.c, 6.1 and 6.12) and the EDAC drivers':
+ * read, they woke hbmguardd ahead of the module's event of the same
+ * error, which then waited on them for its journal entry (make bench's
+ * journal row).  Off, the log waits in the kernel; the first GPU opens it.
+ *
  * Where reading starts: at the end of the log, when the daemon starts.
  * An Xid logged before then has no rank to act on (a rank registers with a
  * running daemon, and its connection dies with it), what it did to the
@@ -209,8 +218,10 @@ static int on_readable(sd_event_source *s, int fd, uint32_t revents, void *arg)
 	struct hbm_kmsg *k = arg;
 	int i;
 
+	(void)s;
 	(void)revents;
-	for (i = 0; i < KMSG_BATCH; i++) {
+	/* a fact taken may have closed the log (a GPU gone): read no more */
+	for (i = 0; i < KMSG_BATCH && k->reading; i++) {
 		ssize_t n = read(fd, k->buf, sizeof(k->buf));
 
 		if (n > 0) {
@@ -228,11 +239,79 @@ static int on_readable(sd_event_source *s, int fd, uint32_t revents, void *arg)
 		if (n < 0 && errno != EAGAIN) {
 			fprintf(stderr, "<3>hbmguardd: kernel log: %s: NVIDIA Xids are no longer heard from it\n",
 				strerror(errno));
-			sd_event_source_set_enabled(s, SD_EVENT_OFF);
+			k->io = sd_event_source_disable_unref(k->io);	/* for good */
+			k->reading = false;
 		}
 		break;
 	}
 	return 0;
+}
+
+/* Whether the module has a GPU: the log is read while it has. */
+static bool any_gpu(const struct hbm_kmsg *k)
+{
+	size_t i;
+
+	for (i = 0; i < HBMGUARD_MAX_DEVICES; i++)
+		if (k->gpu[i])
+			return true;
+	return false;
+}
+
+/*
+ * Reading on while the module has a GPU, off while it has none.  Opened
+ * again after a while without one, the log is read from its end: what was
+ * logged meanwhile had no GPU to be taken on.
+ */
+static void gate(struct hbm_kmsg *k)
+{
+	bool on = any_gpu(k);
+	int err;
+
+	if (!k->io || on == k->reading)
+		return;
+	if (on && k->seek_end) {
+		if (lseek(k->fd, 0, SEEK_END) < 0) {
+			err = -errno;
+			goto fail;
+		}
+		k->next_seq = 0;	/* the records skipped are not lost */
+	}
+	err = sd_event_source_set_enabled(k->io, on ? SD_EVENT_ON : SD_EVENT_OFF);
+	if (err < 0)
+		goto fail;
+	k->reading = on;
+	k->seek_end |= !on;
+	fprintf(stderr, on ? "<6>hbmguardd: kernel log: a GPU registered: listening for NVIDIA Xids\n" :
+		"<6>hbmguardd: kernel log: no GPU registered: not read until one is\n");
+	return;
+fail:
+	fprintf(stderr, "<3>hbmguardd: kernel log: %s: NVIDIA Xids are no longer heard from it\n",
+		strerror(-err));
+	k->io = sd_event_source_disable_unref(k->io);
+	k->reading = false;
+}
+
+/**
+ * kmsg_fact() - a sink of the core's: which GPUs the module has
+ * @ctx: the source
+ * @f: a fact
+ *
+ * The module's DEVICE_SEEN and DEVICE_GONE open and close the log.
+ */
+void kmsg_fact(void *ctx, const struct hbm_fact *f)
+{
+	struct hbm_kmsg *k = ctx;
+
+	if (f->origin != HBM_FROM_KERNEL || f->dev.id >= HBMGUARD_MAX_DEVICES)
+		return;
+	if (f->type == HBM_FACT_DEVICE_SEEN)
+		k->gpu[f->dev.id] = f->dev.kind == HBM_DEVICE_GPU;
+	else if (f->type == HBM_FACT_DEVICE_GONE)
+		k->gpu[f->dev.id] = false;
+	else
+		return;
+	gate(k);
 }
 
 /*
@@ -263,24 +342,27 @@ static int given_log(const char **how)
 
 /**
  * kmsg_start() - read the kernel log from its end on, in the loop
- * @k: the source
+ * @k: the source; its GPUs as kmsg_fact() was told them before
  * @loop: the loop
  * @link: the core's way in
  * @path: "/dev/kmsg"
  *
  * Standard input when it is the log (the unit opens it there), else @path.
  * Without the log (no permission, a container) the daemon goes on without
- * this source: said on stderr.
+ * this source: said on stderr.  Read while the module has a GPU.
  *
  * Return: 0, or a negative errno.
  */
 int kmsg_start(struct hbm_kmsg *k, sd_event *loop, struct hbm_source_link link,
 	       const char *path)
 {
+	bool gpu[HBMGUARD_MAX_DEVICES];
 	const char *how = "";
 	int err;
 
+	memcpy(gpu, k->gpu, sizeof(gpu));
 	memset(k, 0, sizeof(*k));
+	memcpy(k->gpu, gpu, sizeof(gpu));
 	k->link = link;
 	k->now = hbm_monotonic_ns;
 	k->fd = -1;
@@ -298,10 +380,15 @@ int kmsg_start(struct hbm_kmsg *k, sd_event *loop, struct hbm_source_link link,
 		goto fail;
 	}
 	err = sd_event_add_io(loop, &k->io, k->fd, EPOLLIN, on_readable, k);
+	if (err >= 0)
+		err = sd_event_source_set_enabled(k->io, SD_EVENT_OFF);
 	if (err < 0)
 		goto fail;
-	fprintf(stderr, "<6>hbmguardd: kernel log: listening for NVIDIA Xids in %s%s\n", path,
-		how);
+	fprintf(stderr, "<6>hbmguardd: kernel log: %s%s open, read for NVIDIA Xids while a GPU is registered\n",
+		path, how);
+	gate(k);
+	if (!k->reading && k->io)
+		fprintf(stderr, "<6>hbmguardd: kernel log: no GPU registered: not read until one is\n");
 	return 0;
 fail:
 	fprintf(stderr, "<4>hbmguardd: kernel log: %s: %s: NVIDIA Xids are not heard from it\n",

@@ -54,6 +54,15 @@ struct hbm_kmsg {
 	struct hbm_source_link link;	/* to the core */
 	int fd;
 	sd_event_source *io;
+	/*
+	 * The module's GPUs, by device id, as their DEVICE_SEEN and
+	 * DEVICE_GONE told kmsg_fact(): the log is read while there is one.
+	 * Kept from before kmsg_start() (the kernel's source sees its
+	 * devices when it starts, first).
+	 */
+	bool gpu[HBMGUARD_MAX_DEVICES];
+	bool reading;			/* .io is on */
+	bool seek_end;			/* on the next opening: read from the end */
 	uint64_t next_seq;		/* the record expected next; 0: none read yet */
 	struct device_list *devices;	/* as last listed */
 	char pci[HBMGUARD_MAX_DEVICES][HBMGUARD_PCI_ADDR_LEN];	/* their addresses */
@@ -68,6 +77,7 @@ struct hbm_kmsg {
 int kmsg_start(struct hbm_kmsg *k, sd_event *loop, struct hbm_source_link link,
 	       const char *path);
 void kmsg_record(struct hbm_kmsg *k, const char *buf, size_t len);
+void kmsg_fact(void *ctx, const struct hbm_fact *f);
 void kmsg_stop(struct hbm_kmsg *k);
 
 #endif /* HBM_KMSG_H */

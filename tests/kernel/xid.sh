@@ -32,7 +32,8 @@ check "GPU registered at 0000:00:1f.0" '[ -n "$id" ]'
 hbmguardd -c /tmp/x.conf </dev/kmsg 2>>/tmp/xd.log &
 daemon=$!
 wait_for /tmp/xd.log "hbmguardd: ready"
-check "the daemon reads the log it is given" 'grep -q "kernel log: listening for NVIDIA Xids in /dev/kmsg (standard input)$" /tmp/xd.log'
+check "the daemon reads the log it is given" 'grep -q "kernel log: /dev/kmsg (standard input) open, read for NVIDIA Xids while a GPU is registered$" /tmp/xd.log'
+check "... a GPU is: read" 'grep -q "kernel log: a GPU registered: listening for NVIDIA Xids$" /tmp/xd.log'
 
 # One Xid, reported both ways: one event, one entry, one incident.
 rank jobA
@@ -115,6 +116,24 @@ wait_for /tmp/xd.log "Xid 92 heard again"
 check "after a restart: a new Xid journaled" '[ $(( $(journaled 92 kmsg) + $(journaled 92 tracepoint) )) = 1 ]'
 check "... and none of before" '[ $(grep -c "hbmguardd: $uuid: Xid \(48\|63\|94\|95\)" /tmp/xd.log) = 0 ] &&
 	! grep -q "kernel log: record" /tmp/xd.log'
+
+# Read while a GPU is registered: without one, what is logged is left in
+# the kernel (an Xid there has no GPU to be taken on), and when one
+# registers again reading goes on from the end of the log.  Xid 79 is not
+# about HBM: said when read.
+listening() { grep -c "kernel log: a GPU registered: listening for NVIDIA Xids$" /tmp/xd.log; }
+check "the log read: a GPU is registered" '[ $(listening) = 1 ]'
+check "GPU unregistered" 'hbmnl gpu-unregister $id'
+eventually "... the log not read" 'grep -q "kernel log: no GPU registered: not read until one is$" /tmp/xd.log'
+echo "log 0000:00:1f.0 79" >$nv
+id=$(hbmnl gpu-register gpu0 $uuid 0000:00:1f.0 1073741824 4096)
+check "GPU registered again" '[ -n "$id" ]'
+eventually "... the log read again" '[ $(listening) = 2 ]'
+echo "log 0000:00:1f.0 48" >$nv
+wait_for /tmp/xd.log "Xid 48: "
+check "an Xid after: journaled" '[ $(journaled 48 kmsg) = 1 ]'
+check "... and none logged while no GPU was registered" '! grep -q "Xid 79 on" /tmp/xd.log'
+check "... nor records said lost" '! grep -q "records lost" /tmp/xd.log'
 kill $daemon
 wait $daemon
 check "fake nvidia unloads" 'rmmod hbm_fake_nvidia'

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #include "../../daemon/kmsg.h"	/* "core.h" alone is the module's table */
@@ -231,6 +232,85 @@ START_TEST(records_lost)
 }
 END_TEST
 
+/* The module's device @id seen (@kind GPU or a range) or gone, as kernel.c says it. */
+static void device_fact(uint32_t type, uint32_t id, uint32_t kind, uint32_t origin)
+{
+	struct hbm_fact f = { .type = type, .origin = origin,
+			      .dev = { .id = id, .kind = kind } };
+
+	kmsg_fact(k, &f);
+}
+
+static int readable(sd_event_source *s, int fd, uint32_t revents, void *arg)
+{
+	(void)s, (void)fd, (void)revents, (void)arg;
+	return 0;
+}
+
+/* Whether the log's source is on in the loop. */
+static bool reading(void)
+{
+	int on = SD_EVENT_OFF;
+
+	ck_assert_int_ge(sd_event_source_get_enabled(k->io, &on), 0);
+	ck_assert_int_eq(on != SD_EVENT_OFF, k->reading);
+	return on != SD_EVENT_OFF;
+}
+
+/*
+ * The log is read while the module has a GPU: the module's DEVICE_SEEN of a
+ * GPU opens it, of a range or from another source not; its last GPU gone
+ * closes it, and the next opening reads from the end (a file stands for the
+ * log there, a pipe for its readiness: the loop takes no regular file).
+ */
+START_TEST(read_while_a_gpu)
+{
+	sd_event *loop;
+	int pipefd[2];
+	char path[] = "/tmp/hbm-kmsg-log-XXXXXX";
+
+	setup();
+	ck_assert_int_ge(sd_event_new(&loop), 0);
+	ck_assert_int_eq(pipe(pipefd), 0);
+	ck_assert_int_ge(sd_event_add_io(loop, &k->io, pipefd[0], EPOLLIN, readable, NULL), 0);
+	ck_assert_int_ge(sd_event_source_set_enabled(k->io, SD_EVENT_OFF), 0);
+	k->fd = mkstemp(path);
+	ck_assert_int_ge(k->fd, 0);
+	unlink(path);
+	ck_assert_int_eq(write(k->fd, "before", 6), 6);
+	ck_assert_int_eq(lseek(k->fd, 0, SEEK_SET), 0);
+
+	device_fact(HBM_FACT_DEVICE_SEEN, 0, HBM_DEVICE_RANGE, HBM_FROM_KERNEL);
+	device_fact(HBM_FACT_DEVICE_SEEN, 2, HBM_DEVICE_NVIDIA, HBM_FROM_NVML);
+	ck_assert(!reading());
+	device_fact(HBM_FACT_DEVICE_SEEN, 1, HBM_DEVICE_GPU, HBM_FROM_KERNEL);
+	ck_assert(reading());
+	ck_assert_uint_eq(told("kernel log: a GPU registered: listening for NVIDIA Xids"), 1);
+	ck_assert_int_eq(lseek(k->fd, 0, SEEK_CUR), 0);	/* from where it was opened */
+	device_fact(HBM_FACT_DEVICE_SEEN, 3, HBM_DEVICE_GPU, HBM_FROM_KERNEL);
+	device_fact(HBM_FACT_DEVICE_GONE, 1, 0, HBM_FROM_KERNEL);
+	device_fact(HBM_FACT_DEVICE_GONE, 0, 0, HBM_FROM_KERNEL);
+	ck_assert(reading());	/* GPU 3 is left */
+	device_fact(HBM_FACT_DEVICE_SEEN, 3, HBM_DEVICE_RANGE, HBM_FROM_KERNEL);
+	ck_assert(!reading());	/* id 3 is a range now */
+	ck_assert_uint_eq(told("kernel log: no GPU registered: not read until one is"), 1);
+
+	k->next_seq = 120;
+	ck_assert_int_eq(pwrite(k->fd, " meanwhile", 10, 6), 10);
+	device_fact(HBM_FACT_DEVICE_SEEN, 4, HBM_DEVICE_GPU, HBM_FROM_KERNEL);
+	ck_assert(reading());
+	ck_assert_int_eq(lseek(k->fd, 0, SEEK_CUR), 16);	/* from the end */
+	ck_assert_uint_eq(k->next_seq, 0);	/* what was skipped is not lost */
+	ck_assert_uint_eq(told("kernel log: a GPU registered"), 2);
+	device_fact(HBM_FACT_DEVICE_GONE, HBMGUARD_MAX_DEVICES, 0, HBM_FROM_KERNEL);
+	ck_assert(reading());
+	cleanup();
+	close(pipefd[0]);
+	close(pipefd[1]);
+	sd_event_unref(loop);
+}
+END_TEST
+
 Suite *kmsg_suite(void)
 {
 	Suite *s = suite_create("kmsg");
@@ -241,6 +321,7 @@ Suite *kmsg_suite(void)
 	tcase_add_test(tc, forged);
 	tcase_add_test(tc, kinds_apart);
 	tcase_add_test(tc, records_lost);
+	tcase_add_test(tc, read_while_a_gpu);
 	suite_add_tcase(s, tc);
 	return s;
 }
