@@ -176,44 +176,64 @@ static bool xid_heard_before(struct hbmd_core *c, const struct hbm_fact *f)
 	return false;
 }
 
+/* Whether the core names @f's device (the source gave its id or identity only). */
+static bool to_fill_in(const struct hbm_fact *f)
+{
+	return (!f->dev.identity[0] && f->dev.id < HBMGUARD_MAX_DEVICES) ||
+	       (f->type == HBM_FACT_ERROR && f->dev.id == HBM_NO_DEVICE_ID &&
+		f->dev.identity[0]);
+}
+
+static void fill_in(struct hbmd_core *c, struct hbm_fact *f)
+{
+	if (!f->dev.identity[0] && f->dev.id < HBMGUARD_MAX_DEVICES) {
+		memcpy(f->dev.identity, c->identity[f->dev.id], sizeof(f->dev.identity));
+		if (f->dev.identity[0] && !strcmp(c->seen[f->dev.id].identity, f->dev.identity))
+			f->dev = c->seen[f->dev.id];	/* as its DEVICE_SEEN said */
+	}
+	if (f->type == HBM_FACT_ERROR && f->dev.id == HBM_NO_DEVICE_ID && f->dev.identity[0])
+		f->dev.id = module_id(c, f->dev.identity);	/* a GPU's, heard by its driver's source */
+}
+
 /*
  * A fact to every sink, its device named where the source left it out.  One
  * given from inside a sink's callback would reach the sinks after it before
  * those before it (the store would save a device the journal has not named
- * yet): it waits until the sinks are done with this one.
+ * yet): it waits until the sinks are done with this one.  Only a fact to
+ * fill in is copied: the others, every event of the module's among them,
+ * go out as given.
  */
-static void deliver(struct hbmd_core *c, const struct hbm_fact *fact)
+static void deliver(struct hbmd_core *c, const struct hbm_fact *given)
 {
-	struct hbm_fact f = *fact;
+	const struct hbm_fact *f = given;
+	struct hbm_fact filled;
 	size_t i;
 
-	if (!f.dev.identity[0] && f.dev.id < HBMGUARD_MAX_DEVICES) {
-		memcpy(f.dev.identity, c->identity[f.dev.id], sizeof(f.dev.identity));
-		if (f.dev.identity[0] && !strcmp(c->seen[f.dev.id].identity, f.dev.identity))
-			f.dev = c->seen[f.dev.id];	/* as its DEVICE_SEEN said */
+	if (to_fill_in(given)) {
+		filled = *given;
+		fill_in(c, &filled);
+		f = &filled;
 	}
-	if (f.type == HBM_FACT_ERROR && f.dev.id == HBM_NO_DEVICE_ID && f.dev.identity[0])
-		f.dev.id = module_id(c, f.dev.identity);	/* a GPU's, heard by its driver's source */
-	if (f.type == HBM_FACT_ERROR && f.xid && f.dev.identity[0] &&
-	    xid_heard_before(c, &f)) {
+	if (f->type == HBM_FACT_ERROR && f->xid && f->dev.identity[0] &&
+	    xid_heard_before(c, f)) {
 		fprintf(stderr, "<7>hbmguardd: %s: Xid %u heard again (%s): one event\n",
-			f.dev.identity, f.xid, f.path[0] ? f.path : "?");
+			f->dev.identity, f->xid, f->path[0] ? f->path : "?");
 		return;
 	}
-	if (f.type == HBM_FACT_DEVICE_SEEN && f.origin == c->ops->origin &&
-	    f.dev.id < HBMGUARD_MAX_DEVICES)
-		c->seen[f.dev.id] = f.dev;
-	if (f.type == HBM_FACT_RESYNC)
+	if (f->type == HBM_FACT_DEVICE_SEEN && f->origin == c->ops->origin &&
+	    f->dev.id < HBMGUARD_MAX_DEVICES)
+		c->seen[f->dev.id] = f->dev;
+	if (f->type == HBM_FACT_RESYNC)
 		c->resyncs++;
-	else if (f.event && !(f.flags & HBM_FACT_UNHEARD))
+	else if (f->event && !(f->flags & HBM_FACT_UNHEARD))
 		c->events_seen++;
 	c->in_fact = true;
 	for (i = 0; i < c->nr_sinks; i++)
-		c->sinks[i].fact(c->sinks[i].ctx, &f);
+		c->sinks[i].fact(c->sinks[i].ctx, f);
 	c->in_fact = false;
-	if (f.type == HBM_FACT_DEVICE_GONE && f.dev.id < HBMGUARD_MAX_DEVICES) {
-		c->identity[f.dev.id][0] = 0;
-		c->seen[f.dev.id].identity[0] = 0;
+	if (f->type == HBM_FACT_DEVICE_GONE && f->dev.id < HBMGUARD_MAX_DEVICES) {
+		c->identity[f->dev.id][0] = 0;
+		c->seen[f->dev.id].identity[0] = 0;
 	}
 }
 

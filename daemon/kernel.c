@@ -49,6 +49,11 @@
 #include "seen.h"
 
 #define ALL_DEVICES UINT32_MAX
+/*
+ * The event socket's read: a whole event with room to spare (the largest,
+ * nlctrl's news of a family registered, lists its operations and groups).
+ */
+#define EVENT_READ_BYTES	(32 * 1024)
 
 static int transact(struct hbm_kernel *k, struct nl_msg *msg,
 		    nl_recvmsg_msg_cb_t parse, void *arg)
@@ -823,6 +828,20 @@ static uint32_t device_kind(const struct device *dev)
 }
 
 /*
+ * @dev as its facts name it: whole, so that the core passes them on as they
+ * are (it copies a fact only to name its device).
+ */
+static struct hbm_fact_device fact_device(const struct device *dev)
+{
+	struct hbm_fact_device d = { .id = dev->id, .kind = device_kind(dev),
+				     .page_size = dev->page_size, .size = dev->size };
+
+	snprintf(d.identity, sizeof(d.identity), "%s", dev->identity);
+	snprintf(d.pci, sizeof(d.pci), "%s", dev->pci);
+	return d;
+}
+
+/*
  * What a device's table holds, read once after it was (re)found: PAGES
  * facts, unheard (and known, part by part, where the store restored them
  * just before), then TABLE_READ.  The store saves from them, the sinks
@@ -874,8 +893,7 @@ static int table_facts(struct hbm_kernel *k, const struct device *dev, enum hbm_
 	struct table_walk w = {
 		.k = k,
 		.f = { .type = HBM_FACT_PAGES, .origin = HBM_FROM_KERNEL, .sync = why,
-		       .dev = { .id = dev->id, .kind = device_kind(dev),
-				.page_size = dev->page_size } },
+		       .dev = fact_device(dev) },
 		.restored = k->restored && k->restored_id == dev->id ? k->restored : NULL,
 	};
 	struct hbm_fact f;
@@ -900,7 +918,7 @@ static int table_facts(struct hbm_kernel *k, const struct device *dev, enum hbm_
 	f = (struct hbm_fact){
 		.type = HBM_FACT_TABLE_READ, .origin = HBM_FROM_KERNEL, .sync = why,
 		.flags = err ? HBM_FACT_INCOMPLETE : 0, .error = err, .seqnum = err ? 0 : seqnum,
-		.dev = { .id = dev->id, .kind = device_kind(dev), .page_size = dev->page_size },
+		.dev = fact_device(dev),
 	};
 	k->link.fact(k->link.core, &f);
 	k->restored = NULL;	/* the store lets it go at TABLE_READ */
@@ -943,12 +961,7 @@ static int sync_devices(struct hbm_kernel *k, uint32_t id, enum hbm_sync mode,
 		if (mode == HBM_SYNC_RESYNC && dev->id < HBMGUARD_MAX_DEVICES &&
 		    strcmp(was[dev->id], dev->identity))
 			f.sync = HBM_SYNC_ADDED;
-		f.dev.id = dev->id;
-		f.dev.kind = device_kind(dev);
-		snprintf(f.dev.identity, sizeof(f.dev.identity), "%s", dev->identity);
-		snprintf(f.dev.pci, sizeof(f.dev.pci), "%s", dev->pci);
-		f.dev.page_size = dev->page_size;
-		f.dev.size = dev->size;
+		f.dev = fact_device(dev);
 		k->link.fact(k->link.core, &f);
 		read_err = table_facts(k, dev, f.sync);
 		table_err = table_err ?: read_err;
@@ -1193,6 +1206,9 @@ static int on_readable(sd_event_source *s, int fd, uint32_t revents, void *arg)
 		k->next_seq = 0;
 		k->overflowed = true;
 		resync(k, "event socket overflowed");
+	} else if (n == -NLE_MSG_TRUNC) {	/* its rest is gone with it */
+		k->next_seq = 0;
+		resync(k, "an event longer than the read");
 	} else if ((!n || n == -NLE_AGAIN) && k->overflowed) {
 		/*
 		 * Until its queue is empty again a congested socket is sent
@@ -1336,6 +1352,16 @@ static int setup_netlink(struct hbm_kernel *k)
 	nl_socket_disable_seq_check(k->events);
 	nl_socket_set_nonblocking(k->events);
 	set_event_buffer(k);
+	/*
+	 * One recvmsg() per event: unless given a buffer, libnl peeks at
+	 * each message first to size one (nl_recv(), lib/nl.c, libnl
+	 * 3.7.0), two system calls per event on the path to its journal
+	 * entry.  An event is far shorter than EVENT_READ_BYTES; a longer
+	 * one would come as -NLE_MSG_TRUNC, its rest lost (on_readable()).
+	 */
+	nl_socket_disable_msg_peek(k->events);
+	if (nl_socket_set_msg_buf_size(k->events, EVENT_READ_BYTES))
+		return -ENOMEM;
 	nl_socket_modify_cb(k->events, NL_CB_VALID, NL_CB_CUSTOM, on_event, k);
 	return 0;
 }
