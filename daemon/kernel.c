@@ -89,17 +89,30 @@ static int parse_device(struct nl_msg *msg, void *arg)
 	return NL_OK;
 }
 
-/* One extent of a PAGES_GET dump; false when the message is not one. */
-static bool extent_record(struct nl_msg *msg, struct hbm_state_record *r)
-{
-	struct nlattr *a[HBMGUARD_A_MAX + 1], *e[HBMGUARD_A_MAX + 1];
+/*
+ * A PAGES_GET dump, read as it comes, in either of its forms
+ * (uapi/linux/hbmguard.h): each extent to .take, which returns NL_OK or
+ * NL_STOP.  A message of neither form, or records not in the form the
+ * module says, end the read: .malformed.
+ */
+struct dump_read {
+	int (*take)(void *arg, const struct hbm_state_record *r);
+	void *arg;
+	bool malformed;
+};
 
-	if (genlmsg_parse(nlmsg_hdr(msg), 0, a, HBMGUARD_A_MAX, NULL) ||
-	    !a[HBMGUARD_A_EXTENT] ||
-	    nla_parse_nested(e, HBMGUARD_A_MAX, a[HBMGUARD_A_EXTENT], NULL) ||
-	    !e[HBMGUARD_A_OFFSET] || !e[HBMGUARD_A_LENGTH] || !e[HBMGUARD_A_STATE])
-		return false;
-	*r = (struct hbm_state_record){
+/* HBMGUARD_A_EXTENT: one extent nested. */
+static int nested_extent(struct dump_read *d, struct nlattr *nest)
+{
+	struct nlattr *e[HBMGUARD_A_MAX + 1];
+	struct hbm_state_record r;
+
+	if (nla_parse_nested(e, HBMGUARD_A_MAX, nest, NULL) ||
+	    !e[HBMGUARD_A_OFFSET] || !e[HBMGUARD_A_LENGTH] || !e[HBMGUARD_A_STATE]) {
+		d->malformed = true;
+		return NL_STOP;
+	}
+	r = (struct hbm_state_record){
 		.offset = nla_get_u64(e[HBMGUARD_A_OFFSET]),
 		.length = nla_get_u64(e[HBMGUARD_A_LENGTH]),
 		.first_seen = e[HBMGUARD_A_FIRST_SEEN] ? nla_get_u64(e[HBMGUARD_A_FIRST_SEEN]) : 0,
@@ -108,17 +121,99 @@ static bool extent_record(struct nl_msg *msg, struct hbm_state_record *r)
 		.source = e[HBMGUARD_A_SOURCE] ? nla_get_u32(e[HBMGUARD_A_SOURCE]) : 0,
 		.errors = e[HBMGUARD_A_ERRORS] ? nla_get_u32(e[HBMGUARD_A_ERRORS]) : 0,
 	};
-	return true;
+	return d->take(d->arg, &r);
 }
 
-static int parse_extent(struct nl_msg *msg, void *arg)
+/*
+ * HBMGUARD_A_RECORDS of @size bytes each: struct hbmguard_restore_record,
+ * its own size or larger (a later module's: the bytes past it are what
+ * this daemon does not know).
+ */
+static int packed_extents(struct dump_read *d, struct nl_msg *msg, uint32_t size)
 {
-	struct hbm_extents *x = arg;
-	struct hbm_state_record r;
+	struct nlattr *a;
+	int rem, ret = NL_OK;
 
-	if (!extent_record(msg, &r))
-		return NL_SKIP;
-	return hbm_extents_push(x, &r) ? NL_OK : NL_STOP;
+	if (size < sizeof(struct hbmguard_restore_record) || size % 8) {
+		d->malformed = true;
+		return NL_STOP;
+	}
+	nla_for_each_attr(a, genlmsg_attrdata(nlmsg_data(nlmsg_hdr(msg)), 0),
+			  genlmsg_attrlen(nlmsg_data(nlmsg_hdr(msg)), 0), rem) {
+		const char *p = nla_data(a);
+		size_t i;
+
+		if (nla_type(a) != HBMGUARD_A_RECORDS)
+			continue;
+		if (!nla_len(a) || nla_len(a) % size) {
+			d->malformed = true;
+			return NL_STOP;
+		}
+		for (i = 0; ret == NL_OK && i < nla_len(a) / size; i++) {
+			struct hbmguard_restore_record in;
+			struct hbm_state_record r;
+
+			memcpy(&in, p + i * size, sizeof(in));	/* 4-aligned in the message */
+			r = (struct hbm_state_record){
+				.offset = in.offset, .length = in.length,
+				.first_seen = in.first_seen, .last_seen = in.last_seen,
+				.state = in.state, .source = in.source, .errors = in.errors,
+			};
+			ret = d->take(d->arg, &r);
+		}
+	}
+	return ret;
+}
+
+static int dump_extents(struct nl_msg *msg, void *arg)
+{
+	struct nlattr *a[HBMGUARD_A_MAX + 1];
+	struct dump_read *d = arg;
+
+	if (genlmsg_parse(nlmsg_hdr(msg), 0, a, HBMGUARD_A_MAX, NULL))
+		goto malformed;
+	if (a[HBMGUARD_A_EXTENT])
+		return nested_extent(d, a[HBMGUARD_A_EXTENT]);
+	if (a[HBMGUARD_A_RECORD_SIZE] && a[HBMGUARD_A_RECORDS])
+		return packed_extents(d, msg, nla_get_u32(a[HBMGUARD_A_RECORD_SIZE]));
+malformed:
+	d->malformed = true;
+	return NL_STOP;
+}
+
+/*
+ * A device's PAGES_GET: packed where the module takes packed records (its
+ * dumps may still come nested: a module with packed RESTOREs before packed
+ * dumps ignores the size).
+ */
+static struct nl_msg *pages_request(struct hbm_kernel *k, const struct device *dev)
+{
+	struct nl_msg *msg = request(k, HBMGUARD_CMD_PAGES_GET, NLM_F_DUMP);
+
+	if (msg && (nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev->id) ||
+		    (k->packed && nla_put_u32(msg, HBMGUARD_A_RECORD_SIZE,
+					      sizeof(struct hbmguard_restore_record))))) {
+		nlmsg_free(msg);
+		msg = NULL;
+	}
+	return msg;
+}
+
+/* A dump read: the transaction's error, else -EPROTO for a malformed message. */
+static int dump_read(struct nl_sock *sk, struct nl_msg *msg, struct dump_read *d)
+{
+	int err = hbm_genl_transact(sk, msg, dump_extents, d);
+
+	if (!err && d->malformed) {
+		fprintf(stderr, "<3>hbmguardd: a PAGES_GET message not in either form: the read is void\n");
+		err = -EPROTO;
+	}
+	return err;
+}
+
+static int push_extent(void *arg, const struct hbm_state_record *r)
+{
+	return hbm_extents_push(arg, r) ? NL_OK : NL_STOP;
 }
 
 static int parse_seqnum(struct nl_msg *msg, void *arg)
@@ -150,14 +245,12 @@ static int module_seqnum(struct hbm_kernel *k, uint64_t *seq)
 static int dump_pages(void *ctx, const struct device *dev, struct hbm_extents *x)
 {
 	struct hbm_kernel *k = ctx;
-	struct nl_msg *msg;
 	int err = module_seqnum(k, &x->seqnum);
 
 	if (err)
 		return err;
-	msg = request(k, HBMGUARD_CMD_PAGES_GET, NLM_F_DUMP);
-	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev->id);
-	err = transact(k, msg, parse_extent, x);
+	err = dump_read(k->req, pages_request(k, dev),
+			&(struct dump_read){ .take = push_extent, .arg = x });
 	return err ? err : x->failed ? -ENOMEM : 0;	/* a table with holes is none */
 }
 
@@ -855,29 +948,26 @@ struct table_walk {
 	size_t j;				/* hbm_state_cover()'s walk of it */
 };
 
-static int fact_extent(struct nl_msg *msg, void *arg)
+static int fact_extent(void *arg, const struct hbm_state_record *r)
 {
 	struct table_walk *w = arg;
-	struct hbm_state_record r;
 	uint64_t at, end;
 	uint8_t restored;
 
-	if (!extent_record(msg, &r))
-		return NL_SKIP;
-	w->f.state = r.state;
-	w->f.source = r.source;
-	w->f.count = r.errors;
-	w->f.first_seen = r.first_seen;
-	w->f.last_seen = r.last_seen;
+	w->f.state = r->state;
+	w->f.source = r->source;
+	w->f.count = r->errors;
+	w->f.first_seen = r->first_seen;
+	w->f.last_seen = r->last_seen;
 	w->f.flags = HBM_FACT_UNHEARD;
 	w->f.restored = HBMGUARD_STATE_CLEAN;
-	w->f.offset = r.offset;
-	w->f.length = r.length;
+	w->f.offset = r->offset;
+	w->f.length = r->length;
 	if (!w->restored) {
 		w->k->link.fact(w->k->link.core, &w->f);
 		return NL_OK;
 	}
-	for (at = r.offset, end = r.offset + r.length; at < end; at += w->f.length) {
+	for (at = r->offset, end = r->offset + r->length; at < end; at += w->f.length) {
 		w->f.offset = at;
 		w->f.length = hbm_state_cover(w->restored, w->k->unsent, &w->j, at, end,
 					      &restored);
@@ -898,7 +988,6 @@ static int table_facts(struct hbm_kernel *k, const struct device *dev, enum hbm_
 	};
 	struct hbm_fact f;
 	uint64_t seqnum;
-	struct nl_msg *msg;
 	int err = module_seqnum(k, &seqnum);
 
 	/*
@@ -906,12 +995,9 @@ static int table_facts(struct hbm_kernel *k, const struct device *dev, enum hbm_
 	 * (a table of 10^6 is not held whole, here or in the store), and a
 	 * sink that asks the module meanwhile does so on the request socket.
 	 */
-	if (!err) {
-		msg = request(k, HBMGUARD_CMD_PAGES_GET, NLM_F_DUMP);
-		if (msg)
-			nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev->id);
-		err = hbm_genl_transact(k->dump, msg, fact_extent, &w);
-	}
+	if (!err)
+		err = dump_read(k->dump, pages_request(k, dev),
+				&(struct dump_read){ .take = fact_extent, .arg = &w });
 	if (err)
 		fprintf(stderr, "<3>hbmguardd: reading the table of %s: %s\n", dev->identity,
 			hbm_genl_strerror(err));

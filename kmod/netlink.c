@@ -242,20 +242,191 @@ static int extent_fill(struct sk_buff *skb, const struct hbm_device *dev,
 }
 
 /*
- * cb->args[0]: device id + 1 once parsed; cb->args[1]: next page.  One
- * message per extent; a round stops when the skb is full and the next
- * resumes from the page after the last extent sent.
+ * HBMGUARD_A_RECORD_SIZE: the size of the caller's struct
+ * hbmguard_restore_record, in packed RESTOREs and PAGES_GET dumps alike.
+ */
+static int record_size(const struct nlattr *a, struct netlink_ext_ack *extack, u32 *size)
+{
+	*size = nla_get_u32(a);
+	if (*size < HBMGUARD_RESTORE_RECORD_SIZE_VER0 ||
+	    *size > HBMGUARD_RESTORE_RECORD_SIZE_MAX || *size % 8) {
+		NL_SET_ERR_MSG_ATTR(extack, a,
+				    "record size below HBMGUARD_RESTORE_RECORD_SIZE_VER0, above HBMGUARD_RESTORE_RECORD_SIZE_MAX or not a multiple of 8");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Records of @size bytes one HBMGUARD_A_RECORDS holds: its length is 16 bits. */
+static u32 records_per_attr(u32 size)
+{
+	return (U16_MAX - NLA_HDRLEN) / size;
+}
+
+/*
+ * The table's extents from page @from on, at most @max.  One that begins
+ * before @from grew down since the last round, over pages sent in it: it
+ * is cut at @from, its spare with it, so that a dump's extents never
+ * overlap (the pages it grew over were sent with the extent they were in).
+ */
+static u32 dump_list(struct hbm_device *dev, u32 from, struct hbm_extent *out, u32 max)
+{
+	u32 n, next, cut;
+
+	mutex_lock(&dev->lock);
+	n = hbm_table_list(&dev->core.table, from, dev->core.table.nr_pages, out, max,
+			   &next);
+	mutex_unlock(&dev->lock);
+	if (n && out[0].first < from) {
+		cut = from - out[0].first;
+		out[0].first = from;
+		out[0].nr -= cut;
+		if (out[0].spare != HBM_NO_SPARE)
+			out[0].spare += cut;
+	}
+	return n;
+}
+
+/* One extent, a message of its own: HBMGUARD_A_EXTENT nested. */
+static int extent_msg(struct sk_buff *skb, struct netlink_callback *cb,
+		      const struct hbm_device *dev, const struct hbm_extent *e)
+{
+	void *hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid, cb->nlh->nlmsg_seq,
+				&hbm_genl, NLM_F_MULTI, HBMGUARD_CMD_PAGES_GET);
+
+	if (!hdr)
+		return -EMSGSIZE;
+	if (nla_put_u32(skb, HBMGUARD_A_DEVICE_ID, dev->id) || extent_fill(skb, dev, e)) {
+		genlmsg_cancel(skb, hdr);
+		return -EMSGSIZE;
+	}
+	genlmsg_end(skb, hdr);
+	return 0;
+}
+
+/* A packed dump's message being filled: its open HBMGUARD_A_RECORDS. */
+struct records_msg {
+	u32 size;		/* the caller's record size */
+	void *hdr;		/* NULL: none open */
+	struct nlattr *attr;	/* NULL: none open */
+	u32 in_attr, in_msg;	/* records */
+};
+
+/* An extent as a struct hbmguard_restore_record, @size bytes at @to. */
+static void record_put(void *to, u32 size, const struct hbm_device *dev,
+		       const struct hbm_extent *e)
+{
+	struct hbmguard_restore_record r = {
+		.offset = (u64)e->first << dev->page_shift,
+		.length = (u64)e->nr << dev->page_shift,
+		.first_seen = e->first_seen,
+		.last_seen = e->last_seen,
+		.state = e->state,
+		.source = e->source,
+		.errors = e->errors,
+	};
+
+	BUILD_BUG_ON(sizeof(r) != HBMGUARD_RESTORE_RECORD_SIZE_VER0);
+	memcpy(to, &r, sizeof(r));
+	memset((u8 *)to + sizeof(r), 0, size - sizeof(r));	/* what we do not know */
+}
+
+/*
+ * One extent into the packed message, opened at the first: the records
+ * grow an HBMGUARD_A_RECORDS in place (nla_nest_start_noflag() and
+ * nla_nest_end() only put its header and set its length), another opened
+ * when one is full.  -EMSGSIZE when the skb has no room for it.
+ */
+static int record_add(struct sk_buff *skb, struct netlink_callback *cb,
+		      struct records_msg *m, const struct hbm_device *dev,
+		      const struct hbm_extent *e)
+{
+	if (!m->hdr) {
+		m->hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid, cb->nlh->nlmsg_seq,
+				     &hbm_genl, NLM_F_MULTI, HBMGUARD_CMD_PAGES_GET);
+		if (!m->hdr)
+			return -EMSGSIZE;
+		if (nla_put_u32(skb, HBMGUARD_A_DEVICE_ID, dev->id) ||
+		    nla_put_u32(skb, HBMGUARD_A_RECORD_SIZE, m->size)) {
+			genlmsg_cancel(skb, m->hdr);
+			m->hdr = NULL;
+			return -EMSGSIZE;
+		}
+	}
+	if (m->attr && m->in_attr == records_per_attr(m->size)) {
+		nla_nest_end(skb, m->attr);
+		m->attr = NULL;
+	}
+	if (!m->attr) {
+		if (skb_tailroom(skb) < nla_total_size(m->size))
+			return -EMSGSIZE;
+		m->attr = nla_nest_start_noflag(skb, HBMGUARD_A_RECORDS);
+		m->in_attr = 0;
+	}
+	if (skb_tailroom(skb) < m->size)
+		return -EMSGSIZE;
+	record_put(skb_put(skb, m->size), m->size, dev, e);
+	m->in_attr++;
+	m->in_msg++;
+	return 0;
+}
+
+/* The packed message closed: sent when it holds a record, else taken back. */
+static void records_end(struct sk_buff *skb, struct records_msg *m)
+{
+	if (!m->hdr)
+		return;
+	if (m->attr && m->in_attr)
+		nla_nest_end(skb, m->attr);
+	else if (m->attr)
+		nla_nest_cancel(skb, m->attr);
+	if (m->in_msg)
+		genlmsg_end(skb, m->hdr);
+	else
+		genlmsg_cancel(skb, m->hdr);
+}
+
+/*
+ * The packed form's first message must fit a record of the caller's size
+ * in an empty skb (NLMSG_GOODSIZE may be less than a page).  The size is
+ * checked in the first round: 6.1 drops a start callback's extack
+ * (genl_start(), net/netlink/genetlink.c).
+ */
+static int hbm_nl_pages_get_start(struct netlink_callback *cb)
+{
+	struct nlattr **attrs = hbm_dump_attrs(cb);
+	int err = hbm_nl_dump_start(cb);
+
+	if (!err && attrs[HBMGUARD_A_RECORD_SIZE])
+		cb->min_dump_alloc = NLMSG_HDRLEN + GENL_HDRLEN + 2 * nla_total_size(4) +
+				     nla_total_size(HBMGUARD_RESTORE_RECORD_SIZE_MAX);
+	return err;
+}
+
+/*
+ * cb->args[0]: device id + 1 once parsed; cb->args[1]: next page;
+ * cb->args[2]: the caller's record size, 0 for the nested form.  A round
+ * stops when the skb is full and the next resumes from the page after the
+ * last extent sent.
  */
 static int hbm_nl_pages_get_dumpit(struct sk_buff *skb,
 				   struct netlink_callback *cb)
 {
 	struct hbm_extent batch[32];
+	struct records_msg m = {};
 	struct hbm_device *dev;
-	u32 next, n, i;
+	u32 n, i, size;
+	int err;
 
 	if (!cb->args[0]) {
 		struct nlattr **attrs = hbm_dump_attrs(cb);
 
+		if (attrs[HBMGUARD_A_RECORD_SIZE]) {
+			err = record_size(attrs[HBMGUARD_A_RECORD_SIZE], cb->extack, &size);
+			if (err)
+				return err;
+			cb->args[2] = size;
+		}
 		dev = attr_device(attrs, cb->extack);
 		if (IS_ERR(dev))
 			return PTR_ERR(dev);
@@ -265,32 +436,18 @@ static int hbm_nl_pages_get_dumpit(struct sk_buff *skb,
 		if (!dev)
 			return -ENODEV;	/* removed between rounds */
 	}
-
-	for (;;) {
-		mutex_lock(&dev->lock);
-		n = hbm_table_list(&dev->core.table, cb->args[1],
-				   dev->core.table.nr_pages, batch,
-				   ARRAY_SIZE(batch), &next);
-		mutex_unlock(&dev->lock);
-		if (!n)
-			break;
+	m.size = cb->args[2];
+	while ((n = dump_list(dev, cb->args[1], batch, ARRAY_SIZE(batch)))) {
 		for (i = 0; i < n; i++) {
-			void *hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid,
-						cb->nlh->nlmsg_seq, &hbm_genl,
-						NLM_F_MULTI, HBMGUARD_CMD_PAGES_GET);
-
-			if (!hdr)
+			err = m.size ? record_add(skb, cb, &m, dev, &batch[i]) :
+				       extent_msg(skb, cb, dev, &batch[i]);
+			if (err)
 				goto full;
-			if (nla_put_u32(skb, HBMGUARD_A_DEVICE_ID, dev->id) ||
-			    extent_fill(skb, dev, &batch[i])) {
-				genlmsg_cancel(skb, hdr);
-				goto full;
-			}
-			genlmsg_end(skb, hdr);
 			cb->args[1] = batch[i].first + batch[i].nr;
 		}
 	}
 full:
+	records_end(skb, &m);
 	hbm_device_put(dev);
 	return skb->len;
 }
@@ -581,13 +738,9 @@ static int restore_records(struct restore_req *q)
 			       "HBMGUARD_A_RECORDS needs HBMGUARD_A_RECORD_SIZE");
 		return -EINVAL;
 	}
-	size = nla_get_u32(attrs[HBMGUARD_A_RECORD_SIZE]);
-	if (size < HBMGUARD_RESTORE_RECORD_SIZE_VER0 ||
-	    size > HBMGUARD_RESTORE_RECORD_SIZE_MAX || size % 8) {
-		NL_SET_ERR_MSG_ATTR(q->info->extack, attrs[HBMGUARD_A_RECORD_SIZE],
-				    "record size below HBMGUARD_RESTORE_RECORD_SIZE_VER0, above HBMGUARD_RESTORE_RECORD_SIZE_MAX or not a multiple of 8");
-		return -EINVAL;
-	}
+	err = record_size(attrs[HBMGUARD_A_RECORD_SIZE], q->info->extack, &size);
+	if (err)
+		return err;
 	nlmsg_for_each_attr(a, q->info->nlhdr, GENL_HDRLEN, rem) {
 		if (nla_type(a) != HBMGUARD_A_RECORDS)
 			continue;
@@ -909,7 +1062,7 @@ static const struct genl_ops hbm_genl_ops[] = {
 	},
 	{
 		.cmd = HBMGUARD_CMD_PAGES_GET,
-		.start = hbm_nl_dump_start,
+		.start = hbm_nl_pages_get_start,
 		.dumpit = hbm_nl_pages_get_dumpit,
 	},
 	{

@@ -8,6 +8,8 @@
  *                                      heard_us=CLOCK_REALTIME when it was read
  *   hbmnl devices                      dump devices, one line each
  *   hbmnl pages DEV                    dump extents; prints "pages: N extents M"
+ *   hbmnl pages-compare DEV            the table dumped nested and packed (48, 64
+ *                                      and 4096-byte records): the same extents
  *   hbmnl range-node NAME NODE [SPARES]  register a NUMA node; prints the id
  *   hbmnl range-phys NAME ADDR SIZE [SPARES [PAGE_SIZE]]  a physical range; prints the id
  *   hbmnl range-claim NAME ADDR SIZE [SPARES [PAGE_SIZE]] the same, its memory claimed
@@ -245,6 +247,157 @@ static int dump_pages(struct nl_sock *sk, uint32_t dev, struct page_count *pc)
 	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev);
 	pc->sorted = true;
 	return transact(sk, msg, count_page, pc);
+}
+
+/*
+ * A dump of device @dev's extents as records, in either form, and how many
+ * messages brought them: what pages-compare sets side by side.
+ */
+struct dump_records {
+	uint32_t dev, size;		/* size: the packed form's; 0: nested */
+	struct hbmguard_restore_record *r;
+	size_t nr, cap, messages;
+	bool bad;			/* a message not as the form says: said */
+};
+
+static void dump_push(struct dump_records *d, const struct hbmguard_restore_record *r)
+{
+	if (d->nr == d->cap) {
+		d->cap = d->cap ? 2 * d->cap : 1024;
+		d->r = realloc(d->r, d->cap * sizeof(*d->r));
+		if (!d->r) {
+			fprintf(stderr, "hbmnl: out of memory\n");
+			exit(1);
+		}
+	}
+	d->r[d->nr++] = *r;
+}
+
+#define DUMP_BAD(d, ...) do { if (!(d)->bad) FAIL(__VA_ARGS__); (d)->bad = true; } while (0)
+
+/* One message of @d's form: its extent, or its records, each checked. */
+static int dump_record(struct nl_msg *msg, void *arg)
+{
+	struct dump_records *d = arg;
+	struct nlattr *ext[HBMGUARD_A_MAX + 1], *a;
+	int rem;
+
+	d->messages++;
+	if (parse_attrs(msg) || get_u32(HBMGUARD_A_DEVICE_ID) != d->dev) {
+		DUMP_BAD(d, "a dump message of another device, or unreadable");
+		return NL_OK;
+	}
+	if (!d->size) {
+		if (!attrs[HBMGUARD_A_EXTENT] || attrs[HBMGUARD_A_RECORDS] ||
+		    nla_parse_nested(ext, HBMGUARD_A_MAX, attrs[HBMGUARD_A_EXTENT], NULL)) {
+			DUMP_BAD(d, "a nested dump message without one extent");
+			return NL_OK;
+		}
+		dump_push(d, &(struct hbmguard_restore_record){
+			.offset = nla_get_u64(ext[HBMGUARD_A_OFFSET]),
+			.length = nla_get_u64(ext[HBMGUARD_A_LENGTH]),
+			.first_seen = nla_get_u64(ext[HBMGUARD_A_FIRST_SEEN]),
+			.last_seen = nla_get_u64(ext[HBMGUARD_A_LAST_SEEN]),
+			.state = nla_get_u32(ext[HBMGUARD_A_STATE]),
+			.source = nla_get_u32(ext[HBMGUARD_A_SOURCE]),
+			.errors = nla_get_u32(ext[HBMGUARD_A_ERRORS]) });
+		return NL_OK;
+	}
+	if (attrs[HBMGUARD_A_EXTENT] || get_u32(HBMGUARD_A_RECORD_SIZE) != d->size ||
+	    !attrs[HBMGUARD_A_RECORDS]) {
+		DUMP_BAD(d, "a packed dump message (size %u) without its size echoed, or nested",
+			 d->size);
+		return NL_OK;
+	}
+	nla_for_each_attr(a, genlmsg_attrdata(nlmsg_data(nlmsg_hdr(msg)), 0),
+			  genlmsg_attrlen(nlmsg_data(nlmsg_hdr(msg)), 0), rem) {
+		const unsigned char *p = nla_data(a);
+		int i, j;
+
+		if (nla_type(a) != HBMGUARD_A_RECORDS)
+			continue;
+		if (!nla_len(a) || nla_len(a) % d->size) {
+			DUMP_BAD(d, "records of %d bytes, not a non-empty multiple of %u",
+				 nla_len(a), d->size);
+			return NL_OK;
+		}
+		for (i = 0; i < nla_len(a); i += d->size) {
+			struct hbmguard_restore_record r;
+
+			memcpy(&r, p + i, sizeof(r));
+			for (j = sizeof(r); j < (int)d->size; j++)
+				if (p[i + j])
+					DUMP_BAD(d, "a record's byte %d past the kernel's record is not 0", j);
+			if (r.reserved)
+				DUMP_BAD(d, "a record's reserved field set");
+			dump_push(d, &r);
+		}
+	}
+	return NL_OK;
+}
+
+static int dump_records(struct nl_sock *sk, struct dump_records *d)
+{
+	struct nl_msg *msg = request(HBMGUARD_CMD_PAGES_GET, NLM_F_DUMP);
+
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, d->dev);
+	if (d->size)
+		nla_put_u32(msg, HBMGUARD_A_RECORD_SIZE, d->size);
+	return transact(sk, msg, dump_record, d);
+}
+
+/*
+ * Device @dev's table dumped nested and packed at 48, 64 and 4096 bytes a
+ * record: the same extents, field by field, sorted, none overlapping; the
+ * packed dumps in fewer messages.  The table must not change meanwhile.
+ */
+static int cmd_pages_compare(uint32_t dev)
+{
+	static const uint32_t sizes[] = { 48, 64, 4096 };
+	struct nl_sock *sk = connect_family();
+	struct dump_records nested = { .dev = dev };
+	size_t messages[3], i, j;
+	int err;
+
+	err = dump_records(sk, &nested);
+	if (err)
+		FAIL("the nested dump: %s", hbm_genl_strerror(err));
+	for (j = 1; j < nested.nr; j++)
+		if (nested.r[j].offset < nested.r[j - 1].offset + nested.r[j - 1].length)
+			FAIL("extent %zu at 0x%llx overlaps or precedes the one before", j,
+			     (unsigned long long)nested.r[j].offset);
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		struct dump_records packed = { .dev = dev, .size = sizes[i] };
+
+		err = dump_records(sk, &packed);
+		if (err)
+			FAIL("the packed dump (%u): %s", sizes[i], hbm_genl_strerror(err));
+		messages[i] = packed.messages;
+		if (packed.nr != nested.nr)
+			FAIL("packed (%u): %zu extents, nested %zu", sizes[i], packed.nr,
+			     nested.nr);
+		for (j = 0; j < packed.nr && j < nested.nr; j++)
+			if (memcmp(&packed.r[j], &nested.r[j], sizeof(packed.r[j]))) {
+				FAIL("packed (%u): extent %zu at 0x%llx is not the nested one (0x%llx)",
+				     sizes[i], j, (unsigned long long)packed.r[j].offset,
+				     (unsigned long long)nested.r[j].offset);
+				break;
+			}
+		/*
+		 * One record a message would be no packing: some 300 of 48
+		 * bytes fit in the 16 KiB that libnl's first read offers
+		 * (netlink_dump() sizes the skb by it), 3 of 4096.
+		 */
+		if (nested.nr > 50 && packed.messages * (sizes[i] > 64 ? 2 : 10) > nested.messages)
+			FAIL("packed (%u): %zu messages for %zu extents", sizes[i],
+			     packed.messages, packed.nr);
+		free(packed.r);
+	}
+	printf("pages-compare: %zu extents, nested in %zu messages, packed in %zu (48 bytes a record), %zu (64), %zu (4096)\n",
+	       nested.nr, nested.messages, messages[0], messages[1], messages[2]);
+	free(nested.r);
+	nl_socket_free(sk);
+	return failures ? 1 : 0;
 }
 
 struct stats {
@@ -515,6 +668,22 @@ static int cmd_badinput(void)
 	EXPECT_WHY(sk, msg, ENODEV, "pages dump, no such device", "no such device");
 	msg = request(HBMGUARD_CMD_PAGES_GET, NLM_F_DUMP);
 	EXPECT_WHY(sk, msg, EINVAL, "pages dump without a device", "HBMGUARD_A_DEVICE_ID is required");
+	{
+		static const uint32_t bad_sizes[] = { 40, 52, 4104, 0 };
+		size_t i;
+
+		for (i = 0; i < sizeof(bad_sizes) / sizeof(bad_sizes[0]); i++) {
+			msg = request(HBMGUARD_CMD_PAGES_GET, NLM_F_DUMP);
+			nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
+			nla_put_u32(msg, HBMGUARD_A_RECORD_SIZE, bad_sizes[i]);
+			EXPECT_WHY(sk, msg, EINVAL, "a packed pages dump of a bad record size",
+				   "record size below");
+		}
+	}
+	msg = request(HBMGUARD_CMD_PAGES_GET, NLM_F_DUMP);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
+	nla_put_u16(msg, HBMGUARD_A_RECORD_SIZE, 48);
+	EXPECT_ERR(sk, msg, EINVAL, "a packed pages dump, its record size a u16");
 	msg = request(HBMGUARD_CMD_DEVICE_GET, 0);
 	nla_put_u16(msg, HBMGUARD_A_DEVICE_ID, 0);
 	EXPECT_ERR(sk, msg, EINVAL, "device id of the wrong size");
@@ -1352,6 +1521,8 @@ int main(int argc, char **argv)
 		return cmd_unicast(strtoul(argv[2], NULL, 0));
 	if (!strcmp(cmd, "gpu") && argc > 2)
 		return cmd_gpu(atoi(argv[2]));
+	if (!strcmp(cmd, "pages-compare") && argc > 2)
+		return cmd_pages_compare(atoi(argv[2]));
 
 	sk = connect_family();
 	if (!strcmp(cmd, "devices")) {

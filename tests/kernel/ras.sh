@@ -265,6 +265,14 @@ check "... refused whole when one record is bad" \
 	'! hbmnl restore-records 0 0x34000 0x1000 2 1 0 0 0x33000 0x1000 2 1 0 0 &&
 	! hbmctl pages sim0 | grep -q "^0x3[34]000 "'
 check "netlink pages dump" 'hbmnl pages 0 | grep -q "^pages: 8 extents 5$"'
+# compare DEV N: device DEV's N extents dumped packed as nested (hbmnl's lines shown)
+compare() {
+	hbmnl pages-compare $1 >/tmp/compare.out
+	r=$?
+	cat /tmp/compare.out
+	[ $r = 0 ] && grep -q "^pages-compare: $2 extents, " /tmp/compare.out
+}
+check "... packed, at three record sizes, the same extents" 'compare 0 5'
 check "netlink clear beyond the device" '! hbmnl clear 0 0 0x40000000'
 check "netlink clear" 'hbmnl clear 0 0 0x3fff6000 && hbmnl pages 0 | grep -q "^pages: 0 extents 0$"'
 
@@ -274,6 +282,8 @@ n=100000
 [ "${HBM_DEBUG_KERNEL:-}" = 1 ] && n=2000
 fid=$(hbmctl sim-create flood 2G spares=$n)
 check "flood: loss seen, every page dumped" "hbmnl flood $n $fid"
+check "... and dumped packed, the same extents in fewer messages" \
+	"compare $fid $n"
 check "range unregister" 'hbmnl range-unregister 1 && ! hbmnl devices | grep -q hbm1'
 
 check "unload" 'rmmod hbmguard'

@@ -406,8 +406,8 @@ struct hbmguard_extent {
 #define HBMGUARD_NO_SPARE (~0ULL)
 
 /**
- * struct hbmguard_restore_record - one extent of a packed RESTORE
- *	(HBMGUARD_A_RECORDS), in host byte order as netlink is
+ * struct hbmguard_restore_record - one extent of a packed RESTORE or
+ *	PAGES_GET (HBMGUARD_A_RECORDS), in host byte order as netlink is
  * @offset: first byte, page aligned
  * @length: bytes, a non-zero multiple of page_size
  * @first_seen: seconds since the epoch of the first report, below 2^32;
@@ -892,10 +892,24 @@ struct hbmguard_map_node {
  *	hbmguard_device_info's ce_forgotten); kernels before it do not send
  *	it.
  * HBMGUARD_CMD_PAGES_GET
- *	dump: HBMGUARD_A_DEVICE_ID -> one message per extent, nested in
- *	HBMGUARD_A_EXTENT: OFFSET, LENGTH, SPARE_OFFSET (when RETIRED), STATE,
- *	SOURCE, ERRORS, FIRST_SEEN, LAST_SEEN.  Resumes where the last message
- *	left off, so a table of 10^6 extents dumps in many rounds.
+ *	dump: HBMGUARD_A_DEVICE_ID -> the device's extents, sorted by offset,
+ *	none overlapping another, in one of two forms:
+ *	- one message per extent, nested in HBMGUARD_A_EXTENT: OFFSET, LENGTH,
+ *	  SPARE_OFFSET (when RETIRED), STATE, SOURCE, ERRORS, FIRST_SEEN,
+ *	  LAST_SEEN;
+ *	- packed, when the request has HBMGUARD_A_RECORD_SIZE, checked as
+ *	  RESTORE's (kernels before HBMGUARD_A_RECORDS, as the family's
+ *	  maxattr tells, refuse the attribute, EINVAL; those with packed
+ *	  RESTOREs but not these dumps ignore it and answer nested: a
+ *	  reader takes either form): messages of
+ *	  DEVICE_ID, RECORD_SIZE (the caller's, echoed) and one or more
+ *	  HBMGUARD_A_RECORDS, each an array of struct hbmguard_restore_record
+ *	  of that size, some 300 records a message: offset, length, times,
+ *	  state (FAILED too), source and errors as the table has them, the
+ *	  bytes past what this kernel knows zero.  No spare offsets.
+ *	Resumes where the last message left off, so a table of 10^6 extents
+ *	dumps in many rounds; an extent that grew since the last round is
+ *	sent from where that round left off.
  * HBMGUARD_CMD_RETIRE, HBMGUARD_CMD_CLEAR (admin)
  *	DEVICE_ID, OFFSET, LENGTH (page aligned); RETIRE takes SOURCE (ADMIN by
  *	default, or RESTORED; on a GPU device DRIVER by default, or RESTORED)
