@@ -92,8 +92,8 @@ static int parse_device(struct nl_msg *msg, void *arg)
 /*
  * A PAGES_GET dump, read as it comes, in either of its forms
  * (uapi/linux/hbmguard.h): each extent to .take, which returns NL_OK or
- * NL_STOP.  A message of neither form, or records not in the form the
- * module says, end the read: .malformed.
+ * NL_STOP.  An extent or records not in the form the module says void the
+ * read: .malformed.
  */
 struct dump_read {
 	int (*take)(void *arg, const struct hbm_state_record *r);
@@ -170,12 +170,18 @@ static int dump_extents(struct nl_msg *msg, void *arg)
 	struct nlattr *a[HBMGUARD_A_MAX + 1];
 	struct dump_read *d = arg;
 
+	if (d->malformed)	/* the rest of the dump is read, not taken */
+		return NL_SKIP;
 	if (genlmsg_parse(nlmsg_hdr(msg), 0, a, HBMGUARD_A_MAX, NULL))
 		goto malformed;
 	if (a[HBMGUARD_A_EXTENT])
 		return nested_extent(d, a[HBMGUARD_A_EXTENT]);
-	if (a[HBMGUARD_A_RECORD_SIZE] && a[HBMGUARD_A_RECORDS])
+	if (a[HBMGUARD_A_RECORD_SIZE] && a[HBMGUARD_A_RECORDS]) {
+		if (nla_len(a[HBMGUARD_A_RECORD_SIZE]) < (int)sizeof(uint32_t))
+			goto malformed;
 		return packed_extents(d, msg, nla_get_u32(a[HBMGUARD_A_RECORD_SIZE]));
+	}
+	return NL_SKIP;		/* neither form: not an extent's (a later module's) */
 malformed:
 	d->malformed = true;
 	return NL_STOP;
@@ -205,7 +211,7 @@ static int dump_read(struct nl_sock *sk, struct nl_msg *msg, struct dump_read *d
 	int err = hbm_genl_transact(sk, msg, dump_extents, d);
 
 	if (!err && d->malformed) {
-		fprintf(stderr, "<3>hbmguardd: a PAGES_GET message not in either form: the read is void\n");
+		fprintf(stderr, "<3>hbmguardd: a PAGES_GET message not in its form: the read is void\n");
 		err = -EPROTO;
 	}
 	return err;
@@ -1271,6 +1277,48 @@ static int on_event(struct nl_msg *msg, void *arg)
 	return NL_OK;
 }
 
+/*
+ * The event socket's read (nl_cb_overwrite_recv()): one recvmsg() an event
+ * into EVENT_READ_BYTES.  libnl's own, nl_recv() (lib/nl.c, libnl 3.7.0),
+ * peeks at each message first to size its buffer unless given one, two
+ * system calls an event on the way to its journal entry; given one, it
+ * fails a message longer than it (-NLE_MSG_TRUNC) before anyone can see
+ * who sent it.  Here a message cut short is lost whole: the kernel's
+ * means events were missed (a resync); another sender's is a forgery
+ * from_kernel() would refuse, dropped, so that sending one long message
+ * cannot make the daemon read every table again.
+ */
+static int event_recv(struct nl_sock *sk, struct sockaddr_nl *from, unsigned char **buf,
+		      struct ucred **creds)
+{
+	struct iovec iov = { .iov_base = malloc(EVENT_READ_BYTES), .iov_len = EVENT_READ_BYTES };
+	struct msghdr m = { .msg_name = from, .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t n;
+
+	if (creds)
+		*creds = NULL;
+	if (!iov.iov_base)
+		return -NLE_NOMEM;
+	for (;;) {
+		m.msg_namelen = sizeof(*from);
+		n = recvmsg(nl_socket_get_fd(sk), &m, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0 || !(m.msg_flags & MSG_TRUNC))
+			break;
+		if (!from->nl_pid) {
+			free(iov.iov_base);
+			return -NLE_MSG_TRUNC;
+		}
+	}
+	if (n <= 0) {
+		free(iov.iov_base);
+		return n < 0 ? -nl_syserr2nlerr(errno) : 0;
+	}
+	*buf = iov.iov_base;
+	return n;
+}
+
 static int on_readable(sd_event_source *s, int fd, uint32_t revents, void *arg)
 {
 	struct hbm_kernel *k = arg;
@@ -1411,6 +1459,7 @@ static void set_event_buffer(struct hbm_kernel *k)
 
 static int setup_netlink(struct hbm_kernel *k)
 {
+	struct nl_cb *cb;
 	int notify, err;
 
 	k->req = nl_socket_alloc();
@@ -1438,16 +1487,9 @@ static int setup_netlink(struct hbm_kernel *k)
 	nl_socket_disable_seq_check(k->events);
 	nl_socket_set_nonblocking(k->events);
 	set_event_buffer(k);
-	/*
-	 * One recvmsg() per event: unless given a buffer, libnl peeks at
-	 * each message first to size one (nl_recv(), lib/nl.c, libnl
-	 * 3.7.0), two system calls per event on the path to its journal
-	 * entry.  An event is far shorter than EVENT_READ_BYTES; a longer
-	 * one would come as -NLE_MSG_TRUNC, its rest lost (on_readable()).
-	 */
-	nl_socket_disable_msg_peek(k->events);
-	if (nl_socket_set_msg_buf_size(k->events, EVENT_READ_BYTES))
-		return -ENOMEM;
+	cb = nl_socket_get_cb(k->events);
+	nl_cb_overwrite_recv(cb, event_recv);
+	nl_cb_put(cb);
 	nl_socket_modify_cb(k->events, NL_CB_VALID, NL_CB_CUSTOM, on_event, k);
 	return 0;
 }

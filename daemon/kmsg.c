@@ -26,7 +26,9 @@
  * per page (mm/memory-failure.c, 6.1 and 6.12) and the EDAC drivers':
  * read, they woke hbmguardd ahead of the module's event of the same
  * error, which then waited on them for its journal entry (make bench's
- * journal row).  Off, the log waits in the kernel; the first GPU opens it.
+ * journal row).  Off, the log waits in the kernel; the first GPU opens it,
+ * from where it was left if that is less than KMSG_OFF_GRACE_NS ago (a
+ * slow start, a driver's reset: kmsg.h), else from its end.
  *
  * Where reading starts: at the end of the log, when the daemon starts.
  * An Xid logged before then has no rank to act on (a rank registers with a
@@ -260,17 +262,18 @@ static bool any_gpu(const struct hbm_kmsg *k)
 
 /*
  * Reading on while the module has a GPU, off while it has none.  Opened
- * again after a while without one, the log is read from its end: what was
- * logged meanwhile had no GPU to be taken on.
+ * again after KMSG_OFF_GRACE_NS without one, the log is read from its end.
  */
 static void gate(struct hbm_kmsg *k)
 {
 	bool on = any_gpu(k);
+	uint64_t now;
 	int err;
 
 	if (!k->io || on == k->reading)
-		return;
-	if (on && k->seek_end) {
+		return;		/* not started (its clock neither), or as it should be */
+	now = k->now();
+	if (on && now - k->off_since > KMSG_OFF_GRACE_NS) {
 		if (lseek(k->fd, 0, SEEK_END) < 0) {
 			err = -errno;
 			goto fail;
@@ -281,7 +284,8 @@ static void gate(struct hbm_kmsg *k)
 	if (err < 0)
 		goto fail;
 	k->reading = on;
-	k->seek_end |= !on;
+	if (!on)
+		k->off_since = now;
 	fprintf(stderr, on ? "<6>hbmguardd: kernel log: a GPU registered: listening for NVIDIA Xids\n" :
 		"<6>hbmguardd: kernel log: no GPU registered: not read until one is\n");
 	return;
@@ -311,6 +315,7 @@ void kmsg_fact(void *ctx, const struct hbm_fact *f)
 		k->gpu[f->dev.id] = false;
 	else
 		return;
+	k->listed_at = 0;	/* the list kept may name a device gone */
 	gate(k);
 }
 
@@ -379,6 +384,7 @@ int kmsg_start(struct hbm_kmsg *k, sd_event *loop, struct hbm_source_link link,
 		err = -errno;
 		goto fail;
 	}
+	k->off_since = k->now();	/* not read yet, from here on */
 	err = sd_event_add_io(loop, &k->io, k->fd, EPOLLIN, on_readable, k);
 	if (err >= 0)
 		err = sd_event_source_set_enabled(k->io, SD_EVENT_OFF);

@@ -27,6 +27,14 @@
 /* Lines of one kind: at most KMSG_LINES_BURST per KMSG_LINES_PERIOD_NS. */
 #define KMSG_LINES_BURST	10
 #define KMSG_LINES_PERIOD_NS	(60 * 1000000000ULL)
+/*
+ * Not read for longer (no GPU registered), the log is read on from its end:
+ * what was logged meanwhile had no GPU to be taken on.  Within it (a GPU
+ * unregistered and registered again by its driver's reset or a module
+ * reload, the first GPU of a slow start) it is read on from where it was
+ * left, the Xid that caused it among the records.
+ */
+#define KMSG_OFF_GRACE_NS	(30 * 1000000000ULL)
 /* The device list kept is read again when older (a GPU replaced at an address). */
 #define KMSG_LIST_FRESH_NS	(1000000000ULL)
 
@@ -62,7 +70,7 @@ struct hbm_kmsg {
 	 */
 	bool gpu[HBMGUARD_MAX_DEVICES];
 	bool reading;			/* .io is on */
-	bool seek_end;			/* on the next opening: read from the end */
+	uint64_t off_since;		/* CLOCK_MONOTONIC ns: not read since */
 	uint64_t next_seq;		/* the record expected next; 0: none read yet */
 	struct device_list *devices;	/* as last listed */
 	char pci[HBMGUARD_MAX_DEVICES][HBMGUARD_PCI_ADDR_LEN];	/* their addresses */

@@ -269,11 +269,15 @@ static u32 records_per_attr(u32 size)
  * is cut at @from, its spare with it, so that a dump's extents never
  * overlap (the pages it grew over were sent with the extent they were in).
  */
-static u32 dump_list(struct hbm_device *dev, u32 from, struct hbm_extent *out, u32 max)
+static int dump_list(struct hbm_device *dev, u32 from, struct hbm_extent *out, u32 max)
 {
 	u32 n, next, cut;
 
 	mutex_lock(&dev->lock);
+	if (dev->dead) {	/* removed between rounds */
+		mutex_unlock(&dev->lock);
+		return -ENODEV;
+	}
 	n = hbm_table_list(&dev->core.table, from, dev->core.table.nr_pages, out, max,
 			   &next);
 	mutex_unlock(&dev->lock);
@@ -396,18 +400,25 @@ static int hbm_nl_pages_get_start(struct netlink_callback *cb)
 {
 	struct nlattr **attrs = hbm_dump_attrs(cb);
 	int err = hbm_nl_dump_start(cb);
+	u32 size;
 
-	if (!err && attrs[HBMGUARD_A_RECORD_SIZE])
+	if (!err && attrs[HBMGUARD_A_RECORD_SIZE]) {
+		size = clamp_t(u32, nla_get_u32(attrs[HBMGUARD_A_RECORD_SIZE]),
+			       HBMGUARD_RESTORE_RECORD_SIZE_VER0,
+			       HBMGUARD_RESTORE_RECORD_SIZE_MAX);
 		cb->min_dump_alloc = NLMSG_HDRLEN + GENL_HDRLEN + 2 * nla_total_size(4) +
-				     nla_total_size(HBMGUARD_RESTORE_RECORD_SIZE_MAX);
+				     nla_total_size(size);
+	}
 	return err;
 }
 
 /*
- * cb->args[0]: device id + 1 once parsed; cb->args[1]: next page;
- * cb->args[2]: the caller's record size, 0 for the nested form.  A round
- * stops when the skb is full and the next resumes from the page after the
- * last extent sent.
+ * cb->args[0]: the device, its reference held from the first round to
+ * .done (looked up again by id, a round could go on in another device's
+ * table: the module frees an id before it says the device was removed);
+ * cb->args[1]: next page; cb->args[2]: the caller's record size, 0 for the
+ * nested form.  A round stops when the skb is full and the next resumes
+ * from the page after the last extent sent.
  */
 static int hbm_nl_pages_get_dumpit(struct sk_buff *skb,
 				   struct netlink_callback *cb)
@@ -415,8 +426,8 @@ static int hbm_nl_pages_get_dumpit(struct sk_buff *skb,
 	struct hbm_extent batch[32];
 	struct records_msg m = {};
 	struct hbm_device *dev;
-	u32 n, i, size;
-	int err;
+	int n, i, err = 0;
+	u32 size;
 
 	if (!cb->args[0]) {
 		struct nlattr **attrs = hbm_dump_attrs(cb);
@@ -430,14 +441,11 @@ static int hbm_nl_pages_get_dumpit(struct sk_buff *skb,
 		dev = attr_device(attrs, cb->extack);
 		if (IS_ERR(dev))
 			return PTR_ERR(dev);
-		cb->args[0] = dev->id + 1;
-	} else {
-		dev = hbm_device_get(cb->args[0] - 1);
-		if (!dev)
-			return -ENODEV;	/* removed between rounds */
+		cb->args[0] = (unsigned long)dev;
 	}
+	dev = (struct hbm_device *)cb->args[0];
 	m.size = cb->args[2];
-	while ((n = dump_list(dev, cb->args[1], batch, ARRAY_SIZE(batch)))) {
+	while ((n = dump_list(dev, cb->args[1], batch, ARRAY_SIZE(batch))) > 0) {
 		for (i = 0; i < n; i++) {
 			err = m.size ? record_add(skb, cb, &m, dev, &batch[i]) :
 				       extent_msg(skb, cb, dev, &batch[i]);
@@ -448,8 +456,17 @@ static int hbm_nl_pages_get_dumpit(struct sk_buff *skb,
 	}
 full:
 	records_end(skb, &m);
-	hbm_device_put(dev);
-	return skb->len;
+	if (n < 0)
+		return n;
+	/* nothing fit in an empty skb: an error, not the end of the table */
+	return skb->len ?: err;
+}
+
+static int hbm_nl_pages_get_done(struct netlink_callback *cb)
+{
+	if (cb->args[0])
+		hbm_device_put((struct hbm_device *)cb->args[0]);
+	return 0;
 }
 
 /* Offset and length of an extent operation, as the ioctl takes them. */
@@ -1064,6 +1081,7 @@ static const struct genl_ops hbm_genl_ops[] = {
 		.cmd = HBMGUARD_CMD_PAGES_GET,
 		.start = hbm_nl_pages_get_start,
 		.dumpit = hbm_nl_pages_get_dumpit,
+		.done = hbm_nl_pages_get_done,
 	},
 	{
 		.cmd = HBMGUARD_CMD_RETIRE,

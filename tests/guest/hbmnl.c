@@ -30,9 +30,9 @@
  *                                      PFN, time until "retired" is heard
  *   hbmnl echo-latency DEV COUNT       the floor: a POLICY event made in the
  *                                      caller's own netlink request
- *   hbmnl forge DEV OFFSET             multicast a forged UE retirement event to
+ *   hbmnl forge DEV OFFSET [PAD]       multicast a forged UE retirement event to
  *                                      the "events" group, as a CAP_NET_ADMIN
- *                                      process can
+ *                                      process can (PAD: that many bytes more)
  *   hbmnl unicast PORT                 send a NOOP to generic netlink port PORT from
  *                                      a socket of its own; prints "refused" or
  *                                      "delivered"
@@ -336,14 +336,28 @@ static int dump_record(struct nl_msg *msg, void *arg)
 	return NL_OK;
 }
 
-static int dump_records(struct nl_sock *sk, struct dump_records *d)
+/*
+ * On a socket of its own, never read before: the dump's first round runs
+ * as the request is sent, in an skb sized by what the socket's reads asked
+ * so far (none: NLMSG_GOODSIZE, less than a 4096-byte record's message,
+ * unless the module asks more: netlink_dump(), net/netlink/af_netlink.c).
+ */
+static int dump_records(struct dump_records *d)
 {
 	struct nl_msg *msg = request(HBMGUARD_CMD_PAGES_GET, NLM_F_DUMP);
+	struct nl_sock *sk = nl_socket_alloc();
+	int err;
 
+	if (!sk || genl_connect(sk)) {
+		fprintf(stderr, "hbmnl: cannot open a netlink socket\n");
+		exit(1);
+	}
 	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, d->dev);
 	if (d->size)
 		nla_put_u32(msg, HBMGUARD_A_RECORD_SIZE, d->size);
-	return transact(sk, msg, dump_record, d);
+	err = transact(sk, msg, dump_record, d);
+	nl_socket_free(sk);
+	return err;
 }
 
 /*
@@ -354,12 +368,12 @@ static int dump_records(struct nl_sock *sk, struct dump_records *d)
 static int cmd_pages_compare(uint32_t dev)
 {
 	static const uint32_t sizes[] = { 48, 64, 4096 };
-	struct nl_sock *sk = connect_family();
+	struct nl_sock *sk = connect_family();	/* the family's number */
 	struct dump_records nested = { .dev = dev };
 	size_t messages[3], i, j;
 	int err;
 
-	err = dump_records(sk, &nested);
+	err = dump_records(&nested);
 	if (err)
 		FAIL("the nested dump: %s", hbm_genl_strerror(err));
 	for (j = 1; j < nested.nr; j++)
@@ -369,7 +383,7 @@ static int cmd_pages_compare(uint32_t dev)
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		struct dump_records packed = { .dev = dev, .size = sizes[i] };
 
-		err = dump_records(sk, &packed);
+		err = dump_records(&packed);
 		if (err)
 			FAIL("the packed dump (%u): %s", sizes[i], hbm_genl_strerror(err));
 		messages[i] = packed.messages;
@@ -1116,11 +1130,11 @@ static int cmd_echo_latency(uint32_t dev, long count)
 }
 
 /* A UE retirement the kernel never sent: what a CAP_NET_ADMIN process can multicast. */
-static int cmd_forge(uint32_t dev, uint64_t offset)
+static int cmd_forge(uint32_t dev, uint64_t offset, size_t pad)
 {
 	struct nl_sock *sk = connect_family();
 	int grp = genl_ctrl_resolve_grp(sk, HBMGUARD_GENL_NAME, HBMGUARD_GENL_MCGRP_EVENTS);
-	struct nl_msg *msg = request(HBMGUARD_CMD_EVENT, 0);
+	struct nl_msg *msg = hbm_genl_request_sized(family, HBMGUARD_CMD_EVENT, 0, pad + 4096);
 	int err;
 
 	if (grp <= 0 || grp > 32 || !msg) {
@@ -1134,6 +1148,11 @@ static int cmd_forge(uint32_t dev, uint64_t offset)
 	nla_put_u64(msg, HBMGUARD_A_LENGTH, 0x1000);
 	nla_put_u32(msg, HBMGUARD_A_SOURCE, HBMGUARD_SOURCE_UE);
 	nla_put_u32(msg, HBMGUARD_A_STATE, HBMGUARD_STATE_RETIRED);
+	if (pad && !nla_reserve(msg, HBMGUARD_A_RECORDS, pad)) {
+		fprintf(stderr, "hbmnl: forge: %zu bytes do not fit\n", pad);
+		return 1;
+	}
+	nl_socket_set_buffer_size(sk, 0, pad + 65536);
 	nl_socket_set_peer_groups(sk, 1u << (grp - 1));
 	err = nl_send_auto(sk, msg);
 	nlmsg_free(msg);
@@ -1516,7 +1535,8 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "echo-latency") && argc > 3)
 		return cmd_echo_latency(atoi(argv[2]), atol(argv[3]));
 	if (!strcmp(cmd, "forge") && argc > 3)
-		return cmd_forge(atoi(argv[2]), strtoull(argv[3], NULL, 0));
+		return cmd_forge(atoi(argv[2]), strtoull(argv[3], NULL, 0),
+				 argc > 4 ? strtoul(argv[4], NULL, 0) : 0);
 	if (!strcmp(cmd, "unicast") && argc > 2)
 		return cmd_unicast(strtoul(argv[2], NULL, 0));
 	if (!strcmp(cmd, "gpu") && argc > 2)

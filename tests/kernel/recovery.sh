@@ -36,6 +36,12 @@ check "a forged UE event is sent" "hbmnl forge $id 0xa000"
 sleep 1
 check "... and ignored: no incident" '[ -z "$(ctl incidents)" ]'
 check "... the rank not paused" '[ "$(cat /tmp/jobF.0)" = registered ]'
+# Longer than the daemon reads an event (32 KiB): dropped unread, as forged,
+# not taken for the kernel's event cut short (a resync: every table read).
+check "a forged event of 40 KiB is sent" "hbmnl forge $id 0xa000 40960"
+sleep 1
+check "... and dropped: no incident, no resync" '[ -z "$(ctl incidents)" ] && ! grep -q resync /tmp/rd.log'
+check "... the rank not paused" '[ "$(cat /tmp/jobF.0)" = registered ]'
 kill $a
 wait $a
 

@@ -260,8 +260,9 @@ static bool reading(void)
 /*
  * The log is read while the module has a GPU: the module's DEVICE_SEEN of a
  * GPU opens it, of a range or from another source not; its last GPU gone
- * closes it, and the next opening reads from the end (a file stands for the
- * log there, a pipe for its readiness: the loop takes no regular file).
+ * closes it, and an opening more than KMSG_OFF_GRACE_NS later reads from
+ * the end (a file stands for the log there, a pipe for its readiness: the
+ * loop takes no regular file).
  */
 START_TEST(read_while_a_gpu)
 {
@@ -279,6 +280,7 @@ START_TEST(read_while_a_gpu)
 	unlink(path);
 	ck_assert_int_eq(write(k->fd, "before", 6), 6);
 	ck_assert_int_eq(lseek(k->fd, 0, SEEK_SET), 0);
+	k->off_since = clock_ns;	/* as kmsg_start() leaves it */
 
 	device_fact(HBM_FACT_DEVICE_SEEN, 0, HBM_DEVICE_RANGE, HBM_FROM_KERNEL);
 	device_fact(HBM_FACT_DEVICE_SEEN, 2, HBM_DEVICE_NVIDIA, HBM_FROM_NVML);
@@ -286,7 +288,7 @@ START_TEST(read_while_a_gpu)
 	device_fact(HBM_FACT_DEVICE_SEEN, 1, HBM_DEVICE_GPU, HBM_FROM_KERNEL);
 	ck_assert(reading());
 	ck_assert_uint_eq(told("kernel log: a GPU registered: listening for NVIDIA Xids"), 1);
-	ck_assert_int_eq(lseek(k->fd, 0, SEEK_CUR), 0);	/* from where it was opened */
+	ck_assert_int_eq(lseek(k->fd, 0, SEEK_CUR), 0);	/* a slow start: from where it was opened */
 	device_fact(HBM_FACT_DEVICE_SEEN, 3, HBM_DEVICE_GPU, HBM_FROM_KERNEL);
 	device_fact(HBM_FACT_DEVICE_GONE, 1, 0, HBM_FROM_KERNEL);
 	device_fact(HBM_FACT_DEVICE_GONE, 0, 0, HBM_FROM_KERNEL);
@@ -295,13 +297,31 @@ START_TEST(read_while_a_gpu)
 	ck_assert(!reading());	/* id 3 is a range now */
 	ck_assert_uint_eq(told("kernel log: no GPU registered: not read until one is"), 1);
 
+
+	/* back within KMSG_OFF_GRACE_NS (a driver's reset): read on */
 	k->next_seq = 120;
 	ck_assert_int_eq(pwrite(k->fd, " meanwhile", 10, 6), 10);
+	clock_ns += KMSG_OFF_GRACE_NS;
 	device_fact(HBM_FACT_DEVICE_SEEN, 4, HBM_DEVICE_GPU, HBM_FROM_KERNEL);
 	ck_assert(reading());
-	ck_assert_int_eq(lseek(k->fd, 0, SEEK_CUR), 16);	/* from the end */
-	ck_assert_uint_eq(k->next_seq, 0);	/* what was skipped is not lost */
+	ck_assert_int_eq(lseek(k->fd, 0, SEEK_CUR), 0);
+	ck_assert_uint_eq(k->next_seq, 120);
 	ck_assert_uint_eq(told("kernel log: a GPU registered"), 2);
+
+	/* back later: from the end, what was skipped not said lost */
+	device_fact(HBM_FACT_DEVICE_GONE, 4, 0, HBM_FROM_KERNEL);
+	ck_assert(!reading());
+	clock_ns += KMSG_OFF_GRACE_NS + 1;
+	device_fact(HBM_FACT_DEVICE_SEEN, 5, HBM_DEVICE_GPU, HBM_FROM_KERNEL);
+	ck_assert(reading());
+	ck_assert_int_eq(lseek(k->fd, 0, SEEK_CUR), 16);
+	ck_assert_uint_eq(k->next_seq, 0);
+	ck_assert_uint_eq(told("kernel log: a GPU registered"), 3);
+
+	/* a device fact forgets the list kept: it may name a device gone */
+	k->listed_at = 5;
+	device_fact(HBM_FACT_DEVICE_SEEN, 0, HBM_DEVICE_RANGE, HBM_FROM_KERNEL);
+	ck_assert_uint_eq(k->listed_at, 0);
 	device_fact(HBM_FACT_DEVICE_GONE, HBMGUARD_MAX_DEVICES, 0, HBM_FROM_KERNEL);
 	ck_assert(reading());
 	cleanup();
