@@ -54,6 +54,8 @@
  * nlctrl's news of a family registered, lists its operations and groups).
  */
 #define EVENT_READ_BYTES	(32 * 1024)
+/* Forged messages dropped by one read at most, the rest at the loop's next turn. */
+#define EVENT_DROPS_A_READ	64
 
 static int transact(struct hbm_kernel *k, struct nl_msg *msg,
 		    nl_recvmsg_msg_cb_t parse, void *arg)
@@ -91,9 +93,11 @@ static int parse_device(struct nl_msg *msg, void *arg)
 
 /*
  * A PAGES_GET dump, read as it comes, in either of its forms
- * (uapi/linux/hbmguard.h): each extent to .take, which returns NL_OK or
- * NL_STOP.  An extent or records not in the form the module says void the
- * read: .malformed.
+ * (uapi/linux/hbmguard.h): each extent to .take, which returns NL_OK, or
+ * NL_SKIP when it can take no more.  An extent or records not in the form
+ * the module says void the read: .malformed.  Either way the dump is read
+ * to its end (NL_SKIP, never NL_STOP: libnl drops the rest of the datagram
+ * then, the dump's DONE with it, and the next read would wait for it).
  */
 struct dump_read {
 	int (*take)(void *arg, const struct hbm_state_record *r);
@@ -110,7 +114,7 @@ static int nested_extent(struct dump_read *d, struct nlattr *nest)
 	if (nla_parse_nested(e, HBMGUARD_A_MAX, nest, NULL) ||
 	    !e[HBMGUARD_A_OFFSET] || !e[HBMGUARD_A_LENGTH] || !e[HBMGUARD_A_STATE]) {
 		d->malformed = true;
-		return NL_STOP;
+		return NL_SKIP;
 	}
 	r = (struct hbm_state_record){
 		.offset = nla_get_u64(e[HBMGUARD_A_OFFSET]),
@@ -136,7 +140,7 @@ static int packed_extents(struct dump_read *d, struct nl_msg *msg, uint32_t size
 
 	if (size < sizeof(struct hbmguard_restore_record) || size % 8) {
 		d->malformed = true;
-		return NL_STOP;
+		return NL_SKIP;
 	}
 	nla_for_each_attr(a, genlmsg_attrdata(nlmsg_data(nlmsg_hdr(msg)), 0),
 			  genlmsg_attrlen(nlmsg_data(nlmsg_hdr(msg)), 0), rem) {
@@ -147,7 +151,7 @@ static int packed_extents(struct dump_read *d, struct nl_msg *msg, uint32_t size
 			continue;
 		if (!nla_len(a) || nla_len(a) % size) {
 			d->malformed = true;
-			return NL_STOP;
+			return NL_SKIP;
 		}
 		for (i = 0; ret == NL_OK && i < nla_len(a) / size; i++) {
 			struct hbmguard_restore_record in;
@@ -176,15 +180,16 @@ static int dump_extents(struct nl_msg *msg, void *arg)
 		goto malformed;
 	if (a[HBMGUARD_A_EXTENT])
 		return nested_extent(d, a[HBMGUARD_A_EXTENT]);
-	if (a[HBMGUARD_A_RECORD_SIZE] && a[HBMGUARD_A_RECORDS]) {
-		if (nla_len(a[HBMGUARD_A_RECORD_SIZE]) < (int)sizeof(uint32_t))
+	if (a[HBMGUARD_A_RECORDS]) {
+		if (!a[HBMGUARD_A_RECORD_SIZE] ||
+		    nla_len(a[HBMGUARD_A_RECORD_SIZE]) < (int)sizeof(uint32_t))
 			goto malformed;
 		return packed_extents(d, msg, nla_get_u32(a[HBMGUARD_A_RECORD_SIZE]));
 	}
 	return NL_SKIP;		/* neither form: not an extent's (a later module's) */
 malformed:
 	d->malformed = true;
-	return NL_STOP;
+	return NL_SKIP;
 }
 
 /*
@@ -219,7 +224,9 @@ static int dump_read(struct nl_sock *sk, struct nl_msg *msg, struct dump_read *d
 
 static int push_extent(void *arg, const struct hbm_state_record *r)
 {
-	return hbm_extents_push(arg, r) ? NL_OK : NL_STOP;
+	struct hbm_extents *x = arg;
+
+	return !x->failed && hbm_extents_push(x, r) ? NL_OK : NL_SKIP;
 }
 
 static int parse_seqnum(struct nl_msg *msg, void *arg)
@@ -1286,30 +1293,44 @@ static int on_event(struct nl_msg *msg, void *arg)
  * who sent it.  Here a message cut short is lost whole: the kernel's
  * means events were missed (a resync); another sender's is a forgery
  * from_kernel() would refuse, dropped, so that sending one long message
- * cannot make the daemon read every table again.
+ * cannot make the daemon read every table again (a forger can still
+ * overflow the socket, 4 MiB: a resync, as any overflow).  At most
+ * EVENT_DROPS_A_READ are dropped a read, so that a flood of them does not
+ * hold the loop.
  */
 static int event_recv(struct nl_sock *sk, struct sockaddr_nl *from, unsigned char **buf,
 		      struct ucred **creds)
 {
 	struct iovec iov = { .iov_base = malloc(EVENT_READ_BYTES), .iov_len = EVENT_READ_BYTES };
 	struct msghdr m = { .msg_name = from, .msg_iov = &iov, .msg_iovlen = 1 };
-	ssize_t n;
+	unsigned int dropped;
+	ssize_t n = 0;
+	bool cut;
 
 	if (creds)
 		*creds = NULL;
 	if (!iov.iov_base)
 		return -NLE_NOMEM;
-	for (;;) {
+	for (dropped = 0; dropped < EVENT_DROPS_A_READ; dropped++) {
 		m.msg_namelen = sizeof(*from);
 		n = recvmsg(nl_socket_get_fd(sk), &m, 0);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0 || !(m.msg_flags & MSG_TRUNC))
+		if (n < 0)
 			break;
-		if (!from->nl_pid) {
+		cut = m.msg_flags & MSG_TRUNC;
+		if (!from->nl_pid && cut) {
 			free(iov.iov_base);
 			return -NLE_MSG_TRUNC;
 		}
+		if (!from->nl_pid || (n > 0 && !cut))
+			break;		/* the kernel's, or whole: from_kernel() judges it */
+		/* another's, cut short or empty: dropped */
+	}
+	if (dropped == EVENT_DROPS_A_READ) {
+		/* the rest at the loop's next turn; not -NLE_AGAIN: not drained */
+		free(iov.iov_base);
+		return -NLE_BUSY;
 	}
 	if (n <= 0) {
 		free(iov.iov_base);

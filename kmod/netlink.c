@@ -456,7 +456,12 @@ static int hbm_nl_pages_get_dumpit(struct sk_buff *skb,
 	}
 full:
 	records_end(skb, &m);
-	if (n < 0)
+	/*
+	 * The device gone after some records: those go first, the error in
+	 * an empty round of its own (a reader that stops at a record does not
+	 * miss the DONE that would follow it in the same datagram).
+	 */
+	if (n < 0 && !skb->len)
 		return n;
 	/* nothing fit in an empty skb: an error, not the end of the table */
 	return skb->len ?: err;
