@@ -332,6 +332,25 @@ START_TEST(read_while_a_gpu)
 }
 END_TEST
 
+/*
+ * The kernel's source sees its devices before kmsg_start(): the sink keeps
+ * them, with neither a loop nor a clock yet (it once called the clock), and
+ * kmsg_start() keeps what it was told.
+ */
+START_TEST(facts_before_start)
+{
+	struct hbm_kmsg *early = calloc(1, sizeof(*early));
+	struct hbm_fact f = { .type = HBM_FACT_DEVICE_SEEN, .origin = HBM_FROM_KERNEL,
+			      .dev = { .id = 2, .kind = HBM_DEVICE_GPU } };
+
+	ck_assert_ptr_nonnull(early);
+	kmsg_fact(early, &f);
+	ck_assert(early->gpu[2]);
+	ck_assert(!early->reading);
+	free(early);
+}
+END_TEST
+
 Suite *kmsg_suite(void)
 {
 	Suite *s = suite_create("kmsg");
@@ -343,6 +362,7 @@ Suite *kmsg_suite(void)
 	tcase_add_test(tc, kinds_apart);
 	tcase_add_test(tc, records_lost);
 	tcase_add_test(tc, read_while_a_gpu);
+	tcase_add_test(tc, facts_before_start);
 	suite_add_tcase(s, tc);
 	return s;
 }
