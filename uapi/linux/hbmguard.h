@@ -415,7 +415,8 @@ struct hbmguard_extent {
  * @last_seen: of the latest report, below 2^32, not before @first_seen;
  *	0: now
  * @state: HBMGUARD_STATE_RETIRED (bypassed; FAILED when no spare is left)
- *	or HBMGUARD_STATE_PENDING (recorded, not bypassed)
+ *	or HBMGUARD_STATE_PENDING (recorded, not bypassed); a dump's records
+ *	may be FAILED too, which RESTORE refuses: give them back RETIRED
  * @source: enum hbmguard_source: why the pages are bad, kept as it is;
  *	not NONE; DRIVER only on a GPU device
  * @errors: errors reported on the extent (the table keeps up to 65535)
