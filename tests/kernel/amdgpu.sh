@@ -5,6 +5,7 @@
 # the daemon reads /sys/class/drm as on a node; the test changes it as
 # amdgpu would, and hbmguardd's next poll (every 5 s) hears it.
 . /lib.sh
+FAIL_LOG=/tmp/ad.log
 S=/tmp/actl.sock
 drm=/sys/class/drm
 card0=amdgpu-3f2e1d0c4b5a6978

@@ -2,6 +2,7 @@
 # Tier 2, inside the guest: hbmguardd keeps the tables across kill -9,
 # module reloads and restarts, and moves a damaged state file aside.
 . /lib.sh
+FAIL_LOG=/tmp/daemon.log
 conf='[Daemon]\nStateDirectory=/tmp/state\nControlSocket=/tmp/control.sock\n'
 printf "$conf" >/tmp/hbmguardd.conf
 state=/tmp/state/sim:sim0.state

@@ -2,13 +2,16 @@
 # Helpers of the tier 2 guest scripts (busybox sh), sourced by each.
 fail=0
 
-# check NAME CONDITION: one test line, counted in $fail when false.
+# check NAME CONDITION: one test line, counted in $fail when false.  A
+# script that runs a daemon names its log in $FAIL_LOG: its last lines go
+# with a failure, since the guest and its files are gone after the run.
 check() {
 	if eval "$2"; then
 		echo "ok $1"
 	else
 		echo "not ok $1"
 		fail=$((fail + 1))
+		[ -n "${FAIL_LOG:-}" ] && tail -n 30 "$FAIL_LOG" 2>/dev/null | sed 's/^/#   /'
 	fi
 }
 

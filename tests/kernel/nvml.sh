@@ -6,6 +6,7 @@
 # puts the library, under its soname: hbmguardd loads nothing else
 # (daemon/nvml_facts.c).  It reads its scenario from $HBM_FAKE_NVML.
 . /lib.sh
+FAIL_LOG=/tmp/nv.log
 lib=/lib/x86_64-linux-gnu/libnvidia-ml.so.1
 uuid0=GPU-a1a1a1a1-0000-4000-8000-000000000001	# the A100 of node.scn
 uuid1=GPU-h200h200-0000-4000-8000-000000000002	# the H200

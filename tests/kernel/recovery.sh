@@ -3,6 +3,7 @@
 # (hbmrank, through libhbmguard) when a UE hits a device one of them uses,
 # and escalates when a step cannot finish.
 . /lib.sh
+FAIL_LOG=/tmp/rd.log
 S=/tmp/rctl.sock
 printf '[Daemon]\nStateDirectory=/tmp/rstate\nControlSocket=%s\n[Recovery]\nPauseTimeout=2s\nRestoreTimeout=2s\nKillTimeout=1s\n' $S >/tmp/r.conf
 # start_daemon [CONFIG]: hbmguardd in the background, as $daemon.

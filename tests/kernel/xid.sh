@@ -8,6 +8,7 @@
 # a malformed one, an Xid not about HBM, an address of no GPU: each a line
 # of the daemon's and nothing else.
 . /lib.sh
+FAIL_LOG=/tmp/xd.log
 S=/tmp/xctl.sock
 nv=/sys/kernel/debug/hbm_fake_nvidia/ctl
 uuid=GPU-7f3c9a2e-1b4d-4e8f-9c6a-0000001f0000
