@@ -231,8 +231,10 @@ struct nl_msg *hbm_genl_request_sized(int family, int cmd, int flags, size_t siz
  *
  * @sk stays usable after any failure: a later request gets its own answer.
  *
- * Return: 0, the kernel's -errno, -ENOMEM, or -EIO when the socket or
- * @parse failed; after a -errno, hbm_genl_strerror() says why.
+ * Return: 0, the kernel's -errno, -ENOMEM, -EAGAIN when a dump was
+ * interrupted (NLM_F_DUMP_INTR: what it answered changed meanwhile, and @sk
+ * has no NL_CB_DUMP_INTR of its own that takes it), or -EIO when the socket
+ * or @parse failed; after a -errno, hbm_genl_strerror() says why.
  */
 int hbm_genl_exchange(struct nl_sock *sk, struct nl_msg *msg,
 		      nl_recvmsg_msg_cb_t parse, void *arg)
@@ -276,6 +278,10 @@ int hbm_genl_exchange(struct nl_sock *sk, struct nl_msg *msg,
 		discard_pending(sk);
 	if (o.kerr)
 		return o.kerr;
+	if (err == -NLE_DUMP_INTR) {	/* read to its DONE, by libnl or discard_pending() */
+		snprintf(reason, sizeof(reason), "it changed during the dump: read it again");
+		return -EAGAIN;
+	}
 	return err < 0 ? -EIO : 0;
 }
 

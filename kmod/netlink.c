@@ -264,12 +264,31 @@ static u32 records_per_attr(u32 size)
 }
 
 /*
+ * NLM_F_DUMP_INTR (nl_dump_check_consistent(), include/net/netlink.h, 6.1
+ * and 6.12): @cb->seq is the device's generation as the dump last read the
+ * table, never 0 (0 is "not set"), and @cb->prev_seq starts as the one of
+ * its first read, so that a change between two reads of the first message
+ * is told too.  Each message is checked as it is closed, and the DONE by
+ * netlink_dump_done() (net/netlink/af_netlink.c): the first closed after a
+ * change is flagged.  The generation counts changes of pages' states
+ * (device_publish(), kmod/device.c), not errors counted on a page already
+ * in the table.
+ */
+static void dump_seen(struct netlink_callback *cb, u64 generation)
+{
+	cb->seq = lower_32_bits(generation + 1) ?: 1;
+	if (!cb->prev_seq)
+		cb->prev_seq = cb->seq;
+}
+
+/*
  * The table's extents from page @from on, at most @max.  One that begins
  * before @from grew down since the last round, over pages sent in it: it
  * is cut at @from, its spare with it, so that a dump's extents never
  * overlap (the pages it grew over were sent with the extent they were in).
  */
-static int dump_list(struct hbm_device *dev, u32 from, struct hbm_extent *out, u32 max)
+static int dump_list(struct hbm_device *dev, u32 from, struct hbm_extent *out, u32 max,
+		     struct netlink_callback *cb)
 {
 	u32 n, next, cut;
 
@@ -280,6 +299,7 @@ static int dump_list(struct hbm_device *dev, u32 from, struct hbm_extent *out, u
 	}
 	n = hbm_table_list(&dev->core.table, from, dev->core.table.nr_pages, out, max,
 			   &next);
+	dump_seen(cb, dev->generation);
 	mutex_unlock(&dev->lock);
 	if (n && out[0].first < from) {
 		cut = from - out[0].first;
@@ -304,6 +324,7 @@ static int extent_msg(struct sk_buff *skb, struct netlink_callback *cb,
 		genlmsg_cancel(skb, hdr);
 		return -EMSGSIZE;
 	}
+	genl_dump_check_consistent(cb, hdr);
 	genlmsg_end(skb, hdr);
 	return 0;
 }
@@ -376,7 +397,8 @@ static int record_add(struct sk_buff *skb, struct netlink_callback *cb,
 }
 
 /* The packed message closed: sent when it holds a record, else taken back. */
-static void records_end(struct sk_buff *skb, struct records_msg *m)
+static void records_end(struct sk_buff *skb, struct netlink_callback *cb,
+			struct records_msg *m)
 {
 	if (!m->hdr)
 		return;
@@ -384,10 +406,12 @@ static void records_end(struct sk_buff *skb, struct records_msg *m)
 		nla_nest_end(skb, m->attr);
 	else if (m->attr)
 		nla_nest_cancel(skb, m->attr);
-	if (m->in_msg)
+	if (m->in_msg) {
+		genl_dump_check_consistent(cb, m->hdr);
 		genlmsg_end(skb, m->hdr);
-	else
+	} else {
 		genlmsg_cancel(skb, m->hdr);
+	}
 }
 
 /*
@@ -445,7 +469,7 @@ static int hbm_nl_pages_get_dumpit(struct sk_buff *skb,
 	}
 	dev = (struct hbm_device *)cb->args[0];
 	m.size = cb->args[2];
-	while ((n = dump_list(dev, cb->args[1], batch, ARRAY_SIZE(batch))) > 0) {
+	while ((n = dump_list(dev, cb->args[1], batch, ARRAY_SIZE(batch), cb)) > 0) {
 		for (i = 0; i < n; i++) {
 			err = m.size ? record_add(skb, cb, &m, dev, &batch[i]) :
 				       extent_msg(skb, cb, dev, &batch[i]);
@@ -455,7 +479,7 @@ static int hbm_nl_pages_get_dumpit(struct sk_buff *skb,
 		}
 	}
 full:
-	records_end(skb, &m);
+	records_end(skb, cb, &m);
 	/*
 	 * The device gone after some records: those go first, the error in
 	 * an empty round of its own (a reader that stops at a record does not

@@ -10,6 +10,10 @@
  *   hbmnl pages DEV                    dump extents; prints "pages: N extents M"
  *   hbmnl pages-compare DEV            the table dumped nested and packed (48, 64
  *                                      and 4096-byte records): the same extents
+ *   hbmnl pages-changed DEV OFFSET     the table dumped while the page at OFFSET
+ *                                      (clean, past the table's last extent)
+ *                                      is retired, then cleared: NLM_F_DUMP_INTR
+ *                                      after the change, not before, not without
  *   hbmnl range-node NAME NODE [SPARES]  register a NUMA node; prints the id
  *   hbmnl range-phys NAME ADDR SIZE [SPARES [PAGE_SIZE]]  a physical range; prints the id
  *   hbmnl range-claim NAME ADDR SIZE [SPARES [PAGE_SIZE]] the same, its memory claimed
@@ -480,6 +484,137 @@ static struct nl_msg *extent_request(int cmd, uint32_t dev, uint64_t offset,
 	nla_put_u64(msg, HBMGUARD_A_OFFSET, offset);
 	nla_put_u64(msg, HBMGUARD_A_LENGTH, length);
 	return msg;
+}
+
+/*
+ * A dump during which page @offset of @dev is changed (@change: RETIRE or
+ * CLEAR; 0: nothing), on a socket of its own, once its first message is
+ * read: by then the kernel has put the round after it too (each read puts
+ * the next: netlink_recvmsg(), net/netlink/af_netlink.c), so messages of
+ * the third round on are put after the change.
+ */
+struct changed_dump {
+	uint32_t dev, size;	/* size: the packed form's; 0: nested */
+	uint64_t offset;
+	int change;
+	bool changed;
+	size_t messages, flagged, flagged_before, extents;
+};
+
+static int changed_message(struct nl_msg *msg, void *arg)
+{
+	struct changed_dump *c = arg;
+	struct nlattr *a;
+	int rem;
+
+	c->messages++;
+	if (nlmsg_hdr(msg)->nlmsg_flags & NLM_F_DUMP_INTR) {
+		c->flagged++;
+		c->flagged_before += !c->changed;
+	}
+	if (parse_attrs(msg))
+		return NL_OK;
+	if (attrs[HBMGUARD_A_EXTENT])
+		c->extents++;
+	nla_for_each_attr(a, genlmsg_attrdata(nlmsg_data(nlmsg_hdr(msg)), 0),
+			  genlmsg_attrlen(nlmsg_data(nlmsg_hdr(msg)), 0), rem)
+		if (nla_type(a) == HBMGUARD_A_RECORDS && c->size)
+			c->extents += nla_len(a) / c->size;
+	if (c->change && !c->changed) {
+		struct nl_sock *q = connect_family();
+		int err = transact(q, extent_request(c->change, c->dev, c->offset, 4096),
+				   NULL, NULL);
+
+		if (err)
+			FAIL("the change during the dump: %s", hbm_genl_strerror(err));
+		c->changed = true;
+		nl_socket_free(q);
+	}
+	return NL_OK;
+}
+
+static int pages_changed_once(struct changed_dump *c, nl_recvmsg_msg_cb_t on_intr)
+{
+	struct nl_msg *msg = request(HBMGUARD_CMD_PAGES_GET, NLM_F_DUMP);
+	struct nl_sock *sk = nl_socket_alloc();
+	int err;
+
+	if (!sk || genl_connect(sk)) {
+		fprintf(stderr, "hbmnl: cannot open a netlink socket\n");
+		exit(1);
+	}
+	if (on_intr)
+		nl_socket_modify_cb(sk, NL_CB_DUMP_INTR, NL_CB_CUSTOM, on_intr, NULL);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, c->dev);
+	if (c->size)
+		nla_put_u32(msg, HBMGUARD_A_RECORD_SIZE, c->size);
+	err = transact(sk, msg, changed_message, c);
+	nl_socket_free(sk);
+	if (c->flagged_before)
+		FAIL("%s dump: %zu messages put before the change say NLM_F_DUMP_INTR",
+		     c->size ? "packed" : "nested", c->flagged_before);
+	return err;
+}
+
+/* A reader that takes a dump the table changed under as read, as hbmguardd does. */
+static int take_changed(struct nl_msg *msg, void *arg)
+{
+	(void)msg;
+	(void)arg;
+	return NL_OK;
+}
+
+/*
+ * Device @dev's table (many rounds: the flood's) dumped while page
+ * @offset, clean and past its last extent, is retired, then cleared: each
+ * dump says it was interrupted (hbm_genl_exchange(): EAGAIN), none before
+ * the change, and one without a change does not.  A reader that takes the
+ * flag (NL_CB_DUMP_INTR) reads the page retired meanwhile, past where the
+ * dump was.
+ */
+static int cmd_pages_changed(uint32_t dev, uint64_t offset)
+{
+	struct changed_dump still = { .dev = dev, .size = 48 };
+	struct changed_dump nested = { .dev = dev, .offset = offset,
+				       .change = HBMGUARD_CMD_RETIRE };
+	struct changed_dump packed = { .dev = dev, .size = 48, .offset = offset,
+				       .change = HBMGUARD_CMD_CLEAR };
+	struct changed_dump taken = { .dev = dev, .size = 48, .offset = offset,
+				      .change = HBMGUARD_CMD_RETIRE };
+	struct nl_sock *sk = connect_family();
+	int err;
+
+	err = pages_changed_once(&still, NULL);
+	if (err || still.flagged)
+		FAIL("a dump of a table that did not change: %s, %zu messages flagged",
+		     hbm_genl_strerror(err), still.flagged);
+	if (still.messages < 4)
+		FAIL("%zu messages: too few rounds to change the table during one",
+		     still.messages);
+	/*
+	 * A message put after the change says so, not only the DONE: a
+	 * reader that stops at a record still learns it.
+	 */
+	err = pages_changed_once(&nested, NULL);
+	if (err != -EAGAIN || !nested.flagged)
+		FAIL("a nested dump the table changed under: %s, %zu messages flagged",
+		     err ? hbm_genl_strerror(err) : "read whole", nested.flagged);
+	err = pages_changed_once(&packed, NULL);
+	if (err != -EAGAIN || !packed.flagged)
+		FAIL("a packed dump the table changed under: %s, %zu messages flagged",
+		     err ? hbm_genl_strerror(err) : "read whole", packed.flagged);
+	err = pages_changed_once(&taken, take_changed);
+	if (err || taken.extents != still.extents + 1)
+		FAIL("a dump taken with its change: %s, %zu extents, not %zu",
+		     hbm_genl_strerror(err), taken.extents, still.extents + 1);
+	err = transact(sk, extent_request(HBMGUARD_CMD_CLEAR, dev, offset, 4096), NULL, NULL);
+	if (err)
+		FAIL("clear 0x%" PRIx64 ": %s", offset, hbm_genl_strerror(err));
+	printf("pages-changed: %zu extents in %zu messages; messages flagged after the change: nested %zu of %zu, packed %zu of %zu\n",
+	       still.extents, still.messages, nested.flagged, nested.messages,
+	       packed.flagged, packed.messages);
+	nl_socket_free(sk);
+	return failures ? 1 : 0;
 }
 
 #define EXPECT_ERR(sk, msg, err, what) do {				\
@@ -1543,6 +1678,8 @@ int main(int argc, char **argv)
 		return cmd_gpu(atoi(argv[2]));
 	if (!strcmp(cmd, "pages-compare") && argc > 2)
 		return cmd_pages_compare(atoi(argv[2]));
+	if (!strcmp(cmd, "pages-changed") && argc > 3)
+		return cmd_pages_changed(atoi(argv[2]), strtoull(argv[3], NULL, 0));
 
 	sk = connect_family();
 	if (!strcmp(cmd, "devices")) {

@@ -288,6 +288,8 @@ fid=$(hbmctl sim-create flood 2G spares=$n)
 check "flood: loss seen, every page dumped" "hbmnl flood $n $fid"
 check "... and dumped packed, the same extents in fewer messages" \
 	"compare $fid $n"
+check "... a dump the table changes under says so, from the change on" \
+	"hbmnl pages-changed $fid 0x40000000"
 check "range unregister" 'hbmnl range-unregister 1 && ! hbmnl devices | grep -q hbm1'
 
 check "unload" 'rmmod hbmguard'

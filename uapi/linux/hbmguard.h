@@ -910,7 +910,13 @@ struct hbmguard_map_node {
  *	  bytes past what this kernel knows zero.  No spare offsets.
  *	Resumes where the last message left off, so a table of 10^6 extents
  *	dumps in many rounds; an extent that grew since the last round is
- *	sent from where that round left off.
+ *	sent from where that round left off.  A page whose state changed
+ *	during the dump (the device's GENERATION moved) sets NLM_F_DUMP_INTR
+ *	on the first message closed after the change, or on the DONE: the
+ *	extents are then not one moment's table.  Read it again, or, as
+ *	hbmguardd does, take STATS_GET's SEQNUM before the dump and apply
+ *	the events after it: each change made during the dump is one of
+ *	them.  Errors counted on a page already listed do not set it.
  * HBMGUARD_CMD_RETIRE, HBMGUARD_CMD_CLEAR (admin)
  *	DEVICE_ID, OFFSET, LENGTH (page aligned); RETIRE takes SOURCE (ADMIN by
  *	default, or RESTORED; on a GPU device DRIVER by default, or RESTORED)
