@@ -41,6 +41,7 @@
 struct outcome {
 	int kerr;
 	bool done;
+	bool changed;	/* a message said NLM_F_DUMP_INTR */
 };
 
 static char reason[256];
@@ -123,6 +124,18 @@ static int on_done(struct nl_msg *msg, void *arg)
 		take_reason(nlh, NLMSG_ALIGN(sizeof(err)));
 	}
 	return NL_STOP;
+}
+
+/*
+ * NL_CB_DUMP_INTR: noted, and the message taken.  Without it libnl makes
+ * the whole read's result -NLE_DUMP_INTR, whatever else failed in it
+ * (recvmsgs(), lib/nl.c, libnl 3.7).
+ */
+static int on_changed(struct nl_msg *msg, void *arg)
+{
+	(void)msg;
+	((struct outcome *)arg)->changed = true;
+	return NL_OK;
 }
 
 /* NL_CB_SEQ_CHECK: a reply to the request numbered *@arg, or stale. */
@@ -221,23 +234,9 @@ struct nl_msg *hbm_genl_request_sized(int family, int cmd, int flags, size_t siz
 	return msg;
 }
 
-/**
- * hbm_genl_exchange() - send @msg, hand each reply to @parse, keep @msg
- * @sk: the socket
- * @msg: the request, the caller's still: it may send it again, refilled
- *	(hbm_genl_rewind()) or not; each send numbers it anew
- * @parse: called for each reply, or NULL
- * @arg: for @parse
- *
- * @sk stays usable after any failure: a later request gets its own answer.
- *
- * Return: 0, the kernel's -errno, -ENOMEM, -EAGAIN when a dump was
- * interrupted (NLM_F_DUMP_INTR: what it answered changed meanwhile, and @sk
- * has no NL_CB_DUMP_INTR of its own that takes it), or -EIO when the socket
- * or @parse failed; after a -errno, hbm_genl_strerror() says why.
- */
-int hbm_genl_exchange(struct nl_sock *sk, struct nl_msg *msg,
-		      nl_recvmsg_msg_cb_t parse, void *arg)
+/* hbm_genl_exchange(); @take_changed: an interrupted dump is no -EAGAIN. */
+static int exchange(struct nl_sock *sk, struct nl_msg *msg, nl_recvmsg_msg_cb_t parse,
+		    void *arg, bool take_changed)
 {
 	struct nl_cb *socket_cb = nl_socket_get_cb(sk), *cb = nl_cb_clone(socket_cb);
 	struct outcome o = { 0 };
@@ -259,6 +258,7 @@ int hbm_genl_exchange(struct nl_sock *sk, struct nl_msg *msg,
 	nl_cb_err(cb, NL_CB_CUSTOM, on_error, &o);
 	nl_cb_set(cb, NL_CB_ACK, NL_CB_CUSTOM, on_ack, &o);
 	nl_cb_set(cb, NL_CB_FINISH, NL_CB_CUSTOM, on_done, &o);
+	nl_cb_set(cb, NL_CB_DUMP_INTR, NL_CB_CUSTOM, on_changed, &o);
 	nl_cb_set(cb, NL_CB_VALID, parse ? NL_CB_CUSTOM : NL_CB_DEFAULT, parse, arg);
 	nl_cb_set(cb, NL_CB_SEQ_CHECK, NL_CB_CUSTOM, is_reply, &seq);
 	/*
@@ -278,11 +278,33 @@ int hbm_genl_exchange(struct nl_sock *sk, struct nl_msg *msg,
 		discard_pending(sk);
 	if (o.kerr)
 		return o.kerr;
-	if (err == -NLE_DUMP_INTR) {	/* read to its DONE, by libnl or discard_pending() */
+	if (err < 0)
+		return -EIO;
+	if (o.changed && !take_changed) {
 		snprintf(reason, sizeof(reason), "it changed during the dump: read it again");
 		return -EAGAIN;
 	}
-	return err < 0 ? -EIO : 0;
+	return 0;
+}
+
+/**
+ * hbm_genl_exchange() - send @msg, hand each reply to @parse, keep @msg
+ * @sk: the socket
+ * @msg: the request, the caller's still: it may send it again, refilled
+ *	(hbm_genl_rewind()) or not; each send numbers it anew
+ * @parse: called for each reply, or NULL
+ * @arg: for @parse
+ *
+ * @sk stays usable after any failure: a later request gets its own answer.
+ *
+ * Return: 0, the kernel's -errno, -ENOMEM, -EIO when the socket or @parse
+ * failed, or -EAGAIN for a dump read whole during which what it answers
+ * changed (NLM_F_DUMP_INTR); after a -errno, hbm_genl_strerror() says why.
+ */
+int hbm_genl_exchange(struct nl_sock *sk, struct nl_msg *msg,
+		      nl_recvmsg_msg_cb_t parse, void *arg)
+{
+	return exchange(sk, msg, parse, arg, false);
 }
 
 /**
@@ -302,6 +324,32 @@ int hbm_genl_transact(struct nl_sock *sk, struct nl_msg *msg,
 	if (!msg)
 		return -ENOMEM;
 	err = hbm_genl_exchange(sk, msg, parse, arg);
+	nlmsg_free(msg);
+	return err;
+}
+
+/**
+ * hbm_genl_transact_changing() - hbm_genl_transact() of a dump whose
+ * reader takes what it read while it changed (NLM_F_DUMP_INTR) as read
+ * @sk: the socket
+ * @msg: the request, freed here; NULL: -ENOMEM
+ * @parse: called for each reply, or NULL
+ * @arg: for @parse
+ *
+ * For a reader that applies, after the dump, every change made since a
+ * point before it (the module's events after its SEQNUM): the dump and
+ * those are the table, and a storm of changes cannot keep it reading.
+ *
+ * Return: as hbm_genl_exchange(), never -EAGAIN.
+ */
+int hbm_genl_transact_changing(struct nl_sock *sk, struct nl_msg *msg,
+			       nl_recvmsg_msg_cb_t parse, void *arg)
+{
+	int err;
+
+	if (!msg)
+		return -ENOMEM;
+	err = exchange(sk, msg, parse, arg, true);
 	nlmsg_free(msg);
 	return err;
 }

@@ -10,6 +10,8 @@ struct nl_msg *hbm_genl_request(int family, int cmd, int flags);
 struct nl_msg *hbm_genl_request_sized(int family, int cmd, int flags, size_t size);
 int hbm_genl_transact(struct nl_sock *sk, struct nl_msg *msg,
 		      nl_recvmsg_msg_cb_t parse, void *arg);
+int hbm_genl_transact_changing(struct nl_sock *sk, struct nl_msg *msg,
+			       nl_recvmsg_msg_cb_t parse, void *arg);
 int hbm_genl_exchange(struct nl_sock *sk, struct nl_msg *msg,
 		      nl_recvmsg_msg_cb_t parse, void *arg);
 void hbm_genl_match_replies(struct nl_sock *sk, unsigned int *sent);

@@ -210,10 +210,20 @@ static struct nl_msg *pages_request(struct hbm_kernel *k, const struct device *d
 	return msg;
 }
 
-/* A dump read: the transaction's error, else -EPROTO for a malformed message. */
+/*
+ * A dump read: the transaction's error, else -EPROTO for a malformed
+ * message.  One during which the table changed (uapi/linux/hbmguard.h,
+ * PAGES_GET) is taken as read: each caller takes the module's SEQNUM
+ * first (module_seqnum()), and each change made during the dump is an
+ * event after it, which the store logs after the read it saves from, as
+ * after any read.  The other readers (gpus.c's reconciliation,
+ * core_is_bypassed()) act on a moment's table that may change as soon as
+ * it is read, changed in the middle or not.  Reading again would not end
+ * under a storm of changes.
+ */
 static int dump_read(struct nl_sock *sk, struct nl_msg *msg, struct dump_read *d)
 {
-	int err = hbm_genl_transact(sk, msg, dump_extents, d);
+	int err = hbm_genl_transact_changing(sk, msg, dump_extents, d);
 
 	if (!err && d->malformed) {
 		fprintf(stderr, "<3>hbmguardd: a PAGES_GET message not in its form: the read is void\n");
@@ -1478,21 +1488,6 @@ static void set_event_buffer(struct hbm_kernel *k)
 	nl_socket_set_buffer_size(k->events, size, 0);
 }
 
-/*
- * NL_CB_DUMP_INTR: a table whose pages changed while it was dumped
- * (uapi/linux/hbmguard.h, PAGES_GET) is taken as read.  Every read here
- * takes the module's SEQNUM first (module_seqnum()), and each change made
- * during the dump is an event after it, which the sinks take after the
- * read, as they take those of any read: the read and its events together
- * are the table.  Reading again would not end under a storm of changes.
- */
-static int changed_during_dump(struct nl_msg *msg, void *arg)
-{
-	(void)msg;
-	(void)arg;
-	return NL_OK;
-}
-
 static int setup_netlink(struct hbm_kernel *k)
 {
 	struct nl_cb *cb;
@@ -1511,8 +1506,6 @@ static int setup_netlink(struct hbm_kernel *k)
 	nl_socket_modify_cb(k->req, NL_CB_MSG_IN, NL_CB_CUSTOM, from_kernel, NULL);
 	nl_socket_modify_cb(k->dump, NL_CB_MSG_IN, NL_CB_CUSTOM, from_kernel, NULL);
 	nl_socket_modify_cb(k->events, NL_CB_MSG_IN, NL_CB_CUSTOM, from_kernel, NULL);
-	nl_socket_modify_cb(k->req, NL_CB_DUMP_INTR, NL_CB_CUSTOM, changed_during_dump, NULL);
-	nl_socket_modify_cb(k->dump, NL_CB_DUMP_INTR, NL_CB_CUSTOM, changed_during_dump, NULL);
 	/* join_family() resolves on it again after a resync, past any request cut short */
 	hbm_genl_match_replies(k->req, &k->req_sent);
 	set_request_buffer(k);

@@ -266,17 +266,17 @@ static u32 records_per_attr(u32 size)
 /*
  * NLM_F_DUMP_INTR (nl_dump_check_consistent(), include/net/netlink.h, 6.1
  * and 6.12): @cb->seq is the device's generation as the dump last read the
- * table, never 0 (0 is "not set"), and @cb->prev_seq starts as the one of
- * its first read, so that a change between two reads of the first message
- * is told too.  Each message is checked as it is closed, and the DONE by
- * netlink_dump_done() (net/netlink/af_netlink.c): the first closed after a
- * change is flagged.  The generation counts changes of pages' states
- * (device_publish(), kmod/device.c), not errors counted on a page already
- * in the table.
+ * table, folded into 1..U32_MAX (0 is "not set"), and @cb->prev_seq starts
+ * as the one of its first read, so that a change between two reads of the
+ * first message is told too.  Each message is checked as it is closed, and
+ * the DONE by netlink_dump_done() (net/netlink/af_netlink.c): the first
+ * closed after a change is flagged.  The generation counts changes of
+ * pages' states (device_publish(), kmod/device.c), not errors counted on a
+ * page already in the table.
  */
 static void dump_seen(struct netlink_callback *cb, u64 generation)
 {
-	cb->seq = lower_32_bits(generation + 1) ?: 1;
+	cb->seq = (u32)(generation % U32_MAX) + 1;	/* never 0, never two in a row alike */
 	if (!cb->prev_seq)
 		cb->prev_seq = cb->seq;
 }
@@ -441,8 +441,11 @@ static int hbm_nl_pages_get_start(struct netlink_callback *cb)
  * .done (looked up again by id, a round could go on in another device's
  * table: the module frees an id before it says the device was removed);
  * cb->args[1]: next page; cb->args[2]: the caller's record size, 0 for the
- * nested form.  A round stops when the skb is full and the next resumes
- * from the page after the last extent sent.
+ * nested form; cb->args[3]: the table was read to its end.  A round stops
+ * when the skb is full and the next resumes from the page after the last
+ * extent sent.  The round after the one that read the end only ends the
+ * dump: read again, a change since, or the device gone since, would mark
+ * or fail a dump that was whole.
  */
 static int hbm_nl_pages_get_dumpit(struct sk_buff *skb,
 				   struct netlink_callback *cb)
@@ -453,6 +456,8 @@ static int hbm_nl_pages_get_dumpit(struct sk_buff *skb,
 	int n, i, err = 0;
 	u32 size;
 
+	if (cb->args[3])
+		return 0;
 	if (!cb->args[0]) {
 		struct nlattr **attrs = hbm_dump_attrs(cb);
 
@@ -478,6 +483,7 @@ static int hbm_nl_pages_get_dumpit(struct sk_buff *skb,
 			cb->args[1] = batch[i].first + batch[i].nr;
 		}
 	}
+	cb->args[3] = !n;
 full:
 	records_end(skb, cb, &m);
 	/*

@@ -14,6 +14,8 @@
  *                                      (clean, past the table's last extent)
  *                                      is retired, then cleared: NLM_F_DUMP_INTR
  *                                      after the change, not before, not without
+ *   hbmnl pages-done-after DEV OFFSET  a table put whole in the dump's first round,
+ *                                      page OFFSET retired before its DONE: no flag
  *   hbmnl range-node NAME NODE [SPARES]  register a NUMA node; prints the id
  *   hbmnl range-phys NAME ADDR SIZE [SPARES [PAGE_SIZE]]  a physical range; prints the id
  *   hbmnl range-claim NAME ADDR SIZE [SPARES [PAGE_SIZE]] the same, its memory claimed
@@ -489,17 +491,28 @@ static struct nl_msg *extent_request(int cmd, uint32_t dev, uint64_t offset,
 /*
  * A dump during which page @offset of @dev is changed (@change: RETIRE or
  * CLEAR; 0: nothing), on a socket of its own, once its first message is
- * read: by then the kernel has put the round after it too (each read puts
- * the next: netlink_recvmsg(), net/netlink/af_netlink.c), so messages of
- * the third round on are put after the change.
+ * taken.  Each read puts the dump's next round (netlink_recvmsg(),
+ * net/netlink/af_netlink.c): the first datagram was put as the request
+ * was sent, the second by the read of the first, both before the change.
  */
 struct changed_dump {
 	uint32_t dev, size;	/* size: the packed form's; 0: nested */
 	uint64_t offset;
 	int change;
-	bool changed;
+	unsigned int change_at;	/* the datagram read when the change was made */
 	size_t messages, flagged, flagged_before, extents;
 };
+
+static unsigned int datagrams;	/* read by counting_recv() */
+
+static int counting_recv(struct nl_sock *sk, struct sockaddr_nl *from, unsigned char **buf,
+			 struct ucred **creds)
+{
+	int n = nl_recv(sk, from, buf, creds);
+
+	datagrams += n > 0;
+	return n;
+}
 
 static int changed_message(struct nl_msg *msg, void *arg)
 {
@@ -510,7 +523,7 @@ static int changed_message(struct nl_msg *msg, void *arg)
 	c->messages++;
 	if (nlmsg_hdr(msg)->nlmsg_flags & NLM_F_DUMP_INTR) {
 		c->flagged++;
-		c->flagged_before += !c->changed;
+		c->flagged_before += !c->change_at || datagrams <= c->change_at + 1;
 	}
 	if (parse_attrs(msg))
 		return NL_OK;
@@ -520,35 +533,40 @@ static int changed_message(struct nl_msg *msg, void *arg)
 			  genlmsg_attrlen(nlmsg_data(nlmsg_hdr(msg)), 0), rem)
 		if (nla_type(a) == HBMGUARD_A_RECORDS && c->size)
 			c->extents += nla_len(a) / c->size;
-	if (c->change && !c->changed) {
+	if (c->change && !c->change_at) {
 		struct nl_sock *q = connect_family();
 		int err = transact(q, extent_request(c->change, c->dev, c->offset, 4096),
 				   NULL, NULL);
 
 		if (err)
 			FAIL("the change during the dump: %s", hbm_genl_strerror(err));
-		c->changed = true;
+		c->change_at = datagrams;
 		nl_socket_free(q);
 	}
 	return NL_OK;
 }
 
-static int pages_changed_once(struct changed_dump *c, nl_recvmsg_msg_cb_t on_intr)
+/* @taking: read as hbmguardd reads, an interrupted dump taken as read. */
+static int pages_changed_once(struct changed_dump *c, bool taking)
 {
 	struct nl_msg *msg = request(HBMGUARD_CMD_PAGES_GET, NLM_F_DUMP);
 	struct nl_sock *sk = nl_socket_alloc();
+	struct nl_cb *cb;
 	int err;
 
 	if (!sk || genl_connect(sk)) {
 		fprintf(stderr, "hbmnl: cannot open a netlink socket\n");
 		exit(1);
 	}
-	if (on_intr)
-		nl_socket_modify_cb(sk, NL_CB_DUMP_INTR, NL_CB_CUSTOM, on_intr, NULL);
+	cb = nl_socket_get_cb(sk);
+	nl_cb_overwrite_recv(cb, counting_recv);
+	nl_cb_put(cb);
+	datagrams = 0;
 	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, c->dev);
 	if (c->size)
 		nla_put_u32(msg, HBMGUARD_A_RECORD_SIZE, c->size);
-	err = transact(sk, msg, changed_message, c);
+	err = taking ? hbm_genl_transact_changing(sk, msg, changed_message, c) :
+		       transact(sk, msg, changed_message, c);
 	nl_socket_free(sk);
 	if (c->flagged_before)
 		FAIL("%s dump: %zu messages put before the change say NLM_F_DUMP_INTR",
@@ -556,21 +574,13 @@ static int pages_changed_once(struct changed_dump *c, nl_recvmsg_msg_cb_t on_int
 	return err;
 }
 
-/* A reader that takes a dump the table changed under as read, as hbmguardd does. */
-static int take_changed(struct nl_msg *msg, void *arg)
-{
-	(void)msg;
-	(void)arg;
-	return NL_OK;
-}
-
 /*
  * Device @dev's table (many rounds: the flood's) dumped while page
  * @offset, clean and past its last extent, is retired, then cleared: each
- * dump says it was interrupted (hbm_genl_exchange(): EAGAIN), none before
- * the change, and one without a change does not.  A reader that takes the
- * flag (NL_CB_DUMP_INTR) reads the page retired meanwhile, past where the
- * dump was.
+ * dump says it was interrupted (hbm_genl_exchange(): EAGAIN) in a message
+ * put after the change, none put before it, and one without a change says
+ * nothing.  Read as hbmguardd reads (hbm_genl_transact_changing()), the
+ * dump is taken, with the page retired meanwhile past where it was.
  */
 static int cmd_pages_changed(uint32_t dev, uint64_t offset)
 {
@@ -584,7 +594,7 @@ static int cmd_pages_changed(uint32_t dev, uint64_t offset)
 	struct nl_sock *sk = connect_family();
 	int err;
 
-	err = pages_changed_once(&still, NULL);
+	err = pages_changed_once(&still, false);
 	if (err || still.flagged)
 		FAIL("a dump of a table that did not change: %s, %zu messages flagged",
 		     hbm_genl_strerror(err), still.flagged);
@@ -595,24 +605,85 @@ static int cmd_pages_changed(uint32_t dev, uint64_t offset)
 	 * A message put after the change says so, not only the DONE: a
 	 * reader that stops at a record still learns it.
 	 */
-	err = pages_changed_once(&nested, NULL);
+	err = pages_changed_once(&nested, false);
 	if (err != -EAGAIN || !nested.flagged)
 		FAIL("a nested dump the table changed under: %s, %zu messages flagged",
 		     err ? hbm_genl_strerror(err) : "read whole", nested.flagged);
-	err = pages_changed_once(&packed, NULL);
+	err = pages_changed_once(&packed, false);
 	if (err != -EAGAIN || !packed.flagged)
 		FAIL("a packed dump the table changed under: %s, %zu messages flagged",
 		     err ? hbm_genl_strerror(err) : "read whole", packed.flagged);
-	err = pages_changed_once(&taken, take_changed);
-	if (err || taken.extents != still.extents + 1)
-		FAIL("a dump taken with its change: %s, %zu extents, not %zu",
-		     hbm_genl_strerror(err), taken.extents, still.extents + 1);
+	err = pages_changed_once(&taken, true);
+	if (err || !taken.flagged || taken.extents != still.extents + 1)
+		FAIL("a dump taken with its change: %s, %zu flagged, %zu extents, not %zu",
+		     hbm_genl_strerror(err), taken.flagged, taken.extents, still.extents + 1);
 	err = transact(sk, extent_request(HBMGUARD_CMD_CLEAR, dev, offset, 4096), NULL, NULL);
 	if (err)
 		FAIL("clear 0x%" PRIx64 ": %s", offset, hbm_genl_strerror(err));
 	printf("pages-changed: %zu extents in %zu messages; messages flagged after the change: nested %zu of %zu, packed %zu of %zu\n",
 	       still.extents, still.messages, nested.flagged, nested.messages,
 	       packed.flagged, packed.messages);
+	nl_socket_free(sk);
+	return failures ? 1 : 0;
+}
+
+/*
+ * Device @dev's table, small enough for the first round, put whole as the
+ * request is sent; page @offset (clean) retired before anything is read,
+ * so before the round that puts the DONE: the dump was one moment's table,
+ * and neither its messages nor its DONE say otherwise.  Read raw: libnl's
+ * first read peeks, which would put the DONE before the change.
+ */
+static int cmd_pages_done_after(uint32_t dev, uint64_t offset)
+{
+	struct nl_sock *sk = connect_family(), *d = nl_socket_alloc();
+	struct nl_msg *msg = request(HBMGUARD_CMD_PAGES_GET, NLM_F_DUMP);
+	size_t messages = 0, flagged = 0;
+	bool done = false;
+	int err, status = 1;
+
+	if (!d || genl_connect(d)) {
+		fprintf(stderr, "hbmnl: cannot open a netlink socket\n");
+		exit(1);
+	}
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev);
+	nla_put_u32(msg, HBMGUARD_A_RECORD_SIZE, 48);
+	if (nl_send_auto(d, msg) < 0)
+		FAIL("the dump request not sent");
+	nlmsg_free(msg);
+	err = transact(sk, extent_request(HBMGUARD_CMD_RETIRE, dev, offset, 4096), NULL, NULL);
+	if (err)
+		FAIL("retire 0x%" PRIx64 ": %s", offset, hbm_genl_strerror(err));
+	while (!done && !failures) {
+		char buf[65536];
+		ssize_t n = recv(nl_socket_get_fd(d), buf, sizeof(buf), 0);
+		struct nlmsghdr *nlh;
+		int len = n;
+
+		if (n <= 0) {
+			FAIL("the dump's read: %s", n ? strerror(errno) : "nothing");
+			break;
+		}
+		for (nlh = (struct nlmsghdr *)buf; nlmsg_ok(nlh, len); nlh = nlmsg_next(nlh, &len)) {
+			messages++;
+			flagged += !!(nlh->nlmsg_flags & NLM_F_DUMP_INTR);
+			if (nlh->nlmsg_type == NLMSG_DONE) {
+				memcpy(&status, nlmsg_data(nlh), sizeof(status));
+				done = true;
+			} else if (nlh->nlmsg_type == NLMSG_ERROR) {
+				FAIL("the dump failed");
+				break;
+			}
+		}
+	}
+	if (done && (status || flagged || messages != 2))
+		FAIL("a dump put whole before a change: DONE %d, %zu of %zu messages flagged (one message and the DONE expected)",
+		     status, flagged, messages);
+	err = transact(sk, extent_request(HBMGUARD_CMD_CLEAR, dev, offset, 4096), NULL, NULL);
+	if (err)
+		FAIL("clear 0x%" PRIx64 ": %s", offset, hbm_genl_strerror(err));
+	printf("pages-done-after: %zu messages, %zu flagged\n", messages, flagged);
+	nl_socket_free(d);
 	nl_socket_free(sk);
 	return failures ? 1 : 0;
 }
@@ -1680,6 +1751,8 @@ int main(int argc, char **argv)
 		return cmd_pages_compare(atoi(argv[2]));
 	if (!strcmp(cmd, "pages-changed") && argc > 3)
 		return cmd_pages_changed(atoi(argv[2]), strtoull(argv[3], NULL, 0));
+	if (!strcmp(cmd, "pages-done-after") && argc > 3)
+		return cmd_pages_done_after(atoi(argv[2]), strtoull(argv[3], NULL, 0));
 
 	sk = connect_family();
 	if (!strcmp(cmd, "devices")) {

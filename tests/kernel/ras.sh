@@ -277,6 +277,8 @@ compare() {
 	[ $r = 0 ] && grep -q "^pages-compare: $2 extents, " /tmp/compare.out
 }
 check "... packed, at three record sizes, the same extents" 'compare 0 5'
+check "... put whole, then a page retired before its DONE: not flagged as changed" \
+	'hbmnl pages-done-after 0 0x38000 && ! hbmctl pages sim0 | grep -q "^0x38000 "'
 check "netlink clear beyond the device" '! hbmnl clear 0 0 0x40000000'
 check "netlink clear" 'hbmnl clear 0 0 0x3fff6000 && hbmnl pages 0 | grep -q "^pages: 0 extents 0$"'
 
