@@ -1249,12 +1249,25 @@ drop:
 	WRITE_ONCE(hbm_nl_dropped_total, hbm_nl_dropped_total + 1);
 }
 
+/*
+ * Ready before the family is registered: a listener may join the group as
+ * soon as the controller says the family is new, and ask for a change (a
+ * RESTORE) whose event is its own news, while genl_register_family() is
+ * still announcing the group (the locks are let go before the news:
+ * net/netlink/genetlink.c, 6.1 and 6.12); ready after it, that event was
+ * lost, unsaid.  Until the group is assigned, hbm_genl.mcgrp_offset is 0
+ * and genl_has_listeners() asks of group 0, which never has any
+ * (netlink_has_listeners(), net/netlink/af_netlink.c: group - 1 is past
+ * the groups).
+ */
 int __init hbm_netlink_init(void)
 {
-	int err = genl_register_family(&hbm_genl);
+	int err;
 
-	if (!err)
-		WRITE_ONCE(hbm_nl_ready, true);
+	WRITE_ONCE(hbm_nl_ready, true);
+	err = genl_register_family(&hbm_genl);
+	if (err)
+		WRITE_ONCE(hbm_nl_ready, false);
 	return err;
 }
 
