@@ -13,7 +13,7 @@
 # Then what each costs at rest: memory, and wake-ups per second.
 exec >/dev/ttyS0 2>&1
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-N=${N:-50}
+N=${N:-200}
 echo "# bench: $N memory failures through hwpoison_inject"
 id=$(hbmnl devices | sed -n "s/^device \([0-9]*\) hbm0 .*/\1/p")	# from hbmguardd.conf
 phys=$(hbmnl devices | sed -n "s/^device $id .* phys=\(0x[0-9a-f]*\)$/\1/p")
@@ -52,7 +52,7 @@ rasdaemon_start() {
 # Documentation/trace/ftrace.rst, 6.12).  What comes before it is
 # memory_failure()'s own work, neither daemon's.
 tr=/sys/kernel/tracing/instances/hbmbench
-mkdir $tr && echo mono >$tr/trace_clock && echo 8192 >$tr/buffer_size_kb &&
+mkdir $tr && echo mono >$tr/trace_clock && echo 32768 >$tr/buffer_size_kb &&
 	echo 1 >$tr/events/ras/memory_failure_event/enable ||
 	echo "bench: no tracefs instance: the tracepoint's rows are missing"
 # And where the path from it to a listener waits: hbmguard's worker taking
