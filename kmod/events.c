@@ -65,6 +65,19 @@ u64 hbm_event_seqnum(void)
 	return seq;
 }
 
+/**
+ * hbm_events_quiesce() - return once no event is being delivered
+ *
+ * Every event is delivered under hbm_events_mutex, its netlink send too: a
+ * sender that decided to send before the caller's change has sent when
+ * this returns.
+ */
+void hbm_events_quiesce(void)
+{
+	mutex_lock(&hbm_events_mutex);
+	mutex_unlock(&hbm_events_mutex);
+}
+
 /* The OVERFLOW record for what @r lost; its lock held. */
 static struct hbmguard_event overflow_record(struct hbm_reader *r)
 {

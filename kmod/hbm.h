@@ -120,6 +120,7 @@ struct hbm_reader;
 void hbm_event(u32 type, u32 device, u64 offset, u64 length, u32 source,
 	       u32 state, u32 count, u32 aux);
 u64 hbm_event_seqnum(void);
+void hbm_events_quiesce(void);
 struct hbm_reader *hbm_reader_open(bool admin);
 void hbm_reader_close(struct hbm_reader *r);
 ssize_t hbm_reader_read(struct hbm_reader *r, char __user *buf, size_t len,

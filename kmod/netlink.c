@@ -1266,13 +1266,23 @@ int __init hbm_netlink_init(void)
 
 	WRITE_ONCE(hbm_nl_ready, true);
 	err = genl_register_family(&hbm_genl);
-	if (err)
+	if (err) {
 		WRITE_ONCE(hbm_nl_ready, false);
+		hbm_events_quiesce();
+	}
 	return err;
 }
 
+/*
+ * A sender past its check (an intake worker still draining) sends before
+ * the family goes: once unregistered, its group may be another family's,
+ * or joined by anyone (genl_bind() lets any socket join a group no family
+ * owns, net/netlink/genetlink.c, 6.12), and the event with its addresses
+ * would go to them.
+ */
 void hbm_netlink_exit(void)
 {
 	WRITE_ONCE(hbm_nl_ready, false);
+	hbm_events_quiesce();
 	genl_unregister_family(&hbm_genl);
 }

@@ -102,7 +102,12 @@ check "no recovery raised: a restored UE is no loss of data now" \
 r=0
 while [ $r -lt 20 ]; do
 	n=$(restores)
-	rmmod hbmguard && insmod /hbmguard.ko sim_devices=1 || break
+	t=0	# a dump of the daemon's holds the module a moment
+	until rmmod hbmguard 2>/dev/null || [ $t = 10 ]; do
+		sleep 0.2
+		t=$((t + 1))
+	done
+	insmod /hbmguard.ko sim_devices=1 || break
 	j=0
 	while [ "$(restores)" -le $n ] && [ $j -lt 100 ]; do
 		sleep 0.1
