@@ -307,6 +307,18 @@ int hbm_genl_exchange(struct nl_sock *sk, struct nl_msg *msg,
 	return exchange(sk, msg, parse, arg, false);
 }
 
+static int transact(struct nl_sock *sk, struct nl_msg *msg, nl_recvmsg_msg_cb_t parse,
+		    void *arg, bool take_changed)
+{
+	int err;
+
+	if (!msg)
+		return -ENOMEM;
+	err = exchange(sk, msg, parse, arg, take_changed);
+	nlmsg_free(msg);
+	return err;
+}
+
 /**
  * hbm_genl_transact() - hbm_genl_exchange(), @msg freed
  * @sk: the socket
@@ -319,13 +331,7 @@ int hbm_genl_exchange(struct nl_sock *sk, struct nl_msg *msg,
 int hbm_genl_transact(struct nl_sock *sk, struct nl_msg *msg,
 		      nl_recvmsg_msg_cb_t parse, void *arg)
 {
-	int err;
-
-	if (!msg)
-		return -ENOMEM;
-	err = hbm_genl_exchange(sk, msg, parse, arg);
-	nlmsg_free(msg);
-	return err;
+	return transact(sk, msg, parse, arg, false);
 }
 
 /**
@@ -345,13 +351,7 @@ int hbm_genl_transact(struct nl_sock *sk, struct nl_msg *msg,
 int hbm_genl_transact_changing(struct nl_sock *sk, struct nl_msg *msg,
 			       nl_recvmsg_msg_cb_t parse, void *arg)
 {
-	int err;
-
-	if (!msg)
-		return -ENOMEM;
-	err = exchange(sk, msg, parse, arg, true);
-	nlmsg_free(msg);
-	return err;
+	return transact(sk, msg, parse, arg, true);
 }
 
 /**

@@ -78,7 +78,8 @@ static int failures;
 
 #define FAIL(...) do { printf("FAIL: " __VA_ARGS__); printf("\n"); failures++; } while (0)
 
-static struct nl_sock *connect_family(void)
+/* A generic netlink socket, never read yet: a dump's first round is sized by its reads. */
+static struct nl_sock *unread_socket(void)
 {
 	struct nl_sock *sk = nl_socket_alloc();
 
@@ -86,6 +87,13 @@ static struct nl_sock *connect_family(void)
 		fprintf(stderr, "hbmnl: cannot open a netlink socket\n");
 		exit(1);
 	}
+	return sk;
+}
+
+static struct nl_sock *connect_family(void)
+{
+	struct nl_sock *sk = unread_socket();
+
 	family = genl_ctrl_resolve(sk, HBMGUARD_GENL_NAME);
 	if (family < 0) {
 		fprintf(stderr, "hbmnl: family %s: %s\n", HBMGUARD_GENL_NAME,
@@ -351,13 +359,9 @@ static int dump_record(struct nl_msg *msg, void *arg)
 static int dump_records(struct dump_records *d)
 {
 	struct nl_msg *msg = request(HBMGUARD_CMD_PAGES_GET, NLM_F_DUMP);
-	struct nl_sock *sk = nl_socket_alloc();
+	struct nl_sock *sk = unread_socket();
 	int err;
 
-	if (!sk || genl_connect(sk)) {
-		fprintf(stderr, "hbmnl: cannot open a netlink socket\n");
-		exit(1);
-	}
 	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, d->dev);
 	if (d->size)
 		nla_put_u32(msg, HBMGUARD_A_RECORD_SIZE, d->size);
@@ -550,14 +554,10 @@ static int changed_message(struct nl_msg *msg, void *arg)
 static int pages_changed_once(struct changed_dump *c, bool taking)
 {
 	struct nl_msg *msg = request(HBMGUARD_CMD_PAGES_GET, NLM_F_DUMP);
-	struct nl_sock *sk = nl_socket_alloc();
+	struct nl_sock *sk = unread_socket();
 	struct nl_cb *cb;
 	int err;
 
-	if (!sk || genl_connect(sk)) {
-		fprintf(stderr, "hbmnl: cannot open a netlink socket\n");
-		exit(1);
-	}
 	cb = nl_socket_get_cb(sk);
 	nl_cb_overwrite_recv(cb, counting_recv);
 	nl_cb_put(cb);
@@ -636,16 +636,12 @@ static int cmd_pages_changed(uint32_t dev, uint64_t offset)
  */
 static int cmd_pages_done_after(uint32_t dev, uint64_t offset)
 {
-	struct nl_sock *sk = connect_family(), *d = nl_socket_alloc();
+	struct nl_sock *sk = connect_family(), *d = unread_socket();
 	struct nl_msg *msg = request(HBMGUARD_CMD_PAGES_GET, NLM_F_DUMP);
 	size_t messages = 0, flagged = 0;
 	bool done = false;
 	int err, status = 1;
 
-	if (!d || genl_connect(d)) {
-		fprintf(stderr, "hbmnl: cannot open a netlink socket\n");
-		exit(1);
-	}
 	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev);
 	nla_put_u32(msg, HBMGUARD_A_RECORD_SIZE, 48);
 	if (nl_send_auto(d, msg) < 0)
@@ -1374,12 +1370,8 @@ static int cmd_unicast(uint32_t port)
 {
 	struct sockaddr_nl to = { .nl_family = AF_NETLINK, .nl_pid = port };
 	struct nlmsghdr noop = { .nlmsg_len = sizeof(noop), .nlmsg_type = NLMSG_NOOP };
-	struct nl_sock *sk = nl_socket_alloc();
+	struct nl_sock *sk = unread_socket();
 
-	if (!sk || genl_connect(sk)) {
-		fprintf(stderr, "hbmnl: unicast: no generic netlink socket\n");
-		return 1;
-	}
 	if (sendto(nl_socket_get_fd(sk), &noop, sizeof(noop), 0, (struct sockaddr *)&to,
 		   sizeof(to)) == sizeof(noop))
 		puts("delivered");
