@@ -158,7 +158,10 @@ sid=$(hbmctl sim-create spr 64M spares=4)
 check "spares: a page on spare 0" \
 	'hbmctl retire spr 0x1000 4K && hbmctl translate spr 0x1000 | grep -q "^0x1000 -> 0x3ffc000 (retired)"'
 # The next $1 events (two by default), into /tmp/spare.events (wait for them).
+# The last listener's file goes first: its "listening" would let the inject
+# run before this one has joined (the truncation is the child's, and late).
 spare_events() {
+	rm -f /tmp/spare.events
 	hbmnl listen ${1:-2} 5000 >/tmp/spare.events &
 	wait_for /tmp/spare.events listening
 }
