@@ -51,18 +51,6 @@
  * sparse table costs a reporter waiting on the lock little (a whole turn is
  * 3072 words).  The lock is dropped and cond_resched() called between
  * batches.
- *
- * The worker is a per-CPU one, on the CPU that queued it, as the kernel's
- * own memory_failure_queue() does (mm/memory-failure.c, 6.12): the
- * reporter's wake-up of it is then a local one, where an unbound worker is
- * mostly woken on another CPU, by an IPI to it, and must wait for that CPU
- * to take it (2/3 of the path from the tracepoint to the event sent, in a
- * guest; make bench).  Its workqueue is WQ_CPU_INTENSIVE: a storm's drain
- * runs long, and must not hold up the other work of that CPU's pool.  Not
- * WQ_HIGHPRI: such a drain would take that CPU from what runs there (a
- * training rank's thread) for as long as the storm lasts.  The work item is
- * one: a second CPU queueing it while it runs has it run again there after,
- * never beside (__queue_work(), kernel/workqueue.c, 6.12).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -108,7 +96,6 @@ static u64 hbm_queued[__HBMGUARD_PATH_MAX];
 
 static void hbm_intake_drain(struct work_struct *work);
 static DECLARE_WORK(hbm_intake_work, hbm_intake_drain);
-static struct workqueue_struct *hbm_intake_wq;
 
 void hbm_path_stats(u32 path, u64 *received, u64 *dropped)
 {
@@ -239,7 +226,7 @@ queued:
 	 * report added to a queue that was not is one it will take.
 	 */
 	if (was_empty)
-		queue_work(hbm_intake_wq, &hbm_intake_work);
+		queue_work(hbm_wq, &hbm_intake_work);
 	return 0;
 }
 
@@ -335,8 +322,7 @@ void hbm_intake_flush(void)
 }
 
 /**
- * hbm_intake_init() - allocate the table of pending correctable errors and
- * the worker's workqueue
+ * hbm_intake_init() - allocate the table of pending correctable errors
  *
  * Return: 0 or -ENOMEM.
  */
@@ -351,11 +337,6 @@ int hbm_intake_init(void)
 	hbm_ce = hbm_zalloc(table + map);
 	if (!hbm_ce)
 		return -ENOMEM;
-	hbm_intake_wq = alloc_workqueue("hbmguard_intake", WQ_CPU_INTENSIVE, 0);
-	if (!hbm_intake_wq) {
-		hbm_free(hbm_ce);
-		return -ENOMEM;
-	}
 	hbm_ce_used = (unsigned long *)(hbm_ce + HBM_CE_SLOTS);
 	pr_info("intake: %zu bytes for %u pending pages and %u reports\n",
 		table + map + sizeof(hbm_intake), HBM_CE_PAGES_MAX,
@@ -366,7 +347,6 @@ int hbm_intake_init(void)
 /* After every reporter is gone and the queue is flushed. */
 void hbm_intake_exit(void)
 {
-	destroy_workqueue(hbm_intake_wq);
 	hbm_free(hbm_ce);
 	hbm_ce = NULL;
 }
