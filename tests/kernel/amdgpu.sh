@@ -55,6 +55,7 @@ wait $listener
 check "a restart: no page recorded again" '! grep -q "^event type=[1-4] " /tmp/a.events'
 
 # Live: amdgpu reserves a page, its pending one, and counts a UE.
+rm -f /tmp/jobA	# xid.sh's, in a run of every script (run.sh KVER all)
 hbmrank $S jobA 0 1 $card0 >/tmp/jobA &
 a=$!
 wait_for /tmp/jobA "registered\|register:"

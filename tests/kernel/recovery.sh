@@ -17,6 +17,7 @@ ctl() { hbmctl --socket $S "$@"; }
 # rank JOB RANK WORLD DEVICE [BEHAVIOUR]: a rank in the background, as $rpid,
 # its output in /tmp/JOB.RANK once it registered.
 rank() {
+	rm -f /tmp/$1.$2	# an earlier rank's "registered" would not wait
 	hbmrank $S "$@" >/tmp/$1.$2 &
 	rpid=$!
 	wait_for /tmp/$1.$2 "registered\|register:"

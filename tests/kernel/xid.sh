@@ -16,6 +16,7 @@ printf '[Daemon]\nStateDirectory=/tmp/xstate\nControlSocket=%s\n' $S >/tmp/x.con
 ctl() { hbmctl --socket $S "$@"; }
 # rank JOB: a rank of a one-rank job on the GPU, as $rpid, its output in /tmp/JOB.
 rank() {
+	rm -f /tmp/$1	# an earlier rank's "registered" would not wait
 	hbmrank $S $1 0 1 $uuid >/tmp/$1 &
 	rpid=$!
 	wait_for /tmp/$1 "registered\|register:"
