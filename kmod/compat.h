@@ -61,6 +61,40 @@ static inline struct nlattr **hbm_dump_attrs(struct netlink_callback *cb)
 #endif
 
 /*
+ * But a socket may join a group no family owns unchecked (genl_bind() finds
+ * no family to ask), and stays a member when a family registers it: one
+ * that joined the events group's number before the module took it (at
+ * boot, across a reload) would hear every event.  6.12 has a multicast that
+ * skips receivers (genlmsg_multicast_netns_filtered(),
+ * include/net/genetlink.h; the filter's call in do_one_broadcast(),
+ * net/netlink/af_netlink.c): there an event goes only to a socket whose
+ * file was opened with CAP_SYS_ADMIN in the initial user namespace
+ * (@not_admin says which was not), the check do_one_broadcast() makes of a
+ * receiver's file for NETLINK_LISTEN_ALL_NSID.  6.1 has none (neither in
+ * its include/net/genetlink.h nor in include/linux/netlink.h): there every
+ * member hears the events (README, Privileges).
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0)
+#define HBM_EVENTS_FILTERED 1
+#else
+#define HBM_EVENTS_FILTERED 0
+#endif
+
+static inline void hbm_genl_multicast_checked(const struct genl_family *family,
+					      struct sk_buff *skb, unsigned int group,
+					      int (*not_admin)(struct sock *dsk,
+							       struct sk_buff *skb,
+							       void *data))
+{
+#if HBM_EVENTS_FILTERED
+	genlmsg_multicast_netns_filtered(family, &init_net, skb, 0, group,
+					 GFP_KERNEL, not_admin, NULL);
+#else
+	genlmsg_multicast(family, skb, 0, group, GFP_KERNEL);
+#endif
+}
+
+/*
  * 6.10 dropped __assign_str()'s source argument (TP_fast_assign() of a trace
  * event); NVIDIA's conftest.sh calls this NV_ASSIGN_STR_ARGUMENT_COUNT.
  */

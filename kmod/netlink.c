@@ -16,9 +16,11 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/capability.h>
 #include <linux/nodemask.h>
 #include <linux/mmzone.h>
 #include <net/genetlink.h>
+#include <net/sock.h>
 
 #include "hbm.h"
 
@@ -1195,6 +1197,20 @@ u64 hbm_netlink_dropped(void)
 	return READ_ONCE(hbm_nl_dropped_total);
 }
 
+/*
+ * A receiver of the events group not opened by an admin (compat.h).  A
+ * socket on the group's list has its file until it leaves the list
+ * (netlink_release() removes it, waiting for the walk, before
+ * sock_orphan()); one without is a kernel socket, not a listener of ours.
+ */
+static int hbm_nl_not_admin(struct sock *dsk, struct sk_buff *skb, void *data)
+{
+	struct socket *sock = dsk->sk_socket;
+
+	return !sock || !sock->file ||
+	       !file_ns_capable(sock->file, &init_user_ns, CAP_SYS_ADMIN);
+}
+
 static int event_send(u32 type, const struct hbmguard_event *ev, u32 count)
 {
 	struct sk_buff *msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
@@ -1219,7 +1235,7 @@ static int event_send(u32 type, const struct hbmguard_event *ev, u32 count)
 	}
 	genlmsg_end(msg, hdr);
 	/* A listener whose buffer is full loses it and sees ENOBUFS: its affair. */
-	genlmsg_multicast(&hbm_genl, msg, 0, HBM_MCGRP_EVENTS, GFP_KERNEL);
+	hbm_genl_multicast_checked(&hbm_genl, msg, HBM_MCGRP_EVENTS, hbm_nl_not_admin);
 	return 0;
 }
 
@@ -1269,6 +1285,8 @@ int __init hbm_netlink_init(void)
 	if (err) {
 		WRITE_ONCE(hbm_nl_ready, false);
 		hbm_events_quiesce();
+	} else if (!HBM_EVENTS_FILTERED) {
+		pr_notice("events: a socket that joined their group before the module was loaded hears them: this kernel cannot check receivers (compat.h)\n");
 	}
 	return err;
 }

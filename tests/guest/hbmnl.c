@@ -39,6 +39,11 @@
  *   hbmnl forge DEV OFFSET [PAD]       multicast a forged UE retirement event to
  *                                      the "events" group, as a CAP_NET_ADMIN
  *                                      process can (PAD: that many bytes more)
+ *   hbmnl prejoin GROUP UID WAIT       as UID, join generic netlink group GROUP
+ *                                      by number; say "joined", then once sent
+ *                                      SIGUSR1 (or after WAIT ms) each message
+ *                                      its socket holds and its sender's port,
+ *                                      or "heard nothing"
  *   hbmnl unicast PORT                 send a NOOP to generic netlink port PORT from
  *                                      a socket of its own; prints "refused" or
  *                                      "delivered"
@@ -54,13 +59,16 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1365,6 +1373,64 @@ static int cmd_forge(uint32_t dev, uint64_t offset, size_t pad)
 	return 0;
 }
 
+/*
+ * What a user can do before the family exists: join generic netlink group
+ * GROUP by its number (genl_bind() asks no family for a group none owns),
+ * then keep the membership.  As UID: says "joined"; once sent SIGUSR1 (or
+ * after WAIT ms, said), what its socket holds: each message with its
+ * sender's port ("heard type=... from=PORT", 0 the kernel), an overrun
+ * ("heard ENOBUFS"), or "heard nothing".
+ */
+static int cmd_prejoin(int group, uid_t uid, int wait_ms)
+{
+	struct sockaddr_nl me = { .nl_family = AF_NETLINK }, from;
+	struct timespec wait = { wait_ms / 1000, (wait_ms % 1000) * 1000000L };
+	socklen_t from_len;
+	sigset_t usr1;
+	char buf[8192];
+	int fd, heard = 0;
+	ssize_t n;
+
+	/* Blocked from here: a signal sent before the wait is taken by it. */
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &usr1, NULL);
+	if (setgroups(0, NULL) || setgid(uid) || setuid(uid)) {
+		fprintf(stderr, "hbmnl: prejoin: cannot become uid %u\n", uid);
+		return 1;
+	}
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&me, sizeof(me)) ||
+	    setsockopt(fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &group, sizeof(group))) {
+		printf("join refused: %s\n", strerror(errno));
+		return 1;
+	}
+	printf("joined\n");
+	if (sigtimedwait(&usr1, NULL, &wait) != SIGUSR1)
+		printf("not told to stop in %d ms\n", wait_ms);
+	for (;;) {
+		from_len = sizeof(from);
+		n = recvfrom(fd, buf, sizeof(buf), MSG_DONTWAIT, (struct sockaddr *)&from,
+			     &from_len);
+		if (n < 0 && errno == ENOBUFS) {
+			printf("heard ENOBUFS\n");
+			heard++;
+			continue;
+		}
+		if (n < (ssize_t)sizeof(struct nlmsghdr))
+			break;
+		printf("heard type=0x%x from=%u\n", ((struct nlmsghdr *)buf)->nlmsg_type,
+		       from.nl_pid);
+		heard++;
+	}
+	if (n < 0 && errno != EAGAIN)
+		printf("recv: %s\n", strerror(errno));
+	else if (!heard)
+		printf("heard nothing\n");
+	close(fd);
+	return 0;
+}
+
 /* What a CAP_NET_ADMIN process can unicast to another's generic netlink socket. */
 static int cmd_unicast(uint32_t port)
 {
@@ -1735,6 +1801,8 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "forge") && argc > 3)
 		return cmd_forge(atoi(argv[2]), strtoull(argv[3], NULL, 0),
 				 argc > 4 ? strtoul(argv[4], NULL, 0) : 0);
+	if (!strcmp(cmd, "prejoin") && argc > 4)
+		return cmd_prejoin(atoi(argv[2]), strtoul(argv[3], NULL, 0), atoi(argv[4]));
 	if (!strcmp(cmd, "unicast") && argc > 2)
 		return cmd_unicast(strtoul(argv[2], NULL, 0));
 	if (!strcmp(cmd, "gpu") && argc > 2)

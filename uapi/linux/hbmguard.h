@@ -86,7 +86,12 @@
  * Netlink reads need admin too: a socket has no file mode to give them to a
  * group, and they carry physical addresses (PHYS_ADDR); /dev/hbmguard is the
  * group's read interface.  CAP_NET_ADMIN, common in containers with the
- * host's network, grants nothing here.
+ * host's network, grants no command and no membership here (in the initial
+ * user namespace it opens the kernel's netlink taps, nlmon, which show all
+ * netlink traffic: the README's Privileges).  An event is sent only to
+ * sockets opened by an admin where the kernel lets the module choose
+ * (6.12): a socket may join a group before any family owns it, and stays a
+ * member (on 6.1 such a socket hears the events).
  *
  * Opens of either node by one non-admin user (euid) hold at most
  * HBMGUARD_MAX_OPENS event rings; one more is ENFILE, for that user only.  A ring (event_ring records) is
