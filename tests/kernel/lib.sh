@@ -25,13 +25,15 @@ eventually() {
 	check "$1" "$2"
 }
 
-# Wait, up to ~10 s, for a file to hold a line matching a pattern.
+# Wait, up to ~10 s, for a file to hold a line matching a pattern; said
+# if it never does (the check that follows then fails on its own terms).
 wait_for() {
 	i=0
 	while ! grep -q "$2" "$1" 2>/dev/null && [ $i -lt 100 ]; do
 		sleep 0.1
 		i=$((i + 1))
 	done
+	grep -q "$2" "$1" 2>/dev/null || echo "# wait_for: $1 held no \"$2\" after 10 s"
 }
 
 # Whether hbmrank's transcript FILE is one recovery of its rank 0, as
