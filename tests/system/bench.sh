@@ -44,7 +44,9 @@ rasdaemon_start() {
 		[ "$(journalctl -b -u rasdaemon | grep -cE "memory_failure_event.* pfn=0x")" -gt "$n" ] &&
 			return 0
 	done
-	echo "# bench: rasdaemon recorded nothing in 60 s"
+	echo "# bench: rasdaemon recorded nothing in 60 s; what it said:"
+	journalctl -b -u rasdaemon --no-pager | grep -v "memory_failure_event" | head -n 30 |
+		sed 's/^/# rasdaemon: /'
 }
 # When memory_failure() reported each error: ras:memory_failure_event, which
 # hbmguard's probe and rasdaemon both take, in a tracefs instance of our own
