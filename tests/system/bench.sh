@@ -63,7 +63,8 @@ mkdir $tr && echo mono >$tr/trace_clock && echo 32768 >$tr/buffer_size_kb &&
 # sent, and for each when its wake-up is asked (sched_waking, in the waker),
 # done (sched_wakeup: on the vCPU it wakes on, which an idle other vCPU does
 # when it takes the waker's IPI: ttwu_queue_wakelist(), kernel/sched/core.c,
-# 6.12), and when it is put on a vCPU (sched_switch); filtered on their fields
+# 6.12), and when it is put on a vCPU (sched_switch: every task's, to tell
+# when the other vCPU ran one); filtered on their fields
 # (include/trace/events/workqueue.h and sched.h, linux-headers-6.1.0-57-common;
 # the filters' syntax, "~" a glob: Documentation/trace/events.rst, 6.12).
 # hbmguardd likewise, and when it sends its entry (sys_enter_sendmsg: sd_journal_sendv()
@@ -79,8 +80,6 @@ echo "$daemon" >/tmp/daemon.pid
 			>$tr/events/sched/$ev/filter &&
 			echo 1 >$tr/events/sched/$ev/enable || break
 	done &&
-	echo 'next_comm == "hbmnl" || next_comm ~ "kworker/u*" || prev_comm ~ "kworker/u*" || next_comm == "hbmguardd" || prev_comm == "hbmguardd"' \
-		>$tr/events/sched/sched_switch/filter &&
 	echo 1 >$tr/events/sched/sched_switch/enable &&
 	echo "common_pid == $daemon" >$tr/events/syscalls/sys_enter_sendmsg/filter &&
 	echo 1 >$tr/events/syscalls/sys_enter_sendmsg/enable; } ||
@@ -240,6 +239,59 @@ def wake(events, who, since, until, last=False):
                          e[3] == "sched_switch" and who(e, "next_pid", "next_comm")), None)
     return (waking, woken, on) if on else None
 
+# Each vCPU's tasks over time, from its sched_switch events: qemu runs both
+# vCPUs on one host thread, taking turns (README, Performance), so while one
+# runs a task, a task on the other is not running though its clock goes on.
+switches = {}	# vCPU -> [(time, the task put on it: pid, comm)]
+for e in trace:
+    if e[3] == "sched_switch":
+        switches.setdefault(e[1], []).append((e[0], int(field(e[4], "next_pid")),
+                                               field(e[4], "next_comm")))
+switch_times = {cpu: [s[0] for s in l] for cpu, l in switches.items()}
+
+def busy(cpu, since, until, by):
+    """add to by (comm -> us) the time vCPU cpu ran a task (not idle) in [since, until]"""
+    l = switches.get(cpu, [])
+    i = bisect.bisect_right(switch_times.get(cpu, []), since) - 1
+    if i < 0:	# its task then is not known: counted as idle
+        return
+    t, task = since, l[i]
+    for i in range(i + 1, len(l)):
+        if l[i][0] >= until:
+            break
+        if task[1]:
+            by[task[2]] = by.get(task[2], 0) + l[i][0] - t
+        t, task = l[i][0], l[i]
+    if task[1]:
+        by[task[2]] = by.get(task[2], 0) + until - t
+
+def on_vcpu(events, pid, on, until):
+    """task pid's time on a vCPU from on (the sched_switch that put it on
+    one) until until, and what the other vCPUs ran meanwhile (comm -> us)"""
+    cpu, others, t, where = 0, {}, on[0], on[1]
+    for e in events:
+        if not on[0] < e[0] <= until or e[3] != "sched_switch":
+            continue
+        if int(field(e[4], "prev_pid")) == pid and t is not None:
+            cpu += e[0] - t
+            for c in switches:
+                if c != where:
+                    busy(c, t, e[0], others)
+            t = None
+        elif int(field(e[4], "next_pid")) == pid and t is None:
+            t, where = e[0], e[1]
+    if t is not None:
+        cpu += until - t
+        for c in switches:
+            if c != where:
+                busy(c, t, until, others)
+    return cpu, others
+
+shared = {"worker": {}, "daemon": {}}	# per error: what other vCPUs ran meanwhile
+worker_on = {}	# per error: the worker's pid, the sched_switch that put it on a vCPU
+worker_cpu = {}	# per error: its time on a vCPU until it sent hbmguardd the event
+queued = {}	# per error: what hbmguardd's vCPU ran while it waited there, woken
+
 for pfn, t0 in tracepoint.items():
     # its events: within a second (errors come 200 ms apart; the worst of
     # hundreds took 0.1 s), and from 1 ms before: hbmguard's probe, which
@@ -269,6 +321,7 @@ for pfn, t0 in tracepoint.items():
         for k, e in zip(("worker waking", "worker woken", "worker on"), w):
             when[k][pfn] = e[0]
         by_ipi["worker"][pfn] = w[0][1] != w[1][1]
+        worker_on[pfn] = (worker, w[2])
     w = wake(after, lambda e, pid, comm: field(e[4], comm) == "hbmnl", tw, heard)
     if w:
         for k, e in zip(("listener waking", "listener woken", "listener on"), w):
@@ -293,16 +346,12 @@ for pfn, t0 in tracepoint.items():
         for k, e in zip(("daemon waking", "daemon woken", "daemon on"), w):
             when[k][pfn] = e[0]
         by_ipi["daemon"][pfn] = w[0][1] != w[1][1]
-        start = on = w[2][0]
-        cpu = 0
-        for e in after:
-            if not start < e[0] <= sent[0] or e[3] != "sched_switch":
-                continue
-            if int(field(e[4], "prev_pid")) == daemon_pid and on is not None:
-                cpu, on = cpu + e[0] - on, None
-            elif int(field(e[4], "next_pid")) == daemon_pid and on is None:
-                on = e[0]
-        daemon_cpu[pfn] = cpu + (sent[0] - on if on is not None else 0)
+        daemon_cpu[pfn], shared["daemon"][pfn] = on_vcpu(after, daemon_pid, w[2], sent[0])
+        # what hbmguardd's vCPU ran while it waited there, woken
+        busy(w[2][1], w[1][0], w[2][0], queued.setdefault(pfn, {}))
+        if pfn in worker_on:	# the worker from its vCPU until the event sent
+            worker_cpu[pfn], shared["worker"][pfn] = on_vcpu(after, worker_on[pfn][0],
+                                                             worker_on[pfn][1], w[0][0])
 print("# bench: hbmguardd's entries on descriptor %s: the first sendmsg() of %d errors of %d" %
       (journal_fd, firsts.count(journal_fd) if firsts else 0, len(firsts)))
 journald = [int(e["__REALTIME_TIMESTAMP"]) - int(e["HBMBENCH_SENT_USEC"])
@@ -332,6 +381,7 @@ def row(figure, value, anchor, anchor_value, goal):
                                             anchor, "-" if anchor_value is None else anchor_value, goal))
 
 journald = pct(journald)
+others_ran = {who: {e: sum(by.values()) for e, by in shared[who].items()} for who in shared}
 split = (	# the tracepoint -> event heard, part by part
     ("  the tracepoint -> hbmguard's worker runs", when["worker runs"], tracepoint),
     ("    of it: the tracepoint -> its wake-up done (its vCPU woken)", when["worker woken"],
@@ -353,6 +403,8 @@ daemon_split = (	# the tracepoint -> hbmguardd's entry, part by part
      when["daemon on"]),
     ("    of it, hbmguardd on a vCPU (its own work, at most)", daemon_cpu,
      dict.fromkeys(daemon_cpu, 0)),
+    ("      of it, another vCPU running a task meanwhile (their turns on qemu's thread, at most)",
+     others_ran["daemon"], dict.fromkeys(others_ran["daemon"], 0)),
     ("  its entry sent -> in the journal (journald's receipt)", seen["hbmguardd"],
      when["daemon sent"]))
 for i, p in enumerate(("p50", "p99")):
@@ -394,6 +446,21 @@ def ipi_wait(e):
 # its figure.
 without_ipi = pct([when["daemon sent"][e] - t - ipi_wait(e) for e, t in tracepoint.items()
                    if e in when["daemon sent"] and e in alone[0]])
+# And what is left of it on a vCPU, the worker's and hbmguardd's, counts the
+# other vCPU's tasks' turns on qemu's one thread as theirs: without the time
+# another vCPU ran a task meanwhile, what is left is at least their own work.
+def other_turns(e):
+    return sum(others_ran[who].get(e, 0) for who in others_ran)
+
+without_turns = pct([when["daemon sent"][e] - t - ipi_wait(e) - other_turns(e)
+                     for e, t in tracepoint.items() if e in when["daemon sent"] and e in alone[0]])
+# What is left beside it is waiting on a vCPU's run queue: the two vCPUs are
+# shared by the injecting task, journald (the kernel's lines of each
+# failure), the bench's listener, the worker and hbmguardd.  Their own work
+# on the way is the worker's and hbmguardd's time on a vCPU, without the
+# other vCPU's turns.
+own = pct([worker_cpu[e] + daemon_cpu[e] - other_turns(e) for e in daemon_cpu
+           if e in worker_cpu and e in alone[0]])
 for i, p in enumerate(("p50", "p99")):
     ours = lat(when["daemon sent"], tracepoint, alone[0])[i]
     theirs = lat(ras_handed, tracepoint, alone[1])[i]
@@ -407,6 +474,12 @@ for i, p in enumerate(("p50", "p99")):
         print("# bench: entries handed: hbmguardd %d of %d errors, rasdaemon %d of %d" %
               (len([p for p in when["daemon sent"] if p in tracepoint and p in alone[0]]),
                len(alone[0]), len([p for p in ras_handed if p in alone[1]]), len(alone[1])))
+    row("  of it, without those waits nor another vCPU's turns on qemu's thread (at least "
+        "its own), alone, " + p, without_turns[i],
+        "rasdaemon, the tracepoint -> its entry handed to journald, alone, " + p, theirs, "-")
+    row("  of it, the worker's and hbmguardd's own work (on a vCPU, without another's turns), "
+        "alone, " + p, own[i],
+        "rasdaemon, the tracepoint -> its entry handed to journald, alone, " + p, theirs, "-")
     row("  then journald: handed -> in the journal, hbmguardd's entry, " + p,
         lat(seen["hbmguardd"], when["daemon sent"], alone[0])[i],
         "rasdaemon's entry, " + p, lat(seen["rasdaemon"], ras_handed, alone[1])[i], "-")
@@ -416,6 +489,38 @@ for i, p in enumerate(("p50", "p99")):
         lat(seen["rasdaemon"], tracepoint, alone[1])[i], "-")
     row("  beside it: journald's own write latency, " + p, journald[i],
         "hbmguardd, the tracepoint -> its entry, alone, " + p, entry, "-")
+# Which tasks those turns were, over the slowest 2% of the errors (p99 and
+# beyond) and over all, each alone
+slowest = sorted((when["daemon sent"][e] - t, e) for e, t in tracepoint.items()
+                 if e in when["daemon sent"] and e in alone[0])
+def ms(by):
+    return ", ".join("%s %.2f" % (c, us / 1000) for c, us in
+                     sorted(by.items(), key=lambda x: -x[1])[:4] if us >= 10) or "-"
+
+for total, e in slowest[-4:]:
+    t0 = tracepoint[e]
+    print("# bench: a slow error, alone: %.2f ms to the entry handed: the worker on a vCPU at "
+          "%.2f, the event sent at %.2f, hbmguardd woken at %.2f (by IPI: %s), on a vCPU at %.2f "
+          "(its vCPU ran meanwhile: %s); on a vCPU %.2f ms of it (the worker %.2f), the other "
+          "vCPU ran meanwhile: %s" %
+          (total / 1000, *((when[k].get(e, t0) - t0) / 1000 for k in
+                           ("worker on", "daemon waking", "daemon woken")),
+           by_ipi["daemon"].get(e), (when["daemon on"].get(e, t0) - t0) / 1000,
+           ms(queued.get(e, {})), daemon_cpu.get(e, 0) / 1000, worker_cpu.get(e, 0) / 1000,
+           ms({c: sum(shared[w].get(e, {}).get(c, 0) for w in shared)
+               for w in shared for c in shared[w].get(e, {})})))
+for name, errors in (("the slowest 2%", [e for _, e in slowest[-max(1, len(slowest) // 50):]]),
+                     ("all", [e for _, e in slowest])):
+    by = {}
+    for e in errors:
+        for who in shared:
+            for comm, us in shared[who].get(e, {}).items():
+                by[comm] = by.get(comm, 0) + us
+    print("# bench (alone, %s of %d errors: %d us from the tracepoint to the entry handed): "
+          "another vCPU ran meanwhile: %s" %
+          (name, len(errors), sum(when["daemon sent"][e] - tracepoint[e] for e in errors),
+           ", ".join("%s %d us" % (c, us) for c, us in
+                     sorted(by.items(), key=lambda x: -x[1])[:6]) or "nothing"))
 for name, among in (("both", both), ("alone", injected["hbmguardd"])):
     print("# bench (%s, %d errors): woken by an IPI to another vCPU: the worker %d of %d, "
           "the listener %d of %d" % (name, len(among),
