@@ -97,6 +97,11 @@ enum hbm_fact_type {
 	HBM_FACT_RESYNC,
 	HBM_FACT_EVENT,
 	HBM_FACT_TABLE_READ,
+	/*
+	 * Events that said the data of pages out of service before was lost
+	 * (.count of them) were lost themselves: where, no table can tell.
+	 */
+	HBM_FACT_LOST_UNHEARD,
 };
 
 /* Who heard it. */
@@ -229,6 +234,10 @@ struct device {
 	uint32_t kind;			/* the module's HBMGUARD_KIND_* */
 	char pci[HBMGUARD_PCI_ADDR_LEN];	/* HBMGUARD_KIND_GPU: as pci_name(); else "" */
 	uint64_t size;			/* bytes of HBM */
+	bool counts_losses;		/* the module sends DATA_LOST, and: */
+	uint64_t data_lost;		/* its events that said data was lost */
+	uint64_t data_lost_seqnum;	/* the last of them, 0 none */
+	uint64_t added_seqnum;		/* its DEVICE_ADDED's: which registration */
 };
 
 struct device_list {

@@ -88,6 +88,13 @@ static int parse_device(struct nl_msg *msg, void *arg)
 	snprintf(dev->pci, sizeof(dev->pci), "%s",
 		 a[HBMGUARD_A_PCI_ADDR] ? nla_get_string(a[HBMGUARD_A_PCI_ADDR]) : "");
 	dev->size = a[HBMGUARD_A_HBM_SIZE] ? nla_get_u64(a[HBMGUARD_A_HBM_SIZE]) : 0;
+	dev->counts_losses = a[HBMGUARD_A_DATA_LOST] && a[HBMGUARD_A_DATA_LOST_SEQNUM] &&
+			     a[HBMGUARD_A_ADDED_SEQNUM];
+	if (dev->counts_losses) {
+		dev->data_lost = nla_get_u64(a[HBMGUARD_A_DATA_LOST]);
+		dev->data_lost_seqnum = nla_get_u64(a[HBMGUARD_A_DATA_LOST_SEQNUM]);
+		dev->added_seqnum = nla_get_u64(a[HBMGUARD_A_ADDED_SEQNUM]);
+	}
 	return NL_OK;
 }
 
@@ -1037,6 +1044,135 @@ static int table_facts(struct hbm_kernel *k, const struct device *dev, enum hbm_
 }
 
 /*
+ * Data lost where no table read can show it: an event with
+ * HBMGUARD_PAGES_DATA_LOST says a page out of service before lost its data
+ * again (the spare that held it failed), and the page stays as it was.
+ * When events were lost, the module's count of such events (DEVICE_GET's
+ * DATA_LOST, with DATA_LOST_SEQNUM, the last one's, read at one instant,
+ * and ADDED_SEQNUM, which registration of the id counted them) says
+ * whether one of them was such: once every event up to that seqnum is read
+ * or lost, those heard since the last look must make up the rise.  Which
+ * pages the unheard ones were, nobody can tell: the whole device's ranks
+ * recover (HBM_FACT_LOST_UNHEARD).  Events come in seqnum order, so an
+ * event read means every one before it is read or lost; so does the socket
+ * read empty after the module's seqnum was read (settle()).
+ */
+static void losses_forget(struct hbm_kernel *k, uint32_t id)
+{
+	k->losses_due -= k->losses[id].due;
+	k->losses[id] = (struct data_losses){ 0 };
+}
+
+static void losses_compare(struct hbm_kernel *k, uint32_t id)
+{
+	struct data_losses *l = &k->losses[id];
+	uint64_t known = l->base + l->heard;
+	uint64_t unheard = l->due_count > known ? l->due_count - known : 0;
+	struct hbm_fact f = { .type = HBM_FACT_LOST_UNHEARD, .origin = HBM_FROM_KERNEL,
+			      .dev = { .id = id, .kind = HBM_DEVICE_RANGE },
+			      .count = unheard > UINT32_MAX ? UINT32_MAX : unheard };
+
+	memcpy(f.dev.identity, l->identity, sizeof(f.dev.identity));
+	l->base = l->due_count;
+	l->base_seqnum = l->due_seqnum;
+	l->heard = 0;
+	l->due = false;
+	k->losses_due--;
+	if (unheard)
+		k->link.fact(k->link.core, &f);
+}
+
+/* Every event up to @seqnum read or lost: the counts read before it, compared. */
+static void losses_read_to(struct hbm_kernel *k, uint64_t seqnum)
+{
+	uint32_t id;
+
+	if (seqnum > k->read_to)
+		k->read_to = seqnum;
+	for (id = 0; k->losses_due && id < HBMGUARD_MAX_DEVICES; id++)
+		if (k->losses[id].due && k->losses[id].due_seqnum <= k->read_to)
+			losses_compare(k, id);
+}
+
+/*
+ * Device @dev read (its DEVICE_SEEN given): at the daemon's start, its
+ * losses so far are old news; a registration not counted yet (added, or
+ * found anew by a resync) counts from its DEVICE_ADDED, every loss since to
+ * be heard; else, at a resync, its count is to compare.
+ */
+static void losses_seen(struct hbm_kernel *k, const struct device *dev, enum hbm_sync why)
+{
+	struct data_losses *l;
+
+	if (dev->id >= HBMGUARD_MAX_DEVICES || !dev->counts_losses)
+		return;
+	l = &k->losses[dev->id];
+	if (why == HBM_SYNC_START || why == HBM_SYNC_ADDED || l->added != dev->added_seqnum) {
+		losses_forget(k, dev->id);
+		l->added = dev->added_seqnum;
+		snprintf(l->identity, sizeof(l->identity), "%s", dev->identity);
+		l->base_seqnum = dev->added_seqnum;
+		if (why == HBM_SYNC_START) {
+			l->base = dev->data_lost;
+			l->base_seqnum = dev->data_lost_seqnum;
+		}
+	}
+	if (dev->data_lost == l->base)
+		return;		/* none since: none unheard */
+	k->losses_due += !l->due;
+	l->due = true;
+	l->due_count = dev->data_lost;
+	l->due_seqnum = dev->data_lost_seqnum;
+}
+
+/* An event of device @id that said data was lost, heard. */
+static void losses_heard(struct hbm_kernel *k, uint32_t id, uint64_t seqnum)
+{
+	if (id < HBMGUARD_MAX_DEVICES && seqnum > k->losses[id].base_seqnum)
+		k->losses[id].heard++;
+}
+
+static int on_reread(sd_event_source *src, void *arg);
+
+/* The event socket read again once the loop turns (on_readable()). */
+static void reread(struct hbm_kernel *k)
+{
+	if (!k->reread && sd_event_add_defer(k->d->loop, &k->reread, on_reread, k) < 0)
+		fprintf(stderr, "<3>hbmguardd: cannot read the event socket again: what it holds waits for its next event\n");
+}
+
+static void retry_resync(struct hbm_kernel *k);
+
+/*
+ * Counts left to compare whose events are not read yet: queued, or lost
+ * where no later event will show it.  The module's seqnum now, and the
+ * socket read empty after it, tells (drained()).
+ */
+static void settle(struct hbm_kernel *k)
+{
+	uint64_t seqnum;
+
+	if (!k->losses_due || k->settle_at)
+		return;
+	if (module_seqnum(k, &seqnum)) {
+		retry_resync(k);	/* which reads the counts again */
+		return;
+	}
+	k->settle_at = seqnum;
+	reread(k);
+}
+
+/* The event socket read until empty: every event the module had made by then read or lost. */
+static void drained(struct hbm_kernel *k)
+{
+	if (k->settle_at) {
+		losses_read_to(k, k->settle_at);
+		k->settle_at = 0;
+	}
+	settle(k);
+}
+
+/*
  * Device @id, or every device: each read as @mode says, its table's lost
  * data given unheard.  A resync finds a device under an id that named
  * another as new.  @event, when given, is the module's event that asked
@@ -1072,6 +1208,7 @@ static int sync_devices(struct hbm_kernel *k, uint32_t id, enum hbm_sync mode,
 			f.sync = HBM_SYNC_ADDED;
 		f.dev = fact_device(dev);
 		k->link.fact(k->link.core, &f);
+		losses_seen(k, dev, f.sync);
 		read_err = table_facts(k, dev, f.sync);
 		table_err = table_err ?: read_err;
 	}
@@ -1089,7 +1226,10 @@ static void device_gone(struct hbm_kernel *k, uint32_t id)
 	struct hbm_fact f = { .type = HBM_FACT_DEVICE_GONE, .origin = HBM_FROM_KERNEL,
 			      .dev.id = id };
 
-	if (id >= HBMGUARD_MAX_DEVICES || !k->listed[id][0])
+	if (id >= HBMGUARD_MAX_DEVICES)
+		return;
+	losses_forget(k, id);
+	if (!k->listed[id][0])
 		return;
 	snprintf(f.dev.identity, sizeof(f.dev.identity), "%s", k->listed[id]);
 	k->listed[id][0] = 0;
@@ -1111,19 +1251,43 @@ static void removed(struct hbm_kernel *k, uint32_t id)
 }
 
 /*
+ * A resync that could not read every table (the module short of memory, a
+ * dump cut short), or a family not joined: what the lost events said is
+ * still unknown, so it is tried again, later each time, until it reads all.
+ */
+static int on_resync_retry(sd_event_source *src, uint64_t usec, void *arg);
+
+static void retry_resync(struct hbm_kernel *k)
+{
+	k->resync_delay_s = hbm_retry_after_s(k->resync_delay_s);
+	if (!k->resync_retry &&
+	    sd_event_add_time_relative(k->d->loop, &k->resync_retry, CLOCK_MONOTONIC,
+				       k->resync_delay_s * 1000000ULL, 0, on_resync_retry, k) < 0)
+		fprintf(stderr, "<3>hbmguardd: cannot retry the resync: lost events may stay unheard\n");
+}
+
+/*
  * The family registered anew (the module reloaded): new tables, and no
  * event of what happened before the group was joined again.
  */
 static void reloaded(struct hbm_kernel *k)
 {
+	int err = join_family(k);
 	uint32_t id;
 
-	if (join_family(k))
-		fprintf(stderr, "<3>hbmguardd: cannot join the new family\n");
 	k->next_seq = 0;	/* what was seen goes with each device's DEVICE_SEEN */
+	k->read_to = k->settle_at = 0;	/* the new module numbers from 1 */
 	/* after the join: a sink may ask the new family at once (gpus.c) */
 	for (id = 0; id < HBMGUARD_MAX_DEVICES; id++)
 		device_gone(k, id);
+	k->rejoin = err;
+	if (err) {
+		/* deaf to it until joined: a resync then finds it "reloaded unheard" */
+		fprintf(stderr, "<3>hbmguardd: cannot join the new family: retrying\n");
+		k->family = -1;
+		retry_resync(k);
+		return;
+	}
 	register_ranges(k);
 	sync_devices(k, ALL_DEVICES, HBM_SYNC_ADDED, NULL);
 }
@@ -1136,17 +1300,18 @@ static void reloaded(struct hbm_kernel *k)
  * table lacks its stored pages), data lost unheard (a UE or poison not
  * acted upon: recovery.c tells).
  */
-static int on_resync_retry(sd_event_source *src, uint64_t usec, void *arg);
-
 static void resync(struct hbm_kernel *k, const char *why)
 {
-	int family = k->family;
+	int family = k->family, err;
 
 	fprintf(stderr, "<4>hbmguardd: %s: resyncing\n", why);
 	k->link.fact(k->link.core, &(struct hbm_fact){ .type = HBM_FACT_RESYNC,
 						      .origin = HBM_FROM_KERNEL });
 	if (join_family(k)) {
-		fprintf(stderr, "<3>hbmguardd: the hbmguard family is gone\n");
+		fprintf(stderr, "<3>hbmguardd: the hbmguard family is gone%s\n",
+			k->rejoin ? ", or not joined: retrying" : "");
+		if (k->rejoin)	/* registered anew, said the controller */
+			retry_resync(k);
 		return;
 	}
 	if (k->family != family) {
@@ -1154,23 +1319,17 @@ static void resync(struct hbm_kernel *k, const char *why)
 		reloaded(k);
 		return;
 	}
-	if (!sync_devices(k, ALL_DEVICES, HBM_SYNC_RESYNC, NULL)) {
-		k->resync_delay_s = 0;	/* read all: a retry armed before is moot */
-		k->resync_retry = sd_event_source_disable_unref(k->resync_retry);
+	err = sync_devices(k, ALL_DEVICES, HBM_SYNC_RESYNC, NULL);
+	losses_read_to(k, k->read_to);	/* the counts of events read or lost */
+	settle(k);
+	if (err) {
+		retry_resync(k);
 		return;
 	}
-	k->resync_delay_s = hbm_retry_after_s(k->resync_delay_s);
-	if (!k->resync_retry &&
-	    sd_event_add_time_relative(k->d->loop, &k->resync_retry, CLOCK_MONOTONIC,
-				       k->resync_delay_s * 1000000ULL, 0, on_resync_retry, k) < 0)
-		fprintf(stderr, "<3>hbmguardd: cannot retry the resync: lost events may stay unheard\n");
+	k->resync_delay_s = 0;	/* read all: a retry armed before is moot */
+	k->resync_retry = sd_event_source_disable_unref(k->resync_retry);
 }
 
-/*
- * A resync that could not read every table (the module short of memory, a
- * dump cut short): what the lost events said is still unknown, so it is
- * tried again until it reads all.
- */
 static int on_resync_retry(sd_event_source *src, uint64_t usec, void *arg)
 {
 	struct hbm_kernel *k = arg;
@@ -1178,7 +1337,7 @@ static int on_resync_retry(sd_event_source *src, uint64_t usec, void *arg)
 	(void)usec;
 	sd_event_source_unref(src);
 	k->resync_retry = NULL;
-	resync(k, "the last resync could not read every table");
+	resync(k, "the last resync or reload did not finish");
 	return 0;
 }
 
@@ -1241,6 +1400,7 @@ static int on_event(struct nl_msg *msg, void *arg)
 		if (nlmsg_hdr(msg)->nlmsg_type != k->family)
 			return NL_SKIP;	/* the module was reloaded since */
 	}
+	losses_read_to(k, seq - 1);	/* what came before it is read or lost */
 	f = (struct hbm_fact){
 		.origin = HBM_FROM_KERNEL, .event = type, .seqnum = seq,
 		.dev = { .id = attr_u32(a, HBMGUARD_A_DEVICE_ID), .kind = HBM_DEVICE_RANGE },
@@ -1262,8 +1422,11 @@ static int on_event(struct nl_msg *msg, void *arg)
 	case HBMGUARD_EVENT_FAILED:
 	case HBMGUARD_EVENT_CLEARED:
 		f.type = HBM_FACT_PAGES;
-		if (f.aux & HBMGUARD_PAGES_DATA_LOST)
+		if (f.aux & HBMGUARD_PAGES_DATA_LOST) {
 			f.flags |= HBM_FACT_DATA_LOST;
+			losses_heard(k, f.dev.id, seq);
+			losses_read_to(k, seq);
+		}
 		break;
 	case HBMGUARD_EVENT_ERROR:
 	case HBMGUARD_EVENT_DEVICE_ERROR:
@@ -1333,9 +1496,13 @@ static int event_recv(struct nl_sock *sk, struct sockaddr_nl *from, unsigned cha
 			free(iov.iov_base);
 			return -NLE_MSG_TRUNC;
 		}
-		if (!from->nl_pid || (n > 0 && !cut))
+		if (!from->nl_pid ||
+		    (!cut && nlmsg_ok((struct nlmsghdr *)iov.iov_base, (int)n)))
 			break;		/* the kernel's, or whole: from_kernel() judges it */
-		/* another's, cut short or empty: dropped */
+		/*
+		 * another's, cut short or no message at all (libnl would read
+		 * none in it: 0, as if the socket were drained): dropped
+		 */
 	}
 	if (dropped == EVENT_DROPS_A_READ) {
 		/* the rest at the loop's next turn; not -NLE_AGAIN: not drained */
@@ -1386,7 +1553,20 @@ static int on_readable(sd_event_source *s, int fd, uint32_t revents, void *arg)
 		k->next_seq = 0;
 		resync(k, "event socket drained after an overflow");
 	}
+	if (n == -NLE_AGAIN)
+		drained(k);
+	else if (n > 0)
+		reread(k);	/* the bound: the socket may be empty by now, unsaid */
 	return 0;
+}
+
+static int on_reread(sd_event_source *src, void *arg)
+{
+	struct hbm_kernel *k = arg;
+
+	sd_event_source_unref(src);
+	k->reread = NULL;
+	return on_readable(NULL, nl_socket_get_fd(k->events), EPOLLIN, k);
 }
 
 /*
@@ -1591,6 +1771,7 @@ void kernel_reconfigure(struct hbm_kernel *k)
 void kernel_stop(struct hbm_kernel *k)
 {
 	k->resync_retry = sd_event_source_disable_unref(k->resync_retry);
+	k->reread = sd_event_source_disable_unref(k->reread);
 	sd_event_source_disable_unref(k->io);
 	nl_socket_free(k->events);
 	nl_socket_free(k->dump);

@@ -1008,7 +1008,8 @@ static void forget_pages(struct daemon *d, uint32_t id, const char *identity,
  *
  * Data lost under a rank starts its job's recovery: heard in an event, or
  * read from a table unheard (at start, or restored from the state file
- * just before, only taken as seen: old news).
+ * just before, only taken as seen: old news), or counted by the module in
+ * events that were lost (the whole device: where is unknown).
  */
 void recovery_fact(void *arg, const struct hbm_fact *f)
 {
@@ -1053,6 +1054,12 @@ void recovery_fact(void *arg, const struct hbm_fact *f)
 			/* Data lost under a rank: its job's recovery starts. */
 			lost_pages(d, id, f->dev.identity, f->offset, f->length, LOSS_HEARD);
 		}
+		break;
+	case HBM_FACT_LOST_UNHEARD:
+		/* where, nobody can tell: every rank on the device */
+		fprintf(stderr, "<4>hbmguardd: %s: data lost unheard, where unknown (%u lost"
+			" events said so): the whole device\n", f->dev.identity, f->count);
+		recovery_on_lost_data(d, f->dev.identity, 0, HBM_CTL_WHOLE_DEVICE);
 		break;
 	case HBM_FACT_ERROR:
 		/* A device's UE without an address: every rank on it. */

@@ -399,8 +399,8 @@ int hbm_device_create(const struct hbm_device_spec *spec, u32 *id)
 	pr_info("device %u %s (%s): %llu MiB, %u KiB pages, %u spare pages\n",
 		dev->id, dev->name, dev->identity, dev->hbm_size >> 20,
 		spec->page_size >> 10, spares);
-	hbm_event(HBMGUARD_EVENT_DEVICE_ADDED, dev->id, 0, dev->hbm_size, 0,
-		  0, 0, dev->kind);
+	dev->added_seqnum = hbm_event(HBMGUARD_EVENT_DEVICE_ADDED, dev->id, 0,
+				      dev->hbm_size, 0, 0, 0, dev->kind);
 	mutex_unlock(&dev->lock);
 	hbm_device_put(dev);
 	return 0;
@@ -545,18 +545,27 @@ static void device_change_made(struct hbm_device *dev, const struct hbm_result *
 
 /*
  * What changed told, each page event with @flags (HBMGUARD_PAGES_*); device
- * lock held, so events come in order.
+ * lock held, so events come in order, and DEVICE_GET reads a data loss's
+ * count and seqnum together.
  */
 static void device_change_told(struct hbm_device *dev, const struct hbm_result *res,
 			       u64 offset, u64 length, u8 source, u32 flags,
 			       u32 old_health)
 {
 	unsigned int i;
+	u64 seqnum;
 
-	for (i = 0; i < ARRAY_SIZE(result_kinds); i++)
-		if (result_count(res, i))
-			hbm_event(result_kinds[i].type, dev->id, offset, length,
-				  source, 0, result_count(res, i), flags);
+	for (i = 0; i < ARRAY_SIZE(result_kinds); i++) {
+		if (!result_count(res, i))
+			continue;
+		seqnum = hbm_event(result_kinds[i].type, dev->id, offset,
+				   length, source, 0, result_count(res, i),
+				   flags);
+		if (flags & HBMGUARD_PAGES_DATA_LOST) {
+			dev->data_lost++;
+			dev->data_lost_seqnum = seqnum;
+		}
+	}
 	device_health_event(dev, old_health);
 }
 

@@ -126,9 +126,11 @@ static void reader_push(struct hbm_reader *r, const struct hbmguard_event *ev)
  *
  * Process context only: netlink sends from here, with GFP_KERNEL.  Netlink
  * listeners get the events in the same order, under the same mutex.
+ *
+ * Return: the event's seqnum.
  */
-void hbm_event(u32 type, u32 device, u64 offset, u64 length, u32 source,
-	       u32 state, u32 count, u32 aux)
+u64 hbm_event(u32 type, u32 device, u64 offset, u64 length, u32 source,
+	      u32 state, u32 count, u32 aux)
 {
 	struct hbmguard_event ev = {
 		.type = type, .device = device, .offset = offset,
@@ -147,6 +149,7 @@ void hbm_event(u32 type, u32 device, u64 offset, u64 length, u32 source,
 	}
 	hbm_netlink_event(&ev);
 	mutex_unlock(&hbm_events_mutex);
+	return ev.seqnum;
 }
 
 /* Count a ring to @r's user; events mutex held. */

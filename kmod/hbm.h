@@ -61,6 +61,14 @@ struct hbm_device {
 	struct xarray lost;
 	struct xarray served;
 	atomic64_t errors_dropped;
+	/*
+	 * Events that said the data of pages already out of service was lost
+	 * (HBMGUARD_PAGES_DATA_LOST), and the last one's seqnum, under lock:
+	 * the one sign of such a loss a listener that lost events can read.
+	 */
+	u64 data_lost;
+	u64 data_lost_seqnum;
+	u64 added_seqnum;	/* its DEVICE_ADDED's: which registration */
 };
 
 /* main.c: the module's workqueue; destroying it at unload drains it. */
@@ -117,8 +125,8 @@ u64 hbm_generation(void);
 struct file;
 struct poll_table_struct;
 struct hbm_reader;
-void hbm_event(u32 type, u32 device, u64 offset, u64 length, u32 source,
-	       u32 state, u32 count, u32 aux);
+u64 hbm_event(u32 type, u32 device, u64 offset, u64 length, u32 source,
+	      u32 state, u32 count, u32 aux);
 u64 hbm_event_seqnum(void);
 void hbm_events_quiesce(void);
 struct hbm_reader *hbm_reader_open(bool admin);

@@ -114,7 +114,10 @@ int hbm_device_fill(struct sk_buff *skb, struct hbm_device *dev)
 	      put_u64(skb, HBMGUARD_A_UE_EVENTS, c->ue_events) ||
 	      put_u64(skb, HBMGUARD_A_ERRORS_DROPPED,
 		      atomic64_read(&dev->errors_dropped)) ||
-	      put_u64(skb, HBMGUARD_A_CE_FORGOTTEN, c->ce_forgotten);
+	      put_u64(skb, HBMGUARD_A_CE_FORGOTTEN, c->ce_forgotten) ||
+	      put_u64(skb, HBMGUARD_A_DATA_LOST, dev->data_lost) ||
+	      put_u64(skb, HBMGUARD_A_DATA_LOST_SEQNUM, dev->data_lost_seqnum) ||
+	      put_u64(skb, HBMGUARD_A_ADDED_SEQNUM, dev->added_seqnum);
 	if (!err && dev->kind == HBMGUARD_KIND_RANGE)
 		err = put_u64(skb, HBMGUARD_A_PHYS_ADDR, dev->phys_start) ||
 		      (dev->numa_node >= 0 &&

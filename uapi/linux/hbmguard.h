@@ -887,16 +887,27 @@ struct hbmguard_map_node {
  *	is DEVICE_ID, NAME, IDENTITY, KIND, HBM_SIZE, USABLE_SIZE, PAGE_SIZE,
  *	SPARE_TOTAL, SPARE_USED, NR_RETIRED, NR_PENDING, NR_FAILED, NR_EXTENTS,
  *	HEALTH, CE_THRESHOLD, CE_WINDOW, RETIRE_LIMIT, GENERATION, CE_EVENTS,
- *	UE_EVENTS, ERRORS_DROPPED, CE_FORGOTTEN (and
- *	PHYS_ADDR, NUMA_NODE for a range, and CLAIM for one whose memory is
- *	its aperture (registered with CLAIM; kernels before this do not say);
- *	PCI_ADDR, DRIVER_HEALTH for a GPU).
+ *	UE_EVENTS, ERRORS_DROPPED, CE_FORGOTTEN, DATA_LOST, DATA_LOST_SEQNUM,
+ *	ADDED_SEQNUM (and PHYS_ADDR, NUMA_NODE for a range, and CLAIM for one
+ *	whose memory is its aperture (registered with CLAIM; kernels before
+ *	this do not say); PCI_ADDR, DRIVER_HEALTH for a GPU).
  *	ERRORS_DROPPED: the device's errors that were reported but never
  *	applied (struct hbmguard_device_info's errors_dropped); a reader that
  *	does not know it ignores it.  CE_FORGOTTEN: correctable errors
  *	counted but no longer toward their page's threshold (struct
  *	hbmguard_device_info's ce_forgotten); kernels before it do not send
- *	it.
+ *	it.  DATA_LOST: the device's events with HBMGUARD_PAGES_DATA_LOST
+ *	since it was registered, and DATA_LOST_SEQNUM the last one's SEQNUM
+ *	(0: none), both read at one instant: a listener that lost events (a
+ *	gap in SEQNUM, ENOBUFS) and counted those it heard knows whether one
+ *	of them was such, though the device's table cannot say (the page was
+ *	out of service before): every event up to DATA_LOST_SEQNUM is heard
+ *	or lost once it has read an event past it, or read its socket empty
+ *	after STATS_GET's SEQNUM had reached it.
+ *	ADDED_SEQNUM: the SEQNUM of the device's DEVICE_ADDED event, which
+ *	tells one registration of an id (and a name) from the next: the
+ *	count is a registration's.  Kernels before them do not send these
+ *	three.
  * HBMGUARD_CMD_PAGES_GET
  *	dump: HBMGUARD_A_DEVICE_ID -> the device's extents, sorted by offset,
  *	none overlapping another, in one of two forms:
@@ -1112,6 +1123,9 @@ enum hbmguard_attr {
 	HBMGUARD_A_CE_FORGOTTEN,	/* u64: CEs no longer toward a threshold */
 	HBMGUARD_A_RECORD_SIZE,		/* u32: bytes of each packed record */
 	HBMGUARD_A_RECORDS,		/* binary: struct hbmguard_restore_record[] */
+	HBMGUARD_A_DATA_LOST,		/* u64: events with HBMGUARD_PAGES_DATA_LOST */
+	HBMGUARD_A_DATA_LOST_SEQNUM,	/* u64: the last of them, 0 none */
+	HBMGUARD_A_ADDED_SEQNUM,	/* u64: its DEVICE_ADDED event's */
 	__HBMGUARD_A_MAX
 };
 #define HBMGUARD_A_MAX (__HBMGUARD_A_MAX - 1)
