@@ -1098,7 +1098,9 @@ static void losses_read_to(struct hbm_kernel *k, uint64_t seqnum)
  * Device @dev read (its DEVICE_SEEN given): at the daemon's start, its
  * losses so far are old news; a registration not counted yet (added, or
  * found anew by a resync) counts from its DEVICE_ADDED, every loss since to
- * be heard; else, at a resync, its count is to compare.
+ * be heard; else its count is to compare.  An entry outlives its device
+ * (the id's next registration replaces it): a loss unheard before the
+ * device left is still told.
  */
 static void losses_seen(struct hbm_kernel *k, const struct device *dev, enum hbm_sync why)
 {
@@ -1107,7 +1109,7 @@ static void losses_seen(struct hbm_kernel *k, const struct device *dev, enum hbm
 	if (dev->id >= HBMGUARD_MAX_DEVICES || !dev->counts_losses)
 		return;
 	l = &k->losses[dev->id];
-	if (why == HBM_SYNC_START || why == HBM_SYNC_ADDED || l->added != dev->added_seqnum) {
+	if (why == HBM_SYNC_START || l->added != dev->added_seqnum) {
 		losses_forget(k, dev->id);
 		l->added = dev->added_seqnum;
 		snprintf(l->identity, sizeof(l->identity), "%s", dev->identity);
@@ -1226,10 +1228,7 @@ static void device_gone(struct hbm_kernel *k, uint32_t id)
 	struct hbm_fact f = { .type = HBM_FACT_DEVICE_GONE, .origin = HBM_FROM_KERNEL,
 			      .dev.id = id };
 
-	if (id >= HBMGUARD_MAX_DEVICES)
-		return;
-	losses_forget(k, id);
-	if (!k->listed[id][0])
+	if (id >= HBMGUARD_MAX_DEVICES || !k->listed[id][0])
 		return;
 	snprintf(f.dev.identity, sizeof(f.dev.identity), "%s", k->listed[id]);
 	k->listed[id][0] = 0;
@@ -1259,11 +1258,23 @@ static int on_resync_retry(sd_event_source *src, uint64_t usec, void *arg);
 
 static void retry_resync(struct hbm_kernel *k)
 {
+	if (k->resync_retry)
+		return;
 	k->resync_delay_s = hbm_retry_after_s(k->resync_delay_s);
-	if (!k->resync_retry &&
-	    sd_event_add_time_relative(k->d->loop, &k->resync_retry, CLOCK_MONOTONIC,
+	if (sd_event_add_time_relative(k->d->loop, &k->resync_retry, CLOCK_MONOTONIC,
 				       k->resync_delay_s * 1000000ULL, 0, on_resync_retry, k) < 0)
 		fprintf(stderr, "<3>hbmguardd: cannot retry the resync: lost events may stay unheard\n");
+}
+
+/* What the last resync or reload read: all (a retry armed is moot), or not. */
+static void resync_done(struct hbm_kernel *k, int err)
+{
+	if (err) {
+		retry_resync(k);
+		return;
+	}
+	k->resync_delay_s = 0;
+	k->resync_retry = sd_event_source_disable_unref(k->resync_retry);
 }
 
 /*
@@ -1277,19 +1288,26 @@ static void reloaded(struct hbm_kernel *k)
 
 	k->next_seq = 0;	/* what was seen goes with each device's DEVICE_SEEN */
 	k->read_to = k->settle_at = 0;	/* the new module numbers from 1 */
-	/* after the join: a sink may ask the new family at once (gpus.c) */
 	for (id = 0; id < HBMGUARD_MAX_DEVICES; id++)
-		device_gone(k, id);
+		losses_forget(k, id);
 	k->rejoin = err;
 	if (err) {
-		/* deaf to it until joined: a resync then finds it "reloaded unheard" */
+		/*
+		 * Deaf to it until joined: a resync then finds it "reloaded
+		 * unheard".  The devices go then, when the sinks that ask the
+		 * module about them can (gpus.c registers its GPUs again).
+		 */
 		fprintf(stderr, "<3>hbmguardd: cannot join the new family: retrying\n");
 		k->family = -1;
 		retry_resync(k);
 		return;
 	}
+	/* after the join: a sink may ask the new family at once (gpus.c) */
+	for (id = 0; id < HBMGUARD_MAX_DEVICES; id++)
+		device_gone(k, id);
 	register_ranges(k);
-	sync_devices(k, ALL_DEVICES, HBM_SYNC_ADDED, NULL);
+	resync_done(k, sync_devices(k, ALL_DEVICES, HBM_SYNC_ADDED, NULL));
+	settle(k);
 }
 
 /*
@@ -1320,14 +1338,9 @@ static void resync(struct hbm_kernel *k, const char *why)
 		return;
 	}
 	err = sync_devices(k, ALL_DEVICES, HBM_SYNC_RESYNC, NULL);
+	resync_done(k, err);
 	losses_read_to(k, k->read_to);	/* the counts of events read or lost */
 	settle(k);
-	if (err) {
-		retry_resync(k);
-		return;
-	}
-	k->resync_delay_s = 0;	/* read all: a retry armed before is moot */
-	k->resync_retry = sd_event_source_disable_unref(k->resync_retry);
 }
 
 static int on_resync_retry(sd_event_source *src, uint64_t usec, void *arg)
@@ -1400,7 +1413,8 @@ static int on_event(struct nl_msg *msg, void *arg)
 		if (nlmsg_hdr(msg)->nlmsg_type != k->family)
 			return NL_SKIP;	/* the module was reloaded since */
 	}
-	losses_read_to(k, seq - 1);	/* what came before it is read or lost */
+	if (seq)
+		losses_read_to(k, seq - 1);	/* what came before it is read or lost */
 	f = (struct hbm_fact){
 		.origin = HBM_FROM_KERNEL, .event = type, .seqnum = seq,
 		.dev = { .id = attr_u32(a, HBMGUARD_A_DEVICE_ID), .kind = HBM_DEVICE_RANGE },
@@ -1534,6 +1548,11 @@ static int on_readable(sd_event_source *s, int fd, uint32_t revents, void *arg)
 	for (i = 0; i < 1024 && n > 0; i++)
 		n = nl_recvmsgs_report(k->events, cb);
 	nl_cb_put(cb);
+	/* first: the module's seqnum a resync below reads is after this drain */
+	if (n == -NLE_AGAIN)
+		drained(k);
+	else if (n > 0)
+		reread(k);	/* the bound: the socket may be empty by now, unsaid */
 	if (n == -NLE_NOMEM) {	/* ENOBUFS: the socket overflowed */
 		k->next_seq = 0;
 		k->overflowed = true;
@@ -1553,10 +1572,6 @@ static int on_readable(sd_event_source *s, int fd, uint32_t revents, void *arg)
 		k->next_seq = 0;
 		resync(k, "event socket drained after an overflow");
 	}
-	if (n == -NLE_AGAIN)
-		drained(k);
-	else if (n > 0)
-		reread(k);	/* the bound: the socket may be empty by now, unsaid */
 	return 0;
 }
 
