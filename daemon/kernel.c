@@ -1096,11 +1096,13 @@ static void losses_read_to(struct hbm_kernel *k, uint64_t seqnum)
 
 /*
  * Device @dev read (its DEVICE_SEEN given): at the daemon's start, its
- * losses so far are old news; a registration not counted yet (added, or
- * found anew by a resync) counts from its DEVICE_ADDED, every loss since to
- * be heard; else its count is to compare.  An entry outlives its device
- * (the id's next registration replaces it): a loss unheard before the
- * device left is still told.
+ * losses so far are old news; another registration than the one counted
+ * (added unheard, found by a resync) counts from its DEVICE_ADDED, every
+ * loss since to be heard; one under an id none was counted for (a reload
+ * whose read failed) as at start: a loss missed, never one made up.  Else
+ * its count is to compare.  An entry outlives its device (the id's next
+ * registration replaces it): a loss unheard before the device left is
+ * still told.
  */
 static void losses_seen(struct hbm_kernel *k, const struct device *dev, enum hbm_sync why)
 {
@@ -1110,21 +1112,34 @@ static void losses_seen(struct hbm_kernel *k, const struct device *dev, enum hbm
 		return;
 	l = &k->losses[dev->id];
 	if (why == HBM_SYNC_START || l->added != dev->added_seqnum) {
+		/* none counted for the id yet (a reload's read failed): as at start */
+		bool old_news = why == HBM_SYNC_START || !l->added;
+
 		losses_forget(k, dev->id);
 		l->added = dev->added_seqnum;
-		snprintf(l->identity, sizeof(l->identity), "%s", dev->identity);
 		l->base_seqnum = dev->added_seqnum;
-		if (why == HBM_SYNC_START) {
+		if (old_news) {
 			l->base = dev->data_lost;
-			l->base_seqnum = dev->data_lost_seqnum;
+			if (dev->data_lost_seqnum > l->base_seqnum)
+				l->base_seqnum = dev->data_lost_seqnum;
 		}
 	}
+	snprintf(l->identity, sizeof(l->identity), "%s", dev->identity);
 	if (dev->data_lost == l->base)
 		return;		/* none since: none unheard */
 	k->losses_due += !l->due;
 	l->due = true;
 	l->due_count = dev->data_lost;
 	l->due_seqnum = dev->data_lost_seqnum;
+}
+
+/* Device @id's DEVICE_ADDED, heard: a registration whose every loss is to be heard. */
+static void losses_added(struct hbm_kernel *k, uint32_t id, uint64_t seqnum)
+{
+	if (id >= HBMGUARD_MAX_DEVICES)
+		return;
+	losses_forget(k, id);
+	k->losses[id].added = k->losses[id].base_seqnum = seqnum;
 }
 
 /* An event of device @id that said data was lost, heard. */
@@ -1156,7 +1171,7 @@ static void settle(struct hbm_kernel *k)
 
 	if (!k->losses_due || k->settle_at)
 		return;
-	if (module_seqnum(k, &seqnum)) {
+	if (module_seqnum(k, &seqnum) || !seqnum) {
 		retry_resync(k);	/* which reads the counts again */
 		return;
 	}
@@ -1286,6 +1301,8 @@ static void reloaded(struct hbm_kernel *k)
 	int err = join_family(k);
 	uint32_t id;
 
+	/* the old module's events are read, or lost: its counts compared */
+	losses_read_to(k, UINT64_MAX);
 	k->next_seq = 0;	/* what was seen goes with each device's DEVICE_SEEN */
 	k->read_to = k->settle_at = 0;	/* the new module numbers from 1 */
 	for (id = 0; id < HBMGUARD_MAX_DEVICES; id++)
@@ -1325,10 +1342,14 @@ static void resync(struct hbm_kernel *k, const char *why)
 	fprintf(stderr, "<4>hbmguardd: %s: resyncing\n", why);
 	k->link.fact(k->link.core, &(struct hbm_fact){ .type = HBM_FACT_RESYNC,
 						      .origin = HBM_FROM_KERNEL });
-	if (join_family(k)) {
-		fprintf(stderr, "<3>hbmguardd: the hbmguard family is gone%s\n",
-			k->rejoin ? ", or not joined: retrying" : "");
-		if (k->rejoin)	/* registered anew, said the controller */
+	err = join_family(k);
+	if (err) {
+		/* found but not joined, or registered anew (said the controller) */
+		bool retry = err == -EPERM || k->rejoin;
+
+		fprintf(stderr, "<3>hbmguardd: the hbmguard family is %s\n",
+			retry ? "not joined: retrying" : "gone");
+		if (retry)
 			retry_resync(k);
 		return;
 	}
@@ -1405,6 +1426,9 @@ static int on_event(struct nl_msg *msg, void *arg)
 		return NL_SKIP;
 	seq = nla_get_u64(a[HBMGUARD_A_SEQNUM]);
 	type = nla_get_u32(a[HBMGUARD_A_EVENT_TYPE]);
+	/* what came before it is read or lost: before a resync replaces a count */
+	if (seq)
+		losses_read_to(k, seq - 1);
 	if (hbm_seq_lost(&k->next_seq, seq, type)) {
 		char why[64];
 
@@ -1414,7 +1438,7 @@ static int on_event(struct nl_msg *msg, void *arg)
 			return NL_SKIP;	/* the module was reloaded since */
 	}
 	if (seq)
-		losses_read_to(k, seq - 1);	/* what came before it is read or lost */
+		losses_read_to(k, seq - 1);	/* and a count the resync read */
 	f = (struct hbm_fact){
 		.origin = HBM_FROM_KERNEL, .event = type, .seqnum = seq,
 		.dev = { .id = attr_u32(a, HBMGUARD_A_DEVICE_ID), .kind = HBM_DEVICE_RANGE },
@@ -1429,7 +1453,10 @@ static int on_event(struct nl_msg *msg, void *arg)
 	switch (type) {
 	case HBMGUARD_EVENT_DEVICE_ADDED:	/* its DEVICE_SEEN carries the event */
 		f.type = HBM_FACT_EVENT;
-		sync_devices(k, f.dev.id, HBM_SYNC_ADDED, &f);	/* learns its identity too */
+		losses_added(k, f.dev.id, seq);
+		/* learns its identity too; if not, a resync will */
+		if (sync_devices(k, f.dev.id, HBM_SYNC_ADDED, &f))
+			retry_resync(k);
 		return NL_OK;
 	case HBMGUARD_EVENT_RETIRED:
 	case HBMGUARD_EVENT_PENDING:
@@ -1650,18 +1677,25 @@ static void set_request_buffer(struct hbm_kernel *k)
 }
 
 /* Resolve the family and join its events group. */
+/*
+ * Resolve the family and join its events group: -ENOENT, the family gone
+ * (then none is known); -EPERM, found but not joined (the one known before
+ * stays, so that joining it later tells a reload from a resync).
+ */
 static int join_family(struct hbm_kernel *k)
 {
-	int grp;
+	int family = genl_ctrl_resolve(k->req, HBMGUARD_GENL_NAME), grp;
 
-	k->family = genl_ctrl_resolve(k->req, HBMGUARD_GENL_NAME);
-	if (k->family < 0)
+	if (family < 0) {
+		k->family = -1;
 		return -ENOENT;
-	k->packed = family_maxattr() >= HBMGUARD_A_RECORDS;
+	}
 	grp = genl_ctrl_resolve_grp(k->req, HBMGUARD_GENL_NAME,
 				    HBMGUARD_GENL_MCGRP_EVENTS);
 	if (grp < 0 || nl_socket_add_membership(k->events, grp))
 		return -EPERM;
+	k->family = family;
+	k->packed = family_maxattr() >= HBMGUARD_A_RECORDS;
 	return 0;
 }
 
