@@ -56,7 +56,7 @@ rasdaemon_start() {
 # Documentation/trace/ftrace.rst, 6.12).  What comes before it is
 # memory_failure()'s own work, neither daemon's.
 tr=/sys/kernel/tracing/instances/hbmbench
-mkdir $tr && echo mono >$tr/trace_clock && echo 32768 >$tr/buffer_size_kb &&
+mkdir $tr && echo mono >$tr/trace_clock && echo 65536 >$tr/buffer_size_kb &&
 	echo 1 >$tr/events/ras/memory_failure_event/enable ||
 	echo "bench: no tracefs instance: the tracepoint's rows are missing"
 # And where the path from it to a listener waits: hbmguard's worker taking
@@ -86,6 +86,19 @@ echo "$daemon" >/tmp/daemon.pid
 	echo "common_pid == $daemon" >$tr/events/syscalls/sys_enter_sendmsg/filter &&
 	echo 1 >$tr/events/syscalls/sys_enter_sendmsg/enable; } ||
 	echo "bench: the worker's, the listener's and the daemon's scheduling not traced: their rows are missing"
+# And each vCPU's interrupts, which run inside whatever task is on it and
+# count as its time: devices' and soft ones (include/trace/events/irq.h,
+# 6.1), and the local APIC's vectors, its timer's and IPIs among them
+# (arch/x86/include/asm/trace/irq_vectors.h, 6.1).
+# Every exit before any entry: an entry recorded without its exit would
+# leave the vCPU in an interrupt for good.
+for edge in exit entry; do
+	for ev in irq/irq_handler irq/softirq irq_vectors/local_timer irq_vectors/reschedule \
+		irq_vectors/call_function irq_vectors/call_function_single; do
+		echo 1 >$tr/events/${ev}_$edge/enable ||
+			echo "bench: ${ev}_$edge not traced: the interrupt rows miss it"
+	done
+done
 # A bare netlink listener hears the same events as the daemons: the floor
 # of any netlink consumer (the kernel's path and the socket's delivery).
 hbmnl listen-times 1000000 60000 >/tmp/heard &	# until killed: each error makes 2 events or more
@@ -251,6 +264,45 @@ for e in trace:
                                                field(e[4], "next_comm")))
 switch_times = {cpu: [s[0] for s in l] for cpu, l in switches.items()}
 
+# Each vCPU's time in interrupts (hard, and soft ones run on their way out
+# or by ksoftirqd's loop inside it), nested ones as one: (start, end) lists.
+INTERRUPTS = ("irq_handler", "softirq", "local_timer", "reschedule", "call_function",
+              "call_function_single")
+interrupts = {}
+depth = {}
+counted = {}
+for e in trace:
+    kind, _, edge = e[3].rpartition("_")
+    if kind not in INTERRUPTS:
+        continue
+    counted[kind] = counted.get(kind, 0) + (edge == "entry")
+    if edge == "entry":
+        if depth.get(e[1]) and e[0] - interrupts[e[1]][-1][0] > 50000:
+            depth[e[1]] = 0	# 50 ms in one: an exit lost, the interval dropped
+            interrupts[e[1]].pop()
+        if not depth.get(e[1]):
+            interrupts.setdefault(e[1], []).append([e[0], None])
+        depth[e[1]] = depth.get(e[1], 0) + 1
+    elif edge == "exit" and depth.get(e[1]):
+        depth[e[1]] -= 1
+        if not depth[e[1]]:
+            interrupts[e[1]][-1][1] = e[0]
+print("# bench: interrupts traced: %s" % (", ".join("%s %d" % kv for kv in sorted(counted.items()))
+                                         or "none"))
+interrupts = {cpu: [i for i in l if i[1] is not None] for cpu, l in interrupts.items()}
+interrupt_starts = {cpu: [i[0] for i in l] for cpu, l in interrupts.items()}
+
+def in_interrupts(cpu, since, until):
+    """vCPU cpu's time in interrupts within [since, until]"""
+    l = interrupts.get(cpu, [])
+    i = max(0, bisect.bisect_right(interrupt_starts.get(cpu, []), since) - 1)
+    total = 0
+    for start, end in l[i:]:
+        if start >= until:
+            break
+        total += max(0, min(end, until) - max(start, since))
+    return total
+
 def busy(cpu, since, until, by):
     """add to by (comm -> us) the time vCPU cpu ran a task (not idle) in [since, until]"""
     l = switches.get(cpu, [])
@@ -289,7 +341,7 @@ def own_time(pids, since, until):
             t, task = l[j][0], l[j]
     return total
 
-def on_vcpu(events, pid, on, until, off=None):
+def on_vcpu(events, pid, on, until, off=None, irq=None):
     """task pid's time on a vCPU from on (the sched_switch that put it on
     one) until until, and what the other vCPUs ran meanwhile (comm -> us);
     its time off a vCPU meanwhile into off, by the state it left in (R:
@@ -303,6 +355,8 @@ def on_vcpu(events, pid, on, until, off=None):
             for c in switches:
                 if c != where:
                     busy(c, t, e[0], others)
+            if irq is not None:
+                irq[0] += in_interrupts(where, t, e[0])
             t, left = None, (e[0], field(e[4], "prev_state")[0])
         elif int(field(e[4], "next_pid")) == pid and t is None:
             t, where = e[0], e[1]
@@ -313,6 +367,8 @@ def on_vcpu(events, pid, on, until, off=None):
         for c in switches:
             if c != where:
                 busy(c, t, until, others)
+        if irq is not None:
+            irq[0] += in_interrupts(where, t, until)
     return cpu, others
 
 shared = {"worker": {}, "daemon": {}}	# per error: what other vCPUs ran meanwhile
@@ -320,6 +376,7 @@ worker_on = {}	# per error: the worker's pid, the sched_switch that put it on a 
 worker_cpu = {}	# per error: its time on a vCPU until it sent hbmguardd the event
 queued = {}	# per error: what hbmguardd's vCPU ran while it waited there, woken
 daemon_off = {}	# per error: hbmguardd's time off a vCPU before its entry, by state
+irq_time = {}	# per error: [the worker's and hbmguardd's vCPU's time in interrupts meanwhile]
 
 for pfn, t0 in tracepoint.items():
     # its events: within a second (errors come 200 ms apart; the worst of
@@ -376,12 +433,14 @@ for pfn, t0 in tracepoint.items():
             when[k][pfn] = e[0]
         by_ipi["daemon"][pfn] = w[0][1] != w[1][1]
         daemon_cpu[pfn], shared["daemon"][pfn] = on_vcpu(after, daemon_pid, w[2], sent[0],
-                                                         daemon_off.setdefault(pfn, {}))
+                                                         daemon_off.setdefault(pfn, {}),
+                                                         irq_time.setdefault(pfn, [0]))
         # what hbmguardd's vCPU ran while it waited there, woken
         busy(w[2][1], w[1][0], w[2][0], queued.setdefault(pfn, {}))
         if pfn in worker_on:	# the worker from its vCPU until the event sent
             worker_cpu[pfn], shared["worker"][pfn] = on_vcpu(after, worker_on[pfn][0],
-                                                             worker_on[pfn][1], w[0][0])
+                                                             worker_on[pfn][1], w[0][0],
+                                                             irq=irq_time.setdefault(pfn, [0]))
 print("# bench: hbmguardd's entries on descriptor %s: the first sendmsg() of %d errors of %d" %
       (journal_fd, firsts.count(journal_fd) if firsts else 0, len(firsts)))
 journald = [int(e["__REALTIME_TIMESTAMP"]) - int(e["HBMBENCH_SENT_USEC"])
@@ -495,6 +554,10 @@ own = pct([worker_cpu[e] + daemon_cpu[e] - other_turns(e) for e in daemon_cpu
 # until its entry handed (its threads on a vCPU, without the other vCPU's
 # turns), each alone.
 ras_comms = {"rasdaemon"}
+irqs = pct([irq_time[e][0] for e in daemon_cpu if e in worker_cpu and e in alone[0]
+            and e in irq_time])
+own_no_irq = pct([worker_cpu[e] + daemon_cpu[e] - other_turns(e) - irq_time.get(e, [0])[0]
+                  for e in daemon_cpu if e in worker_cpu and e in alone[0]])
 ras_own = pct([own_time(ras_pids, tracepoint[e], h) for e, h in ras_handed.items()
                if e in tracepoint and e in alone[1]])
 for i, p in enumerate(("p50", "p99")):
@@ -516,6 +579,8 @@ for i, p in enumerate(("p50", "p99")):
     row("  of it, the worker's and hbmguardd's own work (on a vCPU, without another's turns), "
         "alone, " + p, own[i], "rasdaemon's own work, the tracepoint -> its entry handed "
         "(the same), alone, " + p, ras_own[i], "<= 0.1x")
+    row("    of it, their vCPU in interrupts meanwhile, alone, " + p, irqs[i], "-", "-", "-")
+    row("    without those, alone, " + p, own_no_irq[i], "-", "-", "-")
     row("  then journald: handed -> in the journal, hbmguardd's entry, " + p,
         lat(seen["hbmguardd"], when["daemon sent"], alone[0])[i],
         "rasdaemon's entry, " + p, lat(seen["rasdaemon"], ras_handed, alone[1])[i], "-")
@@ -538,7 +603,7 @@ for total, e in slowest[-4:]:
     print("# bench: a slow error, alone: %.2f ms to the entry handed: the worker on a vCPU at "
           "%.2f, the event sent at %.2f, hbmguardd woken at %.2f (by IPI: %s), on a vCPU at %.2f "
           "(its vCPU ran meanwhile: %s); on a vCPU %.2f ms of it (the worker %.2f), the other "
-          "vCPU ran meanwhile: %s; hbmguardd off its vCPU then: %s" %
+          "vCPU ran meanwhile: %s; hbmguardd off its vCPU then: %s; in interrupts %.2f" %
           (total / 1000, *((when[k].get(e, t0) - t0) / 1000 for k in
                            ("worker on", "daemon waking", "daemon woken")),
            by_ipi["daemon"].get(e), (when["daemon on"].get(e, t0) - t0) / 1000,
@@ -546,7 +611,8 @@ for total, e in slowest[-4:]:
            ms({c: sum(shared[w].get(e, {}).get(c, 0) for w in shared)
                for w in shared for c in shared[w].get(e, {})}),
            ms({{"R": "preempted", "S": "asleep", "D": "blocked"}.get(k, k): v
-               for k, v in daemon_off.get(e, {}).items()})))
+               for k, v in daemon_off.get(e, {}).items()}),
+           irq_time.get(e, [0])[0] / 1000))
 for name, errors in (("the slowest 2%", [e for _, e in slowest[-max(1, len(slowest) // 50):]]),
                      ("all", [e for _, e in slowest])):
     by = {}
