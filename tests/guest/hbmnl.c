@@ -915,6 +915,15 @@ static int cmd_badinput(void)
 	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
 	nla_put_u32(msg, HBMGUARD_A_MAX + 5, 0);
 	EXPECT_ERR(sk, msg, EINVAL, "unknown attribute");
+	/* what only replies carry, given in a request */
+	msg = request(HBMGUARD_CMD_DEVICE_GET, 0);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
+	nla_put_u64(msg, HBMGUARD_A_DATA_LOST, 0);
+	EXPECT_ERR(sk, msg, EINVAL, "device get with a data-lost count");
+	msg = request(HBMGUARD_CMD_DEVICE_GET, 0);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
+	nla_put_u64(msg, HBMGUARD_A_ADDED_SEQNUM, 1);
+	EXPECT_ERR(sk, msg, EINVAL, "device get with an added seqnum");
 
 	msg = extent_request(HBMGUARD_CMD_RETIRE, 0, 1, 4096);
 	EXPECT_ERR(sk, msg, EINVAL, "retire, misaligned");
