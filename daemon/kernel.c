@@ -1542,7 +1542,9 @@ static int event_recv(struct nl_sock *sk, struct sockaddr_nl *from, unsigned cha
 			break;		/* the kernel's, or whole: from_kernel() judges it */
 		/*
 		 * another's, cut short or no message at all (libnl would read
-		 * none in it: 0, as if the socket were drained): dropped
+		 * none in it and return 0, as if the socket were drained:
+		 * recvmsgs() and nlmsg_ok(), lib/nl.c and lib/msg.c, libnl
+		 * 3.7.0): dropped
 		 */
 	}
 	if (dropped == EVENT_DROPS_A_READ) {

@@ -868,10 +868,14 @@ static struct nl_msg *gpu_request(const char *name, const char *uuid,
 /* Every kind of bad request: the right errno, and nothing changes. */
 static int cmd_badinput(void)
 {
+	static const int reply_only[] = {
+		HBMGUARD_A_DATA_LOST, HBMGUARD_A_DATA_LOST_SEQNUM, HBMGUARD_A_ADDED_SEQNUM,
+	};
 	struct nl_sock *sk = connect_family();
 	struct stats before = get_stats(sk), after;
 	struct nl_msg *msg;
 	char big[HBMGUARD_NAME_LEN + 8];
+	size_t i;
 
 	msg = request(__HBMGUARD_CMD_MAX + 3, 0);
 	EXPECT_ERR(sk, msg, EOPNOTSUPP, "unknown command");
@@ -916,14 +920,12 @@ static int cmd_badinput(void)
 	nla_put_u32(msg, HBMGUARD_A_MAX + 5, 0);
 	EXPECT_ERR(sk, msg, EINVAL, "unknown attribute");
 	/* what only replies carry, given in a request */
-	msg = request(HBMGUARD_CMD_DEVICE_GET, 0);
-	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
-	nla_put_u64(msg, HBMGUARD_A_DATA_LOST, 0);
-	EXPECT_ERR(sk, msg, EINVAL, "device get with a data-lost count");
-	msg = request(HBMGUARD_CMD_DEVICE_GET, 0);
-	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
-	nla_put_u64(msg, HBMGUARD_A_ADDED_SEQNUM, 1);
-	EXPECT_ERR(sk, msg, EINVAL, "device get with an added seqnum");
+	for (i = 0; i < sizeof(reply_only) / sizeof(reply_only[0]); i++) {
+		msg = request(HBMGUARD_CMD_DEVICE_GET, 0);
+		nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
+		nla_put_u64(msg, reply_only[i], 1);
+		EXPECT_ERR(sk, msg, EINVAL, "device get with an attribute only replies carry");
+	}
 
 	msg = extent_request(HBMGUARD_CMD_RETIRE, 0, 1, 4096);
 	EXPECT_ERR(sk, msg, EINVAL, "retire, misaligned");
