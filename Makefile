@@ -98,7 +98,8 @@ kdir = $(if $(filter debug,$(1)),$(shell cat $(TOP)/$(BUILD)/debug/kernel)/build
 $(BUILD)/%/hbmguard.ko: $(KMOD_SRC)
 	@mkdir -p $(BUILD)/$*
 	@cp -p --parents $(KMOD_SRC) $(BUILD)/$*/
-	$(MAKE) -C $(call kdir,$*) M=$(TOP)/$(BUILD)/$* W=1 modules 2>&1 | \
+	$(MAKE) -C $(call kdir,$*) M=$(TOP)/$(BUILD)/$* W=1 \
+		$(if $(filter debug,$*),HBMGUARD_DEBUG=y) modules 2>&1 | \
 		tee $(BUILD)/$*/build.log
 	@! grep -iE 'warning:|error:' $(BUILD)/$*/build.log || \
 		{ echo "build for $* has warnings" >&2; rm -f $@; exit 1; }

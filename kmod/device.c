@@ -10,7 +10,8 @@
  *
  * A device's events are made under its lock, DEVICE_ADDED included: it is
  * published with the lock held, so no event of a device comes before its
- * DEVICE_ADDED, and none after its DEVICE_REMOVED (dead is set first).
+ * DEVICE_ADDED, and none after its DEVICE_REMOVED (dead is set first), whose
+ * id is freed only after that.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -419,29 +420,37 @@ err_free:
 	return err;
 }
 
-/* Take @dev out of the registry, keeping the registry's reference; lock held. */
-static void device_unpublish(struct hbm_device *dev)
-{
-	xa_erase(&hbm_devices, dev->id);
-	if (dev->kind == HBMGUARD_KIND_RANGE)
-		ranges_remove(dev);
-}
-
 /*
- * Stop an unpublished device: no change, report or deferred work of it runs
- * after this; then drop the registry's reference.
+ * Stop @dev and take it out of the registry: no change, report or deferred
+ * work of it runs after this.  Its id is freed last, after DEVICE_REMOVED:
+ * a device registered meanwhile may get the same id, and an event of this
+ * one after that one's DEVICE_ADDED would be taken for that one's (its
+ * REMOVED for the new device gone, a data loss counted to it).  @dev is
+ * held by the caller; the registry's reference is dropped here.
+ *
+ * Return: 0, or -ENODEV when another removal came first.
  */
-static void device_stop(struct hbm_device *dev)
+static int device_remove(struct hbm_device *dev)
 {
 	mutex_lock(&dev->lock);
+	if (dev->dead) {
+		mutex_unlock(&dev->lock);
+		return -ENODEV;
+	}
 	dev->dead = true;
+	if (dev->kind == HBMGUARD_KIND_RANGE)
+		ranges_remove(dev);	/* the RAS paths' errors are no longer its */
 	hbm_map_removed(dev);
 	hbm_aperture_removed(dev);
 	pr_info("device %u %s removed\n", dev->id, dev->name);
 	hbm_event(HBMGUARD_EVENT_DEVICE_REMOVED, dev->id, 0, dev->hbm_size, 0,
 		  0, 0, dev->kind);
+	mutex_lock(&hbm_registry_lock);
+	xa_erase(&hbm_devices, dev->id);
+	mutex_unlock(&hbm_registry_lock);
 	mutex_unlock(&dev->lock);
 	hbm_device_put(dev);
+	return 0;
 }
 
 /**
@@ -456,6 +465,7 @@ static void device_stop(struct hbm_device *dev)
 int hbm_device_destroy(u32 id, u32 kind)
 {
 	struct hbm_device *dev;
+	int err;
 
 	mutex_lock(&hbm_registry_lock);
 	dev = xa_load(&hbm_devices, id);
@@ -463,27 +473,29 @@ int hbm_device_destroy(u32 id, u32 kind)
 		mutex_unlock(&hbm_registry_lock);
 		return dev ? -EOPNOTSUPP : -ENODEV;
 	}
-	device_unpublish(dev);
+	kref_get(&dev->ref);
 	mutex_unlock(&hbm_registry_lock);
-	device_stop(dev);
-	return 0;
+	err = device_remove(dev);
+	hbm_device_put(dev);
+	return err;
 }
 
-/* Unload: every device, found and taken out under the registry's lock. */
+/* Unload: every device, each found under the registry's lock. */
 void hbm_devices_destroy_all(void)
 {
 	struct hbm_device *dev;
 	unsigned long id = 0;
 
-	for (;;) {
+	for (;; id++) {
 		mutex_lock(&hbm_registry_lock);
 		dev = xa_find(&hbm_devices, &id, ULONG_MAX, XA_PRESENT);
 		if (dev)
-			device_unpublish(dev);
+			kref_get(&dev->ref);
 		mutex_unlock(&hbm_registry_lock);
 		if (!dev)
 			return;
-		device_stop(dev);
+		device_remove(dev);
+		hbm_device_put(dev);
 	}
 }
 

@@ -121,6 +121,16 @@ int hbm_device_set_policy(struct hbm_device *dev, const struct hbm_policy *p,
 			  u32 fields);
 u64 hbm_generation(void);
 
+/* selftest.c, in a debug build (HBMGUARD_DEBUG=y) */
+#ifdef HBMGUARD_DEBUG
+int hbm_selftests(void);
+#else
+static inline int hbm_selftests(void)
+{
+	return 0;
+}
+#endif
+
 /* events.c */
 struct file;
 struct poll_table_struct;

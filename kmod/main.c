@@ -185,6 +185,9 @@ static int __init hbm_mod_init(void)
 	 * A netlink command in flight is waited for by the family's
 	 * unregistration.
 	 */
+	err = hbm_selftests();
+	if (err)
+		goto err_devices;
 	err = sim_devices_create();
 	if (err)
 		goto err_devices;

@@ -444,7 +444,7 @@ static int hbm_nl_pages_get_start(struct netlink_callback *cb)
 /*
  * cb->args[0]: the device, its reference held from the first round to
  * .done (looked up again by id, a round could go on in another device's
- * table: the module frees an id before it says the device was removed);
+ * table: a device removed meanwhile leaves its id to the next one);
  * cb->args[1]: next page; cb->args[2]: the caller's record size, 0 for the
  * nested form; cb->args[3]: the table was read to its end.  A round stops
  * when the skb is full and the next resumes from the page after the last

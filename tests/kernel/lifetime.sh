@@ -13,6 +13,13 @@ if [ "${HBM_DEBUG_KERNEL:-}" = 1 ]; then
 	rounds=10 churn=12 big_size=64G big_len=0xfffff0000
 fi
 
+# The in-module selftests (kmod/selftest.c), in the debug kernel's build
+# only: what no process can make happen at will.
+if [ "${HBM_DEBUG_KERNEL:-}" = 1 ]; then
+	check "in-module selftests" 'insmod /hbmguard.ko selftest=1 &&
+		dmesg | grep -q "hbmguard: selftests passed" && rmmod hbmguard'
+fi
+
 # rmmod while several processes hammer netlink and the ioctls.  Open files
 # pin the module, so rmmod is retried until it lands between two of them;
 # netlink requests do not: the family must be gone before the devices are.
@@ -66,6 +73,36 @@ done
 kill $d1 $d2; wait 2>/dev/null
 check "create, retire, destroy $churn times while dumped" '[ $ok = $churn ]'
 check "the dumps still work" 'hbmnl devices | grep -c "^device" | grep -qx 2'
+
+# Ids reused while devices are removed: an id is given again only after its
+# device's DEVICE_REMOVED, so each id's events run from a DEVICE_ADDED to its
+# DEVICE_REMOVED (hbmguardd takes a REMOVED for the device its last ADDED
+# named).  Two processes churn, each taking the lowest free id the other
+# just freed.  A registration while a removal waits, which shows the order,
+# is made to happen only by the debug build's selftest (below).
+hbmnl listen 1000000 5000 >/tmp/ids.ev &
+lpid=$!
+wait_for /tmp/ids.ev listening
+pids=""
+for w in a b; do
+	( for i in $(seq 1 $churn); do
+		id=$(hbmctl sim-create ids$w 64M spares=64) && hbmctl sim-destroy "$id"
+	done ) &
+	pids="$pids $!"
+done
+wait $pids
+sleep 1
+kill $lpid; wait 2>/dev/null
+# type 8: DEVICE_ADDED, 9: DEVICE_REMOVED (uapi/linux/hbmguard.h)
+awk '$1 == "event" { split($2, t, "="); split($3, q, "="); split($4, d, "=");
+	if (t[2] == 8 || t[2] == 9) print q[2], d[2], t[2] }' /tmp/ids.ev |
+	sort -n >/tmp/ids.seq
+added=$(grep -c ' 8$' /tmp/ids.seq) removed=$(grep -c ' 9$' /tmp/ids.seq)
+echo "$added added, $removed removed"
+check "each id's ADDED and REMOVED in turn ($((2 * churn)) devices)" \
+	'[ $added = $((2 * churn)) ] && [ $removed = $added ] &&
+	 awk "{ if ((\$3 == 8) == (up[\$2] == 1)) bad++; up[\$2] = \$3 == 8 }
+	      END { exit bad > 0 }" /tmp/ids.seq'
 
 # A retirement of 2^26 pages takes seconds: it must reschedule.  With
 # watchdog_thresh=1 the soft-lockup detector fires after 2 s without it.

@@ -648,7 +648,9 @@ enum hbmguard_event_type {
 /**
  * struct hbmguard_event - one record of read(2)
  * @type: enum hbmguard_event_type
- * @device: device id
+ * @device: device id; given to another device only after this one's
+ *	DEVICE_REMOVED, so an id's events run from a DEVICE_ADDED to its
+ *	DEVICE_REMOVED, a registration at a time
  * @seqnum: increases by one for every event the module makes
  * @timestamp: CLOCK_REALTIME nanoseconds
  * @offset: first byte concerned (page aligned but for ERROR)

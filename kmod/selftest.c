@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * In-module selftests, for what no test from userspace can make happen at
+ * will.  Built only with HBMGUARD_DEBUG=y (the debug kernel's build, tier
+ * 2), run at load with selftest=1; a failure fails the load.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/completion.h>
+#include <linux/delay.h>
+#include <linux/kthread.h>
+#include <linux/moduleparam.h>
+
+#include "hbm.h"
+
+static bool run_selftests;
+module_param_named(selftest, run_selftests, bool, 0444);
+MODULE_PARM_DESC(selftest, "Run the in-module selftests at load (debug builds only)");
+
+/* A device's lock held by a thread of its own, as by a long change. */
+struct holder {
+	struct hbm_device *dev;
+	struct completion held, release, done;
+};
+
+/* Each thread ends by kthread_complete_and_exit(): no code of ours after it. */
+static int hold_lock(void *arg)
+{
+	struct holder *h = arg;
+
+	mutex_lock(&h->dev->lock);
+	complete(&h->held);
+	wait_for_completion(&h->release);
+	mutex_unlock(&h->dev->lock);
+	kthread_complete_and_exit(&h->done, 0);
+}
+
+struct removal {
+	u32 id;
+	int err;
+	struct completion done;
+};
+
+static int remove_device(void *arg)
+{
+	struct removal *r = arg;
+
+	r->err = hbm_device_destroy(r->id, HBMGUARD_KIND_SIMULATED);
+	kthread_complete_and_exit(&r->done, 0);
+}
+
+/*
+ * A device registered while another's removal waits for that one's lock
+ * must not get its id: the waiting device's DEVICE_REMOVED, still to come,
+ * would be taken for the new device's.  Each lock is taken by a thread of
+ * its own, as in use (one thread holding two devices' locks would be
+ * lockdep's recursion).
+ */
+static bool selftest_id_reuse(void)
+{
+	struct hbm_device_spec spec = {
+		.kind = HBMGUARD_KIND_SIMULATED,
+		.page_size = 4096,
+		.hbm_size = 16 << 20,
+		.name = "selftest-removed",
+	};
+	struct holder h = {};
+	struct removal r = {};
+	struct task_struct *t;
+	u32 other = U32_MAX;
+	bool ok = false;
+
+	if (hbm_device_create(&spec, &r.id))
+		return false;
+	h.dev = hbm_device_get(r.id);
+	if (!h.dev) {
+		hbm_device_destroy(r.id, HBMGUARD_KIND_SIMULATED);
+		return false;
+	}
+	init_completion(&h.held);
+	init_completion(&h.release);
+	init_completion(&h.done);
+	init_completion(&r.done);
+	t = kthread_run(hold_lock, &h, "hbm-selftest-hold");
+	if (IS_ERR(t))
+		goto out;
+	wait_for_completion(&h.held);
+	t = kthread_run(remove_device, &r, "hbm-selftest-remove");
+	if (!IS_ERR(t)) {
+		msleep(200);	/* the removal now waits for the lock */
+		spec.name = "selftest-added";
+		if (!hbm_device_create(&spec, &other))
+			ok = other != r.id;
+	}
+	complete(&h.release);
+	wait_for_completion(&h.done);
+	if (!IS_ERR(t)) {
+		wait_for_completion(&r.done);
+		ok = ok && !r.err;
+	}
+	if (!ok)
+		pr_err("selftest: id reuse: device %u removed (%d), device %u registered meanwhile\n",
+		       r.id, r.err, other);
+out:
+	if (other != U32_MAX)
+		hbm_device_destroy(other, HBMGUARD_KIND_SIMULATED);
+	hbm_device_destroy(r.id, HBMGUARD_KIND_SIMULATED);	/* if not yet */
+	hbm_device_put(h.dev);
+	return ok;
+}
+
+/**
+ * hbm_selftests() - the in-module selftests, if asked for
+ *
+ * Return: 0, or -EIO when one failed.
+ */
+int hbm_selftests(void)
+{
+	if (!run_selftests)
+		return 0;
+	if (!selftest_id_reuse())
+		return -EIO;
+	pr_info("selftests passed\n");
+	return 0;
+}
