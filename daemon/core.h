@@ -86,6 +86,7 @@
 #include <linux/hbmguard.h>
 
 #include "ctl.h"
+#include "losses.h"
 #include "state.h"
 
 enum hbm_fact_type {
@@ -234,10 +235,8 @@ struct device {
 	uint32_t kind;			/* the module's HBMGUARD_KIND_* */
 	char pci[HBMGUARD_PCI_ADDR_LEN];	/* HBMGUARD_KIND_GPU: as pci_name(); else "" */
 	uint64_t size;			/* bytes of HBM */
-	bool counts_losses;		/* the module sends DATA_LOST, and: */
-	uint64_t data_lost;		/* its events that said data was lost */
-	uint64_t data_lost_seqnum;	/* the last of them, 0 none */
-	uint64_t added_seqnum;		/* its DEVICE_ADDED's: which registration */
+	bool counts_losses;		/* the module sends its count: */
+	struct hbm_loss_count losses;
 };
 
 struct device_list {

@@ -91,9 +91,9 @@ static int parse_device(struct nl_msg *msg, void *arg)
 	dev->counts_losses = a[HBMGUARD_A_DATA_LOST] && a[HBMGUARD_A_DATA_LOST_SEQNUM] &&
 			     a[HBMGUARD_A_ADDED_SEQNUM];
 	if (dev->counts_losses) {
-		dev->data_lost = nla_get_u64(a[HBMGUARD_A_DATA_LOST]);
-		dev->data_lost_seqnum = nla_get_u64(a[HBMGUARD_A_DATA_LOST_SEQNUM]);
-		dev->added_seqnum = nla_get_u64(a[HBMGUARD_A_ADDED_SEQNUM]);
+		dev->losses.count = nla_get_u64(a[HBMGUARD_A_DATA_LOST]);
+		dev->losses.last_seqnum = nla_get_u64(a[HBMGUARD_A_DATA_LOST_SEQNUM]);
+		dev->losses.added_seqnum = nla_get_u64(a[HBMGUARD_A_ADDED_SEQNUM]);
 	}
 	return NL_OK;
 }
@@ -1043,110 +1043,16 @@ static int table_facts(struct hbm_kernel *k, const struct device *dev, enum hbm_
 	return err;
 }
 
-/*
- * Data lost where no table read can show it: an event with
- * HBMGUARD_PAGES_DATA_LOST says a page out of service before lost its data
- * again (the spare that held it failed), and the page stays as it was.
- * When events were lost, the module's count of such events (DEVICE_GET's
- * DATA_LOST, with DATA_LOST_SEQNUM, the last one's, read at one instant,
- * and ADDED_SEQNUM, which registration of the id counted them) says
- * whether one of them was such: once every event up to that seqnum is read
- * or lost, those heard since the last look must make up the rise.  Which
- * pages the unheard ones were, nobody can tell: the whole device's ranks
- * recover (HBM_FACT_LOST_UNHEARD).  Events come in seqnum order, so an
- * event read means every one before it is read or lost; so does the socket
- * read empty after the module's seqnum was read (settle()).
- */
-static void losses_forget(struct hbm_kernel *k, uint32_t id)
+/* A data loss no table read can show, unheard (losses.c): where is unknown. */
+static void lost_unheard(void *ctx, uint32_t id, const char *identity, uint64_t unheard)
 {
-	k->losses_due -= k->losses[id].due;
-	k->losses[id] = (struct data_losses){ 0 };
-}
-
-static void losses_compare(struct hbm_kernel *k, uint32_t id)
-{
-	struct data_losses *l = &k->losses[id];
-	uint64_t known = l->base + l->heard;
-	uint64_t unheard = l->due_count > known ? l->due_count - known : 0;
+	struct hbm_kernel *k = ctx;
 	struct hbm_fact f = { .type = HBM_FACT_LOST_UNHEARD, .origin = HBM_FROM_KERNEL,
 			      .dev = { .id = id, .kind = HBM_DEVICE_RANGE },
 			      .count = unheard > UINT32_MAX ? UINT32_MAX : unheard };
 
-	memcpy(f.dev.identity, l->identity, sizeof(f.dev.identity));
-	l->base = l->due_count;
-	l->base_seqnum = l->due_seqnum;
-	l->heard = 0;
-	l->due = false;
-	k->losses_due--;
-	if (unheard)
-		k->link.fact(k->link.core, &f);
-}
-
-/* Every event up to @seqnum read or lost: the counts read before it, compared. */
-static void losses_read_to(struct hbm_kernel *k, uint64_t seqnum)
-{
-	uint32_t id;
-
-	if (seqnum > k->read_to)
-		k->read_to = seqnum;
-	for (id = 0; k->losses_due && id < HBMGUARD_MAX_DEVICES; id++)
-		if (k->losses[id].due && k->losses[id].due_seqnum <= k->read_to)
-			losses_compare(k, id);
-}
-
-/*
- * Device @dev read (its DEVICE_SEEN given): at the daemon's start, its
- * losses so far are old news; another registration than the one counted
- * (added unheard, found by a resync) counts from its DEVICE_ADDED, every
- * loss since to be heard; one under an id none was counted for (a reload
- * whose read failed) as at start: a loss missed, never one made up.  Else
- * its count is to compare.  An entry outlives its device (the id's next
- * registration replaces it): a loss unheard before the device left is
- * still told.
- */
-static void losses_seen(struct hbm_kernel *k, const struct device *dev, enum hbm_sync why)
-{
-	struct data_losses *l;
-
-	if (dev->id >= HBMGUARD_MAX_DEVICES || !dev->counts_losses)
-		return;
-	l = &k->losses[dev->id];
-	if (why == HBM_SYNC_START || l->added != dev->added_seqnum) {
-		/* none counted for the id yet (a reload's read failed): as at start */
-		bool old_news = why == HBM_SYNC_START || !l->added;
-
-		losses_forget(k, dev->id);
-		l->added = dev->added_seqnum;
-		l->base_seqnum = dev->added_seqnum;
-		if (old_news) {
-			l->base = dev->data_lost;
-			if (dev->data_lost_seqnum > l->base_seqnum)
-				l->base_seqnum = dev->data_lost_seqnum;
-		}
-	}
-	snprintf(l->identity, sizeof(l->identity), "%s", dev->identity);
-	if (dev->data_lost == l->base)
-		return;		/* none since: none unheard */
-	k->losses_due += !l->due;
-	l->due = true;
-	l->due_count = dev->data_lost;
-	l->due_seqnum = dev->data_lost_seqnum;
-}
-
-/* Device @id's DEVICE_ADDED, heard: a registration whose every loss is to be heard. */
-static void losses_added(struct hbm_kernel *k, uint32_t id, uint64_t seqnum)
-{
-	if (id >= HBMGUARD_MAX_DEVICES)
-		return;
-	losses_forget(k, id);
-	k->losses[id].added = k->losses[id].base_seqnum = seqnum;
-}
-
-/* An event of device @id that said data was lost, heard. */
-static void losses_heard(struct hbm_kernel *k, uint32_t id, uint64_t seqnum)
-{
-	if (id < HBMGUARD_MAX_DEVICES && seqnum > k->losses[id].base_seqnum)
-		k->losses[id].heard++;
+	snprintf(f.dev.identity, sizeof(f.dev.identity), "%s", identity);
+	k->link.fact(k->link.core, &f);
 }
 
 static int on_reread(sd_event_source *src, void *arg);
@@ -1169,7 +1075,7 @@ static void settle(struct hbm_kernel *k)
 {
 	uint64_t seqnum;
 
-	if (!k->losses_due || k->settle_at)
+	if (!k->losses.due || k->settle_at)
 		return;
 	if (module_seqnum(k, &seqnum) || !seqnum) {
 		retry_resync(k);	/* which reads the counts again */
@@ -1183,7 +1089,7 @@ static void settle(struct hbm_kernel *k)
 static void drained(struct hbm_kernel *k)
 {
 	if (k->settle_at) {
-		losses_read_to(k, k->settle_at);
+		hbm_losses_read_to(&k->losses, k->settle_at);
 		k->settle_at = 0;
 	}
 	settle(k);
@@ -1225,7 +1131,9 @@ static int sync_devices(struct hbm_kernel *k, uint32_t id, enum hbm_sync mode,
 			f.sync = HBM_SYNC_ADDED;
 		f.dev = fact_device(dev);
 		k->link.fact(k->link.core, &f);
-		losses_seen(k, dev, f.sync);
+		if (dev->counts_losses)
+			hbm_losses_seen(&k->losses, dev->id, dev->identity, &dev->losses,
+					f.sync == HBM_SYNC_START);
 		read_err = table_facts(k, dev, f.sync);
 		table_err = table_err ?: read_err;
 	}
@@ -1248,20 +1156,6 @@ static void device_gone(struct hbm_kernel *k, uint32_t id)
 	snprintf(f.dev.identity, sizeof(f.dev.identity), "%s", k->listed[id]);
 	k->listed[id][0] = 0;
 	k->link.fact(k->link.core, &f);
-}
-
-/*
- * The module removed device @id.  It frees the id before it says so
- * (kmod/device.c), and another device may hold it by now, its DEVICE_ADDED
- * read already: a new list says which device is gone, if any.
- */
-static void removed(struct hbm_kernel *k, uint32_t id)
-{
-	struct device_list *l = calloc(1, sizeof(*l));
-
-	if (!l || read_devices(k, l))
-		device_gone(k, id);	/* cannot tell: the id's device, as listed */
-	free(l);
 }
 
 /*
@@ -1302,11 +1196,9 @@ static void reloaded(struct hbm_kernel *k)
 	uint32_t id;
 
 	/* the old module's events are read, or lost: its counts compared */
-	losses_read_to(k, UINT64_MAX);
+	hbm_losses_renumbered(&k->losses);
 	k->next_seq = 0;	/* what was seen goes with each device's DEVICE_SEEN */
-	k->read_to = k->settle_at = 0;	/* the new module numbers from 1 */
-	for (id = 0; id < HBMGUARD_MAX_DEVICES; id++)
-		losses_forget(k, id);
+	k->settle_at = 0;	/* the new module numbers from 1 */
 	k->rejoin = err;
 	if (err) {
 		/*
@@ -1360,7 +1252,7 @@ static void resync(struct hbm_kernel *k, const char *why)
 	}
 	err = sync_devices(k, ALL_DEVICES, HBM_SYNC_RESYNC, NULL);
 	resync_done(k, err);
-	losses_read_to(k, k->read_to);	/* the counts of events read or lost */
+	hbm_losses_read_to(&k->losses, 0);	/* the counts of events read or lost */
 	settle(k);
 }
 
@@ -1428,7 +1320,7 @@ static int on_event(struct nl_msg *msg, void *arg)
 	type = nla_get_u32(a[HBMGUARD_A_EVENT_TYPE]);
 	/* what came before it is read or lost: before a resync replaces a count */
 	if (seq)
-		losses_read_to(k, seq - 1);
+		hbm_losses_read_to(&k->losses, seq - 1);
 	if (hbm_seq_lost(&k->next_seq, seq, type)) {
 		char why[64];
 
@@ -1438,7 +1330,7 @@ static int on_event(struct nl_msg *msg, void *arg)
 			return NL_SKIP;	/* the module was reloaded since */
 	}
 	if (seq)
-		losses_read_to(k, seq - 1);	/* and a count the resync read */
+		hbm_losses_read_to(&k->losses, seq - 1);	/* and a count the resync read */
 	f = (struct hbm_fact){
 		.origin = HBM_FROM_KERNEL, .event = type, .seqnum = seq,
 		.dev = { .id = attr_u32(a, HBMGUARD_A_DEVICE_ID), .kind = HBM_DEVICE_RANGE },
@@ -1453,7 +1345,7 @@ static int on_event(struct nl_msg *msg, void *arg)
 	switch (type) {
 	case HBMGUARD_EVENT_DEVICE_ADDED:	/* its DEVICE_SEEN carries the event */
 		f.type = HBM_FACT_EVENT;
-		losses_added(k, f.dev.id, seq);
+		hbm_losses_added(&k->losses, f.dev.id, seq);
 		/* learns its identity too; if not, a resync will */
 		if (sync_devices(k, f.dev.id, HBM_SYNC_ADDED, &f))
 			retry_resync(k);
@@ -1465,8 +1357,7 @@ static int on_event(struct nl_msg *msg, void *arg)
 		f.type = HBM_FACT_PAGES;
 		if (f.aux & HBMGUARD_PAGES_DATA_LOST) {
 			f.flags |= HBM_FACT_DATA_LOST;
-			losses_heard(k, f.dev.id, seq);
-			losses_read_to(k, seq);
+			hbm_losses_heard(&k->losses, f.dev.id, seq);
 		}
 		break;
 	case HBMGUARD_EVENT_ERROR:
@@ -1493,8 +1384,12 @@ static int on_event(struct nl_msg *msg, void *arg)
 		break;
 	}
 	k->link.fact(k->link.core, &f);
+	/*
+	 * The device its last DEVICE_ADDED read named: the module frees an id
+	 * only after its DEVICE_REMOVED (device_remove(), kmod/device.c).
+	 */
 	if (type == HBMGUARD_EVENT_DEVICE_REMOVED)
-		removed(k, f.dev.id);
+		device_gone(k, f.dev.id);
 	return NL_OK;
 }
 
@@ -1773,6 +1668,8 @@ int kernel_start(struct hbm_kernel *k, struct daemon *d, struct hbm_source_link 
 
 	k->d = d;
 	k->link = link;
+	k->losses.unheard = lost_unheard;
+	k->losses.ctx = k;
 	err = setup_netlink(k);
 	if (err) {
 		fprintf(stderr, "<3>hbmguardd: the hbmguard netlink family: %s%s\n",

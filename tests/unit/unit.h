@@ -31,6 +31,7 @@ Suite *scheduler_suite(void);
 Suite *cluster_suite(void);
 Suite *rank_suite(void);
 Suite *genl_suite(void);
+Suite *losses_suite(void);
 const char *table_invariants(const struct hbm_table *t);
 /* A seen set's nodes kept for a split, freed: its next split must allocate. */
 struct hbm_range_set;

@@ -28,6 +28,7 @@ static const struct {
 	{ "metrics", metrics_suite },	{ "passed", passed_suite },
 	{ "scheduler", scheduler_suite }, { "cluster", cluster_suite },
 	{ "rank", rank_suite },		{ "genl", genl_suite },
+	{ "losses", losses_suite },
 };
 #define NR_SUITES (sizeof(suites) / sizeof(suites[0]))
 
