@@ -11,7 +11,7 @@
  * A device's events are made under its lock, DEVICE_ADDED included: it is
  * published with the lock held, so no event of a device comes before its
  * DEVICE_ADDED, and none after its DEVICE_REMOVED (dead is set first), whose
- * id is freed only after that.
+ * id is given to another only after that (device_remove()).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -422,10 +422,14 @@ err_free:
 
 /*
  * Stop @dev and take it out of the registry: no change, report or deferred
- * work of it runs after this.  Its id is freed last, after DEVICE_REMOVED:
- * a device registered meanwhile may get the same id, and an event of this
- * one after that one's DEVICE_ADDED would be taken for that one's (its
- * REMOVED for the new device gone, a data loss counted to it).  @dev is
+ * work of it runs after this.  It leaves the registry before its
+ * DEVICE_REMOVED (no lookup finds it once a listener knows it gone), but
+ * its id stays reserved until after: a device registered meanwhile gets
+ * another, for an event of this one after that one's DEVICE_ADDED would
+ * be taken for that one's (its REMOVED for the new device gone, a data
+ * loss counted to it).  Storing NULL in an allocating xarray reserves the
+ * index: lookups and walks skip it, xa_alloc() does not give it
+ * (Documentation/core-api/xarray.rst, __xa_store(), 6.1 and 6.12).  @dev is
  * held by the caller; the registry's reference is dropped here.
  *
  * Return: 0, or -ENODEV when another removal came first.
@@ -438,6 +442,9 @@ static int device_remove(struct hbm_device *dev)
 		return -ENODEV;
 	}
 	dev->dead = true;
+	mutex_lock(&hbm_registry_lock);
+	xa_store(&hbm_devices, dev->id, NULL, GFP_KERNEL);	/* replaces: allocates nothing */
+	mutex_unlock(&hbm_registry_lock);
 	if (dev->kind == HBMGUARD_KIND_RANGE)
 		ranges_remove(dev);	/* the RAS paths' errors are no longer its */
 	hbm_map_removed(dev);

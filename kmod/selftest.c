@@ -10,6 +10,7 @@
 #include <linux/delay.h>
 #include <linux/kthread.h>
 #include <linux/moduleparam.h>
+#include <linux/sched/task.h>
 
 #include "hbm.h"
 
@@ -68,7 +69,8 @@ static bool selftest_id_reuse(void)
 	struct removal r = {};
 	struct task_struct *t;
 	u32 other = U32_MAX;
-	bool ok = false;
+	bool ok = false, waited = false;
+	int i;
 
 	if (hbm_device_create(&spec, &r.id))
 		return false;
@@ -87,9 +89,14 @@ static bool selftest_id_reuse(void)
 	wait_for_completion(&h.held);
 	t = kthread_run(remove_device, &r, "hbm-selftest-remove");
 	if (!IS_ERR(t)) {
-		msleep(200);	/* the removal now waits for the lock */
+		/* the removal waits for the lock: it cannot end before release */
+		get_task_struct(t);
+		for (i = 0; i < 200 && task_is_running(t); i++)
+			msleep(10);
+		waited = !task_is_running(t);
+		put_task_struct(t);
 		spec.name = "selftest-added";
-		if (!hbm_device_create(&spec, &other))
+		if (waited && !hbm_device_create(&spec, &other))
 			ok = other != r.id;
 	}
 	complete(&h.release);
@@ -99,8 +106,8 @@ static bool selftest_id_reuse(void)
 		ok = ok && !r.err;
 	}
 	if (!ok)
-		pr_err("selftest: id reuse: device %u removed (%d), device %u registered meanwhile\n",
-		       r.id, r.err, other);
+		pr_err("selftest: id reuse: device %u removed (%d, %s), device %u registered meanwhile\n",
+		       r.id, r.err, waited ? "waited" : "never waited", other);
 out:
 	if (other != U32_MAX)
 		hbm_device_destroy(other, HBMGUARD_KIND_SIMULATED);

@@ -650,7 +650,8 @@ enum hbmguard_event_type {
  * @type: enum hbmguard_event_type
  * @device: device id; given to another device only after this one's
  *	DEVICE_REMOVED, so an id's events run from a DEVICE_ADDED to its
- *	DEVICE_REMOVED, a registration at a time
+ *	DEVICE_REMOVED, a registration at a time; once it is sent, no
+ *	command or dump started after finds the device (ENODEV)
  * @seqnum: increases by one for every event the module makes
  * @timestamp: CLOCK_REALTIME nanoseconds
  * @offset: first byte concerned (page aligned but for ERROR)
