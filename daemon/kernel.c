@@ -813,9 +813,16 @@ static int read_devices(struct hbm_kernel *k, struct device_list *l)
 	if (err)
 		return err;
 	memset(k->listed, 0, sizeof(k->listed));
-	for (i = 0; i < l->nr; i++)
-		if (l->dev[i].id < HBMGUARD_MAX_DEVICES)
-			strcpy(k->listed[l->dev[i].id], l->dev[i].identity);
+	memset(k->listed_added, 0, sizeof(k->listed_added));
+	for (i = 0; i < l->nr; i++) {
+		const struct device *dev = &l->dev[i];
+
+		if (dev->id >= HBMGUARD_MAX_DEVICES)
+			continue;
+		strcpy(k->listed[dev->id], dev->identity);
+		if (dev->counts_losses)
+			k->listed_added[dev->id] = dev->losses.added_seqnum;
+	}
 	return 0;
 }
 
@@ -1069,20 +1076,22 @@ static void retry_resync(struct hbm_kernel *k);
 /*
  * Counts left to compare whose events are not read yet: queued, or lost
  * where no later event will show it.  The module's seqnum now, and the
- * socket read empty after it, tells (drained()).
+ * socket read empty after it, tells (drained()).  Returns 0, or why it
+ * cannot (a resync, retried, reads the counts again).
  */
-static void settle(struct hbm_kernel *k)
+static int settle(struct hbm_kernel *k)
 {
 	uint64_t seqnum;
+	int err;
 
 	if (!k->losses.due || k->settle_at)
-		return;
-	if (module_seqnum(k, &seqnum) || !seqnum) {
-		retry_resync(k);	/* which reads the counts again */
-		return;
-	}
+		return 0;
+	err = module_seqnum(k, &seqnum);
+	if (err || !seqnum)
+		return err ?: -EAGAIN;
 	k->settle_at = seqnum;
 	reread(k);
+	return 0;
 }
 
 /* The event socket read until empty: every event the module had made by then read or lost. */
@@ -1092,7 +1101,8 @@ static void drained(struct hbm_kernel *k)
 		hbm_losses_read_to(&k->losses, k->settle_at);
 		k->settle_at = 0;
 	}
-	settle(k);
+	if (settle(k))
+		retry_resync(k);
 }
 
 /*
@@ -1155,7 +1165,34 @@ static void device_gone(struct hbm_kernel *k, uint32_t id)
 		return;
 	snprintf(f.dev.identity, sizeof(f.dev.identity), "%s", k->listed[id]);
 	k->listed[id][0] = 0;
+	k->listed_added[id] = 0;
 	k->link.fact(k->link.core, &f);
+}
+
+/*
+ * The module removed device @id, its DEVICE_REMOVED @seq.  It gives an id
+ * to another device only after that (device_remove(), kmod/device.c): the
+ * device listed under it is the one removed if it was added before @seq;
+ * one added after was listed by a resync that came first, and the one
+ * removed had left the list already.  A module that does not say when its
+ * devices were added (before ADDED_SEQNUM) is listed again: whoever it no
+ * longer lists is gone.
+ */
+static void removed(struct hbm_kernel *k, uint32_t id, uint64_t seq)
+{
+	struct device_list *l;
+
+	if (id >= HBMGUARD_MAX_DEVICES)
+		return;
+	if (k->listed_added[id]) {
+		if (k->listed_added[id] < seq)
+			device_gone(k, id);
+		return;
+	}
+	l = calloc(1, sizeof(*l));
+	if (!l || read_devices(k, l))
+		device_gone(k, id);	/* cannot tell: the id's device, as listed */
+	free(l);
 }
 
 /*
@@ -1215,8 +1252,9 @@ static void reloaded(struct hbm_kernel *k)
 	for (id = 0; id < HBMGUARD_MAX_DEVICES; id++)
 		device_gone(k, id);
 	register_ranges(k);
-	resync_done(k, sync_devices(k, ALL_DEVICES, HBM_SYNC_ADDED, NULL));
-	settle(k);
+	err = sync_devices(k, ALL_DEVICES, HBM_SYNC_ADDED, NULL);
+	/* a settling that fails keeps the retries' backoff: not a resync done */
+	resync_done(k, err ?: settle(k));
 }
 
 /*
@@ -1251,9 +1289,8 @@ static void resync(struct hbm_kernel *k, const char *why)
 		return;
 	}
 	err = sync_devices(k, ALL_DEVICES, HBM_SYNC_RESYNC, NULL);
-	resync_done(k, err);
 	hbm_losses_read_to(&k->losses, 0);	/* the counts of events read or lost */
-	settle(k);
+	resync_done(k, err ?: settle(k));
 }
 
 static int on_resync_retry(sd_event_source *src, uint64_t usec, void *arg)
@@ -1384,12 +1421,8 @@ static int on_event(struct nl_msg *msg, void *arg)
 		break;
 	}
 	k->link.fact(k->link.core, &f);
-	/*
-	 * The device its last DEVICE_ADDED read named: the module frees an id
-	 * only after its DEVICE_REMOVED (device_remove(), kmod/device.c).
-	 */
 	if (type == HBMGUARD_EVENT_DEVICE_REMOVED)
-		device_gone(k, f.dev.id);
+		removed(k, f.dev.id, seq);
 	return NL_OK;
 }
 

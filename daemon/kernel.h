@@ -27,6 +27,7 @@ struct hbm_kernel {
 	sd_event_source *resync_retry;	/* a resync that failed, tried again */
 	unsigned int resync_delay_s;	/* ... after this long; 0: the last one read all */
 	char listed[HBMGUARD_MAX_DEVICES][HBMGUARD_IDENTITY_LEN];	/* last listed, by id */
+	uint64_t listed_added[HBMGUARD_MAX_DEVICES];	/* its ADDED_SEQNUM; 0: not said */
 	bool packed;			/* the module takes HBMGUARD_A_RECORDS */
 	size_t restore_bytes;		/* a RESTORE request's size: the send buffer's */
 	/* what was restored into a device whose table is being read (its store's) */
