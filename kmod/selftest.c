@@ -87,10 +87,11 @@ static bool selftest_id_reuse(void)
 	if (IS_ERR(t))
 		goto out;
 	wait_for_completion(&h.held);
-	t = kthread_run(remove_device, &r, "hbm-selftest-remove");
+	t = kthread_create(remove_device, &r, "hbm-selftest-remove");
 	if (!IS_ERR(t)) {
+		get_task_struct(t);	/* before it runs: it may end at once */
+		wake_up_process(t);
 		/* the removal waits for the lock: it cannot end before release */
-		get_task_struct(t);
 		for (i = 0; i < 200 && task_is_running(t); i++)
 			msleep(10);
 		waited = !task_is_running(t);
