@@ -6,6 +6,9 @@
  *   hbmnl listen COUNT [TIMEOUT_MS]    print events; exit 0 after COUNT
  *   hbmnl listen-times COUNT TIMEOUT_MS  the same, each line ending in
  *                                      heard_us=CLOCK_REALTIME when it was read
+ *   hbmnl listen-journal COUNT TIMEOUT_MS  the same, each ERROR event first
+ *                                      handed to journald as an entry: make
+ *                                      bench's floor of a daemon
  *   hbmnl devices                      dump devices, one line each
  *   hbmnl pages DEV                    dump extents; prints "pages: N extents M"
  *   hbmnl pages-compare DEV            the table dumped nested and packed (48, 64
@@ -69,6 +72,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -142,16 +146,49 @@ static uint32_t get_u32(int type)
 struct listening {
 	long left;
 	bool times;	/* when each was read, for make bench */
+	int journal;	/* >= 0: each ERROR said to journald on it */
 };
+
+static long long usec(const struct timespec *t)
+{
+	return t->tv_sec * 1000000LL + t->tv_nsec / 1000;
+}
+
+/*
+ * An entry over journald's native protocol: one datagram of FIELD=value
+ * lines to its socket, what sd_journal_send() sends for a small entry
+ * (systemd v252, docs/JOURNAL_NATIVE_PROTOCOL.md).  make bench's floor: a
+ * daemon that only says what it heard, at once (make bench traces the
+ * sendto()).  A failure is said on stderr.
+ */
+static void journal_entry(int fd, uint64_t offset)
+{
+	static const struct sockaddr_un journald = {
+		.sun_family = AF_UNIX, .sun_path = "/run/systemd/journal/socket",
+	};
+	char entry[160];
+	int len = snprintf(entry, sizeof(entry),
+			   "MESSAGE=hbmguard error at 0x%" PRIx64 "\nSYSLOG_IDENTIFIER=hbmnl\n"
+			   "HBMNL_OFFSET=0x%" PRIx64 "\n", offset, offset);
+
+	if (sendto(fd, entry, len, 0, (const struct sockaddr *)&journald, sizeof(journald)) < 0)
+		fprintf(stderr, "hbmnl: journald: %s\n", strerror(errno));
+}
 
 static int print_event(struct nl_msg *msg, void *arg)
 {
 	struct listening *l = arg;
 	struct timespec heard;
 
-	clock_gettime(CLOCK_REALTIME, &heard);
+	if (l->journal < 0)
+		clock_gettime(CLOCK_REALTIME, &heard);
 	if (parse_attrs(msg))
 		return NL_SKIP;
+	if (l->journal >= 0) {
+		if (get_u32(HBMGUARD_A_EVENT_TYPE) == HBMGUARD_EVENT_ERROR)
+			journal_entry(l->journal, get_u64(HBMGUARD_A_OFFSET));
+		clock_gettime(CLOCK_REALTIME, &heard);	/* after: its entry first */
+	}
 	printf("event type=%u seq=%" PRIu64 " dev=%u offset=0x%" PRIx64
 	       " length=0x%" PRIx64 " source=%u state=%u count=%u aux=%u",
 	       get_u32(HBMGUARD_A_EVENT_TYPE), get_u64(HBMGUARD_A_SEQNUM),
@@ -160,7 +197,7 @@ static int print_event(struct nl_msg *msg, void *arg)
 	       get_u32(HBMGUARD_A_STATE), get_u32(HBMGUARD_A_COUNT),
 	       get_u32(HBMGUARD_A_AUX));
 	if (l->times)
-		printf(" heard_us=%lld", heard.tv_sec * 1000000LL + heard.tv_nsec / 1000);
+		printf(" heard_us=%lld", usec(&heard));
 	printf("\n");
 	fflush(stdout);
 	if (l->left > 0)
@@ -178,9 +215,9 @@ static int join_events(struct nl_sock *sk)
 	return nl_socket_add_membership(sk, grp);
 }
 
-static int cmd_listen(long count, int timeout_ms, bool times)
+static int cmd_listen(long count, int timeout_ms, bool times, bool journal)
 {
-	struct listening l = { .left = count, .times = times };
+	struct listening l = { .left = count, .times = times, .journal = -1 };
 	struct nl_sock *sk = connect_family();
 	struct pollfd pfd;
 	int err;
@@ -188,6 +225,14 @@ static int cmd_listen(long count, int timeout_ms, bool times)
 	if (join_events(sk)) {
 		fprintf(stderr, "hbmnl: cannot join the events group\n");
 		return 1;
+	}
+	if (journal) {
+		l.journal = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (l.journal < 0) {
+			perror("hbmnl: journald's socket");
+			return 1;
+		}
+		nl_socket_disable_msg_peek(sk);	/* one recvmsg() an event, as hbmguardd */
 	}
 	nl_socket_disable_seq_check(sk);
 	nl_socket_modify_cb(sk, NL_CB_VALID, NL_CB_CUSTOM, print_event, &l);
@@ -1795,9 +1840,11 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!strcmp(cmd, "listen"))
 		return cmd_listen(argc > 2 ? atol(argv[2]) : 1,
-				  argc > 3 ? atoi(argv[3]) : 10000, false);
+				  argc > 3 ? atoi(argv[3]) : 10000, false, false);
 	if (!strcmp(cmd, "listen-times") && argc > 3)
-		return cmd_listen(atol(argv[2]), atoi(argv[3]), true);
+		return cmd_listen(atol(argv[2]), atoi(argv[3]), true, false);
+	if (!strcmp(cmd, "listen-journal") && argc > 3)
+		return cmd_listen(atol(argv[2]), atoi(argv[3]), true, true);
 	if (!strcmp(cmd, "badinput"))
 		return cmd_badinput();
 	if (!strcmp(cmd, "unprivileged"))

@@ -27,6 +27,17 @@ rasdaemon_start() {
 	local n
 
 	n=$(journalctl -b -u rasdaemon | grep -cE "memory_failure_event.* pfn=0x")
+	# Its tracefs instance made first, whole: its unit starts `rasdaemon
+	# -f -r` and `rasdaemon --enable` (ExecStartPost) at once
+	# (misc/rasdaemon.service.in), each mkdir()s "instances/rasdaemon" and
+	# takes EEXIST as made (get_tracing_dir(), ras-events.c, v0.8.1), and
+	# the directory exists before its files do: the kernel makes them
+	# after it, holding trace_types_lock, which a mkdir() that finds it
+	# never takes (trace_array_create_dir(), instance_mkdir(),
+	# kernel/trace/trace.c; tracefs_syscall_mkdir(), fs/tracefs/inode.c;
+	# 6.12).  The loser of that race said "Can't open trace_clock" and
+	# recorded nothing, on two first starts of eight.
+	mkdir -p /sys/kernel/tracing/instances/rasdaemon
 	systemctl start rasdaemon
 	# When it hands its entry to journald: the write() of the event's line
 	# to its stdout, journald's stream (trace_seq_do_printf(), printf("\n"),
@@ -99,6 +110,18 @@ for edge in exit entry; do
 			echo "bench: ${ev}_$edge not traced: the interrupt rows miss it"
 	done
 done
+# The trace read out (appended to /tmp/trace), and its ring emptied.
+# Events it lost (it overwrites when full): rows thinned.
+rm -f /tmp/trace
+read_trace() {
+	local lost
+
+	cat $tr/trace >>/tmp/trace 2>/dev/null
+	lost=$(cat $tr/per_cpu/cpu*/stats 2>/dev/null |
+		awk '/^overrun:/ { n += $2; k++ } END { print k ? n : "an unknown number of" }')
+	[ "$lost" = 0 ] || echo "# bench: the trace lost $lost events (its ring overran or could not be read): errors may be missing from every traced row, the judged one too"
+	echo >$tr/trace
+}
 # A bare netlink listener hears the same events as the daemons: the floor
 # of any netlink consumer (the kernel's path and the socket's delivery).
 hbmnl listen-times 1000000 60000 >/tmp/heard &	# until killed: each error makes 2 events or more
@@ -132,12 +155,34 @@ PY
 rm -f /tmp/pfn /tmp/rasdaemon.pids
 rasdaemon_start
 # Three passes: both daemons on the same events, then each alone (the other
-# stopped).  Both vCPUs run on one host thread (scripts/guest-run): when both
-# daemons, journald and the listener wake for one event, they take turns.
+# stopped), and a fourth of no daemon (the floor, below).  Both vCPUs run on
+# one host thread (scripts/guest-run): when both daemons, journald and the
+# listener wake for one event, they take turns.
 python3 /tmp/inject.py "$N" "$phys" /tmp/injected.both
 systemctl stop rasdaemon
 python3 /tmp/inject.py "$N" "$phys" /tmp/injected.hbmguardd
 systemctl stop hbmguardd
+# The trace so far read out and its ring emptied: 64 MiB a vCPU holds about
+# three passes, and one more would overwrite the first.
+read_trace
+# Between the two, the floor: no daemon but a bare listener that hands
+# journald an entry for each error it hears (hbmnl listen-journal: one
+# recvmsg(), one sendto() over journald's native protocol), the least a
+# daemon can do on the same path, beside the bench's listener as each
+# daemon is; its sendto() traced as hbmguardd's sendmsg() (it runs
+# without hbmguardd's seccomp filter, SystemCallFilter=: a few system
+# calls the cheaper).
+hbmnl listen-journal 1000000 60000 >/tmp/heard.floor 2>&1 &
+floor=$!
+echo "$floor" >/tmp/floor.pid
+{ echo "common_pid == $floor" >$tr/events/syscalls/sys_enter_sendto/filter &&
+	echo 1 >$tr/events/syscalls/sys_enter_sendto/enable; } ||
+	echo "bench: the floor's sendto() not traced: its rows are missing"
+sleep 1
+python3 /tmp/inject.py "$N" "$phys" /tmp/injected.floor
+kill $floor 2>/dev/null
+wait $floor 2>/dev/null
+grep -m 3 -v '^event \|^listening' /tmp/heard.floor | sed 's/^/# bench: the floor said: /'
 rasdaemon_start
 python3 /tmp/inject.py "$N" "$phys" /tmp/injected.rasdaemon
 systemctl start hbmguardd
@@ -157,10 +202,7 @@ for i in range(int(sys.argv[1])):
 PY
 sleep 5
 kill $listener 2>/dev/null
-cat $tr/trace >/tmp/trace 2>/dev/null
-# Events the instance's ring lost (it overwrites when full): rows thinned.
-lost=$(cat $tr/per_cpu/cpu*/stats 2>/dev/null | awk '/^overrun:/ { n += $2; k++ } END { print k ? n : "an unknown number of" }')
-[ "$lost" = 0 ] || echo "# bench: the trace lost $lost events (its ring overran or could not be read): errors may be missing from every traced row, the judged one too"
+read_trace
 echo 0 >$tr/events/enable && rmdir $tr
 journalctl -b -o json -u hbmguardd -u rasdaemon >/tmp/journal.json
 journalctl -b -o json SYSLOG_IDENTIFIER=hbmbench >/tmp/probe.json
@@ -168,7 +210,7 @@ python3 - "$phys" <<'PY' || echo "# bench: the journal latency's analysis failed
 import bisect, json, os, re, sys
 base = int(sys.argv[1], 0)
 injected = {}	# per pass: pfn -> when it was written (us)
-for name in ("both", "hbmguardd", "rasdaemon"):
+for name in ("both", "hbmguardd", "rasdaemon", "floor"):
     injected[name] = {}
     for line in open("/tmp/injected." + name):
         pfn, t = line.split()
@@ -237,6 +279,8 @@ daemon_cpu = {}	# hbmguardd's time on a vCPU from its wake-up to its entry sent
 daemon_pid = int(open("/tmp/daemon.pid").read() or 0)
 ras_pids = {int(p) for p in open("/tmp/rasdaemon.pids").read().split()}	# and threads
 ras_handed = {}	# rasdaemon's write() of its entry to its stdout
+floor_pid = int(open("/tmp/floor.pid").read() or 0) if os.path.exists("/tmp/floor.pid") else 0
+floor_handed = {}	# the floor's sendto() of its entry to journald
 sends = {}	# hbmguardd's sendmsg() calls after the tracepoint until its entry
 by_ipi = {"worker": {}, "listener": {}, "daemon": {}}	# woken on another vCPU than the waker's
 trace.sort(key=lambda e: e[0])
@@ -392,6 +436,12 @@ for pfn, t0 in tracepoint.items():
                    e[3] == "sys_write"), None)
     if handed:
         ras_handed[pfn] = handed
+    # the floor's: its first sendto() after the tracepoint (it sends one
+    # an error, nothing else)
+    handed = next((e[0] for e in after if t0 <= e[0] and e[2] == floor_pid and
+                   e[3] == "sys_sendto"), None)
+    if handed:
+        floor_handed[pfn] = handed
     # hbmguardd's sendmsg() calls until its entry, on which descriptor
     entry = seen["hbmguardd"].get(pfn, 0)
     sends[pfn] = [(e[0], arg(e[4], "fd")) for e in after if t0 <= e[0] <= entry and
@@ -566,13 +616,22 @@ for i, p in enumerate(("p50", "p99")):
     row("the tracepoint -> the entry handed to journald (the daemon's cost), each alone, " + p,
         ours, "rasdaemon, the tracepoint -> its entry handed to journald, alone, " + p,
         theirs, "<= 0.1x")
+    # the least a daemon can do here, and hbmguardd beside it
+    floor = lat(floor_handed, tracepoint, injected["floor"])[i]
+    row("  the least a daemon does: a bare listener handing journald an entry, alone, " + p,
+        floor, "rasdaemon, the tracepoint -> its entry handed to journald, alone, " + p,
+        theirs, "-")
+    row("  the judged row beside it, " + p, ours, "the bare listener's entry handed, " + p,
+        floor, "-")
     row("  of it, without its waits for a wake-up by IPI (the guest's floor), alone, " + p,
         without_ipi[i], "rasdaemon, the tracepoint -> its entry handed to journald, alone, " + p,
         theirs, "-")
     if not i:
-        print("# bench: entries handed: hbmguardd %d of %d errors, rasdaemon %d of %d" %
+        print("# bench: entries handed: hbmguardd %d of %d errors, rasdaemon %d of %d, "
+              "the floor %d of %d" %
               (len([p for p in when["daemon sent"] if p in tracepoint and p in alone[0]]),
-               len(alone[0]), len([p for p in ras_handed if p in alone[1]]), len(alone[1])))
+               len(alone[0]), len([p for p in ras_handed if p in alone[1]]), len(alone[1]),
+               len([p for p in floor_handed if p in injected["floor"]]), len(injected["floor"])))
     row("  of it, without those waits nor another vCPU's turns on qemu's thread (at least "
         "its own), alone, " + p, without_turns[i],
         "rasdaemon, the tracepoint -> its entry handed to journald, alone, " + p, theirs, "-")
