@@ -25,6 +25,8 @@
 #include "hbm.h"
 
 static DEFINE_XARRAY_ALLOC(hbm_devices);
+/* Out of the registry, their ids reserved until their DEVICE_REMOVED: device_remove(). */
+static LIST_HEAD(hbm_dying);
 
 /*
  * Range devices by physical address, for the RAS paths.  Apart from the
@@ -190,25 +192,32 @@ static bool same_pci(const struct hbm_device *a, const struct hbm_device *b)
 	       (*b->pci_addr && !strcmp(b->pci_addr, a->identity));
 }
 
+static bool clash(const struct hbm_device *dev, const struct hbm_device *new)
+{
+	return !strcmp(dev->name, new->name) || !strcmp(dev->identity, new->identity) ||
+	       same_pci(dev, new) ||
+	       (dev->kind == HBMGUARD_KIND_RANGE && new->kind == HBMGUARD_KIND_RANGE &&
+		dev->phys_start < new->phys_start + new->hbm_size &&
+		new->phys_start < dev->phys_start + dev->hbm_size);
+}
+
 /*
  * Whether a registered device has this name, identity, PCI address or (for
- * a range) an overlapping physical range; registry lock held.
+ * a range) an overlapping physical range; registry lock held.  One being
+ * removed counts until its DEVICE_REMOVED is out: its listeners know it
+ * alive until then.
  */
 static bool device_clashes(const struct hbm_device *new)
 {
 	struct hbm_device *dev;
 	unsigned long id;
 
-	xa_for_each(&hbm_devices, id, dev) {
-		if (!strcmp(dev->name, new->name) ||
-		    !strcmp(dev->identity, new->identity) || same_pci(dev, new))
+	xa_for_each(&hbm_devices, id, dev)
+		if (clash(dev, new))
 			return true;
-		if (dev->kind == HBMGUARD_KIND_RANGE &&
-		    new->kind == HBMGUARD_KIND_RANGE &&
-		    dev->phys_start < new->phys_start + new->hbm_size &&
-		    new->phys_start < dev->phys_start + dev->hbm_size)
+	list_for_each_entry(dev, &hbm_dying, dying)
+		if (clash(dev, new))
 			return true;
-	}
 	return false;
 }
 
@@ -427,9 +436,10 @@ err_free:
  * its id stays reserved until after: a device registered meanwhile gets
  * another, for an event of this one after that one's DEVICE_ADDED would
  * be taken for that one's (its REMOVED for the new device gone, a data
- * loss counted to it).  Storing NULL in an allocating xarray reserves the
+ * loss counted to it), and its name, identity and range are still taken
+ * (device_clashes()).  Storing NULL in an allocating xarray reserves the
  * index: lookups and walks skip it, xa_alloc() does not give it
- * (Documentation/core-api/xarray.rst, __xa_store(), 6.1 and 6.12).  @dev is
+ * (Documentation/core-api/xarray.rst, __xa_store(), 6.12).  @dev is
  * held by the caller; the registry's reference is dropped here.
  *
  * Return: 0, or -ENODEV when another removal came first.
@@ -442,17 +452,20 @@ static int device_remove(struct hbm_device *dev)
 		return -ENODEV;
 	}
 	dev->dead = true;
-	mutex_lock(&hbm_registry_lock);
-	xa_store(&hbm_devices, dev->id, NULL, GFP_KERNEL);	/* replaces: allocates nothing */
-	mutex_unlock(&hbm_registry_lock);
 	if (dev->kind == HBMGUARD_KIND_RANGE)
 		ranges_remove(dev);	/* the RAS paths' errors are no longer its */
+	mutex_lock(&hbm_registry_lock);
+	xa_store(&hbm_devices, dev->id, NULL, GFP_KERNEL);	/* replaces: allocates nothing */
+	list_add(&dev->dying, &hbm_dying);
+	mutex_unlock(&hbm_registry_lock);
+	hbm_selftest_removing(dev);	/* debug builds: a selftest may hold it here */
 	hbm_map_removed(dev);
 	hbm_aperture_removed(dev);
 	pr_info("device %u %s removed\n", dev->id, dev->name);
 	hbm_event(HBMGUARD_EVENT_DEVICE_REMOVED, dev->id, 0, dev->hbm_size, 0,
 		  0, 0, dev->kind);
 	mutex_lock(&hbm_registry_lock);
+	list_del(&dev->dying);
 	xa_erase(&hbm_devices, dev->id);
 	mutex_unlock(&hbm_registry_lock);
 	mutex_unlock(&dev->lock);

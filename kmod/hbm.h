@@ -26,6 +26,8 @@
  * @numa_node: for a range device registered by node, the node; else -1
  * @lock: serialises every use of @core, @generation and @dead
  * @dead: unregistered: reports and changes are refused
+ * @dying: on the registry's list of devices out of it whose id is not yet
+ *	free (device.c), under its lock
  * @core: bad-page table, spare pool and policy
  * @generation: increases on every change of @core
  * @free_work: frees the device, so the last reference may go in any context
@@ -53,6 +55,7 @@ struct hbm_device {
 	struct hbm_core core;
 	u64 generation;
 	bool dead;
+	struct list_head dying;
 	struct work_struct free_work;
 	struct hbm_map *map;
 	bool backed;
@@ -124,10 +127,15 @@ u64 hbm_generation(void);
 /* selftest.c, in a debug build (HBMGUARD_DEBUG=y) */
 #ifdef HBMGUARD_DEBUG
 int hbm_selftests(void);
+void hbm_selftest_removing(struct hbm_device *dev);
 #else
 static inline int hbm_selftests(void)
 {
 	return 0;
+}
+
+static inline void hbm_selftest_removing(struct hbm_device *dev)
+{
 }
 #endif
 

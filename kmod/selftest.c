@@ -70,7 +70,7 @@ static bool selftest_id_reuse(void)
 	struct task_struct *t;
 	u32 other = U32_MAX;
 	bool ok = false, waited = false;
-	int i;
+	int i, asleep = 0;
 
 	if (hbm_device_create(&spec, &r.id))
 		return false;
@@ -91,10 +91,16 @@ static bool selftest_id_reuse(void)
 	if (!IS_ERR(t)) {
 		get_task_struct(t);	/* before it runs: it may end at once */
 		wake_up_process(t);
-		/* the removal waits for the lock: it cannot end before release */
-		for (i = 0; i < 200 && task_is_running(t); i++)
+		/*
+		 * The removal waits for the lock (it cannot end before the
+		 * release): asleep on it, seen twice 10 ms apart, not a
+		 * moment of waking or parking.
+		 */
+		for (i = 0; i < 200 && asleep < 2; i++) {
 			msleep(10);
-		waited = !task_is_running(t);
+			asleep = READ_ONCE(t->__state) == TASK_UNINTERRUPTIBLE ? asleep + 1 : 0;
+		}
+		waited = asleep == 2 && !completion_done(&r.done);
 		put_task_struct(t);
 		spec.name = "selftest-added";
 		if (waited && !hbm_device_create(&spec, &other))
@@ -117,6 +123,86 @@ out:
 	return ok;
 }
 
+/* Where device_remove() of one device waits, between the registry and its DEVICE_REMOVED. */
+struct removal_pause {
+	struct hbm_device *dev;
+	struct completion reached, release;
+};
+
+static struct removal_pause *removal_pause;
+
+void hbm_selftest_removing(struct hbm_device *dev)
+{
+	struct removal_pause *p = READ_ONCE(removal_pause);
+
+	if (p && p->dev == dev) {
+		complete(&p->reached);
+		wait_for_completion(&p->release);
+	}
+}
+
+/*
+ * A device out of the registry whose DEVICE_REMOVED is not out yet: found
+ * by no lookup (a listener told it gone must not find it after), its id
+ * given to no other, its name still taken (its listeners know it alive).
+ */
+static bool selftest_leaving(void)
+{
+	struct hbm_device_spec spec = {
+		.kind = HBMGUARD_KIND_SIMULATED,
+		.page_size = 4096,
+		.hbm_size = 16 << 20,
+		.name = "selftest-leaving",
+	};
+	struct removal_pause pause = {};
+	struct removal r = {};
+	struct hbm_device *found = NULL;
+	struct task_struct *t;
+	u32 same = U32_MAX, other = U32_MAX;
+	bool ok = false;
+	int err = 0;
+
+	if (hbm_device_create(&spec, &r.id))
+		return false;
+	pause.dev = hbm_device_get(r.id);
+	if (!pause.dev) {
+		hbm_device_destroy(r.id, HBMGUARD_KIND_SIMULATED);
+		return false;
+	}
+	init_completion(&pause.reached);
+	init_completion(&pause.release);
+	init_completion(&r.done);
+	WRITE_ONCE(removal_pause, &pause);
+	t = kthread_run(remove_device, &r, "hbm-selftest-leave");
+	if (IS_ERR(t))
+		goto out;
+	if (wait_for_completion_timeout(&pause.reached, 10 * HZ)) {
+		found = hbm_device_get(r.id);
+		if (found)
+			hbm_device_put(found);
+		err = hbm_device_create(&spec, &same);
+		spec.name = "selftest-other";
+		if (!hbm_device_create(&spec, &other))
+			ok = !found && err == -EEXIST && other != r.id;
+	}
+	WRITE_ONCE(removal_pause, NULL);
+	complete(&pause.release);
+	wait_for_completion(&r.done);
+	ok = ok && !r.err;
+	if (!ok)
+		pr_err("selftest: leaving: device %u %s, its name %d, another's id %u\n",
+		       r.id, found ? "found" : "not found", err, other);
+out:
+	WRITE_ONCE(removal_pause, NULL);
+	if (same != U32_MAX)
+		hbm_device_destroy(same, HBMGUARD_KIND_SIMULATED);
+	if (other != U32_MAX)
+		hbm_device_destroy(other, HBMGUARD_KIND_SIMULATED);
+	hbm_device_destroy(r.id, HBMGUARD_KIND_SIMULATED);	/* if not yet */
+	hbm_device_put(pause.dev);
+	return ok;
+}
+
 /**
  * hbm_selftests() - the in-module selftests, if asked for
  *
@@ -126,7 +212,7 @@ int hbm_selftests(void)
 {
 	if (!run_selftests)
 		return 0;
-	if (!selftest_id_reuse())
+	if (!selftest_id_reuse() || !selftest_leaving())
 		return -EIO;
 	pr_info("selftests passed\n");
 	return 0;
