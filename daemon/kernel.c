@@ -1182,8 +1182,8 @@ static void removed(struct hbm_kernel *k, uint32_t id, uint64_t seq)
 {
 	struct device_list *l;
 
-	if (id >= HBMGUARD_MAX_DEVICES)
-		return;
+	if (id >= HBMGUARD_MAX_DEVICES || !k->listed[id][0])
+		return;		/* gone already (a resync's list said so) */
 	if (k->listed_added[id]) {
 		if (k->listed_added[id] < seq)
 			device_gone(k, id);
