@@ -50,6 +50,32 @@ static int remove_device(void *arg)
 	kthread_complete_and_exit(&r->done, 0);
 }
 
+/* A simulated device of 16 MiB named @name, its id in @id: 0 or an errno. */
+static int sim_create(const char *name, u32 *id)
+{
+	struct hbm_device_spec spec = {
+		.kind = HBMGUARD_KIND_SIMULATED,
+		.page_size = 4096,
+		.hbm_size = 16 << 20,
+		.name = name,
+	};
+
+	return hbm_device_create(&spec, id);
+}
+
+/* The same, held by the caller: NULL when it could not be made. */
+static struct hbm_device *sim_held(const char *name, u32 *id)
+{
+	struct hbm_device *dev;
+
+	if (sim_create(name, id))
+		return NULL;
+	dev = hbm_device_get(*id);
+	if (!dev)
+		hbm_device_destroy(*id, HBMGUARD_KIND_SIMULATED);
+	return dev;
+}
+
 /*
  * A device registered while another's removal waits for that one's lock
  * must not get its id: the waiting device's DEVICE_REMOVED, still to come,
@@ -59,12 +85,6 @@ static int remove_device(void *arg)
  */
 static bool selftest_id_reuse(void)
 {
-	struct hbm_device_spec spec = {
-		.kind = HBMGUARD_KIND_SIMULATED,
-		.page_size = 4096,
-		.hbm_size = 16 << 20,
-		.name = "selftest-removed",
-	};
 	struct holder h = {};
 	struct removal r = {};
 	struct task_struct *t;
@@ -72,13 +92,9 @@ static bool selftest_id_reuse(void)
 	bool ok = false, waited = false;
 	int i, asleep = 0;
 
-	if (hbm_device_create(&spec, &r.id))
+	h.dev = sim_held("selftest-removed", &r.id);
+	if (!h.dev)
 		return false;
-	h.dev = hbm_device_get(r.id);
-	if (!h.dev) {
-		hbm_device_destroy(r.id, HBMGUARD_KIND_SIMULATED);
-		return false;
-	}
 	init_completion(&h.held);
 	init_completion(&h.release);
 	init_completion(&h.done);
@@ -102,8 +118,7 @@ static bool selftest_id_reuse(void)
 		}
 		waited = asleep == 2 && !completion_done(&r.done);
 		put_task_struct(t);
-		spec.name = "selftest-added";
-		if (waited && !hbm_device_create(&spec, &other))
+		if (waited && !sim_create("selftest-added", &other))
 			ok = other != r.id;
 	}
 	complete(&h.release);
@@ -148,12 +163,6 @@ void hbm_selftest_removing(struct hbm_device *dev)
  */
 static bool selftest_leaving(void)
 {
-	struct hbm_device_spec spec = {
-		.kind = HBMGUARD_KIND_SIMULATED,
-		.page_size = 4096,
-		.hbm_size = 16 << 20,
-		.name = "selftest-leaving",
-	};
 	struct removal_pause pause = {};
 	struct removal r = {};
 	struct hbm_device *found = NULL;
@@ -162,13 +171,9 @@ static bool selftest_leaving(void)
 	bool ok = false;
 	int err = 0;
 
-	if (hbm_device_create(&spec, &r.id))
+	pause.dev = sim_held("selftest-leaving", &r.id);
+	if (!pause.dev)
 		return false;
-	pause.dev = hbm_device_get(r.id);
-	if (!pause.dev) {
-		hbm_device_destroy(r.id, HBMGUARD_KIND_SIMULATED);
-		return false;
-	}
 	init_completion(&pause.reached);
 	init_completion(&pause.release);
 	init_completion(&r.done);
@@ -180,9 +185,8 @@ static bool selftest_leaving(void)
 		found = hbm_device_get(r.id);
 		if (found)
 			hbm_device_put(found);
-		err = hbm_device_create(&spec, &same);
-		spec.name = "selftest-other";
-		if (!hbm_device_create(&spec, &other))
+		err = sim_create("selftest-leaving", &same);
+		if (!sim_create("selftest-other", &other))
 			ok = !found && err == -EEXIST && other != r.id;
 	}
 	WRITE_ONCE(removal_pause, NULL);
