@@ -321,11 +321,13 @@ static bool put_extent(struct nl_msg *msg, const struct hbm_state_record *r)
  */
 #define RECORDS_PER_ATTR	1024
 #define RESTORE_MAX_EXTENTS	16384
+/* its headers, the device's attributes and each attribute's header, at most */
+#define PACKED_HEAD_BYTES	1024
 
 /* The most records one packed RESTORE of this family carries. */
 static size_t packed_per_request(const struct hbm_kernel *k)
 {
-	size_t n = (k->restore_bytes - 1024) / sizeof(struct hbmguard_restore_record);
+	size_t n = (k->restore_bytes - PACKED_HEAD_BYTES) / sizeof(struct hbmguard_restore_record);
 
 	return n < RESTORE_MAX_EXTENTS ? n : RESTORE_MAX_EXTENTS;
 }
@@ -346,7 +348,21 @@ struct packed_msg {
 static int packed_msg_init(struct hbm_kernel *k, const struct device *dev,
 			   struct packed_msg *m)
 {
-	m->msg = hbm_genl_request_sized(k->family, HBMGUARD_CMD_RESTORE, 0, k->restore_bytes);
+	/*
+	 * As large as its records, not as the send buffer: 16384 records are
+	 * 768 KiB of a 2 MiB buffer.  The 2 MiB one was also a mapping of
+	 * exactly 2 MiB, which 6.12 aligns to 2 MiB as it does any anonymous
+	 * mapping of a PMD multiple (__get_unmapped_area(), mm/mmap.c), and
+	 * netlink_sendmsg()'s copy of it into a kvmalloc()ed skb (1 MiB
+	 * aligned: net/netlink/af_netlink.c) ran four times slower in a TCG
+	 * guest: qemu's software TLB is direct mapped by page number
+	 * (tlb_index(), include/exec/cpu_ldst.h, qemu 7.2), and every page of
+	 * the one evicted the other's.
+	 */
+	size_t size = PACKED_HEAD_BYTES +
+		      packed_per_request(k) * sizeof(struct hbmguard_restore_record);
+
+	m->msg = hbm_genl_request_sized(k->family, HBMGUARD_CMD_RESTORE, 0, size);
 	if (!m->msg || nla_put_u32(m->msg, HBMGUARD_A_DEVICE_ID, dev->id) ||
 	    nla_put_u32(m->msg, HBMGUARD_A_RECORD_SIZE, sizeof(struct hbmguard_restore_record))) {
 		nlmsg_free(m->msg);
