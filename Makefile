@@ -47,13 +47,14 @@ DAEMON_HDR := daemon/timespan.h daemon/seen.h daemon/losses.h daemon/incidents.h
 # hbmguardd's source, core and sinks (daemon/hbmguardd.c says how they fit).
 DAEMON_MAIN := daemon/hbmguardd.c daemon/daemon.c daemon/core.c daemon/kernel.c daemon/store.c daemon/amdgpu.c \
 	daemon/status.c daemon/client.c daemon/control.c daemon/recovery.c daemon/genl.c daemon/metrics.c \
-	daemon/scheduler.c daemon/signals.c daemon/cluster.c daemon/etcd.c daemon/curl_dl.c
+	daemon/scheduler.c daemon/signals.c daemon/cluster.c daemon/etcd.c daemon/curl_dl.c daemon/dl.c \
+	daemon/mhd_dl.c
 DAEMON_MAIN_HDR := daemon/hbmguardd.h daemon/parts.h daemon/kernel.h daemon/store.h daemon/status.h daemon/amdgpu.h \
 	daemon/control.h daemon/genl.h daemon/metrics.h daemon/scheduler.h daemon/signals.h \
-	daemon/cluster.h daemon/etcd.h daemon/curl_dl.h
-# The metrics endpoint's HTTP server (daemon/metrics.c), Debian's libmicrohttpd-dev.
+	daemon/cluster.h daemon/etcd.h daemon/curl_dl.h daemon/dl.h daemon/mhd_dl.h
+# The metrics endpoint's HTTP server (daemon/metrics.c), Debian's libmicrohttpd-dev:
+# its header only, the library loaded when the endpoint first listens (mhd_dl.h).
 MHD_CFLAGS := $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
-MHD_LIBS := $(shell pkg-config --libs libmicrohttpd 2>/dev/null)
 # The GPU sources' parsers (issue 13): pure code, unit-tested before their wiring.
 DAEMON_SRC += daemon/nvlog.c daemon/amdgpu_ras.c daemon/kmsg.c
 DAEMON_HDR += daemon/nvlog.h daemon/amdgpu_ras.h daemon/kmsg.h
@@ -68,9 +69,9 @@ DAEMON_HDR += daemon/passed.h
 # sd-event; cluster.c, in hbmguardd) is run by check-cluster's agents
 # against a real etcd.
 CLUSTER_PURE := daemon/etcd_msg.c daemon/cluster_proto.c daemon/etcd_msg.h daemon/cluster_proto.h
-CLUSTER_SRC := daemon/cluster.c daemon/etcd.c daemon/curl_dl.c daemon/etcd_msg.c daemon/cluster_proto.c \
+CLUSTER_SRC := daemon/cluster.c daemon/etcd.c daemon/curl_dl.c daemon/dl.c daemon/etcd_msg.c daemon/cluster_proto.c \
 	daemon/config.c daemon/timespan.c daemon/ctl.c
-CLUSTER_HDR := daemon/cluster.h daemon/etcd.h daemon/curl_dl.h daemon/etcd_msg.h daemon/cluster_proto.h \
+CLUSTER_HDR := daemon/cluster.h daemon/etcd.h daemon/curl_dl.h daemon/dl.h daemon/etcd_msg.h daemon/cluster_proto.h \
 	daemon/config.h daemon/timespan.h daemon/ctl.h
 KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 
@@ -161,7 +162,7 @@ $(BUILD)/hbmguardd: $(DAEMON_MAIN) $(DAEMON_MAIN_HDR) $(DAEMON_SRC) $(DAEMON_HDR
 	$(CC) $(CFLAGS_USER) $(VERSION_DEF) -I$(CACHE)/nvml/include -pthread \
 		$(shell pkg-config --cflags libnl-genl-3.0 libsystemd json-c libcurl) $(MHD_CFLAGS) \
 		$(DAEMON_MAIN) $(DAEMON_SRC) $(DAEMON_NVML) $(filter %.c,$(CLUSTER_PURE)) \
-		$(shell pkg-config --libs libnl-genl-3.0 libsystemd json-c) $(MHD_LIBS) -o $@
+		$(shell pkg-config --libs libnl-genl-3.0 libsystemd json-c) -o $@
 
 # hbmctl's JSON is json-c's (daemon/cli.c); the advisor and systemd's time
 # spans are pure code of their own (advise.c, timespan.c).
@@ -184,15 +185,17 @@ $(BUILD)/guest/hbmctl: $(HBMCTL_DEPS)
 # core and the store, behind a source of the test's own (check_core.c); the
 # SIGBUS guard, included by tests/unit/check_aperture.c.
 UNIT_DAEMON := $(DAEMON_SRC) daemon/advise.c daemon/recovery.c daemon/core.c daemon/store.c daemon/amdgpu.c \
-	daemon/metrics.c daemon/scheduler.c $(MHD_CFLAGS) $(shell pkg-config --cflags libnl-genl-3.0 libsystemd)
+	daemon/metrics.c daemon/mhd_dl.c daemon/dl.c daemon/scheduler.c $(MHD_CFLAGS) \
+	$(shell pkg-config --cflags libnl-genl-3.0 libsystemd)
 UNIT_DAEMON += -DHBM_FIXTURES='"$(TOP)/tests/unit/fixtures"'
 UNIT_DAEMON += daemon/cli.c $(shell pkg-config --cflags json-c)
 UNIT_DAEMON += $(filter %.c,$(CLUSTER_PURE))
 # genl.c against this host's own generic netlink controller (tests/unit/check_genl.c).
 UNIT_DAEMON += daemon/genl.c
-UNIT_LIBS := $(CHECK_LIBS) $(shell pkg-config --libs libsystemd json-c libnl-genl-3.0) $(MHD_LIBS) -lm
+UNIT_LIBS := $(CHECK_LIBS) $(shell pkg-config --libs libsystemd json-c libnl-genl-3.0) -lm
 UNIT_DEPS := $(UNIT_SRC) $(CORE_SRC) $(CORE_HDR) $(DAEMON_SRC) $(DAEMON_HDR) daemon/recovery.c \
 	daemon/core.c daemon/store.c daemon/amdgpu.c daemon/amdgpu.h daemon/metrics.c daemon/scheduler.c \
+	daemon/mhd_dl.c daemon/mhd_dl.h daemon/dl.c daemon/dl.h \
 	$(DAEMON_MAIN_HDR) \
 	daemon/hbmguardd.h daemon/libhbmguard/aperture.c daemon/libhbmguard/rank.c daemon/libhbmguard/hbmguard.h \
 	daemon/cli.c daemon/cli.h daemon/advise.c daemon/advise.h $(CLUSTER_PURE) daemon/genl.c daemon/genl.h

@@ -75,13 +75,13 @@
 #include <unistd.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
-#include <microhttpd.h>
 
 #include "config.h"
 #include "core.h"
 #include "daemon.h"
 #include "gpus.h"
 #include "metrics.h"
+#include "mhd_dl.h"
 #include "passed.h"
 #include "recovery.h"
 #include "store.h"
@@ -1085,16 +1085,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return MHD_NO;
 	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD)) {
 		code = MHD_HTTP_METHOD_NOT_ALLOWED;
-		r = MHD_create_response_from_buffer(strlen(not_allowed), not_allowed,
+		r = sym_MHD_create_response_from_buffer(strlen(not_allowed), not_allowed,
 						    MHD_RESPMEM_PERSISTENT);
 	} else if (strcmp(url, "/metrics") && strcmp(url, "/")) {
 		code = MHD_HTTP_NOT_FOUND;
-		r = MHD_create_response_from_buffer(strlen(not_found), not_found,
+		r = sym_MHD_create_response_from_buffer(strlen(not_found), not_found,
 						    MHD_RESPMEM_PERSISTENT);
-	} else if ((format = metrics_negotiate(MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+	} else if ((format = metrics_negotiate(sym_MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 									   MHD_HTTP_HEADER_ACCEPT))) < 0) {
 		code = MHD_HTTP_NOT_ACCEPTABLE;
-		r = MHD_create_response_from_buffer(strlen(not_acceptable), not_acceptable,
+		r = sym_MHD_create_response_from_buffer(strlen(not_acceptable), not_acceptable,
 						    MHD_RESPMEM_PERSISTENT);
 	} else {
 		struct metrics_page *page = &m->pages[format];
@@ -1104,18 +1104,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if (!fresh_page(m, format))
 			code = MHD_HTTP_INTERNAL_SERVER_ERROR;
 		r = code == MHD_HTTP_OK ?
-			MHD_create_response_from_buffer(page->len, page->p ? page->p : "",
+			sym_MHD_create_response_from_buffer(page->len, page->p ? page->p : "",
 							MHD_RESPMEM_MUST_COPY) :
-			MHD_create_response_from_buffer(strlen(too_big), too_big,
+			sym_MHD_create_response_from_buffer(strlen(too_big), too_big,
 							MHD_RESPMEM_PERSISTENT);
 	}
 	if (!r)
 		return MHD_NO;
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, code == MHD_HTTP_OK ?
+	sym_MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, code == MHD_HTTP_OK ?
 				content_types[format] : "text/plain");
-	MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ACCEPT);
-	ret = MHD_queue_response(conn, code, r);
-	MHD_destroy_response(r);
+	sym_MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ACCEPT);
+	ret = sym_MHD_queue_response(conn, code, r);
+	sym_MHD_destroy_response(r);
 	return ret;
 }
 
@@ -1141,7 +1141,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **ctx,
 		*ctx = NULL;
 		return;
 	}
-	info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	info = sym_MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	if (!info)
 		return;
 	for (i = 0; i < METRICS_CONNECTIONS && !x; i++)
@@ -1179,7 +1179,7 @@ static uint64_t expire(struct hbm_metrics *m)
 static unsigned int connections(struct hbm_metrics *m)
 {
 	const union MHD_DaemonInfo *info =
-		MHD_get_daemon_info(m->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+		sym_MHD_get_daemon_info(m->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
 
 	return info ? info->num_connections : 0;
 }
@@ -1201,9 +1201,9 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *arg)
 	(void)fd;
 	(void)revents;
 	expire(m);
-	MHD_run(m->mhd);
+	sym_MHD_run(m->mhd);
 	if (before >= METRICS_CONNECTIONS && connections(m) < METRICS_CONNECTIONS)
-		MHD_run(m->mhd);
+		sym_MHD_run(m->mhd);
 	return arm(m);
 }
 
@@ -1223,7 +1223,7 @@ static int arm(struct hbm_metrics *m)
 	uint64_t at = expire(m), now = now_us();
 	MHD_UNSIGNED_LONG_LONG ms;
 
-	if (MHD_get_timeout(m->mhd, &ms) == MHD_YES) {
+	if (sym_MHD_get_timeout(m->mhd, &ms) == MHD_YES) {
 		if (ms > 3600 * 1000ULL)
 			ms = 3600 * 1000ULL;
 		if (now + ms * 1000 < at)
@@ -1304,7 +1304,8 @@ static int listen_on(const struct sockaddr *addr, socklen_t len)
  * @len: its length
  * @fd: a listening socket to take over (systemd's), or -1
  *
- * Return: 0, or a negative errno (bind()'s when the address is the trouble).
+ * Return: 0, or a negative errno (bind()'s when the address is the trouble;
+ * -ELIBACC without libmicrohttpd, which is loaded here: mhd_dl.h).
  */
 int metrics_listen(struct hbm_metrics *m, sd_event *loop, const struct sockaddr *addr,
 		   socklen_t len, int fd)
@@ -1312,9 +1313,14 @@ int metrics_listen(struct hbm_metrics *m, sd_event *loop, const struct sockaddr 
 	const union MHD_DaemonInfo *info;
 	unsigned int flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
 	bool own = fd < 0;
+	char why[256];
 	int err;
 
 	m->loop = loop;
+	if (hbm_mhd_load(why, sizeof(why))) {
+		fprintf(stderr, "<3>hbmguardd: metrics: %s\n", why);
+		return -ELIBACC;
+	}
 	if (own) {
 		fd = listen_on(addr, len);
 		if (fd < 0)
@@ -1328,7 +1334,7 @@ int metrics_listen(struct hbm_metrics *m, sd_event *loop, const struct sockaddr 
 	 * handler (dh) but ours.
 	 */
 	errno = 0;
-	m->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, m,
+	m->mhd = sym_MHD_start_daemon(flags, 0, NULL, NULL, on_request, m,
 				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, m,
 				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, m,
 				  MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
@@ -1343,7 +1349,7 @@ int metrics_listen(struct hbm_metrics *m, sd_event *loop, const struct sockaddr 
 			close(fd);
 		return err;
 	}
-	info = MHD_get_daemon_info(m->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	info = sym_MHD_get_daemon_info(m->mhd, MHD_DAEMON_INFO_EPOLL_FD);
 	if (!info) {
 		metrics_stop(m);
 		return -EINVAL;
@@ -1372,7 +1378,7 @@ int metrics_listen(struct hbm_metrics *m, sd_event *loop, const struct sockaddr 
 		metrics_stop(m);
 		return err;
 	}
-	info = MHD_get_daemon_info(m->mhd, MHD_DAEMON_INFO_BIND_PORT);
+	info = sym_MHD_get_daemon_info(m->mhd, MHD_DAEMON_INFO_BIND_PORT);
 	m->port = info ? info->port : 0;
 	return 0;
 }
@@ -1431,7 +1437,7 @@ void metrics_stop(struct hbm_metrics *m)
 	m->io = sd_event_source_disable_unref(m->io);
 	m->timer = sd_event_source_disable_unref(m->timer);
 	if (m->mhd)
-		MHD_stop_daemon(m->mhd);
+		sym_MHD_stop_daemon(m->mhd);
 	m->mhd = NULL;
 	memset(m->conns, 0, sizeof(m->conns));
 	forget_pages(m);

@@ -7,7 +7,8 @@
 #
 # systemd as init, Debian's kernel KVER with its headers and DKMS (so that
 # `dkms install` can rebuild hbmguard in the guest), the libraries hbmguardd
-# links (libjson-c5 for hbmctl, libmicrohttpd12 for its metrics endpoint),
+# links or loads (libjson-c5 for hbmctl, libmicrohttpd12 for its metrics
+# endpoint, loaded when it listens),
 # python3 for the checks that read JSON, prometheus and curl for the metrics
 # checks, slurmctld, slurmd, slurm-client and munge for the Slurm drain
 # checks (a one-node cluster in the guest), etcd-server and etcd-client for

@@ -7,9 +7,11 @@
  * `promtool check metrics` (package prometheus, scripts/deps.sh).
  */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,15 +19,16 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
-#include <microhttpd.h>
 
 #include "daemon.h"
 #include "gpus.h"
 #include "metrics.h"
+#include "mhd_dl.h"
 #include "recovery.h"
 #include "store.h"
 #include "unit.h"
@@ -911,10 +914,10 @@ START_TEST(server_scrape)
 	for (i = 1; i < METRICS_CONNECTIONS; i++)
 		slow[i] = slow_client(m.port);
 	/* let the loop accept them all (a loaded host: as many turns as it takes, up to 5 s) */
-	for (i = 0; i < 5000 && MHD_get_daemon_info(m.mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS)->
+	for (i = 0; i < 5000 && sym_MHD_get_daemon_info(m.mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS)->
 				num_connections < METRICS_CONNECTIONS; i++)
 		sd_event_run(loop, 1000);
-	ck_assert_uint_eq(MHD_get_daemon_info(m.mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS)->num_connections,
+	ck_assert_uint_eq(sym_MHD_get_daemon_info(m.mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS)->num_connections,
 			  METRICS_CONNECTIONS);
 	{
 		int p[2], status;
@@ -1027,10 +1030,10 @@ START_TEST(server_slowloris)
 	ck_assert_int_eq(metrics_listen(&m, loop, (struct sockaddr *)&a, sizeof(a), -1), 0);
 	for (i = 0; i < METRICS_CONNECTIONS; i++)
 		slow[i] = trickler(m.port);
-	for (i = 0; i < 3000 && MHD_get_daemon_info(m.mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS)->num_connections <
+	for (i = 0; i < 3000 && sym_MHD_get_daemon_info(m.mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS)->num_connections <
 	     METRICS_CONNECTIONS; i++)
 		sd_event_run(loop, 10000);
-	ck_assert_uint_eq(MHD_get_daemon_info(m.mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS)->num_connections,
+	ck_assert_uint_eq(sym_MHD_get_daemon_info(m.mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS)->num_connections,
 			  METRICS_CONNECTIONS);
 	scrape(loop, "GET /metrics HTTP/1.0\r\n\r\n", buf, sizeof(buf));
 	ck_assert_msg(strstr(buf, " 200 OK\r\n"), "got: %.200s", buf);
@@ -1144,6 +1147,79 @@ START_TEST(server_renders_kept)
 }
 END_TEST
 
+/*
+ * libmicrohttpd is loaded when the endpoint first listens (mhd_dl.h): on a
+ * host without it metrics_listen() says so, returns -ELIBACC and leaves
+ * nothing open.  The library is hidden from this test's process alone,
+ * behind an empty file in a mount namespace of its own; Check runs each
+ * test in a child of its own, so none loaded it before.
+ */
+static int hidden_err;
+
+static void listen_hidden(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	sd_event *loop;
+
+	ck_assert_int_ge(sd_event_new(&loop), 0);
+	hidden_err = metrics_listen(&m, loop, (struct sockaddr *)&a, sizeof(a), -1);
+	sd_event_unref(loop);
+}
+
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+START_TEST(server_without_library)
+{
+	static const char key[] = "libmicrohttpd.so.12 (libc6,x86-64) => ",
+		said[] = "<3>hbmguardd: metrics: libmicrohttpd cannot be loaded: ";
+	char lib[512] = "", line[512], empty[] = "/tmp/hbm-empty-XXXXXX";
+	const char *out;
+	FILE *p;
+	int fd, before;
+
+	if (geteuid()) {	/* make check runs as root */
+		fprintf(stderr, "server_without_library: needs root (a mount namespace), not run\n");
+		return;
+	}
+	p = popen("ldconfig -p", "r");
+	ck_assert_ptr_nonnull(p);
+	while (!*lib && fgets(line, sizeof(line), p)) {
+		char *at = strstr(line, key);
+
+		if (at)
+			snprintf(lib, sizeof(lib), "%.*s", (int)strcspn(at + strlen(key), "\n"),
+				 at + strlen(key));
+	}
+	pclose(p);
+	ck_assert_msg(*lib, "no libmicrohttpd.so.12 in the linker cache");
+	fd = mkstemp(empty);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
+	ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	ck_assert_msg(!mount(empty, lib, NULL, MS_BIND, NULL), "bind over %s: %m", lib);
+	unlink(empty);
+
+	before = open_fds();
+	out = stderr_of(listen_hidden);
+	ck_assert_int_eq(hidden_err, -ELIBACC);
+	ck_assert_msg(!strncmp(out, said, strlen(said)) && strstr(out, "libmicrohttpd.so.12"),
+		      "said: %s", out);
+	ck_assert_ptr_null(m.mhd);
+	ck_assert_int_eq(open_fds(), before);
+}
+END_TEST
+
 Suite *metrics_suite(void)
 {
 	Suite *s = suite_create("metrics");
@@ -1167,6 +1243,7 @@ Suite *metrics_suite(void)
 	tcase_add_test(td, server_reload_retries);
 	tcase_add_test(td, server_renders_kept);
 	tcase_add_test(td, server_slowloris);
+	tcase_add_test(td, server_without_library);
 	tcase_set_timeout(td, 60);
 	suite_add_tcase(s, td);
 	return s;
