@@ -34,6 +34,7 @@ int hbm_dl_load(struct hbm_dl_library *lib, char *err, size_t errlen)
 		*lib->functions[i].sym = dlsym(h, lib->functions[i].name);
 		if (*lib->functions[i].sym)
 			continue;
+		dlerror();	/* said here, not left for the next dlerror() */
 		snprintf(err, errlen, "%s has no %s", lib->soname, lib->functions[i].name);
 		while (i)
 			*lib->functions[--i].sym = NULL;

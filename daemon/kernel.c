@@ -323,11 +323,18 @@ static bool put_extent(struct nl_msg *msg, const struct hbm_state_record *r)
 #define RESTORE_MAX_EXTENTS	16384
 /* its headers, the device's attributes and each attribute's header, at most */
 #define PACKED_HEAD_BYTES	1024
+_Static_assert(PACKED_HEAD_BYTES >= NLMSG_HDRLEN + GENL_HDRLEN + 2 * (NLA_HDRLEN + 4) +
+	       (RESTORE_MAX_EXTENTS / RECORDS_PER_ATTR + 1) * NLA_HDRLEN,
+	       "a packed RESTORE's headers fit in PACKED_HEAD_BYTES");
 
-/* The most records one packed RESTORE of this family carries. */
+/*
+ * The most records one packed RESTORE of this family carries; the send
+ * buffer is at least 2 * RESTORE_REQUEST_BYTES (set_request_buffer()).
+ */
 static size_t packed_per_request(const struct hbm_kernel *k)
 {
-	size_t n = (k->restore_bytes - PACKED_HEAD_BYTES) / sizeof(struct hbmguard_restore_record);
+	size_t n = k->restore_bytes > PACKED_HEAD_BYTES ?
+		   (k->restore_bytes - PACKED_HEAD_BYTES) / sizeof(struct hbmguard_restore_record) : 0;
 
 	return n < RESTORE_MAX_EXTENTS ? n : RESTORE_MAX_EXTENTS;
 }
@@ -337,7 +344,7 @@ static size_t packed_per_request(const struct hbm_kernel *k)
  * request: its header and the device's attributes are put once, and each
  * request rewinds to them (hbm_genl_rewind()) and reserves its records in
  * place: a restore of 10^6 records allocates (and faults in) one message
- * of the send buffer's size, not 62.
+ * of a request's size, not 62.
  */
 struct packed_msg {
 	struct nl_msg *msg;
@@ -438,8 +445,10 @@ static int restore_packed(struct hbm_kernel *k, const struct device *dev, struct
 {
 	int err = packed_fill(m, s, from, end);
 
-	if (err)
+	if (err) {
+		unsent(k, s, from, end);
 		return err;
+	}
 	err = hbm_genl_exchange(k->req, m->msg, NULL, NULL);
 	if ((err == -EINVAL || err == -ERANGE) && end - from > 1) {
 		size_t half = from + (end - from) / 2;
@@ -473,14 +482,15 @@ static int restore(struct hbm_kernel *k, const struct device *dev,
 		   const struct hbm_state *s)
 {
 	size_t i = 0, refused = 0, per_request = packed_per_request(k);
+	bool packed = k->packed && per_request;
 	struct packed_msg m = { 0 };
 	int first_err = 0;
 
-	if (k->packed && s->nr && packed_msg_init(k, dev, &m)) {
+	if (packed && s->nr && packed_msg_init(k, dev, &m)) {
 		unsent(k, s, 0, s->nr);
 		return -ENOMEM;
 	}
-	while (k->packed && i < s->nr) {
+	while (packed && i < s->nr) {
 		size_t end = s->nr - i < per_request ? s->nr : i + per_request;
 		int err = restore_packed(k, dev, &m, s, i, end, &refused);
 

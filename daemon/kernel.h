@@ -29,7 +29,7 @@ struct hbm_kernel {
 	char listed[HBMGUARD_MAX_DEVICES][HBMGUARD_IDENTITY_LEN];	/* last listed, by id */
 	uint64_t listed_added[HBMGUARD_MAX_DEVICES];	/* its ADDED_SEQNUM; 0: not said */
 	bool packed;			/* the module takes HBMGUARD_A_RECORDS */
-	size_t restore_bytes;		/* a RESTORE request's size: the send buffer's */
+	size_t restore_bytes;		/* a RESTORE request's most: the send buffer's */
 	/* what was restored into a device whose table is being read (its store's) */
 	const struct hbm_state *restored;
 	uint32_t restored_id;

@@ -1317,7 +1317,8 @@ int metrics_listen(struct hbm_metrics *m, sd_event *loop, const struct sockaddr 
 	int err;
 
 	m->loop = loop;
-	if (hbm_mhd_load(why, sizeof(why))) {
+	m->no_library = hbm_mhd_load(why, sizeof(why)) != 0;
+	if (m->no_library) {
 		fprintf(stderr, "<3>hbmguardd: metrics: %s\n", why);
 		return -ELIBACC;
 	}
@@ -1416,13 +1417,15 @@ int metrics_start(struct hbm_metrics *m, struct daemon *d, sd_event *loop)
  * The same Listen= is tried again when it could not be listened on (the
  * port was taken at start): a reload is what the error message promised.
  * A socket systemd passed is kept: it is the unit's to move, and one a
- * failed start may have closed is not taken up again under its number.
+ * failed start may have closed is not taken up again under its number;
+ * but one never handed over, libmicrohttpd missing, is tried again.
  *
  * Return: 0, or a negative errno: it could not listen (and does not).
  */
 int metrics_reconfigure(struct hbm_metrics *m, const char *old)
 {
-	if (passed_socket("metrics") >= 0 || (m->mhd && !strcmp(old, m->d->cfg.metrics.listen)))
+	if ((passed_socket("metrics") >= 0 && !m->no_library) ||
+	    (m->mhd && !strcmp(old, m->d->cfg.metrics.listen)))
 		return 0;
 	metrics_stop(m);
 	return metrics_start(m, m->d, m->loop);

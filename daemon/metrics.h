@@ -85,6 +85,7 @@ struct hbm_metrics {
 	sd_event_source *io;		/* on MHD's epoll fd */
 	sd_event_source *timer;		/* MHD_get_timeout()'s */
 	uint16_t port;			/* bound, once started */
+	bool no_library;		/* the last start could not load libmicrohttpd */
 	/* the exposition: a test's own (no gather then), or NULL: metrics_render() */
 	void (*render)(struct hbm_metrics *m, struct metrics_buf *b);
 	uint64_t scrapes;

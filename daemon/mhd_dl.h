@@ -3,7 +3,8 @@
  * libmicrohttpd, loaded when the metrics endpoint first listens
  * (metrics_listen(): [Metrics] Listen= or systemd's socket), not by the
  * dynamic loader at every start: with the TLS stack it links (GnuTLS,
- * nettle, gmp, p11-kit, libtasn1, libidn2, libunistring, libffi) it brought
+ * nettle, hogweed, gmp, p11-kit, libtasn1, libidn2, libunistring, libffi)
+ * it brought
  * 10 of the daemon's 22 libraries, for an endpoint that is off unless
  * configured and never speaks TLS, and some 20 ms of every start in a TCG
  * guest (hbmguardd --version 58-62 ms with them, 33 without).  Its
