@@ -356,6 +356,7 @@ static int ioc_sim_create(void __user *uarg)
 {
 	struct hbmguard_sim_create sc;
 	struct hbm_device_spec spec;
+	struct hbm_device *dev;
 	int err = ARG_IN(sc, HBMGUARD_SIM_CREATE_SIZE_VER0, uarg);
 
 	if (err)
@@ -375,12 +376,14 @@ static int ioc_sim_create(void __user *uarg)
 		.identity = sc.identity,
 		.backed = sc.flags & HBMGUARD_SIM_BACKED,
 	};
-	err = hbm_device_create(&spec, &sc.device);
-	if (err)
-		return err;
+	dev = hbm_device_create(&spec);
+	if (IS_ERR(dev))
+		return PTR_ERR(dev);
+	sc.device = dev->id;
 	err = ARG_OUT(uarg, sc);
 	if (err)	/* the caller cannot learn the id: take it back */
-		hbm_device_destroy(sc.device, HBMGUARD_KIND_SIMULATED);
+		hbm_device_remove(dev);
+	hbm_device_put(dev);
 	return err;
 }
 

@@ -11,7 +11,7 @@
  * A device's events are made under its lock, DEVICE_ADDED included: it is
  * published with the lock held, so no event of a device comes before its
  * DEVICE_ADDED, and none after its DEVICE_REMOVED (dead is set first), whose
- * id is given to another only after that (device_remove()).
+ * id is given to another only after that (hbm_device_remove()).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -25,7 +25,7 @@
 #include "hbm.h"
 
 static DEFINE_XARRAY_ALLOC(hbm_devices);
-/* Out of the registry, their ids reserved until their DEVICE_REMOVED: device_remove(). */
+/* Out of the registry, their ids reserved until their DEVICE_REMOVED: hbm_device_remove(). */
 static LIST_HEAD(hbm_dying);
 
 /*
@@ -317,16 +317,23 @@ static int spec_check(const struct hbm_device_spec *spec)
 /**
  * hbm_device_create() - register a device
  * @spec: what it is
- * @id: its id, on success
  *
- * Return: 0, -EINVAL for a bad @spec, -EEXIST when the name or identity is
+ * The caller gets the device itself, held, rather than its id: whatever it
+ * does next (a reply that fails and takes the device back, a provider's
+ * reference) is done to this device, never to one registered under the
+ * same id after another caller removed this one.
+ *
+ * Context: process context; sleeps.
+ *
+ * Return: the device, a reference the caller puts (hbm_device_put()); or
+ * ERR_PTR(-EINVAL) for a bad @spec, -EEXIST when the name or identity is
  * taken, -ENOSPC when HBMGUARD_MAX_DEVICES are registered, -ENOMEM, or
  * hbm_aperture_claim()'s error.
  *
  * Spare pages: @spec's, or one per 100 MiB; never above
  * HBMGUARD_SPARE_PAGES_MAX, which bounds the mapped table (map.c).
  */
-int hbm_device_create(const struct hbm_device_spec *spec, u32 *id)
+struct hbm_device *hbm_device_create(const struct hbm_device_spec *spec)
 {
 	struct hbm_device *dev;
 	u32 pages, spares;
@@ -334,10 +341,10 @@ int hbm_device_create(const struct hbm_device_spec *spec, u32 *id)
 
 	err = spec_check(spec);
 	if (err)
-		return err;
+		return ERR_PTR(err);
 	dev = hbm_kalloc(sizeof(*dev), true);
 	if (!dev)
-		return -ENOMEM;
+		return ERR_PTR(-ENOMEM);
 	kref_init(&dev->ref);
 	mutex_init(&dev->lock);
 	dev->kind = spec->kind;
@@ -384,8 +391,8 @@ int hbm_device_create(const struct hbm_device_spec *spec, u32 *id)
 	}
 
 	/*
-	 * Once published, the device may be destroyed and freed by anyone who
-	 * finds it: ours is a reference of our own.  Its lock, held from before
+	 * Once published, the device may be destroyed by anyone who finds it:
+	 * the caller's is a reference of its own.  Its lock, held from before
 	 * publication to after DEVICE_ADDED, keeps its other events behind that.
 	 */
 	kref_get(&dev->ref);
@@ -405,15 +412,13 @@ int hbm_device_create(const struct hbm_device_spec *spec, u32 *id)
 		ranges_add(dev);
 	mutex_unlock(&hbm_registry_lock);
 
-	*id = dev->id;
 	pr_info("device %u %s (%s): %llu MiB, %u KiB pages, %u spare pages\n",
 		dev->id, dev->name, dev->identity, dev->hbm_size >> 20,
 		spec->page_size >> 10, spares);
 	dev->added_seqnum = hbm_event(HBMGUARD_EVENT_DEVICE_ADDED, dev->id, 0,
 				      dev->hbm_size, 0, 0, 0, dev->kind);
 	mutex_unlock(&dev->lock);
-	hbm_device_put(dev);
-	return 0;
+	return dev;
 
 err_unlock:
 	mutex_unlock(&hbm_registry_lock);
@@ -426,10 +431,15 @@ err_core:
 err_free:
 	mutex_destroy(&dev->lock);
 	hbm_kfree(dev);
-	return err;
+	return ERR_PTR(err);
 }
 
-/*
+/**
+ * hbm_device_remove() - unregister this device
+ * @dev: the device, held by a reference of the caller's own, which it
+ *	still puts after (the registry's is dropped here: without one of its
+ *	own, the caller's next use of @dev may be after it is freed)
+ *
  * Stop @dev and take it out of the registry: no change, report or deferred
  * work of it runs after this.  It leaves the registry before its
  * DEVICE_REMOVED (no lookup finds it once a listener knows it gone), but
@@ -439,19 +449,21 @@ err_free:
  * loss counted to it), and its name, identity and range are still taken
  * (device_clashes()).  Storing NULL in an allocating xarray reserves the
  * index: lookups and walks skip it, xa_alloc() does not give it
- * (Documentation/core-api/xarray.rst, __xa_store(), 6.12).  @dev is
- * held by the caller; the registry's reference is dropped here.
+ * (Documentation/core-api/xarray.rst, __xa_store(), 6.12).
+ *
+ * Context: process context; sleeps.  Takes @dev->lock, then the
+ * registry's lock: the caller holds neither.
  *
  * Return: 0, or -ENODEV when another removal came first.
  */
-static int device_remove(struct hbm_device *dev)
+int hbm_device_remove(struct hbm_device *dev)
 {
 	mutex_lock(&dev->lock);
 	if (dev->dead) {
 		mutex_unlock(&dev->lock);
 		return -ENODEV;
 	}
-	dev->dead = true;
+	WRITE_ONCE(dev->dead, true);
 	if (dev->kind == HBMGUARD_KIND_RANGE)
 		ranges_remove(dev);	/* the RAS paths' errors are no longer its */
 	mutex_lock(&hbm_registry_lock);
@@ -495,7 +507,7 @@ int hbm_device_destroy(u32 id, u32 kind)
 	}
 	kref_get(&dev->ref);
 	mutex_unlock(&hbm_registry_lock);
-	err = device_remove(dev);
+	err = hbm_device_remove(dev);
 	hbm_device_put(dev);
 	return err;
 }
@@ -514,7 +526,7 @@ void hbm_devices_destroy_all(void)
 		mutex_unlock(&hbm_registry_lock);
 		if (!dev)
 			return;
-		device_remove(dev);
+		hbm_device_remove(dev);
 		hbm_device_put(dev);
 	}
 }

@@ -100,7 +100,8 @@ static inline u64 hbm_usable_size(const struct hbm_device *dev)
 }
 
 /* device.c */
-int hbm_device_create(const struct hbm_device_spec *spec, u32 *id);
+struct hbm_device *hbm_device_create(const struct hbm_device_spec *spec);
+int hbm_device_remove(struct hbm_device *dev);
 int hbm_device_destroy(u32 id, u32 kind);
 void hbm_devices_destroy_all(void);
 struct hbm_device *hbm_device_get(u32 id);

@@ -98,20 +98,20 @@ static int __init sim_devices_create(void)
 		.backed = sim_backed,
 	};
 	char name[HBMGUARD_NAME_LEN];
+	struct hbm_device *dev;
 	unsigned int i;
-	u32 id;
-	int err;
 
 	if (sim_devices > HBMGUARD_MAX_DEVICES)
 		return -EINVAL;
 	for (i = 0; i < sim_devices; i++) {
 		snprintf(name, sizeof(name), "sim%u", i);
 		spec.name = name;
-		err = hbm_device_create(&spec, &id);
-		if (err) {
-			pr_err("cannot create simulated device %s: %d\n", name, err);
-			return err;
+		dev = hbm_device_create(&spec);
+		if (IS_ERR(dev)) {
+			pr_err("cannot create simulated device %s: %ld\n", name, PTR_ERR(dev));
+			return PTR_ERR(dev);
 		}
+		hbm_device_put(dev);
 	}
 	return 0;
 }

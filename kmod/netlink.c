@@ -875,27 +875,31 @@ static int hbm_nl_restore_doit(struct sk_buff *skb, struct genl_info *info)
 }
 
 /*
- * The reply to a command that created a device: its id.  A device whose id
- * cannot be told is destroyed again, so that a failed reply leaves nothing.
+ * The reply to a command that created @dev: its id.  A device whose id
+ * cannot be told (no memory, or the reply not delivered: the requester's
+ * socket full) is removed again, so that a failed reply leaves nothing.
  */
-static int hbm_nl_reply_created(struct genl_info *info, u8 cmd, u32 id, u32 kind)
+static int hbm_nl_reply_created(struct genl_info *info, u8 cmd, struct hbm_device *dev)
 {
 	struct sk_buff *msg;
+	int err = -ENOMEM;
 	void *hdr;
 
 	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
 	if (!msg)
 		goto undo;
 	hdr = genlmsg_put_reply(msg, info, &hbm_genl, 0, cmd);
-	if (!hdr || nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, id)) {
+	if (!hdr || nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, dev->id)) {
 		nlmsg_free(msg);
 		goto undo;
 	}
 	genlmsg_end(msg, hdr);
-	return genlmsg_reply(msg, info);
+	err = genlmsg_reply(msg, info);
+	if (!err)
+		return 0;
 undo:
-	hbm_device_destroy(id, kind);
-	return -ENOMEM;
+	hbm_device_remove(dev);
+	return err;
 }
 
 /*
@@ -903,21 +907,18 @@ undo:
  * table refuse them (out of memory), the range stays registered: they are
  * still kept from the allocator, only its table lacks them, as it says.
  */
-static void range_import_poisoned(u32 id)
+static void range_import_poisoned(struct hbm_device *dev)
 {
-	struct hbm_device *dev = hbm_device_get(id);
-	long found;
+	long found = hbm_memory_failure_import(dev);
 
-	if (!dev)
+	if (found == -ENODEV)
 		return;	/* unregistered already: nothing to read in */
-	found = hbm_memory_failure_import(dev);
 	if (found > 0)
 		pr_info("device %u %s: %ld frames poisoned before its registration read in\n",
 			dev->id, dev->name, found);
 	else if (found < 0)
 		pr_warn("device %u %s: reading in its frames poisoned before: %ld: its table may lack some\n",
 			dev->id, dev->name, found);
-	hbm_device_put(dev);
 }
 
 static int hbm_nl_range_register_doit(struct sk_buff *skb, struct genl_info *info)
@@ -928,7 +929,7 @@ static int hbm_nl_range_register_doit(struct sk_buff *skb, struct genl_info *inf
 		.page_size = PAGE_SIZE,
 		.numa_node = -1,
 	};
-	u32 id;
+	struct hbm_device *dev;
 	int err;
 
 	if (!attrs[HBMGUARD_A_NAME]) {
@@ -973,7 +974,8 @@ static int hbm_nl_range_register_doit(struct sk_buff *skb, struct genl_info *inf
 		return -EINVAL;
 	}
 
-	err = hbm_device_create(&spec, &id);
+	dev = hbm_device_create(&spec);
+	err = PTR_ERR_OR_ZERO(dev);
 	if (err == -EEXIST)
 		NL_SET_ERR_MSG(info->extack, "name, identity or range already registered");
 	else if (err == -EINVAL && spec.claim)
@@ -988,9 +990,10 @@ static int hbm_nl_range_register_doit(struct sk_buff *skb, struct genl_info *inf
 		NL_SET_ERR_MSG(info->extack, "this kernel cannot claim memory (no CONFIG_CONTIG_ALLOC)");
 	if (err)
 		return err;
-	range_import_poisoned(id);
-	return hbm_nl_reply_created(info, HBMGUARD_CMD_RANGE_REGISTER, id,
-				    HBMGUARD_KIND_RANGE);
+	range_import_poisoned(dev);
+	err = hbm_nl_reply_created(info, HBMGUARD_CMD_RANGE_REGISTER, dev);
+	hbm_device_put(dev);
+	return err;
 }
 
 static int hbm_nl_range_unregister_doit(struct sk_buff *skb,
@@ -1025,7 +1028,7 @@ static int hbm_nl_gpu_register_doit(struct sk_buff *skb, struct genl_info *info)
 		HBMGUARD_A_NUMA_NODE,
 	};
 	unsigned int i;
-	u32 id;
+	struct hbm_device *dev;
 	int err;
 
 	for (i = 0; i < ARRAY_SIZE(required); i++) {
@@ -1058,7 +1061,8 @@ static int hbm_nl_gpu_register_doit(struct sk_buff *skb, struct genl_info *info)
 		return -EINVAL;
 	}
 
-	err = hbm_device_create(&spec, &id);
+	dev = hbm_device_create(&spec);
+	err = PTR_ERR_OR_ZERO(dev);
 	if (err == -EEXIST)
 		NL_SET_ERR_MSG(info->extack, "name, identity or PCI address already registered");
 	else if (err == -EINVAL)
@@ -1067,8 +1071,9 @@ static int hbm_nl_gpu_register_doit(struct sk_buff *skb, struct genl_info *info)
 	if (err)
 		return err;
 
-	return hbm_nl_reply_created(info, HBMGUARD_CMD_GPU_REGISTER, id,
-				    HBMGUARD_KIND_GPU);
+	err = hbm_nl_reply_created(info, HBMGUARD_CMD_GPU_REGISTER, dev);
+	hbm_device_put(dev);
+	return err;
 }
 
 static int hbm_nl_gpu_unregister_doit(struct sk_buff *skb, struct genl_info *info)

@@ -29,17 +29,10 @@ struct hbm_device *hbmguard_register_device(const struct hbmguard_provider_devic
 		.name = desc->name,
 		.identity = desc->identity,
 	};
-	struct hbm_device *dev;
-	u32 id;
-	int err;
 
 	if (!desc->identity || !*desc->identity)
 		return ERR_PTR(-EINVAL);	/* persistence needs a real one */
-	err = hbm_device_create(&spec, &id);
-	if (err)
-		return ERR_PTR(err);
-	dev = hbm_device_get(id);	/* the provider's reference */
-	return dev ?: ERR_PTR(-ENODEV);
+	return hbm_device_create(&spec);	/* held: the provider's reference */
 }
 EXPORT_SYMBOL_GPL(hbmguard_register_device);
 
@@ -52,7 +45,7 @@ EXPORT_SYMBOL_GPL(hbmguard_register_device);
  */
 void hbmguard_unregister_device(struct hbm_device *dev)
 {
-	hbm_device_destroy(dev->id, HBMGUARD_KIND_PROVIDER);
+	hbm_device_remove(dev);
 	hbm_device_put(dev);
 }
 EXPORT_SYMBOL_GPL(hbmguard_unregister_device);

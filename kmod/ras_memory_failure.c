@@ -80,7 +80,8 @@ static int import_frame(struct hbm_device *dev, u64 offset, u64 *next)
  * mm/memory-failure.c, 6.1 and 6.12).  Sections not online are skipped.
  *
  * Return: the number of poisoned frames read in, -EINTR on a fatal signal,
- * or the first error of the table (-ENOMEM, -ENODEV).
+ * -ENODEV once the device is removed (the walk stops: a NUMA node's range
+ * may be hundreds of GiB), or the first error of the table (-ENOMEM).
  */
 long hbm_memory_failure_import(struct hbm_device *dev)
 {
@@ -97,6 +98,8 @@ long hbm_memory_failure_import(struct hbm_device *dev)
 		if (!(pfn & 0xfff)) {
 			if (fatal_signal_pending(current))
 				return -EINTR;
+			if (READ_ONCE(dev->dead))
+				return -ENODEV;
 			cond_resched();
 		}
 		if (!page) {

@@ -13,6 +13,7 @@
 #include <linux/sched/task.h>
 
 #include "hbm.h"
+#include "hbmguard_provider.h"
 
 static bool run_selftests;
 module_param_named(selftest, run_selftests, bool, 0444);
@@ -50,8 +51,8 @@ static int remove_device(void *arg)
 	kthread_complete_and_exit(&r->done, 0);
 }
 
-/* A simulated device of 16 MiB named @name, its id in @id: 0 or an errno. */
-static int sim_create(const char *name, u32 *id)
+/* A simulated device of 16 MiB named @name, its id in @id, held: or an ERR_PTR. */
+static struct hbm_device *sim_new(const char *name, u32 *id)
 {
 	struct hbm_device_spec spec = {
 		.kind = HBMGUARD_KIND_SIMULATED,
@@ -59,21 +60,30 @@ static int sim_create(const char *name, u32 *id)
 		.hbm_size = 16 << 20,
 		.name = name,
 	};
+	struct hbm_device *dev = hbm_device_create(&spec);
 
-	return hbm_device_create(&spec, id);
+	if (!IS_ERR(dev))
+		*id = dev->id;
+	return dev;
 }
 
 /* The same, held by the caller: NULL when it could not be made. */
 static struct hbm_device *sim_held(const char *name, u32 *id)
 {
-	struct hbm_device *dev;
+	struct hbm_device *dev = sim_new(name, id);
 
-	if (sim_create(name, id))
-		return NULL;
-	dev = hbm_device_get(*id);
-	if (!dev)
-		hbm_device_destroy(*id, HBMGUARD_KIND_SIMULATED);
-	return dev;
+	return IS_ERR(dev) ? NULL : dev;
+}
+
+/* The same, not held: 0 or an errno. */
+static int sim_create(const char *name, u32 *id)
+{
+	struct hbm_device *dev = sim_new(name, id);
+
+	if (IS_ERR(dev))
+		return PTR_ERR(dev);
+	hbm_device_put(dev);
+	return 0;
 }
 
 /*
@@ -138,7 +148,7 @@ out:
 	return ok;
 }
 
-/* Where device_remove() of one device waits, between the registry and its DEVICE_REMOVED. */
+/* Where hbm_device_remove() of one device waits, between the registry and its DEVICE_REMOVED. */
 struct removal_pause {
 	struct hbm_device *dev;
 	struct completion reached, release;
@@ -207,6 +217,58 @@ out:
 	return ok;
 }
 
+/*
+ * A provider's unregistration removes the device it registered, not one
+ * registered under the same id since: its device removed by someone else
+ * first (hbm_device_destroy() by id, as at unload), a second provider's
+ * device given that id stays, and the first's reference, the only one left
+ * (no put lost, none too many), goes with its hbmguard_unregister_device().
+ * Removing by the device's id, as this did before, took the second's.
+ */
+static bool selftest_remove_held(void)
+{
+	const struct hbmguard_provider_device first = {
+		.name = "selftest-first", .identity = "selftest:first",
+		.hbm_size = 16 << 20, .page_size = 4096,
+	}, second = {
+		.name = "selftest-second", .identity = "selftest:second",
+		.hbm_size = 16 << 20, .page_size = 4096,
+	};
+	struct hbm_device *dev, *again = NULL, *found = NULL;
+	unsigned int refs = 0;
+	bool ok;
+	u32 id;
+
+	dev = hbmguard_register_device(&first);
+	if (IS_ERR(dev))
+		return false;
+	id = dev->id;
+	ok = !hbm_device_destroy(id, HBMGUARD_KIND_PROVIDER);
+	if (ok)
+		again = hbmguard_register_device(&second);
+	if (IS_ERR(again))
+		again = NULL;
+	if (again) {
+		refs = kref_read(&dev->ref);
+		hbmguard_unregister_device(dev);
+		dev = NULL;
+		found = hbm_device_get(again->id);
+	}
+	/* the lowest free id is given: the same, or the test proves nothing */
+	ok = ok && again && again->id == id && refs == 1 && found == again;
+	if (!ok)
+		pr_err("selftest: remove held: device %u, then %d, %u references, %s\n",
+		       id, again ? (int)again->id : -1, refs,
+		       again && found == again ? "the second kept" : "the second gone");
+	if (found)
+		hbm_device_put(found);
+	if (again)
+		hbmguard_unregister_device(again);
+	if (dev)
+		hbmguard_unregister_device(dev);
+	return ok;
+}
+
 /**
  * hbm_selftests() - the in-module selftests, if asked for
  *
@@ -216,7 +278,7 @@ int hbm_selftests(void)
 {
 	if (!run_selftests)
 		return 0;
-	if (!selftest_id_reuse() || !selftest_leaving())
+	if (!selftest_id_reuse() || !selftest_leaving() || !selftest_remove_held())
 		return -EIO;
 	pr_info("selftests passed\n");
 	return 0;

@@ -1594,6 +1594,41 @@ static int gpu_page(struct nl_msg *msg, void *arg)
  * without a spare, the driver's health, and unregistration.  @sim: a
  * simulated device, where what is a GPU's alone must be refused.
  */
+/*
+ * A registration whose reply cannot be delivered (the requester's receive
+ * buffer full: netlink_attachskb() drops it, net/netlink/af_netlink.c, 6.1
+ * and 6.12) is taken back: the requester never learns the id, so nothing
+ * is left registered, and the same GPU registers afterwards.  The buffer,
+ * as small as the kernel allows, is filled by an unread DEVICE_GET reply.
+ */
+static void full_reply_registers_nothing(struct nl_sock *sk, uint32_t sim)
+{
+	struct nl_sock *full = unread_socket();
+	int one = 1, fd = nl_socket_get_fd(full);
+	struct nl_msg *msg = request(HBMGUARD_CMD_DEVICE_GET, 0);
+	uint32_t id = ~0u;
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &one, sizeof(one));
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, sim);
+	if (nl_send_auto(full, msg) < 0)
+		FAIL("full socket: DEVICE_GET not sent");
+	nlmsg_free(msg);
+	msg = gpu_request("gpu-full", "GPU-full", "0000:00:04.0", GPU_SIZE, 4096);
+	if (nl_send_auto(full, msg) < 0)
+		FAIL("full socket: GPU_REGISTER not sent");
+	nlmsg_free(msg);
+	nl_socket_free(full);
+	if (transact(sk, gpu_request("gpu-full", "GPU-full", "0000:00:04.0", GPU_SIZE, 4096),
+		     reply_id, &id)) {
+		FAIL("a registration whose reply was not delivered was left registered");
+		return;
+	}
+	msg = request(HBMGUARD_CMD_GPU_UNREGISTER, 0);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, id);
+	if (transact(sk, msg, NULL, NULL))
+		FAIL("gpu-full registered again, not unregistered");
+}
+
 static int cmd_gpu(uint32_t sim)
 {
 	static const char *const bad_pci[] = {
@@ -1736,6 +1771,7 @@ static int cmd_gpu(uint32_t sim)
 		FAIL("bad GPU requests changed something: seqnum %" PRIu64 " -> %" PRIu64
 		     ", devices %u -> %u", before.seqnum, after.seqnum, before.devices,
 		     after.devices);
+	full_reply_registers_nothing(sk, sim);
 
 	/* The driver's retirements: RETIRED, source DRIVER, no spare. */
 	if (transact(sk, extent_request(HBMGUARD_CMD_RETIRE, id, 0x10000, 0x2000), NULL, NULL))

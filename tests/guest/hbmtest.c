@@ -562,6 +562,39 @@ static void test_bad_input(void)
 	CHECK_ERRNO(ioctl(ctl, HBMGUARD_IOC_SIM_DESTROY, &ref), EINVAL);
 
 	CHECK_UNCHANGED(before);
+
+	/*
+	 * A request it can read but not answer (on a read-only page): the
+	 * device made is taken back, its id told to nobody, its name free.
+	 */
+	{
+		struct hbmguard_sim_create *ro = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
+						      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		int ev_fd = open_dev(O_RDONLY | O_NONBLOCK);
+		struct hbmguard_event evs[4];
+		struct hbmguard_info info;
+
+		CHECK(ro != MAP_FAILED);
+		*ro = (struct hbmguard_sim_create){ .size = sizeof(*ro), .hbm_size = 1 << 30,
+						    .page_size = 4096 };
+		strcpy(ro->name, "readonly");
+		CHECK_OK(mprotect(ro, PAGE, PROT_READ));
+		drain(ev_fd, evs, 4);
+		CHECK_ERRNO(ioctl(ctl, HBMGUARD_IOC_SIM_CREATE, ro), EFAULT);
+		CHECK_EQ(ro->device, 0);
+		CHECK_OK(get_info(ctl, &info));
+		CHECK_EQ(info.nr_devices, before.info.nr_devices);
+		/* made and taken back, as its events say; its id free again */
+		CHECK_EQ(drain(ev_fd, evs, 4), 2);
+		CHECK_EQ(evs[0].type, HBMGUARD_EVENT_DEVICE_ADDED);
+		CHECK_EQ(evs[1].type, HBMGUARD_EVENT_DEVICE_REMOVED);
+		CHECK_EQ(evs[1].device, evs[0].device);
+		CHECK_OK(sim_create("readonly", 1 << 30, 4096, 0, &id));
+		CHECK_EQ(id, evs[0].device);
+		CHECK_OK(sim_destroy(id));
+		close(ev_fd);
+		munmap(ro, PAGE);
+	}
 }
 
 static void test_sim_devices(void)

@@ -1011,7 +1011,10 @@ struct hbmguard_map_node {
  *	marked HWPoison and stays out of the page allocator until reboot, and
  *	a later CLAIM over one is EBUSY.  A range to claim may have at most
  *	16 TiB of usable pages, the aperture window of a device (EFBIG).
- *	Replies with DEVICE_ID.
+ *	Replies with DEVICE_ID; a registration whose reply cannot be made or
+ *	delivered (the requester's receive buffer full) is taken back, its
+ *	DEVICE_ADDED followed by its DEVICE_REMOVED (as SIM_CREATE's whose
+ *	answer cannot be copied out).
  * HBMGUARD_CMD_RANGE_UNREGISTER (admin)
  *	DEVICE_ID of a range device.
  * HBMGUARD_CMD_GPU_REGISTER (admin)
@@ -1030,7 +1033,8 @@ struct hbmguard_map_node {
  *	RESTORED, ADMIN being EINVAL; with HBMGUARD_RETIRE_PENDING, a
  *	retirement the driver has pending.  RESTORE works as on any device.
  *	Source DRIVER on any other device is EINVAL.  DEVICE_GET adds PCI_ADDR
- *	and DRIVER_HEALTH.  Replies with DEVICE_ID.
+ *	and DRIVER_HEALTH.  Replies with DEVICE_ID, or is taken back as
+ *	RANGE_REGISTER is.
  * HBMGUARD_CMD_GPU_UNREGISTER (admin)
  *	DEVICE_ID of a GPU device (another kind: EOPNOTSUPP).
  * HBMGUARD_CMD_GPU_HEALTH_SET (admin)
