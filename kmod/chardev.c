@@ -121,6 +121,9 @@ static void fill_device_info(struct hbm_device *dev,
 	info->policy.retire_limit = c->policy.retire_limit;
 	info->table_bytes = c->table.bytes;
 	info->ce_forgotten = c->ce_forgotten;
+	info->data_lost = dev->data_lost;
+	info->data_lost_seqnum = dev->data_lost_seqnum;
+	info->added_seqnum = dev->added_seqnum;
 	mutex_unlock(&dev->lock);
 	info->errors_dropped = atomic64_read(&dev->errors_dropped);
 }

@@ -2066,6 +2066,12 @@ static int child_done(void)
 	_exit(hbm_failures ? 1 : 0);
 }
 
+/* A child counts its own checks: an earlier test's failures are not its. */
+static void child_failures_reset(void)
+{
+	hbm_failures = 0;
+}
+
 static int wait_child(pid_t pid)
 {
 	int status = -1;
@@ -3127,6 +3133,39 @@ static void test_aperture_clear(void)
 }
 
 /*
+ * The one event of @evs that said data was lost, counted by GET_DEVICE with
+ * its seqnum (netlink's DATA_LOST), for a reader whose ring overflowed to
+ * learn whether such an event was among those it lost; a caller of the
+ * first size gets the count in what was reserved, nothing past it.
+ */
+static void data_lost_counted(uint32_t id, const struct hbmguard_event *evs, int n)
+{
+	struct hbmguard_device_info di = dev_info(id);
+	union {
+		struct hbmguard_device_info di;
+		unsigned char b[sizeof(di) + 16];
+	} old;
+	uint64_t seq = 0;
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (evs[i].aux & HBMGUARD_PAGES_DATA_LOST)
+			seq = evs[i].seqnum;
+	CHECK_EQ(di.data_lost, 1);
+	CHECK_EQ(di.data_lost_seqnum, seq);
+	CHECK(di.added_seqnum > 0 && di.added_seqnum < seq);
+	memset(&old, 0xaa, sizeof(old));
+	old.di = (struct hbmguard_device_info){ .size = HBMGUARD_DEVICE_INFO_SIZE_VER0,
+						.device = id };
+	memset(old.b + HBMGUARD_DEVICE_INFO_SIZE_VER0, 0xaa,
+	       sizeof(old) - HBMGUARD_DEVICE_INFO_SIZE_VER0);
+	CHECK_OK(ioctl(ctl, HBMGUARD_IOC_GET_DEVICE, &old));
+	CHECK_EQ(old.di.data_lost, 1);
+	CHECK_EQ(old.b[HBMGUARD_DEVICE_INFO_SIZE_VER0], 0xaa);
+	CHECK_EQ(old.b[HBMGUARD_DEVICE_INFO_SIZE_VER1 - 1], 0xaa);
+}
+
+/*
  * Data that went with its spare stays lost until its owner restores it,
  * and whatever serves the page next holds no older data: left FAILED
  * (correctable errors failed the spare, none was free), restored there and
@@ -3162,6 +3201,7 @@ static void test_aperture_spare_lost(void)
 	n = drain(ev_fd, evs, 16);
 	CHECK_EQ(page_events(evs, n, HBMGUARD_EVENT_FAILED, 3 * PAGE, &aux), 1);
 	CHECK_EQ(aux, HBMGUARD_PAGES_DATA_LOST);	/* out of service */
+	data_lost_counted(id, evs, n);
 	CHECK(!read_word(a, &w));
 	CHECK_EQ(bus_code, BUS_MCEERR_AR);
 	/* Restored while failed, then on a spare freed: not its frame's old data. */
@@ -3499,6 +3539,7 @@ int main(int argc, char **argv)
 	int a;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	pthread_atfork(NULL, NULL, child_failures_reset);
 	ctl = open_dev(O_RDWR);
 	if (argc == 3 && !strcmp(argv[1], "open-many"))	/* lifetime.sh's */
 		return open_many(strtol(argv[2], NULL, 0));

@@ -328,7 +328,19 @@ struct hbmguard_policy_params {
  *	emptiest, with the errors it still held.  Non-zero means some page
  *	may stay in service past the threshold.  Written by kernels that know
  *	it; zero (reserved) before.
- * @reserved: zero
+ * @data_lost: the device's events with HBMGUARD_PAGES_DATA_LOST since it
+ *	was registered, and @data_lost_seqnum the last one's seqnum (0:
+ *	none), both read at one instant: a reader whose ring overflowed (an
+ *	OVERFLOW record, a gap in seqnum) and counted those it read knows
+ *	whether one of the events it lost was such, though the table cannot
+ *	say (the page was out of service before).  Netlink's DATA_LOST and
+ *	DATA_LOST_SEQNUM.  Written by kernels that know them, whose size
+ *	is at least HBMGUARD_DEVICE_INFO_SIZE_VER1 (@data_lost was reserved,
+ *	zero, before).
+ * @data_lost_seqnum: see @data_lost
+ * @added_seqnum: the seqnum of the device's DEVICE_ADDED event, which
+ *	tells one registration of an id from the next: @data_lost is a
+ *	registration's.  Netlink's ADDED_SEQNUM.
  */
 struct hbmguard_device_info {
 	__u32 size;
@@ -356,9 +368,12 @@ struct hbmguard_device_info {
 	__u32 reserved0;
 	__u64 errors_dropped;
 	__u64 ce_forgotten;
-	__u64 reserved[1];
+	__u64 data_lost;
+	__u64 data_lost_seqnum;
+	__u64 added_seqnum;
 };
 #define HBMGUARD_DEVICE_INFO_SIZE_VER0 240
+#define HBMGUARD_DEVICE_INFO_SIZE_VER1 256
 
 /**
  * struct hbmguard_translate - HBMGUARD_IOC_TRANSLATE: where one offset lives
