@@ -265,7 +265,8 @@ static struct json_object *device_json(uint32_t id, const struct hbmguard_device
 	hbm_cli_add_u64(o, "ce_threshold", di->policy.ce_threshold);
 	hbm_cli_add_u64(o, "ce_window", di->policy.ce_window);
 	hbm_cli_add_u64(o, "retire_limit", di->policy.retire_limit);
-	hbm_cli_add_u64(o, "data_lost", di->data_lost);
+	if (di->added_seqnum)	/* else a kernel that counts no data loss */
+		hbm_cli_add_u64(o, "data_lost", di->data_lost);
 	hbm_cli_add_u64(o, "errors_dropped", di->errors_dropped);
 	hbm_cli_add_u64(o, "ce_forgotten", di->ce_forgotten);
 	return o;

@@ -599,6 +599,7 @@ static void device_change_told(struct hbm_device *dev, const struct hbm_result *
 	unsigned int i;
 	u64 seqnum;
 
+	lockdep_assert_held(&dev->lock);
 	for (i = 0; i < ARRAY_SIZE(result_kinds); i++) {
 		if (!result_count(res, i))
 			continue;

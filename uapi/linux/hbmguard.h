@@ -330,17 +330,24 @@ struct hbmguard_policy_params {
  *	it; zero (reserved) before.
  * @data_lost: the device's events with HBMGUARD_PAGES_DATA_LOST since it
  *	was registered, and @data_lost_seqnum the last one's seqnum (0:
- *	none), both read at one instant: a reader whose ring overflowed (an
- *	OVERFLOW record, a gap in seqnum) and counted those it read knows
- *	whether one of the events it lost was such, though the table cannot
- *	say (the page was out of service before).  Netlink's DATA_LOST and
- *	DATA_LOST_SEQNUM.  Written by kernels that know them, whose size
- *	is at least HBMGUARD_DEVICE_INFO_SIZE_VER1 (@data_lost was reserved,
- *	zero, before).
+ *	none), both read at one instant (netlink's DATA_LOST and
+ *	DATA_LOST_SEQNUM).  A reader whose ring may overflow (an OVERFLOW
+ *	record, a gap in seqnum) learns from them whether one of the events
+ *	it lost was such, though the table cannot say (the page was out of
+ *	service before): it takes both once after its open() as a baseline,
+ *	counts the data-lost events it reads past the baseline's seqnum, and
+ *	compares the count's rise with its own only once it has read an
+ *	event (or OVERFLOW) past @data_lost_seqnum, or read its ring empty
+ *	(EAGAIN) after this call: until then the last of them may still be
+ *	waiting in its ring.  @data_lost, in what was reserved, is written
+ *	whatever the caller's size; the two seqnums for a size of at least
+ *	HBMGUARD_DEVICE_INFO_SIZE_VER1.
  * @data_lost_seqnum: see @data_lost
  * @added_seqnum: the seqnum of the device's DEVICE_ADDED event, which
- *	tells one registration of an id from the next: @data_lost is a
- *	registration's.  Netlink's ADDED_SEQNUM.
+ *	tells one registration of an id (and a name) from the next:
+ *	@data_lost is a registration's.  Netlink's ADDED_SEQNUM.  Never 0
+ *	from a kernel that fills these three: 0 says an older kernel, whose
+ *	zeros in them mean nothing.
  */
 struct hbmguard_device_info {
 	__u32 size;
