@@ -353,7 +353,7 @@ struct packed_msg {
 };
 
 static int packed_msg_init(struct hbm_kernel *k, const struct device *dev,
-			   struct packed_msg *m)
+			   size_t per_request, struct packed_msg *m)
 {
 	/*
 	 * As large as its records, not as the send buffer: 16384 records are
@@ -366,8 +366,7 @@ static int packed_msg_init(struct hbm_kernel *k, const struct device *dev,
 	 * (tlb_index(), include/exec/cpu_ldst.h, qemu 7.2), and every page of
 	 * the one evicted the other's.
 	 */
-	size_t size = PACKED_HEAD_BYTES +
-		      packed_per_request(k) * sizeof(struct hbmguard_restore_record);
+	size_t size = PACKED_HEAD_BYTES + per_request * sizeof(struct hbmguard_restore_record);
 
 	m->msg = hbm_genl_request_sized(k->family, HBMGUARD_CMD_RESTORE, 0, size);
 	if (!m->msg || nla_put_u32(m->msg, HBMGUARD_A_DEVICE_ID, dev->id) ||
@@ -486,7 +485,7 @@ static int restore(struct hbm_kernel *k, const struct device *dev,
 	struct packed_msg m = { 0 };
 	int first_err = 0;
 
-	if (packed && s->nr && packed_msg_init(k, dev, &m)) {
+	if (packed && s->nr && packed_msg_init(k, dev, per_request, &m)) {
 		unsent(k, s, 0, s->nr);
 		return -ENOMEM;
 	}

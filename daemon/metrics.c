@@ -1086,16 +1086,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD)) {
 		code = MHD_HTTP_METHOD_NOT_ALLOWED;
 		r = sym_MHD_create_response_from_buffer(strlen(not_allowed), not_allowed,
-						    MHD_RESPMEM_PERSISTENT);
+							MHD_RESPMEM_PERSISTENT);
 	} else if (strcmp(url, "/metrics") && strcmp(url, "/")) {
 		code = MHD_HTTP_NOT_FOUND;
 		r = sym_MHD_create_response_from_buffer(strlen(not_found), not_found,
-						    MHD_RESPMEM_PERSISTENT);
-	} else if ((format = metrics_negotiate(sym_MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-									   MHD_HTTP_HEADER_ACCEPT))) < 0) {
+							MHD_RESPMEM_PERSISTENT);
+	} else if ((format = metrics_negotiate(sym_MHD_lookup_connection_value(conn,
+						MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT))) < 0) {
 		code = MHD_HTTP_NOT_ACCEPTABLE;
 		r = sym_MHD_create_response_from_buffer(strlen(not_acceptable), not_acceptable,
-						    MHD_RESPMEM_PERSISTENT);
+							MHD_RESPMEM_PERSISTENT);
 	} else {
 		struct metrics_page *page = &m->pages[format];
 
@@ -1105,14 +1105,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			code = MHD_HTTP_INTERNAL_SERVER_ERROR;
 		r = code == MHD_HTTP_OK ?
 			sym_MHD_create_response_from_buffer(page->len, page->p ? page->p : "",
-							MHD_RESPMEM_MUST_COPY) :
+							    MHD_RESPMEM_MUST_COPY) :
 			sym_MHD_create_response_from_buffer(strlen(too_big), too_big,
-							MHD_RESPMEM_PERSISTENT);
+							    MHD_RESPMEM_PERSISTENT);
 	}
 	if (!r)
 		return MHD_NO;
 	sym_MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, code == MHD_HTTP_OK ?
-				content_types[format] : "text/plain");
+				    content_types[format] : "text/plain");
 	sym_MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ACCEPT);
 	ret = sym_MHD_queue_response(conn, code, r);
 	sym_MHD_destroy_response(r);
@@ -1336,13 +1336,13 @@ int metrics_listen(struct hbm_metrics *m, sd_event *loop, const struct sockaddr 
 	 */
 	errno = 0;
 	m->mhd = sym_MHD_start_daemon(flags, 0, NULL, NULL, on_request, m,
-				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, m,
-				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, m,
-				  MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
-				  MHD_OPTION_CONNECTION_LIMIT, (unsigned int)METRICS_CONNECTIONS,
-				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)METRICS_CONNECTION_MEMORY,
-				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)METRICS_TIMEOUT_S,
-				  MHD_OPTION_END);
+			MHD_OPTION_EXTERNAL_LOGGER, mhd_log, m,
+			MHD_OPTION_NOTIFY_CONNECTION, on_connection, m,
+			MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
+			MHD_OPTION_CONNECTION_LIMIT, (unsigned int)METRICS_CONNECTIONS,
+			MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)METRICS_CONNECTION_MEMORY,
+			MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)METRICS_TIMEOUT_S,
+			MHD_OPTION_END);
 	if (!m->mhd) {
 		err = errno ? -errno : -EIO;	/* mhd_log() said why */
 		/* whether a failed start closed the socket it was given is not said */
