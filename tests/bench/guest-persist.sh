@@ -7,7 +7,7 @@
 # children), bytes it wrote to its state files and fsyncs (its own counts,
 # SIGUSR1), over UEs injected 50 at a time once it is quiet again after its
 # start (the restore's own events); and its start with them beside reading
-# the state file alone: until the kernel's table holds them (the restore),
+# the state file alone (the least of three reads): until the kernel's table holds them (the restore),
 # and until "ready" (restored, the table read back, a snapshot saved).
 # 10^6 pages, the issue's size: a packed RESTORE of up to 16384 extents is
 # one event, and a start with 10^6 is ready in some 3 s in this TCG guest
@@ -51,7 +51,15 @@ for pages in 1000 $persist_pages; do
 	done
 	t1=$(hbmstatebench now)
 	grep -q "hbmguardd: ready" /tmp/pd.log || { tail /tmp/pd.log; exit 1; }
-	read_ns=$(hbmstatebench read /tmp/pstate sim:pbench | cut -d' ' -f1)
+	# The least of three: one read in three or so takes up to a quarter
+	# longer in this guest (0.26 s, then 0.31-0.33 s), the restart's own
+	# read among them, measured once.
+	read_ns=
+	for r in 1 2 3; do
+		ns=$(hbmstatebench read /tmp/pstate sim:pbench | cut -d' ' -f1)
+		[ -n "$ns" ] || exit 1
+		[ -z "$read_ns" ] || [ "$ns" -lt "$read_ns" ] && read_ns=$ns
+	done
 	last=
 	i=0
 	while [ $i -lt 600 ] && kill -0 $pd; do	# quiet: its counters still for 2 s
@@ -123,5 +131,8 @@ END {
 	printf "@bench\tdaemon restart -> ready, %s pages (restored, the table read back and saved)\t%.0f\tms\treading the state file alone\t%.0f\t-\n", hi, b[3] / 1e6, b[4] / 1e6
 	printf "@bench\thbmguardd RSS peak (VmHWM), %s pages stored (after: %.1f MiB)\t%.1f\tMiB\t-\t-\t<= 64 MiB\n", hi, b[13] / 1024, b[14] / 1024
 }' /tmp/persist.txt
+# The same work on this guest's CPU without the syscalls and the daemon's
+# start (bench_core.c): the floor of the restart row where it is measured.
+bench-core restart guest || exit 1
 echo
 # ---- end of persistence ----------------------------------------------------

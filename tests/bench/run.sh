@@ -31,6 +31,7 @@ run() {
 		--file "$TOP/build/guest/hbmrankbench:/bin/hbmrankbench" \
 		--file "$TOP/build/guest/hbmstatebench:/bin/hbmstatebench" \
 		--bin "$TOP/build/hbmguardd:/bin/hbmguardd" \
+		--bin "$TOP/build/bench-core:/bin/bench-core" \
 		--file "$TOP/tests/bench/guest-bench.sh:/bench.sh" \
 		--file "$TOP/tests/bench/guest-persist.sh:/persist.sh" \
 		--log "$TOP/build/logs/bench-$kver.log" \
@@ -84,6 +85,7 @@ restart() {
 		--file "$TOP/build/guest/hbmctl:/bin/hbmctl" \
 		--file "$TOP/build/guest/hbmstatebench:/bin/hbmstatebench" \
 		--bin "$TOP/build/hbmguardd:/bin/hbmguardd" \
+		--bin "$TOP/build/bench-core:/bin/bench-core" \
 		--file "$TOP/tests/bench/guest-persist.sh:/persist.sh" \
 		--log "$TOP/build/logs/bench-restart-$kver.log" \
 		-- sh -c 'dmesg -n 1; insmod /hbmguard.ko && . /persist.sh'
