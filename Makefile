@@ -151,7 +151,7 @@ $(BUILD)/hbmguard.pc: daemon/libhbmguard/hbmguard.pc.in
 userspace: $(BUILD)/libhbmguard.a $(BUILD)/libhbmguard.so $(BUILD)/hbmguard.pc \
 	$(BUILD)/hbmguardd $(BUILD)/hbmctl $(BUILD)/unit $(BUILD)/unit-san $(BUILD)/guest/hbmtest \
 	$(BUILD)/guest/hbmnl $(BUILD)/guest/hbmrank $(BUILD)/bench-core $(BUILD)/guest/hbmbench \
-	$(BUILD)/guest/hbmrankbench $(BUILD)/cluster-agent
+	$(BUILD)/guest/hbmrankbench $(BUILD)/cluster-agent $(BUILD)/cluster-unwatch
 
 # The NVML source and the GPU registrar (issue 13), against the real nvml.h.
 DAEMON_NVML := daemon/nvml_source.c daemon/nvml_facts.c daemon/gpus.c
@@ -425,10 +425,17 @@ $(BUILD)/cluster-agent: tests/cluster/agent.c $(CLUSTER_SRC) $(CLUSTER_HDR)
 		tests/cluster/agent.c $(CLUSTER_SRC) \
 		$(shell pkg-config --libs libsystemd json-c) -o $@
 
+# A watch unwatched from its own callbacks, under ASan (tests/cluster/unwatch.c).
+$(BUILD)/cluster-unwatch: tests/cluster/unwatch.c $(CLUSTER_SRC) $(CLUSTER_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_USER) -O1 $(SAN) $(shell pkg-config --cflags libsystemd json-c libcurl) \
+		tests/cluster/unwatch.c $(CLUSTER_SRC) \
+		$(shell pkg-config --libs libsystemd json-c) -o $@
+
 # Incidents across 2 to 64 simulated nodes, TLS with client certificates,
 # and hostile keys, against Debian's etcd in a network namespace of the
-# test's own (no guest).
-check-cluster: $(BUILD)/cluster-agent
+# test's own (no guest); a watch unwatched from its own callbacks.
+check-cluster: $(BUILD)/cluster-agent $(BUILD)/cluster-unwatch
 	@echo "== the cluster link against etcd, simulated nodes"
 	tests/cluster/run.sh
 

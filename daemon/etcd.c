@@ -393,7 +393,16 @@ struct etcd_req *etcd_call(struct etcd *e, const char *path, const char *body,
 	return request(e, path, body, false, done, ctx);
 }
 
-/* ---- watches ---- */
+/* ---- watches ----
+ *
+ * A watch's callbacks may unwatch it (etcd_unwatch()), from any of them:
+ * the frames that called them still use it once they return (the rest of
+ * a response's events, the read's fingerprint).  So a watch unwatched while
+ * it tells (@telling) is only gone: its requests and its retry are
+ * cancelled at once, nothing more is told or asked for it, and its memory
+ * is freed by a deferred event source, once the loop's current dispatch,
+ * which holds every such frame, is over.
+ */
 
 struct etcd_watch {
 	struct etcd *e;
@@ -425,6 +434,9 @@ struct etcd_watch {
 	bool up;
 	uint64_t backoff;
 	sd_event_source *retry;
+	unsigned int telling;		/* in @ops' callbacks: unwatched, only gone */
+	bool gone;			/* unwatched while telling: freed later */
+	sd_event_source *free_later;
 };
 
 static void watch_begin(struct etcd_watch *w);
@@ -461,11 +473,14 @@ static void read_end(struct etcd_watch *w)
 
 static void link_set(struct etcd_watch *w, bool up, const char *why)
 {
-	if (w->up == up)
+	if (w->up == up || w->gone)
 		return;
 	w->up = up;
-	if (w->ops->link)
+	if (w->ops->link) {
+		w->telling++;
 		w->ops->link(w->ctx, up, why);
+		w->telling--;
+	}
 }
 
 static int on_watch_retry(sd_event_source *s, uint64_t usec, void *arg)
@@ -481,6 +496,8 @@ static void watch_retry(struct etcd_watch *w, const char *why)
 {
 	struct etcd *e = w->e;
 
+	if (w->gone)
+		return;
 	etcd_cancel(w->req);
 	w->req = NULL;
 	read_end(w);
@@ -593,7 +610,7 @@ static void on_check(void *arg, int err, struct json_object *reply)
  */
 static bool resume_check(struct etcd_watch *w)
 {
-	char *body = etcd_fp_check_body(&w->fp, w->prefix, w->next_rev - 1);
+	char *body = w->gone ? NULL : etcd_fp_check_body(&w->fp, w->prefix, w->next_rev - 1);
 
 	w->check = body ? etcd_call(w->e, ETCD_PATH_TXN, body, on_check, w) : NULL;
 	free(body);
@@ -612,7 +629,7 @@ static bool read_page(struct etcd_watch *w, const char *after)
 
 	free(w->after);
 	w->after = from;
-	if (after && !from)
+	if ((after && !from) || w->gone)
 		return false;
 	body = etcd_range_body(w->prefix, from, w->snap_rev, w->page_limit ?: RANGE_PAGE);
 	w->read = body ? etcd_call(w->e, ETCD_PATH_RANGE, body, on_range, w) : NULL;
@@ -712,7 +729,11 @@ static void on_range(void *arg, int err, struct json_object *reply)
 			return watch_retry(w, "out of memory");
 		return;
 	}
+	w->telling++;
 	w->ops->snapshot(w->ctx, w->kvs, w->nr_kvs, w->snap_rev);
+	w->telling--;
+	if (w->gone)
+		return;
 	etcd_fp_read(&w->fp, w->snap_count, w->kvs, w->nr_kvs);
 	/* what the watch brought meanwhile, past what the read has */
 	w->read_rev = w->snap_rev;
@@ -846,18 +867,26 @@ static bool deliver(struct etcd_watch *w, struct json_object *res)
 				w->next_rev = k.mod_revision + 1;
 			last = k.mod_revision;
 			etcd_fp_event(&w->fp, put, &k);
-			if (told)
+			if (told) {
+				w->telling++;
 				w->ops->event(w->ctx, put, &k);
+				w->telling--;
+			}
 		}
 		etcd_kv_clear(&k);
+		if (w->gone)
+			return false;
 	}
 	rev = etcd_header_revision(res);
 	/* a progress notification: nothing up to its revision is left to come */
 	if (!n && rev > 0 && rev >= w->next_rev && rev < INT64_MAX)
 		w->next_rev = rev + 1;
-	if ((last || (!n && rev > 0)) && w->ops->synced)
+	if ((last || (!n && rev > 0)) && w->ops->synced) {
+		w->telling++;
 		w->ops->synced(w->ctx, n ? last : rev);
-	return true;
+		w->telling--;
+	}
+	return !w->gone;
 }
 
 static void on_watch_end(void *arg, int err, struct json_object *reply)
@@ -875,7 +904,7 @@ static void watch_begin(struct etcd_watch *w)
 
 	sd_event_source_disable_unref(w->retry);
 	w->retry = NULL;
-	if (w->req)
+	if (w->req || w->gone)
 		return;
 	/*
 	 * Without a revision to resume from, the watch starts from now and
@@ -929,7 +958,31 @@ struct etcd_watch *etcd_watch(struct etcd *e, const char *prefix,
 	return w;
 }
 
-/* No more of it; nothing is called after. */
+static void watch_free(struct etcd_watch *w)
+{
+	etcd_cancel(w->req);
+	read_end(w);
+	etcd_fp_clear(&w->fp);
+	sd_event_source_disable_unref(w->retry);
+	sd_event_source_disable_unref(w->free_later);
+	free(w->prefix);
+	free(w);
+}
+
+static int on_watch_gone(sd_event_source *s, void *arg)
+{
+	(void)s;
+	watch_free(arg);
+	return 0;
+}
+
+/**
+ * etcd_unwatch() - no more of a watch
+ * @w: the watch, NULL or one etcd_watch() made and not yet unwatched
+ *
+ * Nothing of it is called after, even when this is called from one of its
+ * own callbacks (then freed from the loop, once they are done with it).
+ */
 void etcd_unwatch(struct etcd_watch *w)
 {
 	struct etcd_watch **p;
@@ -939,12 +992,23 @@ void etcd_unwatch(struct etcd_watch *w)
 	for (p = &w->e->watches; *p != w; p = &(*p)->next)
 		;
 	*p = w->next;
+	if (!w->telling) {
+		watch_free(w);
+		return;
+	}
+	/* its held events and read pages stay: a frame may be reading them */
+	w->gone = true;
 	etcd_cancel(w->req);
-	read_end(w);
-	etcd_fp_clear(&w->fp);
+	w->req = NULL;
+	etcd_cancel(w->read);
+	w->read = NULL;
+	etcd_cancel(w->check);
+	w->check = NULL;
 	sd_event_source_disable_unref(w->retry);
-	free(w->prefix);
-	free(w);
+	w->retry = NULL;
+	if (sd_event_add_defer(w->e->loop, &w->free_later, on_watch_gone, w) < 0)
+		fprintf(stderr, "<3>hbmguardd: etcd: out of memory: a watch of %s unwatched"
+			" from its own callback is not freed\n", w->prefix);
 }
 
 /* ---- the lease ---- */

@@ -30,6 +30,7 @@
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 AGENT=${HBM_CLUSTER_AGENT:-$TOP/build/cluster-agent}
+UNWATCH=${HBM_CLUSTER_UNWATCH:-$TOP/build/cluster-unwatch}
 if [ -z "${HBM_IN_NETNS:-}" ]; then
 	exec env HBM_IN_NETNS=1 unshare -n "$0" "$@"
 fi
@@ -74,6 +75,26 @@ wait_for() {	# what, seconds, command...
 }
 start_etcd 0 --listen-client-urls $EP --advertise-client-urls $EP
 wait_for "etcd did not start" 20 ctl endpoint health
+
+# ---- a watch unwatched from each of its own callbacks (ASan) ----
+if [ "$BENCH" != --bench ]; then
+	ctl put /hbmguard-unwatch/k v >/dev/null
+	for where in snapshot link event synced; do
+		"$UNWATCH" $EP /hbmguard-unwatch/ $where >"$W/unwatch.$where.out" \
+			2>"$W/unwatch.$where.err" &
+		p=$!
+		wait_for "unwatch in $where: not watching" 20 \
+			grep -q "^watching$\|^unwatched in" "$W/unwatch.$where.out"
+		ctl put /hbmguard-unwatch/k "$where" >/dev/null
+		rc=0
+		wait $p || rc=$?
+		[ $rc = 0 ] && grep -qx "unwatched in $where" "$W/unwatch.$where.out" || {
+			cat "$W/unwatch.$where.err" >&2
+			fail "a watch unwatched from its own $where callback (exit status $rc)"
+		}
+	done
+	echo "check-cluster: a watch unwatched from its own snapshot, link, event and synced callbacks ($SECONDS s)"
+fi
 
 nodes_of() { ctl get --prefix --keys-only "/hbmguard/v1/jobs/$1/nodes/" | grep -c . || true; }
 has_n() { [ "$(nodes_of "$1")" = "$2" ]; }
