@@ -3,12 +3,10 @@
  * Data lost where no table read can show it (losses.h).  Pure, for the
  * unit tests; the kernel link (kernel.c) reads the counts and the events.
  *
- * An event with HBMGUARD_PAGES_DATA_LOST says a page lost its data by the
- * change itself, whatever its source says: out of service before, it lost
- * it again (the spare that held it failed), and the page stays as it was;
- * or it failed on a device with memory, out of service (an operator's
- * retire with no spare left).  When that event is lost, a resync's table
- * read cannot show it.  The module counts such events per device (DEVICE_GET's DATA_LOST,
+ * An event with HBMGUARD_PAGES_DATA_LOST says a page out of service before
+ * lost its data again (the spare that held it failed), and the page stays
+ * as it was: when that event is lost, a resync's table read cannot show
+ * it.  The module counts such events per device (DEVICE_GET's DATA_LOST,
  * with DATA_LOST_SEQNUM, the last one's, read at one instant, and
  * ADDED_SEQNUM, which registration of the id counted them).  Once every
  * event up to that seqnum is read or lost, those heard since the last look

@@ -591,13 +591,6 @@ static void device_change_made(struct hbm_device *dev, const struct hbm_result *
  * What changed told, each page event with @flags (HBMGUARD_PAGES_*); device
  * lock held, so events come in order, and DEVICE_GET reads a data loss's
  * count and seqnum together.
- *
- * Pages that failed on a device with memory are out of service: the
- * aperture faults on them until a spare frees (hbm_aperture_fault()),
- * whatever failed them: an operator's retire or correctable errors with the
- * pool empty, whose data is whole on its frame, as well as an
- * uncorrectable error.  Their owner must hear the data lost, or a rank
- * would fault on a page nobody opened a recovery for.
  */
 static void device_change_told(struct hbm_device *dev, const struct hbm_result *res,
 			       u64 offset, u64 length, u8 source, u32 flags,
@@ -608,16 +601,12 @@ static void device_change_told(struct hbm_device *dev, const struct hbm_result *
 
 	lockdep_assert_held(&dev->lock);
 	for (i = 0; i < ARRAY_SIZE(result_kinds); i++) {
-		u32 told = flags;
-
 		if (!result_count(res, i))
 			continue;
-		if (result_kinds[i].type == HBMGUARD_EVENT_FAILED && dev->backed)
-			told |= HBMGUARD_PAGES_DATA_LOST;
 		seqnum = hbm_event(result_kinds[i].type, dev->id, offset,
 				   length, source, 0, result_count(res, i),
-				   told);
-		if (told & HBMGUARD_PAGES_DATA_LOST) {
+				   flags);
+		if (flags & HBMGUARD_PAGES_DATA_LOST) {
 			dev->data_lost++;
 			dev->data_lost_seqnum = seqnum;
 		}

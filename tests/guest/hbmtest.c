@@ -285,7 +285,7 @@ static void test_retire_translate_clear(void)
 	struct hbmguard_translate tr;
 	struct hbmguard_extent ext[8];
 	struct hbmguard_extent_query q;
-	uint64_t gen = di.generation, lost;
+	uint64_t gen = di.generation;
 
 	tr = translate(0, 5 * PAGE + 123);
 	CHECK_EQ(tr.state, HBMGUARD_STATE_CLEAN);
@@ -338,14 +338,9 @@ static void test_retire_translate_clear(void)
 	CHECK_EQ(translate(0, 101 * PAGE).state, HBMGUARD_STATE_CLEAN);
 	CHECK_EQ(translate(0, 103 * PAGE).translated, di.usable_size + 4 * PAGE);
 
-	/*
-	 * The pool is ten spares: the rest of a long range is FAILED, on a
-	 * device without memory nothing said lost (no aperture faults on it).
-	 */
-	lost = dev_info(0).data_lost;
+	/* The pool is ten spares: the rest of a long range is FAILED. */
 	CHECK_OK(retire(0, 1000 * PAGE, 10 * PAGE));
 	di = dev_info(0);
-	CHECK_EQ(di.data_lost, lost);
 	CHECK_EQ(di.nr_retired, 10);
 	CHECK_EQ(di.nr_failed, 4);
 	CHECK_EQ(di.spare_used, SIM_SPARES);
@@ -3257,76 +3252,6 @@ static void test_aperture_spare_lost(void)
 }
 
 /*
- * A page failed on a device with memory is out of service whatever failed
- * it: retired by an operator with no spare left (its data whole on its
- * frame), it faults, and its FAILED event says the data lost, counted, so
- * that its owner recovers; a spare freed, the page retired onto it gets
- * its data back.  Correctable errors past the threshold with the pool
- * empty: the same.  A failed page's other pages and a retired one keep
- * theirs.
- */
-static void test_aperture_failed(void)
-{
-	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
-	uint32_t id = backed_device("failed", 1), aux;
-	int ev_fd = open_dev(O_RDONLY | O_NONBLOCK), n;
-	struct hbmguard_event evs[16];
-	uint64_t *p, w;
-
-	sigaction(SIGBUS, &sa, NULL);
-	p = mmap(NULL, 4 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, ctl,
-		 HBMGUARD_MMAP_APERTURE(id));
-	CHECK(p != MAP_FAILED);
-	if (p == MAP_FAILED)
-		return;
-	for (n = 0; n < 4; n++)
-		p[n * PAGE / 8] = 0xf0 + n;
-	CHECK_OK(set_policy(id, HBMGUARD_POLICY_CE_THRESHOLD, 2, 0, 0));
-	CHECK_OK(retire(id, 0, PAGE));			/* the only spare */
-	drain(ev_fd, evs, 16);
-
-	CHECK_OK(retire(id, PAGE, PAGE));
-	n = drain(ev_fd, evs, 16);
-	CHECK_EQ(page_events(evs, n, HBMGUARD_EVENT_FAILED, PAGE, &aux), 1);
-	CHECK_EQ(aux, HBMGUARD_PAGES_DATA_LOST);
-	data_lost_counted(id, evs, n < 16 ? n : 16);
-	bus_code = 0;
-	CHECK(!read_word(p + PAGE / 8, &w));
-	CHECK_EQ(bus_code, BUS_MCEERR_AR);
-	CHECK(read_word(p, &w) && w == 0xf0);		/* on its spare */
-	CHECK(read_word(p + 2 * PAGE / 8, &w) && w == 0xf2);
-
-	/* Retired again, still no spare: nothing changed, nothing said lost. */
-	CHECK_OK(retire(id, PAGE, PAGE));
-	n = drain(ev_fd, evs, 16);
-	CHECK_EQ(page_events(evs, n, HBMGUARD_EVENT_FAILED, PAGE, &aux), 0);
-	CHECK_EQ(dev_info(id).data_lost, 1);
-
-	CHECK_OK(inject(ctl, id, HBMGUARD_ERROR_CE, 2 * PAGE, 2));
-	n = drain(ev_fd, evs, 16);
-	CHECK_EQ(page_events(evs, n, HBMGUARD_EVENT_FAILED, 2 * PAGE, &aux), 1);
-	CHECK_EQ(aux, HBMGUARD_PAGES_DATA_LOST);
-	CHECK_EQ(dev_info(id).data_lost, 2);
-	CHECK(!read_word(p + 2 * PAGE / 8, &w));
-
-	/* The spare freed: the page retired onto it has its data. */
-	CHECK_OK(clear(id, 0, PAGE));
-	CHECK(read_word(p, &w) && w == 0xf0);		/* home */
-	CHECK_OK(retire(id, PAGE, PAGE));
-	CHECK_EQ(translate(id, PAGE).state, HBMGUARD_STATE_RETIRED);
-	CHECK(read_word(p + PAGE / 8, &w) && w == 0xf1);
-	CHECK_OK(clear(id, 2 * PAGE, PAGE));		/* failed, cleared: home */
-	CHECK(read_word(p + 2 * PAGE / 8, &w) && w == 0xf2);
-	CHECK(read_word(p + 3 * PAGE / 8, &w) && w == 0xf3);
-	CHECK_EQ(dev_info(id).data_lost, 2);
-
-	signal(SIGBUS, SIG_DFL);
-	close(ev_fd);
-	munmap(p, 4 * PAGE);
-	CHECK_OK(sim_destroy(id));
-}
-
-/*
  * A retirement that cannot get memory for the spare loses the page (SIGBUS)
  * rather than serve zeroes, and so does a CLEAR that cannot get memory for
  * the page its spare's data goes back to.  The memory is charged to the
@@ -3603,7 +3528,6 @@ static const struct {
 	{ "aperture_users", test_aperture_users },
 	{ "aperture_clear", test_aperture_clear },
 	{ "aperture_spare_lost", test_aperture_spare_lost },
-	{ "aperture_failed", test_aperture_failed },
 	{ "aperture_nomem", test_aperture_nomem },
 	{ "aperture_nomem_fault", test_aperture_nomem_fault },
 };

@@ -407,40 +407,7 @@ eventually "a UE on a pending page under a rank: recovered" \
 kill $a 2>/dev/null
 wait $a
 check "... the page retired by the UE" 'hbmctl pages spared | grep -q "^0x8000 *1 .*retired *ue"'
-# No spare left: a page an operator retires fails, its data whole on its
-# frame, which a device without memory (no aperture) leaves in service: no
-# recovery.
-rank jobQ 0 1 sim:spared
-a=$rpid
-n0=$(ctl incidents | wc -l)
-check "no spare left, no memory: an operator's retire fails the page" \
-	'ctl retire spared 0x9000 && hbmctl pages spared | grep -q "^0x9000 *1 .*failed *admin"'
-sleep 1
-check "... no recovery" '[ $(ctl incidents | wc -l) = $n0 ] && [ "$(cat /tmp/jobQ.0)" = registered ]'
-kill $a 2>/dev/null
-wait $a
 hbmctl sim-destroy $mid
-
-# On a device with memory a failed page is out of service whatever failed
-# it (the aperture serves it to nobody): an operator's retire with no spare
-# left, under a rank, says its data lost, and the job's recovery escalates,
-# the page not bypassed.  A claimed range of node 1 with one spare.
-pid=$(hbmnl range-node probe 1)
-phys=$(hbmnl devices | sed -n "s/^device $pid .* phys=\\(0x[0-9a-f]*\\)\$/\\1/p")
-hbmnl range-unregister $pid
-cid=$(hbmnl range-claim fail $((phys + 0xa000000)) 0x100000 1)
-check "a claimed range with one spare" '[ "$cid" -ge 0 ] 2>/dev/null'
-wait_for /tmp/rd.log "hbm:fail: device added"
-check "... its spare taken" 'ctl retire fail 0x1000'
-rank jobX 0 1 hbm:fail
-a=$rpid
-check "no spare left, with memory: an operator's retire" 'ctl retire fail 0x2000'
-exited $a
-check "... said lost" 'grep -q "hbm:fail: 1 page could not be bypassed in 0x2000+0x1000: no spare left; data lost: out of service" /tmp/rd.log &&
-	grep -q "hbm:fail: data lost at 0x2000+0x1000: failed, no spare left to serve it" /tmp/rd.log'
-check "... the job's recovery escalated, the page not bypassed, its rank ended" \
-	'[ $st != 0 ] && ctl incidents | grep -q "job jobX, rank 0, hbm:fail at 0x2000+0x1000: escalated (the page has no spare: not bypassed)$"'
-check "... the range unregistered" "hbmnl range-unregister $cid"
 
 # The spare serving a page seen lost before fails while the daemon's events
 # are lost (stopped, its socket overflowing): the page stays retired, so no

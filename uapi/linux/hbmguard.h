@@ -41,12 +41,7 @@
  * failed) with that error as its source, whoever reported it first (an
  * operator, the GPU's driver).  A RESTORE of such a record over such a
  * page takes its source likewise (no data of now is lost: the event is
- * RESTORED).  On a device with memory a FAILED page is out of service
- * even so: the aperture serves it to nobody until a spare frees, so every
- * FAILED event of such a device carries HBMGUARD_PAGES_DATA_LOST, whatever
- * failed the pages (an operator's retire, correctable errors), and its
- * owner recovers as from a loss; retired onto a spare later, a page whose
- * data was whole on its frame gets it back.
+ * RESTORED).
  *
  * An uncorrectable error or poison retires its page at once.  Correctable
  * errors fill a per-page leaky bucket; the page is retired when the bucket
@@ -708,10 +703,9 @@ struct hbmguard_event {
 };
 /*
  * The pages' data is lost: the spare that held it failed, and the data
- * could not be moved or was lost before and not yet restored; or, on a
- * device with memory, the pages failed, which the aperture serves to nobody
- * (see PAGE STATES).  A listener that recovers lost data does so again,
- * whatever the event's source and whether it knew the pages bad before.
+ * could not be moved or was lost before and not yet restored (see PAGE
+ * STATES).  A listener that recovers lost data does so again, whatever the
+ * event's source and whether it knew the pages bad before.
  */
 #define HBMGUARD_PAGES_DATA_LOST	(1U << 0)
 
