@@ -62,6 +62,7 @@ struct etcd {
 	size_t nr_endpoints, cur;
 	char cert[PATH_MAX], key[PATH_MAX], ca[PATH_MAX];
 	struct etcd_watch *watches;
+	struct etcd_watch *gone;	/* unwatched while dispatching: freed by reap() */
 	/* the lease */
 	void (*on_lease)(void *ctx, int64_t id);
 	void *lease_ctx;
@@ -109,7 +110,9 @@ static void req_free(struct etcd_req *r)
 	free(r);
 }
 
-/* Requests ended while their callbacks ran. */
+static void watches_reap(struct etcd *e);
+
+/* Requests ended and watches unwatched while their callbacks ran. */
 static void reap(struct etcd *e)
 {
 	struct etcd_req *r = e->reqs, *next;
@@ -121,6 +124,7 @@ static void reap(struct etcd *e)
 		if (r->dead)
 			req_free(r);
 	}
+	watches_reap(e);
 }
 
 void etcd_cancel(struct etcd_req *r)
@@ -395,13 +399,13 @@ struct etcd_req *etcd_call(struct etcd *e, const char *path, const char *body,
 
 /* ---- watches ----
  *
- * A watch's callbacks may unwatch it (etcd_unwatch()), from any of them:
- * the frames that called them still use it once they return (the rest of
- * a response's events, the read's fingerprint).  So a watch unwatched while
- * it tells (@telling) is only gone: its requests and its retry are
- * cancelled at once, nothing more is told or asked for it, and its memory
- * is freed by a deferred event source, once the loop's current dispatch,
- * which holds every such frame, is over.
+ * A watch's callbacks may unwatch it (etcd_unwatch()), or another, from any
+ * of them: the frames that called them still use it once they return (the
+ * rest of a response's events, the read's fingerprint, the next watch of a
+ * list).  Every callback runs while curl's news is dispatched (after_curl()),
+ * so a watch unwatched then is only gone: its requests and its retry are
+ * cancelled at once, nothing more is told or asked for it, and it is freed
+ * with the requests ended meanwhile (reap()), once the dispatch is over.
  */
 
 struct etcd_watch {
@@ -434,9 +438,8 @@ struct etcd_watch {
 	bool up;
 	uint64_t backoff;
 	sd_event_source *retry;
-	unsigned int telling;		/* in @ops' callbacks: unwatched, only gone */
-	bool gone;			/* unwatched while telling: freed later */
-	sd_event_source *free_later;
+	bool gone;			/* unwatched while dispatching: on etcd's gone */
+	struct etcd_watch *gone_next;
 };
 
 static void watch_begin(struct etcd_watch *w);
@@ -476,11 +479,8 @@ static void link_set(struct etcd_watch *w, bool up, const char *why)
 	if (w->up == up || w->gone)
 		return;
 	w->up = up;
-	if (w->ops->link) {
-		w->telling++;
+	if (w->ops->link)
 		w->ops->link(w->ctx, up, why);
-		w->telling--;
-	}
 }
 
 static int on_watch_retry(sd_event_source *s, uint64_t usec, void *arg)
@@ -502,6 +502,8 @@ static void watch_retry(struct etcd_watch *w, const char *why)
 	w->req = NULL;
 	read_end(w);
 	link_set(w, false, why);
+	if (w->gone)
+		return;
 	w->backoff = !w->backoff ? BACKOFF_MIN_US : w->backoff >= BACKOFF_MAX_US / 2 ?
 		     BACKOFF_MAX_US : 2 * w->backoff;
 	sd_event_source_disable_unref(w->retry);
@@ -610,7 +612,7 @@ static void on_check(void *arg, int err, struct json_object *reply)
  */
 static bool resume_check(struct etcd_watch *w)
 {
-	char *body = w->gone ? NULL : etcd_fp_check_body(&w->fp, w->prefix, w->next_rev - 1);
+	char *body = etcd_fp_check_body(&w->fp, w->prefix, w->next_rev - 1);
 
 	w->check = body ? etcd_call(w->e, ETCD_PATH_TXN, body, on_check, w) : NULL;
 	free(body);
@@ -629,7 +631,7 @@ static bool read_page(struct etcd_watch *w, const char *after)
 
 	free(w->after);
 	w->after = from;
-	if ((after && !from) || w->gone)
+	if (after && !from)
 		return false;
 	body = etcd_range_body(w->prefix, from, w->snap_rev, w->page_limit ?: RANGE_PAGE);
 	w->read = body ? etcd_call(w->e, ETCD_PATH_RANGE, body, on_range, w) : NULL;
@@ -729,9 +731,7 @@ static void on_range(void *arg, int err, struct json_object *reply)
 			return watch_retry(w, "out of memory");
 		return;
 	}
-	w->telling++;
 	w->ops->snapshot(w->ctx, w->kvs, w->nr_kvs, w->snap_rev);
-	w->telling--;
 	if (w->gone)
 		return;
 	etcd_fp_read(&w->fp, w->snap_count, w->kvs, w->nr_kvs);
@@ -867,11 +867,8 @@ static bool deliver(struct etcd_watch *w, struct json_object *res)
 				w->next_rev = k.mod_revision + 1;
 			last = k.mod_revision;
 			etcd_fp_event(&w->fp, put, &k);
-			if (told) {
-				w->telling++;
+			if (told)
 				w->ops->event(w->ctx, put, &k);
-				w->telling--;
-			}
 		}
 		etcd_kv_clear(&k);
 		if (w->gone)
@@ -881,11 +878,8 @@ static bool deliver(struct etcd_watch *w, struct json_object *res)
 	/* a progress notification: nothing up to its revision is left to come */
 	if (!n && rev > 0 && rev >= w->next_rev && rev < INT64_MAX)
 		w->next_rev = rev + 1;
-	if ((last || (!n && rev > 0)) && w->ops->synced) {
-		w->telling++;
+	if ((last || (!n && rev > 0)) && w->ops->synced)
 		w->ops->synced(w->ctx, n ? last : rev);
-		w->telling--;
-	}
 	return !w->gone;
 }
 
@@ -964,24 +958,29 @@ static void watch_free(struct etcd_watch *w)
 	read_end(w);
 	etcd_fp_clear(&w->fp);
 	sd_event_source_disable_unref(w->retry);
-	sd_event_source_disable_unref(w->free_later);
 	free(w->prefix);
 	free(w);
 }
 
-static int on_watch_gone(sd_event_source *s, void *arg)
+/* The watches unwatched while dispatching, freed once it is over. */
+static void watches_reap(struct etcd *e)
 {
-	(void)s;
-	watch_free(arg);
-	return 0;
+	while (e->gone) {
+		struct etcd_watch *w = e->gone;
+
+		e->gone = w->gone_next;
+		watch_free(w);
+	}
 }
 
 /**
  * etcd_unwatch() - no more of a watch
  * @w: the watch, NULL or one etcd_watch() made and not yet unwatched
  *
- * Nothing of it is called after, even when this is called from one of its
- * own callbacks (then freed from the loop, once they are done with it).
+ * Nothing of it is called after.  @w's context may go once this returns.
+ *
+ * Context: the loop, or any of the client's callbacks (a watch's own
+ * included): then the watch is freed once the callbacks' dispatch is over.
  */
 void etcd_unwatch(struct etcd_watch *w)
 {
@@ -991,8 +990,8 @@ void etcd_unwatch(struct etcd_watch *w)
 		return;
 	for (p = &w->e->watches; *p != w; p = &(*p)->next)
 		;
-	*p = w->next;
-	if (!w->telling) {
+	*p = w->next;	/* w->next kept: a loop over the list may be at w */
+	if (!w->e->dispatching) {
 		watch_free(w);
 		return;
 	}
@@ -1006,9 +1005,8 @@ void etcd_unwatch(struct etcd_watch *w)
 	w->check = NULL;
 	sd_event_source_disable_unref(w->retry);
 	w->retry = NULL;
-	if (sd_event_add_defer(w->e->loop, &w->free_later, on_watch_gone, w) < 0)
-		fprintf(stderr, "<3>hbmguardd: etcd: out of memory: a watch of %s unwatched"
-			" from its own callback is not freed\n", w->prefix);
+	w->gone_next = w->e->gone;
+	w->e->gone = w;
 }
 
 /* ---- the lease ---- */
@@ -1158,6 +1156,7 @@ void etcd_free(struct etcd *e)
 		return;
 	while (e->watches)
 		etcd_unwatch(e->watches);
+	watches_reap(e);
 	while (e->reqs)
 		req_free(e->reqs);
 	sym_curl_multi_cleanup(e->multi);

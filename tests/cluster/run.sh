@@ -83,8 +83,13 @@ if [ "$BENCH" != --bench ]; then
 		"$UNWATCH" $EP /hbmguard-unwatch/ $where >"$W/unwatch.$where.out" \
 			2>"$W/unwatch.$where.err" &
 		p=$!
-		wait_for "unwatch in $where: not watching" 20 \
-			grep -q "^watching$\|^unwatched in" "$W/unwatch.$where.out"
+		PIDS+=($p)
+		t=200	# watching, or already unwatched (snapshot), or ended: 20 s at most
+		until grep -q "^watching$\|^unwatched in" "$W/unwatch.$where.out" ||
+		      ! kill -0 $p 2>/dev/null || [ $t = 0 ]; do
+			t=$((t - 1))
+			sleep 0.1
+		done
 		ctl put /hbmguard-unwatch/k "$where" >/dev/null
 		rc=0
 		wait $p || rc=$?
