@@ -61,7 +61,12 @@ const char *hbm_journal_source_name(uint32_t source)
  * Return: 0, or -1 for an event type this daemon does not know (logged by
  * the caller as such, never dropped silently).
  */
-/* A page event's pages lost their data by the change itself: said, as an error. */
+/*
+ * A page event's pages lost their data by the change itself: said, as an
+ * error.  Retired, they moved off a spare that failed; failed, no spare
+ * serves them, the one that did failed or an error hit their own frame
+ * (uapi/linux/hbmguard.h, PAGE STATES): the entry before says which.
+ */
 static void said_lost(const struct hbm_event_view *ev, struct hbm_journal_entry *out)
 {
 	size_t n = strlen(out->message);
@@ -69,8 +74,8 @@ static void said_lost(const struct hbm_event_view *ev, struct hbm_journal_entry 
 	if (!(ev->aux & HBMGUARD_PAGES_DATA_LOST))
 		return;
 	out->priority = LOG_ERR;
-	snprintf(out->message + n, sizeof(out->message) - n,
-		 "; data lost: the spare that held it failed");
+	snprintf(out->message + n, sizeof(out->message) - n, "; data lost%s",
+		 ev->type == HBMGUARD_EVENT_FAILED ? "" : ": the spare that held it failed");
 }
 
 int hbm_journal_describe(const struct hbm_event_view *ev, const char *identity,

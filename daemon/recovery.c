@@ -882,6 +882,7 @@ enum loss {
 	LOSS_HEARD,	/* an event: the pages retired or failed for a UE */
 	LOSS_UNHEARD,	/* a table read after events were lost */
 	LOSS_AGAIN,	/* an event that says the change lost the data */
+	LOSS_FAILED,	/* the same, of pages no spare serves (FAILED) */
 };
 
 /*
@@ -947,22 +948,26 @@ static void forgotten_drop(struct daemon *d, uint32_t id, const char *identity,
  * Pages of device @id lost their data: each part not seen before opens the
  * recovery of the jobs on it, once, whether an event told of it or a dump
  * after events were lost.  A loss the module says is this change's own
- * (the spare that held them failed) opens it for them all, seen or not:
- * pages lost before by a UE, their data restored since, lost again.
+ * (the spare that held them failed, or an error hit them FAILED, on their
+ * own frames) opens it for them all, seen or not: pages lost before by a
+ * UE, their data restored since, lost again.
  */
 static void lost_pages(struct daemon *d, uint32_t id, const char *identity,
 		       uint64_t offset, uint64_t length, enum loss how)
 {
+	bool own = how == LOSS_AGAIN || how == LOSS_FAILED;
 	struct hbm_ranges fresh = { 0 };
 	size_t i;
 
 	if (id >= HBMGUARD_MAX_DEVICES || !identity[0])
 		return;
 	forgotten_back(d, id);
-	if (hbm_range_set_add(&d->seen[id], offset, length, &fresh) || how == LOSS_AGAIN) {
-		if (how == LOSS_AGAIN)
+	if (hbm_range_set_add(&d->seen[id], offset, length, &fresh) || own) {
+		if (own)
 			fprintf(stderr, "<4>hbmguardd: %s: data lost at 0x%" PRIx64 "+0x%" PRIx64
-				": the spare that held it failed\n", identity, offset, length);
+				": %s\n", identity, offset, length,
+				how == LOSS_FAILED ? "no spare serves it" :
+						     "the spare that held it failed");
 		recovery_on_lost_data(d, identity, offset, length);
 		hbm_ranges_free(&fresh);
 		return;
@@ -1049,7 +1054,8 @@ void recovery_fact(void *arg, const struct hbm_fact *f)
 			/* a new error there is news */
 			forget_pages(d, id, f->dev.identity, f->offset, f->length);
 		} else if (f->flags & HBM_FACT_DATA_LOST) {
-			lost_pages(d, id, f->dev.identity, f->offset, f->length, LOSS_AGAIN);
+			lost_pages(d, id, f->dev.identity, f->offset, f->length,
+				   f->event == HBMGUARD_EVENT_FAILED ? LOSS_FAILED : LOSS_AGAIN);
 		} else if (destroys_data(hbm_event_page_state(f->event), f->source)) {
 			/* Data lost under a rank: its job's recovery starts. */
 			lost_pages(d, id, f->dev.identity, f->offset, f->length, LOSS_HEARD);

@@ -65,9 +65,10 @@ struct hbm_device {
 	struct xarray served;
 	atomic64_t errors_dropped;
 	/*
-	 * Events that said the data of pages already out of service was lost
-	 * (HBMGUARD_PAGES_DATA_LOST), and the last one's seqnum, under lock:
-	 * the one sign of such a loss a listener that lost events can read.
+	 * Events that said the data of pages already bad was lost (out of
+	 * service, or FAILED on their own frames: HBMGUARD_PAGES_DATA_LOST),
+	 * and the last one's seqnum, under lock: the one sign of such a loss
+	 * a listener that lost events can read.
 	 */
 	u64 data_lost;
 	u64 data_lost_seqnum;
@@ -208,6 +209,7 @@ void hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length,
 			  bool restored);
 int hbm_aperture_restored(struct hbm_device *dev, u64 offset, u64 length);
 void hbm_aperture_lose(struct hbm_device *dev, u32 page);
+void hbm_aperture_destroyed(struct hbm_device *dev, u32 first, u32 nr);
 bool hbm_aperture_lost(struct hbm_device *dev, u32 page);
 void hbm_aperture_removed(struct hbm_device *dev);
 int hbm_aperture_claim(struct hbm_device *dev);

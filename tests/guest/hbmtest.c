@@ -3172,11 +3172,12 @@ static void data_lost_counted(uint32_t id, const struct hbmguard_event *evs, int
 }
 
 /*
- * Data that went with its spare stays lost until its owner restores it,
- * and whatever serves the page next holds no older data: left FAILED
- * (correctable errors failed the spare, none was free), restored there and
- * retired onto a spare freed; moved to the next spare by a UE, and cleared;
- * left FAILED again, and cleared.
+ * Correctable errors that fail the spare of a page when none is free take
+ * its data home to its own frame, which serves it FAILED, nothing lost; a
+ * spare freed, the page retired onto it takes it along.  Data that went
+ * with its spare (a UE there) stays lost until its owner restores it, and
+ * whatever serves the page next holds no older data: moved to the next
+ * spare, and cleared.  On the last spare, failed by CEs: home again.
  */
 static void test_aperture_spare_lost(void)
 {
@@ -3206,17 +3207,14 @@ static void test_aperture_spare_lost(void)
 	CHECK_OK(inject(ctl, id, HBMGUARD_ERROR_CE, usable, 5));
 	n = drain(ev_fd, evs, 16);
 	CHECK_EQ(page_events(evs, n, HBMGUARD_EVENT_FAILED, 3 * PAGE, &aux), 1);
-	CHECK_EQ(aux, HBMGUARD_PAGES_DATA_LOST);	/* out of service */
-	data_lost_counted(id, evs, n < 16 ? n : 16);
-	CHECK(!read_word(a, &w));
-	CHECK_EQ(bus_code, BUS_MCEERR_AR);
-	/* Restored while failed, then on a spare freed: not its frame's old data. */
-	CHECK_OK(extent_op(ctl, HBMGUARD_IOC_RESTORED, id, 3 * PAGE, PAGE, 0));
-	CHECK(!read_word(a, &w));			/* failed still */
+	CHECK_EQ(aux, 0);				/* home: nothing lost */
+	CHECK_EQ(dev_info(id).data_lost, 0);
+	CHECK(read_word(a, &w) && w == 0xa1);
+	*a = 0xa4;
 	CHECK_OK(clear(id, 5 * PAGE, PAGE));
 	CHECK_OK(retire(id, 3 * PAGE, PAGE));
 	CHECK_EQ(translate(id, 3 * PAGE).state, HBMGUARD_STATE_RETIRED);
-	CHECK(read_word(a, &w) && w == 0);
+	CHECK(read_word(a, &w) && w == 0xa4);		/* along to the spare */
 	*a = 0xa2;
 
 	/* A UE in its spare: on the next, lost; cleared, lost still. */
@@ -3226,6 +3224,7 @@ static void test_aperture_spare_lost(void)
 	n = drain(ev_fd, evs, 16);
 	CHECK_EQ(page_events(evs, n, HBMGUARD_EVENT_RETIRED, 3 * PAGE, &aux), 1);
 	CHECK_EQ(aux, HBMGUARD_PAGES_DATA_LOST);
+	data_lost_counted(id, evs, n < 16 ? n : 16);
 	CHECK(!read_word(a, &w));
 	CHECK_OK(clear(id, 3 * PAGE, PAGE));
 	CHECK_EQ(translate(id, 3 * PAGE).state, HBMGUARD_STATE_CLEAN);
@@ -3235,19 +3234,18 @@ static void test_aperture_spare_lost(void)
 	*a = 0xa3;
 	CHECK(read_word(a, &w) && w == 0xa3);
 
-	/* On the last spare, failed by CEs: FAILED, lost; cleared, lost still. */
+	/* On the last spare, failed by CEs: FAILED, home; cleared, its own. */
 	CHECK_OK(retire(id, 3 * PAGE, PAGE));
 	CHECK(read_word(a, &w) && w == 0xa3);
 	drain(ev_fd, evs, 16);
 	CHECK_OK(inject(ctl, id, HBMGUARD_ERROR_CE, translate(id, 3 * PAGE).translated, 5));
 	n = drain(ev_fd, evs, 16);
 	CHECK_EQ(page_events(evs, n, HBMGUARD_EVENT_FAILED, 3 * PAGE, &aux), 1);
-	CHECK_EQ(aux, HBMGUARD_PAGES_DATA_LOST);
+	CHECK_EQ(aux, 0);
+	CHECK(read_word(a, &w) && w == 0xa3);
 	CHECK_OK(clear(id, 3 * PAGE, PAGE));
-	CHECK(!read_word(a, &w));
-	CHECK_OK(extent_op(ctl, HBMGUARD_IOC_RESTORED, id, 3 * PAGE, PAGE, 0));
-	CHECK(read_word(a, &w) && w == 0);	/* not 0xa3, left on its frame */
-	CHECK_EQ(dev_info(id).data_lost, 3);	/* each loss counted */
+	CHECK(read_word(a, &w) && w == 0xa3);
+	CHECK_EQ(dev_info(id).data_lost, 1);	/* the UE's alone */
 
 	for (i = 0; i < 16 * PAGE / 8; i++)
 		ok &= i / (PAGE / 8) == 3 || (read_word(p + i, &w) && w == (i ^ 0x5ba4e));
@@ -3255,6 +3253,87 @@ static void test_aperture_spare_lost(void)
 	signal(SIGBUS, SIG_DFL);
 	close(ev_fd);
 	munmap(p, 16 * PAGE);
+	CHECK_OK(sim_destroy(id));
+}
+
+/*
+ * A page no spare serves (FAILED) is served by its own frame, which holds
+ * its data: failed by an operator's retire or by correctable errors with
+ * the pool empty, it reads and writes as before, and nothing is said lost.
+ * An uncorrectable error there destroys the data: the page faults until
+ * its owner restores it, and its event says so, counted, for a page
+ * failed before too.  A spare freed, a page retired onto it takes its data.
+ */
+static void test_aperture_failed(void)
+{
+	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
+	uint32_t id = backed_device("failed", 1), aux;
+	int ev_fd = open_dev(O_RDONLY | O_NONBLOCK), n, i;
+	struct hbmguard_event evs[16];
+	uint64_t *p, w;
+
+	sigaction(SIGBUS, &sa, NULL);
+	p = mmap(NULL, 4 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, ctl,
+		 HBMGUARD_MMAP_APERTURE(id));
+	CHECK(p != MAP_FAILED);
+	if (p == MAP_FAILED)
+		return;
+	for (i = 0; i < 4; i++)
+		p[i * PAGE / 8] = 0xf0 + i;
+	CHECK_OK(set_policy(id, HBMGUARD_POLICY_CE_THRESHOLD, 2, 0, 0));
+	CHECK_OK(retire(id, 0, PAGE));			/* the only spare */
+	drain(ev_fd, evs, 16);
+
+	CHECK_OK(retire(id, PAGE, PAGE));
+	CHECK_OK(inject(ctl, id, HBMGUARD_ERROR_CE, 2 * PAGE, 2));
+	n = drain(ev_fd, evs, 16);
+	CHECK_EQ(page_events(evs, n, HBMGUARD_EVENT_FAILED, PAGE, &aux), 1);
+	CHECK_EQ(aux, 0);
+	CHECK_EQ(page_events(evs, n, HBMGUARD_EVENT_FAILED, 2 * PAGE, &aux), 1);
+	CHECK_EQ(aux, 0);
+	CHECK_EQ(translate(id, PAGE).state, HBMGUARD_STATE_FAILED);
+	CHECK_EQ(translate(id, 2 * PAGE).state, HBMGUARD_STATE_FAILED);
+	bus_code = 0;
+	CHECK(read_word(p + PAGE / 8, &w) && w == 0xf1);
+	CHECK(read_word(p + 2 * PAGE / 8, &w) && w == 0xf2);
+	CHECK_EQ(bus_code, 0);
+	p[PAGE / 8] = 0xe1;
+	CHECK(read_word(p, &w) && w == 0xf0);		/* on its spare */
+	CHECK_EQ(dev_info(id).data_lost, 0);
+
+	/* A UE on the page failed before: lost now, said, counted. */
+	CHECK_OK(inject(ctl, id, HBMGUARD_ERROR_UE, PAGE, 1));
+	n = drain(ev_fd, evs, 16);
+	CHECK_EQ(page_events(evs, n, HBMGUARD_EVENT_FAILED, PAGE, &aux), 1);
+	CHECK_EQ(aux, HBMGUARD_PAGES_DATA_LOST);
+	data_lost_counted(id, evs, n < 16 ? n : 16);
+	CHECK(!read_word(p + PAGE / 8, &w));
+	CHECK_EQ(bus_code, BUS_MCEERR_AR);
+	CHECK(read_word(p + 2 * PAGE / 8, &w) && w == 0xf2);	/* not its neighbour */
+	CHECK_OK(inject(ctl, id, HBMGUARD_ERROR_UE, PAGE, 1));	/* lost already */
+	n = drain(ev_fd, evs, 16);
+	CHECK_EQ(page_events(evs, n, HBMGUARD_EVENT_FAILED, PAGE, &aux), 0);
+	CHECK_OK(extent_op(ctl, HBMGUARD_IOC_RESTORED, id, PAGE, PAGE, 0));
+	CHECK(read_word(p + PAGE / 8, &w));		/* its frame's again */
+
+	/* A UE on a page no spare can take: failed, lost (its source says). */
+	CHECK_OK(inject(ctl, id, HBMGUARD_ERROR_UE, 3 * PAGE, 1));
+	n = drain(ev_fd, evs, 16);
+	CHECK_EQ(page_events(evs, n, HBMGUARD_EVENT_FAILED, 3 * PAGE, &aux), 1);
+	CHECK_EQ(aux, 0);
+	CHECK(!read_word(p + 3 * PAGE / 8, &w));
+
+	/* The spare freed: the page failed by CEs retired onto it, its data along. */
+	CHECK_OK(clear(id, 0, PAGE));
+	CHECK(read_word(p, &w) && w == 0xf0);		/* home */
+	CHECK_OK(retire(id, 2 * PAGE, PAGE));
+	CHECK_EQ(translate(id, 2 * PAGE).state, HBMGUARD_STATE_RETIRED);
+	CHECK(read_word(p + 2 * PAGE / 8, &w) && w == 0xf2);
+	CHECK_EQ(dev_info(id).data_lost, 1);
+
+	signal(SIGBUS, SIG_DFL);
+	close(ev_fd);
+	munmap(p, 4 * PAGE);
 	CHECK_OK(sim_destroy(id));
 }
 
@@ -3535,6 +3614,7 @@ static const struct {
 	{ "aperture_users", test_aperture_users },
 	{ "aperture_clear", test_aperture_clear },
 	{ "aperture_spare_lost", test_aperture_spare_lost },
+	{ "aperture_failed", test_aperture_failed },
 	{ "aperture_nomem", test_aperture_nomem },
 	{ "aperture_nomem_fault", test_aperture_nomem_fault },
 };

@@ -407,7 +407,44 @@ eventually "a UE on a pending page under a rank: recovered" \
 kill $a 2>/dev/null
 wait $a
 check "... the page retired by the UE" 'hbmctl pages spared | grep -q "^0x8000 *1 .*retired *ue"'
+# No spare left: a page an operator retires fails, its data in service on
+# its own frame: no recovery.
+rank jobN 0 1 sim:spared
+a=$rpid
+check "no spare left: an operator's retire fails the page" \
+	'ctl retire spared 0x9000 && hbmctl pages spared | grep -q "^0x9000 *1 .*failed *admin"'
+wait_for /tmp/rd.log "sim:spared: 1 page could not be bypassed in 0x9000+0x1000: no spare left$"
+check "... no recovery" '! ctl incidents | grep -q "job jobN"'
+check "... the rank not paused" '[ "$(cat /tmp/jobN.0)" = registered ]'
+kill $a 2>/dev/null
+wait $a
 hbmctl sim-destroy $mid
+
+# The same on a device with memory (a claimed range of node 1, one spare),
+# whose aperture serves a failed page from its own frame: no recovery; an
+# uncorrectable error there then destroys its data, said as lost though the
+# page was failed before, and the job's recovery escalates (not bypassed).
+pid=$(hbmnl range-node probe 1)
+phys=$(hbmnl devices | sed -n "s/^device $pid .* phys=\\(0x[0-9a-f]*\\)\$/\\1/p")
+hbmnl range-unregister $pid
+cid=$(hbmnl range-claim fail $((phys + 0xa000000)) 0x100000 1)
+check "a claimed range with one spare" '[ "$cid" -ge 0 ] 2>/dev/null'
+wait_for /tmp/rd.log "hbm:fail: device added"
+check "... its spare taken" 'ctl retire fail 0x1000'
+rank jobX 0 1 hbm:fail
+a=$rpid
+check "with memory, no spare left: an operator's retire fails the page" 'ctl retire fail 0x2000'
+wait_for /tmp/rd.log "hbm:fail: 1 page could not be bypassed in 0x2000+0x1000: no spare left$"
+check "... no recovery" '! ctl incidents | grep -q "job jobX"'
+check "... the rank not paused" '[ "$(cat /tmp/jobX.0)" = registered ]'
+check "a UE on the failed page" 'hbmctl inject fail ue 0x2000'
+eventually "... its data lost: the job's recovery escalated, the page not bypassed" \
+	'ctl incidents | grep -q "job jobX, rank 0, hbm:fail at 0x2000+0x1000: escalated (the page has no spare: not bypassed)$"'
+check "... said so" 'grep -q "hbm:fail: 1 page could not be bypassed in 0x2000+0x1000: no spare left; data lost$" /tmp/rd.log &&
+	grep -q "hbm:fail: data lost at 0x2000+0x1000: no spare serves it" /tmp/rd.log'
+kill $a 2>/dev/null
+wait $a
+check "... the range unregistered" "hbmnl range-unregister $cid"
 
 # The spare serving a page seen lost before fails while the daemon's events
 # are lost (stopped, its socket overflowing): the page stays retired, so no

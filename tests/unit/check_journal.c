@@ -91,7 +91,8 @@ START_TEST(priorities_and_text)
 	ev.type = HBMGUARD_EVENT_FAILED;
 	hbm_journal_describe(&ev, "g", &e);
 	ck_assert_str_eq(e.message, "g: 1 page could not be bypassed in 0x1000+0x1000: no spare left;"
-			 " data lost: the spare that held it failed");
+			 " data lost");
+	ck_assert_int_eq(e.priority, LOG_ERR);
 
 	/*
 	 * A GPU device's values (issue 13): a reset its driver waits for is

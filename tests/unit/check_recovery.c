@@ -540,6 +540,33 @@ START_TEST(spare_failed_loses_data_again)
 END_TEST
 
 /*
+ * A page an operator's retire failed (no spare left) keeps its data on its
+ * own frame, in service: no recovery.  An uncorrectable error there later
+ * destroys it: the module says so on a FAILED event (the page's state did
+ * not change), and the job recovers.
+ */
+START_TEST(failed_page_loses_data_on_its_frame)
+{
+	struct hbm_fact failed = heard_ue_page;
+
+	setup();
+	rank("job", 0, 0x1000, 0);
+	failed.event = HBMGUARD_EVENT_FAILED;
+	failed.source = HBMGUARD_SOURCE_ADMIN;
+	recovery_fact(d, &failed);
+	ck_assert_uint_eq(d->nr_incidents, 0);
+	failed.source = HBMGUARD_SOURCE_UE;
+	failed.flags = HBM_FACT_DATA_LOST;
+	recovery_fact(d, &failed);
+	ck_assert_uint_eq(d->nr_incidents, 1);
+	ck_assert_uint_eq(d->incidents[0].info.offset, 0x1000);
+	ck_assert_uint_eq(d->incidents[0].info.length, 0x1000);
+	ck_assert_uint_eq(d->incidents[0].info.failed_rank, 0);
+	cleanup();
+}
+END_TEST
+
+/*
  * A page cleared in the middle of a seen range with no memory for the
  * split: the range goes out whole, and the pages around the cleared one go
  * back as memory allows, so that a table read after lost events does not
@@ -957,6 +984,7 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, restored_loss_is_no_news);
 	tcase_add_test(tc, restored_retired_or_failed_alike);
 	tcase_add_test(tc, spare_failed_loses_data_again);
+	tcase_add_test(tc, failed_page_loses_data_on_its_frame);
 	tcase_add_test(tc, cleared_without_memory_reports_nothing_twice);
 	tcase_add_test(tc, restored_part_of_an_extent_only_is_known);
 	tcase_add_test(tc, job_across_nodes);

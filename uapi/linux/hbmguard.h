@@ -27,19 +27,24 @@
  * with none left, to FAILED (its own frame).  An uncorrectable error or
  * poison takes the page's data with the spare.  After correctable errors
  * the data is still readable there: a device with memory (the aperture)
- * copies it to the page's next spare, and loses it only if that copy fails
- * (a poisoned frame, a machine check, no memory); a device without has
- * nobody in the kernel to move it, and a page left FAILED is out of
- * service, its data with it.  Where the data is lost, the page's
- * event carries HBMGUARD_PAGES_DATA_LOST in aux, though the page was out
- * of service before and its source may say nothing destroyed data (a page
- * retired for correctable errors).
+ * copies it to the page's next spare, or home to its own frame when none
+ * is left, and loses it only if that copy fails (a poisoned frame, a
+ * machine check, no memory); a device without has nobody in the kernel to
+ * move it: its data goes with the spare.  Where the data is lost, the
+ * page's event carries HBMGUARD_PAGES_DATA_LOST in aux, though the page
+ * was out of service before and its source may say nothing destroyed data
+ * (a page retired for correctable errors).
  *
- * A PENDING page is still in service, its data on it, and a page FAILED
- * when retired (no spare free) keeps its data on its frame until a spare
- * frees: an uncorrectable error or poison there retires it (or leaves it
- * failed) with that error as its source, whoever reported it first (an
- * operator, the GPU's driver).  A RESTORE of such a record over such a
+ * A PENDING page is still in service, its data on it, and so is a page
+ * FAILED when retired (no spare free), as a page whose soft offline fails
+ * stays in service: its own frame holds its data (and serves it, on a
+ * device with memory) until a later retire gives it a spare a clear has
+ * freed.  An uncorrectable error or poison there destroys the data: it
+ * retires the page (or leaves it failed) with that error as its source,
+ * whoever reported it first (an operator, the GPU's driver), and on a
+ * device with memory the page faults until its owner restores it.  One
+ * FAILED before says so in a FAILED event with HBMGUARD_PAGES_DATA_LOST
+ * (its state did not change).  A RESTORE of such a record over such a
  * page takes its source likewise (no data of now is lost: the event is
  * RESTORED).
  *
@@ -703,9 +708,11 @@ struct hbmguard_event {
 };
 /*
  * The pages' data is lost: the spare that held it failed, and the data
- * could not be moved or was lost before and not yet restored (see PAGE
- * STATES).  A listener that recovers lost data does so again, whatever the
- * event's source and whether it knew the pages bad before.
+ * could not be moved or was lost before and not yet restored; or an
+ * uncorrectable error or poison hit pages FAILED before, whose own frames
+ * held it (see PAGE STATES).  A listener that recovers lost data does so
+ * again, whatever the event's source and whether it knew the pages bad
+ * before.
  */
 #define HBMGUARD_PAGES_DATA_LOST	(1U << 0)
 
@@ -791,14 +798,17 @@ struct hbmguard_event {
  * or poison has lost its data: touching it raises SIGBUS with BUS_MCEERR_AR
  * and the address in si_addr, as real poison does, until its owner declares
  * it restored (HBMGUARD_IOC_RESTORED); the spare then reads zero until the
- * owner writes it.  A FAILED page, and a page whose frame is poisoned or
- * whose data could not be copied, raises the same SIGBUS.  A page cleared
- * gets back its own memory with the data its spare held (a lost page: what
- * it held when it was lost).  Once the device is gone, its mappings raise
- * SIGBUS.  A simulated device's page gets its memory when first touched,
- * charged to the memory cgroup of the process that touches it: where that
- * cgroup cannot pay, the touch raises SIGBUS (BUS_ADRERR), as a hugetlb
- * page does.  The mapping must be shared (MAP_PRIVATE: EINVAL), is never
+ * owner writes it.  A page whose frame is poisoned or whose data could not
+ * be copied raises the same SIGBUS.  A FAILED page is served by its own
+ * frame, and raises it once an uncorrectable error or poison there
+ * destroyed its data, until its owner restores it (then its frame again,
+ * with what it holds).  A page cleared gets back its own memory with the
+ * data its spare held (a lost page: what it held when it was lost).  Once
+ * the device is gone, its mappings raise SIGBUS.  A simulated device's
+ * page gets its memory when first touched, charged to the memory cgroup
+ * of the process that touches it: where that cgroup cannot pay, the touch
+ * raises SIGBUS (BUS_ADRERR), as a hugetlb page does.  The mapping must be
+ * shared (MAP_PRIVATE: EINVAL), is never
  * executable (PROT_EXEC, or mprotect() to it: EACCES; EPERM from mmap()
  * itself when the node is on a noexec filesystem), needs a file open for
  * writing, even to be read (EACCES: see PRIVILEGES), and cannot grow
