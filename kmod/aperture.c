@@ -272,29 +272,6 @@ void hbm_aperture_lose(struct hbm_device *dev, u32 page)
 }
 
 /**
- * hbm_aperture_destroyed() - an error destroyed pages' data on their frames
- * @dev: the device
- * @first: the first page, FAILED (no spare serves it: its own frame does)
- * @nr: pages
- *
- * Each faults from now on until its owner restores it, then serves what
- * its frame holds; nothing on a device without memory.  Device lock held.
- */
-void hbm_aperture_destroyed(struct hbm_device *dev, u32 first, u32 nr)
-{
-	u32 i;
-
-	if (!dev->backed)
-		return;
-	for (i = 0; i < nr; i++) {
-		lose(dev, first + i, LOST_HOME);
-		if (!((i + 1) % 1024))
-			cond_resched();
-	}
-	zap(dev, page_offset_of(dev, first), (u64)nr << dev->page_shift);
-}
-
-/**
  * hbm_aperture_lost() - whether a page's data is lost
  * @dev: the device
  * @page: the page
@@ -351,8 +328,7 @@ void hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length,
 		else
 			xa_erase(&dev->served, page);
 
-		if (retired && !was && !restored &&
-		    (e.source == HBMGUARD_SOURCE_UE || e.source == HBMGUARD_SOURCE_POISON))
+		if (retired && !was && !restored && hbm_source_destroys(e.source))
 			lose(dev, page, LOST_HOME);
 		loss = xa_load(&dev->lost, page);
 		if (loss) {
@@ -436,20 +412,27 @@ again:
 		ret = VM_FAULT_SIGBUS;
 		goto out;
 	}
-	/*
-	 * A page is lost while retired, or when its data could not come home
-	 * or an error destroyed it there.  A FAILED one is served by its own
-	 * frame, which holds its data: no spare was left to take it, as a
-	 * page whose soft offline fails stays in service.
-	 */
+	/* A page is lost while retired, or when its data could not come home. */
 	if (lost(dev, page)) {
 		ret = VM_FAULT_HWPOISON;
 		goto out;
 	}
-	if (hbm_table_lookup(&dev->core.table, page, &e) &&
-	    e.state == HBMGUARD_STATE_RETIRED)
-		offset = spare_offset(dev, e.spare + page - e.first) +
-			 (offset & ((1ULL << dev->page_shift) - 1));
+	if (hbm_table_lookup(&dev->core.table, page, &e)) {
+		/*
+		 * FAILED, no spare was left to take it: its own frame serves
+		 * it, as a page whose soft offline fails stays in service,
+		 * unless an uncorrectable error or poison took the data
+		 * there.  That frame serves nobody again: a restore would only
+		 * hand back a cell known to fail.
+		 */
+		if (e.state == HBMGUARD_STATE_FAILED && hbm_source_destroys(e.source)) {
+			ret = VM_FAULT_HWPOISON;
+			goto out;
+		}
+		if (e.state == HBMGUARD_STATE_RETIRED)
+			offset = spare_offset(dev, e.spare + page - e.first) +
+				 (offset & ((1ULL << dev->page_shift) - 1));
+	}
 	p = backing_peek(dev, offset);
 	if (!p && !fresh) {
 		mutex_unlock(&dev->lock);

@@ -153,6 +153,12 @@ struct hbm_extent {
 	u32 last_seen;
 };
 
+/* An uncorrectable error or poison: the data where it hit is gone. */
+static inline bool hbm_source_destroys(u8 source)
+{
+	return source == HBMGUARD_SOURCE_UE || source == HBMGUARD_SOURCE_POISON;
+}
+
 #define HBM_LEAF_CAP	170	/* a leaf fills one 4 KiB allocation */
 
 struct hbm_leaf {

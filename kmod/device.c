@@ -626,46 +626,6 @@ static u32 now_seconds(void)
 	return (u32)ktime_get_real_seconds();
 }
 
-/*
- * Pages of [@first, @end) FAILED in @dev's table whose data is on their
- * own frames, which serve them (no spare does): not lost already.  With
- * @destroy an uncorrectable error or poison took it: each is lost
- * (hbm_aperture_destroyed()).  Device lock held.
- *
- * Return: how many pages had their data before.
- */
-static u32 failed_pages(struct hbm_device *dev, u32 first, u32 end, bool destroy)
-{
-	struct hbm_extent ext[16];
-	u32 at = first, pages = 0, n, i, p, a, b;
-
-	while (at < end) {
-		n = hbm_table_list(&dev->core.table, at, end, ext, ARRAY_SIZE(ext), &at);
-		for (i = 0; i < n; i++) {
-			a = max(ext[i].first, first);
-			b = min(ext[i].first + ext[i].nr, end);
-			if (ext[i].state != HBMGUARD_STATE_FAILED || a >= b)
-				continue;
-			if (!dev->backed) {
-				pages += b - a;
-				continue;
-			}
-			for (p = a; p < b; p++)
-				pages += !hbm_aperture_lost(dev, p);
-			if (destroy)
-				hbm_aperture_destroyed(dev, a, b - a);
-		}
-		if (!n)
-			break;
-	}
-	return pages;
-}
-
-static bool destroys_data(u8 source)
-{
-	return source == HBMGUARD_SOURCE_UE || source == HBMGUARD_SOURCE_POISON;
-}
-
 /**
  * hbm_device_report() - an error at one offset, through the policy
  * @dev: the device
@@ -691,20 +651,21 @@ int hbm_device_report(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 	};
 	struct hbm_result res = {};
 	struct hbm_extent e = {};
-	u32 old_health, page, served, flags = 0, had = 0;
-	bool moved = false, data_lost = false, destroys;
+	u32 old_health, page, served, flags = 0;
+	bool moved = false, data_lost = false, whole = false;
 	u8 why;
 	int err;
 
 	if (offset >= dev->hbm_size)
 		return -ERANGE;
 	page = offset >> dev->page_shift;
-	destroys = kind != HBMGUARD_ERROR_CE && offset < hbm_usable_size(dev);
 
 	mutex_lock(&dev->lock);
 	old_health = dev->core.health;
-	if (destroys && !dev->dead)
-		had = failed_pages(dev, page, page + 1, false);
+	/* A page FAILED with its data whole on its own frame, which serves it. */
+	if (kind != HBMGUARD_ERROR_CE && offset < hbm_usable_size(dev) &&
+	    hbm_table_lookup(&dev->core.table, page, &e))
+		whole = e.state == HBMGUARD_STATE_FAILED && !hbm_source_destroys(e.source);
 	err = dev->dead ? -ENODEV :
 	      hbm_core_report(&dev->core, page, kind, count, now_seconds(), &res,
 			      &served);
@@ -724,27 +685,29 @@ int hbm_device_report(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 			 * is copied there as any page's whose spare changes
 			 * (hbm_aperture_changed(), machine-check safe), lost
 			 * only if that copy fails; with none left, to its own
-			 * frame, which serves it FAILED, likewise.  Without
+			 * frame, which serves it FAILED, likewise, unless an
+			 * uncorrectable error took the data there before (its
+			 * source says so): that frame serves nobody.  Without
 			 * memory nobody here can move it: its data goes with
 			 * the spare.
 			 */
 			moved = true;
-			data_lost = kind != HBMGUARD_ERROR_CE || !dev->backed;
+			data_lost = kind != HBMGUARD_ERROR_CE || !dev->backed ||
+				    (e.state == HBMGUARD_STATE_FAILED &&
+				     hbm_source_destroys(e.source));
 			if (data_lost)
 				hbm_aperture_lose(dev, served);
 			why = source_of[kind];
-		} else if (destroys) {
+		} else if (whole) {
 			/*
-			 * At a page no spare serves (FAILED), its data was on
-			 * its own frame: gone.  One FAILED before, its data
-			 * there still, lost it now: news the table does not
-			 * show, said as a loss again.
+			 * The error destroyed it there.  Still FAILED, its
+			 * state did not change; retired onto a spare freed
+			 * meanwhile, its source may have said so before: news
+			 * either way, said as a loss again.
 			 */
-			failed_pages(dev, page, page + 1, true);
-			if (had) {
-				res.failed += had;
-				data_lost = true;
-			}
+			if (e.state == HBMGUARD_STATE_FAILED)
+				res.failed++;
+			data_lost = true;
 		}
 		device_change_made(dev, &res, (u64)served << dev->page_shift,
 				   1ULL << dev->page_shift);
@@ -781,8 +744,7 @@ int hbm_device_apply(struct hbm_device *dev, enum hbm_op op, u64 offset,
 {
 	u64 mask = (1ULL << dev->page_shift) - 1;
 	struct hbm_result res = {};
-	u32 old_health, first, end, had = 0;
-	bool destroys;
+	u32 old_health;
 	int err;
 
 	if (!length || (offset | length) & mask)
@@ -798,27 +760,15 @@ int hbm_device_apply(struct hbm_device *dev, enum hbm_op op, u64 offset,
 	if (offset >= hbm_usable_size(dev) ||
 	    length > hbm_usable_size(dev) - offset)
 		return -ERANGE;
-	first = offset >> dev->page_shift;
-	end = (offset + length) >> dev->page_shift;
 
 	mutex_lock(&dev->lock);
 	old_health = dev->core.health;
-	/* As hbm_device_report()'s: an error destroys FAILED pages' data. */
-	destroys = op == HBM_OP_RETIRE && destroys_data(source) && !dev->dead;
-	if (destroys)
-		had = failed_pages(dev, first, end, false);
 	err = dev->dead ? -ENODEV :
-	      hbm_core_apply(&dev->core, op, first, end - first, source,
-			     now_seconds(), &res);
-	if (!err && destroys) {
-		failed_pages(dev, first, end, true);
-		res.failed += had;
-	}
-	if (!err) {
-		device_change_made(dev, &res, offset, length);
-		device_change_told(dev, &res, offset, length, source,
-				   had ? HBMGUARD_PAGES_DATA_LOST : 0, old_health);
-	}
+	      hbm_core_apply(&dev->core, op, offset >> dev->page_shift,
+			     length >> dev->page_shift, source, now_seconds(),
+			     &res);
+	if (!err)
+		device_changed(dev, &res, offset, length, source, old_health);
 	mutex_unlock(&dev->lock);
 	return err;
 }

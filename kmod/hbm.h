@@ -209,7 +209,6 @@ void hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length,
 			  bool restored);
 int hbm_aperture_restored(struct hbm_device *dev, u64 offset, u64 length);
 void hbm_aperture_lose(struct hbm_device *dev, u32 page);
-void hbm_aperture_destroyed(struct hbm_device *dev, u32 first, u32 nr);
 bool hbm_aperture_lost(struct hbm_device *dev, u32 page);
 void hbm_aperture_removed(struct hbm_device *dev);
 int hbm_aperture_claim(struct hbm_device *dev);

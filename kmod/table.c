@@ -623,7 +623,7 @@ static void op_piece(struct op_ctx *c, const struct hbm_extent *old,
 		 * driver).  The record, its event and the aperture say so.
 		 */
 		if ((e.state == HBMGUARD_STATE_PENDING || e.state == HBMGUARD_STATE_FAILED) &&
-		    (c->source == HBMGUARD_SOURCE_UE || c->source == HBMGUARD_SOURCE_POISON))
+		    hbm_source_destroys(c->source))
 			e.source = c->source;
 		bypass(c, e);
 		return;

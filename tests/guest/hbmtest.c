@@ -3260,9 +3260,10 @@ static void test_aperture_spare_lost(void)
  * A page no spare serves (FAILED) is served by its own frame, which holds
  * its data: failed by an operator's retire or by correctable errors with
  * the pool empty, it reads and writes as before, and nothing is said lost.
- * An uncorrectable error there destroys the data: the page faults until
- * its owner restores it, and its event says so, counted, for a page
- * failed before too.  A spare freed, a page retired onto it takes its data.
+ * An uncorrectable error there destroys the data: said lost (counted) on
+ * one event, FAILED still, or RETIRED where a spare freed meanwhile took
+ * the page; a frame that failed so serves nobody again, restored or not;
+ * a spare does, once the owner restores the page.
  */
 static void test_aperture_failed(void)
 {
@@ -3298,10 +3299,11 @@ static void test_aperture_failed(void)
 	CHECK(read_word(p + 2 * PAGE / 8, &w) && w == 0xf2);
 	CHECK_EQ(bus_code, 0);
 	p[PAGE / 8] = 0xe1;
+	CHECK(read_word(p + PAGE / 8, &w) && w == 0xe1);
 	CHECK(read_word(p, &w) && w == 0xf0);		/* on its spare */
 	CHECK_EQ(dev_info(id).data_lost, 0);
 
-	/* A UE on the page failed before: lost now, said, counted. */
+	/* A UE on the page failed before: lost now, said on one event, counted. */
 	CHECK_OK(inject(ctl, id, HBMGUARD_ERROR_UE, PAGE, 1));
 	n = drain(ev_fd, evs, 16);
 	CHECK_EQ(page_events(evs, n, HBMGUARD_EVENT_FAILED, PAGE, &aux), 1);
@@ -3310,26 +3312,54 @@ static void test_aperture_failed(void)
 	CHECK(!read_word(p + PAGE / 8, &w));
 	CHECK_EQ(bus_code, BUS_MCEERR_AR);
 	CHECK(read_word(p + 2 * PAGE / 8, &w) && w == 0xf2);	/* not its neighbour */
-	CHECK_OK(inject(ctl, id, HBMGUARD_ERROR_UE, PAGE, 1));	/* lost already */
+	CHECK_OK(inject(ctl, id, HBMGUARD_ERROR_UE, PAGE, 1));	/* destroyed already */
 	n = drain(ev_fd, evs, 16);
 	CHECK_EQ(page_events(evs, n, HBMGUARD_EVENT_FAILED, PAGE, &aux), 0);
+	CHECK_EQ(dev_info(id).data_lost, 1);
 	CHECK_OK(extent_op(ctl, HBMGUARD_IOC_RESTORED, id, PAGE, PAGE, 0));
-	CHECK(read_word(p + PAGE / 8, &w));		/* its frame's again */
+	CHECK(!read_word(p + PAGE / 8, &w));		/* its frame serves nobody */
 
-	/* A UE on a page no spare can take: failed, lost (its source says). */
+	/* A UE on a page no spare can take: failed, its source says lost. */
 	CHECK_OK(inject(ctl, id, HBMGUARD_ERROR_UE, 3 * PAGE, 1));
 	n = drain(ev_fd, evs, 16);
 	CHECK_EQ(page_events(evs, n, HBMGUARD_EVENT_FAILED, 3 * PAGE, &aux), 1);
 	CHECK_EQ(aux, 0);
 	CHECK(!read_word(p + 3 * PAGE / 8, &w));
 
-	/* The spare freed: the page failed by CEs retired onto it, its data along. */
+	/*
+	 * The spare freed, a UE on the page failed by CEs: a retirement onto
+	 * it, one RETIRED event saying the data lost, no FAILED one; the
+	 * spare serves it once restored, zero until written.
+	 */
 	CHECK_OK(clear(id, 0, PAGE));
 	CHECK(read_word(p, &w) && w == 0xf0);		/* home */
-	CHECK_OK(retire(id, 2 * PAGE, PAGE));
+	drain(ev_fd, evs, 16);
+	CHECK_OK(inject(ctl, id, HBMGUARD_ERROR_UE, 2 * PAGE, 1));
+	n = drain(ev_fd, evs, 16);
+	CHECK_EQ(page_events(evs, n, HBMGUARD_EVENT_RETIRED, 2 * PAGE, &aux), 1);
+	CHECK_EQ(aux, HBMGUARD_PAGES_DATA_LOST);
+	CHECK_EQ(page_events(evs, n, HBMGUARD_EVENT_FAILED, 2 * PAGE, &aux), 0);
+	CHECK_EQ(dev_info(id).data_lost, 2);
 	CHECK_EQ(translate(id, 2 * PAGE).state, HBMGUARD_STATE_RETIRED);
-	CHECK(read_word(p + 2 * PAGE / 8, &w) && w == 0xf2);
-	CHECK_EQ(dev_info(id).data_lost, 1);
+	CHECK(!read_word(p + 2 * PAGE / 8, &w));
+	CHECK_OK(extent_op(ctl, HBMGUARD_IOC_RESTORED, id, 2 * PAGE, PAGE, 0));
+	CHECK(read_word(p + 2 * PAGE / 8, &w) && w == 0);
+
+	/*
+	 * That spare freed again: an operator's retire of the page a UE took
+	 * on its frame moves nothing of the frame to it: lost until restored.
+	 */
+	CHECK_OK(clear(id, 2 * PAGE, PAGE));
+	drain(ev_fd, evs, 16);
+	CHECK_OK(retire(id, PAGE, PAGE));
+	n = drain(ev_fd, evs, 16);
+	CHECK_EQ(page_events(evs, n, HBMGUARD_EVENT_RETIRED, PAGE, &aux), 1);
+	CHECK_EQ(aux, 0);				/* said when the UE came */
+	CHECK_EQ(translate(id, PAGE).state, HBMGUARD_STATE_RETIRED);
+	CHECK(!read_word(p + PAGE / 8, &w));
+	CHECK_OK(extent_op(ctl, HBMGUARD_IOC_RESTORED, id, PAGE, PAGE, 0));
+	CHECK(read_word(p + PAGE / 8, &w) && w == 0);
+	CHECK_EQ(dev_info(id).data_lost, 2);
 
 	signal(SIGBUS, SIG_DFL);
 	close(ev_fd);

@@ -257,6 +257,31 @@ check "the good frames can" \
 
 # Netlink changes, as the daemon will make them.
 check "netlink retire" 'hbmnl retire 0 0x5000 0x2000 && hbmctl pages sim0 | grep -q "^0x5000 *2 .*admin"'
+# A UE at a page an operator failed (no spare left, its data whole on its
+# frame) destroys the data there: said lost on a FAILED event of its own
+# (the page's state did not change), counted; a second UE: nothing new.
+# With a spare freed meanwhile, the page retired onto it: the RETIRED event
+# says it.  A device without memory, as a GPU's range is to the kernel.
+fid=$(hbmctl sim-create ufail 64M spares=1)
+hbmnl listen 100 3000 >/tmp/ufail.events &
+wait_for /tmp/ufail.events listening
+check "a UE at a page failed by an operator, twice" 'hbmctl retire ufail 0 &&
+	hbmctl retire ufail 0x1000 && hbmctl inject ufail ue 0x1000 && hbmctl inject ufail ue 0x1000'
+wait
+check "... one FAILED event said lost, its own" \
+	'[ "$(grep -c "^event type=4 .* dev=$fid offset=0x1000 " /tmp/ufail.events)" = 2 ] &&
+	grep -q "^event type=4 .* dev=$fid offset=0x1000 length=0x1000 source=1 .*count=1 aux=1$" /tmp/ufail.events'
+check "... counted once" 'hbmctl --json devices | tr "}" "\n" | grep "\"name\":\"ufail\"" | grep -q "\"data_lost\":1,"'
+hbmnl listen 100 3000 >/tmp/ufail.events &
+wait_for /tmp/ufail.events listening
+check "a spare freed, a UE at another page failed by an operator" \
+	'hbmctl retire ufail 0x2000 && hbmctl clear ufail 0 0x1000 && hbmctl inject ufail ue 0x2000'
+wait
+check "... retired onto it, the RETIRED event says it" \
+	'grep -q "^event type=2 .* dev=$fid offset=0x2000 length=0x1000 source=1 .*count=1 aux=1$" /tmp/ufail.events &&
+	! grep -q "^event type=4 .* dev=$fid offset=0x2000 length=0x1000 source=1" /tmp/ufail.events'
+check "... counted" 'hbmctl --json devices | tr "}" "\n" | grep "\"name\":\"ufail\"" | grep -q "\"data_lost\":2,"'
+hbmctl sim-destroy ufail >/dev/null
 hbmnl listen 2 2000 >/tmp/restore.events &
 wait_for /tmp/restore.events listening
 check "netlink restore" 'hbmnl restore 0 0x10000 0x1000 0x20000 0x3000 && [ "$(hbmctl pages sim0 | grep -c restored)" = 2 ]'

@@ -427,7 +427,7 @@ hbmctl sim-destroy $mid
 pid=$(hbmnl range-node probe 1)
 phys=$(hbmnl devices | sed -n "s/^device $pid .* phys=\\(0x[0-9a-f]*\\)\$/\\1/p")
 hbmnl range-unregister $pid
-cid=$(hbmnl range-claim fail $((phys + 0xa000000)) 0x100000 1)
+cid=$(hbmnl range-claim fail $((phys + 0xd000000)) 0x100000 1)
 check "a claimed range with one spare" '[ "$cid" -ge 0 ] 2>/dev/null'
 wait_for /tmp/rd.log "hbm:fail: device added"
 check "... its spare taken" 'ctl retire fail 0x1000'

@@ -42,11 +42,12 @@
  * freed.  An uncorrectable error or poison there destroys the data: it
  * retires the page (or leaves it failed) with that error as its source,
  * whoever reported it first (an operator, the GPU's driver), and on a
- * device with memory the page faults until its owner restores it.  One
- * FAILED before says so in a FAILED event with HBMGUARD_PAGES_DATA_LOST
- * (its state did not change).  A RESTORE of such a record over such a
- * page takes its source likewise (no data of now is lost: the event is
- * RESTORED).
+ * device with memory that frame serves nobody again (see THE APERTURE).
+ * A page FAILED with its data whole says so with HBMGUARD_PAGES_DATA_LOST:
+ * on a FAILED event of its own (its state did not change), or on its
+ * RETIRED event where a spare a clear freed takes it.  A RESTORE of such
+ * a record over such a page takes its source likewise (no data of now is
+ * lost: the event is RESTORED).
  *
  * An uncorrectable error or poison retires its page at once.  Correctable
  * errors fill a per-page leaky bucket; the page is retired when the bucket
@@ -800,11 +801,12 @@ struct hbmguard_event {
  * it restored (HBMGUARD_IOC_RESTORED); the spare then reads zero until the
  * owner writes it.  A page whose frame is poisoned or whose data could not
  * be copied raises the same SIGBUS.  A FAILED page is served by its own
- * frame, and raises it once an uncorrectable error or poison there
- * destroyed its data, until its owner restores it (then its frame again,
- * with what it holds).  A page cleared gets back its own memory with the
- * data its spare held (a lost page: what it held when it was lost).  Once
- * the device is gone, its mappings raise SIGBUS.  A simulated device's
+ * frame, unless an uncorrectable error or poison destroyed its data there:
+ * then it raises the same SIGBUS for as long as it stays FAILED, restored
+ * or not (a frame known to fail serves nobody), and once retired onto a
+ * spare until its owner restores it.  A page cleared gets back its own
+ * memory with the data its spare held (a lost page: what it held when it
+ * was lost).  Once the device is gone, its mappings raise SIGBUS.  A simulated device's
  * page gets its memory when first touched, charged to the memory cgroup
  * of the process that touches it: where that cgroup cannot pay, the touch
  * raises SIGBUS (BUS_ADRERR), as a hugetlb page does.  The mapping must be
