@@ -63,9 +63,9 @@ const char *hbm_journal_source_name(uint32_t source)
  */
 /*
  * A page event's pages lost their data by the change itself: said, as an
- * error.  Retired, they moved off a spare that failed; failed, no spare
- * serves them, the one that did failed or an error hit their own frame
- * (uapi/linux/hbmguard.h, PAGE STATES): the entry before says which.
+ * error.  The memory that held it failed: the spare that served them, or
+ * their own frame while they were FAILED (uapi/linux/hbmguard.h, PAGE
+ * STATES), the entry before says which; failed, no spare serves them now.
  */
 static void said_lost(const struct hbm_event_view *ev, struct hbm_journal_entry *out)
 {
@@ -75,7 +75,7 @@ static void said_lost(const struct hbm_event_view *ev, struct hbm_journal_entry 
 		return;
 	out->priority = LOG_ERR;
 	snprintf(out->message + n, sizeof(out->message) - n, "; data lost%s",
-		 ev->type == HBMGUARD_EVENT_FAILED ? "" : ": the spare that held it failed");
+		 ev->type == HBMGUARD_EVENT_FAILED ? "" : ": the memory that held it failed");
 }
 
 int hbm_journal_describe(const struct hbm_event_view *ev, const char *identity,

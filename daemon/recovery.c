@@ -967,7 +967,7 @@ static void lost_pages(struct daemon *d, uint32_t id, const char *identity,
 			fprintf(stderr, "<4>hbmguardd: %s: data lost at 0x%" PRIx64 "+0x%" PRIx64
 				": %s\n", identity, offset, length,
 				how == LOSS_FAILED ? "no spare serves it" :
-						     "the spare that held it failed");
+						     "the memory that held it failed");
 		recovery_on_lost_data(d, identity, offset, length);
 		hbm_ranges_free(&fresh);
 		return;

@@ -271,6 +271,48 @@ void hbm_aperture_lose(struct hbm_device *dev, u32 page)
 		lose(dev, page, LOST_GONE);
 }
 
+/*
+ * @dead_frames holds the pages whose own frame an uncorrectable error or
+ * poison took: that frame serves the page nobody while it is FAILED,
+ * restored or not, and hands nothing on to a spare (the page is lost
+ * there, whoever retires it, a RESTORE too), until a CLEAR gives the page
+ * its frame back, the operator's word that it is good (as a page retired
+ * for a UE and cleared gets it back).  A RESTORE marks nothing: it says
+ * what was, not an error of now.
+ */
+static bool frame_dead(struct hbm_device *dev, u32 page)
+{
+	return xa_load(&dev->dead_frames, page);
+}
+
+/**
+ * hbm_aperture_frame_took() - an uncorrectable error or poison at a page
+ * @dev: the device
+ * @page: the page, whatever serves it now
+ *
+ * Its own frame is dead (see @dead_frames); nothing on a device without
+ * memory.  Device lock held, before the change is made
+ * (hbm_aperture_changed()).
+ */
+void hbm_aperture_frame_took(struct hbm_device *dev, u32 page)
+{
+	if (dev->backed)
+		xa_store(&dev->dead_frames, page, xa_mk_value(1), GFP_KERNEL | __GFP_NOFAIL);
+}
+
+/**
+ * hbm_aperture_frame_dead() - whether a page's own frame is dead
+ * @dev: the device
+ * @page: the page
+ *
+ * Return: true when an error of now took it (hbm_aperture_frame_took()),
+ * not cleared since; false on a device without memory.  Device lock held.
+ */
+bool hbm_aperture_frame_dead(struct hbm_device *dev, u32 page)
+{
+	return dev->backed && frame_dead(dev, page);
+}
+
 /**
  * hbm_aperture_lost() - whether a page's data is lost
  * @dev: the device
@@ -290,12 +332,12 @@ bool hbm_aperture_lost(struct hbm_device *dev, u32 page)
  * (itself or a spare) to the new one, or mark the page lost.  A lost page
  * stays lost, on a spare or failed, until its owner restores it; cleared,
  * it goes home to its own frame if it was lost there (LOST_HOME), and is
- * not served the frame's older data otherwise.  Pages @restored (known bad
- * from before: a RESTORE, whatever their source says) lost no data of now.
- * Device lock held.
+ * not served the frame's older data otherwise.  A page leaving a dead
+ * frame (hbm_aperture_frame_took()) for a spare is lost there; one cleared
+ * has its frame back.  A RESTORE's pages lost no data of now, whatever
+ * their source says: it marks no frame dead.  Device lock held.
  */
-void hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length,
-			  bool restored)
+void hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length)
 {
 	u32 first = offset >> dev->page_shift, end = (offset + length) >> dev->page_shift;
 	u32 page;
@@ -313,6 +355,8 @@ void hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length,
 		if (!((page - first) % 1024))
 			cond_resched();	/* a CLEAR may span the device */
 		listed = hbm_table_lookup(&dev->core.table, page, &e);
+		if (!listed)
+			xa_erase(&dev->dead_frames, page);
 		retired = listed && e.state == HBMGUARD_STATE_RETIRED;
 		if (retired)
 			spare = e.spare + page - e.first;
@@ -328,7 +372,7 @@ void hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length,
 		else
 			xa_erase(&dev->served, page);
 
-		if (retired && !was && !restored && hbm_source_destroys(e.source))
+		if (retired && !was && frame_dead(dev, page))
 			lose(dev, page, LOST_HOME);
 		loss = xa_load(&dev->lost, page);
 		if (loss) {
@@ -421,11 +465,10 @@ again:
 		/*
 		 * FAILED, no spare was left to take it: its own frame serves
 		 * it, as a page whose soft offline fails stays in service,
-		 * unless an uncorrectable error or poison took the data
-		 * there.  That frame serves nobody again: a restore would only
-		 * hand back a cell known to fail.
+		 * unless an uncorrectable error or poison took that frame: a
+		 * restore would only hand back a cell known to fail.
 		 */
-		if (e.state == HBMGUARD_STATE_FAILED && hbm_source_destroys(e.source)) {
+		if (e.state == HBMGUARD_STATE_FAILED && frame_dead(dev, page)) {
 			ret = VM_FAULT_HWPOISON;
 			goto out;
 		}
@@ -636,4 +679,5 @@ void hbm_aperture_free(struct hbm_device *dev)
 	xa_destroy(&dev->backing);
 	xa_destroy(&dev->lost);
 	xa_destroy(&dev->served);
+	xa_destroy(&dev->dead_frames);
 }

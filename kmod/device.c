@@ -356,6 +356,7 @@ struct hbm_device *hbm_device_create(const struct hbm_device_spec *spec)
 	xa_init(&dev->backing);
 	xa_init(&dev->lost);
 	xa_init(&dev->served);
+	xa_init(&dev->dead_frames);
 	strscpy(dev->name, spec->name, sizeof(dev->name));
 	if (spec->pci_addr)
 		strscpy(dev->pci_addr, spec->pci_addr, sizeof(dev->pci_addr));
@@ -583,7 +584,7 @@ static void device_change_made(struct hbm_device *dev, const struct hbm_result *
 		changed |= result_count(res, i) != 0;
 	if (changed) {
 		device_publish(dev, offset, length);
-		hbm_aperture_changed(dev, offset, length, false);
+		hbm_aperture_changed(dev, offset, length);
 	}
 }
 
@@ -652,7 +653,7 @@ int hbm_device_report(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 	struct hbm_result res = {};
 	struct hbm_extent e = {};
 	u32 old_health, page, served, flags = 0;
-	bool moved = false, data_lost = false, whole = false;
+	bool moved = false, data_lost = false, whole = false, destroys;
 	u8 why;
 	int err;
 
@@ -662,10 +663,17 @@ int hbm_device_report(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 
 	mutex_lock(&dev->lock);
 	old_health = dev->core.health;
-	/* A page FAILED with its data whole on its own frame, which serves it. */
-	if (kind != HBMGUARD_ERROR_CE && offset < hbm_usable_size(dev) &&
-	    hbm_table_lookup(&dev->core.table, page, &e))
-		whole = e.state == HBMGUARD_STATE_FAILED && !hbm_source_destroys(e.source);
+	/*
+	 * A page FAILED with its data whole on its own frame, which serves it
+	 * (on a device with memory: not taken by an error, nor lost; without,
+	 * as far as its record tells).
+	 */
+	destroys = kind != HBMGUARD_ERROR_CE && offset < hbm_usable_size(dev);
+	if (destroys && hbm_table_lookup(&dev->core.table, page, &e))
+		whole = e.state == HBMGUARD_STATE_FAILED &&
+			(dev->backed ? !hbm_aperture_frame_dead(dev, page) &&
+				       !hbm_aperture_lost(dev, page) :
+				       !hbm_source_destroys(e.source));
 	err = dev->dead ? -ENODEV :
 	      hbm_core_report(&dev->core, page, kind, count, now_seconds(), &res,
 			      &served);
@@ -694,20 +702,21 @@ int hbm_device_report(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 			moved = true;
 			data_lost = kind != HBMGUARD_ERROR_CE || !dev->backed ||
 				    (e.state == HBMGUARD_STATE_FAILED &&
-				     hbm_source_destroys(e.source));
+				     hbm_aperture_frame_dead(dev, served));
 			if (data_lost)
 				hbm_aperture_lose(dev, served);
 			why = source_of[kind];
-		} else if (whole) {
+		} else if (destroys) {
+			hbm_aperture_frame_took(dev, page);
 			/*
-			 * The error destroyed it there.  Still FAILED, its
-			 * state did not change; retired onto a spare freed
+			 * Whole, the error destroyed it there.  Still FAILED,
+			 * its state did not change; retired onto a spare freed
 			 * meanwhile, its source may have said so before: news
 			 * either way, said as a loss again.
 			 */
-			if (e.state == HBMGUARD_STATE_FAILED)
+			if (whole && e.state == HBMGUARD_STATE_FAILED)
 				res.failed++;
-			data_lost = true;
+			data_lost = whole;
 		}
 		device_change_made(dev, &res, (u64)served << dev->page_shift,
 				   1ULL << dev->page_shift);
@@ -820,7 +829,7 @@ int hbm_device_restore(struct hbm_device *dev, const struct hbm_page_range *x, u
 	if (changed && dev->backed)
 		for (i = 0; i < done; i++)
 			hbm_aperture_changed(dev, (u64)x[i].first << dev->page_shift,
-					     (u64)x[i].nr << dev->page_shift, true);
+					     (u64)x[i].nr << dev->page_shift);
 	if (pages)
 		hbm_event(HBMGUARD_EVENT_RESTORED, dev->id, 0, 0,
 			  HBMGUARD_SOURCE_RESTORED, 0, pages, done);

@@ -63,6 +63,7 @@ struct hbm_device {
 	struct xarray backing;
 	struct xarray lost;
 	struct xarray served;
+	struct xarray dead_frames;	/* own frames an error of now took (aperture.c) */
 	atomic64_t errors_dropped;
 	/*
 	 * Events that said the data of pages already bad was lost (out of
@@ -205,10 +206,11 @@ int hbm_aperture_init(void);
 void hbm_aperture_exit(void);
 void hbm_aperture_open(struct file *file);
 int hbm_aperture_mmap(struct vm_area_struct *vma);
-void hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length,
-			  bool restored);
+void hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length);
 int hbm_aperture_restored(struct hbm_device *dev, u64 offset, u64 length);
 void hbm_aperture_lose(struct hbm_device *dev, u32 page);
+void hbm_aperture_frame_took(struct hbm_device *dev, u32 page);
+bool hbm_aperture_frame_dead(struct hbm_device *dev, u32 page);
 bool hbm_aperture_lost(struct hbm_device *dev, u32 page);
 void hbm_aperture_removed(struct hbm_device *dev);
 int hbm_aperture_claim(struct hbm_device *dev);

@@ -3262,8 +3262,9 @@ static void test_aperture_spare_lost(void)
  * the pool empty, it reads and writes as before, and nothing is said lost.
  * An uncorrectable error there destroys the data: said lost (counted) on
  * one event, FAILED still, or RETIRED where a spare freed meanwhile took
- * the page; a frame that failed so serves nobody again, restored or not;
- * a spare does, once the owner restores the page.
+ * the page; a frame that failed so serves nobody while the page is FAILED,
+ * restored or not, until a clear; a spare does, once the owner restores
+ * the page, and no data goes home to such a frame.
  */
 static void test_aperture_failed(void)
 {
@@ -3360,6 +3361,28 @@ static void test_aperture_failed(void)
 	CHECK_OK(extent_op(ctl, HBMGUARD_IOC_RESTORED, id, PAGE, PAGE, 0));
 	CHECK(read_word(p + PAGE / 8, &w) && w == 0);
 	CHECK_EQ(dev_info(id).data_lost, 2);
+
+	/* A failed page whose frame a UE took, cleared: the frame is its again. */
+	CHECK_OK(clear(id, 3 * PAGE, PAGE));
+	CHECK(read_word(p + 3 * PAGE / 8, &w) && w == 0xf3);
+
+	/*
+	 * A UE at the frame of a page its spare serves changes nothing for
+	 * it; CEs failing that spare then, none left: its data does not go
+	 * home to the frame the UE took, it is lost, said.
+	 */
+	CHECK_OK(clear(id, PAGE, PAGE));
+	CHECK_OK(retire(id, 0, PAGE));			/* an operator's: its data along */
+	CHECK(read_word(p, &w) && w == 0xf0);
+	CHECK_OK(inject(ctl, id, HBMGUARD_ERROR_UE, 0, 1));
+	CHECK(read_word(p, &w) && w == 0xf0);
+	drain(ev_fd, evs, 16);
+	CHECK_OK(inject(ctl, id, HBMGUARD_ERROR_CE, dev_info(id).usable_size, 2));
+	n = drain(ev_fd, evs, 16);
+	CHECK_EQ(page_events(evs, n, HBMGUARD_EVENT_FAILED, 0, &aux), 1);
+	CHECK_EQ(aux, HBMGUARD_PAGES_DATA_LOST);
+	CHECK(!read_word(p, &w));
+	CHECK_EQ(dev_info(id).data_lost, 3);
 
 	signal(SIGBUS, SIG_DFL);
 	close(ev_fd);

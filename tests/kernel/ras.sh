@@ -263,7 +263,7 @@ check "netlink retire" 'hbmnl retire 0 0x5000 0x2000 && hbmctl pages sim0 | grep
 # With a spare freed meanwhile, the page retired onto it: the RETIRED event
 # says it.  A device without memory, as a GPU's range is to the kernel.
 fid=$(hbmctl sim-create ufail 64M spares=1)
-hbmnl listen 100 3000 >/tmp/ufail.events &
+hbmnl listen 100 10000 >/tmp/ufail.events &
 wait_for /tmp/ufail.events listening
 check "a UE at a page failed by an operator, twice" 'hbmctl retire ufail 0 &&
 	hbmctl retire ufail 0x1000 && hbmctl inject ufail ue 0x1000 && hbmctl inject ufail ue 0x1000'
@@ -272,7 +272,7 @@ check "... one FAILED event said lost, its own" \
 	'[ "$(grep -c "^event type=4 .* dev=$fid offset=0x1000 " /tmp/ufail.events)" = 2 ] &&
 	grep -q "^event type=4 .* dev=$fid offset=0x1000 length=0x1000 source=1 .*count=1 aux=1$" /tmp/ufail.events'
 check "... counted once" 'hbmctl --json devices | tr "}" "\n" | grep "\"name\":\"ufail\"" | grep -q "\"data_lost\":1,"'
-hbmnl listen 100 3000 >/tmp/ufail.events &
+hbmnl listen 100 10000 >/tmp/ufail.events &
 wait_for /tmp/ufail.events listening
 check "a spare freed, a UE at another page failed by an operator" \
 	'hbmctl retire ufail 0x2000 && hbmctl clear ufail 0 0x1000 && hbmctl inject ufail ue 0x2000'

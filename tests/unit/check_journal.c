@@ -87,7 +87,7 @@ START_TEST(priorities_and_text)
 	hbm_journal_describe(&ev, "g", &e);
 	ck_assert_int_eq(e.priority, LOG_ERR);
 	ck_assert_str_eq(e.message, "g: 1 page retired in 0x1000+0x1000 (ce-threshold);"
-			 " data lost: the spare that held it failed");
+			 " data lost: the memory that held it failed");
 	ev.type = HBMGUARD_EVENT_FAILED;
 	hbm_journal_describe(&ev, "g", &e);
 	ck_assert_str_eq(e.message, "g: 1 page could not be bypassed in 0x1000+0x1000: no spare left;"

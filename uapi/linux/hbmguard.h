@@ -29,8 +29,9 @@
  * the data is still readable there: a device with memory (the aperture)
  * copies it to the page's next spare, or home to its own frame when none
  * is left, and loses it only if that copy fails (a poisoned frame, a
- * machine check, no memory); a device without has nobody in the kernel to
- * move it: its data goes with the spare.  Where the data is lost, the
+ * machine check, no memory) or that frame is one an uncorrectable error
+ * took (see below); a device without has nobody in the kernel to move it:
+ * its data goes with the spare.  Where the data is lost, the
  * page's event carries HBMGUARD_PAGES_DATA_LOST in aux, though the page
  * was out of service before and its source may say nothing destroyed data
  * (a page retired for correctable errors).
@@ -42,12 +43,13 @@
  * freed.  An uncorrectable error or poison there destroys the data: it
  * retires the page (or leaves it failed) with that error as its source,
  * whoever reported it first (an operator, the GPU's driver), and on a
- * device with memory that frame serves nobody again (see THE APERTURE).
- * A page FAILED with its data whole says so with HBMGUARD_PAGES_DATA_LOST:
- * on a FAILED event of its own (its state did not change), or on its
+ * device with memory that frame serves the page nobody until a CLEAR (see
+ * THE APERTURE).  A page FAILED with its data whole says so with
+ * HBMGUARD_PAGES_DATA_LOST: on a FAILED event of its own (its state did
+ * not change: the one FAILED event of a page failed before), or on its
  * RETIRED event where a spare a clear freed takes it.  A RESTORE of such
  * a record over such a page takes its source likewise (no data of now is
- * lost: the event is RESTORED).
+ * lost: the event is RESTORED, and no frame is taken).
  *
  * An uncorrectable error or poison retires its page at once.  Correctable
  * errors fill a per-page leaky bucket; the page is retired when the bucket
@@ -657,7 +659,7 @@ enum hbmguard_event_type {
 	HBMGUARD_EVENT_ERROR = 1,	/* an error was reported: source, count */
 	HBMGUARD_EVENT_RETIRED,		/* pages became RETIRED: count of them */
 	HBMGUARD_EVENT_PENDING,		/* pages became PENDING */
-	HBMGUARD_EVENT_FAILED,		/* pages became FAILED */
+	HBMGUARD_EVENT_FAILED,		/* pages became FAILED (or lost data so) */
 	HBMGUARD_EVENT_CLEARED,		/* pages left the table */
 	HBMGUARD_EVENT_HEALTH,		/* state: new health, aux: old health */
 	HBMGUARD_EVENT_POLICY,		/* the device's policy changed */
@@ -801,19 +803,19 @@ struct hbmguard_event {
  * it restored (HBMGUARD_IOC_RESTORED); the spare then reads zero until the
  * owner writes it.  A page whose frame is poisoned or whose data could not
  * be copied raises the same SIGBUS.  A FAILED page is served by its own
- * frame, unless an uncorrectable error or poison destroyed its data there:
- * then it raises the same SIGBUS for as long as it stays FAILED, restored
- * or not (a frame known to fail serves nobody), and once retired onto a
- * spare until its owner restores it.  A page cleared gets back its own
- * memory with the data its spare held (a lost page: what it held when it
- * was lost).  Once the device is gone, its mappings raise SIGBUS.  A simulated device's
- * page gets its memory when first touched, charged to the memory cgroup
- * of the process that touches it: where that cgroup cannot pay, the touch
- * raises SIGBUS (BUS_ADRERR), as a hugetlb page does.  The mapping must be
- * shared (MAP_PRIVATE: EINVAL), is never
- * executable (PROT_EXEC, or mprotect() to it: EACCES; EPERM from mmap()
- * itself when the node is on a noexec filesystem), needs a file open for
- * writing, even to be read (EACCES: see PRIVILEGES), and cannot grow
+ * frame, unless an uncorrectable error or poison took that frame: then it
+ * raises the same SIGBUS while it stays FAILED, restored or not (a frame
+ * known to fail serves nobody), until a CLEAR gives it back; retired onto a
+ * spare, until its owner restores it.  A RESTORE takes no frame.  A page
+ * cleared gets back its own memory with the data its spare held (a lost
+ * page: what it held when it was lost).  Once the device is gone, its
+ * mappings raise SIGBUS.  A simulated device's page gets its memory when
+ * first touched, charged to the memory cgroup of the process that touches
+ * it: where that cgroup cannot pay, the touch raises SIGBUS (BUS_ADRERR),
+ * as a hugetlb page does.  The mapping must be shared (MAP_PRIVATE: EINVAL),
+ * is never executable (PROT_EXEC, or mprotect() to it: EACCES; EPERM from
+ * mmap() itself when the node is on a noexec filesystem), needs a file open
+ * for writing, even to be read (EACCES: see PRIVILEGES), and cannot grow
  * (mremap(): EFAULT).
  * Errors: ENODEV (no such device), EINVAL (not memory-backed, outside the
  * device, or an offset that is no device's).
