@@ -272,7 +272,7 @@ void hbm_aperture_lose(struct hbm_device *dev, u32 page)
 }
 
 /*
- * @dead_frames holds the pages whose own frame an uncorrectable error or
+ * @dev->dead_frames holds the pages whose own frame an uncorrectable error or
  * poison took: that frame serves the page nobody while it is FAILED,
  * restored or not, and hands nothing on to a spare (the page is lost
  * there, whoever retires it, a RESTORE too), until a CLEAR gives the page
@@ -286,16 +286,19 @@ static bool frame_dead(struct hbm_device *dev, u32 page)
 }
 
 /**
- * hbm_aperture_frame_took() - an uncorrectable error or poison at a page
+ * hbm_aperture_mark_frame_dead() - an uncorrectable error or poison at a page
  * @dev: the device
  * @page: the page, whatever serves it now
  *
- * Its own frame is dead (see @dead_frames); nothing on a device without
- * memory.  Device lock held, before the change is made
+ * Its own frame is dead (see @dev->dead_frames); nothing on a device
+ * without memory.
+ *
+ * Context: the device's lock held, before the change is made
  * (hbm_aperture_changed()).
  */
-void hbm_aperture_frame_took(struct hbm_device *dev, u32 page)
+void hbm_aperture_mark_frame_dead(struct hbm_device *dev, u32 page)
 {
+	lockdep_assert_held(&dev->lock);
 	if (dev->backed)
 		xa_store(&dev->dead_frames, page, xa_mk_value(1), GFP_KERNEL | __GFP_NOFAIL);
 }
@@ -305,11 +308,14 @@ void hbm_aperture_frame_took(struct hbm_device *dev, u32 page)
  * @dev: the device
  * @page: the page
  *
- * Return: true when an error of now took it (hbm_aperture_frame_took()),
- * not cleared since; false on a device without memory.  Device lock held.
+ * Context: the device's lock held.
+ *
+ * Return: true when an error of now took it (hbm_aperture_mark_frame_dead()),
+ * not cleared since; false on a device without memory.
  */
 bool hbm_aperture_frame_dead(struct hbm_device *dev, u32 page)
 {
+	lockdep_assert_held(&dev->lock);
 	return dev->backed && frame_dead(dev, page);
 }
 
@@ -333,7 +339,7 @@ bool hbm_aperture_lost(struct hbm_device *dev, u32 page)
  * stays lost, on a spare or failed, until its owner restores it; cleared,
  * it goes home to its own frame if it was lost there (LOST_HOME), and is
  * not served the frame's older data otherwise.  A page leaving a dead
- * frame (hbm_aperture_frame_took()) for a spare is lost there; one cleared
+ * frame (hbm_aperture_mark_frame_dead()) for a spare is lost there; one cleared
  * has its frame back.  A RESTORE's pages lost no data of now, whatever
  * their source says: it marks no frame dead.  Device lock held.
  */
@@ -355,7 +361,7 @@ void hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length)
 		if (!((page - first) % 1024))
 			cond_resched();	/* a CLEAR may span the device */
 		listed = hbm_table_lookup(&dev->core.table, page, &e);
-		if (!listed)
+		if (!listed && frame_dead(dev, page))
 			xa_erase(&dev->dead_frames, page);
 		retired = listed && e.state == HBMGUARD_STATE_RETIRED;
 		if (retired)

@@ -694,10 +694,10 @@ int hbm_device_report(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 			 * (hbm_aperture_changed(), machine-check safe), lost
 			 * only if that copy fails; with none left, to its own
 			 * frame, which serves it FAILED, likewise, unless an
-			 * uncorrectable error took the data there before (its
-			 * source says so): that frame serves nobody.  Without
-			 * memory nobody here can move it: its data goes with
-			 * the spare.
+			 * uncorrectable error took that frame (the aperture's
+			 * mark): it serves the page nobody until a CLEAR.
+			 * Without memory nobody here can move it: its data goes
+			 * with the spare.
 			 */
 			moved = true;
 			data_lost = kind != HBMGUARD_ERROR_CE || !dev->backed ||
@@ -707,7 +707,7 @@ int hbm_device_report(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 				hbm_aperture_lose(dev, served);
 			why = source_of[kind];
 		} else if (destroys) {
-			hbm_aperture_frame_took(dev, page);
+			hbm_aperture_mark_frame_dead(dev, page);
 			/*
 			 * Whole, the error destroyed it there.  Still FAILED,
 			 * its state did not change; retired onto a spare freed
@@ -795,7 +795,8 @@ int hbm_device_apply(struct hbm_device *dev, enum hbm_op op, u64 offset,
  * restore after a module load), published once and announced by one
  * RESTORED event, which names no range (the extents need not be
  * contiguous: the table says which they are).  Their data was lost before,
- * not now: the aperture marks none of them lost, whatever their source.
+ * not now: the aperture marks no frame dead, whatever their source (a
+ * page it moves off a frame an error took before is lost there, as any).
  *
  * Return: 0, -ENODEV (unregistered meanwhile), or the first extent's error
  * (-ENOMEM); the extents before it stay applied, and are announced.

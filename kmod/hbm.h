@@ -209,7 +209,7 @@ int hbm_aperture_mmap(struct vm_area_struct *vma);
 void hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length);
 int hbm_aperture_restored(struct hbm_device *dev, u64 offset, u64 length);
 void hbm_aperture_lose(struct hbm_device *dev, u32 page);
-void hbm_aperture_frame_took(struct hbm_device *dev, u32 page);
+void hbm_aperture_mark_frame_dead(struct hbm_device *dev, u32 page);
 bool hbm_aperture_frame_dead(struct hbm_device *dev, u32 page);
 bool hbm_aperture_lost(struct hbm_device *dev, u32 page);
 void hbm_aperture_removed(struct hbm_device *dev);
