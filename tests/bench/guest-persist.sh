@@ -7,8 +7,9 @@
 # children), bytes it wrote to its state files and fsyncs (its own counts,
 # SIGUSR1), over UEs injected 50 at a time once it is quiet again after its
 # start (the restore's own events); and its start with them beside reading
-# the state file alone (the least of three reads): until the kernel's table holds them (the restore),
-# and until "ready" (restored, the table read back, a snapshot saved).
+# the state file alone (the least of three reads): until the kernel's table
+# holds them (the restore), and until "ready" (restored, the table read
+# back, a snapshot saved).
 # 10^6 pages, the size: a packed RESTORE of up to 16384 extents is
 # one event, and a start with 10^6 is ready in some 3 s in this TCG guest
 # (RSS peak about 60 MiB); PERSIST_PAGES=N for another size.

@@ -365,9 +365,7 @@ printf "$conf" >/tmp/hbmguardd.conf
 # page allocator, so its memory cannot be claimed again; the range comes back
 # without its aperture, and with its table (the page the kernel kept poisoned
 # is read in at registration as restored, as the daemon's restore has it).
-pid=$(hbmnl range-node probe 1)
-phys=$(hbmnl devices | sed -n "s/^device $pid .* phys=\\(0x[0-9a-f]*\\)\$/\\1/p")
-hbmnl range-unregister $pid
+phys=$(node1_phys)
 printf "$conf"'[Range "hbmc"]\nAddress=0x%x\nSize=0x400000\nSparePages=2\nClaim=yes\n' \
 	$((phys + 0xc000000)) >/tmp/hbmguardd.conf
 start_daemon

@@ -2,6 +2,14 @@
 # Helpers of the tier 2 guest scripts (busybox sh), sourced by each.
 fail=0
 
+# node1_phys: NUMA node 1's (the HBM node's) first physical address, from
+# a range registered for the node and given back at once.
+node1_phys() {
+	node1_id=$(hbmnl range-node probe 1) || return 1
+	hbmnl devices | sed -n "s/^device $node1_id .* phys=\(0x[0-9a-f]*\)\$/\1/p"
+	hbmnl range-unregister $node1_id >/dev/null
+}
+
 # check NAME CONDITION: one test line, counted in $fail when false.  A
 # script that runs a daemon names its log in $FAIL_LOG: its last lines go
 # with a failure, since the guest and its files are gone after the run.

@@ -424,9 +424,7 @@ hbmctl sim-destroy $mid
 # whose aperture serves a failed page from its own frame: no recovery; an
 # uncorrectable error there then destroys its data, said as lost though the
 # page was failed before, and the job's recovery escalates (not bypassed).
-pid=$(hbmnl range-node probe 1)
-phys=$(hbmnl devices | sed -n "s/^device $pid .* phys=\\(0x[0-9a-f]*\\)\$/\\1/p")
-hbmnl range-unregister $pid
+phys=$(node1_phys)
 cid=$(hbmnl range-claim fail $((phys + 0xd000000)) 0x100000 1)
 check "a claimed range with one spare" '[ "$cid" -ge 0 ] 2>/dev/null'
 wait_for /tmp/rd.log "hbm:fail: device added"
