@@ -78,7 +78,8 @@ KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 .PHONY: all module modules-all userspace check check-host check-unit check-unit-plain \
 	check-unit-san check-unit-san-apart check-unit-san-rest check-config-keys check-cli \
 	check-ynl check-readme check-unitfile check-install \
-	check-shape check-cluster check-kernel check-debug check-system bench demo clean-module FORCE \
+	check-shape check-cluster check-kernel check-debug check-system check-after-deps bench demo \
+	clean-module FORCE \
 	deps install install-dkms clean
 
 all: module userspace
@@ -461,7 +462,16 @@ check-host: userspace gpu-bundle $(FAKE_NVML)
 # then in those no guest holds.  The guests wait for the host's checks
 # (GUESTS_AFTER), longest first.
 GUEST_JOBS ?= $(shell nproc)
+# After deps.sh, in a make of its own: this one read DEB_KVERS before the
+# headers deps.sh installs were there (on a fresh machine, none), and
+# would test on neither of Debian's kernels.
 check: deps
+	@$(MAKE) --no-print-directory check-after-deps
+
+check-after-deps:
+	@test -n "$(filter 6.1.%,$(DEB_KVERS))" -a -n "$(filter 6.12.%,$(DEB_KVERS))" || \
+		{ echo "make check: Debian's 6.1 and 6.12 headers are not both in /usr/src" \
+			"(found: $(or $(DEB_KVERS),none)); scripts/deps.sh installs them" >&2; exit 1; }
 	@mkdir -p $(BUILD)/logs
 	@$(TOP)/scripts/rootfs.sh $(SYSTEM_KVER) >/dev/null 2>$(BUILD)/logs/rootfs.log & \
 	$(MAKE) --no-print-directory -j$(GUEST_JOBS) -Otarget GUESTS_AFTER=check-host check-host \
