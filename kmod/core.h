@@ -63,6 +63,8 @@ static inline bool hbm_test_warn(bool cond)
 	return cond;
 }
 #define WARN_ON_ONCE(cond)	hbm_test_warn(!!(cond))
+#define unlikely(x)		__builtin_expect(!!(x), 0)
+#define noinline		__attribute__((noinline))
 
 #define BITS_PER_LONG		(8 * (int)sizeof(unsigned long))
 #define BITS_TO_LONGS(n)	(((n) + BITS_PER_LONG - 1) / BITS_PER_LONG)

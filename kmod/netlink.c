@@ -681,12 +681,14 @@ struct restore_req {
 	u32 cap;			/* @x's length */
 	u32 n;
 	u32 now;
+	u64 mask;			/* the device's page size less one */
+	u64 usable;			/* hbm_usable_size(), as each record is checked */
 };
 
 /* HBMGUARD_A_EXTENT nests: retired with source RESTORED, seen now. */
 static int restore_nests(struct restore_req *q)
 {
-	u64 mask = (1ULL << q->dev->page_shift) - 1, usable = hbm_usable_size(q->dev);
+	u64 mask = q->mask, usable = q->usable;
 	struct nlattr *tb[HBMGUARD_A_MAX + 1], *nest;
 	int rem, err;
 
@@ -732,7 +734,7 @@ static int restore_nests(struct restore_req *q)
 static int record_take(struct restore_req *q, const struct nlattr *a, const u8 *p,
 		       u32 size, u64 *prev_end)
 {
-	u64 mask = (1ULL << q->dev->page_shift) - 1, usable = hbm_usable_size(q->dev);
+	u64 mask = q->mask, usable = q->usable;
 	struct netlink_ext_ack *extack = q->info->extack;
 	struct hbmguard_restore_record r;
 
@@ -851,6 +853,8 @@ static int hbm_nl_restore_doit(struct sk_buff *skb, struct genl_info *info)
 	q.dev = attr_device(info->attrs, info->extack);
 	if (IS_ERR(q.dev))
 		return PTR_ERR(q.dev);
+	q.mask = (1ULL << q.dev->page_shift) - 1;
+	q.usable = hbm_usable_size(q.dev);
 	err = restore_parse(&q);
 	count = q.n;
 	if (!err && !count) {

@@ -421,7 +421,19 @@ static bool append_leaf(struct op_ctx *c)
 	return true;
 }
 
-static void emit(struct op_ctx *c, const struct hbm_extent *e)
+/* The run is full: room for one more extent, or false (->err set). */
+static noinline bool run_room(struct op_ctx *c)
+{
+	if (c->appending)
+		return append_leaf(c);
+	return grow(c, (void **)&c->run, c->run_nr, &c->run_cap, sizeof(*c->run));
+}
+
+/*
+ * Inline: a restore calls it once an extent, 10^6 times (range_served_whole()),
+ * and as a call it was a third of the table's build in the kernel.
+ */
+static inline void emit(struct op_ctx *c, const struct hbm_extent *e)
 {
 	struct hbm_extent *last = run_last(c);
 
@@ -432,17 +444,8 @@ static void emit(struct op_ctx *c, const struct hbm_extent *e)
 		last->errors = min_t(u32, 0xffff, (u32)last->errors + e->errors);
 		return;
 	}
-	if (c->run_nr == c->run_cap) {
-		bool room;
-
-		if (c->appending)
-			room = append_leaf(c);
-		else
-			room = grow(c, (void **)&c->run, c->run_nr, &c->run_cap,
-				    sizeof(*e));
-		if (!room)
-			return;
-	}
+	if (unlikely(c->run_nr == c->run_cap) && !run_room(c))
+		return;
 	c->run[c->run_nr++] = *e;
 }
 
@@ -1005,20 +1008,49 @@ int hbm_table_apply(struct hbm_table *t, enum hbm_op op, u32 first, u32 nr,
 	return table_apply(t, op, first, nr, source, errors, now, HBM_NO_SPARE, res);
 }
 
+/*
+ * A range new to the table that the spares taken ahead serve whole (a
+ * restore's ranges, all but one in 16384 or where the pool is in pieces):
+ * what op_piece() of no extent and bypass() make of it, one extent, built
+ * without their branches for states, operations and pieces a new page
+ * cannot have.  Whether it could (else op_piece() makes it).
+ */
+static bool range_served_whole(struct op_ctx *c, const struct hbm_page_range *r)
+{
+	struct hbm_extent e;
+
+	if (r->op != HBM_OP_RETIRE || c->t->driver_bypass || c->pool_nr < r->nr)
+		return false;
+	e = (struct hbm_extent){
+		.first = r->first, .nr = r->nr, .spare = c->pool_first,
+		.state = HBMGUARD_STATE_RETIRED, .source = r->source,
+		.errors = r->errors, .first_seen = r->first_seen,
+		.last_seen = r->last_seen,
+	};
+	c->pool_first += r->nr;
+	c->pool_nr -= r->nr;
+	c->ahead -= min(c->ahead, r->nr);
+	count_change(c, HBMGUARD_STATE_CLEAN, HBMGUARD_STATE_RETIRED, r->nr);
+	emit(c, &e);
+	return true;
+}
+
 /* The ranges of hbm_table_apply_gap(), each new to the table, onto the run. */
 static void ranges_build(struct op_ctx *c, const struct hbm_page_range *r, u32 n)
 {
 	u32 i;
 
 	for (i = 0; i < n && !c->err; i++) {
+		if (!(i % 1024))
+			hbm_cond_resched();
+		if (range_served_whole(c, &r[i]))
+			continue;
 		c->op = r[i].op;
 		c->source = r[i].source;
 		c->errors = r[i].errors;
 		c->first_seen = r[i].first_seen;
 		c->now = r[i].last_seen;
 		op_piece(c, NULL, r[i].first, r[i].nr);
-		if (!(i % 1024))
-			hbm_cond_resched();
 	}
 }
 

@@ -730,7 +730,9 @@ END_TEST
 
 /*
  * A restore keeps each range's record: its source (not RESTORED), its
- * times and its errors, on the first page of a retired run (bypass()).
+ * times and its errors, on the first page of a retired run (bypass()),
+ * and on a range the spares taken ahead serve whole (range_served_whole():
+ * the first range took them for the third).
  */
 START_TEST(apply_gap_keeps_records)
 {
@@ -739,13 +741,15 @@ START_TEST(apply_gap_keeps_records)
 		  .first_seen = 100, .last_seen = 200, .errors = 7 },
 		{ .first = 20, .nr = 1, .op = HBM_OP_PENDING, .source = HBMGUARD_SOURCE_ADMIN,
 		  .first_seen = 300, .last_seen = 400, .errors = 2 },
+		{ .first = 30, .nr = 2, .op = HBM_OP_RETIRE, .source = HBMGUARD_SOURCE_POISON,
+		  .first_seen = 500, .last_seen = 600, .errors = 3 },
 	};
 	struct hbm_result res = { 0 };
 	struct hbm_extent e;
 	struct hbm_table t;
 
 	ck_assert_int_eq(hbm_table_init(&t, 100, 10), 0);
-	ck_assert_int_eq(hbm_table_apply_gap(&t, r, 2, &res), 0);
+	ck_assert_int_eq(hbm_table_apply_gap(&t, r, 3, &res), 0);
 	ck_assert(hbm_table_lookup(&t, 10, &e));
 	ck_assert_uint_eq(e.source, HBMGUARD_SOURCE_UE);
 	ck_assert_uint_eq(e.state, HBMGUARD_STATE_RETIRED);
@@ -759,7 +763,16 @@ START_TEST(apply_gap_keeps_records)
 	ck_assert_uint_eq(e.first_seen, 300);
 	ck_assert_uint_eq(e.last_seen, 400);
 	ck_assert_uint_eq(e.errors, 2);
-	ck_assert_uint_eq(res.retired, 2);
+	ck_assert(hbm_table_lookup(&t, 31, &e));
+	ck_assert_uint_eq(e.first, 30);
+	ck_assert_uint_eq(e.nr, 2);
+	ck_assert_uint_eq(e.spare, 2);	/* after the first range's two */
+	ck_assert_uint_eq(e.source, HBMGUARD_SOURCE_POISON);
+	ck_assert_uint_eq(e.state, HBMGUARD_STATE_RETIRED);
+	ck_assert_uint_eq(e.first_seen, 500);
+	ck_assert_uint_eq(e.last_seen, 600);
+	ck_assert_uint_eq(e.errors, 3);
+	ck_assert_uint_eq(res.retired, 4);
 	ck_assert_uint_eq(res.pending, 1);
 	ck_table_ok(&t);
 	hbm_table_destroy(&t);
