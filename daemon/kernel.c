@@ -34,8 +34,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <netlink/genl/ctrl.h>
-#include <netlink/genl/family.h>
 #include <netlink/genl/genl.h>
 #include <netlink/netlink.h>
 #include <linux/hbmguard.h>
@@ -1583,33 +1581,70 @@ static int from_kernel(struct nl_msg *msg, void *arg)
 }
 
 /*
- * The family's highest attribute, as the controller tells it: a module that
- * knows HBMGUARD_A_RECORDS takes packed RESTOREs (uapi/linux/hbmguard.h).
- * 0 when it cannot be read (then the older form, which every module takes).
- * On a socket of its own, gone when it returns: a cache fill clones the
- * socket's callbacks (__cache_pickup(), lib/cache.c, libnl 3.7), and the
- * controller's dump of every family has no business with the request
- * socket's.
+ * What the controller tells of a family, in one CTRL_CMD_GETFAMILY by name:
+ * its id, its highest attribute and the id of one of its multicast groups
+ * (ctrl_getfamily() and ctrl_fill_info(), net/netlink/genetlink.c, 6.1 and
+ * 6.12: CTRL_ATTR_FAMILY_ID u16, CTRL_ATTR_MAXATTR u32, and in
+ * CTRL_ATTR_MCAST_GROUPS a nest per group of CTRL_ATTR_MCAST_GRP_ID u32 and
+ * CTRL_ATTR_MCAST_GRP_NAME; include/uapi/linux/genetlink.h).  libnl's
+ * genl_ctrl_resolve() and genl_ctrl_resolve_grp() ask once each, and its
+ * family's highest attribute only a dump of every family tells
+ * (genl_ctrl_alloc_cache()): four round trips and a socket at every start,
+ * a tenth of a start in a TCG guest, where one does.
  */
-static int family_maxattr(void)
-{
-	struct nl_sock *sk = nl_socket_alloc();
-	struct nl_cache *cache = NULL;
-	struct genl_family *f;
-	int max = 0;
+struct family_info {
+	const char *group;	/* the group asked for */
+	int id;			/* -1: not told */
+	int group_id;		/* -1: no such group */
+	uint32_t maxattr;
+};
 
-	if (sk)
-		nl_socket_modify_cb(sk, NL_CB_MSG_IN, NL_CB_CUSTOM, from_kernel, NULL);
-	if (sk && !genl_connect(sk) && !genl_ctrl_alloc_cache(sk, &cache)) {
-		f = genl_ctrl_search_by_name(cache, HBMGUARD_GENL_NAME);
-		if (f) {
-			max = genl_family_get_maxattr(f);
-			genl_family_put(f);
-		}
+static int on_family(struct nl_msg *msg, void *arg)
+{
+	struct nlattr *tb[CTRL_ATTR_MAX + 1], *grp;
+	struct family_info *f = arg;
+	int rem;
+
+	if (genlmsg_parse(nlmsg_hdr(msg), 0, tb, CTRL_ATTR_MAX, NULL) ||
+	    !tb[CTRL_ATTR_FAMILY_ID] || nla_len(tb[CTRL_ATTR_FAMILY_ID]) < 2)
+		return NL_SKIP;
+	f->id = nla_get_u16(tb[CTRL_ATTR_FAMILY_ID]);
+	if (tb[CTRL_ATTR_MAXATTR] && nla_len(tb[CTRL_ATTR_MAXATTR]) >= 4)
+		f->maxattr = nla_get_u32(tb[CTRL_ATTR_MAXATTR]);
+	if (!tb[CTRL_ATTR_MCAST_GROUPS])
+		return NL_OK;
+	nla_for_each_nested(grp, tb[CTRL_ATTR_MCAST_GROUPS], rem) {
+		struct nlattr *g[CTRL_ATTR_MCAST_GRP_MAX + 1];
+
+		if (!nla_parse_nested(g, CTRL_ATTR_MCAST_GRP_MAX, grp, NULL) &&
+		    g[CTRL_ATTR_MCAST_GRP_ID] && nla_len(g[CTRL_ATTR_MCAST_GRP_ID]) >= 4 &&
+		    g[CTRL_ATTR_MCAST_GRP_NAME] &&
+		    !nla_strcmp(g[CTRL_ATTR_MCAST_GRP_NAME], f->group))
+			f->group_id = nla_get_u32(g[CTRL_ATTR_MCAST_GRP_ID]);
 	}
-	nl_cache_free(cache);
-	nl_socket_free(sk);
-	return max;
+	return NL_OK;
+}
+
+/*
+ * Family @name as the controller tells it, on @k's request socket, with the
+ * id of its group @group.  Return: 0, -ENOENT (no such family), or another
+ * -errno.
+ */
+static int family_probe(struct hbm_kernel *k, const char *name, const char *group,
+			struct family_info *f)
+{
+	struct nl_msg *msg = hbm_genl_request(GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 0);
+	int err;
+
+	*f = (struct family_info){ .group = group, .id = -1, .group_id = -1 };
+	if (msg && nla_put_string(msg, CTRL_ATTR_FAMILY_NAME, name)) {
+		nlmsg_free(msg);
+		return -ENOMEM;
+	}
+	err = hbm_genl_transact(k->req, msg, on_family, f);
+	if (!err && f->id < 0)
+		err = -ENOENT;
+	return err;
 }
 
 /*
@@ -1631,7 +1666,6 @@ static void set_request_buffer(struct hbm_kernel *k)
 	k->restore_bytes = size - 64;
 }
 
-/* Resolve the family and join its events group. */
 /*
  * Resolve the family and join its events group: -ENOENT, the family gone
  * (then none is known); -EPERM, found but not joined (the one known before
@@ -1639,18 +1673,17 @@ static void set_request_buffer(struct hbm_kernel *k)
  */
 static int join_family(struct hbm_kernel *k)
 {
-	int family = genl_ctrl_resolve(k->req, HBMGUARD_GENL_NAME), grp;
+	struct family_info f;
 
-	if (family < 0) {
+	if (family_probe(k, HBMGUARD_GENL_NAME, HBMGUARD_GENL_MCGRP_EVENTS, &f)) {
 		k->family = -1;
 		return -ENOENT;
 	}
-	grp = genl_ctrl_resolve_grp(k->req, HBMGUARD_GENL_NAME,
-				    HBMGUARD_GENL_MCGRP_EVENTS);
-	if (grp < 0 || nl_socket_add_membership(k->events, grp))
+	if (f.group_id < 0 || nl_socket_add_membership(k->events, f.group_id))
 		return -EPERM;
-	k->family = family;
-	k->packed = family_maxattr() >= HBMGUARD_A_RECORDS;
+	k->family = f.id;
+	/* a module that knows HBMGUARD_A_RECORDS takes packed RESTOREs */
+	k->packed = f.maxattr >= HBMGUARD_A_RECORDS;
 	return 0;
 }
 
@@ -1674,8 +1707,9 @@ static void set_event_buffer(struct hbm_kernel *k)
 
 static int setup_netlink(struct hbm_kernel *k)
 {
+	struct family_info ctrl;
 	struct nl_cb *cb;
-	int notify, err;
+	int err;
 
 	k->req = nl_socket_alloc();
 	k->dump = nl_socket_alloc();
@@ -1693,8 +1727,8 @@ static int setup_netlink(struct hbm_kernel *k)
 	/* join_family() resolves on it again after a resync, past any request cut short */
 	hbm_genl_match_replies(k->req, &k->req_sent);
 	set_request_buffer(k);
-	notify = genl_ctrl_resolve_grp(k->req, "nlctrl", "notify");
-	if (notify < 0 || nl_socket_add_membership(k->events, notify))
+	if (family_probe(k, "nlctrl", "notify", &ctrl) || ctrl.group_id < 0 ||
+	    nl_socket_add_membership(k->events, ctrl.group_id))
 		return -EPERM;
 	err = join_family(k);
 	if (err)
