@@ -29,6 +29,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1593,6 +1594,7 @@ static int from_kernel(struct nl_msg *msg, void *arg)
  * a tenth of a start in a TCG guest, where one does.
  */
 struct family_info {
+	const char *name;	/* the family asked for */
 	const char *group;	/* the group asked for */
 	int id;			/* -1: not told */
 	int group_id;		/* -1: no such group */
@@ -1606,7 +1608,10 @@ static int on_family(struct nl_msg *msg, void *arg)
 	int rem;
 
 	if (genlmsg_parse(nlmsg_hdr(msg), 0, tb, CTRL_ATTR_MAX, NULL) ||
-	    !tb[CTRL_ATTR_FAMILY_ID] || nla_len(tb[CTRL_ATTR_FAMILY_ID]) < 2)
+	    genlmsg_hdr(nlmsg_hdr(msg))->cmd != CTRL_CMD_NEWFAMILY ||
+	    !tb[CTRL_ATTR_FAMILY_NAME] || nla_strcmp(tb[CTRL_ATTR_FAMILY_NAME], f->name) ||
+	    !tb[CTRL_ATTR_FAMILY_ID] || nla_len(tb[CTRL_ATTR_FAMILY_ID]) < 2 ||
+	    nla_get_u16(tb[CTRL_ATTR_FAMILY_ID]) < GENL_MIN_ID)
 		return NL_SKIP;
 	f->id = nla_get_u16(tb[CTRL_ATTR_FAMILY_ID]);
 	if (tb[CTRL_ATTR_MAXATTR] && nla_len(tb[CTRL_ATTR_MAXATTR]) >= 4)
@@ -1616,10 +1621,16 @@ static int on_family(struct nl_msg *msg, void *arg)
 	nla_for_each_nested(grp, tb[CTRL_ATTR_MCAST_GROUPS], rem) {
 		struct nlattr *g[CTRL_ATTR_MCAST_GRP_MAX + 1];
 
+		/*
+		 * Group 0 is none (the kernel never hands it out), and
+		 * nl_socket_add_membership() takes it as the end of its list:
+		 * joined, it would join nothing.
+		 */
 		if (!nla_parse_nested(g, CTRL_ATTR_MCAST_GRP_MAX, grp, NULL) &&
 		    g[CTRL_ATTR_MCAST_GRP_ID] && nla_len(g[CTRL_ATTR_MCAST_GRP_ID]) >= 4 &&
 		    g[CTRL_ATTR_MCAST_GRP_NAME] &&
-		    !nla_strcmp(g[CTRL_ATTR_MCAST_GRP_NAME], f->group))
+		    !nla_strcmp(g[CTRL_ATTR_MCAST_GRP_NAME], f->group) &&
+		    nla_get_u32(g[CTRL_ATTR_MCAST_GRP_ID]) - 1 < INT_MAX)
 			f->group_id = nla_get_u32(g[CTRL_ATTR_MCAST_GRP_ID]);
 	}
 	return NL_OK;
@@ -1627,8 +1638,9 @@ static int on_family(struct nl_msg *msg, void *arg)
 
 /*
  * Family @name as the controller tells it, on @k's request socket, with the
- * id of its group @group.  Return: 0, -ENOENT (no such family), or another
- * -errno.
+ * id of its group @group.  An exchange like any (hbm_genl_strerror()'s
+ * reason is this one's after it).  Return: 0, -ENOENT (no such family), or
+ * another -errno.
  */
 static int family_probe(struct hbm_kernel *k, const char *name, const char *group,
 			struct family_info *f)
@@ -1636,7 +1648,7 @@ static int family_probe(struct hbm_kernel *k, const char *name, const char *grou
 	struct nl_msg *msg = hbm_genl_request(GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 0);
 	int err;
 
-	*f = (struct family_info){ .group = group, .id = -1, .group_id = -1 };
+	*f = (struct family_info){ .name = name, .group = group, .id = -1, .group_id = -1 };
 	if (msg && nla_put_string(msg, CTRL_ATTR_FAMILY_NAME, name)) {
 		nlmsg_free(msg);
 		return -ENOMEM;
@@ -1668,18 +1680,20 @@ static void set_request_buffer(struct hbm_kernel *k)
 
 /*
  * Resolve the family and join its events group: -ENOENT, the family gone
- * (then none is known); -EPERM, found but not joined (the one known before
- * stays, so that joining it later tells a reload from a resync).
+ * (then none is known); -EPERM, not joined, found or not (the controller
+ * not answered: no memory, a full socket), the one known before staying,
+ * so that joining it later tells a reload from a resync.
  */
 static int join_family(struct hbm_kernel *k)
 {
 	struct family_info f;
+	int err = family_probe(k, HBMGUARD_GENL_NAME, HBMGUARD_GENL_MCGRP_EVENTS, &f);
 
-	if (family_probe(k, HBMGUARD_GENL_NAME, HBMGUARD_GENL_MCGRP_EVENTS, &f)) {
+	if (err == -ENOENT) {
 		k->family = -1;
 		return -ENOENT;
 	}
-	if (f.group_id < 0 || nl_socket_add_membership(k->events, f.group_id))
+	if (err || f.group_id < 0 || nl_socket_add_membership(k->events, f.group_id))
 		return -EPERM;
 	k->family = f.id;
 	/* a module that knows HBMGUARD_A_RECORDS takes packed RESTOREs */
@@ -1724,7 +1738,7 @@ static int setup_netlink(struct hbm_kernel *k)
 	nl_socket_modify_cb(k->req, NL_CB_MSG_IN, NL_CB_CUSTOM, from_kernel, NULL);
 	nl_socket_modify_cb(k->dump, NL_CB_MSG_IN, NL_CB_CUSTOM, from_kernel, NULL);
 	nl_socket_modify_cb(k->events, NL_CB_MSG_IN, NL_CB_CUSTOM, from_kernel, NULL);
-	/* join_family() resolves on it again after a resync, past any request cut short */
+	/* libnl's own requests too, should any be made on it (hbm_genl_match_replies()) */
 	hbm_genl_match_replies(k->req, &k->req_sent);
 	set_request_buffer(k);
 	if (family_probe(k, "nlctrl", "notify", &ctrl) || ctrl.group_id < 0 ||
