@@ -643,37 +643,6 @@ uint64_t hbm_state_cover(const struct hbm_state *s, const uint64_t *unsent, size
 	return (at < end ? at : end) - offset;
 }
 
-/**
- * hbm_state_restore_record() - a stored record as a packed RESTORE takes it
- * @r: the record, from a file that checked out (sorted, inside its device)
- * @gpu: the device is a GPU its driver bypasses (HBMGUARD_KIND_GPU)
- * @out: struct hbmguard_restore_record (uapi/linux/hbmguard.h)
- *
- * What the module refuses of a record would cost its whole request, so
- * what a file may hold that the module does not take is made what it can
- * take: FAILED is RETIRED (the module bypasses it, or fails it again when
- * no spare is left), a source it refuses (none, unknown, DRIVER off a GPU)
- * RESTORED, a time from past 2106 or one before the first "now", the
- * last before the first the first.
- */
-void hbm_state_restore_record(const struct hbm_state_record *r, int gpu,
-			      struct hbmguard_restore_record *out)
-{
-	uint64_t first = r->first_seen <= UINT32_MAX ? r->first_seen : 0;
-	uint64_t last = r->last_seen <= UINT32_MAX ? r->last_seen : 0;
-
-	*out = (struct hbmguard_restore_record){
-		.offset = r->offset, .length = r->length,
-		.first_seen = first, .last_seen = first && last && last < first ? first : last,
-		.state = r->state == HBMGUARD_STATE_PENDING ? HBMGUARD_STATE_PENDING :
-							     HBMGUARD_STATE_RETIRED,
-		.source = r->source == HBMGUARD_SOURCE_NONE || r->source >= __HBMGUARD_SOURCE_MAX ||
-			  (r->source == HBMGUARD_SOURCE_DRIVER && !gpu) ?
-			  HBMGUARD_SOURCE_RESTORED : r->source,
-		.errors = r->errors,
-	};
-}
-
 /* A character a file name keeps as it is (the others are hex-escaped). */
 static bool name_char(unsigned char c)
 {
