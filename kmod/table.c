@@ -1022,14 +1022,12 @@ static bool range_served_whole(struct op_ctx *c, const struct hbm_page_range *r)
 	if (r->op != HBM_OP_RETIRE || c->t->driver_bypass || c->pool_nr < r->nr)
 		return false;
 	e = (struct hbm_extent){
-		.first = r->first, .nr = r->nr, .spare = c->pool_first,
+		.first = r->first, .nr = r->nr,
 		.state = HBMGUARD_STATE_RETIRED, .source = r->source,
 		.errors = r->errors, .first_seen = r->first_seen,
 		.last_seen = r->last_seen,
 	};
-	c->pool_first += r->nr;
-	c->pool_nr -= r->nr;
-	c->ahead -= min(c->ahead, r->nr);
+	spares_take(c, r->nr, &e.spare);	/* all @r->nr: the pool holds them */
 	count_change(c, HBMGUARD_STATE_CLEAN, HBMGUARD_STATE_RETIRED, r->nr);
 	emit(c, &e);
 	return true;
