@@ -186,10 +186,12 @@ static bool lost(struct hbm_device *dev, u32 page)
  * An xarray node is one small slab object.  A page lost already keeps what
  * it was lost as: nothing written since.
  */
-static void lose(struct hbm_device *dev, u32 page, unsigned long how)
+static bool lose(struct hbm_device *dev, u32 page, unsigned long how)
 {
-	if (!lost(dev, page))
-		xa_store(&dev->lost, page, xa_mk_value(how), GFP_KERNEL | __GFP_NOFAIL);
+	if (lost(dev, page))
+		return false;
+	xa_store(&dev->lost, page, xa_mk_value(how), GFP_KERNEL | __GFP_NOFAIL);
+	return true;
 }
 
 static u64 page_offset_of(struct hbm_device *dev, u32 page)
@@ -332,24 +334,34 @@ bool hbm_aperture_lost(struct hbm_device *dev, u32 page)
 	return dev->backed && lost(dev, page);
 }
 
-/*
- * Pages of [offset, offset + length) were retired, cleared or changed:
- * zap their mappings, and move the data of each page whose server changed
- * (itself or a spare) to the new one, or mark the page lost.  A lost page
- * stays lost, on a spare or failed, until its owner restores it; cleared,
- * it goes home to its own frame if it was lost there (LOST_HOME), and is
- * not served the frame's older data otherwise.  A page leaving a dead
- * frame (hbm_aperture_mark_frame_dead()) for a spare is lost there; one cleared
- * has its frame back.  A RESTORE's pages lost no data of now, whatever
- * their source says: it marks no frame dead.  Device lock held.
+/**
+ * hbm_aperture_changed() - pages retired, cleared or changed: their data moved
+ * @dev: the device
+ * @offset: the first page's offset
+ * @length: bytes
+ *
+ * Zap the pages' mappings, and move the data of each page whose server
+ * changed (itself or a spare) to the new one, or mark the page lost.  A
+ * lost page stays lost, on a spare or failed, until its owner restores it;
+ * cleared, it goes home to its own frame if it was lost there (LOST_HOME),
+ * and is not served the frame's older data otherwise.  A page leaving a
+ * dead frame (hbm_aperture_mark_frame_dead()) for a spare is lost there;
+ * one cleared has its frame back.  A RESTORE's pages lost no data of now,
+ * whatever their source says: it marks no frame dead.
+ *
+ * Context: device lock held.
+ * Return: the pages lost by this change, not lost before it (a copy that
+ * failed, a page off a dead frame): news its caller says, whatever the
+ * pages' source says (HBMGUARD_PAGES_DATA_LOST).
  */
-void hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length)
+u32 hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length)
 {
 	u32 first = offset >> dev->page_shift, end = (offset + length) >> dev->page_shift;
-	u32 page;
+	u32 page, newly_lost = 0;
 
+	lockdep_assert_held(&dev->lock);
 	if (!dev->backed)
-		return;
+		return 0;
 	zap(dev, offset, length);
 	for (page = first; page < end; page++) {
 		void *was = xa_load(&dev->served, page), *loss;
@@ -379,7 +391,7 @@ void hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length)
 			xa_erase(&dev->served, page);
 
 		if (retired && !was && frame_dead(dev, page))
-			lose(dev, page, LOST_HOME);
+			newly_lost += lose(dev, page, LOST_HOME);
 		loss = xa_load(&dev->lost, page);
 		if (loss) {
 			/*
@@ -396,11 +408,12 @@ void hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length)
 			continue;
 		}
 		if (copy_dev_page(dev, from, to)) {
-			lose(dev, page, was ? LOST_GONE : LOST_HOME);
+			newly_lost += lose(dev, page, was ? LOST_GONE : LOST_HOME);
 			if (retired || was)
 				clear_dev_page(dev, to);
 		}
 	}
+	return newly_lost;
 }
 
 /**

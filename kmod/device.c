@@ -573,19 +573,22 @@ static u32 result_count(const struct hbm_result *res, unsigned int i)
 	return *(const u32 *)((const char *)res + result_kinds[i].field);
 }
 
-/* What changed made visible, before any event: device_publish(). */
-static void device_change_made(struct hbm_device *dev, const struct hbm_result *res,
-			       u64 offset, u64 length)
+/*
+ * What changed made visible, before any event: device_publish().  Return:
+ * the pages whose data the aperture lost in moving it (hbm_aperture_changed()).
+ */
+static u32 device_change_made(struct hbm_device *dev, const struct hbm_result *res,
+			      u64 offset, u64 length)
 {
 	bool changed = res->spares_failed;
 	unsigned int i;
 
 	for (i = 0; i < ARRAY_SIZE(result_kinds); i++)
 		changed |= result_count(res, i) != 0;
-	if (changed) {
-		device_publish(dev, offset, length);
-		hbm_aperture_changed(dev, offset, length);
-	}
+	if (!changed)
+		return 0;
+	device_publish(dev, offset, length);
+	return hbm_aperture_changed(dev, offset, length);
 }
 
 /*
@@ -615,11 +618,17 @@ static void device_change_told(struct hbm_device *dev, const struct hbm_result *
 	device_health_event(dev, old_health);
 }
 
+/*
+ * An operator's change: data its move lost (a page off a frame an error
+ * took, a copy that failed) is news whatever the source (ADMIN) says.
+ */
 static void device_changed(struct hbm_device *dev, const struct hbm_result *res,
 			   u64 offset, u64 length, u8 source, u32 old_health)
 {
-	device_change_made(dev, res, offset, length);
-	device_change_told(dev, res, offset, length, source, 0, old_health);
+	u32 flags = device_change_made(dev, res, offset, length) ?
+		    HBMGUARD_PAGES_DATA_LOST : 0;
+
+	device_change_told(dev, res, offset, length, source, flags, old_health);
 }
 
 static u32 now_seconds(void)
@@ -652,7 +661,7 @@ int hbm_device_report(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 	};
 	struct hbm_result res = {};
 	struct hbm_extent e = {};
-	u32 old_health, page, served, flags = 0;
+	u32 old_health, page, served, flags = 0, newly_lost;
 	bool moved = false, data_lost = false, whole = false, destroys;
 	u8 why;
 	int err;
@@ -718,14 +727,17 @@ int hbm_device_report(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 				res.failed++;
 			data_lost = whole;
 		}
-		device_change_made(dev, &res, (u64)served << dev->page_shift,
-				   1ULL << dev->page_shift);
+		newly_lost = device_change_made(dev, &res, (u64)served << dev->page_shift,
+						1ULL << dev->page_shift);
 		/*
 		 * Lost data is news even for a page its listeners knew bad
 		 * (lost before, by a UE) or whose source destroyed nothing
-		 * (CE): the event says so, and recovery starts again.
+		 * (CE: its copy to a spare failed): the event says so, and
+		 * recovery starts again.  A UE's or poison's own page, lost
+		 * where it stands, its source says.
 		 */
-		if (data_lost || (moved && hbm_aperture_lost(dev, served)))
+		if (data_lost || (moved && hbm_aperture_lost(dev, served)) ||
+		    (kind == HBMGUARD_ERROR_CE && newly_lost))
 			flags = HBMGUARD_PAGES_DATA_LOST;
 		hbm_event(HBMGUARD_EVENT_ERROR, dev->id, offset, 1, e.source,
 			  kind, count, path);
@@ -782,6 +794,23 @@ int hbm_device_apply(struct hbm_device *dev, enum hbm_op op, u64 offset,
 	return err;
 }
 
+/*
+ * A restored range's data moved by the aperture.  A page taken off a frame
+ * an error took is lost there (hbm_aperture_changed()): news, which the
+ * RESTORED event, naming no range, cannot tell; a RETIRED event of the
+ * range's own says it.
+ */
+static void restore_moved(struct hbm_device *dev, const struct hbm_page_range *r)
+{
+	u64 offset = (u64)r->first << dev->page_shift, length = (u64)r->nr << dev->page_shift;
+	u32 lost = hbm_aperture_changed(dev, offset, length);
+
+	if (lost)
+		device_change_told(dev, &(struct hbm_result){ .retired = lost }, offset,
+				   length, r->source, HBMGUARD_PAGES_DATA_LOST,
+				   dev->core.health);
+}
+
 /**
  * hbm_device_restore() - pages known bad from persistent state, in one change
  * @dev: the device
@@ -795,8 +824,9 @@ int hbm_device_apply(struct hbm_device *dev, enum hbm_op op, u64 offset,
  * restore after a module load), published once and announced by one
  * RESTORED event, which names no range (the extents need not be
  * contiguous: the table says which they are).  Their data was lost before,
- * not now: the aperture marks no frame dead, whatever their source (a
- * page it moves off a frame an error took before is lost there, as any).
+ * not now: the aperture marks no frame dead, whatever their source; a page
+ * it moves off a frame an error took before is lost there, as any, and
+ * said so (restore_moved()).
  *
  * Return: 0, -ENODEV (unregistered meanwhile), or the first extent's error
  * (-ENOMEM); the extents before it stay applied, and are announced.
@@ -829,8 +859,7 @@ int hbm_device_restore(struct hbm_device *dev, const struct hbm_page_range *x, u
 			       (u64)(hi - lo) << dev->page_shift);
 	if (changed && dev->backed)
 		for (i = 0; i < done; i++)
-			hbm_aperture_changed(dev, (u64)x[i].first << dev->page_shift,
-					     (u64)x[i].nr << dev->page_shift);
+			restore_moved(dev, &x[i]);
 	if (pages)
 		hbm_event(HBMGUARD_EVENT_RESTORED, dev->id, 0, 0,
 			  HBMGUARD_SOURCE_RESTORED, 0, pages, done);

@@ -206,7 +206,7 @@ int hbm_aperture_init(void);
 void hbm_aperture_exit(void);
 void hbm_aperture_open(struct file *file);
 int hbm_aperture_mmap(struct vm_area_struct *vma);
-void hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length);
+u32 hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length);
 int hbm_aperture_restored(struct hbm_device *dev, u64 offset, u64 length);
 void hbm_aperture_lose(struct hbm_device *dev, u32 page);
 void hbm_aperture_mark_frame_dead(struct hbm_device *dev, u32 page);

@@ -3264,7 +3264,8 @@ static void test_aperture_spare_lost(void)
  * one event, FAILED still, or RETIRED where a spare freed meanwhile took
  * the page; a frame that failed so serves nobody while the page is FAILED,
  * restored or not, until a clear; a spare does, once the owner restores
- * the page, and no data goes home to such a frame.
+ * the page (an operator's retire onto one says the loss again), and no
+ * data goes home to such a frame.
  */
 static void test_aperture_failed(void)
 {
@@ -3348,19 +3349,21 @@ static void test_aperture_failed(void)
 
 	/*
 	 * That spare freed again: an operator's retire of the page a UE took
-	 * on its frame moves nothing of the frame to it: lost until restored.
+	 * on its frame moves nothing of the frame to it: lost until restored,
+	 * and said again, counted: its owner's restore when the UE came left
+	 * it on a frame that serves nobody; on the spare one takes.
 	 */
 	CHECK_OK(clear(id, 2 * PAGE, PAGE));
 	drain(ev_fd, evs, 16);
 	CHECK_OK(retire(id, PAGE, PAGE));
 	n = drain(ev_fd, evs, 16);
 	CHECK_EQ(page_events(evs, n, HBMGUARD_EVENT_RETIRED, PAGE, &aux), 1);
-	CHECK_EQ(aux, 0);				/* said when the UE came */
+	CHECK_EQ(aux, HBMGUARD_PAGES_DATA_LOST);
 	CHECK_EQ(translate(id, PAGE).state, HBMGUARD_STATE_RETIRED);
 	CHECK(!read_word(p + PAGE / 8, &w));
 	CHECK_OK(extent_op(ctl, HBMGUARD_IOC_RESTORED, id, PAGE, PAGE, 0));
 	CHECK(read_word(p + PAGE / 8, &w) && w == 0);
-	CHECK_EQ(dev_info(id).data_lost, 2);
+	CHECK_EQ(dev_info(id).data_lost, 3);
 
 	/* A failed page whose frame a UE took, cleared: the frame is its again. */
 	CHECK_OK(clear(id, 3 * PAGE, PAGE));
@@ -3382,7 +3385,7 @@ static void test_aperture_failed(void)
 	CHECK_EQ(page_events(evs, n, HBMGUARD_EVENT_FAILED, 0, &aux), 1);
 	CHECK_EQ(aux, HBMGUARD_PAGES_DATA_LOST);
 	CHECK(!read_word(p, &w));
-	CHECK_EQ(dev_info(id).data_lost, 3);
+	CHECK_EQ(dev_info(id).data_lost, 4);
 
 	signal(SIGBUS, SIG_DFL);
 	close(ev_fd);
@@ -3430,8 +3433,10 @@ static void test_aperture_nomem(void)
 				      .count = 2 };
 	struct hbmguard_extent_op x = { .size = sizeof(x), .device = id,
 					.offset = 3 * PAGE, .length = PAGE };
+	int ev_fd = open_dev(O_RDONLY | O_NONBLOCK), procs, status, n;
+	struct hbmguard_event evs[16];
 	uint64_t *p, w;
-	int procs, status;
+	uint32_t aux;
 	pid_t pid;
 
 	sigaction(SIGBUS, &sa, NULL);
@@ -3446,6 +3451,7 @@ static void test_aperture_nomem(void)
 	CHECK_OK(retire(id, 3 * PAGE, PAGE));
 	p[3 * PAGE / 8] = 0x3333;	/* its spare has memory, the page none */
 	CHECK_OK(set_policy(id, HBMGUARD_POLICY_CE_THRESHOLD, 2, 0, 0));
+	drain(ev_fd, evs, 16);
 	pid = fork();
 	if (pid == 0)	/* into the cgroup, then retire and clear: nothing else touched */
 		_exit(write(procs, "0", 1) != 1 ? 2 : ioctl(ctl, HBMGUARD_IOC_INJECT, &in) ? 3 :
@@ -3453,6 +3459,14 @@ static void test_aperture_nomem(void)
 	waitpid(pid, &status, 0);
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	close(procs);
+	/* Each loss said on its change's event, counted, though a CE or a clear. */
+	n = drain(ev_fd, evs, 16);
+	CHECK_EQ(page_events(evs, n, HBMGUARD_EVENT_RETIRED, 6 * PAGE, &aux), 1);
+	CHECK_EQ(aux, HBMGUARD_PAGES_DATA_LOST);
+	CHECK_EQ(page_events(evs, n, HBMGUARD_EVENT_CLEARED, 3 * PAGE, &aux), 1);
+	CHECK_EQ(aux, HBMGUARD_PAGES_DATA_LOST);
+	CHECK_EQ(dev_info(id).data_lost, 2);
+	close(ev_fd);
 	CHECK_EQ(translate(id, 6 * PAGE).state, HBMGUARD_STATE_RETIRED);
 	bus_code = 0;
 	CHECK(!read_word(p + 6 * PAGE / 8, &w));

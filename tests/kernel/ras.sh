@@ -247,6 +247,24 @@ check "... three pages retired, one pending" \
 	"hbmnl devices | grep \"^device $rid \" | grep -q \" retired=3 pending=1 failed=0 \""
 check "... unregistered" "hbmnl range-unregister $rid"
 
+# A restore that takes a page off a frame a UE took (failed then, no spare
+# left; one freed since) onto a spare loses it there: said on a RETIRED
+# event of the range's own, before the RESTORED one, and counted.
+r2=$(hbmnl range-claim rst2 $((phys + 0xb100000)) 0x10000 1)
+check "a UE at a page failed on a range with memory, then its spare freed" \
+	"hbmnl retire $r2 0 0x1000 && hbmnl retire $r2 0x1000 0x1000 &&
+	hbmctl inject rst2 ue 0x1000 && hbmnl clear $r2 0 0x1000"
+hbmnl listen 2 10000 >/tmp/rst2.events &
+wait_for /tmp/rst2.events listening
+check "... the page restored onto that spare" "hbmnl restore-records $r2 0x1000 0x1000 2 1 100 200"
+wait
+check "... a RETIRED event says its data lost, then the RESTORED one" \
+	"grep -q '^event type=2 .* dev=$r2 offset=0x1000 length=0x1000 source=1 .*count=1 aux=1$' /tmp/rst2.events &&
+	grep '^event ' /tmp/rst2.events | tail -n 1 | grep -q '^event type=13 .* dev=$r2 '"
+check "... counted, with the UE's" \
+	"hbmctl --json devices | tr '}' '\\n' | grep '\"name\":\"rst2\"' | grep -q '\"data_lost\":2,'"
+check "... unregistered" "hbmnl range-unregister $r2"
+
 # Bad frames stay out of the page allocator after unregistration, not only
 # poisoned ones: a page retired by an operator, one retired for correctable
 # errors and one FAILED (no spare left).  /proc/kpageflags shows them

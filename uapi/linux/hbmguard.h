@@ -49,7 +49,13 @@
  * not change: the one FAILED event of a page failed before), or on its
  * RETIRED event where a spare a clear freed takes it.  A RESTORE of such
  * a record over such a page takes its source likewise (no data of now is
- * lost: the event is RESTORED, and no frame is taken).
+ * lost: the event is RESTORED, and no frame is taken).  On a device with
+ * memory, a change that moves a page's data and cannot (an operator's
+ * retire or clear, a restore, a retirement for correctable errors: the
+ * copy failed, or the page leaves a frame an uncorrectable error took for
+ * a spare, where it is lost until restored) says so likewise, on the
+ * change's own event: RETIRED or CLEARED, and for a restore a RETIRED
+ * event of the restored range beside its RESTORED one.
  *
  * An uncorrectable error or poison retires its page at once.  Correctable
  * errors fill a per-page leaky bucket; the page is retired when the bucket
