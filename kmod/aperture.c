@@ -346,13 +346,13 @@ bool hbm_aperture_lost(struct hbm_device *dev, u32 page)
  * cleared, it goes home to its own frame if it was lost there (LOST_HOME),
  * and is not served the frame's older data otherwise.  A page leaving a
  * dead frame (hbm_aperture_mark_frame_dead()) for a spare is lost there;
- * one cleared has its frame back.  A RESTORE's pages lost no data of now,
- * whatever their source says: it marks no frame dead.
+ * one cleared has its frame back.  A RESTORE marks no frame dead, whatever
+ * its records' source says: it says what was, not an error of now.
  *
  * Context: device lock held.
- * Return: the pages lost by this change, not lost before it (a copy that
- * failed, a page off a dead frame): news its caller says, whatever the
- * pages' source says (HBMGUARD_PAGES_DATA_LOST).
+ * Return: the pages this change lost that were not lost before it (a copy
+ * that failed, a page taken off a dead frame), for the caller to say
+ * (HBMGUARD_PAGES_DATA_LOST) where the pages' source does not.
  */
 u32 hbm_aperture_changed(struct hbm_device *dev, u64 offset, u64 length)
 {

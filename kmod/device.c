@@ -15,6 +15,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/bits.h>
 #include <linux/ctype.h>
 #include <linux/log2.h>
 #include <linux/slab.h>
@@ -591,26 +592,30 @@ static u32 device_change_made(struct hbm_device *dev, const struct hbm_result *r
 	return hbm_aperture_changed(dev, offset, length);
 }
 
+/* The page events of the pages a change moves, whose data it may lose. */
+#define MOVED_EVENTS	(BIT(HBMGUARD_EVENT_RETIRED) | BIT(HBMGUARD_EVENT_CLEARED))
+
 /*
- * What changed told, each page event with @flags (HBMGUARD_PAGES_*); device
- * lock held, so events come in order, and DEVICE_GET reads a data loss's
- * count and seqnum together.
+ * What changed told, each page event with @flags (HBMGUARD_PAGES_*) where
+ * its type is in @flagged (BIT(type)); device lock held, so events come in
+ * order, and DEVICE_GET reads a data loss's count and seqnum together.
  */
 static void device_change_told(struct hbm_device *dev, const struct hbm_result *res,
 			       u64 offset, u64 length, u8 source, u32 flags,
-			       u32 old_health)
+			       u32 flagged, u32 old_health)
 {
 	unsigned int i;
+	u32 aux;
 	u64 seqnum;
 
 	lockdep_assert_held(&dev->lock);
 	for (i = 0; i < ARRAY_SIZE(result_kinds); i++) {
 		if (!result_count(res, i))
 			continue;
+		aux = flagged & BIT(result_kinds[i].type) ? flags : 0;
 		seqnum = hbm_event(result_kinds[i].type, dev->id, offset,
-				   length, source, 0, result_count(res, i),
-				   flags);
-		if (flags & HBMGUARD_PAGES_DATA_LOST) {
+				   length, source, 0, result_count(res, i), aux);
+		if (aux & HBMGUARD_PAGES_DATA_LOST) {
 			dev->data_lost++;
 			dev->data_lost_seqnum = seqnum;
 		}
@@ -619,8 +624,10 @@ static void device_change_told(struct hbm_device *dev, const struct hbm_result *
 }
 
 /*
- * An operator's change: data its move lost (a page off a frame an error
- * took, a copy that failed) is news whatever the source (ADMIN) says.
+ * A change of the table: an operator's (a retire, a clear), or none (a
+ * policy, a driver's health).  Data its move lost (a copy that failed, a
+ * page taken off a frame an error took) is news whatever the source says,
+ * on the events of the pages it moves: those it failed kept their frames.
  */
 static void device_changed(struct hbm_device *dev, const struct hbm_result *res,
 			   u64 offset, u64 length, u8 source, u32 old_health)
@@ -628,7 +635,8 @@ static void device_changed(struct hbm_device *dev, const struct hbm_result *res,
 	u32 flags = device_change_made(dev, res, offset, length) ?
 		    HBMGUARD_PAGES_DATA_LOST : 0;
 
-	device_change_told(dev, res, offset, length, source, flags, old_health);
+	device_change_told(dev, res, offset, length, source, flags, MOVED_EVENTS,
+			   old_health);
 }
 
 static u32 now_seconds(void)
@@ -742,7 +750,7 @@ int hbm_device_report(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 		hbm_event(HBMGUARD_EVENT_ERROR, dev->id, offset, 1, e.source,
 			  kind, count, path);
 		device_change_told(dev, &res, (u64)served << dev->page_shift,
-				   1ULL << dev->page_shift, why, flags, old_health);
+				   1ULL << dev->page_shift, why, flags, U32_MAX, old_health);
 	}
 	mutex_unlock(&dev->lock);
 	return err;
@@ -795,20 +803,43 @@ int hbm_device_apply(struct hbm_device *dev, enum hbm_op op, u64 offset,
 }
 
 /*
- * A restored range's data moved by the aperture.  A page taken off a frame
- * an error took is lost there (hbm_aperture_changed()): news, which the
- * RESTORED event, naming no range, cannot tell; a RETIRED event of the
- * range's own says it.
+ * Pages [@lo, @hi) of a restore, @lost of them lost by the aperture's move
+ * (a page taken off a frame an error took, a copy that failed: restore_moved()):
+ * news that the RESTORED event, naming no range, cannot tell.  One RETIRED
+ * event says it, over the span of the extents that lost any (a listener
+ * recovers the span), its count the pages lost, its source the first one's
+ * record's.
  */
-static void restore_moved(struct hbm_device *dev, const struct hbm_page_range *r)
+static void restore_lost(struct hbm_device *dev, u32 lo, u32 hi, u32 lost)
 {
-	u64 offset = (u64)r->first << dev->page_shift, length = (u64)r->nr << dev->page_shift;
-	u32 lost = hbm_aperture_changed(dev, offset, length);
+	struct hbm_extent e = { .source = HBMGUARD_SOURCE_RESTORED };
 
+	hbm_table_lookup(&dev->core.table, lo, &e);
+	device_change_told(dev, &(struct hbm_result){ .retired = lost },
+			   (u64)lo << dev->page_shift, (u64)(hi - lo) << dev->page_shift,
+			   e.source, HBMGUARD_PAGES_DATA_LOST, U32_MAX, dev->core.health);
+}
+
+/*
+ * A restore's extents moved by the aperture, extent by extent (it visits
+ * every page of what it is given), before any event; those that lost data
+ * said by restore_lost().
+ */
+static void restore_moved(struct hbm_device *dev, const struct hbm_page_range *x, u32 n)
+{
+	u32 lo = U32_MAX, hi = 0, lost = 0, i, moved_lost;
+
+	for (i = 0; i < n; i++) {
+		moved_lost = hbm_aperture_changed(dev, (u64)x[i].first << dev->page_shift,
+						  (u64)x[i].nr << dev->page_shift);
+		if (!moved_lost)
+			continue;
+		lost += moved_lost;
+		lo = min(lo, x[i].first);
+		hi = max(hi, x[i].first + x[i].nr);
+	}
 	if (lost)
-		device_change_told(dev, &(struct hbm_result){ .retired = lost }, offset,
-				   length, r->source, HBMGUARD_PAGES_DATA_LOST,
-				   dev->core.health);
+		restore_lost(dev, lo, hi, lost);
 }
 
 /**
@@ -824,9 +855,10 @@ static void restore_moved(struct hbm_device *dev, const struct hbm_page_range *r
  * restore after a module load), published once and announced by one
  * RESTORED event, which names no range (the extents need not be
  * contiguous: the table says which they are).  Their data was lost before,
- * not now: the aperture marks no frame dead, whatever their source; a page
- * it moves off a frame an error took before is lost there, as any, and
- * said so (restore_moved()).
+ * not now: the aperture marks no frame dead, whatever their source.  Data
+ * the aperture's move loses now (a page taken off a frame an error took
+ * before, a copy that failed) is said on a RETIRED event before it
+ * (restore_lost()).
  *
  * Return: 0, -ENODEV (unregistered meanwhile), or the first extent's error
  * (-ENOMEM); the extents before it stay applied, and are announced.
@@ -850,16 +882,14 @@ int hbm_device_restore(struct hbm_device *dev, const struct hbm_page_range *x, u
 	changed = pages || res.spares_failed;
 	/*
 	 * The mapped table over the span: what lies between the extents is
-	 * listed, not rewritten.  Mappings extent by extent: the aperture
-	 * visits every page of what it is given.  A device without memory has
-	 * no aperture: 10^6 calls that return at once are not made.
+	 * listed, not rewritten.  A device without memory has no aperture:
+	 * 10^6 calls that return at once are not made.
 	 */
 	if (changed && lo < hi)
 		device_publish(dev, (u64)lo << dev->page_shift,
 			       (u64)(hi - lo) << dev->page_shift);
 	if (changed && dev->backed)
-		for (i = 0; i < done; i++)
-			restore_moved(dev, &x[i]);
+		restore_moved(dev, x, done);
 	if (pages)
 		hbm_event(HBMGUARD_EVENT_RESTORED, dev->id, 0, 0,
 			  HBMGUARD_SOURCE_RESTORED, 0, pages, done);

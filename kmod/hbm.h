@@ -66,10 +66,11 @@ struct hbm_device {
 	struct xarray dead_frames;	/* own frames an error of now took (aperture.c) */
 	atomic64_t errors_dropped;
 	/*
-	 * Events that said the data of pages already bad was lost (out of
-	 * service, or FAILED on their own frames: HBMGUARD_PAGES_DATA_LOST),
-	 * and the last one's seqnum, under lock: the one sign of such a loss
-	 * a listener that lost events can read.
+	 * Events that said a change lost pages' data where their source may
+	 * not say it (HBMGUARD_PAGES_DATA_LOST: a spare that failed, an error
+	 * at a FAILED page's frame, a move whose copy failed or left a frame
+	 * an error took), and the last one's seqnum, under lock: the one sign
+	 * of such a loss a listener that lost events can read.
 	 */
 	u64 data_lost;
 	u64 data_lost_seqnum;

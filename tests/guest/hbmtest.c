@@ -3351,19 +3351,26 @@ static void test_aperture_failed(void)
 	 * That spare freed again: an operator's retire of the page a UE took
 	 * on its frame moves nothing of the frame to it: lost until restored,
 	 * and said again, counted: its owner's restore when the UE came left
-	 * it on a frame that serves nobody; on the spare one takes.
+	 * it on a frame that serves nobody; on the spare one takes.  The page
+	 * beside it, retired with it, fails (no spare left) on its frame, its
+	 * data whole: its FAILED event says no loss.
 	 */
 	CHECK_OK(clear(id, 2 * PAGE, PAGE));
 	drain(ev_fd, evs, 16);
-	CHECK_OK(retire(id, PAGE, PAGE));
+	CHECK_OK(retire(id, PAGE, 2 * PAGE));
 	n = drain(ev_fd, evs, 16);
 	CHECK_EQ(page_events(evs, n, HBMGUARD_EVENT_RETIRED, PAGE, &aux), 1);
 	CHECK_EQ(aux, HBMGUARD_PAGES_DATA_LOST);
+	CHECK_EQ(page_events(evs, n, HBMGUARD_EVENT_FAILED, PAGE, &aux), 1);
+	CHECK_EQ(aux, 0);
 	CHECK_EQ(translate(id, PAGE).state, HBMGUARD_STATE_RETIRED);
+	CHECK_EQ(translate(id, 2 * PAGE).state, HBMGUARD_STATE_FAILED);
 	CHECK(!read_word(p + PAGE / 8, &w));
+	CHECK(read_word(p + 2 * PAGE / 8, &w) && w == 0);	/* as restored */
 	CHECK_OK(extent_op(ctl, HBMGUARD_IOC_RESTORED, id, PAGE, PAGE, 0));
 	CHECK(read_word(p + PAGE / 8, &w) && w == 0);
 	CHECK_EQ(dev_info(id).data_lost, 3);
+	CHECK_OK(clear(id, 2 * PAGE, PAGE));
 
 	/* A failed page whose frame a UE took, cleared: the frame is its again. */
 	CHECK_OK(clear(id, 3 * PAGE, PAGE));
@@ -3433,7 +3440,7 @@ static void test_aperture_nomem(void)
 				      .count = 2 };
 	struct hbmguard_extent_op x = { .size = sizeof(x), .device = id,
 					.offset = 3 * PAGE, .length = PAGE };
-	int ev_fd = open_dev(O_RDONLY | O_NONBLOCK), procs, status, n;
+	int ev_fd, procs, status, n;
 	struct hbmguard_event evs[16];
 	uint64_t *p, w;
 	uint32_t aux;
@@ -3447,6 +3454,7 @@ static void test_aperture_nomem(void)
 	CHECK(p != MAP_FAILED);
 	if (p == MAP_FAILED || procs < 0)
 		return;
+	ev_fd = open_dev(O_RDONLY | O_NONBLOCK);
 	p[6 * PAGE / 8] = 0x6666;	/* the page has memory, its spare none yet */
 	CHECK_OK(retire(id, 3 * PAGE, PAGE));
 	p[3 * PAGE / 8] = 0x3333;	/* its spare has memory, the page none */

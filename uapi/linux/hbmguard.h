@@ -48,14 +48,15 @@
  * HBMGUARD_PAGES_DATA_LOST: on a FAILED event of its own (its state did
  * not change: the one FAILED event of a page failed before), or on its
  * RETIRED event where a spare a clear freed takes it.  A RESTORE of such
- * a record over such a page takes its source likewise (no data of now is
- * lost: the event is RESTORED, and no frame is taken).  On a device with
- * memory, a change that moves a page's data and cannot (an operator's
- * retire or clear, a restore, a retirement for correctable errors: the
- * copy failed, or the page leaves a frame an uncorrectable error took for
- * a spare, where it is lost until restored) says so likewise, on the
- * change's own event: RETIRED or CLEARED, and for a restore a RETIRED
- * event of the restored range beside its RESTORED one.
+ * a record over such a page takes its source likewise (the event is
+ * RESTORED, and no frame is taken).  On a device with memory, a change
+ * that moves a page's data and cannot (an operator's retire or clear, a
+ * retirement for correctable errors, a restore: the copy failed, or the
+ * page leaves a frame an uncorrectable error took for a spare, where it is
+ * lost until restored) says so likewise, on the events of the pages it
+ * moves (RETIRED, CLEARED; a page it failed keeps its frame); a restore on
+ * one RETIRED event before its RESTORED one, over the span of the extents
+ * that lost any, COUNT the pages lost.
  *
  * An uncorrectable error or poison retires its page at once.  Correctable
  * errors fill a per-page leaky bucket; the page is retired when the bucket
@@ -697,8 +698,9 @@ enum hbmguard_event_type {
  *	DEVICE_ERROR: the Xid
  * @count: pages changed; ERROR: errors; OVERFLOW: records lost
  * @aux: HEALTH: previous health; ERROR, DEVICE_ERROR: enum hbmguard_path;
- *	RETIRED, FAILED: HBMGUARD_PAGES_* flags (0 from a module older than
- *	them; the other bits zero, for flags to come); RESTORED: its extents;
+ *	RETIRED, FAILED, CLEARED: HBMGUARD_PAGES_* flags (0 from a module
+ *	older than them; the other bits zero, for flags to come); RESTORED:
+ *	its extents;
  *	DEVICE_ADDED: the device's enum hbmguard_device_kind
  * @reserved: zero
  */
@@ -719,7 +721,8 @@ struct hbmguard_event {
  * The pages' data is lost: the spare that held it failed, and the data
  * could not be moved or was lost before and not yet restored; or an
  * uncorrectable error or poison hit pages FAILED before, whose own frames
- * held it (see PAGE STATES).  A listener that recovers lost data does so
+ * held it; or a change that moved it could not (a copy that failed, a page
+ * taken off a frame an error took: see PAGE STATES).  A listener that recovers lost data does so
  * again, whatever the event's source and whether it knew the pages bad
  * before.
  */
@@ -1026,8 +1029,10 @@ struct hbmguard_map_node {
  *	mapped table.  A restored page is not a loss of data now: the
  *	aperture copies its content to its spare as for RETIRE (after the
  *	module's load, the zeros of a claimed range), and it raises no
- *	SIGBUS unless its frame cannot be read (a poisoned frame: then it is
- *	lost, as a UE's page).  At
+ *	SIGBUS unless that copy cannot be made (a poisoned frame, no memory,
+ *	a frame an uncorrectable error took since the module's load): then it
+ *	is lost, said on a RETIRED event before the RESTORED one (PAGE
+ *	STATES).  At
  *	most 16384 extents (E2BIG).  Should one fail (ENOMEM) the ones before
  *	it stay, and are announced.
  * HBMGUARD_CMD_RANGE_REGISTER (admin)
