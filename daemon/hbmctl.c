@@ -1491,11 +1491,11 @@ static void print_event(const struct hbmguard_event *ev)
 	case HBMGUARD_EVENT_PENDING:
 	case HBMGUARD_EVENT_FAILED:
 	case HBMGUARD_EVENT_CLEARED:
-		/* aux: RETIRED's and FAILED's (the spare that held the data failed) */
+		/* aux: RETIRED's, FAILED's and CLEARED's (the change lost the data) */
 		printf(" %u pages in 0x%" PRIx64 "+0x%" PRIx64 " (%s)%s\n", ev->count,
 		       (uint64_t)ev->offset, (uint64_t)ev->length,
 		       NAME(source_names, ev->source),
-		       (ev->type == HBMGUARD_EVENT_RETIRED || ev->type == HBMGUARD_EVENT_FAILED) &&
+		       ev->type != HBMGUARD_EVENT_PENDING &&
 		       ev->aux & HBMGUARD_PAGES_DATA_LOST ? ", data lost" : "");
 		break;
 	case HBMGUARD_EVENT_HEALTH:

@@ -63,9 +63,11 @@ const char *hbm_journal_source_name(uint32_t source)
  */
 /*
  * A page event's pages lost their data by the change itself: said, as an
- * error.  The memory that held it failed: the spare that served them, or
- * their own frame while they were FAILED (uapi/linux/hbmguard.h, PAGE
- * STATES), the entry before says which; failed, no spare serves them now.
+ * error.  The memory that held it failed (the spare that served them, or
+ * their own frame while they were FAILED), or the change could not move it
+ * (a copy that failed, a page taken off a frame an error took:
+ * uapi/linux/hbmguard.h, PAGE STATES), the entries before say which;
+ * failed, no spare serves them now; cleared, they are back in service.
  */
 static void said_lost(const struct hbm_event_view *ev, struct hbm_journal_entry *out)
 {
@@ -75,7 +77,9 @@ static void said_lost(const struct hbm_event_view *ev, struct hbm_journal_entry 
 		return;
 	out->priority = LOG_ERR;
 	snprintf(out->message + n, sizeof(out->message) - n, "; data lost%s",
-		 ev->type == HBMGUARD_EVENT_FAILED ? "" : ": the memory that held it failed");
+		 ev->type == HBMGUARD_EVENT_FAILED ? "" :
+		 ev->type == HBMGUARD_EVENT_CLEARED ? ": it could not be copied home" :
+		 ": its memory failed, or it could not be moved");
 }
 
 int hbm_journal_describe(const struct hbm_event_view *ev, const char *identity,
@@ -126,6 +130,7 @@ int hbm_journal_describe(const struct hbm_event_view *ev, const char *identity,
 		snprintf(out->message, sizeof(out->message),
 			 "%s: %u page%s cleared from the table in 0x%llx+0x%llx",
 			 identity, ev->count, ev->count == 1 ? "" : "s", off, len);
+		said_lost(ev, out);
 		return 0;
 	case HBMGUARD_EVENT_HEALTH:
 		out->message_id = ID_HEALTH;

@@ -3,10 +3,10 @@
  * Data lost where no table read can show it (losses.h).  Pure, for the
  * unit tests; the kernel link (kernel.c) reads the counts and the events.
  *
- * An event with HBMGUARD_PAGES_DATA_LOST says a page out of service before
- * lost its data again (the memory that held it failed: its spare, or its
- * own frame while it was FAILED), and the page stays as it was: when that
- * event is lost, a resync's table read cannot show it.  The module counts such events per device (DEVICE_GET's DATA_LOST,
+ * An event with HBMGUARD_PAGES_DATA_LOST says a change lost a page's data
+ * where its source may not say it (the memory that held it failed: its
+ * spare, or its own frame while it was FAILED; or the change could not
+ * move it): when that event is lost, a resync's table read cannot show it.  The module counts such events per device (DEVICE_GET's DATA_LOST,
  * with DATA_LOST_SEQNUM, the last one's, read at one instant, and
  * ADDED_SEQNUM, which registration of the id counted them).  Once every
  * event up to that seqnum is read or lost, those heard since the last look

@@ -883,6 +883,7 @@ enum loss {
 	LOSS_UNHEARD,	/* a table read after events were lost */
 	LOSS_AGAIN,	/* an event that says the change lost the data */
 	LOSS_FAILED,	/* the same, of pages no spare serves (FAILED) */
+	LOSS_CLEARED,	/* the same, of pages cleared: out of the table */
 };
 
 /*
@@ -948,26 +949,30 @@ static void forgotten_drop(struct daemon *d, uint32_t id, const char *identity,
  * Pages of device @id lost their data: each part not seen before opens the
  * recovery of the jobs on it, once, whether an event told of it or a dump
  * after events were lost.  A loss the module says is this change's own
- * (the spare that held them failed, or an error hit them FAILED, on their
- * own frames) opens it for them all, seen or not: pages lost before by a
- * UE, their data restored since, lost again.
+ * (the spare that held them failed, an error hit them FAILED, on their
+ * own frames, or a move could not copy them) opens it for them all, seen
+ * or not: pages lost before by a UE, their data restored since, lost
+ * again; cleared ones stay out of the seen set, their next loss news.
  */
 static void lost_pages(struct daemon *d, uint32_t id, const char *identity,
 		       uint64_t offset, uint64_t length, enum loss how)
 {
-	bool own = how == LOSS_AGAIN || how == LOSS_FAILED;
+	bool own = how == LOSS_AGAIN || how == LOSS_FAILED || how == LOSS_CLEARED;
 	struct hbm_ranges fresh = { 0 };
 	size_t i;
 
 	if (id >= HBMGUARD_MAX_DEVICES || !identity[0])
 		return;
 	forgotten_back(d, id);
-	if (hbm_range_set_add(&d->seen[id], offset, length, &fresh) || own) {
+	/* cleared pages are out of the table: not seen, their next loss news */
+	if (how == LOSS_CLEARED || hbm_range_set_add(&d->seen[id], offset, length, &fresh) ||
+	    own) {
 		if (own)
 			fprintf(stderr, "<4>hbmguardd: %s: data lost at 0x%" PRIx64 "+0x%" PRIx64
 				": %s\n", identity, offset, length,
 				how == LOSS_FAILED ? "no spare serves it" :
-						     "the memory that held it failed");
+				how == LOSS_CLEARED ? "cleared, it could not be copied home" :
+						      "its memory failed, or it could not be moved");
 		recovery_on_lost_data(d, identity, offset, length);
 		hbm_ranges_free(&fresh);
 		return;
@@ -1053,6 +1058,10 @@ void recovery_fact(void *arg, const struct hbm_fact *f)
 		} else if (f->event == HBMGUARD_EVENT_CLEARED) {
 			/* a new error there is news */
 			forget_pages(d, id, f->dev.identity, f->offset, f->length);
+			/* their data could not come home: in service, lost */
+			if (f->flags & HBM_FACT_DATA_LOST)
+				lost_pages(d, id, f->dev.identity, f->offset, f->length,
+					   LOSS_CLEARED);
 		} else if (f->flags & HBM_FACT_DATA_LOST) {
 			lost_pages(d, id, f->dev.identity, f->offset, f->length,
 				   f->event == HBMGUARD_EVENT_FAILED ? LOSS_FAILED : LOSS_AGAIN);

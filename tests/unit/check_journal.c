@@ -87,11 +87,17 @@ START_TEST(priorities_and_text)
 	hbm_journal_describe(&ev, "g", &e);
 	ck_assert_int_eq(e.priority, LOG_ERR);
 	ck_assert_str_eq(e.message, "g: 1 page retired in 0x1000+0x1000 (ce-threshold);"
-			 " data lost: the memory that held it failed");
+			 " data lost: its memory failed, or it could not be moved");
 	ev.type = HBMGUARD_EVENT_FAILED;
 	hbm_journal_describe(&ev, "g", &e);
 	ck_assert_str_eq(e.message, "g: 1 page could not be bypassed in 0x1000+0x1000: no spare left;"
 			 " data lost");
+	ck_assert_int_eq(e.priority, LOG_ERR);
+	/* cleared, its spare's data could not come home (no memory) */
+	ev.type = HBMGUARD_EVENT_CLEARED;
+	hbm_journal_describe(&ev, "g", &e);
+	ck_assert_str_eq(e.message, "g: 1 page cleared from the table in 0x1000+0x1000;"
+			 " data lost: it could not be copied home");
 	ck_assert_int_eq(e.priority, LOG_ERR);
 
 	/*

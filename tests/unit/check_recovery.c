@@ -567,6 +567,37 @@ START_TEST(failed_page_loses_data_on_its_frame)
 END_TEST
 
 /*
+ * A page cleared whose spare's data could not come home (no memory): back
+ * in service, lost; the module says so on its CLEARED event, and the job
+ * recovers.  Out of the table, the page is not seen: its next loss is news.
+ */
+START_TEST(cleared_page_loses_data_on_its_way_home)
+{
+	struct hbm_fact cleared = heard_ue_page, ue = heard_ue_page;
+	struct client *a, *b;
+
+	setup();
+	a = rank("job", 0, 0x1000, 0);
+	b = rank("job", 1, 0x2000, 0);
+	cleared.event = HBMGUARD_EVENT_CLEARED;
+	cleared.source = HBMGUARD_SOURCE_ADMIN;
+	recovery_fact(d, &cleared);
+	ck_assert_uint_eq(d->nr_incidents, 0);	/* its data came home */
+	cleared.flags = HBM_FACT_DATA_LOST;
+	recovery_fact(d, &cleared);
+	ck_assert_uint_eq(d->nr_incidents, 1);
+	ck_assert_uint_eq(d->incidents[0].info.offset, 0x1000);
+	ck_assert_uint_eq(d->incidents[0].info.length, 0x1000);
+	ck_assert_uint_eq(d->incidents[0].info.failed_rank, 0);
+	resume(a, b, 1);
+	recovery_fact(d, &ue);
+	ck_assert_uint_eq(d->nr_incidents, 2);
+	ck_assert_uint_eq(d->incidents[1].info.failed_rank, 0);
+	cleanup();
+}
+END_TEST
+
+/*
  * A page cleared in the middle of a seen range with no memory for the
  * split: the range goes out whole, and the pages around the cleared one go
  * back as memory allows, so that a table read after lost events does not
@@ -985,6 +1016,7 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, restored_retired_or_failed_alike);
 	tcase_add_test(tc, spare_failed_loses_data_again);
 	tcase_add_test(tc, failed_page_loses_data_on_its_frame);
+	tcase_add_test(tc, cleared_page_loses_data_on_its_way_home);
 	tcase_add_test(tc, cleared_without_memory_reports_nothing_twice);
 	tcase_add_test(tc, restored_part_of_an_extent_only_is_known);
 	tcase_add_test(tc, job_across_nodes);
