@@ -802,44 +802,58 @@ int hbm_device_apply(struct hbm_device *dev, enum hbm_op op, u64 offset,
 	return err;
 }
 
-/*
- * Pages [@lo, @hi) of a restore, @lost of them lost by the aperture's move
- * (a page taken off a frame an error took, a copy that failed: restore_moved()):
- * news that the RESTORED event, naming no range, cannot tell.  One RETIRED
- * event says it, over the span of the extents that lost any (a listener
- * recovers the span), its count the pages lost, its source the first one's
- * record's.
- */
-static void restore_lost(struct hbm_device *dev, u32 lo, u32 hi, u32 lost)
-{
-	struct hbm_extent e = { .source = HBMGUARD_SOURCE_RESTORED };
+/* Adjacent extents of a restore whose move lost data, told on one event. */
+struct restore_loss {
+	u32 first, end, lost;
+	u8 source;
+};
 
-	hbm_table_lookup(&dev->core.table, lo, &e);
-	device_change_told(dev, &(struct hbm_result){ .retired = lost },
-			   (u64)lo << dev->page_shift, (u64)(hi - lo) << dev->page_shift,
-			   e.source, HBMGUARD_PAGES_DATA_LOST, U32_MAX, dev->core.health);
+/*
+ * A run of a restore's extents the aperture's move lost data of (a page
+ * taken off a frame an error took, a copy that failed): news that the
+ * RESTORED event, naming no range, cannot tell.  A RETIRED event says it,
+ * over the run alone (a listener recovers what it names), COUNT the pages
+ * lost, its source the run's record's.
+ */
+static void restore_loss_told(struct hbm_device *dev, struct restore_loss *l)
+{
+	if (!l->lost)
+		return;
+	device_change_told(dev, &(struct hbm_result){ .retired = l->lost },
+			   (u64)l->first << dev->page_shift,
+			   (u64)(l->end - l->first) << dev->page_shift, l->source,
+			   HBMGUARD_PAGES_DATA_LOST, U32_MAX, dev->core.health);
+	l->lost = 0;
 }
 
 /*
  * A restore's extents moved by the aperture, extent by extent (it visits
- * every page of what it is given), before any event; those that lost data
- * said by restore_lost().
+ * every page of what it is given); data a move lost told run by run, each
+ * run's event once the run ends (restore_loss_told()).  The device's lock
+ * is held throughout: nobody maps a page before every move is made.
  */
 static void restore_moved(struct hbm_device *dev, const struct hbm_page_range *x, u32 n)
 {
-	u32 lo = U32_MAX, hi = 0, lost = 0, i, moved_lost;
+	struct restore_loss run = {};
+	struct hbm_extent e;
+	u32 i, lost;
 
 	for (i = 0; i < n; i++) {
-		moved_lost = hbm_aperture_changed(dev, (u64)x[i].first << dev->page_shift,
-						  (u64)x[i].nr << dev->page_shift);
-		if (!moved_lost)
+		lost = hbm_aperture_changed(dev, (u64)x[i].first << dev->page_shift,
+					    (u64)x[i].nr << dev->page_shift);
+		e.source = HBMGUARD_SOURCE_RESTORED;
+		if (lost)
+			hbm_table_lookup(&dev->core.table, x[i].first, &e);
+		if (!lost || x[i].first != run.end || e.source != run.source)
+			restore_loss_told(dev, &run);
+		if (!lost)
 			continue;
-		lost += moved_lost;
-		lo = min(lo, x[i].first);
-		hi = max(hi, x[i].first + x[i].nr);
+		if (!run.lost)
+			run = (struct restore_loss){ .first = x[i].first, .source = e.source };
+		run.end = x[i].first + x[i].nr;
+		run.lost += lost;
 	}
-	if (lost)
-		restore_lost(dev, lo, hi, lost);
+	restore_loss_told(dev, &run);
 }
 
 /**
@@ -857,8 +871,8 @@ static void restore_moved(struct hbm_device *dev, const struct hbm_page_range *x
  * contiguous: the table says which they are).  Their data was lost before,
  * not now: the aperture marks no frame dead, whatever their source.  Data
  * the aperture's move loses now (a page taken off a frame an error took
- * before, a copy that failed) is said on a RETIRED event before it
- * (restore_lost()).
+ * before, a copy that failed) is said on RETIRED events before it
+ * (restore_moved()).
  *
  * Return: 0, -ENODEV (unregistered meanwhile), or the first extent's error
  * (-ENOMEM); the extents before it stay applied, and are announced.

@@ -247,22 +247,28 @@ check "... three pages retired, one pending" \
 	"hbmnl devices | grep \"^device $rid \" | grep -q \" retired=3 pending=1 failed=0 \""
 check "... unregistered" "hbmnl range-unregister $rid"
 
-# A restore that takes a page off a frame a UE took (failed then, no spare
-# left; one freed since) onto a spare loses it there: said on a RETIRED
-# event of the range's own, before the RESTORED one, and counted.
-r2=$(hbmnl range-claim rst2 $((phys + 0xb100000)) 0x10000 1)
-check "a UE at a page failed on a range with memory, then its spare freed" \
-	"hbmnl retire $r2 0 0x1000 && hbmnl retire $r2 0x1000 0x1000 &&
-	hbmctl inject rst2 ue 0x1000 && hbmnl clear $r2 0 0x1000"
-hbmnl listen 2 10000 >/tmp/rst2.events &
+# A restore that takes pages off frames a UE took (failed then, no spare
+# left; spares freed since) onto spares loses them there: said on RETIRED
+# events of their own, one for each run of extents that lost any (a
+# pending extent between them lost nothing), before the RESTORED one, and
+# counted.
+r2=$(hbmnl range-claim rst2 $((phys + 0xb100000)) 0x10000 2)
+check "UEs at two pages failed on a range with memory, then the spares freed" \
+	"hbmnl retire $r2 0 0x2000 && hbmnl retire $r2 0x4000 0x1000 && hbmnl retire $r2 0x6000 0x1000 &&
+	hbmctl inject rst2 ue 0x4000 && hbmctl inject rst2 ue 0x6000 && hbmnl clear $r2 0 0x2000"
+hbmnl listen 3 10000 >/tmp/rst2.events &
 wait_for /tmp/rst2.events listening
-check "... the page restored onto that spare" "hbmnl restore-records $r2 0x1000 0x1000 2 1 100 200"
+check "... the two restored onto those spares, a pending page between" \
+	"hbmnl restore-records $r2 0x4000 0x1000 2 1 100 200 0x5000 0x1000 1 4 0 0 \
+		0x6000 0x1000 2 1 100 200"
 wait
-check "... a RETIRED event says its data lost, then the RESTORED one" \
-	"grep -q '^event type=2 .* dev=$r2 offset=0x1000 length=0x1000 source=1 .*count=1 aux=1$' /tmp/rst2.events &&
+check "... a RETIRED event says each one's data lost, then the RESTORED one" \
+	"grep -q '^event type=2 .* dev=$r2 offset=0x4000 length=0x1000 source=1 .*count=1 aux=1$' /tmp/rst2.events &&
+	grep -q '^event type=2 .* dev=$r2 offset=0x6000 length=0x1000 source=1 .*count=1 aux=1$' /tmp/rst2.events &&
+	[ \$(grep -c '^event ' /tmp/rst2.events) = 3 ] &&
 	grep '^event ' /tmp/rst2.events | tail -n 1 | grep -q '^event type=13 .* dev=$r2 '"
-check "... counted, with the UE's" \
-	"hbmctl --json devices | tr '}' '\\n' | grep '\"name\":\"rst2\"' | grep -q '\"data_lost\":2,'"
+check "... counted, with the UEs'" \
+	"hbmctl --json devices | tr '}' '\\n' | grep '\"name\":\"rst2\"' | grep -q '\"data_lost\":4,'"
 check "... unregistered" "hbmnl range-unregister $r2"
 
 # Bad frames stay out of the page allocator after unregistration, not only

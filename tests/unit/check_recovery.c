@@ -569,7 +569,8 @@ END_TEST
 /*
  * A page cleared whose spare's data could not come home (no memory): back
  * in service, lost; the module says so on its CLEARED event, and the job
- * recovers.  Out of the table, the page is not seen: its next loss is news.
+ * recovers.  Out of the table, the page is not seen: its next loss is news,
+ * a UE's or another clear's.
  */
 START_TEST(cleared_page_loses_data_on_its_way_home)
 {
@@ -579,20 +580,26 @@ START_TEST(cleared_page_loses_data_on_its_way_home)
 	setup();
 	a = rank("job", 0, 0x1000, 0);
 	b = rank("job", 1, 0x2000, 0);
+	recovery_fact(d, &ue);			/* seen: lost, recovered */
+	ck_assert_uint_eq(d->nr_incidents, 1);
+	resume(a, b, 1);
 	cleared.event = HBMGUARD_EVENT_CLEARED;
 	cleared.source = HBMGUARD_SOURCE_ADMIN;
 	recovery_fact(d, &cleared);
-	ck_assert_uint_eq(d->nr_incidents, 0);	/* its data came home */
+	ck_assert_uint_eq(d->nr_incidents, 1);	/* its data came home */
+	recovery_fact(d, &ue);
+	ck_assert_uint_eq(d->nr_incidents, 2);	/* forgotten: news */
+	resume(a, b, 2);
 	cleared.flags = HBM_FACT_DATA_LOST;
 	recovery_fact(d, &cleared);
-	ck_assert_uint_eq(d->nr_incidents, 1);
-	ck_assert_uint_eq(d->incidents[0].info.offset, 0x1000);
-	ck_assert_uint_eq(d->incidents[0].info.length, 0x1000);
-	ck_assert_uint_eq(d->incidents[0].info.failed_rank, 0);
-	resume(a, b, 1);
+	ck_assert_uint_eq(d->nr_incidents, 3);
+	ck_assert_uint_eq(d->incidents[2].info.offset, 0x1000);
+	ck_assert_uint_eq(d->incidents[2].info.length, 0x1000);
+	ck_assert_uint_eq(d->incidents[2].info.failed_rank, 0);
+	resume(a, b, 3);
 	recovery_fact(d, &ue);
-	ck_assert_uint_eq(d->nr_incidents, 2);
-	ck_assert_uint_eq(d->incidents[1].info.failed_rank, 0);
+	ck_assert_uint_eq(d->nr_incidents, 4);
+	ck_assert_uint_eq(d->incidents[3].info.failed_rank, 0);
 	cleanup();
 }
 END_TEST

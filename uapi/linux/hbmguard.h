@@ -54,9 +54,10 @@
  * retirement for correctable errors, a restore: the copy failed, or the
  * page leaves a frame an uncorrectable error took for a spare, where it is
  * lost until restored) says so likewise, on the events of the pages it
- * moves (RETIRED, CLEARED; a page it failed keeps its frame); a restore on
- * one RETIRED event before its RESTORED one, over the span of the extents
- * that lost any, COUNT the pages lost.
+ * moves (RETIRED, CLEARED; a page it failed keeps its frame), which name
+ * the change's whole range, as always; a restore on RETIRED events before
+ * its RESTORED one, one for each run of adjacent extents that lost any,
+ * COUNT the pages lost.
  *
  * An uncorrectable error or poison retires its page at once.  Correctable
  * errors fill a per-page leaky bucket; the page is retired when the bucket
@@ -1031,7 +1032,7 @@ struct hbmguard_map_node {
  *	module's load, the zeros of a claimed range), and it raises no
  *	SIGBUS unless that copy cannot be made (a poisoned frame, no memory,
  *	a frame an uncorrectable error took since the module's load): then it
- *	is lost, said on a RETIRED event before the RESTORED one (PAGE
+ *	is lost, said on RETIRED events before the RESTORED one (PAGE
  *	STATES).  At
  *	most 16384 extents (E2BIG).  Should one fail (ENOMEM) the ones before
  *	it stay, and are announced.
