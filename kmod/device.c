@@ -829,8 +829,13 @@ static void restore_loss_told(struct hbm_device *dev, struct restore_loss *l)
 /*
  * A restore's extents moved by the aperture, extent by extent (it visits
  * every page of what it is given); data a move lost told run by run, each
- * run's event once the run ends (restore_loss_told()).  The device's lock
- * is held throughout: nobody maps a page before every move is made.
+ * run's event once the run ends (restore_loss_told()), so before the
+ * extents after it are moved: the pages it names are, and under the
+ * device's lock no fault is served before every move is made.  A run is
+ * whole extents, in the request's order: a page of one that lost nothing
+ * is named with it.  Runs that alternate with extents that lost nothing
+ * are that many events (16384 at most), each said even where a reader's
+ * ring overflows (data_lost).
  */
 static void restore_moved(struct hbm_device *dev, const struct hbm_page_range *x, u32 n)
 {

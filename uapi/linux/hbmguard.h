@@ -56,7 +56,8 @@
  * lost until restored) says so likewise, on the events of the pages it
  * moves (RETIRED, CLEARED; a page it failed keeps its frame), which name
  * the change's whole range, as always; a restore on RETIRED events before
- * its RESTORED one, one for each run of adjacent extents that lost any,
+ * its RESTORED one, one for each run of extents that lost any, adjacent in
+ * the request's order and of one source, naming those extents whole,
  * COUNT the pages lost.
  *
  * An uncorrectable error or poison retires its page at once.  Correctable
