@@ -834,8 +834,8 @@ static void restore_loss_told(struct hbm_device *dev, struct restore_loss *l)
  * device's lock no fault is served before every move is made.  A run is
  * whole extents, in the request's order: a page of one that lost nothing
  * is named with it.  Runs that alternate with extents that lost nothing
- * are that many events (16384 at most), each said even where a reader's
- * ring overflows (data_lost).
+ * are that many events (8192 a request at most); a reader whose ring
+ * overflows learns of their losses still (data_lost).
  */
 static void restore_moved(struct hbm_device *dev, const struct hbm_page_range *x, u32 n)
 {
