@@ -366,6 +366,14 @@ static void answer(struct client *c, uint64_t incident, uint32_t a)
 	ck_assert_int_eq(recovery_answer(d, c, &x), 0);
 }
 
+/* Incident @i is the loss of [@offset, +@length), rank @rank's. */
+static void incident_is(size_t i, uint64_t offset, uint64_t length, uint32_t rank)
+{
+	ck_assert_uint_eq(d->incidents[i].info.offset, offset);
+	ck_assert_uint_eq(d->incidents[i].info.length, length);
+	ck_assert_uint_eq(d->incidents[i].info.failed_rank, rank);
+}
+
 /* Incident @incident of ranks @a and @b through to RESUMED. */
 static void resume(struct client *a, struct client *b, uint64_t incident)
 {
@@ -559,9 +567,7 @@ START_TEST(failed_page_loses_data_on_its_frame)
 	failed.flags = HBM_FACT_DATA_LOST;
 	recovery_fact(d, &failed);
 	ck_assert_uint_eq(d->nr_incidents, 1);
-	ck_assert_uint_eq(d->incidents[0].info.offset, 0x1000);
-	ck_assert_uint_eq(d->incidents[0].info.length, 0x1000);
-	ck_assert_uint_eq(d->incidents[0].info.failed_rank, 0);
+	incident_is(0, 0x1000, 0x1000, 0);
 	cleanup();
 }
 END_TEST
@@ -593,9 +599,7 @@ START_TEST(cleared_page_loses_data_on_its_way_home)
 	cleared.flags = HBM_FACT_DATA_LOST;
 	recovery_fact(d, &cleared);
 	ck_assert_uint_eq(d->nr_incidents, 3);
-	ck_assert_uint_eq(d->incidents[2].info.offset, 0x1000);
-	ck_assert_uint_eq(d->incidents[2].info.length, 0x1000);
-	ck_assert_uint_eq(d->incidents[2].info.failed_rank, 0);
+	incident_is(2, 0x1000, 0x1000, 0);
 	resume(a, b, 3);
 	recovery_fact(d, &ue);
 	ck_assert_uint_eq(d->nr_incidents, 4);
