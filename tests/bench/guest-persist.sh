@@ -7,9 +7,14 @@
 # children), bytes it wrote to its state files and fsyncs (its own counts,
 # SIGUSR1), over UEs injected 50 at a time once it is quiet again after its
 # start (the restore's own events); and its start with them beside reading
-# the state file alone (the least of three reads): until the kernel's table
-# holds them (the restore), and until "ready" (restored, the table read
-# back, a snapshot saved).
+# the state file alone: until the kernel's table holds them (the restore),
+# and until "ready" (restored, the table read back, a snapshot saved).  Both
+# are the least of three, the restart's figures those of the restart the
+# kernel held them soonest after: the first of each in a guest runs code for
+# the first time, which qemu translates before it runs, a cost of TCG's that
+# no machine running the code itself pays (alone in a guest, a first restart
+# at 10^6 took 584-625 ms, those after it 439-493 ms), and one in three reads
+# took up to a quarter longer (0.26 s, then 0.31-0.33 s).
 # 10^6 pages, the issue's size: a packed RESTORE of up to 16384 extents is
 # one event, and a start with 10^6 is ready in some 3 s in this TCG guest
 # (RSS peak about 60 MiB); PERSIST_PAGES=N for another size.
@@ -35,16 +40,34 @@ persist_label() {
 	1000000) echo "10^6" ;; *) echo "$1" ;; esac
 }
 rm -f /tmp/persist.txt
-for pages in 1000 $persist_pages; do
+# The least a start costs the daemon in this guest: its exec alone, its
+# libraries loaded and relocated (hbmguardd --version), the least of three.
+exec_ns=
+for r in 1 2 3; do
+	t0=$(hbmstatebench now)
+	hbmguardd --version >/dev/null || exit 1
+	ns=$(($(hbmstatebench now) - t0))
+	[ -z "$exec_ns" ] || [ "$ns" -lt "$exec_ns" ] && exec_ns=$ns
+done
+# A start of the daemon with $1 pages stored on a device of its own (made
+# here: $pid), the daemon left running ($pd), ready at $t1: $start, "KERNEL
+# FIRST READY", ns from its exec until the kernel held them all, some, and
+# until it was ready.
+# The helper that waits on the kernel is started first, so that its own
+# start is not the daemon's.
+persist_start() {
 	rm -rf /tmp/pstate
 	mkdir -p /tmp/pstate
 	pid=$(hbmctl sim-create pbench 16G spares=1048576 identity=sim:pbench) || exit 1
-	hbmstatebench write /tmp/pstate sim:pbench $pages || exit 1
+	hbmstatebench write /tmp/pstate sim:pbench $1 || exit 1
+	hbmstatebench until $pid $1 >/tmp/until.txt &
+	uw=$!
+	sleep 0.3	# its start over, it waits on the device's events
 	t0=$(hbmstatebench now)
 	hbmguardd -c /tmp/p.conf 2>/tmp/pd.log &
 	pd=$!
-	until=$(hbmstatebench until $pid $pages) || { tail /tmp/pd.log; exit 1; }
-	tk=${until% *} tf=${until#* }
+	wait $uw || { tail /tmp/pd.log; exit 1; }
+	until=$(cat /tmp/until.txt)
 	i=0
 	while ! grep -q "hbmguardd: ready" /tmp/pd.log && [ $i -lt 12000 ]; do
 		sleep 0.05
@@ -52,9 +75,18 @@ for pages in 1000 $persist_pages; do
 	done
 	t1=$(hbmstatebench now)
 	grep -q "hbmguardd: ready" /tmp/pd.log || { tail /tmp/pd.log; exit 1; }
-	# The least of three: one read in three or so takes up to a quarter
-	# longer in this guest (0.26 s, then 0.31-0.33 s), the restart's own
-	# read among them, measured once.
+	start="$((${until% *} - t0)) $((${until#* } - t0)) $((t1 - t0))"
+}
+for pages in 1000 $persist_pages; do
+	best= starts=
+	for r in 1 2 3; do
+		[ $r = 1 ] || { kill $pd; wait $pd; hbmctl sim-destroy pbench >/dev/null || exit 1; }
+		persist_start $pages
+		starts="$starts $((${start%% *} / 1000000))"
+		[ -z "$best" ] || [ "${start%% *}" -lt "${best%% *}" ] && best=$start
+	done
+	tk=${best%% *} tf=${best#* } ready=${best##* }
+	tf=${tf%% *}
 	read_ns=
 	for r in 1 2 3; do
 		ns=$(hbmstatebench read /tmp/pstate sim:pbench | cut -d' ' -f1)
@@ -90,8 +122,9 @@ for pages in 1000 $persist_pages; do
 	# Nobody mapped the table yet: its first mmap() builds it (map.c).
 	map=$(hbmstatebench map $pid) || exit 1
 	hbmctl sim-destroy pbench >/dev/null || exit 1
-	echo "$pages $persist_n $((t1 - t0)) $read_ns $p0 $p1 $c0 $c1 $((t2 - t1)) $((tk - t0)) $map $((tf - t0))" >>/tmp/persist.txt
+	echo "$pages $persist_n $ready $read_ns $p0 $p1 $c0 $c1 $((t2 - t1)) $tk $map $tf $exec_ns" >>/tmp/persist.txt
 	echo "# $(persist_label $pages) pages: $(tail -n 1 /tmp/pd.log | sed 's/^<6>hbmguardd: //'); quiet $(((t2 - t1) / 1000000)) ms after ready"
+	echo "#   three starts until the kernel held them:$starts ms (the least is the row's)"
 	grep -v "^<[5-7]>" /tmp/pd.log | grep "hbmguardd" | sed 's/ at 0x.*//; s/ in 0x.*//' |
 		sort | uniq -c | sort -rn | head -n 4 | sed 's/^/#   /'	# what it warned of
 done
@@ -103,7 +136,8 @@ END {
 	# after (10-14); logged snapshots bytes fsyncs before (15-18) and after (19-22);
 	# 23 ready until quiet; 24 start until the kernel held them all; 25 the first
 	# mmap() of the table after it all (built then), 26 extents it showed, 27 start
-	# until the kernel held some (the daemon starting, its read, one request)
+	# until the kernel held some (the daemon starting, its read, one request), 28
+	# the daemon exec alone
 	cpu_a = (a[10] - a[5]) / a[2] / 1000; cpu_b = (b[10] - b[5]) / b[2] / 1000
 	wc_a = (a[11] - a[6]) / a[2]; wc_b = (b[11] - b[6]) / b[2]
 	w_a = (a[21] - a[17]) / a[2]; w_b = (b[21] - b[17]) / b[2]
@@ -127,6 +161,7 @@ END {
 	printf "@bench\thbmguardd fsyncs per retirement, %s pages stored\t%.3f\t-\tat %s pages\t%.3f\tflat (<= 2x)\n", hi, f_b, lo, f_a
 	printf "@bench\tdaemon restart -> %s pages back in the kernel\t%.0f\tms\treading the state file alone\t%.0f\t<= 2x\n", hi, b[24] / 1e6, b[4] / 1e6
 	printf "@bench\t  of it: start until the first request was applied (the daemon starting, its read, one request)\t%.0f\tms\treading the state file alone\t%.0f\t-\n", b[27] / 1e6, b[4] / 1e6
+	printf "@bench\t  of it at least: the daemon exec alone, its libraries loaded (hbmguardd --version)\t%.0f\tms\treading the state file alone\t%.0f\t-\n", b[28] / 1e6, b[4] / 1e6
 	printf "@bench\t  of it: the first request applied -> the last (the restore)\t%.0f\tms\treading the state file alone\t%.0f\t-\n", (b[24] - b[27]) / 1e6, b[4] / 1e6
 	printf "@bench\t  then the first mmap() of the table, which builds the map (%d extents)\t%.0f\tms\treading the state file alone\t%.0f\t-\n", b[26], b[25] / 1e6, b[4] / 1e6
 	printf "@bench\tdaemon restart -> ready, %s pages (restored, the table read back and saved)\t%.0f\tms\treading the state file alone\t%.0f\t-\n", hi, b[3] / 1e6, b[4] / 1e6
