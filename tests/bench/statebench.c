@@ -22,6 +22,10 @@
  *                                            its children waited for), bytes written
  *                                            (wchar, write_bytes), VmRSS and VmHWM (KiB)
  *   hbmstatebench now                        CLOCK_MONOTONIC ns
+ *   hbmstatebench run CMD [ARG...]           ns from before CMD's fork until it was
+ *                                            waited for, its stdout thrown away
+ *                                            (hbmguardd --version: the daemon's
+ *                                            exec, its libraries loaded, and exit)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +38,7 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <linux/hbmguard.h>
 
 #include "bench.h"
@@ -255,6 +260,33 @@ static int cmd_proc(const char *pid)
 	return 0;
 }
 
+static int cmd_run(char **argv)
+{
+	double t0 = now_ns();
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0) {
+		perror("fork");
+		return 1;
+	}
+	if (!pid) {
+		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+		if (null < 0 || dup2(null, STDOUT_FILENO) < 0)
+			_exit(127);
+		execvp(argv[0], argv);
+		perror(argv[0]);
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
+		fprintf(stderr, "hbmstatebench: %s did not exit 0\n", argv[0]);
+		return 1;
+	}
+	printf("%.0f\n", now_ns() - t0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 5 && !strcmp(argv[1], "write"))
@@ -270,11 +302,14 @@ int main(int argc, char **argv)
 		return cmd_map(strtoul(argv[2], NULL, 0));
 	if (argc == 3 && !strcmp(argv[1], "proc"))
 		return cmd_proc(argv[2]);
+	if (argc >= 3 && !strcmp(argv[1], "run"))
+		return cmd_run(argv + 2);
 	if (argc == 2 && !strcmp(argv[1], "now")) {
 		printf("%.0f\n", now_ns());
 		return 0;
 	}
 	fprintf(stderr, "usage: hbmstatebench write DIR IDENTITY PAGES | read DIR IDENTITY |\n"
-		"       inject DEV COUNT FIRST | until DEV PAGES | map DEV | proc PID | now\n");
+		"       inject DEV COUNT FIRST | until DEV PAGES | map DEV | proc PID | now |\n"
+		"       run CMD [ARG...]\n");
 	return 2;
 }
