@@ -10,11 +10,11 @@
  *                                            the daemon does first at a start)
  *   hbmstatebench inject DEV COUNT FIRST     COUNT UEs, at FIRST, FIRST + 2 pages...
  *   hbmstatebench until DEV PAGES            CLOCK_MONOTONIC ns once device DEV's
- *                                            table holds PAGES bad pages (asked at
- *                                            each of its events, for up to 600 s):
- *                                            when a restart's restore is done; and
- *                                            when it first held some (its first
- *                                            request applied)
+ *                                            table holds PAGES bad pages (for up
+ *                                            to 600 s; the last RESTORED event's
+ *                                            time): when a restart's restore is
+ *                                            done; and when it first held some
+ *                                            (the first RESTORED event's)
  *   hbmstatebench map DEV                    ns the first mmap() of DEV's table takes
  *                                            (a table never mapped before is built
  *                                            then: map.c), and its extents
@@ -133,18 +133,32 @@ static int64_t bad_pages(int fd, uint32_t dev)
 	return (int64_t)di.nr_retired + di.nr_pending + di.nr_failed;
 }
 
+/* CLOCK_MONOTONIC less CLOCK_REALTIME, ns: an event's timestamp is the latter. */
+static double monotonic_less_real(void)
+{
+	struct timespec real;
+
+	clock_gettime(CLOCK_REALTIME, &real);
+	return now_ns() - (real.tv_sec * 1e9 + real.tv_nsec);
+}
+
 /*
- * Asked again only after an event of the device (every table change makes
- * one, read() in uapi/linux/hbmguard.h), or a lost one: a poll of the
- * device every millisecond took its lock as often, and while a restore
- * held it spun (mutex_spin_on_owner()) on the vCPU the restore needed,
- * both emulated on qemu's one thread: a tenth of the restart's time in a
- * profile was the poller's.
+ * The times are the kernel's own: the timestamps of the RESTORED events
+ * (each a request's extents in, stamped under the device's lock), not the
+ * moment this woke and asked.  The device is asked again only once the
+ * events' COUNTs add up to what is waited for, or after an event of another
+ * kind or a lost one: GET_DEVICE takes the device's lock, which a restore
+ * holds, and a poll of the device every millisecond, while a restore held
+ * it, spun (mutex_spin_on_owner()) on the vCPU the restore needed, both
+ * emulated on qemu's one thread: a tenth of the restart's time in a
+ * profile was the poller's.  Where no RESTORED event was heard, the times
+ * are those of the asking.
  */
 static int cmd_until(uint32_t dev, uint64_t pages)
 {
 	int fd = open("/dev/hbmguard", O_RDONLY | O_CLOEXEC);
-	double deadline = now_ns() + 600e9, first = 0;
+	double deadline = now_ns() + 600e9, to_monotonic = monotonic_less_real();
+	double first = 0, last = 0;
 	int64_t have;
 
 	if (fd < 0) {
@@ -154,14 +168,15 @@ static int cmd_until(uint32_t dev, uint64_t pages)
 	while ((have = bad_pages(fd, dev)) >= 0 && (uint64_t)have < pages) {
 		struct hbmguard_event ev[64];
 		struct pollfd p = { .fd = fd, .events = POLLIN };
-		bool news = false;
+		uint64_t told = have;	/* what the events since say it holds */
+		bool ask = false;
 		ssize_t n;
 		size_t i;
 
-		if (have && !first)	/* late by this ask: it waits for the lock */
+		if (have && !first)	/* some before this opened: late by this ask */
 			first = now_ns();
 
-		while (!news) {
+		while (!ask) {
 			double left_ms = (deadline - now_ns()) / 1e6;
 			int ready = left_ms > 0 ? poll(&p, 1, (int)left_ms + 1) : 0;
 
@@ -175,12 +190,22 @@ static int cmd_until(uint32_t dev, uint64_t pages)
 					left_ms <= 0 ? "timed out" : strerror(errno));
 				return 1;
 			}
-			for (i = 0; i < (size_t)n / sizeof(ev[0]); i++)
-				news |= ev[i].device == dev || ev[i].type == HBMGUARD_EVENT_OVERFLOW;
+			for (i = 0; i < (size_t)n / sizeof(ev[0]); i++) {
+				if (ev[i].type == HBMGUARD_EVENT_RESTORED && ev[i].device == dev) {
+					last = ev[i].timestamp + to_monotonic;
+					if (!first)
+						first = last;
+					told += ev[i].count;
+					ask |= told >= pages;
+				} else {
+					ask |= ev[i].device == dev ||
+					       ev[i].type == HBMGUARD_EVENT_OVERFLOW;
+				}
+			}
 		}
 	}
 	if (have >= 0) {
-		double done = now_ns();
+		double done = last ? last : now_ns();
 
 		printf("%.0f %.0f\n", done, first ? first : done);
 	}
