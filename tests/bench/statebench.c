@@ -133,13 +133,72 @@ static int64_t bad_pages(int fd, uint32_t dev)
 	return (int64_t)di.nr_retired + di.nr_pending + di.nr_failed;
 }
 
-/* CLOCK_MONOTONIC less CLOCK_REALTIME, ns: an event's timestamp is the latter. */
+/*
+ * CLOCK_MONOTONIC less CLOCK_REALTIME, ns (an event's timestamp is the
+ * latter): the realtime read between two monotonic ones, the closest pair
+ * of five, taken at their midpoint.
+ */
 static double monotonic_less_real(void)
 {
-	struct timespec real;
+	double best = 0, best_gap = -1;
+	int i;
 
-	clock_gettime(CLOCK_REALTIME, &real);
-	return now_ns() - (real.tv_sec * 1e9 + real.tv_nsec);
+	for (i = 0; i < 5; i++) {
+		struct timespec real;
+		double before = now_ns(), after;
+
+		clock_gettime(CLOCK_REALTIME, &real);
+		after = now_ns();
+		if (best_gap < 0 || after - before < best_gap) {
+			best_gap = after - before;
+			best = (before + after) / 2 - (real.tv_sec * 1e9 + real.tv_nsec);
+		}
+	}
+	return best;
+}
+
+/*
+ * Device @dev's events read from @fd into @first and @last (the first and
+ * the latest RESTORED event's time, CLOCK_MONOTONIC), @told (pages those
+ * events say were recorded) and @lost (a record lost: OVERFLOW).  Whether
+ * an event was of another kind of the device's, or lost.  @timeout_ms:
+ * poll()'s; -1 on error or at the deadline, 0 when nothing came.
+ */
+struct until_state {
+	double to_monotonic, first, last;
+	uint64_t told;
+	bool lost;
+};
+
+static int until_read(int fd, uint32_t dev, int timeout_ms, struct until_state *u)
+{
+	struct hbmguard_event ev[64];
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int ready = poll(&p, 1, timeout_ms), other = 0;
+	ssize_t n;
+	size_t i;
+
+	if (ready < 0 && errno == EINTR)
+		return 0;
+	if (ready <= 0)
+		return ready;
+	n = read(fd, ev, sizeof(ev));
+	if (n < 0)
+		return -1;
+	for (i = 0; i < (size_t)n / sizeof(ev[0]); i++) {
+		if (ev[i].type == HBMGUARD_EVENT_RESTORED && ev[i].device == dev) {
+			u->last = ev[i].timestamp + u->to_monotonic;
+			if (!u->first)
+				u->first = u->last;
+			u->told += ev[i].count;
+		} else if (ev[i].type == HBMGUARD_EVENT_OVERFLOW) {
+			u->lost = true;
+			other = 1;
+		} else {
+			other |= ev[i].device == dev;
+		}
+	}
+	return 1 + other;
 }
 
 /*
@@ -151,63 +210,50 @@ static double monotonic_less_real(void)
  * holds, and a poll of the device every millisecond, while a restore held
  * it, spun (mutex_spin_on_owner()) on the vCPU the restore needed, both
  * emulated on qemu's one thread: a tenth of the restart's time in a
- * profile was the poller's.  Where no RESTORED event was heard, the times
+ * profile was the poller's.  An ask that finds them all may follow
+ * requests whose events are still unread (each was sent before the lock
+ * the ask took was let go): they are read before the last one's time is
+ * taken.  Where no RESTORED event was heard, or one was lost, the times
  * are those of the asking.
  */
 static int cmd_until(uint32_t dev, uint64_t pages)
 {
 	int fd = open("/dev/hbmguard", O_RDONLY | O_CLOEXEC);
-	double deadline = now_ns() + 600e9, to_monotonic = monotonic_less_real();
-	double first = 0, last = 0;
+	struct until_state u = { .to_monotonic = monotonic_less_real() };
+	double deadline = now_ns() + 600e9, asked;
 	int64_t have;
+	int got;
 
 	if (fd < 0) {
 		perror("/dev/hbmguard");
 		return 1;
 	}
 	while ((have = bad_pages(fd, dev)) >= 0 && (uint64_t)have < pages) {
-		struct hbmguard_event ev[64];
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		uint64_t told = have;	/* what the events since say it holds */
-		bool ask = false;
-		ssize_t n;
-		size_t i;
-
-		if (have && !first)	/* some before this opened: late by this ask */
-			first = now_ns();
-
-		while (!ask) {
+		if (have && !u.first)	/* some before this opened: late by this ask */
+			u.first = now_ns();
+		if ((uint64_t)have > u.told)
+			u.told = have;
+		do {
 			double left_ms = (deadline - now_ns()) / 1e6;
-			int ready = left_ms > 0 ? poll(&p, 1, (int)left_ms + 1) : 0;
 
-			if (ready < 0 && errno == EINTR)
-				continue;
-			if (ready == 0 && left_ms > 0)
-				continue;	/* the deadline is looked at again */
-			if (ready <= 0 || (n = read(fd, ev, sizeof(ev))) < 0) {
+			got = left_ms > 0 ? until_read(fd, dev, (int)left_ms + 1, &u) : -1;
+			if (got < 0) {
 				fprintf(stderr, "hbmstatebench: device %u: not %" PRIu64
 					" pages in 600 s (%s)\n", dev, pages,
 					left_ms <= 0 ? "timed out" : strerror(errno));
 				return 1;
 			}
-			for (i = 0; i < (size_t)n / sizeof(ev[0]); i++) {
-				if (ev[i].type == HBMGUARD_EVENT_RESTORED && ev[i].device == dev) {
-					last = ev[i].timestamp + to_monotonic;
-					if (!first)
-						first = last;
-					told += ev[i].count;
-					ask |= told >= pages;
-				} else {
-					ask |= ev[i].device == dev ||
-					       ev[i].type == HBMGUARD_EVENT_OVERFLOW;
-				}
-			}
-		}
+		} while (got < 2 && u.told < pages);
 	}
+	asked = now_ns();
+	while (have >= 0 && until_read(fd, dev, 0, &u) > 0)
+		;	/* the events of the requests the last ask followed */
 	if (have >= 0) {
-		double done = last ? last : now_ns();
+		double done = u.last && !u.lost ? u.last : asked;
 
-		printf("%.0f %.0f\n", done, first ? first : done);
+		if (u.lost)
+			fprintf(stderr, "hbmstatebench: events lost: the times are the asking's\n");
+		printf("%.0f %.0f\n", done, u.first && !u.lost ? u.first : done);
 	}
 	close(fd);
 	return have >= 0 ? 0 : 1;
