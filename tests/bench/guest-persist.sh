@@ -113,9 +113,7 @@ for pages in 1000 $persist_pages; do
 	# some guests (0.25-0.33 s against the daemons' own 0.22-0.27 s before
 	# the restarts, 0.40 s against 0.25 s after), which made the anchor
 	# larger and the ratio smaller.
-	persist_read
-	persist_read
-	persist_read
+	for r in 1 2 3; do persist_read; done
 	p0=$(hbmstatebench proc $pd)
 	k=0
 	while [ $k -lt $persist_n ]; do	# odd pages: new ones

@@ -157,31 +157,34 @@ static double monotonic_less_real(void)
 	return best;
 }
 
-/*
- * Device @dev's events read from @fd into @first and @last (the first and
- * the latest RESTORED event's time, CLOCK_MONOTONIC), @told (pages those
- * events say were recorded) and @lost (a record lost: OVERFLOW).  Whether
- * an event was of another kind of the device's, or lost.  @timeout_ms:
- * poll()'s; -1 on error or at the deadline, 0 when nothing came.
- */
+/* What cmd_until() knows from the events it read. */
 struct until_state {
-	double to_monotonic, first, last;
-	uint64_t told;
-	bool lost;
+	double to_monotonic;	/* monotonic_less_real() */
+	double first, last;	/* the first and latest RESTORED event, CLOCK_MONOTONIC */
+	uint64_t told;		/* pages the RESTORED events say were recorded */
+	bool lost;		/* an OVERFLOW: some event not read */
 };
 
+/* What until_read() found. */
+enum until_news {
+	UNTIL_NOTHING,		/* poll()'s timeout, or EINTR */
+	UNTIL_COUNTED,		/* RESTORED events counted, or other devices' */
+	UNTIL_ASK,		/* an event of another kind of the device's, or one lost */
+};
+
+/* Device @dev's events from @fd into @u, waiting up to @timeout_ms; -1 on error. */
 static int until_read(int fd, uint32_t dev, int timeout_ms, struct until_state *u)
 {
 	struct hbmguard_event ev[64];
 	struct pollfd p = { .fd = fd, .events = POLLIN };
-	int ready = poll(&p, 1, timeout_ms), other = 0;
+	int ready = poll(&p, 1, timeout_ms), news = UNTIL_COUNTED;
 	ssize_t n;
 	size_t i;
 
 	if (ready < 0 && errno == EINTR)
-		return 0;
+		return UNTIL_NOTHING;
 	if (ready <= 0)
-		return ready;
+		return ready ? -1 : UNTIL_NOTHING;
 	n = read(fd, ev, sizeof(ev));
 	if (n < 0)
 		return -1;
@@ -193,12 +196,12 @@ static int until_read(int fd, uint32_t dev, int timeout_ms, struct until_state *
 			u->told += ev[i].count;
 		} else if (ev[i].type == HBMGUARD_EVENT_OVERFLOW) {
 			u->lost = true;
-			other = 1;
-		} else {
-			other |= ev[i].device == dev;
+			news = UNTIL_ASK;
+		} else if (ev[i].device == dev) {
+			news = UNTIL_ASK;
 		}
 	}
-	return 1 + other;
+	return news;
 }
 
 /*
@@ -243,10 +246,10 @@ static int cmd_until(uint32_t dev, uint64_t pages)
 					left_ms <= 0 ? "timed out" : strerror(errno));
 				return 1;
 			}
-		} while (got < 2 && u.told < pages);
+		} while (got != UNTIL_ASK && u.told < pages);
 	}
 	asked = now_ns();
-	while (have >= 0 && until_read(fd, dev, 0, &u) > 0)
+	while (have >= 0 && until_read(fd, dev, 0, &u) > UNTIL_NOTHING)
 		;	/* the events of the requests the last ask followed */
 	if (have >= 0) {
 		double done = u.last && !u.lost ? u.last : asked;
