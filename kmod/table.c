@@ -429,19 +429,25 @@ static noinline bool run_room(struct op_ctx *c)
 	return grow(c, (void **)&c->run, c->run_nr, &c->run_cap, sizeof(*c->run));
 }
 
+/* @e, which mergeable() says continues @last, into it. */
+static inline void merge(struct hbm_extent *last, const struct hbm_extent *e)
+{
+	last->nr += e->nr;
+	last->first_seen = min(last->first_seen, e->first_seen);
+	last->last_seen = max(last->last_seen, e->last_seen);
+	last->errors = min_t(u32, 0xffff, (u32)last->errors + e->errors);
+}
+
 /*
- * Inline: a restore calls it once an extent, 10^6 times (range_served_whole()),
- * and as a call it was a third of the table's build in the kernel.
+ * Inline: a change emits an extent or a few, and as a call it was a third
+ * of a restore's build in the kernel.
  */
 static inline void emit(struct op_ctx *c, const struct hbm_extent *e)
 {
 	struct hbm_extent *last = run_last(c);
 
 	if (last && mergeable(last, e)) {
-		last->nr += e->nr;
-		last->first_seen = min(last->first_seen, e->first_seen);
-		last->last_seen = max(last->last_seen, e->last_seen);
-		last->errors = min_t(u32, 0xffff, (u32)last->errors + e->errors);
+		merge(last, e);
 		return;
 	}
 	if (unlikely(c->run_nr == c->run_cap) && !run_room(c))
@@ -490,9 +496,8 @@ static u32 spares_grab(struct op_ctx *c, u32 want, u32 *spare)
  * says in @c->ahead how many pages will want one, and they are grabbed in
  * as few pieces as the pool allows: the same spares in the same order as
  * range by range, without a search, a log entry and a bitmap_set() each.
- * Always inline: range_served_whole() calls it for each of a restore's
- * ranges (16384 a request, 10^6 a restart), where a call costs more than
- * its work.
+ * Always inline: bypass() calls it for each run of spares, and a call
+ * costs more than its work.
  */
 static __always_inline u32 spares_take(struct op_ctx *c, u32 want, u32 *spare)
 {
@@ -1012,39 +1017,69 @@ int hbm_table_apply(struct hbm_table *t, enum hbm_op op, u32 first, u32 nr,
 }
 
 /*
- * A range new to the table that the spares taken ahead serve whole (a
- * restore's ranges, all but one in 16384 or where the pool is in pieces):
- * what op_piece() of no extent and bypass() make of it, one extent, built
- * without their branches for states, operations and pieces a new page
- * cannot have.  Whether it could (else op_piece() makes it).
+ * The first of @n ranges new to the table that the spares taken ahead
+ * serve whole (a restore's ranges, all but one in 16384 or where the pool
+ * is in pieces): what op_piece() of no extent and bypass() make of each,
+ * one extent, built without their branches for states, operations and
+ * pieces a new page cannot have.  The context's counts and the run's end
+ * are kept in locals and written back once: the kernel is built with
+ * -fno-strict-aliasing, and each extent stored through @c->run would
+ * reload them, 10^6 times a restart.  Return: how many were built, up to
+ * the first that cannot be (op_piece() makes that one) or an error.
  */
-static bool range_served_whole(struct op_ctx *c, const struct hbm_page_range *r)
+static u32 ranges_served_whole(struct op_ctx *c, const struct hbm_page_range *r, u32 n)
 {
-	struct hbm_extent e;
+	struct hbm_extent *run = c->run, *last = run_last(c);
+	u32 run_nr = c->run_nr, run_cap = c->run_cap;
+	u32 spare = c->pool_first, pool_nr = c->pool_nr, pages = 0, i;
 
-	if (r->op != HBM_OP_RETIRE || c->t->driver_bypass || c->pool_nr < r->nr)
-		return false;
-	e = (struct hbm_extent){
-		.first = r->first, .nr = r->nr,
-		.state = HBMGUARD_STATE_RETIRED, .source = r->source,
-		.errors = r->errors, .first_seen = r->first_seen,
-		.last_seen = r->last_seen,
-	};
-	spares_take(c, r->nr, &e.spare);	/* all @r->nr: the pool holds them */
-	count_change(c, HBMGUARD_STATE_CLEAN, HBMGUARD_STATE_RETIRED, r->nr);
-	emit(c, &e);
-	return true;
+	if (c->t->driver_bypass)
+		return 0;
+	for (i = 0; i < n && r[i].op == HBM_OP_RETIRE && r[i].nr <= pool_nr; i++) {
+		struct hbm_extent e = {
+			.first = r[i].first, .nr = r[i].nr, .spare = spare,
+			.state = HBMGUARD_STATE_RETIRED, .source = r[i].source,
+			.errors = r[i].errors, .first_seen = r[i].first_seen,
+			.last_seen = r[i].last_seen,
+		};
+
+		if (last && mergeable(last, &e)) {
+			merge(last, &e);
+		} else {
+			if (unlikely(run_nr == run_cap)) {
+				c->run_nr = run_nr;
+				if (!run_room(c))
+					break;
+				run = c->run;
+				run_nr = c->run_nr;
+				run_cap = c->run_cap;
+			}
+			last = &run[run_nr++];
+			*last = e;
+		}
+		spare += e.nr;
+		pool_nr -= e.nr;
+		pages += e.nr;
+	}
+	c->run_nr = run_nr;
+	c->pool_first = spare;
+	c->pool_nr = pool_nr;
+	c->ahead -= min(c->ahead, pages);	/* as spares_take() of each */
+	count_change(c, HBMGUARD_STATE_CLEAN, HBMGUARD_STATE_RETIRED, pages);
+	return i;
 }
 
 /* The ranges of hbm_table_apply_gap(), each new to the table, onto the run. */
 static void ranges_build(struct op_ctx *c, const struct hbm_page_range *r, u32 n)
 {
-	u32 i;
+	u32 i = 0;
 
-	for (i = 0; i < n && !c->err; i++) {
-		if (!(i % 1024))
-			hbm_cond_resched();
-		if (range_served_whole(c, &r[i]))
+	while (i < n && !c->err) {
+		u32 want = min(n - i, 1024u), done = ranges_served_whole(c, r + i, want);
+
+		hbm_cond_resched();
+		i += done;
+		if (done == want || c->err)
 			continue;
 		c->op = r[i].op;
 		c->source = r[i].source;
@@ -1052,6 +1087,7 @@ static void ranges_build(struct op_ctx *c, const struct hbm_page_range *r, u32 n
 		c->first_seen = r[i].first_seen;
 		c->now = r[i].last_seen;
 		op_piece(c, NULL, r[i].first, r[i].nr);
+		i++;
 	}
 }
 

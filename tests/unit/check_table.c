@@ -731,7 +731,7 @@ END_TEST
 /*
  * A restore keeps each range's record: its source (not RESTORED), its
  * times and its errors, on the first page of a retired run (bypass()),
- * and on a range the spares taken ahead serve whole (range_served_whole():
+ * and on a range the spares taken ahead serve whole (ranges_served_whole():
  * the first range took them for the third).
  */
 START_TEST(apply_gap_keeps_records)
