@@ -682,6 +682,7 @@ struct restore_req {
 	u32 n;
 	u32 now;
 	u64 mask;			/* the device's page size less one */
+	u32 page_shift;			/* and its log2 */
 	u64 usable;			/* hbm_usable_size(), as each record is checked */
 };
 
@@ -730,54 +731,89 @@ static int restore_nests(struct restore_req *q)
 	return 0;
 }
 
-/* One packed record of attribute @a, checked (an extack message) and taken. */
-static int record_take(struct restore_req *q, const struct nlattr *a, const u8 *p,
-		       u32 size, u64 *prev_end)
-{
-	u64 mask = q->mask, usable = q->usable;
-	struct netlink_ext_ack *extack = q->info->extack;
-	struct hbmguard_restore_record r;
+/* Field @f of the packed record at @p, 4-byte aligned in the message. */
+#define RECORD_FIELD(p, f) ({							\
+	typeof(((struct hbmguard_restore_record *)0)->f) v_;			\
+										\
+	memcpy(&v_, (p) + offsetof(struct hbmguard_restore_record, f), sizeof(v_)); \
+	v_;									\
+})
 
-#define REFUSE(err, msg) do { NL_SET_ERR_MSG_ATTR(extack, a, msg); return err; } while (0)
-	/* a larger struct would copy min(size, sizeof(r)) and zero the rest */
-	BUILD_BUG_ON(sizeof(r) != HBMGUARD_RESTORE_RECORD_SIZE_VER0);
-	memcpy(&r, p, sizeof(r));	/* 4-byte aligned in the message */
-	if (r.reserved)
+/*
+ * One packed record of attribute @a, checked (an extack message) and taken
+ * into @x.  Its fields are read where they are checked, not copied whole
+ * first: inline, on a copy of the request (restore_records()), 10^6 times
+ * a restart.
+ */
+static __always_inline int record_take(const struct restore_req *q, const struct nlattr *a,
+				       const u8 *p, u32 size, u64 *prev_end,
+				       struct hbm_page_range *x)
+{
+	u64 offset = RECORD_FIELD(p, offset), length = RECORD_FIELD(p, length);
+	u64 first_seen = RECORD_FIELD(p, first_seen), last_seen = RECORD_FIELD(p, last_seen);
+	u32 state = RECORD_FIELD(p, state), source = RECORD_FIELD(p, source);
+
+#define REFUSE(err, msg) do { NL_SET_ERR_MSG_ATTR(q->info->extack, a, msg); return err; } while (0)
+	/* a larger struct would read what it knows and check the rest is zero */
+	BUILD_BUG_ON(sizeof(struct hbmguard_restore_record) != HBMGUARD_RESTORE_RECORD_SIZE_VER0);
+	if (RECORD_FIELD(p, reserved))
 		REFUSE(-EINVAL, "a record's reserved field is not zero");
-	if (size > sizeof(r) && memchr_inv(p + sizeof(r), 0, size - sizeof(r)))
+	if (size > HBMGUARD_RESTORE_RECORD_SIZE_VER0 &&
+	    memchr_inv(p + HBMGUARD_RESTORE_RECORD_SIZE_VER0, 0,
+		       size - HBMGUARD_RESTORE_RECORD_SIZE_VER0))
 		REFUSE(-EINVAL, "a record's bytes past what this kernel knows are not zero");
-	if (!r.length || (r.offset | r.length) & mask)
+	if (!length || (offset | length) & q->mask)
 		REFUSE(-EINVAL, "a record not page aligned or empty");
-	if (r.offset < *prev_end)
+	if (offset < *prev_end)
 		REFUSE(-EINVAL, "records out of order or overlapping: each must start at or after the end of the one before");
-	if (r.state != HBMGUARD_STATE_RETIRED && r.state != HBMGUARD_STATE_PENDING)
+	if (state != HBMGUARD_STATE_RETIRED && state != HBMGUARD_STATE_PENDING)
 		REFUSE(-EINVAL, "a record's state is neither RETIRED nor PENDING");
-	if (r.source == HBMGUARD_SOURCE_NONE || r.source >= __HBMGUARD_SOURCE_MAX)
+	if (source == HBMGUARD_SOURCE_NONE || source >= __HBMGUARD_SOURCE_MAX)
 		REFUSE(-EINVAL, "a record's source is NONE or unknown");
-	if (r.source == HBMGUARD_SOURCE_DRIVER && q->dev->kind != HBMGUARD_KIND_GPU)
+	if (source == HBMGUARD_SOURCE_DRIVER && q->dev->kind != HBMGUARD_KIND_GPU)
 		REFUSE(-EINVAL, "a record's source DRIVER is only a GPU device's");
-	if (r.first_seen > U32_MAX || r.last_seen > U32_MAX)
+	if ((first_seen | last_seen) > U32_MAX)
 		REFUSE(-EINVAL, "a record's time is 2^32 seconds or later");
-	if (r.first_seen && r.last_seen && r.first_seen > r.last_seen)
+	if (first_seen && last_seen && first_seen > last_seen)
 		REFUSE(-EINVAL, "a record's first_seen is after its last_seen");
-	if (r.offset >= usable || r.length > usable - r.offset)
+	if (offset >= q->usable || length > q->usable - offset)
 		REFUSE(-ERANGE, "a record outside the device");
 #undef REFUSE
-	*prev_end = r.offset + r.length;
-	if (q->n < q->cap)
-		q->x[q->n] = (struct hbm_page_range){
-			.first = r.offset >> q->dev->page_shift,
-			.nr = r.length >> q->dev->page_shift,
-			.op = r.state == HBMGUARD_STATE_PENDING ? HBM_OP_PENDING :
-								   HBM_OP_RETIRE,
-			.source = r.source,
-			.errors = min_t(u32, r.errors, 0xffff),
-			/* an unknown time: the other one, else now; never first > last */
-			.first_seen = r.first_seen ?: (r.last_seen ?: q->now),
-			.last_seen = r.last_seen ?: max_t(u32, q->now, r.first_seen),
-		};
-	q->n++;
+	*prev_end = offset + length;
+	*x = (struct hbm_page_range){
+		.first = offset >> q->page_shift,
+		.nr = length >> q->page_shift,
+		.op = state == HBMGUARD_STATE_PENDING ? HBM_OP_PENDING : HBM_OP_RETIRE,
+		.source = source,
+		.errors = min_t(u32, RECORD_FIELD(p, errors), 0xffff),
+		/* an unknown time: the other one, else now; never first > last */
+		.first_seen = first_seen ?: (last_seen ?: q->now),
+		.last_seen = last_seen ?: max_t(u32, q->now, first_seen),
+	};
 	return 0;
+}
+
+/*
+ * The records of attribute @a taken into @q->x, as far as it has room.
+ * The loop runs on a copy of @q: the kernel is built with
+ * -fno-strict-aliasing, and each range stored through @q->x would reload
+ * the request's fields, 16384 times a request.
+ */
+static int records_take(struct restore_req *q, const struct nlattr *a, u32 size,
+			u64 *prev_end)
+{
+	const struct restore_req c = *q;
+	const u8 *p = nla_data(a), *end = p + nla_len(a);
+	u32 n = c.n;
+	int err = 0;
+
+	for (; p < end && n < c.cap; p += size, n++) {
+		err = record_take(&c, a, p, size, prev_end, &c.x[n]);
+		if (err)
+			break;
+	}
+	q->n = n + (end - p) / size;	/* those past @q->cap counted, as before */
+	return err;
 }
 
 /*
@@ -789,7 +825,7 @@ static int restore_records(struct restore_req *q)
 {
 	struct nlattr **attrs = q->info->attrs, *a;
 	u64 prev_end = 0;
-	u32 size, i;
+	u32 size;
 	int rem, err;
 
 	if (!attrs[HBMGUARD_A_RECORD_SIZE]) {
@@ -814,12 +850,9 @@ static int restore_records(struct restore_req *q)
 				return 0;
 			continue;
 		}
-		for (i = 0; i < nla_len(a) / size; i++) {
-			err = record_take(q, a, (const u8 *)nla_data(a) + i * size, size,
-					  &prev_end);
-			if (err)
-				return err;
-		}
+		err = records_take(q, a, size, &prev_end);
+		if (err)
+			return err;
 	}
 	return 0;
 }
@@ -853,7 +886,8 @@ static int hbm_nl_restore_doit(struct sk_buff *skb, struct genl_info *info)
 	q.dev = attr_device(info->attrs, info->extack);
 	if (IS_ERR(q.dev))
 		return PTR_ERR(q.dev);
-	q.mask = (1ULL << q.dev->page_shift) - 1;
+	q.page_shift = q.dev->page_shift;
+	q.mask = (1ULL << q.page_shift) - 1;
 	q.usable = hbm_usable_size(q.dev);
 	err = restore_parse(&q);
 	count = q.n;
