@@ -682,7 +682,7 @@ struct restore_req {
 	u32 n;
 	u32 now;
 	u64 mask;			/* the device's page size less one */
-	u32 page_shift;			/* and its log2 */
+	u32 page_shift;			/* log2 of the device's page size */
 	u64 usable;			/* hbm_usable_size(), as each record is checked */
 };
 
@@ -733,7 +733,7 @@ static int restore_nests(struct restore_req *q)
 
 /* Field @f of the packed record at @p, 4-byte aligned in the message. */
 #define RECORD_FIELD(p, f) ({							\
-	typeof(((struct hbmguard_restore_record *)0)->f) v_;			\
+	typeof_member(struct hbmguard_restore_record, f) v_;			\
 										\
 	memcpy(&v_, (p) + offsetof(struct hbmguard_restore_record, f), sizeof(v_)); \
 	v_;									\
@@ -741,9 +741,9 @@ static int restore_nests(struct restore_req *q)
 
 /*
  * One packed record of attribute @a, checked (an extack message) and taken
- * into @x.  Its fields are read where they are checked, not copied whole
- * first: inline, on a copy of the request (restore_records()), 10^6 times
- * a restart.
+ * into @x.  Its fields are read one by one, not copied whole to the stack
+ * first; inline, on records_take()'s copy of the request: 10^6 records a
+ * restart.
  */
 static __always_inline int record_take(const struct restore_req *q, const struct nlattr *a,
 				       const u8 *p, u32 size, u64 *prev_end,
@@ -792,27 +792,30 @@ static __always_inline int record_take(const struct restore_req *q, const struct
 	};
 	return 0;
 }
+#undef RECORD_FIELD
 
 /*
- * The records of attribute @a taken into @q->x, as far as it has room.
- * The loop runs on a copy of @q: the kernel is built with
- * -fno-strict-aliasing, and each range stored through @q->x would reload
- * the request's fields, 16384 times a request.
+ * The records of attribute @a checked, counted and taken into @q->x, as far
+ * as it has room (all: hbm_nl_restore_doit() counted them first).  The loop
+ * runs on a copy of @q: the kernel is built with -fno-strict-aliasing, and
+ * each range stored through @q->x would reload the request's fields, 16384
+ * times a request.
  */
 static int records_take(struct restore_req *q, const struct nlattr *a, u32 size,
 			u64 *prev_end)
 {
 	const struct restore_req c = *q;
 	const u8 *p = nla_data(a), *end = p + nla_len(a);
+	struct hbm_page_range past_cap;
 	u32 n = c.n;
 	int err = 0;
 
-	for (; p < end && n < c.cap; p += size, n++) {
-		err = record_take(&c, a, p, size, prev_end, &c.x[n]);
+	for (; p < end; p += size, n++) {
+		err = record_take(&c, a, p, size, prev_end, n < c.cap ? &c.x[n] : &past_cap);
 		if (err)
 			break;
 	}
-	q->n = n + (end - p) / size;	/* those past @q->cap counted, as before */
+	q->n = n;
 	return err;
 }
 

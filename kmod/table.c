@@ -389,7 +389,8 @@ static int leaves_reserve(struct hbm_table *t, u32 want);
 
 /*
  * The extent emit() may merge into.  Appending, a leaf's run is never
- * empty here: append_leaf() is called by emit() only, which stores at once.
+ * empty here: append_leaf() is called through run_room() only, by emit()
+ * and ranges_served_whole(), each of which stores an extent at once.
  */
 static struct hbm_extent *run_last(const struct op_ctx *c)
 {
@@ -439,8 +440,9 @@ static inline void merge(struct hbm_extent *last, const struct hbm_extent *e)
 }
 
 /*
- * Inline: a change emits an extent or a few, and as a call it was a third
- * of a restore's build in the kernel.
+ * Inline: op_piece() and bypass() emit each extent they make, and as a
+ * call it was a third of a restore's build in the kernel, before the build
+ * had ranges_served_whole().
  */
 static inline void emit(struct op_ctx *c, const struct hbm_extent *e)
 {
@@ -1072,12 +1074,17 @@ static u32 ranges_served_whole(struct op_ctx *c, const struct hbm_page_range *r,
 /* The ranges of hbm_table_apply_gap(), each new to the table, onto the run. */
 static void ranges_build(struct op_ctx *c, const struct hbm_page_range *r, u32 n)
 {
-	u32 i = 0;
+	u32 i = 0, resched_at = 0;
 
 	while (i < n && !c->err) {
-		u32 want = min(n - i, 1024u), done = ranges_served_whole(c, r + i, want);
+		u32 want, done;
 
-		hbm_cond_resched();
+		if (i >= resched_at) {	/* every 1024 ranges */
+			hbm_cond_resched();
+			resched_at = i + 1024;
+		}
+		want = min(n, resched_at) - i;
+		done = ranges_served_whole(c, r + i, want);
 		i += done;
 		if (done == want || c->err)
 			continue;

@@ -620,9 +620,9 @@ static void ck_gap_is_one_by_one(struct hbm_table *a, struct hbm_table *b,
 	}
 	hbm_test_alloc_fail_in = -1;
 	ck_assert_msg(fail > 0 && fail < 1024, "the restore never allocated, or never succeeded");
-	for (i = 0; i < n; i++)
-		ck_assert_int_eq(hbm_table_apply(b, r[i].op, r[i].first, r[i].nr,
-						 r[i].source, 0, NOW, &rb), 0);
+	for (i = 0; i < n; i++)	/* a range's first_seen is its last_seen here */
+		ck_assert_int_eq(hbm_table_apply(b, r[i].op, r[i].first, r[i].nr, r[i].source,
+						 r[i].errors, r[i].last_seen, &rb), 0);
 	ck_table_ok(a);
 	ck_tables_same(a, b);
 	ck_assert_int_eq(memcmp(&ra, &rb, sizeof(ra)), 0);
@@ -639,7 +639,11 @@ static void ck_gap_is_one_by_one(struct hbm_table *a, struct hbm_table *b,
  * requests, the second appended to the first (_i 3).  The spares they take
  * ahead (spares_take()) come from a pool in pieces (_i 1: spares freed
  * among those in use), or from one that never runs dry (_i 4: every page
- * gets a spare, the run broken by failed spares ahead of it).
+ * gets a spare, the run broken by failed spares ahead of it; _i 5: all
+ * retired, so that ranges_served_whole() builds whole batches of 1024,
+ * merging touching ranges whose errors and times differ, up to the
+ * errors' saturation).  _i 6: a table whose driver bypasses its pages
+ * (no spares: each range through op_piece()).
  */
 START_TEST(apply_gap_is_one_by_one)
 {
@@ -649,8 +653,11 @@ START_TEST(apply_gap_is_one_by_one)
 	unsigned int seed = 99 + _i;
 	u32 n = 0, page, i;
 
-	ck_assert_int_eq(hbm_table_init(&a, GAP_PAGES, _i == 4 ? GAP_PAGES : 3000), 0);
-	ck_assert_int_eq(hbm_table_init(&b, GAP_PAGES, _i == 4 ? GAP_PAGES : 3000), 0);
+	bool endless = _i == 4 || _i == 5;
+
+	ck_assert_int_eq(hbm_table_init(&a, GAP_PAGES, endless ? GAP_PAGES : 3000), 0);
+	ck_assert_int_eq(hbm_table_init(&b, GAP_PAGES, endless ? GAP_PAGES : 3000), 0);
+	a.driver_bypass = b.driver_bypass = _i == 6;
 	/* _i 4: a pool that never runs dry, broken by failed spares it meets. */
 	for (i = 0; i < (_i == 4 ? 4 : 0); i++) {
 		static const u32 failed[] = { 10, 11, 500, 3000 };
@@ -683,6 +690,11 @@ START_TEST(apply_gap_is_one_by_one)
 					   .source = rand_r(&seed) % 3 ? HBMGUARD_SOURCE_UE :
 						     HBMGUARD_SOURCE_RESTORED,
 					   .first_seen = NOW, .last_seen = NOW };
+		if (_i == 5) {
+			r[n].op = HBM_OP_RETIRE;
+			r[n].errors = n % 7 ? rand_r(&seed) % 4 : 0x7ff0;
+			r[n].first_seen = r[n].last_seen = NOW - rand_r(&seed) % 3;
+		}
 		if (page + r[n].nr > 15000)
 			break;
 		page += r[n].nr;
@@ -719,10 +731,12 @@ START_TEST(apply_gap_is_one_by_one)
 	} else {
 		ck_gap_is_one_by_one(&a, &b, r, n);
 	}
-	if (_i == 4)	/* spares for every page, taken in pieces */
+	if (endless || _i == 6)	/* spares for every page, or none wanted */
 		ck_assert_uint_eq(a.pages[HBMGUARD_STATE_FAILED], 0);
-	else		/* the pool ran out */
+	else			/* the pool ran out */
 		ck_assert_uint_gt(a.pages[HBMGUARD_STATE_FAILED], 0);
+	if (_i == 5)		/* merged: fewer extents than ranges, some saturated */
+		ck_assert_uint_lt(a.nr_extents, n);
 	hbm_table_destroy(&a);
 	hbm_table_destroy(&b);
 }
@@ -918,7 +932,7 @@ Suite *table_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, model_random_ops, 0, 4);
 	tcase_add_test(tc, million_pages);
-	tcase_add_loop_test(tc, apply_gap_is_one_by_one, 0, 5);
+	tcase_add_loop_test(tc, apply_gap_is_one_by_one, 0, 7);
 	tcase_add_test(tc, apply_gap_keeps_records);
 	suite_add_tcase(s, tc);
 	return s;
