@@ -73,7 +73,7 @@ static void setup(void)
 
 static void cleanup(void)
 {
-	freopen("/dev/null", "w", stderr);
+	ck_assert_ptr_nonnull(freopen("/dev/null", "w", stderr));
 	unlink(log_path);
 	kmsg_stop(k);
 	free(k);

@@ -661,7 +661,8 @@ START_TEST(daemon_incidents_never_decrease)
 	d.state_dir = open(dir, O_RDONLY | O_DIRECTORY);
 	ck_assert_int_ge(d.state_dir, 0);
 	ck_assert_int_ge(sd_event_new(&d.loop), 0);
-	freopen("/dev/null", "w", stderr);	/* the journal lines, three an incident */
+	/* the journal lines, three an incident */
+	ck_assert_ptr_nonnull(freopen("/dev/null", "w", stderr));
 	d.cfg.recovery.pause_timeout = d.cfg.recovery.restore_timeout = 60;
 	d.incidents = NULL;		/* recovery.c's own, from here */
 	d.nr_incidents = 0;

@@ -1059,7 +1059,7 @@ START_TEST(as_facts_slow_read)
 		}
 	fclose(f);
 	ck_assert_int_eq(said, 1);
-	freopen("/dev/null", "w", stderr);
+	ck_assert_ptr_nonnull(freopen("/dev/null", "w", stderr));
 	unlink(log_path);
 	nvml_facts_stop(s);
 	unlink(scn_path);

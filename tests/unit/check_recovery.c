@@ -142,7 +142,7 @@ static void setup(void)
 	drained = 0;
 	world = 2;
 	bypassed = true;
-	freopen("/dev/null", "w", stderr);	/* the journal lines */
+	ck_assert_ptr_nonnull(freopen("/dev/null", "w", stderr));	/* the journal lines */
 }
 
 /* The state directory goes; the rest dies with the test's process. */
