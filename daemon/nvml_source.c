@@ -951,13 +951,11 @@ int hbm_nvml_reread(struct hbm_nvml *h, size_t i)
 	if (h->pair[0] < 0)
 		return -ENOTCONN;	/* no fd to answer on: no events started */
 	reader_gone(h);
-	if (!h->reader_running) {
-		/* tried again at each reread, said once until it starts */
-		err = start_thread(h, &h->reader, reader, "hbm-nvml-read", &h->reader_start_said);
-		if (err)
-			return err;
-		h->reader_running = true;
-	}
+	/*
+	 * Queued before a reader is started, so that what is said is what
+	 * was found: a reader started first could take a GPU an ended one
+	 * had queued again before it was looked at.
+	 */
 	pthread_mutex_lock(&h->lock);
 	queued = h->queued[i];
 	if (!queued) {
@@ -967,6 +965,13 @@ int hbm_nvml_reread(struct hbm_nvml *h, size_t i)
 		pthread_cond_signal(&h->wake);
 	}
 	pthread_mutex_unlock(&h->lock);
+	if (!h->reader_running) {
+		/* tried again at each reread, said once until it starts */
+		err = start_thread(h, &h->reader, reader, "hbm-nvml-read", &h->reader_start_said);
+		if (err)
+			return err;
+		h->reader_running = true;
+	}
 	return !queued;
 }
 

@@ -157,7 +157,8 @@ int hbm_nvml_dispatch(struct hbm_nvml *h);
  * as hbm_nvml_reconcile_gpu() hands them (pending, page_retired, counts; or
  * gpu_gone).  1 queued, 0 already waiting in the queue (once is enough),
  * -ENODEV a GPU gone or unknown, -ENOTCONN no events' fd (events not
- * started), or -errno of a reader that cannot start (logged).
+ * started), or -errno of a reader that cannot start (logged; the GPU
+ * stays queued for the reader a later call starts).
  */
 int hbm_nvml_reread(struct hbm_nvml *h, size_t i);
 /*
