@@ -35,8 +35,8 @@ VERSION_DEF := -DHBM_VERSION='"$(VERSION)"'
 # clients send it.  The stack protector, glibc's checked string and memory
 # calls, and the GOT read-only once the program is loaded, every symbol
 # bound then.
-HARDEN := -fstack-protector-strong -D_FORTIFY_SOURCE=2 -Wformat -Werror=format-security \
-	-Wl,-z,relro -Wl,-z,now
+HARDEN := -fstack-protector-strong -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2 -Wformat \
+	-Werror=format-security -Wl,-z,relro -Wl,-z,now
 CFLAGS_USER := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -g $(HARDEN) \
 	-I$(TOP)/uapi -I$(TOP)/kmod -I$(TOP)/daemon
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
@@ -147,7 +147,7 @@ PREFIX ?= /usr/local
 
 $(BUILD)/libhbmguard.a: $(LIB_SRC) $(LIB_HDR)
 	@mkdir -p $(BUILD)/lib
-	cd $(BUILD)/lib && $(CC) $(CFLAGS_USER) -c $(addprefix $(TOP)/,$(LIB_SRC))
+	cd $(BUILD)/lib && $(CC) $(filter-out -Wl%,$(CFLAGS_USER)) -c $(addprefix $(TOP)/,$(LIB_SRC))
 	$(AR) rcs $@ $(patsubst %.c,$(BUILD)/lib/%.o,$(notdir $(LIB_SRC)))
 
 $(BUILD)/libhbmguard.so: $(LIB_SRC) $(LIB_HDR) daemon/libhbmguard/libhbmguard.map
