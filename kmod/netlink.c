@@ -717,8 +717,8 @@ static int restore_nests(struct restore_req *q)
 		}
 		if (q->n < q->cap)
 			q->x[q->n] = (struct hbm_page_range){
-				.first = offset >> q->dev->page_shift,
-				.nr = length >> q->dev->page_shift,
+				.first = offset >> q->page_shift,
+				.nr = length >> q->page_shift,
 				.op = tb[HBMGUARD_A_STATE] &&
 				      nla_get_u32(tb[HBMGUARD_A_STATE]) == HBMGUARD_STATE_PENDING ?
 				      HBM_OP_PENDING : HBM_OP_RETIRE,
