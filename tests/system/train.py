@@ -55,6 +55,11 @@ which, the other node's launcher given the same run: torchrun starts the
 node's ranks (ranks node_rank * world / nnodes and up), rendezvousing at
 --master-addr; the fault goes in on the node where its device's rank runs.
 
+The fault goes in once --fault-step steps were committed, and the faulted
+rank waits for it (launcher_ran()) before its next step, which so touches
+the lost page: a fault that landed after that step's closure would have the
+rank recover without having touched it.
+
 --light has the launcher fork light ranks instead (light_worker()): no
 torch, no model, the hbmguard package alone; for the checks of the
 daemons' escalations, which ask who aborts and why, not what the weights
@@ -351,6 +356,12 @@ def worker(args, rank, attempt):
             if args.rotate:
                 guard.closure_steps = turn == 3
             commits = not (guarded and not guard.closure_steps)
+            # the fault in before this rank's step touches its memory: else
+            # it could land while the rank waits in the Guard's all_reduce,
+            # its closure done, and another rank see the PAUSE (lost_pages
+            # 0, once in a CI run)
+            if args.fault_step and step == args.fault_step and rank == fault_rank(args):
+                launcher_ran(args.out, step)
             g = torch.Generator().manual_seed((args.seed * 1000 + step) * args.world + rank)
             x = torch.randn(32, 64, generator=g)
             with torch.no_grad():
@@ -754,10 +765,14 @@ def spawn(args, attempt):
     return [Rank(args, rank, attempt) for rank in range(args.world)]
 
 
+def fault_rank(args):
+    """The rank whose device (simN, rank N's) the fault is on."""
+    return int(args.fault.split(":")[0][len("sim"):])
+
+
 def fault_here(args):
-    """Whether the fault's device (simN, rank N's) is on this node."""
-    rank = int(args.fault.split(":")[0][len("sim"):])
-    return rank * args.nnodes // args.world == args.node_rank
+    """Whether the fault's device is on this node."""
+    return fault_rank(args) * args.nnodes // args.world == args.node_rank
 
 
 def committed(out):
@@ -818,7 +833,7 @@ def launch(args):
                 step >= args.stop_daemon_step:
             subprocess.run(["systemctl", "stop", "hbmguardd"], check=True)
             result["daemon_stop"] = time.time()
-        if args.light and step > ran_at:        # the light ranks wait for it
+        if step > ran_at:       # the light ranks and the faulted one wait for it
             with open(os.path.join(args.out, "launcher_ran.tmp"), "w") as f:
                 f.write("%d" % step)
             os.replace(os.path.join(args.out, "launcher_ran.tmp"),
