@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 #
-#   make            the module (against KDIR) and the userspace programs
+#   make            the module (against KDIR) and the programs make install installs
 #   make check      install what is missing, build everything, run every tier
 #   make check-debug tier 2 again on a debug kernel (KASAN, lockdep, kmemleak...),
 #                   alone (make check runs it beside the other guests)
@@ -37,7 +37,13 @@ VERSION_DEF := -DHBM_VERSION='"$(VERSION)"'
 # bound then.
 HARDEN := -fstack-protector-strong -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2 -Wformat \
 	-Werror=format-security -Wl,-z,relro -Wl,-z,now
-CFLAGS_USER := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -g $(HARDEN) \
+# A packager's own (dpkg-buildflags' CPPFLAGS, CFLAGS and LDFLAGS, from the
+# environment or the command line) come after, so that theirs win:
+# -ffile-prefix-map for a reproducible build, a later release's
+# _FORTIFY_SOURCE=3 (ours undefined first: a redefinition is an error here).
+PACKAGER_FLAGS := $(if $(filter -D_FORTIFY_SOURCE%,$(CPPFLAGS) $(CFLAGS)),-U_FORTIFY_SOURCE) \
+	$(CPPFLAGS) $(CFLAGS) $(LDFLAGS)
+CFLAGS_USER := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -g $(HARDEN) $(PACKAGER_FLAGS) \
 	-I$(TOP)/uapi -I$(TOP)/kmod -I$(TOP)/daemon
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 # float-cast-overflow: a double out of an integer's range converted to it
@@ -85,14 +91,14 @@ CLUSTER_HDR := daemon/cluster.h daemon/etcd.h daemon/curl_dl.h daemon/dl.h daemo
 	daemon/config.h daemon/timespan.h daemon/ctl.h
 KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 
-.PHONY: all module modules-all userspace check check-host check-unit check-unit-plain \
+.PHONY: all module modules-all programs userspace check check-host check-unit check-unit-plain \
 	check-unit-san check-unit-san-apart check-unit-san-rest check-config-keys check-cli \
 	check-ynl check-readme check-unitfile check-install \
 	check-shape check-cluster check-kernel check-debug check-system check-after-deps bench demo \
 	clean-module FORCE \
 	deps install install-dkms clean
 
-all: module userspace
+all: module programs
 
 deps:
 	@$(TOP)/scripts/deps.sh
@@ -159,8 +165,10 @@ $(BUILD)/hbmguard.pc: daemon/libhbmguard/hbmguard.pc.in
 	@mkdir -p $(@D)
 	sed 's|@PREFIX@|$(PREFIX)|' $< >$@
 
-userspace: $(BUILD)/libhbmguard.a $(BUILD)/libhbmguard.so $(BUILD)/hbmguard.pc \
-	$(BUILD)/hbmguardd $(BUILD)/hbmctl $(BUILD)/unit $(BUILD)/unit-san $(BUILD)/guest/hbmtest \
+# What make install lays down; userspace adds the tests' and the bench's.
+programs: $(BUILD)/libhbmguard.a $(BUILD)/libhbmguard.so $(BUILD)/hbmguard.pc \
+	$(BUILD)/hbmguardd $(BUILD)/hbmctl
+userspace: programs $(BUILD)/unit $(BUILD)/unit-san $(BUILD)/guest/hbmtest \
 	$(BUILD)/guest/hbmnl $(BUILD)/guest/hbmrank $(BUILD)/bench-core $(BUILD)/guest/hbmbench \
 	$(BUILD)/guest/hbmrankbench $(BUILD)/cluster-agent $(BUILD)/cluster-unwatch
 
@@ -227,7 +235,7 @@ NVML_INC := $(CACHE)/nvml/include
 NVML_H := $(NVML_INC)/nvml.h
 NVML_SRC := daemon/nvml_source.c daemon/nvml_source.h daemon/nvml_facts.c daemon/nvml_facts.h
 .PHONY: gpu-bundle check-nvml-view
-userspace: $(BUILD)/hbmnvml
+programs: $(BUILD)/hbmnvml
 $(NVML_H):
 	$(TOP)/scripts/deps.sh nvml
 
@@ -513,7 +521,7 @@ PYTHON_SITE ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PR
 
 # DESTDIR-aware.  depmod and ldconfig run only when installing into the
 # running system.
-install: module userspace
+install: module programs
 	$(MAKE) -C $(KDIR) M=$(TOP) INSTALL_MOD_PATH=$(DESTDIR) INSTALL_MOD_DIR=updates \
 		DEPMOD=/bin/true modules_install
 	[ -n "$(DESTDIR)" ] || depmod -a $$($(MAKE) -s -C $(KDIR) kernelrelease)

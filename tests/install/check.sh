@@ -59,5 +59,23 @@ sys.exit(sys.argv[1] + "/usr/local/lib/libhbmguard.so.0" not in open("/proc/self
 ' "$local_dest" ) ||
 		{ echo "default prefix: the package does not load the library installed beside it" >&2; fail=1; }
 fi
-[ $fail = 0 ] && echo "install: $files files in place, module $(basename "$(dirname "$(dirname "$ko")")"); default prefix: python3 and the loader find it"
+
+# A package's build (a build directory of its own, the packager's flags as
+# dpkg-buildflags gives them, a later release's _FORTIFY_SOURCE): what is
+# installed alone is built, none of the tests' programs, and no file carries
+# the tree's path (-ffile-prefix-map: the same package from any tree).
+pkg_build=$(mktemp -d) pkg_dest=$(mktemp -d)
+trap 'rm -rf "$dest" "$local_dest" "$pkg_build" "$pkg_dest"; make -s -C "$TOP" clean-module >/dev/null 2>&1 || true' EXIT
+make -s -C "$TOP" clean-module >/dev/null
+make -s -C "$TOP" install DESTDIR="$pkg_dest" PREFIX=/usr BUILD="$pkg_build" \
+	CPPFLAGS="-Wdate-time -D_FORTIFY_SOURCE=3" CFLAGS="-g -O2 -ffile-prefix-map=$TOP=." \
+	LDFLAGS="-Wl,-z,relro -Wl,-z,now" >/dev/null
+for t in unit unit-san bench-core guest cluster-agent; do
+	[ ! -e "$pkg_build/$t" ] || { echo "make install built a test's program: $t" >&2; fail=1; }
+done
+for f in usr/sbin/hbmguardd usr/sbin/hbmctl usr/sbin/hbmnvml usr/lib/libhbmguard.so.0 \
+	usr/lib/libhbmguard.a; do
+	! grep -qF "$TOP" "$pkg_dest/$f" || { echo "/$f holds the build tree's path" >&2; fail=1; }
+done
+[ $fail = 0 ] && echo "install: $files files in place, module $(basename "$(dirname "$(dirname "$ko")")"); default prefix: python3 and the loader find it; a package's build: the programs alone, no build path in them"
 exit $fail
