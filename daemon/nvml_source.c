@@ -211,6 +211,7 @@ struct hbm_nvml {
 	bool reader_start_said;	/* it could not be started, and that was said */
 	uint32_t reader_gen;	/* the reader's: moves on when one ended unasked */
 	atomic_int reader_ended;	/* its errno when it ended unasked: reader_gone() */
+	bool reader_asked;	/* a reread queued a GPU since the reader last took one */
 	/* the loop's view: the GPU whose read began and did not come back, or -1 */
 	long reading;
 	uint64_t reads_begun;
@@ -845,17 +846,43 @@ int hbm_nvml_events_start(struct hbm_nvml *h)
 }
 
 /*
+ * A record of the reader's for GPU @i could not be sent (@err): at close
+ * (the socket shut), or ENOBUFS, ENOMEM.  The GPU goes back to the queue,
+ * for the next reader.  Whether the reader ends, under the lock that
+ * hbm_nvml_reread() queues under: not while a reread queued a GPU since it
+ * last took one (that reread found it running and started none: it tries
+ * again instead, once a reread); else it ends, and the loop learns of it
+ * from the flag (reader_gone()), set under the lock so that a reread that
+ * queues after it sees it and starts another.
+ */
+static bool reader_ends(struct hbm_nvml *h, size_t i, int err)
+{
+	bool ends;
+
+	pthread_mutex_lock(&h->lock);
+	if (!h->queued[i]) {
+		h->queue[(h->head + h->len) % h->nr] = i;
+		h->len++;
+		h->queued[i] = true;
+	}
+	ends = !h->reader_asked || h->reader_stop;
+	h->reader_asked = false;
+	if (ends)
+		atomic_store(&h->reader_ended, err ? err : EIO);
+	pthread_mutex_unlock(&h->lock);
+	return ends;	/* the thread's last act when true: reader_gone() joins it */
+}
+
+/*
  * The one reader: a queued GPU at a time, read and handed to the loop
  * (see the top of this file).  Ends when told to, or when a record cannot
- * be sent: the loop's end of the socket shut (close), or the socket out of
- * buffers (then reader_gone(), in the loop).
+ * be sent and no reread counts on it (reader_ends()).
  */
 static void *reader(void *arg)
 {
 	struct hbm_nvml *h = arg;
 	uint32_t gen = h->reader_gen;	/* the loop's, set before it started */
 	size_t i;
-	int err;
 
 	for (;;) {
 		struct rec rec = { .kind = REC_READING, .gen = gen };
@@ -872,11 +899,13 @@ static void *reader(void *arg)
 		h->head = (h->head + 1) % h->nr;
 		h->len--;
 		h->queued[i] = false;	/* an event from now on queues it again */
+		h->reader_asked = false;
 		pthread_mutex_unlock(&h->lock);
 		rec.gpu = (int32_t)i;
 		if (send(h->pair[1], &rec, sizeof(rec), MSG_NOSIGNAL) != sizeof(rec)) {
-			err = errno;
-			goto ended;
+			if (reader_ends(h, i, errno))
+				break;
+			continue;
 		}
 		rd = calloc(1, sizeof(*rd));	/* NULL: the loop says so */
 		if (rd) {
@@ -890,29 +919,15 @@ static void *reader(void *arg)
 		rec.kind = REC_READ;
 		rec.rd = rd;
 		if (send(h->pair[1], &rec, sizeof(rec), MSG_NOSIGNAL) != sizeof(rec)) {
-			err = errno;	/* a datagram is sent whole or not at all */
+			int err = errno;	/* a datagram is sent whole or not at all */
+
 			if (rd)
 				hbm_nvml_report_free(&rd->r);
 			free(rd);
-			goto ended;
+			if (reader_ends(h, i, err))
+				break;
 		}
 	}
-	return NULL;
-ended:
-	/*
-	 * Its record could not be sent: at close (the socket shut), or
-	 * ENOBUFS, ENOMEM.  The GPU goes back to the queue, for the next
-	 * reader; the loop learns of it from the flag (reader_gone()), the
-	 * last thing this thread does.
-	 */
-	pthread_mutex_lock(&h->lock);
-	if (!h->queued[i]) {
-		h->queue[(h->head + h->len) % h->nr] = i;
-		h->len++;
-		h->queued[i] = true;
-	}
-	pthread_mutex_unlock(&h->lock);
-	atomic_store(&h->reader_ended, err ? err : EIO);
 	return NULL;
 }
 
@@ -950,11 +965,12 @@ int hbm_nvml_reread(struct hbm_nvml *h, size_t i)
 		return -ENODEV;
 	if (h->pair[0] < 0)
 		return -ENOTCONN;	/* no fd to answer on: no events started */
-	reader_gone(h);
 	/*
 	 * Queued before a reader is started, so that what is said is what
 	 * was found: a reader started first could take a GPU an ended one
-	 * had queued again before it was looked at.
+	 * had queued again before it was looked at.  A reader whose send
+	 * fails after this does not end (reader_ends()); one that ended
+	 * before it has said so under the same lock, and is joined next.
 	 */
 	pthread_mutex_lock(&h->lock);
 	queued = h->queued[i];
@@ -964,7 +980,9 @@ int hbm_nvml_reread(struct hbm_nvml *h, size_t i)
 		h->queued[i] = true;
 		pthread_cond_signal(&h->wake);
 	}
+	h->reader_asked = true;
 	pthread_mutex_unlock(&h->lock);
+	reader_gone(h);
 	if (!h->reader_running) {
 		/* tried again at each reread, said once until it starts */
 		err = start_thread(h, &h->reader, reader, "hbm-nvml-read", &h->reader_start_said);

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <linux/sockios.h>
 
 #include "core.h"
@@ -839,6 +841,55 @@ START_TEST(reader_send_fails)
 	}
 	ck_assert_int_eq(heard.nr_lines, 2);
 	ck_assert_int_eq(heard.prio[1], LOG_ERR);
+	done(h);
+}
+END_TEST
+
+/*
+ * send() as this program's code calls it: the system call, but for the
+ * reader thread's next one when a test asks it to fail (ENOBUFS, what a
+ * socket out of memory answers: the one failure that passes).
+ */
+static atomic_int reader_sends_to_fail;
+
+ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+	char name[16];
+
+	if (atomic_load(&reader_sends_to_fail) > 0 &&
+	    !pthread_getname_np(pthread_self(), name, sizeof(name)) &&
+	    !strcmp(name, "hbm-nvml-read") && atomic_fetch_sub(&reader_sends_to_fail, 1) > 0) {
+		errno = ENOBUFS;
+		return -1;
+	}
+	return syscall(SYS_sendto, fd, buf, len, flags, NULL, 0);
+}
+
+/*
+ * A reread while the reader is busy starts no reader: the reader has one.
+ * If that reader's send then fails, it tries again rather than ending, and
+ * reads what was asked: else nothing would until the next reread.  Here
+ * the A100 is asked while the H200's read hangs, and the H200's read is
+ * then lost to a send that fails once: both GPUs' facts come, in queue
+ * order, and no line says the reader ended.
+ */
+START_TEST(reader_send_fails_asked)
+{
+	struct hbm_nvml *h;
+	int fd;
+
+	scenario("hang 10 1 1000\nevent 20 1 dbe\n", true);
+	h = open_listening(&fd);
+	DISPATCH_UNTIL(fd, ck_assert_int_eq(hbm_nvml_dispatch(h), 0), heard.nr_ev >= 1);
+	ck_assert_int_eq(hbm_nvml_reread(h, 1), 1);
+	DISPATCH_UNTIL(fd, ck_assert_int_eq(hbm_nvml_dispatch(h), 0), outstanding(h, 1));
+	atomic_store(&reader_sends_to_fail, 1);	/* the H200's read, once it comes */
+	ck_assert_int_eq(hbm_nvml_reread(h, 0), 1);	/* queued: a reader runs */
+	DISPATCH_UNTIL(fd, ck_assert_int_eq(hbm_nvml_dispatch(h), 0), heard.nr_counts == 2);
+	ck_assert_int_eq(atomic_load(&reader_sends_to_fail), 0);
+	ck_assert_str_eq(heard.counts[0].uuid, UUID0);
+	ck_assert_str_eq(heard.counts[1].uuid, UUID1);
+	ck_assert_int_eq(heard.nr_lines, 0);
 	done(h);
 }
 END_TEST
@@ -1676,6 +1727,7 @@ Suite *nvml_suite(void)
 	tcase_add_test(tc, reread_by_the_reader);
 	tcase_add_test(tc, reread_finds_lost);
 	tcase_add_test(tc, reader_send_fails);
+	tcase_add_test(tc, reader_send_fails_asked);
 	tcase_add_test(tc, close_with_reads_unread);
 	tcase_add_test(tc, close_while_reading);
 	tcase_add_loop_test(tc, error_paths, 0, sizeof(errors) / sizeof(errors[0]));
