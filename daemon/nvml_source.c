@@ -120,6 +120,8 @@
  * within systemd's default TimeoutStopSec (90 s, systemd-system.conf(5)).
  */
 #define JOIN_MS 5000
+/* How long the reader waits before it sends again into a socket out of memory. */
+#define RESEND_MS 100
 /* The most lines one read logs: each of its calls fails once at most (5). */
 #define READ_LINES 8
 /* One line, said (say()) or noted by a thread for the loop to say (note()). */
@@ -211,7 +213,6 @@ struct hbm_nvml {
 	bool reader_start_said;	/* it could not be started, and that was said */
 	uint32_t reader_gen;	/* the reader's: moves on when one ended unasked */
 	atomic_int reader_ended;	/* its errno when it ended unasked: reader_gone() */
-	bool reader_asked;	/* a reread queued a GPU since the reader last took one */
 	/* the loop's view: the GPU whose read began and did not come back, or -1 */
 	long reading;
 	uint64_t reads_begun;
@@ -846,29 +847,33 @@ int hbm_nvml_events_start(struct hbm_nvml *h)
 }
 
 /*
- * A record of the reader's for GPU @i could not be sent (@err): at close
- * (the socket shut), or ENOBUFS, ENOMEM.  The GPU goes back to the queue,
- * for the next reader.  Whether the reader ends, under the lock that
- * hbm_nvml_reread() queues under: not while a reread queued a GPU since it
- * last took one (that reread found it running and started none: it tries
- * again instead, once a reread); else it ends, and the loop learns of it
- * from the flag (reader_gone()), set under the lock so that a reread that
- * queues after it sees it and starts another.
+ * A record of the reader's for GPU @i could not be sent (@err); the GPU goes
+ * back to the queue.  ENOBUFS, ENOMEM: the socket is out of memory for now,
+ * and the reader tries again RESEND_MS later (or at a reread's wake-up),
+ * rather than end: a reread that found it running started no other, and
+ * what it asked would wait for the next reread.  Anything else (EPIPE: the
+ * loop's end shut, at close) ends it, with the flag set under the lock that
+ * hbm_nvml_reread() queues under, so that a reread after it starts another.
  */
 static bool reader_ends(struct hbm_nvml *h, size_t i, int err)
 {
-	bool ends;
+	bool ends = err != ENOBUFS && err != ENOMEM;
+	struct timespec until;
 
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_nsec += RESEND_MS * 1000000L;
+	until.tv_sec += until.tv_nsec / 1000000000L;
+	until.tv_nsec %= 1000000000L;
 	pthread_mutex_lock(&h->lock);
 	if (!h->queued[i]) {
 		h->queue[(h->head + h->len) % h->nr] = i;
 		h->len++;
 		h->queued[i] = true;
 	}
-	ends = !h->reader_asked || h->reader_stop;
-	h->reader_asked = false;
 	if (ends)
 		atomic_store(&h->reader_ended, err ? err : EIO);
+	else if (!h->reader_stop)
+		pthread_cond_clockwait(&h->wake, &h->lock, CLOCK_MONOTONIC, &until);
 	pthread_mutex_unlock(&h->lock);
 	return ends;	/* the thread's last act when true: reader_gone() joins it */
 }
@@ -876,7 +881,7 @@ static bool reader_ends(struct hbm_nvml *h, size_t i, int err)
 /*
  * The one reader: a queued GPU at a time, read and handed to the loop
  * (see the top of this file).  Ends when told to, or when a record cannot
- * be sent and no reread counts on it (reader_ends()).
+ * be sent for good (reader_ends()).
  */
 static void *reader(void *arg)
 {
@@ -899,7 +904,6 @@ static void *reader(void *arg)
 		h->head = (h->head + 1) % h->nr;
 		h->len--;
 		h->queued[i] = false;	/* an event from now on queues it again */
-		h->reader_asked = false;
 		pthread_mutex_unlock(&h->lock);
 		rec.gpu = (int32_t)i;
 		if (send(h->pair[1], &rec, sizeof(rec), MSG_NOSIGNAL) != sizeof(rec)) {
@@ -968,9 +972,9 @@ int hbm_nvml_reread(struct hbm_nvml *h, size_t i)
 	/*
 	 * Queued before a reader is started, so that what is said is what
 	 * was found: a reader started first could take a GPU an ended one
-	 * had queued again before it was looked at.  A reader whose send
-	 * fails after this does not end (reader_ends()); one that ended
-	 * before it has said so under the same lock, and is joined next.
+	 * had queued again before it was looked at.  A reader that ended
+	 * before this said so under the same lock: it is joined next, and
+	 * another started.
 	 */
 	pthread_mutex_lock(&h->lock);
 	queued = h->queued[i];
@@ -980,7 +984,6 @@ int hbm_nvml_reread(struct hbm_nvml *h, size_t i)
 		h->queued[i] = true;
 		pthread_cond_signal(&h->wake);
 	}
-	h->reader_asked = true;
 	pthread_mutex_unlock(&h->lock);
 	reader_gone(h);
 	if (!h->reader_running) {
