@@ -40,8 +40,9 @@ HARDEN := -fstack-protector-strong -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2 -Wforma
 # A packager's own (dpkg-buildflags' CPPFLAGS, CFLAGS and LDFLAGS, from the
 # environment or the command line) come after, so that theirs win:
 # -ffile-prefix-map for a reproducible build, a later release's
-# _FORTIFY_SOURCE=3 (ours undefined first: a redefinition is an error here).
-PACKAGER_FLAGS := $(if $(filter -D_FORTIFY_SOURCE%,$(CPPFLAGS) $(CFLAGS)),-U_FORTIFY_SOURCE) \
+# _FORTIFY_SOURCE=3 (ours undefined first where theirs name it, -Wp,-D...
+# too: a redefinition is an error here).
+PACKAGER_FLAGS := $(if $(findstring _FORTIFY_SOURCE,$(CPPFLAGS) $(CFLAGS)),-U_FORTIFY_SOURCE) \
 	$(CPPFLAGS) $(CFLAGS) $(LDFLAGS)
 CFLAGS_USER := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -g $(HARDEN) $(PACKAGER_FLAGS) \
 	-I$(TOP)/uapi -I$(TOP)/kmod -I$(TOP)/daemon
@@ -388,8 +389,12 @@ check-debug: $(foreach p,$(KERNEL_PARTS),check-kernel-debug-$(p))
 # boots of tests/system/run.sh and, beside them, the DDP job's.  Each installs
 # the tree (make install), so all of userspace is built before either starts.
 SYSTEM_KVER := $(firstword $(DEB_KVERS))
-SYSTEM_DEPS := userspace system-rootfs $(BUILD)/guest/hbmnl \
-	$(BUILD)/$(SYSTEM_KVER)/testmods/hbm_test_provider.ko $(BUILD)/nvml/nodes/libnvidia-ml.so.1
+# What tests/system/run.sh puts in its guest beside what make install does
+# (the test modules hbm_fake_nvdev.ko among them): make bench's and make
+# demo's guests too.
+SYSTEM_GUEST := $(BUILD)/guest/hbmnl $(BUILD)/$(SYSTEM_KVER)/testmods/hbm_test_provider.ko \
+	$(BUILD)/nvml/nodes/libnvidia-ml.so.1
+SYSTEM_DEPS := userspace system-rootfs $(SYSTEM_GUEST)
 system-rootfs:
 	@$(TOP)/scripts/rootfs.sh $(SYSTEM_KVER) >/dev/null
 check-system: check-system-boots check-system-ddp
@@ -503,12 +508,12 @@ check-after-deps:
 bench: deps
 	@$(MAKE) --no-print-directory $(BUILD)/bench-core modules-all $(BUILD)/guest/hbmbench \
 		$(BUILD)/guest/hbmnl $(BUILD)/guest/hbmrankbench $(BUILD)/guest/hbmctl $(BUILD)/hbmguardd \
-		$(BUILD)/guest/hbmstatebench $(BUILD)/cluster-agent
+		$(BUILD)/guest/hbmstatebench $(BUILD)/cluster-agent $(SYSTEM_GUEST)
 	@$(TOP)/tests/bench/run.sh
 
 demo:
 	@$(TOP)/scripts/deps.sh demo
-	@$(MAKE) --no-print-directory $(BUILD)/guest/hbmnl
+	@$(MAKE) --no-print-directory $(SYSTEM_GUEST)
 	@$(TOP)/scripts/demo.sh
 
 # Where Debian's python3 looks for the package (its sysconfig's schemes,

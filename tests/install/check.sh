@@ -60,11 +60,14 @@ sys.exit(sys.argv[1] + "/usr/local/lib/libhbmguard.so.0" not in open("/proc/self
 		{ echo "default prefix: the package does not load the library installed beside it" >&2; fail=1; }
 fi
 
-# A package's build (a build directory of its own, the packager's flags as
-# dpkg-buildflags gives them, a later release's _FORTIFY_SOURCE): what is
-# installed alone is built, none of the tests' programs, and no file carries
-# the tree's path (-ffile-prefix-map: the same package from any tree).
-pkg_build=$(mktemp -d) pkg_dest=$(mktemp -d)
+# A package's build (a build directory of its own in the tree, as a
+# package's is, the packager's flags as dpkg-buildflags gives them, a later
+# release's _FORTIFY_SOURCE): what is installed alone is built, none of the
+# tests' programs, and no program or library carries the tree's path
+# (-ffile-prefix-map: the same package from any tree; the module is kbuild's
+# and DKMS's, built on the node).
+mkdir -p "$TOP/build"
+pkg_build=$(mktemp -d "$TOP/build/package.XXXXXX") pkg_dest=$(mktemp -d)
 trap 'rm -rf "$dest" "$local_dest" "$pkg_build" "$pkg_dest"; make -s -C "$TOP" clean-module >/dev/null 2>&1 || true' EXIT
 make -s -C "$TOP" clean-module >/dev/null
 make -s -C "$TOP" install DESTDIR="$pkg_dest" PREFIX=/usr BUILD="$pkg_build" \
@@ -77,5 +80,5 @@ for f in usr/sbin/hbmguardd usr/sbin/hbmctl usr/sbin/hbmnvml usr/lib/libhbmguard
 	usr/lib/libhbmguard.a; do
 	! grep -qF "$TOP" "$pkg_dest/$f" || { echo "/$f holds the build tree's path" >&2; fail=1; }
 done
-[ $fail = 0 ] && echo "install: $files files in place, module $(basename "$(dirname "$(dirname "$ko")")"); default prefix: python3 and the loader find it; a package's build: the programs alone, no build path in them"
+[ $fail = 0 ] && echo "install: $files files in place, module $(basename "$(dirname "$(dirname "$ko")")"); default prefix: python3 and the loader find it; a package's build: the programs alone, no build path in them or the libraries"
 exit $fail

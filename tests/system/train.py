@@ -361,7 +361,7 @@ def worker(args, rank, attempt):
             # its closure done, and another rank see the PAUSE (lost_pages
             # 0, once in a CI run)
             if args.fault_step and step == args.fault_step and rank == fault_rank(args):
-                launcher_ran(args.out, step)
+                launcher_ran(args.out, step, args.wall)
             g = torch.Generator().manual_seed((args.seed * 1000 + step) * args.world + rank)
             x = torch.randn(32, 64, generator=g)
             with torch.no_grad():
@@ -520,8 +520,12 @@ class LightBarrier:
         return got[0]
 
 
-def launcher_ran(out, step):
-    """Until this node's launcher ran what is due at step (launch())."""
+def launcher_ran(out, step, wall):
+    """Until this node's launcher ran what is due at step (launch()); a
+    launcher that never does (it failed: a fault's injection) ends the rank
+    after wall seconds, which the others meet as a failed collective, rather
+    than have it wait for good."""
+    until = time.monotonic() + wall
     while True:
         try:
             with open(os.path.join(out, "launcher_ran")) as f:
@@ -529,6 +533,9 @@ def launcher_ran(out, step):
                     return
         except (OSError, ValueError):
             pass
+        if time.monotonic() > until:
+            raise RuntimeError("the launcher has not run step %d's hooks in %.0f s" %
+                               (step, wall))
         time.sleep(0.01)
 
 
@@ -620,7 +627,7 @@ def light_worker(args, rank):
             if progress:
                 progress.write("%.6f,%d,0,%d\n" % (time.time(), step + 1, rerun))
                 progress.flush()
-            launcher_ran(args.out, step + 1)
+            launcher_ran(args.out, step + 1, args.wall)
     except LightAborted as e:
         end_aborted(args.out, rank, e)
     report = {"pid": os.getpid(), "uid": os.getuid(), "aborted": None, "steps": args.steps,
