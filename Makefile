@@ -92,7 +92,7 @@ CLUSTER_HDR := daemon/cluster.h daemon/etcd.h daemon/curl_dl.h daemon/dl.h daemo
 	daemon/config.h daemon/timespan.h daemon/ctl.h
 KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 
-.PHONY: all module modules-all programs userspace check check-host check-unit check-unit-plain \
+.PHONY: all module modules-all programs userspace system-guest check check-host check-unit check-unit-plain \
 	check-unit-san check-unit-san-apart check-unit-san-rest check-config-keys check-cli \
 	check-ynl check-readme check-unitfile check-install \
 	check-shape check-cluster check-kernel check-debug check-system check-after-deps bench demo \
@@ -395,6 +395,9 @@ SYSTEM_KVER := $(firstword $(DEB_KVERS))
 SYSTEM_GUEST := $(BUILD)/guest/hbmnl $(BUILD)/$(SYSTEM_KVER)/testmods/hbm_test_provider.ko \
 	$(BUILD)/nvml/nodes/libnvidia-ml.so.1
 SYSTEM_DEPS := userspace system-rootfs $(SYSTEM_GUEST)
+# By name, for a make started after deps.sh installed the headers: the
+# kernel in these paths is read when make starts (make bench, make demo).
+system-guest: $(SYSTEM_GUEST)
 system-rootfs:
 	@$(TOP)/scripts/rootfs.sh $(SYSTEM_KVER) >/dev/null
 check-system: check-system-boots check-system-ddp
@@ -508,12 +511,12 @@ check-after-deps:
 bench: deps
 	@$(MAKE) --no-print-directory $(BUILD)/bench-core modules-all $(BUILD)/guest/hbmbench \
 		$(BUILD)/guest/hbmnl $(BUILD)/guest/hbmrankbench $(BUILD)/guest/hbmctl $(BUILD)/hbmguardd \
-		$(BUILD)/guest/hbmstatebench $(BUILD)/cluster-agent $(SYSTEM_GUEST)
+		$(BUILD)/guest/hbmstatebench $(BUILD)/cluster-agent system-guest
 	@$(TOP)/tests/bench/run.sh
 
 demo:
 	@$(TOP)/scripts/deps.sh demo
-	@$(MAKE) --no-print-directory $(SYSTEM_GUEST)
+	@$(MAKE) --no-print-directory system-guest
 	@$(TOP)/scripts/demo.sh
 
 # Where Debian's python3 looks for the package (its sysconfig's schemes,

@@ -925,6 +925,9 @@ static void *reader(void *arg)
 		if (send(h->pair[1], &rec, sizeof(rec), MSG_NOSIGNAL) != sizeof(rec)) {
 			int err = errno;	/* a datagram is sent whole or not at all */
 
+			/* the next try says it lost without asking NVML again */
+			if (rd && rd->lost)
+				atomic_store(&h->gpus[i].gone, true);
 			if (rd)
 				hbm_nvml_report_free(&rd->r);
 			free(rd);

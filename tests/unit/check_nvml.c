@@ -808,8 +808,8 @@ START_TEST(close_with_reads_unread)
 END_TEST
 
 /*
- * A reader whose read cannot be handed over (its send fails, as on ENOBUFS;
- * here the loop's end shut for reading, so the send fails EPIPE) ends: the
+ * A reader whose read cannot be handed over for good (its send fails
+ * EPIPE: here the loop's end shut for reading, as at close) ends: the
  * loop says it once, at LOG_ERR, its read is no longer out (no false slow
  * warning), and the next reread starts a new reader (the GPU waits in the
  * queue again).  The poll bound is only against a hang.
