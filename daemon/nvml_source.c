@@ -846,6 +846,17 @@ int hbm_nvml_events_start(struct hbm_nvml *h)
 	return err ? err : h->pair[0];
 }
 
+/* GPU @i into the reader's queue unless it waits there: whether it was put. */
+static bool queue_gpu(struct hbm_nvml *h, size_t i)
+{
+	if (h->queued[i])
+		return false;
+	h->queue[(h->head + h->len) % h->nr] = i;
+	h->len++;
+	h->queued[i] = true;
+	return true;
+}
+
 /*
  * A record of the reader's for GPU @i could not be sent (@err); the GPU goes
  * back to the queue.  ENOBUFS, ENOMEM: the socket is out of memory for now,
@@ -865,11 +876,7 @@ static bool reader_ends(struct hbm_nvml *h, size_t i, int err)
 	until.tv_sec += until.tv_nsec / 1000000000L;
 	until.tv_nsec %= 1000000000L;
 	pthread_mutex_lock(&h->lock);
-	if (!h->queued[i]) {
-		h->queue[(h->head + h->len) % h->nr] = i;
-		h->len++;
-		h->queued[i] = true;
-	}
+	queue_gpu(h, i);
 	if (ends)
 		atomic_store(&h->reader_ended, err ? err : EIO);
 	else if (!h->reader_stop)
@@ -980,13 +987,9 @@ int hbm_nvml_reread(struct hbm_nvml *h, size_t i)
 	 * another started.
 	 */
 	pthread_mutex_lock(&h->lock);
-	queued = h->queued[i];
-	if (!queued) {
-		h->queue[(h->head + h->len) % h->nr] = i;
-		h->len++;
-		h->queued[i] = true;
+	queued = !queue_gpu(h, i);
+	if (!queued)
 		pthread_cond_signal(&h->wake);
-	}
 	pthread_mutex_unlock(&h->lock);
 	reader_gone(h);
 	if (!h->reader_running) {
