@@ -405,6 +405,13 @@ static void arm(struct nvml_facts *s, sd_event_source **timer, uint64_t at,
 	}
 }
 
+/* @at into @next, the earliest time a timer is needed for (0: none yet). */
+static void sooner(uint64_t *next, uint64_t at)
+{
+	if (!*next || at < *next)
+		*next = at;
+}
+
 /*
  * A GPU's DBE or HBM Xid (48, 63, 64, 154...) means the driver may have
  * retired a page, has one pending, remapped a row or failed to: its tables
@@ -414,24 +421,32 @@ static void arm(struct nvml_facts *s, sd_event_source **timer, uint64_t at,
  * dozen NVML calls, made by nvml_source.c's reader thread and handed back
  * through the events' fd; a DBE storm must not make one per event: a GPU
  * is read at most once per NVML_REREAD_NS, a read put off is asked for by
- * a timer when its time comes (without a loop, at a later dispatch).
+ * a timer when its time comes (without a loop, at a later dispatch); so is
+ * a read whose reader thread could not start (pthread_create() failed: the
+ * GPU waits in the reader's queue for a reader, which only a reread starts,
+ * and the GPU's next event may never come).
  */
 static void reread_stale(struct nvml_facts *s)
 {
 	uint64_t now = hbm_monotonic_ns(), next = 0;
 	size_t i;
+	int err;
 
 	for (i = 0; i < hbm_nvml_count(s->h); i++) {
 		if (!s->stale[i])
 			continue;
 		if (s->read_at[i] && now - s->read_at[i] < NVML_REREAD_NS) {
-			if (!next || s->read_at[i] + NVML_REREAD_NS < next)
-				next = s->read_at[i] + NVML_REREAD_NS;
+			sooner(&next, s->read_at[i] + NVML_REREAD_NS);
 			continue;
 		}
 		s->stale[i] = false;
 		s->read_at[i] = now;
-		hbm_nvml_reread(s->h, i);	/* a GPU gone: not read, nothing to say */
+		err = hbm_nvml_reread(s->h, i);	/* a GPU gone: not read, nothing to say */
+		if (err < 0 && err != -ENODEV && err != -ENOTCONN) {
+			/* no reader (said): asked again, not left to the next event */
+			s->stale[i] = true;
+			sooner(&next, now + NVML_REREAD_NS);
+		}
 	}
 	if (next)
 		arm(s, &s->timer, next, on_reread_timer, "a GPU's tables: read at its next event");

@@ -7,6 +7,7 @@
  */
 #include <check.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -18,7 +19,6 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <linux/sockios.h>
 
 #include "core.h"
@@ -846,14 +846,16 @@ START_TEST(reader_send_fails)
 END_TEST
 
 /*
- * send() as this program's code calls it: the system call, but for the
- * reader thread's next ones when a test asks them to fail (ENOBUFS, what
- * a socket out of memory answers, for now).
+ * send() as this program's code calls it: the next one in the lookup order
+ * (libc's, or under ASan its interceptor, which checks the buffer), but for
+ * the reader thread's next ones when a test asks them to fail (ENOBUFS,
+ * what a socket out of memory answers, for now).
  */
 static atomic_int reader_sends_to_fail;
 
 ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
+	static ssize_t (*next_send)(int, const void *, size_t, int);
 	char name[16];
 
 	if (atomic_load(&reader_sends_to_fail) > 0 &&
@@ -862,7 +864,27 @@ ssize_t send(int fd, const void *buf, size_t len, int flags)
 		errno = ENOBUFS;
 		return -1;
 	}
-	return syscall(SYS_sendto, fd, buf, len, flags, NULL, 0);
+	if (!next_send)
+		next_send = (ssize_t (*)(int, const void *, size_t, int))dlsym(RTLD_NEXT, "send");
+	return next_send(fd, buf, len, flags);
+}
+
+/*
+ * pthread_create() likewise: the next one's, but for the next ones when a
+ * test asks them to fail (EAGAIN: the system's threads used up).
+ */
+static atomic_int threads_to_fail;
+
+int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	static int (*next_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+
+	if (atomic_load(&threads_to_fail) > 0 && atomic_fetch_sub(&threads_to_fail, 1) > 0)
+		return EAGAIN;
+	if (!next_create)
+		next_create = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
+				       void *))dlsym(RTLD_NEXT, "pthread_create");
+	return next_create(t, attr, fn, arg);
 }
 
 /*
@@ -1445,6 +1467,38 @@ START_TEST(registrar_follows_xid63)
 }
 END_TEST
 
+/*
+ * A reader thread that cannot start (pthread_create() fails once, EAGAIN)
+ * when the Xid 63 asks for the GPU's tables: the page the driver retired
+ * reaches the registrar all the same, read at the next try, a timer's
+ * NVML_REREAD_NS later, not at the GPU's next event (none comes here).
+ */
+START_TEST(registrar_reader_cannot_start)
+{
+	struct nvml_facts *s;
+	sd_event *loop;
+	int i;
+
+	memset(&mod, 0, sizeof(mod));
+	scenario("pending 0 0\nevent 50 0 xid 63 retire dbe 0x4000000 1700000300\n", true);
+	s = daemon_start(false);
+	all_seen();
+	ck_assert_int_eq(mod.retires, 3);
+	atomic_store(&threads_to_fail, 1);	/* the reader, the first thread from now */
+	ck_assert_int_ge(sd_event_new(&loop), 0);
+	ck_assert_int_eq(nvml_facts_watch(s, loop), 0);
+	for (i = 0; i < 100 && mod.retires < 4; i++)
+		ck_assert_int_ge(sd_event_run(loop, 100000), 0);
+	ck_assert_int_eq(atomic_load(&threads_to_fail), 0);
+	ck_assert_int_eq(mod.retires, 4);
+	ck_assert_uint_eq(mod.gpu[0].r[3].offset, 0x4000000);
+	ck_assert_uint_eq(mod.gpu[0].r[3].state, HBMGUARD_STATE_RETIRED);
+	daemon_stop(s);
+	sd_event_unref(loop);
+	unlink(scn_path);
+}
+END_TEST
+
 /* A GPU's health read again in part: worse is taken, better is not. */
 static void later_health(const char *uuid, uint32_t health, bool partial)
 {
@@ -1745,6 +1799,7 @@ Suite *nvml_suite(void)
 	tcase_add_test(tc, as_facts_wide_domain);
 	tcase_add_test(tc, registrar_imports_once);
 	tcase_add_test(tc, registrar_follows_xid63);
+	tcase_add_test(tc, registrar_reader_cannot_start);
 	tcase_add_test(tc, registrar_partial_tells_worse);
 	tcase_add_test(tc, registrar_restored_pages_stay);
 	tcase_add_test(tc, registrar_sizes_to_the_pages);
