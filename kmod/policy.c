@@ -435,10 +435,14 @@ int hbm_core_apply(struct hbm_core *c, enum hbm_op op, u32 first, u32 nr,
  *
  * At once where it can be (hbm_table_apply_gap(): ascending ranges where
  * the table has none, as a restore after a module load brings them): O(n),
- * not O(n log n) with a splice per range.  Otherwise as hbm_core_apply() of
- * each range in turn, with its source (pages the table has keep their
- * record, but for a UE or poison over a pending or failed page:
- * hbm_table_apply(); new ones are seen @now).
+ * not O(n log n) with a splice per range.  Otherwise range by range: into
+ * its own gap where the table has none of its pages, its record kept (a
+ * page retired since the module loaded, lying between two ranges, must not
+ * cost the others their times and errors); else as hbm_core_apply(), with
+ * its source (pages the table has keep their record, but for a UE or poison
+ * over a pending or failed page: hbm_table_apply(); new ones are seen @now,
+ * as is a range whose gap could not be allocated: retired without its
+ * record rather than not at all).
  *
  * Return: 0, or the first range's error; the ranges before it (*@done)
  * stay applied.
@@ -458,11 +462,16 @@ int hbm_core_restore(struct hbm_core *c, const struct hbm_page_range *r, u32 n,
 	}
 	/* Not in one gap, or too large a run to allocate: one by one. */
 	for (i = 0; i < n; i++) {
-		err = hbm_core_apply(c, r[i].op, r[i].first, r[i].nr, r[i].source,
-				     now, res);
+		err = hbm_table_apply_gap(&c->table, &r[i], 1, res);
+		if (!err)
+			ce_forget(c, r[i].first, r[i].nr);
+		else if (err == -EAGAIN || err == -ENOMEM)
+			err = hbm_core_apply(c, r[i].op, r[i].first, r[i].nr,
+					     r[i].source, now, res);
 		if (err)
 			break;
 	}
+	c->health = hbm_core_health(c);
 	*done = i;
 	return err;
 }

@@ -741,6 +741,58 @@ START_TEST(driver_health_worse_of_two)
 }
 END_TEST
 
+/*
+ * A restore into a table that has a page among the request's, retired since
+ * the module loaded (a UE while the daemon restores), though none of the
+ * request's pages: each range keeps its record (source, times, errors), the
+ * range over the table's page keeps the table's, a range's CE bucket goes.
+ */
+START_TEST(restore_around_a_retired_page_keeps_records)
+{
+	const struct hbm_page_range r[] = {
+		{ .first = 10, .nr = 2, .op = HBM_OP_RETIRE, .source = HBMGUARD_SOURCE_CE_THRESHOLD,
+		  .first_seen = 100, .last_seen = 200, .errors = 77 },
+		{ .first = 100, .nr = 1, .op = HBM_OP_RETIRE, .source = HBMGUARD_SOURCE_UE,
+		  .first_seen = 300, .last_seen = 400, .errors = 5 },
+		{ .first = 5000, .nr = 1, .op = HBM_OP_RETIRE, .source = HBMGUARD_SOURCE_POISON,
+		  .first_seen = 500, .last_seen = 600, .errors = 9 },
+		{ .first = 6000, .nr = 1, .op = HBM_OP_PENDING, .source = HBMGUARD_SOURCE_ADMIN,
+		  .first_seen = 700, .last_seen = 800, .errors = 3 },
+	};
+	struct hbm_extent e;
+	u32 done = 0;
+
+	ck_assert_int_eq(report(100, HBMGUARD_ERROR_CE, 1, NOW), 0);
+	ck_assert_uint_eq(c.ce_nr, 1);
+	ck_assert_int_eq(hbm_core_apply(&c, HBM_OP_RETIRE, 5000, 1, HBMGUARD_SOURCE_UE, NOW,
+					&res), 0);
+	ck_assert_int_eq(hbm_core_restore(&c, r, 4, NOW + 10, &res, &done), 0);
+	ck_assert_uint_eq(done, 4);
+	ck_assert(hbm_table_lookup(&c.table, 11, &e));
+	ck_assert_uint_eq(e.first, 10);
+	ck_assert_uint_eq(e.source, HBMGUARD_SOURCE_CE_THRESHOLD);
+	ck_assert_uint_eq(e.first_seen, 100);
+	ck_assert_uint_eq(e.last_seen, 200);
+	ck_assert_uint_eq(e.errors, 77);
+	ck_assert(hbm_table_lookup(&c.table, 100, &e));
+	ck_assert_uint_eq(e.state, HBMGUARD_STATE_RETIRED);
+	ck_assert_uint_eq(e.first_seen, 300);
+	ck_assert_uint_eq(e.errors, 5);
+	ck_assert_uint_eq(c.ce_nr, 0);
+	ck_assert(hbm_table_lookup(&c.table, 5000, &e));
+	ck_assert_uint_eq(e.source, HBMGUARD_SOURCE_UE);
+	ck_assert_uint_eq(e.first_seen, NOW);
+	ck_assert(hbm_table_lookup(&c.table, 6000, &e));
+	ck_assert_uint_eq(e.state, HBMGUARD_STATE_PENDING);
+	ck_assert_uint_eq(e.source, HBMGUARD_SOURCE_ADMIN);
+	ck_assert_uint_eq(e.first_seen, 700);
+	ck_assert_uint_eq(e.last_seen, 800);
+	ck_assert_uint_eq(e.errors, 3);
+	ck_assert_uint_eq(c.health, hbm_core_health(&c));
+	ck_assert_ptr_null(table_invariants(&c.table));
+}
+END_TEST
+
 Suite *policy_suite(void)
 {
 	Suite *s = suite_create("policy");
@@ -767,6 +819,7 @@ Suite *policy_suite(void)
 	tcase_add_test(tc, failed_spares_count_toward_health);
 	tcase_add_test(tc, driver_bypass_uses_no_spare);
 	tcase_add_test(tc, driver_health_worse_of_two);
+	tcase_add_test(tc, restore_around_a_retired_page_keeps_records);
 	suite_add_tcase(s, tc);
 	/* 10^5 pages' buckets, filled twice over: seconds under the sanitizers. */
 	tc = tcase_create("ce bound");

@@ -1013,11 +1013,14 @@ struct hbmguard_map_node {
  *	  (an attribute holds less than 64 KiB: a request carries several).
  *	  Each record keeps what it says: its source (why the page went bad:
  *	  not replaced by RESTORED), times and error count, where the table
- *	  has none of the request's pages (a restore after the module's load).
- *	  Where it has some (the daemon restarted, a UE before the restore),
- *	  the request's ranges are applied one by one as RETIRE's are: pages
- *	  the table has keep their record, new ones get the record's source,
- *	  the request's time and no error count.  The records, in
+ *	  has none of its pages (a restore after the module's load; a page
+ *	  retired since, between two records, takes nothing from them).  A
+ *	  record whose pages the table has some of (the daemon restarted, a
+ *	  UE on it before the restore) is applied as a RETIRE is: pages the
+ *	  table has keep their record, new ones get the record's source, the
+ *	  request's time and no error count (so may a record the kernel
+ *	  lacked the memory to apply whole, rather than not at all).  The
+ *	  records, in
  *	  attribute order, must be sorted by offset and not overlap (they may
  *	  touch); a record's bytes past what the kernel knows must be zero.
  *	  A length not a multiple of the record size, a record size out of
