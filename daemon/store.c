@@ -226,12 +226,77 @@ static void set_aside(struct hbm_store *store, const struct device *dev, struct 
 		fprintf(stderr, "<3>hbmguardd: replacing the damaged state of %s: %s%s\n",
 			dev->identity, strerror(-err),
 			aside == HBM_QUARANTINE_MOVED ? " (it has no file until a save succeeds)" : "");
+		s->file_bytes = 0;	/* damaged, or gone: never a file to append to */
 		return;
 	}
 	fprintf(stderr, "<5>hbmguardd: the damaged state of %s replaced by what of it checks out (%zu records)%s\n",
 		dev->identity, fresh.nr, aside < 0 ? ", not kept" : "");
 	s->serial = fresh.serial;	/* the next snapshot's is past it */
 	log_reopen(store, dev, &fresh);
+}
+
+/*
+ * Take [offset, offset + length) out of the stored records: pages an
+ * operator cleared must not come back at the next boot.  A record that
+ * straddles an end keeps its part outside.
+ */
+static int forget_range(struct hbm_state *s, uint64_t offset, uint64_t length)
+{
+	struct hbm_state_record *r = calloc(2 * s->nr + 1, sizeof(*r));
+	uint64_t end = offset + length;
+	size_t i, n = 0;
+
+	if (!r)
+		return -ENOMEM;
+	for (i = 0; i < s->nr; i++) {
+		struct hbm_state_record x = s->records[i];
+		uint64_t x_end = x.offset + x.length;
+
+		if (x_end <= offset || x.offset >= end) {
+			r[n++] = x;
+			continue;
+		}
+		if (x.offset < offset) {
+			r[n] = x;
+			r[n++].length = offset - x.offset;
+		}
+		if (x_end > end) {
+			r[n] = x;
+			r[n].offset = end;
+			r[n++].length = x_end - end;
+		}
+	}
+	free(s->records);
+	s->records = r;
+	s->nr = n;
+	return 0;
+}
+
+/*
+ * What was read of a device's file @s, less what an operator cleared that no
+ * write of the file left out yet (a clear whose save failed: retried): the
+ * file's next write must not bring those pages back, nor a restore put them
+ * into the kernel again.  Forgetting them makes @s something to write, not
+ * a file to append to.
+ */
+static int forget_cleared(struct hbm_store *store, const struct device *dev,
+			  struct hbm_state *s)
+{
+	const struct device_save *sv;
+	size_t i;
+
+	if (dev->id >= HBMGUARD_MAX_DEVICES)
+		return 0;
+	sv = &store->saves[dev->id];
+	for (i = 0; i < sv->nr_cleared; i++)
+		if (forget_range(s, sv->cleared[i].offset, sv->cleared[i].length)) {
+			hbm_state_free(s);
+			memset(s, 0, sizeof(*s));
+			return -ENOMEM;
+		}
+	if (sv->nr_cleared)
+		s->file_bytes = 0;	/* not the file as it is: appendable no more */
+	return 0;
 }
 
 static int load_stored(struct hbm_store *store, const struct device *dev,
@@ -271,44 +336,7 @@ static int load_stored(struct hbm_store *store, const struct device *dev,
 		memset(s, 0, sizeof(*s));	/* nothing of it to trust */
 	if (err || hbm_state_damaged(&damage))
 		set_aside(store, dev, s);
-	return 0;
-}
-
-/*
- * Take [offset, offset + length) out of the stored records: pages an
- * operator cleared must not come back at the next boot.  A record that
- * straddles an end keeps its part outside.
- */
-static int forget_range(struct hbm_state *s, uint64_t offset, uint64_t length)
-{
-	struct hbm_state_record *r = calloc(2 * s->nr + 1, sizeof(*r));
-	uint64_t end = offset + length;
-	size_t i, n = 0;
-
-	if (!r)
-		return -ENOMEM;
-	for (i = 0; i < s->nr; i++) {
-		struct hbm_state_record x = s->records[i];
-		uint64_t x_end = x.offset + x.length;
-
-		if (x_end <= offset || x.offset >= end) {
-			r[n++] = x;
-			continue;
-		}
-		if (x.offset < offset) {
-			r[n] = x;
-			r[n++].length = offset - x.offset;
-		}
-		if (x_end > end) {
-			r[n] = x;
-			r[n].offset = end;
-			r[n++].length = x_end - end;
-		}
-	}
-	free(s->records);
-	s->records = r;
-	s->nr = n;
-	return 0;
+	return forget_cleared(store, dev, s);
 }
 
 static void count_stored(struct hbm_store *store, const struct device *dev,
@@ -525,12 +553,14 @@ static bool kernel_lacks(const struct hbm_extents *k, const struct hbm_state *st
 
 /*
  * Write the union of @k (the kernel's table, sorted; merged into) and
- * @stored as the device's state file, when there is anything to write or
- * @forget took something out.
+ * @stored (read by load_stored(): less the ranges cleared since the file's
+ * last write) as the device's state file, when there is anything to write
+ * or such a range to leave out.
  */
 static int write_union(struct hbm_store *s, const struct device *dev, struct hbm_extents *k,
-		       const struct hbm_state *stored, bool forget)
+		       const struct hbm_state *stored)
 {
+	struct device_save *sv = dev->id < HBMGUARD_MAX_DEVICES ? &s->saves[dev->id] : NULL;
 	struct hbm_state out = { .page_size = dev->page_size };
 	int err = 0;
 
@@ -539,11 +569,16 @@ static int write_union(struct hbm_store *s, const struct device *dev, struct hbm
 	out.serial = stored->serial + 1;
 	out.records = k->r;
 	out.nr = k->nr;
-	if (k->nr || stored->nr || forget) {
+	if (k->nr || stored->nr || (sv && sv->nr_cleared)) {
 		abandon_compaction(s, dev->id);
 		err = hbm_state_write(s->d->state_dir, &out);
 		if (!err)
 			log_reopen(s, dev, &out);
+	}
+	if (!err && sv) {
+		free(sv->cleared);	/* left out of the file now */
+		sv->cleared = NULL;
+		sv->nr_cleared = 0;
 	}
 	if (!err)
 		count_stored(s, dev, &out);
@@ -564,11 +599,12 @@ static void raise_covered(struct hbm_store *s, uint32_t id, uint64_t seqnum)
 
 /*
  * Make the stored state of a device the union with the kernel's table, less
- * @forget (cleared pages) when given.
+ * the ranges cleared since its last write.  Its pages go back into the
+ * kernel first where its file could not be read when the device was seen.
  */
-static int save(struct hbm_store *s, const struct device *dev,
-		const struct hbm_state_record *forget)
+static int save(struct hbm_store *s, const struct device *dev)
 {
+	struct device_save *sv = dev->id < HBMGUARD_MAX_DEVICES ? &s->saves[dev->id] : NULL;
 	struct hbm_state stored;
 	struct hbm_extents k = { 0 };
 	int err;
@@ -578,15 +614,17 @@ static int save(struct hbm_store *s, const struct device *dev,
 		save_done(s, dev, err);
 		return err;
 	}
-	if (forget && forget_range(&stored, forget->offset, forget->length)) {
-		hbm_state_free(&stored);
-		return -ENOMEM;
+	if (sv && sv->restore_owed) {
+		fprintf(stderr, "<5>hbmguardd: the state of %s is read: its pages back into the kernel\n",
+			dev->identity);
+		core_restore(s->core, dev, &stored);
+		sv->restore_owed = false;
 	}
 	err = core_dump(s->core, dev, &k);
 	if (err)
 		save_done(s, dev, err);
 	else
-		err = write_union(s, dev, &k, &stored, forget);
+		err = write_union(s, dev, &k, &stored);
 	if (!err && dev->id < HBMGUARD_MAX_DEVICES)
 		raise_covered(s, dev->id, k.seqnum);
 	free(k.r);
@@ -616,10 +654,14 @@ static void read_begin(struct hbm_store *s, const struct hbm_fact *f)
 						   HBMGUARD_KIND_GPU : 0 } };
 	s->saves[f->dev.id].page_size = f->dev.page_size;
 	snprintf(r->dev.identity, sizeof(r->dev.identity), "%s", f->dev.identity);
-	if (load_stored(s, &r->dev, &r->stored))
-		r->failed = true;	/* not saved without it: retried, save() */
-	else if (f->sync == HBM_SYNC_START || f->sync == HBM_SYNC_ADDED)
+	r->error = load_stored(s, &r->dev, &r->stored);
+	if (r->error) {
+		/* not saved without it: retried, save(), which restores it then */
+		r->failed = true;
+		s->saves[f->dev.id].restore_owed = true;
+	} else if (f->sync == HBM_SYNC_START || f->sync == HBM_SYNC_ADDED) {
 		core_restore(s->core, &r->dev, &r->stored);
+	}
 }
 
 static void read_page(struct hbm_store *s, const struct hbm_fact *f)
@@ -635,8 +677,10 @@ static void read_page(struct hbm_store *s, const struct hbm_fact *f)
 	if ((f->flags & HBM_FACT_KNOWN) && f->restored == f->state)
 		return;
 	if (r->active && r->dev.id == f->dev.id && !r->failed &&
-	    !hbm_extents_push(&r->table, &rec))
+	    !hbm_extents_push(&r->table, &rec)) {
 		r->failed = true;
+		r->error = -ENOMEM;
+	}
 }
 
 /*
@@ -681,7 +725,7 @@ static void read_end(struct hbm_store *s, const struct hbm_fact *f)
 		return;
 	if (r->failed || (f->flags & HBM_FACT_INCOMPLETE)) {
 		/* not saved: said in the status, tried again from a dump of its own */
-		save_done(s, &r->dev, r->failed ? -ENOMEM : f->error < 0 ? f->error : -EIO);
+		save_done(s, &r->dev, r->failed ? r->error : f->error < 0 ? f->error : -EIO);
 	} else {
 		if (r->sync == HBM_SYNC_RESYNC && kernel_lacks(&r->table, &r->stored)) {
 			fprintf(stderr, "<4>hbmguardd: %s lacks stored pages: it came back unheard\n",
@@ -690,7 +734,7 @@ static void read_end(struct hbm_store *s, const struct hbm_fact *f)
 		}
 		if ((!r->table.nr && r->dev.id < HBMGUARD_MAX_DEVICES &&
 		     file_is_union(s, &r->dev, &r->stored)) ||
-		    !write_union(s, &r->dev, &r->table, &r->stored, false))
+		    !write_union(s, &r->dev, &r->table, &r->stored))
 			raise_covered(s, r->dev.id, f->seqnum);
 	}
 	free(r->table.r);
@@ -776,7 +820,7 @@ static void save_gone(struct hbm_store *s, uint32_t id, const char *identity)
 			free(stored.records);
 			stored.records = r;
 			stored.nr = nr;
-			lost = write_union(s, &dev, &none, &stored, false) != 0;
+			lost = write_union(s, &dev, &none, &stored) != 0;
 		}
 		free(heard);
 		free(none.r);
@@ -799,6 +843,7 @@ static void forget_device(struct hbm_store *s, uint32_t id, const char *identity
 	if (s->compacting.pid && s->compacting.id == id)
 		s->compacting.abandoned = true;
 	hbm_state_log_close(&s->saves[id].log);
+	free(s->saves[id].cleared);	/* not saved: said by save_gone() */
 	s->saves[id] = (struct device_save){ 0 };
 	s->stored_extents[id] = s->stored_pages[id] = 0;
 }
@@ -824,7 +869,7 @@ static void save_dirty(struct hbm_store *s, bool failed)
 					      &s->saves[l->dev[i].id] : NULL;
 
 		if (sv && sv->dirty && (failed || !sv->error))
-			save(s, &l->dev[i], NULL);
+			save(s, &l->dev[i]);
 	}
 	free(l);
 	daemon_notify_status(s->d);
@@ -1122,6 +1167,21 @@ static int on_retry(sd_event_source *src, uint64_t usec, void *arg)
 	return 0;
 }
 
+/* A range @x to clear, kept until a write of device @id's file leaves it out. */
+static int clear_pending(struct hbm_store *s, uint32_t id, const struct hbm_ctl_extent *x)
+{
+	struct device_save *sv = &s->saves[id];
+	struct hbm_state_record *r;
+
+	r = reallocarray(sv->cleared, sv->nr_cleared + 1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r[sv->nr_cleared++] = (struct hbm_state_record){ .offset = x->offset,
+							 .length = x->length };
+	sv->cleared = r;
+	return 0;
+}
+
 /**
  * store_apply() - retire or clear pages for the control socket
  * @s: the store
@@ -1130,15 +1190,17 @@ static int on_retry(sd_event_source *src, uint64_t usec, void *arg)
  *
  * The kernel first, then the state file, fsync'd before this returns: a
  * reply sent after it is an acknowledgement that survives a power cut.
- * Cleared pages leave the state file too, so they do not come back at boot.
+ * Cleared pages leave the state file too, so they do not come back at boot:
+ * a clear whose save fails is kept until a save succeeds (retried), so that
+ * no write of the file brings back what the kernel no longer has.
  *
  * Return: 0, or the negative errno of the kernel or of the save.
  */
 int store_apply(struct hbm_store *s, uint16_t type, const struct hbm_ctl_extent *x)
 {
-	struct hbm_state_record forget = { .offset = x->offset, .length = x->length };
 	struct device_list *l = calloc(1, sizeof(*l));
 	const struct device *dev = NULL;
+	bool clear = type == HBM_CTL_CLEAR;
 	int err;
 
 	if (!l)
@@ -1146,12 +1208,17 @@ int store_apply(struct hbm_store *s, uint16_t type, const struct hbm_ctl_extent 
 	err = core_devices(s->core, l);
 	if (!err)
 		dev = core_find(l, x->identity);
-	if (!err && !dev)
+	if (!err && (!dev || dev->id >= HBMGUARD_MAX_DEVICES))
 		err = -ENODEV;
-	if (!err)
+	if (!err && clear)
+		err = clear_pending(s, dev->id, x);	/* before: no change without it */
+	if (!err) {
 		err = core_change(s->core, dev, type, x);
+		if (err && clear)
+			s->saves[dev->id].nr_cleared--;	/* nothing cleared */
+	}
 	if (!err)
-		err = save(s, dev, type == HBM_CTL_CLEAR ? &forget : NULL);
+		err = save(s, dev);
 	free(l);
 	daemon_notify_status(s->d);
 	return err;
@@ -1275,8 +1342,10 @@ void store_stop(struct hbm_store *s)
 	size_t i;
 
 	compaction_kill(s);	/* reaped by init if not gone yet */
-	for (i = 0; i < HBMGUARD_MAX_DEVICES; i++)
+	for (i = 0; i < HBMGUARD_MAX_DEVICES; i++) {
 		hbm_state_log_close(&s->saves[i].log);
+		free(s->saves[i].cleared);
+	}
 	store_report(s);
 	sd_event_source_disable_unref(s->post);
 	sd_event_source_unref(s->retry);

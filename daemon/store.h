@@ -26,6 +26,10 @@ struct device_save {
 	struct hbm_state_log log;	/* its file, open to append to since its last snapshot */
 	char identity[HBMGUARD_IDENTITY_LEN];	/* the log's */
 	uint64_t covered;	/* the kernel's events up to this one are in its snapshot */
+	bool restore_owed;	/* its file could not be read when it was seen: its
+				 * pages go back into the kernel at the save that reads it */
+	struct hbm_state_record *cleared;	/* ranges an operator cleared in the */
+	size_t nr_cleared;			/* kernel that no write of the file left out yet */
 };
 
 /* The compaction under way (one at a time), in a child of its own. */
@@ -77,7 +81,8 @@ struct turn_heard {
 /* A device's table as its source reads it, between DEVICE_SEEN and TABLE_READ. */
 struct table_read {
 	bool active;
-	bool failed;			/* out of memory: saved from a dump of its own */
+	bool failed;			/* saved from a dump of its own (error): */
+	int error;			/* its file not read, or out of memory */
 	int sync;			/* enum hbm_sync */
 	struct device dev;
 	struct hbm_state stored;	/* its state file */

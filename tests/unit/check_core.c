@@ -28,7 +28,7 @@
 static struct device_list listed;
 static struct hbm_state_record table[4];
 static size_t table_nr;
-static int dumps, restores, dump_err;
+static int dumps, restores, dump_err, change_err;
 static uint64_t dump_seqnum;	/* the module's last event when a dump begins */
 
 static int fake_list(void *ctx, struct device_list *l)
@@ -66,6 +66,8 @@ static int fake_change(void *ctx, const struct device *dev, uint16_t type,
 
 	(void)ctx;
 	(void)dev;
+	if (change_err)
+		return change_err;	/* nothing changed, as the module's errors */
 	if (type == HBM_CTL_CLEAR)
 		for (i = 0; i < table_nr; i++)
 			if (table[i].offset != x->offset)
@@ -109,7 +111,7 @@ static void setup(void)
 {
 	memset(&listed, 0, sizeof(listed));
 	table_nr = 0;
-	dumps = restores = dump_err = 0;
+	dumps = restores = dump_err = change_err = 0;
 	dump_seqnum = 0;
 	nr_got = 0;
 	sink_speaks = 0;
@@ -611,6 +613,33 @@ START_TEST(heard_changes_are_logged_and_compacted)
 }
 END_TEST
 
+/* Whether device 0's file reads whole, undamaged, and holds a page at @offset. */
+static bool file_has(uint64_t offset)
+{
+	struct hbm_state_damage damage;
+	struct hbm_state s;
+	bool has = false;
+	size_t i;
+
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &s, &damage), 0);
+	ck_assert(!hbm_state_damaged(&damage) && !damage.torn_bytes);
+	for (i = 0; i < s.nr; i++)
+		if (s.records[i].offset <= offset && offset - s.records[i].offset < s.records[i].length)
+			has = true;
+	hbm_state_free(&s);
+	return has;
+}
+
+/* The store's retries run until every file is saved (a few seconds at most). */
+static void retried_until_saved(sd_event *loop)
+{
+	int i;
+
+	for (i = 0; i < 50 && store_unsaved(&store); i++)
+		ck_assert_int_ge(sd_event_run(loop, 200000), 0);
+	ck_assert_uint_eq(store_unsaved(&store), 0);
+}
+
 /*
  * Page 0x5000 retired by the kernel at #5, its event not read yet; an
  * operator clears it (#6), answered once a snapshot without it is on disk;
@@ -622,11 +651,8 @@ END_TEST
  */
 static int clear_then_late_event(int dump_fails, bool *has_5000)
 {
-	struct hbm_state_damage damage;
 	struct hbm_ctl_extent x = { .identity = "sim:s", .offset = 0x5000, .length = 0x1000 };
-	struct hbm_state s;
 	sd_event *loop;
-	size_t i;
 	int answer;
 
 	loop = stored_one_page();
@@ -642,12 +668,7 @@ static int clear_then_late_event(int dump_fails, bool *has_5000)
 	one_turn(loop);
 	heard_numbered(0x5000, 5);		/* #5 read now */
 	one_turn(loop);
-	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &s, &damage), 0);
-	*has_5000 = false;
-	for (i = 0; i < s.nr; i++)
-		if (s.records[i].offset == 0x5000)
-			*has_5000 = true;
-	hbm_state_free(&s);
+	*has_5000 = file_has(0x5000);
 	store_loop_end(loop);
 	return answer;
 }
@@ -666,6 +687,57 @@ START_TEST(a_clear_whose_dump_fails_is_not_acknowledged)
 	bool has;
 
 	ck_assert_int_eq(clear_then_late_event(-EIO, &has), -EIO);
+}
+END_TEST
+
+/*
+ * A clear the kernel made whose save failed (the dump, here; ENOSPC or EIO
+ * alike) is not acknowledged, and the retry that saves the device leaves
+ * the cleared page out: the file must not bring back at the next start
+ * what the kernel no longer has.
+ */
+START_TEST(a_clear_whose_save_fails_is_saved_by_the_retry)
+{
+	struct hbm_ctl_extent x = { .identity = "sim:s", .offset = 0x9000, .length = 0x1000 };
+	sd_event *loop;
+
+	loop = stored_one_page();		/* file and table: 0x9000 */
+	dump_err = -EIO;
+	ck_assert_int_eq(store_apply(&store, HBM_CTL_CLEAR, &x), -EIO);
+	dump_err = 0;
+	ck_assert_uint_eq(table_nr, 0);		/* the kernel cleared it */
+	ck_assert(file_has(0x9000));		/* not yet saved */
+	retried_until_saved(loop);
+	ck_assert(!file_has(0x9000));
+	ck_assert_uint_eq(store.saves[0].nr_cleared, 0);
+	store_loop_end(loop);
+}
+END_TEST
+
+/* A clear the kernel refuses changes nothing: neither the file nor what is kept to forget. */
+START_TEST(a_clear_the_kernel_refuses_changes_nothing)
+{
+	struct hbm_ctl_extent x = { .identity = "sim:s", .offset = 0x9000, .length = 0x1000 };
+	struct hbm_state_damage damage;
+	struct hbm_state before, after;
+	sd_event *loop;
+
+	loop = stored_one_page();
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &before, &damage), 0);
+	change_err = -ERANGE;
+	ck_assert_int_eq(store_apply(&store, HBM_CTL_CLEAR, &x), -ERANGE);
+	change_err = 0;
+	ck_assert_uint_eq(store.saves[0].nr_cleared, 0);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &after, &damage), 0);
+	ck_assert_uint_eq(after.serial, before.serial);
+	ck_assert_uint_eq(after.nr, 1);
+	hbm_state_free(&before);
+	hbm_state_free(&after);
+	heard_retired(0x10000);			/* and the log goes on */
+	one_turn(loop);
+	ck_assert_uint_eq(store.counters.logged, 1);
+	ck_assert(file_has(0x9000) && file_has(0x10000));
+	store_loop_end(loop);
 }
 END_TEST
 
@@ -734,6 +806,84 @@ START_TEST(a_file_not_read_is_not_moved_aside)
 	ck_assert_int_eq(restores, 0);
 	ck_assert_int_ne(store.saves[0].error, 0);	/* unsaved, retried */
 	ck_assert_int_eq(unlinkat(d.state_dir, name, AT_REMOVEDIR), 0);
+	store_loop_end(loop);
+}
+END_TEST
+
+/*
+ * A file that cannot be read when its device is seen (a directory in its
+ * place: the read fails as EIO or ENOMEM would) is not restored then; the
+ * retry that can read it puts its pages back into the kernel before it
+ * saves, and the status says what failed, not "out of memory".
+ */
+START_TEST(a_file_read_late_is_restored_by_the_retry)
+{
+	struct hbm_state_record rec = bad_page;
+	struct hbm_state st = { .identity = "sim:s", .page_size = 4096, .serial = 1,
+				.records = &rec, .nr = 1 };
+	char name[256];
+	sd_event *loop;
+
+	ck_assert_int_eq(hbm_state_file_name("sim:s", name, sizeof(name)), 0);
+	ck_assert_int_eq(hbm_state_write(d.state_dir, &st), 0);
+	ck_assert_int_eq(renameat(d.state_dir, name, d.state_dir, "kept"), 0);
+	ck_assert_int_eq(mkdirat(d.state_dir, name, 0700), 0);
+	loop = store_loop();
+	add_device(0, "sim:s");
+	seen(HBM_SYNC_START, 0, 0);		/* the module reloaded: an empty table */
+	ck_assert_int_eq(restores, 0);
+	ck_assert_int_ne(store.saves[0].error, 0);
+	ck_assert_int_ne(store.saves[0].error, -ENOMEM);
+	ck_assert_int_eq(unlinkat(d.state_dir, name, AT_REMOVEDIR), 0);
+	ck_assert_int_eq(renameat(d.state_dir, "kept", d.state_dir, name), 0);
+	retried_until_saved(loop);
+	ck_assert_int_eq(restores, 1);
+	ck_assert(!store.saves[0].restore_owed);
+	ck_assert(file_has(0x9000));
+	store_loop_end(loop);
+}
+END_TEST
+
+/*
+ * A file cut short (a record missing), whose replacement cannot be written
+ * (its temporary name taken): the changes after do not go on after what
+ * is left of it, where its header says a snapshot record lies, but into a
+ * snapshot of their own once one can be written.
+ */
+START_TEST(a_damaged_file_not_replaced_is_not_appended_to)
+{
+	struct hbm_state_record recs[3];
+	struct hbm_state st = { .identity = "sim:s", .page_size = 4096, .serial = 5,
+				.records = recs, .nr = 3 };
+	char name[256], tmp[300];
+	sd_event *loop;
+	size_t i;
+	int fd;
+
+	for (i = 0; i < 3; i++) {
+		recs[i] = bad_page;
+		recs[i].offset = 0x10000 * (i + 1);
+	}
+	ck_assert_int_eq(hbm_state_write(d.state_dir, &st), 0);
+	ck_assert_int_eq(hbm_state_file_name("sim:s", name, sizeof(name)), 0);
+	fd = openat(d.state_dir, name, O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, HBM_STATE_HEADER_SIZE + 2 * HBM_STATE_RECORD_SIZE), 0);
+	close(fd);
+	snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
+	ck_assert_int_eq(mkdirat(d.state_dir, tmp, 0700), 0);
+	loop = store_loop();
+	add_device(0, "sim:s");
+	seen(HBM_SYNC_START, 0, 0);
+	ck_assert(!store.saves[0].log.open);
+	ck_assert_int_eq(unlinkat(d.state_dir, tmp, AT_REMOVEDIR), 0);
+	table[table_nr] = bad_page;		/* retired in the kernel, and heard */
+	table[table_nr++].offset = 0x90000;
+	heard_retired(0x90000);
+	one_turn(loop);
+	retried_until_saved(loop);
+	ck_assert(file_has(0x90000));
+	ck_assert(file_has(0x10000) && file_has(0x20000));
 	store_loop_end(loop);
 }
 END_TEST
@@ -1299,8 +1449,12 @@ Suite *core_suite(void)
 	tcase_add_test(st, a_restored_event_the_snapshot_holds_is_not_saved_again);
 	tcase_add_test(st, a_cleared_page_stays_cleared_though_its_event_comes_late);
 	tcase_add_test(st, a_clear_whose_dump_fails_is_not_acknowledged);
+	tcase_add_test(st, a_clear_whose_save_fails_is_saved_by_the_retry);
+	tcase_add_test(st, a_clear_the_kernel_refuses_changes_nothing);
 	tcase_add_test(st, a_file_moved_aside_is_no_longer_appended_to);
 	tcase_add_test(st, a_file_not_read_is_not_moved_aside);
+	tcase_add_test(st, a_file_read_late_is_restored_by_the_retry);
+	tcase_add_test(st, a_damaged_file_not_replaced_is_not_appended_to);
 	tcase_add_test(st, a_damaged_file_keeps_its_name_until_replaced);
 	tcase_add_test(st, a_damaged_file_with_no_second_name_is_moved_aside);
 	tcase_add_test(st, a_compaction_that_hangs_is_killed_and_tried_again);
