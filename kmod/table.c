@@ -253,7 +253,7 @@ bool hbm_table_count(struct hbm_table *t, u32 page, u16 errors, u32 now)
 	e = &t->leaves[p.leaf]->ext[p.idx];
 	if (ext_end(e) <= page)
 		return false;
-	e->last_seen = now;
+	e->last_seen = max(e->last_seen, now);	/* a clock set back */
 	e->errors = min_t(u32, 0xffff, (u32)e->errors + errors);
 	return true;
 }
@@ -625,7 +625,7 @@ static void op_piece(struct op_ctx *c, const struct hbm_extent *old,
 		return;
 	}
 
-	e.last_seen = c->now;
+	e.last_seen = max(e.last_seen, c->now);
 	e.errors = min_t(u32, 0xffff, (u32)e.errors + c->errors);
 	if (c->op == HBM_OP_RETIRE) {
 		/*
@@ -702,7 +702,7 @@ static void op_build(struct op_ctx *c, struct pos lo, struct pos hi,
 		} else if (op_keeps_state(c, e)) {
 			struct hbm_extent touched = *e;
 
-			touched.last_seen = c->now;
+			touched.last_seen = max(e->last_seen, c->now);
 			touched.errors = min_t(u32, 0xffff, (u32)e->errors + c->errors);
 			emit(c, &touched);
 		} else {

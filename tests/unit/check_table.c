@@ -53,6 +53,8 @@ const char *table_invariants(const struct hbm_table *t)
 				}
 				spares += e->nr;
 			}
+			if (e->first_seen > e->last_seen)
+				return "an extent last seen before it was first";
 			if (prev && prev->first + prev->nr > e->first)
 				return "extents overlap or are out of order";
 			if (prev && prev->first + prev->nr == e->first &&
@@ -186,6 +188,34 @@ START_TEST(pending_then_retire)
 	ck_assert_uint_eq(t.pages[HBMGUARD_STATE_PENDING], 2);
 	ck_assert_uint_eq(t.pages[HBMGUARD_STATE_RETIRED], 2);
 	ck_assert_uint_eq(t.nr_extents, 3);
+	ck_table_ok(&t);
+}
+END_TEST
+
+/*
+ * The wall clock set back (NTP stepping an RTC that ran ahead): an error on
+ * a page the table has, counted, touched or split by the operation, never
+ * leaves it last seen before it was first seen (its dump would be a record
+ * a RESTORE refuses).
+ */
+START_TEST(clock_set_back_keeps_last_seen)
+{
+	struct hbm_result res = { 0 };
+	struct hbm_extent e;
+
+	ck_assert_int_eq(hbm_table_apply(&t, HBM_OP_PENDING, 50, 4, HBMGUARD_SOURCE_UE, 1, NOW,
+					 &res), 0);
+	ck_assert(hbm_table_count(&t, 50, 1, NOW - 100));
+	ck_assert_int_eq(hbm_table_apply(&t, HBM_OP_PENDING, 50, 4, HBMGUARD_SOURCE_UE, 1,
+					 NOW - 100, &res), 0);		/* touched */
+	ck_assert_int_eq(hbm_table_apply(&t, HBM_OP_RETIRE, 51, 1, HBMGUARD_SOURCE_UE, 1,
+					 NOW - 100, &res), 0);		/* split */
+	ck_assert(hbm_table_lookup(&t, 50, &e));
+	ck_assert_uint_eq(e.first_seen, NOW);
+	ck_assert_uint_eq(e.last_seen, NOW);
+	ck_assert(hbm_table_lookup(&t, 51, &e));
+	ck_assert_uint_eq(e.state, HBMGUARD_STATE_RETIRED);
+	ck_assert_uint_eq(e.last_seen, NOW);
 	ck_table_ok(&t);
 }
 END_TEST
@@ -916,6 +946,7 @@ Suite *table_suite(void)
 	tcase_add_test(tc, retire_one_page);
 	tcase_add_test(tc, adjacent_pages_merge);
 	tcase_add_test(tc, pending_then_retire);
+	tcase_add_test(tc, clock_set_back_keeps_last_seen);
 	tcase_add_test(tc, clear_splits_and_frees);
 	tcase_add_test(tc, pool_exhaustion_fails_pages);
 	tcase_add_test(tc, report_on_row_counts_once);
