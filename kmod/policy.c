@@ -460,8 +460,13 @@ int hbm_core_restore(struct hbm_core *c, const struct hbm_page_range *r, u32 n,
 		*done = n;
 		return 0;
 	}
-	/* Not in one gap, or too large a run to allocate: one by one. */
+	/*
+	 * Not in one gap, or too large a run to allocate: one by one, each
+	 * O(log n) to O(n) (a range over much of a large table): a CPU given
+	 * up between them, as a request holds 16384.
+	 */
 	for (i = 0; i < n; i++) {
+		hbm_cond_resched();
 		err = hbm_table_apply_gap(&c->table, &r[i], 1, res);
 		if (!err)
 			ce_forget(c, r[i].first, r[i].nr);
