@@ -520,6 +520,22 @@ class LightBarrier:
         return got[0]
 
 
+def launcher_writes(out, name, text):
+    """OUT/NAME holds TEXT, as root writes into a directory the ranks own:
+    through a name of its own made anew (a rank's link there is removed,
+    never followed), renamed over NAME (a link there replaced, not
+    followed)."""
+    tmp = os.path.join(out, name + ".tmp")
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, os.path.join(out, name))
+
+
 def launcher_ran(out, step, wall):
     """Until this node's launcher ran what is due at step (launch()); a
     launcher that never does (it failed: a fault's injection) ends the rank
@@ -841,16 +857,13 @@ def launch(args):
             subprocess.run(["systemctl", "stop", "hbmguardd"], check=True)
             result["daemon_stop"] = time.time()
         if step > ran_at:       # the light ranks and the faulted one wait for it
-            with open(os.path.join(args.out, "launcher_ran.tmp"), "w") as f:
-                f.write("%d" % step)
-            os.replace(os.path.join(args.out, "launcher_ran.tmp"),
-                       os.path.join(args.out, "launcher_ran"))
+            launcher_writes(args.out, "launcher_ran", "%d" % step)
             ran_at = step
         if args.hold_paused and "held" not in result and \
                 os.path.exists(os.path.join(args.out, "held")):
             result["held"] = {"command": args.at_held, "time": time.time(),
                               "status": subprocess.run(args.at_held, shell=True).returncode}
-            open(os.path.join(args.out, "released"), "w").close()
+            launcher_writes(args.out, "released", "")
         codes = [p.poll() for p in procs]
         if all(c is not None for c in codes):
             break
@@ -897,8 +910,7 @@ def launch(args):
     result["daemon_active"] = subprocess.run(["systemctl", "is-active", "--quiet",
                                               "hbmguardd"]).returncode == 0
     result["start_time"] = t0
-    with open(os.path.join(args.out, "result.json"), "w") as f:
-        json.dump(result, f, indent=1)
+    launcher_writes(args.out, "result.json", json.dumps(result, indent=1))
     return 0 if all(p.returncode == 0 for p in procs) else 1
 
 
