@@ -10,7 +10,8 @@ under it), plain/ (no fault, no Guard), guarded/ (a UE under rank 2, hbmguardd r
 one rank meets a UE), restart/ (hbmguardd restarted while a UE's
 recovery waits for rank 2's PAUSED), commits-clean/ and commits/ (two
 ranks, the Guard making the optimizer step after the step unscaled and
-clipped; the second with a UE under rank 1), shards/ (two ranks, no DDP:
+clipped; the second with a UE under rank 1), late/ (the same UE landing
+after rank 1's step, before the Guard's check), shards/ (two ranks, no DDP:
 each rank's weights its own), replace/ (the 12 steps under hbmguard.run, a
 UE under rank 2 whose process cannot continue after it) and gone/ (hbmguardd stopped under the job,
 then a UE under rank 2).
@@ -149,6 +150,26 @@ check("... weights, scaler state and buffers bitwise equal to the fault-free run
       [r["buffers"] for r in commits.ranks] == [r["buffers"] for r in commits_clean.ranks],
       commits.ranks, commits_clean.ranks)
 
+# The same fault landing after rank 1's step, once hbmguardd's PAUSE waits
+# for it (train.py's --fault-after-closure): the Guard's check at the
+# step's end recovers on the request alone, nothing of the page touched.
+late = ddp_runs.load(top, "late", world=2)
+check("DDP, a UE under rank 1 after its step, before the Guard's check: the run finished",
+      late.result["exits"] == [["exit 0"] * 2] and None not in late.ranks, late.result)
+check("... recovered on hbmguardd's PAUSE alone: nothing touched, the step run again once",
+      None not in late.ranks and late.ranks[1]["lost_pages"] == 0 and
+      all(len(r["incidents"]) == 1 and r["incidents"][0][1] == 1 and r["rerun"] == 1
+          for r in late.ranks),
+      [r and (r["lost_pages"], r["rerun"], r["incidents"]) for r in late.ranks])
+mine = [i for i in incidents if i["job"] == "ddp-late"]
+check("... hbmguardd's incident resumed, rank 1's",
+      len(mine) == 1 and mine[0]["state"] == "resumed" and mine[0]["failed_rank"] == 1, mine)
+check("... weights, scaler state and buffers bitwise equal to the fault-free run's",
+      None not in late.ranks + commits_clean.ranks and
+      len({r["weights"] for r in late.ranks + commits_clean.ranks}) == 1 and
+      [r["buffers"] for r in late.ranks] == [r["buffers"] for r in commits_clean.ranks],
+      late.ranks, commits_clean.ranks)
+
 # Two ranks: one healthy rank, whose state the lost rank's surviving
 # tensors (its optimizer's momentum, its parameters off the lost page)
 # must match before the healthy one's is broadcast.
@@ -200,10 +221,10 @@ check("DDP: hbmguardd stopped under the job, then a UE: every rank Aborted, none
       all("hbmguardd is gone" in (r.get("aborted") or "") for r in gone.ranks) and
       "this rank lost memory" in gone.ranks[2]["aborted"], gone.result, gone.ranks)
 
-late = [name for name in ("clean", "plain", "guarded", "one", "restart", "commits-clean", "commits",
-                          "shards", "replace", "gone", "unguarded")
+hung = [name for name in ("clean", "plain", "guarded", "one", "restart", "commits-clean", "commits",
+                          "late", "shards", "replace", "gone", "unguarded")
         if ddp_runs.load(top, name, world=1).result.get("timed_out")]
-check("DDP: no run reached its wall-clock limit (a hang)", not late, late)
+check("DDP: no run reached its wall-clock limit (a hang)", not hung, hung)
 
 check("DDP: without hbmguardd the same fault kills rank 2 (SIGBUS)",
       bad["exits"] and bad["exits"][-1][2] == "signal SIGBUS" and bad_ranks[2] is None, bad)

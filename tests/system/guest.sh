@@ -587,7 +587,8 @@ ddp() {
 	# each a job of its own name (its own incidents): a world of one rank
 	# (no replica); hbmguardd restarted while rank 2 holds its PAUSED; the
 	# Guard making the optimizer step after the step clipped (a pair: clean
-	# and faulted, two ranks, the fewest the replica check works with);
+	# and faulted, two ranks, the fewest the replica check works with; and
+	# the same fault landing after rank 1's step, before the Guard's check);
 	# two ranks whose states are not replicas (shards, for the Guard); the
 	# 12 steps under hbmguard.run, rank 2's process unable to continue after
 	# the fault (replaced: the others keep theirs); hbmguardd stopped for
@@ -604,7 +605,7 @@ ddp() {
 	# The ranks run as a training user, in the group the README gives
 	# training users (train.py's TRAIN_USER); the launcher stays root.
 	id hbmtrain >/dev/null 2>&1 || useradd -M -G hbmguard-aperture hbmtrain
-	check "DDP: the runs (fault-free, no Guard, UE, world of one, restart, Guard commits, shards, replacement, daemon gone, unguarded)" \
+	check "DDP: the runs (fault-free, no Guard, UE, world of one, restart, Guard commits, UE after the step, shards, replacement, daemon gone, unguarded)" \
 		"TRAIN_USER=hbmtrain python3 $t/train.py hbmguard $out/clean --steps 12 --restart-daemon-step 4 \
 		+ unguarded $out/plain --steps 12 \
 		+ hbmguard $out/guarded --steps 12 --fault-step 6 --fault sim2:0x20000 \
@@ -614,6 +615,8 @@ ddp() {
 		+ hbmguard $out/commits-clean --job ddp-commits --world 2 --guard-commits --steps 8 \
 		+ hbmguard $out/commits --job ddp-commits --world 2 --guard-commits --steps 8 \
 			--fault-step 4 --fault sim1:0x20000 \
+		+ hbmguard $out/late --job ddp-late --world 2 --guard-commits --steps 8 \
+			--fault-step 4 --fault sim1:0x21000 --fault-after-closure \
 		+ hbmguard $out/shards --job ddp-shards --world 2 --shards --steps 4 \
 			--fault-step 2 --fault sim1:0x24000 \
 		+ replace $out/replace --job ddp-replace --steps 12 --fault-step 6 \
@@ -629,7 +632,7 @@ ddp() {
 		tail -n 80 | sed 's/^/#   /'
 	rm /etc/hbmguard/hbmguardd.conf.d/50-ddp-recovery.conf
 	systemctl start hbmguardd
-	for r in clean plain guarded one restart commits-clean commits shards replace gone unguarded; do
+	for r in clean plain guarded one restart commits-clean commits late shards replace gone unguarded; do
 		python3 -c 'import json, sys; print("# DDP %s run: %.0f s" % (sys.argv[1],
 			json.load(open(sys.argv[2]))["wall"]))' $r $out/$r/result.json
 	done

@@ -57,8 +57,12 @@ node's ranks (ranks node_rank * world / nnodes and up), rendezvousing at
 
 The fault goes in once --fault-step steps were committed, and the faulted
 rank waits for it (launcher_ran()) before its next step, which so touches
-the lost page: a fault that landed after that step's closure would have the
-rank recover without having touched it.
+the lost page.  With --fault-after-closure the fault goes in once the
+faulted rank has also run that step's closure (it says so: closed_at()),
+which then waits for hbmguardd's PAUSE: the Guard's check finds the
+request, not a loss, and the rank recovers having touched nothing (the
+fault between a step's compute and its end, a UE during the optimizer's
+or the collectives' time).
 
 --light has the launcher fork light ranks instead (light_worker()): no
 torch, no model, the hbmguard package alone; for the checks of the
@@ -111,6 +115,8 @@ def parse(argv):
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--fault-step", type=int, default=0, help="0: no fault")
     p.add_argument("--fault", default="sim2:0x20000")
+    p.add_argument("--fault-after-closure", action="store_true",
+                   help="the fault lands after the faulted rank's step, before the Guard's check")
     p.add_argument("--restart-daemon-step", type=int, default=0,
                    help="systemctl restart hbmguardd at this step (0: never)")
     p.add_argument("--every", type=int, default=10, help="checkpoint period")
@@ -349,6 +355,7 @@ def worker(args, rank, attempt):
     local_rank = int(os.environ["LOCAL_RANK"]) if args.from_env else rank
     progress = open(os.path.join(args.out, "progress.csv"), "a") if local_rank == 0 else None
 
+    fault_landed = []
     try:
         for step in range(first, args.steps):
             turn = step % len(ROTATION) if args.rotate else None
@@ -360,7 +367,8 @@ def worker(args, rank, attempt):
             # it could land while the rank waits in the Guard's all_reduce,
             # its closure done, and another rank see the PAUSE (lost_pages
             # 0, once in a CI run)
-            if args.fault_step and step == args.fault_step and rank == fault_rank(args):
+            faulted = args.fault_step and step == args.fault_step and rank == fault_rank(args)
+            if faulted and not args.fault_after_closure:
                 launcher_ran(args.out, step, args.wall)
             g = torch.Generator().manual_seed((args.seed * 1000 + step) * args.world + rank)
             x = torch.randn(32, 64, generator=g)
@@ -386,6 +394,10 @@ def worker(args, rank, attempt):
                 if commits:
                     scaler.step(opt)
                     scaler.update()
+                if faulted and args.fault_after_closure and not fault_landed:
+                    closed_at(args.out, step)   # the launcher's fault goes in now
+                    paused(guard, args.wall)
+                    fault_landed.append(step)   # the step's run again: no wait
                 return loss
 
             loss = guard.step(closure) if guarded else closure()
@@ -552,6 +564,20 @@ def launcher_ran(out, step, wall):
         if time.monotonic() > until:
             raise RuntimeError("the launcher has not run step %d's hooks in %.0f s" %
                                (step, wall))
+        time.sleep(0.01)
+
+
+def paused(guard, wall):
+    """Until hbmguardd's PAUSE waits in the Guard's requests (its check at
+    the step's end finds it there, Guard._must_recover()); wall seconds at
+    most, as launcher_ran()."""
+    until = time.monotonic() + wall
+    while True:
+        guard._drain()
+        if any(req.action == hbmguard.PAUSE for req in guard._pending):
+            return
+        if time.monotonic() > until:
+            raise RuntimeError("no PAUSE from hbmguardd in %.0f s" % wall)
         time.sleep(0.01)
 
 
@@ -798,6 +824,24 @@ def fault_here(args):
     return fault_rank(args) * args.nnodes // args.world == args.node_rank
 
 
+def closed_at(out, step):
+    """The faulted rank has run step's closure (--fault-after-closure)."""
+    with open(os.path.join(out, "closed.tmp"), "w") as f:
+        f.write("%d" % step)
+    os.replace(os.path.join(out, "closed.tmp"), os.path.join(out, "closed"))
+
+
+def closed(out):
+    """The last step whose closure the faulted rank said it ran (the
+    launcher reads, root, what a rank wrote: not through a link)."""
+    try:
+        fd = os.open(os.path.join(out, "closed"), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd) as f:
+            return int(f.read(16))
+    except (OSError, ValueError):
+        return -1
+
+
 def committed(out):
     try:
         with open(os.path.join(out, "progress.csv")) as f:
@@ -842,7 +886,8 @@ def launch(args):
     while True:
         step = committed(args.out)
         if args.fault_step and result["fault_time"] is None and fault_here(args) and \
-                step >= args.fault_step:
+                step >= args.fault_step and \
+                (not args.fault_after_closure or closed(args.out) >= args.fault_step):
             dev, offset = args.fault.split(":")
             subprocess.run(["hbmctl", "inject", dev, "ue", offset], check=True)
             result["fault_time"] = time.time()
