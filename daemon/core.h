@@ -294,8 +294,9 @@ struct hbm_source_ops {
 	int (*dump)(void *ctx, const struct device *dev, struct hbm_extents *x);
 	/*
 	 * its stored pages, back in, and its configured policy; @stored is
-	 * the caller's until the TABLE_READ of the read that follows (its
-	 * PAGES of those pages are HBM_FACT_KNOWN)
+	 * the caller's until the TABLE_READ of the read that follows where
+	 * this is the restore of the device's DEVICE_SEEN (its PAGES of those
+	 * pages are HBM_FACT_KNOWN), and only for the call otherwise
 	 */
 	void (*restore)(void *ctx, const struct device *dev, const struct hbm_state *stored);
 	/* HBM_CTL_RETIRE or HBM_CTL_CLEAR of @x, on @dev */

@@ -415,8 +415,8 @@ static int packed_fill(struct packed_msg *m, const struct hbm_state *s, size_t f
  */
 static void unsent(struct hbm_kernel *k, const struct hbm_state *s, size_t from, size_t end)
 {
-	if (!k->restored)
-		return;
+	if (k->restored != s)
+		return;		/* not kept for a read: nothing to tell it */
 	if (!k->unsent)
 		k->unsent = calloc((s->nr + 63) / 64, sizeof(*k->unsent));
 	if (!k->unsent) {
@@ -654,14 +654,19 @@ static void restore_stored(void *ctx, const struct device *dev,
 	if (!stored->nr)
 		return;
 	/*
-	 * Its table is read next (table_facts(), in the same DEVICE_SEEN's
-	 * turn): what it has of these is no news.  @stored is the store's,
-	 * kept until that read's TABLE_READ, after which this is forgotten.
+	 * Its table is read next where this is its DEVICE_SEEN's restore
+	 * (table_facts(), in the same turn): what it has of these is no news.
+	 * @stored is the store's, kept until that read's TABLE_READ, after
+	 * which this is forgotten.  A restore outside a read (the store's,
+	 * once a file it could not read when the device was seen reads) is
+	 * kept for nothing: @stored is gone once this returns.
 	 */
-	free(k->unsent);
-	k->unsent = NULL;
-	k->restored = stored;
-	k->restored_id = dev->id;
+	if (k->reading && k->reading_id == dev->id) {
+		free(k->unsent);
+		k->unsent = NULL;
+		k->restored = stored;
+		k->restored_id = dev->id;
+	}
 	err = restore(k, dev, stored);
 	if (err)
 		fprintf(stderr, "<4>hbmguardd: restoring %zu extents into %s: %s\n",
@@ -1164,11 +1169,14 @@ static int sync_devices(struct hbm_kernel *k, uint32_t id, enum hbm_sync mode,
 		    strcmp(was[dev->id], dev->identity))
 			f.sync = HBM_SYNC_ADDED;
 		f.dev = fact_device(dev);
+		k->reading = true;
+		k->reading_id = dev->id;
 		k->link.fact(k->link.core, &f);
 		if (dev->counts_losses)
 			hbm_losses_seen(&k->losses, dev->id, dev->identity, &dev->losses,
 					f.sync == HBM_SYNC_START);
 		read_err = table_facts(k, dev, f.sync);
+		k->reading = false;
 		table_err = table_err ?: read_err;
 	}
 	if (event)

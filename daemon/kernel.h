@@ -30,6 +30,8 @@ struct hbm_kernel {
 	uint64_t listed_added[HBMGUARD_MAX_DEVICES];	/* its ADDED_SEQNUM; 0: not said */
 	bool packed;			/* the module takes HBMGUARD_A_RECORDS */
 	size_t restore_bytes;		/* a RESTORE request's most: the send buffer's */
+	bool reading;			/* a DEVICE_SEEN said, its table read next: */
+	uint32_t reading_id;		/* ... this device's */
 	/* what was restored into a device whose table is being read (its store's) */
 	const struct hbm_state *restored;
 	uint32_t restored_id;

@@ -273,6 +273,36 @@ static int forget_range(struct hbm_state *s, uint64_t offset, uint64_t length)
 }
 
 /*
+ * What the store owes device @dev (a restore, clears to write), NULL none:
+ * kept by id, for the device it was owed to (an id may name another device
+ * before the kernel link hears the first gone, at a resync).
+ */
+static struct device_save *owed(struct hbm_store *s, const struct device *dev)
+{
+	struct device_save *sv;
+
+	if (dev->id >= HBMGUARD_MAX_DEVICES)
+		return NULL;
+	sv = &s->saves[dev->id];
+	return strcmp(sv->pending_for, dev->identity) ? NULL : sv;
+}
+
+/* Device @dev's, to owe it something: what was owed to another under its id is dropped. */
+static struct device_save *owe(struct hbm_store *s, const struct device *dev)
+{
+	struct device_save *sv = &s->saves[dev->id];
+
+	if (!owed(s, dev)) {
+		free(sv->cleared);
+		sv->cleared = NULL;
+		sv->nr_cleared = 0;
+		sv->restore_owed = false;
+		snprintf(sv->pending_for, sizeof(sv->pending_for), "%s", dev->identity);
+	}
+	return sv;
+}
+
+/*
  * What was read of a device's file @s, less what an operator cleared that no
  * write of the file left out yet (a clear whose save failed: retried): the
  * file's next write must not bring those pages back, nor a restore put them
@@ -282,12 +312,11 @@ static int forget_range(struct hbm_state *s, uint64_t offset, uint64_t length)
 static int forget_cleared(struct hbm_store *store, const struct device *dev,
 			  struct hbm_state *s)
 {
-	const struct device_save *sv;
+	const struct device_save *sv = owed(store, dev);
 	size_t i;
 
-	if (dev->id >= HBMGUARD_MAX_DEVICES)
+	if (!sv)
 		return 0;
-	sv = &store->saves[dev->id];
 	for (i = 0; i < sv->nr_cleared; i++)
 		if (forget_range(s, sv->cleared[i].offset, sv->cleared[i].length)) {
 			hbm_state_free(s);
@@ -560,7 +589,7 @@ static bool kernel_lacks(const struct hbm_extents *k, const struct hbm_state *st
 static int write_union(struct hbm_store *s, const struct device *dev, struct hbm_extents *k,
 		       const struct hbm_state *stored)
 {
-	struct device_save *sv = dev->id < HBMGUARD_MAX_DEVICES ? &s->saves[dev->id] : NULL;
+	struct device_save *sv = owed(s, dev);
 	struct hbm_state out = { .page_size = dev->page_size };
 	int err = 0;
 
@@ -604,7 +633,7 @@ static void raise_covered(struct hbm_store *s, uint32_t id, uint64_t seqnum)
  */
 static int save(struct hbm_store *s, const struct device *dev)
 {
-	struct device_save *sv = dev->id < HBMGUARD_MAX_DEVICES ? &s->saves[dev->id] : NULL;
+	struct device_save *sv = owed(s, dev);
 	struct hbm_state stored;
 	struct hbm_extents k = { 0 };
 	int err;
@@ -658,9 +687,11 @@ static void read_begin(struct hbm_store *s, const struct hbm_fact *f)
 	if (r->error) {
 		/* not saved without it: retried, save(), which restores it then */
 		r->failed = true;
-		s->saves[f->dev.id].restore_owed = true;
+		if (f->sync == HBM_SYNC_START || f->sync == HBM_SYNC_ADDED)
+			owe(s, &r->dev)->restore_owed = true;
 	} else if (f->sync == HBM_SYNC_START || f->sync == HBM_SYNC_ADDED) {
 		core_restore(s->core, &r->dev, &r->stored);
+		owe(s, &r->dev)->restore_owed = false;
 	}
 }
 
@@ -732,6 +763,8 @@ static void read_end(struct hbm_store *s, const struct hbm_fact *f)
 				r->dev.identity);
 			core_restore(s->core, &r->dev, &r->stored);
 		}
+		if (owed(s, &r->dev))	/* it has them all now */
+			s->saves[r->dev.id].restore_owed = false;
 		if ((!r->table.nr && r->dev.id < HBMGUARD_MAX_DEVICES &&
 		     file_is_union(s, &r->dev, &r->stored)) ||
 		    !write_union(s, &r->dev, &r->table, &r->stored))
@@ -1167,10 +1200,9 @@ static int on_retry(sd_event_source *src, uint64_t usec, void *arg)
 	return 0;
 }
 
-/* A range @x to clear, kept until a write of device @id's file leaves it out. */
-static int clear_pending(struct hbm_store *s, uint32_t id, const struct hbm_ctl_extent *x)
+/* A range @x to clear, kept until a write of the device's file leaves it out. */
+static int clear_pending(struct device_save *sv, const struct hbm_ctl_extent *x)
 {
-	struct device_save *sv = &s->saves[id];
 	struct hbm_state_record *r;
 
 	r = reallocarray(sv->cleared, sv->nr_cleared + 1, sizeof(*r));
@@ -1211,7 +1243,7 @@ int store_apply(struct hbm_store *s, uint16_t type, const struct hbm_ctl_extent 
 	if (!err && (!dev || dev->id >= HBMGUARD_MAX_DEVICES))
 		err = -ENODEV;
 	if (!err && clear)
-		err = clear_pending(s, dev->id, x);	/* before: no change without it */
+		err = clear_pending(owe(s, dev), x);	/* before: no change without it */
 	if (!err) {
 		err = core_change(s->core, dev, type, x);
 		if (err && clear)

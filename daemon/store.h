@@ -26,6 +26,8 @@ struct device_save {
 	struct hbm_state_log log;	/* its file, open to append to since its last snapshot */
 	char identity[HBMGUARD_IDENTITY_LEN];	/* the log's */
 	uint64_t covered;	/* the kernel's events up to this one are in its snapshot */
+	/* owed to the device named pending_for (its id may name another since) */
+	char pending_for[HBMGUARD_IDENTITY_LEN];
 	bool restore_owed;	/* its file could not be read when it was seen: its
 				 * pages go back into the kernel at the save that reads it */
 	struct hbm_state_record *cleared;	/* ranges an operator cleared in the */
