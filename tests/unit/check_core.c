@@ -633,21 +633,26 @@ START_TEST(heard_changes_are_logged_and_compacted)
 }
 END_TEST
 
-/* Whether device 0's file reads whole, undamaged, and holds a page at @offset. */
-static bool file_has(uint64_t offset)
+/* Whether device @identity's file reads whole, undamaged, and holds a page at @offset. */
+static bool file_of_has(const char *identity, uint64_t offset)
 {
 	struct hbm_state_damage damage;
 	struct hbm_state s;
 	bool has = false;
 	size_t i;
 
-	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &s, &damage), 0);
+	ck_assert_int_eq(hbm_state_read(d.state_dir, identity, 0, &s, &damage), 0);
 	ck_assert(!hbm_state_damaged(&damage) && !damage.torn_bytes);
 	for (i = 0; i < s.nr; i++)
 		if (s.records[i].offset <= offset && offset - s.records[i].offset < s.records[i].length)
 			has = true;
 	hbm_state_free(&s);
 	return has;
+}
+
+static bool file_has(uint64_t offset)
+{
+	return file_of_has("sim:s", offset);
 }
 
 /* The store's retries run until every file is saved (a few seconds at most). */
@@ -902,22 +907,6 @@ START_TEST(a_restore_owed_is_paid_once)
 	store_loop_end(loop);
 }
 END_TEST
-
-/* Whether the file of device @identity holds a page at @offset. */
-static bool file_of_has(const char *identity, uint64_t offset)
-{
-	struct hbm_state_damage damage;
-	struct hbm_state s;
-	bool has = false;
-	size_t i;
-
-	ck_assert_int_eq(hbm_state_read(d.state_dir, identity, 0, &s, &damage), 0);
-	for (i = 0; i < s.nr; i++)
-		if (s.records[i].offset <= offset && offset - s.records[i].offset < s.records[i].length)
-			has = true;
-	hbm_state_free(&s);
-	return has;
-}
 
 /*
  * What is owed is by device id, for the device it was owed to.  sim:s (id
