@@ -105,18 +105,6 @@ static int cmp_offset(const void *a, const void *b)
 }
 
 /*
- * Whether the first @kernel of the kernel's extents hold (a part of) @s.
- * Both are sorted: *@j walks the kernel's along the stored records' walk.
- */
-static bool kernel_holds(const struct hbm_extents *k, size_t kernel, size_t *j,
-			 const struct hbm_state_record *s)
-{
-	while (*j < kernel && k->r[*j].offset + k->r[*j].length <= s->offset)
-		(*j)++;
-	return *j < kernel && k->r[*j].offset < s->offset + s->length;
-}
-
-/*
  * The parts of stored record @s that none of the first @kernel of the
  * kernel's extents holds, each as @s with its range, appended to @k.  Both
  * are sorted: *@j walks the kernel's along the stored records' walk.  The
@@ -272,34 +260,52 @@ static int forget_range(struct hbm_state *s, uint64_t offset, uint64_t length)
 	return 0;
 }
 
-/*
- * What the store owes device @dev (a restore, clears to write), NULL none:
- * kept by id, for the device it was owed to (an id may name another device
- * before the kernel link hears the first gone, at a resync).
- */
-static struct device_save *owed(struct hbm_store *s, const struct device *dev)
+/* What the store owes device @identity (store_owed), NULL nothing. */
+static struct store_owed *owed(struct hbm_store *s, const char *identity)
 {
-	struct device_save *sv;
+	size_t i;
 
-	if (dev->id >= HBMGUARD_MAX_DEVICES)
-		return NULL;
-	sv = &s->saves[dev->id];
-	return strcmp(sv->pending_for, dev->identity) ? NULL : sv;
+	for (i = 0; i < s->nr_owed; i++)
+		if (!strcmp(s->owed[i].identity, identity))
+			return &s->owed[i];
+	return NULL;
 }
 
-/* Device @dev's, to owe it something: what was owed to another under its id is dropped. */
-static struct device_save *owe(struct hbm_store *s, const struct device *dev)
+/* ... to owe it something; NULL out of memory. */
+static struct store_owed *owe(struct hbm_store *s, const char *identity)
 {
-	struct device_save *sv = &s->saves[dev->id];
+	struct store_owed *o = owed(s, identity);
 
-	if (!owed(s, dev)) {
-		free(sv->cleared);
-		sv->cleared = NULL;
-		sv->nr_cleared = 0;
-		sv->restore_owed = false;
-		snprintf(sv->pending_for, sizeof(sv->pending_for), "%s", dev->identity);
+	if (o)
+		return o;
+	o = reallocarray(s->owed, s->nr_owed + 1, sizeof(*o));
+	if (!o)
+		return NULL;
+	s->owed = o;
+	o = &s->owed[s->nr_owed++];
+	*o = (struct store_owed){ 0 };
+	snprintf(o->identity, sizeof(o->identity), "%s", identity);
+	return o;
+}
+
+/* @o, once nothing more is owed, no longer kept. */
+static void paid(struct hbm_store *s, struct store_owed *o)
+{
+	if (!o || o->restore || o->nr_cleared)
+		return;
+	free(o->cleared);
+	*o = s->owed[--s->nr_owed];
+}
+
+/* Device @identity's pages are in the kernel as its file has them: no restore owed. */
+static void restore_paid(struct hbm_store *s, const char *identity)
+{
+	struct store_owed *o = owed(s, identity);
+
+	if (o) {
+		o->restore = false;
+		paid(s, o);
 	}
-	return sv;
 }
 
 /*
@@ -312,18 +318,18 @@ static struct device_save *owe(struct hbm_store *s, const struct device *dev)
 static int forget_cleared(struct hbm_store *store, const struct device *dev,
 			  struct hbm_state *s)
 {
-	const struct device_save *sv = owed(store, dev);
+	const struct store_owed *o = owed(store, dev->identity);
 	size_t i;
 
-	if (!sv)
+	if (!o)
 		return 0;
-	for (i = 0; i < sv->nr_cleared; i++)
-		if (forget_range(s, sv->cleared[i].offset, sv->cleared[i].length)) {
+	for (i = 0; i < o->nr_cleared; i++)
+		if (forget_range(s, o->cleared[i].offset, o->cleared[i].length)) {
 			hbm_state_free(s);
 			memset(s, 0, sizeof(*s));
 			return -ENOMEM;
 		}
-	if (sv->nr_cleared)
+	if (o->nr_cleared)
 		s->file_bytes = 0;	/* not the file as it is: appendable no more */
 	return 0;
 }
@@ -569,14 +575,25 @@ static int log_turn(struct hbm_store *s, uint32_t id)
 	return 0;
 }
 
-/* Whether some stored extent is missing from the kernel's table. */
+/*
+ * Whether some page of the stored extents is missing from the kernel's
+ * table (@k sorted, as a dump or a read gives it): a part held is not all.
+ */
 static bool kernel_lacks(const struct hbm_extents *k, const struct hbm_state *stored)
 {
-	size_t i, j = 0;
+	size_t i, j = 0, x;
 
-	for (i = 0; i < stored->nr; i++)
-		if (!kernel_holds(k, k->nr, &j, &stored->records[i]))
+	for (i = 0; i < stored->nr; i++) {
+		uint64_t at = stored->records[i].offset;
+		uint64_t end = at + stored->records[i].length;
+
+		while (j < k->nr && k->r[j].offset + k->r[j].length <= at)
+			j++;
+		for (x = j; x < k->nr && k->r[x].offset <= at && at < end; x++)
+			at = k->r[x].offset + k->r[x].length;
+		if (at < end)
 			return true;
+	}
 	return false;
 }
 
@@ -589,7 +606,7 @@ static bool kernel_lacks(const struct hbm_extents *k, const struct hbm_state *st
 static int write_union(struct hbm_store *s, const struct device *dev, struct hbm_extents *k,
 		       const struct hbm_state *stored)
 {
-	struct device_save *sv = owed(s, dev);
+	struct store_owed *o = owed(s, dev->identity);
 	struct hbm_state out = { .page_size = dev->page_size };
 	int err = 0;
 
@@ -598,16 +615,15 @@ static int write_union(struct hbm_store *s, const struct device *dev, struct hbm
 	out.serial = stored->serial + 1;
 	out.records = k->r;
 	out.nr = k->nr;
-	if (k->nr || stored->nr || (sv && sv->nr_cleared)) {
+	if (k->nr || stored->nr || (o && o->nr_cleared)) {
 		abandon_compaction(s, dev->id);
 		err = hbm_state_write(s->d->state_dir, &out);
 		if (!err)
 			log_reopen(s, dev, &out);
 	}
-	if (!err && sv) {
-		free(sv->cleared);	/* left out of the file now */
-		sv->cleared = NULL;
-		sv->nr_cleared = 0;
+	if (!err && o) {
+		o->nr_cleared = 0;	/* left out of the file now */
+		paid(s, o);
 	}
 	if (!err)
 		count_stored(s, dev, &out);
@@ -627,13 +643,32 @@ static void raise_covered(struct hbm_store *s, uint32_t id, uint64_t seqnum)
 }
 
 /*
+ * Its pages back where the kernel's table @k lacks them, if a restore is
+ * owed to device @dev: its file is read now (@stored), and was not when
+ * its table was.
+ */
+static void restore_owed(struct hbm_store *s, const struct device *dev,
+			 const struct hbm_extents *k, const struct hbm_state *stored)
+{
+	struct store_owed *o = owed(s, dev->identity);
+
+	if (!o || !o->restore)
+		return;
+	if (kernel_lacks(k, stored)) {
+		fprintf(stderr, "<5>hbmguardd: the state of %s is read: its pages back into the kernel\n",
+			dev->identity);
+		core_restore(s->core, dev, stored);
+	}
+	restore_paid(s, dev->identity);
+}
+
+/*
  * Make the stored state of a device the union with the kernel's table, less
- * the ranges cleared since its last write.  Its pages go back into the
- * kernel first where its file could not be read when the device was seen.
+ * the ranges cleared since its last write, its pages first back into the
+ * kernel where a restore is owed.
  */
 static int save(struct hbm_store *s, const struct device *dev)
 {
-	struct device_save *sv = owed(s, dev);
 	struct hbm_state stored;
 	struct hbm_extents k = { 0 };
 	int err;
@@ -643,13 +678,9 @@ static int save(struct hbm_store *s, const struct device *dev)
 		save_done(s, dev, err);
 		return err;
 	}
-	if (sv && sv->restore_owed) {
-		fprintf(stderr, "<5>hbmguardd: the state of %s is read: its pages back into the kernel\n",
-			dev->identity);
-		core_restore(s->core, dev, &stored);
-		sv->restore_owed = false;
-	}
 	err = core_dump(s->core, dev, &k);
+	if (!err)
+		restore_owed(s, dev, &k, &stored);
 	if (err)
 		save_done(s, dev, err);
 	else
@@ -685,13 +716,18 @@ static void read_begin(struct hbm_store *s, const struct hbm_fact *f)
 	snprintf(r->dev.identity, sizeof(r->dev.identity), "%s", f->dev.identity);
 	r->error = load_stored(s, &r->dev, &r->stored);
 	if (r->error) {
+		struct store_owed *o = owe(s, r->dev.identity);
+
 		/* not saved without it: retried, save(), which restores it then */
 		r->failed = true;
-		if (f->sync == HBM_SYNC_START || f->sync == HBM_SYNC_ADDED)
-			owe(s, &r->dev)->restore_owed = true;
+		if (o)
+			o->restore = true;
+		else
+			fprintf(stderr, "<3>hbmguardd: no memory to remember that %s is owed its "
+				"stored pages: they go back at its next read\n", r->dev.identity);
 	} else if (f->sync == HBM_SYNC_START || f->sync == HBM_SYNC_ADDED) {
 		core_restore(s->core, &r->dev, &r->stored);
-		owe(s, &r->dev)->restore_owed = false;
+		restore_paid(s, r->dev.identity);
 	}
 }
 
@@ -763,8 +799,7 @@ static void read_end(struct hbm_store *s, const struct hbm_fact *f)
 				r->dev.identity);
 			core_restore(s->core, &r->dev, &r->stored);
 		}
-		if (owed(s, &r->dev))	/* it has them all now */
-			s->saves[r->dev.id].restore_owed = false;
+		restore_paid(s, r->dev.identity);	/* it has them all now */
 		if ((!r->table.nr && r->dev.id < HBMGUARD_MAX_DEVICES &&
 		     file_is_union(s, &r->dev, &r->stored)) ||
 		    !write_union(s, &r->dev, &r->table, &r->stored))
@@ -876,8 +911,7 @@ static void forget_device(struct hbm_store *s, uint32_t id, const char *identity
 	if (s->compacting.pid && s->compacting.id == id)
 		s->compacting.abandoned = true;
 	hbm_state_log_close(&s->saves[id].log);
-	free(s->saves[id].cleared);	/* not saved: said by save_gone() */
-	s->saves[id] = (struct device_save){ 0 };
+	s->saves[id] = (struct device_save){ 0 };	/* what is owed it stays: by identity */
 	s->stored_extents[id] = s->stored_pages[id] = 0;
 }
 
@@ -1201,17 +1235,29 @@ static int on_retry(sd_event_source *src, uint64_t usec, void *arg)
 }
 
 /* A range @x to clear, kept until a write of the device's file leaves it out. */
-static int clear_pending(struct device_save *sv, const struct hbm_ctl_extent *x)
+static int clear_pending(struct hbm_store *s, const struct hbm_ctl_extent *x)
 {
+	struct store_owed *o = owe(s, x->identity);
 	struct hbm_state_record *r;
 
-	r = reallocarray(sv->cleared, sv->nr_cleared + 1, sizeof(*r));
-	if (!r)
+	r = o ? reallocarray(o->cleared, o->nr_cleared + 1, sizeof(*r)) : NULL;
+	if (!r) {
+		paid(s, o);
 		return -ENOMEM;
-	r[sv->nr_cleared++] = (struct hbm_state_record){ .offset = x->offset,
-							 .length = x->length };
-	sv->cleared = r;
+	}
+	r[o->nr_cleared++] = (struct hbm_state_record){ .offset = x->offset,
+							.length = x->length };
+	o->cleared = r;
 	return 0;
+}
+
+/* ... not to be kept: the kernel refused the clear. */
+static void clear_not_pending(struct hbm_store *s, const struct hbm_ctl_extent *x)
+{
+	struct store_owed *o = owed(s, x->identity);
+
+	o->nr_cleared--;
+	paid(s, o);
 }
 
 /**
@@ -1243,11 +1289,11 @@ int store_apply(struct hbm_store *s, uint16_t type, const struct hbm_ctl_extent 
 	if (!err && (!dev || dev->id >= HBMGUARD_MAX_DEVICES))
 		err = -ENODEV;
 	if (!err && clear)
-		err = clear_pending(owe(s, dev), x);	/* before: no change without it */
+		err = clear_pending(s, x);	/* before: no change without it */
 	if (!err) {
 		err = core_change(s->core, dev, type, x);
 		if (err && clear)
-			s->saves[dev->id].nr_cleared--;	/* nothing cleared */
+			clear_not_pending(s, x);	/* nothing cleared */
 	}
 	if (!err)
 		err = save(s, dev);
@@ -1374,10 +1420,11 @@ void store_stop(struct hbm_store *s)
 	size_t i;
 
 	compaction_kill(s);	/* reaped by init if not gone yet */
-	for (i = 0; i < HBMGUARD_MAX_DEVICES; i++) {
+	for (i = 0; i < HBMGUARD_MAX_DEVICES; i++)
 		hbm_state_log_close(&s->saves[i].log);
-		free(s->saves[i].cleared);
-	}
+	for (i = 0; i < s->nr_owed; i++)
+		free(s->owed[i].cleared);
+	free(s->owed);
 	store_report(s);
 	sd_event_source_disable_unref(s->post);
 	sd_event_source_unref(s->retry);

@@ -26,10 +26,18 @@ struct device_save {
 	struct hbm_state_log log;	/* its file, open to append to since its last snapshot */
 	char identity[HBMGUARD_IDENTITY_LEN];	/* the log's */
 	uint64_t covered;	/* the kernel's events up to this one are in its snapshot */
-	/* owed to the device named pending_for (its id may name another since) */
-	char pending_for[HBMGUARD_IDENTITY_LEN];
-	bool restore_owed;	/* its file could not be read when it was seen: its
-				 * pages go back into the kernel at the save that reads it */
+};
+
+/*
+ * What the store owes a device, by its identity (its id may name another
+ * device before the kernel link hears it gone, and it keeps what is owed
+ * across its DEVICE_GONE: a module reloaded), until paid.
+ */
+struct store_owed {
+	char identity[HBMGUARD_IDENTITY_LEN];
+	bool restore;		/* its file could not be read when its table was: its
+				 * pages go back where the kernel lacks them, at the
+				 * first read or save that reads the file */
 	struct hbm_state_record *cleared;	/* ranges an operator cleared in the */
 	size_t nr_cleared;			/* kernel that no write of the file left out yet */
 };
@@ -96,6 +104,8 @@ struct hbm_store {
 	struct hbmd_core *core;
 	void (*save_again)(struct daemon *d);	/* the incidents, retried with the rest */
 	struct device_save saves[HBMGUARD_MAX_DEVICES];	/* by id */
+	struct store_owed *owed;	/* by identity, none paid */
+	size_t nr_owed;
 	sd_event_source *post;		/* the saves after each turn of the loop */
 	sd_event_source *retry;		/* the next try of the saves that failed */
 	unsigned int retry_s;		/* its delay, doubled at each failure */
