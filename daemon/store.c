@@ -577,20 +577,26 @@ static int log_turn(struct hbm_store *s, uint32_t id)
 
 /*
  * Whether some page of the stored extents is missing from the kernel's
- * table (@k sorted, as a dump or a read gives it): a part held is not all.
+ * table (@k sorted, as a dump or a read gives it), or held pending where
+ * the file has it out of service (a GPU's driver, say, has it pending
+ * again in a new table: a restore bypasses it): a part held is not all.
  */
 static bool kernel_lacks(const struct hbm_extents *k, const struct hbm_state *stored)
 {
 	size_t i, j = 0, x;
 
 	for (i = 0; i < stored->nr; i++) {
-		uint64_t at = stored->records[i].offset;
-		uint64_t end = at + stored->records[i].length;
+		const struct hbm_state_record *r = &stored->records[i];
+		uint64_t at = r->offset, end = r->offset + r->length;
 
 		while (j < k->nr && k->r[j].offset + k->r[j].length <= at)
 			j++;
-		for (x = j; x < k->nr && k->r[x].offset <= at && at < end; x++)
+		for (x = j; x < k->nr && k->r[x].offset <= at && at < end; x++) {
+			if (k->r[x].state == HBMGUARD_STATE_PENDING &&
+			    r->state != HBMGUARD_STATE_PENDING)
+				return true;
 			at = k->r[x].offset + k->r[x].length;
+		}
 		if (at < end)
 			return true;
 	}
@@ -1234,12 +1240,20 @@ static int on_retry(sd_event_source *src, uint64_t usec, void *arg)
 	return 0;
 }
 
-/* A range @x to clear, kept until a write of the device's file leaves it out. */
+/*
+ * A range @x to clear, kept until a write of the device's file leaves it
+ * out.  Return: 1 kept, 0 kept already (the same clear asked again while
+ * saves fail), -ENOMEM.
+ */
 static int clear_pending(struct hbm_store *s, const struct hbm_ctl_extent *x)
 {
 	struct store_owed *o = owe(s, x->identity);
 	struct hbm_state_record *r;
+	size_t i;
 
+	for (i = 0; o && i < o->nr_cleared; i++)
+		if (o->cleared[i].offset == x->offset && o->cleared[i].length == x->length)
+			return 0;
 	r = o ? reallocarray(o->cleared, o->nr_cleared + 1, sizeof(*r)) : NULL;
 	if (!r) {
 		paid(s, o);
@@ -1248,10 +1262,10 @@ static int clear_pending(struct hbm_store *s, const struct hbm_ctl_extent *x)
 	r[o->nr_cleared++] = (struct hbm_state_record){ .offset = x->offset,
 							.length = x->length };
 	o->cleared = r;
-	return 0;
+	return 1;
 }
 
-/* ... not to be kept: the kernel refused the clear. */
+/* ... not to be kept: the kernel refused the clear clear_pending() kept. */
 static void clear_not_pending(struct hbm_store *s, const struct hbm_ctl_extent *x)
 {
 	struct store_owed *o = owed(s, x->identity);
@@ -1279,7 +1293,7 @@ int store_apply(struct hbm_store *s, uint16_t type, const struct hbm_ctl_extent 
 	struct device_list *l = calloc(1, sizeof(*l));
 	const struct device *dev = NULL;
 	bool clear = type == HBM_CTL_CLEAR;
-	int err;
+	int err, kept = 0;
 
 	if (!l)
 		return -ENOMEM;
@@ -1288,11 +1302,13 @@ int store_apply(struct hbm_store *s, uint16_t type, const struct hbm_ctl_extent 
 		dev = core_find(l, x->identity);
 	if (!err && (!dev || dev->id >= HBMGUARD_MAX_DEVICES))
 		err = -ENODEV;
-	if (!err && clear)
-		err = clear_pending(s, x);	/* before: no change without it */
+	if (!err && clear) {
+		kept = clear_pending(s, x);	/* before: no change without it */
+		err = kept < 0 ? kept : 0;
+	}
 	if (!err) {
 		err = core_change(s->core, dev, type, x);
-		if (err && clear)
+		if (err && kept > 0)
 			clear_not_pending(s, x);	/* nothing cleared */
 	}
 	if (!err)

@@ -1668,6 +1668,76 @@ START_TEST(a_restore_owed_is_not_paid_by_a_part)
 }
 END_TEST
 
+/*
+ * A restore owed (file unreadable at START: the module
+ * reloaded) whose device's table meanwhile holds the stored page in a
+ * lesser state: the GPU's driver has it pending (gpus.c's reconcile
+ * retires it HBMGUARD_RETIRE_PENDING in the empty table).  The file says
+ * RETIRED (a UE: its data destroyed, a spare serving it).  A START that
+ * reads the file restores it whole (RETIRED over PENDING bypasses it);
+ * the retry that reads it late must too, not pay the restore because the
+ * table "holds" the page, leaving it PENDING, in service, and the file
+ * rewritten PENDING from the dump.
+ */
+START_TEST(a_restore_owed_is_not_paid_by_a_page_held_in_a_lesser_state)
+{
+	sd_event *loop = file_read_late();	/* file: 0x9000 RETIRED (UE) */
+
+	table[table_nr] = bad_page;		/* the driver's: 0x9000 pending */
+	table[table_nr].state = HBMGUARD_STATE_PENDING;
+	table[table_nr++].source = HBMGUARD_SOURCE_DRIVER;
+	retried_until_saved(loop);
+	ck_assert_msg(restores == 1, "0x9000 stays PENDING in the kernel though its file says "
+		      "RETIRED (restores %d, owed %d)", restores, owes_restore("sim:s"));
+	store_loop_end(loop);
+}
+END_TEST
+
+/*
+ * The same at a resync (read_end()'s kernel_lacks()): the
+ * device came back unheard, its new table holding the stored RETIRED page
+ * as PENDING (its driver's): nothing goes back, and the file is rewritten
+ * PENDING from the table.
+ */
+START_TEST(a_resync_restores_a_page_held_in_a_lesser_state)
+{
+	sd_event *loop = stored_one_page();	/* file and table: 0x9000 RETIRED */
+
+	table[0].state = HBMGUARD_STATE_PENDING;	/* back unheard: the driver's */
+	table[0].source = HBMGUARD_SOURCE_DRIVER;
+	seen(HBM_SYNC_RESYNC, 1, 0);
+	ck_assert_msg(restores == 1, "0x9000 left PENDING (restores %d)", restores);
+	store_loop_end(loop);
+}
+END_TEST
+
+/*
+ * The same clear asked again while the saves fail (an operator retrying on
+ * a full disk) is kept once, and a refused one after it leaves the kept
+ * one alone.
+ */
+START_TEST(a_clear_asked_again_is_kept_once)
+{
+	struct hbm_ctl_extent x = { .identity = "sim:s", .offset = 0x9000, .length = 0x1000 };
+	sd_event *loop;
+
+	loop = stored_one_page();
+	dump_err = -EIO;
+	ck_assert_int_eq(store_apply(&store, HBM_CTL_CLEAR, &x), -EIO);
+	ck_assert_int_eq(store_apply(&store, HBM_CTL_CLEAR, &x), -EIO);
+	ck_assert_uint_eq(owes_clears("sim:s"), 1);
+	change_err = -EINVAL;
+	ck_assert_int_eq(store_apply(&store, HBM_CTL_CLEAR, &x), -EINVAL);
+	change_err = 0;
+	ck_assert_uint_eq(owes_clears("sim:s"), 1);
+	dump_err = 0;
+	retried_until_saved(loop);
+	ck_assert(!file_has(0x9000));
+	ck_assert_uint_eq(owes_clears("sim:s"), 0);
+	store_loop_end(loop);
+}
+END_TEST
+
 Suite *core_suite(void)
 {
 	Suite *s = suite_create("core");
@@ -1713,6 +1783,9 @@ Suite *core_suite(void)
 	tcase_add_test(st, a_gone_device_drops_not_another_devices_kept_clear);
 	tcase_add_test(st, a_resync_read_late_restores_what_the_kernel_lacks);
 	tcase_add_test(st, a_restore_owed_is_not_paid_by_a_part);
+	tcase_add_test(st, a_restore_owed_is_not_paid_by_a_page_held_in_a_lesser_state);
+	tcase_add_test(st, a_resync_restores_a_page_held_in_a_lesser_state);
+	tcase_add_test(st, a_clear_asked_again_is_kept_once);
 	suite_add_tcase(s, st);
 	return s;
 }
