@@ -736,6 +736,20 @@ START_TEST(a_clear_whose_dump_fails_is_not_acknowledged)
 }
 END_TEST
 
+/* Device 0 stored with 0x9000, named @identity, which clears it and cannot save. */
+static sd_event *stored_and_a_clear_unsaved(const char *identity)
+{
+	struct hbm_ctl_extent x = { .offset = 0x9000, .length = 0x1000 };
+	sd_event *loop = stored_one_page();
+
+	snprintf(x.identity, sizeof(x.identity), "%s", identity);
+	snprintf(listed.dev[0].identity, sizeof(listed.dev[0].identity), "%s", identity);
+	dump_err = -EIO;
+	ck_assert_int_eq(store_apply(&store, HBM_CTL_CLEAR, &x), -EIO);
+	dump_err = 0;
+	return loop;
+}
+
 /*
  * A clear the kernel made whose save failed (the dump, here; ENOSPC or EIO
  * alike) is not acknowledged, and the retry that saves the device leaves
@@ -744,13 +758,8 @@ END_TEST
  */
 START_TEST(a_clear_whose_save_fails_is_saved_by_the_retry)
 {
-	struct hbm_ctl_extent x = { .identity = "sim:s", .offset = 0x9000, .length = 0x1000 };
-	sd_event *loop;
+	sd_event *loop = stored_and_a_clear_unsaved("sim:s");
 
-	loop = stored_one_page();		/* file and table: 0x9000 */
-	dump_err = -EIO;
-	ck_assert_int_eq(store_apply(&store, HBM_CTL_CLEAR, &x), -EIO);
-	dump_err = 0;
 	ck_assert_uint_eq(table_nr, 0);		/* the kernel cleared it */
 	ck_assert(file_has(0x9000));		/* not yet saved */
 	retried_until_saved(loop);
@@ -861,7 +870,7 @@ END_TEST
  * place: the read fails as EIO or ENOMEM would), which can be read again:
  * the store owes the device its restore.
  */
-static sd_event *file_read_late(void)
+static sd_event *file_of_read_late(uint64_t length)
 {
 	struct hbm_state_record rec = bad_page;
 	struct hbm_state st = { .identity = "sim:s", .page_size = 4096, .serial = 1,
@@ -869,6 +878,7 @@ static sd_event *file_read_late(void)
 	char name[256];
 	sd_event *loop;
 
+	rec.length = length;
 	ck_assert_int_eq(hbm_state_file_name("sim:s", name, sizeof(name)), 0);
 	ck_assert_int_eq(hbm_state_write(d.state_dir, &st), 0);
 	ck_assert_int_eq(renameat(d.state_dir, name, d.state_dir, "kept"), 0);
@@ -883,6 +893,12 @@ static sd_event *file_read_late(void)
 	ck_assert_int_eq(unlinkat(d.state_dir, name, AT_REMOVEDIR), 0);
 	ck_assert_int_eq(renameat(d.state_dir, "kept", d.state_dir, name), 0);
 	return loop;
+}
+
+/* ... its one record 0x9000, one page. */
+static sd_event *file_read_late(void)
+{
+	return file_of_read_late(0x1000);
 }
 
 /*
@@ -930,27 +946,30 @@ START_TEST(a_restore_owed_is_paid_once)
 END_TEST
 
 /*
- * What is owed is by device id, for the device it was owed to.  sim:s (id
- * 0) cleared 0x9000 and could not save; its id then names sim:t (the
- * module reloaded, a range registered again) before the kernel link heard
- * sim:s gone (core_devices() is a read).  The retry saves sim:t under id
- * 0: sim:s's clear leaves sim:t's file alone (its page there stays), and
- * sim:s's own file still holds the page the kernel cleared (sim:s gone,
- * what it was owed is said lost).
+ * Device 0 (sim:s) stored with 0x9000, sim:t's file holding it too; then
+ * @identity, the device id 0 names by then, clears it and cannot save.
  */
-START_TEST(a_kept_clear_is_not_another_devices)
+static sd_event *sim_t_and_a_clear_unsaved(const char *identity)
 {
-	struct hbm_ctl_extent x = { .identity = "sim:s", .offset = 0x9000, .length = 0x1000 };
 	struct hbm_state_record rec = bad_page;
 	struct hbm_state t = { .identity = "sim:t", .page_size = 4096, .serial = 1,
 			       .records = &rec, .nr = 1 };
-	sd_event *loop;
 
-	loop = stored_one_page();
-	ck_assert_int_eq(hbm_state_write(d.state_dir, &t), 0);	/* sim:t's: 0x9000 */
-	dump_err = -EIO;
-	ck_assert_int_eq(store_apply(&store, HBM_CTL_CLEAR, &x), -EIO);
-	dump_err = 0;
+	ck_assert_int_eq(hbm_state_write(d.state_dir, &t), 0);
+	return stored_and_a_clear_unsaved(identity);
+}
+
+/*
+ * What is owed is a device's, by its identity.  sim:s (id 0) cleared
+ * 0x9000 and could not save; its id then names sim:t (the module
+ * reloaded, a range registered again) before the kernel link heard sim:s
+ * gone (core_devices() is a read).  The retry saves sim:t under id 0:
+ * sim:s's clear leaves sim:t's file alone (its page there stays).
+ */
+START_TEST(a_kept_clear_is_not_another_devices)
+{
+	sd_event *loop = sim_t_and_a_clear_unsaved("sim:s");
+
 	snprintf(listed.dev[0].identity, sizeof(listed.dev[0].identity), "sim:t");
 	table_nr = 0;				/* sim:t's table: not restored yet */
 	retried_until_saved(loop);
@@ -1551,20 +1570,15 @@ static void seen_as(const char *identity, enum hbm_sync why)
 }
 
 /*
- * a clear whose save failed, then the module reloaded
+ * A clear whose save failed, then the module reloaded
  * (reloaded(): DEVICE_GONE of every id, then DEVICE_SEEN ADDED, a new
  * empty table).  The daemon still knows the page was cleared; the file
  * still holds it.  The ADDED read must not restore it into the new table.
  */
 START_TEST(a_kept_clear_survives_a_module_reload)
 {
-	struct hbm_ctl_extent x = { .identity = "sim:s", .offset = 0x9000, .length = 0x1000 };
-	sd_event *loop;
+	sd_event *loop = stored_and_a_clear_unsaved("sim:s");
 
-	loop = stored_one_page();
-	dump_err = -EIO;
-	ck_assert_int_eq(store_apply(&store, HBM_CTL_CLEAR, &x), -EIO);
-	dump_err = 0;
 	ck_assert_uint_eq(table_nr, 0);
 	gone();					/* reloaded(): device_gone() */
 	seen(HBM_SYNC_ADDED, 0, 0);		/* the new module: an empty table */
@@ -1576,25 +1590,15 @@ START_TEST(a_kept_clear_survives_a_module_reload)
 END_TEST
 
 /*
- * the id's kept clear is sim:t's (an operator's clear of the
- * device that id names now, before the kernel link heard sim:s gone); the
- * DEVICE_GONE of sim:s must not drop it: sim:t's ADDED read would then put
- * the page it cleared back.
+ * The kept clear is sim:t's (an operator's clear of the device id 0 names
+ * now, before the kernel link heard sim:s gone); the DEVICE_GONE of sim:s
+ * must not drop it: sim:t's ADDED read would then put the page it cleared
+ * back.
  */
 START_TEST(a_gone_device_drops_not_another_devices_kept_clear)
 {
-	struct hbm_ctl_extent x = { .identity = "sim:t", .offset = 0x9000, .length = 0x1000 };
-	struct hbm_state_record rec = bad_page;
-	struct hbm_state t = { .identity = "sim:t", .page_size = 4096, .serial = 1,
-			       .records = &rec, .nr = 1 };
-	sd_event *loop;
+	sd_event *loop = sim_t_and_a_clear_unsaved("sim:t");
 
-	loop = stored_one_page();		/* sim:s at id 0 */
-	ck_assert_int_eq(hbm_state_write(d.state_dir, &t), 0);	/* sim:t's: 0x9000 */
-	snprintf(listed.dev[0].identity, sizeof(listed.dev[0].identity), "sim:t");
-	dump_err = -EIO;
-	ck_assert_int_eq(store_apply(&store, HBM_CTL_CLEAR, &x), -EIO);
-	dump_err = 0;
 	ck_assert_uint_eq(table_nr, 0);		/* sim:t's page cleared in the kernel */
 	gone();					/* the link hears sim:s gone at id 0 */
 	seen_as("sim:t", HBM_SYNC_ADDED);
@@ -1606,7 +1610,7 @@ START_TEST(a_gone_device_drops_not_another_devices_kept_clear)
 END_TEST
 
 /*
- * a resync finds the device's table empty (it came back
+ * A resync finds the device's table empty (it came back
  * unheard, same identity, same id: HBM_SYNC_RESYNC) while its file cannot
  * be read; the retry that reads it must put its pages back, as a resync
  * that read it would (read_end(): kernel_lacks()).
@@ -1634,30 +1638,15 @@ START_TEST(a_resync_read_late_restores_what_the_kernel_lacks)
 END_TEST
 
 /*
- * a restore owed (file unreadable at START) is marked paid by
+ * A restore owed (file unreadable at START) is marked paid by
  * a resync's read whose table holds a part of each stored record: a
  * 2-page record, the kernel retired its second page since; the first
  * goes back too (a part held is not all).
  */
 START_TEST(a_restore_owed_is_not_paid_by_a_part)
 {
-	struct hbm_state_record rec = bad_page;
-	struct hbm_state st = { .identity = "sim:s", .page_size = 4096, .serial = 1,
-				.records = &rec, .nr = 1 };
-	char name[256];
-	sd_event *loop;
+	sd_event *loop = file_of_read_late(0x2000);	/* 0x9000 and 0xa000 */
 
-	rec.length = 0x2000;			/* 0x9000 and 0xa000 */
-	ck_assert_int_eq(hbm_state_file_name("sim:s", name, sizeof(name)), 0);
-	ck_assert_int_eq(hbm_state_write(d.state_dir, &st), 0);
-	ck_assert_int_eq(renameat(d.state_dir, name, d.state_dir, "kept"), 0);
-	ck_assert_int_eq(mkdirat(d.state_dir, name, 0700), 0);
-	loop = store_loop();
-	add_device(0, "sim:s");
-	seen(HBM_SYNC_START, 0, 0);
-	ck_assert(owes_restore("sim:s"));
-	ck_assert_int_eq(unlinkat(d.state_dir, name, AT_REMOVEDIR), 0);
-	ck_assert_int_eq(renameat(d.state_dir, "kept", d.state_dir, name), 0);
 	table[table_nr] = bad_page;		/* retired since: 0xa000 alone */
 	table[table_nr++].offset = 0xa000;
 	seen(HBM_SYNC_RESYNC, 1, 0);
