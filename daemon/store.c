@@ -685,12 +685,12 @@ static int save(struct hbm_store *s, const struct device *dev)
 		return err;
 	}
 	err = core_dump(s->core, dev, &k);
-	if (!err)
-		restore_owed(s, dev, &k, &stored);
-	if (err)
+	if (err) {
 		save_done(s, dev, err);
-	else
+	} else {
+		restore_owed(s, dev, &k, &stored);
 		err = write_union(s, dev, &k, &stored);
+	}
 	if (!err && dev->id < HBMGUARD_MAX_DEVICES)
 		raise_covered(s, dev->id, k.seqnum);
 	free(k.r);
