@@ -755,19 +755,30 @@ int hbm_atomic_write(int dirfd, const char *name, const void *buf, size_t len)
  * @buf: its content, to free()
  * @len: its length
  *
- * Return: 0 or a negative errno (-ENOENT: no such file).
+ * A symbolic link is not followed, and a FIFO or a device put under the
+ * name is not read (nor waited on: a FIFO without a writer would stop the
+ * daemon's loop).
+ *
+ * Return: 0 or a negative errno (-ENOENT: no such file; -ELOOP: a symbolic
+ * link; -EINVAL: not a regular file).
  */
 int hbm_read_file(int dirfd, const char *name, uint8_t **buf, size_t *len)
 {
 	struct stat st;
 	ssize_t n;
-	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), err = 0;
 
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) || st.st_size > (512 << 20)) {
+	if (fstat(fd, &st))
+		err = -errno;
+	else if (!S_ISREG(st.st_mode))
+		err = -EINVAL;
+	else if (st.st_size > (512 << 20))
+		err = -EFBIG;
+	if (err) {
 		close(fd);
-		return -EFBIG;
+		return err;
 	}
 	*buf = malloc(st.st_size ? st.st_size : 1);
 	n = *buf ? pread(fd, *buf, st.st_size, 0) : -1;
@@ -828,6 +839,10 @@ int hbm_state_read(int dirfd, const char *identity, uint64_t max_pages,
 	if (err)
 		return err;
 	err = hbm_read_file(dirfd, name, &buf, &n);
+	if (err == -ELOOP || err == -EINVAL) {	/* set aside and replaced, as damage */
+		*damage = (struct hbm_state_damage){ .header = "not a regular file" };
+		return -EBADMSG;
+	}
 	if (err)
 		return err;
 	err = state_decode(buf, n, max_pages, true, out, damage);	/* takes @buf */
@@ -970,7 +985,7 @@ int hbm_state_log_open(int dirfd, const struct hbm_state *s, struct hbm_state_lo
 
 	if (err)
 		return err;
-	fd = openat(dirfd, name, O_RDWR | O_CLOEXEC);	/* a compaction reads it */
+	fd = openat(dirfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);	/* a compaction reads it */
 	if (fd < 0)
 		return -errno;
 	*log = (struct hbm_state_log){

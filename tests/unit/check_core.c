@@ -839,9 +839,23 @@ START_TEST(a_file_moved_aside_is_no_longer_appended_to)
 END_TEST
 
 /*
- * A file that cannot be read (here a directory in its place; ENOMEM, EIO)
- * is not a damaged one: it stays where it is, and no save is made without
- * what it holds.
+ * Under @name, a file the reader does not take (past hbm_read_file()'s
+ * 512 MiB, sparse: -EFBIG), as one it cannot read for ENOMEM or EIO: not
+ * damaged (a directory or a link there is, and is moved aside).
+ */
+static void unreadable(const char *name)
+{
+	int fd = openat(d.state_dir, name, O_WRONLY | O_CREAT | O_EXCL, 0600);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, (off_t)513 << 20), 0);
+	close(fd);
+}
+
+/*
+ * A file that cannot be read (here one past what the reader takes; ENOMEM,
+ * EIO) is not a damaged one: it stays where it is, and no save is made
+ * without what it holds.
  */
 START_TEST(a_file_not_read_is_not_moved_aside)
 {
@@ -852,22 +866,23 @@ START_TEST(a_file_not_read_is_not_moved_aside)
 	loop = store_loop();
 	add_device(0, "sim:s");
 	ck_assert_int_eq(hbm_state_file_name("sim:s", name, sizeof(name)), 0);
-	ck_assert_int_eq(mkdirat(d.state_dir, name, 0700), 0);
+	unreadable(name);
 	table[table_nr++] = bad_page;
 	seen(HBM_SYNC_START, 1, 0);
 	one_turn(loop);
 	ck_assert_int_eq(fstatat(d.state_dir, name, &st, 0), 0);
-	ck_assert(S_ISDIR(st.st_mode));
+	ck_assert_int_eq(st.st_size, (off_t)513 << 20);
+	ck_assert_int_eq(count_prefixed(d.state_dir, "sim:s.state.corrupt-", &st), 0);
 	ck_assert_int_eq(restores, 0);
-	ck_assert_int_ne(store.saves[0].error, 0);	/* unsaved, retried */
-	ck_assert_int_eq(unlinkat(d.state_dir, name, AT_REMOVEDIR), 0);
+	ck_assert_int_eq(store.saves[0].error, -EFBIG);	/* unsaved, retried */
+	ck_assert_int_eq(unlinkat(d.state_dir, name, 0), 0);
 	store_loop_end(loop);
 }
 END_TEST
 
 /*
- * A file that cannot be read when its device is seen (a directory in its
- * place: the read fails as EIO or ENOMEM would), which can be read again:
+ * A file that cannot be read when its device is seen (unreadable(): the
+ * read fails as EIO or ENOMEM would), which can be read again:
  * the store owes the device its restore.
  */
 static sd_event *file_of_read_late(uint64_t length)
@@ -882,7 +897,7 @@ static sd_event *file_of_read_late(uint64_t length)
 	ck_assert_int_eq(hbm_state_file_name("sim:s", name, sizeof(name)), 0);
 	ck_assert_int_eq(hbm_state_write(d.state_dir, &st), 0);
 	ck_assert_int_eq(renameat(d.state_dir, name, d.state_dir, "kept"), 0);
-	ck_assert_int_eq(mkdirat(d.state_dir, name, 0700), 0);
+	unreadable(name);
 	loop = store_loop();
 	add_device(0, "sim:s");
 	seen(HBM_SYNC_START, 0, 0);		/* the module reloaded: an empty table */
@@ -890,7 +905,7 @@ static sd_event *file_of_read_late(uint64_t length)
 	ck_assert(owes_restore("sim:s"));
 	ck_assert_int_ne(store.saves[0].error, 0);
 	ck_assert_int_ne(store.saves[0].error, -ENOMEM);	/* the read's, said */
-	ck_assert_int_eq(unlinkat(d.state_dir, name, AT_REMOVEDIR), 0);
+	ck_assert_int_eq(unlinkat(d.state_dir, name, 0), 0);
 	ck_assert_int_eq(renameat(d.state_dir, "kept", d.state_dir, name), 0);
 	return loop;
 }
@@ -1623,11 +1638,11 @@ START_TEST(a_resync_read_late_restores_what_the_kernel_lacks)
 	loop = stored_one_page();		/* file and table: 0x9000 */
 	ck_assert_int_eq(hbm_state_file_name("sim:s", name, sizeof(name)), 0);
 	ck_assert_int_eq(renameat(d.state_dir, name, d.state_dir, "kept"), 0);
-	ck_assert_int_eq(mkdirat(d.state_dir, name, 0700), 0);
+	unreadable(name);
 	table_nr = 0;				/* back unheard: empty */
 	seen(HBM_SYNC_RESYNC, 0, 0);
 	ck_assert_int_ne(store.saves[0].error, 0);
-	ck_assert_int_eq(unlinkat(d.state_dir, name, AT_REMOVEDIR), 0);
+	ck_assert_int_eq(unlinkat(d.state_dir, name, 0), 0);
 	ck_assert_int_eq(renameat(d.state_dir, "kept", d.state_dir, name), 0);
 	retried_until_saved(loop);
 	ck_assert(file_has(0x9000));

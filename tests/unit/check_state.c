@@ -943,6 +943,52 @@ START_TEST(temporary_files_are_never_followed)
 END_TEST
 
 /*
+ * A link, a FIFO or a directory under a device's state file's name is
+ * damage: not followed (the link names a good state file, which a read
+ * through it would take), not waited on (the FIFO has no writer: a read
+ * that waited would hang until the test's timeout), kept aside as it is and
+ * replaced by a regular file.
+ */
+START_TEST(a_state_file_not_regular_is_damage)
+{
+	static const char *const name = "0000:3b:00.0.state";
+	char dir[] = "/tmp/hbmstate.XXXXXX", moved[300];
+	struct hbm_state s = sample(), out;
+	struct hbm_state_damage d;
+	struct stat st;
+	int dirfd, kind;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(dirfd, 0);
+	ck_assert_int_eq(hbm_state_write(dirfd, &s), 0);
+	ck_assert_int_eq(renameat(dirfd, name, dirfd, "elsewhere"), 0);
+	for (kind = 0; kind < 3; kind++) {
+		ck_assert_int_eq(kind == 0 ? symlinkat("elsewhere", dirfd, name) :
+				 kind == 1 ? mkfifoat(dirfd, name, 0600) :
+				 mkdirat(dirfd, name, 0700), 0);
+		memset(&d, 0, sizeof(d));
+		ck_assert_int_eq(hbm_state_read(dirfd, s.identity, 0, &out, &d), -EBADMSG);
+		ck_assert_str_eq(d.header, "not a regular file");
+		ck_assert_int_ge(hbm_state_quarantine(dirfd, s.identity, moved, sizeof(moved)), 0);
+		ck_assert_int_eq(fstatat(dirfd, moved, &st, AT_SYMLINK_NOFOLLOW), 0);
+		ck_assert(kind == 0 ? S_ISLNK(st.st_mode) : kind == 1 ? S_ISFIFO(st.st_mode) :
+			  S_ISDIR(st.st_mode));
+		ck_assert_int_eq(hbm_state_write(dirfd, &s), 0);
+		ck_assert_int_eq(fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW), 0);
+		ck_assert(S_ISREG(st.st_mode));
+		ck_assert_int_eq(hbm_state_read(dirfd, s.identity, 0, &out, &d), 0);
+		hbm_state_free(&out);
+		ck_assert_int_eq(unlinkat(dirfd, name, 0), 0);
+		ck_assert_int_eq(unlinkat(dirfd, moved, kind == 2 ? AT_REMOVEDIR : 0), 0);
+	}
+	ck_assert_int_eq(unlinkat(dirfd, "elsewhere", 0), 0);
+	close(dirfd);
+	ck_assert_int_eq(rmdir(dir), 0);	/* nothing else left */
+}
+END_TEST
+
+/*
  * At start, the temporary files of compactions a crash cut short are
  * removed: anything of that exact name but a directory (a link or a FIFO
  * would be in the next compaction's way), nothing followed.
@@ -1157,6 +1203,7 @@ Suite *state_suite(void)
 	tcase_add_test(tc, log_replay_random);
 	tcase_add_test(tc, log_append_and_compact);
 	tcase_add_test(tc, temporary_files_are_never_followed);
+	tcase_add_test(tc, a_state_file_not_regular_is_damage);
 	tcase_add_test(tc, compact_files_cleaned);
 	tcase_add_test(tc, restore_record_kept_or_made_acceptable);
 	tcase_add_test(tc, cover_part_by_part);
