@@ -575,13 +575,38 @@ static int log_turn(struct hbm_store *s, uint32_t id)
 	return 0;
 }
 
+/* Part [@at, @end) of stored record @r onto @out, joined to the part before it. */
+static bool lack(struct hbm_extents *out, const struct hbm_state_record *r, uint64_t at,
+		 uint64_t end)
+{
+	struct hbm_state_record part = *r;
+	struct hbm_state_record *last = out->nr ? &out->r[out->nr - 1] : NULL;
+
+	if (at >= end)
+		return true;
+	if (last && last->offset >= r->offset && last->offset + last->length == at) {
+		last->length = end - last->offset;
+		return true;
+	}
+	part.offset = at;
+	part.length = end - at;
+	return hbm_extents_push(out, &part);
+}
+
 /*
- * Whether some page of the stored extents is missing from the kernel's
- * table (@k sorted, as a dump or a read gives it), or held pending where
- * the file has it out of service (a GPU's driver, say, has it pending
- * again in a new table: a restore bypasses it): a part held is not all.
+ * The parts of the stored extents that the kernel's table @k (sorted, as a
+ * dump or a read gives it) lacks, or holds pending where the file has them
+ * out of service (a GPU's driver, say, has them pending again in a new
+ * table: a restore bypasses them), each as its record with its range,
+ * onto @out: what a restore sends, so that a page the kernel holds keeps
+ * its history there (a RESTORE applies a record over pages the table has
+ * as a RETIRE: its last_seen now, its error count the request's).  A part
+ * held is not all.
+ *
+ * Return: false without memory for them.
  */
-static bool kernel_lacks(const struct hbm_extents *k, const struct hbm_state *stored)
+static bool lacking(const struct hbm_extents *k, const struct hbm_state *stored,
+		    struct hbm_extents *out)
 {
 	size_t i, j = 0, x;
 
@@ -591,16 +616,48 @@ static bool kernel_lacks(const struct hbm_extents *k, const struct hbm_state *st
 
 		while (j < k->nr && k->r[j].offset + k->r[j].length <= at)
 			j++;
-		for (x = j; x < k->nr && k->r[x].offset <= at && at < end; x++) {
+		for (x = j; x < k->nr && k->r[x].offset < end && at < end; x++) {
+			uint64_t from = k->r[x].offset > at ? k->r[x].offset : at;
+			uint64_t to = k->r[x].offset + k->r[x].length;
+
+			if (to > end)
+				to = end;
+			if (!lack(out, r, at, from))
+				return false;
 			if (k->r[x].state == HBMGUARD_STATE_PENDING &&
-			    r->state != HBMGUARD_STATE_PENDING)
-				return true;
-			at = k->r[x].offset + k->r[x].length;
+			    r->state != HBMGUARD_STATE_PENDING && !lack(out, r, from, to))
+				return false;
+			at = to;
 		}
-		if (at < end)
-			return true;
+		if (!lack(out, r, at, end))
+			return false;
 	}
-	return false;
+	return true;
+}
+
+/*
+ * What device @dev's table @k lacks of its file @stored back into the
+ * kernel, @why said in the journal at priority @prio where there is any;
+ * the whole file where there is no memory to tell the parts (as at a
+ * start).
+ */
+static void restore_lacking(struct hbm_store *s, const struct device *dev,
+			    const struct hbm_extents *k, const struct hbm_state *stored,
+			    int prio, const char *why)
+{
+	struct hbm_extents parts = { 0 };
+	struct hbm_state part = *stored;
+
+	if (lacking(k, stored, &parts)) {
+		part.records = parts.r;
+		part.nr = parts.nr;
+	}
+	if (part.nr) {
+		fprintf(stderr, "<%d>hbmguardd: %s: %zu stored extents back into the kernel\n",
+			prio, why, part.nr);
+		core_restore(s->core, dev, &part);
+	}
+	free(parts.r);
 }
 
 /*
@@ -658,13 +715,12 @@ static void restore_owed(struct hbm_store *s, const struct device *dev,
 {
 	struct store_owed *o = owed(s, dev->identity);
 
+	char why[HBM_STATE_IDENTITY_LEN + 32];
+
 	if (!o || !o->restore)
 		return;
-	if (kernel_lacks(k, stored)) {
-		fprintf(stderr, "<5>hbmguardd: the state of %s is read: its pages back into the kernel\n",
-			dev->identity);
-		core_restore(s->core, dev, stored);
-	}
+	snprintf(why, sizeof(why), "the state of %s is read", dev->identity);
+	restore_lacking(s, dev, k, stored, 5, why);
 	restore_paid(s, dev->identity);
 }
 
@@ -800,10 +856,12 @@ static void read_end(struct hbm_store *s, const struct hbm_fact *f)
 		/* not saved: said in the status, tried again from a dump of its own */
 		save_done(s, &r->dev, r->failed ? r->error : f->error < 0 ? f->error : -EIO);
 	} else {
-		if (r->sync == HBM_SYNC_RESYNC && kernel_lacks(&r->table, &r->stored)) {
-			fprintf(stderr, "<4>hbmguardd: %s lacks stored pages: it came back unheard\n",
-				r->dev.identity);
-			core_restore(s->core, &r->dev, &r->stored);
+		if (r->sync == HBM_SYNC_RESYNC) {
+			char why[HBM_STATE_IDENTITY_LEN + 48];
+
+			snprintf(why, sizeof(why), "%s lacks stored pages: it came back unheard",
+				 r->dev.identity);
+			restore_lacking(s, &r->dev, &r->table, &r->stored, 4, why);
 		}
 		restore_paid(s, r->dev.identity);	/* it has them all now */
 		if ((!r->table.nr && r->dev.id < HBMGUARD_MAX_DEVICES &&

@@ -60,12 +60,17 @@ static int fake_dump(void *ctx, const struct device *dev, struct hbm_extents *x)
 static const struct hbm_state *kept_restored;
 static int restores_outside_read;
 static struct hbm_store store;
+static struct hbm_state_record sent[8];	/* the last restore's records, the first 8 */
+static size_t nr_sent;
 
 static void fake_restore(void *ctx, const struct device *dev, const struct hbm_state *stored)
 {
 	(void)ctx;
 	(void)dev;
 	restores += stored->nr != 0;
+	nr_sent = stored->nr;
+	if (stored->nr)
+		memcpy(sent, stored->records, (stored->nr < 8 ? stored->nr : 8) * sizeof(*sent));
 	if (stored->nr && store.reading.active)
 		kept_restored = stored;
 	restores_outside_read += stored->nr && !store.reading.active;
@@ -127,6 +132,7 @@ static void setup(void)
 	dumps = restores = dump_err = change_err = 0;
 	kept_restored = NULL;
 	restores_outside_read = 0;
+	nr_sent = 0;
 	dump_seqnum = 0;
 	nr_got = 0;
 	sink_speaks = 0;
@@ -1715,6 +1721,73 @@ START_TEST(a_resync_restores_a_page_held_in_a_lesser_state)
 }
 END_TEST
 
+/* Record @i of the last restore: @offset, @length, the file's history. */
+static void sent_is(size_t i, uint64_t offset, uint64_t length, uint8_t state)
+{
+	ck_assert_uint_gt(nr_sent, i);
+	ck_assert_uint_eq(sent[i].offset, offset);
+	ck_assert_uint_eq(sent[i].length, length);
+	ck_assert_uint_eq(sent[i].state, state);
+	ck_assert_uint_eq(sent[i].first_seen, bad_page.first_seen);
+	ck_assert_uint_eq(sent[i].last_seen, bad_page.last_seen);
+	ck_assert_uint_eq(sent[i].errors, bad_page.errors);
+}
+
+/*
+ * A restore owed, paid by the retry, sends only what the kernel lacks of
+ * the file: a 4-page record (0x9000-0xd000) of which the kernel holds
+ * 0xa000 retired (since: by a UE of its own, its history the kernel's)
+ * and 0xc000 pending (its driver's, in a new table).  0xa000 must not be
+ * sent (the module would apply it over the page as a RETIRE: its
+ * last_seen now, its errors the request's); 0x9000 and 0xb000-0xd000 are,
+ * each with the file's history, RETIRED.
+ */
+START_TEST(an_owed_restore_sends_only_what_the_kernel_lacks)
+{
+	sd_event *loop = file_of_read_late(0x4000);
+
+	table[table_nr] = bad_page;
+	table[table_nr].offset = 0xa000;
+	table[table_nr].first_seen = table[table_nr].last_seen = 999;
+	table[table_nr++].errors = 7;
+	table[table_nr] = bad_page;
+	table[table_nr].offset = 0xc000;
+	table[table_nr].state = HBMGUARD_STATE_PENDING;
+	table[table_nr++].source = HBMGUARD_SOURCE_DRIVER;
+	retried_until_saved(loop);
+	ck_assert_int_eq(restores, 1);
+	ck_assert_uint_eq(nr_sent, 2);
+	sent_is(0, 0x9000, 0x1000, HBMGUARD_STATE_RETIRED);
+	sent_is(1, 0xb000, 0x2000, HBMGUARD_STATE_RETIRED);
+	store_loop_end(loop);
+}
+END_TEST
+
+/* The same at a resync of a device back unheard: its table holds 0xa000 of 0x9000-0xc000. */
+START_TEST(a_resync_sends_only_what_the_kernel_lacks)
+{
+	struct hbm_state_record rec = bad_page;
+	struct hbm_state st = { .identity = "sim:s", .page_size = 4096, .serial = 1,
+				.records = &rec, .nr = 1 };
+	sd_event *loop = store_loop();
+
+	rec.length = 0x3000;
+	ck_assert_int_eq(hbm_state_write(d.state_dir, &st), 0);
+	add_device(0, "sim:s");
+	seen(HBM_SYNC_START, 0, 0);
+	ck_assert_uint_eq(nr_sent, 1);		/* a start: the whole file */
+	table[table_nr] = bad_page;		/* back unheard: 0xa000 alone */
+	table[table_nr].offset = 0xa000;
+	table[table_nr++].first_seen = table[0].last_seen = 999;
+	seen(HBM_SYNC_RESYNC, 1, 0);
+	ck_assert_int_eq(restores, 2);
+	ck_assert_uint_eq(nr_sent, 2);
+	sent_is(0, 0x9000, 0x1000, HBMGUARD_STATE_RETIRED);
+	sent_is(1, 0xb000, 0x1000, HBMGUARD_STATE_RETIRED);
+	store_loop_end(loop);
+}
+END_TEST
+
 /*
  * The same clear asked again while the saves fail (an operator retrying on
  * a full disk) is kept once, and a refused one after it leaves the kept
@@ -1790,6 +1863,8 @@ Suite *core_suite(void)
 	tcase_add_test(st, a_restore_owed_is_not_paid_by_a_page_held_in_a_lesser_state);
 	tcase_add_test(st, a_resync_restores_a_page_held_in_a_lesser_state);
 	tcase_add_test(st, a_clear_asked_again_is_kept_once);
+	tcase_add_test(st, an_owed_restore_sends_only_what_the_kernel_lacks);
+	tcase_add_test(st, a_resync_sends_only_what_the_kernel_lacks);
 	suite_add_tcase(s, st);
 	return s;
 }
