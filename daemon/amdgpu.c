@@ -251,30 +251,38 @@ static void new_errors(struct amdgpu_facts *s, const struct card *c,
 	}
 }
 
-/* A card's device: its identity, PCI address and size; false when not amdgpu's. */
-static bool describe(const char *dir, const char *name, struct hbm_fact_device *dev)
+/*
+ * A card's device: its identity, PCI address and size; 0 when not amdgpu's,
+ * -EAGAIN when its unique_id exists but cannot be read now
+ * (amdgpu_get_unique_id() says -EPERM in reset and in suspend).
+ */
+static int describe(const char *dir, const char *name, struct hbm_fact_device *dev)
 {
 	char uevent[4096], driver[64], buf[64];
+	int err;
 
 	if (read_uevent(dir, uevent, sizeof(uevent)) ||
 	    !uevent_value(uevent, "DRIVER", driver, sizeof(driver)) || strcmp(driver, "amdgpu"))
-		return false;
+		return 0;
 	memset(dev, 0, sizeof(*dev));
 	dev->id = HBM_NO_DEVICE_ID;
 	dev->kind = HBM_DEVICE_AMDGPU;
 	dev->page_size = AMDGPU_PAGE_SIZE;
 	if (!uevent_value(uevent, "PCI_SLOT_NAME", dev->pci, sizeof(dev->pci)))
 		dev->pci[0] = 0;
-	if (!read_small(dir, "unique_id", buf, sizeof(buf)) && buf[0])
+	err = read_small(dir, "unique_id", buf, sizeof(buf));
+	if (err && err != -ENOENT)
+		return -EAGAIN;
+	if (!err && buf[0])
 		snprintf(dev->identity, sizeof(dev->identity), "amdgpu-%.24s", buf);
 	else if (dev->pci[0])
 		snprintf(dev->identity, sizeof(dev->identity), "amdgpu-pci-%s", dev->pci);
 	else
-		return false;
+		return 0;
 	snprintf(dev->name, sizeof(dev->name), "%s", name);
 	if (!read_small(dir, "mem_info_vram_total", buf, sizeof(buf)))
 		dev->size = strtoull(buf, NULL, 10);
-	return true;
+	return 1;
 }
 
 static struct card *find_card(struct amdgpu_facts *s, const char *name)
@@ -396,8 +404,12 @@ static void poll_card(struct amdgpu_facts *s, const char *name)
 	size_t line;
 	int err;
 
-	if ((size_t)snprintf(dir, sizeof(dir), "%s/%s/device", s->drm_dir, name) >= sizeof(dir) ||
-	    !describe(dir, name, &dev))
+	if ((size_t)snprintf(dir, sizeof(dir), "%s/%s/device", s->drm_dir, name) >= sizeof(dir))
+		return;
+	err = describe(dir, name, &dev);
+	if (err == -EAGAIN && c)
+		c->present = true;	/* the same GPU, in reset: read it next time */
+	if (err <= 0)
 		return;
 	if (c && strcmp(c->dev.identity, dev.identity)) {
 		gone(s, c);		/* another GPU under the card's name */

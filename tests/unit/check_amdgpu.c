@@ -452,6 +452,31 @@ START_TEST(source_malformed_tells_nothing)
 }
 END_TEST
 
+/*
+ * amdgpu_get_unique_id() (drivers/gpu/drm/amd/pm/amdgpu_pm.c, 6.1 and 6.12)
+ * returns -EPERM while the GPU is in reset (amdgpu_in_reset()) or suspended;
+ * amdgpu resets a GPU after a UE, or after a job timeout a user's hung queue
+ * causes.  The card is the same GPU all along: no GONE, no second GPU named
+ * by its slot.  (A directory stands for the file whose read() fails.)
+ */
+START_TEST(source_unique_id_unreadable_in_reset)
+{
+	struct amdgpu_facts *s = start();
+	char cmd[256];
+
+	nr_told = 0;
+	snprintf(cmd, sizeof(cmd), "rm %s/card0/device/unique_id && mkdir %s/card0/device/unique_id",
+		 tree, tree);
+	ck_assert_int_eq(system(cmd), 0);
+	tree_write("card0/device/ras/umc_err_count", "Query currently inaccessible\n");
+	ck_assert_int_eq(amdgpu_facts_poll(s), 0);
+	ck_assert_ptr_null(told_of(HBM_FACT_DEVICE_GONE, CARD0, 0));
+	ck_assert_ptr_null(told_of(HBM_FACT_DEVICE_SEEN, "amdgpu-pci-0000:c1:00.0", 0));
+	ck_assert_uint_eq(nr_told, 0);
+	amdgpu_facts_stop(s);
+}
+END_TEST
+
 Suite *amdgpu_suite(void)
 {
 	Suite *s = suite_create("amdgpu");
@@ -467,6 +492,7 @@ Suite *amdgpu_suite(void)
 	tcase_add_test(src, source_at_start);
 	tcase_add_test(src, source_hears_what_changed);
 	tcase_add_test(src, source_malformed_tells_nothing);
+	tcase_add_test(src, source_unique_id_unreadable_in_reset);
 	suite_add_tcase(s, src);
 	return s;
 }
