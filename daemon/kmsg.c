@@ -11,7 +11,13 @@
  * Each record is one read() of /dev/kmsg, non-blocking, from the loop.  Only
  * a record of the kernel's facility (0) can be the driver's: anyone allowed
  * to write /dev/kmsg can put any text in it, but devkmsg_write() never
- * gives it facility 0 (nvlog.h).  An "NVRM: Xid" line of an Xid about HBM
+ * gives it facility 0 (nvlog.h).  And only one flagged a continuation
+ * ('c', LOG_CONT): the driver prints every line through nv_printf(), which
+ * prepends KERN_CONT (kernel-open/nvidia/os-interface.c, 515.43.04 to
+ * 595.45.04), while the kernel's own lines that begin with a user's string
+ * are plain printk()s ('-'): a crashed program's name, first in 6.12's
+ * print_fatal_signal() (kernel/signal.c) with print-fatal-signals on, or a
+ * firewall rule's log prefix.  An "NVRM: Xid" line of an Xid about HBM
  * (nv_xid_hbm()), on the GPU registered at the line's PCI address, becomes
  * an ERROR fact on that device: .xid, its severity from that table, .path
  * "kmsg", .seqnum the record's own.  The GPUs are the core's device list,
@@ -204,6 +210,16 @@ void kmsg_record(struct hbm_kmsg *k, const char *buf, size_t len)
 	if (!r->from_kernel) {
 		tell(k, KMSG_REFUSED, "<4>hbmguardd: kernel log: record #%" PRIu64 " refused: an NVRM line written by a process (facility %u), not by the driver\n",
 		     r->seq, r->prio >> 3);
+		return;
+	}
+	/*
+	 * nv_printf() (kernel-open/nvidia/os-interface.c, 515 .. 595) prints
+	 * every line KERN_CONT: a record of its own has LOG_CONT ('c').  A
+	 * plain printk() whose text starts with a user's string does not.
+	 */
+	if (!r->cont) {
+		tell(k, KMSG_REFUSED, "<4>hbmguardd: kernel log: record #%" PRIu64 " refused: an NVRM line not printed by nv_printf() (no 'c' flag)\n",
+		     r->seq);
 		return;
 	}
 	if (nv_log_parse(r->text, r->text_len, &k->nv, &why)) {

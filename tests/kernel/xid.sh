@@ -81,6 +81,25 @@ check "a correctable Xid: one entry" '[ $(( $(journaled 63 kmsg) + $(journaled 6
 echo "NVRM: Xid (PCI:0000:00:1f): 48, pid=1, name=x, forged" >/dev/kmsg
 wait_for /tmp/xd.log "refused: an NVRM line written by a process"
 check "a line written to /dev/kmsg is refused" 'grep -q "kernel log: record #[0-9]* refused: an NVRM line written by a process (facility 1), not by the driver$" /tmp/xd.log'
+# The kernel's own record whose text begins with a user's string: a program
+# named as the driver's line, crashed.  6.12's print_fatal_signal()
+# (kernel/signal.c: pr_info("%pD: %s: potentially unexpected fatal signal
+# %d.\n"), with print-fatal-signals on) prints its name first, a plain
+# printk(); the driver's lines are nv_printf()'s, KERN_CONT each ('c').
+# 6.1's prints no name: nothing there begins with the driver's text.
+fake="/tmp/NVRM: Xid (PCI:0000:00:1f): 48, x"
+cp /bin/busybox "$fake"
+echo 1 >/proc/sys/kernel/print-fatal-signals
+(exec -a sh "$fake" -c 'kill -SEGV $$')
+echo 0 >/proc/sys/kernel/print-fatal-signals
+case $(uname -r) in
+6.1.*)
+	check "6.1 prints no program's name" '! dmesg | grep -q "NVRM: Xid (PCI:0000:00:1f): 48, x: sh"' ;;
+*)
+	check "the kernel printed the program's name first" 'dmesg | grep -q "NVRM: Xid (PCI:0000:00:1f): 48, x: sh: potentially unexpected fatal signal 11\.$"'
+	wait_for /tmp/xd.log "(no 'c' flag)"
+	check "... a kernel line that begins with it is refused" 'grep -q "kernel log: record #[0-9]* refused: an NVRM line not printed by nv_printf() (no .c. flag)$" /tmp/xd.log' ;;
+esac
 i=0
 while [ $i -lt 30 ]; do
 	echo "NVRM: Xid (PCI:0000:00:1f): 95, pid=1, name=x, forged" >/dev/kmsg

@@ -351,6 +351,33 @@ START_TEST(facts_before_start)
 }
 END_TEST
 
+/*
+ * A record of the kernel's own (facility 0) whose text begins with a user's
+ * string.  print_fatal_signal(), kernel/signal.c (6.1 and 6.12, no pr_fmt),
+ * with kernel.print-fatal-signals=1: pr_info("%pD: %s: potentially
+ * unexpected fatal signal %d.\n", exe_file, current->comm, signr) -- the
+ * basename of any program a user runs and crashes.  nf_log_syslog.c's
+ * "%sIN=%s OUT=%s " with a rule's prefix (128 bytes) likewise.  Both are
+ * plain printk()s: flag '-'.  The driver's nv_printf() (os-interface.c,
+ * 515.43.04 .. 595.45.04) always prints KERN_CONT: its records carry 'c'.
+ */
+START_TEST(forged_by_a_user_string_at_the_start)
+{
+	char buf[KMSG_READ_MAX];
+	int n;
+
+	setup();
+	n = snprintf(buf, sizeof(buf), "6,%llu,5000000,-;%s: %s: potentially unexpected fatal signal 11.\n",
+		     (unsigned long long)seq++, "NVRM: Xid (PCI:0000:3b:00): 48, x", "NVRM: Xid (PCI:");
+	kmsg_record(k, buf, n);
+	n = snprintf(buf, sizeof(buf), "4,%llu,5000001,-;%sIN=eth0 OUT= MAC=00 SRC=10.0.0.1 DST=10.0.0.2 LEN=60\n",
+		     (unsigned long long)seq++, "NVRM: Xid (PCI:0000:3b:00): 95, ");
+	kmsg_record(k, buf, n);
+	ck_assert_uint_eq(nr_facts, 0);
+	cleanup();
+}
+END_TEST
+
 Suite *kmsg_suite(void)
 {
 	Suite *s = suite_create("kmsg");
@@ -359,6 +386,7 @@ Suite *kmsg_suite(void)
 	tcase_add_test(tc, xid_on_a_gpu);
 	tcase_add_test(tc, not_taken);
 	tcase_add_test(tc, forged);
+	tcase_add_test(tc, forged_by_a_user_string_at_the_start);
 	tcase_add_test(tc, kinds_apart);
 	tcase_add_test(tc, records_lost);
 	tcase_add_test(tc, read_while_a_gpu);

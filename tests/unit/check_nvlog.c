@@ -299,10 +299,16 @@ START_TEST(kmsg_to_xid)
 
 	snprintf(text, sizeof(text), XID_PROC, 0, 0x86, 0, 95, "77", "rank\\3",
 		 "Uncontained: LTC TAG (0x2, 0x1). RST: Yes, D-RST: No", "");
-	n = record(line, 3, 9001, 5, '-', "", text, strlen(text), " SUBSYSTEM=pci\n");
+	/*
+	 * As the driver prints it: nv_printf() (kernel-open/nvidia/os-interface.c,
+	 * 595.45.04) prepends KERN_CONT to every line (a record of its own: 'c')
+	 * and prints through printk(), no device: no dictionary.
+	 */
+	n = record(line, 3, 9001, 5, 'c', "", text, strlen(text), "");
 	ck_assert(strstr(line, "name=rank\\x5c3, "));
 	ck_assert_int_eq(kmsg_parse(line, n, &r, &why), 0);
 	ck_assert(r.from_kernel);
+	ck_assert(r.cont);
 	ck_assert_int_eq(nv_log_parse(r.text, r.text_len, &x, &why), 0);
 	ck_assert_uint_eq(r.seq, 9001);
 	ck_assert_uint_eq(x.xid, 95);
