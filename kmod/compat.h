@@ -123,6 +123,7 @@ static inline struct hbm_mce_record hbm_mce_record_of(void *data)
 	return (struct hbm_mce_record){
 		.status = m->status, .addr = m->addr, .misc = m->misc,
 		.ipid = m->ipid, .bank = m->bank,
+		.phys_bits = boot_cpu_data.x86_phys_bits,
 		.amd = m->cpuvendor == X86_VENDOR_AMD ||
 		       m->cpuvendor == X86_VENDOR_HYGON,
 		.smca = boot_cpu_has(X86_FEATURE_SMCA),

@@ -26,10 +26,12 @@
 #define MCI_ADDRV	(1ULL << 58)
 #define MCI_DEFERRED	(1ULL << 44)	/* AMD: poison, data already lost */
 
+#define MCI_CEC(status)	(((status) >> 38) & 0x7fff)	/* Intel: errors corrected */
+
 #define SMCA_HWID(ipid)		(((ipid) >> 32) & 0xfff)
 #define SMCA_MCATYPE(ipid)	(((ipid) >> 48) & 0xffff)
 #define SMCA_HWID_UMC		0x96
-#define AMD_XEC(status)		(((status) >> 16) & 0x3f)
+#define AMD_XEC(status, mask)	(((status) >> 16) & (mask))
 
 /*
  * Intel SDM Vol. 3B, "Compound Error Codes" (16.9.2 in current editions,
@@ -44,36 +46,54 @@ static bool intel_memory(u64 status)
 	return (status & 0xef80) == 0x0080;
 }
 
+/* SMCA_UMC or SMCA_UMC_V2: HWID_MCATYPE(0x96, 0x0) or (0x96, 0x1), mce/amd.c */
 static bool amd_umc(const struct hbm_mce_record *r)
 {
-	return SMCA_HWID(r->ipid) == SMCA_HWID_UMC && SMCA_MCATYPE(r->ipid) == 0;
+	return SMCA_HWID(r->ipid) == SMCA_HWID_UMC && SMCA_MCATYPE(r->ipid) <= 1;
 }
 
 /*
- * AMD's memory-controller errors, as the kernel's amd_mce_is_memory_error()
- * (arch/x86/kernel/cpu/mce/amd.c, 6.1 and 6.12) has them: on SMCA a UMC bank
- * with extended error code 0 (DRAM ECC); before SMCA the northbridge, bank 4,
- * with extended error code 8 (DRAM ECC; BKDG for Family 10h-16h, MC4_STATUS).
- * Cache errors come from other banks (DC, IC, BU/L2, L3) and fail the test
- * whatever their error code.
+ * AMD's memory-controller errors, as 6.12's amd_mce_is_memory_error()
+ * (arch/x86/kernel/cpu/mce/amd.c) has them: on SMCA a UMC bank (either
+ * version) with extended error code 0 (DRAM ECC; ErrorCodeExt[21:16]);
+ * before SMCA the northbridge, bank 4, with extended error code 8 (DRAM
+ * ECC; BKDG for Family 10h-16h, MC4_STATUS[20:16]).  6.1's takes the first
+ * UMC version alone and five bits of the code: its UMC errors are ours
+ * too, and are left to EDAC all the same (below).  Cache errors come from
+ * other banks (DC, IC, BU/L2, L3) and fail the test whatever their code.
  */
 static bool amd_memory(const struct hbm_mce_record *r)
 {
 	if (r->smca)
-		return amd_umc(r) && AMD_XEC(r->status) == 0;
-	return r->bank == 4 && AMD_XEC(r->status) == 0x8;	/* NB DRAM ECC */
+		return amd_umc(r) && AMD_XEC(r->status, 0x3f) == 0;
+	return r->bank == 4 && AMD_XEC(r->status, 0x1f) == 0x8;	/* NB DRAM ECC */
+}
+
+/*
+ * A corrected error's count: on Intel, MCi_STATUS[52:38], the errors the
+ * bank corrected since it was last read (a CMCI storm's records each stand
+ * for thousands), which the kernel's EDAC drivers charge (core_err_cnt in
+ * drivers/edac/skx_common.c and sb_edac.c, 6.1 and 6.12); at least one.
+ * AMD's banks have no such field: one.
+ */
+static u32 corrected_count(const struct hbm_mce_record *r)
+{
+	u32 n = r->amd ? 1 : MCI_CEC(r->status);
+
+	return n ? n : 1;
 }
 
 /**
- * hbm_mce_decode() - class, kind and address of a machine check
+ * hbm_mce_decode() - class, kind, count and address of a machine check
  * @r: the registers
  * @kind: HBMGUARD_ERROR_UE or HBMGUARD_ERROR_CE, for memory errors
+ * @count: the errors it stands for, for memory errors (1 for a UE)
  * @phys: the system physical address, for HBM_MCE_MEMORY
  *
  * Return: enum hbm_mce_class.
  */
 enum hbm_mce_class hbm_mce_decode(const struct hbm_mce_record *r, u32 *kind,
-				  u64 *phys)
+				  u32 *count, u64 *phys)
 {
 	unsigned int lsb = 0;
 
@@ -83,6 +103,7 @@ enum hbm_mce_class hbm_mce_decode(const struct hbm_mce_record *r, u32 *kind,
 		return HBM_MCE_NOT_MEMORY;
 	*kind = r->status & (MCI_UC | (r->amd ? MCI_DEFERRED : 0)) ?
 		HBMGUARD_ERROR_UE : HBMGUARD_ERROR_CE;
+	*count = *kind == HBMGUARD_ERROR_CE ? corrected_count(r) : 1;
 	if (r->edac_handled)
 		return HBM_MCE_EDAC;
 	if (!(r->status & MCI_ADDRV))
@@ -91,8 +112,12 @@ enum hbm_mce_class hbm_mce_decode(const struct hbm_mce_record *r, u32 *kind,
 		return HBM_MCE_NORMALIZED;
 
 	if (r->amd) {
-		lsb = (r->addr >> 56) & 0x3f;	/* MCA_ADDR[61:56] */
-		*phys = r->addr & ((1ULL << 56) - 1);
+		/*
+		 * The northbridge's MC4_ADDR[47:1], as amd64_edac's
+		 * get_error_address() takes it (6.1 and 6.12; MCA_ADDR[61:56],
+		 * an address LSB, is SMCA's alone).
+		 */
+		*phys = r->addr & (((1ULL << 48) - 1) & ~1ULL);
 	} else {
 		/* Intel: MISC says the address mode; only physical is usable. */
 		if (!(r->status & MCI_MISCV) || ((r->misc >> 6) & 0x7) != 2)
@@ -103,5 +128,13 @@ enum hbm_mce_class hbm_mce_decode(const struct hbm_mce_record *r, u32 *kind,
 	if (lsb > 12)
 		return HBM_MCE_NO_ADDRESS;	/* coarser than a page */
 	*phys &= ~((1ULL << lsb) - 1);
+	/*
+	 * Bits at and above the physical address width are a memory
+	 * encryption KeyID's (MKTME, TDX: the kernel lowers x86_phys_bits by
+	 * them), which the controller logs with the address; 6.12's own
+	 * handlers mask them (MCI_ADDR_PHYSADDR, arch/x86/include/asm/mce.h).
+	 */
+	if (r->phys_bits && r->phys_bits < 64)
+		*phys &= (1ULL << r->phys_bits) - 1;
 	return HBM_MCE_MEMORY;
 }

@@ -11,6 +11,7 @@ struct hbm_mce_record {
 	u64 misc;
 	u64 ipid;
 	u8 bank;
+	u8 phys_bits;	/* the CPU's physical address width: above it, KeyID bits */
 	bool amd;	/* AMD or Hygon */
 	bool smca;	/* Scalable MCA */
 	bool edac_handled;	/* an EDAC driver decoded it (MCE_HANDLED_EDAC) */
@@ -25,6 +26,6 @@ enum hbm_mce_class {
 };
 
 enum hbm_mce_class hbm_mce_decode(const struct hbm_mce_record *r, u32 *kind,
-				  u64 *phys);
+				  u32 *count, u64 *phys);
 
 #endif /* HBM_MCE_DECODE_H */

@@ -8,6 +8,7 @@
  * driver's context, which may be atomic, so it only queues.
  */
 #include <linux/edac.h>
+#include <asm/processor.h>
 #include <ras/ras_event.h>
 
 #include "hbm.h"
@@ -26,6 +27,12 @@ static void hbm_mc_probe(void *data, const unsigned int err_type,
 
 	if (err_type == HW_EVENT_ERR_INFO || grain_bits > PAGE_SHIFT)
 		return;		/* not an error, or not one page */
+	/*
+	 * skx_common.c reports the machine check's address as logged (6.1
+	 * and 6.12), a memory encryption KeyID's bits above the physical
+	 * address width included (mce_decode.c).
+	 */
+	address &= GENMASK_ULL(boot_cpu_data.x86_phys_bits - 1, 0);
 	dev = hbm_device_find_phys(address, &offset);
 	if (!dev)
 		return;

@@ -55,5 +55,20 @@ mce_mark
 check "an uncorrected memory error retires" 'hbmctl pages hbm0 | grep -q "^0x300000 *1 .*retired"'
 check "counted on the MCE path" 'hbmnl stats | grep -q "^path 3 received=2 dropped=0$"'
 
+# A corrected error stands for MCi_STATUS[52:38] errors, the bank's count
+# since it was last read (a CMCI storm's records each stand for thousands),
+# as the kernel's EDAC drivers charge it (core_err_cnt, skx_common.c).
+mce_intel $(( (5 << 38) | 0x009f )) $((phys + 0x400000))
+mce_mark
+check "a corrected error's count is charged" 'hbmnl devices | grep -q "^device 0 .* ce=6 ue=1 "'
+# A memory encryption KeyID (MKTME, TDX) is logged in the address's bits
+# above the CPU's physical address width; the kernel's own handlers mask it
+# (6.12's MCI_ADDR_PHYSADDR): the error is the page's below.
+bits=$(sed -n 's/^address sizes[^:]*: \([0-9]*\) bits physical.*/\1/p' /proc/cpuinfo | head -n 1)
+check "the CPU's physical address width ($bits bits)" '[ "$bits" -ge 36 ] && [ "$bits" -le 50 ]'
+mce_intel $((UC | 0x009f)) $(( (1 << bits) | (phys + 0x500000) ))
+mce_mark
+check "an error whose address carries a KeyID is the page's" 'hbmctl pages hbm0 | grep -q "^0x500000 *1 .*retired"'
+
 check "unload" 'rmmod hbmguard'
 finish mce_intel

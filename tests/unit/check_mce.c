@@ -12,11 +12,14 @@
 #define DEFERRED (1ULL << 44)
 #define MISC_PHYS(lsb) ((2ULL << 6) | (lsb))	/* address mode: physical */
 
+static u32 count;	/* the last decode's */
+
 static enum hbm_mce_class decode(struct hbm_mce_record r, u32 *kind, u64 *phys)
 {
 	*kind = 0;
 	*phys = 0;
-	return hbm_mce_decode(&r, kind, phys);
+	count = 0;
+	return hbm_mce_decode(&r, kind, &count, phys);
 }
 
 START_TEST(intel_memory_controller)
@@ -121,10 +124,98 @@ START_TEST(amd_smca_umc)
 	ck_assert_int_eq(decode((struct hbm_mce_record){
 		.status = VAL | ADDRV | (5 << 16), .ipid = 0x96ULL << 32,
 		.amd = true, .smca = true }, &kind, &phys), HBM_MCE_NOT_MEMORY);
-	/* UMC of another MCATYPE. */
+	/* SMCA_UMC_V2 (MCATYPE 1), as 6.12's smca_mce_is_memory_error(). */
 	ck_assert_int_eq(decode((struct hbm_mce_record){
 		.status = VAL | ADDRV, .ipid = (1ULL << 48) | (0x96ULL << 32),
+		.amd = true, .smca = true }, &kind, &phys), HBM_MCE_NORMALIZED);
+	/* UMC of another MCATYPE. */
+	ck_assert_int_eq(decode((struct hbm_mce_record){
+		.status = VAL | ADDRV, .ipid = (2ULL << 48) | (0x96ULL << 32),
 		.amd = true, .smca = true }, &kind, &phys), HBM_MCE_NOT_MEMORY);
+	/* ErrorCodeExt is six bits on SMCA: 0x20 is not DRAM ECC. */
+	ck_assert_int_eq(decode((struct hbm_mce_record){
+		.status = VAL | ADDRV | (0x20 << 16), .ipid = 0x96ULL << 32,
+		.amd = true, .smca = true }, &kind, &phys), HBM_MCE_NOT_MEMORY);
+}
+END_TEST
+
+/*
+ * The legacy northbridge's address is MC4_ADDR[47:1] (amd64_edac's
+ * get_error_address()); its extended error code five bits (MC4_STATUS
+ * [20:16], legacy_mce_is_memory_error()): bit 21 is not part of it.
+ * Bits 61:56 are no address LSB there (SMCA's MCA_ADDR alone has one):
+ * set, the address is still the page's.
+ */
+START_TEST(amd_legacy_address_and_code)
+{
+	u32 kind;
+	u64 phys;
+
+	ck_assert_int_eq(decode((struct hbm_mce_record){
+		.status = VAL | EN | ADDRV | (8 << 16), .bank = 4, .amd = true,
+		.addr = (0x3fULL << 56) | (1ULL << 50) | 0x40300001 }, &kind, &phys),
+		HBM_MCE_MEMORY);
+	ck_assert_uint_eq(phys, 0x40300000);
+	ck_assert_int_eq(decode((struct hbm_mce_record){
+		.status = VAL | EN | ADDRV | (0x28 << 16), .bank = 4, .amd = true,
+		.addr = 0x1000 }, &kind, &phys), HBM_MCE_MEMORY);
+}
+END_TEST
+
+/*
+ * An Intel corrected error stands for MCi_STATUS[52:38] errors (a CMCI
+ * storm's record for thousands), as the kernel's EDAC drivers charge it;
+ * none said is one; an uncorrected error, and AMD's, one.
+ */
+START_TEST(intel_corrected_count)
+{
+	u32 kind;
+	u64 phys;
+
+	ck_assert_int_eq(decode((struct hbm_mce_record){
+		.status = VAL | EN | MISCV | ADDRV | (5000ULL << 38) | 0x9f,
+		.addr = 0x5000, .misc = MISC_PHYS(12) }, &kind, &phys), HBM_MCE_MEMORY);
+	ck_assert_uint_eq(kind, HBMGUARD_ERROR_CE);
+	ck_assert_uint_eq(count, 5000);
+	ck_assert_int_eq(decode((struct hbm_mce_record){
+		.status = VAL | EN | MISCV | ADDRV | (0x7fffULL << 38) | 0x9f,
+		.addr = 0x5000, .misc = MISC_PHYS(12) }, &kind, &phys), HBM_MCE_MEMORY);
+	ck_assert_uint_eq(count, 0x7fff);
+	ck_assert_int_eq(decode((struct hbm_mce_record){
+		.status = VAL | EN | MISCV | ADDRV | 0x9f,
+		.addr = 0x5000, .misc = MISC_PHYS(12) }, &kind, &phys), HBM_MCE_MEMORY);
+	ck_assert_uint_eq(count, 1);
+	ck_assert_int_eq(decode((struct hbm_mce_record){
+		.status = VAL | UC | EN | MISCV | ADDRV | (5000ULL << 38) | 0x9f,
+		.addr = 0x5000, .misc = MISC_PHYS(12) }, &kind, &phys), HBM_MCE_MEMORY);
+	ck_assert_uint_eq(kind, HBMGUARD_ERROR_UE);
+	ck_assert_uint_eq(count, 1);
+	ck_assert_int_eq(decode((struct hbm_mce_record){
+		.status = VAL | EN | ADDRV | (8 << 16) | (5000ULL << 38), .bank = 4,
+		.amd = true, .addr = 0x1000 }, &kind, &phys), HBM_MCE_MEMORY);
+	ck_assert_uint_eq(count, 1);
+}
+END_TEST
+
+/*
+ * A memory encryption KeyID (MKTME, TDX) in the bits above the CPU's
+ * physical address width: logged with the address, not part of it.
+ */
+START_TEST(keyid_bits_are_not_the_address)
+{
+	u32 kind;
+	u64 phys;
+
+	ck_assert_int_eq(decode((struct hbm_mce_record){
+		.status = VAL | EN | MISCV | ADDRV | 0x9f, .phys_bits = 46,
+		.addr = (0x20ULL << 46) | 0x2080001000, .misc = MISC_PHYS(12) },
+		&kind, &phys), HBM_MCE_MEMORY);
+	ck_assert_uint_eq(phys, 0x2080001000);
+	ck_assert_int_eq(decode((struct hbm_mce_record){
+		.status = VAL | EN | ADDRV | (8 << 16), .bank = 4, .amd = true,
+		.phys_bits = 40, .addr = (1ULL << 43) | 0x1000 }, &kind, &phys),
+		HBM_MCE_MEMORY);
+	ck_assert_uint_eq(phys, 0x1000);
 }
 END_TEST
 
@@ -236,6 +327,9 @@ Suite *mce_suite(void)
 	tcase_add_test(tc, intel_only_memory_controller_errors);
 	tcase_add_test(tc, amd_cache_errors);
 	tcase_add_test(tc, edac_handled);
+	tcase_add_test(tc, amd_legacy_address_and_code);
+	tcase_add_test(tc, intel_corrected_count);
+	tcase_add_test(tc, keyid_bits_are_not_the_address);
 	suite_add_tcase(s, tc);
 	return s;
 }
