@@ -191,6 +191,7 @@ void hbm_mce_exit(void);
 int hbm_edac_init(void);
 void hbm_edac_exit(void);
 extern bool hbm_edac_on;
+extern char *hbm_xid_module;
 int hbm_nvidia_init(void);
 void hbm_nvidia_exit(void);
 

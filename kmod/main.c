@@ -48,6 +48,10 @@ static bool path_nvidia = true;
 module_param(path_nvidia, bool, 0444);
 MODULE_PARM_DESC(path_nvidia, "Take Xids 48, 63, 64, 92, 94, 95, 140, 154, 156, 157, 168, 171 from the NVIDIA driver's nvidia:nvidia_dev_xid tracepoint (open modules 575 and later) when it is loaded (default on)");
 
+char *hbm_xid_module = "nvidia";
+module_param_named(xid_module, hbm_xid_module, charp, 0444);
+MODULE_PARM_DESC(xid_module, "The module whose nvidia:nvidia_dev_xid tracepoint is probed: a tracepoint of that name in another module is not, whatever its arguments (default nvidia, NVIDIA's open driver)");
+
 unsigned int hbm_event_ring = 1024;
 module_param_named(event_ring, hbm_event_ring, uint, 0444);
 MODULE_PARM_DESC(event_ring, "Events each open /dev/hbmguard buffers, a power of two from 16 to 65536 (default 1024)");

@@ -129,6 +129,17 @@ static void nv_attach(struct module *mod)
 
 	if (!tp)
 		return;
+	/*
+	 * A probe takes the driver's arguments on trust (the tracepoint
+	 * does not carry its prototype): only the driver's tracepoint is
+	 * probed, declared from its own header (nvidia_xid.h), not one of
+	 * the same name that another module offers.
+	 */
+	if (strcmp(mod->name, hbm_xid_module)) {
+		pr_warn("hbmguard: %s offers a tracepoint nvidia:%s but is not %s (xid_module): not probed\n",
+			mod->name, HBM_NV_XID_TRACEPOINT, hbm_xid_module);
+		return;
+	}
 	if (nv_tp) {
 		pr_warn("hbmguard: %s also offers nvidia:%s: only %s's is probed\n",
 			mod->name, HBM_NV_XID_TRACEPOINT, nv_mod->name);

@@ -6,7 +6,7 @@
 nv=/sys/kernel/debug/hbm_fake_nvidia/ctl
 uuid=GPU-7f3c9a2e-1b4d-4e8f-9c6a-0000001f0000
 
-check "load with one simulated device" 'insmod /hbmguard.ko sim_devices=1'
+check "load with one simulated device" 'insmod /hbmguard.ko sim_devices=1 xid_module=hbm_fake_nvidia'
 check "GPU commands: every case" 'hbmnl gpu 0'
 check "GPU commands: admin only" 'hbmnl unprivileged'
 

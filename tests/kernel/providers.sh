@@ -15,7 +15,14 @@ check "its event is nvidia:nvidia_dev_xid" 'mount -t tracefs nodev /sys/kernel/t
 check "load with path_nvidia=0" 'insmod /hbmguard.ko path_nvidia=0'
 check "path_nvidia=0: not probed" '! dmesg | grep -q "receiving NVIDIA Xids"'
 check "unload" 'rmmod hbmguard'
-check "load with the driver already loaded" 'insmod /hbmguard.ko'
+# Only the driver named by xid_module (default nvidia) is probed: a probe
+# takes the tracepoint's arguments on trust.
+check "load: another module's tracepoint of that name" 'insmod /hbmguard.ko'
+check "... not probed" 'dmesg | grep -q "hbmguard: hbm_fake_nvidia offers a tracepoint nvidia:nvidia_dev_xid but is not nvidia (xid_module): not probed" &&
+	! dmesg | grep -q "receiving NVIDIA Xids"'
+check "unload" 'rmmod hbmguard'
+# The fake stands for the driver from here on.
+check "load with the driver already loaded" 'insmod /hbmguard.ko xid_module=hbm_fake_nvidia'
 check "its tracepoint is probed" 'dmesg | grep -q "receiving NVIDIA Xids from nvidia:nvidia_dev_xid of hbm_fake_nvidia"'
 
 # A GPU driver registers its device and reports through the provider API.

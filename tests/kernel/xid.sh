@@ -25,7 +25,7 @@ rank() {
 journaled() { grep -c "^<[0-9]>hbmguardd: $uuid: Xid $1: .* ($2)$" /tmp/xd.log; }
 incidents() { ctl incidents | grep -c "^incident "; }
 
-check "load" 'insmod /hbmguard.ko'
+check "load" 'insmod /hbmguard.ko xid_module=hbm_fake_nvidia'
 check "fake nvidia loads" 'insmod /hbm_fake_nvidia.ko'
 id=$(hbmnl gpu-register gpu0 $uuid 0000:00:1f.0 1073741824 4096)
 check "GPU registered at 0000:00:1f.0" '[ -n "$id" ]'
