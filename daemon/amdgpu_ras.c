@@ -13,8 +13,10 @@
  * ras/<block>_err_count, amdgpu_ras_sysfs_read(): "ue: %lu\nce: %lu\n",
  *	with a third line "de: %lu\n" (deferred errors) for the UMC block in
  *	6.12 but not 6.1; "Query currently inaccessible\n" while the counters
- *	cannot be read (both).  <block> is the block's name ("umc", "gfx",
- *	"sdma", ...; "%s_err_count" of head->name).
+ *	cannot be read (both); a read() that fails EINVAL where the query
+ *	fails (amdgpu_ras_query_error_status(): in 6.12 too while a reset
+ *	holds the reset domain's lock), taken as inaccessible.  <block> is the
+ *	block's name ("umc", "gfx", "sdma", ...; "%s_err_count" of head->name).
  *
  * amdgpu has no event for these: the daemon polls them.
  */
@@ -324,11 +326,20 @@ int amdgpu_ras_read(const char *device_dir, struct amdgpu_ras *ras,
 		} else if (r.nr_blocks == AMDGPU_RAS_BLOCKS) {
 			*why = "more error-count files than amdgpu has blocks";
 			err = -E2BIG;
-		} else if ((err = read_all(dfd, de->d_name, 4096, &buf, &len))) {
-			*why = "cannot read an error count";
 		} else {
-			err = amdgpu_ras_parse_err_count(buf, len,
-							 &r.block[r.nr_blocks].count, why, line);
+			err = read_all(dfd, de->d_name, 4096, &buf, &len);
+			if (err == -ENOMEM || err == -EFBIG) {
+				*why = "cannot read an error count";
+			} else if (err) {
+				/* a query that fails blinds that block, not the card's list */
+				r.block[r.nr_blocks].count = (struct amdgpu_err_count){
+					.inaccessible = true };
+				err = 0;
+			} else {
+				err = amdgpu_ras_parse_err_count(buf, len,
+								 &r.block[r.nr_blocks].count,
+								 why, line);
+			}
 			memcpy(r.block[r.nr_blocks].name, de->d_name, nl - sl);
 			r.block[r.nr_blocks].name[nl - sl] = '\0';
 			r.nr_blocks += !err;

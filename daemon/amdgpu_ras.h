@@ -48,7 +48,7 @@ int amdgpu_ras_parse_bad_pages(const char *buf, size_t len,
  * @de: deferred errors (UMC in 6.12; 0 where the file has no "de:")
  * @has_de: the file has a "de:" line
  * @inaccessible: the file says "Query currently inaccessible" (the GPU is
- *	in reset): no counts
+ *	in reset), or cannot be read (the driver's query failed): no counts
  */
 struct amdgpu_err_count {
 	uint64_t ue;

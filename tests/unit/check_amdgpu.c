@@ -427,6 +427,38 @@ START_TEST(source_hears_what_changed)
 }
 END_TEST
 
+/*
+ * amdgpu_ras_sysfs_read() fails EINVAL where the driver's query fails
+ * (amdgpu_ras_query_error_status(), amdgpu_ras.c of 6.12: in reset, the
+ * reset domain's lock not taken): that block's counts are unknown, as
+ * while "inaccessible"; the card's list is still read, its new page
+ * told.  (A directory stands for the file whose read() fails.)
+ */
+START_TEST(source_err_count_unreadable_blinds_one_block)
+{
+	struct amdgpu_facts *s = start();
+	const struct hbm_fact *f;
+	char cmd[256];
+
+	nr_told = 0;
+	snprintf(cmd, sizeof(cmd), "rm %s/card0/device/ras/umc_err_count && "
+		 "mkdir %s/card0/device/ras/umc_err_count", tree, tree);
+	ck_assert_int_eq(system(cmd), 0);
+	tree_write("card0/device/ras/gpu_vram_bad_pages",
+		   "0x00012345 : 0x00001000 : R\n0x00012346 : 0x00001000 : R\n"
+		   "0x0007fffe : 0x00001000 : P\n0x00000001 : 0x00001000 : F\n"
+		   "0x00020000 : 0x00001000 : P\n");
+	ck_assert_int_eq(amdgpu_facts_poll(s), 0);
+	f = told_of(HBM_FACT_PAGES, CARD0, 0);
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(f->offset, 0x20000ULL * 4096);
+	ck_assert_uint_eq(f->event, HBMGUARD_EVENT_PENDING);
+	ck_assert_ptr_null(told_of(HBM_FACT_ERROR, CARD0, 0));
+	ck_assert_ptr_null(told_of(HBM_FACT_DEVICE_GONE, CARD0, 0));
+	amdgpu_facts_stop(s);
+}
+END_TEST
+
 START_TEST(source_malformed_tells_nothing)
 {
 	struct amdgpu_facts *s = start();
@@ -493,6 +525,7 @@ Suite *amdgpu_suite(void)
 	tcase_add_test(src, source_hears_what_changed);
 	tcase_add_test(src, source_malformed_tells_nothing);
 	tcase_add_test(src, source_unique_id_unreadable_in_reset);
+	tcase_add_test(src, source_err_count_unreadable_blinds_one_block);
 	suite_add_tcase(s, src);
 	return s;
 }
