@@ -16,10 +16,11 @@
  * krcReportXid() in src/nvidia/src/kernel/gpu/rc/kernel_rc.c of NVIDIA's
  * open-gpu-kernel-modules:
  *
- *   570.86.15 .. 595.45.04 (and later):
+ *   570.123.01 .. 595.45.04 (and later):
  *	"NVRM: Xid (" attr "): %d, pid=%s, name=%s, %s%s\n" with a process,
  *	"NVRM: Xid (" attr "): %d, %s%s\n" without one (no pid= at all);
  *	the last %s a root cause " caused by previous Xid %d" or nothing
+ *   570.86.15, 570.86.16: the same without the root cause's %s
  *   515.43.04 .. 565.57.01:
  *	"NVRM: Xid (" attr "): %d, pid=%s, name=%s, %s\n", always with a
  *	process, pid "'<unknown>'" and name "<unknown>" when there is none

@@ -15,7 +15,8 @@
 #include "nvlog.h"
 #include "unit.h"
 
-/* 570.86.15 .. 595.45.04: XID_PRINT_WITH_ATTR(), each attribution. */
+/* 570.123.01 .. 595.45.04: XID_PRINT_WITH_ATTR(), each attribution (570.86.15
+ * and .16: without the last %s, as XID_OLD with pid= or as XID_NOPROC). */
 #define XID_PROC	"NVRM: Xid (PCI:%04x:%02x:%02x): %d, pid=%s, name=%s, %s%s"
 #define XID_NOPROC	"NVRM: Xid (PCI:%04x:%02x:%02x): %d, %s%s"
 #define XID_GI		"NVRM: Xid (PCI:%04x:%02x:%02x GPU-I:%02u): %d, pid=%s, name=%s, %s%s"
