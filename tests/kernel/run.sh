@@ -23,7 +23,7 @@ mkdir -p "$TOP/build/logs"
 
 # What modinfo shows an operator, checked on the host.
 for p in sim_devices sim_hbm_mib sim_page_size sim_spare_pages event_ring map \
-	path_memory_failure path_mce path_edac path_nvidia; do
+	path_memory_failure path_mce path_edac path_nvidia xid_module; do
 	modinfo -p "$ko" | grep -q "^$p:" || { echo "modinfo: no $p parameter" >&2; exit 1; }
 done
 
