@@ -98,7 +98,7 @@ case $(uname -r) in
 		! dmesg | grep -q "NVRM: Xid (PCI:0000:00:1f): 48, x: "' ;;
 *)
 	# (its comm after it: the file's name, 15 bytes, not argv[0])
-	check "the kernel printed the program's name first" 'dmesg | grep -q "\] NVRM: Xid (PCI:0000:00:1f): 48, x: NVRM: Xid (PCI: potentially unexpected fatal signal 11\.$"'
+	check "the kernel printed the program's name first" 'dmesg | grep -q "\] NVRM: Xid (PCI:0000:00:1f): 48, x: NVRM: Xid (PCI:: potentially unexpected fatal signal 11\.$"'
 	wait_for /tmp/xd.log "(no 'c' flag)"
 	check "... a kernel line that begins with it is refused" 'grep -q "kernel log: record #[0-9]* refused: an NVRM line not printed by nv_printf() (no .c. flag)$" /tmp/xd.log' ;;
 esac
