@@ -822,7 +822,8 @@ void recovery_load(struct daemon *d)
 
 	if (err) {
 		if (err != -ENOENT)
-			fprintf(stderr, "<3>hbmguardd: reading the incidents: %s\n", strerror(-err));
+			fprintf(stderr, "<3>hbmguardd: reading the incidents: %s\n",
+				hbm_read_strerror(err));
 		free(in);
 		return;
 	}

@@ -461,7 +461,8 @@ static void load(struct hbm_sched *s)
 
 	if (err) {
 		if (err != -ENOENT)
-			fprintf(stderr, "<3>hbmguardd: reading %s: %s\n", DRAIN_FILE, strerror(-err));
+			fprintf(stderr, "<3>hbmguardd: reading %s: %s\n", DRAIN_FILE,
+				hbm_read_strerror(err));
 		return;
 	}
 	text = calloc(1, len + 1);

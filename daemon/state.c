@@ -755,25 +755,27 @@ int hbm_atomic_write(int dirfd, const char *name, const void *buf, size_t len)
  * @buf: its content, to free()
  * @len: its length
  *
- * A symbolic link is not followed, and a FIFO or a device put under the
- * name is not read (nor waited on: a FIFO without a writer would stop the
- * daemon's loop).
+ * A FIFO, a directory or a device put under the name is not read (nor
+ * waited on: a FIFO without a writer would stop the daemon's loop).  A
+ * link is followed to what it names: a read through it harms nothing (a
+ * write renames over the name, never through it), and an operator may have
+ * moved the file and linked it back.
  *
- * Return: 0 or a negative errno (-ENOENT: no such file; -ELOOP: a symbolic
- * link; -EINVAL: not a regular file).
+ * Return: 0 or a negative errno (-ENOENT: no such file; -HBM_ENOTREG: not
+ * a regular file, hbm_read_strerror() says so).
  */
 int hbm_read_file(int dirfd, const char *name, uint8_t **buf, size_t *len)
 {
 	struct stat st;
 	ssize_t n;
-	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), err = 0;
+	int fd = openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC), err = 0;
 
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st))
 		err = -errno;
 	else if (!S_ISREG(st.st_mode))
-		err = -EINVAL;
+		err = -HBM_ENOTREG;
 	else if (st.st_size > (512 << 20))
 		err = -EFBIG;
 	if (err) {
@@ -839,7 +841,7 @@ int hbm_state_read(int dirfd, const char *identity, uint64_t max_pages,
 	if (err)
 		return err;
 	err = hbm_read_file(dirfd, name, &buf, &n);
-	if (err == -ELOOP || err == -EINVAL) {	/* set aside and replaced, as damage */
+	if (err == -HBM_ENOTREG) {	/* no pages: set aside and replaced, as damage */
 		*damage = (struct hbm_state_damage){ .header = "not a regular file" };
 		return -EBADMSG;
 	}

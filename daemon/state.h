@@ -73,9 +73,11 @@
 #ifndef HBM_STATE_H
 #define HBM_STATE_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <linux/hbmguard.h>
 
 #define HBM_STATE_MAGIC		"HBMGSTAT"
@@ -201,7 +203,16 @@ static inline void hbm_state_restore_record(const struct hbm_state_record *r, in
 
 
 int hbm_atomic_write(int dirfd, const char *name, const void *buf, size_t len);
+/* hbm_read_file()'s "not a regular file", an errno no open() or read() returns here. */
+#define HBM_ENOTREG	EMEDIUMTYPE
+
 int hbm_read_file(int dirfd, const char *name, uint8_t **buf, size_t *len);
+
+/* strerror() of hbm_read_file()'s @err, negative. */
+static inline const char *hbm_read_strerror(int err)
+{
+	return err == -HBM_ENOTREG ? "not a regular file" : strerror(-err);
+}
 /* hbm_file_quarantine(): renamed, not linked; no file under its name until replaced */
 #define HBM_QUARANTINE_MOVED 1
 int hbm_file_quarantine(int dirfd, const char *name, char *moved_to, size_t len);
