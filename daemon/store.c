@@ -308,6 +308,18 @@ static void restore_paid(struct hbm_store *s, const char *identity)
 	}
 }
 
+/* A restore owed to device @identity: paid by the save that reads its file (save()). */
+static void owe_restore(struct hbm_store *s, const char *identity)
+{
+	struct store_owed *o = owe(s, identity);
+
+	if (o)
+		o->restore = true;
+	else
+		fprintf(stderr, "<3>hbmguardd: no memory to remember that %s is owed its "
+			"stored pages: they go back at its next read\n", identity);
+}
+
 /*
  * What was read of a device's file @s, less what an operator cleared that no
  * write of the file left out yet (a clear whose save failed: retried): the
@@ -778,15 +790,9 @@ static void read_begin(struct hbm_store *s, const struct hbm_fact *f)
 	snprintf(r->dev.identity, sizeof(r->dev.identity), "%s", f->dev.identity);
 	r->error = load_stored(s, &r->dev, &r->stored);
 	if (r->error) {
-		struct store_owed *o = owe(s, r->dev.identity);
-
 		/* not saved without it: retried, save(), which restores it then */
 		r->failed = true;
-		if (o)
-			o->restore = true;
-		else
-			fprintf(stderr, "<3>hbmguardd: no memory to remember that %s is owed its "
-				"stored pages: they go back at its next read\n", r->dev.identity);
+		owe_restore(s, r->dev.identity);
 	} else if (f->sync == HBM_SYNC_START || f->sync == HBM_SYNC_ADDED) {
 		core_restore(s->core, &r->dev, &r->stored);
 		restore_paid(s, r->dev.identity);
@@ -853,7 +859,13 @@ static void read_end(struct hbm_store *s, const struct hbm_fact *f)
 	if (!r->active || r->dev.id != f->dev.id)
 		return;
 	if (r->failed || (f->flags & HBM_FACT_INCOMPLETE)) {
-		/* not saved: said in the status, tried again from a dump of its own */
+		/*
+		 * Not saved: said in the status, tried again from a dump of
+		 * its own.  A resync's device may have come back unheard,
+		 * lacking stored pages: that save restores them (save()).
+		 */
+		if (r->sync == HBM_SYNC_RESYNC)
+			owe_restore(s, r->dev.identity);
 		save_done(s, &r->dev, r->failed ? r->error : f->error < 0 ? f->error : -EIO);
 	} else {
 		if (r->sync == HBM_SYNC_RESYNC) {

@@ -1815,6 +1815,53 @@ START_TEST(a_clear_asked_again_is_kept_once)
 }
 END_TEST
 
+/*
+ * A state file an operator moved to another disk and linked back (helper-150):
+ * a link to a regular file, its pages the device's.  Taken for damage, it
+ * was set aside and replaced by an empty snapshot, nothing restored.
+ */
+START_TEST(a_linked_state_file_is_restored)
+{
+	struct hbm_state_record rec = bad_page;
+	struct hbm_state st = { .identity = "sim:s", .page_size = 4096, .serial = 1,
+				.records = &rec, .nr = 1 };
+	sd_event *loop = store_loop();
+	char name[256];
+
+	ck_assert_int_eq(hbm_state_write(d.state_dir, &st), 0);
+	ck_assert_int_eq(hbm_state_file_name("sim:s", name, sizeof(name)), 0);
+	ck_assert_int_eq(renameat(d.state_dir, name, d.state_dir, "on-another-disk"), 0);
+	ck_assert_int_eq(symlinkat("on-another-disk", d.state_dir, name), 0);
+	add_device(0, "sim:s");
+	seen(HBM_SYNC_START, 0, 0);
+	ck_assert_uint_eq(nr_sent, 1);		/* its page back into the kernel */
+	ck_assert(file_has(0x9000));
+	store_loop_end(loop);
+}
+END_TEST
+
+/*
+ * A resync whose table read the store could not take (the source's read
+ * cut short, INCOMPLETE; the store's memory for it) on a device back
+ * unheard, its table empty: the retry's save must put the stored page
+ * back, as a resync read whole does (helper-150's L8).
+ */
+START_TEST(a_resync_read_cut_short_restores_what_the_kernel_lacks)
+{
+	sd_event *loop = stored_one_page();	/* file and table: 0x9000 */
+
+	table_nr = 0;				/* back unheard: empty */
+	restores = 0;
+	seen(HBM_SYNC_RESYNC, 0, HBM_FACT_INCOMPLETE);
+	ck_assert_int_ne(store.saves[0].error, 0);
+	retried_until_saved(loop);
+	ck_assert_msg(restores == 1, "the kernel lacks 0x9000 and nothing puts it back (restores %d)",
+		      restores);
+	ck_assert(file_has(0x9000));
+	store_loop_end(loop);
+}
+END_TEST
+
 Suite *core_suite(void)
 {
 	Suite *s = suite_create("core");
@@ -1865,6 +1912,8 @@ Suite *core_suite(void)
 	tcase_add_test(st, a_clear_asked_again_is_kept_once);
 	tcase_add_test(st, an_owed_restore_sends_only_what_the_kernel_lacks);
 	tcase_add_test(st, a_resync_sends_only_what_the_kernel_lacks);
+	tcase_add_test(st, a_linked_state_file_is_restored);
+	tcase_add_test(st, a_resync_read_cut_short_restores_what_the_kernel_lacks);
 	suite_add_tcase(s, st);
 	return s;
 }
