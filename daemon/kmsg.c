@@ -17,7 +17,11 @@
  * 595.45.04), while the kernel's own lines that begin with a user's string
  * are plain printk()s ('-'): a crashed program's name, first in 6.12's
  * print_fatal_signal() (kernel/signal.c) with print-fatal-signals on, or a
- * firewall rule's log prefix.  An "NVRM: Xid" line of an Xid about HBM
+ * firewall rule's log prefix.  A user's string can flag a line 'c' too
+ * (kmsg_record()): only lines of the driver's level, warning or above, are
+ * taken; a firewall rule logging at warning with its prefix first still
+ * passes, and needs CAP_NET_ADMIN in the initial network namespace.  An
+ * "NVRM: Xid" line of an Xid about HBM
  * (nv_xid_hbm()), on the GPU registered at the line's PCI address, becomes
  * an ERROR fact on that device: .xid, its severity from that table, .path
  * "kmsg", .seqnum the record's own.  The GPUs are the core's device list,
@@ -220,6 +224,24 @@ void kmsg_record(struct hbm_kmsg *k, const char *buf, size_t len)
 	if (!r->cont) {
 		tell(k, KMSG_REFUSED, "<4>hbmguardd: kernel log: record #%" PRIu64 " refused: an NVRM line not printed by nv_printf() (no 'c' flag)\n",
 		     r->seq);
+		return;
+	}
+	/*
+	 * Nor is the flag enough: vprintk_store() takes a record's level and
+	 * flags from the front of its formatted text, so a user's string
+	 * that begins KERN_SOH "c" flags the kernel's line a continuation
+	 * (6.1 and 6.12; printk_sprint() strips it).  nv_printf() gives no
+	 * level: its lines take default_message_loglevel, warning (4) in
+	 * Debian's kernels (CONFIG_MESSAGE_LOGLEVEL_DEFAULT), while the
+	 * kernel's lines that begin with a program's name are info
+	 * (print_fatal_signal(), a segfault's).  A line of another level
+	 * than the driver's is not taken: with kernel.printk's default
+	 * level set below warning, the driver's Xids come by the tracepoint
+	 * and NVML only.
+	 */
+	if ((r->prio & 7) > KMSG_DRIVER_LEVEL) {
+		tell(k, KMSG_REFUSED, "<4>hbmguardd: kernel log: record #%" PRIu64 " refused: an NVRM line at level %u, below the driver's (%u)\n",
+		     r->seq, r->prio & 7, KMSG_DRIVER_LEVEL);
 		return;
 	}
 	if (nv_log_parse(r->text, r->text_len, &k->nv, &why)) {

@@ -35,6 +35,13 @@
  * left, the Xid that caused it among the records.
  */
 #define KMSG_OFF_GRACE_NS	(30 * 1000000000ULL)
+/*
+ * The level of the driver's lines: nv_printf() gives none, so they take
+ * default_message_loglevel, 4 (KERN_WARNING) by CONFIG_MESSAGE_LOGLEVEL_DEFAULT
+ * in Debian's 6.1 and 6.12 configs; a more urgent one is taken too.
+ */
+#define KMSG_DRIVER_LEVEL	4
+
 /* The device list kept is read again when older (a GPU replaced at an address). */
 #define KMSG_LIST_FRESH_NS	(1000000000ULL)
 

@@ -100,7 +100,20 @@ case $(uname -r) in
 	# (its comm after it: the file's name, 15 bytes, not argv[0])
 	check "the kernel printed the program's name first" 'dmesg | grep -q "\] NVRM: Xid (PCI:0000:00:1f): 48, x: NVRM: Xid (PCI:: potentially unexpected fatal signal 11\.$"'
 	wait_for /tmp/xd.log "(no 'c' flag)"
-	check "... a kernel line that begins with it is refused" 'grep -q "kernel log: record #[0-9]* refused: an NVRM line not printed by nv_printf() (no .c. flag)$" /tmp/xd.log' ;;
+	check "... a kernel line that begins with it is refused" 'grep -q "kernel log: record #[0-9]* refused: an NVRM line not printed by nv_printf() (no .c. flag)$" /tmp/xd.log'
+	# The name beginning KERN_SOH "c", run through a link named sh (its
+	# comm): vprintk_store() takes a record's flags from the front of its
+	# formatted text, so the line is a continuation too; it is info, not
+	# the driver's level (warning: nv_printf() gives none).
+	fake=$(printf '/tmp/\001cNVRM: Xid (PCI:0000:00:1f): 48, x')
+	cp /bin/busybox "$fake"
+	ln -s "$fake" /tmp/sh
+	echo 1 >/proc/sys/kernel/print-fatal-signals
+	/tmp/sh -c 'kill -SEGV $$'
+	echo 0 >/proc/sys/kernel/print-fatal-signals
+	check "the kernel printed the name, its KERN_SOH c taken off" 'dmesg | grep -q "\] NVRM: Xid (PCI:0000:00:1f): 48, x: sh: potentially unexpected fatal signal 11\.$"'
+	wait_for /tmp/xd.log "at level 6"
+	check "... flagged a continuation, refused for its level" 'grep -q "kernel log: record #[0-9]* refused: an NVRM line at level 6, below the driver.s (4)$" /tmp/xd.log' ;;
 esac
 i=0
 while [ $i -lt 30 ]; do

@@ -378,6 +378,34 @@ START_TEST(forged_by_a_user_string_at_the_start)
 }
 END_TEST
 
+/*
+ * The same with the user's string beginning KERN_SOH "c" (\001c, a byte a
+ * file name may hold; helper-150): vprintk_store() (kernel/printk/printk.c,
+ * 6.1 and 6.12) reads a record's level and flags from the front of its
+ * formatted text, so print_fatal_signal()'s pr_info("%pD: ...") of a
+ * program named "\001cNVRM: Xid ...", run through a link named sh, is a 'c'
+ * record of facility 0; printk_sprint() strips the prefix.  Its level is
+ * info (6): not the driver's, which nv_printf() leaves to the default
+ * (warning, 4).
+ */
+START_TEST(forged_with_kern_cont_in_the_user_string)
+{
+	char buf[KMSG_READ_MAX];
+	int n;
+
+	setup();
+	n = snprintf(buf, sizeof(buf), "6,%llu,5000000,c;%s: %s: potentially unexpected fatal signal 11.\n",
+		     (unsigned long long)seq++, "NVRM: Xid (PCI:0000:3b:00): 48, x", "sh");
+	kmsg_record(k, buf, n);
+	ck_assert_uint_eq(nr_facts, 0);
+	ck_assert_uint_eq(told("refused: an NVRM line at level 6, below the driver's (4)"), 1);
+	/* the driver's own line at its level: taken */
+	xid_record(4, 0x3b, 48);
+	ck_assert_uint_eq(nr_facts, 1);
+	cleanup();
+}
+END_TEST
+
 Suite *kmsg_suite(void)
 {
 	Suite *s = suite_create("kmsg");
@@ -387,6 +415,7 @@ Suite *kmsg_suite(void)
 	tcase_add_test(tc, not_taken);
 	tcase_add_test(tc, forged);
 	tcase_add_test(tc, forged_by_a_user_string_at_the_start);
+	tcase_add_test(tc, forged_with_kern_cont_in_the_user_string);
 	tcase_add_test(tc, kinds_apart);
 	tcase_add_test(tc, records_lost);
 	tcase_add_test(tc, read_while_a_gpu);
