@@ -26,8 +26,6 @@
 #define MCI_ADDRV	(1ULL << 58)
 #define MCI_DEFERRED	(1ULL << 44)	/* AMD: poison, data already lost */
 
-#define MCI_CEC(status)	(((status) >> 38) & 0x7fff)	/* Intel: errors corrected */
-
 #define SMCA_HWID(ipid)		(((ipid) >> 32) & 0xfff)
 #define SMCA_MCATYPE(ipid)	(((ipid) >> 48) & 0xffff)
 #define SMCA_HWID_UMC		0x96
@@ -69,31 +67,23 @@ static bool amd_memory(const struct hbm_mce_record *r)
 	return r->bank == 4 && AMD_XEC(r->status, 0x1f) == 0x8;	/* NB DRAM ECC */
 }
 
-/*
- * A corrected error's count: on Intel, MCi_STATUS[52:38], the errors the
- * bank corrected since it was last read (a CMCI storm's records each stand
- * for thousands), which the kernel's EDAC drivers charge (core_err_cnt in
- * drivers/edac/skx_common.c and sb_edac.c, 6.1 and 6.12); at least one.
- * AMD's banks have no such field: one.
- */
-static u32 corrected_count(const struct hbm_mce_record *r)
-{
-	u32 n = r->amd ? 1 : MCI_CEC(r->status);
-
-	return n ? n : 1;
-}
-
 /**
- * hbm_mce_decode() - class, kind, count and address of a machine check
+ * hbm_mce_decode() - class, kind and address of a machine check
  * @r: the registers
  * @kind: HBMGUARD_ERROR_UE or HBMGUARD_ERROR_CE, for memory errors
- * @count: the errors it stands for, for memory errors (1 for a UE)
  * @phys: the system physical address, for HBM_MCE_MEMORY
+ *
+ * A record is one error of its page, whatever Intel's MCi_STATUS[52:38]
+ * says: that is the bank's count (a memory channel's, since the bank was
+ * last read: thousands in a CMCI storm's records, or after a long idle),
+ * while MCi_ADDR is one error's address; charged to that page, one record
+ * would retire it though the errors lie across the channel.  The kernel's
+ * collector counts so too (drivers/ras/cec.c, one per record and page).
  *
  * Return: enum hbm_mce_class.
  */
 enum hbm_mce_class hbm_mce_decode(const struct hbm_mce_record *r, u32 *kind,
-				  u32 *count, u64 *phys)
+				  u64 *phys)
 {
 	unsigned int lsb = 0;
 
@@ -103,7 +93,6 @@ enum hbm_mce_class hbm_mce_decode(const struct hbm_mce_record *r, u32 *kind,
 		return HBM_MCE_NOT_MEMORY;
 	*kind = r->status & (MCI_UC | (r->amd ? MCI_DEFERRED : 0)) ?
 		HBMGUARD_ERROR_UE : HBMGUARD_ERROR_CE;
-	*count = *kind == HBMGUARD_ERROR_CE ? corrected_count(r) : 1;
 	if (r->edac_handled)
 		return HBM_MCE_EDAC;
 	if (!(r->status & MCI_ADDRV))

@@ -26,6 +26,6 @@ enum hbm_mce_class {
 };
 
 enum hbm_mce_class hbm_mce_decode(const struct hbm_mce_record *r, u32 *kind,
-				  u32 *count, u64 *phys);
+				  u64 *phys);
 
 #endif /* HBM_MCE_DECODE_H */

@@ -32,7 +32,8 @@ static void hbm_mc_probe(void *data, const unsigned int err_type,
 	 * and 6.12), a memory encryption KeyID's bits above the physical
 	 * address width included (mce_decode.c).
 	 */
-	address &= GENMASK_ULL(boot_cpu_data.x86_phys_bits - 1, 0);
+	if (boot_cpu_data.x86_phys_bits && boot_cpu_data.x86_phys_bits < 64)
+		address &= GENMASK_ULL(boot_cpu_data.x86_phys_bits - 1, 0);
 	dev = hbm_device_find_phys(address, &offset);
 	if (!dev)
 		return;

@@ -33,16 +33,16 @@ static int hbm_mce_notify(struct notifier_block *nb, unsigned long val,
 	struct hbm_mce_record r;
 	struct hbm_device *dev;
 	u64 phys, offset;
-	u32 kind, count;
+	u32 kind;
 
 	r = hbm_mce_record_of(data);
 	r.edac_handled &= READ_ONCE(hbm_edac_on);
-	if (hbm_mce_decode(&r, &kind, &count, &phys) != HBM_MCE_MEMORY)
+	if (hbm_mce_decode(&r, &kind, &phys) != HBM_MCE_MEMORY)
 		return NOTIFY_DONE;
 	dev = hbm_device_find_phys(phys, &offset);
 	if (!dev)
 		return NOTIFY_DONE;
-	hbm_report_async(dev, offset, kind, min(count, 0xffffU), HBMGUARD_PATH_MCE);
+	hbm_report_async(dev, offset, kind, 1, HBMGUARD_PATH_MCE);
 	hbm_device_put(dev);
 	return NOTIFY_OK;	/* seen; other decoders still run */
 }

@@ -12,14 +12,11 @@
 #define DEFERRED (1ULL << 44)
 #define MISC_PHYS(lsb) ((2ULL << 6) | (lsb))	/* address mode: physical */
 
-static u32 count;	/* the last decode's */
-
 static enum hbm_mce_class decode(struct hbm_mce_record r, u32 *kind, u64 *phys)
 {
 	*kind = 0;
 	*phys = 0;
-	count = 0;
-	return hbm_mce_decode(&r, kind, &count, phys);
+	return hbm_mce_decode(&r, kind, phys);
 }
 
 START_TEST(intel_memory_controller)
@@ -163,41 +160,6 @@ START_TEST(amd_legacy_address_and_code)
 END_TEST
 
 /*
- * An Intel corrected error stands for MCi_STATUS[52:38] errors (a CMCI
- * storm's record for thousands), as the kernel's EDAC drivers charge it;
- * none said is one; an uncorrected error, and AMD's, one.
- */
-START_TEST(intel_corrected_count)
-{
-	u32 kind;
-	u64 phys;
-
-	ck_assert_int_eq(decode((struct hbm_mce_record){
-		.status = VAL | EN | MISCV | ADDRV | (5000ULL << 38) | 0x9f,
-		.addr = 0x5000, .misc = MISC_PHYS(12) }, &kind, &phys), HBM_MCE_MEMORY);
-	ck_assert_uint_eq(kind, HBMGUARD_ERROR_CE);
-	ck_assert_uint_eq(count, 5000);
-	ck_assert_int_eq(decode((struct hbm_mce_record){
-		.status = VAL | EN | MISCV | ADDRV | (0x7fffULL << 38) | 0x9f,
-		.addr = 0x5000, .misc = MISC_PHYS(12) }, &kind, &phys), HBM_MCE_MEMORY);
-	ck_assert_uint_eq(count, 0x7fff);
-	ck_assert_int_eq(decode((struct hbm_mce_record){
-		.status = VAL | EN | MISCV | ADDRV | 0x9f,
-		.addr = 0x5000, .misc = MISC_PHYS(12) }, &kind, &phys), HBM_MCE_MEMORY);
-	ck_assert_uint_eq(count, 1);
-	ck_assert_int_eq(decode((struct hbm_mce_record){
-		.status = VAL | UC | EN | MISCV | ADDRV | (5000ULL << 38) | 0x9f,
-		.addr = 0x5000, .misc = MISC_PHYS(12) }, &kind, &phys), HBM_MCE_MEMORY);
-	ck_assert_uint_eq(kind, HBMGUARD_ERROR_UE);
-	ck_assert_uint_eq(count, 1);
-	ck_assert_int_eq(decode((struct hbm_mce_record){
-		.status = VAL | EN | ADDRV | (8 << 16) | (5000ULL << 38), .bank = 4,
-		.amd = true, .addr = 0x1000 }, &kind, &phys), HBM_MCE_MEMORY);
-	ck_assert_uint_eq(count, 1);
-}
-END_TEST
-
-/*
  * A memory encryption KeyID (MKTME, TDX) in the bits above the CPU's
  * physical address width: logged with the address, not part of it.
  */
@@ -328,7 +290,6 @@ Suite *mce_suite(void)
 	tcase_add_test(tc, amd_cache_errors);
 	tcase_add_test(tc, edac_handled);
 	tcase_add_test(tc, amd_legacy_address_and_code);
-	tcase_add_test(tc, intel_corrected_count);
 	tcase_add_test(tc, keyid_bits_are_not_the_address);
 	suite_add_tcase(s, tc);
 	return s;
