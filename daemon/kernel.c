@@ -1072,6 +1072,11 @@ static int table_facts(struct hbm_kernel *k, const struct device *dev, enum hbm_
 		.flags = err ? HBM_FACT_INCOMPLETE : 0, .error = err, .seqnum = err ? 0 : seqnum,
 		.dev = fact_device(dev),
 	};
+	/*
+	 * The read is over: a restore at its TABLE_READ (a resync's, of what
+	 * the table lacks: store.c) is not this read's, and is kept for none.
+	 */
+	k->reading = false;
 	k->link.fact(k->link.core, &f);
 	k->restored = NULL;	/* the store lets it go at TABLE_READ */
 	free(k->unsent);
