@@ -119,6 +119,17 @@ static void hbm_nv_xid(void *data, const struct pci_dev *pdev, u32 error_code,
 		hbm_path_count(HBMGUARD_PATH_NVIDIA_XID, true);
 }
 
+/* Whether module @name is xid_module's, which may say '-' for its '_'. */
+static bool is_xid_module(const char *name)
+{
+	const char *want = hbm_xid_module;
+
+	for (; *name && *want; name++, want++)
+		if (*name != (*want == '-' ? '_' : *want))
+			return false;
+	return !*name && !*want;
+}
+
 /* tracepoint_probe_register() takes any pointer: hold the probe to its type. */
 static const hbm_nv_xid_probe_t hbm_nv_probe = hbm_nv_xid;
 
@@ -135,7 +146,7 @@ static void nv_attach(struct module *mod)
 	 * probed, declared from its own header (nvidia_xid.h), not one of
 	 * the same name that another module offers.
 	 */
-	if (strcmp(mod->name, hbm_xid_module)) {
+	if (!is_xid_module(mod->name)) {
 		pr_warn("hbmguard: %s offers a tracepoint nvidia:%s but is not %s (xid_module): not probed\n",
 			mod->name, HBM_NV_XID_TRACEPOINT, hbm_xid_module);
 		return;

@@ -21,8 +21,8 @@ check "load: another module's tracepoint of that name" 'insmod /hbmguard.ko'
 check "... not probed" 'dmesg | grep -q "hbmguard: hbm_fake_nvidia offers a tracepoint nvidia:nvidia_dev_xid but is not nvidia (xid_module): not probed" &&
 	! dmesg | grep -q "receiving NVIDIA Xids"'
 check "unload" 'rmmod hbmguard'
-# The fake stands for the driver from here on.
-check "load with the driver already loaded" 'insmod /hbmguard.ko xid_module=hbm_fake_nvidia'
+# The fake stands for the driver from here on (named as modprobe takes it).
+check "load with the driver already loaded" 'insmod /hbmguard.ko xid_module=hbm-fake-nvidia'
 check "its tracepoint is probed" 'dmesg | grep -q "receiving NVIDIA Xids from nvidia:nvidia_dev_xid of hbm_fake_nvidia"'
 
 # A GPU driver registers its device and reports through the provider API.
