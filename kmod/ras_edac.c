@@ -22,7 +22,7 @@ static void hbm_mc_probe(void *data, const unsigned int err_type,
 			 const char *driver_detail)
 {
 	struct hbm_device *dev;
-	u32 kind, count;
+	u32 kind;
 	u64 offset;
 
 	if (err_type == HW_EVENT_ERR_INFO || grain_bits > PAGE_SHIFT)
@@ -39,8 +39,14 @@ static void hbm_mc_probe(void *data, const unsigned int err_type,
 		return;
 	kind = err_type == HW_EVENT_ERR_CORRECTED ? HBMGUARD_ERROR_CE :
 						    HBMGUARD_ERROR_UE;
-	count = kind == HBMGUARD_ERROR_CE ? clamp(error_count, 1, 0xffff) : 1;
-	hbm_report_async(dev, offset, kind, count, HBMGUARD_PATH_EDAC);
+	/*
+	 * One error of its page, whatever @error_count says: the Intel
+	 * drivers that say more pass the machine check bank's count
+	 * (core_err_cnt, MCi_STATUS[52:38]: skx_common.c, sb_edac.c, 6.1 and
+	 * 6.12), a channel's errors since the bank was read, not this
+	 * page's (mce_decode.c).
+	 */
+	hbm_report_async(dev, offset, kind, 1, HBMGUARD_PATH_EDAC);
 	hbm_device_put(dev);
 }
 
