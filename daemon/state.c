@@ -755,24 +755,37 @@ int hbm_atomic_write(int dirfd, const char *name, const void *buf, size_t len)
  * @buf: its content, to free()
  * @len: its length
  *
- * A FIFO, a directory or a device put under the name is not read (nor
- * waited on: a FIFO without a writer would stop the daemon's loop).  A
- * link is followed to what it names: a read through it harms nothing (a
- * write renames over the name, never through it), and an operator may have
- * moved the file and linked it back.
+ * A FIFO, a directory or a device put under the name is not read, nor
+ * opened (a watchdog's device arms at its open; a FIFO without a writer
+ * would stop the daemon's loop).  A link is followed to what it names: a
+ * read through it harms nothing (a write renames over the name, never
+ * through it), and an operator may have moved the file and linked it back;
+ * one that names nothing (that disk not mounted yet) is not "no file",
+ * which a save would write over, but a file not read.
  *
  * Return: 0 or a negative errno (-ENOENT: no such file; -HBM_ENOTREG: not
- * a regular file, hbm_read_strerror() says so).
+ * a regular file; -ENOLINK: a link to nothing; hbm_read_strerror() says
+ * which).
  */
 int hbm_read_file(int dirfd, const char *name, uint8_t **buf, size_t *len)
 {
 	struct stat st;
 	ssize_t n;
-	int fd = openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC), err = 0;
+	int fd, err = 0;
 
+	if (fstatat(dirfd, name, &st, 0)) {
+		err = -errno;
+		if (err == -ENOENT && !fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) &&
+		    S_ISLNK(st.st_mode))
+			err = -ENOLINK;
+		return err;
+	}
+	if (!S_ISREG(st.st_mode))
+		return -HBM_ENOTREG;
+	fd = openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st))
+	if (fstat(fd, &st))	/* what was opened: it may have been replaced since */
 		err = -errno;
 	else if (!S_ISREG(st.st_mode))
 		err = -HBM_ENOTREG;

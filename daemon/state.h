@@ -211,7 +211,8 @@ int hbm_read_file(int dirfd, const char *name, uint8_t **buf, size_t *len);
 /* strerror() of hbm_read_file()'s @err, negative. */
 static inline const char *hbm_read_strerror(int err)
 {
-	return err == -HBM_ENOTREG ? "not a regular file" : strerror(-err);
+	return err == -HBM_ENOTREG ? "not a regular file" :
+	       err == -ENOLINK ? "a link to a file that is not there" : strerror(-err);
 }
 /* hbm_file_quarantine(): renamed, not linked; no file under its name until replaced */
 #define HBM_QUARANTINE_MOVED 1

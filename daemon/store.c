@@ -364,7 +364,7 @@ static int load_stored(struct hbm_store *store, const struct device *dev,
 	 */
 	if (err && err != -EBADMSG) {
 		fprintf(stderr, "<3>hbmguardd: reading the state of %s: %s\n", dev->identity,
-			strerror(-err));
+			hbm_read_strerror(err));
 		memset(s, 0, sizeof(*s));
 		return err;
 	}
@@ -431,7 +431,7 @@ void store_describe_unsaved(const struct hbm_store *s, char *buf, size_t len)
 				      n ? "," : "; NOT SAVED, retrying:",
 				      i == HBMGUARD_MAX_DEVICES ? "the incidents" :
 				      core_identity(s->core, i)[0] ?
-				      core_identity(s->core, i) : "?", strerror(-err));
+				      core_identity(s->core, i) : "?", hbm_read_strerror(err));
 	}
 }
 
@@ -478,7 +478,7 @@ static void save_done(struct hbm_store *s, const struct device *dev, int err)
 	sv = &s->saves[dev->id];
 	if (err && err != sv->error)
 		fprintf(stderr, "<3>hbmguardd: saving the state of %s: %s: retrying\n",
-			dev->identity, strerror(-err));
+			dev->identity, hbm_read_strerror(err));
 	else if (!err && sv->error)
 		fprintf(stderr, "<5>hbmguardd: the state of %s is saved\n", dev->identity);
 	sv->dirty = err != 0;

@@ -1862,6 +1862,43 @@ START_TEST(a_resync_read_cut_short_restores_what_the_kernel_lacks)
 }
 END_TEST
 
+/*
+ * The same link while the disk it names is not mounted yet (helper-151):
+ * not "no file", nothing restored and a new file renamed over the link,
+ * but a file not read: the link left as it is, the save retried, the
+ * restore owed, paid once the file is there.
+ */
+START_TEST(a_dangling_state_link_is_not_a_missing_file)
+{
+	struct hbm_state_record rec = bad_page;
+	struct hbm_state st = { .identity = "sim:s", .page_size = 4096, .serial = 1,
+				.records = &rec, .nr = 1 };
+	sd_event *loop = store_loop();
+	struct stat lst;
+	char name[256];
+
+	ck_assert_int_eq(hbm_state_write(d.state_dir, &st), 0);
+	ck_assert_int_eq(hbm_state_file_name("sim:s", name, sizeof(name)), 0);
+	ck_assert_int_eq(renameat(d.state_dir, name, d.state_dir, "unmounted"), 0);
+	ck_assert_int_eq(symlinkat("on-another-disk", d.state_dir, name), 0);
+	add_device(0, "sim:s");
+	table[table_nr] = bad_page;		/* one of its own since */
+	table[table_nr++].offset = 0x5000;
+	seen(HBM_SYNC_START, 1, 0);
+	one_turn(loop);
+	ck_assert_int_eq(fstatat(d.state_dir, name, &lst, AT_SYMLINK_NOFOLLOW), 0);
+	ck_assert_msg(S_ISLNK(lst.st_mode), "the operator's link was replaced by a new file");
+	ck_assert_int_eq(store.saves[0].error, -ENOLINK);
+	ck_assert_int_eq(restores, 0);
+	ck_assert_int_eq(renameat(d.state_dir, "unmounted", d.state_dir, "on-another-disk"), 0);
+	retried_until_saved(loop);
+	ck_assert_int_eq(restores, 1);		/* owed, paid once it could be read */
+	ck_assert(file_has(0x9000));
+	ck_assert(file_has(0x5000));
+	store_loop_end(loop);
+}
+END_TEST
+
 Suite *core_suite(void)
 {
 	Suite *s = suite_create("core");
@@ -1913,6 +1950,7 @@ Suite *core_suite(void)
 	tcase_add_test(st, an_owed_restore_sends_only_what_the_kernel_lacks);
 	tcase_add_test(st, a_resync_sends_only_what_the_kernel_lacks);
 	tcase_add_test(st, a_linked_state_file_is_restored);
+	tcase_add_test(st, a_dangling_state_link_is_not_a_missing_file);
 	tcase_add_test(st, a_resync_read_cut_short_restores_what_the_kernel_lacks);
 	suite_add_tcase(s, st);
 	return s;

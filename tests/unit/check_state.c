@@ -947,7 +947,8 @@ END_TEST
  * waited on (the FIFO has no writer: a read that waited would hang until
  * the test's timeout), kept aside as it is and replaced by a regular file.
  * A link to a state file is read through (an operator moved the file and
- * linked it back: its pages are the device's).
+ * linked it back: its pages are the device's); one to nothing is a file
+ * not read (its disk not mounted yet), one to a device damage.
  */
 START_TEST(a_state_file_not_regular_is_damage)
 {
@@ -968,6 +969,16 @@ START_TEST(a_state_file_not_regular_is_damage)
 	ck_assert_int_eq(hbm_state_read(dirfd, s.identity, 0, &out, &d), 0);
 	ck_assert_uint_eq(out.nr, s.nr);
 	hbm_state_free(&out);
+	ck_assert_int_eq(unlinkat(dirfd, name, 0), 0);
+	/* a link to nothing (its disk not mounted yet): not read, not "no file" */
+	ck_assert_int_eq(symlinkat("not-there", dirfd, name), 0);
+	ck_assert_int_eq(hbm_state_read(dirfd, s.identity, 0, &out, &d), -ENOLINK);
+	ck_assert_int_eq(unlinkat(dirfd, name, 0), 0);
+	/* a link to a device: damage, the device not opened */
+	ck_assert_int_eq(symlinkat("/dev/null", dirfd, name), 0);
+	memset(&d, 0, sizeof(d));
+	ck_assert_int_eq(hbm_state_read(dirfd, s.identity, 0, &out, &d), -EBADMSG);
+	ck_assert_str_eq(d.header, "not a regular file");
 	ck_assert_int_eq(unlinkat(dirfd, name, 0), 0);
 	for (kind = 0; kind < 2; kind++) {
 		ck_assert_int_eq(kind == 0 ? mkfifoat(dirfd, name, 0600) : mkdirat(dirfd, name, 0700), 0);
