@@ -1816,22 +1816,32 @@ START_TEST(a_clear_asked_again_is_kept_once)
 END_TEST
 
 /*
+ * sim:s's file (0x9000) renamed @file_as, a link to "on-another-disk" under
+ * its name: an operator's file moved to another disk and linked back.
+ */
+static void stored_behind_a_link(const char *file_as)
+{
+	struct hbm_state_record rec = bad_page;
+	struct hbm_state st = { .identity = "sim:s", .page_size = 4096, .serial = 1,
+				.records = &rec, .nr = 1 };
+	char name[256];
+
+	ck_assert_int_eq(hbm_state_write(d.state_dir, &st), 0);
+	ck_assert_int_eq(hbm_state_file_name("sim:s", name, sizeof(name)), 0);
+	ck_assert_int_eq(renameat(d.state_dir, name, d.state_dir, file_as), 0);
+	ck_assert_int_eq(symlinkat("on-another-disk", d.state_dir, name), 0);
+}
+
+/*
  * A state file an operator moved to another disk and linked back (helper-150):
  * a link to a regular file, its pages the device's.  Taken for damage, it
  * was set aside and replaced by an empty snapshot, nothing restored.
  */
 START_TEST(a_linked_state_file_is_restored)
 {
-	struct hbm_state_record rec = bad_page;
-	struct hbm_state st = { .identity = "sim:s", .page_size = 4096, .serial = 1,
-				.records = &rec, .nr = 1 };
 	sd_event *loop = store_loop();
-	char name[256];
 
-	ck_assert_int_eq(hbm_state_write(d.state_dir, &st), 0);
-	ck_assert_int_eq(hbm_state_file_name("sim:s", name, sizeof(name)), 0);
-	ck_assert_int_eq(renameat(d.state_dir, name, d.state_dir, "on-another-disk"), 0);
-	ck_assert_int_eq(symlinkat("on-another-disk", d.state_dir, name), 0);
+	stored_behind_a_link("on-another-disk");
 	add_device(0, "sim:s");
 	seen(HBM_SYNC_START, 0, 0);
 	ck_assert_uint_eq(nr_sent, 1);		/* its page back into the kernel */
@@ -1870,17 +1880,12 @@ END_TEST
  */
 START_TEST(a_dangling_state_link_is_not_a_missing_file)
 {
-	struct hbm_state_record rec = bad_page;
-	struct hbm_state st = { .identity = "sim:s", .page_size = 4096, .serial = 1,
-				.records = &rec, .nr = 1 };
 	sd_event *loop = store_loop();
 	struct stat lst;
 	char name[256];
 
-	ck_assert_int_eq(hbm_state_write(d.state_dir, &st), 0);
+	stored_behind_a_link("unmounted");
 	ck_assert_int_eq(hbm_state_file_name("sim:s", name, sizeof(name)), 0);
-	ck_assert_int_eq(renameat(d.state_dir, name, d.state_dir, "unmounted"), 0);
-	ck_assert_int_eq(symlinkat("on-another-disk", d.state_dir, name), 0);
 	add_device(0, "sim:s");
 	table[table_nr] = bad_page;		/* one of its own since */
 	table[table_nr++].offset = 0x5000;
