@@ -1180,8 +1180,7 @@ static int sync_devices(struct hbm_kernel *k, uint32_t id, enum hbm_sync mode,
 		if (dev->counts_losses)
 			hbm_losses_seen(&k->losses, dev->id, dev->identity, &dev->losses,
 					f.sync == HBM_SYNC_START);
-		read_err = table_facts(k, dev, f.sync);
-		k->reading = false;
+		read_err = table_facts(k, dev, f.sync);	/* the read over at its end */
 		table_err = table_err ?: read_err;
 	}
 	if (event)

@@ -105,38 +105,60 @@ static int cmp_offset(const void *a, const void *b)
 }
 
 /*
- * The parts of stored record @s that none of the first @kernel of the
- * kernel's extents holds, each as @s with its range, appended to @k.  Both
- * are sorted: *@j walks the kernel's along the stored records' walk.  The
- * kernel's extents are what the read saves (what the kernel holds as the
- * file had it is not among them), so a record the module split -- part
- * as stored, part failed for want of a spare, or retired by a UE on a
- * pending page -- keeps the part as stored.
+ * Part [@at, @end) of stored record @r onto @out, joined to a part of @r
+ * before it there (not one of @out's first @from, which are not parts).
  */
-static bool keep_uncovered(struct hbm_extents *k, size_t kernel, size_t *j,
-			   const struct hbm_state_record *s)
+static bool lack(struct hbm_extents *out, size_t from, const struct hbm_state_record *r,
+		 uint64_t at, uint64_t end)
 {
-	uint64_t at = s->offset, end = s->offset + s->length;
-	struct hbm_state_record part = *s;
+	struct hbm_state_record part = *r;
+	struct hbm_state_record *last = out->nr > from ? &out->r[out->nr - 1] : NULL;
+
+	if (at >= end)
+		return true;
+	if (last && last->offset >= r->offset && last->offset + last->length == at) {
+		last->length = end - last->offset;
+		return true;
+	}
+	part.offset = at;
+	part.length = end - at;
+	return hbm_extents_push(out, &part);
+}
+
+/*
+ * The parts of stored record @r that none of the first @kernel of the
+ * kernel's extents @k holds, each as @r with its range, onto @out after its
+ * first @from (@out may be @k: the parts go after its extents).  With
+ * @lesser_lacks, a part @k holds pending where @r has it out of service is
+ * not held either.  Both are sorted: *@j walks the kernel's along the
+ * stored records' walk.  The kernel's extents are what the read saves
+ * (what the kernel holds as the file had it is not among them), so a
+ * record the module split -- part as stored, part failed for want of a
+ * spare, or retired by a UE on a pending page -- keeps the part as stored.
+ */
+static bool keep_uncovered(struct hbm_extents *out, size_t from, const struct hbm_extents *k,
+			   size_t kernel, size_t *j, const struct hbm_state_record *r,
+			   bool lesser_lacks)
+{
+	uint64_t at = r->offset, end = r->offset + r->length;
 	size_t x;
 
 	while (*j < kernel && k->r[*j].offset + k->r[*j].length <= at)
 		(*j)++;
-	for (x = *j; x < kernel && at < end && k->r[x].offset < end; x++) {
-		if (k->r[x].offset > at) {
-			part.offset = at;
-			part.length = k->r[x].offset - at;
-			if (!hbm_extents_push(k, &part))
-				return false;
-		}
-		if (k->r[x].offset + k->r[x].length > at)
-			at = k->r[x].offset + k->r[x].length;
+	for (x = *j; x < kernel && k->r[x].offset < end && at < end; x++) {
+		uint64_t held = k->r[x].offset > at ? k->r[x].offset : at;
+		uint64_t to = k->r[x].offset + k->r[x].length;
+
+		if (to > end)
+			to = end;
+		if (!lack(out, from, r, at, held))
+			return false;
+		if (lesser_lacks && k->r[x].state == HBMGUARD_STATE_PENDING &&
+		    r->state != HBMGUARD_STATE_PENDING && !lack(out, from, r, held, to))
+			return false;
+		at = to;
 	}
-	if (at >= end)
-		return true;
-	part.offset = at;
-	part.length = end - at;
-	return hbm_extents_push(k, &part);
+	return lack(out, from, r, at, end);
 }
 
 /*
@@ -150,7 +172,7 @@ static void merge(struct hbm_extents *k, const struct hbm_state *stored)
 	size_t kernel = k->nr, i, j = 0, n;
 
 	for (i = 0; i < stored->nr; i++)
-		if (!keep_uncovered(k, kernel, &j, &stored->records[i]))
+		if (!keep_uncovered(k, kernel, k, kernel, &j, &stored->records[i], false))
 			return;
 	if (!k->nr)
 		return;		/* nothing, not even an array to sort */
@@ -587,24 +609,6 @@ static int log_turn(struct hbm_store *s, uint32_t id)
 	return 0;
 }
 
-/* Part [@at, @end) of stored record @r onto @out, joined to the part before it. */
-static bool lack(struct hbm_extents *out, const struct hbm_state_record *r, uint64_t at,
-		 uint64_t end)
-{
-	struct hbm_state_record part = *r;
-	struct hbm_state_record *last = out->nr ? &out->r[out->nr - 1] : NULL;
-
-	if (at >= end)
-		return true;
-	if (last && last->offset >= r->offset && last->offset + last->length == at) {
-		last->length = end - last->offset;
-		return true;
-	}
-	part.offset = at;
-	part.length = end - at;
-	return hbm_extents_push(out, &part);
-}
-
 /*
  * The parts of the stored extents that the kernel's table @k (sorted, as a
  * dump or a read gives it) lacks, or holds pending where the file has them
@@ -620,30 +624,11 @@ static bool lack(struct hbm_extents *out, const struct hbm_state_record *r, uint
 static bool lacking(const struct hbm_extents *k, const struct hbm_state *stored,
 		    struct hbm_extents *out)
 {
-	size_t i, j = 0, x;
+	size_t i, j = 0;
 
-	for (i = 0; i < stored->nr; i++) {
-		const struct hbm_state_record *r = &stored->records[i];
-		uint64_t at = r->offset, end = r->offset + r->length;
-
-		while (j < k->nr && k->r[j].offset + k->r[j].length <= at)
-			j++;
-		for (x = j; x < k->nr && k->r[x].offset < end && at < end; x++) {
-			uint64_t from = k->r[x].offset > at ? k->r[x].offset : at;
-			uint64_t to = k->r[x].offset + k->r[x].length;
-
-			if (to > end)
-				to = end;
-			if (!lack(out, r, at, from))
-				return false;
-			if (k->r[x].state == HBMGUARD_STATE_PENDING &&
-			    r->state != HBMGUARD_STATE_PENDING && !lack(out, r, from, to))
-				return false;
-			at = to;
-		}
-		if (!lack(out, r, at, end))
+	for (i = 0; i < stored->nr; i++)
+		if (!keep_uncovered(out, 0, k, k->nr, &j, &stored->records[i], true))
 			return false;
-	}
 	return true;
 }
 

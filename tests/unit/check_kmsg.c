@@ -95,16 +95,21 @@ static unsigned int told(const char *needle)
 	return n;
 }
 
-/* A record of syslog priority @prio (facility << 3 | level) saying @text. */
-static void record(unsigned int prio, const char *text)
+/* A record of syslog priority @prio (facility << 3 | level), @flag, saying @text. */
+static void record_flagged(unsigned int prio, char flag, const char *text)
 {
 	char buf[KMSG_READ_MAX];
 	int n;
 
-	/* nv_printf() prints with KERN_CONT: the 'c' flag (os-interface.c). */
-	n = snprintf(buf, sizeof(buf), "%u,%llu,%llu,c;%s\n", prio,
-		     (unsigned long long)seq++, 5000000ULL, text);
+	n = snprintf(buf, sizeof(buf), "%u,%llu,%llu,%c;%s\n", prio,
+		     (unsigned long long)seq++, 5000000ULL, flag, text);
 	kmsg_record(k, buf, n);
+}
+
+/* ... as nv_printf() prints, with KERN_CONT: the 'c' flag (os-interface.c). */
+static void record(unsigned int prio, const char *text)
+{
+	record_flagged(prio, 'c', text);
 }
 
 static void xid_record(unsigned int prio, unsigned int bus, int xid)
@@ -363,16 +368,11 @@ END_TEST
  */
 START_TEST(forged_by_a_user_string_at_the_start)
 {
-	char buf[KMSG_READ_MAX];
-	int n;
-
 	setup();
-	n = snprintf(buf, sizeof(buf), "6,%llu,5000000,-;%s: %s: potentially unexpected fatal signal 11.\n",
-		     (unsigned long long)seq++, "NVRM: Xid (PCI:0000:3b:00): 48, x", "NVRM: Xid (PCI:");
-	kmsg_record(k, buf, n);
-	n = snprintf(buf, sizeof(buf), "4,%llu,5000001,-;%sIN=eth0 OUT= MAC=00 SRC=10.0.0.1 DST=10.0.0.2 LEN=60\n",
-		     (unsigned long long)seq++, "NVRM: Xid (PCI:0000:3b:00): 95, ");
-	kmsg_record(k, buf, n);
+	record_flagged(6, '-', "NVRM: Xid (PCI:0000:3b:00): 48, x: NVRM: Xid (PCI:: "
+			       "potentially unexpected fatal signal 11.");
+	record_flagged(4, '-', "NVRM: Xid (PCI:0000:3b:00): 95, IN=eth0 OUT= MAC=00 "
+			       "SRC=10.0.0.1 DST=10.0.0.2 LEN=60");
 	ck_assert_uint_eq(nr_facts, 0);
 	cleanup();
 }
@@ -390,13 +390,9 @@ END_TEST
  */
 START_TEST(forged_with_kern_cont_in_the_user_string)
 {
-	char buf[KMSG_READ_MAX];
-	int n;
-
 	setup();
-	n = snprintf(buf, sizeof(buf), "6,%llu,5000000,c;%s: %s: potentially unexpected fatal signal 11.\n",
-		     (unsigned long long)seq++, "NVRM: Xid (PCI:0000:3b:00): 48, x", "sh");
-	kmsg_record(k, buf, n);
+	record_flagged(6, 'c', "NVRM: Xid (PCI:0000:3b:00): 48, x: sh: "
+			       "potentially unexpected fatal signal 11.");
 	ck_assert_uint_eq(nr_facts, 0);
 	ck_assert_uint_eq(told("refused: an NVRM line at level 6, below the driver's (4)"), 1);
 	/* the driver's own line at its level: taken */
