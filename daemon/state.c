@@ -747,6 +747,16 @@ int hbm_atomic_write(int dirfd, const char *name, const void *buf, size_t len)
 	return err;
 }
 
+/* What @fd is, a file hbm_read_file() reads: 0, or why it does not. */
+static int regular(int fd, struct stat *st)
+{
+	if (fstat(fd, st))
+		return -errno;
+	if (!S_ISREG(st->st_mode))
+		return -HBM_ENOTREG;
+	return st->st_size > (512 << 20) ? -EFBIG : 0;
+}
+
 /**
  * hbm_read_file() - a whole file of a directory, up to 512 MiB (a state file
  * of 10^6 extents, its log as long as its snapshot, is 96 MB)
@@ -757,7 +767,11 @@ int hbm_atomic_write(int dirfd, const char *name, const void *buf, size_t len)
  *
  * A FIFO, a directory or a device put under the name is not read, nor
  * opened (a watchdog's device arms at its open; a FIFO without a writer
- * would stop the daemon's loop).  A link is followed to what it names: a
+ * would stop the daemon's loop): the name is opened O_PATH, which opens
+ * nothing, looked at, and only a regular file opened for reading, that
+ * very one, through /proc (a second look-up of the name would race with
+ * whoever can change what it names; where /proc cannot give it, by its
+ * name, looked at again once open).  A link is followed to what it names: a
  * read through it harms nothing (a write renames over the name, never
  * through it), and an operator may have moved the file and linked it back;
  * one that names nothing (that disk not mounted yet) is not "no file",
@@ -765,34 +779,37 @@ int hbm_atomic_write(int dirfd, const char *name, const void *buf, size_t len)
  *
  * Return: 0 or a negative errno (-ENOENT: no such file; -HBM_ENOTREG: not
  * a regular file; -ENOLINK: a link to nothing; hbm_read_strerror() says
- * which).
+ * which; hbm_read_again() whether a file there is left unread).
  */
 int hbm_read_file(int dirfd, const char *name, uint8_t **buf, size_t *len)
 {
+	char path[32];
 	struct stat st;
 	ssize_t n;
-	int fd, err = 0;
+	int fd, err;
 
-	if (fstatat(dirfd, name, &st, 0)) {
+	fd = openat(dirfd, name, O_PATH | O_CLOEXEC);
+	if (fd < 0) {
 		err = -errno;
 		if (err == -ENOENT && !fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) &&
 		    S_ISLNK(st.st_mode))
 			err = -ENOLINK;
 		return err;
 	}
-	if (!S_ISREG(st.st_mode))
-		return -HBM_ENOTREG;
-	fd = openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st))	/* what was opened: it may have been replaced since */
-		err = -errno;
-	else if (!S_ISREG(st.st_mode))
-		err = -HBM_ENOTREG;
-	else if (st.st_size > (512 << 20))
-		err = -EFBIG;
+	err = regular(fd, &st);
+	if (!err) {
+		int at = fd;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", at);
+		fd = open(path, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+		if (fd < 0)
+			fd = openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		err = fd < 0 ? -errno : regular(fd, &st);
+		close(at);
+	}
 	if (err) {
-		close(fd);
+		if (fd >= 0)
+			close(fd);
 		return err;
 	}
 	*buf = malloc(st.st_size ? st.st_size : 1);
