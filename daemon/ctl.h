@@ -103,9 +103,11 @@
 #ifndef HBM_CTL_H
 #define HBM_CTL_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #define HBM_CTL_SOCKET		"/run/hbmguard/control.sock"
@@ -153,6 +155,22 @@ struct hbm_ctl_extent {
 	uint32_t reserved;
 };
 
+/*
+ * hbm_read_file()'s "not a regular file" (state.c), an errno no open() or
+ * read() of a state file returns.
+ */
+#define HBM_ENOTREG	EMEDIUMTYPE
+
+/*
+ * strerror() of a state file's read or save error @err, negative: two are
+ * hbm_read_file()'s own (a link to nothing is ENOLINK).
+ */
+static inline const char *hbm_read_strerror(int err)
+{
+	return err == -HBM_ENOTREG ? "not a regular file" :
+	       err == -ENOLINK ? "a link to a file that is not there" : strerror(-err);
+}
+
 struct hbm_ctl_status {
 	uint64_t started;		/* seconds since the epoch */
 	uint64_t events;		/* taken from the kernel */
@@ -163,7 +181,8 @@ struct hbm_ctl_status {
 					 * compaction, which count it exactly */
 	uint64_t stored_pages;
 	uint64_t last_save;		/* seconds since the epoch, 0: never */
-	int32_t last_save_error;	/* of one of the unsaved, or 0 */
+	int32_t last_save_error;	/* of one of the unsaved, or 0: a negative
+					 * errno, hbm_read_strerror() names it */
 	uint32_t devices;
 	uint32_t pid;
 	uint32_t open_incidents;	/* rank recoveries under way */
@@ -431,7 +450,8 @@ struct hbm_ctl_drain {
 	char pci[32];
 	char detail[64];		/* the cause's words: "a rank failed to recover" */
 	char reason[128];		/* the reason given to Slurm and the hook */
-	char error[128];		/* the last failure of Slurm or the hook; "" none */
+	char error[128];		/* the last failure of Slurm or the hook, else
+					 * the drain file's read; "" none */
 };
 
 struct sockaddr_un;

@@ -65,7 +65,8 @@ struct daemon {
 							/* an incident escalated */
 
 	/* recovery.c's */
-	int incidents_error;		/* of the last save of the incidents */
+	int incidents_error;		/* of the last save, or read, of the incidents */
+	bool incidents_unread;		/* their file there, not read yet: not saved over */
 	struct hbm_range_set seen[HBMGUARD_MAX_DEVICES];	/* lost data acted upon */
 	struct {			/* seen pages taken out for want of memory */
 		uint32_t id;
@@ -76,6 +77,9 @@ struct daemon {
 	size_t nr_incidents, incidents_cap;
 	uint64_t last_incident;		/* the id of the newest */
 	struct metrics_incidents incident_totals;	/* ended since the start */
+
+	/* scheduler.c's */
+	int drain_error;		/* of the last save, or read, of the drain state */
 
 	/* control.c's */
 	int control;			/* the listening control socket */

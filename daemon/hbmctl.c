@@ -471,7 +471,7 @@ static int daemon_status(struct json_object *doc)
 	       st.events, st.resyncs);
 	if (st.unsaved)
 		printf("hbmguardd: %u state files NOT SAVED (%s): retrying\n", st.unsaved,
-		       strerror(-st.last_save_error));
+		       hbm_read_strerror(st.last_save_error));
 	cluster_status(NULL);
 	return st.unsaved ? EXIT_REFUSED : 0;
 }
@@ -926,6 +926,9 @@ static int cmd_drain(int argc, char **argv)
 	       drain_step(first.hook, &first, false));
 	if (*first.reason)
 		printf("  reason: %s\n", esc(first.reason));
+	/* not a step's failure, told above: the drain file's */
+	if (*first.error && first.slurm != HBM_DRAIN_RETRYING && first.hook != HBM_DRAIN_RETRYING)
+		printf("  warning: %s\n", esc(first.error));
 	if (first.total)
 		hbm_cli_table_print(&t, stdout);
 	return 0;

@@ -56,6 +56,13 @@
 #include "scheduler.h"
 #include "signals.h"
 
+/* The files beside the state files, their failed saves retried with theirs. */
+static void save_others_again(struct daemon *d)
+{
+	recovery_save_again(d);
+	sched_save_again(d->sched);
+}
+
 /*
  * The core and its sinks, in the order they take each fact: the store
  * first (a device seen has its stored pages back in the kernel before any
@@ -87,7 +94,7 @@ static int wire(struct hbmguardd *g)
 	d->on_aborted = sched_aborted;
 	/* before any fact: a drain kept from before is the state facts add to */
 	sched_init(&g->sched, d);
-	if (store_start(&g->store, d, &g->core, recovery_save_again))
+	if (store_start(&g->store, d, &g->core, save_others_again))
 		return -1;
 	gpus_start(&g->gpus, &g->core);
 	for (i = 0; i < sizeof(sinks) / sizeof(sinks[0]); i++)
@@ -214,7 +221,7 @@ int main(int argc, char **argv)
 			d->cfg.control_socket, strerror(-err));
 		return 1;
 	}
-	if (store_unsaved(&g.store))
+	if (store_unsaved(&g.store, NULL))
 		daemon_save_failed(d);
 	daemon_notify_status(d);
 	sd_notify(0, "READY=1");

@@ -631,7 +631,7 @@ static void store_series(struct metrics_buf *b, const struct hbm_store *s)
 	metrics_sample(b, "hbmguard_last_save_timestamp_seconds", NULL, 0, s->counters.last_good);
 	metrics_family(b, "hbmguard_unsaved_files", "gauge",
 		       "State files whose last save failed.");
-	metrics_sample(b, "hbmguard_unsaved_files", NULL, 0, store_unsaved(s));
+	metrics_sample(b, "hbmguard_unsaved_files", NULL, 0, store_unsaved(s, NULL));
 }
 
 /*

@@ -105,12 +105,16 @@ static bool open_state(uint32_t state)
 	return state < HBM_INCIDENT_RESUMED;
 }
 
+/* A file there that could not be read (load()) is not saved over. */
 static void save_incidents(struct daemon *d)
 {
 	size_t len = hbm_incidents_encode_size(d->nr_incidents), i;
-	uint8_t *buf = calloc(1, len);
+	uint8_t *buf;
 	int err = -ENOMEM;
 
+	if (d->incidents_unread)
+		return;
+	buf = calloc(1, len);
 	if (buf) {
 		hbm_incidents_encode_header(buf, d->nr_incidents);
 		for (i = 0; i < d->nr_incidents; i++)
@@ -128,10 +132,14 @@ static void save_incidents(struct daemon *d)
 	free(buf);
 }
 
-/* The retry of a failed save of the incidents. */
+static void load(struct daemon *d);
+
+/* The retry of a failed save of the incidents, or of their read. */
 void recovery_save_again(struct daemon *d)
 {
-	if (d->incidents_error)
+	if (d->incidents_unread)
+		load(d);
+	else if (d->incidents_error)
 		save_incidents(d);
 }
 
@@ -468,24 +476,33 @@ static bool evictable(const struct incident *x)
 	return !open_state(x->info.state) && !x->timer;
 }
 
+/*
+ * The oldest incident done with leaves the history.  Return: where it was,
+ * or SIZE_MAX where none could.
+ */
+static size_t evict_oldest(struct daemon *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->nr_incidents && !evictable(&d->incidents[i]); i++)
+		;
+	if (i == d->nr_incidents)
+		return SIZE_MAX;
+	if (d->incidents[i].pidfd >= 0)
+		close(d->incidents[i].pidfd);
+	memmove(&d->incidents[i], &d->incidents[i + 1],
+		(d->nr_incidents - i - 1) * sizeof(*d->incidents));
+	d->nr_incidents--;
+	repoint_timers(d, i);
+	return i;
+}
+
 static struct incident *new_incident(struct daemon *d)
 {
 	struct incident *x;
 
-	if (d->nr_incidents >= HBM_INCIDENTS_KEPT) {	/* the oldest done with goes */
-		size_t i;
-
-		for (i = 0; i < d->nr_incidents && !evictable(&d->incidents[i]); i++)
-			;
-		if (i < d->nr_incidents) {
-			if (d->incidents[i].pidfd >= 0)
-				close(d->incidents[i].pidfd);
-			memmove(&d->incidents[i], &d->incidents[i + 1],
-				(d->nr_incidents - i - 1) * sizeof(*x));
-			d->nr_incidents--;
-			repoint_timers(d, i);
-		}
-	}
+	if (d->nr_incidents >= HBM_INCIDENTS_KEPT)
+		evict_oldest(d);
 	x = append_incident(d);
 	if (x)
 		x->info.id = ++d->last_incident;
@@ -803,52 +820,106 @@ static bool set_aside(struct daemon *d, const char *why, size_t bad, size_t miss
 	return true;
 }
 
-/**
- * recovery_load() - the kept incidents, at start
- * @d: the daemon, its state directory open
- *
- * Only records that check out are taken (incidents.h), the newest
- * HBM_INCIDENTS_KEPT; a damaged file is kept aside, replaced by those.  An incident left
- * open by the previous daemon is escalated: its ranks' connections are gone.
+/*
+ * The file's @n incidents @in before those opened since the start (none
+ * at the start: they are older), as memory allows, and the oldest done
+ * with gone where there are more than HBM_INCIDENTS_KEPT.  Return: how
+ * many were put.
  */
-void recovery_load(struct daemon *d)
+static size_t put_before(struct daemon *d, const struct hbm_ctl_incident *in, size_t n)
+{
+	size_t ours = d->nr_incidents, i;
+
+	for (i = 0; i < n && append_incident(d); i++)
+		;
+	n = i;
+	if (!n)
+		return 0;
+	memmove(&d->incidents[n], &d->incidents[0], ours * sizeof(*d->incidents));
+	for (i = 0; i < n; i++) {
+		struct incident *x = &d->incidents[i];
+
+		memset(x, 0, sizeof(*x));
+		x->d = d;
+		x->pidfd = -1;
+		x->info = in[i];
+		x->remote = in[i].device[0] == '@';	/* another node's: nothing to drain here */
+		x->inherited = true;
+		if (in[i].id > d->last_incident)
+			d->last_incident = in[i].id;
+	}
+	repoint_timers(d, 0);
+	while (d->nr_incidents > HBM_INCIDENTS_KEPT) {
+		size_t gone = evict_oldest(d);
+
+		if (gone == SIZE_MAX)	/* none could: open, all of them */
+			break;
+		n -= gone < n;
+	}
+	return n;
+}
+
+/*
+ * The incidents file read: at the start, or, where it could not be then,
+ * at a retry of the saves.  Only records that check out are taken
+ * (incidents.h), the newest HBM_INCIDENTS_KEPT; a damaged file, or what is
+ * not a regular file, is kept aside, replaced by those.  One that could
+ * not be read is not saved over, and read again at each retry: the
+ * incidents opened meanwhile take ids above any it can hold (the clock's
+ * microseconds), and go after its own once it is read.  An incident left
+ * open by the previous daemon is escalated: its ranks' connections are
+ * gone.
+ */
+static void load(struct daemon *d)
 {
 	struct hbm_ctl_incident *in = calloc(HBM_INCIDENTS_KEPT, sizeof(*in));
-	struct hbm_incidents_damage damage;
-	uint8_t *buf;
+	struct hbm_incidents_damage damage = { 0 };
+	uint8_t *buf = NULL;
 	size_t len, i, n = 0;
-	bool aside = false;
-	int err = hbm_read_file(d->state_dir, INCIDENTS_FILE, &buf, &len);
+	bool aside = false, late = d->incidents_unread;
+	int err = in ? hbm_read_file(d->state_dir, INCIDENTS_FILE, &buf, &len) : -ENOMEM;
 
-	if (err) {
-		if (err != -ENOENT)
-			fprintf(stderr, "<3>hbmguardd: reading the incidents: %s\n",
-				hbm_read_strerror(err));
+	if (hbm_read_again(err)) {
+		if (err != d->incidents_error)
+			fprintf(stderr, "<3>hbmguardd: reading the incidents: %s: not saved over; "
+				"read again at each retry\n", hbm_read_strerror(err));
+		if (!late && d->last_incident < now_us())
+			d->last_incident = now_us();
+		d->incidents_unread = true;
+		d->incidents_error = err;
+		if (late)	/* at the start, main() arms the retry */
+			daemon_save_failed(d);
 		free(in);
 		return;
 	}
-	err = in ? hbm_incidents_decode(buf, len, in, HBM_INCIDENTS_KEPT, &n, &damage) : -ENOMEM;
+	d->incidents_unread = false;
+	d->incidents_error = 0;
+	if (err == -HBM_ENOTREG)
+		aside = set_aside(d, hbm_read_strerror(err), 0, 0);
+	else if (!err)
+		err = hbm_incidents_decode(buf, len, in, HBM_INCIDENTS_KEPT, &n, &damage);
 	free(buf);
 	if (err == -EBADMSG || (!err && (damage.bad_records || damage.missing_records)))
 		aside = set_aside(d, damage.header ? damage.header : "records",
 				  damage.bad_records, damage.missing_records);
-	for (i = 0; i < n; i++) {
-		struct incident *x = append_incident(d);
-
-		if (!x)
-			break;
-		x->info = in[i];
-		x->remote = in[i].device[0] == '@';	/* another node's: nothing to drain here */
-		if (in[i].id > d->last_incident)
-			d->last_incident = in[i].id;
-	}
+	n = put_before(d, in, n);
 	free(in);
-	for (i = 0; i < d->nr_incidents; i++) {
-		d->incidents[i].inherited = true;
+	if (late)
+		fprintf(stderr, "<5>hbmguardd: the incidents are read: %zu kept from before the "
+			"start\n", n);
+	for (i = 0; i < n; i++)
 		escalate(d, &d->incidents[i], "hbmguardd restarted during recovery");
-	}
-	if (aside)
+	if (aside || late)
 		save_incidents(d);
+}
+
+/**
+ * recovery_load() - the kept incidents, at start (see load())
+ * @d: the daemon, its state directory open
+ */
+void recovery_load(struct daemon *d)
+{
+	load(d);
 }
 
 /**

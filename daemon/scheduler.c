@@ -392,16 +392,21 @@ int hbm_sched_hook_ok(const char *path, char *why, size_t len)
 
 /*
  * The state file: "hbmguard-drain 1", want, hook, the reason Slurm last
- * had of ours ("set\t..."; absent: none), then a line per cause.
+ * had of ours ("set\t..."; absent: none), then a line per cause.  One that
+ * is there but could not be read (load()) is not saved over: saved once it
+ * is read.  A save that fails is retried with the state files' (store.c).
  */
 static void save(struct hbm_sched *s)
 {
 	static const char *const wants[] = { "none", "drain", "resume" };
 	char *buf;
 	size_t len;
-	FILE *f = open_memstream(&buf, &len);
+	FILE *f;
 	int err = -ENOMEM;
 
+	if (s->unread)
+		return;
+	f = open_memstream(&buf, &len);
 	if (f) {
 		fprintf(f, "hbmguard-drain 1\nwant %s\nhook %s\n", wants[s->want],
 			s->hook.done == s->gen ? "done" : "pending");
@@ -418,9 +423,14 @@ static void save(struct hbm_sched *s)
 			err = hbm_atomic_write(s->d->state_dir, DRAIN_FILE, buf, len);
 		free(buf);
 	}
+	if (err && err != s->d->drain_error)
+		fprintf(stderr, "<3>hbmguardd: saving the node's drain state: %s: retrying\n",
+			strerror(-err));
+	else if (!err && s->d->drain_error)
+		fprintf(stderr, "<5>hbmguardd: the node's drain state is saved\n");
+	s->d->drain_error = err;
 	if (err)
-		fprintf(stderr, "<3>hbmguardd: saving the node's drain state: %s: a restart "
-			"would forget it until it is saved at the next change\n", strerror(-err));
+		daemon_save_failed(s->d);
 }
 
 static int parse_cause(char *line, struct sched_cause *c)
@@ -450,78 +460,185 @@ static int parse_cause(char *line, struct sched_cause *c)
 	return 0;
 }
 
-/* A file that does not parse is set aside, and what parsed before kept. */
-static void load(struct hbm_sched *s)
-{
-	uint8_t *buf;
-	size_t len;
-	char *text, *line, *p, moved[300];
-	int err = hbm_read_file(s->d->state_dir, DRAIN_FILE, &buf, &len), n = 0;
-	bool bad = false, hook_done = false;
+/* What the file holds, before it is taken (take()). */
+struct drain_file {
+	uint32_t want;
+	bool hook_done;
+	char set[HBM_SCHED_REASON_LEN];
+	size_t nr;
+	struct sched_cause causes[HBM_SCHED_CAUSES];
+};
 
-	if (err) {
-		if (err != -ENOENT)
-			fprintf(stderr, "<3>hbmguardd: reading %s: %s\n", DRAIN_FILE,
-				hbm_read_strerror(err));
-		return;
-	}
-	text = calloc(1, len + 1);
-	if (!text) {
-		free(buf);
-		return;
-	}
+/*
+ * The file's lines into @f, up to the first that does not parse.  Return:
+ * whether all did.
+ */
+static bool parse(const uint8_t *buf, size_t len, struct drain_file *f)
+{
+	char *text = calloc(1, len + 1), *line, *p;
+	bool bad = false;
+	int n = 0;
+
+	if (!text)
+		return false;
 	memcpy(text, buf, len);
-	free(buf);
 	for (p = text; !bad && (line = strsep(&p, "\n"));) {
 		if (!*line && !p)
 			break;
 		if (n++ == 0)
 			bad = strcmp(line, "hbmguard-drain 1");
 		else if (!strcmp(line, "want drain"))
-			s->want = HBM_DRAIN_WANT_DRAIN;
+			f->want = HBM_DRAIN_WANT_DRAIN;
 		else if (!strcmp(line, "want resume"))
-			s->want = HBM_DRAIN_WANT_RESUME;
+			f->want = HBM_DRAIN_WANT_RESUME;
 		else if (!strcmp(line, "want none"))
-			s->want = HBM_DRAIN_WANT_NONE;
+			f->want = HBM_DRAIN_WANT_NONE;
 		else if (!strcmp(line, "hook done") || !strcmp(line, "hook pending"))
-			hook_done = !strcmp(line, "hook done");
+			f->hook_done = !strcmp(line, "hook done");
 		else if (!strncmp(line, "set\t", 4))
-			hbm_sched_clean(s->set, sizeof(s->set), line + 4);
-		else if (s->nr == HBM_SCHED_CAUSES || parse_cause(line, &s->causes[s->nr]))
+			hbm_sched_clean(f->set, sizeof(f->set), line + 4);
+		else if (f->nr == HBM_SCHED_CAUSES || parse_cause(line, &f->causes[f->nr]))
 			bad = true;
 		else
-			s->nr++;
+			f->nr++;
 	}
 	free(text);
-	if (bad) {
-		int aside = hbm_file_quarantine(s->d->state_dir, DRAIN_FILE, moved, sizeof(moved));
+	return !bad;
+}
 
-		if (aside < 0)
-			fprintf(stderr, "<3>hbmguardd: %s is damaged and cannot be kept aside: %s: left as it is\n",
-				DRAIN_FILE, strerror(-aside));
-		else
-			fprintf(stderr, "<3>hbmguardd: %s is damaged: %s %s%s\n", DRAIN_FILE,
-				aside == HBM_QUARANTINE_MOVED ? "moved to" : "kept as", moved,
-				aside == HBM_QUARANTINE_MOVED ? " (no second name could be made)" : "");
-		bad = aside >= 0;
+/* A damaged file kept aside.  Return: whether it was, to be replaced. */
+static bool set_aside(struct hbm_sched *s)
+{
+	char moved[300];
+	int aside = hbm_file_quarantine(s->d->state_dir, DRAIN_FILE, moved, sizeof(moved));
+
+	if (aside < 0)
+		fprintf(stderr, "<3>hbmguardd: %s is damaged and cannot be kept aside: %s: left as it is\n",
+			DRAIN_FILE, strerror(-aside));
+	else
+		fprintf(stderr, "<3>hbmguardd: %s is damaged: %s %s%s\n", DRAIN_FILE,
+			aside == HBM_QUARANTINE_MOVED ? "moved to" : "kept as", moved,
+			aside == HBM_QUARANTINE_MOVED ? " (no second name could be made)" : "");
+	return aside >= 0;
+}
+
+/*
+ * @c one of the node's causes, unless it is one (the same cause of the
+ * same device) or there are as many as are kept.  Return: whether it was
+ * not and is now.
+ */
+static bool keep_cause(struct hbm_sched *s, const struct sched_cause *c)
+{
+	size_t i;
+
+	for (i = 0; i < s->nr; i++)
+		if (s->causes[i].cause == c->cause && !strcmp(s->causes[i].identity, c->identity))
+			return false;
+	if (s->nr == HBM_SCHED_CAUSES) {
+		fprintf(stderr, "<4>hbmguardd: %s: %s: not one of the node's causes, which are "
+			"%d already\n", c->identity, cause_words[c->cause], HBM_SCHED_CAUSES);
+		return false;
 	}
-	if (s->nr && s->want != HBM_DRAIN_WANT_DRAIN)
+	s->causes[s->nr++] = *c;
+	return true;
+}
+
+/*
+ * The file's state taken, with what came since the start where it is read
+ * late (nothing at the start): its causes first (they are older), then
+ * ours that it lacks, as many as are kept; drained if either is; the
+ * reason Slurm has of ours, ours where we set one since.
+ */
+static void take(struct hbm_sched *s, const struct drain_file *f)
+{
+	struct sched_cause ours[HBM_SCHED_CAUSES];
+	size_t nr = s->nr, i;
+
+	memcpy(ours, s->causes, sizeof(ours));
+	s->nr = 0;
+	for (i = 0; i < f->nr; i++)
+		keep_cause(s, &f->causes[i]);
+	for (i = 0; i < nr; i++)
+		keep_cause(s, &ours[i]);
+	if (s->nr || f->want == HBM_DRAIN_WANT_DRAIN)
 		s->want = HBM_DRAIN_WANT_DRAIN;
-	s->gen = 1;
-	if (hook_done)
-		s->hook.done = 1;
+	else if (s->want == HBM_DRAIN_WANT_NONE)
+		s->want = f->want;
+	if (!*s->set)
+		memcpy(s->set, f->set, sizeof(s->set));
 	if (s->nr)
 		hbm_sched_reason(s->reason, sizeof(s->reason), s->causes, s->nr);
 	else if (s->want == HBM_DRAIN_WANT_DRAIN)	/* drained, why lost: still drained */
 		snprintf(s->reason, sizeof(s->reason), OURS "its drain state was damaged: hbmctl drain");
+}
+
+static void run_anew(struct hbm_sched *s);
+
+/*
+ * The file read, at the start or, where it could not be then, at a retry
+ * (sched_save_again()).  One that does not parse is set aside, and what
+ * parsed before kept; one that is not a regular file likewise.  One that
+ * could not be read is left as it is, not saved over, and read again at
+ * the state files' next retry: until then the node is neither drained nor
+ * resumed for what it held.
+ */
+static void load(struct hbm_sched *s)
+{
+	struct drain_file *f = calloc(1, sizeof(*f));
+	uint8_t *buf = NULL;
+	size_t len;
+	int err = f ? hbm_read_file(s->d->state_dir, DRAIN_FILE, &buf, &len) : -ENOMEM;
+	bool late = s->unread, ours = s->nr || s->want != HBM_DRAIN_WANT_NONE, bad;
+
+	if (hbm_read_again(err)) {
+		if (err != s->d->drain_error)
+			fprintf(stderr, "<3>hbmguardd: reading %s: %s: not saved over; read again at "
+				"each retry, the node neither drained nor resumed for what "
+				"it holds until then\n", DRAIN_FILE, hbm_read_strerror(err));
+		s->unread = true;
+		s->d->drain_error = err;
+		if (late)	/* at the start, main() arms the retry */
+			daemon_save_failed(s->d);
+		free(f);
+		return;
+	}
+	s->unread = false;
+	s->d->drain_error = 0;
+	bad = err == -HBM_ENOTREG || (!err && !parse(buf, len, f));
+	free(buf);
+	if (bad)
+		bad = set_aside(s);
+	take(s, f);
+	s->gen = late ? s->gen + 1 : 1;
+	if (f->hook_done && !ours)	/* told of this very state */
+		s->hook.done = s->gen;
+	free(f);
+	if (late)
+		fprintf(stderr, "<5>hbmguardd: %s is read at last: %zu causes in all\n", DRAIN_FILE, s->nr);
 	if (s->want == HBM_DRAIN_WANT_DRAIN)
 		fprintf(stderr, "<5>hbmguardd: the node stays drained: %s\n", s->reason);
 	/*
 	 * Kept aside: replaced by what was recovered (moved, not linked: a
 	 * restart before that would find none).  Not kept aside: left as it
-	 * is, read again at the next start.
+	 * is, read again at the next start.  Read late: saved with what came
+	 * since, and Slurm and the hook told.
 	 */
-	if (bad)
+	if (late)
+		run_anew(s);
+	else if (bad)
+		save(s);
+}
+
+/**
+ * sched_save_again() - the retry of a failed save of the drain state, or
+ * of its read (wired with the state files', store.c)
+ * @s: the sink
+ */
+void sched_save_again(struct hbm_sched *s)
+{
+	if (s->unread)
+		load(s);
+	else if (s->d->drain_error)
 		save(s);
 }
 
@@ -967,7 +1084,17 @@ static void run_next(struct hbm_sched *s, struct sched_runner *r)
 		run_hook(s, r);
 }
 
-/* A new state: what waits for a retry goes now, with it. */
+/* A new state, saved: what waits for a retry goes now, with it. */
+static void run_anew(struct hbm_sched *s)
+{
+	save(s);
+	for (struct sched_runner *r = &s->slurm; r; r = r == &s->slurm ? &s->hook : NULL) {
+		r->retry = sd_event_source_disable_unref(r->retry);
+		r->backoff = 0;
+		run_next(s, r);
+	}
+}
+
 static void changed(struct hbm_sched *s)
 {
 	s->gen++;
@@ -975,12 +1102,7 @@ static void changed(struct hbm_sched *s)
 		hbm_sched_reason(s->reason, sizeof(s->reason), s->causes, s->nr);
 	else
 		s->reason[0] = 0;
-	save(s);
-	for (struct sched_runner *r = &s->slurm; r; r = r == &s->slurm ? &s->hook : NULL) {
-		r->retry = sd_event_source_disable_unref(r->retry);
-		r->backoff = 0;
-		run_next(s, r);
-	}
+	run_anew(s);
 }
 
 /*
@@ -999,7 +1121,6 @@ static void add_cause(struct hbm_sched *s, uint32_t cause, const char *identity,
 		      const char *pci, const char *name, const char *detail)
 {
 	struct sched_cause c = { .cause = cause, .since = time(NULL) };
-	size_t i;
 
 	if (!sched_on(s))
 		return;
@@ -1012,15 +1133,8 @@ static void add_cause(struct hbm_sched *s, uint32_t cause, const char *identity,
 			"the node's causes, the node not drained for it\n", cause_words[cause]);
 		return;
 	}
-	for (i = 0; i < s->nr; i++)
-		if (s->causes[i].cause == cause && !strcmp(s->causes[i].identity, c.identity))
-			return;		/* known: the node is drained for it already */
-	if (s->nr == HBM_SCHED_CAUSES) {
-		fprintf(stderr, "<4>hbmguardd: %s: %s: not one of the node's causes, which are "
-			"%d already\n", c.identity, cause_words[cause], HBM_SCHED_CAUSES);
-		return;
-	}
-	s->causes[s->nr++] = c;
+	if (!keep_cause(s, &c))
+		return;		/* known: the node is drained for it already */
 	s->want = HBM_DRAIN_WANT_DRAIN;
 	hbm_sched_reason(s->reason, sizeof(s->reason), s->causes, s->nr);
 	fprintf(stderr, "<4>hbmguardd: the node is to be drained: %s\n", s->reason);
@@ -1082,7 +1196,11 @@ int sched_get(struct hbm_sched *s, uint32_t index, struct hbm_ctl_drain *out)
 		out->retry_in = (r->retry_at - now + 999999) / 1000000;
 	snprintf(out->node, sizeof(out->node), "%s", s->node);
 	snprintf(out->reason, sizeof(out->reason), "%s", s->reason);
-	snprintf(out->error, sizeof(out->error), "%s", r->error);
+	if (*r->error || !s->unread)
+		snprintf(out->error, sizeof(out->error), "%s", r->error);
+	else
+		snprintf(out->error, sizeof(out->error), "the %s file not read (%s): its causes unknown, "
+			 "read again at each retry", DRAIN_FILE, hbm_read_strerror(s->d->drain_error));
 	if (s->nr) {
 		const struct sched_cause *c = &s->causes[index];
 

@@ -66,6 +66,7 @@ struct hbm_sched {
 	struct sched_runner slurm, hook;
 	sd_event_source *recheck;
 	bool started;
+	bool unread;			/* the state file there, not read yet: not saved over */
 };
 
 void sched_init(struct hbm_sched *s, struct daemon *d);
@@ -76,6 +77,7 @@ void sched_fact(void *s, const struct hbm_fact *f);
 void sched_aborted(struct daemon *d, const struct hbm_ctl_incident *x);
 int sched_get(struct hbm_sched *s, uint32_t index, struct hbm_ctl_drain *out);
 int sched_undrain(struct hbm_sched *s, struct hbm_ctl_drain *out);
+void sched_save_again(struct hbm_sched *s);
 
 /* Pure, for the unit tests. */
 void hbm_sched_clean(char *out, size_t cap, const char *in);

@@ -80,6 +80,8 @@
 #include <string.h>
 #include <linux/hbmguard.h>
 
+#include "ctl.h"
+
 #define HBM_STATE_MAGIC		"HBMGSTAT"
 #define HBM_STATE_VERSION	2
 #define HBM_STATE_HEADER_SIZE	128
@@ -203,17 +205,20 @@ static inline void hbm_state_restore_record(const struct hbm_state_record *r, in
 
 
 int hbm_atomic_write(int dirfd, const char *name, const void *buf, size_t len);
-/* hbm_read_file()'s "not a regular file", an errno no open() or read() returns here. */
-#define HBM_ENOTREG	EMEDIUMTYPE
-
+/* HBM_ENOTREG and hbm_read_strerror() are ctl.h's: a status carries them. */
 int hbm_read_file(int dirfd, const char *name, uint8_t **buf, size_t *len);
-
-/* strerror() of hbm_read_file()'s @err, negative. */
-static inline const char *hbm_read_strerror(int err)
+/*
+ * Whether hbm_read_file()'s @err, negative, leaves a file there unread: not
+ * to be saved over (it may be all there is of what it holds) but read
+ * again later (a link whose disk is not mounted yet, an I/O error, no
+ * memory).  Not so: no file (-ENOENT), and what is not a regular file
+ * (-HBM_ENOTREG), which holds nothing of ours and is set aside as damage.
+ */
+static inline bool hbm_read_again(int err)
 {
-	return err == -HBM_ENOTREG ? "not a regular file" :
-	       err == -ENOLINK ? "a link to a file that is not there" : strerror(-err);
+	return err && err != -ENOENT && err != -HBM_ENOTREG;
 }
+
 /* hbm_file_quarantine(): renamed, not linked; no file under its name until replaced */
 #define HBM_QUARANTINE_MOVED 1
 int hbm_file_quarantine(int dirfd, const char *name, char *moved_to, size_t len);

@@ -33,10 +33,7 @@ void status_get(struct daemon *d, struct hbm_ctl_status *st)
 	st->events = d->core->events_seen;
 	st->resyncs = d->core->resyncs;
 	st->last_save = s->last_save;
-	st->unsaved = store_unsaved(s);
-	for (i = 0; i <= HBMGUARD_MAX_DEVICES && !st->last_save_error; i++)
-		st->last_save_error = i < HBMGUARD_MAX_DEVICES ? s->saves[i].error :
-				      d->incidents_error;
+	st->unsaved = store_unsaved(s, &st->last_save_error);
 	st->devices = core_count_devices(d->core);
 	st->pid = getpid();
 	for (i = 0; i < HBMGUARD_MAX_DEVICES; i++) {

@@ -382,11 +382,13 @@ static int load_stored(struct hbm_store *store, const struct device *dev,
 	/*
 	 * Not read (ENOMEM, EIO, a file past what the reader takes) is not
 	 * damaged: the file stays, and what would be saved without its
-	 * records is not.
+	 * records is not.  Said once, not at each retry (that error is the
+	 * save's then).
 	 */
 	if (err && err != -EBADMSG) {
-		fprintf(stderr, "<3>hbmguardd: reading the state of %s: %s\n", dev->identity,
-			hbm_read_strerror(err));
+		if (dev->id >= HBMGUARD_MAX_DEVICES || err != store->saves[dev->id].error)
+			fprintf(stderr, "<3>hbmguardd: reading the state of %s: %s\n",
+				dev->identity, hbm_read_strerror(err));
 		memset(s, 0, sizeof(*s));
 		return err;
 	}
@@ -419,41 +421,68 @@ static void count_stored(struct hbm_store *store, const struct device *dev,
 	store->stored_pages[dev->id] = c.pages;
 }
 
+/*
+ * The error of file @i's last save (or of its read, where that holds its
+ * saves): a device's state file below HBMGUARD_MAX_DEVICES, then the
+ * incidents and the drain state; and, where there is one, its name.
+ */
+static int unsaved_error(const struct hbm_store *s, size_t i, const char **what)
+{
+	int err = i < HBMGUARD_MAX_DEVICES ? s->saves[i].error :
+		  i == HBMGUARD_MAX_DEVICES ? s->d->incidents_error : s->d->drain_error;
+
+	if (err && what)
+		*what = i < HBMGUARD_MAX_DEVICES ? core_identity(s->core, i)[0] ?
+			core_identity(s->core, i) : "?" :
+			i == HBMGUARD_MAX_DEVICES ? "the incidents" : "the drain state";
+	return err;
+}
+
+#define NR_FILES	(HBMGUARD_MAX_DEVICES + 2)
+
 /**
  * store_unsaved() - how many files are not on disk
  * @s: the store
+ * @first_error: where the first one's error goes (0: none), or NULL
  *
- * Return: the state files and the incidents whose last save failed.
+ * Return: the state files, the incidents and the drain state whose last
+ * save failed, or that could not be read and are not saved over.
  */
-unsigned int store_unsaved(const struct hbm_store *s)
+unsigned int store_unsaved(const struct hbm_store *s, int *first_error)
 {
-	unsigned int i, n = s->d->incidents_error != 0;
+	unsigned int i, n = 0;
+	int err;
 
-	for (i = 0; i < HBMGUARD_MAX_DEVICES; i++)
-		n += s->saves[i].error != 0;
+	if (first_error)
+		*first_error = 0;
+	for (i = 0; i < NR_FILES; i++) {
+		err = unsaved_error(s, i, NULL);
+		if (err && first_error && !n)
+			*first_error = err;
+		n += err != 0;
+	}
 	return n;
 }
 
 /**
- * store_describe_unsaved() - the state files not on disk, for STATUS=
+ * store_describe_unsaved() - the files not on disk, for STATUS=
  * @s: the store
  * @buf: filled in: "" when every one is
  * @len: its size
  */
 void store_describe_unsaved(const struct hbm_store *s, char *buf, size_t len)
 {
+	const char *what;
 	size_t i, n = 0;
 
 	buf[0] = 0;
-	for (i = 0; i <= HBMGUARD_MAX_DEVICES && n < len; i++) {
-		int err = i < HBMGUARD_MAX_DEVICES ? s->saves[i].error : s->d->incidents_error;
+	for (i = 0; i < NR_FILES && n < len; i++) {
+		int err = unsaved_error(s, i, &what);
 
 		if (err)
 			n += snprintf(buf + n, len - n, "%s %s (%s)",
-				      n ? "," : "; NOT SAVED, retrying:",
-				      i == HBMGUARD_MAX_DEVICES ? "the incidents" :
-				      core_identity(s->core, i)[0] ?
-				      core_identity(s->core, i) : "?", hbm_read_strerror(err));
+				      n ? "," : "; NOT SAVED, retrying:", what,
+				      hbm_read_strerror(err));
 	}
 }
 
@@ -1287,7 +1316,7 @@ static int on_retry(sd_event_source *src, uint64_t usec, void *arg)
 	save_dirty(s, true);
 	if (s->save_again)
 		s->save_again(s->d);
-	if (!store_unsaved(s))
+	if (!store_unsaved(s, NULL))
 		s->retry_s = 0;
 	else
 		arm_retry(s);	/* when no save could even be tried */

@@ -102,7 +102,8 @@ struct table_read {
 struct hbm_store {
 	struct daemon *d;
 	struct hbmd_core *core;
-	void (*save_again)(struct daemon *d);	/* the incidents, retried with the rest */
+	/* the incidents and the drain state, retried with the rest */
+	void (*save_again)(struct daemon *d);
 	struct device_save saves[HBMGUARD_MAX_DEVICES];	/* by id */
 	struct store_owed *owed;	/* by identity, none paid */
 	size_t nr_owed;
@@ -132,7 +133,7 @@ void store_stop(struct hbm_store *s);
 void store_fact(void *s, const struct hbm_fact *f);
 int store_apply(struct hbm_store *s, uint16_t type, const struct hbm_ctl_extent *x);
 void store_save_failed(struct daemon *d);
-unsigned int store_unsaved(const struct hbm_store *s);
+unsigned int store_unsaved(const struct hbm_store *s, int *first_error);
 void store_describe_unsaved(const struct hbm_store *s, char *buf, size_t len);
 void store_report(const struct hbm_store *s);
 

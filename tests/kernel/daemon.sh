@@ -358,6 +358,36 @@ check "... nothing unsaved" 'ctl status >/dev/null && ! ctl status | grep -q "NO
 rm /tmp/fstate/fill
 kill $daemon
 wait $daemon 2>/dev/null
+
+# Files named by links to a disk not mounted yet: none is saved over (a save
+# renames a new file over its name), the status says why, each said once;
+# once the disk is there the next retry reads each, and saves it whole.
+mkdir -p /tmp/lstate
+for f in incidents drain sim:sim0.state; do ln -s /tmp/ldisk/$f /tmp/lstate/$f; done
+printf '[Daemon]\nStateDirectory=/tmp/lstate\nControlSocket=/tmp/control.sock\n' >/tmp/hbmguardd.conf
+start_daemon
+eventually "files behind links to nothing: not saved, said why" \
+	'ctl status | grep -q "^hbmguardd: 3 state files NOT SAVED (a link to a file that is not there): retrying$"'
+check "... nothing written over the links" \
+	'[ -L /tmp/lstate/incidents ] && [ -L /tmp/lstate/drain ] && [ -L /tmp/lstate/sim:sim0.state ]'
+sleep 4		# two retries of the saves: 1 s, then 2 s later
+check "... each said once, not at each retry" '[ $(grep -c "^<3>hbmguardd: reading the incidents: a link to a file that is not there: not saved over" /tmp/daemon.log) = 1 ] &&
+	[ $(grep -c "^<3>hbmguardd: reading drain: a link to a file that is not there: not saved over" /tmp/daemon.log) = 1 ] &&
+	[ $(grep -c "^<3>hbmguardd: reading the state of sim:sim0: a link to a file that is not there$" /tmp/daemon.log) = 1 ]'
+check "... hbmctl drain says so" 'ctl drain | grep -q "the drain file not read (a link to a file that is not there)"'
+mkdir /tmp/ldisk
+cp $fstate /tmp/ldisk/
+printf 'hbmguard-drain 1\nwant none\nhook pending\n' >/tmp/ldisk/drain
+printf 'HBMGINCI\001\000\000\000\000\000\000\000' >/tmp/ldisk/incidents	# incidents.h: none
+eventually "the disk there: read and saved by a retry" 'ctl status >/dev/null && ! ctl status | grep -q "NOT SAVED"' 150
+check "... each now a file of the state directory, none damaged" \
+	'[ -f /tmp/lstate/incidents ] && [ ! -L /tmp/lstate/incidents ] && [ ! -L /tmp/lstate/drain ] &&
+	[ ! -L /tmp/lstate/sim:sim0.state ] && [ -s /tmp/lstate/sim:sim0.state ] &&
+	! ls /tmp/lstate | grep -q corrupt'
+check "... hbmctl drain warns no more" '! ctl drain | grep -q warning'
+kill $daemon
+wait $daemon 2>/dev/null
+rm -rf /tmp/lstate /tmp/ldisk
 umount /tmp/fstate
 printf "$conf" >/tmp/hbmguardd.conf
 

@@ -341,7 +341,7 @@ START_TEST(a_device_seen_is_saved_from_its_one_read)
 	ck_assert_uint_eq(s.nr, 1);		/* kept: only ever added to */
 	ck_assert_uint_eq(s.serial, 1);		/* the union already: not written again */
 	hbm_state_free(&s);
-	ck_assert_uint_eq(store_unsaved(&store), 0);
+	ck_assert_uint_eq(store_unsaved(&store, NULL), 0);
 }
 END_TEST
 
@@ -372,7 +372,7 @@ START_TEST(a_read_of_what_was_restored_writes_nothing)
 	ck_assert_uint_eq(s.records[0].source, HBMGUARD_SOURCE_UE);
 	hbm_state_free(&s);
 	ck_assert_uint_eq(store.stored_pages[0], 1);
-	ck_assert_uint_eq(store_unsaved(&store), 0);
+	ck_assert_uint_eq(store_unsaved(&store, NULL), 0);
 	ck_assert(store.saves[0].log.open);	/* changes go after it */
 	ck_assert_uint_eq(store.saves[0].log.serial, 1);
 
@@ -454,7 +454,7 @@ START_TEST(a_read_that_failed_is_saved_from_a_dump)
 	ck_assert_int_eq(hbm_state_read(d.state_dir, "sim:s", 0, &s, &damage), -ENOENT);
 	ck_assert(store.saves[0].dirty);
 	ck_assert_int_eq(store.saves[0].error, -ENOBUFS);	/* the read's */
-	ck_assert_uint_eq(store_unsaved(&store), 1);	/* NOT SAVED in the status */
+	ck_assert_uint_eq(store_unsaved(&store, NULL), 1);	/* NOT SAVED in the status */
 	ck_assert_int_eq(dumps, 0);
 }
 END_TEST
@@ -687,9 +687,9 @@ static void retried_until_saved(sd_event *loop)
 {
 	int i;
 
-	for (i = 0; i < 50 && store_unsaved(&store); i++)
+	for (i = 0; i < 50 && store_unsaved(&store, NULL); i++)
 		ck_assert_int_ge(sd_event_run(loop, 200000), 0);
-	ck_assert_uint_eq(store_unsaved(&store), 0);
+	ck_assert_uint_eq(store_unsaved(&store, NULL), 0);
 }
 
 /*
@@ -957,7 +957,7 @@ START_TEST(a_restore_owed_is_paid_once)
 
 	seen(HBM_SYNC_RESYNC, 0, 0);		/* read now; the kernel lacks it: restored */
 	ck_assert_int_eq(restores, 1);
-	ck_assert_uint_eq(store_unsaved(&store), 0);
+	ck_assert_uint_eq(store_unsaved(&store, NULL), 0);
 	ck_assert(!owes_restore("sim:s"));
 	ck_assert_int_eq(store_apply(&store, HBM_CTL_RETIRE, &x), 0);
 	ck_assert_int_eq(restores, 1);

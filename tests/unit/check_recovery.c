@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -343,6 +344,99 @@ START_TEST(load_escalates_untimed)
 			for (b = 0; b < METRICS_PHASE_BUCKETS; b++)
 				ck_assert_uint_eq(d->incident_totals.phase[st][o].bucket[b], 0);
 		}
+	cleanup();
+}
+END_TEST
+
+/* What is under the incidents file's name: S_IFREG, S_IFLNK, ... */
+static mode_t incidents_file_type(void)
+{
+	struct stat st;
+
+	ck_assert_int_eq(fstatat(d->state_dir, "incidents", &st, AT_SYMLINK_NOFOLLOW), 0);
+	return st.st_mode & S_IFMT;
+}
+
+/*
+ * A file there that cannot be read (a link to a disk not mounted yet) is
+ * not saved over: the incidents opened meanwhile are kept, with ids above
+ * any the file holds, and once it reads they go after its own, an open one
+ * of which is escalated; then all are saved.  Before the fix the first
+ * save renamed an empty history over the link.
+ */
+START_TEST(an_unread_incidents_file_is_not_saved_over)
+{
+	uint8_t buf[HBM_INCIDENTS_HEADER + 2 * HBM_INCIDENTS_RECORD] = { 0 };
+	struct hbm_ctl_incident x = { .id = 7, .length = 0x1000, .state = HBM_INCIDENT_RESUMED },
+				in[4];
+	struct hbm_incidents_damage damage;
+	uint8_t *file;
+	size_t len, n;
+	uint64_t ours;
+	int away;
+
+	setup();
+	ck_assert_int_eq(symlinkat("away/incidents", d->state_dir, "incidents"), 0);
+	recovery_load(d);
+	ck_assert(d->incidents_unread);
+	ck_assert_int_eq(d->incidents_error, -ENOLINK);
+	rank("job", 0, 0, 0);
+	recovery_on_lost_data(d, "dev", 0, 0x1000);
+	ck_assert_uint_eq(d->nr_incidents, 1);
+	ours = d->incidents[0].info.id;
+	ck_assert_uint_gt(ours, 1000000000000000ULL);	/* the clock's microseconds */
+	recovery_save_again(d);			/* still nothing there */
+	ck_assert(d->incidents_unread);
+	ck_assert_uint_eq(incidents_file_type(), S_IFLNK);
+
+	/* the disk is there now: the file's two, then ours */
+	strcpy(x.job, "old");
+	strcpy(x.device, "dev");
+	x.at[HBM_INCIDENT_DETECTED] = x.at[HBM_INCIDENT_RESUMED] = 1;
+	hbm_incidents_encode_header(buf, 2);
+	hbm_incidents_encode_record(buf, 0, &x);
+	x.id = 8;
+	x.state = HBM_INCIDENT_PAUSING;
+	x.at[HBM_INCIDENT_RESUMED] = 0;
+	x.at[HBM_INCIDENT_PAUSING] = 2;
+	hbm_incidents_encode_record(buf, 1, &x);
+	ck_assert_int_eq(mkdirat(d->state_dir, "away", 0700), 0);
+	away = openat(d->state_dir, "away", O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(away, 0);
+	ck_assert_int_eq(hbm_atomic_write(away, "incidents", buf, sizeof(buf)), 0);
+	recovery_save_again(d);
+	ck_assert(!d->incidents_unread);
+	ck_assert_int_eq(d->incidents_error, 0);
+	ck_assert_uint_eq(d->nr_incidents, 3);
+	ck_assert_uint_eq(d->incidents[0].info.id, 7);
+	ck_assert_uint_eq(d->incidents[1].info.id, 8);
+	ck_assert_uint_eq(d->incidents[1].info.state, HBM_INCIDENT_ESCALATED);
+	ck_assert_uint_eq(d->incidents[2].info.id, ours);
+	ck_assert_uint_eq(d->incidents[2].info.state, HBM_INCIDENT_PAUSING);
+	ck_assert_uint_eq(drained, 1);
+	/* saved whole, under the name (the link renamed over, as every save does) */
+	ck_assert_uint_eq(incidents_file_type(), S_IFREG);
+	ck_assert_int_eq(hbm_read_file(d->state_dir, "incidents", &file, &len), 0);
+	ck_assert_int_eq(hbm_incidents_decode(file, len, in, 4, &n, &damage), 0);
+	free(file);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_uint_eq(in[2].id, ours);
+	unlinkat(away, "incidents", 0);
+	close(away);
+	unlinkat(d->state_dir, "away", AT_REMOVEDIR);
+	cleanup();
+}
+END_TEST
+
+/* A FIFO under the name holds no history: kept aside, and replaced. */
+START_TEST(an_incidents_fifo_is_set_aside)
+{
+	setup();
+	ck_assert_int_eq(mkfifoat(d->state_dir, "incidents", 0600), 0);
+	recovery_load(d);
+	ck_assert(!d->incidents_unread);
+	ck_assert(set_aside());
+	ck_assert_uint_eq(incidents_file_type(), S_IFREG);
 	cleanup();
 }
 END_TEST
@@ -1020,6 +1114,8 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, eviction_spares_a_pending_kill);
 	tcase_add_test(tc, two_ranks_one_device);
 	tcase_add_test(tc, load_refuses_another_version);
+	tcase_add_test(tc, an_unread_incidents_file_is_not_saved_over);
+	tcase_add_test(tc, an_incidents_fifo_is_set_aside);
 	tcase_add_test(tc, load_escalates_untimed);
 	tcase_add_test(tc, device_error_hits_every_rank_on_it);
 	tcase_add_test(tc, device_error_restores_and_forgets);

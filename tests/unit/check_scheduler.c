@@ -481,6 +481,106 @@ START_TEST(causes_kept_and_cleared)
 }
 END_TEST
 
+/* What is under the drain file's name: S_IFREG, S_IFLNK, ... */
+static mode_t drain_file_type(void)
+{
+	char path[128];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/drain", dir);
+	ck_assert_int_eq(lstat(path, &st), 0);
+	return st.st_mode & S_IFMT;
+}
+
+/*
+ * A drain file there that cannot be read (a link to a disk not mounted
+ * yet) is not saved over, and says so; the node is neither drained nor
+ * resumed for it, but is for a cause heard meanwhile.  Once it reads, its
+ * causes come first, ours it lacks after, the reason Slurm has of ours is
+ * its, and the whole is saved.  Before the fix the first cause's save
+ * renamed a file without the old causes over the link.
+ */
+START_TEST(a_drain_file_not_read_is_not_saved_over)
+{
+	static struct daemon d;
+	static struct hbm_sched s;
+	const char *kept = "hbmguard-drain 1\nwant drain\nhook done\nset\thbmguard: GPU-a needs a reset\n"
+			   "cause\treset\t100\tGPU-a\t0000:01:00.0\tH100\tremap pending\n"
+			   "cause\trma\t200\thbm:hbm0\t\t\tfrom before\n";
+	struct hbm_ctl_drain dr;
+	struct hbm_fact f;
+	char path[128];
+	int away;
+
+	make_dir();
+	snprintf(path, sizeof(path), "%s/drain", dir);
+	ck_assert_int_eq(symlink("away/drain", path), 0);
+	daemon_for(&d);
+	d.cfg.sched.slurm = false;
+	strcpy(d.cfg.sched.hook, "/nonexistent/hook");
+	sched_init(&s, &d);
+	ck_assert(s.unread);
+	ck_assert_int_eq(d.drain_error, -ENOLINK);
+	ck_assert_uint_eq(s.want, HBM_DRAIN_WANT_NONE);
+	sched_start(&s);
+	ck_assert_int_eq(sched_get(&s, 0, &dr), 0);
+	ck_assert_str_eq(dr.error, "the drain file not read (a link to a file that is not there): its causes "
+			 "unknown, read again at each retry");
+	f = health("hbm:hbm0", HBMGUARD_HEALTH_RMA);
+	sched_fact(&s, &f);
+	f = health("hbm:hbm1", HBMGUARD_HEALTH_RMA);
+	sched_fact(&s, &f);
+	ck_assert_uint_eq(s.want, HBM_DRAIN_WANT_DRAIN);
+	ck_assert_uint_eq(drain_file_type(), S_IFLNK);
+	sched_save_again(&s);		/* still nothing there */
+	ck_assert(s.unread);
+	ck_assert_uint_eq(drain_file_type(), S_IFLNK);
+
+	ck_assert_int_eq(mkdirat(d.state_dir, "away", 0700), 0);
+	away = openat(d.state_dir, "away", O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(away, 0);
+	ck_assert_int_eq(hbm_atomic_write(away, "drain", kept, strlen(kept)), 0);
+	close(away);
+	sched_save_again(&s);
+	ck_assert(!s.unread);
+	ck_assert_int_eq(d.drain_error, 0);
+	ck_assert_uint_eq(s.nr, 3);
+	ck_assert_str_eq(s.causes[0].identity, "GPU-a");
+	ck_assert_str_eq(s.causes[1].detail, "from before");	/* the same cause: the file's */
+	ck_assert_str_eq(s.causes[2].identity, "hbm:hbm1");
+	ck_assert_str_eq(s.set, "hbmguard: GPU-a needs a reset");
+	ck_assert_uint_eq(s.want, HBM_DRAIN_WANT_DRAIN);
+	ck_assert_uint_eq(drain_file_type(), S_IFREG);
+	daemon_done(&d, &s);
+
+	sched_restarted(&d, &s);
+	ck_assert_uint_eq(s.nr, 3);
+	ck_assert_str_eq(s.causes[2].identity, "hbm:hbm1");
+	daemon_done(&d, &s);
+	remove_dir();
+}
+END_TEST
+
+/* A directory under the name holds no drain state: moved aside, replaced. */
+START_TEST(a_drain_directory_is_set_aside)
+{
+	static struct daemon d;
+	static struct hbm_sched s;
+	char path[128];
+
+	make_dir();
+	snprintf(path, sizeof(path), "%s/drain", dir);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	sched_restarted(&d, &s);
+	ck_assert(!s.unread);
+	ck_assert_uint_eq(s.want, HBM_DRAIN_WANT_NONE);
+	ck_assert_uint_eq(drain_file_type(), S_IFREG);
+	ck_assert_int_eq(d.drain_error, 0);
+	daemon_done(&d, &s);
+	remove_dir();
+}
+END_TEST
+
 Suite *scheduler_suite(void)
 {
 	Suite *s = suite_create("scheduler");
@@ -494,6 +594,8 @@ Suite *scheduler_suite(void)
 	tcase_add_test(tc, causes_kept_and_cleared);
 	tcase_add_test(tc, hook_runs_and_is_killed_whole);
 	tcase_add_test(tc, reload_drops_the_old_recheck);
+	tcase_add_test(tc, a_drain_file_not_read_is_not_saved_over);
+	tcase_add_test(tc, a_drain_directory_is_set_aside);
 	suite_add_tcase(s, tc);
 	return s;
 }
