@@ -30,7 +30,12 @@
  *   a card gone              DEVICE_GONE
  *
  * Counts that fall (a GPU reset clears them) start again from where they
- * are; a card in reset ("Query currently inaccessible") keeps its last.
+ * are; a card in reset ("Query currently inaccessible") keeps its last,
+ * and one first seen so gives them with its first health after they read.
+ * A list read shorter than the last keeps the rest of the last (keep_rest():
+ * the driver's list only grows).  A card whose unique_id cannot be read (in
+ * reset, suspended, or after a resume that failed) keeps its last read; one
+ * not seen yet is not watched until it can be; either said once.
  * The files are sysfs attributes amdgpu writes whole on each read: a poll
  * reads a few KiB per card.  The device's identity and PCI address come
  * from files of the PCI core and amdgpu:
@@ -69,6 +74,8 @@
 struct card {
 	char name[16];			/* "card0", under the DRM directory */
 	bool present;			/* found by this poll */
+	bool counts_told;		/* its blocks' counts given once, all readable */
+	bool short_said;		/* its list read short, said */
 	int error;			/* of its last read, said once */
 	uint32_t health;		/* HBMGUARD_HEALTH_*, as its list gives it */
 	struct hbm_fact_device dev;
@@ -82,6 +89,7 @@ struct amdgpu_facts {
 	size_t nr;
 	bool polled;			/* after the first poll a new card is news */
 	bool full_said;
+	uint64_t unnamed_said;		/* card N (< 64) not seen: no unique_id read, said */
 	sd_event_source *timer;
 };
 
@@ -340,12 +348,22 @@ static void driver_counts(const struct amdgpu_ras *ras, struct hbm_fact_driver *
 	d->have = HBM_DRIVER_ECC;
 }
 
-/* Its health, when it changed or @sync (read, not heard): its last fact. */
-static void health_fact(struct amdgpu_facts *s, struct card *c, uint32_t health, int sync)
+/*
+ * Its health as @ras gives it, when it changed or @sync (read, not heard):
+ * its last fact.  Its blocks' counts go with the first (@sync), or, where a block was in
+ * reset then, with the first health after they all read, changed or not:
+ * the registrar adds growth only to counts it was given.
+ */
+static void health_fact(struct amdgpu_facts *s, struct card *c, const struct amdgpu_ras *ras,
+			int sync)
 {
+	struct hbm_fact_driver counts = { 0 };
+	uint32_t health = list_health(ras);
 	struct hbm_fact f;
 
-	if (!sync && health == c->health)
+	if (sync || !c->counts_told)
+		driver_counts(ras, &counts);
+	if (!sync && health == c->health && !counts.have)
 		return;
 	fill(&f, HBM_FACT_HEALTH, c);
 	f.event = HBMGUARD_EVENT_HEALTH;
@@ -353,8 +371,8 @@ static void health_fact(struct amdgpu_facts *s, struct card *c, uint32_t health,
 	f.aux = c->health;
 	f.flags = HBM_FACT_UNHEARD;	/* read, as its pages are: the module's event says it */
 	f.sync = sync;
-	if (sync)
-		driver_counts(&c->last, &f.driver);
+	f.driver = counts;
+	c->counts_told |= counts.have != 0;
 	if (health == HBMGUARD_HEALTH_RMA)
 		snprintf(f.text, sizeof(f.text), "a bad page amdgpu could not reserve");
 	c->health = health;
@@ -391,10 +409,65 @@ static void seen(struct amdgpu_facts *s, const char *name, const struct hbm_fact
 	s->link.fact(s->link.core, &f);
 	for (i = 0; i < ras->nr_pages; i++)
 		page_fact(s, c, &ras->pages[i], f.sync);
-	health_fact(s, c, list_health(ras), f.sync);
+	health_fact(s, c, ras, f.sync);
 }
 
-static void poll_card(struct amdgpu_facts *s, const char *name)
+/*
+ * Its unique_id could not be read (in reset, suspended, or a resume that
+ * failed, for good): said once while it lasts.  A card seen keeps its
+ * identity and last read; one not seen yet is not, until it reads.
+ */
+static void unnamed(struct amdgpu_facts *s, struct card *c, const char *name, unsigned int n)
+{
+	uint64_t bit = n < 64 ? 1ULL << n : 0;
+
+	if (c) {
+		c->present = true;	/* the same GPU: read it next time */
+		if (c->error != -EAGAIN)
+			fprintf(stderr, "<4>hbmguardd: amdgpu: %s: its unique_id cannot be read "
+				"(in reset or suspended): its last read kept until it can\n", name);
+		c->error = -EAGAIN;
+	} else if (bit && !(s->unnamed_said & bit)) {
+		fprintf(stderr, "<4>hbmguardd: amdgpu: %s: its unique_id cannot be read (in reset "
+			"or suspended): not watched until it can\n", name);
+		s->unnamed_said |= bit;
+	}
+}
+
+/*
+ * amdgpu's list only grows while the driver has the card (its entries
+ * appended to eh_data->bps, none taken out), but a read of it may end
+ * early: amdgpu_ras_sysfs_badpages_read() returns 0, the end, where
+ * amdgpu_ras_badpages_read() fails (its kmalloc() of the whole list), for
+ * each 4 KiB read (amdgpu_ras.c, 6.1 and 6.12).  Read shorter than the
+ * last: the rest of the last read kept, so that its pages neither leave
+ * its health nor come back as news.  Return: 0, or -ENOMEM (nothing read).
+ */
+static int keep_rest(struct card *c, struct amdgpu_ras *now)
+{
+	const struct amdgpu_ras *was = &c->last;
+	struct amdgpu_bad_page *p;
+
+	if (now->nr_pages >= was->nr_pages) {
+		c->short_said = false;
+		return 0;
+	}
+	p = realloc(now->pages, was->nr_pages * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	memcpy(p + now->nr_pages, was->pages + now->nr_pages,
+	       (was->nr_pages - now->nr_pages) * sizeof(*p));
+	if (!c->short_said)
+		fprintf(stderr, "<4>hbmguardd: amdgpu: %s: its bad-page list read short (%zu of "
+			"%zu pages: the driver had no memory for it): the rest kept from the "
+			"last read\n", c->name, now->nr_pages, was->nr_pages);
+	c->short_said = true;
+	now->pages = p;
+	now->nr_pages = was->nr_pages;
+	return 0;
+}
+
+static void poll_card(struct amdgpu_facts *s, const char *name, unsigned int n)
 {
 	struct hbm_fact_device dev;
 	struct amdgpu_ras ras;
@@ -407,10 +480,12 @@ static void poll_card(struct amdgpu_facts *s, const char *name)
 	if ((size_t)snprintf(dir, sizeof(dir), "%s/%s/device", s->drm_dir, name) >= sizeof(dir))
 		return;
 	err = describe(dir, name, &dev);
-	if (err == -EAGAIN && c)
-		c->present = true;	/* the same GPU, in reset: read it next time */
+	if (err == -EAGAIN)
+		unnamed(s, c, name, n);
 	if (err <= 0)
 		return;
+	if (n < 64)
+		s->unnamed_said &= ~(1ULL << n);
 	if (c && strcmp(c->dev.identity, dev.identity)) {
 		gone(s, c);		/* another GPU under the card's name */
 		c = NULL;
@@ -434,10 +509,14 @@ static void poll_card(struct amdgpu_facts *s, const char *name)
 		seen(s, name, &dev, &ras);
 		return;
 	}
+	if (keep_rest(c, &ras)) {
+		amdgpu_ras_free(&ras);
+		return;
+	}
 	c->error = 0;
 	new_pages(s, c, &c->last, &ras);
 	new_errors(s, c, &c->last, &ras);
-	health_fact(s, c, list_health(&ras), 0);
+	health_fact(s, c, &ras, 0);
 	amdgpu_ras_free(&c->last);
 	c->last = ras;
 }
@@ -465,7 +544,7 @@ int amdgpu_facts_poll(struct amdgpu_facts *s)
 		/* "card0", not its connectors ("card0-DP-1") */
 		if (sscanf(de->d_name, "card%u%c", &n, &tail) == 1 &&
 		    strlen(de->d_name) < sizeof(s->card[0].name))
-			poll_card(s, de->d_name);
+			poll_card(s, de->d_name, n);
 	}
 	closedir(dir);
 	for (i = s->nr; i-- > 0;)

@@ -414,9 +414,15 @@ START_TEST(source_hears_what_changed)
 	ck_assert_uint_eq(nr_told, 1);		/* counted from the reset on */
 	ck_assert_uint_eq(told[0].count, 1);
 
-	/* Its health read anew: a table read too, no event of its own. */
+	/*
+	 * Its health read anew (the page it could not reserve, reserved at a
+	 * later try): a table read too, no event of its own.
+	 */
 	nr_told = 0;
-	tree_write("card0/device/ras/gpu_vram_bad_pages", "0x00012345 : 0x00001000 : R\n");
+	tree_write("card0/device/ras/gpu_vram_bad_pages",
+		   "0x00012345 : 0x00001000 : R\n0x00012346 : 0x00001000 : R\n"
+		   "0x0007fffe : 0x00001000 : R\n0x00000001 : 0x00001000 : R\n"
+		   "0x00020000 : 0x00001000 : P\n");
 	ck_assert_int_eq(amdgpu_facts_poll(s), 0);
 	f = told_of(HBM_FACT_HEALTH, CARD0, 0);
 	ck_assert_uint_eq(f->state, HBMGUARD_HEALTH_OK);
@@ -455,6 +461,68 @@ START_TEST(source_err_count_unreadable_blinds_one_block)
 	ck_assert_uint_eq(f->event, HBMGUARD_EVENT_PENDING);
 	ck_assert_ptr_null(told_of(HBM_FACT_ERROR, CARD0, 0));
 	ck_assert_ptr_null(told_of(HBM_FACT_DEVICE_GONE, CARD0, 0));
+	amdgpu_facts_stop(s);
+}
+END_TEST
+
+/*
+ * A read of the list that ends early (amdgpu_ras_badpages_read() without
+ * memory: the driver's read returns 0, the end, amdgpu_ras.c 6.1 and
+ * 6.12): the list only grows, so the rest is the last read's.  Before the
+ * fix its F page left it: health OK, then RMA again at the next full read.
+ */
+START_TEST(source_short_list_read_keeps_the_rest)
+{
+	struct amdgpu_facts *s = start();
+	const struct hbm_fact *f;
+
+	nr_told = 0;
+	tree_write("card0/device/ras/gpu_vram_bad_pages",
+		   "0x00012345 : 0x00001000 : R\n0x00012346 : 0x00001000 : R\n");
+	ck_assert_int_eq(amdgpu_facts_poll(s), 0);
+	ck_assert_uint_eq(nr_told, 0);		/* its health still RMA, no news */
+	tree_write("card0/device/ras/gpu_vram_bad_pages", "");
+	ck_assert_int_eq(amdgpu_facts_poll(s), 0);
+	ck_assert_uint_eq(nr_told, 0);
+	tree_write("card0/device/ras/gpu_vram_bad_pages",
+		   "0x00012345 : 0x00001000 : R\n0x00012346 : 0x00001000 : R\n"
+		   "0x0007fffe : 0x00001000 : P\n0x00000001 : 0x00001000 : F\n"
+		   "0x00020000 : 0x00001000 : P\n");
+	ck_assert_int_eq(amdgpu_facts_poll(s), 0);
+	ck_assert_uint_eq(nr_told, 1);		/* the one new page, once */
+	f = told_of(HBM_FACT_PAGES, CARD0, 0);
+	ck_assert_uint_eq(f->offset, 0x20000ULL * 4096);
+	amdgpu_facts_stop(s);
+}
+END_TEST
+
+/*
+ * A card first seen in reset, its counts unknown: once they all read,
+ * they go to the registrar with its health, unchanged, once (it adds
+ * growth only to counts it was given: hbmctl gpus showed none before).
+ */
+START_TEST(source_counts_told_once_readable)
+{
+	struct amdgpu_facts *s = start();
+	const struct hbm_fact *f;
+
+	nr_told = 0;
+	tree_write("card2/device/ras/umc_err_count", "ue: 4\nce: 9\nde: 2\n");
+	ck_assert_int_eq(amdgpu_facts_poll(s), 0);
+	ck_assert_uint_eq(nr_told, 1);
+	f = told_of(HBM_FACT_HEALTH, CARD2, 0);
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(f->state, HBMGUARD_HEALTH_OK);
+	ck_assert_uint_eq(f->aux, HBMGUARD_HEALTH_OK);
+	ck_assert_uint_eq(f->sync, 0);
+	ck_assert_uint_eq(f->driver.have, HBM_DRIVER_ECC);
+	ck_assert_uint_eq(f->driver.ue, 4 + 2);
+	ck_assert_uint_eq(f->driver.ce, 9);
+	nr_told = 0;
+	tree_write("card2/device/ras/umc_err_count", "ue: 4\nce: 10\nde: 2\n");
+	ck_assert_int_eq(amdgpu_facts_poll(s), 0);
+	ck_assert_uint_eq(nr_told, 1);		/* the growth only */
+	ck_assert_ptr_nonnull(told_of(HBM_FACT_ERROR, CARD2, 0));
 	amdgpu_facts_stop(s);
 }
 END_TEST
@@ -526,6 +594,8 @@ Suite *amdgpu_suite(void)
 	tcase_add_test(src, source_malformed_tells_nothing);
 	tcase_add_test(src, source_unique_id_unreadable_in_reset);
 	tcase_add_test(src, source_err_count_unreadable_blinds_one_block);
+	tcase_add_test(src, source_short_list_read_keeps_the_rest);
+	tcase_add_test(src, source_counts_told_once_readable);
 	suite_add_tcase(s, src);
 	return s;
 }
