@@ -826,7 +826,7 @@ static bool set_aside(struct daemon *d, const char *why, size_t bad, size_t miss
  * with gone where there are more than HBM_INCIDENTS_KEPT.  Return: how
  * many were put.
  */
-static size_t put_before(struct daemon *d, const struct hbm_ctl_incident *in, size_t n)
+static size_t put_before(struct daemon *d, struct hbm_ctl_incident *in, size_t n)
 {
 	size_t ours = d->nr_incidents, i;
 
@@ -836,12 +836,25 @@ static size_t put_before(struct daemon *d, const struct hbm_ctl_incident *in, si
 	if (!n)
 		return 0;
 	memmove(&d->incidents[n], &d->incidents[0], ours * sizeof(*d->incidents));
+	/*
+	 * Ids in order, as the file must hold them: ours stand (ranks answer
+	 * by them), the file's go below where they reach ours (a daemon that
+	 * took its ids from a clock since set back).
+	 */
+	if (ours && in[n - 1].id >= d->incidents[n].info.id && d->incidents[n].info.id > n) {
+		fprintf(stderr, "<4>hbmguardd: the incidents file's ids reach %" PRIu64 ", past those "
+			"taken since the start (the clock was set back): its %zu renumbered from "
+			"%" PRIu64 "\n", in[n - 1].id, n, d->incidents[n].info.id - n);
+		for (i = 0; i < n; i++)
+			in[i].id = d->incidents[n].info.id - n + i;
+	}
 	for (i = 0; i < n; i++) {
 		struct incident *x = &d->incidents[i];
 
 		memset(x, 0, sizeof(*x));
 		x->d = d;
 		x->pidfd = -1;
+		x->uid = (uid_t)-1;	/* the file keeps no owner: no rank's */
 		x->info = in[i];
 		x->remote = in[i].device[0] == '@';	/* another node's: nothing to drain here */
 		x->inherited = true;
@@ -862,13 +875,14 @@ static size_t put_before(struct daemon *d, const struct hbm_ctl_incident *in, si
 /*
  * The incidents file read: at the start, or, where it could not be then,
  * at a retry of the saves.  Only records that check out are taken
- * (incidents.h), the newest HBM_INCIDENTS_KEPT; a damaged file, or what is
- * not a regular file, is kept aside, replaced by those.  One that could
- * not be read is not saved over, and read again at each retry: the
- * incidents opened meanwhile take ids above any it can hold (the clock's
- * microseconds), and go after its own once it is read.  An incident left
- * open by the previous daemon is escalated: its ranks' connections are
- * gone.
+ * (incidents.h), the newest HBM_INCIDENTS_KEPT; a damaged file, or one
+ * that cannot be read for good (not a regular file, a link that loops,
+ * one root may not read), is kept aside, replaced by those.  One that
+ * could not be read for now (hbm_read_again()) is not saved over, and
+ * read again at each retry: the incidents opened meanwhile take ids above
+ * any it can hold (the clock's microseconds), and go after its own once
+ * it is read.  An incident left open by the previous daemon is escalated:
+ * its ranks' connections are gone, and no rank of this one's is told.
  */
 static void load(struct daemon *d)
 {
@@ -894,7 +908,7 @@ static void load(struct daemon *d)
 	}
 	d->incidents_unread = false;
 	d->incidents_error = 0;
-	if (err == -HBM_ENOTREG)
+	if (err && err != -ENOENT)
 		aside = set_aside(d, hbm_read_strerror(err), 0, 0);
 	else if (!err)
 		err = hbm_incidents_decode(buf, len, in, HBM_INCIDENTS_KEPT, &n, &damage);

@@ -507,16 +507,16 @@ static bool parse(const uint8_t *buf, size_t len, struct drain_file *f)
 }
 
 /* A damaged file kept aside.  Return: whether it was, to be replaced. */
-static bool set_aside(struct hbm_sched *s)
+static bool set_aside(struct hbm_sched *s, const char *why)
 {
 	char moved[300];
 	int aside = hbm_file_quarantine(s->d->state_dir, DRAIN_FILE, moved, sizeof(moved));
 
 	if (aside < 0)
-		fprintf(stderr, "<3>hbmguardd: %s is damaged and cannot be kept aside: %s: left as it is\n",
-			DRAIN_FILE, strerror(-aside));
+		fprintf(stderr, "<3>hbmguardd: %s is damaged (%s) and cannot be kept aside: %s: "
+			"left as it is\n", DRAIN_FILE, why, strerror(-aside));
 	else
-		fprintf(stderr, "<3>hbmguardd: %s is damaged: %s %s%s\n", DRAIN_FILE,
+		fprintf(stderr, "<3>hbmguardd: %s is damaged (%s): %s %s%s\n", DRAIN_FILE, why,
 			aside == HBM_QUARANTINE_MOVED ? "moved to" : "kept as", moved,
 			aside == HBM_QUARANTINE_MOVED ? " (no second name could be made)" : "");
 	return aside >= 0;
@@ -546,13 +546,19 @@ static bool keep_cause(struct hbm_sched *s, const struct sched_cause *c)
 /*
  * The file's state taken, with what came since the start where it is read
  * late (nothing at the start): its causes first (they are older), then
- * ours that it lacks, as many as are kept; drained if either is; the
- * reason Slurm has of ours, ours where we set one since.
+ * ours that it lacks, as many as are kept; drained if either is (an
+ * administrator's undrain meanwhile cleared only what was known then);
+ * the reason Slurm has of ours, unless Slurm was read since.
  */
 static void take(struct hbm_sched *s, const struct drain_file *f)
 {
 	struct sched_cause ours[HBM_SCHED_CAUSES];
 	size_t nr = s->nr, i;
+
+	if (f->nr && s->want == HBM_DRAIN_WANT_RESUME)
+		fprintf(stderr, "<4>hbmguardd: %s holds %zu causes from before the start, which "
+			"the undrain since did not clear: the node is to be drained again for "
+			"them\n", DRAIN_FILE, f->nr);
 
 	memcpy(ours, s->causes, sizeof(ours));
 	s->nr = 0;
@@ -564,7 +570,7 @@ static void take(struct hbm_sched *s, const struct drain_file *f)
 		s->want = HBM_DRAIN_WANT_DRAIN;
 	else if (s->want == HBM_DRAIN_WANT_NONE)
 		s->want = f->want;
-	if (!*s->set)
+	if (!s->set_known)
 		memcpy(s->set, f->set, sizeof(s->set));
 	if (s->nr)
 		hbm_sched_reason(s->reason, sizeof(s->reason), s->causes, s->nr);
@@ -577,10 +583,13 @@ static void run_anew(struct hbm_sched *s);
 /*
  * The file read, at the start or, where it could not be then, at a retry
  * (sched_save_again()).  One that does not parse is set aside, and what
- * parsed before kept; one that is not a regular file likewise.  One that
- * could not be read is left as it is, not saved over, and read again at
+ * parsed before kept; one that cannot be read for good (not a regular
+ * file, a link that loops, one root may not read) likewise, none of it
+ * kept: Slurm's side keeps a drain of ours, which is not resumed then,
+ * only no longer ours to resume.  One that could not be read for now
+ * (hbm_read_again()) is left as it is, not saved over, and read again at
  * the state files' next retry: until then the node is neither drained nor
- * resumed for what it held.
+ * resumed for what it holds.
  */
 static void load(struct hbm_sched *s)
 {
@@ -604,10 +613,10 @@ static void load(struct hbm_sched *s)
 	}
 	s->unread = false;
 	s->d->drain_error = 0;
-	bad = err == -HBM_ENOTREG || (!err && !parse(buf, len, f));
+	bad = err != -ENOENT && (err || !parse(buf, len, f));
 	free(buf);
 	if (bad)
-		bad = set_aside(s);
+		bad = set_aside(s, err ? hbm_read_strerror(err) : "a line that does not parse");
 	take(s, f);
 	s->gen = late ? s->gen + 1 : 1;
 	if (f->hook_done && !ours)	/* told of this very state */
@@ -730,6 +739,7 @@ static void succeeded(struct hbm_sched *s, struct sched_runner *r, uint32_t prog
 /* What Slurm now has of ours: a resume asks it back only of that reason. */
 static void slurm_has(struct hbm_sched *s, const char *reason)
 {
+	s->set_known = true;
 	if (strcmp(s->set, reason)) {
 		snprintf(s->set, sizeof(s->set), "%s", reason);
 		save(s);

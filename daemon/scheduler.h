@@ -67,6 +67,7 @@ struct hbm_sched {
 	sd_event_source *recheck;
 	bool started;
 	bool unread;			/* the state file there, not read yet: not saved over */
+	bool set_known;			/* set read from Slurm since the start */
 };
 
 void sched_init(struct hbm_sched *s, struct daemon *d);

@@ -770,8 +770,8 @@ static int regular(int fd, struct stat *st)
  * would stop the daemon's loop): the name is opened O_PATH, which opens
  * nothing, looked at, and only a regular file opened for reading, that
  * very one, through /proc (a second look-up of the name would race with
- * whoever can change what it names; where /proc cannot give it, by its
- * name, looked at again once open).  A link is followed to what it names: a
+ * whoever can change what it names; where /proc is not mounted, by its
+ * name, and a file other than the one looked at is not read).  A link is followed to what it names: a
  * read through it harms nothing (a write renames over the name, never
  * through it), and an operator may have moved the file and linked it back;
  * one that names nothing (that disk not mounted yet) is not "no file",
@@ -798,13 +798,16 @@ int hbm_read_file(int dirfd, const char *name, uint8_t **buf, size_t *len)
 	}
 	err = regular(fd, &st);
 	if (!err) {
+		struct stat looked = st;
 		int at = fd;
 
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", at);
 		fd = open(path, O_RDONLY | O_NOCTTY | O_CLOEXEC);
-		if (fd < 0)
+		if (fd < 0 && errno == ENOENT)
 			fd = openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 		err = fd < 0 ? -errno : regular(fd, &st);
+		if (!err && (st.st_dev != looked.st_dev || st.st_ino != looked.st_ino))
+			err = -EAGAIN;	/* replaced since: read next time */
 		close(at);
 	}
 	if (err) {

@@ -208,15 +208,19 @@ int hbm_atomic_write(int dirfd, const char *name, const void *buf, size_t len);
 /* HBM_ENOTREG and hbm_read_strerror() are ctl.h's: a status carries them. */
 int hbm_read_file(int dirfd, const char *name, uint8_t **buf, size_t *len);
 /*
- * Whether hbm_read_file()'s @err, negative, leaves a file there unread: not
+ * Whether hbm_read_file()'s @err, negative, may go by itself: the file not
  * to be saved over (it may be all there is of what it holds) but read
- * again later (a link whose disk is not mounted yet, an I/O error, no
- * memory).  Not so: no file (-ENOENT), and what is not a regular file
- * (-HBM_ENOTREG), which holds nothing of ours and is set aside as damage.
+ * again later: a link whose disk is not mounted yet, an I/O error, no
+ * memory, a stale NFS handle.  Any other (a link that loops, a file no
+ * root without CAP_DAC_OVERRIDE may read, one larger than any of ours,
+ * what is not a regular file) stays until a person acts: the incidents
+ * and drain files set it aside as damage (a second name: nothing of it
+ * lost) rather than hold their saves for ever.
  */
 static inline bool hbm_read_again(int err)
 {
-	return err && err != -ENOENT && err != -HBM_ENOTREG;
+	return err == -ENOLINK || err == -EIO || err == -ENOMEM || err == -ESTALE ||
+	       err == -EAGAIN || err == -EINTR || err == -ENFILE || err == -EMFILE;
 }
 
 /* hbm_file_quarantine(): renamed, not linked; no file under its name until replaced */

@@ -495,8 +495,9 @@ static int on_retry(sd_event_source *src, uint64_t usec, void *arg);
  */
 static void arm_retry(struct hbm_store *s)
 {
-	if (s->retry || !s->d->loop)
-		return;		/* armed, or main() arms it once the loop exists */
+	/* armed, or main() arms it once the store is started and its loop exists */
+	if (s->retry || !s->d || !s->d->loop)
+		return;
 	s->retry_s = hbm_retry_after_s(s->retry_s);
 	if (sd_event_add_time_relative(s->d->loop, &s->retry, CLOCK_MONOTONIC,
 				       (uint64_t)s->retry_s * 1000000, 0, on_retry, s) < 0)

@@ -377,14 +377,16 @@ check "... each said once, not at each retry" '[ $(grep -c "^<3>hbmguardd: readi
 check "... hbmctl drain says so" 'ctl drain | grep -q "the drain file not read (a link to a file that is not there)"'
 mkdir /tmp/ldisk
 cp $fstate /tmp/ldisk/
-printf 'hbmguard-drain 1\nwant none\nhook pending\n' >/tmp/ldisk/drain
+printf 'hbmguard-drain 1\nwant drain\nhook pending\ncause\trma\t100\tGPU-x\t0000:01:00.0\tH100\tfrom the disk\n' \
+	>/tmp/ldisk/drain
 printf 'HBMGINCI\001\000\000\000\000\000\000\000' >/tmp/ldisk/incidents	# incidents.h: none
 eventually "the disk there: read and saved by a retry" 'ctl status >/dev/null && ! ctl status | grep -q "NOT SAVED"' 150
 check "... each now a file of the state directory, none damaged" \
-	'[ -f /tmp/lstate/incidents ] && [ ! -L /tmp/lstate/incidents ] && [ ! -L /tmp/lstate/drain ] &&
-	[ ! -L /tmp/lstate/sim:sim0.state ] && [ -s /tmp/lstate/sim:sim0.state ] &&
-	! ls /tmp/lstate | grep -q corrupt'
-check "... hbmctl drain warns no more" '! ctl drain | grep -q warning'
+	'(for f in incidents drain sim:sim0.state; do [ -f /tmp/lstate/$f ] && [ ! -L /tmp/lstate/$f ] || exit 1; done) &&
+	[ -s /tmp/lstate/sim:sim0.state ] && ! ls /tmp/lstate | grep -q corrupt'
+check "... what the drain file held taken" 'ctl drain >/tmp/drain && ! grep -q warning /tmp/drain &&
+	grep -q "drained by hbmguard for 1 cause" /tmp/drain && grep -q "^GPU-x .*from the disk" /tmp/drain &&
+	grep -q "from the disk" /tmp/lstate/drain'
 kill $daemon
 wait $daemon 2>/dev/null
 rm -rf /tmp/lstate /tmp/ldisk

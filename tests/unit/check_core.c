@@ -1904,6 +1904,22 @@ START_TEST(a_dangling_state_link_is_not_a_missing_file)
 }
 END_TEST
 
+/*
+ * A save that fails before the store is started (the drain file's, set
+ * aside at sched_init() on a full disk): the retry is main()'s to arm,
+ * not a crash (helper-153: arm_retry() read the store's daemon, NULL).
+ */
+START_TEST(a_save_failed_before_the_store_starts)
+{
+	static struct hbm_store unstarted;
+	static struct daemon dd;
+
+	dd.store = &unstarted;
+	store_save_failed(&dd);		/* what daemon_save_failed() calls */
+	ck_assert_ptr_null(unstarted.retry);
+}
+END_TEST
+
 Suite *core_suite(void)
 {
 	Suite *s = suite_create("core");
@@ -1957,6 +1973,7 @@ Suite *core_suite(void)
 	tcase_add_test(st, a_linked_state_file_is_restored);
 	tcase_add_test(st, a_dangling_state_link_is_not_a_missing_file);
 	tcase_add_test(st, a_resync_read_cut_short_restores_what_the_kernel_lacks);
+	tcase_add_test(st, a_save_failed_before_the_store_starts);
 	suite_add_tcase(s, st);
 	return s;
 }

@@ -357,6 +357,33 @@ static mode_t incidents_file_type(void)
 	return st.st_mode & S_IFMT;
 }
 
+/* The file behind the link named incidents, written with @n records. */
+static void write_away(const struct hbm_ctl_incident *xs, size_t n)
+{
+	uint8_t buf[HBM_INCIDENTS_HEADER + 4 * HBM_INCIDENTS_RECORD] = { 0 };
+	size_t i;
+	int away;
+
+	hbm_incidents_encode_header(buf, n);
+	for (i = 0; i < n; i++)
+		hbm_incidents_encode_record(buf, i, &xs[i]);
+	mkdirat(d->state_dir, "away", 0700);
+	away = openat(d->state_dir, "away", O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(away, 0);
+	ck_assert_int_eq(hbm_atomic_write(away, "incidents", buf,
+					  hbm_incidents_encode_size(n)), 0);
+	close(away);
+}
+
+static void remove_away(void)
+{
+	int away = openat(d->state_dir, "away", O_RDONLY | O_DIRECTORY);
+
+	unlinkat(away, "incidents", 0);
+	close(away);
+	unlinkat(d->state_dir, "away", AT_REMOVEDIR);
+}
+
 /*
  * A file there that cannot be read (a link to a disk not mounted yet) is
  * not saved over: the incidents opened meanwhile are kept, with ids above
@@ -366,14 +393,14 @@ static mode_t incidents_file_type(void)
  */
 START_TEST(an_unread_incidents_file_is_not_saved_over)
 {
-	uint8_t buf[HBM_INCIDENTS_HEADER + 2 * HBM_INCIDENTS_RECORD] = { 0 };
-	struct hbm_ctl_incident x = { .id = 7, .length = 0x1000, .state = HBM_INCIDENT_RESUMED },
-				in[4];
+	struct hbm_ctl_incident x[2] = {
+		{ .id = 7, .length = 0x1000, .state = HBM_INCIDENT_RESUMED },
+		{ .id = 8, .length = 0x1000, .state = HBM_INCIDENT_PAUSING },
+	}, in[4];
 	struct hbm_incidents_damage damage;
 	uint8_t *file;
 	size_t len, n;
 	uint64_t ours;
-	int away;
 
 	setup();
 	ck_assert_int_eq(symlinkat("away/incidents", d->state_dir, "incidents"), 0);
@@ -390,20 +417,14 @@ START_TEST(an_unread_incidents_file_is_not_saved_over)
 	ck_assert_uint_eq(incidents_file_type(), S_IFLNK);
 
 	/* the disk is there now: the file's two, then ours */
-	strcpy(x.job, "old");
-	strcpy(x.device, "dev");
-	x.at[HBM_INCIDENT_DETECTED] = x.at[HBM_INCIDENT_RESUMED] = 1;
-	hbm_incidents_encode_header(buf, 2);
-	hbm_incidents_encode_record(buf, 0, &x);
-	x.id = 8;
-	x.state = HBM_INCIDENT_PAUSING;
-	x.at[HBM_INCIDENT_RESUMED] = 0;
-	x.at[HBM_INCIDENT_PAUSING] = 2;
-	hbm_incidents_encode_record(buf, 1, &x);
-	ck_assert_int_eq(mkdirat(d->state_dir, "away", 0700), 0);
-	away = openat(d->state_dir, "away", O_RDONLY | O_DIRECTORY);
-	ck_assert_int_ge(away, 0);
-	ck_assert_int_eq(hbm_atomic_write(away, "incidents", buf, sizeof(buf)), 0);
+	for (n = 0; n < 2; n++) {
+		strcpy(x[n].job, "old");
+		strcpy(x[n].device, "dev");
+		x[n].at[HBM_INCIDENT_DETECTED] = 1;
+	}
+	x[0].at[HBM_INCIDENT_RESUMED] = 1;
+	x[1].at[HBM_INCIDENT_PAUSING] = 2;
+	write_away(x, 2);
 	recovery_save_again(d);
 	ck_assert(!d->incidents_unread);
 	ck_assert_int_eq(d->incidents_error, 0);
@@ -421,20 +442,124 @@ START_TEST(an_unread_incidents_file_is_not_saved_over)
 	free(file);
 	ck_assert_uint_eq(n, 3);
 	ck_assert_uint_eq(in[2].id, ours);
-	unlinkat(away, "incidents", 0);
-	close(away);
-	unlinkat(d->state_dir, "away", AT_REMOVEDIR);
+	remove_away();
 	cleanup();
 }
 END_TEST
 
-/* A FIFO under the name holds no history: kept aside, and replaced. */
+/*
+ * The file keeps no incident's owner: one read late, left open, is
+ * escalated without telling a rank that registered since, even root's of
+ * a job of the same name (helper-153: it was told to abort).
+ */
+START_TEST(a_late_read_tells_no_live_rank)
+{
+	struct hbm_ctl_incident x = { .id = 8, .length = 0x1000, .state = HBM_INCIDENT_PAUSING };
+
+	setup();
+	ck_assert_int_eq(symlinkat("away/incidents", d->state_dir, "incidents"), 0);
+	recovery_load(d);
+	rank("job", 0, 0, 0);
+	strcpy(x.job, "job");
+	strcpy(x.device, "dev");
+	x.at[HBM_INCIDENT_DETECTED] = 1;
+	x.at[HBM_INCIDENT_PAUSING] = 2;
+	write_away(&x, 1);
+	told[0] = 0;
+	recovery_save_again(d);
+	ck_assert(!d->incidents_unread);
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_ESCALATED);
+	ck_assert_str_eq(told, "");
+	remove_away();
+	cleanup();
+}
+END_TEST
+
+/*
+ * Ids stay in order when the file's reach ours (a daemon that took its
+ * ids from a clock since set back): the file's go below, ours stand, and
+ * the next start reads all (helper-153: ours were bad records then).
+ */
+START_TEST(ids_kept_in_order_when_the_clock_went_back)
+{
+	struct hbm_ctl_incident x = { .length = 0x1000, .state = HBM_INCIDENT_RESUMED }, in[8];
+	struct hbm_incidents_damage damage;
+	uint8_t *file;
+	size_t len, n;
+	uint64_t ours;
+
+	setup();
+	ck_assert_int_eq(symlinkat("away/incidents", d->state_dir, "incidents"), 0);
+	recovery_load(d);
+	rank("job", 0, 0, 0);
+	recovery_on_lost_data(d, "dev", 0, 0x1000);
+	ours = d->incidents[0].info.id;
+	strcpy(x.job, "old");
+	strcpy(x.device, "dev");
+	x.id = ours + 3600ULL * 1000000;	/* the last run's clock, an hour ahead */
+	x.at[HBM_INCIDENT_DETECTED] = x.at[HBM_INCIDENT_RESUMED] = 1;
+	write_away(&x, 1);
+	recovery_save_again(d);
+	ck_assert_uint_eq(d->nr_incidents, 2);
+	ck_assert_uint_eq(d->incidents[0].info.id, ours - 1);
+	ck_assert_uint_eq(d->incidents[1].info.id, ours);
+	ck_assert_int_eq(hbm_read_file(d->state_dir, "incidents", &file, &len), 0);
+	ck_assert_int_eq(hbm_incidents_decode(file, len, in, 8, &n, &damage), 0);
+	free(file);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(damage.bad_records, 0);
+	remove_away();
+	cleanup();
+}
+END_TEST
+
+/* Ours moved after the file's: each one's deadline still points at it. */
+START_TEST(a_late_read_moves_our_timers_with_ours)
+{
+	struct hbm_ctl_incident x = { .id = 7, .length = 0x1000, .state = HBM_INCIDENT_RESUMED };
+
+	setup();
+	ck_assert_int_eq(symlinkat("away/incidents", d->state_dir, "incidents"), 0);
+	recovery_load(d);
+	rank("job", 0, 0, 0);
+	recovery_on_lost_data(d, "dev", 0, 0x1000);
+	ck_assert_ptr_nonnull(d->incidents[0].timer);
+	strcpy(x.job, "old");
+	strcpy(x.device, "dev");
+	x.at[HBM_INCIDENT_DETECTED] = x.at[HBM_INCIDENT_RESUMED] = 1;
+	write_away(&x, 1);
+	recovery_save_again(d);
+	ck_assert_uint_eq(d->nr_incidents, 2);
+	ck_assert_ptr_eq(sd_event_source_get_userdata(d->incidents[1].timer), &d->incidents[1]);
+	remove_away();
+	cleanup();
+}
+END_TEST
+
+/*
+ * A FIFO under the name holds no history: kept aside, and replaced; so
+ * (below) is a link that loops, which no retry would read (helper-153:
+ * its saves were held for ever).
+ */
 START_TEST(an_incidents_fifo_is_set_aside)
 {
 	setup();
 	ck_assert_int_eq(mkfifoat(d->state_dir, "incidents", 0600), 0);
 	recovery_load(d);
 	ck_assert(!d->incidents_unread);
+	ck_assert(set_aside());
+	ck_assert_uint_eq(incidents_file_type(), S_IFREG);
+	cleanup();
+}
+END_TEST
+
+START_TEST(an_incidents_link_that_loops_is_set_aside)
+{
+	setup();
+	ck_assert_int_eq(symlinkat("incidents", d->state_dir, "incidents"), 0);
+	recovery_load(d);
+	ck_assert(!d->incidents_unread);
+	ck_assert_int_eq(d->incidents_error, 0);
 	ck_assert(set_aside());
 	ck_assert_uint_eq(incidents_file_type(), S_IFREG);
 	cleanup();
@@ -1116,6 +1241,10 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, load_refuses_another_version);
 	tcase_add_test(tc, an_unread_incidents_file_is_not_saved_over);
 	tcase_add_test(tc, an_incidents_fifo_is_set_aside);
+	tcase_add_test(tc, an_incidents_link_that_loops_is_set_aside);
+	tcase_add_test(tc, a_late_read_tells_no_live_rank);
+	tcase_add_test(tc, ids_kept_in_order_when_the_clock_went_back);
+	tcase_add_test(tc, a_late_read_moves_our_timers_with_ours);
 	tcase_add_test(tc, load_escalates_untimed);
 	tcase_add_test(tc, device_error_hits_every_rank_on_it);
 	tcase_add_test(tc, device_error_restores_and_forgets);

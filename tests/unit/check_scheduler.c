@@ -551,11 +551,72 @@ START_TEST(a_drain_file_not_read_is_not_saved_over)
 	ck_assert_str_eq(s.set, "hbmguard: GPU-a needs a reset");
 	ck_assert_uint_eq(s.want, HBM_DRAIN_WANT_DRAIN);
 	ck_assert_uint_eq(drain_file_type(), S_IFREG);
+	/* a new state: the hook tried for it (it cannot run: retried) */
+	ck_assert_uint_eq(s.hook.gen, s.gen);
+	ck_assert_uint_ne(s.hook.done, s.gen);
 	daemon_done(&d, &s);
 
 	sched_restarted(&d, &s);
 	ck_assert_uint_eq(s.nr, 3);
 	ck_assert_str_eq(s.causes[2].identity, "hbm:hbm1");
+	daemon_done(&d, &s);
+	remove_dir();
+}
+END_TEST
+
+/*
+ * Read late with nothing of ours since the start: the state is the file's,
+ * which the hook was told of before the restart: not told again.
+ */
+START_TEST(a_drain_file_read_late_as_it_was)
+{
+	static struct daemon d;
+	static struct hbm_sched s;
+	const char *kept = "hbmguard-drain 1\nwant drain\nhook done\n"
+			   "cause\trma\t200\thbm:hbm0\t\t\tfrom before\n";
+	char path[128];
+	int away;
+
+	make_dir();
+	snprintf(path, sizeof(path), "%s/drain", dir);
+	ck_assert_int_eq(symlink("away/drain", path), 0);
+	daemon_for(&d);
+	d.cfg.sched.slurm = false;
+	strcpy(d.cfg.sched.hook, "/nonexistent/hook");
+	sched_init(&s, &d);
+	sched_start(&s);
+	ck_assert(s.unread);
+	ck_assert_int_eq(mkdirat(d.state_dir, "away", 0700), 0);
+	away = openat(d.state_dir, "away", O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(away, 0);
+	ck_assert_int_eq(hbm_atomic_write(away, "drain", kept, strlen(kept)), 0);
+	close(away);
+	sched_save_again(&s);
+	ck_assert(!s.unread);
+	ck_assert_uint_eq(s.nr, 1);
+	ck_assert_uint_eq(s.want, HBM_DRAIN_WANT_DRAIN);
+	ck_assert_uint_eq(s.hook.done, s.gen);
+	ck_assert_uint_eq(s.hook.progress, HBM_DRAIN_DONE);
+	ck_assert_str_eq(s.hook.error, "");
+	daemon_done(&d, &s);
+	remove_dir();
+}
+END_TEST
+
+/* A link that loops is no file any retry reads: set aside, replaced. */
+START_TEST(a_drain_link_that_loops_is_set_aside)
+{
+	static struct daemon d;
+	static struct hbm_sched s;
+	char path[128];
+
+	make_dir();
+	snprintf(path, sizeof(path), "%s/drain", dir);
+	ck_assert_int_eq(symlink("drain", path), 0);
+	sched_restarted(&d, &s);
+	ck_assert(!s.unread);
+	ck_assert_int_eq(d.drain_error, 0);
+	ck_assert_uint_eq(drain_file_type(), S_IFREG);
 	daemon_done(&d, &s);
 	remove_dir();
 }
@@ -596,6 +657,8 @@ Suite *scheduler_suite(void)
 	tcase_add_test(tc, reload_drops_the_old_recheck);
 	tcase_add_test(tc, a_drain_file_not_read_is_not_saved_over);
 	tcase_add_test(tc, a_drain_directory_is_set_aside);
+	tcase_add_test(tc, a_drain_file_read_late_as_it_was);
+	tcase_add_test(tc, a_drain_link_that_loops_is_set_aside);
 	suite_add_tcase(s, tc);
 	return s;
 }
