@@ -384,6 +384,28 @@ static void remove_away(void)
 	unlinkat(d->state_dir, "away", AT_REMOVEDIR);
 }
 
+/* A daemon started with its incidents file a link to a disk not mounted yet. */
+static void incidents_behind_a_dangling_link(void)
+{
+	setup();
+	ck_assert_int_eq(symlinkat("away/incidents", d->state_dir, "incidents"), 0);
+	recovery_load(d);
+	ck_assert(d->incidents_unread);
+}
+
+/* What the saved incidents file holds: how many, into @in. */
+static size_t saved_incidents(struct hbm_ctl_incident *in, size_t max,
+			      struct hbm_incidents_damage *damage)
+{
+	uint8_t *file;
+	size_t len, n;
+
+	ck_assert_int_eq(hbm_read_file(d->state_dir, "incidents", &file, &len), 0);
+	ck_assert_int_eq(hbm_incidents_decode(file, len, in, max, &n, damage), 0);
+	free(file);
+	return n;
+}
+
 /*
  * A file there that cannot be read (a link to a disk not mounted yet) is
  * not saved over: the incidents opened meanwhile are kept, with ids above
@@ -398,14 +420,10 @@ START_TEST(an_unread_incidents_file_is_not_saved_over)
 		{ .id = 8, .length = 0x1000, .state = HBM_INCIDENT_PAUSING },
 	}, in[4];
 	struct hbm_incidents_damage damage;
-	uint8_t *file;
-	size_t len, n;
 	uint64_t ours;
+	size_t n;
 
-	setup();
-	ck_assert_int_eq(symlinkat("away/incidents", d->state_dir, "incidents"), 0);
-	recovery_load(d);
-	ck_assert(d->incidents_unread);
+	incidents_behind_a_dangling_link();
 	ck_assert_int_eq(d->incidents_error, -ENOLINK);
 	rank("job", 0, 0, 0);
 	recovery_on_lost_data(d, "dev", 0, 0x1000);
@@ -437,10 +455,7 @@ START_TEST(an_unread_incidents_file_is_not_saved_over)
 	ck_assert_uint_eq(drained, 1);
 	/* saved whole, under the name (the link renamed over, as every save does) */
 	ck_assert_uint_eq(incidents_file_type(), S_IFREG);
-	ck_assert_int_eq(hbm_read_file(d->state_dir, "incidents", &file, &len), 0);
-	ck_assert_int_eq(hbm_incidents_decode(file, len, in, 4, &n, &damage), 0);
-	free(file);
-	ck_assert_uint_eq(n, 3);
+	ck_assert_uint_eq(saved_incidents(in, 4, &damage), 3);
 	ck_assert_uint_eq(in[2].id, ours);
 	remove_away();
 	cleanup();
@@ -456,9 +471,7 @@ START_TEST(a_late_read_tells_no_live_rank)
 {
 	struct hbm_ctl_incident x = { .id = 8, .length = 0x1000, .state = HBM_INCIDENT_PAUSING };
 
-	setup();
-	ck_assert_int_eq(symlinkat("away/incidents", d->state_dir, "incidents"), 0);
-	recovery_load(d);
+	incidents_behind_a_dangling_link();
 	rank("job", 0, 0, 0);
 	strcpy(x.job, "job");
 	strcpy(x.device, "dev");
@@ -484,13 +497,9 @@ START_TEST(ids_kept_in_order_when_the_clock_went_back)
 {
 	struct hbm_ctl_incident x = { .length = 0x1000, .state = HBM_INCIDENT_RESUMED }, in[8];
 	struct hbm_incidents_damage damage;
-	uint8_t *file;
-	size_t len, n;
 	uint64_t ours;
 
-	setup();
-	ck_assert_int_eq(symlinkat("away/incidents", d->state_dir, "incidents"), 0);
-	recovery_load(d);
+	incidents_behind_a_dangling_link();
 	rank("job", 0, 0, 0);
 	recovery_on_lost_data(d, "dev", 0, 0x1000);
 	ours = d->incidents[0].info.id;
@@ -503,10 +512,7 @@ START_TEST(ids_kept_in_order_when_the_clock_went_back)
 	ck_assert_uint_eq(d->nr_incidents, 2);
 	ck_assert_uint_eq(d->incidents[0].info.id, ours - 1);
 	ck_assert_uint_eq(d->incidents[1].info.id, ours);
-	ck_assert_int_eq(hbm_read_file(d->state_dir, "incidents", &file, &len), 0);
-	ck_assert_int_eq(hbm_incidents_decode(file, len, in, 8, &n, &damage), 0);
-	free(file);
-	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(saved_incidents(in, 8, &damage), 2);
 	ck_assert_uint_eq(damage.bad_records, 0);
 	remove_away();
 	cleanup();
@@ -518,9 +524,7 @@ START_TEST(a_late_read_moves_our_timers_with_ours)
 {
 	struct hbm_ctl_incident x = { .id = 7, .length = 0x1000, .state = HBM_INCIDENT_RESUMED };
 
-	setup();
-	ck_assert_int_eq(symlinkat("away/incidents", d->state_dir, "incidents"), 0);
-	recovery_load(d);
+	incidents_behind_a_dangling_link();
 	rank("job", 0, 0, 0);
 	recovery_on_lost_data(d, "dev", 0, 0x1000);
 	ck_assert_ptr_nonnull(d->incidents[0].timer);

@@ -493,6 +493,35 @@ static mode_t drain_file_type(void)
 }
 
 /*
+ * A daemon started with its drain file a link to a disk not mounted yet,
+ * a hook that cannot run (the sink on, its runs retried).
+ */
+static void drain_behind_a_dangling_link(struct daemon *d, struct hbm_sched *s)
+{
+	char path[128];
+
+	make_dir();
+	snprintf(path, sizeof(path), "%s/drain", dir);
+	ck_assert_int_eq(symlink("away/drain", path), 0);
+	daemon_for(d);
+	d->cfg.sched.slurm = false;
+	strcpy(d->cfg.sched.hook, "/nonexistent/hook");
+	sched_init(s, d);
+}
+
+/* The disk there: the file the link names holds @kept. */
+static void disk_mounted(struct daemon *d, const char *kept)
+{
+	int away;
+
+	ck_assert_int_eq(mkdirat(d->state_dir, "away", 0700), 0);
+	away = openat(d->state_dir, "away", O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(away, 0);
+	ck_assert_int_eq(hbm_atomic_write(away, "drain", kept, strlen(kept)), 0);
+	close(away);
+}
+
+/*
  * A drain file there that cannot be read (a link to a disk not mounted
  * yet) is not saved over, and says so; the node is neither drained nor
  * resumed for it, but is for a cause heard meanwhile.  Once it reads, its
@@ -509,16 +538,8 @@ START_TEST(a_drain_file_not_read_is_not_saved_over)
 			   "cause\trma\t200\thbm:hbm0\t\t\tfrom before\n";
 	struct hbm_ctl_drain dr;
 	struct hbm_fact f;
-	char path[128];
-	int away;
 
-	make_dir();
-	snprintf(path, sizeof(path), "%s/drain", dir);
-	ck_assert_int_eq(symlink("away/drain", path), 0);
-	daemon_for(&d);
-	d.cfg.sched.slurm = false;
-	strcpy(d.cfg.sched.hook, "/nonexistent/hook");
-	sched_init(&s, &d);
+	drain_behind_a_dangling_link(&d, &s);
 	ck_assert(s.unread);
 	ck_assert_int_eq(d.drain_error, -ENOLINK);
 	ck_assert_uint_eq(s.want, HBM_DRAIN_WANT_NONE);
@@ -536,11 +557,7 @@ START_TEST(a_drain_file_not_read_is_not_saved_over)
 	ck_assert(s.unread);
 	ck_assert_uint_eq(drain_file_type(), S_IFLNK);
 
-	ck_assert_int_eq(mkdirat(d.state_dir, "away", 0700), 0);
-	away = openat(d.state_dir, "away", O_RDONLY | O_DIRECTORY);
-	ck_assert_int_ge(away, 0);
-	ck_assert_int_eq(hbm_atomic_write(away, "drain", kept, strlen(kept)), 0);
-	close(away);
+	disk_mounted(&d, kept);
 	sched_save_again(&s);
 	ck_assert(!s.unread);
 	ck_assert_int_eq(d.drain_error, 0);
@@ -574,23 +591,11 @@ START_TEST(a_drain_file_read_late_as_it_was)
 	static struct hbm_sched s;
 	const char *kept = "hbmguard-drain 1\nwant drain\nhook done\n"
 			   "cause\trma\t200\thbm:hbm0\t\t\tfrom before\n";
-	char path[128];
-	int away;
 
-	make_dir();
-	snprintf(path, sizeof(path), "%s/drain", dir);
-	ck_assert_int_eq(symlink("away/drain", path), 0);
-	daemon_for(&d);
-	d.cfg.sched.slurm = false;
-	strcpy(d.cfg.sched.hook, "/nonexistent/hook");
-	sched_init(&s, &d);
+	drain_behind_a_dangling_link(&d, &s);
 	sched_start(&s);
 	ck_assert(s.unread);
-	ck_assert_int_eq(mkdirat(d.state_dir, "away", 0700), 0);
-	away = openat(d.state_dir, "away", O_RDONLY | O_DIRECTORY);
-	ck_assert_int_ge(away, 0);
-	ck_assert_int_eq(hbm_atomic_write(away, "drain", kept, strlen(kept)), 0);
-	close(away);
+	disk_mounted(&d, kept);
 	sched_save_again(&s);
 	ck_assert(!s.unread);
 	ck_assert_uint_eq(s.nr, 1);
