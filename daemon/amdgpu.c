@@ -30,12 +30,16 @@
  *   a card gone              DEVICE_GONE
  *
  * Counts that fall (a GPU reset clears them) start again from where they
- * are; a card in reset ("Query currently inaccessible") keeps its last,
- * and one first seen so gives them with its first health after they read.
- * A list read shorter than the last keeps the rest of the last (keep_rest():
- * the driver's list only grows).  A card whose unique_id cannot be read (in
- * reset, suspended, or after a resume that failed) keeps its last read; one
- * not seen yet is not watched until it can be; either said once.
+ * are; a card in reset ("Query currently inaccessible") keeps its last.
+ * The total its health carries is of the blocks read, given again with
+ * its health when a block not read before (one in reset when the card was
+ * first seen) reads.  A list read shorter than the last, the same as far
+ * as it goes, keeps the rest of the last (keep_rest(): the driver's list
+ * only grows while it has the card; a card it made anew, unbound and bound
+ * again, has a new directory, and is gone, then seen).  A card whose
+ * unique_id cannot be read (in reset, suspended, or after a resume that
+ * failed) keeps its last read; one not seen yet is not watched until it
+ * can be; either said once.
  * The files are sysfs attributes amdgpu writes whole on each read: a poll
  * reads a few KiB per card.  The device's identity and PCI address come
  * from files of the PCI core and amdgpu:
@@ -63,6 +67,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "amdgpu.h"
 #include "amdgpu_ras.h"
@@ -74,8 +79,9 @@
 struct card {
 	char name[16];			/* "card0", under the DRM directory */
 	bool present;			/* found by this poll */
-	bool counts_told;		/* its blocks' counts given once, all readable */
 	bool short_said;		/* its list read short, said */
+	ino_t ino;			/* its directory's: a new one is a new driver's card */
+	uint32_t told_blocks;		/* the blocks whose counts the last total had */
 	int error;			/* of its last read, said once */
 	uint32_t health;		/* HBMGUARD_HEALTH_*, as its list gives it */
 	struct hbm_fact_device dev;
@@ -89,7 +95,8 @@ struct amdgpu_facts {
 	size_t nr;
 	bool polled;			/* after the first poll a new card is news */
 	bool full_said;
-	uint64_t unnamed_said;		/* card N (< 64) not seen: no unique_id read, said */
+	char unnamed[AMDGPU_MAX_CARDS][16];	/* not seen, no unique_id read: said */
+	size_t nr_unnamed;
 	sd_event_source *timer;
 };
 
@@ -328,41 +335,46 @@ static uint32_t list_health(const struct amdgpu_ras *ras)
 }
 
 /*
- * What its blocks count, all of them, de: as ue (as error_fact() says it):
- * the base that its ERROR facts' growth adds to.  None while one is in reset.
+ * What its blocks count, those read (in reset since, their last: see
+ * new_errors()), de: as ue (as error_fact() says it): the base that its
+ * ERROR facts' growth adds to.  Return: the blocks counted, a bit each.
  */
-static void driver_counts(const struct amdgpu_ras *ras, struct hbm_fact_driver *d)
+static uint32_t driver_counts(const struct amdgpu_ras *ras, struct hbm_fact_driver *d)
 {
+	uint32_t counted = 0;
 	size_t i;
 
 	for (i = 0; i < ras->nr_blocks; i++) {
 		const struct amdgpu_err_count *n = &ras->block[i].count;
 
-		if (n->inaccessible) {
-			d->ue = d->ce = 0;
-			return;
-		}
+		if (n->inaccessible)
+			continue;
 		d->ue += n->ue + n->de;
 		d->ce += n->ce;
+		counted |= 1U << i;
 	}
-	d->have = HBM_DRIVER_ECC;
+	if (counted)
+		d->have = HBM_DRIVER_ECC;
+	return counted;
 }
 
 /*
  * Its health as @ras gives it, when it changed or @sync (read, not heard):
- * its last fact.  Its blocks' counts go with the first (@sync), or, where a block was in
- * reset then, with the first health after they all read, changed or not:
- * the registrar adds growth only to counts it was given.
+ * its last fact.  Its blocks' counts go with the first (@sync), and again,
+ * with its health, changed or not, when a block first read since counts
+ * too (one in reset then, or whose query fails for good, is left out of
+ * the total until it reads): the registrar adds growth only to counts it
+ * was given, and a block's first count is no growth.
  */
 static void health_fact(struct amdgpu_facts *s, struct card *c, const struct amdgpu_ras *ras,
 			int sync)
 {
 	struct hbm_fact_driver counts = { 0 };
-	uint32_t health = list_health(ras);
+	uint32_t health = list_health(ras), counted = driver_counts(ras, &counts);
 	struct hbm_fact f;
 
-	if (sync || !c->counts_told)
-		driver_counts(ras, &counts);
+	if (!sync && !(counted & ~c->told_blocks))
+		counts = (struct hbm_fact_driver){ 0 };	/* the total it has stands */
 	if (!sync && health == c->health && !counts.have)
 		return;
 	fill(&f, HBM_FACT_HEALTH, c);
@@ -372,7 +384,8 @@ static void health_fact(struct amdgpu_facts *s, struct card *c, const struct amd
 	f.flags = HBM_FACT_UNHEARD;	/* read, as its pages are: the module's event says it */
 	f.sync = sync;
 	f.driver = counts;
-	c->counts_told |= counts.have != 0;
+	if (counts.have)
+		c->told_blocks = counted;
 	if (health == HBMGUARD_HEALTH_RMA)
 		snprintf(f.text, sizeof(f.text), "a bad page amdgpu could not reserve");
 	c->health = health;
@@ -381,7 +394,7 @@ static void health_fact(struct amdgpu_facts *s, struct card *c, const struct amd
 
 /* A card not seen before: the device, what its list already holds, its health. */
 static void seen(struct amdgpu_facts *s, const char *name, const struct hbm_fact_device *dev,
-		 struct amdgpu_ras *ras)
+		 struct amdgpu_ras *ras, ino_t ino)
 {
 	struct card *c;
 	struct hbm_fact f;
@@ -400,6 +413,7 @@ static void seen(struct amdgpu_facts *s, const char *name, const struct hbm_fact
 	snprintf(c->name, sizeof(c->name), "%s", name);
 	c->present = true;
 	c->dev = *dev;
+	c->ino = ino;
 	c->last = *ras;
 	if (strncmp(dev->identity, "amdgpu-pci-", 11) == 0)
 		fprintf(stderr, "<5>hbmguardd: amdgpu: %s has no unique_id: its identity "
@@ -417,9 +431,9 @@ static void seen(struct amdgpu_facts *s, const char *name, const struct hbm_fact
  * failed, for good): said once while it lasts.  A card seen keeps its
  * identity and last read; one not seen yet is not, until it reads.
  */
-static void unnamed(struct amdgpu_facts *s, struct card *c, const char *name, unsigned int n)
+static void unnamed(struct amdgpu_facts *s, struct card *c, const char *name)
 {
-	uint64_t bit = n < 64 ? 1ULL << n : 0;
+	size_t i;
 
 	if (c) {
 		c->present = true;	/* the same GPU: read it next time */
@@ -427,30 +441,52 @@ static void unnamed(struct amdgpu_facts *s, struct card *c, const char *name, un
 			fprintf(stderr, "<4>hbmguardd: amdgpu: %s: its unique_id cannot be read "
 				"(in reset or suspended): its last read kept until it can\n", name);
 		c->error = -EAGAIN;
-	} else if (bit && !(s->unnamed_said & bit)) {
-		fprintf(stderr, "<4>hbmguardd: amdgpu: %s: its unique_id cannot be read (in reset "
-			"or suspended): not watched until it can\n", name);
-		s->unnamed_said |= bit;
+		return;
 	}
+	for (i = 0; i < s->nr_unnamed && strcmp(s->unnamed[i], name); i++)
+		;
+	if (i < s->nr_unnamed || s->nr_unnamed == AMDGPU_MAX_CARDS)
+		return;		/* said; or as many said as there can be cards */
+	fprintf(stderr, "<4>hbmguardd: amdgpu: %s: its unique_id cannot be read (in reset or "
+		"suspended): not watched until it can\n", name);
+	snprintf(s->unnamed[s->nr_unnamed++], sizeof(s->unnamed[0]), "%s", name);
+}
+
+/* Its unique_id read: said again should it fail again. */
+static void named(struct amdgpu_facts *s, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < s->nr_unnamed; i++)
+		if (!strcmp(s->unnamed[i], name)) {
+			memcpy(s->unnamed[i], s->unnamed[--s->nr_unnamed], sizeof(s->unnamed[0]));
+			return;
+		}
 }
 
 /*
  * amdgpu's list only grows while the driver has the card (its entries
- * appended to eh_data->bps, none taken out), but a read of it may end
- * early: amdgpu_ras_sysfs_badpages_read() returns 0, the end, where
- * amdgpu_ras_badpages_read() fails (its kmalloc() of the whole list), for
- * each 4 KiB read (amdgpu_ras.c, 6.1 and 6.12).  Read shorter than the
- * last: the rest of the last read kept, so that its pages neither leave
+ * appended to eh_data->bps by amdgpu_ras_add_bad_pages(), none taken out
+ * until the driver lets the card go: a new card directory, poll_card()),
+ * but a read of it may end early: amdgpu_ras_sysfs_badpages_read()
+ * returns 0, the end, where amdgpu_ras_badpages_read() fails (its
+ * kmalloc() of the whole list), for each 4 KiB read (amdgpu_ras.c, 6.1 and
+ * 6.12).  Read shorter than the last, and the same pages as far as it
+ * goes: the rest of the last read kept, so that its pages neither leave
  * its health nor come back as news.  Return: 0, or -ENOMEM (nothing read).
  */
 static int keep_rest(struct card *c, struct amdgpu_ras *now)
 {
 	const struct amdgpu_ras *was = &c->last;
 	struct amdgpu_bad_page *p;
+	size_t i;
 
-	if (now->nr_pages >= was->nr_pages) {
+	for (i = 0; i < now->nr_pages && i < was->nr_pages; i++)
+		if (now->pages[i].pfn != was->pages[i].pfn)
+			break;
+	if (now->nr_pages >= was->nr_pages || i < now->nr_pages) {
 		c->short_said = false;
-		return 0;
+		return 0;	/* whole, or another list */
 	}
 	p = realloc(now->pages, was->nr_pages * sizeof(*p));
 	if (!p)
@@ -467,13 +503,14 @@ static int keep_rest(struct card *c, struct amdgpu_ras *now)
 	return 0;
 }
 
-static void poll_card(struct amdgpu_facts *s, const char *name, unsigned int n)
+static void poll_card(struct amdgpu_facts *s, const char *name)
 {
 	struct hbm_fact_device dev;
 	struct amdgpu_ras ras;
 	struct card *c = find_card(s, name);
 	char dir[PATH_MAX], file[64];
 	const char *why = NULL;
+	struct stat st;
 	size_t line;
 	int err;
 
@@ -481,13 +518,22 @@ static void poll_card(struct amdgpu_facts *s, const char *name, unsigned int n)
 		return;
 	err = describe(dir, name, &dev);
 	if (err == -EAGAIN)
-		unnamed(s, c, name, n);
+		unnamed(s, c, name);
 	if (err <= 0)
 		return;
-	if (n < 64)
-		s->unnamed_said &= ~(1ULL << n);
-	if (c && strcmp(c->dev.identity, dev.identity)) {
-		gone(s, c);		/* another GPU under the card's name */
+	named(s, name);
+	/*
+	 * kernfs numbers each node it makes anew (kernfs_new_node(),
+	 * fs/kernfs/dir.c, 6.1 and 6.12): another inode under the card's
+	 * name is a card the driver made anew (unbound and bound again
+	 * between two polls), its list read anew from its EEPROM.
+	 */
+	dir[strlen(dir) - strlen("/device")] = 0;
+	if (stat(dir, &st))	/* the card's directory, not its PCI device's */
+		st.st_ino = 0;
+	strcat(dir, "/device");
+	if (c && (strcmp(c->dev.identity, dev.identity) || c->ino != st.st_ino)) {
+		gone(s, c);		/* another GPU, or the driver's anew */
 		c = NULL;
 	}
 	err = amdgpu_ras_read(dir, &ras, &why, file, sizeof(file), &line);
@@ -506,7 +552,7 @@ static void poll_card(struct amdgpu_facts *s, const char *name, unsigned int n)
 		return;
 	}
 	if (!c) {
-		seen(s, name, &dev, &ras);
+		seen(s, name, &dev, &ras, st.st_ino);
 		return;
 	}
 	if (keep_rest(c, &ras)) {
@@ -544,7 +590,7 @@ int amdgpu_facts_poll(struct amdgpu_facts *s)
 		/* "card0", not its connectors ("card0-DP-1") */
 		if (sscanf(de->d_name, "card%u%c", &n, &tail) == 1 &&
 		    strlen(de->d_name) < sizeof(s->card[0].name))
-			poll_card(s, de->d_name, n);
+			poll_card(s, de->d_name);
 	}
 	closedir(dir);
 	for (i = s->nr; i-- > 0;)

@@ -842,9 +842,10 @@ static size_t put_before(struct daemon *d, struct hbm_ctl_incident *in, size_t n
 	 * took its ids from a clock since set back).
 	 */
 	if (ours && in[n - 1].id >= d->incidents[n].info.id && d->incidents[n].info.id > n) {
-		fprintf(stderr, "<4>hbmguardd: the incidents file's ids reach %" PRIu64 ", past those "
-			"taken since the start (the clock was set back): its %zu renumbered from "
-			"%" PRIu64 "\n", in[n - 1].id, n, d->incidents[n].info.id - n);
+		fprintf(stderr, "<4>hbmguardd: the incidents file's ids reach those taken since "
+			"the start (the clock was set back): its %zu, %" PRIu64 " to %" PRIu64
+			", renumbered %" PRIu64 " to %" PRIu64 "\n", n, in[0].id, in[n - 1].id,
+			d->incidents[n].info.id - n, d->incidents[n].info.id - 1);
 		for (i = 0; i < n; i++)
 			in[i].id = d->incidents[n].info.id - n + i;
 	}
@@ -876,13 +877,14 @@ static size_t put_before(struct daemon *d, struct hbm_ctl_incident *in, size_t n
  * The incidents file read: at the start, or, where it could not be then,
  * at a retry of the saves.  Only records that check out are taken
  * (incidents.h), the newest HBM_INCIDENTS_KEPT; a damaged file, or one
- * that cannot be read for good (not a regular file, a link that loops,
- * one root may not read), is kept aside, replaced by those.  One that
- * could not be read for now (hbm_read_again()) is not saved over, and
- * read again at each retry: the incidents opened meanwhile take ids above
- * any it can hold (the clock's microseconds), and go after its own once
- * it is read.  An incident left open by the previous daemon is escalated:
- * its ranks' connections are gone, and no rank of this one's is told.
+ * that cannot be one of ours (not a regular file, or too large), is kept
+ * aside, replaced by those.  One that could not be read (hbm_read_again())
+ * is not saved over, and read again at each retry, once mended (a disk
+ * mounted, a link or a mode set right): the incidents opened meanwhile
+ * take ids above any it can hold (the clock's microseconds), and go after
+ * its own once it is read.  An incident left open by the previous daemon
+ * is escalated: its ranks' connections are gone, and no rank of this
+ * one's is told.
  */
 static void load(struct daemon *d)
 {

@@ -583,13 +583,14 @@ static void run_anew(struct hbm_sched *s);
 /*
  * The file read, at the start or, where it could not be then, at a retry
  * (sched_save_again()).  One that does not parse is set aside, and what
- * parsed before kept; one that cannot be read for good (not a regular
- * file, a link that loops, one root may not read) likewise, none of it
- * kept: Slurm's side keeps a drain of ours, which is not resumed then,
- * only no longer ours to resume.  One that could not be read for now
- * (hbm_read_again()) is left as it is, not saved over, and read again at
- * the state files' next retry: until then the node is neither drained nor
- * resumed for what it holds.
+ * parsed before kept; one that cannot be a file of ours (not a regular
+ * file, or too large) likewise, none of it kept: Slurm's side keeps a
+ * drain of ours, which is not resumed then, only no longer ours to resume.
+ * One that could not be read (hbm_read_again(): a link to a disk not
+ * mounted yet, one that loops, a mode root may not read, an I/O error) is
+ * left as it is, not saved over, and read again at the state files' next
+ * retry, once mended: until then the node is neither drained nor resumed
+ * for what it holds.
  */
 static void load(struct hbm_sched *s)
 {
@@ -1160,7 +1161,8 @@ void sched_fact(void *ctx, const struct hbm_fact *f)
 {
 	struct hbm_sched *s = ctx;
 
-	if (f->type != HBM_FACT_HEALTH)
+	/* a health read again, unchanged (its counts given: amdgpu.c): no new cause */
+	if (f->type != HBM_FACT_HEALTH || (!f->sync && f->state == f->aux))
 		return;
 	if (f->state == HBMGUARD_HEALTH_RMA)
 		add_cause(s, HBM_DRAIN_RMA, f->dev.identity, f->dev.pci, f->dev.name,

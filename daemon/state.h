@@ -208,19 +208,16 @@ int hbm_atomic_write(int dirfd, const char *name, const void *buf, size_t len);
 /* HBM_ENOTREG and hbm_read_strerror() are ctl.h's: a status carries them. */
 int hbm_read_file(int dirfd, const char *name, uint8_t **buf, size_t *len);
 /*
- * Whether hbm_read_file()'s @err, negative, may go by itself: the file not
+ * Whether hbm_read_file()'s @err, negative, leaves a file there unread: not
  * to be saved over (it may be all there is of what it holds) but read
- * again later: a link whose disk is not mounted yet, an I/O error, no
- * memory, a stale NFS handle.  Any other (a link that loops, a file no
- * root without CAP_DAC_OVERRIDE may read, one larger than any of ours,
- * what is not a regular file) stays until a person acts: the incidents
- * and drain files set it aside as damage (a second name: nothing of it
- * lost) rather than hold their saves for ever.
+ * again later, when its disk is mounted, its link or mode mended, its I/O
+ * error gone.  Not so: no file (-ENOENT), and what cannot be a file of
+ * ours (not a regular file, -HBM_ENOTREG; larger than any, -EFBIG), which
+ * the incidents and drain files set aside as damage.
  */
 static inline bool hbm_read_again(int err)
 {
-	return err == -ENOLINK || err == -EIO || err == -ENOMEM || err == -ESTALE ||
-	       err == -EAGAIN || err == -EINTR || err == -ENFILE || err == -EMFILE;
+	return err && err != -ENOENT && err != -HBM_ENOTREG && err != -EFBIG;
 }
 
 /* hbm_file_quarantine(): renamed, not linked; no file under its name until replaced */
