@@ -503,7 +503,8 @@ static int keep_rest(struct card *c, struct amdgpu_ras *now)
 	return 0;
 }
 
-static void poll_card(struct amdgpu_facts *s, const char *name)
+/* Card @name of the DRM directory, open as @drm. */
+static void poll_card(struct amdgpu_facts *s, int drm, const char *name)
 {
 	struct hbm_fact_device dev;
 	struct amdgpu_ras ras;
@@ -528,10 +529,8 @@ static void poll_card(struct amdgpu_facts *s, const char *name)
 	 * name is a card the driver made anew (unbound and bound again
 	 * between two polls), its list read anew from its EEPROM.
 	 */
-	dir[strlen(dir) - strlen("/device")] = 0;
-	if (stat(dir, &st))	/* the card's directory, not its PCI device's */
+	if (fstatat(drm, name, &st, 0))	/* the card's directory, not its device's */
 		st.st_ino = 0;
-	strcat(dir, "/device");
 	if (c && (strcmp(c->dev.identity, dev.identity) || c->ino != st.st_ino)) {
 		gone(s, c);		/* another GPU, or the driver's anew */
 		c = NULL;
@@ -590,7 +589,7 @@ int amdgpu_facts_poll(struct amdgpu_facts *s)
 		/* "card0", not its connectors ("card0-DP-1") */
 		if (sscanf(de->d_name, "card%u%c", &n, &tail) == 1 &&
 		    strlen(de->d_name) < sizeof(s->card[0].name))
-			poll_card(s, de->d_name);
+			poll_card(s, dirfd(dir), de->d_name);
 	}
 	closedir(dir);
 	for (i = s->nr; i-- > 0;)
