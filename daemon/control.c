@@ -202,7 +202,11 @@ static int mutate(struct client *c, bool admin, uint16_t type, const struct hbm_
 		return -EPERM;
 	}
 	err = store_apply(c->d->store, type, x);
-	if (err)
+	if (err == -EINPROGRESS)	/* the save's error said by the store */
+		fprintf(stderr, "<4>hbmguardd: %s: 0x%" PRIx64 "+0x%" PRIx64
+			" %s for pid %d, NOT saved yet: retrying\n", x->identity, x->offset,
+			x->length, type == HBM_CTL_RETIRE ? "retired" : "cleared", c->cred.pid);
+	else if (err)
 		fprintf(stderr, "<4>hbmguardd: %s of %s 0x%" PRIx64 "+0x%" PRIx64
 			" for pid %d failed: %s\n", verbs[type], x->identity,
 			x->offset, x->length, c->cred.pid, strerror(-err));

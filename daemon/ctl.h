@@ -88,10 +88,14 @@
  * RECOVERY may arrive between a request and its reply.
  *
  * A reply has HBM_CTL_REPLY added to the request's type and the request's
- * seq.  error is 0, or a negative errno saying why nothing was done; an
- * error reply carries no body.  A RETIRE or CLEAR is answered only once the
+ * seq.  error is 0, or a negative errno saying why nothing was done (but
+ * for RETIRE's and CLEAR's -EINPROGRESS, below); an error reply carries no
+ * body.  A RETIRE or CLEAR is answered only once the
  * kernel has it and the state file holding it is on disk (fsync'd): its
- * reply is the acknowledgement that a power cut will not lose it.
+ * reply is the acknowledgement that a power cut will not lose it.  One the
+ * kernel took whose save failed is answered -EINPROGRESS: done in the
+ * kernel, not on disk yet, the save retried (STATUS says why, and when it
+ * is on disk: unsaved back to 0).
  *
  * header.size is the whole packet's length and must be exactly the header
  * plus its type's body.  Reserved fields are zero and strings NUL-terminated

@@ -33,7 +33,8 @@
  *
  * Exit status, one meaning each, status's as systemctl status's (LSB):
  * 0 success; 1 the kernel or the daemon refused (the message says why;
- * status: the daemon runs but some state is not on disk yet); 2 bad usage;
+ * status: the daemon runs but some state is not on disk yet; retire and
+ * clear: done in the kernel, not on disk yet); 2 bad usage;
  * 3 hbmguardd is not running (status, and ranks, incidents, gpus, drain and undrain, which
  * only it can answer); 4 /dev/hbmguard missing (module not loaded: any
  * command that reads or changes the module's tables, status included).
@@ -1306,6 +1307,23 @@ static int cmd_translate(int argc, char **argv)
 }
 
 /*
+ * A retire or clear through hbmguardd that the kernel took and its save did
+ * not (ctl.h): said with the daemon's reason, which it retries.  Exits 1,
+ * as status does while some state is not on disk.
+ */
+static int not_saved_yet(const char *verb)
+{
+	struct hbm_ctl_status st;
+	int err = ask_daemon(HBM_CTL_STATUS, NULL, &st);
+
+	fprintf(stderr, "hbmctl: %s: done in the kernel, NOT on disk yet (%s): hbmguardd "
+		"retries the save; hbmctl status says when it is saved\n", verb,
+		!err && st.last_save_error ? hbm_read_strerror(st.last_save_error) :
+		"the save failed");
+	return EXIT_REFUSED;
+}
+
+/*
  * Retire or clear: through hbmguardd when it runs, which answers once the
  * change is on disk; into the kernel directly when it does not (hbmguardd
  * takes the kernel's table into its files when it starts).  A clear made
@@ -1332,6 +1350,8 @@ static int cmd_extent(unsigned long cmd, uint32_t dev, uint64_t offset,
 	err = ask_daemon(retire ? HBM_CTL_RETIRE : HBM_CTL_CLEAR, &req, NULL);
 	if (err == 0)
 		return 0;
+	if (err == -EINPROGRESS)
+		return not_saved_yet(retire ? "retire" : "clear");
 	if (err != 1 && err != -EUSERS) {
 		errno = -err;
 		refused(retire ? "retire (hbmguardd)" : "clear (hbmguardd)");

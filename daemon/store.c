@@ -1371,7 +1371,9 @@ static void clear_not_pending(struct hbm_store *s, const struct hbm_ctl_extent *
  * a clear whose save fails is kept until a save succeeds (retried), so that
  * no write of the file brings back what the kernel no longer has.
  *
- * Return: 0, or the negative errno of the kernel or of the save.
+ * Return: 0; -EINPROGRESS when the kernel made the change but its save
+ * failed (retried: the status says why); or the kernel's negative errno,
+ * nothing done.
  */
 int store_apply(struct hbm_store *s, uint16_t type, const struct hbm_ctl_extent *x)
 {
@@ -1396,8 +1398,8 @@ int store_apply(struct hbm_store *s, uint16_t type, const struct hbm_ctl_extent 
 		if (err && kept > 0)
 			clear_not_pending(s, x);	/* nothing cleared */
 	}
-	if (!err)
-		err = save(s, dev);
+	if (!err && save(s, dev))
+		err = -EINPROGRESS;	/* said by save_done(), and retried */
 	free(l);
 	daemon_notify_status(s->d);
 	return err;

@@ -338,8 +338,12 @@ dd if=/dev/zero of=/tmp/fstate/fill bs=4k 2>/dev/null
 # Through the daemon: an operator's retire is a snapshot, a new file the
 # full disk refuses (a change heard is an append to the file's last block,
 # which may still have room: below).
-check "a retire on a full disk: the answer says it is not saved" \
-	'! ctl retire sim0 0x7000 2>/tmp/err && grep -q "retire (hbmguardd): No space left on device" /tmp/err'
+check "a retire on a full disk: done in the kernel, the answer says not on disk yet" \
+	'ctl retire sim0 0x7000 2>/tmp/err; [ $? = 1 ] &&
+	grep -q "^hbmctl: retire: done in the kernel, NOT on disk yet (No space left on device): hbmguardd retries the save" /tmp/err &&
+	hbmctl pages sim0 | grep -q "^0x7000 *1 .*retired *admin"'
+check "... said by the daemon" \
+	'grep -q "^<4>hbmguardd: sim:sim0: 0x7000+0x1000 retired for pid [0-9]*, NOT saved yet: retrying$" /tmp/daemon.log'
 eventually "a failed save in hbmctl status" 'ctl status | grep -q "^hbmguardd: 1 state files NOT SAVED (No space left on device): retrying$"'
 check "... which exits 1 then" 'ctl status >/dev/null; [ $? = 1 ]'
 check "... and in its JSON" 'ctl --json status | grep -q "\"unsaved\":1,"'

@@ -76,7 +76,7 @@ static void fake_restore(void *ctx, const struct device *dev, const struct hbm_s
 	restores_outside_read += stored->nr && !store.reading.active;
 }
 
-/* A CLEAR takes the page out of the table. */
+/* A CLEAR takes the page out of the table, a RETIRE puts it in. */
 static int fake_change(void *ctx, const struct device *dev, uint16_t type,
 		       const struct hbm_ctl_extent *x)
 {
@@ -86,6 +86,15 @@ static int fake_change(void *ctx, const struct device *dev, uint16_t type,
 	(void)dev;
 	if (change_err)
 		return change_err;	/* nothing changed, as the module's errors */
+	if (type == HBM_CTL_RETIRE) {
+		ck_assert_uint_lt(table_nr, sizeof(table) / sizeof(table[0]));
+		table[table_nr++] = (struct hbm_state_record){
+			.offset = x->offset, .length = x->length, .first_seen = 333,
+			.last_seen = 333, .state = HBMGUARD_STATE_RETIRED,
+			.source = HBMGUARD_SOURCE_ADMIN,
+		};
+		return 0;
+	}
 	if (type == HBM_CTL_CLEAR)
 		for (i = 0; i < table_nr; i++)
 			if (table[i].offset != x->offset)
@@ -738,7 +747,7 @@ START_TEST(a_clear_whose_dump_fails_is_not_acknowledged)
 {
 	bool has;
 
-	ck_assert_int_eq(clear_then_late_event(-EIO, &has), -EIO);
+	ck_assert_int_eq(clear_then_late_event(-EIO, &has), -EINPROGRESS);
 }
 END_TEST
 
@@ -751,7 +760,7 @@ static sd_event *stored_and_a_clear_unsaved(const char *identity)
 	snprintf(x.identity, sizeof(x.identity), "%s", identity);
 	snprintf(listed.dev[0].identity, sizeof(listed.dev[0].identity), "%s", identity);
 	dump_err = -EIO;
-	ck_assert_int_eq(store_apply(&store, HBM_CTL_CLEAR, &x), -EIO);
+	ck_assert_int_eq(store_apply(&store, HBM_CTL_CLEAR, &x), -EINPROGRESS);
 	dump_err = 0;
 	return loop;
 }
@@ -771,6 +780,34 @@ START_TEST(a_clear_whose_save_fails_is_saved_by_the_retry)
 	retried_until_saved(loop);
 	ck_assert(!file_has(0x9000));
 	ck_assert_uint_eq(owes_clears("sim:s"), 0);
+	store_loop_end(loop);
+}
+END_TEST
+
+/*
+ * An operator's retire the kernel took whose save failed answers so
+ * (-EINPROGRESS: done, not on disk yet), not as a refusal, and the retry
+ * saves it; one the kernel refuses answers the kernel's error, nothing
+ * done and nothing unsaved.
+ */
+START_TEST(a_retire_whose_save_fails_is_done_not_refused)
+{
+	struct hbm_ctl_extent x = { .identity = "sim:s", .offset = 0x7000, .length = 0x1000 };
+	sd_event *loop = stored_one_page();
+
+	change_err = -EINVAL;
+	ck_assert_int_eq(store_apply(&store, HBM_CTL_RETIRE, &x), -EINVAL);
+	change_err = 0;
+	ck_assert_uint_eq(table_nr, 1);
+	ck_assert_uint_eq(store_unsaved(&store, NULL), 0);
+	dump_err = -EIO;
+	ck_assert_int_eq(store_apply(&store, HBM_CTL_RETIRE, &x), -EINPROGRESS);
+	dump_err = 0;
+	ck_assert_uint_eq(table_nr, 2);		/* the kernel has it */
+	ck_assert_uint_eq(store_unsaved(&store, NULL), 1);
+	ck_assert(!file_has(0x7000));
+	retried_until_saved(loop);
+	ck_assert(file_has(0x7000));
 	store_loop_end(loop);
 }
 END_TEST
@@ -1800,8 +1837,8 @@ START_TEST(a_clear_asked_again_is_kept_once)
 
 	loop = stored_one_page();
 	dump_err = -EIO;
-	ck_assert_int_eq(store_apply(&store, HBM_CTL_CLEAR, &x), -EIO);
-	ck_assert_int_eq(store_apply(&store, HBM_CTL_CLEAR, &x), -EIO);
+	ck_assert_int_eq(store_apply(&store, HBM_CTL_CLEAR, &x), -EINPROGRESS);
+	ck_assert_int_eq(store_apply(&store, HBM_CTL_CLEAR, &x), -EINPROGRESS);
 	ck_assert_uint_eq(owes_clears("sim:s"), 1);
 	change_err = -EINVAL;
 	ck_assert_int_eq(store_apply(&store, HBM_CTL_CLEAR, &x), -EINVAL);
@@ -1949,6 +1986,7 @@ Suite *core_suite(void)
 	tcase_add_test(st, a_cleared_page_stays_cleared_though_its_event_comes_late);
 	tcase_add_test(st, a_clear_whose_dump_fails_is_not_acknowledged);
 	tcase_add_test(st, a_clear_whose_save_fails_is_saved_by_the_retry);
+	tcase_add_test(st, a_retire_whose_save_fails_is_done_not_refused);
 	tcase_add_test(st, a_clear_the_kernel_refuses_changes_nothing);
 	tcase_add_test(st, a_file_moved_aside_is_no_longer_appended_to);
 	tcase_add_test(st, a_file_not_read_is_not_moved_aside);
