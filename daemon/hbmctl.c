@@ -1309,13 +1309,18 @@ static int cmd_translate(int argc, char **argv)
 /*
  * A retire or clear through hbmguardd that the kernel took and its save did
  * not (ctl.h): said with the daemon's reason, which it retries.  Exits 1,
- * as status does while some state is not on disk.
+ * as status does while some state is not on disk; 0 once none is.
  */
 static int not_saved_yet(const char *verb)
 {
 	struct hbm_ctl_status st;
 	int err = ask_daemon(HBM_CTL_STATUS, NULL, &st);
 
+	if (!err && !st.unsaved) {	/* a retry saved it since */
+		fprintf(stderr, "hbmctl: %s: done; its first save failed, a retry has saved it\n",
+			verb);
+		return 0;
+	}
 	fprintf(stderr, "hbmctl: %s: done in the kernel, NOT on disk yet (%s): hbmguardd "
 		"retries the save; hbmctl status says when it is saved\n", verb,
 		!err && st.last_save_error ? hbm_read_strerror(st.last_save_error) :
