@@ -132,6 +132,7 @@ u64 hbm_generation(void);
 #ifdef HBMGUARD_DEBUG
 int hbm_selftests(void);
 void hbm_selftest_removing(struct hbm_device *dev);
+bool hbm_nvidia_selftest(void);	/* nvidia.c */
 #else
 static inline int hbm_selftests(void)
 {

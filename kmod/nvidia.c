@@ -45,6 +45,12 @@
 #include "nvidia_xid.h"
 
 #define XID_RING 64
+/*
+ * The ring's last slots are kept for the Xids that lose data: a burst of
+ * the others (a failing stack's 63s and 92s, faster than the worker) fills
+ * it up to them only, so that a UE behind the burst is not dropped.
+ */
+#define XID_LOSS_RESERVE 16
 
 struct xid_report {
 	char bdf[HBMGUARD_PCI_ADDR_LEN];	/* "0000:3b:00.0" */
@@ -64,6 +70,18 @@ static bool xid_is_hbm(u32 xid)
 	return xid == 48 || xid == 63 || xid == 64 || xid == 92 || xid == 94 ||
 	       xid == 95 || xid == 140 || xid == 154 || xid == 156 || xid == 157 ||
 	       xid == 168 || xid == 171;
+}
+
+/* Those that lose data: daemon/nvlog.c's xid_hbm[] entries with lost_data. */
+static bool xid_loses_data(u32 xid)
+{
+	return xid == 48 || xid == 94 || xid == 95 || xid == 140 || xid == 171;
+}
+
+/* Whether Xid @xid takes a slot, @used of the XID_RING taken. */
+static bool xid_admitted(u32 xid, u32 used)
+{
+	return used < (xid_loses_data(xid) ? XID_RING : XID_RING - XID_LOSS_RESERVE);
 }
 
 static void xid_work_fn(struct work_struct *work)
@@ -105,7 +123,7 @@ static void hbm_nv_xid(void *data, const struct pci_dev *pdev, u32 error_code,
 	if (!xid_is_hbm(error_code) || !pdev)
 		return;
 	spin_lock_irqsave(&xid_lock, flags);
-	if (xid_tail - xid_head < XID_RING) {
+	if (xid_admitted(error_code, xid_tail - xid_head)) {
 		struct xid_report *r = &xid_ring[xid_tail++ % XID_RING];
 
 		strscpy(r->bdf, pci_name(pdev), sizeof(r->bdf));
@@ -206,3 +224,22 @@ void hbm_nvidia_exit(void)
 	unregister_tracepoint_module_notifier(&hbm_nv_nb);
 	flush_work(&xid_work);
 }
+
+#ifdef HBMGUARD_DEBUG
+/**
+ * hbm_nvidia_selftest() - the ring's reserve, for selftest.c
+ *
+ * Return: whether a burst of Xids that lose no data leaves the reserve to
+ * those that do, and a full ring takes none.
+ */
+bool hbm_nvidia_selftest(void)
+{
+	const u32 open = XID_RING - XID_LOSS_RESERVE;
+
+	return xid_admitted(92, open - 1) && !xid_admitted(92, open) &&
+	       !xid_admitted(63, XID_RING - 1) && xid_admitted(48, open) &&
+	       xid_admitted(94, XID_RING - 1) && xid_admitted(95, XID_RING - 1) &&
+	       xid_admitted(140, XID_RING - 1) && xid_admitted(171, XID_RING - 1) &&
+	       !xid_admitted(48, XID_RING) && xid_is_hbm(171);
+}
+#endif

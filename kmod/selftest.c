@@ -280,6 +280,10 @@ int hbm_selftests(void)
 		return 0;
 	if (!selftest_id_reuse() || !selftest_leaving() || !selftest_remove_held())
 		return -EIO;
+	if (!hbm_nvidia_selftest()) {
+		pr_err("selftest: the Xid ring's reserve for the Xids that lose data\n");
+		return -EIO;
+	}
 	pr_info("selftests passed\n");
 	return 0;
 }
