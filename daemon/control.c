@@ -7,7 +7,8 @@
  * administrator (CAP_SYS_ADMIN in the initial user namespace, proved per
  * request as ctl.h says) may retire or clear.  A mutation is answered after
  * store_apply() has it in the kernel and on disk, so that hbmctl's "done"
- * means durable.  The work is short (one netlink request, one state file
+ * means durable; one in the kernel whose save failed is answered so
+ * (-EINPROGRESS), the save retried.  The work is short (one netlink request, one state file
  * written) and done in the loop itself, one request at a time: requests
  * from several operators are serialised for free.
  *

@@ -94,8 +94,9 @@
  * kernel has it and the state file holding it is on disk (fsync'd): its
  * reply is the acknowledgement that a power cut will not lose it.  One the
  * kernel took whose save failed is answered -EINPROGRESS: done in the
- * kernel, not on disk yet, the save retried (STATUS says why, and when it
- * is on disk: unsaved back to 0).
+ * kernel, not on disk yet, the save retried while the daemon runs (STATUS
+ * says its saves' last error; unsaved 0 once every change is on disk).  A
+ * clear still unsaved when the daemon stops is undone at its next start.
  *
  * header.size is the whole packet's length and must be exactly the header
  * plus its type's body.  Reserved fields are zero and strings NUL-terminated

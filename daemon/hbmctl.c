@@ -33,11 +33,11 @@
  *
  * Exit status, one meaning each, status's as systemctl status's (LSB):
  * 0 success; 1 the kernel or the daemon refused (the message says why;
- * status: the daemon runs but some state is not on disk yet; retire and
- * clear: done in the kernel, not on disk yet); 2 bad usage;
+ * status: the daemon runs but some state is not on disk yet); 2 bad usage;
  * 3 hbmguardd is not running (status, and ranks, incidents, gpus, drain and undrain, which
  * only it can answer); 4 /dev/hbmguard missing (module not loaded: any
- * command that reads or changes the module's tables, status included).
+ * command that reads or changes the module's tables, status included);
+ * 5 retire or clear done in the kernel, its save failed (retried).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -64,7 +64,7 @@
 
 #define DEV_NODE "/dev/" HBMGUARD_DEVICE_NAME
 
-enum { EXIT_REFUSED = 1, EXIT_USAGE = 2, EXIT_DOWN = 3, EXIT_NODEV = 4 };
+enum { EXIT_REFUSED = 1, EXIT_USAGE = 2, EXIT_DOWN = 3, EXIT_NODEV = 4, EXIT_UNSAVED = 5 };
 
 static int fd = -1;
 static const char *control_socket = HBM_CTL_SOCKET;
@@ -1308,29 +1308,27 @@ static int cmd_translate(int argc, char **argv)
 
 /*
  * A retire or clear through hbmguardd that the kernel took and its save did
- * not (ctl.h): said with the daemon's reason, which it retries.  Exits 1,
- * as status does while some state is not on disk; 0 once none is.
+ * not (ctl.h): said, with the daemon's last save error (STATUS: perhaps
+ * another file's, the same disk's as a rule).  Nothing here can tell when
+ * this one is on disk; status's NOT SAVED gone says that every change is.
  */
-static int not_saved_yet(const char *verb)
+static int not_saved_yet(bool retire)
 {
 	struct hbm_ctl_status st;
 	int err = ask_daemon(HBM_CTL_STATUS, NULL, &st);
 
-	if (!err && !st.unsaved) {	/* a retry saved it since */
-		fprintf(stderr, "hbmctl: %s: done; its first save failed, a retry has saved it\n",
-			verb);
-		return 0;
-	}
-	fprintf(stderr, "hbmctl: %s: done in the kernel, NOT on disk yet (%s): hbmguardd "
-		"retries the save; hbmctl status says when it is saved\n", verb,
-		!err && st.last_save_error ? hbm_read_strerror(st.last_save_error) :
-		"the save failed");
-	return EXIT_REFUSED;
+	fprintf(stderr, "hbmctl: %s: done in the kernel, NOT on disk yet (the daemon's saves "
+		"fail: %s); hbmguardd retries the save until hbmctl status no longer says NOT "
+		"SAVED%s\n", retire ? "retire" : "clear",
+		!err && st.last_save_error ? hbm_read_strerror(st.last_save_error) : "unknown",
+		retire ? "" : "; a daemon stopped before then brings the pages back at its start");
+	return EXIT_UNSAVED;
 }
 
 /*
  * Retire or clear: through hbmguardd when it runs, which answers once the
- * change is on disk; into the kernel directly when it does not (hbmguardd
+ * change is on disk (or that it is in the kernel, not on disk yet: exit 5);
+ * into the kernel directly when it does not (hbmguardd
  * takes the kernel's table into its files when it starts).  A clear made
  * without the daemon is not forgotten by its files: it says so.
  */
@@ -1356,7 +1354,7 @@ static int cmd_extent(unsigned long cmd, uint32_t dev, uint64_t offset,
 	if (err == 0)
 		return 0;
 	if (err == -EINPROGRESS)
-		return not_saved_yet(retire ? "retire" : "clear");
+		return not_saved_yet(retire);
 	if (err != 1 && err != -EUSERS) {
 		errno = -err;
 		refused(retire ? "retire (hbmguardd)" : "clear (hbmguardd)");

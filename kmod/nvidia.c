@@ -33,10 +33,13 @@
  * serialises nv_tp and nv_mod.
  *
  * The probe runs in the driver's context, which may be atomic: it copies the
- * PCI address and the Xid into a small ring and a worker makes the event.
+ * PCI address and the Xid into a small ring and a worker makes the event;
+ * a burst of lesser Xids leaves room in it for those that lose data
+ * (xid_room()).
  */
 #include <linux/module.h>
 #include <linux/pci.h>
+#include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/tracepoint.h>
 #include <linux/workqueue.h>
@@ -45,20 +48,18 @@
 #include "nvidia_xid.h"
 
 #define XID_RING 64
-/*
- * The ring's last slots are kept for the Xids that lose data: a burst of
- * the others (a failing stack's 63s and 92s, faster than the worker) fills
- * it up to them only, so that a UE behind the burst is not dropped.
- */
-#define XID_LOSS_RESERVE 16
 
 struct xid_report {
 	char bdf[HBMGUARD_PCI_ADDR_LEN];	/* "0000:3b:00.0" */
 	u32 xid;
 };
 
-static struct xid_report xid_ring[XID_RING];
-static u32 xid_head, xid_tail;
+struct xid_ring {
+	struct xid_report slot[XID_RING];
+	u32 head, tail;		/* free running: tail - head are queued */
+};
+
+static struct xid_ring xid_ring;
 static DEFINE_SPINLOCK(xid_lock);
 
 static struct tracepoint *nv_tp;	/* probed; NULL: detached */
@@ -78,10 +79,30 @@ static bool xid_loses_data(u32 xid)
 	return xid == 48 || xid == 94 || xid == 95 || xid == 140 || xid == 171;
 }
 
-/* Whether Xid @xid takes a slot, @used of the XID_RING taken. */
-static bool xid_admitted(u32 xid, u32 used)
+/*
+ * The slots an Xid may fill, so that a burst of lesser ones faster than
+ * the worker leaves room for the rest: 92 (a rate, nothing changed) a half,
+ * those that change what the driver retired or needs (63, 64, 154, ...)
+ * three quarters, those that lose data all of them.
+ */
+static u32 xid_room(u32 xid)
 {
-	return used < (xid_loses_data(xid) ? XID_RING : XID_RING - XID_LOSS_RESERVE);
+	if (xid_loses_data(xid))
+		return XID_RING;
+	return xid == 92 ? XID_RING / 2 : XID_RING - XID_RING / 4;
+}
+
+/* Queues Xid @xid of @bdf on @q, under its lock: false when it has no room. */
+static bool xid_push(struct xid_ring *q, const char *bdf, u32 xid)
+{
+	struct xid_report *r;
+
+	if (q->tail - q->head >= xid_room(xid))
+		return false;
+	r = &q->slot[q->tail++ % XID_RING];
+	strscpy(r->bdf, bdf, sizeof(r->bdf));
+	r->xid = xid;
+	return true;
 }
 
 static void xid_work_fn(struct work_struct *work)
@@ -93,11 +114,11 @@ static void xid_work_fn(struct work_struct *work)
 		struct hbm_device *dev;
 
 		spin_lock_irqsave(&xid_lock, flags);
-		if (xid_head == xid_tail) {
+		if (xid_ring.head == xid_ring.tail) {
 			spin_unlock_irqrestore(&xid_lock, flags);
 			break;
 		}
-		r = xid_ring[xid_head++ % XID_RING];
+		r = xid_ring.slot[xid_ring.head++ % XID_RING];
 		spin_unlock_irqrestore(&xid_lock, flags);
 
 		dev = hbm_device_find_pci(r.bdf);
@@ -118,23 +139,21 @@ static void hbm_nv_xid(void *data, const struct pci_dev *pdev, u32 error_code,
 		       const char *msg)
 {
 	unsigned long flags;
-	bool queued = false;
+	bool queued;
 
 	if (!xid_is_hbm(error_code) || !pdev)
 		return;
 	spin_lock_irqsave(&xid_lock, flags);
-	if (xid_admitted(error_code, xid_tail - xid_head)) {
-		struct xid_report *r = &xid_ring[xid_tail++ % XID_RING];
-
-		strscpy(r->bdf, pci_name(pdev), sizeof(r->bdf));
-		r->xid = error_code;
-		queued = true;
-	}
+	queued = xid_push(&xid_ring, pci_name(pdev), error_code);
 	spin_unlock_irqrestore(&xid_lock, flags);
-	if (queued)
+	if (queued) {
 		queue_work(hbm_wq, &xid_work);
-	else
-		hbm_path_count(HBMGUARD_PATH_NVIDIA_XID, true);
+		return;
+	}
+	hbm_path_count(HBMGUARD_PATH_NVIDIA_XID, true);
+	if (xid_loses_data(error_code))	/* the worker has not run for 64 Xids */
+		pr_warn_ratelimited("hbmguard: Xid %u on %s dropped: the Xid queue is full\n",
+				    error_code, pci_name(pdev));
 }
 
 /* Whether module @name is xid_module's, which may say '-' for its '_'. */
@@ -227,19 +246,35 @@ void hbm_nvidia_exit(void)
 
 #ifdef HBMGUARD_DEBUG
 /**
- * hbm_nvidia_selftest() - the ring's reserve, for selftest.c
+ * hbm_nvidia_selftest() - the Xid queue's room, for selftest.c
  *
- * Return: whether a burst of Xids that lose no data leaves the reserve to
- * those that do, and a full ring takes none.
+ * A queue no worker drains, filled by a burst of 92s, then of 63s, then
+ * of 48s: each stops at its own room, and a 94 after the 48s' fills it
+ * finds none.
+ *
+ * Return: whether each took the slots it should.
  */
 bool hbm_nvidia_selftest(void)
 {
-	const u32 open = XID_RING - XID_LOSS_RESERVE;
+	static const u32 burst[] = { 92, 63, 48 };
+	struct xid_ring *q = kzalloc(sizeof(*q), GFP_KERNEL);
+	u32 taken[ARRAY_SIZE(burst)] = { 0 };
+	bool ok;
+	int i;
 
-	return xid_admitted(92, open - 1) && !xid_admitted(92, open) &&
-	       !xid_admitted(63, XID_RING - 1) && xid_admitted(48, open) &&
-	       xid_admitted(94, XID_RING - 1) && xid_admitted(95, XID_RING - 1) &&
-	       xid_admitted(140, XID_RING - 1) && xid_admitted(171, XID_RING - 1) &&
-	       !xid_admitted(48, XID_RING) && xid_is_hbm(171);
+	if (!q)
+		return false;
+	for (i = 0; i < ARRAY_SIZE(burst); i++)
+		while (taken[i] < 2 * XID_RING &&
+		       xid_push(q, "0000:00:00.0", burst[i]))
+			taken[i]++;
+	ok = taken[0] == XID_RING / 2 && taken[1] == XID_RING / 4 &&
+	     taken[2] == XID_RING / 4 && !xid_push(q, "0000:00:00.0", 94) &&
+	     q->slot[0].xid == 92 && q->slot[XID_RING - 1].xid == 48;
+	if (!ok)
+		pr_err("selftest: Xid queue took %u 92s, %u 63s and %u 48s of %u slots\n",
+		       taken[0], taken[1], taken[2], XID_RING);
+	kfree(q);
+	return ok;
 }
 #endif

@@ -707,7 +707,8 @@ static void retried_until_saved(sd_event *loop)
  * then #5 is read: the snapshot's dump began after #6, so it is not logged
  * after it, which would bring the page back at the next start.  A dump
  * whose events are not known (STATS_GET failed: kernel.c's dump_pages()
- * fails) is no snapshot: the clear is then not acknowledged.
+ * fails) is no snapshot: the clear is then not acknowledged as saved
+ * (-EINPROGRESS: done in the kernel only).
  * Return: store_apply()'s answer; *has_5000: whether the file holds the page.
  */
 static int clear_then_late_event(int dump_fails, bool *has_5000)
@@ -743,7 +744,7 @@ START_TEST(a_cleared_page_stays_cleared_though_its_event_comes_late)
 }
 END_TEST
 
-START_TEST(a_clear_whose_dump_fails_is_not_acknowledged)
+START_TEST(a_clear_whose_dump_fails_is_not_acknowledged_as_saved)
 {
 	bool has;
 
@@ -1984,7 +1985,7 @@ Suite *core_suite(void)
 	tcase_add_test(st, the_compaction_child_holds_only_its_files);
 	tcase_add_test(st, a_restored_event_the_snapshot_holds_is_not_saved_again);
 	tcase_add_test(st, a_cleared_page_stays_cleared_though_its_event_comes_late);
-	tcase_add_test(st, a_clear_whose_dump_fails_is_not_acknowledged);
+	tcase_add_test(st, a_clear_whose_dump_fails_is_not_acknowledged_as_saved);
 	tcase_add_test(st, a_clear_whose_save_fails_is_saved_by_the_retry);
 	tcase_add_test(st, a_retire_whose_save_fails_is_done_not_refused);
 	tcase_add_test(st, a_clear_the_kernel_refuses_changes_nothing);
