@@ -985,10 +985,6 @@ static void save_gone(struct hbm_store *s, uint32_t id, const char *identity)
 		free(none.r);
 		hbm_state_free(&stored);
 	}
-	for (i = 0, n = 0; i < s->nr_turn; i++)	/* its id may be another's next */
-		if (s->turn[i].id != id)
-			s->turn[n++] = s->turn[i];
-	s->nr_turn = n;
 	if (lost)
 		fprintf(stderr, "<3>hbmguardd: %s is gone before its state could be saved\n",
 			identity);
@@ -997,8 +993,19 @@ static void save_gone(struct hbm_store *s, uint32_t id, const char *identity)
 /* A device is gone: so is what the daemon kept of it, once saved. */
 static void forget_device(struct hbm_store *s, uint32_t id, const char *identity)
 {
+	size_t i, n;
+
 	if (s->saves[id].dirty)
 		save_gone(s, id, identity);
+	/*
+	 * Its changes of this turn go with it, saved or not: a save that made
+	 * it clean (a resync's read) leaves them, covered by a seqnum of a
+	 * module that may be gone too; its id may be another's next.
+	 */
+	for (i = 0, n = 0; i < s->nr_turn; i++)
+		if (s->turn[i].id != id)
+			s->turn[n++] = s->turn[i];
+	s->nr_turn = n;
 	if (s->compacting.pid && s->compacting.id == id)
 		s->compacting.abandoned = true;
 	hbm_state_log_close(&s->saves[id].log);

@@ -1958,6 +1958,80 @@ START_TEST(a_save_failed_before_the_store_starts)
 }
 END_TEST
 
+/*
+ * id reuse across a module reload read in one burst of the event socket:
+ * sim:s (id 0) RETIRED 0x20000 (#9), a gap then a resync reads its table
+ * whole (TABLE_READ #11: dirty cleared, the turn's record kept), the
+ * module reloaded (reloaded(): DEVICE_GONE of sim:s, then DEVICE_SEEN
+ * ADDED of sim:b under id 0, its TABLE_READ #2 of the new module), sim:b
+ * RETIRED 0x40000 (#3).  The turn's end must not log sim:s's 0x20000
+ * into sim:b's file.
+ */
+START_TEST(a_reused_id_gets_not_the_last_devices_turn)
+{
+	struct hbm_state_record rec = bad_page;
+	struct hbm_state b = { .identity = "sim:b", .page_size = 4096, .serial = 1,
+			       .records = &rec, .nr = 1 };
+	struct hbm_fact f;
+	sd_event *loop;
+	size_t i;
+
+	rec.offset = 0x50000;
+	ck_assert_int_eq(hbm_state_write(d.state_dir, &b), 0);
+	loop = stored_one_page();		/* sim:s, 0x9000, its log open */
+	one_turn(loop);
+
+	/* one burst: no on_post() until its end */
+	heard_numbered(0x20000, 9);		/* RETIRED of sim:s */
+	table[table_nr] = bad_page;		/* in its kernel table */
+	table[table_nr++].offset = 0x20000;
+	/* a gap: the resync reads sim:s whole, dump begun after #11 */
+	f = (struct hbm_fact){ .type = HBM_FACT_DEVICE_SEEN, .sync = HBM_SYNC_RESYNC,
+			       .origin = HBM_FROM_KERNEL,
+			       .dev = { .id = 0, .identity = "sim:s", .page_size = 4096 } };
+	src_link.fact(src_link.core, &f);
+	for (i = 0; i < table_nr; i++) {
+		f.type = HBM_FACT_PAGES;
+		f.flags = HBM_FACT_UNHEARD;
+		f.offset = table[i].offset;
+		f.length = table[i].length;
+		f.state = table[i].state;
+		f.source = table[i].source;
+		f.count = table[i].errors;
+		src_link.fact(src_link.core, &f);
+	}
+	src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_TABLE_READ,
+		.origin = HBM_FROM_KERNEL, .seqnum = 11, .sync = HBM_SYNC_RESYNC,
+		.dev = { .id = 0, .identity = "sim:s" } });
+	ck_assert(!store.saves[0].dirty);
+	ck_assert(file_of_has("sim:s", 0x20000));
+
+	/* NEWFAMILY: reloaded() */
+	gone();
+	snprintf(listed.dev[0].identity, sizeof(listed.dev[0].identity), "sim:b");
+	table_nr = 0;				/* the new module's table of sim:b */
+	src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_DEVICE_SEEN,
+		.sync = HBM_SYNC_ADDED, .origin = HBM_FROM_KERNEL,
+		.dev = { .id = 0, .identity = "sim:b", .page_size = 4096 } });
+	kept_restored = NULL;
+	src_link.fact(src_link.core, &(struct hbm_fact){ .type = HBM_FACT_TABLE_READ,
+		.origin = HBM_FROM_KERNEL, .seqnum = 2, .sync = HBM_SYNC_ADDED,
+		.dev = { .id = 0, .identity = "sim:b" } });
+	ck_assert(store.saves[0].log.open);	/* on sim:b's file */
+	ck_assert_str_eq(store.saves[0].identity, "sim:b");
+	src_link.fact(src_link.core, &(struct hbm_fact){
+		.type = HBM_FACT_PAGES, .event = HBMGUARD_EVENT_RETIRED,
+		.origin = HBM_FROM_KERNEL, .seqnum = 3,
+		.dev = { .id = 0, .identity = "sim:b" }, .offset = 0x40000,
+		.length = 0x1000, .source = HBMGUARD_SOURCE_UE, .count = 1 });
+	one_turn(loop);				/* on_post(): the turn logged */
+	ck_assert(file_of_has("sim:b", 0x40000));
+	ck_assert_msg(!file_of_has("sim:b", 0x20000),
+		      "sim:s's page 0x20000 (its event #9) was logged into sim:b's file");
+	store_loop_end(loop);
+}
+END_TEST
+
 Suite *core_suite(void)
 {
 	Suite *s = suite_create("core");
@@ -2013,6 +2087,7 @@ Suite *core_suite(void)
 	tcase_add_test(st, a_dangling_state_link_is_not_a_missing_file);
 	tcase_add_test(st, a_resync_read_cut_short_restores_what_the_kernel_lacks);
 	tcase_add_test(st, a_save_failed_before_the_store_starts);
+	tcase_add_test(st, a_reused_id_gets_not_the_last_devices_turn);
 	suite_add_tcase(s, st);
 	return s;
 }
