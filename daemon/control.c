@@ -8,9 +8,10 @@
  * request as ctl.h says) may retire or clear.  A mutation is answered after
  * store_apply() has it in the kernel and on disk, so that hbmctl's "done"
  * means durable; one in the kernel whose save failed is answered so
- * (-EINPROGRESS), the save retried.  The work is short (one netlink request, one state file
- * written) and done in the loop itself, one request at a time: requests
- * from several operators are serialised for free.
+ * (-EINPROGRESS), the save retried.  The work is short (one netlink
+ * request, one state file written) and done in the loop itself, one
+ * request at a time: requests from several operators are serialised for
+ * free.
  *
  * A peer that sends a malformed packet is told why and disconnected.  No
  * local user can lock the others out: each uid holds at most MAX_PER_UID

@@ -335,9 +335,10 @@ static int cmd_devices(int argc, char **argv)
  * starting or failed), or -EUSERS when the daemon turned the connection
  * away for capacity (its answer, or the connection closed without one while
  * the socket still takes connections: one systemd gave up on is closed too,
- * and then nothing listens).
+ * and then nothing listens).  A failed exchange or a bad answer exits
+ * EXIT_REFUSED after saying so, or with @fatal false returns 1.
  */
-static int ask_daemon(uint16_t type, const void *body, void *reply_body)
+static int exchange_daemon(uint16_t type, const void *body, void *reply_body, bool fatal)
 {
 	alignas(8) unsigned char pkt[HBM_CTL_MAX_PACKET];
 	struct hbm_ctl_header h;
@@ -374,17 +375,26 @@ static int ask_daemon(uint16_t type, const void *body, void *reply_body)
 	if (n < 0) {
 		fprintf(stderr, "hbmctl: hbmguardd at %s: %s\n", control_socket,
 			strerror(errno));
-		exit(EXIT_REFUSED);
+		if (fatal)
+			exit(EXIT_REFUSED);
+		return 1;
 	}
 	err = hbm_ctl_decode(pkt, n, true, &h, &rbody);
 	if (err || h.type != (type | HBM_CTL_REPLY) || h.seq != 1) {
 		fprintf(stderr, "hbmctl: hbmguardd at %s answered a bad packet (%s): is it the same version?\n",
 			control_socket, strerror(err ? -err : EBADMSG));
-		exit(EXIT_REFUSED);
+		if (fatal)
+			exit(EXIT_REFUSED);
+		return 1;
 	}
 	if (!h.error && reply_body)
 		memcpy(reply_body, rbody, hbm_ctl_body_size(h.type));
 	return h.error;
+}
+
+static int ask_daemon(uint16_t type, const void *body, void *reply_body)
+{
+	return exchange_daemon(type, body, reply_body, true);
 }
 
 /*
@@ -1308,20 +1318,22 @@ static int cmd_translate(int argc, char **argv)
 
 /*
  * A retire or clear through hbmguardd that the kernel took and its save did
- * not (ctl.h): said, with the daemon's last save error (STATUS: perhaps
- * another file's, the same disk's as a rule).  Nothing here can tell when
- * this one is on disk; status's NOT SAVED gone says that every change is.
+ * not (ctl.h): said first, whatever STATUS then answers, with the daemon's
+ * last save error (perhaps another file's, as a rule the same disk's).
+ * Nothing here can tell when this one is on disk; status's NOT SAVED gone
+ * says that every change is.
  */
 static int not_saved_yet(bool retire)
 {
 	struct hbm_ctl_status st;
-	int err = ask_daemon(HBM_CTL_STATUS, NULL, &st);
 
-	fprintf(stderr, "hbmctl: %s: done in the kernel, NOT on disk yet (the daemon's saves "
-		"fail: %s); hbmguardd retries the save until hbmctl status no longer says NOT "
-		"SAVED%s\n", retire ? "retire" : "clear",
-		!err && st.last_save_error ? hbm_read_strerror(st.last_save_error) : "unknown",
+	fprintf(stderr, "hbmctl: %s: done in the kernel, NOT on disk yet: hbmguardd retries the "
+		"save until hbmctl status no longer says NOT SAVED%s\n", retire ? "retire" : "clear",
 		retire ? "" : "; a daemon stopped before then brings the pages back at its start");
+	if (!exchange_daemon(HBM_CTL_STATUS, NULL, &st, false) && st.unsaved &&
+	    st.last_save_error)
+		fprintf(stderr, "hbmctl: the daemon's saves fail: %s\n",
+			hbm_read_strerror(st.last_save_error));
 	return EXIT_UNSAVED;
 }
 
@@ -1674,7 +1686,8 @@ static void usage_print(FILE *out, const char *name)
 		"  -h, --help                 this, on stdout\n"
 		"  --version                  hbmctl's version\n"
 		"\nExit status: 0 done, 1 refused, 2 bad usage, 3 hbmguardd not running,\n"
-		"4 /dev/hbmguard missing.  See hbmctl(8).\n", HBM_CTL_SOCKET);
+		"4 /dev/hbmguard missing, 5 retire or clear done, not on disk yet.\n"
+		"See hbmctl(8).\n", HBM_CTL_SOCKET);
 }
 
 int main(int argc, char **argv)

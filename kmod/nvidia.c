@@ -92,7 +92,7 @@ static u32 xid_room(u32 xid)
 	return xid == 92 ? XID_RING / 2 : XID_RING - XID_RING / 4;
 }
 
-/* Queues Xid @xid of @bdf on @q, under its lock: false when it has no room. */
+/* Queues Xid @xid of @bdf on @q (the caller serialises): false when it has no room. */
 static bool xid_push(struct xid_ring *q, const char *bdf, u32 xid)
 {
 	struct xid_report *r;
@@ -151,7 +151,7 @@ static void hbm_nv_xid(void *data, const struct pci_dev *pdev, u32 error_code,
 		return;
 	}
 	hbm_path_count(HBMGUARD_PATH_NVIDIA_XID, true);
-	if (xid_loses_data(error_code))	/* the worker has not run for 64 Xids */
+	if (error_code != 92)	/* a rate; the others change or lose something */
 		pr_warn_ratelimited("hbmguard: Xid %u on %s dropped: the Xid queue is full\n",
 				    error_code, pci_name(pdev));
 }
@@ -245,12 +245,34 @@ void hbm_nvidia_exit(void)
 }
 
 #ifdef HBMGUARD_DEBUG
+/* Each HBM Xid's room: taken one slot short of it, refused at it. */
+static bool selftest_rooms(struct xid_ring *q)
+{
+	static const u32 xids[] = { 48, 63, 64, 92, 94, 95, 140, 154, 156, 157, 168, 171 };
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(xids); i++) {
+		u32 xid = xids[i], want = xid_loses_data(xid) ? XID_RING :
+				       xid == 92 ? XID_RING / 2 : XID_RING - XID_RING / 4;
+
+		q->head = 0;
+		q->tail = want - 1;
+		if (!xid_is_hbm(xid) || !xid_push(q, "0000:00:00.0", xid) ||
+		    xid_push(q, "0000:00:00.0", xid)) {
+			pr_err("hbmguard: selftest: Xid %u does not take %u slots of %u\n",
+			       xid, want, XID_RING);
+			return false;
+		}
+	}
+	return true;
+}
+
 /**
  * hbm_nvidia_selftest() - the Xid queue's room, for selftest.c
  *
- * A queue no worker drains, filled by a burst of 92s, then of 63s, then
- * of 48s: each stops at its own room, and a 94 after the 48s' fills it
- * finds none.
+ * Each HBM Xid's room, then a queue no worker drains filled by a burst of
+ * 92s, then of 63s, then of 48s: each stops at its own room, and a 94
+ * after the 48s' fills it finds none.
  *
  * Return: whether each took the slots it should.
  */
@@ -259,21 +281,24 @@ bool hbm_nvidia_selftest(void)
 	static const u32 burst[] = { 92, 63, 48 };
 	struct xid_ring *q = kzalloc(sizeof(*q), GFP_KERNEL);
 	u32 taken[ARRAY_SIZE(burst)] = { 0 };
+	unsigned int i;
 	bool ok;
-	int i;
 
 	if (!q)
 		return false;
+	ok = selftest_rooms(q);
+	memset(q, 0, sizeof(*q));
 	for (i = 0; i < ARRAY_SIZE(burst); i++)
 		while (taken[i] < 2 * XID_RING &&
 		       xid_push(q, "0000:00:00.0", burst[i]))
 			taken[i]++;
-	ok = taken[0] == XID_RING / 2 && taken[1] == XID_RING / 4 &&
-	     taken[2] == XID_RING / 4 && !xid_push(q, "0000:00:00.0", 94) &&
-	     q->slot[0].xid == 92 && q->slot[XID_RING - 1].xid == 48;
-	if (!ok)
-		pr_err("selftest: Xid queue took %u 92s, %u 63s and %u 48s of %u slots\n",
+	if (ok && !(taken[0] == XID_RING / 2 && taken[1] == XID_RING / 4 &&
+		    taken[2] == XID_RING / 4 && !xid_push(q, "0000:00:00.0", 94) &&
+		    q->slot[0].xid == 92 && q->slot[XID_RING - 1].xid == 48)) {
+		pr_err("hbmguard: selftest: Xid queue took %u 92s, %u 63s and %u 48s of %u slots\n",
 		       taken[0], taken[1], taken[2], XID_RING);
+		ok = false;
+	}
 	kfree(q);
 	return ok;
 }

@@ -340,7 +340,8 @@ dd if=/dev/zero of=/tmp/fstate/fill bs=4k 2>/dev/null
 # which may still have room: below).
 check "a retire on a full disk: done in the kernel, the answer says not on disk yet" \
 	'ctl retire sim0 0x7000 2>/tmp/err; [ $? = 5 ] &&
-	grep -q "^hbmctl: retire: done in the kernel, NOT on disk yet (the daemon.s saves fail: No space left on device); hbmguardd retries the save until hbmctl status no longer says NOT SAVED$" /tmp/err &&
+	grep -q "^hbmctl: retire: done in the kernel, NOT on disk yet: hbmguardd retries the save until hbmctl status no longer says NOT SAVED$" /tmp/err &&
+	grep -q "^hbmctl: the daemon.s saves fail: No space left on device$" /tmp/err &&
 	hbmctl pages sim0 | grep -q "^0x7000 *1 .*retired *admin"'
 check "... said by the daemon" \
 	'grep -q "^<4>hbmguardd: sim:sim0: 0x7000+0x1000 retired for pid [0-9]*, NOT saved yet: retrying$" /tmp/daemon.log'

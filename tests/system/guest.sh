@@ -388,8 +388,9 @@ f.write(bytes([b[0] ^ 4])); f.close()"
 	chmod 0500 /var/lib/hbmguard
 	check "a retire whose save fails: done in the kernel, not on disk (exit 5)" \
 		'hbmctl retire sim0 0x3f000 2>/tmp/err; [ $? = 5 ] &&
-		grep -q "done in the kernel, NOT on disk yet (the daemon.s saves fail: Permission denied)" /tmp/err &&
-		hbmctl pages sim0 | grep -q "^0x3f000 "'
+		grep -q "^hbmctl: retire: done in the kernel, NOT on disk yet: " /tmp/err &&
+		grep -q "^hbmctl: the daemon.s saves fail: Permission denied$" /tmp/err &&
+		hbmctl pages sim0 | grep -q "^0x3f000 " || { cat /tmp/err; false; }'
 	check "STATUS= says what is not saved" 'systemctl show -P StatusText hbmguardd |
 		grep -q "; NOT SAVED, retrying: sim:sim0 (Permission denied)$"'
 	check "hbmctl status says so, and exits 1" '! hbmctl status >/tmp/st &&
