@@ -286,8 +286,21 @@ static void kill_failed_rank(struct incident *x, int sig)
 	}
 }
 
+/*
+ * Why an incident escalated, as far as the node is concerned: its memory
+ * (no spare for the page, a second error) takes the node out of the
+ * scheduler's hands; the rest (a rank that failed, left or was late, the
+ * job's other nodes, a daemon restarted) ends the job's recovery only, so
+ * that no user's process can drain the node for everyone.
+ */
+enum escalation_cause {
+	NOT_THE_NODE,
+	THE_NODES_MEMORY,
+};
+
 /* Here: the job's ranks told to abort, the failed one's process ended. */
-static bool escalate_here(struct daemon *d, struct incident *x, const char *reason)
+static bool escalate_here(struct daemon *d, struct incident *x, const char *reason,
+			  enum escalation_cause cause)
 {
 	if (!open_state(x->info.state))
 		return false;
@@ -296,7 +309,7 @@ static bool escalate_here(struct daemon *d, struct incident *x, const char *reas
 	kill_failed_rank(x, SIGTERM);
 	arm(d, x, x->pidfd >= 0 ? d->cfg.recovery.kill_timeout : 0);
 	record(d, x, HBM_INCIDENT_ESCALATED);
-	if (!x->remote)		/* the node out of the scheduler's hands */
+	if (!x->remote && cause == THE_NODES_MEMORY)
 		daemon_incident_aborted(d, &x->info);
 	return true;
 }
@@ -310,11 +323,12 @@ static bool cluster_name(uid_t uid, const char *job, char name[HBM_CLUSTER_NAME_
 }
 
 /* And on every node of its job, when the cluster drives it. */
-static void escalate(struct daemon *d, struct incident *x, const char *reason)
+static void escalate(struct daemon *d, struct incident *x, const char *reason,
+		     enum escalation_cause cause)
 {
 	char name[HBM_CLUSTER_NAME_LEN];
 
-	if (escalate_here(d, x, reason) && x->clustered && cluster_name(x->uid, x->info.job, name))
+	if (escalate_here(d, x, reason, cause) && x->clustered && cluster_name(x->uid, x->info.job, name))
 		cluster_fail(d->cluster, name, reason);
 }
 
@@ -332,7 +346,7 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *arg)
 	}
 	escalate(d, x, x->clustered ? "the incident across nodes did not end within its deadlines" :
 		 x->info.state == HBM_INCIDENT_PAUSING ?
-		 "ranks did not pause in time" : "ranks did not restore in time");
+		 "ranks did not pause in time" : "ranks did not restore in time", NOT_THE_NODE);
 	return 0;
 }
 
@@ -368,7 +382,7 @@ static void advance(struct daemon *d, struct incident *x)
 	} else if (x->info.state == HBM_INCIDENT_PAUSING && all_answered(d, x, HBM_ANSWER_PAUSED)) {
 		if (x->info.length != HBM_CTL_WHOLE_DEVICE &&	/* the driver's bypass */
 		    !daemon_is_bypassed(d, x->info.device, x->info.offset, x->info.length)) {
-			escalate(d, x, "the page has no spare: not bypassed");
+			escalate(d, x, "the page has no spare: not bypassed", THE_NODES_MEMORY);
 			return;
 		}
 		mark(x, HBM_INCIDENT_ISOLATED, NULL);
@@ -623,7 +637,7 @@ void recovery_on_lost_data(struct daemon *d, const char *identity,
 			continue;
 		}
 		if (x) {
-			escalate(d, x, "a second error during recovery");
+			escalate(d, x, "a second error during recovery", THE_NODES_MEMORY);
 			continue;
 		}
 		x = new_incident(d);
@@ -714,7 +728,7 @@ int recovery_answer(struct daemon *d, struct client *c, const struct hbm_ctl_ans
 	if (!x || x->info.id != a->incident)
 		return -ESRCH;
 	if (a->answer == HBM_ANSWER_FAILED) {
-		escalate(d, x, "a rank failed to recover");
+		escalate(d, x, "a rank failed to recover", NOT_THE_NODE);
 		return 0;
 	}
 	if ((x->info.state == HBM_INCIDENT_PAUSING) != (a->answer == HBM_ANSWER_PAUSED))
@@ -747,7 +761,7 @@ void recovery_client_gone(struct daemon *d, struct client *c)
 		c->reg.rank, c->reg.job, c->cred.pid);
 	x = open_incident_of(d, c->cred.uid, c->reg.job);
 	if (x)
-		escalate(d, x, "a rank left during recovery");
+		escalate(d, x, "a rank left during recovery", NOT_THE_NODE);
 	publish_job(d, c->cred.uid, c->reg.job);
 	daemon_notify_status(d);
 }
@@ -924,7 +938,7 @@ static void load(struct daemon *d)
 		fprintf(stderr, "<5>hbmguardd: the incidents are read: %zu kept from before the "
 			"start\n", n);
 	for (i = 0; i < n; i++)
-		escalate(d, &d->incidents[i], "hbmguardd restarted during recovery");
+		escalate(d, &d->incidents[i], "hbmguardd restarted during recovery", NOT_THE_NODE);
 	if (aside || late)
 		save_incidents(d);
 }
@@ -1255,7 +1269,7 @@ static void cluster_step(void *arg, const struct cl_action *a)
 	x = open_incident_of(d, uid, job);
 	if (x && !x->clustered) {
 		/* a job all here by its ranks' count, in an incident of other nodes' */
-		escalate_here(d, x, "another node's incident during this node's");
+		escalate_here(d, x, "another node's incident during this node's", NOT_THE_NODE);
 		cluster_fail(d->cluster, a->job, "an incident of this node's alone was under way");
 		return;
 	}
@@ -1291,7 +1305,7 @@ static void cluster_step(void *arg, const struct cl_action *a)
 		/* the page this node lost must be bypassed; a GPU's error is its driver's */
 		if (!x->remote && x->info.length != HBM_CTL_WHOLE_DEVICE &&
 		    !daemon_is_bypassed(d, x->info.device, x->info.offset, x->info.length)) {
-			escalate(d, x, "the page has no spare: not bypassed");
+			escalate(d, x, "the page has no spare: not bypassed", THE_NODES_MEMORY);
 			return;
 		}
 		mark(x, HBM_INCIDENT_ISOLATED, NULL);
@@ -1314,7 +1328,8 @@ static void cluster_step(void *arg, const struct cl_action *a)
 		return;
 	case CL_ABORT:
 	default:
-		escalate_here(d, x, a->text[0] ? a->text : "aborted by the job's other nodes");
+		escalate_here(d, x, a->text[0] ? a->text : "aborted by the job's other nodes",
+			      NOT_THE_NODE);
 		cluster_done(d->cluster, a->job, a->id, CL_ABORT, true, NULL);
 		return;
 	}
@@ -1334,7 +1349,7 @@ static void cluster_closed(void *arg, const char *name, const char *id, bool res
 	/* one of its, or one not yet named (an error here while it was aborting) */
 	x = open_incident_of(d, uid, job);
 	if (x && x->clustered && (!strcmp(x->cluster_id, id) || !x->cluster_id[0]) && !resumed)
-		escalate_here(d, x, "the job's incident was aborted");
+		escalate_here(d, x, "the job's incident was aborted", NOT_THE_NODE);
 }
 
 /**

@@ -2,9 +2,10 @@
 /*
  * The scheduler sink: when a device reaches RMA (its HEALTH fact), needs a
  * reset (HEALTH RESET_REQUIRED: NVML's remap or retirement pending), or an
- * incident is aborted (recovery.c, through daemon_incident_aborted()), the
- * node is taken out: drained in Slurm when [Scheduler] Slurm=yes, and the
- * Hook= executable told.  It comes back only when an administrator clears
+ * incident is aborted for the node's memory (recovery.c, through
+ * daemon_incident_aborted(): no spare, a second error; not what a rank, any
+ * user's, could cause), the node is taken out: drained in Slurm when
+ * [Scheduler] Slurm=yes, and the Hook= executable told.  It comes back only when an administrator clears
  * the causes (hbmctl undrain, through control.c): the device may still be
  * bad, which only a person can judge.
  *

@@ -452,7 +452,7 @@ START_TEST(an_unread_incidents_file_is_not_saved_over)
 	ck_assert_uint_eq(d->incidents[1].info.state, HBM_INCIDENT_ESCALATED);
 	ck_assert_uint_eq(d->incidents[2].info.id, ours);
 	ck_assert_uint_eq(d->incidents[2].info.state, HBM_INCIDENT_PAUSING);
-	ck_assert_uint_eq(drained, 1);
+	ck_assert_uint_eq(drained, 0);	/* a restart is not the node's memory */
 	/* saved whole, under the name (the link renamed over, as every save does) */
 	ck_assert_uint_eq(incidents_file_type(), S_IFREG);
 	ck_assert_uint_eq(saved_incidents(in, 4, &damage), 3);
@@ -779,6 +779,52 @@ START_TEST(spare_failed_loses_data_again)
 	recovery_fact(d, &moved);
 	ck_assert_uint_eq(d->nr_incidents, 4);
 	ck_assert_uint_eq(d->incidents[3].info.failed_rank, 0);
+	cleanup();
+}
+END_TEST
+
+/*
+ * What a rank controls (failing, leaving, being late) or a restart ends the
+ * job's recovery but does not drain the node: any user may register a rank
+ * on any device and answer FAILED (helper-159).  Its memory does: a page
+ * without a spare, a second error.
+ */
+START_TEST(only_the_nodes_memory_drains)
+{
+	struct client *a, *b;
+	int i;
+
+	setup();
+	a = rank("failed", 0, 0x1000, 0);
+	recovery_on_lost_data(d, "dev", 0x1000, 0x1000);
+	answer_failed(a, 1);
+	a = rank("left", 0, 0x2000, 0);
+	recovery_on_lost_data(d, "dev", 0x2000, 0x1000);
+	recovery_client_gone(d, a);
+	d->cfg.recovery.pause_timeout = 1;	/* the shortest deadline */
+	rank("late", 0, 0x3000, 0);
+	recovery_on_lost_data(d, "dev", 0x3000, 0x1000);
+	for (i = 0; i < 30 && d->incidents[2].info.state != HBM_INCIDENT_ESCALATED; i++)
+		ck_assert_int_ge(sd_event_run(d->loop, 100000), 0);
+	ck_assert_uint_eq(d->nr_incidents, 3);
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_ESCALATED);
+	ck_assert_uint_eq(d->incidents[1].info.state, HBM_INCIDENT_ESCALATED);
+	ck_assert_uint_eq(d->incidents[2].info.state, HBM_INCIDENT_ESCALATED);
+	ck_assert_str_eq(d->incidents[2].info.reason, "ranks did not pause in time");
+	ck_assert_uint_eq(drained, 0);
+
+	d->cfg.recovery.pause_timeout = 60;
+	a = rank("second", 0, 0x4000, 0);
+	recovery_on_lost_data(d, "dev", 0x4000, 0x1000);
+	recovery_on_lost_data(d, "dev", 0x4000, 0x1000);
+	ck_assert_str_eq(d->incidents[3].info.reason, "a second error during recovery");
+	ck_assert_uint_eq(drained, 1);
+	bypassed = false;
+	b = rank("nospare", 0, 0x5000, 0);
+	recovery_on_lost_data(d, "dev", 0x5000, 0x1000);
+	answer(b, 5, HBM_ANSWER_PAUSED);
+	ck_assert_str_eq(d->incidents[4].info.reason, "the page has no spare: not bypassed");
+	ck_assert_uint_eq(drained, 2);
 	cleanup();
 }
 END_TEST
@@ -1255,6 +1301,7 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, more_open_than_kept);
 	tcase_add_test(tc, eviction_spares_a_pending_kill);
 	tcase_add_test(tc, two_ranks_one_device);
+	tcase_add_test(tc, only_the_nodes_memory_drains);
 	tcase_add_test(tc, load_refuses_another_version);
 	tcase_add_test(tc, an_unread_incidents_file_is_not_saved_over);
 	tcase_add_test(tc, an_incidents_fifo_is_set_aside);
