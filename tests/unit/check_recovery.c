@@ -801,6 +801,7 @@ START_TEST(only_the_nodes_memory_drains)
 	a = rank("left", 0, 0x2000, 0);
 	recovery_on_lost_data(d, "dev", 0x2000, 0x1000);
 	recovery_client_gone(d, a);
+	free(a);
 	d->cfg.recovery.pause_timeout = 1;	/* the shortest deadline */
 	rank("late", 0, 0x3000, 0);
 	recovery_on_lost_data(d, "dev", 0x3000, 0x1000);
