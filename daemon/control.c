@@ -125,7 +125,7 @@ void control_close_client(struct client *c)
 	sd_event_source_disable_unref(c->exited);
 	if (c->pidfd >= 0)
 		close(c->pidfd);
-	close(c->fd);
+	hbm_fdsink_give(&c->d->fdsink, c->fd);	/* with what its queue holds */
 	free(c);
 }
 
@@ -356,6 +356,9 @@ static int on_client(sd_event_source *s, int fd, uint32_t revents, void *arg)
 	n = hbm_ctl_recv(fd, pkt, sizeof(pkt), &sender);
 	if (n == -EAGAIN || n == -EINTR)
 		return 0;
+	if (n == -ETOOMANYREFS)
+		fprintf(stderr, "<4>hbmguardd: uid %u (pid %d) passed files on the control socket: "
+			"disconnected\n", c->cred.uid, c->cred.pid);
 	/* An oversized packet is cut short by recv(): never a valid one. */
 	if (n <= 0 || !serve(c, pkt, (size_t)n > sizeof(pkt) ? 0 : (size_t)n, &sender))
 		control_close_client(c);
@@ -398,7 +401,7 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *arg)
 	if (!c || getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len) ||
 	    sd_event_add_io(d->loop, &c->source, cfd, EPOLLIN, on_client, c) < 0) {
 		free(c);
-		close(cfd);
+		hbm_fdsink_give(&d->fdsink, cfd);
 		return 0;
 	}
 	c->d = d;
@@ -503,6 +506,7 @@ int control_setup(struct daemon *d)
 
 	if (err)
 		return err;
+	hbm_fdsink_init(&d->fdsink);
 	err = take_passed(d, &d->control);
 	if (err) {
 		d->control = -1;
@@ -554,6 +558,7 @@ void control_close(struct daemon *d)
 
 	if (d->control < 0)
 		return;
+	hbm_fdsink_stop(&d->fdsink);
 	close(d->control);
 	if (!d->control_passed && !lstat(path, &st) && st.st_dev == d->control_dev &&
 	    st.st_ino == d->control_ino)

@@ -476,15 +476,21 @@ int hbm_ctl_send(int fd, const void *pkt, size_t len, bool as_admin)
  * @sender: the sender's credentials as the kernel gives them (pid 0 when
  *	it gave none)
  *
- * Descriptors a peer passed along are never taken: the control buffer has
- * room for the credentials only, so the kernel drops them (MSG_CTRUNC;
- * scm_detach_fds() in net/core/scm.c of 6.1 and 6.12 installs none when no
- * room is left after SCM_CREDENTIALS, which scm_recv() puts first).  Taking
- * and close()ing them would run each file's ->flush in the daemon (a FUSE
- * server can hold that forever) and drop the daemon's POSIX locks on it.
+ * A packet with descriptors passed along is not taken: it is looked at
+ * first (MSG_PEEK, which leaves it queued and its files held by it), and
+ * with room for the credentials only (SO_PASSCRED puts them first in every
+ * packet: without it a descriptor would fit there) the kernel says it had more
+ * (MSG_CTRUNC; scm_detach_fds() in net/core/scm.c of 6.1 and 6.12 installs
+ * none when no room is left after SCM_CREDENTIALS, which scm_recv() puts
+ * first).  Taken, its files would be released here if dropped (a lingering
+ * TCP socket's release waits out its linger time) and ->flush()ed if
+ * close()d (a FUSE server can hold that forever, and the daemon's POSIX
+ * locks on the file would go): the connection is to be let go with the
+ * packet still queued, where such a release harms nothing (fdsink.c).
  *
  * Return: the packet's whole length (more than @cap when it was cut short),
- * 0 at the end of the connection, or a negative errno.
+ * 0 at the end of the connection, -ETOOMANYREFS for a packet with
+ * descriptors (left queued), or another negative errno.
  */
 ssize_t hbm_ctl_recv(int fd, void *buf, size_t cap, struct ucred *sender)
 {
@@ -496,9 +502,15 @@ ssize_t hbm_ctl_recv(int fd, void *buf, size_t cap, struct ucred *sender)
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
 			      .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf) };
 	struct cmsghdr *c;
-	ssize_t n = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_TRUNC | MSG_CMSG_CLOEXEC);
+	ssize_t n = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_TRUNC | MSG_PEEK);
 
 	memset(sender, 0, sizeof(*sender));
+	if (n < 0)
+		return -errno;
+	if (msg.msg_flags & MSG_CTRUNC)
+		return -ETOOMANYREFS;
+	msg.msg_controllen = sizeof(ctl.buf);
+	n = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_TRUNC | MSG_CMSG_CLOEXEC);
 	if (n < 0)
 		return -errno;
 	for (c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))

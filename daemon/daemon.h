@@ -20,6 +20,7 @@
 #include <linux/hbmguard.h>
 
 #include "config.h"
+#include "fdsink.h"
 #include "incidents.h"
 #include "seen.h"
 
@@ -87,6 +88,7 @@ struct daemon {
 	dev_t control_dev;		/* else the socket file it bound */
 	ino_t control_ino;
 	struct client *clients;		/* connected to it */
+	struct hbm_fdsink fdsink;	/* where they are closed (fdsink.c) */
 };
 
 void daemon_notify_status(struct daemon *d);
