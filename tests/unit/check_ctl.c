@@ -341,6 +341,24 @@ START_TEST(sender_credentials)
 }
 END_TEST
 
+/* A two-byte packet on @sock passing descriptor @fd along (SCM_RIGHTS). */
+static void send_with_fd(int sock, int fd)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctl = { 0 };
+	struct iovec iov = { .iov_base = "fd", .iov_len = 2 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+			      .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf) };
+
+	ctl.h.cmsg_level = SOL_SOCKET;
+	ctl.h.cmsg_type = SCM_RIGHTS;
+	ctl.h.cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(&ctl.h), &fd, sizeof(int));
+	ck_assert_int_eq(sendmsg(sock, &msg, 0), 2);
+}
+
 /*
  * A descriptor a peer passes is never installed in the daemon, so never
  * close()d there: close() runs the file's ->flush, which a FUSE server can
@@ -351,13 +369,6 @@ END_TEST
  */
 START_TEST(passed_fds_never_installed)
 {
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} ctl = { 0 };
-	struct iovec iov = { .iov_base = "fd", .iov_len = 2 };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
-			      .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf) };
 	struct flock lk = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 	char path[] = "/tmp/hbm-ctl-lock-XXXXXX", in[16];
 	int sv[2], one = 1, fd, pass, status, nfd;
@@ -371,11 +382,7 @@ START_TEST(passed_fds_never_installed)
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
 	ck_assert_int_eq(setsockopt(sv[1], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)), 0);
 	pass = dup(fd);
-	ctl.h.cmsg_level = SOL_SOCKET;
-	ctl.h.cmsg_type = SCM_RIGHTS;
-	ctl.h.cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(&ctl.h), &pass, sizeof(int));
-	ck_assert_int_eq(sendmsg(sv[0], &msg, 0), 2);
+	send_with_fd(sv[0], pass);
 	ck_assert_int_eq(hbm_ctl_recv(sv[1], in, sizeof(in), &who), -ETOOMANYREFS);
 	ck_assert_int_eq(hbm_ctl_recv(sv[1], in, sizeof(in), &who), -ETOOMANYREFS);
 	nfd = dup(0);				/* nothing installed: the next number */
@@ -434,13 +441,6 @@ static int lingering_socket(void)
  */
 START_TEST(a_lingering_file_passed_is_released_elsewhere)
 {
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} ctl = { 0 };
-	struct iovec iov = { .iov_base = "fd", .iov_len = 2 };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
-			      .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf) };
 	struct hbm_fdsink sink;
 	int sv[2], t, i, one = 1;
 	struct ucred who;
@@ -451,11 +451,7 @@ START_TEST(a_lingering_file_passed_is_released_elsewhere)
 		t = lingering_socket();
 		ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
 		ck_assert_int_eq(setsockopt(sv[1], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)), 0);
-		ctl.h.cmsg_level = SOL_SOCKET;
-		ctl.h.cmsg_type = SCM_RIGHTS;
-		ctl.h.cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(&ctl.h), &t, sizeof(int));
-		ck_assert_int_eq(sendmsg(sv[0], &msg, 0), 2);
+		send_with_fd(sv[0], t);
 		close(t);			/* the packet holds it alone now */
 		close(sv[0]);
 		ck_assert_int_eq(hbm_ctl_recv(sv[1], in, sizeof(in), &who), -ETOOMANYREFS);
