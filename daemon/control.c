@@ -558,8 +558,12 @@ void control_close(struct daemon *d)
 
 	if (d->control < 0)
 		return;
+	/* its backlog's connections, with their queues, released elsewhere too */
+	if (d->control_passed)
+		close(d->control);	/* systemd's: not the last reference */
+	else
+		hbm_fdsink_give(&d->fdsink, d->control);
 	hbm_fdsink_stop(&d->fdsink);
-	close(d->control);
 	if (!d->control_passed && !lstat(path, &st) && st.st_dev == d->control_dev &&
 	    st.st_ino == d->control_ino)
 		unlink(path);

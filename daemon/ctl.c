@@ -513,6 +513,8 @@ ssize_t hbm_ctl_recv(int fd, void *buf, size_t cap, struct ucred *sender)
 	n = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_TRUNC | MSG_CMSG_CLOEXEC);
 	if (n < 0)
 		return -errno;
+	if (msg.msg_flags & MSG_CTRUNC)	/* files the peek did not show (no memory) */
+		return -ETOOMANYREFS;
 	for (c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
 		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS &&
 		    c->cmsg_len == CMSG_LEN(sizeof(*sender)))

@@ -26,9 +26,10 @@
  * (the daemon's send buffer: a socketpair's datagrams are not bounded by
  * max_dgram_qlen) is taken for stuck in a release and killed: SIGKILL ends
  * a lingering wait, and an exiting task does not linger (inet_release());
- * a new child takes the connection.  Without one (fork() failed), it is
- * closed here, as before, said once.  The child is forked as the store's
- * compaction child is (store.c): it calls nothing but system calls.
+ * a new child takes the connection.  Without one (fork() failed, or
+ * killed children that do not end: a release in D state), it is kept open,
+ * not released here.  The child is forked as the store's compaction child
+ * is (store.c): it calls nothing but system calls.
  */
 #include <errno.h>
 #include <signal.h>
@@ -47,12 +48,20 @@ void hbm_fdsink_init(struct hbm_fdsink *s)
 	*s = (struct hbm_fdsink){ .sock = -1, .pidfd = -1 };
 }
 
+/*
+ * The child: each socket it is given is closed once the next datagram (the
+ * daemon's tick after its own close, or the next socket) or the end has
+ * come, never before the daemon's close: closed at once, the child's could
+ * be the first of the two, and the daemon's the last (helper-160).
+ */
 static void __attribute__((noreturn)) sink(int sock, pid_t parent)
 {
 	union {
 		struct cmsghdr h;
 		char buf[CMSG_SPACE(16 * sizeof(int))];
 	} ctl;
+	int held[16];
+	size_t nr_held = 0, i;
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
 		_exit(1);
@@ -66,17 +75,31 @@ static void __attribute__((noreturn)) sink(int sock, pid_t parent)
 				    .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf) };
 		struct cmsghdr *c;
 		ssize_t n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
-		size_t i;
 
 		if (n < 0 && errno == EINTR)
 			continue;
+		for (i = 0; i < nr_held; i++)	/* the daemon has closed its own */
+			close(held[i]);
+		nr_held = 0;
 		if (n <= 0)
 			_exit(0);	/* the daemon's end closed */
 		for (c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
 			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-				for (i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++)
-					close(((int *)CMSG_DATA(c))[i]);
+				for (i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int) &&
+					    nr_held < 16; i++)
+					held[nr_held++] = ((int *)CMSG_DATA(c))[i];
 	}
+}
+
+/* Children killed are reaped once gone; never waited for. */
+static void reap(struct hbm_fdsink *s)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < s->nr_dead; i++)
+		if (!waitpid(s->dead[i], NULL, WNOHANG))
+			s->dead[n++] = s->dead[i];	/* not gone yet */
+	s->nr_dead = n;		/* reaped, or not ours to reap (ECHILD) */
 }
 
 static int spawn(struct hbm_fdsink *s)
@@ -84,6 +107,9 @@ static int spawn(struct hbm_fdsink *s)
 	pid_t parent = getpid();
 	int sv[2];
 
+	reap(s);
+	if (s->nr_dead == HBM_FDSINK_STUCK_MAX)
+		return -EBUSY;	/* past SIGKILL (a release in D state): no more */
 	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv))
 		return -errno;
 	s->pid = fork();
@@ -100,13 +126,6 @@ static int spawn(struct hbm_fdsink *s)
 	return 0;
 }
 
-/* A child killed is reaped once gone; never waited for. */
-static void reap(struct hbm_fdsink *s)
-{
-	if (s->dead && waitpid(s->dead, NULL, WNOHANG) != 0)
-		s->dead = 0;	/* reaped, or not ours to reap (ECHILD) */
-}
-
 /* The child, stuck or gone: killed, its queue released as it exits. */
 static void end_child(struct hbm_fdsink *s)
 {
@@ -115,9 +134,7 @@ static void end_child(struct hbm_fdsink *s)
 	/* through its pidfd: its pid may be another's once reaped */
 	if (s->pidfd < 0 || syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0))
 		kill(s->pid, SIGKILL);
-	reap(s);		/* an earlier one, if still there */
-	if (!s->dead)
-		s->dead = s->pid;	/* else left until the daemon's end */
+	s->dead[s->nr_dead++] = s->pid;	/* room: spawn() makes none past it */
 	reap(s);
 	if (s->pidfd >= 0)
 		close(s->pidfd);
@@ -149,8 +166,10 @@ static int send_fd(int sock, int fd)
  * @s: the sink
  * @fd: a socket of the daemon's (no ->flush), closed here
  *
- * Its file, and what its queue holds, is released by the sink's child, or
- * here when no child can be had.
+ * Its file, and what its queue holds, is released by the sink's child.
+ * With no child to be had (fork() failing, or HBM_FDSINK_STUCK_MAX killed
+ * that did not end: a release that SIGKILL does not end, in D state) it is
+ * kept open, never released in the loop: a descriptor lost, not the loop.
  */
 void hbm_fdsink_give(struct hbm_fdsink *s, int fd)
 {
@@ -158,21 +177,21 @@ void hbm_fdsink_give(struct hbm_fdsink *s, int fd)
 
 	reap(s);
 	for (tries = 0; tries < 2; tries++) {
-		if (!s->pid)
-			err = spawn(s);
+		err = s->pid ? 0 : spawn(s);
 		if (!err)
 			err = send_fd(s->sock, fd);
 		if (!err) {
-			close(fd);	/* the child's reference is in flight */
+			close(fd);
+			/* now the child may close its own (see sink()) */
+			send(s->sock, "", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 			return;
 		}
 		end_child(s);	/* stuck (-EAGAIN) or gone: another */
 	}
-	if (!s->said)
-		fprintf(stderr, "<4>hbmguardd: no child to release the control socket's connections (%s): "
-			"released in the loop\n", strerror(-err));
-	s->said = true;
-	close(fd);
+	s->kept++;
+	fprintf(stderr, "<4>hbmguardd: no child to release a control connection (%s): "
+		"kept open (%u so far) rather than released in the loop\n", strerror(-err),
+		s->kept);
 }
 
 /* The child ends once its end is closed, after what it was given. */
