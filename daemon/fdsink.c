@@ -82,7 +82,7 @@ static void __attribute__((noreturn)) sink(int sock, pid_t parent)
 			close(held[i]);
 		nr_held = 0;
 		if (n <= 0)
-			_exit(0);	/* the daemon's end closed */
+			_exit(0);	/* never so: every datagram has its byte */
 		for (c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
 			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
 				for (i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int) &&
@@ -194,7 +194,11 @@ void hbm_fdsink_give(struct hbm_fdsink *s, int fd)
 		s->kept);
 }
 
-/* The child ends once its end is closed, after what it was given. */
+/*
+ * At the daemon's stop: what the child holds it has closed at the tick of
+ * the last give; it ends with the daemon (PR_SET_PDEATHSIG), a datagram
+ * socket's close telling it nothing.
+ */
 void hbm_fdsink_stop(struct hbm_fdsink *s)
 {
 	if (s->pid) {
