@@ -215,7 +215,10 @@ for _ in range(20):
     s.settimeout(10)
     s.sendmsg([packet(STATUS)], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
                                   struct.pack("10i", *[0] * 10))])
-    assert s.recv(2048) == b"", "a packet with files answered"
+    try:    # left unread in the connection's queue: a reset, as the kernel says it
+        assert s.recv(2048) == b"", "a packet with files answered"
+    except ConnectionResetError:
+        pass
     s.close()
 if not user:
     after = len(os.listdir(fds))
