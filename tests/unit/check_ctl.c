@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Unit tests of the control protocol codec (daemon/ctl.c). */
 #include <check.h>
-#include <dirent.h>
 #include <errno.h>
 #include <stdalign.h>
 #include <fcntl.h>
@@ -342,19 +341,6 @@ START_TEST(sender_credentials)
 }
 END_TEST
 
-/* How many descriptors this process has open. */
-static int open_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int n = 0;
-
-	ck_assert_ptr_nonnull(d);
-	while (readdir(d))
-		n++;
-	closedir(d);
-	return n;
-}
-
 /* A two-byte packet on @sock passing descriptor @fd along (SCM_RIGHTS). */
 static void send_with_fd(int sock, int fd)
 {
@@ -397,10 +383,10 @@ START_TEST(passed_fds_never_installed)
 	ck_assert_int_eq(setsockopt(sv[1], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)), 0);
 	pass = dup(fd);
 	send_with_fd(sv[0], pass);
-	nfd = open_fds();
+	nfd = hbm_test_open_fds();
 	ck_assert_int_eq(hbm_ctl_recv(sv[1], in, sizeof(in), &who), -ETOOMANYREFS);
 	ck_assert_int_eq(hbm_ctl_recv(sv[1], in, sizeof(in), &who), -ETOOMANYREFS);
-	ck_assert_int_eq(open_fds(), nfd);	/* nothing installed */
+	ck_assert_int_eq(hbm_test_open_fds(), nfd);	/* nothing installed */
 	child = fork();
 	ck_assert_int_ge(child, 0);
 	if (!child) {

@@ -1174,18 +1174,6 @@ static void listen_hidden(void)
 	sd_event_unref(loop);
 }
 
-static int open_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int n = 0;
-
-	ck_assert_ptr_nonnull(d);
-	while (readdir(d))
-		n++;
-	closedir(d);
-	return n;
-}
-
 /* Where the dynamic loader finds @soname, asked in a child of its own: or "". */
 static void library_path(const char *soname, char *path, size_t len)
 {
@@ -1280,14 +1268,14 @@ START_TEST(server_without_library)
 	unlink(empty);
 	ck_assert_msg(!err, "bind over %s: %s", lib, strerror(err));
 
-	before = open_fds();
+	before = hbm_test_open_fds();
 	out = stderr_of(listen_hidden);
 	ck_assert_int_eq(hidden_err, -ELIBACC);
 	ck_assert_msg(!strncmp(out, said, strlen(said)) && strstr(out, MHD_SONAME),
 		      "said: %s", out);
 	ck_assert_ptr_null(m.mhd);
 	ck_assert(m.no_library);
-	ck_assert_int_eq(open_fds(), before);
+	ck_assert_int_eq(hbm_test_open_fds(), before);
 
 	pid = fork();
 	ck_assert_int_ge(pid, 0);

@@ -36,5 +36,6 @@ const char *table_invariants(const struct hbm_table *t);
 /* A seen set's nodes kept for a split, freed: its next split must allocate. */
 struct hbm_range_set;
 void hbm_test_drop_spares(struct hbm_range_set *s);
+int hbm_test_open_fds(void);
 
 #endif
