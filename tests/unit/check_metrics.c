@@ -7,7 +7,6 @@
  * `promtool check metrics` (package prometheus, scripts/deps.sh).
  */
 #include <check.h>
-#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
