@@ -4,8 +4,6 @@
  * injection; mtree.c's descents and core.h's WARN_ON_ONCE()s, counted;
  * and a seen set's spare nodes dropped (daemon/seen.c).
  */
-#include <check.h>
-#include <dirent.h>
 #include <stdlib.h>
 #include "mtree.h"
 #include "seen.h"
@@ -36,17 +34,4 @@ void hbm_test_drop_spares(struct hbm_range_set *s)
 		free(n);
 	}
 	s->nr_spare = 0;
-}
-
-/* How many descriptors this process has open (its /proc/self/fd's entries). */
-int hbm_test_open_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int n = 0;
-
-	ck_assert_ptr_nonnull(d);
-	while (readdir(d))
-		n++;
-	closedir(d);
-	return n;
 }

@@ -5,6 +5,7 @@
  * split the sanitized build's run in two processes at once.  The exit
  * status says whether a test failed, or a name is not a suite's.
  */
+#include <dirent.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,19 @@ static const struct {
 	{ "losses", losses_suite },
 };
 #define NR_SUITES (sizeof(suites) / sizeof(suites[0]))
+
+/* How many descriptors this process has open (its /proc/self/fd's entries). */
+int hbm_test_open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
 
 static bool named(const char *name, char **names, int nr)
 {
