@@ -14,8 +14,19 @@
 #include <systemd/sd-event.h>
 
 #include "ctl.h"
+#include "sha256.h"
 
 struct daemon;
+
+/*
+ * A job as the daemon tells jobs apart (ctl.h): its owner, its key's
+ * SHA-256 digest (all zero: registered without a key) and its name.
+ */
+struct job_id {
+	uid_t uid;
+	uint8_t key[HBM_SHA256_LEN];
+	char name[HBM_CTL_NAME_LEN];
+};
 
 /* A connection to the control socket; a training rank once registered. */
 struct client {
@@ -31,6 +42,7 @@ struct client {
 	struct client *next;		/* every connection */
 	bool is_rank;
 	struct hbm_ctl_rank reg;	/* what it registered as */
+	struct job_id job;		/* its job: its uid, key and reg.job */
 	uint32_t answer;		/* to the current step of its job's incident */
 	struct client *next_rank;
 };

@@ -170,8 +170,9 @@ static int on_exited(sd_event_source *s, int fd, uint32_t revents, void *arg)
  * workers) still hold the connection.  -ESRCH: that process is gone;
  * -EPERM: another one sent the request.
  */
+/* @key: its job's key (RANK_REGISTER_KEYED); NULL: none (RANK_REGISTER). */
 static int register_rank(struct client *c, const struct ucred *sender,
-			 const struct hbm_ctl_rank *r)
+			 const struct hbm_ctl_rank *r, const char *key)
 {
 	int err;
 
@@ -179,7 +180,7 @@ static int register_rank(struct client *c, const struct ucred *sender,
 		return -ESRCH;
 	if (sender->pid != c->cred.pid)
 		return -EPERM;
-	err = recovery_register(c->d, c, r);
+	err = recovery_register(c->d, c, r, key);
 	if (err)
 		return err;
 	/* A pidfd polls readable once its process has ended. */
@@ -248,6 +249,7 @@ static bool serve(struct client *c, const void *pkt, size_t len, const struct uc
 	bool admin = hbm_ctl_sender_is_admin(sender);
 	struct hbm_ctl_status st;
 	struct hbm_ctl_header h;
+	const struct hbm_ctl_rank_keyed *keyed;
 	const void *body, *reply = NULL;
 	uint16_t type;
 	int err;
@@ -272,8 +274,13 @@ static bool serve(struct client *c, const void *pkt, size_t len, const struct uc
 			reply = body;
 			break;
 		case HBM_CTL_RANK_REGISTER:
-			err = register_rank(c, sender, body);
+			err = register_rank(c, sender, body, NULL);
 			reply = body;
+			break;
+		case HBM_CTL_RANK_REGISTER_KEYED:
+			keyed = body;
+			err = register_rank(c, sender, &keyed->rank, keyed->key);
+			reply = &keyed->rank;	/* never the key back */
 			break;
 		case HBM_CTL_RANK_ANSWER:
 			err = sender->pid == c->cred.pid ? recovery_answer(c->d, c, body) : -EPERM;

@@ -110,6 +110,8 @@ size_t hbm_ctl_body_size(uint16_t type)
 		return sizeof(struct hbm_ctl_extent);
 	case HBM_CTL_RANK_REGISTER:
 		return sizeof(struct hbm_ctl_rank);
+	case HBM_CTL_RANK_REGISTER_KEYED:
+		return reply ? sizeof(struct hbm_ctl_rank) : sizeof(struct hbm_ctl_rank_keyed);
 	case HBM_CTL_RANK_ANSWER:
 		return sizeof(struct hbm_ctl_answer);
 	case HBM_CTL_RANK_GET:
@@ -185,6 +187,27 @@ bool hbm_ctl_name_valid(const char *s, size_t size)
 		if (s[i] <= ' ' || s[i] > '~')
 			return false;
 	return i > 0 && i < size;
+}
+
+/**
+ * hbm_ctl_key_valid() - whether a job key follows the rule of ctl.h
+ * @key: the field
+ *
+ * Return: true for HBM_CTL_KEY_MIN to HBM_CTL_KEY_LEN - 1 printable ASCII
+ * characters without spaces, the rest of the field NUL: one key, one
+ * spelling.
+ */
+bool hbm_ctl_key_valid(const char key[HBM_CTL_KEY_LEN])
+{
+	size_t i, len;
+
+	if (!hbm_ctl_name_valid(key, HBM_CTL_KEY_LEN))
+		return false;
+	len = strlen(key);
+	for (i = len; i < HBM_CTL_KEY_LEN; i++)
+		if (key[i])
+			return false;
+	return len >= HBM_CTL_KEY_MIN;
 }
 
 /**
@@ -333,7 +356,11 @@ static int check_body(uint16_t type, const void *body)
 		return check_extent(type, body);
 	case HBM_CTL_RANK_REGISTER:
 	case HBM_CTL_RANK_REGISTER | HBM_CTL_REPLY:
+	case HBM_CTL_RANK_REGISTER_KEYED | HBM_CTL_REPLY:
 		return check_rank(body);
+	case HBM_CTL_RANK_REGISTER_KEYED:
+		return hbm_ctl_key_valid(((const struct hbm_ctl_rank_keyed *)body)->key) ?
+		       check_rank(body) : -EBADMSG;
 	case HBM_CTL_RANK_ANSWER:
 	case HBM_CTL_RANK_ANSWER | HBM_CTL_REPLY:
 		return a->incident && a->answer && a->answer < __HBM_ANSWER_MAX &&

@@ -49,6 +49,7 @@
  *	CLUSTER		none			struct hbm_ctl_cluster
  *	CLUSTER_NODE_GET struct hbm_ctl_index	struct hbm_ctl_cluster_node
  *	RECOVERY_TIMES	none			struct hbm_ctl_recovery_times
+ *	RANK_REGISTER_KEYED struct hbm_ctl_rank_keyed struct hbm_ctl_rank
  *
  * DEADLINES says how long each step of a rank recovery may take ([Recovery]
  * in the configuration), so that a rank waits for the daemon as long as the
@@ -77,7 +78,24 @@
  * loader workers) neither keep the rank nor act for it.  A job is named by
  * its owner and its name: two uids' jobs of the same name are two jobs, so
  * no user can take or join another's job.  A (uid, job, rank) is held by
- * one live process.  When
+ * one live process.
+ *
+ * A uid is not always one owner: every container that runs as uid 0 without
+ * a user namespace of its own is uid 0.  A job's name is no secret either
+ * (RANK_GET shows it to anyone), so one such container could join another's
+ * job of that name, answer FAILED and have the daemon abort it and kill its
+ * failed rank, or take a rank first so that the job could not register.
+ * A job with a key is its key-holders' only: RANK_REGISTER_KEYED carries the
+ * key (HBM_CTL_KEY_MIN to HBM_CTL_KEY_LEN - 1 printable ASCII characters but
+ * space, NUL-padded), a secret its launcher gives every rank, and the job is
+ * then (uid, name, key): a rank without the key, or with another, is of
+ * another job, squats nothing in this one and is told nothing of it.  The
+ * daemon keeps the key's SHA-256 digest, never shows it, and names the job
+ * in etcd by the uid, the digest's first 8 bytes in hex and the name
+ * ("UID-DIGEST.JOB"): only key-holders join it across nodes too.  Its reply
+ * is RANK_REGISTER's; a daemon older than it answers -EOPNOTSUPP and closes
+ * the connection.  A job registered with RANK_REGISTER has no key: it is
+ * (uid, name), as above.  When
  * an uncorrectable error or poison hits a device a rank uses, the daemon
  * opens an incident and sends RECOVERY packets: PAUSE to every rank of the
  * job, which answers PAUSED at its next step boundary; RESTORE, once the
@@ -137,6 +155,7 @@ enum hbm_ctl_type {
 	HBM_CTL_CLUSTER,
 	HBM_CTL_CLUSTER_NODE_GET,
 	HBM_CTL_RECOVERY_TIMES,
+	HBM_CTL_RANK_REGISTER_KEYED,
 	__HBM_CTL_TYPE_MAX
 };
 
@@ -213,6 +232,14 @@ struct hbm_ctl_rank {
 	uint32_t local_rank;
 	uint32_t nr_ranges;		/* <= HBM_CTL_MAX_RANGES; 0: all of it */
 	struct hbm_ctl_range ranges[HBM_CTL_MAX_RANGES];	/* the rank's */
+};
+
+#define HBM_CTL_KEY_MIN		16
+#define HBM_CTL_KEY_LEN		64
+
+struct hbm_ctl_rank_keyed {
+	struct hbm_ctl_rank rank;
+	char key[HBM_CTL_KEY_LEN];	/* the job's secret, NUL-padded */
 };
 
 enum hbm_recovery_action {
@@ -300,7 +327,7 @@ struct hbm_ctl_cluster_node {
 	uint32_t index;
 	uint32_t total;
 	uint64_t incident;		/* this node's incident of it; 0: none kept */
-	char job[HBM_CTL_NAME_LEN];	/* as etcd names it: "UID.JOB" */
+	char job[HBM_CTL_NAME_LEN];	/* as etcd names it: "UID.JOB", "UID-DIGEST.JOB" */
 	char id[HBM_CTL_NAME_LEN];	/* the incident's, in etcd */
 	char opener[HBM_CTL_NAME_LEN];	/* the node whose error opened it */
 	char node[HBM_CTL_NAME_LEN];	/* the node this entry is of */
@@ -474,6 +501,7 @@ size_t hbm_ctl_encode(void *buf, size_t cap, uint16_t type, uint32_t seq,
 int hbm_ctl_decode(const void *buf, size_t len, bool reply,
 		   struct hbm_ctl_header *h, const void **body);
 bool hbm_ctl_name_valid(const char *s, size_t size);
+bool hbm_ctl_key_valid(const char key[HBM_CTL_KEY_LEN]);
 const char *hbm_ctl_escape(char *out, size_t cap, const char *s, bool json);
 int hbm_ctl_send(int fd, const void *pkt, size_t len, bool as_admin);
 ssize_t hbm_ctl_recv(int fd, void *buf, size_t cap, struct ucred *sender);

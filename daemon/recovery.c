@@ -19,7 +19,11 @@
  *
  * A job is its owner's: ranks, incidents and answers are matched by uid
  * and job name together, so that one user cannot join, take or squat
- * another's job, however its name was learnt.
+ * another's job, however its name was learnt; and by the job's key where
+ * its ranks registered with one (ctl.h), so that neither can one owner
+ * that is many, such as the containers that all run as uid 0: a rank
+ * without the key is of another job.  The key's digest is what is kept
+ * (struct job_id), never the key.
  *
  * Only errors that destroyed data open incidents (UE, poison); a page
  * retired for correctable errors was copied before the switch (see the
@@ -45,8 +49,8 @@
  *
  * A job whose ranks are not all here (fewer registered than its world
  * size) is followed across its nodes when [Cluster] is set (cluster.h): its
- * ranks here are published under the name "UID.JOB", an error under one of
- * them opens the job's incident in etcd, and each step is the cluster's:
+ * ranks here are published under its name there (cluster_name()), an error
+ * under one of them opens the job's incident in etcd, and each step is the cluster's:
  * the ranks here are asked it when etcd says so, and the cluster told when
  * they have done it.  The deadlines are the cluster's then, and so is the
  * escalation: a failure here aborts every node's ranks, and one elsewhere
@@ -203,10 +207,23 @@ static void record(struct daemon *d, struct incident *x, uint32_t from)
 	daemon_notify_status(d);
 }
 
-/* Every registered rank of a job (its owner, its name), in turn. */
-#define for_each_rank_of(dmn, c, of_uid, of_job) \
+static bool same_job(const struct job_id *a, const struct job_id *b)
+{
+	return a->uid == b->uid && !memcmp(a->key, b->key, sizeof(a->key)) &&
+	       !strcmp(a->name, b->name);
+}
+
+static bool keyed(const struct job_id *j)
+{
+	static const uint8_t none[HBM_SHA256_LEN];
+
+	return memcmp(j->key, none, sizeof(none));
+}
+
+/* Every registered rank of a job (its owner, its key, its name), in turn. */
+#define for_each_rank_of(dmn, c, of) \
 	for (c = (dmn)->ranks; c; c = c->next_rank) \
-		if (c->cred.uid == (of_uid) && !strcmp(c->reg.job, of_job))
+		if (same_job(&c->job, of))
 
 static void tell(struct daemon *d, struct incident *x, uint32_t action)
 {
@@ -218,7 +235,7 @@ static void tell(struct daemon *d, struct incident *x, uint32_t action)
 	struct client *c;
 
 	strcpy(rc.device, x->info.device);
-	for_each_rank_of(d, c, x->uid, x->info.job) {
+	for_each_rank_of(d, c, &x->job) {
 		c->answer = 0;
 		control_send(c, HBM_CTL_RECOVERY, &rc);
 	}
@@ -268,10 +285,10 @@ static void kill_failed_rank(struct incident *x, int sig)
 {
 	if (x->pidfd < 0)
 		return;
-	if (!control_owned_by(x->pidfd, x->pid, x->uid)) {
+	if (!control_owned_by(x->pidfd, x->pid, x->job.uid)) {
 		fprintf(stderr, "<4>hbmguardd: incident %" PRIu64 ": rank %u (pid %d) is gone "
 			"or no longer uid %u's: not signalled\n", x->info.id,
-			x->info.failed_rank, x->pid, (unsigned int)x->uid);
+			x->info.failed_rank, x->pid, (unsigned int)x->job.uid);
 		close(x->pidfd);
 		x->pidfd = -1;
 		return;
@@ -314,10 +331,18 @@ static bool escalate_here(struct daemon *d, struct incident *x, const char *reas
 	return true;
 }
 
-/* A job's name in etcd (cluster_proto.h): false if it cannot have one. */
-static bool cluster_name(uid_t uid, const char *job, char name[HBM_CLUSTER_NAME_LEN])
+/*
+ * A job's name in etcd (cluster_proto.h), "UID.JOB", or "UID-DIGEST.JOB"
+ * with a key (ctl.h): false if it cannot have one.
+ */
+static bool cluster_name(const struct job_id *j, char name[HBM_CLUSTER_NAME_LEN])
 {
-	int n = snprintf(name, HBM_CLUSTER_NAME_LEN, "%u.%s", (unsigned int)uid, job);
+	const uint8_t *k = j->key;
+	int n = keyed(j) ?
+		snprintf(name, HBM_CLUSTER_NAME_LEN, "%u-%02x%02x%02x%02x%02x%02x%02x%02x.%s",
+			 (unsigned int)j->uid, k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7],
+			 j->name) :
+		snprintf(name, HBM_CLUSTER_NAME_LEN, "%u.%s", (unsigned int)j->uid, j->name);
 
 	return n > 0 && n < HBM_CLUSTER_NAME_LEN && hbm_cluster_name_valid(name);
 }
@@ -328,7 +353,7 @@ static void escalate(struct daemon *d, struct incident *x, const char *reason,
 {
 	char name[HBM_CLUSTER_NAME_LEN];
 
-	if (escalate_here(d, x, reason, cause) && x->clustered && cluster_name(x->uid, x->info.job, name))
+	if (escalate_here(d, x, reason, cause) && x->clustered && cluster_name(&x->job, name))
 		cluster_fail(d->cluster, name, reason);
 }
 
@@ -355,7 +380,7 @@ static bool all_answered(struct daemon *d, const struct incident *x, uint32_t an
 {
 	struct client *c;
 
-	for_each_rank_of(d, c, x->uid, x->info.job)
+	for_each_rank_of(d, c, &x->job)
 		if (c->answer != answer)
 			return false;
 	return true;
@@ -369,7 +394,7 @@ static void cluster_advance(struct daemon *d, struct incident *x)
 			x->cl_asked == CL_RESTORE ? HBM_ANSWER_RESTORED : 0;
 
 	if (!want || x->cl_done == x->cl_asked || !all_answered(d, x, want) ||
-	    !cluster_name(x->uid, x->info.job, name))
+	    !cluster_name(&x->job, name))
 		return;
 	x->cl_done = x->cl_asked;
 	cluster_done(d->cluster, name, x->cluster_id, x->cl_asked, true, NULL);
@@ -400,12 +425,12 @@ static void advance(struct daemon *d, struct incident *x)
 }
 
 /* Whether a job has ranks elsewhere: fewer registered here than its world. */
-static bool job_spread(struct daemon *d, uid_t uid, const char *job)
+static bool job_spread(struct daemon *d, const struct job_id *job)
 {
 	uint32_t here = 0, world = 0;
 	struct client *c;
 
-	for_each_rank_of(d, c, uid, job) {
+	for_each_rank_of(d, c, job) {
 		here++;
 		world = c->reg.world_size;
 	}
@@ -416,21 +441,21 @@ static bool job_spread(struct daemon *d, uid_t uid, const char *job)
  * The job's ranks here, as the cluster has them ({"ranks": [...],
  * "world_size": N}, cluster_proto.h); its key deleted when none is left.
  */
-static void publish_job(struct daemon *d, uid_t uid, const char *job)
+static void publish_job(struct daemon *d, const struct job_id *job)
 {
 	char name[HBM_CLUSTER_NAME_LEN], value[CL_VALUE_MAX];
 	uint32_t world = 0;
 	struct client *c;
 	size_t n = 0;
 
-	if (!d->cluster || !cluster_name(uid, job, name))	/* refused at registration */
+	if (!d->cluster || !cluster_name(job, name))	/* refused at registration */
 		return;
-	if (!job_spread(d, uid, job)) {	/* none (left), or all here: nothing for etcd */
+	if (!job_spread(d, job)) {	/* none (left), or all here: nothing for etcd */
 		cluster_leave(d->cluster, name);
 		return;
 	}
 	n = snprintf(value, sizeof(value), "{\"ranks\":[");
-	for_each_rank_of(d, c, uid, job) {
+	for_each_rank_of(d, c, job) {
 		if (n < sizeof(value))
 			n += snprintf(value + n, sizeof(value) - n, "%s%u", world ? "," : "",
 				      c->reg.rank);
@@ -442,13 +467,12 @@ static void publish_job(struct daemon *d, uid_t uid, const char *job)
 		fprintf(stderr, "<3>hbmguardd: job %s: its ranks here cannot be published\n", name);
 }
 
-static struct incident *open_incident_of(struct daemon *d, uid_t uid, const char *job)
+static struct incident *open_incident_of(struct daemon *d, const struct job_id *job)
 {
 	size_t i;
 
 	for (i = 0; i < d->nr_incidents; i++)
-		if (open_state(d->incidents[i].info.state) && d->incidents[i].uid == uid &&
-		    !strcmp(d->incidents[i].info.job, job))
+		if (open_state(d->incidents[i].info.state) && same_job(&d->incidents[i].job, job))
 			return &d->incidents[i];
 	return NULL;
 }
@@ -542,18 +566,14 @@ static bool hits(const struct client *c, const char *identity, uint64_t offset,
 	return !strcmp(c->reg.device, identity) && overlaps(&c->reg, offset, length);
 }
 
-/*
- * Whether a rank of @c's job (its owner's: jobs are per uid) listed before @c
- * was hit: the job's turn was then.
- */
+/* Whether a rank of @c's job listed before @c was hit: the job's turn was then. */
 static bool job_hit_before(struct daemon *d, const struct client *c,
 			   const char *identity, uint64_t offset, uint64_t length)
 {
 	const struct client *o;
 
 	for (o = d->ranks; o != c; o = o->next_rank)
-		if (o->cred.uid == c->cred.uid && !strcmp(o->reg.job, c->reg.job) &&
-		    hits(o, identity, offset, length))
+		if (same_job(&o->job, &c->job) && hits(o, identity, offset, length))
 			return true;
 	return false;
 }
@@ -563,8 +583,7 @@ static bool across_nodes(struct daemon *d, const struct incident *x)
 {
 	char name[HBM_CLUSTER_NAME_LEN];
 
-	return d->cluster && job_spread(d, x->uid, x->info.job) &&
-	       cluster_name(x->uid, x->info.job, name);
+	return d->cluster && job_spread(d, &x->job) && cluster_name(&x->job, name);
 }
 
 /*
@@ -578,7 +597,7 @@ static void open_across_nodes(struct daemon *d, struct incident *x)
 	size_t i;
 	int err;
 
-	cluster_name(x->uid, x->info.job, name);
+	cluster_name(&x->job, name);
 	if (x->info.length == HBM_CTL_WHOLE_DEVICE)
 		snprintf(reason, sizeof(reason), "data lost on %s (whole device) under rank %u",
 			 x->info.device, x->info.failed_rank);
@@ -624,7 +643,7 @@ void recovery_on_lost_data(struct daemon *d, const char *identity,
 		if (!hits(c, identity, offset, length) ||
 		    job_hit_before(d, c, identity, offset, length))
 			continue;
-		x = open_incident_of(d, c->cred.uid, c->reg.job);
+		x = open_incident_of(d, &c->job);
 		if (x && length == HBM_CTL_WHOLE_DEVICE && x->info.length == HBM_CTL_WHOLE_DEVICE &&
 		    !strcmp(x->info.device, identity)) {
 			/*
@@ -652,7 +671,7 @@ void recovery_on_lost_data(struct daemon *d, const char *identity,
 		x->info.length = length;
 		x->info.failed_rank = c->reg.rank;
 		x->pid = c->cred.pid;
-		x->uid = c->cred.uid;
+		x->job = c->job;
 		x->pidfd = c->pidfd >= 0 ? fcntl(c->pidfd, F_DUPFD_CLOEXEC, 3) : -1;
 		x->cl_asked = x->cl_done = -1;
 		x->clustered = across_nodes(d, x);
@@ -671,40 +690,49 @@ void recovery_on_lost_data(struct daemon *d, const char *identity,
  * @d: the daemon
  * @c: its connection
  * @r: what it says it is (checked by hbm_ctl_decode())
+ * @key: its job's key (checked by hbm_ctl_decode()); NULL: none
  *
- * The job is the one of that name owned by the connection's uid.
+ * The job is the one of that name owned by the connection's uid, and of
+ * that key (ctl.h).
  *
  * Return: 0; -EALREADY if this connection registered before, -EEXIST if a
  * live process holds that rank of that job, -EBUSY if the job is under
  * recovery, -EINVAL if [Cluster] is set and etcd cannot name the job.
  */
-int recovery_register(struct daemon *d, struct client *c, const struct hbm_ctl_rank *r)
+int recovery_register(struct daemon *d, struct client *c, const struct hbm_ctl_rank *r,
+		      const char *key)
 {
+	struct job_id job = { .uid = c->cred.uid };
 	char name[HBM_CLUSTER_NAME_LEN];
 	struct client *o;
 
 	if (c->is_rank)
 		return -EALREADY;
-	for_each_rank_of(d, o, c->cred.uid, r->job)
+	strcpy(job.name, r->job);
+	if (key)
+		hbm_sha256(key, strlen(key), job.key);
+	for_each_rank_of(d, o, &job)
 		if (o->reg.rank == r->rank)
 			return -EEXIST;
-	if (open_incident_of(d, c->cred.uid, r->job))
+	if (open_incident_of(d, &job))
 		return -EBUSY;
-	if (d->cluster && !cluster_name(c->cred.uid, r->job, name)) {
+	if (d->cluster && !cluster_name(&job, name)) {
 		/* its ranks elsewhere would never hear of its incidents */
-		fprintf(stderr, "<4>hbmguardd: rank %u of job %s refused: with [Cluster], a job's name is one etcd takes (cluster_proto.h: at most %zu characters of [A-Za-z0-9._-] for uid %u)\n",
+		fprintf(stderr, "<4>hbmguardd: rank %u of job %s refused: with [Cluster], a job's name is one etcd takes (cluster_proto.h: at most %zu characters of [A-Za-z0-9._-] for uid %u%s)\n",
 			r->rank, r->job, HBM_CLUSTER_NAME_LEN - 2 - (size_t)snprintf(NULL, 0, "%u",
-			(unsigned int)c->cred.uid), (unsigned int)c->cred.uid);
+			(unsigned int)c->cred.uid) - (key ? 17 : 0), (unsigned int)c->cred.uid,
+			key ? " with a key" : "");
 		return -EINVAL;
 	}
 	c->reg = *r;
+	c->job = job;
 	c->is_rank = true;
 	c->answer = 0;
 	c->next_rank = d->ranks;
 	d->ranks = c;
-	fprintf(stderr, "<6>hbmguardd: rank %u/%u of job %s registered, pid %d on %s\n",
-		r->rank, r->world_size, r->job, c->cred.pid, r->device);
-	publish_job(d, c->cred.uid, r->job);
+	fprintf(stderr, "<6>hbmguardd: rank %u/%u of job %s%s registered, pid %d on %s\n",
+		r->rank, r->world_size, r->job, key ? " (with a key)" : "", c->cred.pid, r->device);
+	publish_job(d, &c->job);
 	daemon_notify_status(d);
 	return 0;
 }
@@ -724,7 +752,7 @@ int recovery_answer(struct daemon *d, struct client *c, const struct hbm_ctl_ans
 
 	if (!c->is_rank)
 		return -ENOTCONN;
-	x = open_incident_of(d, c->cred.uid, c->reg.job);
+	x = open_incident_of(d, &c->job);
 	if (!x || x->info.id != a->incident)
 		return -ESRCH;
 	if (a->answer == HBM_ANSWER_FAILED) {
@@ -759,10 +787,10 @@ void recovery_client_gone(struct daemon *d, struct client *c)
 		}
 	fprintf(stderr, "<5>hbmguardd: rank %u of job %s left (pid %d)\n",
 		c->reg.rank, c->reg.job, c->cred.pid);
-	x = open_incident_of(d, c->cred.uid, c->reg.job);
+	x = open_incident_of(d, &c->job);
 	if (x)
 		escalate(d, x, "a rank left during recovery", NOT_THE_NODE);
-	publish_job(d, c->cred.uid, c->reg.job);
+	publish_job(d, &c->job);
 	daemon_notify_status(d);
 }
 
@@ -869,7 +897,7 @@ static size_t put_before(struct daemon *d, struct hbm_ctl_incident *in, size_t n
 		memset(x, 0, sizeof(*x));
 		x->d = d;
 		x->pidfd = -1;
-		x->uid = (uid_t)-1;	/* the file keeps no owner: no rank's */
+		x->job.uid = (uid_t)-1;	/* the file keeps no owner: no rank's */
 		x->info = in[i];
 		x->remote = in[i].device[0] == '@';	/* another node's: nothing to drain here */
 		x->inherited = true;
@@ -1187,36 +1215,45 @@ void recovery_fact(void *arg, const struct hbm_fact *f)
 	}
 }
 
-/* The local job a cluster's name stands for ("UID.JOB"); false if none. */
-static bool local_job(const char *name, uid_t *uid, const char **job)
+/*
+ * The local job a cluster's name stands for: that of a rank here, or of an
+ * incident kept here, whose name it is (cluster_name()); false if none.  A
+ * keyed job's name cannot be read back into the job: its key is not in it.
+ */
+static bool local_job(struct daemon *d, const char *name, struct job_id *out)
 {
-	char *end;
-	unsigned long u;
+	char mine[HBM_CLUSTER_NAME_LEN];
+	struct client *c;
+	size_t i;
 
-	char again[HBM_CLUSTER_NAME_LEN];
+	for (c = d->ranks; c; c = c->next_rank)
+		if (cluster_name(&c->job, mine) && !strcmp(mine, name)) {
+			*out = c->job;
+			return true;
+		}
+	for (i = d->nr_incidents; i-- > 0;) {
+		const struct incident *x = &d->incidents[i];
 
-	errno = 0;
-	u = strtoul(name, &end, 10);
-	if (errno || end == name || *end != '.' || u > UINT32_MAX || !isdigit(*name))
-		return false;
-	*uid = u;
-	*job = end + 1;
-	/* the one spelling cluster_name() makes: "01000.job" is no one's */
-	return cluster_name(*uid, *job, again) && !strcmp(again, name);
+		if (x->job.uid != (uid_t)-1 && cluster_name(&x->job, mine) && !strcmp(mine, name)) {
+			*out = x->job;
+			return true;
+		}
+	}
+	return false;
 }
 
 /*
  * Whether this node's incident of a job's incident across nodes @id ended
  * already: the newest of the job's, of that id, escalated here.
  */
-static bool part_ended(struct daemon *d, uid_t uid, const char *job, const char *id)
+static bool part_ended(struct daemon *d, const struct job_id *job, const char *id)
 {
 	size_t i;
 
 	for (i = d->nr_incidents; i-- > 0;) {
 		const struct incident *x = &d->incidents[i];
 
-		if (x->uid != uid || strcmp(x->info.job, job))
+		if (!same_job(&x->job, job))
 			continue;
 		return x->clustered && !open_state(x->info.state) && !strcmp(x->cluster_id, id);
 	}
@@ -1224,26 +1261,26 @@ static bool part_ended(struct daemon *d, uid_t uid, const char *job, const char 
 }
 
 /* An incident opened on another node, for this node's ranks of the job. */
-static struct incident *remote_incident(struct daemon *d, uid_t uid, const char *job,
+static struct incident *remote_incident(struct daemon *d, const struct job_id *job,
 					const struct cl_action *a)
 {
 	struct incident *x;
 	struct client *c;
 
-	for_each_rank_of(d, c, uid, job)
+	for_each_rank_of(d, c, job)
 		break;
 	if (!c || !a->opener[0])
 		return NULL;
 	x = new_incident(d);
 	if (!x) {
-		fprintf(stderr, "<2>hbmguardd: no memory for an incident of job %s\n", job);
+		fprintf(stderr, "<2>hbmguardd: no memory for an incident of job %s\n", job->name);
 		return NULL;
 	}
-	snprintf(x->info.job, sizeof(x->info.job), "%s", job);
+	strcpy(x->info.job, job->name);
 	snprintf(x->info.device, sizeof(x->info.device), "@%.62s", a->opener);
 	x->info.length = HBM_CTL_WHOLE_DEVICE;	/* what was lost is the opener's to know */
 	x->info.failed_rank = a->rank;
-	x->uid = uid;
+	x->job = *job;
 	x->clustered = x->remote = true;
 	x->cl_asked = x->cl_done = -1;
 	mark(x, HBM_INCIDENT_DETECTED, NULL);
@@ -1258,15 +1295,13 @@ static struct incident *remote_incident(struct daemon *d, uid_t uid, const char 
  */
 static void cluster_step(void *arg, const struct cl_action *a)
 {
+	struct incident *x = NULL;
 	struct daemon *d = arg;
-	const char *job;
-	struct incident *x;
+	struct job_id job;
 	uint32_t from;
-	uid_t uid;
 
-	if (!local_job(a->job, &uid, &job))
-		return;
-	x = open_incident_of(d, uid, job);
+	if (local_job(d, a->job, &job))
+		x = open_incident_of(d, &job);
 	if (x && !x->clustered) {
 		/* a job all here by its ranks' count, in an incident of other nodes' */
 		escalate_here(d, x, "another node's incident during this node's", NOT_THE_NODE);
@@ -1277,15 +1312,15 @@ static void cluster_step(void *arg, const struct cl_action *a)
 		cluster_done(d->cluster, a->job, a->id, a->step, true, NULL);
 		return;
 	}
-	if (!x && part_ended(d, uid, job, a->id)) {
+	if (!x && local_job(d, a->job, &job) && part_ended(d, &job, a->id)) {
 		/* this node's part ended already (escalated here): no step again */
 		cluster_done(d->cluster, a->job, a->id, a->step, false,
 			     "its part of the incident ended here");
 		return;
 	}
 	/* a pause only: ranks never paused here cannot take a later step */
-	if (!x && a->step == CL_PAUSE)
-		x = remote_incident(d, uid, job, a);
+	if (!x && a->step == CL_PAUSE && local_job(d, a->job, &job))
+		x = remote_incident(d, &job, a);
 	if (!x) {	/* no rank of the job here any more, or no memory: it cannot do it */
 		cluster_done(d->cluster, a->job, a->id, a->step, false, "no rank of the job here");
 		return;
@@ -1341,13 +1376,12 @@ static void cluster_closed(void *arg, const char *name, const char *id, bool res
 {
 	struct daemon *d = arg;
 	struct incident *x;
-	const char *job;
-	uid_t uid;
+	struct job_id job;
 
-	if (!local_job(name, &uid, &job))
+	if (!local_job(d, name, &job))
 		return;
 	/* one of its, or one not yet named (an error here while it was aborting) */
-	x = open_incident_of(d, uid, job);
+	x = open_incident_of(d, &job);
 	if (x && x->clustered && (!strcmp(x->cluster_id, id) || !x->cluster_id[0]) && !resumed)
 		escalate_here(d, x, "the job's incident was aborted", NOT_THE_NODE);
 }
@@ -1355,7 +1389,7 @@ static void cluster_closed(void *arg, const char *name, const char *id, bool res
 /**
  * recovery_cluster_incident() - this node's incident of one across nodes
  * @d: the daemon
- * @name: the job's name in etcd ("UID.JOB")
+ * @name: the job's name in etcd (cluster_name())
  * @id: the incident's id there
  *
  * Return: its id here, the newest, or 0 if none is kept.
@@ -1369,7 +1403,7 @@ uint64_t recovery_cluster_incident(struct daemon *d, const char *name, const cha
 		const struct incident *x = &d->incidents[i];
 
 		if (x->clustered && !strcmp(x->cluster_id, id) &&
-		    cluster_name(x->uid, x->info.job, mine) && !strcmp(mine, name))
+		    cluster_name(&x->job, mine) && !strcmp(mine, name))
 			return x->info.id;
 	}
 	return 0;

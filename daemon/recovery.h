@@ -23,7 +23,7 @@ struct incident {
 	sd_event_source *timer;		/* the current step's deadline */
 	int pidfd;			/* the failed rank's process */
 	pid_t pid;
-	uid_t uid;			/* the job's owner */
+	struct job_id job;		/* whose; uid (uid_t)-1: no rank's */
 	bool inherited;			/* left open by a daemon that died: untimed */
 	/* A job with ranks on other nodes: the cluster drives its steps. */
 	bool clustered;
@@ -40,7 +40,8 @@ void recovery_load(struct daemon *d);
 void recovery_save_again(struct daemon *d);
 void recovery_on_lost_data(struct daemon *d, const char *identity,
 			   uint64_t offset, uint64_t length);
-int recovery_register(struct daemon *d, struct client *c, const struct hbm_ctl_rank *r);
+int recovery_register(struct daemon *d, struct client *c, const struct hbm_ctl_rank *r,
+		      const char *key);
 int recovery_answer(struct daemon *d, struct client *c, const struct hbm_ctl_answer *a);
 void recovery_client_gone(struct daemon *d, struct client *c);
 int recovery_rank_get(struct daemon *d, uint32_t index, struct hbm_ctl_rank_info *out);

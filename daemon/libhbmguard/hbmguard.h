@@ -91,6 +91,15 @@ bool hbmguard_table_removed(struct hbmguard_table *t);
  * workers) inherit the connection but not the rank, which ends with the
  * registering process, and the daemon refuses requests they send on it.
  * A job is its user's: another user's job of the same name is another job.
+ *
+ * And its key's, where the environment has one: HBMGUARD_JOB_KEY, a secret
+ * the launcher gives every rank of the job (16 to 63 printable ASCII
+ * characters but space: say 32 hex digits from /dev/urandom).  A rank
+ * without the key, or with another, is of another job: it cannot join the
+ * job, take one of its ranks first, or answer for it, on this node or
+ * (with the daemon's [Cluster]) on another.  Without a key, a job is its
+ * uid's and its name's only, and every container running as uid 0 is that
+ * one uid: set a key wherever a node runs more than one tenant's jobs.
  */
 #define HBMGUARD_RANK_SOCKET	"/run/hbmguard/control.sock"
 #define HBMGUARD_RANK_MAX_RANGES	8
@@ -139,7 +148,9 @@ struct hbmguard_rank;
 int hbmguard_job_id(char *out, size_t size);
 
 /* Register with the daemon at @socket_path (NULL: the default).  An empty
- * info->job is hbmguard_job_id()'s (-ENOENT, -EINVAL as it says).  This and
+ * info->job is hbmguard_job_id()'s (-ENOENT, -EINVAL as it says); a
+ * HBMGUARD_JOB_KEY the daemon would not take, -EINVAL; a key given to a
+ * daemon older than keys, -EOPNOTSUPP (nothing registered).  This and
  * hbmguard_rank_answer() wait at most 30 s for the daemon's reply, then give
  * -ETIMEDOUT (with hbmguardd.socket a connection is taken while no daemon
  * runs, to be answered by the next one, if it comes). */

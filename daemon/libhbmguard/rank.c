@@ -115,19 +115,39 @@ int hbmguard_job_id(char *out, size_t size)
 	return 0;
 }
 
+/*
+ * The job's key from HBMGUARD_JOB_KEY (hbmguard.h): 0 and none, 1 and
+ * @out's, -EINVAL if it is not one the daemon takes.  Not in a set-user-ID
+ * program's environment, which its caller chose (secure_getenv()).
+ */
+static int job_key(struct hbm_ctl_rank_keyed *out)
+{
+	const char *key = secure_getenv("HBMGUARD_JOB_KEY");
+
+	if (!key || !key[0])
+		return 0;
+	if (strlen(key) >= sizeof(out->key))
+		return -EINVAL;
+	strcpy(out->key, key);
+	return hbm_ctl_key_valid(out->key) ? 1 : -EINVAL;
+}
+
 int hbmguard_rank_register(const char *socket_path, const struct hbmguard_rank_info *info,
 			   struct hbmguard_rank **out)
 {
-	struct hbm_ctl_rank reg;
+	struct hbm_ctl_rank_keyed reg = { 0 };
 	struct hbmguard_rank *r;
-	int err;
+	int err, keyed;
 
-	memcpy(&reg, info, sizeof(reg));
-	if (!reg.job[0]) {
-		err = hbmguard_job_id(reg.job, sizeof(reg.job));
+	memcpy(&reg.rank, info, sizeof(reg.rank));
+	if (!reg.rank.job[0]) {
+		err = hbmguard_job_id(reg.rank.job, sizeof(reg.rank.job));
 		if (err)
 			return err;
 	}
+	keyed = job_key(&reg);
+	if (keyed < 0)
+		return keyed;
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
@@ -136,7 +156,8 @@ int hbmguard_rank_register(const char *socket_path, const struct hbmguard_rank_i
 		err = r->fd;
 		goto fail;
 	}
-	err = transact(r, HBM_CTL_RANK_REGISTER, &reg, NULL, 0);
+	err = transact(r, keyed ? HBM_CTL_RANK_REGISTER_KEYED : HBM_CTL_RANK_REGISTER,
+		       keyed ? (const void *)&reg : &reg.rank, NULL, 0);
 	if (err)
 		goto fail;
 	*out = r;

@@ -142,13 +142,18 @@ else:
     expect("beyond the device", packet(RETIRE, extent(offset=2**40)), errno.ERANGE, False)
 
 # Training ranks: the registration and answers, out of order or claimed.
-REGISTER, ANSWER, RANK_GET, INCIDENT_GET = 4, 5, 6, 7
+REGISTER, ANSWER, RANK_GET, INCIDENT_GET, REGISTER_KEYED = 4, 5, 6, 7, 16
 RANK = struct.Struct("<64s64sIIII" + "QQ" * 8)
 
 
 def rank_body(job=b"badinput", rank=0, world=2, device=identity, nr=0, ranges=()):
     flat = [v for r in ranges for v in r] + [0] * (16 - 2 * len(ranges))
     return RANK.pack(job, device, rank, world, rank, nr, *flat)
+
+
+def keyed_body(job, key, **rank):
+    """struct hbm_ctl_rank_keyed: the rank, its job's key NUL-padded to 64."""
+    return rank_body(job, **rank) + key.ljust(64, b"\0")[:64]
 
 
 def answer_body(incident=1, answer=1, reserved=0):
@@ -184,6 +189,29 @@ expect("GPU_GET without its index", packet(GPU_GET), EBADMSG, True)
 expect("GPU_GET reserved field", packet(GPU_GET, struct.pack("<II", 0, 1)), EBADMSG, True)
 expect("GPU_GET oversized", packet(GPU_GET, struct.pack("<II", 0, 0) + b"\0" * 2000),
        EBADMSG, True)
+# A job with a key (ctl.h): a key of 16 to 63 characters of a name's, the
+# rest of its field NUL; the same job's rank 0 without the key, or with
+# another, is another job's, not held.
+KEY = b"badinput-key-0123456789"
+expect("key too short", packet(REGISTER_KEYED, keyed_body(job, b"0123456789abcde")),
+       EBADMSG, True)
+expect("key with a space", packet(REGISTER_KEYED, keyed_body(job, b"0123456789 abcdef")),
+       EBADMSG, True)
+expect("key with an escape", packet(REGISTER_KEYED, keyed_body(job, b"0123456789abcdef\x1b[2J")),
+       EBADMSG, True)
+expect("key unterminated", packet(REGISTER_KEYED, keyed_body(job, b"k" * 64)), EBADMSG, True)
+expect("key with bytes after its end",
+       packet(REGISTER_KEYED, keyed_body(job, KEY + b"\0" * 8 + b"x")), EBADMSG, True)
+expect("keyed rank without its key", packet(REGISTER_KEYED, rank_body(job)), EBADMSG, True)
+keyed = connect()
+ptype, seq, err, body = ask(keyed, packet(REGISTER_KEYED, keyed_body(job, KEY)))
+assert err == 0 and ptype == REGISTER_KEYED | REPLY and body == rank_body(job), (err, body)
+expect("a keyed rank another connection holds",
+       packet(REGISTER_KEYED, keyed_body(job, KEY)), errno.EEXIST, False)
+other = connect()
+assert ask(other, packet(REGISTER_KEYED, keyed_body(job, b"another-key-0123456789")))[2] == 0
+other.close()
+keyed.close()
 held.close()
 # Gone with its connection: the rank can be taken again.
 for _ in range(50):     # once the daemon has seen the close

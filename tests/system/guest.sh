@@ -641,6 +641,11 @@ ddp() {
 	done
 	python3 $t/ddp_verdict.py $phase $out ||
 		echo "not ok $phase DDP: the verdict ran to its end (it exited with status $?)"
+	# hbmguard.run gives its run a key (hbmguard.h), every rank, the
+	# replacement too; the other runs' ranks, started by train.py, none.
+	check "DDP: hbmguard.run's ranks registered with the run's key, the replacement too" \
+		'[ "$(journalctl -b -u hbmguardd -o cat | grep -c "of job ddp-replace (with a key) registered")" -ge 4 ] &&
+		! journalctl -b -u hbmguardd -o cat | grep -q "of job ddp-replace registered"'
 	check "hbmguardd active again" active
 }
 

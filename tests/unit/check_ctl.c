@@ -15,6 +15,7 @@
 
 #include "ctl.h"
 #include "fdsink.h"
+#include "sha256.h"
 #include "unit.h"
 
 static alignas(8) unsigned char buf[HBM_CTL_MAX_PACKET];
@@ -177,6 +178,101 @@ static int rank_decode(const struct hbm_ctl_rank *r)
 
 	return hbm_ctl_decode(buf, len, false, &h, &body);
 }
+
+static int keyed_decode(const struct hbm_ctl_rank_keyed *k)
+{
+	struct hbm_ctl_header h;
+	const void *body;
+	size_t len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_RANK_REGISTER_KEYED, 1, 0, k);
+
+	return hbm_ctl_decode(buf, len, false, &h, &body);
+}
+
+/*
+ * RANK_REGISTER_KEYED: a rank as RANK_REGISTER's, and a key of 16 to 63
+ * characters of a name's, NUL-padded; the reply is RANK_REGISTER's, no key.
+ */
+START_TEST(keyed_rank_messages)
+{
+	struct hbm_ctl_rank_keyed k = { .rank = { .job = "llama-70b", .device = "gpu0",
+						  .world_size = 2 },
+					.key = "0123456789abcdef" };
+	struct hbm_ctl_header h;
+	const void *body;
+	size_t len;
+
+	ck_assert_int_eq(keyed_decode(&k), 0);
+	memset(k.key, 'k', HBM_CTL_KEY_LEN - 1);		/* the longest */
+	ck_assert_int_eq(keyed_decode(&k), 0);
+	memset(k.key, 'k', HBM_CTL_KEY_LEN);			/* unterminated */
+	ck_assert_int_eq(keyed_decode(&k), -EBADMSG);
+	memset(k.key, 0, HBM_CTL_KEY_LEN);			/* none */
+	ck_assert_int_eq(keyed_decode(&k), -EBADMSG);
+	strcpy(k.key, "0123456789abcde");			/* 15: too short */
+	ck_assert_int_eq(keyed_decode(&k), -EBADMSG);
+	strcpy(k.key, "0123456789 abcdef");			/* a space */
+	ck_assert_int_eq(keyed_decode(&k), -EBADMSG);
+	strcpy(k.key, "0123456789abcdef\x7f");
+	ck_assert_int_eq(keyed_decode(&k), -EBADMSG);
+	strcpy(k.key, "0123456789abcdef");
+	k.key[HBM_CTL_KEY_LEN - 1] = 'x';			/* after its NUL */
+	ck_assert_int_eq(keyed_decode(&k), -EBADMSG);
+	k.key[HBM_CTL_KEY_LEN - 1] = 0;
+	k.rank.world_size = 0;					/* the rank's rules too */
+	ck_assert_int_eq(keyed_decode(&k), -EBADMSG);
+	k.rank.world_size = 2;
+	ck_assert_int_eq(keyed_decode(&k), 0);
+
+	/* a RANK_REGISTER's body under the new type is cut short */
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_RANK_REGISTER, 1, 0, &k.rank);
+	((struct hbm_ctl_header *)buf)->type = HBM_CTL_RANK_REGISTER_KEYED;
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, false, &h, &body), -EBADMSG);
+	len = hbm_ctl_encode(buf, sizeof(buf), HBM_CTL_RANK_REGISTER_KEYED | HBM_CTL_REPLY, 1, 0,
+			     &k.rank);
+	ck_assert_uint_eq(len, sizeof(h) + sizeof(struct hbm_ctl_rank));
+	ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), 0);
+}
+END_TEST
+
+/* FIPS 180-4's examples (NIST's SHA256.pdf), a million 'a's, each padding's edge. */
+START_TEST(sha256_of_the_standard)
+{
+	static const struct {
+		const char *msg;
+		size_t repeat;
+		const char *digest;
+	} vectors[] = {
+		{ "abc", 1, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" },
+		{ "", 0, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" },
+		{ "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 1,
+		  "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1" },
+		{ "a", 1000000, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0" },
+		{ "a", 55, "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318" },
+		{ "a", 56, "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a" },
+		{ "a", 63, "7d3e74a05d7db15bce4ad9ec0658ea98e3f06eeecf16b4c6fff2da457ddc2f34" },
+		{ "a", 64, "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb" },
+		{ "a", 119, "31eba51c313a5c08226adf18d4a359cfdfd8d2e816b13f4af952f7ea6584dcfb" },
+	};
+	uint8_t out[HBM_SHA256_LEN];
+	char hex[2 * HBM_SHA256_LEN + 1];
+	size_t i, j, len;
+	char *msg;
+
+	for (i = 0; i < sizeof(vectors) / sizeof(vectors[0]); i++) {
+		len = strlen(vectors[i].msg) * vectors[i].repeat;
+		msg = malloc(len + 1);
+		ck_assert_ptr_nonnull(msg);
+		for (j = 0; j < vectors[i].repeat; j++)
+			memcpy(msg + j * strlen(vectors[i].msg), vectors[i].msg,
+			       strlen(vectors[i].msg));
+		hbm_sha256(msg, len, out);
+		free(msg);
+		for (j = 0; j < HBM_SHA256_LEN; j++)
+			sprintf(hex + 2 * j, "%02x", out[j]);
+		ck_assert_msg(!strcmp(hex, vectors[i].digest), "vector %zu: %s", i, hex);
+	}
+}
+END_TEST
 
 START_TEST(rank_messages)
 {
@@ -787,6 +883,8 @@ Suite *ctl_suite(void)
 	tcase_add_test(tc, bad_bodies);
 	tcase_add_test(tc, bad_headers);
 	tcase_add_test(tc, rank_messages);
+	tcase_add_test(tc, keyed_rank_messages);
+	tcase_add_test(tc, sha256_of_the_standard);
 	tcase_add_test(tc, gpu_messages);
 	tcase_add_test(tc, drain_messages);
 	tcase_add_test(tc, deadlines_messages);

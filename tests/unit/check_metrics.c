@@ -669,7 +669,7 @@ START_TEST(daemon_incidents_never_decrease)
 	c->d = &d;
 	c->fd = c->pidfd = -1;
 	c->cred.uid = getuid();
-	ck_assert_int_eq(recovery_register(&d, c, &reg), 0);
+	ck_assert_int_eq(recovery_register(&d, c, &reg, NULL), 0);
 	for (i = 1; i <= 2 * HBM_INCIDENTS_KEPT + 1; i++) {
 		struct hbm_ctl_answer a = { .incident = i, .answer = HBM_ANSWER_FAILED };
 		enum metrics_format format = i % 2 ? METRICS_OPENMETRICS : METRICS_TEXT;

@@ -77,8 +77,9 @@ END_TEST
  * A daemon that knows the requests below @known, answering as control.c's
  * serve() does: a request of a type it does not know gets -EOPNOTSUPP (its
  * hbm_ctl_decode() says so past its __HBM_CTL_TYPE_MAX) and the connection
- * closed; DEADLINES and RECOVERY_TIMES their replies.  @conns connections,
- * then it exits.
+ * closed; DEADLINES and RECOVERY_TIMES their replies, a registration its
+ * rank back.  @conns connections, then it exits; the last request it got
+ * is left in the file @path.got.
  */
 static pid_t old_daemon(const char *path, unsigned int known, int conns)
 {
@@ -102,13 +103,21 @@ static pid_t old_daemon(const char *path, unsigned int known, int conns)
 		const void *body;
 		ssize_t n;
 
+		char got[80];
+		FILE *f;
+
 		if (fd < 0 || (n = recv(fd, pkt, sizeof(pkt), 0)) <= 0)
+			_exit(1);
+		snprintf(got, sizeof(got), "%s.got", path);
+		f = fopen(got, "w");
+		if (!f || fwrite(pkt, 1, n, f) != (size_t)n || fclose(f))
 			_exit(1);
 		err = hbm_ctl_decode(pkt, n, false, &h, &body);
 		if (!err && h.type >= known)
 			err = -EOPNOTSUPP;
 		n = hbm_ctl_encode(pkt, sizeof(pkt), h.type | HBM_CTL_REPLY, h.seq, err,
-				   err ? NULL : h.type == HBM_CTL_DEADLINES ? (void *)&dl : (void *)&rt);
+				   err ? NULL : h.type == HBM_CTL_DEADLINES ? (void *)&dl :
+				   h.type == HBM_CTL_RECOVERY_TIMES ? (void *)&rt : body);
 		send(fd, pkt, n, 0);
 		close(fd);
 	}
@@ -139,6 +148,9 @@ START_TEST(deadlines_of_each_age)
 		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 		ck_assert_msg(WIFEXITED(status) && !WEXITSTATUS(status), "age %zu: the daemon", i);
 		unlink(path);
+		strcat(path, ".got");
+		unlink(path);
+		path[strlen(path) - 4] = 0;
 		if (ages[i].err)
 			continue;
 		ck_assert_uint_eq(d.pause_timeout, 30);
@@ -146,6 +158,95 @@ START_TEST(deadlines_of_each_age)
 		ck_assert_uint_eq(d.kill_timeout, 10);
 		ck_assert_uint_eq(d.longest, ages[i].longest);
 	}
+	rmdir(dir);
+}
+END_TEST
+
+/* What the daemon of old_daemon() got last: the request's type, its body copied to @body. */
+static uint16_t got(const char *path, void *body, size_t size)
+{
+	alignas(8) unsigned char pkt[HBM_CTL_MAX_PACKET];
+	struct hbm_ctl_header h;
+	char name[80];
+	const void *b;
+	FILE *f;
+	size_t n;
+
+	snprintf(name, sizeof(name), "%s.got", path);
+	f = fopen(name, "r");
+	ck_assert_ptr_nonnull(f);
+	n = fread(pkt, 1, sizeof(pkt), f);
+	fclose(f);
+	unlink(name);
+	ck_assert_int_eq(hbm_ctl_decode(pkt, n, false, &h, &b), 0);
+	ck_assert_uint_eq(n, sizeof(h) + size);
+	memcpy(body, b, size);
+	return h.type;
+}
+
+/* Register with daemon @known, HBMGUARD_JOB_KEY @key; the daemon's end checked. */
+static int register_keyed(const char *path, unsigned int known, const char *key)
+{
+	struct hbmguard_rank_info info = { .job = "run-42", .device = "dev", .world_size = 1 };
+	pid_t pid = old_daemon(path, known, 1);
+	struct hbmguard_rank *r = NULL;
+	int err, status;
+
+	if (key)
+		setenv("HBMGUARD_JOB_KEY", key, 1);
+	else
+		unsetenv("HBMGUARD_JOB_KEY");
+	err = hbmguard_rank_register(path, &info, &r);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && !WEXITSTATUS(status));
+	unlink(path);
+	if (r)
+		hbmguard_rank_close(r);
+	unsetenv("HBMGUARD_JOB_KEY");
+	return err;
+}
+
+/*
+ * HBMGUARD_JOB_KEY: sent with the rank (RANK_REGISTER_KEYED), none without
+ * it; one the daemon would not take refused before anything is sent; a
+ * daemon older than keys refuses it, and the rank is not registered
+ * without its key.
+ */
+START_TEST(job_key_from_the_environment)
+{
+	static const char key[] = "5f0c2a9e7b3d41e8a6c0f9b2d7e4a1c3";
+	static const char *const bad[] = {
+		"short-key", "a key with spaces", "tab\tkey-0123456789",
+		"0123456789012345678901234567890123456789012345678901234567890123",
+	};
+	char dir[] = "/tmp/hbm-rank.XXXXXX", path[64];
+	struct hbm_ctl_rank_keyed k;
+	struct hbm_ctl_rank plain;
+	size_t i;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/control.sock", dir);
+	ck_assert_int_eq(register_keyed(path, __HBM_CTL_TYPE_MAX, key), 0);
+	ck_assert_uint_eq(got(path, &k, sizeof(k)), HBM_CTL_RANK_REGISTER_KEYED);
+	ck_assert_str_eq(k.key, key);
+	ck_assert_str_eq(k.rank.job, "run-42");
+	ck_assert_int_eq(register_keyed(path, __HBM_CTL_TYPE_MAX, NULL), 0);
+	ck_assert_uint_eq(got(path, &plain, sizeof(plain)), HBM_CTL_RANK_REGISTER);
+	ck_assert_str_eq(plain.job, "run-42");
+	ck_assert_int_eq(register_keyed(path, __HBM_CTL_TYPE_MAX, ""), 0);	/* set empty: none */
+	ck_assert_uint_eq(got(path, &plain, sizeof(plain)), HBM_CTL_RANK_REGISTER);
+	ck_assert_int_eq(register_keyed(path, HBM_CTL_RANK_REGISTER_KEYED, key), -EOPNOTSUPP);
+	ck_assert_uint_eq(got(path, &k, sizeof(k)), HBM_CTL_RANK_REGISTER_KEYED);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct hbmguard_rank_info info = { .job = "run-42", .device = "dev",
+						   .world_size = 1 };
+		struct hbmguard_rank *r;
+
+		setenv("HBMGUARD_JOB_KEY", bad[i], 1);
+		/* refused before connecting: no daemon there to answer */
+		ck_assert_int_eq(hbmguard_rank_register(path, &info, &r), -EINVAL);
+	}
+	unsetenv("HBMGUARD_JOB_KEY");
 	rmdir(dir);
 }
 END_TEST
@@ -158,6 +259,7 @@ Suite *rank_suite(void)
 	tcase_add_test(tc, job_id_from_the_launcher);
 	tcase_add_test(tc, register_without_a_job);
 	tcase_add_test(tc, deadlines_of_each_age);
+	tcase_add_test(tc, job_key_from_the_environment);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -160,8 +160,12 @@ static void cleanup(void)
 	rmdir(dir);
 }
 
-/* A rank of job @job on device "dev", its pages [@offset, +4K), of @pid. */
-static struct client *rank(const char *job, uint32_t r, uint64_t offset, pid_t pid)
+/*
+ * A rank of job @job with @key (NULL: none) on device "dev", its pages
+ * [@offset, +4K), of @pid; NULL and the daemon's refusal in @err.
+ */
+static struct client *try_rank(const char *job, const char *key, uint32_t r, uint64_t offset,
+			       pid_t pid, int *err)
 {
 	struct client *c = calloc(1, sizeof(*c));
 	struct hbm_ctl_rank reg = { .rank = r, .world_size = world, .nr_ranges = 1,
@@ -174,8 +178,29 @@ static struct client *rank(const char *job, uint32_t r, uint64_t offset, pid_t p
 	c->pidfd = pid ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
 	snprintf(reg.job, sizeof(reg.job), "%s", job);
 	strcpy(reg.device, "dev");
-	ck_assert_int_eq(recovery_register(d, c, &reg), 0);
+	*err = recovery_register(d, c, &reg, key);
+	if (*err) {
+		if (c->pidfd >= 0)
+			close(c->pidfd);
+		free(c);
+		return NULL;
+	}
 	return c;
+}
+
+static struct client *keyed_rank(const char *job, const char *key, uint32_t r, uint64_t offset,
+				 pid_t pid)
+{
+	int err;
+	struct client *c = try_rank(job, key, r, offset, pid, &err);
+
+	ck_assert_int_eq(err, 0);
+	return c;
+}
+
+static struct client *rank(const char *job, uint32_t r, uint64_t offset, pid_t pid)
+{
+	return keyed_rank(job, NULL, r, offset, pid);
 }
 
 static void answer_failed(struct client *c, uint64_t incident)
@@ -183,6 +208,13 @@ static void answer_failed(struct client *c, uint64_t incident)
 	struct hbm_ctl_answer a = { .incident = incident, .answer = HBM_ANSWER_FAILED };
 
 	ck_assert_int_eq(recovery_answer(d, c, &a), 0);
+}
+
+static void answer(struct client *c, uint64_t incident, uint32_t a)
+{
+	struct hbm_ctl_answer x = { .incident = incident, .answer = a };
+
+	ck_assert_int_eq(recovery_answer(d, c, &x), 0);
 }
 
 /* More incidents open than the history keeps: each still opens. */
@@ -267,6 +299,89 @@ START_TEST(two_ranks_one_device)
 	ck_assert_uint_eq(d->nr_incidents, 1);
 	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_ESCALATED);
 	ck_assert_str_eq(d->incidents[0].info.reason, "a second error during recovery");
+	cleanup();
+}
+END_TEST
+
+/* How many times @what is in @log. */
+static unsigned int times(const char *log, const char *what)
+{
+	unsigned int n = 0;
+
+	for (; (log = strstr(log, what)); log++)
+		n++;
+	return n;
+}
+
+static const char job_key[] = "k3y-of-the-job-0123456789";	/* SHA-256 76227ef5d68f3579... */
+
+static bool keyed_job(const struct job_id *j)
+{
+	static const uint8_t none[HBM_SHA256_LEN];
+
+	return memcmp(j->key, none, sizeof(none));
+}
+
+/*
+ * A job with a key is its holders' (ctl.h): a rank of the same uid and name
+ * with another key, or with none, is of another job.  It takes none of the
+ * job's ranks, is told nothing of its incident, cannot answer for it, and
+ * leaving escalates nothing of it.  Without keys the same uid, as every
+ * uid 0 container is, could do all of that (helper-158, helper-159), and
+ * the escalation killed the failed rank's process.
+ */
+START_TEST(a_key_makes_a_job_of_its_holders)
+{
+	struct hbm_ctl_answer fail = { .answer = HBM_ANSWER_FAILED };
+	struct client *a, *b, *other, *bare, *c;
+	struct incident *x;
+	int err;
+
+	setup();
+	a = keyed_rank("job", job_key, 0, 0x1000, 0);
+	/* another key's and no key's rank 1 come first: they squat nothing */
+	other = keyed_rank("job", "another-k3y-0123456789", 1, 0x1000, 0);
+	bare = rank("job", 1, 0x1000, 0);
+	b = keyed_rank("job", job_key, 1, 0x2000, 0);
+	c = try_rank("job", job_key, 1, 0x3000, 0, &err);	/* the key's rank 1 is b's */
+	ck_assert_ptr_null(c);
+	ck_assert_int_eq(err, -EEXIST);
+	ck_assert_uint_eq(recovery_ranks(d), 4);
+
+	/*
+	 * One error under all three jobs' ranks: three incidents, each its
+	 * job's, opened in the ranks' order (the newest first): bare's, other's
+	 * and the key's, which a and b are told of.
+	 */
+	recovery_on_lost_data(d, "dev", 0x1000, 0x1000);
+	ck_assert_uint_eq(d->nr_incidents, 3);
+	ck_assert_uint_eq(times(told, "of incident 1,"), 1);
+	ck_assert_uint_eq(times(told, "of incident 2,"), 1);
+	ck_assert_uint_eq(times(told, "of incident 3,"), 2);
+	x = &d->incidents[2];
+	ck_assert(x->job.uid == getuid() && !strcmp(x->job.name, "job"));
+	ck_assert_mem_eq(x->job.key, "\x76\x22\x7e\xf5\xd6\x8f\x35\x79", 8);
+	ck_assert(!keyed_job(&d->incidents[0].job));
+
+	/* the others cannot fail it, nor end it by leaving */
+	fail.incident = x->info.id;
+	ck_assert_int_eq(recovery_answer(d, other, &fail), -ESRCH);
+	ck_assert_int_eq(recovery_answer(d, bare, &fail), -ESRCH);
+	recovery_client_gone(d, other);
+	recovery_client_gone(d, bare);
+	ck_assert_uint_eq(x->info.state, HBM_INCIDENT_PAUSING);
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_ESCALATED);
+	ck_assert_uint_eq(d->incidents[1].info.state, HBM_INCIDENT_ESCALATED);
+
+	/* its holders take it to the end */
+	answer(a, x->info.id, HBM_ANSWER_PAUSED);
+	answer(b, x->info.id, HBM_ANSWER_PAUSED);
+	ck_assert_uint_eq(x->info.state, HBM_INCIDENT_RESTORING);
+	answer(a, x->info.id, HBM_ANSWER_RESTORED);
+	answer(b, x->info.id, HBM_ANSWER_RESTORED);
+	ck_assert_uint_eq(x->info.state, HBM_INCIDENT_RESUMED);
+	free(other);
+	free(bare);
 	cleanup();
 }
 END_TEST
@@ -593,13 +708,6 @@ static void xid_fact(uint32_t xid, uint32_t severity, const char *identity)
 	strcpy(f.dev.identity, identity);
 	strcpy(f.path, "kmsg");
 	recovery_fact(d, &f);
-}
-
-static void answer(struct client *c, uint64_t incident, uint32_t a)
-{
-	struct hbm_ctl_answer x = { .incident = incident, .answer = a };
-
-	ck_assert_int_eq(recovery_answer(d, c, &x), 0);
 }
 
 /* Incident @i is the loss of [@offset, +@length), rank @rank's. */
@@ -1092,6 +1200,61 @@ START_TEST(job_across_nodes)
 }
 END_TEST
 
+/* The cluster link's step for the job named @name in etcd. */
+static void step_of(const char *name, const char *id, enum cl_step s, const char *opener)
+{
+	struct cl_action a = { .kind = CL_LOCAL, .step = s };
+
+	snprintf(a.job, sizeof(a.job), "%s", name);
+	snprintf(a.id, sizeof(a.id), "%s", id);
+	snprintf(a.opener, sizeof(a.opener), "%s", opener);
+	recovery_cluster_ops.step(d, &a);
+}
+
+/*
+ * A keyed job is named in etcd by its key's digest too: its ranks on other
+ * nodes, with the key, are one job with these; a job of that uid and name
+ * without the key is another there as here, and the cluster's steps of one
+ * reach its ranks only.
+ */
+START_TEST(a_keyed_job_across_nodes_is_its_holders)
+{
+	char keyed[HBM_CLUSTER_NAME_LEN], bare[HBM_CLUSTER_NAME_LEN];
+	unsigned int uid = getuid();
+	struct client *a, *b;
+
+	setup_across_nodes();
+	snprintf(keyed, sizeof(keyed), "%u-76227ef5d68f3579.job", uid);
+	snprintf(bare, sizeof(bare), "%u.job", uid);
+	a = keyed_rank("job", job_key, 0, 0x1000, 0);
+	b = rank("job", 0, 0x1000, 0);
+	ck_assert(said(asked, "join %s {\"ranks\":[0],\"world_size\":4}\n", keyed));
+	ck_assert(said(asked, "join %s {\"ranks\":[0],\"world_size\":4}\n", bare));
+
+	/* another node's incident of the bare job: the keyed job's rank hears nothing */
+	step_of(bare, "c1", CL_PAUSE, "there");
+	ck_assert_uint_eq(d->nr_incidents, 1);
+	ck_assert_uint_eq(times(told, "of incident 1,"), 1);
+	ck_assert_uint_eq(b->answer, 0);
+	ck_assert(!strcmp(d->incidents[0].job.name, "job") && !keyed_job(&d->incidents[0].job));
+	/* and the keyed job's, its rank only */
+	step_of(keyed, "c2", CL_PAUSE, "there");
+	ck_assert_uint_eq(d->nr_incidents, 2);
+	ck_assert_uint_eq(times(told, "of incident 2,"), 1);
+	ck_assert(keyed_job(&d->incidents[1].job));
+	answer(a, 2, HBM_ANSWER_PAUSED);
+	ck_assert(said(asked, "done %s c2 pause ok\n", keyed));
+	ck_assert_ptr_null(strstr(asked, "c1 pause ok"));	/* b never answered */
+
+	/* a name of no job here: nothing here can do its step */
+	asked[0] = 0;
+	step_of("0-0000000000000000.job", "c3", CL_PAUSE, "there");
+	ck_assert(said(asked, "done 0-0000000000000000.job c3 pause failed\n"));
+	ck_assert_uint_eq(d->nr_incidents, 2);
+	cleanup();
+}
+END_TEST
+
 /*
  * An incident another node opened: the ranks here follow it, "@NODE" as its
  * device; a failure here aborts it everywhere, and drains nothing here.
@@ -1198,9 +1361,9 @@ START_TEST(cluster_name_refused)
 	c.d = d;
 	c.cred.uid = getuid();
 	d->cluster = (struct cluster *)1;
-	ck_assert_int_eq(recovery_register(d, &c, &reg), -EINVAL);
+	ck_assert_int_eq(recovery_register(d, &c, &reg, NULL), -EINVAL);
 	d->cluster = NULL;	/* without it, any name of the protocol's */
-	ck_assert_int_eq(recovery_register(d, &c, &reg), 0);
+	ck_assert_int_eq(recovery_register(d, &c, &reg, NULL), 0);
 	cleanup();
 }
 END_TEST
@@ -1302,6 +1465,7 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, more_open_than_kept);
 	tcase_add_test(tc, eviction_spares_a_pending_kill);
 	tcase_add_test(tc, two_ranks_one_device);
+	tcase_add_test(tc, a_key_makes_a_job_of_its_holders);
 	tcase_add_test(tc, only_the_nodes_memory_drains);
 	tcase_add_test(tc, load_refuses_another_version);
 	tcase_add_test(tc, an_unread_incidents_file_is_not_saved_over);
@@ -1321,6 +1485,7 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, cleared_without_memory_reports_nothing_twice);
 	tcase_add_test(tc, restored_part_of_an_extent_only_is_known);
 	tcase_add_test(tc, job_across_nodes);
+	tcase_add_test(tc, a_keyed_job_across_nodes_is_its_holders);
 	tcase_add_test(tc, incident_of_another_node);
 	tcase_add_test(tc, across_nodes_not_bypassed);
 	tcase_add_test(tc, job_all_here_is_local);

@@ -172,7 +172,9 @@ def job_id():
 
 class Rank(_Handle):
     """One training rank, registered with hbmguardd until close().  job:
-    the job's id, the same on every node; None: job_id()'s."""
+    the job's id, the same on every node; None: job_id()'s.  With
+    HBMGUARD_JOB_KEY in the environment the job is its key's holders' only
+    (hbmguard.h); OSError(EINVAL) for a key hbmguardd would not take."""
 
     def __init__(self, job, rank, world_size, device, local_rank=None, ranges=(),
                  socket=None):

@@ -40,12 +40,18 @@ launcher stays single-threaded for that: the store lives in a child.
 HBMGUARD_RUN_DIR (a private directory the launcher makes and removes) holds
 "epoch" (the launcher's: the current epoch, the rank replaced last and its
 new pid) and what each rank keeps there of its own (hbmguard.torch).
+
+Every rank, a replacement too, gets the run's HBMGUARD_JOB_KEY: the
+launcher's own if its environment has one, else 32 hex digits drawn once
+for the run (hbmguard.h: the job is then its key's holders' only, whatever
+else runs as the same uid).
 """
 import argparse
 import ctypes
 import json
 import os
 import runpy
+import secrets
 import select
 import shutil
 import signal
@@ -186,6 +192,7 @@ class Launcher:
         self.epoch = 0
         self.replaced = []      # (time, rank, how the old one ended, old pid, new pid)
         self.dir = tempfile.mkdtemp(prefix="hbmguard-run-", dir=self._tmp())
+        self.key = os.environ.get("HBMGUARD_JOB_KEY") or secrets.token_hex(16)
         self.fork = bool(a.preload)
         for m in a.preload:
             __import__(m)
@@ -211,6 +218,7 @@ class Launcher:
             "TORCHELASTIC_USE_AGENT_STORE": "True",
             "NCCL_ASYNC_ERROR_HANDLING": os.environ.get("NCCL_ASYNC_ERROR_HANDLING", "1"),
             "HBMGUARD_RUN_DIR": self.dir,
+            "HBMGUARD_JOB_KEY": self.key,
         })
         env.pop("HBMGUARD_JOINS", None)
         if joins:
