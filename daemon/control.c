@@ -167,10 +167,10 @@ static int on_exited(sd_event_source *s, int fd, uint32_t revents, void *arg)
 /*
  * Only the connecting process may register on its connection, and the rank
  * leaves when that process ends, even if children it forked (data loader
- * workers) still hold the connection.  -ESRCH: that process is gone;
- * -EPERM: another one sent the request.
+ * workers) still hold the connection.  @key: its job's key
+ * (RANK_REGISTER_KEYED); NULL: none (RANK_REGISTER).  -ESRCH: that process
+ * is gone; -EPERM: another one sent the request.
  */
-/* @key: its job's key (RANK_REGISTER_KEYED); NULL: none (RANK_REGISTER). */
 static int register_rank(struct client *c, const struct ucred *sender,
 			 const struct hbm_ctl_rank *r, const char *key)
 {
@@ -369,6 +369,7 @@ static int on_client(sd_event_source *s, int fd, uint32_t revents, void *arg)
 	/* An oversized packet is cut short by recv(): never a valid one. */
 	if (n <= 0 || !serve(c, pkt, (size_t)n > sizeof(pkt) ? 0 : (size_t)n, &sender))
 		control_close_client(c);
+	explicit_bzero(pkt, sizeof(pkt));	/* a job's key: its digest is what is kept */
 	return 0;
 }
 

@@ -87,15 +87,21 @@
  * failed rank, or take a rank first so that the job could not register.
  * A job with a key is its key-holders' only: RANK_REGISTER_KEYED carries the
  * key (HBM_CTL_KEY_MIN to HBM_CTL_KEY_LEN - 1 printable ASCII characters but
- * space, NUL-padded), a secret its launcher gives every rank, and the job is
- * then (uid, name, key): a rank without the key, or with another, is of
- * another job, squats nothing in this one and is told nothing of it.  The
- * daemon keeps the key's SHA-256 digest, never shows it, and names the job
- * in etcd by the uid, the digest's first 8 bytes in hex and the name
- * ("UID-DIGEST.JOB"): only key-holders join it across nodes too.  Its reply
- * is RANK_REGISTER's; a daemon older than it answers -EOPNOTSUPP and closes
- * the connection.  A job registered with RANK_REGISTER has no key: it is
- * (uid, name), as above.  When
+ * space, NUL-padded), a random secret its launcher gives every rank on
+ * every node, and the job is then (uid, name, key): a rank without the key,
+ * or with another, is of another job.  It takes none of this job's ranks,
+ * is sent none of its RECOVERY packets, cannot answer for it, and its
+ * leaving escalates nothing of it (the lists below still show the job's
+ * ranks and incidents to anyone, as they show every job's).  The daemon
+ * keeps the key's SHA-256 digest, not the key, and names the job in etcd by
+ * the uid, the digest's first 8 bytes in hex and the name ("UID-DIGEST.JOB"):
+ * only key-holders join it across nodes too.  Those 8 bytes are shown (the
+ * CLUSTER_NODE_GET list, etcd): a key that can be guessed can be tested
+ * against them offline, hence a random one of 32 characters at least.  Its
+ * reply is RANK_REGISTER's; a daemon older than it answers -EOPNOTSUPP and
+ * closes the connection.  A job registered with RANK_REGISTER has no key:
+ * it is (uid, name), as above.  A key does not lift the connection limits
+ * below: they are per uid, whatever the job.  When
  * an uncorrectable error or poison hits a device a rank uses, the daemon
  * opens an incident and sends RECOVERY packets: PAUSE to every rank of the
  * job, which answers PAUSED at its next step boundary; RESTORE, once the
@@ -234,7 +240,7 @@ struct hbm_ctl_rank {
 	struct hbm_ctl_range ranges[HBM_CTL_MAX_RANGES];	/* the rank's */
 };
 
-#define HBM_CTL_KEY_MIN		16
+#define HBM_CTL_KEY_MIN		32
 #define HBM_CTL_KEY_LEN		64
 
 struct hbm_ctl_rank_keyed {

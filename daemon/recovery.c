@@ -70,7 +70,6 @@
  * status, the retry of a failed save and an abort through daemon.c, the kernel's
  * table through daemon_is_bypassed(), a read.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -331,19 +330,25 @@ static bool escalate_here(struct daemon *d, struct incident *x, const char *reas
 	return true;
 }
 
+/* The bytes of a key's digest in its job's name in etcd, and their room there ("-" and hex). */
+#define CLUSTER_DIGEST		8
+#define CLUSTER_DIGEST_ROOM	(1 + 2 * CLUSTER_DIGEST)
+
 /*
  * A job's name in etcd (cluster_proto.h), "UID.JOB", or "UID-DIGEST.JOB"
  * with a key (ctl.h): false if it cannot have one.
  */
 static bool cluster_name(const struct job_id *j, char name[HBM_CLUSTER_NAME_LEN])
 {
-	const uint8_t *k = j->key;
-	int n = keyed(j) ?
-		snprintf(name, HBM_CLUSTER_NAME_LEN, "%u-%02x%02x%02x%02x%02x%02x%02x%02x.%s",
-			 (unsigned int)j->uid, k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7],
-			 j->name) :
-		snprintf(name, HBM_CLUSTER_NAME_LEN, "%u.%s", (unsigned int)j->uid, j->name);
+	char digest[CLUSTER_DIGEST_ROOM + 1] = "";
+	int n, i;
 
+	if (keyed(j)) {
+		digest[0] = '-';
+		for (i = 0; i < CLUSTER_DIGEST; i++)
+			sprintf(digest + 1 + 2 * i, "%02x", j->key[i]);
+	}
+	n = snprintf(name, HBM_CLUSTER_NAME_LEN, "%u%s.%s", (unsigned int)j->uid, digest, j->name);
 	return n > 0 && n < HBM_CLUSTER_NAME_LEN && hbm_cluster_name_valid(name);
 }
 
@@ -719,8 +724,9 @@ int recovery_register(struct daemon *d, struct client *c, const struct hbm_ctl_r
 	if (d->cluster && !cluster_name(&job, name)) {
 		/* its ranks elsewhere would never hear of its incidents */
 		fprintf(stderr, "<4>hbmguardd: rank %u of job %s refused: with [Cluster], a job's name is one etcd takes (cluster_proto.h: at most %zu characters of [A-Za-z0-9._-] for uid %u%s)\n",
-			r->rank, r->job, HBM_CLUSTER_NAME_LEN - 2 - (size_t)snprintf(NULL, 0, "%u",
-			(unsigned int)c->cred.uid) - (key ? 17 : 0), (unsigned int)c->cred.uid,
+			r->rank, r->job, HBM_CLUSTER_NAME_LEN - 2 -
+			(size_t)snprintf(NULL, 0, "%u", (unsigned int)c->cred.uid) -
+			(key ? CLUSTER_DIGEST_ROOM : 0), (unsigned int)c->cred.uid,
 			key ? " with a key" : "");
 		return -EINVAL;
 	}
@@ -1299,8 +1305,9 @@ static void cluster_step(void *arg, const struct cl_action *a)
 	struct daemon *d = arg;
 	struct job_id job;
 	uint32_t from;
+	bool here = local_job(d, a->job, &job);
 
-	if (local_job(d, a->job, &job))
+	if (here)
 		x = open_incident_of(d, &job);
 	if (x && !x->clustered) {
 		/* a job all here by its ranks' count, in an incident of other nodes' */
@@ -1312,14 +1319,14 @@ static void cluster_step(void *arg, const struct cl_action *a)
 		cluster_done(d->cluster, a->job, a->id, a->step, true, NULL);
 		return;
 	}
-	if (!x && local_job(d, a->job, &job) && part_ended(d, &job, a->id)) {
+	if (!x && here && part_ended(d, &job, a->id)) {
 		/* this node's part ended already (escalated here): no step again */
 		cluster_done(d->cluster, a->job, a->id, a->step, false,
 			     "its part of the incident ended here");
 		return;
 	}
 	/* a pause only: ranks never paused here cannot take a later step */
-	if (!x && a->step == CL_PAUSE && local_job(d, a->job, &job))
+	if (!x && a->step == CL_PAUSE && here)
 		x = remote_incident(d, &job, a);
 	if (!x) {	/* no rank of the job here any more, or no memory: it cannot do it */
 		cluster_done(d->cluster, a->job, a->id, a->step, false, "no rank of the job here");

@@ -92,14 +92,16 @@ bool hbmguard_table_removed(struct hbmguard_table *t);
  * registering process, and the daemon refuses requests they send on it.
  * A job is its user's: another user's job of the same name is another job.
  *
- * And its key's, where the environment has one: HBMGUARD_JOB_KEY, a secret
- * the launcher gives every rank of the job (16 to 63 printable ASCII
- * characters but space: say 32 hex digits from /dev/urandom).  A rank
- * without the key, or with another, is of another job: it cannot join the
- * job, take one of its ranks first, or answer for it, on this node or
- * (with the daemon's [Cluster]) on another.  Without a key, a job is its
- * uid's and its name's only, and every container running as uid 0 is that
- * one uid: set a key wherever a node runs more than one tenant's jobs.
+ * And its key's, where the environment has one: HBMGUARD_JOB_KEY, a random
+ * secret the launcher gives every rank of the job on every node (32 to 63
+ * printable ASCII characters but space: say 32 hex digits from
+ * /dev/urandom; set but empty, none).  A rank without the key, or with
+ * another, is of another job: it cannot join the job, take one of its
+ * ranks first, answer for it or hear its requests, on this node or (with
+ * the daemon's [Cluster]) on another.  Without a key, a job is its uid's
+ * and its name's only, and every container running as uid 0 is that one
+ * uid: set a key wherever a node runs more than one tenant's jobs.  The
+ * daemon's connection limits stay per uid, keys or not (hbmguardd(8)).
  */
 #define HBMGUARD_RANK_SOCKET	"/run/hbmguard/control.sock"
 #define HBMGUARD_RANK_MAX_RANGES	8
@@ -149,8 +151,9 @@ int hbmguard_job_id(char *out, size_t size);
 
 /* Register with the daemon at @socket_path (NULL: the default).  An empty
  * info->job is hbmguard_job_id()'s (-ENOENT, -EINVAL as it says); a
- * HBMGUARD_JOB_KEY the daemon would not take, -EINVAL; a key given to a
- * daemon older than keys, -EOPNOTSUPP (nothing registered).  This and
+ * HBMGUARD_JOB_KEY the daemon would not take, -EINVAL; one a set-user-ID or
+ * file-capability program cannot take from its caller, -EPERM; a key given
+ * to a daemon older than keys, -EOPNOTSUPP (nothing registered).  This and
  * hbmguard_rank_answer() wait at most 30 s for the daemon's reply, then give
  * -ETIMEDOUT (with hbmguardd.socket a connection is taken while no daemon
  * runs, to be answered by the next one, if it comes). */

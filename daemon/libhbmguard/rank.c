@@ -117,13 +117,16 @@ int hbmguard_job_id(char *out, size_t size)
 
 /*
  * The job's key from HBMGUARD_JOB_KEY (hbmguard.h): 0 and none, 1 and
- * @out's, -EINVAL if it is not one the daemon takes.  Not in a set-user-ID
- * program's environment, which its caller chose (secure_getenv()).
+ * @out's, -EINVAL if it is not one the daemon takes.  A set-user-ID or
+ * file-capability program does not take its caller's environment
+ * (secure_getenv()): -EPERM, never the job without its key.
  */
 static int job_key(struct hbm_ctl_rank_keyed *out)
 {
 	const char *key = secure_getenv("HBMGUARD_JOB_KEY");
 
+	if (!key && getenv("HBMGUARD_JOB_KEY"))
+		return -EPERM;
 	if (!key || !key[0])
 		return 0;
 	if (strlen(key) >= sizeof(out->key))

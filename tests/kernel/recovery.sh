@@ -504,14 +504,17 @@ fi
 # A job with a key is its holders' (ctl.h): a uid 0 process without
 # CAP_SYS_ADMIN (a container's lot) that knows the job's name but not its
 # key takes rank 0 first and will fail any recovery: it squats nothing and
-# has no say in the job's, which recovers without it.
-export HBMGUARD_JOB_KEY=another-key-0123456789
-hbmrank --nocap hbmrank $S jobK 0 2 sim:sim0 fail >/tmp/jobK.x &
+# has no say in the job's, which recovers without it.  On a device of its
+# own: sim0's spares are spent by now.
+kdev=$(hbmctl sim-create keyed 1G spares=64)
+wait_for /tmp/rd.log "sim:keyed: device added"
+export HBMGUARD_JOB_KEY=another-key-0123456789abcdef0123
+hbmrank --nocap hbmrank $S jobK 0 2 sim:keyed fail >/tmp/jobK.x &
 x=$!
 wait_for /tmp/jobK.x "registered\|register:"
 check "a rank under another key takes rank 0 of the job's name" 'grep -q "^registered$" /tmp/jobK.x'
 export HBMGUARD_JOB_KEY=5f0c2a9e7b3d41e8a6c0f9b2d7e4a1c3
-rank jobK 0 2 sim:sim0
+rank jobK 0 2 sim:keyed
 k0=$rpid
 rank jobK 1 2 sim:sim1
 k1=$rpid
@@ -528,11 +531,11 @@ wait_for /tmp/jobK.bare "registered\|register:"
 check "... rank 0 of the name without a key is a third job's" 'grep -q "^registered$" /tmp/jobK.bare'
 kill $b
 wait $b
-hbmctl inject sim0 ue 0x13000
+hbmctl inject keyed ue 0x31000
 eventually "an error under both rank 0s: the key's job recovers" \
-	'ctl incidents | grep -q "job jobK, rank 0, sim:sim0 at 0x13000+0x1000: resumed$"'
+	'ctl incidents | grep -q "job jobK, rank 0, sim:keyed at 0x31000+0x1000: resumed$"'
 eventually "... the other's escalates alone, its rank failing" \
-	'ctl incidents | grep -q "job jobK, rank 0, sim:sim0 at 0x13000+0x1000: escalated (a rank failed to recover)$"'
+	'ctl incidents | grep -q "job jobK, rank 0, sim:keyed at 0x31000+0x1000: escalated (a rank failed to recover)$"'
 exited $k0
 check "... the key's rank 0 resumed" '[ $st = 0 ]'
 exited $k1
@@ -541,6 +544,7 @@ kill $x 2>/dev/null
 wait $x 2>/dev/null
 check "... the key said in the log, never the key" \
 	'grep -q "rank 0/2 of job jobK (with a key) registered" /tmp/rd.log && ! grep -q 5f0c2a9e /tmp/rd.log'
+hbmctl sim-destroy $kdev
 
 # Losses unheard were found twice in all of the above (none on the debug
 # kernel): no other device's count was taken for one.

@@ -189,15 +189,16 @@ expect("GPU_GET without its index", packet(GPU_GET), EBADMSG, True)
 expect("GPU_GET reserved field", packet(GPU_GET, struct.pack("<II", 0, 1)), EBADMSG, True)
 expect("GPU_GET oversized", packet(GPU_GET, struct.pack("<II", 0, 0) + b"\0" * 2000),
        EBADMSG, True)
-# A job with a key (ctl.h): a key of 16 to 63 characters of a name's, the
+# A job with a key (ctl.h): a key of 32 to 63 characters of a name's, the
 # rest of its field NUL; the same job's rank 0 without the key, or with
 # another, is another job's, not held.
-KEY = b"badinput-key-0123456789"
-expect("key too short", packet(REGISTER_KEYED, keyed_body(job, b"0123456789abcde")),
-       EBADMSG, True)
-expect("key with a space", packet(REGISTER_KEYED, keyed_body(job, b"0123456789 abcdef")),
-       EBADMSG, True)
-expect("key with an escape", packet(REGISTER_KEYED, keyed_body(job, b"0123456789abcdef\x1b[2J")),
+KEY = b"badinput-key-0123456789abcdef0123"
+expect("key too short",
+       packet(REGISTER_KEYED, keyed_body(job, b"0123456789abcdef0123456789abcde")), EBADMSG, True)
+expect("key with a space",
+       packet(REGISTER_KEYED, keyed_body(job, b"0123456789abcdef 0123456789abcdef")), EBADMSG, True)
+expect("key with an escape",
+       packet(REGISTER_KEYED, keyed_body(job, b"0123456789abcdef0123456789abcdef\x1b[2J")),
        EBADMSG, True)
 expect("key unterminated", packet(REGISTER_KEYED, keyed_body(job, b"k" * 64)), EBADMSG, True)
 expect("key with bytes after its end",
@@ -209,7 +210,8 @@ assert err == 0 and ptype == REGISTER_KEYED | REPLY and body == rank_body(job), 
 expect("a keyed rank another connection holds",
        packet(REGISTER_KEYED, keyed_body(job, KEY)), errno.EEXIST, False)
 other = connect()
-assert ask(other, packet(REGISTER_KEYED, keyed_body(job, b"another-key-0123456789")))[2] == 0
+OTHER_KEY = b"another-key-0123456789abcdef0123"
+assert ask(other, packet(REGISTER_KEYED, keyed_body(job, OTHER_KEY)))[2] == 0
 other.close()
 keyed.close()
 held.close()

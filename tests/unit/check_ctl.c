@@ -189,14 +189,14 @@ static int keyed_decode(const struct hbm_ctl_rank_keyed *k)
 }
 
 /*
- * RANK_REGISTER_KEYED: a rank as RANK_REGISTER's, and a key of 16 to 63
+ * RANK_REGISTER_KEYED: a rank as RANK_REGISTER's, and a key of 32 to 63
  * characters of a name's, NUL-padded; the reply is RANK_REGISTER's, no key.
  */
 START_TEST(keyed_rank_messages)
 {
 	struct hbm_ctl_rank_keyed k = { .rank = { .job = "llama-70b", .device = "gpu0",
 						  .world_size = 2 },
-					.key = "0123456789abcdef" };
+					.key = "0123456789abcdef0123456789abcdef" };
 	struct hbm_ctl_header h;
 	const void *body;
 	size_t len;
@@ -208,13 +208,13 @@ START_TEST(keyed_rank_messages)
 	ck_assert_int_eq(keyed_decode(&k), -EBADMSG);
 	memset(k.key, 0, HBM_CTL_KEY_LEN);			/* none */
 	ck_assert_int_eq(keyed_decode(&k), -EBADMSG);
-	strcpy(k.key, "0123456789abcde");			/* 15: too short */
+	strcpy(k.key, "0123456789abcdef0123456789abcde");	/* 31: too short */
 	ck_assert_int_eq(keyed_decode(&k), -EBADMSG);
-	strcpy(k.key, "0123456789 abcdef");			/* a space */
+	strcpy(k.key, "0123456789abcdef 0123456789abcdef");	/* a space */
 	ck_assert_int_eq(keyed_decode(&k), -EBADMSG);
-	strcpy(k.key, "0123456789abcdef\x7f");
+	strcpy(k.key, "0123456789abcdef0123456789abcdef\x7f");
 	ck_assert_int_eq(keyed_decode(&k), -EBADMSG);
-	strcpy(k.key, "0123456789abcdef");
+	strcpy(k.key, "0123456789abcdef0123456789abcdef");
 	k.key[HBM_CTL_KEY_LEN - 1] = 'x';			/* after its NUL */
 	ck_assert_int_eq(keyed_decode(&k), -EBADMSG);
 	k.key[HBM_CTL_KEY_LEN - 1] = 0;

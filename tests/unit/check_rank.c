@@ -216,7 +216,8 @@ START_TEST(job_key_from_the_environment)
 {
 	static const char key[] = "5f0c2a9e7b3d41e8a6c0f9b2d7e4a1c3";
 	static const char *const bad[] = {
-		"short-key", "a key with spaces", "tab\tkey-0123456789",
+		"short-key", "0123456789abcdef0123456789abcde", "a key with spaces",
+		"tab\tkey-0123456789abcdef0123456789abcdef",
 		"0123456789012345678901234567890123456789012345678901234567890123",
 	};
 	char dir[] = "/tmp/hbm-rank.XXXXXX", path[64];

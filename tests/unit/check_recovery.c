@@ -313,7 +313,7 @@ static unsigned int times(const char *log, const char *what)
 	return n;
 }
 
-static const char job_key[] = "k3y-of-the-job-0123456789";	/* SHA-256 76227ef5d68f3579... */
+static const char job_key[] = "k3y-of-the-job-0123456789abcdef0";	/* SHA-256 ebbdb4827a10c1ea... */
 
 static bool keyed_job(const struct job_id *j)
 {
@@ -340,7 +340,7 @@ START_TEST(a_key_makes_a_job_of_its_holders)
 	setup();
 	a = keyed_rank("job", job_key, 0, 0x1000, 0);
 	/* another key's and no key's rank 1 come first: they squat nothing */
-	other = keyed_rank("job", "another-k3y-0123456789", 1, 0x1000, 0);
+	other = keyed_rank("job", "another-k3y-0123456789abcdef0123", 1, 0x1000, 0);
 	bare = rank("job", 1, 0x1000, 0);
 	b = keyed_rank("job", job_key, 1, 0x2000, 0);
 	c = try_rank("job", job_key, 1, 0x3000, 0, &err);	/* the key's rank 1 is b's */
@@ -360,7 +360,7 @@ START_TEST(a_key_makes_a_job_of_its_holders)
 	ck_assert_uint_eq(times(told, "of incident 3,"), 2);
 	x = &d->incidents[2];
 	ck_assert(x->job.uid == getuid() && !strcmp(x->job.name, "job"));
-	ck_assert_mem_eq(x->job.key, "\x76\x22\x7e\xf5\xd6\x8f\x35\x79", 8);
+	ck_assert_mem_eq(x->job.key, "\xeb\xbd\xb4\x82\x7a\x10\xc1\xea", 8);
 	ck_assert(!keyed_job(&d->incidents[0].job));
 
 	/* the others cannot fail it, nor end it by leaving */
@@ -1224,7 +1224,7 @@ START_TEST(a_keyed_job_across_nodes_is_its_holders)
 	struct client *a, *b;
 
 	setup_across_nodes();
-	snprintf(keyed, sizeof(keyed), "%u-76227ef5d68f3579.job", uid);
+	snprintf(keyed, sizeof(keyed), "%u-ebbdb4827a10c1ea.job", uid);
 	snprintf(bare, sizeof(bare), "%u.job", uid);
 	a = keyed_rank("job", job_key, 0, 0x1000, 0);
 	b = rank("job", 0, 0x1000, 0);
@@ -1368,6 +1368,31 @@ START_TEST(cluster_name_refused)
 }
 END_TEST
 
+/* A key's digest takes 17 characters of the name etcd has room for: a name one too long for it. */
+START_TEST(cluster_name_of_a_keyed_job_refused)
+{
+	struct client c = { .fd = -1, .pidfd = -1 };
+	struct hbm_ctl_rank reg = { .rank = 0, .world_size = 2, .device = "dev" };
+	int room = HBM_CLUSTER_NAME_LEN - 2 - snprintf(NULL, 0, "%u", (unsigned int)getuid());
+
+	setup();
+	c.d = d;
+	c.cred.uid = getuid();
+	d->cluster = (struct cluster *)1;
+	memset(reg.job, 'j', room - 16);
+	ck_assert_int_eq(recovery_register(d, &c, &reg, job_key), -EINVAL);
+	reg.job[room - 17] = 0;
+	ck_assert_int_eq(recovery_register(d, &c, &reg, job_key), 0);
+	d->ranks = NULL;
+	c.is_rank = false;
+	memset(reg.job, 'j', room);	/* without a key, the whole room */
+	ck_assert_int_eq(recovery_register(d, &c, &reg, NULL), 0);
+	d->ranks = NULL;
+	d->cluster = NULL;
+	cleanup();
+}
+END_TEST
+
 /*
  * An incident of this node's that ended before it opened in etcd (its rank
  * died at once; or no etcd): a later incident of the job, another node's,
@@ -1485,6 +1510,7 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, cleared_without_memory_reports_nothing_twice);
 	tcase_add_test(tc, restored_part_of_an_extent_only_is_known);
 	tcase_add_test(tc, job_across_nodes);
+	tcase_add_test(tc, cluster_name_of_a_keyed_job_refused);
 	tcase_add_test(tc, a_keyed_job_across_nodes_is_its_holders);
 	tcase_add_test(tc, incident_of_another_node);
 	tcase_add_test(tc, across_nodes_not_bypassed);
