@@ -58,9 +58,9 @@ CORE_SRC := kmod/table.c kmod/policy.c kmod/mce_decode.c kmod/mtree.c
 CORE_HDR := kmod/core.h kmod/mce_decode.h kmod/mtree.h uapi/linux/hbmguard.h
 UNIT_SRC := $(wildcard tests/unit/*.c)
 DAEMON_SRC := daemon/state.c daemon/config.c daemon/timespan.c daemon/journal.c daemon/ctl.c daemon/seen.c daemon/incidents.c \
-	daemon/losses.c daemon/sha256.c
+	daemon/losses.c daemon/sha256.c daemon/ratelimit.c
 DAEMON_HDR := daemon/timespan.h daemon/seen.h daemon/losses.h daemon/incidents.h daemon/state.h daemon/config.h daemon/journal.h daemon/ctl.h daemon/systemd/hbmguard.catalog \
-	daemon/core.h daemon/daemon.h daemon/client.h daemon/recovery.h daemon/sha256.h
+	daemon/core.h daemon/daemon.h daemon/client.h daemon/recovery.h daemon/sha256.h daemon/ratelimit.h
 # hbmguardd's source, core and sinks (daemon/hbmguardd.c says how they fit).
 DAEMON_MAIN := daemon/hbmguardd.c daemon/daemon.c daemon/core.c daemon/kernel.c daemon/store.c daemon/amdgpu.c \
 	daemon/status.c daemon/client.c daemon/control.c daemon/recovery.c daemon/genl.c daemon/metrics.c \

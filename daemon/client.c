@@ -7,6 +7,7 @@
  * neither.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdalign.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +16,12 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "core.h"
+#include "daemon.h"
+
+/* What the control socket's peers may have logged (client_may_log()). */
+#define PEER_LOG_INTERVAL_US	10000000
+#define PEER_LOG_BURST		100
 
 /**
  * control_owned_by() - whether a pinned process is still a uid's to signal
@@ -48,6 +55,30 @@ bool control_owned_by(int pidfd, pid_t pid, uid_t uid)
 	fclose(f);
 	return found && (uid == real || uid == saved) &&
 	       syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0;
+}
+
+/**
+ * client_may_log() - whether a line a control socket's peer caused may be said
+ * @d: the daemon
+ *
+ * Any local user causes them (refusals, bad packets, ranks registered and
+ * gone) as fast as it can connect and send: PEER_LOG_BURST lines per
+ * PEER_LOG_INTERVAL_US at most (ratelimit.h), the count of those left out
+ * said before the next.
+ *
+ * Return: true if it may.
+ */
+bool client_may_log(struct daemon *d)
+{
+	uint64_t missed;
+
+	if (!hbm_ratelimit(&d->peer_log, PEER_LOG_INTERVAL_US, PEER_LOG_BURST,
+			   hbm_monotonic_ns() / 1000, &missed))
+		return false;
+	if (missed)
+		fprintf(stderr, "<4>hbmguardd: control: %" PRIu64 " lines about its peers "
+			"suppressed\n", missed);
+	return true;
 }
 
 /* Never blocks the loop: a peer whose socket is full misses the packet. */

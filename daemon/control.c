@@ -156,7 +156,7 @@ static int on_exited(sd_event_source *s, int fd, uint32_t revents, void *arg)
 	(void)s;
 	(void)fd;
 	(void)revents;
-	if (poll(&p, 1, 0) == 0)	/* not hung up: children hold it */
+	if (poll(&p, 1, 0) == 0 && client_may_log(c->d))	/* not hung up: children hold it */
 		fprintf(stderr, "<5>hbmguardd: rank %u of job %s: its process %d ended, "
 			"its connection still open in another: dropped\n",
 			c->reg.rank, c->reg.job, c->cred.pid);
@@ -184,7 +184,8 @@ static int register_rank(struct client *c, const struct ucred *sender,
 	if (err)
 		return err;
 	/* A pidfd polls readable once its process has ended. */
-	if (sd_event_add_io(c->d->loop, &c->exited, c->pidfd, EPOLLIN, on_exited, c) < 0)
+	if (sd_event_add_io(c->d->loop, &c->exited, c->pidfd, EPOLLIN, on_exited, c) < 0 &&
+	    client_may_log(c->d))
 		fprintf(stderr, "<4>hbmguardd: pid %d: its exit cannot be watched\n",
 			c->cred.pid);
 	return 0;
@@ -200,8 +201,10 @@ static int mutate(struct client *c, bool admin, uint16_t type, const struct hbm_
 	int err;
 
 	if (!admin) {
-		fprintf(stderr, "<4>hbmguardd: %s of %s refused: uid %u (pid %d) did not show "
-			"CAP_SYS_ADMIN\n", verbs[type], x->identity, c->cred.uid, c->cred.pid);
+		if (client_may_log(c->d))
+			fprintf(stderr, "<4>hbmguardd: %s of %s refused: uid %u (pid %d) did not "
+				"show CAP_SYS_ADMIN\n", verbs[type], x->identity, c->cred.uid,
+				c->cred.pid);
 		return -EPERM;
 	}
 	err = store_apply(c->d->store, type, x);
@@ -224,8 +227,9 @@ static int mutate(struct client *c, bool admin, uint16_t type, const struct hbm_
 static int undrain(struct client *c, bool admin, struct hbm_ctl_drain *out)
 {
 	if (!admin) {
-		fprintf(stderr, "<4>hbmguardd: undrain refused: uid %u (pid %d) did not show "
-			"CAP_SYS_ADMIN\n", c->cred.uid, c->cred.pid);
+		if (client_may_log(c->d))
+			fprintf(stderr, "<4>hbmguardd: undrain refused: uid %u (pid %d) did not "
+				"show CAP_SYS_ADMIN\n", c->cred.uid, c->cred.pid);
 		return -EPERM;
 	}
 	fprintf(stderr, "<5>hbmguardd: undrain asked by uid %u (pid %d)\n", c->cred.uid,
@@ -340,7 +344,7 @@ static bool serve(struct client *c, const void *pkt, size_t len, const struct uc
 			reply = &info.node;
 			break;
 		}
-	} else {
+	} else if (client_may_log(c->d)) {
 		fprintf(stderr, "<4>hbmguardd: control: a bad packet from pid %d: %s\n",
 			c->cred.pid, strerror(-err));
 	}
@@ -363,7 +367,7 @@ static int on_client(sd_event_source *s, int fd, uint32_t revents, void *arg)
 	n = hbm_ctl_recv(fd, pkt, sizeof(pkt), &sender);
 	if (n == -EAGAIN || n == -EINTR)
 		return 0;
-	if (n == -ETOOMANYREFS)
+	if (n == -ETOOMANYREFS && client_may_log(c->d))
 		fprintf(stderr, "<4>hbmguardd: uid %u (pid %d) passed files on the control socket: "
 			"disconnected\n", c->cred.uid, c->cred.pid);
 	/* An oversized packet is cut short by recv(): never a valid one. */

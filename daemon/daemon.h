@@ -22,6 +22,7 @@
 #include "config.h"
 #include "fdsink.h"
 #include "incidents.h"
+#include "ratelimit.h"
 #include "seen.h"
 
 /*
@@ -58,6 +59,7 @@ struct daemon {
 	struct hbm_gpus *gpus;		/* the GPU registrar (gpus.c), for hbmctl gpus */
 	struct hbm_sched *sched;	/* the node's drain (scheduler.c), for hbmctl drain */
 	struct cluster *cluster;	/* the link to the job's other nodes; NULL: off */
+	struct hbm_ratelimit peer_log;	/* lines the control socket's peers cause */
 
 	/* Wired by main(); daemon.c calls them (NULL: nobody listens). */
 	void (*on_status)(struct daemon *d);	/* something STATUS= shows changed */

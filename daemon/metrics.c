@@ -1248,15 +1248,13 @@ static int arm(struct hbm_metrics *m)
  */
 void metrics_log(struct hbm_metrics *m, uint64_t now, const char *msg)
 {
-	if (m->log_at && now - m->log_at < 1000000) {
-		m->log_suppressed++;
+	uint64_t missed;
+
+	if (!hbm_ratelimit(&m->log, 1000000, 1, now, &missed))
 		return;
-	}
-	if (m->log_suppressed)
+	if (missed)
 		fprintf(stderr, "<4>hbmguardd: metrics: %" PRIu64 " more such lines suppressed\n",
-			m->log_suppressed);
-	m->log_suppressed = 0;
-	m->log_at = now;
+			missed);
 	fprintf(stderr, "<4>hbmguardd: metrics: %s\n", msg);
 }
 

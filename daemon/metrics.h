@@ -23,6 +23,7 @@
 
 #include "core.h"
 #include "ctl.h"
+#include "ratelimit.h"
 
 struct daemon;
 struct MHD_Daemon;
@@ -104,8 +105,7 @@ struct hbm_metrics {
 		int fd;
 		uint64_t start;		/* CLOCK_MONOTONIC, us */
 	} conns[METRICS_CONNECTIONS];
-	uint64_t log_at;		/* the last line of libmicrohttpd's said, us */
-	uint64_t log_suppressed;	/* since then */
+	struct hbm_ratelimit log;	/* libmicrohttpd's lines */
 	struct metrics_facts facts;
 };
 

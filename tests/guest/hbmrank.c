@@ -31,6 +31,10 @@
  *   hbmrank --flood SOCKET N
  *            opens N connections and sends nothing; prints "held N", then
  *            "closed" once the daemon has closed every one
+ *   hbmrank --refused SOCKET IDENTITY N
+ *            N retires of IDENTITY's page 0 on one connection, without the
+ *            proof of CAP_SYS_ADMIN: prints "refused N" once each was
+ *            answered EPERM (a peer making the daemon log as fast as it can)
  *   hbmrank --busy SOCKET
  *            a daemon at its connection limit: answers one request
  *            -EUSERS, as hbmguardd does when over a limit, and exits
@@ -134,6 +138,29 @@ static int flood(const char *path, int n)
 	return 0;
 }
 
+static int refused(const char *path, const char *identity, int n)
+{
+	alignas(8) unsigned char pkt[HBM_CTL_MAX_PACKET];
+	struct hbm_ctl_extent x = { .offset = 0, .length = 4096 };
+	int fd = hbm_ctl_connect(path), i, eperm = 0;
+	struct hbm_ctl_header h;
+	const void *body;
+	ssize_t len;
+
+	snprintf(x.identity, sizeof(x.identity), "%s", identity);
+	for (i = 0; fd >= 0 && i < n; i++) {
+		len = hbm_ctl_encode(pkt, sizeof(pkt), HBM_CTL_RETIRE, i + 1, 0, &x);
+		if (send(fd, pkt, len, 0) != len)
+			break;
+		len = recv(fd, pkt, sizeof(pkt), 0);
+		if (len <= 0 || hbm_ctl_decode(pkt, len, true, &h, &body))
+			break;
+		eperm += h.error == -EPERM;
+	}
+	printf("refused %d\n", eperm);
+	return eperm == n ? 0 : 1;
+}
+
 static int busy(const char *path)
 {
 	alignas(8) unsigned char pkt[HBM_CTL_MAX_PACKET];
@@ -183,6 +210,8 @@ static int test_mode(int argc, char **argv)
 		return busy(argv[2]);
 	if (!strcmp(argv[1], "--flood") && argc > 3)
 		return flood(argv[2], atoi(argv[3]));
+	if (!strcmp(argv[1], "--refused") && argc > 4)
+		return refused(argv[2], argv[3], atoi(argv[4]));
 	if (argc < 7)
 		return 1;
 	if (!strcmp(argv[1], "--childreg") || !strcmp(argv[1], "--orphanreg"))

@@ -51,6 +51,19 @@ check "uid 0 without CAP_SYS_ADMIN cannot clear through the daemon" '! hbmrank -
 	grep -q "clear (hbmguardd): Operation not permitted" /tmp/err && hbmctl pages sim0 | grep -q "^0x5000 "'
 check "... nor retire" '! hbmrank --nocap hbmctl --socket /tmp/control.sock retire sim0 0x60000 2>/dev/null &&
 	! hbmctl pages sim0 | grep -q "^0x60000 "'
+# Each refusal is logged, and a peer can send as many as it likes: the lines
+# any peer causes are at most 100 per 10 s (client_may_log()), the rest
+# counted, so that journald's limit is not spent on them, the memory's
+# lines with them.
+refusals() { grep -c "^<4>hbmguardd: retire of sim0 refused: uid 0 (pid .*) did not show CAP_SYS_ADMIN$" /tmp/daemon.log; }
+r0=$(refusals)
+check "a peer's 300 refused retires on one connection" '[ "$(hbmrank --refused /tmp/control.sock sim0 300)" = "refused 300" ]'
+check "... logged 100 at most" '[ $(($(refusals) - r0)) -le 100 ] && [ $(($(refusals) - r0)) -ge 90 ]'
+sleep 10
+hbmrank --refused /tmp/control.sock sim0 1 >/dev/null
+check "... the rest counted once the next one is" \
+	'grep -q "^<4>hbmguardd: control: [0-9]* lines about its peers suppressed$" /tmp/daemon.log &&
+	[ $(($(refusals) - r0)) -le 101 ]'
 
 # The daemon at its connection limit: hbmctl goes to the kernel itself.
 hbmrank --busy /tmp/busy.sock >/tmp/busy &
