@@ -10,11 +10,13 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "ctl.h"
 #include "fdsink.h"
+#include "ratelimit.h"
 #include "sha256.h"
 #include "unit.h"
 
@@ -231,6 +233,35 @@ START_TEST(keyed_rank_messages)
 			     &k.rank);
 	ck_assert_uint_eq(len, sizeof(h) + sizeof(struct hbm_ctl_rank));
 	ck_assert_int_eq(hbm_ctl_decode(buf, len, true, &h, &body), 0);
+}
+END_TEST
+
+/*
+ * The budget of the lines a peer causes (ratelimit.h): a burst per
+ * interval from its first line, then none until the interval ends, the
+ * next one told how many were left out, once.
+ */
+START_TEST(a_budget_of_lines)
+{
+	struct hbm_ratelimit rl = { 0 };
+	uint64_t missed = 99;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		ck_assert(hbm_ratelimit(&rl, 1000, 3, 5000 + i, &missed));
+		ck_assert_uint_eq(missed, 0);
+	}
+	for (i = 0; i < 5; i++)
+		ck_assert(!hbm_ratelimit(&rl, 1000, 3, 5100 + i, &missed));
+	ck_assert(!hbm_ratelimit(&rl, 1000, 3, 5999, &missed));	/* the interval's last us */
+	ck_assert(hbm_ratelimit(&rl, 1000, 3, 6000, &missed));
+	ck_assert_uint_eq(missed, 6);
+	ck_assert(hbm_ratelimit(&rl, 1000, 3, 6001, &missed));
+	ck_assert_uint_eq(missed, 0);
+	ck_assert(hbm_ratelimit(&rl, 1000, 3, 9000, &missed));	/* a gap: a budget anew */
+	ck_assert(hbm_ratelimit(&rl, 1000, 3, 9001, &missed));
+	ck_assert(hbm_ratelimit(&rl, 1000, 3, 9002, &missed));
+	ck_assert(!hbm_ratelimit(&rl, 1000, 3, 9003, &missed));
 }
 END_TEST
 
@@ -554,6 +585,79 @@ START_TEST(a_lingering_file_passed_is_released_elsewhere)
 		ck_assert_int_gt(sink.pid, 0);
 	}
 	ck_assert_int_eq(fcntl(sv[1], F_GETFD), -1);	/* closed here */
+	hbm_fdsink_stop(&sink);
+}
+END_TEST
+
+/*
+ * A child stuck in a release (a lingering socket whose peer never reads)
+ * fills its queue: it is killed, and another takes the connections, none
+ * of them kept or released here (helper-160's L2: untested).
+ */
+START_TEST(a_stuck_sink_child_is_replaced)
+{
+	struct hbm_fdsink sink;
+	pid_t first;
+	int sv[2], i, st;
+
+	hbm_fdsink_init(&sink);
+	hbm_fdsink_give(&sink, lingering_socket());
+	first = sink.pid;
+	ck_assert_int_gt(first, 0);
+	for (i = 0; i < 100000 && sink.pid == first; i++) {
+		ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+		close(sv[0]);
+		hbm_fdsink_give(&sink, sv[1]);
+		ck_assert_int_eq(fcntl(sv[1], F_GETFD), -1);	/* closed here */
+	}
+	ck_assert_int_gt(sink.pid, 0);
+	ck_assert_int_ne(sink.pid, first);
+	ck_assert_uint_eq(sink.kept, 0);
+	if (waitpid(first, &st, 0) == first)	/* killed: it never ends on its own */
+		ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	else
+		ck_assert_int_eq(errno, ECHILD);	/* reaped by the sink already */
+	hbm_fdsink_stop(&sink);
+}
+END_TEST
+
+/*
+ * With no child to be had (killed ones that do not end, at most
+ * HBM_FDSINK_STUCK_MAX), a connection is kept open, never released here;
+ * once they are gone, a child is made again.
+ */
+START_TEST(no_sink_child_keeps_the_connection_open)
+{
+	struct hbm_fdsink sink;
+	int sv[2], i, st;
+
+	hbm_fdsink_init(&sink);
+	for (i = 0; i < HBM_FDSINK_STUCK_MAX; i++) {	/* as if killed, never ending */
+		sink.dead[i] = fork();
+		ck_assert_int_ge(sink.dead[i], 0);
+		if (!sink.dead[i]) {
+			pause();
+			_exit(0);
+		}
+	}
+	sink.nr_dead = HBM_FDSINK_STUCK_MAX;
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	hbm_fdsink_give(&sink, sv[1]);
+	ck_assert_uint_eq(sink.kept, 1);
+	ck_assert_int_eq(sink.pid, 0);
+	ck_assert_int_ne(fcntl(sv[1], F_GETFD), -1);	/* kept open */
+	for (i = 0; i < HBM_FDSINK_STUCK_MAX; i++) {
+		kill(sink.dead[i], SIGKILL);
+		while (kill(sink.dead[i], 0) == 0 && waitpid(sink.dead[i], &st, WNOHANG) == 0)
+			usleep(1000);	/* gone: reaped by hbm_fdsink_give() or here */
+	}
+	close(sv[0]);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	hbm_fdsink_give(&sink, sv[1]);
+	ck_assert_int_gt(sink.pid, 0);
+	ck_assert_uint_eq(sink.kept, 1);
+	ck_assert_int_eq(fcntl(sv[1], F_GETFD), -1);
+	close(sv[0]);
 	hbm_fdsink_stop(&sink);
 }
 END_TEST
@@ -885,6 +989,7 @@ Suite *ctl_suite(void)
 	tcase_add_test(tc, rank_messages);
 	tcase_add_test(tc, keyed_rank_messages);
 	tcase_add_test(tc, sha256_of_the_standard);
+	tcase_add_test(tc, a_budget_of_lines);
 	tcase_add_test(tc, gpu_messages);
 	tcase_add_test(tc, drain_messages);
 	tcase_add_test(tc, deadlines_messages);
@@ -896,6 +1001,8 @@ Suite *ctl_suite(void)
 	tcase_add_test(tc, sender_credentials);
 	tcase_add_test(tc, passed_fds_never_installed);
 	tcase_add_test(tc, a_lingering_file_passed_is_released_elsewhere);
+	tcase_add_test(tc, a_stuck_sink_child_is_replaced);
+	tcase_add_test(tc, no_sink_child_keeps_the_connection_open);
 	tcase_add_test(tc, accepted_has_credentials);
 	suite_add_tcase(s, tc);
 	return s;
