@@ -19,8 +19,9 @@
 #include "core.h"
 #include "daemon.h"
 
-/* What the control socket's peers may have logged (client_may_log()). */
+/* What the control socket's peers may have logged (client_may_log()): each uid, and all. */
 #define PEER_LOG_INTERVAL_US	10000000
+#define PEER_LOG_UID_BURST	20
 #define PEER_LOG_BURST		100
 
 /**
@@ -57,23 +58,62 @@ bool control_owned_by(int pidfd, pid_t pid, uid_t uid)
 	       syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0;
 }
 
+/*
+ * @uid's budget: its own, or one whose interval has ended (what it left out
+ * said first); NULL if every one is in use.
+ */
+static struct hbm_ratelimit *uid_budget(struct daemon *d, uid_t uid, uint64_t now)
+{
+	size_t i, idle = HBM_PEER_LOG_UIDS;
+
+	for (i = 0; i < HBM_PEER_LOG_UIDS; i++) {
+		const struct hbm_ratelimit *rl = &d->peer_log_uid[i].budget;
+
+		if (rl->since && d->peer_log_uid[i].uid == uid)
+			return &d->peer_log_uid[i].budget;
+		if (idle == HBM_PEER_LOG_UIDS &&
+		    (!rl->since || now - rl->since >= PEER_LOG_INTERVAL_US))
+			idle = i;
+	}
+	if (idle == HBM_PEER_LOG_UIDS)
+		return NULL;
+	if (d->peer_log_uid[idle].budget.missed)
+		fprintf(stderr, "<4>hbmguardd: control: %" PRIu64 " lines about uid %u's "
+			"connections suppressed\n", d->peer_log_uid[idle].budget.missed,
+			(unsigned int)d->peer_log_uid[idle].uid);
+	d->peer_log_uid[idle].uid = uid;
+	d->peer_log_uid[idle].budget = (struct hbm_ratelimit){ 0 };
+	return &d->peer_log_uid[idle].budget;
+}
+
 /**
  * client_may_log() - whether a line a control socket's peer caused may be said
- * @d: the daemon
+ * @c: the peer's connection
  *
  * Any local user causes them (refusals, bad packets, ranks registered and
- * gone) as fast as it can connect and send: PEER_LOG_BURST lines per
- * PEER_LOG_INTERVAL_US at most (ratelimit.h), the count of those left out
- * said before the next.
+ * gone) as fast as it can connect and send.  Each uid may have
+ * PEER_LOG_UID_BURST of them logged per PEER_LOG_INTERVAL_US, so that no
+ * uid hides another's lines by spending the budget, and all uids together
+ * PEER_LOG_BURST (ratelimit.h), so that many do not spend journald's; the
+ * count of those left out is said before the next.  Past HBM_PEER_LOG_UIDS
+ * uids at once, the others share the whole budget.
  *
  * Return: true if it may.
  */
-bool client_may_log(struct daemon *d)
+bool client_may_log(const struct client *c)
 {
-	uint64_t missed;
+	uint64_t now = hbm_monotonic_ns() / 1000, missed;
+	struct daemon *d = c->d;
+	struct hbm_ratelimit *mine = uid_budget(d, c->cred.uid, now);
 
-	if (!hbm_ratelimit(&d->peer_log, PEER_LOG_INTERVAL_US, PEER_LOG_BURST,
-			   hbm_monotonic_ns() / 1000, &missed))
+	if (mine) {
+		if (!hbm_ratelimit(mine, PEER_LOG_INTERVAL_US, PEER_LOG_UID_BURST, now, &missed))
+			return false;
+		if (missed)
+			fprintf(stderr, "<4>hbmguardd: control: %" PRIu64 " lines about uid %u's "
+				"connections suppressed\n", missed, (unsigned int)c->cred.uid);
+	}
+	if (!hbm_ratelimit(&d->peer_log, PEER_LOG_INTERVAL_US, PEER_LOG_BURST, now, &missed))
 		return false;
 	if (missed)
 		fprintf(stderr, "<4>hbmguardd: control: %" PRIu64 " lines about its peers "

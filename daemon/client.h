@@ -51,6 +51,6 @@ bool client_send_packet(struct client *c, uint16_t type, uint32_t seq, int32_t e
 			const void *body);
 void control_send(struct client *c, uint16_t type, const void *body);
 bool control_owned_by(int pidfd, pid_t pid, uid_t uid);
-bool client_may_log(struct daemon *d);
+bool client_may_log(const struct client *c);
 
 #endif /* HBM_CLIENT_H */

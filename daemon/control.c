@@ -156,7 +156,7 @@ static int on_exited(sd_event_source *s, int fd, uint32_t revents, void *arg)
 	(void)s;
 	(void)fd;
 	(void)revents;
-	if (poll(&p, 1, 0) == 0 && client_may_log(c->d))	/* not hung up: children hold it */
+	if (poll(&p, 1, 0) == 0 && client_may_log(c))	/* not hung up: children hold it */
 		fprintf(stderr, "<5>hbmguardd: rank %u of job %s: its process %d ended, "
 			"its connection still open in another: dropped\n",
 			c->reg.rank, c->reg.job, c->cred.pid);
@@ -185,7 +185,7 @@ static int register_rank(struct client *c, const struct ucred *sender,
 		return err;
 	/* A pidfd polls readable once its process has ended. */
 	if (sd_event_add_io(c->d->loop, &c->exited, c->pidfd, EPOLLIN, on_exited, c) < 0 &&
-	    client_may_log(c->d))
+	    client_may_log(c))
 		fprintf(stderr, "<4>hbmguardd: pid %d: its exit cannot be watched\n",
 			c->cred.pid);
 	return 0;
@@ -201,7 +201,7 @@ static int mutate(struct client *c, bool admin, uint16_t type, const struct hbm_
 	int err;
 
 	if (!admin) {
-		if (client_may_log(c->d))
+		if (client_may_log(c))
 			fprintf(stderr, "<4>hbmguardd: %s of %s refused: uid %u (pid %d) did not "
 				"show CAP_SYS_ADMIN\n", verbs[type], x->identity, c->cred.uid,
 				c->cred.pid);
@@ -227,7 +227,7 @@ static int mutate(struct client *c, bool admin, uint16_t type, const struct hbm_
 static int undrain(struct client *c, bool admin, struct hbm_ctl_drain *out)
 {
 	if (!admin) {
-		if (client_may_log(c->d))
+		if (client_may_log(c))
 			fprintf(stderr, "<4>hbmguardd: undrain refused: uid %u (pid %d) did not "
 				"show CAP_SYS_ADMIN\n", c->cred.uid, c->cred.pid);
 		return -EPERM;
@@ -344,7 +344,7 @@ static bool serve(struct client *c, const void *pkt, size_t len, const struct uc
 			reply = &info.node;
 			break;
 		}
-	} else if (client_may_log(c->d)) {
+	} else if (client_may_log(c)) {
 		fprintf(stderr, "<4>hbmguardd: control: a bad packet from pid %d: %s\n",
 			c->cred.pid, strerror(-err));
 	}
@@ -365,9 +365,11 @@ static int on_client(sd_event_source *s, int fd, uint32_t revents, void *arg)
 	(void)s;
 	(void)revents;
 	n = hbm_ctl_recv(fd, pkt, sizeof(pkt), &sender);
-	if (n == -EAGAIN || n == -EINTR)
+	if (n == -EAGAIN || n == -EINTR) {
+		explicit_bzero(pkt, sizeof(pkt));	/* what the peek read */
 		return 0;
-	if (n == -ETOOMANYREFS && client_may_log(c->d))
+	}
+	if (n == -ETOOMANYREFS && client_may_log(c))
 		fprintf(stderr, "<4>hbmguardd: uid %u (pid %d) passed files on the control socket: "
 			"disconnected\n", c->cred.uid, c->cred.pid);
 	/* An oversized packet is cut short by recv(): never a valid one. */

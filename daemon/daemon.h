@@ -31,6 +31,9 @@
  */
 #define HBM_FORGOTTEN_MAX	8
 
+/* The uids whose lines about the control socket have budgets of their own at once. */
+#define HBM_PEER_LOG_UIDS	32
+
 /* A retry backing off: a second after the first failure, then twice as long up to a minute. */
 #define HBM_RETRY_MAX_S	60
 static inline unsigned int hbm_retry_after_s(unsigned int last)
@@ -60,6 +63,10 @@ struct daemon {
 	struct hbm_sched *sched;	/* the node's drain (scheduler.c), for hbmctl drain */
 	struct cluster *cluster;	/* the link to the job's other nodes; NULL: off */
 	struct hbm_ratelimit peer_log;	/* lines the control socket's peers cause */
+	struct {			/* and each uid's (client.c) */
+		uid_t uid;
+		struct hbm_ratelimit budget;
+	} peer_log_uid[HBM_PEER_LOG_UIDS];
 
 	/* Wired by main(); daemon.c calls them (NULL: nobody listens). */
 	void (*on_status)(struct daemon *d);	/* something STATUS= shows changed */

@@ -723,7 +723,7 @@ int recovery_register(struct daemon *d, struct client *c, const struct hbm_ctl_r
 		return -EBUSY;
 	if (d->cluster && !cluster_name(&job, name)) {
 		/* its ranks elsewhere would never hear of its incidents */
-		if (client_may_log(d))
+		if (client_may_log(c))
 			fprintf(stderr, "<4>hbmguardd: rank %u of job %s refused: with [Cluster], a job's name is one etcd takes (cluster_proto.h: at most %zu characters of [A-Za-z0-9._-] for uid %u%s)\n",
 				r->rank, r->job, HBM_CLUSTER_NAME_LEN - 2 -
 				(size_t)snprintf(NULL, 0, "%u", (unsigned int)c->cred.uid) -
@@ -737,7 +737,7 @@ int recovery_register(struct daemon *d, struct client *c, const struct hbm_ctl_r
 	c->answer = 0;
 	c->next_rank = d->ranks;
 	d->ranks = c;
-	if (client_may_log(d))
+	if (client_may_log(c))
 		fprintf(stderr, "<6>hbmguardd: rank %u/%u of job %s%s registered, pid %d on %s\n",
 			r->rank, r->world_size, r->job, key ? " (with a key)" : "", c->cred.pid,
 			r->device);
@@ -794,7 +794,7 @@ void recovery_client_gone(struct daemon *d, struct client *c)
 			*p = c->next_rank;
 			break;
 		}
-	if (client_may_log(d))
+	if (client_may_log(c))
 		fprintf(stderr, "<5>hbmguardd: rank %u of job %s left (pid %d)\n",
 			c->reg.rank, c->reg.job, c->cred.pid);
 	x = open_incident_of(d, &c->job);

@@ -5,7 +5,7 @@
  * 6.2.2's computation.  The daemon keeps a job key's digest, never the key
  * (recovery.c), and names a keyed job in etcd by part of it: neither tells
  * the key.  A hash of a few short keys per registration: one block at a
- * time, no speed sought.  The tests check FIPS 180-4's examples (NIST's
+ * time, no speed sought; what held the key is wiped after.  The tests check FIPS 180-4's examples (NIST's
  * "SHA256.pdf", Cryptographic Standards and Guidelines, Examples with
  * Intermediate Values) and a message of a million 'a's.
  */
@@ -52,6 +52,8 @@ static void block(uint32_t h[8], const uint8_t *p)
 	}
 	for (i = 0; i < 8; i++)
 		h[i] += v[i];
+	explicit_bzero(w, sizeof(w));
+	explicit_bzero(v, sizeof(v));
 }
 
 /**
@@ -80,6 +82,7 @@ void hbm_sha256(const void *data, size_t len, uint8_t out[HBM_SHA256_LEN])
 		last[rest - 1 - i] = (uint8_t)(bits >> (8 * i));
 	for (tail = 0; tail < rest; tail += 64)
 		block(h, last + tail);
+	explicit_bzero(last, sizeof(last));
 	for (i = 0; i < 8; i++) {
 		out[4 * i] = (uint8_t)(h[i] >> 24);
 		out[4 * i + 1] = (uint8_t)(h[i] >> 16);

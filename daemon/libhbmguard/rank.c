@@ -123,12 +123,12 @@ int hbmguard_job_id(char *out, size_t size)
  */
 static int job_key(struct hbm_ctl_rank_keyed *out)
 {
-	const char *key = secure_getenv("HBMGUARD_JOB_KEY");
+	const char *set = getenv("HBMGUARD_JOB_KEY"), *key = secure_getenv("HBMGUARD_JOB_KEY");
 
-	if (!key && getenv("HBMGUARD_JOB_KEY"))
-		return -EPERM;
-	if (!key || !key[0])
+	if (!set || !set[0])
 		return 0;
+	if (!key)
+		return -EPERM;
 	if (strlen(key) >= sizeof(out->key))
 		return -EINVAL;
 	strcpy(out->key, key);

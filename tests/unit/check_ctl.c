@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -597,11 +598,12 @@ END_TEST
 START_TEST(a_stuck_sink_child_is_replaced)
 {
 	struct hbm_fdsink sink;
-	pid_t first;
-	int sv[2], i, st;
+	int sv[2], i, st, nfd;
+	pid_t first, got = 0;
 
 	hbm_fdsink_init(&sink);
 	hbm_fdsink_give(&sink, lingering_socket());
+	nfd = hbm_test_open_fds();	/* the child's socket and pidfd among them */
 	first = sink.pid;
 	ck_assert_int_gt(first, 0);
 	for (i = 0; i < 100000 && sink.pid == first; i++) {
@@ -613,7 +615,11 @@ START_TEST(a_stuck_sink_child_is_replaced)
 	ck_assert_int_gt(sink.pid, 0);
 	ck_assert_int_ne(sink.pid, first);
 	ck_assert_uint_eq(sink.kept, 0);
-	if (waitpid(first, &st, 0) == first)	/* killed: it never ends on its own */
+	ck_assert_int_eq(hbm_test_open_fds(), nfd);	/* the dead child's closed */
+	for (i = 0; i < 5000 && !(got = waitpid(first, &st, WNOHANG)); i++)
+		usleep(1000);	/* SIGKILL ends its lingering release at once */
+	ck_assert_msg(got, "the stuck child alive 5 s on: not killed");
+	if (got == first)
 		ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
 	else
 		ck_assert_int_eq(errno, ECHILD);	/* reaped by the sink already */
@@ -635,7 +641,8 @@ START_TEST(no_sink_child_keeps_the_connection_open)
 	for (i = 0; i < HBM_FDSINK_STUCK_MAX; i++) {	/* as if killed, never ending */
 		sink.dead[i] = fork();
 		ck_assert_int_ge(sink.dead[i], 0);
-		if (!sink.dead[i]) {
+		if (!sink.dead[i]) {	/* gone with the test, whatever it does */
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			pause();
 			_exit(0);
 		}
