@@ -19,7 +19,10 @@
 #include "core.h"
 #include "daemon.h"
 
-/* What the control socket's peers may have logged (client_may_log()): each uid, and all. */
+/*
+ * What the control socket's peers may have logged (client_may_log()): each
+ * uid with a budget of its own, and the uids without one together.
+ */
 #define PEER_LOG_INTERVAL_US	10000000
 #define PEER_LOG_UID_BURST	20
 #define PEER_LOG_BURST		100
@@ -92,32 +95,30 @@ static struct hbm_ratelimit *uid_budget(struct daemon *d, uid_t uid, uint64_t no
  *
  * Any local user causes them (refusals, bad packets, ranks registered and
  * gone) as fast as it can connect and send.  Each uid may have
- * PEER_LOG_UID_BURST of them logged per PEER_LOG_INTERVAL_US, so that no
- * uid hides another's lines by spending the budget, and all uids together
- * PEER_LOG_BURST (ratelimit.h), so that many do not spend journald's; the
- * count of those left out is said before the next.  Past HBM_PEER_LOG_UIDS
- * uids at once, the others share the whole budget.
+ * PEER_LOG_UID_BURST of them logged per PEER_LOG_INTERVAL_US (ratelimit.h),
+ * so that no uid hides another's by spending a budget they share; past
+ * HBM_PEER_LOG_UIDS uids at once, the others share PEER_LOG_BURST.  The
+ * count of those left out is said before the next.  In all, about 740
+ * lines per interval at most, journald's limit for a service (10000 per
+ * 30 s) out of reach.  A uid's lines are all one budget: its bad packets
+ * can hide its own registrations (hbmctl ranks still lists them).
  *
  * Return: true if it may.
  */
 bool client_may_log(const struct client *c)
 {
 	uint64_t now = hbm_monotonic_ns() / 1000, missed;
-	struct daemon *d = c->d;
-	struct hbm_ratelimit *mine = uid_budget(d, c->cred.uid, now);
+	struct hbm_ratelimit *mine = uid_budget(c->d, c->cred.uid, now);
 
-	if (mine) {
-		if (!hbm_ratelimit(mine, PEER_LOG_INTERVAL_US, PEER_LOG_UID_BURST, now, &missed))
-			return false;
-		if (missed)
-			fprintf(stderr, "<4>hbmguardd: control: %" PRIu64 " lines about uid %u's "
-				"connections suppressed\n", missed, (unsigned int)c->cred.uid);
-	}
-	if (!hbm_ratelimit(&d->peer_log, PEER_LOG_INTERVAL_US, PEER_LOG_BURST, now, &missed))
+	if (!hbm_ratelimit(mine ? mine : &c->d->peer_log, PEER_LOG_INTERVAL_US,
+			   mine ? PEER_LOG_UID_BURST : PEER_LOG_BURST, now, &missed))
 		return false;
-	if (missed)
-		fprintf(stderr, "<4>hbmguardd: control: %" PRIu64 " lines about its peers "
-			"suppressed\n", missed);
+	if (missed && mine)
+		fprintf(stderr, "<4>hbmguardd: control: %" PRIu64 " lines about uid %u's "
+			"connections suppressed\n", missed, (unsigned int)c->cred.uid);
+	else if (missed)
+		fprintf(stderr, "<4>hbmguardd: control: %" PRIu64 " lines about the peers "
+			"of uids past %u suppressed\n", missed, HBM_PEER_LOG_UIDS);
 	return true;
 }
 

@@ -62,11 +62,12 @@ struct daemon {
 	struct hbm_gpus *gpus;		/* the GPU registrar (gpus.c), for hbmctl gpus */
 	struct hbm_sched *sched;	/* the node's drain (scheduler.c), for hbmctl drain */
 	struct cluster *cluster;	/* the link to the job's other nodes; NULL: off */
-	struct hbm_ratelimit peer_log;	/* lines the control socket's peers cause */
-	struct {			/* and each uid's (client.c) */
+	/* Lines the control socket's peers cause: each uid's, those past them (client.c). */
+	struct {
 		uid_t uid;
 		struct hbm_ratelimit budget;
 	} peer_log_uid[HBM_PEER_LOG_UIDS];
+	struct hbm_ratelimit peer_log;
 
 	/* Wired by main(); daemon.c calls them (NULL: nobody listens). */
 	void (*on_status)(struct daemon *d);	/* something STATUS= shows changed */

@@ -2,12 +2,13 @@
 /*
  * SHA-256, as FIPS 180-4 (August 2015) defines it: section 4.1.2's
  * functions, 4.2.2's constants, 5.1.1's padding, 5.3.3's initial value and
- * 6.2.2's computation.  The daemon keeps a job key's digest, never the key
- * (recovery.c), and names a keyed job in etcd by part of it: neither tells
- * the key.  A hash of a few short keys per registration: one block at a
- * time, no speed sought; what held the key is wiped after.  The tests check FIPS 180-4's examples (NIST's
- * "SHA256.pdf", Cryptographic Standards and Guidelines, Examples with
- * Intermediate Values) and a message of a million 'a's.
+ * 6.2.2's computation.  The daemon keeps a job key's digest, not the key
+ * (recovery.c), and names a keyed job in etcd by 8 bytes of it, which tell
+ * a random key to nobody (ctl.h).  A hash of a few short keys per
+ * registration: one block at a time, no speed sought; what held the key is
+ * wiped after.  The tests check FIPS 180-4's examples (NIST's "SHA256.pdf",
+ * Cryptographic Standards and Guidelines, Examples with Intermediate
+ * Values), a message of a million 'a's and the padding's edges.
  */
 #include <string.h>
 
