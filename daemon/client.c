@@ -61,6 +61,13 @@ bool control_owned_by(int pidfd, pid_t pid, uid_t uid)
 	       syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0;
 }
 
+static void say_missed(uid_t uid, uint64_t missed)
+{
+	if (missed)
+		fprintf(stderr, "<4>hbmguardd: control: %" PRIu64 " lines about uid %u's "
+			"connections suppressed\n", missed, (unsigned int)uid);
+}
+
 /*
  * @uid's budget: its own, or one whose interval has ended (what it left out
  * said first); NULL if every one is in use.
@@ -80,10 +87,7 @@ static struct hbm_ratelimit *uid_budget(struct daemon *d, uid_t uid, uint64_t no
 	}
 	if (idle == HBM_PEER_LOG_UIDS)
 		return NULL;
-	if (d->peer_log_uid[idle].budget.missed)
-		fprintf(stderr, "<4>hbmguardd: control: %" PRIu64 " lines about uid %u's "
-			"connections suppressed\n", d->peer_log_uid[idle].budget.missed,
-			(unsigned int)d->peer_log_uid[idle].uid);
+	say_missed(d->peer_log_uid[idle].uid, d->peer_log_uid[idle].budget.missed);
 	d->peer_log_uid[idle].uid = uid;
 	d->peer_log_uid[idle].budget = (struct hbm_ratelimit){ 0 };
 	return &d->peer_log_uid[idle].budget;
@@ -113,9 +117,8 @@ bool client_may_log(const struct client *c)
 	if (!hbm_ratelimit(mine ? mine : &c->d->peer_log, PEER_LOG_INTERVAL_US,
 			   mine ? PEER_LOG_UID_BURST : PEER_LOG_BURST, now, &missed))
 		return false;
-	if (missed && mine)
-		fprintf(stderr, "<4>hbmguardd: control: %" PRIu64 " lines about uid %u's "
-			"connections suppressed\n", missed, (unsigned int)c->cred.uid);
+	if (mine)
+		say_missed(c->cred.uid, missed);
 	else if (missed)
 		fprintf(stderr, "<4>hbmguardd: control: %" PRIu64 " lines about the peers "
 			"of uids past %u suppressed\n", missed, HBM_PEER_LOG_UIDS);

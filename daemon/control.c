@@ -365,17 +365,17 @@ static int on_client(sd_event_source *s, int fd, uint32_t revents, void *arg)
 	(void)s;
 	(void)revents;
 	n = hbm_ctl_recv(fd, pkt, sizeof(pkt), &sender);
-	if (n == -EAGAIN || n == -EINTR) {
-		explicit_bzero(pkt, sizeof(pkt));	/* what the peek read */
-		return 0;
-	}
+	if (n == -EAGAIN || n == -EINTR)
+		goto out;
 	if (n == -ETOOMANYREFS && client_may_log(c))
 		fprintf(stderr, "<4>hbmguardd: uid %u (pid %d) passed files on the control socket: "
 			"disconnected\n", c->cred.uid, c->cred.pid);
 	/* An oversized packet is cut short by recv(): never a valid one. */
 	if (n <= 0 || !serve(c, pkt, (size_t)n > sizeof(pkt) ? 0 : (size_t)n, &sender))
 		control_close_client(c);
-	explicit_bzero(pkt, sizeof(pkt));	/* a job's key: its digest is what is kept */
+out:
+	/* a job's key, read or peeked at: its digest is what is kept */
+	explicit_bzero(pkt, sizeof(pkt));
 	return 0;
 }
 
