@@ -49,6 +49,13 @@ for r in 1 2 3; do
 	ns=$(hbmstatebench run hbmguardd --version) || exit 1
 	[ -z "$exec_ns" ] || [ "$ns" -lt "$exec_ns" ] && exec_ns=$ns
 done
+# The restore's requests' way into the kernel alone, as large as the
+# daemon's, each refused at once (hbmstatebench send), the least of three.
+send_ns=
+for r in 1 2 3; do
+	ns=$(hbmstatebench send $persist_pages) || exit 1
+	[ -z "$send_ns" ] || [ "$ns" -lt "$send_ns" ] && send_ns=$ns
+done
 # The anchor, reading the state file alone: one read, the least so far kept
 # in $read_ns, each in $reads.
 persist_read() {
@@ -179,7 +186,17 @@ END {
 	printf "@bench\thbmguardd RSS peak (VmHWM), %s pages stored (after: %.1f MiB)\t%.1f\tMiB\t-\t-\t<= 64 MiB\n", hi, b[13] / 1024, b[14] / 1024
 }' /tmp/persist.txt
 # The same work on this guest's CPU without the syscalls and the daemon's
-# start (bench_core.c): the floor of the restart row where it is measured.
-bench-core restart guest || exit 1
+# start (bench_core.c); with the requests' way into the kernel and the
+# daemon's exec, what a restart cannot do without on this path: the row's
+# floor in this guest, judged by the row's goal, and the row beside it.
+core=$(bench-core restart guest) || exit 1
+echo "$core"
+echo "$core" | awk -F'\t' -v send="$send_ns" -v exec_ns="$exec_ns" -v restart="$(tail -n 1 /tmp/persist.txt | cut -d' ' -f24)" '
+$1 == "@bench" && $2 ~ /^core in this guest: the read, then/ {
+	floor = $3 + send / 1e6 + exec_ns / 1e6
+	printf "%-52s %10.1f\n", "  the requests into the kernel, refused (ms)", send / 1e6
+	printf "@bench\tthe floor of a restart in this guest: the core'"'"'s read and restore, the requests'"'"' way into the kernel (each refused at once), the daemon'"'"'s exec\t%.0f\tms\tcore in this guest: reading the state file alone (userspace)\t%.0f\t<= 2x\n", floor, $6
+	printf "@bench\t  the restart row beside that floor\t%.0f\tms\tthe floor\t%.0f\t-\n", restart / 1e6, floor
+}'
 echo
 # ---- end of persistence ----------------------------------------------------

@@ -21,6 +21,11 @@
  *   hbmstatebench proc PID                   the daemon's CPU ns (its main thread and
  *                                            its children waited for), bytes written
  *                                            (wchar, write_bytes), VmRSS and VmHWM (KiB)
+ *   hbmstatebench send PAGES                 ns to send the packed RESTOREs of a
+ *                                            restart of PAGES, as large as the
+ *                                            daemon's, and have each refused at
+ *                                            once (a device that is not there):
+ *                                            their way into the kernel alone
  *   hbmstatebench now                        CLOCK_MONOTONIC ns
  *   hbmstatebench run CMD [ARG...]           ns from before CMD's fork until it was
  *                                            waited for, its stdout thrown away
@@ -38,8 +43,11 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <linux/genetlink.h>
 #include <linux/hbmguard.h>
+#include <linux/netlink.h>
 
 #include "bench.h"
 #include "state.h"
@@ -334,6 +342,142 @@ static int cmd_proc(const char *pid)
 	return 0;
 }
 
+/*
+ * The way a restart's records go into the kernel, without the restore:
+ * the same messages as the daemon's packed RESTOREs (daemon/kernel.c,
+ * packed_fill(): 16384 records a request in attributes of 1024, a request
+ * rewound and sent again from one buffer, each answered before the next),
+ * for a device id no device has, so the module refuses each once genetlink
+ * has parsed it (attr_device(), kmod/netlink.c).  What any request pays on
+ * this path: the syscall, netlink_sendmsg()'s copy into an skb
+ * (net/netlink/af_netlink.c), genetlink's parse, and the acknowledgement,
+ * capped (NETLINK_CAP_ACK) as the daemon's are.  Its time beside the
+ * restore's work in userspace (bench-core restart guest) and the daemon's
+ * exec is the restart row's floor in the guest.
+ */
+#define SEND_PER_REQUEST	16384
+#define SEND_PER_ATTR		1024
+#define SEND_NO_DEVICE		(HBMGUARD_MAX_DEVICES - 1)	/* the last id, made last */
+
+struct nl_request {
+	struct nlmsghdr n;
+	struct genlmsghdr g;
+};
+
+static void *put_attr(char *at, uint16_t type, const void *data, uint16_t len)
+{
+	struct nlattr *a = (struct nlattr *)at;
+
+	a->nla_type = type;
+	a->nla_len = NLA_HDRLEN + len;
+	if (data)
+		memcpy(at + NLA_HDRLEN, data, len);
+	return at + NLA_ALIGN(a->nla_len);
+}
+
+/* One request on @fd, answered: the answer's error (0: an ack), or -errno. */
+static int nl_exchange(int fd, const void *req, size_t len, char *reply, size_t cap)
+{
+	const struct nlmsghdr *h = (const struct nlmsghdr *)reply;
+	ssize_t n;
+
+	if (send(fd, req, len, 0) != (ssize_t)len)
+		return -errno;
+	n = recv(fd, reply, cap, 0);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n < NLMSG_HDRLEN || !NLMSG_OK(h, (size_t)n))
+		return -EBADMSG;
+	if (h->nlmsg_type == NLMSG_ERROR)
+		return ((const struct nlmsgerr *)NLMSG_DATA(h))->error;
+	return 0;
+}
+
+/* HBMGUARD_GENL_NAME's id, asked of the controller; 0 if not found. */
+static uint16_t family_id(int fd)
+{
+	char buf[8192] __attribute__((aligned(NLMSG_ALIGNTO)));
+	struct nl_request *r = (struct nl_request *)buf;
+	char *end = buf + NLMSG_SPACE(GENL_HDRLEN), *p;
+	const struct nlmsghdr *h = (const struct nlmsghdr *)buf;
+
+	memset(buf, 0, sizeof(buf));
+	end = put_attr(end, CTRL_ATTR_FAMILY_NAME, HBMGUARD_GENL_NAME, sizeof(HBMGUARD_GENL_NAME));
+	r->n = (struct nlmsghdr){ .nlmsg_len = end - buf, .nlmsg_type = GENL_ID_CTRL,
+				  .nlmsg_flags = NLM_F_REQUEST };
+	r->g = (struct genlmsghdr){ .cmd = CTRL_CMD_GETFAMILY, .version = 1 };
+	if (nl_exchange(fd, buf, end - buf, buf, sizeof(buf)) || h->nlmsg_type != GENL_ID_CTRL)
+		return 0;
+	for (p = (char *)NLMSG_DATA(h) + GENL_HDRLEN; p + NLA_HDRLEN <= buf + h->nlmsg_len;) {
+		const struct nlattr *a = (const struct nlattr *)p;
+
+		if (a->nla_len < NLA_HDRLEN)
+			break;
+		if ((a->nla_type & NLA_TYPE_MASK) == CTRL_ATTR_FAMILY_ID)
+			return *(const uint16_t *)(p + NLA_HDRLEN);
+		p += NLA_ALIGN(a->nla_len);
+	}
+	return 0;
+}
+
+static int cmd_send(size_t pages)
+{
+	const size_t rec = sizeof(struct hbmguard_restore_record);
+	size_t bytes = 1024 + SEND_PER_REQUEST * rec, sent, size;
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC), on = 1, sndbuf;
+	char *buf = malloc(bytes), reply[4096] __attribute__((aligned(NLMSG_ALIGNTO)));
+	uint32_t no_device = SEND_NO_DEVICE, record_size = rec;
+	uint16_t family;
+	double t;
+	int err;
+
+	if (fd < 0 || !buf) {
+		perror("hbmstatebench: send");
+		return 1;
+	}
+	/* The daemon's socket as set_request_buffer() and exchange() set it */
+	sndbuf = 2 * bytes;
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf)) ||
+	    setsockopt(fd, SOL_NETLINK, NETLINK_EXT_ACK, &on, sizeof(on)) ||
+	    setsockopt(fd, SOL_NETLINK, NETLINK_CAP_ACK, &on, sizeof(on))) {
+		perror("hbmstatebench: send: setsockopt");
+		return 1;
+	}
+	family = family_id(fd);
+	if (!family) {
+		fprintf(stderr, "hbmstatebench: send: no %s family\n", HBMGUARD_GENL_NAME);
+		return 1;
+	}
+	memset(buf, 0, bytes);	/* faulted in, as the daemon's packing does */
+	t = now_ns();
+	for (sent = 0; sent < pages; sent += size) {
+		struct nl_request *r = (struct nl_request *)buf;
+		char *end = buf + NLMSG_SPACE(GENL_HDRLEN);
+		size_t i;
+
+		size = pages - sent < SEND_PER_REQUEST ? pages - sent : SEND_PER_REQUEST;
+		end = put_attr(end, HBMGUARD_A_DEVICE_ID, &no_device, sizeof(no_device));
+		end = put_attr(end, HBMGUARD_A_RECORD_SIZE, &record_size, sizeof(record_size));
+		for (i = 0; i < size; i += SEND_PER_ATTR)
+			end = put_attr(end, HBMGUARD_A_RECORDS, NULL,
+				       (size - i < SEND_PER_ATTR ? size - i : SEND_PER_ATTR) * rec);
+		r->n = (struct nlmsghdr){ .nlmsg_len = end - buf, .nlmsg_type = family,
+					  .nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK };
+		r->g = (struct genlmsghdr){ .cmd = HBMGUARD_CMD_RESTORE,
+					    .version = HBMGUARD_GENL_VERSION };
+		err = nl_exchange(fd, buf, end - buf, reply, sizeof(reply));
+		if (err != -ENODEV) {
+			fprintf(stderr, "hbmstatebench: send: %s, not the refusal expected\n",
+				err ? strerror(-err) : "accepted");
+			return 1;
+		}
+	}
+	printf("%.0f\n", now_ns() - t);
+	free(buf);
+	close(fd);
+	return 0;
+}
+
 static int cmd_run(char **argv)
 {
 	double t0 = now_ns();
@@ -376,6 +520,8 @@ int main(int argc, char **argv)
 		return cmd_map(strtoul(argv[2], NULL, 0));
 	if (argc == 3 && !strcmp(argv[1], "proc"))
 		return cmd_proc(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "send"))
+		return cmd_send(strtoull(argv[2], NULL, 0));
 	if (argc >= 3 && !strcmp(argv[1], "run"))
 		return cmd_run(argv + 2);
 	if (argc == 2 && !strcmp(argv[1], "now")) {
@@ -384,6 +530,6 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr, "usage: hbmstatebench write DIR IDENTITY PAGES | read DIR IDENTITY |\n"
 		"       inject DEV COUNT FIRST | until DEV PAGES | map DEV | proc PID | now |\n"
-		"       run CMD [ARG...]\n");
+		"       send PAGES | run CMD [ARG...]\n");
 	return 2;
 }
