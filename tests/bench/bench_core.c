@@ -306,7 +306,7 @@ static int restart_rows(bool guest)
 	       work_ns / 1e6, read_ns / 1e6);
 	/*
 	 * The guest's row beside its floor: the same goal on this machine's
-	 * own CPU, no syscalls, no TCG (README, Performance).
+	 * own CPU, no syscalls, no TCG (tests/bench/README.md).
 	 */
 	printf("@bench\tcore: a restart natively, the floor of the guest's: the read, then"
 	       " the records packed, taken and restored (userspace)\t%.1f\tms\t"
@@ -417,7 +417,7 @@ int main(int argc, char **argv)
 		printf("@bench\tcore: translate through the map, bad offsets, 10^6 pages (userspace)"
 		       "\t%.1f\tns/op\tone random load from a table-sized buffer\t%.1f\t<= 1.5x\n",
 		       m[3].bad_ns, m[3].load_ns);
-		/* A lookup's own instructions: the table in the cache (README, make bench). */
+		/* A lookup's own instructions: the table in the cache (tests/bench/README.md). */
 		printf("@bench\tcore: translate, clean offsets, 10^3 pages (the table in cache)"
 		       "\t%.1f\tns/op\tone random load from a table-sized buffer\t%.1f\t-\n",
 		       m[0].clean_ns, m[3].load_ns);

@@ -379,7 +379,7 @@ int main(void)
 	 * what a lookup costs is qemu's emulation of its instructions (a
 	 * descent, its checks, seq twice), each many host instructions;
 	 * beside the random load at 10^6 it is what no layout can take away
-	 * here (README, make bench).
+	 * here (tests/bench/README.md).
 	 */
 	bench_row("floor in this guest: translate, clean offsets, 10^3 pages (the table in cache)",
 		  on[0].clean_ns, "ns/op", "one random load from a table-sized buffer",
@@ -398,7 +398,7 @@ int main(void)
 	 * What the map on can cost at least: the uapi's leaf (31 entries of 16
 	 * bytes in a 512-byte node, the readers' contract) full, in the two
 	 * copies the publication needs, beside the table that the kernel
-	 * changes; already above 32 bytes (README, make bench).
+	 * changes; already above 32 bytes (tests/bench/README.md).
 	 */
 	bench_row("floor with the map on: table alone + two copies of full 512-byte leaves",
 		  off[3].acct + 2.0 * HBMGUARD_MAP_NODE_SIZE / HBMGUARD_MAP_LEAF_MAX, "B",

@@ -10,7 +10,7 @@ prints its figures as lines
 
 anchor and anchor_value are "-" where a figure has none.  The ratio is
 value / anchor_value: goals are ratios within one run, because absolute
-times in a TCG guest say little (see README, Performance).  Judged here:
+times in a TCG guest say little (see tests/bench/README.md).  Judged here:
 a ratio, "<= Nx" or ">= Nx" (also within words: "flat (<= 2x)"); a bound
 in the row's own unit, "<= 32 B" for a figure in B, ">= 10^6/s" for one in
 something per second; and "0", a count that must be none.  Any other goal

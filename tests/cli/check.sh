@@ -124,7 +124,7 @@ check "hbmguardd --bogus: exit 2, stderr" 'run 2 "$HBMGUARDD" --bogus && quiet_o
 check "hbmguardd with an argument: exit 2" 'run 2 "$HBMGUARDD" extra && quiet_out && grep -q "not .extra." "$err"'
 check "hbmguardd --config without its file" 'run 2 "$HBMGUARDD" --config && quiet_out'
 
-# make bench's knobs (tests/system/run.sh KVER bench, README Performance): a
+# make bench's knobs (tests/system/run.sh KVER bench, tests/bench/README.md): a
 # bad one is refused before anything is built and before the run's log is
 # emptied.
 for knob in BENCH_TCG_THREAD=double BENCH_SMP=3 BENCH_PARTS=ddp; do

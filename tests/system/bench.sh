@@ -299,7 +299,7 @@ def wake(events, who, since, until, last=False):
     return (waking, woken, on) if on else None
 
 # Each vCPU's tasks over time, from its sched_switch events: qemu runs both
-# vCPUs on one host thread, taking turns (README, Performance), so while one
+# vCPUs on one host thread, taking turns (tests/bench/README.md), so while one
 # runs a task, a task on the other is not running though its clock goes on.
 switches = {}	# vCPU -> [(time, the task put on it: pid, comm)]
 for e in trace:
@@ -579,8 +579,8 @@ def ipi_wait(e):
                if by_ipi[w].get(e) and e in when[w + " woken"])
 
 # What of the judged row is the guest's: a wake-up asked on one vCPU and
-# done by the other, idle, only once qemu's one thread turns to it (README,
-# Performance), microseconds on hardware.  Each error's such waits (hbmguard's
+# done by the other, idle, only once qemu's one thread turns to it
+# (tests/bench/README.md), microseconds on hardware.  Each error's such waits (hbmguard's
 # worker's, hbmguardd's) taken out of its own time; rasdaemon's are left in
 # its figure.
 without_ipi = pct([when["daemon sent"][e] - t - ipi_wait(e) for e, t in tracepoint.items()

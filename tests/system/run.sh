@@ -35,7 +35,7 @@ kver=${1:?usage: run.sh KVER [bench]}
 mode=${2:-test}
 # The vCPUs: one host thread for both (thread=single), for the reason
 # scripts/guest-run gives; the bench's may be chosen, to compare where its
-# journal latency waits (README, Performance).  It keeps thread=single: with
+# journal latency waits (tests/bench/README.md).  It keeps thread=single: with
 # a thread each, 6.1 booted and ran, but the guest was slower on a shared
 # 2-core host and no wait shorter; with one vCPU the listener waits behind
 # the daemon.
