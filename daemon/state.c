@@ -23,18 +23,22 @@ uint64_t hbm_state_fsyncs;
 static uint32_t crc_table[8][256];
 
 /*
- * A read's loops, each kept inside one page of code in every program that
+ * The read's code at the same place within its pages in every program that
  * links this file (the daemon, hbmstatebench, bench-core): make bench
- * compares their reads of one file in a TCG guest, where a loop that
- * crosses a page boundary costs a lookup of the next translation block
- * each time round rather than a direct jump (qemu chains a block directly
- * only to code on the page the block starts on: translator_use_goto_tb(),
- * accel/tcg/translator.c, qemu 7.2).  hbmstatebench's hbm_crc32c() and
- * state_decode() straddling a page once made its read of 10^6 records
- * 1.3-1.4x the daemon's, through the same code.  Both are smaller than a
- * page; on hardware this costs the padding alone.
+ * compares their reads of one file in a TCG guest, where a jump to code on
+ * another page than its translation block's first costs a lookup of the
+ * next block rather than a direct jump (qemu chains a block directly only to
+ * code on the page the block starts on: translator_use_goto_tb(),
+ * accel/tcg/translator.c, qemu 7.2), so where a program's link put the read
+ * decided its speed: hbmstatebench's hbm_crc32c() and state_decode() lying
+ * across page boundaries once made its read of 10^6 records 1.3-1.4x the
+ * daemon's, through the same code.  Aligned to a page, each of the two lies
+ * inside one, and this file's code section, page-aligned by them, puts
+ * every function here at the same offset in a page in each program (as
+ * long as it is one section: no -ffunction-sections, no LTO).  On hardware
+ * it costs the padding alone.
  */
-#define HOT_LOOP	__attribute__((aligned(4096)))
+#define PAGE_ALIGNED	__attribute__((aligned(4096)))
 
 /*
  * At load, before main() and any thread: a pthread_once() in each
@@ -63,7 +67,7 @@ __attribute__((constructor)) static void crc_init(void)
  * 8 (eight bytes a step through eight tables, Intel's "slicing-by-8"), as
  * a 48 MiB file of 10^6 records is read and written whole at every start.
  */
-HOT_LOOP uint32_t hbm_crc32c(uint32_t crc, const void *buf, size_t len)
+PAGE_ALIGNED uint32_t hbm_crc32c(uint32_t crc, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 	const uint32_t (*t)[256] = crc_table;
@@ -330,7 +334,7 @@ int hbm_state_decode(const uint8_t *buf, size_t len, uint64_t max_pages,
  * bytes at 128 + 48i it is read from and below every record after it, so
  * a start with 10^6 stored pages holds the file and not a copy beside it.
  */
-HOT_LOOP static int state_decode(uint8_t *buf, size_t len, uint64_t max_pages,
+PAGE_ALIGNED static int state_decode(uint8_t *buf, size_t len, uint64_t max_pages,
 				  bool in_place, struct hbm_state *out,
 				  struct hbm_state_damage *damage)
 {

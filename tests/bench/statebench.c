@@ -358,6 +358,8 @@ static int cmd_proc(const char *pid)
 #define SEND_PER_REQUEST	16384
 #define SEND_PER_ATTR		1024
 #define SEND_NO_DEVICE		(HBMGUARD_MAX_DEVICES - 1)	/* the last id, made last */
+_Static_assert(NLA_HDRLEN + SEND_PER_ATTR * sizeof(struct hbmguard_restore_record) <= 0xffff,
+	       "an attribute's length is 16 bits");
 
 struct nl_request {
 	struct nlmsghdr n;
@@ -389,7 +391,8 @@ static int nl_exchange(int fd, const void *req, size_t len, char *reply, size_t 
 	if ((size_t)n < NLMSG_HDRLEN || !NLMSG_OK(h, (size_t)n))
 		return -EBADMSG;
 	if (h->nlmsg_type == NLMSG_ERROR)
-		return ((const struct nlmsgerr *)NLMSG_DATA(h))->error;
+		return h->nlmsg_len < NLMSG_LENGTH(sizeof(struct nlmsgerr)) ? -EBADMSG :
+		       ((const struct nlmsgerr *)NLMSG_DATA(h))->error;
 	return 0;
 }
 
@@ -520,8 +523,16 @@ int main(int argc, char **argv)
 		return cmd_map(strtoul(argv[2], NULL, 0));
 	if (argc == 3 && !strcmp(argv[1], "proc"))
 		return cmd_proc(argv[2]);
-	if (argc == 3 && !strcmp(argv[1], "send"))
-		return cmd_send(strtoull(argv[2], NULL, 0));
+	if (argc == 3 && !strcmp(argv[1], "send")) {
+		char *end;
+		unsigned long long pages = strtoull(argv[2], &end, 0);
+
+		if (!*argv[2] || *end || argv[2][0] == '-' || pages > 1ULL << 32) {
+			fprintf(stderr, "hbmstatebench: send: PAGES: 0 to 2^32, not '%s'\n", argv[2]);
+			return 2;
+		}
+		return cmd_send(pages);
+	}
 	if (argc >= 3 && !strcmp(argv[1], "run"))
 		return cmd_run(argv + 2);
 	if (argc == 2 && !strcmp(argv[1], "now")) {
