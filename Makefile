@@ -60,7 +60,8 @@ UNIT_SRC := $(wildcard tests/unit/*.c)
 DAEMON_SRC := daemon/state.c daemon/config.c daemon/timespan.c daemon/journal.c daemon/ctl.c daemon/seen.c daemon/incidents.c \
 	daemon/losses.c daemon/sha256.c daemon/ratelimit.c
 DAEMON_HDR := daemon/timespan.h daemon/seen.h daemon/losses.h daemon/incidents.h daemon/state.h daemon/config.h daemon/journal.h daemon/ctl.h daemon/systemd/hbmguard.catalog \
-	daemon/core.h daemon/daemon.h daemon/client.h daemon/recovery.h daemon/sha256.h daemon/ratelimit.h
+	daemon/core.h daemon/daemon.h daemon/client.h daemon/recovery.h daemon/sha256.h daemon/ratelimit.h \
+	daemon/restore_msg.h
 # hbmguardd's source, core and sinks (daemon/hbmguardd.c says how they fit).
 DAEMON_MAIN := daemon/hbmguardd.c daemon/daemon.c daemon/core.c daemon/kernel.c daemon/store.c daemon/amdgpu.c \
 	daemon/status.c daemon/client.c daemon/control.c daemon/recovery.c daemon/genl.c daemon/metrics.c \
@@ -319,7 +320,8 @@ $(BUILD)/guest/hbmrankbench: tests/bench/rankbench.c tests/bench/bench.h $(BUILD
 	$(CC) $(CFLAGS_USER) -Idaemon/libhbmguard -static tests/bench/rankbench.c \
 		$(BUILD)/libhbmguard.a -o $@
 
-$(BUILD)/guest/hbmstatebench: tests/bench/statebench.c tests/bench/bench.h daemon/state.c daemon/state.h
+$(BUILD)/guest/hbmstatebench: tests/bench/statebench.c tests/bench/bench.h daemon/state.c daemon/state.h \
+		daemon/restore_msg.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) -Idaemon -static -pthread tests/bench/statebench.c daemon/state.c -o $@
 

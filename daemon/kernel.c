@@ -45,6 +45,7 @@
 #include "genl.h"
 #include "kernel.h"
 #include "nvlog.h"
+#include "restore_msg.h"
 #include "seen.h"
 
 #define ALL_DEVICES UINT32_MAX
@@ -312,19 +313,7 @@ static bool put_extent(struct nl_msg *msg, const struct hbm_state_record *r)
 	return true;
 }
 
-/*
- * Packed records per HBMGUARD_A_RECORDS attribute: an attribute's length is
- * 16 bits, so less than 64 KiB each; a request carries as many attributes
- * as its size allows, up to the module's 16384 extents (HBM_RESTORE_MAX,
- * kmod/netlink.c).
- */
-#define RECORDS_PER_ATTR	1024
-#define RESTORE_MAX_EXTENTS	16384
-/* its headers, the device's attributes and each attribute's header, at most */
-#define PACKED_HEAD_BYTES	1024
-_Static_assert(PACKED_HEAD_BYTES >= NLMSG_HDRLEN + GENL_HDRLEN + 2 * (NLA_HDRLEN + 4) +
-	       (RESTORE_MAX_EXTENTS / RECORDS_PER_ATTR + 1) * NLA_HDRLEN,
-	       "a packed RESTORE's headers fit in PACKED_HEAD_BYTES");
+/* A packed RESTORE's layout: restore_msg.h, shared with make bench. */
 
 /*
  * The most records one packed RESTORE of this family carries; the send

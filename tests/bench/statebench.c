@@ -50,6 +50,7 @@
 #include <linux/netlink.h>
 
 #include "bench.h"
+#include "restore_msg.h"
 #include "state.h"
 
 static int open_dir(const char *dir)
@@ -345,8 +346,9 @@ static int cmd_proc(const char *pid)
 /*
  * The way a restart's records go into the kernel, without the restore:
  * the same messages as the daemon's packed RESTOREs (daemon/kernel.c,
- * packed_fill(): 16384 records a request in attributes of 1024, a request
- * rewound and sent again from one buffer, each answered before the next),
+ * packed_fill(), with restore_msg.h's layout: 16384 records a request in
+ * attributes of 1024, a request rewound and sent again from one buffer,
+ * each answered before the next),
  * for a device id no device has, so the module refuses each once genetlink
  * has parsed it (attr_device(), kmod/netlink.c).  What any request pays on
  * this path: the syscall, netlink_sendmsg()'s copy into an skb
@@ -355,11 +357,7 @@ static int cmd_proc(const char *pid)
  * restore's work in userspace (bench-core restart guest) and the daemon's
  * exec is the restart row's floor in the guest.
  */
-#define SEND_PER_REQUEST	16384
-#define SEND_PER_ATTR		1024
 #define SEND_NO_DEVICE		(HBMGUARD_MAX_DEVICES - 1)	/* the last id, made last */
-_Static_assert(NLA_HDRLEN + SEND_PER_ATTR * sizeof(struct hbmguard_restore_record) <= 0xffff,
-	       "an attribute's length is 16 bits");
 
 struct nl_request {
 	struct nlmsghdr n;
@@ -426,7 +424,7 @@ static uint16_t family_id(int fd)
 static int cmd_send(size_t pages)
 {
 	const size_t rec = sizeof(struct hbmguard_restore_record);
-	size_t bytes = 1024 + SEND_PER_REQUEST * rec, sent, size;
+	size_t bytes = PACKED_HEAD_BYTES + RESTORE_MAX_EXTENTS * rec, sent, size;
 	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC), on = 1, sndbuf;
 	char *buf = malloc(bytes), reply[4096] __attribute__((aligned(NLMSG_ALIGNTO)));
 	uint32_t no_device = SEND_NO_DEVICE, record_size = rec;
@@ -458,12 +456,12 @@ static int cmd_send(size_t pages)
 		char *end = buf + NLMSG_SPACE(GENL_HDRLEN);
 		size_t i;
 
-		size = pages - sent < SEND_PER_REQUEST ? pages - sent : SEND_PER_REQUEST;
+		size = pages - sent < RESTORE_MAX_EXTENTS ? pages - sent : RESTORE_MAX_EXTENTS;
 		end = put_attr(end, HBMGUARD_A_DEVICE_ID, &no_device, sizeof(no_device));
 		end = put_attr(end, HBMGUARD_A_RECORD_SIZE, &record_size, sizeof(record_size));
-		for (i = 0; i < size; i += SEND_PER_ATTR)
+		for (i = 0; i < size; i += RECORDS_PER_ATTR)
 			end = put_attr(end, HBMGUARD_A_RECORDS, NULL,
-				       (size - i < SEND_PER_ATTR ? size - i : SEND_PER_ATTR) * rec);
+				       (size - i < RECORDS_PER_ATTR ? size - i : RECORDS_PER_ATTR) * rec);
 		r->n = (struct nlmsghdr){ .nlmsg_len = end - buf, .nlmsg_type = family,
 					  .nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK };
 		r->g = (struct genlmsghdr){ .cmd = HBMGUARD_CMD_RESTORE,

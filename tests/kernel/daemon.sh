@@ -52,10 +52,10 @@ check "uid 0 without CAP_SYS_ADMIN cannot clear through the daemon" '! hbmrank -
 check "... nor retire" '! hbmrank --nocap hbmctl --socket /tmp/control.sock retire sim0 0x60000 2>/dev/null &&
 	! hbmctl pages sim0 | grep -q "^0x60000 "'
 # Each refusal is logged, and a peer can send as many as it likes: the lines
-# a uid's peers cause are at most 20 per 10 s, all uids' 100
-# (client_may_log()), the rest counted, so that journald's limit is not
-# spent on them, the memory's lines with them, and one uid's do not hide
-# another's.
+# a uid's peers cause are at most 20 per 10 s, those of the uids past the
+# first 32 at once 100 together (client_may_log()), the rest counted, so
+# that journald's limit is not spent on them, the memory's lines with
+# them, and one uid's do not hide another's.
 refusals() { grep -c "^<4>hbmguardd: retire of sim0 refused: uid $1 (pid .*) did not show CAP_SYS_ADMIN$" /tmp/daemon.log; }
 r0=$(refusals 0)
 sleep 10	# uid 0's interval began with the refusals above: one of its own
