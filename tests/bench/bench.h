@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* What the benchmarks share: a clock and a small, fixed-seed generator. */
+/* What the benchmarks share: a clock, a small fixed-seed generator, a lookup's anchor. */
 #ifndef HBM_BENCH_H
 #define HBM_BENCH_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 static inline double now_ns(void)
@@ -19,6 +22,40 @@ static inline uint32_t rnd(uint64_t *state)
 {
 	*state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
 	return *state >> 33;
+}
+
+/*
+ * A lookup's anchor: one load from a random place in @bytes of memory, as a
+ * lookup in a table that size makes at least once.  Each load's address is
+ * the value the one before read (one cycle through every slot), so that no
+ * two overlap, as a descent's loads cannot: independent loads would time
+ * the memory's throughput, several misses in flight at once, not a load.
+ */
+static inline double random_load_ns(size_t bytes)
+{
+	size_t n = bytes / sizeof(uint64_t), i, loads = 2000000;
+	uint64_t *a = malloc(n * sizeof(*a)), state = 7, p = 0;
+	double t0, ns;
+
+	if (!a || n < 2) {
+		fprintf(stderr, "random_load_ns: %zu bytes: no memory, or too few\n", bytes);
+		exit(1);
+	}
+	for (i = 0; i < n; i++)
+		a[i] = i;
+	for (i = n - 1; i > 0; i--) {
+		size_t j = rnd(&state) % i;
+		uint64_t tmp = a[i];
+
+		a[i] = a[j];
+		a[j] = tmp;
+	}
+	t0 = now_ns();
+	for (i = 0; i < loads; i++)
+		p = a[p];
+	ns = (now_ns() - t0) / loads;
+	free(a);
+	return ns + (p == (uint64_t)-1);
 }
 
 #endif /* HBM_BENCH_H */

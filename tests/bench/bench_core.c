@@ -22,32 +22,6 @@
 #include "mtree.h"
 #include "state.h"
 
-/*
- * The floor: one dependent load from a random place in @bytes of memory, as
- * a lookup in a table that size must make at least once.
- */
-static double random_load_ns(size_t bytes)
-{
-	size_t n = bytes / sizeof(u64), i, loads = 2000000;
-	u64 *a = malloc(n * sizeof(*a)), state = 7, p = 0;
-	double t0, ns;
-
-	for (i = 0; i < n; i++)
-		a[i] = i;
-	for (i = n - 1; i > 0; i--) {	/* one cycle through every slot */
-		size_t j = rnd(&state) % i, tmp = a[i];
-
-		a[i] = a[j];
-		a[j] = tmp;
-	}
-	t0 = now_ns();
-	for (i = 0; i < loads; i++)
-		p = a[p];
-	ns = (now_ns() - t0) / loads;
-	free(a);
-	return ns + (p == (u64)-1);
-}
-
 static int reserve_both(void *arg)
 {
 	struct hbm_mtree *c = arg;
