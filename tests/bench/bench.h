@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* What the benchmarks share: a clock, a small fixed-seed generator, a lookup's anchor. */
+/*
+ * What the benchmarks share: a clock, a small fixed-seed generator, and a
+ * lookup's anchor.
+ */
 #ifndef HBM_BENCH_H
 #define HBM_BENCH_H
 
@@ -25,20 +28,41 @@ static inline uint32_t rnd(uint64_t *state)
 }
 
 /*
+ * After each timed lookup: the next one starts once this one's loads are
+ * done.  Lookups of offsets drawn beforehand would otherwise overlap their
+ * misses (nothing in one waits on the one before) and the loop would time
+ * their throughput against the anchor's latency.  Its own cost, a few
+ * cycles, counts against the lookup; the anchor's loads need none.
+ */
+static inline void wait_for_loads(void)
+{
+#ifdef __x86_64__
+	__builtin_ia32_lfence();	/* executes once every load before it is done */
+#else
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+/*
  * A lookup's anchor: one load from a random place in @bytes of memory, as a
  * lookup in a table that size makes at least once.  Each load's address is
  * the value the one before read (one cycle through every slot), so that no
- * two overlap, as a descent's loads cannot: independent loads would time
- * the memory's throughput, several misses in flight at once, not a load.
+ * two overlap, as a descent's cannot: independent loads would time the
+ * memory's throughput, several misses in flight at once, not a load.
  */
 static inline double random_load_ns(size_t bytes)
 {
 	size_t n = bytes / sizeof(uint64_t), i, loads = 2000000;
-	uint64_t *a = malloc(n * sizeof(*a)), state = 7, p = 0;
+	uint64_t *a, state = 7, p = 0;
 	double t0, ns;
 
-	if (!a || n < 2) {
-		fprintf(stderr, "random_load_ns: %zu bytes: no memory, or too few\n", bytes);
+	if (n < 2) {
+		fprintf(stderr, "random_load_ns: %zu bytes: too few to chase\n", bytes);
+		exit(1);
+	}
+	a = malloc(n * sizeof(*a));
+	if (!a) {
+		perror("random_load_ns");
 		exit(1);
 	}
 	for (i = 0; i < n; i++)
@@ -51,8 +75,10 @@ static inline double random_load_ns(size_t bytes)
 		a[j] = tmp;
 	}
 	t0 = now_ns();
-	for (i = 0; i < loads; i++)
+	for (i = 0; i < loads; i++) {
 		p = a[p];
+		wait_for_loads();
+	}
 	ns = (now_ns() - t0) / loads;
 	free(a);
 	return ns + (p == (uint64_t)-1);

@@ -38,7 +38,7 @@ run() {
 		-- sh /bench.sh || rc=$?
 	echo
 	echo "Kernel $kver.  Targets: core lookup <= 100 ns at 10^6 where the table"
-	echo "fits the cache (the floor row is the machine's own cost of one random"
+	echo "fits the cache (the anchor row is the machine's own cost of one random"
 	echo "load from memory the size of the table); <= 32 bytes per retired page."
 	echo
 	echo "hbmguard.torch.Guard's work per step natively, in a chroot of the tier-3 rootfs"
