@@ -28,19 +28,40 @@ static inline uint32_t rnd(uint64_t *state)
 }
 
 /*
- * After each timed lookup: the next one starts once this one's loads are
- * done.  Lookups of offsets drawn beforehand would otherwise overlap their
- * misses (nothing in one waits on the one before) and the loop would time
- * their throughput against the anchor's latency.  Its own cost, a few
- * cycles, counts against the lookup; the anchor's loads need none.
+ * After each timed lookup, and each of the anchor's loads: the next starts
+ * once its loads are done (measured on this AMD host: independent random
+ * loads with it take as long as the chase), so that both loops time one at
+ * a time and differ only in their work.  Lookups of offsets drawn
+ * beforehand would otherwise overlap their misses, nothing in one waiting
+ * on the one before, and time their throughput against a load's latency.
+ * Under qemu's TCG it orders nothing on the host, but there a lookup is
+ * far more host instructions than the host keeps in flight.
  */
 static inline void wait_for_loads(void)
 {
 #ifdef __x86_64__
-	__builtin_ia32_lfence();	/* executes once every load before it is done */
+	__builtin_ia32_lfence();
 #else
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 #endif
+}
+
+/*
+ * What one turn of a timed loop costs beside its work: the loop, a sum
+ * and wait_for_loads().  A floor made of two loops' times, each a turn
+ * apiece, counts it twice where a lookup's turn pays it once.
+ */
+static inline double turn_ns(void)
+{
+	size_t i, turns = 2000000;
+	volatile uint64_t sink = 0;
+	double t0 = now_ns();
+
+	for (i = 0; i < turns; i++) {
+		sink += i;
+		wait_for_loads();
+	}
+	return (now_ns() - t0) / turns;
 }
 
 /*
