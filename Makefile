@@ -310,7 +310,8 @@ $(BUILD)/guest/hbmnl: tests/guest/hbmnl.c tests/guest/caps.h daemon/genl.c daemo
 		tests/guest/hbmnl.c daemon/genl.c $(BUILD)/libhbmguard.a \
 		$(shell pkg-config --libs --static libnl-genl-3.0) -o $@
 
-$(BUILD)/guest/hbmbench: tests/bench/hbmbench.c tests/bench/bench.h $(BUILD)/libhbmguard.a
+$(BUILD)/guest/hbmbench: tests/bench/hbmbench.c tests/bench/bench.h tests/bench/translate_bench.h \
+		$(BUILD)/libhbmguard.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) -Idaemon/libhbmguard -static tests/bench/hbmbench.c \
 		$(BUILD)/libhbmguard.a -o $@
@@ -325,9 +326,11 @@ $(BUILD)/guest/hbmstatebench: tests/bench/statebench.c tests/bench/bench.h daemo
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_USER) -Idaemon -static -pthread tests/bench/statebench.c daemon/state.c -o $@
 
-$(BUILD)/bench-core: tests/bench/bench_core.c tests/bench/bench.h tests/unit/shim.c $(CORE_SRC) $(CORE_HDR) daemon/libhbmguard/table.c daemon/state.c daemon/state.h
+$(BUILD)/bench-core: tests/bench/bench_core.c tests/bench/bench.h tests/bench/translate_bench.h \
+		tests/unit/shim.c $(CORE_SRC) $(CORE_HDR) daemon/libhbmguard/table.c daemon/state.c daemon/state.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_USER) -O2 tests/bench/bench_core.c tests/unit/shim.c $(CORE_SRC) daemon/state.c -o $@
+	$(CC) $(CFLAGS_USER) -O2 -Idaemon/libhbmguard tests/bench/bench_core.c tests/unit/shim.c \
+		$(CORE_SRC) daemon/state.c -o $@
 
 # Check's per-test timeouts catch a hang, not slowness: make check runs
 # these beside each other, the debug kernel's build and the root filesystem's.

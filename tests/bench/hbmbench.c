@@ -24,6 +24,7 @@
 #include <linux/hbmguard.h>
 
 #include "hbmguard.h"
+#include "translate_bench.h"
 
 /*
  * Memory the kernel took, from /proc/meminfo: MemTotal - MemFree, in bytes.
@@ -240,10 +241,8 @@ static void run_pair(int fd, uint32_t n, struct run *on, struct run *off)
 
 	{
 		struct hbmguard_table *t;
-		volatile uint64_t sink = 0;
-		uint64_t served, one, *offsets = malloc(lookups * sizeof(*offsets));
+		uint64_t one, *offsets = malloc(lookups * sizeof(*offsets));
 		size_t copy = (size_t)(on->map_bytes * n - 4096) / 2;
-		uint32_t st;
 
 		if (!offsets)
 			die("malloc");
@@ -276,44 +275,24 @@ static void run_pair(int fd, uint32_t n, struct run *on, struct run *off)
 		for (i = 0; i < lookups; i++)	/* clean: a page of a slot past the retired ones */
 			offsets[i] = ((uint64_t)(rnd(&state) % n) * 64 + 32 +
 				      rnd(&state) % 32) * 4096;
-		t0 = now_ns();
-		for (i = 0; i < lookups; i++) {
-			if (hbmguard_translate(t, offsets[i], &served, &st) || st)
-				die("hbmguard_translate clean");
-			sink += served;
-			wait_for_loads();
-		}
-		on->clean_ns = (now_ns() - t0) / lookups;
+		on->clean_ns = translate_ns(t, offsets, lookups, HBMGUARD_STATE_CLEAN);
 		for (i = 0; i < lookups; i++)
 			offsets[i] = bad[rnd(&state) % n];
-		t0 = now_ns();
-		for (i = 0; i < lookups; i++) {
-			if (hbmguard_translate(t, offsets[i], &served, &st) ||
-			    st != HBMGUARD_STATE_RETIRED)
-				die("hbmguard_translate bad");
-			sink += served;
-			wait_for_loads();
-		}
-		on->bad_ns = (now_ns() - t0) / lookups;
-
+		on->bad_ns = translate_ns(t, offsets, lookups, HBMGUARD_STATE_RETIRED);
 		/*
 		 * One clean offset again and again: the descent's instructions
 		 * at this height, every node it reads in the cache.
 		 */
 		one = ((uint64_t)(rnd(&state) % n) * 64 + 32) * 4096;
-		t0 = now_ns();
-		for (i = 0; i < lookups; i++) {
-			if (hbmguard_translate(t, one, &served, &st) || st)
-				die("hbmguard_translate one offset");
-			sink += served;
-			wait_for_loads();
-		}
-		on->hot_ns = (now_ns() - t0) / lookups;
+		for (i = 0; i < lookups; i++)
+			offsets[i] = one;
+		on->hot_ns = translate_ns(t, offsets, lookups, HBMGUARD_STATE_CLEAN);
+		if (on->clean_ns < 0 || on->bad_ns < 0 || on->hot_ns < 0)
+			die("hbmguard_translate: not the state expected");
 		hbmguard_table_close(t);
 		on->load_ns = random_load_ns(copy);
 		on->turn_ns = turn_ns();
 		free(offsets);
-		(void)sink;
 	}
 	free(bad);
 	for (k = 0; k < 2; k++) {
