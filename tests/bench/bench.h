@@ -47,43 +47,21 @@ static inline void wait_for_loads(void)
 }
 
 /*
- * What one turn of a timed loop costs beside its work: the loop, a sum
- * and wait_for_loads().  A floor made of two loops' times, each a turn
- * apiece, counts it twice where a lookup's turn pays it once.
+ * @bytes of memory as one cycle through every 8-byte slot in random order
+ * (Sattolo's shuffle): each slot holds the index of the next, to free().
  */
-static inline double turn_ns(void)
+static inline uint64_t *chase_new(size_t bytes)
 {
-	size_t i, turns = 2000000;
-	volatile uint64_t sink = 0;
-	double t0 = now_ns();
-
-	for (i = 0; i < turns; i++) {
-		sink += i;
-		wait_for_loads();
-	}
-	return (now_ns() - t0) / turns;
-}
-
-/*
- * A lookup's anchor: one load from a random place in @bytes of memory, as a
- * lookup in a table that size makes at least once.  Each load's address is
- * the value the one before read (one cycle through every slot), so that no
- * two overlap, as a descent's cannot: independent loads would time the
- * memory's throughput, several misses in flight at once, not a load.
- */
-static inline double random_load_ns(size_t bytes)
-{
-	size_t n = bytes / sizeof(uint64_t), i, loads = 2000000;
-	uint64_t *a, state = 7, p = 0;
-	double t0, ns;
+	size_t n = bytes / sizeof(uint64_t), i;
+	uint64_t *a, state = 7;
 
 	if (n < 2) {
-		fprintf(stderr, "random_load_ns: %zu bytes: too few to chase\n", bytes);
+		fprintf(stderr, "chase_new: %zu bytes: too few to chase\n", bytes);
 		exit(1);
 	}
 	a = malloc(n * sizeof(*a));
 	if (!a) {
-		perror("random_load_ns");
+		perror("chase_new");
 		exit(1);
 	}
 	for (i = 0; i < n; i++)
@@ -95,6 +73,22 @@ static inline double random_load_ns(size_t bytes)
 		a[i] = a[j];
 		a[j] = tmp;
 	}
+	return a;
+}
+
+/*
+ * A lookup's anchor: one load from a random place in @bytes of memory, as a
+ * lookup in a table that size makes at least once.  Each load's address is
+ * the value the one before read (chase_new()), so that no two overlap, as
+ * a descent's cannot: independent loads would time the memory's
+ * throughput, several misses in flight at once, not a load.
+ */
+static inline double random_load_ns(size_t bytes)
+{
+	uint64_t *a = chase_new(bytes), p = 0;
+	size_t i, loads = 2000000;
+	double t0, ns;
+
 	t0 = now_ns();
 	for (i = 0; i < loads; i++) {
 		p = a[p];
