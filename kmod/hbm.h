@@ -79,6 +79,8 @@ struct hbm_device {
 
 /* main.c: the module's workqueue; destroying it at unload drains it. */
 extern struct workqueue_struct *hbm_wq;
+/* main.c: the module's init is over; an open or a dump before it: -EAGAIN. */
+bool hbm_module_live(void);
 /* main.c: zeroed, counted as hbm_kalloc(), charged to the caller's memcg. */
 void *hbm_kalloc_user(size_t size);
 
@@ -133,8 +135,14 @@ u64 hbm_generation(void);
 int hbm_selftests(void);
 void hbm_selftest_removing(struct hbm_device *dev);
 bool hbm_nvidia_selftest(void);	/* nvidia.c */
+int hbm_selftest_fail_load(unsigned int step);
 #else
 static inline int hbm_selftests(void)
+{
+	return 0;
+}
+
+static inline int hbm_selftest_fail_load(unsigned int step)
 {
 	return 0;
 }

@@ -52,6 +52,22 @@ char *hbm_xid_module = "nvidia";
 module_param_named(xid_module, hbm_xid_module, charp, 0444);
 MODULE_PARM_DESC(xid_module, "The module whose nvidia:nvidia_dev_xid tracepoint is probed: a tracepoint of that name in another module is not, whatever its arguments (default nvidia, NVIDIA's open driver)");
 
+/*
+ * Set once the module's init has nothing left that may fail.  An open file
+ * and a netlink dump outlive the call that made them, and a failed init
+ * frees the module whatever they hold (do_init_module(),
+ * kernel/module/main.c, 6.1 and 6.12: its reference count is not asked);
+ * unregistering the family waits for the commands running, not for a
+ * dump's rounds still to come.  So both are refused until then.
+ */
+static bool hbm_live;
+
+bool hbm_module_live(void)
+{
+	/* pairs with the release at the end of hbm_mod_init(): all it set up */
+	return smp_load_acquire(&hbm_live);
+}
+
 unsigned int hbm_event_ring = 1024;
 module_param_named(event_ring, hbm_event_ring, uint, 0444);
 MODULE_PARM_DESC(event_ring, "Events each open /dev/hbmguard buffers, a power of two from 16 to 65536 (default 1024)");
@@ -182,12 +198,9 @@ static int __init hbm_mod_init(void)
 	}
 	/*
 	 * Devices first, then the interfaces that reach them, then the paths;
-	 * the device nodes last.  A node can be opened as soon as it is
-	 * registered, and a failed init frees the module whatever its open
-	 * files hold: after the nodes, nothing may fail (but the aperture's
-	 * node, whose failure leaves the main node open only in that instant).
-	 * A netlink command in flight is waited for by the family's
-	 * unregistration.
+	 * the device nodes last.  A netlink command in flight is waited for
+	 * by the family's unregistration; an open or a dump is refused until
+	 * the end (hbm_module_live()).
 	 */
 	err = hbm_selftests();
 	if (err)
@@ -201,9 +214,14 @@ static int __init hbm_mod_init(void)
 	err = paths_init();
 	if (err)
 		goto err_paths;
+	err = hbm_selftest_fail_load(1);
+	if (err)
+		goto err_chardev;
 	err = hbm_chardev_init();
 	if (err)
 		goto err_chardev;
+	/* what init set up, before an open or a dump may use it */
+	smp_store_release(&hbm_live, true);
 	pr_info("loaded: API version %d, %u devices\n", HBMGUARD_API_VERSION,
 		hbm_device_count());
 	return 0;

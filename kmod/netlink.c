@@ -2,7 +2,7 @@
 /*
  * The "hbmguard" generic netlink family: the daemon's view of the module.
  * The protocol is documented in uapi/linux/hbmguard.h and, for ynl, in
- * Documentation/netlink/specs/hbmguard.yaml.
+ * uapi/netlink/hbmguard.yaml.
  *
  * Every command is strictly validated against one attribute policy.  Every
  * command, reads included, and joining the "events" group need CAP_SYS_ADMIN
@@ -10,9 +10,10 @@
  * decide which memory the system trusts, and reads and events carry physical
  * addresses.  A socket has no file mode to give reads to a group, as
  * /dev/hbmguard does; CAP_NET_ADMIN, which host-network containers commonly
- * hold, is not enough.  netlink_capable() asks it of both the socket's opener
- * and the sender.  Events are built only when someone listens, under the
- * same mutex that numbers them, so listeners get them in sequence order.
+ * hold, is not enough.  netlink_capable() asks it of the sender, and of the
+ * socket's opener unless the sender named its destination (hbm_nl_pre_doit()).
+ * Events are built only when someone listens, under the same mutex that
+ * numbers them, so listeners get them in sequence order.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -130,7 +131,12 @@ int hbm_device_fill(struct sk_buff *skb, struct hbm_device *dev)
 	return err ? -EMSGSIZE : 0;
 }
 
-/* Every command: CAP_SYS_ADMIN, of the socket's opener and of the sender. */
+/*
+ * Every command: CAP_SYS_ADMIN in the initial namespace, of the sender and
+ * of the socket's opener; of the sender alone where it named its
+ * destination (netlink_capable(): __netlink_ns_capable(),
+ * net/netlink/af_netlink.c, 6.1 and 6.12).
+ */
 static int hbm_nl_pre_doit(const struct hbm_genl_pre_ops *ops, struct sk_buff *skb,
 			   struct genl_info *info)
 {
@@ -140,13 +146,22 @@ static int hbm_nl_pre_doit(const struct hbm_genl_pre_ops *ops, struct sk_buff *s
 	return -EPERM;
 }
 
-/* The same for dumps, which pre_doit does not see. */
+/*
+ * The same for dumps, which pre_doit does not see; and none while the
+ * module's init may still fail (hbm_module_live()): the family is found
+ * as soon as it is registered, and a dump outlives its request.
+ */
 static int hbm_nl_dump_start(struct netlink_callback *cb)
 {
-	if (netlink_capable(cb->skb, CAP_SYS_ADMIN))
-		return 0;
-	NL_SET_ERR_MSG(cb->extack, "needs CAP_SYS_ADMIN");
-	return -EPERM;
+	if (!netlink_capable(cb->skb, CAP_SYS_ADMIN)) {
+		NL_SET_ERR_MSG(cb->extack, "needs CAP_SYS_ADMIN");
+		return -EPERM;
+	}
+	if (!hbm_module_live()) {
+		NL_SET_ERR_MSG(cb->extack, "the module is still loading: ask again");
+		return -EAGAIN;
+	}
+	return 0;
 }
 
 /* The device an attribute names, with a reference, or an extack message. */

@@ -19,6 +19,30 @@ static bool run_selftests;
 module_param_named(selftest, run_selftests, bool, 0444);
 MODULE_PARM_DESC(selftest, "Run the in-module selftests at load (debug builds only)");
 
+static unsigned int fail_load;
+module_param(fail_load, uint, 0444);
+MODULE_PARM_DESC(fail_load, "Fail the load 200 ms after the netlink family (1) or /dev/hbmguard too (2) was registered (debug builds only)");
+
+/**
+ * hbm_selftest_fail_load() - fail the module's init at @step, if asked
+ * @step: 1 once the family is registered (and the paths attached), 2 once
+ *	the main device node is too
+ *
+ * For the tests of what the module refuses while its init may still fail
+ * (hbm_module_live()): the 200 ms before the failure are the window their
+ * dump and opens land in.
+ *
+ * Return: 0, or -ECANCELED at fail_load's step.
+ */
+int hbm_selftest_fail_load(unsigned int step)
+{
+	if (fail_load != step)
+		return 0;
+	msleep(200);
+	pr_info("selftest: the load fails at step %u, as fail_load asks\n", step);
+	return -ECANCELED;
+}
+
 /* A device's lock held by a thread of its own, as by a long change. */
 struct holder {
 	struct hbm_device *dev;

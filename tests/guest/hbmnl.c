@@ -57,6 +57,14 @@
  *                                      value, driver retirements without spares,
  *                                      driver health, unregister (SIMDEV: a
  *                                      simulated device, for what is a GPU's only)
+ *   hbmnl load-race KO [ARG...]        insmod KO ARG... (whose init a test makes
+ *                                      fail after the family is registered), and
+ *                                      as soon as the controller announces the
+ *                                      family, a DEVICE_GET dump and opens of
+ *                                      /dev/hbmguard until insmod ends; then the
+ *                                      dump's answer read: "insmod: exit N",
+ *                                      "dump: ok|ERRNO", "opens: ok N again N
+ *                                      other N"
  *
  * Exit status: 0 as expected, 1 otherwise (the reason is printed).
  */
@@ -1487,6 +1495,100 @@ static int cmd_prejoin(int group, uid_t uid, int wait_ms)
 	return 0;
 }
 
+/* The controller's news of the family: its id in *@arg. */
+static int on_newfamily(struct nl_msg *msg, void *arg)
+{
+	struct nlattr *a[CTRL_ATTR_MAX + 1];
+	struct genlmsghdr *g = nlmsg_data(nlmsg_hdr(msg));
+	int *id = arg;
+
+	if (g->cmd != CTRL_CMD_NEWFAMILY ||
+	    genlmsg_parse(nlmsg_hdr(msg), 0, a, CTRL_ATTR_MAX, NULL) ||
+	    !a[CTRL_ATTR_FAMILY_NAME] || !a[CTRL_ATTR_FAMILY_ID] ||
+	    strcmp(nla_get_string(a[CTRL_ATTR_FAMILY_NAME]), HBMGUARD_GENL_NAME))
+		return NL_SKIP;
+	*id = nla_get_u16(a[CTRL_ATTR_FAMILY_ID]);
+	return NL_STOP;
+}
+
+/*
+ * A dump and opens made while a module's init is under way: a failed init
+ * frees the module whatever they hold, so the module refuses both until
+ * its init is over (hbm_module_live(), kmod/main.c).  The dump is sent the
+ * moment the family is announced and read only once insmod has ended, and
+ * the first file opened is closed only then, so that a dump or an open the
+ * module let through runs its next round or its release after the module
+ * was freed (a test guest's Oops).  Two sim devices make a first round
+ * that cannot end the dump.
+ */
+static int cmd_load_race(char **argv)
+{
+	struct nl_sock *ctl = unread_socket(), *dump;
+	int grp = genl_ctrl_resolve_grp(ctl, "nlctrl", "notify"), id = -1, status, err;
+	unsigned int opened = 0, again = 0, other = 0;
+	struct nl_msg *msg;
+	int kept = -1;
+	pid_t pid;
+
+	if (grp < 0 || nl_socket_add_membership(ctl, grp)) {
+		fprintf(stderr, "hbmnl: the controller's notify group: %s\n", nl_geterror(grp));
+		return 1;
+	}
+	nl_socket_disable_seq_check(ctl);
+	nl_socket_modify_cb(ctl, NL_CB_VALID, NL_CB_CUSTOM, on_newfamily, &id);
+	dump = unread_socket();
+	pid = fork();
+	if (pid < 0)
+		return 1;
+	if (!pid) {
+		argv[0] = "insmod";	/* "load-race" KO ARG... */
+		execvp("insmod", argv);
+		_exit(127);
+	}
+	while (id < 0) {
+		struct pollfd p = { .fd = nl_socket_get_fd(ctl), .events = POLLIN };
+
+		if (waitpid(pid, &status, WNOHANG) == pid) {
+			printf("insmod: exit %d before the family was announced\n",
+			       WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+			return 1;
+		}
+		if (poll(&p, 1, 10) > 0)
+			nl_recvmsgs_default(ctl);
+	}
+	msg = hbm_genl_request(id, HBMGUARD_CMD_DEVICE_GET, NLM_F_DUMP);
+	err = msg ? nl_send_auto(dump, msg) : -NLE_NOMEM;
+	nlmsg_free(msg);
+	if (err < 0) {
+		printf("dump: not sent: %s\n", nl_geterror(err));
+		return 1;
+	}
+	while (waitpid(pid, &status, WNOHANG) != pid) {
+		int fd = open("/dev/" HBMGUARD_DEVICE_NAME, O_RDONLY | O_CLOEXEC);
+
+		if (fd >= 0) {
+			opened++;
+			if (kept < 0)
+				kept = fd;	/* closed once insmod has ended */
+			else
+				close(fd);
+		} else if (errno == EAGAIN) {
+			again++;
+		} else {
+			other++;
+		}
+	}
+	printf("insmod: exit %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	if (kept >= 0)
+		close(kept);
+	err = nl_recvmsgs_default(dump);
+	printf("dump: %s\n", err >= 0 ? "ok" : err == -NLE_AGAIN ? "EAGAIN" : nl_geterror(err));
+	printf("opens: ok %u again %u other %u\n", opened, again, other);
+	nl_socket_free(dump);
+	nl_socket_free(ctl);
+	return 0;
+}
+
 /* What a CAP_NET_ADMIN process can unicast to another's generic netlink socket. */
 static int cmd_unicast(uint32_t port)
 {
@@ -1897,6 +1999,8 @@ int main(int argc, char **argv)
 				 argc > 4 ? strtoul(argv[4], NULL, 0) : 0);
 	if (!strcmp(cmd, "prejoin") && argc > 4)
 		return cmd_prejoin(atoi(argv[2]), strtoul(argv[3], NULL, 0), atoi(argv[4]));
+	if (!strcmp(cmd, "load-race") && argc > 2)
+		return cmd_load_race(argv + 1);
 	if (!strcmp(cmd, "unicast") && argc > 2)
 		return cmd_unicast(strtoul(argv[2], NULL, 0));
 	if (!strcmp(cmd, "gpu") && argc > 2)
