@@ -20,6 +20,7 @@
 #include <linux/capability.h>
 #include <linux/nodemask.h>
 #include <linux/mmzone.h>
+#include <linux/sort.h>
 #include <net/genetlink.h>
 #include <net/sock.h>
 
@@ -701,6 +702,33 @@ struct restore_req {
 	u64 usable;			/* hbm_usable_size(), as each record is checked */
 };
 
+static int range_cmp(const void *a, const void *b)
+{
+	const struct hbm_page_range *x = a, *y = b;
+
+	return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/*
+ * The nests, in any order, sorted and refused where two overlap: each
+ * page is then restored, and walked by the aperture's move, once a
+ * request.  Overlapping, 16384 nests over a whole device each were as many
+ * walks of it under the device's lock and genl_mutex, every generic netlink
+ * family's requests waiting meanwhile, nlctrl's among them.
+ */
+static int nests_apart(struct restore_req *q)
+{
+	u32 i;
+
+	sort(q->x, q->n, sizeof(*q->x), range_cmp, NULL);
+	for (i = 1; i < q->n; i++)
+		if (q->x[i].first < q->x[i - 1].first + q->x[i - 1].nr) {
+			NL_SET_ERR_MSG(q->info->extack, "HBMGUARD_A_EXTENT nests overlap");
+			return -EINVAL;
+		}
+	return 0;
+}
+
 /* HBMGUARD_A_EXTENT nests: retired with source RESTORED, seen now. */
 static int restore_nests(struct restore_req *q)
 {
@@ -743,7 +771,7 @@ static int restore_nests(struct restore_req *q)
 		if (++q->n > HBM_RESTORE_MAX)
 			return 0;
 	}
-	return 0;
+	return q->x && q->n <= q->cap ? nests_apart(q) : 0;
 }
 
 /* Field @f of the packed record at @p, 4-byte aligned in the message. */

@@ -1041,6 +1041,24 @@ static int cmd_badinput(void)
 		nla_nest_end(msg, n);
 	}
 	EXPECT_ERR(sk, msg, EINVAL, "restore with one bad extent");
+	msg = request(HBMGUARD_CMD_RESTORE, 0);
+	nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
+	{
+		/* in any order, but not overlapping: the third lies in the first */
+		static const uint64_t x[][2] = {
+			{ 0x40000, 0x2000 }, { 0x20000, 0x1000 }, { 0x41000, 0x1000 },
+		};
+		unsigned int i;
+
+		for (i = 0; i < 3; i++) {
+			struct nlattr *n = nla_nest_start(msg, HBMGUARD_A_EXTENT);
+
+			nla_put_u64(msg, HBMGUARD_A_OFFSET, x[i][0]);
+			nla_put_u64(msg, HBMGUARD_A_LENGTH, x[i][1]);
+			nla_nest_end(msg, n);
+		}
+	}
+	EXPECT_WHY(sk, msg, EINVAL, "restore with two extents overlapping", "overlap");
 	{
 		/* Past the bound, through a send buffer forced large enough. */
 		int sndbuf = 2 << 20, i;

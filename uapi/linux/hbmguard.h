@@ -1004,7 +1004,8 @@ struct hbmguard_map_node {
  *	DEVICE_ID and the extents, in one of two forms (both in one request
  *	is EINVAL):
  *	- HBMGUARD_A_EXTENT nests (OFFSET, LENGTH, and STATE PENDING for
- *	  pages to record without bypass), retired with source RESTORED;
+ *	  pages to record without bypass), retired with source RESTORED; in
+ *	  any order, but no two overlapping (EINVAL);
  *	- packed (kernels that know HBMGUARD_A_RECORDS: the family's maxattr
  *	  says so): HBMGUARD_A_RECORD_SIZE, the size of the caller's struct
  *	  hbmguard_restore_record (from HBMGUARD_RESTORE_RECORD_SIZE_VER0 up
