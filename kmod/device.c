@@ -832,10 +832,11 @@ static void restore_loss_told(struct hbm_device *dev, struct restore_loss *l)
  * run's event once the run ends (restore_loss_told()), so before the
  * extents after it are moved: the pages it names are, and under the
  * device's lock no fault is served before every move is made.  A run is
- * whole extents, in the request's order: a page of one that lost nothing
- * is named with it.  Runs that alternate with extents that lost nothing
- * are that many events (8192 a request at most); a reader whose ring
- * overflows learns of their losses still (data_lost).
+ * whole extents, in the order given (by offset: a RESTORE's are sorted): a
+ * page of one that lost nothing is named with it.  Runs that alternate
+ * with extents that lost nothing are that many events (8192 a request at
+ * most); a reader whose ring overflows learns of their losses still
+ * (data_lost).
  */
 static void restore_moved(struct hbm_device *dev, const struct hbm_page_range *x, u32 n)
 {

@@ -79,7 +79,7 @@ struct hbm_device {
 
 /* main.c: the module's workqueue; destroying it at unload drains it. */
 extern struct workqueue_struct *hbm_wq;
-/* main.c: the module's init is over; an open or a dump before it: -EAGAIN. */
+/* main.c: the module's init is over; an open before it: -EAGAIN. */
 bool hbm_module_live(void);
 /* main.c: zeroed, counted as hbm_kalloc(), charged to the caller's memcg. */
 void *hbm_kalloc_user(size_t size);

@@ -54,11 +54,11 @@ MODULE_PARM_DESC(xid_module, "The module whose nvidia:nvidia_dev_xid tracepoint 
 
 /*
  * Set once the module's init has nothing left that may fail.  An open file
- * and a netlink dump outlive the call that made them, and a failed init
- * frees the module whatever they hold (do_init_module(),
- * kernel/module/main.c, 6.1 and 6.12: its reference count is not asked);
- * unregistering the family waits for the commands running, not for a
- * dump's rounds still to come.  So both are refused until then.
+ * outlives the call that made it, and a failed init frees the module
+ * whatever its files hold (do_init_module(), kernel/module/main.c, 6.1 and
+ * 6.12: its reference count is not asked), so an open is refused until
+ * then.  A netlink dump would outlive its request too: the family is
+ * registered last (hbm_mod_init()).
  */
 static bool hbm_live;
 
@@ -197,10 +197,13 @@ static int __init hbm_mod_init(void)
 		goto err_wq;
 	}
 	/*
-	 * Devices first, then the interfaces that reach them, then the paths;
-	 * the device nodes last.  A netlink command in flight is waited for
-	 * by the family's unregistration; an open or a dump is refused until
-	 * the end (hbm_module_live()).
+	 * Devices first, then the paths that report to them, then the
+	 * interfaces that reach them: the device nodes, and the netlink
+	 * family last.  Once registered the family is anyone's to find, and
+	 * nlctrl's policy dump, which any user may ask of it, holds what it
+	 * found across rounds and is no dump of ours to refuse: nothing may
+	 * fail after it.  A node found before is refused an open until then
+	 * (hbm_module_live()).
 	 */
 	err = hbm_selftests();
 	if (err)
@@ -208,28 +211,26 @@ static int __init hbm_mod_init(void)
 	err = sim_devices_create();
 	if (err)
 		goto err_devices;
-	err = hbm_netlink_init();
-	if (err)
-		goto err_devices;
 	err = paths_init();
 	if (err)
 		goto err_paths;
-	err = hbm_selftest_fail_load(1);
-	if (err)
-		goto err_chardev;
 	err = hbm_chardev_init();
 	if (err)
 		goto err_chardev;
-	/* what init set up, before an open or a dump may use it */
+	err = hbm_selftest_fail_load(1) ?: hbm_netlink_init();
+	if (err)
+		goto err_netlink;
+	/* what init set up, before an open may use it */
 	smp_store_release(&hbm_live, true);
 	pr_info("loaded: API version %d, %u devices\n", HBMGUARD_API_VERSION,
 		hbm_device_count());
 	return 0;
 
+err_netlink:
+	hbm_chardev_exit();
 err_chardev:
 	paths_exit(ARRAY_SIZE(hbm_paths));
 err_paths:
-	hbm_netlink_exit();
 	hbm_intake_flush();	/* as at unload: what they queued, before the devices go */
 err_devices:
 	hbm_devices_destroy_all();

@@ -147,22 +147,13 @@ static int hbm_nl_pre_doit(const struct hbm_genl_pre_ops *ops, struct sk_buff *s
 	return -EPERM;
 }
 
-/*
- * The same for dumps, which pre_doit does not see; and none while the
- * module's init may still fail (hbm_module_live()): the family is found
- * as soon as it is registered, and a dump outlives its request.
- */
+/* The same for dumps, which pre_doit does not see. */
 static int hbm_nl_dump_start(struct netlink_callback *cb)
 {
-	if (!netlink_capable(cb->skb, CAP_SYS_ADMIN)) {
-		NL_SET_ERR_MSG(cb->extack, "needs CAP_SYS_ADMIN");
-		return -EPERM;
-	}
-	if (!hbm_module_live()) {
-		NL_SET_ERR_MSG(cb->extack, "the module is still loading: ask again");
-		return -EAGAIN;
-	}
-	return 0;
+	if (netlink_capable(cb->skb, CAP_SYS_ADMIN))
+		return 0;
+	NL_SET_ERR_MSG(cb->extack, "needs CAP_SYS_ADMIN");
+	return -EPERM;
 }
 
 /* The device an attribute names, with a reference, or an extack message. */

@@ -21,16 +21,16 @@ MODULE_PARM_DESC(selftest, "Run the in-module selftests at load (debug builds on
 
 static unsigned int fail_load;
 module_param(fail_load, uint, 0444);
-MODULE_PARM_DESC(fail_load, "Fail the load 200 ms after the netlink family (1) or /dev/hbmguard too (2) was registered (debug builds only)");
+MODULE_PARM_DESC(fail_load, "Fail the load 200 ms after both device nodes (1) or the main one (2) were registered, before the netlink family (debug builds only)");
 
 /**
  * hbm_selftest_fail_load() - fail the module's init at @step, if asked
- * @step: 1 once the family is registered (and the paths attached), 2 once
- *	the main device node is too
+ * @step: 1 once both device nodes are registered, 2 once the main one is;
+ *	the netlink family is not yet
  *
  * For the tests of what the module refuses while its init may still fail
  * (hbm_module_live()): the 200 ms before the failure are the window their
- * dump and opens land in.
+ * opens land in.
  *
  * Return: 0, or -ECANCELED at fail_load's step.
  */

@@ -58,13 +58,12 @@
  *                                      driver health, unregister (SIMDEV: a
  *                                      simulated device, for what is a GPU's only)
  *   hbmnl load-race KO [ARG...]        insmod KO ARG... (whose init a test makes
- *                                      fail after the family is registered), and
- *                                      as soon as the controller announces the
- *                                      family, a DEVICE_GET dump and opens of
- *                                      /dev/hbmguard until insmod ends; then the
- *                                      dump's answer read: "insmod: exit N",
- *                                      "dump: ok|ERRNO", "opens: ok N again N
- *                                      other N"
+ *                                      fail late), opening /dev/hbmguard until
+ *                                      insmod ends: "insmod: exit N", "family:
+ *                                      never announced|announced" (then the
+ *                                      dumps sent at its news: "dump: ..." and
+ *                                      "policy dump: ..."), "opens: ok N again
+ *                                      N other N"
  *
  * Exit status: 0 as expected, 1 otherwise (the reason is printed).
  */
@@ -1529,23 +1528,39 @@ static int on_newfamily(struct nl_msg *msg, void *arg)
 	return NL_STOP;
 }
 
+/* Send a dump request on @sk, its answer read later; 0 or a libnl error. */
+static int dump_sent(struct nl_sock *sk, int family_id, int cmd)
+{
+	struct nl_msg *msg = hbm_genl_request(family_id, cmd, NLM_F_DUMP);
+	int err;
+
+	if (!msg)
+		return -NLE_NOMEM;
+	if (family_id == GENL_ID_CTRL)	/* nlctrl's policy dump of our family */
+		nla_put_string(msg, CTRL_ATTR_FAMILY_NAME, HBMGUARD_GENL_NAME);
+	err = nl_send_auto(sk, msg);
+	nlmsg_free(msg);
+	return err < 0 ? err : 0;
+}
+
 /*
- * A dump and opens made while a module's init is under way: a failed init
- * frees the module whatever they hold, so the module refuses both until
- * its init is over (hbm_module_live(), kmod/main.c).  The dump is sent the
- * moment the family is announced and read only once insmod has ended, and
- * the first file opened is closed only then, so that a dump or an open the
- * module let through runs its next round or its release after the module
- * was freed (a test guest's Oops).  Two sim devices make a first round
- * that cannot end the dump.
+ * Opens made while a module's init is under way, which then fails: a
+ * failed init frees the module whatever its files hold, so it refuses an
+ * open until its init is over (hbm_module_live(), kmod/main.c).  The first
+ * file opened is closed only once insmod has ended, when a file the module
+ * let through would run its release in the freed module (a test guest's
+ * Oops).  The family is registered last, after anything that may fail: it
+ * must never be announced in a load that fails.  Were it, a DEVICE_GET
+ * dump and nlctrl's policy dump of it (which any user may ask) are sent
+ * then and read once insmod has ended: their next rounds would run in the
+ * freed module.
  */
 static int cmd_load_race(char **argv)
 {
-	struct nl_sock *ctl = unread_socket(), *dump;
+	struct nl_sock *ctl = unread_socket(), *dump = unread_socket(), *policy = unread_socket();
 	int grp = genl_ctrl_resolve_grp(ctl, "nlctrl", "notify"), id = -1, status, err;
 	unsigned int opened = 0, again = 0, other = 0;
-	struct nl_msg *msg;
-	int kept = -1;
+	int kept = -1, dump_err = 0, policy_err = 0;
 	pid_t pid;
 
 	if (grp < 0 || nl_socket_add_membership(ctl, grp)) {
@@ -1553,8 +1568,8 @@ static int cmd_load_race(char **argv)
 		return 1;
 	}
 	nl_socket_disable_seq_check(ctl);
+	nl_socket_set_nonblocking(ctl);
 	nl_socket_modify_cb(ctl, NL_CB_VALID, NL_CB_CUSTOM, on_newfamily, &id);
-	dump = unread_socket();
 	pid = fork();
 	if (pid < 0)
 		return 1;
@@ -1562,24 +1577,6 @@ static int cmd_load_race(char **argv)
 		argv[0] = "insmod";	/* "load-race" KO ARG... */
 		execvp("insmod", argv);
 		_exit(127);
-	}
-	while (id < 0) {
-		struct pollfd p = { .fd = nl_socket_get_fd(ctl), .events = POLLIN };
-
-		if (waitpid(pid, &status, WNOHANG) == pid) {
-			printf("insmod: exit %d before the family was announced\n",
-			       WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-			return 1;
-		}
-		if (poll(&p, 1, 10) > 0)
-			nl_recvmsgs_default(ctl);
-	}
-	msg = hbm_genl_request(id, HBMGUARD_CMD_DEVICE_GET, NLM_F_DUMP);
-	err = msg ? nl_send_auto(dump, msg) : -NLE_NOMEM;
-	nlmsg_free(msg);
-	if (err < 0) {
-		printf("dump: not sent: %s\n", nl_geterror(err));
-		return 1;
 	}
 	while (waitpid(pid, &status, WNOHANG) != pid) {
 		int fd = open("/dev/" HBMGUARD_DEVICE_NAME, O_RDONLY | O_CLOEXEC);
@@ -1595,13 +1592,23 @@ static int cmd_load_race(char **argv)
 		} else {
 			other++;
 		}
+		if (id < 0 && nl_recvmsgs_default(ctl) >= 0 && id >= 0) {
+			dump_err = dump_sent(dump, id, HBMGUARD_CMD_DEVICE_GET);
+			policy_err = dump_sent(policy, GENL_ID_CTRL, CTRL_CMD_GETPOLICY);
+		}
 	}
 	printf("insmod: exit %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 	if (kept >= 0)
 		close(kept);
-	err = nl_recvmsgs_default(dump);
-	printf("dump: %s\n", err >= 0 ? "ok" : err == -NLE_AGAIN ? "EAGAIN" : nl_geterror(err));
+	printf("family: %s\n", id < 0 ? "never announced" : "announced");
+	if (id >= 0) {
+		err = dump_err ?: nl_recvmsgs_default(dump);
+		printf("dump: %s\n", err >= 0 ? "ok" : nl_geterror(err));
+		err = policy_err ?: nl_recvmsgs_default(policy);
+		printf("policy dump: %s\n", err >= 0 ? "ok" : nl_geterror(err));
+	}
 	printf("opens: ok %u again %u other %u\n", opened, again, other);
+	nl_socket_free(policy);
 	nl_socket_free(dump);
 	nl_socket_free(ctl);
 	return 0;

@@ -132,8 +132,8 @@
  *
  * Errors: EINVAL (malformed request), EFAULT (bad user address), ENOTTY
  * (unknown ioctl), EPERM (needs CAP_SYS_ADMIN), EBADF (needs a file open
- * for writing), ENFILE (open: HBMGUARD_MAX_OPENS reached), ENODEV (no such
- * device),
+ * for writing), ENFILE (open: HBMGUARD_MAX_OPENS reached), EAGAIN (open:
+ * the module is still loading), ENODEV (no such device),
  * ERANGE (offset outside the device), ENOSPC (no room for another device),
  * EEXIST (identity already registered), EOPNOTSUPP (not a simulated
  * device), ENOMEM.
@@ -1039,8 +1039,8 @@ struct hbmguard_map_node {
  *	a frame an uncorrectable error took since the module's load): then it
  *	is lost, said on RETIRED events before the RESTORED one (PAGE
  *	STATES).  At
- *	most 16384 extents (E2BIG).  Should one fail (ENOMEM) the ones before
- *	it stay, and are announced.
+ *	most 16384 extents (E2BIG).  Should one fail (ENOMEM) the ones at
+ *	lower offsets stay, and are announced.
  * HBMGUARD_CMD_RANGE_REGISTER (admin)
  *	NAME, IDENTITY (optional), and NUMA_NODE, or PHYS_ADDR and HBM_SIZE;
  *	PAGE_SIZE (optional, the CPU page size by default; with CLAIM at least
