@@ -5,6 +5,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/delay.h>
 #include <linux/log2.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
@@ -66,6 +67,23 @@ bool hbm_module_live(void)
 {
 	/* pairs with the release at the end of hbm_mod_init(): all it set up */
 	return smp_load_acquire(&hbm_live);
+}
+
+/*
+ * A refused open holds the module from misc_open()'s fops_get() until
+ * do_dentry_open()'s fops_put() (drivers/char/misc.c, fs/open.c, 6.1 and
+ * 6.12), past misc_mtx, which misc_deregister() waits for: a failed init,
+ * its nodes gone (no new opener finds them), waits for the few in flight.
+ * Init's own reference is the one left then (module_refcount(): 1); what
+ * module_put() does after its decrement, do_init_module()'s
+ * synchronize_rcu() waits for.
+ */
+static void __init refused_opens_wait(void)
+{
+#ifdef CONFIG_MODULE_UNLOAD
+	while (module_refcount(THIS_MODULE) > 1)
+		msleep(20);
+#endif
 }
 
 unsigned int hbm_event_ring = 1024;
@@ -203,7 +221,8 @@ static int __init hbm_mod_init(void)
 	 * nlctrl's policy dump, which any user may ask of it, holds what it
 	 * found across rounds and is no dump of ours to refuse: nothing may
 	 * fail after it.  A node found before is refused an open until then
-	 * (hbm_module_live()).
+	 * (hbm_module_live()), and a failure waits for the opens it refused
+	 * (refused_opens_wait()).
 	 */
 	err = hbm_selftests();
 	if (err)
@@ -239,6 +258,7 @@ err_wq:
 	hbm_intake_exit();
 err_intake:
 	hbm_aperture_exit();
+	refused_opens_wait();
 	return err;
 }
 

@@ -1600,6 +1600,8 @@ static int cmd_load_race(char **argv)
 	printf("insmod: exit %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 	if (kept >= 0)
 		close(kept);
+	while (id < 0 && nl_recvmsgs_default(ctl) >= 0)
+		;	/* news queued since the last look */
 	printf("family: %s\n", id < 0 ? "never announced" : "announced");
 	if (id >= 0) {
 		err = dump_err ?: nl_recvmsgs_default(dump);
