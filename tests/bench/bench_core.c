@@ -51,7 +51,7 @@ static int map_bench(u32 n, struct map_run *out)
 	struct hbmguard_table tab;
 	double plain_ns = 0, map_ns = 0, t0;
 	u64 state = 43, one, *offsets;
-	size_t nodes, k;
+	size_t nodes, copy, k;
 	char *buf;
 
 	for (i = 0; i < n; i++)
@@ -131,12 +131,12 @@ static int map_bench(u32 n, struct map_run *out)
 		offsets[i] = one;
 	out->hot_ns = translate_ns(&tab, offsets, lookups, HBMGUARD_STATE_CLEAN);
 	free(offsets);
-	out->load_ns = random_load_ns((size_t)c[0].used * HBMGUARD_MAP_NODE_SIZE);
-	out->floor_ns = translate_floor_ns(&tab, one, (size_t)c[0].used * HBMGUARD_MAP_NODE_SIZE,
-					   lookups);
+	copy = (size_t)c[0].used * HBMGUARD_MAP_NODE_SIZE;
+	out->load_ns = random_load_ns(copy);
+	out->floor_ns = translate_floor_ns(&tab, one, copy, lookups);
 	if (out->clean_ns < 0 || out->bad_ns < 0 || out->hot_ns < 0 || out->floor_ns < 0)
 		return 1;
-	out->bytes = 2.0 * c[0].used * HBMGUARD_MAP_NODE_SIZE / n;
+	out->bytes = 2.0 * copy / n;
 	free(buf);
 	free(pages);
 	hbm_mtree_destroy(&c[0]);

@@ -1528,19 +1528,24 @@ static int on_newfamily(struct nl_msg *msg, void *arg)
 	return NL_STOP;
 }
 
-/* Send a dump request on @sk, its answer read later; 0 or a libnl error. */
-static int dump_sent(struct nl_sock *sk, int family_id, int cmd)
+/* @msg sent on @sk (and freed), its answer read later; 0 or a libnl error. */
+static int sent(struct nl_sock *sk, struct nl_msg *msg)
 {
-	struct nl_msg *msg = hbm_genl_request(family_id, cmd, NLM_F_DUMP);
-	int err;
+	int err = msg ? nl_send_auto(sk, msg) : -NLE_NOMEM;
 
-	if (!msg)
-		return -NLE_NOMEM;
-	if (family_id == GENL_ID_CTRL)	/* nlctrl's policy dump of our family */
-		nla_put_string(msg, CTRL_ATTR_FAMILY_NAME, HBMGUARD_GENL_NAME);
-	err = nl_send_auto(sk, msg);
 	nlmsg_free(msg);
 	return err < 0 ? err : 0;
+}
+
+/* A DEVICE_GET dump of family @id on @dump, nlctrl's policy dump of it on @policy. */
+static void dumps_sent(struct nl_sock *dump, struct nl_sock *policy, int id, int err[2])
+{
+	struct nl_msg *msg = hbm_genl_request(GENL_ID_CTRL, CTRL_CMD_GETPOLICY, NLM_F_DUMP);
+
+	err[0] = sent(dump, hbm_genl_request(id, HBMGUARD_CMD_DEVICE_GET, NLM_F_DUMP));
+	if (msg)
+		nla_put_string(msg, CTRL_ATTR_FAMILY_NAME, HBMGUARD_GENL_NAME);
+	err[1] = sent(policy, msg);
 }
 
 /*
@@ -1560,7 +1565,7 @@ static int cmd_load_race(char **argv)
 	struct nl_sock *ctl = unread_socket(), *dump = unread_socket(), *policy = unread_socket();
 	int grp = genl_ctrl_resolve_grp(ctl, "nlctrl", "notify"), id = -1, status, err;
 	unsigned int opened = 0, again = 0, other = 0;
-	int kept = -1, dump_err = 0, policy_err = 0;
+	int kept = -1, dump_err[2];
 	pid_t pid;
 
 	if (grp < 0 || nl_socket_add_membership(ctl, grp)) {
@@ -1592,21 +1597,20 @@ static int cmd_load_race(char **argv)
 		} else {
 			other++;
 		}
-		if (id < 0 && nl_recvmsgs_default(ctl) >= 0 && id >= 0) {
-			dump_err = dump_sent(dump, id, HBMGUARD_CMD_DEVICE_GET);
-			policy_err = dump_sent(policy, GENL_ID_CTRL, CTRL_CMD_GETPOLICY);
-		}
+		if (id < 0 && nl_recvmsgs_default(ctl) >= 0 && id >= 0)
+			dumps_sent(dump, policy, id, dump_err);
 	}
 	printf("insmod: exit %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 	if (kept >= 0)
 		close(kept);
 	while (id < 0 && nl_recvmsgs_default(ctl) >= 0)
-		;	/* news queued since the last look */
+		if (id >= 0)	/* news queued since the last look */
+			dumps_sent(dump, policy, id, dump_err);
 	printf("family: %s\n", id < 0 ? "never announced" : "announced");
 	if (id >= 0) {
-		err = dump_err ?: nl_recvmsgs_default(dump);
+		err = dump_err[0] ?: nl_recvmsgs_default(dump);
 		printf("dump: %s\n", err >= 0 ? "ok" : nl_geterror(err));
-		err = policy_err ?: nl_recvmsgs_default(policy);
+		err = dump_err[1] ?: nl_recvmsgs_default(policy);
 		printf("policy dump: %s\n", err >= 0 ? "ok" : nl_geterror(err));
 	}
 	printf("opens: ok %u again %u other %u\n", opened, again, other);
