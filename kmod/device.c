@@ -37,6 +37,14 @@ static struct hbm_device *hbm_ranges[HBMGUARD_MAX_DEVICES];
 static unsigned int hbm_nr_ranges;
 static DEFINE_SPINLOCK(hbm_ranges_lock);
 static DEFINE_MUTEX(hbm_registry_lock);	/* create/destroy: unique names */
+/*
+ * Range devices registered one at a time, a claim from its clash check to
+ * its publication: of two requests for the same memory (netlink commands
+ * run in parallel) the second gets EEXIST, not EBUSY from
+ * alloc_contig_range() isolating what the first is taking, nor a claim
+ * the whole range migrated and zeroed for nothing.
+ */
+static DEFINE_MUTEX(hbm_range_lock);
 static atomic64_t hbm_gen = ATOMIC64_INIT(0);
 
 u64 hbm_generation(void)
@@ -315,26 +323,8 @@ static int spec_check(const struct hbm_device_spec *spec)
 	return 0;
 }
 
-/**
- * hbm_device_create() - register a device
- * @spec: what it is
- *
- * The caller gets the device itself, held, rather than its id: whatever it
- * does next (a reply that fails and takes the device back, a provider's
- * reference) is done to this device, never to one registered under the
- * same id after another caller removed this one.
- *
- * Context: process context; sleeps.
- *
- * Return: the device, a reference the caller puts (hbm_device_put()); or
- * ERR_PTR(-EINVAL) for a bad @spec, -EEXIST when the name or identity is
- * taken, -ENOSPC when HBMGUARD_MAX_DEVICES are registered, -ENOMEM, or
- * hbm_aperture_claim()'s error.
- *
- * Spare pages: @spec's, or one per 100 MiB; never above
- * HBMGUARD_SPARE_PAGES_MAX, which bounds the mapped table (map.c).
- */
-struct hbm_device *hbm_device_create(const struct hbm_device_spec *spec)
+/* hbm_device_create() but for the ranges' lock. */
+static struct hbm_device *create_device(const struct hbm_device_spec *spec)
 {
 	struct hbm_device *dev;
 	u32 pages, spares;
@@ -434,6 +424,39 @@ err_free:
 	mutex_destroy(&dev->lock);
 	hbm_kfree(dev);
 	return ERR_PTR(err);
+}
+
+/**
+ * hbm_device_create() - register a device
+ * @spec: what it is
+ *
+ * The caller gets the device itself, held, rather than its id: whatever it
+ * does next (a reply that fails and takes the device back, a provider's
+ * reference) is done to this device, never to one registered under the
+ * same id after another caller removed this one.
+ *
+ * Context: process context; sleeps.
+ *
+ * Return: the device, a reference the caller puts (hbm_device_put()); or
+ * ERR_PTR(-EINVAL) for a bad @spec, -EEXIST when the name or identity is
+ * taken, -ENOSPC when HBMGUARD_MAX_DEVICES are registered, -ENOMEM, or
+ * hbm_aperture_claim()'s error; -EINTR when a fatal signal came while
+ * another range was being registered.
+ *
+ * Spare pages: @spec's, or one per 100 MiB; never above
+ * HBMGUARD_SPARE_PAGES_MAX, which bounds the mapped table (map.c).
+ */
+struct hbm_device *hbm_device_create(const struct hbm_device_spec *spec)
+{
+	struct hbm_device *dev;
+
+	if (spec->kind != HBMGUARD_KIND_RANGE)
+		return create_device(spec);
+	if (mutex_lock_killable(&hbm_range_lock))
+		return ERR_PTR(-EINTR);
+	dev = create_device(spec);
+	mutex_unlock(&hbm_range_lock);
+	return dev;
 }
 
 /**

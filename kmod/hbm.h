@@ -136,6 +136,7 @@ int hbm_selftests(void);
 void hbm_selftest_removing(struct hbm_device *dev);
 bool hbm_nvidia_selftest(void);	/* nvidia.c */
 int hbm_selftest_fail_load(unsigned int step);
+void hbm_selftest_command(u8 cmd);
 #else
 static inline int hbm_selftests(void)
 {
@@ -148,6 +149,10 @@ static inline int hbm_selftest_fail_load(unsigned int step)
 }
 
 static inline void hbm_selftest_removing(struct hbm_device *dev)
+{
+}
+
+static inline void hbm_selftest_command(u8 cmd)
 {
 }
 #endif

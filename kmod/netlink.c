@@ -14,6 +14,21 @@
  * socket's opener unless the sender named its destination (hbm_nl_pre_doit()).
  * Events are built only when someone listens, under the same mutex that
  * numbers them, so listeners get them in sequence order.
+ *
+ * The family is parallel_ops: its commands do not take genl_mutex, which
+ * every generic netlink family without the flag shares (genl_rcv_msg(),
+ * net/netlink/genetlink.c, 6.1 and 6.12).  Some run long (a claim of a
+ * NUMA node's memory, a walk of it for frames poisoned already, a CLEAR of
+ * a whole device), and under genl_mutex each would stall every such
+ * family's requests on the host, nlctrl's lookups included.  Each command
+ * takes the locks of what it touches, as the ioctls that do the same do
+ * (kmod/device.c: a device's lock, the registry's, one range registered
+ * at a time).  What stays is cb_lock, taken for reading by every request:
+ * a family registered or unregistered meanwhile waits for a long command,
+ * and every request behind it for that (a module load, which any user's
+ * nlctrl lookup of a family not loaded may start: ctrl_getfamily()'s
+ * request_module()); and our own unregistration waits for the commands
+ * in flight, which unload relies on.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -141,10 +156,12 @@ int hbm_device_fill(struct sk_buff *skb, struct hbm_device *dev)
 static int hbm_nl_pre_doit(const struct hbm_genl_pre_ops *ops, struct sk_buff *skb,
 			   struct genl_info *info)
 {
-	if (netlink_capable(skb, CAP_SYS_ADMIN))
-		return 0;
-	NL_SET_ERR_MSG(info->extack, "needs CAP_SYS_ADMIN");
-	return -EPERM;
+	if (!netlink_capable(skb, CAP_SYS_ADMIN)) {
+		NL_SET_ERR_MSG(info->extack, "needs CAP_SYS_ADMIN");
+		return -EPERM;
+	}
+	hbm_selftest_command(ops->cmd);	/* debug builds: a test may hold it here */
+	return 0;
 }
 
 /* The same for dumps, which pre_doit does not see. */
@@ -704,8 +721,8 @@ static int range_cmp(const void *a, const void *b)
  * The nests, in any order, sorted and refused where two overlap: each
  * page is then restored, and walked by the aperture's move, once a
  * request.  Overlapping, 16384 nests over a whole device each were as many
- * walks of it under the device's lock and genl_mutex, every generic netlink
- * family's requests waiting meanwhile, nlctrl's among them.
+ * walks of it under the device's lock: minutes, its errors, ioctls and
+ * mapped readers' faults waiting meanwhile.
  */
 static int nests_apart(struct restore_req *q)
 {
@@ -1260,6 +1277,7 @@ static struct genl_family hbm_genl __ro_after_init = {
 	.maxattr = HBMGUARD_A_MAX,
 	.policy = hbm_policy,
 	.pre_doit = hbm_nl_pre_doit,
+	.parallel_ops = true,	/* see the top of this file */
 	.module = THIS_MODULE,
 	.ops = hbm_genl_ops,
 	.n_ops = ARRAY_SIZE(hbm_genl_ops),

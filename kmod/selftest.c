@@ -43,6 +43,35 @@ int hbm_selftest_fail_load(unsigned int step)
 	return -ECANCELED;
 }
 
+static unsigned int hold_command;
+module_param(hold_command, uint, 0600);
+MODULE_PARM_DESC(hold_command, "Hold each netlink command of this number (HBMGUARD_CMD_*) until it is set to another, 10 s at most (debug builds only)");
+
+static bool command_held;
+module_param(command_held, bool, 0444);
+MODULE_PARM_DESC(command_held, "A netlink command is held by hold_command now, for a test that holds one at a time (debug builds only)");
+
+/**
+ * hbm_selftest_command() - hold a netlink command, if asked
+ * @cmd: its number, past its capability check
+ *
+ * For the test that no command of ours holds a lock of every generic
+ * netlink family (the family's parallel_ops): another family's request
+ * answered while one of ours is held here, command_held telling the test
+ * it is.
+ */
+void hbm_selftest_command(u8 cmd)
+{
+	unsigned int waited;
+
+	if (READ_ONCE(hold_command) != cmd)
+		return;
+	WRITE_ONCE(command_held, true);
+	for (waited = 0; READ_ONCE(hold_command) == cmd && waited < 10000; waited += 20)
+		msleep(20);
+	WRITE_ONCE(command_held, false);
+}
+
 /* A device's lock held by a thread of its own, as by a long change. */
 struct holder {
 	struct hbm_device *dev;

@@ -64,6 +64,10 @@
  *                                      dumps sent at its news: "dump: ..." and
  *                                      "policy dump: ..."), "opens: ok N again
  *                                      N other N"
+ *   hbmnl parallel                     a STATS_GET held in the module (the debug
+ *                                      build's hold_command) while nlctrl and
+ *                                      our family answer another socket:
+ *                                      "parallel: ok" or FAIL lines
  *
  * Exit status: 0 as expected, 1 otherwise (the reason is printed).
  */
@@ -1620,6 +1624,79 @@ static int cmd_load_race(char **argv)
 	return 0;
 }
 
+#define HOLD_COMMAND	"/sys/module/hbmguard/parameters/hold_command"
+#define COMMAND_HELD	"/sys/module/hbmguard/parameters/command_held"
+
+/* @value written to the module parameter at @path; false, said why, if not. */
+static bool param_written(const char *path, int value)
+{
+	FILE *f = fopen(path, "w");
+	bool ok = f && fprintf(f, "%d\n", value) > 0;
+
+	if (f && fclose(f))
+		ok = false;
+	if (!ok)
+		printf("FAIL: %s: %s\n", path, strerror(errno));
+	return ok;
+}
+
+/* The debug build's command_held: 'Y' while a command is held. */
+static bool command_held(void)
+{
+	FILE *f = fopen(COMMAND_HELD, "r");
+	int c = f ? fgetc(f) : EOF;
+
+	if (f)
+		fclose(f);
+	return c == 'Y';
+}
+
+/*
+ * Our commands do not take genl_mutex (the family's parallel_ops): one held
+ * in the module (the debug build's hold_command, for 10 s at most) while
+ * another socket asks nlctrl for our family, and us for a device; under
+ * genl_mutex the lookup would wait out the hold.  The held command must
+ * still be held once both have answered, and answer after.
+ */
+static int cmd_parallel(void)
+{
+	struct nl_sock *sk = connect_family(), *other = unread_socket();
+	int status, waited, err;
+	struct nl_msg *msg;
+	pid_t pid;
+
+	if (!param_written(HOLD_COMMAND, HBMGUARD_CMD_STATS_GET))
+		return 1;
+	pid = fork();
+	if (pid < 0)
+		return 1;
+	if (!pid)
+		_exit(transact(sk, request(HBMGUARD_CMD_STATS_GET, 0), NULL, NULL) ? 1 : 0);
+	for (waited = 0; !command_held() && waited < 10000; waited += 10)
+		usleep(10000);
+	if (!command_held()) {
+		FAIL("the STATS_GET was never held (not a debug build?)");
+	} else {
+		err = genl_ctrl_resolve(other, HBMGUARD_GENL_NAME);
+		if (err != family)
+			FAIL("nlctrl's lookup of our family: %s", err < 0 ? nl_geterror(err) : "another id");
+		msg = request(HBMGUARD_CMD_DEVICE_GET, 0);
+		nla_put_u32(msg, HBMGUARD_A_DEVICE_ID, 0);
+		err = transact(other, msg, NULL, NULL);
+		if (err)
+			FAIL("DEVICE_GET of device 0: %s", hbm_genl_strerror(err));
+		if (!command_held())
+			FAIL("answered only once the held command was let go");
+	}
+	param_written(HOLD_COMMAND, 0);
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+		FAIL("the held STATS_GET got no answer");
+	nl_socket_free(other);
+	nl_socket_free(sk);
+	printf("parallel: %s\n", failures ? "FAILED" : "ok");
+	return failures != 0;
+}
+
 /* What a CAP_NET_ADMIN process can unicast to another's generic netlink socket. */
 static int cmd_unicast(uint32_t port)
 {
@@ -2032,6 +2109,8 @@ int main(int argc, char **argv)
 		return cmd_prejoin(atoi(argv[2]), strtoul(argv[3], NULL, 0), atoi(argv[4]));
 	if (!strcmp(cmd, "load-race") && argc > 2)
 		return cmd_load_race(argv + 1);
+	if (!strcmp(cmd, "parallel"))
+		return cmd_parallel();
 	if (!strcmp(cmd, "unicast") && argc > 2)
 		return cmd_unicast(strtoul(argv[2], NULL, 0));
 	if (!strcmp(cmd, "gpu") && argc > 2)

@@ -31,6 +31,12 @@ if [ "${HBM_DEBUG_KERNEL:-}" = 1 ]; then
 			grep -q '^family: never announced' /tmp/race.out &&
 			grep -q '^opens: ok 0 again [1-9]' /tmp/race.out && [ ! -d /sys/module/hbmguard ]"
 	done
+	# Our commands do not hold genl_mutex, every family's (parallel_ops):
+	# one held in the module (hold_command) while nlctrl and our family
+	# answer another socket.
+	check "a command held: nlctrl and our family answer meanwhile" '
+		insmod /hbmguard.ko sim_devices=1 &&
+		{ hbmnl parallel; held=$?; rmmod hbmguard; [ $held = 0 ]; }'
 fi
 
 # rmmod while several processes hammer netlink and the ioctls.  Open files

@@ -231,6 +231,18 @@ check "unregister gives it back" "hbmnl range-unregister $cid &&
 check "claimed again at once, 20 times" 'i=0; while [ $i -lt 20 ]; do
 	c=$(hbmnl range-claim hbm2 $((phys + 0x9008000)) 0xff8000 8) &&
 	hbmnl range-unregister $c || { echo "# $c"; break; }; i=$((i + 1)); done; [ $i = 20 ]'
+# Two claims of the same memory at once (netlink commands run in
+# parallel): one registered, the other told the memory is taken, not EBUSY
+# for both from the page allocator, which each one's isolation makes.
+check "two claims of one range at once: one registered, one EEXIST, 10 times" 'i=0
+	while [ $i -lt 10 ]; do
+		hbmnl range-claim ca $((phys + 0x9008000)) 0xff8000 8 >/tmp/ca 2>&1 & a=$!
+		hbmnl range-claim cb $((phys + 0x9008000)) 0xff8000 8 >/tmp/cb 2>&1; wait $a
+		id=$(cat /tmp/ca /tmp/cb | grep -xE "[0-9]+")
+		[ $(echo "$id" | grep -c .) = 1 ] && grep -q "File exists" /tmp/ca /tmp/cb &&
+		hbmnl range-unregister $id || { sed "s/^/# /" /tmp/ca /tmp/cb; break; }
+		i=$((i + 1))
+	done; [ $i = 10 ]'
 
 # A restore over a range with an aperture, as the daemon's after a restart:
 # pages retired before (a UE, RESTORED) and one pending go back into the
