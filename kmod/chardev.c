@@ -20,12 +20,16 @@
 static int arg_in(void *karg, size_t ksize, size_t ver0, void __user *uarg)
 {
 	u32 usize;
+	int err;
 
 	if (get_user(usize, (u32 __user *)uarg))
 		return -EFAULT;
 	if (usize < ver0 || usize > PAGE_SIZE)
 		return -EINVAL;
-	return copy_struct_from_user(karg, ksize, uarg, usize);
+	err = copy_struct_from_user(karg, ksize, uarg, usize);
+	/* The size checked, not the one a second fetch found: arg_out() uses it. */
+	*(u32 *)karg = usize;
+	return err;
 }
 
 /* Copy the result out, as much of it as the caller's struct holds. */

@@ -11,6 +11,15 @@
  * GFP_KERNEL, and the walk over the readers may reschedule.  Each ring has
  * its own spinlock, held for one record at a time.
  *
+ * A reader is woken from a work item of its own, not where the event is
+ * made: that is under hbm_events_mutex and, for most events, the device's
+ * lock, and waking walks the reader's wait queue, which its opener makes
+ * as long as it likes (one file added to epoll through many dup()s and
+ * epoll instances: an entry each, bounded only by max_user_watches).  Woken
+ * there, one reader's 10^5 entries held every event, the device's errors
+ * and every other reader behind them for tens of milliseconds each (a 6.12
+ * guest).  Its wake-ups cost only a worker's time now.
+ *
  * A ring is memory an opener makes the kernel hold, so it is charged to the
  * opener's memory cgroup, and each user without CAP_SYS_ADMIN holds at most
  * HBMGUARD_MAX_OPENS rings (ENFILE beyond).  The limit is per user, as
@@ -30,6 +39,7 @@
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
 #include <linux/wait.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 
 #include "hbm.h"
@@ -40,6 +50,7 @@ struct hbm_reader {
 	bool counted;			/* one of its user's hbm_opens */
 	kuid_t uid;			/* the opener's euid */
 	wait_queue_head_t wait;
+	struct work_struct wake;	/* wakes @wait, away from the events' locks */
 	struct mutex read_lock;		/* one read() at a time moves head */
 	struct hbmguard_event *ring;
 	u32 head;			/* next to read; free-running */
@@ -110,6 +121,14 @@ static void reader_push(struct hbm_reader *r, const struct hbmguard_event *ev)
 	}
 	r->ring[r->tail++ % hbm_event_ring] = *ev;
 	spin_unlock(&r->lock);
+	/* A wake-up already queued sees this record too (queue_work()). */
+	queue_work(system_unbound_wq, &r->wake);
+}
+
+static void reader_wake(struct work_struct *work)
+{
+	struct hbm_reader *r = container_of(work, struct hbm_reader, wake);
+
 	wake_up_interruptible(&r->wait);
 }
 
@@ -196,6 +215,7 @@ struct hbm_reader *hbm_reader_open(bool admin)
 	}
 	spin_lock_init(&r->lock);
 	init_waitqueue_head(&r->wait);
+	INIT_WORK(&r->wake, reader_wake);
 	mutex_init(&r->read_lock);
 	r->uid = current_euid();
 	mutex_lock(&hbm_events_mutex);
@@ -220,6 +240,7 @@ void hbm_reader_close(struct hbm_reader *r)
 	if (r->counted)
 		opens_uncharge(r);
 	mutex_unlock(&hbm_events_mutex);
+	cancel_work_sync(&r->wake);	/* off the list: none is queued after */
 	mutex_destroy(&r->read_lock);
 	hbm_kfree(r->ring);
 	hbm_kfree(r);
@@ -235,17 +256,6 @@ static bool reader_empty(struct hbm_reader *r)
 	return empty;
 }
 
-/* An OVERFLOW record read() could not deliver: owe it again. */
-static void hbm_event_lost_again(struct hbm_reader *r,
-				 const struct hbmguard_event *o)
-{
-	spin_lock(&r->lock);
-	if (!r->lost)
-		r->lost_seqnum = o->seqnum;
-	r->lost += o->count;
-	spin_unlock(&r->lock);
-}
-
 ssize_t hbm_reader_read(struct hbm_reader *r, char __user *buf, size_t len,
 			bool nonblock)
 {
@@ -255,8 +265,14 @@ ssize_t hbm_reader_read(struct hbm_reader *r, char __user *buf, size_t len,
 
 	if (len < sizeof(ev))
 		return -EINVAL;
-	/* One read() at a time moves head; waiting holds back only its peers. */
-	if (mutex_lock_interruptible(&r->read_lock))
+	/*
+	 * One read() at a time moves head; waiting holds back only its peers,
+	 * and never a non-blocking one (the file's flag, or another file
+	 * description of the same open).
+	 */
+	if (nonblock && !mutex_trylock(&r->read_lock))
+		return -EAGAIN;
+	if (!nonblock && mutex_lock_interruptible(&r->read_lock))
 		return -ERESTARTSYS;
 	while (reader_empty(r)) {
 		if (nonblock) {
@@ -268,30 +284,30 @@ ssize_t hbm_reader_read(struct hbm_reader *r, char __user *buf, size_t len,
 			goto out;
 	}
 
-	/* One record at a time: copy_to_user() may fault, never under the lock. */
+	/*
+	 * One record at a time: copy_to_user() may fault, never under the
+	 * lock.  Caught up with a loss owed, its OVERFLOW goes into the empty
+	 * ring, at the place of the loss: a copy that faults leaves it there,
+	 * before whatever comes after.
+	 */
 	while (len - done >= sizeof(ev)) {
-		bool caught_up;
-
 		spin_lock(&r->lock);
-		caught_up = r->head == r->tail;
-		if (caught_up && !r->lost) {
+		if (r->head == r->tail && r->lost)
+			r->ring[r->tail++ % hbm_event_ring] = overflow_record(r);
+		if (r->head == r->tail) {
 			spin_unlock(&r->lock);
 			break;
 		}
-		ev = caught_up ? overflow_record(r) : r->ring[r->head % hbm_event_ring];
+		ev = r->ring[r->head % hbm_event_ring];
 		spin_unlock(&r->lock);
 
 		if (copy_to_user(buf + done, &ev, sizeof(ev))) {
 			err = -EFAULT;
-			if (caught_up)	/* give the count back */
-				hbm_event_lost_again(r, &ev);
 			break;
 		}
-		if (!caught_up) {
-			spin_lock(&r->lock);
-			r->head++;
-			spin_unlock(&r->lock);
-		}
+		spin_lock(&r->lock);
+		r->head++;
+		spin_unlock(&r->lock);
 		done += sizeof(ev);
 	}
 out:

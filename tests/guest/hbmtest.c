@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/mempolicy.h>
+#include <linux/userfaultfd.h>
 
 #include "hbmtest.h"
 #include "hbmguard.h"
@@ -758,6 +759,130 @@ static void test_overflow(void)
 	CHECK_EQ(evs[ring - 9].type, HBMGUARD_EVENT_ERROR);
 	CHECK_EQ(evs[ring - 9].seqnum, evs[ring - 10].seqnum + 1);
 
+	CHECK_OK(clear_all(0));
+	close(ev_fd);
+}
+
+static void no_op(int sig)
+{
+	(void)sig;
+}
+
+/* @pid's /proc wchan is @fn: it sleeps there.  Up to 10 s. */
+static bool sleeps_in(pid_t pid, const char *fn)
+{
+	char path[64], at[128];
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%d/wchan", pid);
+	for (i = 0; i < 1000; i++) {
+		FILE *f = fopen(path, "r");
+		bool there = f && fgets(at, sizeof(at), f) && !strcmp(at, fn);
+
+		if (f)
+			fclose(f);
+		if (there)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/*
+ * A non-blocking read beside a blocking one of the same open file, asleep
+ * for want of events: EAGAIN at once, not once the other's event has come.
+ * Were it made to wait, it would wait for ever here: the alarm (no restart)
+ * ends it with EINTR.
+ */
+static void test_nonblock_beside_blocked(void)
+{
+	struct sigaction alarm_on = { .sa_handler = no_op }, old;
+	int fd = open_dev(O_RDONLY), status;
+	struct hbmguard_event ev;
+	pid_t pid = fork();
+
+	if (!pid)
+		_exit(read(fd, &ev, sizeof(ev)) == sizeof(ev) && ev.type == HBMGUARD_EVENT_ERROR ?
+		      0 : 1);
+	CHECK(sleeps_in(pid, "hbm_reader_read"));
+	CHECK_OK(fcntl(fd, F_SETFL, O_NONBLOCK));	/* the open file's, the child's too */
+	sigaction(SIGALRM, &alarm_on, &old);
+	alarm(5);
+	CHECK_ERRNO(read(fd, &ev, sizeof(ev)), EAGAIN);
+	alarm(0);
+	sigaction(SIGALRM, &old, NULL);
+	CHECK_EQ(waitpid(pid, &status, WNOHANG), 0);	/* still waiting for its event */
+	CHECK_OK(inject(ctl, 0, HBMGUARD_ERROR_CE, 602 * PAGE, 1));
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK_OK(clear_all(0));
+	close(fd);
+}
+
+struct faulting_read {
+	int fd;
+	void *buf;
+	ssize_t n;
+	int err;
+};
+
+static void *read_into(void *arg)
+{
+	struct faulting_read *r = arg;
+
+	r->n = read(r->fd, r->buf, sizeof(struct hbmguard_event));
+	r->err = errno;
+	return NULL;
+}
+
+/*
+ * A reader caught up with a loss owed, its OVERFLOW's copy to userspace
+ * failing: an event made while the copy waited still comes after the
+ * OVERFLOW.  The copy is held by a userfaultfd on the reader's buffer,
+ * whose page is unmapped meanwhile, so that it fails once let go.
+ */
+static void test_overflow_copy_fails(void)
+{
+	int ev_fd = open_dev(O_RDONLY | O_NONBLOCK), uffd;
+	static struct hbmguard_event evs[4096];
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	struct faulting_read r = { .fd = ev_fd };
+	struct hbmguard_info info;
+	struct uffd_msg msg;
+	pthread_t th;
+	int i, n, ring;
+
+	CHECK_OK(get_info(ctl, &info));
+	ring = info.event_ring;
+	for (i = 0; i < ring + 5; i++)
+		CHECK_OK(inject(ctl, 0, HBMGUARD_ERROR_CE, (i % 512) * PAGE, 1));
+	CHECK_EQ(read(ev_fd, evs, ring * sizeof(evs[0])), (ssize_t)(ring * sizeof(evs[0])));
+
+	uffd = syscall(SYS_userfaultfd, O_CLOEXEC);
+	CHECK(uffd >= 0);
+	CHECK_OK(ioctl(uffd, UFFDIO_API, &api));
+	r.buf = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(r.buf != MAP_FAILED);
+	reg.range = (struct uffdio_range){ .start = (uintptr_t)r.buf, .len = PAGE };
+	CHECK_OK(ioctl(uffd, UFFDIO_REGISTER, &reg));
+	pthread_create(&th, NULL, read_into, &r);
+	CHECK_EQ(read(uffd, &msg, sizeof(msg)), sizeof(msg));	/* the copy waits */
+	CHECK_EQ(msg.event, UFFD_EVENT_PAGEFAULT);
+	CHECK_OK(inject(ctl, 0, HBMGUARD_ERROR_CE, 603 * PAGE, 1));
+	CHECK_OK(munmap(r.buf, PAGE));
+	close(uffd);		/* lets the copy go, to no page: EFAULT */
+	pthread_join(th, NULL);
+	CHECK_EQ(r.n, -1);
+	CHECK_EQ(r.err, EFAULT);
+
+	n = drain(ev_fd, evs, 4096);
+	CHECK_EQ(n, 2);
+	CHECK_EQ(evs[0].type, HBMGUARD_EVENT_OVERFLOW);
+	CHECK_EQ(evs[0].count, 5);
+	CHECK_EQ(evs[1].type, HBMGUARD_EVENT_ERROR);
+	CHECK_EQ(evs[1].offset, 603 * PAGE);
+	CHECK_EQ(evs[1].seqnum, evs[0].seqnum + 1);
 	CHECK_OK(clear_all(0));
 	close(ev_fd);
 }
@@ -3708,6 +3833,8 @@ static const struct {
 	{ "events", test_events },
 	{ "blocking_read", test_blocking_read },
 	{ "overflow", test_overflow },
+	{ "nonblock_beside_blocked", test_nonblock_beside_blocked },
+	{ "overflow_copy_fails", test_overflow_copy_fails },
 	{ "rmmod_with_open_file", test_rmmod_with_open_file },
 	{ "destroy_in_use", test_destroy_in_use },
 	{ "concurrent", test_concurrent },

@@ -334,7 +334,8 @@ struct hbmguard_policy_params {
  *	count in @ce_events and @ue_events.
  * @reserved0: zero
  * @errors_dropped: errors reported for the device that were never applied
- *	(not in @ce_events or @ue_events): the module's intake queue had no
+ *	(not in @ce_events or @ue_events; a device error, such as an NVIDIA
+ *	Xid, dropped counts here too): the module's intake queue had no
  *	room (correctable errors coalesce per page, up to 10^5 pages pending
  *	in the whole module; uncorrectable ones have slots of their own), or
  *	applying them failed (ENOMEM).  Non-zero means the counts are low.
