@@ -176,19 +176,23 @@ static struct json_object *parse(const char *text, size_t len)
 	return o;
 }
 
-/* A stream's whole lines, each one message. */
+/*
+ * A stream's whole lines, each one message; what is left of the last moved
+ * to the front once, after them.  Moved after each line, a burst of short
+ * lines cost the buffer's length each: 1 MiB of newlines from a hostile
+ * endpoint held the loop, the kernel's events behind it, for seconds.
+ */
 static void dispatch_lines(struct etcd_req *r)
 {
+	size_t at = 0;
 	char *nl;
 
-	while (!r->dead && r->len && (nl = memchr(r->buf, '\n', r->len))) {
-		size_t line = nl - r->buf + 1;
-		struct json_object *o = parse(r->buf, line - 1);
+	while (!r->dead && at < r->len && (nl = memchr(r->buf + at, '\n', r->len - at))) {
+		size_t end = nl - r->buf;
+		struct json_object *o = end > at ? parse(r->buf + at, end - at) : NULL;
 		bool more;
 
-		memmove(r->buf, r->buf + line, r->len - line);
-		r->len -= line;
-		r->buf[r->len] = 0;
+		at = end + 1;
 		if (!o)
 			continue;	/* blank or not an object: ends nothing */
 		more = r->msg(r->ctx, o);
@@ -196,6 +200,11 @@ static void dispatch_lines(struct etcd_req *r)
 		if (!more)
 			req_free(r);
 	}
+	if (r->dead || !at)
+		return;
+	memmove(r->buf, r->buf + at, r->len - at);
+	r->len -= at;
+	r->buf[r->len] = 0;
 }
 
 static void finish(struct etcd *e, struct etcd_req *r, CURLcode res)
