@@ -1206,6 +1206,9 @@ static void put_step(struct cl_core *c, struct job *j, const struct etcd_kv *kv,
 					      s != CL_ABORT)))
 		return refuse(c, kv, "a step that goes back");
 	if (!j->step_known || s != j->step) {
+		/* the writer's, or this node's own if shorter: no peer holds its ranks longer */
+		if (c->t.step[s] && timeout > c->t.step[s])
+			timeout = c->t.step[s];
 		j->deadline = now + (uint64_t)timeout * 1000000;
 		j->step_at[s] = realtime_ms();
 	}

@@ -46,8 +46,9 @@
  * acknowledgements).  Any node writes
  * "abort" (compare-and-swap) when a node of the incident loses its lease,
  * its own ranks fail a step, a second error hits the job, or a step's
- * deadline passes ("timeout" from the step, counted from when this node
- * read it: no clocks to agree on); after the abort's own deadline any node
+ * deadline passes ("timeout" from the step, or this node's own for it if
+ * shorter, counted from when this node read it: no clocks to agree on);
+ * after the abort's own deadline any node
  * closes it.  Without etcd past a deadline, a node aborts its own ranks.
  *
  * Anything else under /hbmguard/ (another version's keys, a value that is

@@ -1336,6 +1336,19 @@ static void cluster_step(void *arg, const struct cl_action *a)
 		cluster_done(d->cluster, a->job, a->id, a->step, false, "no rank of the job here");
 		return;
 	}
+	/*
+	 * A step only after the one done here: an opener moves on once every
+	 * node has acknowledged the last, so a step further on was written by
+	 * another hand (any writer of the incident's keys, or of a forged
+	 * acknowledgement: etcd's prefix permissions cannot keep one node off
+	 * another's), and taken here it would resume ranks never restored.
+	 */
+	if (a->step != CL_ABORT && (int)a->step > x->cl_done + 1) {
+		escalate_here(d, x, "a step asked before this node did the one before it",
+			      NOT_THE_NODE);
+		cluster_fail(d->cluster, a->job, "a step asked before this node did the one before it");
+		return;
+	}
 	snprintf(x->cluster_id, sizeof(x->cluster_id), "%s", a->id);
 	x->cl_asked = a->step;
 	from = x->info.state;

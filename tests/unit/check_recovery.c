@@ -1321,17 +1321,66 @@ END_TEST
 /* The page here without a spare: the cluster's isolate step fails, everywhere. */
 START_TEST(across_nodes_not_bypassed)
 {
+	struct client *a;
+
 	setup_across_nodes();
-	rank("job", 0, 0x1000, 0);
+	a = rank("job", 0, 0x1000, 0);
 	recovery_on_lost_data(d, "dev", 0x1000, 0x1000);
 	bypassed = false;
 	step("c2", CL_PAUSE, 0, "here", "");
+	answer(a, 1, HBM_ANSWER_PAUSED);
 	step("c2", CL_ISOLATE, 0, "here", "");
 	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_ESCALATED);
 	ck_assert(said(asked, "fail %u.job the page has no spare: not bypassed\n",
 		       (unsigned int)getuid()));
 	ck_assert_ptr_null(strstr(asked, "isolate ok"));
 	ck_assert_uint_eq(drained, 1);	/* the bad GPU's node is this one */
+	cleanup();
+}
+END_TEST
+
+/*
+ * A step asked before this node did the one before it (another writer of
+ * the incident's keys, or a forged acknowledgement): refused, the incident
+ * failed everywhere; the ranks are never told to resume unrestored.
+ */
+START_TEST(across_nodes_step_skipped)
+{
+	struct client *a, *b;
+	struct incident *x;
+
+	setup_across_nodes();
+	a = rank("job", 0, 0x1000, 0);
+	b = rank("job", 1, 0x2000, 0);
+	recovery_on_lost_data(d, "dev", 0x2000, 0x1000);
+	x = &d->incidents[0];
+	step("c3", CL_PAUSE, 1, "here", "");
+	answer(a, 1, HBM_ANSWER_PAUSED);
+	answer(b, 1, HBM_ANSWER_PAUSED);
+	ck_assert(said(asked, " c3 pause ok\n"));
+	told[0] = 0;
+	step("c3", CL_RESUME, 1, "here", "");
+	ck_assert_uint_eq(x->info.state, HBM_INCIDENT_ESCALATED);
+	ck_assert(said(asked, "fail %u.job a step asked before this node did the one before it\n",
+		       (unsigned int)getuid()));
+	ck_assert(!said(told, "%u of incident", HBM_RECOVERY_RESUME));
+	ck_assert(!said(asked, "resume ok"));
+	ck_assert_uint_eq(drained, 0);
+	cleanup();
+}
+END_TEST
+
+/* RESTORE while the ranks here are still pausing: the same. */
+START_TEST(across_nodes_step_skipped_while_pausing)
+{
+	setup_across_nodes();
+	rank("job", 0, 0x1000, 0);
+	recovery_on_lost_data(d, "dev", 0x1000, 0x1000);
+	step("c4", CL_PAUSE, 0, "here", "");
+	told[0] = 0;
+	step("c4", CL_RESTORE, 0, "here", "");
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_ESCALATED);
+	ck_assert(!said(told, "%u of incident", HBM_RECOVERY_RESTORE));
 	cleanup();
 }
 END_TEST
@@ -1520,6 +1569,8 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, a_keyed_job_across_nodes_is_its_holders);
 	tcase_add_test(tc, incident_of_another_node);
 	tcase_add_test(tc, across_nodes_not_bypassed);
+	tcase_add_test(tc, across_nodes_step_skipped);
+	tcase_add_test(tc, across_nodes_step_skipped_while_pausing);
 	tcase_add_test(tc, job_all_here_is_local);
 	tcase_add_test(tc, load_another_nodes_incident);
 	tcase_add_test(tc, cluster_name_refused);
