@@ -34,6 +34,7 @@
 #define READ_COMPACTED_MAX	3	/* reads begun again, compacted past mid-way */
 #define CHECK_FAILED_MAX	3	/* resume checks failed in a row before a read */
 #define HELD_MAX		65536	/* watch responses held for a read */
+#define HELD_BYTES		REPLY_MAX	/* and their lines' bytes */
 #define GRPC_OUT_OF_RANGE	11	/* codes.OutOfRange (grpc's codes/codes.go): "code" */
 #define BACKOFF_MIN_US		250000
 #define BACKOFF_MAX_US		5000000
@@ -46,7 +47,8 @@ struct etcd_req {
 	char *buf;
 	size_t len, cap;
 	bool stream, too_big, dead;
-	bool (*msg)(void *ctx, struct json_object *msg);	/* streams: false ends it */
+	/* streams: each line's message and its bytes; false ends it */
+	bool (*msg)(void *ctx, struct json_object *msg, size_t bytes);
 	etcd_reply_fn done;
 	void *ctx;
 	char error[CURL_ERROR_SIZE];
@@ -188,14 +190,14 @@ static void dispatch_lines(struct etcd_req *r)
 	char *nl;
 
 	while (!r->dead && at < r->len && (nl = memchr(r->buf + at, '\n', r->len - at))) {
-		size_t end = nl - r->buf;
+		size_t end = nl - r->buf, bytes = end + 1 - at;
 		struct json_object *o = end > at ? parse(r->buf + at, end - at) : NULL;
 		bool more;
 
 		at = end + 1;
 		if (!o)
 			continue;	/* blank or not an object: ends nothing */
-		more = r->msg(r->ctx, o);
+		more = r->msg(r->ctx, o, bytes);
 		json_object_put(o);
 		if (!more)
 			req_free(r);
@@ -433,7 +435,7 @@ struct etcd_watch {
 	struct etcd_req *read, *check;
 	bool reading;
 	struct json_object **held;
-	size_t nr_held;
+	size_t nr_held, held_bytes;	/* held_bytes: their lines' */
 	int64_t read_rev;		/* events up to it are in the read */
 	/* the read's pages, all of its first page's revision, told once all are in */
 	struct etcd_kv *kvs;
@@ -477,7 +479,7 @@ static void read_end(struct etcd_watch *w)
 		json_object_put(w->held[i]);
 	free(w->held);
 	w->held = NULL;
-	w->nr_held = 0;
+	w->nr_held = w->held_bytes = 0;
 	read_pages_drop(w);
 	w->page_limit = 0;
 	w->compacted = 0;
@@ -753,7 +755,7 @@ static void on_range(void *arg, int err, struct json_object *reply)
 }
 
 /* One WatchResponse (rpc.proto), or the gateway's {"error": ...}. */
-static bool on_watch_msg(void *arg, struct json_object *msg)
+static bool on_watch_msg(void *arg, struct json_object *msg, size_t bytes)
 {
 	struct etcd_watch *w = arg;
 	struct json_object *res, *f;
@@ -817,16 +819,24 @@ static bool on_watch_msg(void *arg, struct json_object *msg)
 		return true;	/* its header is now, not what the watch has delivered */
 	}
 	if (w->reading || w->check) {
-		struct json_object **held = w->nr_held < HELD_MAX ?
-			reallocarray(w->held, w->nr_held + 1, sizeof(*held)) : NULL;
+		/*
+		 * Bounded in bytes too: a response's line may be up to
+		 * REPLY_MAX, its objects several times that (a hostile
+		 * endpoint's 100 of 4 MB made the daemon 415 MB).
+		 */
+		bool too_many = w->nr_held >= HELD_MAX ||
+				w->held_bytes + bytes > HELD_BYTES;
+		struct json_object **held = too_many ? NULL :
+			reallocarray(w->held, w->nr_held + 1, sizeof(*held));
 
 		if (!held) {
-			watch_retry(w, w->nr_held < HELD_MAX ? "out of memory" :
-				    "too many events during a read or a resume check");
+			watch_retry(w, too_many ? "too many events during a read or a resume check" :
+				    "out of memory");
 			return false;
 		}
 		w->held = held;
 		w->held[w->nr_held++] = json_object_get(res);
+		w->held_bytes += bytes;
 		return true;
 	}
 	return deliver(w, res);
