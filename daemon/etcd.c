@@ -502,19 +502,11 @@ static int on_watch_retry(sd_event_source *s, uint64_t usec, void *arg)
 	return 0;
 }
 
-/* Lost: again after a pause that doubles up to BACKOFF_MAX_US. */
-static void watch_retry(struct etcd_watch *w, const char *why)
+/* Begun again after a pause that doubles up to BACKOFF_MAX_US, until one is up. */
+static void watch_later(struct etcd_watch *w)
 {
 	struct etcd *e = w->e;
 
-	if (w->gone)
-		return;
-	etcd_cancel(w->req);
-	w->req = NULL;
-	read_end(w);
-	link_set(w, false, why);
-	if (w->gone)
-		return;
 	w->backoff = !w->backoff ? BACKOFF_MIN_US : w->backoff >= BACKOFF_MAX_US / 2 ?
 		     BACKOFF_MAX_US : 2 * w->backoff;
 	sd_event_source_disable_unref(w->retry);
@@ -522,6 +514,19 @@ static void watch_retry(struct etcd_watch *w, const char *why)
 	if (sd_event_add_time(e->loop, &w->retry, CLOCK_MONOTONIC, now_us(e) + w->backoff, 1000,
 			      on_watch_retry, w) < 0)
 		fprintf(stderr, "<3>hbmguardd: etcd: cannot arm the watch's retry\n");
+}
+
+/* Lost: again later. */
+static void watch_retry(struct etcd_watch *w, const char *why)
+{
+	if (w->gone)
+		return;
+	etcd_cancel(w->req);
+	w->req = NULL;
+	read_end(w);
+	link_set(w, false, why);
+	if (!w->gone)
+		watch_later(w);
 }
 
 static bool deliver(struct etcd_watch *w, struct json_object *res);
@@ -533,6 +538,14 @@ static void restart_from_now(struct etcd_watch *w)
 	etcd_cancel(w->req);
 	w->req = NULL;
 	read_end(w);
+	/*
+	 * At once, unless begun again already since a watch was last up: an
+	 * endpoint that keeps saying so (compacted, behind) would have the
+	 * prefix read at its round trip's pace.
+	 */
+	if (w->backoff)
+		return watch_later(w);
+	w->backoff = BACKOFF_MIN_US / 2;	/* the next doubles it */
 	watch_begin(w);
 }
 
