@@ -221,7 +221,10 @@ struct cl_core *cl_new(const char *node, const struct cl_timeouts *t, uint64_t (
 	return c;
 }
 
-/* Steps written from now on have these deadlines; those read keep theirs. */
+/*
+ * Steps written from now on have these deadlines, and those read from now on
+ * at most these; a step read already keeps its deadline.
+ */
 void cl_set_timeouts(struct cl_core *c, const struct cl_timeouts *t)
 {
 	c->t = *t;

@@ -256,40 +256,17 @@ static bool reader_empty(struct hbm_reader *r)
 	return empty;
 }
 
-ssize_t hbm_reader_read(struct hbm_reader *r, char __user *buf, size_t len,
-			bool nonblock)
+/*
+ * Records into @buf, one at a time: copy_to_user() may fault, never under
+ * the lock.  Caught up with a loss owed, its OVERFLOW goes into the empty
+ * ring, at the place of the loss: a copy that faults leaves it there,
+ * before whatever comes after.  Read lock held.
+ */
+static size_t reader_copy(struct hbm_reader *r, char __user *buf, size_t len, int *err)
 {
 	struct hbmguard_event ev;
 	size_t done = 0;
-	int err = 0;
 
-	if (len < sizeof(ev))
-		return -EINVAL;
-	/*
-	 * One read() at a time moves head; waiting holds back only its peers,
-	 * and never a non-blocking one (the file's flag, or another file
-	 * description of the same open).
-	 */
-	if (nonblock && !mutex_trylock(&r->read_lock))
-		return -EAGAIN;
-	if (!nonblock && mutex_lock_interruptible(&r->read_lock))
-		return -ERESTARTSYS;
-	while (reader_empty(r)) {
-		if (nonblock) {
-			err = -EAGAIN;
-			goto out;
-		}
-		err = wait_event_interruptible(r->wait, !reader_empty(r));
-		if (err)
-			goto out;
-	}
-
-	/*
-	 * One record at a time: copy_to_user() may fault, never under the
-	 * lock.  Caught up with a loss owed, its OVERFLOW goes into the empty
-	 * ring, at the place of the loss: a copy that faults leaves it there,
-	 * before whatever comes after.
-	 */
 	while (len - done >= sizeof(ev)) {
 		spin_lock(&r->lock);
 		if (r->head == r->tail && r->lost)
@@ -302,7 +279,7 @@ ssize_t hbm_reader_read(struct hbm_reader *r, char __user *buf, size_t len,
 		spin_unlock(&r->lock);
 
 		if (copy_to_user(buf + done, &ev, sizeof(ev))) {
-			err = -EFAULT;
+			*err = -EFAULT;
 			break;
 		}
 		spin_lock(&r->lock);
@@ -310,9 +287,40 @@ ssize_t hbm_reader_read(struct hbm_reader *r, char __user *buf, size_t len,
 		spin_unlock(&r->lock);
 		done += sizeof(ev);
 	}
-out:
-	mutex_unlock(&r->read_lock);
-	return done ? done : err;
+	return done;
+}
+
+/*
+ * One read() at a time moves head, but none waits for events holding the
+ * read lock: a non-blocking read beside a blocking one of the same open
+ * file (the file's flag, or another file description of it) would sleep
+ * until the other's event came.  It may wait behind another's copy, as a
+ * pipe's reader does; EAGAIN means an empty ring.
+ */
+ssize_t hbm_reader_read(struct hbm_reader *r, char __user *buf, size_t len,
+			bool nonblock)
+{
+	size_t done;
+	int err = 0;
+
+	if (len < sizeof(struct hbmguard_event))
+		return -EINVAL;
+	for (;;) {
+		if (!nonblock) {
+			err = wait_event_interruptible(r->wait, !reader_empty(r));
+			if (err)
+				return err;
+		}
+		if (mutex_lock_interruptible(&r->read_lock))
+			return -ERESTARTSYS;
+		done = reader_copy(r, buf, len, &err);
+		mutex_unlock(&r->read_lock);
+		if (done || err)
+			return done ? done : err;
+		if (nonblock)
+			return -EAGAIN;
+		/* another read took them first: wait again */
+	}
 }
 
 __poll_t hbm_reader_poll(struct hbm_reader *r, struct file *file,

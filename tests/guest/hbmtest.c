@@ -822,6 +822,8 @@ static void test_nonblock_beside_blocked(void)
 struct faulting_read {
 	int fd;
 	void *buf;
+	size_t len;		/* 0: one record */
+	pid_t tid;
 	ssize_t n;
 	int err;
 };
@@ -830,9 +832,57 @@ static void *read_into(void *arg)
 {
 	struct faulting_read *r = arg;
 
-	r->n = read(r->fd, r->buf, sizeof(struct hbmguard_event));
+	__atomic_store_n(&r->tid, gettid(), __ATOMIC_RELEASE);
+	r->n = read(r->fd, r->buf, r->len ?: sizeof(struct hbmguard_event));
 	r->err = errno;
 	return NULL;
+}
+
+/*
+ * A non-blocking read while another read of the same open file has its
+ * copy held (a userfaultfd on its buffer): it waits for that copy, as a
+ * pipe's reader does, and takes what is left; EAGAIN would say the ring
+ * empty, and an edge-triggered poller would never hear of the rest.
+ */
+static void test_nonblock_beside_copying(void)
+{
+	int ev_fd = open_dev(O_RDONLY | O_NONBLOCK), uffd;
+	static struct hbmguard_event evs[16];
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	struct faulting_read held = { .fd = ev_fd }, other = { .fd = ev_fd, .buf = evs,
+								 .len = sizeof(evs) };
+	struct uffdio_zeropage zero = { 0 };
+	struct uffd_msg msg;
+	pthread_t th[2];
+
+	CHECK_OK(inject(ctl, 0, HBMGUARD_ERROR_CE, 700 * PAGE, 1));
+	CHECK_OK(inject(ctl, 0, HBMGUARD_ERROR_CE, 701 * PAGE, 1));
+	uffd = syscall(SYS_userfaultfd, O_CLOEXEC);
+	CHECK(uffd >= 0);
+	CHECK_OK(ioctl(uffd, UFFDIO_API, &api));
+	held.buf = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(held.buf != MAP_FAILED);
+	reg.range = (struct uffdio_range){ .start = (uintptr_t)held.buf, .len = PAGE };
+	CHECK_OK(ioctl(uffd, UFFDIO_REGISTER, &reg));
+	pthread_create(&th[0], NULL, read_into, &held);
+	CHECK_EQ(read(uffd, &msg, sizeof(msg)), sizeof(msg));	/* its copy waits */
+	pthread_create(&th[1], NULL, read_into, &other);
+	while (!__atomic_load_n(&other.tid, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	CHECK(sleeps_in(other.tid, "hbm_reader_read"));	/* behind the copy */
+	zero.range = reg.range;
+	CHECK_OK(ioctl(uffd, UFFDIO_ZEROPAGE, &zero));	/* the copy goes on */
+	pthread_join(th[0], NULL);
+	pthread_join(th[1], NULL);
+	CHECK_EQ(held.n, (ssize_t)sizeof(evs[0]));
+	CHECK_EQ(((struct hbmguard_event *)held.buf)->offset, 700 * PAGE);
+	CHECK_EQ(other.n, (ssize_t)sizeof(evs[0]));
+	CHECK_EQ(evs[0].offset, 701 * PAGE);
+	close(uffd);
+	munmap(held.buf, PAGE);
+	CHECK_OK(clear_all(0));
+	close(ev_fd);
 }
 
 /*
@@ -3835,6 +3885,7 @@ static const struct {
 	{ "overflow", test_overflow },
 	{ "nonblock_beside_blocked", test_nonblock_beside_blocked },
 	{ "overflow_copy_fails", test_overflow_copy_fails },
+	{ "nonblock_beside_copying", test_nonblock_beside_copying },
 	{ "rmmod_with_open_file", test_rmmod_with_open_file },
 	{ "destroy_in_use", test_destroy_in_use },
 	{ "concurrent", test_concurrent },
