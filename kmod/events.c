@@ -18,7 +18,9 @@
  * epoll instances: an entry each, bounded only by max_user_watches).  Woken
  * there, one reader's 10^5 entries held every event, the device's errors
  * and every other reader behind them for tens of milliseconds each (a 6.12
- * guest).  Its wake-ups cost only a worker's time now.
+ * guest).  Its wake-ups now hold a worker, no lock of ours (on 6.12 with
+ * interrupts off for the walk, __wake_up_common_lock(): so does waking
+ * any file's queue its opener made as long, a pipe's).
  *
  * A ring is memory an opener makes the kernel hold, so it is charged to the
  * opener's memory cgroup, and each user without CAP_SYS_ADMIN holds at most
