@@ -1385,6 +1385,54 @@ START_TEST(across_nodes_step_skipped_while_pausing)
 }
 END_TEST
 
+/*
+ * Honest steps are never taken for skipped ones: ranks that paused before
+ * etcd's PAUSE came, a step said again, each step after the one done; but
+ * RESUME before the ranks here restored is refused.
+ */
+START_TEST(across_nodes_steps_in_order_taken)
+{
+	struct client *a;
+	struct incident *x;
+
+	setup_across_nodes();
+	a = rank("job", 0, 0x1000, 0);
+	recovery_on_lost_data(d, "dev", 0x1000, 0x1000);
+	x = &d->incidents[0];
+	answer(a, x->info.id, HBM_ANSWER_PAUSED);	/* before etcd's pause */
+	step("r1", CL_PAUSE, 0, "here", "");
+	ck_assert_int_eq(x->cl_done, CL_PAUSE);
+	step("r1", CL_PAUSE, 0, "here", "");		/* again */
+	step("r1", CL_ISOLATE, 0, "here", "");
+	ck_assert_int_eq(x->cl_done, CL_ISOLATE);
+	step("r1", CL_RESTORE, 0, "here", "");
+	step("r1", CL_RESUME, 0, "here", "");		/* the ranks not restored yet */
+	ck_assert_uint_eq(x->info.state, HBM_INCIDENT_ESCALATED);
+	cleanup();
+}
+END_TEST
+
+/* Another node's incident run whole here, a step said again after it was done. */
+START_TEST(across_nodes_remote_steps_taken)
+{
+	struct client *a;
+	struct incident *x;
+
+	setup_across_nodes();
+	a = rank("job", 1, 0x1000, 0);
+	step("r2", CL_PAUSE, 0, "other", "");
+	x = &d->incidents[0];
+	answer(a, x->info.id, HBM_ANSWER_PAUSED);
+	step("r2", CL_ISOLATE, 0, "other", "");
+	step("r2", CL_RESTORE, 0, "other", "");
+	answer(a, x->info.id, HBM_ANSWER_RESTORED);
+	step("r2", CL_RESTORE, 0, "other", "");		/* again, after */
+	step("r2", CL_RESUME, 0, "other", "");
+	ck_assert_uint_eq(x->info.state, HBM_INCIDENT_RESUMED);
+	cleanup();
+}
+END_TEST
+
 /* Another node's incident left open by a daemon that died: escalated, nothing drained. */
 START_TEST(load_another_nodes_incident)
 {
@@ -1571,6 +1619,8 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, across_nodes_not_bypassed);
 	tcase_add_test(tc, across_nodes_step_skipped);
 	tcase_add_test(tc, across_nodes_step_skipped_while_pausing);
+	tcase_add_test(tc, across_nodes_steps_in_order_taken);
+	tcase_add_test(tc, across_nodes_remote_steps_taken);
 	tcase_add_test(tc, job_all_here_is_local);
 	tcase_add_test(tc, load_another_nodes_incident);
 	tcase_add_test(tc, cluster_name_refused);
