@@ -839,6 +839,30 @@ static void *read_into(void *arg)
 }
 
 /*
+ * @r read into a page of its own by thread @th, its copy held there by a
+ * userfaultfd until the caller lets it go (UFFDIO_ZEROPAGE, or the page
+ * unmapped and the fd closed: then it fails).  Return: the userfaultfd.
+ */
+static int read_held(struct faulting_read *r, pthread_t *th)
+{
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	struct uffdio_api api = { .api = UFFD_API };
+	int uffd = syscall(SYS_userfaultfd, O_CLOEXEC);
+	struct uffd_msg msg;
+
+	CHECK(uffd >= 0);
+	CHECK_OK(ioctl(uffd, UFFDIO_API, &api));
+	r->buf = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(r->buf != MAP_FAILED);
+	reg.range = (struct uffdio_range){ .start = (uintptr_t)r->buf, .len = PAGE };
+	CHECK_OK(ioctl(uffd, UFFDIO_REGISTER, &reg));
+	pthread_create(th, NULL, read_into, r);
+	CHECK_EQ(read(uffd, &msg, sizeof(msg)), sizeof(msg));	/* the copy waits */
+	CHECK_EQ(msg.event, UFFD_EVENT_PAGEFAULT);
+	return uffd;
+}
+
+/*
  * A non-blocking read while another read of the same open file has its
  * copy held (a userfaultfd on its buffer): it waits for that copy, as a
  * pipe's reader does, and takes what is left; EAGAIN would say the ring
@@ -848,30 +872,19 @@ static void test_nonblock_beside_copying(void)
 {
 	int ev_fd = open_dev(O_RDONLY | O_NONBLOCK), uffd;
 	static struct hbmguard_event evs[16];
-	struct uffdio_api api = { .api = UFFD_API };
-	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
 	struct faulting_read held = { .fd = ev_fd }, other = { .fd = ev_fd, .buf = evs,
 								 .len = sizeof(evs) };
-	struct uffdio_zeropage zero = { 0 };
-	struct uffd_msg msg;
+	struct uffdio_zeropage zero = { .range.len = PAGE };
 	pthread_t th[2];
 
 	CHECK_OK(inject(ctl, 0, HBMGUARD_ERROR_CE, 700 * PAGE, 1));
 	CHECK_OK(inject(ctl, 0, HBMGUARD_ERROR_CE, 701 * PAGE, 1));
-	uffd = syscall(SYS_userfaultfd, O_CLOEXEC);
-	CHECK(uffd >= 0);
-	CHECK_OK(ioctl(uffd, UFFDIO_API, &api));
-	held.buf = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	CHECK(held.buf != MAP_FAILED);
-	reg.range = (struct uffdio_range){ .start = (uintptr_t)held.buf, .len = PAGE };
-	CHECK_OK(ioctl(uffd, UFFDIO_REGISTER, &reg));
-	pthread_create(&th[0], NULL, read_into, &held);
-	CHECK_EQ(read(uffd, &msg, sizeof(msg)), sizeof(msg));	/* its copy waits */
+	uffd = read_held(&held, &th[0]);
 	pthread_create(&th[1], NULL, read_into, &other);
 	while (!__atomic_load_n(&other.tid, __ATOMIC_ACQUIRE))
 		usleep(1000);
 	CHECK(sleeps_in(other.tid, "hbm_reader_read"));	/* behind the copy */
-	zero.range = reg.range;
+	zero.range.start = (uintptr_t)held.buf;
 	CHECK_OK(ioctl(uffd, UFFDIO_ZEROPAGE, &zero));	/* the copy goes on */
 	pthread_join(th[0], NULL);
 	pthread_join(th[1], NULL);
@@ -895,11 +908,8 @@ static void test_overflow_copy_fails(void)
 {
 	int ev_fd = open_dev(O_RDONLY | O_NONBLOCK), uffd;
 	static struct hbmguard_event evs[4096];
-	struct uffdio_api api = { .api = UFFD_API };
-	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
 	struct faulting_read r = { .fd = ev_fd };
 	struct hbmguard_info info;
-	struct uffd_msg msg;
 	pthread_t th;
 	int i, n, ring;
 
@@ -909,16 +919,7 @@ static void test_overflow_copy_fails(void)
 		CHECK_OK(inject(ctl, 0, HBMGUARD_ERROR_CE, (i % 512) * PAGE, 1));
 	CHECK_EQ(read(ev_fd, evs, ring * sizeof(evs[0])), (ssize_t)(ring * sizeof(evs[0])));
 
-	uffd = syscall(SYS_userfaultfd, O_CLOEXEC);
-	CHECK(uffd >= 0);
-	CHECK_OK(ioctl(uffd, UFFDIO_API, &api));
-	r.buf = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	CHECK(r.buf != MAP_FAILED);
-	reg.range = (struct uffdio_range){ .start = (uintptr_t)r.buf, .len = PAGE };
-	CHECK_OK(ioctl(uffd, UFFDIO_REGISTER, &reg));
-	pthread_create(&th, NULL, read_into, &r);
-	CHECK_EQ(read(uffd, &msg, sizeof(msg)), sizeof(msg));	/* the copy waits */
-	CHECK_EQ(msg.event, UFFD_EVENT_PAGEFAULT);
+	uffd = read_held(&r, &th);
 	CHECK_OK(inject(ctl, 0, HBMGUARD_ERROR_CE, 603 * PAGE, 1));
 	CHECK_OK(munmap(r.buf, PAGE));
 	close(uffd);		/* lets the copy go, to no page: EFAULT */
