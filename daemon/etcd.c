@@ -447,6 +447,7 @@ struct etcd_watch {
 	unsigned int compacted;		/* times begun again, compacted past */
 	unsigned int check_failed;	/* resume checks failed in a row, not told apart */
 	bool up;
+	bool restarted;			/* begun again from now since it was last up */
 	uint64_t backoff;
 	sd_event_source *retry;
 	bool gone;			/* unwatched while dispatching: on etcd's gone */
@@ -539,13 +540,13 @@ static void restart_from_now(struct etcd_watch *w)
 	w->req = NULL;
 	read_end(w);
 	/*
-	 * At once, unless begun again already since a watch was last up: an
-	 * endpoint that keeps saying so (compacted, behind) would have the
+	 * At once, unless begun again so already since the watch was last up:
+	 * an endpoint that keeps saying so (compacted, behind) would have the
 	 * prefix read at its round trip's pace.
 	 */
-	if (w->backoff)
+	if (w->restarted)
 		return watch_later(w);
-	w->backoff = BACKOFF_MIN_US / 2;	/* the next doubles it */
+	w->restarted = true;
 	watch_begin(w);
 }
 
@@ -559,6 +560,7 @@ static void release_held(struct etcd_watch *w)
 	read_end(w);
 	if (w->req) {
 		w->backoff = 0;
+		w->restarted = false;
 		link_set(w, true, NULL);
 	}
 }
