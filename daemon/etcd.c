@@ -544,8 +544,12 @@ static void restart_from_now(struct etcd_watch *w)
 	 * an endpoint that keeps saying so (compacted, behind) would have the
 	 * prefix read at its round trip's pace.
 	 */
-	if (w->restarted)
-		return watch_later(w);
+	if (w->restarted) {
+		watch_later(w);
+		fprintf(stderr, "<4>hbmguardd: etcd: %s read again before the last read of it was in: again in %" PRIu64 " ms\n",
+			w->prefix, w->backoff / 1000);
+		return;
+	}
 	w->restarted = true;
 	watch_begin(w);
 }
