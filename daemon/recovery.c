@@ -1344,9 +1344,10 @@ static void cluster_step(void *arg, const struct cl_action *a)
 	 * another's), and taken here it would resume ranks never restored.
 	 */
 	if (a->step != CL_ABORT && (int)a->step > x->cl_done + 1) {
-		escalate_here(d, x, "a step asked before this node did the one before it",
-			      NOT_THE_NODE);
-		cluster_fail(d->cluster, a->job, "a step asked before this node did the one before it");
+		static const char skipped[] = "a step asked before this node did the one before it";
+
+		escalate_here(d, x, skipped, NOT_THE_NODE);
+		cluster_fail(d->cluster, a->job, skipped);
 		return;
 	}
 	snprintf(x->cluster_id, sizeof(x->cluster_id), "%s", a->id);

@@ -262,9 +262,10 @@ static bool reader_empty(struct hbm_reader *r)
  * Records into @buf, one at a time: copy_to_user() may fault, never under
  * the lock.  Caught up with a loss owed, its OVERFLOW goes into the empty
  * ring, at the place of the loss: a copy that faults leaves it there,
- * before whatever comes after.  Read lock held.
+ * before whatever comes after.  Read lock held.  Return: the bytes copied,
+ * 0 for an empty ring, or -EFAULT when not even the first could be.
  */
-static size_t reader_copy(struct hbm_reader *r, char __user *buf, size_t len, int *err)
+static ssize_t reader_copy(struct hbm_reader *r, char __user *buf, size_t len)
 {
 	struct hbmguard_event ev;
 	size_t done = 0;
@@ -280,10 +281,8 @@ static size_t reader_copy(struct hbm_reader *r, char __user *buf, size_t len, in
 		ev = r->ring[r->head % hbm_event_ring];
 		spin_unlock(&r->lock);
 
-		if (copy_to_user(buf + done, &ev, sizeof(ev))) {
-			*err = -EFAULT;
-			break;
-		}
+		if (copy_to_user(buf + done, &ev, sizeof(ev)))
+			return done ?: -EFAULT;
 		spin_lock(&r->lock);
 		r->head++;
 		spin_unlock(&r->lock);
@@ -302,8 +301,8 @@ static size_t reader_copy(struct hbm_reader *r, char __user *buf, size_t len, in
 ssize_t hbm_reader_read(struct hbm_reader *r, char __user *buf, size_t len,
 			bool nonblock)
 {
-	size_t done;
-	int err = 0;
+	ssize_t done;
+	int err;
 
 	if (len < sizeof(struct hbmguard_event))
 		return -EINVAL;
@@ -315,10 +314,10 @@ ssize_t hbm_reader_read(struct hbm_reader *r, char __user *buf, size_t len,
 		}
 		if (mutex_lock_interruptible(&r->read_lock))
 			return -ERESTARTSYS;
-		done = reader_copy(r, buf, len, &err);
+		done = reader_copy(r, buf, len);
 		mutex_unlock(&r->read_lock);
-		if (done || err)
-			return done ? done : err;
+		if (done)
+			return done;
 		if (nonblock)
 			return -EAGAIN;
 		/* another read took them first: wait again */

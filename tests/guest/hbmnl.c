@@ -1627,16 +1627,16 @@ static int cmd_load_race(char **argv)
 #define HOLD_COMMAND	"/sys/module/hbmguard/parameters/hold_command"
 #define COMMAND_HELD	"/sys/module/hbmguard/parameters/command_held"
 
-/* @value written to the module parameter at @path; false, said why, if not. */
-static bool param_written(const char *path, int value)
+/* The debug build's hold_command set to @cmd (0: none); false, said why, if not. */
+static bool hold_command(int cmd)
 {
-	FILE *f = fopen(path, "w");
-	bool ok = f && fprintf(f, "%d\n", value) > 0;
+	FILE *f = fopen(HOLD_COMMAND, "w");
+	bool ok = f && fprintf(f, "%d\n", cmd) > 0;
 
 	if (f && fclose(f))
 		ok = false;
 	if (!ok)
-		printf("FAIL: %s: %s\n", path, strerror(errno));
+		printf("FAIL: %s: %s\n", HOLD_COMMAND, strerror(errno));
 	return ok;
 }
 
@@ -1665,7 +1665,7 @@ static int cmd_parallel(void)
 	struct nl_msg *msg;
 	pid_t pid;
 
-	if (!param_written(HOLD_COMMAND, HBMGUARD_CMD_STATS_GET))
+	if (!hold_command(HBMGUARD_CMD_STATS_GET))
 		return 1;
 	pid = fork();
 	if (pid < 0)
@@ -1688,7 +1688,7 @@ static int cmd_parallel(void)
 		if (!command_held())
 			FAIL("answered only once the held command was let go");
 	}
-	param_written(HOLD_COMMAND, 0);
+	hold_command(0);
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
 		FAIL("the held STATS_GET got no answer");
 	nl_socket_free(other);
