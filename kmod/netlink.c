@@ -28,7 +28,12 @@
  * and every request behind it for that (a module load, which any user's
  * nlctrl lookup of a family not loaded may start: ctrl_getfamily()'s
  * request_module()); and our own unregistration waits for the commands
- * in flight, which unload relies on.
+ * in flight, which unload relies on.  That is the kernel's own practice:
+ * devlink, parallel_ops too, runs a flash update, minutes long, inside its
+ * command (devlink_nl_flash_update_doit(), net/devlink/dev.c, 6.12).  A
+ * claim is one command per range, at the daemon's start; answering it by
+ * event from a worker instead would spare that wait at the price of a
+ * second protocol for one command.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
