@@ -1023,14 +1023,16 @@ int hbm_device_driver_health(struct hbm_device *dev, u32 health)
 /**
  * hbm_device_error() - a device-level error without an address (an Xid)
  * @dev: the device
- * @code: what the driver called it
+ * @code: what the driver called it, an NVIDIA Xid: one that lost data has
+ *	room in the queue that correctable errors cannot take
  * @path: enum hbmguard_path it came by
  *
  * Callable from any context but NMI: queued, as reports are (intake.c).
  */
 void hbm_device_error(struct hbm_device *dev, u32 code, u32 path)
 {
-	hbm_report_async(dev, code, HBM_INTAKE_DEVICE_ERROR, 1, path);
+	hbm_report_async(dev, code, hbm_xid_loses_data(code) ? HBM_INTAKE_DATA_LOST :
+			 HBM_INTAKE_DEVICE_ERROR, 1, path);
 }
 
 /* The DEVICE_ERROR event of a queued device error; process context. */

@@ -173,8 +173,13 @@ __poll_t hbm_reader_poll(struct hbm_reader *r, struct file *file,
 			 struct poll_table_struct *pt);
 extern unsigned int hbm_event_ring;
 
-/* intake.c; a queued report of this kind is a device error, its code in offset */
+/*
+ * intake.c; a queued report of these kinds is a device error, its code in
+ * offset: one that lost data (hbm_xid_loses_data()) is never crowded out
+ * by correctable errors
+ */
 #define HBM_INTAKE_DEVICE_ERROR	0
+#define HBM_INTAKE_DATA_LOST	__HBMGUARD_ERROR_MAX
 int hbm_report_async(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 		     u32 path);
 void hbm_intake_flush(void);
@@ -208,6 +213,7 @@ extern bool hbm_edac_on;
 extern char *hbm_xid_module;
 int hbm_nvidia_init(void);
 void hbm_nvidia_exit(void);
+bool hbm_xid_loses_data(u32 xid);
 
 /* map.c */
 struct vm_area_struct;

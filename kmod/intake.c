@@ -14,43 +14,49 @@
  * A failing row makes thousands of correctable errors a second on the same
  * few pages, and a failing stack or channel errs on many thousands of
  * pages.  Every one of them counts toward its page's threshold: a CE lost
- * is an undercount that can keep a failing page in service.  So correctable
- * errors are coalesced per page: a table of pending counts keyed by device
- * and page, where a repeat only adds to a count.  It holds
- * HBM_CE_PAGES_MAX (10^5) distinct pages at once without loss however
- * slowly the worker drains it, and the worker takes a page's whole count
- * at once (the policy then keeps a bucket for as many pages per device
- * without loss: policy.c).  The table is module-wide, allocated once at
- * load: what bounds the pending pages is how fast errors come, not how
- * many devices there are, and a table per device (up to
- * HBMGUARD_MAX_DEVICES) sized for a storm would cost 256 times the memory
- * to hold the same storm.
+ * is an undercount that can keep a failing page in service.  So errors at
+ * an address are coalesced per page: a table of pending counts keyed by
+ * device, page, kind and path, where a repeat only adds to a count.  It
+ * holds HBM_CE_PAGES_MAX (10^5) distinct pages of correctable errors at
+ * once without loss however slowly the worker drains it, and the worker
+ * takes a page's whole count at once (the policy then keeps a bucket for
+ * as many pages per device without loss: policy.c).  Uncorrectable errors
+ * and poison coalesce in the same table, up to HBM_UE_PAGES_MAX (16384)
+ * pages of their own that correctable ones never take: a driver replaying
+ * its list of bad pages, or a failing stack, reports thousands at once,
+ * faster than the worker retires them, and a queue of single reports
+ * would drop the rest.  The worker takes them before correctable errors.
+ * The table is module-wide, allocated once at load: what bounds the
+ * pending pages is how fast errors come, not how many devices there are,
+ * and a table per device (up to HBMGUARD_MAX_DEVICES) sized for a storm
+ * would cost 256 times the memory to hold the same storm.
  *
- * The table is open-addressed with linear probing over HBM_CE_SLOTS slots of
- * 16 bytes and a bit each (3 MiB and 24 KiB, kvmalloc'd at load), about
- * half full at most (10^5 of 196608, a load of 0.51): a probe then looks
- * at 2.6 slots on average for a new page, 1.5 for a repeat, and the longest
- * runs stay in the tens of slots, which bounds the time a reporter holds
- * the lock with interrupts off.  Entries leave by backward shift, never by
- * tombstone, so the table does not decay under churn.  A slot's count is 24
- * bits: a repeat that would overflow it is not merged but queued as a
- * report of its own, like a CE that finds the table full.
+ * The table is open-addressed with linear probing over HBM_PENDING_SLOTS
+ * slots of 16 bytes and a bit per slot and class (3 MiB and 48 KiB,
+ * kvmalloc'd at load), 0.59 full at most (116384 of 196608): a probe then
+ * looks at 3.5 slots on average for a new page, 1.7 for a repeat, and the
+ * longest runs stay in the tens of slots, which bounds the time a reporter
+ * holds the lock with interrupts off.  Entries leave by backward shift,
+ * never by tombstone, so the table does not decay under churn.  A slot's
+ * count is 24 bits: a repeat that would overflow it is not merged but
+ * queued as a report of its own, like an error that finds its class full.
  *
- * Everything else, and CEs beyond the table, goes into a ring of
- * HBM_INTAKE_SLOTS reports, of which CEs and device errors may use all but
- * the last HBM_UE_RESERVE: a storm of correctable errors never costs an
- * uncorrectable one.  What does not fit is dropped and counted, per intake
- * path (HBMGUARD_CMD_STATS_GET: reports) and per device (errors: the
- * device's HBMGUARD_A_ERRORS_DROPPED, GET_DEVICE's errors_dropped), as are
- * reports the worker could not apply.
+ * Device errors, and errors beyond the table, go into a ring of
+ * HBM_INTAKE_SLOTS reports, of which correctable errors and device errors
+ * that lost no data may use all but the last HBM_UE_RESERVE: a storm of
+ * correctable errors never costs an uncorrectable one, nor an Xid that
+ * lost data.  What does not fit is dropped and counted, per intake path
+ * (HBMGUARD_CMD_STATS_GET: reports) and per device (errors: the device's
+ * HBMGUARD_A_ERRORS_DROPPED, GET_DEVICE's errors_dropped), as are reports
+ * the worker could not apply.
  *
  * The worker takes batches of HBM_BATCH (half from the ring, the rest from
- * the table, so neither starves the other), sweeping the table in slot
- * order from where it stopped: a page added behind the sweep waits at most
- * one turn.  The slots' bits find the next one in a word a time, so that a
- * sparse table costs a reporter waiting on the lock little (a whole turn is
- * 3072 words).  The lock is dropped and cond_resched() called between
- * batches.
+ * the table, its uncorrectable errors first, so that nothing starves),
+ * sweeping each class of the table in slot order from where it stopped: a
+ * page added behind a sweep waits at most one turn.  The slots' bits find
+ * the next one in a word a time, so that a sparse table costs a reporter
+ * waiting on the lock little (a whole turn is 3072 words).  The lock is
+ * dropped and cond_resched() called between batches.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -63,8 +69,9 @@
 #define HBM_INTAKE_SLOTS	4096
 #define HBM_UE_RESERVE		256
 #define HBM_CE_PAGES_MAX	100000
-#define HBM_CE_SLOTS		(3 << 16)
-#define HBM_CE_COUNT_MAX	((1U << 24) - 1)
+#define HBM_UE_PAGES_MAX	16384
+#define HBM_PENDING_SLOTS	(3 << 16)
+#define HBM_COUNT_MAX		((1U << 24) - 1)
 #define HBM_BATCH		32
 
 struct hbm_report {
@@ -75,18 +82,29 @@ struct hbm_report {
 	u32 path;
 };
 
-/* Correctable errors pending on one page. */
-struct hbm_ce_slot {
+/* Errors of one kind pending on one page. */
+struct hbm_pending {
 	struct hbm_device *dev;		/* holds a reference; NULL: free */
 	u32 page;
 	u32 count : 24;
-	u32 path : 8;
+	u32 path : 4;
+	u32 kind : 4;
 };
 
+/* The table's entries of one class: uncorrectable (UE, poison), or CE. */
+struct hbm_pending_class {
+	unsigned long *used;	/* a bit per slot holding one: the sweep's index */
+	u32 nr, max, sweep;
+};
+
+enum { CLASS_UE, CLASS_CE, NR_CLASSES };
+
 static struct hbm_report hbm_intake[HBM_INTAKE_SLOTS];
-static struct hbm_ce_slot *hbm_ce;	/* HBM_CE_SLOTS */
-static unsigned long *hbm_ce_used;	/* a bit per slot: the sweep's index */
-static u32 hbm_ce_nr, hbm_ce_sweep;
+static struct hbm_pending *hbm_pending;	/* HBM_PENDING_SLOTS */
+static struct hbm_pending_class hbm_class[NR_CLASSES] = {
+	[CLASS_UE] = { .max = HBM_UE_PAGES_MAX },
+	[CLASS_CE] = { .max = HBM_CE_PAGES_MAX },
+};
 static u32 hbm_intake_head, hbm_intake_tail;	/* free-running */
 static DEFINE_SPINLOCK(hbm_intake_lock);
 static atomic64_t hbm_received[__HBMGUARD_PATH_MAX];
@@ -115,41 +133,58 @@ static void intake_dropped(struct hbm_device *dev, u32 path, u32 count)
 	atomic64_add(count, &dev->errors_dropped);
 }
 
-static u32 ce_home(const struct hbm_device *dev, u32 page)
+static bool is_device_error(u32 kind)
+{
+	return kind == HBM_INTAKE_DEVICE_ERROR || kind == HBM_INTAKE_DATA_LOST;
+}
+
+static struct hbm_pending_class *class_of(u32 kind)
+{
+	return &hbm_class[kind == HBMGUARD_ERROR_CE ? CLASS_CE : CLASS_UE];
+}
+
+static bool intake_idle(void)
+{
+	return !hbm_class[CLASS_UE].nr && !hbm_class[CLASS_CE].nr &&
+	       hbm_intake_head == hbm_intake_tail;
+}
+
+static u32 pending_home(const struct hbm_device *dev, u32 page)
 {
 	u64 key = (unsigned long)dev ^ ((u64)page << 32 | page);
 
-	return reciprocal_scale(hash_64(key, 32), HBM_CE_SLOTS);
+	return reciprocal_scale(hash_64(key, 32), HBM_PENDING_SLOTS);
 }
 
-static u32 ce_next(u32 i)
+static u32 pending_next(u32 i)
 {
-	return i + 1 == HBM_CE_SLOTS ? 0 : i + 1;
+	return i + 1 == HBM_PENDING_SLOTS ? 0 : i + 1;
 }
 
-/* Add correctable errors to a page's pending count; false when they do not fit. */
-static bool ce_add(struct hbm_device *dev, u32 page, u32 count, u32 path)
+/* Add errors to a page's pending count; false when they do not fit. */
+static bool pending_add(struct hbm_device *dev, u32 page, u32 kind, u32 count, u32 path)
 {
+	struct hbm_pending_class *c = class_of(kind);
 	u32 i;
 
-	for (i = ce_home(dev, page); hbm_ce[i].dev; i = ce_next(i)) {
-		struct hbm_ce_slot *s = &hbm_ce[i];
+	for (i = pending_home(dev, page); hbm_pending[i].dev; i = pending_next(i)) {
+		struct hbm_pending *s = &hbm_pending[i];
 
-		if (s->dev != dev || s->page != page || s->path != path)
+		if (s->dev != dev || s->page != page || s->kind != kind || s->path != path)
 			continue;
-		if (count > HBM_CE_COUNT_MAX - s->count)
+		if (count > HBM_COUNT_MAX - s->count)
 			return false;	/* queued on its own instead */
 		s->count += count;
 		return true;
 	}
-	if (hbm_ce_nr == HBM_CE_PAGES_MAX)
+	if (c->nr == c->max)
 		return false;
 	kref_get(&dev->ref);
-	hbm_ce[i] = (struct hbm_ce_slot){
-		.dev = dev, .page = page, .count = count, .path = path,
+	hbm_pending[i] = (struct hbm_pending){
+		.dev = dev, .page = page, .count = count, .path = path, .kind = kind,
 	};
-	__set_bit(i, hbm_ce_used);
-	hbm_ce_nr++;
+	__set_bit(i, c->used);
+	c->nr++;
 	return true;
 }
 
@@ -157,33 +192,40 @@ static bool ce_add(struct hbm_device *dev, u32 page, u32 count, u32 path)
  * Empty slot @i, moving back into it each later entry of its run that may
  * live there, so that no probe stops short of an entry (no tombstones).
  */
-static void ce_remove(u32 i)
+static void pending_remove(u32 i)
 {
+	struct hbm_pending_class *c = class_of(hbm_pending[i].kind);
 	u32 j = i;
 
+	__clear_bit(i, c->used);
+	c->nr--;
 	for (;;) {
+		struct hbm_pending *s;
 		u32 home;
 
-		j = ce_next(j);
-		if (!hbm_ce[j].dev)
+		j = pending_next(j);
+		s = &hbm_pending[j];
+		if (!s->dev)
 			break;
-		home = ce_home(hbm_ce[j].dev, hbm_ce[j].page);
+		home = pending_home(s->dev, s->page);
 		/* Stays when its home lies cyclically in (i, j]. */
 		if (i <= j ? i < home && home <= j : i < home || home <= j)
 			continue;
-		hbm_ce[i] = hbm_ce[j];
+		c = class_of(s->kind);
+		__clear_bit(j, c->used);
+		__set_bit(i, c->used);
+		hbm_pending[i] = *s;
 		i = j;
 	}
-	hbm_ce[i].dev = NULL;
-	__clear_bit(i, hbm_ce_used);
-	hbm_ce_nr--;
+	hbm_pending[i].dev = NULL;
 }
 
 /**
  * hbm_report_async() - queue an error for a device, from any context but NMI
  * @dev: the device; the queue takes its own reference
  * @offset: byte offset in the device
- * @kind: enum hbmguard_error_kind, or HBM_INTAKE_DEVICE_ERROR (@offset: code)
+ * @kind: enum hbmguard_error_kind, or HBM_INTAKE_DEVICE_ERROR or
+ *	HBM_INTAKE_DATA_LOST (@offset: the device error's code)
  * @count: errors, 1..65535
  * @path: enum hbmguard_path it came by
  *
@@ -193,21 +235,21 @@ static void ce_remove(u32 i)
 int hbm_report_async(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 		     u32 path)
 {
-	bool reserved = kind == HBMGUARD_ERROR_UE || kind == HBMGUARD_ERROR_POISON;
+	bool reserved = kind != HBMGUARD_ERROR_CE && kind != HBM_INTAKE_DEVICE_ERROR;
 	u32 limit = reserved ? HBM_INTAKE_SLOTS : HBM_INTAKE_SLOTS - HBM_UE_RESERVE;
 	unsigned long flags;
 	bool was_empty;
 
-	if (kind != HBM_INTAKE_DEVICE_ERROR && offset >= dev->hbm_size) {
+	if (!is_device_error(kind) && offset >= dev->hbm_size) {
 		hbm_path_count(path, false);
 		intake_dropped(dev, path, count);
 		return -ERANGE;
 	}
 	spin_lock_irqsave(&hbm_intake_lock, flags);
 	WRITE_ONCE(hbm_queued[path], hbm_queued[path] + 1);
-	was_empty = !hbm_ce_nr && hbm_intake_head == hbm_intake_tail;
-	if (kind == HBMGUARD_ERROR_CE &&
-	    ce_add(dev, offset >> dev->page_shift, count, path))
+	was_empty = intake_idle();
+	if (!is_device_error(kind) &&
+	    pending_add(dev, offset >> dev->page_shift, kind, count, path))
 		goto queued;
 	if (hbm_intake_tail - hbm_intake_head >= limit) {
 		spin_unlock_irqrestore(&hbm_intake_lock, flags);
@@ -237,29 +279,37 @@ static u32 ring_take(struct hbm_report *batch, u32 n, u32 max)
 	return n;
 }
 
+/* Pending pages of class @c from where its last sweep stopped, up to @max in all. */
+static u32 pending_take(struct hbm_pending_class *c, struct hbm_report *batch, u32 n,
+			u32 max)
+{
+	while (n < max && c->nr) {
+		struct hbm_pending *s;
+
+		c->sweep = find_next_bit(c->used, HBM_PENDING_SLOTS, c->sweep);
+		if (c->sweep == HBM_PENDING_SLOTS)
+			c->sweep = find_first_bit(c->used, HBM_PENDING_SLOTS);
+		s = &hbm_pending[c->sweep];
+		batch[n++] = (struct hbm_report){
+			.dev = s->dev, .offset = (u64)s->page << s->dev->page_shift,
+			.kind = s->kind, .count = s->count, .path = s->path,
+		};
+		/* What moves into the slot is looked at next: the sweep stays. */
+		pending_remove(c->sweep);
+	}
+	return n;
+}
+
 /*
- * Up to @max reports: half of them from the ring, then pending pages from
- * where the last sweep stopped, then the ring again; lock held.
+ * Up to @max reports: half of them from the ring, then pending pages, their
+ * uncorrectable errors first, then the ring again; lock held.
  */
 static u32 intake_take(struct hbm_report *batch, u32 max)
 {
 	u32 n = ring_take(batch, 0, max / 2);
 
-	while (n < max && hbm_ce_nr) {
-		struct hbm_ce_slot *s;
-
-		hbm_ce_sweep = find_next_bit(hbm_ce_used, HBM_CE_SLOTS, hbm_ce_sweep);
-		if (hbm_ce_sweep == HBM_CE_SLOTS)
-			hbm_ce_sweep = find_first_bit(hbm_ce_used, HBM_CE_SLOTS);
-		s = &hbm_ce[hbm_ce_sweep];
-		batch[n++] = (struct hbm_report){
-			.dev = s->dev, .offset = (u64)s->page << s->dev->page_shift,
-			.kind = HBMGUARD_ERROR_CE, .count = s->count,
-			.path = s->path,
-		};
-		/* What moves into the slot is looked at next: the sweep stays. */
-		ce_remove(hbm_ce_sweep);
-	}
+	n = pending_take(&hbm_class[CLASS_UE], batch, n, max);
+	n = pending_take(&hbm_class[CLASS_CE], batch, n, max);
 	return ring_take(batch, n, max);
 }
 
@@ -269,7 +319,7 @@ static bool intake_empty(void)
 	bool empty;
 
 	spin_lock_irqsave(&hbm_intake_lock, flags);
-	empty = !hbm_ce_nr && hbm_intake_head == hbm_intake_tail;
+	empty = intake_idle();
 	spin_unlock_irqrestore(&hbm_intake_lock, flags);
 	return empty;
 }
@@ -279,7 +329,7 @@ static void intake_apply(struct hbm_report *r)
 {
 	u32 left = r->count;
 
-	if (r->kind == HBM_INTAKE_DEVICE_ERROR) {
+	if (is_device_error(r->kind)) {
 		hbm_device_error_event(r->dev, r->offset, r->path);
 		return;
 	}
@@ -322,31 +372,34 @@ void hbm_intake_flush(void)
 }
 
 /**
- * hbm_intake_init() - allocate the table of pending correctable errors
+ * hbm_intake_init() - allocate the table of pending errors
  *
  * Return: 0 or -ENOMEM.
  */
 int hbm_intake_init(void)
 {
-	size_t table = HBM_CE_SLOTS * sizeof(*hbm_ce);
-	size_t map = BITS_TO_LONGS(HBM_CE_SLOTS) * sizeof(long);
+	size_t table = HBM_PENDING_SLOTS * sizeof(*hbm_pending);
+	size_t map = BITS_TO_LONGS(HBM_PENDING_SLOTS) * sizeof(long);
 
 	/* The memory and the load factor the top of this file states. */
-	BUILD_BUG_ON(sizeof(struct hbm_ce_slot) != 16);
-	BUILD_BUG_ON(100ULL * HBM_CE_PAGES_MAX > 52ULL * HBM_CE_SLOTS);
-	hbm_ce = hbm_zalloc(table + map);
-	if (!hbm_ce)
+	BUILD_BUG_ON(sizeof(struct hbm_pending) != 16);
+	BUILD_BUG_ON(__HBMGUARD_PATH_MAX > 16 || __HBMGUARD_ERROR_MAX > 16);
+	BUILD_BUG_ON(100ULL * (HBM_CE_PAGES_MAX + HBM_UE_PAGES_MAX) >
+		     60ULL * HBM_PENDING_SLOTS);
+	hbm_pending = hbm_zalloc(table + NR_CLASSES * map);
+	if (!hbm_pending)
 		return -ENOMEM;
-	hbm_ce_used = (unsigned long *)(hbm_ce + HBM_CE_SLOTS);
-	pr_info("intake: %zu bytes for %u pending pages and %u reports\n",
-		table + map + sizeof(hbm_intake), HBM_CE_PAGES_MAX,
-		HBM_INTAKE_SLOTS);
+	hbm_class[CLASS_UE].used = (unsigned long *)(hbm_pending + HBM_PENDING_SLOTS);
+	hbm_class[CLASS_CE].used = (void *)hbm_class[CLASS_UE].used + map;
+	pr_info("intake: %zu bytes for %u pages of correctable errors, %u of others, and %u reports\n",
+		table + NR_CLASSES * map + sizeof(hbm_intake), HBM_CE_PAGES_MAX,
+		HBM_UE_PAGES_MAX, HBM_INTAKE_SLOTS);
 	return 0;
 }
 
 /* After every reporter is gone and the queue is flushed. */
 void hbm_intake_exit(void)
 {
-	hbm_free(hbm_ce);
-	hbm_ce = NULL;
+	hbm_free(hbm_pending);
+	hbm_pending = NULL;
 }

@@ -73,8 +73,15 @@ static bool xid_is_hbm(u32 xid)
 	       xid == 168 || xid == 171;
 }
 
-/* Those that lose data: daemon/nvlog.c's xid_hbm[] entries with lost_data. */
-static bool xid_loses_data(u32 xid)
+/**
+ * hbm_xid_loses_data() - whether an Xid says the GPU lost data
+ * @xid: the Xid
+ *
+ * Those of daemon/nvlog.c's xid_hbm[] entries with lost_data.
+ *
+ * Return: true for 48, 94, 95, 140 and 171.
+ */
+bool hbm_xid_loses_data(u32 xid)
 {
 	return xid == 48 || xid == 94 || xid == 95 || xid == 140 || xid == 171;
 }
@@ -87,7 +94,7 @@ static bool xid_loses_data(u32 xid)
  */
 static u32 xid_room(u32 xid)
 {
-	if (xid_loses_data(xid))
+	if (hbm_xid_loses_data(xid))
 		return XID_RING;
 	return xid == 92 ? XID_RING / 2 : XID_RING - XID_RING / 4;
 }

@@ -68,9 +68,10 @@ EXPORT_SYMBOL_GPL(hbmguard_unregister_device);
  * toward the page's threshold.
  *
  * Return: 0; -EINVAL for a bad @kind or @count; -ERANGE for an @offset
- * beyond the device; -ENOSPC when the queue was full (correctable errors
- * only, in practice, and only with more than 10^5 pages pending at once:
- * they coalesce per page, and uncorrectable ones have slots of their own).
+ * beyond the device; -ENOSPC when the queue was full: errors coalesce per
+ * page and kind, and the queue holds 10^5 pages of correctable errors and
+ * 16384 of uncorrectable ones pending at once across every device, then
+ * 4096 reports more (of which correctable ones never take the last 256).
  * Errors refused for -ERANGE or -ENOSPC count in the device's
  * errors_dropped.
  */
@@ -90,8 +91,9 @@ EXPORT_SYMBOL_GPL(hbmguard_report_error);
  *
  * Any context but NMI (PREEMPT_RT: see the top of this file).  Queued; a
  * worker makes the DEVICE_ERROR event.  The table does not change, there
- * being no address.  One dropped for want of room counts in the device's
- * errors_dropped.
+ * being no address.  An Xid that lost data (48, 94, 95, 140, 171) has room
+ * that correctable errors cannot take, as uncorrectable ones do.  One
+ * dropped for want of room counts in the device's errors_dropped.
  */
 void hbmguard_report_device_error(struct hbm_device *dev, u32 code)
 {

@@ -38,7 +38,7 @@ check "UE from under a spinlock" 'echo "report ue 0x2000 1 spinlock" >$prov'
 check "poison from a timer" 'echo "report poison 0x3000 1 timer" >$prov'
 wait
 check "provider: three errors, three pages" '[ "$(grep -c "^event type=1 .* aux=1$" /tmp/prov.events)" = 3 ] && [ "$(grep -c "^event type=2 " /tmp/prov.events)" = 3 ]'
-eventually "provider: pages retired" '[ "$(hbmctl pages gpu0 | grep -c retired)" = 3 ]'
+eventually "provider: pages retired" 'hbmctl pages gpu0 | awk '\''$4 == "retired" { n += $2 } END { exit n != 3 }'\'
 check "provider: bad kind refused" '! echo "report frob 0x1000 1 process" >$prov 2>/dev/null'
 check "provider: CE count refused above 65535" '! echo "report ce 0x1000 70000 process" >$prov 2>/dev/null'
 check "provider: no CE dropped yet" 'hbmnl devices | grep -q "^device 0 gpu0 .* dropped=0 "'
@@ -114,14 +114,22 @@ check "storm: each UE retired its page" 'awk '\''
 # unless the worker took it between, and none of them may be lost.
 check "storm: 19660500 CEs on one page" 'echo "storm 1 300 2 0 65535" >$prov'
 eventually "storm: all counted" 'hbmnl devices | grep -q "^device $sid storm .* dropped=0 .* ce=$((pages * 3 + 19660500)) ue=64 "' 60
+# A burst of 12000 UEs on as many pages, faster than the worker retires
+# them (a driver replaying its bad pages, a failing stack): the queue's
+# 4096 reports would drop a third of them; they coalesce per page instead,
+# 16384 pages of them at once, and none is lost.
+check "storm: a burst of 12000 UEs" 'echo "storm 12000 1 2 12000 1" >$prov'
+check "storm: the queue took every UE of the burst" 'dmesg | grep -q "storm 12000 pages x 1 rounds of 1 CEs in [0-9]* ns: 12000 CEs taken of 12000, 12000 UEs taken of 12000$"'
+eventually "storm: the table counted every UE of the burst" 'hbmnl devices | grep -q "^device $sid storm .* dropped=0 .* ce=$((pages * 3 + 19660500 + 12000)) ue=$((64 + 12000)) "' 300
 # Beyond 10^5 pages pending some may be dropped: counted on the device, and
-# exactly what the reporter was refused.  Not on the debug kernel, where the
+# exactly what the reporter was refused, the Xid 48 at the storm's end never
+# (an Xid that lost data has room that correctable errors cannot take).  Not on the debug kernel, where the
 # 10^5 pages that do enter the table take minutes; both other kernels run it.
 if [ "${HBM_DEBUG_KERNEL:-}" != 1 ]; then
 	check "storm over 200000 pages" 'echo "storm 200000 1 2 16 1" >$prov'
 	taken=$(dmesg | sed -n 's/.*storm 200000 pages x 1 rounds of 1 CEs in [0-9]* ns: \([0-9]*\) CEs taken of 200000, 16 UEs taken of 16$/\1/p')
 	echo "# storm over 200000 pages: $((200000 - ${taken:-0})) CEs dropped"
-	eventually "storm: dropped is what was refused, the rest counted" '[ -n "$taken" ] && hbmnl devices | grep -q "^device $sid storm .* dropped=$((200000 - taken)) forgotten=0 .* ce=$((pages * 3 + 19660500 + taken)) ue=80 "' 300
+	eventually "storm: dropped is what was refused, the rest counted" '[ -n "$taken" ] && hbmnl devices | grep -q "^device $sid storm .* dropped=$((200000 - taken)) forgotten=0 .* ce=$((pages * 3 + 19660500 + 12000 + taken)) ue=$((64 + 12000 + 16)) "' 300
 	check "storm: GET_DEVICE and hbmctl say so" 'hbmctl --json devices | grep -q "\"name\":\"storm\".*\"errors_dropped\":$((200000 - taken)),\"ce_forgotten\":0}" &&
 		hbmctl devices | grep -q "^$sid *storm .* $((200000 - taken))$"'
 fi

@@ -13,7 +13,9 @@
  *                              ROUNDS rounds of one report of COUNT CEs on
  *                              each of PAGES pages (page STRIDE * i), from
  *                              atomic context, with UES UEs spread through
- *                              them (page STRIDE * j + 1)
+ *                              them (page STRIDE * j + 1), and then,
+ *                              with UES, Xid 48 (a device error that lost
+ *                              data)
  *   echo "mc_event ce|ue PHYS COUNT" > ctl   fire ras:mc_event as EDAC does
  *   echo "xid CODE" > ctl      a device-level error
  *   echo unregister > ctl
@@ -175,6 +177,13 @@ static int do_storm(u32 pages, u32 rounds, u32 stride, u32 ues, u32 count)
 							   HBMGUARD_ERROR_UE, 1);
 		}
 		cond_resched();
+	}
+	if (ues) {	/* at the storm's end: its queue as full as it gets */
+		unsigned long flags;
+
+		spin_lock_irqsave(&lock, flags);
+		hbmguard_report_device_error(dev, 48);
+		spin_unlock_irqrestore(&lock, flags);
 	}
 	ns = ktime_to_ns(ktime_sub(ktime_get(), t0));
 	pr_info("hbm_test_provider: storm %u pages x %u rounds of %u CEs in %lld ns: %llu CEs taken of %llu, %u UEs taken of %u\n",
