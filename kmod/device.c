@@ -31,11 +31,12 @@ static LIST_HEAD(hbm_dying);
 
 /*
  * Range devices by physical address, for the RAS paths.  Apart from the
- * registry because those look up from any context: an IRQ-safe lock.
+ * registry because those look up from any context: an IRQ-safe lock, raw
+ * for PREEMPT_RT's sake (intake.c), held for a walk of 256 at most.
  */
 static struct hbm_device *hbm_ranges[HBMGUARD_MAX_DEVICES];
 static unsigned int hbm_nr_ranges;
-static DEFINE_SPINLOCK(hbm_ranges_lock);
+static DEFINE_RAW_SPINLOCK(hbm_ranges_lock);
 static DEFINE_MUTEX(hbm_registry_lock);	/* create/destroy: unique names */
 /*
  * Range devices registered one at a time, a claim from its clash check to
@@ -234,9 +235,9 @@ static void ranges_add(struct hbm_device *dev)
 {
 	unsigned long flags;
 
-	spin_lock_irqsave(&hbm_ranges_lock, flags);
+	raw_spin_lock_irqsave(&hbm_ranges_lock, flags);
 	hbm_ranges[hbm_nr_ranges++] = dev;
-	spin_unlock_irqrestore(&hbm_ranges_lock, flags);
+	raw_spin_unlock_irqrestore(&hbm_ranges_lock, flags);
 }
 
 static void ranges_remove(struct hbm_device *dev)
@@ -244,11 +245,11 @@ static void ranges_remove(struct hbm_device *dev)
 	unsigned long flags;
 	unsigned int i;
 
-	spin_lock_irqsave(&hbm_ranges_lock, flags);
+	raw_spin_lock_irqsave(&hbm_ranges_lock, flags);
 	for (i = 0; i < hbm_nr_ranges; i++)
 		if (hbm_ranges[i] == dev)
 			hbm_ranges[i] = hbm_ranges[--hbm_nr_ranges];
-	spin_unlock_irqrestore(&hbm_ranges_lock, flags);
+	raw_spin_unlock_irqrestore(&hbm_ranges_lock, flags);
 }
 
 /**
@@ -267,7 +268,7 @@ struct hbm_device *hbm_device_find_phys(u64 phys, u64 *offset)
 	unsigned long flags;
 	unsigned int i;
 
-	spin_lock_irqsave(&hbm_ranges_lock, flags);
+	raw_spin_lock_irqsave(&hbm_ranges_lock, flags);
 	for (i = 0; i < hbm_nr_ranges; i++) {
 		struct hbm_device *dev = hbm_ranges[i];
 
@@ -279,7 +280,7 @@ struct hbm_device *hbm_device_find_phys(u64 phys, u64 *offset)
 			break;
 		}
 	}
-	spin_unlock_irqrestore(&hbm_ranges_lock, flags);
+	raw_spin_unlock_irqrestore(&hbm_ranges_lock, flags);
 	return found;
 }
 

@@ -9,7 +9,12 @@
  * and every event is made in process context (events.c).  So reports, and
  * device errors without an address (HBM_INTAKE_DEVICE_ERROR), are queued
  * under an IRQ-safe spinlock and a worker applies them in process context.
- * A reporter never allocates and never blocks.
+ * A reporter never allocates and never blocks.  The lock is a raw one, as
+ * are those the reporters take before it (device.c's ranges, nvidia.c's
+ * Xids): tracepoint probes run with preemption disabled (__DO_TRACE(),
+ * include/linux/tracepoint.h, 6.1 and 6.12), where a PREEMPT_RT kernel
+ * (Debian ships -rt flavours) may not take a spinlock_t, which it makes a
+ * sleeping lock; each section is short and bounded (below).
  *
  * A failing row makes thousands of correctable errors a second on the same
  * few pages, and a failing stack or channel errs on many thousands of
@@ -106,7 +111,7 @@ static struct hbm_pending_class hbm_class[NR_CLASSES] = {
 	[CLASS_CE] = { .max = HBM_CE_PAGES_MAX },
 };
 static u32 hbm_intake_head, hbm_intake_tail;	/* free-running */
-static DEFINE_SPINLOCK(hbm_intake_lock);
+static DEFINE_RAW_SPINLOCK(hbm_intake_lock);
 static atomic64_t hbm_received[__HBMGUARD_PATH_MAX];
 static atomic64_t hbm_dropped[__HBMGUARD_PATH_MAX];
 /* Reports queued, under the lock: no atomic of its own in a storm. */
@@ -245,14 +250,14 @@ int hbm_report_async(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 		intake_dropped(dev, path, count);
 		return -ERANGE;
 	}
-	spin_lock_irqsave(&hbm_intake_lock, flags);
+	raw_spin_lock_irqsave(&hbm_intake_lock, flags);
 	WRITE_ONCE(hbm_queued[path], hbm_queued[path] + 1);
 	was_empty = intake_idle();
 	if (!is_device_error(kind) &&
 	    pending_add(dev, offset >> dev->page_shift, kind, count, path))
 		goto queued;
 	if (hbm_intake_tail - hbm_intake_head >= limit) {
-		spin_unlock_irqrestore(&hbm_intake_lock, flags);
+		raw_spin_unlock_irqrestore(&hbm_intake_lock, flags);
 		intake_dropped(dev, path, count);
 		return -ENOSPC;
 	}
@@ -262,7 +267,7 @@ int hbm_report_async(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 		.path = path,
 	};
 queued:
-	spin_unlock_irqrestore(&hbm_intake_lock, flags);
+	raw_spin_unlock_irqrestore(&hbm_intake_lock, flags);
 	/*
 	 * The worker stops only on finding the queue empty under the lock: a
 	 * report added to a queue that was not is one it will take.
@@ -318,9 +323,9 @@ static bool intake_empty(void)
 	unsigned long flags;
 	bool empty;
 
-	spin_lock_irqsave(&hbm_intake_lock, flags);
+	raw_spin_lock_irqsave(&hbm_intake_lock, flags);
 	empty = intake_idle();
-	spin_unlock_irqrestore(&hbm_intake_lock, flags);
+	raw_spin_unlock_irqrestore(&hbm_intake_lock, flags);
 	return empty;
 }
 
@@ -351,9 +356,9 @@ static void hbm_intake_drain(struct work_struct *work)
 	u32 n, i;
 
 	do {
-		spin_lock_irqsave(&hbm_intake_lock, flags);
+		raw_spin_lock_irqsave(&hbm_intake_lock, flags);
 		n = intake_take(batch, ARRAY_SIZE(batch));
-		spin_unlock_irqrestore(&hbm_intake_lock, flags);
+		raw_spin_unlock_irqrestore(&hbm_intake_lock, flags);
 
 		for (i = 0; i < n; i++) {
 			intake_apply(&batch[i]);

@@ -60,7 +60,7 @@ struct xid_ring {
 };
 
 static struct xid_ring xid_ring;
-static DEFINE_SPINLOCK(xid_lock);
+static DEFINE_RAW_SPINLOCK(xid_lock);
 
 static struct tracepoint *nv_tp;	/* probed; NULL: detached */
 static struct module *nv_mod;		/* nv_tp's module */
@@ -120,13 +120,13 @@ static void xid_work_fn(struct work_struct *work)
 	for (;;) {
 		struct hbm_device *dev;
 
-		spin_lock_irqsave(&xid_lock, flags);
+		raw_spin_lock_irqsave(&xid_lock, flags);
 		if (xid_ring.head == xid_ring.tail) {
-			spin_unlock_irqrestore(&xid_lock, flags);
+			raw_spin_unlock_irqrestore(&xid_lock, flags);
 			break;
 		}
 		r = xid_ring.slot[xid_ring.head++ % XID_RING];
-		spin_unlock_irqrestore(&xid_lock, flags);
+		raw_spin_unlock_irqrestore(&xid_lock, flags);
 
 		dev = hbm_device_find_pci(r.bdf);
 		if (!dev) {
@@ -150,9 +150,9 @@ static void hbm_nv_xid(void *data, const struct pci_dev *pdev, u32 error_code,
 
 	if (!xid_is_hbm(error_code) || !pdev)
 		return;
-	spin_lock_irqsave(&xid_lock, flags);
+	raw_spin_lock_irqsave(&xid_lock, flags);
 	queued = xid_push(&xid_ring, pci_name(pdev), error_code);
-	spin_unlock_irqrestore(&xid_lock, flags);
+	raw_spin_unlock_irqrestore(&xid_lock, flags);
 	if (queued) {
 		queue_work(hbm_wq, &xid_work);
 		return;

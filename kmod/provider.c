@@ -2,11 +2,8 @@
 /*
  * The provider API: how a GPU driver hands hbmguard its devices and errors.
  * Registration sleeps; reporting does not, and may come from any context but
- * NMI, because drivers learn of ECC errors in interrupt handlers.  Reports
- * are queued under a spinlock_t, which a PREEMPT_RT kernel (Debian ships
- * -rt flavours) makes a sleeping lock: there "any context" is any that may
- * take one, a threaded interrupt handler's but not a hard one's
- * (IRQF_NO_THREAD).
+ * NMI, because drivers learn of ECC errors in interrupt handlers: reports
+ * are queued under raw spinlocks (intake.c), on PREEMPT_RT too.
  */
 #include <linux/export.h>
 
@@ -62,7 +59,7 @@ EXPORT_SYMBOL_GPL(hbmguard_unregister_device);
  * @kind: HBMGUARD_ERROR_CE, HBMGUARD_ERROR_UE or HBMGUARD_ERROR_POISON
  * @count: errors, 1..65535 for CE; 1 otherwise
  *
- * Any context but NMI (PREEMPT_RT: see the top of this file).  The error is
+ * Any context but NMI.  The error is
  * queued and applied by a worker:
  * uncorrectable errors retire their page at once, correctable ones count
  * toward the page's threshold.
@@ -89,7 +86,7 @@ EXPORT_SYMBOL_GPL(hbmguard_report_error);
  * @dev: what hbmguard_register_device() returned
  * @code: the driver's code for it (an NVIDIA Xid)
  *
- * Any context but NMI (PREEMPT_RT: see the top of this file).  Queued; a
+ * Any context but NMI.  Queued; a
  * worker makes the DEVICE_ERROR event.  The table does not change, there
  * being no address.  An Xid that lost data (48, 94, 95, 140, 171) has room
  * that correctable errors cannot take, as uncorrectable ones do.  One
