@@ -82,9 +82,10 @@ DAEMON_HDR += daemon/utf8.h
 # The sockets systemd passes (socket activation): the control socket's and the metrics'.
 DAEMON_SRC += daemon/passed.c
 DAEMON_HDR += daemon/passed.h
-# The control socket's connections, released by a child (fdsink.c).
-DAEMON_SRC += daemon/fdsink.c
-DAEMON_HDR += daemon/fdsink.h
+# The control socket's connections, released by a child (fdsink.c), and
+# whose each is (subuid.c: /etc/subuid's users).
+DAEMON_SRC += daemon/fdsink.c daemon/subuid.c
+DAEMON_HDR += daemon/fdsink.h daemon/subuid.h
 # The cluster link's pure parts (issue 14): etcd's messages and the incident
 # protocol across nodes, unit-tested; its I/O (etcd.c: libcurl driven by
 # sd-event; cluster.c, in hbmguardd) is run by check-cluster's agents

@@ -33,9 +33,10 @@ struct client {
 	struct daemon *d;
 	int fd;
 	struct ucred cred;		/* from SO_PEERCRED, at accept */
+	uint64_t tenant;		/* whose that uid is (hbm_tenant()): its limits */
 	int pidfd;			/* that process, pinned at accept; -1: none */
 	sd_event_source *source;
-	sd_event_source *idle;		/* closes it when it stays silent */
+	sd_event_source *lifetime;	/* closes it unless it registers as a rank */
 	sd_event_source *exited;	/* a rank's process ending */
 	bool overflow;			/* over a limit: held for one request */
 	bool admin;			/* proved CAP_SYS_ADMIN: not counted */

@@ -14,12 +14,15 @@
  * free.
  *
  * A peer that sends a malformed packet is told why and disconnected.  No
- * local user can lock the others out: each uid holds at most MAX_PER_UID
+ * local user can lock the others out: each tenant (a uid, or the uids one
+ * line of /etc/subuid gives a user: subuid.c) holds at most MAX_PER_TENANT
  * connections, all of them together MAX_CLIENTS, and a connection that is
- * not a registered rank is closed after IDLE_TIMEOUT_S without a request.
- * A connection over a limit is held for one request (at most MAX_OVERFLOW
- * such, the oldest dropped first): an administrator's is served and no
- * longer counted, anyone else's is answered -EUSERS and closed.
+ * not a registered rank is closed LIFETIME_S after it was accepted,
+ * whatever it asks (hbmctl and the library ask once and close; asking on,
+ * it would hold its slot for ever).  A connection over a limit is held for
+ * one request (at most MAX_OVERFLOW such, the oldest dropped first): an
+ * administrator's is served and no longer counted, anyone else's is
+ * answered -EUSERS and closed.
  *
  * The connecting process is pinned at accept (a pidfd): the one that may
  * register on the connection, and the one recovery may signal (see
@@ -59,9 +62,10 @@
 #include "store.h"
 
 #define MAX_CLIENTS	256
-#define MAX_PER_UID	32
+#define MAX_PER_TENANT	32
 #define MAX_OVERFLOW	16
-#define IDLE_TIMEOUT_S	10
+#define LIFETIME_S	10
+#define SUBUID_FILE	"/etc/subuid"
 
 /* Not in 6.1's headers: include/uapi/asm-generic/socket.h of 6.5 and later. */
 #ifndef SO_PEERPIDFD
@@ -91,8 +95,8 @@ static int pin_peer(int fd, const struct ucred *cred)
 	return pidfd;
 }
 
-/* The connections that count against the limits: of one uid, or all. */
-static unsigned int counted(struct daemon *d, const uid_t *uid, unsigned int *overflow)
+/* The connections that count against the limits: of one tenant, or all. */
+static unsigned int counted(struct daemon *d, const uint64_t *tenant, unsigned int *overflow)
 {
 	struct client *c;
 	unsigned int n = 0;
@@ -100,7 +104,7 @@ static unsigned int counted(struct daemon *d, const uid_t *uid, unsigned int *ov
 	*overflow = 0;
 	for (c = d->clients; c; c = c->next) {
 		*overflow += c->overflow;
-		if (!c->overflow && !c->admin && (!uid || c->cred.uid == *uid))
+		if (!c->overflow && !c->admin && (!tenant || c->tenant == *tenant))
 			n++;
 	}
 	return n;
@@ -121,7 +125,7 @@ void control_close_client(struct client *c)
 			break;
 		}
 	sd_event_source_disable_unref(c->source);
-	sd_event_source_disable_unref(c->idle);
+	sd_event_source_disable_unref(c->lifetime);
 	sd_event_source_disable_unref(c->exited);
 	if (c->pidfd >= 0)
 		close(c->pidfd);
@@ -129,22 +133,12 @@ void control_close_client(struct client *c)
 	free(c);
 }
 
-static int on_idle(sd_event_source *s, uint64_t usec, void *arg)
+static int on_lifetime_over(sd_event_source *s, uint64_t usec, void *arg)
 {
 	(void)s;
 	(void)usec;
 	control_close_client(arg);
 	return 0;
-}
-
-/* Silence is allowed to a registered rank only. */
-static void arm_idle(struct client *c)
-{
-	sd_event_source_disable_unref(c->idle);
-	c->idle = NULL;
-	if (!c->is_rank)
-		sd_event_add_time_relative(c->d->loop, &c->idle, CLOCK_MONOTONIC,
-					   IDLE_TIMEOUT_S * 1000000ULL, 0, on_idle, c);
 }
 
 static int on_exited(sd_event_source *s, int fd, uint32_t revents, void *arg)
@@ -183,6 +177,9 @@ static int register_rank(struct client *c, const struct ucred *sender,
 	err = recovery_register(c->d, c, r, key);
 	if (err)
 		return err;
+	/* a rank's connection lasts as long as its process */
+	sd_event_source_disable_unref(c->lifetime);
+	c->lifetime = NULL;
 	/* A pidfd polls readable once its process has ended. */
 	if (sd_event_add_io(c->d->loop, &c->exited, c->pidfd, EPOLLIN, on_exited, c) < 0 &&
 	    client_may_log(c))
@@ -350,7 +347,6 @@ static bool serve(struct client *c, const void *pkt, size_t len, const struct uc
 	}
 	if (!client_send_packet(c, type | HBM_CTL_REPLY, h.seq, err, reply))
 		return false;
-	arm_idle(c);
 	return err != -EBADMSG && err != -EPROTONOSUPPORT && err != -EOPNOTSUPP &&
 	       err != -EUSERS;
 }
@@ -377,6 +373,21 @@ out:
 	/* a job's key, read or peeked at: its digest is what is kept */
 	explicit_bzero(pkt, sizeof(pkt));
 	return 0;
+}
+
+/* /etc/subuid read again if it changed; what it says of itself, once per change. */
+static void refresh_tenants(struct daemon *d)
+{
+	struct hbm_subuids *s = &d->subuids;
+	int err = s->error, r = hbm_subuids_refresh(s);
+
+	if (r < 0 && r != err)
+		fprintf(stderr, "<4>hbmguardd: %s cannot be read (%s): its users' subordinate "
+			"uids counted as they were before, each apart if never read\n",
+			s->path, strerror(-r));
+	else if (r > 0 && s->bad_lines)
+		fprintf(stderr, "<4>hbmguardd: %s: %zu lines not \"name:first:count\": "
+			"their uids each a tenant of their own\n", s->path, s->bad_lines);
 }
 
 /*
@@ -420,14 +431,17 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *arg)
 	}
 	c->d = d;
 	c->fd = cfd;
+	refresh_tenants(d);
+	c->tenant = hbm_tenant(&d->subuids, c->cred.uid);
 	c->overflow = counted(d, NULL, &waiting) >= MAX_CLIENTS ||
-		      counted(d, &c->cred.uid, &waiting) >= MAX_PER_UID;
+		      counted(d, &c->tenant, &waiting) >= MAX_PER_TENANT;
 	if (c->overflow)
 		make_room_for_overflow(d);
 	c->pidfd = c->overflow ? -1 : pin_peer(cfd, &c->cred);
 	c->next = d->clients;
 	d->clients = c;
-	arm_idle(c);
+	sd_event_add_time_relative(d->loop, &c->lifetime, CLOCK_MONOTONIC,
+				   LIFETIME_S * 1000000ULL, 0, on_lifetime_over, c);
 	return 0;
 }
 
@@ -521,6 +535,7 @@ int control_setup(struct daemon *d)
 	if (err)
 		return err;
 	hbm_fdsink_init(&d->fdsink);
+	hbm_subuids_init(&d->subuids, SUBUID_FILE);
 	err = take_passed(d, &d->control);
 	if (err) {
 		d->control = -1;
@@ -578,6 +593,7 @@ void control_close(struct daemon *d)
 	else
 		hbm_fdsink_give(&d->fdsink, d->control);
 	hbm_fdsink_stop(&d->fdsink);
+	hbm_subuids_free(&d->subuids);
 	if (!d->control_passed && !lstat(path, &st) && st.st_dev == d->control_dev &&
 	    st.st_ino == d->control_ino)
 		unlink(path);

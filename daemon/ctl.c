@@ -87,10 +87,15 @@ int hbm_ctl_listen(const char *path)
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
-	/* Mode 0666: anyone may ask; what they may do is checked per request. */
+	/*
+	 * Mode 0666: anyone may ask; what they may do is checked per request.
+	 * The backlog is systemd's Backlog= default (systemd.socket(5)): one
+	 * peer connecting in a loop fills a short one, and others' connect()s
+	 * wait or fail behind it.
+	 */
 	if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) ||
 	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || chmod(path, 0666) ||
-	    listen(fd, 16)) {
+	    listen(fd, SOMAXCONN)) {
 		err = -errno;
 		close(fd);
 		return err;

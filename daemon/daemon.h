@@ -24,6 +24,7 @@
 #include "incidents.h"
 #include "ratelimit.h"
 #include "seen.h"
+#include "subuid.h"
 
 /*
  * Seen pages recovery took out with a cleared one for want of memory (the
@@ -99,6 +100,7 @@ struct daemon {
 	ino_t control_ino;
 	struct client *clients;		/* connected to it */
 	struct hbm_fdsink fdsink;	/* where they are closed (fdsink.c) */
+	struct hbm_subuids subuids;	/* whose their uids are (subuid.c) */
 };
 
 void daemon_notify_status(struct daemon *d);

@@ -31,6 +31,11 @@
  *   hbmrank --flood SOCKET N
  *            opens N connections and sends nothing; prints "held N", then
  *            "closed" once the daemon has closed every one
+ *   hbmrank --ask SOCKET N SECONDS
+ *            opens N connections and asks STATUS on each every second for
+ *            SECONDS: prints "served S refused R" once each was answered
+ *            or turned away (EUSERS, or closed), then "closed" once the
+ *            daemon has closed every served one, or "open N" when time is up
  *   hbmrank --refused SOCKET IDENTITY N
  *            N retires of IDENTITY's page 0 on one connection, without the
  *            proof of CAP_SYS_ADMIN: prints "refused N" once each was
@@ -138,6 +143,53 @@ static int flood(const char *path, int n)
 	return 0;
 }
 
+/* STATUS on @fd: its answer's error, or 1 when it has none (closed, cut short). */
+static int ask_status(int fd, uint32_t seq)
+{
+	alignas(8) unsigned char pkt[HBM_CTL_MAX_PACKET];
+	size_t len = hbm_ctl_encode(pkt, sizeof(pkt), HBM_CTL_STATUS, seq, 0, NULL);
+	struct hbm_ctl_header h;
+	const void *body;
+	ssize_t n;
+
+	if (send(fd, pkt, len, MSG_NOSIGNAL) != (ssize_t)len ||
+	    (n = recv(fd, pkt, sizeof(pkt), 0)) <= 0 ||
+	    hbm_ctl_decode(pkt, n, true, &h, &body))
+		return 1;
+	return h.error;
+}
+
+static int ask(const char *path, int n, int seconds)
+{
+	int *fd = calloc(n, sizeof(*fd)), i, t, served = 0, refused = 0, open_;
+
+	for (i = 0; i < n; i++) {
+		fd[i] = hbm_ctl_connect(path);
+		if (fd[i] >= 0 && ask_status(fd[i], 1)) {
+			close(fd[i]);
+			fd[i] = -1;
+			refused++;
+		}
+		served += fd[i] >= 0;
+	}
+	printf("served %d refused %d\n", served, refused);
+	fflush(stdout);
+	for (t = 0, open_ = served; open_ && t < seconds; t++) {
+		sleep(1);
+		for (i = 0; i < n; i++)
+			if (fd[i] >= 0 && ask_status(fd[i], t + 2)) {
+				close(fd[i]);
+				fd[i] = -1;
+				open_--;
+			}
+	}
+	if (open_)
+		printf("open %d\n", open_);
+	else
+		printf("closed\n");
+	return 0;
+}
+
 static int refused(const char *path, const char *identity, int n)
 {
 	alignas(8) unsigned char pkt[HBM_CTL_MAX_PACKET];
@@ -208,6 +260,8 @@ static int test_mode(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--busy") && argc > 2)
 		return busy(argv[2]);
+	if (!strcmp(argv[1], "--ask") && argc > 4)
+		return ask(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (!strcmp(argv[1], "--flood") && argc > 3)
 		return flood(argv[2], atoi(argv[3]));
 	if (!strcmp(argv[1], "--refused") && argc > 4)

@@ -95,6 +95,28 @@ done
 check "... and its idle connections are closed" 'grep -q "^closed$" /tmp/flood'
 ctl clear sim0 0x60000 4K
 
+# A user given subordinate uids (/etc/subuid: a rootless container runs as
+# them) counts once with all of them: two of them hold 32 connections
+# between them, not 32 each, eight of which would fill the daemon.  And a
+# connection that asks on, never idle, is closed all the same.
+echo "operator:100000:65536" >/etc/subuid
+for u in 1 2; do
+	grep -q "^sub$u:" /etc/passwd || echo "sub$u:x:10000$u:10000$u::/:/bin/sh" >>/etc/passwd
+done
+su sub1 -c "hbmrank --ask /tmp/control.sock 20 30" >/tmp/ask1 &
+ask1=$!
+wait_for /tmp/ask1 served
+su sub2 -c "hbmrank --ask /tmp/control.sock 20 30" >/tmp/ask2 &
+ask2=$!
+wait_for /tmp/ask2 served
+check "two uids of one subordinate range: 32 connections between them" 'grep -q "^served 20 refused 0$" /tmp/ask1 &&
+	grep -q "^served 12 refused 8$" /tmp/ask2'
+check "... another user is answered meanwhile" 'su other -c "hbmctl --socket /tmp/control.sock ranks >/dev/null"'
+wait $ask1 $ask2
+check "... and their connections, asking every second, are closed" 'grep -q "^closed$" /tmp/ask1 &&
+	grep -q "^closed$" /tmp/ask2'
+rm /etc/subuid
+
 # kill -9, the module reloaded while the daemon is down, a new daemon.
 kill -9 $daemon
 wait $daemon 2>/dev/null

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 #include "fdsink.h"
 #include "ratelimit.h"
 #include "sha256.h"
+#include "subuid.h"
 #include "unit.h"
 
 static alignas(8) unsigned char buf[HBM_CTL_MAX_PACKET];
@@ -981,6 +983,97 @@ START_TEST(cluster_node_messages)
 }
 END_TEST
 
+/* @text into @path, whole. */
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fputs(text, f) >= 0, 1);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+#define SUBUID(first)	((1ULL << 32) | (first))
+
+/*
+ * The uids of one line of /etc/subuid are one tenant: a user holding them
+ * counts once against the control socket's limits, however many of them
+ * its containers connect as (control.c).
+ */
+START_TEST(tenants_of_subuid)
+{
+	char dir[] = "/tmp/hbm-subuid-XXXXXX", path[64];
+	struct hbm_subuids s;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/subuid", dir);
+	write_file(path, "alice:100000:65536\n"
+			 "bob:165536:65536\n"		/* adjacent: another user's */
+			 "# carol:200000:65536\n"
+			 "\n"
+			 "1002:300000:10\n"
+			 "dave:300005:10\n"		/* overlapping: merged */
+			 "x:1:0\n"			/* each of these not a range */
+			 "y:12a:5\n"
+			 "::\n"
+			 ":5:5\n"
+			 "z:4294967295:2\n"
+			 "q:+400000:1\n"
+			 "w:4294967295:1");		/* the last uid; no newline */
+	hbm_subuids_init(&s, path);
+	ck_assert_int_eq(hbm_subuids_refresh(&s), 1);
+	ck_assert_int_eq(s.error, 0);
+	ck_assert_uint_eq(s.bad_lines, 6);
+	ck_assert_uint_eq(s.nr, 4);
+	ck_assert_uint_eq(hbm_tenant(&s, 99999), 99999);
+	ck_assert_uint_eq(hbm_tenant(&s, 100000), SUBUID(100000));
+	ck_assert_uint_eq(hbm_tenant(&s, 165535), SUBUID(100000));
+	ck_assert_uint_eq(hbm_tenant(&s, 165536), SUBUID(165536));
+	ck_assert_uint_eq(hbm_tenant(&s, 231071), SUBUID(165536));
+	ck_assert_uint_eq(hbm_tenant(&s, 231072), 231072);
+	ck_assert_uint_eq(hbm_tenant(&s, 200000), SUBUID(165536));
+	ck_assert_uint_eq(hbm_tenant(&s, 300014), SUBUID(300000));
+	ck_assert_uint_eq(hbm_tenant(&s, 300015), 300015);
+	ck_assert_uint_eq(hbm_tenant(&s, 400000), 400000);
+	ck_assert_uint_eq(hbm_tenant(&s, 4294967294u), 4294967294u);
+	ck_assert_uint_eq(hbm_tenant(&s, 4294967295u), SUBUID(4294967295u));
+	ck_assert_uint_eq(hbm_tenant(&s, 0), 0);
+	ck_assert_int_eq(hbm_subuids_refresh(&s), 0);	/* unchanged: not read */
+
+	/* Changed: read again. */
+	write_file(path, "alice:100000:65536\nerin:500000:65536\n");
+	ck_assert_int_eq(hbm_subuids_refresh(&s), 1);
+	ck_assert_uint_eq(s.bad_lines, 0);
+	ck_assert_uint_eq(hbm_tenant(&s, 165536), 165536);
+	ck_assert_uint_eq(hbm_tenant(&s, 500001), SUBUID(500000));
+
+	/* Not a regular file, or too large: refused, what was read kept. */
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(mkfifo(path, 0600), 0);	/* an open never waits for a writer */
+	ck_assert_int_eq(hbm_subuids_refresh(&s), -EINVAL);
+	ck_assert_uint_eq(hbm_tenant(&s, 500001), SUBUID(500000));
+	ck_assert_int_eq(hbm_subuids_refresh(&s), -EINVAL);
+	ck_assert_int_eq(unlink(path), 0);
+	write_file(path, "alice:100000:65536\n");
+	ck_assert_int_eq(truncate(path, HBM_SUBUID_FILE_MAX + 1), 0);
+	ck_assert_int_eq(hbm_subuids_refresh(&s), -EFBIG);
+	ck_assert_uint_eq(hbm_tenant(&s, 500001), SUBUID(500000));
+	ck_assert_int_eq(truncate(path, 19), 0);
+	ck_assert_int_eq(hbm_subuids_refresh(&s), 1);
+	ck_assert_uint_eq(hbm_tenant(&s, 500001), 500001);
+	ck_assert_uint_eq(hbm_tenant(&s, 100001), SUBUID(100000));
+
+	/* Gone: every uid its own. */
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(hbm_subuids_refresh(&s), 1);
+	ck_assert_int_eq(s.error, -ENOENT);
+	ck_assert_uint_eq(hbm_tenant(&s, 100001), 100001);
+	ck_assert_int_eq(hbm_subuids_refresh(&s), 0);
+	hbm_subuids_free(&s);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 Suite *ctl_suite(void)
 {
 	Suite *s = suite_create("ctl");
@@ -1011,6 +1104,7 @@ Suite *ctl_suite(void)
 	tcase_add_test(tc, a_stuck_sink_child_is_replaced);
 	tcase_add_test(tc, no_sink_child_keeps_the_connection_open);
 	tcase_add_test(tc, accepted_has_credentials);
+	tcase_add_test(tc, tenants_of_subuid);
 	suite_add_tcase(s, tc);
 	return s;
 }
