@@ -19,18 +19,20 @@
  * A failing row makes thousands of correctable errors a second on the same
  * few pages, and a failing stack or channel errs on many thousands of
  * pages.  Every one of them counts toward its page's threshold: a CE lost
- * is an undercount that can keep a failing page in service.  So errors at
- * an address are coalesced per page: a table of pending counts keyed by
+ * is an undercount that can keep a failing page in service.  So correctable
+ * errors are coalesced per page: a table of pending counts keyed by
  * device, page, kind and path, where a repeat only adds to a count.  It
  * holds HBM_CE_PAGES_MAX (10^5) distinct pages of correctable errors at
  * once without loss however slowly the worker drains it, and the worker
  * takes a page's whole count at once (the policy then keeps a bucket for
  * as many pages per device without loss: policy.c).  Uncorrectable errors
- * and poison coalesce in the same table, up to HBM_UE_PAGES_MAX (16384)
- * pages of their own that correctable ones never take: a driver replaying
- * its list of bad pages, or a failing stack, reports thousands at once,
- * faster than the worker retires them, and a queue of single reports
- * would drop the rest.  The worker takes them before correctable errors.
+ * and poison wait in the same table, up to HBM_UE_PAGES_MAX (16384) pages
+ * of their own that correctable ones never take: a driver replaying its
+ * list of bad pages, or a failing stack, reports thousands at once, faster
+ * than the worker retires them, and a queue of single reports would drop
+ * the rest.  They are not added up: the core takes one a report
+ * (hbm_core_report()), so one pending on its page already is queued as a
+ * report of its own.  The worker takes them before correctable errors.
  * The table is module-wide, allocated once at load: what bounds the
  * pending pages is how fast errors come, not how many devices there are,
  * and a table per device (up to HBMGUARD_MAX_DEVICES) sized for a storm
@@ -61,7 +63,12 @@
  * page added behind a sweep waits at most one turn.  The slots' bits find
  * the next one in a word a time, so that a sparse table costs a reporter
  * waiting on the lock little (a whole turn is 3072 words).  The lock is
- * dropped and cond_resched() called between batches.
+ * dropped and cond_resched() called between batches, and after
+ * HBM_RUN_BATCHES the worker queues itself again rather than loop on: a
+ * flush of hbm_wq (a claim waiting for the frames of a range given back,
+ * aperture.c) waits for the work queued before it, not for a storm's end
+ * (flush_workqueue() is not livelocked by work queued after it,
+ * kernel/workqueue.c, 6.1 and 6.12; one that never returns would be).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -78,6 +85,7 @@
 #define HBM_PENDING_SLOTS	(3 << 16)
 #define HBM_COUNT_MAX		((1U << 24) - 1)
 #define HBM_BATCH		32
+#define HBM_RUN_BATCHES		64
 
 struct hbm_report {
 	struct hbm_device *dev;		/* holds a reference */
@@ -177,8 +185,12 @@ static bool pending_add(struct hbm_device *dev, u32 page, u32 kind, u32 count, u
 
 		if (s->dev != dev || s->page != page || s->kind != kind || s->path != path)
 			continue;
-		if (count > HBM_COUNT_MAX - s->count)
-			return false;	/* queued on its own instead */
+		/*
+		 * Queued on its own instead: a count past 24 bits, or an
+		 * uncorrectable error, of which the core takes one a report.
+		 */
+		if (kind != HBMGUARD_ERROR_CE || count > HBM_COUNT_MAX - s->count)
+			return false;
 		s->count += count;
 		return true;
 	}
@@ -353,27 +365,34 @@ static void hbm_intake_drain(struct work_struct *work)
 {
 	struct hbm_report batch[HBM_BATCH];
 	unsigned long flags;
-	u32 n, i;
+	u32 n, i, runs;
 
-	do {
+	for (runs = 0; runs < HBM_RUN_BATCHES; runs++) {
 		raw_spin_lock_irqsave(&hbm_intake_lock, flags);
 		n = intake_take(batch, ARRAY_SIZE(batch));
 		raw_spin_unlock_irqrestore(&hbm_intake_lock, flags);
+		if (!n)
+			return;	/* empty: the next report queues the work again */
 
 		for (i = 0; i < n; i++) {
 			intake_apply(&batch[i]);
 			hbm_device_put(batch[i].dev);
 		}
 		cond_resched();
-	} while (n);	/* empty: the next report queues the work again */
+	}
+	/* Not emptied: on in a run of its own (the top of this file). */
+	queue_work(hbm_wq, &hbm_intake_work);
 }
 
-/* Apply everything queued so far; for unload and for tests. */
+/*
+ * Apply everything queued so far; for unload and for tests.  A run that
+ * queued the next (hbm_intake_drain()) may have emptied the queue and be
+ * applying its batch still: done only once no run was pending or running.
+ */
 void hbm_intake_flush(void)
 {
-	do
-		flush_work(&hbm_intake_work);
-	while (!intake_empty());
+	while (flush_work(&hbm_intake_work) || !intake_empty())
+		;
 }
 
 /**

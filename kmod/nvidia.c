@@ -112,14 +112,22 @@ static bool xid_push(struct xid_ring *q, const char *bdf, u32 xid)
 	return true;
 }
 
+/*
+ * At most what the ring holds, not until it is empty: whatever a probe
+ * pushed after this run began queued the work again (hbm_nv_xid()), and a
+ * run that never ends would keep a flush of hbm_wq (aperture.c) waiting
+ * for a storm of Xids to end.
+ */
 static void xid_work_fn(struct work_struct *work)
 {
 	struct xid_report r;
 	unsigned long flags;
+	unsigned int n;
 
-	for (;;) {
+	for (n = 0; n < XID_RING; n++) {
 		struct hbm_device *dev;
 
+		cond_resched();
 		raw_spin_lock_irqsave(&xid_lock, flags);
 		if (xid_ring.head == xid_ring.tail) {
 			raw_spin_unlock_irqrestore(&xid_lock, flags);

@@ -65,10 +65,10 @@ EXPORT_SYMBOL_GPL(hbmguard_unregister_device);
  * toward the page's threshold.
  *
  * Return: 0; -EINVAL for a bad @kind or @count; -ERANGE for an @offset
- * beyond the device; -ENOSPC when the queue was full: errors coalesce per
- * page and kind, and the queue holds 10^5 pages of correctable errors and
- * 16384 of uncorrectable ones pending at once across every device, then
- * 4096 reports more (of which correctable ones never take the last 256).
+ * beyond the device; -ENOSPC when the queue was full: it holds 10^5 pages
+ * of correctable errors (coalesced per page) and 16384 of uncorrectable
+ * ones pending at once across every device, then 4096 reports more (of
+ * which correctable ones never take the last 256).
  * Errors refused for -ERANGE or -ENOSPC count in the device's
  * errors_dropped.
  */
