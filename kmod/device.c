@@ -350,6 +350,7 @@ static struct hbm_device *create_device(const struct hbm_device_spec *spec)
 	xa_init(&dev->served);
 	xa_init(&dev->dead_frames);
 	strscpy(dev->name, spec->name, sizeof(dev->name));
+	dev->owner = spec->owner;
 	if (spec->pci_addr)
 		strscpy(dev->pci_addr, spec->pci_addr, sizeof(dev->pci_addr));
 	if (spec->identity && *spec->identity)
@@ -553,6 +554,44 @@ void hbm_devices_destroy_all(void)
 		if (!dev)
 			return;
 		hbm_device_remove(dev);
+		hbm_device_put(dev);
+	}
+}
+
+/**
+ * hbm_devices_orphaned() - unregister what a provider left registered
+ * @owner: the provider's module, going (its exit returned, or its init
+ *	failed)
+ *
+ * Each of its devices still registered is removed, and the reference its
+ * registration gave the provider put: nobody is left to call
+ * hbmguard_unregister_device() with it, and until then its name and
+ * identity would stay taken (a reload of the driver refused -EEXIST) and
+ * the device leak.  A provider removes no device but its own, which no
+ * other path removes (netlink's and the ioctls' are for other kinds): a
+ * removal here is never a second one.
+ *
+ * Context: process context (a module notifier); sleeps.
+ */
+void hbm_devices_orphaned(struct module *owner)
+{
+	struct hbm_device *dev;
+	unsigned long id = 0;
+
+	for (;; id++) {
+		mutex_lock(&hbm_registry_lock);
+		xa_for_each_start(&hbm_devices, id, dev, id)
+			if (dev->kind == HBMGUARD_KIND_PROVIDER && dev->owner == owner)
+				break;
+		if (dev)
+			kref_get(&dev->ref);
+		mutex_unlock(&hbm_registry_lock);
+		if (!dev)
+			return;
+		pr_warn("device %u %s: %s unloaded without unregistering it: unregistered for it\n",
+			dev->id, dev->name, module_name(owner));
+		if (!hbm_device_remove(dev))
+			hbm_device_put(dev);	/* the provider's */
 		hbm_device_put(dev);
 	}
 }

@@ -50,6 +50,7 @@ struct hbm_device {
 	u64 hbm_size;
 	u64 phys_start;
 	int numa_node;
+	struct module *owner;	/* HBMGUARD_KIND_PROVIDER: its driver, or NULL */
 
 	struct mutex lock;
 	struct hbm_core core;
@@ -97,6 +98,7 @@ struct hbm_device_spec {
 	int numa_node;		/* HBMGUARD_KIND_RANGE, or -1 */
 	bool backed;		/* memory for the aperture */
 	bool claim;		/* HBMGUARD_KIND_RANGE: the range is the memory */
+	struct module *owner;	/* HBMGUARD_KIND_PROVIDER: its driver, or NULL */
 };
 
 static inline u64 hbm_usable_size(const struct hbm_device *dev)
@@ -109,6 +111,7 @@ struct hbm_device *hbm_device_create(const struct hbm_device_spec *spec);
 int hbm_device_remove(struct hbm_device *dev);
 int hbm_device_destroy(u32 id, u32 kind);
 void hbm_devices_destroy_all(void);
+void hbm_devices_orphaned(struct module *owner);
 struct hbm_device *hbm_device_get(u32 id);
 void hbm_device_put(struct hbm_device *dev);
 u32 hbm_device_ids(u32 *ids, u32 max);
@@ -214,6 +217,10 @@ extern char *hbm_xid_module;
 int hbm_nvidia_init(void);
 void hbm_nvidia_exit(void);
 bool hbm_xid_loses_data(u32 xid);
+
+/* provider.c: the drivers that go, their devices left registered */
+int hbm_provider_init(void);
+void hbm_provider_exit(void);
 
 /* map.c */
 struct vm_area_struct;

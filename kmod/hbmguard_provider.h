@@ -10,6 +10,7 @@
 #include <linux/types.h>
 
 struct hbm_device;
+struct module;
 
 /**
  * struct hbmguard_provider_device - a device as a GPU driver describes it
@@ -19,6 +20,9 @@ struct hbm_device;
  * @hbm_size: bytes of HBM, a multiple of @page_size, spare area included
  * @page_size: retirement granule, a power of two from 4 KiB to 2 MiB
  * @spare_pages: pages at the top reserved for bypass; 0: one per 100 MiB
+ * @owner: THIS_MODULE, as a file_operations' owner: a device its driver
+ *	leaves registered when it unloads is unregistered for it (and said);
+ *	NULL: none is
  */
 struct hbmguard_provider_device {
 	const char *name;
@@ -26,6 +30,7 @@ struct hbmguard_provider_device {
 	u64 hbm_size;
 	u32 page_size;
 	u32 spare_pages;
+	struct module *owner;
 };
 
 struct hbm_device *hbmguard_register_device(const struct hbmguard_provider_device *desc);

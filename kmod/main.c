@@ -214,6 +214,9 @@ static int __init hbm_mod_init(void)
 		err = -ENOMEM;
 		goto err_wq;
 	}
+	err = hbm_provider_init();
+	if (err)
+		goto err_provider;
 	/*
 	 * Devices first, then the paths that report to them, then the
 	 * interfaces that reach them: the device nodes, and the netlink
@@ -253,6 +256,8 @@ err_paths:
 	hbm_intake_flush();	/* as at unload: what they queued, before the devices go */
 err_devices:
 	hbm_devices_destroy_all();
+	hbm_provider_exit();
+err_provider:
 	destroy_workqueue(hbm_wq);
 err_wq:
 	hbm_intake_exit();
@@ -277,6 +282,7 @@ static void __exit hbm_mod_exit(void)
 	hbm_chardev_exit();
 	hbm_intake_flush();
 	hbm_devices_destroy_all();
+	hbm_provider_exit();
 	destroy_workqueue(hbm_wq);	/* frees the last devices */
 	hbm_intake_exit();
 	hbm_aperture_exit();

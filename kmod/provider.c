@@ -6,6 +6,8 @@
  * are queued under raw spinlocks (intake.c), on PREEMPT_RT too.
  */
 #include <linux/export.h>
+#include <linux/module.h>
+#include <linux/notifier.h>
 
 #include "hbm.h"
 #include "hbmguard_provider.h"
@@ -29,6 +31,7 @@ struct hbm_device *hbmguard_register_device(const struct hbmguard_provider_devic
 		.spare_pages = desc->spare_pages,
 		.name = desc->name,
 		.identity = desc->identity,
+		.owner = desc->owner,
 	};
 
 	if (!desc->identity || !*desc->identity)
@@ -97,3 +100,29 @@ void hbmguard_report_device_error(struct hbm_device *dev, u32 code)
 	hbm_device_error(dev, code, HBMGUARD_PATH_PROVIDER);
 }
 EXPORT_SYMBOL_GPL(hbmguard_report_device_error);
+
+/*
+ * A driver going: what it left registered goes with it.  GOING comes after
+ * its exit returned (delete_module()) or its init failed
+ * (do_init_module()): kernel/module/main.c, 6.1 and 6.12.
+ */
+static int provider_module_event(struct notifier_block *nb, unsigned long state, void *data)
+{
+	if (state == MODULE_STATE_GOING)
+		hbm_devices_orphaned(data);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block hbm_provider_nb = {
+	.notifier_call = provider_module_event,
+};
+
+int hbm_provider_init(void)
+{
+	return register_module_notifier(&hbm_provider_nb);
+}
+
+void hbm_provider_exit(void)
+{
+	unregister_module_notifier(&hbm_provider_nb);
+}

@@ -153,6 +153,16 @@ echo "xid 0000:00:1f.0 140" >$nv
 wait
 check "Xid 140 after the driver came back" 'grep -q "^event type=11 .* dev=0 .* state=140 count=1 aux=5$" /tmp/xid2.events'
 check "provider unloads, its device goes" 'rmmod hbm_test_provider && ! hbmnl devices | grep -q gpu0'
+# A driver that unloads without unregistering its device (a bug): the
+# device goes with it, said, so that the driver loads again under the same
+# name and identity, and nothing leaks (kmemleak.sh).
+check "a provider forgets its device" 'insmod /hbm_test_provider.ko &&
+	echo "register orphan 0000:00:1f.0 1073741824 4096 16" >$prov && echo leak >$prov'
+check "... and unloads: the device goes with it" 'rmmod hbm_test_provider && ! hbmnl devices | grep -q orphan &&
+	dmesg | grep -q "hbmguard: device [0-9]* orphan: hbm_test_provider unloaded without unregistering it: unregistered for it$"'
+check "... and registers it again when it comes back" 'insmod /hbm_test_provider.ko &&
+	echo "register orphan 0000:00:1f.0 1073741824 4096 16" >$prov && hbmnl devices | grep -q " orphan " &&
+	echo unregister >$prov && rmmod hbm_test_provider'
 check "unload with the driver loaded" 'rmmod hbmguard'
 check "unload clean" 'dmesg | tail -n 5 | grep -q "hbmguard: unloaded"'
 check "probe removed at unload" '[ "$(dmesg | grep -c "Xid path detached from hbm_fake_nvidia")" = 2 ]'

@@ -19,6 +19,8 @@
  *   echo "mc_event ce|ue PHYS COUNT" > ctl   fire ras:mc_event as EDAC does
  *   echo "xid CODE" > ctl      a device-level error
  *   echo unregister > ctl
+ *   echo leak > ctl            forget the device without unregistering it,
+ *                              as a driver with a bug would
  *
  * Results go to the kernel log with the prefix "hbm_test_provider:".
  */
@@ -208,7 +210,7 @@ static ssize_t ctl_write(struct file *file, const char __user *ubuf,
 	if (sscanf(buf, "register %39s %63s %lli %u %u", a, b, &x, &u, &v) == 5) {
 		struct hbmguard_provider_device d = {
 			.name = a, .identity = b, .hbm_size = x, .page_size = u,
-			.spare_pages = v,
+			.spare_pages = v, .owner = THIS_MODULE,
 		};
 
 		if (dev)
@@ -240,6 +242,9 @@ static ssize_t ctl_write(struct file *file, const char __user *ubuf,
 		err = 0;
 	} else if (!strncmp(buf, "unregister", 10)) {
 		hbmguard_unregister_device(dev);
+		dev = NULL;
+		err = 0;
+	} else if (!strncmp(buf, "leak", 4)) {
 		dev = NULL;
 		err = 0;
 	}
