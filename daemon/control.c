@@ -14,8 +14,8 @@
  * free.
  *
  * A peer that sends a malformed packet is told why and disconnected.  No
- * local user can lock the others out: each tenant (a uid, or the uids one
- * line of /etc/subuid gives a user: subuid.c) holds at most MAX_PER_TENANT
+ * local user can lock the others out: each tenant (a uid, or the uids
+ * /etc/subuid gives a user: subuid.c) holds at most MAX_PER_TENANT
  * connections, all of them together MAX_CLIENTS, and a connection that is
  * not a registered rank is closed LIFETIME_S after it was accepted,
  * whatever it asks (hbmctl and the library ask once and close; asking on,
@@ -440,8 +440,10 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *arg)
 	c->pidfd = c->overflow ? -1 : pin_peer(cfd, &c->cred);
 	c->next = d->clients;
 	d->clients = c;
-	sd_event_add_time_relative(d->loop, &c->lifetime, CLOCK_MONOTONIC,
-				   LIFETIME_S * 1000000ULL, 0, on_lifetime_over, c);
+	/* without its end it would hold its slot for ever */
+	if (sd_event_add_time_relative(d->loop, &c->lifetime, CLOCK_MONOTONIC,
+				       LIFETIME_S * 1000000ULL, 0, on_lifetime_over, c) < 0)
+		control_close_client(c);
 	return 0;
 }
 

@@ -17,8 +17,9 @@
  * a container without that capability, is not enough.  A rank's requests
  * go without the proof: the daemon knows a rank by its sender's pid.
  *
- * Connections are limited per uid and in all; one that has not registered
- * a rank is closed after a while without a request.  Over a limit, a
+ * Connections are limited per tenant (a uid, or a user's subordinate uids)
+ * and in all; one that has not registered a rank is closed a while after
+ * it was made, whatever it asks.  Over a limit, a
  * connection is held for one request only: an administrator's is served,
  * any other is answered -EUSERS and closed (hbmctl then goes to the kernel
  * directly).

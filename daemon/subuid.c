@@ -9,16 +9,18 @@
  * containers as them) can act as each of them: newuidmap maps them into a
  * user namespace of the user's, whose processes connect as those host uids
  * (SO_PEERCRED speaks of the daemon's namespace).  Counted apart, eight of
- * them would fill every connection the daemon takes.  So the uids of one
- * line of /etc/subuid are one tenant, keyed by the line's first uid above
- * every plain uid; the owner's own uid stays a tenant of its own (telling
- * that the line's owner is that uid takes a user database lookup, which may
- * block the loop on a network service: the line stands for it).  The file
- * is the administrator's, read again whenever it changes (its inode, size
- * or time), checked at each connection.  A tenant is not known to the
- * daemon where the uids come from elsewhere: a container runtime running as
- * root that maps ranges of its own (Kubernetes' user namespaces) gives each
- * uid of them limits of its own.
+ * them would fill every connection the daemon takes.  So every uid of the
+ * lines of /etc/subuid naming one owner is one tenant, keyed by the owner's
+ * name (a hash of it, above every plain uid), or by its uid where the line
+ * names it by number, then one tenant with that uid itself.  An owner named
+ * by name is a tenant apart from its own uid: telling which uid a name is
+ * takes a user database lookup, which may block the loop on a network
+ * service.  The file is the administrator's, read again whenever it changes
+ * (its inode, size or time), checked at each connection.  A tenant is not
+ * known to the daemon where the uids come from elsewhere: ranges a user
+ * database serves (subid: in nsswitch.conf, SSSD's) or a container runtime
+ * running as root maps itself (Kubernetes' user namespaces) leave each uid
+ * limits of its own.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sha256.h"
 #include "subuid.h"
 
 void hbm_subuids_init(struct hbm_subuids *s, const char *path)
@@ -61,6 +64,21 @@ static bool parse_u32(const char *p, const char *end, uint64_t *out)
 	return true;
 }
 
+/* The tenant of owner @name: its uid, or bit 63 and 63 bits of its digest. */
+static uint64_t owner_tenant(const char *name, const char *end)
+{
+	uint8_t digest[HBM_SHA256_LEN];
+	uint64_t uid, h = 0;
+	int i;
+
+	if (parse_u32(name, end, &uid))
+		return uid;
+	hbm_sha256(name, (size_t)(end - name), digest);
+	for (i = 0; i < 8; i++)
+		h = h << 8 | digest[i];
+	return 1ULL << 63 | h;
+}
+
 /* "name:start:count" (subuid(5)) as a range; false for anything else. */
 static bool parse_line(const char *p, const char *end, struct hbm_subuid_range *r)
 {
@@ -75,6 +93,7 @@ static bool parse_line(const char *p, const char *end, struct hbm_subuid_range *
 		return false;
 	r->start = (uint32_t)start;
 	r->end = start + count;
+	r->tenant = owner_tenant(p, c1);
 	return true;
 }
 
@@ -85,7 +104,7 @@ static int by_start(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* Sorted, and overlapping ranges (not adjacent ones: two users') merged. */
+/* Sorted, and overlapping ranges merged: the first one's owner has them. */
 static size_t merge(struct hbm_subuid_range *r, size_t nr)
 {
 	size_t i, n = 0;
@@ -218,8 +237,9 @@ fail:
  * @s: the ranges, as hbm_subuids_refresh() last read them
  * @uid: a uid of the daemon's user namespace
  *
- * Return: @uid, or for a uid in a range of @s, 2^32 plus the range's first
- * uid: the same for every uid of it.
+ * Return: @uid, or for a uid in a range of @s its owner's: the owner's
+ * uid, where the line names it by number, else its name's key (2^63 and
+ * up), the same for every uid of every range of that owner.
  */
 uint64_t hbm_tenant(const struct hbm_subuids *s, uid_t uid)
 {
@@ -234,6 +254,6 @@ uint64_t hbm_tenant(const struct hbm_subuids *s, uid_t uid)
 			hi = mid;
 	}
 	if (lo && uid < s->ranges[lo - 1].end)
-		return (1ULL << 32) | s->ranges[lo - 1].start;
+		return s->ranges[lo - 1].tenant;
 	return uid;
 }

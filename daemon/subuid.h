@@ -15,6 +15,7 @@
 struct hbm_subuid_range {
 	uint32_t start;
 	uint64_t end;		/* past its last uid: up to 2^32 */
+	uint64_t tenant;	/* its owner's: hbm_tenant() */
 };
 
 /**

@@ -993,16 +993,15 @@ static void write_file(const char *path, const char *text)
 	ck_assert_int_eq(fclose(f), 0);
 }
 
-#define SUBUID(first)	((1ULL << 32) | (first))
-
 /*
- * The uids of one line of /etc/subuid are one tenant: a user holding them
- * counts once against the control socket's limits, however many of them
- * its containers connect as (control.c).
+ * Every uid of the lines of /etc/subuid naming one owner is one tenant: a
+ * user holding them counts once against the control socket's limits,
+ * however many of them its containers connect as (control.c).
  */
 START_TEST(tenants_of_subuid)
 {
 	char dir[] = "/tmp/hbm-subuid-XXXXXX", path[64];
+	uint64_t alice, bob;
 	struct hbm_subuids s;
 
 	ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -1011,57 +1010,67 @@ START_TEST(tenants_of_subuid)
 			 "bob:165536:65536\n"		/* adjacent: another user's */
 			 "# carol:200000:65536\n"
 			 "\n"
-			 "1002:300000:10\n"
-			 "dave:300005:10\n"		/* overlapping: merged */
+			 "1002:300000:10\n"		/* by number: that uid's own */
+			 "dave:300005:10\n"		/* overlapping: merged, 1002's */
+			 "alice:400000:5\n"		/* usermod --add-subuids */
 			 "x:1:0\n"			/* each of these not a range */
 			 "y:12a:5\n"
 			 "::\n"
 			 ":5:5\n"
 			 "z:4294967295:2\n"
-			 "q:+400000:1\n"
+			 "q:+500000:1\n"
 			 "w:4294967295:1");		/* the last uid; no newline */
 	hbm_subuids_init(&s, path);
 	ck_assert_int_eq(hbm_subuids_refresh(&s), 1);
 	ck_assert_int_eq(s.error, 0);
 	ck_assert_uint_eq(s.bad_lines, 6);
-	ck_assert_uint_eq(s.nr, 4);
+	ck_assert_uint_eq(s.nr, 5);
+	alice = hbm_tenant(&s, 100000);
+	bob = hbm_tenant(&s, 165536);
+	ck_assert_uint_ge(alice, 1ULL << 63);	/* above every uid */
+	ck_assert_uint_ge(bob, 1ULL << 63);
+	ck_assert_uint_ne(alice, bob);
 	ck_assert_uint_eq(hbm_tenant(&s, 99999), 99999);
-	ck_assert_uint_eq(hbm_tenant(&s, 100000), SUBUID(100000));
-	ck_assert_uint_eq(hbm_tenant(&s, 165535), SUBUID(100000));
-	ck_assert_uint_eq(hbm_tenant(&s, 165536), SUBUID(165536));
-	ck_assert_uint_eq(hbm_tenant(&s, 231071), SUBUID(165536));
+	ck_assert_uint_eq(hbm_tenant(&s, 165535), alice);
+	ck_assert_uint_eq(hbm_tenant(&s, 400004), alice);
+	ck_assert_uint_eq(hbm_tenant(&s, 400005), 400005);
+	ck_assert_uint_eq(hbm_tenant(&s, 231071), bob);
+	ck_assert_uint_eq(hbm_tenant(&s, 200000), bob);
 	ck_assert_uint_eq(hbm_tenant(&s, 231072), 231072);
-	ck_assert_uint_eq(hbm_tenant(&s, 200000), SUBUID(165536));
-	ck_assert_uint_eq(hbm_tenant(&s, 300014), SUBUID(300000));
+	ck_assert_uint_eq(hbm_tenant(&s, 300000), 1002);
+	ck_assert_uint_eq(hbm_tenant(&s, 300014), 1002);
 	ck_assert_uint_eq(hbm_tenant(&s, 300015), 300015);
-	ck_assert_uint_eq(hbm_tenant(&s, 400000), 400000);
+	ck_assert_uint_eq(hbm_tenant(&s, 500000), 500000);
 	ck_assert_uint_eq(hbm_tenant(&s, 4294967294u), 4294967294u);
-	ck_assert_uint_eq(hbm_tenant(&s, 4294967295u), SUBUID(4294967295u));
+	ck_assert_uint_ge(hbm_tenant(&s, 4294967295u), 1ULL << 63);
+	ck_assert_uint_ne(hbm_tenant(&s, 4294967295u), alice);
 	ck_assert_uint_eq(hbm_tenant(&s, 0), 0);
 	ck_assert_int_eq(hbm_subuids_refresh(&s), 0);	/* unchanged: not read */
 
 	/* Changed: read again. */
-	write_file(path, "alice:100000:65536\nerin:500000:65536\n");
+	write_file(path, "alice:100000:65536\nerin:600000:65536\n");
 	ck_assert_int_eq(hbm_subuids_refresh(&s), 1);
 	ck_assert_uint_eq(s.bad_lines, 0);
+	ck_assert_uint_eq(hbm_tenant(&s, 100000), alice);	/* the name's, whatever the file */
 	ck_assert_uint_eq(hbm_tenant(&s, 165536), 165536);
-	ck_assert_uint_eq(hbm_tenant(&s, 500001), SUBUID(500000));
+	ck_assert_uint_eq(hbm_tenant(&s, 600001), hbm_tenant(&s, 665535));
+	ck_assert_uint_ge(hbm_tenant(&s, 600001), 1ULL << 63);
 
 	/* Not a regular file, or too large: refused, what was read kept. */
 	ck_assert_int_eq(unlink(path), 0);
 	ck_assert_int_eq(mkfifo(path, 0600), 0);	/* an open never waits for a writer */
 	ck_assert_int_eq(hbm_subuids_refresh(&s), -EINVAL);
-	ck_assert_uint_eq(hbm_tenant(&s, 500001), SUBUID(500000));
+	ck_assert_uint_ge(hbm_tenant(&s, 600001), 1ULL << 63);
 	ck_assert_int_eq(hbm_subuids_refresh(&s), -EINVAL);
 	ck_assert_int_eq(unlink(path), 0);
 	write_file(path, "alice:100000:65536\n");
 	ck_assert_int_eq(truncate(path, HBM_SUBUID_FILE_MAX + 1), 0);
 	ck_assert_int_eq(hbm_subuids_refresh(&s), -EFBIG);
-	ck_assert_uint_eq(hbm_tenant(&s, 500001), SUBUID(500000));
+	ck_assert_uint_ge(hbm_tenant(&s, 600001), 1ULL << 63);
 	ck_assert_int_eq(truncate(path, 19), 0);
 	ck_assert_int_eq(hbm_subuids_refresh(&s), 1);
-	ck_assert_uint_eq(hbm_tenant(&s, 500001), 500001);
-	ck_assert_uint_eq(hbm_tenant(&s, 100001), SUBUID(100000));
+	ck_assert_uint_eq(hbm_tenant(&s, 600001), 600001);
+	ck_assert_uint_eq(hbm_tenant(&s, 100001), alice);
 
 	/* Gone: every uid its own. */
 	ck_assert_int_eq(unlink(path), 0);
