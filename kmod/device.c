@@ -588,7 +588,7 @@ void hbm_devices_orphaned(struct module *owner)
 		mutex_unlock(&hbm_registry_lock);
 		if (!dev)
 			return;
-		pr_warn("device %u %s: %s unloaded without unregistering it: unregistered for it\n",
+		pr_warn("device %u %s: module %s going without unregistering it: unregistered for it\n",
 			dev->id, dev->name, module_name(owner));
 		if (!hbm_device_remove(dev))
 			hbm_device_put(dev);	/* the provider's */

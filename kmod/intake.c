@@ -49,13 +49,16 @@
  * queued as a report of its own, like an error that finds its class full.
  *
  * Device errors, and errors beyond the table, go into a ring of
- * HBM_INTAKE_SLOTS reports, of which correctable errors and device errors
- * that lost no data may use all but the last HBM_UE_RESERVE: a storm of
- * correctable errors never costs an uncorrectable one, nor an Xid that
- * lost data.  What does not fit is dropped and counted, per intake path
- * (HBMGUARD_CMD_STATS_GET: reports) and per device (errors: the device's
- * HBMGUARD_A_ERRORS_DROPPED, GET_DEVICE's errors_dropped), as are reports
- * the worker could not apply.
+ * HBM_INTAKE_SLOTS reports.  Correctable errors and device errors that
+ * lost no data may use all but the last HBM_UE_RESERVE of it, uncorrectable
+ * errors all but the last HBM_LOST_RESERVE, which device errors that lost
+ * data (an Xid 48, 94, 95...) may use: a storm of correctable errors never
+ * costs an uncorrectable one, and neither a storm of those (a UE repeated
+ * on its pages faster than the worker retires them) nor one of correctable
+ * errors costs an Xid that lost data.  What does not fit is dropped and
+ * counted, per intake path (HBMGUARD_CMD_STATS_GET: reports) and per
+ * device (errors: the device's HBMGUARD_A_ERRORS_DROPPED, GET_DEVICE's
+ * errors_dropped), as are reports the worker could not apply.
  *
  * The worker takes batches of HBM_BATCH (half from the ring, the rest from
  * the table, its uncorrectable errors first, so that nothing starves),
@@ -80,6 +83,7 @@
 
 #define HBM_INTAKE_SLOTS	4096
 #define HBM_UE_RESERVE		256
+#define HBM_LOST_RESERVE	64
 #define HBM_CE_PAGES_MAX	100000
 #define HBM_UE_PAGES_MAX	16384
 #define HBM_PENDING_SLOTS	(3 << 16)
@@ -252,8 +256,9 @@ static void pending_remove(u32 i)
 int hbm_report_async(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 		     u32 path)
 {
-	bool reserved = kind != HBMGUARD_ERROR_CE && kind != HBM_INTAKE_DEVICE_ERROR;
-	u32 limit = reserved ? HBM_INTAKE_SLOTS : HBM_INTAKE_SLOTS - HBM_UE_RESERVE;
+	u32 limit = kind == HBM_INTAKE_DATA_LOST ? HBM_INTAKE_SLOTS :
+		    kind == HBMGUARD_ERROR_CE || kind == HBM_INTAKE_DEVICE_ERROR ?
+		    HBM_INTAKE_SLOTS - HBM_UE_RESERVE : HBM_INTAKE_SLOTS - HBM_LOST_RESERVE;
 	unsigned long flags;
 	bool was_empty;
 
