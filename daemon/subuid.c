@@ -10,17 +10,21 @@
  * user namespace of the user's, whose processes connect as those host uids
  * (SO_PEERCRED speaks of the daemon's namespace).  Counted apart, eight of
  * them would fill every connection the daemon takes.  So every uid of the
- * lines of /etc/subuid naming one owner is one tenant, keyed by the owner's
- * name (a hash of it, above every plain uid), or by its uid where the line
- * names it by number, then one tenant with that uid itself.  An owner named
- * by name is a tenant apart from its own uid: telling which uid a name is
- * takes a user database lookup, which may block the loop on a network
- * service.  The file is the administrator's, read again whenever it changes
- * (its inode, size or time), checked at each connection.  A tenant is not
- * known to the daemon where the uids come from elsewhere: ranges a user
- * database serves (subid: in nsswitch.conf, SSSD's) or a container runtime
- * running as root maps itself (Kubernetes' user namespaces) leave each uid
- * limits of its own.
+ * lines of /etc/subuid naming one owner is one tenant, keyed by the owner
+ * as the line spells it (a digest of it, above every plain uid), apart
+ * from the owner's own uid.  Which uid an owner is takes a user database
+ * lookup, which may block the loop on a network service; and newuidmap
+ * lets a user take a line that names it, its uid as a number, or another
+ * name of that uid (find_range(), lib/subordinateio.c of shadow-maint's
+ * shadow), so an owner that reads as a number may be a user of that name
+ * and is never taken for the uid.  Overlapping lines, which useradd never
+ * writes, are one tenant, the first one's.  The file is the
+ * administrator's, read again whenever it changes (its inode, size or
+ * time), checked at each connection.  A tenant is not known to the daemon
+ * where the uids come from elsewhere: ranges a user database serves
+ * (subid: in nsswitch.conf, SSSD's) or a container runtime running as root
+ * maps itself (Kubernetes' user namespaces) leave each uid limits of its
+ * own.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -64,15 +68,13 @@ static bool parse_u32(const char *p, const char *end, uint64_t *out)
 	return true;
 }
 
-/* The tenant of owner @name: its uid, or bit 63 and 63 bits of its digest. */
+/* The tenant of owner @name: bit 63 and 63 bits of its digest. */
 static uint64_t owner_tenant(const char *name, const char *end)
 {
 	uint8_t digest[HBM_SHA256_LEN];
-	uint64_t uid, h = 0;
+	uint64_t h = 0;
 	int i;
 
-	if (parse_u32(name, end, &uid))
-		return uid;
 	hbm_sha256(name, (size_t)(end - name), digest);
 	for (i = 0; i < 8; i++)
 		h = h << 8 | digest[i];
@@ -237,8 +239,7 @@ fail:
  * @s: the ranges, as hbm_subuids_refresh() last read them
  * @uid: a uid of the daemon's user namespace
  *
- * Return: @uid, or for a uid in a range of @s its owner's: the owner's
- * uid, where the line names it by number, else its name's key (2^63 and
+ * Return: @uid, or for a uid in a range of @s its owner's key (2^63 and
  * up), the same for every uid of every range of that owner.
  */
 uint64_t hbm_tenant(const struct hbm_subuids *s, uid_t uid)
