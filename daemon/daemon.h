@@ -88,6 +88,7 @@ struct daemon {
 	struct incident *incidents;	/* oldest first */
 	size_t nr_incidents, incidents_cap;
 	uint64_t last_incident;		/* the id of the newest */
+	uint64_t losses;		/* losses of data heard, numbering each */
 	struct metrics_incidents incident_totals;	/* ended since the start */
 
 	/* scheduler.c's */

@@ -411,6 +411,7 @@ static void advance(struct daemon *d, struct incident *x)
 		cluster_advance(d, x);
 	} else if (x->info.state == HBM_INCIDENT_PAUSING && all_answered(d, x, HBM_ANSWER_PAUSED)) {
 		if (x->info.length != HBM_CTL_WHOLE_DEVICE &&	/* the driver's bypass */
+		    !x->in_service &&
 		    !daemon_is_bypassed(d, x->info.device, x->info.offset, x->info.length)) {
 			escalate(d, x, "the page has no spare: not bypassed", THE_NODES_MEMORY);
 			return;
@@ -626,19 +627,34 @@ static void open_across_nodes(struct daemon *d, struct incident *x)
 	}
 }
 
-/**
- * recovery_on_lost_data() - pages of a device lost their data
- * @d: the daemon
- * @identity: the device
- * @offset: the pages
- * @length: their length
- *
- * Opens an incident for each job with a rank on those pages, once per job
- * (the first of its ranks hit is the failed one), or escalates the job's
- * open incident.
+/* Incident @x's range grown over [@offset, @offset + @length) too. */
+static void widen(struct incident *x, uint64_t offset, uint64_t length)
+{
+	uint64_t end;
+
+	if (x->info.length == HBM_CTL_WHOLE_DEVICE || length == HBM_CTL_WHOLE_DEVICE) {
+		x->info.offset = 0;
+		x->info.length = HBM_CTL_WHOLE_DEVICE;
+		return;
+	}
+	end = offset + length > x->info.offset + x->info.length ? offset + length :
+	      x->info.offset + x->info.length;
+	if (offset < x->info.offset)
+		x->info.offset = offset;
+	x->info.length = end - x->info.offset;
+}
+
+/*
+ * Pages of loss d->losses: an incident for each job with a rank on them,
+ * once per job (the first of its ranks hit is the failed one), or the
+ * job's open incident escalated.  One loss may come in several ranges
+ * (lost_pages(): those of a fact not seen before): a job's incident this
+ * loss opened takes the next one in, its range grown over both, rather
+ * than taking it for a second error.  @in_service: the pages are served by
+ * their own frames (cleared): none to bypass.
  */
-void recovery_on_lost_data(struct daemon *d, const char *identity,
-			   uint64_t offset, uint64_t length)
+static void lost_data(struct daemon *d, const char *identity, uint64_t offset,
+		      uint64_t length, bool in_service)
 {
 	struct client *c;
 
@@ -649,12 +665,20 @@ void recovery_on_lost_data(struct daemon *d, const char *identity,
 		    job_hit_before(d, c, identity, offset, length))
 			continue;
 		x = open_incident_of(d, &c->job);
-		if (x && length == HBM_CTL_WHOLE_DEVICE && x->info.length == HBM_CTL_WHOLE_DEVICE &&
-		    !strcmp(x->info.device, identity)) {
+		if (x && x->loss == d->losses && !strcmp(x->info.device, identity)) {
+			widen(x, offset, length);
+			continue;
+		}
+		if (x && x->info.length == HBM_CTL_WHOLE_DEVICE && !strcmp(x->info.device, identity) &&
+		    (length == HBM_CTL_WHOLE_DEVICE || x->info.state == HBM_INCIDENT_DETECTED ||
+		     x->info.state == HBM_INCIDENT_PAUSING)) {
 			/*
 			 * The GPU's error in another source's words (NVML's
-			 * DoubleBitEcc event beside Xid 48): the incident has
-			 * the whole device already.
+			 * DoubleBitEcc event beside Xid 48), or its page's
+			 * before any rank was asked to restore: the incident
+			 * has the whole device already.  Pages lost once a
+			 * restore is under way may have taken restored data:
+			 * a second error.
 			 */
 			fprintf(stderr, "<6>hbmguardd: %s: its error again, within incident %" PRIu64
 				"\n", identity, x->info.id);
@@ -679,6 +703,8 @@ void recovery_on_lost_data(struct daemon *d, const char *identity,
 		x->job = c->job;
 		x->pidfd = c->pidfd >= 0 ? fcntl(c->pidfd, F_DUPFD_CLOEXEC, 3) : -1;
 		x->cl_asked = x->cl_done = -1;
+		x->loss = d->losses;
+		x->in_service = in_service;
 		x->clustered = across_nodes(d, x);
 		mark(x, HBM_INCIDENT_DETECTED, NULL);
 		mark(x, HBM_INCIDENT_PAUSING, NULL);
@@ -688,6 +714,23 @@ void recovery_on_lost_data(struct daemon *d, const char *identity,
 		if (x->clustered)
 			open_across_nodes(d, x);
 	}
+}
+
+/**
+ * recovery_on_lost_data() - pages of a device lost their data
+ * @d: the daemon
+ * @identity: the device
+ * @offset: the pages
+ * @length: their length
+ *
+ * A loss of its own: opens an incident for each job with a rank on those
+ * pages, or escalates the job's open incident (lost_data()).
+ */
+void recovery_on_lost_data(struct daemon *d, const char *identity,
+			   uint64_t offset, uint64_t length)
+{
+	d->losses++;
+	lost_data(d, identity, offset, length, false);
 }
 
 /**
@@ -1103,6 +1146,7 @@ static void lost_pages(struct daemon *d, uint32_t id, const char *identity,
 
 	if (id >= HBMGUARD_MAX_DEVICES || !identity[0])
 		return;
+	d->losses++;	/* one, however many ranges of it are news */
 	forgotten_back(d, id);
 	/* cleared pages are out of the table: not seen, their next loss news */
 	if (how == LOSS_CLEARED || hbm_range_set_add(&d->seen[id], offset, length, &fresh) ||
@@ -1113,7 +1157,7 @@ static void lost_pages(struct daemon *d, uint32_t id, const char *identity,
 				how == LOSS_FAILED ? "no spare serves it" :
 				how == LOSS_CLEARED ? "cleared, it could not be copied home" :
 						      "its memory failed, or it could not be moved");
-		recovery_on_lost_data(d, identity, offset, length);
+		lost_data(d, identity, offset, length, how == LOSS_CLEARED);
 		hbm_ranges_free(&fresh);
 		return;
 	}
@@ -1122,7 +1166,7 @@ static void lost_pages(struct daemon *d, uint32_t id, const char *identity,
 			fprintf(stderr, "<4>hbmguardd: %s: data lost at 0x%" PRIx64 "+0x%" PRIx64
 				" while events were lost\n", identity,
 				fresh.r[i].offset, fresh.r[i].length);
-		recovery_on_lost_data(d, identity, fresh.r[i].offset, fresh.r[i].length);
+		lost_data(d, identity, fresh.r[i].offset, fresh.r[i].length, false);
 	}
 	hbm_ranges_free(&fresh);
 }
@@ -1363,7 +1407,7 @@ static void cluster_step(void *arg, const struct cl_action *a)
 		break;
 	case CL_ISOLATE:
 		/* the page this node lost must be bypassed; a GPU's error is its driver's */
-		if (!x->remote && x->info.length != HBM_CTL_WHOLE_DEVICE &&
+		if (!x->remote && x->info.length != HBM_CTL_WHOLE_DEVICE && !x->in_service &&
 		    !daemon_is_bypassed(d, x->info.device, x->info.offset, x->info.length)) {
 			escalate(d, x, "the page has no spare: not bypassed", THE_NODES_MEMORY);
 			return;

@@ -30,6 +30,9 @@ struct incident {
 	bool remote;			/* opened on another node: no device here */
 	int cl_asked, cl_done;		/* the cluster's step asked, and done; -1 none */
 	char cluster_id[HBM_CLUSTER_NAME_LEN];
+	uint64_t loss;			/* the loss that opened it (daemon's losses) */
+	/* Its pages in service on their own frames (cleared): none to bypass. */
+	bool in_service;
 };
 
 #define HBM_INCIDENTS_KEPT	64

@@ -1006,6 +1006,101 @@ START_TEST(cleared_page_loses_data_on_its_way_home)
 END_TEST
 
 /*
+ * One loss over a range partly lost before (a table read after lost
+ * events, a move over pages a UE took earlier) comes in two ranges, those
+ * not seen yet: one error, the job's incident grown over both, not a
+ * second error that escalates it and drains the node (helper-181).
+ */
+START_TEST(one_loss_in_two_ranges_is_one_error)
+{
+	struct hbm_fact ue = heard_ue_page;
+	struct hbm_ctl_rank reg = { .rank = 0, .world_size = 1, .device = "dev" };
+	struct client *a, *b = calloc(1, sizeof(*b));
+
+	setup();
+	world = 1;
+	a = rank("jobA", 0, 0x2000, 0);
+	ue.offset = 0x2000;
+	recovery_fact(d, &ue);			/* jobA's, seen */
+	answer(a, 1, HBM_ANSWER_PAUSED);
+	answer(a, 1, HBM_ANSWER_RESTORED);
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_RESUMED);
+	*b = (struct client){ .d = d, .fd = -1, .pidfd = -1, .cred.uid = getuid() };
+	strcpy(reg.job, "jobB");		/* the whole device: no ranges */
+	ck_assert_int_eq(recovery_register(d, b, &reg, NULL), 0);
+	ue.offset = 0x1000;
+	ue.length = 0x3000;
+	ue.count = 3;
+	recovery_fact(d, &ue);			/* 0x1000 and 0x3000 are news */
+	ck_assert_uint_eq(d->nr_incidents, 2);
+	ck_assert_uint_eq(d->incidents[1].info.state, HBM_INCIDENT_PAUSING);
+	incident_is(1, 0x1000, 0x3000, 0);
+	ck_assert_uint_eq(drained, 0);
+	answer(b, 2, HBM_ANSWER_PAUSED);	/* bypassed: on to the restore */
+	ck_assert_uint_eq(d->incidents[1].info.state, HBM_INCIDENT_RESTORING);
+	cleanup();
+}
+END_TEST
+
+/*
+ * A GPU's UE without an address, then its page's, before the ranks were
+ * asked to restore: the whole-device incident has it already, not a
+ * second error (helper-181).  Once a restore is under way a page lost may
+ * have taken restored data: that one escalates.
+ */
+START_TEST(page_within_whole_device_incident)
+{
+	struct hbm_ctl_rank reg = { .rank = 0, .world_size = 1, .device = "dev" };
+	struct hbm_fact ue = heard_ue_page;
+	struct client *b = calloc(1, sizeof(*b));
+
+	setup();
+	*b = (struct client){ .d = d, .fd = -1, .pidfd = -1, .cred.uid = getuid() };
+	strcpy(reg.job, "job");
+	ck_assert_int_eq(recovery_register(d, b, &reg, NULL), 0);
+	xid_fact(48, HBM_SEVERITY_UE, "dev");
+	ck_assert_uint_eq(d->nr_incidents, 1);
+	recovery_fact(d, &ue);
+	ck_assert_uint_eq(d->nr_incidents, 1);
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_PAUSING);
+	ck_assert_uint_eq(drained, 0);
+	answer(b, 1, HBM_ANSWER_PAUSED);
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_RESTORING);
+	ue.offset = 0x5000;
+	recovery_fact(d, &ue);
+	ck_assert_str_eq(d->incidents[0].info.reason, "a second error during recovery");
+	ck_assert_uint_eq(drained, 1);
+	cleanup();
+}
+END_TEST
+
+/*
+ * A cleared page whose data could not come home is in service on its own
+ * frame, out of the table: nothing to bypass, the restore goes on, never
+ * "no spare" and the node drained (helper-181).
+ */
+START_TEST(cleared_page_lost_needs_no_bypass)
+{
+	struct hbm_fact cleared = heard_ue_page;
+	struct client *a;
+
+	setup();
+	world = 1;
+	bypassed = false;		/* the page is not in the table */
+	a = rank("job", 0, 0x1000, 0);
+	cleared.event = HBMGUARD_EVENT_CLEARED;
+	cleared.source = HBMGUARD_SOURCE_ADMIN;
+	cleared.flags = HBM_FACT_DATA_LOST;
+	recovery_fact(d, &cleared);
+	ck_assert_uint_eq(d->nr_incidents, 1);
+	answer(a, 1, HBM_ANSWER_PAUSED);
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_RESTORING);
+	ck_assert_uint_eq(drained, 0);
+	cleanup();
+}
+END_TEST
+
+/*
  * A page cleared in the middle of a seen range with no memory for the
  * split: the range goes out whole, and the pages around the cleared one go
  * back as memory allows, so that a table read after lost events does not
@@ -1610,6 +1705,9 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, spare_failed_loses_data_again);
 	tcase_add_test(tc, failed_page_loses_data_on_its_frame);
 	tcase_add_test(tc, cleared_page_loses_data_on_its_way_home);
+	tcase_add_test(tc, one_loss_in_two_ranges_is_one_error);
+	tcase_add_test(tc, cleared_page_lost_needs_no_bypass);
+	tcase_add_test(tc, page_within_whole_device_incident);
 	tcase_add_test(tc, cleared_without_memory_reports_nothing_twice);
 	tcase_add_test(tc, restored_part_of_an_extent_only_is_known);
 	tcase_add_test(tc, job_across_nodes);
