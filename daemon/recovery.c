@@ -644,14 +644,64 @@ static void widen(struct incident *x, uint64_t offset, uint64_t length)
 	x->info.length = end - x->info.offset;
 }
 
+/* Whether a rank of @x's job but its failed one has pages in the range. */
+static bool hits_another_rank(struct daemon *d, const struct incident *x, const char *identity,
+			      uint64_t offset, uint64_t length)
+{
+	const struct client *o;
+
+	for (o = d->ranks; o; o = o->next_rank)
+		if (same_job(&o->job, &x->job) && o->reg.rank != x->info.failed_rank &&
+		    hits(o, identity, offset, length))
+			return true;
+	return false;
+}
+
+/*
+ * Pages lost under a job whose incident @x is open: taken into it where
+ * they are the same error, else @x escalates.  The same error is:
+ *  - another range of the loss that opened @x (lost_pages()), on its
+ *    failed rank alone: @x grows over it, its restore with it.  Under
+ *    another rank it is not: the incident restores one rank;
+ *  - the GPU's error in another source's words (NVML's DoubleBitEcc event
+ *    beside Xid 48), or a page of that GPU before any rank was asked to
+ *    restore, where @x has the whole device already, the page bypassed (a
+ *    whole device's incident checks no page: the driver's bypass), or in
+ *    service.  Pages lost once a restore is under way may have taken
+ *    restored data: a second error.
+ */
+static void take_in(struct daemon *d, struct incident *x, const char *identity, uint64_t offset,
+		    uint64_t length, bool in_service)
+{
+	bool same_device = !strcmp(x->info.device, identity);
+
+	if (same_device && x->loss == d->losses &&
+	    !hits_another_rank(d, x, identity, offset, length)) {
+		widen(x, offset, length);
+		return;
+	}
+	if (same_device && x->info.length == HBM_CTL_WHOLE_DEVICE &&
+	    (length == HBM_CTL_WHOLE_DEVICE || x->info.state == HBM_INCIDENT_DETECTED ||
+	     x->info.state == HBM_INCIDENT_PAUSING)) {
+		if (length != HBM_CTL_WHOLE_DEVICE && !in_service &&
+		    !daemon_is_bypassed(d, identity, offset, length)) {
+			escalate(d, x, "the page has no spare: not bypassed", THE_NODES_MEMORY);
+			return;
+		}
+		fprintf(stderr, "<6>hbmguardd: %s: its error again, within incident %" PRIu64 "\n",
+			identity, x->info.id);
+		return;
+	}
+	escalate(d, x, "a second error during recovery", THE_NODES_MEMORY);
+}
+
 /*
  * Pages of loss d->losses: an incident for each job with a rank on them,
  * once per job (the first of its ranks hit is the failed one), or the
- * job's open incident escalated.  One loss may come in several ranges
- * (lost_pages(): those of a fact not seen before): a job's incident this
- * loss opened takes the next one in, its range grown over both, rather
- * than taking it for a second error.  @in_service: the pages are served by
- * their own frames (cleared): none to bypass.
+ * job's open incident takes them in or escalates (take_in()).  One loss
+ * may come in several ranges (lost_pages(): those of a fact not seen
+ * before).  @in_service: the pages are served by their own frames
+ * (cleared): none to bypass.
  */
 static void lost_data(struct daemon *d, const char *identity, uint64_t offset,
 		      uint64_t length, bool in_service)
@@ -665,27 +715,8 @@ static void lost_data(struct daemon *d, const char *identity, uint64_t offset,
 		    job_hit_before(d, c, identity, offset, length))
 			continue;
 		x = open_incident_of(d, &c->job);
-		if (x && x->loss == d->losses && !strcmp(x->info.device, identity)) {
-			widen(x, offset, length);
-			continue;
-		}
-		if (x && x->info.length == HBM_CTL_WHOLE_DEVICE && !strcmp(x->info.device, identity) &&
-		    (length == HBM_CTL_WHOLE_DEVICE || x->info.state == HBM_INCIDENT_DETECTED ||
-		     x->info.state == HBM_INCIDENT_PAUSING)) {
-			/*
-			 * The GPU's error in another source's words (NVML's
-			 * DoubleBitEcc event beside Xid 48), or its page's
-			 * before any rank was asked to restore: the incident
-			 * has the whole device already.  Pages lost once a
-			 * restore is under way may have taken restored data:
-			 * a second error.
-			 */
-			fprintf(stderr, "<6>hbmguardd: %s: its error again, within incident %" PRIu64
-				"\n", identity, x->info.id);
-			continue;
-		}
 		if (x) {
-			escalate(d, x, "a second error during recovery", THE_NODES_MEMORY);
+			take_in(d, x, identity, offset, length, in_service);
 			continue;
 		}
 		x = new_incident(d);

@@ -1075,6 +1075,58 @@ START_TEST(page_within_whole_device_incident)
 END_TEST
 
 /*
+ * The same loss's next range under another rank of the job is no part of
+ * its incident, which restores one rank: a second error, as before
+ * (helper-182).
+ */
+START_TEST(one_loss_under_two_ranks_escalates)
+{
+	struct hbm_fact ue = heard_ue_page;
+
+	setup();
+	rank("job", 0, 0x1000, 0);
+	rank("job", 1, 0x3000, 0);
+	ue.offset = 0x2000;
+	recovery_fact(d, &ue);			/* nobody's: seen */
+	ck_assert_uint_eq(d->nr_incidents, 0);
+	ue.offset = 0x1000;
+	ue.length = 0x3000;
+	ue.count = 3;
+	recovery_fact(d, &ue);			/* 0x1000 rank 0's, 0x3000 rank 1's */
+	ck_assert_uint_eq(d->nr_incidents, 1);
+	ck_assert_str_eq(d->incidents[0].info.reason, "a second error during recovery");
+	ck_assert_uint_eq(drained, 1);
+	cleanup();
+}
+END_TEST
+
+/*
+ * A page with no spare, lost while a whole-device incident pauses: not
+ * taken in unchecked (the incident checks no page), but escalated for the
+ * page, as alone it would be (helper-182).
+ */
+START_TEST(unbypassed_page_within_whole_device_incident_escalates)
+{
+	struct hbm_ctl_rank reg = { .rank = 0, .world_size = 1, .device = "dev" };
+	struct hbm_fact failed = heard_ue_page;
+	struct client *b = calloc(1, sizeof(*b));
+
+	setup();
+	*b = (struct client){ .d = d, .fd = -1, .pidfd = -1, .cred.uid = getuid() };
+	strcpy(reg.job, "job");
+	ck_assert_int_eq(recovery_register(d, b, &reg, NULL), 0);
+	xid_fact(48, HBM_SEVERITY_UE, "dev");
+	bypassed = false;
+	failed.event = HBMGUARD_EVENT_FAILED;
+	failed.flags = HBM_FACT_DATA_LOST;
+	recovery_fact(d, &failed);
+	ck_assert_str_eq(d->incidents[0].info.reason, "the page has no spare: not bypassed");
+	ck_assert_uint_eq(drained, 1);
+	cleanup();
+}
+END_TEST
+
+/*
  * A cleared page whose data could not come home is in service on its own
  * frame, out of the table: nothing to bypass, the restore goes on, never
  * "no spare" and the node drained (helper-181).
@@ -1708,6 +1760,8 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, one_loss_in_two_ranges_is_one_error);
 	tcase_add_test(tc, cleared_page_lost_needs_no_bypass);
 	tcase_add_test(tc, page_within_whole_device_incident);
+	tcase_add_test(tc, one_loss_under_two_ranks_escalates);
+	tcase_add_test(tc, unbypassed_page_within_whole_device_incident_escalates);
 	tcase_add_test(tc, cleared_without_memory_reports_nothing_twice);
 	tcase_add_test(tc, restored_part_of_an_extent_only_is_known);
 	tcase_add_test(tc, job_across_nodes);
