@@ -384,7 +384,7 @@ static void refresh_tenants(struct daemon *d)
 	if (r < 0 && r != err)
 		fprintf(stderr, "<4>hbmguardd: %s cannot be read (%s): its users' subordinate "
 			"uids counted as they were before, each apart if never read\n",
-			s->path, strerror(-r));
+			s->path, hbm_read_strerror(r));
 	else if (r > 0 && s->bad_lines)
 		fprintf(stderr, "<4>hbmguardd: %s: %zu lines not \"name:first:count\": "
 			"their uids each a tenant of their own\n", s->path, s->bad_lines);

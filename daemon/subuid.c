@@ -29,13 +29,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "sha256.h"
+#include "state.h"
 #include "subuid.h"
 
 void hbm_subuids_init(struct hbm_subuids *s, const char *path)
@@ -150,32 +149,6 @@ static int parse(struct hbm_subuids *s, const char *buf, size_t len)
 	return 0;
 }
 
-static int read_all(int fd, size_t size, char **out, size_t *len)
-{
-	char *buf = malloc(size + 1);
-	size_t n = 0;
-	ssize_t got;
-
-	if (!buf)
-		return -ENOMEM;
-	while (n <= size && (got = read(fd, buf + n, size + 1 - n)) != 0) {
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0) {
-			free(buf);
-			return -errno;
-		}
-		n += (size_t)got;
-	}
-	if (n > size) {		/* grew since its fstat(): read it when still */
-		free(buf);
-		return -EAGAIN;
-	}
-	*out = buf;
-	*len = n;
-	return 0;
-}
-
 /**
  * hbm_subuids_refresh() - read the file again if it changed
  * @s: the ranges
@@ -189,47 +162,43 @@ static int read_all(int fd, size_t size, char **out, size_t *len)
  */
 int hbm_subuids_refresh(struct hbm_subuids *s)
 {
+	uint8_t *buf;
 	struct stat st;
-	char *buf = NULL;
-	size_t len = 0;
-	int fd, err;
+	int64_t mtime_ns;
+	size_t len;
+	int err;
 
-	fd = open(s->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0 && errno == ENOENT) {
+	if (stat(s->path, &st)) {
+		err = -errno;
+		if (err != -ENOENT)
+			goto fail;
 		hbm_subuids_free(s);
-		err = s->error == -ENOENT ? 0 : 1;
+		err = s->error != -ENOENT;
 		s->error = -ENOENT;
 		s->dev = 0;
 		return err;
 	}
-	if (fd < 0 || fstat(fd, &st)) {
-		err = -errno;
-		goto fail;
-	}
+	mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 	if (!s->error && s->dev == st.st_dev && s->ino == st.st_ino && s->size == st.st_size &&
-	    s->mtime_ns == (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec) {
-		close(fd);
+	    s->mtime_ns == mtime_ns)
 		return 0;
-	}
+	/* this file's own bounds, before a read: not the state files' */
 	err = !S_ISREG(st.st_mode) ? -EINVAL :
 	      (uint64_t)st.st_size > HBM_SUBUID_FILE_MAX ? -EFBIG :
-	      read_all(fd, (size_t)st.st_size, &buf, &len);
+	      hbm_read_file(AT_FDCWD, s->path, &buf, &len);
 	if (err)
 		goto fail;
-	err = parse(s, buf, len);
+	err = parse(s, (const char *)buf, len);
 	free(buf);
 	if (err)
 		goto fail;
-	close(fd);
 	s->dev = st.st_dev;
 	s->ino = st.st_ino;
 	s->size = st.st_size;
-	s->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	s->mtime_ns = mtime_ns;
 	s->error = 0;
 	return 1;
 fail:
-	if (fd >= 0)
-		close(fd);
 	s->error = err;
 	return err;
 }

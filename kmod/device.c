@@ -539,20 +539,31 @@ int hbm_device_destroy(u32 id, u32 kind)
 	return err;
 }
 
+/*
+ * The first registered device from *@id on, its id in *@id, held: any, or
+ * with @owner a provider's device of that module; NULL when none is left.
+ */
+static struct hbm_device *hold_next(unsigned long *id, const struct module *owner)
+{
+	struct hbm_device *dev;
+
+	mutex_lock(&hbm_registry_lock);
+	xa_for_each_start(&hbm_devices, *id, dev, *id)
+		if (!owner || (dev->kind == HBMGUARD_KIND_PROVIDER && dev->owner == owner))
+			break;
+	if (dev)
+		kref_get(&dev->ref);
+	mutex_unlock(&hbm_registry_lock);
+	return dev;
+}
+
 /* Unload: every device, each found under the registry's lock. */
 void hbm_devices_destroy_all(void)
 {
 	struct hbm_device *dev;
 	unsigned long id = 0;
 
-	for (;; id++) {
-		mutex_lock(&hbm_registry_lock);
-		dev = xa_find(&hbm_devices, &id, ULONG_MAX, XA_PRESENT);
-		if (dev)
-			kref_get(&dev->ref);
-		mutex_unlock(&hbm_registry_lock);
-		if (!dev)
-			return;
+	for (; (dev = hold_next(&id, NULL)); id++) {
 		hbm_device_remove(dev);
 		hbm_device_put(dev);
 	}
@@ -578,16 +589,7 @@ void hbm_devices_orphaned(struct module *owner)
 	struct hbm_device *dev;
 	unsigned long id = 0;
 
-	for (;; id++) {
-		mutex_lock(&hbm_registry_lock);
-		xa_for_each_start(&hbm_devices, id, dev, id)
-			if (dev->kind == HBMGUARD_KIND_PROVIDER && dev->owner == owner)
-				break;
-		if (dev)
-			kref_get(&dev->ref);
-		mutex_unlock(&hbm_registry_lock);
-		if (!dev)
-			return;
+	for (; (dev = hold_next(&id, owner)); id++) {
 		pr_warn("device %u %s: module %s going without unregistering it: unregistered for it\n",
 			dev->id, dev->name, module_name(owner));
 		if (!hbm_device_remove(dev))

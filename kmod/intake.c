@@ -166,6 +166,16 @@ static bool intake_idle(void)
 	       hbm_intake_head == hbm_intake_tail;
 }
 
+/* The ring's slots a report of @kind may fill (the top of this file). */
+static u32 ring_room(u32 kind)
+{
+	if (kind == HBM_INTAKE_DATA_LOST)
+		return HBM_INTAKE_SLOTS;
+	if (kind == HBMGUARD_ERROR_CE || kind == HBM_INTAKE_DEVICE_ERROR)
+		return HBM_INTAKE_SLOTS - HBM_UE_RESERVE;
+	return HBM_INTAKE_SLOTS - HBM_LOST_RESERVE;
+}
+
 static u32 pending_home(const struct hbm_device *dev, u32 page)
 {
 	u64 key = (unsigned long)dev ^ ((u64)page << 32 | page);
@@ -256,9 +266,6 @@ static void pending_remove(u32 i)
 int hbm_report_async(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 		     u32 path)
 {
-	u32 limit = kind == HBM_INTAKE_DATA_LOST ? HBM_INTAKE_SLOTS :
-		    kind == HBMGUARD_ERROR_CE || kind == HBM_INTAKE_DEVICE_ERROR ?
-		    HBM_INTAKE_SLOTS - HBM_UE_RESERVE : HBM_INTAKE_SLOTS - HBM_LOST_RESERVE;
 	unsigned long flags;
 	bool was_empty;
 
@@ -273,7 +280,7 @@ int hbm_report_async(struct hbm_device *dev, u64 offset, u32 kind, u32 count,
 	if (!is_device_error(kind) &&
 	    pending_add(dev, offset >> dev->page_shift, kind, count, path))
 		goto queued;
-	if (hbm_intake_tail - hbm_intake_head >= limit) {
+	if (hbm_intake_tail - hbm_intake_head >= ring_room(kind)) {
 		raw_spin_unlock_irqrestore(&hbm_intake_lock, flags);
 		intake_dropped(dev, path, count);
 		return -ENOSPC;
@@ -370,9 +377,9 @@ static void hbm_intake_drain(struct work_struct *work)
 {
 	struct hbm_report batch[HBM_BATCH];
 	unsigned long flags;
-	u32 n, i, runs;
+	u32 n, i, batches;
 
-	for (runs = 0; runs < HBM_RUN_BATCHES; runs++) {
+	for (batches = 0; batches < HBM_RUN_BATCHES; batches++) {
 		raw_spin_lock_irqsave(&hbm_intake_lock, flags);
 		n = intake_take(batch, ARRAY_SIZE(batch));
 		raw_spin_unlock_irqrestore(&hbm_intake_lock, flags);

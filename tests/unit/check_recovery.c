@@ -168,13 +168,16 @@ static void cleanup(void)
 
 /*
  * A rank of job @job with @key (NULL: none) on device "dev", its pages
- * [@offset, +4K), of @pid; NULL and the daemon's refusal in @err.
+ * [@offset, +4K), or with @offset ANY_PAGE no ranges (the whole device), of
+ * @pid; NULL and the daemon's refusal in @err.
  */
+#define ANY_PAGE	UINT64_MAX	/* try_rank()'s @offset: the whole device */
+
 static struct client *try_rank(const char *job, const char *key, uint32_t r, uint64_t offset,
 			       pid_t pid, int *err)
 {
 	struct client *c = calloc(1, sizeof(*c));
-	struct hbm_ctl_rank reg = { .rank = r, .world_size = world, .nr_ranges = 1,
+	struct hbm_ctl_rank reg = { .rank = r, .world_size = world, .nr_ranges = offset != ANY_PAGE,
 				    .ranges = { { offset, 0x1000 } } };
 
 	c->d = d;
@@ -1014,8 +1017,7 @@ END_TEST
 START_TEST(one_loss_in_two_ranges_is_one_error)
 {
 	struct hbm_fact ue = heard_ue_page;
-	struct hbm_ctl_rank reg = { .rank = 0, .world_size = 1, .device = "dev" };
-	struct client *a, *b = calloc(1, sizeof(*b));
+	struct client *a, *b;
 
 	setup();
 	world = 1;
@@ -1025,9 +1027,7 @@ START_TEST(one_loss_in_two_ranges_is_one_error)
 	answer(a, 1, HBM_ANSWER_PAUSED);
 	answer(a, 1, HBM_ANSWER_RESTORED);
 	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_RESUMED);
-	*b = (struct client){ .d = d, .fd = -1, .pidfd = -1, .cred.uid = getuid() };
-	strcpy(reg.job, "jobB");		/* the whole device: no ranges */
-	ck_assert_int_eq(recovery_register(d, b, &reg, NULL), 0);
+	b = rank("jobB", 0, ANY_PAGE, 0);
 	ue.offset = 0x1000;
 	ue.length = 0x3000;
 	ue.count = 3;
@@ -1050,14 +1050,12 @@ END_TEST
  */
 START_TEST(page_within_whole_device_incident)
 {
-	struct hbm_ctl_rank reg = { .rank = 0, .world_size = 1, .device = "dev" };
 	struct hbm_fact ue = heard_ue_page;
-	struct client *b = calloc(1, sizeof(*b));
+	struct client *b;
 
 	setup();
-	*b = (struct client){ .d = d, .fd = -1, .pidfd = -1, .cred.uid = getuid() };
-	strcpy(reg.job, "job");
-	ck_assert_int_eq(recovery_register(d, b, &reg, NULL), 0);
+	world = 1;
+	b = rank("job", 0, ANY_PAGE, 0);
 	xid_fact(48, HBM_SEVERITY_UE, "dev");
 	ck_assert_uint_eq(d->nr_incidents, 1);
 	recovery_fact(d, &ue);
@@ -1107,14 +1105,11 @@ END_TEST
  */
 START_TEST(unbypassed_page_within_whole_device_incident_escalates)
 {
-	struct hbm_ctl_rank reg = { .rank = 0, .world_size = 1, .device = "dev" };
 	struct hbm_fact failed = heard_ue_page;
-	struct client *b = calloc(1, sizeof(*b));
 
 	setup();
-	*b = (struct client){ .d = d, .fd = -1, .pidfd = -1, .cred.uid = getuid() };
-	strcpy(reg.job, "job");
-	ck_assert_int_eq(recovery_register(d, b, &reg, NULL), 0);
+	world = 1;
+	rank("job", 0, ANY_PAGE, 0);
 	xid_fact(48, HBM_SEVERITY_UE, "dev");
 	bypassed = false;
 	failed.event = HBMGUARD_EVENT_FAILED;
