@@ -36,7 +36,10 @@
  * nothing as seen: the seen sets are of pages, and the core already took
  * the same Xid heard by two sources once (core.h).  One incident per job at a time:
  * a second error in a job under recovery escalates it, since its ranks are
- * no longer a consistent set to restore from.
+ * no longer a consistent set to restore from.  An incident restores one
+ * rank: a loss under two ranks of a job (two of its ranks on one GPU)
+ * escalates it at once, the node left in service, since the job's layout,
+ * not the memory, is why.
  *
  * Incidents are kept, newest last, in the state directory ("incidents",
  * incidents.h), rewritten atomically at every transition, just after the
@@ -592,6 +595,16 @@ static bool across_nodes(struct daemon *d, const struct incident *x)
 	return d->cluster && job_spread(d, &x->job) && cluster_name(&x->job, name);
 }
 
+static struct incident *incident_by_id(struct daemon *d, uint64_t id)
+{
+	size_t i;
+
+	for (i = 0; i < d->nr_incidents; i++)
+		if (d->incidents[i].info.id == id)
+			return &d->incidents[i];
+	return NULL;
+}
+
 /*
  * The incident opened in etcd.  Last, its pointer not kept: what the
  * cluster link does inside may add or drop incidents, which moves them.
@@ -600,7 +613,6 @@ static void open_across_nodes(struct daemon *d, struct incident *x)
 {
 	char name[HBM_CLUSTER_NAME_LEN], reason[CL_REASON_LEN], cluster_id[HBM_CLUSTER_NAME_LEN];
 	uint64_t id = x->info.id;
-	size_t i;
 	int err;
 
 	cluster_name(&x->job, name);
@@ -614,16 +626,14 @@ static void open_across_nodes(struct daemon *d, struct incident *x)
 	if (err)
 		fprintf(stderr, "<3>hbmguardd: job %s: its incident cannot be opened across its nodes: %s: this node's alone\n",
 			name, strerror(-err));
-	for (i = 0; i < d->nr_incidents; i++) {
-		x = &d->incidents[i];
-		if (x->info.id != id)
-			continue;
-		if (!err && !x->cluster_id[0])	/* a step may have named it already */
-			strcpy(x->cluster_id, cluster_id);
-		if (err && open_state(x->info.state)) {
-			x->clustered = false;
-			arm(d, x, d->cfg.recovery.pause_timeout);
-		}
+	x = incident_by_id(d, id);
+	if (!x)
+		return;
+	if (!err && !x->cluster_id[0])	/* a step may have named it already */
+		strcpy(x->cluster_id, cluster_id);
+	if (err && open_state(x->info.state)) {
+		x->clustered = false;
+		arm(d, x, d->cfg.recovery.pause_timeout);
 	}
 }
 
@@ -658,11 +668,19 @@ static bool hits_another_rank(struct daemon *d, const struct incident *x, const 
 }
 
 /*
+ * One loss under two ranks of a job (two ranks on one GPU, an error without
+ * an address): an incident restores one rank (struct hbm_ctl_recovery names
+ * it), and the other would resume on what it lost.  The job's restart is
+ * its recovery then; the job's layout, not the node's memory, is why.
+ */
+#define TWO_RANKS_LOST	"data lost under two ranks of the job: an incident restores one"
+
+/*
  * Pages lost under a job whose incident @x is open: taken into it where
  * they are the same error, else @x escalates.  The same error is:
  *  - another range of the loss that opened @x (lost_pages()), on its
  *    failed rank alone: @x grows over it, its restore with it.  Under
- *    another rank it is not: the incident restores one rank;
+ *    another rank, the loss is under two (TWO_RANKS_LOST);
  *  - the GPU's error in another source's words (NVML's DoubleBitEcc event
  *    beside Xid 48), or a page of that GPU before any rank was asked to
  *    restore, where @x has the whole device already, the page bypassed (a
@@ -675,9 +693,11 @@ static void take_in(struct daemon *d, struct incident *x, const char *identity, 
 {
 	bool same_device = !strcmp(x->info.device, identity);
 
-	if (same_device && x->loss == d->losses &&
-	    !hits_another_rank(d, x, identity, offset, length)) {
-		widen(x, offset, length);
+	if (same_device && x->loss == d->losses) {
+		if (hits_another_rank(d, x, identity, offset, length))
+			escalate(d, x, TWO_RANKS_LOST, NOT_THE_NODE);
+		else
+			widen(x, offset, length);
 		return;
 	}
 	if (same_device && x->info.length == HBM_CTL_WHOLE_DEVICE &&
@@ -697,8 +717,9 @@ static void take_in(struct daemon *d, struct incident *x, const char *identity, 
 
 /*
  * Pages of loss d->losses: an incident for each job with a rank on them,
- * once per job (the first of its ranks hit is the failed one), or the
- * job's open incident takes them in or escalates (take_in()).  One loss
+ * once per job (the first of its ranks hit is the failed one; where another
+ * is too, it escalates at once: TWO_RANKS_LOST), or the job's open incident
+ * takes them in or escalates (take_in()).  One loss
  * may come in several ranges (lost_pages(): those of a fact not seen
  * before).  @in_service: the pages are served by their own frames
  * (cleared): none to bypass.
@@ -710,6 +731,8 @@ static void lost_data(struct daemon *d, const char *identity, uint64_t offset,
 
 	for (c = d->ranks; c; c = c->next_rank) {
 		struct incident *x;
+		bool two_ranks;
+		uint64_t id;
 
 		if (!hits(c, identity, offset, length) ||
 		    job_hit_before(d, c, identity, offset, length))
@@ -737,6 +760,8 @@ static void lost_data(struct daemon *d, const char *identity, uint64_t offset,
 		x->loss = d->losses;
 		x->in_service = in_service;
 		x->clustered = across_nodes(d, x);
+		two_ranks = hits_another_rank(d, x, identity, offset, length);
+		id = x->info.id;
 		mark(x, HBM_INCIDENT_DETECTED, NULL);
 		mark(x, HBM_INCIDENT_PAUSING, NULL);
 		tell(d, x, HBM_RECOVERY_PAUSE);
@@ -744,6 +769,10 @@ static void lost_data(struct daemon *d, const char *identity, uint64_t offset,
 		record(d, x, HBM_INCIDENT_DETECTED);
 		if (x->clustered)
 			open_across_nodes(d, x);
+		/* opened first, so that the job's other nodes abort too */
+		x = two_ranks ? incident_by_id(d, id) : NULL;
+		if (x)
+			escalate(d, x, TWO_RANKS_LOST, NOT_THE_NODE);
 	}
 }
 

@@ -96,7 +96,8 @@ hbmctl inject sim1 ue 0x9000
 sleep 1
 check "a UE under no rank opens nothing" '! incident 2'
 
-# Two ranks of a job on one device: one error, one incident.
+# Two ranks of a job on one device, all of it theirs: one error is under
+# both, and an incident restores one rank: the job aborts, one incident.
 rank jobS 0 2 sim:sim0
 a=$rpid
 rank jobS 1 2 sim:sim0
@@ -105,8 +106,8 @@ hbmctl inject sim0 ue 0x6000
 exited $a
 sa=$st
 exited $b
-check "one device, two ranks: both resumed" '[ $sa = 0 ] && [ $st = 0 ]'
-check "... as one incident" 'incident 2 | grep -q "job jobS, rank 1, sim:sim0 at 0x6000+0x1000: resumed$" && ! incident 3'
+check "one device, two ranks: both abort" '[ $sa = 3 ] && [ $st != 0 ]'
+check "... as one incident" 'incident 2 | grep -q "job jobS, rank 1, sim:sim0 at 0x6000+0x1000: escalated (data lost under two ranks of the job: an incident restores one)$" && ! incident 3'
 hbmctl inject sim1 ue 0x6000
 
 # A rank that never answers: the pause deadline escalates; the others are
@@ -200,27 +201,27 @@ start_daemon
 check "restarted mid-incident: escalated" 'incident 8 | grep -q ": escalated (hbmguardd restarted during recovery)$"'
 check "the history kept" '[ $(ctl incidents | grep -c "^incident ") = 8 ]'
 
-# hbmctl advise on that history: 2 recovered in place (incidents 1, 2), 6
-# escalated (3 to 8), all in the last 30 days.  For a job of 4 nodes, the
+# hbmctl advise on that history: 1 recovered in place (incident 1), 7
+# escalated (2 to 8), all in the last 30 days.  For a job of 4 nodes, the
 # checkpoint 10 min (C = 600 s): without hbmguard all 8 are restarts, the
-# job's M = 30 * 86400 / (4 * 8) = 81000 s; with it 6, M = 2592000 / 24 =
-# 108000 s.  Daly's tau = 2Mx (1 - x/3)^2, x = sqrt(C / 2M): without,
+# job's M = 30 * 86400 / (4 * 8) = 81000 s; with it 7, M = 2592000 / 28 =
+# 92571.4 s.  Daly's tau = 2Mx (1 - x/3)^2, x = sqrt(C / 2M): without,
 # x = sqrt(600 / 162000) = 0.0608581, tau = 9859.006 * 0.9598391 = 9463 s
-# (Young's sqrt(2 * 600 * 81000) = 9859 s); with, x = 0.0527046, tau =
-# 11384.20 * 0.9651523 = 10988 s (Young's 11384 s).  The intervals depend
+# (Young's sqrt(2 * 600 * 81000) = 9859 s); with, x = 0.0569275, tau =
+# 10539.72 * 0.9624077 = 10143.5 s (Young's 10540 s).  The intervals depend
 # on the counts only, not on how long the recoveries took.
 adv() { ctl "$@" advise --checkpoint-cost=10min --restart-cost=5min --nodes=4 --window=30d; }
-check "advise: 8 incidents, 2 recovered, 6 escalated" \
-	'adv | grep -q "^history: 8 incidents since .*: 2 recovered in place (.*), 6 escalated (.*), 0 under way$"'
+check "advise: 8 incidents, 1 recovered, 7 escalated" \
+	'adv | grep -q "^history: 8 incidents since .*: 1 recovered in place (.*), 7 escalated (.*), 0 under way$"'
 check "advise: without hbmguard, M 81000 s, Daly 9463 s, Young 9859 s" \
 	'adv | grep -qE "^without hbmguard +8 +81000 s +9463 s +9859 s +[0-9.]+%$"'
-check "advise: with hbmguard, M 108000 s, Daly 10988 s, Young 11384 s" \
-	'adv | grep -qE "^with hbmguard +6 +108000 s +10988 s +11384 s +[0-9.]+%$"'
-check "advise: checkpoint every 10988 s, time saved" \
-	'adv | grep -qE "^checkpoint every 10988 s; hbmguard saves [0-9]+ s of the job.s time a day"'
+check "advise: with hbmguard, M 92571 s, Daly 10144 s, Young 10540 s" \
+	'adv | grep -qE "^with hbmguard +7 +92571 s +10144 s +10540 s +[0-9.]+%$"'
+check "advise: checkpoint every 10144 s, time saved" \
+	'adv | grep -qE "^checkpoint every 10144 s; hbmguard saves [0-9]+ s of the job.s time a day"'
 check "advise: the window's part before the daemon's start told back" \
 	'adv | grep -q "days, of the window are before hbmguardd.s start and its oldest incident"'
-check "advise as JSON" 'adv --json | grep -q "\"without\":{\"restarts\":8,\"bound\":false,\"mtbf_s\":81000.0,\"interval_s\":9463.1,.*\"with\":{\"restarts\":6,\"bound\":false,\"mtbf_s\":108000.0,\"interval_s\":10987.7,"'
+check "advise as JSON" 'adv --json | grep -q "\"without\":{\"restarts\":8,\"bound\":false,\"mtbf_s\":81000.0,\"interval_s\":9463.1,.*\"with\":{\"restarts\":7,\"bound\":false,\"mtbf_s\":92571.4,\"interval_s\":10143.5,"'
 check "advise: a negative cost refused" \
 	'ctl advise --checkpoint-cost=-10min --restart-cost=5min 2>/tmp/adv.err; [ $? = 2 ] &&
 	grep -q "^hbmctl: --checkpoint-cost: .-10min. is not a time span" /tmp/adv.err'
@@ -303,20 +304,20 @@ wait $daemon 2>/dev/null
 sed -i 's/^PauseTimeout=2s$/PauseTimeout=600s/; s/^RestoreTimeout=2s$/RestoreTimeout=600s/' /tmp/r.conf
 start_daemon
 
-# Two ranks of a job on one device, and a second error while the first is
-# recovered: the incident escalates, and no second one opens.
+# A second error in a job while its first is recovered: the incident
+# escalates, and no second one opens.
 rank jobT 0 2 sim:sim0 silent
 a=$rpid
-rank jobT 1 2 sim:sim0 silent
+rank jobT 1 2 sim:sim1 silent
 b=$rpid
 hbmctl inject sim0 ue 0x13000
-eventually "two ranks on one device: pausing" 'incident 10 | grep -q ": pausing$"'
-hbmctl inject sim0 ue 0x14000
+eventually "an error: pausing" 'incident 10 | grep -q ": pausing$"'
+hbmctl inject sim1 ue 0x14000
 exited $a
 sa=$st
 exited $b
 check "a second error: the ranks abort" '[ $sa = 3 ] && [ $st != 0 ]'
-check "... the incident escalated" 'incident 10 | grep -q "job jobT, rank 1, sim:sim0 at 0x13000+0x1000: escalated (a second error during recovery)$"'
+check "... the incident escalated" 'incident 10 | grep -q "job jobT, rank 0, sim:sim0 at 0x13000+0x1000: escalated (a second error during recovery)$"'
 check "... and no fresh incident" '! incident 11'
 
 # A UE whose event is lost (the daemon stopped, its socket overflowing) is

@@ -295,12 +295,15 @@ START_TEST(eviction_spares_a_pending_kill)
 }
 END_TEST
 
+static const char two_ranks_lost[] =
+	"data lost under two ranks of the job: an incident restores one";
+
 /* Two ranks of a job on one device, a second error: one escalation. */
 START_TEST(two_ranks_one_device)
 {
 	setup();
 	rank("job", 0, 0, 0);
-	rank("job", 1, 0, 0);
+	rank("job", 1, 0x1000, 0);
 	recovery_on_lost_data(d, "dev", 0, 0x1000);
 	ck_assert_uint_eq(d->nr_incidents, 1);
 	ck_assert_uint_eq(recovery_open_incidents(d), 1);
@@ -308,6 +311,7 @@ START_TEST(two_ranks_one_device)
 	ck_assert_uint_eq(d->nr_incidents, 1);
 	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_ESCALATED);
 	ck_assert_str_eq(d->incidents[0].info.reason, "a second error during recovery");
+	ck_assert_uint_eq(drained, 1);
 	cleanup();
 }
 END_TEST
@@ -786,19 +790,17 @@ static const struct hbm_fact heard_ue_page = {
 START_TEST(device_error_restores_and_forgets)
 {
 	struct hbm_fact page = heard_ue_page;
-	struct client *a, *b;
+	struct client *a;
 
 	setup();
+	world = 1;
 	bypassed = false;
 	a = rank("job", 0, 0x1000, 0);
-	b = rank("job", 1, 0x2000, 0);
 	xid_fact(95, HBM_SEVERITY_UE, "dev");
 	ck_assert_uint_eq(d->nr_incidents, 1);
 	answer(a, 1, HBM_ANSWER_PAUSED);
-	answer(b, 1, HBM_ANSWER_PAUSED);
 	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_RESTORING);
 	answer(a, 1, HBM_ANSWER_RESTORED);
-	answer(b, 1, HBM_ANSWER_RESTORED);
 	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_RESUMED);
 	bypassed = true;
 	recovery_fact(d, &page);
@@ -1074,8 +1076,8 @@ END_TEST
 
 /*
  * The same loss's next range under another rank of the job is no part of
- * its incident, which restores one rank: a second error, as before
- * (helper-182).
+ * its incident, which restores one rank: the loss is under two ranks, as
+ * it is in one range (helper-182).
  */
 START_TEST(one_loss_under_two_ranks_escalates)
 {
@@ -1092,8 +1094,8 @@ START_TEST(one_loss_under_two_ranks_escalates)
 	ue.count = 3;
 	recovery_fact(d, &ue);			/* 0x1000 rank 0's, 0x3000 rank 1's */
 	ck_assert_uint_eq(d->nr_incidents, 1);
-	ck_assert_str_eq(d->incidents[0].info.reason, "a second error during recovery");
-	ck_assert_uint_eq(drained, 1);
+	ck_assert_str_eq(d->incidents[0].info.reason, two_ranks_lost);
+	ck_assert_uint_eq(drained, 0);
 	cleanup();
 }
 END_TEST
@@ -1344,6 +1346,50 @@ START_TEST(job_across_nodes)
 	recovery_client_gone(d, b);
 	free(b);
 	ck_assert(said(asked, "leave %u.job\n", uid));
+	cleanup();
+}
+END_TEST
+
+/*
+ * One loss under two ranks of a job, in one range, without an address, or
+ * across nodes: the incident restores one rank, so the other would resume
+ * on lost data.  The job aborts, on every node; the node, whose memory is
+ * not why, stays in service.
+ */
+START_TEST(one_loss_under_two_ranks_aborts_the_job)
+{
+	unsigned int uid = getuid();
+	const struct incident *x;
+
+	if (_i == 2)
+		setup_across_nodes();
+	else
+		setup();
+	rank("job", 0, ANY_PAGE, 0);
+	rank("job", 1, 0x1000, 0);
+	rank("other", 0, 0x3000, 0);
+	if (_i == 1)
+		xid_fact(48, HBM_SEVERITY_UE, "dev");
+	else
+		recovery_on_lost_data(d, "dev", 0x1000, 0x1000);
+	ck_assert_uint_eq(d->nr_incidents, 1 + (_i == 1));
+	x = &d->incidents[0];
+	if (strcmp(x->info.job, "job")) {	/* the other job's rank, alone hit, recovers */
+		ck_assert_uint_eq(x->info.state, HBM_INCIDENT_PAUSING);
+		x++;
+	}
+	ck_assert_str_eq(x->info.job, "job");
+	ck_assert_uint_eq(x->info.state, HBM_INCIDENT_ESCALATED);
+	ck_assert_str_eq(x->info.reason, two_ranks_lost);
+	ck_assert(said(told, "rank 0: %u of incident %u", HBM_RECOVERY_ABORT,
+		       (unsigned int)x->info.id));
+	ck_assert(said(told, "rank 1: %u of incident %u", HBM_RECOVERY_ABORT,
+		       (unsigned int)x->info.id));
+	if (_i == 2)
+		ck_assert(said(asked, "error %u.job %u data lost on dev at 0x1000 under rank %u\n"
+			       "fail %u.job %s\n", uid, x->info.failed_rank,
+			       x->info.failed_rank, uid, two_ranks_lost));
+	ck_assert_uint_eq(drained, 0);
 	cleanup();
 }
 END_TEST
@@ -1735,6 +1781,8 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, more_open_than_kept);
 	tcase_add_test(tc, eviction_spares_a_pending_kill);
 	tcase_add_test(tc, two_ranks_one_device);
+	/* one range; an error without an address; a job across nodes */
+	tcase_add_loop_test(tc, one_loss_under_two_ranks_aborts_the_job, 0, 3);
 	tcase_add_test(tc, a_key_makes_a_job_of_its_holders);
 	tcase_add_test(tc, only_the_nodes_memory_drains);
 	tcase_add_test(tc, load_refuses_another_version);
