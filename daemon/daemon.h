@@ -79,6 +79,8 @@ struct daemon {
 	/* recovery.c's */
 	int incidents_error;		/* of the last save, or read, of the incidents */
 	bool incidents_unread;		/* their file there, not read yet: not saved over */
+	bool incidents_dirty;		/* changed in this turn of the loop */
+	sd_event_source *incidents_saver;	/* saves them at the turn's end */
 	struct hbm_range_set seen[HBMGUARD_MAX_DEVICES];	/* lost data acted upon */
 	struct {			/* seen pages taken out for want of memory */
 		uint32_t id;

@@ -232,6 +232,7 @@ int main(int argc, char **argv)
 	control_close(d);
 	cluster_stop(d->cluster);
 	d->cluster = NULL;
+	recovery_stop(d);
 	metrics_stop(&g.metrics);
 	sched_stop(&g.sched);
 	store_stop(&g.store);

@@ -42,9 +42,11 @@
  * not the memory, is why.
  *
  * Incidents are kept, newest last, in the state directory ("incidents",
- * incidents.h), rewritten atomically at every transition, just after the
- * ranks were told of it: the ranks do not wait for the fsync; a write that
- * fails is retried (daemon_save_failed()).  After a restart the ranks'
+ * incidents.h), rewritten atomically at the end of each turn of the event
+ * loop that made a transition (recovery_flush()), after the ranks were
+ * told of it: the ranks do not wait for the fsync, and one error under many
+ * jobs is one write, not one per step of each; a write that fails is
+ * retried (daemon_save_failed()).  After a restart the ranks'
  * connections are gone, so an incident found open is escalated.  The
  * history keeps the newest HBM_INCIDENTS_KEPT closed ones; open incidents,
  * and escalated ones whose SIGKILL is still to come, are kept whatever
@@ -138,6 +140,27 @@ static void save_incidents(struct daemon *d)
 	free(buf);
 }
 
+/**
+ * recovery_flush() - the incidents, saved if a transition changed them
+ * @d: the daemon
+ *
+ * At the end of each turn of the loop, and at the daemon's stop.
+ */
+void recovery_flush(struct daemon *d)
+{
+	if (!d->incidents_dirty)
+		return;
+	d->incidents_dirty = false;
+	save_incidents(d);
+}
+
+static int on_turn_end(sd_event_source *s, void *arg)
+{
+	(void)s;
+	recovery_flush(arg);
+	return 0;
+}
+
 static void load(struct daemon *d);
 
 /* The retry of a failed save of the incidents, or of their read. */
@@ -205,7 +228,9 @@ static void record(struct daemon *d, struct incident *x, uint32_t from)
 	for (st = from; st <= x->info.state; st++)
 		if (x->info.at[st])
 			journal_transition(d, x, st);
-	save_incidents(d);
+	d->incidents_dirty = true;
+	if (!d->incidents_saver)	/* no turn's end to wait for */
+		recovery_flush(d);
 	daemon_notify_status(d);
 }
 
@@ -1085,12 +1110,26 @@ static void load(struct daemon *d)
 }
 
 /**
- * recovery_load() - the kept incidents, at start (see load())
+ * recovery_load() - the kept incidents, at start (see load()); saved from then
+ * on at the end of each turn of @d's loop
  * @d: the daemon, its state directory open
  */
 void recovery_load(struct daemon *d)
 {
 	load(d);
+	if (sd_event_add_post(d->loop, &d->incidents_saver, on_turn_end, d) < 0)
+		fprintf(stderr, "<4>hbmguardd: the incidents are saved at each transition: "
+			"no end of the loop's turns to wait for\n");
+}
+
+/**
+ * recovery_stop() - the last transitions saved; no more saves at turns' ends
+ * @d: the daemon
+ */
+void recovery_stop(struct daemon *d)
+{
+	recovery_flush(d);
+	d->incidents_saver = sd_event_source_disable_unref(d->incidents_saver);
 }
 
 /**

@@ -40,6 +40,8 @@ struct incident {
 void recovery_fact(void *d, const struct hbm_fact *f);
 uint32_t recovery_longest(const struct daemon *d);
 void recovery_load(struct daemon *d);
+void recovery_flush(struct daemon *d);
+void recovery_stop(struct daemon *d);
 void recovery_save_again(struct daemon *d);
 void recovery_on_lost_data(struct daemon *d, const char *identity,
 			   uint64_t offset, uint64_t length);

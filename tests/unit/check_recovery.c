@@ -534,6 +534,58 @@ static size_t saved_incidents(struct hbm_ctl_incident *in, size_t max,
 	return n;
 }
 
+static int nothing(sd_event_source *s, void *arg)
+{
+	(void)s;
+	(void)arg;
+	return 0;
+}
+
+/*
+ * One error under many jobs: their incidents' steps saved in one write at
+ * the end of the loop's turn, not one each (helper-181: 256 jobs on one UE
+ * made some 770 writes, each with two fsyncs, in the loop); and what the
+ * last turn did, at the daemon's stop.
+ */
+START_TEST(one_save_per_turn_of_the_loop)
+{
+	struct hbm_ctl_incident in[HBM_INCIDENTS_KEPT];
+	struct hbm_incidents_damage damage;
+	sd_event_source *event;
+	struct client *c = NULL;
+	uint64_t fsyncs;
+	char job[16];
+	int i;
+
+	setup();
+	recovery_load(d);
+	for (i = 0; i < 16; i++) {
+		snprintf(job, sizeof(job), "j%d", i);
+		c = rank(job, 0, 0, 0);
+	}
+	fsyncs = hbm_state_fsyncs;
+	recovery_on_lost_data(d, "dev", 0, 0x1000);
+	ck_assert_uint_eq(d->nr_incidents, 16);
+	ck_assert_uint_eq(hbm_state_fsyncs, fsyncs);
+	/* the turn ends once the source that heard the error was dispatched */
+	ck_assert_int_ge(sd_event_add_defer(d->loop, &event, nothing, NULL), 0);
+	ck_assert_int_ge(sd_event_source_set_enabled(event, SD_EVENT_ONESHOT), 0);
+	while (sd_event_run(d->loop, 0) > 0)
+		;
+	ck_assert_uint_eq(hbm_state_fsyncs, fsyncs + 2);	/* the file's, its directory's */
+	ck_assert_uint_eq(saved_incidents(in, HBM_INCIDENTS_KEPT, &damage), 16);
+	ck_assert_str_eq(in[0].job, "j15");	/* the newest rank's, first */
+	ck_assert_uint_eq(in[0].state, HBM_INCIDENT_PAUSING);
+	answer_failed(c, in[0].id);
+	recovery_stop(d);
+	ck_assert_uint_eq(hbm_state_fsyncs, fsyncs + 4);
+	ck_assert_uint_eq(saved_incidents(in, HBM_INCIDENTS_KEPT, &damage), 16);
+	ck_assert_uint_eq(in[0].state, HBM_INCIDENT_ESCALATED);
+	sd_event_source_unref(event);
+	cleanup();
+}
+END_TEST
+
 /*
  * A file there that cannot be read (a link to a disk not mounted yet) is
  * not saved over: the incidents opened meanwhile are kept, with ids above
@@ -1781,6 +1833,7 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, more_open_than_kept);
 	tcase_add_test(tc, eviction_spares_a_pending_kill);
 	tcase_add_test(tc, two_ranks_one_device);
+	tcase_add_test(tc, one_save_per_turn_of_the_loop);
 	/* one range; an error without an address; a job across nodes */
 	tcase_add_loop_test(tc, one_loss_under_two_ranks_aborts_the_job, 0, 3);
 	tcase_add_test(tc, a_key_makes_a_job_of_its_holders);
