@@ -217,21 +217,46 @@ static void error_fact(struct amdgpu_facts *s, const struct card *c, const char 
 	s->link.fact(s->link.core, &f);
 }
 
-/* The pages of @now that @was did not have, or had in another state. */
-static void new_pages(struct amdgpu_facts *s, const struct card *c,
-		      const struct amdgpu_ras *was, const struct amdgpu_ras *now)
+static int by_page(const void *a, const void *b)
 {
-	size_t i, j;
+	const struct amdgpu_bad_page *x = a, *y = b;
 
+	if (x->pfn != y->pfn)
+		return x->pfn < y->pfn ? -1 : 1;
+	return (x->size > y->size) - (x->size < y->size);
+}
+
+/*
+ * The pages of @now that @was did not have, or had in another state.  Each
+ * is looked up in a sorted copy of @was: the list holds up to some 10^4
+ * pages (RAS_MAX_RECORD_COUNT, a 256 KiB EEPROM of 24-byte records:
+ * amdgpu_ras_eeprom.c, 6.12), read every poll, where a scan per page took
+ * 10^8 comparisons.  Return: 0, or -ENOMEM: nothing told (the next poll
+ * tells it).
+ */
+static int new_pages(struct amdgpu_facts *s, const struct card *c,
+		     const struct amdgpu_ras *was, const struct amdgpu_ras *now)
+{
+	struct amdgpu_bad_page *sorted = NULL;
+	size_t i;
+
+	if (was->nr_pages) {
+		sorted = malloc(was->nr_pages * sizeof(*sorted));
+		if (!sorted)
+			return -ENOMEM;
+		memcpy(sorted, was->pages, was->nr_pages * sizeof(*sorted));
+		qsort(sorted, was->nr_pages, sizeof(*sorted), by_page);
+	}
 	for (i = 0; i < now->nr_pages; i++) {
-		const struct amdgpu_bad_page *p = &now->pages[i];
+		const struct amdgpu_bad_page *p = &now->pages[i], *w = NULL;
 
-		for (j = 0; j < was->nr_pages; j++)
-			if (was->pages[j].pfn == p->pfn && was->pages[j].size == p->size)
-				break;
-		if (j == was->nr_pages || was->pages[j].state != p->state)
+		if (sorted)
+			w = bsearch(p, sorted, was->nr_pages, sizeof(*sorted), by_page);
+		if (!w || w->state != p->state)
 			page_fact(s, c, p, 0);
 	}
+	free(sorted);
+	return 0;
 }
 
 /* What each block's counts grew by since the last read. */
@@ -554,12 +579,11 @@ static void poll_card(struct amdgpu_facts *s, int drm, const char *name)
 		seen(s, name, &dev, &ras, st.st_ino);
 		return;
 	}
-	if (keep_rest(c, &ras)) {
+	if (keep_rest(c, &ras) || new_pages(s, c, &c->last, &ras)) {
 		amdgpu_ras_free(&ras);
 		return;
 	}
 	c->error = 0;
-	new_pages(s, c, &c->last, &ras);
 	new_errors(s, c, &c->last, &ras);
 	health_fact(s, c, &ras, 0);
 	amdgpu_ras_free(&c->last);

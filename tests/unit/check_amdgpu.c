@@ -433,6 +433,51 @@ START_TEST(source_hears_what_changed)
 }
 END_TEST
 
+/* A list of @n pages from pfn 0x10000, in reverse if @reverse, page @pending 'P'; and pfn @extra. */
+static void write_many(size_t n, bool reverse, size_t pending, uint32_t extra)
+{
+	char *text = malloc((n + 1) * AMDGPU_BAD_PAGE_LINE + 1), *at = text;
+	size_t i;
+
+	ck_assert_ptr_nonnull(text);
+	*at = 0;
+	for (i = 0; i < n; i++) {
+		size_t k = reverse ? n - 1 - i : i;
+
+		at += sprintf(at, "0x%08zx : 0x00001000 : %s\n", 0x10000 + k,
+			      k == pending ? "P" : "R");
+	}
+	if (extra)
+		sprintf(at, "0x%08x : 0x00001000 : R\n", extra);
+	tree_write("card0/device/ras/gpu_vram_bad_pages", text);
+	free(text);
+}
+
+/*
+ * A list as long as amdgpu's EEPROM holds (some 10^4 records), read again
+ * in another order with one page new and one reserved since: those two
+ * told, none of the others.
+ */
+START_TEST(source_long_list_tells_what_changed)
+{
+	struct amdgpu_facts *s = start();
+	const struct hbm_fact *f;
+
+	write_many(10000, false, 4321, 0);
+	ck_assert_int_eq(amdgpu_facts_poll(s), 0);
+	nr_told = 0;
+	write_many(10000, true, SIZE_MAX, 0x7000);
+	ck_assert_int_eq(amdgpu_facts_poll(s), 0);
+	ck_assert_uint_eq(nr_told, 2);
+	f = told_of(HBM_FACT_PAGES, CARD0, 0);
+	ck_assert_uint_eq(f->offset, (0x10000ULL + 4321) * 4096);
+	ck_assert_uint_eq(f->event, HBMGUARD_EVENT_RETIRED);
+	f = told_of(HBM_FACT_PAGES, CARD0, 1);
+	ck_assert_uint_eq(f->offset, 0x7000ULL * 4096);
+	amdgpu_facts_stop(s);
+}
+END_TEST
+
 /*
  * amdgpu_ras_sysfs_read() fails EINVAL where the driver's query fails
  * (amdgpu_ras_query_error_status(), amdgpu_ras.c of 6.12: in reset, the
@@ -659,6 +704,7 @@ Suite *amdgpu_suite(void)
 	tcase_add_checked_fixture(src, tree_setup, tree_teardown);
 	tcase_add_test(src, source_at_start);
 	tcase_add_test(src, source_hears_what_changed);
+	tcase_add_test(src, source_long_list_tells_what_changed);
 	tcase_add_test(src, source_malformed_tells_nothing);
 	tcase_add_test(src, source_unique_id_unreadable_in_reset);
 	tcase_add_test(src, source_err_count_unreadable_blinds_one_block);
