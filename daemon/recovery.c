@@ -37,9 +37,10 @@
  * the same Xid heard by two sources once (core.h).  One incident per job at a time:
  * a second error in a job under recovery escalates it, since its ranks are
  * no longer a consistent set to restore from.  An incident restores one
- * rank: a loss under two ranks of a job (two of its ranks on one GPU)
- * escalates it at once, the node left in service, since the job's layout,
- * not the memory, is why.
+ * rank: one whose loss is under two ranks of the job (two of its ranks on
+ * one GPU) escalates once they have paused, where it would restore
+ * (may_restore()); the node stays in service unless the page had no spare,
+ * since the job's layout, not the memory, is why.
  *
  * Incidents are kept, newest last, in the state directory ("incidents",
  * incidents.h), rewritten atomically at the end of each turn of the event
@@ -154,6 +155,11 @@ void recovery_flush(struct daemon *d)
 	save_incidents(d);
 }
 
+/*
+ * A post source: dispatched once a turn of the loop dispatched another
+ * source, before the loop waits again.  Not for transitions made by another
+ * post source (none makes any): this one may have run before it.
+ */
 static int on_turn_end(sd_event_source *s, void *arg)
 {
 	(void)s;
@@ -433,17 +439,41 @@ static void cluster_advance(struct daemon *d, struct incident *x)
 	cluster_done(d->cluster, name, x->cluster_id, x->cl_asked, true, NULL);
 }
 
+/*
+ * One loss under two ranks of a job (two ranks on one GPU, an error without
+ * an address): an incident restores one rank (struct hbm_ctl_recovery names
+ * it), and the other would resume on what it lost.  The job's restart is
+ * its recovery then; the job's layout, not the node's memory, is why.
+ */
+#define TWO_RANKS_LOST	"data lost under two ranks of the job: an incident restores one"
+
+/*
+ * Whether incident @x, its ranks paused here, may go on to its restore: its
+ * page bypassed (a GPU's error is its driver's; a cleared page needs none;
+ * another node's lost nothing here), and its loss under one rank.  Else it
+ * escalates, the page's want of a spare first: that is the node's memory.
+ */
+static bool may_restore(struct daemon *d, struct incident *x)
+{
+	if (!x->remote && x->info.length != HBM_CTL_WHOLE_DEVICE && !x->in_service &&
+	    !daemon_is_bypassed(d, x->info.device, x->info.offset, x->info.length)) {
+		escalate(d, x, "the page has no spare: not bypassed", THE_NODES_MEMORY);
+		return false;
+	}
+	if (x->two_ranks) {
+		escalate(d, x, TWO_RANKS_LOST, NOT_THE_NODE);
+		return false;
+	}
+	return true;
+}
+
 static void advance(struct daemon *d, struct incident *x)
 {
 	if (x->clustered) {
 		cluster_advance(d, x);
 	} else if (x->info.state == HBM_INCIDENT_PAUSING && all_answered(d, x, HBM_ANSWER_PAUSED)) {
-		if (x->info.length != HBM_CTL_WHOLE_DEVICE &&	/* the driver's bypass */
-		    !x->in_service &&
-		    !daemon_is_bypassed(d, x->info.device, x->info.offset, x->info.length)) {
-			escalate(d, x, "the page has no spare: not bypassed", THE_NODES_MEMORY);
+		if (!may_restore(d, x))
 			return;
-		}
 		mark(x, HBM_INCIDENT_ISOLATED, NULL);
 		mark(x, HBM_INCIDENT_RESTORING, NULL);
 		tell(d, x, HBM_RECOVERY_RESTORE);
@@ -620,11 +650,12 @@ static bool across_nodes(struct daemon *d, const struct incident *x)
 	return d->cluster && job_spread(d, &x->job) && cluster_name(&x->job, name);
 }
 
+/* The newest of that id (an inherited one may share it: put_before()). */
 static struct incident *incident_by_id(struct daemon *d, uint64_t id)
 {
 	size_t i;
 
-	for (i = 0; i < d->nr_incidents; i++)
+	for (i = d->nr_incidents; i-- > 0;)
 		if (d->incidents[i].info.id == id)
 			return &d->incidents[i];
 	return NULL;
@@ -693,19 +724,11 @@ static bool hits_another_rank(struct daemon *d, const struct incident *x, const 
 }
 
 /*
- * One loss under two ranks of a job (two ranks on one GPU, an error without
- * an address): an incident restores one rank (struct hbm_ctl_recovery names
- * it), and the other would resume on what it lost.  The job's restart is
- * its recovery then; the job's layout, not the node's memory, is why.
- */
-#define TWO_RANKS_LOST	"data lost under two ranks of the job: an incident restores one"
-
-/*
  * Pages lost under a job whose incident @x is open: taken into it where
  * they are the same error, else @x escalates.  The same error is:
- *  - another range of the loss that opened @x (lost_pages()), on its
- *    failed rank alone: @x grows over it, its restore with it.  Under
- *    another rank, the loss is under two (TWO_RANKS_LOST);
+ *  - another range of the loss that opened @x (lost_pages()): @x grows
+ *    over it, its restore with it; under another rank of the job, @x's
+ *    loss is under two (may_restore());
  *  - the GPU's error in another source's words (NVML's DoubleBitEcc event
  *    beside Xid 48), or a page of that GPU before any rank was asked to
  *    restore, where @x has the whole device already, the page bypassed (a
@@ -720,9 +743,8 @@ static void take_in(struct daemon *d, struct incident *x, const char *identity, 
 
 	if (same_device && x->loss == d->losses) {
 		if (hits_another_rank(d, x, identity, offset, length))
-			escalate(d, x, TWO_RANKS_LOST, NOT_THE_NODE);
-		else
-			widen(x, offset, length);
+			x->two_ranks = true;
+		widen(x, offset, length);
 		return;
 	}
 	if (same_device && x->info.length == HBM_CTL_WHOLE_DEVICE &&
@@ -743,7 +765,7 @@ static void take_in(struct daemon *d, struct incident *x, const char *identity, 
 /*
  * Pages of loss d->losses: an incident for each job with a rank on them,
  * once per job (the first of its ranks hit is the failed one; where another
- * is too, it escalates at once: TWO_RANKS_LOST), or the job's open incident
+ * is too, it cannot restore: may_restore()), or the job's open incident
  * takes them in or escalates (take_in()).  One loss
  * may come in several ranges (lost_pages(): those of a fact not seen
  * before).  @in_service: the pages are served by their own frames
@@ -756,8 +778,6 @@ static void lost_data(struct daemon *d, const char *identity, uint64_t offset,
 
 	for (c = d->ranks; c; c = c->next_rank) {
 		struct incident *x;
-		bool two_ranks;
-		uint64_t id;
 
 		if (!hits(c, identity, offset, length) ||
 		    job_hit_before(d, c, identity, offset, length))
@@ -785,8 +805,7 @@ static void lost_data(struct daemon *d, const char *identity, uint64_t offset,
 		x->loss = d->losses;
 		x->in_service = in_service;
 		x->clustered = across_nodes(d, x);
-		two_ranks = hits_another_rank(d, x, identity, offset, length);
-		id = x->info.id;
+		x->two_ranks = hits_another_rank(d, x, identity, offset, length);
 		mark(x, HBM_INCIDENT_DETECTED, NULL);
 		mark(x, HBM_INCIDENT_PAUSING, NULL);
 		tell(d, x, HBM_RECOVERY_PAUSE);
@@ -794,10 +813,6 @@ static void lost_data(struct daemon *d, const char *identity, uint64_t offset,
 		record(d, x, HBM_INCIDENT_DETECTED);
 		if (x->clustered)
 			open_across_nodes(d, x);
-		/* opened first, so that the job's other nodes abort too */
-		x = two_ranks ? incident_by_id(d, id) : NULL;
-		if (x)
-			escalate(d, x, TWO_RANKS_LOST, NOT_THE_NODE);
 	}
 }
 
@@ -1105,8 +1120,10 @@ static void load(struct daemon *d)
 			"start\n", n);
 	for (i = 0; i < n; i++)
 		escalate(d, &d->incidents[i], "hbmguardd restarted during recovery", NOT_THE_NODE);
-	if (aside || late)
+	if (aside || late) {
+		d->incidents_dirty = false;	/* all of it, now */
 		save_incidents(d);
+	}
 }
 
 /**
@@ -1116,10 +1133,13 @@ static void load(struct daemon *d)
  */
 void recovery_load(struct daemon *d)
 {
-	load(d);
-	if (sd_event_add_post(d->loop, &d->incidents_saver, on_turn_end, d) < 0)
+	/* first: the escalations of those left open, saved in one write too */
+	if (!d->incidents_saver &&
+	    sd_event_add_post(d->loop, &d->incidents_saver, on_turn_end, d) < 0)
 		fprintf(stderr, "<4>hbmguardd: the incidents are saved at each transition: "
 			"no end of the loop's turns to wait for\n");
+	load(d);
+	recovery_flush(d);
 }
 
 /**
@@ -1505,12 +1525,8 @@ static void cluster_step(void *arg, const struct cl_action *a)
 		}
 		break;
 	case CL_ISOLATE:
-		/* the page this node lost must be bypassed; a GPU's error is its driver's */
-		if (!x->remote && x->info.length != HBM_CTL_WHOLE_DEVICE && !x->in_service &&
-		    !daemon_is_bypassed(d, x->info.device, x->info.offset, x->info.length)) {
-			escalate(d, x, "the page has no spare: not bypassed", THE_NODES_MEMORY);
+		if (!may_restore(d, x))
 			return;
-		}
 		mark(x, HBM_INCIDENT_ISOLATED, NULL);
 		record(d, x, HBM_INCIDENT_ISOLATED);
 		x->cl_done = CL_ISOLATE;

@@ -33,6 +33,8 @@ struct incident {
 	uint64_t loss;			/* the loss that opened it (daemon's losses) */
 	/* Its pages in service on their own frames (cleared): none to bypass. */
 	bool in_service;
+	/* Its loss under another rank of its job too: it cannot restore both. */
+	bool two_ranks;
 };
 
 #define HBM_INCIDENTS_KEPT	64

@@ -97,7 +97,8 @@ sleep 1
 check "a UE under no rank opens nothing" '! incident 2'
 
 # Two ranks of a job on one device, all of it theirs: one error is under
-# both, and an incident restores one rank: the job aborts, one incident.
+# both, and an incident restores one rank: once they paused, the job
+# aborts, one incident, and the failed rank's process is ended.
 rank jobS 0 2 sim:sim0
 a=$rpid
 rank jobS 1 2 sim:sim0
@@ -106,7 +107,10 @@ hbmctl inject sim0 ue 0x6000
 exited $a
 sa=$st
 exited $b
-check "one device, two ranks: both abort" '[ $sa = 3 ] && [ $st != 0 ]'
+check "one device, two ranks: paused, then told to abort" '[ $sa = 3 ] && [ "$(cat /tmp/jobS.0)" = "registered
+request pause incident 2 failed_rank 1
+request abort incident 2 failed_rank 1" ]'
+check "... the failed rank ended" '[ $st = 3 ] || [ $st = 143 ]'
 check "... as one incident" 'incident 2 | grep -q "job jobS, rank 1, sim:sim0 at 0x6000+0x1000: escalated (data lost under two ranks of the job: an incident restores one)$" && ! incident 3'
 hbmctl inject sim1 ue 0x6000
 
@@ -316,7 +320,8 @@ hbmctl inject sim1 ue 0x14000
 exited $a
 sa=$st
 exited $b
-check "a second error: the ranks abort" '[ $sa = 3 ] && [ $st != 0 ]'
+check "a second error: the ranks abort, the failed one's process ended" \
+	'[ $st = 3 ] && { [ $sa = 3 ] || [ $sa = 143 ]; }'
 check "... the incident escalated" 'incident 10 | grep -q "job jobT, rank 0, sim:sim0 at 0x13000+0x1000: escalated (a second error during recovery)$"'
 check "... and no fresh incident" '! incident 11'
 

@@ -534,6 +534,38 @@ static size_t saved_incidents(struct hbm_ctl_incident *in, size_t max,
 	return n;
 }
 
+/* Those the last daemon left open, escalated at start: saved in one write. */
+START_TEST(load_saves_its_escalations_at_once)
+{
+	uint8_t buf[HBM_INCIDENTS_HEADER + 3 * HBM_INCIDENTS_RECORD] = { 0 };
+	struct hbm_ctl_incident x = { .length = 0x1000, .state = HBM_INCIDENT_PAUSING }, in[3];
+	struct hbm_incidents_damage damage;
+	uint64_t fsyncs;
+	size_t i;
+
+	setup();
+	strcpy(x.job, "job");
+	strcpy(x.device, "dev");
+	x.at[HBM_INCIDENT_DETECTED] = 1000000;
+	x.at[HBM_INCIDENT_PAUSING] = 1000100;
+	hbm_incidents_encode_header(buf, 3);
+	for (i = 0; i < 3; i++) {
+		x.id = 7 + i;
+		hbm_incidents_encode_record(buf, i, &x);
+	}
+	ck_assert_int_eq(hbm_atomic_write(d->state_dir, "incidents", buf, sizeof(buf)), 0);
+	fsyncs = hbm_state_fsyncs;
+	recovery_load(d);
+	ck_assert_uint_eq(hbm_state_fsyncs, fsyncs + 2);
+	ck_assert_uint_eq(saved_incidents(in, 3, &damage), 3);
+	for (i = 0; i < 3; i++)
+		ck_assert_uint_eq(in[i].state, HBM_INCIDENT_ESCALATED);
+	recovery_stop(d);
+	ck_assert_uint_eq(hbm_state_fsyncs, fsyncs + 2);	/* nothing more to save */
+	cleanup();
+}
+END_TEST
+
 static int nothing(sd_event_source *s, void *arg)
 {
 	(void)s;
@@ -1126,28 +1158,76 @@ START_TEST(page_within_whole_device_incident)
 }
 END_TEST
 
+/* Both ranks of job "job" paused in its incident @id: it may go on, or not. */
+static void both_paused(struct client *a, struct client *b, uint64_t id)
+{
+	answer(a, id, HBM_ANSWER_PAUSED);
+	answer(b, id, HBM_ANSWER_PAUSED);
+}
+
 /*
- * The same loss's next range under another rank of the job is no part of
- * its incident, which restores one rank: the loss is under two ranks, as
- * it is in one range (helper-182).
+ * The same loss's next range under another rank of the job is its loss
+ * too, but under two ranks: one incident, which cannot restore both once
+ * they paused (helper-182); and so where the range under two comes first
+ * (helper-183: it opened a second incident for the same loss).
  */
 START_TEST(one_loss_under_two_ranks_escalates)
 {
 	struct hbm_fact ue = heard_ue_page;
+	struct client *a, *b;
 
 	setup();
-	rank("job", 0, 0x1000, 0);
-	rank("job", 1, 0x3000, 0);
+	a = rank("job", 0, 0x1000, 0);
+	b = _i ? rank("job", 1, ANY_PAGE, 0) : rank("job", 1, 0x3000, 0);
 	ue.offset = 0x2000;
-	recovery_fact(d, &ue);			/* nobody's: seen */
-	ck_assert_uint_eq(d->nr_incidents, 0);
+	recovery_fact(d, &ue);			/* seen: nobody's, or under rank 1 alone */
+	ck_assert_uint_eq(d->nr_incidents, _i);
+	if (_i) {				/* that one resumed */
+		both_paused(a, b, 1);
+		answer(a, 1, HBM_ANSWER_RESTORED);
+		answer(b, 1, HBM_ANSWER_RESTORED);
+		ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_RESUMED);
+	}
 	ue.offset = 0x1000;
 	ue.length = 0x3000;
 	ue.count = 3;
-	recovery_fact(d, &ue);			/* 0x1000 rank 0's, 0x3000 rank 1's */
-	ck_assert_uint_eq(d->nr_incidents, 1);
-	ck_assert_str_eq(d->incidents[0].info.reason, two_ranks_lost);
+	recovery_fact(d, &ue);			/* 0x1000 rank 0's (and 1's), 0x3000 rank 1's */
+	ck_assert_uint_eq(d->nr_incidents, 1 + _i);
+	ck_assert_uint_eq(d->incidents[_i].info.state, HBM_INCIDENT_PAUSING);
+	both_paused(a, b, d->incidents[_i].info.id);
+	ck_assert_uint_eq(d->incidents[_i].info.state, HBM_INCIDENT_ESCALATED);
+	ck_assert_str_eq(d->incidents[_i].info.reason, two_ranks_lost);
 	ck_assert_uint_eq(drained, 0);
+	cleanup();
+}
+END_TEST
+
+/*
+ * Under two ranks, the page with no spare: that is the node's memory, and
+ * drains it; and a second error while the ranks pause is a second error
+ * (helper-183: both were lost when two ranks escalated at once).
+ */
+START_TEST(two_ranks_hit_still_drain_for_the_memory)
+{
+	struct client *a, *b;
+
+	setup();
+	a = rank("job", 0, ANY_PAGE, 0);
+	b = rank("job", 1, ANY_PAGE, 0);
+	if (_i) {
+		recovery_on_lost_data(d, "dev", 0x1000, 0x1000);
+		recovery_on_lost_data(d, "dev", 0x8000, 0x1000);
+		ck_assert_str_eq(d->incidents[0].info.reason, "a second error during recovery");
+	} else {
+		bypassed = false;
+		recovery_on_lost_data(d, "dev", 0x1000, 0x1000);
+		both_paused(a, b, 1);
+		ck_assert_str_eq(d->incidents[0].info.reason,
+				 "the page has no spare: not bypassed");
+	}
+	ck_assert_uint_eq(d->nr_incidents, 1);
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_ESCALATED);
+	ck_assert_uint_eq(drained, 1);
 	cleanup();
 }
 END_TEST
@@ -1411,14 +1491,15 @@ END_TEST
 START_TEST(one_loss_under_two_ranks_aborts_the_job)
 {
 	unsigned int uid = getuid();
-	const struct incident *x;
+	struct incident *x;
+	struct client *a, *b;
 
 	if (_i == 2)
 		setup_across_nodes();
 	else
 		setup();
-	rank("job", 0, ANY_PAGE, 0);
-	rank("job", 1, 0x1000, 0);
+	a = rank("job", 0, ANY_PAGE, 0);
+	b = rank("job", 1, 0x1000, 0);
 	rank("other", 0, 0x3000, 0);
 	if (_i == 1)
 		xid_fact(48, HBM_SEVERITY_UE, "dev");
@@ -1431,16 +1512,22 @@ START_TEST(one_loss_under_two_ranks_aborts_the_job)
 		x++;
 	}
 	ck_assert_str_eq(x->info.job, "job");
+	ck_assert_uint_eq(x->info.state, HBM_INCIDENT_PAUSING);
+	both_paused(a, b, x->info.id);
+	if (_i == 2) {			/* the cluster's steps */
+		ck_assert_uint_eq(x->info.state, HBM_INCIDENT_PAUSING);
+		step("c1", CL_PAUSE, x->info.failed_rank, "here", "");
+		step("c1", CL_ISOLATE, x->info.failed_rank, "here", "");
+		ck_assert(said(asked, "error %u.job %u data lost on dev at 0x1000 under rank %u\n",
+			       uid, x->info.failed_rank, x->info.failed_rank));
+		ck_assert(said(asked, "fail %u.job %s\n", uid, two_ranks_lost));
+	}
 	ck_assert_uint_eq(x->info.state, HBM_INCIDENT_ESCALATED);
 	ck_assert_str_eq(x->info.reason, two_ranks_lost);
 	ck_assert(said(told, "rank 0: %u of incident %u", HBM_RECOVERY_ABORT,
 		       (unsigned int)x->info.id));
 	ck_assert(said(told, "rank 1: %u of incident %u", HBM_RECOVERY_ABORT,
 		       (unsigned int)x->info.id));
-	if (_i == 2)
-		ck_assert(said(asked, "error %u.job %u data lost on dev at 0x1000 under rank %u\n"
-			       "fail %u.job %s\n", uid, x->info.failed_rank,
-			       x->info.failed_rank, uid, two_ranks_lost));
 	ck_assert_uint_eq(drained, 0);
 	cleanup();
 }
@@ -1834,6 +1921,7 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, eviction_spares_a_pending_kill);
 	tcase_add_test(tc, two_ranks_one_device);
 	tcase_add_test(tc, one_save_per_turn_of_the_loop);
+	tcase_add_test(tc, load_saves_its_escalations_at_once);
 	/* one range; an error without an address; a job across nodes */
 	tcase_add_loop_test(tc, one_loss_under_two_ranks_aborts_the_job, 0, 3);
 	tcase_add_test(tc, a_key_makes_a_job_of_its_holders);
@@ -1856,7 +1944,8 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, one_loss_in_two_ranges_is_one_error);
 	tcase_add_test(tc, cleared_page_lost_needs_no_bypass);
 	tcase_add_test(tc, page_within_whole_device_incident);
-	tcase_add_test(tc, one_loss_under_two_ranks_escalates);
+	tcase_add_loop_test(tc, one_loss_under_two_ranks_escalates, 0, 2);
+	tcase_add_loop_test(tc, two_ranks_hit_still_drain_for_the_memory, 0, 2);
 	tcase_add_test(tc, unbypassed_page_within_whole_device_incident_escalates);
 	tcase_add_test(tc, cleared_without_memory_reports_nothing_twice);
 	tcase_add_test(tc, restored_part_of_an_extent_only_is_known);
