@@ -76,10 +76,12 @@
  * pins that process (a pidfd) when it accepts the connection.  Only the
  * process that connected may register on it, and its exit, or its closing
  * the socket, is its leaving: children that inherited the socket (data
- * loader workers) neither keep the rank nor act for it.  A job is named by
- * its owner and its name: two uids' jobs of the same name are two jobs, so
- * no user can take or join another's job.  A (uid, job, rank) is held by
- * one live process.
+ * loader workers) neither keep the rank nor act for it.  Its device is
+ * named by identity, as the module has it (DEVICE_GET): one the module has
+ * not is -ENODEV, since the rank would be told of no error there.  A job is
+ * named by its owner and its name: two uids' jobs of the same name are two
+ * jobs, so no user can take or join another's job.  A (uid, job, rank) is
+ * held by one live process.
  *
  * A uid is not always one owner: every container that runs as uid 0 without
  * a user namespace of its own is uid 0.  A job's name is no secret either

@@ -8,6 +8,9 @@
  *
  * Not linked into the unit tests, which stub these (check_recovery.c).
  */
+#include <errno.h>
+#include <stdlib.h>
+
 #include "core.h"
 #include "daemon.h"
 
@@ -55,4 +58,26 @@ bool daemon_is_bypassed(struct daemon *d, const char *identity, uint64_t offset,
 			uint64_t length)
 {
 	return core_is_bypassed(d->core, identity, offset, length);
+}
+
+/**
+ * daemon_device_known() - whether the module has a device of that identity
+ * @d: the daemon
+ * @identity: the device's
+ *
+ * Asked of the module itself (core_devices()), not of the last list the
+ * core read: a device added since is known.
+ *
+ * Return: 0 if it has; -ENODEV if it has none, or the negative errno of
+ * asking.
+ */
+int daemon_device_known(struct daemon *d, const char *identity)
+{
+	struct device_list *l = malloc(sizeof(*l));
+	int err = l ? core_devices(d->core, l) : -ENOMEM;
+
+	if (!err && !core_find(l, identity))
+		err = -ENODEV;
+	free(l);
+	return err;
 }

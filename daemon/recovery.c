@@ -843,9 +843,12 @@ void recovery_on_lost_data(struct daemon *d, const char *identity,
  * The job is the one of that name owned by the connection's uid, and of
  * that key (ctl.h).
  *
- * Return: 0; -EALREADY if this connection registered before, -EEXIST if a
- * live process holds that rank of that job, -EBUSY if the job is under
- * recovery, -EINVAL if [Cluster] is set and etcd cannot name the job.
+ * Return: 0; -EALREADY if this connection registered before, -ENODEV if
+ * the module has no device of that identity (a name, a CUDA index, a
+ * typo: a rank there would hear of no error), -EEXIST if a live process
+ * holds that rank of that job, -EBUSY if the job is under recovery,
+ * -EINVAL if [Cluster] is set and etcd cannot name the job; or the errno
+ * of asking the module for its devices.
  */
 int recovery_register(struct daemon *d, struct client *c, const struct hbm_ctl_rank *r,
 		      const char *key)
@@ -853,9 +856,18 @@ int recovery_register(struct daemon *d, struct client *c, const struct hbm_ctl_r
 	struct job_id job = { .uid = c->cred.uid };
 	char name[HBM_CLUSTER_NAME_LEN];
 	struct client *o;
+	int err;
 
 	if (c->is_rank)
 		return -EALREADY;
+	err = daemon_device_known(d, r->device);
+	if (err) {
+		if (client_may_log(c))
+			fprintf(stderr, "<4>hbmguardd: rank %u of job %s refused: device %s: %s%s\n",
+				r->rank, r->job, r->device, strerror(-err),
+				err == -ENODEV ? " (its identity, as hbmctl devices shows it)" : "");
+		return err;
+	}
 	strcpy(job.name, r->job);
 	if (key)
 		hbm_sha256(key, strlen(key), job.key);

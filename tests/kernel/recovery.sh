@@ -72,6 +72,9 @@ check "four ranks registered" '[ $(ctl ranks | grep -c "^job1 ") = 4 ]'
 check "ranks as JSON" 'ctl --json ranks | grep -q "{\"job\":\"job1\",\"rank\":2,\"world_size\":4,\"local_rank\":2,\"pid\":$p2,"'
 check "a rank held by another process is refused" 'hbmrank $S job1 2 4 sim:sim0 | grep -q "^register: File exists$"'
 check "a rank beyond the world is refused" 'hbmrank $S job9 4 4 sim:sim0 | grep -q "^register: Bad message$"'
+check "a rank on a device's name, not its identity, is refused" \
+	'[ "$(hbmrank $S job9 0 1 sim0)" = "register: No such device" ] &&
+	grep -q "rank 0 of job job9 refused: device sim0: No such device (its identity, as hbmctl devices shows it)" /tmp/rd.log'
 check "STATUS= counts the ranks" 'ctl status | grep -q "hbmguardd: running"'
 # A page retired for correctable errors kept its data: no recovery.
 hbmctl policy sim0 ce_threshold=1 >/dev/null

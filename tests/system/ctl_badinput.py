@@ -171,6 +171,8 @@ expect("job forging a log line", packet(REGISTER, rank_body(b"x\n<0>hbmguardd: f
 expect("device not UTF-8", packet(REGISTER, rank_body(job, device=b"\xff\xfe")),
        EBADMSG, True)
 expect("job with a space", packet(REGISTER, rank_body(b"two words")), EBADMSG, True)
+expect("rank on no device of the module's", packet(REGISTER, rank_body(job, device=b"nope")),
+       errno.ENODEV, False)
 expect("answer out of range", packet(ANSWER, answer_body(answer=9)), EBADMSG, True)
 expect("answer with reserved bits", packet(ANSWER, answer_body(reserved=1)), EBADMSG, True)
 held = connect()

@@ -87,6 +87,13 @@ int cluster_done(struct cluster *cl, const char *job, const char *id, enum cl_st
 
 static bool bypassed = true;	/* what the kernel's table says */
 
+/* The module's devices: every one but "nodev". */
+int daemon_device_known(struct daemon *d, const char *identity)
+{
+	(void)d;
+	return strcmp(identity, "nodev") ? 0 : -ENODEV;
+}
+
 bool daemon_is_bypassed(struct daemon *d, const char *identity, uint64_t offset,
 			uint64_t length)
 {
@@ -225,6 +232,30 @@ static void answer(struct client *c, uint64_t incident, uint32_t a)
 
 	ck_assert_int_eq(recovery_answer(d, c, &x), 0);
 }
+
+/*
+ * A rank on a device the module has not (a name, a CUDA index, a typo) is
+ * refused: it would be told of no error there, and nobody would know.
+ */
+START_TEST(a_rank_on_no_device_is_refused)
+{
+	struct client c = { .fd = -1, .pidfd = -1 };
+	struct hbm_ctl_rank reg = { .rank = 0, .world_size = 1 };
+
+	setup();
+	c.d = d;
+	c.cred.uid = getuid();
+	strcpy(reg.job, "job");
+	strcpy(reg.device, "nodev");
+	ck_assert_int_eq(recovery_register(d, &c, &reg, NULL), -ENODEV);
+	ck_assert(!c.is_rank);
+	ck_assert_uint_eq(recovery_ranks(d), 0);
+	strcpy(reg.device, "dev");
+	ck_assert_int_eq(recovery_register(d, &c, &reg, NULL), 0);
+	ck_assert_uint_eq(recovery_ranks(d), 1);
+	cleanup();
+}
+END_TEST
 
 /* More incidents open than the history keeps: each still opens. */
 START_TEST(more_open_than_kept)
@@ -1920,6 +1951,7 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, more_open_than_kept);
 	tcase_add_test(tc, eviction_spares_a_pending_kill);
 	tcase_add_test(tc, two_ranks_one_device);
+	tcase_add_test(tc, a_rank_on_no_device_is_refused);
 	tcase_add_test(tc, one_save_per_turn_of_the_loop);
 	tcase_add_test(tc, load_saves_its_escalations_at_once);
 	/* one range; an error without an address; a job across nodes */

@@ -10,6 +10,8 @@ follow its recovery requests, over libhbmguard (ctypes: nothing to compile).
         if req and req.action == hbmguard.PAUSE:
             r.answer(req.incident, hbmguard.PAUSED)
 
+device is the device's identity, as hbmctl devices shows it (a GPU's UUID;
+not its name): the daemon refuses one the module does not have, ENODEV.
 Rank.fileno() makes a Rank usable with select/poll/selectors.  Errors from
 the library or the daemon are OSError with the errno it gave.
 

@@ -6,8 +6,8 @@
     ap.restore(0, ap.length)                        # see below
     hbmguard.torch.place_parameters(model, ap)     # the weights live on the device
     model = DistributedDataParallel(model)
-    guard = hbmguard.torch.Guard(model, optimizer, job="run-42", device="sim2",
-                                 apertures=[ap])
+    guard = hbmguard.torch.Guard(model, optimizer, job="run-42", device="sim:sim2",
+                                 apertures=[ap])        # the device's identity
 
     def step():                                     # as for optimizer.step(closure)
         optimizer.zero_grad()
