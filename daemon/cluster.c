@@ -89,9 +89,13 @@ static void on_txn(void *arg, int err, struct json_object *reply)
 
 	if (!err && rev < 0)
 		err = -EPROTO;
-	if (err == -EREMOTEIO)
+	if (err == -EREMOTEIO) {
+		char said[256];	/* a server's words: escaped, cut (hbm_ctl_escape()) */
+
 		fprintf(stderr, "<4>hbmguardd: cluster: job %s: etcd refused a transaction: %s\n",
-			p->a.job, reply ? json_object_to_json_string(reply) : "");
+			p->a.job, hbm_ctl_escape(said, sizeof(said), reply ?
+						 json_object_to_json_string(reply) : "", false));
+	}
 	if (reply)
 		json_object_object_get_ex(reply, "succeeded", &ok);
 	cl_txn_done(cl->core, &p->a, err, ok && json_object_get_boolean(ok), rev, now_us(cl));

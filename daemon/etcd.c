@@ -22,6 +22,7 @@
 #include <sys/epoll.h>
 #include <curl/curl.h>
 
+#include "ctl.h"
 #include "curl_dl.h"
 #include "etcd.h"
 
@@ -569,15 +570,29 @@ static void release_held(struct etcd_watch *w)
 	}
 }
 
-/* etcd's words for a failed request (the gateway's {"message": ...}), or errno's. */
-static const char *failure(int err, struct json_object *reply)
-{
-	struct json_object *m;
+/*
+ * Room for a server's words in a line of the journal: escaped (a hostile
+ * server's newline would forge lines, hbm_ctl_escape()) and cut.
+ */
+#define SAID_LEN	256
 
-	if (reply && json_object_object_get_ex(reply, "message", &m) &&
-	    json_object_is_type(m, json_type_string))
-		return json_object_get_string(m);
-	return err ? strerror(-err) : "a bad reply";
+/* The string field @name of @o, as the journal may show it, or NULL. */
+static const char *said(char out[SAID_LEN], struct json_object *o, const char *name)
+{
+	struct json_object *f;
+
+	if (!o || !json_object_object_get_ex(o, name, &f) ||
+	    !json_object_is_type(f, json_type_string))
+		return NULL;
+	return hbm_ctl_escape(out, SAID_LEN, json_object_get_string(f), false);
+}
+
+/* etcd's words for a failed request (the gateway's {"message": ...}), or errno's. */
+static const char *failure(int err, struct json_object *reply, char out[SAID_LEN])
+{
+	const char *m = said(out, reply, "message");
+
+	return m ? m : err ? strerror(-err) : "a bad reply";
 }
 
 /*
@@ -592,6 +607,7 @@ static void on_check(void *arg, int err, struct json_object *reply)
 	struct etcd_watch *w = arg;
 	enum etcd_fp_verdict v = ETCD_FP_BAD_REPLY;
 	int64_t code = 0, count = 0;
+	char why[SAID_LEN];
 
 	w->check = NULL;
 	if (err == -EHOSTUNREACH)
@@ -605,10 +621,10 @@ static void on_check(void *arg, int err, struct json_object *reply)
 	if (err && reply && !etcd_int64(reply, "code", &code) && code == GRPC_OUT_OF_RANGE) {
 		fprintf(stderr, "<4>hbmguardd: etcd: revision %" PRId64 ", which the watch had reached,"
 			" compacted past or ahead (%s): reading %s again\n", w->next_rev - 1,
-			failure(err, reply), w->prefix);
+			failure(err, reply, why), w->prefix);
 	} else if (err || v == ETCD_FP_BAD_REPLY) {
 		fprintf(stderr, "<4>hbmguardd: etcd: the check of a resumed watch of %s failed (%s)%s\n",
-			w->prefix, failure(err, reply),
+			w->prefix, failure(err, reply, why),
 			w->check_failed + 1 < CHECK_FAILED_MAX ? "" : ": reading it again");
 		if (++w->check_failed < CHECK_FAILED_MAX)
 			return watch_retry(w, "the resume check failed");
@@ -777,11 +793,19 @@ static void on_range(void *arg, int err, struct json_object *reply)
 static bool on_watch_msg(void *arg, struct json_object *msg, size_t bytes)
 {
 	struct etcd_watch *w = arg;
-	struct json_object *res, *f;
+	struct json_object *res, *f = NULL;
 	int64_t compact = 0, rev;
+	char why[SAID_LEN];
 
 	if (!json_object_object_get_ex(msg, "result", &res)) {
-		fprintf(stderr, "<4>hbmguardd: etcd: watch: %s\n", json_object_to_json_string(msg));
+		/*
+		 * The gateway's {"error": {"grpc_code", "http_code", "message",
+		 * "http_status", "details"}}: grpc-gateway v1's StreamError
+		 * (internal/stream_chunk.proto), which etcd 3.4's gateway runs.
+		 */
+		json_object_object_get_ex(msg, "error", &f);
+		fprintf(stderr, "<4>hbmguardd: etcd: watch of %s failed: %s\n", w->prefix,
+			failure(0, f, why));
 		watch_retry(w, "the watch failed");
 		return false;
 	}
@@ -793,10 +817,10 @@ static bool on_watch_msg(void *arg, struct json_object *msg, size_t bytes)
 		 * answer to a watch its auth does not allow): again after the
 		 * backoff, not at once in a loop.
 		 */
-		f = NULL;
-		json_object_object_get_ex(res, "cancel_reason", &f);
+		const char *reason = said(why, res, "cancel_reason");
+
 		fprintf(stderr, "<4>hbmguardd: etcd: watch of %s canceled: %s\n", w->prefix,
-			f ? json_object_get_string(f) : "no reason given");
+			reason ? reason : "no reason given");
 		watch_retry(w, "the watch canceled");
 		return false;
 	}
@@ -862,6 +886,20 @@ static bool on_watch_msg(void *arg, struct json_object *msg, size_t bytes)
 }
 
 /*
+ * Whether an event is a DELETE: else a PUT, proto3's default, which JSON
+ * leaves out (mvccpb.Event's EventType, api/mvccpb/kv.proto of etcd
+ * 3.4.23), or that a hostile server may send as null or another type.
+ */
+static bool deleted(struct json_object *ev)
+{
+	struct json_object *type;
+
+	return json_object_object_get_ex(ev, "type", &type) &&
+	       json_object_is_type(type, json_type_string) &&
+	       !strcmp(json_object_get_string(type), "DELETE");
+}
+
+/*
  * A WatchResponse's events, but those the read already had.  False when
  * the watch is begun again (no memory for one: it resumes from it).
  */
@@ -876,10 +914,9 @@ static bool deliver(struct etcd_watch *w, struct json_object *res)
 	    json_object_is_type(events, json_type_array))
 		n = json_object_array_length(events);
 	for (i = 0; i < n; i++) {
-		struct json_object *ev = json_object_array_get_idx(events, i), *kv, *type;
+		struct json_object *ev = json_object_array_get_idx(events, i), *kv;
 		struct etcd_kv k;
-		bool told, put = !json_object_object_get_ex(ev, "type", &type) ||
-			   strcmp(json_object_get_string(type), "DELETE");
+		bool told, put = !deleted(ev);
 
 		if (!json_object_object_get_ex(ev, "kv", &kv))
 			continue;

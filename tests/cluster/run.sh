@@ -99,6 +99,35 @@ if [ "$BENCH" != --bench ]; then
 		}
 	done
 	echo "check-cluster: a watch unwatched from its own snapshot, link, event and synced callbacks ($SECONDS s)"
+
+	# ---- a hostile gateway (tests/cluster/hostile_gateway.py) ----
+	HPORT=$((PORT + 7))
+	gateway() {	# mode: started, listening, as $gw
+		python3 "$TOP/tests/cluster/hostile_gateway.py" $HPORT "$1" &
+		gw=$!
+		PIDS+=($gw)
+		wait_for "the hostile gateway did not start" 10 bash -c "exec 3<>/dev/tcp/127.0.0.1/$HPORT"
+	}
+	gateway nulltype
+	rc=0
+	"$UNWATCH" http://127.0.0.1:$HPORT /hbmguard/ event >"$W/hostile.out" 2>"$W/hostile.err" ||
+		rc=$?
+	[ $rc = 0 ] && grep -qx "unwatched in event" "$W/hostile.out" || {
+		cat "$W/hostile.err" >&2
+		fail "an event whose type is null: not a PUT (exit status $rc)"
+	}
+	kill $gw
+	wait $gw 2>/dev/null || true
+	gateway cancel
+	"$UNWATCH" http://127.0.0.1:$HPORT /hbmguard/ event >"$W/hostile.out" 2>"$W/hostile.err" &
+	p=$!
+	PIDS+=($p)
+	wait_for "a canceled watch not said" 10 grep -q "canceled:" "$W/hostile.err"
+	kill $p $gw
+	grep -qF 'watch of /hbmguard/ canceled: denied\x0a<0>hbmguardd: forged' "$W/hostile.err" &&
+		! grep -q '^<0>' "$W/hostile.err" ||
+		fail "a server's cancel reason not shown escaped: $(cat "$W/hostile.err")"
+	echo "check-cluster: a hostile gateway: an event typed null taken as a PUT, a cancel reason escaped"
 fi
 
 nodes_of() { ctl get --prefix --keys-only "/hbmguard/v1/jobs/$1/nodes/" | grep -c . || true; }

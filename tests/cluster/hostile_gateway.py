@@ -1,0 +1,80 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""
+A hostile etcd JSON gateway for tests/cluster/run.sh: what a malicious
+server, or a man in the middle of plain HTTP, may send the daemon's watch
+(helper-184).  The messages are etcd 3.4's gateway JSON, as etcd.c reads it:
+WatchResponse {result: {header, created, canceled, cancel_reason, events}}
+of api/etcdserverpb/rpc.proto, mvccpb.Event {type, kv} and KeyValue of
+api/mvccpb/kv.proto (int64 as strings, bytes as base64), one per line of a
+chunked stream; RangeResponse {header, count, kvs} for the read.
+
+    hostile_gateway.py PORT nulltype|cancel
+
+nulltype: once the watch is created and read, an event whose "type" is
+    JSON null (proto3 leaves a PUT's out; null is no EventType): a PUT to
+    the daemon, not a crash (etcd.c took the null for a string);
+cancel: the watch canceled with a reason holding a newline and a forged
+    journal line, which the daemon's line shows escaped.
+"""
+import base64
+import http.server
+import json
+import socketserver
+import sys
+import time
+
+MODE = sys.argv[2]
+
+
+def b64(s):
+    return base64.b64encode(s.encode()).decode()
+
+
+class Gateway(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def reply(self, obj):
+        out = json.dumps(obj).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+    def chunk(self, obj):
+        line = (json.dumps(obj) + "\n").encode()
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+        self.wfile.flush()
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if self.path != "/v3/watch":
+            # the read (/v3/kv/range), and anything else: nothing there
+            self.reply({"header": {"revision": "5"}, "count": "0"})
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.chunk({"result": {"header": {"revision": "5"}, "created": True}})
+        time.sleep(0.5)         # the read answered meanwhile
+        if MODE == "nulltype":
+            kv = {"key": b64("/hbmguard/x"), "value": b64("v"), "create_revision": "6",
+                  "mod_revision": "6", "version": "1"}
+            self.chunk({"result": {"header": {"revision": "6"},
+                                   "events": [{"type": None, "kv": kv}]}})
+        else:
+            self.chunk({"result": {"header": {"revision": "5"}, "canceled": True,
+                                   "cancel_reason": "denied\n<0>hbmguardd: forged"}})
+        time.sleep(30)
+
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+
+
+Server(("127.0.0.1", int(sys.argv[1])), Gateway).serve_forever()
