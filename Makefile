@@ -92,9 +92,9 @@ DAEMON_HDR += daemon/fdsink.h daemon/subuid.h
 # against a real etcd.
 CLUSTER_PURE := daemon/etcd_msg.c daemon/cluster_proto.c daemon/etcd_msg.h daemon/cluster_proto.h
 CLUSTER_SRC := daemon/cluster.c daemon/etcd.c daemon/curl_dl.c daemon/dl.c daemon/etcd_msg.c daemon/cluster_proto.c \
-	daemon/config.c daemon/timespan.c daemon/ctl.c
+	daemon/config.c daemon/timespan.c daemon/ctl.c daemon/ratelimit.c
 CLUSTER_HDR := daemon/cluster.h daemon/etcd.h daemon/curl_dl.h daemon/dl.h daemon/etcd_msg.h daemon/cluster_proto.h \
-	daemon/config.h daemon/timespan.h daemon/ctl.h
+	daemon/config.h daemon/timespan.h daemon/ctl.h daemon/ratelimit.h
 KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 
 .PHONY: all module modules-all programs userspace system-guest check check-host check-unit check-unit-plain \

@@ -19,6 +19,7 @@
 #include <json-c/json.h>
 
 #include "cluster_proto.h"
+#include "ratelimit.h"
 
 #define RETRY_US	500000		/* a transaction that did not reach etcd, again */
 /* queued and not taken: a caller that does not drain */
@@ -27,10 +28,18 @@
  * Keys refused one line each, in a read, up to this many; then one line
  * says how many more.  A writer's junk under the prefix would otherwise
  * put a line per key in every node's journal at every read (a reconnect,
- * a compaction).  Each event refused is still told: it costs its writer a
- * write.
+ * a compaction).
  */
 #define REFUSED_SHOWN	8
+/*
+ * Outside a read, refused events: any writer under the prefix makes one a
+ * write on every node (128 in a transaction), and journald's limit for the
+ * service (10000 lines per 30 s) would drop the daemon's own lines past it
+ * (helper-184): REFUSED_BURST per REFUSED_INTERVAL_US, then one line
+ * counting those not shown.
+ */
+#define REFUSED_BURST		64
+#define REFUSED_INTERVAL_US	(30 * 1000000ULL)
 /* Incidents this node took part in, kept for hbmctl incidents once closed. */
 #define CLOSED_KEPT	16
 
@@ -95,6 +104,12 @@ struct job {
 	uint32_t want_rank;
 	char want_fail[CL_REASON_LEN];	/* the local side failed before it opened */
 	int64_t open_answered_rev;	/* an open of ours, answered: the watch brings the incident by it */
+	/*
+	 * An open refused (the key there), not sent again before: a key held
+	 * by what is no incident (refused here, never deleted) would have it
+	 * sent at etcd's round trip's pace until the pause deadline.
+	 */
+	uint64_t open_retry_at;
 	unsigned int inflight;		/* 1 << cl_txn_kind */
 	uint64_t retry_at;		/* 0: none */
 };
@@ -139,6 +154,11 @@ struct cl_core {
 	bool reading;
 	unsigned int refused_shown;
 	size_t refused_hidden;
+	/* outside one: their budget, and the time of the event applied */
+	struct hbm_ratelimit refusals;
+	uint64_t applied_at;
+	/* a node's key refused since the last read for want of room for its job */
+	bool crowded;
 };
 
 const char *cl_step_name(enum cl_step s)
@@ -809,7 +829,7 @@ static void process(struct cl_core *c, struct job *j, uint64_t now)
 	 * node it does not know).
 	 */
 	if (j->want_open && c->link && !BUSY(j, CL_TXN_OPEN) && c->synced >= j->open_answered_rev &&
-	    node_alive(j, c->node) && world_known(j)) {
+	    now >= j->open_retry_at && node_alive(j, c->node) && world_known(j)) {
 		open_incident(c, j);
 	} else if (j->want_open && !BUSY(j, CL_TXN_OPEN) &&
 		   now >= j->want_since + c->t.step[CL_PAUSE] * 1000000ULL) {
@@ -1012,10 +1032,11 @@ static void incident_gone(struct cl_core *c, struct job *j)
 
 /*
  * A key as the journal may show it: 128 bytes at most, anything unprintable
- * as '?'; in a read, REFUSED_SHOWN of them.
+ * as '?'; in a read, REFUSED_SHOWN of them; else REFUSED_BURST a while.
  */
 static void refuse(struct cl_core *c, const struct etcd_kv *kv, const char *why)
 {
+	uint64_t missed = 0;
 	char key[129];
 	size_t i;
 
@@ -1026,6 +1047,11 @@ static void refuse(struct cl_core *c, const struct etcd_kv *kv, const char *why)
 		c->refused_hidden++;
 		return;
 	}
+	if (!c->reading && !hbm_ratelimit(&c->refusals, REFUSED_INTERVAL_US, REFUSED_BURST,
+					  c->applied_at, &missed))
+		return;
+	if (missed)
+		say(c, NULL, LOG_WARNING, "etcd: %" PRIu64 " more keys refused, not shown", missed);
 	say(c, NULL, LOG_WARNING, "etcd: %s%s (revision %" PRId64 "): refused: %s", key,
 	    kv->key_len > 128 ? "..." : "", kv->mod_revision, why);
 }
@@ -1047,7 +1073,7 @@ static void put_node(struct cl_core *c, const struct key *k, const struct etcd_k
 	if (!ranks)
 		why = "a node with no rank of the job";
 	else if (!(j = job_get(c, k->job, false)))
-		why = "too many jobs";
+		why = "too many jobs", c->crowded = true;
 	for (; j && i < j->nr_nodes && strcmp(j->nodes[i], k->node); i++)
 		;
 	if (j && j->nr_ranks - (i < j->nr_nodes ? j->ranks[i].nr : 0) + ranks > CL_MAX_RANKS)
@@ -1250,6 +1276,7 @@ static void apply(struct cl_core *c, const struct etcd_kv *kv, bool put, uint64_
 	struct key k;
 	int err = key_parse(kv->key, &k);
 
+	c->applied_at = now;
 	if (err == -EPROTO) {
 		if (put)
 			refuse(c, kv, "not a key of version 1");
@@ -1341,6 +1368,7 @@ void cl_snapshot(struct cl_core *c, const struct etcd_kv *kvs, size_t n, int64_t
 			incident_gone(c, j);
 	}
 	read_begin(c);
+	c->crowded = false;
 	for (i = 0; i < n; i++)
 		if (!key_parse(kvs[i].key, &k) && k.kind == K_NODE)
 			apply(c, &kvs[i], true, now);
@@ -1450,6 +1478,8 @@ void cl_txn_done(struct cl_core *c, const struct cl_action *a, int err, bool suc
 	} else if (a->txn == CL_TXN_OPEN) {
 		/* ours or one open already: the watch brings it by @rev */
 		j->open_answered_rev = rev;
+		if (!succeeded)
+			j->open_retry_at = now + RETRY_US;
 	} else if (a->txn == CL_TXN_PUBLISH && succeeded) {
 		j->published = !j->republish;	/* else the newer value goes next */
 		j->republish = false;
@@ -1493,7 +1523,19 @@ int cl_job_join(struct cl_core *c, const char *job, const char *value, uint64_t 
 	json_object_put(o);
 	if (!hbm_cluster_name_valid(job) || !ok)
 		return -EINVAL;
-	j = job_get(c, job, true);
+	j = job_find(c, job);
+	/*
+	 * Other nodes' keys of a job new here may have been refused, while it
+	 * was theirs alone, for want of room among the CL_MAX_JOBS others
+	 * (junk under the prefix, or more jobs than that across the cluster):
+	 * read them again, now that it has room of its own.
+	 */
+	if (!j && c->crowded) {
+		c->crowded = false;
+		push(c, CL_REREAD, NULL);
+	}
+	if (!j)
+		j = job_get(c, job, true);
 	v = strdup(value);
 	if (!j || !v) {
 		free(v);
@@ -1594,6 +1636,7 @@ int cl_error(struct cl_core *c, const char *job, uint32_t rank, const char *reas
 		j->want_open = true;
 		j->want_since = now;
 		j->open_answered_rev = 0;
+		j->open_retry_at = 0;
 		snprintf(j->want_id, sizeof(j->want_id), "%016" PRIx64, c->nonce());
 		snprintf(j->want_reason, sizeof(j->want_reason), "%s", reason);
 		j->want_rank = rank;
@@ -1712,6 +1755,9 @@ uint64_t cl_next_deadline(const struct cl_core *c)
 		if (j->want_open && !j->open && !BUSY(j, CL_TXN_OPEN) &&
 		    j->want_since + c->t.step[CL_PAUSE] * 1000000ULL < next)
 			next = j->want_since + c->t.step[CL_PAUSE] * 1000000ULL;
+		if (j->want_open && !j->open && !BUSY(j, CL_TXN_OPEN) &&
+		    j->open_retry_at && j->open_retry_at < next)
+			next = j->open_retry_at;
 		if (j->open && j->member && j->step_known && j->deadline < next &&
 		    !(j->step == CL_ABORT && j->local_aborted && !c->link))
 			next = j->deadline;

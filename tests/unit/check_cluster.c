@@ -307,6 +307,7 @@ struct fkv {
 };
 
 static struct fkv store[KEYS];
+static unsigned int rereads[NODES];	/* CL_REREAD asked */
 static int64_t rev;
 static struct cl_core *cores[NODES];
 static int nr_cores;
@@ -515,6 +516,15 @@ static void watch(int n, const char *prefix)
 	cl_acks_snapshot(cores[n], prefix, kvs, k, now);
 }
 
+/* The prefix read again, as etcd_watch_reread() does. */
+static void reread(int n)
+{
+	struct etcd_kv kvs[KEYS];
+
+	rereads[n]++;
+	cl_snapshot(cores[n], kvs, collect(CL_PREFIX, kvs), rev, now);
+}
+
 /* Every core's actions until none is left; the local side does each step at once. */
 static void run(void)
 {
@@ -575,6 +585,9 @@ static void run(void)
 						if (!strcmp(watched[n][w], a.text))
 							watched[n][w][0] = 0;
 					break;
+				case CL_REREAD:
+					reread(n);
+					break;
 				}
 			}
 		}
@@ -599,6 +612,7 @@ static void setup(void)
 	memset(told_rank, 0xff, sizeof(told_rank));
 	memset(watched, 0, sizeof(watched));
 	memset(sent, 0, sizeof(sent));
+	memset(rereads, 0, sizeof(rereads));
 	answer_first = false;
 	rev = 1;
 	now = 1000000;
@@ -1404,6 +1418,113 @@ START_TEST(hostile_mid_incident)
 }
 END_TEST
 
+/*
+ * Other jobs fill the CL_MAX_JOBS this node keeps (a writer's junk, or a
+ * cluster of more jobs); n1 and n2 join job V before n0 does, their keys
+ * refused there for want of room.  Once V is n0's too, n0 reads the prefix
+ * again and knows V's nodes: its error opens the incident across them.
+ * Before, it never read them again, and its ranks aborted at the deadline:
+ * "not every rank's node known" (helper-184).
+ */
+START_TEST(crowded_out_before_join)
+{
+	char k[96];
+
+	for (int i = 0; i < CL_MAX_JOBS; i++) {
+		snprintf(k, sizeof(k), "/hbmguard/v1/jobs/junk%d/nodes/x", i);
+		fput(k, "{\"ranks\":[0],\"world_size\":1}");
+		store_forget(k);	/* the store here is small; n0 keeps them */
+	}
+	run();
+	ck_assert_int_eq(cl_job_join(cores[1], "V", "{\"ranks\":[1],\"world_size\":3}", now), 0);
+	ck_assert_int_eq(cl_job_join(cores[2], "V", "{\"ranks\":[2],\"world_size\":3}", now), 0);
+	run();
+	ck_assert_ptr_nonnull(strstr(said[0], "V/nodes/n1 (revision"));
+	ck_assert_uint_eq(rereads[0], 0);
+	ck_assert_int_eq(cl_job_join(cores[0], "V", "{\"ranks\":[0],\"world_size\":3}", now), 0);
+	run();
+	ck_assert_uint_eq(rereads[0], 1);
+	ck_assert_int_eq(cl_error(cores[0], "V", 0, "a UE", now, id), 0);
+	run();
+	for (int n = 0; n < 3; n++)
+		ck_assert_uint_eq(closed[n][1], 1);
+	ck_assert_uint_eq(steps[0][CL_ABORT], 0);
+	/* a job joined later, nothing refused since the read: no read again */
+	ck_assert_int_eq(cl_job_join(cores[0], "W", "{\"ranks\":[0],\"world_size\":1}", now), 0);
+	run();
+	ck_assert_uint_eq(rereads[0], 1);
+}
+END_TEST
+
+/*
+ * A writer's junk, event after event: REFUSED_BURST (64) lines a while,
+ * then one counting those not shown.  Before, a line each, on every node,
+ * and journald dropped the daemon's own past its limit (helper-184).
+ */
+START_TEST(junk_events_rate_limited)
+{
+	const char *p;
+	int lines = 0;
+	char k[64];
+
+	said[0][0] = 0;
+	for (int i = 0; i < 1000; i++) {
+		snprintf(k, sizeof(k), "/hbmguard/v1/junk/%d", i);
+		fput(k, "x");
+		store_forget(k);
+	}
+	run();
+	for (p = said[0]; (p = strstr(p, "): refused: ")); p++)
+		lines++;
+	ck_assert_int_eq(lines, 64);
+	ck_assert_ptr_nonnull(strstr(said[0], "/junk/63 (revision"));
+	now += 30 * 1000000ULL;
+	said[0][0] = 0;
+	fput("/hbmguard/v1/junk/last", "x");
+	run();
+	ck_assert_ptr_nonnull(strstr(said[0], "etcd: 936 more keys refused, not shown\n"));
+	ck_assert_ptr_nonnull(strstr(said[0], "/junk/last (revision"));
+}
+END_TEST
+
+/*
+ * A writer leaves junk at J's incident key (refused, but there): an open's
+ * compare (create_revision == 0) never holds.  Each refused open waits
+ * RETRY_US (0.5 s) before the next, until the pause deadline aborts the
+ * ranks.  Before, with the watch synced to etcd's revision as etcd.c tells
+ * it after each response, one went out per round trip: some 5000 in 5 s
+ * at 1 ms (helper-184).
+ */
+START_TEST(junk_incident_key_opens_paced)
+{
+	struct cl_action a;
+	int opens = 0;
+
+	fput("/hbmguard/v1/jobs/J/incident", "junk");
+	for (int n = 0; n < 3; n++)
+		cl_synced(cores[n], rev, now);
+	run();
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now, id), 0);
+	for (int i = 0; i < 100000 && now < 6000000; i++) {
+		if (!cl_next_action(cores[0], &a)) {
+			now += 1000;		/* a millisecond passes */
+			cl_tick(cores[0], now);
+			continue;
+		}
+		if (a.kind == CL_TXN) {
+			bool ok = txn(a.body);
+
+			opens += a.txn == CL_TXN_OPEN;
+			now += 1000;	/* a 1 ms round trip */
+			cl_txn_done(cores[0], &a, 0, ok, rev, now);
+			free(a.body);
+		}
+	}
+	ck_assert_int_ge(opens, 2);
+	ck_assert_int_le(opens, 12);		/* 5 s at one per 0.5 s, and the first */
+}
+END_TEST
+
 Suite *cluster_suite(void)
 {
 	Suite *s = suite_create("cluster");
@@ -1441,6 +1562,9 @@ Suite *cluster_suite(void)
 	tcase_add_test(tc, abort_before_open_is_not_sticky);
 	tcase_add_test(tc, open_in_flight_no_spin);
 	tcase_add_test(tc, second_error_while_aborting);
+	tcase_add_test(tc, crowded_out_before_join);
+	tcase_add_test(tc, junk_events_rate_limited);
+	tcase_add_test(tc, junk_incident_key_opens_paced);
 	suite_add_tcase(s, tc);
 	return s;
 }
