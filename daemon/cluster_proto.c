@@ -22,6 +22,7 @@
 #include "ratelimit.h"
 
 #define RETRY_US	500000		/* a transaction that did not reach etcd, again */
+#define REREAD_MIN_US	(30 * 1000000ULL)	/* between reads again a join asks */
 /* queued and not taken: a caller that does not drain */
 #define MAX_ACTIONS	65536
 /*
@@ -159,6 +160,8 @@ struct cl_core {
 	uint64_t applied_at;
 	/* a node's key refused since the last read for want of room for its job */
 	bool crowded;
+	/* the read again that asks, due then (0: none); the last asked */
+	uint64_t reread_due, reread_at;
 };
 
 const char *cl_step_name(enum cl_step s)
@@ -940,8 +943,18 @@ static void process(struct cl_core *c, struct job *j, uint64_t now)
 	}
 }
 
+/* The read again cl_job_join() asked, once due. */
+static void reread_if_due(struct cl_core *c, uint64_t now)
+{
+	if (!c->reread_due || now < c->reread_due || !push(c, CL_REREAD, NULL))
+		return;
+	c->reread_due = 0;
+	c->reread_at = now;
+}
+
 static void process_all(struct cl_core *c, uint64_t now)
 {
+	reread_if_due(c, now);
 	for (size_t i = 0; i < c->nr_jobs; i++)
 		process(c, c->jobs[i], now);
 }
@@ -1528,11 +1541,15 @@ int cl_job_join(struct cl_core *c, const char *job, const char *value, uint64_t 
 	 * Other nodes' keys of a job new here may have been refused, while it
 	 * was theirs alone, for want of room among the CL_MAX_JOBS others
 	 * (junk under the prefix, or more jobs than that across the cluster):
-	 * read them again, now that it has room of its own.
+	 * read them again, now that it has room of its own.  At most once per
+	 * REREAD_MIN_US: a read of a prefix a writer filled holds the loop
+	 * for a second, and any local user may register ranks of new jobs.
 	 */
-	if (!j && c->crowded) {
+	if (!j && c->crowded && !c->reread_due) {
 		c->crowded = false;
-		push(c, CL_REREAD, NULL);
+		c->reread_due = c->reread_at && now < c->reread_at + REREAD_MIN_US ?
+				c->reread_at + REREAD_MIN_US : now;
+		reread_if_due(c, now);
 	}
 	if (!j)
 		j = job_get(c, job, true);
@@ -1744,7 +1761,7 @@ size_t cl_jobs_published(const struct cl_core *c)
 
 uint64_t cl_next_deadline(const struct cl_core *c)
 {
-	uint64_t next = UINT64_MAX;
+	uint64_t next = c->reread_due ? c->reread_due : UINT64_MAX;
 
 	for (size_t i = 0; i < c->nr_jobs; i++) {
 		const struct job *j = c->jobs[i];

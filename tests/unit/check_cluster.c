@@ -1453,6 +1453,21 @@ START_TEST(crowded_out_before_join)
 	ck_assert_int_eq(cl_job_join(cores[0], "W", "{\"ranks\":[0],\"world_size\":1}", now), 0);
 	run();
 	ck_assert_uint_eq(rereads[0], 1);
+	/* crowded again: the next such join reads again, REREAD_MIN_US (30 s) after the last */
+	for (int i = 0; i < CL_MAX_JOBS + 1; i++) {
+		snprintf(k, sizeof(k), "/hbmguard/v1/jobs/more%d/nodes/x", i);
+		fput(k, "{\"ranks\":[0],\"world_size\":1}");
+		store_forget(k);
+	}
+	run();
+	ck_assert_int_eq(cl_job_join(cores[0], "X", "{\"ranks\":[0],\"world_size\":2}", now), 0);
+	run();
+	ck_assert_uint_eq(rereads[0], 1);
+	ck_assert_uint_le(cl_next_deadline(cores[0]), now + 30 * 1000000ULL);
+	now += 30 * 1000000ULL;
+	cl_tick(cores[0], now);
+	run();
+	ck_assert_uint_eq(rereads[0], 2);
 }
 END_TEST
 
