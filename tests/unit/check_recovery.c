@@ -477,18 +477,26 @@ END_TEST
  * but none of its phases is timed: the one it was in would end at this
  * start, its span the time no daemon ran.
  */
-START_TEST(load_escalates_untimed)
+/* Incident @id of job "job" on "dev", as a daemon left it pausing. */
+static struct hbm_ctl_incident left_pausing(uint64_t id)
 {
-	uint8_t buf[HBM_INCIDENTS_HEADER + HBM_INCIDENTS_RECORD] = { 0 };
-	struct hbm_ctl_incident x = { .id = 7, .length = 0x1000,
+	struct hbm_ctl_incident x = { .id = id, .length = 0x1000,
 				      .state = HBM_INCIDENT_PAUSING };
-	size_t st, o, b;
 
-	setup();
 	strcpy(x.job, "job");
 	strcpy(x.device, "dev");
 	x.at[HBM_INCIDENT_DETECTED] = 1000000;
 	x.at[HBM_INCIDENT_PAUSING] = 1000100;
+	return x;
+}
+
+START_TEST(load_escalates_untimed)
+{
+	uint8_t buf[HBM_INCIDENTS_HEADER + HBM_INCIDENTS_RECORD] = { 0 };
+	struct hbm_ctl_incident x = left_pausing(7);
+	size_t st, o, b;
+
+	setup();
 	hbm_incidents_encode_header(buf, 1);
 	hbm_incidents_encode_record(buf, 0, &x);
 	ck_assert_int_eq(hbm_atomic_write(d->state_dir, "incidents", buf, sizeof(buf)), 0);
@@ -569,19 +577,15 @@ static size_t saved_incidents(struct hbm_ctl_incident *in, size_t max,
 START_TEST(load_saves_its_escalations_at_once)
 {
 	uint8_t buf[HBM_INCIDENTS_HEADER + 3 * HBM_INCIDENTS_RECORD] = { 0 };
-	struct hbm_ctl_incident x = { .length = 0x1000, .state = HBM_INCIDENT_PAUSING }, in[3];
+	struct hbm_ctl_incident x, in[3];
 	struct hbm_incidents_damage damage;
 	uint64_t fsyncs;
 	size_t i;
 
 	setup();
-	strcpy(x.job, "job");
-	strcpy(x.device, "dev");
-	x.at[HBM_INCIDENT_DETECTED] = 1000000;
-	x.at[HBM_INCIDENT_PAUSING] = 1000100;
 	hbm_incidents_encode_header(buf, 3);
 	for (i = 0; i < 3; i++) {
-		x.id = 7 + i;
+		x = left_pausing(7 + i);
 		hbm_incidents_encode_record(buf, i, &x);
 	}
 	ck_assert_int_eq(hbm_atomic_write(d->state_dir, "incidents", buf, sizeof(buf)), 0);
