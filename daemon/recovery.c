@@ -396,6 +396,35 @@ static void escalate(struct daemon *d, struct incident *x, const char *reason,
 		cluster_fail(d->cluster, name, reason);
 }
 
+#define NO_SPARE	"the page has no spare: not bypassed"
+
+/*
+ * Whether incident @x's page is not bypassed: it has no spare.  A GPU's
+ * error is its driver's to bypass; a cleared page needs none; another
+ * node's incident lost nothing here.
+ */
+static bool no_spare(struct daemon *d, const struct incident *x)
+{
+	return !x->remote && x->info.length != HBM_CTL_WHOLE_DEVICE && !x->in_service &&
+	       !daemon_is_bypassed(d, x->info.device, x->info.offset, x->info.length);
+}
+
+/*
+ * An incident its ranks or its deadline end (a rank failed or left, a step
+ * late): for its page's want of a spare, where it has none, as
+ * may_restore() would have said once they all paused: the node's memory.
+ * The rank on the lost page is the likeliest to fail or crash first, and
+ * any user's rank can, before its peers pause (helper-185).  Else for
+ * @reason, the job's alone.
+ */
+static void escalate_for_ranks(struct daemon *d, struct incident *x, const char *reason)
+{
+	if (no_spare(d, x))
+		escalate(d, x, NO_SPARE, THE_NODES_MEMORY);
+	else
+		escalate(d, x, reason, NOT_THE_NODE);
+}
+
 static int on_deadline(sd_event_source *s, uint64_t usec, void *arg)
 {
 	struct incident *x = arg;
@@ -408,9 +437,10 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *arg)
 		arm(d, x, 0);
 		return 0;
 	}
-	escalate(d, x, x->clustered ? "the incident across nodes did not end within its deadlines" :
-		 x->info.state == HBM_INCIDENT_PAUSING ?
-		 "ranks did not pause in time" : "ranks did not restore in time", NOT_THE_NODE);
+	escalate_for_ranks(d, x, x->clustered ?
+			   "the incident across nodes did not end within its deadlines" :
+			   x->info.state == HBM_INCIDENT_PAUSING ?
+			   "ranks did not pause in time" : "ranks did not restore in time");
 	return 0;
 }
 
@@ -449,15 +479,13 @@ static void cluster_advance(struct daemon *d, struct incident *x)
 
 /*
  * Whether incident @x, its ranks paused here, may go on to its restore: its
- * page bypassed (a GPU's error is its driver's; a cleared page needs none;
- * another node's lost nothing here), and its loss under one rank.  Else it
- * escalates, the page's want of a spare first: that is the node's memory.
+ * page bypassed, and its loss under one rank.  Else it escalates, the
+ * page's want of a spare first: that is the node's memory.
  */
 static bool may_restore(struct daemon *d, struct incident *x)
 {
-	if (!x->remote && x->info.length != HBM_CTL_WHOLE_DEVICE && !x->in_service &&
-	    !daemon_is_bypassed(d, x->info.device, x->info.offset, x->info.length)) {
-		escalate(d, x, "the page has no spare: not bypassed", THE_NODES_MEMORY);
+	if (no_spare(d, x)) {
+		escalate(d, x, NO_SPARE, THE_NODES_MEMORY);
 		return false;
 	}
 	if (x->two_ranks) {
@@ -752,7 +780,7 @@ static void take_in(struct daemon *d, struct incident *x, const char *identity, 
 	     x->info.state == HBM_INCIDENT_PAUSING)) {
 		if (length != HBM_CTL_WHOLE_DEVICE && !in_service &&
 		    !daemon_is_bypassed(d, identity, offset, length)) {
-			escalate(d, x, "the page has no spare: not bypassed", THE_NODES_MEMORY);
+			escalate(d, x, NO_SPARE, THE_NODES_MEMORY);
 			return;
 		}
 		fprintf(stderr, "<6>hbmguardd: %s: its error again, within incident %" PRIu64 "\n",
@@ -920,7 +948,7 @@ int recovery_answer(struct daemon *d, struct client *c, const struct hbm_ctl_ans
 	if (!x || x->info.id != a->incident)
 		return -ESRCH;
 	if (a->answer == HBM_ANSWER_FAILED) {
-		escalate(d, x, "a rank failed to recover", NOT_THE_NODE);
+		escalate_for_ranks(d, x, "a rank failed to recover");
 		return 0;
 	}
 	if ((x->info.state == HBM_INCIDENT_PAUSING) != (a->answer == HBM_ANSWER_PAUSED))
@@ -954,7 +982,7 @@ void recovery_client_gone(struct daemon *d, struct client *c)
 			c->reg.rank, c->reg.job, c->cred.pid);
 	x = open_incident_of(d, &c->job);
 	if (x)
-		escalate(d, x, "a rank left during recovery", NOT_THE_NODE);
+		escalate_for_ranks(d, x, "a rank left during recovery");
 	publish_job(d, &c->job);
 	daemon_notify_status(d);
 }

@@ -1268,6 +1268,38 @@ START_TEST(two_ranks_hit_still_drain_for_the_memory)
 END_TEST
 
 /*
+ * A page with no spare is the node's memory whoever ends its incident: a
+ * rank that fails or leaves before its peers paused (the one on the lost
+ * page the likeliest) drains the node as the pause would have (helper-185:
+ * any user's rank kept such a node in service).  With the page bypassed, a
+ * rank's failure is its job's alone.
+ */
+START_TEST(no_spare_drains_whoever_ends_the_incident)
+{
+	struct client *a, *b;
+
+	setup();
+	a = rank("job", 0, 0x1000, 0);
+	b = rank("job", 1, 0x2000, 0);
+	bypassed = _i == 3;
+	recovery_on_lost_data(d, "dev", 0x1000, 0x1000);
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_PAUSING);
+	if (_i == 0 || _i == 3)
+		answer_failed(a, 1);
+	else if (_i == 1) {
+		recovery_client_gone(d, a);
+		free(a);
+	} else
+		answer_failed(b, 1);
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_ESCALATED);
+	ck_assert_str_eq(d->incidents[0].info.reason, _i == 3 ? "a rank failed to recover" :
+			 "the page has no spare: not bypassed");
+	ck_assert_uint_eq(drained, _i != 3);
+	cleanup();
+}
+END_TEST
+
+/*
  * A page with no spare, lost while a whole-device incident pauses: not
  * taken in unchecked (the incident checks no page), but escalated for the
  * page, as alone it would be (helper-182).
@@ -1982,6 +2014,8 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, page_within_whole_device_incident);
 	tcase_add_loop_test(tc, one_loss_under_two_ranks_escalates, 0, 2);
 	tcase_add_loop_test(tc, two_ranks_hit_still_drain_for_the_memory, 0, 2);
+	/* the failed rank fails, leaves; the other fails; the page bypassed */
+	tcase_add_loop_test(tc, no_spare_drains_whoever_ends_the_incident, 0, 4);
 	tcase_add_test(tc, unbypassed_page_within_whole_device_incident_escalates);
 	tcase_add_test(tc, cleared_without_memory_reports_nothing_twice);
 	tcase_add_test(tc, restored_part_of_an_extent_only_is_known);
