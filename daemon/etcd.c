@@ -163,11 +163,58 @@ static size_t on_data(char *data, size_t size, size_t n, void *arg)
 	return len;
 }
 
-static struct json_object *parse(const char *text, size_t len)
+/*
+ * What json-c would allocate for @text, roughly and from above: an object
+ * (its hash table of 16 entries) some 800 bytes, an array (32 slots) some
+ * 400, each further value some 64 (json-c 0.16, Debian bookworm's).  A
+ * line of "{}," costs 290 times its length: 16 MiB of it, REPLY_MAX, made
+ * 4 GiB of objects (helper-184).  A reply of etcd's costs some 13 times
+ * its length at most (watch events of small values: two objects and a
+ * dozen values in 200 bytes), 210 MiB at REPLY_MAX: past PARSE_COST_MAX, a
+ * reply is refused unparsed.
+ */
+#define PARSE_COST_MAX	((size_t)256 << 20)
+
+static size_t parse_cost(const char *text, size_t len)
 {
-	struct json_tokener *tok = json_tokener_new_ex(64);
+	size_t cost = len, i;
+	bool in_string = false;
+
+	for (i = 0; i < len; i++) {
+		if (in_string) {
+			if (text[i] == '\\')
+				i++;
+			else if (text[i] == '"')
+				in_string = false;
+			continue;
+		}
+		switch (text[i]) {
+		case '"':
+			in_string = true;
+			break;
+		case '{':
+			cost += 800;
+			break;
+		case '[':
+			cost += 400;
+			break;
+		case ',':
+		case ':':
+			cost += 64;
+			break;
+		}
+	}
+	return cost;
+}
+
+/* @text's JSON object, or NULL: not one, or *@costly past PARSE_COST_MAX. */
+static struct json_object *parse(const char *text, size_t len, bool *costly)
+{
+	struct json_tokener *tok;
 	struct json_object *o;
 
+	*costly = parse_cost(text, len) > PARSE_COST_MAX;
+	tok = *costly ? NULL : json_tokener_new_ex(64);
 	if (!tok)
 		return NULL;
 	o = json_tokener_parse_ex(tok, text, len);
@@ -192,10 +239,20 @@ static void dispatch_lines(struct etcd_req *r)
 
 	while (!r->dead && at < r->len && (nl = memchr(r->buf + at, '\n', r->len - at))) {
 		size_t end = nl - r->buf, bytes = end + 1 - at;
-		struct json_object *o = end > at ? parse(r->buf + at, end - at) : NULL;
+		bool costly = false;
+		struct json_object *o = end > at ? parse(r->buf + at, end - at, &costly) : NULL;
 		bool more;
 
 		at = end + 1;
+		if (costly) {	/* a message lost: the stream ends, as one too long does */
+			fprintf(stderr, "<4>hbmguardd: etcd %s: a message of %zu bytes past %zu MiB "
+				"of JSON objects: refused\n", r->e->endpoints[r->e->cur], bytes,
+				PARSE_COST_MAX >> 20);
+			if (r->done)
+				r->done(r->ctx, -EMSGSIZE, NULL);
+			req_free(r);
+			break;
+		}
 		if (!o)
 			continue;	/* blank or not an object: ends nothing */
 		more = r->msg(r->ctx, o, bytes);
@@ -228,8 +285,16 @@ static void finish(struct etcd *e, struct etcd_req *r, CURLcode res)
 			e->cur = (e->cur + 1) % e->nr_endpoints;
 		err = r->too_big ? -EMSGSIZE : -EHOSTUNREACH;
 	} else {
-		o = r->stream ? NULL : parse(r->buf ? r->buf : "", r->len);
-		if (code < 200 || code > 299)
+		bool costly = false;
+
+		o = r->stream ? NULL : parse(r->buf ? r->buf : "", r->len, &costly);
+		if (costly)
+			fprintf(stderr, "<4>hbmguardd: etcd %s: a reply of %zu bytes past %zu MiB "
+				"of JSON objects: refused\n", e->endpoints[e->cur], r->len,
+				PARSE_COST_MAX >> 20);
+		if (costly)
+			err = -EMSGSIZE;
+		else if (code < 200 || code > 299)
 			err = -EREMOTEIO;	/* etcd's error, in @o when it said one */
 		else if (!r->stream && !o)
 			err = -EPROTO;

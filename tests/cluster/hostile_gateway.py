@@ -9,13 +9,16 @@ of api/etcdserverpb/rpc.proto, mvccpb.Event {type, kv} and KeyValue of
 api/mvccpb/kv.proto (int64 as strings, bytes as base64), one per line of a
 chunked stream; RangeResponse {header, count, kvs} for the read.
 
-    hostile_gateway.py PORT nulltype|cancel
+    hostile_gateway.py PORT nulltype|cancel|bomb
 
 nulltype: once the watch is created and read, an event whose "type" is
     JSON null (proto3 leaves a PUT's out; null is no EventType): a PUT to
     the daemon, not a crash (etcd.c took the null for a string);
 cancel: the watch canceled with a reason holding a newline and a forged
-    journal line, which the daemon's line shows escaped.
+    journal line, which the daemon's line shows escaped;
+bomb: a message of 8 MiB of "{}," (REPLY_MAX is 16), some 2 GiB of json-c
+    objects had the daemon parsed it: refused unparsed (etcd.c's
+    parse_cost()).
 """
 import base64
 import http.server
@@ -46,7 +49,7 @@ class Gateway(http.server.BaseHTTPRequestHandler):
         self.wfile.write(out)
 
     def chunk(self, obj):
-        line = (json.dumps(obj) + "\n").encode()
+        line = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
         self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
         self.wfile.flush()
 
@@ -62,7 +65,10 @@ class Gateway(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.chunk({"result": {"header": {"revision": "5"}, "created": True}})
         time.sleep(0.5)         # the read answered meanwhile
-        if MODE == "nulltype":
+        if MODE == "bomb":
+            self.chunk({"result": {"header": {"revision": "6"},
+                                   "x": [{}] * ((8 << 20) // 3)}})
+        elif MODE == "nulltype":
             kv = {"key": b64("/hbmguard/x"), "value": b64("v"), "create_revision": "6",
                   "mod_revision": "6", "version": "1"}
             self.chunk({"result": {"header": {"revision": "6"},

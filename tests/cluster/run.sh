@@ -127,7 +127,16 @@ if [ "$BENCH" != --bench ]; then
 	grep -qF 'watch of /hbmguard/ canceled: denied\x0a<0>hbmguardd: forged' "$W/hostile.err" &&
 		! grep -q '^<0>' "$W/hostile.err" ||
 		fail "a server's cancel reason not shown escaped: $(cat "$W/hostile.err")"
-	echo "check-cluster: a hostile gateway: an event typed null taken as a PUT, a cancel reason escaped"
+	wait $gw 2>/dev/null || true
+	gateway bomb
+	"$UNWATCH" http://127.0.0.1:$HPORT /hbmguard/ event >"$W/hostile.out" 2>"$W/hostile.err" &
+	p=$!
+	PIDS+=($p)
+	wait_for "a message of 8 MiB of {}, not refused" 20 grep -q "past 256 MiB of JSON objects: refused" "$W/hostile.err"
+	hwm=$(awk '$1 == "VmHWM:" { print $2 }' /proc/$p/status)
+	kill $p $gw
+	[ "$hwm" -lt $((200 << 10)) ] || fail "a message of 8 MiB of {}, refused, but $hwm kB taken at the peak"
+	echo "check-cluster: a hostile gateway: an event typed null taken as a PUT, a cancel reason escaped, a message of 8 MiB of {} refused unparsed (peak $((hwm >> 10)) MiB)"
 fi
 
 nodes_of() { ctl get --prefix --keys-only "/hbmguard/v1/jobs/$1/nodes/" | grep -c . || true; }
