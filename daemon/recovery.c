@@ -888,14 +888,6 @@ int recovery_register(struct daemon *d, struct client *c, const struct hbm_ctl_r
 
 	if (c->is_rank)
 		return -EALREADY;
-	err = daemon_device_known(d, r->device);
-	if (err) {
-		if (client_may_log(c))
-			fprintf(stderr, "<4>hbmguardd: rank %u of job %s refused: device %s: %s%s\n",
-				r->rank, r->job, r->device, strerror(-err),
-				err == -ENODEV ? " (its identity, as hbmctl devices shows it)" : "");
-		return err;
-	}
 	strcpy(job.name, r->job);
 	if (key)
 		hbm_sha256(key, strlen(key), job.key);
@@ -904,6 +896,15 @@ int recovery_register(struct daemon *d, struct client *c, const struct hbm_ctl_r
 			return -EEXIST;
 	if (open_incident_of(d, &job))
 		return -EBUSY;
+	/* after the checks that ask nothing of the module */
+	err = daemon_device_known(d, r->device);
+	if (err) {
+		if (client_may_log(c))
+			fprintf(stderr, "<4>hbmguardd: rank %u of job %s refused: device %s: %s%s\n",
+				r->rank, r->job, r->device, strerror(-err),
+				err == -ENODEV ? " (its identity, as hbmctl devices shows it)" : "");
+		return err;
+	}
 	if (d->cluster && !cluster_name(&job, name)) {
 		/* its ranks elsewhere would never hear of its incidents */
 		if (client_may_log(c))
