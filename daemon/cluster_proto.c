@@ -303,11 +303,19 @@ static struct job *job_get(struct cl_core *c, const char *name, bool ours)
 
 	if (j)
 		return j;
+	/*
+	 * A job leaving is still this node's: its key's delete needs etcd, and
+	 * while etcd is away a user's ranks joining and leaving new jobs would
+	 * otherwise grow the list past its end (helper-186).
+	 */
 	for (i = 0; i < c->nr_jobs; i++) {
-		others += !c->jobs[i]->value;
-		mine += !!c->jobs[i]->value;
+		bool own = c->jobs[i]->value || c->jobs[i]->leaving;
+
+		others += !own;
+		mine += own;
 	}
-	if (ours ? mine >= CL_MAX_JOBS : others >= CL_MAX_JOBS)
+	if ((ours ? mine : others) >= CL_MAX_JOBS ||
+	    c->nr_jobs >= sizeof(c->jobs) / sizeof(c->jobs[0]))
 		return NULL;
 	j = calloc(1, sizeof(*j));
 	if (!j)

@@ -1556,6 +1556,33 @@ START_TEST(refused_open_then_link_down_does_not_spin)
 }
 END_TEST
 
+/*
+ * Ranks of new jobs joining and leaving while etcd is away: each job
+ * leaving waits for its key's delete, which needs etcd, and is this node's
+ * still.  Past CL_MAX_JOBS of them a join is refused; before, the list grew
+ * past its end (helper-186: index 512 out of bounds, a crash).
+ */
+START_TEST(jobs_leaving_without_etcd_are_bounded)
+{
+	int refused = 0;
+	char name[32];
+
+	cl_link(cores[0], false, now);
+	for (int i = 0; i < 3 * CL_MAX_JOBS; i++) {
+		snprintf(name, sizeof(name), "churn%d", i);
+		if (cl_job_join(cores[0], name, "{\"ranks\":[0],\"world_size\":2}", now)) {
+			refused++;
+			continue;
+		}
+		ck_assert_int_eq(cl_job_leave(cores[0], name, now), 0);
+	}
+	ck_assert_int_eq(refused, 3 * CL_MAX_JOBS - (CL_MAX_JOBS - 1));	/* J is one */
+	cl_link(cores[0], true, now);
+	run();
+	ck_assert_int_eq(cl_job_join(cores[0], "after", "{\"ranks\":[0],\"world_size\":2}", now), 0);
+}
+END_TEST
+
 Suite *cluster_suite(void)
 {
 	Suite *s = suite_create("cluster");
@@ -1597,6 +1624,7 @@ Suite *cluster_suite(void)
 	tcase_add_test(tc, junk_events_rate_limited);
 	tcase_add_test(tc, junk_incident_key_opens_paced);
 	tcase_add_test(tc, refused_open_then_link_down_does_not_spin);
+	tcase_add_test(tc, jobs_leaving_without_etcd_are_bounded);
 	suite_add_tcase(s, tc);
 	return s;
 }
