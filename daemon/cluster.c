@@ -160,6 +160,9 @@ static void drain(struct cluster *cl)
 		case CL_UNWATCH:
 			unwatch_acks(cl, a.text);
 			break;
+		case CL_REREAD:
+			etcd_watch_reread(cl->watch);
+			break;
 		}
 	}
 	cl->draining = false;

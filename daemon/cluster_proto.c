@@ -22,6 +22,7 @@
 #include "ratelimit.h"
 
 #define RETRY_US	500000		/* a transaction that did not reach etcd, again */
+#define REREAD_MIN_US	(30 * 1000000ULL)	/* between reads again a join asks */
 /* queued and not taken: a caller that does not drain */
 #define MAX_ACTIONS	65536
 /*
@@ -158,7 +159,9 @@ struct cl_core {
 	struct hbm_ratelimit refusals;
 	uint64_t applied_at;
 	/* a node's key refused since the last read for want of room for its job */
-	bool crowded;		/* (read_own_keys()) */
+	bool crowded;
+	/* the read again that asks, due then (0: none); the last asked */
+	uint64_t reread_due, reread_at;
 };
 
 const char *cl_step_name(enum cl_step s)
@@ -950,8 +953,18 @@ static void process(struct cl_core *c, struct job *j, uint64_t now)
 	}
 }
 
+/* The read again cl_job_join() asked, once due. */
+static void reread_if_due(struct cl_core *c, uint64_t now)
+{
+	if (!c->reread_due || now < c->reread_due || !push(c, CL_REREAD, NULL))
+		return;
+	c->reread_due = 0;
+	c->reread_at = now;
+}
+
 static void process_all(struct cl_core *c, uint64_t now)
 {
+	reread_if_due(c, now);
 	for (size_t i = 0; i < c->nr_jobs; i++)
 		process(c, c->jobs[i], now);
 }
@@ -1400,10 +1413,8 @@ void cl_snapshot(struct cl_core *c, const struct etcd_kv *kvs, size_t n, int64_t
 }
 
 /**
- * cl_acks_snapshot() - the keys under a CL_WATCH prefix, as its read
- * returned them: an incident's acknowledgements, replacing what was known
- * of them; or a job's own keys, read once (read_own_keys()): the watch ends
- * with its snapshot
+ * cl_acks_snapshot() - the acknowledgements of an incident, as a read of
+ * its CL_WATCH prefix returned them, replacing what was known of them
  * @c: the core
  * @prefix: the CL_WATCH action's
  * @kvs: the keys
@@ -1427,12 +1438,6 @@ void cl_acks_snapshot(struct cl_core *c, const char *prefix, const struct etcd_k
 		if (!strncmp(kvs[i].key, prefix, strlen(prefix)))
 			apply(c, &kvs[i], true, now);
 	read_end(c, prefix);
-	if (!strncmp(prefix, CL_PREFIX_V1 "jobs/", strlen(CL_PREFIX_V1 "jobs/"))) {
-		struct cl_action *u = push(c, CL_UNWATCH, NULL);
-
-		if (u)	/* else watched on: its events are the main watch's again */
-			snprintf(u->text, sizeof(u->text), "%s", prefix);
-	}
 	process_all(c, now);
 }
 
@@ -1520,25 +1525,6 @@ void cl_txn_done(struct cl_core *c, const struct cl_action *a, int err, bool suc
 	job_gc(c, j);
 }
 
-/*
- * Other nodes' keys of job @j, new here, may have been refused while it was
- * theirs alone, for want of room among the CL_MAX_JOBS others (junk under
- * the prefix, or more jobs than that across the cluster): read again, now
- * that it has room of its own, by a watch of its prefix alone, which its
- * snapshot ends (cl_acks_snapshot()).
- */
-static void read_own_keys(struct cl_core *c, struct job *j)
-{
-	char *prefix = key_of(j->name, "%s", "");
-	struct cl_action *a = prefix ? push(c, CL_WATCH, j) : NULL;
-
-	if (a)
-		snprintf(a->text, sizeof(a->text), "%s", prefix);
-	else
-		say(c, j, LOG_ERR, "job %s: out of memory: its keys not read again", j->name);
-	free(prefix);
-}
-
 /**
  * cl_job_join() - this node has ranks of @job
  * @c: the core
@@ -1561,8 +1547,22 @@ int cl_job_join(struct cl_core *c, const char *job, const char *value, uint64_t 
 	if (!hbm_cluster_name_valid(job) || !ok)
 		return -EINVAL;
 	j = job_find(c, job);
-	if (!j && (j = job_get(c, job, true)) && c->crowded)
-		read_own_keys(c, j);
+	/*
+	 * Other nodes' keys of a job new here may have been refused, while it
+	 * was theirs alone, for want of room among the CL_MAX_JOBS others
+	 * (junk under the prefix, or more jobs than that across the cluster):
+	 * read them again, now that it has room of its own.  At most once per
+	 * REREAD_MIN_US: a read of a prefix a writer filled holds the loop
+	 * for a second, and any local user may register ranks of new jobs.
+	 */
+	if (!j && c->crowded && !c->reread_due) {
+		c->crowded = false;
+		c->reread_due = c->reread_at && now < c->reread_at + REREAD_MIN_US ?
+				c->reread_at + REREAD_MIN_US : now;
+		reread_if_due(c, now);
+	}
+	if (!j)
+		j = job_get(c, job, true);
 	v = strdup(value);
 	if (!j || !v) {
 		free(v);
@@ -1771,7 +1771,7 @@ size_t cl_jobs_published(const struct cl_core *c)
 
 uint64_t cl_next_deadline(const struct cl_core *c)
 {
-	uint64_t next = UINT64_MAX;
+	uint64_t next = c->reread_due ? c->reread_due : UINT64_MAX;
 
 	for (size_t i = 0; i < c->nr_jobs; i++) {
 		const struct job *j = c->jobs[i];

@@ -86,6 +86,7 @@ enum cl_action_kind {
 	CL_LOG,		/* a line for the journal, at .prio */
 	CL_WATCH,	/* watch the prefix .text: its snapshot to cl_acks_snapshot(), */
 	CL_UNWATCH,	/* its events to cl_put() and cl_delete(); and no more */
+	CL_REREAD,	/* CL_PREFIX read again: its snapshot to cl_snapshot() */
 };
 
 /* What a transaction was for, so that its answer goes back to the same job. */

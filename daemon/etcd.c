@@ -516,6 +516,7 @@ struct etcd_watch {
 	bool restarted;			/* begun again from now since it was last up */
 	uint64_t backoff;
 	sd_event_source *retry;
+	sd_event_source *reread;	/* etcd_watch_reread() asked */
 	bool gone;			/* unwatched while dispatching: on etcd's gone */
 	struct etcd_watch *gone_next;
 };
@@ -618,6 +619,43 @@ static void restart_from_now(struct etcd_watch *w)
 	}
 	w->restarted = true;
 	watch_begin(w);
+}
+
+static int on_reread(sd_event_source *s, uint64_t usec, void *arg)
+{
+	struct etcd_watch *w = arg;
+
+	(void)s;
+	(void)usec;
+	w->reread = sd_event_source_disable_unref(w->reread);
+	if (w->reading)
+		return 0;		/* the read under way has it all */
+	if (!w->req) {
+		w->next_rev = 0;	/* begun again later: from now, read */
+		return 0;
+	}
+	restart_from_now(w);
+	return 0;
+}
+
+/**
+ * etcd_watch_reread() - a watch's prefix read again, its snapshot told again
+ * @w: the watch
+ *
+ * For a reader that refused keys it needs now (cluster_proto.c: a job's,
+ * past its limit of other nodes' jobs, before the job was its own): the
+ * snapshot, then the events past it, as after a compaction.  Done at the
+ * next turn of the loop, not inside the callback that asks.
+ *
+ * Context: the loop, or any of the client's callbacks.
+ */
+void etcd_watch_reread(struct etcd_watch *w)
+{
+	if (w->gone || w->reread)
+		return;
+	if (sd_event_add_time(w->e->loop, &w->reread, CLOCK_MONOTONIC, 0, 0, on_reread, w) < 0)
+		fprintf(stderr, "<3>hbmguardd: etcd: cannot arm the read again of %s\n",
+			w->prefix);
 }
 
 static void on_range(void *arg, int err, struct json_object *reply);
@@ -1098,6 +1136,7 @@ static void watch_free(struct etcd_watch *w)
 	read_end(w);
 	etcd_fp_clear(&w->fp);
 	sd_event_source_disable_unref(w->retry);
+	sd_event_source_disable_unref(w->reread);
 	free(w->prefix);
 	free(w);
 }
@@ -1143,8 +1182,8 @@ void etcd_unwatch(struct etcd_watch *w)
 	w->read = NULL;
 	etcd_cancel(w->check);
 	w->check = NULL;
-	sd_event_source_disable_unref(w->retry);
-	w->retry = NULL;
+	w->retry = sd_event_source_disable_unref(w->retry);
+	w->reread = sd_event_source_disable_unref(w->reread);
 	w->gone_next = w->e->gone;
 	w->e->gone = w;
 }

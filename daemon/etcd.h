@@ -47,6 +47,7 @@ void etcd_cancel(struct etcd_req *r);
 struct etcd_watch *etcd_watch(struct etcd *e, const char *prefix,
 			      const struct etcd_watch_ops *ops, void *ctx);
 void etcd_unwatch(struct etcd_watch *w);
+void etcd_watch_reread(struct etcd_watch *w);
 int etcd_lease(struct etcd *e, uint32_t ttl, void (*on_lease)(void *ctx, int64_t id), void *ctx);
 const char *etcd_endpoint(const struct etcd *e);
 

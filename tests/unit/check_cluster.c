@@ -307,7 +307,7 @@ struct fkv {
 };
 
 static struct fkv store[KEYS];
-static unsigned int own_reads[NODES];	/* a job's own keys watched (read_own_keys()) */
+static unsigned int rereads[NODES];	/* CL_REREAD asked */
 static int64_t rev;
 static struct cl_core *cores[NODES];
 static int nr_cores;
@@ -512,9 +512,17 @@ static void watch(int n, const char *prefix)
 	for (w = 0; w < 4 && watched[n][w][0]; w++)
 		;
 	ck_assert_int_lt(w, 4);
-	own_reads[n] += !strncmp(prefix, "/hbmguard/v1/jobs/", 18);
 	snprintf(watched[n][w], sizeof(watched[n][w]), "%s", prefix);
 	cl_acks_snapshot(cores[n], prefix, kvs, k, now);
+}
+
+/* The prefix read again, as etcd_watch_reread() does. */
+static void reread(int n)
+{
+	struct etcd_kv kvs[KEYS];
+
+	rereads[n]++;
+	cl_snapshot(cores[n], kvs, collect(CL_PREFIX, kvs), rev, now);
 }
 
 /* Every core's actions until none is left; the local side does each step at once. */
@@ -577,6 +585,9 @@ static void run(void)
 						if (!strcmp(watched[n][w], a.text))
 							watched[n][w][0] = 0;
 					break;
+				case CL_REREAD:
+					reread(n);
+					break;
 				}
 			}
 		}
@@ -601,7 +612,7 @@ static void setup(void)
 	memset(told_rank, 0xff, sizeof(told_rank));
 	memset(watched, 0, sizeof(watched));
 	memset(sent, 0, sizeof(sent));
-	memset(own_reads, 0, sizeof(own_reads));
+	memset(rereads, 0, sizeof(rereads));
 	answer_first = false;
 	rev = 1;
 	now = 1000000;
@@ -1410,11 +1421,10 @@ END_TEST
 /*
  * Other jobs fill the CL_MAX_JOBS this node keeps (a writer's junk, or a
  * cluster of more jobs); n1 and n2 join job V before n0 does, their keys
- * refused there for want of room.  Once V is n0's too, n0 reads V's keys
- * again (a watch of its prefix, which its snapshot ends) and knows its
- * nodes: its error opens the incident across them.  Before, it never read
- * them again, and its ranks aborted at the deadline: "not every rank's
- * node known" (helper-184).
+ * refused there for want of room.  Once V is n0's too, n0 reads the prefix
+ * again and knows V's nodes: its error opens the incident across them.
+ * Before, it never read them again, and its ranks aborted at the deadline:
+ * "not every rank's node known" (helper-184).
  */
 START_TEST(crowded_out_before_join)
 {
@@ -1430,22 +1440,34 @@ START_TEST(crowded_out_before_join)
 	ck_assert_int_eq(cl_job_join(cores[2], "V", "{\"ranks\":[2],\"world_size\":3}", now), 0);
 	run();
 	ck_assert_ptr_nonnull(strstr(said[0], "V/nodes/n1 (revision"));
-	ck_assert_uint_eq(own_reads[0], 0);
+	ck_assert_uint_eq(rereads[0], 0);
 	ck_assert_int_eq(cl_job_join(cores[0], "V", "{\"ranks\":[0],\"world_size\":3}", now), 0);
 	run();
-	ck_assert_uint_eq(own_reads[0], 1);
-	for (int w = 0; w < 4; w++)		/* the watch ended with its read */
-		ck_assert_str_eq(watched[0][w], "");
+	ck_assert_uint_eq(rereads[0], 1);
 	ck_assert_int_eq(cl_error(cores[0], "V", 0, "a UE", now, id), 0);
 	run();
 	for (int n = 0; n < 3; n++)
 		ck_assert_uint_eq(closed[n][1], 1);
 	ck_assert_uint_eq(steps[0][CL_ABORT], 0);
-	/* nothing refused for want of room since the last read: no read of its own */
-	cl_snapshot(cores[0], NULL, 0, rev, now);
+	/* a job joined later, nothing refused since the read: no read again */
 	ck_assert_int_eq(cl_job_join(cores[0], "W", "{\"ranks\":[0],\"world_size\":1}", now), 0);
 	run();
-	ck_assert_uint_eq(own_reads[0], 1);
+	ck_assert_uint_eq(rereads[0], 1);
+	/* crowded again: the next such join reads again, REREAD_MIN_US (30 s) after the last */
+	for (int i = 0; i < CL_MAX_JOBS + 1; i++) {
+		snprintf(k, sizeof(k), "/hbmguard/v1/jobs/more%d/nodes/x", i);
+		fput(k, "{\"ranks\":[0],\"world_size\":1}");
+		store_forget(k);
+	}
+	run();
+	ck_assert_int_eq(cl_job_join(cores[0], "X", "{\"ranks\":[0],\"world_size\":2}", now), 0);
+	run();
+	ck_assert_uint_eq(rereads[0], 1);
+	ck_assert_uint_le(cl_next_deadline(cores[0]), now + 30 * 1000000ULL);
+	now += 30 * 1000000ULL;
+	cl_tick(cores[0], now);
+	run();
+	ck_assert_uint_eq(rereads[0], 2);
 }
 END_TEST
 
