@@ -166,12 +166,14 @@ static size_t on_data(char *data, size_t size, size_t n, void *arg)
 /*
  * What json-c would allocate for @text, roughly and from above: an object
  * (its hash table of 16 entries) some 800 bytes, an array (32 slots) some
- * 400, each further value some 64 (json-c 0.16, Debian bookworm's).  A
- * line of "{}," costs 290 times its length: 16 MiB of it, REPLY_MAX, made
- * 4 GiB of objects (helper-184).  A reply of etcd's costs some 13 times
- * its length at most (watch events of small values: two objects and a
- * dozen values in 200 bytes), 210 MiB at REPLY_MAX: past PARSE_COST_MAX, a
- * reply is refused unparsed.
+ * 400, each further value some 96 (json-c 0.16, Debian bookworm's: a line
+ * of "1.0," took 26 times its length, helper-186).  A line of "{}," costs
+ * 290 times its length: 16 MiB of it, REPLY_MAX, made 4 GiB of objects
+ * (helper-184).  A reply of etcd's costs some 15 times its length at most
+ * (watch events of small values: two objects and a dozen values in 200
+ * bytes), 236 MiB at REPLY_MAX: past PARSE_COST_MAX, a reply is refused
+ * unparsed.  The bound is a message's: a watch holds up to HELD_BYTES of
+ * lines during a read, each within it.
  */
 #define PARSE_COST_MAX	((size_t)256 << 20)
 
@@ -200,7 +202,7 @@ static size_t parse_cost(const char *text, size_t len)
 			break;
 		case ',':
 		case ':':
-			cost += 64;
+			cost += 96;
 			break;
 		}
 	}
