@@ -421,36 +421,38 @@ int core_change(struct hbmd_core *c, const struct device *dev, uint16_t type,
 }
 
 /**
- * core_is_bypassed() - whether the kernel serves pages from spares now
+ * core_bypassed() - whether the kernel serves pages from spares now
  * @c: the core
  * @identity: the device
  * @offset: the pages
  * @length: their length
  *
- * Return: true if every page of the range is RETIRED in the kernel's table.
+ * Return: 1 if every page of the range is RETIRED in the kernel's table, 0
+ * if one is not (no spare, or not yet bypassed), or the negative errno of
+ * reading the table (-ENODEV: no device of that identity).
  */
-bool core_is_bypassed(struct hbmd_core *c, const char *identity, uint64_t offset,
-		      uint64_t length)
+int core_bypassed(struct hbmd_core *c, const char *identity, uint64_t offset,
+		  uint64_t length)
 {
 	struct device_list *l = calloc(1, sizeof(*l));
 	struct hbm_extents k = { 0 };
 	const struct device *dev;
 	uint64_t at = offset;
+	int err = l ? core_devices(c, l) : -ENOMEM;
 	size_t i;
 
-	if (!l || core_devices(c, l))
+	if (err)
 		goto out;
 	dev = core_find(l, identity);
-	if (!dev || core_dump(c, dev, &k))
-		goto out;
-	for (i = 0; i < k.nr && at < offset + length; i++)
+	err = dev ? core_dump(c, dev, &k) : -ENODEV;
+	for (i = 0; !err && i < k.nr && at < offset + length; i++)
 		if (k.r[i].offset <= at && at < k.r[i].offset + k.r[i].length &&
 		    k.r[i].state == HBMGUARD_STATE_RETIRED)
 			at = k.r[i].offset + k.r[i].length;
 out:
 	free(k.r);
 	free(l);
-	return at >= offset + length;
+	return err ? err : at >= offset + length;
 }
 
 /**

@@ -389,8 +389,8 @@ int core_dump(struct hbmd_core *c, const struct device *dev, struct hbm_extents 
 void core_restore(struct hbmd_core *c, const struct device *dev, const struct hbm_state *stored);
 int core_change(struct hbmd_core *c, const struct device *dev, uint16_t type,
 		const struct hbm_ctl_extent *x);
-bool core_is_bypassed(struct hbmd_core *c, const char *identity, uint64_t offset,
-		      uint64_t length);
+int core_bypassed(struct hbmd_core *c, const char *identity, uint64_t offset,
+		  uint64_t length);
 int core_gpu_register(struct hbmd_core *c, const struct hbm_fact_device *gpu);
 int core_gpu_health(struct hbmd_core *c, const struct device *dev, uint32_t health);
 int core_counts(struct hbmd_core *c, struct hbm_counts *out);

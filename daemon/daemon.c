@@ -46,18 +46,18 @@ void daemon_incident_aborted(struct daemon *d, const struct hbm_ctl_incident *x)
 }
 
 /**
- * daemon_is_bypassed() - whether the kernel serves pages from spares now
+ * daemon_bypassed() - whether the kernel serves pages from spares now
  * @d: the daemon
  * @identity: the device
  * @offset: the pages
  * @length: their length
  *
- * Return: true if every page of the range is RETIRED in the device's table.
+ * Return: 1 if every page of the range is RETIRED in the device's table, 0
+ * if one is not, or the negative errno of reading the table.
  */
-bool daemon_is_bypassed(struct daemon *d, const char *identity, uint64_t offset,
-			uint64_t length)
+int daemon_bypassed(struct daemon *d, const char *identity, uint64_t offset, uint64_t length)
 {
-	return core_is_bypassed(d->core, identity, offset, length);
+	return core_bypassed(d->core, identity, offset, length);
 }
 
 /**

@@ -109,8 +109,7 @@ struct daemon {
 void daemon_notify_status(struct daemon *d);
 void daemon_save_failed(struct daemon *d);
 void daemon_incident_aborted(struct daemon *d, const struct hbm_ctl_incident *x);
-bool daemon_is_bypassed(struct daemon *d, const char *identity, uint64_t offset,
-			uint64_t length);
+int daemon_bypassed(struct daemon *d, const char *identity, uint64_t offset, uint64_t length);
 int daemon_device_known(struct daemon *d, const char *identity);
 
 #endif /* HBM_DAEMON_H */

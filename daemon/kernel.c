@@ -224,7 +224,7 @@ static struct nl_msg *pages_request(struct hbm_kernel *k, const struct device *d
  * first (module_seqnum()), and each change made during the dump is an
  * event after it, which the store logs after the read it saves from, as
  * after any read.  The other readers (gpus.c's reconciliation,
- * core_is_bypassed()) act on a moment's table that may change as soon as
+ * core_bypassed()) act on a moment's table that may change as soon as
  * it is read, changed in the middle or not.  Reading again would not end
  * under a storm of changes.
  */

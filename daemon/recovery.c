@@ -399,30 +399,41 @@ static void escalate(struct daemon *d, struct incident *x, const char *reason,
 #define NO_SPARE	"the page has no spare: not bypassed"
 
 /*
- * Whether incident @x's page is not bypassed: it has no spare.  A GPU's
- * error is its driver's to bypass; a cleared page needs none; another
- * node's incident lost nothing here.
+ * Whether incident @x's page is bypassed (1), not (0: no spare), or its
+ * table could not be read (a negative errno).  A GPU's error is its
+ * driver's to bypass; a cleared page needs none; another node's incident
+ * lost nothing here: 1.
  */
-static bool no_spare(struct daemon *d, const struct incident *x)
+static int bypass_of(struct daemon *d, const struct incident *x)
 {
-	return !x->remote && x->info.length != HBM_CTL_WHOLE_DEVICE && !x->in_service &&
-	       !daemon_is_bypassed(d, x->info.device, x->info.offset, x->info.length);
+	if (x->remote || x->info.length == HBM_CTL_WHOLE_DEVICE || x->in_service)
+		return 1;
+	return daemon_bypassed(d, x->info.device, x->info.offset, x->info.length);
 }
 
 /*
- * An incident its ranks or its deadline end (a rank failed or left, a step
- * late): for its page's want of a spare, where it has none, as
- * may_restore() would have said once they all paused: the node's memory.
- * The rank on the lost page is the likeliest to fail or crash first, and
- * any user's rank can, before its peers pause (helper-185).  Else for
- * @reason, the job's alone.
+ * What an incident its ranks, its deadline or the job's other nodes end (a
+ * rank failed or left, a step late, an abort) escalates for: its page's
+ * want of a spare, where the table says it has none, as may_restore()
+ * would have once they all paused: the node's memory.  The rank on the
+ * lost page is the likeliest to fail or crash first, and any user's rank
+ * can, before its peers pause (helper-185).  Else *@reason, the job's
+ * alone; so too where the table cannot be read (helper-186: that drained).
  */
+static enum escalation_cause ranks_cause(struct daemon *d, const struct incident *x,
+					 const char **reason)
+{
+	if (bypass_of(d, x))
+		return NOT_THE_NODE;
+	*reason = NO_SPARE;
+	return THE_NODES_MEMORY;
+}
+
 static void escalate_for_ranks(struct daemon *d, struct incident *x, const char *reason)
 {
-	if (no_spare(d, x))
-		escalate(d, x, NO_SPARE, THE_NODES_MEMORY);
-	else
-		escalate(d, x, reason, NOT_THE_NODE);
+	enum escalation_cause cause = ranks_cause(d, x, &reason);
+
+	escalate(d, x, reason, cause);
 }
 
 static int on_deadline(sd_event_source *s, uint64_t usec, void *arg)
@@ -484,8 +495,14 @@ static void cluster_advance(struct daemon *d, struct incident *x)
  */
 static bool may_restore(struct daemon *d, struct incident *x)
 {
-	if (no_spare(d, x)) {
+	int bypassed = bypass_of(d, x);
+
+	if (!bypassed) {
 		escalate(d, x, NO_SPARE, THE_NODES_MEMORY);
+		return false;
+	}
+	if (bypassed < 0) {	/* not known bypassed: no resume on it */
+		escalate(d, x, "the page's table could not be read", NOT_THE_NODE);
 		return false;
 	}
 	if (x->two_ranks) {
@@ -778,9 +795,12 @@ static void take_in(struct daemon *d, struct incident *x, const char *identity, 
 	if (same_device && x->info.length == HBM_CTL_WHOLE_DEVICE &&
 	    (length == HBM_CTL_WHOLE_DEVICE || x->info.state == HBM_INCIDENT_DETECTED ||
 	     x->info.state == HBM_INCIDENT_PAUSING)) {
-		if (length != HBM_CTL_WHOLE_DEVICE && !in_service &&
-		    !daemon_is_bypassed(d, identity, offset, length)) {
-			escalate(d, x, NO_SPARE, THE_NODES_MEMORY);
+		int bypassed = length == HBM_CTL_WHOLE_DEVICE || in_service ? 1 :
+			       daemon_bypassed(d, identity, offset, length);
+
+		if (bypassed != 1) {
+			escalate(d, x, bypassed ? "the page's table could not be read" : NO_SPARE,
+				 bypassed ? NOT_THE_NODE : THE_NODES_MEMORY);
 			return;
 		}
 		fprintf(stderr, "<6>hbmguardd: %s: its error again, within incident %" PRIu64 "\n",
@@ -1587,11 +1607,14 @@ static void cluster_step(void *arg, const struct cl_action *a)
 		cluster_done(d->cluster, a->job, a->id, CL_RESUME, true, NULL);
 		return;
 	case CL_ABORT:
-	default:
-		escalate_here(d, x, a->text[0] ? a->text : "aborted by the job's other nodes",
-			      NOT_THE_NODE);
+	default: {
+		const char *why = a->text[0] ? a->text : "aborted by the job's other nodes";
+		enum escalation_cause cause = ranks_cause(d, x, &why);
+
+		escalate_here(d, x, why, cause);
 		cluster_done(d->cluster, a->job, a->id, CL_ABORT, true, NULL);
 		return;
+	}
 	}
 	cluster_advance(d, x);
 }
@@ -1607,8 +1630,12 @@ static void cluster_closed(void *arg, const char *name, const char *id, bool res
 		return;
 	/* one of its, or one not yet named (an error here while it was aborting) */
 	x = open_incident_of(d, &job);
-	if (x && x->clustered && (!strcmp(x->cluster_id, id) || !x->cluster_id[0]) && !resumed)
-		escalate_here(d, x, "the job's incident was aborted", NOT_THE_NODE);
+	if (x && x->clustered && (!strcmp(x->cluster_id, id) || !x->cluster_id[0]) && !resumed) {
+		const char *why = "the job's incident was aborted";
+		enum escalation_cause cause = ranks_cause(d, x, &why);
+
+		escalate_here(d, x, why, cause);
+	}
 }
 
 /**

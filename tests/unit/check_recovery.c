@@ -86,6 +86,7 @@ int cluster_done(struct cluster *cl, const char *job, const char *id, enum cl_st
 }
 
 static bool bypassed = true;	/* what the kernel's table says */
+static int table_error;		/* or why it cannot be read */
 
 /* The module's devices: every one but "nodev". */
 int daemon_device_known(struct daemon *d, const char *identity)
@@ -94,14 +95,13 @@ int daemon_device_known(struct daemon *d, const char *identity)
 	return strcmp(identity, "nodev") ? 0 : -ENODEV;
 }
 
-bool daemon_is_bypassed(struct daemon *d, const char *identity, uint64_t offset,
-			uint64_t length)
+int daemon_bypassed(struct daemon *d, const char *identity, uint64_t offset, uint64_t length)
 {
 	(void)d;
 	(void)identity;
 	(void)offset;
 	(void)length;
-	return bypassed;
+	return table_error ? table_error : bypassed;
 }
 
 /* The ranks here are this test's own children: still theirs to signal. */
@@ -156,6 +156,7 @@ static void setup(void)
 	drained = 0;
 	world = 2;
 	bypassed = true;
+	table_error = 0;
 	ck_assert_ptr_nonnull(freopen("/dev/null", "w", stderr));	/* the journal lines */
 }
 
@@ -1284,6 +1285,20 @@ START_TEST(no_spare_drains_whoever_ends_the_incident)
 	bypassed = _i == 3;
 	recovery_on_lost_data(d, "dev", 0x1000, 0x1000);
 	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_PAUSING);
+	if (_i >= 4) {		/* the table unread: not the node's, not resumed either */
+		table_error = -EIO;
+		if (_i == 4) {
+			answer_failed(a, 1);
+		} else {
+			both_paused(a, b, 1);
+			ck_assert_str_eq(d->incidents[0].info.reason,
+					 "the page's table could not be read");
+		}
+		ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_ESCALATED);
+		ck_assert_uint_eq(drained, 0);
+		cleanup();
+		return;
+	}
 	if (_i == 0 || _i == 3)
 		answer_failed(a, 1);
 	else if (_i == 1) {
@@ -1545,6 +1560,27 @@ START_TEST(job_across_nodes)
 	recovery_client_gone(d, b);
 	free(b);
 	ck_assert(said(asked, "leave %u.job\n", uid));
+	cleanup();
+}
+END_TEST
+
+/*
+ * A page with no spare, this node's, in an incident across nodes that the
+ * job's other nodes abort: the node's memory, drained as when its ranks end
+ * it here (helper-186: a user crashing a rank on another node kept it in
+ * service).
+ */
+START_TEST(no_spare_drains_when_other_nodes_abort)
+{
+	setup_across_nodes();
+	rank("job", 0, 0x1000, 0);
+	bypassed = false;
+	recovery_on_lost_data(d, "dev", 0x1000, 0x1000);
+	ck_assert(d->incidents[0].clustered);
+	step("c1", CL_ABORT, 0, "n1", "node n1: a rank failed");
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_ESCALATED);
+	ck_assert_str_eq(d->incidents[0].info.reason, "the page has no spare: not bypassed");
+	ck_assert_uint_eq(drained, 1);
 	cleanup();
 }
 END_TEST
@@ -2014,8 +2050,9 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, page_within_whole_device_incident);
 	tcase_add_loop_test(tc, one_loss_under_two_ranks_escalates, 0, 2);
 	tcase_add_loop_test(tc, two_ranks_hit_still_drain_for_the_memory, 0, 2);
-	/* the failed rank fails, leaves; the other fails; the page bypassed */
-	tcase_add_loop_test(tc, no_spare_drains_whoever_ends_the_incident, 0, 4);
+	/* the failed rank fails, leaves; the other fails; the page bypassed; the table unread */
+	tcase_add_loop_test(tc, no_spare_drains_whoever_ends_the_incident, 0, 6);
+	tcase_add_test(tc, no_spare_drains_when_other_nodes_abort);
 	tcase_add_test(tc, unbypassed_page_within_whole_device_incident_escalates);
 	tcase_add_test(tc, cleared_without_memory_reports_nothing_twice);
 	tcase_add_test(tc, restored_part_of_an_extent_only_is_known);
