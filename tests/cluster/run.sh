@@ -108,6 +108,14 @@ if [ "$BENCH" != --bench ]; then
 		PIDS+=($gw)
 		wait_for "the hostile gateway did not start" 10 bash -c "exec 3<>/dev/tcp/127.0.0.1/$HPORT"
 	}
+	watching() {	# mode: the gateway, and a watch of it as $p, its stderr in hostile.err
+		wait $gw 2>/dev/null || true
+		gateway "$1"
+		"$UNWATCH" http://127.0.0.1:$HPORT /hbmguard/ event >"$W/hostile.out" \
+			2>"$W/hostile.err" &
+		p=$!
+		PIDS+=($p)
+	}
 	gateway nulltype
 	rc=0
 	"$UNWATCH" http://127.0.0.1:$HPORT /hbmguard/ event >"$W/hostile.out" 2>"$W/hostile.err" ||
@@ -117,21 +125,13 @@ if [ "$BENCH" != --bench ]; then
 		fail "an event whose type is null: not a PUT (exit status $rc)"
 	}
 	kill $gw
-	wait $gw 2>/dev/null || true
-	gateway cancel
-	"$UNWATCH" http://127.0.0.1:$HPORT /hbmguard/ event >"$W/hostile.out" 2>"$W/hostile.err" &
-	p=$!
-	PIDS+=($p)
+	watching cancel
 	wait_for "a canceled watch not said" 10 grep -q "canceled:" "$W/hostile.err"
 	kill $p $gw
 	grep -qF 'watch of /hbmguard/ canceled: denied\x0a<0>hbmguardd: forged' "$W/hostile.err" &&
 		! grep -q '^<0>' "$W/hostile.err" ||
 		fail "a server's cancel reason not shown escaped: $(cat "$W/hostile.err")"
-	wait $gw 2>/dev/null || true
-	gateway bomb
-	"$UNWATCH" http://127.0.0.1:$HPORT /hbmguard/ event >"$W/hostile.out" 2>"$W/hostile.err" &
-	p=$!
-	PIDS+=($p)
+	watching bomb
 	wait_for "a message of 8 MiB of {}, not refused" 20 grep -q "past 256 MiB of JSON objects: refused" "$W/hostile.err"
 	hwm=$(awk '$1 == "VmHWM:" { print $2 }' /proc/$p/status)
 	kill $p $gw
