@@ -156,8 +156,9 @@ void recovery_flush(struct daemon *d)
 }
 
 /*
- * A post source: dispatched once a turn of the loop dispatched another
- * source, before the loop waits again.  Not for transitions made by another
+ * A post source: marked pending whenever another source is dispatched
+ * (source_dispatch(), src/libsystemd/sd-event/sd-event.c, systemd 252), so
+ * run before the loop waits again.  Not for transitions made by another
  * post source (none makes any): this one may have run before it.
  */
 static int on_turn_end(sd_event_source *s, void *arg)
