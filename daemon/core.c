@@ -421,6 +421,32 @@ int core_change(struct hbmd_core *c, const struct device *dev, uint16_t type,
 }
 
 /**
+ * core_device() - a device, as its source has it now, by identity
+ * @c: the core
+ * @identity: the device's
+ * @out: filled in
+ *
+ * Return: 0, -ENODEV if it has none of that identity, or the source's
+ * negative errno.
+ */
+int core_device(struct hbmd_core *c, const char *identity, struct device *out)
+{
+	struct device_list *l = malloc(sizeof(*l));
+	const struct device *dev;
+	int err = l ? core_devices(c, l) : -ENOMEM;
+
+	if (!err) {
+		dev = core_find(l, identity);
+		if (dev)
+			*out = *dev;
+		else
+			err = -ENODEV;
+	}
+	free(l);
+	return err;
+}
+
+/**
  * core_bypassed() - whether the kernel serves pages from spares now
  * @c: the core
  * @identity: the device
@@ -434,24 +460,19 @@ int core_change(struct hbmd_core *c, const struct device *dev, uint16_t type,
 int core_bypassed(struct hbmd_core *c, const char *identity, uint64_t offset,
 		  uint64_t length)
 {
-	struct device_list *l = calloc(1, sizeof(*l));
 	struct hbm_extents k = { 0 };
-	const struct device *dev;
+	struct device dev;
 	uint64_t at = offset;
-	int err = l ? core_devices(c, l) : -ENOMEM;
+	int err = core_device(c, identity, &dev);
 	size_t i;
 
-	if (err)
-		goto out;
-	dev = core_find(l, identity);
-	err = dev ? core_dump(c, dev, &k) : -ENODEV;
+	if (!err)
+		err = core_dump(c, &dev, &k);
 	for (i = 0; !err && i < k.nr && at < offset + length; i++)
 		if (k.r[i].offset <= at && at < k.r[i].offset + k.r[i].length &&
 		    k.r[i].state == HBMGUARD_STATE_RETIRED)
 			at = k.r[i].offset + k.r[i].length;
-out:
 	free(k.r);
-	free(l);
 	return err ? err : at >= offset + length;
 }
 

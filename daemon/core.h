@@ -383,6 +383,7 @@ struct hbm_source_link core_link(struct hbmd_core *c);
 
 int core_devices(struct hbmd_core *c, struct device_list *l);
 const struct device *core_find(const struct device_list *l, const char *identity);
+int core_device(struct hbmd_core *c, const char *identity, struct device *out);
 const char *core_identity(const struct hbmd_core *c, uint32_t id);
 size_t core_count_devices(const struct hbmd_core *c);
 int core_dump(struct hbmd_core *c, const struct device *dev, struct hbm_extents *x);

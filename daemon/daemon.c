@@ -73,11 +73,7 @@ int daemon_bypassed(struct daemon *d, const char *identity, uint64_t offset, uin
  */
 int daemon_device_known(struct daemon *d, const char *identity)
 {
-	struct device_list *l = malloc(sizeof(*l));
-	int err = l ? core_devices(d->core, l) : -ENOMEM;
+	struct device dev;
 
-	if (!err && !core_find(l, identity))
-		err = -ENODEV;
-	free(l);
-	return err;
+	return core_device(d->core, identity, &dev);
 }

@@ -209,13 +209,19 @@ static size_t parse_cost(const char *text, size_t len)
 	return cost;
 }
 
-/* @text's JSON object, or NULL: not one, or *@costly past PARSE_COST_MAX. */
-static struct json_object *parse(const char *text, size_t len, bool *costly)
+/*
+ * @text's JSON object, or NULL: not one, or *@costly past PARSE_COST_MAX
+ * (said here, of @e's endpoint).
+ */
+static struct json_object *parse(struct etcd *e, const char *text, size_t len, bool *costly)
 {
 	struct json_tokener *tok;
 	struct json_object *o;
 
 	*costly = parse_cost(text, len) > PARSE_COST_MAX;
+	if (*costly)
+		fprintf(stderr, "<4>hbmguardd: etcd %s: a message of %zu bytes past %zu MiB of "
+			"JSON objects: refused\n", e->endpoints[e->cur], len, PARSE_COST_MAX >> 20);
 	tok = *costly ? NULL : json_tokener_new_ex(64);
 	if (!tok)
 		return NULL;
@@ -242,14 +248,12 @@ static void dispatch_lines(struct etcd_req *r)
 	while (!r->dead && at < r->len && (nl = memchr(r->buf + at, '\n', r->len - at))) {
 		size_t end = nl - r->buf, bytes = end + 1 - at;
 		bool costly = false;
-		struct json_object *o = end > at ? parse(r->buf + at, end - at, &costly) : NULL;
+		struct json_object *o = end > at ? parse(r->e, r->buf + at, end - at, &costly) :
+				       NULL;
 		bool more;
 
 		at = end + 1;
 		if (costly) {	/* a message lost: the stream ends, as one too long does */
-			fprintf(stderr, "<4>hbmguardd: etcd %s: a message of %zu bytes past %zu MiB "
-				"of JSON objects: refused\n", r->e->endpoints[r->e->cur], bytes,
-				PARSE_COST_MAX >> 20);
 			if (r->done)
 				r->done(r->ctx, -EMSGSIZE, NULL);
 			req_free(r);
@@ -289,11 +293,7 @@ static void finish(struct etcd *e, struct etcd_req *r, CURLcode res)
 	} else {
 		bool costly = false;
 
-		o = r->stream ? NULL : parse(r->buf ? r->buf : "", r->len, &costly);
-		if (costly)
-			fprintf(stderr, "<4>hbmguardd: etcd %s: a reply of %zu bytes past %zu MiB "
-				"of JSON objects: refused\n", e->endpoints[e->cur], r->len,
-				PARSE_COST_MAX >> 20);
+		o = r->stream ? NULL : parse(e, r->buf ? r->buf : "", r->len, &costly);
 		if (costly)
 			err = -EMSGSIZE;
 		else if (code < 200 || code > 299)

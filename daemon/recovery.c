@@ -400,16 +400,39 @@ static void escalate(struct daemon *d, struct incident *x, const char *reason,
 #define NO_SPARE	"the page has no spare: not bypassed"
 
 /*
- * Whether incident @x's page is bypassed (1), not (0: no spare), or its
- * table could not be read (a negative errno).  A GPU's error is its
- * driver's to bypass; a cleared page needs none; another node's incident
- * lost nothing here: 1.
+ * Whether pages lost are bypassed (1), not (0: no spare), or their table
+ * could not be read (a negative errno).  A GPU's error is its driver's to
+ * bypass; a cleared page (@in_service) needs none: 1.
  */
+static int bypass_at(struct daemon *d, const char *identity, uint64_t offset, uint64_t length,
+		     bool in_service)
+{
+	if (length == HBM_CTL_WHOLE_DEVICE || in_service)
+		return 1;
+	return daemon_bypassed(d, identity, offset, length);
+}
+
+/* Incident @x's pages, as bypass_at(): another node's lost nothing here. */
 static int bypass_of(struct daemon *d, const struct incident *x)
 {
-	if (x->remote || x->info.length == HBM_CTL_WHOLE_DEVICE || x->in_service)
-		return 1;
-	return daemon_bypassed(d, x->info.device, x->info.offset, x->info.length);
+	return x->remote ? 1 : bypass_at(d, x->info.device, x->info.offset, x->info.length,
+					 x->in_service);
+}
+
+/*
+ * Incident @x escalated for pages not known bypassed (@bypassed, as
+ * bypass_at() says): the node's memory where they have no spare; where
+ * their table could not be read, the job's alone.  Return: whether it was.
+ */
+static bool escalated_unbypassed(struct daemon *d, struct incident *x, int bypassed)
+{
+	if (bypassed == 1)
+		return false;
+	if (bypassed)
+		escalate(d, x, "the page's table could not be read", NOT_THE_NODE);
+	else
+		escalate(d, x, NO_SPARE, THE_NODES_MEMORY);
+	return true;
 }
 
 /*
@@ -435,6 +458,14 @@ static void escalate_for_ranks(struct daemon *d, struct incident *x, const char 
 	enum escalation_cause cause = ranks_cause(d, x, &reason);
 
 	escalate(d, x, reason, cause);
+}
+
+/* Here alone: the job's other nodes ended it, or asked this one to. */
+static void escalate_here_for_ranks(struct daemon *d, struct incident *x, const char *reason)
+{
+	enum escalation_cause cause = ranks_cause(d, x, &reason);
+
+	escalate_here(d, x, reason, cause);
 }
 
 static int on_deadline(sd_event_source *s, uint64_t usec, void *arg)
@@ -496,16 +527,8 @@ static void cluster_advance(struct daemon *d, struct incident *x)
  */
 static bool may_restore(struct daemon *d, struct incident *x)
 {
-	int bypassed = bypass_of(d, x);
-
-	if (!bypassed) {
-		escalate(d, x, NO_SPARE, THE_NODES_MEMORY);
-		return false;
-	}
-	if (bypassed < 0) {	/* not known bypassed: no resume on it */
-		escalate(d, x, "the page's table could not be read", NOT_THE_NODE);
-		return false;
-	}
+	if (escalated_unbypassed(d, x, bypass_of(d, x)))
+		return false;	/* not known bypassed: no resume on it */
 	if (x->two_ranks) {
 		escalate(d, x, TWO_RANKS_LOST, NOT_THE_NODE);
 		return false;
@@ -796,14 +819,9 @@ static void take_in(struct daemon *d, struct incident *x, const char *identity, 
 	if (same_device && x->info.length == HBM_CTL_WHOLE_DEVICE &&
 	    (length == HBM_CTL_WHOLE_DEVICE || x->info.state == HBM_INCIDENT_DETECTED ||
 	     x->info.state == HBM_INCIDENT_PAUSING)) {
-		int bypassed = length == HBM_CTL_WHOLE_DEVICE || in_service ? 1 :
-			       daemon_bypassed(d, identity, offset, length);
-
-		if (bypassed != 1) {
-			escalate(d, x, bypassed ? "the page's table could not be read" : NO_SPARE,
-				 bypassed ? NOT_THE_NODE : THE_NODES_MEMORY);
+		if (escalated_unbypassed(d, x, bypass_at(d, identity, offset, length,
+							  in_service)))
 			return;
-		}
 		fprintf(stderr, "<6>hbmguardd: %s: its error again, within incident %" PRIu64 "\n",
 			identity, x->info.id);
 		return;
@@ -1608,14 +1626,11 @@ static void cluster_step(void *arg, const struct cl_action *a)
 		cluster_done(d->cluster, a->job, a->id, CL_RESUME, true, NULL);
 		return;
 	case CL_ABORT:
-	default: {
-		const char *why = a->text[0] ? a->text : "aborted by the job's other nodes";
-		enum escalation_cause cause = ranks_cause(d, x, &why);
-
-		escalate_here(d, x, why, cause);
+	default:
+		escalate_here_for_ranks(d, x, a->text[0] ? a->text :
+					"aborted by the job's other nodes");
 		cluster_done(d->cluster, a->job, a->id, CL_ABORT, true, NULL);
 		return;
-	}
 	}
 	cluster_advance(d, x);
 }
@@ -1631,12 +1646,8 @@ static void cluster_closed(void *arg, const char *name, const char *id, bool res
 		return;
 	/* one of its, or one not yet named (an error here while it was aborting) */
 	x = open_incident_of(d, &job);
-	if (x && x->clustered && (!strcmp(x->cluster_id, id) || !x->cluster_id[0]) && !resumed) {
-		const char *why = "the job's incident was aborted";
-		enum escalation_cause cause = ranks_cause(d, x, &why);
-
-		escalate_here(d, x, why, cause);
-	}
+	if (x && x->clustered && (!strcmp(x->cluster_id, id) || !x->cluster_id[0]) && !resumed)
+		escalate_here_for_ranks(d, x, "the job's incident was aborted");
 }
 
 /**

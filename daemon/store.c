@@ -1384,30 +1384,23 @@ static void clear_not_pending(struct hbm_store *s, const struct hbm_ctl_extent *
  */
 int store_apply(struct hbm_store *s, uint16_t type, const struct hbm_ctl_extent *x)
 {
-	struct device_list *l = calloc(1, sizeof(*l));
-	const struct device *dev = NULL;
+	struct device dev;
 	bool clear = type == HBM_CTL_CLEAR;
-	int err, kept = 0;
+	int err = core_device(s->core, x->identity, &dev), kept = 0;
 
-	if (!l)
-		return -ENOMEM;
-	err = core_devices(s->core, l);
-	if (!err)
-		dev = core_find(l, x->identity);
-	if (!err && (!dev || dev->id >= HBMGUARD_MAX_DEVICES))
+	if (!err && dev.id >= HBMGUARD_MAX_DEVICES)
 		err = -ENODEV;
 	if (!err && clear) {
 		kept = clear_pending(s, x);	/* before: no change without it */
 		err = kept < 0 ? kept : 0;
 	}
 	if (!err) {
-		err = core_change(s->core, dev, type, x);
+		err = core_change(s->core, &dev, type, x);
 		if (err && kept > 0)
 			clear_not_pending(s, x);	/* nothing cleared */
 	}
-	if (!err && save(s, dev))
+	if (!err && save(s, &dev))
 		err = -EINPROGRESS;	/* said by save_done(), and retried */
-	free(l);
 	daemon_notify_status(s->d);
 	return err;
 }

@@ -220,6 +220,13 @@ static struct client *rank(const char *job, uint32_t r, uint64_t offset, pid_t p
 	return keyed_rank(job, NULL, r, offset, pid);
 }
 
+/* Ranks 0 and 1 of job "job", on pages 0x1000 and 0x2000 of "dev". */
+static void job_of_two(struct client **a, struct client **b)
+{
+	*a = rank("job", 0, 0x1000, 0);
+	*b = rank("job", 1, 0x2000, 0);
+}
+
 static void answer_failed(struct client *c, uint64_t incident)
 {
 	struct hbm_ctl_answer a = { .incident = incident, .answer = HBM_ANSWER_FAILED };
@@ -984,8 +991,7 @@ START_TEST(spare_failed_loses_data_again)
 	struct client *a, *b;
 
 	setup();
-	a = rank("job", 0, 0x1000, 0);
-	b = rank("job", 1, 0x2000, 0);
+	job_of_two(&a, &b);
 	recovery_fact(d, &ue);
 	ck_assert_uint_eq(d->nr_incidents, 1);
 	resume(a, b, 1);
@@ -1106,8 +1112,7 @@ START_TEST(cleared_page_loses_data_on_its_way_home)
 	struct client *a, *b;
 
 	setup();
-	a = rank("job", 0, 0x1000, 0);
-	b = rank("job", 1, 0x2000, 0);
+	job_of_two(&a, &b);
 	recovery_fact(d, &ue);			/* seen: lost, recovered */
 	ck_assert_uint_eq(d->nr_incidents, 1);
 	resume(a, b, 1);
@@ -1280,8 +1285,7 @@ START_TEST(no_spare_drains_whoever_ends_the_incident)
 	struct client *a, *b;
 
 	setup();
-	a = rank("job", 0, 0x1000, 0);
-	b = rank("job", 1, 0x2000, 0);
+	job_of_two(&a, &b);
 	bypassed = _i == 3;
 	recovery_on_lost_data(d, "dev", 0x1000, 0x1000);
 	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_PAUSING);
@@ -1515,8 +1519,7 @@ START_TEST(job_across_nodes)
 	struct incident *x;
 
 	setup_across_nodes();
-	a = rank("job", 0, 0x1000, 0);
-	b = rank("job", 1, 0x2000, 0);
+	job_of_two(&a, &b);
 	ck_assert(said(asked, "join %u.job {\"ranks\":[0],\"world_size\":4}\n", uid));
 	ck_assert(said(asked, "join %u.job {\"ranks\":[1,0],\"world_size\":4}\n", uid));
 	asked[0] = 0;
@@ -1780,8 +1783,7 @@ START_TEST(across_nodes_step_skipped)
 	struct incident *x;
 
 	setup_across_nodes();
-	a = rank("job", 0, 0x1000, 0);
-	b = rank("job", 1, 0x2000, 0);
+	job_of_two(&a, &b);
 	recovery_on_lost_data(d, "dev", 0x2000, 0x1000);
 	x = &d->incidents[0];
 	step("c3", CL_PAUSE, 1, "here", "");
@@ -1936,8 +1938,7 @@ START_TEST(ended_before_open_is_no_poison)
 	struct client *a, *b;
 
 	setup_across_nodes();
-	a = rank("job", 0, 0x1000, 0);
-	b = rank("job", 1, 0x2000, 0);
+	job_of_two(&a, &b);
 	recovery_on_lost_data(d, "dev", 0x1000, 0x1000);
 	recovery_client_gone(d, a);	/* CUDA's ECC error ended it at once */
 	free(a);
@@ -1946,8 +1947,7 @@ START_TEST(ended_before_open_is_no_poison)
 	recovery_client_gone(d, b);
 	free(b);
 	/* the launcher restarts the job under its id; later node1 loses data */
-	a = rank("job", 0, 0x1000, 0);
-	b = rank("job", 1, 0x2000, 0);
+	job_of_two(&a, &b);
 	asked[0] = 0;
 	step("c5", CL_PAUSE, 2, "node1", "");
 	ck_assert_ptr_null(strstr(asked, "failed"));
@@ -1999,8 +1999,7 @@ START_TEST(job_all_here_is_local)
 
 	setup();
 	d->cluster = (struct cluster *)1;
-	a = rank("job", 0, 0x1000, 0);
-	b = rank("job", 1, 0x2000, 0);
+	job_of_two(&a, &b);
 	recovery_on_lost_data(d, "dev", 0x1000, 0x1000);
 	ck_assert(!d->incidents[0].clustered);
 	ck_assert_ptr_nonnull(d->incidents[0].timer);
