@@ -792,18 +792,29 @@ static bool hits_another_rank(struct daemon *d, const struct incident *x, const 
 	return false;
 }
 
+/* Whether a loss now is of the same burst as the one that opened @x. */
+static bool same_burst(const struct incident *x)
+{
+	return x->lost_at && hbm_monotonic_ns() - x->lost_at < HBM_XID_WINDOW_NS;
+}
+
 /*
  * Pages lost under a job whose incident @x is open: taken into it where
  * they are the same error, else @x escalates.  The same error is:
  *  - another range of the loss that opened @x (lost_pages()): @x grows
  *    over it, its restore with it; under another rank of the job, @x's
  *    loss is under two (may_restore());
- *  - the GPU's error in another source's words (NVML's DoubleBitEcc event
- *    beside Xid 48), or a page of that GPU before any rank was asked to
- *    restore, where @x has the whole device already, the page bypassed (a
- *    whole device's incident checks no page: the driver's bypass), or in
- *    service.  Pages lost once a restore is under way may have taken
- *    restored data: a second error.
+ *  - where @x has the whole device already: a loss of that GPU heard
+ *    before any rank was asked to restore, or within HBM_XID_WINDOW_NS of
+ *    @x's own (same_burst()), a page bypassed (a whole device's incident
+ *    checks no page: the driver's bypass) or in service.  One DBE is
+ *    Xid 48, then 94 or 95, NVML's DoubleBitEcc event and, once NVML's
+ *    tables are read again, its page: all within the window the core
+ *    takes one Xid heard twice in, though ranks that pause at once may be
+ *    restoring by then.  Any other loss once a restore is under way may
+ *    have taken restored data: a second error, whole device or page (a
+ *    later Xid 48 or lost events were taken as the same error, and the
+ *    ranks resumed on what they had restored).
  */
 static void take_in(struct daemon *d, struct incident *x, const char *identity, uint64_t offset,
 		    uint64_t length, bool in_service)
@@ -817,8 +828,8 @@ static void take_in(struct daemon *d, struct incident *x, const char *identity, 
 		return;
 	}
 	if (same_device && x->info.length == HBM_CTL_WHOLE_DEVICE &&
-	    (length == HBM_CTL_WHOLE_DEVICE || x->info.state == HBM_INCIDENT_DETECTED ||
-	     x->info.state == HBM_INCIDENT_PAUSING)) {
+	    (x->info.state == HBM_INCIDENT_DETECTED || x->info.state == HBM_INCIDENT_PAUSING ||
+	     same_burst(x))) {
 		if (escalated_unbypassed(d, x, bypass_at(d, identity, offset, length,
 							  in_service)))
 			return;
@@ -870,6 +881,7 @@ static void lost_data(struct daemon *d, const char *identity, uint64_t offset,
 		x->pidfd = c->pidfd >= 0 ? fcntl(c->pidfd, F_DUPFD_CLOEXEC, 3) : -1;
 		x->cl_asked = x->cl_done = -1;
 		x->loss = d->losses;
+		x->lost_at = hbm_monotonic_ns();
 		x->in_service = in_service;
 		x->clustered = across_nodes(d, x);
 		x->two_ranks = hits_another_rank(d, x, identity, offset, length);

@@ -31,6 +31,7 @@ struct incident {
 	int cl_asked, cl_done;		/* the cluster's step asked, and done; -1 none */
 	char cluster_id[HBM_CLUSTER_NAME_LEN];
 	uint64_t loss;			/* the loss that opened it (daemon's losses) */
+	uint64_t lost_at;		/* when, hbm_monotonic_ns(); 0: before a restart */
 	/* Its pages in service on their own frames (cleared): none to bypass. */
 	bool in_service;
 	/* Its loss under another rank of its job too: it cannot restore both. */

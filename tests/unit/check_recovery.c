@@ -1169,11 +1169,19 @@ START_TEST(one_loss_in_two_ranges_is_one_error)
 }
 END_TEST
 
+/* Incident @i's loss @ns older than it is: later in the test's time. */
+static void lost_before(size_t i, uint64_t ns)
+{
+	d->incidents[i].lost_at -= ns;
+}
+
 /*
  * A GPU's UE without an address, then its page's, before the ranks were
  * asked to restore: the whole-device incident has it already, not a
- * second error (helper-181).  Once a restore is under way a page lost may
- * have taken restored data: that one escalates.
+ * second error (helper-181); and so within the burst of its error once the
+ * ranks restore (NVML's tables read again after the DBE: its page).  Past
+ * that, once a restore is under way, a page lost may have taken restored
+ * data: that one escalates.
  */
 START_TEST(page_within_whole_device_incident)
 {
@@ -1185,14 +1193,54 @@ START_TEST(page_within_whole_device_incident)
 	b = rank("job", 0, ANY_PAGE, 0);
 	xid_fact(48, HBM_SEVERITY_UE, "dev");
 	ck_assert_uint_eq(d->nr_incidents, 1);
+	lost_before(0, HBM_XID_WINDOW_NS);	/* pausing: any time */
 	recovery_fact(d, &ue);
 	ck_assert_uint_eq(d->nr_incidents, 1);
 	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_PAUSING);
 	ck_assert_uint_eq(drained, 0);
+	lost_before(0, -HBM_XID_WINDOW_NS);
 	answer(b, 1, HBM_ANSWER_PAUSED);
 	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_RESTORING);
+	ue.offset = 0x3000;
+	recovery_fact(d, &ue);			/* the burst's */
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_RESTORING);
+	lost_before(0, HBM_XID_WINDOW_NS);
 	ue.offset = 0x5000;
 	recovery_fact(d, &ue);
+	ck_assert_str_eq(d->incidents[0].info.reason, "a second error during recovery");
+	ck_assert_uint_eq(drained, 1);
+	cleanup();
+}
+END_TEST
+
+/*
+ * Once the ranks restore, a loss of the whole device is the incident's own
+ * error only within the burst it came in (Xid 48, then 94, NVML's
+ * DoubleBitEcc event); a later one, or events the module lost, may have hit
+ * restored data: a second error, never a resume on it.  Before, any such
+ * loss in any step was "its error again", and the rank resumed.
+ */
+START_TEST(whole_device_loss_while_restoring)
+{
+	struct hbm_fact unheard = { .type = HBM_FACT_LOST_UNHEARD, .count = 3,
+				    .dev = { .id = 1, .identity = "dev" } };
+	struct client *a;
+
+	setup();
+	world = 1;
+	a = rank("job", 0, 0x1000, 0);
+	xid_fact(48, HBM_SEVERITY_UE, "dev");
+	answer(a, 1, HBM_ANSWER_PAUSED);
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_RESTORING);
+	xid_fact(94, HBM_SEVERITY_UE, "dev");	/* the same DBE */
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_RESTORING);
+	lost_before(0, HBM_XID_WINDOW_NS);
+	if (_i)
+		recovery_fact(d, &unheard);
+	else
+		xid_fact(48, HBM_SEVERITY_UE, "dev");
+	ck_assert_uint_eq(d->nr_incidents, 1);
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_ESCALATED);
 	ck_assert_str_eq(d->incidents[0].info.reason, "a second error during recovery");
 	ck_assert_uint_eq(drained, 1);
 	cleanup();
@@ -2047,6 +2095,7 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, one_loss_in_two_ranges_is_one_error);
 	tcase_add_test(tc, cleared_page_lost_needs_no_bypass);
 	tcase_add_test(tc, page_within_whole_device_incident);
+	tcase_add_loop_test(tc, whole_device_loss_while_restoring, 0, 2);
 	tcase_add_loop_test(tc, one_loss_under_two_ranks_escalates, 0, 2);
 	tcase_add_loop_test(tc, two_ranks_hit_still_drain_for_the_memory, 0, 2);
 	/* the failed rank fails, leaves; the other fails; the page bypassed; the table unread */
