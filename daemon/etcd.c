@@ -25,6 +25,7 @@
 #include "ctl.h"
 #include "curl_dl.h"
 #include "etcd.h"
+#include "ratelimit.h"
 
 #define CALL_TIMEOUT_MS		5000
 #define CONNECT_TIMEOUT_MS	3000
@@ -35,10 +36,28 @@
 #define READ_COMPACTED_MAX	3	/* reads begun again, compacted past mid-way */
 #define CHECK_FAILED_MAX	3	/* resume checks failed in a row before a read */
 #define HELD_MAX		65536	/* watch responses held for a read */
-#define HELD_BYTES		REPLY_MAX	/* and their lines' bytes */
+#define HELD_COST		(KEPT_MAX / 2)	/* and what they cost, parse_cost() */
 #define GRPC_OUT_OF_RANGE	11	/* codes.OutOfRange (grpc's codes/codes.go): "code" */
 #define BACKOFF_MIN_US		250000
 #define BACKOFF_MAX_US		5000000
+
+/*
+ * All the link keeps between turns of the loop, its requests and watches
+ * together: the replies' buffers, the events held for a read or a check
+ * (what json-c made of them: parse_cost()), the read's keys.  Each is
+ * bounded alone, but cluster.c watches every incident's acknowledgements,
+ * and a hostile server, or peers filling those prefixes, had each watch
+ * take its own bounds: past the unit's MemoryMax=1G at a few watches, the
+ * daemon killed, and again after each restart.  What would pass KEPT_MAX
+ * fails its request (ENOBUFS) and its watch is read again after the
+ * backoff.  KEPT_MAX, one message's parse (PARSE_COST_MAX) and the
+ * daemon's own (57 MiB at 10^6 pages, make bench) stay under MemoryMax.
+ * A reply's buffer counts once past SMALL_REPLY: the lease's keep-alive and
+ * a txn always have room, whatever the watches hold (a lease lost for want
+ * of it would end every job of the node's across the cluster).
+ */
+#define KEPT_MAX		((size_t)256 << 20)
+#define SMALL_REPLY		((size_t)64 << 10)
 
 struct etcd_req {
 	struct etcd *e;
@@ -47,9 +66,9 @@ struct etcd_req {
 	struct curl_slist *headers;
 	char *buf;
 	size_t len, cap;
-	bool stream, too_big, dead;
-	/* streams: each line's message and its bytes; false ends it */
-	bool (*msg)(void *ctx, struct json_object *msg, size_t bytes);
+	bool stream, too_big, no_room, dead;
+	/* streams: each line's message and its cost (parse_cost()); false ends it */
+	bool (*msg)(void *ctx, struct json_object *msg, size_t cost);
 	etcd_reply_fn done;
 	void *ctx;
 	char error[CURL_ERROR_SIZE];
@@ -66,6 +85,8 @@ struct etcd {
 	char cert[PATH_MAX], key[PATH_MAX], ca[PATH_MAX];
 	struct etcd_watch *watches;
 	struct etcd_watch *gone;	/* unwatched while dispatching: freed by reap() */
+	size_t kept;			/* KEPT_MAX */
+	struct hbm_ratelimit full;	/* its refusals said */
 	/* the lease */
 	void (*on_lease)(void *ctx, int64_t id);
 	void *lease_ctx;
@@ -89,6 +110,36 @@ const char *etcd_endpoint(const struct etcd *e)
 	return e->endpoints[e->cur];
 }
 
+/*
+ * @bytes more kept, or false past KEPT_MAX: said once a minute at most, as
+ * often as the server can make the watches fail otherwise.
+ */
+static bool keep(struct etcd *e, size_t bytes)
+{
+	uint64_t missed;
+
+	if (bytes <= KEPT_MAX - e->kept) {
+		e->kept += bytes;
+		return true;
+	}
+	if (hbm_ratelimit(&e->full, 60000000, 1, now_us(e), &missed))
+		fprintf(stderr, "<4>hbmguardd: etcd %s: its replies kept would pass %zu MiB, the"
+			" link's bound: refused, read again later (%" PRIu64 " more since)\n",
+			e->endpoints[e->cur], KEPT_MAX >> 20, missed);
+	return false;
+}
+
+static void unkeep(struct etcd *e, size_t bytes)
+{
+	e->kept -= bytes;
+}
+
+/* What a reply's buffer of @cap bytes counts in the link's bound. */
+static size_t reply_kept(size_t cap)
+{
+	return cap > SMALL_REPLY ? cap : 0;
+}
+
 static void req_free(struct etcd_req *r)
 {
 	struct etcd *e = r->e;
@@ -109,6 +160,7 @@ static void req_free(struct etcd_req *r)
 	if (r->next)
 		r->next->prev = r->prev;
 	sym_curl_slist_free_all(r->headers);
+	unkeep(e, reply_kept(r->cap));
 	free(r->buf);
 	free(r);
 }
@@ -151,9 +203,15 @@ static size_t on_data(char *data, size_t size, size_t n, void *arg)
 
 		while (cap < r->len + len + 1)
 			cap *= 2;
-		buf = realloc(r->buf, cap);
-		if (!buf)
+		if (!keep(r->e, reply_kept(cap) - reply_kept(r->cap))) {
+			r->no_room = true;
 			return 0;
+		}
+		buf = realloc(r->buf, cap);
+		if (!buf) {
+			unkeep(r->e, reply_kept(cap) - reply_kept(r->cap));
+			return 0;
+		}
 		r->buf = buf;
 		r->cap = cap;
 	}
@@ -172,8 +230,7 @@ static size_t on_data(char *data, size_t size, size_t n, void *arg)
  * (helper-184).  A reply of etcd's costs some 15 times its length at most
  * (watch events of small values: two objects and a dozen values in 200
  * bytes), 236 MiB at REPLY_MAX: past PARSE_COST_MAX, a reply is refused
- * unparsed.  The bound is a message's: a watch holds up to HELD_BYTES of
- * lines during a read, each within it.
+ * unparsed.  The bound is a message's; what is kept after it, KEPT_MAX.
  */
 #define PARSE_COST_MAX	((size_t)256 << 20)
 
@@ -210,19 +267,19 @@ static size_t parse_cost(const char *text, size_t len)
 }
 
 /*
- * @text's JSON object, or NULL: not one, or *@costly past PARSE_COST_MAX
+ * @text's JSON object, or NULL: not one, or its *@cost past PARSE_COST_MAX
  * (said here, of @e's endpoint).
  */
-static struct json_object *parse(struct etcd *e, const char *text, size_t len, bool *costly)
+static struct json_object *parse(struct etcd *e, const char *text, size_t len, size_t *cost)
 {
 	struct json_tokener *tok;
 	struct json_object *o;
 
-	*costly = parse_cost(text, len) > PARSE_COST_MAX;
-	if (*costly)
+	*cost = parse_cost(text, len);
+	if (*cost > PARSE_COST_MAX)
 		fprintf(stderr, "<4>hbmguardd: etcd %s: a message of %zu bytes past %zu MiB of "
 			"JSON objects: refused\n", e->endpoints[e->cur], len, PARSE_COST_MAX >> 20);
-	tok = *costly ? NULL : json_tokener_new_ex(64);
+	tok = *cost > PARSE_COST_MAX ? NULL : json_tokener_new_ex(64);
 	if (!tok)
 		return NULL;
 	o = json_tokener_parse_ex(tok, text, len);
@@ -246,14 +303,13 @@ static void dispatch_lines(struct etcd_req *r)
 	char *nl;
 
 	while (!r->dead && at < r->len && (nl = memchr(r->buf + at, '\n', r->len - at))) {
-		size_t end = nl - r->buf, bytes = end + 1 - at;
-		bool costly = false;
-		struct json_object *o = end > at ? parse(r->e, r->buf + at, end - at, &costly) :
+		size_t end = nl - r->buf, cost = 0;
+		struct json_object *o = end > at ? parse(r->e, r->buf + at, end - at, &cost) :
 				       NULL;
 		bool more;
 
 		at = end + 1;
-		if (costly) {	/* a message lost: the stream ends, as one too long does */
+		if (cost > PARSE_COST_MAX) {	/* a message lost: the stream ends, as one too long does */
 			if (r->done)
 				r->done(r->ctx, -EMSGSIZE, NULL);
 			req_free(r);
@@ -261,7 +317,7 @@ static void dispatch_lines(struct etcd_req *r)
 		}
 		if (!o)
 			continue;	/* blank or not an object: ends nothing */
-		more = r->msg(r->ctx, o, bytes);
+		more = r->msg(r->ctx, o, cost);
 		json_object_put(o);
 		if (!more)
 			req_free(r);
@@ -283,18 +339,19 @@ static void finish(struct etcd *e, struct etcd_req *r, CURLcode res)
 	if (res != CURLE_OK) {
 		if (r->too_big)
 			snprintf(r->error, sizeof(r->error), "a reply over %d bytes", REPLY_MAX);
-		fprintf(stderr, "<4>hbmguardd: etcd %s: %s\n", e->endpoints[e->cur],
-			r->error[0] ? r->error : sym_curl_easy_strerror(res));
+		if (!r->no_room)	/* keep() said it */
+			fprintf(stderr, "<4>hbmguardd: etcd %s: %s\n", e->endpoints[e->cur],
+				r->error[0] ? r->error : sym_curl_easy_strerror(res));
 		if (res == CURLE_COULDNT_CONNECT || res == CURLE_OPERATION_TIMEDOUT ||
 		    res == CURLE_COULDNT_RESOLVE_HOST || res == CURLE_SSL_CONNECT_ERROR ||
 		    res == CURLE_RECV_ERROR || res == CURLE_SEND_ERROR || res == CURLE_GOT_NOTHING)
 			e->cur = (e->cur + 1) % e->nr_endpoints;
-		err = r->too_big ? -EMSGSIZE : -EHOSTUNREACH;
+		err = r->too_big ? -EMSGSIZE : r->no_room ? -ENOBUFS : -EHOSTUNREACH;
 	} else {
-		bool costly = false;
+		size_t cost = 0;
 
-		o = r->stream ? NULL : parse(e, r->buf ? r->buf : "", r->len, &costly);
-		if (costly)
+		o = r->stream ? NULL : parse(e, r->buf ? r->buf : "", r->len, &cost);
+		if (cost > PARSE_COST_MAX)
 			err = -EMSGSIZE;
 		else if (code < 200 || code > 299)
 			err = -EREMOTEIO;	/* etcd's error, in @o when it said one */
@@ -503,11 +560,12 @@ struct etcd_watch {
 	struct etcd_req *read, *check;
 	bool reading;
 	struct json_object **held;
-	size_t nr_held, held_bytes;	/* held_bytes: their lines' */
+	size_t nr_held, held_cost;	/* held_cost: theirs, kept */
 	int64_t read_rev;		/* events up to it are in the read */
 	/* the read's pages, all of its first page's revision, told once all are in */
 	struct etcd_kv *kvs;
 	size_t nr_kvs, cap_kvs, kv_bytes;
+	size_t kvs_kept;		/* kv_bytes and the keys' structs, kept */
 	int64_t snap_rev;
 	int64_t snap_count;		/* the keys at snap_rev, its first page's count */
 	char *after;			/* the page asked: past this key (NULL: the first) */
@@ -533,6 +591,8 @@ static void read_pages_drop(struct etcd_watch *w)
 	free(w->kvs);
 	w->kvs = NULL;
 	w->nr_kvs = w->cap_kvs = w->kv_bytes = 0;
+	unkeep(w->e, w->kvs_kept);
+	w->kvs_kept = 0;
 	w->snap_rev = 0;
 	free(w->after);
 	w->after = NULL;
@@ -549,7 +609,9 @@ static void read_end(struct etcd_watch *w)
 		json_object_put(w->held[i]);
 	free(w->held);
 	w->held = NULL;
-	w->nr_held = w->held_bytes = 0;
+	w->nr_held = 0;
+	unkeep(w->e, w->held_cost);
+	w->held_cost = 0;
 	read_pages_drop(w);
 	w->page_limit = 0;
 	w->compacted = 0;
@@ -790,11 +852,14 @@ static bool read_page(struct etcd_watch *w, const char *after)
 	return w->read;
 }
 
-/* A page's keys, kept; false past SNAPSHOT_MAX or SNAPSHOT_BYTES, or without memory. */
-static bool read_keep(struct etcd_watch *w, struct json_object *kvs, size_t n)
+/*
+ * A page's keys, kept.  Return: 0, -E2BIG past SNAPSHOT_MAX or
+ * SNAPSHOT_BYTES, -ENOBUFS past KEPT_MAX, -ENOMEM.
+ */
+static int read_keep(struct etcd_watch *w, struct json_object *kvs, size_t n)
 {
 	if (w->nr_kvs + n > SNAPSHOT_MAX)
-		return false;
+		return -E2BIG;
 	if (w->nr_kvs + n > w->cap_kvs) {
 		size_t cap = w->cap_kvs ? 2 * w->cap_kvs : RANGE_PAGE;
 		struct etcd_kv *kv;
@@ -803,21 +868,35 @@ static bool read_keep(struct etcd_watch *w, struct json_object *kvs, size_t n)
 			cap *= 2;
 		kv = reallocarray(w->kvs, cap, sizeof(*kv));
 		if (!kv)
-			return false;
+			return -ENOMEM;
 		w->kvs = kv;
 		w->cap_kvs = cap;
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct etcd_kv *kv = &w->kvs[w->nr_kvs];
+		size_t bytes;
 
 		if (etcd_kv_parse(json_object_array_get_idx(kvs, i), kv))
 			continue;
+		bytes = kv->key_len + kv->value_len;
+		if (!keep(w->e, bytes + sizeof(*kv))) {
+			etcd_kv_clear(kv);
+			return -ENOBUFS;
+		}
+		w->kvs_kept += bytes + sizeof(*kv);
 		w->nr_kvs++;
-		w->kv_bytes += kv->key_len + kv->value_len;
+		w->kv_bytes += bytes;
 		if (w->kv_bytes > SNAPSHOT_BYTES)
-			return false;
+			return -E2BIG;
 	}
-	return true;
+	return 0;
+}
+
+/* Why a read's page failed, for watch_retry(). */
+static const char *page_failed(int err)
+{
+	return err == -EHOSTUNREACH ? "unreachable" : err == -ENOBUFS ? "no room for the read" :
+	       "a bad range reply";
 }
 
 /*
@@ -857,22 +936,24 @@ static void on_range(void *arg, int err, struct json_object *reply)
 	struct json_object *kvs = NULL, *more, *last;
 	int64_t rev = reply ? etcd_header_revision(reply) : -1;
 	size_t n = 0;
+	int kept;
 
 	w->read = NULL;
 	if (err && read_again(w, err, reply))
 		return;
 	if (err || rev < 0 || (!w->snap_rev && (etcd_int64(reply, "count", &w->snap_count) ||
 						w->snap_count < 0 || w->snap_count > INT32_MAX)))
-		return watch_retry(w, err == -EHOSTUNREACH ? "unreachable" : "a bad range reply");
+		return watch_retry(w, page_failed(err));
 	if (!w->snap_rev)
 		w->snap_rev = rev;	/* of now: the pages after it are of this one */
 	if (json_object_object_get_ex(reply, "kvs", &kvs) && json_object_is_type(kvs, json_type_array))
 		n = json_object_array_length(kvs);
-	if (!read_keep(w, kvs, n)) {
-		fprintf(stderr, "<3>hbmguardd: etcd: more than %d keys or %d MiB under %s, or no memory: not read\n",
-			SNAPSHOT_MAX, SNAPSHOT_BYTES >> 20, w->prefix);
-		return watch_retry(w, "too many keys");
-	}
+	kept = read_keep(w, kvs, n);
+	if (kept == -E2BIG || kept == -ENOMEM)
+		fprintf(stderr, "<3>hbmguardd: etcd: more than %d keys or %d MiB under %s, or no"
+			" memory: not read\n", SNAPSHOT_MAX, SNAPSHOT_BYTES >> 20, w->prefix);
+	if (kept)
+		return watch_retry(w, kept == -ENOBUFS ? page_failed(kept) : "too many keys");
 	if (json_object_object_get_ex(reply, "more", &more) && json_object_get_boolean(more)) {
 		if (!n || !json_object_object_get_ex(json_object_array_get_idx(kvs, n - 1), "key",
 						     &last) ||
@@ -895,7 +976,7 @@ static void on_range(void *arg, int err, struct json_object *reply)
 }
 
 /* One WatchResponse (rpc.proto), or the gateway's {"error": ...}. */
-static bool on_watch_msg(void *arg, struct json_object *msg, size_t bytes)
+static bool on_watch_msg(void *arg, struct json_object *msg, size_t cost)
 {
 	struct etcd_watch *w = arg;
 	struct json_object *res, *f = NULL;
@@ -968,23 +1049,25 @@ static bool on_watch_msg(void *arg, struct json_object *msg, size_t bytes)
 	}
 	if (w->reading || w->check) {
 		/*
-		 * Bounded in bytes too: a response's line may be up to
-		 * REPLY_MAX, its objects several times that (a hostile
+		 * Bounded in what they cost too: a response's line may be up
+		 * to REPLY_MAX, its objects several times that (a hostile
 		 * endpoint's 100 of 4 MB made the daemon 415 MB).
 		 */
-		bool too_many = w->nr_held >= HELD_MAX ||
-				w->held_bytes + bytes > HELD_BYTES;
-		struct json_object **held = too_many ? NULL :
-			reallocarray(w->held, w->nr_held + 1, sizeof(*held));
+		bool too_many = w->nr_held >= HELD_MAX || w->held_cost + cost > HELD_COST;
+		bool room = !too_many && keep(w->e, cost);
+		struct json_object **held = room ?
+			reallocarray(w->held, w->nr_held + 1, sizeof(*held)) : NULL;
 
 		if (!held) {
+			if (room)
+				unkeep(w->e, cost);
 			watch_retry(w, too_many ? "too many events during a read or a resume check" :
-				    "out of memory");
+				    room ? "out of memory" : "no room for the events during a read");
 			return false;
 		}
 		w->held = held;
 		w->held[w->nr_held++] = json_object_get(res);
-		w->held_bytes += bytes;
+		w->held_cost += cost;
 		return true;
 	}
 	return deliver(w, res);

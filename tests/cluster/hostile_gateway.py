@@ -9,7 +9,7 @@ of api/etcdserverpb/rpc.proto, mvccpb.Event {type, kv} and KeyValue of
 api/mvccpb/kv.proto (int64 as strings, bytes as base64), one per line of a
 chunked stream; RangeResponse {header, count, kvs} for the read.
 
-    hostile_gateway.py PORT nulltype|cancel|bomb
+    hostile_gateway.py PORT nulltype|cancel|bomb|hoard
 
 nulltype: once the watch is created and read, an event whose "type" is
     JSON null (proto3 leaves a PUT's out; null is no EventType): a PUT to
@@ -19,6 +19,11 @@ cancel: the watch canceled with a reason holding a newline and a forged
 bomb: a message of 8 MiB of "{}," (REPLY_MAX is 16), some 2 GiB of json-c
     objects had the daemon parsed it: refused unparsed (etcd.c's
     parse_cost()).
+hoard: the read never answered, and each watch sent 3 messages of 1 MiB
+    of events, all held for the read: each within a watch's bounds, as
+    many times as the daemon has watches (one per incident's
+    acknowledgements), gigabytes at a few: the link's bound (etcd.c's
+    KEPT_MAX) refuses what would pass it, said once.
 """
 import base64
 import http.server
@@ -32,6 +37,17 @@ MODE = sys.argv[2]
 
 def b64(s):
     return base64.b64encode(s.encode()).decode()
+
+
+def line_of(obj):
+    return (json.dumps(obj, separators=(",", ":")) + "\n").encode()
+
+
+# hoard's message: 1 MiB of events, made once (each watch's within the
+# daemon's 5 s for the read it holds them for, however loaded the host)
+HOARD = line_of({"result": {"header": {"revision": "6"}, "events": [
+    {"kv": {"key": b64("/hbmguard/x"), "value": b64("v"), "create_revision": "6",
+            "mod_revision": "6", "version": "1"}}] * ((1 << 20) // 110)}})
 
 
 class Gateway(http.server.BaseHTTPRequestHandler):
@@ -49,7 +65,9 @@ class Gateway(http.server.BaseHTTPRequestHandler):
         self.wfile.write(out)
 
     def chunk(self, obj):
-        line = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
+        self.raw_chunk(line_of(obj))
+
+    def raw_chunk(self, line):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
         self.wfile.flush()
 
@@ -57,6 +75,8 @@ class Gateway(http.server.BaseHTTPRequestHandler):
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         if self.path != "/v3/watch":
             # the read (/v3/kv/range), and anything else: nothing there
+            if MODE == "hoard":
+                time.sleep(60)
             self.reply({"header": {"revision": "5"}, "count": "0"})
             return
         self.send_response(200)
@@ -65,7 +85,10 @@ class Gateway(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.chunk({"result": {"header": {"revision": "5"}, "created": True}})
         time.sleep(0.5)         # the read answered meanwhile
-        if MODE == "bomb":
+        if MODE == "hoard":
+            for _ in range(3):
+                self.raw_chunk(HOARD)
+        elif MODE == "bomb":
             self.chunk({"result": {"header": {"revision": "6"},
                                    "x": [{}] * ((8 << 20) // 3)}})
         elif MODE == "nulltype":
@@ -81,6 +104,10 @@ class Gateway(http.server.BaseHTTPRequestHandler):
 
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # the watch refused, ended
+            super().handle_error(request, client_address)
 
 
 Server(("127.0.0.1", int(sys.argv[1])), Gateway).serve_forever()

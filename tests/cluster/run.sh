@@ -108,10 +108,10 @@ if [ "$BENCH" != --bench ]; then
 		PIDS+=($gw)
 		wait_for "the hostile gateway did not start" 10 bash -c "exec 3<>/dev/tcp/127.0.0.1/$HPORT"
 	}
-	watching() {	# mode: the gateway, and a watch of it as $p, its stderr in hostile.err
+	watching() {	# mode [more watches]: the gateway, and a watch of it as $p, its stderr in hostile.err
 		wait $gw 2>/dev/null || true
 		gateway "$1"
-		"$UNWATCH" http://127.0.0.1:$HPORT /hbmguard/ event >"$W/hostile.out" \
+		"$UNWATCH" http://127.0.0.1:$HPORT /hbmguard/ event ${2:-} >"$W/hostile.out" \
 			2>"$W/hostile.err" &
 		p=$!
 		PIDS+=($p)
@@ -136,7 +136,19 @@ if [ "$BENCH" != --bench ]; then
 	hwm=$(awk '$1 == "VmHWM:" { print $2 }' /proc/$p/status)
 	kill $p $gw
 	[ "$hwm" -lt $((200 << 10)) ] || fail "a message of 8 MiB of {}, refused, but $hwm kB taken at the peak"
-	echo "check-cluster: a hostile gateway: an event typed null taken as a PUT, a cancel reason escaped, a message of 8 MiB of {} refused unparsed (peak $((hwm >> 10)) MiB)"
+	bomb=$hwm
+	# Fifteen watches, each sent 3 MiB of events held for a read that never
+	# ends: within each watch's bounds, 1.2 GiB before the link's (MemoryMax
+	# is 1G); ASan keeps 256 MiB of what was freed unless told not to.
+	ASAN_OPTIONS=${ASAN_OPTIONS:-}:quarantine_size_mb=1 watching hoard 14
+	wait_for "the link's bound not said" 30 grep -q "the link's bound: refused" "$W/hostile.err"
+	sleep 5		# the watches refused try again meanwhile
+	hwm=$(awk '$1 == "VmHWM:" { print $2 }' /proc/$p/status)
+	kill $p $gw
+	[ "$hwm" -lt $((512 << 10)) ] || fail "fifteen watches of a hoarding server: $hwm kB taken at the peak"
+	[ $(grep -c "the link's bound" "$W/hostile.err") = 1 ] ||
+		fail "the link's bound said more than once a minute: $(grep "the link's bound" "$W/hostile.err")"
+	echo "check-cluster: a hostile gateway: an event typed null taken as a PUT, a cancel reason escaped, a message of 8 MiB of {} refused unparsed (peak $((bomb >> 10)) MiB), fifteen watches sent 3 MiB of events each, bounded together (peak $((hwm >> 10)) MiB)"
 fi
 
 nodes_of() { ctl get --prefix --keys-only "/hbmguard/v1/jobs/$1/nodes/" | grep -c . || true; }

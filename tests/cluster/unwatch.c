@@ -6,7 +6,7 @@
  * fingerprint, the link's state), which reads freed memory unless the
  * watch is freed later (etcd_unwatch()).  Against a real etcd:
  *
- *   cluster-unwatch URL PREFIX snapshot|link|event|synced
+ *   cluster-unwatch URL PREFIX snapshot|link|event|synced [WATCHES]
  *
  * watches PREFIX and unwatches it the first time the named callback is
  * called.  It prints "watching" once the watch is up (the snapshot told,
@@ -16,7 +16,9 @@
  * it with its own report and status on a use after free, and at exit on a
  * watch never freed (nothing here points to it once unwatched).  The old
  * code failed the snapshot and event runs; link and synced guard against
- * a tell after the unwatch.
+ * a tell after the unwatch.  WATCHES more watches of PREFIX are kept, told
+ * nothing, as cluster.c keeps one for each incident's acknowledgements: a
+ * hostile gateway's load on many (tests/cluster/hostile_gateway.py, hoard).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,15 +98,35 @@ static const struct etcd_watch_ops ops = {
 	.snapshot = on_snapshot, .event = on_event, .synced = on_synced, .link = on_link,
 };
 
+static void ignore_snapshot(void *ctx, const struct etcd_kv *kvs, size_t n, int64_t rev)
+{
+	(void)ctx;
+	(void)kvs;
+	(void)n;
+	(void)rev;
+}
+
+static void ignore_event(void *ctx, bool put, const struct etcd_kv *kv)
+{
+	(void)ctx;
+	(void)put;
+	(void)kv;
+}
+
+static const struct etcd_watch_ops ignored = {
+	.snapshot = ignore_snapshot, .event = ignore_event,
+};
+
 int main(int argc, char **argv)
 {
 	struct hbm_cluster_config cfg = { .nr_endpoints = 1, .allow_plain_http = true };
 	char err[256];
 	struct etcd *e;
-	int r;
+	int r, more = argc == 5 ? atoi(argv[4]) : 0;
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: cluster-unwatch URL PREFIX snapshot|link|event|synced\n");
+	if (argc != 4 && argc != 5) {
+		fprintf(stderr, "usage: cluster-unwatch URL PREFIX snapshot|link|event|synced"
+			" [WATCHES]\n");
 		return 2;
 	}
 	in = argv[3];
@@ -121,6 +143,9 @@ int main(int argc, char **argv)
 	watch = etcd_watch(e, argv[2], &ops, NULL);
 	if (!watch)
 		return 1;
+	while (more-- > 0)
+		if (!etcd_watch(e, argv[2], &ignored, NULL))	/* etcd_free() frees it */
+			return 1;
 	r = sd_event_loop(loop);
 	etcd_free(e);
 	loop = sd_event_unref(loop);
