@@ -470,7 +470,18 @@ static vm_fault_t hbm_aperture_fault(struct vm_fault *vmf)
 
 again:
 	offset = dev_off;
-	mutex_lock(&dev->lock);
+	/*
+	 * Killable: a CLEAR or RESTORE of a large range holds the lock while it
+	 * walks every page, and the ranks faulting meanwhile must not be
+	 * unkillable in D state (helper-187).  A dying process never sees the
+	 * SIGBUS; a copy from the kernel fails with EFAULT (a VM_FAULT_NOPAGE
+	 * would have it fault again for ever).
+	 */
+	if (mutex_lock_killable(&dev->lock)) {
+		if (fresh)
+			__free_page(fresh);
+		return VM_FAULT_SIGBUS;
+	}
 	if (dev->dead || offset >= hbm_usable_size(dev)) {
 		ret = VM_FAULT_SIGBUS;
 		goto out;

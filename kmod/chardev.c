@@ -445,9 +445,12 @@ static int ioc_clear(void __user *uarg)
  * is bad, not what it holds.  Restoring is writing: it makes lost pages read
  * zero where they raised SIGBUS, which only the memory's writer may decide.
  * ADMIN: the table and the devices: CAP_SYS_ADMIN in the initial user
- * namespace, as every netlink command needs (netlink.c).  Only ADMIN is
- * checked at the call, as every capability is; READ and WRITE are what the
- * file was opened for, so an fd handed to another process carries them.
+ * namespace, as every netlink command needs (netlink.c), of the caller and
+ * of the file's opener both, as netlink_capable() asks of a socket's: a
+ * privileged program handed an fd of an unprivileged user's (its stdin, one
+ * passed to it) must not change the table through it (helper-187).  READ
+ * and WRITE are what the file was opened for, so an fd handed to another
+ * process carries them.
  *
  * Two nodes give READ and WRITE to two groups (the same operations, other
  * modes): /dev/hbmguard, 0640 (the udev rule makes its group hbmguard), and
@@ -501,7 +504,9 @@ static long hbm_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 
 		if (_IOC_NR(cmd) != _IOC_NR(known) || _IOC_DIR(cmd) != _IOC_DIR(known))
 			continue;
-		if (hbm_ioctls[i].access == HBM_IOC_ADMIN && !capable(CAP_SYS_ADMIN))
+		if (hbm_ioctls[i].access == HBM_IOC_ADMIN &&
+		    !(file_ns_capable(file, &init_user_ns, CAP_SYS_ADMIN) &&
+		      capable(CAP_SYS_ADMIN)))
 			return -EPERM;
 		if (hbm_ioctls[i].access == HBM_IOC_WRITE && !(file->f_mode & FMODE_WRITE))
 			return -EBADF;

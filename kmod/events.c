@@ -25,9 +25,20 @@
  * A ring is memory an opener makes the kernel hold, so it is charged to the
  * opener's memory cgroup, and each user without CAP_SYS_ADMIN holds at most
  * HBMGUARD_MAX_OPENS rings (ENFILE beyond).  The limit is per user, as
- * inotify's instances are (fs/notify/inotify/inotify_user.c, by euid, 6.1
- * and 6.12): a limit all the node's group shared would let one member lock
- * every other one, another job's Guard included, out of the device.
+ * inotify's instances are (fs/notify/inotify/inotify_user.c, 6.1 and
+ * 6.12): a limit all the node's group shared would let one member lock
+ * every other one, another job's Guard included, out of the device.  And
+ * like theirs (inc_ucount(), kernel/ucount.c) it counts the processes of a
+ * user namespace a user made to that user (opens_owner()).  Counted by euid
+ * alone, a member mapping its subordinate uids into a namespace of its own
+ * (newuidmap, /etc/subuid: 65536 of them) held as many times the rings, and
+ * each event, made under the device's lock, walked them all (helper-187).
+ * A namespace root made (a container runtime's, one per container) counts
+ * as one user of its own, whatever uids it maps: not as root, which would
+ * make every such container one tenant with the initial namespace's uid 0,
+ * nor by uid, which its root could setuid() through.  Root, and a container
+ * of uid 0 without a namespace where its seccomp filter lets it make one,
+ * can make many such users.
  *
  * A full ring drops the new event and counts it.  The count is delivered as
  * an OVERFLOW record at the place of the loss: read() makes it when the
@@ -40,6 +51,7 @@
 #include <linux/spinlock.h>
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
+#include <linux/user_namespace.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
@@ -50,7 +62,7 @@ struct hbm_reader {
 	struct list_head node;		/* on hbm_readers, under hbm_events_mutex */
 	spinlock_t lock;		/* head, tail, lost, lost_seqnum */
 	bool counted;			/* one of its user's hbm_opens */
-	kuid_t uid;			/* the opener's euid */
+	unsigned long owner;		/* whom it is counted to: opens_owner() */
 	wait_queue_head_t wait;
 	struct work_struct wake;	/* wakes @wait, away from the events' locks */
 	struct mutex read_lock;		/* one read() at a time moves head */
@@ -64,7 +76,7 @@ struct hbm_reader {
 static LIST_HEAD(hbm_readers);
 static DEFINE_MUTEX(hbm_events_mutex);
 static u64 hbm_seqnum;			/* under hbm_events_mutex */
-/* Rings of each non-admin user: euid -> xa_mk_value(count); under the mutex. */
+/* Rings of each non-admin user: opens_owner() -> xa_mk_value(count); under the mutex. */
 static DEFINE_XARRAY(hbm_opens);
 
 /* The last event made, delivered to every reader and listener already. */
@@ -123,8 +135,14 @@ static void reader_push(struct hbm_reader *r, const struct hbmguard_event *ev)
 	}
 	r->ring[r->tail++ % hbm_event_ring] = *ev;
 	spin_unlock(&r->lock);
-	/* A wake-up already queued sees this record too (queue_work()). */
-	queue_work(system_unbound_wq, &r->wake);
+	/*
+	 * A wake-up already queued sees this record too (queue_work()).  None
+	 * for a ring nobody waits on: a waiter joins the queue before it looks
+	 * at the ring under r->lock, so the lock we just released orders our
+	 * look at the queue after its joining, or it saw the record.
+	 */
+	if (wq_has_sleeper(&r->wait))
+		queue_work(system_unbound_wq, &r->wake);
 }
 
 static void reader_wake(struct work_struct *work)
@@ -173,26 +191,46 @@ u64 hbm_event(u32 type, u32 device, u64 offset, u64 length, u32 source,
 	return ev.seqnum;
 }
 
+/*
+ * Whom a ring of the current process counts to: its euid; in a user
+ * namespace, the user who made the outermost one below the initial
+ * namespace (whom inc_ucount() counts its instances to there), or where
+ * root made it, that namespace, its inode number above the uids.
+ */
+static unsigned long opens_owner(void)
+{
+	const struct user_namespace *ns = current_user_ns();
+
+	BUILD_BUG_ON(sizeof(unsigned long) < sizeof(u64));
+	if (ns == &init_user_ns)
+		return __kuid_val(current_euid());
+	while (ns->parent != &init_user_ns)
+		ns = ns->parent;
+	if (!uid_eq(ns->owner, GLOBAL_ROOT_UID))
+		return __kuid_val(ns->owner);
+	return BIT_ULL(32) | ns->ns.inum;
+}
+
 /* Count a ring to @r's user; events mutex held. */
 static int opens_charge(struct hbm_reader *r)
 {
-	unsigned long n = xa_to_value(xa_load(&hbm_opens, __kuid_val(r->uid)));
+	unsigned long n = xa_to_value(xa_load(&hbm_opens, r->owner));
 
 	if (n >= HBMGUARD_MAX_OPENS)
 		return -ENFILE;
-	return xa_err(xa_store(&hbm_opens, __kuid_val(r->uid), xa_mk_value(n + 1),
+	return xa_err(xa_store(&hbm_opens, r->owner, xa_mk_value(n + 1),
 			       GFP_KERNEL));
 }
 
 /* Give the ring back; events mutex held.  Replacing an entry never allocates. */
 static void opens_uncharge(struct hbm_reader *r)
 {
-	unsigned long n = xa_to_value(xa_load(&hbm_opens, __kuid_val(r->uid)));
+	unsigned long n = xa_to_value(xa_load(&hbm_opens, r->owner));
 
 	if (n > 1)
-		xa_store(&hbm_opens, __kuid_val(r->uid), xa_mk_value(n - 1), GFP_KERNEL);
+		xa_store(&hbm_opens, r->owner, xa_mk_value(n - 1), GFP_KERNEL);
 	else
-		xa_erase(&hbm_opens, __kuid_val(r->uid));
+		xa_erase(&hbm_opens, r->owner);
 }
 
 /**
@@ -219,7 +257,7 @@ struct hbm_reader *hbm_reader_open(bool admin)
 	init_waitqueue_head(&r->wait);
 	INIT_WORK(&r->wake, reader_wake);
 	mutex_init(&r->read_lock);
-	r->uid = current_euid();
+	r->owner = opens_owner();
 	mutex_lock(&hbm_events_mutex);
 	err = admin ? 0 : opens_charge(r);
 	if (err) {

@@ -18,6 +18,7 @@
 #include <sys/mount.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -1228,6 +1229,51 @@ static void test_privileges(void)
 }
 
 /*
+ * An fd a process without CAP_SYS_ADMIN opened, handed to one with it (over
+ * SCM_RIGHTS, as to a privileged helper): no change through it, as netlink
+ * asks of a socket's opener (helper-187: the caller alone was checked).
+ */
+static void test_privileges_of_opener(void)
+{
+	struct snapshot before = snap();
+	char cbuf[CMSG_SPACE(sizeof(int))], b = 0;
+	struct iovec iov = { &b, 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	int sv[2], status, fd;
+	pid_t pid;
+
+	CHECK_OK(socketpair(AF_UNIX, SOCK_DGRAM, 0, sv));
+	pid = fork();
+	if (pid == 0) {
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+		if (caps_keep_only(0))
+			_exit(10);
+		fd = open(DEV_NODE, O_RDWR);	/* uid 0, its owner: READ and WRITE */
+		if (fd < 0)
+			_exit(11);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+		_exit(sendmsg(sv[1], &mh, 0) == 1 ? 0 : 12);
+	}
+	waitpid(pid, &status, 0);
+	CHECK_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status), 0);
+	CHECK_EQ(recvmsg(sv[0], &mh, 0), 1);
+	CHECK(CMSG_FIRSTHDR(&mh) && CMSG_FIRSTHDR(&mh)->cmsg_type == SCM_RIGHTS);
+	memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(int));
+	pid = fork();
+	if (pid == 0)		/* with every capability: the fd's opener had none */
+		_exit(refused_changes(fd, 2));
+	waitpid(pid, &status, 0);
+	CHECK_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status), 0);
+	close(fd), close(sv[0]), close(sv[1]);
+	CHECK_UNCHANGED(before);
+}
+
+/*
  * A non-admin holds at most HBMGUARD_MAX_OPENS event rings: one more is ENFILE, and
  * the administrator still gets in.
  */
@@ -1325,6 +1371,123 @@ static void test_open_limit_per_user(void)
 	waitpid(pid, &status, 0);
 	CHECK_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : 100, 0);
 	close(up[0]), close(up[1]), close(down[0]), close(down[1]);
+	CHECK_OK(chown(DEV_NODE, 0, 0));
+}
+
+/* @text into /proc/@pid/@name, as newuidmap writes a namespace's map. */
+static int write_map(pid_t pid, const char *name, const char *text)
+{
+	char path[64];
+	int fd, n;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid, name);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -1;
+	n = write(fd, text, strlen(text));
+	close(fd);
+	return n == (int)strlen(text) ? 0 : -1;
+}
+
+/*
+ * A process of uid @maker (group 1000, the node's) that makes a user
+ * namespace of uids 0 and 1 (100000 and 100001: the maps written here as
+ * newuidmap writes them) and holds every ring it can there as its uid 0.
+ * Return: 1 if its uid 1 was refused one more too, 0 if not, -1 if the
+ * test failed; the process in *@pid, holding its rings until a byte on
+ * @down[1].
+ */
+static int namespace_at_limit(uid_t maker, int down[2], pid_t *pid)
+{
+	int up[2], status, ret = -1;
+	char c = 0;
+
+	if (pipe(up))
+		return -1;
+	*pid = fork();
+	if (*pid == 0) {
+		struct rlimit rl = { HBMGUARD_MAX_OPENS + 64, HBMGUARD_MAX_OPENS + 64 };
+		unsigned long node0 = 1;	/* as test_open_limit() */
+		int n = 0;
+		pid_t sub;
+
+		if (syscall(SYS_set_mempolicy, MPOL_BIND, &node0, 2) ||
+		    setrlimit(RLIMIT_NOFILE, &rl) || setgid(1000) || setuid(maker) ||
+		    unshare(CLONE_NEWUSER) || write(up[1], &c, 1) != 1 ||
+		    read(down[0], &c, 1) != 1 || setresuid(0, 0, 0))
+			_exit(10);
+		while (n <= HBMGUARD_MAX_OPENS && open(DEV_NODE, O_RDONLY) >= 0)
+			n++;
+		if (n != HBMGUARD_MAX_OPENS || errno != ENFILE)
+			_exit(11);
+		sub = fork();	/* another of its uids */
+		if (sub == 0)
+			_exit(setresuid(1, 1, 1) ? 2 : open(DEV_NODE, O_RDONLY) >= 0 ? 3 :
+			      errno == ENFILE ? 0 : 4);
+		waitpid(sub, &status, 0);
+		printf("  uid 0 of a namespace uid %u made opened %d; its uid 1: %s\n",
+		       (unsigned int)maker, n,
+		       WIFEXITED(status) && WEXITSTATUS(status) == 3 ? "opens" :
+		       WIFEXITED(status) && !WEXITSTATUS(status) ? "ENFILE" : "failed");
+		c = WIFEXITED(status) && !WEXITSTATUS(status);
+		if (write(up[1], &c, 1) != 1 || read(down[0], &c, 1) != 1)
+			_exit(12);
+		_exit(0);
+	}
+	if (*pid > 0 && read(up[0], &c, 1) == 1 &&
+	    !write_map(*pid, "uid_map", "0 100000 2\n") &&
+	    !write_map(*pid, "gid_map", "0 1000 1\n") && write(down[1], &c, 1) == 1 &&
+	    read(up[0], &c, 1) == 1)
+		ret = c;
+	close(up[0]), close(up[1]);
+	return ret;
+}
+
+/* Whether a process of @uid, group 1000, is refused a ring (ENFILE). */
+static bool refused_a_ring(uid_t uid)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(setgid(1000) || setuid(uid) || caps_keep_only(0) ? 2 :
+		      open(DEV_NODE, O_RDONLY) >= 0 ? 3 : errno == ENFILE ? 0 : 4);
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) && !WEXITSTATUS(status);
+}
+
+/*
+ * A user namespace's uids count as the user who made it, as the kernel's
+ * ucounts do: a group member that maps its subordinate uids (newuidmap,
+ * /etc/subuid) holds no more rings than itself (helper-187: each
+ * subordinate uid held HBMGUARD_MAX_OPENS of its own).  One root made (a
+ * container runtime's) counts as a user of its own: neither root's, nor
+ * another such namespace's.
+ */
+static void test_open_limit_namespaces(void)
+{
+	int down[2][2], status, i;
+	pid_t pid[2];
+
+	CHECK_OK(chown(DEV_NODE, 0, 1000));
+	CHECK_OK(pipe(down[0]));
+	CHECK_OK(pipe(down[1]));
+	CHECK_EQ(namespace_at_limit(1000, down[0], &pid[0]), 1);
+	CHECK(refused_a_ring(1000));		/* the user itself, outside */
+	CHECK(!refused_a_ring(0));
+	CHECK_EQ(write(down[0][1], "x", 1), 1);
+	waitpid(pid[0], &status, 0);
+	CHECK_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : 100, 0);
+
+	CHECK_EQ(namespace_at_limit(0, down[0], &pid[0]), 1);
+	CHECK(!refused_a_ring(0));		/* root, outside */
+	CHECK_EQ(namespace_at_limit(0, down[1], &pid[1]), 1);	/* another runtime's */
+	for (i = 0; i < 2; i++) {
+		CHECK_EQ(write(down[i][1], "x", 1), 1);
+		waitpid(pid[i], &status, 0);
+		CHECK_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : 100, 0);
+		close(down[i][0]), close(down[i][1]);
+	}
 	CHECK_OK(chown(DEV_NODE, 0, 0));
 }
 
@@ -3893,8 +4056,10 @@ static const struct {
 	{ "large_table", test_large_table },
 	{ "unprivileged", test_unprivileged },
 	{ "privileges", test_privileges },
+	{ "privileges_of_opener", test_privileges_of_opener },
 	{ "open_limit", test_open_limit },
 	{ "open_limit_per_user", test_open_limit_per_user },
+	{ "open_limit_namespaces", test_open_limit_namespaces },
 	{ "spare_bounds", test_spare_bounds },
 	{ "mapped_table", test_mapped_table },
 	{ "map_bad_input", test_map_bad_input },

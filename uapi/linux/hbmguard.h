@@ -79,7 +79,8 @@
  *	  poll(), mmap of the table
  *	mmap of the aperture (read	a file open for writing (EACCES)
  *	  or write), RESTORED		  (RESTORED: EBADF)
- *	every other ioctl (changes)	admin (EPERM)
+ *	every other ioctl (changes)	admin, of the caller and of the
+ *					  file's opener (EPERM)
  *	every netlink command, reads	admin, of the socket's opener and of the
  *	  included			sender (EPERM)
  *	joining the "events" group	admin (EPERM)
@@ -95,8 +96,9 @@
  * writing may read and write every memory-backed device's memory and
  * restore any device's lost pages (which then read zero, where they raised
  * SIGBUS).  Both nodes belong to uid 0: root without CAP_SYS_ADMIN opens
- * both for writing, and is refused every change.  Only admin is checked at
- * the call; the rest is what the file was opened for, and travels with it.
+ * both for writing, and is refused every change.  Admin is checked at the
+ * call, and of who opened the file; the rest is what the file was opened
+ * for, and travels with it.
  * (Before the second node, a read-only file could map the aperture
  * read-only; it now gets EACCES.)
  *
@@ -110,8 +112,11 @@
  * (6.12): a socket may join a group before any family owns it, and stays a
  * member (on 6.1 such a socket hears the events).
  *
- * Opens of either node by one non-admin user (euid) hold at most
- * HBMGUARD_MAX_OPENS event rings; one more is ENFILE, for that user only.  A ring (event_ring records) is
+ * Opens of either node by one non-admin user hold at most
+ * HBMGUARD_MAX_OPENS event rings; one more is ENFILE, for that user only.
+ * A user is an euid; in a user namespace, the user who made the outermost
+ * one (every uid it maps counts as that user), or, one root made (a
+ * container runtime's), that namespace.  A ring (event_ring records) is
  * charged to the opener's memory cgroup (ENOMEM at its limit).  An admin's
  * open is not counted.
  *
