@@ -36,7 +36,9 @@
  * nothing as seen: the seen sets are of pages, and the core already took
  * the same Xid heard by two sources once (core.h).  One incident per job at a time:
  * a second error in a job under recovery escalates it, since its ranks are
- * no longer a consistent set to restore from.  An incident restores one
+ * no longer a consistent set to restore from; the node's memory only where
+ * a page has no spare, as any escalation: a rank any user registers on a
+ * whole GPU must not turn two bypassed errors into a drain (helper-188).  An incident restores one
  * rank: one whose loss is under two ranks of the job (two of its ranks on
  * one GPU) escalates once they have paused, where it would restore
  * (may_restore()); the node stays in service unless the page had no spare,
@@ -837,7 +839,9 @@ static void take_in(struct daemon *d, struct incident *x, const char *identity, 
 			identity, x->info.id);
 		return;
 	}
-	escalate(d, x, "a second error during recovery", THE_NODES_MEMORY);
+	if (escalated_unbypassed(d, x, bypass_at(d, identity, offset, length, in_service)))
+		return;
+	escalate_for_ranks(d, x, "a second error during recovery");
 }
 
 /*

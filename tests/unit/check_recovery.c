@@ -337,7 +337,10 @@ END_TEST
 static const char two_ranks_lost[] =
 	"data lost under two ranks of the job: an incident restores one";
 
-/* Two ranks of a job on one device, a second error: one escalation. */
+/*
+ * Two ranks of a job on one device, a second error: one escalation, the
+ * job's alone, its pages bypassed.
+ */
 START_TEST(two_ranks_one_device)
 {
 	setup();
@@ -350,7 +353,7 @@ START_TEST(two_ranks_one_device)
 	ck_assert_uint_eq(d->nr_incidents, 1);
 	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_ESCALATED);
 	ck_assert_str_eq(d->incidents[0].info.reason, "a second error during recovery");
-	ck_assert_uint_eq(drained, 1);
+	ck_assert_uint_eq(drained, 0);
 	cleanup();
 }
 END_TEST
@@ -1031,8 +1034,10 @@ END_TEST
 /*
  * What a rank controls (failing, leaving, being late) or a restart ends the
  * job's recovery but does not drain the node: any user may register a rank
- * on any device and answer FAILED (helper-159).  Its memory does: a page
- * without a spare, a second error.
+ * on any device and answer FAILED (helper-159).  Nor does a second error,
+ * bypassed: a rank any user registers on a whole device made two errors no
+ * job would notice drain the node (helper-188).  Its memory does: a page
+ * without a spare, the second error's too.
  */
 START_TEST(only_the_nodes_memory_drains)
 {
@@ -1060,16 +1065,25 @@ START_TEST(only_the_nodes_memory_drains)
 	ck_assert_uint_eq(drained, 0);
 
 	d->cfg.recovery.pause_timeout = 60;
-	a = rank("second", 0, 0x4000, 0);
-	recovery_on_lost_data(d, "dev", 0x4000, 0x1000);
-	recovery_on_lost_data(d, "dev", 0x4000, 0x1000);
-	ck_assert_str_eq(d->incidents[3].info.reason, "a second error during recovery");
-	ck_assert_uint_eq(drained, 1);
 	bypassed = false;
 	b = rank("nospare", 0, 0x5000, 0);
 	recovery_on_lost_data(d, "dev", 0x5000, 0x1000);
-	answer(b, 5, HBM_ANSWER_PAUSED);
+	answer(b, 4, HBM_ANSWER_PAUSED);
+	ck_assert_str_eq(d->incidents[3].info.reason, "the page has no spare: not bypassed");
+	ck_assert_uint_eq(drained, 1);
+	bypassed = true;
+	rank("nospare2", 0, 0x7000, 0);
+	recovery_on_lost_data(d, "dev", 0x7000, 0x1000);
+	bypassed = false;			/* the second error's page */
+	recovery_on_lost_data(d, "dev", 0x7000, 0x1000);
 	ck_assert_str_eq(d->incidents[4].info.reason, "the page has no spare: not bypassed");
+	ck_assert_uint_eq(drained, 2);
+	bypassed = true;
+	rank("second", 0, ANY_PAGE, 0);	/* anyone's, on the whole device */
+	recovery_on_lost_data(d, "dev", 0x4000, 0x1000);
+	recovery_on_lost_data(d, "dev", 0x6000, 0x1000);
+	ck_assert_uint_eq(d->nr_incidents, 6);
+	ck_assert_str_eq(d->incidents[5].info.reason, "a second error during recovery");
 	ck_assert_uint_eq(drained, 2);
 	cleanup();
 }
@@ -1208,7 +1222,7 @@ START_TEST(page_within_whole_device_incident)
 	ue.offset = 0x5000;
 	recovery_fact(d, &ue);
 	ck_assert_str_eq(d->incidents[0].info.reason, "a second error during recovery");
-	ck_assert_uint_eq(drained, 1);
+	ck_assert_uint_eq(drained, 0);		/* bypassed: the job's alone */
 	cleanup();
 }
 END_TEST
@@ -1242,7 +1256,7 @@ START_TEST(whole_device_loss_while_restoring)
 	ck_assert_uint_eq(d->nr_incidents, 1);
 	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_ESCALATED);
 	ck_assert_str_eq(d->incidents[0].info.reason, "a second error during recovery");
-	ck_assert_uint_eq(drained, 1);
+	ck_assert_uint_eq(drained, 0);
 	cleanup();
 }
 END_TEST
@@ -1293,7 +1307,7 @@ END_TEST
 
 /*
  * Under two ranks, the page with no spare: that is the node's memory, and
- * drains it; and a second error while the ranks pause is a second error
+ * drains it; and so where it is a second error's, while the ranks pause
  * (helper-183: both were lost when two ranks escalated at once).
  */
 START_TEST(two_ranks_hit_still_drain_for_the_memory)
@@ -1305,8 +1319,10 @@ START_TEST(two_ranks_hit_still_drain_for_the_memory)
 	b = rank("job", 1, ANY_PAGE, 0);
 	if (_i) {
 		recovery_on_lost_data(d, "dev", 0x1000, 0x1000);
+		bypassed = false;
 		recovery_on_lost_data(d, "dev", 0x8000, 0x1000);
-		ck_assert_str_eq(d->incidents[0].info.reason, "a second error during recovery");
+		ck_assert_str_eq(d->incidents[0].info.reason,
+				 "the page has no spare: not bypassed");
 	} else {
 		bypassed = false;
 		recovery_on_lost_data(d, "dev", 0x1000, 0x1000);
