@@ -78,7 +78,8 @@
  * the socket, is its leaving: children that inherited the socket (data
  * loader workers) neither keep the rank nor act for it.  Its device is
  * named by identity, as the module has it (DEVICE_GET): one the module has
- * not is -ENODEV, since the rank would be told of no error there.  A job is
+ * not is -ENODEV, since the rank would be told of no error there.  A rank
+ * whose world size is not that of its job's ranks here is -EINVAL.  A job is
  * named by its owner and its name: two uids' jobs of the same name are two
  * jobs, so no user can take or join another's job.  A (uid, job, rank) is
  * held by one live process.

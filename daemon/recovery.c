@@ -946,9 +946,23 @@ int recovery_register(struct daemon *d, struct client *c, const struct hbm_ctl_r
 	strcpy(job.name, r->job);
 	if (key)
 		hbm_sha256(key, strlen(key), job.key);
-	for_each_rank_of(d, o, &job)
+	for_each_rank_of(d, o, &job) {
 		if (o->reg.rank == r->rank)
 			return -EEXIST;
+		/*
+		 * One world: the cluster takes the job's ranks here with one
+		 * world size (publish_job()), and refused their publication,
+		 * a journal line each, at whatever pace a peer registered
+		 * others (helper-188).
+		 */
+		if (o->reg.world_size != r->world_size) {
+			if (client_may_log(c))
+				fprintf(stderr, "<4>hbmguardd: rank %u of job %s refused: a world of"
+					" %u, its ranks' is %u\n", r->rank, r->job, r->world_size,
+					o->reg.world_size);
+			return -EINVAL;
+		}
+	}
 	if (open_incident_of(d, &job))
 		return -EBUSY;
 	/* after the checks that ask nothing of the module */

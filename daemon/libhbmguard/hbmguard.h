@@ -152,7 +152,8 @@ int hbmguard_job_id(char *out, size_t size);
 /* Register with the daemon at @socket_path (NULL: the default).
  * info->device is the device's identity (hbmctl devices; a GPU's UUID):
  * one the module does not have is -ENODEV, since no error there would ever
- * be told to the rank.  An empty
+ * be told to the rank; a world size not that of the job's ranks registered
+ * already, -EINVAL.  An empty
  * info->job is hbmguard_job_id()'s (-ENOENT, -EINVAL as it says); a
  * HBMGUARD_JOB_KEY the daemon would not take, -EINVAL; one a set-user-ID or
  * file-capability program cannot take from its caller, -EPERM; a key given

@@ -180,6 +180,8 @@ assert ask(held, packet(REGISTER, rank_body(job)))[2] == 0
 assert ask(held, packet(REGISTER, rank_body(job, rank=1)))[2] == -errno.EALREADY
 assert ask(held, packet(ANSWER, answer_body(incident=77)))[2] == -errno.ESRCH
 expect("a rank another connection holds", packet(REGISTER, rank_body(job)), errno.EEXIST, False)
+expect("a rank of another world than its job's", packet(REGISTER, rank_body(job, rank=1, world=3)),
+       errno.EINVAL, False)
 ptype, seq, err, body = ask(held, packet(RANK_GET, struct.pack("<II", 0, 0)))
 assert err == 0 and body[:4] == b"\0\0\0\0", (err, body[:8])
 assert ask(held, packet(RANK_GET, struct.pack("<II", 999, 0)))[2] == -errno.ENOENT

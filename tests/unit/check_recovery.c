@@ -265,6 +265,33 @@ START_TEST(a_rank_on_no_device_is_refused)
 }
 END_TEST
 
+/*
+ * A job's ranks are of one world: one of another size is refused, whatever
+ * its rank, before anything is published (helper-188: each publication was
+ * refused with a journal line, at a peer's pace); another job is not.
+ */
+static void setup_across_nodes(void);
+
+START_TEST(a_rank_of_another_world_is_refused)
+{
+	int err;
+
+	setup_across_nodes();
+	rank("job", 0, 0x1000, 0);
+	asked[0] = 0;
+	world = 10;
+	ck_assert_ptr_null(try_rank("job", NULL, 5, 0x2000, 0, &err));
+	ck_assert_int_eq(err, -EINVAL);
+	ck_assert_str_eq(asked, "");
+	ck_assert_uint_eq(recovery_ranks(d), 1);
+	rank("other", 5, 0x2000, 0);
+	world = 4;
+	rank("job", 1, 0x3000, 0);
+	ck_assert_uint_eq(recovery_ranks(d), 3);
+	cleanup();
+}
+END_TEST
+
 /* More incidents open than the history keeps: each still opens. */
 START_TEST(more_open_than_kept)
 {
@@ -2111,6 +2138,7 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, one_loss_in_two_ranges_is_one_error);
 	tcase_add_test(tc, cleared_page_lost_needs_no_bypass);
 	tcase_add_test(tc, page_within_whole_device_incident);
+	tcase_add_test(tc, a_rank_of_another_world_is_refused);
 	tcase_add_loop_test(tc, whole_device_loss_while_restoring, 0, 2);
 	tcase_add_loop_test(tc, one_loss_under_two_ranks_escalates, 0, 2);
 	tcase_add_loop_test(tc, two_ranks_hit_still_drain_for_the_memory, 0, 2);
