@@ -408,6 +408,38 @@ static void make_room_for_overflow(struct daemon *d)
 	control_close_client(oldest);
 }
 
+#define ACCEPT_PAUSE_US	100000
+
+static int on_accept_again(sd_event_source *t, uint64_t usec, void *arg)
+{
+	sd_event_source *s = arg;
+
+	(void)t;
+	(void)usec;
+	sd_event_source_set_enabled(s, SD_EVENT_ON);	/* both the loop's till its end */
+	return 0;
+}
+
+/*
+ * Out of descriptors (or kernel memory) for a connection: it stays in the
+ * backlog, and the listener, still readable, would wake the loop at once
+ * for ever (helper-188): not listened to for ACCEPT_PAUSE_US, said once a
+ * minute at most.
+ */
+static void accept_failed(struct daemon *d, sd_event_source *s, int err)
+{
+	uint64_t now = 0, missed;
+
+	sd_event_now(d->loop, CLOCK_MONOTONIC, &now);
+	if (hbm_ratelimit(&d->accept_failed, 60000000, 1, now, &missed))
+		fprintf(stderr, "<3>hbmguardd: control socket: a connection not taken: %s (%" PRIu64
+			" more since): again in %d ms\n", strerror(err), missed,
+			ACCEPT_PAUSE_US / 1000);
+	if (sd_event_add_time_relative(d->loop, NULL, CLOCK_MONOTONIC, ACCEPT_PAUSE_US, 0,
+				       on_accept_again, s) >= 0)
+		sd_event_source_set_enabled(s, SD_EVENT_OFF);
+}
+
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *arg)
 {
 	struct daemon *d = arg;
@@ -416,11 +448,13 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *arg)
 	struct client *c;
 	int cfd;
 
-	(void)s;
 	(void)revents;
 	cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-	if (cfd < 0)
+	if (cfd < 0) {
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+			accept_failed(d, s, errno);
 		return 0;
+	}
 	c = calloc(1, sizeof(*c));
 	/* SO_PASSCRED is the listener's (hbm_ctl_listen()): every packet has its sender. */
 	if (!c || getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len) ||

@@ -103,6 +103,7 @@ struct daemon {
 	ino_t control_ino;
 	struct client *clients;		/* connected to it */
 	struct hbm_fdsink fdsink;	/* where they are closed (fdsink.c) */
+	struct hbm_ratelimit accept_failed;	/* said, out of descriptors */
 	struct hbm_subuids subuids;	/* whose their uids are (subuid.c) */
 };
 

@@ -117,6 +117,31 @@ check "... and their connections, asking every second, are closed" 'grep -q "^cl
 	grep -q "^closed$" /tmp/ask2'
 rm /etc/subuid
 
+# Out of descriptors: a connection the daemon cannot take waits in the
+# backlog, and the listener, readable all the while, rests 100 ms between
+# tries (helper-188: it woke the loop at once, for ever), said once; once
+# descriptors are free again, requests are answered.
+kill $daemon
+wait $daemon 2>/dev/null
+: >/tmp/daemon.log
+(ulimit -n 64 && exec hbmguardd -c /tmp/hbmguardd.conf 2>>/tmp/daemon.log) &
+daemon=$!
+wait_for /tmp/daemon.log "hbmguardd: ready"
+hbmrank --flood /tmp/control.sock 60 >/tmp/flood &
+flood=$!
+wait_for /tmp/daemon.log "a connection not taken"
+cpu() { awk '{ print $14 + $15 }' /proc/$daemon/stat; }	# utime, stime: ticks
+t0=$(cpu)
+sleep 2
+t1=$(cpu)
+check "out of descriptors: said once" '[ $(grep -c "a connection not taken: Too many open files" /tmp/daemon.log) = 1 ]'
+check "... no spin: $((t1 - t0)) ticks of CPU in 2 s" '[ $((t1 - t0)) -lt 100 ]'
+kill $flood
+check "... once free, a request is answered" 'ctl ranks >/dev/null'
+kill $daemon
+wait $daemon 2>/dev/null
+start_daemon
+
 # kill -9, the module reloaded while the daemon is down, a new daemon.
 kill -9 $daemon
 wait $daemon 2>/dev/null
