@@ -35,6 +35,7 @@ struct client {
 	struct ucred cred;		/* from SO_PEERCRED, at accept */
 	uint64_t tenant;		/* whose that uid is (hbm_tenant()): its limits */
 	int pidfd;			/* that process, pinned at accept; -1: none */
+	size_t sent_before_pin;		/* bytes queued when pinned by pid (pin_peer()) */
 	sd_event_source *source;
 	sd_event_source *lifetime;	/* closes it unless it registers as a rank */
 	sd_event_source *exited;	/* a rank's process ending */

@@ -44,11 +44,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <linux/sockios.h>
 
 #include "client.h"
 #include "cluster.h"
@@ -75,23 +77,33 @@
 /*
  * The connecting process as a pidfd: from the socket itself where the
  * kernel can (SO_PEERPIDFD, 6.5), else by its pid, checked to still be
- * that uid's; -1 when it is gone.  The fallback can pin a process of the
- * same uid that took a recycled pid: it can harm nobody but that uid.
+ * that uid's; -1 when it is gone.  By pid, the process pinned may have
+ * taken the pid of one that connected, queued its packets and ended before
+ * the accept (pids wrap): those packets still say that pid, so they, the
+ * bytes queued then (*@before), cannot register the process pinned as a
+ * rank, which an escalation kills (helper-188: any process of that uid,
+ * for uid 0 the host's services, killed at the next error).  Sent after,
+ * they are that process's, or of one that took its pid once it ended,
+ * which the pidfd then says.
  */
-static int pin_peer(int fd, const struct ucred *cred)
+static int pin_peer(int fd, const struct ucred *cred, size_t *before)
 {
 	socklen_t len = sizeof(int);
-	int pidfd;
+	int pidfd, queued;
 
+	*before = 0;
 	if (!getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len))
 		return pidfd;
 	if (errno != ENOPROTOOPT)
 		return -1;
 	pidfd = syscall(SYS_pidfd_open, cred->pid, 0);
-	if (pidfd >= 0 && !control_owned_by(pidfd, cred->pid, cred->uid)) {
+	if (pidfd >= 0 && (!control_owned_by(pidfd, cred->pid, cred->uid) ||
+			   ioctl(fd, SIOCINQ, &queued) || queued < 0)) {
 		close(pidfd);
 		pidfd = -1;
 	}
+	if (pidfd >= 0)
+		*before = queued;
 	return pidfd;
 }
 
@@ -165,7 +177,7 @@ static int on_exited(sd_event_source *s, int fd, uint32_t revents, void *arg)
  * (RANK_REGISTER_KEYED); NULL: none (RANK_REGISTER).  -ESRCH: that process
  * is gone; -EPERM: another one sent the request.
  */
-static int register_rank(struct client *c, const struct ucred *sender,
+static int register_rank(struct client *c, const struct ucred *sender, bool before_pin,
 			 const struct hbm_ctl_rank *r, const char *key)
 {
 	int err;
@@ -174,6 +186,8 @@ static int register_rank(struct client *c, const struct ucred *sender,
 		return -ESRCH;
 	if (sender->pid != c->cred.pid)
 		return -EPERM;
+	if (before_pin)		/* pin_peer(): again, after */
+		return -EAGAIN;
 	err = recovery_register(c->d, c, r, key);
 	if (err)
 		return err;
@@ -234,8 +248,13 @@ static int undrain(struct client *c, bool admin, struct hbm_ctl_drain *out)
 	return sched_undrain(c->d->sched, out);
 }
 
-/* One request in, one reply out.  Returns false to drop the peer. */
-static bool serve(struct client *c, const void *pkt, size_t len, const struct ucred *sender)
+/*
+ * One request in, one reply out.  @before_pin: queued before the pin, by
+ * a process that may have ended (pin_peer()).  Returns false to drop the
+ * peer.
+ */
+static bool serve(struct client *c, const void *pkt, size_t len, const struct ucred *sender,
+		  bool before_pin)
 {
 	union {
 		struct hbm_ctl_rank_info rank;
@@ -275,12 +294,12 @@ static bool serve(struct client *c, const void *pkt, size_t len, const struct uc
 			reply = body;
 			break;
 		case HBM_CTL_RANK_REGISTER:
-			err = register_rank(c, sender, body, NULL);
+			err = register_rank(c, sender, before_pin, body, NULL);
 			reply = body;
 			break;
 		case HBM_CTL_RANK_REGISTER_KEYED:
 			keyed = body;
-			err = register_rank(c, sender, &keyed->rank, keyed->key);
+			err = register_rank(c, sender, before_pin, &keyed->rank, keyed->key);
 			reply = &keyed->rank;	/* never the key back */
 			break;
 		case HBM_CTL_RANK_ANSWER:
@@ -356,6 +375,7 @@ static int on_client(sd_event_source *s, int fd, uint32_t revents, void *arg)
 	alignas(8) unsigned char pkt[HBM_CTL_MAX_PACKET];
 	struct client *c = arg;
 	struct ucred sender;
+	bool before_pin;
 	ssize_t n;
 
 	(void)s;
@@ -363,11 +383,16 @@ static int on_client(sd_event_source *s, int fd, uint32_t revents, void *arg)
 	n = hbm_ctl_recv(fd, pkt, sizeof(pkt), &sender);
 	if (n == -EAGAIN || n == -EINTR)
 		goto out;
+	before_pin = n >= 0 && c->sent_before_pin;
+	if (before_pin)
+		c->sent_before_pin -= (size_t)n < c->sent_before_pin ? (size_t)n :
+				      c->sent_before_pin;
 	if (n == -ETOOMANYREFS && client_may_log(c))
 		fprintf(stderr, "<4>hbmguardd: uid %u (pid %d) passed files on the control socket: "
 			"disconnected\n", c->cred.uid, c->cred.pid);
 	/* An oversized packet is cut short by recv(): never a valid one. */
-	if (n <= 0 || !serve(c, pkt, (size_t)n > sizeof(pkt) ? 0 : (size_t)n, &sender))
+	if (n <= 0 || !serve(c, pkt, (size_t)n > sizeof(pkt) ? 0 : (size_t)n, &sender,
+			     before_pin))
 		control_close_client(c);
 out:
 	/* a job's key, read or peeked at: its digest is what is kept */
@@ -471,7 +496,7 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *arg)
 		      counted(d, &c->tenant, &waiting) >= MAX_PER_TENANT;
 	if (c->overflow)
 		make_room_for_overflow(d);
-	c->pidfd = c->overflow ? -1 : pin_peer(cfd, &c->cred);
+	c->pidfd = c->overflow ? -1 : pin_peer(cfd, &c->cred, &c->sent_before_pin);
 	c->next = d->clients;
 	d->clients = c;
 	/* without its end it would hold its slot for ever */

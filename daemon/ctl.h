@@ -73,7 +73,11 @@
  *
  * Training ranks: a process registers once (RANK_REGISTER) and keeps the
  * connection open; the daemon takes its pid and uid from SO_PEERCRED and
- * pins that process (a pidfd) when it accepts the connection.  Only the
+ * pins that process (a pidfd) when it accepts the connection.  Where the
+ * kernel cannot give the pidfd from the socket (SO_PEERPIDFD, before 6.5),
+ * the process is pinned by its pid, and a registration sent before the
+ * accept is answered -EAGAIN: its sender may have ended and its pid gone to
+ * another process since.  Sent again after that answer, it is taken.  Only the
  * process that connected may register on it, and its exit, or its closing
  * the socket, is its leaving: children that inherited the socket (data
  * loader workers) neither keep the rank nor act for it.  Its device is

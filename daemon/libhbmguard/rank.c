@@ -161,6 +161,13 @@ int hbmguard_rank_register(const char *socket_path, const struct hbmguard_rank_i
 	}
 	err = transact(r, keyed ? HBM_CTL_RANK_REGISTER_KEYED : HBM_CTL_RANK_REGISTER,
 		       keyed ? (const void *)&reg : &reg.rank, NULL, 0);
+	/*
+	 * Sent before the daemon took this process for the connection's, on a
+	 * kernel that cannot tell it (ctl.h): sent again, after its answer.
+	 */
+	if (err == -EAGAIN)
+		err = transact(r, keyed ? HBM_CTL_RANK_REGISTER_KEYED : HBM_CTL_RANK_REGISTER,
+			       keyed ? (const void *)&reg : &reg.rank, NULL, 0);
 	if (err)
 		goto fail;
 	*out = r;

@@ -28,6 +28,9 @@
  *   hbmrank --orphanreg SOCKET JOB RANK WORLD DEVICE
  *            the same, the child registering once the connecting process
  *            has exited
+ *   hbmrank --rawreg SOCKET JOB RANK WORLD DEVICE
+ *            connects and registers with one packet, sent at once, not
+ *            again on EAGAIN as libhbmguard does: prints "register: ERRNO"
  *   hbmrank --flood SOCKET N
  *            opens N connections and sends nothing; prints "held N", then
  *            "closed" once the daemon has closed every one
@@ -93,6 +96,20 @@ static int register_raw(int fd, const struct hbmguard_rank_info *info)
 	}
 	printf("register: %s\n", h.error ? strerror(-h.error) : "registered");
 	return h.error ? 2 : 0;
+}
+
+/* The connection made here, registered on by this process, once. */
+static int registers_once(char **argv)
+{
+	struct hbmguard_rank_info info;
+	int fd = hbm_ctl_connect(argv[0]);
+
+	if (fd < 0) {
+		printf("connect: %s\n", strerror(-fd));
+		return 1;
+	}
+	fill_info(&info, argv + 1);
+	return register_raw(fd, &info);
 }
 
 /* The connection made here, registered on by a child. */
@@ -268,6 +285,8 @@ static int test_mode(int argc, char **argv)
 		return refused(argv[2], argv[3], atoi(argv[4]));
 	if (argc < 7)
 		return 1;
+	if (!strcmp(argv[1], "--rawreg") && argc > 6)
+		return registers_once(argv + 2);
 	if (!strcmp(argv[1], "--childreg") || !strcmp(argv[1], "--orphanreg"))
 		return child_registers(argv + 2, !strcmp(argv[1], "--orphanreg"));
 	if (strcmp(argv[1], "--handoff"))

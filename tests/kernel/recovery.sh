@@ -253,6 +253,31 @@ check "... nor once the process that connected is gone" \
 	'grep -qE "^register: (No such process|Operation not permitted)$" /tmp/jobO'
 check "none of them registered" '! ctl ranks | grep -qE "^job(H|C|O) "'
 
+# A registration queued before the daemon took its connection (the daemon
+# stopped meanwhile): where the kernel has no SO_PEERPIDFD (6.1) the daemon
+# pins the process by its pid, which by the accept may be another's, the
+# sender gone (helper-188): EAGAIN, and libhbmguard sends it again.  6.5 and
+# later pin the sender itself.
+kill -STOP $daemon
+hbmrank --rawreg $S jobE 0 1 sim:sim0 >/tmp/jobE &
+e=$!
+hbmrank $S jobL 0 1 sim:sim0 silent >/tmp/jobL.0 &
+l=$!
+sleep 1
+kill -CONT $daemon
+wait_for /tmp/jobE "register:"
+wait_for /tmp/jobL.0 "registered\|register:"
+case $(uname -r) in
+6.1.*)	check "a registration sent before the accept, by pid: again (6.1)" \
+		'grep -qx "register: Resource temporarily unavailable" /tmp/jobE' ;;
+*)	check "a registration sent before the accept: taken (SO_PEERPIDFD)" \
+		'grep -qx "register: registered" /tmp/jobE' ;;
+esac
+check "... through libhbmguard, registered" 'grep -qx registered /tmp/jobL.0'
+kill $l
+exited $l
+wait $e 2>/dev/null
+
 # A job is its owner's: a user who takes a job's name first squats nothing,
 # and cannot join or answer for the job of that name of another user.
 su operator -c "hbmrank $S jobQ 0 2 sim:sim1 silent" >/tmp/opQ &

@@ -79,9 +79,11 @@ END_TEST
  * hbm_ctl_decode() says so past its __HBM_CTL_TYPE_MAX) and the connection
  * closed; DEADLINES and RECOVERY_TIMES their replies, a registration its
  * rank back.  @conns connections, then it exits; the last request it got
- * is left in the file @path.got.
+ * is left in the file @path.got.  With @again, a registration is answered
+ * -EAGAIN first, as hbmguardd answers one sent before it pinned its sender
+ * by pid (control.c's pin_peer()), and the next on the connection served.
  */
-static pid_t old_daemon(const char *path, unsigned int known, int conns)
+static pid_t daemon_answering(const char *path, unsigned int known, int conns, bool again)
 {
 	int lfd = hbm_ctl_listen(path);
 	pid_t pid;
@@ -108,6 +110,13 @@ static pid_t old_daemon(const char *path, unsigned int known, int conns)
 
 		if (fd < 0 || (n = recv(fd, pkt, sizeof(pkt), 0)) <= 0)
 			_exit(1);
+		if (again && !hbm_ctl_decode(pkt, n, false, &h, &body) &&
+		    (h.type == HBM_CTL_RANK_REGISTER || h.type == HBM_CTL_RANK_REGISTER_KEYED)) {
+			n = hbm_ctl_encode(pkt, sizeof(pkt), h.type | HBM_CTL_REPLY, h.seq,
+					   -EAGAIN, NULL);
+			if (send(fd, pkt, n, 0) != n || (n = recv(fd, pkt, sizeof(pkt), 0)) <= 0)
+				_exit(1);
+		}
 		snprintf(got, sizeof(got), "%s.got", path);
 		f = fopen(got, "w");
 		if (!f || fwrite(pkt, 1, n, f) != (size_t)n || fclose(f))
@@ -122,6 +131,11 @@ static pid_t old_daemon(const char *path, unsigned int known, int conns)
 		close(fd);
 	}
 	_exit(0);
+}
+
+static pid_t old_daemon(const char *path, unsigned int known, int conns)
+{
+	return daemon_answering(path, known, conns, false);
 }
 
 START_TEST(deadlines_of_each_age)
@@ -252,6 +266,43 @@ START_TEST(job_key_from_the_environment)
 }
 END_TEST
 
+/*
+ * A registration the daemon answers -EAGAIN (sent before it pinned this
+ * process by pid: ctl.h) is sent again on the same connection, and taken,
+ * keyed or not; the daemon's second answer is what the caller gets.
+ */
+START_TEST(register_sent_again_after_eagain)
+{
+	char dir[] = "/tmp/hbm-rank.XXXXXX", path[64];
+	struct hbm_ctl_rank_keyed k;
+	struct hbm_ctl_rank plain;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/control.sock", dir);
+	for (int keyed = 0; keyed < 2; keyed++) {
+		struct hbmguard_rank_info info = { .job = "run-42", .device = "dev",
+						   .world_size = 1 };
+		pid_t pid = daemon_answering(path, __HBM_CTL_TYPE_MAX, 1, true);
+		struct hbmguard_rank *r = NULL;
+		int status;
+
+		if (keyed)
+			setenv("HBMGUARD_JOB_KEY", "5f0c2a9e7b3d41e8a6c0f9b2d7e4a1c3", 1);
+		ck_assert_int_eq(hbmguard_rank_register(path, &info, &r), 0);
+		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+		ck_assert(WIFEXITED(status) && !WEXITSTATUS(status));
+		if (keyed)
+			ck_assert_uint_eq(got(path, &k, sizeof(k)), HBM_CTL_RANK_REGISTER_KEYED);
+		else
+			ck_assert_uint_eq(got(path, &plain, sizeof(plain)), HBM_CTL_RANK_REGISTER);
+		hbmguard_rank_close(r);
+		unlink(path);
+		unsetenv("HBMGUARD_JOB_KEY");
+	}
+	rmdir(dir);
+}
+END_TEST
+
 Suite *rank_suite(void)
 {
 	Suite *s = suite_create("rank");
@@ -261,6 +312,7 @@ Suite *rank_suite(void)
 	tcase_add_test(tc, register_without_a_job);
 	tcase_add_test(tc, deadlines_of_each_age);
 	tcase_add_test(tc, job_key_from_the_environment);
+	tcase_add_test(tc, register_sent_again_after_eagain);
 	suite_add_tcase(s, tc);
 	return s;
 }
