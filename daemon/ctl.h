@@ -80,7 +80,12 @@
  * another process since.  Sent again after that answer, it is taken.  Only the
  * process that connected may register on it, and its exit, or its closing
  * the socket, is its leaving: children that inherited the socket (data
- * loader workers) neither keep the rank nor act for it.  Its device is
+ * loader workers) neither keep the rank nor act for it.  But for one thing
+ * no kernel interface tells apart: in a container whose processes hold
+ * CAP_SYS_ADMIN over its own user and pid namespaces, a child may send its
+ * parent's pid in its credentials (SCM_CREDENTIALS, which SCM_PIDFD follows
+ * too), and so answer or register for that container's rank, never for
+ * another's (helper-188).  Its device is
  * named by identity, as the module has it (DEVICE_GET): one the module has
  * not is -ENODEV, since the rank would be told of no error there.  A rank
  * whose world size is not that of its job's ranks here is -EINVAL.  A job is
