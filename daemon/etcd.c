@@ -327,6 +327,20 @@ static void dispatch_lines(struct etcd_req *r)
 	memmove(r->buf, r->buf + at, r->len - at);
 	r->len -= at;
 	r->buf[r->len] = 0;
+	/*
+	 * A stream's buffer grown for a long line gives its room back: kept,
+	 * sixteen watches' lines of 12 MiB, each delivered, held the link's
+	 * bound for good, and no read of any watch found room (helper-189).
+	 */
+	if (r->cap > SMALL_REPLY && r->len < SMALL_REPLY) {
+		char *buf = realloc(r->buf, SMALL_REPLY);
+
+		if (buf) {
+			unkeep(r->e, reply_kept(r->cap));
+			r->buf = buf;
+			r->cap = SMALL_REPLY;
+		}
+	}
 }
 
 static void finish(struct etcd *e, struct etcd_req *r, CURLcode res)

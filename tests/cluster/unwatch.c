@@ -19,6 +19,7 @@
  * a tell after the unwatch.  WATCHES more watches of PREFIX are kept, told
  * nothing, as cluster.c keeps one for each incident's acknowledgements: a
  * hostile gateway's load on many (tests/cluster/hostile_gateway.py, hoard).
+ * A callback of another name is never unwatched from: it runs its 20 s.
  */
 #include <stdio.h>
 #include <stdlib.h>
