@@ -91,6 +91,7 @@ struct daemon {
 	size_t nr_incidents, incidents_cap;
 	uint64_t last_incident;		/* the id of the newest */
 	uint64_t losses;		/* losses of data heard, numbering each */
+	uint32_t report;		/* the one in hand's report (recovery.c's burst) */
 	struct metrics_incidents incident_totals;	/* ended since the start */
 
 	/* scheduler.c's */
@@ -104,6 +105,7 @@ struct daemon {
 	struct client *clients;		/* connected to it */
 	struct hbm_fdsink fdsink;	/* where they are closed (fdsink.c) */
 	struct hbm_ratelimit accept_failed;	/* said, out of descriptors */
+	sd_event_source *accept_again;	/* then: the listener back on */
 	struct hbm_subuids subuids;	/* whose their uids are (subuid.c) */
 };
 

@@ -794,10 +794,51 @@ static bool hits_another_rank(struct daemon *d, const struct incident *x, const 
 	return false;
 }
 
-/* Whether a loss now is of the same burst as the one that opened @x. */
-static bool same_burst(const struct incident *x)
+/*
+ * A loss's report (d->report): its source's and its kind, an Xid or a
+ * page heard (HBM_REPORT_PAGE); 0, one that is never another's report of
+ * the same error (lost events, a page whose spare failed, a rank's API).
+ */
+#define HBM_REPORT_PAGE		0xffffU
+#define HBM_REPORT(origin, xid)	((uint32_t)(origin) << 16 | ((xid) & 0xffffU))
+
+/*
+ * Whether the loss in hand (d->report) is another report of the error that
+ * opened @x, which it then takes: within HBM_XID_WINDOW_NS of it, the
+ * window the core takes one Xid heard twice in, each kind of report once.
+ * One DBE is Xid 48, then 94 or 95, NVML's DoubleBitEcc event and, once
+ * NVML's tables are read again, its page, and ranks that pause at once may
+ * be restoring by then; the same report twice is two errors (helper-189:
+ * an Xid 48 again, a page's spare failing, events lost were taken in).
+ */
+static bool same_burst(struct daemon *d, struct incident *x)
 {
-	return x->lost_at && hbm_monotonic_ns() - x->lost_at < HBM_XID_WINDOW_NS;
+	size_t i;
+
+	if (!d->report || !x->lost_at || hbm_monotonic_ns() - x->lost_at >= HBM_XID_WINDOW_NS)
+		return false;
+	for (i = 0; i < HBM_BURST_REPORTS && x->burst[i]; i++)
+		if (x->burst[i] == d->report)
+			return false;
+	if (i == HBM_BURST_REPORTS)
+		return false;
+	x->burst[i] = d->report;
+	return true;
+}
+
+/* @x, under another node's incident, escalated for this node's pages with no spare. */
+static void escalate_remote_for_memory_here(struct daemon *d, struct incident *x,
+					    const char *identity, uint64_t offset,
+					    uint64_t length)
+{
+	struct hbm_ctl_incident here;
+
+	escalate(d, x, NO_SPARE, NOT_THE_NODE);
+	here = x->info;
+	snprintf(here.device, sizeof(here.device), "%s", identity);
+	here.offset = offset;
+	here.length = length;
+	daemon_incident_aborted(d, &here);
 }
 
 /*
@@ -807,21 +848,21 @@ static bool same_burst(const struct incident *x)
  *    over it, its restore with it; under another rank of the job, @x's
  *    loss is under two (may_restore());
  *  - where @x has the whole device already: a loss of that GPU heard
- *    before any rank was asked to restore, or within HBM_XID_WINDOW_NS of
- *    @x's own (same_burst()), a page bypassed (a whole device's incident
- *    checks no page: the driver's bypass) or in service.  One DBE is
- *    Xid 48, then 94 or 95, NVML's DoubleBitEcc event and, once NVML's
- *    tables are read again, its page: all within the window the core
- *    takes one Xid heard twice in, though ranks that pause at once may be
- *    restoring by then.  Any other loss once a restore is under way may
- *    have taken restored data: a second error, whole device or page (a
- *    later Xid 48 or lost events were taken as the same error, and the
- *    ranks resumed on what they had restored).
+ *    before any rank was asked to restore, or another report of @x's own
+ *    (same_burst()), a page bypassed (a whole device's incident checks no
+ *    page: the driver's bypass) or in service.  Any other loss once a
+ *    restore is under way may have taken restored data: a second error,
+ *    whole device or page (a later Xid 48 or lost events were taken as
+ *    the same error, and the ranks resumed on what they had restored).
+ *    Where the new pages have no spare, that is the node's memory even
+ *    under an incident opened on another node; else the second error
+ *    drains it only where @x's own page had none.
  */
 static void take_in(struct daemon *d, struct incident *x, const char *identity, uint64_t offset,
 		    uint64_t length, bool in_service)
 {
 	bool same_device = !strcmp(x->info.device, identity);
+	int bypassed;
 
 	if (same_device && x->loss == d->losses) {
 		if (hits_another_rank(d, x, identity, offset, length))
@@ -831,7 +872,7 @@ static void take_in(struct daemon *d, struct incident *x, const char *identity, 
 	}
 	if (same_device && x->info.length == HBM_CTL_WHOLE_DEVICE &&
 	    (x->info.state == HBM_INCIDENT_DETECTED || x->info.state == HBM_INCIDENT_PAUSING ||
-	     same_burst(x))) {
+	     same_burst(d, x))) {
 		if (escalated_unbypassed(d, x, bypass_at(d, identity, offset, length,
 							  in_service)))
 			return;
@@ -839,9 +880,13 @@ static void take_in(struct daemon *d, struct incident *x, const char *identity, 
 			identity, x->info.id);
 		return;
 	}
-	if (escalated_unbypassed(d, x, bypass_at(d, identity, offset, length, in_service)))
-		return;
-	escalate_for_ranks(d, x, "a second error during recovery");
+	bypassed = bypass_at(d, identity, offset, length, in_service);
+	if (!bypassed && x->remote)
+		escalate_remote_for_memory_here(d, x, identity, offset, length);
+	else if (!bypassed || (bypassed < 0 && bypass_of(d, x)))
+		escalated_unbypassed(d, x, bypassed);
+	else	/* @x's own page's want of a spare, where it has one */
+		escalate_for_ranks(d, x, "a second error during recovery");
 }
 
 /*
@@ -886,6 +931,7 @@ static void lost_data(struct daemon *d, const char *identity, uint64_t offset,
 		x->cl_asked = x->cl_done = -1;
 		x->loss = d->losses;
 		x->lost_at = hbm_monotonic_ns();
+		x->burst[0] = d->report;
 		x->in_service = in_service;
 		x->clustered = across_nodes(d, x);
 		x->two_ranks = hits_another_rank(d, x, identity, offset, length);
@@ -1480,7 +1526,9 @@ void recovery_fact(void *arg, const struct hbm_fact *f)
 				   f->event == HBMGUARD_EVENT_FAILED ? LOSS_FAILED : LOSS_AGAIN);
 		} else if (destroys_data(hbm_event_page_state(f->event), f->source)) {
 			/* Data lost under a rank: its job's recovery starts. */
+			d->report = HBM_REPORT(f->origin, HBM_REPORT_PAGE);
 			lost_pages(d, id, f->dev.identity, f->offset, f->length, LOSS_HEARD);
+			d->report = 0;
 		}
 		break;
 	case HBM_FACT_LOST_UNHEARD:
@@ -1492,8 +1540,11 @@ void recovery_fact(void *arg, const struct hbm_fact *f)
 	case HBM_FACT_ERROR:
 		/* A device's UE without an address: every rank on it. */
 		if (f->severity == HBM_SEVERITY_UE && !f->length &&
-		    !(f->flags & HBM_FACT_UNHEARD) && f->dev.identity[0])
+		    !(f->flags & HBM_FACT_UNHEARD) && f->dev.identity[0]) {
+			d->report = HBM_REPORT(f->origin, f->xid);
 			recovery_on_lost_data(d, f->dev.identity, 0, HBM_CTL_WHOLE_DEVICE);
+			d->report = 0;
+		}
 		break;
 	}
 }

@@ -16,6 +16,12 @@
 
 struct hbm_fact;
 
+/*
+ * The reports one GPU error may come in (recovery.c's same_burst()): Xid 48,
+ * 94 or 95, NVML's DoubleBitEcc event, its page from NVML's tables.
+ */
+#define HBM_BURST_REPORTS	6
+
 /* An incident: what hbmctl sees, and what drives it. */
 struct incident {
 	struct hbm_ctl_incident info;
@@ -32,6 +38,7 @@ struct incident {
 	char cluster_id[HBM_CLUSTER_NAME_LEN];
 	uint64_t loss;			/* the loss that opened it (daemon's losses) */
 	uint64_t lost_at;		/* when, hbm_monotonic_ns(); 0: before a restart */
+	uint32_t burst[HBM_BURST_REPORTS];	/* the reports taken as its loss: same_burst() */
 	/* Its pages in service on their own frames (cleared): none to bypass. */
 	bool in_service;
 	/* Its loss under another rank of its job too: it cannot restore both. */

@@ -129,11 +129,12 @@ void daemon_save_failed(struct daemon *d)
 }
 
 static unsigned int drained;	/* incidents that took the node out of service */
+static char drained_for[64];	/* the last one's device */
 
 void daemon_incident_aborted(struct daemon *d, const struct hbm_ctl_incident *x)
 {
 	(void)d;
-	(void)x;
+	snprintf(drained_for, sizeof(drained_for), "%s", x->device);
 	drained++;
 }
 
@@ -1256,15 +1257,18 @@ END_TEST
 
 /*
  * Once the ranks restore, a loss of the whole device is the incident's own
- * error only within the burst it came in (Xid 48, then 94, NVML's
- * DoubleBitEcc event); a later one, or events the module lost, may have hit
- * restored data: a second error, never a resume on it.  Before, any such
- * loss in any step was "its error again", and the rank resumed.
+ * error only as another report of it within the burst it came in (Xid 48,
+ * then 94, NVML's DoubleBitEcc event): a later one, the same report twice
+ * (an Xid 48 again), events the module lost, or a page whose spare failed
+ * may have hit restored data: a second error, never a resume on it.
+ * Before, any whole-device loss in any step was "its error again", and
+ * within the window every loss was (helper-189).
  */
 START_TEST(whole_device_loss_while_restoring)
 {
 	struct hbm_fact unheard = { .type = HBM_FACT_LOST_UNHEARD, .count = 3,
 				    .dev = { .id = 1, .identity = "dev" } };
+	struct hbm_fact again = heard_ue_page;
 	struct client *a;
 
 	setup();
@@ -1275,11 +1279,21 @@ START_TEST(whole_device_loss_while_restoring)
 	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_RESTORING);
 	xid_fact(94, HBM_SEVERITY_UE, "dev");	/* the same DBE */
 	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_RESTORING);
-	lost_before(0, HBM_XID_WINDOW_NS);
-	if (_i)
-		recovery_fact(d, &unheard);
-	else
+	if (_i < 2)				/* past the burst */
+		lost_before(0, HBM_XID_WINDOW_NS);
+	again.flags = HBM_FACT_DATA_LOST;	/* its spare failed: LOSS_AGAIN */
+	switch (_i) {
+	case 0:
+	case 2:
 		xid_fact(48, HBM_SEVERITY_UE, "dev");
+		break;
+	case 1:
+	case 3:
+		recovery_fact(d, &unheard);
+		break;
+	default:
+		recovery_fact(d, &again);
+	}
 	ck_assert_uint_eq(d->nr_incidents, 1);
 	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_ESCALATED);
 	ck_assert_str_eq(d->incidents[0].info.reason, "a second error during recovery");
@@ -2105,6 +2119,27 @@ START_TEST(job_all_here_is_local)
 }
 END_TEST
 
+/*
+ * A page of this node's with no spare, lost under a rank whose job has
+ * another node's incident open: the node's memory, drained, though the
+ * incident is not this node's (helper-189: a remote incident drained
+ * nothing, whatever the cause).
+ */
+START_TEST(no_spare_here_under_another_nodes_incident)
+{
+	setup_across_nodes();
+	rank("job", 1, 0x1000, 0);
+	step("r2", CL_PAUSE, 0, "other", "");
+	ck_assert(d->incidents[0].remote);
+	bypassed = false;
+	recovery_on_lost_data(d, "dev", 0x1000, 0x1000);
+	ck_assert_str_eq(d->incidents[0].info.reason, "the page has no spare: not bypassed");
+	ck_assert_uint_eq(drained, 1);
+	ck_assert_str_eq(drained_for, "dev");	/* this node's, not "@other" */
+	cleanup();
+}
+END_TEST
+
 Suite *recovery_suite(void)
 {
 	Suite *s = suite_create("recovery");
@@ -2139,7 +2174,7 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, cleared_page_lost_needs_no_bypass);
 	tcase_add_test(tc, page_within_whole_device_incident);
 	tcase_add_test(tc, a_rank_of_another_world_is_refused);
-	tcase_add_loop_test(tc, whole_device_loss_while_restoring, 0, 2);
+	tcase_add_loop_test(tc, whole_device_loss_while_restoring, 0, 5);
 	tcase_add_loop_test(tc, one_loss_under_two_ranks_escalates, 0, 2);
 	tcase_add_loop_test(tc, two_ranks_hit_still_drain_for_the_memory, 0, 2);
 	/* the failed rank fails, leaves; the other fails; the page bypassed; the table unread */
@@ -2163,6 +2198,7 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, ended_before_open_is_no_poison);
 	tcase_add_test(tc, only_a_pause_starts_a_part);
 	tcase_add_test(tc, second_error_during_abort_ends);
+	tcase_add_test(tc, no_spare_here_under_another_nodes_incident);
 	suite_add_tcase(s, tc);
 	return s;
 }
