@@ -437,11 +437,11 @@ static void make_room_for_overflow(struct daemon *d)
 
 static int on_accept_again(sd_event_source *t, uint64_t usec, void *arg)
 {
-	sd_event_source *s = arg;
+	sd_event_source *listener = arg;
 
 	(void)t;
 	(void)usec;
-	sd_event_source_set_enabled(s, SD_EVENT_ON);	/* both the loop's till its end */
+	sd_event_source_set_enabled(listener, SD_EVENT_ON);	/* the loop's till its end */
 	return 0;
 }
 
@@ -449,19 +449,26 @@ static int on_accept_again(sd_event_source *t, uint64_t usec, void *arg)
  * Out of descriptors (or kernel memory) for a connection: it stays in the
  * backlog, and the listener, still readable, would wake the loop at once
  * for ever (helper-188): not listened to for ACCEPT_PAUSE_US, said once a
- * minute at most.
+ * minute at most.  One timer, armed again each time (helper-189: a
+ * floating one each time stayed till the loop's end, 300 bytes a pause).
  */
 static void accept_failed(struct daemon *d, sd_event_source *s, int err)
 {
 	uint64_t now = 0, missed;
+	int r;
 
 	sd_event_now(d->loop, CLOCK_MONOTONIC, &now);
 	if (hbm_ratelimit(&d->accept_failed, 60000000, 1, now, &missed))
 		fprintf(stderr, "<3>hbmguardd: control socket: a connection not taken: %s (%" PRIu64
 			" more since): again in %d ms\n", strerror(err), missed,
 			ACCEPT_PAUSE_US / 1000);
-	if (sd_event_add_time_relative(d->loop, NULL, CLOCK_MONOTONIC, ACCEPT_PAUSE_US, 0,
-				       on_accept_again, s) >= 0)
+	if (!d->accept_again)
+		r = sd_event_add_time_relative(d->loop, &d->accept_again, CLOCK_MONOTONIC,
+					       ACCEPT_PAUSE_US, 0, on_accept_again, s);
+	else
+		r = sd_event_source_set_time_relative(d->accept_again, ACCEPT_PAUSE_US) < 0 ? -1 :
+		    sd_event_source_set_enabled(d->accept_again, SD_EVENT_ONESHOT);
+	if (r >= 0)
 		sd_event_source_set_enabled(s, SD_EVENT_OFF);
 }
 
@@ -646,6 +653,7 @@ void control_close(struct daemon *d)
 	const char *path = d->cfg.control_socket;
 	struct stat st;
 
+	d->accept_again = sd_event_source_disable_unref(d->accept_again);
 	if (d->control < 0)
 		return;
 	/* its backlog's connections, with their queues, released elsewhere too */
