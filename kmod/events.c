@@ -34,11 +34,12 @@
  * (newuidmap, /etc/subuid: 65536 of them) held as many times the rings, and
  * each event, made under the device's lock, walked them all (helper-187).
  * A namespace root made (a container runtime's, one per container) counts
- * as one user of its own, whatever uids it maps: not as root, which would
- * make every such container one tenant with the initial namespace's uid 0,
- * nor by uid, which its root could setuid() through.  Root, and a container
- * of uid 0 without a namespace where its seccomp filter lets it make one,
- * can make many such users.
+ * as the user its uid 0 maps to, whatever uids it maps: not as root, which
+ * would make every such container one tenant with the initial namespace's
+ * uid 0, nor by uid, which its root could setuid() through.  One whose uid
+ * 0 maps to root or nowhere (what uid 0 without CAP_SYS_ADMIN can make)
+ * counts as root (helper-189: counted apart, each such namespace held 1024
+ * more).
  *
  * A full ring drops the new event and counts it.  The count is delivered as
  * an OVERFLOW record at the place of the loss: read() makes it when the
@@ -62,7 +63,7 @@ struct hbm_reader {
 	struct list_head node;		/* on hbm_readers, under hbm_events_mutex */
 	spinlock_t lock;		/* head, tail, lost, lost_seqnum */
 	bool counted;			/* one of its user's hbm_opens */
-	unsigned long owner;		/* whom it is counted to: opens_owner() */
+	kuid_t owner;			/* whom it is counted to: opens_owner() */
 	wait_queue_head_t wait;
 	struct work_struct wake;	/* wakes @wait, away from the events' locks */
 	struct mutex read_lock;		/* one read() at a time moves head */
@@ -195,42 +196,43 @@ u64 hbm_event(u32 type, u32 device, u64 offset, u64 length, u32 source,
  * Whom a ring of the current process counts to: its euid; in a user
  * namespace, the user who made the outermost one below the initial
  * namespace (whom inc_ucount() counts its instances to there), or where
- * root made it, that namespace, its inode number above the uids.
+ * root made it, the user its uid 0 maps to, root where none.
  */
-static unsigned long opens_owner(void)
+static kuid_t opens_owner(void)
 {
-	const struct user_namespace *ns = current_user_ns();
+	struct user_namespace *ns = current_user_ns();
+	kuid_t root;
 
-	BUILD_BUG_ON(sizeof(unsigned long) < sizeof(u64));
 	if (ns == &init_user_ns)
-		return __kuid_val(current_euid());
+		return current_euid();
 	while (ns->parent != &init_user_ns)
 		ns = ns->parent;
 	if (!uid_eq(ns->owner, GLOBAL_ROOT_UID))
-		return __kuid_val(ns->owner);
-	return BIT_ULL(32) | ns->ns.inum;
+		return ns->owner;
+	root = make_kuid(ns, 0);
+	return uid_valid(root) ? root : GLOBAL_ROOT_UID;
 }
 
 /* Count a ring to @r's user; events mutex held. */
 static int opens_charge(struct hbm_reader *r)
 {
-	unsigned long n = xa_to_value(xa_load(&hbm_opens, r->owner));
+	unsigned long n = xa_to_value(xa_load(&hbm_opens, __kuid_val(r->owner)));
 
 	if (n >= HBMGUARD_MAX_OPENS)
 		return -ENFILE;
-	return xa_err(xa_store(&hbm_opens, r->owner, xa_mk_value(n + 1),
+	return xa_err(xa_store(&hbm_opens, __kuid_val(r->owner), xa_mk_value(n + 1),
 			       GFP_KERNEL));
 }
 
 /* Give the ring back; events mutex held.  Replacing an entry never allocates. */
 static void opens_uncharge(struct hbm_reader *r)
 {
-	unsigned long n = xa_to_value(xa_load(&hbm_opens, r->owner));
+	unsigned long n = xa_to_value(xa_load(&hbm_opens, __kuid_val(r->owner)));
 
 	if (n > 1)
-		xa_store(&hbm_opens, r->owner, xa_mk_value(n - 1), GFP_KERNEL);
+		xa_store(&hbm_opens, __kuid_val(r->owner), xa_mk_value(n - 1), GFP_KERNEL);
 	else
-		xa_erase(&hbm_opens, r->owner);
+		xa_erase(&hbm_opens, __kuid_val(r->owner));
 }
 
 /**

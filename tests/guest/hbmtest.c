@@ -1391,16 +1391,16 @@ static int write_map(pid_t pid, const char *name, const char *text)
 
 /*
  * A process of uid @maker (group 1000, the node's) that makes a user
- * namespace of uids 0 and 1 (100000 and 100001: the maps written here as
+ * namespace of uids 0 and 1 (@base and @base + 1: the maps written here as
  * newuidmap writes them) and holds every ring it can there as its uid 0.
  * Return: 1 if its uid 1 was refused one more too, 0 if not, -1 if the
  * test failed; the process in *@pid, holding its rings until a byte on
  * @down[1].
  */
-static int namespace_at_limit(uid_t maker, int down[2], pid_t *pid)
+static int namespace_at_limit(uid_t maker, uid_t base, int down[2], pid_t *pid)
 {
 	int up[2], status, ret = -1;
-	char c = 0;
+	char map[32], c = 0;
 
 	if (pipe(up))
 		return -1;
@@ -1434,8 +1434,8 @@ static int namespace_at_limit(uid_t maker, int down[2], pid_t *pid)
 			_exit(12);
 		_exit(0);
 	}
-	if (*pid > 0 && read(up[0], &c, 1) == 1 &&
-	    !write_map(*pid, "uid_map", "0 100000 2\n") &&
+	snprintf(map, sizeof(map), "0 %u 2\n", (unsigned int)base);
+	if (*pid > 0 && read(up[0], &c, 1) == 1 && !write_map(*pid, "uid_map", map) &&
 	    !write_map(*pid, "gid_map", "0 1000 1\n") && write(down[1], &c, 1) == 1 &&
 	    read(up[0], &c, 1) == 1)
 		ret = c;
@@ -1461,8 +1461,8 @@ static bool refused_a_ring(uid_t uid)
  * ucounts do: a group member that maps its subordinate uids (newuidmap,
  * /etc/subuid) holds no more rings than itself (helper-187: each
  * subordinate uid held HBMGUARD_MAX_OPENS of its own).  One root made (a
- * container runtime's) counts as a user of its own: neither root's, nor
- * another such namespace's.
+ * container runtime's) counts as the user its uid 0 maps to: not as root,
+ * nor with another container's of another range.
  */
 static void test_open_limit_namespaces(void)
 {
@@ -1472,22 +1472,29 @@ static void test_open_limit_namespaces(void)
 	CHECK_OK(chown(DEV_NODE, 0, 1000));
 	CHECK_OK(pipe(down[0]));
 	CHECK_OK(pipe(down[1]));
-	CHECK_EQ(namespace_at_limit(1000, down[0], &pid[0]), 1);
+	CHECK_EQ(namespace_at_limit(1000, 100000, down[0], &pid[0]), 1);
 	CHECK(refused_a_ring(1000));		/* the user itself, outside */
 	CHECK(!refused_a_ring(0));
 	CHECK_EQ(write(down[0][1], "x", 1), 1);
 	waitpid(pid[0], &status, 0);
 	CHECK_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : 100, 0);
 
-	CHECK_EQ(namespace_at_limit(0, down[0], &pid[0]), 1);
+	CHECK_EQ(namespace_at_limit(0, 100000, down[0], &pid[0]), 1);
 	CHECK(!refused_a_ring(0));		/* root, outside */
-	CHECK_EQ(namespace_at_limit(0, down[1], &pid[1]), 1);	/* another runtime's */
+	CHECK_EQ(namespace_at_limit(0, 200000, down[1], &pid[1]), 1);	/* another's range */
 	for (i = 0; i < 2; i++) {
 		CHECK_EQ(write(down[i][1], "x", 1), 1);
 		waitpid(pid[i], &status, 0);
 		CHECK_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : 100, 0);
-		close(down[i][0]), close(down[i][1]);
 	}
+	/* one whose uid 0 is root, as uid 0 without CAP_SYS_ADMIN makes: root's */
+	CHECK_EQ(namespace_at_limit(0, 0, down[0], &pid[0]), 1);
+	CHECK(refused_a_ring(0));
+	CHECK_EQ(write(down[0][1], "x", 1), 1);
+	waitpid(pid[0], &status, 0);
+	CHECK_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : 100, 0);
+	for (i = 0; i < 2; i++)
+		close(down[i][0]), close(down[i][1]);
 	CHECK_OK(chown(DEV_NODE, 0, 0));
 }
 

@@ -116,7 +116,8 @@
  * HBMGUARD_MAX_OPENS event rings; one more is ENFILE, for that user only.
  * A user is an euid; in a user namespace, the user who made the outermost
  * one (every uid it maps counts as that user), or, one root made (a
- * container runtime's), that namespace.  A ring (event_ring records) is
+ * container runtime's), the user its uid 0 maps to (root where that is
+ * root or none).  A ring (event_ring records) is
  * charged to the opener's memory cgroup (ENOMEM at its limit).  An admin's
  * open is not counted.
  *
