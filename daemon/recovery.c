@@ -805,7 +805,10 @@ static bool hits_another_rank(struct daemon *d, const struct incident *x, const 
 /*
  * Whether the loss in hand (d->report) is another report of the error that
  * opened @x, which it then takes: within HBM_XID_WINDOW_NS of it, the
- * window the core takes one Xid heard twice in, each kind of report once.
+ * window the core takes one Xid heard twice in, each kind of report once
+ * (its ranges all: one event's pages may come in several, lost_pages()),
+ * recorded whatever the step (helper-190: heard while the ranks paused, a
+ * report was not, and counted again once they restored).
  * One DBE is Xid 48, then 94 or 95, NVML's DoubleBitEcc event and, once
  * NVML's tables are read again, its page, and ranks that pause at once may
  * be restoring by then; the same report twice is two errors (helper-189:
@@ -819,10 +822,11 @@ static bool same_burst(struct daemon *d, struct incident *x)
 		return false;
 	for (i = 0; i < HBM_BURST_REPORTS && x->burst[i]; i++)
 		if (x->burst[i] == d->report)
-			return false;
+			return x->burst_loss == d->losses;	/* another range of it */
 	if (i == HBM_BURST_REPORTS)
 		return false;
 	x->burst[i] = d->report;
+	x->burst_loss = d->losses;
 	return true;
 }
 
@@ -831,13 +835,14 @@ static void escalate_remote_for_memory_here(struct daemon *d, struct incident *x
 					    const char *identity, uint64_t offset,
 					    uint64_t length)
 {
-	struct hbm_ctl_incident here;
+	struct hbm_ctl_incident here = x->info;	/* @x may move: cluster_fail() tells */
 
-	escalate(d, x, NO_SPARE, NOT_THE_NODE);
-	here = x->info;
 	snprintf(here.device, sizeof(here.device), "%s", identity);
 	here.offset = offset;
 	here.length = length;
+	here.state = HBM_INCIDENT_ESCALATED;
+	snprintf(here.reason, sizeof(here.reason), "%s", NO_SPARE);
+	escalate(d, x, NO_SPARE, NOT_THE_NODE);	/* open: take_in()'s */
 	daemon_incident_aborted(d, &here);
 }
 
@@ -871,8 +876,8 @@ static void take_in(struct daemon *d, struct incident *x, const char *identity, 
 		return;
 	}
 	if (same_device && x->info.length == HBM_CTL_WHOLE_DEVICE &&
-	    (x->info.state == HBM_INCIDENT_DETECTED || x->info.state == HBM_INCIDENT_PAUSING ||
-	     same_burst(d, x))) {
+	    (same_burst(d, x) || x->info.state == HBM_INCIDENT_DETECTED ||
+	     x->info.state == HBM_INCIDENT_PAUSING)) {
 		if (escalated_unbypassed(d, x, bypass_at(d, identity, offset, length,
 							  in_service)))
 			return;
@@ -932,6 +937,7 @@ static void lost_data(struct daemon *d, const char *identity, uint64_t offset,
 		x->loss = d->losses;
 		x->lost_at = hbm_monotonic_ns();
 		x->burst[0] = d->report;
+		x->burst_loss = d->losses;
 		x->in_service = in_service;
 		x->clustered = across_nodes(d, x);
 		x->two_ranks = hits_another_rank(d, x, identity, offset, length);

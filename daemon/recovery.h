@@ -39,6 +39,7 @@ struct incident {
 	uint64_t loss;			/* the loss that opened it (daemon's losses) */
 	uint64_t lost_at;		/* when, hbm_monotonic_ns(); 0: before a restart */
 	uint32_t burst[HBM_BURST_REPORTS];	/* the reports taken as its loss: same_burst() */
+	uint64_t burst_loss;		/* the loss that took the last of them */
 	/* Its pages in service on their own frames (cleared): none to bypass. */
 	bool in_service;
 	/* Its loss under another rank of its job too: it cannot restore both. */

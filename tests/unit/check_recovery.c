@@ -1220,14 +1220,15 @@ static void lost_before(size_t i, uint64_t ns)
 /*
  * A GPU's UE without an address, then its page's, before the ranks were
  * asked to restore: the whole-device incident has it already, not a
- * second error (helper-181); and so within the burst of its error once the
- * ranks restore (NVML's tables read again after the DBE: its page).  Past
- * that, once a restore is under way, a page lost may have taken restored
- * data: that one escalates.
+ * second error (helper-181); and so another report of it within its burst
+ * once the ranks restore (NVML's tables read again after the DBE: its
+ * page).  The same report twice is two errors, and past the burst any page
+ * lost once a restore is under way may have taken restored data: those
+ * escalate.
  */
 START_TEST(page_within_whole_device_incident)
 {
-	struct hbm_fact ue = heard_ue_page;
+	struct hbm_fact ue = heard_ue_page, nvml = heard_ue_page;
 	struct client *b;
 
 	setup();
@@ -1235,22 +1236,96 @@ START_TEST(page_within_whole_device_incident)
 	b = rank("job", 0, ANY_PAGE, 0);
 	xid_fact(48, HBM_SEVERITY_UE, "dev");
 	ck_assert_uint_eq(d->nr_incidents, 1);
-	lost_before(0, HBM_XID_WINDOW_NS);	/* pausing: any time */
-	recovery_fact(d, &ue);
+	recovery_fact(d, &ue);			/* the kernel's report of its page */
 	ck_assert_uint_eq(d->nr_incidents, 1);
 	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_PAUSING);
 	ck_assert_uint_eq(drained, 0);
-	lost_before(0, -HBM_XID_WINDOW_NS);
 	answer(b, 1, HBM_ANSWER_PAUSED);
 	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_RESTORING);
-	ue.offset = 0x3000;
-	recovery_fact(d, &ue);			/* the burst's */
+	nvml.origin = HBM_FROM_NVML;
+	nvml.offset = 0x3000;
+	recovery_fact(d, &nvml);		/* NVML's: another report */
 	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_RESTORING);
-	lost_before(0, HBM_XID_WINDOW_NS);
 	ue.offset = 0x5000;
-	recovery_fact(d, &ue);
+	if (_i)					/* past the burst */
+		lost_before(0, HBM_XID_WINDOW_NS);
+	recovery_fact(d, &ue);			/* the kernel's report again */
 	ck_assert_str_eq(d->incidents[0].info.reason, "a second error during recovery");
 	ck_assert_uint_eq(drained, 0);		/* bypassed: the job's alone */
+	cleanup();
+}
+END_TEST
+
+/*
+ * A page lost while the ranks pause, whatever the incident's step, is
+ * before any restore: taken in, whenever it came (no burst then).
+ */
+START_TEST(page_while_pausing_is_taken_in_any_time)
+{
+	struct hbm_fact ue = heard_ue_page;
+
+	setup();
+	world = 1;
+	rank("job", 0, ANY_PAGE, 0);
+	xid_fact(48, HBM_SEVERITY_UE, "dev");
+	lost_before(0, 10 * HBM_XID_WINDOW_NS);
+	recovery_fact(d, &ue);
+	xid_fact(48, HBM_SEVERITY_UE, "dev");	/* and the same Xid again */
+	ck_assert_uint_eq(d->nr_incidents, 1);
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_PAUSING);
+	cleanup();
+}
+END_TEST
+
+/*
+ * A report heard while the ranks pause counts as its kind's one report:
+ * the same again once they restore is a second error (helper-190: it was
+ * not recorded then, and taken in again).
+ */
+START_TEST(reports_heard_while_pausing_count_once)
+{
+	struct client *a;
+
+	setup();
+	world = 1;
+	a = rank("job", 0, 0x1000, 0);
+	xid_fact(48, HBM_SEVERITY_UE, "dev");
+	xid_fact(94, HBM_SEVERITY_UE, "dev");	/* pausing: its burst's */
+	answer(a, 1, HBM_ANSWER_PAUSED);
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_RESTORING);
+	xid_fact(94, HBM_SEVERITY_UE, "dev");	/* the same report twice */
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_ESCALATED);
+	cleanup();
+}
+END_TEST
+
+/*
+ * One event whose pages come in two ranges (one between them seen before)
+ * is one report once the ranks restore, not a second error in its second
+ * range (helper-190).
+ */
+START_TEST(one_event_in_two_ranges_is_one_report)
+{
+	struct hbm_fact old = { .type = HBM_FACT_PAGES, .origin = HBM_FROM_KERNEL,
+				.flags = HBM_FACT_UNHEARD, .sync = HBM_SYNC_START,
+				.state = HBMGUARD_STATE_RETIRED, .source = HBMGUARD_SOURCE_UE,
+				.dev = { .id = 1, .identity = "dev" },
+				.offset = 0x2000, .length = 0x1000, .count = 1 };
+	struct hbm_fact ue = heard_ue_page;
+	struct client *a;
+
+	setup();
+	world = 1;
+	recovery_fact(d, &old);			/* 0x2000 seen: old news */
+	a = rank("job", 0, ANY_PAGE, 0);
+	xid_fact(48, HBM_SEVERITY_UE, "dev");
+	answer(a, 1, HBM_ANSWER_PAUSED);
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_RESTORING);
+	ue.offset = 0x1000;
+	ue.length = 0x3000;
+	ue.count = 3;
+	recovery_fact(d, &ue);			/* one event: 0x1000 and 0x3000 news */
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_RESTORING);
 	cleanup();
 }
 END_TEST
@@ -2140,6 +2215,26 @@ START_TEST(no_spare_here_under_another_nodes_incident)
 }
 END_TEST
 
+/*
+ * Under another node's incident, a page here with a spare, or whose table
+ * cannot be read, escalates the job and drains nothing: a peer's incident
+ * is no lever on this node's service.
+ */
+START_TEST(a_page_with_a_spare_under_another_nodes_incident)
+{
+	setup_across_nodes();
+	rank("job", 1, 0x1000, 0);
+	step("r2", CL_PAUSE, 0, "other", "");
+	ck_assert(d->incidents[0].remote);
+	if (_i)
+		table_error = -EIO;
+	recovery_on_lost_data(d, "dev", 0x1000, 0x1000);
+	ck_assert_uint_eq(d->incidents[0].info.state, HBM_INCIDENT_ESCALATED);
+	ck_assert_uint_eq(drained, 0);
+	cleanup();
+}
+END_TEST
+
 Suite *recovery_suite(void)
 {
 	Suite *s = suite_create("recovery");
@@ -2172,7 +2267,10 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, cleared_page_loses_data_on_its_way_home);
 	tcase_add_test(tc, one_loss_in_two_ranges_is_one_error);
 	tcase_add_test(tc, cleared_page_lost_needs_no_bypass);
-	tcase_add_test(tc, page_within_whole_device_incident);
+	tcase_add_loop_test(tc, page_within_whole_device_incident, 0, 2);
+	tcase_add_test(tc, page_while_pausing_is_taken_in_any_time);
+	tcase_add_test(tc, reports_heard_while_pausing_count_once);
+	tcase_add_test(tc, one_event_in_two_ranges_is_one_report);
 	tcase_add_test(tc, a_rank_of_another_world_is_refused);
 	tcase_add_loop_test(tc, whole_device_loss_while_restoring, 0, 5);
 	tcase_add_loop_test(tc, one_loss_under_two_ranks_escalates, 0, 2);
@@ -2199,6 +2297,7 @@ Suite *recovery_suite(void)
 	tcase_add_test(tc, only_a_pause_starts_a_part);
 	tcase_add_test(tc, second_error_during_abort_ends);
 	tcase_add_test(tc, no_spare_here_under_another_nodes_incident);
+	tcase_add_loop_test(tc, a_page_with_a_spare_under_another_nodes_incident, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
