@@ -84,7 +84,9 @@
  * rank, which an escalation kills (helper-188: any process of that uid,
  * for uid 0 the host's services, killed at the next error).  Sent after,
  * they are that process's, or of one that took its pid once it ended,
- * which the pidfd then says.
+ * which the pidfd then says.  SIOCINQ on a SOCK_SEQPACKET socket is the
+ * sum of its queued packets' lengths, each as recv() with MSG_TRUNC says
+ * it (unix_inq_len(), net/unix/af_unix.c, 6.1 and 6.12).
  */
 static int pin_peer(int fd, const struct ucred *cred, size_t *before)
 {
@@ -450,7 +452,8 @@ static int on_accept_again(sd_event_source *t, uint64_t usec, void *arg)
  * backlog, and the listener, still readable, would wake the loop at once
  * for ever (helper-188): not listened to for ACCEPT_PAUSE_US, said once a
  * minute at most.  One timer, armed again each time (helper-189: a
- * floating one each time stayed till the loop's end, 300 bytes a pause).
+ * floating one each time stayed till the loop's end, 300 bytes a pause;
+ * sd_event_source_set_time_relative(), sd-event.c, systemd 247 and later).
  */
 static void accept_failed(struct daemon *d, sd_event_source *s, int err)
 {

@@ -341,8 +341,10 @@ static void kill_failed_rank(struct incident *x, int sig)
 
 /*
  * Why an incident escalated, as far as the node is concerned: its memory
- * (no spare for the page, a second error) takes the node out of the
- * scheduler's hands; the rest (a rank that failed, left or was late, the
+ * (no spare for its page: ranks_cause(); for pages lost since, including
+ * under another node's incident, escalated_unbypassed() drains for them)
+ * takes the node out of the scheduler's hands; the rest (a rank that
+ * failed, left or was late, a second error whose pages were bypassed, the
  * job's other nodes, a daemon restarted) ends the job's recovery only, so
  * that no user's process can drain the node for everyone.
  */
@@ -422,18 +424,33 @@ static int bypass_of(struct daemon *d, const struct incident *x)
 }
 
 /*
- * Incident @x escalated for pages not known bypassed (@bypassed, as
- * bypass_at() says): the node's memory where they have no spare; where
- * their table could not be read, the job's alone.  Return: whether it was.
+ * Incident @x escalated for pages of @identity not known bypassed
+ * (@bypassed, as bypass_at() says): where they have no spare, the node's
+ * memory, drained for them, its own or another node's incident (helper-189:
+ * a remote incident drained nothing); where their table could not be read,
+ * the job's alone.  The drain's copy is taken first: cluster_fail() tells
+ * the cluster, which may move the incidents.  Return: whether it was.
  */
-static bool escalated_unbypassed(struct daemon *d, struct incident *x, int bypassed)
+static bool escalated_unbypassed(struct daemon *d, struct incident *x, int bypassed,
+				 const char *identity, uint64_t offset, uint64_t length)
 {
+	struct hbm_ctl_incident here = x->info;
+
 	if (bypassed == 1)
 		return false;
-	if (bypassed)
+	if (bypassed) {
 		escalate(d, x, "the page's table could not be read", NOT_THE_NODE);
-	else
-		escalate(d, x, NO_SPARE, THE_NODES_MEMORY);
+		return true;
+	}
+	snprintf(here.device, sizeof(here.device), "%s", identity);
+	here.offset = offset;
+	here.length = length;
+	here.state = HBM_INCIDENT_ESCALATED;
+	snprintf(here.reason, sizeof(here.reason), "%s", NO_SPARE);
+	if (open_state(x->info.state)) {
+		escalate(d, x, NO_SPARE, NOT_THE_NODE);
+		daemon_incident_aborted(d, &here);
+	}
 	return true;
 }
 
@@ -529,7 +546,8 @@ static void cluster_advance(struct daemon *d, struct incident *x)
  */
 static bool may_restore(struct daemon *d, struct incident *x)
 {
-	if (escalated_unbypassed(d, x, bypass_of(d, x)))
+	if (escalated_unbypassed(d, x, bypass_of(d, x), x->info.device, x->info.offset,
+				 x->info.length))
 		return false;	/* not known bypassed: no resume on it */
 	if (x->two_ranks) {
 		escalate(d, x, TWO_RANKS_LOST, NOT_THE_NODE);
@@ -830,22 +848,6 @@ static bool same_burst(struct daemon *d, struct incident *x)
 	return true;
 }
 
-/* @x, under another node's incident, escalated for this node's pages with no spare. */
-static void escalate_remote_for_memory_here(struct daemon *d, struct incident *x,
-					    const char *identity, uint64_t offset,
-					    uint64_t length)
-{
-	struct hbm_ctl_incident here = x->info;	/* @x may move: cluster_fail() tells */
-
-	snprintf(here.device, sizeof(here.device), "%s", identity);
-	here.offset = offset;
-	here.length = length;
-	here.state = HBM_INCIDENT_ESCALATED;
-	snprintf(here.reason, sizeof(here.reason), "%s", NO_SPARE);
-	escalate(d, x, NO_SPARE, NOT_THE_NODE);	/* open: take_in()'s */
-	daemon_incident_aborted(d, &here);
-}
-
 /*
  * Pages lost under a job whose incident @x is open: taken into it where
  * they are the same error, else @x escalates.  The same error is:
@@ -878,18 +880,16 @@ static void take_in(struct daemon *d, struct incident *x, const char *identity, 
 	if (same_device && x->info.length == HBM_CTL_WHOLE_DEVICE &&
 	    (same_burst(d, x) || x->info.state == HBM_INCIDENT_DETECTED ||
 	     x->info.state == HBM_INCIDENT_PAUSING)) {
-		if (escalated_unbypassed(d, x, bypass_at(d, identity, offset, length,
-							  in_service)))
+		if (escalated_unbypassed(d, x, bypass_at(d, identity, offset, length, in_service),
+					 identity, offset, length))
 			return;
 		fprintf(stderr, "<6>hbmguardd: %s: its error again, within incident %" PRIu64 "\n",
 			identity, x->info.id);
 		return;
 	}
 	bypassed = bypass_at(d, identity, offset, length, in_service);
-	if (!bypassed && x->remote)
-		escalate_remote_for_memory_here(d, x, identity, offset, length);
-	else if (!bypassed || (bypassed < 0 && bypass_of(d, x)))
-		escalated_unbypassed(d, x, bypassed);
+	if (!bypassed || (bypassed < 0 && bypass_of(d, x)))
+		escalated_unbypassed(d, x, bypassed, identity, offset, length);
 	else	/* @x's own page's want of a spare, where it has one */
 		escalate_for_ranks(d, x, "a second error during recovery");
 }

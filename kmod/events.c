@@ -28,7 +28,7 @@
  * inotify's instances are (fs/notify/inotify/inotify_user.c, 6.1 and
  * 6.12): a limit all the node's group shared would let one member lock
  * every other one, another job's Guard included, out of the device.  And
- * like theirs (inc_ucount(), kernel/ucount.c) it counts the processes of a
+ * like theirs (inc_ucount(), kernel/ucount.c, 6.1 and 6.12) it counts the processes of a
  * user namespace a user made to that user (opens_owner()).  Counted by euid
  * alone, a member mapping its subordinate uids into a namespace of its own
  * (newuidmap, /etc/subuid: 65536 of them) held as many times the rings, and
