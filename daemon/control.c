@@ -39,6 +39,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdalign.h>
 #include <stdio.h>
@@ -586,6 +587,22 @@ static bool socket_stale(const struct sockaddr_un *sa)
 	return stale;
 }
 
+/* hbm_ctl_path_open(): said of the socket served, systemd's or ours. */
+static void warn_if_open_to_others(int fd)
+{
+	struct sockaddr_un sa = { 0 };
+	socklen_t len = sizeof(sa) - 1;
+	char dir[PATH_MAX];
+
+	if (getsockname(fd, (struct sockaddr *)&sa, &len) || sa.sun_path[0] != '/' ||
+	    hbm_ctl_path_open(sa.sun_path, dir, sizeof(dir)) <= 0)
+		return;
+	fprintf(stderr, "<4>hbmguardd: control socket %s: %s may be changed by a user other than "
+		"root, who can then answer hbmctl and the ranks in this daemon's place: give the "
+		"socket a directory of root's alone (the default, /run/hbmguard)\n",
+		sa.sun_path, dir);
+}
+
 /**
  * control_setup() - listen on the control socket
  * @d: the daemon, its loop set up
@@ -638,6 +655,7 @@ int control_setup(struct daemon *d)
 	}
 	if (d->control_passed)
 		fprintf(stderr, "<6>hbmguardd: control socket from systemd (hbmguardd.socket)\n");
+	warn_if_open_to_others(d->control);
 	if (sd_event_add_io(d->loop, NULL, d->control, EPOLLIN, on_accept, d) < 0) {
 		close(d->control);
 		d->control = -1;

@@ -4,7 +4,10 @@
  * for hbmguardd and hbmctl both.
  */
 #include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -101,6 +104,70 @@ int hbm_ctl_listen(const char *path)
 		return err;
 	}
 	return fd;
+}
+
+/* Whether a user other than root may change what @dir holds. */
+static bool open_to_others(const struct stat *st)
+{
+	return st->st_uid != 0 || (st->st_mode & S_IWOTH) ||
+	       ((st->st_mode & S_IWGRP) && st->st_gid != 0);
+}
+
+/* @dir's and each directory's above it, as written (a link's own), or not. */
+static int walk_up(char *dir, bool resolved, char *found, size_t len)
+{
+	struct stat st;
+	char *slash;
+
+	for (;;) {
+		if ((resolved ? stat(dir, &st) : lstat(dir, &st)))
+			return -errno;
+		if (!S_ISLNK(st.st_mode) && open_to_others(&st)) {
+			snprintf(found, len, "%s", dir);
+			return 1;
+		}
+		slash = strrchr(dir, '/');
+		if (!slash || !strcmp(dir, "/"))
+			return 0;
+		slash[slash == dir] = 0;	/* "/a/b" to "/a", "/a" to "/" */
+	}
+}
+
+/**
+ * hbm_ctl_path_open() - a directory on the way to a control socket that a
+ * user other than root may change
+ * @path: the socket's path, absolute
+ * @found: that directory, the first found
+ * @len: its size
+ *
+ * Whoever may change what @path names can answer hbmctl and the ranks in
+ * hbmguardd's place: a socket of their own bound there before the daemon
+ * binds it (the sticky bit of /tmp does not stop that, only the removal of
+ * the daemon's), or put there after by renaming a directory they may write.
+ * They would then be asked by hbmctl and tell ranks to pause and restore.
+ * Every directory on the way, as written and as its links lead, must be
+ * root's and writable by root alone (sshd's StrictModes asks as much of a
+ * user's keys).  A link itself is not looked at: its directory is.
+ *
+ * Return: 0: none; 1: @found names one; or the negative errno of a
+ * directory that could not be looked at (@path's own not there yet).
+ */
+int hbm_ctl_path_open(const char *path, char *found, size_t len)
+{
+	char dir[PATH_MAX], real[PATH_MAX];
+	char *slash;
+	int r;
+
+	if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir))
+		return -ENAMETOOLONG;
+	slash = strrchr(dir, '/');
+	if (!slash || dir[0] != '/')
+		return -EINVAL;
+	slash[slash == dir] = 0;
+	if (!realpath(dir, real))
+		return -errno;
+	r = walk_up(dir, false, found, len);
+	return r ? r : walk_up(real, true, found, len);
 }
 
 size_t hbm_ctl_body_size(uint16_t type)

@@ -514,6 +514,7 @@ int hbm_ctl_address(const char *path, struct sockaddr_un *sa);
 
 int hbm_ctl_connect(const char *path);
 int hbm_ctl_listen(const char *path);
+int hbm_ctl_path_open(const char *path, char *found, size_t len);
 size_t hbm_ctl_body_size(uint16_t type);
 size_t hbm_ctl_encode(void *buf, size_t cap, uint16_t type, uint32_t seq,
 		      int32_t error, const void *body);

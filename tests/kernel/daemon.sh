@@ -30,6 +30,7 @@ start_daemon
 check "configured policy applied at start" 'hbmctl policy sim0 | grep -q "ce_window=3600 "'
 printf "$conf" >/tmp/hbmguardd.conf
 check "daemon ready" 'grep -q "hbmguardd: ready" /tmp/daemon.log'
+check "a socket under /tmp (1777) is warned of" 'grep -q "^<4>hbmguardd: control socket /tmp/control.sock: /tmp may be changed by a user other than root" /tmp/daemon.log'
 # Through the control socket, a retire is on disk when hbmctl returns.
 check "retire through the daemon" 'ctl retire sim0 0x5000 2>/tmp/err && [ ! -s /tmp/err ]'
 check "saved before the answer" '[ $(stat -c %s $state) = $((128 + 1 * 48)) ]'
@@ -491,6 +492,13 @@ eventually "a changed range: what the module has and what waits for its reload, 
 check "a range over a registered range: an error" \
 	'grep -q "^<3>hbmguardd: range hbmd not registered: its memory overlaps a registered device.s, or its identity is taken$" /tmp/daemon.log'
 check "... the table kept" 'hbmctl pages hbmc | grep -q "^0x3000 *1 .*retired *restored"'
+kill $daemon
+wait $daemon 2>/dev/null
+mkdir -p /run/hbmguard && chmod 0755 / /run /run/hbmguard
+printf '[Daemon]\nStateDirectory=/tmp/state\nControlSocket=/run/hbmguard/c.sock\n' >/tmp/hbmguardd.conf
+start_daemon
+check "a socket in root's own directory is not warned of" 'hbmctl --socket /run/hbmguard/c.sock status >/dev/null &&
+	! grep -q "may be changed by a user other than root" /tmp/daemon.log'
 kill $daemon
 wait $daemon 2>/dev/null
 printf "$conf" >/tmp/hbmguardd.conf

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdalign.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1085,6 +1086,77 @@ START_TEST(tenants_of_subuid)
 }
 END_TEST
 
+/*
+ * A directory on the way to the socket that another user may change is
+ * named, as written and as links lead; root's alone is not.  The tree is
+ * made under /run (root's alone on a Debian host; the test says so and
+ * checks nothing where it is not, or as a user who cannot chown).
+ */
+START_TEST(socket_directories_of_others)
+{
+	static const struct {
+		const char *path;	/* under the base */
+		const char *open;	/* the directory named, under the base; NULL: none */
+	} cases[] = {
+		{ "clean/x.sock", NULL },
+		{ "world/x.sock", "world" },
+		{ "sticky/x.sock", "sticky" },
+		{ "world/deep/x.sock", "world" },
+		{ "users/x.sock", "users" },
+		{ "roots/x.sock", NULL },
+		{ "theirs/x.sock", "theirs" },
+		{ "clean/to_world/x.sock", "world" },	/* a link into it */
+		{ "world/to_clean/x.sock", "world" },	/* a link in it */
+	};
+	char base[] = "/run/hbmguard-unit.XXXXXX", path[PATH_MAX], want[PATH_MAX],
+	     found[PATH_MAX];
+	size_t i;
+
+	if (geteuid() || !mkdtemp(base)) {
+		fprintf(stderr, "socket_directories_of_others: not root, or no /run: not run\n");
+		return;
+	}
+	found[0] = 0;
+	if (hbm_ctl_path_open(base, found, sizeof(found)) != 0) {
+		fprintf(stderr, "socket_directories_of_others: %s is open to others: not run\n",
+			found);
+		rmdir(base);
+		return;
+	}
+	ck_assert_int_eq(chdir(base), 0);
+	ck_assert_int_eq(mkdir("clean", 0755), 0);
+	ck_assert_int_eq(mkdir("world", 0777), 0);
+	ck_assert_int_eq(chmod("world", 0777), 0);	/* past the umask */
+	ck_assert_int_eq(mkdir("world/deep", 0755), 0);
+	ck_assert_int_eq(mkdir("sticky", 0755), 0);
+	ck_assert_int_eq(chmod("sticky", 01777), 0);
+	ck_assert_int_eq(mkdir("users", 0775), 0);
+	ck_assert_int_eq(chmod("users", 0775), 0);
+	ck_assert_int_eq(chown("users", 0, 100), 0);	/* writable by group users */
+	ck_assert_int_eq(mkdir("roots", 0775), 0);
+	ck_assert_int_eq(chmod("roots", 0775), 0);	/* writable by group root */
+	ck_assert_int_eq(mkdir("theirs", 0755), 0);
+	ck_assert_int_eq(chown("theirs", 65534, 0), 0);	/* nobody's */
+	ck_assert_int_eq(symlink("../world", "clean/to_world"), 0);
+	ck_assert_int_eq(symlink("../clean", "world/to_clean"), 0);
+	ck_assert_int_eq(chdir("/"), 0);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", base, cases[i].path);
+		snprintf(want, sizeof(want), "%s/%s", base, cases[i].open ? cases[i].open : "");
+		found[0] = 0;
+		ck_assert_msg(hbm_ctl_path_open(path, found, sizeof(found)) == !!cases[i].open,
+			      "%s: %s", cases[i].path, found);
+		if (cases[i].open)
+			ck_assert_str_eq(found, want);
+	}
+	snprintf(path, sizeof(path), "%s/gone/x.sock", base);
+	ck_assert_int_eq(hbm_ctl_path_open(path, found, sizeof(found)), -ENOENT);
+	ck_assert_int_eq(hbm_ctl_path_open("x.sock", found, sizeof(found)), -EINVAL);
+	snprintf(path, sizeof(path), "rm -r %s", base);
+	ck_assert_int_eq(system(path), 0);
+}
+END_TEST
+
 Suite *ctl_suite(void)
 {
 	Suite *s = suite_create("ctl");
@@ -1116,6 +1188,7 @@ Suite *ctl_suite(void)
 	tcase_add_test(tc, no_sink_child_keeps_the_connection_open);
 	tcase_add_test(tc, accepted_has_credentials);
 	tcase_add_test(tc, tenants_of_subuid);
+	tcase_add_test(tc, socket_directories_of_others);
 	suite_add_tcase(s, tc);
 	return s;
 }
