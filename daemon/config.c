@@ -134,7 +134,8 @@ static int bytes(struct parser *p, const char *key, const char *v, uint64_t *out
 	if (!isdigit((unsigned char)*v))
 		return fail(p, key, "'%s' is not a number of bytes", v);
 	errno = 0;
-	n = strtoull(v, &end, 0);
+	/* hex after 0x, else decimal: base 0 read Address=0102400000 as octal */
+	n = strtoull(v, &end, v[0] == '0' && (v[1] == 'x' || v[1] == 'X') ? 16 : 10);
 	if (*end && !end[1] && (u = strchr(units, *end))) {
 		shift = 10 * (u - units + 1);
 		end++;

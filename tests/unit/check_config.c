@@ -444,6 +444,12 @@ START_TEST(ranges)
 			       "[Range \"d\"]\nAddress=0xffffffffffffe000\nSize=4K\n"
 			       "[Range \"e\"]\nNumaNode=1\n[Range \"f\"]\nNumaNode=2\n"), 0);
 	ck_assert_uint_eq(c.nr_ranges, 6);
+	/* A leading zero is decimal, as systemd reads sizes: not octal (helper-193). */
+	ck_assert_int_eq(parse("[Range \"a\"]\nAddress=0102400000\nSize=08192\n"), 0);
+	ck_assert_uint_eq(c.ranges[0].address, 102400000);
+	ck_assert_uint_eq(c.ranges[0].size, 8192);
+	ck_assert_int_eq(parse("[Range \"a\"]\nAddress=0X1000\nSize=4K\n"), 0);
+	ck_assert_uint_eq(c.ranges[0].address, 0x1000);
 }
 END_TEST
 
