@@ -144,13 +144,9 @@ static void heap_swap(struct hbm_core *c, u32 a, u32 b)
 	heap_set(c, b, i);
 }
 
-/* Sift the bucket at @pos up, then down, to its place. */
-static void heap_fix(struct hbm_core *c, u32 pos)
+/* Sift the bucket at @pos down, below the buckets under it that are emptier. */
+static void heap_down(struct hbm_core *c, u32 pos)
 {
-	while (pos && heap_less(c, pos, (pos - 1) / 2)) {
-		heap_swap(c, pos, (pos - 1) / 2);
-		pos = (pos - 1) / 2;
-	}
 	for (;;) {
 		u32 least = pos, child = 2 * pos + 1;
 
@@ -163,6 +159,16 @@ static void heap_fix(struct hbm_core *c, u32 pos)
 		heap_swap(c, pos, least);
 		pos = least;
 	}
+}
+
+/* Sift the bucket at @pos up, then down, to its place. */
+static void heap_fix(struct hbm_core *c, u32 pos)
+{
+	while (pos && heap_less(c, pos, (pos - 1) / 2)) {
+		heap_swap(c, pos, (pos - 1) / 2);
+		pos = (pos - 1) / 2;
+	}
+	heap_down(c, pos);
 }
 
 /* Where the hash starts looking for @page: hash_32()'s multiplier. */
@@ -346,8 +352,14 @@ void hbm_core_set_policy(struct hbm_core *c, const struct hbm_policy *p)
 	u32 i;
 
 	c->policy = *p;
+	/*
+	 * Bottom up, each bucket sifted down only: the buckets under it are
+	 * in order already, those above it not yet.  Sifted up first, as
+	 * heap_fix() does, it would swap with a parent not in order yet and
+	 * leave that parent's bucket below, never compared with its children.
+	 */
 	for (i = c->ce_nr / 2; i--;)
-		heap_fix(c, i);
+		heap_down(c, i);
 	c->health = hbm_core_health(c);
 }
 

@@ -362,6 +362,29 @@ START_TEST(ce_policy_change_reorders)
 }
 END_TEST
 
+/*
+ * A new policy sorts the heap again from the bottom up (found by
+ * tests/fuzz/table.c): a bucket sifted up into a parent not sorted yet
+ * left the bucket it displaced out of order below it, and the one evicted
+ * to make room was then not the emptiest.
+ */
+START_TEST(ce_policy_change_keeps_the_heap)
+{
+	static const struct {
+		u32 count, at;
+	} r[] = { { 36, 867 }, { 22, 1617 }, { 30, 2448 }, { 15, 2492 }, { 37, 2738 } };
+	struct hbm_policy p = c.policy;
+	u32 i;
+
+	for (i = 0; i < sizeof(r) / sizeof(r[0]); i++)
+		ck_assert_int_eq(report(10 + i, HBMGUARD_ERROR_CE, r[i].count, NOW + r[i].at), 0);
+	ck_ce_invariants(&c);
+	p.ce_window = 1257;
+	hbm_core_set_policy(&c, &p);
+	ck_ce_invariants(&c);
+}
+END_TEST
+
 START_TEST(ce_on_bad_page_changes_no_state)
 {
 	struct hbm_extent e;
@@ -808,6 +831,7 @@ Suite *policy_suite(void)
 	tcase_add_test(tc, ce_growth_without_memory_evicts);
 	tcase_add_test(tc, ce_buckets_match_a_plain_count);
 	tcase_add_test(tc, ce_policy_change_reorders);
+	tcase_add_test(tc, ce_policy_change_keeps_the_heap);
 	tcase_add_test(tc, ce_on_bad_page_changes_no_state);
 	tcase_add_test(tc, ce_on_bad_page_counts_in_place);
 	tcase_add_test(tc, health_follows_limit);
