@@ -88,7 +88,7 @@ struct job {
 	enum cl_step step;
 	uint64_t step_at[CL_NR_STEPS];	/* ms since the epoch this node read each */
 	int64_t step_mod_rev;
-	int64_t changed_from;		/* a step change of ours etcd took from this mod_revision */
+	int64_t changed_from;		/* a step change of ours etcd answered from this mod_revision */
 	uint64_t deadline;		/* of the step, from when it was read */
 	char reason[CL_REASON_LEN];	/* the abort's */
 	/* this node's part in it */
@@ -544,13 +544,13 @@ static char *key_of(const char *job, const char *fmt, ...)
 
 /* ---- values ---- */
 
-/* A JSON object of at most CL_VALUE_MAX bytes, nothing after it; NULL if not. */
-static struct json_object *value_parse(const struct etcd_kv *kv)
+/* A JSON object of at most @max bytes, nothing after it; NULL if not. */
+static struct json_object *value_parse(const struct etcd_kv *kv, size_t max)
 {
 	struct json_tokener *tok;
 	struct json_object *o;
 
-	if (kv->value_len > CL_VALUE_MAX || strlen(kv->value) != kv->value_len)
+	if (kv->value_len > max || strlen(kv->value) != kv->value_len)
 		return NULL;
 	tok = json_tokener_new_ex(4);
 	if (!tok)
@@ -834,21 +834,26 @@ static void process(struct cl_core *c, struct job *j, uint64_t now)
 	/*
 	 * Opened once this node's key is there (the incident's nodes include
 	 * it) and the watch has brought every node of the job (their ranks
-	 * make up the world).  Not by the pause deadline: without etcd, or
-	 * without every rank's node known, its ranks cannot recover together
-	 * and this node's abort (a job never hangs on etcd, nor waits for a
-	 * node it does not know).
+	 * make up the world), while the rank lost is of that world: its ranks
+	 * here registered again since, with a smaller one, every node would
+	 * refuse the incident, this one too, and none would ever close it (its
+	 * key would block every open of the job).  Not by the pause deadline:
+	 * without etcd, or without every rank's node known, its ranks cannot
+	 * recover together and this node's abort (a job never hangs on etcd,
+	 * nor waits for a node it does not know).
 	 */
 	if (j->open_retry_at && now >= j->open_retry_at)
 		j->open_retry_at = 0;	/* due: a deadline past would fire every turn (helper-185) */
 	if (j->want_open && c->link && !BUSY(j, CL_TXN_OPEN) && c->synced >= j->open_answered_rev &&
-	    !j->open_retry_at && node_alive(j, c->node) && world_known(j)) {
+	    !j->open_retry_at && node_alive(j, c->node) && world_known(j) &&
+	    j->want_rank < j->world) {
 		open_incident(c, j);
 	} else if (j->want_open && !BUSY(j, CL_TXN_OPEN) &&
 		   now >= j->want_since + c->t.step[CL_PAUSE] * 1000000ULL) {
 		const char *why = !c->link ? "etcd unreachable" :
 				  !node_alive(j, c->node) ? "this node's ranks not published" :
 				  !world_known(j) ? "not every rank's node known" :
+				  j->want_rank >= j->world ? "its lost rank not in the job's world" :
 				  "another incident's end not seen";
 		struct cl_action *a;
 
@@ -886,18 +891,19 @@ static void process(struct cl_core *c, struct job *j, uint64_t now)
 		return;
 	}
 	/*
-	 * A change of ours from the step read is taken: the watch brings what
-	 * follows, and nothing is sent meanwhile.  Not brought by the step's
-	 * deadline, the watch is behind (the link up, its events lost): this
-	 * node's ranks do not wait on it (resumed ones are left resumed), and
-	 * the deadline moves on rather than fire on every turn of the loop.
+	 * A change of ours from the step read is answered, taken or refused:
+	 * the watch brings what follows, and nothing is sent meanwhile.  Not
+	 * brought by the step's deadline, the watch is behind (the link up,
+	 * its events lost): this node's ranks do not wait on it (resumed ones
+	 * are left resumed), and the deadline moves on rather than fire on
+	 * every turn of the loop.
 	 */
 	if (j->changed_from == j->step_mod_rev) {
 		if (now < j->deadline)
 			return;
 		j->deadline = now + RETRY_US;
 		if (!j->local_aborted && j->step != CL_ABORT && j->step != CL_RESUME) {
-			say(c, j, LOG_ERR, "job %s: incident %s: etcd took this node's change of %s, its watch has not brought it by the deadline: aborting this node's ranks",
+			say(c, j, LOG_ERR, "job %s: incident %s: etcd answered this node's change of %s, its watch has not brought what followed by the deadline: aborting this node's ranks",
 			    j->name, j->id, step_names[j->step]);
 			local(c, j, CL_ABORT, "the watch of etcd behind past a step's deadline");
 			j->local_aborted = true;
@@ -1081,7 +1087,7 @@ static void refuse(struct cl_core *c, const struct etcd_kv *kv, const char *why)
 
 static void put_node(struct cl_core *c, const struct key *k, const struct etcd_kv *kv)
 {
-	struct json_object *o = value_parse(kv);
+	struct json_object *o = value_parse(kv, CL_VALUE_MAX);
 	uint32_t *rank = NULL;
 	int64_t ranks = o ? ranks_of(o, NULL, &rank) : -EINVAL;
 	const char *why = NULL;
@@ -1163,7 +1169,7 @@ static void delete_node(struct cl_core *c, struct job *j, const char *node)
 
 static void put_incident(struct cl_core *c, const struct key *k, const struct etcd_kv *kv)
 {
-	struct json_object *o = value_parse(kv), *nodes, *rank;
+	struct json_object *o = value_parse(kv, CL_INCIDENT_MAX), *nodes, *rank;
 	char id[HBM_CLUSTER_NAME_LEN], opener[HBM_CLUSTER_NAME_LEN], reason[CL_REASON_LEN];
 	struct job *j = job_find(c, k->job);
 	struct member *parts = NULL;
@@ -1241,7 +1247,7 @@ static void put_incident(struct cl_core *c, const struct key *k, const struct et
 
 static void put_step(struct cl_core *c, struct job *j, const struct etcd_kv *kv, uint64_t now)
 {
-	struct json_object *o = value_parse(kv), *t;
+	struct json_object *o = value_parse(kv, CL_VALUE_MAX), *t;
 	char name[16], reason[CL_REASON_LEN];
 	enum cl_step s;
 	int64_t timeout;
@@ -1277,7 +1283,7 @@ static void put_step(struct cl_core *c, struct job *j, const struct etcd_kv *kv,
 static void put_ack(struct cl_core *c, struct job *j, const struct key *k,
 		    const struct etcd_kv *kv)
 {
-	struct json_object *o = value_parse(kv), *at;
+	struct json_object *o = value_parse(kv, CL_VALUE_MAX), *at;
 	struct member *m = part(j, k->node);
 	int64_t ms;
 
@@ -1508,9 +1514,14 @@ void cl_txn_done(struct cl_core *c, const struct cl_action *a, int err, bool suc
 		j->republish = false;
 	} else if (a->txn == CL_TXN_LEAVE) {
 		j->leaving = false;
-	} else if ((a->txn == CL_TXN_ADVANCE || a->txn == CL_TXN_ABORT || a->txn == CL_TXN_CLOSE) &&
-		   succeeded) {
-		/* until the watch brings it, the step read is the one it changed */
+	} else if (a->txn == CL_TXN_ADVANCE || a->txn == CL_TXN_ABORT || a->txn == CL_TXN_CLOSE) {
+		/*
+		 * Until the watch brings it, the step read is the one it
+		 * changed; refused, it is not etcd's, and the watch brings
+		 * what is.  Not sent again from it meanwhile: a step key the
+		 * watch says nothing of here (deleted, or a value refused) had
+		 * it sent again at etcd's round trip's pace, without end.
+		 */
 		j->changed_from = a->from_rev;
 	} else if (a->txn == CL_TXN_ACK && j->open && !strcmp(a->id, j->id)) {
 		struct member *m = part(j, c->node);
@@ -1537,7 +1548,7 @@ void cl_txn_done(struct cl_core *c, const struct cl_action *a, int err, bool suc
 int cl_job_join(struct cl_core *c, const char *job, const char *value, uint64_t now)
 {
 	struct etcd_kv kv = { .key = "", .value = (char *)value, .value_len = strlen(value) };
-	struct json_object *o = value_parse(&kv);
+	struct json_object *o = value_parse(&kv, CL_VALUE_MAX);
 	uint32_t world = 0;
 	bool ok = o && ranks_of(o, &world, NULL) >= 0;
 	struct job *j;
@@ -1776,18 +1787,30 @@ uint64_t cl_next_deadline(const struct cl_core *c)
 	for (size_t i = 0; i < c->nr_jobs; i++) {
 		const struct job *j = c->jobs[i];
 
-		if (j->retry_at && j->retry_at < next)
-			next = j->retry_at;
+		/*
+		 * Nothing of the job runs before retry_at: a deadline of its due
+		 * sooner would fire on every turn of the loop until then.
+		 */
+		if (j->retry_at) {
+			if (j->retry_at < next)
+				next = j->retry_at;
+			continue;
+		}
 		/* (an open in flight: its answer runs process() again) */
 		if (j->want_open && !j->open && !BUSY(j, CL_TXN_OPEN) &&
 		    j->want_since + c->t.step[CL_PAUSE] * 1000000ULL < next)
 			next = j->want_since + c->t.step[CL_PAUSE] * 1000000ULL;
-		/* (process() clears it once due; nothing of the job runs before retry_at) */
+		/* (process() clears it once due) */
 		if (j->want_open && !j->open && !BUSY(j, CL_TXN_OPEN) && j->open_retry_at &&
-		    j->open_retry_at > j->retry_at && j->open_retry_at < next)
+		    j->open_retry_at < next)
 			next = j->open_retry_at;
+		/*
+		 * Without etcd, a deadline only aborts the ranks here: none once
+		 * they are (an abort decided here) or were told to (one read),
+		 * else a deadline past would fire on every turn until it is back.
+		 */
 		if (j->open && j->member && j->step_known && j->deadline < next &&
-		    !(j->step == CL_ABORT && j->local_aborted && !c->link))
+		    (c->link || (!j->local_aborted && j->step != CL_ABORT)))
 			next = j->deadline;
 	}
 	return next;

@@ -52,10 +52,10 @@
  * closes it.  Without etcd past a deadline, a node aborts its own ranks.
  *
  * Anything else under /hbmguard/ (another version's keys, a value that is
- * not the JSON above or longer than CL_VALUE_MAX, a name out of the
- * alphabet, an incident of a job no node has published, a step or
- * acknowledgement of an incident that is not the open one) is refused
- * with a line in the journal and changes nothing.
+ * not the JSON above or longer than CL_VALUE_MAX (an incident's,
+ * CL_INCIDENT_MAX), a name out of the alphabet, an incident of a job no
+ * node has published, a step or acknowledgement of an incident that is not
+ * the open one) is refused with a line in the journal and changes nothing.
  */
 #ifndef HBM_CLUSTER_PROTO_H
 #define HBM_CLUSTER_PROTO_H
@@ -76,6 +76,14 @@
 #define CL_MAX_NODES		1024	/* of one job */
 #define CL_MAX_RANKS		16384	/* of one job, its nodes' all told */
 #define CL_REASON_LEN		256
+/*
+ * An incident's value names every node of its job: CL_MAX_NODES names, each
+ * quoted and a comma after it, besides what CL_VALUE_MAX holds of the rest
+ * (at most some 1.7 KiB: its reason escaped).  At CL_VALUE_MAX, an opener
+ * of a job of some 60 nodes of long names wrote one every node refused,
+ * itself too, and its key then blocked every open of the job.
+ */
+#define CL_INCIDENT_MAX		(CL_VALUE_MAX + CL_MAX_NODES * (HBM_CLUSTER_NAME_LEN + 2))
 
 enum cl_step { CL_PAUSE, CL_ISOLATE, CL_RESTORE, CL_RESUME, CL_ABORT, CL_NR_STEPS };
 

@@ -320,7 +320,12 @@ static int bytes_field(struct json_object *o, const char *field, char **out, siz
 		*len = 0;
 		return *out ? 0 : -ENOMEM;
 	}
-	if (!json_object_is_type(f, json_type_string))
+	/*
+	 * A "\u0000" inside is no base64: decoded up to it, the field would
+	 * read as another key than the one sent.
+	 */
+	if (!json_object_is_type(f, json_type_string) ||
+	    strlen(json_object_get_string(f)) != (size_t)json_object_get_string_len(f))
 		return -EINVAL;
 	return etcd_unbase64(json_object_get_string(f), out, len);
 }

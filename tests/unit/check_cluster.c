@@ -50,6 +50,8 @@ START_TEST(kv_parse)
 		"[]", "{}", "{\"key\":\"\"}", "{\"key\":5}", "{\"key\":\"Zm9v\",\"mod_revision\":\"x\"}",
 		"{\"key\":\"Zm9v\",\"mod_revision\":true}", "{\"key\":\"Zm9v\",\"value\":\"!!\"}",
 		"{\"key\":\"YQBi\"}",	/* a NUL inside */
+		/* one in the JSON string: "foo" up to it, the field's whole text not base64 */
+		"{\"key\":\"Zm9v\\u0000QUFB\"}", "{\"key\":\"Zm9v\",\"value\":\"YmFy\\u0000\"}",
 	};
 	struct json_object *o = json_tokener_parse("{\"key\":\"Zm9v\",\"value\":\"YmFy\","
 		"\"create_revision\":\"2\",\"mod_revision\":\"9\",\"version\":3,\"lease\":\"-1\"}");
@@ -1605,6 +1607,170 @@ START_TEST(jobs_leaving_without_etcd_are_bounded)
 }
 END_TEST
 
+/*
+ * A job of 120 nodes of long names: its incident's value names them all,
+ * past CL_VALUE_MAX.  Every node took it, its opener too; before, every
+ * node refused it ("not an incident's value"), none paused, and its key,
+ * never closed, blocked every later open of the job (found by
+ * tests/fuzz/cluster.c).
+ */
+START_TEST(incident_of_many_nodes)
+{
+	char k[128], v[64];
+
+	for (int i = 0; i < 120; i++) {
+		snprintf(k, sizeof(k), "/hbmguard/v1/jobs/J/nodes/gpu-node-%03d.rack-07.cluster.example.com",
+			 i);
+		snprintf(v, sizeof(v), "{\"ranks\":[%d],\"world_size\":123}", 3 + i);
+		fput(k, v);
+	}
+	run();
+	said[0][0] = 0;
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now, id), 0);
+	run();
+	ck_assert_int_gt(strlen(find("/hbmguard/v1/jobs/J/incident")->value), CL_VALUE_MAX);
+	ck_assert_ptr_null(strstr(said[0], "refused"));
+	for (int n = 0; n < 3; n++) {
+		ck_assert_uint_eq(steps[n][CL_PAUSE], 1);
+		ck_assert_ptr_nonnull(strstr(said[n], "opened by n0 on 123 nodes"));
+	}
+}
+END_TEST
+
+/*
+ * Without etcd past a step's deadline, ranks here aborted already (an abort
+ * decided here, or one read): no deadline past is left to fire on every
+ * turn of the loop until etcd is back (found by tests/fuzz/cluster.c).
+ */
+START_TEST(aborted_here_without_etcd_no_spin)
+{
+	mute_node = 2;		/* holds the incident at pause */
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now, id), 0);
+	run();
+	linked[1] = false;
+	cl_link(cores[1], false, now);
+	ck_assert_int_eq(cl_fail(cores[1], "J", "a rank failed", now), 0);
+	run();
+	ck_assert_uint_eq(steps[1][CL_ABORT], 1);
+	now += 30 * 1000000ULL;
+	cl_tick(cores[1], now);
+	run();
+	ck_assert_uint_gt(cl_next_deadline(cores[1]), now);
+}
+END_TEST
+
+START_TEST(abort_read_without_etcd_no_spin)
+{
+	mute_node = 2;		/* holds the incident at pause, then at abort */
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now, id), 0);
+	run();
+	ck_assert_int_eq(cl_fail(cores[1], "J", "a rank failed", now), 0);
+	run();
+	ck_assert_uint_eq(steps[0][CL_ABORT], 1);	/* told by the step read */
+	linked[0] = false;
+	cl_link(cores[0], false, now);
+	now += 10 * 1000000ULL;
+	cl_tick(cores[0], now);
+	run();
+	ck_assert_uint_gt(cl_next_deadline(cores[0]), now);
+}
+END_TEST
+
+/*
+ * A transaction of the job lost on the way just before a step's deadline:
+ * nothing of the job runs until its retry, and the deadline, due sooner,
+ * is not told as the next, which would fire on every turn of the loop
+ * until then (found by tests/fuzz/cluster.c).
+ */
+START_TEST(deadline_before_retry_no_spin)
+{
+	mute_node = 2;		/* holds the incident at pause */
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now, id), 0);
+	run();
+	now += 29800000ULL;
+	mute_node = 0;		/* its publication, again, lost on the way */
+	ck_assert_int_eq(cl_job_join(cores[0], "J", "{\"ranks\":[0],\"world_size\":3}", now), 0);
+	run();
+	now += 200000ULL;	/* the pause's deadline, before the retry */
+	cl_tick(cores[0], now);
+	run();
+	ck_assert_uint_gt(cl_next_deadline(cores[0]), now);
+}
+END_TEST
+
+/*
+ * A writer deletes the open incident's step key: the watch's event changes
+ * nothing here, and an abort compared with the step's revision is refused.
+ * It is not sent again until the watch brings a step; before, it was sent
+ * again at each answer, without end (found by tests/fuzz/cluster.c).
+ */
+START_TEST(step_key_deleted_abort_not_resent)
+{
+	struct cl_action a;
+	int aborts = 0, i;
+
+	mute_node = 2;
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now, id), 0);
+	run();
+	mute_node = -1;
+	for (i = 0; i < KEYS && !(store[i].key && strstr(store[i].key, "/step")); i++)
+		;
+	ck_assert_int_lt(i, KEYS);
+	rev++;
+	fdel(&store[i]);
+	run();
+	ck_assert_int_eq(cl_fail(cores[1], "J", "a rank failed", now), 0);
+	for (i = 0; i < 1000 && cl_next_action(cores[1], &a); i++)
+		if (a.kind == CL_TXN) {
+			aborts += a.txn == CL_TXN_ABORT;
+			cl_txn_done(cores[1], &a, 0, txn(a.body), rev, now);
+			free(a.body);
+		}
+	ck_assert_int_eq(aborts, 1);
+	ck_assert_uint_eq(steps[1][CL_ABORT], 0);	/* steps[] counts in run() alone */
+	now += 30 * 1000000ULL;
+	cl_tick(cores[1], now);
+	for (i = 0; i < 1000 && cl_next_action(cores[1], &a); i++)
+		if (a.kind == CL_TXN) {
+			aborts += a.txn == CL_TXN_ABORT;
+			cl_txn_done(cores[1], &a, 0, txn(a.body), rev, now);
+			free(a.body);
+		}
+	ck_assert_int_eq(aborts, 1);
+	ck_assert_uint_gt(cl_next_deadline(cores[1]), now);
+}
+END_TEST
+
+/*
+ * An error of rank 2, not opened at once (etcd away); then the job's ranks
+ * here register again with a world of 2.  Its incident is not opened with
+ * a rank out of that world, which this node would refuse itself (and, were
+ * the others' worlds as small, every node, its key left to block the job's
+ * every open): the pause deadline aborts the ranks here, saying why (found
+ * by tests/fuzz/cluster.c).
+ */
+START_TEST(lost_rank_out_of_a_smaller_world)
+{
+	linked[0] = false;
+	cl_link(cores[0], false, now);
+	ck_assert_int_eq(cl_error(cores[0], "J", 2, "a UE", now, id), 0);
+	ck_assert_int_eq(cl_job_join(cores[0], "J", "{\"ranks\":[0],\"world_size\":2}", now), 0);
+	linked[0] = true;
+	said[0][0] = 0;
+	cl_link(cores[0], true, now);
+	run();
+	ck_assert_ptr_null(strstr(said[0], "refused"));
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
+	now += 30 * 1000000ULL;
+	cl_tick(cores[0], now);
+	run();
+	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
+	ck_assert_str_eq(told_why[0], "not opened across nodes: its lost rank not in the job's world");
+	ck_assert_uint_lt(strlen(told_why[0]), sizeof(((struct hbm_ctl_incident *)0)->reason));
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
+}
+END_TEST
+
 Suite *cluster_suite(void)
 {
 	Suite *s = suite_create("cluster");
@@ -1647,6 +1813,12 @@ Suite *cluster_suite(void)
 	tcase_add_test(tc, junk_incident_key_opens_paced);
 	tcase_add_test(tc, refused_open_then_link_down_does_not_spin);
 	tcase_add_test(tc, jobs_leaving_without_etcd_are_bounded);
+	tcase_add_test(tc, incident_of_many_nodes);
+	tcase_add_test(tc, aborted_here_without_etcd_no_spin);
+	tcase_add_test(tc, abort_read_without_etcd_no_spin);
+	tcase_add_test(tc, deadline_before_retry_no_spin);
+	tcase_add_test(tc, step_key_deleted_abort_not_resent);
+	tcase_add_test(tc, lost_rank_out_of_a_smaller_world);
 	suite_add_tcase(s, tc);
 	return s;
 }
