@@ -100,7 +100,7 @@ KMOD_SRC := Kbuild $(wildcard kmod/*.c kmod/*.h) uapi/linux/hbmguard.h
 .PHONY: all module modules-all programs userspace system-guest check check-host check-unit check-unit-plain \
 	check-unit-san check-unit-san-apart check-unit-san-rest check-config-keys check-cli \
 	check-ynl check-readme check-unitfile check-install \
-	check-shape check-cluster check-kernel check-debug check-system check-after-deps bench demo \
+	check-shape check-cluster check-fuzz fuzz check-kernel check-debug check-system check-after-deps bench demo \
 	clean-module FORCE \
 	deps install install-dkms clean
 
@@ -468,6 +468,34 @@ $(BUILD)/cluster-unwatch: tests/cluster/unwatch.c $(CLUSTER_SRC) $(CLUSTER_HDR)
 		tests/cluster/unwatch.c $(CLUSTER_SRC) \
 		$(shell pkg-config --libs libsystemd json-c) -o $@
 
+# Tier 1's fuzzing (tests/fuzz/README.md): one libFuzzer target per input a
+# hostile party or a damaged file writes, built by clang under ASan and
+# UBSan.  tests/fuzz/T.c is target T; tests/fuzz/T.mk names the sources it
+# needs (FUZZ_SRC_T, FUZZ_LIBS_T) and how many inputs check-fuzz runs
+# (FUZZ_RUNS_T, from seed 1: the same inputs each run) and how long one may
+# be (FUZZ_MAX_LEN_T); `make fuzz FUZZ_SECONDS=N` explores further.
+FUZZ_CC ?= clang
+FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/*.c))
+include $(wildcard tests/fuzz/*.mk)
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -O1 -fno-omit-frame-pointer \
+	-fsanitize=fuzzer,address,undefined,float-cast-overflow -fno-sanitize-recover=all \
+	-Itests/fuzz -I$(TOP)/uapi -I$(TOP)/kmod -I$(TOP)/daemon
+FUZZ_SECONDS ?= 300
+define fuzz_target
+$(BUILD)/fuzz/$(1): tests/fuzz/$(1).c tests/fuzz/$(1).mk tests/fuzz/fuzz.h $(filter %.c,$(FUZZ_SRC_$(1))) \
+		$(wildcard daemon/*.h kmod/*.h uapi/linux/*.h)
+	@mkdir -p $$(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_CFLAGS_$(1)) tests/fuzz/$(1).c $(FUZZ_SRC_$(1)) $(FUZZ_LIBS_$(1)) -o $$@
+endef
+$(foreach t,$(FUZZ_TARGETS),$(eval $(call fuzz_target,$(t))))
+check-fuzz: $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS))
+	@echo "== tier 1: fuzzing, $(words $(FUZZ_TARGETS)) targets"
+	@$(foreach t,$(FUZZ_TARGETS),tests/fuzz/run.sh check $(BUILD)/fuzz/$(t) \
+		$(or $(FUZZ_RUNS_$(t)),100000) $(or $(FUZZ_MAX_LEN_$(t)),4096) &&) true
+fuzz: $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS))
+	@$(foreach t,$(FUZZ_TARGETS),tests/fuzz/run.sh explore $(BUILD)/fuzz/$(t) \
+		$(FUZZ_SECONDS) $(or $(FUZZ_MAX_LEN_$(t)),4096) &&) true
+
 # Incidents across 2 to 64 simulated nodes, TLS with client certificates,
 # and hostile keys, against Debian's etcd in a network namespace of the
 # test's own (no guest); a watch unwatched from its own callbacks.
@@ -481,7 +509,7 @@ check-cluster: $(BUILD)/cluster-agent $(BUILD)/cluster-unwatch
 # it ends.  Userspace is built before them, so that check-install's own make
 # (which builds the module in the source tree) finds nothing else to build.
 HOST_CHECKS := check-unit-plain check-unit-san-apart check-unit-san-rest check-config-keys check-cli check-nvml-view \
-	check-ynl check-readme check-unitfile check-install check-shape check-cluster
+	check-ynl check-readme check-unitfile check-install check-shape check-cluster check-fuzz
 HOST_JOBS ?= 4
 check-host: userspace gpu-bundle $(FAKE_NVML)
 	@MAKEFLAGS="$(filter-out -j% --jobserver-auth=%,$(MAKEFLAGS))" \

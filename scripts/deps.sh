@@ -18,6 +18,8 @@ set -eu
 # speaks to (daemon/etcd.c, through libcurl4-openssl-dev), run by
 # tests/cluster/run.sh in a network namespace (iproute2) with certificates
 # made by openssl; the package's etcd.service is not what the test runs.
+# clang, libclang-rt-14-dev: libFuzzer and its sanitizers, for tier 1's fuzz
+# targets (tests/fuzz/); GCC has no fuzzing engine.
 # Kernels the tests boot.  The headers build the module; the images give the
 # guests their vmlinuz and the stock injection modules (hwpoison-inject,
 # mce-inject).  6.1 is bookworm's own kernel, 6.12 its newer LTS.
@@ -28,7 +30,8 @@ linux-headers-amd64 linux-image-amd64
 linux-headers-6.12-amd64 linux-image-6.12-amd64
 flex bison bc libelf-dev
 libmicrohttpd-dev prometheus python3-prometheus-client
-etcd-server etcd-client libcurl4-openssl-dev iproute2 openssl"
+etcd-server etcd-client libcurl4-openssl-dev iproute2 openssl
+clang libclang-rt-14-dev"
 [ "${1:-}" = demo ] && PKGS="$PKGS python3-matplotlib"
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
