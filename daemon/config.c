@@ -125,24 +125,10 @@ static int seconds(struct parser *p, const char *key, const char *v,
 /* Bytes: a whole number (0x for hex), optionally with K, M, G or T. */
 static int bytes(struct parser *p, const char *key, const char *v, uint64_t *out)
 {
-	static const char units[] = "KMGT";
-	unsigned long long n;
-	const char *u;
-	char *end;
-	int shift = 0;
-
 	if (!isdigit((unsigned char)*v))
 		return fail(p, key, "'%s' is not a number of bytes", v);
-	errno = 0;
-	/* hex after 0x, else decimal: base 0 read Address=0102400000 as octal */
-	n = strtoull(v, &end, v[0] == '0' && (v[1] == 'x' || v[1] == 'X') ? 16 : 10);
-	if (*end && !end[1] && (u = strchr(units, *end))) {
-		shift = 10 * (u - units + 1);
-		end++;
-	}
-	if (errno || *end || (shift && n > UINT64_MAX >> shift))
+	if (hbm_bytes(v, out))
 		return fail(p, key, "'%s' is not a number of bytes (e.g. 4096, 0x1000, 96G)", v);
-	*out = (uint64_t)n << shift;
 	return 0;
 }
 

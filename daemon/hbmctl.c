@@ -61,6 +61,7 @@
 #include "cli.h"
 #include "ctl.h"
 #include "hbmguard.h"
+#include "timespan.h"
 
 #define DEV_NODE "/dev/" HBMGUARD_DEVICE_NAME
 
@@ -158,24 +159,10 @@ static void open_node(int flags)
 
 static uint64_t parse_size(const char *s, const char *what)
 {
-	char *end;
-	unsigned long long v;
-	int shift = 0;
+	uint64_t v;
 
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s || *s == '-')
-		goto bad;
-	switch (*end) {
-	case 'T': shift += 10; /* fall through */
-	case 'G': shift += 10; /* fall through */
-	case 'M': shift += 10; /* fall through */
-	case 'K': shift += 10; end++; break;
-	}
-	if (*end || (shift && v > (UINT64_MAX >> shift)))
-		goto bad;
-	return (uint64_t)v << shift;
-bad:
+	if (!hbm_bytes(s, &v))
+		return v;
 	fprintf(stderr, "hbmctl: %s '%s' is not a number (e.g. 4096, 0x1000, 2M)\n",
 		what, s);
 	exit(EXIT_USAGE);

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
-/* systemd's time spans (timespan.h). */
+/* systemd's time spans, and numbers of bytes (timespan.h). */
 #include <ctype.h>
 #include <errno.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "timespan.h"
@@ -109,5 +110,38 @@ int hbm_time_span(const char *v, uint64_t *usec)
 	if (!some)
 		return -EINVAL;
 	*usec = sum;
+	return 0;
+}
+
+/**
+ * hbm_bytes() - a number of bytes: decimal, or hex after 0x, optionally
+ * with K, M, G or T (powers of 1024)
+ * @v: the text
+ * @bytes: the number
+ *
+ * A leading 0 is decimal, as systemd reads sizes: strtoull()'s base 0 read
+ * Address=0102400000 as octal, another range than written (helper-193).
+ *
+ * Return: 0, or -EINVAL (@bytes untouched).
+ */
+int hbm_bytes(const char *v, uint64_t *bytes)
+{
+	static const char units[] = "KMGT";
+	unsigned long long n;
+	const char *u;
+	char *end;
+	int shift = 0;
+
+	if (!isdigit((unsigned char)*v))
+		return -EINVAL;
+	errno = 0;
+	n = strtoull(v, &end, v[0] == '0' && (v[1] == 'x' || v[1] == 'X') ? 16 : 10);
+	if (*end && !end[1] && (u = strchr(units, *end))) {
+		shift = 10 * (u - units + 1);
+		end++;
+	}
+	if (errno || *end || end == v || (shift && n > UINT64_MAX >> shift))
+		return -EINVAL;
+	*bytes = (uint64_t)n << shift;
 	return 0;
 }

@@ -2,6 +2,7 @@
 /* Unit tests of hbmguardd's configuration parser (daemon/config.c). */
 #include <check.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include <netinet/in.h>
 
 #include "config.h"
+#include "timespan.h"
 #include "unit.h"
 
 static struct hbm_config c;
@@ -422,6 +424,31 @@ START_TEST(scheduler_keys)
 }
 END_TEST
 
+/* hbm_bytes(), config's and hbmctl's one reading of a number of bytes. */
+START_TEST(bytes_syntax)
+{
+	static const struct {
+		const char *v;
+		uint64_t bytes;	/* 1: refused */
+	} cases[] = {
+		{ "4096", 4096 }, { "0x1000", 4096 }, { "0X1000", 4096 }, { "010", 10 },
+		{ "0", 0 }, { "4K", 4096 }, { "96G", 96ULL << 30 }, { "0x10M", 16ULL << 20 },
+		{ "16777215T", 16777215ULL << 40 }, { "18446744073709551615", UINT64_MAX },
+		{ "", 1 }, { " 1", 1 }, { "+1", 1 }, { "-1", 1 }, { "0x", 1 }, { "1KB", 1 },
+		{ "1k", 1 }, { "08x", 1 }, { "16777216T", 1 }, { "18446744073709551616", 1 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t b = 1;
+		int err = hbm_bytes(cases[i].v, &b);
+
+		ck_assert_msg(err == (cases[i].bytes == 1 ? -EINVAL : 0), "'%s': %d", cases[i].v, err);
+		ck_assert_msg(b == cases[i].bytes, "'%s': %" PRIu64, cases[i].v, b);
+	}
+}
+END_TEST
+
 START_TEST(ranges)
 {
 	ck_assert_int_eq(parse("[Range \"hbm0\"]\nNumaNode=1\nClaim=yes\n"
@@ -786,6 +813,7 @@ Suite *config_suite(void)
 	tcase_add_test(tc, cluster_keys);
 	tcase_add_test(tc, bad_input);
 	tcase_add_test(tc, too_many_devices);
+	tcase_add_test(tc, bytes_syntax);
 	tcase_add_test(tc, ranges);
 	tcase_add_test(tc, too_many_ranges);
 	tcase_add_test(tc, load_from_file);
