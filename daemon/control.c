@@ -593,9 +593,16 @@ static void warn_if_open_to_others(int fd)
 	struct sockaddr_un sa = { 0 };
 	socklen_t len = sizeof(sa) - 1;
 	char dir[PATH_MAX];
+	int r;
 
-	if (getsockname(fd, (struct sockaddr *)&sa, &len) || sa.sun_path[0] != '/' ||
-	    hbm_ctl_path_open(sa.sun_path, dir, sizeof(dir)) <= 0)
+	if (getsockname(fd, (struct sockaddr *)&sa, &len) || sa.sun_path[0] != '/')
+		return;
+	r = hbm_ctl_path_open(sa.sun_path, dir, sizeof(dir));
+	if (r < 0)	/* systemd's, under a path the unit hides from the daemon */
+		fprintf(stderr, "<4>hbmguardd: control socket %s: its directories cannot be "
+			"looked at (%s): whether a user other than root may change them is not "
+			"known\n", sa.sun_path, strerror(-r));
+	if (r <= 0)
 		return;
 	fprintf(stderr, "<4>hbmguardd: control socket %s: %s may be changed by a user other than "
 		"root, who can then answer hbmctl and the ranks in this daemon's place: give the "

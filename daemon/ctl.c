@@ -84,6 +84,7 @@ int hbm_ctl_listen(const char *path)
 {
 	struct sockaddr_un sa;
 	int fd, one = 1, err = hbm_ctl_address(path, &sa);
+	mode_t mask;
 
 	if (err)
 		return err;
@@ -92,45 +93,42 @@ int hbm_ctl_listen(const char *path)
 		return -errno;
 	/*
 	 * Mode 0666: anyone may ask; what they may do is checked per request.
+	 * Made so by bind() under a umask, not by a chmod() of the path after
+	 * it, which follows a link put there meanwhile: in a directory another
+	 * user may write, the daemon made any file of root's 0666 (helper-194).
 	 * The backlog is systemd's Backlog= default (systemd.socket(5)): one
 	 * peer connecting in a loop fills a short one, and others' connect()s
 	 * wait or fail behind it.
 	 */
-	if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) ||
-	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || chmod(path, 0666) ||
-	    listen(fd, SOMAXCONN)) {
-		err = -errno;
-		close(fd);
-		return err;
-	}
+	if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)))
+		goto fail;
+	mask = umask(0111);
+	err = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(mask);
+	if (err || listen(fd, SOMAXCONN))
+		goto fail;
 	return fd;
+fail:
+	err = -errno;
+	close(fd);
+	return err;
 }
 
-/* Whether a user other than root may change what @dir holds. */
+/*
+ * Whether a user other than root may change what @dir holds.  Group write
+ * counts whatever the group: with an ACL, that bit is the mask of what it
+ * grants others (helper-194).
+ */
 static bool open_to_others(const struct stat *st)
 {
-	return st->st_uid != 0 || (st->st_mode & S_IWOTH) ||
-	       ((st->st_mode & S_IWGRP) && st->st_gid != 0);
+	return st->st_uid != 0 || (st->st_mode & (S_IWGRP | S_IWOTH));
 }
 
-/* @dir's and each directory's above it, as written (a link's own), or not. */
-static int walk_up(char *dir, bool resolved, char *found, size_t len)
+/* @dir into @found, and 1: the first directory found open to others. */
+static int found_open(const char *dir, char *found, size_t len)
 {
-	struct stat st;
-	char *slash;
-
-	for (;;) {
-		if ((resolved ? stat(dir, &st) : lstat(dir, &st)))
-			return -errno;
-		if (!S_ISLNK(st.st_mode) && open_to_others(&st)) {
-			snprintf(found, len, "%s", dir);
-			return 1;
-		}
-		slash = strrchr(dir, '/');
-		if (!slash || !strcmp(dir, "/"))
-			return 0;
-		slash[slash == dir] = 0;	/* "/a/b" to "/a", "/a" to "/" */
-	}
+	snprintf(found, len, "%s", dir);
+	return 1;
 }
 
 /**
@@ -143,31 +141,81 @@ static int walk_up(char *dir, bool resolved, char *found, size_t len)
  * Whoever may change what @path names can answer hbmctl and the ranks in
  * hbmguardd's place: a socket of their own bound there before the daemon
  * binds it (the sticky bit of /tmp does not stop that, only the removal of
- * the daemon's), or put there after by renaming a directory they may write.
- * They would then be asked by hbmctl and tell ranks to pause and restore.
- * Every directory on the way, as written and as its links lead, must be
- * root's and writable by root alone (sshd's StrictModes asks as much of a
- * user's keys).  A link itself is not looked at: its directory is.
+ * the daemon's), or put there after by renaming a directory they may write
+ * or changing a link in one.  They would then be asked by hbmctl and tell
+ * ranks to pause and restore.  So every directory the path's resolution
+ * passes through, the socket's own, those above it and those holding a
+ * link it follows, one component at a time, must be root's and writable by
+ * root alone (sshd's StrictModes asks as much of a user's keys).
  *
  * Return: 0: none; 1: @found names one; or the negative errno of a
  * directory that could not be looked at (@path's own not there yet).
  */
 int hbm_ctl_path_open(const char *path, char *found, size_t len)
 {
-	char dir[PATH_MAX], real[PATH_MAX];
-	char *slash;
-	int r;
+	char at[PATH_MAX] = "/", rest[PATH_MAX], next[PATH_MAX], link[PATH_MAX];
+	unsigned int links = 0;
+	struct stat st;
+	char *p = rest;
+	ssize_t n;
 
-	if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir))
-		return -ENAMETOOLONG;
-	slash = strrchr(dir, '/');
-	if (!slash || dir[0] != '/')
+	if (path[0] != '/' || !strrchr(path, '/')[1])
 		return -EINVAL;
-	slash[slash == dir] = 0;
-	if (!realpath(dir, real))
+	/* the socket's directory: the path up to its last component */
+	n = strrchr(path, '/') - path;
+	if ((size_t)n >= sizeof(rest))
+		return -ENAMETOOLONG;
+	memcpy(rest, path, n);
+	rest[n] = 0;
+	if (stat("/", &st))
 		return -errno;
-	r = walk_up(dir, false, found, len);
-	return r ? r : walk_up(real, true, found, len);
+	if (open_to_others(&st))
+		return found_open("/", found, len);
+	while (*p) {
+		char *name = p, *slash = strchr(p, '/');
+
+		if (slash) {
+			*slash = 0;
+			p = slash + 1;
+		} else {
+			p += strlen(p);
+		}
+		if (!*name || !strcmp(name, "."))
+			continue;
+		if (!strcmp(name, "..")) {	/* its parent was entered on the way */
+			*strrchr(at, '/') = 0;
+			if (!at[0])
+				strcpy(at, "/");
+			continue;
+		}
+		if (snprintf(next, sizeof(next), "%s/%s", strcmp(at, "/") ? at : "",
+			     name) >= (int)sizeof(next))
+			return -ENAMETOOLONG;
+		if (lstat(next, &st))
+			return -errno;
+		if (S_ISLNK(st.st_mode)) {
+			/* its target resolved in turn, from @at or /, then the rest */
+			n = readlink(next, link, sizeof(link) - 1);
+			if (n < 0)
+				return -errno;
+			link[n] = 0;
+			if (++links > 40)	/* the kernel's MAXSYMLINKS */
+				return -ELOOP;
+			if (snprintf(next, sizeof(next), "%s/%s", link, p) >= (int)sizeof(next))
+				return -ENAMETOOLONG;
+			strcpy(rest, next);
+			p = rest;
+			if (link[0] == '/')
+				strcpy(at, "/");
+			continue;
+		}
+		if (!S_ISDIR(st.st_mode))
+			return -ENOTDIR;
+		if (open_to_others(&st))
+			return found_open(next, found, len);
+		strcpy(at, next);
+	}
+	return 0;
 }
 
 size_t hbm_ctl_body_size(uint16_t type)

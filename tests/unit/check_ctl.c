@@ -684,10 +684,17 @@ START_TEST(accepted_has_credentials)
 	socklen_t len = sizeof(on);
 	struct ucred who;
 
+	struct stat st;
+	mode_t mask = umask(022);
+
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/control.sock", dir);
 	lfd = hbm_ctl_listen(path);
 	ck_assert_int_ge(lfd, 0);
+	/* 0666 whatever the umask, which is the caller's again after */
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 0777, 0666);
+	ck_assert_uint_eq(umask(mask), 022);
 	cfd = hbm_ctl_connect(path);
 	ck_assert_int_ge(cfd, 0);
 	afd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -1103,10 +1110,13 @@ START_TEST(socket_directories_of_others)
 		{ "sticky/x.sock", "sticky" },
 		{ "world/deep/x.sock", "world" },
 		{ "users/x.sock", "users" },
-		{ "roots/x.sock", NULL },
+		{ "roots/x.sock", "roots" },	/* an ACL's mask, whatever the group */
 		{ "theirs/x.sock", "theirs" },
 		{ "clean/to_world/x.sock", "world" },	/* a link into it */
 		{ "world/to_clean/x.sock", "world" },	/* a link in it */
+		{ "clean/to_srv/x.sock", "srv" },	/* a link through a link in it */
+		{ "clean/../clean/x.sock", NULL },
+		{ "clean/./to_clean_abs/x.sock", NULL },
 	};
 	char base[] = "/run/hbmguard-unit.XXXXXX", path[PATH_MAX], want[PATH_MAX],
 	     found[PATH_MAX];
@@ -1139,6 +1149,13 @@ START_TEST(socket_directories_of_others)
 	ck_assert_int_eq(chown("theirs", 65534, 0), 0);	/* nobody's */
 	ck_assert_int_eq(symlink("../world", "clean/to_world"), 0);
 	ck_assert_int_eq(symlink("../clean", "world/to_clean"), 0);
+	ck_assert_int_eq(mkdir("srv", 0777), 0);
+	ck_assert_int_eq(chmod("srv", 0777), 0);
+	ck_assert_int_eq(mkdir("data", 0755), 0);
+	ck_assert_int_eq(symlink("../data", "srv/x"), 0);
+	ck_assert_int_eq(symlink("../srv/x", "clean/to_srv"), 0);
+	snprintf(path, sizeof(path), "%s/clean", base);
+	ck_assert_int_eq(symlink(path, "clean/to_clean_abs"), 0);
 	ck_assert_int_eq(chdir("/"), 0);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		snprintf(path, sizeof(path), "%s/%s", base, cases[i].path);
@@ -1152,6 +1169,10 @@ START_TEST(socket_directories_of_others)
 	snprintf(path, sizeof(path), "%s/gone/x.sock", base);
 	ck_assert_int_eq(hbm_ctl_path_open(path, found, sizeof(found)), -ENOENT);
 	ck_assert_int_eq(hbm_ctl_path_open("x.sock", found, sizeof(found)), -EINVAL);
+	snprintf(path, sizeof(path), "%s/clean/loop/x.sock", base);
+	snprintf(want, sizeof(want), "%s/clean/loop", base);
+	ck_assert_int_eq(symlink(want, want), 0);
+	ck_assert_int_eq(hbm_ctl_path_open(path, found, sizeof(found)), -ELOOP);
 	snprintf(path, sizeof(path), "rm -r %s", base);
 	ck_assert_int_eq(system(path), 0);
 }
