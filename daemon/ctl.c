@@ -117,11 +117,13 @@ fail:
 /*
  * Whether a user other than root may change what @dir holds.  Group write
  * counts whatever the group: with an ACL, that bit is the mask of what it
- * grants others (helper-194).
+ * grants others (helper-194).  Sticky (/tmp), others may not move or
+ * remove root's entries, only add theirs: open only as the socket's own.
  */
-static bool open_to_others(const struct stat *st)
+static bool open_to_others(const struct stat *st, bool sockets_own)
 {
-	return st->st_uid != 0 || (st->st_mode & (S_IWGRP | S_IWOTH));
+	return st->st_uid != 0 || ((st->st_mode & (S_IWGRP | S_IWOTH)) &&
+				   (sockets_own || !(st->st_mode & S_ISVTX)));
 }
 
 /* @dir into @found, and 1: the first directory found open to others. */
@@ -169,7 +171,7 @@ int hbm_ctl_path_open(const char *path, char *found, size_t len)
 	rest[n] = 0;
 	if (stat("/", &st))
 		return -errno;
-	if (open_to_others(&st))
+	if (open_to_others(&st, !rest[0]))
 		return found_open("/", found, len);
 	while (*p) {
 		char *name = p, *slash = strchr(p, '/');
@@ -211,7 +213,7 @@ int hbm_ctl_path_open(const char *path, char *found, size_t len)
 		}
 		if (!S_ISDIR(st.st_mode))
 			return -ENOTDIR;
-		if (open_to_others(&st))
+		if (open_to_others(&st, !*p))
 			return found_open(next, found, len);
 		strcpy(at, next);
 	}

@@ -1108,6 +1108,8 @@ START_TEST(socket_directories_of_others)
 		{ "clean/x.sock", NULL },
 		{ "world/x.sock", "world" },
 		{ "sticky/x.sock", "sticky" },
+		{ "sticky/roots/x.sock", NULL },	/* root's, under a sticky one */
+		{ "sticky/theirs/x.sock", "sticky/theirs" },
 		{ "world/deep/x.sock", "world" },
 		{ "users/x.sock", "users" },
 		{ "roots/x.sock", "roots" },	/* an ACL's mask, whatever the group */
@@ -1140,6 +1142,9 @@ START_TEST(socket_directories_of_others)
 	ck_assert_int_eq(mkdir("world/deep", 0755), 0);
 	ck_assert_int_eq(mkdir("sticky", 0755), 0);
 	ck_assert_int_eq(chmod("sticky", 01777), 0);
+	ck_assert_int_eq(mkdir("sticky/roots", 0755), 0);
+	ck_assert_int_eq(mkdir("sticky/theirs", 0755), 0);
+	ck_assert_int_eq(chown("sticky/theirs", 65534, 0), 0);
 	ck_assert_int_eq(mkdir("users", 0775), 0);
 	ck_assert_int_eq(chmod("users", 0775), 0);
 	ck_assert_int_eq(chown("users", 0, 100), 0);	/* writable by group users */
