@@ -472,7 +472,7 @@ $(BUILD)/cluster-unwatch: tests/cluster/unwatch.c $(CLUSTER_SRC) $(CLUSTER_HDR)
 # hostile party or a damaged file writes, built by clang under ASan and
 # UBSan.  tests/fuzz/T.c is target T; tests/fuzz/T.mk names the sources it
 # needs (FUZZ_SRC_T, FUZZ_LIBS_T) and how many inputs check-fuzz runs
-# (FUZZ_RUNS_T, from seed 1: the same inputs each run) and how long one may
+# (FUZZ_RUNS_T, from seed 1; run.sh says how far that repeats) and how long one may
 # be (FUZZ_MAX_LEN_T); `make fuzz FUZZ_SECONDS=N` explores further.
 FUZZ_CC ?= clang
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/*.c))

@@ -87,10 +87,17 @@ static inline char *fuzz_rest(struct fuzz_in *in, size_t *len)
 	return s;
 }
 
-/* A directory of the target's own for the files it writes: in memory where /dev/shm is. */
+/*
+ * A directory of the target's own for the files it writes: under run.sh's
+ * $HBM_FUZZ_TMP, which it removes after the run whatever happened (a
+ * sanitizer's report ends the process without atexit()); else in memory
+ * where /dev/shm is.
+ */
 static inline void fuzz_tmpdir(char *dir, size_t len, const char *target)
 {
-	snprintf(dir, len, "/dev/shm/hbm-fuzz-%s.XXXXXX", target);
+	const char *tmp = getenv("HBM_FUZZ_TMP");
+
+	snprintf(dir, len, "%s/hbm-fuzz-%s.XXXXXX", tmp ? tmp : "/dev/shm", target);
 	if (mkdtemp(dir))
 		return;
 	snprintf(dir, len, "/tmp/hbm-fuzz-%s.XXXXXX", target);
