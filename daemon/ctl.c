@@ -67,7 +67,7 @@ int hbm_ctl_connect(const char *path)
 }
 
 /**
- * hbm_ctl_listen() - hbmguardd's listening socket, mode 0666
+ * hbm_ctl_listen() - hbmguardd's listening socket, mode HBM_CTL_SOCKET_MODE
  * @path: where, not there yet
  *
  * SO_PASSCRED is set on the listener, not on each accepted connection: an
@@ -102,7 +102,7 @@ int hbm_ctl_listen(const char *path)
 	 */
 	if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)))
 		goto fail;
-	mask = umask(0111);
+	mask = umask(0777 & ~HBM_CTL_SOCKET_MODE);
 	err = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
 	umask(mask);
 	if (err || listen(fd, SOMAXCONN))

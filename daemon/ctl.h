@@ -153,6 +153,7 @@
 #include <sys/types.h>
 
 #define HBM_CTL_SOCKET		"/run/hbmguard/control.sock"
+#define HBM_CTL_SOCKET_MODE	0666	/* anyone may ask (above); hbmguardd.socket's SocketMode= */
 #define HBM_CTL_MAGIC		0x434d4248	/* "HBMC" */
 #define HBM_CTL_VERSION		1
 #define HBM_CTL_REPLY		0x8000

@@ -24,7 +24,7 @@ exposure=$(systemd-analyze security --offline=true "$work/hbmguardd.service" 2>&
 # name control.c asks sd_listen_fds_with_names() for, SO_PASSCRED.
 sock=$TOP/daemon/systemd/hbmguardd.socket
 default=$(sed -n 's/^#define HBM_CTL_SOCKET[[:space:]]*"\(.*\)".*$/\1/p' "$TOP/daemon/ctl.h")
-mode=$(sed -n 's/.*chmod(path, \(0[0-7]*\)).*/\1/p' "$TOP/daemon/ctl.c")
+mode=$(sed -n 's/^#define HBM_CTL_SOCKET_MODE[[:space:]]*\(0[0-7]*\).*$/\1/p' "$TOP/daemon/ctl.h")
 name=$(sed -n 's/.*passed_socket("\([a-z]*\)").*/\1/p' "$TOP/daemon/control.c")
 for want in "ListenSequentialPacket=$default" "SocketMode=$mode" "FileDescriptorName=$name" \
 	PassCredentials=yes Accept=no Service=hbmguardd.service; do
