@@ -33,16 +33,6 @@
 
 static void cleanup(void);
 
-#define CHECK(cond, ...) do {						\
-	if (!(cond)) {							\
-		fprintf(stderr, "config: %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-		fprintf(stderr, __VA_ARGS__);				\
-		fputc('\n', stderr);					\
-		cleanup();	/* the directory, not left in /dev/shm */	\
-		abort();						\
-	}								\
-} while (0)
-
 #define MAX_FILES	4
 
 static char dir[64], dropins[96];
@@ -67,6 +57,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	fuzz_tmpdir(dir, sizeof(dir), "config");
+	fuzz_on_failure = cleanup;	/* the directory, not left behind */
 	snprintf(dropins, sizeof(dropins), "%s/hbmguardd.conf.d", dir);
 	if (mkdir(dropins, 0700))
 		abort();

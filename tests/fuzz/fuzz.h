@@ -105,6 +105,21 @@ static inline void fuzz_tmpdir(char *dir, size_t len, const char *target)
 		abort();
 }
 
+/* Set by a target whose files outlive an abort() run by hand: called first. */
+static void (*fuzz_on_failure)(void) __attribute__((unused));
+
+/* A property the target asserts, said with why before the abort(). */
+#define CHECK(cond, ...) do {						\
+	if (!(cond)) {							\
+		fprintf(stderr, "%s:%d: %s: ", __FILE__, __LINE__, #cond);	\
+		fprintf(stderr, __VA_ARGS__);				\
+		fputc('\n', stderr);					\
+		if (fuzz_on_failure)					\
+			fuzz_on_failure();				\
+		abort();						\
+	}								\
+} while (0)
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #endif /* HBM_FUZZ_H */

@@ -35,15 +35,6 @@
 #define DEFERRED	(1ULL << 44)
 #define COUNT_MASK	(0x7fffULL << 38)	/* Intel: corrected error count */
 
-#define CHECK(cond, ...) do {						\
-	if (!(cond)) {							\
-		fprintf(stderr, "mce: %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-		fprintf(stderr, __VA_ARGS__);				\
-		fputc('\n', stderr);					\
-		abort();						\
-	}								\
-} while (0)
-
 struct answer {
 	enum hbm_mce_class class;
 	u32 kind;

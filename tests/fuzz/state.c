@@ -35,16 +35,6 @@
 
 static void cleanup(void);
 
-#define CHECK(cond, ...) do {						\
-	if (!(cond)) {							\
-		fprintf(stderr, "state: %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-		fprintf(stderr, __VA_ARGS__);				\
-		fputc('\n', stderr);					\
-		cleanup();	/* the directory, not left in /dev/shm */	\
-		abort();						\
-	}								\
-} while (0)
-
 static char dir[64];
 static int dir_fd = -1;
 
@@ -67,6 +57,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	fuzz_tmpdir(dir, sizeof(dir), "state");
+	fuzz_on_failure = cleanup;	/* the directory, not left behind */
 	dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dir_fd < 0)
 		abort();

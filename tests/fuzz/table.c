@@ -43,15 +43,6 @@ static bool verbose;	/* HBM_FUZZ_VERBOSE set: each step told */
 /* The checks' own branches are no coverage of the core, and cost time. */
 #define CHECKER	__attribute__((no_sanitize("coverage")))
 
-#define CHECK(cond, ...) do {						\
-	if (!(cond)) {							\
-		fprintf(stderr, "table: %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-		fprintf(stderr, __VA_ARGS__);				\
-		fputc('\n', stderr);					\
-		abort();						\
-	}								\
-} while (0)
-
 #define MAX_PAGES	4096
 #define MAX_SPARES	2048
 #define MAX_EXTENTS	MAX_PAGES
