@@ -192,6 +192,7 @@ static struct cl_action *push(struct cl_core *c, enum cl_action_kind kind, const
 	if (j) {
 		strcpy(a->job, j->name);
 		strcpy(a->id, j->open ? j->id : "");
+		a->incident_rev = j->open ? j->create_rev : 0;
 		a->rank = j->open ? j->failed_rank : j->want_rank;
 		strcpy(a->opener, j->open ? j->opener : "");
 	}
@@ -867,8 +868,28 @@ static void process(struct cl_core *c, struct job *j, uint64_t now)
 			snprintf(a->text, sizeof(a->text), "not opened across nodes: %s", why);
 		}
 	}
-	if (!j->open || !j->member || !j->step_known)
+	if (!j->open || !j->member)
 		return;
+	/*
+	 * An incident whose step this node has not read (its key deleted, or a
+	 * value refused here: another writer's doing, as the opener writes the
+	 * two in one transaction) asks nothing of the ranks here, and no abort
+	 * can be written to it; yet they may be waiting on it (the opener's
+	 * error, a second one).  An abort decided here is theirs at once, and
+	 * the pause deadline from when the incident was read aborts them, as
+	 * that step's deadline would: the job cannot go on with its rank's
+	 * state lost.
+	 */
+	if (!j->step_known) {
+		if (j->local_aborted || j->asked == CL_ABORT || (!j->escalate[0] && now < j->deadline))
+			return;
+		if (!j->escalate[0])
+			say(c, j, LOG_ERR, "job %s: incident %s: its step not read by the pause deadline: aborting this node's ranks",
+			    j->name, j->id);
+		local(c, j, CL_ABORT, j->escalate[0] ? j->escalate : "the incident's step not read by the pause deadline");
+		j->local_aborted = true;
+		return;
+	}
 	/* an abort this node decided is its ranks' at once, not after etcd's round trip */
 	if (j->escalate[0] && !j->local_aborted && j->asked != CL_ABORT) {
 		local(c, j, CL_ABORT, j->escalate);
@@ -1167,7 +1188,8 @@ static void delete_node(struct cl_core *c, struct job *j, const char *node)
 	job_gc(c, j);
 }
 
-static void put_incident(struct cl_core *c, const struct key *k, const struct etcd_kv *kv)
+static void put_incident(struct cl_core *c, const struct key *k, const struct etcd_kv *kv,
+			 uint64_t now)
 {
 	struct json_object *o = value_parse(kv, CL_INCIDENT_MAX), *nodes, *rank;
 	char id[HBM_CLUSTER_NAME_LEN], opener[HBM_CLUSTER_NAME_LEN], reason[CL_REASON_LEN];
@@ -1185,7 +1207,7 @@ static void put_incident(struct cl_core *c, const struct key *k, const struct et
 	    str_field(o, "reason", false, reason, sizeof(reason)) ||
 	    !json_object_object_get_ex(o, "rank", &rank) ||
 	    !json_object_is_type(rank, json_type_int) || json_object_get_int64(rank) < 0 ||
-	    json_object_get_int64(rank) >= (j->world ? j->world : (int64_t)UINT32_MAX) ||
+	    json_object_get_int64(rank) >= (int64_t)UINT32_MAX ||
 	    !json_object_object_get_ex(o, "nodes", &nodes) ||
 	    !json_object_is_type(nodes, json_type_array) ||
 	    !(n = json_object_array_length(nodes)) || n > CL_MAX_NODES) {
@@ -1240,9 +1262,22 @@ static void put_incident(struct cl_core *c, const struct key *k, const struct et
 	j->parts = parts;
 	j->nr_parts = n;
 	j->member = part(j, c->node) != NULL;
-	if (j->member)
-		say(c, j, LOG_WARNING, "job %s: incident %s opened by %s on %zu nodes: %s", j->name, id,
-		    opener, n, reason);
+	/* from when this node read it: the step's own, once read, replaces it */
+	j->deadline = now + c->t.step[CL_PAUSE] * 1000000ULL;
+	if (!j->member)
+		return;
+	say(c, j, LOG_WARNING, "job %s: incident %s opened by %s on %zu nodes: %s", j->name, id,
+	    opener, n, reason);
+	/*
+	 * A lost rank out of the world the ranks here registered with: they
+	 * cannot restore it, and the incident is aborted, not refused.  It is
+	 * one every node may read so (the ranks here registered again, with a
+	 * smaller world, while its open was on the way): refused by all, it
+	 * would never close, and its key would block every open of the job.
+	 */
+	if (j->value && failed >= j->world)
+		escalate(c, j, "its lost rank %" PRIu32 " is not of the job's world on node %s (%" PRIu32 ")",
+			 failed, c->node, j->world);
 }
 
 static void put_step(struct cl_core *c, struct job *j, const struct etcd_kv *kv, uint64_t now)
@@ -1324,7 +1359,7 @@ static void apply(struct cl_core *c, const struct etcd_kv *kv, bool put, uint64_
 	j = job_find(c, k.job);
 	if (k.kind == K_INCIDENT) {
 		if (put)
-			return put_incident(c, &k, kv);
+			return put_incident(c, &k, kv, now);
 		if (j && j->open && kv->mod_revision > j->create_rev) {
 			incident_gone(c, j);
 			job_gc(c, j);
@@ -1498,9 +1533,22 @@ void cl_txn_done(struct cl_core *c, const struct cl_action *a, int err, bool suc
 		 int64_t rev, uint64_t now)
 {
 	struct job *j = job_find(c, a->job);
+	bool of_incident = a->txn == CL_TXN_ACK || a->txn == CL_TXN_ADVANCE ||
+			   a->txn == CL_TXN_ABORT || a->txn == CL_TXN_CLOSE;
 
 	if (!j)
 		return;
+	if (of_incident && (!j->open || j->create_rev != a->incident_rev)) {
+		/*
+		 * Of an incident that ended meanwhile (incident_gone() forgot
+		 * what it had in flight): the next one's may be, and is not
+		 * this, nor is there anything to send again.
+		 */
+		if (a->txn == CL_TXN_ACK && !err && succeeded)
+			/* written before the incident closed, answered after the watch said so */
+			acked(closed_part(c, j->name, a->id, c->node), a->step, a->at);
+		return;
+	}
 	j->inflight &= ~(1U << a->txn);
 	if (err) {
 		j->retry_at = now + RETRY_US;
@@ -1523,14 +1571,9 @@ void cl_txn_done(struct cl_core *c, const struct cl_action *a, int err, bool suc
 		 * it sent again at etcd's round trip's pace, without end.
 		 */
 		j->changed_from = a->from_rev;
-	} else if (a->txn == CL_TXN_ACK && j->open && !strcmp(a->id, j->id)) {
-		struct member *m = part(j, c->node);
-
+	} else if (a->txn == CL_TXN_ACK) {
 		j->acked |= 1U << a->step;	/* or the incident changed: nothing to ack */
-		acked(m, a->step, a->at);
-	} else if (a->txn == CL_TXN_ACK && succeeded) {
-		/* written before the incident closed, answered after the watch said so */
-		acked(closed_part(c, j->name, a->id, c->node), a->step, a->at);
+		acked(part(j, c->node), a->step, a->at);
 	}
 	process(c, j, now);
 	job_gc(c, j);
@@ -1811,6 +1854,10 @@ uint64_t cl_next_deadline(const struct cl_core *c)
 		 */
 		if (j->open && j->member && j->step_known && j->deadline < next &&
 		    (c->link || (!j->local_aborted && j->step != CL_ABORT)))
+			next = j->deadline;
+		/* a step not read: the pause deadline aborts the ranks here, once */
+		if (j->open && j->member && !j->step_known && !j->local_aborted &&
+		    j->asked != CL_ABORT && j->deadline < next)
 			next = j->deadline;
 	}
 	return next;

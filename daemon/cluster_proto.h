@@ -24,7 +24,8 @@
  *	JOB's open incident, one at most: created by a transaction whose
  *	compare is this key's create_revision == 0, together with the
  *	first step.  "rank" is the global rank whose state was lost (the
- *	ranks restore it from a healthy one).  "nodes" are the job's nodes
+ *	ranks restore it from a healthy one): a node whose ranks' world does
+ *	not hold it aborts the incident.  "nodes" are the job's nodes
  *	when it opened: each must acknowledge each step.
  *   /hbmguard/v1/jobs/JOB/incident/ID/step
  *	{"step": "pause"|"isolate"|"restore"|"resume"|"abort",
@@ -49,7 +50,11 @@
  * deadline passes ("timeout" from the step, or this node's own for it if
  * shorter, counted from when this node read it: no clocks to agree on);
  * after the abort's own deadline any node
- * closes it.  Without etcd past a deadline, a node aborts its own ranks.
+ * closes it.  Without etcd past a deadline, a node aborts its own ranks; so
+ * does one that has not read the incident's step by the pause deadline
+ * from when it read the incident (nothing can be written to a step key
+ * another writer deleted or spoilt), at once if an error of its own needs
+ * the abort.
  *
  * Anything else under /hbmguard/ (another version's keys, a value that is
  * not the JSON above or longer than CL_VALUE_MAX (an incident's,
@@ -114,6 +119,7 @@ struct cl_action {
 	char *body;		/* CL_TXN's JSON, the caller's to free() */
 	uint64_t at;		/* CL_TXN_ACK: the time it says, ms since the epoch */
 	int64_t from_rev;	/* CL_TXN_ADVANCE, _ABORT, _CLOSE: the step's mod_revision compared */
+	int64_t incident_rev;	/* .id's create_revision: its answer is of that incident alone */
 };
 
 /* Deadlines per step, seconds ([Recovery]). */

@@ -1080,7 +1080,8 @@ START_TEST(hostile)
 		/* whose state was lost: a rank of the job's world, said */
 		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a\",\"opener\":\"n0\",\"nodes\":[\"n0\"]}",
 		  "not an incident's value" },
-		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a\",\"opener\":\"n0\",\"rank\":3,"
+		/* (one out of the world here is taken, and aborted: lost_rank_out_of_a_world_shrunk) */
+		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a\",\"opener\":\"n0\",\"rank\":4294967295,"
 		  "\"nodes\":[\"n0\"]}", "not an incident's value" },
 		{ "/hbmguard/v1/jobs/J/incident", "{\"id\":\"a\",\"opener\":\"n0\",\"rank\":-1,"
 		  "\"nodes\":[\"n0\"]}", "not an incident's value" },
@@ -1771,6 +1772,144 @@ START_TEST(lost_rank_out_of_a_smaller_world)
 }
 END_TEST
 
+/*
+ * An incident whose step key no node reads (another writer's doing: its
+ * opener writes the two at once) asks nothing of the ranks, and no abort
+ * can be written to it.  An error here then aborts this node's ranks at
+ * once, and the pause deadline from when it was read every node's (found
+ * by tests/fuzz/cluster.c: they were never told anything, nor had a
+ * deadline).
+ */
+START_TEST(step_unknown_aborts)
+{
+	fput("/hbmguard/v1/jobs/J/incident",
+	     "{\"id\":\"x1\",\"opener\":\"n1\",\"rank\":1,\"nodes\":[\"n0\",\"n1\",\"n2\"]}");
+	run();
+	for (int n = 0; n < 3; n++) {
+		for (int s = 0; s < CL_NR_STEPS; s++)
+			ck_assert_uint_eq(steps[n][s], 0);
+		ck_assert_uint_eq(cl_next_deadline(cores[n]), now + 30 * 1000000ULL);
+	}
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now, id), 0);
+	ck_assert_str_eq(id, "x1");
+	run();
+	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
+	ck_assert_str_eq(told_why[0], "a second error on node n0 (a UE)");
+	ck_assert_uint_eq(steps[1][CL_ABORT], 0);
+	ck_assert_uint_eq(cl_next_deadline(cores[0]), UINT64_MAX);
+	now += 30 * 1000000ULL;
+	for (int n = 0; n < 3; n++)
+		cl_tick(cores[n], now);
+	run();
+	for (int n = 0; n < 3; n++) {
+		ck_assert_uint_eq(steps[n][CL_ABORT], 1);
+		ck_assert_uint_eq(cl_next_deadline(cores[n]), UINT64_MAX);
+	}
+	ck_assert_str_eq(told_why[1], "the incident's step not read by the pause deadline");
+	ck_assert_uint_lt(strlen(told_why[1]), sizeof(((struct hbm_ctl_incident *)0)->reason));
+	ck_assert_ptr_nonnull(strstr(said[2], "its step not read by the pause deadline"));
+}
+END_TEST
+
+/* n0's actions until none is left, but for its first transaction of @kind, held. */
+static bool take_txn(enum cl_txn_kind kind, struct cl_action *held_txn)
+{
+	struct cl_action a;
+	bool found = false;
+
+	while (cl_next_action(cores[0], &a)) {
+		if (a.kind == CL_TXN && a.txn == kind && !found) {
+			*held_txn = a;
+			found = true;
+		} else if (a.kind == CL_TXN) {
+			free(a.body);
+		}
+	}
+	return found;
+}
+
+/*
+ * Incident x1's abort in flight when another node closes it; x2 opens and
+ * its abort goes in flight; then x1's is answered.  That answer is not
+ * x2's: x2's abort is not sent again before its own answer (found by
+ * tests/fuzz/cluster.c: the stale answer cleared x2's in flight).
+ */
+START_TEST(stale_answer_of_an_ended_incident)
+{
+	struct cl_action x1, x2;
+
+	fput("/hbmguard/v1/jobs/J/incident",
+	     "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n9\"]}");
+	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
+	run();
+	ck_assert_uint_eq(steps[0][CL_PAUSE], 1);
+	ck_assert_int_eq(cl_fail(cores[0], "J", "a rank failed", now), 0);
+	ck_assert(take_txn(CL_TXN_ABORT, &x1));
+	ck_assert_str_eq(x1.id, "x1");
+	/* closed by another node meanwhile (its abort's deadline passed there) */
+	rev++;
+	fdel(find("/hbmguard/v1/jobs/J/incident/x1/step"));
+	fdel(find("/hbmguard/v1/jobs/J/incident"));
+	run();
+	fput("/hbmguard/v1/jobs/J/incident",
+	     "{\"id\":\"x2\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n9\"]}");
+	fput("/hbmguard/v1/jobs/J/incident/x2/step", "{\"step\":\"pause\",\"timeout\":30}");
+	ck_assert_int_eq(cl_fail(cores[0], "J", "a rank failed again", now), 0);
+	ck_assert(take_txn(CL_TXN_ABORT, &x2));
+	ck_assert_str_eq(x2.id, "x2");
+	cl_txn_done(cores[0], &x1, 0, txn(x1.body), rev, now);
+	free(x1.body);
+	ck_assert(!take_txn(CL_TXN_ABORT, &x1));
+	now += 1000000;
+	cl_tick(cores[0], now);
+	ck_assert(!take_txn(CL_TXN_ABORT, &x1));
+	/* its own answer: taken */
+	ck_assert(txn(x2.body));
+	cl_txn_done(cores[0], &x2, 0, true, rev, now);
+	free(x2.body);
+	run();
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident/x2/step"), 1);
+	ck_assert_ptr_nonnull(strstr(find("/hbmguard/v1/jobs/J/incident/x2/step")->value, "abort"));
+}
+END_TEST
+
+/*
+ * n0's open of an error of rank 2 is on its way when its ranks register
+ * again with a world of 2.  Its incident is taken all the same (refused by
+ * every node of that world, this one first, it would never close, and its
+ * key would block every open of the job), and aborted: no node is asked to
+ * restore a rank out of its world, and it closes (found by
+ * tests/fuzz/cluster.c).
+ */
+START_TEST(lost_rank_out_of_a_world_shrunk)
+{
+	struct cl_action open;
+
+	ck_assert_int_eq(cl_error(cores[0], "J", 2, "a UE", now, id), 0);
+	ck_assert(take_txn(CL_TXN_OPEN, &open));
+	ck_assert_int_eq(cl_job_join(cores[0], "J", "{\"ranks\":[0],\"world_size\":2}", now), 0);
+	ck_assert(txn(open.body));
+	cl_txn_done(cores[0], &open, 0, true, rev, now);
+	free(open.body);
+	run();
+	for (int n = 0; n < 3; n++)
+		ck_assert_ptr_null(strstr(said[n], "refused"));
+	ck_assert_ptr_nonnull(strstr(said[0], "its lost rank 2 is not of the job's world on node n0 (2)"));
+	ck_assert_uint_eq(steps[0][CL_PAUSE], 0);
+	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
+	now += 10 * 1000000ULL;
+	for (int n = 0; n < 3; n++)
+		cl_tick(cores[n], now);
+	run();
+	for (int n = 0; n < 3; n++) {
+		ck_assert_uint_eq(steps[n][CL_RESTORE], 0);
+		ck_assert_uint_eq(steps[n][CL_ABORT], 1);
+		ck_assert_uint_eq(closed[n][0], 1);
+	}
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
+}
+END_TEST
+
 Suite *cluster_suite(void)
 {
 	Suite *s = suite_create("cluster");
@@ -1819,6 +1958,9 @@ Suite *cluster_suite(void)
 	tcase_add_test(tc, deadline_before_retry_no_spin);
 	tcase_add_test(tc, step_key_deleted_abort_not_resent);
 	tcase_add_test(tc, lost_rank_out_of_a_smaller_world);
+	tcase_add_test(tc, step_unknown_aborts);
+	tcase_add_test(tc, stale_answer_of_an_ended_incident);
+	tcase_add_test(tc, lost_rank_out_of_a_world_shrunk);
 	suite_add_tcase(s, tc);
 	return s;
 }
