@@ -18,8 +18,14 @@
  * transaction is sent while the same one is in
  * flight; a job's incident's steps never go back; an incident closes
  * "resumed" only if the ranks here resumed it, and only one they were
- * told of; watches are balanced; hbmctl's view is whole and its names
- * NUL-terminated; and the event loop never spins on a deadline past.
+ * told of; a new incident's steps are told only once the last one ended
+ * for the ranks here (its resume or an abort); watches are balanced;
+ * hbmctl's view is whole and its names NUL-terminated; and the event loop
+ * never spins on a deadline past.
+ *
+ * And that it never hangs: each input ends with a settle phase (settle()),
+ * time running from deadline to deadline once what was in flight is
+ * answered, by whose end the ranks here have every answer they are owed.
  */
 #include <assert.h>
 #include <errno.h>
@@ -42,6 +48,10 @@
 #define TRACKED_MAX	64
 #define OPS_MAX		400
 #define ACTIONS_MAX	200000	/* drained at one time: more is a loop that spins */
+#define ERRORS_MAX	64
+#define RETRY_US	500000	/* cluster_proto.c's: a transaction that did not reach etcd, again */
+#define SETTLE_ROUNDS	1000	/* of answers and events at one time: more is a loop at etcd's pace */
+#define SETTLE_TICKS	20000	/* of the timer in a settle phase: more never lets time pass */
 
 static const char *const jobs[] = { "J", "K", "1000.run-42" };
 static const char *const peers[] = { "n0", "n1", "n2", "n3" };
@@ -49,6 +59,7 @@ static const char *const step_names[] = { "pause", "isolate", "restore", "resume
 
 struct fkv {
 	char *key, *value;
+	uint64_t hash;		/* of key: find() compares it first */
 	size_t value_len;
 	int64_t create, mod, version, lease;
 	bool ours;		/* written by a transaction of the core's */
@@ -70,6 +81,7 @@ struct tracked {
 	char told[8][HBM_CLUSTER_NAME_LEN];	/* incidents the ranks were told of */
 	unsigned int nr_told;
 	char resumed[HBM_CLUSTER_NAME_LEN];	/* the ranks resumed it here */
+	char owed[HBM_CLUSTER_NAME_LEN];	/* told a step of it, not yet its resume or an abort */
 };
 
 static struct cl_core *core;
@@ -101,7 +113,20 @@ static unsigned int closes[TRACKED_MAX];	/* CL_CLOSED or CL_UNWATCH of each job 
 static uint64_t nonce_ctr;
 static bool want_reread;
 static unsigned int flooded;
-static bool trace;		/* FUZZ_TRACE=1: the actions, on stderr */
+static bool trace;		/* FUZZ_TRACE=1: the operations and actions, on stderr */
+static size_t in_size;
+/* the liveness of the settle phase */
+static struct {			/* cl_error()s the core took: answered by a step of theirs or an abort */
+	char job[HBM_CLUSTER_NAME_LEN], id[HBM_CLUSTER_NAME_LEN];
+	uint64_t at, answered_at;
+	bool answered;
+} errors_taken[ERRORS_MAX];
+static size_t nr_errors;
+static bool end_unreachable, end_peers_silent, end_ranks_silent;	/* how the input ends */
+static bool owed_read;		/* events lost, or etcd lied: only a read again makes up */
+static uint32_t tmax;		/* the longest timeout configured in the run, s */
+static unsigned long actions_taken;
+static int64_t synced_told, peers_rev;
 
 static uint64_t nonce(void)
 {
@@ -172,10 +197,22 @@ static void id_seen(const char *id)
 
 /* ---- the store: an etcd of the target's own ---- */
 
+/* FNV-1a: a store's worth of strcmp() at every look-up was most of a run's time */
+static uint64_t key_hash(const char *k)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	for (; *k; k++)
+		h = (h ^ (uint8_t)*k) * 1099511628211ULL;
+	return h;
+}
+
 static struct fkv *find(const char *k)
 {
+	uint64_t h = key_hash(k);
+
 	for (size_t i = 0; i < nr_store; i++)
-		if (!strcmp(store[i].key, k))
+		if (store[i].hash == h && !strcmp(store[i].key, k))
 			return &store[i];
 	return NULL;
 }
@@ -184,8 +221,10 @@ static void event(const struct fkv *f, bool put)
 {
 	struct event *e;
 
-	if (nr_events == EVENTS_MAX)
-		return;		/* a watch that lost them: a read again makes up */
+	if (nr_events == EVENTS_MAX) {
+		owed_read = true;	/* a watch that lost them: a read again makes up */
+		return;
+	}
 	e = &events[nr_events++];
 	e->f = *f;
 	e->f.key = xstrdup(f->key);
@@ -207,6 +246,7 @@ static void sput(const char *k, const char *v, size_t len, int64_t lease_id)
 		f = &store[nr_store++];
 		memset(f, 0, sizeof(*f));
 		f->key = xstrdup(k);
+		f->hash = key_hash(k);
 		f->create = rev;
 	}
 	free(f->value);
@@ -308,6 +348,7 @@ static void deliver(size_t n)
 static void drop_events(void)
 {
 	deliver(0);
+	owed_read |= nr_events != 0;
 	for (size_t i = 0; i < nr_events; i++) {
 		free(events[i].f.key);
 		free(events[i].f.value);
@@ -315,6 +356,16 @@ static void drop_events(void)
 	nr_events = 0;
 }
 
+static int kv_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct etcd_kv *)a)->key, ((const struct etcd_kv *)b)->key);
+}
+
+/*
+ * A read of the prefix, its keys as etcd's range returns them: sorted by
+ * their bytes (etcd.c reads it a page at a time from past the last key),
+ * so that an incident's key comes before its step's.
+ */
 static void snapshot(uint64_t skip, int64_t at)
 {
 	struct etcd_kv *kvs = calloc(nr_store + 1, sizeof(*kvs));
@@ -328,6 +379,7 @@ static void snapshot(uint64_t skip, int64_t at)
 			kvs[n++] = kv_of(&store[i]);
 			store[i].told++;
 		}
+	qsort(kvs, n, sizeof(*kvs), kv_cmp);
 	cl_snapshot(core, kvs, n, at, now);
 	free(kvs);
 }
@@ -344,6 +396,7 @@ static void acks_snapshot(const char *prefix)
 			kvs[n++] = kv_of(&store[i]);
 			store[i].told++;
 		}
+	qsort(kvs, n, sizeof(*kvs), kv_cmp);
 	cl_acks_snapshot(core, prefix, kvs, n, now);
 	free(kvs);
 }
@@ -703,9 +756,11 @@ static void answer(struct cl_action *a, int how)
 		cl_txn_done(core, a, -EHOSTUNREACH, false, -1, now);
 		break;
 	case 2:		/* answered falsely: succeeded, not applied */
+		owed_read = true;
 		cl_txn_done(core, a, 0, true, rev, now);
 		break;
 	default:	/* answered falsely: refused, not applied */
+		owed_read = true;
 		cl_txn_done(core, a, 0, false, rev, now);
 		break;
 	}
@@ -835,8 +890,30 @@ static void on_local(const struct cl_action *a)
 {
 	struct tracked *t = track(a->job);
 
+	/* an error taken is answered: a step of its incident, or an abort */
+	for (size_t i = 0; i < nr_errors; i++)
+		if (!errors_taken[i].answered && !strcmp(errors_taken[i].job, a->job) &&
+		    (a->step == CL_ABORT || !strcmp(errors_taken[i].id, a->id))) {
+			errors_taken[i].answered = true;
+			errors_taken[i].answered_at = now;
+		}
 	if (!t)
 		return;
+	/*
+	 * An incident's steps end for the ranks in its resume or an abort; a
+	 * new one's are told only once the last ended for them (incident_gone()
+	 * tells its abort).
+	 */
+	if (a->step == CL_ABORT) {
+		t->owed[0] = 0;
+	} else if (a->step == CL_RESUME) {
+		if (!strcmp(t->owed, a->id))
+			t->owed[0] = 0;
+	} else {
+		assert(!t->owed[0] || !strcmp(t->owed, a->id));
+		if (!t->owed[0])
+			strcpy(t->owed, a->id);
+	}
 	if (a->id[0] && !strcmp(t->local_id, a->id) && t->local_step >= 0)
 		assert((int)a->step >= t->local_step);	/* an incident's steps never go back */
 	if (a->id[0] && strcmp(a->text, "the job's incident is open without this node")) {
@@ -883,6 +960,7 @@ static void drain(void)
 
 	while (cl_next_action(core, &a)) {
 		assert(++n < ACTIONS_MAX);
+		actions_taken++;
 		if (trace)
 			fprintf(stderr, "%" PRIu64 " action %d txn %d job %s id %s step %d: %s\n", now,
 				a.kind, a.txn, a.job, a.id, a.step, a.kind == CL_TXN ? a.body : a.text);
@@ -934,6 +1012,8 @@ static void drain(void)
 				strcpy(watched[nr_watched++], a.text);
 			if (auto_watch)
 				acks_snapshot(a.text);
+			else
+				owed_read = true;	/* its read, not served */
 			break;
 		case CL_UNWATCH: {
 			size_t w;
@@ -1295,7 +1375,9 @@ static void flood(struct fuzz_in *in, bool one_job)
  * delete, 11 the prefix read again (keys left out), 12 the watch synced,
  * 13 time passes, 14 the timer fires, 15 a tick, 16 events delivered,
  * 17 events lost, 18 what is answered at once (a bit each: transactions,
- * steps, events, an answer before its events, watches not served), 19 and
+ * steps, events, an answer before its events, watches not served; and
+ * how the input ends: etcd unreachable, peers silent, the ranks here
+ * silent, settle() says what each means), 19 and
  * 20 floods of keys (other jobs; one job's nodes), 21 an acknowledgements'
  * read again, 22 the deadlines, 23 a peer publishes, 24 a peer opens,
  * 25 to 27 a peer acknowledges, steps or closes, 28 an event of etcd's
@@ -1303,10 +1385,13 @@ static void flood(struct fuzz_in *in, bool one_job)
  */
 static void op(struct fuzz_in *in)
 {
+	size_t at = in_size - in->n;
 	uint8_t o = fuzz_u8(in) % 30;
 	char *job, *k, *v, *r;
 	size_t len;
 
+	if (trace)
+		fprintf(stderr, "%" PRIu64 " op %u (byte %zu)\n", now, o, at);
 	switch (o) {
 	case 0:
 		link_up = !link_up;
@@ -1372,6 +1457,12 @@ static void op(struct fuzz_in *in)
 		if (!err) {
 			assert(whole(id, sizeof(id)) && hbm_cluster_name_valid(id));
 			id_seen(id);
+			if (nr_errors < ERRORS_MAX && strlen(job) < HBM_CLUSTER_NAME_LEN) {
+				strcpy(errors_taken[nr_errors].job, job);
+				strcpy(errors_taken[nr_errors].id, id);
+				errors_taken[nr_errors].at = now;
+				errors_taken[nr_errors++].answered = false;
+			}
 		}
 		free(job);
 		free(r);
@@ -1421,12 +1512,21 @@ static void op(struct fuzz_in *in)
 			sdel_at(fuzz_u8(in) % nr_store);
 		}
 		break;
-	case 11:
-		snapshot(fuzz_u8(in) < 0xe0 ? 0 : fuzz_u64(in), rev);
+	case 11: {
+		uint64_t skip = fuzz_u8(in) < 0xe0 ? 0 : fuzz_u64(in);
+
+		/* keys left out, or events of before it delivered after it: etcd's lies */
+		owed_read |= skip || nr_events;
+		snapshot(skip, rev);
 		break;
-	case 12:
-		cl_synced(core, fuzz_u8(in) < 0xe0 ? rev : (int64_t)fuzz_u64(in), now);
+	}
+	case 12: {
+		int64_t synced = fuzz_u8(in) < 0xe0 ? rev : (int64_t)fuzz_u64(in);
+
+		owed_read |= synced != rev;
+		cl_synced(core, synced, now);
 		break;
+	}
 	case 13:
 		now += fuzz_u32(in) % 2000000;
 		break;
@@ -1455,6 +1555,9 @@ static void op(struct fuzz_in *in)
 		auto_deliver = m & 4;
 		answer_first = m & 8;
 		auto_watch = !(m & 16);
+		end_unreachable = m & 32;
+		end_peers_silent = m & 64;
+		end_ranks_silent = m & 128;
 		break;
 	}
 	case 19:
@@ -1464,12 +1567,17 @@ static void op(struct fuzz_in *in)
 		flood(in, true);
 		break;
 	case 21:
-		if (nr_watched)
+		if (nr_watched) {
+			owed_read |= nr_events != 0;
 			acks_snapshot(watched[fuzz_u8(in) % nr_watched]);
+		}
 		break;
 	case 22:
-		for (int s = 0; s < CL_NR_STEPS; s++)
+		for (int s = 0; s < CL_NR_STEPS; s++) {
 			timeouts.step[s] = 1 + fuzz_u8(in) % 120;
+			if (timeouts.step[s] > tmax)
+				tmax = timeouts.step[s];
+		}
 		cl_set_timeouts(core, &timeouts);
 		break;
 	case 23: {	/* a peer's ranks publish */
@@ -1507,8 +1615,10 @@ static void op(struct fuzz_in *in)
 		kv.lease = fuzz_u8(in) & 1 ? lease : 0;
 		if (k[0] && find(k))
 			find(k)->told += 2;	/* its refusal is of this one, not the store's */
-		if (k[0])
+		if (k[0]) {
+			owed_read = true;
 			(fuzz_u8(in) & 1 ? cl_delete : cl_put)(core, &kv, now);
+		}
 		free(k);
 		free(v);
 		break;
@@ -1536,6 +1646,376 @@ static void op(struct fuzz_in *in)
 	}
 }
 
+/* ---- the end of an input: the rest of the time ---- */
+
+/* A value as every node reads one: one JSON object, strict and whole; NULL if not. */
+static struct json_object *strict_value(const struct fkv *f)
+{
+	struct json_tokener *tok;
+	struct json_object *o;
+
+	if (!f || strlen(f->value) != f->value_len)
+		return NULL;
+	tok = json_tokener_new_ex(4);
+	if (!tok)
+		abort();
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+	o = json_tokener_parse_ex(tok, f->value, f->value_len);
+	if (o && (!json_object_is_type(o, json_type_object) ||
+		  json_tokener_get_parse_end(tok) != f->value_len)) {
+		json_object_put(o);
+		o = NULL;
+	}
+	json_tokener_free(tok);
+	return o;
+}
+
+static const char *name_field(struct json_object *o, const char *field)
+{
+	struct json_object *f;
+
+	if (!json_object_object_get_ex(o, field, &f) || !json_object_is_type(f, json_type_string) ||
+	    !hbm_cluster_name_valid(json_object_get_string(f)))
+		return NULL;
+	return json_object_get_string(f);
+}
+
+/* The names after @prefix of the store's keys, as a set (an object's keys). */
+static struct json_object *names_under(const char *prefix)
+{
+	struct json_object *set = json_object_new_object();
+	size_t len = strlen(prefix);
+
+	if (!set)
+		abort();
+	for (size_t i = 0; i < nr_store; i++)
+		if (!strncmp(store[i].key, prefix, len))
+			json_object_object_add(set, store[i].key + len, NULL);
+	return set;
+}
+
+/*
+ * The cooperative peers' turn at @job's incident, as the layout has them:
+ * each node of it whose key is there (its daemon alive) acknowledges the
+ * step; its opener, if not this node and alive, writes the next step once
+ * every node acknowledged this one (an abort: every node alive), and after
+ * resume or abort closes it.  An incident or step key that is not the
+ * layout's is left as it is (a hostile writer's: every node refuses it).
+ * Return: whether they wrote.
+ */
+static bool peers_turn(const char *job)
+{
+	char *inc = xprintf(CL_PREFIX_V1 "jobs/%s/incident", job), *sk = NULL, *k;
+	struct json_object *o = strict_value(find(inc)), *so = NULL, *nodes;
+	struct json_object *alive = NULL, *acks = NULL;
+	const char *id, *opener, *sname;
+	bool wrote = false, all = true;
+	int step = -1;
+	size_t n, i;
+
+	if (!o || !(id = name_field(o, "id")) || !(opener = name_field(o, "opener")) ||
+	    !json_object_object_get_ex(o, "nodes", &nodes) ||
+	    !json_object_is_type(nodes, json_type_array) || !(n = json_object_array_length(nodes)))
+		goto out;
+	sk = xprintf(CL_PREFIX_V1 "jobs/%s/incident/%s/step", job, id);
+	so = strict_value(find(sk));
+	if (!so || !(sname = name_field(so, "step")))
+		goto out;
+	for (int s = 0; s < CL_NR_STEPS; s++)
+		if (!strcmp(sname, step_names[s]))
+			step = s;
+	if (step < 0)
+		goto out;
+	k = xprintf(CL_PREFIX_V1 "jobs/%s/nodes/", job);
+	alive = names_under(k);
+	free(k);
+	k = xprintf(CL_ACKS_V1 "%s/%s/%s/", job, id, step_names[step]);
+	acks = names_under(k);
+	free(k);
+	for (i = 0; i < n; i++) {
+		struct json_object *e = json_object_array_get_idx(nodes, i);
+		const char *node = json_object_get_string(e);
+		bool up = json_object_object_get_ex(alive, node, NULL);
+
+		if (!json_object_is_type(e, json_type_string) || !hbm_cluster_name_valid(node))
+			goto out;
+		if (strcmp(node, SELF) && up && !json_object_object_get_ex(acks, node, NULL)) {
+			char v[64];
+
+			k = xprintf(CL_ACKS_V1 "%s/%s/%s/%s", job, id, step_names[step], node);
+			snprintf(v, sizeof(v), "{\"at\":%" PRIu64 "}", 1700000000000 + now / 1000);
+			rev++;
+			sput(k, v, strlen(v), 0);
+			free(k);
+			json_object_object_add(acks, node, NULL);
+			wrote = true;
+		}
+		if (!json_object_object_get_ex(acks, node, NULL) && (step != CL_ABORT || up))
+			all = false;
+	}
+	if (all && strcmp(opener, SELF) && json_object_object_get_ex(alive, opener, NULL)) {
+		rev++;
+		if (step < CL_RESUME) {
+			k = xprintf("{\"step\":\"%s\",\"timeout\":30}", step_names[step + 1]);
+			sput(sk, k, strlen(k), 0);
+			free(k);
+		} else {
+			sdel(inc, false);
+			k = xprintf(CL_PREFIX_V1 "jobs/%s/incident/%s/", job, id);
+			sdel(k, true);
+			free(k);
+			k = xprintf(CL_ACKS_V1 "%s/%s/", job, id);
+			sdel(k, true);
+			free(k);
+		}
+		wrote = true;
+	}
+out:
+	json_object_put(o);
+	json_object_put(so);
+	json_object_put(alive);
+	json_object_put(acks);
+	free(inc);
+	free(sk);
+	return wrote;
+}
+
+/* Every job's incident in the store, the cooperative peers' turn at each. */
+static bool peers_act(void)
+{
+	const size_t plen = strlen(CL_PREFIX_V1 "jobs/");
+	char job[16][HBM_CLUSTER_NAME_LEN];
+	size_t n = 0, i;
+	bool wrote = false;
+
+	for (i = 0; i < nr_store && n < 16; i++) {
+		const char *k = store[i].key, *slash;
+
+		if (strncmp(k, CL_PREFIX_V1 "jobs/", plen) || !(slash = strchr(k + plen, '/')) ||
+		    strcmp(slash, "/incident") || (size_t)(slash - k) - plen >= HBM_CLUSTER_NAME_LEN)
+			continue;
+		memcpy(job[n], k + plen, slash - k - plen);
+		job[n][slash - k - plen] = 0;
+		n += hbm_cluster_name_valid(job[n]);
+	}
+	for (i = 0; i < n; i++)
+		wrote |= peers_turn(job[i]);
+	return wrote;
+}
+
+/*
+ * What is in flight answered, the events etcd owes delivered, the local
+ * ranks' steps and the peers' turns taken, until nothing more comes of
+ * them at this time.
+ */
+static void quiesce(void)
+{
+	for (int round = 0;; round++) {
+		unsigned long before = actions_taken;
+		bool more = false;
+
+		/* else a transaction sent at etcd's round trip's pace, without end */
+		assert(round < SETTLE_ROUNDS);
+		drain();
+		for (; nr_pending; more = true)
+			pending_answer(0, end_unreachable ? 1 : 0);
+		if (!end_unreachable) {
+			if (nr_events) {
+				deliver(SIZE_MAX);
+				more = true;
+			}
+			if (rev > synced_told) {	/* the watch's progress */
+				synced_told = rev;
+				cl_synced(core, rev, now);
+				more = true;
+			}
+			/* the peers' turn: of what the store holds, once at each revision */
+			if (!end_peers_silent && rev != peers_rev) {
+				peers_rev = rev;
+				more |= peers_act();
+			}
+		}
+		for (; !end_ranks_silent && nr_locals; more = true)
+			local_answer(0, true, "");
+		drain();
+		if (!more && actions_taken == before)
+			break;
+	}
+}
+
+static bool owes_ranks(void)
+{
+	for (size_t i = 0; i < nr_tracked; i++)
+		if (tracked[i].owed[0])
+			return true;
+	for (size_t i = 0; i < nr_errors; i++)
+		if (!errors_taken[i].answered)
+			return true;
+	return false;
+}
+
+/* FUZZ_TRACE: the incidents' keys left at the end, for a look at those wedged. */
+static void trace_left(void)
+{
+	const size_t plen = strlen(CL_PREFIX_V1 "jobs/");
+
+	for (size_t i = 0; i < nr_store; i++) {
+		const char *k = store[i].key, *slash, *id, *sname = NULL;
+		struct json_object *o, *so = NULL, *nodes;
+		bool member = false;
+		char *sk;
+
+		if (strncmp(k, CL_PREFIX_V1 "jobs/", plen) || !(slash = strchr(k + plen, '/')) ||
+		    strcmp(slash, "/incident"))
+			continue;
+		o = strict_value(&store[i]);
+		if (!o || !(id = name_field(o, "id")) || !name_field(o, "opener") ||
+		    !json_object_object_get_ex(o, "nodes", &nodes) ||
+		    !json_object_is_type(nodes, json_type_array)) {
+			fprintf(stderr, "left at the end: %s: not the layout's\n", k);
+			json_object_put(o);
+			continue;
+		}
+		for (size_t n = 0; n < json_object_array_length(nodes); n++)
+			member |= !strcmp(json_object_get_string(json_object_array_get_idx(nodes, n)),
+					  SELF);
+		sk = xprintf("%s/%s/step", k, id);
+		so = strict_value(find(sk));
+		if (so)
+			sname = name_field(so, "step");
+		fprintf(stderr, "left at the end: %s %s, step %s, %s\n", k, id,
+			!find(sk) ? "none" : sname ? sname : "not the layout's",
+			member ? "this node's" : "without this node");
+		free(sk);
+		json_object_put(so);
+		json_object_put(o);
+	}
+}
+
+/*
+ * The settle phase, at the end of each input: no more writers' keys, no
+ * more errors; what is in flight answered; then time runs, from one
+ * cl_next_deadline() to the next (a tick and the same processing as the
+ * operations'), up to a bound.  How it ends is the input's (op 18):
+ *
+ *   cooperative (the default): etcd answers again (the link up, a lease,
+ *	every transaction applied as it is sent, its events delivered, the
+ *	watch's progress told; a read again of the prefix and of each
+ *	acknowledgements' watch where events were lost or etcd lied, as
+ *	after a compaction), the peers whose key is there acknowledge every
+ *	step and an opener of theirs steps and closes (peers_turn());
+ *   etcd unreachable: the link down from now on, what is in flight lost;
+ *   peers silent: no peer writes again (with etcd reachable);
+ *   the ranks here silent: the steps asked of them never answered.
+ *
+ * What holds in each, and is asserted: a node never stays without a
+ * deadline (cl_next_deadline() UINT64_MAX) while it owes its ranks an
+ * answer; every incident whose step the ranks here were told of ends for
+ * them in its resume or an abort by the bound (cooperative peers and ranks
+ * may resume it; else, or without etcd, a step's deadline aborts it);
+ * every cl_error() the core took is answered (a step of its incident, or
+ * an abort) by max(its pause deadline, the end + RETRY_US) + RETRY_US: the
+ * pause deadline from the error, with cl_timeouts' pause at the end (what
+ * process() reads then); what was in flight at the end, lost, is sent
+ * again RETRY_US later, and an open refused then waits RETRY_US more (an
+ * open held in flight before the end waits for its answer, as it must).
+ * In the cooperative ending, with the ranks answering, every job joined
+ * is published too.  Whether the incidents' keys close is not asserted: a
+ * hostile writer may wedge one (a step key deleted, or a value every node
+ * refuses: the close compares it), and FUZZ_TRACE says which are left.
+ *
+ * The bound: 3 x the longest timeout configured in the run (tmax; a
+ * step's deadline is its writer's timeout capped by this node's own when
+ * it read it, and 120 s is restore's at the start) + 8 x RETRY_US.  The
+ * ranks wait at most an open's retries (RETRY_US each: a transaction lost
+ * at the end, an open refused), an error's pause deadline or a step's
+ * (tmax each; a read again a join asked, REREAD_MIN_US = 30 s < tmax, may
+ * let an open through later) and then an abort's own deadline before a
+ * node closes the incident (tmax): 3 x tmax covers each in turn.
+ */
+static void settle(void)
+{
+	uint64_t t0 = now, horizon = now + 3ULL * tmax * 1000000 + 8ULL * RETRY_US, next;
+	size_t i;
+	int ticks = 0;
+
+	if (trace)
+		fprintf(stderr, "%" PRIu64 " settle:%s%s%s%s, to %" PRIu64 "\n", now,
+			end_unreachable ? " etcd unreachable" : " etcd back",
+			end_peers_silent ? ", peers silent" : "",
+			end_ranks_silent ? ", ranks silent" : "", owed_read ? ", read again" : "",
+			horizon);
+	drain();
+	auto_txn = auto_deliver = auto_watch = !end_unreachable;
+	auto_local = !end_ranks_silent;
+	synced_told = peers_rev = -1;
+	if (end_unreachable) {
+		if (link_up) {
+			link_up = false;
+			cl_link(core, false, now);
+		}
+	} else {
+		if (!link_up) {
+			link_up = true;
+			cl_link(core, true, now);
+			drain();
+		}
+		if (!lease) {
+			lease = ++lease_next;
+			cl_lease(core, lease, now);
+		}
+		for (; nr_pending; drain())
+			pending_answer(0, 0);
+		if (owed_read || want_reread) {
+			drop_events();
+			want_reread = false;
+			snapshot(0, rev);
+			drain();
+			for (size_t w = 0; w < nr_watched; w++) {
+				acks_snapshot(watched[w]);
+				drain();
+			}
+		}
+	}
+	quiesce();
+	check_no_spin();
+	for (;;) {
+		next = cl_next_deadline(core);
+		/* no deadline: nothing is to come of time, the ranks owed nothing */
+		assert(next != UINT64_MAX || !owes_ranks());
+		if (next == UINT64_MAX || next > horizon)
+			break;
+		assert(++ticks < SETTLE_TICKS);
+		if (next > now)
+			now = next;
+		if (trace)
+			fprintf(stderr, "%" PRIu64 " tick\n", now);
+		cl_tick(core, now);
+		quiesce();
+		check_no_spin();
+	}
+	/* every incident told of ended for the ranks here */
+	for (i = 0; i < nr_tracked; i++)
+		assert(!tracked[i].owed[0]);
+	/* every error taken answered, by its pause deadline or the end's */
+	for (i = 0; i < nr_errors; i++) {
+		uint64_t by = errors_taken[i].at + timeouts.step[CL_PAUSE] * 1000000ULL;
+
+		if (by < t0 + RETRY_US)
+			by = t0 + RETRY_US;
+		assert(errors_taken[i].answered && errors_taken[i].answered_at <= by + RETRY_US);
+	}
+	if (!end_unreachable && !end_ranks_silent && nr_tracked < TRACKED_MAX) {
+		size_t joined = 0;
+
+		for (i = 0; i < nr_tracked; i++)
+			joined += tracked[i].value[0] != 0;
+		assert(cl_jobs_published(core) == joined);
+	}
+	if (trace)
+		trace_left();
+}
+
 static void reset(void)
 {
 	memset(tracked, 0, sizeof(tracked));
@@ -1553,6 +2033,9 @@ static void reset(void)
 	flooded = 0;
 	auto_txn = auto_local = auto_deliver = auto_watch = true;
 	answer_first = false;
+	nr_errors = 0;
+	end_unreachable = end_peers_silent = end_ranks_silent = false;
+	owed_read = false;
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -1575,8 +2058,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 	}
 	reset();
-	for (int s = 0; s < CL_NR_STEPS; s++)
+	in_size = size;
+	tmax = 0;
+	for (int s = 0; s < CL_NR_STEPS; s++) {
 		timeouts.step[s] = (uint32_t[]){ 30, 30, 120, 30, 10 }[s];
+		if (timeouts.step[s] > tmax)
+			tmax = timeouts.step[s];
+	}
 	core = cl_new(SELF, &timeouts, nonce);
 	assert(core);
 	/* as cluster.c starts: etcd reached, the prefix read, a lease */
@@ -1588,11 +2076,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	drain();
 	while (in.n && ops++ < OPS_MAX)
 		op(&in);
-	/* what is left in flight, answered or lost, then the rest of the time */
-	while (nr_pending)
-		pending_answer(0, 1);
-	drain();
-	check_no_spin();
+	settle();
 	cl_free(core);
 	core = NULL;
 	for (size_t i = 0; i < nr_pending; i++)
