@@ -88,8 +88,12 @@ struct job {
 	enum cl_step step;
 	uint64_t step_at[CL_NR_STEPS];	/* ms since the epoch this node read each */
 	int64_t step_mod_rev;
+	int64_t step_key_rev;		/* its key's as last seen, taken or refused; 0 none */
 	int64_t changed_from;		/* a step change of ours etcd answered from this mod_revision */
 	uint64_t deadline;		/* of the step, from when it was read */
+	uint64_t read_at;		/* the incident, read here */
+	uint64_t error_at;		/* the error here it answers (an open of ours), 0 none */
+	bool close_refused;		/* its close, wedged, refused (cl_txn_done()) */
 	char reason[CL_REASON_LEN];	/* the abort's */
 	/* this node's part in it */
 	int asked, done;		/* the step asked of, done by the local ranks; -1 none */
@@ -714,13 +718,21 @@ static char *acks_of(const struct job *j)
 	return asprintf(&k, CL_ACKS_V1 "%s/%s/", j->name, j->id) < 0 ? NULL : k;
 }
 
-static void close_incident(struct cl_core *c, struct job *j)
+/*
+ * @step_rev: the step key's mod_revision compared, 0 for none there: etcd
+ * compares a key that is not there as a KeyValue of zeros (applyCompare(),
+ * etcdserver/apply.go, 3.4).
+ */
+static void close_incident(struct cl_core *c, struct job *j, int64_t step_rev)
 {
 	char *step = key_of(j->name, "incident/%s/step", j->id);
 	char *inc = key_of(j->name, "incident");
 	char *sub = key_of(j->name, "incident/%s/", j->id);
 	char *acks = acks_of(j);
-	struct etcd_cmp cmp = { step, ETCD_MOD, ETCD_EQUAL, j->step_mod_rev };
+	struct etcd_cmp cmp[] = {
+		{ inc, ETCD_CREATE, ETCD_EQUAL, j->create_rev },
+		{ step, ETCD_MOD, ETCD_EQUAL, step_rev },
+	};
 	struct etcd_op ops[] = {
 		{ .kind = ETCD_DELETE, .key = inc },
 		{ .kind = ETCD_DELETE_PREFIX, .key = sub },
@@ -729,7 +741,7 @@ static void close_incident(struct cl_core *c, struct job *j)
 	struct cl_action *a = NULL;
 
 	if (step && inc && sub && acks)
-		a = txn(c, j, CL_TXN_CLOSE, &cmp, 1, ops, 3);
+		a = txn(c, j, CL_TXN_CLOSE, cmp, 2, ops, 3);
 	if (a)
 		a->from_rev = j->step_mod_rev;
 	free(step);
@@ -809,6 +821,93 @@ static bool all_acked(const struct job *j, enum cl_step s)
 
 #define BUSY(j, k)	((j)->inflight & 1U << (k))
 
+/* The read again asked, once due. */
+static void reread_if_due(struct cl_core *c, uint64_t now)
+{
+	if (!c->reread_due || now < c->reread_due || !push(c, CL_REREAD, NULL))
+		return;
+	c->reread_due = 0;
+	c->reread_at = now;
+}
+
+/* A read again of the prefix, REREAD_MIN_US after the last at the soonest. */
+static void reread_soon(struct cl_core *c, uint64_t now)
+{
+	if (!c->reread_due)
+		c->reread_due = c->reread_at && now < c->reread_at + REREAD_MIN_US ?
+				c->reread_at + REREAD_MIN_US : now;
+}
+
+/*
+ * Whether the incident's step key is as this node took it: else (none read,
+ * deleted since, or a value refused here: another writer's doing, as the
+ * opener writes the two at once and every change compares the key) no
+ * change of ours to it can hold, and no step comes of it again.
+ */
+static bool step_writable(const struct job *j)
+{
+	return j->step_known && j->step_key_rev == j->step_mod_rev;
+}
+
+/* The ranks here have what they get of a wedged incident: an abort, or their resume. */
+static bool wedged_ended_here(const struct job *j)
+{
+	return j->local_aborted || j->asked == CL_ABORT || (j->step_known && j->step == CL_RESUME);
+}
+
+/*
+ * When a wedged incident has something to do here.  The ranks' abort,
+ * with etcd or not: at the step's deadline, or with no step read the
+ * pause deadline from when the incident was read, or from the error here
+ * it answers if sooner (as for an error not opened, with the timeouts as
+ * they are now).  Then its close, with etcd, none in flight (its answer
+ * runs process() again).
+ */
+static uint64_t wedged_due(const struct cl_core *c, const struct job *j)
+{
+	uint64_t since = j->error_at && j->error_at < j->read_at ? j->error_at : j->read_at;
+
+	if (!wedged_ended_here(j))
+		return j->step_known ? j->deadline : since + c->t.step[CL_PAUSE] * 1000000ULL;
+	return c->link && !BUSY(j, CL_TXN_CLOSE) ? j->deadline : UINT64_MAX;
+}
+
+/*
+ * An incident whose step key is not writable asks nothing more of the
+ * ranks here, and no abort can be written to it: they abort at once on an
+ * abort decided here, else at the step's deadline (the pause's from when
+ * the incident was read, if no step was), as a step's deadline aborts
+ * them; resumed ones are left resumed.  An abort's timeout after that, a
+ * node closes it, comparing the step key as it last saw it: else the key
+ * would block every open of the job, and a node whose change was refused
+ * would wait for one at every RETRY_US without end.
+ */
+static void wedged(struct cl_core *c, struct job *j, uint64_t now)
+{
+	if (!wedged_ended_here(j)) {
+		if (!j->escalate[0] && now < wedged_due(c, j))
+			return;
+		/* (written, should its step key be one again) */
+		escalate(c, j, "the incident's step %s", j->step_known ?
+			 "changed by another writer" : "not read by the pause deadline");
+		local(c, j, CL_ABORT, j->escalate[0] ? j->escalate :
+		      "the incident's step changed by another writer");
+		j->local_aborted = true;
+		j->deadline = now + c->t.step[CL_ABORT] * 1000000ULL;
+		return;
+	}
+	if (now >= wedged_due(c, j)) {
+		if (j->close_refused) {	/* and the watch has brought nothing since */
+			reread_soon(c, now);
+			reread_if_due(c, now);
+		}
+		say(c, j, LOG_WARNING, "job %s: incident %s: its step key %s: closing it",
+		    j->name, j->id, j->step_key_rev ? "not one this node takes" : "gone");
+		close_incident(c, j, j->step_key_rev);
+		j->deadline = now + RETRY_US;	/* and again, until etcd says it changed */
+	}
+}
+
 static void process(struct cl_core *c, struct job *j, uint64_t now)
 {
 	if (j->retry_at && now < j->retry_at)
@@ -825,7 +924,9 @@ static void process(struct cl_core *c, struct job *j, uint64_t now)
 			escalate(c, j, "a second error on node %s (%s)", c->node, j->want_reason);
 		else if (j->want_fail[0] && j->member)
 			escalate(c, j, "node %s: %s", c->node, j->want_fail);
-		else if (strcmp(j->id, j->want_id)) {
+		else if (!strcmp(j->id, j->want_id) && j->member)
+			j->error_at = j->want_since;	/* its pause deadline holds, its step not read */
+		else {
 			/* its ranks here cannot follow an incident that does not wait for them */
 			say(c, j, LOG_ERR, "job %s: incident %s is open without this node: its error (%s) aborts its ranks here",
 			    j->name, j->id, j->want_reason);
@@ -870,24 +971,8 @@ static void process(struct cl_core *c, struct job *j, uint64_t now)
 	}
 	if (!j->open || !j->member)
 		return;
-	/*
-	 * An incident whose step this node has not read (its key deleted, or a
-	 * value refused here: another writer's doing, as the opener writes the
-	 * two in one transaction) asks nothing of the ranks here, and no abort
-	 * can be written to it; yet they may be waiting on it (the opener's
-	 * error, a second one).  An abort decided here is theirs at once, and
-	 * the pause deadline from when the incident was read aborts them, as
-	 * that step's deadline would: the job cannot go on with its rank's
-	 * state lost.
-	 */
-	if (!j->step_known) {
-		if (j->local_aborted || j->asked == CL_ABORT || (!j->escalate[0] && now < j->deadline))
-			return;
-		if (!j->escalate[0])
-			say(c, j, LOG_ERR, "job %s: incident %s: its step not read by the pause deadline: aborting this node's ranks",
-			    j->name, j->id);
-		local(c, j, CL_ABORT, j->escalate[0] ? j->escalate : "the incident's step not read by the pause deadline");
-		j->local_aborted = true;
+	if (!step_writable(j)) {
+		wedged(c, j, now);
 		return;
 	}
 	/* an abort this node decided is its ranks' at once, not after etcd's round trip */
@@ -953,7 +1038,7 @@ static void process(struct cl_core *c, struct job *j, uint64_t now)
 	if (!strcmp(j->opener, c->node) && all_acked(j, j->step) &&
 	    !BUSY(j, CL_TXN_ADVANCE) && !BUSY(j, CL_TXN_CLOSE)) {
 		if (j->step == CL_RESUME || j->step == CL_ABORT)
-			close_incident(c, j);
+			close_incident(c, j, j->step_mod_rev);
 		else
 			set_step(c, j, CL_TXN_ADVANCE, j->step + 1, NULL);
 		return;
@@ -962,7 +1047,7 @@ static void process(struct cl_core *c, struct job *j, uint64_t now)
 		j->deadline = now + RETRY_US;	/* and again, until etcd says it changed */
 		if (j->step == CL_ABORT) {
 			if (!BUSY(j, CL_TXN_CLOSE))
-				close_incident(c, j);
+				close_incident(c, j, j->step_mod_rev);
 		} else {
 			char late[CL_REASON_LEN] = "";
 			size_t n = 0;
@@ -978,15 +1063,6 @@ static void process(struct cl_core *c, struct job *j, uint64_t now)
 				set_step(c, j, CL_TXN_ABORT, CL_ABORT, j->escalate);
 		}
 	}
-}
-
-/* The read again cl_job_join() asked, once due. */
-static void reread_if_due(struct cl_core *c, uint64_t now)
-{
-	if (!c->reread_due || now < c->reread_due || !push(c, CL_REREAD, NULL))
-		return;
-	c->reread_due = 0;
-	c->reread_at = now;
 }
 
 static void process_all(struct cl_core *c, uint64_t now)
@@ -1188,6 +1264,21 @@ static void delete_node(struct cl_core *c, struct job *j, const char *node)
 	job_gc(c, j);
 }
 
+/*
+ * A lost rank out of the world the ranks here registered with, when the
+ * incident is read or when they register again: they cannot restore it,
+ * and the incident is aborted, not refused.  Every node may read one so
+ * (the ranks here registered again, with a smaller world, while its open
+ * was on the way): refused by all, it would never close, and its key would
+ * block every open of the job.
+ */
+static void lost_rank_in_world(struct cl_core *c, struct job *j)
+{
+	if (j->open && j->member && j->value && j->failed_rank >= j->world)
+		escalate(c, j, "its lost rank %" PRIu32 " is not of the job's world on node %s (%" PRIu32 ")",
+			 j->failed_rank, c->node, j->world);
+}
+
 static void put_incident(struct cl_core *c, const struct key *k, const struct etcd_kv *kv,
 			 uint64_t now)
 {
@@ -1255,6 +1346,7 @@ static void put_incident(struct cl_core *c, const struct key *k, const struct et
 	j->local_aborted = false;
 	j->escalate[0] = 0;
 	j->open = true;
+	j->step_mod_rev = j->step_key_rev = 0;
 	strcpy(j->id, id);
 	strcpy(j->opener, opener);
 	j->create_rev = kv->create_revision;
@@ -1262,22 +1354,14 @@ static void put_incident(struct cl_core *c, const struct key *k, const struct et
 	j->parts = parts;
 	j->nr_parts = n;
 	j->member = part(j, c->node) != NULL;
-	/* from when this node read it: the step's own, once read, replaces it */
-	j->deadline = now + c->t.step[CL_PAUSE] * 1000000ULL;
+	j->read_at = now;
+	j->error_at = 0;
+	j->close_refused = false;
 	if (!j->member)
 		return;
 	say(c, j, LOG_WARNING, "job %s: incident %s opened by %s on %zu nodes: %s", j->name, id,
 	    opener, n, reason);
-	/*
-	 * A lost rank out of the world the ranks here registered with: they
-	 * cannot restore it, and the incident is aborted, not refused.  It is
-	 * one every node may read so (the ranks here registered again, with a
-	 * smaller world, while its open was on the way): refused by all, it
-	 * would never close, and its key would block every open of the job.
-	 */
-	if (j->value && failed >= j->world)
-		escalate(c, j, "its lost rank %" PRIu32 " is not of the job's world on node %s (%" PRIu32 ")",
-			 failed, c->node, j->world);
+	lost_rank_in_world(c, j);
 }
 
 static void put_step(struct cl_core *c, struct job *j, const struct etcd_kv *kv, uint64_t now)
@@ -1287,6 +1371,7 @@ static void put_step(struct cl_core *c, struct job *j, const struct etcd_kv *kv,
 	enum cl_step s;
 	int64_t timeout;
 
+	j->step_key_rev = kv->mod_revision;
 	if (!o || str_field(o, "step", true, name, sizeof(name)) || step_parse(name, &s) ||
 	    str_field(o, "reason", false, reason, sizeof(reason)) ||
 	    !json_object_object_get_ex(o, "timeout", &t) || !json_object_is_type(t, json_type_int) ||
@@ -1368,8 +1453,12 @@ static void apply(struct cl_core *c, const struct etcd_kv *kv, bool put, uint64_
 	}
 	if (!j || !j->open || strcmp(j->id, k.id))
 		return put ? refuse(c, kv, "not of the job's open incident") : (void)0;
-	if (!put)
-		return;		/* the incident's own deletion says it */
+	if (!put) {
+		/* the incident's own deletion says it ended; its step's alone wedges it */
+		if (k.kind == K_STEP)
+			j->step_key_rev = 0;
+		return;
+	}
 	if (k.kind == K_STEP)
 		put_step(c, j, kv, now);
 	else
@@ -1427,6 +1516,7 @@ void cl_snapshot(struct cl_core *c, const struct etcd_kv *kvs, size_t n, int64_t
 		 */
 		j->open_answered_rev = 0;
 		j->changed_from = 0;
+		j->step_key_rev = 0;	/* the read's, if there */
 		/* the incident known is not the one there (if any): it ended unseen */
 		if (j->open && j->snap_create != j->create_rev)
 			incident_gone(c, j);
@@ -1571,6 +1661,16 @@ void cl_txn_done(struct cl_core *c, const struct cl_action *a, int err, bool suc
 		 * it sent again at etcd's round trip's pace, without end.
 		 */
 		j->changed_from = a->from_rev;
+		/*
+		 * A wedged incident's close refused: another node's won (its
+		 * deletion on the way), or etcd holds what the watch never
+		 * brought (a read that left a key out).  Sent again an abort's
+		 * timeout later, not at every RETRY_US, after a read again.
+		 */
+		if (a->txn == CL_TXN_CLOSE && !succeeded && !step_writable(j)) {
+			j->close_refused = true;
+			j->deadline = now + c->t.step[CL_ABORT] * 1000000ULL;
+		}
 	} else if (a->txn == CL_TXN_ACK) {
 		j->acked |= 1U << a->step;	/* or the incident changed: nothing to ack */
 		acked(part(j, c->node), a->step, a->at);
@@ -1611,8 +1711,7 @@ int cl_job_join(struct cl_core *c, const char *job, const char *value, uint64_t 
 	 */
 	if (!j && c->crowded && !c->reread_due) {
 		c->crowded = false;
-		c->reread_due = c->reread_at && now < c->reread_at + REREAD_MIN_US ?
-				c->reread_at + REREAD_MIN_US : now;
+		reread_soon(c, now);
 		reread_if_due(c, now);
 	}
 	if (!j)
@@ -1629,6 +1728,7 @@ int cl_job_join(struct cl_core *c, const char *job, const char *value, uint64_t 
 	j->published = false;
 	j->republish = BUSY(j, CL_TXN_PUBLISH);
 	j->leaving = false;
+	lost_rank_in_world(c, j);
 	process(c, j, now);
 	return 0;
 }
@@ -1852,13 +1952,12 @@ uint64_t cl_next_deadline(const struct cl_core *c)
 		 * they are (an abort decided here) or were told to (one read),
 		 * else a deadline past would fire on every turn until it is back.
 		 */
-		if (j->open && j->member && j->step_known && j->deadline < next &&
+		if (j->open && j->member && step_writable(j) && j->deadline < next &&
 		    (c->link || (!j->local_aborted && j->step != CL_ABORT)))
 			next = j->deadline;
-		/* a step not read: the pause deadline aborts the ranks here, once */
-		if (j->open && j->member && !j->step_known && !j->local_aborted &&
-		    j->asked != CL_ABORT && j->deadline < next)
-			next = j->deadline;
+		/* wedged: the ranks' abort, with etcd or not; then its close */
+		if (j->open && j->member && !step_writable(j) && wedged_due(c, j) < next)
+			next = wedged_due(c, j);
 	}
 	return next;
 }

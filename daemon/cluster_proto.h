@@ -50,11 +50,13 @@
  * deadline passes ("timeout" from the step, or this node's own for it if
  * shorter, counted from when this node read it: no clocks to agree on);
  * after the abort's own deadline any node
- * closes it.  Without etcd past a deadline, a node aborts its own ranks; so
- * does one that has not read the incident's step by the pause deadline
- * from when it read the incident (nothing can be written to a step key
- * another writer deleted or spoilt), at once if an error of its own needs
- * the abort.
+ * closes it.  Without etcd past a deadline, a node aborts its own ranks.
+ * A step key another writer deleted or spoilt (a value refused) takes no
+ * change: a node aborts its own ranks at the step's deadline (the pause's
+ * from when it read the incident, if it read no step), at once if it
+ * decided an abort, and an abort's timeout later closes the incident,
+ * comparing the incident's create_revision and the step key as it read it
+ * (a key not there compares as revision 0).
  *
  * Anything else under /hbmguard/ (another version's keys, a value that is
  * not the JSON above or longer than CL_VALUE_MAX (an incident's,

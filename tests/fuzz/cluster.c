@@ -615,11 +615,20 @@ static void check_txn(const struct cl_action *a)
 		free(v);
 		break;
 	}
-	case CL_TXN_CLOSE:
-		assert(nc == 1 && no == 3 && a->id[0]);
+	case CL_TXN_CLOSE: {
+		int64_t m;
+
+		/* the incident it was sent for, and its step key as read (0: none there) */
+		assert(nc == 2 && no == 3 && a->id[0]);
 		c = json_object_array_get_idx(cmps, 0);
 		k = b64(c, "key", NULL);
+		assert(!strcmp(k, inc) && !strcmp(str_of(c, "target"), "CREATE"));
+		assert(!etcd_int64(c, "create_revision", &m) && m == a->incident_rev && m > 0);
+		free(k);
+		c = json_object_array_get_idx(cmps, 1);
+		k = b64(c, "key", NULL);
 		assert(!strcmp(k, step) && !strcmp(str_of(c, "target"), "MOD"));
+		assert(!etcd_int64(c, "mod_revision", &m) && m >= 0);
 		free(k);
 		op = json_object_array_get_idx(ops, 0);
 		assert(json_object_object_get_ex(op, "request_delete_range", &r));
@@ -641,6 +650,7 @@ static void check_txn(const struct cl_action *a)
 		free(k);
 		free(v);
 		break;
+	}
 	default:
 		assert(!"a transaction of no kind");
 	}
@@ -1453,6 +1463,8 @@ static void op(struct fuzz_in *in)
 		r = reason_build(in);
 		memset(id, 0x5a, sizeof(id));
 		err = cl_error(core, job, fuzz_u8(in) % 8, r, now, id);
+		if (trace)
+			fprintf(stderr, "%" PRIu64 " error of %s (%s): %d, id %.16s\n", now, job, r, err, err ? "" : id);
 		assert(!err || err == -ENOENT || err == -EINVAL);
 		if (!err) {
 			assert(whole(id, sizeof(id)) && hbm_cluster_name_valid(id));
@@ -1920,9 +1932,11 @@ static void trace_left(void)
  * again RETRY_US later, and an open refused then waits RETRY_US more (an
  * open held in flight before the end waits for its answer, as it must).
  * In the cooperative ending, with the ranks answering, every job joined
- * is published too.  Whether the incidents' keys close is not asserted: a
- * hostile writer may wedge one (a step key deleted, or a value every node
- * refuses: the close compares it), and FUZZ_TRACE says which are left.
+ * is published too.  With etcd reachable, nothing is left to come of time
+ * by the end (no deadline): an incident of this node's closes, one whose
+ * step key a writer deleted or spoilt too (the close compares the key as
+ * read).  Keys this node refuses whole (an incident's value not the
+ * layout's) may stay, and FUZZ_TRACE says which are left.
  *
  * The bound: 3 x the longest timeout configured in the run (tmax; a
  * step's deadline is its writer's timeout capped by this node's own when
@@ -1994,6 +2008,8 @@ static void settle(void)
 		quiesce();
 		check_no_spin();
 	}
+	/* with etcd, nothing is left to come of time (an incident wedged closes) */
+	assert(end_unreachable || next == UINT64_MAX);
 	/* every incident told of ended for the ranks here */
 	for (i = 0; i < nr_tracked; i++)
 		assert(!tracked[i].owed[0]);

@@ -1700,15 +1700,16 @@ START_TEST(deadline_before_retry_no_spin)
 END_TEST
 
 /*
- * A writer deletes the open incident's step key: the watch's event changes
- * nothing here, and an abort compared with the step's revision is refused.
- * It is not sent again until the watch brings a step; before, it was sent
- * again at each answer, without end (found by tests/fuzz/cluster.c).
+ * A writer deletes the open incident's step key mid-incident: no change can
+ * be written to it.  An error then aborts the ranks here at once, and no
+ * abort is sent (it would be refused: before, it was sent again at each
+ * answer without end, then waited for at every RETRY_US); an abort's
+ * timeout later the incident closes, comparing the step key gone, and the
+ * job's next error opens one again (found by tests/fuzz/cluster.c).
  */
-START_TEST(step_key_deleted_abort_not_resent)
+START_TEST(step_key_deleted_closes)
 {
-	struct cl_action a;
-	int aborts = 0, i;
+	int i;
 
 	mute_node = 2;
 	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now, id), 0);
@@ -1721,24 +1722,68 @@ START_TEST(step_key_deleted_abort_not_resent)
 	fdel(&store[i]);
 	run();
 	ck_assert_int_eq(cl_fail(cores[1], "J", "a rank failed", now), 0);
-	for (i = 0; i < 1000 && cl_next_action(cores[1], &a); i++)
-		if (a.kind == CL_TXN) {
-			aborts += a.txn == CL_TXN_ABORT;
-			cl_txn_done(cores[1], &a, 0, txn(a.body), rev, now);
-			free(a.body);
-		}
-	ck_assert_int_eq(aborts, 1);
-	ck_assert_uint_eq(steps[1][CL_ABORT], 0);	/* steps[] counts in run() alone */
-	now += 30 * 1000000ULL;
-	cl_tick(cores[1], now);
-	for (i = 0; i < 1000 && cl_next_action(cores[1], &a); i++)
-		if (a.kind == CL_TXN) {
-			aborts += a.txn == CL_TXN_ABORT;
-			cl_txn_done(cores[1], &a, 0, txn(a.body), rev, now);
-			free(a.body);
-		}
-	ck_assert_int_eq(aborts, 1);
-	ck_assert_uint_gt(cl_next_deadline(cores[1]), now);
+	run();
+	ck_assert_uint_eq(steps[1][CL_ABORT], 1);
+	ck_assert_str_eq(told_why[1], "node n1: a rank failed");
+	ck_assert_uint_eq(sent[1][CL_TXN_ABORT], 0);
+	ck_assert_uint_eq(sent[1][CL_TXN_CLOSE], 0);
+	ck_assert_uint_eq(cl_next_deadline(cores[1]), now + 10 * 1000000ULL);
+	now += 10 * 1000000ULL;
+	for (int n = 0; n < 3; n++)
+		cl_tick(cores[n], now);
+	run();
+	ck_assert_ptr_nonnull(strstr(said[1], "incident 0000000000000001: its step key gone: closing it"));
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
+	for (int n = 0; n < 3; n++) {
+		ck_assert_uint_eq(closed[n][0], 1);
+		ck_assert_uint_eq(steps[n][CL_ABORT], 1);
+		ck_assert_uint_eq(cl_next_deadline(cores[n]), UINT64_MAX);
+	}
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "another UE", now, id), 0);
+	run();
+	for (int n = 0; n < 3; n++)
+		ck_assert_uint_eq(closed[n][1], 1);
+}
+END_TEST
+
+/*
+ * A writer puts a value no node takes over the step of an incident under
+ * way: its nodes' ranks abort at the step's deadline, and the incident
+ * closes an abort's timeout later, comparing the value refused.
+ */
+START_TEST(step_key_spoilt_closes)
+{
+	fput("/hbmguard/v1/jobs/J/incident",
+	     "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n1\",\"n9\"]}");
+	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
+	run();
+	ck_assert_uint_eq(steps[0][CL_PAUSE], 1);
+	now += 1000000;
+	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":\"30\"}");
+	run();
+	ck_assert_ptr_nonnull(strstr(said[0], "not a step's value"));
+	ck_assert_uint_eq(steps[0][CL_ABORT], 0);
+	ck_assert_uint_eq(cl_next_deadline(cores[0]), now + 29 * 1000000ULL);
+	now += 29 * 1000000ULL;
+	for (int n = 0; n < 3; n++)
+		cl_tick(cores[n], now);
+	run();
+	ck_assert_ptr_nonnull(strstr(said[0], "incident x1: aborting: the incident's step changed by another writer"));
+	ck_assert_str_eq(told_why[0], "the incident's step changed by another writer");
+	ck_assert_uint_lt(strlen(told_why[0]), sizeof(((struct hbm_ctl_incident *)0)->reason));
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 2);
+	now += 10 * 1000000ULL;
+	for (int n = 0; n < 3; n++)
+		cl_tick(cores[n], now);
+	run();
+	ck_assert_ptr_nonnull(strstr(said[0], "its step key not one this node takes: closing it"));
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
+	for (int n = 0; n < 2; n++) {
+		ck_assert_uint_eq(steps[n][CL_ABORT], 1);
+		ck_assert_uint_eq(closed[n][0], 1);
+		ck_assert_uint_eq(cl_next_deadline(cores[n]), UINT64_MAX);
+	}
+	ck_assert_uint_eq(steps[2][CL_PAUSE], 0);	/* not of the incident */
 }
 END_TEST
 
@@ -1775,12 +1820,12 @@ END_TEST
 /*
  * An incident whose step key no node reads (another writer's doing: its
  * opener writes the two at once) asks nothing of the ranks, and no abort
- * can be written to it.  An error here then aborts this node's ranks at
- * once, and the pause deadline from when it was read every node's (found
- * by tests/fuzz/cluster.c: they were never told anything, nor had a
- * deadline).
+ * can be written to it.  The pause deadline from when it was read aborts
+ * every node's ranks, and an abort's timeout later it closes (found by
+ * tests/fuzz/cluster.c: they were never told anything, nor had a
+ * deadline, and its key blocked every open of the job).
  */
-START_TEST(step_unknown_aborts)
+static void open_without_step(void)
 {
 	fput("/hbmguard/v1/jobs/J/incident",
 	     "{\"id\":\"x1\",\"opener\":\"n1\",\"rank\":1,\"nodes\":[\"n0\",\"n1\",\"n2\"]}");
@@ -1790,24 +1835,55 @@ START_TEST(step_unknown_aborts)
 			ck_assert_uint_eq(steps[n][s], 0);
 		ck_assert_uint_eq(cl_next_deadline(cores[n]), now + 30 * 1000000ULL);
 	}
+}
+
+static void ticks_close_it(uint64_t after)
+{
+	now += after;
+	for (int n = 0; n < 3; n++)
+		cl_tick(cores[n], now);
+	run();
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
+	for (int n = 0; n < 3; n++) {
+		ck_assert_uint_eq(steps[n][CL_ABORT], 1);
+		ck_assert_uint_eq(closed[n][0], 1);
+		ck_assert_uint_eq(cl_next_deadline(cores[n]), UINT64_MAX);
+	}
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "another UE", now, id), 0);
+	run();
+	for (int n = 0; n < 3; n++)
+		ck_assert_uint_eq(closed[n][1], 1);
+}
+
+START_TEST(step_unknown_aborts)
+{
+	open_without_step();
+	now += 30 * 1000000ULL;
+	for (int n = 0; n < 3; n++)
+		cl_tick(cores[n], now);
+	run();
+	for (int n = 0; n < 3; n++)
+		ck_assert_uint_eq(steps[n][CL_ABORT], 1);
+	ck_assert_str_eq(told_why[1], "the incident's step not read by the pause deadline");
+	ck_assert_uint_lt(strlen(told_why[1]), sizeof(((struct hbm_ctl_incident *)0)->reason));
+	ck_assert_ptr_nonnull(strstr(said[2], "incident x1: aborting: the incident's step not read"));
+	ticks_close_it(10 * 1000000ULL);
+}
+END_TEST
+
+/* An error here meanwhile aborts the ranks here at once. */
+START_TEST(step_unknown_error_aborts_at_once)
+{
+	open_without_step();
 	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now, id), 0);
 	ck_assert_str_eq(id, "x1");
 	run();
 	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
 	ck_assert_str_eq(told_why[0], "a second error on node n0 (a UE)");
 	ck_assert_uint_eq(steps[1][CL_ABORT], 0);
-	ck_assert_uint_eq(cl_next_deadline(cores[0]), UINT64_MAX);
-	now += 30 * 1000000ULL;
-	for (int n = 0; n < 3; n++)
-		cl_tick(cores[n], now);
-	run();
-	for (int n = 0; n < 3; n++) {
-		ck_assert_uint_eq(steps[n][CL_ABORT], 1);
-		ck_assert_uint_eq(cl_next_deadline(cores[n]), UINT64_MAX);
-	}
-	ck_assert_str_eq(told_why[1], "the incident's step not read by the pause deadline");
-	ck_assert_uint_lt(strlen(told_why[1]), sizeof(((struct hbm_ctl_incident *)0)->reason));
-	ck_assert_ptr_nonnull(strstr(said[2], "its step not read by the pause deadline"));
+	ck_assert_uint_eq(cl_next_deadline(cores[0]), now + 10 * 1000000ULL);	/* its close */
+	ticks_close_it(10 * 1000000ULL);
+	ck_assert_ptr_nonnull(strstr(said[0], "incident x1: its step key gone: closing it"));
 }
 END_TEST
 
@@ -1910,6 +1986,134 @@ START_TEST(lost_rank_out_of_a_world_shrunk)
 }
 END_TEST
 
+/*
+ * A read that left the step key out (an etcd that lies, or one restored
+ * without it) wedges the incident for that node: it aborts its ranks at the
+ * step's deadline and, an abort's timeout later, sends a close that etcd
+ * refuses.  Not again at every RETRY_US: an abort's timeout later, with the
+ * watch silent meanwhile, it reads the prefix again, finds the step, and
+ * writes its abort.
+ */
+START_TEST(wedged_by_a_read_that_left_the_step_out)
+{
+	struct etcd_kv kvs[KEYS];
+	size_t n, k = 0;
+
+	mute_node = 2;
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now, id), 0);
+	run();
+	mute_node = -1;
+	n = collect(CL_PREFIX, kvs);
+	for (size_t i = 0; i < n; i++)
+		if (!strstr(kvs[i].key, "/step"))
+			kvs[k++] = kvs[i];
+	ck_assert_uint_eq(k, n - 1);
+	cl_snapshot(cores[1], kvs, k, rev, now);
+	run();
+	ck_assert_uint_eq(steps[1][CL_ABORT], 0);
+	now += 30 * 1000000ULL;
+	cl_tick(cores[1], now);
+	run();
+	ck_assert_uint_eq(steps[1][CL_ABORT], 1);
+	now += 10 * 1000000ULL;
+	cl_tick(cores[1], now);
+	run();
+	ck_assert_uint_eq(sent[1][CL_TXN_CLOSE], 1);
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 2);
+	ck_assert_uint_eq(cl_next_deadline(cores[1]), now + 10 * 1000000ULL);
+	for (int i = 0; i < 5; i++) {
+		now += 1000000;
+		cl_tick(cores[1], now);
+		run();
+	}
+	ck_assert_uint_eq(sent[1][CL_TXN_CLOSE], 1);
+	ck_assert_uint_eq(rereads[1], 0);
+	now += 5 * 1000000ULL;
+	cl_tick(cores[1], now);
+	run();
+	ck_assert_uint_eq(rereads[1], 1);
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_uint_eq(closed[i][0], 1);
+		ck_assert_uint_eq(steps[i][CL_ABORT], 1);
+	}
+	ck_assert_ptr_nonnull(strstr(said[0], "incident 0000000000000001 aborted: the incident's step changed by another writer"));
+}
+END_TEST
+
+/*
+ * The ranks here register again with a world that no longer holds the lost
+ * rank of an incident under way: no restore of it is asked of them, the
+ * incident is aborted (helper-196).
+ */
+START_TEST(world_shrunk_under_an_incident)
+{
+	mute_node = 0;
+	ck_assert_int_eq(cl_error(cores[2], "J", 2, "a UE", now, id), 0);
+	run();
+	ck_assert_uint_eq(steps[0][CL_PAUSE], 1);
+	ck_assert_int_eq(cl_job_join(cores[0], "J", "{\"ranks\":[0],\"world_size\":2}", now), 0);
+	mute_node = -1;
+	/* told to abort, the pause it did is not this incident's any more */
+	ck_assert_int_eq(cl_local_done(cores[0], "J", id, CL_PAUSE, true, NULL, now), -ESTALE);
+	run();
+	ck_assert_ptr_nonnull(strstr(said[0], "its lost rank 2 is not of the job's world on node n0 (2)"));
+	for (int n = 0; n < 3; n++) {
+		ck_assert_uint_eq(steps[n][CL_RESTORE], 0);
+		ck_assert_uint_eq(steps[n][CL_ABORT], 1);
+	}
+}
+END_TEST
+
+/*
+ * A step read after the ranks here aborted for want of one is aborted at
+ * once: it does not hold the job's other nodes until its own deadline
+ * (helper-196).
+ */
+START_TEST(step_read_late_aborted)
+{
+	open_without_step();
+	now += 30 * 1000000ULL;
+	for (int n = 0; n < 3; n++)
+		cl_tick(cores[n], now);
+	run();
+	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
+	run();
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
+	for (int n = 0; n < 3; n++) {
+		ck_assert_uint_eq(steps[n][CL_PAUSE], 0);
+		ck_assert_uint_eq(steps[n][CL_ABORT], 1);
+		ck_assert_uint_eq(closed[n][0], 1);
+	}
+}
+END_TEST
+
+/* A wedged incident's close in flight: no deadline past until its answer (found by tests/fuzz/cluster.c). */
+START_TEST(wedged_close_in_flight_no_spin)
+{
+	struct cl_action close;
+
+	open_without_step();
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now, id), 0);
+	run();
+	now += 10 * 1000000ULL;
+	cl_tick(cores[0], now);
+	ck_assert(take_txn(CL_TXN_CLOSE, &close));
+	for (int i = 0; i < 3; i++) {
+		now += 500000;
+		cl_tick(cores[0], now);
+		ck_assert_uint_gt(cl_next_deadline(cores[0]), now);
+	}
+	ck_assert(!take_txn(CL_TXN_CLOSE, &close));
+	ck_assert(txn(close.body));
+	cl_txn_done(cores[0], &close, 0, true, rev, now);
+	free(close.body);
+	run();
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
+	ck_assert_uint_eq(cl_next_deadline(cores[0]), UINT64_MAX);
+}
+END_TEST
+
 Suite *cluster_suite(void)
 {
 	Suite *s = suite_create("cluster");
@@ -1956,9 +2160,15 @@ Suite *cluster_suite(void)
 	tcase_add_test(tc, aborted_here_without_etcd_no_spin);
 	tcase_add_test(tc, abort_read_without_etcd_no_spin);
 	tcase_add_test(tc, deadline_before_retry_no_spin);
-	tcase_add_test(tc, step_key_deleted_abort_not_resent);
+	tcase_add_test(tc, step_key_deleted_closes);
+	tcase_add_test(tc, step_key_spoilt_closes);
+	tcase_add_test(tc, wedged_by_a_read_that_left_the_step_out);
+	tcase_add_test(tc, world_shrunk_under_an_incident);
+	tcase_add_test(tc, step_read_late_aborted);
+	tcase_add_test(tc, wedged_close_in_flight_no_spin);
 	tcase_add_test(tc, lost_rank_out_of_a_smaller_world);
 	tcase_add_test(tc, step_unknown_aborts);
+	tcase_add_test(tc, step_unknown_error_aborts_at_once);
 	tcase_add_test(tc, stale_answer_of_an_ended_incident);
 	tcase_add_test(tc, lost_rank_out_of_a_world_shrunk);
 	suite_add_tcase(s, tc);
