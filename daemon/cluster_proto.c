@@ -80,6 +80,12 @@ struct job {
 	char opener[HBM_CLUSTER_NAME_LEN];
 	uint32_t failed_rank;		/* the global rank whose state was lost */
 	int64_t create_rev;
+	/*
+	 * Which of the incidents this core read it is: not its create_revision,
+	 * which a store restored from a snapshot, or a read that left its
+	 * deletion out, gives again.
+	 */
+	uint64_t incident;
 	int64_t snap_create;		/* of the incident in a snapshot being read */
 	struct member *parts;
 	size_t nr_parts;
@@ -152,6 +158,7 @@ struct cl_core {
 	size_t nr_jobs;
 	struct cl_action *q;		/* actions, a ring */
 	size_t q_head, q_len, q_cap;
+	uint64_t incidents_read;		/* a count: struct job's .incident */
 	/* the newest CLOSED_KEPT closed, a ring */
 	struct closed_incident closed[CLOSED_KEPT];
 	size_t closed_next, nr_closed;
@@ -196,7 +203,7 @@ static struct cl_action *push(struct cl_core *c, enum cl_action_kind kind, const
 	if (j) {
 		strcpy(a->job, j->name);
 		strcpy(a->id, j->open ? j->id : "");
-		a->incident_rev = j->open ? j->create_rev : 0;
+		a->incident = j->open ? j->incident : 0;
 		a->rank = j->open ? j->failed_rank : j->want_rank;
 		strcpy(a->opener, j->open ? j->opener : "");
 	}
@@ -884,9 +891,10 @@ static uint64_t wedged_due(const struct cl_core *c, const struct job *j)
  */
 static void wedged(struct cl_core *c, struct job *j, uint64_t now)
 {
-	if (!wedged_ended_here(j)) {
-		if (!j->escalate[0] && now < wedged_due(c, j))
-			return;
+	bool aborted = j->local_aborted || j->asked == CL_ABORT;
+
+	/* (an abort decided here aborts even resumed ranks, as with a step) */
+	if (!aborted && (j->escalate[0] || (!wedged_ended_here(j) && now >= wedged_due(c, j)))) {
 		/* (written, should its step key be one again) */
 		escalate(c, j, "the incident's step %s", j->step_known ?
 			 "changed by another writer" : "not read by the pause deadline");
@@ -896,16 +904,16 @@ static void wedged(struct cl_core *c, struct job *j, uint64_t now)
 		j->deadline = now + c->t.step[CL_ABORT] * 1000000ULL;
 		return;
 	}
-	if (now >= wedged_due(c, j)) {
-		if (j->close_refused) {	/* and the watch has brought nothing since */
-			reread_soon(c, now);
-			reread_if_due(c, now);
-		}
-		say(c, j, LOG_WARNING, "job %s: incident %s: its step key %s: closing it",
-		    j->name, j->id, j->step_key_rev ? "not one this node takes" : "gone");
-		close_incident(c, j, j->step_key_rev);
-		j->deadline = now + RETRY_US;	/* and again, until etcd says it changed */
+	if (!wedged_ended_here(j) || now < wedged_due(c, j))
+		return;
+	if (j->close_refused) {	/* and the watch has brought nothing since */
+		reread_soon(c, now);
+		reread_if_due(c, now);
 	}
+	say(c, j, LOG_WARNING, "job %s: incident %s: its step key %s: closing it",
+	    j->name, j->id, j->step_key_rev ? "not one this node takes" : "gone");
+	close_incident(c, j, j->step_key_rev);
+	j->deadline = now + RETRY_US;	/* and again, until etcd says it changed */
 }
 
 static void process(struct cl_core *c, struct job *j, uint64_t now)
@@ -1346,6 +1354,7 @@ static void put_incident(struct cl_core *c, const struct key *k, const struct et
 	j->local_aborted = false;
 	j->escalate[0] = 0;
 	j->open = true;
+	j->incident = ++c->incidents_read;
 	j->step_mod_rev = j->step_key_rev = 0;
 	strcpy(j->id, id);
 	strcpy(j->opener, opener);
@@ -1426,6 +1435,9 @@ static void apply(struct cl_core *c, const struct etcd_kv *kv, bool put, uint64_
 	int err = key_parse(kv->key, &k);
 
 	c->applied_at = now;
+	/* (a deletion's event has no create_revision) */
+	if (put && (kv->create_revision < 1 || kv->mod_revision < kv->create_revision))
+		return refuse(c, kv, "revisions etcd does not give");
 	if (err == -EPROTO) {
 		if (put)
 			refuse(c, kv, "not a key of version 1");
@@ -1628,7 +1640,7 @@ void cl_txn_done(struct cl_core *c, const struct cl_action *a, int err, bool suc
 
 	if (!j)
 		return;
-	if (of_incident && (!j->open || j->create_rev != a->incident_rev)) {
+	if (of_incident && (!j->open || j->incident != a->incident)) {
 		/*
 		 * Of an incident that ended meanwhile (incident_gone() forgot
 		 * what it had in flight): the next one's may be, and is not

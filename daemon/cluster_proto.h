@@ -121,7 +121,7 @@ struct cl_action {
 	char *body;		/* CL_TXN's JSON, the caller's to free() */
 	uint64_t at;		/* CL_TXN_ACK: the time it says, ms since the epoch */
 	int64_t from_rev;	/* CL_TXN_ADVANCE, _ABORT, _CLOSE: the step's mod_revision compared */
-	int64_t incident_rev;	/* .id's create_revision: its answer is of that incident alone */
+	uint64_t incident;	/* which of the incidents this core read it was for (a count) */
 };
 
 /* Deadlines per step, seconds ([Recovery]). */
