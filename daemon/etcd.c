@@ -1318,7 +1318,8 @@ static void on_lease_reply(void *arg, int err, struct json_object *reply)
 	/* a keepalive is a stream of one: {"result": ...} */
 	if (reply && json_object_object_get_ex(reply, "result", &inner))
 		res = inner;
-	if (!err && (etcd_int64(res, "ID", &id) || etcd_int64(res, "TTL", &ttl)))
+	/* (etcd grants positive IDs only: LeaseGrant() in etcdserver/v3_server.go, v3.4.23) */
+	if (!err && (etcd_int64(res, "ID", &id) || etcd_int64(res, "TTL", &ttl) || id <= 0))
 		err = -EPROTO;
 	if (err) {
 		/* unanswered for a whole TTL: etcd has let it go, or will */
