@@ -18,7 +18,8 @@
  * name of that uid (find_range(), lib/subordinateio.c of shadow-maint's
  * shadow), so an owner that reads as a number may be a user of that name
  * and is never taken for the uid.  Overlapping lines, which useradd never
- * writes, are one tenant, the first one's.  The file is the
+ * writes, are one tenant, the one that starts first (or the earlier
+ * line of two that start at once).  The file is the
  * administrator's, read again whenever it changes (its inode, size or
  * time), checked at each connection.  A tenant is not known to the daemon
  * where the uids come from elsewhere: ranges a user database serves
@@ -102,10 +103,15 @@ static int by_start(const void *a, const void *b)
 {
 	const struct hbm_subuid_range *x = a, *y = b;
 
-	return x->start < y->start ? -1 : x->start > y->start;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->line < y->line ? -1 : x->line > y->line;	/* qsort() is not stable */
 }
 
-/* Sorted, and overlapping ranges merged: the first one's owner has them. */
+/*
+ * Sorted, and overlapping ranges merged: the owner of the one that starts
+ * first has them (of two that start at once, the earlier line's).
+ */
 static size_t merge(struct hbm_subuid_range *r, size_t nr)
 {
 	size_t i, n = 0;
@@ -135,8 +141,10 @@ static int parse(struct hbm_subuids *s, const char *buf, size_t len)
 		const char *nl = memchr(p, '\n', end - p), *eol = nl ? nl : end;
 
 		if (eol > p && *p != '#') {	/* not empty, nor a comment */
-			if (parse_line(p, eol, &r[nr]))
+			if (parse_line(p, eol, &r[nr])) {
+				r[nr].line = (uint32_t)nr;
 				nr++;
+			}
 			else
 				bad++;
 		}

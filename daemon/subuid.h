@@ -14,6 +14,7 @@
 
 struct hbm_subuid_range {
 	uint32_t start;
+	uint32_t line;		/* of the file, from 0: of two of one start, the first's */
 	uint64_t end;		/* past its last uid: up to 2^32 */
 	uint64_t tenant;	/* its owner's: hbm_tenant() */
 };

@@ -10,7 +10,9 @@
  * is a range (subuid(5): "name:start:count", decimal) some owner's tenant
  * (2^63 and up, never a plain uid), the same for all of that line; an
  * owner's lines that overlap no other one's all its own tenant, the
- * digest of its name as written; every other uid its own; the lines that
+ * digest of its name as written, and lines that overlap the tenant of the
+ * one that starts first (of two that start at once, the earlier line's:
+ * not as qsort() leaves equal keys); every other uid its own; the lines that
  * are not a range, nor empty, nor a comment, counted.
  */
 #include <assert.h>
@@ -100,7 +102,9 @@ static int by_start(const void *a, const void *b)
 {
 	const struct line *x = *(struct line *const *)a, *y = *(struct line *const *)b;
 
-	return x->start < y->start ? -1 : x->start > y->start;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x < y ? -1 : x > y;	/* lines[] is in the file's order */
 }
 
 /* Whether @uid is in some line's range: of those starting at or below it. */
@@ -191,8 +195,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		assert(t >= 1ULL << 63);
 		assert(hbm_tenant(&s, (uid_t)(l->end - 1)) == t);
 		assert(hbm_tenant(&s, (uid_t)(l->start + (l->end - l->start) / 2)) == t);
-		if (sorted[l->group]->members == 1)	/* alone: its owner's */
-			assert(t == digest_tenant(l->name, l->name_len));
+		/* the owner's of the line of its group that starts first (the earlier of two) */
+		assert(t == digest_tenant(sorted[l->group]->name, sorted[l->group]->name_len));
 		if (l->start)
 			probe(&s, sorted, n, l->start - 1);
 		probe(&s, sorted, n, l->end);

@@ -1010,7 +1010,7 @@ static void write_file(const char *path, const char *text)
 START_TEST(tenants_of_subuid)
 {
 	char dir[] = "/tmp/hbm-subuid-XXXXXX", path[64];
-	uint64_t alice, bob;
+	uint64_t alice, bob, u63;
 	struct hbm_subuids s;
 
 	ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -1056,6 +1056,33 @@ START_TEST(tenants_of_subuid)
 	ck_assert_uint_ne(hbm_tenant(&s, 4294967295u), alice);
 	ck_assert_uint_eq(hbm_tenant(&s, 0), 0);
 	ck_assert_int_eq(hbm_subuids_refresh(&s), 0);	/* unchanged: not read */
+
+	/*
+	 * Lines of one start: the earlier line's owner has them, whatever
+	 * qsort() does with equal keys (glibc's merge sort keeps their order,
+	 * musl's smoothsort does not): 64 lines, eight of each start, all
+	 * overlapping, one range, the first line's.
+	 */
+	{
+		char text[4096];
+		size_t at = 0;
+
+		for (int i = 0; i < 64; i++)
+			at += snprintf(text + at, sizeof(text) - at, "u%d:%d:10\n", 63 - i,
+				       700000 + (i % 8) * 5);
+		write_file(path, text);
+		ck_assert_int_eq(hbm_subuids_refresh(&s), 1);
+		ck_assert_uint_eq(s.nr, 1);
+		ck_assert_uint_eq(s.ranges[0].line, 0);
+		ck_assert_uint_eq(s.ranges[0].end, 700045);
+		write_file(path, "u63:0:1\n");
+		ck_assert_int_eq(hbm_subuids_refresh(&s), 1);
+		ck_assert_uint_eq(hbm_tenant(&s, 0), s.ranges[0].tenant);
+		u63 = hbm_tenant(&s, 0);
+		write_file(path, text);
+		ck_assert_int_eq(hbm_subuids_refresh(&s), 1);
+		ck_assert_uint_eq(hbm_tenant(&s, 700040), u63);
+	}
 
 	/* Changed: read again. */
 	write_file(path, "alice:100000:65536\nerin:600000:65536\n");
