@@ -750,7 +750,7 @@ static void close_incident(struct cl_core *c, struct job *j, int64_t step_rev)
 	if (step && inc && sub && acks)
 		a = txn(c, j, CL_TXN_CLOSE, cmp, 2, ops, 3);
 	if (a)
-		a->from_rev = j->step_mod_rev;
+		a->from_rev = step_rev;
 	free(step);
 	free(inc);
 	free(sub);
@@ -904,6 +904,11 @@ static void wedged(struct cl_core *c, struct job *j, uint64_t now)
 		j->deadline = now + c->t.step[CL_ABORT] * 1000000ULL;
 		return;
 	}
+	if (!j->local_aborted && j->asked == CL_ABORT) {
+		/* told to abort elsewhere (cl_error()): its close an abort's timeout on */
+		j->local_aborted = true;
+		j->deadline = now + c->t.step[CL_ABORT] * 1000000ULL;
+	}
 	if (!wedged_ended_here(j) || now < wedged_due(c, j))
 		return;
 	if (j->close_refused) {	/* and the watch has brought nothing since */
@@ -999,8 +1004,11 @@ static void process(struct cl_core *c, struct job *j, uint64_t now)
 			j->local_aborted = true;
 			escalate(c, j, "node %s could not reach etcd past the deadline of %s", c->node,
 				 step_names[j->step]);
-			/* the abort is written when etcd is back */
-			j->deadline = UINT64_MAX;
+			/*
+			 * The abort is written when etcd is back; a close of an
+			 * incident wedged meanwhile, an abort's timeout on.
+			 */
+			j->deadline = now + c->t.step[CL_ABORT] * 1000000ULL;
 		}
 		return;
 	}
@@ -1318,10 +1326,13 @@ static void put_incident(struct cl_core *c, const struct key *k, const struct et
 		json_object_put(o);
 		return;		/* the same incident written again: nothing new */
 	}
-	if (j->open && kv->create_revision == j->create_rev) {
-		json_object_put(o);
-		return refuse(c, kv, "an incident's id changed under it");
-	}
+	/*
+	 * Another id at the create_revision of the one known: not a writer's
+	 * change (an incident's key is put once), but a store restored from a
+	 * snapshot, whose revisions began again below those read here, and
+	 * opened another incident since: it replaces the one known (whose
+	 * close would compare this one's create_revision, and delete it).
+	 */
 	parts = calloc(n, sizeof(*parts));
 	for (i = 0; parts && i < n; i++) {
 		struct json_object *e = json_object_array_get_idx(nodes, i);
@@ -1381,6 +1392,7 @@ static void put_step(struct cl_core *c, struct job *j, const struct etcd_kv *kv,
 	int64_t timeout;
 
 	j->step_key_rev = kv->mod_revision;
+	j->close_refused = false;
 	if (!o || str_field(o, "step", true, name, sizeof(name)) || step_parse(name, &s) ||
 	    str_field(o, "reason", false, reason, sizeof(reason)) ||
 	    !json_object_object_get_ex(o, "timeout", &t) || !json_object_is_type(t, json_type_int) ||
@@ -1467,8 +1479,10 @@ static void apply(struct cl_core *c, const struct etcd_kv *kv, bool put, uint64_
 		return put ? refuse(c, kv, "not of the job's open incident") : (void)0;
 	if (!put) {
 		/* the incident's own deletion says it ended; its step's alone wedges it */
-		if (k.kind == K_STEP)
+		if (k.kind == K_STEP) {
 			j->step_key_rev = 0;
+			j->close_refused = false;
+		}
 		return;
 	}
 	if (k.kind == K_STEP)
@@ -1675,12 +1689,15 @@ void cl_txn_done(struct cl_core *c, const struct cl_action *a, int err, bool suc
 		j->changed_from = a->from_rev;
 		/*
 		 * A wedged incident's close refused: another node's won (its
-		 * deletion on the way), or etcd holds what the watch never
-		 * brought (a read that left a key out).  Sent again an abort's
-		 * timeout later, not at every RETRY_US, after a read again.
+		 * deletion on the way), a writer changed the step key (the
+		 * watch brought it, or will), or etcd holds what the watch
+		 * never brought (a read that left a key out).  Sent again an
+		 * abort's timeout later, not at every RETRY_US; after a read
+		 * again if the key is still as it compared it, and the watch
+		 * brings no change by then (close_refused, cleared by one).
 		 */
 		if (a->txn == CL_TXN_CLOSE && !succeeded && !step_writable(j)) {
-			j->close_refused = true;
+			j->close_refused = j->step_key_rev == a->from_rev;
 			j->deadline = now + c->t.step[CL_ABORT] * 1000000ULL;
 		}
 	} else if (a->txn == CL_TXN_ACK) {

@@ -51,12 +51,14 @@
  * shorter, counted from when this node read it: no clocks to agree on);
  * after the abort's own deadline any node
  * closes it.  Without etcd past a deadline, a node aborts its own ranks.
- * A step key another writer deleted or spoilt (a value refused) takes no
- * change: a node aborts its own ranks at the step's deadline (the pause's
- * from when it read the incident, if it read no step), at once if it
- * decided an abort, and an abort's timeout later closes the incident,
- * comparing the incident's create_revision and the step key as it read it
- * (a key not there compares as revision 0).
+ * A step key another writer deleted or spoilt (a value refused, a step
+ * that goes back) takes no change: a node aborts its own ranks at the
+ * step's deadline (if it read no step, the pause's from its error the
+ * incident answers or from when it read the incident, the sooner), at once
+ * if it decided an abort, resumed ones excepted; from then an abort's
+ * timeout later (resumed, at the resume's deadline) it closes the
+ * incident, comparing the incident's create_revision and the step key as
+ * it read it (a key not there compares as revision 0).
  *
  * Anything else under /hbmguard/ (another version's keys, a value that is
  * not the JSON above or longer than CL_VALUE_MAX (an incident's,
@@ -120,7 +122,7 @@ struct cl_action {
 	char text[2 * CL_REASON_LEN];
 	char *body;		/* CL_TXN's JSON, the caller's to free() */
 	uint64_t at;		/* CL_TXN_ACK: the time it says, ms since the epoch */
-	int64_t from_rev;	/* CL_TXN_ADVANCE, _ABORT, _CLOSE: the step's mod_revision compared */
+	int64_t from_rev;	/* CL_TXN_ADVANCE, _ABORT, _CLOSE: the step key's mod_revision compared */
 	uint64_t incident;	/* which of the incidents this core read it was for (a count) */
 };
 

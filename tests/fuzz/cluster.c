@@ -82,6 +82,7 @@ struct tracked {
 	unsigned int nr_told;
 	char resumed[HBM_CLUSTER_NAME_LEN];	/* the ranks resumed it here */
 	char owed[HBM_CLUSTER_NAME_LEN];	/* told a step of it, not yet its resume or an abort */
+	char open_here[HBM_CLUSTER_NAME_LEN];	/* said opened with this node in it, not closed */
 };
 
 static struct cl_core *core;
@@ -950,6 +951,8 @@ static void on_closed(const struct cl_action *a)
 
 	if (!t)
 		return;
+	if (!strcmp(t->open_here, a->id))
+		t->open_here[0] = 0;
 	/* closed: an incident the ranks here were told of */
 	for (i = 0; i < t->nr_told && strcmp(t->told[i], a->id); i++)
 		;
@@ -961,6 +964,19 @@ static void on_closed(const struct cl_action *a)
 	t->local_id[0] = 0;
 	t->local_step = -1;
 	t->nr_told = 0;
+}
+
+/* "job J: incident ID opened by NODE on N nodes: ...": this node is one of them */
+static void on_opened(const char *text)
+{
+	char job[HBM_CLUSTER_NAME_LEN], id[HBM_CLUSTER_NAME_LEN];
+	struct tracked *t;
+	int end = 0;
+
+	if (sscanf(text, "job %63[A-Za-z0-9._-]: incident %63[A-Za-z0-9._-] opened by %n", job, id,
+		   &end) != 2 || !end || !(t = track(job)))
+		return;
+	strcpy(t->open_here, id);	/* (the one before, if any, closed first: incident_gone()) */
 }
 
 static void drain(void)
@@ -1014,6 +1030,7 @@ static void drain(void)
 			break;
 		case CL_LOG:
 			check_refusal(a.text);
+			on_opened(a.text);
 			break;
 		case CL_WATCH:
 			for (size_t w = 0; w < nr_watched; w++)
@@ -2008,8 +2025,10 @@ static void settle(void)
 		quiesce();
 		check_no_spin();
 	}
-	/* with etcd, nothing is left to come of time (an incident wedged closes) */
+	/* with etcd, nothing is left to come of time: an incident of this node's closed */
 	assert(end_unreachable || next == UINT64_MAX);
+	for (i = 0; i < nr_tracked && !end_unreachable; i++)
+		assert(!tracked[i].open_here[0]);
 	/* every incident told of ended for the ranks here */
 	for (i = 0; i < nr_tracked; i++)
 		assert(!tracked[i].owed[0]);

@@ -2114,6 +2114,295 @@ START_TEST(wedged_close_in_flight_no_spin)
 }
 END_TEST
 
+/*
+ * etcd lost by every node of an incident past its pause deadline (each
+ * aborts its ranks), and an operator's `etcdctl del --prefix .../incident/`
+ * meanwhile.  Back, every node is wedged, aborted already: one closes it
+ * (helper-197: their deadline was UINT64_MAX, and none ever did).
+ */
+START_TEST(wedged_while_etcd_away_closes)
+{
+	fput("/hbmguard/v1/jobs/J/incident",
+	     "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n1\",\"n2\",\"n9\"]}");
+	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
+	run();
+	for (int n = 0; n < 3; n++) {
+		ck_assert_msg(steps[n][CL_PAUSE] == 1, "n%d: %s", n, said[n]);
+		linked[n] = false;
+		cl_link(cores[n], false, now);
+	}
+	now += 30 * 1000000ULL;
+	for (int n = 0; n < 3; n++)
+		cl_tick(cores[n], now);
+	run();
+	for (int n = 0; n < 3; n++)
+		ck_assert_uint_eq(steps[n][CL_ABORT], 1);
+	/* the operator, while the nodes cannot reach etcd */
+	rev++;
+	fdel(find("/hbmguard/v1/jobs/J/incident/x1/step"));
+	now += 5 * 1000000ULL;
+	for (int n = 0; n < 3; n++) {
+		linked[n] = true;
+		cl_link(cores[n], true, now);
+		reread(n);	/* the watch resumed: what it missed */
+	}
+	run();
+	for (int i = 0; i < 20; i++) {
+		now += 10 * 1000000ULL;
+		for (int n = 0; n < 3; n++)
+			cl_tick(cores[n], now);
+		run();
+	}
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
+	for (int n = 0; n < 3; n++)
+		ck_assert_uint_eq(cl_next_deadline(cores[n]), UINT64_MAX);
+}
+END_TEST
+
+/*
+ * A writer rewrites a wedged incident's spoilt step key just before each
+ * close: every close is refused, and the watch brings each change.  The
+ * node does not read the whole prefix again for it (helper-197: every
+ * REREAD_MIN_US, for as long as the writer kept at it); a read again is for
+ * a refusal the watch brings nothing of.
+ */
+START_TEST(writer_moving_a_wedged_step_no_reread)
+{
+	struct cl_action a;
+	char v[64];
+
+	fput("/hbmguard/v1/jobs/J/incident",
+	     "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n9\"]}");
+	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
+	run();
+	fput("/hbmguard/v1/jobs/J/incident/x1/step", "junk0");
+	run();
+	now += 30 * 1000000ULL;
+	cl_tick(cores[0], now);
+	run();
+	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
+	for (int i = 1; i <= 12; i++) {
+		now += 10 * 1000000ULL;
+		cl_tick(cores[0], now);
+		/* the close queued; the writer moves the key; the watch brings it */
+		snprintf(v, sizeof(v), "junk%d", i);
+		fput("/hbmguard/v1/jobs/J/incident/x1/step", v);
+		while (cl_next_action(cores[0], &a)) {
+			if (a.kind == CL_TXN) {
+				bool ok = txn(a.body);
+
+				cl_txn_done(cores[0], &a, 0, ok, rev, now);
+				free(a.body);
+			} else if (a.kind == CL_REREAD) {
+				reread(0);
+			}
+		}
+	}
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 2);
+	ck_assert_uint_eq(rereads[0], 0);
+}
+END_TEST
+
+/*
+ * An incident with no step read; the ranks here told to abort by another
+ * path than wedged() (cl_error(), an abort decided while process() was held
+ * by a retry): its close waits an abort's timeout from then (helper-197: it
+ * took a deadline no one had set for it, and went at once).
+ */
+START_TEST(abort_told_elsewhere_close_waits)
+{
+	fput("/hbmguard/v1/jobs/J/incident",
+	     "{\"id\":\"x1\",\"opener\":\"n1\",\"rank\":1,\"nodes\":[\"n0\",\"n1\",\"n2\"]}");
+	run();
+	/* a publication of n0's lost on the way: process() held RETRY_US */
+	mute_node = 0;
+	ck_assert_int_eq(cl_job_join(cores[0], "J", "{\"ranks\":[0],\"world_size\":4}", now), 0);
+	run();
+	mute_node = -1;
+	ck_assert_int_eq(cl_fail(cores[0], "J", "a rank failed", now), 0);
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now, id), 0);
+	run();
+	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
+	now += 500000;
+	cl_tick(cores[0], now);
+	run();
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 1);
+	now += 10 * 1000000ULL;
+	cl_tick(cores[0], now);
+	run();
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
+}
+END_TEST
+
+/*
+ * A node behind on its watch, wedged on incident x1 whose step key is gone,
+ * closes after another node closed x1 and opened x2.  x1's step key
+ * compares as 0, as it read it: the incident key's create_revision keeps
+ * that close from deleting x2's key (helper-197).
+ */
+START_TEST(stale_wedged_close_spares_the_next_incident)
+{
+	deaf_node = 0;
+	fput("/hbmguard/v1/jobs/J/incident",
+	     "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n1\",\"n2\",\"n9\"]}");
+	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
+	rev++;
+	fdel(find("/hbmguard/v1/jobs/J/incident/x1/step"));
+	run();
+	now += 5 * 1000000ULL;
+	reread(0);		/* n0 reads x1, its step gone; its watch then behind */
+	run();
+	now += 25 * 1000000ULL;
+	for (int n = 1; n < 3; n++)
+		cl_tick(cores[n], now);
+	run();
+	now += 10 * 1000000ULL;
+	for (int n = 0; n < 3; n++)
+		cl_tick(cores[n], now);
+	run();
+	ck_assert_uint_eq(closed[1][0], 1);
+	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
+	ck_assert_int_eq(cl_error(cores[1], "J", 1, "a UE", now, id), 0);
+	run();
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 2);	/* x2 */
+	now += 10 * 1000000ULL;
+	cl_tick(cores[0], now);
+	run();
+	ck_assert_ptr_nonnull(strstr(said[0], "incident x1: its step key gone: closing it"));
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 2);	/* x2 still */
+	deaf_node = -1;
+}
+END_TEST
+
+/*
+ * n0's error opens its incident; its watch brings it 20 s later, its step
+ * key deleted meanwhile.  Its ranks abort at the error's pause deadline,
+ * not 30 s after the read (helper-197).
+ */
+START_TEST(error_deadline_from_the_error)
+{
+	uint64_t t0 = now;
+
+	deaf_node = 0;
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now, id), 0);
+	run();
+	rev++;
+	fdel(find("/hbmguard/v1/jobs/J/incident/0000000000000001/step"));
+	now += 20 * 1000000ULL;
+	reread(0);
+	run();
+	deaf_node = -1;
+	ck_assert_uint_eq(steps[0][CL_ABORT], 0);
+	ck_assert_uint_eq(cl_next_deadline(cores[0]), t0 + 30 * 1000000ULL);
+	now = t0 + 30 * 1000000ULL;
+	cl_tick(cores[0], now);
+	run();
+	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
+}
+END_TEST
+
+/*
+ * etcd restored from a backup: its revisions start again below those the
+ * nodes saw, and a new incident x2 gets the create_revision x1 had.  n0's
+ * read takes x2 for x1 (helper-197: it kept x1, refused x2's value as "an
+ * incident's id changed under it", found x1's step key gone, and its close,
+ * comparing x2's create_revision and x1's absent step key, deleted x2's
+ * incident key, which the nodes that read x2 were running).
+ */
+START_TEST(restored_store_another_id_replaces)
+{
+	int64_t r1;
+
+	fput("/hbmguard/v1/jobs/J/incident",
+	     "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n1\",\"n2\",\"n9\"]}");
+	r1 = rev;
+	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
+	run();
+	/* the store restored from before x1; x2 opened there at x1's revision */
+	store_forget("/hbmguard/v1/jobs/J/incident");
+	store_forget("/hbmguard/v1/jobs/J/incident/x1/step");
+	for (int n = 0; n < 3; n++)
+		linked[n] = false;
+	rev = r1 - 1;
+	fput("/hbmguard/v1/jobs/J/incident",
+	     "{\"id\":\"x2\",\"opener\":\"n9\",\"rank\":2,\"nodes\":[\"n0\",\"n1\",\"n2\",\"n9\"]}");
+	ck_assert_int_eq(find("/hbmguard/v1/jobs/J/incident")->create, r1);
+	fput("/hbmguard/v1/jobs/J/incident/x2/step", "{\"step\":\"pause\",\"timeout\":30}");
+	for (int n = 0; n < 3; n++)
+		linked[n] = true;
+	reread(0);
+	run();
+	now += 40 * 1000000ULL;
+	cl_tick(cores[0], now);
+	run();
+	ck_assert_ptr_null(strstr(said[0], "incident x1: its step key gone: closing it"));
+	ck_assert_ptr_nonnull(strstr(said[0], "incident x2 opened by n9"));
+	ck_assert_ptr_null(strstr(said[0], "refused"));
+	/* x1 ended here, x2 followed (aborted: its opener n9 has no key) */
+	ck_assert_ptr_nonnull(strstr(said[0], "incident x1 aborted\njob J: incident x2 opened by n9"));
+	ck_assert_ptr_nonnull(strstr(said[0], "incident x2 aborted: node n9 left the job"));
+}
+END_TEST
+
+/*
+ * Puts of revisions etcd never gives are refused (an incident of
+ * create_revision -8 made its close's compare that of no key); a
+ * deletion's event, which has no create_revision, is taken.
+ */
+START_TEST(revisions_etcd_does_not_give)
+{
+	static const struct { int64_t create, mod; } bad[] = { { 0, 5 }, { -8, 5 }, { 6, 5 } };
+	char *v = "{\"id\":\"x1\",\"opener\":\"n0\",\"rank\":0,\"nodes\":[\"n0\"]}";
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct etcd_kv kv = { .key = "/hbmguard/v1/jobs/J/incident", .value = v,
+				      .key_len = 28, .value_len = strlen(v),
+				      .create_revision = bad[i].create, .mod_revision = bad[i].mod,
+				      .version = 1 };
+
+		said[0][0] = 0;
+		cl_put(cores[0], &kv, now);
+		run();
+		ck_assert_ptr_nonnull(strstr(said[0], "incident (revision 5): refused: revisions etcd does not give"));
+		ck_assert_ptr_null(strstr(said[0], "opened"));
+	}
+}
+END_TEST
+
+/*
+ * An incident wedged at resume (its step key spoilt after the ranks here
+ * resumed): they are left resumed, but a second error here aborts them, as
+ * with a step (found by tests/fuzz/cluster.c: resumed, they were taken for
+ * done with it), and it closes an abort's timeout later.
+ */
+START_TEST(wedged_at_resume_second_error_aborts)
+{
+	static const char *const s[] = { "pause", "isolate", "restore", "resume" };
+	char v[64];
+
+	fput("/hbmguard/v1/jobs/J/incident",
+	     "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n9\"]}");
+	for (int i = 0; i < 4; i++) {
+		snprintf(v, sizeof(v), "{\"step\":\"%s\",\"timeout\":30}", s[i]);
+		fput("/hbmguard/v1/jobs/J/incident/x1/step", v);
+		run();
+	}
+	ck_assert_uint_eq(steps[0][CL_RESUME], 1);
+	fput("/hbmguard/v1/jobs/J/incident/x1/step", "junk");
+	run();
+	ck_assert_uint_eq(steps[0][CL_ABORT], 0);	/* resumed, left so */
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now, id), 0);
+	run();
+	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
+	ck_assert_str_eq(told_why[0], "a second error on node n0 (a UE)");
+	now += 10 * 1000000ULL;
+	cl_tick(cores[0], now);
+	run();
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
+	ck_assert_uint_eq(closed[0][0], 1);	/* aborted here, for the error */
+}
+END_TEST
+
 Suite *cluster_suite(void)
 {
 	Suite *s = suite_create("cluster");
@@ -2166,6 +2455,14 @@ Suite *cluster_suite(void)
 	tcase_add_test(tc, world_shrunk_under_an_incident);
 	tcase_add_test(tc, step_read_late_aborted);
 	tcase_add_test(tc, wedged_close_in_flight_no_spin);
+	tcase_add_test(tc, wedged_while_etcd_away_closes);
+	tcase_add_test(tc, writer_moving_a_wedged_step_no_reread);
+	tcase_add_test(tc, abort_told_elsewhere_close_waits);
+	tcase_add_test(tc, stale_wedged_close_spares_the_next_incident);
+	tcase_add_test(tc, error_deadline_from_the_error);
+	tcase_add_test(tc, restored_store_another_id_replaces);
+	tcase_add_test(tc, revisions_etcd_does_not_give);
+	tcase_add_test(tc, wedged_at_resume_second_error_aborts);
 	tcase_add_test(tc, lost_rank_out_of_a_smaller_world);
 	tcase_add_test(tc, step_unknown_aborts);
 	tcase_add_test(tc, step_unknown_error_aborts_at_once);
