@@ -856,10 +856,13 @@ static bool step_writable(const struct job *j)
 	return j->step_known && j->step_key_rev == j->step_mod_rev;
 }
 
-/* The ranks here have what they get of a wedged incident: an abort, or their resume. */
+/*
+ * The ranks here have what they get of a wedged incident: an abort, or
+ * their resume (told: a resume read and not told them is not theirs).
+ */
 static bool wedged_ended_here(const struct job *j)
 {
-	return j->local_aborted || j->asked == CL_ABORT || (j->step_known && j->step == CL_RESUME);
+	return j->local_aborted || j->asked == CL_ABORT || j->asked == CL_RESUME;
 }
 
 /*

@@ -55,7 +55,7 @@
  * that goes back) takes no change: a node aborts its own ranks at the
  * step's deadline (if it read no step, the pause's from its error the
  * incident answers or from when it read the incident, the sooner), at once
- * if it decided an abort, resumed ones excepted; from then an abort's
+ * if it decided an abort, ranks told to resume excepted; from then an abort's
  * timeout later (resumed, at the resume's deadline) it closes the
  * incident, comparing the incident's create_revision and the step key as
  * it read it (a key not there compares as revision 0).

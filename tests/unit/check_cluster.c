@@ -2403,6 +2403,41 @@ START_TEST(wedged_at_resume_second_error_aborts)
 }
 END_TEST
 
+/*
+ * A resume read while process() was held by a retry, then its key rewritten
+ * (refused, a step that goes back): wedged, its ranks never told it.  They
+ * abort at its deadline, not taken for resumed (found by
+ * tests/fuzz/cluster.c: they were left paused, with no deadline).
+ */
+START_TEST(wedged_at_a_resume_not_told_aborts)
+{
+	fput("/hbmguard/v1/jobs/J/incident",
+	     "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n9\"]}");
+	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
+	run();
+	ck_assert_uint_eq(steps[0][CL_PAUSE], 1);
+	mute_node = 0;		/* its publication lost: process() held RETRY_US */
+	ck_assert_int_eq(cl_job_join(cores[0], "J", "{\"ranks\":[0],\"world_size\":4}", now), 0);
+	run();
+	mute_node = -1;
+	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"resume\",\"timeout\":30}");
+	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"resume\",\"timeout\":30}");
+	run();
+	now += 500000;
+	cl_tick(cores[0], now);
+	run();
+	ck_assert_uint_eq(steps[0][CL_RESUME], 0);
+	ck_assert_uint_eq(steps[0][CL_ABORT], 0);
+	ck_assert_uint_eq(cl_next_deadline(cores[0]), now + 29500000ULL);
+	now += 29500000ULL;
+	cl_tick(cores[0], now);
+	run();
+	ck_assert_uint_eq(steps[0][CL_RESUME], 0);
+	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
+	ck_assert_str_eq(told_why[0], "the incident's step changed by another writer");
+}
+END_TEST
+
 Suite *cluster_suite(void)
 {
 	Suite *s = suite_create("cluster");
@@ -2463,6 +2498,7 @@ Suite *cluster_suite(void)
 	tcase_add_test(tc, restored_store_another_id_replaces);
 	tcase_add_test(tc, revisions_etcd_does_not_give);
 	tcase_add_test(tc, wedged_at_resume_second_error_aborts);
+	tcase_add_test(tc, wedged_at_a_resume_not_told_aborts);
 	tcase_add_test(tc, lost_rank_out_of_a_smaller_world);
 	tcase_add_test(tc, step_unknown_aborts);
 	tcase_add_test(tc, step_unknown_error_aborts_at_once);
