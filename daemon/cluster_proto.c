@@ -1330,12 +1330,18 @@ static void put_incident(struct cl_core *c, const struct key *k, const struct et
 		return;		/* the same incident written again: nothing new */
 	}
 	/*
-	 * Another id at the create_revision of the one known: not a writer's
-	 * change (an incident's key is put once), but a store restored from a
-	 * snapshot, whose revisions began again below those read here, and
-	 * opened another incident since: it replaces the one known (whose
-	 * close would compare this one's create_revision, and delete it).
+	 * Another id at the create_revision of the one known.  Put over it
+	 * (version past 1: etcd keeps a key's create_revision when it is put
+	 * again), a writer's doing, refused: the incident goes on.  Created
+	 * (version 1), a store restored from a snapshot, whose revisions began
+	 * again below those read here, opened another since: it replaces the
+	 * one known, whose close would compare its create_revision, and
+	 * delete it (helper-197).
 	 */
+	if (j->open && kv->create_revision == j->create_rev && kv->version > 1) {
+		json_object_put(o);
+		return refuse(c, kv, "an incident's id changed under it");
+	}
 	parts = calloc(n, sizeof(*parts));
 	for (i = 0; parts && i < n; i++) {
 		struct json_object *e = json_object_array_get_idx(nodes, i);

@@ -1418,6 +1418,14 @@ START_TEST(hostile_mid_incident)
 	fput(big, "{\"at\":1}");
 	run();
 	ck_assert_ptr_nonnull(strstr(said[0], "an acknowledgement of a node not in the incident"));
+	/* the incident's key put over with another id (its create_revision kept): refused */
+	said[0][0] = 0;
+	fput("/hbmguard/v1/jobs/J/incident",
+	     "{\"id\":\"x9\",\"opener\":\"n0\",\"rank\":0,\"nodes\":[\"n0\",\"n1\"]}");
+	run();
+	ck_assert_ptr_nonnull(strstr(said[0], "an incident's id changed under it"));
+	ck_assert_uint_eq(steps[0][CL_ABORT], 0);
+	ck_assert_uint_eq(closed[0][0], 0);
 }
 END_TEST
 
