@@ -1331,8 +1331,9 @@ static void put_incident(struct cl_core *c, const struct key *k, const struct et
 	}
 	/*
 	 * Another id at the create_revision of the one known.  Put over it
-	 * (version past 1: etcd keeps a key's create_revision when it is put
-	 * again), a writer's doing, refused: the incident goes on.  Created
+	 * (version past 1: etcd keeps a key's create_revision and counts its
+	 * version up when it is put again, put() in mvcc/kvstore_txn.go,
+	 * v3.4.23), a writer's doing, refused: the incident goes on.  Created
 	 * (version 1), a store restored from a snapshot, whose revisions began
 	 * again below those read here, opened another since: it replaces the
 	 * one known, whose close would compare its create_revision, and
