@@ -100,12 +100,14 @@ struct job {
 	uint64_t read_at;		/* the incident, read here */
 	uint64_t error_at;		/* the error here it answers (an open of ours), 0 none */
 	bool close_refused;		/* its close, wedged, refused (cl_txn_done()) */
+	uint64_t close_at;		/* its close, wedged, again then (0: not sent) */
 	char reason[CL_REASON_LEN];	/* the abort's */
 	/* this node's part in it */
 	int asked, done;		/* the step asked of, done by the local ranks; -1 none */
 	unsigned int acked;		/* 1 << step: this node's acknowledgement answered */
 	bool watching;			/* the acknowledgements (the opener) */
 	bool local_aborted;		/* told to abort without etcd */
+	uint64_t aborted_at;		/* when, 0 never */
 	char escalate[CL_REASON_LEN];	/* an abort to write */
 	/* an error of ours waiting to open one */
 	bool want_open;
@@ -803,6 +805,14 @@ static void local(struct cl_core *c, struct job *j, enum cl_step s, const char *
 	j->asked = s;
 }
 
+/* The ranks here told to abort by this node's decision, not etcd's step. */
+static void abort_here(struct cl_core *c, struct job *j, const char *why, uint64_t now)
+{
+	local(c, j, CL_ABORT, why);
+	j->local_aborted = true;
+	j->aborted_at = now;
+}
+
 static void escalate(struct cl_core *c, struct job *j, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static void escalate(struct cl_core *c, struct job *j, const char *fmt, ...)
@@ -875,11 +885,21 @@ static bool wedged_ended_here(const struct job *j)
  */
 static uint64_t wedged_due(const struct cl_core *c, const struct job *j)
 {
-	uint64_t since = j->error_at && j->error_at < j->read_at ? j->error_at : j->read_at;
+	uint64_t pause = c->t.step[CL_PAUSE] * 1000000ULL, due;
 
-	if (!wedged_ended_here(j))
-		return j->step_known ? j->deadline : since + c->t.step[CL_PAUSE] * 1000000ULL;
-	return c->link && !BUSY(j, CL_TXN_CLOSE) ? j->deadline : UINT64_MAX;
+	if (!wedged_ended_here(j)) {
+		due = j->step_known ? j->deadline : j->read_at + pause;
+		/* told nothing yet (a step read while process() was held, or none) */
+		if (j->error_at && j->asked < 0 && j->error_at + pause < due)
+			due = j->error_at + pause;
+		return due;
+	}
+	if (!c->link || BUSY(j, CL_TXN_CLOSE))
+		return UINT64_MAX;
+	if (j->close_at)	/* sent: again if no answer closes it */
+		return j->close_at;
+	/* aborted here, an abort's timeout from then, whatever decided it; resumed, the resume's */
+	return j->local_aborted ? j->aborted_at + c->t.step[CL_ABORT] * 1000000ULL : j->deadline;
 }
 
 /*
@@ -895,22 +915,22 @@ static uint64_t wedged_due(const struct cl_core *c, const struct job *j)
 static void wedged(struct cl_core *c, struct job *j, uint64_t now)
 {
 	bool aborted = j->local_aborted || j->asked == CL_ABORT;
+	bool abort_read = j->step_known && j->step == CL_ABORT;	/* not told: held by a retry */
 
 	/* (an abort decided here aborts even resumed ranks, as with a step) */
-	if (!aborted && (j->escalate[0] || (!wedged_ended_here(j) && now >= wedged_due(c, j)))) {
+	if (!aborted && (j->escalate[0] || abort_read ||
+			 (!wedged_ended_here(j) && now >= wedged_due(c, j)))) {
 		/* (written, should its step key be one again) */
 		escalate(c, j, "the incident's step %s", j->step_known ?
 			 "changed by another writer" : "not read by the pause deadline");
-		local(c, j, CL_ABORT, j->escalate[0] ? j->escalate :
-		      "the incident's step changed by another writer");
-		j->local_aborted = true;
-		j->deadline = now + c->t.step[CL_ABORT] * 1000000ULL;
+		abort_here(c, j, j->escalate[0] ? j->escalate : abort_read ? j->reason :
+			   "the incident's step changed by another writer", now);
 		return;
 	}
 	if (!j->local_aborted && j->asked == CL_ABORT) {
-		/* told to abort elsewhere (cl_error()): its close an abort's timeout on */
+		/* told to abort elsewhere (cl_error(), a step read): its close an abort's timeout on */
 		j->local_aborted = true;
-		j->deadline = now + c->t.step[CL_ABORT] * 1000000ULL;
+		j->aborted_at = now;
 	}
 	if (!wedged_ended_here(j) || now < wedged_due(c, j))
 		return;
@@ -921,7 +941,7 @@ static void wedged(struct cl_core *c, struct job *j, uint64_t now)
 	say(c, j, LOG_WARNING, "job %s: incident %s: its step key %s: closing it",
 	    j->name, j->id, j->step_key_rev ? "not one this node takes" : "gone");
 	close_incident(c, j, j->step_key_rev);
-	j->deadline = now + RETRY_US;	/* and again, until etcd says it changed */
+	j->close_at = now + RETRY_US;	/* and again, until etcd says it changed */
 }
 
 static void process(struct cl_core *c, struct job *j, uint64_t now)
@@ -992,10 +1012,8 @@ static void process(struct cl_core *c, struct job *j, uint64_t now)
 		return;
 	}
 	/* an abort this node decided is its ranks' at once, not after etcd's round trip */
-	if (j->escalate[0] && !j->local_aborted && j->asked != CL_ABORT) {
-		local(c, j, CL_ABORT, j->escalate);
-		j->local_aborted = true;
-	}
+	if (j->escalate[0] && !j->local_aborted && j->asked != CL_ABORT)
+		abort_here(c, j, j->escalate, now);
 	/* the local ranks follow the step this node read */
 	if (j->asked < (int)j->step && !j->local_aborted)
 		local(c, j, j->step, j->step == CL_ABORT ? j->reason : NULL);
@@ -1003,8 +1021,7 @@ static void process(struct cl_core *c, struct job *j, uint64_t now)
 		if (now >= j->deadline && !j->local_aborted && j->step != CL_ABORT) {
 			say(c, j, LOG_ERR, "job %s: incident %s: etcd unreachable past the deadline of %s: aborting this node's ranks",
 			    j->name, j->id, step_names[j->step]);
-			local(c, j, CL_ABORT, "etcd unreachable past a step's deadline");
-			j->local_aborted = true;
+			abort_here(c, j, "etcd unreachable past a step's deadline", now);
 			escalate(c, j, "node %s could not reach etcd past the deadline of %s", c->node,
 				 step_names[j->step]);
 			/*
@@ -1030,8 +1047,7 @@ static void process(struct cl_core *c, struct job *j, uint64_t now)
 		if (!j->local_aborted && j->step != CL_ABORT && j->step != CL_RESUME) {
 			say(c, j, LOG_ERR, "job %s: incident %s: etcd answered this node's change of %s, its watch has not brought what followed by the deadline: aborting this node's ranks",
 			    j->name, j->id, step_names[j->step]);
-			local(c, j, CL_ABORT, "the watch of etcd behind past a step's deadline");
-			j->local_aborted = true;
+			abort_here(c, j, "the watch of etcd behind past a step's deadline", now);
 			escalate(c, j, "node %s: its watch of etcd behind past the deadline of %s",
 				 c->node, step_names[j->step]);
 		}
@@ -1387,6 +1403,7 @@ static void put_incident(struct cl_core *c, const struct key *k, const struct et
 	j->read_at = now;
 	j->error_at = 0;
 	j->close_refused = false;
+	j->close_at = 0;
 	if (!j->member)
 		return;
 	say(c, j, LOG_WARNING, "job %s: incident %s opened by %s on %zu nodes: %s", j->name, id,
@@ -1403,6 +1420,7 @@ static void put_step(struct cl_core *c, struct job *j, const struct etcd_kv *kv,
 
 	j->step_key_rev = kv->mod_revision;
 	j->close_refused = false;
+	j->close_at = 0;
 	if (!o || str_field(o, "step", true, name, sizeof(name)) || step_parse(name, &s) ||
 	    str_field(o, "reason", false, reason, sizeof(reason)) ||
 	    !json_object_object_get_ex(o, "timeout", &t) || !json_object_is_type(t, json_type_int) ||
@@ -1492,6 +1510,7 @@ static void apply(struct cl_core *c, const struct etcd_kv *kv, bool put, uint64_
 		if (k.kind == K_STEP) {
 			j->step_key_rev = 0;
 			j->close_refused = false;
+			j->close_at = 0;
 		}
 		return;
 	}
@@ -1708,7 +1727,7 @@ void cl_txn_done(struct cl_core *c, const struct cl_action *a, int err, bool suc
 		 */
 		if (a->txn == CL_TXN_CLOSE && !succeeded && !step_writable(j)) {
 			j->close_refused = j->step_key_rev == a->from_rev;
-			j->deadline = now + c->t.step[CL_ABORT] * 1000000ULL;
+			j->close_at = now + c->t.step[CL_ABORT] * 1000000ULL;
 		}
 	} else if (a->txn == CL_TXN_ACK) {
 		j->acked |= 1U << a->step;	/* or the incident changed: nothing to ack */

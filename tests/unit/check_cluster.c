@@ -2446,6 +2446,111 @@ START_TEST(wedged_at_a_resume_not_told_aborts)
 }
 END_TEST
 
+/*
+ * An abort decided here while the step key was writable, then the incident
+ * wedged (its abort refused: a writer deleted the step key): the close
+ * waits an abort's timeout from the ranks' abort (helper-198: it went at
+ * the step's old deadline, 0.5 s after).
+ */
+START_TEST(abort_decided_then_wedged_close_waits)
+{
+	struct cl_action a, abort_txn;
+	bool held = false, told = false;
+	uint64_t t_abort;
+
+	fput("/hbmguard/v1/jobs/J/incident",
+	     "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n9\"]}");
+	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
+	run();
+	ck_assert_uint_eq(steps[0][CL_PAUSE], 1);
+	now += 29500000ULL;
+	t_abort = now;
+	ck_assert_int_eq(cl_fail(cores[0], "J", "a rank failed", now), 0);
+	while (cl_next_action(cores[0], &a)) {
+		if (a.kind == CL_TXN && a.txn == CL_TXN_ABORT && !held) {
+			abort_txn = a;
+			held = true;
+		} else if (a.kind == CL_TXN) {
+			free(a.body);
+		} else if (a.kind == CL_LOCAL && a.step == CL_ABORT) {
+			told = true;
+		}
+	}
+	ck_assert(held && told);
+	rev++;
+	fdel(find("/hbmguard/v1/jobs/J/incident/x1/step"));
+	run();
+	cl_txn_done(cores[0], &abort_txn, 0, txn(abort_txn.body), rev, now);
+	free(abort_txn.body);
+	run();
+	ck_assert_uint_eq(cl_next_deadline(cores[0]), t_abort + 10 * 1000000ULL);
+}
+END_TEST
+
+/*
+ * An abort read while process() was held by a retry (not told the ranks),
+ * then its key spoilt: wedged, the ranks here are told the abort they read
+ * at once, as the writable path does (helper-198: only at its deadline).
+ */
+START_TEST(wedged_abort_read_not_told_at_once)
+{
+	fput("/hbmguard/v1/jobs/J/incident",
+	     "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n9\"]}");
+	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
+	run();
+	mute_node = 0;		/* its publication lost: process() held RETRY_US */
+	ck_assert_int_eq(cl_job_join(cores[0], "J", "{\"ranks\":[0],\"world_size\":4}", now), 0);
+	run();
+	mute_node = -1;
+	fput("/hbmguard/v1/jobs/J/incident/x1/step",
+	     "{\"step\":\"abort\",\"timeout\":10,\"reason\":\"n9 said so\"}");
+	fput("/hbmguard/v1/jobs/J/incident/x1/step", "junk");
+	run();
+	now += 500000;
+	cl_tick(cores[0], now);
+	run();
+	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
+	ck_assert_str_eq(told_why[0], "n9 said so");
+}
+END_TEST
+
+/*
+ * n0's error at t0 opens its incident 20 s later; its watch brings incident
+ * and pause while process() is held by a retry (the pause not told), and a
+ * writer rewrites the step (refused: a step that goes back).  Wedged with a
+ * step read, the ranks here, told nothing, abort by their error's pause
+ * deadline (t0 + 30 s), not the pause read's (t0 + 50 s) (helper-198, with
+ * the fuzz target exploring b57dc66).
+ */
+START_TEST(wedged_step_read_not_told_error_deadline)
+{
+	struct cl_action open;
+	uint64_t t0 = now;
+
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now, id), 0);
+	ck_assert(take_txn(CL_TXN_OPEN, &open));
+	now += 20 * 1000000ULL;
+	mute_node = 0;		/* its publication lost: process() held RETRY_US */
+	ck_assert_int_eq(cl_job_join(cores[0], "J", "{\"ranks\":[0],\"world_size\":3}", now), 0);
+	run();
+	mute_node = -1;
+	ck_assert(txn(open.body));
+	cl_txn_done(cores[0], &open, 0, true, rev, now);
+	free(open.body);
+	fput("/hbmguard/v1/jobs/J/incident/0000000000000001/step", "{\"step\":\"pause\",\"timeout\":1}");
+	run();
+	now += 500000;
+	cl_tick(cores[0], now);
+	run();
+	ck_assert_uint_eq(steps[0][CL_PAUSE], 0);
+	ck_assert_uint_eq(cl_next_deadline(cores[0]), t0 + 30 * 1000000ULL);
+	now = t0 + 30 * 1000000ULL;
+	cl_tick(cores[0], now);
+	run();
+	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
+}
+END_TEST
+
 Suite *cluster_suite(void)
 {
 	Suite *s = suite_create("cluster");
@@ -2507,6 +2612,9 @@ Suite *cluster_suite(void)
 	tcase_add_test(tc, revisions_etcd_does_not_give);
 	tcase_add_test(tc, wedged_at_resume_second_error_aborts);
 	tcase_add_test(tc, wedged_at_a_resume_not_told_aborts);
+	tcase_add_test(tc, abort_decided_then_wedged_close_waits);
+	tcase_add_test(tc, wedged_abort_read_not_told_at_once);
+	tcase_add_test(tc, wedged_step_read_not_told_error_deadline);
 	tcase_add_test(tc, lost_rank_out_of_a_smaller_world);
 	tcase_add_test(tc, step_unknown_aborts);
 	tcase_add_test(tc, step_unknown_error_aborts_at_once);
