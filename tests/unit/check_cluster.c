@@ -596,6 +596,16 @@ static void run(void)
 	}
 }
 
+/* Time passes by @us; the timer of core @n fires (-1: every core's); their actions taken. */
+static void tick(int n, uint64_t us)
+{
+	now += us;
+	for (int i = 0; i < nr_cores; i++)
+		if (n < 0 || i == n)
+			cl_tick(cores[i], now);
+	run();
+}
+
 static uint64_t counter;
 static uint64_t nonce(void)
 {
@@ -745,10 +755,7 @@ START_TEST(change_taken_watch_behind)
 	cl_error(cores[0], "J", 0, "a UE", now, id);
 	run();
 	deaf_node = 0;
-	now += 30 * 1000000ULL;
-	for (int n = 0; n < 3; n++)
-		cl_tick(cores[n], now);
-	run();
+	tick(-1, 30 * 1000000ULL);
 	ck_assert_uint_eq(sent[0][CL_TXN_ABORT], 1);
 	for (int i = 0; i < 5; i++) {
 		unsigned int before = sent[0][CL_TXN_ABORT] + sent[0][CL_TXN_CLOSE];
@@ -827,20 +834,14 @@ START_TEST(deadline_aborts)
 	ck_assert_str_eq(watched[1][0], "");
 	ck_assert_str_eq(watched[2][0], "");
 	ck_assert_uint_eq(cl_next_deadline(cores[0]), now + 30 * 1000000ULL);
-	now += 30 * 1000000ULL;
-	for (int n = 0; n < 3; n++)
-		cl_tick(cores[n], now);
-	run();
+	tick(-1, 30 * 1000000ULL);
 	for (int n = 0; n < 2; n++) {
 		ck_assert_uint_eq(steps[n][CL_ABORT], 1);
 		ck_assert_ptr_nonnull(strstr(said[n], "the deadline of pause passed, waiting for n2"));
 		ck_assert_uint_eq(closed[n][0], 0);
 	}
 	/* n2 never acknowledges the abort either: its deadline closes it */
-	now += 10 * 1000000ULL;
-	for (int n = 0; n < 3; n++)
-		cl_tick(cores[n], now);
-	run();
+	tick(-1, 10 * 1000000ULL);
 	for (int n = 0; n < 3; n++)
 		ck_assert_uint_eq(closed[n][0], 1);
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
@@ -924,9 +925,7 @@ START_TEST(etcd_gone)
 	mute_node = -1;
 	linked[0] = false;
 	cl_link(cores[0], false, now);
-	now += 30 * 1000000ULL;
-	cl_tick(cores[0], now);
-	run();
+	tick(0, 30 * 1000000ULL);
 	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
 	ck_assert_ptr_nonnull(strstr(said[0], "etcd unreachable past the deadline of pause"));
 	ck_assert_uint_eq(cl_next_deadline(cores[0]), UINT64_MAX);
@@ -948,9 +947,7 @@ START_TEST(etcd_gone_before)
 	run();
 	ck_assert_uint_eq(steps[1][CL_ABORT], 0);
 	ck_assert_uint_eq(cl_next_deadline(cores[1]), now + 30 * 1000000ULL);
-	now += 30 * 1000000ULL;
-	cl_tick(cores[1], now);
-	run();
+	tick(1, 30 * 1000000ULL);
 	ck_assert_uint_eq(steps[1][CL_ABORT], 1);
 	ck_assert_ptr_nonnull(strstr(said[1], "not opened by the pause deadline after an error (a UE): etcd unreachable"));
 	/* the ranks' abort says why, whole in the local incident's reason (hbmctl incidents) */
@@ -1006,9 +1003,7 @@ START_TEST(abort_before_open_is_not_sticky)
 	cl_link(cores[1], false, now);
 	ck_assert_int_eq(cl_error(cores[1], "J", 1, "a UE", now, id), 0);
 	run();
-	now += 30 * 1000000ULL;
-	cl_tick(cores[1], now);
-	run();
+	tick(1, 30 * 1000000ULL);
 	ck_assert_uint_eq(steps[1][CL_ABORT], 1);
 	linked[1] = true;
 	cl_link(cores[1], true, now);
@@ -1051,9 +1046,7 @@ START_TEST(second_error_while_aborting)
 	ck_assert_uint_eq(steps[1][CL_PAUSE], 1);
 	linked[1] = false;	/* n1 loses etcd past the deadline: it aborts its ranks */
 	cl_link(cores[1], false, now);
-	now += 30 * 1000000ULL;
-	cl_tick(cores[1], now);
-	run();
+	tick(1, 30 * 1000000ULL);
 	ck_assert_uint_eq(steps[1][CL_ABORT], 1);
 	ck_assert_int_eq(cl_error(cores[1], "J", 1, "a second UE", now, id), 0);
 	run();
@@ -1200,9 +1193,7 @@ START_TEST(leave)
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/nodes/"), 3);
 	linked[2] = true;
 	cl_link(cores[2], true, now);
-	now += 1000000;
-	cl_tick(cores[2], now);
-	run();
+	tick(2, 1000000);
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/nodes/"), 2);
 	ck_assert_ptr_null(find("/hbmguard/v1/jobs/J/nodes/n2"));
 	ck_assert_int_eq(cl_error(cores[2], "J", 2, "x", now, id), -ENOENT);
@@ -1215,10 +1206,7 @@ START_TEST(leave)
 	run();
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
 	ck_assert_uint_eq(cl_next_deadline(cores[0]), now + 30 * 1000000ULL);
-	now += 30 * 1000000ULL;
-	for (int n = 0; n < 3; n++)
-		cl_tick(cores[n], now);
-	run();
+	tick(-1, 30 * 1000000ULL);
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
 	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
 	ck_assert_uint_eq(steps[1][CL_PAUSE], 0);
@@ -1244,10 +1232,7 @@ START_TEST(world_of_distinct_ranks)
 	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now, id), 0);
 	run();
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
-	now += 30 * 1000000ULL;
-	for (int n = 0; n < 3; n++)
-		cl_tick(cores[n], now);
-	run();
+	tick(-1, 30 * 1000000ULL);
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
 	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
 	ck_assert_ptr_nonnull(strstr(said[0], "not every rank's node known"));
@@ -1475,9 +1460,7 @@ START_TEST(crowded_out_before_join)
 	run();
 	ck_assert_uint_eq(rereads[0], 1);
 	ck_assert_uint_le(cl_next_deadline(cores[0]), now + 30 * 1000000ULL);
-	now += 30 * 1000000ULL;
-	cl_tick(cores[0], now);
-	run();
+	tick(0, 30 * 1000000ULL);
 	ck_assert_uint_eq(rereads[0], 2);
 }
 END_TEST
@@ -1661,9 +1644,7 @@ START_TEST(aborted_here_without_etcd_no_spin)
 	ck_assert_int_eq(cl_fail(cores[1], "J", "a rank failed", now), 0);
 	run();
 	ck_assert_uint_eq(steps[1][CL_ABORT], 1);
-	now += 30 * 1000000ULL;
-	cl_tick(cores[1], now);
-	run();
+	tick(1, 30 * 1000000ULL);
 	ck_assert_uint_gt(cl_next_deadline(cores[1]), now);
 }
 END_TEST
@@ -1678,9 +1659,7 @@ START_TEST(abort_read_without_etcd_no_spin)
 	ck_assert_uint_eq(steps[0][CL_ABORT], 1);	/* told by the step read */
 	linked[0] = false;
 	cl_link(cores[0], false, now);
-	now += 10 * 1000000ULL;
-	cl_tick(cores[0], now);
-	run();
+	tick(0, 10 * 1000000ULL);
 	ck_assert_uint_gt(cl_next_deadline(cores[0]), now);
 }
 END_TEST
@@ -1736,10 +1715,7 @@ START_TEST(step_key_deleted_closes)
 	ck_assert_uint_eq(sent[1][CL_TXN_ABORT], 0);
 	ck_assert_uint_eq(sent[1][CL_TXN_CLOSE], 0);
 	ck_assert_uint_eq(cl_next_deadline(cores[1]), now + 10 * 1000000ULL);
-	now += 10 * 1000000ULL;
-	for (int n = 0; n < 3; n++)
-		cl_tick(cores[n], now);
-	run();
+	tick(-1, 10 * 1000000ULL);
 	ck_assert_ptr_nonnull(strstr(said[1], "incident 0000000000000001: its step key gone: closing it"));
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
 	for (int n = 0; n < 3; n++) {
@@ -1772,18 +1748,12 @@ START_TEST(step_key_spoilt_closes)
 	ck_assert_ptr_nonnull(strstr(said[0], "not a step's value"));
 	ck_assert_uint_eq(steps[0][CL_ABORT], 0);
 	ck_assert_uint_eq(cl_next_deadline(cores[0]), now + 29 * 1000000ULL);
-	now += 29 * 1000000ULL;
-	for (int n = 0; n < 3; n++)
-		cl_tick(cores[n], now);
-	run();
+	tick(-1, 29 * 1000000ULL);
 	ck_assert_ptr_nonnull(strstr(said[0], "incident x1: aborting: the incident's step changed by another writer"));
 	ck_assert_str_eq(told_why[0], "the incident's step changed by another writer");
 	ck_assert_uint_lt(strlen(told_why[0]), sizeof(((struct hbm_ctl_incident *)0)->reason));
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 2);
-	now += 10 * 1000000ULL;
-	for (int n = 0; n < 3; n++)
-		cl_tick(cores[n], now);
-	run();
+	tick(-1, 10 * 1000000ULL);
 	ck_assert_ptr_nonnull(strstr(said[0], "its step key not one this node takes: closing it"));
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
 	for (int n = 0; n < 2; n++) {
@@ -1815,9 +1785,7 @@ START_TEST(lost_rank_out_of_a_smaller_world)
 	run();
 	ck_assert_ptr_null(strstr(said[0], "refused"));
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
-	now += 30 * 1000000ULL;
-	cl_tick(cores[0], now);
-	run();
+	tick(0, 30 * 1000000ULL);
 	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
 	ck_assert_str_eq(told_why[0], "not opened across nodes: its lost rank not in the job's world");
 	ck_assert_uint_lt(strlen(told_why[0]), sizeof(((struct hbm_ctl_incident *)0)->reason));
@@ -1847,10 +1815,7 @@ static void open_without_step(void)
 
 static void ticks_close_it(uint64_t after)
 {
-	now += after;
-	for (int n = 0; n < 3; n++)
-		cl_tick(cores[n], now);
-	run();
+	tick(-1, after);
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
 	for (int n = 0; n < 3; n++) {
 		ck_assert_uint_eq(steps[n][CL_ABORT], 1);
@@ -1866,10 +1831,7 @@ static void ticks_close_it(uint64_t after)
 START_TEST(step_unknown_aborts)
 {
 	open_without_step();
-	now += 30 * 1000000ULL;
-	for (int n = 0; n < 3; n++)
-		cl_tick(cores[n], now);
-	run();
+	tick(-1, 30 * 1000000ULL);
 	for (int n = 0; n < 3; n++)
 		ck_assert_uint_eq(steps[n][CL_ABORT], 1);
 	ck_assert_str_eq(told_why[1], "the incident's step not read by the pause deadline");
@@ -1981,10 +1943,7 @@ START_TEST(lost_rank_out_of_a_world_shrunk)
 	ck_assert_ptr_nonnull(strstr(said[0], "its lost rank 2 is not of the job's world on node n0 (2)"));
 	ck_assert_uint_eq(steps[0][CL_PAUSE], 0);
 	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
-	now += 10 * 1000000ULL;
-	for (int n = 0; n < 3; n++)
-		cl_tick(cores[n], now);
-	run();
+	tick(-1, 10 * 1000000ULL);
 	for (int n = 0; n < 3; n++) {
 		ck_assert_uint_eq(steps[n][CL_RESTORE], 0);
 		ck_assert_uint_eq(steps[n][CL_ABORT], 1);
@@ -2019,13 +1978,9 @@ START_TEST(wedged_by_a_read_that_left_the_step_out)
 	cl_snapshot(cores[1], kvs, k, rev, now);
 	run();
 	ck_assert_uint_eq(steps[1][CL_ABORT], 0);
-	now += 30 * 1000000ULL;
-	cl_tick(cores[1], now);
-	run();
+	tick(1, 30 * 1000000ULL);
 	ck_assert_uint_eq(steps[1][CL_ABORT], 1);
-	now += 10 * 1000000ULL;
-	cl_tick(cores[1], now);
-	run();
+	tick(1, 10 * 1000000ULL);
 	ck_assert_uint_eq(sent[1][CL_TXN_CLOSE], 1);
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 2);
 	ck_assert_uint_eq(cl_next_deadline(cores[1]), now + 10 * 1000000ULL);
@@ -2036,9 +1991,7 @@ START_TEST(wedged_by_a_read_that_left_the_step_out)
 	}
 	ck_assert_uint_eq(sent[1][CL_TXN_CLOSE], 1);
 	ck_assert_uint_eq(rereads[1], 0);
-	now += 5 * 1000000ULL;
-	cl_tick(cores[1], now);
-	run();
+	tick(1, 5 * 1000000ULL);
 	ck_assert_uint_eq(rereads[1], 1);
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
 	for (int i = 0; i < 3; i++) {
@@ -2081,10 +2034,7 @@ END_TEST
 START_TEST(step_read_late_aborted)
 {
 	open_without_step();
-	now += 30 * 1000000ULL;
-	for (int n = 0; n < 3; n++)
-		cl_tick(cores[n], now);
-	run();
+	tick(-1, 30 * 1000000ULL);
 	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
 	run();
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
@@ -2139,10 +2089,7 @@ START_TEST(wedged_while_etcd_away_closes)
 		linked[n] = false;
 		cl_link(cores[n], false, now);
 	}
-	now += 30 * 1000000ULL;
-	for (int n = 0; n < 3; n++)
-		cl_tick(cores[n], now);
-	run();
+	tick(-1, 30 * 1000000ULL);
 	for (int n = 0; n < 3; n++)
 		ck_assert_uint_eq(steps[n][CL_ABORT], 1);
 	/* the operator, while the nodes cannot reach etcd */
@@ -2185,9 +2132,7 @@ START_TEST(writer_moving_a_wedged_step_no_reread)
 	run();
 	fput("/hbmguard/v1/jobs/J/incident/x1/step", "junk0");
 	run();
-	now += 30 * 1000000ULL;
-	cl_tick(cores[0], now);
-	run();
+	tick(0, 30 * 1000000ULL);
 	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
 	for (int i = 1; i <= 12; i++) {
 		now += 10 * 1000000ULL;
@@ -2231,13 +2176,9 @@ START_TEST(abort_told_elsewhere_close_waits)
 	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now, id), 0);
 	run();
 	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
-	now += 500000;
-	cl_tick(cores[0], now);
-	run();
+	tick(0, 500000);
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 1);
-	now += 10 * 1000000ULL;
-	cl_tick(cores[0], now);
-	run();
+	tick(0, 10 * 1000000ULL);
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
 }
 END_TEST
@@ -2264,18 +2205,13 @@ START_TEST(stale_wedged_close_spares_the_next_incident)
 	for (int n = 1; n < 3; n++)
 		cl_tick(cores[n], now);
 	run();
-	now += 10 * 1000000ULL;
-	for (int n = 0; n < 3; n++)
-		cl_tick(cores[n], now);
-	run();
+	tick(-1, 10 * 1000000ULL);
 	ck_assert_uint_eq(closed[1][0], 1);
 	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
 	ck_assert_int_eq(cl_error(cores[1], "J", 1, "a UE", now, id), 0);
 	run();
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 2);	/* x2 */
-	now += 10 * 1000000ULL;
-	cl_tick(cores[0], now);
-	run();
+	tick(0, 10 * 1000000ULL);
 	ck_assert_ptr_nonnull(strstr(said[0], "incident x1: its step key gone: closing it"));
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 2);	/* x2 still */
 	deaf_node = -1;
@@ -2302,9 +2238,7 @@ START_TEST(error_deadline_from_the_error)
 	deaf_node = -1;
 	ck_assert_uint_eq(steps[0][CL_ABORT], 0);
 	ck_assert_uint_eq(cl_next_deadline(cores[0]), t0 + 30 * 1000000ULL);
-	now = t0 + 30 * 1000000ULL;
-	cl_tick(cores[0], now);
-	run();
+	tick(0, t0 + 30 * 1000000ULL - now);
 	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
 }
 END_TEST
@@ -2340,9 +2274,7 @@ START_TEST(restored_store_another_id_replaces)
 		linked[n] = true;
 	reread(0);
 	run();
-	now += 40 * 1000000ULL;
-	cl_tick(cores[0], now);
-	run();
+	tick(0, 40 * 1000000ULL);
 	ck_assert_ptr_null(strstr(said[0], "incident x1: its step key gone: closing it"));
 	ck_assert_ptr_nonnull(strstr(said[0], "incident x2 opened by n9"));
 	ck_assert_ptr_null(strstr(said[0], "refused"));
@@ -2403,9 +2335,7 @@ START_TEST(wedged_at_resume_second_error_aborts)
 	run();
 	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
 	ck_assert_str_eq(told_why[0], "a second error on node n0 (a UE)");
-	now += 10 * 1000000ULL;
-	cl_tick(cores[0], now);
-	run();
+	tick(0, 10 * 1000000ULL);
 	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
 	ck_assert_uint_eq(closed[0][0], 1);	/* aborted here, for the error */
 }
@@ -2431,15 +2361,11 @@ START_TEST(wedged_at_a_resume_not_told_aborts)
 	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"resume\",\"timeout\":30}");
 	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"resume\",\"timeout\":30}");
 	run();
-	now += 500000;
-	cl_tick(cores[0], now);
-	run();
+	tick(0, 500000);
 	ck_assert_uint_eq(steps[0][CL_RESUME], 0);
 	ck_assert_uint_eq(steps[0][CL_ABORT], 0);
 	ck_assert_uint_eq(cl_next_deadline(cores[0]), now + 29500000ULL);
-	now += 29500000ULL;
-	cl_tick(cores[0], now);
-	run();
+	tick(0, 29500000ULL);
 	ck_assert_uint_eq(steps[0][CL_RESUME], 0);
 	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
 	ck_assert_str_eq(told_why[0], "the incident's step changed by another writer");
@@ -2506,9 +2432,7 @@ START_TEST(wedged_abort_read_not_told_at_once)
 	     "{\"step\":\"abort\",\"timeout\":10,\"reason\":\"n9 said so\"}");
 	fput("/hbmguard/v1/jobs/J/incident/x1/step", "junk");
 	run();
-	now += 500000;
-	cl_tick(cores[0], now);
-	run();
+	tick(0, 500000);
 	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
 	ck_assert_str_eq(told_why[0], "n9 said so");
 }
@@ -2539,14 +2463,10 @@ START_TEST(wedged_step_read_not_told_error_deadline)
 	free(open.body);
 	fput("/hbmguard/v1/jobs/J/incident/0000000000000001/step", "{\"step\":\"pause\",\"timeout\":1}");
 	run();
-	now += 500000;
-	cl_tick(cores[0], now);
-	run();
+	tick(0, 500000);
 	ck_assert_uint_eq(steps[0][CL_PAUSE], 0);
 	ck_assert_uint_eq(cl_next_deadline(cores[0]), t0 + 30 * 1000000ULL);
-	now = t0 + 30 * 1000000ULL;
-	cl_tick(cores[0], now);
-	run();
+	tick(0, t0 + 30 * 1000000ULL - now);
 	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
 }
 END_TEST
