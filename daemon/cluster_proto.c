@@ -878,10 +878,10 @@ static bool wedged_ended_here(const struct job *j)
 /*
  * When a wedged incident has something to do here.  The ranks' abort,
  * with etcd or not: at the step's deadline, or with no step read the
- * pause deadline from when the incident was read, or from the error here
- * it answers if sooner (as for an error not opened, with the timeouts as
- * they are now).  Then its close, with etcd, none in flight (its answer
- * runs process() again).
+ * pause deadline from when the incident was read; told nothing yet, the
+ * pause deadline from the error here it answers, if sooner (as for an
+ * error not opened, with the timeouts as they are now).  Then its close,
+ * with etcd, none in flight (its answer runs process() again).
  */
 static uint64_t wedged_due(const struct cl_core *c, const struct job *j)
 {
@@ -1572,6 +1572,8 @@ void cl_snapshot(struct cl_core *c, const struct etcd_kv *kvs, size_t n, int64_t
 		j->open_answered_rev = 0;
 		j->changed_from = 0;
 		j->step_key_rev = 0;	/* the read's, if there */
+		j->close_refused = false;	/* as put_step() or a deletion would */
+		j->close_at = 0;
 		/* the incident known is not the one there (if any): it ended unseen */
 		if (j->open && j->snap_create != j->create_rev)
 			incident_gone(c, j);
@@ -1727,7 +1729,8 @@ void cl_txn_done(struct cl_core *c, const struct cl_action *a, int err, bool suc
 		 */
 		if (a->txn == CL_TXN_CLOSE && !succeeded && !step_writable(j)) {
 			j->close_refused = j->step_key_rev == a->from_rev;
-			j->close_at = now + c->t.step[CL_ABORT] * 1000000ULL;
+			/* the key moved since (the watch brought it first): at once, comparing that */
+			j->close_at = j->close_refused ? now + c->t.step[CL_ABORT] * 1000000ULL : 0;
 		}
 	} else if (a->txn == CL_TXN_ACK) {
 		j->acked |= 1U << a->step;	/* or the incident changed: nothing to ack */
@@ -1869,6 +1872,11 @@ int cl_error(struct cl_core *c, const char *job, uint32_t rank, const char *reas
 				     j->local_aborted)) {
 		/* aborting already (or deciding to): this error's ranks too */
 		local(c, j, CL_ABORT, j->escalate[0] ? j->escalate : j->reason);
+		if (!j->local_aborted && !(j->step_known && j->step == CL_ABORT)) {
+			/* by this node's decision: not told again at a deadline (helper-199) */
+			j->local_aborted = true;
+			j->aborted_at = now;
+		}
 	} else if (j->open && j->member) {
 		escalate(c, j, "a second error on node %s (%s)", c->node, reason);
 	} else if (!j->want_open) {

@@ -53,13 +53,13 @@
  * closes it.  Without etcd past a deadline, a node aborts its own ranks.
  * A step key another writer deleted or spoilt (a value refused, a step
  * that goes back) takes no change: a node aborts its own ranks at the
- * step's deadline (if it read no step, the pause's from its error the
- * incident answers or from when it read the incident, the sooner; at once
- * if it decided an abort or read one), ranks told to resume left so unless
- * it decided an abort; from then an abort's timeout later (resumed, at the
- * resume's deadline) it closes the incident, comparing the incident's
- * create_revision and the step key as it read it (a key not there compares
- * as revision 0).
+ * step's deadline (if it read no step, the pause's from when it read the
+ * incident; told its ranks nothing yet, the pause's from its error the
+ * incident answers if sooner; at once if it decided an abort or read one),
+ * ranks told to resume left so unless it decided an abort or read one;
+ * from then an abort's timeout later (resumed, at the resume's deadline)
+ * it closes the incident, comparing the incident's create_revision and the
+ * step key as it read it (a key not there compares as revision 0).
  *
  * Anything else under /hbmguard/ (another version's keys, a value that is
  * not the JSON above or longer than CL_VALUE_MAX (an incident's,

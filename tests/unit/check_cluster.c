@@ -2116,10 +2116,11 @@ END_TEST
 
 /*
  * A writer rewrites a wedged incident's spoilt step key just before each
- * close: every close is refused, and the watch brings each change.  The
- * node does not read the whole prefix again for it (helper-197: every
- * REREAD_MIN_US, for as long as the writer kept at it); a read again is for
- * a refusal the watch brings nothing of.
+ * close: the close is refused, and the watch brings each change.  The node
+ * does not read the whole prefix again for it (helper-197: every
+ * REREAD_MIN_US, for as long as the writer kept at it; a read again is for
+ * a refusal the watch brings nothing of), and its next close, comparing
+ * the key the watch brought, goes at once and holds (helper-199).
  */
 START_TEST(writer_moving_a_wedged_step_no_reread)
 {
@@ -2151,7 +2152,8 @@ START_TEST(writer_moving_a_wedged_step_no_reread)
 			}
 		}
 	}
-	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 2);
+	/* closed once the writer moved the key before an answer (helper-199): its junk left */
+	ck_assert_ptr_null(find("/hbmguard/v1/jobs/J/incident"));
 	ck_assert_uint_eq(rereads[0], 0);
 }
 END_TEST
@@ -2410,6 +2412,11 @@ START_TEST(abort_decided_then_wedged_close_waits)
 	free(abort_txn.body);
 	run();
 	ck_assert_uint_eq(cl_next_deadline(cores[0]), t_abort + 10 * 1000000ULL);
+	tick(0, t_abort + 10 * 1000000ULL - 1 - now);
+	ck_assert_uint_eq(sent[0][CL_TXN_CLOSE], 0);
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 1);
+	tick(0, 1);
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
 }
 END_TEST
 
@@ -2468,6 +2475,96 @@ START_TEST(wedged_step_read_not_told_error_deadline)
 	ck_assert_uint_eq(cl_next_deadline(cores[0]), t0 + 30 * 1000000ULL);
 	tick(0, t0 + 30 * 1000000ULL - now);
 	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
+}
+END_TEST
+
+/*
+ * A wedged close refused, the step key's deletion event lost; a read then
+ * finds the key gone: the close comparing its absence goes at once, as
+ * after the event (helper-199: it waited the refusal's pacing, and asked a
+ * needless read).
+ */
+START_TEST(read_finds_wedged_key_gone_closes)
+{
+	struct cl_action cl;
+
+	fput("/hbmguard/v1/jobs/J/incident",
+	     "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n9\"]}");
+	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
+	run();
+	fput("/hbmguard/v1/jobs/J/incident/x1/step", "junk");
+	run();
+	tick(0, 30 * 1000000ULL);
+	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
+	now += 10 * 1000000ULL;
+	cl_tick(cores[0], now);
+	ck_assert(take_txn(CL_TXN_CLOSE, &cl));
+	store_forget("/hbmguard/v1/jobs/J/incident/x1/step");	/* deleted, the event lost */
+	cl_txn_done(cores[0], &cl, 0, txn(cl.body), rev, now);
+	free(cl.body);
+	run();
+	now += 1000000;
+	reread(0);		/* the read has no step key: as its deletion would */
+	run();
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
+	ck_assert_uint_eq(rereads[0], 1);	/* the test's own */
+}
+END_TEST
+
+/*
+ * A wedged close refused because the key moved, the watch bringing it
+ * before the answer: the close comparing the new revision goes at once,
+ * as when the answer comes first (helper-199: it waited an abort's timeout
+ * or not, by the order of the two).
+ */
+START_TEST(wedged_key_moved_before_refusal_closes)
+{
+	struct cl_action cl;
+
+	fput("/hbmguard/v1/jobs/J/incident",
+	     "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n9\"]}");
+	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
+	run();
+	fput("/hbmguard/v1/jobs/J/incident/x1/step", "junk");
+	run();
+	tick(0, 30 * 1000000ULL);
+	now += 10 * 1000000ULL;
+	cl_tick(cores[0], now);
+	ck_assert(take_txn(CL_TXN_CLOSE, &cl));
+	fput("/hbmguard/v1/jobs/J/incident/x1/step", "junk2");	/* the watch brings it first */
+	run();
+	cl_txn_done(cores[0], &cl, 0, txn(cl.body), rev, now);
+	free(cl.body);
+	run();
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
+}
+END_TEST
+
+/*
+ * cl_error() tells the ranks abort while process() is held by a retry (an
+ * abort decided, not yet theirs); etcd then gone past the step's deadline:
+ * they are not told again (helper-199).
+ */
+START_TEST(error_while_aborting_not_told_twice)
+{
+	fput("/hbmguard/v1/jobs/J/incident",
+	     "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n9\"]}");
+	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
+	run();
+	mute_node = 0;
+	ck_assert_int_eq(cl_job_join(cores[0], "J", "{\"ranks\":[0],\"world_size\":4}", now), 0);
+	run();
+	mute_node = -1;
+	ck_assert_int_eq(cl_fail(cores[0], "J", "a rank failed", now), 0);
+	ck_assert_int_eq(cl_error(cores[0], "J", 0, "a UE", now, id), 0);
+	run();
+	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
+	linked[0] = false;
+	cl_link(cores[0], false, now);
+	run();
+	tick(0, 30 * 1000000ULL);
+	ck_assert_uint_eq(steps[0][CL_ABORT], 1);
+	linked[0] = true;
 }
 END_TEST
 
@@ -2535,6 +2632,9 @@ Suite *cluster_suite(void)
 	tcase_add_test(tc, abort_decided_then_wedged_close_waits);
 	tcase_add_test(tc, wedged_abort_read_not_told_at_once);
 	tcase_add_test(tc, wedged_step_read_not_told_error_deadline);
+	tcase_add_test(tc, read_finds_wedged_key_gone_closes);
+	tcase_add_test(tc, wedged_key_moved_before_refusal_closes);
+	tcase_add_test(tc, error_while_aborting_not_told_twice);
 	tcase_add_test(tc, lost_rank_out_of_a_smaller_world);
 	tcase_add_test(tc, step_unknown_aborts);
 	tcase_add_test(tc, step_unknown_error_aborts_at_once);
