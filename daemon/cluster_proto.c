@@ -1300,6 +1300,17 @@ static void delete_node(struct cl_core *c, struct job *j, const char *node)
 }
 
 /*
+ * The incident's step key as seen now (its mod_revision, 0 none): a close
+ * refused for the key as it was is paced and read again for no more.
+ */
+static void step_key_seen(struct job *j, int64_t rev)
+{
+	j->step_key_rev = rev;
+	j->close_refused = false;
+	j->close_at = 0;
+}
+
+/*
  * A lost rank out of the world the ranks here registered with, when the
  * incident is read or when they register again: they cannot restore it,
  * and the incident is aborted, not refused.  Every node may read one so
@@ -1392,7 +1403,8 @@ static void put_incident(struct cl_core *c, const struct key *k, const struct et
 	j->escalate[0] = 0;
 	j->open = true;
 	j->incident = ++c->incidents_read;
-	j->step_mod_rev = j->step_key_rev = 0;
+	j->step_mod_rev = 0;
+	step_key_seen(j, 0);
 	strcpy(j->id, id);
 	strcpy(j->opener, opener);
 	j->create_rev = kv->create_revision;
@@ -1402,8 +1414,6 @@ static void put_incident(struct cl_core *c, const struct key *k, const struct et
 	j->member = part(j, c->node) != NULL;
 	j->read_at = now;
 	j->error_at = 0;
-	j->close_refused = false;
-	j->close_at = 0;
 	if (!j->member)
 		return;
 	say(c, j, LOG_WARNING, "job %s: incident %s opened by %s on %zu nodes: %s", j->name, id,
@@ -1418,9 +1428,7 @@ static void put_step(struct cl_core *c, struct job *j, const struct etcd_kv *kv,
 	enum cl_step s;
 	int64_t timeout;
 
-	j->step_key_rev = kv->mod_revision;
-	j->close_refused = false;
-	j->close_at = 0;
+	step_key_seen(j, kv->mod_revision);
 	if (!o || str_field(o, "step", true, name, sizeof(name)) || step_parse(name, &s) ||
 	    str_field(o, "reason", false, reason, sizeof(reason)) ||
 	    !json_object_object_get_ex(o, "timeout", &t) || !json_object_is_type(t, json_type_int) ||
@@ -1507,11 +1515,8 @@ static void apply(struct cl_core *c, const struct etcd_kv *kv, bool put, uint64_
 		return put ? refuse(c, kv, "not of the job's open incident") : (void)0;
 	if (!put) {
 		/* the incident's own deletion says it ended; its step's alone wedges it */
-		if (k.kind == K_STEP) {
-			j->step_key_rev = 0;
-			j->close_refused = false;
-			j->close_at = 0;
-		}
+		if (k.kind == K_STEP)
+			step_key_seen(j, 0);
 		return;
 	}
 	if (k.kind == K_STEP)
@@ -1571,9 +1576,7 @@ void cl_snapshot(struct cl_core *c, const struct etcd_kv *kvs, size_t n, int64_t
 		 */
 		j->open_answered_rev = 0;
 		j->changed_from = 0;
-		j->step_key_rev = 0;	/* the read's, if there */
-		j->close_refused = false;	/* as put_step() or a deletion would */
-		j->close_at = 0;
+		step_key_seen(j, 0);	/* the read's, if there */
 		/* the incident known is not the one there (if any): it ended unseen */
 		if (j->open && j->snap_create != j->create_rev)
 			incident_gone(c, j);

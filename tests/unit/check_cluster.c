@@ -606,6 +606,24 @@ static void tick(int n, uint64_t us)
 	run();
 }
 
+/* Incident x1, rank 1 lost, opened by n9 (no core: it never steps) over @nodes ("n0,n9"), at pause. */
+static void peer_opens_x1(const char *nodes)
+{
+	char v[256], list[128] = "";
+	const char *p = nodes;
+
+	while (*p) {
+		size_t len = strcspn(p, ",");
+
+		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s\"%.*s\"",
+			 list[0] ? "," : "", (int)len, p);
+		p += len + (p[len] == ',');
+	}
+	snprintf(v, sizeof(v), "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[%s]}", list);
+	fput("/hbmguard/v1/jobs/J/incident", v);
+	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
+}
+
 static uint64_t counter;
 static uint64_t nonce(void)
 {
@@ -1737,9 +1755,7 @@ END_TEST
  */
 START_TEST(step_key_spoilt_closes)
 {
-	fput("/hbmguard/v1/jobs/J/incident",
-	     "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n1\",\"n9\"]}");
-	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
+	peer_opens_x1("n0,n1,n9");
 	run();
 	ck_assert_uint_eq(steps[0][CL_PAUSE], 1);
 	now += 1000000;
@@ -1884,9 +1900,7 @@ START_TEST(stale_answer_of_an_ended_incident)
 {
 	struct cl_action x1, x2;
 
-	fput("/hbmguard/v1/jobs/J/incident",
-	     "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n9\"]}");
-	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
+	peer_opens_x1("n0,n9");
 	run();
 	ck_assert_uint_eq(steps[0][CL_PAUSE], 1);
 	ck_assert_int_eq(cl_fail(cores[0], "J", "a rank failed", now), 0);
@@ -2080,9 +2094,7 @@ END_TEST
  */
 START_TEST(wedged_while_etcd_away_closes)
 {
-	fput("/hbmguard/v1/jobs/J/incident",
-	     "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n1\",\"n2\",\"n9\"]}");
-	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
+	peer_opens_x1("n0,n1,n2,n9");
 	run();
 	for (int n = 0; n < 3; n++) {
 		ck_assert_msg(steps[n][CL_PAUSE] == 1, "n%d: %s", n, said[n]);
@@ -2127,9 +2139,7 @@ START_TEST(writer_moving_a_wedged_step_no_reread)
 	struct cl_action a;
 	char v[64];
 
-	fput("/hbmguard/v1/jobs/J/incident",
-	     "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n9\"]}");
-	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
+	peer_opens_x1("n0,n9");
 	run();
 	fput("/hbmguard/v1/jobs/J/incident/x1/step", "junk0");
 	run();
@@ -2194,9 +2204,7 @@ END_TEST
 START_TEST(stale_wedged_close_spares_the_next_incident)
 {
 	deaf_node = 0;
-	fput("/hbmguard/v1/jobs/J/incident",
-	     "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n1\",\"n2\",\"n9\"]}");
-	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
+	peer_opens_x1("n0,n1,n2,n9");
 	rev++;
 	fdel(find("/hbmguard/v1/jobs/J/incident/x1/step"));
 	run();
@@ -2351,9 +2359,7 @@ END_TEST
  */
 START_TEST(wedged_at_a_resume_not_told_aborts)
 {
-	fput("/hbmguard/v1/jobs/J/incident",
-	     "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n9\"]}");
-	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
+	peer_opens_x1("n0,n9");
 	run();
 	ck_assert_uint_eq(steps[0][CL_PAUSE], 1);
 	mute_node = 0;		/* its publication lost: process() held RETRY_US */
@@ -2386,9 +2392,7 @@ START_TEST(abort_decided_then_wedged_close_waits)
 	bool held = false, told = false;
 	uint64_t t_abort;
 
-	fput("/hbmguard/v1/jobs/J/incident",
-	     "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n9\"]}");
-	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
+	peer_opens_x1("n0,n9");
 	run();
 	ck_assert_uint_eq(steps[0][CL_PAUSE], 1);
 	now += 29500000ULL;
@@ -2427,9 +2431,7 @@ END_TEST
  */
 START_TEST(wedged_abort_read_not_told_at_once)
 {
-	fput("/hbmguard/v1/jobs/J/incident",
-	     "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n9\"]}");
-	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
+	peer_opens_x1("n0,n9");
 	run();
 	mute_node = 0;		/* its publication lost: process() held RETRY_US */
 	ck_assert_int_eq(cl_job_join(cores[0], "J", "{\"ranks\":[0],\"world_size\":4}", now), 0);
@@ -2488,9 +2490,7 @@ START_TEST(read_finds_wedged_key_gone_closes)
 {
 	struct cl_action cl;
 
-	fput("/hbmguard/v1/jobs/J/incident",
-	     "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n9\"]}");
-	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
+	peer_opens_x1("n0,n9");
 	run();
 	fput("/hbmguard/v1/jobs/J/incident/x1/step", "junk");
 	run();
@@ -2521,9 +2521,7 @@ START_TEST(wedged_key_moved_before_refusal_closes)
 {
 	struct cl_action cl;
 
-	fput("/hbmguard/v1/jobs/J/incident",
-	     "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n9\"]}");
-	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
+	peer_opens_x1("n0,n9");
 	run();
 	fput("/hbmguard/v1/jobs/J/incident/x1/step", "junk");
 	run();
@@ -2547,9 +2545,7 @@ END_TEST
  */
 START_TEST(error_while_aborting_not_told_twice)
 {
-	fput("/hbmguard/v1/jobs/J/incident",
-	     "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n9\"]}");
-	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
+	peer_opens_x1("n0,n9");
 	run();
 	mute_node = 0;
 	ck_assert_int_eq(cl_job_join(cores[0], "J", "{\"ranks\":[0],\"world_size\":4}", now), 0);
