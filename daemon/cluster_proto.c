@@ -73,6 +73,13 @@ struct job {
 	uint32_t world;			/* its world_size */
 	bool published;			/* under the present lease */
 	bool republish;			/* changed while a publication was in flight */
+	int64_t ours_rev;		/* the key last known ours at (its put's revision), 0 not */
+	/*
+	 * Another writer put this node's key after it was ours: a second
+	 * daemon given this node's name (a cloned image's hostname), or an
+	 * etcd user.  Said once, until the key goes (delete_node()).
+	 */
+	bool name_taken;
 	bool leaving;			/* its key to delete: no rank of it here now */
 	/* the open incident, as etcd has it */
 	bool open;
@@ -990,6 +997,7 @@ static void process(struct cl_core *c, struct job *j, uint64_t now)
 		   now >= j->want_since + c->t.step[CL_PAUSE] * 1000000ULL) {
 		const char *why = !c->link ? "etcd unreachable" :
 				  !node_alive(j, c->node) ? "this node's ranks not published" :
+				  !world_known(j) && j->name_taken ? "this node's name taken by another" :
 				  !world_known(j) ? "not every rank's node known" :
 				  j->want_rank >= j->world ? "its lost rank not in the job's world" :
 				  "another incident's end not seen";
@@ -1217,6 +1225,39 @@ static void refuse(struct cl_core *c, const struct etcd_kv *kv, const char *why)
 	    kv->key_len > 128 ? "..." : "", kv->mod_revision, why);
 }
 
+/*
+ * This node's key of @j put: by this daemon (under its lease), or by
+ * another writer after it was ours.  That writer's key stands (two daemons
+ * of one name would write it in turn without end); this node's is written
+ * once again, so that a second daemon of the name hears of the first and
+ * says so too.  A daemon started again within LeaseTTL reads its old key
+ * under the old lease, but before any put of its own: not another writer.
+ */
+static void own_key_put(struct cl_core *c, struct job *j, const struct etcd_kv *kv)
+{
+	char who[HBM_CLUSTER_NAME_LEN + 80];
+
+	if (kv->lease && kv->lease == c->lease) {
+		j->ours_rev = kv->mod_revision;
+		/* what this node last asked etcd to hold */
+		if (j->value && kv->value_len == strlen(j->value) &&
+		    !memcmp(kv->value, j->value, kv->value_len))
+			j->published = true;
+		return;
+	}
+	if (!j->ours_rev || kv->mod_revision <= j->ours_rev || j->name_taken)
+		return;
+	j->name_taken = true;
+	j->published = false;
+	if (kv->lease)
+		snprintf(who, sizeof(who), "another hbmguardd named %s? Give each node its own [Cluster] Node=",
+			 c->node);
+	else
+		snprintf(who, sizeof(who), "an etcd user's (a daemon's puts are under its lease)");
+	say(c, j, LOG_ERR, "job %s: this node's key (nodes/%s) put by another writer (lease %" PRIx64 ", this node's %" PRIx64 ") after this node's: %s; until then the job's incidents may not recover",
+	    j->name, c->node, (uint64_t)kv->lease, (uint64_t)c->lease, who);
+}
+
 static void put_node(struct cl_core *c, const struct key *k, const struct etcd_kv *kv)
 {
 	struct json_object *o = value_parse(kv, CL_VALUE_MAX);
@@ -1272,10 +1313,8 @@ static void put_node(struct cl_core *c, const struct key *k, const struct etcd_k
 	j->nr_ranks += ranks;
 	strcpy(j->nodes[j->nr_nodes++], k->node);
 known:
-	/* what this node last asked etcd to hold, under its lease */
-	if (!strcmp(k->node, c->node) && kv->lease == c->lease && j->value &&
-	    kv->value_len == strlen(j->value) && !memcmp(kv->value, j->value, kv->value_len))
-		j->published = true;
+	if (!strcmp(k->node, c->node))
+		own_key_put(c, j, kv);
 }
 
 static void delete_node(struct cl_core *c, struct job *j, const char *node)
@@ -1292,8 +1331,11 @@ static void delete_node(struct cl_core *c, struct job *j, const char *node)
 	free(j->ranks[i].rank);
 	memmove(&j->ranks[i], &j->ranks[i + 1], (j->nr_nodes - i - 1) * sizeof(*j->ranks));
 	j->nr_nodes--;
-	if (!strcmp(node, c->node))
+	if (!strcmp(node, c->node)) {
 		j->published = false;
+		j->ours_rev = 0;
+		j->name_taken = false;
+	}
 	if (j->open && j->member && part(j, node))
 		escalate(c, j, "node %s left the job (its lease ended)", node);
 	job_gc(c, j);
@@ -1568,6 +1610,10 @@ void cl_snapshot(struct cl_core *c, const struct etcd_kv *kvs, size_t n, int64_t
 		struct job *j = c->jobs[i];
 
 		nodes_clear(j);
+		/*
+		 * ours_rev kept: another writer's put after it, read now, is
+		 * one; after a store restored, the read's own key corrects it.
+		 */
 		j->published = false;
 		/*
 		 * What etcd answered before is in the read, or its store went
@@ -1593,6 +1639,8 @@ void cl_snapshot(struct cl_core *c, const struct etcd_kv *kvs, size_t n, int64_t
 	for (i = c->nr_jobs; i-- > 0;) {
 		struct job *j = c->jobs[i];
 
+		if (!node_alive(j, c->node))
+			j->name_taken = false;	/* the key gone: as delete_node() */
 		/* a node of the incident whose key is gone while this one was away */
 		for (size_t p = 0; j->open && j->member && p < j->nr_parts; p++)
 			if (!node_alive(j, j->parts[p].name))
@@ -1665,8 +1713,10 @@ void cl_link(struct cl_core *c, bool up, uint64_t now)
 void cl_lease(struct cl_core *c, int64_t lease, uint64_t now)
 {
 	c->lease = lease;
-	for (size_t i = 0; i < c->nr_jobs; i++)
+	for (size_t i = 0; i < c->nr_jobs; i++) {
 		c->jobs[i]->published = false;
+		c->jobs[i]->ours_rev = 0;	/* a put under the old lease looks another's */
+	}
 	process_all(c, now);
 }
 
@@ -1708,6 +1758,13 @@ void cl_txn_done(struct cl_core *c, const struct cl_action *a, int err, bool suc
 		if (!succeeded)
 			j->open_retry_at = now + RETRY_US;
 	} else if (a->txn == CL_TXN_PUBLISH && succeeded) {
+		/*
+		 * The revision its put took: a txn that changed something
+		 * answers txn.Rev() + 1 (applierV3backend.Txn(),
+		 * etcdserver/apply.go, v3.4.23).
+		 */
+		if (rev > j->ours_rev)
+			j->ours_rev = rev;
 		j->published = !j->republish;	/* else the newer value goes next */
 		j->republish = false;
 	} else if (a->txn == CL_TXN_LEAVE) {

@@ -14,7 +14,10 @@
  *	{"ranks": [0, 1], "world_size": 4}   (global ranks, each < world_size)
  *	NODE has ranks of JOB: put under NODE's lease, so that it goes
  *	when NODE's daemon does (or loses etcd) for LeaseTTL; deleted when
- *	the last of them leaves.  hbmguardd names a job by its owner's uid
+ *	the last of them leaves.  Put by another writer (another lease, or
+ *	none) after NODE's own put: said once and put once again, no more
+ *	(two daemons of one name would take turns without end).
+ *	hbmguardd names a job by its owner's uid
  *	and the name its ranks registered with: "1000.run-42" (recovery.c),
  *	so that no user joins another's job, given that uids are the same
  *	on every node, as a cluster's directory service makes them.

@@ -328,6 +328,36 @@ done
 stop_agents
 echo "check-cluster: a node whose lease ends aborts the incident everywhere"
 
+# ---- two daemons of one name (a cloned image's hostname), an operator's put ----
+job=twin
+LOG=$W/$job.
+start_agents $job 2 --fail never
+key_rev() { ctl get "/hbmguard/v1/jobs/$job/nodes/$1" -w json |
+	sed -n 's/.*"mod_revision":\([0-9]*\).*/\1/p'; }
+"$AGENT" --endpoint $EP --plain --node n1 --job $job --rank 2 --world 3 --ttl 10 \
+	>"$W/$job.twin.out" 2>"$W/$job.twin.err" &
+AGENTS+=($!)
+PIDS+=($!)
+twins_said() {
+	grep -q 'nodes/n1) put by another writer .*another hbmguardd named n1' "$W/$job.1.err" &&
+		grep -q 'nodes/n1) put by another writer .*another hbmguardd named n1' "$W/$job.twin.err"
+}
+wait_for "$job: the two daemons named n1 did not both say so" 20 twins_said
+settled=$(key_rev n1)
+sleep 3
+[ "$(key_rev n1)" = "$settled" ] || fail "$job: the two daemons named n1 went on writing its key"
+for f in 1.err twin.err; do
+	[ "$(grep -c 'put by another writer' "$W/$job.$f")" = 1 ] ||
+		fail "$job: a daemon named n1 said it more than once: $(cat "$W/$job.$f")"
+done
+! grep -q 'another writer' "$W/$job.0.err" || fail "$job: n0 took n1's twin for its own"
+ctl put "/hbmguard/v1/jobs/$job/nodes/n0" '{"ranks":[0],"world_size":2}' >/dev/null
+wait_for "$job: n0 did not say an operator put its key" 10 \
+	grep -q "nodes/n0) put by another writer (lease 0, .*an etcd user's" "$W/$job.0.err"
+stop_agents
+echo "check-cluster: two daemons of one node name both say so, once, and stop writing its key;" \
+	"an operator's put of a node's key is said"
+
 # ---- etcd restarted while a node is away, and compacted past its watch ----
 stop_etcd() { kill "$ETCD"; wait "$ETCD" 2>/dev/null || true; }
 reached() { [ "$(grep -c 'etcd reached' "$1")" -ge "$2" ]; }

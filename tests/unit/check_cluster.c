@@ -305,7 +305,7 @@ END_TEST
 
 struct fkv {
 	char *key, *value;
-	int64_t create, mod, version;
+	int64_t create, mod, version, lease;
 };
 
 static struct fkv store[KEYS];
@@ -354,7 +354,8 @@ static void deliver(const struct fkv *f, bool put)
 {
 	struct etcd_kv kv = { .key = f->key, .key_len = strlen(f->key), .value = f->value ? f->value : "",
 			      .value_len = f->value ? strlen(f->value) : 0,
-			      .create_revision = f->create, .mod_revision = f->mod, .version = f->version };
+			      .create_revision = f->create, .mod_revision = f->mod, .version = f->version,
+			      .lease = f->lease };
 
 	if (holding) {
 		ck_assert_int_lt(nr_held, KEYS);
@@ -380,8 +381,8 @@ static void release(void)
 	nr_held = 0;
 }
 
-/* A put of the test's, as etcdctl would: every core hears it. */
-static void fput(const char *k, const char *v)
+/* A put under @lease (0: none), as etcd applies it: every core hears it. */
+static void fput_leased(const char *k, const char *v, int64_t lease)
 {
 	struct fkv *f = find(k);
 	int i;
@@ -399,7 +400,14 @@ static void fput(const char *k, const char *v)
 	f->value = strdup(v);
 	f->mod = rev;
 	f->version++;
+	f->lease = lease;
 	deliver(f, true);
+}
+
+/* A put of the test's, as etcdctl would: no lease. */
+static void fput(const char *k, const char *v)
+{
+	fput_leased(k, v, 0);
 }
 
 /* Out of the fake's store (it holds KEYS), left in the cores' memory. */
@@ -467,10 +475,13 @@ static bool txn(const char *body)
 
 			if (json_object_object_get_ex(op, "request_put", &r)) {
 				char *v = b64field(r, "value");
+				int64_t lease = 0;
 
+				if (json_object_object_get_ex(r, "lease", NULL))
+					ck_assert_int_eq(etcd_int64(r, "lease", &lease), 0);
 				k = b64field(r, "key");
 				rev--;	/* fput() counts it: one revision for the txn */
-				fput(k, v);
+				fput_leased(k, v, lease);
 				free(v);
 			} else {
 				ck_assert(json_object_object_get_ex(op, "request_delete_range", &r));
@@ -500,7 +511,7 @@ static size_t collect(const char *prefix, struct etcd_kv *kvs)
 			kvs[k++] = (struct etcd_kv){ .key = store[i].key, .key_len = strlen(store[i].key),
 				.value = store[i].value, .value_len = strlen(store[i].value),
 				.create_revision = store[i].create, .mod_revision = store[i].mod,
-				.version = store[i].version };
+				.version = store[i].version, .lease = store[i].lease };
 	return k;
 }
 
@@ -2564,6 +2575,131 @@ START_TEST(error_while_aborting_not_told_twice)
 }
 END_TEST
 
+/* A daemon on another host of n1's name (a cloned image) joins J: core 3. */
+static void clone_of_n1_joins(const char *value)
+{
+	struct cl_timeouts t = { { 30, 30, 120, 30, 10 } };
+	struct etcd_kv kvs[KEYS];
+
+	cores[3] = cl_new("n1", &t, nonce);
+	linked[3] = true;
+	nr_cores = 4;
+	cl_link(cores[3], true, now);
+	cl_snapshot(cores[3], kvs, collect(CL_PREFIX, kvs), rev, now);
+	cl_lease(cores[3], 203, now);
+	ck_assert_int_eq(cl_job_join(cores[3], "J", value, now), 0);
+	run();
+}
+
+/*
+ * Two daemons of one name: each says so once, having written the key once
+ * again (so that the other hears of it), and neither writes it again after.
+ */
+START_TEST(name_taken_said_by_both)
+{
+	clone_of_n1_joins("{\"ranks\":[1],\"world_size\":3}");
+	for (int n = 0; n < 4; n++) {
+		const char *line = strstr(said[n], "put by another writer");
+
+		ck_assert_msg(!line == (n == 0 || n == 2), "n%d said: %s", n, said[n]);
+		ck_assert(!line || !strstr(line + 1, "put by another writer"));
+	}
+	ck_assert_ptr_nonnull(strstr(said[1], "(lease cb, this node's 65) after this node's: another hbmguardd named n1?"));
+	ck_assert_ptr_nonnull(strstr(said[3], "(lease 65, this node's cb)"));
+	ck_assert_uint_eq(sent[1][CL_TXN_PUBLISH], 2);
+	ck_assert_uint_eq(sent[3][CL_TXN_PUBLISH], 2);
+	tick(-1, 60 * 1000000ULL);
+	ck_assert_uint_eq(sent[1][CL_TXN_PUBLISH], 2);
+	ck_assert_uint_eq(sent[3][CL_TXN_PUBLISH], 2);
+	ck_assert_int_eq(find("/hbmguard/v1/jobs/J/nodes/n1")->lease, 203);
+
+	/* the key gone (core 3's lease ended): core 1's again, and a writer said again */
+	cl_free(cores[3]);
+	nr_cores = 3;
+	fdel(find("/hbmguard/v1/jobs/J/nodes/n1"));
+	run();
+	ck_assert_int_eq(find("/hbmguard/v1/jobs/J/nodes/n1")->lease, 101);
+	fput("/hbmguard/v1/jobs/J/nodes/n1", "{\"ranks\":[1],\"world_size\":3}");
+	run();
+	ck_assert_ptr_nonnull(strstr(said[1], "(lease 0, this node's 65) after this node's: an etcd user's"));
+
+	/* the key gone, the deletion's event lost: a read finds it so */
+	store_forget("/hbmguard/v1/jobs/J/nodes/n1");
+	reread(1);
+	run();
+	ck_assert_int_eq(find("/hbmguard/v1/jobs/J/nodes/n1")->lease, 101);
+	fput("/hbmguard/v1/jobs/J/nodes/n1", "{\"ranks\":[1],\"world_size\":3}");
+	run();
+	ck_assert_ptr_nonnull(strstr(strstr(said[1], "(lease 0, this node's 65)") + 1,
+				     "(lease 0, this node's 65)"));
+}
+END_TEST
+
+/* The other's put heard in a read (the watch lost): said at the read, written once. */
+START_TEST(name_taken_seen_in_a_read)
+{
+	deaf_node = 1;
+	clone_of_n1_joins("{\"ranks\":[1],\"world_size\":3}");
+	ck_assert_ptr_null(strstr(said[1], "another writer"));
+	deaf_node = -1;
+	reread(1);
+	run();
+	ck_assert_ptr_nonnull(strstr(said[1], "(lease cb, this node's 65)"));
+	ck_assert_ptr_nonnull(strstr(said[3], "(lease 65, this node's cb)"));
+	ck_assert_uint_eq(sent[1][CL_TXN_PUBLISH], 2);
+	ck_assert_uint_eq(sent[3][CL_TXN_PUBLISH], 2);
+}
+END_TEST
+
+/* Its ranks lost to the other's key: an error here aborts them saying why. */
+START_TEST(name_taken_error_says_why)
+{
+	clone_of_n1_joins("{\"ranks\":[3],\"world_size\":4}");
+	ck_assert_ptr_nonnull(strstr(said[1], "another hbmguardd named n1?"));
+	ck_assert_ptr_nonnull(strstr(find("/hbmguard/v1/jobs/J/nodes/n1")->value, "[3]"));
+	ck_assert_int_eq(cl_error(cores[1], "J", 1, "a UE", now, id), 0);
+	run();
+	tick(1, 30 * 1000000ULL);
+	ck_assert_uint_eq(steps[1][CL_ABORT], 1);
+	ck_assert_str_eq(told_why[1], "not opened across nodes: this node's name taken by another");
+	ck_assert_uint_lt(strlen(told_why[1]), sizeof(((struct hbm_ctl_incident *)0)->reason));
+}
+END_TEST
+
+/*
+ * Its own key put again, by a daemon started again within LeaseTTL (the old
+ * lease's key read first), under a lease etcd gave anew (a put of the old
+ * lease's taken late), with a new value
+ * answered before the watch brought it: none is another writer's.
+ */
+START_TEST(own_key_rewritten_not_taken)
+{
+	struct cl_timeouts t = { { 30, 30, 120, 30, 10 } };
+	struct etcd_kv kvs[KEYS];
+
+	cl_free(cores[1]);
+	cores[1] = cl_new("n1", &t, nonce);
+	cl_link(cores[1], true, now);
+	cl_snapshot(cores[1], kvs, collect(CL_PREFIX, kvs), rev, now);
+	cl_lease(cores[1], 301, now);
+	ck_assert_int_eq(cl_job_join(cores[1], "J", "{\"ranks\":[1],\"world_size\":3}", now), 0);
+	run();
+	ck_assert_int_eq(find("/hbmguard/v1/jobs/J/nodes/n1")->lease, 301);
+	cl_lease(cores[1], 0, now);
+	cl_lease(cores[1], 302, now);
+	/* a put sent under the old lease, taken by etcd only now */
+	fput_leased("/hbmguard/v1/jobs/J/nodes/n1", "{\"ranks\":[1],\"world_size\":3}", 301);
+	run();
+	answer_first = true;
+	ck_assert_int_eq(cl_job_join(cores[1], "J", "{\"ranks\":[1],\"world_size\":3,\"x\":1}", now), 0);
+	run();
+	ck_assert_int_eq(find("/hbmguard/v1/jobs/J/nodes/n1")->lease, 302);
+	ck_assert_uint_eq(sent[1][CL_TXN_PUBLISH], 4);	/* the first daemon's, and three */
+	for (int n = 0; n < 3; n++)
+		ck_assert_msg(!strstr(said[n], "another writer"), "n%d said: %s", n, said[n]);
+}
+END_TEST
+
 Suite *cluster_suite(void)
 {
 	Suite *s = suite_create("cluster");
@@ -2636,6 +2772,10 @@ Suite *cluster_suite(void)
 	tcase_add_test(tc, step_unknown_error_aborts_at_once);
 	tcase_add_test(tc, stale_answer_of_an_ended_incident);
 	tcase_add_test(tc, lost_rank_out_of_a_world_shrunk);
+	tcase_add_test(tc, name_taken_said_by_both);
+	tcase_add_test(tc, name_taken_seen_in_a_read);
+	tcase_add_test(tc, name_taken_error_says_why);
+	tcase_add_test(tc, own_key_rewritten_not_taken);
 	suite_add_tcase(s, tc);
 	return s;
 }
