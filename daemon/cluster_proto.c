@@ -88,6 +88,14 @@ struct job {
 	uint32_t failed_rank;		/* the global rank whose state was lost */
 	int64_t create_rev;
 	/*
+	 * Its key's value as last read (a member's): what its close compares,
+	 * so that it deletes no other incident that a store restored from a
+	 * snapshot gave the same create_revision (a step key gone compares
+	 * equal under either).
+	 */
+	char *inc_value;
+	size_t inc_value_len;
+	/*
 	 * Which of the incidents this core read it is: not its create_revision,
 	 * which a store restored from a snapshot, or a read that left its
 	 * deletion out, gives again.
@@ -290,6 +298,7 @@ static void job_free(struct job *j)
 	free(j->ranks);
 	free(j->parts);
 	free(j->value);
+	free(j->inc_value);
 	free(j);
 }
 
@@ -700,7 +709,7 @@ static void open_incident(struct cl_core *c, struct job *j)
 			{ .kind = ETCD_PUT, .key = step, .value = sv },
 		};
 
-		cmp = (struct etcd_cmp){ inc, ETCD_CREATE, ETCD_EQUAL, 0 };
+		cmp = (struct etcd_cmp){ .key = inc, .target = ETCD_CREATE, .result = ETCD_EQUAL };
 		txn(c, j, CL_TXN_OPEN, &cmp, 1, ops, 2);
 	}
 out:
@@ -717,7 +726,8 @@ static void set_step(struct cl_core *c, struct job *j, enum cl_txn_kind kind, en
 {
 	char *k = key_of(j->name, "incident/%s/step", j->id);
 	char *v = step_value(s, c->t.step[s], reason);
-	struct etcd_cmp cmp = { k, ETCD_MOD, ETCD_EQUAL, j->step_mod_rev };
+	struct etcd_cmp cmp = { .key = k, .target = ETCD_MOD, .result = ETCD_EQUAL,
+				.v = j->step_mod_rev };
 	struct etcd_op op = { .kind = ETCD_PUT, .key = k, .value = v };
 	struct cl_action *a = k && v ? txn(c, j, kind, &cmp, 1, &op, 1) : NULL;
 
@@ -737,7 +747,8 @@ static char *acks_of(const struct job *j)
 /*
  * @step_rev: the step key's mod_revision compared, 0 for none there: etcd
  * compares a key that is not there as a KeyValue of zeros (applyCompare(),
- * etcdserver/apply.go, 3.4).
+ * etcdserver/apply.go, 3.4).  The incident key's value too: another
+ * incident of the same create_revision (a store restored) has another id.
  */
 static void close_incident(struct cl_core *c, struct job *j, int64_t step_rev)
 {
@@ -746,8 +757,10 @@ static void close_incident(struct cl_core *c, struct job *j, int64_t step_rev)
 	char *sub = key_of(j->name, "incident/%s/", j->id);
 	char *acks = acks_of(j);
 	struct etcd_cmp cmp[] = {
-		{ inc, ETCD_CREATE, ETCD_EQUAL, j->create_rev },
-		{ step, ETCD_MOD, ETCD_EQUAL, step_rev },
+		{ .key = inc, .target = ETCD_CREATE, .result = ETCD_EQUAL, .v = j->create_rev },
+		{ .key = step, .target = ETCD_MOD, .result = ETCD_EQUAL, .v = step_rev },
+		{ .key = inc, .target = ETCD_VALUE, .result = ETCD_EQUAL, .value = j->inc_value,
+		  .value_len = j->inc_value_len },
 	};
 	struct etcd_op ops[] = {
 		{ .kind = ETCD_DELETE, .key = inc },
@@ -756,8 +769,8 @@ static void close_incident(struct cl_core *c, struct job *j, int64_t step_rev)
 	};
 	struct cl_action *a = NULL;
 
-	if (step && inc && sub && acks)
-		a = txn(c, j, CL_TXN_CLOSE, cmp, 2, ops, 3);
+	if (step && inc && sub && acks && j->inc_value)
+		a = txn(c, j, CL_TXN_CLOSE, cmp, 3, ops, 3);
 	if (a)
 		a->from_rev = step_rev;
 	free(step);
@@ -785,7 +798,8 @@ static void ack(struct cl_core *c, struct job *j, enum cl_step s)
 		k = NULL;
 	snprintf(v, sizeof(v), "{\"at\":%" PRIu64 "}", at);
 	if (inc && k) {
-		struct etcd_cmp cmp = { inc, ETCD_CREATE, ETCD_EQUAL, j->create_rev };
+		struct etcd_cmp cmp = { .key = inc, .target = ETCD_CREATE, .result = ETCD_EQUAL,
+					.v = j->create_rev };
 		struct etcd_op op = { .kind = ETCD_PUT, .key = k, .value = v };
 
 		struct cl_action *a = txn(c, j, CL_TXN_ACK, &cmp, 1, &op, 1);
@@ -1190,6 +1204,8 @@ static void incident_gone(struct cl_core *c, struct job *j)
 	free(j->parts);
 	j->parts = NULL;
 	j->nr_parts = 0;
+	free(j->inc_value);
+	j->inc_value = NULL;
 	j->acked = 0;
 	memset(j->step_at, 0, sizeof(j->step_at));
 	j->open = j->member = j->step_known = j->local_aborted = j->watching = false;
@@ -1367,6 +1383,24 @@ static void lost_rank_in_world(struct cl_core *c, struct job *j)
 			 j->failed_rank, c->node, j->world);
 }
 
+static char *memdup(const char *p, size_t len)
+{
+	char *d = malloc(len ? len : 1);
+
+	return d ? memcpy(d, p, len) : NULL;
+}
+
+/*
+ * The key of the incident known, put again: etcd keeps a key's
+ * create_revision and counts its version up when it is put again (put() in
+ * mvcc/kvstore_txn.go, v3.4.23).  A key created anew at the same
+ * create_revision (a store restored from a snapshot) is at version 1.
+ */
+static bool put_over(const struct job *j, const struct etcd_kv *kv)
+{
+	return j->open && kv->create_revision == j->create_rev && kv->version > 1;
+}
+
 static void put_incident(struct cl_core *c, const struct key *k, const struct etcd_kv *kv,
 			 uint64_t now)
 {
@@ -1374,12 +1408,19 @@ static void put_incident(struct cl_core *c, const struct key *k, const struct et
 	char id[HBM_CLUSTER_NAME_LEN], opener[HBM_CLUSTER_NAME_LEN], reason[CL_REASON_LEN];
 	struct job *j = job_find(c, k->job);
 	struct member *parts = NULL;
+	char *value = NULL;
 	size_t n = 0, i, m;
 	uint32_t failed;
 
 	if (!j || !j->nr_nodes) {
 		json_object_put(o);
 		return refuse(c, kv, "an incident of a job no node has published");
+	}
+	if (put_over(j, kv) && j->member && (value = memdup(kv->value, kv->value_len))) {
+		free(j->inc_value);	/* what its close compares now, taken or refused */
+		j->inc_value = value;
+		j->inc_value_len = kv->value_len;
+		value = NULL;
 	}
 	if (!o || str_field(o, "id", true, id, sizeof(id)) || !hbm_cluster_name_valid(id) ||
 	    str_field(o, "opener", true, opener, sizeof(opener)) || !hbm_cluster_name_valid(opener) ||
@@ -1400,15 +1441,13 @@ static void put_incident(struct cl_core *c, const struct key *k, const struct et
 	}
 	/*
 	 * Another id at the create_revision of the one known.  Put over it
-	 * (version past 1: etcd keeps a key's create_revision and counts its
-	 * version up when it is put again, put() in mvcc/kvstore_txn.go,
-	 * v3.4.23), a writer's doing, refused: the incident goes on.  Created
-	 * (version 1), a store restored from a snapshot, whose revisions began
-	 * again below those read here, opened another since: it replaces the
-	 * one known, whose close would compare its create_revision, and
-	 * delete it (helper-197).
+	 * (version past 1: put_over()), a writer's doing, refused: the
+	 * incident goes on.  Created (version 1), a store restored from a
+	 * snapshot, whose revisions began again below those read here, opened
+	 * another since: it replaces the one known, whose close would compare
+	 * its create_revision, and delete it (helper-197).
 	 */
-	if (j->open && kv->create_revision == j->create_rev && kv->version > 1) {
+	if (put_over(j, kv)) {
 		json_object_put(o);
 		return refuse(c, kv, "an incident's id changed under it");
 	}
@@ -1436,6 +1475,11 @@ static void put_incident(struct cl_core *c, const struct key *k, const struct et
 		free(parts);
 		return refuse(c, kv, "an incident whose opener is not one of its nodes");
 	}
+	value = memdup(kv->value, kv->value_len);
+	if (!value) {
+		free(parts);
+		return refuse(c, kv, "out of memory");
+	}
 	if (j->open)	/* deleted and created again between two reads */
 		incident_gone(c, j);
 	/* a new incident: nothing of this node's part in an earlier one stands */
@@ -1456,8 +1500,12 @@ static void put_incident(struct cl_core *c, const struct key *k, const struct et
 	j->member = part(j, c->node) != NULL;
 	j->read_at = now;
 	j->error_at = 0;
-	if (!j->member)
+	if (!j->member) {
+		free(value);	/* only a member closes it */
 		return;
+	}
+	j->inc_value = value;
+	j->inc_value_len = kv->value_len;
 	say(c, j, LOG_WARNING, "job %s: incident %s opened by %s on %zu nodes: %s", j->name, id,
 	    opener, n, reason);
 	lost_rank_in_world(c, j);

@@ -112,9 +112,9 @@ char *etcd_prefix_end(const char *prefix)
 	return end;
 }
 
-static int add_bytes(struct json_object *o, const char *field, const char *s)
+static int add_bytes_len(struct json_object *o, const char *field, const char *s, size_t len)
 {
-	char *enc = etcd_base64(s, strlen(s));
+	char *enc = etcd_base64(s, len);
 	struct json_object *v = enc ? json_object_new_string(enc) : NULL;
 
 	free(enc);
@@ -122,6 +122,11 @@ static int add_bytes(struct json_object *o, const char *field, const char *s)
 		return -ENOMEM;
 	json_object_object_add(o, field, v);
 	return 0;
+}
+
+static int add_bytes(struct json_object *o, const char *field, const char *s)
+{
+	return add_bytes_len(o, field, s, strlen(s));
 }
 
 static void add_int64(struct json_object *o, const char *field, int64_t v)
@@ -162,8 +167,8 @@ static int add_range_end(struct json_object *o, const char *prefix)
 char *etcd_txn_body(const struct etcd_cmp *cmp, size_t nr_cmp,
 		    const struct etcd_op *ops, size_t nr_ops)
 {
-	static const char *const targets[] = { "CREATE", "MOD", "VERSION" };
-	static const char *const fields[] = { "create_revision", "mod_revision", "version" };
+	static const char *const targets[] = { "CREATE", "MOD", "VERSION", "VALUE" };
+	static const char *const fields[] = { "create_revision", "mod_revision", "version", "value" };
 	static const char *const results[] = { "EQUAL", "NOT_EQUAL", "GREATER", "LESS" };
 	static const char *const op_fields[] = {
 		[ETCD_PUT] = "request_put", [ETCD_DELETE] = "request_delete_range",
@@ -191,8 +196,13 @@ char *etcd_txn_body(const struct etcd_cmp *cmp, size_t nr_cmp,
 		json_object_array_add(c, o);
 		json_object_object_add(o, "target", json_object_new_string(targets[cmp[i].target]));
 		json_object_object_add(o, "result", json_object_new_string(results[cmp[i].result]));
-		add_int64(o, fields[cmp[i].target], cmp[i].v);
-		err = add_bytes(o, "key", cmp[i].key);
+		if (cmp[i].target == ETCD_VALUE)
+			err = add_bytes_len(o, fields[cmp[i].target], cmp[i].value,
+					    cmp[i].value_len);
+		else
+			add_int64(o, fields[cmp[i].target], cmp[i].v);
+		if (!err)
+			err = add_bytes(o, "key", cmp[i].key);
 	}
 	for (i = 0; !err && i < nr_ops; i++) {
 		struct json_object *op = json_object_new_object(), *r = json_object_new_object();

@@ -45,8 +45,12 @@ struct etcd_kv {
 	int64_t lease;
 };
 
-/* A Compare of a TxnRequest: its target against @v. */
-enum etcd_target { ETCD_CREATE, ETCD_MOD, ETCD_VERSION };
+/*
+ * A Compare of a TxnRequest: its target against @v, or against @value
+ * (ETCD_VALUE: a key not there never compares equal, applyCompare(),
+ * etcdserver/apply.go, 3.4).
+ */
+enum etcd_target { ETCD_CREATE, ETCD_MOD, ETCD_VERSION, ETCD_VALUE };
 enum etcd_result { ETCD_EQUAL, ETCD_NOT_EQUAL, ETCD_GREATER, ETCD_LESS };
 
 struct etcd_cmp {
@@ -54,6 +58,8 @@ struct etcd_cmp {
 	enum etcd_target target;
 	enum etcd_result result;
 	int64_t v;
+	const char *value;	/* ETCD_VALUE: @value_len bytes */
+	size_t value_len;
 };
 
 /*

@@ -358,6 +358,27 @@ stop_agents
 echo "check-cluster: two daemons of one node name both say so, once, and stop writing its key;" \
 	"an operator's put of a node's key is said"
 
+# ---- an operator's del --prefix of an incident's step: it closes, the next resumes ----
+job=wedged
+LOG=$W/$job.
+start_agents $job 2 --timeout 3
+kill -STOP "${AGENTS[1]}"
+kill -USR1 "${AGENTS[0]}"
+wait_for "$job: node 0 did not pause" 10 grep -q '^step pause' "$W/$job.0.out"
+# the trailing slash: the step goes, the incident key stays
+ctl del --prefix "/hbmguard/v1/jobs/$job/incident/" >/dev/null
+kill -CONT "${AGENTS[1]}"
+wait_for "$job: the incident without its step not ended on both nodes" 30 all_closed $job 2 aborted
+incident_gone() { [ -z "$(ctl get "/hbmguard/v1/jobs/$job/incident" --keys-only)" ]; }
+wait_for "$job: the incident without its step never closed" 10 incident_gone
+cat "$W/$job.0.err" "$W/$job.1.err" | grep -q 'its step key gone: closing it' ||
+	fail "$job: no node said why it closed the incident"
+kill -USR1 "${AGENTS[0]}"
+wait_for "$job: the next incident did not resume on both nodes" 30 all_closed $job 2 resumed
+stop_agents
+echo "check-cluster: an incident whose step an operator deleted aborts and is closed (its key's" \
+	"create_revision, value and step key compared); the job's next incident resumes"
+
 # ---- etcd restarted while a node is away, and compacted past its watch ----
 stop_etcd() { kill "$ETCD"; wait "$ETCD" 2>/dev/null || true; }
 reached() { [ "$(grep -c 'etcd reached' "$1")" -ge "$2" ]; }

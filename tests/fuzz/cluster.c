@@ -619,8 +619,8 @@ static void check_txn(const struct cl_action *a)
 	case CL_TXN_CLOSE: {
 		int64_t m;
 
-		/* the incident it was sent for, and its step key as read (0: none there) */
-		assert(nc == 2 && no == 3 && a->id[0]);
+		/* the incident it was sent for, its step key as read (0: none there), its value */
+		assert(nc == 3 && no == 3 && a->id[0]);
 		c = json_object_array_get_idx(cmps, 0);
 		k = b64(c, "key", NULL);
 		assert(!strcmp(k, inc) && !strcmp(str_of(c, "target"), "CREATE"));
@@ -631,6 +631,13 @@ static void check_txn(const struct cl_action *a)
 		assert(!strcmp(k, step) && !strcmp(str_of(c, "target"), "MOD"));
 		assert(!etcd_int64(c, "mod_revision", &m) && m >= 0);
 		free(k);
+		c = json_object_array_get_idx(cmps, 2);
+		k = b64(c, "key", NULL);
+		assert(!strcmp(k, inc) && !strcmp(str_of(c, "target"), "VALUE"));
+		free(k);
+		/* the key's as read: an incident's, or what a writer put over it */
+		v = b64(c, "value", &len);
+		free(v);
 		op = json_object_array_get_idx(ops, 0);
 		assert(json_object_object_get_ex(op, "request_delete_range", &r));
 		k = b64(r, "key", NULL);
@@ -691,6 +698,17 @@ static int apply_txn(const char *body)
 		struct fkv *f = find(k);
 		int64_t v, have;
 
+		if (!strcmp(target, "VALUE")) {
+			size_t len;
+			char *value = b64(c, "value", &len);
+
+			/* a key not there never equal (applyCompare(), etcdserver/apply.go, 3.4) */
+			assert(!strcmp(str_of(c, "result"), "EQUAL"));
+			ok = ok && f && f->value_len == len && !memcmp(f->value, value, len);
+			free(value);
+			free(k);
+			continue;
+		}
 		if (!strcmp(target, "CREATE")) {
 			assert(!etcd_int64(c, "create_revision", &v));
 			have = f ? f->create : 0;
