@@ -1412,15 +1412,16 @@ static void put_incident(struct cl_core *c, const struct key *k, const struct et
 	size_t n = 0, i, m;
 	uint32_t failed;
 
-	if (!j || !j->nr_nodes) {
-		json_object_put(o);
-		return refuse(c, kv, "an incident of a job no node has published");
-	}
-	if (put_over(j, kv) && j->member && (value = memdup(kv->value, kv->value_len))) {
-		free(j->inc_value);	/* what its close compares now, taken or refused */
+	/* what the close of the incident known compares now, whatever else is refused */
+	if (j && put_over(j, kv) && j->member && (value = memdup(kv->value, kv->value_len))) {
+		free(j->inc_value);
 		j->inc_value = value;
 		j->inc_value_len = kv->value_len;
 		value = NULL;
+	}
+	if (!j || !j->nr_nodes) {
+		json_object_put(o);
+		return refuse(c, kv, "an incident of a job no node has published");
 	}
 	if (!o || str_field(o, "id", true, id, sizeof(id)) || !hbm_cluster_name_valid(id) ||
 	    str_field(o, "opener", true, opener, sizeof(opener)) || !hbm_cluster_name_valid(opener) ||
