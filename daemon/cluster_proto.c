@@ -75,11 +75,13 @@ struct job {
 	bool republish;			/* changed while a publication was in flight */
 	int64_t ours_rev;		/* the key last known ours at (its put's revision), 0 not */
 	/*
-	 * Another writer put this node's key after it was ours: a second
-	 * daemon given this node's name (a cloned image's hostname), or an
-	 * etcd user.  Said once, until the key goes (delete_node()).
+	 * Other writers of this node's key after it was ours: a second daemon
+	 * given this node's name (a cloned image's hostname), or an etcd user.
+	 * Each (its lease) said once, until the key goes (delete_node()).
 	 */
-	bool name_taken;
+	int64_t writers[8];
+	unsigned int nr_writers;
+	bool held_by_other;		/* the key's last put one of theirs: not put over again */
 	bool leaving;			/* its key to delete: no rank of it here now */
 	/* the open incident, as etcd has it */
 	bool open;
@@ -168,6 +170,7 @@ struct cl_core {
 	struct cl_timeouts t;
 	uint64_t (*nonce)(void);
 	int64_t lease;			/* 0: none */
+	int64_t old_lease;		/* the one before: its puts, taken late, are still ours */
 	bool link;
 	int64_t synced;			/* the revision the watch has reached */
 	/* this node's jobs, and at most CL_MAX_JOBS others: none crowds out its own */
@@ -970,8 +973,8 @@ static void process(struct cl_core *c, struct job *j, uint64_t now)
 	if (j->retry_at && now < j->retry_at)
 		return;
 	j->retry_at = 0;
-	if (j->value && !j->published && c->lease && c->link && !BUSY(j, CL_TXN_PUBLISH) &&
-	    !BUSY(j, CL_TXN_LEAVE))
+	if (j->value && !j->published && !j->held_by_other && c->lease && c->link &&
+	    !BUSY(j, CL_TXN_PUBLISH) && !BUSY(j, CL_TXN_LEAVE))
 		publish(c, j);
 	if (j->leaving && c->link && !BUSY(j, CL_TXN_LEAVE) && !BUSY(j, CL_TXN_PUBLISH))
 		leave(c, j);
@@ -1011,7 +1014,7 @@ static void process(struct cl_core *c, struct job *j, uint64_t now)
 		   now >= j->want_since + c->t.step[CL_PAUSE] * 1000000ULL) {
 		const char *why = !c->link ? "etcd unreachable" :
 				  !node_alive(j, c->node) ? "this node's ranks not published" :
-				  !world_known(j) && j->name_taken ? "this node's name taken by another" :
+				  !world_known(j) && j->held_by_other ? "this node's name taken by another" :
 				  !world_known(j) ? "not every rank's node known" :
 				  j->want_rank >= j->world ? "its lost rank not in the job's world" :
 				  "another incident's end not seen";
@@ -1242,18 +1245,24 @@ static void refuse(struct cl_core *c, const struct etcd_kv *kv, const char *why)
 }
 
 /*
- * This node's key of @j put: by this daemon (under its lease), or by
- * another writer after it was ours.  That writer's key stands (two daemons
- * of one name would write it in turn without end); this node's is written
- * once again, so that a second daemon of the name hears of the first and
- * says so too.  A daemon started again within LeaseTTL reads its old key
- * under the old lease, but before any put of its own: not another writer.
+ * This node's key of @j put: by this daemon (under its lease, or a put of
+ * the lease before taken late), or by another writer after it was ours.
+ * A writer's key stands (two daemons of one name would write it in turn
+ * without end): this node's is put once again when that writer is new
+ * here, so that a second daemon of the name hears of the first and says
+ * so too, and then only for a change of its own (cl_job_join()).  A daemon
+ * started again within LeaseTTL reads its old key under the old lease, but
+ * before any put of its own: not another writer.
  */
 static void own_key_put(struct cl_core *c, struct job *j, const struct etcd_kv *kv)
 {
 	char who[HBM_CLUSTER_NAME_LEN + 80];
+	unsigned int i;
 
-	if (kv->lease && kv->lease == c->lease) {
+	if (kv->lease && (kv->lease == c->lease || kv->lease == c->old_lease)) {
+		j->held_by_other = false;
+		if (kv->lease != c->lease)
+			return;		/* goes with that lease; put again under this one */
 		j->ours_rev = kv->mod_revision;
 		/* what this node last asked etcd to hold */
 		if (j->value && kv->value_len == strlen(j->value) &&
@@ -1261,16 +1270,22 @@ static void own_key_put(struct cl_core *c, struct job *j, const struct etcd_kv *
 			j->published = true;
 		return;
 	}
-	if (!j->ours_rev || kv->mod_revision <= j->ours_rev || j->name_taken)
+	if (!j->ours_rev || kv->mod_revision <= j->ours_rev)
 		return;
-	j->name_taken = true;
 	j->published = false;
+	j->held_by_other = true;
+	for (i = 0; i < j->nr_writers && j->writers[i] != kv->lease; i++)
+		;
+	if (i < j->nr_writers || i == sizeof(j->writers) / sizeof(j->writers[0]))
+		return;
+	j->writers[j->nr_writers++] = kv->lease;
+	j->held_by_other = false;	/* put over once: the writer hears of this node */
 	if (kv->lease)
 		snprintf(who, sizeof(who), "another hbmguardd named %s? Give each node its own [Cluster] Node=",
 			 c->node);
 	else
 		snprintf(who, sizeof(who), "an etcd user's (a daemon's puts are under its lease)");
-	say(c, j, LOG_ERR, "job %s: this node's key (nodes/%s) put by another writer (lease %" PRIx64 ", this node's %" PRIx64 ") after this node's: %s; until then the job's incidents may not recover",
+	say(c, j, LOG_ERR, "job %s: this node's key (nodes/%s) put by another writer (lease %" PRIx64 ", this node's %" PRIx64 ") after this node's: %s; while it holds the key, the job's incidents may not recover",
 	    j->name, c->node, (uint64_t)kv->lease, (uint64_t)c->lease, who);
 }
 
@@ -1350,7 +1365,8 @@ static void delete_node(struct cl_core *c, struct job *j, const char *node)
 	if (!strcmp(node, c->node)) {
 		j->published = false;
 		j->ours_rev = 0;
-		j->name_taken = false;
+		j->nr_writers = 0;
+		j->held_by_other = false;
 	}
 	if (j->open && j->member && part(j, node))
 		escalate(c, j, "node %s left the job (its lease ended)", node);
@@ -1688,8 +1704,10 @@ void cl_snapshot(struct cl_core *c, const struct etcd_kv *kvs, size_t n, int64_t
 	for (i = c->nr_jobs; i-- > 0;) {
 		struct job *j = c->jobs[i];
 
-		if (!node_alive(j, c->node))
-			j->name_taken = false;	/* the key gone: as delete_node() */
+		if (!node_alive(j, c->node)) {	/* the key gone: as delete_node() */
+			j->nr_writers = 0;
+			j->held_by_other = false;
+		}
 		/* a node of the incident whose key is gone while this one was away */
 		for (size_t p = 0; j->open && j->member && p < j->nr_parts; p++)
 			if (!node_alive(j, j->parts[p].name))
@@ -1761,6 +1779,8 @@ void cl_link(struct cl_core *c, bool up, uint64_t now)
 /* A new lease (0: lost): this node's jobs are published under it again. */
 void cl_lease(struct cl_core *c, int64_t lease, uint64_t now)
 {
+	if (c->lease)
+		c->old_lease = c->lease;
 	c->lease = lease;
 	for (size_t i = 0; i < c->nr_jobs; i++) {
 		c->jobs[i]->published = false;
@@ -1896,6 +1916,7 @@ int cl_job_join(struct cl_core *c, const char *job, const char *value, uint64_t 
 	j->world = world;
 	j->world_dirty = true;
 	j->published = false;
+	j->held_by_other = false;	/* a change of its own: put once, over another's */
 	j->republish = BUSY(j, CL_TXN_PUBLISH);
 	j->leaving = false;
 	lost_rank_in_world(c, j);

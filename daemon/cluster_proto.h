@@ -15,8 +15,9 @@
  *	NODE has ranks of JOB: put under NODE's lease, so that it goes
  *	when NODE's daemon does (or loses etcd) for LeaseTTL; deleted when
  *	the last of them leaves.  Put by another writer (another lease, or
- *	none) after NODE's own put: said once and put once again, no more
- *	(two daemons of one name would take turns without end).
+ *	none) after NODE's own put: said once per writer and put once again,
+ *	then left to it but for new ranks of NODE's (two daemons of one name
+ *	would take turns without end).
  *	hbmguardd names a job by its owner's uid
  *	and the name its ranks registered with: "1000.run-42" (recovery.c),
  *	so that no user joins another's job, given that uids are the same

@@ -332,8 +332,20 @@ echo "check-cluster: a node whose lease ends aborts the incident everywhere"
 job=twin
 LOG=$W/$job.
 start_agents $job 2 --fail never
-key_rev() { ctl get "/hbmguard/v1/jobs/$job/nodes/$1" -w json |
-	sed -n 's/.*"mod_revision":\([0-9]*\).*/\1/p'; }
+key_field() {	# node field: of the node's key of the job, as etcd holds it
+	ctl get "/hbmguard/v1/jobs/$job/nodes/$1" -w json | sed -n "s/.*\"$2\":\([0-9]*\).*/\1/p"
+}
+# n1's daemon killed and started again within LeaseTTL: its old key, under
+# the old lease, read before its own put: not another writer
+old_lease=$(key_field n1 lease)
+kill -9 "${AGENTS[1]}"
+wait "${AGENTS[1]}" 2>/dev/null || true
+"$AGENT" --endpoint $EP --plain --node n1 --job $job --rank 1 --world 2 --ttl 10 \
+	>"$W/$job.1.out" 2>"$W/$job.1.err" &
+AGENTS[1]=$!
+PIDS+=($!)
+put_again() { [ -n "$(key_field n1 lease)" ] && [ "$(key_field n1 lease)" != "$old_lease" ]; }
+wait_for "$job: n1 started again did not put its key" 20 put_again
 "$AGENT" --endpoint $EP --plain --node n1 --job $job --rank 2 --world 3 --ttl 10 \
 	>"$W/$job.twin.out" 2>"$W/$job.twin.err" &
 AGENTS+=($!)
@@ -343,9 +355,10 @@ twins_said() {
 		grep -q 'nodes/n1) put by another writer .*another hbmguardd named n1' "$W/$job.twin.err"
 }
 wait_for "$job: the two daemons named n1 did not both say so" 20 twins_said
-settled=$(key_rev n1)
+settled=$(key_field n1 mod_revision)
 sleep 3
-[ "$(key_rev n1)" = "$settled" ] || fail "$job: the two daemons named n1 went on writing its key"
+[ "$(key_field n1 mod_revision)" = "$settled" ] ||
+	fail "$job: the two daemons named n1 went on writing its key"
 for f in 1.err twin.err; do
 	[ "$(grep -c 'put by another writer' "$W/$job.$f")" = 1 ] ||
 		fail "$job: a daemon named n1 said it more than once: $(cat "$W/$job.$f")"
@@ -355,8 +368,9 @@ ctl put "/hbmguard/v1/jobs/$job/nodes/n0" '{"ranks":[0],"world_size":2}' >/dev/n
 wait_for "$job: n0 did not say an operator put its key" 10 \
 	grep -q "nodes/n0) put by another writer (lease 0, .*an etcd user's" "$W/$job.0.err"
 stop_agents
-echo "check-cluster: two daemons of one node name both say so, once, and stop writing its key;" \
-	"an operator's put of a node's key is said"
+echo "check-cluster: a daemon started again within LeaseTTL puts its key over its old one, said by" \
+	"no one; two daemons of one node name both say so, once, and stop writing its key; an" \
+	"operator's put of a node's key is said"
 
 # ---- an operator's del --prefix of an incident's step: it closes, the next resumes ----
 job=wedged

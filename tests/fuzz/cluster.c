@@ -128,6 +128,14 @@ static bool owed_read;		/* events lost, or etcd lied: only a read again makes up
 static uint32_t tmax;		/* the longest timeout configured in the run, s */
 static unsigned long actions_taken;
 static int64_t synced_told, peers_rev;
+static bool in_apply, foreign_self;	/* a put of this node's key not the core's: "another writer" may be said */
+
+static bool self_key(const char *k)
+{
+	size_t n = strlen(k), m = strlen("/nodes/" SELF);
+
+	return n > m && !strcmp(k + n - m, "/nodes/" SELF);
+}
 
 static uint64_t nonce(void)
 {
@@ -260,6 +268,8 @@ static void sput(const char *k, const char *v, size_t len, int64_t lease_id)
 	f->mod = rev;
 	f->version++;
 	f->lease = lease_id;
+	if (!in_apply && self_key(k))
+		foreign_self = true;
 	f->ours = false;
 	f->told = 0;
 	if (trace)
@@ -735,7 +745,9 @@ static int apply_txn(const char *body)
 				k = b64(r, "key", NULL);
 				v = b64(r, "value", &len);
 				assert(!etcd_int64(r, "lease", &l));
+				in_apply = true;
 				sput(k, v, len, l);
+				in_apply = false;
 				if (find(k))
 					find(k)->ours = true;
 				free(v);
@@ -1047,6 +1059,9 @@ static void drain(void)
 				(*closes_of(a.job))++;
 			break;
 		case CL_LOG:
+			/* its own puts never said another writer's (helper-200) */
+			assert(foreign_self || !strstr(a.text, ": this node's key (nodes/" SELF
+						     ") put by another writer"));
 			check_refusal(a.text);
 			on_opened(a.text);
 			break;
@@ -1664,6 +1679,8 @@ static void op(struct fuzz_in *in)
 			find(k)->told += 2;	/* its refusal is of this one, not the store's */
 		if (k[0]) {
 			owed_read = true;
+			if (self_key(k))
+				foreign_self = true;
 			(fuzz_u8(in) & 1 ? cl_delete : cl_put)(core, &kv, now);
 		}
 		free(k);
@@ -2089,6 +2106,7 @@ static void reset(void)
 	nr_errors = 0;
 	end_unreachable = end_peers_silent = end_ranks_silent = false;
 	owed_read = false;
+	foreign_self = in_apply = false;
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);

@@ -603,6 +603,7 @@ static void run(void)
 					}
 					sent[n][a.txn]++;
 					free(a.body);
+					ck_assert_uint_lt(sent[n][a.txn], 1000);	/* no loop */
 					break;
 				case CL_LOCAL:
 					steps[n][a.step]++;
@@ -617,7 +618,8 @@ static void run(void)
 					closed[n][a.step == CL_RESUME]++;
 					break;
 				case CL_LOG:
-					strncat(said[n], a.text, sizeof(said[n]) - strlen(said[n]) - 2);
+					ck_assert_uint_lt(strlen(said[n]) + strlen(a.text) + 1, sizeof(said[n]));
+					strcat(said[n], a.text);
 					strcat(said[n], "\n");
 					break;
 				case CL_WATCH:
@@ -2793,6 +2795,168 @@ START_TEST(wedged_close_compares_the_value_put_again)
 }
 END_TEST
 
+static unsigned int count_of(const char *s, const char *what)
+{
+	unsigned int n = 0;
+
+	for (const char *p = s; (p = strstr(p, what)); p++)
+		n++;
+	return n;
+}
+
+/* core @n replaced by a daemon of name @node, lease @lease, its ranks @value (helper-200) */
+static void daemon_starts(int n, const char *node, int64_t lease, const char *value)
+{
+	struct cl_timeouts t = { { 30, 30, 120, 30, 10 } };
+	struct etcd_kv kvs[KEYS];
+
+	if (n < nr_cores)
+		cl_free(cores[n]);
+	else
+		nr_cores = n + 1;
+	said[n][0] = 0;
+	cores[n] = cl_new(node, &t, nonce);
+	linked[n] = true;
+	cl_link(cores[n], true, now);
+	cl_snapshot(cores[n], kvs, collect(CL_PREFIX, kvs), rev, now);
+	cl_lease(cores[n], lease, now);
+	ck_assert_int_eq(cl_job_join(cores[n], "J", value, now), 0);
+	run();
+}
+
+/* An operator's put said and put over: a twin later is said by both (helper-200). */
+START_TEST(twin_said_after_an_operator_put)
+{
+	fput("/hbmguard/v1/jobs/J/nodes/n1", "{\"ranks\":[1],\"world_size\":3}");
+	run();
+	ck_assert_uint_eq(count_of(said[1], "put by another writer"), 1);
+	ck_assert_int_eq(find("/hbmguard/v1/jobs/J/nodes/n1")->lease, 101);
+	clone_of_n1_joins("{\"ranks\":[1],\"world_size\":3}");
+	ck_assert_uint_eq(count_of(said[1], "put by another writer"), 2);
+	ck_assert_uint_eq(count_of(said[3], "put by another writer"), 1);
+	/* the key another's: not counted published */
+	ck_assert_int_eq(find("/hbmguard/v1/jobs/J/nodes/n1")->lease, 203);
+	ck_assert_uint_eq(cl_jobs_published(cores[1]), 0);
+	ck_assert_uint_eq(cl_jobs_published(cores[3]), 1);
+}
+END_TEST
+
+/*
+ * Reads again on the daemon whose key the other holds put nothing over it;
+ * the other gone (its key not: the test's etcd ends no lease), a second
+ * twin is said by both (helper-200).
+ */
+START_TEST(twins_reads_put_nothing_next_twin_said)
+{
+	clone_of_n1_joins("{\"ranks\":[1],\"world_size\":3}");
+	ck_assert_uint_eq(sent[1][CL_TXN_PUBLISH] + sent[3][CL_TXN_PUBLISH], 4);
+	for (int i = 0; i < 10; i++) {
+		reread(find("/hbmguard/v1/jobs/J/nodes/n1")->lease == 101 ? 3 : 1);
+		run();
+	}
+	ck_assert_uint_eq(sent[1][CL_TXN_PUBLISH] + sent[3][CL_TXN_PUBLISH], 4);
+	daemon_starts(3, "n1", 204, "{\"ranks\":[1],\"world_size\":3}");
+	ck_assert_int_eq(find("/hbmguard/v1/jobs/J/nodes/n1")->lease, 204);
+	ck_assert_uint_eq(count_of(said[1], "put by another writer"), 2);
+	ck_assert_uint_eq(count_of(said[3], "put by another writer"), 1);
+}
+END_TEST
+
+/* Three daemons of one name: each says each other once, a bounded number of puts (helper-200). */
+START_TEST(three_twins_bounded)
+{
+	daemon_starts(2, "n1", 202, "{\"ranks\":[1],\"world_size\":3}");
+	clone_of_n1_joins("{\"ranks\":[1],\"world_size\":3}");
+	tick(-1, 60 * 1000000ULL);
+	ck_assert_uint_le(sent[1][CL_TXN_PUBLISH] + sent[2][CL_TXN_PUBLISH] +
+			  sent[3][CL_TXN_PUBLISH], 12);
+	for (int n = 1; n < 4; n++)
+		ck_assert_msg(count_of(said[n], "put by another writer") == 2, "core %d: %s", n, said[n]);
+}
+END_TEST
+
+/* A put sent under the lease before, taken after the new one's: its own (helper-200). */
+START_TEST(old_lease_put_taken_late_is_own)
+{
+	cl_lease(cores[1], 0, now);
+	cl_lease(cores[1], 102, now);
+	run();
+	ck_assert_int_eq(find("/hbmguard/v1/jobs/J/nodes/n1")->lease, 102);
+	fput_leased("/hbmguard/v1/jobs/J/nodes/n1", "{\"ranks\":[1],\"world_size\":3}", 101);
+	run();
+	ck_assert_msg(!strstr(said[1], "another writer"), "n1 said: %s", said[1]);
+}
+END_TEST
+
+/* An operator's put long put over: an abort after does not blame the name (helper-200). */
+START_TEST(operator_put_over_reason_not_the_name)
+{
+	fput("/hbmguard/v1/jobs/J/nodes/n1", "{\"ranks\":[1],\"world_size\":3}");
+	run();
+	ck_assert_int_eq(find("/hbmguard/v1/jobs/J/nodes/n1")->lease, 101);
+	linked[2] = false;
+	fdel(find("/hbmguard/v1/jobs/J/nodes/n2"));
+	run();
+	ck_assert_int_eq(cl_error(cores[1], "J", 1, "a UE", now, id), 0);
+	run();
+	tick(1, 30 * 1000000ULL);
+	ck_assert_str_eq(told_why[1], "not opened across nodes: not every rank's node known");
+}
+END_TEST
+
+/* One daemon leaving, joining, its lease changing, reading again, answered first or not (helper-200). */
+START_TEST(one_daemon_churn_never_another)
+{
+	const char *v[] = { "{\"ranks\":[1],\"world_size\":3}", "{\"ranks\":[1],\"world_size\":3,\"x\":1}" };
+
+	for (int i = 0; i < 40; i++) {
+		answer_first = i & 1;
+		switch (i % 5) {
+		case 0:
+			cl_job_leave(cores[1], "J", now);
+			ck_assert_int_eq(cl_job_join(cores[1], "J", v[i & 1], now), 0);
+			break;
+		case 1:
+			cl_lease(cores[1], 0, now);
+			cl_lease(cores[1], 1000 + i, now);
+			break;
+		case 2:
+			reread(1);
+			break;
+		case 3:
+			ck_assert_int_eq(cl_job_join(cores[1], "J", v[i & 1], now), 0);
+			cl_lease(cores[1], 1000 + i, now);
+			break;
+		case 4:
+			cl_job_leave(cores[1], "J", now);
+			run();
+			ck_assert_int_eq(cl_job_join(cores[1], "J", v[i & 1], now), 0);
+			break;
+		}
+		run();
+		tick(-1, 1000000);
+	}
+	for (int n = 0; n < 3; n++)
+		ck_assert_msg(!strstr(said[n], "another writer"), "n%d said: %s", n, said[n]);
+	ck_assert_uint_eq(cl_jobs_published(cores[1]), 1);
+}
+END_TEST
+
+/* The twin whose key the other holds registers new ranks: put once, over it; the other puts nothing back. */
+START_TEST(twin_new_ranks_put_once)
+{
+	clone_of_n1_joins("{\"ranks\":[1],\"world_size\":3}");
+	ck_assert_int_eq(find("/hbmguard/v1/jobs/J/nodes/n1")->lease, 203);
+	ck_assert_int_eq(cl_job_join(cores[1], "J", "{\"ranks\":[1],\"world_size\":4}", now), 0);
+	run();
+	ck_assert_int_eq(find("/hbmguard/v1/jobs/J/nodes/n1")->lease, 101);
+	ck_assert_str_eq(find("/hbmguard/v1/jobs/J/nodes/n1")->value, "{\"ranks\":[1],\"world_size\":4}");
+	ck_assert_uint_eq(sent[1][CL_TXN_PUBLISH], 3);
+	ck_assert_uint_eq(sent[3][CL_TXN_PUBLISH], 2);
+	ck_assert_uint_eq(count_of(said[3], "put by another writer"), 1);
+}
+END_TEST
+
 Suite *cluster_suite(void)
 {
 	Suite *s = suite_create("cluster");
@@ -2872,6 +3036,13 @@ Suite *cluster_suite(void)
 	tcase_add_test(tc, name_taken_seen_in_a_read);
 	tcase_add_test(tc, name_taken_error_says_why);
 	tcase_add_test(tc, own_key_rewritten_not_taken);
+	tcase_add_test(tc, twin_said_after_an_operator_put);
+	tcase_add_test(tc, twins_reads_put_nothing_next_twin_said);
+	tcase_add_test(tc, three_twins_bounded);
+	tcase_add_test(tc, twin_new_ranks_put_once);
+	tcase_add_test(tc, old_lease_put_taken_late_is_own);
+	tcase_add_test(tc, operator_put_over_reason_not_the_name);
+	tcase_add_test(tc, one_daemon_churn_never_another);
 	suite_add_tcase(s, tc);
 	return s;
 }
