@@ -89,14 +89,10 @@ struct job {
 	char opener[HBM_CLUSTER_NAME_LEN];
 	uint32_t failed_rank;		/* the global rank whose state was lost */
 	int64_t create_rev;
-	/*
-	 * Its key's value as last read (a member's): what its close compares,
-	 * so that it deletes no other incident that a store restored from a
-	 * snapshot gave the same create_revision (a step key gone compares
-	 * equal under either).
-	 */
-	char *inc_value;
+	/* its key as last read (a member's): inc_key_seen() */
+	char *inc_value;		/* as created (version 1); NULL put over since */
 	size_t inc_value_len;
+	int64_t inc_mod;
 	/*
 	 * Which of the incidents this core read it is: not its create_revision,
 	 * which a store restored from a snapshot, or a read that left its
@@ -750,8 +746,10 @@ static char *acks_of(const struct job *j)
 /*
  * @step_rev: the step key's mod_revision compared, 0 for none there: etcd
  * compares a key that is not there as a KeyValue of zeros (applyCompare(),
- * etcdserver/apply.go, 3.4).  The incident key's value too: another
- * incident of the same create_revision (a store restored) has another id.
+ * etcdserver/apply.go, 3.4).  A step key there is this incident's (its id
+ * in its name).  None there, another incident that a store restored from a
+ * snapshot opened at the same create_revision compares equal as well: the
+ * incident key as last read tells them apart (inc_key_seen()).
  */
 static void close_incident(struct cl_core *c, struct job *j, int64_t step_rev)
 {
@@ -762,8 +760,7 @@ static void close_incident(struct cl_core *c, struct job *j, int64_t step_rev)
 	struct etcd_cmp cmp[] = {
 		{ .key = inc, .target = ETCD_CREATE, .result = ETCD_EQUAL, .v = j->create_rev },
 		{ .key = step, .target = ETCD_MOD, .result = ETCD_EQUAL, .v = step_rev },
-		{ .key = inc, .target = ETCD_VALUE, .result = ETCD_EQUAL, .value = j->inc_value,
-		  .value_len = j->inc_value_len },
+		{ .key = inc, .target = ETCD_MOD, .result = ETCD_EQUAL, .v = j->inc_mod },
 	};
 	struct etcd_op ops[] = {
 		{ .kind = ETCD_DELETE, .key = inc },
@@ -772,8 +769,11 @@ static void close_incident(struct cl_core *c, struct job *j, int64_t step_rev)
 	};
 	struct cl_action *a = NULL;
 
-	if (step && inc && sub && acks && j->inc_value)
-		a = txn(c, j, CL_TXN_CLOSE, cmp, 3, ops, 3);
+	if (j->inc_value)
+		cmp[2] = (struct etcd_cmp){ .key = inc, .target = ETCD_VALUE, .result = ETCD_EQUAL,
+					    .value = j->inc_value, .value_len = j->inc_value_len };
+	if (step && inc && sub && acks)
+		a = txn(c, j, CL_TXN_CLOSE, cmp, step_rev ? 2 : 3, ops, 3);
 	if (a)
 		a->from_rev = step_rev;
 	free(step);
@@ -1399,13 +1399,6 @@ static void lost_rank_in_world(struct cl_core *c, struct job *j)
 			 j->failed_rank, c->node, j->world);
 }
 
-static char *memdup(const char *p, size_t len)
-{
-	char *d = malloc(len ? len : 1);
-
-	return d ? memcpy(d, p, len) : NULL;
-}
-
 /*
  * The key of the incident known, put again: etcd keeps a key's
  * create_revision and counts its version up when it is put again (put() in
@@ -1417,6 +1410,28 @@ static bool put_over(const struct job *j, const struct etcd_kv *kv)
 	return j->open && kv->create_revision == j->create_rev && kv->version > 1;
 }
 
+/*
+ * The incident key of a member as read now, its create_revision the
+ * incident's: what a close with no step key compares, so that it deletes no
+ * other incident a store restored from a snapshot opened at that
+ * create_revision.  As created (version 1) the other differs only in its
+ * value, kept (an incident's: CL_INCIDENT_MAX at most); put over since
+ * (put_over()), in its mod_revision, the put's own, which one created at
+ * that create_revision cannot have.  Without memory for the value, the
+ * mod_revision, equal to the create_revision then: that close is unsafe
+ * only after a restore it did not read.
+ */
+static void inc_key_seen(struct job *j, const struct etcd_kv *kv)
+{
+	free(j->inc_value);
+	j->inc_value = NULL;
+	j->inc_mod = kv->mod_revision;
+	if (kv->version == 1 && (j->inc_value = malloc(kv->value_len + 1))) {
+		memcpy(j->inc_value, kv->value, kv->value_len);
+		j->inc_value_len = kv->value_len;
+	}
+}
+
 static void put_incident(struct cl_core *c, const struct key *k, const struct etcd_kv *kv,
 			 uint64_t now)
 {
@@ -1424,17 +1439,12 @@ static void put_incident(struct cl_core *c, const struct key *k, const struct et
 	char id[HBM_CLUSTER_NAME_LEN], opener[HBM_CLUSTER_NAME_LEN], reason[CL_REASON_LEN];
 	struct job *j = job_find(c, k->job);
 	struct member *parts = NULL;
-	char *value = NULL;
 	size_t n = 0, i, m;
 	uint32_t failed;
 
-	/* what the close of the incident known compares now, whatever else is refused */
-	if (j && put_over(j, kv) && j->member && (value = memdup(kv->value, kv->value_len))) {
-		free(j->inc_value);
-		j->inc_value = value;
-		j->inc_value_len = kv->value_len;
-		value = NULL;
-	}
+	/* what a close of the incident known compares now, whatever else is refused */
+	if (j && put_over(j, kv) && j->member)
+		inc_key_seen(j, kv);
 	if (!j || !j->nr_nodes) {
 		json_object_put(o);
 		return refuse(c, kv, "an incident of a job no node has published");
@@ -1454,7 +1464,10 @@ static void put_incident(struct cl_core *c, const struct key *k, const struct et
 	failed = json_object_get_int64(rank);
 	if (j->open && kv->create_revision == j->create_rev && !strcmp(id, j->id)) {
 		json_object_put(o);
-		return;		/* the same incident written again: nothing new */
+		/* the same incident written again (or restored to before a put over) */
+		if (j->member)
+			inc_key_seen(j, kv);
+		return;
 	}
 	/*
 	 * Another id at the create_revision of the one known.  Put over it
@@ -1492,11 +1505,6 @@ static void put_incident(struct cl_core *c, const struct key *k, const struct et
 		free(parts);
 		return refuse(c, kv, "an incident whose opener is not one of its nodes");
 	}
-	value = memdup(kv->value, kv->value_len);
-	if (!value) {
-		free(parts);
-		return refuse(c, kv, "out of memory");
-	}
 	if (j->open)	/* deleted and created again between two reads */
 		incident_gone(c, j);
 	/* a new incident: nothing of this node's part in an earlier one stands */
@@ -1517,12 +1525,9 @@ static void put_incident(struct cl_core *c, const struct key *k, const struct et
 	j->member = part(j, c->node) != NULL;
 	j->read_at = now;
 	j->error_at = 0;
-	if (!j->member) {
-		free(value);	/* only a member closes it */
+	if (!j->member)
 		return;
-	}
-	j->inc_value = value;
-	j->inc_value_len = kv->value_len;
+	inc_key_seen(j, kv);
 	say(c, j, LOG_WARNING, "job %s: incident %s opened by %s on %zu nodes: %s", j->name, id,
 	    opener, n, reason);
 	lost_rank_in_world(c, j);

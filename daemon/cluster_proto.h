@@ -63,10 +63,11 @@
  * ranks told to resume left so unless it decided an abort or read one;
  * from then an abort's timeout later (resumed, at the resume's deadline)
  * it closes the incident, comparing the incident's create_revision and the
- * step key as it read it (a key not there compares as revision 0).  Every
- * close compares the incident key's value too, as last read: another
- * incident that a store restored from a snapshot opened at the same
- * create_revision is not deleted by a node that did not read the restore.
+ * step key as it read it (a key not there compares as revision 0), and with
+ * none there the incident key as last read (its value as created, or its
+ * mod_revision put over since): another incident that a store restored from
+ * a snapshot opened at the same create_revision is not deleted by a node
+ * that did not read the restore.
  *
  * Anything else under /hbmguard/ (another version's keys, a value that is
  * not the JSON above or longer than CL_VALUE_MAX (an incident's,

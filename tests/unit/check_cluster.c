@@ -352,6 +352,7 @@ static unsigned int sent[NODES][CL_TXN_LEAVE + 1];	/* transactions, by kind */
 static bool answer_first, holding;
 static struct held { struct fkv f; bool put; } held[KEYS];
 static int nr_held;
+static void (*before_close)(void);	/* a writer's put, taken by etcd just before a close */
 
 static bool watches(int n, const char *key)
 {
@@ -582,6 +583,12 @@ static void run(void)
 				more = true;
 				switch (a.kind) {
 				case CL_TXN:
+					if (a.txn == CL_TXN_CLOSE && before_close) {
+						void (*f)(void) = before_close;
+
+						before_close = NULL;
+						f();
+					}
 					if (n == late_node && a.txn == CL_TXN_ACK && a.step == CL_RESUME) {
 						/* written, answered once all else is done */
 						ck_assert(txn(a.body));
@@ -687,6 +694,7 @@ static void setup(void)
 	memset(sent, 0, sizeof(sent));
 	memset(rereads, 0, sizeof(rereads));
 	answer_first = false;
+	before_close = NULL;
 	rev = 1;
 	now = 1000000;
 	fail_node = fail_step = mute_node = deaf_node = late_node = -1;
@@ -2957,6 +2965,113 @@ START_TEST(twin_new_ranks_put_once)
 }
 END_TEST
 
+static char race_key[128];
+
+/* The incident key put over by a writer, a space more: the same incident. */
+static void put_over_now(void)
+{
+	struct fkv *f = find(race_key);
+	char v[1024];
+
+	ck_assert_ptr_nonnull(f);
+	snprintf(v, sizeof(v), "%s ", f->value);
+	fput(race_key, v);
+}
+
+/*
+ * The opener's close after resume, a writer's put over the incident key
+ * taken just before it: its step key names it, nothing else is compared,
+ * and no node aborts ranks that resumed (helper-201).
+ */
+START_TEST(close_races_a_put_over)
+{
+	snprintf(race_key, sizeof(race_key), "/hbmguard/v1/jobs/J/incident");
+	before_close = put_over_now;
+	ck_assert_int_eq(cl_error(cores[1], "J", 1, "a UE", now, id), 0);
+	run();
+	for (int i = 0; i < 10; i++)
+		tick(-1, 10 * 1000000ULL);
+	ck_assert_int_eq(keys_under("/hbmguard/v1/jobs/J/incident"), 0);
+	for (int n = 0; n < 3; n++) {
+		ck_assert_uint_eq(steps[n][CL_ABORT], 0);
+		ck_assert_uint_eq(closed[n][1], 1);
+	}
+}
+END_TEST
+
+/*
+ * Wedged, its key put over, the store then restored to before the put
+ * (the key as created, the same id): the close compares it as it is now
+ * (helper-201).
+ */
+START_TEST(wedged_restored_before_a_put_over_closes)
+{
+	const char *inc = "/hbmguard/v1/jobs/J/incident";
+	const char *v1 = "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n1\",\"n2\",\"n9\"]}";
+	int64_t r1, rb;
+
+	fput(inc, v1);
+	r1 = rev;
+	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
+	run();
+	rev++;
+	fdel(find("/hbmguard/v1/jobs/J/incident/x1/step"));
+	run();
+	rb = rev;
+	fput(inc, "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n1\",\"n2\",\"n9\"],"
+	     "\"reason\":\"put again\"}");
+	run();
+	for (int n = 0; n < 3; n++)
+		linked[n] = false;
+	store_forget(inc);
+	rev = r1 - 1;
+	fput(inc, v1);
+	ck_assert_int_eq(find(inc)->create, r1);
+	ck_assert_int_eq(find(inc)->version, 1);
+	rev = rb;
+	for (int n = 0; n < 3; n++)
+		linked[n] = true;
+	for (int i = 0; i < 30; i++)
+		tick(-1, 10 * 1000000ULL);
+	ck_assert_int_eq(keys_under(inc), 0);
+}
+END_TEST
+
+/*
+ * Wedged and put over (its mod_revision compared), the store restored to
+ * before it, another incident opened there at its create_revision, unread:
+ * spared.
+ */
+START_TEST(wedged_put_over_spares_an_unread_restore)
+{
+	const char *inc = "/hbmguard/v1/jobs/J/incident";
+	int64_t r1;
+
+	fput(inc, "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n1\",\"n2\",\"n9\"]}");
+	r1 = rev;
+	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
+	run();
+	rev++;
+	fdel(find("/hbmguard/v1/jobs/J/incident/x1/step"));
+	fput(inc, "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n1\",\"n2\",\"n9\"],"
+	     "\"reason\":\"put again\"}");
+	run();
+	for (int n = 0; n < 3; n++)
+		linked[n] = false;
+	store_forget(inc);
+	rev = r1 - 1;
+	fput(inc, "{\"id\":\"x2\",\"opener\":\"n9\",\"rank\":2,\"nodes\":[\"n0\",\"n1\",\"n2\",\"n9\"]}");
+	fput("/hbmguard/v1/jobs/J/incident/x2/step", "{\"step\":\"pause\",\"timeout\":30}");
+	for (int n = 0; n < 3; n++)
+		linked[n] = true;
+	tick(-1, 30 * 1000000ULL);
+	tick(-1, 10 * 1000000ULL);
+	ck_assert_uint_ge(sent[0][CL_TXN_CLOSE], 1);
+	ck_assert_ptr_nonnull(find(inc));
+	ck_assert_ptr_nonnull(strstr(find(inc)->value, "\"x2\""));
+}
+END_TEST
+
 Suite *cluster_suite(void)
 {
 	Suite *s = suite_create("cluster");
@@ -3032,6 +3147,9 @@ Suite *cluster_suite(void)
 	tcase_add_test(tc, lost_rank_out_of_a_world_shrunk);
 	tcase_add_test(tc, wedged_close_spares_an_unread_restore);
 	tcase_add_test(tc, wedged_close_compares_the_value_put_again);
+	tcase_add_test(tc, close_races_a_put_over);
+	tcase_add_test(tc, wedged_restored_before_a_put_over_closes);
+	tcase_add_test(tc, wedged_put_over_spares_an_unread_restore);
 	tcase_add_test(tc, name_taken_said_by_both);
 	tcase_add_test(tc, name_taken_seen_in_a_read);
 	tcase_add_test(tc, name_taken_error_says_why);
