@@ -90,7 +90,7 @@ struct job {
 	uint32_t failed_rank;		/* the global rank whose state was lost */
 	int64_t create_rev;
 	/* its key as last read (a member's): inc_key_seen() */
-	char *inc_value;		/* as created (version 1); NULL put over since */
+	char *inc_value;		/* as created (version 1); NULL put over since, or no memory */
 	size_t inc_value_len;
 	int64_t inc_mod;
 	/*
@@ -1414,12 +1414,12 @@ static bool put_over(const struct job *j, const struct etcd_kv *kv)
  * The incident key of a member as read now, its create_revision the
  * incident's: what a close with no step key compares, so that it deletes no
  * other incident a store restored from a snapshot opened at that
- * create_revision.  As created (version 1) the other differs only in its
- * value, kept (an incident's: CL_INCIDENT_MAX at most); put over since
- * (put_over()), in its mod_revision, the put's own, which one created at
- * that create_revision cannot have.  Without memory for the value, the
- * mod_revision, equal to the create_revision then: that close is unsafe
- * only after a restore it did not read.
+ * create_revision, unread here.  As created (version 1) the other differs in
+ * its value, kept (an incident's: CL_INCIDENT_MAX at most); put over since
+ * (put_over()), in its mod_revision, the put's own.  Not told apart: a put
+ * over the other read here first (put_over() cannot tell whose key it put
+ * over: a writer may put any value over this one's), or no memory for the
+ * value (the mod_revision compared, the create_revision's then).
  */
 static void inc_key_seen(struct job *j, const struct etcd_kv *kv)
 {
@@ -1445,7 +1445,7 @@ static void put_incident(struct cl_core *c, const struct key *k, const struct et
 	/* what a close of the incident known compares now, whatever else is refused */
 	if (j && put_over(j, kv) && j->member)
 		inc_key_seen(j, kv);
-	if (!j || !j->nr_nodes) {
+	if (!j) {
 		json_object_put(o);
 		return refuse(c, kv, "an incident of a job no node has published");
 	}
@@ -1468,6 +1468,10 @@ static void put_incident(struct cl_core *c, const struct key *k, const struct et
 		if (j->member)
 			inc_key_seen(j, kv);
 		return;
+	}
+	if (!j->nr_nodes) {
+		json_object_put(o);
+		return refuse(c, kv, "an incident of a job no node has published");
 	}
 	/*
 	 * Another id at the create_revision of the one known.  Put over it

@@ -67,7 +67,8 @@
  * none there the incident key as last read (its value as created, or its
  * mod_revision put over since): another incident that a store restored from
  * a snapshot opened at the same create_revision is not deleted by a node
- * that did not read the restore.
+ * that did not read the restore, unless it read a writer's put over that
+ * other's key first (inc_key_seen()).
  *
  * Anything else under /hbmguard/ (another version's keys, a value that is
  * not the JSON above or longer than CL_VALUE_MAX (an incident's,

@@ -2004,18 +2004,22 @@ static void trace_left(void)
  * read).  Keys this node refuses whole (an incident's value not the
  * layout's) may stay, and FUZZ_TRACE says which are left.
  *
- * The bound: 3 x the longest timeout configured in the run (tmax; a
+ * The bound: 4 x the longest timeout configured in the run (tmax; a
  * step's deadline is its writer's timeout capped by this node's own when
  * it read it, and 120 s is restore's at the start) + 8 x RETRY_US.  The
  * ranks wait at most an open's retries (RETRY_US each: a transaction lost
  * at the end, an open refused), an error's pause deadline or a step's
  * (tmax each; a read again a join asked, REREAD_MIN_US = 30 s < tmax, may
  * let an open through later) and then an abort's own deadline before a
- * node closes the incident (tmax): 3 x tmax covers each in turn.
+ * node closes the incident (tmax): 3 x tmax covers each in turn.  One more
+ * where a close of a step key seen gone is refused for a step etcd holds
+ * that this node refused (read before the incident it names was taken
+ * here): the prefix is read again an abort's timeout later (close_at),
+ * and the step then read is aborted and closed in turn.
  */
 static void settle(void)
 {
-	uint64_t t0 = now, horizon = now + 3ULL * tmax * 1000000 + 8ULL * RETRY_US, next;
+	uint64_t t0 = now, horizon = now + 4ULL * tmax * 1000000 + 8ULL * RETRY_US, next;
 	size_t i;
 	int ticks = 0;
 

@@ -3072,6 +3072,113 @@ START_TEST(wedged_put_over_spares_an_unread_restore)
 }
 END_TEST
 
+/*
+ * Wedged, put over, every node's ranks gone from the job, the store
+ * restored to before the put over (x1 as created, no node key): the read's
+ * key is what the close compares, though the job has no node (helper-202).
+ */
+START_TEST(wedged_restored_before_a_put_over_no_nodes_closes)
+{
+	const char *inc = "/hbmguard/v1/jobs/J/incident";
+	const char *v1 = "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n1\",\"n2\",\"n9\"]}";
+	int64_t r1, rb;
+
+	fput(inc, v1);
+	r1 = rev;
+	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
+	run();
+	rev++;
+	fdel(find("/hbmguard/v1/jobs/J/incident/x1/step"));
+	run();
+	rb = rev;
+	fput(inc, "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n1\",\"n2\",\"n9\"],"
+	     "\"reason\":\"put again\"}");
+	run();
+	for (int n = 0; n < 3; n++)
+		linked[n] = false;
+	for (int n = 0; n < 3; n++)
+		ck_assert_int_eq(cl_job_leave(cores[n], "J", now), 0);
+	run();
+	for (int n = 0; n < 3; n++) {
+		char k[64];
+
+		snprintf(k, sizeof(k), "/hbmguard/v1/jobs/J/nodes/n%d", n);
+		if (find(k))
+			store_forget(k);	/* the job over: its nodes' keys gone with their leases */
+	}
+	store_forget(inc);
+	rev = r1 - 1;
+	fput(inc, v1);
+	ck_assert_int_eq(find(inc)->version, 1);
+	rev = rb + 10;
+	for (int n = 0; n < 3; n++) {
+		linked[n] = true;
+		cl_link(cores[n], true, now);
+	}
+	for (int i = 0; i < 60; i++)
+		tick(-1, 10 * 1000000ULL);
+	ck_assert_int_eq(keys_under(inc), 0);
+}
+END_TEST
+
+/* Wedged, a writer's put over whose event is lost: closed after a read again (helper-202). */
+START_TEST(wedged_put_over_unheard_closes)
+{
+	const char *inc = "/hbmguard/v1/jobs/J/incident";
+
+	fput(inc, "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n1\",\"n2\",\"n9\"]}");
+	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
+	run();
+	rev++;
+	fdel(find("/hbmguard/v1/jobs/J/incident/x1/step"));
+	run();
+	for (int n = 0; n < 3; n++)
+		linked[n] = false;
+	fput(inc, "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n1\",\"n2\",\"n9\"],\"reason\":\"again\"}");
+	fput(inc, "\x01junk");
+	for (int n = 0; n < 3; n++)
+		linked[n] = true;
+	for (int i = 0; i < 12; i++)
+		tick(-1, 10 * 1000000ULL);
+	ck_assert_int_eq(keys_under(inc), 0);
+	ck_assert_uint_ge(rereads[0] + rereads[1] + rereads[2], 1);
+	for (int n = 0; n < 3; n++)
+		ck_assert_uint_lt(sent[n][CL_TXN_CLOSE], 6);
+}
+END_TEST
+
+/* A put over (version 2) of 100 KiB: no value kept, the close compares the mod_revision (helper-202). */
+START_TEST(wedged_put_over_value_not_kept)
+{
+	const char *inc = "/hbmguard/v1/jobs/J/incident";
+	static char big[100 * 1024];
+	struct cl_action a;
+	bool seen = false;
+
+	fput(inc, "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n1\",\"n2\",\"n9\"]}");
+	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
+	run();
+	rev++;
+	fdel(find("/hbmguard/v1/jobs/J/incident/x1/step"));
+	memset(big, 'x', sizeof(big) - 1);
+	fput(inc, big);
+	run();
+	for (int i = 0; i < 6 && !seen; i++) {
+		now += 10 * 1000000ULL;
+		cl_tick(cores[0], now);
+		while (cl_next_action(cores[0], &a)) {
+			if (a.kind == CL_TXN && a.txn == CL_TXN_CLOSE) {
+				seen = true;
+				ck_assert_ptr_null(strstr(a.body, "\"VALUE\""));
+				ck_assert_uint_lt(strlen(a.body), 4096);
+			}
+			free(a.body);
+		}
+	}
+	ck_assert(seen);
+}
+END_TEST
+
 Suite *cluster_suite(void)
 {
 	Suite *s = suite_create("cluster");
@@ -3150,6 +3257,9 @@ Suite *cluster_suite(void)
 	tcase_add_test(tc, close_races_a_put_over);
 	tcase_add_test(tc, wedged_restored_before_a_put_over_closes);
 	tcase_add_test(tc, wedged_put_over_spares_an_unread_restore);
+	tcase_add_test(tc, wedged_restored_before_a_put_over_no_nodes_closes);
+	tcase_add_test(tc, wedged_put_over_unheard_closes);
+	tcase_add_test(tc, wedged_put_over_value_not_kept);
 	tcase_add_test(tc, name_taken_said_by_both);
 	tcase_add_test(tc, name_taken_seen_in_a_read);
 	tcase_add_test(tc, name_taken_error_says_why);
