@@ -774,8 +774,10 @@ static void close_incident(struct cl_core *c, struct job *j, int64_t step_rev)
 					    .value = j->inc_value, .value_len = j->inc_value_len };
 	if (step && inc && sub && acks)
 		a = txn(c, j, CL_TXN_CLOSE, cmp, step_rev ? 2 : 3, ops, 3);
-	if (a)
+	if (a) {
 		a->from_rev = step_rev;
+		a->inc_mod = j->inc_mod;
+	}
 	free(step);
 	free(inc);
 	free(sub);
@@ -1423,6 +1425,10 @@ static bool put_over(const struct job *j, const struct etcd_kv *kv)
  */
 static void inc_key_seen(struct job *j, const struct etcd_kv *kv)
 {
+	if (kv->mod_revision != j->inc_mod) {	/* a close refused for the key as it was: again */
+		j->close_refused = false;
+		j->close_at = 0;
+	}
 	free(j->inc_value);
 	j->inc_value = NULL;
 	j->inc_mod = kv->mod_revision;
@@ -1866,8 +1872,8 @@ void cl_txn_done(struct cl_core *c, const struct cl_action *a, int err, bool suc
 		 * brings no change by then (close_refused, cleared by one).
 		 */
 		if (a->txn == CL_TXN_CLOSE && !succeeded && !step_writable(j)) {
-			j->close_refused = j->step_key_rev == a->from_rev;
-			/* the key moved since (the watch brought it first): at once, comparing that */
+			j->close_refused = j->step_key_rev == a->from_rev && j->inc_mod == a->inc_mod;
+			/* a key moved since (the watch brought it first): at once, comparing that */
 			j->close_at = j->close_refused ? now + c->t.step[CL_ABORT] * 1000000ULL : 0;
 		}
 	} else if (a->txn == CL_TXN_ACK) {

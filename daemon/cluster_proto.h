@@ -133,6 +133,7 @@ struct cl_action {
 	char *body;		/* CL_TXN's JSON, the caller's to free() */
 	uint64_t at;		/* CL_TXN_ACK: the time it says, ms since the epoch */
 	int64_t from_rev;	/* CL_TXN_ADVANCE, _ABORT, _CLOSE: the step key's mod_revision compared */
+	int64_t inc_mod;	/* CL_TXN_CLOSE: the incident key's, as read when sent */
 	uint64_t incident;	/* which of the incidents this core read it was for (a count) */
 };
 

@@ -3179,6 +3179,45 @@ START_TEST(wedged_put_over_value_not_kept)
 }
 END_TEST
 
+/* The same, its event brought after the close's answer. */
+static void put_over_heard_late(void)
+{
+	holding = true;
+	put_over_now();
+	holding = false;
+}
+
+/*
+ * A wedged close, a writer's put over the incident key taken just before
+ * it, heard before the close's answer or after: closed at once, comparing
+ * the put, not an abort's timeout later after a read again (helper-202).
+ */
+START_TEST(wedged_close_races_a_put_over)
+{
+	const char *inc = "/hbmguard/v1/jobs/J/incident";
+	uint64_t t0;
+
+	snprintf(race_key, sizeof(race_key), "%s", inc);
+	if (_i)
+		answer_first = true;
+	fput(inc, "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n9\"]}");
+	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
+	run();
+	rev++;
+	fdel(find("/hbmguard/v1/jobs/J/incident/x1/step"));
+	run();
+	tick(0, 40 * 1000000ULL);	/* its ranks aborted: the close due an abort's timeout on */
+	before_close = _i ? put_over_heard_late : put_over_now;
+	t0 = now;
+	while (find(inc) && now < t0 + 60 * 1000000ULL)
+		tick(0, 1000000ULL);
+	ck_assert_ptr_null(find(inc));
+	ck_assert_uint_eq(sent[0][CL_TXN_CLOSE], 2);
+	ck_assert_uint_eq(rereads[0], 0);
+	ck_assert_uint_le(now - t0, 10 * 1000000ULL);	/* at the first's answer */
+}
+END_TEST
+
 Suite *cluster_suite(void)
 {
 	Suite *s = suite_create("cluster");
@@ -3255,6 +3294,7 @@ Suite *cluster_suite(void)
 	tcase_add_test(tc, wedged_close_spares_an_unread_restore);
 	tcase_add_test(tc, wedged_close_compares_the_value_put_again);
 	tcase_add_test(tc, close_races_a_put_over);
+	tcase_add_loop_test(tc, wedged_close_races_a_put_over, 0, 2);
 	tcase_add_test(tc, wedged_restored_before_a_put_over_closes);
 	tcase_add_test(tc, wedged_put_over_spares_an_unread_restore);
 	tcase_add_test(tc, wedged_restored_before_a_put_over_no_nodes_closes);
