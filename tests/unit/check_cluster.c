@@ -2740,6 +2740,52 @@ START_TEST(own_key_rewritten_not_taken)
 }
 END_TEST
 
+#define X1_AS_CREATED "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n1\",\"n2\",\"n9\"]}"
+/* the same incident, put over by a writer */
+#define X1_PUT_OVER "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n1\",\"n2\",\"n9\"],\"reason\":\"put again\"}"
+
+/* Incident x1 of n9 over n0, n1, n2 at pause, its step key then deleted by a writer: wedged. */
+static int64_t x1_wedged(void)
+{
+	int64_t r1;
+
+	fput("/hbmguard/v1/jobs/J/incident", X1_AS_CREATED);
+	r1 = rev;	/* its create_revision */
+	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
+	run();
+	rev++;
+	fdel(find("/hbmguard/v1/jobs/J/incident/x1/step"));
+	run();
+	return r1;
+}
+
+/* x1 wedged, then put over by a writer; @before: the revision before the put (a backup's) */
+static int64_t x1_wedged_put_over(int64_t *before)
+{
+	int64_t r1 = x1_wedged();
+
+	if (before)
+		*before = rev;
+	fput("/hbmguard/v1/jobs/J/incident", X1_PUT_OVER);
+	run();
+	return r1;
+}
+
+/* The store restored from a backup of before revision @r1, its incident key gone, no core linked to hear it. */
+static void restored_unseen(int64_t r1)
+{
+	for (int n = 0; n < 3; n++)
+		linked[n] = false;
+	store_forget("/hbmguard/v1/jobs/J/incident");
+	rev = r1 - 1;
+}
+
+static void relinked(void)
+{
+	for (int n = 0; n < 3; n++)
+		linked[n] = true;
+}
+
 /*
  * A wedged incident's close, the store restored meanwhile unread (the
  * watch's check missed it): another incident at the same create_revision,
@@ -2751,22 +2797,12 @@ START_TEST(wedged_close_spares_an_unread_restore)
 	const char *inc = "/hbmguard/v1/jobs/J/incident";
 	int64_t r1;
 
-	fput(inc, "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n1\",\"n2\",\"n9\"]}");
-	r1 = rev;
-	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
-	run();
-	rev++;
-	fdel(find("/hbmguard/v1/jobs/J/incident/x1/step"));
-	run();
-	for (int n = 0; n < 3; n++)
-		linked[n] = false;
-	store_forget(inc);
-	rev = r1 - 1;
+	r1 = x1_wedged();
+	restored_unseen(r1);
 	fput(inc, "{\"id\":\"x2\",\"opener\":\"n9\",\"rank\":2,\"nodes\":[\"n0\",\"n1\",\"n2\",\"n9\"]}");
 	ck_assert_int_eq(find(inc)->create, r1);
 	fput("/hbmguard/v1/jobs/J/incident/x2/step", "{\"step\":\"pause\",\"timeout\":30}");
-	for (int n = 0; n < 3; n++)
-		linked[n] = true;
+	relinked();
 	tick(-1, 30 * 1000000ULL);
 	tick(-1, 10 * 1000000ULL);
 	ck_assert_ptr_nonnull(strstr(said[0], "incident x1: its step key gone: closing it"));
@@ -2785,14 +2821,7 @@ START_TEST(wedged_close_compares_the_value_put_again)
 {
 	const char *inc = "/hbmguard/v1/jobs/J/incident";
 
-	fput(inc, "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n1\",\"n2\",\"n9\"]}");
-	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
-	run();
-	rev++;
-	fdel(find("/hbmguard/v1/jobs/J/incident/x1/step"));
-	fput(inc, "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n1\",\"n2\",\"n9\"],"
-	     "\"reason\":\"put again\"}");
-	run();
+	x1_wedged_put_over(NULL);
 	fput(inc, "not an incident");	/* refused: the incident goes on, its close compares it */
 	run();
 	tick(-1, 30 * 1000000ULL);
@@ -3007,30 +3036,15 @@ END_TEST
 START_TEST(wedged_restored_before_a_put_over_closes)
 {
 	const char *inc = "/hbmguard/v1/jobs/J/incident";
-	const char *v1 = "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n1\",\"n2\",\"n9\"]}";
 	int64_t r1, rb;
 
-	fput(inc, v1);
-	r1 = rev;
-	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
-	run();
-	rev++;
-	fdel(find("/hbmguard/v1/jobs/J/incident/x1/step"));
-	run();
-	rb = rev;
-	fput(inc, "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n1\",\"n2\",\"n9\"],"
-	     "\"reason\":\"put again\"}");
-	run();
-	for (int n = 0; n < 3; n++)
-		linked[n] = false;
-	store_forget(inc);
-	rev = r1 - 1;
-	fput(inc, v1);
+	r1 = x1_wedged_put_over(&rb);
+	restored_unseen(r1);
+	fput(inc, X1_AS_CREATED);
 	ck_assert_int_eq(find(inc)->create, r1);
 	ck_assert_int_eq(find(inc)->version, 1);
 	rev = rb;
-	for (int n = 0; n < 3; n++)
-		linked[n] = true;
+	relinked();
 	for (int i = 0; i < 30; i++)
 		tick(-1, 10 * 1000000ULL);
 	ck_assert_int_eq(keys_under(inc), 0);
@@ -3047,23 +3061,11 @@ START_TEST(wedged_put_over_spares_an_unread_restore)
 	const char *inc = "/hbmguard/v1/jobs/J/incident";
 	int64_t r1;
 
-	fput(inc, "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n1\",\"n2\",\"n9\"]}");
-	r1 = rev;
-	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
-	run();
-	rev++;
-	fdel(find("/hbmguard/v1/jobs/J/incident/x1/step"));
-	fput(inc, "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n1\",\"n2\",\"n9\"],"
-	     "\"reason\":\"put again\"}");
-	run();
-	for (int n = 0; n < 3; n++)
-		linked[n] = false;
-	store_forget(inc);
-	rev = r1 - 1;
+	r1 = x1_wedged_put_over(NULL);
+	restored_unseen(r1);
 	fput(inc, "{\"id\":\"x2\",\"opener\":\"n9\",\"rank\":2,\"nodes\":[\"n0\",\"n1\",\"n2\",\"n9\"]}");
 	fput("/hbmguard/v1/jobs/J/incident/x2/step", "{\"step\":\"pause\",\"timeout\":30}");
-	for (int n = 0; n < 3; n++)
-		linked[n] = true;
+	relinked();
 	tick(-1, 30 * 1000000ULL);
 	tick(-1, 10 * 1000000ULL);
 	ck_assert_uint_ge(sent[0][CL_TXN_CLOSE], 1);
@@ -3080,20 +3082,9 @@ END_TEST
 START_TEST(wedged_restored_before_a_put_over_no_nodes_closes)
 {
 	const char *inc = "/hbmguard/v1/jobs/J/incident";
-	const char *v1 = "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n1\",\"n2\",\"n9\"]}";
 	int64_t r1, rb;
 
-	fput(inc, v1);
-	r1 = rev;
-	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
-	run();
-	rev++;
-	fdel(find("/hbmguard/v1/jobs/J/incident/x1/step"));
-	run();
-	rb = rev;
-	fput(inc, "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n1\",\"n2\",\"n9\"],"
-	     "\"reason\":\"put again\"}");
-	run();
+	r1 = x1_wedged_put_over(&rb);
 	for (int n = 0; n < 3; n++)
 		linked[n] = false;
 	for (int n = 0; n < 3; n++)
@@ -3106,9 +3097,8 @@ START_TEST(wedged_restored_before_a_put_over_no_nodes_closes)
 		if (find(k))
 			store_forget(k);	/* the job over: its nodes' keys gone with their leases */
 	}
-	store_forget(inc);
-	rev = r1 - 1;
-	fput(inc, v1);
+	restored_unseen(r1);
+	fput(inc, X1_AS_CREATED);
 	ck_assert_int_eq(find(inc)->version, 1);
 	rev = rb + 10;
 	for (int n = 0; n < 3; n++) {
@@ -3126,18 +3116,12 @@ START_TEST(wedged_put_over_unheard_closes)
 {
 	const char *inc = "/hbmguard/v1/jobs/J/incident";
 
-	fput(inc, "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n1\",\"n2\",\"n9\"]}");
-	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
-	run();
-	rev++;
-	fdel(find("/hbmguard/v1/jobs/J/incident/x1/step"));
-	run();
+	x1_wedged();
 	for (int n = 0; n < 3; n++)
 		linked[n] = false;
 	fput(inc, "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n1\",\"n2\",\"n9\"],\"reason\":\"again\"}");
 	fput(inc, "\x01junk");
-	for (int n = 0; n < 3; n++)
-		linked[n] = true;
+	relinked();
 	for (int i = 0; i < 12; i++)
 		tick(-1, 10 * 1000000ULL);
 	ck_assert_int_eq(keys_under(inc), 0);
@@ -3155,11 +3139,7 @@ START_TEST(wedged_put_over_value_not_kept)
 	struct cl_action a;
 	bool seen = false;
 
-	fput(inc, "{\"id\":\"x1\",\"opener\":\"n9\",\"rank\":1,\"nodes\":[\"n0\",\"n1\",\"n2\",\"n9\"]}");
-	fput("/hbmguard/v1/jobs/J/incident/x1/step", "{\"step\":\"pause\",\"timeout\":30}");
-	run();
-	rev++;
-	fdel(find("/hbmguard/v1/jobs/J/incident/x1/step"));
+	x1_wedged();
 	memset(big, 'x', sizeof(big) - 1);
 	fput(inc, big);
 	run();
